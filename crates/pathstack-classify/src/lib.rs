@@ -1,0 +1,2 @@
+//! pathstack-classify (see DESIGN.md).
+#![forbid(unsafe_code)]

@@ -1,0 +1,123 @@
+//! Devices: where frames enter and leave a stack.
+//!
+//! A [`Device`] moves whole link-layer frames as [`Msg`]s. The in-memory
+//! [`wire`] joins two devices back to back inside one process; the
+//! [`impair`] wrapper adds seeded loss, duplication, reordering and delay
+//! around any device. Real devices (TAP, the emulated LANCE) live in
+//! `pathstack-devices` and implement the same trait.
+
+use crate::msg::{Msg, MsgPool};
+use crate::time::Instant;
+use thiserror::Error;
+
+pub mod impair;
+pub mod wire;
+
+/// What a device can do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeviceCaps {
+    /// Largest frame payload (link MTU, without the link header) in bytes.
+    pub mtu: usize,
+    /// Link-layer header bytes the device expects in front of the payload
+    /// (14 for Ethernet II).
+    pub link_header: usize,
+    /// The device's hardware address, if it has one.
+    pub mac: Option<[u8; 6]>,
+}
+
+/// Counters every device keeps.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DeviceStats {
+    /// Frames handed to the device for transmission and accepted.
+    pub tx_frames: u64,
+    /// Bytes of those frames.
+    pub tx_bytes: u64,
+    /// Frames returned by `receive`.
+    pub rx_frames: u64,
+    /// Bytes of those frames.
+    pub rx_bytes: u64,
+    /// Frames dropped because a bounded queue was full.
+    pub dropped_full: u64,
+    /// Frames dropped on purpose by an impairment.
+    pub dropped_impaired: u64,
+    /// Frames dropped because of an error (too large, I/O error, no buffer).
+    pub errors: u64,
+}
+
+/// What went wrong in a device.
+#[derive(Debug, Error)]
+pub enum DeviceError {
+    /// The frame is larger than the device can carry.
+    #[error("frame of {len} bytes exceeds the device limit of {max} bytes")]
+    FrameTooLarge {
+        /// Frame length in bytes.
+        len: usize,
+        /// Largest frame the device carries.
+        max: usize,
+    },
+    /// A bounded queue inside the device (or its peer) is full; the frame was dropped.
+    #[error("device queue full ({capacity} frames); frame dropped")]
+    QueueFull {
+        /// The queue's bound.
+        capacity: usize,
+    },
+    /// The peer end of the device is gone.
+    #[error("device peer disconnected")]
+    Disconnected,
+    /// No buffer could be had for a received frame.
+    #[error("no buffer for a received frame: {0}")]
+    NoBuffer(#[from] crate::msg::MsgError),
+    /// An operating-system error, with what was being done.
+    #[error("{context}: {source}")]
+    Io {
+        /// What the device was doing.
+        context: String,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// A link-layer device.
+///
+/// Devices never block in `transmit` or `receive`; waiting is the caller's
+/// business (see `pathstack-devices` for fd-based waiting on TAP).
+pub trait Device: Send {
+    /// Hands a frame to the device. The device owns the message from now on;
+    /// on error it has been dropped (and counted).
+    fn transmit(&mut self, frame: Msg, now: Instant) -> Result<(), DeviceError>;
+
+    /// The next received frame, if one is ready at `now`. Devices that read
+    /// from the OS take their buffer from `pool`.
+    fn receive(&mut self, pool: &MsgPool, now: Instant) -> Result<Option<Msg>, DeviceError>;
+
+    /// The device's capabilities.
+    fn caps(&self) -> DeviceCaps;
+
+    /// The earliest time at which `receive` may return a frame it cannot
+    /// return now (a delayed frame), if any.
+    fn poll_at(&self) -> Option<Instant> {
+        None
+    }
+
+    /// The device's counters.
+    fn stats(&self) -> DeviceStats;
+}
+
+impl<D: Device + ?Sized> Device for Box<D> {
+    fn transmit(&mut self, frame: Msg, now: Instant) -> Result<(), DeviceError> {
+        (**self).transmit(frame, now)
+    }
+    fn receive(&mut self, pool: &MsgPool, now: Instant) -> Result<Option<Msg>, DeviceError> {
+        (**self).receive(pool, now)
+    }
+    fn caps(&self) -> DeviceCaps {
+        (**self).caps()
+    }
+    fn poll_at(&self) -> Option<Instant> {
+        (**self).poll_at()
+    }
+    fn stats(&self) -> DeviceStats {
+        (**self).stats()
+    }
+}

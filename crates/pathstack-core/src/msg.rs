@@ -1,0 +1,606 @@
+//! Messages and the buffer pool.
+//!
+//! A [`Msg`] is a byte buffer with headroom, so that each stage can `push` its
+//! header in front of the payload on the way down and `pop` it on the way up
+//! without copying the payload (x-kernel/Scout message semantics). Buffers come
+//! from a [`MsgPool`] and go back to it when the message is dropped: this is
+//! Scout's buffer *refresh* (MIPS and Reality §2.4), and it is what makes
+//! steady-state packet processing allocation-free.
+//!
+//! The pool has a few size classes (a small one for frames, a large one for
+//! reassembled datagrams). Each class has a hard bound on the number of
+//! buffers alive at once; when it is reached, allocation fails with
+//! [`MsgError::PoolExhausted`] instead of growing without bound.
+//!
+//! The free lists are lock-free bounded queues (`crossbeam_queue::ArrayQueue`),
+//! so a message may be freed on another thread (the in-memory wire moves
+//! messages between stacks) without a lock and without allocating.
+//!
+//! ```
+//! use pathstack_core::msg::{MsgPool, PoolConfig};
+//! let pool = MsgPool::new(PoolConfig::default());
+//! let mut m = pool.alloc_copy(b"payload").unwrap();
+//! m.push(4).unwrap().copy_from_slice(b"HDR:");
+//! assert_eq!(m.as_slice(), b"HDR:payload");
+//! assert_eq!(m.pop(4).unwrap(), b"HDR:");
+//! assert_eq!(m.as_slice(), b"payload");
+//! ```
+
+use crossbeam_queue::ArrayQueue;
+use std::fmt;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use thiserror::Error;
+
+/// What went wrong with a message operation.
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+pub enum MsgError {
+    /// `push` needed more headroom than the buffer has left.
+    #[error("not enough headroom: need {need} bytes, have {have}")]
+    NoHeadroom {
+        /// Bytes requested.
+        need: usize,
+        /// Bytes available in front of the data.
+        have: usize,
+    },
+    /// `pop`, `split_off` or `truncate_front` asked for more bytes than the message holds.
+    #[error("message too short: need {need} bytes, have {have}")]
+    TooShort {
+        /// Bytes requested.
+        need: usize,
+        /// Bytes in the message.
+        have: usize,
+    },
+    /// No size class of the pool can hold this many bytes.
+    #[error("message of {len} bytes is larger than the largest pool buffer ({max} bytes)")]
+    TooLarge {
+        /// Bytes requested (including headroom).
+        len: usize,
+        /// Largest buffer the pool can hand out.
+        max: usize,
+    },
+    /// The message has no buffer (`Msg::default()`), so it cannot grow or be copied.
+    #[error("message has no pool buffer (it was taken or never allocated)")]
+    Detached,
+    /// Every size class that could hold the message is at its bound.
+    #[error("buffer pool exhausted: no buffer of {len} bytes available")]
+    PoolExhausted {
+        /// Bytes requested (including headroom).
+        len: usize,
+    },
+}
+
+/// One size class of a pool: buffers of `buf_size` bytes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SizeClass {
+    /// Size of each buffer in bytes, headroom included.
+    pub buf_size: usize,
+    /// Buffers allocated when the pool is made.
+    pub prealloc: usize,
+    /// Most buffers of this class alive at once (the bound).
+    pub max: usize,
+}
+
+/// How a pool is laid out.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PoolConfig {
+    /// Bytes kept free in front of the data of a newly allocated message,
+    /// so that headers can be pushed without copying.
+    pub headroom: usize,
+    /// Size classes, smallest first.
+    pub classes: Vec<SizeClass>,
+}
+
+impl Default for PoolConfig {
+    /// 2 KiB frame buffers (1,024 preallocated, at most 8,192) and 72 KiB
+    /// buffers for reassembled datagrams (8 preallocated, at most 64), with
+    /// 128 bytes of headroom.
+    fn default() -> Self {
+        PoolConfig {
+            headroom: 128,
+            classes: vec![
+                SizeClass {
+                    buf_size: 2048,
+                    prealloc: 1024,
+                    max: 8192,
+                },
+                SizeClass {
+                    buf_size: 72 * 1024,
+                    prealloc: 8,
+                    max: 64,
+                },
+            ],
+        }
+    }
+}
+
+impl PoolConfig {
+    /// A small pool for tests: `n` frame buffers of 2 KiB, no large class.
+    pub fn small(n: usize) -> Self {
+        PoolConfig {
+            headroom: 128,
+            classes: vec![SizeClass {
+                buf_size: 2048,
+                prealloc: n,
+                max: n,
+            }],
+        }
+    }
+}
+
+struct Class {
+    buf_size: usize,
+    max: usize,
+    free: ArrayQueue<Box<[u8]>>,
+    live: AtomicUsize,
+}
+
+struct PoolInner {
+    headroom: usize,
+    classes: Vec<Class>,
+    allocs: AtomicU64,
+    heap_allocs: AtomicU64,
+    exhausted: AtomicU64,
+}
+
+/// A bounded pool of message buffers. Cloning a pool gives another handle to
+/// the same buffers.
+#[derive(Clone)]
+pub struct MsgPool {
+    inner: Arc<PoolInner>,
+}
+
+/// Counters of a pool, for statistics and for the zero-allocation tests.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PoolStats {
+    /// Messages handed out.
+    pub allocs: u64,
+    /// Buffers that had to come from the heap (pool was empty below its bound).
+    pub heap_allocs: u64,
+    /// Allocations refused because a class was at its bound.
+    pub exhausted: u64,
+    /// Buffers currently handed out, over all classes.
+    pub live: usize,
+}
+
+impl MsgPool {
+    /// Makes a pool and preallocates its buffers.
+    pub fn new(config: PoolConfig) -> Self {
+        let classes = config
+            .classes
+            .iter()
+            .map(|c| {
+                let free = ArrayQueue::new(c.max.max(1));
+                for _ in 0..c.prealloc.min(c.max) {
+                    let _ = free.push(vec![0u8; c.buf_size].into_boxed_slice());
+                }
+                Class {
+                    buf_size: c.buf_size,
+                    max: c.max,
+                    free,
+                    live: AtomicUsize::new(0),
+                }
+            })
+            .collect();
+        MsgPool {
+            inner: Arc::new(PoolInner {
+                headroom: config.headroom,
+                classes,
+                allocs: AtomicU64::new(0),
+                heap_allocs: AtomicU64::new(0),
+                exhausted: AtomicU64::new(0),
+            }),
+        }
+    }
+
+    /// The headroom given to new messages.
+    pub fn headroom(&self) -> usize {
+        self.inner.headroom
+    }
+
+    /// Largest payload a single message from this pool can hold with full headroom.
+    pub fn max_payload(&self) -> usize {
+        self.inner
+            .classes
+            .last()
+            .map_or(0, |c| c.buf_size.saturating_sub(self.inner.headroom))
+    }
+
+    /// A message of `len` zero bytes, with the pool's headroom in front.
+    pub fn alloc(&self, len: usize) -> Result<Msg, MsgError> {
+        let mut m = self.alloc_empty(len)?;
+        let start = m.tail;
+        m.tail += len;
+        m.buf[start..m.tail].fill(0);
+        Ok(m)
+    }
+
+    /// A message holding a copy of `bytes`, with the pool's headroom in front.
+    pub fn alloc_copy(&self, bytes: &[u8]) -> Result<Msg, MsgError> {
+        let mut m = self.alloc_empty(bytes.len())?;
+        m.buf[m.tail..m.tail + bytes.len()].copy_from_slice(bytes);
+        m.tail += bytes.len();
+        Ok(m)
+    }
+
+    /// An empty message with room for at least `capacity` bytes after the
+    /// headroom (a receive buffer: fill it through [`Msg::tailroom_mut`] and
+    /// [`Msg::commit_tail`]).
+    pub fn alloc_empty(&self, capacity: usize) -> Result<Msg, MsgError> {
+        let inner = &self.inner;
+        let need = capacity + inner.headroom;
+        let max = inner.classes.last().map_or(0, |c| c.buf_size);
+        if need > max {
+            return Err(MsgError::TooLarge { len: need, max });
+        }
+        for (idx, class) in inner.classes.iter().enumerate() {
+            if class.buf_size < need {
+                continue;
+            }
+            let buf = match class.free.pop() {
+                Some(b) => b,
+                None => {
+                    if class.live.load(Ordering::Relaxed) >= class.max {
+                        continue;
+                    }
+                    inner.heap_allocs.fetch_add(1, Ordering::Relaxed);
+                    vec![0u8; class.buf_size].into_boxed_slice()
+                }
+            };
+            class.live.fetch_add(1, Ordering::Relaxed);
+            inner.allocs.fetch_add(1, Ordering::Relaxed);
+            let head = inner.headroom;
+            return Ok(Msg {
+                buf,
+                head,
+                tail: head,
+                class: idx as u8,
+                pool: Some(Arc::clone(&self.inner)),
+            });
+        }
+        inner.exhausted.fetch_add(1, Ordering::Relaxed);
+        Err(MsgError::PoolExhausted { len: need })
+    }
+
+    /// Current counters.
+    pub fn stats(&self) -> PoolStats {
+        let i = &self.inner;
+        PoolStats {
+            allocs: i.allocs.load(Ordering::Relaxed),
+            heap_allocs: i.heap_allocs.load(Ordering::Relaxed),
+            exhausted: i.exhausted.load(Ordering::Relaxed),
+            live: i
+                .classes
+                .iter()
+                .map(|c| c.live.load(Ordering::Relaxed))
+                .sum(),
+        }
+    }
+}
+
+impl fmt::Debug for MsgPool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MsgPool")
+            .field("headroom", &self.inner.headroom)
+            .field("stats", &self.stats())
+            .finish()
+    }
+}
+
+/// A message: bytes `[head, tail)` of a pooled buffer.
+///
+/// `Msg::default()` is an empty message with no buffer (it never allocates);
+/// it is what `std::mem::take` leaves behind when a stage hands a message on.
+pub struct Msg {
+    buf: Box<[u8]>,
+    head: usize,
+    tail: usize,
+    class: u8,
+    pool: Option<Arc<PoolInner>>,
+}
+
+impl Default for Msg {
+    fn default() -> Self {
+        Msg {
+            buf: Box::default(),
+            head: 0,
+            tail: 0,
+            class: 0,
+            pool: None,
+        }
+    }
+}
+
+impl Msg {
+    /// Number of bytes in the message.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.tail - self.head
+    }
+
+    /// Whether the message holds no bytes.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.tail == self.head
+    }
+
+    /// Bytes free in front of the data.
+    #[inline]
+    pub fn headroom(&self) -> usize {
+        self.head
+    }
+
+    /// Bytes free after the data.
+    #[inline]
+    pub fn tailroom(&self) -> usize {
+        self.buf.len() - self.tail
+    }
+
+    /// The message bytes.
+    #[inline]
+    pub fn as_slice(&self) -> &[u8] {
+        &self.buf[self.head..self.tail]
+    }
+
+    /// The message bytes, writable.
+    #[inline]
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        &mut self.buf[self.head..self.tail]
+    }
+
+    /// Makes room for an `n`-byte header in front and returns it for writing.
+    #[inline]
+    pub fn push(&mut self, n: usize) -> Result<&mut [u8], MsgError> {
+        if n > self.head {
+            return Err(MsgError::NoHeadroom {
+                need: n,
+                have: self.head,
+            });
+        }
+        self.head -= n;
+        Ok(&mut self.buf[self.head..self.head + n])
+    }
+
+    /// Removes the first `n` bytes and returns them.
+    #[inline]
+    pub fn pop(&mut self, n: usize) -> Result<&[u8], MsgError> {
+        if n > self.len() {
+            return Err(MsgError::TooShort {
+                need: n,
+                have: self.len(),
+            });
+        }
+        let start = self.head;
+        self.head += n;
+        Ok(&self.buf[start..start + n])
+    }
+
+    /// The first `n` bytes, without removing them; `None` if the message is shorter.
+    #[inline]
+    pub fn peek(&self, n: usize) -> Option<&[u8]> {
+        (n <= self.len()).then(|| &self.buf[self.head..self.head + n])
+    }
+
+    /// Shortens the message to `len` bytes (no effect if it is not longer).
+    #[inline]
+    pub fn truncate(&mut self, len: usize) {
+        if len < self.len() {
+            self.tail = self.head + len;
+        }
+    }
+
+    /// Grows the message by `n` bytes at the end and returns them for writing.
+    pub fn append(&mut self, n: usize) -> Result<&mut [u8], MsgError> {
+        if n > self.tailroom() {
+            self.grow(self.len() + n)?;
+        }
+        let start = self.tail;
+        self.tail += n;
+        Ok(&mut self.buf[start..start + n])
+    }
+
+    /// Appends a copy of `bytes`.
+    pub fn extend_from_slice(&mut self, bytes: &[u8]) -> Result<(), MsgError> {
+        self.append(bytes.len())?.copy_from_slice(bytes);
+        Ok(())
+    }
+
+    /// The free space after the data, for a device to read a frame into.
+    /// Follow with [`Msg::commit_tail`].
+    pub fn tailroom_mut(&mut self) -> &mut [u8] {
+        let t = self.tail;
+        &mut self.buf[t..]
+    }
+
+    /// Adds `n` bytes written through [`Msg::tailroom_mut`] to the message.
+    pub fn commit_tail(&mut self, n: usize) -> Result<(), MsgError> {
+        if n > self.tailroom() {
+            return Err(MsgError::TooShort {
+                need: n,
+                have: self.tailroom(),
+            });
+        }
+        self.tail += n;
+        Ok(())
+    }
+
+    /// Splits the message at `at`: `self` keeps `[0, at)` and the returned
+    /// message (from the same pool, with full headroom) holds `[at, len)`.
+    /// Used for IP fragmentation.
+    pub fn split_off(&mut self, at: usize) -> Result<Msg, MsgError> {
+        if at > self.len() {
+            return Err(MsgError::TooShort {
+                need: at,
+                have: self.len(),
+            });
+        }
+        let rest = self.pool_handle()?.alloc_copy(&self.as_slice()[at..])?;
+        self.tail = self.head + at;
+        Ok(rest)
+    }
+
+    /// Appends the bytes of `other` (which goes back to its pool). If this
+    /// buffer is too small, the data moves into a buffer of a larger class.
+    /// Used for reassembly.
+    pub fn join(&mut self, other: Msg) -> Result<(), MsgError> {
+        self.extend_from_slice(other.as_slice())
+    }
+
+    /// A copy of this message in a new buffer of the same pool.
+    pub fn try_clone(&self) -> Result<Msg, MsgError> {
+        self.pool_handle()?.alloc_copy(self.as_slice())
+    }
+
+    fn pool_handle(&self) -> Result<MsgPool, MsgError> {
+        match &self.pool {
+            Some(p) => Ok(MsgPool {
+                inner: Arc::clone(p),
+            }),
+            None => Err(MsgError::Detached),
+        }
+    }
+
+    /// Moves the data into a buffer that can hold `len` bytes after the headroom.
+    fn grow(&mut self, len: usize) -> Result<(), MsgError> {
+        let pool = self.pool_handle()?;
+        let mut bigger = pool.alloc_empty(len)?;
+        let n = self.len();
+        bigger.buf[bigger.tail..bigger.tail + n].copy_from_slice(self.as_slice());
+        bigger.tail += n;
+        std::mem::swap(self, &mut bigger);
+        Ok(())
+    }
+}
+
+impl Drop for Msg {
+    fn drop(&mut self) {
+        if let Some(pool) = self.pool.take() {
+            let class = &pool.classes[self.class as usize];
+            class.live.fetch_sub(1, Ordering::Relaxed);
+            let buf = std::mem::take(&mut self.buf);
+            // The queue has room for `max` buffers and at most `max` are live,
+            // so this cannot fail; if it somehow did, the buffer is just freed.
+            let _ = class.free.push(buf);
+        }
+    }
+}
+
+impl fmt::Debug for Msg {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let shown = &self.as_slice()[..self.len().min(32)];
+        f.debug_struct("Msg")
+            .field("len", &self.len())
+            .field("headroom", &self.head)
+            .field("bytes", &shown)
+            .finish()
+    }
+}
+
+impl PartialEq for Msg {
+    fn eq(&self, other: &Msg) -> bool {
+        self.as_slice() == other.as_slice()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn push_pop_round_trip() {
+        let pool = MsgPool::new(PoolConfig::small(4));
+        let mut m = pool.alloc_copy(b"data").unwrap();
+        m.push(2).unwrap().copy_from_slice(b"h1");
+        m.push(2).unwrap().copy_from_slice(b"h2");
+        assert_eq!(m.as_slice(), b"h2h1data");
+        assert_eq!(m.pop(2).unwrap(), b"h2");
+        assert_eq!(m.pop(2).unwrap(), b"h1");
+        assert_eq!(m.as_slice(), b"data");
+    }
+
+    #[test]
+    fn errors_instead_of_panics() {
+        let pool = MsgPool::new(PoolConfig::small(2));
+        let mut m = pool.alloc_copy(b"abc").unwrap();
+        assert_eq!(m.pop(4), Err(MsgError::TooShort { need: 4, have: 3 }));
+        assert!(matches!(m.push(10_000), Err(MsgError::NoHeadroom { .. })));
+        assert!(matches!(m.split_off(9), Err(MsgError::TooShort { .. })));
+        assert!(matches!(pool.alloc(5000), Err(MsgError::TooLarge { .. })));
+        assert_eq!(m.peek(4), None);
+    }
+
+    #[test]
+    fn pool_is_bounded_and_buffers_return() {
+        let pool = MsgPool::new(PoolConfig::small(2));
+        let a = pool.alloc(10).unwrap();
+        let b = pool.alloc(10).unwrap();
+        assert!(matches!(pool.alloc(10), Err(MsgError::PoolExhausted { .. })));
+        assert_eq!(pool.stats().live, 2);
+        drop(a);
+        let c = pool.alloc(10).unwrap();
+        drop((b, c));
+        let s = pool.stats();
+        assert_eq!(s.live, 0);
+        assert_eq!(s.heap_allocs, 0);
+        assert_eq!(s.exhausted, 1);
+    }
+
+    #[test]
+    fn join_grows_into_larger_class() {
+        let pool = MsgPool::new(PoolConfig::default());
+        let mut a = pool.alloc(1500).unwrap();
+        let b = pool.alloc_copy(&[7u8; 1500]).unwrap();
+        a.join(b).unwrap();
+        assert_eq!(a.len(), 3000);
+        assert_eq!(&a.as_slice()[1500..], &[7u8; 1500][..]);
+        assert_eq!(a.headroom(), pool.headroom());
+    }
+
+    #[test]
+    fn reused_buffer_is_zeroed_by_alloc() {
+        let pool = MsgPool::new(PoolConfig::small(1));
+        drop(pool.alloc_copy(&[0xAA; 100]).unwrap());
+        let m = pool.alloc(100).unwrap();
+        assert!(m.as_slice().iter().all(|&b| b == 0));
+    }
+
+    proptest! {
+        /// split_off then join gives back the original bytes, for any split point.
+        #[test]
+        fn split_join_identity(data in proptest::collection::vec(any::<u8>(), 0..4000), at in 0usize..4000) {
+            let pool = MsgPool::new(PoolConfig::default());
+            let mut m = pool.alloc_copy(&data).unwrap();
+            let at = at.min(data.len());
+            let rest = m.split_off(at).unwrap();
+            prop_assert_eq!(m.as_slice(), &data[..at]);
+            prop_assert_eq!(rest.as_slice(), &data[at..]);
+            m.join(rest).unwrap();
+            prop_assert_eq!(m.as_slice(), &data[..]);
+        }
+
+        /// Any sequence of push/pop/truncate/append matches a Vec<u8> model and never panics.
+        #[test]
+        fn matches_vec_model(ops in proptest::collection::vec((0u8..4, 0usize..200), 0..60)) {
+            let pool = MsgPool::new(PoolConfig::default());
+            let mut m = pool.alloc(0).unwrap();
+            let mut model: Vec<u8> = Vec::new();
+            for (i, (op, n)) in ops.into_iter().enumerate() {
+                let fill = i as u8;
+                match op {
+                    0 => match m.push(n) {
+                        Ok(h) => { h.fill(fill); let mut v = vec![fill; n]; v.extend_from_slice(&model); model = v; }
+                        Err(_) => prop_assert!(n > m.headroom()),
+                    },
+                    1 => match m.pop(n) {
+                        Ok(_) => { model.drain(..n); }
+                        Err(_) => prop_assert!(n > model.len()),
+                    },
+                    2 => { m.truncate(n); model.truncate(n); }
+                    _ => { m.append(n).unwrap().fill(fill); model.extend(std::iter::repeat_n(fill, n)); }
+                }
+                prop_assert_eq!(m.as_slice(), &model[..]);
+            }
+        }
+    }
+}

@@ -1,0 +1,106 @@
+//! Stack time: a monotonic nanosecond clock that tests can drive by hand.
+//!
+//! The stack never reads the wall clock itself. The caller passes `now` into
+//! [`crate::Stack::poll`], as smoltcp does, so tests run on virtual time and
+//! the same inputs always produce the same outputs.
+
+use std::fmt;
+use std::ops::{Add, Sub};
+
+/// A point in stack time, in nanoseconds since an arbitrary origin.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Instant(u64);
+
+/// A span of stack time, in nanoseconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Duration(u64);
+
+impl Instant {
+    /// The origin of stack time.
+    pub const ZERO: Instant = Instant(0);
+
+    /// An instant `ns` nanoseconds after the origin.
+    pub const fn from_nanos(ns: u64) -> Self {
+        Instant(ns)
+    }
+    /// An instant `ms` milliseconds after the origin.
+    pub const fn from_millis(ms: u64) -> Self {
+        Instant(ms * 1_000_000)
+    }
+    /// Nanoseconds since the origin.
+    pub const fn as_nanos(self) -> u64 {
+        self.0
+    }
+    /// The current time of a process-wide monotonic clock (for real devices).
+    pub fn now() -> Self {
+        use std::sync::OnceLock;
+        static ORIGIN: OnceLock<std::time::Instant> = OnceLock::new();
+        let origin = *ORIGIN.get_or_init(std::time::Instant::now);
+        Instant(origin.elapsed().as_nanos() as u64)
+    }
+    /// Time from `earlier` to `self`, or zero if `earlier` is later.
+    pub fn saturating_since(self, earlier: Instant) -> Duration {
+        Duration(self.0.saturating_sub(earlier.0))
+    }
+}
+
+impl Duration {
+    /// No time at all.
+    pub const ZERO: Duration = Duration(0);
+    /// A span of `ns` nanoseconds.
+    pub const fn from_nanos(ns: u64) -> Self {
+        Duration(ns)
+    }
+    /// A span of `us` microseconds.
+    pub const fn from_micros(us: u64) -> Self {
+        Duration(us * 1_000)
+    }
+    /// A span of `ms` milliseconds.
+    pub const fn from_millis(ms: u64) -> Self {
+        Duration(ms * 1_000_000)
+    }
+    /// A span of `s` seconds.
+    pub const fn from_secs(s: u64) -> Self {
+        Duration(s * 1_000_000_000)
+    }
+    /// The span in nanoseconds.
+    pub const fn as_nanos(self) -> u64 {
+        self.0
+    }
+}
+
+impl Add<Duration> for Instant {
+    type Output = Instant;
+    fn add(self, d: Duration) -> Instant {
+        Instant(self.0.saturating_add(d.0))
+    }
+}
+
+impl Sub<Instant> for Instant {
+    type Output = Duration;
+    fn sub(self, other: Instant) -> Duration {
+        self.saturating_since(other)
+    }
+}
+
+impl From<std::time::Duration> for Duration {
+    fn from(d: std::time::Duration) -> Self {
+        Duration(d.as_nanos() as u64)
+    }
+}
+
+impl fmt::Display for Instant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{:09}s", self.0 / 1_000_000_000, self.0 % 1_000_000_000)
+    }
+}
+
+impl fmt::Display for Duration {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0 >= 1_000_000 {
+            write!(f, "{}.{:03}ms", self.0 / 1_000_000, (self.0 / 1_000) % 1_000)
+        } else {
+            write!(f, "{}.{:03}us", self.0 / 1_000, self.0 % 1_000)
+        }
+    }
+}

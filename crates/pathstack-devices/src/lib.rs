@@ -1,0 +1,2 @@
+//! pathstack-devices (see DESIGN.md).
+#![forbid(unsafe_code)]

@@ -1,0 +1,2 @@
+//! pathstack-inet (see DESIGN.md).
+#![forbid(unsafe_code)]

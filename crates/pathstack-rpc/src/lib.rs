@@ -1,0 +1,2 @@
+//! pathstack-rpc (see DESIGN.md).
+#![forbid(unsafe_code)]

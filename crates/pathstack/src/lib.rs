@@ -1,0 +1,3 @@
+//! pathstack: the facade crate.
+#![forbid(unsafe_code)]
+pub use pathstack_core as core;
