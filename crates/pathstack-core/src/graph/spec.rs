@@ -268,11 +268,16 @@ mod tests {
         };
         assert!(wants_windowed.compatible_with(&windowed));
         assert!(!wants_windowed.compatible_with(&ServiceType::AIO));
-        let one_way = ServiceType {
+        let source = ServiceType {
             provides: Some(&AIO),
             expects: None,
         };
-        assert!(!one_way.compatible_with(&one_way));
+        let sink = ServiceType {
+            provides: None,
+            expects: Some(&AIO),
+        };
+        assert!(source.compatible_with(&sink));
+        assert!(!sink.compatible_with(&sink));
     }
 
     #[test]
