@@ -1,2 +1,144 @@
-//! pathstack-classify (see DESIGN.md).
+//! Scout's modular packet classifier (Mosberger, *Scout*, 1997, §3.4):
+//! finds the path for an arriving message with a tree of demux nodes built
+//! from *partial classifiers* that each module supplies. The crate knows no
+//! protocol: modules and paths are opaque ids, keys opaque bytes.
+//!
+//! # Model
+//!
+//! * A **partial classifier** ([`PartialClassifier`]) is a module's
+//!   "extract key k from m" (Figure 3.9): given the message at that module's
+//!   header and a [`KeyMode`], it returns the module's partial [`Key`] and
+//!   the length of its header. A module without one does not demultiplex:
+//!   it contributes the empty key and consumes no bytes.
+//! * A **filter** is what one path registers: one [`Level`] (module + key)
+//!   per module the classification passes, starting at the receiving module,
+//!   all in one mode. Stages register their level one by one along the
+//!   establish chain with [`Classifier::register`], passing the
+//!   [`DemuxNodeRef`] the previous stage got (`PREVIOUS_DEMUX_NODE`);
+//!   [`Classifier::insert`] registers a whole filter at once.
+//! * **Demux nodes** live in one hash table keyed by *(previous node, mode,
+//!   partial key)*; filters that agree on a prefix share its nodes. Each node
+//!   counts the paths it represents, holds the path that ends at it, and
+//!   names the next module that refines the decision.
+//!
+//! # Lookup semantics
+//!
+//! A filter **matches** a message arriving at module `m` when its first
+//! level is at `m` and at every level the key the module extracts (in the
+//! filter's mode) equals the filter's key. [`Classifier::classify`] returns:
+//!
+//! 1. the **longest** (most levels, i.e. *most specific*) matching filter
+//!    among *active* filters, if any matches; otherwise
+//! 2. the longest matching filter among *passive* filters; otherwise `None`.
+//!
+//! It is computed by walking the active tree from the receiving module,
+//! remembering the deepest node that has a path, until a level's key is
+//! missing, a partial classifier gives up, or no module refines further;
+//! only if that walk found no path is the walk repeated in the passive tree.
+//! Each walk makes at most one hash probe per level, so a message passing
+//! `N` levels costs at most **`2N` probes** (thesis §3.4.3.1), and `N` is
+//! bounded by [`MAX_DEPTH`]. An active path therefore wins over a passive
+//! one whatever their lengths; this is the all-active-or-all-passive
+//! restriction of the thesis, which also makes the case of its Table 3.1 (an
+//! active connection beneath a listening one on the same port) come out
+//! right both ways.
+//!
+//! Ambiguity is refused when a filter is registered, never resolved at
+//! lookup: two paths with the same mode and the same keys at every level
+//! ([`ClassifyError::Ambiguous`]), or two paths that agree up to a node and
+//! then continue to different modules ([`ClassifyError::NextModuleConflict`]).
+//! With these two rules no two filters of one mode can match the same message
+//! with equal length, so "the longest" is always unique.
+//!
+//! A module that transforms data it cannot cheaply undo in a classifier
+//! (decryption) stops classification at itself: it registers with
+//! `next_module = None` and does not pass `PREVIOUS_DEMUX_NODE` on
+//! (thesis §3.4.3.2); its node then carries the path.
+//!
+//! [`ReferenceClassifier`] implements the same semantics naively (a list of
+//! filters); the tests and the fuzz target check that both always agree.
+//!
+//! # Example
+//!
+//! The Table 3.1 situation, with toy one-byte headers: a passive path 1
+//! listening on port 21 and an active path 2 for one connection to port 21.
+//!
+//! ```
+//! use pathstack_classify::{Classifier, Key, KeyMode, Level, ModuleId, PathId};
+//!
+//! const IP: ModuleId = ModuleId(1);
+//! const UDP: ModuleId = ModuleId(2);
+//! // Toy headers: IP = [proto, raddr], UDP = [lport, rport].
+//! let mut c = Classifier::new();
+//! c.set_partial_classifier(IP, Box::new(|m: &[u8], mode| {
+//!     let h = m.get(..2)?;
+//!     let key = match mode {
+//!         KeyMode::Active => Key::new(h)?,       // protocol and remote address
+//!         KeyMode::Passive => Key::new(&h[..1])?, // protocol only
+//!     };
+//!     Some((key, 2))
+//! }))?;
+//! c.set_partial_classifier(UDP, Box::new(|m: &[u8], mode| {
+//!     let h = m.get(..2)?;
+//!     let key = match mode {
+//!         KeyMode::Active => Key::new(h)?,
+//!         KeyMode::Passive => Key::new(&h[..1])?,
+//!     };
+//!     Some((key, 2))
+//! }))?;
+//!
+//! c.insert(PathId(1), KeyMode::Passive, &[
+//!     Level::demux(IP, Key::from_array([17])),
+//!     Level::demux(UDP, Key::from_array([21])),
+//! ])?;
+//! // The establish chain registers level by level through PREVIOUS_DEMUX_NODE.
+//! let ip = c.register(PathId(2), KeyMode::Active, None,
+//!     Level::demux(IP, Key::from_array([17, 99])), Some(UDP))?;
+//! c.register(PathId(2), KeyMode::Active, Some(ip),
+//!     Level::demux(UDP, Key::from_array([21, 49])), None)?;
+//!
+//! assert_eq!(c.classify(IP, &[17, 99, 21, 49]), Some(PathId(2))); // the connection
+//! assert_eq!(c.classify(IP, &[17, 99, 21, 50]), Some(PathId(1))); // same host, other port
+//! assert_eq!(c.classify(IP, &[17, 7, 21, 3]), Some(PathId(1)));   // another host
+//! assert_eq!(c.classify(IP, &[17, 7, 22, 3]), None);              // nobody listens
+//! // At most 2N probes: 2 active (the second misses) + 2 passive.
+//! assert_eq!(c.classify_probes(IP, &[17, 99, 21, 50]), (Some(PathId(1)), 4));
+//!
+//! // A second listener on port 21 would be ambiguous.
+//! let err = c.insert(PathId(3), KeyMode::Passive, &[
+//!     Level::demux(IP, Key::from_array([17])),
+//!     Level::demux(UDP, Key::from_array([21])),
+//! ]).unwrap_err();
+//! assert_eq!(err.to_string(),
+//!     "path #3 would make classification ambiguous: path #1 is already classified by the same passive keys");
+//!
+//! c.remove(PathId(2))?;
+//! assert_eq!(c.classify(IP, &[17, 99, 21, 49]), Some(PathId(1)));
+//! # Ok::<(), pathstack_classify::ClassifyError>(())
+//! ```
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+mod classifier;
+mod error;
+mod hash;
+mod id;
+mod key;
+mod level;
+mod node;
+mod partial;
+mod reference;
+
+#[cfg(feature = "testing")]
+pub mod testing;
+
+pub use classifier::{
+    Classifier, DEFAULT_MAX_NODES, MAX_CLASSIFIED_MODULES, MAX_DEPTH,
+};
+pub use error::ClassifyError;
+pub use id::{KeyMode, ModuleId, PathId};
+pub use key::Key;
+pub use level::Level;
+pub use node::{DemuxNodeInfo, DemuxNodeRef};
+pub use partial::PartialClassifier;
+pub use reference::ReferenceClassifier;

@@ -3,15 +3,39 @@
 //! See `DESIGN.md` in the shared folder for the concepts. In short:
 //! protocols are [`module`]s wired into a checked [`graph`]; traffic runs on
 //! [`path`]s, pre-routed slices through the graph made of one [`stage`] per
-//! module; [`msg`] buffers come from a bounded pool; [`sched`]ulers run paths
-//! per message or in LDLP batches.
+//! module, found for arriving messages by the [`demux`] classifier;
+//! [`msg`] buffers come from a bounded pool; [`sched`]ulers run paths per
+//! message or in LDLP batches; [`rules`] optimize paths (path-inlining).
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod attrs;
+pub mod demux;
 pub mod device;
+pub mod error;
+pub mod exec;
 pub mod graph;
+pub mod ids;
+pub mod module;
 pub mod msg;
+pub mod path;
+pub mod rules;
+pub mod sched;
+pub mod stack;
+pub mod stage;
+pub mod synthetic;
 pub mod time;
+#[path = "/work/tgt/timer_shim.rs"]
+pub mod timer;
 
+pub use attrs::{AttrKey, Attrs, Scope};
+pub use device::{Device, DeviceError};
+pub use error::{ModuleError, PathError, StackError};
+pub use ids::{Dir, DropReason, ModuleId, PathId};
+pub use module::{CreateCx, Created, ModCx, Module, Route};
 pub use msg::{Msg, MsgError, MsgPool, PoolConfig};
+pub use path::{Path, QueueKind, SchedParams};
+pub use sched::SchedKind;
+pub use stack::{End, ModuleTypes, Stack, StackBuilder, StackConfig};
+pub use stage::{Cx, Stage, Verdict};
 pub use time::{Duration, Instant};

@@ -1,2 +1,18 @@
-//! pathstack-inet (see DESIGN.md).
+//! pathstack-inet: the protocol logic of ETH, ARP, IPv4 and ICMP.
+//!
+//! Each file is one concept in the style of smoltcp's `wire` module: a typed
+//! view over bytes per header, parse and emit side by side, with the tests
+//! beside the code. Nothing here depends on the Module/Stage API; the ETH,
+//! ARP, IP and ICMP modules of the stack wrap these types in thin stages.
+//!
+//! Header slicing and checksums come from `etherparse` (DESIGN.md); what is
+//! hand-written says why. Nothing panics on any input: every malformed case
+//! is a typed drop reason with a stable name ([`drop_reason`]), and every
+//! table and queue has a bound fixed at construction.
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod checksum;
+pub mod drop_reason;
+pub mod eth;
+pub mod ipv4;

@@ -1,0 +1,488 @@
+//! The in-memory wire: two [`Device`]s joined back to back inside one process.
+//!
+//! A frame transmitted on one [`WireEnd`] is received, unchanged and in order,
+//! on the other. The [`Msg`] itself crosses the wire — the pooled buffer is
+//! moved, never copied — through a bounded lock-free queue
+//! (`crossbeam_queue::ArrayQueue`) that is allocated once, when the wire is
+//! made. So steady-state traffic allocates nothing, and the buffer goes back
+//! to the *sender's* pool when the receiver drops it (the pool's free lists
+//! are lock-free for exactly this reason, see [`crate::msg`]).
+//!
+//! Each end is `Send`: the two stacks of a ping-pong test may run on two
+//! threads. A receiving thread that has nothing else to do can sleep in
+//! [`WireEnd::wait_rx`] instead of spinning; a transmitter wakes it only when
+//! it is actually asleep, so the fast path stays a single queue push.
+//!
+//! ```
+//! use pathstack_core::device::wire::{wire_pair, WireConfig};
+//! use pathstack_core::device::Device;
+//! use pathstack_core::{Instant, MsgPool, PoolConfig};
+//!
+//! let pool = MsgPool::new(PoolConfig::small(4));
+//! let (mut a, mut b) = wire_pair(WireConfig::default());
+//! a.transmit(pool.alloc_copy(b"frame").unwrap(), Instant::ZERO).unwrap();
+//! let got = b.receive(&pool, Instant::ZERO).unwrap().unwrap();
+//! assert_eq!(got.as_slice(), b"frame");
+//! ```
+
+use super::{Device, DeviceCaps, DeviceError, DeviceStats};
+use crate::msg::{Msg, MsgPool};
+use crate::time::Instant;
+use crossbeam_queue::ArrayQueue;
+use std::sync::atomic::{fence, AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+
+/// Bytes of link header a wire frame carries in front of its payload
+/// (Ethernet II: destination, source, EtherType).
+pub const LINK_HEADER: usize = 14;
+
+/// How a wire is made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WireConfig {
+    /// Frames that may wait in each direction before the receiver takes them.
+    /// A transmit into a full direction drops the frame
+    /// ([`DeviceError::QueueFull`]). At least 1 (0 is taken as 1).
+    pub capacity: usize,
+    /// Largest frame payload in bytes, without the 14-byte link header.
+    pub mtu: usize,
+    /// Hardware address reported by end A.
+    pub mac_a: [u8; 6],
+    /// Hardware address reported by end B.
+    pub mac_b: [u8; 6],
+}
+
+impl Default for WireConfig {
+    /// 1,024 frames per direction, a 1,500-byte MTU, and the locally
+    /// administered addresses `02:00:00:00:00:01` (A) and `02:00:00:00:00:02` (B).
+    fn default() -> Self {
+        WireConfig {
+            capacity: 1024,
+            mtu: 1500,
+            mac_a: local_mac(1),
+            mac_b: local_mac(2),
+        }
+    }
+}
+
+/// A locally administered, unicast hardware address `02:00:xx:xx:xx:xx`
+/// carrying `id` in its last four bytes (IEEE 802 "U/L" bit set, "I/G" bit
+/// clear), so test wires never collide with a real adapter's address.
+pub const fn local_mac(id: u32) -> [u8; 6] {
+    let b = id.to_be_bytes();
+    [0x02, 0x00, b[0], b[1], b[2], b[3]]
+}
+
+/// One direction of the wire: the frames in flight towards one end, and what
+/// that end needs to sleep until a frame arrives.
+struct Lane {
+    queue: ArrayQueue<Msg>,
+    /// Set while the receiving end sleeps in `wait_rx`, so that a transmitter
+    /// takes the lock and notifies only when someone is asleep.
+    sleeping: AtomicBool,
+    lock: Mutex<()>,
+    ready: Condvar,
+}
+
+impl Lane {
+    fn new(capacity: usize) -> Self {
+        Lane {
+            queue: ArrayQueue::new(capacity),
+            sleeping: AtomicBool::new(false),
+            lock: Mutex::new(()),
+            ready: Condvar::new(),
+        }
+    }
+
+    /// Wakes the receiver of this lane if it is asleep.
+    fn wake(&self) {
+        // Pairs with the fence in `wait`: either the sleeper sees the frame we
+        // just pushed, or we see its `sleeping` flag (Dekker-style handshake).
+        fence(Ordering::SeqCst);
+        if self.sleeping.load(Ordering::Relaxed) {
+            // Taking the lock orders this notify after the sleeper has
+            // started waiting on the condvar, so the wake-up cannot be lost.
+            let _guard = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
+            self.ready.notify_all();
+        }
+    }
+
+    /// Sleeps until a frame is queued, `stop()` holds, or `timeout` passes.
+    fn wait(&self, timeout: std::time::Duration, stop: impl Fn() -> bool) -> bool {
+        if !self.queue.is_empty() {
+            return true;
+        }
+        let guard = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
+        self.sleeping.store(true, Ordering::Relaxed);
+        fence(Ordering::SeqCst);
+        let ready = if self.queue.is_empty() && !stop() {
+            let (_guard, _) = self
+                .ready
+                .wait_timeout_while(guard, timeout, |_| self.queue.is_empty() && !stop())
+                .unwrap_or_else(PoisonError::into_inner);
+            !self.queue.is_empty()
+        } else {
+            !self.queue.is_empty()
+        };
+        self.sleeping.store(false, Ordering::Relaxed);
+        ready
+    }
+}
+
+/// What both ends share: one lane per direction and who is still alive.
+struct WireShared {
+    /// `lanes[i]` carries frames towards end `i` (0 = A, 1 = B).
+    lanes: [Lane; 2],
+    /// `alive[i]` is cleared when end `i` is dropped.
+    alive: [AtomicBool; 2],
+}
+
+/// Makes a wire and returns its two ends, A and B.
+///
+/// Frames transmitted on A are received on B and the other way round. Both
+/// queues are allocated here, at their full capacity.
+pub fn wire_pair(config: WireConfig) -> (WireEnd, WireEnd) {
+    let capacity = config.capacity.max(1);
+    let shared = Arc::new(WireShared {
+        lanes: [Lane::new(capacity), Lane::new(capacity)],
+        alive: [AtomicBool::new(true), AtomicBool::new(true)],
+    });
+    let end = |me: usize, mac: [u8; 6]| WireEnd {
+        shared: Arc::clone(&shared),
+        me,
+        caps: DeviceCaps {
+            mtu: config.mtu,
+            link_header: LINK_HEADER,
+            mac: Some(mac),
+        },
+        capacity,
+        stats: DeviceStats::default(),
+    };
+    (end(0, config.mac_a), end(1, config.mac_b))
+}
+
+/// One end of an in-memory wire (see the [module docs](self)).
+///
+/// Counters are plain fields owned by the end: only the thread that owns the
+/// end transmits and receives on it, so they need no atomics.
+pub struct WireEnd {
+    shared: Arc<WireShared>,
+    /// 0 for end A, 1 for end B.
+    me: usize,
+    caps: DeviceCaps,
+    capacity: usize,
+    stats: DeviceStats,
+}
+
+impl WireEnd {
+    fn peer(&self) -> usize {
+        1 - self.me
+    }
+
+    fn rx_lane(&self) -> &Lane {
+        &self.shared.lanes[self.me]
+    }
+
+    /// Frames waiting to be received on this end.
+    pub fn rx_pending(&self) -> usize {
+        self.rx_lane().queue.len()
+    }
+
+    /// Frames sent by this end that the peer has not received yet.
+    pub fn tx_in_flight(&self) -> usize {
+        self.shared.lanes[self.peer()].queue.len()
+    }
+
+    /// Whether the other end still exists.
+    pub fn is_connected(&self) -> bool {
+        self.shared.alive[self.peer()].load(Ordering::Acquire)
+    }
+
+    /// The bound on frames in flight per direction.
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Blocks the calling thread until a frame is ready on this end, the peer
+    /// is dropped, or `timeout` (real time) passes. Returns whether a frame is
+    /// ready. For a thread that drives one stack and has nothing else to do;
+    /// the stack itself never blocks.
+    pub fn wait_rx(&self, timeout: std::time::Duration) -> bool {
+        let peer_alive = &self.shared.alive[self.peer()];
+        self.rx_lane()
+            .wait(timeout, || !peer_alive.load(Ordering::Acquire))
+    }
+}
+
+impl Device for WireEnd {
+    fn transmit(&mut self, frame: Msg, _now: Instant) -> Result<(), DeviceError> {
+        let max = self.caps.mtu + LINK_HEADER;
+        if frame.len() > max {
+            self.stats.errors += 1;
+            return Err(DeviceError::FrameTooLarge {
+                len: frame.len(),
+                max,
+            });
+        }
+        if !self.is_connected() {
+            self.stats.errors += 1;
+            return Err(DeviceError::Disconnected);
+        }
+        let len = frame.len() as u64;
+        let lane = &self.shared.lanes[self.peer()];
+        match lane.queue.push(frame) {
+            Ok(()) => {
+                self.stats.tx_frames += 1;
+                self.stats.tx_bytes += len;
+                lane.wake();
+                Ok(())
+            }
+            // The rejected frame is dropped here and its buffer goes home.
+            Err(_frame) => {
+                self.stats.dropped_full += 1;
+                Err(DeviceError::QueueFull {
+                    capacity: self.capacity,
+                })
+            }
+        }
+    }
+
+    /// Frames still queued when the peer is dropped are delivered; after that
+    /// a disconnected end simply has nothing to receive (`Ok(None)`): check
+    /// [`WireEnd::is_connected`] to tell the two apart. The frame keeps the
+    /// sender's buffer, so `pool` is not used.
+    fn receive(&mut self, _pool: &MsgPool, _now: Instant) -> Result<Option<Msg>, DeviceError> {
+        let frame = self.rx_lane().queue.pop();
+        if let Some(f) = &frame {
+            self.stats.rx_frames += 1;
+            self.stats.rx_bytes += f.len() as u64;
+        }
+        Ok(frame)
+    }
+
+    fn caps(&self) -> DeviceCaps {
+        self.caps
+    }
+
+    fn stats(&self) -> DeviceStats {
+        self.stats
+    }
+}
+
+impl Drop for WireEnd {
+    fn drop(&mut self) {
+        self.shared.alive[self.me].store(false, Ordering::Release);
+        // A peer asleep in `wait_rx` must learn that nothing more will come.
+        let peer_lane = &self.shared.lanes[self.peer()];
+        let _guard = peer_lane
+            .lock
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        peer_lane.ready.notify_all();
+    }
+}
+
+impl std::fmt::Debug for WireEnd {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WireEnd")
+            .field("end", &if self.me == 0 { "A" } else { "B" })
+            .field("caps", &self.caps)
+            .field("rx_pending", &self.rx_pending())
+            .field("connected", &self.is_connected())
+            .field("stats", &self.stats)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::msg::PoolConfig;
+
+    const T0: Instant = Instant::ZERO;
+
+    fn frame(pool: &MsgPool, tag: u32, len: usize) -> Msg {
+        let mut m = pool.alloc(len.max(4)).unwrap();
+        m.as_mut_slice()[..4].copy_from_slice(&tag.to_be_bytes());
+        m
+    }
+
+    fn tag(m: &Msg) -> u32 {
+        u32::from_be_bytes(m.as_slice()[..4].try_into().unwrap())
+    }
+
+    #[test]
+    fn frames_cross_both_ways_in_order() {
+        let pool = MsgPool::new(PoolConfig::small(64));
+        let (mut a, mut b) = wire_pair(WireConfig::default());
+        for i in 0..10 {
+            a.transmit(frame(&pool, i, 60), T0).unwrap();
+            b.transmit(frame(&pool, 100 + i, 60), T0).unwrap();
+        }
+        assert_eq!(b.rx_pending(), 10);
+        assert_eq!(a.tx_in_flight(), 10);
+        for i in 0..10 {
+            assert_eq!(tag(&b.receive(&pool, T0).unwrap().unwrap()), i);
+            assert_eq!(tag(&a.receive(&pool, T0).unwrap().unwrap()), 100 + i);
+        }
+        assert!(a.receive(&pool, T0).unwrap().is_none());
+        assert!(b.receive(&pool, T0).unwrap().is_none());
+        let s = a.stats();
+        assert_eq!((s.tx_frames, s.tx_bytes, s.rx_frames, s.rx_bytes), (10, 600, 10, 600));
+        assert_eq!(a.caps().mac, Some([2, 0, 0, 0, 0, 1]));
+        assert_eq!(b.caps().mac, Some([2, 0, 0, 0, 0, 2]));
+        assert_eq!(a.caps().link_header, 14);
+    }
+
+    #[test]
+    fn message_moves_without_copy_and_buffer_returns_to_sender_pool() {
+        let pool = MsgPool::new(PoolConfig::small(2));
+        let (mut a, mut b) = wire_pair(WireConfig::default());
+        for round in 0..100 {
+            a.transmit(frame(&pool, round, 64), T0).unwrap();
+            assert_eq!(pool.stats().live, 1);
+            let got = b.receive(&pool, T0).unwrap().unwrap();
+            assert_eq!(tag(&got), round);
+            drop(got);
+            assert_eq!(pool.stats().live, 0);
+        }
+        assert_eq!(pool.stats().heap_allocs, 0);
+        assert_eq!(pool.stats().allocs, 100);
+    }
+
+    #[test]
+    fn full_queue_drops_and_counts() {
+        let pool = MsgPool::new(PoolConfig::small(16));
+        let cfg = WireConfig {
+            capacity: 3,
+            ..WireConfig::default()
+        };
+        let (mut a, mut b) = wire_pair(cfg);
+        for i in 0..3 {
+            a.transmit(frame(&pool, i, 10), T0).unwrap();
+        }
+        let err = a.transmit(frame(&pool, 3, 10), T0).unwrap_err();
+        assert!(matches!(err, DeviceError::QueueFull { capacity: 3 }));
+        assert_eq!(a.stats().dropped_full, 1);
+        assert_eq!(a.stats().tx_frames, 3);
+        // The dropped frame's buffer went back to the pool.
+        assert_eq!(pool.stats().live, 3);
+        assert_eq!(tag(&b.receive(&pool, T0).unwrap().unwrap()), 0);
+        a.transmit(frame(&pool, 4, 10), T0).unwrap();
+        let tags: Vec<u32> = std::iter::from_fn(|| b.receive(&pool, T0).unwrap())
+            .map(|m| tag(&m))
+            .collect();
+        assert_eq!(tags, [1, 2, 4]);
+    }
+
+    #[test]
+    fn zero_capacity_is_taken_as_one() {
+        let (a, _b) = wire_pair(WireConfig {
+            capacity: 0,
+            ..WireConfig::default()
+        });
+        assert_eq!(a.capacity(), 1);
+    }
+
+    #[test]
+    fn mtu_bound_includes_link_header() {
+        let pool = MsgPool::new(PoolConfig::small(4));
+        let cfg = WireConfig {
+            mtu: 100,
+            ..WireConfig::default()
+        };
+        let (mut a, mut b) = wire_pair(cfg);
+        a.transmit(pool.alloc(114).unwrap(), T0).unwrap();
+        let err = a.transmit(pool.alloc(115).unwrap(), T0).unwrap_err();
+        assert!(matches!(err, DeviceError::FrameTooLarge { len: 115, max: 114 }));
+        assert_eq!(a.stats().errors, 1);
+        assert_eq!(b.receive(&pool, T0).unwrap().unwrap().len(), 114);
+        assert!(b.receive(&pool, T0).unwrap().is_none());
+    }
+
+    #[test]
+    fn dropped_peer_disconnects_but_queued_frames_still_arrive() {
+        let pool = MsgPool::new(PoolConfig::small(4));
+        let (mut a, mut b) = wire_pair(WireConfig::default());
+        b.transmit(frame(&pool, 7, 10), T0).unwrap();
+        a.transmit(frame(&pool, 8, 10), T0).unwrap();
+        drop(b);
+        assert!(!a.is_connected());
+        let err = a.transmit(frame(&pool, 9, 10), T0).unwrap_err();
+        assert!(matches!(err, DeviceError::Disconnected));
+        assert_eq!(a.stats().errors, 1);
+        assert_eq!(tag(&a.receive(&pool, T0).unwrap().unwrap()), 7);
+        assert!(a.receive(&pool, T0).unwrap().is_none());
+        // Frame 8 was never received; it goes home when the wire is gone.
+        assert_eq!(pool.stats().live, 1);
+        assert!(!a.wait_rx(std::time::Duration::from_secs(5)));
+        drop(a);
+        assert_eq!(pool.stats().live, 0);
+    }
+
+    #[test]
+    fn wait_rx_wakes_on_peer_drop() {
+        let (a, b) = wire_pair(WireConfig::default());
+        let t = std::thread::spawn(move || a.wait_rx(std::time::Duration::from_secs(30)));
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        drop(b);
+        assert!(!t.join().unwrap());
+    }
+
+    #[test]
+    fn ends_are_send() {
+        fn is_send<T: Send>() {}
+        is_send::<WireEnd>();
+    }
+
+    /// Two threads ping-pong 10,000 frames; every frame comes back in order
+    /// and intact, and buffers are recycled (no heap allocation beyond the pool).
+    #[test]
+    fn two_threads_ping_pong_10k_frames() {
+        const N: u32 = 10_000;
+        let pool = MsgPool::new(PoolConfig::small(8));
+        let (mut a, mut b) = wire_pair(WireConfig {
+            capacity: 4,
+            ..WireConfig::default()
+        });
+        let echo_pool = pool.clone();
+        let echo = std::thread::spawn(move || {
+            let mut n = 0;
+            while n < N {
+                match b.receive(&echo_pool, T0).unwrap() {
+                    Some(mut m) => {
+                        // Answer in place, as an echo stage would.
+                        m.as_mut_slice()[4] ^= 0xFF;
+                        b.transmit(m, T0).unwrap();
+                        n += 1;
+                    }
+                    None => {
+                        b.wait_rx(std::time::Duration::from_secs(10));
+                    }
+                }
+            }
+            b.stats()
+        });
+        for i in 0..N {
+            a.transmit(frame(&pool, i, 64), T0).unwrap();
+            let back = loop {
+                if let Some(m) = a.receive(&pool, T0).unwrap() {
+                    break m;
+                }
+                assert!(
+                    a.wait_rx(std::time::Duration::from_secs(10)),
+                    "echo of frame {i} never came back"
+                );
+            };
+            assert_eq!(tag(&back), i);
+            assert_eq!(back.as_slice()[4], 0xFF);
+            assert_eq!(back.len(), 64);
+        }
+        let bs = echo.join().unwrap();
+        assert_eq!(bs.rx_frames, u64::from(N));
+        assert_eq!(bs.tx_frames, u64::from(N));
+        assert_eq!(a.stats().rx_frames, u64::from(N));
+        let ps = pool.stats();
+        assert_eq!(ps.live, 0);
+        assert_eq!(ps.heap_allocs, 0);
+    }
+}

@@ -1,5 +1,19 @@
 //! The module graph: module instances and the connections between their
-//! services (thesis §3.2.3), built with a Rust builder or from a text file in
-//! Scout's `config.graph` syntax, and checked completely at build time.
+//! services (thesis §3.2.3), built with a Rust builder ([`GraphBuilder`]) or
+//! from a text file in Scout's `config.graph` syntax
+//! ([`ModuleGraph::from_file`]), and checked completely at build time:
+//! module types, instance names and parameters, services, service
+//! compatibility, connection counts and the `<` initialization order.
+//! The syntax is documented in `graphs/README.md` and in the `text` module.
 
+mod builder;
+mod dot;
+mod error;
+mod init_order;
+mod module_graph;
 pub mod spec;
+mod text;
+
+pub use builder::{GraphBuilder, InstanceBuilder, ServiceRef};
+pub use error::{GraphError, GraphErrorKind, GraphErrors, Location};
+pub use module_graph::{Connection, Instance, InstanceId, Link, ModuleGraph};

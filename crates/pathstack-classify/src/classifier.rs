@@ -1,0 +1,510 @@
+//! The demux tree (thesis §3.4.3, Figures 3.8, 3.9 and 3.11).
+
+use hashbrown::HashTable;
+
+use crate::hash::EdgeHasher;
+use crate::node::{DemuxNode, NodeSlab, NONE, PASSIVE, ROOT};
+use crate::{
+    ClassifyError, DemuxNodeInfo, DemuxNodeRef, Key, KeyMode, Level, ModuleId, PartialClassifier,
+    PathId,
+};
+
+/// Longest chain of demux levels one path may register. Bounds a lookup to
+/// `2 * MAX_DEPTH` probes; real stacks use 3–5 (thesis §3.4.3.1).
+pub const MAX_DEPTH: usize = 16;
+
+/// Highest module id (exclusive) that may own a partial classifier: the
+/// registry is a directly indexed table so a lookup level costs no hash.
+pub const MAX_CLASSIFIED_MODULES: u32 = 4096;
+
+/// Default bound on live demux nodes (16 Mi nodes = 512 MiB of nodes).
+pub const DEFAULT_MAX_NODES: u32 = 1 << 24;
+
+/// A chain of nodes one path registered, named by its last node. A path has
+/// one chain per direction it is classified in, at most two.
+#[derive(Clone, Copy)]
+struct Chain {
+    path: u32,
+    tail: u32,
+}
+
+/// Scout's modular packet classifier: a tree of demux nodes kept in one
+/// hash table keyed by *(previous node, mode, partial key)*. See the crate
+/// documentation for the exact semantics.
+pub struct Classifier {
+    slab: NodeSlab,
+    /// Demux edges → node index; hashed by `(parent, flags, key)` of the node.
+    edges: HashTable<u32>,
+    /// Per-path chains, for exact removal; hashed by path id.
+    chains: HashTable<Chain>,
+    hasher: EdgeHasher,
+    partials: Vec<Option<Box<dyn PartialClassifier>>>,
+    max_nodes: u32,
+}
+
+impl Default for Classifier {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl std::fmt::Debug for Classifier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Classifier")
+            .field("nodes", &self.slab.live_count())
+            .field("chains", &self.chains.len())
+            .field("max_nodes", &self.max_nodes)
+            .finish()
+    }
+}
+
+/// The edge a node hangs from: its parent (node or receiving module) and flags.
+#[inline]
+fn edge_of(prev: Option<u32>, module: ModuleId, mode: KeyMode) -> (u32, u8) {
+    let m = if mode == KeyMode::Passive { PASSIVE } else { 0 };
+    match prev {
+        Some(p) => (p, m),
+        None => (module.0, m | ROOT),
+    }
+}
+
+impl Classifier {
+    /// An empty classifier bounded to [`DEFAULT_MAX_NODES`] demux nodes.
+    pub fn new() -> Self {
+        Self::with_max_nodes(DEFAULT_MAX_NODES)
+    }
+
+    /// An empty classifier that refuses to grow beyond `max_nodes` nodes.
+    pub fn with_max_nodes(max_nodes: u32) -> Self {
+        Classifier {
+            slab: NodeSlab::default(),
+            edges: HashTable::new(),
+            chains: HashTable::new(),
+            hasher: EdgeHasher::default(),
+            partials: Vec::new(),
+            max_nodes,
+        }
+    }
+
+    /// Installs `module`'s partial classifier, used by [`classify`](Self::classify).
+    /// A module without one is a pass-through: empty key, no bytes consumed.
+    pub fn set_partial_classifier(
+        &mut self,
+        module: ModuleId,
+        pc: Box<dyn PartialClassifier>,
+    ) -> Result<(), ClassifyError> {
+        if module.0 >= MAX_CLASSIFIED_MODULES {
+            return Err(ClassifyError::ModuleIdTooLarge {
+                module,
+                max: MAX_CLASSIFIED_MODULES,
+            });
+        }
+        let i = module.0 as usize;
+        if self.partials.len() <= i {
+            self.partials.resize_with(i + 1, || None);
+        }
+        self.partials[i] = Some(pc);
+        Ok(())
+    }
+
+    /// Number of live demux nodes.
+    pub fn node_count(&self) -> usize {
+        self.slab.live_count() as usize
+    }
+
+    /// Number of registered chains (one per path and classified direction).
+    pub fn chain_count(&self) -> usize {
+        self.chains.len()
+    }
+
+    /// Whether `path` has any demux keys registered.
+    pub fn contains_path(&self, path: PathId) -> bool {
+        self.chains
+            .find(self.hasher.path(path.0), |c| c.path == path.0)
+            .is_some()
+    }
+
+    /// Inspects the node `r` names, or `None` if it has been freed.
+    pub fn node(&self, r: DemuxNodeRef) -> Option<DemuxNodeInfo> {
+        self.slab.live(r).map(DemuxNode::info)
+    }
+
+    // ----------------------------------------------------------------
+    // Lookup
+    // ----------------------------------------------------------------
+
+    /// Finds the path for `msg` arriving at `module`, using the installed
+    /// partial classifiers. Never allocates; at most `2 * depth` probes.
+    #[inline]
+    pub fn classify(&self, module: ModuleId, msg: &[u8]) -> Option<PathId> {
+        self.classify_probes(module, msg).0
+    }
+
+    /// Like [`classify`](Self::classify), also returning how many hash
+    /// probes were made (for checking the 2N bound).
+    #[inline]
+    pub fn classify_probes(&self, module: ModuleId, msg: &[u8]) -> (Option<PathId>, u32) {
+        let partials = &self.partials;
+        self.classify_with_probes(module, msg, |m: ModuleId, rest: &[u8], mode| {
+            match partials.get(m.0 as usize) {
+                Some(Some(pc)) => pc.extract(rest, mode),
+                _ => Some((Key::EMPTY, 0)),
+            }
+        })
+    }
+
+    /// Finds the path for `msg` with partial classifiers supplied by the
+    /// caller: `extract(module, rest, mode)` plays
+    /// [`PartialClassifier::extract`] for every module, including
+    /// pass-through ones (which return `Some((Key::EMPTY, 0))`). Lets the
+    /// caller give classifiers per-message context (e.g. the receiving
+    /// interface) and lets the compiler inline them.
+    #[inline]
+    pub fn classify_with<E>(&self, module: ModuleId, msg: &[u8], extract: E) -> Option<PathId>
+    where
+        E: Fn(ModuleId, &[u8], KeyMode) -> Option<(Key, usize)>,
+    {
+        self.classify_with_probes(module, msg, extract).0
+    }
+
+    fn classify_with_probes<E>(
+        &self,
+        module: ModuleId,
+        msg: &[u8],
+        extract: E,
+    ) -> (Option<PathId>, u32)
+    where
+        E: Fn(ModuleId, &[u8], KeyMode) -> Option<(Key, usize)>,
+    {
+        let mut probes = 0;
+        // Active first; any active match beats every passive one, so the
+        // passive walk runs only when the active one found no path
+        // (thesis §3.4.3.1: at most 2N lookups for N levels).
+        if let Some(p) = self.walk(module, msg, KeyMode::Active, &extract, &mut probes) {
+            return (Some(p), probes);
+        }
+        let p = self.walk(module, msg, KeyMode::Passive, &extract, &mut probes);
+        (p, probes)
+    }
+
+    /// One walk down the tree in one mode (Figure 3.9, iterated instead of
+    /// nested): returns the path of the deepest node reached that has one.
+    #[inline]
+    fn walk<E>(
+        &self,
+        module: ModuleId,
+        msg: &[u8],
+        mode: KeyMode,
+        extract: &E,
+        probes: &mut u32,
+    ) -> Option<PathId>
+    where
+        E: Fn(ModuleId, &[u8], KeyMode) -> Option<(Key, usize)>,
+    {
+        let (mut parent, mut flags) = edge_of(None, module, mode);
+        let mut m = module;
+        let mut rest = msg;
+        let mut best = NONE;
+        loop {
+            let Some((key, used)) = extract(m, rest, mode) else {
+                break;
+            };
+            let Some(next_rest) = rest.get(used..) else {
+                break;
+            };
+            *probes += 1;
+            let hash = self.hasher.edge(parent, flags, &key);
+            let slab = &self.slab;
+            let Some(&idx) = self
+                .edges
+                .find(hash, |&i| slab.matches(i, parent, flags, &key))
+            else {
+                break;
+            };
+            let n = slab.get(idx);
+            if n.path != NONE {
+                best = n.path;
+            }
+            if n.next_module == NONE {
+                break;
+            }
+            m = ModuleId(n.next_module);
+            parent = idx;
+            flags &= !ROOT;
+            rest = next_rest;
+        }
+        (best != NONE).then_some(PathId(best))
+    }
+
+    // ----------------------------------------------------------------
+    // Registration
+    // ----------------------------------------------------------------
+
+    /// Registers one level of `path` (Figure 3.8, `updateDemuxNode`): called
+    /// by each stage along the establish chain with the node the previous
+    /// stage returned (`PREVIOUS_DEMUX_NODE`), or `None` for the first
+    /// demultiplexing module (the receiving end).
+    ///
+    /// `next_module` is the module after `level.module` on the path, or
+    /// `None` if classification ends here — at the path's end, or at a
+    /// module that stops classification at itself (e.g. one that decrypts)
+    /// by not passing `PREVIOUS_DEMUX_NODE` on. When it is `None`, `path`
+    /// becomes the path of the returned node.
+    ///
+    /// Refused, with nothing changed, if it would make classification
+    /// ambiguous ([`ClassifyError::Ambiguous`],
+    /// [`ClassifyError::NextModuleConflict`]) or breaks the chain rules.
+    pub fn register(
+        &mut self,
+        path: PathId,
+        mode: KeyMode,
+        prev: Option<DemuxNodeRef>,
+        level: Level,
+        next_module: Option<ModuleId>,
+    ) -> Result<DemuxNodeRef, ClassifyError> {
+        if path.0 == NONE || level.module.0 == NONE || next_module.is_some_and(|m| m.0 == NONE) {
+            return Err(ClassifyError::ReservedId);
+        }
+        let path_hash = self.hasher.path(path.0);
+        // Mode consistency and the chain being extended.
+        let mut existing_chains = 0;
+        let mut tail_ok = false;
+        for c in self.chains.iter_hash(path_hash) {
+            if c.path != path.0 {
+                continue;
+            }
+            existing_chains += 1;
+            let registered = self.slab.get(c.tail).info().mode;
+            if registered != mode {
+                return Err(ClassifyError::MixedModes {
+                    path,
+                    registered,
+                    requested: mode,
+                });
+            }
+            if prev == Some(DemuxNodeRef(c.tail)) {
+                tail_ok = true;
+            }
+        }
+        let depth = match prev {
+            None => {
+                if existing_chains >= 2 {
+                    return Err(ClassifyError::TooManyChains { path });
+                }
+                1
+            }
+            Some(r) => {
+                if !tail_ok {
+                    return Err(ClassifyError::NotChainTail { path, node: r });
+                }
+                let p = self.slab.get(r.0);
+                if p.path == path.0 {
+                    return Err(ClassifyError::ChainEnded { path });
+                }
+                if p.next_module != level.module.0 {
+                    return Err(ClassifyError::ModuleMismatch {
+                        path,
+                        expected: ModuleId(p.next_module),
+                        got: level.module,
+                    });
+                }
+                if p.depth as usize >= MAX_DEPTH {
+                    return Err(ClassifyError::TooDeep {
+                        path,
+                        max: MAX_DEPTH,
+                    });
+                }
+                p.depth + 1
+            }
+        };
+
+        let key = level.key_or_empty();
+        let (parent, flags) = edge_of(prev.map(|r| r.0), level.module, mode);
+        let hash = self.hasher.edge(parent, flags, &key);
+        let slab = &self.slab;
+        let found = self
+            .edges
+            .find(hash, |&i| slab.matches(i, parent, flags, &key))
+            .copied();
+
+        // Check for ambiguity before changing anything.
+        if let Some(idx) = found {
+            let n = self.slab.get(idx);
+            match next_module {
+                None if n.path != NONE => {
+                    return Err(ClassifyError::Ambiguous {
+                        new: path,
+                        existing: PathId(n.path),
+                        mode,
+                    });
+                }
+                Some(m) if n.next_module != NONE && n.next_module != m.0 => {
+                    return Err(ClassifyError::NextModuleConflict {
+                        new: path,
+                        existing: self.continuing_path(idx),
+                        existing_next: ModuleId(n.next_module),
+                        requested: m,
+                    });
+                }
+                _ => {}
+            }
+        } else if self.slab.live_count() >= self.max_nodes {
+            return Err(ClassifyError::TableFull {
+                max_nodes: self.max_nodes,
+            });
+        }
+
+        let idx = match found {
+            Some(idx) => idx,
+            None => {
+                let idx = self.slab.alloc(parent, flags, depth, &key);
+                let (slab, hasher) = (&self.slab, &self.hasher);
+                self.edges.insert_unique(hash, idx, |&i| {
+                    let n = slab.get(i);
+                    hasher.edge(n.parent, n.flags, &slab.key(i))
+                });
+                idx
+            }
+        };
+        let n = self.slab.get_mut(idx);
+        n.num_paths += 1;
+        match next_module {
+            None => n.path = path.0,
+            Some(m) => n.next_module = m.0,
+        }
+
+        match prev {
+            Some(r) => {
+                if let Some(c) = self
+                    .chains
+                    .find_mut(path_hash, |c| c.path == path.0 && c.tail == r.0)
+                {
+                    c.tail = idx;
+                }
+            }
+            None => {
+                let hasher = &self.hasher;
+                self.chains.insert_unique(
+                    path_hash,
+                    Chain {
+                        path: path.0,
+                        tail: idx,
+                    },
+                    |c| hasher.path(c.path),
+                );
+            }
+        }
+        Ok(DemuxNodeRef(idx))
+    }
+
+    /// Registers a whole filter for `path` at once: `levels[0]` is the
+    /// receiving module, each later level the next module on the path.
+    /// All-or-nothing: on error nothing of `path` stays registered.
+    pub fn insert(
+        &mut self,
+        path: PathId,
+        mode: KeyMode,
+        levels: &[Level],
+    ) -> Result<(), ClassifyError> {
+        check_filter(path, levels)?;
+        if self.contains_path(path) {
+            return Err(ClassifyError::PathExists { path });
+        }
+        let mut prev = None;
+        for (i, level) in levels.iter().enumerate() {
+            let next = levels.get(i + 1).map(|l| l.module);
+            match self.register(path, mode, prev, *level, next) {
+                Ok(r) => prev = Some(r),
+                Err(e) => {
+                    // Roll back the levels already registered.
+                    let _ = self.remove(path);
+                    return Err(e);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes every demux key `path` registered: decrements the counts
+    /// along each of its chains and frees nodes no path uses any more.
+    pub fn remove(&mut self, path: PathId) -> Result<(), ClassifyError> {
+        let path_hash = self.hasher.path(path.0);
+        let mut removed = false;
+        while let Ok(entry) = self.chains.find_entry(path_hash, |c| c.path == path.0) {
+            let (chain, _) = entry.remove();
+            self.unwind(chain);
+            removed = true;
+        }
+        if removed {
+            Ok(())
+        } else {
+            Err(ClassifyError::UnknownPath { path })
+        }
+    }
+
+    /// Walks one chain from its tail up to the root, undoing its registrations.
+    fn unwind(&mut self, chain: Chain) {
+        let mut idx = chain.tail;
+        loop {
+            let n = self.slab.get_mut(idx);
+            let (parent, flags) = (n.parent, n.flags);
+            if idx == chain.tail && n.path == chain.path {
+                n.path = NONE;
+            }
+            n.num_paths -= 1;
+            if n.num_paths == 0 {
+                let key = self.slab.key(idx);
+                let hash = self.hasher.edge(parent, flags, &key);
+                if let Ok(e) = self.edges.find_entry(hash, |&i| i == idx) {
+                    e.remove();
+                }
+                self.slab.free(idx);
+            } else if n.continuing() == 0 {
+                n.next_module = NONE;
+            }
+            if flags & ROOT != 0 {
+                break;
+            }
+            idx = parent;
+        }
+    }
+
+    /// Some path that continues below node `idx` (for naming it in an
+    /// error). Only runs on the error path, so a scan is fine.
+    fn continuing_path(&self, idx: u32) -> PathId {
+        for c in self.chains.iter() {
+            let mut i = c.tail;
+            let mut at_tail = true;
+            loop {
+                let n = self.slab.get(i);
+                if i == idx && !(at_tail && n.path == c.path) {
+                    return PathId(c.path);
+                }
+                if n.flags & ROOT != 0 {
+                    break;
+                }
+                i = n.parent;
+                at_tail = false;
+            }
+        }
+        PathId(NONE)
+    }
+}
+
+/// The checks `insert` makes before touching the tree (shared with the
+/// reference so both refuse the same filters in the same order).
+pub(crate) fn check_filter(path: PathId, levels: &[Level]) -> Result<(), ClassifyError> {
+    if path.0 == NONE || levels.iter().any(|l| l.module.0 == NONE) {
+        return Err(ClassifyError::ReservedId);
+    }
+    if levels.is_empty() {
+        return Err(ClassifyError::EmptyChain { path });
+    }
+    if levels.len() > MAX_DEPTH {
+        return Err(ClassifyError::TooDeep {
+            path,
+            max: MAX_DEPTH,
+        });
+    }
+    Ok(())
+}

@@ -1,0 +1,36 @@
+//! The partial classifier a demultiplexing module supplies (thesis §3.4.3,
+//! Figure 3.9 line 2: "extract key k from m").
+
+use crate::{Key, KeyMode};
+
+/// Extracts one module's partial key from the message at that module's
+/// header.
+///
+/// `msg` is the whole remaining message, starting at this module's header,
+/// so a module may look past its own header if it must. It returns the key
+/// for `mode` and how many bytes its header occupies, i.e. where the next
+/// module's header starts. `None` means the message cannot be classified
+/// here (too short, wrong version, ...): the walk stops at this level and
+/// the longest path found so far is used. A returned length larger than
+/// `msg.len()` is treated like `None`, so a buggy classifier cannot make the
+/// walk read out of bounds.
+///
+/// Modules that do not demultiplex need no partial classifier: a module
+/// without one contributes the empty key and consumes nothing (thesis
+/// §3.4.3.2, a byte-counting filter between TCP and IP).
+///
+/// Implementations must not allocate: they run once or twice per level for
+/// every received packet.
+pub trait PartialClassifier: Send {
+    /// The partial key of `msg` for `mode` and the length of this module's header.
+    fn extract(&self, msg: &[u8], mode: KeyMode) -> Option<(Key, usize)>;
+}
+
+impl<F> PartialClassifier for F
+where
+    F: Fn(&[u8], KeyMode) -> Option<(Key, usize)> + Send,
+{
+    fn extract(&self, msg: &[u8], mode: KeyMode) -> Option<(Key, usize)> {
+        self(msg, mode)
+    }
+}

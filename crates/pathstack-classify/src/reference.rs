@@ -1,0 +1,162 @@
+//! A deliberately naive classifier with the same semantics as
+//! [`Classifier`](crate::Classifier): a list of filters, each matched on
+//! its own. The proptest and the fuzz target check that both always agree.
+
+use crate::classifier::check_filter;
+use crate::{ClassifyError, Key, KeyMode, Level, ModuleId, PathId};
+
+/// One installed filter.
+#[derive(Clone, Debug)]
+struct Filter {
+    path: PathId,
+    mode: KeyMode,
+    levels: Vec<(ModuleId, Key)>,
+}
+
+/// The specification the demux tree is checked against: linear in the
+/// number of filters and levels, no sharing, no hashing.
+///
+/// * A filter *matches* a message arriving at module `m` when its first
+///   level is `m` and, level by level, the key extracted in the filter's mode
+///   equals the filter's key (the empty key for pass-through levels).
+/// * The answer is the longest matching active filter, else the longest
+///   matching passive filter, else none.
+/// * `insert` refuses a filter that has the same mode and levels as an
+///   installed one (`Ambiguous`), or that shares its first `d ≥ 1` levels with
+///   an installed one of the same mode and then continues to a different
+///   module (`NextModuleConflict`); when several apply, the one found at the
+///   shallowest level wins, as in the tree's top-down insertion.
+#[derive(Clone, Debug, Default)]
+pub struct ReferenceClassifier {
+    filters: Vec<Filter>,
+}
+
+impl ReferenceClassifier {
+    /// An empty reference classifier.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Number of installed filters.
+    pub fn len(&self) -> usize {
+        self.filters.len()
+    }
+
+    /// Whether no filter is installed.
+    pub fn is_empty(&self) -> bool {
+        self.filters.is_empty()
+    }
+
+    /// Installs `path`'s filter, with the same checks and errors as
+    /// [`Classifier::insert`](crate::Classifier::insert).
+    pub fn insert(
+        &mut self,
+        path: PathId,
+        mode: KeyMode,
+        levels: &[Level],
+    ) -> Result<(), ClassifyError> {
+        check_filter(path, levels)?;
+        if self.filters.iter().any(|f| f.path == path) {
+            return Err(ClassifyError::PathExists { path });
+        }
+        let new: Vec<(ModuleId, Key)> =
+            levels.iter().map(|l| (l.module, l.key_or_empty())).collect();
+        let mut first: Option<(usize, ClassifyError)> = None;
+        for g in self.filters.iter().filter(|g| g.mode == mode) {
+            let d = new
+                .iter()
+                .zip(&g.levels)
+                .take_while(|(a, b)| a == b)
+                .count();
+            let found = if d == new.len() && d == g.levels.len() {
+                Some((
+                    d - 1,
+                    ClassifyError::Ambiguous {
+                        new: path,
+                        existing: g.path,
+                        mode,
+                    },
+                ))
+            } else if d >= 1 && d < new.len() && d < g.levels.len() && new[d].0 != g.levels[d].0 {
+                Some((
+                    d - 1,
+                    ClassifyError::NextModuleConflict {
+                        new: path,
+                        existing: g.path,
+                        existing_next: g.levels[d].0,
+                        requested: new[d].0,
+                    },
+                ))
+            } else {
+                None
+            };
+            if let Some((depth, e)) = found {
+                if first.as_ref().is_none_or(|(d0, _)| depth < *d0) {
+                    first = Some((depth, e));
+                }
+            }
+        }
+        if let Some((_, e)) = first {
+            return Err(e);
+        }
+        self.filters.push(Filter {
+            path,
+            mode,
+            levels: new,
+        });
+        Ok(())
+    }
+
+    /// Removes `path`'s filter.
+    pub fn remove(&mut self, path: PathId) -> Result<(), ClassifyError> {
+        let before = self.filters.len();
+        self.filters.retain(|f| f.path != path);
+        if self.filters.len() == before {
+            Err(ClassifyError::UnknownPath { path })
+        } else {
+            Ok(())
+        }
+    }
+
+    /// The path for `msg` arriving at `module`; `extract` as in
+    /// [`Classifier::classify_with`](crate::Classifier::classify_with).
+    pub fn classify_with<E>(&self, module: ModuleId, msg: &[u8], extract: E) -> Option<PathId>
+    where
+        E: Fn(ModuleId, &[u8], KeyMode) -> Option<(Key, usize)>,
+    {
+        for mode in [KeyMode::Active, KeyMode::Passive] {
+            let best = self
+                .filters
+                .iter()
+                .filter(|f| f.mode == mode && matches(f, module, msg, &extract))
+                .max_by_key(|f| f.levels.len());
+            if let Some(f) = best {
+                return Some(f.path);
+            }
+        }
+        None
+    }
+}
+
+fn matches<E>(f: &Filter, module: ModuleId, msg: &[u8], extract: &E) -> bool
+where
+    E: Fn(ModuleId, &[u8], KeyMode) -> Option<(Key, usize)>,
+{
+    if f.levels[0].0 != module {
+        return false;
+    }
+    let mut rest = msg;
+    for &(m, k) in &f.levels {
+        let Some((key, used)) = extract(m, rest, f.mode) else {
+            return false;
+        };
+        let Some(next) = rest.get(used..) else {
+            return false;
+        };
+        if key != k {
+            return false;
+        }
+        rest = next;
+    }
+    true
+}

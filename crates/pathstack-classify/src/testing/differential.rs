@@ -1,0 +1,122 @@
+//! Runs the demux tree and the reference side by side and reports the
+//! first disagreement.
+
+use super::inet::{self, ETH};
+use super::ops::Op;
+use crate::{Classifier, ClassifyError, ModuleId, ReferenceClassifier, MAX_DEPTH};
+
+/// The classifier under test and its reference, fed the same operations.
+pub struct Differential {
+    /// The demux tree, with the inet partial classifiers installed.
+    pub tree: Classifier,
+    /// The naive reference.
+    pub reference: ReferenceClassifier,
+    frame: Vec<u8>,
+}
+
+impl Default for Differential {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Differential {
+    /// Both classifiers empty.
+    pub fn new() -> Self {
+        let mut tree = Classifier::new();
+        inet::install(&mut tree);
+        Differential {
+            tree,
+            reference: ReferenceClassifier::new(),
+            frame: Vec::new(),
+        }
+    }
+
+    /// Applies `op` to both; `Err` describes a disagreement.
+    pub fn apply(&mut self, op: &Op) -> Result<(), String> {
+        match op {
+            Op::Insert { path, filter } => {
+                let levels = filter.levels();
+                let t = self.tree.insert(*path, filter.mode(), &levels);
+                let r = self.reference.insert(*path, filter.mode(), &levels);
+                if !same_outcome(&t, &r) {
+                    return Err(format!("insert {path} {filter:?}: tree {t:?}, reference {r:?}"));
+                }
+                // A refused insert leaves nothing behind.
+                if t.is_err() && !matches!(t, Err(ClassifyError::PathExists { .. })) {
+                    if self.tree.contains_path(*path) {
+                        return Err(format!("refused insert of {path} left keys behind"));
+                    }
+                }
+            }
+            Op::Remove(path) => {
+                let t = self.tree.remove(*path);
+                let r = self.reference.remove(*path);
+                if t != r {
+                    return Err(format!("remove {path}: tree {t:?}, reference {r:?}"));
+                }
+            }
+            Op::Lookup(spec) => {
+                spec.build_into(&mut self.frame);
+                let frame = std::mem::take(&mut self.frame);
+                let res = self.lookup(ETH, &frame);
+                self.frame = frame;
+                res.map_err(|e| format!("{e} for {spec:?}"))?;
+            }
+            Op::LookupRaw { at, bytes } => self.lookup(*at, bytes)?,
+        }
+        if self.reference.is_empty() && (self.tree.node_count() != 0 || self.tree.chain_count() != 0) {
+            return Err(format!(
+                "all paths removed but {} nodes and {} chains remain",
+                self.tree.node_count(),
+                self.tree.chain_count()
+            ));
+        }
+        Ok(())
+    }
+
+    fn lookup(&self, at: ModuleId, msg: &[u8]) -> Result<(), String> {
+        let (t, probes) = self.tree.classify_probes(at, msg);
+        let w = self.tree.classify_with(at, msg, inet::extract);
+        let r = self.reference.classify_with(at, msg, inet::extract);
+        if t != r || w != r {
+            return Err(format!(
+                "lookup at {at} of {msg:02x?}: tree {t:?}, tree/with {w:?}, reference {r:?}"
+            ));
+        }
+        if probes as usize > 2 * MAX_DEPTH {
+            return Err(format!("{probes} probes exceed the 2N bound"));
+        }
+        Ok(())
+    }
+
+    /// Applies all `ops`, stopping at the first disagreement.
+    pub fn run(&mut self, ops: &[Op]) -> Result<(), String> {
+        for (i, op) in ops.iter().enumerate() {
+            self.apply(op).map_err(|e| format!("op {i}: {e}"))?;
+        }
+        Ok(())
+    }
+}
+
+/// Whether two insert outcomes agree. For a next-module conflict several
+/// installed paths may be "the" conflicting one, so only the modules must match.
+fn same_outcome(a: &Result<(), ClassifyError>, b: &Result<(), ClassifyError>) -> bool {
+    match (a, b) {
+        (
+            Err(ClassifyError::NextModuleConflict {
+                new: n1,
+                existing_next: e1,
+                requested: r1,
+                ..
+            }),
+            Err(ClassifyError::NextModuleConflict {
+                new: n2,
+                existing_next: e2,
+                requested: r2,
+                ..
+            }),
+        ) => n1 == n2 && e1 == e2 && r1 == r2,
+        _ => a == b,
+    }
+}

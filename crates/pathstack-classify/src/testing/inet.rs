@@ -1,0 +1,142 @@
+//! Partial classifiers for Ethernet II, IPv4, TCP and UDP, as the protocol
+//! modules would supply them (thesis Figure 3.10: IP classifies on protocol,
+//! local and remote address; TCP/UDP on local and remote port; passive keys
+//! keep only protocol and local port).
+//!
+//! Hand-written rather than built on etherparse: a partial classifier reads
+//! only its demux fields, at fixed offsets; validating the whole header is
+//! the job of the module's stage, done once on the path. The test
+//! `inet_matches_etherparse` checks these offsets against etherparse.
+
+use crate::{Classifier, Key, KeyMode, ModuleId, PartialClassifier};
+
+/// Ethernet II.
+pub const ETH: ModuleId = ModuleId(1);
+/// IPv4.
+pub const IPV4: ModuleId = ModuleId(2);
+/// TCP.
+pub const TCP: ModuleId = ModuleId(3);
+/// UDP.
+pub const UDP: ModuleId = ModuleId(4);
+/// ARP (a path end right after Ethernet; does not demultiplex).
+pub const ARP: ModuleId = ModuleId(5);
+/// A pass-through module (a byte counter between IP and UDP, §3.4.3.2).
+pub const COUNT: ModuleId = ModuleId(6);
+
+/// Ethertypes and IP protocol numbers used by the tests.
+pub const ETHERTYPE_IPV4: u16 = 0x0800;
+/// ARP ethertype.
+pub const ETHERTYPE_ARP: u16 = 0x0806;
+/// ICMP protocol number.
+pub const PROTO_ICMP: u8 = 1;
+/// TCP protocol number.
+pub const PROTO_TCP: u8 = 6;
+/// UDP protocol number.
+pub const PROTO_UDP: u8 = 17;
+
+/// Ethernet partial classifier: the ethertype, same in both modes.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct EthClassifier;
+
+impl PartialClassifier for EthClassifier {
+    #[inline]
+    fn extract(&self, msg: &[u8], _mode: KeyMode) -> Option<(Key, usize)> {
+        let h = msg.get(..14)?;
+        Some((Key::from_array([h[12], h[13]]), 14))
+    }
+}
+
+/// IPv4 partial classifier. Active key: protocol, local (destination) and
+/// remote (source) address; passive key: protocol only. A fragment carries
+/// no complete transport header, so it consumes the whole datagram: the
+/// walk then ends at IP and finds the path to reassembly (thesis §3.4.2,
+/// Figure 3.6, path p2).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Ipv4Classifier;
+
+impl PartialClassifier for Ipv4Classifier {
+    #[inline]
+    fn extract(&self, msg: &[u8], mode: KeyMode) -> Option<(Key, usize)> {
+        let h = msg.get(..20)?;
+        if h[0] >> 4 != 4 {
+            return None;
+        }
+        let ihl = usize::from(h[0] & 0x0f) * 4;
+        if ihl < 20 || msg.len() < ihl {
+            return None;
+        }
+        let fragment = (h[6] & 0x20) != 0 || (u16::from_be_bytes([h[6], h[7]]) & 0x1fff) != 0;
+        let used = if fragment { msg.len() } else { ihl };
+        let key = match mode {
+            KeyMode::Active => Key::from_array([
+                h[9], h[16], h[17], h[18], h[19], h[12], h[13], h[14], h[15],
+            ]),
+            KeyMode::Passive => Key::from_array([h[9]]),
+        };
+        Some((key, used))
+    }
+}
+
+/// TCP or UDP partial classifier: local (destination) and remote (source)
+/// port when active, local port when passive.
+#[derive(Clone, Copy, Debug)]
+pub struct PortClassifier {
+    /// Header length: 8 for UDP; `None` for TCP (read the data offset).
+    pub fixed_len: Option<usize>,
+}
+
+impl PartialClassifier for PortClassifier {
+    #[inline]
+    fn extract(&self, msg: &[u8], mode: KeyMode) -> Option<(Key, usize)> {
+        let h = msg.get(..self.fixed_len.unwrap_or(20))?;
+        let used = match self.fixed_len {
+            Some(n) => n,
+            None => {
+                let doff = usize::from(h[12] >> 4) * 4;
+                if doff < 20 || msg.len() < doff {
+                    return None;
+                }
+                doff
+            }
+        };
+        let key = match mode {
+            KeyMode::Active => Key::from_array([h[2], h[3], h[0], h[1]]),
+            KeyMode::Passive => Key::from_array([h[2], h[3]]),
+        };
+        Some((key, used))
+    }
+}
+
+/// The TCP classifier.
+pub const TCP_CLASSIFIER: PortClassifier = PortClassifier { fixed_len: None };
+/// The UDP classifier.
+pub const UDP_CLASSIFIER: PortClassifier = PortClassifier { fixed_len: Some(8) };
+
+/// Installs the Ethernet, IPv4, TCP and UDP classifiers (ARP and COUNT
+/// stay pass-through).
+pub fn install(c: &mut Classifier) {
+    let all: [(ModuleId, Box<dyn PartialClassifier>); 4] = [
+        (ETH, Box::new(EthClassifier)),
+        (IPV4, Box::new(Ipv4Classifier)),
+        (TCP, Box::new(TCP_CLASSIFIER)),
+        (UDP, Box::new(UDP_CLASSIFIER)),
+    ];
+    for (m, pc) in all {
+        // The ids are small constants, far below the registry bound.
+        c.set_partial_classifier(m, pc)
+            .expect("inet module ids fit the registry");
+    }
+}
+
+/// The same classifiers as one function, for
+/// [`Classifier::classify_with`] and the reference.
+#[inline]
+pub fn extract(module: ModuleId, msg: &[u8], mode: KeyMode) -> Option<(Key, usize)> {
+    match module {
+        ETH => EthClassifier.extract(msg, mode),
+        IPV4 => Ipv4Classifier.extract(msg, mode),
+        TCP => TCP_CLASSIFIER.extract(msg, mode),
+        UDP => UDP_CLASSIFIER.extract(msg, mode),
+        _ => Some((Key::EMPTY, 0)),
+    }
+}

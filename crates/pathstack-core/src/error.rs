@@ -1,0 +1,133 @@
+//! Errors of path operations and of building a stack.
+
+use crate::ids::{Dir, ModuleId, PathId};
+use thiserror::Error;
+
+/// Why a path operation failed.
+#[derive(Debug, Error)]
+pub enum PathError {
+    /// A module refused to create its stage.
+    #[error("module `{module}` refused the path: {reason}")]
+    Refused {
+        /// Instance name of the module.
+        module: String,
+        /// What was wrong with the request.
+        reason: String,
+    },
+    /// A module routed the path through a service that has no connection.
+    #[error("module `{module}` routed through service `{service}`, which is not connected")]
+    NotConnected {
+        /// Instance name.
+        module: String,
+        /// Service name.
+        service: String,
+    },
+    /// PATHNAME named a module that is not connected to the current one.
+    #[error("PATHNAME names `{wanted}`, but `{module}` is not connected to it")]
+    PathnameUnreachable {
+        /// Instance name where routing stood.
+        module: String,
+        /// Instance name PATHNAME asked for.
+        wanted: String,
+    },
+    /// The route grew past the stage limit (a routing loop).
+    #[error("path exceeds {limit} stages (routing loop through `{module}`?)")]
+    TooLong {
+        /// The limit.
+        limit: usize,
+        /// Instance name of the module that would have added one more stage.
+        module: String,
+    },
+    /// A stage's establish callback failed.
+    #[error("establishing the stage of `{module}` failed: {reason}")]
+    Establish {
+        /// Instance name.
+        module: String,
+        /// Why.
+        reason: String,
+    },
+    /// The classifier rejected a registration (it would be ambiguous).
+    #[error("demux registration failed: {0}")]
+    Demux(String),
+    /// A path end cannot be extended (its module makes no routing decision).
+    #[error("the {end:?} end of {path} at `{module}` cannot be extended")]
+    CannotExtend {
+        /// The path.
+        path: PathId,
+        /// Which end.
+        end: Dir,
+        /// Instance name at that end.
+        module: String,
+    },
+    /// The path does not exist (deleted, or an id from another stack).
+    #[error("no such path: {0}")]
+    NoSuchPath(PathId),
+    /// The module does not exist.
+    #[error("no such module: {0:?}")]
+    NoSuchModule(ModuleId),
+    /// The stack's path table is full.
+    #[error("path table full ({0} paths)")]
+    TableFull(usize),
+    /// A scheduling-parameter change broke the thesis §3.5.1 rules.
+    #[error("scheduling change refused: {0}")]
+    Sched(#[from] crate::path::SchedError),
+    /// An operation on a message failed.
+    #[error(transparent)]
+    Msg(#[from] crate::msg::MsgError),
+}
+
+impl PathError {
+    /// A [`PathError::Refused`] from a module, for `create_stage` implementations.
+    pub fn refused(module: &str, reason: impl Into<String>) -> Self {
+        PathError::Refused {
+            module: module.to_string(),
+            reason: reason.into(),
+        }
+    }
+}
+
+/// Why a module could not be created or initialized.
+#[derive(Debug, Error)]
+pub enum ModuleError {
+    /// An instance parameter has a bad value.
+    #[error("instance `{instance}`: parameter `{key}`: {reason}")]
+    BadParam {
+        /// Instance name.
+        instance: String,
+        /// Parameter name.
+        key: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The stack was built with no factory for this module type.
+    #[error("no implementation registered for module type `{0}`")]
+    UnknownType(String),
+    /// Initialization failed.
+    #[error("initializing `{instance}` failed: {reason}")]
+    Init {
+        /// Instance name.
+        instance: String,
+        /// Why.
+        reason: String,
+    },
+    /// A path the module asked for at initialization could not be made.
+    #[error("path requested by `{instance}` at initialization: {source}")]
+    InitPath {
+        /// Instance name.
+        instance: String,
+        /// The path error.
+        #[source]
+        source: PathError,
+    },
+}
+
+/// Why a stack could not be built.
+#[derive(Debug, Error)]
+pub enum StackError {
+    /// The module graph has errors.
+    #[error("module graph: {0}")]
+    Graph(#[from] crate::graph::GraphErrors),
+    /// A module could not be created or initialized.
+    #[error(transparent)]
+    Module(#[from] ModuleError),
+}

@@ -1,0 +1,236 @@
+//! Executors: how a path's stages are called.
+//!
+//! A path normally holds its stages as `Box<dyn Stage>` and calls each
+//! through a virtual call ([`DynExec`], the modular "STD" form). The
+//! path-inlining transform (thesis ch. 4) replaces that with an
+//! [`Inlined`] executor over a tuple of the concrete stage types: the
+//! traversal loop is monomorphized for the tuple, every stage call is
+//! static, and the compiler can inline the whole path into one function
+//! ("PIN").
+
+use crate::ids::{Dir, DropReason};
+use crate::msg::Msg;
+use crate::stage::{Cx, Env, Stage, Verdict};
+use std::any::Any;
+
+/// How a message's trip along a path ended.
+#[doc(hidden)]
+#[derive(Debug, PartialEq, Eq)]
+pub enum Fate {
+    /// It went past the last stage in `dir`.
+    Out(Dir),
+    /// A stage kept it.
+    Consumed,
+    /// A stage dropped it.
+    Dropped(DropReason),
+    /// Stage `from` turned it around; it continues in `dir` from the
+    /// neighbour of `from`.
+    Turned { from: usize, dir: Dir },
+}
+
+/// The neighbour of `pos` in `dir` on a path of `len` stages.
+#[inline(always)]
+pub(crate) fn step(pos: usize, dir: Dir, len: usize) -> Option<usize> {
+    match dir {
+        Dir::Forward => (pos + 1 < len).then_some(pos + 1),
+        Dir::Backward => pos.checked_sub(1),
+    }
+}
+
+/// The stage a message entering in `dir` meets first.
+#[inline(always)]
+pub(crate) fn entry(dir: Dir, len: usize) -> usize {
+    match dir {
+        Dir::Forward => 0,
+        Dir::Backward => len.saturating_sub(1),
+    }
+}
+
+/// Runs `msg` from stage `pos` in `dir` until it leaves, is kept, dropped or
+/// turned. Generic so that each executor gets its own copy of the loop.
+#[inline(always)]
+pub(crate) fn traverse<E: Exec + ?Sized>(
+    e: &mut E,
+    mut pos: usize,
+    dir: Dir,
+    msg: &mut Msg,
+    env: &mut Env<'_>,
+) -> Fate {
+    let len = e.len();
+    loop {
+        match e.process_at(pos, dir, msg, env) {
+            Verdict::Next => match step(pos, dir, len) {
+                Some(p) => pos = p,
+                None => return Fate::Out(dir),
+            },
+            Verdict::Back => {
+                return Fate::Turned {
+                    from: pos,
+                    dir: dir.reverse(),
+                }
+            }
+            Verdict::Consumed => return Fate::Consumed,
+            Verdict::Drop(r) => return Fate::Dropped(r),
+        }
+    }
+}
+
+/// A path's stages and how they are called (internal to the core; public
+/// only because [`StageTuple`] names it).
+#[doc(hidden)]
+pub trait Exec: Send {
+    /// Number of stages.
+    fn len(&self) -> usize;
+    /// Calls the stage at `pos` (LDLP calls stages one at a time).
+    fn process_at(&mut self, pos: usize, dir: Dir, msg: &mut Msg, env: &mut Env<'_>) -> Verdict;
+    /// Runs a message through the stages from `pos` (per-message scheduling).
+    fn run(&mut self, pos: usize, dir: Dir, msg: &mut Msg, env: &mut Env<'_>) -> Fate;
+    /// The stage at `pos`.
+    fn stage(&self, pos: usize) -> Option<&dyn Stage>;
+    /// The stage at `pos`, writable (establish, destroy, timers).
+    fn stage_mut(&mut self, pos: usize) -> Option<&mut dyn Stage>;
+    /// Gives the stages back as trait objects (to un-inline or extend).
+    fn into_stages(self: Box<Self>) -> Vec<Box<dyn Stage>>;
+    /// Whether this executor is path-inlined.
+    fn is_inlined(&self) -> bool;
+}
+
+/// The modular executor: one virtual call per stage.
+pub(crate) struct DynExec {
+    pub stages: Vec<Box<dyn Stage>>,
+}
+
+impl Exec for DynExec {
+    fn len(&self) -> usize {
+        self.stages.len()
+    }
+    #[inline]
+    fn process_at(&mut self, pos: usize, dir: Dir, msg: &mut Msg, env: &mut Env<'_>) -> Verdict {
+        let mut cx = Cx { env, pos };
+        match self.stages.get_mut(pos) {
+            Some(s) => s.process(dir, msg, &mut cx),
+            None => Verdict::Drop(DropReason::new("exec.bad_position")),
+        }
+    }
+    fn run(&mut self, pos: usize, dir: Dir, msg: &mut Msg, env: &mut Env<'_>) -> Fate {
+        traverse(self, pos, dir, msg, env)
+    }
+    fn stage(&self, pos: usize) -> Option<&dyn Stage> {
+        self.stages.get(pos).map(|s| &**s)
+    }
+    fn stage_mut(&mut self, pos: usize) -> Option<&mut dyn Stage> {
+        match self.stages.get_mut(pos) {
+            Some(s) => Some(&mut **s),
+            None => None,
+        }
+    }
+    fn into_stages(self: Box<Self>) -> Vec<Box<dyn Stage>> {
+        self.stages
+    }
+    fn is_inlined(&self) -> bool {
+        false
+    }
+}
+
+/// A tuple of concrete stage types that can be built from a path's boxed
+/// stages (implemented for tuples of 1 to 8 stages).
+pub trait StageTuple: Send + Sized + 'static {
+    /// Number of stages.
+    const LEN: usize;
+    /// Whether each stage has the tuple's type at its position.
+    fn matches_refs(stages: &[&dyn Stage]) -> bool;
+    /// Moves the boxed stages into the tuple; gives them back unchanged if
+    /// a type does not match.
+    fn from_stages(stages: Vec<Box<dyn Stage>>) -> Result<Self, Vec<Box<dyn Stage>>>;
+    /// The inlined executor over these stages.
+    #[doc(hidden)]
+    fn into_exec(stages: Vec<Box<dyn Stage>>) -> Result<Box<dyn Exec>, Vec<Box<dyn Stage>>>;
+}
+
+/// The path-inlined executor over the concrete stage tuple `T`.
+pub struct Inlined<T> {
+    stages: T,
+}
+
+impl<T> Inlined<T> {
+    /// The stages.
+    pub fn stages(&self) -> &T {
+        &self.stages
+    }
+}
+
+fn downcast<S: Stage>(b: Box<dyn Stage>) -> S {
+    match (b as Box<dyn Any>).downcast::<S>() {
+        Ok(s) => *s,
+        // `from_stages` checks every type with `matches` first.
+        Err(_) => unreachable!("stage type checked by StageTuple::matches"),
+    }
+}
+
+macro_rules! inlined {
+    ($len:expr; $($idx:tt $T:ident),+) => {
+        impl<$($T: Stage),+> StageTuple for ($($T,)+) {
+            const LEN: usize = $len;
+            fn matches_refs(stages: &[&dyn Stage]) -> bool {
+                stages.len() == $len $(&& (stages[$idx] as &dyn Any).is::<$T>())+
+            }
+            fn from_stages(stages: Vec<Box<dyn Stage>>) -> Result<Self, Vec<Box<dyn Stage>>> {
+                let refs: Vec<&dyn Stage> = stages.iter().map(|s| &**s).collect();
+                if !Self::matches_refs(&refs) {
+                    return Err(stages);
+                }
+                let mut it = stages.into_iter();
+                Ok(($(downcast::<$T>(match it.next() { Some(s) => s, None => unreachable!("length checked") }),)+))
+            }
+            fn into_exec(stages: Vec<Box<dyn Stage>>) -> Result<Box<dyn Exec>, Vec<Box<dyn Stage>>> {
+                Self::from_stages(stages).map(|t| Box::new(Inlined { stages: t }) as Box<dyn Exec>)
+            }
+        }
+
+        impl<$($T: Stage),+> Exec for Inlined<($($T,)+)> {
+            fn len(&self) -> usize {
+                $len
+            }
+            #[inline(always)]
+            fn process_at(&mut self, pos: usize, dir: Dir, msg: &mut Msg, env: &mut Env<'_>) -> Verdict {
+                let mut cx = Cx { env, pos };
+                match pos {
+                    $($idx => self.stages.$idx.process(dir, msg, &mut cx),)+
+                    _ => Verdict::Drop(DropReason::new("exec.bad_position")),
+                }
+            }
+            fn run(&mut self, pos: usize, dir: Dir, msg: &mut Msg, env: &mut Env<'_>) -> Fate {
+                traverse(self, pos, dir, msg, env)
+            }
+            fn stage(&self, pos: usize) -> Option<&dyn Stage> {
+                match pos {
+                    $($idx => Some(&self.stages.$idx),)+
+                    _ => None,
+                }
+            }
+            fn stage_mut(&mut self, pos: usize) -> Option<&mut dyn Stage> {
+                match pos {
+                    $($idx => Some(&mut self.stages.$idx),)+
+                    _ => None,
+                }
+            }
+            fn into_stages(self: Box<Self>) -> Vec<Box<dyn Stage>> {
+                let s = self.stages;
+                vec![$(Box::new(s.$idx) as Box<dyn Stage>),+]
+            }
+            fn is_inlined(&self) -> bool {
+                true
+            }
+        }
+
+    };
+}
+
+inlined!(1; 0 A);
+inlined!(2; 0 A, 1 B);
+inlined!(3; 0 A, 1 B, 2 C);
+inlined!(4; 0 A, 1 B, 2 C, 3 D);
+inlined!(5; 0 A, 1 B, 2 C, 3 D, 4 E);
+inlined!(6; 0 A, 1 B, 2 C, 3 D, 4 E, 5 F);
+inlined!(7; 0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G);
+inlined!(8; 0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G, 7 H);

@@ -1,0 +1,287 @@
+//! Modules: units of protocol functionality that create stages, make
+//! routing decisions and own shared state (thesis §3.2).
+
+use crate::attrs::Attrs;
+use crate::error::{ModuleError, PathError};
+use crate::graph::spec::ModuleSpec;
+use crate::graph::Link;
+use crate::ids::{Dir, DropCounts, ModuleId, PathId};
+use crate::msg::{Msg, MsgPool};
+use crate::stage::{Shared, Stage, TimerOwner};
+use crate::time::{Duration, Instant};
+use crate::timer::{TimerError, TimerHandle};
+use std::any::Any;
+use std::collections::BTreeMap;
+
+/// Where path creation goes after a module has made its stage.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Route {
+    /// Continue through the (single) connection of this service. If the
+    /// service has several connections, `PATHNAME` picks one; without it the
+    /// path ends here (a short path).
+    Service(usize),
+    /// Continue through connection `link` of service `service`.
+    Link {
+        /// Service index.
+        service: usize,
+        /// Connection number on that service.
+        link: usize,
+    },
+    /// No routing decision: the path ends at this module (a leaf, or the
+    /// invariants are too weak — a short path), unless `PATHNAME` forces one.
+    End,
+}
+
+/// A new stage and the routing decision made with it.
+pub struct Created {
+    /// The stage.
+    pub stage: Box<dyn Stage>,
+    /// Where the path goes next.
+    pub route: Route,
+}
+
+/// What a module sees while it creates a stage.
+pub struct CreateCx<'a> {
+    pub(crate) module_id: ModuleId,
+    pub(crate) instance: &'a str,
+    pub(crate) params: &'a BTreeMap<String, String>,
+    pub(crate) links: &'a [Vec<Link>],
+    pub(crate) growth: Dir,
+    pub(crate) pool: &'a MsgPool,
+}
+
+impl CreateCx<'_> {
+    /// This module's id.
+    pub fn module_id(&self) -> ModuleId {
+        self.module_id
+    }
+    /// This module's instance name.
+    pub fn instance(&self) -> &str {
+        self.instance
+    }
+    /// This instance's `key=value` parameters.
+    pub fn params(&self) -> &BTreeMap<String, String> {
+        self.params
+    }
+    /// Number of connections of service `service`.
+    pub fn links(&self, service: usize) -> usize {
+        self.links.get(service).map_or(0, Vec::len)
+    }
+    /// The direction (in path terms) in which the path is growing: forward
+    /// while creating and when extending `end[1]`, backward when extending
+    /// `end[0]`. A stage that needs to know which way is "down" keeps it.
+    pub fn growth(&self) -> Dir {
+        self.growth
+    }
+    /// The message pool.
+    pub fn pool(&self) -> &MsgPool {
+        self.pool
+    }
+    /// A [`PathError::Refused`] naming this module.
+    pub fn refuse(&self, reason: impl Into<String>) -> PathError {
+        PathError::refused(self.instance, reason)
+    }
+}
+
+/// What a module sees outside of path processing: at initialization, when
+/// polled, and when its timers fire.
+pub struct ModCx<'a> {
+    pub(crate) now: Instant,
+    pub(crate) module_id: ModuleId,
+    pub(crate) instance: &'a str,
+    pub(crate) params: &'a BTreeMap<String, String>,
+    pub(crate) shared: &'a mut Shared,
+    pub(crate) drops: &'a mut DropCounts,
+    pub(crate) path_requests: &'a mut Vec<(Attrs, u64)>,
+}
+
+impl ModCx<'_> {
+    /// Current stack time.
+    pub fn now(&self) -> Instant {
+        self.now
+    }
+    /// This module's id.
+    pub fn module_id(&self) -> ModuleId {
+        self.module_id
+    }
+    /// This module's instance name.
+    pub fn instance(&self) -> &str {
+        self.instance
+    }
+    /// This instance's `key=value` parameters.
+    pub fn params(&self) -> &BTreeMap<String, String> {
+        self.params
+    }
+    /// A parameter parsed as `T`, or `default` when absent.
+    pub fn param<T: std::str::FromStr>(&self, key: &str, default: T) -> Result<T, ModuleError>
+    where
+        T::Err: std::fmt::Display,
+    {
+        parse_param(self.instance, self.params, key, default)
+    }
+    /// The message pool.
+    pub fn pool(&self) -> &MsgPool {
+        &self.shared.pool
+    }
+    /// Hands a received frame to the stack, which classifies it starting at
+    /// this module. Returns `false` (and counts a drop) when the stack's
+    /// bounded receive queue is full.
+    pub fn deliver(&mut self, frame: Msg) -> bool {
+        if self.shared.rx.len() >= self.shared.rx_cap {
+            self.shared.rx_drops += 1;
+            self.drops.add(crate::ids::DropReason::RX_FULL);
+            return false;
+        }
+        self.shared.rx.push_back((self.module_id, frame));
+        true
+    }
+    /// Counts a message this module dropped outside any path.
+    pub fn count_drop(&mut self, reason: crate::ids::DropReason) {
+        self.drops.add(reason);
+    }
+    /// Arms a timer that calls [`Module::on_timer`] with `token` after `after`.
+    pub fn arm_timer(&mut self, after: Duration, token: u64) -> Result<TimerHandle, TimerError> {
+        let owner = TimerOwner::Module {
+            module: self.module_id,
+            token,
+        };
+        self.shared.timers.arm(self.now + after, owner)
+    }
+    /// Cancels a timer.
+    pub fn cancel_timer(&mut self, handle: TimerHandle) -> bool {
+        self.shared.timers.cancel(handle)
+    }
+    /// Asks the stack to create a path starting at this module once this
+    /// call returns (ICMP creates its path through IP at initialization,
+    /// thesis §4.1.2). The stack reports the result to
+    /// [`Module::path_created`] with `tag`.
+    pub fn request_path(&mut self, attrs: Attrs, tag: u64) {
+        self.path_requests.push((attrs, tag));
+    }
+}
+
+pub(crate) fn parse_param<T: std::str::FromStr>(
+    instance: &str,
+    params: &BTreeMap<String, String>,
+    key: &str,
+    default: T,
+) -> Result<T, ModuleError>
+where
+    T::Err: std::fmt::Display,
+{
+    match params.get(key) {
+        None => Ok(default),
+        Some(v) => v.parse().map_err(|e: T::Err| ModuleError::BadParam {
+            instance: instance.to_string(),
+            key: key.to_string(),
+            reason: format!("`{v}`: {e}"),
+        }),
+    }
+}
+
+/// A protocol module.
+///
+/// Modules make routing decisions (in [`Module::create_stage`]) and own
+/// shared state (port tables, ARP caches, devices). Per-path work happens in
+/// the [`Stage`]s they create; module code never walks the graph at packet
+/// time.
+pub trait Module: Any + Send {
+    /// The module type's spec (services, parameters, understood keys).
+    fn spec(&self) -> &'static ModuleSpec;
+
+    /// Called once the whole graph is linked, in an order honouring the
+    /// `<` markers.
+    fn init(&mut self, cx: &mut ModCx<'_>) -> Result<(), ModuleError> {
+        let _ = cx;
+        Ok(())
+    }
+
+    /// Creates this module's stage of a path entering through service
+    /// `entry` (`None` when the path starts here) and makes a routing
+    /// decision from the invariants in `attrs`, which it may update for the
+    /// modules further on (thesis §3.3.6).
+    fn create_stage(
+        &mut self,
+        entry: Option<usize>,
+        attrs: &mut Attrs,
+        cx: &mut CreateCx<'_>,
+    ) -> Result<Created, PathError>;
+
+    /// Routing decision when a path ending at this module is extended
+    /// (thesis §3.3.7). `entry` is the service the end stage was entered
+    /// by; `growth` is the direction (in path terms) the path grows in:
+    /// forward at `end[1]`, backward at `end[0]`. The default makes no
+    /// decision, so extension needs `PATHNAME`.
+    fn extend_route(&mut self, entry: Option<usize>, growth: Dir, attrs: &Attrs) -> Route {
+        let _ = (entry, growth, attrs);
+        Route::End
+    }
+
+    /// A message fell off the end of a short path at this module (dynamic
+    /// routing at path ends, thesis Fig. 2.5): return the path and direction
+    /// it continues on, typically found with [`RouteCx::classify`]. `None`
+    /// puts it in the path's sink queue.
+    fn route_end(&mut self, dir: Dir, msg: &mut Msg, cx: &mut RouteCx<'_>) -> Option<(PathId, Dir)> {
+        let _ = (dir, msg, cx);
+        None
+    }
+
+    /// Does background work: device drivers receive frames here and pass
+    /// them on with [`ModCx::deliver`]. Returns how much work was done.
+    fn poll(&mut self, cx: &mut ModCx<'_>) -> usize {
+        let _ = cx;
+        0
+    }
+
+    /// The earliest time this module needs [`Module::poll`] again without
+    /// new input (a delayed frame in a device), if any.
+    fn poll_at(&self) -> Option<Instant> {
+        None
+    }
+
+    /// A module timer fired.
+    fn on_timer(&mut self, token: u64, cx: &mut ModCx<'_>) {
+        let _ = (token, cx);
+    }
+
+    /// The result of a path requested with [`ModCx::request_path`].
+    fn path_created(&mut self, tag: u64, result: Result<PathId, &PathError>) {
+        let _ = (tag, result);
+    }
+
+    /// This module's partial classifier (thesis §3.4.3, Fig. 3.9): extracts
+    /// its demux key from a message arriving at it and says how many bytes
+    /// of header the next module skips. `None`: the module does not
+    /// demultiplex (classification passes through it).
+    fn partial_classifier(&self) -> Option<Box<dyn crate::demux::PartialClassifier>> {
+        None
+    }
+
+    /// Statistics lines for display (`key`, value).
+    fn stats(&self) -> Vec<(String, u64)> {
+        Vec::new()
+    }
+}
+
+/// Context of [`Module::route_end`].
+pub struct RouteCx<'a> {
+    pub(crate) module_id: ModuleId,
+    pub(crate) demux: &'a crate::demux::Demux,
+}
+
+impl RouteCx<'_> {
+    /// Classifies `msg` with the demux tree rooted at this module.
+    pub fn classify(&self, msg: &[u8]) -> Option<(PathId, Dir)> {
+        self.demux.classify(self.module_id, msg)
+    }
+}
+
+/// A module instance in a stack.
+pub(crate) struct ModuleSlot {
+    pub name: String,
+    pub spec: &'static ModuleSpec,
+    pub params: BTreeMap<String, String>,
+    pub module: Box<dyn Module>,
+    pub links: Vec<Vec<Link>>,
+    pub drops: DropCounts,
+}

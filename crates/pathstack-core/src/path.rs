@@ -1,0 +1,239 @@
+//! The path object (thesis §3.3.3): stages, four queues, attributes,
+//! scheduling parameters and accounting.
+
+use crate::attrs::Attrs;
+use crate::exec::Exec;
+use crate::ids::{Dir, DropCounts, DropReason, ModuleId, PathId};
+use crate::msg::Msg;
+use crate::time::Instant;
+use std::collections::VecDeque;
+use thiserror::Error;
+
+/// The index of a path queue (thesis §3.3.3 table).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QueueKind {
+    /// `q[0]`: input travelling forward (`end[0] → end[1]`).
+    SourceForward = 0,
+    /// `q[1]`: output that travelled forward.
+    SinkForward = 1,
+    /// `q[2]`: input travelling backward.
+    SourceBackward = 2,
+    /// `q[3]`: output that travelled backward.
+    SinkBackward = 3,
+}
+
+impl QueueKind {
+    /// The source queue for messages travelling in `dir`.
+    pub fn source(dir: Dir) -> Self {
+        match dir {
+            Dir::Forward => QueueKind::SourceForward,
+            Dir::Backward => QueueKind::SourceBackward,
+        }
+    }
+    /// The sink queue for messages that travelled in `dir`.
+    pub fn sink(dir: Dir) -> Self {
+        match dir {
+            Dir::Forward => QueueKind::SinkForward,
+            Dir::Backward => QueueKind::SinkBackward,
+        }
+    }
+}
+
+/// A bounded FIFO of messages. Its storage is allocated when the path is
+/// made and never grows.
+#[derive(Debug)]
+pub struct PathQueue {
+    q: VecDeque<Msg>,
+    cap: usize,
+    dropped: u64,
+}
+
+impl PathQueue {
+    pub(crate) fn new(cap: usize) -> Self {
+        PathQueue {
+            q: VecDeque::with_capacity(cap),
+            cap,
+            dropped: 0,
+        }
+    }
+    /// Messages in the queue.
+    pub fn len(&self) -> usize {
+        self.q.len()
+    }
+    /// Whether the queue is empty.
+    pub fn is_empty(&self) -> bool {
+        self.q.is_empty()
+    }
+    /// Most messages the queue holds.
+    pub fn capacity(&self) -> usize {
+        self.cap
+    }
+    /// Messages refused because the queue was full.
+    pub fn dropped(&self) -> u64 {
+        self.dropped
+    }
+    pub(crate) fn push(&mut self, m: Msg) -> Result<(), Msg> {
+        if self.q.len() >= self.cap {
+            self.dropped += 1;
+            return Err(m);
+        }
+        self.q.push_back(m);
+        Ok(())
+    }
+    pub(crate) fn pop(&mut self) -> Option<Msg> {
+        self.q.pop_front()
+    }
+}
+
+/// A refused scheduling change (thesis §3.5.1).
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+pub enum SchedError {
+    /// A pending realtime path's deadline may only move earlier.
+    #[error("deadline may only be tightened while the path is pending (current {current}, requested {requested})")]
+    DeadlineLoosened {
+        /// The deadline in force.
+        current: Instant,
+        /// The later deadline asked for.
+        requested: Instant,
+    },
+    /// A pending realtime path may not become best-effort before its deadline.
+    #[error("a pending realtime path cannot become best-effort before its deadline {0}")]
+    RealtimeDropped(Instant),
+}
+
+/// How a path is scheduled (thesis §3.5.1): by deadline if realtime, else by
+/// fixed priority (higher first). Within a class, arrival order.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SchedParams {
+    /// Earliest-deadline-first instead of fixed priority.
+    pub realtime: bool,
+    /// Fixed priority of a best-effort path.
+    pub priority: u32,
+    /// Absolute deadline of a realtime path's pending work.
+    pub deadline: Option<Instant>,
+}
+
+impl SchedParams {
+    /// Replaces the parameters, obeying the thesis §3.5.1 rule: while the
+    /// path has work pending, a realtime deadline may only be replaced by an
+    /// earlier one, and realtime may not turn into best-effort, unless the
+    /// deadline in force has already passed at `now`.
+    pub fn update(&mut self, new: SchedParams, now: Instant, pending: bool) -> Result<(), SchedError> {
+        if pending && self.realtime {
+            if let Some(cur) = self.deadline {
+                if cur > now {
+                    if !new.realtime {
+                        return Err(SchedError::RealtimeDropped(cur));
+                    }
+                    match new.deadline {
+                        Some(d) if d <= cur => {}
+                        requested => {
+                            return Err(SchedError::DeadlineLoosened {
+                                current: cur,
+                                requested: requested.unwrap_or(Instant::from_nanos(u64::MAX)),
+                            })
+                        }
+                    }
+                }
+            }
+        }
+        *self = new;
+        Ok(())
+    }
+}
+
+/// Per-path accounting.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PathStats {
+    /// Messages that entered the path, per direction (forward, backward).
+    pub msgs_in: [u64; 2],
+    /// Bytes of those messages.
+    pub bytes_in: [u64; 2],
+    /// Messages that left the path through an end, per direction.
+    pub msgs_out: [u64; 2],
+    /// Bytes of those messages.
+    pub bytes_out: [u64; 2],
+    /// Messages kept by a stage ([`crate::stage::Verdict::Consumed`]).
+    pub consumed: u64,
+    /// Drops, by reason.
+    pub drops: DropCounts,
+    /// Processing time spent in the path's stages, in nanoseconds.
+    pub cpu_ns: u64,
+}
+
+/// One path.
+pub struct Path {
+    pub(crate) id: PathId,
+    pub(crate) exec: Box<dyn Exec>,
+    pub(crate) stage_modules: Vec<ModuleId>,
+    /// Creation number of each stage (establish/destroy run in this order).
+    pub(crate) stage_ids: Vec<u32>,
+    /// Service through which path creation entered each stage's module.
+    pub(crate) entries: Vec<Option<usize>>,
+    pub(crate) next_stage_id: u32,
+    pub(crate) queues: [PathQueue; 4],
+    pub(crate) attrs: Attrs,
+    pub(crate) sched: SchedParams,
+    pub(crate) stats: PathStats,
+    /// Hash of the module sequence: LDLP batches paths with equal keys.
+    pub(crate) seq_key: u64,
+    /// Whether the path is in the run queue, per direction.
+    pub(crate) queued: [bool; 2],
+    /// Bumped when scheduling parameters change; older run-queue entries
+    /// of the path are stale.
+    pub(crate) stamp: u32,
+}
+
+impl Path {
+    /// The path's id.
+    pub fn id(&self) -> PathId {
+        self.id
+    }
+    /// Number of stages.
+    pub fn len(&self) -> usize {
+        self.stage_modules.len()
+    }
+    /// Whether the path has no stages (never true for a created path).
+    pub fn is_empty(&self) -> bool {
+        self.stage_modules.is_empty()
+    }
+    /// The modules traversed, from `end[0]` to `end[1]`.
+    pub fn modules(&self) -> &[ModuleId] {
+        &self.stage_modules
+    }
+    /// One of the four queues.
+    pub fn queue(&self, kind: QueueKind) -> &PathQueue {
+        &self.queues[kind as usize]
+    }
+    /// The path's attributes.
+    pub fn attrs(&self) -> &Attrs {
+        &self.attrs
+    }
+    /// Scheduling parameters.
+    pub fn sched(&self) -> &SchedParams {
+        &self.sched
+    }
+    /// Whether the path has input waiting to be scheduled.
+    pub fn is_pending(&self) -> bool {
+        self.queued[0] || self.queued[1]
+    }
+    /// Accounting.
+    pub fn stats(&self) -> &PathStats {
+        &self.stats
+    }
+    /// Whether the stages run in a path-inlined executor.
+    pub fn is_inlined(&self) -> bool {
+        self.exec.is_inlined()
+    }
+    /// Key of the module sequence (equal for paths through the same modules).
+    pub fn sequence_key(&self) -> u64 {
+        self.seq_key
+    }
+    /// The stage at position `pos`, to inspect it (downcast with `Any`).
+    pub fn stage(&self, pos: usize) -> Option<&dyn crate::stage::Stage> {
+        self.exec.stage(pos)
+    }
+    pub(crate) fn count_drop(&mut self, r: DropReason) {
+        self.stats.drops.add(r);
+    }
+}

@@ -1,0 +1,184 @@
+//! Schedulers and the run queue.
+//!
+//! A path with input waiting is *pending* and sits in the run queue once per
+//! direction. Realtime paths run first, earliest deadline first; then
+//! best-effort paths by priority (higher first); within a class, in the
+//! order they became pending (thesis §3.5.1).
+//!
+//! Two schedulers share that queue (chosen when the stack is built and
+//! switchable at run time):
+//! - [`SchedKind::PerMessage`] takes one message of the best path and runs
+//!   it through the whole path.
+//! - [`SchedKind::Ldlp`] (Blackwell, *Speeding up Protocols for Small
+//!   Messages*, §3) takes the available messages of the best path and of
+//!   every other pending path with the same module sequence and direction,
+//!   up to `batch`, and runs them stage-major: each stage's code and data
+//!   are loaded once per batch.
+//!
+//! Both give the same outputs, in the same per-path order: messages that a
+//! stage turns around ([`Verdict::Back`](crate::stage::Verdict::Back)) or
+//! emits are processed after the message (per-message) or the batch
+//! (LDLP) that produced them, grouped by the message they came from, in the
+//! order of that message in the batch. Consequently a stage that emits
+//! messages in its *own* direction of travel sees, under LDLP, those
+//! messages leave after the rest of the batch rather than right after their
+//! origin; and a stage whose state is shared between the two directions
+//! sees the directions interleaved per batch rather than per message —
+//! LDLP's premise is that layer state is per direction (Blackwell §3.2).
+
+use crate::ids::{Dir, PathId};
+use crate::time::Instant;
+use std::cmp::{Ordering, Reverse};
+use std::collections::BinaryHeap;
+
+/// Which scheduler runs the paths.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SchedKind {
+    /// Each message through the whole path, one at a time.
+    PerMessage,
+    /// Locality-driven layer processing: batches of up to `batch` messages
+    /// of paths with the same module sequence, run stage-major.
+    Ldlp {
+        /// Most messages in one batch (at least 1).
+        batch: usize,
+    },
+}
+
+impl std::fmt::Display for SchedKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SchedKind::PerMessage => f.write_str("per-message"),
+            SchedKind::Ldlp { batch } => write!(f, "ldlp(batch {batch})"),
+        }
+    }
+}
+
+impl std::str::FromStr for SchedKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "per-message" => Ok(SchedKind::PerMessage),
+            "ldlp" => Ok(SchedKind::Ldlp { batch: 32 }),
+            other => match other.strip_prefix("ldlp:").map(str::parse::<usize>) {
+                Some(Ok(b)) if b > 0 => Ok(SchedKind::Ldlp { batch: b }),
+                _ => Err(format!(
+                    "unknown scheduler `{other}` (expected per-message, ldlp or ldlp:N)"
+                )),
+            },
+        }
+    }
+}
+
+/// One pending (path, direction) in the run queue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Pending {
+    pub path: PathId,
+    pub dir: Dir,
+    pub seq_key: u64,
+    /// The path's scheduling stamp when queued; a stale entry is skipped.
+    pub stamp: u32,
+    rank: Rank,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Rank {
+    realtime: bool,
+    deadline: Reverse<Instant>,
+    priority: u32,
+    order: Reverse<u64>,
+}
+
+impl Ord for Rank {
+    fn cmp(&self, o: &Self) -> Ordering {
+        self.realtime
+            .cmp(&o.realtime)
+            .then_with(|| {
+                if self.realtime {
+                    self.deadline.cmp(&o.deadline)
+                } else {
+                    self.priority.cmp(&o.priority)
+                }
+            })
+            .then_with(|| self.order.cmp(&o.order))
+    }
+}
+impl PartialOrd for Rank {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Pending {
+    fn cmp(&self, o: &Self) -> Ordering {
+        self.rank.cmp(&o.rank)
+    }
+}
+impl PartialOrd for Pending {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+
+/// The run queue: a heap of pending (path, direction) entries.
+pub(crate) struct RunQueue {
+    heap: BinaryHeap<Pending>,
+    order: u64,
+}
+
+impl RunQueue {
+    pub fn with_capacity(n: usize) -> Self {
+        RunQueue {
+            heap: BinaryHeap::with_capacity(n),
+            order: 0,
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub fn push(
+        &mut self,
+        path: PathId,
+        dir: Dir,
+        seq_key: u64,
+        stamp: u32,
+        realtime: bool,
+        deadline: Option<Instant>,
+        priority: u32,
+    ) {
+        self.order += 1;
+        self.heap.push(Pending {
+            path,
+            dir,
+            seq_key,
+            stamp,
+            rank: Rank {
+                realtime,
+                deadline: Reverse(deadline.unwrap_or(Instant::from_nanos(u64::MAX))),
+                priority,
+                order: Reverse(self.order),
+            },
+        });
+    }
+
+    pub fn pop(&mut self) -> Option<Pending> {
+        self.heap.pop()
+    }
+
+    /// Removes and hands to `take` the entries with this module sequence and
+    /// direction, best first, while `take` returns `true`.
+    pub fn take_matching(&mut self, seq_key: u64, dir: Dir, mut take: impl FnMut(Pending) -> bool) {
+        if !self.heap.iter().any(|p| p.seq_key == seq_key && p.dir == dir) {
+            return;
+        }
+        let mut room = true;
+        let mut all = std::mem::take(&mut self.heap).into_sorted_vec();
+        // into_sorted_vec is ascending: best entries are at the end.
+        let mut kept = Vec::with_capacity(all.len());
+        while let Some(p) = all.pop() {
+            if room && p.seq_key == seq_key && p.dir == dir {
+                room = take(p);
+            } else {
+                kept.push(p);
+            }
+        }
+        self.heap = BinaryHeap::from(kept);
+    }
+}

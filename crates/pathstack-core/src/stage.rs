@@ -1,0 +1,270 @@
+//! Stages: the per-path, module-private state and processing of one module
+//! on one path (thesis §3.3.4), and the context a stage works in.
+
+use crate::attrs::Attrs;
+use crate::demux::{DemuxKey, KeyMode};
+use crate::error::PathError;
+use crate::ids::{Dir, DropReason, ModuleId, PathId};
+use crate::module::{Module, ModuleSlot};
+use crate::msg::{Msg, MsgPool};
+use crate::path::SchedParams;
+use crate::time::{Duration, Instant};
+use crate::timer::{TimerError, TimerHandle, TimerWheel};
+use std::any::Any;
+use std::collections::VecDeque;
+
+/// What a stage decided about a message (Scout's interface arrows).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Pass the message to the neighbouring stage in the direction of travel.
+    Next,
+    /// Turn the message around: it continues from the neighbouring stage in
+    /// the opposite direction (an echo, an ACK built in place).
+    Back,
+    /// The stage kept the message (or handed it to a device); nothing more to do.
+    Consumed,
+    /// Drop the message and count it against the path with a reason.
+    Drop(DropReason),
+}
+
+/// The per-path processing of one module.
+///
+/// A stage sees messages travelling in either direction, in the path's
+/// terms ([`Dir::Forward`] is from the stage created first towards the last).
+/// It must never panic on message contents: malformed input is dropped with
+/// [`Verdict::Drop`].
+pub trait Stage: Any + Send {
+    /// Processes one message.
+    fn process(&mut self, dir: Dir, msg: &mut Msg, cx: &mut Cx<'_, '_>) -> Verdict;
+
+    /// Called once the whole path exists, in creation order, with an
+    /// auxiliary attribute set passed from stage to stage (thesis §3.3.6):
+    /// the place to register demux keys (`PREVIOUS_DEMUX_NODE`).
+    fn establish(&mut self, aux: &mut Attrs, cx: &mut EstablishCx<'_>) -> Result<(), PathError> {
+        let _ = (aux, cx);
+        Ok(())
+    }
+
+    /// This stage's partial demux key for its path (thesis §3.4.3): asked
+    /// once the path is established, from the receiving end inwards. `aux`
+    /// holds `PREVIOUS_DEMUX_NODE`. The default passes through.
+    fn demux_key(&self, mode: KeyMode, aux: &Attrs) -> DemuxKey {
+        let _ = (mode, aux);
+        DemuxKey::Pass
+    }
+
+    /// Called when the path is deleted, in creation order: release what the
+    /// stage holds in its module (ports, table entries).
+    fn destroy(&mut self, cx: &mut Cx<'_, '_>) {
+        let _ = cx;
+    }
+
+    /// A timer armed with [`Cx::arm_timer`] expired: spontaneous work
+    /// (retransmissions, reassembly timeouts). New messages go out with
+    /// [`Cx::emit`].
+    fn on_timer(&mut self, token: u64, cx: &mut Cx<'_, '_>) {
+        let _ = (token, cx);
+    }
+}
+
+/// Who owns a timer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimerOwner {
+    /// A stage of a path (identified by its creation number).
+    Stage {
+        /// The path.
+        path: PathId,
+        /// The stage's creation number on that path.
+        stage: u32,
+        /// The stage's token.
+        token: u64,
+    },
+    /// A module.
+    Module {
+        /// The module.
+        module: ModuleId,
+        /// The module's token.
+        token: u64,
+    },
+}
+
+/// A message produced while another was processed: turned around with
+/// [`Verdict::Back`] or emitted with [`Cx::emit`]. It starts at the
+/// neighbour of stage `from` in direction `dir`.
+pub(crate) struct FollowUp {
+    pub path: PathId,
+    pub from: usize,
+    pub dir: Dir,
+    pub msg: Msg,
+    /// Position of the message it came from in its batch; keeps per-message
+    /// order when LDLP processes follow-ups after the batch.
+    pub origin: u32,
+}
+
+/// Stack-wide things a stage may use while it runs.
+pub(crate) struct Shared {
+    pub pool: MsgPool,
+    pub timers: TimerWheel<TimerOwner>,
+    pub follow_ups: Vec<FollowUp>,
+    pub follow_up_cap: usize,
+    pub follow_up_drops: u64,
+    /// Frames delivered by device drivers, waiting for classification.
+    pub rx: VecDeque<(ModuleId, Msg)>,
+    pub rx_cap: usize,
+    pub rx_drops: u64,
+}
+
+/// Everything a stage's context borrows while one path runs (internal).
+#[doc(hidden)]
+pub struct Env<'e> {
+    pub(crate) now: Instant,
+    pub(crate) path: PathId,
+    pub(crate) modules: &'e mut [ModuleSlot],
+    pub(crate) shared: &'e mut Shared,
+    pub(crate) attrs: &'e mut Attrs,
+    pub(crate) sched: &'e mut SchedParams,
+    pub(crate) stage_modules: &'e [ModuleId],
+    pub(crate) stage_ids: &'e [u32],
+    pub(crate) origin: u32,
+}
+
+/// The context of a stage while it processes a message: the module's shared
+/// state, the path's attributes, the pool, timers, and emission of new
+/// messages from the stage's own position.
+///
+/// Modules and paths live in separate tables of the stack, so a stage gets
+/// its module's state without `Rc<RefCell<…>>`.
+pub struct Cx<'a, 'e> {
+    pub(crate) env: &'a mut Env<'e>,
+    pub(crate) pos: usize,
+}
+
+impl<'a, 'e> Cx<'a, 'e> {
+    /// Current stack time.
+    #[inline]
+    pub fn now(&self) -> Instant {
+        self.env.now
+    }
+    /// The path being run.
+    #[inline]
+    pub fn path(&self) -> PathId {
+        self.env.path
+    }
+    /// Position of this stage on the path (0 is `end[0]`).
+    #[inline]
+    pub fn position(&self) -> usize {
+        self.pos
+    }
+    /// Number of stages on the path.
+    #[inline]
+    pub fn path_len(&self) -> usize {
+        self.env.stage_modules.len()
+    }
+    /// The message pool, to allocate new messages.
+    #[inline]
+    pub fn pool(&self) -> &MsgPool {
+        &self.env.shared.pool
+    }
+    /// The path's attributes.
+    pub fn attrs(&self) -> &Attrs {
+        self.env.attrs
+    }
+    /// The path's attributes, writable (anonymous communication along the
+    /// path, thesis §3.3.1).
+    pub fn attrs_mut(&mut self) -> &mut Attrs {
+        self.env.attrs
+    }
+    /// The path's scheduling parameters.
+    pub fn sched(&self) -> &SchedParams {
+        self.env.sched
+    }
+    /// Changes the path's scheduling parameters from inside the path
+    /// (thesis §3.5.1): the path's work is in progress, so a realtime
+    /// deadline may only be tightened until it has passed.
+    pub fn set_sched(&mut self, new: SchedParams) -> Result<(), crate::path::SchedError> {
+        let now = self.env.now;
+        self.env.sched.update(new, now, true)
+    }
+    /// The module that created this stage, as `&mut dyn Module`.
+    #[inline]
+    pub fn module_dyn(&mut self) -> &mut dyn Module {
+        let m = self.env.stage_modules[self.pos];
+        &mut *self.env.modules[m.0 as usize].module
+    }
+    /// The module that created this stage, if it is a `T`.
+    #[inline]
+    pub fn module<T: Module>(&mut self) -> Option<&mut T> {
+        (self.module_dyn() as &mut dyn Any).downcast_mut::<T>()
+    }
+    /// Sends a new message from this stage's position in direction `dir`:
+    /// it starts at the neighbouring stage in `dir`. It is processed after
+    /// the current message (or batch) is done. Fails when the bounded
+    /// follow-up list is full; the message is then dropped and counted.
+    pub fn emit(&mut self, dir: Dir, msg: Msg) -> Result<(), DropReason> {
+        push_follow_up(
+            self.env.shared,
+            FollowUp {
+                path: self.env.path,
+                from: self.pos,
+                dir,
+                msg,
+                origin: self.env.origin,
+            },
+        )
+    }
+    /// Arms a timer that calls this stage's [`Stage::on_timer`] with `token`
+    /// after `after`.
+    pub fn arm_timer(&mut self, after: Duration, token: u64) -> Result<TimerHandle, TimerError> {
+        let owner = TimerOwner::Stage {
+            path: self.env.path,
+            stage: self.env.stage_ids[self.pos],
+            token,
+        };
+        self.env.shared.timers.arm(self.env.now + after, owner)
+    }
+    /// Cancels a timer; `false` if it already fired or was cancelled.
+    pub fn cancel_timer(&mut self, handle: TimerHandle) -> bool {
+        self.env.shared.timers.cancel(handle)
+    }
+}
+
+pub(crate) fn push_follow_up(shared: &mut Shared, f: FollowUp) -> Result<(), DropReason> {
+    if shared.follow_ups.len() >= shared.follow_up_cap {
+        shared.follow_up_drops += 1;
+        return Err(DropReason::FOLLOW_UP_OVERFLOW);
+    }
+    shared.follow_ups.push(f);
+    Ok(())
+}
+
+/// The context of a stage's [`Stage::establish`] callback.
+pub struct EstablishCx<'a> {
+    pub(crate) path: PathId,
+    pub(crate) position: usize,
+    pub(crate) len: usize,
+    pub(crate) module_id: ModuleId,
+    pub(crate) module: &'a mut dyn Module,
+}
+
+impl EstablishCx<'_> {
+    /// The path being established.
+    pub fn path(&self) -> PathId {
+        self.path
+    }
+    /// This stage's position (0 is `end[0]`).
+    pub fn position(&self) -> usize {
+        self.position
+    }
+    /// Whether this stage is `end[1]` (the last one created).
+    pub fn is_last(&self) -> bool {
+        self.position + 1 == self.len
+    }
+    /// The module that created this stage.
+    pub fn module_id(&self) -> ModuleId {
+        self.module_id
+    }
+    /// The module that created this stage, if it is a `T`.
+    pub fn module<T: Module>(&mut self) -> Option<&mut T> {
+        (&mut *self.module as &mut dyn Any).downcast_mut::<T>()
+    }
+}

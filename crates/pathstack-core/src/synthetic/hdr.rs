@@ -1,0 +1,163 @@
+//! `HDR`: a generic protocol layer that does real header work.
+//!
+//! Header (`size` bytes, at least 6): tag (u8), flags (u8, zero), payload
+//! length (u16), Internet checksum of the payload (u16, RFC 1071), then
+//! zero padding to `size`. On the way up the header is checked and popped.
+
+use crate::attrs::Attrs;
+use crate::error::{ModuleError, PathError};
+use crate::graph::spec::{Count, ModuleSpec, ParamSpec, ServiceSpec, ServiceType};
+use crate::ids::{Dir, DropReason};
+use crate::module::{CreateCx, Created, Module, Route};
+use crate::msg::Msg;
+use crate::stack::ModuleSetup;
+use crate::stage::{Cx, Stage, Verdict};
+
+/// Spec of `HDR`.
+pub const HDR_SPEC: ModuleSpec = ModuleSpec {
+    name: "HDR",
+    doc: "synthetic layer: pushes a header with tag, length and Internet checksum",
+    services: &[
+        ServiceSpec::new("up", ServiceType::AIO, Count::Any),
+        ServiceSpec::new("down", ServiceType::AIO, Count::ExactlyOne).init_after(),
+    ],
+    params: &[
+        ParamSpec {
+            key: "size",
+            doc: "header bytes, 6 to 64 (default 8)",
+            required: false,
+        },
+        ParamSpec {
+            key: "tag",
+            doc: "tag byte written and checked (default 0)",
+            required: false,
+        },
+    ],
+    understands: &[],
+};
+
+const SHORT: DropReason = DropReason::new("hdr.short");
+const BAD_TAG: DropReason = DropReason::new("hdr.bad_tag");
+const BAD_LEN: DropReason = DropReason::new("hdr.bad_length");
+const BAD_SUM: DropReason = DropReason::new("hdr.bad_checksum");
+
+/// The Internet checksum (RFC 1071) of `data`: the ones' complement of the
+/// ones' complement sum of its 16-bit big-endian words.
+pub fn internet_checksum(data: &[u8]) -> u16 {
+    let mut sum: u32 = 0;
+    let mut chunks = data.chunks_exact(2);
+    for c in &mut chunks {
+        sum += u16::from_be_bytes([c[0], c[1]]) as u32;
+    }
+    if let [last] = chunks.remainder() {
+        sum += (*last as u32) << 8;
+    }
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    !(sum as u16)
+}
+
+/// The `HDR` module: header size and tag per instance.
+pub struct HdrModule {
+    size: usize,
+    tag: u8,
+}
+
+impl HdrModule {
+    /// Factory: parameters `size` and `tag`.
+    pub fn create(setup: &mut ModuleSetup<'_>) -> Result<Box<dyn Module>, ModuleError> {
+        let size: usize = setup.param("size", 8)?;
+        if !(6..=64).contains(&size) {
+            return Err(ModuleError::BadParam {
+                instance: setup.instance().to_string(),
+                key: "size".into(),
+                reason: format!("{size} is outside 6..=64"),
+            });
+        }
+        let tag: u8 = setup.param("tag", 0)?;
+        Ok(Box::new(HdrModule { size, tag }))
+    }
+}
+
+impl Module for HdrModule {
+    fn spec(&self) -> &'static ModuleSpec {
+        &HDR_SPEC
+    }
+
+    fn create_stage(
+        &mut self,
+        _entry: Option<usize>,
+        _attrs: &mut Attrs,
+        cx: &mut CreateCx<'_>,
+    ) -> Result<Created, PathError> {
+        Ok(Created {
+            stage: Box::new(HdrStage {
+                size: self.size,
+                tag: self.tag,
+                down: cx.growth(),
+            }),
+            route: Route::Service(1),
+        })
+    }
+}
+
+/// The `HDR` stage.
+pub struct HdrStage {
+    size: usize,
+    tag: u8,
+    down: Dir,
+}
+
+impl Stage for HdrStage {
+    #[inline]
+    fn process(&mut self, dir: Dir, msg: &mut Msg, _cx: &mut Cx<'_, '_>) -> Verdict {
+        if dir == self.down {
+            let Ok(len) = u16::try_from(msg.len()) else {
+                return Verdict::Drop(BAD_LEN);
+            };
+            let sum = internet_checksum(msg.as_slice());
+            let Ok(h) = msg.push(self.size) else {
+                return Verdict::Drop(DropReason::new("hdr.no_headroom"));
+            };
+            h[0] = self.tag;
+            h[1] = 0;
+            h[2..4].copy_from_slice(&len.to_be_bytes());
+            h[4..6].copy_from_slice(&sum.to_be_bytes());
+            h[6..].fill(0);
+            Verdict::Next
+        } else {
+            let (tag, len, sum) = match msg.pop(self.size) {
+                Ok(h) => (
+                    h[0],
+                    u16::from_be_bytes([h[2], h[3]]) as usize,
+                    u16::from_be_bytes([h[4], h[5]]),
+                ),
+                Err(_) => return Verdict::Drop(SHORT),
+            };
+            if tag != self.tag {
+                return Verdict::Drop(BAD_TAG);
+            }
+            if len != msg.len() {
+                return Verdict::Drop(BAD_LEN);
+            }
+            if internet_checksum(msg.as_slice()) != sum {
+                return Verdict::Drop(BAD_SUM);
+            }
+            Verdict::Next
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::internet_checksum;
+
+    #[test]
+    fn rfc1071_example() {
+        // RFC 1071 §3: the sum of 0001 f203 f4f5 f6f7 is ddf2 (complement 220d).
+        assert_eq!(internet_checksum(&[0x00, 0x01, 0xf2, 0x03, 0xf4, 0xf5, 0xf6, 0xf7]), 0x220d);
+        assert_eq!(internet_checksum(&[]), 0xffff);
+        assert_eq!(internet_checksum(&[0xff]), !0xff00);
+    }
+}

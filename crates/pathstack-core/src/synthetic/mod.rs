@@ -1,0 +1,35 @@
+//! Synthetic modules: small but real protocol layers for tests, benchmarks
+//! and examples of the path core, independent of the Internet protocols.
+//!
+//! - `WIRE` — a device driver: owns a [`Device`](crate::device::Device),
+//!   transmits what reaches it, delivers what it receives to the classifier.
+//! - `LINK` — a link layer: a 4-byte header (channel, length) that the
+//!   classifier demultiplexes on.
+//! - `HDR` — a generic layer: pushes a header of `size` bytes carrying a
+//!   tag, the payload length and an Internet checksum of the payload
+//!   (RFC 1071), and checks it on the way up.
+//! - `ECHO` — the top of a path: echoes what arrives (`mode=echo`) or
+//!   leaves it in the path's sink queue for the application (`mode=sink`).
+//!
+//! A path is created at `ECHO` with `PARTICIPANTS` whose local part holds
+//! the channel ([`AddrPart::Id`](crate::attrs::keys::AddrPart::Id)).
+
+mod echo;
+mod hdr;
+mod link;
+mod wire;
+
+pub use echo::{EchoModule, EchoStage, ECHO_SPEC};
+pub use hdr::{internet_checksum, HdrModule, HdrStage, HDR_SPEC};
+pub use link::{LinkModule, LinkStage, LINK_SPEC};
+pub use wire::{WireModule, WireStage, WIRE_SPEC};
+
+use crate::stack::ModuleTypes;
+
+/// Registers the synthetic module types.
+pub fn register(t: &mut ModuleTypes) {
+    t.register(&WIRE_SPEC, WireModule::create);
+    t.register(&LINK_SPEC, LinkModule::create);
+    t.register(&HDR_SPEC, HdrModule::create);
+    t.register(&ECHO_SPEC, EchoModule::create);
+}

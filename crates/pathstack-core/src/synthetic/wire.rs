@@ -1,0 +1,143 @@
+//! `WIRE`: the device driver module over any [`Device`].
+
+use crate::attrs::Attrs;
+use crate::device::{Device, DeviceStats};
+use crate::error::{ModuleError, PathError};
+use crate::graph::spec::{Count, ModuleSpec, ParamSpec, ServiceSpec, ServiceType};
+use crate::ids::{Dir, DropReason};
+use crate::module::{CreateCx, Created, ModCx, Module, Route};
+use crate::msg::Msg;
+use crate::stack::ModuleSetup;
+use crate::stage::{Cx, Stage, Verdict};
+use crate::time::Instant;
+
+/// Spec of `WIRE`.
+pub const WIRE_SPEC: ModuleSpec = ModuleSpec {
+    name: "WIRE",
+    doc: "device driver: frames to and from one device",
+    services: &[ServiceSpec::new("up", ServiceType::NETDEV, Count::Any)],
+    params: &[
+        ParamSpec {
+            key: "device",
+            doc: "index of the device given to the stack builder",
+            required: true,
+        },
+        ParamSpec {
+            key: "rx_burst",
+            doc: "most frames received per poll (default 64)",
+            required: false,
+        },
+    ],
+    understands: &[],
+};
+
+const TX_ERROR: DropReason = DropReason::new("wire.tx_error");
+
+/// The `WIRE` module: owns a device.
+pub struct WireModule {
+    device: Box<dyn Device>,
+    rx_burst: usize,
+    rx_errors: u64,
+}
+
+impl WireModule {
+    /// Factory: takes device `device=N` from the stack builder.
+    pub fn create(setup: &mut ModuleSetup<'_>) -> Result<Box<dyn Module>, ModuleError> {
+        let index: usize = setup.param("device", usize::MAX)?;
+        let rx_burst = setup.param("rx_burst", 64usize)?.max(1);
+        let device = setup.take_device(index)?;
+        Ok(Box::new(WireModule {
+            device,
+            rx_burst,
+            rx_errors: 0,
+        }))
+    }
+
+    /// The device's counters.
+    pub fn device_stats(&self) -> DeviceStats {
+        self.device.stats()
+    }
+}
+
+impl Module for WireModule {
+    fn spec(&self) -> &'static ModuleSpec {
+        &WIRE_SPEC
+    }
+
+    fn create_stage(
+        &mut self,
+        entry: Option<usize>,
+        _attrs: &mut Attrs,
+        cx: &mut CreateCx<'_>,
+    ) -> Result<Created, PathError> {
+        if entry.is_none() {
+            return Err(cx.refuse("a WIRE path must come from above (through `up`)"));
+        }
+        Ok(Created {
+            stage: Box::new(WireStage { down: cx.growth() }),
+            route: Route::End,
+        })
+    }
+
+    fn poll(&mut self, cx: &mut ModCx<'_>) -> usize {
+        let mut n = 0;
+        while n < self.rx_burst {
+            match self.device.receive(cx.pool(), cx.now()) {
+                Ok(Some(frame)) => {
+                    cx.deliver(frame);
+                    n += 1;
+                }
+                Ok(None) => break,
+                Err(_) => {
+                    self.rx_errors += 1;
+                    cx.count_drop(DropReason::new("wire.rx_error"));
+                    break;
+                }
+            }
+        }
+        n
+    }
+
+    fn poll_at(&self) -> Option<Instant> {
+        self.device.poll_at()
+    }
+
+    fn stats(&self) -> Vec<(String, u64)> {
+        let s = self.device.stats();
+        vec![
+            ("tx_frames".into(), s.tx_frames),
+            ("rx_frames".into(), s.rx_frames),
+            ("rx_errors".into(), self.rx_errors),
+        ]
+    }
+}
+
+/// The `WIRE` stage: the device end of a path.
+pub struct WireStage {
+    down: Dir,
+}
+
+impl WireStage {
+    fn transmit(&mut self, msg: &mut Msg, cx: &mut Cx<'_, '_>) -> Verdict {
+        let now = cx.now();
+        let frame = std::mem::take(msg);
+        match cx.module::<WireModule>() {
+            Some(m) => match m.device.transmit(frame, now) {
+                Ok(()) => Verdict::Consumed,
+                Err(_) => Verdict::Drop(TX_ERROR),
+            },
+            None => Verdict::Drop(TX_ERROR),
+        }
+    }
+}
+
+impl Stage for WireStage {
+    #[inline]
+    fn process(&mut self, dir: Dir, msg: &mut Msg, cx: &mut Cx<'_, '_>) -> Verdict {
+        if dir == self.down {
+            self.transmit(msg, cx)
+        } else {
+            Verdict::Next
+        }
+    }
+}

@@ -1,0 +1,974 @@
+//! ARP for IPv4 over Ethernet (RFC 826), with RFC 1122 §2.3.2 cache rules
+//! and RFC 5227 announcements and conflict detection.
+//!
+//! Packet slicing is etherparse's (`ArpPacketSlice`); this file checks that
+//! the packet is the Ethernet/IPv4 kind, and holds the resolution cache:
+//! [`ArpCache`] maps next-hop addresses to MAC addresses, queues the packets
+//! that wait for a resolution (bounded per address and in total), retries
+//! requests and gives up, all driven by the caller's clock.
+//!
+//! The cache is a preallocated table searched linearly: with the default 64
+//! entries a scan is a few cache lines, cheaper than hashing, and it never
+//! allocates after [`ArpCache::new`]. Use a hash index if you need thousands.
+
+use crate::drop_reason::{drop_reasons, DropCounts};
+use crate::eth::{self, EthHeader, EtherType, MacAddr};
+use etherparse::{ArpHardwareId, ArpOperation, ArpPacketSlice};
+use pathstack_core::{Duration, Instant, Msg, MsgError, MsgPool};
+use std::collections::VecDeque;
+use std::net::Ipv4Addr;
+
+/// Length of an Ethernet/IPv4 ARP packet.
+pub const PACKET_LEN: usize = 28;
+
+/// Why an ARP packet, or a packet waiting for ARP, was dropped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, thiserror::Error)]
+pub enum ArpDropReason {
+    /// Shorter than its address lengths say.
+    #[error("ARP packet truncated")]
+    Truncated,
+    /// Hardware type is not Ethernet (1).
+    #[error("ARP hardware type is not Ethernet")]
+    UnsupportedHardware,
+    /// Protocol type is not IPv4 (0x0800).
+    #[error("ARP protocol type is not IPv4")]
+    UnsupportedProtocol,
+    /// Address lengths are not 6 and 4.
+    #[error("ARP address lengths are not 6 and 4")]
+    BadAddressLength,
+    /// Operation is neither request (1) nor reply (2).
+    #[error("unknown ARP operation")]
+    UnknownOperation,
+    /// Sender hardware address is not unicast, or sender IP is broadcast/multicast.
+    #[error("invalid ARP sender address")]
+    InvalidSender,
+    /// Another station claims our IP address (RFC 5227 §2.4).
+    #[error("another station uses our IP address")]
+    AddressConflict,
+    /// The packet was neither for us nor about a host we know.
+    #[error("ARP packet not for us")]
+    NotForUs,
+    /// A waiting packet was dropped to stay within the pending-queue bounds.
+    #[error("ARP pending queue full")]
+    QueueFull,
+    /// Resolution gave up after the configured number of requests; the waiting packets are dropped.
+    #[error("ARP resolution failed")]
+    ResolutionFailed,
+    /// The cache entry was evicted to make room; its waiting packets are dropped.
+    #[error("ARP cache entry evicted while resolving")]
+    Evicted,
+    /// The next hop cannot be resolved (0.0.0.0 or a class E address).
+    #[error("next hop cannot be resolved")]
+    InvalidTarget,
+}
+
+drop_reasons!(ArpDropReason {
+    Truncated => "truncated",
+    UnsupportedHardware => "unsupported_hardware",
+    UnsupportedProtocol => "unsupported_protocol",
+    BadAddressLength => "bad_address_length",
+    UnknownOperation => "unknown_operation",
+    InvalidSender => "invalid_sender",
+    AddressConflict => "address_conflict",
+    NotForUs => "not_for_us",
+    QueueFull => "queue_full",
+    ResolutionFailed => "resolution_failed",
+    Evicted => "evicted",
+    InvalidTarget => "invalid_target",
+});
+
+/// ARP operation (RFC 826 `ar$op`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ArpOp {
+    /// `ares_op$REQUEST` (1).
+    Request,
+    /// `ares_op$REPLY` (2).
+    Reply,
+}
+
+/// An Ethernet/IPv4 ARP packet (RFC 826 "Packet format").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ArpPacket {
+    /// Request or reply.
+    pub op: ArpOp,
+    /// `ar$sha`.
+    pub sender_mac: MacAddr,
+    /// `ar$spa`.
+    pub sender_ip: Ipv4Addr,
+    /// `ar$tha` (zero in a request).
+    pub target_mac: MacAddr,
+    /// `ar$tpa`.
+    pub target_ip: Ipv4Addr,
+}
+
+impl ArpPacket {
+    /// Parses an ARP packet and checks it is Ethernet (hardware type 1,
+    /// length 6) over IPv4 (protocol 0x0800, length 4) with a known
+    /// operation. Bytes after the 28-byte packet (Ethernet padding) are ignored.
+    pub fn parse(bytes: &[u8]) -> Result<ArpPacket, ArpDropReason> {
+        let s = ArpPacketSlice::from_slice(bytes).map_err(|_| ArpDropReason::Truncated)?;
+        if s.hw_addr_type() != ArpHardwareId::ETHERNET {
+            return Err(ArpDropReason::UnsupportedHardware);
+        }
+        if s.proto_addr_type() != EtherType::IPV4 {
+            return Err(ArpDropReason::UnsupportedProtocol);
+        }
+        if s.hw_addr_size() != 6 || s.proto_addr_size() != 4 {
+            return Err(ArpDropReason::BadAddressLength);
+        }
+        let op = match s.operation() {
+            ArpOperation::REQUEST => ArpOp::Request,
+            ArpOperation::REPLY => ArpOp::Reply,
+            _ => return Err(ArpDropReason::UnknownOperation),
+        };
+        let mac = |b: &[u8]| MacAddr([b[0], b[1], b[2], b[3], b[4], b[5]]);
+        let ip = |b: &[u8]| Ipv4Addr::new(b[0], b[1], b[2], b[3]);
+        Ok(ArpPacket {
+            op,
+            sender_mac: mac(s.sender_hw_addr()),
+            sender_ip: ip(s.sender_protocol_addr()),
+            target_mac: mac(s.target_hw_addr()),
+            target_ip: ip(s.target_protocol_addr()),
+        })
+    }
+
+    /// Writes the 28-byte packet into the front of `buf`; `None` if too short.
+    pub fn emit(&self, buf: &mut [u8]) -> Option<()> {
+        let b = buf.get_mut(..PACKET_LEN)?;
+        b[0..2].copy_from_slice(&ArpHardwareId::ETHERNET.0.to_be_bytes());
+        b[2..4].copy_from_slice(&EtherType::IPV4.0.to_be_bytes());
+        b[4] = 6;
+        b[5] = 4;
+        let op = match self.op {
+            ArpOp::Request => ArpOperation::REQUEST,
+            ArpOp::Reply => ArpOperation::REPLY,
+        };
+        b[6..8].copy_from_slice(&op.0.to_be_bytes());
+        b[8..14].copy_from_slice(&self.sender_mac.0);
+        b[14..18].copy_from_slice(&self.sender_ip.octets());
+        b[18..24].copy_from_slice(&self.target_mac.0);
+        b[24..28].copy_from_slice(&self.target_ip.octets());
+        Some(())
+    }
+
+    /// A request for `target_ip` (RFC 826: target hardware address zero).
+    pub fn request(own_mac: MacAddr, own_ip: Ipv4Addr, target_ip: Ipv4Addr) -> ArpPacket {
+        ArpPacket {
+            op: ArpOp::Request,
+            sender_mac: own_mac,
+            sender_ip: own_ip,
+            target_mac: MacAddr::ZERO,
+            target_ip,
+        }
+    }
+
+    /// An ARP announcement (RFC 5227 §2.3): a request with sender IP =
+    /// target IP = our address and target MAC zero, sent to broadcast, so
+    /// that every host updates its cache entry for us (RFC 826 merge rule).
+    pub fn announcement(own_mac: MacAddr, own_ip: Ipv4Addr) -> ArpPacket {
+        ArpPacket::request(own_mac, own_ip, own_ip)
+    }
+
+    /// The Ethernet frame carrying this packet: broadcast for a request,
+    /// unicast to `target_mac` for a reply; padded to the 60-byte minimum.
+    pub fn to_frame(&self, pool: &MsgPool) -> Result<Msg, MsgError> {
+        let mut m = pool.alloc(PACKET_LEN)?;
+        // `m` holds exactly PACKET_LEN bytes.
+        let _ = self.emit(m.as_mut_slice());
+        let dst = match self.op {
+            ArpOp::Request => MacAddr::BROADCAST,
+            ArpOp::Reply => self.target_mac,
+        };
+        EthHeader {
+            dst,
+            src: self.sender_mac,
+            ethertype: EtherType::ARP,
+        }
+        .push_onto(&mut m)?;
+        eth::pad_to_minimum(&mut m)?;
+        Ok(m)
+    }
+}
+
+/// Builds the gratuitous ARP announcement frame for our address (RFC 5227
+/// §2.3), ready for the device: broadcast destination, padded.
+pub fn gratuitous_announcement(
+    pool: &MsgPool,
+    own_ip: Ipv4Addr,
+    own_mac: MacAddr,
+) -> Result<Msg, MsgError> {
+    ArpPacket::announcement(own_mac, own_ip).to_frame(pool)
+}
+
+/// Turns the ARP request in `msg` (ARP packet at the front, Ethernet header
+/// already popped) into our reply, in place (RFC 826: swap sender and
+/// target, fill in our hardware address, set the opcode to reply). Trailing
+/// padding is trimmed. Returns the requester's MAC, the destination of the
+/// reply frame.
+pub fn reply_in_place(
+    msg: &mut Msg,
+    own_mac: MacAddr,
+    own_ip: Ipv4Addr,
+) -> Result<MacAddr, ArpDropReason> {
+    let req = ArpPacket::parse(msg.as_slice())?;
+    if req.op != ArpOp::Request || req.target_ip != own_ip {
+        return Err(ArpDropReason::NotForUs);
+    }
+    let reply = ArpPacket {
+        op: ArpOp::Reply,
+        sender_mac: own_mac,
+        sender_ip: own_ip,
+        target_mac: req.sender_mac,
+        target_ip: req.sender_ip,
+    };
+    msg.truncate(PACKET_LEN);
+    // parse succeeded, so at least PACKET_LEN bytes are there.
+    let _ = reply.emit(msg.as_mut_slice());
+    Ok(req.sender_mac)
+}
+
+/// The multicast MAC for an IPv4 multicast group (RFC 1112 §6.4: 01:00:5e
+/// followed by the low 23 bits of the group address).
+pub fn multicast_mac(group: Ipv4Addr) -> MacAddr {
+    let o = group.octets();
+    MacAddr([0x01, 0x00, 0x5e, o[1] & 0x7f, o[2], o[3]])
+}
+
+/// Configuration of an [`ArpCache`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ArpConfig {
+    /// Most entries (resolved or resolving). Full → the least recently used
+    /// entry is evicted, preferring resolved ones.
+    pub capacity: usize,
+    /// How long a learned mapping is used without being refreshed
+    /// (RFC 1122 §2.3.2.1 asks for a timeout; Linux uses ~30 s reachable +
+    /// stale time, BSD 20 min; 60 s is the middle ground the issue asks for).
+    pub reachable_time: Duration,
+    /// Time between requests for the same address (RFC 1122 §2.3.2.1: at
+    /// most one request per second per destination).
+    pub retry_interval: Duration,
+    /// Requests sent before giving up (the first one included).
+    pub max_requests: u8,
+    /// Packets kept per unresolved address (RFC 1122 §2.3.2.2: SHOULD keep
+    /// at least the latest one). When full, the oldest is dropped.
+    pub pending_per_addr: usize,
+    /// Packets kept over all unresolved addresses. When full, the oldest is dropped.
+    pub pending_total: usize,
+}
+
+impl Default for ArpConfig {
+    /// 64 entries, 60 s reachable, 3 requests 1 s apart, 4 packets per
+    /// address and 64 in total waiting.
+    fn default() -> Self {
+        ArpConfig {
+            capacity: 64,
+            reachable_time: Duration::from_secs(60),
+            retry_interval: Duration::from_secs(1),
+            max_requests: 3,
+            pending_per_addr: 4,
+            pending_total: 64,
+        }
+    }
+}
+
+/// What [`ArpCache::lookup_or_queue`] did with a packet.
+#[derive(Debug)]
+pub enum Resolution {
+    /// The next hop's MAC is known: send `Msg` to it now.
+    Resolved(MacAddr, Msg),
+    /// The packet waits for a reply. If `send_request`, the caller sends an
+    /// ARP request for the address now (later retries come from [`ArpCache::poll`]).
+    Queued {
+        /// Whether this call started a resolution.
+        send_request: bool,
+    },
+    /// The packet was dropped (and counted).
+    Dropped(ArpDropReason),
+}
+
+/// Spontaneous work reported by [`ArpCache::poll`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ArpEvent {
+    /// Send (again) an ARP request for this address.
+    SendRequest(Ipv4Addr),
+    /// Resolution of `ip` failed; `dropped` waiting packets were discarded
+    /// (the caller may send ICMP host unreachable for them, RFC 1122 §2.3.2.2).
+    GaveUp {
+        /// The address that did not answer.
+        ip: Ipv4Addr,
+        /// Packets discarded.
+        dropped: usize,
+    },
+}
+
+/// What an incoming ARP packet asks of the caller ([`ArpCache::on_packet`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ArpInput {
+    /// A request for our address: answer it with [`reply_in_place`].
+    ReplyNeeded,
+    /// Learned from, nothing to send.
+    Absorbed,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum State {
+    Reachable {
+        mac: MacAddr,
+        expires_at: Instant,
+    },
+    Incomplete {
+        requests_sent: u8,
+        next_request_at: Instant,
+    },
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Entry {
+    ip: Ipv4Addr,
+    state: State,
+    last_used: Instant,
+}
+
+/// The ARP cache of one interface, with the queue of packets waiting for
+/// resolution (RFC 826; RFC 1122 §2.3.2). All memory is allocated in
+/// [`ArpCache::new`]; no call allocates afterwards.
+#[derive(Debug)]
+pub struct ArpCache {
+    cfg: ArpConfig,
+    entries: Vec<Option<Entry>>,
+    pending: VecDeque<(Ipv4Addr, Msg)>,
+    drops: DropCounts<ArpDropReason>,
+}
+
+impl ArpCache {
+    /// An empty cache with room for `cfg.capacity` entries and
+    /// `cfg.pending_total` waiting packets.
+    pub fn new(cfg: ArpConfig) -> Self {
+        ArpCache {
+            entries: vec![None; cfg.capacity],
+            pending: VecDeque::with_capacity(cfg.pending_total),
+            drops: DropCounts::new(),
+            cfg,
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &ArpConfig {
+        &self.cfg
+    }
+
+    /// Drops counted so far, by reason (packets waiting for resolution and
+    /// ARP packets refused by [`ArpCache::on_packet`]).
+    pub fn drops(&self) -> &DropCounts<ArpDropReason> {
+        &self.drops
+    }
+
+    /// Packets currently waiting for resolution.
+    pub fn pending_len(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// The resolved MAC of `ip`, if known and not expired.
+    pub fn lookup(&self, ip: Ipv4Addr, now: Instant) -> Option<MacAddr> {
+        match self.find(ip).and_then(|i| self.entries[i]) {
+            Some(Entry {
+                state: State::Reachable { mac, expires_at },
+                ..
+            }) if now < expires_at => Some(mac),
+            _ => None,
+        }
+    }
+
+    /// Resolves the next hop `ip` for `msg` (an IP datagram without the
+    /// Ethernet header), or queues `msg` until a reply arrives.
+    ///
+    /// Limited broadcast and multicast next hops resolve without ARP
+    /// (RFC 1112 §6.4). A directed subnet broadcast must be mapped to
+    /// [`MacAddr::BROADCAST`] by the caller, which knows the prefix.
+    pub fn lookup_or_queue(&mut self, ip: Ipv4Addr, msg: Msg, now: Instant) -> Resolution {
+        if ip.is_broadcast() {
+            return Resolution::Resolved(MacAddr::BROADCAST, msg);
+        }
+        if ip.is_multicast() {
+            return Resolution::Resolved(multicast_mac(ip), msg);
+        }
+        if ip.is_unspecified() || ip.octets()[0] >= 240 {
+            self.drops.count(ArpDropReason::InvalidTarget);
+            return Resolution::Dropped(ArpDropReason::InvalidTarget);
+        }
+        if self.cfg.pending_total == 0 || self.cfg.pending_per_addr == 0 || self.cfg.capacity == 0
+        {
+            if let Some(mac) = self.lookup(ip, now) {
+                return Resolution::Resolved(mac, msg);
+            }
+            self.drops.count(ArpDropReason::QueueFull);
+            return Resolution::Dropped(ArpDropReason::QueueFull);
+        }
+        let send_request = match self.find(ip) {
+            Some(i) => {
+                let e = self.entries[i].as_mut().expect("find returns occupied slots");
+                e.last_used = now;
+                match e.state {
+                    State::Reachable { mac, expires_at } if now < expires_at => {
+                        return Resolution::Resolved(mac, msg);
+                    }
+                    State::Reachable { .. } => {
+                        // Expired: resolve again (RFC 1122 §2.3.2.1 timeout).
+                        e.state = self.incomplete(now);
+                        true
+                    }
+                    State::Incomplete { .. } => false,
+                }
+            }
+            None => {
+                let slot = self.free_slot(now);
+                self.entries[slot] = Some(Entry {
+                    ip,
+                    state: self.incomplete(now),
+                    last_used: now,
+                });
+                true
+            }
+        };
+        self.enqueue(ip, msg);
+        Resolution::Queued { send_request }
+    }
+
+    fn incomplete(&self, now: Instant) -> State {
+        State::Incomplete {
+            requests_sent: 1,
+            next_request_at: now + self.cfg.retry_interval,
+        }
+    }
+
+    /// Learns from an incoming ARP packet with the RFC 826 merge rule: if
+    /// the sender is in the cache its entry is updated (whoever the packet
+    /// was for); if the packet is for `own_ip`, the sender is added. Packets
+    /// waiting for the sender are handed to `release(mac, msg)` in arrival
+    /// order.
+    ///
+    /// Probes (sender 0.0.0.0, RFC 5227 §2.1.1) teach nothing but are still
+    /// answered. A packet from another station claiming `own_ip` is an
+    /// address conflict (RFC 5227 §2.4): counted, not learned.
+    pub fn on_packet(
+        &mut self,
+        pkt: &ArpPacket,
+        own_ip: Ipv4Addr,
+        now: Instant,
+        mut release: impl FnMut(MacAddr, Msg),
+    ) -> Result<ArpInput, ArpDropReason> {
+        let result = self.learn(pkt, own_ip, now, &mut release);
+        if let Err(reason) = result {
+            self.drops.count(reason);
+        }
+        result
+    }
+
+    fn learn(
+        &mut self,
+        pkt: &ArpPacket,
+        own_ip: Ipv4Addr,
+        now: Instant,
+        release: &mut impl FnMut(MacAddr, Msg),
+    ) -> Result<ArpInput, ArpDropReason> {
+        let s = pkt.sender_ip;
+        if !pkt.sender_mac.is_unicast() || s.is_broadcast() || s.is_multicast() {
+            return Err(ArpDropReason::InvalidSender);
+        }
+        if s == own_ip && !s.is_unspecified() {
+            return Err(ArpDropReason::AddressConflict);
+        }
+        let learnable = !s.is_unspecified();
+        let mut merged = false;
+        if learnable {
+            if let Some(i) = self.find(s) {
+                self.set_reachable(i, pkt.sender_mac, now, release);
+                merged = true;
+            }
+        }
+        if pkt.target_ip != own_ip {
+            return if merged {
+                Ok(ArpInput::Absorbed)
+            } else {
+                Err(ArpDropReason::NotForUs)
+            };
+        }
+        if learnable && !merged {
+            let slot = self.free_slot(now);
+            self.entries[slot] = Some(Entry {
+                ip: s,
+                state: State::Incomplete {
+                    requests_sent: 0,
+                    next_request_at: now,
+                },
+                last_used: now,
+            });
+            self.set_reachable(slot, pkt.sender_mac, now, release);
+        }
+        Ok(match pkt.op {
+            ArpOp::Request => ArpInput::ReplyNeeded,
+            ArpOp::Reply => ArpInput::Absorbed,
+        })
+    }
+
+    fn set_reachable(
+        &mut self,
+        i: usize,
+        mac: MacAddr,
+        now: Instant,
+        release: &mut impl FnMut(MacAddr, Msg),
+    ) {
+        let expires_at = now + self.cfg.reachable_time;
+        let Some(e) = self.entries[i].as_mut() else {
+            return;
+        };
+        let was_incomplete = matches!(e.state, State::Incomplete { .. });
+        e.state = State::Reachable { mac, expires_at };
+        let ip = e.ip;
+        if was_incomplete {
+            self.drain_pending(ip, |m| release(mac, m));
+        }
+    }
+
+    /// Retransmits due requests, gives up on addresses that never answered
+    /// (dropping and counting their packets) and forgets expired entries.
+    /// Call it at [`ArpCache::poll_at`] or later.
+    pub fn poll(&mut self, now: Instant, mut events: impl FnMut(ArpEvent)) {
+        for i in 0..self.entries.len() {
+            let Some(e) = self.entries[i] else { continue };
+            match e.state {
+                State::Reachable { expires_at, .. } if now >= expires_at => {
+                    self.entries[i] = None;
+                }
+                State::Incomplete {
+                    requests_sent,
+                    next_request_at,
+                } if now >= next_request_at => {
+                    if requests_sent < self.cfg.max_requests {
+                        self.entries[i] = Some(Entry {
+                            state: State::Incomplete {
+                                requests_sent: requests_sent + 1,
+                                next_request_at: now + self.cfg.retry_interval,
+                            },
+                            ..e
+                        });
+                        events(ArpEvent::SendRequest(e.ip));
+                    } else {
+                        self.entries[i] = None;
+                        let dropped = self.drain_pending(e.ip, drop);
+                        self.drops
+                            .add(ArpDropReason::ResolutionFailed, dropped as u64);
+                        events(ArpEvent::GaveUp { ip: e.ip, dropped });
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// The earliest time at which [`ArpCache::poll`] has work, if any.
+    pub fn poll_at(&self) -> Option<Instant> {
+        self.entries
+            .iter()
+            .flatten()
+            .map(|e| match e.state {
+                State::Reachable { expires_at, .. } => expires_at,
+                State::Incomplete {
+                    next_request_at, ..
+                } => next_request_at,
+            })
+            .min()
+    }
+
+    fn find(&self, ip: Ipv4Addr) -> Option<usize> {
+        self.entries
+            .iter()
+            .position(|e| matches!(e, Some(e) if e.ip == ip))
+    }
+
+    /// A free slot, evicting the least recently used entry if the table is
+    /// full; resolved entries go before resolving ones, whose waiting
+    /// packets would be lost.
+    fn free_slot(&mut self, _now: Instant) -> usize {
+        if let Some(i) = self.entries.iter().position(Option::is_none) {
+            return i;
+        }
+        let victim = self
+            .entries
+            .iter()
+            .enumerate()
+            .filter_map(|(i, e)| e.map(|e| (i, e)))
+            .min_by_key(|(_, e)| (matches!(e.state, State::Incomplete { .. }), e.last_used))
+            .map_or(0, |(i, _)| i);
+        if let Some(e) = self.entries[victim].take() {
+            let dropped = self.drain_pending(e.ip, drop);
+            self.drops.add(ArpDropReason::Evicted, dropped as u64);
+        }
+        victim
+    }
+
+    /// Queues `msg` for `ip`, dropping the oldest packet of `ip` (or, if the
+    /// total bound is hit, the oldest packet overall) to make room, so the
+    /// latest packet is always kept (RFC 1122 §2.3.2.2).
+    fn enqueue(&mut self, ip: Ipv4Addr, msg: Msg) {
+        let for_ip = self.pending.iter().filter(|(p, _)| *p == ip).count();
+        if for_ip >= self.cfg.pending_per_addr {
+            if let Some(pos) = self.pending.iter().position(|(p, _)| *p == ip) {
+                self.pending.remove(pos);
+                self.drops.count(ArpDropReason::QueueFull);
+            }
+        }
+        if self.pending.len() >= self.cfg.pending_total {
+            self.pending.pop_front();
+            self.drops.count(ArpDropReason::QueueFull);
+        }
+        // Length is below the capacity reserved in `new`: no allocation.
+        self.pending.push_back((ip, msg));
+    }
+
+    /// Removes the packets waiting for `ip`, in order, handing each to `f`.
+    /// Rotates the queue once so the others keep their order; no allocation.
+    fn drain_pending(&mut self, ip: Ipv4Addr, mut f: impl FnMut(Msg)) -> usize {
+        let mut n = 0;
+        for _ in 0..self.pending.len() {
+            let Some((p, m)) = self.pending.pop_front() else {
+                break;
+            };
+            if p == ip {
+                n += 1;
+                f(m);
+            } else {
+                self.pending.push_back((p, m));
+            }
+        }
+        n
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pathstack_core::PoolConfig;
+    use proptest::prelude::*;
+
+    const OWN_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
+    const OWN_MAC: MacAddr = MacAddr([2, 0, 0, 0, 0, 1]);
+    const PEER_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
+    const PEER_MAC: MacAddr = MacAddr([2, 0, 0, 0, 0, 2]);
+    const OTHER_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 3);
+
+    fn pool() -> MsgPool {
+        MsgPool::new(PoolConfig::small(64))
+    }
+    fn t(ms: u64) -> Instant {
+        Instant::from_millis(ms)
+    }
+    fn reply_from_peer() -> ArpPacket {
+        ArpPacket {
+            op: ArpOp::Reply,
+            sender_mac: PEER_MAC,
+            sender_ip: PEER_IP,
+            target_mac: OWN_MAC,
+            target_ip: OWN_IP,
+        }
+    }
+
+    #[test]
+    fn emit_parse_round_trip_and_etherparse_agrees() {
+        let p = ArpPacket::request(OWN_MAC, OWN_IP, PEER_IP);
+        let mut b = [0u8; PACKET_LEN];
+        p.emit(&mut b).unwrap();
+        assert_eq!(ArpPacket::parse(&b).unwrap(), p);
+        let ep = etherparse::ArpPacket::from_slice(&b)
+            .unwrap()
+            .try_eth_ipv4()
+            .unwrap();
+        assert_eq!(ep.target_ipv4_addr(), PEER_IP);
+        assert_eq!(ep.sender_mac, OWN_MAC.0);
+    }
+
+    #[test]
+    fn typed_parse_errors() {
+        let mut b = [0u8; PACKET_LEN];
+        ArpPacket::request(OWN_MAC, OWN_IP, PEER_IP)
+            .emit(&mut b)
+            .unwrap();
+        let bad = |f: fn(&mut [u8; PACKET_LEN]), r| {
+            let mut c = b;
+            f(&mut c);
+            assert_eq!(ArpPacket::parse(&c), Err(r));
+        };
+        bad(|c| c[1] = 6, ArpDropReason::UnsupportedHardware);
+        bad(|c| c[2] = 0x86, ArpDropReason::UnsupportedProtocol);
+        bad(|c| c[5] = 3, ArpDropReason::BadAddressLength);
+        bad(|c| c[7] = 3, ArpDropReason::UnknownOperation);
+        assert_eq!(ArpPacket::parse(&b[..27]), Err(ArpDropReason::Truncated));
+    }
+
+    #[test]
+    fn announcement_frame_is_rfc5227() {
+        let f = gratuitous_announcement(&pool(), OWN_IP, OWN_MAC).unwrap();
+        assert_eq!(f.len(), eth::MIN_FRAME_LEN);
+        let mut f2 = f.try_clone().unwrap();
+        let h = EthHeader::pop_from(&mut f2).unwrap();
+        assert_eq!(h.dst, MacAddr::BROADCAST);
+        assert_eq!(h.ethertype, EtherType::ARP);
+        let p = ArpPacket::parse(f2.as_slice()).unwrap();
+        assert_eq!(p.op, ArpOp::Request);
+        assert_eq!(p.sender_ip, OWN_IP);
+        assert_eq!(p.target_ip, OWN_IP);
+        assert_eq!(p.target_mac, MacAddr::ZERO);
+    }
+
+    #[test]
+    fn reply_built_in_place() {
+        let pool = pool();
+        let mut b = [0u8; 46]; // with Ethernet padding
+        ArpPacket::request(PEER_MAC, PEER_IP, OWN_IP)
+            .emit(&mut b)
+            .unwrap();
+        let mut m = pool.alloc_copy(&b).unwrap();
+        assert_eq!(reply_in_place(&mut m, OWN_MAC, OWN_IP), Ok(PEER_MAC));
+        assert_eq!(m.len(), PACKET_LEN);
+        let r = ArpPacket::parse(m.as_slice()).unwrap();
+        assert_eq!(
+            r,
+            ArpPacket {
+                op: ArpOp::Reply,
+                sender_mac: OWN_MAC,
+                sender_ip: OWN_IP,
+                target_mac: PEER_MAC,
+                target_ip: PEER_IP
+            }
+        );
+        let mut other = pool.alloc_copy(&b).unwrap();
+        assert_eq!(
+            reply_in_place(&mut other, OWN_MAC, OTHER_IP),
+            Err(ArpDropReason::NotForUs)
+        );
+    }
+
+    #[test]
+    fn miss_queues_then_reply_releases_in_order() {
+        let pool = pool();
+        let mut c = ArpCache::new(ArpConfig::default());
+        let r1 = c.lookup_or_queue(PEER_IP, pool.alloc_copy(b"one").unwrap(), t(0));
+        assert!(matches!(r1, Resolution::Queued { send_request: true }));
+        let r2 = c.lookup_or_queue(PEER_IP, pool.alloc_copy(b"two").unwrap(), t(10));
+        assert!(matches!(r2, Resolution::Queued { send_request: false }));
+        let mut out = Vec::new();
+        let v = c.on_packet(&reply_from_peer(), OWN_IP, t(20), |mac, m| {
+            out.push((mac, m.as_slice().to_vec()))
+        });
+        assert_eq!(v, Ok(ArpInput::Absorbed));
+        assert_eq!(
+            out,
+            vec![(PEER_MAC, b"one".to_vec()), (PEER_MAC, b"two".to_vec())]
+        );
+        assert_eq!(c.pending_len(), 0);
+        match c.lookup_or_queue(PEER_IP, pool.alloc_copy(b"3").unwrap(), t(30)) {
+            Resolution::Resolved(mac, m) => {
+                assert_eq!(mac, PEER_MAC);
+                assert_eq!(m.as_slice(), b"3");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn retries_then_gives_up_and_counts() {
+        let pool = pool();
+        let mut c = ArpCache::new(ArpConfig::default());
+        for i in 0..2 {
+            c.lookup_or_queue(PEER_IP, pool.alloc(10).unwrap(), t(i));
+        }
+        let mut ev = Vec::new();
+        c.poll(t(999), |e| ev.push(e));
+        assert!(ev.is_empty());
+        c.poll(t(1000), |e| ev.push(e));
+        c.poll(t(2000), |e| ev.push(e));
+        assert_eq!(
+            ev,
+            vec![ArpEvent::SendRequest(PEER_IP), ArpEvent::SendRequest(PEER_IP)]
+        );
+        ev.clear();
+        c.poll(t(3000), |e| ev.push(e));
+        assert_eq!(
+            ev,
+            vec![ArpEvent::GaveUp {
+                ip: PEER_IP,
+                dropped: 2
+            }]
+        );
+        assert_eq!(c.drops().get(ArpDropReason::ResolutionFailed), 2);
+        assert_eq!(pool.stats().live, 0, "dropped packets returned to the pool");
+        assert_eq!(c.poll_at(), None);
+    }
+
+    #[test]
+    fn entries_expire() {
+        let mut c = ArpCache::new(ArpConfig::default());
+        c.on_packet(&reply_from_peer(), OWN_IP, t(0), |_, _| {})
+            .unwrap();
+        assert_eq!(c.lookup(PEER_IP, t(59_999)), Some(PEER_MAC));
+        assert_eq!(c.lookup(PEER_IP, t(60_000)), None);
+        assert_eq!(c.poll_at(), Some(t(60_000)));
+        c.poll(t(60_000), |_| {});
+        assert_eq!(c.poll_at(), None);
+    }
+
+    #[test]
+    fn rfc826_merge_rule() {
+        let mut c = ArpCache::new(ArpConfig::default());
+        // Not for us and sender unknown: nothing learned.
+        let mut p = reply_from_peer();
+        p.target_ip = OTHER_IP;
+        assert_eq!(
+            c.on_packet(&p, OWN_IP, t(0), |_, _| {}),
+            Err(ArpDropReason::NotForUs)
+        );
+        assert_eq!(c.lookup(PEER_IP, t(0)), None);
+        // For us: created.
+        c.on_packet(&reply_from_peer(), OWN_IP, t(0), |_, _| {})
+            .unwrap();
+        // Not for us but sender known: updated (e.g. an announcement after a NIC change).
+        let new_mac = MacAddr([2, 0, 0, 0, 0, 9]);
+        let ann = ArpPacket::announcement(new_mac, PEER_IP);
+        assert_eq!(
+            c.on_packet(&ann, OWN_IP, t(1), |_, _| {}),
+            Ok(ArpInput::Absorbed)
+        );
+        assert_eq!(c.lookup(PEER_IP, t(1)), Some(new_mac));
+        // A request for us wants a reply.
+        let req = ArpPacket::request(PEER_MAC, PEER_IP, OWN_IP);
+        assert_eq!(
+            c.on_packet(&req, OWN_IP, t(2), |_, _| {}),
+            Ok(ArpInput::ReplyNeeded)
+        );
+        // Probe (sender 0.0.0.0) for us: answered, nothing learned.
+        let probe = ArpPacket::request(MacAddr([2, 0, 0, 0, 0, 7]), Ipv4Addr::UNSPECIFIED, OWN_IP);
+        assert_eq!(
+            c.on_packet(&probe, OWN_IP, t(3), |_, _| {}),
+            Ok(ArpInput::ReplyNeeded)
+        );
+        assert_eq!(c.lookup(Ipv4Addr::UNSPECIFIED, t(3)), None);
+        // Someone else claims our address.
+        let conflict = ArpPacket::announcement(PEER_MAC, OWN_IP);
+        assert_eq!(
+            c.on_packet(&conflict, OWN_IP, t(4), |_, _| {}),
+            Err(ArpDropReason::AddressConflict)
+        );
+        assert_eq!(c.drops().get(ArpDropReason::AddressConflict), 1);
+    }
+
+    #[test]
+    fn pending_bounds_keep_latest() {
+        let pool = pool();
+        let cfg = ArpConfig {
+            pending_per_addr: 2,
+            pending_total: 3,
+            ..ArpConfig::default()
+        };
+        let mut c = ArpCache::new(cfg);
+        for i in 0..4u8 {
+            c.lookup_or_queue(PEER_IP, pool.alloc_copy(&[i]).unwrap(), t(0));
+        }
+        assert_eq!(c.pending_len(), 2);
+        for i in 10..12u8 {
+            c.lookup_or_queue(OTHER_IP, pool.alloc_copy(&[i]).unwrap(), t(0));
+        }
+        assert_eq!(c.pending_len(), 3);
+        assert_eq!(c.drops().get(ArpDropReason::QueueFull), 3);
+        let mut out = Vec::new();
+        c.on_packet(&reply_from_peer(), OWN_IP, t(1), |_, m| {
+            out.push(m.as_slice()[0])
+        })
+        .unwrap();
+        // Per-address bound kept 2 and 3; the total bound then pushed out 2.
+        assert_eq!(out, vec![3]);
+    }
+
+    #[test]
+    fn full_cache_evicts_lru_resolved_first() {
+        let pool = pool();
+        let cfg = ArpConfig {
+            capacity: 2,
+            ..ArpConfig::default()
+        };
+        let mut c = ArpCache::new(cfg);
+        c.on_packet(&reply_from_peer(), OWN_IP, t(0), |_, _| {})
+            .unwrap();
+        c.lookup_or_queue(OTHER_IP, pool.alloc(1).unwrap(), t(1));
+        let third = Ipv4Addr::new(10, 0, 0, 4);
+        assert!(matches!(
+            c.lookup_or_queue(third, pool.alloc(1).unwrap(), t(2)),
+            Resolution::Queued { send_request: true }
+        ));
+        assert_eq!(c.lookup(PEER_IP, t(2)), None, "resolved entry evicted first");
+        assert_eq!(c.pending_len(), 2);
+        let fourth = Ipv4Addr::new(10, 0, 0, 5);
+        c.lookup_or_queue(fourth, pool.alloc(1).unwrap(), t(3));
+        assert_eq!(c.drops().get(ArpDropReason::Evicted), 1);
+        assert_eq!(c.pending_len(), 2);
+    }
+
+    #[test]
+    fn special_next_hops() {
+        let pool = pool();
+        let mut c = ArpCache::new(ArpConfig::default());
+        assert!(matches!(
+            c.lookup_or_queue(Ipv4Addr::BROADCAST, pool.alloc(1).unwrap(), t(0)),
+            Resolution::Resolved(MacAddr::BROADCAST, _)
+        ));
+        match c.lookup_or_queue(Ipv4Addr::new(224, 129, 2, 3), pool.alloc(1).unwrap(), t(0)) {
+            Resolution::Resolved(mac, _) => assert_eq!(mac, MacAddr([1, 0, 0x5e, 1, 2, 3])),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            c.lookup_or_queue(Ipv4Addr::UNSPECIFIED, pool.alloc(1).unwrap(), t(0)),
+            Resolution::Dropped(ArpDropReason::InvalidTarget)
+        ));
+    }
+
+    proptest! {
+        #[test]
+        fn parse_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..64)) {
+            if let Ok(p) = ArpPacket::parse(&bytes) {
+                let mut b = [0u8; PACKET_LEN];
+                p.emit(&mut b).unwrap();
+                prop_assert_eq!(&b[..], &bytes[..PACKET_LEN]);
+            }
+        }
+
+        /// Random traffic: bounds always hold, nothing panics, and every
+        /// packet is either released, still pending, or counted as dropped.
+        #[test]
+        fn cache_bounds_hold(ops in proptest::collection::vec((0u8..3, 0u8..6, 0u64..3000), 0..200)) {
+            let pool = MsgPool::new(PoolConfig::small(256));
+            let cfg = ArpConfig { capacity: 3, pending_per_addr: 2, pending_total: 5, ..ArpConfig::default() };
+            let mut c = ArpCache::new(cfg.clone());
+            let mut now = 0u64;
+            let (mut sent, mut released, mut resolved) = (0u64, 0u64, 0u64);
+            for (op, host, dt) in ops {
+                now += dt;
+                let ip = Ipv4Addr::new(10, 0, 1, host);
+                match op {
+                    0 => {
+                        sent += 1;
+                        if let Resolution::Resolved(..) = c.lookup_or_queue(ip, pool.alloc(1).unwrap(), t(now)) { resolved += 1; }
+                    }
+                    1 => {
+                        let p = ArpPacket { op: ArpOp::Reply, sender_mac: MacAddr([2, 0, 0, 0, 1, host]), sender_ip: ip, target_mac: OWN_MAC, target_ip: OWN_IP };
+                        let _ = c.on_packet(&p, OWN_IP, t(now), |_, _| released += 1);
+                    }
+                    _ => c.poll(t(now), |_| {}),
+                }
+                prop_assert!(c.pending_len() <= cfg.pending_total);
+                prop_assert!(c.entries.iter().flatten().count() <= cfg.capacity);
+                let dropped = c.drops().get(ArpDropReason::QueueFull) + c.drops().get(ArpDropReason::Evicted) + c.drops().get(ArpDropReason::ResolutionFailed);
+                prop_assert_eq!(sent, resolved + released + dropped + c.pending_len() as u64);
+                prop_assert_eq!(pool.stats().live, c.pending_len());
+            }
+        }
+    }
+}

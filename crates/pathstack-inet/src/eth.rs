@@ -1,0 +1,275 @@
+//! Ethernet II framing (DIX Ethernet v2; IEEE 802.3 §3.2 frame layout).
+//!
+//! A frame on the wire, as our devices see it (no preamble, no FCS):
+//!
+//! ```text
+//!  0      6      12   14
+//! +------+------+----+---------------------------+
+//! | dst  | src  |type| payload (46..1500 bytes)  |
+//! +------+------+----+---------------------------+
+//! ```
+//!
+//! Slicing is done by `etherparse` (DESIGN.md: chosen, not reinvented); this
+//! file adds the typed address, the destination filter, the drop reasons and
+//! the output-side padding to the 60-byte minimum frame (64 bytes with the
+//! FCS the adapter appends; IEEE 802.3 §4.2.3.3 `minFrameSize`).
+
+use crate::drop_reason::drop_reasons;
+use etherparse::Ethernet2Slice;
+use pathstack_core::{Msg, MsgError};
+use std::fmt;
+
+pub use etherparse::EtherType;
+
+/// Length of the Ethernet II header.
+pub const HEADER_LEN: usize = 14;
+/// Smallest frame we put on the wire, without the 4-byte FCS (IEEE 802.3
+/// minimum frame of 64 bytes minus the FCS). Shorter frames are padded.
+pub const MIN_FRAME_LEN: usize = 60;
+/// Largest payload of a standard frame (the Ethernet MTU).
+pub const MTU: usize = 1500;
+
+/// A 48-bit IEEE 802 MAC address.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Default, PartialOrd, Ord)]
+pub struct MacAddr(pub [u8; 6]);
+
+impl MacAddr {
+    /// The broadcast address `ff:ff:ff:ff:ff:ff`.
+    pub const BROADCAST: MacAddr = MacAddr([0xff; 6]);
+    /// The all-zero address (ARP's "unknown" target hardware address).
+    pub const ZERO: MacAddr = MacAddr([0; 6]);
+
+    /// Whether this is the broadcast address.
+    pub fn is_broadcast(&self) -> bool {
+        *self == Self::BROADCAST
+    }
+    /// Whether the group bit (I/G, least significant bit of the first octet)
+    /// is set; broadcast is a multicast address by this definition.
+    pub fn is_multicast(&self) -> bool {
+        self.0[0] & 0x01 != 0
+    }
+    /// Whether this is an individual (unicast) address other than all-zero.
+    pub fn is_unicast(&self) -> bool {
+        !self.is_multicast() && *self != Self::ZERO
+    }
+    /// The address as bytes.
+    pub fn as_bytes(&self) -> &[u8; 6] {
+        &self.0
+    }
+}
+
+impl fmt::Display for MacAddr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let b = self.0;
+        write!(
+            f,
+            "{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}",
+            b[0], b[1], b[2], b[3], b[4], b[5]
+        )
+    }
+}
+
+impl fmt::Debug for MacAddr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+/// Why an incoming Ethernet frame was dropped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, thiserror::Error)]
+pub enum EthDropReason {
+    /// Shorter than the 14-byte header.
+    #[error("frame shorter than the 14-byte Ethernet header")]
+    Truncated,
+    /// Destination is neither our unicast address nor broadcast.
+    #[error("frame addressed to another station")]
+    NotForUs,
+    /// The EtherType field is a length (< 0x0600, IEEE 802.3 LLC framing), which we do not speak.
+    #[error("802.3 length field instead of an EtherType (LLC framing unsupported)")]
+    LengthField,
+    /// No module is registered for this EtherType.
+    #[error("no protocol for this EtherType")]
+    UnknownEtherType,
+    /// Source address has the group bit set (IEEE 802 forbids a multicast source).
+    #[error("source address is a multicast address")]
+    MulticastSource,
+}
+
+drop_reasons!(EthDropReason {
+    Truncated => "truncated",
+    NotForUs => "not_for_us",
+    LengthField => "length_field",
+    UnknownEtherType => "unknown_ethertype",
+    MulticastSource => "multicast_source",
+});
+
+/// The fields of an Ethernet II header (smoltcp calls this a *repr*).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct EthHeader {
+    /// Destination address.
+    pub dst: MacAddr,
+    /// Source address.
+    pub src: MacAddr,
+    /// Type of the payload (`EtherType::IPV4`, `EtherType::ARP`, ...).
+    pub ethertype: EtherType,
+}
+
+impl EthHeader {
+    /// Parses the header at the start of `frame`.
+    ///
+    /// Checks the length, that the type field is an EtherType (≥ 0x0600, IEEE
+    /// 802.3 §3.2.6) and that the source is not a group address.
+    pub fn parse(frame: &[u8]) -> Result<EthHeader, EthDropReason> {
+        let s = Ethernet2Slice::from_slice_without_fcs(frame)
+            .map_err(|_| EthDropReason::Truncated)?;
+        let hdr = EthHeader {
+            dst: MacAddr(s.destination()),
+            src: MacAddr(s.source()),
+            ethertype: s.ether_type(),
+        };
+        if hdr.ethertype.0 < 0x0600 {
+            return Err(EthDropReason::LengthField);
+        }
+        if hdr.src.is_multicast() {
+            return Err(EthDropReason::MulticastSource);
+        }
+        Ok(hdr)
+    }
+
+    /// Writes the header into the first 14 bytes of `buf`.
+    ///
+    /// Returns `None` if `buf` is shorter than [`HEADER_LEN`].
+    pub fn emit(&self, buf: &mut [u8]) -> Option<()> {
+        let h = buf.get_mut(..HEADER_LEN)?;
+        h[0..6].copy_from_slice(&self.dst.0);
+        h[6..12].copy_from_slice(&self.src.0);
+        h[12..14].copy_from_slice(&self.ethertype.0.to_be_bytes());
+        Some(())
+    }
+
+    /// Parses the header at the front of `msg` and removes it, leaving the
+    /// payload (the receive direction of the ETH stage).
+    pub fn pop_from(msg: &mut Msg) -> Result<EthHeader, EthDropReason> {
+        let hdr = EthHeader::parse(msg.as_slice())?;
+        msg.pop(HEADER_LEN)
+            .map_err(|_| EthDropReason::Truncated)?;
+        Ok(hdr)
+    }
+
+    /// Pushes this header in front of `msg` (the send direction).
+    pub fn push_onto(&self, msg: &mut Msg) -> Result<(), MsgError> {
+        let h = msg.push(HEADER_LEN)?;
+        // `push` returned exactly HEADER_LEN bytes, so emit cannot fail.
+        let _ = self.emit(h);
+        Ok(())
+    }
+}
+
+/// The destination filter of a station that is not promiscuous: accept
+/// frames to our own unicast address and to broadcast, drop the rest with
+/// [`EthDropReason::NotForUs`]. Multicast groups are not joined by this
+/// stack (no IGMP), so multicast destinations are dropped too.
+pub fn filter_destination(dst: MacAddr, own: MacAddr) -> Result<(), EthDropReason> {
+    if dst == own || dst.is_broadcast() {
+        Ok(())
+    } else {
+        Err(EthDropReason::NotForUs)
+    }
+}
+
+/// Pads a complete outgoing frame with zeros up to [`MIN_FRAME_LEN`] bytes
+/// (IEEE 802.3 §4.2.3.3: the MAC pads short frames; our software "MAC" does
+/// it here). Receivers find the real payload length in the IP total length.
+pub fn pad_to_minimum(frame: &mut Msg) -> Result<(), MsgError> {
+    let short = MIN_FRAME_LEN.saturating_sub(frame.len());
+    if short > 0 {
+        frame.append(short)?.fill(0);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pathstack_core::{MsgPool, PoolConfig};
+    use proptest::prelude::*;
+
+    const OWN: MacAddr = MacAddr([0x02, 0, 0, 0, 0, 1]);
+    const PEER: MacAddr = MacAddr([0x02, 0, 0, 0, 0, 2]);
+
+    #[test]
+    fn emit_then_parse_round_trip() {
+        let pool = MsgPool::new(PoolConfig::small(2));
+        let mut m = pool.alloc_copy(b"hello").unwrap();
+        let hdr = EthHeader {
+            dst: PEER,
+            src: OWN,
+            ethertype: EtherType::IPV4,
+        };
+        hdr.push_onto(&mut m).unwrap();
+        assert_eq!(&m.as_slice()[..6], &PEER.0);
+        assert_eq!(&m.as_slice()[12..14], &[0x08, 0x00]);
+        assert_eq!(EthHeader::pop_from(&mut m).unwrap(), hdr);
+        assert_eq!(m.as_slice(), b"hello");
+    }
+
+    #[test]
+    fn typed_errors() {
+        assert_eq!(EthHeader::parse(&[0; 13]), Err(EthDropReason::Truncated));
+        let mut f = [0u8; 14];
+        f[12] = 0x05; // 0x05dc = 1500, an 802.3 length
+        f[13] = 0xdc;
+        assert_eq!(EthHeader::parse(&f), Err(EthDropReason::LengthField));
+        f[12] = 0x08;
+        f[13] = 0x06;
+        f[6] = 0x01; // group bit in the source
+        assert_eq!(EthHeader::parse(&f), Err(EthDropReason::MulticastSource));
+    }
+
+    #[test]
+    fn destination_filter() {
+        assert_eq!(filter_destination(OWN, OWN), Ok(()));
+        assert_eq!(filter_destination(MacAddr::BROADCAST, OWN), Ok(()));
+        assert_eq!(
+            filter_destination(PEER, OWN),
+            Err(EthDropReason::NotForUs)
+        );
+        let mcast = MacAddr([0x01, 0x00, 0x5e, 0, 0, 1]);
+        assert_eq!(
+            filter_destination(mcast, OWN),
+            Err(EthDropReason::NotForUs)
+        );
+    }
+
+    #[test]
+    fn pads_short_frames_only() {
+        let pool = MsgPool::new(PoolConfig::small(2));
+        let mut m = pool.alloc_copy(&[0xAA; 42]).unwrap();
+        pad_to_minimum(&mut m).unwrap();
+        assert_eq!(m.len(), MIN_FRAME_LEN);
+        assert!(m.as_slice()[42..].iter().all(|&b| b == 0));
+        let mut big = pool.alloc_copy(&[0xAA; 100]).unwrap();
+        pad_to_minimum(&mut big).unwrap();
+        assert_eq!(big.len(), 100);
+    }
+
+    #[test]
+    fn mac_classes() {
+        assert!(MacAddr::BROADCAST.is_multicast());
+        assert!(!MacAddr::ZERO.is_unicast());
+        assert!(OWN.is_unicast());
+        assert_eq!(OWN.to_string(), "02:00:00:00:00:01");
+    }
+
+    proptest! {
+        #[test]
+        fn parse_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..64)) {
+            if let Ok(h) = EthHeader::parse(&bytes) {
+                prop_assert!(bytes.len() >= HEADER_LEN);
+                let mut out = [0u8; HEADER_LEN];
+                h.emit(&mut out).unwrap();
+                prop_assert_eq!(&out[..], &bytes[..HEADER_LEN]);
+            }
+        }
+    }
+}

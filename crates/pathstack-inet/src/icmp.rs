@@ -1,0 +1,460 @@
+//! ICMP for IPv4 (RFC 792) with the host rules of RFC 1122 §3.2.2: echo
+//! replies built in place, destination-unreachable and time-exceeded
+//! builders that quote the offending datagram, and the checks that keep a
+//! host from generating errors it must not send.
+//!
+//! Length checks and type/code access are etherparse's (`Icmpv4Slice`);
+//! the in-place echo turnaround and the quoting builders are written here
+//! because etherparse only serialises into owned headers, and we want the
+//! reply in the request's own buffer (Scout's `back` arrow) and errors in a
+//! pool buffer.
+
+use crate::checksum;
+use crate::drop_reason::drop_reasons;
+use crate::ipv4::{self, MAX_HEADER_LEN, MIN_HEADER_LEN};
+use etherparse::Icmpv4Slice;
+use pathstack_core::{Msg, MsgError, MsgPool};
+use std::fmt;
+use std::net::Ipv4Addr;
+
+/// Length of the ICMP header (type, code, checksum, rest-of-header word).
+pub const HEADER_LEN: usize = 8;
+
+/// ICMP message types used here (RFC 792).
+pub mod types {
+    /// Echo reply.
+    pub const ECHO_REPLY: u8 = 0;
+    /// Destination unreachable.
+    pub const DEST_UNREACHABLE: u8 = 3;
+    /// Source quench (deprecated by RFC 6633, still an error message).
+    pub const SOURCE_QUENCH: u8 = 4;
+    /// Redirect.
+    pub const REDIRECT: u8 = 5;
+    /// Echo request.
+    pub const ECHO_REQUEST: u8 = 8;
+    /// Time exceeded.
+    pub const TIME_EXCEEDED: u8 = 11;
+    /// Parameter problem.
+    pub const PARAMETER_PROBLEM: u8 = 12;
+}
+
+/// Whether `icmp_type` is an ICMP error message (RFC 1122 §3.2.2 lists
+/// destination unreachable, source quench, redirect, time exceeded and
+/// parameter problem).
+pub fn is_error_type(icmp_type: u8) -> bool {
+    matches!(
+        icmp_type,
+        types::DEST_UNREACHABLE
+            | types::SOURCE_QUENCH
+            | types::REDIRECT
+            | types::TIME_EXCEEDED
+            | types::PARAMETER_PROBLEM
+    )
+}
+
+/// Why an incoming ICMP message was dropped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, thiserror::Error)]
+pub enum IcmpDropReason {
+    /// Shorter than the 8-byte header (or a timestamp of the wrong length).
+    #[error("ICMP message truncated")]
+    Truncated,
+    /// Checksum does not verify.
+    #[error("bad ICMP checksum")]
+    BadChecksum,
+    /// A type this host does not handle (RFC 1122 §3.2.2: MUST be silently discarded).
+    #[error("unhandled ICMP type")]
+    UnknownType,
+    /// Echo request to a broadcast or multicast address (RFC 1122 §3.2.2.6 MAY discard).
+    #[error("echo request to a broadcast address")]
+    BroadcastEcho,
+}
+
+drop_reasons!(IcmpDropReason {
+    Truncated => "truncated",
+    BadChecksum => "bad_checksum",
+    UnknownType => "unknown_type",
+    BroadcastEcho => "broadcast_echo",
+});
+
+/// A checked view of an ICMP message (checksum verified).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IcmpPacket<'a> {
+    bytes: &'a [u8],
+}
+
+impl<'a> IcmpPacket<'a> {
+    /// Parses `bytes` (the IP payload) and verifies the checksum (RFC 792:
+    /// computed over the whole ICMP message).
+    pub fn parse(bytes: &'a [u8]) -> Result<IcmpPacket<'a>, IcmpDropReason> {
+        let s = Icmpv4Slice::from_slice(bytes).map_err(|_| IcmpDropReason::Truncated)?;
+        if !checksum::verify(&[s.slice()]) {
+            return Err(IcmpDropReason::BadChecksum);
+        }
+        Ok(IcmpPacket { bytes })
+    }
+    /// Type.
+    pub fn msg_type(&self) -> u8 {
+        self.bytes[0]
+    }
+    /// Code.
+    pub fn code(&self) -> u8 {
+        self.bytes[1]
+    }
+    /// Bytes 4..8 (identifier and sequence number of an echo; unused / next-hop MTU of an unreachable).
+    pub fn rest_of_header(&self) -> [u8; 4] {
+        [self.bytes[4], self.bytes[5], self.bytes[6], self.bytes[7]]
+    }
+    /// Data after the 8-byte header (echo data, or the quoted datagram of an error).
+    pub fn payload(&self) -> &'a [u8] {
+        &self.bytes[HEADER_LEN..]
+    }
+    /// Whether this is an error message.
+    pub fn is_error(&self) -> bool {
+        is_error_type(self.msg_type())
+    }
+}
+
+/// Turns the echo request in `icmp` (the ICMP message, IP header popped)
+/// into an echo reply in place: type 8 → 0, checksum updated incrementally
+/// (RFC 1624; only the type word changes), identifier, sequence and data
+/// kept (RFC 792 "Echo or Echo Reply Message"). Works for any size the
+/// buffer holds, reassembled datagrams included. The IP layer then sends it
+/// back with source = the request's destination (RFC 1122 §3.2.2.6).
+pub fn echo_reply_in_place(icmp: &mut [u8]) -> Result<(), IcmpDropReason> {
+    let p = IcmpPacket::parse(icmp)?;
+    if p.msg_type() != types::ECHO_REQUEST || p.code() != 0 {
+        return Err(IcmpDropReason::UnknownType);
+    }
+    let old = u16::from_be_bytes([icmp[0], icmp[1]]);
+    icmp[0] = types::ECHO_REPLY;
+    let new = u16::from_be_bytes([icmp[0], icmp[1]]);
+    let c = checksum::update(u16::from_be_bytes([icmp[2], icmp[3]]), old, new);
+    icmp[2..4].copy_from_slice(&c.to_be_bytes());
+    Ok(())
+}
+
+/// The part of an offending datagram an ICMP error carries: its IP header
+/// (options included) and the first 8 data bytes (RFC 792: "Internet Header
+/// + 64 bits of Original Data Datagram"). Fixed size, no allocation.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct Quote {
+    bytes: [u8; MAX_HEADER_LEN + 8],
+    len: u8,
+}
+
+impl Quote {
+    /// A quote of `header` followed by up to 8 bytes of `data` (both clamped
+    /// to what fits: 60 bytes of header, 8 of data).
+    pub fn new(header: &[u8], data: &[u8]) -> Quote {
+        let mut bytes = [0u8; MAX_HEADER_LEN + 8];
+        let h = header.len().min(MAX_HEADER_LEN);
+        let d = data.len().min(8);
+        bytes[..h].copy_from_slice(&header[..h]);
+        bytes[h..h + d].copy_from_slice(&data[..d]);
+        Quote {
+            bytes,
+            len: (h + d) as u8,
+        }
+    }
+
+    /// The quote of a whole datagram: its header by IHL, then 8 bytes.
+    /// Returns `None` if `datagram` does not start with a plausible IPv4
+    /// header (version 4, IHL ≥ 5, IHL bytes present).
+    pub fn from_datagram(datagram: &[u8]) -> Option<Quote> {
+        let first = *datagram.first()?;
+        let ihl = usize::from(first & 0x0f) * 4;
+        if first >> 4 != 4 || ihl < MIN_HEADER_LEN || datagram.len() < ihl {
+            return None;
+        }
+        Some(Quote::new(&datagram[..ihl], &datagram[ihl..]))
+    }
+
+    /// The quoted bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..usize::from(self.len)]
+    }
+}
+
+impl fmt::Debug for Quote {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Quote")
+            .field("len", &self.len)
+            .field("bytes", &self.as_bytes())
+            .finish()
+    }
+}
+
+/// The ICMP errors this host generates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum IcmpError {
+    /// Destination unreachable, code 2: no such transport protocol (RFC 1122 §3.2.2.1 SHOULD).
+    ProtocolUnreachable,
+    /// Destination unreachable, code 3: no listener on the port (RFC 1122 §4.1.3.1 SHOULD).
+    PortUnreachable,
+    /// Destination unreachable, code 4: DF set and the datagram exceeds
+    /// `next_hop_mtu`, carried in the low 16 bits of the second word (RFC 1191 §4).
+    FragmentationNeeded {
+        /// MTU of the next hop.
+        next_hop_mtu: u16,
+    },
+    /// Time exceeded, code 0: TTL reached zero in transit.
+    TtlExceeded,
+    /// Time exceeded, code 1: fragment reassembly time exceeded (RFC 1122 §3.3.2).
+    ReassemblyTimeExceeded,
+}
+
+impl IcmpError {
+    /// `(type, code)` on the wire.
+    pub fn type_code(&self) -> (u8, u8) {
+        match self {
+            IcmpError::ProtocolUnreachable => (types::DEST_UNREACHABLE, 2),
+            IcmpError::PortUnreachable => (types::DEST_UNREACHABLE, 3),
+            IcmpError::FragmentationNeeded { .. } => (types::DEST_UNREACHABLE, 4),
+            IcmpError::TtlExceeded => (types::TIME_EXCEEDED, 0),
+            IcmpError::ReassemblyTimeExceeded => (types::TIME_EXCEEDED, 1),
+        }
+    }
+
+    /// Builds the ICMP error message (no IP header) quoting `quote`, in a
+    /// new buffer of `pool` with headroom for the IP and Ethernet headers.
+    /// The caller sends it to the source of the quoted datagram from our
+    /// address, after [`may_send_error`] and the rate limiter said yes.
+    pub fn build(&self, pool: &MsgPool, quote: &Quote) -> Result<Msg, MsgError> {
+        let q = quote.as_bytes();
+        let mut m = pool.alloc(HEADER_LEN + q.len())?;
+        let b = m.as_mut_slice();
+        let (t, c) = self.type_code();
+        b[0] = t;
+        b[1] = c;
+        if let IcmpError::FragmentationNeeded { next_hop_mtu } = self {
+            b[6..8].copy_from_slice(&next_hop_mtu.to_be_bytes());
+        }
+        b[HEADER_LEN..].copy_from_slice(q);
+        let sum = checksum::compute(&[b]);
+        b[2..4].copy_from_slice(&sum);
+        Ok(m)
+    }
+}
+
+/// Why an ICMP error was not generated. Counted like drops, so the
+/// statistics show why a host stayed silent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, thiserror::Error)]
+pub enum ErrorSuppressed {
+    /// The offending datagram is itself an ICMP error (RFC 1122 §3.2.2 MUST NOT).
+    #[error("datagram is an ICMP error")]
+    AboutIcmpError,
+    /// It was sent to a broadcast or multicast address, IP or link layer (RFC 1122 §3.2.2 MUST NOT).
+    #[error("datagram was broadcast or multicast")]
+    Broadcast,
+    /// It is a fragment other than the first (RFC 1122 §3.2.2 MUST NOT).
+    #[error("datagram is a non-initial fragment")]
+    NonInitialFragment,
+    /// Its source does not name a single host: zero, loopback, broadcast,
+    /// multicast or class E (RFC 1122 §3.2.2 MUST NOT).
+    #[error("datagram source is not a single host")]
+    InvalidSource,
+    /// The offending bytes are not a readable IPv4 header.
+    #[error("offending datagram unreadable")]
+    Malformed,
+    /// The error rate limit is exhausted (RFC 1812 §4.3.2.8).
+    #[error("ICMP error rate limit")]
+    RateLimited,
+}
+
+drop_reasons!(ErrorSuppressed {
+    AboutIcmpError => "about_icmp_error",
+    Broadcast => "broadcast",
+    NonInitialFragment => "non_initial_fragment",
+    InvalidSource => "invalid_source",
+    Malformed => "malformed",
+    RateLimited => "rate_limited",
+});
+
+/// Whether a host may send an ICMP error about `datagram` (the offending
+/// datagram from its IP header on). `link_or_subnet_broadcast` says whether
+/// it arrived as a link-layer broadcast or to a directed subnet broadcast
+/// address, which only the caller can know.
+///
+/// Applies the RFC 1122 §3.2.2 list: never about an ICMP error, a datagram
+/// to a broadcast or multicast address, a non-initial fragment, or one whose
+/// source does not define a single host. Rate limiting is separate
+/// ([`crate::rate_limit::TokenBucket`]).
+pub fn may_send_error(
+    datagram: &[u8],
+    link_or_subnet_broadcast: bool,
+) -> Result<(), ErrorSuppressed> {
+    if datagram.len() < MIN_HEADER_LEN || datagram[0] >> 4 != 4 {
+        return Err(ErrorSuppressed::Malformed);
+    }
+    let ihl = usize::from(datagram[0] & 0x0f) * 4;
+    if ihl < MIN_HEADER_LEN || datagram.len() < ihl {
+        return Err(ErrorSuppressed::Malformed);
+    }
+    let src = Ipv4Addr::new(datagram[12], datagram[13], datagram[14], datagram[15]);
+    let dst = Ipv4Addr::new(datagram[16], datagram[17], datagram[18], datagram[19]);
+    if link_or_subnet_broadcast || dst.is_broadcast() || dst.is_multicast() {
+        return Err(ErrorSuppressed::Broadcast);
+    }
+    let frag_units = u16::from_be_bytes([datagram[6] & 0x1f, datagram[7]]);
+    if frag_units != 0 {
+        return Err(ErrorSuppressed::NonInitialFragment);
+    }
+    if src.is_unspecified() || src.is_loopback() || !ipv4::is_valid_source(src) {
+        return Err(ErrorSuppressed::InvalidSource);
+    }
+    if datagram[9] == ipv4::protocol::ICMP {
+        // Without the type we cannot tell an error from a query: stay silent.
+        match datagram.get(ihl) {
+            Some(&t) if !is_error_type(t) => {}
+            _ => return Err(ErrorSuppressed::AboutIcmpError),
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ipv4::{protocol, tests::datagram, tests::A, tests::B, Ipv4Packet, Ipv4Repr};
+    use pathstack_core::PoolConfig;
+    use proptest::prelude::*;
+
+    fn echo_request(data: &[u8]) -> Vec<u8> {
+        let mut v = vec![types::ECHO_REQUEST, 0, 0, 0, 0x12, 0x34, 0, 1];
+        v.extend_from_slice(data);
+        let c = checksum::compute(&[&v]);
+        v[2..4].copy_from_slice(&c);
+        v
+    }
+
+    #[test]
+    fn echo_reply_in_place_matches_etherparse() {
+        let mut m = echo_request(b"ping payload!");
+        echo_reply_in_place(&mut m).unwrap();
+        let p = IcmpPacket::parse(&m).unwrap();
+        assert_eq!(p.msg_type(), types::ECHO_REPLY);
+        assert_eq!(p.rest_of_header(), [0x12, 0x34, 0, 1]);
+        assert_eq!(p.payload(), b"ping payload!");
+        // etherparse recomputes the same checksum from scratch.
+        let s = Icmpv4Slice::from_slice(&m).unwrap();
+        let mut h = s.header();
+        h.update_checksum(s.payload());
+        assert_eq!(h.checksum, u16::from_be_bytes([m[2], m[3]]));
+        // A reply is not answered again.
+        assert_eq!(
+            echo_reply_in_place(&mut m),
+            Err(IcmpDropReason::UnknownType)
+        );
+    }
+
+    #[test]
+    fn large_echo_reply() {
+        let data: Vec<u8> = (0..65_000u32).map(|i| (i % 251) as u8).collect();
+        let mut m = echo_request(&data);
+        echo_reply_in_place(&mut m).unwrap();
+        assert!(IcmpPacket::parse(&m).is_ok());
+    }
+
+    #[test]
+    fn parse_errors() {
+        assert_eq!(IcmpPacket::parse(&[8, 0, 0]), Err(IcmpDropReason::Truncated));
+        let mut m = echo_request(b"x");
+        m[8] ^= 1;
+        assert_eq!(IcmpPacket::parse(&m), Err(IcmpDropReason::BadChecksum));
+    }
+
+    #[test]
+    fn unreachable_quotes_header_and_8_bytes() {
+        let pool = MsgPool::new(PoolConfig::small(4));
+        let orig = datagram(
+            &Ipv4Repr::new(B, A, protocol::UDP, 77, 0),
+            b"0123456789abcdef",
+        );
+        let q = Quote::from_datagram(&orig).unwrap();
+        assert_eq!(q.as_bytes(), &orig[..28]);
+        for (err, code) in [
+            (IcmpError::ProtocolUnreachable, 2),
+            (IcmpError::PortUnreachable, 3),
+            (IcmpError::FragmentationNeeded { next_hop_mtu: 1400 }, 4),
+        ] {
+            let m = err.build(&pool, &q).unwrap();
+            let p = IcmpPacket::parse(m.as_slice()).unwrap();
+            assert_eq!((p.msg_type(), p.code()), (types::DEST_UNREACHABLE, code));
+            assert!(p.is_error());
+            assert_eq!(p.payload(), &orig[..28]);
+            let quoted = Ipv4Packet::parse(&p.payload()[..20]);
+            assert!(quoted.is_err(), "quote is truncated, as RFC 792 says");
+            if code == 4 {
+                assert_eq!(p.rest_of_header(), [0, 0, 0x05, 0x78]);
+            }
+            assert!(m.headroom() >= 34);
+        }
+        let m = IcmpError::ReassemblyTimeExceeded.build(&pool, &q).unwrap();
+        assert_eq!(&m.as_slice()[..2], &[types::TIME_EXCEEDED, 1]);
+    }
+
+    #[test]
+    fn rfc1122_suppression_rules() {
+        let udp = |src, dst| datagram(&Ipv4Repr::new(src, dst, protocol::UDP, 1, 0), &[0; 8]);
+        assert_eq!(may_send_error(&udp(B, A), false), Ok(()));
+        assert_eq!(
+            may_send_error(&udp(B, A), true),
+            Err(ErrorSuppressed::Broadcast)
+        );
+        assert_eq!(
+            may_send_error(&udp(B, Ipv4Addr::BROADCAST), false),
+            Err(ErrorSuppressed::Broadcast)
+        );
+        assert_eq!(
+            may_send_error(&udp(B, Ipv4Addr::new(239, 1, 1, 1)), false),
+            Err(ErrorSuppressed::Broadcast)
+        );
+        assert_eq!(
+            may_send_error(&udp(Ipv4Addr::UNSPECIFIED, A), false),
+            Err(ErrorSuppressed::InvalidSource)
+        );
+        assert_eq!(
+            may_send_error(&udp(Ipv4Addr::LOCALHOST, A), false),
+            Err(ErrorSuppressed::InvalidSource)
+        );
+        let mut frag = Ipv4Repr::new(B, A, protocol::UDP, 1, 0);
+        frag.frag_offset = 1480;
+        assert_eq!(
+            may_send_error(&datagram(&frag, &[0; 8]), false),
+            Err(ErrorSuppressed::NonInitialFragment)
+        );
+        let icmp = |t: u8| {
+            datagram(
+                &Ipv4Repr::new(B, A, protocol::ICMP, 1, 0),
+                &[t, 0, 0, 0, 0, 0, 0, 0],
+            )
+        };
+        assert_eq!(
+            may_send_error(&icmp(types::DEST_UNREACHABLE), false),
+            Err(ErrorSuppressed::AboutIcmpError)
+        );
+        assert_eq!(may_send_error(&icmp(types::ECHO_REQUEST), false), Ok(()));
+        assert_eq!(
+            may_send_error(&[0x45; 10], false),
+            Err(ErrorSuppressed::Malformed)
+        );
+    }
+
+    proptest! {
+        #[test]
+        fn parsers_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..100), bcast in any::<bool>()) {
+            if let Ok(p) = IcmpPacket::parse(&bytes) {
+                let _ = (p.msg_type(), p.code(), p.rest_of_header(), p.payload(), p.is_error());
+            }
+            let _ = may_send_error(&bytes, bcast);
+            if let Some(q) = Quote::from_datagram(&bytes) {
+                prop_assert!(q.as_bytes().len() <= 68);
+                prop_assert_eq!(q.as_bytes(), &bytes[..q.as_bytes().len()]);
+            }
+            let mut copy = bytes.clone();
+            if echo_reply_in_place(&mut copy).is_ok() {
+                prop_assert!(IcmpPacket::parse(&copy).is_ok());
+            }
+        }
+    }
+}

@@ -1,0 +1,557 @@
+//! IPv4 header parsing with validation, and header emission (RFC 791 §3.1,
+//! RFC 1122 §3.2.1).
+//!
+//! ```text
+//!  0                   1                   2                   3
+//!  0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
+//! +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//! |Version|  IHL  |Type of Service|          Total Length         |
+//! |         Identification        |Flags|      Fragment Offset    |
+//! |  Time to Live |    Protocol   |         Header Checksum       |
+//! |                       Source Address                          |
+//! |                    Destination Address                        |
+//! |                    Options                    |    Padding    |
+//! +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//! ```
+//!
+//! [`Ipv4Packet`] is a checked view over received bytes (header slicing by
+//! `etherparse::Ipv4HeaderSlice`; the total-length, checksum and address
+//! checks that etherparse leaves to the caller are here). [`Ipv4Repr`] is the
+//! header as fields, emitted without options: this stack originates no IP
+//! options, so every header it writes is 20 bytes.
+
+use crate::checksum;
+use crate::drop_reason::drop_reasons;
+use etherparse::Ipv4HeaderSlice;
+use pathstack_core::{Msg, MsgError};
+use std::net::Ipv4Addr;
+
+/// Length of a header without options (IHL = 5).
+pub const MIN_HEADER_LEN: usize = 20;
+/// Length of the longest header (IHL = 15).
+pub const MAX_HEADER_LEN: usize = 60;
+/// Largest datagram the total-length field can describe.
+pub const MAX_DATAGRAM_LEN: usize = 65_535;
+/// Default TTL of datagrams we originate (RFC 1700 / IANA recommends 64).
+pub const DEFAULT_TTL: u8 = 64;
+
+/// IP protocol numbers used in this crate (IANA "Assigned Internet Protocol Numbers").
+pub mod protocol {
+    /// ICMP (RFC 792).
+    pub const ICMP: u8 = 1;
+    /// TCP (RFC 9293).
+    pub const TCP: u8 = 6;
+    /// UDP (RFC 768).
+    pub const UDP: u8 = 17;
+}
+
+/// Why an IPv4 datagram was dropped. [`Ipv4DropReason::as_str`] names are
+/// stable counter labels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, thiserror::Error)]
+pub enum Ipv4DropReason {
+    /// Fewer bytes than the 20-byte minimum header or than IHL × 4.
+    #[error("datagram shorter than its IPv4 header")]
+    Truncated,
+    /// Version field is not 4.
+    #[error("IP version is not 4")]
+    BadVersion,
+    /// IHL below 5 (RFC 791: the minimum value for a correct header is 5).
+    #[error("IHL below 5")]
+    BadHeaderLength,
+    /// Total length smaller than the header length.
+    #[error("total length smaller than the header")]
+    TotalLengthTooSmall,
+    /// Total length larger than the bytes received.
+    #[error("total length exceeds the received bytes")]
+    TotalLengthTooLarge,
+    /// Header checksum does not verify (RFC 1122 §3.2.1.2: MUST discard silently).
+    #[error("bad IPv4 header checksum")]
+    BadChecksum,
+    /// Source is broadcast, multicast or class E (RFC 1122 §3.2.1.3: MUST discard silently).
+    #[error("source address does not name a single host")]
+    BadSource,
+    /// Destination is not one of ours (a host does not forward, RFC 1122 §3.3.1.1).
+    #[error("datagram not addressed to this host")]
+    NotForUs,
+    /// TTL reached zero while forwarding (RFC 1812 §5.3.1); a host never drops on TTL when receiving.
+    #[error("TTL expired in transit")]
+    TtlExpired,
+    /// No upper-layer protocol for the protocol field (ICMP protocol unreachable, RFC 1122 §3.2.2.1).
+    #[error("no handler for this IP protocol")]
+    UnknownProtocol,
+    /// Fragmented datagram that could not be reassembled (details in the reassembly counters).
+    #[error("fragment not reassembled")]
+    Fragment,
+}
+
+drop_reasons!(Ipv4DropReason {
+    Truncated => "truncated",
+    BadVersion => "bad_version",
+    BadHeaderLength => "bad_header_length",
+    TotalLengthTooSmall => "total_length_too_small",
+    TotalLengthTooLarge => "total_length_too_large",
+    BadChecksum => "bad_checksum",
+    BadSource => "bad_source",
+    NotForUs => "not_for_us",
+    TtlExpired => "ttl_expired",
+    UnknownProtocol => "unknown_protocol",
+    Fragment => "fragment",
+});
+
+/// Whether `addr` can be the source of a datagram we accept: not limited
+/// broadcast, not multicast, not class E (RFC 1122 §3.2.1.3). 0.0.0.0 is
+/// allowed (a host booting with DHCP, RFC 1122 §3.2.1.3 (a)); subnet
+/// directed broadcasts can only be recognised with the interface's prefix,
+/// which the caller checks.
+pub fn is_valid_source(addr: Ipv4Addr) -> bool {
+    !(addr.is_broadcast() || addr.is_multicast() || addr.octets()[0] >= 240)
+}
+
+/// A checked view of a received IPv4 datagram. `bytes` ends at the total
+/// length: trailing link-layer padding is not part of the view.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ipv4Packet<'a> {
+    bytes: &'a [u8],
+    header_len: usize,
+}
+
+impl<'a> Ipv4Packet<'a> {
+    /// Parses and validates a datagram (RFC 791 §3.1, RFC 1122 §3.2.1):
+    /// version 4, 5 ≤ IHL, IHL × 4 ≤ total length ≤ `bytes.len()`, header
+    /// checksum, source address. Bytes after the total length (Ethernet
+    /// padding) are ignored. Options (IHL > 5) are skipped, not interpreted:
+    /// RFC 1122 §3.2.1.8 requires only that unknown options are ignored.
+    ///
+    /// The TTL is not checked: a host MUST NOT discard a datagram just
+    /// because its TTL is below 2 (RFC 1122 §3.2.1.7).
+    pub fn parse(bytes: &'a [u8]) -> Result<Ipv4Packet<'a>, Ipv4DropReason> {
+        use etherparse::err::ipv4::{HeaderError, HeaderSliceError};
+        let hdr = Ipv4HeaderSlice::from_slice(bytes).map_err(|e| match e {
+            HeaderSliceError::Len(_) => Ipv4DropReason::Truncated,
+            HeaderSliceError::Content(HeaderError::UnexpectedVersion { .. }) => {
+                Ipv4DropReason::BadVersion
+            }
+            HeaderSliceError::Content(HeaderError::HeaderLengthSmallerThanHeader { .. }) => {
+                Ipv4DropReason::BadHeaderLength
+            }
+        })?;
+        let header_len = hdr.slice().len();
+        let total_len = usize::from(hdr.total_len());
+        if total_len < header_len {
+            return Err(Ipv4DropReason::TotalLengthTooSmall);
+        }
+        if total_len > bytes.len() {
+            return Err(Ipv4DropReason::TotalLengthTooLarge);
+        }
+        if !checksum::verify(&[hdr.slice()]) {
+            return Err(Ipv4DropReason::BadChecksum);
+        }
+        if !is_valid_source(hdr.source_addr()) {
+            return Err(Ipv4DropReason::BadSource);
+        }
+        Ok(Ipv4Packet {
+            bytes: &bytes[..total_len],
+            header_len,
+        })
+    }
+
+    /// The whole datagram, header included, without link padding.
+    pub fn as_bytes(&self) -> &'a [u8] {
+        self.bytes
+    }
+    /// Header length in bytes (IHL × 4), options included.
+    pub fn header_len(&self) -> usize {
+        self.header_len
+    }
+    /// Total length in bytes.
+    pub fn total_len(&self) -> usize {
+        self.bytes.len()
+    }
+    /// The header, options included.
+    pub fn header(&self) -> &'a [u8] {
+        &self.bytes[..self.header_len]
+    }
+    /// The option bytes (empty when IHL = 5).
+    pub fn options(&self) -> &'a [u8] {
+        &self.bytes[MIN_HEADER_LEN..self.header_len]
+    }
+    /// The payload (after the options, up to the total length).
+    pub fn payload(&self) -> &'a [u8] {
+        &self.bytes[self.header_len..]
+    }
+    /// Source address.
+    pub fn src(&self) -> Ipv4Addr {
+        Ipv4Addr::new(self.bytes[12], self.bytes[13], self.bytes[14], self.bytes[15])
+    }
+    /// Destination address.
+    pub fn dst(&self) -> Ipv4Addr {
+        Ipv4Addr::new(self.bytes[16], self.bytes[17], self.bytes[18], self.bytes[19])
+    }
+    /// Protocol field.
+    pub fn protocol(&self) -> u8 {
+        self.bytes[9]
+    }
+    /// Time to live.
+    pub fn ttl(&self) -> u8 {
+        self.bytes[8]
+    }
+    /// Identification field.
+    pub fn ident(&self) -> u16 {
+        u16::from_be_bytes([self.bytes[4], self.bytes[5]])
+    }
+    /// Don't Fragment flag.
+    pub fn dont_frag(&self) -> bool {
+        self.bytes[6] & 0x40 != 0
+    }
+    /// More Fragments flag.
+    pub fn more_frags(&self) -> bool {
+        self.bytes[6] & 0x20 != 0
+    }
+    /// Fragment offset in bytes (the field counts 8-byte units).
+    pub fn frag_offset(&self) -> usize {
+        usize::from(u16::from_be_bytes([self.bytes[6] & 0x1f, self.bytes[7]])) * 8
+    }
+    /// Whether this datagram is a fragment (MF set or offset non-zero).
+    pub fn is_fragment(&self) -> bool {
+        self.more_frags() || self.frag_offset() != 0
+    }
+    /// The header fields (options are not carried into the repr).
+    pub fn repr(&self) -> Ipv4Repr {
+        Ipv4Repr {
+            src: self.src(),
+            dst: self.dst(),
+            protocol: self.protocol(),
+            ttl: self.ttl(),
+            tos: self.bytes[1],
+            ident: self.ident(),
+            dont_frag: self.dont_frag(),
+            more_frags: self.more_frags(),
+            frag_offset: self.frag_offset() as u16,
+            payload_len: (self.total_len() - self.header_len) as u16,
+        }
+    }
+}
+
+/// Validates the datagram at the front of `msg` ([`Ipv4Packet::parse`]),
+/// trims trailing link padding so that `msg` ends at the total length, and
+/// returns the header fields and the header length. The header stays in
+/// `msg`: the caller pops `header_len` bytes when it hands the payload up,
+/// and keeps the bytes for an ICMP error quote if it needs one.
+pub fn receive(msg: &mut Msg) -> Result<(Ipv4Repr, usize), Ipv4DropReason> {
+    let (repr, header_len, total) = {
+        let p = Ipv4Packet::parse(msg.as_slice())?;
+        (p.repr(), p.header_len(), p.total_len())
+    };
+    msg.truncate(total);
+    Ok((repr, header_len))
+}
+
+/// Why a header could not be written.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Ipv4EmitError {
+    /// Payload plus header would exceed 65,535 bytes.
+    #[error("payload of {0} bytes does not fit in one IPv4 datagram")]
+    PayloadTooLong(usize),
+    /// The message has no room in front for the header.
+    #[error(transparent)]
+    Msg(#[from] MsgError),
+}
+
+/// The fields of an IPv4 header as this stack writes it: no options
+/// (20 bytes), checksum computed on emit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Ipv4Repr {
+    /// Source address.
+    pub src: Ipv4Addr,
+    /// Destination address.
+    pub dst: Ipv4Addr,
+    /// Upper-layer protocol ([`protocol`]).
+    pub protocol: u8,
+    /// Time to live (RFC 1122 §3.2.1.7: never send 0).
+    pub ttl: u8,
+    /// Type of service / DSCP+ECN byte.
+    pub tos: u8,
+    /// Identification (RFC 791; see [`IdentCounter`]).
+    pub ident: u16,
+    /// Don't Fragment.
+    pub dont_frag: bool,
+    /// More Fragments.
+    pub more_frags: bool,
+    /// Fragment offset in bytes; must be a multiple of 8.
+    pub frag_offset: u16,
+    /// Payload length in bytes (total length − 20 on emit).
+    pub payload_len: u16,
+}
+
+impl Ipv4Repr {
+    /// A header for an unfragmented datagram with default TTL, TOS 0, DF clear.
+    pub fn new(src: Ipv4Addr, dst: Ipv4Addr, protocol: u8, ident: u16, payload_len: u16) -> Self {
+        Ipv4Repr {
+            src,
+            dst,
+            protocol,
+            ttl: DEFAULT_TTL,
+            tos: 0,
+            ident,
+            dont_frag: false,
+            more_frags: false,
+            frag_offset: 0,
+            payload_len,
+        }
+    }
+
+    /// Writes the 20-byte header, checksum included, into the front of `buf`.
+    /// Returns `None` if `buf` is shorter than 20 bytes or the payload
+    /// length does not fit the total-length field.
+    pub fn emit(&self, buf: &mut [u8]) -> Option<()> {
+        let total = u16::try_from(usize::from(self.payload_len) + MIN_HEADER_LEN).ok()?;
+        let h = buf.get_mut(..MIN_HEADER_LEN)?;
+        h[0] = 0x45;
+        h[1] = self.tos;
+        h[2..4].copy_from_slice(&total.to_be_bytes());
+        h[4..6].copy_from_slice(&self.ident.to_be_bytes());
+        let units = (self.frag_offset / 8) & 0x1fff;
+        let flags = (u16::from(self.dont_frag) << 14) | (u16::from(self.more_frags) << 13);
+        h[6..8].copy_from_slice(&(flags | units).to_be_bytes());
+        h[8] = self.ttl;
+        h[9] = self.protocol;
+        h[10..12].fill(0);
+        h[12..16].copy_from_slice(&self.src.octets());
+        h[16..20].copy_from_slice(&self.dst.octets());
+        let c = checksum::compute(&[h]);
+        h[10..12].copy_from_slice(&c);
+        Some(())
+    }
+
+    /// Sets `payload_len` to `msg.len()` and pushes the header in front of
+    /// `msg` (the send direction of the IP stage).
+    pub fn push_onto(&mut self, msg: &mut Msg) -> Result<(), Ipv4EmitError> {
+        let len = msg.len();
+        if len > MAX_DATAGRAM_LEN - MIN_HEADER_LEN {
+            return Err(Ipv4EmitError::PayloadTooLong(len));
+        }
+        self.payload_len = len as u16;
+        let h = msg.push(MIN_HEADER_LEN)?;
+        // Length checked above and `h` is exactly 20 bytes: cannot fail.
+        let _ = self.emit(h);
+        Ok(())
+    }
+}
+
+/// The Identification counter of one sending host (RFC 791 §3.2: unique per
+/// source, destination and protocol while the datagram may be alive).
+/// A single wrapping counter satisfies that for all destinations at once;
+/// RFC 6864 §4.1 relaxes uniqueness for atomic (DF, unfragmented) datagrams.
+#[derive(Clone, Debug, Default)]
+pub struct IdentCounter {
+    next: u16,
+}
+
+impl IdentCounter {
+    /// A counter starting at `seed` (use something unpredictable per boot,
+    /// RFC 6864 §5 / RFC 7739 warn about predictable IDs).
+    pub fn new(seed: u16) -> Self {
+        IdentCounter { next: seed }
+    }
+    /// The next identification value.
+    pub fn next_ident(&mut self) -> u16 {
+        let id = self.next;
+        self.next = self.next.wrapping_add(1);
+        id
+    }
+}
+
+/// Decrements the TTL of the header at the front of `header` and updates
+/// its checksum incrementally (RFC 1624 §3; RFC 1812 §5.3.1). For a host
+/// that forwards (or loops back) datagrams; refuses to go below 1.
+pub fn decrement_ttl_in_place(header: &mut [u8]) -> Result<(), Ipv4DropReason> {
+    if header.len() < MIN_HEADER_LEN {
+        return Err(Ipv4DropReason::Truncated);
+    }
+    if header[8] <= 1 {
+        return Err(Ipv4DropReason::TtlExpired);
+    }
+    let old = u16::from_be_bytes([header[8], header[9]]);
+    header[8] -= 1;
+    let new = u16::from_be_bytes([header[8], header[9]]);
+    let c = checksum::update(u16::from_be_bytes([header[10], header[11]]), old, new);
+    header[10..12].copy_from_slice(&c.to_be_bytes());
+    Ok(())
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use pathstack_core::{MsgPool, PoolConfig};
+    use proptest::prelude::*;
+
+    pub(crate) const A: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
+    pub(crate) const B: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
+
+    /// A datagram with header `repr` and `payload`, as bytes.
+    pub(crate) fn datagram(repr: &Ipv4Repr, payload: &[u8]) -> Vec<u8> {
+        let mut r = *repr;
+        r.payload_len = payload.len() as u16;
+        let mut v = vec![0u8; MIN_HEADER_LEN];
+        r.emit(&mut v).unwrap();
+        v.extend_from_slice(payload);
+        v
+    }
+
+    #[test]
+    fn emit_matches_etherparse_and_parses_back() {
+        let mut r = Ipv4Repr::new(A, B, protocol::UDP, 0x1234, 8);
+        r.dont_frag = true;
+        let bytes = datagram(&r, &[1, 2, 3, 4, 5, 6, 7, 8]);
+        // Cross-check against etherparse's own header checksum.
+        let (eh, _) = etherparse::Ipv4Header::from_slice(&bytes).unwrap();
+        assert_eq!(eh.header_checksum, eh.calc_header_checksum());
+        let p = Ipv4Packet::parse(&bytes).unwrap();
+        assert_eq!(p.repr(), r);
+        assert_eq!(p.payload(), &[1, 2, 3, 4, 5, 6, 7, 8]);
+    }
+
+    #[test]
+    fn flags_and_offset_encoding() {
+        let mut r = Ipv4Repr::new(A, B, protocol::UDP, 7, 16);
+        r.more_frags = true;
+        r.frag_offset = 8 * 185;
+        let bytes = datagram(&r, &[0; 16]);
+        assert_eq!(&bytes[6..8], &[0x20, 185]);
+        let p = Ipv4Packet::parse(&bytes).unwrap();
+        assert!(p.is_fragment());
+        assert_eq!(p.frag_offset(), 1480);
+    }
+
+    #[test]
+    fn options_are_skipped_and_padding_trimmed() {
+        // IHL 6: one 4-byte option word (NOP NOP NOP EOL).
+        let mut h = [0u8; 24];
+        h[0] = 0x46;
+        h[2..4].copy_from_slice(&28u16.to_be_bytes());
+        h[8] = 64;
+        h[9] = protocol::UDP;
+        h[12..16].copy_from_slice(&A.octets());
+        h[16..20].copy_from_slice(&B.octets());
+        h[20..24].copy_from_slice(&[1, 1, 1, 0]);
+        let c = checksum::compute(&[&h]);
+        h[10..12].copy_from_slice(&c);
+        let mut frame = h.to_vec();
+        frame.extend_from_slice(b"DATA");
+        frame.extend_from_slice(&[0; 18]); // Ethernet padding
+        let pool = MsgPool::new(PoolConfig::small(2));
+        let mut m = pool.alloc_copy(&frame).unwrap();
+        let (repr, hl) = receive(&mut m).unwrap();
+        assert_eq!(hl, 24);
+        assert_eq!(repr.payload_len, 4);
+        assert_eq!(m.len(), 28);
+        m.pop(hl).unwrap();
+        assert_eq!(m.as_slice(), b"DATA");
+        assert_eq!(Ipv4Packet::parse(&frame).unwrap().options(), &[1, 1, 1, 0]);
+    }
+
+    #[test]
+    fn typed_drop_reasons() {
+        let good = datagram(&Ipv4Repr::new(A, B, protocol::UDP, 1, 0), b"abcd");
+        let check = |f: &dyn Fn(&mut Vec<u8>), want| {
+            let mut d = good.clone();
+            f(&mut d);
+            assert_eq!(Ipv4Packet::parse(&d), Err(want));
+        };
+        let fix = |d: &mut Vec<u8>| {
+            d[10] = 0;
+            d[11] = 0;
+            let c = checksum::compute(&[&d[..20]]);
+            d[10..12].copy_from_slice(&c);
+        };
+        check(&|d| d.truncate(19), Ipv4DropReason::Truncated);
+        check(&|d| d[0] = 0x65, Ipv4DropReason::BadVersion);
+        check(&|d| d[0] = 0x44, Ipv4DropReason::BadHeaderLength);
+        check(&|d| d[0] = 0x4f, Ipv4DropReason::Truncated); // IHL 15 > 24 bytes
+        check(
+            &|d| {
+                d[2..4].copy_from_slice(&19u16.to_be_bytes());
+                fix(d)
+            },
+            Ipv4DropReason::TotalLengthTooSmall,
+        );
+        check(
+            &|d| {
+                d[2..4].copy_from_slice(&25u16.to_be_bytes());
+                fix(d)
+            },
+            Ipv4DropReason::TotalLengthTooLarge,
+        );
+        check(&|d| d[8] ^= 1, Ipv4DropReason::BadChecksum);
+        check(
+            &|d| {
+                d[12..16].copy_from_slice(&[224, 0, 0, 1]);
+                fix(d)
+            },
+            Ipv4DropReason::BadSource,
+        );
+        // TTL 0 is accepted on receipt (RFC 1122 §3.2.1.7).
+        let mut d = good.clone();
+        d[8] = 0;
+        fix(&mut d);
+        assert!(Ipv4Packet::parse(&d).is_ok());
+    }
+
+    #[test]
+    fn ttl_decrement_keeps_checksum_valid() {
+        let mut d = datagram(&Ipv4Repr::new(A, B, protocol::ICMP, 9, 0), &[]);
+        decrement_ttl_in_place(&mut d).unwrap();
+        assert_eq!(d[8], DEFAULT_TTL - 1);
+        assert!(Ipv4Packet::parse(&d).is_ok());
+        d[8] = 1;
+        assert_eq!(
+            decrement_ttl_in_place(&mut d),
+            Err(Ipv4DropReason::TtlExpired)
+        );
+    }
+
+    #[test]
+    fn push_onto_sets_length_and_rejects_oversize() {
+        let pool = MsgPool::new(PoolConfig::default());
+        let mut m = pool.alloc_copy(b"xyz").unwrap();
+        let mut r = Ipv4Repr::new(A, B, protocol::UDP, 3, 0);
+        r.push_onto(&mut m).unwrap();
+        assert_eq!(r.payload_len, 3);
+        let p = Ipv4Packet::parse(m.as_slice()).unwrap();
+        assert_eq!(p.payload(), b"xyz");
+        let mut big = pool.alloc(MAX_DATAGRAM_LEN - 19).unwrap();
+        assert!(matches!(
+            r.push_onto(&mut big),
+            Err(Ipv4EmitError::PayloadTooLong(_))
+        ));
+        let mut ids = IdentCounter::new(u16::MAX);
+        assert_eq!((ids.next_ident(), ids.next_ident()), (u16::MAX, 0));
+    }
+
+    proptest! {
+        #[test]
+        fn parse_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..120)) {
+            if let Ok(p) = Ipv4Packet::parse(&bytes) {
+                prop_assert!(p.header_len() >= MIN_HEADER_LEN && p.header_len() <= p.total_len());
+                prop_assert!(p.total_len() <= bytes.len());
+                let _ = (p.repr(), p.options(), p.payload());
+            }
+        }
+
+        /// Mostly-valid headers with random fields: parse never panics, and a
+        /// datagram we emit always parses back to the same fields.
+        #[test]
+        fn emit_parse_round_trip(src in any::<[u8; 4]>(), dst in any::<[u8; 4]>(), proto in any::<u8>(),
+                                 ttl in any::<u8>(), tos in any::<u8>(), ident in any::<u16>(),
+                                 df in any::<bool>(), mf in any::<bool>(), off in 0u16..8191,
+                                 payload in proptest::collection::vec(any::<u8>(), 0..64)) {
+            let r = Ipv4Repr { src: src.into(), dst: dst.into(), protocol: proto, ttl, tos, ident,
+                               dont_frag: df, more_frags: mf, frag_offset: off * 8, payload_len: payload.len() as u16 };
+            let bytes = datagram(&r, &payload);
+            match Ipv4Packet::parse(&bytes) {
+                Ok(p) => { prop_assert_eq!(p.repr(), r); prop_assert_eq!(p.payload(), &payload[..]); }
+                Err(e) => { prop_assert_eq!(e, Ipv4DropReason::BadSource); prop_assert!(!is_valid_source(r.src)); }
+            }
+        }
+    }
+}
