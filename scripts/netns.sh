@@ -159,6 +159,22 @@ build_side() {
     ip netns exec "$ns" sysctl -q -w "net.ipv6.conf.$br.disable_ipv6=1" >/dev/null 2>&1 || true
 }
 
+# Operational state changes reach the bridges through the kernel's link
+# watch, about a second after the ports come up; wait for it so that the
+# first frames a test sends are not lost. The TAPs stay NO-CARRIER (nobody
+# has opened them yet), so the bridges wait on their veth ports.
+wait_bridges_up() {
+    local i
+    for i in $(seq 1 50); do
+        if ip -n "$NS_A" -o link show dev "$BR_A" | grep -q "state UP" \
+            && ip -n "$NS_B" -o link show dev "$BR_B" | grep -q "state UP"; then
+            return 0
+        fi
+        sleep 0.1
+    done
+    echo "netns.sh: warning: bridges not operationally up after 5 s" >&2
+}
+
 case "$cmd" in
     env)
         print_env
@@ -176,6 +192,7 @@ case "$cmd" in
         build_side "$NS_A" "$BR_A" "$VETH_A" "$TAP_A" "$KERNEL_A_IP"
         build_side "$NS_B" "$BR_B" "$VETH_B" "$TAP_B" "$KERNEL_B_IP"
         trap - ERR
+        wait_bridges_up
         {
             echo "netns.sh: topology '$id' is up:"
             echo "  $NS_A: $TAP_A (for a user-space host $PS_A_IP) + $VETH_A on bridge $BR_A (kernel $KERNEL_A_IP/24)"

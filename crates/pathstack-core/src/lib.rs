@@ -25,7 +25,7 @@ pub mod stack;
 pub mod stage;
 pub mod synthetic;
 pub mod time;
-#[path = "/work/tgt/timer_shim.rs"]
+
 pub mod timer;
 
 pub use attrs::{AttrKey, Attrs, Scope};

@@ -15,16 +15,23 @@
 //!   up to `batch`, and runs them stage-major: each stage's code and data
 //!   are loaded once per batch.
 //!
-//! Both give the same outputs, in the same per-path order: messages that a
-//! stage turns around ([`Verdict::Back`](crate::stage::Verdict::Back)) or
-//! emits are processed after the message (per-message) or the batch
-//! (LDLP) that produced them, grouped by the message they came from, in the
-//! order of that message in the batch. Consequently a stage that emits
-//! messages in its *own* direction of travel sees, under LDLP, those
-//! messages leave after the rest of the batch rather than right after their
-//! origin; and a stage whose state is shared between the two directions
-//! sees the directions interleaved per batch rather than per message —
-//! LDLP's premise is that layer state is per direction (Blackwell §3.2).
+//! Messages that a stage turns around
+//! ([`Verdict::Back`](crate::stage::Verdict::Back)) or emits are processed
+//! after the message (per-message) or the batch (LDLP) that produced them,
+//! grouped by the message they came from, in the order of that message in
+//! the batch. With that rule both schedulers give identical outputs, in
+//! identical per-path order, whenever each path's input arrives at one end
+//! and is answered at most once (echoes, ACKs, replies) — the property test
+//! `tests/sched_equiv.rs` checks exactly this. Outside it the two differ by
+//! design, because LDLP batches per direction:
+//! - a path fed from both ends at once sees its two directions interleaved
+//!   per batch under LDLP, per message otherwise;
+//! - a message emitted in the stage's *own* direction of travel, or turned
+//!   around a second time, leaves after the rest of the batch rather than
+//!   right after its origin.
+//!
+//! LDLP's premise is that a layer's state is per direction and that the
+//! messages of a batch are independent (Blackwell §3.2).
 
 use crate::ids::{Dir, PathId};
 use crate::time::Instant;

@@ -26,7 +26,11 @@ fn create_follows_routing_decisions_and_establishes_in_creation_order() {
     let a = s.module_id("a").unwrap();
     let p = s.path_create(a, Attrs::new()).unwrap();
     let path = s.path(p).unwrap();
-    let names: Vec<_> = path.modules().iter().map(|m| s.module_name(*m).unwrap()).collect();
+    let names: Vec<_> = path
+        .modules()
+        .iter()
+        .map(|m| s.module_name(*m).unwrap())
+        .collect();
     assert_eq!(names, ["a", "b", "c"]);
     let l = log();
     assert_eq!(
@@ -61,9 +65,15 @@ fn short_path_when_no_unique_decision_and_pathname_forces_route() {
     assert_eq!(s.module_name(path.modules()[1]), Some("y"));
 
     let err = s
-        .path_create(m, Attrs::new().with(&keys::PATHNAME, vec!["nowhere".to_string()]))
+        .path_create(
+            m,
+            Attrs::new().with(&keys::PATHNAME, vec!["nowhere".to_string()]),
+        )
         .unwrap_err();
-    assert!(matches!(err, PathError::PathnameUnreachable { .. }), "{err}");
+    assert!(
+        matches!(err, PathError::PathnameUnreachable { .. }),
+        "{err}"
+    );
 }
 
 #[test]
@@ -84,7 +94,9 @@ fn create_failure_destroys_the_stages_made() {
     clear_log();
     let text = "name=a module=PROBE route=down; name=b module=PROBE fail=create; @ a.down<>b.up;";
     let mut s = stack(text);
-    let err = s.path_create(s.module_id("a").unwrap(), Attrs::new()).unwrap_err();
+    let err = s
+        .path_create(s.module_id("a").unwrap(), Attrs::new())
+        .unwrap_err();
     assert!(err.to_string().contains("told to fail"), "{err}");
     assert!(log().contains(&"destroy a".to_string()));
     assert_eq!(s.stats().paths, 0);
@@ -92,9 +104,12 @@ fn create_failure_destroys_the_stages_made() {
 
 #[test]
 fn establish_failure_deletes_the_path() {
-    let text = "name=a module=PROBE route=down; name=b module=PROBE fail=establish; @ a.down<>b.up;";
+    let text =
+        "name=a module=PROBE route=down; name=b module=PROBE fail=establish; @ a.down<>b.up;";
     let mut s = stack(text);
-    let err = s.path_create(s.module_id("a").unwrap(), Attrs::new()).unwrap_err();
+    let err = s
+        .path_create(s.module_id("a").unwrap(), Attrs::new())
+        .unwrap_err();
     assert!(matches!(err, PathError::Establish { .. }), "{err}");
     assert_eq!(s.stats().paths, 0);
 }
@@ -104,7 +119,9 @@ fn routing_loop_is_bounded() {
     let text = "name=a module=PROBE route=down; name=b module=PROBE route=up; @ a.down<>b.up;";
     // a routes down to b, b routes up to a, forever.
     let mut s = stack(text);
-    let err = s.path_create(s.module_id("a").unwrap(), Attrs::new()).unwrap_err();
+    let err = s
+        .path_create(s.module_id("a").unwrap(), Attrs::new())
+        .unwrap_err();
     assert!(matches!(err, PathError::TooLong { .. }), "{err}");
 }
 
@@ -123,12 +140,33 @@ fn extend_at_either_end_and_fate_sharing() {
     // end[1]: mid decides `down` when extended.
     s.path_extend(p, End::One, Attrs::new()).unwrap();
     // end[0]: mid makes no decision, PATHNAME forces `top`.
-    s.path_extend(p, End::Zero, Attrs::new().with(&keys::PATHNAME, vec!["top".into()])).unwrap();
-    let names: Vec<_> = s.path(p).unwrap().modules().iter().map(|m| s.module_name(*m).unwrap().to_string()).collect();
+    s.path_extend(
+        p,
+        End::Zero,
+        Attrs::new().with(&keys::PATHNAME, vec!["top".into()]),
+    )
+    .unwrap();
+    let names: Vec<_> = s
+        .path(p)
+        .unwrap()
+        .modules()
+        .iter()
+        .map(|m| s.module_name(*m).unwrap().to_string())
+        .collect();
     assert_eq!(names, ["top", "mid", "bot"]);
     // Establish ran for the new stages only, in creation order.
-    let est: Vec<_> = log().into_iter().filter(|l| l.starts_with("establish")).collect();
-    assert_eq!(est, ["establish mid after []", "establish bot after []", "establish top after []"]);
+    let est: Vec<_> = log()
+        .into_iter()
+        .filter(|l| l.starts_with("establish"))
+        .collect();
+    assert_eq!(
+        est,
+        [
+            "establish mid after []",
+            "establish bot after []",
+            "establish top after []"
+        ]
+    );
 
     // Fate sharing: extending an end whose module makes no decision fails
     // and deletes the whole path.
@@ -141,12 +179,19 @@ fn extend_at_either_end_and_fate_sharing() {
 fn delete_runs_destroy_in_creation_order_and_ids_are_not_reused() {
     clear_log();
     let mut s = stack(CHAIN);
-    let p = s.path_create(s.module_id("a").unwrap(), Attrs::new()).unwrap();
+    let p = s
+        .path_create(s.module_id("a").unwrap(), Attrs::new())
+        .unwrap();
     s.path_delete(p).unwrap();
-    let d: Vec<_> = log().into_iter().filter(|l| l.starts_with("destroy")).collect();
+    let d: Vec<_> = log()
+        .into_iter()
+        .filter(|l| l.starts_with("destroy"))
+        .collect();
     assert_eq!(d, ["destroy a", "destroy b", "destroy c"]);
     assert!(matches!(s.path_delete(p), Err(PathError::NoSuchPath(_))));
-    let q = s.path_create(s.module_id("a").unwrap(), Attrs::new()).unwrap();
+    let q = s
+        .path_create(s.module_id("a").unwrap(), Attrs::new())
+        .unwrap();
     assert_ne!(p, q, "a new path never gets a deleted path's id");
     assert_eq!(p.index(), q.index(), "the slot is reused");
 }
@@ -178,13 +223,19 @@ fn limited_attrs_dropped_pervasive_kept() {
 fn queues_are_bounded_and_counted() {
     let mut s = stack(CHAIN);
     let p = s
-        .path_create(s.module_id("a").unwrap(), Attrs::new().with(&keys::QUEUE_LEN, 2))
+        .path_create(
+            s.module_id("a").unwrap(),
+            Attrs::new().with(&keys::QUEUE_LEN, 2),
+        )
         .unwrap();
     let pool = s.pool().clone();
     for _ in 0..2 {
-        s.send(p, Dir::Forward, pool.alloc_copy(b"x").unwrap()).unwrap();
+        s.send(p, Dir::Forward, pool.alloc_copy(b"x").unwrap())
+            .unwrap();
     }
-    assert!(s.send(p, Dir::Forward, pool.alloc_copy(b"y").unwrap()).is_err());
+    assert!(s
+        .send(p, Dir::Forward, pool.alloc_copy(b"y").unwrap())
+        .is_err());
     let path = s.path(p).unwrap();
     let q = path.queue(QueueKind::SourceForward);
     assert_eq!((q.len(), q.capacity(), q.dropped()), (2, 2, 1));
@@ -203,8 +254,14 @@ fn queues_are_bounded_and_counted() {
 #[test]
 fn deadline_may_only_be_tightened_while_pending() {
     let mut s = stack(CHAIN);
-    let p = s.path_create(s.module_id("a").unwrap(), Attrs::new()).unwrap();
-    let rt = |ms| SchedParams { realtime: true, deadline: Some(Instant::from_millis(ms)), ..SchedParams::default() };
+    let p = s
+        .path_create(s.module_id("a").unwrap(), Attrs::new())
+        .unwrap();
+    let rt = |ms| SchedParams {
+        realtime: true,
+        deadline: Some(Instant::from_millis(ms)),
+        ..SchedParams::default()
+    };
     s.set_sched(p, rt(10)).unwrap();
     // Not pending: anything goes.
     s.set_sched(p, rt(20)).unwrap();
@@ -212,7 +269,10 @@ fn deadline_may_only_be_tightened_while_pending() {
     s.send(p, Dir::Forward, m).unwrap();
     // Pending: earlier is fine, later is refused, best-effort is refused.
     s.set_sched(p, rt(15)).unwrap();
-    assert!(matches!(s.set_sched(p, rt(30)), Err(PathError::Sched(SchedError::DeadlineLoosened { .. }))));
+    assert!(matches!(
+        s.set_sched(p, rt(30)),
+        Err(PathError::Sched(SchedError::DeadlineLoosened { .. }))
+    ));
     assert!(matches!(
         s.set_sched(p, SchedParams::default()),
         Err(PathError::Sched(SchedError::RealtimeDropped(_)))
@@ -234,17 +294,49 @@ fn realtime_runs_before_best_effort_and_priority_orders() {
         let m = s.module_id(n).unwrap();
         ids.push(s.path_create(m, Attrs::new()).unwrap());
     }
-    s.set_sched(ids[0], SchedParams { priority: 1, ..Default::default() }).unwrap();
-    s.set_sched(ids[1], SchedParams { priority: 5, ..Default::default() }).unwrap();
-    s.set_sched(ids[2], SchedParams { realtime: true, deadline: Some(Instant::from_millis(1)), ..Default::default() }).unwrap();
+    s.set_sched(
+        ids[0],
+        SchedParams {
+            priority: 1,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    s.set_sched(
+        ids[1],
+        SchedParams {
+            priority: 5,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    s.set_sched(
+        ids[2],
+        SchedParams {
+            realtime: true,
+            deadline: Some(Instant::from_millis(1)),
+            ..Default::default()
+        },
+    )
+    .unwrap();
     clear_log();
     for &p in &ids {
         let m = s.pool().alloc(1).unwrap();
-    s.send(p, Dir::Forward, m).unwrap();
+        s.send(p, Dir::Forward, m).unwrap();
     }
     s.poll(Instant::ZERO);
-    let order: Vec<_> = log().into_iter().filter(|l| l.starts_with("process")).collect();
-    assert_eq!(order, ["process c Forward", "process b Forward", "process a Forward"]);
+    let order: Vec<_> = log()
+        .into_iter()
+        .filter(|l| l.starts_with("process"))
+        .collect();
+    assert_eq!(
+        order,
+        [
+            "process c Forward",
+            "process b Forward",
+            "process a Forward"
+        ]
+    );
 }
 
 #[test]
@@ -263,12 +355,18 @@ fn dynamic_routing_at_a_short_path_end() {
         .unwrap();
     let p1 = s.path_create(u, Attrs::new().with(&PROBE_KEY, 1)).unwrap();
     let p2 = s.path_create(u, Attrs::new().with(&PROBE_KEY, 2)).unwrap();
-    assert_eq!(s.path(p1).unwrap().len(), 2, "u → ip, short: ip makes no decision");
+    assert_eq!(
+        s.path(p1).unwrap().len(),
+        2,
+        "u → ip, short: ip makes no decision"
+    );
     for (key, path) in [(2u8, p2), (1, p1)] {
         let m = s.pool().alloc_copy(&[9, key, b'!']).unwrap();
         s.send(short, Dir::Backward, m).unwrap();
         s.poll(Instant::ZERO);
-        let got = s.recv(path, Dir::Backward).expect("rerouted onto the upper path");
+        let got = s
+            .recv(path, Dir::Backward)
+            .expect("rerouted onto the upper path");
         assert_eq!(got.as_slice(), b"!");
     }
     assert!(s.recv(short, Dir::Backward).is_none());
@@ -276,5 +374,8 @@ fn dynamic_routing_at_a_short_path_end() {
     let m = s.pool().alloc_copy(&[9, 3, b'?']).unwrap();
     s.send(short, Dir::Backward, m).unwrap();
     s.poll(Instant::ZERO);
-    assert_eq!(s.recv(short, Dir::Backward).unwrap().as_slice(), &[9, 3, b'?']);
+    assert_eq!(
+        s.recv(short, Dir::Backward).unwrap().as_slice(),
+        &[9, 3, b'?']
+    );
 }

@@ -25,7 +25,8 @@ impl AsyncTap {
     /// tokio's [`AsyncFd`] does).
     pub fn new(tap: TapDevice) -> Result<AsyncTap, TapError> {
         let name = tap.name().to_string();
-        let fd = crate::sys::register_async(tap).map_err(|source| TapError::Wait { name, source })?;
+        let fd =
+            crate::sys::register_async(tap).map_err(|source| TapError::Wait { name, source })?;
         Ok(AsyncTap { fd })
     }
 
@@ -35,7 +36,10 @@ impl AsyncTap {
             let mut guard = self.fd.readable().await.map_err(|e| self.wait_err(e))?;
             // tokio's readiness may be stale (an earlier read emptied the
             // queue); ask the kernel without sleeping.
-            if guard.get_inner().wait_readable(Some(std::time::Duration::ZERO))? {
+            if guard
+                .get_inner()
+                .wait_readable(Some(std::time::Duration::ZERO))?
+            {
                 guard.retain_ready();
                 return Ok(());
             }

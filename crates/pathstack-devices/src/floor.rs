@@ -384,7 +384,13 @@ mod tests {
         f
     }
 
-    fn icmp_echo(reply: bool, from: ([u8; 6], [u8; 4]), to: ([u8; 6], [u8; 4]), ttl: u8, payload: &[u8]) -> Vec<u8> {
+    fn icmp_echo(
+        reply: bool,
+        from: ([u8; 6], [u8; 4]),
+        to: ([u8; 6], [u8; 4]),
+        ttl: u8,
+        payload: &[u8],
+    ) -> Vec<u8> {
         let b = PacketBuilder::ethernet2(from.0, to.0).ipv4(from.1, to.1, ttl);
         let b = if reply {
             b.icmpv4_echo_reply(0x1234, 7)
@@ -396,7 +402,12 @@ mod tests {
         out
     }
 
-    fn udp(from: ([u8; 6], [u8; 4], u16), to: ([u8; 6], [u8; 4], u16), ttl: u8, payload: &[u8]) -> Vec<u8> {
+    fn udp(
+        from: ([u8; 6], [u8; 4], u16),
+        to: ([u8; 6], [u8; 4], u16),
+        ttl: u8,
+        payload: &[u8],
+    ) -> Vec<u8> {
         let b = PacketBuilder::ethernet2(from.0, to.0)
             .ipv4(from.1, to.1, ttl)
             .udp(from.2, to.2);
@@ -454,7 +465,12 @@ mod tests {
         let mut r = responder();
         let mut f = udp((PEER_MAC, PEER, 40000), (US_MAC, US, 7), 64, b"hello");
         assert_eq!(r.answer_in_place(&mut f), Ok(Answer::UdpEcho));
-        let want = udp((US_MAC, US, 7), (PEER_MAC, PEER, 40000), REPLY_TTL, b"hello");
+        let want = udp(
+            (US_MAC, US, 7),
+            (PEER_MAC, PEER, 40000),
+            REPLY_TTL,
+            b"hello",
+        );
         assert_eq!(f, want);
         // checksums verified independently by etherparse
         let p = SlicedPacket::from_ethernet(&f).unwrap();
@@ -508,7 +524,9 @@ mod tests {
 
     #[test]
     fn checksum_update_agrees_with_full_recompute() {
-        let mut data = [0x45u8, 0, 0, 84, 0x12, 0x34, 0x40, 0, 61, 1, 0, 0, 10, 77, 1, 2, 10, 77, 1, 1];
+        let mut data = [
+            0x45u8, 0, 0, 84, 0x12, 0x34, 0x40, 0, 61, 1, 0, 0, 10, 77, 1, 2, 10, 77, 1, 1,
+        ];
         let full = |d: &[u8; 20]| {
             let mut g = *d;
             g[10] = 0;

@@ -14,9 +14,9 @@
 //! is counted ([`CaptureStats::write_errors`]) and the first such error is
 //! kept for [`PcapCapture::flush`] to report.
 
+use byteorder_slice::{BigEndian, LittleEndian};
 use pathstack_core::device::{Device, DeviceCaps, DeviceError, DeviceStats};
 use pathstack_core::{Instant, Msg, MsgPool};
-use byteorder_slice::{BigEndian, LittleEndian};
 use pcap_file::pcap::{PcapHeader, PcapPacket};
 use pcap_file::{DataLink, Endianness, PcapError, TsResolution};
 use std::fs::File;
@@ -280,7 +280,8 @@ mod tests {
             .with_clock(CaptureClock::Stack { origin: ORIGIN });
         for i in 0..3u8 {
             let t = Instant::from_nanos(1_000 * u64::from(i) + 7);
-            cap.transmit(frame(&pool, i, 60 + usize::from(i)), t).unwrap();
+            cap.transmit(frame(&pool, i, 60 + usize::from(i)), t)
+                .unwrap();
         }
         let mut got = 0;
         while let Some(f) = cap.receive(&pool, Instant::from_millis(5)).unwrap() {
@@ -311,7 +312,10 @@ mod tests {
         assert_eq!(packets.len(), 6);
         for i in 0..3usize {
             let (ts, len, data) = &packets[i];
-            assert_eq!(*ts, ORIGIN + std::time::Duration::from_nanos(1_000 * i as u64 + 7));
+            assert_eq!(
+                *ts,
+                ORIGIN + std::time::Duration::from_nanos(1_000 * i as u64 + 7)
+            );
             assert_eq!(*len as usize, 60 + i);
             assert_eq!(data, &vec![i as u8; 60 + i]);
             let (ts, _, data) = &packets[3 + i];
@@ -343,7 +347,8 @@ mod tests {
             }],
         });
         let mut cap = PcapCapture::new(Loopback::default(), Vec::new()).unwrap();
-        cap.transmit(frame(&pool, 9, 300_000), Instant::ZERO).unwrap();
+        cap.transmit(frame(&pool, 9, 300_000), Instant::ZERO)
+            .unwrap();
         let (_, bytes) = cap.finish().unwrap();
         // Record header after the 24-byte file header: ts_sec, ts_frac,
         // incl_len, orig_len (native byte order, as written).
@@ -374,8 +379,7 @@ mod tests {
     #[test]
     fn capture_write_errors_are_counted_not_fatal() {
         let pool = MsgPool::new(PoolConfig::small(16));
-        let mut cap =
-            PcapCapture::new(Loopback::default(), FailingWriter { budget: 24 }).unwrap();
+        let mut cap = PcapCapture::new(Loopback::default(), FailingWriter { budget: 24 }).unwrap();
         cap.transmit(frame(&pool, 1, 60), Instant::ZERO).unwrap();
         cap.transmit(frame(&pool, 2, 60), Instant::ZERO).unwrap();
         assert_eq!(cap.capture_stats().write_errors, 2);

@@ -191,8 +191,6 @@ pub(crate) fn register_async(
     // never reassigned, and closed only when the device is dropped. The one
     // way to swap the object inside the AsyncFd would be a `&mut TapDevice`
     // from `AsyncFd::get_mut`, and `AsyncTap` hands none out.
-    unsafe {
-        tokio::io::unix::AsyncFd::register_with_interest(tap, tokio::io::Interest::READABLE)
-    }
-    .map_err(|e| e.into_parts().1)
+    unsafe { tokio::io::unix::AsyncFd::register_with_interest(tap, tokio::io::Interest::READABLE) }
+        .map_err(|e| e.into_parts().1)
 }

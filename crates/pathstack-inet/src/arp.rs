@@ -396,17 +396,17 @@ impl ArpCache {
             self.drops.count(ArpDropReason::InvalidTarget);
             return Resolution::Dropped(ArpDropReason::InvalidTarget);
         }
-        if self.cfg.pending_total == 0 || self.cfg.pending_per_addr == 0 || self.cfg.capacity == 0
-        {
+        if self.cfg.pending_total == 0 || self.cfg.pending_per_addr == 0 || self.cfg.capacity == 0 {
             if let Some(mac) = self.lookup(ip, now) {
                 return Resolution::Resolved(mac, msg);
             }
             self.drops.count(ArpDropReason::QueueFull);
             return Resolution::Dropped(ArpDropReason::QueueFull);
         }
-        let send_request = match self.find(ip) {
-            Some(i) => {
-                let e = self.entries[i].as_mut().expect("find returns occupied slots");
+        let fresh = self.incomplete(now);
+        let found = self.find(ip);
+        let send_request = match found.and_then(|i| self.entries[i].as_mut()) {
+            Some(e) => {
                 e.last_used = now;
                 match e.state {
                     State::Reachable { mac, expires_at } if now < expires_at => {
@@ -414,7 +414,7 @@ impl ArpCache {
                     }
                     State::Reachable { .. } => {
                         // Expired: resolve again (RFC 1122 §2.3.2.1 timeout).
-                        e.state = self.incomplete(now);
+                        e.state = fresh;
                         true
                     }
                     State::Incomplete { .. } => false,
@@ -424,7 +424,7 @@ impl ArpCache {
                 let slot = self.free_slot(now);
                 self.entries[slot] = Some(Entry {
                     ip,
-                    state: self.incomplete(now),
+                    state: fresh,
                     last_used: now,
                 });
                 true
@@ -449,7 +449,9 @@ impl ArpCache {
     ///
     /// Probes (sender 0.0.0.0, RFC 5227 §2.1.1) teach nothing but are still
     /// answered. A packet from another station claiming `own_ip` is an
-    /// address conflict (RFC 5227 §2.4): counted, not learned.
+    /// address conflict (RFC 5227 §2.4): counted, not learned. The caller
+    /// drops frames whose Ethernet source is our own MAC before calling
+    /// this, so our own looped-back announcements are not taken for one.
     pub fn on_packet(
         &mut self,
         pkt: &ArpPacket,
@@ -755,7 +757,12 @@ mod tests {
         let r1 = c.lookup_or_queue(PEER_IP, pool.alloc_copy(b"one").unwrap(), t(0));
         assert!(matches!(r1, Resolution::Queued { send_request: true }));
         let r2 = c.lookup_or_queue(PEER_IP, pool.alloc_copy(b"two").unwrap(), t(10));
-        assert!(matches!(r2, Resolution::Queued { send_request: false }));
+        assert!(matches!(
+            r2,
+            Resolution::Queued {
+                send_request: false
+            }
+        ));
         let mut out = Vec::new();
         let v = c.on_packet(&reply_from_peer(), OWN_IP, t(20), |mac, m| {
             out.push((mac, m.as_slice().to_vec()))
@@ -789,7 +796,10 @@ mod tests {
         c.poll(t(2000), |e| ev.push(e));
         assert_eq!(
             ev,
-            vec![ArpEvent::SendRequest(PEER_IP), ArpEvent::SendRequest(PEER_IP)]
+            vec![
+                ArpEvent::SendRequest(PEER_IP),
+                ArpEvent::SendRequest(PEER_IP)
+            ]
         );
         ev.clear();
         c.poll(t(3000), |e| ev.push(e));
@@ -904,7 +914,11 @@ mod tests {
             c.lookup_or_queue(third, pool.alloc(1).unwrap(), t(2)),
             Resolution::Queued { send_request: true }
         ));
-        assert_eq!(c.lookup(PEER_IP, t(2)), None, "resolved entry evicted first");
+        assert_eq!(
+            c.lookup(PEER_IP, t(2)),
+            None,
+            "resolved entry evicted first"
+        );
         assert_eq!(c.pending_len(), 2);
         let fourth = Ipv4Addr::new(10, 0, 0, 5);
         c.lookup_or_queue(fourth, pool.alloc(1).unwrap(), t(3));

@@ -120,8 +120,8 @@ impl EthHeader {
     /// Checks the length, that the type field is an EtherType (≥ 0x0600, IEEE
     /// 802.3 §3.2.6) and that the source is not a group address.
     pub fn parse(frame: &[u8]) -> Result<EthHeader, EthDropReason> {
-        let s = Ethernet2Slice::from_slice_without_fcs(frame)
-            .map_err(|_| EthDropReason::Truncated)?;
+        let s =
+            Ethernet2Slice::from_slice_without_fcs(frame).map_err(|_| EthDropReason::Truncated)?;
         let hdr = EthHeader {
             dst: MacAddr(s.destination()),
             src: MacAddr(s.source()),
@@ -151,8 +151,7 @@ impl EthHeader {
     /// payload (the receive direction of the ETH stage).
     pub fn pop_from(msg: &mut Msg) -> Result<EthHeader, EthDropReason> {
         let hdr = EthHeader::parse(msg.as_slice())?;
-        msg.pop(HEADER_LEN)
-            .map_err(|_| EthDropReason::Truncated)?;
+        msg.pop(HEADER_LEN).map_err(|_| EthDropReason::Truncated)?;
         Ok(hdr)
     }
 
@@ -230,15 +229,9 @@ mod tests {
     fn destination_filter() {
         assert_eq!(filter_destination(OWN, OWN), Ok(()));
         assert_eq!(filter_destination(MacAddr::BROADCAST, OWN), Ok(()));
-        assert_eq!(
-            filter_destination(PEER, OWN),
-            Err(EthDropReason::NotForUs)
-        );
+        assert_eq!(filter_destination(PEER, OWN), Err(EthDropReason::NotForUs));
         let mcast = MacAddr([0x01, 0x00, 0x5e, 0, 0, 1]);
-        assert_eq!(
-            filter_destination(mcast, OWN),
-            Err(EthDropReason::NotForUs)
-        );
+        assert_eq!(filter_destination(mcast, OWN), Err(EthDropReason::NotForUs));
     }
 
     #[test]

@@ -357,7 +357,10 @@ mod tests {
 
     #[test]
     fn parse_errors() {
-        assert_eq!(IcmpPacket::parse(&[8, 0, 0]), Err(IcmpDropReason::Truncated));
+        assert_eq!(
+            IcmpPacket::parse(&[8, 0, 0]),
+            Err(IcmpDropReason::Truncated)
+        );
         let mut m = echo_request(b"x");
         m[8] ^= 1;
         assert_eq!(IcmpPacket::parse(&m), Err(IcmpDropReason::BadChecksum));

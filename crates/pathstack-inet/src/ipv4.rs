@@ -181,11 +181,21 @@ impl<'a> Ipv4Packet<'a> {
     }
     /// Source address.
     pub fn src(&self) -> Ipv4Addr {
-        Ipv4Addr::new(self.bytes[12], self.bytes[13], self.bytes[14], self.bytes[15])
+        Ipv4Addr::new(
+            self.bytes[12],
+            self.bytes[13],
+            self.bytes[14],
+            self.bytes[15],
+        )
     }
     /// Destination address.
     pub fn dst(&self) -> Ipv4Addr {
-        Ipv4Addr::new(self.bytes[16], self.bytes[17], self.bytes[18], self.bytes[19])
+        Ipv4Addr::new(
+            self.bytes[16],
+            self.bytes[17],
+            self.bytes[18],
+            self.bytes[19],
+        )
     }
     /// Protocol field.
     pub fn protocol(&self) -> u8 {

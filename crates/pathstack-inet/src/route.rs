@@ -193,8 +193,13 @@ mod tests {
         let mut t = RoutingTable::new(8);
         t.add(on_link([10, 0, 0, 0], 8, 0)).unwrap();
         t.add(on_link([10, 1, 0, 0], 16, 1)).unwrap();
-        t.set_default(Ipv4Addr::new(10, 0, 0, 254), 0, Ipv4Addr::new(10, 0, 0, 1), 1500)
-            .unwrap();
+        t.set_default(
+            Ipv4Addr::new(10, 0, 0, 254),
+            0,
+            Ipv4Addr::new(10, 0, 0, 1),
+            1500,
+        )
+        .unwrap();
         let r = t.lookup(Ipv4Addr::new(10, 1, 2, 3)).unwrap();
         assert_eq!((r.interface, r.next_hop), (1, Ipv4Addr::new(10, 1, 2, 3)));
         let r = t.lookup(Ipv4Addr::new(10, 2, 2, 3)).unwrap();
@@ -216,7 +221,10 @@ mod tests {
                 len: 8
             })
         );
-        assert_eq!(t.add(on_link([11, 0, 0, 0], 8, 0)), Err(RouteError::Full(1)));
+        assert_eq!(
+            t.add(on_link([11, 0, 0, 0], 8, 0)),
+            Err(RouteError::Full(1))
+        );
         let mut t = RoutingTable::new(4);
         assert!(matches!(
             t.add(on_link([10, 0, 0, 1], 8, 0)),

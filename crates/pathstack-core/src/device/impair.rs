@@ -436,7 +436,9 @@ impl<D: Device> Impaired<D> {
 
     /// What the receive impairments did (all zero without a receive config).
     pub fn rx_stats(&self) -> ImpairStats {
-        self.rx.as_ref().map_or_else(ImpairStats::default, |r| r.stats)
+        self.rx
+            .as_ref()
+            .map_or_else(ImpairStats::default, |r| r.stats)
     }
 
     /// The wrapped device.
@@ -914,7 +916,10 @@ mod tests {
                 reorder: f64::NAN,
                 ..ImpairConfig::default()
             }),
-            Some(ImpairError::Probability { knob: "reorder", .. })
+            Some(ImpairError::Probability {
+                knob: "reorder",
+                ..
+            })
         ));
         assert_eq!(
             bad(ImpairConfig {

@@ -327,7 +327,10 @@ mod tests {
         assert!(a.receive(&pool, T0).unwrap().is_none());
         assert!(b.receive(&pool, T0).unwrap().is_none());
         let s = a.stats();
-        assert_eq!((s.tx_frames, s.tx_bytes, s.rx_frames, s.rx_bytes), (10, 600, 10, 600));
+        assert_eq!(
+            (s.tx_frames, s.tx_bytes, s.rx_frames, s.rx_bytes),
+            (10, 600, 10, 600)
+        );
         assert_eq!(a.caps().mac, Some([2, 0, 0, 0, 0, 1]));
         assert_eq!(b.caps().mac, Some([2, 0, 0, 0, 0, 2]));
         assert_eq!(a.caps().link_header, 14);
@@ -393,7 +396,10 @@ mod tests {
         let (mut a, mut b) = wire_pair(cfg);
         a.transmit(pool.alloc(114).unwrap(), T0).unwrap();
         let err = a.transmit(pool.alloc(115).unwrap(), T0).unwrap_err();
-        assert!(matches!(err, DeviceError::FrameTooLarge { len: 115, max: 114 }));
+        assert!(matches!(
+            err,
+            DeviceError::FrameTooLarge { len: 115, max: 114 }
+        ));
         assert_eq!(a.stats().errors, 1);
         assert_eq!(b.receive(&pool, T0).unwrap().unwrap().len(), 114);
         assert!(b.receive(&pool, T0).unwrap().is_none());

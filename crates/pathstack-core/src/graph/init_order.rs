@@ -46,10 +46,8 @@ pub(super) fn compute(
     // Kahn's algorithm with a min-heap: the smallest ready id goes first,
     // which makes the order the lexicographically least valid one.
     let mut pending: Vec<usize> = waits.iter().map(Vec::len).collect();
-    let mut ready: BinaryHeap<Reverse<usize>> = (0..n)
-        .filter(|&i| pending[i] == 0)
-        .map(Reverse)
-        .collect();
+    let mut ready: BinaryHeap<Reverse<usize>> =
+        (0..n).filter(|&i| pending[i] == 0).map(Reverse).collect();
     let mut order = Vec::with_capacity(n);
     while let Some(Reverse(i)) = ready.pop() {
         order.push(InstanceId(i as u32));
@@ -83,13 +81,7 @@ pub(super) fn compute(
         seen
     };
     let reachable: Vec<Vec<bool>> = (0..n)
-        .map(|i| {
-            if pending[i] > 0 {
-                reach(i)
-            } else {
-                Vec::new()
-            }
-        })
+        .map(|i| if pending[i] > 0 { reach(i) } else { Vec::new() })
         .collect();
     let mut assigned = vec![false; n];
     let mut cycles = Vec::new();
@@ -155,7 +147,10 @@ fn shortest_cycle(
         .filter_map(|&ci| connections.get(ci))
         .collect();
     Cycle {
-        instances: rev_nodes.into_iter().map(|i| InstanceId(i as u32)).collect(),
+        instances: rev_nodes
+            .into_iter()
+            .map(|i| InstanceId(i as u32))
+            .collect(),
         lines: conns
             .iter()
             .filter_map(|c| c.location.as_ref().map(|l| l.line))

@@ -4,7 +4,7 @@
 //! ([`ModuleGraph::from_file`]), and checked completely at build time:
 //! module types, instance names and parameters, services, service
 //! compatibility, connection counts and the `<` initialization order.
-//! The syntax is documented in `graphs/README.md` and in the `text` module.
+//! The text syntax is documented in `graphs/README.md` in the repository.
 
 mod builder;
 mod dot;

@@ -199,7 +199,12 @@ impl ModuleGraph {
             self.instances.len(),
             self.connections.len()
         );
-        let width = self.instances.iter().map(|i| i.name.len()).max().unwrap_or(0);
+        let width = self
+            .instances
+            .iter()
+            .map(|i| i.name.len())
+            .max()
+            .unwrap_or(0);
         let _ = writeln!(s, "instances:");
         for inst in &self.instances {
             let _ = write!(s, "  {:width$}  {}", inst.name, inst.spec.name);

@@ -99,14 +99,27 @@ impl Parser<'_> {
             }
         }
     }
+    /// What is at the cursor, for messages: a whole name or one character.
     fn found(&self) -> String {
         match self.peek() {
             None => "end of file".to_owned(),
+            Some('\n') => "end of line".to_owned(),
+            Some(c) if is_name_char(c) => {
+                let word: String = self.chars[self.pos..]
+                    .iter()
+                    .take_while(|&&c| is_name_char(c))
+                    .take(40)
+                    .collect();
+                format!("`{word}`")
+            }
             Some(c) => format!("`{c}`"),
         }
     }
     fn expected(&self, what: &str) -> Syntax {
-        Syntax(format!("expected {what}, found {}", self.found()), self.here())
+        Syntax(
+            format!("expected {what}, found {}", self.found()),
+            self.here(),
+        )
     }
     fn record(&mut self, Syntax(message, location): Syntax) {
         self.errors.push(GraphError {
@@ -235,21 +248,24 @@ impl Parser<'_> {
         let mut module: Option<String> = None;
         let mut params = Vec::new();
         loop {
+            // Just past the last token: where a missing `;` belongs.
+            let after_last = self.here();
             self.skip_blank();
             if self.peek() == Some(';') {
                 self.bump();
                 break;
             }
+            if matches!(self.peek(), None | Some('@')) {
+                return Err(Syntax(
+                    format!(
+                        "missing `;` at the end of the declaration (found {})",
+                        self.found()
+                    ),
+                    after_last,
+                ));
+            }
             let key_at = self.here();
-            let key = self
-                .name("a `key=value` pair or `;`")
-                .map_err(|Syntax(m, l)| {
-                    if self.peek() == Some('@') {
-                        Syntax("missing `;` before `@`".to_owned(), l)
-                    } else {
-                        Syntax(m, l)
-                    }
-                })?;
+            let key = self.name("a `key=value` pair or `;`")?;
             self.skip_blank();
             if self.peek() != Some('=') {
                 return Err(self.expected(&format!("`=` after `{key}`")));
@@ -345,9 +361,13 @@ impl Parser<'_> {
         self.bump();
         self.skip_blank();
         let b = self.end()?;
+        let after_last = self.here();
         self.skip_blank();
         if self.peek() != Some(';') {
-            return Err(self.expected("`;`"));
+            return Err(Syntax(
+                format!("missing `;` after `{a}<>{b}` (found {})", self.found()),
+                after_last,
+            ));
         }
         self.bump();
         builder.connection(

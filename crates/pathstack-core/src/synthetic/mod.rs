@@ -17,11 +17,13 @@
 mod echo;
 mod hdr;
 mod link;
+mod pair;
 mod wire;
 
 pub use echo::{EchoModule, EchoStage, ECHO_SPEC};
 pub use hdr::{internet_checksum, HdrModule, HdrStage, HDR_SPEC};
 pub use link::{LinkModule, LinkStage, LINK_SPEC};
+pub use pair::{inline_rule, EchoPair, PAIR_GRAPH};
 pub use wire::{WireModule, WireStage, WIRE_SPEC};
 
 use crate::stack::ModuleTypes;

@@ -1,0 +1,206 @@
+//! The UDP header on the wire (RFC 768), with the IPv4 pseudo-header
+//! checksum. Only the wire format: ports and sockets are the UDP module's.
+//!
+//! Slicing and the emit-side checksum are etherparse's (`UdpHeaderSlice`,
+//! `UdpHeader::calc_checksum_ipv4_raw`); verification sums the pseudo header
+//! and the segment with [`crate::checksum`].
+
+use crate::checksum;
+use crate::drop_reason::drop_reasons;
+use crate::ipv4::protocol;
+use etherparse::{UdpHeader, UdpHeaderSlice};
+use pathstack_core::{Msg, MsgError};
+use std::net::Ipv4Addr;
+
+/// Length of the UDP header.
+pub const HEADER_LEN: usize = 8;
+
+/// Why a UDP datagram was dropped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, thiserror::Error)]
+pub enum UdpDropReason {
+    /// Shorter than the 8-byte header.
+    #[error("UDP datagram truncated")]
+    Truncated,
+    /// Length field below 8 or beyond the IP payload.
+    #[error("bad UDP length field")]
+    BadLength,
+    /// Checksum present and wrong (RFC 1122 §4.1.3.4: MUST discard silently).
+    #[error("bad UDP checksum")]
+    BadChecksum,
+    /// No socket on the destination port (the caller sends ICMP port unreachable).
+    #[error("no listener on the UDP port")]
+    NoListener,
+}
+
+drop_reasons!(UdpDropReason {
+    Truncated => "truncated",
+    BadLength => "bad_length",
+    BadChecksum => "bad_checksum",
+    NoListener => "no_listener",
+});
+
+fn pseudo_header(src: Ipv4Addr, dst: Ipv4Addr, udp_len: u16) -> [u8; 12] {
+    let mut p = [0u8; 12];
+    p[0..4].copy_from_slice(&src.octets());
+    p[4..8].copy_from_slice(&dst.octets());
+    p[9] = protocol::UDP;
+    p[10..12].copy_from_slice(&udp_len.to_be_bytes());
+    p
+}
+
+/// A checked view of a UDP datagram; `bytes` ends at the UDP length field.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UdpPacket<'a> {
+    bytes: &'a [u8],
+}
+
+impl<'a> UdpPacket<'a> {
+    /// Parses the IP payload `bytes` of a datagram from `src` to `dst`:
+    /// 8 ≤ length ≤ `bytes.len()` (extra bytes ignored), and the checksum
+    /// over the pseudo header unless it is zero ("no checksum", RFC 768).
+    pub fn parse(bytes: &'a [u8], src: Ipv4Addr, dst: Ipv4Addr) -> Result<Self, UdpDropReason> {
+        let h = UdpHeaderSlice::from_slice(bytes).map_err(|_| UdpDropReason::Truncated)?;
+        let len = usize::from(h.length());
+        if len < HEADER_LEN || len > bytes.len() {
+            return Err(UdpDropReason::BadLength);
+        }
+        let bytes = &bytes[..len];
+        if h.checksum() != 0 && !checksum::verify(&[&pseudo_header(src, dst, h.length()), bytes]) {
+            return Err(UdpDropReason::BadChecksum);
+        }
+        Ok(UdpPacket { bytes })
+    }
+    /// Source port.
+    pub fn src_port(&self) -> u16 {
+        u16::from_be_bytes([self.bytes[0], self.bytes[1]])
+    }
+    /// Destination port.
+    pub fn dst_port(&self) -> u16 {
+        u16::from_be_bytes([self.bytes[2], self.bytes[3]])
+    }
+    /// Whether the sender computed a checksum.
+    pub fn has_checksum(&self) -> bool {
+        self.bytes[6] != 0 || self.bytes[7] != 0
+    }
+    /// The data after the header.
+    pub fn payload(&self) -> &'a [u8] {
+        &self.bytes[HEADER_LEN..]
+    }
+    /// Length of the datagram (header included), from the length field.
+    pub fn len(&self) -> usize {
+        self.bytes.len()
+    }
+    /// Whether the datagram carries no data.
+    pub fn is_empty(&self) -> bool {
+        self.bytes.len() == HEADER_LEN
+    }
+}
+
+/// Why a UDP header could not be written.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum UdpEmitError {
+    /// Payload longer than 65,527 bytes.
+    #[error("UDP payload of {0} bytes too long")]
+    TooLong(usize),
+    /// No headroom for the header.
+    #[error(transparent)]
+    Msg(#[from] MsgError),
+}
+
+/// The UDP header fields we choose; length and checksum are computed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct UdpRepr {
+    /// Source port.
+    pub src_port: u16,
+    /// Destination port.
+    pub dst_port: u16,
+}
+
+impl UdpRepr {
+    /// Pushes the header in front of `msg` (the payload), with the length
+    /// and the checksum over the pseudo header for `src` → `dst` (RFC 768;
+    /// a computed zero is sent as 0xFFFF).
+    pub fn push_onto(
+        &self,
+        msg: &mut Msg,
+        src: Ipv4Addr,
+        dst: Ipv4Addr,
+    ) -> Result<(), UdpEmitError> {
+        let mut h = UdpHeader::without_ipv4_checksum(self.src_port, self.dst_port, msg.len())
+            .map_err(|_| UdpEmitError::TooLong(msg.len()))?;
+        h.checksum = h
+            .calc_checksum_ipv4_raw(src.octets(), dst.octets(), msg.as_slice())
+            .map_err(|_| UdpEmitError::TooLong(msg.len()))?;
+        msg.push(HEADER_LEN)?.copy_from_slice(&h.to_bytes());
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pathstack_core::{MsgPool, PoolConfig};
+    use proptest::prelude::*;
+
+    const A: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
+    const B: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
+
+    #[test]
+    fn round_trip_and_checksum() {
+        let pool = MsgPool::new(PoolConfig::small(2));
+        let mut m = pool.alloc_copy(b"hello udp").unwrap();
+        UdpRepr {
+            src_port: 4000,
+            dst_port: 7,
+        }
+        .push_onto(&mut m, A, B)
+        .unwrap();
+        let p = UdpPacket::parse(m.as_slice(), A, B).unwrap();
+        assert_eq!((p.src_port(), p.dst_port()), (4000, 7));
+        assert_eq!(p.payload(), b"hello udp");
+        assert!(p.has_checksum());
+        // Wrong pseudo header (other destination) fails the checksum.
+        assert_eq!(
+            UdpPacket::parse(m.as_slice(), A, A),
+            Err(UdpDropReason::BadChecksum)
+        );
+        // Zero checksum means "none" (RFC 768).
+        m.as_mut_slice()[6..8].fill(0);
+        assert!(UdpPacket::parse(m.as_slice(), A, A).is_ok());
+    }
+
+    #[test]
+    fn length_field_checks() {
+        let mut d = [0u8; 12];
+        d[4..6].copy_from_slice(&7u16.to_be_bytes());
+        assert_eq!(UdpPacket::parse(&d, A, B), Err(UdpDropReason::BadLength));
+        d[4..6].copy_from_slice(&13u16.to_be_bytes());
+        assert_eq!(UdpPacket::parse(&d, A, B), Err(UdpDropReason::BadLength));
+        d[4..6].copy_from_slice(&10u16.to_be_bytes());
+        assert_eq!(UdpPacket::parse(&d, A, B).unwrap().payload(), &[0, 0]);
+        assert_eq!(
+            UdpPacket::parse(&d[..7], A, B),
+            Err(UdpDropReason::Truncated)
+        );
+    }
+
+    proptest! {
+        #[test]
+        fn parse_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..64)) {
+            if let Ok(p) = UdpPacket::parse(&bytes, A, B) {
+                prop_assert!(p.len() >= HEADER_LEN && p.len() <= bytes.len());
+                let _ = (p.src_port(), p.dst_port(), p.payload());
+            }
+        }
+
+        #[test]
+        fn emitted_always_verifies(payload in proptest::collection::vec(any::<u8>(), 0..600), sp in any::<u16>(), dp in any::<u16>(), s in any::<[u8; 4]>(), d in any::<[u8; 4]>()) {
+            let pool = MsgPool::new(PoolConfig::small(2));
+            let mut m = pool.alloc_copy(&payload).unwrap();
+            UdpRepr { src_port: sp, dst_port: dp }.push_onto(&mut m, s.into(), d.into()).unwrap();
+            let p = UdpPacket::parse(m.as_slice(), s.into(), d.into()).unwrap();
+            prop_assert!(p.has_checksum());
+            prop_assert_eq!(p.payload(), &payload[..]);
+        }
+    }
+}
