@@ -48,7 +48,10 @@ fn record(op: &'static str, n: usize, total: Duration, iters: u64) {
 /// Remote endpoint of the i-th installed active path.
 fn remote(i: usize, base: u8) -> ([u8; 4], u16) {
     let host = i / PORTS_PER_HOST;
-    ([10, base, (host >> 8) as u8, host as u8], 1024 + (i % PORTS_PER_HOST) as u16)
+    (
+        [10, base, (host >> 8) as u8, host as u8],
+        1024 + (i % PORTS_PER_HOST) as u16,
+    )
 }
 
 fn active_tcp(raddr: [u8; 4], rport: u16) -> Vec<Level> {
@@ -67,15 +70,23 @@ fn active_tcp(raddr: [u8; 4], rport: u16) -> Vec<Level> {
 /// The three filters of thesis §3.4.4 besides the measured ones: ARP, ICMP,
 /// and a listening TCP socket on the measured port.
 fn base_filters(c: &mut Classifier, first_id: u32) {
-    c.insert(PathId(first_id), KeyMode::Passive, &FilterSpec::Arp { mode: KeyMode::Passive }.levels())
-        .unwrap();
+    c.insert(
+        PathId(first_id),
+        KeyMode::Passive,
+        &FilterSpec::Arp {
+            mode: KeyMode::Passive,
+        }
+        .levels(),
+    )
+    .unwrap();
     let icmp = FilterSpec::Ip {
         mode: KeyMode::Passive,
         proto: inet::PROTO_ICMP,
         laddr: LOCAL,
         raddr: LOCAL,
     };
-    c.insert(PathId(first_id + 1), KeyMode::Passive, &icmp.levels()).unwrap();
+    c.insert(PathId(first_id + 1), KeyMode::Passive, &icmp.levels())
+        .unwrap();
     let listen = FilterSpec::Transport {
         mode: KeyMode::Passive,
         tcp: true,
@@ -85,7 +96,8 @@ fn base_filters(c: &mut Classifier, first_id: u32) {
         rport: 0,
         counted: false,
     };
-    c.insert(PathId(first_id + 2), KeyMode::Passive, &listen.levels()).unwrap();
+    c.insert(PathId(first_id + 2), KeyMode::Passive, &listen.levels())
+        .unwrap();
 }
 
 fn build(n: usize) -> Classifier {
@@ -94,7 +106,8 @@ fn build(n: usize) -> Classifier {
     base_filters(&mut c, u32::MAX - 4);
     for i in 0..n {
         let (ra, rp) = remote(i, 0);
-        c.insert(PathId(i as u32), KeyMode::Active, &active_tcp(ra, rp)).unwrap();
+        c.insert(PathId(i as u32), KeyMode::Active, &active_tcp(ra, rp))
+            .unwrap();
     }
     c
 }
@@ -122,11 +135,16 @@ fn linear_scan(sockets: &[Socket], frame: &[u8]) -> Option<u32> {
     let (dst, src) = ([k[1], k[2], k[3], k[4]], [k[5], k[6], k[7], k[8]]);
     let (tk, _) = inet::extract(inet::TCP, ip.get(ihl..)?, KeyMode::Active)?;
     let t = tk.as_bytes();
-    let (dport, sport) = (u16::from_be_bytes([t[0], t[1]]), u16::from_be_bytes([t[2], t[3]]));
+    let (dport, sport) = (
+        u16::from_be_bytes([t[0], t[1]]),
+        u16::from_be_bytes([t[2], t[3]]),
+    );
     sockets
         .iter()
         .find(|s| {
-            s.laddr == dst && s.lport == dport && (s.listening || (s.raddr == src && s.rport == sport))
+            s.laddr == dst
+                && s.lport == dport
+                && (s.listening || (s.raddr == src && s.rport == sport))
         })
         .map(|s| s.id)
 }
@@ -156,13 +174,32 @@ fn bench_lookups(c: &mut Criterion, n: usize, cls: &Classifier) {
     let passive = packets(n, true);
     for (i, p) in active.iter().enumerate().take(4) {
         let want = cls.classify(ETH, p);
-        assert!(want.is_some_and(|id| id.0 < n as u32), "active packet {i} misclassified");
+        assert!(
+            want.is_some_and(|id| id.0 < n as u32),
+            "active packet {i} misclassified"
+        );
     }
-    assert_eq!(cls.classify_probes(ETH, &passive[0]), (Some(PathId(u32::MAX - 2)), 6));
+    assert_eq!(
+        cls.classify_probes(ETH, &passive[0]),
+        (Some(PathId(u32::MAX - 2)), 6)
+    );
     let mut g = c.benchmark_group("classifier");
     g.warm_up_time(Duration::from_millis(200))
         .measurement_time(Duration::from_secs(1))
         .sample_size(20);
+    // Same lookup with the partial classifiers statically dispatched
+    // (`classify_with`), as a core that compiles its module set in could do.
+    g.bench_with_input(BenchmarkId::new("lookup_active_static", n), &n, |b, _| {
+        b.iter_custom(|iters| {
+            let t = Instant::now();
+            for i in 0..iters as usize {
+                black_box(cls.classify_with(ETH, black_box(&active[i % ROTATE]), inet::extract));
+            }
+            let e = t.elapsed();
+            record("lookup_active_static", n, e, iters);
+            e
+        })
+    });
     for (op, pkts) in [("lookup_active", &active), ("lookup_passive", &passive)] {
         g.bench_with_input(BenchmarkId::new(op, n), &n, |b, _| {
             b.iter_custom(|iters| {
@@ -183,10 +220,24 @@ fn bench_linear(c: &mut Criterion, n: usize) {
     let mut sockets: Vec<Socket> = (0..n)
         .map(|i| {
             let (raddr, rport) = remote(i, 0);
-            Socket { laddr: LOCAL, lport: LPORT, raddr, rport, listening: false, id: i as u32 }
+            Socket {
+                laddr: LOCAL,
+                lport: LPORT,
+                raddr,
+                rport,
+                listening: false,
+                id: i as u32,
+            }
         })
         .collect();
-    sockets.push(Socket { laddr: LOCAL, lport: LPORT, raddr: [0; 4], rport: 0, listening: true, id: u32::MAX });
+    sockets.push(Socket {
+        laddr: LOCAL,
+        lport: LPORT,
+        raddr: [0; 4],
+        rport: 0,
+        listening: true,
+        id: u32::MAX,
+    });
     let pkts = packets(n, false);
     assert!(linear_scan(&sockets, &pkts[0]).is_some_and(|id| (id as usize) < n));
     let mut g = c.benchmark_group("classifier");
@@ -253,21 +304,25 @@ fn bench_update(c: &mut Criterion, n: usize, cls: &mut Classifier) {
 
 /// Live heap bytes of the classifier per added path, once the upper
 /// (ETH, IP) nodes exist: heap(1 + m paths) − heap(1 path), divided by m.
-fn bytes_per_path(m: usize) -> f64 {
+fn bytes_per_path(m: usize) -> (f64, f64) {
     let region = Region::new(GLOBAL);
     let mut c = build(1);
+    let est_before = c.heap_bytes() as f64;
     let live = |r: &Region<'_, System>| {
         let s = r.change();
-        s.bytes_allocated as f64 - s.bytes_deallocated as f64 + s.bytes_reallocated as f64
+        // stats_alloc already adds realloc growth to `bytes_allocated`.
+        s.bytes_allocated as f64 - s.bytes_deallocated as f64
     };
     let before = live(&region);
     for i in 1..=m {
         let (ra, rp) = remote(i, 0);
-        c.insert(PathId(i as u32), KeyMode::Active, &active_tcp(ra, rp)).unwrap();
+        c.insert(PathId(i as u32), KeyMode::Active, &active_tcp(ra, rp))
+            .unwrap();
     }
     let after = live(&region);
+    let est = (c.heap_bytes() as f64 - est_before) / m as f64;
     drop(c);
-    (after - before) / m as f64
+    ((after - before) / m as f64, est)
 }
 
 fn out_dir() -> PathBuf {
@@ -283,11 +338,29 @@ fn median(v: &mut [f64]) -> f64 {
 }
 
 /// Log-log plot of lookup ns against N, like thesis Figure 3.12.
-fn svg(series: &[(&str, &str, Vec<(usize, f64)>)]) -> String {
+/// One plotted line: name, colour, (N, ns) points.
+type Series<'a> = (&'a str, &'a str, Vec<(usize, f64)>);
+
+fn svg(series: &[Series<'_>]) -> String {
     let (w, h, l, r, t, b) = (720.0, 440.0, 70.0, 170.0, 30.0, 50.0);
-    let ys: Vec<f64> = series.iter().flat_map(|s| s.2.iter().map(|p| p.1)).collect();
-    let ymin = ys.iter().cloned().fold(f64::MAX, f64::min).max(0.1).log10().floor();
-    let ymax = ys.iter().cloned().fold(1.0, f64::max).log10().ceil().max(ymin + 1.0);
+    let ys: Vec<f64> = series
+        .iter()
+        .flat_map(|s| s.2.iter().map(|p| p.1))
+        .collect();
+    let ymin = ys
+        .iter()
+        .cloned()
+        .fold(f64::MAX, f64::min)
+        .max(0.1)
+        .log10()
+        .floor();
+    let ymax = ys
+        .iter()
+        .cloned()
+        .fold(1.0, f64::max)
+        .log10()
+        .ceil()
+        .max(ymin + 1.0);
     let x = |n: usize| l + (n as f64).log10() / 6.0 * (w - l - r);
     let y = |v: f64| t + (ymax - v.max(0.1).log10()) / (ymax - ymin) * (h - t - b);
     let mut s = format!(
@@ -298,14 +371,28 @@ fn svg(series: &[(&str, &str, Vec<(usize, f64)>)]) -> String {
     );
     for d in 0..=6 {
         let xv = x(10usize.pow(d));
-        s += &format!("<line x1=\"{xv}\" y1=\"{t}\" x2=\"{xv}\" y2=\"{}\" stroke=\"#ddd\"/>\n", h - b);
-        s += &format!("<text x=\"{xv}\" y=\"{}\" text-anchor=\"middle\">1e{d}</text>\n", h - b + 16.0);
+        s += &format!(
+            "<line x1=\"{xv}\" y1=\"{t}\" x2=\"{xv}\" y2=\"{}\" stroke=\"#ddd\"/>\n",
+            h - b
+        );
+        s += &format!(
+            "<text x=\"{xv}\" y=\"{}\" text-anchor=\"middle\">1e{d}</text>\n",
+            h - b + 16.0
+        );
     }
     let mut e = ymin;
     while e <= ymax {
         let yv = y(10f64.powf(e));
-        s += &format!("<line x1=\"{l}\" y1=\"{yv}\" x2=\"{}\" y2=\"{yv}\" stroke=\"#ddd\"/>\n", w - r);
-        s += &format!("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n", l - 6.0, yv + 4.0, 10f64.powf(e));
+        s += &format!(
+            "<line x1=\"{l}\" y1=\"{yv}\" x2=\"{}\" y2=\"{yv}\" stroke=\"#ddd\"/>\n",
+            w - r
+        );
+        s += &format!(
+            "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n",
+            l - 6.0,
+            yv + 4.0,
+            10f64.powf(e)
+        );
         e += 1.0;
     }
     s += &format!(
@@ -320,10 +407,20 @@ fn svg(series: &[(&str, &str, Vec<(usize, f64)>)]) -> String {
         (h - b + t) / 2.0
     );
     for (i, (name, color, pts)) in series.iter().enumerate() {
-        let line: Vec<String> = pts.iter().map(|&(n, v)| format!("{:.1},{:.1}", x(n), y(v))).collect();
-        s += &format!("<polyline points=\"{}\" fill=\"none\" stroke=\"{color}\" stroke-width=\"2\"/>\n", line.join(" "));
+        let line: Vec<String> = pts
+            .iter()
+            .map(|&(n, v)| format!("{:.1},{:.1}", x(n), y(v)))
+            .collect();
+        s += &format!(
+            "<polyline points=\"{}\" fill=\"none\" stroke=\"{color}\" stroke-width=\"2\"/>\n",
+            line.join(" ")
+        );
         for &(n, v) in pts {
-            s += &format!("<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"{color}\"/>\n", x(n), y(v));
+            s += &format!(
+                "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"{color}\"/>\n",
+                x(n),
+                y(v)
+            );
         }
         let ly = t + 20.0 + 20.0 * i as f64;
         s += &format!(
@@ -346,8 +443,8 @@ fn main() {
         drop(cls);
         bench_linear(&mut c, n);
     }
-    let bytes_100k = bytes_per_path(100_000);
-    let bytes_1m = bytes_per_path(1_000_000);
+    let (bytes_100k, est_100k) = bytes_per_path(100_000);
+    let (bytes_1m, est_1m) = bytes_per_path(1_000_000);
     c.final_summary();
 
     let mut samples = SAMPLES.lock().unwrap();
@@ -358,6 +455,10 @@ fn main() {
     let mut by_op: BTreeMap<&str, Vec<(usize, f64)>> = BTreeMap::new();
     for ((op, n), v) in samples.iter_mut() {
         let ns = median(v);
+        if *op == "lookup_active_static" {
+            println!("lookup_active_static N={n}: {ns:.1} ns (not in the JSON)");
+            continue;
+        }
         rows.push(serde_json::json!({"op": op, "n_paths": n, "ns": (ns * 100.0).round() / 100.0}));
         by_op.entry(op).or_default().push((*n, ns));
     }
@@ -369,16 +470,36 @@ fn main() {
     let json = dir.join("classifier.json");
     std::fs::write(&json, serde_json::to_string_pretty(&rows).unwrap()).expect("write json");
     let plot = svg(&[
-        ("active lookup", "#1f77b4", by_op.remove("lookup_active").unwrap_or_default()),
-        ("passive lookup", "#ff7f0e", by_op.remove("lookup_passive").unwrap_or_default()),
-        ("linear scan", "#2ca02c", by_op.remove("linear_scan").unwrap_or_default()),
+        (
+            "active lookup",
+            "#1f77b4",
+            by_op.remove("lookup_active").unwrap_or_default(),
+        ),
+        (
+            "passive lookup",
+            "#ff7f0e",
+            by_op.remove("lookup_passive").unwrap_or_default(),
+        ),
+        (
+            "linear scan",
+            "#2ca02c",
+            by_op.remove("linear_scan").unwrap_or_default(),
+        ),
     ]);
     std::fs::write(dir.join("classifier.svg"), plot).expect("write svg");
 
     println!("\n{:<16} {:>9} {:>12}", "op", "N", "ns (median)");
     for r in &rows {
-        println!("{:<16} {:>9} {:>12}", r["op"].as_str().unwrap(), r["n_paths"], r.get("ns").or(r.get("bytes")).unwrap());
+        println!(
+            "{:<16} {:>9} {:>12}",
+            r["op"].as_str().unwrap(),
+            r["n_paths"],
+            r.get("ns").or(r.get("bytes")).unwrap()
+        );
     }
-    println!("heap bytes per added path: {bytes_100k:.1} at 100k, {bytes_1m:.1} at 1M");
+    println!(
+        "heap bytes per added path (counting allocator): {bytes_100k:.1} at 100k, {bytes_1m:.1} at 1M \
+         (Classifier::heap_bytes estimate: {est_100k:.1}, {est_1m:.1})"
+    );
     println!("wrote {} and classifier.svg", json.display());
 }

@@ -112,6 +112,23 @@ impl Classifier {
         self.slab.live_count() as usize
     }
 
+    /// Heap bytes held by the tree (node slab, spilled keys and both hash
+    /// tables, from their capacities; the partial classifiers are not counted).
+    pub fn heap_bytes(&self) -> usize {
+        fn table<T>(t: &HashTable<T>) -> usize {
+            // hashbrown keeps a power-of-two bucket count at ≤ 7/8 load, one
+            // control byte per bucket plus a trailing group of 16.
+            let cap = t.capacity();
+            let buckets = match cap {
+                0 => return 0,
+                1..=7 => (cap + 1).next_power_of_two(),
+                _ => (cap * 8 / 7).next_power_of_two(),
+            };
+            buckets * (std::mem::size_of::<T>() + 1) + 16
+        }
+        self.slab.heap_bytes() + table(&self.edges) + table(&self.chains)
+    }
+
     /// Number of registered chains (one per path and classified direction).
     pub fn chain_count(&self) -> usize {
         self.chains.len()
@@ -145,11 +162,11 @@ impl Classifier {
     #[inline]
     pub fn classify_probes(&self, module: ModuleId, msg: &[u8]) -> (Option<PathId>, u32) {
         let partials = &self.partials;
-        self.classify_with_probes(module, msg, |m: ModuleId, rest: &[u8], mode| {
-            match partials.get(m.0 as usize) {
-                Some(Some(pc)) => pc.extract(rest, mode),
-                _ => Some((Key::EMPTY, 0)),
-            }
+        self.classify_with_probes(module, msg, |m: ModuleId, rest: &[u8], mode| match partials
+            .get(m.0 as usize)
+        {
+            Some(Some(pc)) => pc.extract(rest, mode),
+            _ => Some((Key::EMPTY, 0)),
         })
     }
 
@@ -206,18 +223,22 @@ impl Classifier {
         let mut rest = msg;
         let mut best = NONE;
         loop {
-            let Some((key, used)) = extract(m, rest, mode) else {
+            // Borrow the key where the partial classifier left it: moving it
+            // out would copy it with wider loads than the stores that wrote
+            // it, stalling store forwarding on every level.
+            let extracted = extract(m, rest, mode);
+            let Some((key, used)) = &extracted else {
                 break;
             };
-            let Some(next_rest) = rest.get(used..) else {
+            let Some(next_rest) = rest.get(*used..) else {
                 break;
             };
             *probes += 1;
-            let hash = self.hasher.edge(parent, flags, &key);
+            let hash = self.hasher.edge(parent, flags, key);
             let slab = &self.slab;
             let Some(&idx) = self
                 .edges
-                .find(hash, |&i| slab.matches(i, parent, flags, &key))
+                .find(hash, |&i| slab.matches(i, parent, flags, key))
             else {
                 break;
             };

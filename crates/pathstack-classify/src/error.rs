@@ -38,7 +38,9 @@ pub enum ClassifyError {
     /// A path registers active keys at one level and passive at another;
     /// the 2N-lookup bound relies on all-active or all-passive paths
     /// (thesis §3.4.3.1).
-    #[error("{path} mixes active and passive keys: it was registered {registered} and now {requested}")]
+    #[error(
+        "{path} mixes active and passive keys: it was registered {registered} and now {requested}"
+    )]
     MixedModes {
         /// The path.
         path: PathId,

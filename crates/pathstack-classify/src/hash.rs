@@ -22,8 +22,14 @@ impl EdgeHasher {
     #[inline]
     pub(crate) fn edge(&self, parent: u32, flags: u8, key: &Key) -> u64 {
         let mut h = self.0.build_hasher();
-        h.write_u64(u64::from(parent) | (u64::from(flags) << 32) | ((key.len as u64) << 40));
-        h.write(key.as_bytes());
+        h.write_u64(u64::from(parent) | (u64::from(flags) << 32) | (key.len << 40));
+        // Whole zero-padded words: no length-dependent loop, no byte loads.
+        h.write_u64(key.word(0));
+        h.write_u64(key.word(1));
+        if key.len > 16 {
+            h.write_u64(key.word(2));
+            h.write_u64(key.word(3));
+        }
         h.finish()
     }
 

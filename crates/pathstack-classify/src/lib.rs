@@ -132,9 +132,7 @@ mod reference;
 #[cfg(feature = "testing")]
 pub mod testing;
 
-pub use classifier::{
-    Classifier, DEFAULT_MAX_NODES, MAX_CLASSIFIED_MODULES, MAX_DEPTH,
-};
+pub use classifier::{Classifier, DEFAULT_MAX_NODES, MAX_CLASSIFIED_MODULES, MAX_DEPTH};
 pub use error::ClassifyError;
 pub use id::{KeyMode, ModuleId, PathId};
 pub use key::Key;

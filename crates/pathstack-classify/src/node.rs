@@ -110,6 +110,12 @@ impl NodeSlab {
         self.nodes.get(r.0 as usize).filter(|n| n.num_paths > 0)
     }
 
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.nodes.capacity() * std::mem::size_of::<DemuxNode>()
+            + self.spill.capacity() * Key::MAX_LEN
+            + self.spill_free.capacity() * 4
+    }
+
     pub(crate) fn live_count(&self) -> u32 {
         self.live
     }
@@ -118,7 +124,7 @@ impl NodeSlab {
     #[inline]
     pub(crate) fn matches(&self, idx: u32, parent: u32, flags: u8, key: &Key) -> bool {
         let n = self.get(idx);
-        if n.parent != parent || n.flags != flags || n.key_len != key.len {
+        if n.parent != parent || n.flags != flags || u64::from(n.key_len) != key.len {
             return false;
         }
         let len = key.len as usize;
@@ -141,7 +147,7 @@ impl NodeSlab {
         } else {
             k.bytes = self.spill[spill_index(n) as usize];
         }
-        k.len = n.key_len;
+        k.len = u64::from(n.key_len);
         k
     }
 
@@ -171,7 +177,7 @@ impl NodeSlab {
             num_paths: 0,
             flags,
             depth,
-            key_len: key.len,
+            key_len: key.len as u8,
             key: inline,
         };
         self.live += 1;

@@ -59,8 +59,10 @@ impl ReferenceClassifier {
         if self.filters.iter().any(|f| f.path == path) {
             return Err(ClassifyError::PathExists { path });
         }
-        let new: Vec<(ModuleId, Key)> =
-            levels.iter().map(|l| (l.module, l.key_or_empty())).collect();
+        let new: Vec<(ModuleId, Key)> = levels
+            .iter()
+            .map(|l| (l.module, l.key_or_empty()))
+            .collect();
         let mut first: Option<(usize, ClassifyError)> = None;
         for g in self.filters.iter().filter(|g| g.mode == mode) {
             let d = new

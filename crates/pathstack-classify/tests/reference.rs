@@ -23,22 +23,45 @@ fn path() -> impl Strategy<Value = PathId> {
 }
 
 fn filter() -> impl Strategy<Value = FilterSpec> {
-    let transport = (mode(), any::<bool>(), addr(), addr(), port(), port(), prop::bool::weighted(0.15))
-        .prop_map(|(mode, tcp, laddr, raddr, lport, rport, counted)| FilterSpec::Transport {
+    let transport = (
+        mode(),
+        any::<bool>(),
+        addr(),
+        addr(),
+        port(),
+        port(),
+        prop::bool::weighted(0.15),
+    )
+        .prop_map(
+            |(mode, tcp, laddr, raddr, lport, rport, counted)| FilterSpec::Transport {
+                mode,
+                tcp,
+                laddr,
+                raddr,
+                lport,
+                rport,
+                counted,
+            },
+        );
+    let ip = (
+        mode(),
+        prop::sample::select(vec![1u8, 6, 17]),
+        addr(),
+        addr(),
+    )
+        .prop_map(|(mode, proto, laddr, raddr)| FilterSpec::Ip {
             mode,
-            tcp,
+            proto,
             laddr,
             raddr,
-            lport,
-            rport,
-            counted,
         });
-    let ip = (mode(), prop::sample::select(vec![1u8, 6, 17]), addr(), addr())
-        .prop_map(|(mode, proto, laddr, raddr)| FilterSpec::Ip { mode, proto, laddr, raddr });
     let raw = (
         mode(),
         prop::collection::vec(
-            (1u32..=7, prop::option::of(prop::collection::vec(0u8..3, 0..3))),
+            (
+                1u32..=7,
+                prop::option::of(prop::collection::vec(0u8..3, 0..3)),
+            ),
             1..5,
         ),
     )
@@ -145,10 +168,15 @@ fn inet_matches_etherparse() {
             spec.tcp_options = opts;
             let frame = spec.build();
             let p = SlicedPacket::from_ethernet(&frame).expect("etherparse parses the frame");
-            let Some(NetSlice::Ipv4(ip)) = p.net else { panic!("not IPv4") };
+            let Some(NetSlice::Ipv4(ip)) = p.net else {
+                panic!("not IPv4")
+            };
             assert_eq!(ip.header().destination(), spec.laddr);
             assert_eq!(ip.header().source(), spec.raddr);
-            assert_eq!(ip.header().header_checksum(), ip.header().to_header().calc_header_checksum());
+            assert_eq!(
+                ip.header().header_checksum(),
+                ip.header().to_header().calc_header_checksum()
+            );
             let (sport, dport) = match p.transport {
                 Some(TransportSlice::Tcp(t)) => (t.source_port(), t.destination_port()),
                 Some(TransportSlice::Udp(u)) => (u.source_port(), u.destination_port()),

@@ -53,8 +53,14 @@ fn table_3_1_active_beneath_passive() {
         assert_eq!(c.classify(ETH, &pkt(3950)), Some(PathId(1)));
         let other_host = PacketSpec::udp(LOCAL, 21, [1, 2, 3, 4], 3949).build();
         assert_eq!(c.classify(ETH, &other_host), Some(PathId(1)));
-        assert_eq!(c.classify(ETH, &PacketSpec::udp(LOCAL, 22, REMOTE, 3949).build()), None);
-        assert_eq!(c.classify(ETH, &PacketSpec::tcp(LOCAL, 21, REMOTE, 3949).build()), None);
+        assert_eq!(
+            c.classify(ETH, &PacketSpec::udp(LOCAL, 22, REMOTE, 3949).build()),
+            None
+        );
+        assert_eq!(
+            c.classify(ETH, &PacketSpec::tcp(LOCAL, 21, REMOTE, 3949).build()),
+            None
+        );
     }
 }
 
@@ -88,12 +94,21 @@ fn longest_path_wins_and_short_paths_catch_the_rest() {
     let full = PacketSpec::udp(LOCAL, 53, REMOTE, 5353);
     assert_eq!(c.classify(ETH, &full.build()), Some(PathId(2)));
     // A fragment carries no usable UDP header: IP's path takes it (§3.4.2).
-    let frag = PacketSpec { fragment: true, ..full };
+    let frag = PacketSpec {
+        fragment: true,
+        ..full
+    };
     assert_eq!(c.classify(ETH, &frag.build()), Some(PathId(1)));
     // Another port from the same host: only the IP-level path matches.
-    assert_eq!(c.classify(ETH, &PacketSpec::udp(LOCAL, 54, REMOTE, 5353).build()), Some(PathId(1)));
+    assert_eq!(
+        c.classify(ETH, &PacketSpec::udp(LOCAL, 54, REMOTE, 5353).build()),
+        Some(PathId(1))
+    );
     // Truncated UDP header: the walk stops at IP.
-    let cut = PacketSpec { truncate: 10, ..full };
+    let cut = PacketSpec {
+        truncate: 10,
+        ..full
+    };
     assert_eq!(c.classify(ETH, &cut.build()), Some(PathId(1)));
     // Garbage and empty input classify to nothing, without panicking.
     assert_eq!(c.classify(ETH, &[]), None);
@@ -138,7 +153,9 @@ fn ambiguity_is_refused_naming_the_existing_path() {
             requested: inet::COUNT,
         }
     );
-    assert!(err.to_string().contains("cannot tell which module refines the decision"));
+    assert!(err
+        .to_string()
+        .contains("cannot tell which module refines the decision"));
     assert_eq!(c.node_count(), nodes);
     assert_eq!(
         insert(&mut c, 1, &udp(KeyMode::Active, 1, 1)),
@@ -160,10 +177,23 @@ fn pass_through_module_is_walked_through() {
         counted: true,
     };
     insert(&mut c, 7, &counted).unwrap();
-    assert_eq!(c.classify(ETH, &PacketSpec::tcp(LOCAL, 80, REMOTE, 1234).build()), Some(PathId(7)));
-    assert_eq!(c.classify(ETH, &PacketSpec::tcp(LOCAL, 80, REMOTE, 1235).build()), None);
+    assert_eq!(
+        c.classify(ETH, &PacketSpec::tcp(LOCAL, 80, REMOTE, 1234).build()),
+        Some(PathId(7))
+    );
+    assert_eq!(
+        c.classify(ETH, &PacketSpec::tcp(LOCAL, 80, REMOTE, 1235).build()),
+        None
+    );
     // ARP path: ETH(0x0806) then the non-demultiplexing ARP module.
-    insert(&mut c, 8, &FilterSpec::Arp { mode: KeyMode::Active }).unwrap();
+    insert(
+        &mut c,
+        8,
+        &FilterSpec::Arp {
+            mode: KeyMode::Active,
+        },
+    )
+    .unwrap();
     let arp = PacketSpec {
         payload: pathstack_classify::testing::packet::Payload::Arp,
         ..PacketSpec::tcp(LOCAL, 0, REMOTE, 0)
@@ -179,38 +209,93 @@ fn register_along_the_establish_chain() {
     let crypt = ModuleId(40);
     let p = PathId(5);
     let eth = c
-        .register(p, KeyMode::Active, None, Level::demux(ETH, Key::from_array([8, 0])), Some(IPV4))
+        .register(
+            p,
+            KeyMode::Active,
+            None,
+            Level::demux(ETH, Key::from_array([8, 0])),
+            Some(IPV4),
+        )
         .unwrap();
     // A stage that passes a node which is not its path's tail is refused.
     let other = c
-        .register(PathId(6), KeyMode::Active, None, Level::demux(ETH, Key::from_array([8, 6])), None)
+        .register(
+            PathId(6),
+            KeyMode::Active,
+            None,
+            Level::demux(ETH, Key::from_array([8, 6])),
+            None,
+        )
         .unwrap();
     assert_eq!(
-        c.register(p, KeyMode::Active, Some(other), Level::pass_through(crypt), None),
-        Err(ClassifyError::NotChainTail { path: p, node: other })
+        c.register(
+            p,
+            KeyMode::Active,
+            Some(other),
+            Level::pass_through(crypt),
+            None
+        ),
+        Err(ClassifyError::NotChainTail {
+            path: p,
+            node: other
+        })
     );
     // The wrong module after ETH.
     assert_eq!(
-        c.register(p, KeyMode::Active, Some(eth), Level::pass_through(TCP), None),
-        Err(ClassifyError::ModuleMismatch { path: p, expected: IPV4, got: TCP })
+        c.register(
+            p,
+            KeyMode::Active,
+            Some(eth),
+            Level::pass_through(TCP),
+            None
+        ),
+        Err(ClassifyError::ModuleMismatch {
+            path: p,
+            expected: IPV4,
+            got: TCP
+        })
     );
     // Mixing modes within a path.
     assert!(matches!(
-        c.register(p, KeyMode::Passive, Some(eth), Level::pass_through(IPV4), None),
+        c.register(
+            p,
+            KeyMode::Passive,
+            Some(eth),
+            Level::pass_through(IPV4),
+            None
+        ),
         Err(ClassifyError::MixedModes { .. })
     ));
     let ip_key = Key::from_array([50, 192, 12, 69, 168, 18, 181, 0, 21]); // proto 50 = ESP
     let ip = c
-        .register(p, KeyMode::Active, Some(eth), Level::demux(IPV4, ip_key), Some(crypt))
+        .register(
+            p,
+            KeyMode::Active,
+            Some(eth),
+            Level::demux(IPV4, ip_key),
+            Some(crypt),
+        )
         .unwrap();
     // The decrypting module ends classification: next = None, it carries the path.
     let end = c
-        .register(p, KeyMode::Active, Some(ip), Level::pass_through(crypt), None)
+        .register(
+            p,
+            KeyMode::Active,
+            Some(ip),
+            Level::pass_through(crypt),
+            None,
+        )
         .unwrap();
     assert_eq!(c.node(end).unwrap().path, Some(p));
     assert_eq!(c.node(ip).unwrap().next_module, Some(crypt));
     assert_eq!(
-        c.register(p, KeyMode::Active, Some(end), Level::pass_through(UDP), None),
+        c.register(
+            p,
+            KeyMode::Active,
+            Some(end),
+            Level::pass_through(UDP),
+            None
+        ),
         Err(ClassifyError::ChainEnded { path: p })
     );
     let mut esp = PacketSpec::udp(LOCAL, 1, REMOTE, 2).build();
@@ -219,11 +304,23 @@ fn register_along_the_establish_chain() {
 
     // A second chain (the other direction) is allowed, a third is not.
     let back = c
-        .register(p, KeyMode::Active, None, Level::demux(ModuleId(41), Key::from_array([1])), None)
+        .register(
+            p,
+            KeyMode::Active,
+            None,
+            Level::demux(ModuleId(41), Key::from_array([1])),
+            None,
+        )
         .unwrap();
     assert_eq!(c.node(back).unwrap().path, Some(p));
     assert_eq!(
-        c.register(p, KeyMode::Active, None, Level::pass_through(ModuleId(42)), None),
+        c.register(
+            p,
+            KeyMode::Active,
+            None,
+            Level::pass_through(ModuleId(42)),
+            None
+        ),
         Err(ClassifyError::TooManyChains { path: p })
     );
     assert_eq!(c.chain_count(), 3);
@@ -251,13 +348,22 @@ fn counts_and_next_module_follow_removals() {
         raddr: REMOTE,
     };
     let eth = c
-        .register(PathId(3), KeyMode::Active, None, Level::demux(ETH, Key::from_array([8, 0])), Some(IPV4))
+        .register(
+            PathId(3),
+            KeyMode::Active,
+            None,
+            Level::demux(ETH, Key::from_array([8, 0])),
+            Some(IPV4),
+        )
         .unwrap();
     let ipn = c
         .register(PathId(3), KeyMode::Active, Some(eth), ip.levels()[1], None)
         .unwrap();
     let info = c.node(ipn).unwrap();
-    assert_eq!((info.num_paths, info.path, info.next_module), (3, Some(PathId(3)), Some(UDP)));
+    assert_eq!(
+        (info.num_paths, info.path, info.next_module),
+        (3, Some(PathId(3)), Some(UDP))
+    );
     c.remove(PathId(1)).unwrap();
     c.remove(PathId(2)).unwrap();
     // No path continues below IP any more: the node forgets UDP.
@@ -281,21 +387,40 @@ fn counts_and_next_module_follow_removals() {
 fn long_keys_and_bounds() {
     let mut c = Classifier::with_max_nodes(3);
     let m = ModuleId(9);
-    c.set_partial_classifier(m, Box::new(|msg: &[u8], _| Some((Key::new(msg.get(..20)?)?, 20))))
-        .unwrap();
+    c.set_partial_classifier(
+        m,
+        Box::new(|msg: &[u8], _| Some((Key::new(msg.get(..20)?)?, 20))),
+    )
+    .unwrap();
     let long = Key::new(&[7; 20]).unwrap();
-    c.insert(PathId(1), KeyMode::Active, &[Level::demux(m, long)]).unwrap();
+    c.insert(PathId(1), KeyMode::Active, &[Level::demux(m, long)])
+        .unwrap();
     let long2 = Key::new(&[8; 20]).unwrap();
-    c.insert(PathId(2), KeyMode::Active, &[Level::demux(m, long2)]).unwrap();
+    c.insert(PathId(2), KeyMode::Active, &[Level::demux(m, long2)])
+        .unwrap();
     assert_eq!(c.classify(m, &[7; 30]), Some(PathId(1)));
     assert_eq!(c.classify(m, &[8; 20]), Some(PathId(2)));
     assert_eq!(c.classify(m, &[8; 19]), None);
     c.remove(PathId(1)).unwrap();
     let long3 = Key::new(&[9; 32]).unwrap();
-    c.insert(PathId(3), KeyMode::Active, &[Level::demux(ModuleId(10), long3)]).unwrap();
-    c.insert(PathId(4), KeyMode::Active, &[Level::demux(ModuleId(11), long3)]).unwrap();
+    c.insert(
+        PathId(3),
+        KeyMode::Active,
+        &[Level::demux(ModuleId(10), long3)],
+    )
+    .unwrap();
+    c.insert(
+        PathId(4),
+        KeyMode::Active,
+        &[Level::demux(ModuleId(11), long3)],
+    )
+    .unwrap();
     assert_eq!(
-        c.insert(PathId(5), KeyMode::Active, &[Level::demux(ModuleId(12), long3)]),
+        c.insert(
+            PathId(5),
+            KeyMode::Active,
+            &[Level::demux(ModuleId(12), long3)]
+        ),
         Err(ClassifyError::TableFull { max_nodes: 3 })
     );
     assert_eq!(c.classify(m, &[8; 20]), Some(PathId(2)));
@@ -304,10 +429,20 @@ fn long_keys_and_bounds() {
         Err(ClassifyError::ReservedId)
     );
     assert_eq!(
-        c.insert(PathId(6), KeyMode::Active, &vec![Level::pass_through(m); 17]),
-        Err(ClassifyError::TooDeep { path: PathId(6), max: 16 })
+        c.insert(
+            PathId(6),
+            KeyMode::Active,
+            &vec![Level::pass_through(m); 17]
+        ),
+        Err(ClassifyError::TooDeep {
+            path: PathId(6),
+            max: 16
+        })
     );
-    assert_eq!(c.insert(PathId(6), KeyMode::Active, &[]), Err(ClassifyError::EmptyChain { path: PathId(6) }));
+    assert_eq!(
+        c.insert(PathId(6), KeyMode::Active, &[]),
+        Err(ClassifyError::EmptyChain { path: PathId(6) })
+    );
     assert!(matches!(
         c.set_partial_classifier(ModuleId(1 << 20), Box::new(inet::EthClassifier)),
         Err(ClassifyError::ModuleIdTooLarge { .. })

@@ -1,7 +1,7 @@
 //! Executors: how a path's stages are called.
 //!
 //! A path normally holds its stages as `Box<dyn Stage>` and calls each
-//! through a virtual call ([`DynExec`], the modular "STD" form). The
+//! through a virtual call (`DynExec`, the modular "STD" form). The
 //! path-inlining transform (thesis ch. 4) replaces that with an
 //! [`Inlined`] executor over a tuple of the concrete stage types: the
 //! traversal loop is monomorphized for the tuple, every stage call is
@@ -81,6 +81,10 @@ pub(crate) fn traverse<E: Exec + ?Sized>(
 pub trait Exec: Send {
     /// Number of stages.
     fn len(&self) -> usize;
+    /// Whether there are no stages (never, for a created path).
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
     /// Calls the stage at `pos` (LDLP calls stages one at a time).
     fn process_at(&mut self, pos: usize, dir: Dir, msg: &mut Msg, env: &mut Env<'_>) -> Verdict;
     /// Runs a message through the stages from `pos` (per-message scheduling).

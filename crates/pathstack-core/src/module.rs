@@ -221,7 +221,12 @@ pub trait Module: Any + Send {
     /// routing at path ends, thesis Fig. 2.5): return the path and direction
     /// it continues on, typically found with [`RouteCx::classify`]. `None`
     /// puts it in the path's sink queue.
-    fn route_end(&mut self, dir: Dir, msg: &mut Msg, cx: &mut RouteCx<'_>) -> Option<(PathId, Dir)> {
+    fn route_end(
+        &mut self,
+        dir: Dir,
+        msg: &mut Msg,
+        cx: &mut RouteCx<'_>,
+    ) -> Option<(PathId, Dir)> {
         let _ = (dir, msg, cx);
         None
     }

@@ -291,24 +291,13 @@ impl fmt::Debug for MsgPool {
 ///
 /// `Msg::default()` is an empty message with no buffer (it never allocates);
 /// it is what `std::mem::take` leaves behind when a stage hands a message on.
+#[derive(Default)]
 pub struct Msg {
     buf: Box<[u8]>,
     head: usize,
     tail: usize,
     class: u8,
     pool: Option<Arc<PoolInner>>,
-}
-
-impl Default for Msg {
-    fn default() -> Self {
-        Msg {
-            buf: Box::default(),
-            head: 0,
-            tail: 0,
-            class: 0,
-            pool: None,
-        }
-    }
 }
 
 impl Msg {
@@ -535,7 +524,10 @@ mod tests {
         let pool = MsgPool::new(PoolConfig::small(2));
         let a = pool.alloc(10).unwrap();
         let b = pool.alloc(10).unwrap();
-        assert!(matches!(pool.alloc(10), Err(MsgError::PoolExhausted { .. })));
+        assert!(matches!(
+            pool.alloc(10),
+            Err(MsgError::PoolExhausted { .. })
+        ));
         assert_eq!(pool.stats().live, 2);
         drop(a);
         let c = pool.alloc(10).unwrap();

@@ -118,7 +118,12 @@ impl SchedParams {
     /// path has work pending, a realtime deadline may only be replaced by an
     /// earlier one, and realtime may not turn into best-effort, unless the
     /// deadline in force has already passed at `now`.
-    pub fn update(&mut self, new: SchedParams, now: Instant, pending: bool) -> Result<(), SchedError> {
+    pub fn update(
+        &mut self,
+        new: SchedParams,
+        now: Instant,
+        pending: bool,
+    ) -> Result<(), SchedError> {
         if pending && self.realtime {
             if let Some(cur) = self.deadline {
                 if cur > now {

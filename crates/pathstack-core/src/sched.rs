@@ -172,7 +172,11 @@ impl RunQueue {
     /// Removes and hands to `take` the entries with this module sequence and
     /// direction, best first, while `take` returns `true`.
     pub fn take_matching(&mut self, seq_key: u64, dir: Dir, mut take: impl FnMut(Pending) -> bool) {
-        if !self.heap.iter().any(|p| p.seq_key == seq_key && p.dir == dir) {
+        if !self
+            .heap
+            .iter()
+            .any(|p| p.seq_key == seq_key && p.dir == dir)
+        {
             return;
         }
         let mut room = true;

@@ -282,6 +282,9 @@ fn batch_bound(s: SchedKind) -> usize {
     }
 }
 
+/// Stages made while routing a path: module, entry service, stage.
+type Made = Vec<(ModuleId, Option<usize>, Box<dyn Stage>)>;
+
 struct PathSlot {
     generation: u32,
     path: Option<Path>,
@@ -515,8 +518,8 @@ impl Stack {
         growth: Dir,
         first_decision: Option<Route>,
         budget: usize,
-    ) -> Result<Vec<(ModuleId, Option<usize>, Box<dyn Stage>)>, PathError> {
-        let mut made: Vec<(ModuleId, Option<usize>, Box<dyn Stage>)> = Vec::new();
+    ) -> Result<Made, PathError> {
+        let mut made: Made = Vec::new();
         let mut pathname: VecDeque<String> = attrs
             .get(&keys::PATHNAME)
             .map(|v| v.iter().cloned().collect())
@@ -637,7 +640,7 @@ impl Stack {
     }
 
     /// Destroys stages that never became a path (creation failed).
-    fn destroy_loose(&mut self, made: Vec<(ModuleId, Option<usize>, Box<dyn Stage>)>) {
+    fn destroy_loose(&mut self, made: Made) {
         let mut attrs = Attrs::new();
         let mut sched = SchedParams::default();
         for (m, _, mut stage) in made {
@@ -761,15 +764,13 @@ impl Stack {
                 module: &mut *mslot.module,
             };
             if let Some(stage) = path.exec.stage_mut(pos) {
-                stage
-                    .establish(&mut aux, &mut cx)
-                    .map_err(|e| match e {
-                        PathError::Establish { .. } => e,
-                        other => PathError::Establish {
-                            module: mslot.name.clone(),
-                            reason: other.to_string(),
-                        },
-                    })?;
+                stage.establish(&mut aux, &mut cx).map_err(|e| match e {
+                    PathError::Establish { .. } => e,
+                    other => PathError::Establish {
+                        module: mslot.name.clone(),
+                        reason: other.to_string(),
+                    },
+                })?;
             }
         }
         // Demux keys, from the receiving end (end[1]) inwards.
@@ -832,7 +833,10 @@ impl Stack {
                 module,
             });
         }
-        let budget = self.config.max_stages.saturating_sub(self.path(id).map_or(0, Path::len));
+        let budget = self
+            .config
+            .max_stages
+            .saturating_sub(self.path(id).map_or(0, Path::len));
         // `route_stages` starts with the end module's decision and creates
         // stages from the next module on.
         let made = match self.route_stages(m, entry_svc, &mut attrs, growth, Some(route), budget) {
@@ -1251,7 +1255,7 @@ impl Stack {
             for id in others {
                 if let Some(path) = self.path_mut(id) {
                     path.queued[dir.index()] = false;
-                        }
+                }
                 let room = bound - batch.len();
                 if room == 0 {
                     // Could not take it after all: put it back.
@@ -1264,11 +1268,7 @@ impl Stack {
             }
         }
         let n = batch.len();
-        let Some(len) = batch
-            .first()
-            .and_then(|s| self.path(s.path))
-            .map(Path::len)
-        else {
+        let Some(len) = batch.first().and_then(|s| self.path(s.path)).map(Path::len) else {
             self.batch = batch;
             return 0;
         };
@@ -1454,7 +1454,10 @@ impl Stack {
         let Some(path) = self.paths[id.index as usize].path.as_mut() else {
             return;
         };
-        if path.queues[QueueKind::sink(dir) as usize].push(msg).is_err() {
+        if path.queues[QueueKind::sink(dir) as usize]
+            .push(msg)
+            .is_err()
+        {
             path.count_drop(DropReason::SINK_FULL);
         }
     }
@@ -1477,7 +1480,10 @@ impl Stack {
             let origin = f.origin;
             self.run_follow_up(f);
             if !self.shared.follow_ups.is_empty() {
-                let at = work.iter().position(|w| w.origin > origin).unwrap_or(work.len());
+                let at = work
+                    .iter()
+                    .position(|w| w.origin > origin)
+                    .unwrap_or(work.len());
                 for (i, g) in self.shared.follow_ups.drain(..).enumerate() {
                     work.insert(at + i, g);
                 }

@@ -91,14 +91,24 @@ impl From<std::time::Duration> for Duration {
 
 impl fmt::Display for Instant {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}.{:09}s", self.0 / 1_000_000_000, self.0 % 1_000_000_000)
+        write!(
+            f,
+            "{}.{:09}s",
+            self.0 / 1_000_000_000,
+            self.0 % 1_000_000_000
+        )
     }
 }
 
 impl fmt::Display for Duration {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.0 >= 1_000_000 {
-            write!(f, "{}.{:03}ms", self.0 / 1_000_000, (self.0 / 1_000) % 1_000)
+            write!(
+                f,
+                "{}.{:03}ms",
+                self.0 / 1_000_000,
+                (self.0 / 1_000) % 1_000
+            )
         } else {
             write!(f, "{}.{:03}us", self.0 / 1_000, self.0 % 1_000)
         }

@@ -90,10 +90,10 @@ fn synthetic5_file_is_a_clean_linear_stack() {
     let g = ModuleGraph::from_file(synthetic5_path(), &graph_specs::registry())
         .unwrap_or_else(|e| panic!("{e}"));
     let names: Vec<&str> = g.instances().iter().map(|i| i.name.as_str()).collect();
-    assert_eq!(names, ["echo", "h3", "h2", "h1", "link", "wire0"]);
+    assert_eq!(names, ["echo", "h2", "h1", "link", "wire"]);
     assert_eq!(
         graph_specs::names(&g, g.init_order()),
-        ["wire0", "link", "h1", "h2", "h3", "echo"]
+        ["wire", "link", "h1", "h2", "echo"]
     );
     // Linear: every connection joins a `down` to the next instance's `up`.
     for (i, c) in g.connections().iter().enumerate() {
@@ -110,24 +110,23 @@ fn builder_and_text_give_equal_graphs() {
     let from_text = parse(&text);
     let r = graph_specs::registry();
     let mut b = GraphBuilder::new(&r);
-    b.instance("echo", "ECHO");
-    for (n, tag) in [("h3", 3), ("h2", 2), ("h1", 1)] {
+    b.instance("echo", "ECHO").param("mode", "echo");
+    for (n, tag) in [("h2", 2), ("h1", 1)] {
         b.instance(n, "HDR").param("size", 8).param("tag", tag);
     }
     b.instance("link", "LINK");
-    b.instance("wire0", "WIRE").param("device", 0);
-    b.connect(("echo", "down"), ("h3", "up"))
-        .connect(("h3", "down"), ("h2", "up"))
+    b.instance("wire", "WIRE").param("device", 0);
+    b.connect(("echo", "down"), ("h2", "up"))
         .connect(("h2", "down"), ("h1", "up"))
         .connect(("h1", "down"), ("link", "up"))
-        .connect(("link", "down"), ("wire0", "up"));
+        .connect(("link", "down"), ("wire", "up"));
     let built = b.build().unwrap();
     assert_eq!(built, from_text);
 
     // Markers are part of the graph: an explicit `<` makes it differ.
     let mut b2 = b.clone();
     b2.connection(
-        ServiceRef::new("wire0", "up").init_after(),
+        ServiceRef::new("wire", "up").init_after(),
         ServiceRef::new("echo", "down"),
         None,
     );
@@ -172,7 +171,7 @@ fn dot_has_nodes_and_edges() {
 fn dot_marks_spec_level_ordering_too() {
     let g = ModuleGraph::from_file(synthetic5_path(), &graph_specs::registry()).unwrap();
     let dot = g.to_dot();
-    // echo.down is `<` in ECHO's spec: arrow echo -> h3.
+    // echo.down is `<` in ECHO's spec: arrow echo -> h2.
     assert!(dot.contains("n0 -> n1 [label=\"<down <> up\"];"), "{dot}");
     assert!(!dot.contains("dashed"), "{dot}");
 }
@@ -181,14 +180,11 @@ fn dot_marks_spec_level_ordering_too() {
 fn summary_lists_instances_connections_and_order() {
     let g = ModuleGraph::from_file(synthetic5_path(), &graph_specs::registry()).unwrap();
     let s = g.summary();
-    assert!(s.contains(": 6 instances, 5 connections"), "{s}");
-    assert!(s.contains("wire0  WIRE device=0"), "{s}");
-    assert!(s.contains("h3     HDR size=8 tag=3"), "{s}");
-    assert!(s.contains("echo.<down <> h3.up"), "{s}");
-    assert!(
-        s.contains("init order: wire0, link, h1, h2, h3, echo"),
-        "{s}"
-    );
+    assert!(s.contains(": 5 instances, 4 connections"), "{s}");
+    assert!(s.contains("wire  WIRE device=0"), "{s}");
+    assert!(s.contains("h2    HDR size=8 tag=2"), "{s}");
+    assert!(s.contains("echo.<down <> h2.up"), "{s}");
+    assert!(s.contains("init order: wire, link, h1, h2, echo"), "{s}");
 }
 
 #[test]

@@ -110,11 +110,20 @@ type Outputs = Vec<(Vec<Vec<u8>>, Vec<Vec<u8>>, u64, u64)>;
 /// `i` of `directions` is set): LDLP batches per direction, so for a path
 /// fed from both ends at once it interleaves the two directions per batch
 /// rather than per message (see the `sched` module docs).
-fn run(sched: SchedKind, paths: usize, directions: u8, input: &[(usize, Vec<u8>, bool)]) -> Outputs {
+fn run(
+    sched: SchedKind,
+    paths: usize,
+    directions: u8,
+    input: &[(usize, Vec<u8>, bool)],
+) -> Outputs {
     let (mut s, ids) = build(sched, paths);
     for (p, bytes, poll_after) in input {
         let p = p % paths;
-        let dir = if directions >> p & 1 == 1 { Dir::Forward } else { Dir::Backward };
+        let dir = if directions >> p & 1 == 1 {
+            Dir::Forward
+        } else {
+            Dir::Backward
+        };
         let m = s.pool().alloc_copy(bytes).unwrap();
         s.send(ids[p], dir, m).unwrap();
         if *poll_after {

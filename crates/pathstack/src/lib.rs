@@ -1,3 +1,27 @@
-//! pathstack: the facade crate.
+//! pathstack: a user-space protocol stack built on the path abstraction of
+//! the Scout operating system. This facade re-exports the crates and knows
+//! every module type that exists.
+//!
+//! ```
+//! let specs = pathstack::module_specs();
+//! assert!(specs.get("WIRE").is_some());
+//! ```
 #![forbid(unsafe_code)]
+
+pub use pathstack_classify as classify;
 pub use pathstack_core as core;
+pub use pathstack_devices as devices;
+pub use pathstack_inet as inet;
+
+use pathstack_core::graph::spec::SpecRegistry;
+use pathstack_core::stack::ModuleTypes;
+
+/// Every module type a pathstack graph may use, with its factory.
+pub fn module_types() -> ModuleTypes {
+    ModuleTypes::core()
+}
+
+/// The specs of every module type, for checking graph files.
+pub fn module_specs() -> SpecRegistry {
+    module_types().specs()
+}

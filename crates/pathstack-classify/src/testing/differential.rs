@@ -40,13 +40,16 @@ impl Differential {
                 let t = self.tree.insert(*path, filter.mode(), &levels);
                 let r = self.reference.insert(*path, filter.mode(), &levels);
                 if !same_outcome(&t, &r) {
-                    return Err(format!("insert {path} {filter:?}: tree {t:?}, reference {r:?}"));
+                    return Err(format!(
+                        "insert {path} {filter:?}: tree {t:?}, reference {r:?}"
+                    ));
                 }
                 // A refused insert leaves nothing behind.
-                if t.is_err() && !matches!(t, Err(ClassifyError::PathExists { .. })) {
-                    if self.tree.contains_path(*path) {
-                        return Err(format!("refused insert of {path} left keys behind"));
-                    }
+                if t.is_err()
+                    && !matches!(t, Err(ClassifyError::PathExists { .. }))
+                    && self.tree.contains_path(*path)
+                {
+                    return Err(format!("refused insert of {path} left keys behind"));
                 }
             }
             Op::Remove(path) => {
@@ -65,7 +68,9 @@ impl Differential {
             }
             Op::LookupRaw { at, bytes } => self.lookup(*at, bytes)?,
         }
-        if self.reference.is_empty() && (self.tree.node_count() != 0 || self.tree.chain_count() != 0) {
+        if self.reference.is_empty()
+            && (self.tree.node_count() != 0 || self.tree.chain_count() != 0)
+        {
             return Err(format!(
                 "all paths removed but {} nodes and {} chains remain",
                 self.tree.node_count(),

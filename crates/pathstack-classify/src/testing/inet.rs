@@ -68,9 +68,9 @@ impl PartialClassifier for Ipv4Classifier {
         let fragment = (h[6] & 0x20) != 0 || (u16::from_be_bytes([h[6], h[7]]) & 0x1fff) != 0;
         let used = if fragment { msg.len() } else { ihl };
         let key = match mode {
-            KeyMode::Active => Key::from_array([
-                h[9], h[16], h[17], h[18], h[19], h[12], h[13], h[14], h[15],
-            ]),
+            KeyMode::Active => {
+                Key::from_array([h[9], h[16], h[17], h[18], h[19], h[12], h[13], h[14], h[15]])
+            }
             KeyMode::Passive => Key::from_array([h[9]]),
         };
         Some((key, used))

@@ -10,7 +10,12 @@ use super::packet::{PacketSpec, Payload};
 use crate::{Key, KeyMode, Level, ModuleId, PathId};
 
 /// IPv4 addresses used by generated filters and packets.
-pub const ADDRS: [[u8; 4]; 4] = [[10, 0, 0, 1], [10, 0, 0, 2], [192, 12, 69, 168], [18, 181, 0, 21]];
+pub const ADDRS: [[u8; 4]; 4] = [
+    [10, 0, 0, 1],
+    [10, 0, 0, 2],
+    [192, 12, 69, 168],
+    [18, 181, 0, 21],
+];
 /// Ports used by generated filters and packets.
 pub const PORTS: [u16; 4] = [21, 80, 3949, 3950];
 /// Path ids used by generated operations.

@@ -156,7 +156,10 @@ mod tests {
     #[test]
     fn rfc1071_example() {
         // RFC 1071 §3: the sum of 0001 f203 f4f5 f6f7 is ddf2 (complement 220d).
-        assert_eq!(internet_checksum(&[0x00, 0x01, 0xf2, 0x03, 0xf4, 0xf5, 0xf6, 0xf7]), 0x220d);
+        assert_eq!(
+            internet_checksum(&[0x00, 0x01, 0xf2, 0x03, 0xf4, 0xf5, 0xf6, 0xf7]),
+            0x220d
+        );
         assert_eq!(internet_checksum(&[]), 0xffff);
         assert_eq!(internet_checksum(&[0xff]), !0xff00);
     }

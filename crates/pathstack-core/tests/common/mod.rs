@@ -23,11 +23,31 @@ pub const PROBE_SPEC: ModuleSpec = ModuleSpec {
         ServiceSpec::new("down", ServiceType::AIO, Count::Any),
     ],
     params: &[
-        ParamSpec { key: "route", doc: "down | up | end", required: false },
-        ParamSpec { key: "extend", doc: "down | up | end: decision when extended", required: false },
-        ParamSpec { key: "key", doc: "demux key byte (absent: pass through)", required: false },
-        ParamSpec { key: "fail", doc: "create | establish", required: false },
-        ParamSpec { key: "reroute", doc: "classify again at path ends", required: false },
+        ParamSpec {
+            key: "route",
+            doc: "down | up | end",
+            required: false,
+        },
+        ParamSpec {
+            key: "extend",
+            doc: "down | up | end: decision when extended",
+            required: false,
+        },
+        ParamSpec {
+            key: "key",
+            doc: "demux key byte (absent: pass through)",
+            required: false,
+        },
+        ParamSpec {
+            key: "fail",
+            doc: "create | establish",
+            required: false,
+        },
+        ParamSpec {
+            key: "reroute",
+            doc: "classify again at path ends",
+            required: false,
+        },
     ],
     understands: &["PROBE_NOTE", "PROBE_KEY"],
 };
@@ -102,12 +122,20 @@ impl Module for Probe {
     fn spec(&self) -> &'static ModuleSpec {
         &PROBE_SPEC
     }
-    fn create_stage(&mut self, entry: Option<usize>, attrs: &mut Attrs, cx: &mut CreateCx<'_>) -> Result<Created, PathError> {
+    fn create_stage(
+        &mut self,
+        entry: Option<usize>,
+        attrs: &mut Attrs,
+        cx: &mut CreateCx<'_>,
+    ) -> Result<Created, PathError> {
         self.seen_note.push(attrs.contains(&PROBE_NOTE));
         if self.fail.as_deref() == Some("create") {
             return Err(cx.refuse("told to fail"));
         }
-        self.log.lock().unwrap().push(format!("create {} entry={:?}", self.name, entry));
+        self.log
+            .lock()
+            .unwrap()
+            .push(format!("create {} entry={:?}", self.name, entry));
         Ok(Created {
             stage: Box::new(ProbeStage {
                 name: self.name.clone(),
@@ -120,12 +148,22 @@ impl Module for Probe {
     }
     fn extend_route(&mut self, _entry: Option<usize>, growth: Dir, _attrs: &Attrs) -> Route {
         // The `extend` decision holds for growth at end[1] only.
-        if growth == Dir::Forward { self.extend } else { Route::End }
+        if growth == Dir::Forward {
+            self.extend
+        } else {
+            Route::End
+        }
     }
     fn partial_classifier(&self) -> Option<Box<dyn PartialClassifier>> {
-        self.key.map(|_| Box::new(ProbeDemux) as Box<dyn PartialClassifier>)
+        self.key
+            .map(|_| Box::new(ProbeDemux) as Box<dyn PartialClassifier>)
     }
-    fn route_end(&mut self, _dir: Dir, msg: &mut Msg, cx: &mut RouteCx<'_>) -> Option<(PathId, Dir)> {
+    fn route_end(
+        &mut self,
+        _dir: Dir,
+        msg: &mut Msg,
+        cx: &mut RouteCx<'_>,
+    ) -> Option<(PathId, Dir)> {
         if !self.reroute {
             return None;
         }
@@ -146,17 +184,28 @@ pub struct ProbeStage {
 
 impl Stage for ProbeStage {
     fn process(&mut self, dir: Dir, msg: &mut Msg, _cx: &mut Cx<'_, '_>) -> Verdict {
-        self.log.lock().unwrap().push(format!("process {} {:?}", self.name, dir));
+        self.log
+            .lock()
+            .unwrap()
+            .push(format!("process {} {:?}", self.name, dir));
         if dir == Dir::Backward && self.key.is_some() && msg.pop(1).is_err() {
             return Verdict::Drop(DropReason::new("probe.short"));
         }
         Verdict::Next
     }
-    fn establish(&mut self, aux: &mut Attrs, _cx: &mut stage::EstablishCx<'_>) -> Result<(), PathError> {
+    fn establish(
+        &mut self,
+        aux: &mut Attrs,
+        _cx: &mut stage::EstablishCx<'_>,
+    ) -> Result<(), PathError> {
         const ORDER: AttrKey<Vec<String>> = AttrKey::limited("TEST_ORDER");
         let mut seen = aux.remove(&ORDER).unwrap_or_default();
         seen.push(self.name.clone());
-        self.log.lock().unwrap().push(format!("establish {} after {:?}", self.name, &seen[..seen.len() - 1]));
+        self.log.lock().unwrap().push(format!(
+            "establish {} after {:?}",
+            self.name,
+            &seen[..seen.len() - 1]
+        ));
         aux.insert(&ORDER, seen);
         if self.fail_establish {
             return Err(PathError::refused(&self.name, "establish told to fail"));
@@ -170,7 +219,10 @@ impl Stage for ProbeStage {
         }
     }
     fn destroy(&mut self, _cx: &mut Cx<'_, '_>) {
-        self.log.lock().unwrap().push(format!("destroy {}", self.name));
+        self.log
+            .lock()
+            .unwrap()
+            .push(format!("destroy {}", self.name));
     }
 }
 
@@ -181,16 +233,22 @@ pub fn types() -> ModuleTypes {
 }
 
 pub fn graph(text: &str) -> ModuleGraph {
-    ModuleGraph::from_text(text, Some("test.graph"), &types().specs()).unwrap_or_else(|e| panic!("{e}"))
+    ModuleGraph::from_text(text, Some("test.graph"), &types().specs())
+        .unwrap_or_else(|e| panic!("{e}"))
 }
 
 pub fn stack(text: &str) -> Stack {
-    Stack::builder(graph(text), types()).build().unwrap_or_else(|e| panic!("{e}"))
+    Stack::builder(graph(text), types())
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"))
 }
 
 pub fn participants(channel: u32) -> Attrs {
     Attrs::new().with(
         &keys::PARTICIPANTS,
-        keys::Participants { local: vec![keys::AddrPart::Id(channel)], remote: vec![] },
+        keys::Participants {
+            local: vec![keys::AddrPart::Id(channel)],
+            remote: vec![],
+        },
     )
 }

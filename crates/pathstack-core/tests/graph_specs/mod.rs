@@ -1,65 +1,20 @@
-//! Module types for the graph tests. WIRE, HDR, LINK and ECHO mirror the
-//! specs of the synthetic modules (same services, counts, markers and
-//! parameters) so `graphs/synthetic5.graph` can be checked here; the others
+//! Module types for the graph tests. WIRE, HDR, LINK and ECHO are the specs
+//! of the synthetic modules, so `graphs/synthetic5.graph` is checked here; the others
 //! exercise interface subtyping and every connection-count constraint.
 #![allow(dead_code)]
 
 use pathstack_core::graph::spec::*;
 
-pub static WIRE: ModuleSpec = ModuleSpec {
-    name: "WIRE",
-    doc: "device driver over an in-memory wire",
-    services: &[ServiceSpec::new("up", ServiceType::NETDEV, Count::Any)],
-    params: &[ParamSpec {
-        key: "device",
-        doc: "index into the devices given to the stack",
-        required: true,
-    }],
-    understands: &[],
-};
+/// The real synthetic module types, so `graphs/synthetic5.graph` is
+/// checked against what the stack instantiates.
+pub static WIRE: ModuleSpec = pathstack_core::synthetic::WIRE_SPEC;
+/// See [`WIRE`].
+pub static HDR: ModuleSpec = pathstack_core::synthetic::HDR_SPEC;
+/// See [`WIRE`].
+pub static LINK: ModuleSpec = pathstack_core::synthetic::LINK_SPEC;
+/// See [`WIRE`].
+pub static ECHO: ModuleSpec = pathstack_core::synthetic::ECHO_SPEC;
 
-pub static HDR: ModuleSpec = ModuleSpec {
-    name: "HDR",
-    doc: "synthetic layer pushing a checksummed header",
-    services: &[
-        ServiceSpec::new("up", ServiceType::AIO, Count::Any),
-        ServiceSpec::new("down", ServiceType::AIO, Count::ExactlyOne).init_after(),
-    ],
-    params: &[
-        ParamSpec {
-            key: "size",
-            doc: "header bytes",
-            required: false,
-        },
-        ParamSpec {
-            key: "tag",
-            doc: "header tag",
-            required: false,
-        },
-    ],
-    understands: &[],
-};
-
-pub static LINK: ModuleSpec = ModuleSpec {
-    name: "LINK",
-    doc: "synthetic link layer on a driver",
-    services: &[
-        ServiceSpec::new("up", ServiceType::AIO, Count::Any),
-        ServiceSpec::new("down", ServiceType::NETDEV, Count::ExactlyOne).init_after(),
-    ],
-    params: &[],
-    understands: &[],
-};
-
-pub static ECHO: ModuleSpec = ModuleSpec {
-    name: "ECHO",
-    doc: "echoes what it receives",
-    services: &[ServiceSpec::new("down", ServiceType::AIO, Count::ExactlyOne).init_after()],
-    params: &[],
-    understands: &[],
-};
-
-/// Provides a windowed stream (a subtype of aio), like the thesis' TCP.
 pub static STREAM: ModuleSpec = ModuleSpec {
     name: "STREAM",
     doc: "windowed byte stream",
