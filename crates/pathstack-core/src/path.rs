@@ -4,7 +4,9 @@
 use crate::attrs::Attrs;
 use crate::exec::Exec;
 use crate::ids::{Dir, DropCounts, DropReason, ModuleId, PathId};
+use crate::module::ModuleSlot;
 use crate::msg::Msg;
+use crate::stage::{Env, Shared};
 use crate::time::Instant;
 use std::collections::VecDeque;
 use thiserror::Error;
@@ -238,6 +240,40 @@ impl Path {
     pub fn stage(&self, pos: usize) -> Option<&dyn crate::stage::Stage> {
         self.exec.stage(pos)
     }
+    /// Splits the path into what one run borrows at once: its executor, the
+    /// environment its stages see (with the stack's modules and shared
+    /// state), and its counters.
+    pub(crate) fn split<'e>(
+        &'e mut self,
+        now: Instant,
+        modules: &'e mut [ModuleSlot],
+        shared: &'e mut Shared,
+        origin: u32,
+    ) -> (&'e mut dyn Exec, Env<'e>, &'e mut PathStats) {
+        let Path {
+            id,
+            exec,
+            attrs,
+            sched,
+            stage_modules,
+            stage_ids,
+            stats,
+            ..
+        } = self;
+        let env = Env {
+            now,
+            path: *id,
+            modules,
+            shared,
+            attrs,
+            sched,
+            stage_modules,
+            stage_ids,
+            origin,
+        };
+        (&mut **exec, env, stats)
+    }
+
     pub(crate) fn count_drop(&mut self, r: DropReason) {
         self.stats.drops.add(r);
     }

@@ -903,25 +903,7 @@ impl Stack {
         self.demux.remove(id);
         let mut order: Vec<usize> = (0..path.len()).collect();
         order.sort_by_key(|&p| path.stage_ids[p]);
-        let Path {
-            exec,
-            attrs,
-            sched,
-            stage_modules,
-            stage_ids,
-            ..
-        } = &mut path;
-        let mut env = Env {
-            now: self.now,
-            path: id,
-            modules: &mut self.modules,
-            shared: &mut self.shared,
-            attrs,
-            sched,
-            stage_modules,
-            stage_ids,
-            origin: 0,
-        };
+        let (exec, mut env, _) = path.split(self.now, &mut self.modules, &mut self.shared, 0);
         for pos in order {
             if let Some(stage) = exec.stage_mut(pos) {
                 let mut cx = Cx { env: &mut env, pos };
@@ -1089,25 +1071,7 @@ impl Stack {
         let Some(pos) = path.stage_ids.iter().position(|&s| s == stage) else {
             return;
         };
-        let Path {
-            exec,
-            attrs,
-            sched,
-            stage_modules,
-            stage_ids,
-            ..
-        } = path;
-        let mut env = Env {
-            now: self.now,
-            path: id,
-            modules: &mut self.modules,
-            shared: &mut self.shared,
-            attrs,
-            sched,
-            stage_modules,
-            stage_ids,
-            origin: 0,
-        };
+        let (exec, mut env, _) = path.split(self.now, &mut self.modules, &mut self.shared, 0);
         if let Some(s) = exec.stage_mut(pos) {
             let mut cx = Cx { env: &mut env, pos };
             s.on_timer(token, &mut cx);
@@ -1194,25 +1158,7 @@ impl Stack {
         path.stats.msgs_in[dir.index()] += 1;
         path.stats.bytes_in[dir.index()] += msg.len() as u64;
         let fate = {
-            let Path {
-                exec,
-                attrs,
-                sched,
-                stage_modules,
-                stage_ids,
-                ..
-            } = &mut *path;
-            let mut env = Env {
-                now: self.now,
-                path: id,
-                modules: &mut self.modules,
-                shared: &mut self.shared,
-                attrs,
-                sched,
-                stage_modules,
-                stage_ids,
-                origin: 0,
-            };
+            let (exec, mut env, _) = path.split(self.now, &mut self.modules, &mut self.shared, 0);
             let start = entry(dir, exec.len());
             exec.run(start, dir, &mut msg, &mut env)
         };
@@ -1283,26 +1229,8 @@ impl Stack {
                     slot.alive = false;
                     continue;
                 };
-                let Path {
-                    exec,
-                    attrs,
-                    sched,
-                    stage_modules,
-                    stage_ids,
-                    stats,
-                    ..
-                } = path;
-                let mut env = Env {
-                    now: self.now,
-                    path: slot.path,
-                    modules: &mut self.modules,
-                    shared: &mut self.shared,
-                    attrs,
-                    sched,
-                    stage_modules,
-                    stage_ids,
-                    origin: k as u32,
-                };
+                let (exec, mut env, stats) =
+                    path.split(self.now, &mut self.modules, &mut self.shared, k as u32);
                 match exec.process_at(pos, dir, &mut slot.msg, &mut env) {
                     crate::stage::Verdict::Next => any = true,
                     crate::stage::Verdict::Back => {
@@ -1314,7 +1242,7 @@ impl Stack {
                             msg: std::mem::take(&mut slot.msg),
                             origin: k as u32,
                         };
-                        if push_follow_up(&mut self.shared, f).is_err() {
+                        if push_follow_up(env.shared, f).is_err() {
                             stats.drops.add(DropReason::FOLLOW_UP_OVERFLOW);
                         }
                     }
@@ -1513,25 +1441,8 @@ impl Stack {
             return;
         };
         let fate = {
-            let Path {
-                exec,
-                attrs,
-                sched,
-                stage_modules,
-                stage_ids,
-                ..
-            } = path;
-            let mut env = Env {
-                now: self.now,
-                path: id,
-                modules: &mut self.modules,
-                shared: &mut self.shared,
-                attrs,
-                sched,
-                stage_modules,
-                stage_ids,
-                origin,
-            };
+            let (exec, mut env, _) =
+                path.split(self.now, &mut self.modules, &mut self.shared, origin);
             exec.run(start, dir, &mut msg, &mut env)
         };
         self.settle(id, fate, msg, origin);
