@@ -135,6 +135,27 @@ impl ModCx<'_> {
         self.shared.rx.push_back((self.module_id, frame));
         true
     }
+    /// Sends `msg` on path `path` from position `from` in direction `dir`
+    /// (see [`Cx::send_on`](crate::stage::Cx::send_on)): how a module's
+    /// spontaneous work (ARP retries, announcements) reaches the wire.
+    pub fn send_on(
+        &mut self,
+        path: PathId,
+        from: usize,
+        dir: Dir,
+        msg: Msg,
+    ) -> Result<(), crate::ids::DropReason> {
+        crate::stage::push_follow_up(
+            self.shared,
+            crate::stage::FollowUp {
+                path,
+                from,
+                dir,
+                msg,
+                origin: 0,
+            },
+        )
+    }
     /// Counts a message this module dropped outside any path.
     pub fn count_drop(&mut self, reason: crate::ids::DropReason) {
         self.drops.add(reason);
@@ -218,17 +239,16 @@ pub trait Module: Any + Send {
     }
 
     /// A message fell off the end of a short path at this module (dynamic
-    /// routing at path ends, thesis Fig. 2.5): return the path and direction
-    /// it continues on, typically found with [`RouteCx::classify`]. `None`
-    /// puts it in the path's sink queue.
-    fn route_end(
-        &mut self,
-        dir: Dir,
-        msg: &mut Msg,
-        cx: &mut RouteCx<'_>,
-    ) -> Option<(PathId, Dir)> {
+    /// routing at path ends, thesis Fig. 2.5): say where it goes — on to
+    /// another path (typically found with [`RouteCx::classify`]), into this
+    /// path's sink queue, or dropped.
+    ///
+    /// When the returned path also runs through this module, the message
+    /// continues there right after this module's stage (it has already
+    /// been processed up to here); otherwise it enters at that path's end.
+    fn route_end(&mut self, dir: Dir, msg: &mut Msg, cx: &mut RouteCx<'_>) -> EndRoute {
         let _ = (dir, msg, cx);
-        None
+        EndRoute::Sink
     }
 
     /// Does background work: device drivers receive frames here and pass
@@ -268,16 +288,62 @@ pub trait Module: Any + Send {
     }
 }
 
+/// Where a message that fell off a path's end goes ([`Module::route_end`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EndRoute {
+    /// On along another path, in direction `Dir`.
+    Continue(PathId, Dir),
+    /// Into the path's sink queue, for the application.
+    Sink,
+    /// Dropped, counted against the module with this reason.
+    Drop(crate::ids::DropReason),
+}
+
 /// Context of [`Module::route_end`].
 pub struct RouteCx<'a> {
+    pub(crate) now: Instant,
+    pub(crate) path: PathId,
     pub(crate) module_id: ModuleId,
     pub(crate) demux: &'a crate::demux::Demux,
+    pub(crate) shared: &'a mut Shared,
 }
 
 impl RouteCx<'_> {
+    /// Current stack time.
+    pub fn now(&self) -> Instant {
+        self.now
+    }
+    /// The path the message fell off.
+    pub fn path(&self) -> PathId {
+        self.path
+    }
     /// Classifies `msg` with the demux tree rooted at this module.
     pub fn classify(&self, msg: &[u8]) -> Option<(PathId, Dir)> {
         self.demux.classify(self.module_id, msg)
+    }
+    /// The message pool.
+    pub fn pool(&self) -> &MsgPool {
+        &self.shared.pool
+    }
+    /// Sends a message on a path (see [`Cx::send_on`](crate::stage::Cx::send_on)),
+    /// e.g. an ICMP error about the message that found no path.
+    pub fn send_on(
+        &mut self,
+        path: PathId,
+        from: usize,
+        dir: Dir,
+        msg: Msg,
+    ) -> Result<(), crate::ids::DropReason> {
+        crate::stage::push_follow_up(
+            self.shared,
+            crate::stage::FollowUp {
+                path,
+                from,
+                dir,
+                msg,
+                origin: 0,
+            },
+        )
     }
 }
 

@@ -256,6 +256,7 @@ impl MsgPool {
                 tail: head,
                 class: idx as u8,
                 pool: Some(Arc::clone(&self.inner)),
+                anno: Anno::default(),
             });
         }
         inner.exhausted.fetch_add(1, Ordering::Relaxed);
@@ -287,7 +288,41 @@ impl fmt::Debug for MsgPool {
     }
 }
 
-/// A message: bytes `[head, tail)` of a pooled buffer.
+/// Per-message annotations: a few fields a stage sets for its neighbours on
+/// the same message, as x-kernel message attributes and Click's packet
+/// annotations do (Click's `DST_IP_ANNO` is `next_hop` here). They let one
+/// path serve many peers: a passive path's IP stage learns the peer of each
+/// datagram on the way up and answers it on the way down.
+///
+/// Annotations travel with the message (also when it is turned around with
+/// [`Verdict::Back`](crate::stage::Verdict::Back)); a new message starts with
+/// all fields empty.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Anno {
+    /// The remote network address of the datagram: its source on the way
+    /// up, its destination on the way down (set by the application for an
+    /// unconnected send, or kept from the request for a reply).
+    pub peer_ip: Option<std::net::Ipv4Addr>,
+    /// The remote transport port (0: none), like `peer_ip`.
+    pub peer_port: u16,
+    /// Our address the datagram was sent to (on the way up).
+    pub local_ip: Option<std::net::Ipv4Addr>,
+    /// The IP next hop, set by IP routing on the way down and read by ARP.
+    pub next_hop: Option<std::net::Ipv4Addr>,
+    /// The link-layer destination, set by ARP on the way down and read by
+    /// the link layer.
+    pub link_dst: Option<[u8; 6]>,
+    /// Whether the frame arrived as a link-layer broadcast or multicast
+    /// (set by the link layer on the way up; RFC 1122 §3.2.2 forbids ICMP
+    /// errors about such frames).
+    pub link_broadcast: bool,
+    /// Where a parked message resumes: a stage that holds a message back
+    /// (ARP waiting for a reply) records its path and position here.
+    pub resume: Option<(crate::ids::PathId, u32)>,
+}
+
+/// A message: bytes `[head, tail)` of a pooled buffer, plus its
+/// [`Anno`]tations.
 ///
 /// `Msg::default()` is an empty message with no buffer (it never allocates);
 /// it is what `std::mem::take` leaves behind when a stage hands a message on.
@@ -298,9 +333,22 @@ pub struct Msg {
     tail: usize,
     class: u8,
     pool: Option<Arc<PoolInner>>,
+    anno: Anno,
 }
 
 impl Msg {
+    /// The message's annotations.
+    #[inline]
+    pub fn anno(&self) -> &Anno {
+        &self.anno
+    }
+
+    /// The message's annotations, writable.
+    #[inline]
+    pub fn anno_mut(&mut self) -> &mut Anno {
+        &mut self.anno
+    }
+
     /// Number of bytes in the message.
     #[inline]
     pub fn len(&self) -> usize {
@@ -423,7 +471,8 @@ impl Msg {
                 have: self.len(),
             });
         }
-        let rest = self.pool_handle()?.alloc_copy(&self.as_slice()[at..])?;
+        let mut rest = self.pool_handle()?.alloc_copy(&self.as_slice()[at..])?;
+        rest.anno = self.anno;
         self.tail = self.head + at;
         Ok(rest)
     }
@@ -435,9 +484,12 @@ impl Msg {
         self.extend_from_slice(other.as_slice())
     }
 
-    /// A copy of this message in a new buffer of the same pool.
+    /// A copy of this message (bytes and annotations) in a new buffer of
+    /// the same pool.
     pub fn try_clone(&self) -> Result<Msg, MsgError> {
-        self.pool_handle()?.alloc_copy(self.as_slice())
+        let mut m = self.pool_handle()?.alloc_copy(self.as_slice())?;
+        m.anno = self.anno;
+        Ok(m)
     }
 
     fn pool_handle(&self) -> Result<MsgPool, MsgError> {
@@ -456,6 +508,7 @@ impl Msg {
         let n = self.len();
         bigger.buf[bigger.tail..bigger.tail + n].copy_from_slice(self.as_slice());
         bigger.tail += n;
+        bigger.anno = self.anno;
         std::mem::swap(self, &mut bigger);
         Ok(())
     }

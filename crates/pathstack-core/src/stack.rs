@@ -14,7 +14,7 @@ use crate::exec::{entry, step, DynExec, Fate};
 use crate::graph::spec::{ModuleSpec, SpecRegistry};
 use crate::graph::ModuleGraph;
 use crate::ids::{Dir, DropCounts, DropReason, ModuleId, PathId};
-use crate::module::{parse_param, CreateCx, ModCx, Module, ModuleSlot, Route, RouteCx};
+use crate::module::{parse_param, CreateCx, EndRoute, ModCx, Module, ModuleSlot, Route, RouteCx};
 use crate::msg::{Msg, MsgPool, PoolConfig};
 use crate::path::{Path, PathQueue, PathStats, QueueKind, SchedParams};
 use crate::rules::{Rule, RuleTarget, RuleView};
@@ -1004,6 +1004,8 @@ impl Stack {
         }
         let mut work = self.fire_timers();
         work += self.poll_modules();
+        // Module timers and polls may have sent messages (ARP requests).
+        self.drain_follow_ups();
         work += self.classify_rx();
         work += self.run_pending();
         work
@@ -1360,24 +1362,51 @@ impl Stack {
         };
         let m = path.stage_modules[end_pos];
         let mut rcx = RouteCx {
+            now: self.now,
+            path: id,
             module_id: m,
             demux: &self.demux,
+            shared: &mut self.shared,
         };
         let next = self.modules[m.0 as usize]
             .module
             .route_end(dir, &mut msg, &mut rcx);
-        if let Some((next_id, next_dir)) = next.filter(|(n, _)| *n != id) {
-            if let Some(np) = self
-                .paths
-                .get_mut(next_id.index as usize)
-                .filter(|s| s.generation == next_id.generation)
-                .and_then(|s| s.path.as_mut())
-            {
-                if enqueue(np, &mut self.runq, next_dir, msg).is_err() {
-                    np.count_drop(DropReason::SOURCE_FULL);
+        match next {
+            EndRoute::Continue(next_id, next_dir) if next_id != id => {
+                if let Some(np) = live_mut(&mut self.paths, next_id) {
+                    // Already processed up to module `m`: continue right
+                    // after `m`'s stage on the new path if it has one.
+                    let at = match next_dir {
+                        Dir::Backward => np.stage_modules.iter().rposition(|&x| x == m),
+                        Dir::Forward => np.stage_modules.iter().position(|&x| x == m),
+                    };
+                    match at {
+                        Some(from) => {
+                            let f = FollowUp {
+                                path: next_id,
+                                from,
+                                dir: next_dir,
+                                msg,
+                                origin: 0,
+                            };
+                            if push_follow_up(&mut self.shared, f).is_err() {
+                                np.count_drop(DropReason::FOLLOW_UP_OVERFLOW);
+                            }
+                        }
+                        None => {
+                            if enqueue(np, &mut self.runq, next_dir, msg).is_err() {
+                                np.count_drop(DropReason::SOURCE_FULL);
+                            }
+                        }
+                    }
+                    return;
                 }
+            }
+            EndRoute::Drop(reason) => {
+                self.modules[m.0 as usize].drops.add(reason);
                 return;
             }
+            EndRoute::Continue(..) | EndRoute::Sink => {}
         }
         let Some(path) = self.paths[id.index as usize].path.as_mut() else {
             return;

@@ -212,6 +212,24 @@ impl<'a, 'e> Cx<'a, 'e> {
             },
         )
     }
+    /// Sends a message on another path (or this one) from position `from`
+    /// in direction `dir`: it starts at the neighbour of stage `from`. This
+    /// is how a stage resumes a message it parked on another path (ARP
+    /// releasing packets that waited for a reply) or hands a message to a
+    /// sibling path of its module (an IP stage sending an ICMP error on
+    /// ICMP's path). A path deleted in the meantime drops it silently.
+    pub fn send_on(&mut self, path: PathId, from: usize, dir: Dir, msg: Msg) -> Result<(), DropReason> {
+        push_follow_up(
+            self.env.shared,
+            FollowUp {
+                path,
+                from,
+                dir,
+                msg,
+                origin: self.env.origin,
+            },
+        )
+    }
     /// Arms a timer that calls this stage's [`Stage::on_timer`] with `token`
     /// after `after`.
     pub fn arm_timer(&mut self, after: Duration, token: u64) -> Result<TimerHandle, TimerError> {

@@ -62,7 +62,7 @@ pub enum ArpDropReason {
     InvalidTarget,
 }
 
-drop_reasons!(ArpDropReason {
+drop_reasons!(ArpDropReason, "arp" {
     Truncated => "truncated",
     UnsupportedHardware => "unsupported_hardware",
     UnsupportedProtocol => "unsupported_protocol",

@@ -90,7 +90,7 @@ impl<R: DropReason> fmt::Debug for DropCounts<R> {
 /// Implements [`DropReason`] for a fieldless enum: `ALL`, `as_str` and `index`
 /// from one list of `Variant => "name"` pairs, so the three cannot disagree.
 macro_rules! drop_reasons {
-    ($ty:ident { $($variant:ident => $name:literal),+ $(,)? }) => {
+    ($ty:ident, $prefix:literal { $($variant:ident => $name:literal),+ $(,)? }) => {
         impl $crate::drop_reason::DropReason for $ty {
             const ALL: &'static [Self] = &[$($ty::$variant),+];
             fn as_str(self) -> &'static str {
@@ -104,6 +104,14 @@ macro_rules! drop_reasons {
             /// The stable short name of this reason, for counters.
             pub fn as_str(self) -> &'static str {
                 <Self as $crate::drop_reason::DropReason>::as_str(self)
+            }
+            /// The reason as the path core counts it, qualified by the
+            /// protocol (`"<protocol>.<name>"`), so that per-path and
+            /// per-module drop tables say which layer dropped.
+            pub const fn qualified(self) -> pathstack_core::ids::DropReason {
+                match self {
+                    $($ty::$variant => pathstack_core::ids::DropReason::new(concat!($prefix, ".", $name))),+
+                }
             }
         }
     };

@@ -95,7 +95,7 @@ pub enum EthDropReason {
     MulticastSource,
 }
 
-drop_reasons!(EthDropReason {
+drop_reasons!(EthDropReason, "eth" {
     Truncated => "truncated",
     NotForUs => "not_for_us",
     LengthField => "length_field",

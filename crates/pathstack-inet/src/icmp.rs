@@ -69,7 +69,7 @@ pub enum IcmpDropReason {
     BroadcastEcho,
 }
 
-drop_reasons!(IcmpDropReason {
+drop_reasons!(IcmpDropReason, "icmp" {
     Truncated => "truncated",
     BadChecksum => "bad_checksum",
     UnknownType => "unknown_type",
@@ -261,7 +261,7 @@ pub enum ErrorSuppressed {
     RateLimited,
 }
 
-drop_reasons!(ErrorSuppressed {
+drop_reasons!(ErrorSuppressed, "icmp.error_suppressed" {
     AboutIcmpError => "about_icmp_error",
     Broadcast => "broadcast",
     NonInitialFragment => "non_initial_fragment",

@@ -84,7 +84,7 @@ pub enum Ipv4DropReason {
     Fragment,
 }
 
-drop_reasons!(Ipv4DropReason {
+drop_reasons!(Ipv4DropReason, "ipv4" {
     Truncated => "truncated",
     BadVersion => "bad_version",
     BadHeaderLength => "bad_header_length",

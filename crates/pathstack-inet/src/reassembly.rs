@@ -87,7 +87,7 @@ pub enum ReassemblyDropReason {
     TimedOut,
 }
 
-drop_reasons!(ReassemblyDropReason {
+drop_reasons!(ReassemblyDropReason, "reassembly" {
     BadLength => "bad_length",
     TooLarge => "too_large",
     Overlap => "overlap",

@@ -32,7 +32,7 @@ pub enum UdpDropReason {
     NoListener,
 }
 
-drop_reasons!(UdpDropReason {
+drop_reasons!(UdpDropReason, "udp" {
     Truncated => "truncated",
     BadLength => "bad_length",
     BadChecksum => "bad_checksum",

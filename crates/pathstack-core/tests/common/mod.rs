@@ -7,7 +7,7 @@ use pathstack_core::attrs::{keys, AttrKey, Attrs};
 use pathstack_core::demux::{DemuxKey, Key, KeyMode, PartialClassifier};
 use pathstack_core::graph::spec::{Count, ModuleSpec, ParamSpec, ServiceSpec, ServiceType};
 use pathstack_core::graph::ModuleGraph;
-use pathstack_core::module::RouteCx;
+use pathstack_core::module::{EndRoute, RouteCx};
 use pathstack_core::stack::{ModuleSetup, ModuleTypes};
 use pathstack_core::*;
 use std::sync::{Arc, Mutex};
@@ -158,20 +158,25 @@ impl Module for Probe {
         self.key
             .map(|_| Box::new(ProbeDemux) as Box<dyn PartialClassifier>)
     }
-    fn route_end(
-        &mut self,
-        _dir: Dir,
-        msg: &mut Msg,
-        cx: &mut RouteCx<'_>,
-    ) -> Option<(PathId, Dir)> {
-        if !self.reroute {
-            return None;
-        }
+    fn route_end(&mut self, _dir: Dir, msg: &mut Msg, cx: &mut RouteCx<'_>) -> EndRoute {
+        let Some(key) = self.key.filter(|_| self.reroute) else {
+            return EndRoute::Sink;
+        };
         // The stage popped our key byte: put it back and classify the
         // message as it arrived at this module (thesis §3.4.2: IP runs its
-        // own classifier on the reassembled datagram).
-        msg.push(1).ok()?[0] = self.key?;
-        cx.classify(msg.as_slice())
+        // own classifier on the reassembled datagram). The message goes on
+        // after this module's stage on the new path, so pop the byte again.
+        let Ok(b) = msg.push(1) else {
+            return EndRoute::Sink;
+        };
+        b[0] = key;
+        match cx.classify(msg.as_slice()) {
+            Some((p, d)) => {
+                let _ = msg.pop(1);
+                EndRoute::Continue(p, d)
+            }
+            None => EndRoute::Sink,
+        }
     }
 }
 
