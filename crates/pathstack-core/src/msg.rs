@@ -317,8 +317,9 @@ pub struct Anno {
     /// errors about such frames).
     pub link_broadcast: bool,
     /// Where a parked message resumes: a stage that holds a message back
-    /// (ARP waiting for a reply) records its path and position here.
-    pub resume: Option<(crate::ids::PathId, u32)>,
+    /// (ARP waiting for a reply) records its path, its position and the
+    /// direction the message was travelling in.
+    pub resume: Option<(crate::ids::PathId, u32, crate::ids::Dir)>,
 }
 
 /// A message: bytes `[head, tail)` of a pooled buffer, plus its

@@ -415,6 +415,11 @@ impl Stack {
         self.modules.get(m.0 as usize).map(|s| &s.drops)
     }
 
+    /// A module's statistics lines ([`Module::stats`]).
+    pub fn module_stats(&self, m: ModuleId) -> Option<Vec<(String, u64)>> {
+        self.modules.get(m.0 as usize).map(|s| s.module.stats())
+    }
+
     /// The module graph the stack was built from.
     pub fn graph(&self) -> &ModuleGraph {
         &self.graph
@@ -1009,6 +1014,24 @@ impl Stack {
         work += self.classify_rx();
         work += self.run_pending();
         work
+    }
+
+    /// Hands `frame` to the stack as if driver module `module` had received
+    /// it: it is classified from `module` on the next [`Stack::poll`].
+    /// For applications that run their own driver loop, and for tests.
+    /// Returns `false` (and counts a drop) when the bounded receive queue is
+    /// full or `module` does not exist.
+    pub fn inject(&mut self, module: ModuleId, frame: Msg) -> bool {
+        let Some(slot) = self.modules.get_mut(module.0 as usize) else {
+            return false;
+        };
+        if self.shared.rx.len() >= self.shared.rx_cap {
+            self.shared.rx_drops += 1;
+            slot.drops.add(DropReason::RX_FULL);
+            return false;
+        }
+        self.shared.rx.push_back((module, frame));
+        true
     }
 
     /// The earliest time at which [`Stack::poll`] has timed work to do, if any.

@@ -218,7 +218,13 @@ impl<'a, 'e> Cx<'a, 'e> {
     /// releasing packets that waited for a reply) or hands a message to a
     /// sibling path of its module (an IP stage sending an ICMP error on
     /// ICMP's path). A path deleted in the meantime drops it silently.
-    pub fn send_on(&mut self, path: PathId, from: usize, dir: Dir, msg: Msg) -> Result<(), DropReason> {
+    pub fn send_on(
+        &mut self,
+        path: PathId,
+        from: usize,
+        dir: Dir,
+        msg: Msg,
+    ) -> Result<(), DropReason> {
         push_follow_up(
             self.env.shared,
             FollowUp {

@@ -58,6 +58,32 @@ impl MacAddr {
     }
 }
 
+/// Why a MAC address string did not parse.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("`{0}` is not a MAC address (expected six hex bytes like 02:00:00:00:00:01)")]
+pub struct MacParseError(pub String);
+
+impl std::str::FromStr for MacAddr {
+    type Err = MacParseError;
+    /// Parses `aa:bb:cc:dd:ee:ff` (or with `-` separators).
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let err = || MacParseError(s.to_string());
+        let mut out = [0u8; 6];
+        let mut parts = s.split([':', '-']);
+        for b in &mut out {
+            let p = parts.next().ok_or_else(err)?;
+            if p.is_empty() || p.len() > 2 {
+                return Err(err());
+            }
+            *b = u8::from_str_radix(p, 16).map_err(|_| err())?;
+        }
+        if parts.next().is_some() {
+            return Err(err());
+        }
+        Ok(MacAddr(out))
+    }
+}
+
 impl fmt::Display for MacAddr {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let b = self.0;

@@ -19,6 +19,7 @@ pub mod eth;
 pub mod frag;
 pub mod icmp;
 pub mod ipv4;
+pub mod modules;
 pub mod rate_limit;
 pub mod reassembly;
 pub mod route;

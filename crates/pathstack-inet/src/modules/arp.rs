@@ -1,0 +1,429 @@
+//! `ARP`: address resolution on a path (RFC 826), with the gratuitous
+//! announcement at start (RFC 5227 §2.3).
+//!
+//! `ARP` stands between IP and ETH. On an IP path its stage resolves the
+//! next hop IP chose (the [`Anno::next_hop`](pathstack_core::Anno)) to a MAC
+//! for ETH; a packet whose next hop is not yet known is parked in the
+//! module's bounded queue, an ARP request goes out on ARP's own path, and
+//! the packet resumes on its own path, right after the ARP stage, when the
+//! reply arrives (or is dropped, counted, after the last retry).
+//! ARP's own path (`ARP / ETH / driver`, EtherType 0x0806) carries
+//! requests, replies and announcements.
+
+use super::params::{optional, required};
+use super::ETHERTYPE_ARP;
+use crate::arp::{ArpCache, ArpConfig, ArpEvent, ArpInput, ArpPacket, Resolution, PACKET_LEN};
+use crate::eth::MacAddr;
+use pathstack_core::attrs::{keys, Attrs};
+use pathstack_core::error::{ModuleError, PathError};
+use pathstack_core::graph::spec::{Count, ModuleSpec, ParamSpec, ServiceSpec, ServiceType};
+use pathstack_core::module::{CreateCx, Created, ModCx, Module, Route};
+use pathstack_core::stack::ModuleSetup;
+use pathstack_core::stage::{Cx, Stage, Verdict};
+use pathstack_core::{Dir, DropReason, Instant, Msg, MsgPool, PathId};
+use std::collections::VecDeque;
+use std::net::Ipv4Addr;
+
+/// Spec of `ARP`.
+pub const ARP_SPEC: ModuleSpec = ModuleSpec {
+    name: "ARP",
+    doc: "ARP (RFC 826): resolves next hops for IP paths, answers requests, announces at start (RFC 5227)",
+    services: &[
+        ServiceSpec::new("up", ServiceType::AIO, Count::Any),
+        ServiceSpec::new("down", ServiceType::AIO, Count::ExactlyOne).init_after(),
+    ],
+    params: &[
+        ParamSpec {
+            key: "ip",
+            doc: "the interface's IPv4 address",
+            required: true,
+        },
+        ParamSpec {
+            key: "mac",
+            doc: "the interface's MAC address",
+            required: true,
+        },
+        ParamSpec {
+            key: "entries",
+            doc: "cache size (default 64)",
+            required: false,
+        },
+        ParamSpec {
+            key: "pending",
+            doc: "packets waiting for resolution over all addresses (default 256)",
+            required: false,
+        },
+        ParamSpec {
+            key: "pending_per_addr",
+            doc: "packets waiting for one address (default 48: a 64 KiB datagram in fragments)",
+            required: false,
+        },
+        ParamSpec {
+            key: "announce",
+            doc: "send a gratuitous announcement at start: true (default) or false",
+            required: false,
+        },
+    ],
+    understands: &[],
+};
+
+const NO_NEXT_HOP: DropReason = DropReason::new("arp.no_next_hop");
+const NO_BUFFER: DropReason = DropReason::new("arp.no_buffer");
+
+/// Counters of the `ARP` module.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ArpCounters {
+    /// Requests sent (first tries and retries).
+    pub requests_sent: u64,
+    /// Replies sent to requests for our address.
+    pub replies_sent: u64,
+    /// Gratuitous announcements sent.
+    pub announcements_sent: u64,
+    /// Packets that waited for a reply and went on.
+    pub released: u64,
+    /// Resolutions given up after the last retry.
+    pub gave_up: u64,
+    /// Messages ARP could not send (no buffer, follow-up list full).
+    pub send_failures: u64,
+}
+
+/// The `ARP` module of one interface: the cache and ARP's own path.
+pub struct ArpModule {
+    ip: Ipv4Addr,
+    mac: MacAddr,
+    cache: ArpCache,
+    /// ARP's own path and the direction that leads down it.
+    own: Option<(PathId, Dir)>,
+    announce: bool,
+    /// When `poll` has timed work: a retry, an expiry, the announcement.
+    next_work: Option<Instant>,
+    /// Packets released by a reply, waiting to be resumed (bounded by the
+    /// cache's pending limit; preallocated).
+    released: VecDeque<Msg>,
+    counters: ArpCounters,
+}
+
+impl ArpModule {
+    /// Factory: parameters `ip`, `mac`, `entries`, `pending`, `announce`.
+    pub fn create(setup: &mut ModuleSetup<'_>) -> Result<Box<dyn Module>, ModuleError> {
+        let ip = required(setup, "ip", str::parse::<Ipv4Addr>)?;
+        let mac = required(setup, "mac", str::parse::<MacAddr>)?;
+        let mut cfg = ArpConfig::default();
+        cfg.capacity = setup.param("entries", cfg.capacity)?;
+        // A whole 64 KiB datagram at MTU 1500 is 45 fragments; all of them
+        // may wait for one resolution (Linux keeps up to 208 KiB per
+        // neighbour, `unres_qlen_bytes`).
+        cfg.pending_per_addr = setup.param("pending_per_addr", 48usize)?;
+        cfg.pending_total = setup.param("pending", 256usize)?;
+        let announce = optional(setup, "announce", str::parse::<bool>)?.unwrap_or(true);
+        Ok(Box::new(ArpModule {
+            ip,
+            mac,
+            released: VecDeque::with_capacity(cfg.pending_total),
+            cache: ArpCache::new(cfg),
+            own: None,
+            announce,
+            next_work: None,
+            counters: ArpCounters::default(),
+        }))
+    }
+
+    /// The cache (read-only: lookups, drop counts).
+    pub fn cache(&self) -> &ArpCache {
+        &self.cache
+    }
+
+    /// The counters.
+    pub fn counters(&self) -> ArpCounters {
+        self.counters
+    }
+
+    /// ARP's own path, once created.
+    pub fn own_path(&self) -> Option<PathId> {
+        self.own.map(|(p, _)| p)
+    }
+
+    fn packet(&self, pool: &MsgPool, pkt: &ArpPacket, dst: MacAddr) -> Option<Msg> {
+        let mut m = pool.alloc(PACKET_LEN).ok()?;
+        pkt.emit(m.as_mut_slice())?;
+        m.anno_mut().link_dst = Some(dst.0);
+        Some(m)
+    }
+
+    fn request(&self, pool: &MsgPool, target: Ipv4Addr) -> Option<Msg> {
+        self.packet(
+            pool,
+            &ArpPacket::request(self.mac, self.ip, target),
+            MacAddr::BROADCAST,
+        )
+    }
+
+    fn refresh_next_work(&mut self) {
+        let announce = (self.announce && self.own.is_some()).then_some(Instant::ZERO);
+        self.next_work = match (announce, self.cache.poll_at()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+    }
+
+    /// Sends `msg` down ARP's own path from the ARP stage (position 0).
+    fn send_own(&mut self, cx: &mut ModCx<'_>, msg: Option<Msg>) -> bool {
+        let (Some((path, down)), Some(m)) = (self.own, msg) else {
+            self.counters.send_failures += 1;
+            return false;
+        };
+        let ok = cx.send_on(path, 0, down, m).is_ok();
+        if !ok {
+            self.counters.send_failures += 1;
+        }
+        ok
+    }
+}
+
+impl Module for ArpModule {
+    fn spec(&self) -> &'static ModuleSpec {
+        &ARP_SPEC
+    }
+
+    fn init(&mut self, cx: &mut ModCx<'_>) -> Result<(), ModuleError> {
+        cx.request_path(Attrs::new().with(&keys::PASSIVE_OPEN, true), 0);
+        Ok(())
+    }
+
+    fn path_created(&mut self, _tag: u64, result: Result<PathId, &PathError>) {
+        if let Ok(p) = result {
+            // ARP's stage is end[0] of its own path: down is Forward.
+            self.own = Some((p, Dir::Forward));
+            self.refresh_next_work();
+        }
+    }
+
+    fn create_stage(
+        &mut self,
+        entry: Option<usize>,
+        attrs: &mut Attrs,
+        cx: &mut CreateCx<'_>,
+    ) -> Result<Created, PathError> {
+        let role = match entry {
+            None => {
+                attrs.insert(&keys::PROT_ID, u32::from(ETHERTYPE_ARP));
+                Role::Own
+            }
+            Some(_) => {
+                if attrs.get(&keys::PROT_ID).is_none() {
+                    return Err(cx.refuse("a path through ARP needs PROT_ID (the EtherType above)"));
+                }
+                Role::Resolver
+            }
+        };
+        Ok(Created {
+            stage: Box::new(ArpStage {
+                role,
+                down: cx.growth(),
+            }),
+            route: Route::Service(1),
+        })
+    }
+
+    fn poll(&mut self, cx: &mut ModCx<'_>) -> usize {
+        let now = cx.now();
+        if self.next_work.is_none_or(|t| t > now) {
+            return 0;
+        }
+        let mut work = 0;
+        if self.announce && self.own.is_some() {
+            let a = ArpPacket::announcement(self.mac, self.ip);
+            let m = self.packet(cx.pool(), &a, MacAddr::BROADCAST);
+            if self.send_own(cx, m) {
+                self.counters.announcements_sent += 1;
+            }
+            self.announce = false;
+            work += 1;
+        }
+        let mut events: [Option<ArpEvent>; 16] = [None; 16];
+        let mut n = 0;
+        let mut more = 0u64;
+        self.cache.poll(now, |e| {
+            if n < events.len() {
+                events[n] = Some(e);
+                n += 1;
+            } else if let ArpEvent::SendRequest(_) = e {
+                // More retries due at once than fit here: they go out on a
+                // later poll would be wrong (the cache counted them sent);
+                // count them as failures instead of allocating.
+                more += 1;
+            }
+        });
+        self.counters.send_failures += more;
+        for e in events.into_iter().take(n).flatten() {
+            work += 1;
+            match e {
+                ArpEvent::SendRequest(ip) => {
+                    let m = self.request(cx.pool(), ip);
+                    if self.send_own(cx, m) {
+                        self.counters.requests_sent += 1;
+                    }
+                }
+                ArpEvent::GaveUp { .. } => self.counters.gave_up += 1,
+            }
+        }
+        self.refresh_next_work();
+        work
+    }
+
+    fn poll_at(&self) -> Option<Instant> {
+        self.next_work
+    }
+
+    fn stats(&self) -> Vec<(String, u64)> {
+        let c = self.counters;
+        let mut v = vec![
+            ("requests_sent".into(), c.requests_sent),
+            ("replies_sent".into(), c.replies_sent),
+            ("announcements_sent".into(), c.announcements_sent),
+            ("released".into(), c.released),
+            ("gave_up".into(), c.gave_up),
+            ("send_failures".into(), c.send_failures),
+            ("pending".into(), self.cache.pending_len() as u64),
+        ];
+        v.extend(
+            self.cache
+                .drops()
+                .iter()
+                .filter(|(_, n)| *n > 0)
+                .map(|(r, n)| (format!("cache_drop.{r}"), n)),
+        );
+        v
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Role {
+    /// Top of ARP's own path: ARP packets.
+    Own,
+    /// On an IP path: resolve next hops.
+    Resolver,
+}
+
+/// The `ARP` stage: ARP's own path end, or the resolver on an IP path.
+pub struct ArpStage {
+    role: Role,
+    down: Dir,
+}
+
+impl ArpStage {
+    /// An ARP packet arrived on ARP's own path.
+    fn input(&mut self, msg: &mut Msg, cx: &mut Cx<'_, '_>) -> Verdict {
+        let now = cx.now();
+        let pkt = match ArpPacket::parse(msg.as_slice()) {
+            Ok(p) => p,
+            Err(e) => return Verdict::Drop(e.qualified()),
+        };
+        let Some(m) = cx.module::<ArpModule>() else {
+            return Verdict::Drop(NO_NEXT_HOP);
+        };
+        let released = &mut m.released;
+        let input = m.cache.on_packet(&pkt, m.ip, now, |mac, mut parked| {
+            parked.anno_mut().link_dst = Some(mac.0);
+            released.push_back(parked);
+        });
+        let (own_ip, own_mac) = (m.ip, m.mac);
+        m.refresh_next_work();
+        // Resume the packets that waited, each on its own path right after
+        // the ARP stage that parked it.
+        while let Some(p) = cx
+            .module::<ArpModule>()
+            .and_then(|m| m.released.pop_front())
+        {
+            let resumed = match p.anno().resume {
+                Some((path, pos, dir)) => cx.send_on(path, pos as usize, dir, p).is_ok(),
+                None => false,
+            };
+            if let Some(m) = cx.module::<ArpModule>() {
+                if resumed {
+                    m.counters.released += 1;
+                } else {
+                    m.counters.send_failures += 1;
+                }
+            }
+        }
+        match input {
+            Ok(ArpInput::ReplyNeeded) => match crate::arp::reply_in_place(msg, own_mac, own_ip) {
+                Ok(requester) => {
+                    msg.anno_mut().link_dst = Some(requester.0);
+                    if let Some(m) = cx.module::<ArpModule>() {
+                        m.counters.replies_sent += 1;
+                    }
+                    Verdict::Back
+                }
+                Err(e) => Verdict::Drop(e.qualified()),
+            },
+            Ok(ArpInput::Absorbed) => Verdict::Consumed,
+            Err(e) => Verdict::Drop(e.qualified()),
+        }
+    }
+
+    /// An IP packet on its way down: find the next hop's MAC.
+    fn resolve(&mut self, msg: &mut Msg, cx: &mut Cx<'_, '_>) -> Verdict {
+        let now = cx.now();
+        let Some(next_hop) = msg.anno().next_hop else {
+            return Verdict::Drop(NO_NEXT_HOP);
+        };
+        let Some(m) = cx.module::<ArpModule>() else {
+            return Verdict::Drop(NO_NEXT_HOP);
+        };
+        // The fast path: a cached mapping, nothing moves.
+        if let Some(mac) = m.cache.lookup(next_hop, now) {
+            msg.anno_mut().link_dst = Some(mac.0);
+            return Verdict::Next;
+        }
+        msg.anno_mut().resume = Some((cx.path(), cx.position() as u32, self.down));
+        let pool = cx.pool().clone();
+        let Some(m) = cx.module::<ArpModule>() else {
+            return Verdict::Drop(NO_NEXT_HOP);
+        };
+        let (verdict, request) = match m.cache.lookup_or_queue(next_hop, std::mem::take(msg), now) {
+            Resolution::Resolved(mac, back) => {
+                *msg = back;
+                msg.anno_mut().link_dst = Some(mac.0);
+                (Verdict::Next, None)
+            }
+            Resolution::Queued { send_request } => {
+                let req = send_request
+                    .then(|| m.own.zip(m.request(&pool, next_hop)))
+                    .flatten();
+                (Verdict::Consumed, req)
+            }
+            Resolution::Dropped(r) => (Verdict::Drop(r.qualified()), None),
+        };
+        m.refresh_next_work();
+        if let Some(((own, own_down), req)) = request {
+            let sent = cx.send_on(own, 0, own_down, req).is_ok();
+            if let Some(m) = cx.module::<ArpModule>() {
+                if sent {
+                    m.counters.requests_sent += 1;
+                } else {
+                    m.counters.send_failures += 1;
+                }
+            }
+        }
+        verdict
+    }
+}
+
+impl Stage for ArpStage {
+    #[inline]
+    fn process(&mut self, dir: Dir, msg: &mut Msg, cx: &mut Cx<'_, '_>) -> Verdict {
+        match (self.role, dir == self.down) {
+            (Role::Resolver, true) => self.resolve(msg, cx),
+            (Role::Resolver, false) => Verdict::Next,
+            (Role::Own, false) => self.input(msg, cx),
+            (Role::Own, true) => {
+                if msg.anno().link_dst.is_none() {
+                    return Verdict::Drop(NO_BUFFER);
+                }
+                Verdict::Next
+            }
+        }
+    }
+}

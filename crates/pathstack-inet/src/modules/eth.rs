@@ -1,0 +1,141 @@
+//! `ETH`: Ethernet II on a path — EtherType demultiplexing, destination
+//! filtering (own unicast and broadcast), the source address of the device,
+//! padding to the minimum frame.
+
+use super::params::required;
+use crate::eth::{self as wire, EthHeader, MacAddr};
+use pathstack_core::attrs::{keys, Attrs};
+use pathstack_core::demux::{DemuxKey, Key, KeyMode, PartialClassifier};
+use pathstack_core::error::{ModuleError, PathError};
+use pathstack_core::graph::spec::{Count, ModuleSpec, ParamSpec, ServiceSpec, ServiceType};
+use pathstack_core::module::{CreateCx, Created, Module, Route};
+use pathstack_core::stack::ModuleSetup;
+use pathstack_core::stage::{Cx, Stage, Verdict};
+use pathstack_core::{Dir, DropReason, Msg};
+
+/// Spec of `ETH`.
+pub const ETH_SPEC: ModuleSpec = ModuleSpec {
+    name: "ETH",
+    doc: "Ethernet II: EtherType demultiplexing, destination filter, minimum-frame padding",
+    services: &[
+        ServiceSpec::new("up", ServiceType::AIO, Count::Any),
+        ServiceSpec::new("down", ServiceType::NETDEV, Count::ExactlyOne).init_after(),
+    ],
+    params: &[ParamSpec {
+        key: "mac",
+        doc: "the interface's MAC address (source of every frame), e.g. 02:00:00:00:00:01",
+        required: true,
+    }],
+    understands: &[],
+};
+
+const NO_LINK_DST: DropReason = DropReason::new("eth.no_link_destination");
+const NO_HEADROOM: DropReason = DropReason::new("eth.no_headroom");
+
+/// The `ETH` module: the interface's address.
+pub struct EthModule {
+    mac: MacAddr,
+}
+
+impl EthModule {
+    /// Factory: parameter `mac`.
+    pub fn create(setup: &mut ModuleSetup<'_>) -> Result<Box<dyn Module>, ModuleError> {
+        let mac = required(setup, "mac", str::parse::<MacAddr>)?;
+        Ok(Box::new(EthModule { mac }))
+    }
+
+    /// The interface's MAC address.
+    pub fn mac(&self) -> MacAddr {
+        self.mac
+    }
+}
+
+/// The Ethernet partial classifier: the EtherType (same key in both modes).
+struct EthDemux;
+
+impl PartialClassifier for EthDemux {
+    #[inline]
+    fn extract(&self, msg: &[u8], _mode: KeyMode) -> Option<(Key, usize)> {
+        let h = msg.get(..wire::HEADER_LEN)?;
+        Some((Key::from_array([h[12], h[13]]), wire::HEADER_LEN))
+    }
+}
+
+impl Module for EthModule {
+    fn spec(&self) -> &'static ModuleSpec {
+        &ETH_SPEC
+    }
+
+    fn create_stage(
+        &mut self,
+        _entry: Option<usize>,
+        attrs: &mut Attrs,
+        cx: &mut CreateCx<'_>,
+    ) -> Result<Created, PathError> {
+        // The module above names its protocol (x-kernel's protocol number
+        // handshake): that is the EtherType of this path.
+        let ethertype = attrs
+            .get(&keys::PROT_ID)
+            .and_then(|&p| u16::try_from(p).ok())
+            .filter(|&t| t >= 0x0600)
+            .ok_or_else(|| {
+                cx.refuse("a path through ETH needs PROT_ID = its EtherType (≥ 0x0600)")
+            })?;
+        Ok(Created {
+            stage: Box::new(EthStage {
+                ethertype,
+                mac: self.mac,
+                down: cx.growth(),
+            }),
+            route: Route::Service(1),
+        })
+    }
+
+    fn partial_classifier(&self) -> Option<Box<dyn PartialClassifier>> {
+        Some(Box::new(EthDemux))
+    }
+}
+
+/// The `ETH` stage of one path: its EtherType.
+pub struct EthStage {
+    ethertype: u16,
+    mac: MacAddr,
+    down: Dir,
+}
+
+impl Stage for EthStage {
+    #[inline]
+    fn process(&mut self, dir: Dir, msg: &mut Msg, _cx: &mut Cx<'_, '_>) -> Verdict {
+        if dir == self.down {
+            let Some(dst) = msg.anno().link_dst else {
+                return Verdict::Drop(NO_LINK_DST);
+            };
+            let h = EthHeader {
+                dst: MacAddr(dst),
+                src: self.mac,
+                ethertype: wire::EtherType(self.ethertype),
+            };
+            if h.push_onto(msg).is_err() || wire::pad_to_minimum(msg).is_err() {
+                return Verdict::Drop(NO_HEADROOM);
+            }
+            Verdict::Next
+        } else {
+            let h = match EthHeader::pop_from(msg) {
+                Ok(h) => h,
+                Err(e) => return Verdict::Drop(e.qualified()),
+            };
+            if let Err(e) = wire::filter_destination(h.dst, self.mac) {
+                return Verdict::Drop(e.qualified());
+            }
+            if h.ethertype.0 != self.ethertype {
+                return Verdict::Drop(crate::EthDropReason::UnknownEtherType.qualified());
+            }
+            msg.anno_mut().link_broadcast = !h.dst.is_unicast();
+            Verdict::Next
+        }
+    }
+
+    fn demux_key(&self, _mode: KeyMode, _aux: &Attrs) -> DemuxKey {
+        DemuxKey::Key(Key::from_array(self.ethertype.to_be_bytes()))
+    }
+}

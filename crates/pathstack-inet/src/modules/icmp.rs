@@ -1,0 +1,209 @@
+//! `ICMP`: echo (RFC 792) and the receiving side of ICMP errors.
+//!
+//! ICMP creates its path through IP when it initializes (thesis §4.1.2): a
+//! passive path for IP protocol 1 that answers echo requests in place —
+//! turned around at the ICMP stage, back down the same path to the peer IP
+//! recorded on the way up — and leaves echo replies and errors in the
+//! path's sink queue for the application (a `ping` client). IP sends the
+//! errors it generates down this path too.
+
+use crate::icmp::{echo_reply_in_place, types, IcmpDropReason, IcmpPacket, HEADER_LEN};
+use pathstack_core::attrs::{keys, Attrs};
+use pathstack_core::error::{ModuleError, PathError};
+use pathstack_core::graph::spec::{Count, ModuleSpec, ServiceSpec, ServiceType};
+use pathstack_core::module::{CreateCx, Created, ModCx, Module, Route};
+use pathstack_core::stack::ModuleSetup;
+use pathstack_core::stage::{Cx, Stage, Verdict};
+use pathstack_core::{Dir, Msg, MsgError, MsgPool, PathId};
+use std::net::Ipv4Addr;
+
+/// Spec of `ICMP`.
+pub const ICMP_SPEC: ModuleSpec = ModuleSpec {
+    name: "ICMP",
+    doc: "ICMP (RFC 792): answers echo requests; echo replies and errors go to the path's sink",
+    services: &[ServiceSpec::new("down", ServiceType::AIO, Count::ExactlyOne).init_after()],
+    params: &[],
+    understands: &[],
+};
+
+/// Counters of the `ICMP` module.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IcmpCounters {
+    /// Echo requests answered.
+    pub echo_replies_sent: u64,
+    /// Echo replies received (for the application).
+    pub echo_replies_received: u64,
+    /// ICMP errors received (for the application).
+    pub errors_received: u64,
+    /// Messages the application sent.
+    pub sent: u64,
+}
+
+/// The `ICMP` module: its path and counters.
+pub struct IcmpModule {
+    path: Option<PathId>,
+    counters: IcmpCounters,
+}
+
+impl IcmpModule {
+    /// Factory (no parameters).
+    pub fn create(_: &mut ModuleSetup<'_>) -> Result<Box<dyn Module>, ModuleError> {
+        Ok(Box::new(IcmpModule {
+            path: None,
+            counters: IcmpCounters::default(),
+        }))
+    }
+
+    /// ICMP's path: send echo requests on it `Dir::Forward` (with
+    /// [`Anno::peer_ip`](pathstack_core::Anno) set) and read replies from
+    /// its `Dir::Backward` sink.
+    pub fn path(&self) -> Option<PathId> {
+        self.path
+    }
+
+    /// The counters.
+    pub fn counters(&self) -> IcmpCounters {
+        self.counters
+    }
+
+    /// An echo request to `dst` with `data` (RFC 792), ready to send on
+    /// [`IcmpModule::path`]; the checksum is filled in on the way down.
+    ///
+    /// ```
+    /// use pathstack_core::{MsgPool, PoolConfig};
+    /// use pathstack_inet::modules::IcmpModule;
+    /// let pool = MsgPool::new(PoolConfig::small(4));
+    /// let m = IcmpModule::echo_request(&pool, "10.0.0.2".parse().unwrap(), 7, 1, b"hi").unwrap();
+    /// assert_eq!(&m.as_slice()[..2], &[8, 0]);
+    /// assert_eq!(m.len(), 10);
+    /// ```
+    pub fn echo_request(
+        pool: &MsgPool,
+        dst: Ipv4Addr,
+        ident: u16,
+        seq: u16,
+        data: &[u8],
+    ) -> Result<Msg, MsgError> {
+        let mut m = pool.alloc(HEADER_LEN + data.len())?;
+        let b = m.as_mut_slice();
+        b[0] = types::ECHO_REQUEST;
+        b[1] = 0;
+        b[2..4].fill(0);
+        b[4..6].copy_from_slice(&ident.to_be_bytes());
+        b[6..8].copy_from_slice(&seq.to_be_bytes());
+        b[HEADER_LEN..].copy_from_slice(data);
+        m.anno_mut().peer_ip = Some(dst);
+        Ok(m)
+    }
+}
+
+impl Module for IcmpModule {
+    fn spec(&self) -> &'static ModuleSpec {
+        &ICMP_SPEC
+    }
+
+    fn init(&mut self, cx: &mut ModCx<'_>) -> Result<(), ModuleError> {
+        cx.request_path(Attrs::new().with(&keys::PASSIVE_OPEN, true), 0);
+        Ok(())
+    }
+
+    fn path_created(&mut self, _tag: u64, result: Result<PathId, &PathError>) {
+        if let Ok(p) = result {
+            self.path = Some(p);
+        }
+    }
+
+    fn create_stage(
+        &mut self,
+        entry: Option<usize>,
+        attrs: &mut Attrs,
+        cx: &mut CreateCx<'_>,
+    ) -> Result<Created, PathError> {
+        if entry.is_some() {
+            return Err(cx.refuse("ICMP is the top of its path"));
+        }
+        attrs.insert(&keys::PROT_ID, u32::from(crate::ipv4::protocol::ICMP));
+        Ok(Created {
+            stage: Box::new(IcmpStage {
+                up: cx.growth().reverse(),
+            }),
+            route: Route::Service(0),
+        })
+    }
+
+    fn stats(&self) -> Vec<(String, u64)> {
+        let c = self.counters;
+        vec![
+            ("echo_replies_sent".into(), c.echo_replies_sent),
+            ("echo_replies_received".into(), c.echo_replies_received),
+            ("errors_received".into(), c.errors_received),
+            ("sent".into(), c.sent),
+        ]
+    }
+}
+
+/// The `ICMP` stage.
+pub struct IcmpStage {
+    up: Dir,
+}
+
+impl IcmpStage {
+    fn receive(&mut self, msg: &mut Msg, cx: &mut Cx<'_, '_>) -> Verdict {
+        let (ty, is_error) = match IcmpPacket::parse(msg.as_slice()) {
+            Ok(p) => (p.msg_type(), p.is_error()),
+            Err(e) => return Verdict::Drop(e.qualified()),
+        };
+        let Some(m) = cx.module::<IcmpModule>() else {
+            return Verdict::Drop(IcmpDropReason::UnknownType.qualified());
+        };
+        match ty {
+            types::ECHO_REQUEST => {
+                // RFC 1122 §3.2.2.6: an echo request to a broadcast address
+                // MAY be silently discarded; we do (no smurf amplifier).
+                let a = msg.anno();
+                if a.link_broadcast || a.local_ip.is_some_and(|d| d.is_broadcast()) {
+                    return Verdict::Drop(IcmpDropReason::BroadcastEcho.qualified());
+                }
+                match echo_reply_in_place(msg.as_mut_slice()) {
+                    Ok(()) => {
+                        m.counters.echo_replies_sent += 1;
+                        Verdict::Back
+                    }
+                    Err(e) => Verdict::Drop(e.qualified()),
+                }
+            }
+            types::ECHO_REPLY => {
+                m.counters.echo_replies_received += 1;
+                Verdict::Next
+            }
+            _ if is_error => {
+                m.counters.errors_received += 1;
+                Verdict::Next
+            }
+            // RFC 1122 §3.2.2: unknown types MUST be silently discarded.
+            _ => Verdict::Drop(IcmpDropReason::UnknownType.qualified()),
+        }
+    }
+}
+
+impl Stage for IcmpStage {
+    #[inline]
+    fn process(&mut self, dir: Dir, msg: &mut Msg, cx: &mut Cx<'_, '_>) -> Verdict {
+        if dir == self.up {
+            return self.receive(msg, cx);
+        }
+        // From the application: fill in the checksum (RFC 792: over the
+        // whole ICMP message with the checksum field zero).
+        let b = msg.as_mut_slice();
+        if b.len() < HEADER_LEN {
+            return Verdict::Drop(IcmpDropReason::Truncated.qualified());
+        }
+        b[2..4].fill(0);
+        let sum = crate::checksum::compute(&[b]);
+        b[2..4].copy_from_slice(&sum);
+        if let Some(m) = cx.module::<IcmpModule>() {
+            m.counters.sent += 1;
+        }
+        Verdict::Next
+    }
+}

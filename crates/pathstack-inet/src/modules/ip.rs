@@ -1,0 +1,671 @@
+//! `IP`: IPv4 on a path (RFC 791, RFC 1122 §3.2/3.3) — header checksum and
+//! validation, routing (the interface and next hop: the role of Scout's
+//! VNET), fragmentation above the MTU, reassembly within hard bounds, and
+//! ICMP errors for datagrams no path claims.
+//!
+//! A path through IP is either *active* (the remote address is fixed when
+//! the path is made: key protocol + both addresses) or *passive* (any peer:
+//! key protocol only; the peer of each datagram travels in the message's
+//! annotations, so replies go back to it). IP also keeps one path of its own
+//! per interface (`IP / ARP / ETH / driver`) that the classifier falls back
+//! to: fragments of datagrams whose path cannot be known until they are
+//! whole, and datagrams for protocols or ports nobody listens on. Its
+//! stage reassembles; at its end [`IpModule`] classifies the datagram again
+//! and hands it on after the IP stage of the right path (thesis §3.4.2,
+//! Figure 3.6), or answers with ICMP destination unreachable.
+
+use super::params::{optional, parse_cidr, required};
+use super::ETHERTYPE_IPV4;
+use crate::frag::fragment;
+use crate::icmp::{may_send_error, IcmpError, Quote};
+use crate::ipv4::{self, protocol, IdentCounter, Ipv4Repr, MIN_HEADER_LEN};
+use crate::rate_limit::TokenBucket;
+use crate::reassembly::{Reassembler, Reassembly, ReassemblyConfig};
+use crate::route::{RouteEntry, RoutingTable};
+use crate::Ipv4DropReason;
+use pathstack_core::attrs::keys::{self, AddrPart};
+use pathstack_core::attrs::{AttrKey, Attrs};
+use pathstack_core::demux::{DemuxKey, Key, KeyMode, PartialClassifier};
+use pathstack_core::error::{ModuleError, PathError};
+use pathstack_core::graph::spec::{Count, ModuleSpec, ParamSpec, ServiceSpec, ServiceType};
+use pathstack_core::module::{CreateCx, Created, EndRoute, ModCx, Module, Route, RouteCx};
+use pathstack_core::stack::ModuleSetup;
+use pathstack_core::stage::{Cx, EstablishCx, Stage, Verdict};
+use pathstack_core::{Dir, DropReason, Duration, Instant, Msg, PathId};
+use std::net::Ipv4Addr;
+
+/// Spec of `IP`.
+pub const IP_SPEC: ModuleSpec = ModuleSpec {
+    name: "IP",
+    doc: "IPv4 (RFC 791): routing, fragmentation, reassembly, ICMP errors for unclaimed datagrams",
+    services: &[
+        ServiceSpec::new("up", ServiceType::AIO, Count::Any),
+        ServiceSpec::new("down", ServiceType::AIO, Count::AtLeastOne).init_after(),
+    ],
+    params: &[
+        ParamSpec {
+            key: "addr",
+            doc: "address/prefix of each interface, comma-separated in `down` connection order (e.g. 10.0.0.1/24)",
+            required: true,
+        },
+        ParamSpec {
+            key: "gateway",
+            doc: "default gateway (reached through the interface whose prefix holds it)",
+            required: false,
+        },
+        ParamSpec {
+            key: "mtu",
+            doc: "MTU of every interface in bytes (default 1500)",
+            required: false,
+        },
+        ParamSpec {
+            key: "reassembly_timeout_ms",
+            doc: "reassembly timer (default 60000; RFC 791 suggests 15 s, Linux uses 30 s)",
+            required: false,
+        },
+        ParamSpec {
+            key: "reassembly_datagrams",
+            doc: "datagrams reassembled at once (default 16)",
+            required: false,
+        },
+        ParamSpec {
+            key: "reassembly_bytes",
+            doc: "fragment bytes held in total (default 1048576)",
+            required: false,
+        },
+    ],
+    understands: &[],
+};
+
+/// Which interface an IP-own path serves (set by `IP` itself).
+pub const IP_INTERFACE: AttrKey<usize> = AttrKey::pervasive("IP_INTERFACE");
+
+const NO_DESTINATION: DropReason = DropReason::new("ipv4.no_destination");
+const NO_ROUTE: DropReason = DropReason::new("ipv4.no_route");
+const NO_PROTOCOL: DropReason = DropReason::new("ipv4.no_protocol");
+const NO_PORT: DropReason = DropReason::new("udp.no_port");
+const FRAG_FAILED: DropReason = DropReason::new("ipv4.fragmentation_failed");
+const WRONG_PROTOCOL: DropReason = DropReason::new("ipv4.wrong_protocol");
+const NO_HEADROOM: DropReason = DropReason::new("ipv4.no_headroom");
+
+/// One interface of the IP module.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Interface {
+    /// Our address on it.
+    pub addr: Ipv4Addr,
+    /// Prefix length of the attached network.
+    pub prefix_len: u8,
+    /// MTU in bytes.
+    pub mtu: u16,
+}
+
+impl Interface {
+    fn mask(&self) -> u32 {
+        if self.prefix_len == 0 {
+            0
+        } else {
+            u32::MAX << (32 - u32::from(self.prefix_len))
+        }
+    }
+    /// The directed broadcast address of the attached network.
+    pub fn broadcast(&self) -> Ipv4Addr {
+        Ipv4Addr::from(u32::from(self.addr) | !self.mask())
+    }
+    /// Whether a datagram to `dst` arriving here is for this host (RFC 1122
+    /// §3.3.6: our address, limited or directed broadcast).
+    fn accepts(&self, dst: Ipv4Addr) -> bool {
+        dst == self.addr || dst.is_broadcast() || (self.prefix_len < 31 && dst == self.broadcast())
+    }
+    fn is_broadcast(&self, dst: Ipv4Addr) -> bool {
+        dst.is_broadcast() || (self.prefix_len < 31 && dst == self.broadcast())
+    }
+}
+
+/// Counters of the `IP` module.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IpCounters {
+    /// Datagrams sent as fragments.
+    pub fragmented: u64,
+    /// Fragments sent.
+    pub fragments_out: u64,
+    /// Datagrams reassembled.
+    pub reassembled: u64,
+    /// Datagrams handed to another path after reassembly.
+    pub rerouted: u64,
+    /// ICMP errors sent.
+    pub icmp_errors_sent: u64,
+    /// ICMP errors not sent (RFC 1122 §3.2.2 rules, rate limit).
+    pub icmp_errors_suppressed: u64,
+}
+
+/// The `IP` module: interfaces, routes, identification, reassembly.
+pub struct IpModule {
+    ifaces: Vec<Interface>,
+    routes: RoutingTable,
+    ident: IdentCounter,
+    reassembler: Reassembler,
+    reassembly_next: Option<Instant>,
+    errors: Option<TokenBucket>,
+    /// IP's own path per interface.
+    own: Vec<Option<PathId>>,
+    /// Where ICMP errors are sent: ICMP's passive path, from the stage
+    /// above IP, in the down direction.
+    icmp: Option<(PathId, usize, Dir)>,
+    counters: IpCounters,
+}
+
+impl IpModule {
+    /// Factory: parameters `addr`, `gateway`, `mtu`, `reassembly_*`.
+    pub fn create(setup: &mut ModuleSetup<'_>) -> Result<Box<dyn Module>, ModuleError> {
+        let mtu: u16 = setup.param("mtu", 1500u16)?;
+        let bad = |key: &str, reason: String| ModuleError::BadParam {
+            instance: setup.instance().to_string(),
+            key: key.to_string(),
+            reason,
+        };
+        if mtu < crate::route::MIN_MTU {
+            return Err(bad(
+                "mtu",
+                format!("{mtu} is below the IPv4 minimum of 68 (RFC 791)"),
+            ));
+        }
+        let ifaces: Vec<Interface> = required(setup, "addr", |v: &str| {
+            v.split(',')
+                .map(|a| {
+                    parse_cidr(a).map(|(addr, prefix_len)| Interface {
+                        addr,
+                        prefix_len,
+                        mtu,
+                    })
+                })
+                .collect::<Result<Vec<_>, _>>()
+        })?;
+        let gateway = optional(setup, "gateway", str::parse::<Ipv4Addr>)?;
+        let mut routes = RoutingTable::new(ifaces.len() + 1);
+        for (i, f) in ifaces.iter().enumerate() {
+            let prefix = Ipv4Addr::from(u32::from(f.addr) & f.mask());
+            routes
+                .add(RouteEntry {
+                    prefix,
+                    prefix_len: f.prefix_len,
+                    interface: i,
+                    gateway: None,
+                    src: f.addr,
+                    mtu: f.mtu,
+                })
+                .map_err(|e| bad("addr", e.to_string()))?;
+        }
+        if let Some(gw) = gateway {
+            let r = routes
+                .lookup(gw)
+                .ok_or_else(|| bad("gateway", format!("{gw} is on no interface's network")))?;
+            routes
+                .set_default(gw, r.interface, r.src, r.mtu)
+                .map_err(|e| bad("gateway", e.to_string()))?;
+        }
+        let mut rc = ReassemblyConfig::default();
+        rc.timeout = Duration::from_millis(setup.param("reassembly_timeout_ms", 60_000u64)?);
+        rc.max_datagrams = setup.param("reassembly_datagrams", rc.max_datagrams)?;
+        rc.max_total_bytes = setup.param("reassembly_bytes", rc.max_total_bytes)?;
+        let n = ifaces.len();
+        Ok(Box::new(IpModule {
+            ifaces,
+            routes,
+            // A per-instance seed (RFC 6864 §5: not predictable across boots
+            // would be better still; the address keeps test runs repeatable).
+            ident: IdentCounter::new(0x5ca7),
+            reassembler: Reassembler::new(rc),
+            reassembly_next: None,
+            errors: None,
+            own: vec![None; n],
+            icmp: None,
+            counters: IpCounters::default(),
+        }))
+    }
+
+    /// The interfaces, in `down` connection order.
+    pub fn interfaces(&self) -> &[Interface] {
+        &self.ifaces
+    }
+    /// The routing table.
+    pub fn routes(&self) -> &RoutingTable {
+        &self.routes
+    }
+    /// The reassembler (in-progress datagrams, bytes held, drop counts).
+    pub fn reassembler(&self) -> &Reassembler {
+        &self.reassembler
+    }
+    /// The counters.
+    pub fn counters(&self) -> IpCounters {
+        self.counters
+    }
+
+    /// Sends ICMP error `kind` about `datagram` (IP header first) through
+    /// ICMP's path, if the RFC 1122 §3.2.2 rules and the rate limit allow.
+    fn send_error(
+        &mut self,
+        kind: IcmpError,
+        datagram: &Msg,
+        now: Instant,
+        send: impl FnOnce(PathId, usize, Dir, Msg) -> bool,
+        pool: &pathstack_core::MsgPool,
+    ) {
+        let bytes = datagram.as_slice();
+        let dst = Ipv4Addr::from(<[u8; 4]>::try_from(&bytes[16..20]).unwrap_or([0; 4]));
+        let broadcast =
+            datagram.anno().link_broadcast || self.ifaces.iter().any(|f| f.is_broadcast(dst));
+        let allowed = may_send_error(bytes, broadcast).is_ok()
+            && self
+                .errors
+                .get_or_insert_with(|| TokenBucket::icmp_default(now))
+                .try_acquire(now);
+        let (Some((path, from, dir)), true) = (self.icmp, allowed) else {
+            self.counters.icmp_errors_suppressed += 1;
+            return;
+        };
+        let Some(quote) = Quote::from_datagram(bytes) else {
+            self.counters.icmp_errors_suppressed += 1;
+            return;
+        };
+        let Ok(mut m) = kind.build(pool, &quote) else {
+            self.counters.icmp_errors_suppressed += 1;
+            return;
+        };
+        m.anno_mut().peer_ip = Some(Ipv4Addr::from(
+            <[u8; 4]>::try_from(&bytes[12..16]).unwrap_or([0; 4]),
+        ));
+        if send(path, from, dir, m) {
+            self.counters.icmp_errors_sent += 1;
+        } else {
+            self.counters.icmp_errors_suppressed += 1;
+        }
+    }
+}
+
+/// The IPv4 partial classifier (thesis Figure 3.10). Active key: protocol,
+/// local (destination) and remote (source) address; passive key: protocol.
+/// A fragment has no complete transport header, so it consumes the whole
+/// datagram: the walk ends at IP and finds IP's own path (or the passive
+/// path of its protocol when that path does not look further, like ICMP's).
+struct Ipv4Demux;
+
+impl PartialClassifier for Ipv4Demux {
+    #[inline]
+    fn extract(&self, msg: &[u8], mode: KeyMode) -> Option<(Key, usize)> {
+        let h = msg.get(..MIN_HEADER_LEN)?;
+        if h[0] >> 4 != 4 {
+            return None;
+        }
+        let ihl = usize::from(h[0] & 0x0f) * 4;
+        if ihl < MIN_HEADER_LEN || msg.len() < ihl {
+            return None;
+        }
+        let fragment = (h[6] & 0x20) != 0 || (u16::from_be_bytes([h[6], h[7]]) & 0x1fff) != 0;
+        let used = if fragment { msg.len() } else { ihl };
+        let key = match mode {
+            KeyMode::Active => {
+                Key::from_array([h[9], h[16], h[17], h[18], h[19], h[12], h[13], h[14], h[15]])
+            }
+            KeyMode::Passive => Key::from_array([h[9]]),
+        };
+        Some((key, used))
+    }
+}
+
+fn addr_part(parts: Option<&mut Vec<AddrPart>>) -> Option<Ipv4Addr> {
+    let parts = parts?;
+    match parts.last() {
+        Some(AddrPart::Ipv4(a)) => {
+            let a = Ipv4Addr::from(*a);
+            parts.pop();
+            Some(a)
+        }
+        _ => None,
+    }
+}
+
+impl Module for IpModule {
+    fn spec(&self) -> &'static ModuleSpec {
+        &IP_SPEC
+    }
+
+    fn init(&mut self, cx: &mut ModCx<'_>) -> Result<(), ModuleError> {
+        self.errors = Some(TokenBucket::icmp_default(cx.now()));
+        for i in 0..self.ifaces.len() {
+            let attrs = Attrs::new()
+                .with(&keys::PASSIVE_OPEN, true)
+                .with(&IP_INTERFACE, i);
+            cx.request_path(attrs, i as u64);
+        }
+        Ok(())
+    }
+
+    fn path_created(&mut self, tag: u64, result: Result<PathId, &PathError>) {
+        if let (Ok(p), Some(slot)) = (result, self.own.get_mut(tag as usize)) {
+            *slot = Some(p);
+        }
+    }
+
+    fn create_stage(
+        &mut self,
+        entry: Option<usize>,
+        attrs: &mut Attrs,
+        cx: &mut CreateCx<'_>,
+    ) -> Result<Created, PathError> {
+        let (protocol, remote, iface, next_hop) = match entry {
+            None => {
+                let i = attrs.get(&IP_INTERFACE).copied().unwrap_or(0);
+                (None, None, i, None)
+            }
+            Some(_) => {
+                let proto = attrs
+                    .get(&keys::PROT_ID)
+                    .and_then(|&p| u8::try_from(p).ok())
+                    .ok_or_else(|| {
+                        cx.refuse("a path through IP needs PROT_ID = the IP protocol number")
+                    })?;
+                let (remote, local) = match attrs.get_mut(&keys::PARTICIPANTS) {
+                    Some(p) => (
+                        addr_part(Some(&mut p.remote)),
+                        addr_part(Some(&mut p.local)),
+                    ),
+                    None => (None, None),
+                };
+                let local_iface =
+                    match local.filter(|a| !a.is_unspecified()) {
+                        Some(a) => Some(self.ifaces.iter().position(|f| f.addr == a).ok_or_else(
+                            || cx.refuse(format!("{a} is not an address of this host")),
+                        )?),
+                        None => None,
+                    };
+                match remote {
+                    Some(r) => {
+                        let route = self
+                            .routes
+                            .lookup(r)
+                            .ok_or_else(|| cx.refuse(format!("no route to {r}")))?;
+                        if local_iface.is_some_and(|i| i != route.interface) {
+                            return Err(cx.refuse(format!(
+                                "{r} is not reached through the interface of the local address"
+                            )));
+                        }
+                        (Some(proto), Some(r), route.interface, Some(route.next_hop))
+                    }
+                    None => (Some(proto), None, local_iface.unwrap_or(0), None),
+                }
+            }
+        };
+        let Some(&f) = self.ifaces.get(iface) else {
+            return Err(cx.refuse(format!("no interface {iface}")));
+        };
+        if cx.links(1) <= iface {
+            return Err(cx.refuse(format!(
+                "interface {iface} ({}) has no `down` connection",
+                f.addr
+            )));
+        }
+        attrs.insert(&keys::PROT_ID, u32::from(ETHERTYPE_IPV4));
+        Ok(Created {
+            stage: Box::new(IpStage {
+                protocol,
+                remote,
+                next_hop,
+                iface: f,
+                down: cx.growth(),
+            }),
+            route: Route::Link {
+                service: 1,
+                link: iface,
+            },
+        })
+    }
+
+    fn route_end(&mut self, _dir: Dir, msg: &mut Msg, cx: &mut RouteCx<'_>) -> EndRoute {
+        // A datagram (header included) fell off IP's own path: a
+        // reassembled one, or one no path claimed.
+        let own = cx.path();
+        if let Some((p, d)) = cx.classify(msg.as_slice()).filter(|(p, _)| *p != own) {
+            let ihl = usize::from(msg.as_slice()[0] & 0x0f) * 4;
+            if msg.pop(ihl).is_ok() {
+                self.counters.rerouted += 1;
+                return EndRoute::Continue(p, d);
+            }
+        }
+        let proto = msg.as_slice().get(9).copied().unwrap_or(0);
+        let (kind, reason) = if proto == protocol::UDP {
+            (IcmpError::PortUnreachable, NO_PORT)
+        } else {
+            (IcmpError::ProtocolUnreachable, NO_PROTOCOL)
+        };
+        let pool = cx.pool().clone();
+        let now = cx.now();
+        self.send_error(
+            kind,
+            msg,
+            now,
+            |p, from, dir, m| cx.send_on(p, from, dir, m).is_ok(),
+            &pool,
+        );
+        EndRoute::Drop(reason)
+    }
+
+    fn poll(&mut self, cx: &mut ModCx<'_>) -> usize {
+        let now = cx.now();
+        if self.reassembly_next.is_none_or(|t| t > now) {
+            return 0;
+        }
+        // RFC 1122 §3.3.2 allows a Time Exceeded (code 1) for a timed-out
+        // datagram whose first fragment arrived; the reassembler counts the
+        // timeout, and we do not send it (neither does smoltcp).
+        let mut n = 0;
+        self.reassembler.poll(now, |_| n += 1);
+        self.reassembly_next = self.reassembler.poll_at();
+        n
+    }
+
+    fn poll_at(&self) -> Option<Instant> {
+        self.reassembly_next
+    }
+
+    fn partial_classifier(&self) -> Option<Box<dyn PartialClassifier>> {
+        Some(Box::new(Ipv4Demux))
+    }
+
+    fn stats(&self) -> Vec<(String, u64)> {
+        let c = self.counters;
+        let mut v = vec![
+            ("fragmented".into(), c.fragmented),
+            ("fragments_out".into(), c.fragments_out),
+            ("reassembled".into(), c.reassembled),
+            ("rerouted".into(), c.rerouted),
+            ("icmp_errors_sent".into(), c.icmp_errors_sent),
+            ("icmp_errors_suppressed".into(), c.icmp_errors_suppressed),
+            (
+                "reassembly_in_progress".into(),
+                self.reassembler.in_progress() as u64,
+            ),
+            (
+                "reassembly_bytes".into(),
+                self.reassembler.bytes_buffered() as u64,
+            ),
+        ];
+        v.extend(
+            self.reassembler
+                .drops()
+                .iter()
+                .filter(|(_, n)| *n > 0)
+                .map(|(r, n)| (format!("reassembly_drop.{r}"), n)),
+        );
+        v
+    }
+}
+
+/// The `IP` stage of one path.
+pub struct IpStage {
+    /// The upper protocol; `None` on IP's own path.
+    protocol: Option<u8>,
+    /// The fixed peer of an active path.
+    remote: Option<Ipv4Addr>,
+    /// The fixed next hop of an active path.
+    next_hop: Option<Ipv4Addr>,
+    iface: Interface,
+    down: Dir,
+}
+
+impl IpStage {
+    fn send(&mut self, msg: &mut Msg, cx: &mut Cx<'_, '_>) -> Verdict {
+        let Some(proto) = self.protocol else {
+            return Verdict::Drop(NO_PROTOCOL);
+        };
+        let Some(dst) = self.remote.or(msg.anno().peer_ip) else {
+            return Verdict::Drop(NO_DESTINATION);
+        };
+        let Some(m) = cx.module::<IpModule>() else {
+            return Verdict::Drop(NO_ROUTE);
+        };
+        let next_hop = match self.next_hop {
+            Some(h) => h,
+            None if self.iface.is_broadcast(dst) || dst.is_multicast() => dst,
+            None => match m.routes.lookup(dst) {
+                Some(r) if r.src == self.iface.addr => r.next_hop,
+                _ => return Verdict::Drop(NO_ROUTE),
+            },
+        };
+        let ident = m.ident.next_ident();
+        let len = msg.len();
+        let mut repr = Ipv4Repr::new(self.iface.addr, dst, proto, ident, len as u16);
+        msg.anno_mut().next_hop = Some(next_hop);
+        if len + MIN_HEADER_LEN <= usize::from(self.iface.mtu) {
+            return match repr.push_onto(msg) {
+                Ok(()) => Verdict::Next,
+                Err(_) => Verdict::Drop(NO_HEADROOM),
+            };
+        }
+        // RFC 791 §3.2 fragmentation: each fragment continues down the path
+        // from here as a message of its own.
+        let down = self.down;
+        let mut out = 0u64;
+        let mut lost = 0u64;
+        let r = fragment(msg, &repr, self.iface.mtu, |f| {
+            if cx.emit(down, f).is_ok() {
+                out += 1;
+            } else {
+                lost += 1;
+            }
+        });
+        if let Some(m) = cx.module::<IpModule>() {
+            m.counters.fragmented += 1;
+            m.counters.fragments_out += out;
+        }
+        match r {
+            Ok(_) if lost == 0 => Verdict::Consumed,
+            _ => Verdict::Drop(FRAG_FAILED),
+        }
+    }
+
+    fn receive(&mut self, msg: &mut Msg, cx: &mut Cx<'_, '_>) -> Verdict {
+        let (repr, hlen) = match ipv4::receive(msg) {
+            Ok(r) => r,
+            Err(e) => return Verdict::Drop(e.qualified()),
+        };
+        if !self.iface.accepts(repr.dst) {
+            return Verdict::Drop(Ipv4DropReason::NotForUs.qualified());
+        }
+        let a = msg.anno_mut();
+        a.peer_ip = Some(repr.src);
+        a.local_ip = Some(repr.dst);
+        let fragment = repr.more_frags || repr.frag_offset != 0;
+        let repr = if fragment {
+            let now = cx.now();
+            if msg.pop(hlen).is_err() {
+                return Verdict::Drop(Ipv4DropReason::Truncated.qualified());
+            }
+            let anno = *msg.anno();
+            let payload = std::mem::take(msg);
+            let Some(m) = cx.module::<IpModule>() else {
+                return Verdict::Drop(NO_ROUTE);
+            };
+            let result = m.reassembler.input(&repr, payload, now);
+            m.reassembly_next = m.reassembler.poll_at();
+            match result {
+                Reassembly::Complete(whole, payload) => {
+                    m.counters.reassembled += 1;
+                    *msg = payload;
+                    *msg.anno_mut() = anno;
+                    if self.protocol.is_none() {
+                        // Back to a datagram for the second classification.
+                        let mut h = whole;
+                        if h.push_onto(msg).is_err() {
+                            return Verdict::Drop(NO_HEADROOM);
+                        }
+                    }
+                    whole
+                }
+                Reassembly::Held => return Verdict::Consumed,
+                Reassembly::Dropped(r) => return Verdict::Drop(r.qualified()),
+            }
+        } else {
+            if self.protocol.is_some() && msg.pop(hlen).is_err() {
+                return Verdict::Drop(Ipv4DropReason::Truncated.qualified());
+            }
+            repr
+        };
+        match self.protocol {
+            Some(p) if p != repr.protocol => Verdict::Drop(WRONG_PROTOCOL),
+            // IP's own path: the header stays for `IpModule::route_end`.
+            _ => Verdict::Next,
+        }
+    }
+}
+
+impl Stage for IpStage {
+    #[inline]
+    fn process(&mut self, dir: Dir, msg: &mut Msg, cx: &mut Cx<'_, '_>) -> Verdict {
+        if dir == self.down {
+            self.send(msg, cx)
+        } else {
+            self.receive(msg, cx)
+        }
+    }
+
+    fn establish(&mut self, _aux: &mut Attrs, cx: &mut EstablishCx<'_>) -> Result<(), PathError> {
+        // ICMP's passive path is where IP sends its errors from.
+        if self.protocol == Some(protocol::ICMP) && self.remote.is_none() {
+            let above = match self.down {
+                Dir::Forward => cx.position().checked_sub(1),
+                Dir::Backward => Some(cx.position() + 1),
+            };
+            let path = cx.path();
+            if let (Some(from), Some(m)) = (above, cx.module::<IpModule>()) {
+                m.icmp = Some((path, from, self.down));
+            }
+        }
+        Ok(())
+    }
+
+    fn destroy(&mut self, cx: &mut Cx<'_, '_>) {
+        let path = cx.path();
+        if let Some(m) = cx.module::<IpModule>() {
+            if m.icmp.is_some_and(|(p, _, _)| p == path) {
+                m.icmp = None;
+            }
+        }
+    }
+
+    fn demux_key(&self, mode: KeyMode, _aux: &Attrs) -> DemuxKey {
+        let Some(proto) = self.protocol else {
+            // IP's own path ends the walk at the EtherType.
+            return DemuxKey::Stop(None);
+        };
+        match (mode, self.remote) {
+            (KeyMode::Active, Some(r)) => {
+                let l = self.iface.addr.octets();
+                let r = r.octets();
+                DemuxKey::Key(Key::from_array([
+                    proto, l[0], l[1], l[2], l[3], r[0], r[1], r[2], r[3],
+                ]))
+            }
+            _ => DemuxKey::Key(Key::from_array([proto])),
+        }
+    }
+}
