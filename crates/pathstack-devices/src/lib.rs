@@ -9,6 +9,9 @@
 //!   feature `tokio`, on by default).
 //! - [`PcapCapture`]: a device wrapper writing every frame in and out to a
 //!   pcap file.
+//! - [`lance`]: an emulated Am7990 LANCE with the DEC 3000's sparse shared
+//!   memory, and `LANCE`, its driver module ([`lance::LanceModule`]), with
+//!   `copy` and `direct` descriptor access.
 //! - [`floor::RawResponder`]: the raw minimal responder (ARP, ICMP echo, UDP
 //!   echo, in place): the floor the benchmarks compare pathstack against.
 //!
@@ -43,11 +46,13 @@
 #[cfg(feature = "tokio")]
 mod async_tap;
 pub mod floor;
+pub mod lance;
 pub mod pcap;
 mod sys;
 pub mod tap;
 
 #[cfg(feature = "tokio")]
 pub use async_tap::AsyncTap;
+pub use lance::{Access, LanceModule, LANCE_SPEC};
 pub use pcap::{CaptureClock, CaptureError, CaptureStats, PcapCapture};
-pub use tap::{host_mac_for, TapDevice, TapError, TapOptions, WaitMode, ETH_HEADER_LEN};
+pub use tap::{host_mac_for, TapDevice, TapError, TapOptions, TapWaiter, WaitMode, ETH_HEADER_LEN};

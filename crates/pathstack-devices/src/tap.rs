@@ -191,6 +191,41 @@ pub struct TapDevice {
     stats: DeviceStats,
 }
 
+/// Waits for input on a TAP device that a stack owns (see
+/// [`TapDevice::waiter`]).
+#[derive(Debug)]
+pub struct TapWaiter {
+    /// Keeps the duplicated descriptor (and so the epoll registration) alive.
+    _fd: File,
+    epoll: sys::Epoll,
+    name: String,
+}
+
+impl TapWaiter {
+    /// Waits until a frame can be read or `timeout` has passed (`None`:
+    /// forever); `Ok(true)` when readable. Like
+    /// [`TapDevice::wait_readable`]: milliseconds, rounded up.
+    pub fn wait_readable(&self, timeout: Option<std::time::Duration>) -> Result<bool, TapError> {
+        let ms = match timeout {
+            None => -1,
+            Some(t) => libc::c_int::try_from(t.as_nanos().div_ceil(1_000_000))
+                .unwrap_or(libc::c_int::MAX),
+        };
+        loop {
+            match self.epoll.wait(ms) {
+                Ok(ready) => return Ok(ready),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(source) => {
+                    return Err(TapError::Wait {
+                        name: self.name.clone(),
+                        source,
+                    })
+                }
+            }
+        }
+    }
+}
+
 /// What the namespace thread hands back.
 struct Opened {
     file: File,
@@ -333,6 +368,23 @@ impl TapDevice {
             backlog: read_backlog(),
             spare: None,
             stats: DeviceStats::default(),
+        })
+    }
+
+    /// A handle that waits for this device's input after the device itself
+    /// has been moved into a stack (which owns its [`Device`]s). It holds a
+    /// duplicate of the TAP file descriptor with an epoll set of its own.
+    pub fn waiter(&self) -> Result<TapWaiter, TapError> {
+        let wait_err = |source| TapError::Wait {
+            name: self.name.clone(),
+            source,
+        };
+        let fd = self.file.try_clone().map_err(wait_err)?;
+        let epoll = sys::Epoll::watching(fd.as_raw_fd()).map_err(wait_err)?;
+        Ok(TapWaiter {
+            _fd: fd,
+            epoll,
+            name: self.name.clone(),
         })
     }
 

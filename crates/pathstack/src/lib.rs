@@ -16,9 +16,15 @@ pub use pathstack_inet as inet;
 use pathstack_core::graph::spec::SpecRegistry;
 use pathstack_core::stack::ModuleTypes;
 
-/// Every module type a pathstack graph may use, with its factory.
+pub mod host;
+
+/// Every module type a pathstack graph may use, with its factory: the
+/// synthetic core modules, the Internet modules and the LANCE driver.
 pub fn module_types() -> ModuleTypes {
-    ModuleTypes::core()
+    let mut t = ModuleTypes::core();
+    pathstack_inet::modules::register(&mut t);
+    pathstack_devices::lance::register(&mut t);
+    t
 }
 
 /// The specs of every module type, for checking graph files.

@@ -1,0 +1,250 @@
+//! An Internet host on one device: the standard host graph
+//! ([`HostGraph`]), a wall clock, a wait strategy, ping, and a statistics
+//! report. The `host` example and the TAP integration tests run on it.
+//!
+//! ```
+//! use pathstack::core::device::wire::{wire_pair, WireConfig};
+//! use pathstack::host::{Host, HostConfig};
+//! let (a, b) = wire_pair(WireConfig::default());
+//! let mut h1 = Host::new(HostConfig::parse("10.0.0.1/24").unwrap(), a).unwrap();
+//! let mut h2 = Host::new(HostConfig::parse("10.0.0.2/24").unwrap(), b).unwrap();
+//! h1.ping("10.0.0.2".parse().unwrap(), 1, b"hi").unwrap();
+//! for _ in 0..10 {
+//!     h1.poll();
+//!     h2.poll();
+//! }
+//! assert_eq!(h1.echo_replies().len(), 1);
+//! ```
+
+use crate::module_types;
+use pathstack_core::graph::ModuleGraph;
+use pathstack_core::stack::{Stack, StackConfig};
+use pathstack_core::{Device, Dir, Instant, Msg, PathId, SchedKind};
+use pathstack_devices::{TapError, TapWaiter, WaitMode};
+use pathstack_inet::eth::MacAddr;
+use pathstack_inet::modules::{parse_cidr, CidrError, HostGraph, IcmpModule};
+use std::fmt::Write as _;
+use std::net::Ipv4Addr;
+
+/// Why a host could not be made or used.
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    /// The address did not parse.
+    #[error(transparent)]
+    Address(#[from] CidrError),
+    /// The device has no MAC address and none was given.
+    #[error("the device has no MAC address; give one (--mac)")]
+    NoMac,
+    /// The generated graph did not check (a bug, or a bad driver line).
+    #[error("host graph: {0}")]
+    Graph(#[from] pathstack_core::graph::GraphErrors),
+    /// The stack could not be built.
+    #[error("building the host stack: {0}")]
+    Stack(#[from] pathstack_core::StackError),
+    /// The ICMP path is missing (the graph has no ICMP).
+    #[error("the host graph has no ICMP path")]
+    NoIcmp,
+    /// A message could not be allocated or sent.
+    #[error("sending: {0}")]
+    Send(String),
+    /// Waiting on the TAP device failed.
+    #[error(transparent)]
+    Wait(#[from] TapError),
+}
+
+/// Addresses and choices of a host.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HostConfig {
+    /// Our address.
+    pub addr: Ipv4Addr,
+    /// Prefix length of the attached network.
+    pub prefix_len: u8,
+    /// Default gateway.
+    pub gateway: Option<Ipv4Addr>,
+    /// MAC address; `None` takes the device's.
+    pub mac: Option<MacAddr>,
+    /// Scheduler.
+    pub sched: SchedKind,
+    /// Driver module line for the device (default `WIRE device=0`).
+    pub driver: String,
+}
+
+impl HostConfig {
+    /// A configuration from `ADDR/PREFIX`, everything else default.
+    pub fn parse(cidr: &str) -> Result<Self, HostError> {
+        let (addr, prefix_len) = parse_cidr(cidr)?;
+        Ok(HostConfig {
+            addr,
+            prefix_len,
+            gateway: None,
+            mac: None,
+            sched: SchedKind::PerMessage,
+            driver: "WIRE device=0".into(),
+        })
+    }
+}
+
+/// An Internet host on one device.
+pub struct Host {
+    stack: Stack,
+    icmp: PathId,
+    start: std::time::Instant,
+    waiter: Option<TapWaiter>,
+    mode: WaitMode,
+}
+
+impl Host {
+    /// Builds the host on `device`.
+    pub fn new(cfg: HostConfig, device: impl Device + 'static) -> Result<Host, HostError> {
+        let caps = device.caps();
+        let mac = cfg.mac.or(caps.mac.map(MacAddr)).ok_or(HostError::NoMac)?;
+        let mut g = HostGraph::new(cfg.addr, cfg.prefix_len, mac);
+        g.gateway = cfg.gateway;
+        g.mtu = u16::try_from(caps.mtu).unwrap_or(1500).min(1500);
+        g.driver = cfg.driver.clone();
+        let types = module_types();
+        let graph = ModuleGraph::from_text(&g.to_text(), Some("host.graph"), &types.specs())?;
+        let stack = Stack::builder(graph, types)
+            .device(device)
+            .config(StackConfig {
+                sched: cfg.sched,
+                ..StackConfig::default()
+            })
+            .build()?;
+        let icmp = stack
+            .module_id("icmp")
+            .and_then(|id| stack.module::<IcmpModule>(id))
+            .and_then(IcmpModule::path)
+            .ok_or(HostError::NoIcmp)?;
+        Ok(Host {
+            stack,
+            icmp,
+            start: std::time::Instant::now(),
+            waiter: None,
+            mode: WaitMode::Blocking,
+        })
+    }
+
+    /// Waits on `waiter` (the TAP device's) between polls, the way `mode` says.
+    pub fn with_waiter(mut self, waiter: TapWaiter, mode: WaitMode) -> Self {
+        self.waiter = Some(waiter);
+        self.mode = mode;
+        self
+    }
+
+    /// The stack.
+    pub fn stack(&self) -> &Stack {
+        &self.stack
+    }
+
+    /// The stack, writable (to create paths, send, receive).
+    pub fn stack_mut(&mut self) -> &mut Stack {
+        &mut self.stack
+    }
+
+    /// ICMP's path.
+    pub fn icmp_path(&self) -> PathId {
+        self.icmp
+    }
+
+    /// The host's clock: time since it was made.
+    pub fn now(&self) -> Instant {
+        Instant::from_nanos(self.start.elapsed().as_nanos() as u64)
+    }
+
+    /// Does all work that is ready now. Returns the work done.
+    pub fn poll(&mut self) -> usize {
+        let now = self.now();
+        self.stack.poll(now)
+    }
+
+    /// Waits for input or the stack's next timer, at most `max`.
+    pub fn wait(&self, max: std::time::Duration) -> Result<(), HostError> {
+        let now = self.now();
+        let until_timer = self
+            .stack
+            .poll_at()
+            .map(|t| std::time::Duration::from_nanos(t.saturating_since(now).as_nanos()));
+        let timeout = until_timer.map_or(max, |t| t.min(max));
+        match (&self.waiter, self.mode) {
+            (Some(_), WaitMode::BusyPoll) => std::thread::yield_now(),
+            (Some(w), WaitMode::Blocking) => {
+                w.wait_readable(Some(timeout))?;
+            }
+            (None, _) => std::thread::sleep(timeout.min(std::time::Duration::from_millis(1))),
+        }
+        Ok(())
+    }
+
+    /// Sends an echo request to `dst`.
+    pub fn ping(&mut self, dst: Ipv4Addr, seq: u16, data: &[u8]) -> Result<(), HostError> {
+        let m = IcmpModule::echo_request(self.stack.pool(), dst, 0x7073, seq, data)
+            .map_err(|e| HostError::Send(e.to_string()))?;
+        self.stack
+            .send(self.icmp, Dir::Forward, m)
+            .map_err(|_| HostError::Send("ICMP path source queue full".into()))
+    }
+
+    /// Echo replies (and ICMP errors) received since the last call.
+    pub fn echo_replies(&mut self) -> Vec<Msg> {
+        let mut v = Vec::new();
+        while let Some(m) = self.stack.recv(self.icmp, Dir::Backward) {
+            v.push(m);
+        }
+        v
+    }
+
+    /// Per-module and per-path statistics, one line each, zeros left out.
+    pub fn report(&self) -> String {
+        report(&self.stack)
+    }
+}
+
+/// Per-module and per-path statistics of `stack`, one line each.
+pub fn report(stack: &Stack) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "modules:");
+    for i in stack.graph().instances() {
+        let Some(m) = stack.module_id(&i.name) else {
+            continue;
+        };
+        let mut line = String::new();
+        for (k, n) in stack.module_stats(m).unwrap_or_default() {
+            if n > 0 {
+                let _ = write!(line, " {k}={n}");
+            }
+        }
+        for (r, n) in stack
+            .module_drops(m)
+            .map(|d| d.iter().collect::<Vec<_>>())
+            .unwrap_or_default()
+        {
+            let _ = write!(line, " drop.{}={n}", r.as_str());
+        }
+        let _ = writeln!(out, "  {:<6}{line}", i.name);
+    }
+    let _ = writeln!(out, "paths:");
+    for id in stack.path_ids() {
+        let Some(p) = stack.path(id) else { continue };
+        let names: Vec<&str> = p
+            .modules()
+            .iter()
+            .filter_map(|&m| stack.module_name(m))
+            .collect();
+        let s = p.stats();
+        let mut line = format!(
+            "  #{:<3} {:<28} fwd in/out {}/{}  bwd in/out {}/{}",
+            id.index(),
+            names.join("/"),
+            s.msgs_in[0],
+            s.msgs_out[0],
+            s.msgs_in[1],
+            s.msgs_out[1]
+        );
+        for (r, n) in s.drops.iter() {
+            let _ = write!(line, " drop.{}={n}", r.as_str());
+        }
+        let _ = writeln!(out, "{line}");
+    }
+    out
+}
