@@ -74,58 +74,98 @@ fn each_malformation_is_counted_by_reason() {
     let good = echo_request();
     let cases: Vec<(&str, Vec<u8>, &'static str)> = vec![
         ("runt frame", good[..10].to_vec(), "demux.no_path"),
-        ("unknown EtherType", {
-            let mut f = good.clone();
-            f[12..14].copy_from_slice(&0x88b5u16.to_be_bytes());
-            f
-        }, "demux.no_path"),
-        ("bad header checksum", {
-            let mut f = good.clone();
-            f[24] ^= 0xff;
-            f
-        }, "ipv4.bad_checksum"),
-        ("IHL below 5", {
-            let mut f = good.clone();
-            f[14] = 0x43;
-            fix_checksum(&mut f);
-            f
-        }, "ipv4.bad_header_length"),
-        ("total length beyond the frame", {
-            let mut f = good.clone();
-            f[16..18].copy_from_slice(&1400u16.to_be_bytes());
-            fix_checksum(&mut f);
-            f
-        }, "ipv4.total_length_too_large"),
-        ("total length below the header", {
-            let mut f = good.clone();
-            f[16..18].copy_from_slice(&12u16.to_be_bytes());
-            fix_checksum(&mut f);
-            f
-        }, "ipv4.total_length_too_small"),
-        ("truncated IP header", good[..14 + 12].to_vec(), "ipv4.truncated"),
-        ("not our address", {
-            let mut f = good.clone();
-            f[30..34].copy_from_slice(&[10, 0, 0, 99]);
-            fix_checksum(&mut f);
-            f
-        }, "ipv4.not_for_us"),
-        ("not our MAC", {
-            let mut f = good.clone();
-            f[0..6].copy_from_slice(&[0x02, 9, 9, 9, 9, 9]);
-            f
-        }, "eth.not_for_us"),
-        ("bad ICMP checksum", {
-            let mut f = good.clone();
-            let last = f.len() - 1;
-            f[last] ^= 1;
-            f
-        }, "icmp.bad_checksum"),
-        ("truncated ARP", {
-            let mut f = good[..14].to_vec();
-            f[12..14].copy_from_slice(&0x0806u16.to_be_bytes());
-            f.extend_from_slice(&[0, 1, 8, 0, 6, 4]);
-            f
-        }, "arp.truncated"),
+        (
+            "unknown EtherType",
+            {
+                let mut f = good.clone();
+                f[12..14].copy_from_slice(&0x88b5u16.to_be_bytes());
+                f
+            },
+            "demux.no_path",
+        ),
+        (
+            "bad header checksum",
+            {
+                let mut f = good.clone();
+                f[24] ^= 0xff;
+                f
+            },
+            "ipv4.bad_checksum",
+        ),
+        (
+            "IHL below 5",
+            {
+                let mut f = good.clone();
+                f[14] = 0x43;
+                fix_checksum(&mut f);
+                f
+            },
+            "ipv4.bad_header_length",
+        ),
+        (
+            "total length beyond the frame",
+            {
+                let mut f = good.clone();
+                f[16..18].copy_from_slice(&1400u16.to_be_bytes());
+                fix_checksum(&mut f);
+                f
+            },
+            "ipv4.total_length_too_large",
+        ),
+        (
+            "total length below the header",
+            {
+                let mut f = good.clone();
+                f[16..18].copy_from_slice(&12u16.to_be_bytes());
+                fix_checksum(&mut f);
+                f
+            },
+            "ipv4.total_length_too_small",
+        ),
+        (
+            "truncated IP header",
+            good[..14 + 12].to_vec(),
+            "ipv4.truncated",
+        ),
+        (
+            "not our address",
+            {
+                let mut f = good.clone();
+                f[30..34].copy_from_slice(&[10, 0, 0, 99]);
+                fix_checksum(&mut f);
+                f
+            },
+            "ipv4.not_for_us",
+        ),
+        (
+            "not our MAC",
+            {
+                let mut f = good.clone();
+                f[0..6].copy_from_slice(&[0x02, 9, 9, 9, 9, 9]);
+                f
+            },
+            "eth.not_for_us",
+        ),
+        (
+            "bad ICMP checksum",
+            {
+                let mut f = good.clone();
+                let last = f.len() - 1;
+                f[last] ^= 1;
+                f
+            },
+            "icmp.bad_checksum",
+        ),
+        (
+            "truncated ARP",
+            {
+                let mut f = good[..14].to_vec();
+                f[12..14].copy_from_slice(&0x0806u16.to_be_bytes());
+                f.extend_from_slice(&[0, 1, 8, 0, 6, 4]);
+                f
+            },
+            "arp.truncated",
+        ),
         ("unknown protocol", frame(143, b"zzzz"), "ipv4.no_protocol"),
     ];
     let mut net = Net::with_mtu(1500);
@@ -190,7 +230,12 @@ fn fragment_flood_stays_within_bounds() {
     // Oldest datagrams are evicted to make room, counted by the reassembler.
     let d = ip.reassembler().drops();
     let evicted = d.get(ReassemblyDropReason::TableFull) + d.get(ReassemblyDropReason::MemoryLimit);
-    assert_eq!(evicted, 2_000 - cfg.max_datagrams as u64, "{}", net.b.report());
+    assert_eq!(
+        evicted,
+        2_000 - cfg.max_datagrams as u64,
+        "{}",
+        net.b.report()
+    );
     // Buffers held: at most the datagrams in progress (each one buffer).
     let live = net.b.stack.pool().stats().live;
     assert!(

@@ -79,7 +79,15 @@ fn linux_kernel_and_pathstack_host_on_tap() {
 
     let o = topo
         .command_in("NS_B", "arping")
-        .args(["-c", "3", "-w", "3", "-I", topo.var("BR_B"), topo.var("PS_A_IP")])
+        .args([
+            "-c",
+            "3",
+            "-w",
+            "3",
+            "-I",
+            topo.var("BR_B"),
+            topo.var("PS_A_IP"),
+        ])
         .output()
         .expect("run arping");
     let out = text(&o);
@@ -116,7 +124,11 @@ fn linux_kernel_and_pathstack_host_on_tap() {
         .split_whitespace()
         .find_map(|w| w.strip_prefix("echo_replies_sent="))
         .and_then(|n| n.parse::<u64>().ok());
-    assert_eq!(replies_sent, Some(106), "the host answered 100 + 3 + 3 pings\n{report}");
+    assert_eq!(
+        replies_sent,
+        Some(106),
+        "the host answered 100 + 3 + 3 pings\n{report}"
+    );
     drop(host); // flushes the capture
     let frames = assert_tshark_clean(&pcap);
     if let Some(n) = frames {

@@ -80,6 +80,11 @@ pub const IP_SPEC: ModuleSpec = ModuleSpec {
 /// Which interface an IP-own path serves (set by `IP` itself).
 pub const IP_INTERFACE: AttrKey<usize> = AttrKey::pervasive("IP_INTERFACE");
 
+/// The local address IP chose for a path (set by `IP` when it makes its
+/// stage): transport stages above need it for their pseudo-header checksum
+/// (RFC 768, RFC 793) and read it from the path's attributes.
+pub const LOCAL_IPV4: AttrKey<Ipv4Addr> = AttrKey::pervasive("LOCAL_IPV4");
+
 const NO_DESTINATION: DropReason = DropReason::new("ipv4.no_destination");
 const NO_ROUTE: DropReason = DropReason::new("ipv4.no_route");
 const NO_PROTOCOL: DropReason = DropReason::new("ipv4.no_protocol");
@@ -405,6 +410,7 @@ impl Module for IpModule {
             )));
         }
         attrs.insert(&keys::PROT_ID, u32::from(ETHERTYPE_IPV4));
+        attrs.insert(&LOCAL_IPV4, f.addr);
         Ok(Created {
             stage: Box::new(IpStage {
                 protocol,

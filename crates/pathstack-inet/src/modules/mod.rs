@@ -1,4 +1,4 @@
-//! The Internet modules on the path core: `ETH`, `ARP`, `IP`, `ICMP`.
+//! The Internet modules on the path core: `ETH`, `ARP`, `IP`, `ICMP`, `UDP`.
 //!
 //! Thin wrappers: the protocol logic lives in the sibling files of this
 //! crate (one concept each); a module here owns shared state (the ARP
@@ -27,13 +27,15 @@ mod host_graph;
 pub mod icmp;
 pub mod ip;
 mod params;
+pub mod udp;
 
 pub use arp::{ArpModule, ArpStage, ARP_SPEC};
 pub use eth::{EthModule, EthStage, ETH_SPEC};
 pub use host_graph::HostGraph;
 pub use icmp::{IcmpModule, IcmpStage, ICMP_SPEC};
-pub use ip::{IpModule, IpStage, IP_SPEC};
+pub use ip::{IpModule, IpStage, IP_SPEC, LOCAL_IPV4};
 pub use params::{parse_cidr, CidrError};
+pub use udp::{UdpModule, UdpStage, UDP_SPEC};
 
 use pathstack_core::stack::ModuleTypes;
 
@@ -48,4 +50,5 @@ pub fn register(types: &mut ModuleTypes) {
     types.register(&ARP_SPEC, ArpModule::create);
     types.register(&IP_SPEC, IpModule::create);
     types.register(&ICMP_SPEC, IcmpModule::create);
+    types.register(&UDP_SPEC, UdpModule::create);
 }

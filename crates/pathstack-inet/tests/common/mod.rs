@@ -108,11 +108,22 @@ pub struct Net {
 
 impl Net {
     pub fn with_mtu(mtu: u16) -> Net {
+        Net::new(mtu, &[])
+    }
+
+    /// Two hosts with `upper` modules (line, connection) above IP.
+    pub fn new(mtu: u16, upper: &[(&str, &str)]) -> Net {
         let (da, db) = wire_pair(WireConfig::default());
+        let upper: Vec<(String, String)> = upper
+            .iter()
+            .map(|(l, c)| (l.to_string(), c.to_string()))
+            .collect();
         let mut ga = HostGraph::new(A_IP, 24, A_MAC);
         ga.mtu = mtu;
+        ga.upper = upper.clone();
         let mut gb = HostGraph::new(B_IP, 24, B_MAC);
         gb.mtu = mtu;
+        gb.upper = upper;
         Net {
             a: Host::new(&ga, da),
             b: Host::new(&gb, db),

@@ -1,0 +1,300 @@
+//! `UDP` (RFC 768): a path per socket. A *connected* socket's path is
+//! active (key: both addresses and both ports); a *bound* one is passive
+//! (key: the local port) and learns each datagram's peer from the message
+//! annotations, so an answer turned around on the path goes back to it.
+//! The checksum is computed on send and verified on receive (RFC 1122
+//! §4.1.3.4). Datagrams for ports without a path reach IP's own path, which
+//! answers ICMP port unreachable (RFC 1122 §4.1.3.1).
+//!
+//! Paths are made at `UDP` by the application (sockets), or at an
+//! application module above it (the thesis' TCPTEST, for the lowest
+//! latency), with `PARTICIPANTS`: local `[.., Ipv4?, Port]`, remote
+//! `[.., Ipv4, Port]` for a connected socket. Local port 0 picks an
+//! ephemeral port (RFC 6335 §6: 49152–65535).
+
+use super::ip::LOCAL_IPV4;
+use crate::udp_wire::{UdpPacket, UdpRepr, HEADER_LEN};
+use pathstack_core::attrs::keys::{self, AddrPart};
+use pathstack_core::attrs::Attrs;
+use pathstack_core::demux::{DemuxKey, Key, KeyMode, PartialClassifier};
+use pathstack_core::error::{ModuleError, PathError};
+use pathstack_core::graph::spec::{Count, ModuleSpec, ParamSpec, ServiceSpec, ServiceType};
+use pathstack_core::module::{CreateCx, Created, Module, Route};
+use pathstack_core::stack::ModuleSetup;
+use pathstack_core::stage::{Cx, Stage, Verdict};
+use pathstack_core::{Dir, DropReason, Msg};
+use std::collections::HashMap;
+use std::net::Ipv4Addr;
+
+/// Spec of `UDP`.
+pub const UDP_SPEC: ModuleSpec = ModuleSpec {
+    name: "UDP",
+    doc: "UDP (RFC 768): a path per socket, checksums, ephemeral ports",
+    services: &[
+        ServiceSpec::new("up", ServiceType::AIO, Count::Any),
+        ServiceSpec::new("down", ServiceType::AIO, Count::ExactlyOne).init_after(),
+    ],
+    params: &[ParamSpec {
+        key: "max_ports",
+        doc: "most ports in use at once (default 65536)",
+        required: false,
+    }],
+    understands: &[],
+};
+
+const NO_LOCAL_ADDR: DropReason = DropReason::new("udp.no_local_address");
+const NO_DESTINATION: DropReason = DropReason::new("udp.no_destination");
+const WRONG_PORT: DropReason = DropReason::new("udp.wrong_port");
+const TOO_LONG: DropReason = DropReason::new("udp.too_long");
+
+const EPHEMERAL: std::ops::RangeInclusive<u16> = 49152..=65535;
+
+/// The `UDP` module: the port table.
+pub struct UdpModule {
+    /// Paths per local port (bound sockets hold a port alone; connected
+    /// ones may share a port with other connected ones, the classifier
+    /// tells them apart by the remote end).
+    ports: HashMap<u16, PortUse>,
+    max_ports: usize,
+    next_ephemeral: u16,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct PortUse {
+    bound: bool,
+    connected: u32,
+}
+
+impl UdpModule {
+    /// Factory: parameter `max_ports`.
+    pub fn create(setup: &mut ModuleSetup<'_>) -> Result<Box<dyn Module>, ModuleError> {
+        Ok(Box::new(UdpModule {
+            ports: HashMap::new(),
+            max_ports: setup.param("max_ports", 65_536usize)?,
+            next_ephemeral: *EPHEMERAL.start(),
+        }))
+    }
+
+    /// Ports in use.
+    pub fn ports_in_use(&self) -> usize {
+        self.ports.len()
+    }
+
+    fn ephemeral(&mut self) -> Option<u16> {
+        let span = usize::from(EPHEMERAL.end() - EPHEMERAL.start()) + 1;
+        for _ in 0..span {
+            let p = self.next_ephemeral;
+            self.next_ephemeral = if p == *EPHEMERAL.end() {
+                *EPHEMERAL.start()
+            } else {
+                p + 1
+            };
+            if !self.ports.contains_key(&p) {
+                return Some(p);
+            }
+        }
+        None
+    }
+
+    fn release(&mut self, port: u16, bound: bool) {
+        if let Some(u) = self.ports.get_mut(&port) {
+            if bound {
+                u.bound = false;
+            } else {
+                u.connected = u.connected.saturating_sub(1);
+            }
+            if !u.bound && u.connected == 0 {
+                self.ports.remove(&port);
+            }
+        }
+    }
+}
+
+/// The UDP partial classifier: local (destination) and remote (source)
+/// port when active, the local port when passive (thesis Figure 3.10).
+struct UdpDemux;
+
+impl PartialClassifier for UdpDemux {
+    #[inline]
+    fn extract(&self, msg: &[u8], mode: KeyMode) -> Option<(Key, usize)> {
+        let h = msg.get(..HEADER_LEN)?;
+        let key = match mode {
+            KeyMode::Active => Key::from_array([h[2], h[3], h[0], h[1]]),
+            KeyMode::Passive => Key::from_array([h[2], h[3]]),
+        };
+        Some((key, HEADER_LEN))
+    }
+}
+
+fn pop_port(parts: &mut Vec<AddrPart>) -> Option<u16> {
+    match parts.last() {
+        Some(AddrPart::Port(p)) => {
+            let p = *p;
+            parts.pop();
+            Some(p)
+        }
+        _ => None,
+    }
+}
+
+impl Module for UdpModule {
+    fn spec(&self) -> &'static ModuleSpec {
+        &UDP_SPEC
+    }
+
+    fn create_stage(
+        &mut self,
+        _entry: Option<usize>,
+        attrs: &mut Attrs,
+        cx: &mut CreateCx<'_>,
+    ) -> Result<Created, PathError> {
+        let passive = attrs.get(&keys::PASSIVE_OPEN) == Some(&true);
+        let (local, remote, remote_ip) = match attrs.get_mut(&keys::PARTICIPANTS) {
+            Some(p) => {
+                let local = pop_port(&mut p.local);
+                let remote = pop_port(&mut p.remote);
+                // IP pops the address; the checksum needs it here too.
+                let remote_ip = match p.remote.last() {
+                    Some(AddrPart::Ipv4(a)) => Some(Ipv4Addr::from(*a)),
+                    _ => None,
+                };
+                (local, remote, remote_ip)
+            }
+            None => (None, None, None),
+        };
+        if !passive && (remote.is_none() || remote_ip.is_none()) {
+            return Err(cx.refuse(
+                "a connected UDP path needs a remote address and port in PARTICIPANTS (or PASSIVE_OPEN for a bound one)",
+            ));
+        }
+        if passive && remote.is_some() {
+            return Err(cx.refuse("a bound (passive) UDP path takes no remote port"));
+        }
+        let port = match local.filter(|&p| p != 0) {
+            Some(p) => p,
+            None => self
+                .ephemeral()
+                .ok_or_else(|| cx.refuse("no ephemeral port left"))?,
+        };
+        let in_use = self.ports.get(&port).copied().unwrap_or_default();
+        if passive && in_use.bound {
+            return Err(cx.refuse(format!("port {port} is already bound")));
+        }
+        if !self.ports.contains_key(&port) && self.ports.len() >= self.max_ports {
+            return Err(cx.refuse(format!("port table full ({} ports)", self.max_ports)));
+        }
+        let u = self.ports.entry(port).or_default();
+        if passive {
+            u.bound = true;
+        } else {
+            u.connected += 1;
+        }
+        attrs.insert(&keys::PROT_ID, u32::from(crate::ipv4::protocol::UDP));
+        Ok(Created {
+            stage: Box::new(UdpStage {
+                local_port: port,
+                remote_port: remote,
+                remote_ip,
+                local_ip: None,
+                down: cx.growth(),
+            }),
+            route: Route::Service(1),
+        })
+    }
+
+    fn partial_classifier(&self) -> Option<Box<dyn PartialClassifier>> {
+        Some(Box::new(UdpDemux))
+    }
+
+    fn stats(&self) -> Vec<(String, u64)> {
+        vec![("ports_in_use".into(), self.ports.len() as u64)]
+    }
+}
+
+/// The `UDP` stage of one socket's path.
+pub struct UdpStage {
+    local_port: u16,
+    remote_port: Option<u16>,
+    /// The fixed peer of a connected path.
+    remote_ip: Option<Ipv4Addr>,
+    /// Our address on this path, read once from the path's `LOCAL_IPV4`.
+    local_ip: Option<Ipv4Addr>,
+    down: Dir,
+}
+
+impl UdpStage {
+    /// The local port.
+    pub fn local_port(&self) -> u16 {
+        self.local_port
+    }
+
+    fn local_ip(&mut self, cx: &Cx<'_, '_>) -> Option<Ipv4Addr> {
+        if self.local_ip.is_none() {
+            self.local_ip = cx.attrs().get(&LOCAL_IPV4).copied();
+        }
+        self.local_ip
+    }
+}
+
+impl Stage for UdpStage {
+    #[inline]
+    fn process(&mut self, dir: Dir, msg: &mut Msg, cx: &mut Cx<'_, '_>) -> Verdict {
+        if dir == self.down {
+            let Some(src) = self.local_ip(cx) else {
+                return Verdict::Drop(NO_LOCAL_ADDR);
+            };
+            let a = msg.anno();
+            let (Some(dst), Some(dst_port)) = (
+                self.remote_ip.or(a.peer_ip),
+                self.remote_port
+                    .or((a.peer_port != 0).then_some(a.peer_port)),
+            ) else {
+                return Verdict::Drop(NO_DESTINATION);
+            };
+            let repr = UdpRepr {
+                src_port: self.local_port,
+                dst_port,
+            };
+            match repr.push_onto(msg, src, dst) {
+                Ok(()) => Verdict::Next,
+                Err(_) => Verdict::Drop(TOO_LONG),
+            }
+        } else {
+            let a = *msg.anno();
+            let (Some(src), Some(dst)) = (a.peer_ip, a.local_ip) else {
+                return Verdict::Drop(NO_LOCAL_ADDR);
+            };
+            let (sport, dport, len) = match UdpPacket::parse(msg.as_slice(), src, dst) {
+                Ok(p) => (p.src_port(), p.dst_port(), p.len()),
+                Err(e) => return Verdict::Drop(e.qualified()),
+            };
+            if dport != self.local_port || self.remote_port.is_some_and(|r| r != sport) {
+                return Verdict::Drop(WRONG_PORT);
+            }
+            msg.truncate(len);
+            if msg.pop(HEADER_LEN).is_err() {
+                return Verdict::Drop(WRONG_PORT);
+            }
+            msg.anno_mut().peer_port = sport;
+            Verdict::Next
+        }
+    }
+
+    fn destroy(&mut self, cx: &mut Cx<'_, '_>) {
+        let (port, bound) = (self.local_port, self.remote_port.is_none());
+        if let Some(m) = cx.module::<UdpModule>() {
+            m.release(port, bound);
+        }
+    }
+
+    fn demux_key(&self, mode: KeyMode, _aux: &Attrs) -> DemuxKey {
+        let l = self.local_port.to_be_bytes();
+        match (mode, self.remote_port) {
+            (KeyMode::Active, Some(r)) => {
+                let r = r.to_be_bytes();
+                DemuxKey::Key(Key::from_array([l[0], l[1], r[0], r[1]]))
+            }
+            _ => DemuxKey::Key(Key::from_array(l)),
+        }
+    }
+}
