@@ -67,6 +67,9 @@ pub struct HostConfig {
     pub sched: SchedKind,
     /// Driver module line for the device (default `WIRE device=0`).
     pub driver: String,
+    /// Modules above IP besides ICMP, with their connections (see
+    /// [`HostGraph::upper`]), e.g. `("name=udp module=UDP;", "udp.down<>ip.up;")`.
+    pub upper: Vec<(String, String)>,
 }
 
 impl HostConfig {
@@ -80,6 +83,7 @@ impl HostConfig {
             mac: None,
             sched: SchedKind::PerMessage,
             driver: "WIRE device=0".into(),
+            upper: Vec::new(),
         })
     }
 }
@@ -102,6 +106,7 @@ impl Host {
         g.gateway = cfg.gateway;
         g.mtu = u16::try_from(caps.mtu).unwrap_or(1500).min(1500);
         g.driver = cfg.driver.clone();
+        g.upper = cfg.upper.clone();
         let types = module_types();
         let graph = ModuleGraph::from_text(&g.to_text(), Some("host.graph"), &types.specs())?;
         let stack = Stack::builder(graph, types)
