@@ -1,0 +1,616 @@
+//! smoltcp as a comparison peer: the "smoltcp" row of `scripts/bench-veth.sh`
+//! and the smoltcp side of the in-memory instruction count.
+//!
+//! ```text
+//! smoltcp_peer tap-echo   --tap NAME [--netns NS] --ip A/24 [--port P] [--busy-poll]
+//! smoltcp_peer tap-client --tap NAME [--netns NS] --ip A/24 --peer B [--port P]
+//!                         [--rounds N] [--warmup W] [--busy-poll] [--json FILE]
+//! smoltcp_peer memory     [--rounds N] [--warmup W]
+//! ```
+//!
+//! On a TAP, smoltcp's `phy::Device` is implemented over
+//! [`pathstack_devices::TapDevice`] — the same `read(2)`/`write(2)` per frame
+//! into pooled buffers that pathstack uses — so that the comparison measures
+//! the two stacks and not two device layers (smoltcp's own `TunTapInterface`
+//! allocates a `Vec` per frame and cannot open a TAP inside another
+//! namespace). Blocking waits sleep in epoll for at most smoltcp's
+//! `poll_delay`; `--busy-poll` polls and yields the CPU between polls.
+//! Checksums are computed and verified in software both ways (smoltcp's
+//! default `ChecksumCapabilities`), as pathstack's UDP does.
+//!
+//! `memory` joins two smoltcp interfaces in one thread with an in-memory
+//! wire (two bounded rings of preallocated frame buffers, no allocation per
+//! frame) and ping-pongs one byte over UDP: the workload whose instructions
+//! per round trip are counted with cachegrind against pathstack's
+//! `pingpong --wire memory`. Run it twice with different `--rounds` and
+//! divide the difference of the instruction counts by the difference of the
+//! rounds to take out setup and teardown.
+#![forbid(unsafe_code)]
+
+#[path = "support/rtt.rs"]
+mod rtt;
+
+use clap::{Parser, Subcommand};
+use pathstack_core::device::Device as _;
+use pathstack_core::{Msg, MsgPool, PoolConfig};
+use pathstack_devices::{TapDevice, TapOptions};
+use rtt::{RttRecorder, LOSS_TIMEOUT};
+use smoltcp::iface::{Config, Interface, SocketHandle, SocketSet};
+use smoltcp::phy::{self, DeviceCapabilities, Medium};
+use smoltcp::socket::udp;
+use smoltcp::time::Instant as SInstant;
+use smoltcp::wire::{EthernetAddress, IpAddress, IpCidr, IpEndpoint, Ipv4Cidr};
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Parser)]
+#[command(about = "smoltcp 1-byte UDP ping-pong peer (TAP or in-memory)")]
+struct Cli {
+    #[command(subcommand)]
+    mode: Mode,
+}
+
+/// Where the TAP is and which address this end has.
+#[derive(clap::Args)]
+struct TapArgs {
+    /// The TAP interface (created if absent).
+    #[arg(long)]
+    tap: String,
+    /// Open the TAP inside this network namespace (`ip netns` name).
+    #[arg(long)]
+    netns: Option<String>,
+    /// This end's address and prefix, e.g. 10.77.1.1/24.
+    #[arg(long, value_parser = parse_cidr)]
+    ip: Ipv4Cidr,
+    /// The UDP port of the echo server.
+    #[arg(long, default_value_t = 7)]
+    port: u16,
+    /// Poll and yield instead of sleeping in epoll.
+    #[arg(long)]
+    busy_poll: bool,
+}
+
+#[derive(Subcommand)]
+enum Mode {
+    /// UDP echo server on a TAP, until killed.
+    TapEcho {
+        #[command(flatten)]
+        tap: TapArgs,
+    },
+    /// 1-byte UDP ping-pong with an echo server through a TAP; RTT percentiles.
+    TapClient {
+        #[command(flatten)]
+        tap: TapArgs,
+        /// The echo server's IPv4 address.
+        #[arg(long)]
+        peer: std::net::Ipv4Addr,
+        /// Measured round trips.
+        #[arg(long, default_value_t = 20_000)]
+        rounds: u64,
+        /// Round trips before measuring (ARP, caches).
+        #[arg(long, default_value_t = 1_000)]
+        warmup: u64,
+        /// Write the result as JSON to this file.
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
+    /// Two interfaces in one thread over an in-memory wire; 1-byte UDP ping-pong.
+    Memory {
+        /// Measured round trips.
+        #[arg(long, default_value_t = 100_000)]
+        rounds: u64,
+        /// Round trips before measuring.
+        #[arg(long, default_value_t = 1_000)]
+        warmup: u64,
+        /// For instruction counting: no clock reads at all (no per-round
+        /// RTT; smoltcp's clock advances 1 us per poll), so that only
+        /// smoltcp's own work is counted.
+        #[arg(long)]
+        count_only: bool,
+        /// Write the result as JSON to this file (not with --count-only).
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
+}
+
+fn parse_cidr(s: &str) -> Result<Ipv4Cidr, String> {
+    let (addr, len) = s.split_once('/').unwrap_or((s, "24"));
+    let addr: std::net::Ipv4Addr = addr
+        .parse()
+        .map_err(|e| format!("bad IPv4 address {s:?}: {e}"))?;
+    let len: u8 = len
+        .parse()
+        .ok()
+        .filter(|l| *l <= 32)
+        .ok_or_else(|| format!("bad prefix length in {s:?}"))?;
+    Ok(Ipv4Cidr::new(addr, len))
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    match Cli::parse().mode {
+        Mode::TapEcho { tap } => tap_echo(&tap),
+        Mode::TapClient {
+            tap,
+            peer,
+            rounds,
+            warmup,
+            json,
+        } => {
+            let rec = tap_client(&tap, peer, rounds, warmup)?;
+            rec.report(json.as_deref())?;
+            Ok(())
+        }
+        Mode::Memory {
+            rounds,
+            warmup,
+            count_only,
+            json,
+        } => {
+            let rec = memory(rounds, warmup, count_only)?;
+            // Without per-round times there are no percentiles to report.
+            if !count_only {
+                rec.report(json.as_deref())?;
+            }
+            Ok(())
+        }
+    }
+}
+
+// ---------------------------------------------------------------- TAP device
+
+/// smoltcp's view of a [`TapDevice`]: one frame per token, in pool buffers.
+struct TapPhy {
+    tap: TapDevice,
+    pool: MsgPool,
+    /// Where a frame goes when the pool is exhausted: smoltcp's `TxToken`
+    /// must hand out a buffer, so the frame is built here and dropped.
+    scratch: Vec<u8>,
+    dropped: u64,
+}
+
+struct TapRx(Msg);
+
+struct TapTx<'a> {
+    tap: &'a mut TapDevice,
+    pool: &'a MsgPool,
+    scratch: &'a mut Vec<u8>,
+    dropped: &'a mut u64,
+}
+
+impl TapPhy {
+    fn open(args: &TapArgs) -> Result<TapPhy, Box<dyn std::error::Error>> {
+        let mut opts = TapOptions::new();
+        if let Some(ns) = &args.netns {
+            opts = opts.netns(ns.clone());
+        }
+        let tap = TapDevice::open(&args.tap, opts)?;
+        let scratch = vec![0; tap.mtu() + pathstack_devices::ETH_HEADER_LEN];
+        Ok(TapPhy {
+            tap,
+            pool: MsgPool::new(PoolConfig::small(64)),
+            scratch,
+            dropped: 0,
+        })
+    }
+
+    fn tx(&mut self) -> TapTx<'_> {
+        TapTx {
+            tap: &mut self.tap,
+            pool: &self.pool,
+            scratch: &mut self.scratch,
+            dropped: &mut self.dropped,
+        }
+    }
+}
+
+impl phy::RxToken for TapRx {
+    fn consume<R, F: FnOnce(&[u8]) -> R>(self, f: F) -> R {
+        f(self.0.as_slice())
+    }
+}
+
+impl phy::TxToken for TapTx<'_> {
+    fn consume<R, F: FnOnce(&mut [u8]) -> R>(self, len: usize, f: F) -> R {
+        let now = pathstack_core::Instant::now();
+        match self.pool.alloc(len) {
+            Ok(mut msg) => {
+                let r = f(msg.as_mut_slice());
+                // A refused write is counted by the TapDevice; the peer's
+                // timeout notices the loss.
+                if self.tap.transmit(msg, now).is_err() {
+                    *self.dropped += 1;
+                }
+                r
+            }
+            Err(_) => {
+                *self.dropped += 1;
+                let n = len.min(self.scratch.len());
+                f(&mut self.scratch[..n])
+            }
+        }
+    }
+}
+
+impl phy::Device for TapPhy {
+    type RxToken<'a> = TapRx;
+    type TxToken<'a> = TapTx<'a>;
+
+    fn receive(&mut self, _: SInstant) -> Option<(TapRx, TapTx<'_>)> {
+        match self.tap.receive(&self.pool, pathstack_core::Instant::now()) {
+            Ok(Some(frame)) => Some((TapRx(frame), self.tx())),
+            // Nothing waiting, or an error the TapDevice has counted.
+            Ok(None) | Err(_) => None,
+        }
+    }
+
+    fn transmit(&mut self, _: SInstant) -> Option<TapTx<'_>> {
+        Some(self.tx())
+    }
+
+    fn capabilities(&self) -> DeviceCapabilities {
+        let mut caps = DeviceCapabilities::default();
+        caps.medium = Medium::Ethernet;
+        // smoltcp's Ethernet MTU includes the 14-byte header.
+        caps.max_transmission_unit = self.tap.mtu() + pathstack_devices::ETH_HEADER_LEN;
+        caps
+    }
+}
+
+/// A smoltcp interface with one UDP socket, bound to `port` (0: the
+/// client's fixed port 40007).
+fn udp_iface<D: phy::Device>(
+    dev: &mut D,
+    mac: [u8; 6],
+    ip: Ipv4Cidr,
+    port: u16,
+) -> (Interface, SocketSet<'static>, SocketHandle) {
+    let config = Config::new(EthernetAddress(mac).into());
+    let mut iface = Interface::new(config, dev, SInstant::now());
+    iface.update_ip_addrs(|addrs| {
+        // One address into a fresh interface: there is room.
+        let _ = addrs.push(IpCidr::Ipv4(ip));
+    });
+    let buffer =
+        || udp::PacketBuffer::new(vec![udp::PacketMetadata::EMPTY; 16], vec![0u8; 16 * 2048]);
+    let mut sock = udp::Socket::new(buffer(), buffer());
+    let port = if port == 0 { 40_007 } else { port };
+    sock.bind(port)
+        .expect("binding a fresh socket to a non-zero port");
+    let mut sockets = SocketSet::new(Vec::new());
+    let handle = sockets.add(sock);
+    (iface, sockets, handle)
+}
+
+fn tap_echo(args: &TapArgs) -> Result<(), Box<dyn std::error::Error>> {
+    let mut phy = TapPhy::open(args)?;
+    let mac = phy.tap.mac();
+    let (mut iface, mut sockets, h) = udp_iface(&mut phy, mac, args.ip, args.port);
+    println!(
+        "smoltcp tap-echo: ready on {} ({} port {})",
+        phy.tap.name(),
+        args.ip,
+        args.port
+    );
+    let mut buf = [0u8; 2048];
+    loop {
+        let now = SInstant::now();
+        iface.poll(now, &mut phy, &mut sockets);
+        let sock = sockets.get_mut::<udp::Socket>(h);
+        let mut echoed = false;
+        while let Ok((n, meta)) = sock.recv_slice(&mut buf) {
+            // A full send buffer loses this echo; the client counts it.
+            let _ = sock.send_slice(&buf[..n], meta.endpoint);
+            echoed = true;
+        }
+        if echoed {
+            continue; // poll again at once to send the echoes
+        }
+        if args.busy_poll {
+            std::thread::yield_now();
+        } else {
+            let delay = iface
+                .poll_delay(now, &sockets)
+                .map_or(Duration::from_secs(1), Duration::from);
+            phy.tap.wait_readable(Some(delay))?;
+        }
+    }
+}
+
+fn tap_client(
+    args: &TapArgs,
+    peer: std::net::Ipv4Addr,
+    rounds: u64,
+    warmup: u64,
+) -> Result<RttRecorder, Box<dyn std::error::Error>> {
+    let mut phy = TapPhy::open(args)?;
+    let mac = phy.tap.mac();
+    let (mut iface, mut sockets, h) = udp_iface(&mut phy, mac, args.ip, 0);
+    let peer = IpEndpoint::new(IpAddress::Ipv4(peer), args.port);
+    let name = if args.busy_poll {
+        "smoltcp-busypoll"
+    } else {
+        "smoltcp"
+    };
+    let mut rec = RttRecorder::new(name);
+    let mut buf = [0u8; 2048];
+    let mut start = std::time::Instant::now();
+    for round in 0..warmup + rounds {
+        if round == warmup {
+            start = std::time::Instant::now();
+        }
+        let byte = round as u8;
+        let t0 = std::time::Instant::now();
+        let deadline = t0 + LOSS_TIMEOUT;
+        // The buffer holds 16 datagrams; it can only be full if echoes keep
+        // being lost, and then this round is lost too.
+        let _ = sockets.get_mut::<udp::Socket>(h).send_slice(&[byte], peer);
+        let mut echoed = false;
+        loop {
+            let now = SInstant::now();
+            iface.poll(now, &mut phy, &mut sockets);
+            let sock = sockets.get_mut::<udp::Socket>(h);
+            while let Ok((n, _)) = sock.recv_slice(&mut buf) {
+                if n == 1 && buf[0] == byte {
+                    echoed = true;
+                }
+            }
+            if echoed {
+                break;
+            }
+            let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) else {
+                break;
+            };
+            if args.busy_poll {
+                std::thread::yield_now();
+            } else {
+                let delay = iface
+                    .poll_delay(now, &sockets)
+                    .map_or(left, |d| Duration::from(d).min(left));
+                phy.tap.wait_readable(Some(delay))?;
+            }
+        }
+        let rtt = t0.elapsed();
+        if round >= warmup {
+            if echoed {
+                rec.record(rtt);
+            } else {
+                rec.lost();
+            }
+        }
+    }
+    rec.set_elapsed(start.elapsed());
+    if phy.dropped > 0 {
+        eprintln!("smoltcp tap-client: {} frames dropped on send", phy.dropped);
+    }
+    Ok(rec)
+}
+
+// ---------------------------------------------------------- in-memory wire
+
+/// Frames in flight one way: a bounded ring of preallocated buffers (hand
+/// written rather than a `VecDeque<Vec<u8>>`, which would allocate per frame
+/// and charge the allocator to smoltcp in the instruction count).
+struct Ring {
+    bufs: Vec<Box<[u8]>>,
+    lens: Vec<usize>,
+    head: usize,
+    count: usize,
+    dropped: u64,
+    /// Frames carried, for the frames-per-round-trip check.
+    carried: u64,
+}
+
+/// Largest frame on the in-memory wire: 1500-byte MTU plus Ethernet header.
+const WIRE_FRAME: usize = 1514;
+
+impl Ring {
+    fn new(slots: usize) -> Ring {
+        Ring {
+            bufs: (0..slots).map(|_| vec![0; WIRE_FRAME].into()).collect(),
+            lens: vec![0; slots],
+            head: 0,
+            count: 0,
+            dropped: 0,
+            carried: 0,
+        }
+    }
+}
+
+/// One end of the wire: receives from `rx`, sends into `tx`.
+struct WireEnd<'a> {
+    rx: &'a mut Ring,
+    tx: &'a mut Ring,
+}
+
+struct RingRx<'a>(&'a mut Ring);
+struct RingTx<'a>(&'a mut Ring);
+
+impl phy::RxToken for RingRx<'_> {
+    fn consume<R, F: FnOnce(&[u8]) -> R>(self, f: F) -> R {
+        let ring = self.0;
+        let i = ring.head;
+        let r = f(&ring.bufs[i][..ring.lens[i]]);
+        ring.head = (i + 1) % ring.bufs.len();
+        ring.count -= 1;
+        r
+    }
+}
+
+impl phy::TxToken for RingTx<'_> {
+    fn consume<R, F: FnOnce(&mut [u8]) -> R>(self, len: usize, f: F) -> R {
+        let ring = self.0;
+        let slots = ring.bufs.len();
+        let len = len.min(WIRE_FRAME);
+        if ring.count == slots {
+            // Full: build the frame in the slot about to be read last and
+            // drop it (the token must hand out a buffer).
+            ring.dropped += 1;
+            let i = (ring.head + slots - 1) % slots;
+            let mut spare = std::mem::take(&mut ring.bufs[i]);
+            let r = f(&mut spare[..len]);
+            ring.bufs[i] = spare;
+            return r;
+        }
+        let i = (ring.head + ring.count) % slots;
+        let r = f(&mut ring.bufs[i][..len]);
+        ring.lens[i] = len;
+        ring.count += 1;
+        ring.carried += 1;
+        r
+    }
+}
+
+impl phy::Device for WireEnd<'_> {
+    type RxToken<'b>
+        = RingRx<'b>
+    where
+        Self: 'b;
+    type TxToken<'b>
+        = RingTx<'b>
+    where
+        Self: 'b;
+
+    fn receive(&mut self, _: SInstant) -> Option<(RingRx<'_>, RingTx<'_>)> {
+        if self.rx.count == 0 {
+            return None;
+        }
+        Some((RingRx(self.rx), RingTx(self.tx)))
+    }
+
+    fn transmit(&mut self, _: SInstant) -> Option<RingTx<'_>> {
+        Some(RingTx(self.tx))
+    }
+
+    fn capabilities(&self) -> DeviceCapabilities {
+        let mut caps = DeviceCapabilities::default();
+        caps.medium = Medium::Ethernet;
+        caps.max_transmission_unit = WIRE_FRAME;
+        caps
+    }
+}
+
+/// The clock smoltcp is given on the in-memory wire.
+enum MemClock {
+    /// The real time (what an application would pass).
+    Real,
+    /// Advances 1 us per reading and never asks the OS (for counting).
+    Fake(i64),
+}
+
+impl MemClock {
+    fn now(&mut self) -> SInstant {
+        match self {
+            MemClock::Real => SInstant::now(),
+            MemClock::Fake(us) => {
+                *us += 1;
+                SInstant::from_micros(*us)
+            }
+        }
+    }
+}
+
+fn memory(
+    rounds: u64,
+    warmup: u64,
+    count_only: bool,
+) -> Result<RttRecorder, Box<dyn std::error::Error>> {
+    let mut clock = if count_only {
+        MemClock::Fake(0)
+    } else {
+        MemClock::Real
+    };
+    let mut a_to_b = Ring::new(64);
+    let mut b_to_a = Ring::new(64);
+    let ip_a = Ipv4Cidr::new(std::net::Ipv4Addr::new(10, 0, 0, 1), 24);
+    let ip_b = Ipv4Cidr::new(std::net::Ipv4Addr::new(10, 0, 0, 2), 24);
+    let (mut iface_a, mut socks_a, ha) = {
+        let mut end = WireEnd {
+            rx: &mut b_to_a,
+            tx: &mut a_to_b,
+        };
+        udp_iface(&mut end, [0x02, 0, 0, 0, 0, 1], ip_a, 0)
+    };
+    let (mut iface_b, mut socks_b, hb) = {
+        let mut end = WireEnd {
+            rx: &mut a_to_b,
+            tx: &mut b_to_a,
+        };
+        udp_iface(&mut end, [0x02, 0, 0, 0, 0, 2], ip_b, 7)
+    };
+    let peer = IpEndpoint::new(IpAddress::Ipv4(ip_b.address()), 7);
+    let mut rec = RttRecorder::new("smoltcp-memory");
+    let mut buf = [0u8; 2048];
+    let mut start = std::time::Instant::now();
+    for round in 0..warmup + rounds {
+        if round == warmup {
+            start = std::time::Instant::now();
+        }
+        let byte = round as u8;
+        let t0 = (!count_only).then(std::time::Instant::now);
+        let _ = socks_a.get_mut::<udp::Socket>(ha).send_slice(&[byte], peer);
+        let mut echoed = false;
+        // Steady state takes one pass: A sends, B receives and echoes, A
+        // receives. The first round takes a few (ARP both ways).
+        for _ in 0..16 {
+            let mut end_a = WireEnd {
+                rx: &mut b_to_a,
+                tx: &mut a_to_b,
+            };
+            iface_a.poll(clock.now(), &mut end_a, &mut socks_a);
+            let mut end_b = WireEnd {
+                rx: &mut a_to_b,
+                tx: &mut b_to_a,
+            };
+            iface_b.poll(clock.now(), &mut end_b, &mut socks_b);
+            let sb = socks_b.get_mut::<udp::Socket>(hb);
+            let mut any = false;
+            while let Ok((n, meta)) = sb.recv_slice(&mut buf) {
+                let _ = sb.send_slice(&buf[..n], meta.endpoint);
+                any = true;
+            }
+            if any {
+                iface_b.poll(clock.now(), &mut end_b, &mut socks_b);
+            }
+            let mut end_a = WireEnd {
+                rx: &mut b_to_a,
+                tx: &mut a_to_b,
+            };
+            iface_a.poll(clock.now(), &mut end_a, &mut socks_a);
+            let sa = socks_a.get_mut::<udp::Socket>(ha);
+            while let Ok((n, _)) = sa.recv_slice(&mut buf) {
+                if n == 1 && buf[0] == byte {
+                    echoed = true;
+                }
+            }
+            if echoed {
+                break;
+            }
+        }
+        if round >= warmup {
+            match (echoed, t0) {
+                (true, Some(t0)) => rec.record(t0.elapsed()),
+                (true, None) => {}
+                (false, _) => rec.lost(),
+            }
+        }
+    }
+    let elapsed = start.elapsed();
+    rec.set_elapsed(elapsed);
+    let dropped = a_to_b.dropped + b_to_a.dropped;
+    if dropped > 0 {
+        eprintln!("smoltcp memory: {dropped} frames dropped on the in-memory wire");
+    }
+    let total = (warmup + rounds).max(1);
+    println!(
+        "smoltcp memory: {} rounds, {:.0} ns/RT, {:.2} frames/RT{}",
+        rounds,
+        elapsed.as_nanos() as f64 / rounds.max(1) as f64,
+        (a_to_b.carried + b_to_a.carried) as f64 / total as f64,
+        if count_only {
+            " (count-only: no per-round RTT)"
+        } else {
+            ""
+        }
+    );
+    Ok(rec)
+}

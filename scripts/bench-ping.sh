@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# bench-ping.sh — ICMP echo RTT from the Linux kernel in namespace B, across
+# the veth of scripts/netns.sh, to: the pathstack host on TAP_A, the floor
+# (raw responder) on TAP_A, and the kernel of namespace A. Issue 4, item 11.
+#
+#   scripts/bench-ping.sh [--count N] [--interval S] [--cpus S,C] [--name NAME]
+#                         [--rt] [--no-busy] [--no-build]
+#
+#   --count N      echo requests per target (default 4000)
+#   --interval S   seconds between requests, ping -i (default 0.0005)
+#   --cpus S,C     CPU of the responder, CPU of ping (default 0,1)
+#   --name NAME    output file name stem (default ping)
+#   --rt           run ping and the blocking responders under SCHED_FIFO
+#                  (chrt -f 50) so that other load cannot preempt them (see
+#                  scripts/bench-veth.sh); busy-poll responders never are
+#   --no-busy      skip the busy-poll rows of pathstack and the floor
+#   --no-build     use the binaries already built
+#
+# Needs root. The responders, each pinned to CPU S:
+#   pathstack          examples/host --tap TAP_A --ip PS_A_IP/24, run in NS_A
+#   floor              examples/floor respond --tap TAP_A --ip PS_A_IP, run in NS_A
+#   kernel             the kernel of NS_A at KERNEL_A_IP (answers in softirq:
+#                      nothing to pin; ping is pinned to CPU C)
+#   *-busypoll         the same with --busy-poll
+# ping runs in NS_B pinned to CPU C; 56-byte payload (ping's default). The
+# RTTs are ping's own per-reply times (1 us resolution); percentiles are
+# nearest-rank over all replies, after 200 unrecorded warm-up pings.
+# Writes target/pathstack-bench/NAME.json ({"results": [{"system", "rtt_us":
+# {"p50", "p99", "p999"}, "rounds", "lost"}]}) and NAME.svg, and prints a
+# table with ratios to the floor (BENCH_OUT overrides the directory).
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+count=4000 interval=0.0005 cpus=0,1 name=ping busy=1 build=1 rt=0
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --count) count=$2; shift 2 ;;
+        --interval) interval=$2; shift 2 ;;
+        --cpus) cpus=$2; shift 2 ;;
+        --name) name=$2; shift 2 ;;
+        --no-busy) busy=0; shift ;;
+        --rt) rt=1; shift ;;
+        --no-build) build=0; shift ;;
+        -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
+        *) echo "bench-ping.sh: unknown argument '$1'" >&2; exit 2 ;;
+    esac
+done
+cpu_s=${cpus%,*} cpu_c=${cpus#*,}
+[ "$(id -u)" -eq 0 ] || { echo "bench-ping.sh: must run as root" >&2; exit 1; }
+command -v ping >/dev/null || { echo "bench-ping.sh: ping not found (apt-get install iputils-ping)" >&2; exit 1; }
+
+bin=${CARGO_TARGET_DIR:-$root/target}/release/examples
+out=${BENCH_OUT:-$root/target/pathstack-bench}
+mkdir -p "$out"
+tmp=$(mktemp -d)
+
+if [ "$build" = 1 ]; then
+    echo "bench-ping.sh: building (cargo build --release -p pathstack --examples)" >&2
+    if ! (cd "$root" && cargo build --release -q -p pathstack --examples); then
+        echo "bench-ping.sh: building all examples failed; building only the floor" >&2
+        (cd "$root" && cargo build --release -q -p pathstack --example floor)
+    fi
+fi
+
+id=bp$$
+server_pid=
+cleanup() {
+    if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; fi
+    "$root/scripts/netns.sh" down --id "$id" 2>/dev/null || true
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+eval "$("$root/scripts/netns.sh" up --id "$id" --subnet 78)"
+
+rows=() missing=()
+
+stop_server() {
+    [ -n "$server_pid" ] || return 0
+    kill "$server_pid" 2>/dev/null || true
+    wait "$server_pid" 2>/dev/null || true
+    server_pid=
+}
+
+# sched SYSTEM: the scheduling prefix for SYSTEM's processes (see --rt).
+sched() {
+    if [ "$rt" = 1 ] && [[ "$1" != *busypoll ]]; then echo "chrt -f 50"; fi
+}
+
+ping_b() { ip netns exec "$NS_B" taskset -c "$cpu_c" $(sched "$system") ping "$@"; }
+
+# measure SYSTEM TARGET_IP: waits until TARGET_IP answers, warms up, records.
+measure() {
+    local system=$1 ip=$2 i
+    for i in $(seq 1 50); do
+        ping_b -c 1 -W 1 -q "$ip" >/dev/null 2>&1 && break
+        if [ -n "$server_pid" ] && ! kill -0 "$server_pid" 2>/dev/null; then break; fi
+        sleep 0.1
+    done
+    if ! ping_b -c 1 -W 1 -q "$ip" >/dev/null 2>&1; then
+        missing+=("--missing" "$system=no answer from $ip")
+        [ -f "$tmp/$system.log" ] && cat "$tmp/$system.log" >&2
+        return 0
+    fi
+    echo "bench-ping.sh: $system ($ip)" >&2
+    ping_b -c 200 -i "$interval" -q "$ip" >/dev/null 2>&1 || true
+    ping_b -c "$count" -i "$interval" -W 1 "$ip" >"$tmp/$system.txt" 2>&1 || true
+    rows+=("$system=ping:$tmp/$system.txt")
+}
+
+# responder SYSTEM CMD...: runs CMD in NS_A on cpu_s, pings PS_A_IP, stops it.
+responder() {
+    local system=$1; shift
+    if [ ! -x "$1" ]; then
+        echo "bench-ping.sh: skipping $system: $1 is not built" >&2
+        missing+=("--missing" "$system=$(basename "$1") example not built"); return 0
+    fi
+    ip netns exec "$NS_A" taskset -c "$cpu_s" $(sched "$system") "$@" >"$tmp/$system.log" 2>&1 &
+    server_pid=$!
+    measure "$system" "$PS_A_IP"
+    stop_server
+}
+
+responder floor "$bin/floor" respond --tap "$TAP_A" --ip "$PS_A_IP"
+responder pathstack "$bin/host" --tap "$TAP_A" --ip "$PS_A_IP/24"
+measure kernel "$KERNEL_A_IP"
+if [ "$busy" = 1 ]; then
+    responder floor-busypoll "$bin/floor" respond --tap "$TAP_A" --ip "$PS_A_IP" --busy-poll
+    responder pathstack-busypoll "$bin/host" --tap "$TAP_A" --ip "$PS_A_IP/24" --busy-poll
+fi
+
+python3 "$root/scripts/bench-summary.py" \
+    --title "ICMP echo RTT from the kernel of NS_B across veth, $count pings at ${interval}s, responder CPU $cpu_s, ping CPU $cpu_c" \
+    --json "$out/$name.json" --svg "$out/$name.svg" --baseline floor \
+    --meta "protocol=icmp" --meta "wire=veth" --meta "count=$count" --meta "interval_s=$interval" \
+    --meta "cpus=$cpu_s,$cpu_c" --meta "kernel=$(uname -r)" --meta "sched_fifo_blocking_rows=$rt" \
+    "${missing[@]}" "${rows[@]}"
