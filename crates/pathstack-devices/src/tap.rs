@@ -208,8 +208,9 @@ impl TapWaiter {
     pub fn wait_readable(&self, timeout: Option<std::time::Duration>) -> Result<bool, TapError> {
         let ms = match timeout {
             None => -1,
-            Some(t) => libc::c_int::try_from(t.as_nanos().div_ceil(1_000_000))
-                .unwrap_or(libc::c_int::MAX),
+            Some(t) => {
+                libc::c_int::try_from(t.as_nanos().div_ceil(1_000_000)).unwrap_or(libc::c_int::MAX)
+            }
         };
         loop {
             match self.epoll.wait(ms) {
