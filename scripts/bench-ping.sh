@@ -4,12 +4,14 @@
 # (raw responder) on TAP_A, and the kernel of namespace A. Issue 4, item 11.
 #
 #   scripts/bench-ping.sh [--count N] [--interval S] [--cpus S,C] [--name NAME]
-#                         [--rt] [--no-busy] [--no-build]
+#                         [--repeat K] [--rt] [--no-busy] [--no-build]
 #
 #   --count N      echo requests per target (default 4000)
 #   --interval S   seconds between requests, ping -i (default 0.0005)
 #   --cpus S,C     CPU of the responder, CPU of ping (default 0,1)
 #   --name NAME    output file name stem (default ping)
+#   --repeat K     measure every target K times, interleaved; each row is the
+#                  median over the K runs, per percentile (default 3)
 #   --rt           run ping and the blocking responders under SCHED_FIFO
 #                  (chrt -f 50) so that other load cannot preempt them (see
 #                  scripts/bench-veth.sh); busy-poll responders never are
@@ -24,14 +26,14 @@
 #   *-busypoll         the same with --busy-poll
 # ping runs in NS_B pinned to CPU C; 56-byte payload (ping's default). The
 # RTTs are ping's own per-reply times (1 us resolution); percentiles are
-# nearest-rank over all replies, after 200 unrecorded warm-up pings.
+# nearest-rank over all replies of a run, after 200 unrecorded warm-up pings.
 # Writes target/pathstack-bench/NAME.json ({"results": [{"system", "rtt_us":
 # {"p50", "p99", "p999"}, "rounds", "lost"}]}) and NAME.svg, and prints a
 # table with ratios to the floor (BENCH_OUT overrides the directory).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-count=4000 interval=0.0005 cpus=0,1 name=ping busy=1 build=1 rt=0
+count=4000 interval=0.0005 cpus=0,1 name=ping busy=1 build=1 rt=0 repeat=3
 while [ $# -gt 0 ]; do
     case "$1" in
         --count) count=$2; shift 2 ;;
@@ -40,8 +42,9 @@ while [ $# -gt 0 ]; do
         --name) name=$2; shift 2 ;;
         --no-busy) busy=0; shift ;;
         --rt) rt=1; shift ;;
+        --repeat) repeat=$2; shift 2 ;;
         --no-build) build=0; shift ;;
-        -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
         *) echo "bench-ping.sh: unknown argument '$1'" >&2; exit 2 ;;
     esac
 done
@@ -102,10 +105,10 @@ measure() {
         [ -f "$tmp/$system.log" ] && cat "$tmp/$system.log" >&2
         return 0
     fi
-    echo "bench-ping.sh: $system ($ip)" >&2
+    echo "bench-ping.sh: $system ($ip, run $run/$repeat)" >&2
     ping_b -c 200 -i "$interval" -q "$ip" >/dev/null 2>&1 || true
-    ping_b -c "$count" -i "$interval" -W 1 "$ip" >"$tmp/$system.txt" 2>&1 || true
-    rows+=("$system=ping:$tmp/$system.txt")
+    ping_b -c "$count" -i "$interval" -W 1 "$ip" >"$tmp/$system.$run.txt" 2>&1 || true
+    rows+=("$system=ping:$tmp/$system.$run.txt")
 }
 
 # responder SYSTEM CMD...: runs CMD in NS_A on cpu_s, pings PS_A_IP, stops it.
@@ -121,17 +124,19 @@ responder() {
     stop_server
 }
 
-responder floor "$bin/floor" respond --tap "$TAP_A" --ip "$PS_A_IP"
-responder pathstack "$bin/host" --tap "$TAP_A" --ip "$PS_A_IP/24"
-measure kernel "$KERNEL_A_IP"
-if [ "$busy" = 1 ]; then
-    responder floor-busypoll "$bin/floor" respond --tap "$TAP_A" --ip "$PS_A_IP" --busy-poll
-    responder pathstack-busypoll "$bin/host" --tap "$TAP_A" --ip "$PS_A_IP/24" --busy-poll
-fi
+for run in $(seq 1 "$repeat"); do
+    responder floor "$bin/floor" respond --tap "$TAP_A" --ip "$PS_A_IP"
+    responder pathstack "$bin/host" --tap "$TAP_A" --ip "$PS_A_IP/24"
+    measure kernel "$KERNEL_A_IP"
+    if [ "$busy" = 1 ]; then
+        responder floor-busypoll "$bin/floor" respond --tap "$TAP_A" --ip "$PS_A_IP" --busy-poll
+        responder pathstack-busypoll "$bin/host" --tap "$TAP_A" --ip "$PS_A_IP/24" --busy-poll
+    fi
+done
 
 python3 "$root/scripts/bench-summary.py" \
-    --title "ICMP echo RTT from the kernel of NS_B across veth, $count pings at ${interval}s, responder CPU $cpu_s, ping CPU $cpu_c" \
+    --title "ICMP echo RTT from the kernel of NS_B across veth: $count pings at ${interval}s x $repeat runs, responder CPU $cpu_s, ping CPU $cpu_c$([ "$rt" = 1 ] && echo ', blocking rows SCHED_FIFO')" \
     --json "$out/$name.json" --svg "$out/$name.svg" --baseline floor \
-    --meta "protocol=icmp" --meta "wire=veth" --meta "count=$count" --meta "interval_s=$interval" \
+    --meta "protocol=icmp" --meta "wire=veth" --meta "count=$count" --meta "repeat=$repeat" --meta "interval_s=$interval" \
     --meta "cpus=$cpu_s,$cpu_c" --meta "kernel=$(uname -r)" --meta "sched_fifo_blocking_rows=$rt" \
     "${missing[@]}" "${rows[@]}"
