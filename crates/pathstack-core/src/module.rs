@@ -145,16 +145,7 @@ impl ModCx<'_> {
         dir: Dir,
         msg: Msg,
     ) -> Result<(), crate::ids::DropReason> {
-        crate::stage::push_follow_up(
-            self.shared,
-            crate::stage::FollowUp {
-                path,
-                from,
-                dir,
-                msg,
-                origin: 0,
-            },
-        )
+        self.shared.send_on(path, from, dir, msg, 0)
     }
     /// Counts a message this module dropped outside any path.
     pub fn count_drop(&mut self, reason: crate::ids::DropReason) {
@@ -334,16 +325,7 @@ impl RouteCx<'_> {
         dir: Dir,
         msg: Msg,
     ) -> Result<(), crate::ids::DropReason> {
-        crate::stage::push_follow_up(
-            self.shared,
-            crate::stage::FollowUp {
-                path,
-                from,
-                dir,
-                msg,
-                origin: 0,
-            },
-        )
+        self.shared.send_on(path, from, dir, msg, 0)
     }
 }
 

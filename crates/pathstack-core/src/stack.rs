@@ -1405,14 +1405,11 @@ impl Stack {
                     };
                     match at {
                         Some(from) => {
-                            let f = FollowUp {
-                                path: next_id,
-                                from,
-                                dir: next_dir,
-                                msg,
-                                origin: 0,
-                            };
-                            if push_follow_up(&mut self.shared, f).is_err() {
+                            if self
+                                .shared
+                                .send_on(next_id, from, next_dir, msg, 0)
+                                .is_err()
+                            {
                                 np.count_drop(DropReason::FOLLOW_UP_OVERFLOW);
                             }
                         }

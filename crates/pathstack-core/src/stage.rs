@@ -201,16 +201,8 @@ impl<'a, 'e> Cx<'a, 'e> {
     /// the current message (or batch) is done. Fails when the bounded
     /// follow-up list is full; the message is then dropped and counted.
     pub fn emit(&mut self, dir: Dir, msg: Msg) -> Result<(), DropReason> {
-        push_follow_up(
-            self.env.shared,
-            FollowUp {
-                path: self.env.path,
-                from: self.pos,
-                dir,
-                msg,
-                origin: self.env.origin,
-            },
-        )
+        let (path, from) = (self.env.path, self.pos);
+        self.send_on(path, from, dir, msg)
     }
     /// Sends a message on another path (or this one) from position `from`
     /// in direction `dir`: it starts at the neighbour of stage `from`. This
@@ -225,16 +217,8 @@ impl<'a, 'e> Cx<'a, 'e> {
         dir: Dir,
         msg: Msg,
     ) -> Result<(), DropReason> {
-        push_follow_up(
-            self.env.shared,
-            FollowUp {
-                path,
-                from,
-                dir,
-                msg,
-                origin: self.env.origin,
-            },
-        )
+        let origin = self.env.origin;
+        self.env.shared.send_on(path, from, dir, msg, origin)
     }
     /// Arms a timer that calls this stage's [`Stage::on_timer`] with `token`
     /// after `after`.
@@ -249,6 +233,30 @@ impl<'a, 'e> Cx<'a, 'e> {
     /// Cancels a timer; `false` if it already fired or was cancelled.
     pub fn cancel_timer(&mut self, handle: TimerHandle) -> bool {
         self.env.shared.timers.cancel(handle)
+    }
+}
+
+impl Shared {
+    /// Queues `msg` to run on `path` from the neighbour of stage `from` in
+    /// `dir` (what every `send_on` of the contexts does).
+    pub(crate) fn send_on(
+        &mut self,
+        path: PathId,
+        from: usize,
+        dir: Dir,
+        msg: Msg,
+        origin: u32,
+    ) -> Result<(), DropReason> {
+        push_follow_up(
+            self,
+            FollowUp {
+                path,
+                from,
+                dir,
+                msg,
+                origin,
+            },
+        )
     }
 }
 

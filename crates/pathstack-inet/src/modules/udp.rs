@@ -260,7 +260,7 @@ impl Stage for UdpStage {
                 Err(_) => Verdict::Drop(TOO_LONG),
             }
         } else {
-            let a = *msg.anno();
+            let a = msg.anno();
             let (Some(src), Some(dst)) = (a.peer_ip, a.local_ip) else {
                 return Verdict::Drop(NO_LOCAL_ADDR);
             };
