@@ -57,13 +57,10 @@ fn config(addr: &str, mac: u8, sched: SchedKind, mode: &str) -> HostConfig {
     let mut c = HostConfig::parse(addr).expect("address");
     c.mac = Some(MacAddr([0x02, 0, 0, 0, 0, mac]));
     c.sched = sched;
-    c.upper = vec![
-        (
-            format!("name=app module=ECHO mode={mode};"),
-            "app.down<>udp.up;".into(),
-        ),
-        ("name=udp module=UDP;".into(), "udp.down<>ip.up;".into()),
-    ];
+    c.upper = vec![(
+        format!("name=app module=ECHO mode={mode};"),
+        "app.down<>udp.up;".into(),
+    )];
     c
 }
 

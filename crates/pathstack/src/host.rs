@@ -17,6 +17,7 @@
 //! ```
 
 use crate::module_types;
+use crate::nic::Nic;
 use pathstack_core::graph::ModuleGraph;
 use pathstack_core::stack::{Stack, StackConfig};
 use pathstack_core::{Device, Dir, Instant, Msg, PathId, SchedKind};
@@ -65,10 +66,14 @@ pub struct HostConfig {
     pub mac: Option<MacAddr>,
     /// Scheduler.
     pub sched: SchedKind,
-    /// Driver module line for the device (default `WIRE device=0`).
-    pub driver: String,
-    /// Modules above IP besides ICMP, with their connections (see
-    /// [`HostGraph::upper`]), e.g. `("name=udp module=UDP;", "udp.down<>ip.up;")`.
+    /// The adapter between ETH and the device (default: the device
+    /// itself through `WIRE`).
+    pub nic: Nic,
+    /// Whether the graph has `UDP` (instance `udp`, default yes).
+    pub udp: bool,
+    /// Further modules above IP or UDP, with their connections (see
+    /// [`HostGraph::upper`]), e.g.
+    /// `("name=app module=ECHO mode=echo;", "app.down<>udp.up;")`.
     pub upper: Vec<(String, String)>,
 }
 
@@ -82,7 +87,8 @@ impl HostConfig {
             gateway: None,
             mac: None,
             sched: SchedKind::PerMessage,
-            driver: "WIRE device=0".into(),
+            nic: Nic::Device,
+            udp: true,
             upper: Vec::new(),
         })
     }
@@ -105,8 +111,12 @@ impl Host {
         let mut g = HostGraph::new(cfg.addr, cfg.prefix_len, mac);
         g.gateway = cfg.gateway;
         g.mtu = u16::try_from(caps.mtu).unwrap_or(1500).min(1500);
-        g.driver = cfg.driver.clone();
-        g.upper = cfg.upper.clone();
+        g.driver = cfg.nic.driver_line(0);
+        if cfg.udp {
+            g.upper
+                .push(("name=udp module=UDP;".into(), "udp.down<>ip.up;".into()));
+        }
+        g.upper.extend(cfg.upper.iter().cloned());
         let types = module_types();
         let graph = ModuleGraph::from_text(&g.to_text(), Some("host.graph"), &types.specs())?;
         let stack = Stack::builder(graph, types)

@@ -17,6 +17,7 @@ use pathstack_core::graph::spec::SpecRegistry;
 use pathstack_core::stack::ModuleTypes;
 
 pub mod host;
+pub mod nic;
 
 /// Every module type a pathstack graph may use, with its factory: the
 /// synthetic core modules, the Internet modules and the LANCE driver.
