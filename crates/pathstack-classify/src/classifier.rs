@@ -170,6 +170,33 @@ impl Classifier {
         })
     }
 
+    /// Finds the path for `msg` as if it had arrived at `root` with the
+    /// headers of the modules in `prefix` already taken off: those modules'
+    /// keys are taken from `prefix` instead of from the message, the rest
+    /// come from the partial classifiers as in [`classify`](Self::classify).
+    ///
+    /// For a message a module rebuilt above the receiving end, such as a
+    /// datagram IP reassembled from fragments: the trees are rooted at the
+    /// receiving module (thesis §3.4), and the link-level keys the fragments
+    /// matched are the ones the whole datagram would have matched.
+    pub fn classify_prefixed(
+        &self,
+        root: ModuleId,
+        prefix: &[(ModuleId, Key)],
+        msg: &[u8],
+    ) -> Option<PathId> {
+        let partials = &self.partials;
+        self.classify_with(root, msg, |m: ModuleId, rest: &[u8], mode| {
+            if let Some((_, k)) = prefix.iter().find(|(pm, _)| *pm == m) {
+                return Some((*k, 0));
+            }
+            match partials.get(m.0 as usize) {
+                Some(Some(pc)) => pc.extract(rest, mode),
+                _ => Some((Key::EMPTY, 0)),
+            }
+        })
+    }
+
     /// Finds the path for `msg` with partial classifiers supplied by the
     /// caller: `extract(module, rest, mode)` plays
     /// [`PartialClassifier::extract`] for every module, including

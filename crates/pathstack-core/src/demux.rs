@@ -29,10 +29,18 @@ pub enum DemuxKey {
     Stop(Option<Key>),
 }
 
+/// Most levels below a module that re-classifies with
+/// [`Demux::classify_from`].
+const MAX_PREFIX: usize = 8;
+
 /// The classifier of one stack.
 pub struct Demux {
     tree: pc::Classifier,
     generations: Vec<u32>,
+    /// Each registered path's levels (module, key) from the receiving end,
+    /// indexed by path index: what [`classify_from`](Self::classify_from)
+    /// replays below the module that re-classifies.
+    levels: Vec<Vec<(ModuleId, Option<Key>)>>,
 }
 
 impl Demux {
@@ -40,6 +48,7 @@ impl Demux {
         Demux {
             tree: pc::Classifier::new(),
             generations: Vec::new(),
+            levels: Vec::new(),
         }
     }
 
@@ -56,6 +65,43 @@ impl Demux {
     /// at `module`, or `None`.
     pub fn classify(&self, module: ModuleId, msg: &[u8]) -> Option<(PathId, Dir)> {
         let p = self.tree.classify(pc::ModuleId(module.0), msg)?;
+        self.found(p)
+    }
+
+    /// The path for `msg`, which starts with `module`'s header, as if it
+    /// had arrived at the receiving end of `on` (a path through `module`)
+    /// with the same lower-level headers as the messages of `on`: the keys
+    /// `on` registered below `module` are replayed, the rest is classified
+    /// from `msg`. `None` when `on` is not registered, does not pass
+    /// through `module`, or is the only match (the message just left it).
+    ///
+    /// Used by a module that rebuilds a message above the receiving end —
+    /// IP reassembling a datagram on its own path — since the demux trees
+    /// are rooted at the receiving module (thesis §3.4).
+    pub fn classify_from(&self, on: PathId, module: ModuleId, msg: &[u8]) -> Option<(PathId, Dir)> {
+        let levels = self.levels.get(on.index as usize)?;
+        if self.generations.get(on.index as usize) != Some(&on.generation) {
+            return None;
+        }
+        let at = levels.iter().position(|(m, _)| *m == module)?;
+        let root = levels.first()?.0;
+        // At most a handful of levels below an Internet module: a fixed
+        // array keeps this free of allocation.
+        let mut prefix = [(pc::ModuleId(0), Key::EMPTY); MAX_PREFIX];
+        if at > MAX_PREFIX {
+            return None;
+        }
+        for (slot, (m, k)) in prefix.iter_mut().zip(&levels[..at]) {
+            *slot = (pc::ModuleId(m.0), k.unwrap_or(Key::EMPTY));
+        }
+        let p = self
+            .tree
+            .classify_prefixed(pc::ModuleId(root.0), &prefix[..at], msg)
+            .filter(|p| p.0 != on.index)?;
+        self.found(p)
+    }
+
+    fn found(&self, p: pc::PathId) -> Option<(PathId, Dir)> {
         let generation = *self.generations.get(p.0 as usize)?;
         Some((
             PathId {
@@ -72,7 +118,8 @@ impl Demux {
     }
 
     /// Registers the keys of `path` given its stages' keys from `end[1]`
-    /// inwards (`levels[0]` is the receiving module). Nothing is registered
+    /// inwards (`levels[0]` is the receiving module; the walk stops after
+    /// the last entry). Nothing is registered
     /// when no stage has a key (the path is then reached only by its id).
     pub(crate) fn register(
         &mut self,
@@ -81,7 +128,12 @@ impl Demux {
         levels: &[(ModuleId, Option<Key>)],
         aux: &mut Attrs,
     ) -> Result<bool, PathError> {
-        if levels.iter().all(|(_, k)| k.is_none()) {
+        // Pass-through levels after the last key add nothing to the tree
+        // (they are kept for `classify_from`).
+        let all = levels;
+        let keyed = all.iter().rposition(|(_, k)| k.is_some()).map_or(0, |i| i + 1);
+        let levels = &all[..keyed];
+        if levels.is_empty() {
             return Ok(false);
         }
         let id = pc::PathId(path.index);
@@ -108,11 +160,18 @@ impl Demux {
             self.generations.resize(i + 1, 0);
         }
         self.generations[i] = path.generation;
+        if self.levels.len() <= i {
+            self.levels.resize_with(i + 1, Vec::new);
+        }
+        self.levels[i] = all.to_vec();
         Ok(true)
     }
 
     /// Removes every key `path` registered.
     pub(crate) fn remove(&mut self, path: PathId) {
         let _ = self.tree.remove(pc::PathId(path.index));
+        if let Some(l) = self.levels.get_mut(path.index as usize) {
+            l.clear();
+        }
     }
 }

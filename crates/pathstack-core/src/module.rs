@@ -308,9 +308,16 @@ impl RouteCx<'_> {
     pub fn path(&self) -> PathId {
         self.path
     }
-    /// Classifies `msg` with the demux tree rooted at this module.
+    /// Classifies `msg`, which starts with this module's header: first
+    /// with paths that start at this module (thesis Fig. 2.5: a short path
+    /// below, long ones above), then as if it had arrived at the bottom of
+    /// the path it fell off with the same lower-level headers (see
+    /// [`Demux::classify_from`](crate::demux::Demux::classify_from)) — how
+    /// IP finds the socket path of a datagram it reassembled.
     pub fn classify(&self, msg: &[u8]) -> Option<(PathId, Dir)> {
-        self.demux.classify(self.module_id, msg)
+        self.demux
+            .classify(self.module_id, msg)
+            .or_else(|| self.demux.classify_from(self.path, self.module_id, msg))
     }
     /// The message pool.
     pub fn pool(&self) -> &MsgPool {

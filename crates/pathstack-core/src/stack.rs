@@ -799,10 +799,6 @@ impl Stack {
                 }
             }
         }
-        // Pass-through levels after the last key add nothing.
-        while matches!(levels.last(), Some((_, None))) {
-            levels.pop();
-        }
         self.demux.remove(id);
         self.demux.register(id, mode, &levels, &mut demux_aux)?;
         Ok(())

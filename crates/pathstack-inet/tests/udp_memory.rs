@@ -77,6 +77,39 @@ fn connected_to_bound_and_back() {
     assert_eq!(back.anno().peer_port, 7);
 }
 
+/// A datagram larger than the MTU goes as fragments; IP reassembles it on
+/// its own path and must find the socket's path for the whole datagram
+/// (bound and connected, both directions, MTU 1500 and 576).
+#[test]
+fn fragmented_datagrams_reach_their_sockets() {
+    for mtu in [1500, 576] {
+        let mut net = Net::new(mtu, &[UDP]);
+        net.run(2);
+        let server = bound(&mut net.b, 7);
+        let client = connected(&mut net.a, 0, B_IP, 7);
+        for len in [1473usize, 4_000, 20_000, 65_507] {
+            let data: Vec<u8> = (0..len).map(|i| (i * 7 + len) as u8).collect();
+            send_to(&mut net.a, client, None, &data);
+            net.run(8);
+            let got =
+                net.b.stack.recv(server, Dir::Backward).unwrap_or_else(|| {
+                    panic!("bound socket got the {len}-byte datagram (mtu {mtu})")
+                });
+            assert_eq!(got.as_slice(), &data[..], "{len} bytes, mtu {mtu}");
+            let peer = (got.anno().peer_ip.unwrap(), got.anno().peer_port);
+            drop(got);
+            send_to(&mut net.b, server, Some(peer), &data);
+            net.run(8);
+            let back = net.a.stack.recv(client, Dir::Backward).unwrap_or_else(|| {
+                panic!("connected socket got the {len}-byte answer (mtu {mtu})")
+            });
+            assert_eq!(back.as_slice(), &data[..]);
+        }
+        assert_eq!(net.b.drops("udp.no_port"), 0);
+        assert_eq!(net.a.drops("udp.no_port"), 0);
+    }
+}
+
 #[test]
 fn ten_thousand_bound_sockets_each_get_their_own() {
     let mut net = Net::new(1500, &[UDP]);
