@@ -131,7 +131,10 @@ impl Demux {
         // Pass-through levels after the last key add nothing to the tree
         // (they are kept for `classify_from`).
         let all = levels;
-        let keyed = all.iter().rposition(|(_, k)| k.is_some()).map_or(0, |i| i + 1);
+        let keyed = all
+            .iter()
+            .rposition(|(_, k)| k.is_some())
+            .map_or(0, |i| i + 1);
         let levels = &all[..keyed];
         if levels.is_empty() {
             return Ok(false);
