@@ -15,34 +15,10 @@ use pathstack_inet::ipv4::{self, protocol, Ipv4Repr};
 use pathstack_inet::reassembly::{Reassembler, Reassembly, ReassemblyConfig};
 use pathstack_inet::udp_wire::{UdpPacket, UdpRepr};
 use pathstack_inet::{EthHeader, MacAddr};
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::net::Ipv4Addr;
-use std::sync::atomic::{AtomicU64, Ordering};
 
-struct Counting;
-static ALLOCS: AtomicU64 = AtomicU64::new(0);
-
-// A counting allocator needs `unsafe impl`; it lives in this test crate,
-// not in the library (which forbids unsafe code), and only forwards.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: same contract as the caller's.
-        unsafe { System.alloc(l) }
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        // SAFETY: `p` came from `alloc` above with layout `l`.
-        unsafe { System.dealloc(p, l) }
-    }
-    unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: same contract as the caller's.
-        unsafe { System.realloc(p, l, n) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: Counting = Counting;
+#[path = "../../pathstack-core/tests/support/counting_alloc.rs"]
+mod counting_alloc;
 
 const OWN_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
 const OWN_MAC: MacAddr = MacAddr([2, 0, 0, 0, 0, 1]);
@@ -176,11 +152,11 @@ fn protocol_logic_makes_no_heap_allocations_after_warm_up() {
     for i in 0..1_000 {
         bytes += round(&mut w, i);
     }
-    let before = ALLOCS.load(Ordering::Relaxed);
+    let before = counting_alloc::allocations();
     for i in 1_000..6_000 {
         bytes += round(&mut w, i);
     }
-    let allocs = ALLOCS.load(Ordering::Relaxed) - before;
+    let allocs = counting_alloc::allocations() - before;
     assert_eq!(allocs, 0, "{allocs} heap allocations in 5,000 rounds");
     assert_eq!(w.delivered, 6_000);
     assert!(bytes > 0);

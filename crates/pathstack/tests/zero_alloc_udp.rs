@@ -1,0 +1,120 @@
+//! The main job allocates nothing in steady state: a 1-byte UDP ping-pong
+//! between two Internet hosts on the in-memory wire (the `pingpong`
+//! example's ECHO/UDP/IP/ARP/ETH/WIRE paths, the server's ECHO turning the
+//! datagram around in its path) makes zero heap allocations per round trip
+//! after warm-up, for both schedulers and both path forms.
+//!
+//! One test in this binary: the allocation counter is process-wide.
+
+use pathstack::core::attrs::keys::{AddrPart, Participants, PARTICIPANTS, PASSIVE_OPEN};
+use pathstack::core::attrs::Attrs;
+use pathstack::core::device::wire::{wire_pair, WireConfig};
+use pathstack::core::rules::Rule;
+use pathstack::core::synthetic::{EchoStage, WireStage};
+use pathstack::core::{Dir, PathId, SchedKind};
+use pathstack::host::{Host, HostConfig};
+use pathstack::inet::eth::MacAddr;
+use pathstack::inet::modules::{ArpStage, EthStage, IpStage, UdpStage};
+
+#[path = "../../pathstack-core/tests/support/counting_alloc.rs"]
+mod counting_alloc;
+
+const PORT: u16 = 7;
+
+fn host(
+    addr: &str,
+    mac: u8,
+    sched: SchedKind,
+    mode: &str,
+    dev: impl pathstack::core::Device + 'static,
+) -> Host {
+    let mut c = HostConfig::parse(addr).unwrap();
+    c.mac = Some(MacAddr([2, 0, 0, 0, 0, mac]));
+    c.sched = sched;
+    c.upper = vec![(
+        format!("name=app module=ECHO mode={mode};"),
+        "app.down<>udp.up;".into(),
+    )];
+    Host::new(c, dev).unwrap()
+}
+
+fn app_path(h: &mut Host, local: u16, remote: Option<[u8; 4]>, pin: bool) -> PathId {
+    let app = h.stack().module_id("app").unwrap();
+    let mut attrs = Attrs::new();
+    let remote = match remote {
+        Some(ip) => vec![AddrPart::Ipv4(ip), AddrPart::Port(PORT)],
+        None => {
+            attrs.insert(&PASSIVE_OPEN, true);
+            vec![]
+        }
+    };
+    attrs.insert(
+        &PARTICIPANTS,
+        Participants {
+            local: vec![AddrPart::Port(local)],
+            remote,
+        },
+    );
+    let p = h.stack_mut().path_create(app, attrs).unwrap();
+    if pin {
+        h.stack_mut().add_rule(Rule::inline::<(
+            EchoStage,
+            UdpStage,
+            IpStage,
+            ArpStage,
+            EthStage,
+            WireStage,
+        )>(
+            "inline", &["ECHO", "UDP", "IP", "ARP", "ETH", "WIRE"]
+        ));
+        assert!(!h.stack_mut().path_optimize(p).unwrap().is_empty());
+    }
+    p
+}
+
+/// One round trip; whether the answer came back.
+fn round_trip(client: &mut Host, server: &mut Host, cpath: PathId) -> bool {
+    let m = client.stack().pool().alloc_copy(b"x").unwrap();
+    client.stack_mut().send(cpath, Dir::Forward, m).unwrap();
+    for _ in 0..8 {
+        client.poll();
+        server.poll();
+        client.poll();
+        if let Some(reply) = client.stack_mut().recv(cpath, Dir::Backward) {
+            return reply.as_slice() == b"x";
+        }
+    }
+    false
+}
+
+#[test]
+fn udp_ping_pong_makes_no_heap_allocations_after_warm_up() {
+    for sched in [SchedKind::PerMessage, SchedKind::Ldlp { batch: 32 }] {
+        for pin in [false, true] {
+            let (a, b) = wire_pair(WireConfig::default());
+            let mut client = host("10.0.0.1/24", 1, sched, "sink", a);
+            let mut server = host("10.0.0.2/24", 2, sched, "echo", b);
+            app_path(&mut server, PORT, None, pin);
+            let cpath = app_path(&mut client, 0, Some([10, 0, 0, 2]), pin);
+            // Warm-up: ARP resolution, pool buffers, queues, timers.
+            for _ in 0..1_000 {
+                assert!(round_trip(&mut client, &mut server, cpath));
+            }
+            let before = counting_alloc::allocations();
+            let rounds = 5_000;
+            let mut answered = 0;
+            for _ in 0..rounds {
+                answered += usize::from(round_trip(&mut client, &mut server, cpath));
+            }
+            let allocs = counting_alloc::allocations() - before;
+            assert_eq!(
+                answered, rounds,
+                "{sched:?} pin={pin}: every round trip answered"
+            );
+            assert_eq!(
+                allocs, 0,
+                "{sched:?} pin={pin}: {allocs} heap allocations in {rounds} UDP round trips"
+            );
+        }
+    }
+}
