@@ -1,20 +1,43 @@
 //! An Internet host on a TAP device: answers ARP and ping (any size up to
-//! the reassembly limit), optionally pings a peer, and prints per-module
-//! and per-path statistics on SIGINT/SIGTERM.
+//! the reassembly limit), runs the UDP echo (port 7, RFC 862) and discard
+//! (port 9, RFC 863) services, optionally pings a peer, and prints
+//! per-module and per-path statistics on SIGINT/SIGTERM.
 //!
 //! ```text
 //! cargo run --release --example host -- --tap NAME --ip ADDR/PREFIX \
+//!     [--nic tap|lance:copy|lance:direct] [--no-udp-services] \
 //!     [--gateway ADDR] [--mac MAC] [--pcap FILE] [--busy-poll] [--netns NS] \
 //!     [--ping ADDR [--count N] [--size BYTES] [--interval-ms MS]] [--seconds S]
 //! ```
 //!
 //! The TAP device is created if absent (as root). With `--netns` it is
 //! opened inside that network namespace (see `scripts/netns.sh`).
+//!
+//! `--nic` chooses what stands between ETH and the TAP: the TAP itself
+//! (`tap`, the generic `WIRE` driver) or the emulated Am7990 LANCE with
+//! DEC 3000 sparse memory (seed `000_…` §2.6), its descriptors copied to
+//! dense memory (`lance:copy`) or accessed in place (`lance:direct`).
+//!
+//! The echo service is the thesis' in-path echo: an `ECHO mode=echo`
+//! module at the top of a passive UDP path bound to port 7 turns each
+//! datagram around inside the path, so the reply never leaves the stack's
+//! packet loop. Discard is a passive UDP path bound to port 9 whose sink
+//! the main loop empties and counts. Try them from the peer namespace:
+//!
+//! ```text
+//! echo hello | socat -t1 - UDP:10.77.1.1:7     # prints hello
+//! echo hello | socat -t1 - UDP:10.77.1.1:9     # prints nothing; counted
+//! ```
 
 use clap::Parser;
+use pathstack::core::attrs::keys::{AddrPart, Participants, PARTICIPANTS, PASSIVE_OPEN};
+use pathstack::core::attrs::Attrs;
+use pathstack::core::synthetic::EchoStage;
+use pathstack::core::{Dir, PathId, Stack};
 use pathstack::devices::{PcapCapture, TapDevice, TapOptions, WaitMode};
 use pathstack::host::{Host, HostConfig};
 use pathstack::inet::eth::MacAddr;
+use pathstack::nic::Nic;
 use std::net::Ipv4Addr;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -33,6 +56,13 @@ struct Args {
     /// Default gateway.
     #[arg(long)]
     gateway: Option<Ipv4Addr>,
+    /// The adapter between ETH and the TAP: `tap` (the device itself),
+    /// `lance:copy` or `lance:direct` (the emulated LANCE).
+    #[arg(long, default_value = "tap")]
+    nic: Nic,
+    /// Do not run the UDP echo (port 7) and discard (port 9) services.
+    #[arg(long)]
+    no_udp_services: bool,
     /// Our MAC address (default: derived from the TAP's kernel-side MAC).
     #[arg(long)]
     mac: Option<MacAddr>,
@@ -91,11 +121,19 @@ fn run(args: Args) -> Result<ExitCode, Box<dyn std::error::Error>> {
     let mut cfg = HostConfig::parse(&args.ip)?;
     cfg.gateway = args.gateway;
     cfg.mac = Some(MacAddr(tap.mac()));
+    cfg.nic = args.nic;
+    if !args.no_udp_services {
+        cfg.upper.push((
+            format!("name={ECHO_INSTANCE} module=ECHO mode=echo;"),
+            format!("{ECHO_INSTANCE}.down<>udp.up;"),
+        ));
+    }
     println!(
-        "host {}/{} on {} (mac {}, mtu {})",
+        "host {}/{} on {} via {} (mac {}, mtu {})",
         cfg.addr,
         cfg.prefix_len,
         tap.name(),
+        cfg.nic,
         MacAddr(tap.mac()),
         tap.mtu()
     );
@@ -109,6 +147,19 @@ fn run(args: Args) -> Result<ExitCode, Box<dyn std::error::Error>> {
         WaitMode::Blocking
     };
     let mut host = host.with_waiter(waiter, mode);
+    let services = if args.no_udp_services {
+        println!("udp services: off");
+        None
+    } else {
+        let s = UdpServices::open(host.stack_mut())?;
+        println!(
+            "udp services: echo on port {ECHO_PORT} (path #{}), discard on port {DISCARD_PORT} (path #{})",
+            s.echo.index(),
+            s.discard.index()
+        );
+        Some(s)
+    };
+    let mut discarded = (0u64, 0u64);
 
     let started = Instant::now();
     let deadline = args.seconds.map(|s| started + Duration::from_secs_f64(s));
@@ -127,6 +178,12 @@ fn run(args: Args) -> Result<ExitCode, Box<dyn std::error::Error>> {
             }
         }
         host.poll();
+        if let Some(s) = &services {
+            while let Some(m) = host.stack_mut().recv(s.discard, Dir::Backward) {
+                discarded.0 += 1;
+                discarded.1 += m.len() as u64;
+            }
+        }
         for r in host.echo_replies() {
             let b = r.as_slice();
             if b.len() >= 8 && b[0] == 0 {
@@ -162,6 +219,14 @@ fn run(args: Args) -> Result<ExitCode, Box<dyn std::error::Error>> {
     }
     println!("--- statistics ---");
     print!("{}", host.report());
+    if let Some(s) = &services {
+        println!(
+            "udp echo (port {ECHO_PORT}): {} datagrams echoed; discard (port {DISCARD_PORT}): {} datagrams, {} bytes",
+            s.echoed(host.stack()),
+            discarded.0,
+            discarded.1
+        );
+    }
     if args.ping.is_some() {
         println!("{sent} echo requests sent, {answered} replies");
         if answered < sent {
@@ -169,4 +234,55 @@ fn run(args: Args) -> Result<ExitCode, Box<dyn std::error::Error>> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Instance name of the echo service's `ECHO` module.
+const ECHO_INSTANCE: &str = "echo7";
+/// The echo service's port (RFC 862).
+const ECHO_PORT: u16 = 7;
+/// The discard service's port (RFC 863).
+const DISCARD_PORT: u16 = 9;
+
+/// The two UDP services' paths.
+struct UdpServices {
+    /// `ECHO / UDP / IP / ARP / ETH / driver`, bound to port 7: datagrams
+    /// turn around in the path.
+    echo: PathId,
+    /// `UDP / IP / ARP / ETH / driver`, bound to port 9: the main loop
+    /// empties its sink.
+    discard: PathId,
+}
+
+impl UdpServices {
+    fn open(stack: &mut Stack) -> Result<UdpServices, Box<dyn std::error::Error>> {
+        let bound = |port| {
+            Attrs::new().with(&PASSIVE_OPEN, true).with(
+                &PARTICIPANTS,
+                Participants {
+                    local: vec![AddrPart::Port(port)],
+                    remote: vec![],
+                },
+            )
+        };
+        let echo_module = stack
+            .module_id(ECHO_INSTANCE)
+            .ok_or("the host graph has no echo module")?;
+        let udp = stack.module_id("udp").ok_or("the host graph has no UDP")?;
+        let echo = stack.path_create(echo_module, bound(ECHO_PORT))?;
+        let discard = stack.path_create(udp, bound(DISCARD_PORT))?;
+        Ok(UdpServices { echo, discard })
+    }
+
+    /// Datagrams the echo path turned around, as its `ECHO` stage counted
+    /// them (the path's own counters miss datagrams that IP reassembled and
+    /// handed on to it in mid-path).
+    fn echoed(&self, stack: &Stack) -> u64 {
+        let Some(stage) = stack.path(self.echo).and_then(|p| p.stage(0)) else {
+            return 0;
+        };
+        let stage: &dyn std::any::Any = stage;
+        stage
+            .downcast_ref::<EchoStage>()
+            .map_or(0, EchoStage::echoed)
+    }
 }
