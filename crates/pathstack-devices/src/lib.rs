@@ -55,4 +55,6 @@ pub mod tap;
 pub use async_tap::AsyncTap;
 pub use lance::{Access, LanceModule, LANCE_SPEC};
 pub use pcap::{CaptureClock, CaptureError, CaptureStats, PcapCapture};
+#[cfg(feature = "tokio")]
+pub use sys::register_readable;
 pub use tap::{host_mac_for, TapDevice, TapError, TapOptions, TapWaiter, WaitMode, ETH_HEADER_LEN};

@@ -194,3 +194,24 @@ pub(crate) fn register_async(
     unsafe { tokio::io::unix::AsyncFd::register_with_interest(tap, tokio::io::Interest::READABLE) }
         .map_err(|e| e.into_parts().1)
 }
+
+/// Registers an owned descriptor (e.g. a duplicate of a TAP device's, taken
+/// before the device went into a stack) with tokio's reactor for
+/// readability.
+///
+/// # Panics
+///
+/// Outside a tokio runtime with I/O enabled (as tokio's `AsyncFd` does).
+#[cfg(feature = "tokio")]
+pub fn register_readable(
+    fd: std::os::fd::OwnedFd,
+) -> io::Result<tokio::io::unix::AsyncFd<std::os::fd::OwnedFd>> {
+    // SAFETY: tokio requires that the fd stays open and the same while the
+    // AsyncFd owns the object. The `OwnedFd` is moved in: the AsyncFd holds
+    // the only owner of this descriptor number, closes it only when dropped
+    // (after deregistering), and an `OwnedFd` cannot be reassigned through
+    // the shared references `AsyncFd::get_ref` gives; callers must not
+    // swap it through `AsyncFd::get_mut` (the facade never calls it).
+    unsafe { tokio::io::unix::AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE) }
+        .map_err(|e| e.into_parts().1)
+}

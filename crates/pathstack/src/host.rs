@@ -1,6 +1,7 @@
 //! An Internet host on one device: the standard host graph
-//! ([`HostGraph`]), a wall clock, a wait strategy, ping, and a statistics
-//! report. The `host` example and the TAP integration tests run on it.
+//! ([`HostGraph`]) or a graph file, a wall clock, a wait strategy, ping,
+//! UDP sockets (see [`crate::socket`]), and a statistics report. The `host`
+//! example and the TAP integration tests run on it.
 //!
 //! ```
 //! use pathstack::core::device::wire::{wire_pair, WireConfig};
@@ -18,12 +19,13 @@
 
 use crate::module_types;
 use crate::nic::Nic;
+use crate::socket::UdpSockets;
 use pathstack_core::graph::ModuleGraph;
 use pathstack_core::stack::{Stack, StackConfig};
 use pathstack_core::{Device, Dir, Instant, Msg, PathId, SchedKind};
 use pathstack_devices::{TapError, TapWaiter, WaitMode};
 use pathstack_inet::eth::MacAddr;
-use pathstack_inet::modules::{parse_cidr, CidrError, HostGraph, IcmpModule};
+use pathstack_inet::modules::{parse_cidr, CidrError, HostGraph, IcmpModule, IpModule};
 use std::fmt::Write as _;
 use std::net::Ipv4Addr;
 
@@ -51,6 +53,15 @@ pub enum HostError {
     /// Waiting on the TAP device failed.
     #[error(transparent)]
     Wait(#[from] TapError),
+    /// A graph file could not be read.
+    #[error("reading graph file {path}: {source}")]
+    GraphFile {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 /// Addresses and choices of a host.
@@ -101,6 +112,7 @@ pub struct Host {
     start: std::time::Instant,
     waiter: Option<TapWaiter>,
     mode: WaitMode,
+    pub(crate) sockets: UdpSockets,
 }
 
 impl Host {
@@ -111,18 +123,61 @@ impl Host {
         let mut g = HostGraph::new(cfg.addr, cfg.prefix_len, mac);
         g.gateway = cfg.gateway;
         g.mtu = u16::try_from(caps.mtu).unwrap_or(1500).min(1500);
-        g.driver = cfg.nic.driver_line(0);
+        g.driver = cfg.nic.driver_line(0, mac);
         if cfg.udp {
             g.upper
                 .push(("name=udp module=UDP;".into(), "udp.down<>ip.up;".into()));
         }
         g.upper.extend(cfg.upper.iter().cloned());
+        Self::from_graph(&g.to_text(), "host.graph", cfg.sched, device)
+    }
+
+    /// Builds a host from a graph file in the `config.graph` syntax (see
+    /// `graphs/host.graph`) on `device` (device 0 of the graph). The graph
+    /// needs an `ICMP` instance named `icmp` (for [`Host::ping`]); sockets
+    /// need a `UDP` instance named `udp`; the host's address is that of
+    /// the first interface of the `IP` instance named `ip`.
+    ///
+    /// ```
+    /// use pathstack::core::device::wire::{wire_pair, WireConfig};
+    /// use pathstack::host::Host;
+    /// let (a, _b) = wire_pair(WireConfig::default());
+    /// let file = concat!(env!("CARGO_MANIFEST_DIR"), "/../../graphs/host.graph");
+    /// let mut h = Host::from_graph_file(file, a).unwrap();
+    /// let s = h.udp_bind(7).unwrap();
+    /// assert_eq!(s.local_addr().to_string(), "10.0.0.1:7");
+    /// ```
+    pub fn from_graph_file(
+        path: impl AsRef<std::path::Path>,
+        device: impl Device + 'static,
+    ) -> Result<Host, HostError> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|source| HostError::GraphFile {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Self::from_graph(
+            &text,
+            &path.display().to_string(),
+            SchedKind::PerMessage,
+            device,
+        )
+    }
+
+    /// Builds a host from graph text (`source` names it in errors) on
+    /// `device`, with scheduler `sched`; see [`Host::from_graph_file`].
+    pub fn from_graph(
+        text: &str,
+        source: &str,
+        sched: SchedKind,
+        device: impl Device + 'static,
+    ) -> Result<Host, HostError> {
         let types = module_types();
-        let graph = ModuleGraph::from_text(&g.to_text(), Some("host.graph"), &types.specs())?;
+        let graph = ModuleGraph::from_text(text, Some(source), &types.specs())?;
         let stack = Stack::builder(graph, types)
             .device(device)
             .config(StackConfig {
-                sched: cfg.sched,
+                sched,
                 ..StackConfig::default()
             })
             .build()?;
@@ -131,13 +186,25 @@ impl Host {
             .and_then(|id| stack.module::<IcmpModule>(id))
             .and_then(IcmpModule::path)
             .ok_or(HostError::NoIcmp)?;
+        let addr = stack
+            .module_id("ip")
+            .and_then(|id| stack.module::<IpModule>(id))
+            .and_then(|ip| ip.interfaces().first())
+            .map(|i| i.addr);
+        let sockets = UdpSockets::new(stack.module_id("udp"), addr);
         Ok(Host {
             stack,
             icmp,
             start: std::time::Instant::now(),
             waiter: None,
             mode: WaitMode::Blocking,
+            sockets,
         })
+    }
+
+    /// Our address (of the first interface of IP), if the graph has IP.
+    pub fn addr(&self) -> Option<Ipv4Addr> {
+        self.sockets.addr()
     }
 
     /// Waits on `waiter` (the TAP device's) between polls, the way `mode` says.

@@ -18,6 +18,9 @@ use pathstack_core::stack::ModuleTypes;
 
 pub mod host;
 pub mod nic;
+pub mod socket;
+#[cfg(feature = "tokio")]
+pub mod tokio;
 
 /// Every module type a pathstack graph may use, with its factory: the
 /// synthetic core modules, the Internet modules and the LANCE driver.

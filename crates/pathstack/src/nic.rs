@@ -1,6 +1,7 @@
 //! Which driver stands between a host's ETH and its device.
 
 use pathstack_devices::Access;
+use pathstack_inet::eth::MacAddr;
 use std::str::FromStr;
 
 /// The network adapter a host drives its device through.
@@ -8,7 +9,8 @@ use std::str::FromStr;
 /// ```
 /// use pathstack::nic::Nic;
 /// let n: Nic = "lance:copy".parse().unwrap();
-/// assert_eq!(n.driver_line(0), "LANCE device=0 access=copy");
+/// let mac = "02:00:00:00:00:01".parse().unwrap();
+/// assert_eq!(n.driver_line(0, mac), "LANCE device=0 access=copy mac=02:00:00:00:00:01");
 /// assert_eq!("tap".parse::<Nic>().unwrap(), Nic::Device);
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -24,11 +26,13 @@ pub enum Nic {
 }
 
 impl Nic {
-    /// The graph line of the driver instance for device `index`.
-    pub fn driver_line(self, index: usize) -> String {
+    /// The graph line of the driver instance for device `index`, whose
+    /// station address is `mac` (the address ETH uses: an adapter with an
+    /// address filter must accept the frames ETH expects).
+    pub fn driver_line(self, index: usize, mac: MacAddr) -> String {
         match self {
             Nic::Device => format!("WIRE device={index}"),
-            Nic::Lance(a) => format!("LANCE device={index} access={a}"),
+            Nic::Lance(a) => format!("LANCE device={index} access={a} mac={mac}"),
         }
     }
 
