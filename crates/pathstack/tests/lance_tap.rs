@@ -8,42 +8,15 @@
 #[path = "../../pathstack-devices/tests/common/mod.rs"]
 mod common;
 
-use common::{assert_tshark_clean, privileged, TempFile, Topology};
+use common::{assert_tshark_clean, kernel_ping, privileged, TempFile, Topology};
 use pathstack::devices::{Access, LanceModule, PcapCapture, TapDevice, TapOptions, WaitMode};
 use pathstack::host::{Host, HostConfig};
 use pathstack::inet::eth::MacAddr;
 use pathstack::nic::Nic;
-use std::process::Output;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
-
-fn text(o: &Output) -> String {
-    format!(
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status,
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
-/// `ping` from namespace B to the host; asserts every request was answered.
-fn kernel_ping(topo: &Topology, args: &[&str], count: u32) {
-    let o = topo
-        .command_in("NS_B", "ping")
-        .args(["-q", "-W", "2", "-c", &count.to_string()])
-        .args(args)
-        .arg(topo.var("PS_A_IP"))
-        .output()
-        .expect("run ping");
-    let out = text(&o);
-    assert!(o.status.success(), "ping {args:?} failed:\n{out}");
-    assert!(
-        out.contains(&format!("{count} packets transmitted, {count} received")),
-        "ping {args:?} lost replies:\n{out}"
-    );
-}
 
 /// The host's poll loop on its own thread; `stop` ends it and `join`
 /// returns the host. Dropped without `stop`, it stops the thread too, so a

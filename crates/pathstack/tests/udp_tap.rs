@@ -13,7 +13,7 @@
 #[path = "../../pathstack-devices/tests/common/mod.rs"]
 mod common;
 
-use common::{assert_tshark_clean, privileged, TempFile, Topology};
+use common::{assert_tshark_clean, privileged, text, TempFile, Topology};
 use pathstack::core::attrs::keys::{AddrPart, Participants, PARTICIPANTS, PASSIVE_OPEN};
 use pathstack::core::attrs::Attrs;
 use pathstack::core::synthetic::EchoStage;
@@ -32,15 +32,6 @@ use std::time::Duration;
 const ECHO_PORT: u16 = 7;
 const DISCARD_PORT: u16 = 9;
 const CLOSED_PORT: u16 = 12_345;
-
-fn text(o: &Output) -> String {
-    format!(
-        "status {:?}\nstdout: {} bytes\nstderr:\n{}",
-        o.status,
-        o.stdout.len(),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
 
 fn bound(port: u16) -> Attrs {
     Attrs::new().with(&PASSIVE_OPEN, true).with(

@@ -218,3 +218,31 @@ pub fn assert_tshark_clean(path: &Path) -> Option<usize> {
     );
     Some(all.len())
 }
+
+/// A command's status and output, for assertion messages.
+pub fn text(o: &std::process::Output) -> String {
+    format!(
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// `ping` from namespace B to the user-space host on TAP A (`PS_A_IP`);
+/// asserts every request was answered.
+pub fn kernel_ping(topo: &Topology, args: &[&str], count: u32) {
+    let o = topo
+        .command_in("NS_B", "ping")
+        .args(["-q", "-W", "2", "-c", &count.to_string()])
+        .args(args)
+        .arg(topo.var("PS_A_IP"))
+        .output()
+        .expect("run ping");
+    let out = text(&o);
+    assert!(o.status.success(), "ping {args:?} failed:\n{out}");
+    assert!(
+        out.contains(&format!("{count} packets transmitted, {count} received")),
+        "ping {args:?} lost replies:\n{out}"
+    );
+}
