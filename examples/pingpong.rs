@@ -5,15 +5,42 @@
 //! STD, path-inlined PIN) it runs `--rounds` round trips and prints RTT
 //! median, p99, p99.9 and round trips per second.
 //!
+//! With `--wire tap`: the same two hosts on the topology of
+//! `scripts/netns.sh` — the server on TAP_A in namespace NS_A at PS_A_IP,
+//! the client on TAP_B in NS_B at PS_B_IP, bridged across a veth — each on
+//! its own thread pinned to its CPU (`--server-cpu`, `--client-cpu`). If
+//! NS_A, NS_B, TAP_A, TAP_B, PS_A_IP, PS_B_IP and PREFIX_LEN are in the
+//! environment (as `eval "$(scripts/netns.sh up)"` or
+//! `scripts/bench-veth.sh` leave them) that topology is used; otherwise a
+//! private one (`netns.sh up --id pp<pid>`) is made and torn down at exit.
+//! Blocking mode sleeps in `epoll_wait` on the TAP between polls;
+//! `--busy-poll` spins, yielding the CPU between empty polls. The client
+//! resolves the server's MAC (ARP) during the warm-up, then times each
+//! round trip; a round whose echo has not come within 200 ms counts as
+//! lost. Needs root (namespaces and TAP devices). Over TAP only
+//! per-message/std runs unless `--sched`/`--form` ask otherwise (the
+//! kernel's forwarding dominates there; one configuration keeps
+//! `scripts/bench-veth.sh` quick).
+//!
 //! Each side's path is `ECHO / UDP / IP / ARP / ETH / WIRE`: the server's
 //! ECHO turns the datagram around inside the path (the thesis' TCPTEST
 //! role: an application module at the top of the path), the client's ECHO
-//! leaves the reply in the path's sink.
+//! leaves the reply in the path's sink. With `--nic lance:copy` or
+//! `lance:direct` the bottom stage is the emulated LANCE adapter's driver
+//! instead of `WIRE` (seed `000_…` §2.6), on both hosts and on either wire;
+//! path inlining (PIN) then uses the sequence ending in `LANCE`.
 //!
 //! ```text
-//! cargo run --release --example pingpong -- [--rounds N] [--sched per-message|ldlp]
-//!     [--form std|pin] [--json FILE] [--wire memory] [--transport udp]
+//! cargo run --release --example pingpong -- [--wire memory|tap] [--transport udp]
+//!     [--rounds N] [--warmup W] [--sched per-message|ldlp] [--form std|pin|both]
+//!     [--nic tap|lance:copy|lance:direct] [--busy-poll]
+//!     [--server-cpu S] [--client-cpu C] [--json FILE]
 //! ```
+//!
+//! The JSON is `{"transport": "udp", "wire": "memory|tap", "nic": "…",
+//! "results": [{"config": "<sched>/<std|pin>", "rounds": N, "rtt_ns":
+//! {"p50", "p99", "p999"}, "round_trips_per_s": X}]}` (over TAP also
+//! `"lost"` per result, and the mode and CPUs).
 
 use clap::Parser;
 use hdrhistogram::Histogram;
@@ -23,29 +50,59 @@ use pathstack::core::device::wire::{wire_pair, WireConfig};
 use pathstack::core::rules::Rule;
 use pathstack::core::synthetic::{EchoStage, WireStage};
 use pathstack::core::{Dir, PathId, SchedKind};
+use pathstack::devices::lance::LanceStage;
+use pathstack::devices::{TapDevice, TapOptions, WaitMode};
 use pathstack::host::{Host, HostConfig};
 use pathstack::inet::eth::MacAddr;
 use pathstack::inet::modules::{ArpStage, EthStage, IpStage, UdpStage};
-use std::time::Instant;
+use pathstack::nic::Nic;
+use std::collections::HashMap;
+use std::net::Ipv4Addr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+
+/// Errors cross the hosts' threads.
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 #[derive(Parser, Debug)]
 #[command(about = "1-byte UDP ping-pong between two pathstack hosts")]
 struct Args {
-    /// `memory` (two stacks in one process); `tap` is not implemented yet.
+    /// `memory` (two stacks in one process) or `tap` (two TAPs bridged
+    /// across a veth, scripts/netns.sh; needs root).
     #[arg(long, default_value = "memory")]
     wire: String,
     /// Transport (only `udp` so far).
     #[arg(long, default_value = "udp")]
     transport: String,
-    /// Measured round trips per configuration (after 1,000 warm-up ones).
+    /// Measured round trips per configuration.
     #[arg(long, default_value_t = 50_000)]
     rounds: u64,
-    /// Only this scheduler (`per-message`, `ldlp`); default both.
+    /// Unmeasured round trips first (over TAP they also resolve ARP).
+    #[arg(long, default_value_t = 1_000)]
+    warmup: u64,
+    /// Only this scheduler (`per-message`, `ldlp`); default both in
+    /// memory, per-message over TAP.
     #[arg(long)]
     sched: Option<SchedKind>,
-    /// Only this path form (`std`, `pin`); default both.
+    /// Only this path form (`std`, `pin`), or `both`; default both in
+    /// memory, std over TAP.
     #[arg(long)]
     form: Option<String>,
+    /// The adapter under ETH on both hosts: `tap` (the device itself,
+    /// through WIRE), `lance:copy` or `lance:direct` (the emulated LANCE).
+    #[arg(long, default_value = "tap")]
+    nic: Nic,
+    /// Over TAP: never sleep, spin on the device (yielding between empty
+    /// polls) instead of sleeping in epoll.
+    #[arg(long)]
+    busy_poll: bool,
+    /// Over TAP: the CPU of the server's thread.
+    #[arg(long, default_value_t = 0)]
+    server_cpu: usize,
+    /// Over TAP: the CPU of the client's thread.
+    #[arg(long, default_value_t = 1)]
+    client_cpu: usize,
     /// Write the results as JSON here.
     #[arg(long)]
     json: Option<std::path::PathBuf>,
@@ -53,36 +110,79 @@ struct Args {
 
 const PORT: u16 = 7;
 
-fn config(addr: &str, mac: u8, sched: SchedKind, mode: &str) -> HostConfig {
-    let mut c = HostConfig::parse(addr).expect("address");
-    c.mac = Some(MacAddr([0x02, 0, 0, 0, 0, mac]));
+/// How long the client waits for an echo over TAP before counting the
+/// round as lost (the comparison peers use the same, examples/support/rtt.rs).
+const LOSS_TIMEOUT: Duration = Duration::from_millis(200);
+
+/// Longest RTT the histogram holds; longer ones are clamped.
+const MAX_RTT_NS: u64 = 60_000_000_000;
+
+fn config(
+    addr: &str,
+    mac: Option<MacAddr>,
+    sched: SchedKind,
+    nic: Nic,
+    mode: &str,
+) -> Result<HostConfig, BoxError> {
+    let mut c = HostConfig::parse(addr)?;
+    c.mac = mac;
     c.sched = sched;
+    c.nic = nic;
     c.upper = vec![(
         format!("name=app module=ECHO mode={mode};"),
         "app.down<>udp.up;".into(),
     )];
-    c
+    Ok(c)
 }
 
-fn inline_rule() -> Rule {
-    Rule::inline::<(EchoStage, UdpStage, IpStage, ArpStage, EthStage, WireStage)>(
-        "inline ECHO/UDP/IP/ARP/ETH/WIRE",
-        &["ECHO", "UDP", "IP", "ARP", "ETH", "WIRE"],
-    )
+/// The path-inlining rule for the ping-pong path over `nic`: the module
+/// sequence ends in the driver stage the NIC puts under ETH.
+fn inline_rule(nic: Nic) -> Rule {
+    match nic {
+        Nic::Device => {
+            Rule::inline::<(EchoStage, UdpStage, IpStage, ArpStage, EthStage, WireStage)>(
+                "inline ECHO/UDP/IP/ARP/ETH/WIRE",
+                &["ECHO", "UDP", "IP", "ARP", "ETH", "WIRE"],
+            )
+        }
+        Nic::Lance(_) => {
+            Rule::inline::<(EchoStage, UdpStage, IpStage, ArpStage, EthStage, LanceStage)>(
+                "inline ECHO/UDP/IP/ARP/ETH/LANCE",
+                &["ECHO", "UDP", "IP", "ARP", "ETH", "LANCE"],
+            )
+        }
+    }
 }
 
-struct Pair {
-    client: Host,
-    server: Host,
-    cpath: PathId,
+/// Path-inlines `path` of `h` (PIN), or says why it could not.
+fn inline(h: &mut Host, path: PathId, nic: Nic) -> Result<(), BoxError> {
+    h.stack_mut().add_rule(inline_rule(nic));
+    let applied = h.stack_mut().path_optimize(path)?;
+    if applied.is_empty() {
+        let names: Vec<String> = h
+            .stack()
+            .path(path)
+            .map(|p| {
+                p.modules()
+                    .iter()
+                    .filter_map(|&m| h.stack().module_name(m).map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default();
+        return Err(format!(
+            "--form pin: the inlining rule for --nic {nic} did not apply to the path {} \
+             (its stage types do not match the rule's sequence)",
+            names.join("/")
+        )
+        .into());
+    }
+    Ok(())
 }
 
-fn pair(sched: SchedKind, pin: bool) -> Result<Pair, Box<dyn std::error::Error>> {
-    let (a, b) = wire_pair(WireConfig::default());
-    let mut client = Host::new(config("10.0.0.1/24", 1, sched, "sink"), a)?;
-    let mut server = Host::new(config("10.0.0.2/24", 2, sched, "echo"), b)?;
-    let app = server.stack().module_id("app").ok_or("no app module")?;
-    let spath = server.stack_mut().path_create(
+/// The server's passive path: ECHO on UDP port [`PORT`].
+fn server_path(h: &mut Host) -> Result<PathId, BoxError> {
+    let app = h.stack().module_id("app").ok_or("no app module")?;
+    Ok(h.stack_mut().path_create(
         app,
         Attrs::new().with(&PASSIVE_OPEN, true).with(
             &PARTICIPANTS,
@@ -91,26 +191,40 @@ fn pair(sched: SchedKind, pin: bool) -> Result<Pair, Box<dyn std::error::Error>>
                 remote: vec![],
             },
         ),
-    )?;
-    let app = client.stack().module_id("app").ok_or("no app module")?;
-    let cpath = client.stack_mut().path_create(
+    )?)
+}
+
+/// The client's active path to `peer`:[`PORT`].
+fn client_path(h: &mut Host, peer: Ipv4Addr) -> Result<PathId, BoxError> {
+    let app = h.stack().module_id("app").ok_or("no app module")?;
+    Ok(h.stack_mut().path_create(
         app,
         Attrs::new().with(
             &PARTICIPANTS,
             Participants {
                 local: vec![AddrPart::Port(0)],
-                remote: vec![AddrPart::Ipv4([10, 0, 0, 2]), AddrPart::Port(PORT)],
+                remote: vec![AddrPart::Ipv4(peer.octets()), AddrPart::Port(PORT)],
             },
         ),
-    )?;
+    )?)
+}
+
+struct Pair {
+    client: Host,
+    server: Host,
+    cpath: PathId,
+}
+
+fn pair(sched: SchedKind, pin: bool, nic: Nic) -> Result<Pair, BoxError> {
+    let (a, b) = wire_pair(WireConfig::default());
+    let mac = |n| Some(MacAddr([0x02, 0, 0, 0, 0, n]));
+    let mut client = Host::new(config("10.0.0.1/24", mac(1), sched, nic, "sink")?, a)?;
+    let mut server = Host::new(config("10.0.0.2/24", mac(2), sched, nic, "echo")?, b)?;
+    let spath = server_path(&mut server)?;
+    let cpath = client_path(&mut client, Ipv4Addr::new(10, 0, 0, 2))?;
     if pin {
-        for (h, p) in [(&mut client, cpath), (&mut server, spath)] {
-            h.stack_mut().add_rule(inline_rule());
-            let applied = h.stack_mut().path_optimize(p)?;
-            if applied.is_empty() {
-                return Err("the inlining rule did not apply".into());
-            }
-        }
+        inline(&mut client, cpath, nic)?;
+        inline(&mut server, spath, nic)?;
     }
     Ok(Pair {
         client,
@@ -150,104 +264,578 @@ impl Pair {
     }
 }
 
+/// One measured configuration.
 struct Result1 {
     config: String,
-    rounds: u64,
     hist: Histogram<u64>,
     per_s: f64,
+    lost: u64,
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let args = Args::parse();
-    if args.transport != "udp" {
-        return Err(format!("transport `{}`: only `udp` exists so far", args.transport).into());
+fn sched_name(sched: SchedKind) -> &'static str {
+    match sched {
+        SchedKind::PerMessage => "per-message",
+        SchedKind::Ldlp { .. } => "ldlp",
     }
-    if args.wire != "memory" {
-        return Err(format!(
-            "wire `{}`: only `memory` is implemented so far (the TAP/veth ping-pong is not done yet)",
-            args.wire
-        )
-        .into());
-    }
+}
+
+fn config_name(sched: SchedKind, pin: bool) -> String {
+    format!("{}/{}", sched_name(sched), if pin { "pin" } else { "std" })
+}
+
+/// The configurations to run: (scheduler, pin).
+fn configs(args: &Args, tap: bool) -> Result<Vec<(SchedKind, bool)>, BoxError> {
     let scheds = match args.sched {
         Some(s) => vec![s],
+        None if tap => vec![SchedKind::PerMessage],
         None => vec![SchedKind::PerMessage, SchedKind::Ldlp { batch: 32 }],
     };
     let forms: Vec<bool> = match args.form.as_deref() {
         Some("std") => vec![false],
         Some("pin") => vec![true],
+        Some("both") => vec![false, true],
+        None if tap => vec![false],
         None => vec![false, true],
-        Some(f) => return Err(format!("form `{f}`: expected std or pin").into()),
+        Some(f) => return Err(format!("form `{f}`: expected std, pin or both").into()),
     };
-    let mut results = Vec::new();
-    for &sched in &scheds {
-        for &pin in &forms {
-            let mut p = pair(sched, pin)?;
-            for _ in 0..1_000 {
-                if !p.round_trip() {
-                    return Err("warm-up round trip lost".into());
-                }
-            }
-            let mut hist = Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3)?;
-            let t0 = Instant::now();
-            let mut lost = 0u64;
-            for _ in 0..args.rounds {
-                let t = Instant::now();
-                if p.round_trip() {
-                    hist.record(t.elapsed().as_nanos() as u64)?;
-                } else {
-                    lost += 1;
-                }
-            }
-            let secs = t0.elapsed().as_secs_f64();
-            if lost > 0 {
-                eprintln!("{lost} round trips lost");
-            }
-            let sched_name = match sched {
-                SchedKind::PerMessage => "per-message",
-                SchedKind::Ldlp { .. } => "ldlp",
-            };
-            results.push(Result1 {
-                config: format!("{sched_name}/{}", if pin { "pin" } else { "std" }),
-                rounds: hist.len(),
-                per_s: hist.len() as f64 / secs,
-                hist,
-            });
+    Ok(scheds
+        .iter()
+        .flat_map(|&s| forms.iter().map(move |&p| (s, p)))
+        .collect())
+}
+
+fn main() -> std::process::ExitCode {
+    match run(Args::parse()) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("pingpong: {e}");
+            std::process::ExitCode::FAILURE
         }
     }
-    println!("1-byte UDP ping-pong, in-memory wire, two stacks in one process");
+}
+
+fn run(args: Args) -> Result<(), BoxError> {
+    if args.transport != "udp" {
+        return Err(format!("transport `{}`: only `udp` exists so far", args.transport).into());
+    }
+    let (results, heading) = match args.wire.as_str() {
+        "memory" => (
+            run_memory(&args)?,
+            format!(
+                "1-byte UDP ping-pong, in-memory wire, two stacks in one process, nic {}",
+                args.nic
+            ),
+        ),
+        "tap" => {
+            let (results, heading) = run_tap(&args)?;
+            (results, heading)
+        }
+        w => return Err(format!("wire `{w}`: expected `memory` or `tap`").into()),
+    };
+    println!("{heading}");
     println!(
         "{:<18} {:>8} {:>10} {:>10} {:>10} {:>12}",
         "config", "rounds", "p50 ns", "p99 ns", "p99.9 ns", "RT/s"
     );
     for r in &results {
         println!(
-            "{:<18} {:>8} {:>10} {:>10} {:>10} {:>12.0}",
+            "{:<18} {:>8} {:>10} {:>10} {:>10} {:>12.0}{}",
             r.config,
-            r.rounds,
+            r.hist.len(),
             r.hist.value_at_quantile(0.5),
             r.hist.value_at_quantile(0.99),
             r.hist.value_at_quantile(0.999),
-            r.per_s
+            r.per_s,
+            if r.lost > 0 {
+                format!("  ({} lost)", r.lost)
+            } else {
+                String::new()
+            }
         );
     }
     if let Some(file) = &args.json {
-        let json = serde_json::json!({
+        let tap = args.wire == "tap";
+        let mut json = serde_json::json!({
             "transport": "udp",
-            "wire": "memory",
-            "results": results.iter().map(|r| serde_json::json!({
-                "config": r.config,
-                "rounds": r.rounds,
-                "rtt_ns": {
-                    "p50": r.hist.value_at_quantile(0.5),
-                    "p99": r.hist.value_at_quantile(0.99),
-                    "p999": r.hist.value_at_quantile(0.999),
-                },
-                "round_trips_per_s": r.per_s,
-            })).collect::<Vec<_>>(),
+            "wire": args.wire,
+            "nic": args.nic.name(),
+            "results": results.iter().map(|r| {
+                let mut o = serde_json::json!({
+                    "config": r.config,
+                    "rounds": r.hist.len(),
+                    "rtt_ns": {
+                        "p50": r.hist.value_at_quantile(0.5),
+                        "p99": r.hist.value_at_quantile(0.99),
+                        "p999": r.hist.value_at_quantile(0.999),
+                    },
+                    "round_trips_per_s": r.per_s,
+                });
+                if tap {
+                    o["lost"] = r.lost.into();
+                }
+                o
+            }).collect::<Vec<_>>(),
         });
+        if tap {
+            json["mode"] = if args.busy_poll {
+                "busy-poll"
+            } else {
+                "blocking"
+            }
+            .into();
+            json["server_cpu"] = args.server_cpu.into();
+            json["client_cpu"] = args.client_cpu.into();
+        }
         std::fs::write(file, serde_json::to_string_pretty(&json)?)?;
         println!("wrote {}", file.display());
     }
     Ok(())
+}
+
+fn new_hist() -> Histogram<u64> {
+    Histogram::<u64>::new_with_bounds(1, MAX_RTT_NS, 3).expect("constant histogram bounds")
+}
+
+fn record(hist: &mut Histogram<u64>, rtt: Duration) {
+    let ns = u64::try_from(rtt.as_nanos()).unwrap_or(MAX_RTT_NS);
+    hist.saturating_record(ns.clamp(1, MAX_RTT_NS));
+}
+
+/// Both hosts in this process, on the in-memory wire.
+fn run_memory(args: &Args) -> Result<Vec<Result1>, BoxError> {
+    let mut results = Vec::new();
+    for (sched, pin) in configs(args, false)? {
+        let mut p = match pair(sched, pin, args.nic) {
+            Ok(p) => p,
+            // The default run skips a form the NIC cannot take rather
+            // than fail; an explicit --form pin reports the error.
+            Err(e) if pin && args.form.is_none() => {
+                eprintln!("note: skipping {}: {e}", config_name(sched, pin));
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        for _ in 0..args.warmup {
+            if !p.round_trip() {
+                return Err("warm-up round trip lost".into());
+            }
+        }
+        let mut hist = new_hist();
+        let t0 = Instant::now();
+        let mut lost = 0u64;
+        for _ in 0..args.rounds {
+            let t = Instant::now();
+            if p.round_trip() {
+                record(&mut hist, t.elapsed());
+            } else {
+                lost += 1;
+            }
+        }
+        let secs = t0.elapsed().as_secs_f64();
+        if lost > 0 {
+            eprintln!("{lost} round trips lost");
+        }
+        results.push(Result1 {
+            config: config_name(sched, pin),
+            per_s: hist.len() as f64 / secs,
+            hist,
+            lost,
+        });
+    }
+    Ok(results)
+}
+
+// ---------------------------------------------------------------------------
+// Over TAP/veth.
+
+/// The netns.sh topology variables this example needs.
+const TOPOLOGY_VARS: [&str; 7] = [
+    "NS_A",
+    "NS_B",
+    "TAP_A",
+    "TAP_B",
+    "PS_A_IP",
+    "PS_B_IP",
+    "PREFIX_LEN",
+];
+
+/// The `scripts/netns.sh` of this source tree.
+const NETNS_SH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/netns.sh");
+
+/// The two-namespace topology of `scripts/netns.sh`; tears it down when
+/// dropped if this process made it (also on error and panic unwinding).
+struct Topology {
+    vars: HashMap<String, String>,
+    own_id: Option<String>,
+}
+
+impl Topology {
+    /// The topology named by the environment, or else a private one.
+    fn get() -> Result<Topology, BoxError> {
+        let present: Vec<&str> = TOPOLOGY_VARS
+            .iter()
+            .copied()
+            .filter(|v| std::env::var_os(v).is_some())
+            .collect();
+        if present.len() == TOPOLOGY_VARS.len() {
+            let vars = TOPOLOGY_VARS
+                .iter()
+                .map(|&v| (v.to_string(), std::env::var(v).unwrap_or_default()))
+                .collect();
+            return Ok(Topology { vars, own_id: None });
+        }
+        if !present.is_empty() {
+            let missing: Vec<&str> = TOPOLOGY_VARS
+                .iter()
+                .copied()
+                .filter(|v| !present.contains(v))
+                .collect();
+            return Err(format!(
+                "--wire tap: the environment has part of a netns.sh topology ({}) but not {}; \
+                 set all of them (eval \"$(scripts/netns.sh up)\") or none (a private topology is made)",
+                present.join(", "),
+                missing.join(", ")
+            )
+            .into());
+        }
+        let id = format!("pp{}", std::process::id());
+        let out = std::process::Command::new(NETNS_SH)
+            .args(["up", "--id", &id])
+            .output()
+            .map_err(|e| format!("running {NETNS_SH}: {e}"))?;
+        // From here on the guard removes whatever part `up` made.
+        let mut topo = Topology {
+            vars: HashMap::new(),
+            own_id: Some(id),
+        };
+        if !out.status.success() {
+            return Err(format!(
+                "{NETNS_SH} up failed ({}): {}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr).trim()
+            )
+            .into());
+        }
+        for line in String::from_utf8_lossy(&out.stdout).lines() {
+            if let Some((k, v)) = line.split_once('=') {
+                let v = v.trim().trim_matches(['\'', '"']);
+                topo.vars.insert(k.trim().to_string(), v.to_string());
+            }
+        }
+        if let Some(v) = TOPOLOGY_VARS.iter().find(|v| !topo.vars.contains_key(**v)) {
+            return Err(format!("{NETNS_SH} up did not print {v}").into());
+        }
+        Ok(topo)
+    }
+
+    fn var(&self, name: &str) -> &str {
+        self.vars.get(name).map_or("", String::as_str)
+    }
+
+    fn ip(&self, name: &str) -> Result<Ipv4Addr, BoxError> {
+        self.var(name)
+            .parse()
+            .map_err(|e| format!("{name}={:?}: {e}", self.var(name)).into())
+    }
+}
+
+impl Drop for Topology {
+    fn drop(&mut self) {
+        if let Some(id) = &self.own_id {
+            let status = std::process::Command::new(NETNS_SH)
+                .args(["down", "--id", id])
+                .status();
+            if !matches!(status, Ok(s) if s.success()) {
+                eprintln!("pingpong: warning: `{NETNS_SH} down --id {id}` failed: {status:?}");
+            }
+        }
+    }
+}
+
+/// Whether this process may make namespaces and open TAPs: it needs
+/// CAP_NET_ADMIN (TUNSETIFF, `ip link`) and CAP_SYS_ADMIN (setns).
+fn check_privileges() -> Result<(), BoxError> {
+    const CAP_NET_ADMIN: u32 = 12;
+    const CAP_SYS_ADMIN: u32 = 21;
+    let status = std::fs::read_to_string("/proc/self/status")?;
+    let eff = status
+        .lines()
+        .find_map(|l| l.strip_prefix("CapEff:"))
+        .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+        .unwrap_or(0);
+    let has = |cap: u32| eff & (1u64 << cap) != 0;
+    if has(CAP_NET_ADMIN) && has(CAP_SYS_ADMIN) {
+        Ok(())
+    } else {
+        Err(
+            "--wire tap needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN: it opens TAP devices inside \
+             network namespaces, and makes them with scripts/netns.sh unless the environment \
+             names them); run it with sudo, or use --wire memory"
+                .into(),
+        )
+    }
+}
+
+/// Pins the calling thread to `cpu`.
+fn pin_to(cpu: usize, who: &str) -> Result<(), BoxError> {
+    let n = core_affinity::get_core_ids().map_or(0, |v| v.len());
+    if cpu >= n {
+        return Err(format!(
+            "--{who}-cpu {cpu}: this machine has {n} CPUs (0 to {})",
+            n.saturating_sub(1)
+        )
+        .into());
+    }
+    if core_affinity::set_for_current(core_affinity::CoreId { id: cpu }) {
+        Ok(())
+    } else {
+        Err(format!("cannot pin the {who} thread to CPU {cpu}").into())
+    }
+}
+
+/// One end over TAP: what it needs to open its device and build its host.
+#[derive(Clone)]
+struct End {
+    netns: String,
+    tap: String,
+    cidr: String,
+    cpu: usize,
+    sched: SchedKind,
+    pin: bool,
+    nic: Nic,
+    mode: WaitMode,
+}
+
+impl End {
+    /// Pins this thread, opens the TAP in its namespace and builds the host.
+    fn host(&self, who: &str, app_mode: &str) -> Result<Host, BoxError> {
+        pin_to(self.cpu, who)?;
+        let tap = TapDevice::open(&self.tap, TapOptions::new().netns(self.netns.clone()))
+            .map_err(|e| format!("{who}: opening TAP {} in {}: {e}", self.tap, self.netns))?;
+        let waiter = tap.waiter()?;
+        let mac = MacAddr(tap.mac());
+        let cfg = config(&self.cidr, Some(mac), self.sched, self.nic, app_mode)?;
+        Ok(Host::new(cfg, tap)?.with_waiter(waiter, self.mode))
+    }
+}
+
+/// The server's thread: echoes until `stop`.
+fn serve(end: End, ready: mpsc::Sender<()>, stop: Arc<AtomicBool>) -> Result<String, BoxError> {
+    let mut host = end.host("server", "echo")?;
+    let path = server_path(&mut host)?;
+    if end.pin {
+        inline(&mut host, path, end.nic)?;
+    }
+    let _ = ready.send(());
+    while !stop.load(Ordering::Relaxed) {
+        host.poll();
+        // Bounded, so that `stop` is seen promptly while idle.
+        host.wait(Duration::from_millis(20))?;
+    }
+    Ok(host.report())
+}
+
+/// The client side over TAP.
+struct TapClient {
+    host: Host,
+    path: PathId,
+    seq: u8,
+}
+
+impl TapClient {
+    /// One round trip: `Ok(false)` if the echo did not come within
+    /// [`LOSS_TIMEOUT`]. The payload byte is the round number (mod 256),
+    /// so that a late echo of a lost round is not taken for this one's.
+    fn round_trip(&mut self) -> Result<bool, BoxError> {
+        self.seq = self.seq.wrapping_add(1);
+        let t0 = Instant::now();
+        let m = self
+            .host
+            .stack()
+            .pool()
+            .alloc_copy(&[self.seq])
+            .map_err(|e| format!("allocating a message: {e:?}"))?;
+        self.host
+            .stack_mut()
+            .send(self.path, Dir::Forward, m)
+            .map_err(|_| "the client path's source queue is full")?;
+        // Run the path (transmit) without a full poll: the echo cannot be
+        // there yet, so reading the device now would be a wasted syscall.
+        self.host.stack_mut().run_pending();
+        loop {
+            let left = LOSS_TIMEOUT.saturating_sub(t0.elapsed());
+            if left.is_zero() {
+                return Ok(false);
+            }
+            self.host.wait(left)?;
+            self.host.poll();
+            while let Some(r) = self.host.stack_mut().recv(self.path, Dir::Backward) {
+                if r.as_slice() == [self.seq] {
+                    return Ok(true);
+                }
+            }
+        }
+    }
+}
+
+/// The client's thread: warm-up (ARP), then the measured rounds.
+fn client(
+    end: End,
+    peer: Ipv4Addr,
+    warmup: u64,
+    rounds: u64,
+    interrupted: Arc<AtomicBool>,
+) -> Result<(Result1, String), BoxError> {
+    let mut host = end.host("client", "sink")?;
+    let path = client_path(&mut host, peer)?;
+    if end.pin {
+        inline(&mut host, path, end.nic)?;
+    }
+    let mut c = TapClient { host, path, seq: 0 };
+    // The first echo needs ARP (RFC 826) to resolve the server; allow a
+    // few seconds for it and for the bridges to settle.
+    let mut first = false;
+    for _ in 0..25 {
+        if c.round_trip()? {
+            first = true;
+            break;
+        }
+    }
+    if !first {
+        return Err(format!(
+            "no echo from the server at {peer}:{PORT} within 5 s (ARP or topology?)\n{}",
+            c.host.report()
+        )
+        .into());
+    }
+    let mut warm_lost = 0u64;
+    for _ in 0..warmup {
+        if !c.round_trip()? {
+            warm_lost += 1;
+        }
+    }
+    if warm_lost > 0 {
+        eprintln!("pingpong: {warm_lost} warm-up round trips lost");
+    }
+    let mut hist = new_hist();
+    let mut lost = 0u64;
+    let t0 = Instant::now();
+    for _ in 0..rounds {
+        if interrupted.load(Ordering::Relaxed) {
+            return Err("interrupted".into());
+        }
+        let t = Instant::now();
+        if c.round_trip()? {
+            record(&mut hist, t.elapsed());
+        } else {
+            lost += 1;
+        }
+    }
+    let secs = t0.elapsed().as_secs_f64();
+    let r = Result1 {
+        config: config_name(end.sched, end.pin),
+        per_s: hist.len() as f64 / secs,
+        hist,
+        lost,
+    };
+    Ok((r, c.host.report()))
+}
+
+/// Turns a thread's panic into an error.
+fn joined<T>(h: std::thread::JoinHandle<Result<T, BoxError>>, who: &str) -> Result<T, BoxError> {
+    h.join()
+        .unwrap_or_else(|_| Err(format!("the {who} thread panicked").into()))
+}
+
+/// The two hosts on TAPs bridged across a veth (scripts/netns.sh).
+fn run_tap(args: &Args) -> Result<(Vec<Result1>, String), BoxError> {
+    check_privileges()?;
+    let configs = configs(args, true)?;
+    // SIGINT/SIGTERM (e.g. from `timeout`) end the run through the normal
+    // path, so that a private topology is torn down.
+    let interrupted = Arc::new(AtomicBool::new(false));
+    signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&interrupted))?;
+    signal_hook::flag::register(signal_hook::consts::SIGTERM, Arc::clone(&interrupted))?;
+    let topo = Topology::get()?;
+    let prefix = topo.var("PREFIX_LEN");
+    let server_ip = topo.ip("PS_A_IP")?;
+    let client_ip = topo.ip("PS_B_IP")?;
+    let mode = if args.busy_poll {
+        WaitMode::BusyPoll
+    } else {
+        WaitMode::Blocking
+    };
+    let mut results = Vec::new();
+    for (sched, pin) in configs {
+        let server = End {
+            netns: topo.var("NS_A").into(),
+            tap: topo.var("TAP_A").into(),
+            cidr: format!("{server_ip}/{prefix}"),
+            cpu: args.server_cpu,
+            sched,
+            pin,
+            nic: args.nic,
+            mode,
+        };
+        let client_end = End {
+            netns: topo.var("NS_B").into(),
+            tap: topo.var("TAP_B").into(),
+            cidr: format!("{client_ip}/{prefix}"),
+            cpu: args.client_cpu,
+            ..server.clone()
+        };
+        let stop = Arc::new(AtomicBool::new(false));
+        let (ready_tx, ready_rx) = mpsc::channel();
+        // The server runs until the client is done (an interruption ends
+        // the client, which ends the server).
+        let server_thread = {
+            let stop = Arc::clone(&stop);
+            std::thread::Builder::new()
+                .name("pingpong-server".into())
+                .spawn(move || serve(server, ready_tx, stop))?
+        };
+        let stop_server = |stop: &AtomicBool| stop.store(true, Ordering::Relaxed);
+        if ready_rx.recv_timeout(Duration::from_secs(10)).is_err() {
+            stop_server(&stop);
+            return Err(match joined(server_thread, "server") {
+                Err(e) => format!("server: {e}").into(),
+                Ok(_) => "the server did not get ready within 10 s".into(),
+            });
+        }
+        let (warmup, rounds) = (args.warmup, args.rounds);
+        let client_thread = {
+            let interrupted = Arc::clone(&interrupted);
+            std::thread::Builder::new()
+                .name("pingpong-client".into())
+                .spawn(move || client(client_end, server_ip, warmup, rounds, interrupted))?
+        };
+        let measured = joined(client_thread, "client");
+        stop_server(&stop);
+        let server_report = joined(server_thread, "server");
+        let (r, client_report) = measured?;
+        let server_report = server_report?;
+        if r.lost > 0 {
+            eprintln!(
+                "pingpong: {} round trips lost; client:\n{client_report}server:\n{server_report}",
+                r.lost
+            );
+        }
+        results.push(r);
+    }
+    let heading = format!(
+        "1-byte UDP ping-pong over TAP/veth ({} {} ↔ {} {}), nic {}, {}, server CPU {}, client CPU {}",
+        topo.var("TAP_B"),
+        client_ip,
+        topo.var("TAP_A"),
+        server_ip,
+        args.nic,
+        if args.busy_poll {
+            "busy-poll"
+        } else {
+            "blocking"
+        },
+        args.server_cpu,
+        args.client_cpu,
+    );
+    Ok((results, heading))
 }

@@ -19,6 +19,11 @@ per percentile (for pingpong: per configuration, then the best).
 Prints one table (median, p99, p99.9 and ratios to the baseline row) and
 writes {"results": [{"system", "rtt_us": {"p50", "p99", "p999"}, ...}], ...}
 plus a bar chart of the medians with the p99 marked.
+
+--goal A<=[F*]B (repeatable) checks a goal on the medians, e.g.
+`pathstack<=1.05*floor`: printed under the table as met / missed and
+written to the JSON as {"goals": [{"goal", "lhs_us", "rhs_us", "met"}]}
+("met" is null when a row is missing).
 """
 import argparse
 import json
@@ -129,6 +134,35 @@ def combine(loaded):
 
 LOADERS = {"rtt": load_rtt, "pingpong": load_pingpong, "ping": load_ping}
 
+GOAL = re.compile(r"^\s*([\w.-]+)\s*(<=|<)\s*(?:([0-9.]+)\s*\*\s*)?([\w.-]+)\s*$")
+
+
+def check_goals(goals, rows):
+    """Evaluates `A<=[F*]B` goals on the rows' medians."""
+    median_of = {r["system"]: r["rtt_us"]["p50"] for r in rows if not r.get("missing")}
+    out = []
+    for g in goals:
+        m = GOAL.match(g)
+        if not m:
+            raise SystemExit(f"bench-summary.py: bad --goal {g!r} (expected A<=[F*]B)")
+        lhs, op, factor, rhs = m.group(1), m.group(2), float(m.group(3) or 1.0), m.group(4)
+        a, b = median_of.get(lhs), median_of.get(rhs)
+        met = None
+        if a is not None and b is not None:
+            met = a <= factor * b if op == "<=" else a < factor * b
+        out.append({"goal": g.strip(), "lhs_us": a, "rhs_us": None if b is None else factor * b,
+                    "met": met})
+    return out
+
+
+def print_goals(goals):
+    if not goals:
+        return
+    print("\ngoals (medians):")
+    for g in goals:
+        verdict = {True: "met", False: "MISSED", None: "not measured"}[g["met"]]
+        print(f"  {g['goal']:<40} {fmt(g['lhs_us']):>8} us vs {fmt(g['rhs_us']):>8} us  {verdict}")
+
 
 def fmt(x):
     return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.1f}"
@@ -231,6 +265,7 @@ def main():
     ap.add_argument("--baseline", default="floor")
     ap.add_argument("--meta", action="append", default=[], help="KEY=VALUE added to the JSON")
     ap.add_argument("--missing", action="append", default=[], help="SYSTEM=REASON: a skipped row")
+    ap.add_argument("--goal", action="append", default=[], help="A<=[F*]B on the medians")
     ap.add_argument("rows", nargs="*", help="SYSTEM=KIND:FILE")
     args = ap.parse_args()
 
@@ -262,8 +297,12 @@ def main():
 
     ok = [r for r in rows if not r.get("missing")]
     print_table(args.title, rows, args.baseline)
+    goals = check_goals(args.goal, rows)
+    print_goals(goals)
     doc = {k: v for k, v in (m.split("=", 1) for m in args.meta)}
     doc["results"] = ok
+    if goals:
+        doc["goals"] = goals
     skipped = {r["system"]: r["missing"] for r in rows if r.get("missing")}
     if skipped:
         doc["skipped"] = skipped

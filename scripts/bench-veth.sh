@@ -5,7 +5,7 @@
 # responder). Issue 5, item 4.
 #
 #   scripts/bench-veth.sh [--rounds N] [--warmup W] [--cpus S,C] [--name NAME]
-#                         [--repeat K] [--rt] [--no-busy-peers] [--no-build]
+#                         [--repeat K] [--rt] [--nic NIC] [--no-busy-peers] [--no-build]
 #
 #   --rounds N        measured round trips per system (default 20000)
 #   --warmup W        unmeasured round trips first (default 1000)
@@ -22,6 +22,9 @@
 #                     scheduler slices (ms). Busy-poll rows never run
 #                     SCHED_FIFO: a spinning FIFO task starves the ksoftirqd
 #                     that forwards its frames.
+#   --nic NIC         the adapter under pathstack's ETH in the pathstack rows:
+#                     tap (default: the TAP itself), lance:copy or lance:direct
+#                     (the emulated LANCE over the TAP); passed to pingpong
 #   --no-busy-peers   skip the busy-poll rows of the kernel, smoltcp and floor
 #   --no-build        use the binaries already built
 #
@@ -34,17 +37,23 @@
 #   kernel      kernel_udp echo on KERNEL_A_IP:7        kernel_udp client in NS_B
 #   smoltcp     smoltcp_peer tap-echo on TAP_A (.1)     smoltcp_peer tap-client on TAP_B (.3)
 #   floor       floor respond on TAP_A (.1)             floor udp-client on TAP_B (.3)
-#   pathstack   examples/pingpong --wire tap --transport udp (runs and pins both ends itself;
-#               the topology's KEY=VALUE lines are exported to it, see scripts/netns.sh)
+#   pathstack   examples/pingpong --wire tap --transport udp --server-cpu S --client-cpu C
+#               [--busy-poll]: one process runs both ends, each host on its own thread
+#               pinned to its CPU, the server on TAP_A (.1) in NS_A, the client on TAP_B
+#               (.3) in NS_B; the topology's KEY=VALUE lines are exported to it (see
+#               scripts/netns.sh), so it uses this topology instead of making its own
 #
 # Writes target/pathstack-bench/NAME.json ({"results": [{"system", "rtt_us":
 # {"p50", "p99", "p999"}, ...}]}) and NAME.svg, and prints one table with the
-# ratios to the floor (BENCH_OUT overrides the directory). A system whose
-# binary is missing or fails is skipped with a message; the rest still run.
+# ratios to the floor (BENCH_OUT overrides the directory), then the issue's
+# goals on the medians, met or missed: pathstack <= 1.05 x floor, pathstack <=
+# kernel, pathstack-busypoll < kernel (and < kernel-busypoll, <= 1.05 x
+# floor-busypoll). A system whose binary is missing or fails is skipped with a
+# message; the rest still run.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-rounds=20000 warmup=1000 cpus=0,1 name=veth busy_peers=1 build=1 rt=0 repeat=3
+rounds=20000 warmup=1000 cpus=0,1 name=veth busy_peers=1 build=1 rt=0 repeat=3 nic=tap
 while [ $# -gt 0 ]; do
     case "$1" in
         --rounds) rounds=$2; shift 2 ;;
@@ -54,8 +63,9 @@ while [ $# -gt 0 ]; do
         --no-busy-peers) busy_peers=0; shift ;;
         --rt) rt=1; shift ;;
         --repeat) repeat=$2; shift 2 ;;
+        --nic) nic=$2; shift 2 ;;
         --no-build) build=0; shift ;;
-        -h|--help) sed -n '2,40p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,/^set -e/{/^set -e/d;p}' "$0"; exit 0 ;;
         *) echo "bench-veth.sh: unknown argument '$1'" >&2; exit 2 ;;
     esac
 done
@@ -165,7 +175,8 @@ pathstack() {
         missing+=("--missing" "$system=pingpong example not built"); return 0
     fi
     echo "bench-veth.sh: $system (run $run/$repeat)" >&2
-    if timeout 170 $(sched "$system") "$bin/pingpong" --wire tap --transport udp --rounds "$rounds" "$@" \
+    if timeout 170 $(sched "$system") "$bin/pingpong" --wire tap --transport udp \
+        --rounds "$rounds" --warmup "$warmup" --server-cpu "$cpu_s" --client-cpu "$cpu_c" --nic "$nic" "$@" \
         --json "$result" >&2; then
         rows+=("$system=pingpong:$result")
     else
@@ -184,5 +195,8 @@ python3 "$root/scripts/bench-summary.py" \
     --title "UDP 1-byte ping-pong across veth: $rounds round trips x $repeat runs, server CPU $cpu_s, client CPU $cpu_c$([ "$rt" = 1 ] && echo ', blocking rows SCHED_FIFO')" \
     --json "$out/$name.json" --svg "$out/$name.svg" --baseline floor \
     --meta "transport=udp" --meta "wire=veth" --meta "rounds=$rounds" --meta "repeat=$repeat" --meta "cpus=$cpu_s,$cpu_c" \
-    --meta "kernel=$(uname -r)" --meta "sched_fifo_blocking_rows=$rt" \
+    --meta "kernel=$(uname -r)" --meta "sched_fifo_blocking_rows=$rt" --meta "pathstack_nic=$nic" \
+    --goal "pathstack<=1.05*floor" --goal "pathstack<=kernel" \
+    --goal "pathstack-busypoll<kernel" --goal "pathstack-busypoll<kernel-busypoll" \
+    --goal "pathstack-busypoll<=1.05*floor-busypoll" \
     "${missing[@]}" "${rows[@]}"
