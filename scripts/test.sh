@@ -32,3 +32,13 @@ cargo test --workspace
 
 step "graph example"
 cargo run --quiet --example graph -- check graphs/synthetic5.graph
+
+step "main job (in-memory wire, short)"
+cargo run --quiet --example pingpong -- --rounds 2000
+
+if [ "$(id -u)" = 0 ]; then
+    step "main job over TAP/veth (privileged, short)"
+    cargo run --quiet --example pingpong -- --wire tap --rounds 500 --warmup 100
+else
+    step "main job over TAP/veth: SKIPPED (not root, PATHSTACK_SKIP_PRIVILEGED=1)"
+fi
