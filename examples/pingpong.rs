@@ -103,6 +103,10 @@ struct Args {
     /// Over TAP: the CPU of the client's thread.
     #[arg(long, default_value_t = 1)]
     client_cpu: usize,
+    /// Frames the driver takes from the device per poll (default: the
+    /// driver's, 64; see `HostConfig::rx_burst`).
+    #[arg(long)]
+    rx_burst: Option<usize>,
     /// Write the results as JSON here.
     #[arg(long)]
     json: Option<std::path::PathBuf>,
@@ -122,12 +126,14 @@ fn config(
     mac: Option<MacAddr>,
     sched: SchedKind,
     nic: Nic,
+    rx_burst: Option<usize>,
     mode: &str,
 ) -> Result<HostConfig, BoxError> {
     let mut c = HostConfig::parse(addr)?;
     c.mac = mac;
     c.sched = sched;
     c.nic = nic;
+    c.rx_burst = rx_burst;
     c.upper = vec![(
         format!("name=app module=ECHO mode={mode};"),
         "app.down<>udp.up;".into(),
@@ -215,11 +221,17 @@ struct Pair {
     cpath: PathId,
 }
 
-fn pair(sched: SchedKind, pin: bool, nic: Nic) -> Result<Pair, BoxError> {
+fn pair(sched: SchedKind, pin: bool, nic: Nic, rx_burst: Option<usize>) -> Result<Pair, BoxError> {
     let (a, b) = wire_pair(WireConfig::default());
     let mac = |n| Some(MacAddr([0x02, 0, 0, 0, 0, n]));
-    let mut client = Host::new(config("10.0.0.1/24", mac(1), sched, nic, "sink")?, a)?;
-    let mut server = Host::new(config("10.0.0.2/24", mac(2), sched, nic, "echo")?, b)?;
+    let mut client = Host::new(
+        config("10.0.0.1/24", mac(1), sched, nic, rx_burst, "sink")?,
+        a,
+    )?;
+    let mut server = Host::new(
+        config("10.0.0.2/24", mac(2), sched, nic, rx_burst, "echo")?,
+        b,
+    )?;
     let spath = server_path(&mut server)?;
     let cpath = client_path(&mut client, Ipv4Addr::new(10, 0, 0, 2))?;
     if pin {
@@ -405,7 +417,7 @@ fn record(hist: &mut Histogram<u64>, rtt: Duration) {
 fn run_memory(args: &Args) -> Result<Vec<Result1>, BoxError> {
     let mut results = Vec::new();
     for (sched, pin) in configs(args, false)? {
-        let mut p = match pair(sched, pin, args.nic) {
+        let mut p = match pair(sched, pin, args.nic, args.rx_burst) {
             Ok(p) => p,
             // The default run skips a form the NIC cannot take rather
             // than fail; an explicit --form pin reports the error.
@@ -603,6 +615,7 @@ struct End {
     sched: SchedKind,
     pin: bool,
     nic: Nic,
+    rx_burst: Option<usize>,
     mode: WaitMode,
 }
 
@@ -614,7 +627,14 @@ impl End {
             .map_err(|e| format!("{who}: opening TAP {} in {}: {e}", self.tap, self.netns))?;
         let waiter = tap.waiter()?;
         let mac = MacAddr(tap.mac());
-        let cfg = config(&self.cidr, Some(mac), self.sched, self.nic, app_mode)?;
+        let cfg = config(
+            &self.cidr,
+            Some(mac),
+            self.sched,
+            self.nic,
+            self.rx_burst,
+            app_mode,
+        )?;
         Ok(Host::new(cfg, tap)?.with_waiter(waiter, self.mode))
     }
 }
@@ -775,6 +795,7 @@ fn run_tap(args: &Args) -> Result<(Vec<Result1>, String), BoxError> {
             sched,
             pin,
             nic: args.nic,
+            rx_burst: args.rx_burst,
             mode,
         };
         let client_end = End {
