@@ -4,6 +4,7 @@
 //! same traffic and the same shared-memory contents while `direct` touches
 //! fewer descriptor words.
 
+use pathstack_core::device::record::{Recorder, Recording};
 use pathstack_core::device::wire::{wire_pair, WireConfig, WireEnd};
 use pathstack_core::device::{Device, DeviceCaps, DeviceError, DeviceStats};
 use pathstack_core::{DropReason, Instant, Msg, MsgPool, PoolConfig};
@@ -11,35 +12,12 @@ use pathstack_devices::lance::driver::{reason, RxEvent, DEFAULT_MAC};
 use pathstack_devices::lance::sparse::{Cpu, Dma};
 use pathstack_devices::lance::{Access, ChipConfig, LanceConfig, LanceDriver};
 use proptest::prelude::*;
-use std::sync::{Arc, Mutex};
-
-/// A wire end that keeps a copy of every frame it sends.
-struct Recording {
-    inner: WireEnd,
-    sent: Arc<Mutex<Vec<Vec<u8>>>>,
-}
-
-impl Device for Recording {
-    fn transmit(&mut self, frame: Msg, now: Instant) -> Result<(), DeviceError> {
-        self.sent.lock().unwrap().push(frame.as_slice().to_vec());
-        self.inner.transmit(frame, now)
-    }
-    fn receive(&mut self, pool: &MsgPool, now: Instant) -> Result<Option<Msg>, DeviceError> {
-        self.inner.receive(pool, now)
-    }
-    fn caps(&self) -> DeviceCaps {
-        self.inner.caps()
-    }
-    fn stats(&self) -> DeviceStats {
-        self.inner.stats()
-    }
-}
 
 /// Two drivers on one wire, with what each put on the wire.
 struct Link {
     a: LanceDriver,
     b: LanceDriver,
-    sent_a: Arc<Mutex<Vec<Vec<u8>>>>,
+    sent_a: Recording,
     pool: MsgPool,
     now: Instant,
 }
@@ -47,16 +25,9 @@ struct Link {
 impl Link {
     fn new(config: LanceConfig) -> Self {
         let (wa, wb) = wire_pair(WireConfig::default());
-        let sent_a = Arc::new(Mutex::new(Vec::new()));
+        let (wa, sent_a) = Recorder::new(wa, 100_000);
         let pool = MsgPool::new(PoolConfig::default());
-        let mut a = LanceDriver::new(
-            Box::new(Recording {
-                inner: wa,
-                sent: Arc::clone(&sent_a),
-            }),
-            config,
-        )
-        .unwrap();
+        let mut a = LanceDriver::new(Box::new(wa), config).unwrap();
         let mut b = LanceDriver::new(Box::new(wb), config).unwrap();
         a.start(&pool, Instant::ZERO).unwrap();
         b.start(&pool, Instant::ZERO).unwrap();
@@ -337,7 +308,7 @@ fn run_traffic(access: Access, frames: &[Vec<u8>], buf: usize) -> Trace {
         received.extend(link.drain_b().0);
         link.poll_a();
     }
-    let sent = link.sent_a.lock().unwrap().clone();
+    let sent = link.sent_a.frames();
     let words = |d: &LanceDriver| {
         let c = d.memory().counts::<Cpu>();
         c.word_reads + c.word_writes

@@ -5,39 +5,18 @@
 //! same bytes on the wire.
 
 use pathstack_core::attrs::keys::{AddrPart, Participants, PARTICIPANTS};
-use pathstack_core::device::wire::{wire_pair, WireConfig, WireEnd};
-use pathstack_core::device::{Device, DeviceCaps, DeviceError, DeviceStats};
+use pathstack_core::device::record::{Recorder, Recording};
+use pathstack_core::device::wire::{wire_pair, WireConfig};
+use pathstack_core::device::Device;
 use pathstack_core::graph::ModuleGraph;
 use pathstack_core::rules::Rule;
 use pathstack_core::stack::ModuleTypes;
 use pathstack_core::synthetic::{EchoStage, HdrStage, LinkStage, PAIR_GRAPH};
-use pathstack_core::{Attrs, Dir, Instant, Msg, MsgPool, PathId, Stack};
+use pathstack_core::{Attrs, Dir, Instant, PathId, Stack};
 use pathstack_devices::lance::{register, Access, LanceModule, LanceStage};
-use std::sync::{Arc, Mutex};
 
-type Capture = Arc<Mutex<Vec<Vec<u8>>>>;
-
-/// A wire end that keeps a copy of every frame it sends.
-struct Recording {
-    inner: WireEnd,
-    sent: Capture,
-}
-
-impl Device for Recording {
-    fn transmit(&mut self, frame: Msg, now: Instant) -> Result<(), DeviceError> {
-        self.sent.lock().unwrap().push(frame.as_slice().to_vec());
-        self.inner.transmit(frame, now)
-    }
-    fn receive(&mut self, pool: &MsgPool, now: Instant) -> Result<Option<Msg>, DeviceError> {
-        self.inner.receive(pool, now)
-    }
-    fn caps(&self) -> DeviceCaps {
-        self.inner.caps()
-    }
-    fn stats(&self) -> DeviceStats {
-        self.inner.stats()
-    }
-}
+/// Frames recorded per side: far more than any test sends.
+const MAX_FRAMES: usize = 100_000;
 
 fn graph_text(mode: &str, lance_params: &str) -> String {
     let text = PAIR_GRAPH.replace("{mode}", mode);
@@ -90,32 +69,18 @@ struct Pair {
     server: Stack,
     client_path: PathId,
     server_path: PathId,
-    client_sent: Capture,
-    server_sent: Capture,
+    client_sent: Recording,
+    server_sent: Recording,
     now: Instant,
 }
 
 impl Pair {
     fn new(lance_params: &str, inline: bool) -> Self {
         let (a, b) = wire_pair(WireConfig::default());
-        let client_sent = Capture::default();
-        let server_sent = Capture::default();
-        let (mut client, client_path) = side(
-            "sink",
-            lance_params,
-            Recording {
-                inner: a,
-                sent: Arc::clone(&client_sent),
-            },
-        );
-        let (mut server, server_path) = side(
-            "echo",
-            lance_params,
-            Recording {
-                inner: b,
-                sent: Arc::clone(&server_sent),
-            },
-        );
+        let (a, client_sent) = Recorder::new(a, MAX_FRAMES);
+        let (b, server_sent) = Recorder::new(b, MAX_FRAMES);
+        let (mut client, client_path) = side("sink", lance_params, a);
+        let (mut server, server_path) = side("echo", lance_params, b);
         if inline {
             assert_eq!(client.path_optimize(client_path).unwrap().len(), 1);
             assert_eq!(server.path_optimize(server_path).unwrap().len(), 1);
@@ -162,10 +127,7 @@ impl Pair {
     }
 
     fn wire_frames(&self) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
-        (
-            self.client_sent.lock().unwrap().clone(),
-            self.server_sent.lock().unwrap().clone(),
-        )
+        (self.client_sent.frames(), self.server_sent.frames())
     }
 }
 

@@ -9,16 +9,16 @@
 
 use pathstack::core::attrs::keys::{AddrPart, Participants, PARTICIPANTS, PASSIVE_OPEN};
 use pathstack::core::attrs::Attrs;
+use pathstack::core::device::record::{Recorder, Recording};
 use pathstack::core::device::wire::{wire_pair, WireConfig, WireEnd};
-use pathstack::core::device::{Device, DeviceCaps, DeviceError, DeviceStats};
-use pathstack::core::{Dir, Instant, Msg, MsgPool, PathId};
+use pathstack::core::device::Device;
+use pathstack::core::{Dir, PathId};
 use pathstack::devices::lance::sparse::AccessCounts;
 use pathstack::devices::{Access, LanceModule};
 use pathstack::host::{Host, HostConfig};
 use pathstack::inet::eth::MacAddr;
 use pathstack::nic::Nic;
 use std::net::Ipv4Addr;
-use std::sync::{Arc, Mutex};
 
 const A_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
 const B_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
@@ -26,34 +26,8 @@ const ECHO_PORT: u16 = 7;
 const A_BOUND_PORT: u16 = 4444;
 const COPY: Nic = Nic::Lance(Access::Copy);
 const DIRECT: Nic = Nic::Lance(Access::Direct);
-
-type Capture = Arc<Mutex<Vec<Vec<u8>>>>;
-
-/// A wire end that keeps a copy of every frame its host transmits: what
-/// the chip (or the `WIRE` driver) put on the wire.
-struct Recording {
-    inner: WireEnd,
-    sent: Capture,
-}
-
-impl Device for Recording {
-    fn transmit(&mut self, frame: Msg, now: Instant) -> Result<(), DeviceError> {
-        self.sent.lock().unwrap().push(frame.as_slice().to_vec());
-        self.inner.transmit(frame, now)
-    }
-    fn receive(&mut self, pool: &MsgPool, now: Instant) -> Result<Option<Msg>, DeviceError> {
-        self.inner.receive(pool, now)
-    }
-    fn caps(&self) -> DeviceCaps {
-        self.inner.caps()
-    }
-    fn stats(&self) -> DeviceStats {
-        self.inner.stats()
-    }
-    fn poll_at(&self) -> Option<Instant> {
-        self.inner.poll_at()
-    }
-}
+/// Frames recorded per host: far more than the script sends.
+const MAX_FRAMES: usize = 100_000;
 
 fn bound_attrs(port: u16) -> Attrs {
     Attrs::new().with(&PASSIVE_OPEN, true).with(
@@ -68,7 +42,7 @@ fn bound_attrs(port: u16) -> Attrs {
 /// A host on `dev` through `nic`, with an `ECHO mode=echo` module `echo7`
 /// (the host example's echo service) and an `ECHO mode=sink` module `cli`
 /// for client paths.
-fn host(addr: &str, nic: Nic, dev: Recording) -> Host {
+fn host(addr: &str, nic: Nic, dev: Recorder<WireEnd>) -> Host {
     let mut cfg = HostConfig::parse(addr).unwrap();
     // The wire end's own MAC: the LANCE takes its station address from
     // the device, and ETH must use the same one.
@@ -91,8 +65,8 @@ fn host(addr: &str, nic: Nic, dev: Recording) -> Host {
 struct Net {
     a: Host,
     b: Host,
-    a_sent: Capture,
-    b_sent: Capture,
+    a_sent: Recording,
+    b_sent: Recording,
     /// A's connected path to B:7 (through `cli`).
     a_connected: PathId,
     /// A's bound path on port 4444 (plain UDP).
@@ -102,24 +76,10 @@ struct Net {
 impl Net {
     fn new(nic_a: Nic, nic_b: Nic) -> Net {
         let (wa, wb) = wire_pair(WireConfig::default());
-        let a_sent = Capture::default();
-        let b_sent = Capture::default();
-        let mut a = host(
-            "10.0.0.1/24",
-            nic_a,
-            Recording {
-                inner: wa,
-                sent: Arc::clone(&a_sent),
-            },
-        );
-        let mut b = host(
-            "10.0.0.2/24",
-            nic_b,
-            Recording {
-                inner: wb,
-                sent: Arc::clone(&b_sent),
-            },
-        );
+        let (wa, a_sent) = Recorder::new(wa, MAX_FRAMES);
+        let (wb, b_sent) = Recorder::new(wb, MAX_FRAMES);
+        let mut a = host("10.0.0.1/24", nic_a, wa);
+        let mut b = host("10.0.0.2/24", nic_b, wb);
         let echo = b.stack().module_id("echo7").unwrap();
         b.stack_mut()
             .path_create(echo, bound_attrs(ECHO_PORT))
@@ -264,8 +224,8 @@ fn script(nic_a: Nic, nic_b: Nic) -> Transcript {
         }
     }
     let t = Transcript {
-        a_sent: n.a_sent.lock().unwrap().clone(),
-        b_sent: n.b_sent.lock().unwrap().clone(),
+        a_sent: n.a_sent.frames(),
+        b_sent: n.b_sent.frames(),
         a_accesses: Net::lance(&n.a).map(LanceModule::cpu_accesses),
         b_accesses: Net::lance(&n.b).map(LanceModule::cpu_accesses),
     };

@@ -11,6 +11,7 @@ use crate::time::Instant;
 use thiserror::Error;
 
 pub mod impair;
+pub mod record;
 pub mod wire;
 
 /// What a device can do.
