@@ -8,7 +8,9 @@
 //! The services are set up exactly as `examples/host.rs` does: an
 //! `ECHO mode=echo` module at the top of a passive UDP path bound to port 7
 //! (the echo happens inside the path), and a passive UDP path bound to
-//! port 9 whose sink the poll loop empties.
+//! port 9 whose sink the poll loop empties. A last test does the echo
+//! with the tokio socket API instead (`pathstack::tokio`, `AsyncFd` on the
+//! TAP descriptor).
 
 #[path = "../../pathstack-devices/tests/common/mod.rs"]
 mod common;
@@ -283,4 +285,66 @@ fn linux_kernel_gets_a_fragmented_udp_echo_on_tap() {
     assert_eq!(echoed(&host, echo), 3, "{}", host.report());
     drop(host); // flushes the capture
     assert_tshark_clean(&pcap);
+}
+
+/// The tokio API on a TAP device: a `pathstack::tokio::Net` whose driver
+/// waits on the TAP descriptor through `AsyncFd`, a socket echo server on a
+/// current-thread runtime in its own thread, and the kernel of namespace B
+/// as the client (small and fragmented datagrams).
+#[cfg(feature = "tokio")]
+#[test]
+fn linux_kernel_uses_a_tokio_socket_echo_on_tap() {
+    if !privileged("linux_kernel_uses_a_tokio_socket_echo_on_tap") {
+        return;
+    }
+    let topo = Topology::up();
+    let tap = TapDevice::open(topo.var("TAP_A"), TapOptions::new().netns(topo.var("NS_A")))
+        .expect("open TAP A");
+    let mut cfg = HostConfig::parse(&format!("{}/24", topo.var("PS_A_IP"))).unwrap();
+    cfg.mac = Some(MacAddr(tap.mac()));
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&stop);
+    let server = std::thread::spawn(move || -> u64 {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        rt.block_on(async move {
+            let net = pathstack::tokio::Net::tap(cfg, tap).expect("net");
+            let driver = net.spawn();
+            let sock = pathstack::tokio::UdpSocket::bind(
+                &net,
+                std::net::SocketAddrV4::new(std::net::Ipv4Addr::UNSPECIFIED, ECHO_PORT),
+            )
+            .await
+            .expect("bind");
+            let mut buf = vec![0u8; 65_536];
+            let mut echoed = 0;
+            while !flag.load(Ordering::Relaxed) {
+                let got =
+                    tokio::time::timeout(Duration::from_millis(50), sock.recv_from(&mut buf)).await;
+                let Ok(got) = got else { continue };
+                let (n, peer) = got.expect("recv_from");
+                sock.send_to(&buf[..n], peer).await.expect("send_to");
+                echoed += 1;
+            }
+            driver.abort();
+            echoed
+        })
+    });
+    // Stops the server also when an assertion below fails.
+    struct Stop(Arc<AtomicBool>);
+    impl Drop for Stop {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::Relaxed);
+        }
+    }
+    let guard = Stop(stop);
+    let sizes = [1usize, 6, 512, 1472, 1473, 3000];
+    for (i, len) in sizes.into_iter().enumerate() {
+        assert_echoed(&topo, &payload(len, 0x40 | i as u8));
+    }
+    drop(guard);
+    let echoed = server.join().expect("server thread");
+    assert_eq!(echoed, sizes.len() as u64);
 }
