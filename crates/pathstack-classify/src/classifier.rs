@@ -170,6 +170,12 @@ impl Classifier {
         })
     }
 
+    /// Whether `module` has a partial classifier (modules without one
+    /// contribute the empty key and consume no bytes).
+    pub fn has_partial_classifier(&self, module: ModuleId) -> bool {
+        matches!(self.partials.get(module.0 as usize), Some(Some(_)))
+    }
+
     /// Finds the path for `msg` as if it had arrived at `root` with the
     /// headers of the modules in `prefix` already taken off: those modules'
     /// keys are taken from `prefix` instead of from the message, the rest

@@ -29,6 +29,9 @@ pub enum DemuxKey {
     Stop(Option<Key>),
 }
 
+/// Most demultiplexing levels of one path.
+const MAX_LEVELS: usize = 32;
+
 /// Most levels below a module that re-classifies with
 /// [`Demux::classify_from`].
 const MAX_PREFIX: usize = 8;
@@ -135,10 +138,30 @@ impl Demux {
             .iter()
             .rposition(|(_, k)| k.is_some())
             .map_or(0, |i| i + 1);
-        let levels = &all[..keyed];
-        if levels.is_empty() {
+        if keyed == 0 {
             return Ok(false);
         }
+        // A level without a key at a module without a partial classifier
+        // (ARP under IP, say) matches the empty key and consumes nothing:
+        // a probe that can only succeed. Leave it out of the tree — the node
+        // above names the next module that does demultiplex — except the
+        // receiving module, where every walk starts.
+        let mut kept = [(ModuleId(0), None); MAX_LEVELS];
+        let mut n = 0;
+        for (i, &(m, k)) in all[..keyed].iter().enumerate() {
+            let skip = i > 0 && k.is_none() && !self.tree.has_partial_classifier(pc::ModuleId(m.0));
+            if skip {
+                continue;
+            }
+            let Some(slot) = kept.get_mut(n) else {
+                return Err(PathError::Demux(format!(
+                    "more than {MAX_LEVELS} demultiplexing levels"
+                )));
+            };
+            *slot = (m, k);
+            n += 1;
+        }
+        let levels = &kept[..n];
         let id = pc::PathId(path.index);
         let mut prev = None;
         for (i, (module, key)) in levels.iter().enumerate() {
