@@ -242,6 +242,14 @@ pub trait Module: Any + Send {
         EndRoute::Sink
     }
 
+    /// Whether this module has work for [`Module::poll`]. Asked once, when
+    /// the stack is built; the stack polls only the modules that say yes
+    /// (a no-op poll of every module on every `Stack::poll` costs more
+    /// than a short path's stage). Default: yes.
+    fn polls(&self) -> bool {
+        true
+    }
+
     /// Does background work: device drivers receive frames here and pass
     /// them on with [`ModCx::deliver`]. Returns how much work was done.
     fn poll(&mut self, cx: &mut ModCx<'_>) -> usize {

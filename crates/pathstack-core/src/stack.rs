@@ -248,6 +248,9 @@ impl StackBuilder {
                     })?;
             }
         }
+        let polled = (0..modules.len())
+            .filter(|&i| modules[i].module.polls())
+            .collect();
         let mut stack = Stack {
             modules,
             paths: Vec::new(),
@@ -262,6 +265,7 @@ impl StackBuilder {
             batch: Vec::with_capacity(batch_bound(self.config.sched)),
             work: VecDeque::with_capacity(self.config.follow_up_cap),
             fired: Vec::with_capacity(256),
+            polled,
             config: self.config,
             graph: self.graph,
         };
@@ -339,6 +343,8 @@ pub struct Stack {
     batch: Vec<Slot>,
     work: VecDeque<FollowUp>,
     fired: Vec<TimerOwner>,
+    /// Indices of the modules whose [`Module::polls`] said yes.
+    polled: Vec<usize>,
     config: StackConfig,
     graph: ModuleGraph,
 }
@@ -1105,7 +1111,8 @@ impl Stack {
     fn poll_modules(&mut self) -> usize {
         let mut work = 0;
         let mut requests = Vec::new();
-        for (i, slot) in self.modules.iter_mut().enumerate() {
+        for &i in &self.polled {
+            let slot = &mut self.modules[i];
             let mut cx = ModCx {
                 now: self.now,
                 module_id: ModuleId(i as u32),

@@ -50,6 +50,10 @@ impl Module for EchoModule {
         &ECHO_SPEC
     }
 
+    fn polls(&self) -> bool {
+        false
+    }
+
     fn create_stage(
         &mut self,
         entry: Option<usize>,

@@ -85,6 +85,10 @@ impl Module for HdrModule {
         &HDR_SPEC
     }
 
+    fn polls(&self) -> bool {
+        false
+    }
+
     fn create_stage(
         &mut self,
         _entry: Option<usize>,

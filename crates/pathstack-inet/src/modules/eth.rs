@@ -66,6 +66,10 @@ impl Module for EthModule {
         &ETH_SPEC
     }
 
+    fn polls(&self) -> bool {
+        false
+    }
+
     fn create_stage(
         &mut self,
         _entry: Option<usize>,

@@ -102,6 +102,10 @@ impl Module for IcmpModule {
         &ICMP_SPEC
     }
 
+    fn polls(&self) -> bool {
+        false
+    }
+
     fn init(&mut self, cx: &mut ModCx<'_>) -> Result<(), ModuleError> {
         cx.request_path(Attrs::new().with(&keys::PASSIVE_OPEN, true), 0);
         Ok(())

@@ -142,6 +142,10 @@ impl Module for UdpModule {
         &UDP_SPEC
     }
 
+    fn polls(&self) -> bool {
+        false
+    }
+
     fn create_stage(
         &mut self,
         _entry: Option<usize>,
