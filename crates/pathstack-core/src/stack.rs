@@ -363,8 +363,30 @@ impl Stack {
     // ----- modules -------------------------------------------------------
 
     fn init_module(&mut self, m: ModuleId) -> Result<(), StackError> {
+        let (result, path_error) = self.run_module(m, |module, cx| module.init(cx));
+        result?;
+        match path_error {
+            Some(e) => Err(ModuleError::InitPath {
+                instance: self.modules[m.0 as usize].name.clone(),
+                source: e,
+            }
+            .into()),
+            None => Ok(()),
+        }
+    }
+
+    /// Runs `f` on module `m` with its context, then creates the paths it
+    /// asked for with [`ModCx::request_path`] and reports each result to
+    /// [`Module::path_created`]. Returns `f`'s result and the first path
+    /// creation error, if any. The one place a `ModCx` is made, so that
+    /// every module call (init, timer, poll) keeps the same contract.
+    fn run_module<R>(
+        &mut self,
+        m: ModuleId,
+        f: impl FnOnce(&mut dyn Module, &mut ModCx<'_>) -> R,
+    ) -> (R, Option<PathError>) {
         let mut requests = Vec::new();
-        {
+        let r = {
             let slot = &mut self.modules[m.0 as usize];
             let mut cx = ModCx {
                 now: self.now,
@@ -375,23 +397,19 @@ impl Stack {
                 drops: &mut slot.drops,
                 path_requests: &mut requests,
             };
-            slot.module.init(&mut cx)?;
-        }
+            f(slot.module.as_mut(), &mut cx)
+        };
+        let mut first_error = None;
         for (attrs, tag) in requests {
             let result = self.path_create(m, attrs);
-            let name = self.modules[m.0 as usize].name.clone();
             self.modules[m.0 as usize]
                 .module
                 .path_created(tag, result.as_ref().copied());
             if let Err(e) = result {
-                return Err(ModuleError::InitPath {
-                    instance: name,
-                    source: e,
-                }
-                .into());
+                first_error.get_or_insert(e);
             }
         }
-        Ok(())
+        (r, first_error)
     }
 
     /// The module instance called `name`.
@@ -1057,25 +1075,9 @@ impl Stack {
         for owner in fired.drain(..) {
             match owner {
                 TimerOwner::Module { module, token } => {
-                    let Some(slot) = self.modules.get_mut(module.0 as usize) else {
-                        continue;
-                    };
-                    let mut requests = Vec::new();
-                    let mut cx = ModCx {
-                        now: self.now,
-                        module_id: module,
-                        instance: &slot.name,
-                        params: &slot.params,
-                        shared: &mut self.shared,
-                        drops: &mut slot.drops,
-                        path_requests: &mut requests,
-                    };
-                    slot.module.on_timer(token, &mut cx);
-                    for (attrs, tag) in requests {
-                        let r = self.path_create(module, attrs);
-                        self.modules[module.0 as usize]
-                            .module
-                            .path_created(tag, r.as_ref().copied());
+                    if (module.0 as usize) < self.modules.len() {
+                        // Path creation errors went to `path_created`.
+                        let _ = self.run_module(module, |m, cx| m.on_timer(token, cx));
                     }
                 }
                 TimerOwner::Stage { path, stage, token } => {
@@ -1110,19 +1112,10 @@ impl Stack {
 
     fn poll_modules(&mut self) -> usize {
         let mut work = 0;
-        let mut requests = Vec::new();
-        for &i in &self.polled {
-            let slot = &mut self.modules[i];
-            let mut cx = ModCx {
-                now: self.now,
-                module_id: ModuleId(i as u32),
-                instance: &slot.name,
-                params: &slot.params,
-                shared: &mut self.shared,
-                drops: &mut slot.drops,
-                path_requests: &mut requests,
-            };
-            work += slot.module.poll(&mut cx);
+        for k in 0..self.polled.len() {
+            let m = ModuleId(self.polled[k] as u32);
+            // Path creation errors went to `path_created`.
+            work += self.run_module(m, |module, cx| module.poll(cx)).0;
         }
         work
     }
