@@ -51,8 +51,7 @@ use pathstack_core::attrs::Attrs;
 use pathstack_core::error::PathError;
 use pathstack_core::msg::MsgError;
 use pathstack_core::{Dir, ModuleId, Msg, PathId, QueueKind, Stack};
-use pathstack_inet::modules::UdpStage;
-use std::collections::HashMap;
+use pathstack_inet::modules::{UdpModule, UdpStage};
 use std::net::{Ipv4Addr, SocketAddrV4};
 
 /// The largest UDP payload over IPv4: 65,535 bytes of IP datagram less the
@@ -149,24 +148,19 @@ impl UdpSocket {
     }
 }
 
-/// What a host knows about its sockets: where UDP is and which ports its
-/// bound sockets hold. Bounded by the port space (65,536 entries).
+/// What a host knows about its sockets: where UDP is and the host's
+/// address. Which ports are taken is the `UDP` module's to know.
 #[derive(Debug, Default)]
 pub(crate) struct UdpSockets {
     udp: Option<ModuleId>,
     addr: Option<Ipv4Addr>,
-    bound: HashMap<u16, PathId>,
 }
 
 impl UdpSockets {
-    /// The socket table of a host whose graph has UDP at `udp` and whose
+    /// The socket context of a host whose graph has UDP at `udp` and whose
     /// address is `addr`.
     pub(crate) fn new(udp: Option<ModuleId>, addr: Option<Ipv4Addr>) -> Self {
-        UdpSockets {
-            udp,
-            addr,
-            bound: HashMap::new(),
-        }
+        UdpSockets { udp, addr }
     }
 
     /// The host's address.
@@ -215,10 +209,14 @@ impl Host {
     /// that exchanges datagrams with any peer.
     pub fn udp_bind(&mut self, port: u16) -> Result<UdpSocket, SocketError> {
         let udp = self.udp_module()?;
-        if let Some(&p) = self.sockets.bound.get(&port) {
-            if self.stack().path(p).is_some() {
-                return Err(SocketError::PortInUse(port));
-            }
+        // The UDP module would refuse the path too; asking first gives the
+        // caller a typed error instead of the module's refusal text.
+        let taken = self
+            .stack()
+            .module::<UdpModule>(udp)
+            .is_some_and(|m| m.is_bound(port));
+        if port != 0 && taken {
+            return Err(SocketError::PortInUse(port));
         }
         let attrs = Attrs::new().with(&PASSIVE_OPEN, true).with(
             &PARTICIPANTS,
@@ -229,7 +227,6 @@ impl Host {
         );
         let path = self.stack_mut().path_create(udp, attrs)?;
         let port = chosen_port(self.stack(), path, udp).unwrap_or(port);
-        self.sockets.bound.insert(port, path);
         Ok(UdpSocket {
             path,
             local: self.socket_addr(port),
@@ -272,11 +269,7 @@ impl Host {
     pub fn udp_close(&mut self, s: UdpSocket) -> Result<(), SocketError> {
         self.stack_mut()
             .path_delete(s.path)
-            .map_err(|_| SocketError::Closed)?;
-        if s.peer.is_none() && self.sockets.bound.get(&s.local.port()) == Some(&s.path) {
-            self.sockets.bound.remove(&s.local.port());
-        }
-        Ok(())
+            .map_err(|_| SocketError::Closed)
     }
 
     /// Queues `data` as one datagram to `dst`. On a connected socket `dst`
@@ -343,13 +336,14 @@ impl Host {
             (None, Some(p)) => p,
             (None, None) => return Err(SocketError::NotConnected),
         };
-        self.live(s)?;
         let a = m.anno_mut();
         a.peer_ip = Some(*dst.ip());
         a.peer_port = dst.port();
-        self.stack_mut()
-            .send(s.path, Dir::Forward, m)
-            .map_err(|_| SocketError::QueueFull)
+        // The send looks the path up; only a refusal needs to know why.
+        match self.stack_mut().send(s.path, Dir::Forward, m) {
+            Ok(()) => Ok(()),
+            Err(_) => Err(self.live(s).err().unwrap_or(SocketError::QueueFull)),
+        }
     }
 
     /// Takes the next datagram received on `s` as a pool message (no

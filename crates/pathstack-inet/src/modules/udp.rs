@@ -80,6 +80,11 @@ impl UdpModule {
         self.ports.len()
     }
 
+    /// Whether a bound (passive) path holds `port`.
+    pub fn is_bound(&self, port: u16) -> bool {
+        self.ports.get(&port).is_some_and(|u| u.bound)
+    }
+
     fn ephemeral(&mut self) -> Option<u16> {
         let span = usize::from(EPHEMERAL.end() - EPHEMERAL.start()) + 1;
         for _ in 0..span {
