@@ -250,14 +250,18 @@ impl Host {
         self.stack.poll(now)
     }
 
+    /// How long until the stack has timed work (its next timer or a
+    /// device's delayed frame), if it has any.
+    pub fn until_timer(&self) -> Option<std::time::Duration> {
+        let now = self.now();
+        self.stack
+            .poll_at()
+            .map(|t| std::time::Duration::from_nanos(t.saturating_since(now).as_nanos()))
+    }
+
     /// Waits for input or the stack's next timer, at most `max`.
     pub fn wait(&self, max: std::time::Duration) -> Result<(), HostError> {
-        let now = self.now();
-        let until_timer = self
-            .stack
-            .poll_at()
-            .map(|t| std::time::Duration::from_nanos(t.saturating_since(now).as_nanos()));
-        let timeout = until_timer.map_or(max, |t| t.min(max));
+        let timeout = self.until_timer().map_or(max, |t| t.min(max));
         match (&self.waiter, self.mode) {
             (Some(_), WaitMode::BusyPoll) => std::thread::yield_now(),
             (Some(w), WaitMode::Blocking) => {

@@ -100,15 +100,6 @@ impl State {
             w.into_iter().for_each(Waker::wake);
         }
     }
-
-    /// How long until the stack's next timer.
-    fn next_timer(&self) -> Option<Duration> {
-        let now = self.host.now();
-        self.host
-            .stack()
-            .poll_at()
-            .map(|t| Duration::from_nanos(t.saturating_since(now).as_nanos()))
-    }
 }
 
 impl Net {
@@ -247,7 +238,7 @@ impl Inner {
         let (work, next) = {
             let mut st = self.lock();
             let work = st.poll();
-            (work, st.next_timer())
+            (work, st.host.until_timer())
         };
         self.progress.notify_waiters();
         (work, next)
