@@ -43,7 +43,6 @@
 //! `"lost"` per result, and the mode and CPUs).
 
 use clap::Parser;
-use hdrhistogram::Histogram;
 use pathstack::core::attrs::keys::{AddrPart, Participants, PARTICIPANTS, PASSIVE_OPEN};
 use pathstack::core::attrs::Attrs;
 use pathstack::core::device::wire::{wire_pair, WireConfig};
@@ -64,6 +63,10 @@ use std::time::{Duration, Instant};
 
 /// Errors cross the hosts' threads.
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+#[path = "support/rtt.rs"]
+mod rtt;
+use rtt::{RttRecorder, LOSS_TIMEOUT};
 
 #[derive(Parser, Debug)]
 #[command(about = "1-byte UDP ping-pong between two pathstack hosts")]
@@ -113,13 +116,6 @@ struct Args {
 }
 
 const PORT: u16 = 7;
-
-/// How long the client waits for an echo over TAP before counting the
-/// round as lost (the comparison peers use the same, examples/support/rtt.rs).
-const LOSS_TIMEOUT: Duration = Duration::from_millis(200);
-
-/// Longest RTT the histogram holds; longer ones are clamped.
-const MAX_RTT_NS: u64 = 60_000_000_000;
 
 fn config(
     addr: &str,
@@ -279,9 +275,7 @@ impl Pair {
 /// One measured configuration.
 struct Result1 {
     config: String,
-    hist: Histogram<u64>,
-    per_s: f64,
-    lost: u64,
+    rec: RttRecorder,
 }
 
 fn sched_name(sched: SchedKind) -> &'static str {
@@ -353,13 +347,13 @@ fn run(args: Args) -> Result<(), BoxError> {
         println!(
             "{:<18} {:>8} {:>10} {:>10} {:>10} {:>12.0}{}",
             r.config,
-            r.hist.len(),
-            r.hist.value_at_quantile(0.5),
-            r.hist.value_at_quantile(0.99),
-            r.hist.value_at_quantile(0.999),
-            r.per_s,
-            if r.lost > 0 {
-                format!("  ({} lost)", r.lost)
+            r.rec.rounds(),
+            r.rec.quantile_ns(0.5),
+            r.rec.quantile_ns(0.99),
+            r.rec.quantile_ns(0.999),
+            r.rec.round_trips_per_s(),
+            if r.rec.lost_count() > 0 {
+                format!("  ({} lost)", r.rec.lost_count())
             } else {
                 String::new()
             }
@@ -374,16 +368,16 @@ fn run(args: Args) -> Result<(), BoxError> {
             "results": results.iter().map(|r| {
                 let mut o = serde_json::json!({
                     "config": r.config,
-                    "rounds": r.hist.len(),
+                    "rounds": r.rec.rounds(),
                     "rtt_ns": {
-                        "p50": r.hist.value_at_quantile(0.5),
-                        "p99": r.hist.value_at_quantile(0.99),
-                        "p999": r.hist.value_at_quantile(0.999),
+                        "p50": r.rec.quantile_ns(0.5),
+                        "p99": r.rec.quantile_ns(0.99),
+                        "p999": r.rec.quantile_ns(0.999),
                     },
-                    "round_trips_per_s": r.per_s,
+                    "round_trips_per_s": r.rec.round_trips_per_s(),
                 });
                 if tap {
-                    o["lost"] = r.lost.into();
+                    o["lost"] = r.rec.lost_count().into();
                 }
                 o
             }).collect::<Vec<_>>(),
@@ -404,13 +398,28 @@ fn run(args: Args) -> Result<(), BoxError> {
     Ok(())
 }
 
-fn new_hist() -> Histogram<u64> {
-    Histogram::<u64>::new_with_bounds(1, MAX_RTT_NS, 3).expect("constant histogram bounds")
-}
-
-fn record(hist: &mut Histogram<u64>, rtt: Duration) {
-    let ns = u64::try_from(rtt.as_nanos()).unwrap_or(MAX_RTT_NS);
-    hist.saturating_record(ns.clamp(1, MAX_RTT_NS));
+/// Times `rounds` round trips of configuration `config` (`round_trip`
+/// says whether the answer came back) with the comparison peers' recorder.
+fn measure(
+    config: String,
+    rounds: u64,
+    mut round_trip: impl FnMut() -> Result<bool, BoxError>,
+) -> Result<Result1, BoxError> {
+    let mut rec = RttRecorder::new(&config);
+    let t0 = Instant::now();
+    for _ in 0..rounds {
+        let t = Instant::now();
+        if round_trip()? {
+            rec.record(t.elapsed());
+        } else {
+            rec.lost();
+        }
+    }
+    rec.set_elapsed(t0.elapsed());
+    if rec.lost_count() > 0 {
+        eprintln!("pingpong: {config}: {} round trips lost", rec.lost_count());
+    }
+    Ok(Result1 { config, rec })
 }
 
 /// Both hosts in this process, on the in-memory wire.
@@ -432,27 +441,9 @@ fn run_memory(args: &Args) -> Result<Vec<Result1>, BoxError> {
                 return Err("warm-up round trip lost".into());
             }
         }
-        let mut hist = new_hist();
-        let t0 = Instant::now();
-        let mut lost = 0u64;
-        for _ in 0..args.rounds {
-            let t = Instant::now();
-            if p.round_trip() {
-                record(&mut hist, t.elapsed());
-            } else {
-                lost += 1;
-            }
-        }
-        let secs = t0.elapsed().as_secs_f64();
-        if lost > 0 {
-            eprintln!("{lost} round trips lost");
-        }
-        results.push(Result1 {
-            config: config_name(sched, pin),
-            per_s: hist.len() as f64 / secs,
-            hist,
-            lost,
-        });
+        results.push(measure(config_name(sched, pin), args.rounds, || {
+            Ok(p.round_trip())
+        })?);
     }
     Ok(results)
 }
@@ -737,27 +728,12 @@ fn client(
     if warm_lost > 0 {
         eprintln!("pingpong: {warm_lost} warm-up round trips lost");
     }
-    let mut hist = new_hist();
-    let mut lost = 0u64;
-    let t0 = Instant::now();
-    for _ in 0..rounds {
+    let r = measure(config_name(end.sched, end.pin), rounds, || {
         if interrupted.load(Ordering::Relaxed) {
             return Err("interrupted".into());
         }
-        let t = Instant::now();
-        if c.round_trip()? {
-            record(&mut hist, t.elapsed());
-        } else {
-            lost += 1;
-        }
-    }
-    let secs = t0.elapsed().as_secs_f64();
-    let r = Result1 {
-        config: config_name(end.sched, end.pin),
-        per_s: hist.len() as f64 / secs,
-        hist,
-        lost,
-    };
+        c.round_trip()
+    })?;
     Ok((r, c.host.report()))
 }
 
@@ -835,11 +811,9 @@ fn run_tap(args: &Args) -> Result<(Vec<Result1>, String), BoxError> {
         let server_report = joined(server_thread, "server");
         let (r, client_report) = measured?;
         let server_report = server_report?;
-        if r.lost > 0 {
-            eprintln!(
-                "pingpong: {} round trips lost; client:\n{client_report}server:\n{server_report}",
-                r.lost
-            );
+        if r.rec.lost_count() > 0 {
+            // `measure` said how many; the reports say where they went.
+            eprintln!("pingpong: client:\n{client_report}server:\n{server_report}");
         }
         results.push(r);
     }

@@ -64,7 +64,18 @@ impl RttRecorder {
         self.hist.len()
     }
 
-    fn round_trips_per_s(&self) -> f64 {
+    /// Round trips that got no answer in time.
+    pub fn lost_count(&self) -> u64 {
+        self.lost
+    }
+
+    /// The RTT at quantile `q` (0..=1), in nanoseconds.
+    pub fn quantile_ns(&self, q: f64) -> u64 {
+        self.hist.value_at_quantile(q)
+    }
+
+    /// Answered round trips per second of the run.
+    pub fn round_trips_per_s(&self) -> f64 {
         let s = self.elapsed.as_secs_f64();
         if s > 0.0 {
             self.rounds() as f64 / s
