@@ -327,11 +327,7 @@ fn udp_client(
         }
         let rtt = t0.elapsed();
         if round >= warmup {
-            if echoed {
-                rec.record(rtt);
-            } else {
-                rec.lost();
-            }
+            rec.round(echoed, rtt);
         }
     }
     rec.set_elapsed(start.elapsed());

@@ -171,11 +171,7 @@ fn client(peer: SocketAddr, rounds: u64, warmup: u64, busy_poll: bool) -> io::Re
         let echoed = await_echo(&sock, byte, busy_poll)?;
         let rtt = t0.elapsed();
         if round >= warmup {
-            if echoed {
-                rec.record(rtt);
-            } else {
-                rec.lost();
-            }
+            rec.round(echoed, rtt);
         }
     }
     rec.set_elapsed(start.elapsed());

@@ -409,11 +409,8 @@ fn measure(
     let t0 = Instant::now();
     for _ in 0..rounds {
         let t = Instant::now();
-        if round_trip()? {
-            rec.record(t.elapsed());
-        } else {
-            rec.lost();
-        }
+        let echoed = round_trip()?;
+        rec.round(echoed, t.elapsed());
     }
     rec.set_elapsed(t0.elapsed());
     if rec.lost_count() > 0 {

@@ -371,11 +371,7 @@ fn tap_client(
         }
         let rtt = t0.elapsed();
         if round >= warmup {
-            if echoed {
-                rec.record(rtt);
-            } else {
-                rec.lost();
-            }
+            rec.round(echoed, rtt);
         }
     }
     rec.set_elapsed(start.elapsed());

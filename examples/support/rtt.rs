@@ -50,6 +50,15 @@ impl RttRecorder {
     }
 
     /// Counts a round whose echo never came.
+    /// One round trip of `rtt` that came back (`echoed`) or was lost.
+    pub fn round(&mut self, echoed: bool, rtt: Duration) {
+        if echoed {
+            self.record(rtt);
+        } else {
+            self.lost();
+        }
+    }
+
     pub fn lost(&mut self) {
         self.lost += 1;
     }
