@@ -52,43 +52,13 @@ cpu_s=${cpus%,*} cpu_c=${cpus#*,}
 [ "$(id -u)" -eq 0 ] || { echo "bench-ping.sh: must run as root" >&2; exit 1; }
 command -v ping >/dev/null || { echo "bench-ping.sh: ping not found (apt-get install iputils-ping)" >&2; exit 1; }
 
-bin=${CARGO_TARGET_DIR:-$root/target}/release/examples
-out=${BENCH_OUT:-$root/target/pathstack-bench}
-mkdir -p "$out"
-tmp=$(mktemp -d)
-
-if [ "$build" = 1 ]; then
-    echo "bench-ping.sh: building (cargo build --release -p pathstack --examples)" >&2
-    if ! (cd "$root" && cargo build --release -q -p pathstack --examples); then
-        echo "bench-ping.sh: building all examples failed; building only the floor" >&2
-        (cd "$root" && cargo build --release -q -p pathstack --example floor)
-    fi
-fi
-
-id=bp$$
-server_pid=
-cleanup() {
-    if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; fi
-    "$root/scripts/netns.sh" down --id "$id" 2>/dev/null || true
-    rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-eval "$("$root/scripts/netns.sh" up --id "$id" --subnet 78)"
+me=bench-ping.sh
+# shellcheck source=scripts/bench-lib.sh
+. "$root/scripts/bench-lib.sh"
+bench_build floor
+bench_topology "bp$$" 78
 
 rows=() missing=()
-
-stop_server() {
-    [ -n "$server_pid" ] || return 0
-    kill "$server_pid" 2>/dev/null || true
-    wait "$server_pid" 2>/dev/null || true
-    server_pid=
-}
-
-# sched SYSTEM: the scheduling prefix for SYSTEM's processes (see --rt).
-sched() {
-    if [ "$rt" = 1 ] && [[ "$1" != *busypoll ]]; then echo "chrt -f 50"; fi
-}
 
 ping_b() { ip netns exec "$NS_B" taskset -c "$cpu_c" $(sched "$system") ping "$@"; }
 

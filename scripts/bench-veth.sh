@@ -72,40 +72,15 @@ done
 cpu_s=${cpus%,*} cpu_c=${cpus#*,}
 [ "$(id -u)" -eq 0 ] || { echo "bench-veth.sh: must run as root" >&2; exit 1; }
 
-bin=${CARGO_TARGET_DIR:-$root/target}/release/examples
-out=${BENCH_OUT:-$root/target/pathstack-bench}
-mkdir -p "$out"
-tmp=$(mktemp -d)
-
-if [ "$build" = 1 ]; then
-    echo "bench-veth.sh: building (cargo build --release -p pathstack --examples)" >&2
-    if ! (cd "$root" && cargo build --release -q -p pathstack --examples); then
-        echo "bench-veth.sh: building all examples failed; building only the comparison peers" >&2
-        (cd "$root" && cargo build --release -q -p pathstack \
-            --example kernel_udp --example smoltcp_peer --example floor)
-    fi
-fi
-
-id=bv$$
-server_pid=
-cleanup() {
-    if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; fi
-    "$root/scripts/netns.sh" down --id "$id" 2>/dev/null || true
-    rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-topo=$("$root/scripts/netns.sh" up --id "$id" --subnet 77)
-eval "$topo"
+me=bench-veth.sh
+# shellcheck source=scripts/bench-lib.sh
+. "$root/scripts/bench-lib.sh"
+bench_build kernel_udp smoltcp_peer floor
+bench_topology "bv$$" 77
 # For pathstack's pingpong, in case it wants to reuse this topology.
 export PS_ID NS_A NS_B VETH_A VETH_B BR_A BR_B TAP_A TAP_B PS_A_IP PS_B_IP KERNEL_A_IP KERNEL_B_IP PREFIX_LEN SUBNET
 
 rows=() missing=()
-
-# sched SYSTEM: the scheduling prefix for SYSTEM's processes (see --rt).
-sched() {
-    if [ "$rt" = 1 ] && [[ "$1" != *busypoll ]]; then echo "chrt -f 50"; fi
-}
 
 # start_server SYSTEM LOG CMD...: runs CMD in NS_A pinned to cpu_s; waits for "ready".
 start_server() {
@@ -121,13 +96,6 @@ start_server() {
     echo "bench-veth.sh: server did not start: $*" >&2
     cat "$log" >&2
     return 1
-}
-
-stop_server() {
-    [ -n "$server_pid" ] || return 0
-    kill "$server_pid" 2>/dev/null || true
-    wait "$server_pid" 2>/dev/null || true
-    server_pid=
 }
 
 # pair SYSTEM SERVER_CMD -- CLIENT_CMD: one measured run (number $run); the
