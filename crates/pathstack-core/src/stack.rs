@@ -399,6 +399,10 @@ impl Stack {
             };
             f(slot.module.as_mut(), &mut cx)
         };
+        if requests.is_empty() {
+            // The common case, on every poll: nothing to create or drop.
+            return (r, None);
+        }
         let mut first_error = None;
         for (attrs, tag) in requests {
             let result = self.path_create(m, attrs);
