@@ -255,8 +255,9 @@ impl Pair {
         {
             return false;
         }
+        // The send ran to the client's device already (run to completion):
+        // the server answers in its poll, the client takes the echo in its.
         for _ in 0..8 {
-            self.client.poll();
             self.server.poll();
             self.client.poll();
             if self

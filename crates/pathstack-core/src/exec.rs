@@ -10,7 +10,8 @@
 
 use crate::ids::{Dir, DropReason};
 use crate::msg::Msg;
-use crate::stage::{Cx, Env, Stage, Verdict};
+use crate::runtime::Env;
+use crate::stage::{Cx, Stage, Verdict};
 use std::any::Any;
 
 /// How a message's trip along a path ended.
@@ -99,9 +100,46 @@ pub trait Exec: Send {
     fn is_inlined(&self) -> bool;
 }
 
+/// Which stages pass messages on unchanged, per direction
+/// ([`Stage::passes`]): bit `pos` of `mask[dir]`. Asked once when an
+/// executor is built, so that a stage with nothing to do in a direction
+/// costs no call there. Stages past position 63 are always called.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Passes {
+    mask: [u64; 2],
+}
+
+impl Passes {
+    fn of<'s>(stages: impl Iterator<Item = &'s dyn Stage>) -> Self {
+        let mut p = Passes::default();
+        for (pos, s) in stages.enumerate().take(64) {
+            for dir in [Dir::Forward, Dir::Backward] {
+                if s.passes(dir) {
+                    p.mask[dir.index()] |= 1 << pos;
+                }
+            }
+        }
+        p
+    }
+
+    #[inline(always)]
+    fn skips(&self, pos: usize, dir: Dir) -> bool {
+        pos < 64 && (self.mask[dir.index()] >> pos) & 1 == 1
+    }
+}
+
 /// The modular executor: one virtual call per stage.
 pub(crate) struct DynExec {
-    pub stages: Vec<Box<dyn Stage>>,
+    stages: Vec<Box<dyn Stage>>,
+    passes: Passes,
+}
+
+impl DynExec {
+    /// The modular executor over `stages`.
+    pub(crate) fn new(stages: Vec<Box<dyn Stage>>) -> Self {
+        let passes = Passes::of(stages.iter().map(|s| &**s));
+        DynExec { stages, passes }
+    }
 }
 
 impl Exec for DynExec {
@@ -110,6 +148,9 @@ impl Exec for DynExec {
     }
     #[inline]
     fn process_at(&mut self, pos: usize, dir: Dir, msg: &mut Msg, env: &mut Env<'_>) -> Verdict {
+        if self.passes.skips(pos, dir) {
+            return Verdict::Next;
+        }
         let mut cx = Cx { env, pos };
         match self.stages.get_mut(pos) {
             Some(s) => s.process(dir, msg, &mut cx),
@@ -154,6 +195,7 @@ pub trait StageTuple: Send + Sized + 'static {
 /// The path-inlined executor over the concrete stage tuple `T`.
 pub struct Inlined<T> {
     stages: T,
+    passes: Passes,
 }
 
 impl<T> Inlined<T> {
@@ -187,7 +229,9 @@ macro_rules! inlined {
                 Ok(($(downcast::<$T>(match it.next() { Some(s) => s, None => unreachable!("length checked") }),)+))
             }
             fn into_exec(stages: Vec<Box<dyn Stage>>) -> Result<Box<dyn Exec>, Vec<Box<dyn Stage>>> {
-                Self::from_stages(stages).map(|t| Box::new(Inlined { stages: t }) as Box<dyn Exec>)
+                let passes = Passes::of(stages.iter().map(|s| &**s));
+                Self::from_stages(stages)
+                    .map(|t| Box::new(Inlined { stages: t, passes }) as Box<dyn Exec>)
             }
         }
 
@@ -197,6 +241,9 @@ macro_rules! inlined {
             }
             #[inline(always)]
             fn process_at(&mut self, pos: usize, dir: Dir, msg: &mut Msg, env: &mut Env<'_>) -> Verdict {
+                if self.passes.skips(pos, dir) {
+                    return Verdict::Next;
+                }
                 let mut cx = Cx { env, pos };
                 match pos {
                     $($idx => self.stages.$idx.process(dir, msg, &mut cx),)+

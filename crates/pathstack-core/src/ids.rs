@@ -80,8 +80,11 @@ impl DropReason {
     pub const NO_PATH: DropReason = DropReason::new("demux.no_path");
     /// Too many follow-up messages (turned or emitted) in one scheduling round.
     pub const FOLLOW_UP_OVERFLOW: DropReason = DropReason::new("sched.follow_up_overflow");
-    /// The stack's receive queue was full.
+    /// The stack's hand-over list for received frames was full.
     pub const RX_FULL: DropReason = DropReason::new("stack.rx_full");
+    /// A message was routed on at path ends more often than any real route
+    /// needs (a routing loop).
+    pub const ROUTE_LOOP: DropReason = DropReason::new("path.route_loop");
 }
 
 impl fmt::Display for DropReason {

@@ -19,7 +19,10 @@ pub mod ids;
 pub mod module;
 pub mod msg;
 pub mod path;
+mod path_table;
 pub mod rules;
+#[doc(hidden)]
+pub mod runtime;
 pub mod sched;
 pub mod stack;
 pub mod stage;
@@ -36,6 +39,6 @@ pub use module::{CreateCx, Created, EndRoute, ModCx, Module, Route};
 pub use msg::{Anno, Msg, MsgError, MsgPool, PoolConfig};
 pub use path::{Path, QueueKind, SchedParams};
 pub use sched::SchedKind;
-pub use stack::{End, ModuleTypes, Stack, StackBuilder, StackConfig};
+pub use stack::{End, ModuleTypes, SendError, Stack, StackBuilder, StackConfig};
 pub use stage::{Cx, Stage, Verdict};
 pub use time::{Duration, Instant};

@@ -7,7 +7,8 @@ use crate::graph::spec::ModuleSpec;
 use crate::graph::Link;
 use crate::ids::{Dir, DropCounts, ModuleId, PathId};
 use crate::msg::{Msg, MsgPool};
-use crate::stage::{Shared, Stage, TimerOwner};
+use crate::runtime::{Shared, TimerOwner};
+use crate::stage::Stage;
 use crate::time::{Duration, Instant};
 use crate::timer::{TimerError, TimerHandle};
 use std::any::Any;
@@ -124,16 +125,18 @@ impl ModCx<'_> {
         &self.shared.pool
     }
     /// Hands a received frame to the stack, which classifies it starting at
-    /// this module. Returns `false` (and counts a drop) when the stack's
-    /// bounded receive queue is full.
+    /// this module and runs it as soon as this module's poll returns: for
+    /// drivers that receive frames in a batch from a callback. A driver
+    /// that can hand over one frame at a time implements
+    /// [`Module::receive`] instead, so that each frame runs through its
+    /// path before the next is read. Returns `false` (and counts a drop)
+    /// when the stack's bounded hand-over list is full.
     pub fn deliver(&mut self, frame: Msg) -> bool {
-        if self.shared.rx.len() >= self.shared.rx_cap {
-            self.shared.rx_drops += 1;
+        let ok = self.shared.deliver(self.module_id, frame);
+        if !ok {
             self.drops.add(crate::ids::DropReason::RX_FULL);
-            return false;
         }
-        self.shared.rx.push_back((self.module_id, frame));
-        true
+        ok
     }
     /// Sends `msg` on path `path` from position `from` in direction `dir`
     /// (see [`Cx::send_on`](crate::stage::Cx::send_on)): how a module's
@@ -255,6 +258,16 @@ pub trait Module: Any + Send {
     fn poll(&mut self, cx: &mut ModCx<'_>) -> usize {
         let _ = cx;
         0
+    }
+
+    /// A device driver's next received frame, if any: called after
+    /// [`Module::poll`], repeatedly until it returns `None`. The stack
+    /// classifies each frame from this module and runs it through its path
+    /// to the end before asking for the next (run to completion), so a
+    /// driver bounds its burst itself (count in `poll`, stop here).
+    fn receive(&mut self, cx: &mut ModCx<'_>) -> Option<Msg> {
+        let _ = cx;
+        None
     }
 
     /// The earliest time this module needs [`Module::poll`] again without

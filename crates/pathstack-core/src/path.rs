@@ -6,7 +6,7 @@ use crate::exec::Exec;
 use crate::ids::{Dir, DropCounts, DropReason, ModuleId, PathId};
 use crate::module::ModuleSlot;
 use crate::msg::Msg;
-use crate::stage::{Env, Shared};
+use crate::runtime::{Env, Shared};
 use crate::time::Instant;
 use std::collections::VecDeque;
 use thiserror::Error;

@@ -42,10 +42,7 @@ impl RuleTarget<'_> {
     /// Replaces the path's executor with the inlined executor over `T`.
     /// Fails, leaving the path as it was, if the stage types do not match.
     pub fn inline<T: StageTuple>(&mut self) -> Result<(), PathError> {
-        let exec = std::mem::replace(
-            &mut self.path.exec,
-            Box::new(DynExec { stages: Vec::new() }),
-        );
+        let exec = std::mem::replace(&mut self.path.exec, Box::new(DynExec::new(Vec::new())));
         let stages = exec.into_stages();
         match T::into_exec(stages) {
             Ok(inlined) => {
@@ -53,7 +50,7 @@ impl RuleTarget<'_> {
                 Ok(())
             }
             Err(stages) => {
-                self.path.exec = Box::new(DynExec { stages });
+                self.path.exec = Box::new(DynExec::new(stages));
                 Err(PathError::Refused {
                     module: format!("{}", self.path.id),
                     reason: format!(
@@ -68,13 +65,8 @@ impl RuleTarget<'_> {
     /// Puts the path back on the modular, dynamically dispatched executor.
     pub fn deinline(&mut self) {
         if self.path.exec.is_inlined() {
-            let exec = std::mem::replace(
-                &mut self.path.exec,
-                Box::new(DynExec { stages: Vec::new() }),
-            );
-            self.path.exec = Box::new(DynExec {
-                stages: exec.into_stages(),
-            });
+            let exec = std::mem::replace(&mut self.path.exec, Box::new(DynExec::new(Vec::new())));
+            self.path.exec = Box::new(DynExec::new(exec.into_stages()));
         }
     }
 }

@@ -5,13 +5,14 @@ use crate::attrs::Attrs;
 use crate::demux::{DemuxKey, KeyMode};
 use crate::error::PathError;
 use crate::ids::{Dir, DropReason, ModuleId, PathId};
-use crate::module::{Module, ModuleSlot};
+use crate::module::Module;
 use crate::msg::{Msg, MsgPool};
 use crate::path::SchedParams;
+use crate::runtime::Env;
+pub use crate::runtime::TimerOwner;
 use crate::time::{Duration, Instant};
-use crate::timer::{TimerError, TimerHandle, TimerWheel};
+use crate::timer::{TimerError, TimerHandle};
 use std::any::Any;
-use std::collections::VecDeque;
 
 /// What a stage decided about a message (Scout's interface arrows).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -36,6 +37,17 @@ pub enum Verdict {
 pub trait Stage: Any + Send {
     /// Processes one message.
     fn process(&mut self, dir: Dir, msg: &mut Msg, cx: &mut Cx<'_, '_>) -> Verdict;
+
+    /// Whether this stage passes every message travelling in `dir` on
+    /// unchanged ([`Verdict::Next`] without looking at it): a device
+    /// driver's stage on the way up, ARP on the way up, a sink at the top
+    /// on the way down. Asked once, when the path's executor is built; the
+    /// executor then does not call the stage in that direction at all.
+    /// Default: no.
+    fn passes(&self, dir: Dir) -> bool {
+        let _ = dir;
+        false
+    }
 
     /// Called once the whole path exists, in creation order, with an
     /// auxiliary attribute set passed from stage to stage (thesis §3.3.6):
@@ -65,67 +77,6 @@ pub trait Stage: Any + Send {
     fn on_timer(&mut self, token: u64, cx: &mut Cx<'_, '_>) {
         let _ = (token, cx);
     }
-}
-
-/// Who owns a timer.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum TimerOwner {
-    /// A stage of a path (identified by its creation number).
-    Stage {
-        /// The path.
-        path: PathId,
-        /// The stage's creation number on that path.
-        stage: u32,
-        /// The stage's token.
-        token: u64,
-    },
-    /// A module.
-    Module {
-        /// The module.
-        module: ModuleId,
-        /// The module's token.
-        token: u64,
-    },
-}
-
-/// A message produced while another was processed: turned around with
-/// [`Verdict::Back`] or emitted with [`Cx::emit`]. It starts at the
-/// neighbour of stage `from` in direction `dir`.
-pub(crate) struct FollowUp {
-    pub path: PathId,
-    pub from: usize,
-    pub dir: Dir,
-    pub msg: Msg,
-    /// Position of the message it came from in its batch; keeps per-message
-    /// order when LDLP processes follow-ups after the batch.
-    pub origin: u32,
-}
-
-/// Stack-wide things a stage may use while it runs.
-pub(crate) struct Shared {
-    pub pool: MsgPool,
-    pub timers: TimerWheel<TimerOwner>,
-    pub follow_ups: Vec<FollowUp>,
-    pub follow_up_cap: usize,
-    pub follow_up_drops: u64,
-    /// Frames delivered by device drivers, waiting for classification.
-    pub rx: VecDeque<(ModuleId, Msg)>,
-    pub rx_cap: usize,
-    pub rx_drops: u64,
-}
-
-/// Everything a stage's context borrows while one path runs (internal).
-#[doc(hidden)]
-pub struct Env<'e> {
-    pub(crate) now: Instant,
-    pub(crate) path: PathId,
-    pub(crate) modules: &'e mut [ModuleSlot],
-    pub(crate) shared: &'e mut Shared,
-    pub(crate) attrs: &'e mut Attrs,
-    pub(crate) sched: &'e mut SchedParams,
-    pub(crate) stage_modules: &'e [ModuleId],
-    pub(crate) stage_ids: &'e [u32],
-    pub(crate) origin: u32,
 }
 
 /// The context of a stage while it processes a message: the module's shared
@@ -234,39 +185,6 @@ impl<'a, 'e> Cx<'a, 'e> {
     pub fn cancel_timer(&mut self, handle: TimerHandle) -> bool {
         self.env.shared.timers.cancel(handle)
     }
-}
-
-impl Shared {
-    /// Queues `msg` to run on `path` from the neighbour of stage `from` in
-    /// `dir` (what every `send_on` of the contexts does).
-    pub(crate) fn send_on(
-        &mut self,
-        path: PathId,
-        from: usize,
-        dir: Dir,
-        msg: Msg,
-        origin: u32,
-    ) -> Result<(), DropReason> {
-        push_follow_up(
-            self,
-            FollowUp {
-                path,
-                from,
-                dir,
-                msg,
-                origin,
-            },
-        )
-    }
-}
-
-pub(crate) fn push_follow_up(shared: &mut Shared, f: FollowUp) -> Result<(), DropReason> {
-    if shared.follow_ups.len() >= shared.follow_up_cap {
-        shared.follow_up_drops += 1;
-        return Err(DropReason::FOLLOW_UP_OVERFLOW);
-    }
-    shared.follow_ups.push(f);
-    Ok(())
 }
 
 /// The context of a stage's [`Stage::establish`] callback.

@@ -93,6 +93,10 @@ pub struct TimerWheel<T: Copy> {
     /// are filed in the cursor's slot (they sort first there).
     cursor: u64,
     seq: u64,
+    /// No armed timer is due before this (a lower bound; `u64::MAX` ns
+    /// when none is armed), so that [`TimerWheel::due`] on an idle wheel
+    /// is one comparison.
+    due_at: Instant,
 }
 
 impl<T: Copy> TimerWheel<T> {
@@ -126,7 +130,15 @@ impl<T: Copy> TimerWheel<T> {
             len: 0,
             cursor: 0,
             seq: 0,
+            due_at: Instant::from_nanos(u64::MAX),
         }
+    }
+
+    /// Whether a timer may be due at `now`: `false` means none is, so
+    /// [`TimerWheel::expire`] need not be called. One comparison.
+    #[inline]
+    pub fn due(&self, now: Instant) -> bool {
+        now >= self.due_at
     }
 
     /// Number of armed timers.
@@ -165,6 +177,9 @@ impl<T: Copy> TimerWheel<T> {
     /// Arms a timer that fires with `payload` once `now >= at`. A deadline in
     /// the past fires at the next [`TimerWheel::expire`].
     pub fn arm(&mut self, at: Instant, payload: T) -> Result<TimerHandle, TimerError> {
+        if at < self.due_at {
+            self.due_at = at;
+        }
         if self.free == NIL {
             return Err(TimerError::Full {
                 capacity: self.capacity(),
@@ -314,6 +329,9 @@ impl<T: Copy> TimerWheel<T> {
             fire(p);
             n += 1;
         }
+        self.due_at = self
+            .next_deadline()
+            .unwrap_or(Instant::from_nanos(u64::MAX));
         n
     }
 

@@ -54,9 +54,12 @@ fn corrupted_frames_are_dropped_with_a_reason() {
     let h = m.push(8).unwrap();
     h.copy_from_slice(&[1, 0, 0, 15, 0, 0, 0, 0]);
     m.push(4).unwrap().copy_from_slice(&[0, 7, 0, 23]); // LINK: channel 7
-    pair.server
-        .send(pair.server_path, Dir::Backward, m)
-        .unwrap();
+                                                        // It runs at once, and the send says why it went no further.
+    let sent = pair.server.send(pair.server_path, Dir::Backward, m);
+    assert!(
+        matches!(sent, Err(SendError::Dropped(r)) if r == DropReason::new("hdr.bad_checksum")),
+        "{sent:?}"
+    );
     pair.server.poll(Instant::ZERO);
     let drops = &pair.server.path(pair.server_path).unwrap().stats().drops;
     assert_eq!(drops.total(), 1);

@@ -230,7 +230,7 @@ fn queues_are_bounded_and_counted() {
         .unwrap();
     let pool = s.pool().clone();
     for _ in 0..2 {
-        s.send(p, Dir::Forward, pool.alloc_copy(b"x").unwrap())
+        s.enqueue(p, Dir::Forward, pool.alloc_copy(b"x").unwrap())
             .unwrap();
     }
     assert!(s
@@ -266,7 +266,7 @@ fn deadline_may_only_be_tightened_while_pending() {
     // Not pending: anything goes.
     s.set_sched(p, rt(20)).unwrap();
     let m = s.pool().alloc(1).unwrap();
-    s.send(p, Dir::Forward, m).unwrap();
+    s.enqueue(p, Dir::Forward, m).unwrap();
     // Pending: earlier is fine, later is refused, best-effort is refused.
     s.set_sched(p, rt(15)).unwrap();
     assert!(matches!(
@@ -280,7 +280,7 @@ fn deadline_may_only_be_tightened_while_pending() {
     // Once the deadline has passed, it may be replaced by anything.
     s.poll(Instant::from_millis(16));
     let m = s.pool().alloc(1).unwrap();
-    s.send(p, Dir::Forward, m).unwrap();
+    s.enqueue(p, Dir::Forward, m).unwrap();
     s.set_sched(p, rt(100)).unwrap();
 }
 
@@ -322,7 +322,7 @@ fn realtime_runs_before_best_effort_and_priority_orders() {
     clear_log();
     for &p in &ids {
         let m = s.pool().alloc(1).unwrap();
-        s.send(p, Dir::Forward, m).unwrap();
+        s.enqueue(p, Dir::Forward, m).unwrap();
     }
     s.poll(Instant::ZERO);
     let order: Vec<_> = log()

@@ -96,6 +96,9 @@ fn stage_timers_send_spontaneous_messages() {
     assert_eq!(s.stats().timers, 0);
     // A deleted path's timers never reach a new path.
     let p2 = s.path_create(t, Attrs::new()).unwrap();
+    // A send runs at the time of the last poll: 60 ms, so its timer is
+    // due at 70 ms, after the path is gone.
+    s.poll(Instant::from_millis(60));
     let m = s.pool().alloc(1).unwrap();
     s.send(p2, Dir::Forward, m).unwrap();
     s.poll(Instant::from_millis(60));

@@ -50,7 +50,7 @@ use pathstack_core::attrs::keys::{AddrPart, Participants, PARTICIPANTS, PASSIVE_
 use pathstack_core::attrs::Attrs;
 use pathstack_core::error::PathError;
 use pathstack_core::msg::MsgError;
-use pathstack_core::{Dir, ModuleId, Msg, PathId, QueueKind, Stack};
+use pathstack_core::{Dir, DropReason, ModuleId, Msg, PathId, QueueKind, SendError, Stack};
 use pathstack_inet::modules::{UdpModule, UdpStage};
 use std::net::{Ipv4Addr, SocketAddrV4};
 
@@ -82,6 +82,10 @@ pub enum SocketError {
     /// received messages return their buffers) and try again.
     #[error("no message buffer available; poll the host and try again")]
     NoBuffer,
+    /// The stack dropped the datagram on the socket's path (no route, a
+    /// full device queue …); the reason is the drop counter's name.
+    #[error("the datagram was dropped: {0}")]
+    Dropped(DropReason),
     /// The socket was closed (its handle is stale).
     #[error("the socket is closed")]
     Closed,
@@ -115,7 +119,7 @@ impl From<SocketError> for std::io::Error {
             SocketError::NoBuffer => K::OutOfMemory,
             SocketError::Closed | SocketError::NotConnected => K::NotConnected,
             SocketError::Connected { .. } => K::AlreadyExists,
-            SocketError::Path(_) => K::Other,
+            SocketError::Path(_) | SocketError::Dropped(_) => K::Other,
         };
         std::io::Error::new(kind, e)
     }
@@ -342,6 +346,7 @@ impl Host {
         // The send looks the path up; only a refusal needs to know why.
         match self.stack_mut().send(s.path, Dir::Forward, m) {
             Ok(()) => Ok(()),
+            Err(SendError::Dropped(reason)) => Err(SocketError::Dropped(reason)),
             Err(_) => Err(self.live(s).err().unwrap_or(SocketError::QueueFull)),
         }
     }

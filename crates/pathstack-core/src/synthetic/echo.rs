@@ -89,6 +89,10 @@ impl EchoStage {
 }
 
 impl Stage for EchoStage {
+    fn passes(&self, dir: Dir) -> bool {
+        dir != self.up || !self.echo
+    }
+
     #[inline]
     fn process(&mut self, dir: Dir, _msg: &mut Msg, _cx: &mut Cx<'_, '_>) -> Verdict {
         if dir == self.up && self.echo {

@@ -37,6 +37,8 @@ const TX_ERROR: DropReason = DropReason::new("wire.tx_error");
 pub struct WireModule {
     device: Box<dyn Device>,
     rx_burst: usize,
+    /// Frames still to take in this poll's burst.
+    rx_left: usize,
     rx_errors: u64,
 }
 
@@ -49,6 +51,7 @@ impl WireModule {
         Ok(Box::new(WireModule {
             device,
             rx_burst,
+            rx_left: 0,
             rx_errors: 0,
         }))
     }
@@ -79,23 +82,33 @@ impl Module for WireModule {
         })
     }
 
-    fn poll(&mut self, cx: &mut ModCx<'_>) -> usize {
-        let mut n = 0;
-        while n < self.rx_burst {
-            match self.device.receive(cx.pool(), cx.now()) {
-                Ok(Some(frame)) => {
-                    cx.deliver(frame);
-                    n += 1;
-                }
-                Ok(None) => break,
-                Err(_) => {
-                    self.rx_errors += 1;
-                    cx.count_drop(DropReason::new("wire.rx_error"));
-                    break;
-                }
+    fn poll(&mut self, _cx: &mut ModCx<'_>) -> usize {
+        self.rx_left = self.rx_burst;
+        0
+    }
+
+    /// One frame at a time, so that each runs through its path before the
+    /// next is read (run to completion), at most `rx_burst` per poll.
+    fn receive(&mut self, cx: &mut ModCx<'_>) -> Option<Msg> {
+        if self.rx_left == 0 {
+            return None;
+        }
+        match self.device.receive(cx.pool(), cx.now()) {
+            Ok(Some(frame)) => {
+                self.rx_left -= 1;
+                Some(frame)
+            }
+            Ok(None) => {
+                self.rx_left = 0;
+                None
+            }
+            Err(_) => {
+                self.rx_left = 0;
+                self.rx_errors += 1;
+                cx.count_drop(DropReason::new("wire.rx_error"));
+                None
             }
         }
-        n
     }
 
     fn poll_at(&self) -> Option<Instant> {
@@ -132,6 +145,10 @@ impl WireStage {
 }
 
 impl Stage for WireStage {
+    fn passes(&self, dir: Dir) -> bool {
+        dir != self.down
+    }
+
     #[inline]
     fn process(&mut self, dir: Dir, msg: &mut Msg, cx: &mut Cx<'_, '_>) -> Verdict {
         if dir == self.down {

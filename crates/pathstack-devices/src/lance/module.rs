@@ -278,6 +278,11 @@ pub struct LanceStage {
 }
 
 impl Stage for LanceStage {
+    fn passes(&self, dir: Dir) -> bool {
+        // Received frames reach the stack from the driver's poll.
+        dir != self.down
+    }
+
     #[inline]
     fn process(&mut self, dir: Dir, msg: &mut Msg, cx: &mut Cx<'_, '_>) -> Verdict {
         if dir != self.down {

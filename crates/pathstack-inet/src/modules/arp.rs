@@ -412,6 +412,11 @@ impl ArpStage {
 }
 
 impl Stage for ArpStage {
+    fn passes(&self, dir: Dir) -> bool {
+        // A resolver does its work on the way down only.
+        self.role == Role::Resolver && dir != self.down
+    }
+
     #[inline]
     fn process(&mut self, dir: Dir, msg: &mut Msg, cx: &mut Cx<'_, '_>) -> Verdict {
         match (self.role, dir == self.down) {

@@ -1,0 +1,144 @@
+//! The run-time state that every context views: the stack-wide [`Shared`]
+//! part (pool, timers, follow-up messages, frames handed over by drivers),
+//! the [`Env`] one path run borrows, and how a message is sent onto a path
+//! from a given position ([`Shared::send_on`]).
+//!
+//! This file sits below the contexts ([`Cx`](crate::stage::Cx),
+//! [`ModCx`](crate::module::ModCx), [`RouteCx`](crate::module::RouteCx)):
+//! they hold borrows of these types and add nothing but accessors, so the
+//! rules written here (bounds, drop counting) are written once.
+
+use crate::attrs::Attrs;
+use crate::ids::{Dir, DropReason, ModuleId, PathId};
+use crate::module::ModuleSlot;
+use crate::msg::{Msg, MsgPool};
+use crate::path::SchedParams;
+use crate::time::Instant;
+use crate::timer::TimerWheel;
+use std::collections::VecDeque;
+
+/// Who owns a timer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimerOwner {
+    /// A stage of a path (identified by its creation number).
+    Stage {
+        /// The path.
+        path: PathId,
+        /// The stage's creation number on that path.
+        stage: u32,
+        /// The stage's token.
+        token: u64,
+    },
+    /// A module.
+    Module {
+        /// The module.
+        module: ModuleId,
+        /// The module's token.
+        token: u64,
+    },
+}
+
+/// Where a message begins on a path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Start {
+    /// At the path's end it enters by: `end[0]` travelling forward,
+    /// `end[1]` travelling backward.
+    End,
+    /// At the neighbour of the stage at this position, in the direction of
+    /// travel (after that stage: a message sent on from it, or turned).
+    After(usize),
+    /// Right after the stage of this module, if the path runs through it
+    /// (the message was processed up to there on another path and routed
+    /// on at that path's end); else at the path's end.
+    AfterModule(ModuleId),
+}
+
+/// A message produced while another was processed: turned around with
+/// [`Verdict::Back`](crate::stage::Verdict::Back), emitted with
+/// [`Cx::emit`](crate::stage::Cx::emit), sent on another path, or routed on
+/// at a path's end while others were waiting. It is processed after the
+/// message (or batch) that produced it.
+pub(crate) struct FollowUp {
+    pub path: PathId,
+    pub start: Start,
+    pub dir: Dir,
+    pub msg: Msg,
+    /// Position of the message it came from in its batch; keeps per-message
+    /// order when LDLP processes follow-ups after the batch.
+    pub origin: u32,
+}
+
+/// Stack-wide things a stage or module may use while it runs.
+pub(crate) struct Shared {
+    pub pool: MsgPool,
+    pub timers: TimerWheel<TimerOwner>,
+    pub follow_ups: Vec<FollowUp>,
+    pub follow_up_cap: usize,
+    pub follow_up_drops: u64,
+    /// Frames a driver handed over with
+    /// [`ModCx::deliver`](crate::module::ModCx::deliver) during its poll;
+    /// the stack classifies and runs them as soon as the poll returns.
+    /// Drivers that receive one frame at a time use
+    /// [`Module::receive`](crate::module::Module::receive) and never pass
+    /// through here.
+    pub rx: VecDeque<(ModuleId, Msg)>,
+    pub rx_cap: usize,
+    pub rx_drops: u64,
+}
+
+impl Shared {
+    /// Queues `msg` to run on `path` from the neighbour of stage `from` in
+    /// `dir`: what every context's `send_on` does. Fails when the bounded
+    /// follow-up list is full; the message is then dropped and counted.
+    pub(crate) fn send_on(
+        &mut self,
+        path: PathId,
+        from: usize,
+        dir: Dir,
+        msg: Msg,
+        origin: u32,
+    ) -> Result<(), DropReason> {
+        self.follow_up(FollowUp {
+            path,
+            start: Start::After(from),
+            dir,
+            msg,
+            origin,
+        })
+    }
+
+    /// Adds a follow-up, within the bound.
+    pub(crate) fn follow_up(&mut self, f: FollowUp) -> Result<(), DropReason> {
+        if self.follow_ups.len() >= self.follow_up_cap {
+            self.follow_up_drops += 1;
+            return Err(DropReason::FOLLOW_UP_OVERFLOW);
+        }
+        self.follow_ups.push(f);
+        Ok(())
+    }
+
+    /// Hands a received frame to the stack on behalf of driver `module`;
+    /// `false` (and one drop counted by the caller) when the bound is hit.
+    pub(crate) fn deliver(&mut self, module: ModuleId, frame: Msg) -> bool {
+        if self.rx.len() >= self.rx_cap {
+            self.rx_drops += 1;
+            return false;
+        }
+        self.rx.push_back((module, frame));
+        true
+    }
+}
+
+/// Everything a stage's context borrows while one path runs (internal).
+#[doc(hidden)]
+pub struct Env<'e> {
+    pub(crate) now: Instant,
+    pub(crate) path: PathId,
+    pub(crate) modules: &'e mut [ModuleSlot],
+    pub(crate) shared: &'e mut Shared,
+    pub(crate) attrs: &'e mut Attrs,
+    pub(crate) sched: &'e mut SchedParams,
+    pub(crate) stage_modules: &'e [ModuleId],
+    pub(crate) stage_ids: &'e [u32],
+    pub(crate) origin: u32,
+}

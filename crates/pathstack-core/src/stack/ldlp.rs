@@ -1,0 +1,175 @@
+//! LDLP (Blackwell, *Speeding up Protocols for Small Messages*, §3): the
+//! queued input of the best pending path and of the other pending paths
+//! with the same module sequence and direction, up to the batch bound, run
+//! stage-major, so that each stage's code and data are loaded once per
+//! batch.
+
+use super::run::{requeue, Trip};
+use super::Stack;
+use crate::exec::{entry, step};
+use crate::ids::{Dir, DropReason, PathId};
+use crate::msg::Msg;
+use crate::path::QueueKind;
+use crate::runtime::{FollowUp, Start};
+use crate::stage::Verdict;
+
+/// One message of an LDLP batch.
+pub(super) struct Slot {
+    path: PathId,
+    msg: Msg,
+    alive: bool,
+}
+
+impl Stack {
+    /// A batch of messages from `first` and the other pending paths with
+    /// the same module sequence and direction, run stage-major.
+    pub(super) fn run_batch(
+        &mut self,
+        first: PathId,
+        dir: Dir,
+        seq_key: u64,
+        bound: usize,
+    ) -> usize {
+        let t0 = self.config.account_time.then(std::time::Instant::now);
+        let mut batch = std::mem::take(&mut self.batch);
+        batch.clear();
+        let bound = bound.max(1);
+        self.take_input(first, dir, bound, &mut batch);
+        if batch.len() < bound {
+            let mut others: Vec<PathId> = Vec::new();
+            let paths = &self.paths;
+            self.runq.take_matching(seq_key, dir, |p| {
+                let live = paths
+                    .get(p.path)
+                    .is_some_and(|path| path.stamp == p.stamp && path.queued[dir.index()]);
+                if live && !others.contains(&p.path) {
+                    others.push(p.path);
+                }
+                others.len() + 1 < bound
+            });
+            for id in others {
+                let room = bound - batch.len();
+                let Some(path) = self.paths.get_mut(id) else {
+                    continue;
+                };
+                path.queued[dir.index()] = false;
+                if room == 0 {
+                    // Could not take it after all: put it back.
+                    requeue(path, &mut self.runq, dir);
+                    continue;
+                }
+                self.take_input(id, dir, room, &mut batch);
+            }
+        }
+        let n = batch.len();
+        let Some(len) = batch
+            .first()
+            .and_then(|s| self.paths.get(s.path))
+            .map(|p| p.len())
+        else {
+            self.batch = batch;
+            return 0;
+        };
+        let mut pos = entry(dir, len);
+        loop {
+            let mut any = false;
+            for (k, slot) in batch.iter_mut().enumerate() {
+                if !slot.alive {
+                    continue;
+                }
+                let Some(path) = self.paths.get_mut(slot.path) else {
+                    slot.alive = false;
+                    continue;
+                };
+                let (exec, mut env, stats) =
+                    path.split(self.now, &mut self.modules, &mut self.shared, k as u32);
+                match exec.process_at(pos, dir, &mut slot.msg, &mut env) {
+                    Verdict::Next => any = true,
+                    Verdict::Back => {
+                        slot.alive = false;
+                        let f = FollowUp {
+                            path: slot.path,
+                            start: Start::After(pos),
+                            dir: dir.reverse(),
+                            msg: std::mem::take(&mut slot.msg),
+                            origin: k as u32,
+                        };
+                        if env.shared.follow_up(f).is_err() {
+                            stats.drops.add(DropReason::FOLLOW_UP_OVERFLOW);
+                        }
+                    }
+                    Verdict::Consumed => {
+                        slot.alive = false;
+                        stats.consumed += 1;
+                    }
+                    Verdict::Drop(r) => {
+                        slot.alive = false;
+                        stats.drops.add(r);
+                    }
+                }
+            }
+            if !any {
+                break;
+            }
+            match step(pos, dir, len) {
+                Some(p) => pos = p,
+                None => {
+                    // Past the last stage: each message leaves its path.
+                    for (k, slot) in batch.iter_mut().enumerate() {
+                        if slot.alive {
+                            slot.alive = false;
+                            self.run(Trip {
+                                path: slot.path,
+                                start: Start::After(pos),
+                                dir,
+                                msg: std::mem::take(&mut slot.msg),
+                                origin: k as u32,
+                                dequeued: false,
+                            });
+                        }
+                    }
+                    break;
+                }
+            }
+        }
+        self.drain_follow_ups();
+        if let Some(t0) = t0 {
+            // Processing time is shared out evenly over the batch's messages.
+            let per = t0.elapsed().as_nanos() as u64 / n.max(1) as u64;
+            for slot in &batch {
+                if let Some(p) = self.paths.get_mut(slot.path) {
+                    p.stats.cpu_ns += per;
+                }
+            }
+        }
+        batch.clear();
+        self.batch = batch;
+        n
+    }
+
+    /// Moves up to `room` messages of path `id`'s source queue for `dir`
+    /// into the batch; requeues the path if it has more.
+    fn take_input(&mut self, id: PathId, dir: Dir, room: usize, batch: &mut Vec<Slot>) {
+        let Some(path) = self.paths.get_mut(id) else {
+            return;
+        };
+        let q = QueueKind::source(dir) as usize;
+        let mut taken = 0;
+        while taken < room {
+            let Some(msg) = path.queues[q].pop() else {
+                break;
+            };
+            path.stats.msgs_in[dir.index()] += 1;
+            path.stats.bytes_in[dir.index()] += msg.len() as u64;
+            batch.push(Slot {
+                path: id,
+                msg,
+                alive: true,
+            });
+            taken += 1;
+        }
+        if !path.queues[q].is_empty() {
+            requeue(path, &mut self.runq, dir);
+        }
+    }
+}

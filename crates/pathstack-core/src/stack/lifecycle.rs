@@ -1,0 +1,486 @@
+//! The life of a path (thesis §3.3.6–§3.3.9): creation by routing from
+//! module to module, establishment and demux registration, extension at
+//! either end, optimization by transformation rules, deletion.
+
+use super::{End, Stack};
+use crate::attrs::{keys, Attrs};
+use crate::demux::{DemuxKey, KeyMode};
+use crate::error::PathError;
+use crate::exec::DynExec;
+use crate::ids::{Dir, ModuleId, PathId};
+use crate::module::{CreateCx, Route};
+use crate::path::{Path, PathQueue, PathStats, SchedParams};
+use crate::rules::{Rule, RuleTarget, RuleView};
+use crate::runtime::Env;
+use crate::stage::{Cx, EstablishCx, Stage};
+use std::collections::VecDeque;
+use std::hash::{Hash, Hasher};
+
+/// Stages made while routing a path: module, entry service, stage.
+type Made = Vec<(ModuleId, Option<usize>, Box<dyn Stage>)>;
+
+impl Stack {
+    /// A path by id.
+    pub fn path(&self, id: PathId) -> Option<&Path> {
+        self.paths.get(id)
+    }
+
+    /// Ids of all live paths.
+    pub fn path_ids(&self) -> impl Iterator<Item = PathId> + '_ {
+        self.paths.ids()
+    }
+
+    /// Creates stages from module `start` on, following the routing
+    /// decisions of the modules (and `PATHNAME`), until a module makes none.
+    /// Returns the stages in creation order with their module and entry
+    /// service. On error, the stages made so far are destroyed.
+    fn route_stages(
+        &mut self,
+        start: ModuleId,
+        entry_service: Option<usize>,
+        attrs: &mut Attrs,
+        growth: Dir,
+        first_decision: Option<Route>,
+        budget: usize,
+    ) -> Result<Made, PathError> {
+        let mut made: Made = Vec::new();
+        let mut pathname: VecDeque<String> = attrs
+            .get(&keys::PATHNAME)
+            .map(|v| v.iter().cloned().collect())
+            .unwrap_or_default();
+        let mut cur = start;
+        let mut entry = entry_service;
+        let mut decision = first_decision;
+        loop {
+            let route = match decision.take() {
+                Some(r) => r,
+                None => {
+                    if made.len() >= budget {
+                        return Err(PathError::TooLong {
+                            limit: self.config.max_stages,
+                            module: self.modules[cur.0 as usize].name.clone(),
+                        });
+                    }
+                    let slot = &mut self.modules[cur.0 as usize];
+                    attrs.retain_understood(slot.spec.understands);
+                    let mut cx = CreateCx {
+                        module_id: cur,
+                        instance: &slot.name,
+                        params: &slot.params,
+                        links: &slot.links,
+                        growth,
+                        pool: &self.shared.pool,
+                    };
+                    match slot.module.create_stage(entry, attrs, &mut cx) {
+                        Ok(created) => {
+                            made.push((cur, entry, created.stage));
+                            created.route
+                        }
+                        Err(e) => {
+                            self.destroy_loose(made);
+                            return Err(e);
+                        }
+                    }
+                }
+            };
+            match self.resolve_route(cur, route, &mut pathname) {
+                Ok(Some((next, svc))) => {
+                    cur = next;
+                    entry = Some(svc);
+                }
+                Ok(None) => return Ok(made),
+                Err(e) => {
+                    self.destroy_loose(made);
+                    return Err(e);
+                }
+            }
+        }
+    }
+
+    /// Turns a module's routing decision into the next (module, service),
+    /// consulting `PATHNAME` (whose next name, if any, must be the next
+    /// module and is consumed).
+    fn resolve_route(
+        &self,
+        cur: ModuleId,
+        route: Route,
+        pathname: &mut VecDeque<String>,
+    ) -> Result<Option<(ModuleId, usize)>, PathError> {
+        let slot = &self.modules[cur.0 as usize];
+        let by_name = |name: &str, services: &mut dyn Iterator<Item = usize>| {
+            services
+                .flat_map(|s| slot.links.get(s).into_iter().flatten())
+                .find(|l| self.graph.instances()[l.instance.0 as usize].name == name)
+                .map(|l| (ModuleId(l.instance.0), l.service))
+        };
+        if let Some(wanted) = pathname.front().cloned() {
+            // PATHNAME forces the route: among the decided service's links if
+            // the module decided a service, else among all its links.
+            let found = match route {
+                Route::Service(s) | Route::Link { service: s, .. } => {
+                    by_name(&wanted, &mut std::iter::once(s))
+                }
+                Route::End => by_name(&wanted, &mut (0..slot.links.len())),
+            };
+            return match found {
+                Some(hop) => {
+                    pathname.pop_front();
+                    Ok(Some(hop))
+                }
+                None => Err(PathError::PathnameUnreachable {
+                    module: slot.name.clone(),
+                    wanted,
+                }),
+            };
+        }
+        let service_name = |s: usize| {
+            slot.spec
+                .services
+                .get(s)
+                .map_or_else(|| format!("#{s}"), |x| x.name.to_string())
+        };
+        match route {
+            Route::End => Ok(None),
+            Route::Service(s) => match slot.links.get(s).map(Vec::as_slice) {
+                Some([only]) => Ok(Some((ModuleId(only.instance.0), only.service))),
+                Some([]) | None => Err(PathError::NotConnected {
+                    module: slot.name.clone(),
+                    service: service_name(s),
+                }),
+                // Several connections and no PATHNAME: no unique decision,
+                // so the path ends here (a short path).
+                Some(_) => Ok(None),
+            },
+            Route::Link { service, link } => {
+                match slot.links.get(service).and_then(|l| l.get(link)) {
+                    Some(l) => Ok(Some((ModuleId(l.instance.0), l.service))),
+                    None => Err(PathError::NotConnected {
+                        module: slot.name.clone(),
+                        service: format!("{}[{link}]", service_name(service)),
+                    }),
+                }
+            }
+        }
+    }
+
+    /// Destroys stages that never became a path (creation failed).
+    fn destroy_loose(&mut self, made: Made) {
+        let mut attrs = Attrs::new();
+        let mut sched = SchedParams::default();
+        for (m, _, mut stage) in made {
+            let mods = [m];
+            let ids = [0u32];
+            let mut env = Env {
+                now: self.now,
+                path: PathId {
+                    index: u32::MAX,
+                    generation: 0,
+                },
+                modules: &mut self.modules,
+                shared: &mut self.shared,
+                attrs: &mut attrs,
+                sched: &mut sched,
+                stage_modules: &mods,
+                stage_ids: &ids,
+                origin: 0,
+            };
+            let mut cx = Cx {
+                env: &mut env,
+                pos: 0,
+            };
+            stage.destroy(&mut cx);
+        }
+    }
+
+    /// Creates a path starting at `module` with invariants `attrs`
+    /// (thesis §3.3.6): each module creates its stage and routes the path
+    /// on until a leaf or a module that cannot decide; then the stages are
+    /// established in creation order and the demux keys registered.
+    pub fn path_create(&mut self, module: ModuleId, attrs: Attrs) -> Result<PathId, PathError> {
+        if module.0 as usize >= self.modules.len() {
+            return Err(PathError::NoSuchModule(module));
+        }
+        let id = self.paths.alloc()?;
+        let mut attrs = attrs;
+        let made = match self.route_stages(
+            module,
+            None,
+            &mut attrs,
+            Dir::Forward,
+            None,
+            self.config.max_stages,
+        ) {
+            Ok(m) => m,
+            Err(e) => {
+                self.paths.release(id);
+                return Err(e);
+            }
+        };
+        let qlen = attrs
+            .get(&keys::QUEUE_LEN)
+            .copied()
+            .unwrap_or(self.config.queue_len);
+        let mut sched = SchedParams::default();
+        if let Some(&rt) = attrs.get(&keys::REALTIME) {
+            sched.realtime = rt;
+        }
+        if let Some(&p) = attrs.get(&keys::PRIORITY) {
+            sched.priority = p;
+        }
+        attrs.insert(&keys::CREATED_AT, self.now);
+        let n = made.len();
+        let mut stage_modules = Vec::with_capacity(n);
+        let mut entries = Vec::with_capacity(n);
+        let mut stages = Vec::with_capacity(n);
+        for (m, e, s) in made {
+            stage_modules.push(m);
+            entries.push(e);
+            stages.push(s);
+        }
+        let path = Path {
+            id,
+            exec: Box::new(DynExec::new(stages)),
+            seq_key: seq_key(&stage_modules),
+            stage_ids: (0..n as u32).collect(),
+            next_stage_id: n as u32,
+            stage_modules,
+            entries,
+            queues: std::array::from_fn(|_| PathQueue::new(qlen)),
+            attrs,
+            sched,
+            stats: PathStats::default(),
+            queued: [false; 2],
+            stamp: 0,
+        };
+        self.paths.insert(id, path);
+        if let Err(e) = self.establish(id, None) {
+            self.delete_inner(id);
+            return Err(e);
+        }
+        Ok(id)
+    }
+
+    /// Runs the establish chain over the stages with creation number at
+    /// least `from_stage` (all when `None`), then (re-)registers the demux
+    /// keys.
+    fn establish(&mut self, id: PathId, from_stage: Option<u32>) -> Result<(), PathError> {
+        let Some(path) = self.paths.get_mut(id) else {
+            return Err(PathError::NoSuchPath(id));
+        };
+        let mut order: Vec<usize> = (0..path.len())
+            .filter(|&p| from_stage.is_none_or(|f| path.stage_ids[p] >= f))
+            .collect();
+        order.sort_by_key(|&p| path.stage_ids[p]);
+        let mut aux = Attrs::new();
+        let len = path.len();
+        for pos in order {
+            let m = path.stage_modules[pos];
+            let mslot = &mut self.modules[m.0 as usize];
+            let mut cx = EstablishCx {
+                path: id,
+                position: pos,
+                len,
+                module_id: m,
+                module: &mut *mslot.module,
+            };
+            if let Some(stage) = path.exec.stage_mut(pos) {
+                stage.establish(&mut aux, &mut cx).map_err(|e| match e {
+                    PathError::Establish { .. } => e,
+                    other => PathError::Establish {
+                        module: mslot.name.clone(),
+                        reason: other.to_string(),
+                    },
+                })?;
+            }
+        }
+        // Demux keys, from the receiving end (end[1]) inwards.
+        let mode = if path.attrs.get(&keys::PASSIVE_OPEN) == Some(&true) {
+            KeyMode::Passive
+        } else {
+            KeyMode::Active
+        };
+        let mut levels = Vec::with_capacity(len);
+        let mut demux_aux = Attrs::new();
+        for pos in (0..len).rev() {
+            let Some(stage) = path.exec.stage(pos) else {
+                break;
+            };
+            match stage.demux_key(mode, &demux_aux) {
+                DemuxKey::Pass => levels.push((path.stage_modules[pos], None)),
+                DemuxKey::Key(k) => levels.push((path.stage_modules[pos], Some(k))),
+                DemuxKey::Stop(k) => {
+                    levels.push((path.stage_modules[pos], k));
+                    break;
+                }
+            }
+        }
+        self.demux.remove(id);
+        self.demux.register(id, mode, &levels, &mut demux_aux)?;
+        Ok(())
+    }
+
+    /// Grows path `id` at `end` with invariants `attrs` (thesis §3.3.7).
+    /// The end's module makes the first routing decision
+    /// ([`Module::extend_route`]), or `PATHNAME` forces it. If extension
+    /// fails the whole path is deleted (fate sharing).
+    pub fn path_extend(&mut self, id: PathId, end: End, attrs: Attrs) -> Result<(), PathError> {
+        let path = self.path(id).ok_or(PathError::NoSuchPath(id))?;
+        let pos = match end {
+            End::Zero => 0,
+            End::One => path.len() - 1,
+        };
+        let m = path.stage_modules[pos];
+        let entry_svc = path.entries[pos];
+        let growth = match end {
+            End::Zero => Dir::Backward,
+            End::One => Dir::Forward,
+        };
+        let mut attrs = attrs;
+        let route = self.modules[m.0 as usize]
+            .module
+            .extend_route(entry_svc, growth, &attrs);
+        let has_pathname = attrs.get(&keys::PATHNAME).is_some_and(|p| !p.is_empty());
+        if route == Route::End && !has_pathname {
+            let module = self.modules[m.0 as usize].name.clone();
+            self.delete_inner(id);
+            return Err(PathError::CannotExtend {
+                path: id,
+                end: growth,
+                module,
+            });
+        }
+        let budget = self
+            .config
+            .max_stages
+            .saturating_sub(self.path(id).map_or(0, Path::len));
+        // `route_stages` starts with the end module's decision and creates
+        // stages from the next module on.
+        let made = match self.route_stages(m, entry_svc, &mut attrs, growth, Some(route), budget) {
+            Ok(made) => made,
+            Err(e) => {
+                self.delete_inner(id);
+                return Err(e);
+            }
+        };
+        let Some(path) = self.paths.get_mut(id) else {
+            return Err(PathError::NoSuchPath(id));
+        };
+        let first_new = path.next_stage_id;
+        // Splice the new stages in at that end, de-inlining first.
+        let exec = std::mem::replace(&mut path.exec, Box::new(DynExec::new(Vec::new())));
+        let mut stages = exec.into_stages();
+        for (m, e, s) in made {
+            let sid = path.next_stage_id;
+            path.next_stage_id += 1;
+            match end {
+                End::One => {
+                    stages.push(s);
+                    path.stage_modules.push(m);
+                    path.entries.push(e);
+                    path.stage_ids.push(sid);
+                }
+                End::Zero => {
+                    stages.insert(0, s);
+                    path.stage_modules.insert(0, m);
+                    path.entries.insert(0, e);
+                    path.stage_ids.insert(0, sid);
+                }
+            }
+        }
+        path.exec = Box::new(DynExec::new(stages));
+        path.seq_key = seq_key(&path.stage_modules);
+        if let Err(e) = self.establish(id, Some(first_new)) {
+            self.delete_inner(id);
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// Deletes a path: its stages' `destroy` run in creation order, its
+    /// demux keys are removed and its queued messages freed (thesis §3.3.9).
+    pub fn path_delete(&mut self, id: PathId) -> Result<(), PathError> {
+        if self.path(id).is_none() {
+            return Err(PathError::NoSuchPath(id));
+        }
+        self.delete_inner(id);
+        Ok(())
+    }
+
+    fn delete_inner(&mut self, id: PathId) {
+        let Some(mut path) = self.paths.remove(id) else {
+            return;
+        };
+        self.demux.remove(id);
+        let mut order: Vec<usize> = (0..path.len()).collect();
+        order.sort_by_key(|&p| path.stage_ids[p]);
+        let (exec, mut env, _) = path.split(self.now, &mut self.modules, &mut self.shared, 0);
+        for pos in order {
+            if let Some(stage) = exec.stage_mut(pos) {
+                let mut cx = Cx { env: &mut env, pos };
+                stage.destroy(&mut cx);
+            }
+        }
+    }
+
+    /// Applies the stack's transformation rules to a path until no guard
+    /// holds (at most 16 applications, against rules that never turn their
+    /// guard false). Returns the names of the rules applied.
+    pub fn path_optimize(&mut self, id: PathId) -> Result<Vec<String>, PathError> {
+        let mut applied = Vec::new();
+        for _ in 0..16 {
+            let path = self.path(id).ok_or(PathError::NoSuchPath(id))?;
+            let types: Vec<&'static str> = path
+                .stage_modules
+                .iter()
+                .map(|m| self.modules[m.0 as usize].spec.name)
+                .collect();
+            let view = RuleView {
+                path,
+                module_types: &types,
+            };
+            let Some(i) = self.rules.iter().position(|r| r.guard(&view)) else {
+                break;
+            };
+            let Some(path) = self.paths.get_mut(id) else {
+                break;
+            };
+            let mut target = RuleTarget { path };
+            self.rules[i].apply(&mut target)?;
+            applied.push(self.rules[i].name().to_string());
+        }
+        Ok(applied)
+    }
+
+    /// Adds a transformation rule.
+    pub fn add_rule(&mut self, r: Rule) {
+        self.rules.push(r);
+    }
+
+    /// Changes a path's scheduling parameters under the thesis §3.5.1 rule
+    /// (a pending path's deadline may only be tightened).
+    pub fn set_sched(&mut self, id: PathId, params: SchedParams) -> Result<(), PathError> {
+        let now = self.now;
+        let path = self.paths.get_mut(id).ok_or(PathError::NoSuchPath(id))?;
+        let pending = path.is_pending();
+        path.sched.update(params, now, pending)?;
+        // A pending path gets a fresh run-queue entry ranked by the new
+        // parameters; the old one is now stale.
+        path.stamp = path.stamp.wrapping_add(1);
+        let (sk, st, s) = (path.seq_key, path.stamp, path.sched);
+        let queued = path.queued;
+        for dir in [Dir::Forward, Dir::Backward] {
+            if queued[dir.index()] {
+                self.runq
+                    .push(id, dir, sk, st, s.realtime, s.deadline, s.priority);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Hash of a module sequence: LDLP batches paths with equal keys.
+fn seq_key(mods: &[ModuleId]) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    mods.hash(&mut h);
+    h.finish()
+}

@@ -1,0 +1,298 @@
+//! The stack: one per core, owning the module graph, the paths, the
+//! classifier, the devices (inside their driver modules), the timers and the
+//! scheduler. Single-threaded and non-preemptive, like Scout on a
+//! uniprocessor; `Send`, so it can be moved to the thread that runs it.
+//!
+//! Time is passed in: [`Stack::poll`] takes `now`, so tests run on virtual
+//! time and are deterministic. Messages that enter between polls (an
+//! application's [`Stack::send`]) run at the time of the last poll.
+//!
+//! The files of this module, by concern:
+//! - `config.rs`: limits and counters; `module_types.rs`: module factories;
+//! - `builder.rs`: making a stack from a graph;
+//! - `lifecycle.rs`: creating, extending, optimizing and deleting paths;
+//! - `run.rs`: running messages through paths to completion, per message;
+//! - `ldlp.rs`: running batches stage-major (LDLP).
+
+mod builder;
+mod config;
+mod ldlp;
+mod lifecycle;
+mod module_types;
+mod run;
+
+pub use builder::StackBuilder;
+pub use config::{StackConfig, StackStats};
+pub use module_types::{ModuleFactory, ModuleSetup, ModuleTypes};
+pub use run::SendError;
+
+use crate::demux::Demux;
+use crate::error::{ModuleError, PathError, StackError};
+use crate::graph::ModuleGraph;
+use crate::ids::{DropCounts, ModuleId};
+use crate::module::{ModCx, Module, ModuleSlot};
+use crate::msg::MsgPool;
+use crate::path_table::PathTable;
+use crate::rules::Rule;
+use crate::runtime::{FollowUp, Shared, TimerOwner};
+use crate::sched::{RunQueue, SchedKind};
+use crate::stage::Cx;
+use crate::time::Instant;
+use builder::batch_bound;
+use std::collections::VecDeque;
+
+/// Which end of a path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum End {
+    /// `end[0]`: the stage created first.
+    Zero,
+    /// `end[1]`: the stage created last.
+    One,
+}
+
+/// A protocol stack: modules, paths, classifier, timers and scheduler.
+pub struct Stack {
+    modules: Vec<ModuleSlot>,
+    paths: PathTable,
+    shared: Shared,
+    demux: Demux,
+    runq: RunQueue,
+    sched: SchedKind,
+    rules: Vec<Rule>,
+    now: Instant,
+    batch: Vec<ldlp::Slot>,
+    /// Follow-ups being processed ([`Stack::drain_follow_ups`]).
+    work: VecDeque<FollowUp>,
+    fired: Vec<TimerOwner>,
+    /// Indices of the modules whose [`Module::polls`] said yes.
+    polled: Vec<usize>,
+    config: StackConfig,
+    graph: ModuleGraph,
+}
+
+fn _assert_send() {
+    fn is_send<T: Send>() {}
+    is_send::<Stack>();
+}
+
+impl Stack {
+    /// A builder for a stack over `graph`.
+    pub fn builder(graph: ModuleGraph, types: ModuleTypes) -> StackBuilder {
+        StackBuilder::new(graph, types)
+    }
+
+    // ----- modules -------------------------------------------------------
+
+    fn init_module(&mut self, m: ModuleId) -> Result<(), StackError> {
+        let (result, path_error) = self.run_module(m, |module, cx| module.init(cx));
+        result?;
+        match path_error {
+            Some(e) => Err(ModuleError::InitPath {
+                instance: self.modules[m.0 as usize].name.clone(),
+                source: e,
+            }
+            .into()),
+            None => Ok(()),
+        }
+    }
+
+    /// Runs `f` on module `m` with its context, then creates the paths it
+    /// asked for with [`ModCx::request_path`] and reports each result to
+    /// [`Module::path_created`]. Returns `f`'s result and the first path
+    /// creation error, if any. The one place a `ModCx` is made, so that
+    /// every module call (init, timer, poll) keeps the same contract.
+    fn run_module<R>(
+        &mut self,
+        m: ModuleId,
+        f: impl FnOnce(&mut dyn Module, &mut ModCx<'_>) -> R,
+    ) -> (R, Option<PathError>) {
+        let mut requests = Vec::new();
+        let r = {
+            let slot = &mut self.modules[m.0 as usize];
+            let mut cx = ModCx {
+                now: self.now,
+                module_id: m,
+                instance: &slot.name,
+                params: &slot.params,
+                shared: &mut self.shared,
+                drops: &mut slot.drops,
+                path_requests: &mut requests,
+            };
+            f(slot.module.as_mut(), &mut cx)
+        };
+        if requests.is_empty() {
+            // The common case, on every poll: nothing to create or drop.
+            return (r, None);
+        }
+        let mut first_error = None;
+        for (attrs, tag) in requests {
+            let result = self.path_create(m, attrs);
+            self.modules[m.0 as usize]
+                .module
+                .path_created(tag, result.as_ref().copied());
+            if let Err(e) = result {
+                first_error.get_or_insert(e);
+            }
+        }
+        (r, first_error)
+    }
+
+    /// The module instance called `name`.
+    pub fn module_id(&self, name: &str) -> Option<ModuleId> {
+        self.modules
+            .iter()
+            .position(|s| s.name == name)
+            .map(|i| ModuleId(i as u32))
+    }
+
+    /// The instance name of a module.
+    pub fn module_name(&self, m: ModuleId) -> Option<&str> {
+        self.modules.get(m.0 as usize).map(|s| s.name.as_str())
+    }
+
+    /// A module, if it is a `T`.
+    pub fn module<T: Module>(&self, m: ModuleId) -> Option<&T> {
+        let slot = self.modules.get(m.0 as usize)?;
+        (&*slot.module as &dyn std::any::Any).downcast_ref::<T>()
+    }
+
+    /// A module, writable, if it is a `T`.
+    pub fn module_mut<T: Module>(&mut self, m: ModuleId) -> Option<&mut T> {
+        let slot = self.modules.get_mut(m.0 as usize)?;
+        (&mut *slot.module as &mut dyn std::any::Any).downcast_mut::<T>()
+    }
+
+    /// Drops a module counted outside any path, by reason.
+    pub fn module_drops(&self, m: ModuleId) -> Option<&DropCounts> {
+        self.modules.get(m.0 as usize).map(|s| &s.drops)
+    }
+
+    /// A module's statistics lines ([`Module::stats`]).
+    pub fn module_stats(&self, m: ModuleId) -> Option<Vec<(String, u64)>> {
+        self.modules.get(m.0 as usize).map(|s| s.module.stats())
+    }
+
+    /// The module graph the stack was built from.
+    pub fn graph(&self) -> &ModuleGraph {
+        &self.graph
+    }
+
+    /// The message pool.
+    pub fn pool(&self) -> &MsgPool {
+        &self.shared.pool
+    }
+
+    /// Current stack time (the `now` of the last poll).
+    pub fn now(&self) -> Instant {
+        self.now
+    }
+
+    /// The classifier.
+    pub fn demux(&self) -> &Demux {
+        &self.demux
+    }
+
+    /// Stack-wide counters.
+    pub fn stats(&self) -> StackStats {
+        StackStats {
+            paths: self.paths.len(),
+            demux_nodes: self.demux.node_count(),
+            rx_drops: self.shared.rx_drops,
+            follow_up_drops: self.shared.follow_up_drops,
+            timers: self.shared.timers.len(),
+        }
+    }
+
+    /// The scheduler in use.
+    pub fn scheduler(&self) -> SchedKind {
+        self.sched
+    }
+
+    /// Switches the scheduler (takes effect at the next scheduling round).
+    pub fn set_scheduler(&mut self, s: SchedKind) {
+        self.sched = s;
+        let want = batch_bound(s);
+        if self.batch.capacity() < want {
+            self.batch.reserve(want - self.batch.len());
+        }
+    }
+
+    // ----- running ---------------------------------------------------------
+
+    /// Does all work that is ready at `now`: fires due timers, polls the
+    /// modules that have background work — each frame a driver receives is
+    /// classified and run through its path to the end before the next is
+    /// taken — and, when paths have queued input (LDLP batches, busy
+    /// paths), runs the scheduler until none is pending. Returns the number
+    /// of messages and events handled.
+    pub fn poll(&mut self, now: Instant) -> usize {
+        if now > self.now {
+            self.now = now;
+        }
+        let mut work = 0;
+        // An idle timer wheel costs one comparison.
+        if self.shared.timers.due(self.now) {
+            work += self.fire_timers();
+        }
+        work += self.poll_modules();
+        work += self.run_pending();
+        work
+    }
+
+    /// The earliest time at which [`Stack::poll`] has timed work to do, if any.
+    pub fn poll_at(&self) -> Option<Instant> {
+        let t = self.shared.timers.next_deadline();
+        let m = self.modules.iter().filter_map(|s| s.module.poll_at()).min();
+        match (t, m) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    fn fire_timers(&mut self) -> usize {
+        let mut fired = std::mem::take(&mut self.fired);
+        fired.clear();
+        self.shared.timers.expire(self.now, &mut |o| fired.push(o));
+        let n = fired.len();
+        for owner in fired.drain(..) {
+            match owner {
+                TimerOwner::Module { module, token } => {
+                    if (module.0 as usize) < self.modules.len() {
+                        // Path creation errors went to `path_created`.
+                        let _ = self.run_module(module, |m, cx| m.on_timer(token, cx));
+                    }
+                }
+                TimerOwner::Stage { path, stage, token } => self.stage_timer(path, stage, token),
+            }
+            // Module timers and stage timers may have sent messages (ARP
+            // requests, retransmissions).
+            self.drain_follow_ups();
+        }
+        self.fired = fired;
+        n
+    }
+
+    fn stage_timer(&mut self, id: crate::ids::PathId, stage: u32, token: u64) {
+        let Some(path) = self.paths.get_mut(id) else {
+            return;
+        };
+        let Some(pos) = path.stage_ids.iter().position(|&s| s == stage) else {
+            return;
+        };
+        let (exec, mut env, _) = path.split(self.now, &mut self.modules, &mut self.shared, 0);
+        if let Some(s) = exec.stage_mut(pos) {
+            let mut cx = Cx { env: &mut env, pos };
+            s.on_timer(token, &mut cx);
+        }
+    }
+}
+
+impl std::fmt::Debug for Stack {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Stack")
+            .field("modules", &self.modules.len())
+            .field("paths", &self.paths.len())
+            .field("sched", &self.sched)
+            .finish()
+    }
+}
