@@ -260,6 +260,13 @@ pub trait Module: Any + Send {
         0
     }
 
+    /// Whether this module is a device driver that hands over received
+    /// frames one at a time with [`Module::receive`]. Asked once, when the
+    /// stack is built. Default: no.
+    fn receives(&self) -> bool {
+        false
+    }
+
     /// A device driver's next received frame, if any: called after
     /// [`Module::poll`], repeatedly until it returns `None`. The stack
     /// classifies each frame from this module and runs it through its path

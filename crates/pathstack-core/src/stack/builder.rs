@@ -113,6 +113,7 @@ impl StackBuilder {
         }
         let polled = (0..modules.len())
             .filter(|&i| modules[i].module.polls())
+            .map(|i| (i, modules[i].module.receives()))
             .collect();
         let mut stack = Stack {
             modules,

@@ -64,8 +64,9 @@ pub struct Stack {
     /// Follow-ups being processed ([`Stack::drain_follow_ups`]).
     work: VecDeque<FollowUp>,
     fired: Vec<TimerOwner>,
-    /// Indices of the modules whose [`Module::polls`] said yes.
-    polled: Vec<usize>,
+    /// Indices of the modules whose [`Module::polls`] said yes, and
+    /// whether each [`Module::receives`] frames.
+    polled: Vec<(usize, bool)>,
     config: StackConfig,
     graph: ModuleGraph,
 }

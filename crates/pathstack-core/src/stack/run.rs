@@ -316,7 +316,8 @@ impl Stack {
     pub(super) fn poll_modules(&mut self) -> usize {
         let mut work = 0;
         for k in 0..self.polled.len() {
-            let m = ModuleId(self.polled[k] as u32);
+            let (index, receives) = self.polled[k];
+            let m = ModuleId(index as u32);
             // Path creation errors went to `path_created`.
             work += self.run_module(m, |module, cx| module.poll(cx)).0;
             // Module polls may have sent messages (ARP retries) or handed
@@ -327,9 +328,11 @@ impl Stack {
                 self.receive_frame(from, frame);
             }
             // Drivers that hand over one frame at a time.
-            while let (Some(frame), _) = self.run_module(m, |module, cx| module.receive(cx)) {
-                work += 1;
-                self.receive_frame(m, frame);
+            if receives {
+                while let (Some(frame), _) = self.run_module(m, |module, cx| module.receive(cx)) {
+                    work += 1;
+                    self.receive_frame(m, frame);
+                }
             }
         }
         work

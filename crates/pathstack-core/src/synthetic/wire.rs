@@ -82,6 +82,10 @@ impl Module for WireModule {
         })
     }
 
+    fn receives(&self) -> bool {
+        true
+    }
+
     fn poll(&mut self, _cx: &mut ModCx<'_>) -> usize {
         self.rx_left = self.rx_burst;
         0
