@@ -5,6 +5,12 @@
 //! best-effort paths by priority (higher first); within a class, in the
 //! order they became pending (thesis §3.5.1).
 //!
+//! The run queue is off the common path: under per-message scheduling a
+//! message entering an idle path (a received frame, an application's
+//! send) runs through it at once, to completion (`stack/run.rs`). A path
+//! enters the run queue only when its input has to wait: input already
+//! queued ahead of it, [`Stack::enqueue`](crate::Stack::enqueue), or LDLP.
+//!
 //! Two schedulers share that queue (chosen when the stack is built and
 //! switchable at run time):
 //! - [`SchedKind::PerMessage`] takes one message of the best path and runs
