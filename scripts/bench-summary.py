@@ -3,7 +3,10 @@
 scripts/bench-ping.sh (standard library only).
 
     bench-summary.py --title T --json OUT.json --svg OUT.svg [--baseline floor]
-                     [--meta KEY=VALUE ...] SYSTEM=KIND:FILE ...
+                     [--meta KEY=VALUE ...] [--missing SYSTEM=REASON ...]
+                     [--goal [GROUP:]A<=[F*]B ...]
+                     [--group NAME=TITLE ... [--group-field KEY]]
+                     SYSTEM[@GROUP]=KIND:FILE ...
 
 KIND says what FILE holds:
   rtt       the JSON a comparison client writes (examples/support/rtt.rs):
@@ -24,6 +27,13 @@ plus a bar chart of the medians with the p99 marked.
 `pathstack<=1.05*floor`: printed under the table as met / missed and
 written to the JSON as {"goals": [{"goal", "lhs_us", "rhs_us", "met"}]}
 ("met" is null when a row is missing).
+
+--group NAME=TITLE (repeatable) splits the rows into tables, printed in the
+order the groups are given, each under its title: every SYSTEM (of a row
+and of --missing) is then written SYSTEM@NAME, a goal NAME:A<=[F*]B applies
+to that table only (a goal without NAME: to every table), and each result
+and goal in the JSON carries the key --group-field (default "group") with
+the NAME, e.g. {"system": "kernel", "cpus": "same", ...}.
 """
 import argparse
 import json
@@ -138,7 +148,7 @@ GOAL = re.compile(r"^\s*([\w.-]+)\s*(<=|<)\s*(?:([0-9.]+)\s*\*\s*)?([\w.-]+)\s*$
 
 
 def check_goals(goals, rows):
-    """Evaluates `A<=[F*]B` goals on the rows' medians."""
+    """Evaluates `A<=[F*]B` goals on the rows' medians (the rows of one table)."""
     median_of = {r["system"]: r["rtt_us"]["p50"] for r in rows if not r.get("missing")}
     out = []
     for g in goals:
@@ -243,7 +253,8 @@ def write_svg(path, title, rows, baseline):
         p50, p99 = r["rtt_us"]["p50"], r["rtt_us"]["p99"]
         colour = "#888" if r["system"] == baseline else "#3b75af"
         w = p50 * scale
-        out.append(f'<text x="{left - 8}" y="{y + bar_h - 4}" text-anchor="end">{r["system"]}</text>')
+        label = r.get("label", r["system"])
+        out.append(f'<text x="{left - 8}" y="{y + bar_h - 4}" text-anchor="end">{label}</text>')
         out.append(f'<rect x="{left}" y="{y}" width="{w:.1f}" height="{bar_h}" fill="{colour}"/>')
         out.append(f'<text x="{left + w + 4:.1f}" y="{y + bar_h - 4}" fill="#000">{p50:.1f}</text>')
         px = left + min(p99, xmax) * scale
@@ -257,6 +268,17 @@ def write_svg(path, title, rows, baseline):
         f.write("\n".join(out) + "\n")
 
 
+def split_group(system, groups):
+    """(system, group) of `SYSTEM@NAME` (group None without --group)."""
+    if not groups:
+        return system, None
+    name, sep, group = system.rpartition("@")
+    if not sep or group not in groups:
+        raise SystemExit(f"bench-summary.py: {system!r}: expected SYSTEM@GROUP with GROUP one of "
+                         f"{', '.join(groups)}")
+    return name, group
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--title", required=True)
@@ -265,45 +287,77 @@ def main():
     ap.add_argument("--baseline", default="floor")
     ap.add_argument("--meta", action="append", default=[], help="KEY=VALUE added to the JSON")
     ap.add_argument("--missing", action="append", default=[], help="SYSTEM=REASON: a skipped row")
-    ap.add_argument("--goal", action="append", default=[], help="A<=[F*]B on the medians")
-    ap.add_argument("rows", nargs="*", help="SYSTEM=KIND:FILE")
+    ap.add_argument("--goal", action="append", default=[], help="[GROUP:]A<=[F*]B on the medians")
+    ap.add_argument("--group", action="append", default=[], help="NAME=TITLE: a table of its own")
+    ap.add_argument("--group-field", default="group", help="the JSON key naming a result's group")
+    ap.add_argument("rows", nargs="*", help="SYSTEM[@GROUP]=KIND:FILE")
     args = ap.parse_args()
+    groups = dict(g.split("=", 1) for g in args.group)
+    field = args.group_field
 
     # A system may come with several runs (bench-veth.sh --repeat): its row
     # is the median, per percentile, over the runs.
     runs, order, missing = {}, [], {}
     for spec in args.rows:
         system, _, rest = spec.partition("=")
+        key = split_group(system, groups)
         kind, _, path = rest.partition(":")
-        if system not in order:
-            order.append(system)
+        if key not in order:
+            order.append(key)
         try:
-            runs.setdefault(system, []).append(LOADERS[kind](path))
+            runs.setdefault(key, []).append(LOADERS[kind](path))
         except (OSError, ValueError, KeyError) as e:
-            missing.setdefault(system, f"could not read {path}: {e}")
+            missing.setdefault(key, f"could not read {path}: {e}")
     rows = []
-    for system in order:
-        if system in runs:
-            rows.append({"system": system, **combine(runs[system])})
+    for key in order:
+        if key in runs:
+            rows.append({"system": key[0], "_group": key[1], **combine(runs[key])})
         else:
-            rows.append({"system": system, "missing": missing[system]})
+            rows.append({"system": key[0], "_group": key[1], "missing": missing[key]})
     for spec in args.missing:
         system, _, reason = spec.partition("=")
-        row = next((r for r in rows if r["system"] == system), None)
+        name, group = split_group(system, groups)
+        row = next((r for r in rows if (r["system"], r["_group"]) == (name, group)), None)
         if row is None:
-            rows.append({"system": system, "missing": reason})
+            rows.append({"system": name, "_group": group, "missing": reason})
         elif not row.get("missing"):
             row.setdefault("failed_runs", []).append(reason)
 
+    goals = []
+    if groups:
+        print(args.title)
+    for group in groups or [None]:
+        table = [r for r in rows if r["_group"] == group]
+        print_table(groups[group] if group else args.title, table, args.baseline)
+        mine = []
+        for g in args.goal:
+            gname, sep, rest = g.partition(":")
+            if not sep:
+                mine.append(g)
+            elif gname not in groups:
+                raise SystemExit(f"bench-summary.py: goal {g!r}: no group {gname!r}")
+            elif gname == group:
+                mine.append(rest)
+        checked = check_goals(mine, table)
+        print_goals(checked)
+        for c in checked:
+            if group:
+                c[field] = group
+            goals.append(c)
+
+    for r in rows:
+        group = r.pop("_group")
+        if group:
+            r[field] = group
+            r["label"] = f"{r['system']} ({group})"
     ok = [r for r in rows if not r.get("missing")]
-    print_table(args.title, rows, args.baseline)
-    goals = check_goals(args.goal, rows)
-    print_goals(goals)
     doc = {k: v for k, v in (m.split("=", 1) for m in args.meta)}
-    doc["results"] = ok
+    if groups:
+        doc["tables"] = [{field: name, "title": title} for name, title in groups.items()]
+    doc["results"] = [{k: v for k, v in r.items() if k != "label"} for r in ok]
     if goals:
         doc["goals"] = goals
-    skipped = {r["system"]: r["missing"] for r in rows if r.get("missing")}
+    skipped = {r.get("label", r["system"]): r["missing"] for r in rows if r.get("missing")}
     if skipped:
         doc["skipped"] = skipped
     with open(args.json, "w") as f:

@@ -8,6 +8,9 @@
 #   scripts/install-deps.sh --require  # as above, but exit 1 when packages are
 #                                      # missing and cannot be installed
 #   scripts/install-deps.sh --check    # only report; exit 1 if anything is missing
+#   scripts/install-deps.sh [--require|--check] PACKAGE...
+#                                      # the same for only these packages (e.g.
+#                                      # scripts/instr.sh asks for valgrind alone)
 #
 # Idempotent: `dpkg -s` is asked first, and `apt-get update` runs (once) only if
 # something is actually missing. The debconf preseed answers wireshark-common's
@@ -20,14 +23,25 @@ set -euo pipefail
 PACKAGES=(iproute2 iputils-ping arping socat netcat-openbsd tcpdump tshark nftables valgrind)
 
 mode=install
+wanted=()
 for arg in "$@"; do
     case "$arg" in
         --require) mode=require ;;
         --check) mode=check ;;
-        -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
-        *) echo "install-deps.sh: unknown argument '$arg' (try --help)" >&2; exit 2 ;;
+        -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+        -*) echo "install-deps.sh: unknown argument '$arg' (try --help)" >&2; exit 2 ;;
+        *) wanted+=("$arg") ;;
     esac
 done
+if [ ${#wanted[@]} -gt 0 ]; then
+    for p in "${wanted[@]}"; do
+        if [[ " ${PACKAGES[*]} " != *" $p "* ]]; then
+            echo "install-deps.sh: '$p' is not one of the packages this script knows (${PACKAGES[*]})" >&2
+            exit 2
+        fi
+    done
+    PACKAGES=("${wanted[@]}")
+fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do
