@@ -41,8 +41,11 @@ impl QueueKind {
     }
 }
 
-/// A bounded FIFO of messages. Its storage is allocated when the path is
-/// made and never grows.
+/// A bounded FIFO of messages. Its storage is allocated when the queue is
+/// first used and grows (doubling) up to the bound, never past it: with
+/// run to completion most paths never queue a message, so a path costs no
+/// queue memory until it needs it, and a queue that has reached its
+/// working size allocates nothing more (steady state stays allocation-free).
 #[derive(Debug)]
 pub struct PathQueue {
     q: VecDeque<Msg>,
@@ -53,7 +56,7 @@ pub struct PathQueue {
 impl PathQueue {
     pub(crate) fn new(cap: usize) -> Self {
         PathQueue {
-            q: VecDeque::with_capacity(cap),
+            q: VecDeque::new(),
             cap,
             dropped: 0,
         }
