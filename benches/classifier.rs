@@ -1,8 +1,12 @@
 //! `cargo bench --bench classifier`: the demux-tree classifier against the
 //! goals of issue 3 and thesis Table 3.2 / Figure 3.12.
 //!
-//! * lookup of an active TCP/IPv4 path, lookup of a passive path (worst
-//!   case: the active walk fails at the last level, so 3 + 3 probes),
+//! * lookup of an active TCP/IPv4 path; lookup of a passive path, worst
+//!   case (a known host on a port no active path uses: the active walk fails
+//!   at the last level, so 3 + 2 probes; 3 + 3 before the passive walk took
+//!   over ETH's twin) and common case (`lookup_passive_new_peer`: a host with
+//!   no active path, so the active walk fails at IP: N + 1 = 4 probes);
+//!   a traced active lookup (`lookup_active_traced`);
 //!   insert and remove of an active TCP/IPv4 path, for N installed paths
 //!   (N = 1 … 1M, plus the ARP, ICMP and listening-TCP filters of §3.4.4);
 //! * the same lookup by a linear scan over N sockets, the way smoltcp's
@@ -25,7 +29,7 @@ use criterion::{BenchmarkId, Criterion};
 use pathstack_classify::testing::inet::{self, ETH};
 use pathstack_classify::testing::ops::FilterSpec;
 use pathstack_classify::testing::packet::{PacketSpec, Payload};
-use pathstack_classify::{Classifier, KeyMode, Level, PathId};
+use pathstack_classify::{Classifier, KeyMode, Level, PathId, Trace};
 use stats_alloc::{Region, StatsAlloc, INSTRUMENTED_SYSTEM};
 
 #[global_allocator]
@@ -149,7 +153,18 @@ fn linear_scan(sockets: &[Socket], frame: &[u8]) -> Option<u32> {
         .map(|s| s.id)
 }
 
-fn packets(n: usize, passive: bool) -> Vec<Vec<u8>> {
+/// What the rotated packets are addressed from.
+#[derive(Clone, Copy, PartialEq)]
+enum Kind {
+    /// The remote endpoint of an installed active path.
+    Active,
+    /// A known host, but a port no active path uses.
+    PassiveKnownHost,
+    /// A host no active path uses.
+    PassiveNewPeer,
+}
+
+fn packets(n: usize, kind: Kind) -> Vec<Vec<u8>> {
     let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
     (0..ROTATE)
         .map(|_| {
@@ -158,8 +173,11 @@ fn packets(n: usize, passive: bool) -> Vec<Vec<u8>> {
             x ^= x >> 7;
             x ^= x << 17;
             let (ra, rp) = remote((x % n as u64) as usize, 0);
-            // Passive: a known host but a port no active path uses.
-            let rp = if passive { 1000 } else { rp };
+            let (ra, rp) = match kind {
+                Kind::Active => (ra, rp),
+                Kind::PassiveKnownHost => (ra, 1000),
+                Kind::PassiveNewPeer => ([10, 250, ra[2], ra[3]], rp),
+            };
             PacketSpec {
                 payload: Payload::Tcp,
                 ..PacketSpec::tcp(LOCAL, LPORT, ra, rp)
@@ -170,8 +188,9 @@ fn packets(n: usize, passive: bool) -> Vec<Vec<u8>> {
 }
 
 fn bench_lookups(c: &mut Criterion, n: usize, cls: &Classifier) {
-    let active = packets(n, false);
-    let passive = packets(n, true);
+    let active = packets(n, Kind::Active);
+    let passive = packets(n, Kind::PassiveKnownHost);
+    let new_peer = packets(n, Kind::PassiveNewPeer);
     for (i, p) in active.iter().enumerate().take(4) {
         let want = cls.classify(ETH, p);
         assert!(
@@ -179,10 +198,12 @@ fn bench_lookups(c: &mut Criterion, n: usize, cls: &Classifier) {
             "active packet {i} misclassified"
         );
     }
-    assert_eq!(
-        cls.classify_probes(ETH, &passive[0]),
-        (Some(PathId(u32::MAX - 2)), 6)
-    );
+    let listen = Some(PathId(u32::MAX - 2));
+    assert_eq!(cls.classify_probes(ETH, &passive[0]), (listen, 5));
+    assert_eq!(cls.classify_probes(ETH, &new_peer[0]), (listen, 4));
+    let mut trace = Trace::new();
+    assert!(cls.classify_traced(ETH, &active[0], &mut trace).is_some());
+    assert_eq!(trace.levels().len(), 3);
     let mut g = c.benchmark_group("classifier");
     g.warm_up_time(Duration::from_millis(200))
         .measurement_time(Duration::from_secs(1))
@@ -200,7 +221,22 @@ fn bench_lookups(c: &mut Criterion, n: usize, cls: &Classifier) {
             e
         })
     });
-    for (op, pkts) in [("lookup_active", &active), ("lookup_passive", &passive)] {
+    g.bench_with_input(BenchmarkId::new("lookup_active_traced", n), &n, |b, _| {
+        b.iter_custom(|iters| {
+            let t = Instant::now();
+            for i in 0..iters as usize {
+                black_box(cls.classify_traced(ETH, black_box(&active[i % ROTATE]), &mut trace));
+            }
+            let e = t.elapsed();
+            record("lookup_active_traced", n, e, iters);
+            e
+        })
+    });
+    for (op, pkts) in [
+        ("lookup_active", &active),
+        ("lookup_passive", &passive),
+        ("lookup_passive_new_peer", &new_peer),
+    ] {
         g.bench_with_input(BenchmarkId::new(op, n), &n, |b, _| {
             b.iter_custom(|iters| {
                 let t = Instant::now();
@@ -238,7 +274,7 @@ fn bench_linear(c: &mut Criterion, n: usize) {
         listening: true,
         id: u32::MAX,
     });
-    let pkts = packets(n, false);
+    let pkts = packets(n, Kind::Active);
     assert!(linear_scan(&sockets, &pkts[0]).is_some_and(|id| (id as usize) < n));
     let mut g = c.benchmark_group("classifier");
     g.warm_up_time(Duration::from_millis(200))
@@ -488,10 +524,10 @@ fn main() {
     ]);
     std::fs::write(dir.join("classifier.svg"), plot).expect("write svg");
 
-    println!("\n{:<16} {:>9} {:>12}", "op", "N", "ns (median)");
+    println!("\n{:<24} {:>9} {:>12}", "op", "N", "ns (median)");
     for r in &rows {
         println!(
-            "{:<16} {:>9} {:>12}",
+            "{:<24} {:>9} {:>12}",
             r["op"].as_str().unwrap(),
             r["n_paths"],
             r.get("ns").or(r.get("bytes")).unwrap()

@@ -4,9 +4,10 @@ use hashbrown::HashTable;
 
 use crate::hash::EdgeHasher;
 use crate::node::{DemuxNode, NodeSlab, NONE, PASSIVE, ROOT};
+use crate::trace::Recorder;
 use crate::{
     ClassifyError, DemuxNodeInfo, DemuxNodeRef, Key, KeyMode, Level, ModuleId, PartialClassifier,
-    PathId,
+    PathId, Trace,
 };
 
 /// Longest chain of demux levels one path may register. Bounds a lookup to
@@ -19,6 +20,17 @@ pub const MAX_CLASSIFIED_MODULES: u32 = 4096;
 
 /// Default bound on live demux nodes (16 Mi nodes = 512 MiB of nodes).
 pub const DEFAULT_MAX_NODES: u32 = 1 << 24;
+
+/// Where one walk ended.
+#[derive(Clone, Copy)]
+struct WalkEnd {
+    /// Path of the deepest node reached that has one, or `NONE`.
+    best: u32,
+    /// Depth of that node.
+    best_depth: usize,
+    /// The deepest node reached, or `NONE`.
+    last: u32,
+}
 
 /// A chain of nodes one path registered, named by its last node. A path has
 /// one chain per direction it is classified in, at most two.
@@ -151,23 +163,49 @@ impl Classifier {
     // ----------------------------------------------------------------
 
     /// Finds the path for `msg` arriving at `module`, using the installed
-    /// partial classifiers. Never allocates; at most `2 * depth` probes.
+    /// partial classifiers. Never allocates; one probe per level for an
+    /// active path, `N + 1` for a typical passive one (see the crate docs).
     #[inline]
     pub fn classify(&self, module: ModuleId, msg: &[u8]) -> Option<PathId> {
-        self.classify_probes(module, msg).0
+        self.lookup(module, msg, self.installed(), &mut ()).0
     }
 
     /// Like [`classify`](Self::classify), also returning how many hash
-    /// probes were made (for checking the 2N bound).
+    /// probes were made (for checking the probe bounds).
     #[inline]
     pub fn classify_probes(&self, module: ModuleId, msg: &[u8]) -> (Option<PathId>, u32) {
-        let partials = &self.partials;
-        self.classify_with_probes(module, msg, |m: ModuleId, rest: &[u8], mode| match partials
-            .get(m.0 as usize)
-        {
-            Some(Some(pc)) => pc.extract(rest, mode),
-            _ => Some((Key::EMPTY, 0)),
-        })
+        self.lookup(module, msg, self.installed(), &mut ())
+    }
+
+    /// Like [`classify`](Self::classify), also filling `trace` with the
+    /// module, header offset and header length of every level of the path
+    /// found (thesis §3.4.3: the partial classifiers have already found
+    /// those headers), so the path's stages can skip parsing them again.
+    /// Never allocates; `trace` is emptied when no path is found.
+    #[inline]
+    pub fn classify_traced(
+        &self,
+        module: ModuleId,
+        msg: &[u8],
+        trace: &mut Trace,
+    ) -> Option<PathId> {
+        self.lookup(module, msg, self.installed(), trace).0
+    }
+
+    /// [`classify_traced`](Self::classify_traced) with caller-supplied
+    /// partial classifiers, as in [`classify_with`](Self::classify_with).
+    #[inline]
+    pub fn classify_traced_with<E>(
+        &self,
+        module: ModuleId,
+        msg: &[u8],
+        extract: E,
+        trace: &mut Trace,
+    ) -> Option<PathId>
+    where
+        E: Fn(ModuleId, &[u8], KeyMode) -> Option<(Key, usize)>,
+    {
+        self.lookup(module, msg, extract, trace).0
     }
 
     /// Whether `module` has a partial classifier (modules without one
@@ -214,47 +252,128 @@ impl Classifier {
     where
         E: Fn(ModuleId, &[u8], KeyMode) -> Option<(Key, usize)>,
     {
-        self.classify_with_probes(module, msg, extract).0
+        self.lookup(module, msg, extract, &mut ()).0
     }
 
-    fn classify_with_probes<E>(
+    /// The installed partial classifiers as one `extract` function.
+    #[inline]
+    fn installed(&self) -> impl Fn(ModuleId, &[u8], KeyMode) -> Option<(Key, usize)> + '_ {
+        let partials = &self.partials;
+        move |m: ModuleId, rest: &[u8], mode| match partials.get(m.0 as usize) {
+            Some(Some(pc)) => pc.extract(rest, mode),
+            _ => Some((Key::EMPTY, 0)),
+        }
+    }
+
+    /// The lookup behind every `classify*`: the path and the probe count.
+    #[inline]
+    fn lookup<E, R>(
         &self,
         module: ModuleId,
         msg: &[u8],
         extract: E,
+        rec: &mut R,
     ) -> (Option<PathId>, u32)
     where
         E: Fn(ModuleId, &[u8], KeyMode) -> Option<(Key, usize)>,
+        R: Recorder,
     {
         let mut probes = 0;
         // Active first; any active match beats every passive one, so the
         // passive walk runs only when the active one found no path
-        // (thesis §3.4.3.1: at most 2N lookups for N levels).
-        if let Some(p) = self.walk(module, msg, KeyMode::Active, &extract, &mut probes) {
-            return (Some(p), probes);
+        // (thesis §3.4.3.1, all-active or all-passive paths).
+        let a = self.walk(
+            module,
+            msg,
+            KeyMode::Active,
+            &extract,
+            &[],
+            &mut probes,
+            rec,
+        );
+        if a.best != NONE {
+            rec.finish(Some(KeyMode::Active), a.best_depth);
+            return (Some(PathId(a.best)), probes);
         }
-        let p = self.walk(module, msg, KeyMode::Passive, &extract, &mut probes);
-        (p, probes)
+        // The passive walk takes over the active walk's prefix instead of
+        // probing it again: the twins of the active nodes are the passive
+        // nodes it reaches wherever its keys equal the active ones (an
+        // EtherType, a pass-through level). Each is checked against the
+        // passive key before it is used, so this is an optimisation only.
+        let mut hints = [NONE; MAX_DEPTH];
+        let n = self.twins_above(a.last, &mut hints);
+        let p = self.walk(
+            module,
+            msg,
+            KeyMode::Passive,
+            &extract,
+            &hints[..n],
+            &mut probes,
+            rec,
+        );
+        if p.best != NONE {
+            rec.finish(Some(KeyMode::Passive), p.best_depth);
+            return (Some(PathId(p.best)), probes);
+        }
+        rec.finish(None, 0);
+        (None, probes)
+    }
+
+    /// Fills `hints[d]` with the twin of the depth-`d + 1` node on the
+    /// chain from the root to `last` and returns how many leading entries
+    /// are twins: a missing twin ends the usable prefix, since every node
+    /// below it then has a parent the passive walk cannot be at.
+    /// Walks parent links, so the active walk records nothing on its way
+    /// down and an active hit pays nothing for the passive walk's benefit.
+    fn twins_above(&self, last: u32, hints: &mut [u32; MAX_DEPTH]) -> usize {
+        if last == NONE {
+            return 0;
+        }
+        let depth = usize::from(self.slab.get(last).depth).min(MAX_DEPTH);
+        let mut idx = last;
+        for d in (0..depth).rev() {
+            hints[d] = self.slab.twin(idx);
+            let n = self.slab.get(idx);
+            if n.flags & ROOT != 0 {
+                break;
+            }
+            idx = n.parent;
+        }
+        hints[..depth]
+            .iter()
+            .position(|&t| t == NONE)
+            .unwrap_or(depth)
     }
 
     /// One walk down the tree in one mode (Figure 3.9, iterated instead of
-    /// nested): returns the path of the deepest node reached that has one.
+    /// nested). `hints[d]`, where given, is a guess at the node of depth
+    /// `d + 1`, taken instead of a probe when it carries exactly the edge
+    /// the probe would look up; the first wrong guess ends the guessing.
     #[inline]
-    fn walk<E>(
+    #[allow(clippy::too_many_arguments)]
+    fn walk<E, R>(
         &self,
         module: ModuleId,
         msg: &[u8],
         mode: KeyMode,
         extract: &E,
+        mut hints: &[u32],
         probes: &mut u32,
-    ) -> Option<PathId>
+        rec: &mut R,
+    ) -> WalkEnd
     where
         E: Fn(ModuleId, &[u8], KeyMode) -> Option<(Key, usize)>,
+        R: Recorder,
     {
         let (mut parent, mut flags) = edge_of(None, module, mode);
         let mut m = module;
         let mut rest = msg;
-        let mut best = NONE;
+        let mut end = WalkEnd {
+            best: NONE,
+            best_depth: 0,
+            last: NONE,
+        };
+        let mut depth = 0;
         loop {
             // Borrow the key where the partial classifier left it: moving it
             // out would copy it with wider loads than the stores that wrote
@@ -266,18 +385,34 @@ impl Classifier {
             let Some(next_rest) = rest.get(*used..) else {
                 break;
             };
-            *probes += 1;
-            let hash = self.hasher.edge(parent, flags, key);
+            rec.level(depth, m, msg.len() - rest.len(), *used);
             let slab = &self.slab;
-            let Some(&idx) = self
-                .edges
-                .find(hash, |&i| slab.matches(i, parent, flags, key))
-            else {
-                break;
+            let idx = match hints.split_first() {
+                // The edge table holds one node per edge, so a guess with
+                // this edge is the node the probe would find.
+                Some((&guess, more)) if slab.matches(guess, parent, flags, key) => {
+                    hints = more;
+                    guess
+                }
+                _ => {
+                    hints = &[];
+                    *probes += 1;
+                    let hash = self.hasher.edge(parent, flags, key);
+                    let Some(&idx) = self
+                        .edges
+                        .find(hash, |&i| slab.matches(i, parent, flags, key))
+                    else {
+                        break;
+                    };
+                    idx
+                }
             };
+            depth += 1;
+            end.last = idx;
             let n = slab.get(idx);
             if n.path != NONE {
-                best = n.path;
+                end.best = n.path;
+                end.best_depth = depth;
             }
             if n.next_module == NONE {
                 break;
@@ -287,7 +422,108 @@ impl Classifier {
             flags &= !ROOT;
             rest = next_rest;
         }
-        (best != NONE).then_some(PathId(best))
+        end
+    }
+
+    /// The twin of node `r`: the node of the other mode with the same key
+    /// below the twin of `r`'s parent (or at the same receiving module).
+    /// `None` if there is none or `r` has been freed.
+    pub fn twin(&self, r: DemuxNodeRef) -> Option<DemuxNodeRef> {
+        self.slab.live(r)?;
+        let t = self.slab.twin(r.0);
+        (t != NONE).then_some(DemuxNodeRef(t))
+    }
+
+    /// The lookup without twins: the passive walk probes from the root, as
+    /// in thesis §3.4.3.1. For tests that compare probe counts.
+    #[cfg(feature = "testing")]
+    pub fn classify_probes_from_root(&self, module: ModuleId, msg: &[u8]) -> (Option<PathId>, u32) {
+        let mut probes = 0;
+        let extract = self.installed();
+        let mut best = self
+            .walk(
+                module,
+                msg,
+                KeyMode::Active,
+                &extract,
+                &[],
+                &mut probes,
+                &mut (),
+            )
+            .best;
+        if best == NONE {
+            best = self
+                .walk(
+                    module,
+                    msg,
+                    KeyMode::Passive,
+                    &extract,
+                    &[],
+                    &mut probes,
+                    &mut (),
+                )
+                .best;
+        }
+        ((best != NONE).then_some(PathId(best)), probes)
+    }
+
+    /// Checks the tree's internal invariants (edge table, counts, twins);
+    /// for the differential tests and the fuzz target.
+    #[cfg(feature = "testing")]
+    pub fn check_invariants(&self) -> Result<(), String> {
+        let mut live = 0;
+        for i in self.slab.live_indices() {
+            live += 1;
+            let n = self.slab.get(i);
+            let key = self.slab.key(i);
+            if self.find_edge(n.parent, n.flags, &key) != Some(i) {
+                return Err(format!("node {i} is not found by its own edge"));
+            }
+            if n.flags & ROOT == 0 && self.slab.live(DemuxNodeRef(n.parent)).is_none() {
+                return Err(format!("node {i} hangs from a freed parent"));
+            }
+            let want = self.expected_twin(i).unwrap_or(NONE);
+            let got = self.slab.twin(i);
+            if got != want {
+                return Err(format!("node {i} has twin {got}, expected {want}"));
+            }
+            if got != NONE && self.slab.twin(got) != i {
+                return Err(format!("twin of node {i} is not symmetric"));
+            }
+        }
+        if live != self.slab.live_count() || live as usize != self.edges.len() {
+            return Err(format!(
+                "{live} live nodes, live count {}, {} edges",
+                self.slab.live_count(),
+                self.edges.len()
+            ));
+        }
+        Ok(())
+    }
+
+    /// The node with edge `(parent, flags, key)`.
+    fn find_edge(&self, parent: u32, flags: u8, key: &Key) -> Option<u32> {
+        let hash = self.hasher.edge(parent, flags, key);
+        let slab = &self.slab;
+        self.edges
+            .find(hash, |&i| slab.matches(i, parent, flags, key))
+            .copied()
+    }
+
+    /// The node that should be `idx`'s twin (the twin invariant, in the
+    /// crate docs): the other mode's node with the same key, under the twin
+    /// of `idx`'s parent or at the same receiving module.
+    fn expected_twin(&self, idx: u32) -> Option<u32> {
+        let n = self.slab.get(idx);
+        let parent = if n.flags & ROOT != 0 {
+            n.parent
+        } else {
+            match self.slab.twin(n.parent) {
+                NONE => return None,
+                t => t,
+            }
+        };
+        self.find_edge(parent, n.flags ^ PASSIVE, &self.slab.key(idx))
     }
 
     // ----------------------------------------------------------------
@@ -417,6 +653,12 @@ impl Classifier {
                     let n = slab.get(i);
                     hasher.edge(n.parent, n.flags, &slab.key(i))
                 });
+                // Keep the twin invariant: parents exist before their
+                // children, so whichever of two twins comes second finds
+                // the first here, under its parent's twin.
+                if let Some(t) = self.expected_twin(idx) {
+                    self.slab.link_twins(idx, t);
+                }
                 idx
             }
         };

@@ -31,17 +31,11 @@
 //!    among *active* filters, if any matches; otherwise
 //! 2. the longest matching filter among *passive* filters; otherwise `None`.
 //!
-//! It is computed by walking the active tree from the receiving module,
-//! remembering the deepest node that has a path, until a level's key is
-//! missing, a partial classifier gives up, or no module refines further;
-//! only if that walk found no path is the walk repeated in the passive tree.
-//! Each walk makes at most one hash probe per level, so a message passing
-//! `N` levels costs at most **`2N` probes** (thesis §3.4.3.1), and `N` is
-//! bounded by [`MAX_DEPTH`]. An active path therefore wins over a passive
-//! one whatever their lengths; this is the all-active-or-all-passive
-//! restriction of the thesis, which also makes the case of its Table 3.1 (an
-//! active connection beneath a listening one on the same port) come out
-//! right both ways.
+//! An active path therefore wins over a passive one whatever their lengths;
+//! this is the all-active-or-all-passive restriction of the thesis
+//! (§3.4.3.1), which also makes the case of its Table 3.1 (an active
+//! connection beneath a listening one on the same port) come out right both
+//! ways.
 //!
 //! Ambiguity is refused when a filter is registered, never resolved at
 //! lookup: two paths with the same mode and the same keys at every level
@@ -57,6 +51,57 @@
 //!
 //! [`ReferenceClassifier`] implements the same semantics naively (a list of
 //! filters); the tests and the fuzz target check that both always agree.
+//!
+//! # The walks, and what they cost
+//!
+//! The active and the passive filters form two trees, one node per *(parent,
+//! mode, key)*. [`Classifier::classify`] walks the active tree from the
+//! receiving module, one hash probe per level, remembering the deepest node
+//! that has a path, until a key is missing, a partial classifier gives up or
+//! no module refines further. Only if that walk found no path does the
+//! passive walk run — and it does not probe again the levels both walks share.
+//!
+//! **Twin invariant.** Every live node `x` knows its *twin*: the live node of
+//! the other mode with the same key whose parent is the twin of `x`'s parent
+//! (for a first level: which hangs from the same receiving module); `None`
+//! if there is none. The registration that creates the second of two twins
+//! links them (parents exist before their children, so its parent's twin is
+//! already known), freeing a node unlinks it. So along any chain of nodes,
+//! the twins form the other mode's chain with the same keys: where the
+//! passive keys of a message equal its active keys — a level whose key is
+//! mode-independent, like the EtherType, or a pass-through level — the
+//! passive walk is at the twin of the active walk's node. It therefore takes
+//! each twin of the active walk's chain instead of a probe, after checking
+//! that the twin carries exactly the edge *(current passive node, passive
+//! key)* it would have probed for (one node compare; the edge table holds
+//! one node per edge, so a matching twin *is* the probe's answer). At the
+//! first level where the twin is missing or its key differs from the passive
+//! key, the walk switches to probing. Correctness never depends on the twins:
+//! a twin is only a guess the walk verifies.
+//!
+//! With `N` levels of which the first `s` have twins that match, a message
+//! for a passive path costs the active walk's probes plus `N − s`: **`N + 1`
+//! probes** when the active walk misses at level `s + 1` — the common case of
+//! a bound socket receiving from a peer it has no connection with — and
+//! at most `2N − s` when an active path shares more of the message's keys
+//! (the active walk then misses deeper). An active path costs `N` probes; a
+//! message that matches nothing costs the active walk's probes plus the
+//! passive levels below `s`. The thesis's scheme (§3.4.3.1, Table 3.2:
+//! "almost twice as expensive") restarts the passive walk at the root: `2N`.
+//!
+//! Twins rather than nodes shared by both modes, because a shared node would
+//! need a path, a next module and counts per mode (the two trees may end
+//! different paths at, and continue to different modules after, the same
+//! keys), and the classifier would have to be told which modules' keys are
+//! mode-independent. Twins keep the 32-byte node, learn nothing from the
+//! modules, and cost 4 bytes per node in a side array that is read only when
+//! the active walk failed. The passive walk still calls each level's partial
+//! classifier in passive mode: only the module knows whether its passive key
+//! equals its active key for this message.
+//!
+//! [`Classifier::classify_traced`] also reports, per level of the path it
+//! found, the module and where its header starts and ends in the message
+//! ([`Trace`]), so the path's stages need not parse the headers again.
 //!
 //! # Example
 //!
@@ -101,8 +146,11 @@
 //! assert_eq!(c.classify(IP, &[17, 99, 21, 50]), Some(PathId(1))); // same host, other port
 //! assert_eq!(c.classify(IP, &[17, 7, 21, 3]), Some(PathId(1)));   // another host
 //! assert_eq!(c.classify(IP, &[17, 7, 22, 3]), None);              // nobody listens
-//! // At most 2N probes: 2 active (the second misses) + 2 passive.
+//! // 2 active probes (the second misses) + 2 passive: both levels' keys
+//! // differ between the modes, so the passive walk cannot use a twin.
 //! assert_eq!(c.classify_probes(IP, &[17, 99, 21, 50]), (Some(PathId(1)), 4));
+//! // Another host: the active walk misses at once, 1 + 2 probes.
+//! assert_eq!(c.classify_probes(IP, &[17, 7, 21, 3]), (Some(PathId(1)), 3));
 //!
 //! // A second listener on port 21 would be ambiguous.
 //! let err = c.insert(PathId(3), KeyMode::Passive, &[
@@ -128,6 +176,7 @@ mod level;
 mod node;
 mod partial;
 mod reference;
+mod trace;
 
 #[cfg(feature = "testing")]
 pub mod testing;
@@ -140,3 +189,4 @@ pub use level::Level;
 pub use node::{DemuxNodeInfo, DemuxNodeRef};
 pub use partial::PartialClassifier;
 pub use reference::ReferenceClassifier;
+pub use trace::{Trace, TraceLevel};

@@ -11,6 +11,15 @@
 //! A node is exactly 32 bytes (two per cache line): 13-byte keys (an IPv4
 //! active key is 9, a TCP port pair 4) are stored inline; longer keys, up
 //! to [`Key::MAX_LEN`], spill into a side table.
+//!
+//! Each node also has a **twin**: the node of the other mode with the same
+//! key whose parent is the twin of this node's parent (or which hangs from
+//! the same receiving module), if it exists. A twin is what the passive walk
+//! reaches when its keys equal the active walk's, so it lets the passive
+//! walk take over the active walk's prefix without a hash probe (see
+//! `Classifier::classify`). Twins live in a side array, not in the node: they
+//! are read only when the active walk failed, and keeping them out keeps the
+//! node at 32 bytes for the active walk's cache lines.
 
 use crate::{Key, KeyMode, ModuleId, PathId};
 
@@ -92,6 +101,9 @@ pub(crate) struct NodeSlab {
     live: u32,
     spill: Vec<[u8; Key::MAX_LEN]>,
     spill_free: Vec<u32>,
+    /// `twin[i]`: node `i`'s twin in the other mode's tree, or `NONE`.
+    /// Symmetric, and only ever names live nodes: `free` unlinks both sides.
+    twin: Vec<u32>,
 }
 
 impl NodeSlab {
@@ -114,6 +126,25 @@ impl NodeSlab {
         self.nodes.capacity() * std::mem::size_of::<DemuxNode>()
             + self.spill.capacity() * Key::MAX_LEN
             + self.spill_free.capacity() * 4
+            + self.twin.capacity() * 4
+    }
+
+    /// Node `idx`'s twin, or `NONE`.
+    #[inline]
+    pub(crate) fn twin(&self, idx: u32) -> u32 {
+        self.twin[idx as usize]
+    }
+
+    /// Makes live nodes `a` and `b` each other's twin.
+    pub(crate) fn link_twins(&mut self, a: u32, b: u32) {
+        self.twin[a as usize] = b;
+        self.twin[b as usize] = a;
+    }
+
+    /// Indices of the live nodes (for invariant checks).
+    #[cfg(feature = "testing")]
+    pub(crate) fn live_indices(&self) -> impl Iterator<Item = u32> + '_ {
+        (0..self.nodes.len() as u32).filter(|&i| self.get(i).num_paths > 0)
     }
 
     pub(crate) fn live_count(&self) -> u32 {
@@ -185,10 +216,13 @@ impl NodeSlab {
             Some(idx) => {
                 self.free_head = (self.get(idx).parent != NONE).then_some(self.get(idx).parent);
                 *self.get_mut(idx) = node;
+                // `free` left the slot unlinked.
+                debug_assert_eq!(self.twin[idx as usize], NONE);
                 idx
             }
             None => {
                 self.nodes.push(node);
+                self.twin.push(NONE);
                 (self.nodes.len() - 1) as u32
             }
         }
@@ -200,6 +234,10 @@ impl NodeSlab {
         debug_assert_eq!(n.num_paths, 0);
         if n.key_len as usize > INLINE {
             self.spill_free.push(spill_index(&n));
+        }
+        let t = std::mem::replace(&mut self.twin[idx as usize], NONE);
+        if t != NONE {
+            self.twin[t as usize] = NONE;
         }
         let link = self.free_head.unwrap_or(NONE);
         let slot = self.get_mut(idx);

@@ -3,7 +3,8 @@
 //! its own. The proptest and the fuzz target check that both always agree.
 
 use crate::classifier::check_filter;
-use crate::{ClassifyError, Key, KeyMode, Level, ModuleId, PathId};
+use crate::trace::Recorder;
+use crate::{ClassifyError, Key, KeyMode, Level, ModuleId, PathId, Trace};
 
 /// One installed filter.
 #[derive(Clone, Debug)]
@@ -126,17 +127,51 @@ impl ReferenceClassifier {
     where
         E: Fn(ModuleId, &[u8], KeyMode) -> Option<(Key, usize)>,
     {
-        for mode in [KeyMode::Active, KeyMode::Passive] {
-            let best = self
-                .filters
-                .iter()
-                .filter(|f| f.mode == mode && matches(f, module, msg, &extract))
-                .max_by_key(|f| f.levels.len());
-            if let Some(f) = best {
-                return Some(f.path);
-            }
+        self.best(module, msg, &extract).map(|f| f.path)
+    }
+
+    /// Like [`classify_with`](Self::classify_with), filling `trace` as
+    /// [`Classifier::classify_traced`](crate::Classifier::classify_traced)
+    /// does: the winning filter's levels, each with the offset and length
+    /// its module's classifier reports in the filter's mode.
+    pub fn classify_traced_with<E>(
+        &self,
+        module: ModuleId,
+        msg: &[u8],
+        extract: E,
+        trace: &mut Trace,
+    ) -> Option<PathId>
+    where
+        E: Fn(ModuleId, &[u8], KeyMode) -> Option<(Key, usize)>,
+    {
+        let Some(f) = self.best(module, msg, &extract) else {
+            trace.finish(None, 0);
+            return None;
+        };
+        let mut offset = 0;
+        for (depth, &(m, _)) in f.levels.iter().enumerate() {
+            // The filter matched, so every level extracts and fits.
+            let (_, used) = extract(m, msg.get(offset..)?, f.mode)?;
+            trace.level(depth, m, offset, used);
+            offset += used;
         }
-        None
+        trace.finish(Some(f.mode), f.levels.len());
+        Some(f.path)
+    }
+
+    /// The longest matching active filter, else the longest passive one.
+    fn best<E>(&self, module: ModuleId, msg: &[u8], extract: &E) -> Option<&Filter>
+    where
+        E: Fn(ModuleId, &[u8], KeyMode) -> Option<(Key, usize)>,
+    {
+        [KeyMode::Active, KeyMode::Passive]
+            .into_iter()
+            .find_map(|mode| {
+                self.filters
+                    .iter()
+                    .filter(|f| f.mode == mode && matches(f, module, msg, extract))
+                    .max_by_key(|f| f.levels.len())
+            })
     }
 }
 

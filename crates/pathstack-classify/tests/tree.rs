@@ -1,11 +1,13 @@
 //! Behaviour of the demux tree through its public API: the establish-chain
 //! registration, Table 3.1, ambiguity, pass-through and blocking modules,
-//! exact removal and the 2N probe bound.
+//! exact removal, probe counts, twins and tracing.
 
 use pathstack_classify::testing::inet::{self, ETH, IPV4, TCP, UDP};
 use pathstack_classify::testing::ops::FilterSpec;
 use pathstack_classify::testing::packet::PacketSpec;
-use pathstack_classify::{Classifier, ClassifyError, Key, KeyMode, Level, ModuleId, PathId};
+use pathstack_classify::{
+    Classifier, ClassifyError, Key, KeyMode, Level, ModuleId, PathId, Trace, TraceLevel,
+};
 
 const LOCAL: [u8; 4] = [192, 12, 69, 168];
 const REMOTE: [u8; 4] = [18, 181, 0, 21];
@@ -64,19 +66,145 @@ fn table_3_1_active_beneath_passive() {
     }
 }
 
-/// The 2N bound: 3 levels, an active lookup makes 3 probes, a passive one
-/// at most 3 + 3.
+/// Probes per classification over ETH/IPv4/UDP (N = 3), where only ETH's
+/// key (the EtherType) is the same in both modes.
 #[test]
-fn at_most_two_n_probes() {
+fn probe_counts() {
     let mut c = classifier();
     insert(&mut c, 1, &udp(KeyMode::Passive, 21, 0)).unwrap();
     insert(&mut c, 2, &udp(KeyMode::Active, 21, 3949)).unwrap();
+    // (a) An active path: one probe per level.
     let hit = PacketSpec::udp(LOCAL, 21, REMOTE, 3949).build();
     assert_eq!(c.classify_probes(ETH, &hit), (Some(PathId(2)), 3));
-    let listen = PacketSpec::udp(LOCAL, 21, REMOTE, 1).build();
-    assert_eq!(c.classify_probes(ETH, &listen), (Some(PathId(1)), 6));
+    // (b) A passive path, from a host with no connection here: the active
+    // walk misses at IP, the passive walk takes ETH's twin and probes IP
+    // and UDP — N + 1 (2N restarting from the root).
     let other_host = PacketSpec::udp(LOCAL, 21, [1, 1, 1, 1], 1).build();
-    assert_eq!(c.classify_probes(ETH, &other_host), (Some(PathId(1)), 5));
+    assert_eq!(c.classify_probes(ETH, &other_host), (Some(PathId(1)), 4));
+    assert_eq!(
+        c.classify_probes_from_root(ETH, &other_host),
+        (Some(PathId(1)), 5)
+    );
+    // ... and from the connected host, another port: the active walk misses
+    // only at UDP, so 3 + 2 = 2N − 1 (2N from the root).
+    let listen = PacketSpec::udp(LOCAL, 21, REMOTE, 1).build();
+    assert_eq!(c.classify_probes(ETH, &listen), (Some(PathId(1)), 5));
+    assert_eq!(
+        c.classify_probes_from_root(ETH, &listen),
+        (Some(PathId(1)), 6)
+    );
+    // (c) Misses: nobody listens on the port (ETH twin, IP probed in both
+    // modes, UDP passive) ...
+    let closed = PacketSpec::udp(LOCAL, 22, [1, 1, 1, 1], 1).build();
+    assert_eq!(c.classify_probes(ETH, &closed), (None, 4));
+    // ... an IP protocol nobody uses (no IP node in either mode) ...
+    let tcp = PacketSpec::tcp(LOCAL, 21, [1, 1, 1, 1], 1).build();
+    assert_eq!(c.classify_probes(ETH, &tcp), (None, 3));
+    // ... and an EtherType nobody uses: no active node, so no twin to take.
+    let mut arp = hit.clone();
+    arp[12..14].copy_from_slice(&0x0806u16.to_be_bytes());
+    assert_eq!(c.classify_probes(ETH, &arp), (None, 2));
+
+    // A host with only bound sockets: the active walk misses at once.
+    let mut server = classifier();
+    insert(&mut server, 1, &udp(KeyMode::Passive, 21, 0)).unwrap();
+    assert_eq!(
+        server.classify_probes(ETH, &other_host),
+        (Some(PathId(1)), 4)
+    );
+}
+
+/// Twins pair the nodes of both modes that have the same keys from the
+/// receiving module on, in either registration order, and come apart when
+/// one side is removed.
+#[test]
+fn twins_link_and_unlink() {
+    for passive_first in [true, false] {
+        let mut c = classifier();
+        let eth = Level::demux(ETH, Key::from_array([8, 0]));
+        let ip_key = Key::from_array([17]);
+        let register = |c: &mut Classifier, p: u32, mode: KeyMode| {
+            let e = c.register(PathId(p), mode, None, eth, Some(IPV4)).unwrap();
+            let i = c
+                .register(PathId(p), mode, Some(e), Level::demux(IPV4, ip_key), None)
+                .unwrap();
+            (e, i)
+        };
+        let (first, second) = if passive_first {
+            (KeyMode::Passive, KeyMode::Active)
+        } else {
+            (KeyMode::Active, KeyMode::Passive)
+        };
+        let (e1, i1) = register(&mut c, 1, first);
+        assert_eq!(c.twin(e1), None);
+        let (e2, i2) = register(&mut c, 2, second);
+        assert_eq!((c.twin(e1), c.twin(e2)), (Some(e2), Some(e1)));
+        assert_eq!((c.twin(i1), c.twin(i2)), (Some(i2), Some(i1)));
+        // A key only one mode uses has no twin.
+        let e3 = c
+            .register(
+                PathId(3),
+                first,
+                None,
+                Level::demux(ETH, Key::from_array([8, 6])),
+                None,
+            )
+            .unwrap();
+        assert_eq!(c.twin(e3), None);
+        c.remove(PathId(2)).unwrap();
+        assert_eq!((c.twin(e1), c.twin(i1)), (None, None));
+        assert_eq!(c.twin(e2), None, "freed nodes have no twin");
+    }
+}
+
+/// `classify_traced` reports where each header of the found path starts.
+#[test]
+fn traces_the_found_path() {
+    let mut c = classifier();
+    insert(&mut c, 1, &udp(KeyMode::Passive, 21, 0)).unwrap();
+    insert(&mut c, 2, &udp(KeyMode::Active, 21, 3949)).unwrap();
+    let ip = FilterSpec::Ip {
+        mode: KeyMode::Active,
+        proto: inet::PROTO_UDP,
+        laddr: LOCAL,
+        raddr: REMOTE,
+    };
+    insert(&mut c, 3, &ip).unwrap();
+    let level = |module, offset, len| TraceLevel {
+        module,
+        offset,
+        len,
+    };
+    let mut t = Trace::new();
+    let spec = PacketSpec {
+        ip_options: 2,
+        ..PacketSpec::udp(LOCAL, 21, REMOTE, 3949)
+    };
+    assert_eq!(
+        c.classify_traced(ETH, &spec.build(), &mut t),
+        Some(PathId(2))
+    );
+    assert_eq!(t.mode(), Some(KeyMode::Active));
+    assert_eq!(
+        t.levels(),
+        [level(ETH, 0, 14), level(IPV4, 14, 28), level(UDP, 42, 8)]
+    );
+    assert_eq!(t.end(), 50);
+    // The passive path, found after the active walk missed at UDP.
+    let other = PacketSpec::udp(LOCAL, 21, [1, 2, 3, 4], 5).build();
+    assert_eq!(c.classify_traced(ETH, &other, &mut t), Some(PathId(1)));
+    assert_eq!(t.mode(), Some(KeyMode::Passive));
+    assert_eq!(
+        t.levels(),
+        [level(ETH, 0, 14), level(IPV4, 14, 20), level(UDP, 34, 8)]
+    );
+    // A path that ends above the deepest level walked: only its levels.
+    let closed = PacketSpec::udp(LOCAL, 22, REMOTE, 3949).build();
+    assert_eq!(c.classify_traced(ETH, &closed, &mut t), Some(PathId(3)));
+    assert_eq!(t.levels(), [level(ETH, 0, 14), level(IPV4, 14, 20)]);
+    // No path: an empty trace.
+    assert_eq!(c.classify_traced(ETH, &[0; 10], &mut t), None);
+    assert!(t.levels().is_empty() && t.mode().is_none());
 }
 
 #[test]

@@ -3,7 +3,7 @@
 
 use super::inet::{self, ETH};
 use super::ops::Op;
-use crate::{Classifier, ClassifyError, ModuleId, ReferenceClassifier, MAX_DEPTH};
+use crate::{Classifier, ClassifyError, ModuleId, ReferenceClassifier, Trace, MAX_DEPTH};
 
 /// The classifier under test and its reference, fed the same operations.
 pub struct Differential {
@@ -12,6 +12,8 @@ pub struct Differential {
     /// The naive reference.
     pub reference: ReferenceClassifier,
     frame: Vec<u8>,
+    /// Reused traces of the tree and the reference.
+    traces: [Trace; 2],
 }
 
 impl Default for Differential {
@@ -29,6 +31,7 @@ impl Differential {
             tree,
             reference: ReferenceClassifier::new(),
             frame: Vec::new(),
+            traces: [Trace::new(), Trace::new()],
         }
     }
 
@@ -68,6 +71,11 @@ impl Differential {
             }
             Op::LookupRaw { at, bytes } => self.lookup(*at, bytes)?,
         }
+        if matches!(op, Op::Insert { .. } | Op::Remove(_)) {
+            self.tree
+                .check_invariants()
+                .map_err(|e| format!("after {op:?}: {e}"))?;
+        }
         if self.reference.is_empty()
             && (self.tree.node_count() != 0 || self.tree.chain_count() != 0)
         {
@@ -80,7 +88,7 @@ impl Differential {
         Ok(())
     }
 
-    fn lookup(&self, at: ModuleId, msg: &[u8]) -> Result<(), String> {
+    fn lookup(&mut self, at: ModuleId, msg: &[u8]) -> Result<(), String> {
         let (t, probes) = self.tree.classify_probes(at, msg);
         let w = self.tree.classify_with(at, msg, inet::extract);
         let r = self.reference.classify_with(at, msg, inet::extract);
@@ -91,6 +99,33 @@ impl Differential {
         }
         if probes as usize > 2 * MAX_DEPTH {
             return Err(format!("{probes} probes exceed the 2N bound"));
+        }
+        // The passive walk's twins never cost a probe more than restarting
+        // from the root would (thesis §3.4.3.1), and never change the answer.
+        let (root, root_probes) = self.tree.classify_probes_from_root(at, msg);
+        if root != t || probes > root_probes {
+            return Err(format!(
+                "lookup at {at} of {msg:02x?}: {probes} probes for {t:?}, restarting from the root {root_probes} for {root:?}"
+            ));
+        }
+        // Tracing sees the same levels as the reference's winning filter.
+        let [tree_trace, ref_trace] = &mut self.traces;
+        let tt = self.tree.classify_traced(at, msg, tree_trace);
+        let rt = self
+            .reference
+            .classify_traced_with(at, msg, inet::extract, ref_trace);
+        if tt != r || rt != r || tree_trace != ref_trace {
+            return Err(format!(
+                "traced lookup at {at} of {msg:02x?}: tree {tt:?} {tree_trace:?}, reference {rt:?} {ref_trace:?}"
+            ));
+        }
+        let tw = self
+            .tree
+            .classify_traced_with(at, msg, inet::extract, tree_trace);
+        if tw != r || tree_trace != ref_trace {
+            return Err(format!(
+                "traced lookup (with) at {at} of {msg:02x?}: tree {tw:?} {tree_trace:?}, reference {ref_trace:?}"
+            ));
         }
         Ok(())
     }

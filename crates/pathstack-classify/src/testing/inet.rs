@@ -22,6 +22,9 @@ pub const UDP: ModuleId = ModuleId(4);
 pub const ARP: ModuleId = ModuleId(5);
 /// A pass-through module (a byte counter between IP and UDP, §3.4.3.2).
 pub const COUNT: ModuleId = ModuleId(6);
+/// A toy module for raw filters whose key and header length both depend
+/// on the mode ([`MixClassifier`]). Id 7 is left to a module nobody knows.
+pub const MIX: ModuleId = ModuleId(8);
 
 /// Ethertypes and IP protocol numbers used by the tests.
 pub const ETHERTYPE_IPV4: u16 = 0x0800;
@@ -107,19 +110,38 @@ impl PartialClassifier for PortClassifier {
     }
 }
 
+/// The [`MIX`] classifier: active key the first byte, one byte long;
+/// passive key the second byte, two bytes long. Registering the same key in
+/// both modes gives twin nodes that the passive walk must not take on trust
+/// (a message's two keys usually differ), and a passive trace whose offsets
+/// differ from the active walk's.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct MixClassifier;
+
+impl PartialClassifier for MixClassifier {
+    #[inline]
+    fn extract(&self, msg: &[u8], mode: KeyMode) -> Option<(Key, usize)> {
+        match mode {
+            KeyMode::Active => Some((Key::from_array([*msg.first()?]), 1)),
+            KeyMode::Passive => Some((Key::from_array([*msg.get(1)?]), 2)),
+        }
+    }
+}
+
 /// The TCP classifier.
 pub const TCP_CLASSIFIER: PortClassifier = PortClassifier { fixed_len: None };
 /// The UDP classifier.
 pub const UDP_CLASSIFIER: PortClassifier = PortClassifier { fixed_len: Some(8) };
 
-/// Installs the Ethernet, IPv4, TCP and UDP classifiers (ARP and COUNT
-/// stay pass-through).
+/// Installs the Ethernet, IPv4, TCP, UDP and MIX classifiers (ARP and
+/// COUNT stay pass-through).
 pub fn install(c: &mut Classifier) {
-    let all: [(ModuleId, Box<dyn PartialClassifier>); 4] = [
+    let all: [(ModuleId, Box<dyn PartialClassifier>); 5] = [
         (ETH, Box::new(EthClassifier)),
         (IPV4, Box::new(Ipv4Classifier)),
         (TCP, Box::new(TCP_CLASSIFIER)),
         (UDP, Box::new(UDP_CLASSIFIER)),
+        (MIX, Box::new(MixClassifier)),
     ];
     for (m, pc) in all {
         // The ids are small constants, far below the registry bound.
@@ -137,6 +159,7 @@ pub fn extract(module: ModuleId, msg: &[u8], mode: KeyMode) -> Option<(Key, usiz
         IPV4 => Ipv4Classifier.extract(msg, mode),
         TCP => TCP_CLASSIFIER.extract(msg, mode),
         UDP => UDP_CLASSIFIER.extract(msg, mode),
+        MIX => MixClassifier.extract(msg, mode),
         _ => Some((Key::EMPTY, 0)),
     }
 }

@@ -180,9 +180,9 @@ fn mode(b: u8) -> KeyMode {
 }
 
 /// Module ids a raw level or raw lookup may use (including one no
-/// classifier knows, 7).
+/// classifier knows, 7, and the mode-dependent [`MIX`](inet::MIX), 8).
 fn module(b: u8) -> ModuleId {
-    ModuleId(1 + u32::from(b % 7))
+    ModuleId(1 + u32::from(b % 8))
 }
 
 /// Decodes arbitrary bytes into operations; never fails, never panics.
