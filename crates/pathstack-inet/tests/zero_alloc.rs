@@ -17,8 +17,10 @@ use pathstack_inet::udp_wire::{UdpPacket, UdpRepr};
 use pathstack_inet::{EthHeader, MacAddr};
 use std::net::Ipv4Addr;
 
-#[path = "../../pathstack-core/tests/support/counting_alloc.rs"]
-mod counting_alloc;
+use pathstack_testutil::counting_alloc;
+
+#[global_allocator]
+static GLOBAL: counting_alloc::CountingAlloc = counting_alloc::CountingAlloc;
 
 const OWN_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
 const OWN_MAC: MacAddr = MacAddr([2, 0, 0, 0, 0, 1]);

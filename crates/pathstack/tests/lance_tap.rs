@@ -5,14 +5,11 @@
 //! Every request is answered, the driver counts no error, and tshark finds
 //! nothing malformed in the capture taken between the chip and the TAP.
 
-#[path = "../../pathstack-devices/tests/common/mod.rs"]
-mod common;
-
-use common::{assert_tshark_clean, kernel_ping, privileged, TempFile, Topology};
 use pathstack::devices::{Access, LanceModule, PcapCapture, TapDevice, TapOptions, WaitMode};
 use pathstack::host::{Host, HostConfig};
 use pathstack::inet::eth::MacAddr;
 use pathstack::nic::Nic;
+use pathstack_testutil::{assert_tshark_clean, kernel_ping, privileged, TempFile, Topology};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;

@@ -16,8 +16,10 @@ use pathstack::host::{Host, HostConfig};
 use pathstack::inet::eth::MacAddr;
 use pathstack::inet::modules::{ArpStage, EthStage, IpStage, UdpStage};
 
-#[path = "../../pathstack-core/tests/support/counting_alloc.rs"]
-mod counting_alloc;
+use pathstack_testutil::counting_alloc;
+
+#[global_allocator]
+static GLOBAL: counting_alloc::CountingAlloc = counting_alloc::CountingAlloc;
 
 const PORT: u16 = 7;
 
