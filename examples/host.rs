@@ -36,7 +36,7 @@ use pathstack::core::synthetic::EchoStage;
 use pathstack::core::{Dir, PathId, Stack};
 use pathstack::devices::{PcapCapture, TapDevice, TapOptions, WaitMode};
 use pathstack::host::{Host, HostConfig};
-use pathstack::inet::eth::MacAddr;
+use pathstack::inet::MacAddr;
 use pathstack::nic::Nic;
 use std::net::Ipv4Addr;
 use std::process::ExitCode;

@@ -21,7 +21,7 @@
 use clap::Parser;
 use pathstack::devices::{TapDevice, TapOptions};
 use pathstack::host::HostConfig;
-use pathstack::inet::eth::MacAddr;
+use pathstack::inet::MacAddr;
 use pathstack::tokio::{Net, UdpSocket};
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::process::ExitCode;

@@ -143,18 +143,18 @@ pub(crate) mod tests {
 
     #[test]
     fn every_reason_enum_is_well_formed() {
-        check_reason_enum::<crate::eth::EthDropReason>();
-        check_reason_enum::<crate::arp::ArpDropReason>();
-        check_reason_enum::<crate::ipv4::Ipv4DropReason>();
+        check_reason_enum::<crate::wire::eth::EthDropReason>();
+        check_reason_enum::<crate::wire::arp::ArpDropReason>();
+        check_reason_enum::<crate::wire::ipv4::Ipv4DropReason>();
         check_reason_enum::<crate::reassembly::ReassemblyDropReason>();
-        check_reason_enum::<crate::icmp::IcmpDropReason>();
-        check_reason_enum::<crate::icmp::ErrorSuppressed>();
-        check_reason_enum::<crate::udp_wire::UdpDropReason>();
+        check_reason_enum::<crate::wire::icmp::IcmpDropReason>();
+        check_reason_enum::<crate::wire::icmp::ErrorSuppressed>();
+        check_reason_enum::<crate::wire::udp::UdpDropReason>();
     }
 
     #[test]
     fn counts_by_reason() {
-        use crate::eth::EthDropReason;
+        use crate::wire::eth::EthDropReason;
         let mut c = DropCounts::<EthDropReason>::new();
         c.count(EthDropReason::NotForUs);
         c.add(EthDropReason::Truncated, 3);

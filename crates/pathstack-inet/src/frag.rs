@@ -14,7 +14,7 @@
 //! header pushed into the space the earlier pieces occupied. So each payload
 //! byte is copied at most once and nothing comes from the heap.
 
-use crate::ipv4::{Ipv4EmitError, Ipv4Repr, MIN_HEADER_LEN};
+use crate::wire::ipv4::{Ipv4EmitError, Ipv4Repr, MIN_HEADER_LEN};
 use pathstack_core::{Msg, MsgError};
 
 /// Why a payload could not be sent as (fragmented) datagrams.
@@ -68,7 +68,7 @@ pub fn fragment(
 ) -> Result<usize, FragError> {
     let len = payload.len();
     let mtu_us = usize::from(mtu);
-    if len + MIN_HEADER_LEN > crate::ipv4::MAX_DATAGRAM_LEN {
+    if len + MIN_HEADER_LEN > crate::wire::ipv4::MAX_DATAGRAM_LEN {
         return Err(FragError::TooLong(len));
     }
     if len + MIN_HEADER_LEN <= mtu_us {
@@ -86,7 +86,7 @@ pub fn fragment(
         return Err(FragError::MtuTooSmall(mtu));
     }
     let base = usize::from(header.frag_offset);
-    if base + len > crate::ipv4::MAX_DATAGRAM_LEN - MIN_HEADER_LEN {
+    if base + len > crate::wire::ipv4::MAX_DATAGRAM_LEN - MIN_HEADER_LEN {
         return Err(FragError::TooLong(base + len));
     }
     let last_start = (len - 1) / chunk * chunk;
@@ -118,7 +118,7 @@ pub fn fragment(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ipv4::{protocol, tests::A, tests::B, Ipv4Packet};
+    use crate::wire::ipv4::{protocol, tests::A, tests::B, Ipv4Packet};
     use pathstack_core::{MsgPool, PoolConfig};
     use proptest::prelude::*;
 

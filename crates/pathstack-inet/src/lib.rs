@@ -12,19 +12,14 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-pub mod arp;
-pub mod checksum;
 pub mod drop_reason;
-pub mod eth;
 pub mod frag;
-pub mod icmp;
-pub mod ipv4;
 pub mod modules;
 pub mod rate_limit;
 pub mod reassembly;
 pub mod route;
-pub mod udp_wire;
+pub mod wire;
 
 pub use drop_reason::{DropCounts, DropReason};
-pub use eth::{EthDropReason, EthHeader, MacAddr};
-pub use ipv4::{Ipv4DropReason, Ipv4Packet, Ipv4Repr};
+pub use wire::eth::{EthDropReason, EthHeader, MacAddr};
+pub use wire::ipv4::{Ipv4DropReason, Ipv4Packet, Ipv4Repr};

@@ -8,12 +8,12 @@
 //! tests in one binary run on parallel threads.
 
 use pathstack_core::{Duration, Instant, MsgPool, PoolConfig};
-use pathstack_inet::arp::{ArpCache, ArpConfig, ArpOp, ArpPacket, Resolution};
 use pathstack_inet::frag::fragment;
-use pathstack_inet::icmp::{self, IcmpError, Quote};
-use pathstack_inet::ipv4::{self, protocol, Ipv4Repr};
 use pathstack_inet::reassembly::{Reassembler, Reassembly, ReassemblyConfig};
-use pathstack_inet::udp_wire::{UdpPacket, UdpRepr};
+use pathstack_inet::wire::arp::{ArpCache, ArpConfig, ArpOp, ArpPacket, Resolution};
+use pathstack_inet::wire::icmp::{self, IcmpError, Quote};
+use pathstack_inet::wire::ipv4::{self, protocol, Ipv4Repr};
+use pathstack_inet::wire::udp::{UdpPacket, UdpRepr};
 use pathstack_inet::{EthHeader, MacAddr};
 use std::net::Ipv4Addr;
 
@@ -83,11 +83,11 @@ fn round(w: &mut World, i: u64) -> usize {
         EthHeader {
             dst: mac,
             src: OWN_MAC,
-            ethertype: pathstack_inet::eth::EtherType::IPV4,
+            ethertype: pathstack_inet::wire::eth::EtherType::IPV4,
         }
         .push_onto(&mut m)
         .unwrap();
-        pathstack_inet::eth::pad_to_minimum(&mut m).unwrap();
+        pathstack_inet::wire::eth::pad_to_minimum(&mut m).unwrap();
         EthHeader::pop_from(&mut m).unwrap();
         let (repr, hl) = ipv4::receive(&mut m).unwrap();
         m.pop(hl).unwrap();
@@ -121,7 +121,7 @@ fn round(w: &mut World, i: u64) -> usize {
     {
         let b = echo.as_mut_slice();
         b[..8].copy_from_slice(&[icmp::types::ECHO_REQUEST, 0, 0, 0, 0, 1, 0, 1]);
-        let c = pathstack_inet::checksum::compute(&[b]);
+        let c = pathstack_inet::wire::checksum::compute(&[b]);
         b[2..4].copy_from_slice(&c);
     }
     icmp::echo_reply_in_place(echo.as_mut_slice()).unwrap();

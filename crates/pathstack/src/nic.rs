@@ -1,7 +1,7 @@
 //! Which driver stands between a host's ETH and its device.
 
 use pathstack_devices::Access;
-use pathstack_inet::eth::MacAddr;
+use pathstack_inet::MacAddr;
 use std::str::FromStr;
 
 /// The network adapter a host drives its device through.

@@ -6,7 +6,7 @@
 
 use pathstack::devices::{PcapCapture, TapDevice, TapOptions, WaitMode};
 use pathstack::host::{Host, HostConfig};
-use pathstack::inet::eth::MacAddr;
+use pathstack::inet::MacAddr;
 use pathstack_testutil::{assert_tshark_clean, kernel_ping, privileged, text, TempFile, Topology};
 use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -16,7 +16,7 @@ use pathstack::core::{Dir, PathId};
 use pathstack::devices::lance::sparse::AccessCounts;
 use pathstack::devices::{Access, LanceModule};
 use pathstack::host::{Host, HostConfig};
-use pathstack::inet::eth::MacAddr;
+use pathstack::inet::MacAddr;
 use pathstack::nic::Nic;
 use std::net::Ipv4Addr;
 

@@ -7,7 +7,7 @@
 
 use pathstack::devices::{Access, LanceModule, PcapCapture, TapDevice, TapOptions, WaitMode};
 use pathstack::host::{Host, HostConfig};
-use pathstack::inet::eth::MacAddr;
+use pathstack::inet::MacAddr;
 use pathstack::nic::Nic;
 use pathstack_testutil::{assert_tshark_clean, kernel_ping, privileged, TempFile, Topology};
 use std::sync::atomic::{AtomicBool, Ordering};

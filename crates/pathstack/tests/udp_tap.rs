@@ -18,7 +18,7 @@ use pathstack::core::synthetic::EchoStage;
 use pathstack::core::{Dir, PathId};
 use pathstack::devices::{PcapCapture, TapDevice, TapOptions, WaitMode};
 use pathstack::host::{Host, HostConfig};
-use pathstack::inet::eth::MacAddr;
+use pathstack::inet::MacAddr;
 use pathstack::nic::Nic;
 use pathstack_testutil::{assert_tshark_clean, privileged, text, TempFile, Topology};
 use std::io::Write;

@@ -13,8 +13,8 @@ use pathstack::core::rules::Rule;
 use pathstack::core::synthetic::{EchoStage, WireStage};
 use pathstack::core::{Dir, PathId, SchedKind};
 use pathstack::host::{Host, HostConfig};
-use pathstack::inet::eth::MacAddr;
 use pathstack::inet::modules::{ArpStage, EthStage, IpStage, UdpStage};
+use pathstack::inet::MacAddr;
 
 use pathstack_testutil::counting_alloc;
 

@@ -3,7 +3,7 @@
 //! padding to the minimum frame.
 
 use super::params::required;
-use crate::eth::{self as wire, EthHeader, MacAddr};
+use crate::wire::eth::{self as wire, EthHeader, MacAddr};
 use pathstack_core::attrs::{keys, Attrs};
 use pathstack_core::demux::{DemuxKey, Key, KeyMode, PartialClassifier};
 use pathstack_core::error::{ModuleError, PathError};

@@ -7,7 +7,7 @@
 //! path's sink queue for the application (a `ping` client). IP sends the
 //! errors it generates down this path too.
 
-use crate::icmp::{echo_reply_in_place, types, IcmpDropReason, IcmpPacket, HEADER_LEN};
+use crate::wire::icmp::{echo_reply_in_place, types, IcmpDropReason, IcmpPacket, HEADER_LEN};
 use pathstack_core::attrs::{keys, Attrs};
 use pathstack_core::error::{ModuleError, PathError};
 use pathstack_core::graph::spec::{Count, ModuleSpec, ServiceSpec, ServiceType};
@@ -126,7 +126,7 @@ impl Module for IcmpModule {
         if entry.is_some() {
             return Err(cx.refuse("ICMP is the top of its path"));
         }
-        attrs.insert(&keys::PROT_ID, u32::from(crate::ipv4::protocol::ICMP));
+        attrs.insert(&keys::PROT_ID, u32::from(crate::wire::ipv4::protocol::ICMP));
         Ok(Created {
             stage: Box::new(IcmpStage {
                 up: cx.growth().reverse(),
@@ -203,7 +203,7 @@ impl Stage for IcmpStage {
             return Verdict::Drop(IcmpDropReason::Truncated.qualified());
         }
         b[2..4].fill(0);
-        let sum = crate::checksum::compute(&[b]);
+        let sum = crate::wire::checksum::compute(&[b]);
         b[2..4].copy_from_slice(&sum);
         if let Some(m) = cx.module::<IcmpModule>() {
             m.counters.sent += 1;

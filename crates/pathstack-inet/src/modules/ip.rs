@@ -17,11 +17,11 @@
 use super::params::{optional, parse_cidr, required};
 use super::ETHERTYPE_IPV4;
 use crate::frag::fragment;
-use crate::icmp::{may_send_error, IcmpError, Quote};
-use crate::ipv4::{self, protocol, IdentCounter, Ipv4Repr, MIN_HEADER_LEN};
 use crate::rate_limit::TokenBucket;
 use crate::reassembly::{Reassembler, Reassembly, ReassemblyConfig};
 use crate::route::{RouteEntry, RoutingTable};
+use crate::wire::icmp::{may_send_error, IcmpError, Quote};
+use crate::wire::ipv4::{self, protocol, IdentCounter, Ipv4Repr, MIN_HEADER_LEN};
 use crate::Ipv4DropReason;
 use pathstack_core::attrs::keys::{self, AddrPart};
 use pathstack_core::attrs::{AttrKey, Attrs};

@@ -13,7 +13,7 @@
 //! ephemeral port (RFC 6335 §6: 49152–65535).
 
 use super::ip::LOCAL_IPV4;
-use crate::udp_wire::{UdpPacket, UdpRepr, HEADER_LEN};
+use crate::wire::udp::{UdpPacket, UdpRepr, HEADER_LEN};
 use pathstack_core::attrs::keys::{self, AddrPart};
 use pathstack_core::attrs::Attrs;
 use pathstack_core::demux::{DemuxKey, Key, KeyMode, PartialClassifier};
@@ -198,7 +198,7 @@ impl Module for UdpModule {
         } else {
             u.connected += 1;
         }
-        attrs.insert(&keys::PROT_ID, u32::from(crate::ipv4::protocol::UDP));
+        attrs.insert(&keys::PROT_ID, u32::from(crate::wire::ipv4::protocol::UDP));
         Ok(Created {
             stage: Box::new(UdpStage {
                 local_port: port,

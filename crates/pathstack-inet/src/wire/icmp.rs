@@ -9,9 +9,9 @@
 //! reply in the request's own buffer (Scout's `back` arrow) and errors in a
 //! pool buffer.
 
-use crate::checksum;
 use crate::drop_reason::drop_reasons;
-use crate::ipv4::{self, MAX_HEADER_LEN, MIN_HEADER_LEN};
+use crate::wire::checksum;
+use crate::wire::ipv4::{self, MAX_HEADER_LEN, MIN_HEADER_LEN};
 use etherparse::Icmpv4Slice;
 use pathstack_core::{Msg, MsgError, MsgPool};
 use std::fmt;
@@ -315,7 +315,7 @@ pub fn may_send_error(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ipv4::{protocol, tests::datagram, tests::A, tests::B, Ipv4Packet, Ipv4Repr};
+    use crate::wire::ipv4::{protocol, tests::datagram, tests::A, tests::B, Ipv4Packet, Ipv4Repr};
     use pathstack_core::PoolConfig;
     use proptest::prelude::*;
 

@@ -12,7 +12,7 @@
 //! allocates after [`ArpCache::new`]. Use a hash index if you need thousands.
 
 use crate::drop_reason::{drop_reasons, DropCounts};
-use crate::eth::{self, EthHeader, EtherType, MacAddr};
+use crate::wire::eth::{self, EthHeader, EtherType, MacAddr};
 use etherparse::{ArpHardwareId, ArpOperation, ArpPacketSlice};
 use pathstack_core::{Duration, Instant, Msg, MsgError, MsgPool};
 use std::collections::VecDeque;

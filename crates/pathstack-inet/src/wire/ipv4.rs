@@ -20,8 +20,8 @@
 //! header as fields, emitted without options: this stack originates no IP
 //! options, so every header it writes is 20 bytes.
 
-use crate::checksum;
 use crate::drop_reason::drop_reasons;
+use crate::wire::checksum;
 use etherparse::Ipv4HeaderSlice;
 use pathstack_core::{Msg, MsgError};
 use std::net::Ipv4Addr;

@@ -3,11 +3,11 @@
 //!
 //! Slicing and the emit-side checksum are etherparse's (`UdpHeaderSlice`,
 //! `UdpHeader::calc_checksum_ipv4_raw`); verification sums the pseudo header
-//! and the segment with [`crate::checksum`].
+//! and the segment with [`crate::wire::checksum`].
 
-use crate::checksum;
 use crate::drop_reason::drop_reasons;
-use crate::ipv4::protocol;
+use crate::wire::checksum;
+use crate::wire::ipv4::protocol;
 use etherparse::{UdpHeader, UdpHeaderSlice};
 use pathstack_core::{Msg, MsgError};
 use std::net::Ipv4Addr;
