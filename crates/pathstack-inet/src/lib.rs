@@ -12,6 +12,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod arp_cache;
 pub mod drop_reason;
 pub mod frag;
 pub mod modules;

@@ -8,9 +8,10 @@
 //! tests in one binary run on parallel threads.
 
 use pathstack_core::{Duration, Instant, MsgPool, PoolConfig};
+use pathstack_inet::arp_cache::{ArpCache, ArpConfig, Resolution};
 use pathstack_inet::frag::fragment;
 use pathstack_inet::reassembly::{Reassembler, Reassembly, ReassemblyConfig};
-use pathstack_inet::wire::arp::{ArpCache, ArpConfig, ArpOp, ArpPacket, Resolution};
+use pathstack_inet::wire::arp::{ArpOp, ArpPacket};
 use pathstack_inet::wire::icmp::{self, IcmpError, Quote};
 use pathstack_inet::wire::ipv4::{self, protocol, Ipv4Repr};
 use pathstack_inet::wire::udp::{UdpPacket, UdpRepr};

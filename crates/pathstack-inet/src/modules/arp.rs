@@ -12,9 +12,8 @@
 
 use super::params::{optional, required};
 use super::ETHERTYPE_ARP;
-use crate::wire::arp::{
-    ArpCache, ArpConfig, ArpEvent, ArpInput, ArpPacket, Resolution, PACKET_LEN,
-};
+use crate::arp_cache::{ArpCache, ArpConfig, ArpEvent, ArpInput, Resolution};
+use crate::wire::arp::{ArpPacket, PACKET_LEN};
 use crate::wire::eth::MacAddr;
 use pathstack_core::attrs::{keys, Attrs};
 use pathstack_core::error::{ModuleError, PathError};

@@ -18,6 +18,7 @@ use crate::drop_reason::drop_reasons;
 use etherparse::Ethernet2Slice;
 use pathstack_core::{Msg, MsgError};
 use std::fmt;
+use std::net::Ipv4Addr;
 
 pub use etherparse::EtherType;
 
@@ -101,6 +102,12 @@ impl fmt::Debug for MacAddr {
     }
 }
 
+/// The multicast MAC for an IPv4 multicast group (RFC 1112 §6.4: 01:00:5e
+/// followed by the low 23 bits of the group address).
+pub fn multicast_mac(group: Ipv4Addr) -> MacAddr {
+    let o = group.octets();
+    MacAddr([0x01, 0x00, 0x5e, o[1] & 0x7f, o[2], o[3]])
+}
 /// Why an incoming Ethernet frame was dropped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, thiserror::Error)]
 pub enum EthDropReason {
