@@ -148,7 +148,7 @@ pub(crate) mod tests {
         check_reason_enum::<crate::wire::ipv4::Ipv4DropReason>();
         check_reason_enum::<crate::reassembly::ReassemblyDropReason>();
         check_reason_enum::<crate::wire::icmp::IcmpDropReason>();
-        check_reason_enum::<crate::wire::icmp::ErrorSuppressed>();
+        check_reason_enum::<crate::icmp_suppression::ErrorSuppressed>();
         check_reason_enum::<crate::wire::udp::UdpDropReason>();
     }
 

@@ -15,6 +15,8 @@
 pub mod arp_cache;
 pub mod drop_reason;
 pub mod frag;
+pub mod icmp_suppression;
+pub mod ipv4_ident;
 pub mod modules;
 pub mod rate_limit;
 pub mod reassembly;

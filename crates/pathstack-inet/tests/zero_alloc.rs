@@ -10,6 +10,8 @@
 use pathstack_core::{Duration, Instant, MsgPool, PoolConfig};
 use pathstack_inet::arp_cache::{ArpCache, ArpConfig, Resolution};
 use pathstack_inet::frag::fragment;
+use pathstack_inet::icmp_suppression::may_send_error;
+use pathstack_inet::ipv4_ident::IdentCounter;
 use pathstack_inet::reassembly::{Reassembler, Reassembly, ReassemblyConfig};
 use pathstack_inet::wire::arp::{ArpOp, ArpPacket};
 use pathstack_inet::wire::icmp::{self, IcmpError, Quote};
@@ -32,7 +34,7 @@ struct World {
     pool: MsgPool,
     arp: ArpCache,
     reasm: Reassembler,
-    ids: ipv4::IdentCounter,
+    ids: IdentCounter,
     payload: Vec<u8>,
     delivered: usize,
 }
@@ -131,7 +133,7 @@ fn round(w: &mut World, i: u64) -> usize {
     Ipv4Repr::new(PEER_IP, OWN_IP, protocol::UDP, 1, 0)
         .push_onto(&mut dgram)
         .unwrap();
-    if icmp::may_send_error(dgram.as_slice(), false).is_ok() {
+    if may_send_error(dgram.as_slice(), false).is_ok() {
         let q = Quote::from_datagram(dgram.as_slice()).unwrap();
         seen += IcmpError::PortUnreachable.build(&w.pool, &q).unwrap().len();
     }
@@ -147,7 +149,7 @@ fn protocol_logic_makes_no_heap_allocations_after_warm_up() {
             ..ArpConfig::default()
         }),
         reasm: Reassembler::new(ReassemblyConfig::default()),
-        ids: ipv4::IdentCounter::new(1),
+        ids: IdentCounter::new(1),
         payload: (0..4000u32).map(|i| i as u8).collect(),
         delivered: 0,
     };

@@ -17,11 +17,13 @@
 use super::params::{optional, parse_cidr, required};
 use super::ETHERTYPE_IPV4;
 use crate::frag::fragment;
+use crate::icmp_suppression::may_send_error;
+use crate::ipv4_ident::IdentCounter;
 use crate::rate_limit::TokenBucket;
 use crate::reassembly::{Reassembler, Reassembly, ReassemblyConfig};
 use crate::route::{RouteEntry, RoutingTable};
-use crate::wire::icmp::{may_send_error, IcmpError, Quote};
-use crate::wire::ipv4::{self, protocol, IdentCounter, Ipv4Repr, MIN_HEADER_LEN};
+use crate::wire::icmp::{IcmpError, Quote};
+use crate::wire::ipv4::{self, protocol, Ipv4Repr, MIN_HEADER_LEN};
 use crate::Ipv4DropReason;
 use pathstack_core::attrs::keys::{self, AddrPart};
 use pathstack_core::attrs::{AttrKey, Attrs};

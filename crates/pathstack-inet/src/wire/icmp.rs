@@ -11,11 +11,10 @@
 
 use crate::drop_reason::drop_reasons;
 use crate::wire::checksum;
-use crate::wire::ipv4::{self, MAX_HEADER_LEN, MIN_HEADER_LEN};
+use crate::wire::ipv4::{MAX_HEADER_LEN, MIN_HEADER_LEN};
 use etherparse::Icmpv4Slice;
 use pathstack_core::{Msg, MsgError, MsgPool};
 use std::fmt;
-use std::net::Ipv4Addr;
 
 /// Length of the ICMP header (type, code, checksum, rest-of-header word).
 pub const HEADER_LEN: usize = 8;
@@ -218,7 +217,8 @@ impl IcmpError {
     /// Builds the ICMP error message (no IP header) quoting `quote`, in a
     /// new buffer of `pool` with headroom for the IP and Ethernet headers.
     /// The caller sends it to the source of the quoted datagram from our
-    /// address, after [`may_send_error`] and the rate limiter said yes.
+    /// address, after
+    /// [`may_send_error`](crate::icmp_suppression::may_send_error) and the rate limiter said yes.
     pub fn build(&self, pool: &MsgPool, quote: &Quote) -> Result<Msg, MsgError> {
         let q = quote.as_bytes();
         let mut m = pool.alloc(HEADER_LEN + q.len())?;
@@ -234,82 +234,6 @@ impl IcmpError {
         b[2..4].copy_from_slice(&sum);
         Ok(m)
     }
-}
-
-/// Why an ICMP error was not generated. Counted like drops, so the
-/// statistics show why a host stayed silent.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, thiserror::Error)]
-pub enum ErrorSuppressed {
-    /// The offending datagram is itself an ICMP error (RFC 1122 §3.2.2 MUST NOT).
-    #[error("datagram is an ICMP error")]
-    AboutIcmpError,
-    /// It was sent to a broadcast or multicast address, IP or link layer (RFC 1122 §3.2.2 MUST NOT).
-    #[error("datagram was broadcast or multicast")]
-    Broadcast,
-    /// It is a fragment other than the first (RFC 1122 §3.2.2 MUST NOT).
-    #[error("datagram is a non-initial fragment")]
-    NonInitialFragment,
-    /// Its source does not name a single host: zero, loopback, broadcast,
-    /// multicast or class E (RFC 1122 §3.2.2 MUST NOT).
-    #[error("datagram source is not a single host")]
-    InvalidSource,
-    /// The offending bytes are not a readable IPv4 header.
-    #[error("offending datagram unreadable")]
-    Malformed,
-    /// The error rate limit is exhausted (RFC 1812 §4.3.2.8).
-    #[error("ICMP error rate limit")]
-    RateLimited,
-}
-
-drop_reasons!(ErrorSuppressed, "icmp.error_suppressed" {
-    AboutIcmpError => "about_icmp_error",
-    Broadcast => "broadcast",
-    NonInitialFragment => "non_initial_fragment",
-    InvalidSource => "invalid_source",
-    Malformed => "malformed",
-    RateLimited => "rate_limited",
-});
-
-/// Whether a host may send an ICMP error about `datagram` (the offending
-/// datagram from its IP header on). `link_or_subnet_broadcast` says whether
-/// it arrived as a link-layer broadcast or to a directed subnet broadcast
-/// address, which only the caller can know.
-///
-/// Applies the RFC 1122 §3.2.2 list: never about an ICMP error, a datagram
-/// to a broadcast or multicast address, a non-initial fragment, or one whose
-/// source does not define a single host. Rate limiting is separate
-/// ([`crate::rate_limit::TokenBucket`]).
-pub fn may_send_error(
-    datagram: &[u8],
-    link_or_subnet_broadcast: bool,
-) -> Result<(), ErrorSuppressed> {
-    if datagram.len() < MIN_HEADER_LEN || datagram[0] >> 4 != 4 {
-        return Err(ErrorSuppressed::Malformed);
-    }
-    let ihl = usize::from(datagram[0] & 0x0f) * 4;
-    if ihl < MIN_HEADER_LEN || datagram.len() < ihl {
-        return Err(ErrorSuppressed::Malformed);
-    }
-    let src = Ipv4Addr::new(datagram[12], datagram[13], datagram[14], datagram[15]);
-    let dst = Ipv4Addr::new(datagram[16], datagram[17], datagram[18], datagram[19]);
-    if link_or_subnet_broadcast || dst.is_broadcast() || dst.is_multicast() {
-        return Err(ErrorSuppressed::Broadcast);
-    }
-    let frag_units = u16::from_be_bytes([datagram[6] & 0x1f, datagram[7]]);
-    if frag_units != 0 {
-        return Err(ErrorSuppressed::NonInitialFragment);
-    }
-    if src.is_unspecified() || src.is_loopback() || !ipv4::is_valid_source(src) {
-        return Err(ErrorSuppressed::InvalidSource);
-    }
-    if datagram[9] == ipv4::protocol::ICMP {
-        // Without the type we cannot tell an error from a query: stay silent.
-        match datagram.get(ihl) {
-            Some(&t) if !is_error_type(t) => {}
-            _ => return Err(ErrorSuppressed::AboutIcmpError),
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -396,60 +320,13 @@ mod tests {
         assert_eq!(&m.as_slice()[..2], &[types::TIME_EXCEEDED, 1]);
     }
 
-    #[test]
-    fn rfc1122_suppression_rules() {
-        let udp = |src, dst| datagram(&Ipv4Repr::new(src, dst, protocol::UDP, 1, 0), &[0; 8]);
-        assert_eq!(may_send_error(&udp(B, A), false), Ok(()));
-        assert_eq!(
-            may_send_error(&udp(B, A), true),
-            Err(ErrorSuppressed::Broadcast)
-        );
-        assert_eq!(
-            may_send_error(&udp(B, Ipv4Addr::BROADCAST), false),
-            Err(ErrorSuppressed::Broadcast)
-        );
-        assert_eq!(
-            may_send_error(&udp(B, Ipv4Addr::new(239, 1, 1, 1)), false),
-            Err(ErrorSuppressed::Broadcast)
-        );
-        assert_eq!(
-            may_send_error(&udp(Ipv4Addr::UNSPECIFIED, A), false),
-            Err(ErrorSuppressed::InvalidSource)
-        );
-        assert_eq!(
-            may_send_error(&udp(Ipv4Addr::LOCALHOST, A), false),
-            Err(ErrorSuppressed::InvalidSource)
-        );
-        let mut frag = Ipv4Repr::new(B, A, protocol::UDP, 1, 0);
-        frag.frag_offset = 1480;
-        assert_eq!(
-            may_send_error(&datagram(&frag, &[0; 8]), false),
-            Err(ErrorSuppressed::NonInitialFragment)
-        );
-        let icmp = |t: u8| {
-            datagram(
-                &Ipv4Repr::new(B, A, protocol::ICMP, 1, 0),
-                &[t, 0, 0, 0, 0, 0, 0, 0],
-            )
-        };
-        assert_eq!(
-            may_send_error(&icmp(types::DEST_UNREACHABLE), false),
-            Err(ErrorSuppressed::AboutIcmpError)
-        );
-        assert_eq!(may_send_error(&icmp(types::ECHO_REQUEST), false), Ok(()));
-        assert_eq!(
-            may_send_error(&[0x45; 10], false),
-            Err(ErrorSuppressed::Malformed)
-        );
-    }
-
     proptest! {
         #[test]
         fn parsers_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..100), bcast in any::<bool>()) {
             if let Ok(p) = IcmpPacket::parse(&bytes) {
                 let _ = (p.msg_type(), p.code(), p.rest_of_header(), p.payload(), p.is_error());
             }
-            let _ = may_send_error(&bytes, bcast);
+            let _ = crate::icmp_suppression::may_send_error(&bytes, bcast);
             if let Some(q) = Quote::from_datagram(&bytes) {
                 prop_assert!(q.as_bytes().len() <= 68);
                 prop_assert_eq!(q.as_bytes(), &bytes[..q.as_bytes().len()]);

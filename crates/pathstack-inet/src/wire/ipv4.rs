@@ -281,7 +281,7 @@ pub struct Ipv4Repr {
     pub ttl: u8,
     /// Type of service / DSCP+ECN byte.
     pub tos: u8,
-    /// Identification (RFC 791; see [`IdentCounter`]).
+    /// Identification (RFC 791; see [`IdentCounter`](crate::ipv4_ident::IdentCounter)).
     pub ident: u16,
     /// Don't Fragment.
     pub dont_frag: bool,
@@ -345,29 +345,6 @@ impl Ipv4Repr {
         // Length checked above and `h` is exactly 20 bytes: cannot fail.
         let _ = self.emit(h);
         Ok(())
-    }
-}
-
-/// The Identification counter of one sending host (RFC 791 §3.2: unique per
-/// source, destination and protocol while the datagram may be alive).
-/// A single wrapping counter satisfies that for all destinations at once;
-/// RFC 6864 §4.1 relaxes uniqueness for atomic (DF, unfragmented) datagrams.
-#[derive(Clone, Debug, Default)]
-pub struct IdentCounter {
-    next: u16,
-}
-
-impl IdentCounter {
-    /// A counter starting at `seed` (use something unpredictable per boot,
-    /// RFC 6864 §5 / RFC 7739 warn about predictable IDs).
-    pub fn new(seed: u16) -> Self {
-        IdentCounter { next: seed }
-    }
-    /// The next identification value.
-    pub fn next_ident(&mut self) -> u16 {
-        let id = self.next;
-        self.next = self.next.wrapping_add(1);
-        id
     }
 }
 
@@ -534,8 +511,6 @@ pub(crate) mod tests {
             r.push_onto(&mut big),
             Err(Ipv4EmitError::PayloadTooLong(_))
         ));
-        let mut ids = IdentCounter::new(u16::MAX);
-        assert_eq!((ids.next_ident(), ids.next_ident()), (u16::MAX, 0));
     }
 
     proptest! {
