@@ -139,7 +139,7 @@ mod tests {
     fn small_payload_is_one_datagram() {
         let v = collect(b"hello", &header(), 1500).unwrap();
         assert_eq!(v.len(), 1);
-        let p = Ipv4Packet::parse(&v[0]).unwrap();
+        let p = Ipv4Packet::new_checked(&v[0]).unwrap();
         assert!(!p.is_fragment());
         assert_eq!(p.payload(), b"hello");
     }
@@ -151,7 +151,7 @@ mod tests {
         let got: Vec<(usize, bool, usize)> = v
             .iter()
             .map(|f| {
-                let p = Ipv4Packet::parse(f).unwrap();
+                let p = Ipv4Packet::new_checked(f).unwrap();
                 assert_eq!(p.ident(), 42);
                 assert!(f.len() <= 1500);
                 (p.frag_offset(), p.more_frags(), p.payload().len())
@@ -190,10 +190,13 @@ mod tests {
         h.frag_offset = 1480;
         h.more_frags = true;
         let v = collect(&[7u8; 1480], &h, 576).unwrap();
-        let last = Ipv4Packet::parse(v.last().unwrap()).unwrap();
+        let last = Ipv4Packet::new_checked(v.last().unwrap()).unwrap();
         assert!(last.more_frags(), "MF of the original survives");
-        assert_eq!(Ipv4Packet::parse(&v[0]).unwrap().frag_offset(), 1480);
-        assert_eq!(Ipv4Packet::parse(&v[1]).unwrap().frag_offset(), 1480 + 552);
+        assert_eq!(Ipv4Packet::new_checked(&v[0]).unwrap().frag_offset(), 1480);
+        assert_eq!(
+            Ipv4Packet::new_checked(&v[1]).unwrap().frag_offset(),
+            1480 + 552
+        );
     }
 
     proptest! {
@@ -206,7 +209,7 @@ mod tests {
             let mut next = 0;
             for (i, f) in v.iter().enumerate() {
                 prop_assert!(f.len() <= usize::from(mtu));
-                let p = Ipv4Packet::parse(f).unwrap();
+                let p = Ipv4Packet::new_checked(f).unwrap();
                 prop_assert_eq!(p.frag_offset(), next);
                 let last = i + 1 == v.len();
                 prop_assert_eq!(p.more_frags(), !last);

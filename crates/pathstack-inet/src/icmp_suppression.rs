@@ -5,8 +5,7 @@
 
 use crate::drop_reason::drop_reasons;
 use crate::wire::icmp::is_error_type;
-use crate::wire::ipv4::{self, MIN_HEADER_LEN};
-use std::net::Ipv4Addr;
+use crate::wire::ipv4::{self, Ipv4Packet, MIN_HEADER_LEN};
 
 /// Why an ICMP error was not generated. Counted like drops, so the
 /// statistics show why a host stayed silent.
@@ -55,26 +54,26 @@ pub fn may_send_error(
     datagram: &[u8],
     link_or_subnet_broadcast: bool,
 ) -> Result<(), ErrorSuppressed> {
-    if datagram.len() < MIN_HEADER_LEN || datagram[0] >> 4 != 4 {
+    if datagram.len() < MIN_HEADER_LEN {
         return Err(ErrorSuppressed::Malformed);
     }
-    let ihl = usize::from(datagram[0] & 0x0f) * 4;
-    if ihl < MIN_HEADER_LEN || datagram.len() < ihl {
+    // 20 bytes are there: every fixed field can be read.
+    let ip = Ipv4Packet::new_unchecked(datagram);
+    let ihl = ip.header_len();
+    if ip.version() != 4 || ihl < MIN_HEADER_LEN || datagram.len() < ihl {
         return Err(ErrorSuppressed::Malformed);
     }
-    let src = Ipv4Addr::new(datagram[12], datagram[13], datagram[14], datagram[15]);
-    let dst = Ipv4Addr::new(datagram[16], datagram[17], datagram[18], datagram[19]);
+    let (src, dst) = (ip.src(), ip.dst());
     if link_or_subnet_broadcast || dst.is_broadcast() || dst.is_multicast() {
         return Err(ErrorSuppressed::Broadcast);
     }
-    let frag_units = u16::from_be_bytes([datagram[6] & 0x1f, datagram[7]]);
-    if frag_units != 0 {
+    if ip.frag_offset() != 0 {
         return Err(ErrorSuppressed::NonInitialFragment);
     }
     if src.is_unspecified() || src.is_loopback() || !ipv4::is_valid_source(src) {
         return Err(ErrorSuppressed::InvalidSource);
     }
-    if datagram[9] == ipv4::protocol::ICMP {
+    if ip.protocol() == ipv4::protocol::ICMP {
         // Without the type we cannot tell an error from a query: stay silent.
         match datagram.get(ihl) {
             Some(&t) if !is_error_type(t) => {}
@@ -89,6 +88,7 @@ mod tests {
     use super::*;
     use crate::wire::icmp::types;
     use crate::wire::ipv4::{protocol, tests::datagram, tests::A, tests::B, Ipv4Repr};
+    use std::net::Ipv4Addr;
 
     #[test]
     fn rfc1122_suppression_rules() {

@@ -646,7 +646,7 @@ mod tests {
         let h = Ipv4Repr::new(A, B, protocol::UDP, ident, 0);
         let mut out = Vec::new();
         fragment(&mut m, &h, mtu, |f| {
-            let p = Ipv4Packet::parse(f.as_slice()).unwrap();
+            let p = Ipv4Packet::new_checked(f.as_slice()).unwrap();
             out.push((p.repr(), p.payload().to_vec()));
         })
         .unwrap();
@@ -783,7 +783,7 @@ mod tests {
         assert_eq!(q.len(), 28);
         assert_eq!(&q[20..], &data[..8]);
         assert_eq!(
-            Ipv4Packet::parse(&q[..20]).err(),
+            Ipv4Packet::new_checked(&q[..20]).err(),
             Some(crate::wire::ipv4::Ipv4DropReason::TotalLengthTooLarge)
         );
         assert_eq!(r.drops().get(ReassemblyDropReason::TimedOut), 1);

@@ -94,7 +94,7 @@ fn round(w: &mut World, i: u64) -> usize {
         EthHeader::pop_from(&mut m).unwrap();
         let (repr, hl) = ipv4::receive(&mut m).unwrap();
         m.pop(hl).unwrap();
-        let u = UdpPacket::parse(m.as_slice(), repr.src, repr.dst).unwrap();
+        let u = UdpPacket::new_checked(m.as_slice(), repr.src, repr.dst).unwrap();
         seen += u.payload().len();
     }
 

@@ -273,7 +273,7 @@ impl Stage for UdpStage {
             let (Some(src), Some(dst)) = (a.peer_ip, a.local_ip) else {
                 return Verdict::Drop(NO_LOCAL_ADDR);
             };
-            let (sport, dport, len) = match UdpPacket::parse(msg.as_slice(), src, dst) {
+            let (sport, dport, len) = match UdpPacket::new_checked(msg.as_slice(), src, dst) {
                 Ok(p) => (p.src_port(), p.dst_port(), p.len()),
                 Err(e) => return Verdict::Drop(e.qualified()),
             };

@@ -12,8 +12,33 @@ use etherparse::{ArpHardwareId, ArpOperation, ArpPacketSlice};
 use pathstack_core::{Msg, MsgError, MsgPool};
 use std::net::Ipv4Addr;
 
+/// Where each field of an Ethernet/IPv4 ARP packet lies (RFC 826 "Packet
+/// format", with 6-byte hardware and 4-byte protocol addresses).
+pub mod field {
+    use std::ops::Range;
+
+    /// `ar$hrd`: hardware address space (1, Ethernet).
+    pub const HTYPE: Range<usize> = 0..2;
+    /// `ar$pro`: protocol address space (the EtherType of IPv4).
+    pub const PTYPE: Range<usize> = 2..4;
+    /// `ar$hln`: hardware address length (6).
+    pub const HLEN: usize = 4;
+    /// `ar$pln`: protocol address length (4).
+    pub const PLEN: usize = 5;
+    /// `ar$op`: request or reply.
+    pub const OPER: Range<usize> = 6..8;
+    /// `ar$sha`: sender hardware address.
+    pub const SHA: Range<usize> = 8..14;
+    /// `ar$spa`: sender protocol address.
+    pub const SPA: Range<usize> = 14..18;
+    /// `ar$tha`: target hardware address.
+    pub const THA: Range<usize> = 18..24;
+    /// `ar$tpa`: target protocol address.
+    pub const TPA: Range<usize> = 24..28;
+}
+
 /// Length of an Ethernet/IPv4 ARP packet.
-pub const PACKET_LEN: usize = 28;
+pub const PACKET_LEN: usize = field::TPA.end;
 
 /// Why an ARP packet, or a packet waiting for ARP, was dropped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, thiserror::Error)]
@@ -129,19 +154,19 @@ impl ArpPacket {
     /// Writes the 28-byte packet into the front of `buf`; `None` if too short.
     pub fn emit(&self, buf: &mut [u8]) -> Option<()> {
         let b = buf.get_mut(..PACKET_LEN)?;
-        b[0..2].copy_from_slice(&ArpHardwareId::ETHERNET.0.to_be_bytes());
-        b[2..4].copy_from_slice(&EtherType::IPV4.0.to_be_bytes());
-        b[4] = 6;
-        b[5] = 4;
+        b[field::HTYPE].copy_from_slice(&ArpHardwareId::ETHERNET.0.to_be_bytes());
+        b[field::PTYPE].copy_from_slice(&EtherType::IPV4.0.to_be_bytes());
+        b[field::HLEN] = 6;
+        b[field::PLEN] = 4;
         let op = match self.op {
             ArpOp::Request => ArpOperation::REQUEST,
             ArpOp::Reply => ArpOperation::REPLY,
         };
-        b[6..8].copy_from_slice(&op.0.to_be_bytes());
-        b[8..14].copy_from_slice(&self.sender_mac.0);
-        b[14..18].copy_from_slice(&self.sender_ip.octets());
-        b[18..24].copy_from_slice(&self.target_mac.0);
-        b[24..28].copy_from_slice(&self.target_ip.octets());
+        b[field::OPER].copy_from_slice(&op.0.to_be_bytes());
+        b[field::SHA].copy_from_slice(&self.sender_mac.0);
+        b[field::SPA].copy_from_slice(&self.sender_ip.octets());
+        b[field::THA].copy_from_slice(&self.target_mac.0);
+        b[field::TPA].copy_from_slice(&self.target_ip.octets());
         Some(())
     }
 

@@ -22,8 +22,22 @@ use std::net::Ipv4Addr;
 
 pub use etherparse::EtherType;
 
+/// Where each header field lies (the frame layout above).
+pub mod field {
+    use std::ops::Range;
+
+    /// Destination address.
+    pub const DESTINATION: Range<usize> = 0..6;
+    /// Source address.
+    pub const SOURCE: Range<usize> = 6..12;
+    /// EtherType of the payload (or, below 0x0600, an IEEE 802.3 length).
+    pub const ETHERTYPE: Range<usize> = 12..14;
+    /// First payload byte.
+    pub const PAYLOAD: usize = 14;
+}
+
 /// Length of the Ethernet II header.
-pub const HEADER_LEN: usize = 14;
+pub const HEADER_LEN: usize = field::PAYLOAD;
 /// Smallest frame we put on the wire, without the 4-byte FCS (IEEE 802.3
 /// minimum frame of 64 bytes minus the FCS). Shorter frames are padded.
 pub const MIN_FRAME_LEN: usize = 60;
@@ -174,9 +188,9 @@ impl EthHeader {
     /// Returns `None` if `buf` is shorter than [`HEADER_LEN`].
     pub fn emit(&self, buf: &mut [u8]) -> Option<()> {
         let h = buf.get_mut(..HEADER_LEN)?;
-        h[0..6].copy_from_slice(&self.dst.0);
-        h[6..12].copy_from_slice(&self.src.0);
-        h[12..14].copy_from_slice(&self.ethertype.0.to_be_bytes());
+        h[field::DESTINATION].copy_from_slice(&self.dst.0);
+        h[field::SOURCE].copy_from_slice(&self.src.0);
+        h[field::ETHERTYPE].copy_from_slice(&self.ethertype.0.to_be_bytes());
         Some(())
     }
 

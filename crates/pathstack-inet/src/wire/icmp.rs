@@ -11,13 +11,36 @@
 
 use crate::drop_reason::drop_reasons;
 use crate::wire::checksum;
-use crate::wire::ipv4::{MAX_HEADER_LEN, MIN_HEADER_LEN};
+use crate::wire::ipv4::{Ipv4Packet, MAX_HEADER_LEN, MIN_HEADER_LEN};
 use etherparse::Icmpv4Slice;
 use pathstack_core::{Msg, MsgError, MsgPool};
 use std::fmt;
 
+/// Where each header field lies (RFC 792: every message starts with type,
+/// code and checksum; the next word depends on the type).
+pub mod field {
+    use std::ops::Range;
+
+    /// Type.
+    pub const TYPE: usize = 0;
+    /// Code.
+    pub const CODE: usize = 1;
+    /// Checksum over the whole message.
+    pub const CHECKSUM: Range<usize> = 2..4;
+    /// The type-dependent second word.
+    pub const REST_OF_HEADER: Range<usize> = 4..8;
+    /// Identifier of an echo request or reply.
+    pub const ECHO_IDENT: Range<usize> = 4..6;
+    /// Sequence number of an echo request or reply.
+    pub const ECHO_SEQ: Range<usize> = 6..8;
+    /// Next-hop MTU of a fragmentation-needed unreachable (RFC 1191 §4).
+    pub const NEXT_HOP_MTU: Range<usize> = 6..8;
+    /// First byte after the header: echo data, or an error's quote.
+    pub const PAYLOAD: usize = 8;
+}
+
 /// Length of the ICMP header (type, code, checksum, rest-of-header word).
-pub const HEADER_LEN: usize = 8;
+pub const HEADER_LEN: usize = field::PAYLOAD;
 
 /// ICMP message types used here (RFC 792).
 pub mod types {
@@ -75,41 +98,103 @@ drop_reasons!(IcmpDropReason, "icmp" {
     BroadcastEcho => "broadcast_echo",
 });
 
-/// A checked view of an ICMP message (checksum verified).
+/// A view of an ICMP message in a byte buffer (the IP payload): the fields
+/// read and written through [`field`]. Made by [`IcmpPacket::new_checked`]
+/// for received bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct IcmpPacket<'a> {
-    bytes: &'a [u8],
+pub struct IcmpPacket<T: AsRef<[u8]>> {
+    buffer: T,
 }
 
-impl<'a> IcmpPacket<'a> {
-    /// Parses `bytes` (the IP payload) and verifies the checksum (RFC 792:
-    /// computed over the whole ICMP message).
-    pub fn parse(bytes: &'a [u8]) -> Result<IcmpPacket<'a>, IcmpDropReason> {
-        let s = Icmpv4Slice::from_slice(bytes).map_err(|_| IcmpDropReason::Truncated)?;
+impl<T: AsRef<[u8]>> IcmpPacket<T> {
+    /// A view of `buffer` without any check; it must hold at least
+    /// [`HEADER_LEN`] bytes.
+    pub const fn new_unchecked(buffer: T) -> Self {
+        IcmpPacket { buffer }
+    }
+
+    /// Validates `buffer` (the IP payload) and verifies the checksum
+    /// (RFC 792: computed over the whole ICMP message).
+    pub fn new_checked(buffer: T) -> Result<Self, IcmpDropReason> {
+        let s = Icmpv4Slice::from_slice(buffer.as_ref()).map_err(|_| IcmpDropReason::Truncated)?;
         if !checksum::verify(&[s.slice()]) {
             return Err(IcmpDropReason::BadChecksum);
         }
-        Ok(IcmpPacket { bytes })
+        Ok(IcmpPacket { buffer })
     }
+
+    /// The buffer.
+    pub fn into_inner(self) -> T {
+        self.buffer
+    }
+
     /// Type.
     pub fn msg_type(&self) -> u8 {
-        self.bytes[0]
+        self.buffer.as_ref()[field::TYPE]
     }
     /// Code.
     pub fn code(&self) -> u8 {
-        self.bytes[1]
+        self.buffer.as_ref()[field::CODE]
+    }
+    /// Checksum field.
+    pub fn checksum(&self) -> u16 {
+        let b = &self.buffer.as_ref()[field::CHECKSUM];
+        u16::from_be_bytes([b[0], b[1]])
     }
     /// Bytes 4..8 (identifier and sequence number of an echo; unused / next-hop MTU of an unreachable).
     pub fn rest_of_header(&self) -> [u8; 4] {
-        [self.bytes[4], self.bytes[5], self.bytes[6], self.bytes[7]]
-    }
-    /// Data after the 8-byte header (echo data, or the quoted datagram of an error).
-    pub fn payload(&self) -> &'a [u8] {
-        &self.bytes[HEADER_LEN..]
+        let b = &self.buffer.as_ref()[field::REST_OF_HEADER];
+        [b[0], b[1], b[2], b[3]]
     }
     /// Whether this is an error message.
     pub fn is_error(&self) -> bool {
         is_error_type(self.msg_type())
+    }
+}
+
+impl<'a, T: AsRef<[u8]> + ?Sized> IcmpPacket<&'a T> {
+    /// Data after the 8-byte header (echo data, or the quoted datagram of an error).
+    pub fn payload(&self) -> &'a [u8] {
+        &self.buffer.as_ref()[field::PAYLOAD..]
+    }
+}
+
+impl<T: AsRef<[u8]> + AsMut<[u8]>> IcmpPacket<T> {
+    /// Sets the type.
+    pub fn set_msg_type(&mut self, msg_type: u8) {
+        self.buffer.as_mut()[field::TYPE] = msg_type;
+    }
+    /// Sets the code.
+    pub fn set_code(&mut self, code: u8) {
+        self.buffer.as_mut()[field::CODE] = code;
+    }
+    /// Sets the checksum field.
+    pub fn set_checksum(&mut self, checksum: u16) {
+        self.buffer.as_mut()[field::CHECKSUM].copy_from_slice(&checksum.to_be_bytes());
+    }
+    /// Sets the identifier of an echo request or reply.
+    pub fn set_echo_ident(&mut self, ident: u16) {
+        self.buffer.as_mut()[field::ECHO_IDENT].copy_from_slice(&ident.to_be_bytes());
+    }
+    /// Sets the sequence number of an echo request or reply.
+    pub fn set_echo_seq(&mut self, seq: u16) {
+        self.buffer.as_mut()[field::ECHO_SEQ].copy_from_slice(&seq.to_be_bytes());
+    }
+    /// Sets the next-hop MTU of a fragmentation-needed message (RFC 1191 §4).
+    pub fn set_next_hop_mtu(&mut self, mtu: u16) {
+        self.buffer.as_mut()[field::NEXT_HOP_MTU].copy_from_slice(&mtu.to_be_bytes());
+    }
+    /// The data after the header, to fill in.
+    pub fn payload_mut(&mut self) -> &mut [u8] {
+        &mut self.buffer.as_mut()[field::PAYLOAD..]
+    }
+    /// Computes the checksum over the whole message and stores it (RFC 792:
+    /// summed with the checksum field zero).
+    pub fn fill_checksum(&mut self) {
+        let b = self.buffer.as_mut();
+        b[field::CHECKSUM].fill(0);
+        let sum = checksum::compute(&[b]);
+        b[field::CHECKSUM].copy_from_slice(&sum);
     }
 }
 
@@ -120,15 +205,16 @@ impl<'a> IcmpPacket<'a> {
 /// buffer holds, reassembled datagrams included. The IP layer then sends it
 /// back with source = the request's destination (RFC 1122 §3.2.2.6).
 pub fn echo_reply_in_place(icmp: &mut [u8]) -> Result<(), IcmpDropReason> {
-    let p = IcmpPacket::parse(icmp)?;
+    let mut p = IcmpPacket::new_checked(icmp)?;
     if p.msg_type() != types::ECHO_REQUEST || p.code() != 0 {
         return Err(IcmpDropReason::UnknownType);
     }
-    let old = u16::from_be_bytes([icmp[0], icmp[1]]);
-    icmp[0] = types::ECHO_REPLY;
-    let new = u16::from_be_bytes([icmp[0], icmp[1]]);
-    let c = checksum::update(u16::from_be_bytes([icmp[2], icmp[3]]), old, new);
-    icmp[2..4].copy_from_slice(&c.to_be_bytes());
+    // Type and code share the first 16-bit word of the checksum sum.
+    let old = u16::from_be_bytes([types::ECHO_REQUEST, 0]);
+    let new = u16::from_be_bytes([types::ECHO_REPLY, 0]);
+    p.set_msg_type(types::ECHO_REPLY);
+    let c = checksum::update(p.checksum(), old, new);
+    p.set_checksum(c);
     Ok(())
 }
 
@@ -160,9 +246,11 @@ impl Quote {
     /// Returns `None` if `datagram` does not start with a plausible IPv4
     /// header (version 4, IHL ≥ 5, IHL bytes present).
     pub fn from_datagram(datagram: &[u8]) -> Option<Quote> {
-        let first = *datagram.first()?;
-        let ihl = usize::from(first & 0x0f) * 4;
-        if first >> 4 != 4 || ihl < MIN_HEADER_LEN || datagram.len() < ihl {
+        datagram.first()?;
+        // Only the first byte is read before the length check.
+        let ip = Ipv4Packet::new_unchecked(datagram);
+        let ihl = ip.header_len();
+        if ip.version() != 4 || ihl < MIN_HEADER_LEN || datagram.len() < ihl {
             return None;
         }
         Some(Quote::new(&datagram[..ihl], &datagram[ihl..]))
@@ -222,16 +310,15 @@ impl IcmpError {
     pub fn build(&self, pool: &MsgPool, quote: &Quote) -> Result<Msg, MsgError> {
         let q = quote.as_bytes();
         let mut m = pool.alloc(HEADER_LEN + q.len())?;
-        let b = m.as_mut_slice();
+        let mut p = IcmpPacket::new_unchecked(m.as_mut_slice());
         let (t, c) = self.type_code();
-        b[0] = t;
-        b[1] = c;
+        p.set_msg_type(t);
+        p.set_code(c);
         if let IcmpError::FragmentationNeeded { next_hop_mtu } = self {
-            b[6..8].copy_from_slice(&next_hop_mtu.to_be_bytes());
+            p.set_next_hop_mtu(*next_hop_mtu);
         }
-        b[HEADER_LEN..].copy_from_slice(q);
-        let sum = checksum::compute(&[b]);
-        b[2..4].copy_from_slice(&sum);
+        p.payload_mut().copy_from_slice(q);
+        p.fill_checksum();
         Ok(m)
     }
 }
@@ -239,7 +326,7 @@ impl IcmpError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::ipv4::{protocol, tests::datagram, tests::A, tests::B, Ipv4Packet, Ipv4Repr};
+    use crate::wire::ipv4::{protocol, tests::datagram, tests::A, tests::B, Ipv4Repr};
     use pathstack_core::PoolConfig;
     use proptest::prelude::*;
 
@@ -255,7 +342,7 @@ mod tests {
     fn echo_reply_in_place_matches_etherparse() {
         let mut m = echo_request(b"ping payload!");
         echo_reply_in_place(&mut m).unwrap();
-        let p = IcmpPacket::parse(&m).unwrap();
+        let p = IcmpPacket::new_checked(&m).unwrap();
         assert_eq!(p.msg_type(), types::ECHO_REPLY);
         assert_eq!(p.rest_of_header(), [0x12, 0x34, 0, 1]);
         assert_eq!(p.payload(), b"ping payload!");
@@ -276,18 +363,21 @@ mod tests {
         let data: Vec<u8> = (0..65_000u32).map(|i| (i % 251) as u8).collect();
         let mut m = echo_request(&data);
         echo_reply_in_place(&mut m).unwrap();
-        assert!(IcmpPacket::parse(&m).is_ok());
+        assert!(IcmpPacket::new_checked(&m).is_ok());
     }
 
     #[test]
     fn parse_errors() {
         assert_eq!(
-            IcmpPacket::parse(&[8, 0, 0]),
+            IcmpPacket::new_checked(&[8, 0, 0]),
             Err(IcmpDropReason::Truncated)
         );
         let mut m = echo_request(b"x");
         m[8] ^= 1;
-        assert_eq!(IcmpPacket::parse(&m), Err(IcmpDropReason::BadChecksum));
+        assert_eq!(
+            IcmpPacket::new_checked(&m),
+            Err(IcmpDropReason::BadChecksum)
+        );
     }
 
     #[test]
@@ -305,11 +395,11 @@ mod tests {
             (IcmpError::FragmentationNeeded { next_hop_mtu: 1400 }, 4),
         ] {
             let m = err.build(&pool, &q).unwrap();
-            let p = IcmpPacket::parse(m.as_slice()).unwrap();
+            let p = IcmpPacket::new_checked(m.as_slice()).unwrap();
             assert_eq!((p.msg_type(), p.code()), (types::DEST_UNREACHABLE, code));
             assert!(p.is_error());
             assert_eq!(p.payload(), &orig[..28]);
-            let quoted = Ipv4Packet::parse(&p.payload()[..20]);
+            let quoted = Ipv4Packet::new_checked(&p.payload()[..20]);
             assert!(quoted.is_err(), "quote is truncated, as RFC 792 says");
             if code == 4 {
                 assert_eq!(p.rest_of_header(), [0, 0, 0x05, 0x78]);
@@ -323,7 +413,7 @@ mod tests {
     proptest! {
         #[test]
         fn parsers_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..100), bcast in any::<bool>()) {
-            if let Ok(p) = IcmpPacket::parse(&bytes) {
+            if let Ok(p) = IcmpPacket::new_checked(&bytes) {
                 let _ = (p.msg_type(), p.code(), p.rest_of_header(), p.payload(), p.is_error());
             }
             let _ = crate::icmp_suppression::may_send_error(&bytes, bcast);
@@ -333,7 +423,7 @@ mod tests {
             }
             let mut copy = bytes.clone();
             if echo_reply_in_place(&mut copy).is_ok() {
-                prop_assert!(IcmpPacket::parse(&copy).is_ok());
+                prop_assert!(IcmpPacket::new_checked(&copy).is_ok());
             }
         }
     }
