@@ -16,6 +16,7 @@
 
 use crate::drop_reason::drop_reasons;
 use etherparse::Ethernet2Slice;
+use pathstack_core::demux::{Key, KeyMode};
 use pathstack_core::{Msg, MsgError};
 use std::fmt;
 use std::net::Ipv4Addr;
@@ -234,6 +235,24 @@ pub fn pad_to_minimum(frame: &mut Msg) -> Result<(), MsgError> {
     Ok(())
 }
 
+/// The demux key of a path through ETH (Mosberger, *Scout: A Path-Based
+/// Operating System*, 1997, §3.4): its EtherType, in both modes — the
+/// Ethernet header names the protocol above, not a conversation.
+#[inline]
+pub fn path_demux_key(ethertype: u16) -> Key {
+    Key::from_array(ethertype.to_be_bytes())
+}
+
+/// The demux key of a received frame, and the header bytes it spans: what
+/// ETH's partial classifier extracts (the same key as [`path_demux_key`]
+/// for the frame's EtherType; `mode` does not change it). `None` when the
+/// frame is shorter than the header.
+#[inline]
+pub fn packet_demux_key(frame: &[u8], _mode: KeyMode) -> Option<(Key, usize)> {
+    let t = frame.get(field::ETHERTYPE)?;
+    Some((path_demux_key(u16::from_be_bytes([t[0], t[1]])), HEADER_LEN))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -299,6 +318,24 @@ mod tests {
         assert!(!MacAddr::ZERO.is_unicast());
         assert!(OWN.is_unicast());
         assert_eq!(OWN.to_string(), "02:00:00:00:00:01");
+    }
+
+    #[test]
+    fn packet_key_matches_the_path_key() {
+        let mut f = [0u8; HEADER_LEN];
+        EthHeader {
+            dst: OWN,
+            src: PEER,
+            ethertype: EtherType::ARP,
+        }
+        .emit(&mut f)
+        .unwrap();
+        for mode in [KeyMode::Active, KeyMode::Passive] {
+            let (k, used) = packet_demux_key(&f, mode).unwrap();
+            assert_eq!(k, path_demux_key(EtherType::ARP.0));
+            assert_eq!(used, HEADER_LEN);
+        }
+        assert!(packet_demux_key(&f[..13], KeyMode::Active).is_none());
     }
 
     proptest! {

@@ -25,6 +25,7 @@
 use crate::drop_reason::drop_reasons;
 use crate::wire::checksum;
 use etherparse::Ipv4HeaderSlice;
+use pathstack_core::demux::{Key, KeyMode};
 use pathstack_core::{Msg, MsgError};
 use std::net::Ipv4Addr;
 use std::ops::Range;
@@ -451,6 +452,53 @@ pub fn decrement_ttl_in_place(header: &mut [u8]) -> Result<(), Ipv4DropReason> {
     Ok(())
 }
 
+/// The demux key of a path through IP (Mosberger, *Scout: A Path-Based
+/// Operating System*, 1997, §3.4, Figure 3.10): in active mode, for a path
+/// with a fixed remote address, the protocol, the local address and the
+/// remote address; otherwise the protocol alone.
+#[inline]
+pub fn path_demux_key(
+    mode: KeyMode,
+    protocol: u8,
+    local: Ipv4Addr,
+    remote: Option<Ipv4Addr>,
+) -> Key {
+    match (mode, remote) {
+        (KeyMode::Active, Some(r)) => {
+            let l = local.octets();
+            let r = r.octets();
+            Key::from_array([protocol, l[0], l[1], l[2], l[3], r[0], r[1], r[2], r[3]])
+        }
+        _ => Key::from_array([protocol]),
+    }
+}
+
+/// The demux key of a received datagram, and the bytes it spans: what IP's
+/// partial classifier extracts. Local is the destination, remote the
+/// source, so the key equals [`path_demux_key`] of the path the datagram
+/// belongs to. Only version and IHL are checked (the IP stage validates the
+/// rest); `None` when they are wrong or the header is not all there.
+///
+/// A fragment has no complete transport header, so it spans the whole
+/// datagram: the walk ends at IP, whose own path reassembles it and
+/// classifies the whole datagram again (thesis §3.4.2, Figure 3.6).
+#[inline]
+pub fn packet_demux_key(datagram: &[u8], mode: KeyMode) -> Option<(Key, usize)> {
+    if datagram.len() < MIN_HEADER_LEN {
+        return None;
+    }
+    let p = Ipv4Packet::new_unchecked(datagram);
+    let ihl = p.header_len();
+    if p.version() != 4 || ihl < MIN_HEADER_LEN || datagram.len() < ihl {
+        return None;
+    }
+    let used = if p.is_fragment() { datagram.len() } else { ihl };
+    Some((
+        path_demux_key(mode, p.protocol(), p.dst(), Some(p.src())),
+        used,
+    ))
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -599,6 +647,28 @@ pub(crate) mod tests {
             r.push_onto(&mut big),
             Err(Ipv4EmitError::PayloadTooLong(_))
         ));
+    }
+
+    #[test]
+    fn packet_key_matches_the_path_key() {
+        let bytes = datagram(&Ipv4Repr::new(B, A, protocol::UDP, 5, 8), &[0; 8]);
+        for mode in [KeyMode::Active, KeyMode::Passive] {
+            // Received by A from B: local A, remote B.
+            let (k, used) = packet_demux_key(&bytes, mode).unwrap();
+            assert_eq!(k, path_demux_key(mode, protocol::UDP, A, Some(B)));
+            assert_eq!(used, MIN_HEADER_LEN);
+        }
+        // A listening path has no remote: its active key is the passive one.
+        assert_eq!(
+            path_demux_key(KeyMode::Active, protocol::UDP, A, None),
+            path_demux_key(KeyMode::Passive, protocol::UDP, A, Some(B))
+        );
+        let mut frag = Ipv4Repr::new(B, A, protocol::UDP, 5, 8);
+        frag.more_frags = true;
+        let bytes = datagram(&frag, &[0; 8]);
+        let (_, used) = packet_demux_key(&bytes, KeyMode::Active).unwrap();
+        assert_eq!(used, bytes.len(), "a fragment ends the walk at IP");
+        assert!(packet_demux_key(&bytes[..19], KeyMode::Active).is_none());
     }
 
     proptest! {

@@ -9,6 +9,7 @@ use crate::drop_reason::drop_reasons;
 use crate::wire::checksum;
 use crate::wire::ipv4::protocol;
 use etherparse::{UdpHeader, UdpHeaderSlice};
+use pathstack_core::demux::{Key, KeyMode};
 use pathstack_core::{Msg, MsgError};
 use std::net::Ipv4Addr;
 
@@ -184,6 +185,34 @@ impl UdpRepr {
     }
 }
 
+/// The demux key of a path through UDP (Mosberger, *Scout: A Path-Based
+/// Operating System*, 1997, §3.4, Figure 3.10): in active mode, for a
+/// connected path, the local and the remote port; otherwise the local port.
+#[inline]
+pub fn path_demux_key(mode: KeyMode, local_port: u16, remote_port: Option<u16>) -> Key {
+    let l = local_port.to_be_bytes();
+    match (mode, remote_port) {
+        (KeyMode::Active, Some(r)) => {
+            let r = r.to_be_bytes();
+            Key::from_array([l[0], l[1], r[0], r[1]])
+        }
+        _ => Key::from_array(l),
+    }
+}
+
+/// The demux key of a received datagram, and the header bytes it spans:
+/// what UDP's partial classifier extracts. Local is the destination port,
+/// remote the source port, so the key equals [`path_demux_key`] of the
+/// datagram's path. `None` when the header is not all there.
+#[inline]
+pub fn packet_demux_key(datagram: &[u8], mode: KeyMode) -> Option<(Key, usize)> {
+    let p = UdpPacket::new_unchecked(datagram.get(..HEADER_LEN)?);
+    Some((
+        path_demux_key(mode, p.dst_port(), Some(p.src_port())),
+        HEADER_LEN,
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -236,6 +265,29 @@ mod tests {
             UdpPacket::new_checked(&d[..7], A, B),
             Err(UdpDropReason::Truncated)
         );
+    }
+
+    #[test]
+    fn packet_key_matches_the_path_key() {
+        let pool = MsgPool::new(PoolConfig::small(2));
+        let mut m = pool.alloc_copy(b"x").unwrap();
+        UdpRepr {
+            src_port: 4000,
+            dst_port: 7,
+        }
+        .push_onto(&mut m, A, B)
+        .unwrap();
+        for mode in [KeyMode::Active, KeyMode::Passive] {
+            // Received by B: local port 7, remote port 4000.
+            let (k, used) = packet_demux_key(m.as_slice(), mode).unwrap();
+            assert_eq!(k, path_demux_key(mode, 7, Some(4000)));
+            assert_eq!(used, HEADER_LEN);
+        }
+        assert_eq!(
+            path_demux_key(KeyMode::Active, 7, None),
+            path_demux_key(KeyMode::Passive, 7, Some(4000))
+        );
+        assert!(packet_demux_key(&m.as_slice()[..7], KeyMode::Passive).is_none());
     }
 
     proptest! {
