@@ -47,12 +47,12 @@ use pathstack::core::attrs::keys::{AddrPart, Participants, PARTICIPANTS, PASSIVE
 use pathstack::core::attrs::Attrs;
 use pathstack::core::device::wire::{wire_pair, WireConfig};
 use pathstack::core::rules::Rule;
-use pathstack::core::synthetic::{EchoStage, WireStage};
+use pathstack::core::synthetic::{EchoStage, WireStage, ECHO_SPEC, WIRE_SPEC};
 use pathstack::core::{Dir, PathId, SchedKind};
-use pathstack::devices::lance::LanceStage;
+use pathstack::devices::lance::{LanceStage, LANCE_SPEC};
 use pathstack::devices::{TapDevice, TapOptions, WaitMode};
 use pathstack::host::{Host, HostConfig};
-use pathstack::inet::modules::{ArpStage, EthStage, IpStage, UdpStage};
+use pathstack::inet::modules::inline;
 use pathstack::inet::MacAddr;
 use pathstack::nic::Nic;
 use std::collections::HashMap;
@@ -141,18 +141,8 @@ fn config(
 /// sequence ends in the driver stage the NIC puts under ETH.
 fn inline_rule(nic: Nic) -> Rule {
     match nic {
-        Nic::Device => {
-            Rule::inline::<(EchoStage, UdpStage, IpStage, ArpStage, EthStage, WireStage)>(
-                "inline ECHO/UDP/IP/ARP/ETH/WIRE",
-                &["ECHO", "UDP", "IP", "ARP", "ETH", "WIRE"],
-            )
-        }
-        Nic::Lance(_) => {
-            Rule::inline::<(EchoStage, UdpStage, IpStage, ArpStage, EthStage, LanceStage)>(
-                "inline ECHO/UDP/IP/ARP/ETH/LANCE",
-                &["ECHO", "UDP", "IP", "ARP", "ETH", "LANCE"],
-            )
-        }
+        Nic::Device => inline::udp_rule::<EchoStage, WireStage>(ECHO_SPEC.name, WIRE_SPEC.name),
+        Nic::Lance(_) => inline::udp_rule::<EchoStage, LanceStage>(ECHO_SPEC.name, LANCE_SPEC.name),
     }
 }
 
