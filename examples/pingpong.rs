@@ -27,7 +27,7 @@
 //! role: an application module at the top of the path), the client's ECHO
 //! leaves the reply in the path's sink. With `--nic lance:copy` or
 //! `lance:direct` the bottom stage is the emulated LANCE adapter's driver
-//! instead of `WIRE` (seed `000_…` §2.6), on both hosts and on either wire;
+//! instead of `WIRE` (Mosberger, Peterson and O'Malley, *Protocol Latency: MIPS and Reality*, 1995, §2.6), on both hosts and on either wire;
 //! path inlining (PIN) then uses the sequence ending in `LANCE`.
 //!
 //! ```text

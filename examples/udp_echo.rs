@@ -54,7 +54,7 @@ struct Args {
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    // One stack per core (DESIGN.md): a current-thread runtime.
+    // One single-threaded stack per core: a current-thread runtime.
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

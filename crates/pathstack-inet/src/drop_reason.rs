@@ -5,8 +5,7 @@
 //! which gives each variant a stable short name (`as_str`) for statistics and
 //! a dense index, so that [`DropCounts`] can count them in a fixed array
 //! without allocating: the design rule is that nothing from the wire panics,
-//! and every packet that is not delivered is counted with a reason
-//! (DESIGN.md, "Execution model").
+//! and every packet that is not delivered is counted with a reason.
 
 use std::fmt;
 use std::marker::PhantomData;

@@ -20,8 +20,9 @@ pub enum Nic {
     #[default]
     Device,
     /// The emulated Am7990 LANCE with DEC 3000 sparse memory between the
-    /// driver and the device (seed `000_…` §2.6), descriptors accessed the
-    /// way `Access` says.
+    /// driver and the device (Mosberger, Peterson and O'Malley, *Protocol
+    /// Latency: MIPS and Reality*, 1995, §2.6), descriptors accessed the way
+    /// `Access` says.
     Lance(Access),
 }
 

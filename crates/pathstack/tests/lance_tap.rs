@@ -1,5 +1,6 @@
-//! Privileged: a pathstack host whose NIC is the emulated LANCE (seed
-//! `000_…` §2.6) attached to a TAP device in namespace A; the Linux kernel
+//! Privileged: a pathstack host whose NIC is the emulated LANCE
+//! (Mosberger, Peterson and O'Malley, *Protocol Latency: MIPS and Reality*,
+//! 1995, §2.6) attached to a TAP device in namespace A; the Linux kernel
 //! of namespace B pings it (30 pings 10 ms apart and three 4,000-byte ones
 //! that fragment both ways), with `lance:copy` and with `lance:direct`.
 //! Every request is answered, the driver counts no error, and tshark finds

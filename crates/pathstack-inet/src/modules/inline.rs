@@ -5,7 +5,7 @@
 //! Path-inlining replaces the dynamically dispatched stages of a path whose
 //! module sequence matches with one executor monomorphized over the
 //! concrete stage types (Mosberger, *Scout: A Path-Based Operating System*,
-//! 1997, §2.4 path transformations and ch. 4 path optimizations).
+//! 1997, §3.3.8 path optimization and §4.2.3 path-inlining).
 
 use super::{ArpStage, EthStage, IpStage, UdpStage, ARP_SPEC, ETH_SPEC, IP_SPEC, UDP_SPEC};
 use pathstack_core::rules::Rule;

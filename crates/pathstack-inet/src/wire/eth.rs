@@ -9,7 +9,7 @@
 //! +------+------+----+---------------------------+
 //! ```
 //!
-//! Slicing is done by `etherparse` (DESIGN.md: chosen, not reinvented); this
+//! Slicing is done by `etherparse` (a dependency chosen, not reinvented); this
 //! file adds the typed address, the destination filter, the drop reasons and
 //! the output-side padding to the 60-byte minimum frame (64 bytes with the
 //! FCS the adapter appends; IEEE 802.3 §4.2.3.3 `minFrameSize`).
