@@ -1,13 +1,13 @@
-//! ICMP for IPv4 (RFC 792) with the host rules of RFC 1122 §3.2.2: echo
-//! replies built in place, destination-unreachable and time-exceeded
-//! builders that quote the offending datagram, and the checks that keep a
-//! host from generating errors it must not send.
+//! ICMP messages for IPv4 (RFC 792): the header, echo replies built in
+//! place, and destination-unreachable and time-exceeded builders that
+//! quote the offending datagram. Which datagrams a host must never send an
+//! error about (RFC 1122 §3.2.2) is [`crate::icmp_suppression`]'s.
 //!
-//! Length checks and type/code access are etherparse's (`Icmpv4Slice`);
-//! the in-place echo turnaround and the quoting builders are written here
-//! because etherparse only serialises into owned headers, and we want the
-//! reply in the request's own buffer (Scout's `back` arrow) and errors in a
-//! pool buffer.
+//! Length checks are etherparse's (`Icmpv4Slice`); fields are read and
+//! written through [`field`]. The in-place echo turnaround and the quoting
+//! builders are written here because etherparse only serialises into owned
+//! headers, and we want the reply in the request's own buffer (Scout's
+//! `back` arrow) and errors in a pool buffer.
 
 use crate::drop_reason::drop_reasons;
 use crate::wire::checksum;
