@@ -9,7 +9,7 @@
 //! ECHO turns it around, client up), i.e. 20 stage calls, two wire
 //! crossings and two classifications. Variants are measured in alternation
 //! (A/B/A/B…) within one run and the median of the repetitions is
-//! reported, because these machines are noisy (DESIGN.md, Measuring).
+//! reported, because shared virtual machines are noisy.
 //!
 //! Writes `target/pathstack-bench/path_exec.json`.
 //!

@@ -15,7 +15,7 @@
 //!
 //! `--nic` chooses what stands between ETH and the TAP: the TAP itself
 //! (`tap`, the generic `WIRE` driver) or the emulated Am7990 LANCE with
-//! DEC 3000 sparse memory (seed `000_…` §2.6), its descriptors copied to
+//! DEC 3000 sparse memory (Mosberger, Peterson and O'Malley, *Protocol Latency: MIPS and Reality*, 1995, §2.6), its descriptors copied to
 //! dense memory (`lance:copy`) or accessed in place (`lance:direct`).
 //!
 //! The echo service is the thesis' in-path echo: an `ECHO mode=echo`
@@ -36,7 +36,7 @@ use pathstack::core::synthetic::EchoStage;
 use pathstack::core::{Dir, PathId, Stack};
 use pathstack::devices::{PcapCapture, TapDevice, TapOptions, WaitMode};
 use pathstack::host::{Host, HostConfig};
-use pathstack::inet::eth::MacAddr;
+use pathstack::inet::MacAddr;
 use pathstack::nic::Nic;
 use std::net::Ipv4Addr;
 use std::process::ExitCode;

@@ -27,7 +27,7 @@
 //! role: an application module at the top of the path), the client's ECHO
 //! leaves the reply in the path's sink. With `--nic lance:copy` or
 //! `lance:direct` the bottom stage is the emulated LANCE adapter's driver
-//! instead of `WIRE` (seed `000_…` §2.6), on both hosts and on either wire;
+//! instead of `WIRE` (Mosberger, Peterson and O'Malley, *Protocol Latency: MIPS and Reality*, 1995, §2.6), on both hosts and on either wire;
 //! path inlining (PIN) then uses the sequence ending in `LANCE`.
 //!
 //! ```text
@@ -47,13 +47,13 @@ use pathstack::core::attrs::keys::{AddrPart, Participants, PARTICIPANTS, PASSIVE
 use pathstack::core::attrs::Attrs;
 use pathstack::core::device::wire::{wire_pair, WireConfig};
 use pathstack::core::rules::Rule;
-use pathstack::core::synthetic::{EchoStage, WireStage};
+use pathstack::core::synthetic::{EchoStage, WireStage, ECHO_SPEC, WIRE_SPEC};
 use pathstack::core::{Dir, PathId, SchedKind};
-use pathstack::devices::lance::LanceStage;
+use pathstack::devices::lance::{LanceStage, LANCE_SPEC};
 use pathstack::devices::{TapDevice, TapOptions, WaitMode};
 use pathstack::host::{Host, HostConfig};
-use pathstack::inet::eth::MacAddr;
-use pathstack::inet::modules::{ArpStage, EthStage, IpStage, UdpStage};
+use pathstack::inet::modules::inline;
+use pathstack::inet::MacAddr;
 use pathstack::nic::Nic;
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
@@ -141,18 +141,8 @@ fn config(
 /// sequence ends in the driver stage the NIC puts under ETH.
 fn inline_rule(nic: Nic) -> Rule {
     match nic {
-        Nic::Device => {
-            Rule::inline::<(EchoStage, UdpStage, IpStage, ArpStage, EthStage, WireStage)>(
-                "inline ECHO/UDP/IP/ARP/ETH/WIRE",
-                &["ECHO", "UDP", "IP", "ARP", "ETH", "WIRE"],
-            )
-        }
-        Nic::Lance(_) => {
-            Rule::inline::<(EchoStage, UdpStage, IpStage, ArpStage, EthStage, LanceStage)>(
-                "inline ECHO/UDP/IP/ARP/ETH/LANCE",
-                &["ECHO", "UDP", "IP", "ARP", "ETH", "LANCE"],
-            )
-        }
+        Nic::Device => inline::udp_rule::<EchoStage, WireStage>(ECHO_SPEC.name, WIRE_SPEC.name),
+        Nic::Lance(_) => inline::udp_rule::<EchoStage, LanceStage>(ECHO_SPEC.name, LANCE_SPEC.name),
     }
 }
 

@@ -21,7 +21,7 @@
 use clap::Parser;
 use pathstack::devices::{TapDevice, TapOptions};
 use pathstack::host::HostConfig;
-use pathstack::inet::eth::MacAddr;
+use pathstack::inet::MacAddr;
 use pathstack::tokio::{Net, UdpSocket};
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::process::ExitCode;
@@ -54,7 +54,7 @@ struct Args {
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    // One stack per core (DESIGN.md): a current-thread runtime.
+    // One single-threaded stack per core: a current-thread runtime.
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -1,6 +1,6 @@
 //! pathstack-core: the path abstraction of the Scout operating system.
 //!
-//! See `DESIGN.md` in the shared folder for the concepts. In short:
+//! The concepts are those of Mosberger, *Scout: A Path-Based Operating System*, 1997 (ch. 2 and 3). In short:
 //! protocols are [`module`]s wired into a checked [`graph`]; traffic runs on
 //! [`path`]s, pre-routed slices through the graph made of one [`stage`] per
 //! module, found for arriving messages by the [`demux`] classifier;

@@ -5,8 +5,10 @@
 use pathstack_core::synthetic::EchoPair;
 use pathstack_core::SchedKind;
 
-#[path = "support/counting_alloc.rs"]
-mod counting_alloc;
+use pathstack_testutil::counting_alloc;
+
+#[global_allocator]
+static GLOBAL: counting_alloc::CountingAlloc = counting_alloc::CountingAlloc;
 
 #[test]
 fn echo_loop_makes_no_heap_allocations_after_warm_up() {

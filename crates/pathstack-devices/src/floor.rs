@@ -4,8 +4,8 @@
 //! [`RawResponder`] answers ARP requests, ICMP echo requests and UDP
 //! datagrams (echo) for one IPv4/MAC address by rewriting the received frame
 //! in place and sending the same buffer back: no parsing beyond the fields it
-//! needs, no copy, no allocation. It is the stand-in for "a minimal
-//! hand-written C responder" of DESIGN.md's reference figures; the benchmarks
+//! needs, no copy, no allocation. It is the stand-in for a minimal
+//! hand-written C responder, the floor a user-space stack can reach; the benchmarks
 //! put pathstack's paths next to it to show what the path machinery costs.
 //!
 //! It is hand-written rather than built on etherparse on purpose: the point

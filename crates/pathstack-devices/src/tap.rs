@@ -8,13 +8,12 @@
 //! Two ways to wait for input ([`WaitMode`]): *blocking* sleeps in
 //! `epoll_wait(2)` until the fd is readable (cheap on CPU, costs a wake-up);
 //! *busy-poll* keeps calling `receive` (burns a core, saves the wake-up —
-//! 20–40 µs across CPUs on the 2-vCPU machines of DESIGN.md); a busy-poll
+//! 20–40 µs across CPUs on a 2-vCPU virtual machine); a busy-poll
 //! loop should yield between empty polls (see [`WaitMode::BusyPoll`]). The async API
 //! is [`crate::AsyncTap`].
 //!
 //! A TAP interface belongs to one network namespace, and it can only be
-//! attached (`TUNSETIFF`) from inside that namespace (DESIGN.md, machine
-//! notes). [`TapOptions::netns`] does this for the caller: the open runs on a
+//! attached (`TUNSETIFF`) from inside that namespace. [`TapOptions::netns`] does this for the caller: the open runs on a
 //! short-lived thread that enters the namespace, so the caller's own threads
 //! stay where they are. The fd keeps working from any namespace afterwards.
 

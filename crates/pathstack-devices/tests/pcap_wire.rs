@@ -3,15 +3,13 @@
 //! The file must read back with pcap-file and open in tshark with no
 //! malformed frame and no bad checksum.
 
-mod common;
-
-use common::{assert_tshark_clean, have_tshark, tshark_frames, TempFile};
 use etherparse::PacketBuilder;
 use pathstack_core::device::wire::{wire_pair, WireConfig};
 use pathstack_core::device::Device;
 use pathstack_core::{Instant, MsgPool, PoolConfig};
 use pathstack_devices::floor::{Answer, RawResponder, Served};
 use pathstack_devices::PcapCapture;
+use pathstack_testutil::{assert_tshark_clean, have_tshark, tshark_frames, TempFile};
 use pcap_file::pcap::PcapReader;
 use pcap_file::DataLink;
 

@@ -1,54 +1,18 @@
 //! "No allocation per frame", checked with a counting global allocator: the
 //! floor responder serving a kernel ping through a captured TAP device must
-//! not touch the heap. Needs root (see `common::privileged`).
+//! not touch the heap. Needs root (see `pathstack_testutil::privileged`).
 
-mod common;
-
-use common::{privileged, TempFile, Topology};
 use pathstack_core::{Instant, MsgPool, PoolConfig};
 use pathstack_devices::floor::{RawResponder, Served};
 use pathstack_devices::{PcapCapture, TapDevice, TapOptions};
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
+use pathstack_testutil::{counting_alloc, privileged, TempFile, Topology};
 use std::process::Stdio;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-/// Counts allocations made by threads that switched counting on.
-struct CountingAlloc;
-
-static ALLOCS: AtomicU64 = AtomicU64::new(0);
-
-thread_local! {
-    static COUNTING: Cell<bool> = const { Cell::new(false) };
-}
-
-// SAFETY: forwards every call unchanged to the system allocator; the
-// counting touches only an atomic and a const-initialised thread-local
-// without destructor, neither of which allocates.
-unsafe impl GlobalAlloc for CountingAlloc {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if COUNTING.with(Cell::get) {
-            ALLOCS.fetch_add(1, Ordering::Relaxed);
-        }
-        // SAFETY: same contract as ours, passed through.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as ours, passed through.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        if COUNTING.with(Cell::get) {
-            ALLOCS.fetch_add(1, Ordering::Relaxed);
-        }
-        // SAFETY: same contract as ours, passed through.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
+// Only the measured calls count: counting is switched on around them, on
+// this thread only (`counting_alloc::count_on_this_thread`).
 #[global_allocator]
-static GLOBAL: CountingAlloc = CountingAlloc;
+static GLOBAL: counting_alloc::CountingAlloc = counting_alloc::CountingAlloc;
 
 #[test]
 fn serving_frames_through_tap_and_capture_allocates_nothing() {
@@ -56,11 +20,11 @@ fn serving_frames_through_tap_and_capture_allocates_nothing() {
         return;
     }
     // Self-check: the counter sees an allocation made while counting.
-    COUNTING.with(|c| c.set(true));
+    counting_alloc::count_on_this_thread(true);
     drop(std::hint::black_box(Vec::<u8>::with_capacity(8)));
-    COUNTING.with(|c| c.set(false));
+    counting_alloc::count_on_this_thread(false);
     assert_eq!(
-        ALLOCS.swap(0, Ordering::Relaxed),
+        counting_alloc::take_thread_allocations(),
         1,
         "counting allocator is not counting"
     );
@@ -83,10 +47,10 @@ fn serving_frames_through_tap_and_capture_allocates_nothing() {
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     let mut served = 0u64;
     let status = loop {
-        COUNTING.with(|c| c.set(true));
+        counting_alloc::count_on_this_thread(true);
         let r = floor.serve(&mut dev, &pool, Instant::now());
         let ready = dev.inner().wait_readable(Some(Duration::from_millis(20)));
-        COUNTING.with(|c| c.set(false));
+        counting_alloc::count_on_this_thread(false);
         match r.expect("serve") {
             Served::Answered(_) => served += 1,
             Served::Idle | Served::Ignored(_) => {}
@@ -102,7 +66,7 @@ fn serving_frames_through_tap_and_capture_allocates_nothing() {
     assert!(floor.stats().icmp_replies >= 5, "{:?}", floor.stats());
     assert!(served >= 6);
     assert_eq!(
-        ALLOCS.load(Ordering::Relaxed),
+        counting_alloc::thread_allocations(),
         0,
         "heap allocations while serving frames"
     );

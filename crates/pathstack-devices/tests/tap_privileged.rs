@@ -1,5 +1,5 @@
 //! TAP tests against the real kernel. They need root (CAP_NET_ADMIN); see
-//! `common::privileged` for the rule (never a silent pass).
+//! `pathstack_testutil::privileged` for the rule (never a silent pass).
 //!
 //! Each test makes its own topology with `scripts/netns.sh up --id <pid>-<n>`
 //! (namespaces ps-a-ID / ps-b-ID joined by a veth pair, a bridge and a TAP in
@@ -8,13 +8,11 @@
 //! a short-lived thread of its own; the test threads never change namespace.
 //! Traffic only flows inside those namespaces.
 
-mod common;
-
-use common::{assert_tshark_clean, privileged, tshark_frames, TempFile, Topology};
 use pathstack_core::device::{Device, DeviceError};
 use pathstack_core::{Instant, Msg, MsgPool, PoolConfig};
 use pathstack_devices::floor::{RawResponder, Served};
 use pathstack_devices::{PcapCapture, TapDevice, TapOptions, WaitMode};
+use pathstack_testutil::{assert_tshark_clean, privileged, tshark_frames, TempFile, Topology};
 use std::net::Ipv4Addr;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -5,8 +5,7 @@
 //! which gives each variant a stable short name (`as_str`) for statistics and
 //! a dense index, so that [`DropCounts`] can count them in a fixed array
 //! without allocating: the design rule is that nothing from the wire panics,
-//! and every packet that is not delivered is counted with a reason
-//! (DESIGN.md, "Execution model").
+//! and every packet that is not delivered is counted with a reason.
 
 use std::fmt;
 use std::marker::PhantomData;
@@ -143,18 +142,18 @@ pub(crate) mod tests {
 
     #[test]
     fn every_reason_enum_is_well_formed() {
-        check_reason_enum::<crate::eth::EthDropReason>();
-        check_reason_enum::<crate::arp::ArpDropReason>();
-        check_reason_enum::<crate::ipv4::Ipv4DropReason>();
+        check_reason_enum::<crate::wire::eth::EthDropReason>();
+        check_reason_enum::<crate::wire::arp::ArpDropReason>();
+        check_reason_enum::<crate::wire::ipv4::Ipv4DropReason>();
         check_reason_enum::<crate::reassembly::ReassemblyDropReason>();
-        check_reason_enum::<crate::icmp::IcmpDropReason>();
-        check_reason_enum::<crate::icmp::ErrorSuppressed>();
-        check_reason_enum::<crate::udp_wire::UdpDropReason>();
+        check_reason_enum::<crate::wire::icmp::IcmpDropReason>();
+        check_reason_enum::<crate::icmp_suppression::ErrorSuppressed>();
+        check_reason_enum::<crate::wire::udp::UdpDropReason>();
     }
 
     #[test]
     fn counts_by_reason() {
-        use crate::eth::EthDropReason;
+        use crate::wire::eth::EthDropReason;
         let mut c = DropCounts::<EthDropReason>::new();
         c.count(EthDropReason::NotForUs);
         c.add(EthDropReason::Truncated, 3);

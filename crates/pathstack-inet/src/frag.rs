@@ -14,7 +14,7 @@
 //! header pushed into the space the earlier pieces occupied. So each payload
 //! byte is copied at most once and nothing comes from the heap.
 
-use crate::ipv4::{Ipv4EmitError, Ipv4Repr, MIN_HEADER_LEN};
+use crate::wire::ipv4::{Ipv4EmitError, Ipv4Repr, MIN_HEADER_LEN};
 use pathstack_core::{Msg, MsgError};
 
 /// Why a payload could not be sent as (fragmented) datagrams.
@@ -68,7 +68,7 @@ pub fn fragment(
 ) -> Result<usize, FragError> {
     let len = payload.len();
     let mtu_us = usize::from(mtu);
-    if len + MIN_HEADER_LEN > crate::ipv4::MAX_DATAGRAM_LEN {
+    if len + MIN_HEADER_LEN > crate::wire::ipv4::MAX_DATAGRAM_LEN {
         return Err(FragError::TooLong(len));
     }
     if len + MIN_HEADER_LEN <= mtu_us {
@@ -86,7 +86,7 @@ pub fn fragment(
         return Err(FragError::MtuTooSmall(mtu));
     }
     let base = usize::from(header.frag_offset);
-    if base + len > crate::ipv4::MAX_DATAGRAM_LEN - MIN_HEADER_LEN {
+    if base + len > crate::wire::ipv4::MAX_DATAGRAM_LEN - MIN_HEADER_LEN {
         return Err(FragError::TooLong(base + len));
     }
     let last_start = (len - 1) / chunk * chunk;
@@ -118,7 +118,7 @@ pub fn fragment(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ipv4::{protocol, tests::A, tests::B, Ipv4Packet};
+    use crate::wire::ipv4::{protocol, tests::A, tests::B, Ipv4Packet};
     use pathstack_core::{MsgPool, PoolConfig};
     use proptest::prelude::*;
 
@@ -139,7 +139,7 @@ mod tests {
     fn small_payload_is_one_datagram() {
         let v = collect(b"hello", &header(), 1500).unwrap();
         assert_eq!(v.len(), 1);
-        let p = Ipv4Packet::parse(&v[0]).unwrap();
+        let p = Ipv4Packet::new_checked(&v[0]).unwrap();
         assert!(!p.is_fragment());
         assert_eq!(p.payload(), b"hello");
     }
@@ -151,7 +151,7 @@ mod tests {
         let got: Vec<(usize, bool, usize)> = v
             .iter()
             .map(|f| {
-                let p = Ipv4Packet::parse(f).unwrap();
+                let p = Ipv4Packet::new_checked(f).unwrap();
                 assert_eq!(p.ident(), 42);
                 assert!(f.len() <= 1500);
                 (p.frag_offset(), p.more_frags(), p.payload().len())
@@ -190,10 +190,13 @@ mod tests {
         h.frag_offset = 1480;
         h.more_frags = true;
         let v = collect(&[7u8; 1480], &h, 576).unwrap();
-        let last = Ipv4Packet::parse(v.last().unwrap()).unwrap();
+        let last = Ipv4Packet::new_checked(v.last().unwrap()).unwrap();
         assert!(last.more_frags(), "MF of the original survives");
-        assert_eq!(Ipv4Packet::parse(&v[0]).unwrap().frag_offset(), 1480);
-        assert_eq!(Ipv4Packet::parse(&v[1]).unwrap().frag_offset(), 1480 + 552);
+        assert_eq!(Ipv4Packet::new_checked(&v[0]).unwrap().frag_offset(), 1480);
+        assert_eq!(
+            Ipv4Packet::new_checked(&v[1]).unwrap().frag_offset(),
+            1480 + 552
+        );
     }
 
     proptest! {
@@ -206,7 +209,7 @@ mod tests {
             let mut next = 0;
             for (i, f) in v.iter().enumerate() {
                 prop_assert!(f.len() <= usize::from(mtu));
-                let p = Ipv4Packet::parse(f).unwrap();
+                let p = Ipv4Packet::new_checked(f).unwrap();
                 prop_assert_eq!(p.frag_offset(), next);
                 let last = i + 1 == v.len();
                 prop_assert_eq!(p.more_frags(), !last);

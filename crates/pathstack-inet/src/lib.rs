@@ -1,30 +1,41 @@
-//! pathstack-inet: the protocol logic of ETH, ARP, IPv4 and ICMP.
+//! pathstack-inet: the Internet protocols of pathstack — Ethernet, ARP,
+//! IPv4, ICMP and UDP — as modules on Scout paths.
 //!
-//! Each file is one concept in the style of smoltcp's `wire` module: a typed
-//! view over bytes per header, parse and emit side by side, with the tests
-//! beside the code. Nothing here depends on the Module/Stage API; the ETH,
-//! ARP, IP and ICMP modules of the stack wrap these types in thin stages.
+//! Three layers, one concept per file:
 //!
-//! Header slicing and checksums come from `etherparse` (DESIGN.md); what is
-//! hand-written says why. Nothing panics on any input: every malformed case
-//! is a typed drop reason with a stable name ([`drop_reason`]), and every
-//! table and queue has a bound fixed at construction.
+//! * [`wire`]: the header formats, one file per header, each with its byte
+//!   layout, its parse and emit, and the demux key its partial classifier
+//!   extracts. Header slicing and checksums come from `etherparse`; what is
+//!   hand-written says why.
+//! * The protocol logic the headers do not decide, independent of the path
+//!   machinery and tested alone: the ARP cache ([`arp_cache`]), IPv4
+//!   fragmentation ([`frag`]) and reassembly ([`reassembly`]), routing
+//!   ([`route`]), identification ([`ipv4_ident`]), when not to send an ICMP
+//!   error ([`icmp_suppression`]) and the error rate limit ([`rate_limit`]).
+//! * [`modules`]: the `ETH`, `ARP`, `IP`, `ICMP` and `UDP` modules and their
+//!   stages on pathstack-core's Module/Stage API, which own the shared state
+//!   (ARP cache, routing table, reassembler, port table) and wrap the two
+//!   layers above; the standard host graph; and the path-inlining rule for
+//!   UDP paths ([`modules::inline`]). Module roles follow Mosberger, *Scout:
+//!   A Path-Based Operating System*, 1997, §4.1.2 and Figure 5.2.
+//!
+//! Nothing panics on any input: every malformed case is a typed drop reason
+//! with a stable name ([`drop_reason`]), and every table and queue has a
+//! bound fixed at construction.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-pub mod arp;
-pub mod checksum;
+pub mod arp_cache;
 pub mod drop_reason;
-pub mod eth;
 pub mod frag;
-pub mod icmp;
-pub mod ipv4;
+pub mod icmp_suppression;
+pub mod ipv4_ident;
 pub mod modules;
 pub mod rate_limit;
 pub mod reassembly;
 pub mod route;
-pub mod udp_wire;
+pub mod wire;
 
 pub use drop_reason::{DropCounts, DropReason};
-pub use eth::{EthDropReason, EthHeader, MacAddr};
-pub use ipv4::{Ipv4DropReason, Ipv4Packet, Ipv4Repr};
+pub use wire::eth::{EthDropReason, EthHeader, MacAddr};
+pub use wire::ipv4::{Ipv4DropReason, Ipv4Packet, Ipv4Repr};

@@ -38,8 +38,8 @@
 //! [`Reassembler::new`].
 
 use crate::drop_reason::{drop_reasons, DropCounts};
-use crate::icmp::Quote;
-use crate::ipv4::{Ipv4Repr, MAX_DATAGRAM_LEN, MIN_HEADER_LEN};
+use crate::wire::icmp::Quote;
+use crate::wire::ipv4::{Ipv4Repr, MAX_DATAGRAM_LEN, MIN_HEADER_LEN};
 use pathstack_core::{Duration, Instant, Msg};
 use std::net::Ipv4Addr;
 
@@ -630,7 +630,7 @@ fn store(
 mod tests {
     use super::*;
     use crate::frag::fragment;
-    use crate::ipv4::{protocol, tests::A, tests::B, Ipv4Packet};
+    use crate::wire::ipv4::{protocol, tests::A, tests::B, Ipv4Packet};
     use pathstack_core::{MsgPool, PoolConfig};
     use proptest::prelude::*;
 
@@ -646,7 +646,7 @@ mod tests {
         let h = Ipv4Repr::new(A, B, protocol::UDP, ident, 0);
         let mut out = Vec::new();
         fragment(&mut m, &h, mtu, |f| {
-            let p = Ipv4Packet::parse(f.as_slice()).unwrap();
+            let p = Ipv4Packet::new_checked(f.as_slice()).unwrap();
             out.push((p.repr(), p.payload().to_vec()));
         })
         .unwrap();
@@ -783,8 +783,8 @@ mod tests {
         assert_eq!(q.len(), 28);
         assert_eq!(&q[20..], &data[..8]);
         assert_eq!(
-            Ipv4Packet::parse(&q[..20]).err(),
-            Some(crate::ipv4::Ipv4DropReason::TotalLengthTooLarge)
+            Ipv4Packet::new_checked(&q[..20]).err(),
+            Some(crate::wire::ipv4::Ipv4DropReason::TotalLengthTooLarge)
         );
         assert_eq!(r.drops().get(ReassemblyDropReason::TimedOut), 1);
         assert_eq!(r.bytes_buffered(), 0);
@@ -929,10 +929,10 @@ mod tests {
                 d[2..4].copy_from_slice(&total.to_be_bytes());
                 d[10] = 0;
                 d[11] = 0;
-                let c = crate::checksum::compute(&[&d[..20]]);
+                let c = crate::wire::checksum::compute(&[&d[..20]]);
                 d[10..12].copy_from_slice(&c);
                 let mut m = pool.alloc_copy(&d).unwrap();
-                let (repr, hl) = crate::ipv4::receive(&mut m).unwrap();
+                let (repr, hl) = crate::wire::ipv4::receive(&mut m).unwrap();
                 m.pop(hl).unwrap();
                 let _ = r.input(&repr, m, t(i as u64));
                 prop_assert!(r.bytes_buffered() <= cfg.max_total_bytes);

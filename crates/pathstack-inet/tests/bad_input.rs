@@ -51,7 +51,7 @@ fn fix_checksum(f: &mut [u8]) {
     let ihl = usize::from(f[14] & 0x0f) * 4;
     f[24..26].fill(0);
     let end = (14 + ihl).min(f.len());
-    let c = pathstack_inet::checksum::compute(&[&f[14..end]]);
+    let c = pathstack_inet::wire::checksum::compute(&[&f[14..end]]);
     f[24..26].copy_from_slice(&c);
 }
 
@@ -64,7 +64,7 @@ fn inject(net: &mut Net, bytes: &[u8]) {
 
 fn echo_request() -> Vec<u8> {
     let mut icmp = vec![8u8, 0, 0, 0, 0, 1, 0, 1, b'p', b'i', b'n', b'g'];
-    let c = pathstack_inet::checksum::compute(&[&icmp]);
+    let c = pathstack_inet::wire::checksum::compute(&[&icmp]);
     icmp[2..4].copy_from_slice(&c);
     frame(1, &icmp)
 }

@@ -5,15 +5,15 @@
 mod common;
 
 use common::*;
-use pathstack_inet::icmp::types;
 use pathstack_inet::modules::{ArpModule, IpModule};
+use pathstack_inet::wire::icmp::types;
 
 fn assert_echo(reply: &[u8], seq: u16, data: &[u8]) {
     assert_eq!(reply[0], types::ECHO_REPLY, "type");
     assert_eq!(u16::from_be_bytes([reply[6], reply[7]]), seq, "sequence");
     assert_eq!(&reply[8..], data, "echoed data");
     assert!(
-        pathstack_inet::checksum::verify(&[reply]),
+        pathstack_inet::wire::checksum::verify(&[reply]),
         "reply checksum verifies"
     );
 }

@@ -8,17 +8,22 @@
 //! tests in one binary run on parallel threads.
 
 use pathstack_core::{Duration, Instant, MsgPool, PoolConfig};
-use pathstack_inet::arp::{ArpCache, ArpConfig, ArpOp, ArpPacket, Resolution};
+use pathstack_inet::arp_cache::{ArpCache, ArpConfig, Resolution};
 use pathstack_inet::frag::fragment;
-use pathstack_inet::icmp::{self, IcmpError, Quote};
-use pathstack_inet::ipv4::{self, protocol, Ipv4Repr};
+use pathstack_inet::icmp_suppression::may_send_error;
+use pathstack_inet::ipv4_ident::IdentCounter;
 use pathstack_inet::reassembly::{Reassembler, Reassembly, ReassemblyConfig};
-use pathstack_inet::udp_wire::{UdpPacket, UdpRepr};
+use pathstack_inet::wire::arp::{ArpOp, ArpPacket};
+use pathstack_inet::wire::icmp::{self, IcmpError, Quote};
+use pathstack_inet::wire::ipv4::{self, protocol, Ipv4Repr};
+use pathstack_inet::wire::udp::{UdpPacket, UdpRepr};
 use pathstack_inet::{EthHeader, MacAddr};
 use std::net::Ipv4Addr;
 
-#[path = "../../pathstack-core/tests/support/counting_alloc.rs"]
-mod counting_alloc;
+use pathstack_testutil::counting_alloc;
+
+#[global_allocator]
+static GLOBAL: counting_alloc::CountingAlloc = counting_alloc::CountingAlloc;
 
 const OWN_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
 const OWN_MAC: MacAddr = MacAddr([2, 0, 0, 0, 0, 1]);
@@ -29,7 +34,7 @@ struct World {
     pool: MsgPool,
     arp: ArpCache,
     reasm: Reassembler,
-    ids: ipv4::IdentCounter,
+    ids: IdentCounter,
     payload: Vec<u8>,
     delivered: usize,
 }
@@ -81,15 +86,15 @@ fn round(w: &mut World, i: u64) -> usize {
         EthHeader {
             dst: mac,
             src: OWN_MAC,
-            ethertype: pathstack_inet::eth::EtherType::IPV4,
+            ethertype: pathstack_inet::wire::eth::EtherType::IPV4,
         }
         .push_onto(&mut m)
         .unwrap();
-        pathstack_inet::eth::pad_to_minimum(&mut m).unwrap();
+        pathstack_inet::wire::eth::pad_to_minimum(&mut m).unwrap();
         EthHeader::pop_from(&mut m).unwrap();
         let (repr, hl) = ipv4::receive(&mut m).unwrap();
         m.pop(hl).unwrap();
-        let u = UdpPacket::parse(m.as_slice(), repr.src, repr.dst).unwrap();
+        let u = UdpPacket::new_checked(m.as_slice(), repr.src, repr.dst).unwrap();
         seen += u.payload().len();
     }
 
@@ -119,7 +124,7 @@ fn round(w: &mut World, i: u64) -> usize {
     {
         let b = echo.as_mut_slice();
         b[..8].copy_from_slice(&[icmp::types::ECHO_REQUEST, 0, 0, 0, 0, 1, 0, 1]);
-        let c = pathstack_inet::checksum::compute(&[b]);
+        let c = pathstack_inet::wire::checksum::compute(&[b]);
         b[2..4].copy_from_slice(&c);
     }
     icmp::echo_reply_in_place(echo.as_mut_slice()).unwrap();
@@ -128,7 +133,7 @@ fn round(w: &mut World, i: u64) -> usize {
     Ipv4Repr::new(PEER_IP, OWN_IP, protocol::UDP, 1, 0)
         .push_onto(&mut dgram)
         .unwrap();
-    if icmp::may_send_error(dgram.as_slice(), false).is_ok() {
+    if may_send_error(dgram.as_slice(), false).is_ok() {
         let q = Quote::from_datagram(dgram.as_slice()).unwrap();
         seen += IcmpError::PortUnreachable.build(&w.pool, &q).unwrap().len();
     }
@@ -144,7 +149,7 @@ fn protocol_logic_makes_no_heap_allocations_after_warm_up() {
             ..ArpConfig::default()
         }),
         reasm: Reassembler::new(ReassemblyConfig::default()),
-        ids: ipv4::IdentCounter::new(1),
+        ids: IdentCounter::new(1),
         payload: (0..4000u32).map(|i| i as u8).collect(),
         delivered: 0,
     };

@@ -24,8 +24,8 @@ use pathstack_core::graph::ModuleGraph;
 use pathstack_core::stack::{Stack, StackConfig};
 use pathstack_core::{Device, Dir, Instant, Msg, PathId, SchedKind};
 use pathstack_devices::{TapError, TapWaiter, WaitMode};
-use pathstack_inet::eth::MacAddr;
 use pathstack_inet::modules::{parse_cidr, CidrError, HostGraph, IcmpModule, IpModule};
+use pathstack_inet::MacAddr;
 use std::fmt::Write as _;
 use std::net::Ipv4Addr;
 

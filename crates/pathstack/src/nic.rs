@@ -1,7 +1,7 @@
 //! Which driver stands between a host's ETH and its device.
 
 use pathstack_devices::Access;
-use pathstack_inet::eth::MacAddr;
+use pathstack_inet::MacAddr;
 use std::str::FromStr;
 
 /// The network adapter a host drives its device through.
@@ -20,8 +20,9 @@ pub enum Nic {
     #[default]
     Device,
     /// The emulated Am7990 LANCE with DEC 3000 sparse memory between the
-    /// driver and the device (seed `000_…` §2.6), descriptors accessed the
-    /// way `Access` says.
+    /// driver and the device (Mosberger, Peterson and O'Malley, *Protocol
+    /// Latency: MIPS and Reality*, 1995, §2.6), descriptors accessed the way
+    /// `Access` says.
     Lance(Access),
 }
 

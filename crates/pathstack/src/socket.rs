@@ -1,8 +1,8 @@
 //! Non-blocking UDP sockets on a [`Host`]: the synchronous socket API.
 //!
 //! A socket is a path through the host graph made at the `udp` instance
-//! (seed `004_…` ch. 2: a path per connection), so a socket's datagrams
-//! are classified straight onto it and wait in its sink queue:
+//! (Mosberger, *Scout: A Path-Based Operating System*, 1997, ch. 2: a path per connection), so a socket's
+//! datagrams are classified straight onto it and wait in its sink queue:
 //!
 //! - a *bound* socket ([`Host::udp_bind`]) is a passive path keyed by its
 //!   local port; it talks to any peer, named per datagram in the message

@@ -4,13 +4,10 @@
 //! fragmentation and reassembly both ways), `arping` resolves it, the host
 //! pings the kernel, and the pcap of the session reads clean in tshark.
 
-#[path = "../../pathstack-devices/tests/common/mod.rs"]
-mod common;
-
-use common::{assert_tshark_clean, kernel_ping, privileged, text, TempFile, Topology};
 use pathstack::devices::{PcapCapture, TapDevice, TapOptions, WaitMode};
 use pathstack::host::{Host, HostConfig};
-use pathstack::inet::eth::MacAddr;
+use pathstack::inet::MacAddr;
+use pathstack_testutil::{assert_tshark_clean, kernel_ping, privileged, text, TempFile, Topology};
 use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

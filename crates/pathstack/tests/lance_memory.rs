@@ -1,4 +1,5 @@
-//! Two `Host`s whose NIC is the emulated LANCE (seed `000_…` §2.6), joined
+//! Two `Host`s whose NIC is the emulated LANCE (Mosberger, Peterson and
+//! O'Malley, *Protocol Latency: MIPS and Reality*, 1995, §2.6), joined
 //! by the in-memory wire: ping (small and a fragmented 4,000-byte one, both
 //! ways) and UDP round trips (a bound echo path on port 7 answered from a
 //! connected and from a bound client path) are all answered with
@@ -16,7 +17,7 @@ use pathstack::core::{Dir, PathId};
 use pathstack::devices::lance::sparse::AccessCounts;
 use pathstack::devices::{Access, LanceModule};
 use pathstack::host::{Host, HostConfig};
-use pathstack::inet::eth::MacAddr;
+use pathstack::inet::MacAddr;
 use pathstack::nic::Nic;
 use std::net::Ipv4Addr;
 

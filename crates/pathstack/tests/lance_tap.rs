@@ -1,18 +1,16 @@
-//! Privileged: a pathstack host whose NIC is the emulated LANCE (seed
-//! `000_…` §2.6) attached to a TAP device in namespace A; the Linux kernel
+//! Privileged: a pathstack host whose NIC is the emulated LANCE
+//! (Mosberger, Peterson and O'Malley, *Protocol Latency: MIPS and Reality*,
+//! 1995, §2.6) attached to a TAP device in namespace A; the Linux kernel
 //! of namespace B pings it (30 pings 10 ms apart and three 4,000-byte ones
 //! that fragment both ways), with `lance:copy` and with `lance:direct`.
 //! Every request is answered, the driver counts no error, and tshark finds
 //! nothing malformed in the capture taken between the chip and the TAP.
 
-#[path = "../../pathstack-devices/tests/common/mod.rs"]
-mod common;
-
-use common::{assert_tshark_clean, kernel_ping, privileged, TempFile, Topology};
 use pathstack::devices::{Access, LanceModule, PcapCapture, TapDevice, TapOptions, WaitMode};
 use pathstack::host::{Host, HostConfig};
-use pathstack::inet::eth::MacAddr;
+use pathstack::inet::MacAddr;
 use pathstack::nic::Nic;
+use pathstack_testutil::{assert_tshark_clean, kernel_ping, privileged, TempFile, Topology};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;

@@ -12,18 +12,15 @@
 //! with the tokio socket API instead (`pathstack::tokio`, `AsyncFd` on the
 //! TAP descriptor).
 
-#[path = "../../pathstack-devices/tests/common/mod.rs"]
-mod common;
-
-use common::{assert_tshark_clean, privileged, text, TempFile, Topology};
 use pathstack::core::attrs::keys::{AddrPart, Participants, PARTICIPANTS, PASSIVE_OPEN};
 use pathstack::core::attrs::Attrs;
 use pathstack::core::synthetic::EchoStage;
 use pathstack::core::{Dir, PathId};
 use pathstack::devices::{PcapCapture, TapDevice, TapOptions, WaitMode};
 use pathstack::host::{Host, HostConfig};
-use pathstack::inet::eth::MacAddr;
+use pathstack::inet::MacAddr;
 use pathstack::nic::Nic;
+use pathstack_testutil::{assert_tshark_clean, privileged, text, TempFile, Topology};
 use std::io::Write;
 use std::process::{Output, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -9,15 +9,16 @@
 use pathstack::core::attrs::keys::{AddrPart, Participants, PARTICIPANTS, PASSIVE_OPEN};
 use pathstack::core::attrs::Attrs;
 use pathstack::core::device::wire::{wire_pair, WireConfig};
-use pathstack::core::rules::Rule;
-use pathstack::core::synthetic::{EchoStage, WireStage};
+use pathstack::core::synthetic::{EchoStage, WireStage, ECHO_SPEC, WIRE_SPEC};
 use pathstack::core::{Dir, PathId, SchedKind};
 use pathstack::host::{Host, HostConfig};
-use pathstack::inet::eth::MacAddr;
-use pathstack::inet::modules::{ArpStage, EthStage, IpStage, UdpStage};
+use pathstack::inet::modules::inline;
+use pathstack::inet::MacAddr;
 
-#[path = "../../pathstack-core/tests/support/counting_alloc.rs"]
-mod counting_alloc;
+use pathstack_testutil::counting_alloc;
+
+#[global_allocator]
+static GLOBAL: counting_alloc::CountingAlloc = counting_alloc::CountingAlloc;
 
 const PORT: u16 = 7;
 
@@ -57,16 +58,11 @@ fn app_path(h: &mut Host, local: u16, remote: Option<[u8; 4]>, pin: bool) -> Pat
     );
     let p = h.stack_mut().path_create(app, attrs).unwrap();
     if pin {
-        h.stack_mut().add_rule(Rule::inline::<(
-            EchoStage,
-            UdpStage,
-            IpStage,
-            ArpStage,
-            EthStage,
-            WireStage,
-        )>(
-            "inline", &["ECHO", "UDP", "IP", "ARP", "ETH", "WIRE"]
-        ));
+        h.stack_mut()
+            .add_rule(inline::udp_rule::<EchoStage, WireStage>(
+                ECHO_SPEC.name,
+                WIRE_SPEC.name,
+            ));
         assert!(!h.stack_mut().path_optimize(p).unwrap().is_empty());
     }
     p

@@ -1,7 +1,7 @@
 //! Seeded link impairments — loss, duplication, reordering, delay — around any
 //! [`Device`].
 //!
-//! The machines we test on have no `netem` (see DESIGN.md, *Measuring*), so
+//! The machines we test on have no `netem` (the kernel's network emulator), so
 //! impairments are done here, in the stack's own device layer. [`Impaired`]
 //! wraps a device and applies an [`ImpairConfig`] to every transmitted frame
 //! (and, optionally, a second one to every received frame). Each frame, in

@@ -1,4 +1,4 @@
-//! The driver's two ways of touching descriptors (seed `000_…` §2.6):
+//! The driver's two ways of touching descriptors (Mosberger, Peterson and O'Malley, *Protocol Latency: MIPS and Reality*, 1995, §2.6):
 //!
 //! - [`Access::Copy`] — what most LANCE drivers for DEC machines did (e.g.
 //!   NetBSD's `am7990_rint`/`am7990_start` with `copyfromdesc` and

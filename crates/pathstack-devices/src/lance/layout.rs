@@ -1,7 +1,7 @@
 //! Declarative layouts of 16-bit-word structures and the typed accessors
 //! generated from them: pathstack's counterpart of the Universal Stub
 //! Compiler (USC, O'Malley et al., SIGCOMM '94) as used for the LANCE in
-//! seed `000_…` §2.6.
+//! Mosberger, Peterson and O'Malley, *Protocol Latency: MIPS and Reality*, 1995, §2.6.
 //!
 //! The point USC made is that a structure's *layout* (which bits of which
 //! word hold which field) can be described independently of the *memory*

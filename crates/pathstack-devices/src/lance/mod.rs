@@ -1,5 +1,6 @@
-//! The emulated LANCE adapter of the DEC 3000 workstations the seeds
-//! measured on (seed `000_…` §2.6, issue 6): an Am7990 model, its sparse
+//! The emulated LANCE adapter of the DEC 3000 workstations measured on in
+//! Mosberger, Peterson and O'Malley, *Protocol Latency: MIPS and Reality*
+//! (1995, §2.6): an Am7990 model, its sparse
 //! shared memory, and the LANCE driver module with two descriptor access
 //! strategies — `copy` (dense copy and write-back, what most drivers did)
 //! and `direct` (fields read and written in place through accessors

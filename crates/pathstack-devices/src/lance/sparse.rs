@@ -2,7 +2,8 @@
 //!
 //! The Am7990 has a 16-bit bus; the TURBOchannel of the DEC 3000 is 32 bits
 //! wide, so the IOASIC spreads the LANCE's memory sparsely over twice as many
-//! CPU bytes (seed `000_…`, §2.6). Two interleavings are in use:
+//! CPU bytes (Mosberger, Peterson and O'Malley, *Protocol Latency: MIPS and Reality*, 1995, §2.6). Two
+//! interleavings are in use:
 //!
 //! - **gap2** — single-word DMA (initialization block, descriptors): the
 //!   LANCE's 16-bit word at LANCE address `L` (even) sits at CPU byte offset

@@ -12,8 +12,9 @@
 
 use super::params::{optional, required};
 use super::ETHERTYPE_ARP;
-use crate::arp::{ArpCache, ArpConfig, ArpEvent, ArpInput, ArpPacket, Resolution, PACKET_LEN};
-use crate::eth::MacAddr;
+use crate::arp_cache::{ArpCache, ArpConfig, ArpEvent, ArpInput, Resolution};
+use crate::wire::arp::{ArpPacket, PACKET_LEN};
+use crate::wire::eth::MacAddr;
 use pathstack_core::attrs::{keys, Attrs};
 use pathstack_core::error::{ModuleError, PathError};
 use pathstack_core::graph::spec::{Count, ModuleSpec, ParamSpec, ServiceSpec, ServiceType};
@@ -348,16 +349,18 @@ impl ArpStage {
             }
         }
         match input {
-            Ok(ArpInput::ReplyNeeded) => match crate::arp::reply_in_place(msg, own_mac, own_ip) {
-                Ok(requester) => {
-                    msg.anno_mut().link_dst = Some(requester.0);
-                    if let Some(m) = cx.module::<ArpModule>() {
-                        m.counters.replies_sent += 1;
+            Ok(ArpInput::ReplyNeeded) => {
+                match crate::wire::arp::reply_in_place(msg, own_mac, own_ip) {
+                    Ok(requester) => {
+                        msg.anno_mut().link_dst = Some(requester.0);
+                        if let Some(m) = cx.module::<ArpModule>() {
+                            m.counters.replies_sent += 1;
+                        }
+                        Verdict::Back
                     }
-                    Verdict::Back
+                    Err(e) => Verdict::Drop(e.qualified()),
                 }
-                Err(e) => Verdict::Drop(e.qualified()),
-            },
+            }
             Ok(ArpInput::Absorbed) => Verdict::Consumed,
             Err(e) => Verdict::Drop(e.qualified()),
         }

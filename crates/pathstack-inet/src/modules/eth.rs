@@ -3,7 +3,7 @@
 //! padding to the minimum frame.
 
 use super::params::required;
-use crate::eth::{self as wire, EthHeader, MacAddr};
+use crate::wire::eth::{self as wire, EthHeader, MacAddr};
 use pathstack_core::attrs::{keys, Attrs};
 use pathstack_core::demux::{DemuxKey, Key, KeyMode, PartialClassifier};
 use pathstack_core::error::{ModuleError, PathError};
@@ -50,14 +50,14 @@ impl EthModule {
     }
 }
 
-/// The Ethernet partial classifier: the EtherType (same key in both modes).
+/// The Ethernet partial classifier; the key is the header's
+/// ([`wire::packet_demux_key`]).
 struct EthDemux;
 
 impl PartialClassifier for EthDemux {
     #[inline]
-    fn extract(&self, msg: &[u8], _mode: KeyMode) -> Option<(Key, usize)> {
-        let h = msg.get(..wire::HEADER_LEN)?;
-        Some((Key::from_array([h[12], h[13]]), wire::HEADER_LEN))
+    fn extract(&self, msg: &[u8], mode: KeyMode) -> Option<(Key, usize)> {
+        wire::packet_demux_key(msg, mode)
     }
 }
 
@@ -140,6 +140,6 @@ impl Stage for EthStage {
     }
 
     fn demux_key(&self, _mode: KeyMode, _aux: &Attrs) -> DemuxKey {
-        DemuxKey::Key(Key::from_array(self.ethertype.to_be_bytes()))
+        DemuxKey::Key(wire::path_demux_key(self.ethertype))
     }
 }

@@ -1,7 +1,7 @@
 //! The module graph of an Internet host, as text for
 //! [`ModuleGraph::from_text`](pathstack_core::graph::ModuleGraph::from_text).
 
-use crate::eth::MacAddr;
+use crate::wire::eth::MacAddr;
 use std::fmt::Write as _;
 use std::net::Ipv4Addr;
 

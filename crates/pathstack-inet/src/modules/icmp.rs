@@ -7,7 +7,7 @@
 //! path's sink queue for the application (a `ping` client). IP sends the
 //! errors it generates down this path too.
 
-use crate::icmp::{echo_reply_in_place, types, IcmpDropReason, IcmpPacket, HEADER_LEN};
+use crate::wire::icmp::{echo_reply_in_place, types, IcmpDropReason, IcmpPacket, HEADER_LEN};
 use pathstack_core::attrs::{keys, Attrs};
 use pathstack_core::error::{ModuleError, PathError};
 use pathstack_core::graph::spec::{Count, ModuleSpec, ServiceSpec, ServiceType};
@@ -85,13 +85,13 @@ impl IcmpModule {
         data: &[u8],
     ) -> Result<Msg, MsgError> {
         let mut m = pool.alloc(HEADER_LEN + data.len())?;
-        let b = m.as_mut_slice();
-        b[0] = types::ECHO_REQUEST;
-        b[1] = 0;
-        b[2..4].fill(0);
-        b[4..6].copy_from_slice(&ident.to_be_bytes());
-        b[6..8].copy_from_slice(&seq.to_be_bytes());
-        b[HEADER_LEN..].copy_from_slice(data);
+        let mut p = IcmpPacket::new_unchecked(m.as_mut_slice());
+        p.set_msg_type(types::ECHO_REQUEST);
+        p.set_code(0);
+        p.set_checksum(0);
+        p.set_echo_ident(ident);
+        p.set_echo_seq(seq);
+        p.payload_mut().copy_from_slice(data);
         m.anno_mut().peer_ip = Some(dst);
         Ok(m)
     }
@@ -126,7 +126,7 @@ impl Module for IcmpModule {
         if entry.is_some() {
             return Err(cx.refuse("ICMP is the top of its path"));
         }
-        attrs.insert(&keys::PROT_ID, u32::from(crate::ipv4::protocol::ICMP));
+        attrs.insert(&keys::PROT_ID, u32::from(crate::wire::ipv4::protocol::ICMP));
         Ok(Created {
             stage: Box::new(IcmpStage {
                 up: cx.growth().reverse(),
@@ -153,7 +153,7 @@ pub struct IcmpStage {
 
 impl IcmpStage {
     fn receive(&mut self, msg: &mut Msg, cx: &mut Cx<'_, '_>) -> Verdict {
-        let (ty, is_error) = match IcmpPacket::parse(msg.as_slice()) {
+        let (ty, is_error) = match IcmpPacket::new_checked(msg.as_slice()) {
             Ok(p) => (p.msg_type(), p.is_error()),
             Err(e) => return Verdict::Drop(e.qualified()),
         };
@@ -202,9 +202,7 @@ impl Stage for IcmpStage {
         if b.len() < HEADER_LEN {
             return Verdict::Drop(IcmpDropReason::Truncated.qualified());
         }
-        b[2..4].fill(0);
-        let sum = crate::checksum::compute(&[b]);
-        b[2..4].copy_from_slice(&sum);
+        IcmpPacket::new_unchecked(b).fill_checksum();
         if let Some(m) = cx.module::<IcmpModule>() {
             m.counters.sent += 1;
         }

@@ -17,11 +17,13 @@
 use super::params::{optional, parse_cidr, required};
 use super::ETHERTYPE_IPV4;
 use crate::frag::fragment;
-use crate::icmp::{may_send_error, IcmpError, Quote};
-use crate::ipv4::{self, protocol, IdentCounter, Ipv4Repr, MIN_HEADER_LEN};
+use crate::icmp_suppression::may_send_error;
+use crate::ipv4_ident::IdentCounter;
 use crate::rate_limit::TokenBucket;
 use crate::reassembly::{Reassembler, Reassembly, ReassemblyConfig};
 use crate::route::{RouteEntry, RoutingTable};
+use crate::wire::icmp::{IcmpError, Quote};
+use crate::wire::ipv4::{self, protocol, Ipv4Repr, MIN_HEADER_LEN};
 use crate::Ipv4DropReason;
 use pathstack_core::attrs::keys::{self, AddrPart};
 use pathstack_core::attrs::{AttrKey, Attrs};
@@ -256,7 +258,13 @@ impl IpModule {
         pool: &pathstack_core::MsgPool,
     ) {
         let bytes = datagram.as_slice();
-        let dst = Ipv4Addr::from(<[u8; 4]>::try_from(&bytes[16..20]).unwrap_or([0; 4]));
+        let addr = |at| {
+            bytes
+                .get(at)
+                .and_then(|b| <[u8; 4]>::try_from(b).ok())
+                .map_or(Ipv4Addr::UNSPECIFIED, Ipv4Addr::from)
+        };
+        let dst = addr(ipv4::field::DST_ADDR);
         let broadcast =
             datagram.anno().link_broadcast || self.ifaces.iter().any(|f| f.is_broadcast(dst));
         let allowed = may_send_error(bytes, broadcast).is_ok()
@@ -276,9 +284,7 @@ impl IpModule {
             self.counters.icmp_errors_suppressed += 1;
             return;
         };
-        m.anno_mut().peer_ip = Some(Ipv4Addr::from(
-            <[u8; 4]>::try_from(&bytes[12..16]).unwrap_or([0; 4]),
-        ));
+        m.anno_mut().peer_ip = Some(addr(ipv4::field::SRC_ADDR));
         if send(path, from, dir, m) {
             self.counters.icmp_errors_sent += 1;
         } else {
@@ -287,33 +293,16 @@ impl IpModule {
     }
 }
 
-/// The IPv4 partial classifier (thesis Figure 3.10). Active key: protocol,
-/// local (destination) and remote (source) address; passive key: protocol.
-/// A fragment has no complete transport header, so it consumes the whole
-/// datagram: the walk ends at IP and finds IP's own path (or the passive
-/// path of its protocol when that path does not look further, like ICMP's).
+/// The IPv4 partial classifier; the key is the header's
+/// ([`ipv4::packet_demux_key`]). A fragment consumes the whole datagram, so
+/// the walk ends at IP and finds IP's own path (or the passive path of its
+/// protocol when that path does not look further, like ICMP's).
 struct Ipv4Demux;
 
 impl PartialClassifier for Ipv4Demux {
     #[inline]
     fn extract(&self, msg: &[u8], mode: KeyMode) -> Option<(Key, usize)> {
-        let h = msg.get(..MIN_HEADER_LEN)?;
-        if h[0] >> 4 != 4 {
-            return None;
-        }
-        let ihl = usize::from(h[0] & 0x0f) * 4;
-        if ihl < MIN_HEADER_LEN || msg.len() < ihl {
-            return None;
-        }
-        let fragment = (h[6] & 0x20) != 0 || (u16::from_be_bytes([h[6], h[7]]) & 0x1fff) != 0;
-        let used = if fragment { msg.len() } else { ihl };
-        let key = match mode {
-            KeyMode::Active => {
-                Key::from_array([h[9], h[16], h[17], h[18], h[19], h[12], h[13], h[14], h[15]])
-            }
-            KeyMode::Passive => Key::from_array([h[9]]),
-        };
-        Some((key, used))
+        ipv4::packet_demux_key(msg, mode)
     }
 }
 
@@ -663,15 +652,11 @@ impl Stage for IpStage {
             // IP's own path ends the walk at the EtherType.
             return DemuxKey::Stop(None);
         };
-        match (mode, self.remote) {
-            (KeyMode::Active, Some(r)) => {
-                let l = self.iface.addr.octets();
-                let r = r.octets();
-                DemuxKey::Key(Key::from_array([
-                    proto, l[0], l[1], l[2], l[3], r[0], r[1], r[2], r[3],
-                ]))
-            }
-            _ => DemuxKey::Key(Key::from_array([proto])),
-        }
+        DemuxKey::Key(ipv4::path_demux_key(
+            mode,
+            proto,
+            self.iface.addr,
+            self.remote,
+        ))
     }
 }

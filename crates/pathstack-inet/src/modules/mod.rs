@@ -25,6 +25,7 @@ pub mod arp;
 pub mod eth;
 mod host_graph;
 pub mod icmp;
+pub mod inline;
 pub mod ip;
 mod params;
 pub mod udp;

@@ -13,7 +13,7 @@
 //! ephemeral port (RFC 6335 §6: 49152–65535).
 
 use super::ip::LOCAL_IPV4;
-use crate::udp_wire::{UdpPacket, UdpRepr, HEADER_LEN};
+use crate::wire::udp::{self as wire, UdpPacket, UdpRepr, HEADER_LEN};
 use pathstack_core::attrs::keys::{self, AddrPart};
 use pathstack_core::attrs::Attrs;
 use pathstack_core::demux::{DemuxKey, Key, KeyMode, PartialClassifier};
@@ -115,19 +115,14 @@ impl UdpModule {
     }
 }
 
-/// The UDP partial classifier: local (destination) and remote (source)
-/// port when active, the local port when passive (thesis Figure 3.10).
+/// The UDP partial classifier; the key is the header's
+/// ([`wire::packet_demux_key`]).
 struct UdpDemux;
 
 impl PartialClassifier for UdpDemux {
     #[inline]
     fn extract(&self, msg: &[u8], mode: KeyMode) -> Option<(Key, usize)> {
-        let h = msg.get(..HEADER_LEN)?;
-        let key = match mode {
-            KeyMode::Active => Key::from_array([h[2], h[3], h[0], h[1]]),
-            KeyMode::Passive => Key::from_array([h[2], h[3]]),
-        };
-        Some((key, HEADER_LEN))
+        wire::packet_demux_key(msg, mode)
     }
 }
 
@@ -198,7 +193,7 @@ impl Module for UdpModule {
         } else {
             u.connected += 1;
         }
-        attrs.insert(&keys::PROT_ID, u32::from(crate::ipv4::protocol::UDP));
+        attrs.insert(&keys::PROT_ID, u32::from(crate::wire::ipv4::protocol::UDP));
         Ok(Created {
             stage: Box::new(UdpStage {
                 local_port: port,
@@ -273,7 +268,7 @@ impl Stage for UdpStage {
             let (Some(src), Some(dst)) = (a.peer_ip, a.local_ip) else {
                 return Verdict::Drop(NO_LOCAL_ADDR);
             };
-            let (sport, dport, len) = match UdpPacket::parse(msg.as_slice(), src, dst) {
+            let (sport, dport, len) = match UdpPacket::new_checked(msg.as_slice(), src, dst) {
                 Ok(p) => (p.src_port(), p.dst_port(), p.len()),
                 Err(e) => return Verdict::Drop(e.qualified()),
             };
@@ -297,13 +292,10 @@ impl Stage for UdpStage {
     }
 
     fn demux_key(&self, mode: KeyMode, _aux: &Attrs) -> DemuxKey {
-        let l = self.local_port.to_be_bytes();
-        match (mode, self.remote_port) {
-            (KeyMode::Active, Some(r)) => {
-                let r = r.to_be_bytes();
-                DemuxKey::Key(Key::from_array([l[0], l[1], r[0], r[1]]))
-            }
-            _ => DemuxKey::Key(Key::from_array(l)),
-        }
+        DemuxKey::Key(wire::path_demux_key(
+            mode,
+            self.local_port,
+            self.remote_port,
+        ))
     }
 }

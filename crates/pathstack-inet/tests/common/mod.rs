@@ -6,8 +6,8 @@ use pathstack_core::device::wire::{wire_pair, WireConfig};
 use pathstack_core::graph::ModuleGraph;
 use pathstack_core::stack::{ModuleTypes, Stack};
 use pathstack_core::{Device, Dir, DropReason, Instant, Msg, PathId};
-use pathstack_inet::eth::MacAddr;
 use pathstack_inet::modules::{self, HostGraph, IcmpModule};
+use pathstack_inet::MacAddr;
 use std::net::Ipv4Addr;
 
 pub const A_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);

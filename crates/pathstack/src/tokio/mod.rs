@@ -10,7 +10,7 @@
 //! `tokio::net::UdpSocket`'s; a send runs the stack at once in the
 //! sending task, so a datagram leaves without waiting for the driver.
 //!
-//! The stack is single-threaded (one stack per core, DESIGN.md): use a
+//! The stack is single-threaded (one stack per core): use a
 //! current-thread runtime. [`Net`] is `Send` and `Sync` (the host sits
 //! behind a mutex that is never held across an `await`), so
 //! `tokio::spawn` works too, but the tasks then take turns on the stack.

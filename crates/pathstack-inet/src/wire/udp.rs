@@ -3,17 +3,34 @@
 //!
 //! Slicing and the emit-side checksum are etherparse's (`UdpHeaderSlice`,
 //! `UdpHeader::calc_checksum_ipv4_raw`); verification sums the pseudo header
-//! and the segment with [`crate::checksum`].
+//! and the segment with [`crate::wire::checksum`].
 
-use crate::checksum;
 use crate::drop_reason::drop_reasons;
-use crate::ipv4::protocol;
+use crate::wire::checksum;
+use crate::wire::ipv4::protocol;
 use etherparse::{UdpHeader, UdpHeaderSlice};
+use pathstack_core::demux::{Key, KeyMode};
 use pathstack_core::{Msg, MsgError};
 use std::net::Ipv4Addr;
 
+/// Where each header field lies (RFC 768 "Format").
+pub mod field {
+    use std::ops::Range;
+
+    /// Source port.
+    pub const SRC_PORT: Range<usize> = 0..2;
+    /// Destination port.
+    pub const DST_PORT: Range<usize> = 2..4;
+    /// Length of header and data in bytes.
+    pub const LENGTH: Range<usize> = 4..6;
+    /// Checksum over the pseudo header, header and data (zero: none).
+    pub const CHECKSUM: Range<usize> = 6..8;
+    /// First data byte.
+    pub const PAYLOAD: usize = 8;
+}
+
 /// Length of the UDP header.
-pub const HEADER_LEN: usize = 8;
+pub const HEADER_LEN: usize = field::PAYLOAD;
 
 /// Why a UDP datagram was dropped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, thiserror::Error)]
@@ -39,6 +56,8 @@ drop_reasons!(UdpDropReason, "udp" {
     NoListener => "no_listener",
 });
 
+/// The IPv4 pseudo header the checksum covers (RFC 768): source address,
+/// destination address, a zero byte, the protocol and the UDP length.
 fn pseudo_header(src: Ipv4Addr, dst: Ipv4Addr, udp_len: u16) -> [u8; 12] {
     let mut p = [0u8; 12];
     p[0..4].copy_from_slice(&src.octets());
@@ -48,51 +67,81 @@ fn pseudo_header(src: Ipv4Addr, dst: Ipv4Addr, udp_len: u16) -> [u8; 12] {
     p
 }
 
-/// A checked view of a UDP datagram; `bytes` ends at the UDP length field.
+/// A view of a UDP datagram in a byte buffer: the fields read through
+/// [`field`]. Made by [`UdpPacket::new_checked`] for received bytes; the
+/// view then ends at the UDP length field ([`UdpPacket::payload`] stops
+/// there).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct UdpPacket<'a> {
-    bytes: &'a [u8],
+pub struct UdpPacket<T: AsRef<[u8]>> {
+    buffer: T,
 }
 
-impl<'a> UdpPacket<'a> {
-    /// Parses the IP payload `bytes` of a datagram from `src` to `dst`:
-    /// 8 ≤ length ≤ `bytes.len()` (extra bytes ignored), and the checksum
+impl<T: AsRef<[u8]>> UdpPacket<T> {
+    /// A view of `buffer` without any check; it must hold at least
+    /// [`HEADER_LEN`] bytes (and the payload accessor the length the
+    /// header claims).
+    pub const fn new_unchecked(buffer: T) -> Self {
+        UdpPacket { buffer }
+    }
+
+    /// Validates the IP payload `buffer` of a datagram from `src` to `dst`:
+    /// 8 ≤ length ≤ `buffer.len()` (extra bytes ignored), and the checksum
     /// over the pseudo header unless it is zero ("no checksum", RFC 768).
-    pub fn parse(bytes: &'a [u8], src: Ipv4Addr, dst: Ipv4Addr) -> Result<Self, UdpDropReason> {
+    pub fn new_checked(buffer: T, src: Ipv4Addr, dst: Ipv4Addr) -> Result<Self, UdpDropReason> {
+        let bytes = buffer.as_ref();
         let h = UdpHeaderSlice::from_slice(bytes).map_err(|_| UdpDropReason::Truncated)?;
         let len = usize::from(h.length());
         if len < HEADER_LEN || len > bytes.len() {
             return Err(UdpDropReason::BadLength);
         }
-        let bytes = &bytes[..len];
-        if h.checksum() != 0 && !checksum::verify(&[&pseudo_header(src, dst, h.length()), bytes]) {
+        if h.checksum() != 0
+            && !checksum::verify(&[&pseudo_header(src, dst, h.length()), &bytes[..len]])
+        {
             return Err(UdpDropReason::BadChecksum);
         }
-        Ok(UdpPacket { bytes })
+        Ok(UdpPacket { buffer })
     }
+
+    /// The buffer.
+    pub fn into_inner(self) -> T {
+        self.buffer
+    }
+
+    fn word(&self, at: std::ops::Range<usize>) -> u16 {
+        let b = &self.buffer.as_ref()[at];
+        u16::from_be_bytes([b[0], b[1]])
+    }
+
     /// Source port.
     pub fn src_port(&self) -> u16 {
-        u16::from_be_bytes([self.bytes[0], self.bytes[1]])
+        self.word(field::SRC_PORT)
     }
     /// Destination port.
     pub fn dst_port(&self) -> u16 {
-        u16::from_be_bytes([self.bytes[2], self.bytes[3]])
+        self.word(field::DST_PORT)
+    }
+    /// Checksum field (zero: the sender computed none).
+    pub fn checksum(&self) -> u16 {
+        self.word(field::CHECKSUM)
     }
     /// Whether the sender computed a checksum.
     pub fn has_checksum(&self) -> bool {
-        self.bytes[6] != 0 || self.bytes[7] != 0
-    }
-    /// The data after the header.
-    pub fn payload(&self) -> &'a [u8] {
-        &self.bytes[HEADER_LEN..]
+        self.checksum() != 0
     }
     /// Length of the datagram (header included), from the length field.
     pub fn len(&self) -> usize {
-        self.bytes.len()
+        usize::from(self.word(field::LENGTH))
     }
     /// Whether the datagram carries no data.
     pub fn is_empty(&self) -> bool {
-        self.bytes.len() == HEADER_LEN
+        self.len() == HEADER_LEN
+    }
+}
+
+impl<'a, T: AsRef<[u8]> + ?Sized> UdpPacket<&'a T> {
+    /// The data after the header, up to the length field.
+    pub fn payload(&self) -> &'a [u8] {
+        &self.buffer.as_ref()[field::PAYLOAD..self.len()]
     }
 }
 
@@ -136,6 +185,34 @@ impl UdpRepr {
     }
 }
 
+/// The demux key of a path through UDP (Mosberger, *Scout: A Path-Based
+/// Operating System*, 1997, §3.4, Figure 3.10): in active mode, for a
+/// connected path, the local and the remote port; otherwise the local port.
+#[inline]
+pub fn path_demux_key(mode: KeyMode, local_port: u16, remote_port: Option<u16>) -> Key {
+    let l = local_port.to_be_bytes();
+    match (mode, remote_port) {
+        (KeyMode::Active, Some(r)) => {
+            let r = r.to_be_bytes();
+            Key::from_array([l[0], l[1], r[0], r[1]])
+        }
+        _ => Key::from_array(l),
+    }
+}
+
+/// The demux key of a received datagram, and the header bytes it spans:
+/// what UDP's partial classifier extracts. Local is the destination port,
+/// remote the source port, so the key equals [`path_demux_key`] of the
+/// datagram's path. `None` when the header is not all there.
+#[inline]
+pub fn packet_demux_key(datagram: &[u8], mode: KeyMode) -> Option<(Key, usize)> {
+    let p = UdpPacket::new_unchecked(datagram.get(..HEADER_LEN)?);
+    Some((
+        path_demux_key(mode, p.dst_port(), Some(p.src_port())),
+        HEADER_LEN,
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -155,39 +232,68 @@ mod tests {
         }
         .push_onto(&mut m, A, B)
         .unwrap();
-        let p = UdpPacket::parse(m.as_slice(), A, B).unwrap();
+        let p = UdpPacket::new_checked(m.as_slice(), A, B).unwrap();
         assert_eq!((p.src_port(), p.dst_port()), (4000, 7));
         assert_eq!(p.payload(), b"hello udp");
         assert!(p.has_checksum());
         // Wrong pseudo header (other destination) fails the checksum.
         assert_eq!(
-            UdpPacket::parse(m.as_slice(), A, A),
+            UdpPacket::new_checked(m.as_slice(), A, A),
             Err(UdpDropReason::BadChecksum)
         );
         // Zero checksum means "none" (RFC 768).
         m.as_mut_slice()[6..8].fill(0);
-        assert!(UdpPacket::parse(m.as_slice(), A, A).is_ok());
+        assert!(UdpPacket::new_checked(m.as_slice(), A, A).is_ok());
     }
 
     #[test]
     fn length_field_checks() {
         let mut d = [0u8; 12];
         d[4..6].copy_from_slice(&7u16.to_be_bytes());
-        assert_eq!(UdpPacket::parse(&d, A, B), Err(UdpDropReason::BadLength));
-        d[4..6].copy_from_slice(&13u16.to_be_bytes());
-        assert_eq!(UdpPacket::parse(&d, A, B), Err(UdpDropReason::BadLength));
-        d[4..6].copy_from_slice(&10u16.to_be_bytes());
-        assert_eq!(UdpPacket::parse(&d, A, B).unwrap().payload(), &[0, 0]);
         assert_eq!(
-            UdpPacket::parse(&d[..7], A, B),
+            UdpPacket::new_checked(&d, A, B),
+            Err(UdpDropReason::BadLength)
+        );
+        d[4..6].copy_from_slice(&13u16.to_be_bytes());
+        assert_eq!(
+            UdpPacket::new_checked(&d, A, B),
+            Err(UdpDropReason::BadLength)
+        );
+        d[4..6].copy_from_slice(&10u16.to_be_bytes());
+        assert_eq!(UdpPacket::new_checked(&d, A, B).unwrap().payload(), &[0, 0]);
+        assert_eq!(
+            UdpPacket::new_checked(&d[..7], A, B),
             Err(UdpDropReason::Truncated)
         );
+    }
+
+    #[test]
+    fn packet_key_matches_the_path_key() {
+        let pool = MsgPool::new(PoolConfig::small(2));
+        let mut m = pool.alloc_copy(b"x").unwrap();
+        UdpRepr {
+            src_port: 4000,
+            dst_port: 7,
+        }
+        .push_onto(&mut m, A, B)
+        .unwrap();
+        for mode in [KeyMode::Active, KeyMode::Passive] {
+            // Received by B: local port 7, remote port 4000.
+            let (k, used) = packet_demux_key(m.as_slice(), mode).unwrap();
+            assert_eq!(k, path_demux_key(mode, 7, Some(4000)));
+            assert_eq!(used, HEADER_LEN);
+        }
+        assert_eq!(
+            path_demux_key(KeyMode::Active, 7, None),
+            path_demux_key(KeyMode::Passive, 7, Some(4000))
+        );
+        assert!(packet_demux_key(&m.as_slice()[..7], KeyMode::Passive).is_none());
     }
 
     proptest! {
         #[test]
         fn parse_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..64)) {
-            if let Ok(p) = UdpPacket::parse(&bytes, A, B) {
+            if let Ok(p) = UdpPacket::new_checked(&bytes, A, B) {
                 prop_assert!(p.len() >= HEADER_LEN && p.len() <= bytes.len());
                 let _ = (p.src_port(), p.dst_port(), p.payload());
             }
@@ -198,7 +304,7 @@ mod tests {
             let pool = MsgPool::new(PoolConfig::small(2));
             let mut m = pool.alloc_copy(&payload).unwrap();
             UdpRepr { src_port: sp, dst_port: dp }.push_onto(&mut m, s.into(), d.into()).unwrap();
-            let p = UdpPacket::parse(m.as_slice(), s.into(), d.into()).unwrap();
+            let p = UdpPacket::new_checked(m.as_slice(), s.into(), d.into()).unwrap();
             prop_assert!(p.has_checksum());
             prop_assert_eq!(p.payload(), &payload[..]);
         }

@@ -9,20 +9,36 @@
 //! +------+------+----+---------------------------+
 //! ```
 //!
-//! Slicing is done by `etherparse` (DESIGN.md: chosen, not reinvented); this
+//! Slicing is done by `etherparse` (a dependency chosen, not reinvented); this
 //! file adds the typed address, the destination filter, the drop reasons and
 //! the output-side padding to the 60-byte minimum frame (64 bytes with the
 //! FCS the adapter appends; IEEE 802.3 §4.2.3.3 `minFrameSize`).
 
 use crate::drop_reason::drop_reasons;
 use etherparse::Ethernet2Slice;
+use pathstack_core::demux::{Key, KeyMode};
 use pathstack_core::{Msg, MsgError};
 use std::fmt;
+use std::net::Ipv4Addr;
 
 pub use etherparse::EtherType;
 
+/// Where each header field lies (the frame layout above).
+pub mod field {
+    use std::ops::Range;
+
+    /// Destination address.
+    pub const DESTINATION: Range<usize> = 0..6;
+    /// Source address.
+    pub const SOURCE: Range<usize> = 6..12;
+    /// EtherType of the payload (or, below 0x0600, an IEEE 802.3 length).
+    pub const ETHERTYPE: Range<usize> = 12..14;
+    /// First payload byte.
+    pub const PAYLOAD: usize = 14;
+}
+
 /// Length of the Ethernet II header.
-pub const HEADER_LEN: usize = 14;
+pub const HEADER_LEN: usize = field::PAYLOAD;
 /// Smallest frame we put on the wire, without the 4-byte FCS (IEEE 802.3
 /// minimum frame of 64 bytes minus the FCS). Shorter frames are padded.
 pub const MIN_FRAME_LEN: usize = 60;
@@ -101,6 +117,12 @@ impl fmt::Debug for MacAddr {
     }
 }
 
+/// The multicast MAC for an IPv4 multicast group (RFC 1112 §6.4: 01:00:5e
+/// followed by the low 23 bits of the group address).
+pub fn multicast_mac(group: Ipv4Addr) -> MacAddr {
+    let o = group.octets();
+    MacAddr([0x01, 0x00, 0x5e, o[1] & 0x7f, o[2], o[3]])
+}
 /// Why an incoming Ethernet frame was dropped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, thiserror::Error)]
 pub enum EthDropReason {
@@ -167,9 +189,9 @@ impl EthHeader {
     /// Returns `None` if `buf` is shorter than [`HEADER_LEN`].
     pub fn emit(&self, buf: &mut [u8]) -> Option<()> {
         let h = buf.get_mut(..HEADER_LEN)?;
-        h[0..6].copy_from_slice(&self.dst.0);
-        h[6..12].copy_from_slice(&self.src.0);
-        h[12..14].copy_from_slice(&self.ethertype.0.to_be_bytes());
+        h[field::DESTINATION].copy_from_slice(&self.dst.0);
+        h[field::SOURCE].copy_from_slice(&self.src.0);
+        h[field::ETHERTYPE].copy_from_slice(&self.ethertype.0.to_be_bytes());
         Some(())
     }
 
@@ -211,6 +233,24 @@ pub fn pad_to_minimum(frame: &mut Msg) -> Result<(), MsgError> {
         frame.append(short)?.fill(0);
     }
     Ok(())
+}
+
+/// The demux key of a path through ETH (Mosberger, *Scout: A Path-Based
+/// Operating System*, 1997, §3.4): its EtherType, in both modes — the
+/// Ethernet header names the protocol above, not a conversation.
+#[inline]
+pub fn path_demux_key(ethertype: u16) -> Key {
+    Key::from_array(ethertype.to_be_bytes())
+}
+
+/// The demux key of a received frame, and the header bytes it spans: what
+/// ETH's partial classifier extracts (the same key as [`path_demux_key`]
+/// for the frame's EtherType; `mode` does not change it). `None` when the
+/// frame is shorter than the header.
+#[inline]
+pub fn packet_demux_key(frame: &[u8], _mode: KeyMode) -> Option<(Key, usize)> {
+    let t = frame.get(field::ETHERTYPE)?;
+    Some((path_demux_key(u16::from_be_bytes([t[0], t[1]])), HEADER_LEN))
 }
 
 #[cfg(test)]
@@ -278,6 +318,24 @@ mod tests {
         assert!(!MacAddr::ZERO.is_unicast());
         assert!(OWN.is_unicast());
         assert_eq!(OWN.to_string(), "02:00:00:00:00:01");
+    }
+
+    #[test]
+    fn packet_key_matches_the_path_key() {
+        let mut f = [0u8; HEADER_LEN];
+        EthHeader {
+            dst: OWN,
+            src: PEER,
+            ethertype: EtherType::ARP,
+        }
+        .emit(&mut f)
+        .unwrap();
+        for mode in [KeyMode::Active, KeyMode::Passive] {
+            let (k, used) = packet_demux_key(&f, mode).unwrap();
+            assert_eq!(k, path_demux_key(EtherType::ARP.0));
+            assert_eq!(used, HEADER_LEN);
+        }
+        assert!(packet_demux_key(&f[..13], KeyMode::Active).is_none());
     }
 
     proptest! {

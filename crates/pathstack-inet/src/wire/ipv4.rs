@@ -14,26 +14,65 @@
 //! +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
 //! ```
 //!
-//! [`Ipv4Packet`] is a checked view over received bytes (header slicing by
-//! `etherparse::Ipv4HeaderSlice`; the total-length, checksum and address
-//! checks that etherparse leaves to the caller are here). [`Ipv4Repr`] is the
+//! [`Ipv4Packet`] is a view over a datagram's bytes, its fields read
+//! through [`field`]; [`Ipv4Packet::new_checked`] validates a received one
+//! (header slicing by `etherparse::Ipv4HeaderSlice`; the total-length,
+//! checksum and address checks that etherparse leaves to the caller are
+//! here). [`Ipv4Repr`] is the
 //! header as fields, emitted without options: this stack originates no IP
 //! options, so every header it writes is 20 bytes.
 
-use crate::checksum;
 use crate::drop_reason::drop_reasons;
+use crate::wire::checksum;
 use etherparse::Ipv4HeaderSlice;
+use pathstack_core::demux::{Key, KeyMode};
 use pathstack_core::{Msg, MsgError};
 use std::net::Ipv4Addr;
+use std::ops::Range;
 
 /// Length of a header without options (IHL = 5).
-pub const MIN_HEADER_LEN: usize = 20;
+pub const MIN_HEADER_LEN: usize = field::OPTIONS;
 /// Length of the longest header (IHL = 15).
 pub const MAX_HEADER_LEN: usize = 60;
 /// Largest datagram the total-length field can describe.
 pub const MAX_DATAGRAM_LEN: usize = 65_535;
 /// Default TTL of datagrams we originate (RFC 1700 / IANA recommends 64).
 pub const DEFAULT_TTL: u8 = 64;
+
+/// Where each header field lies (RFC 791 §3.1): the byte ranges every
+/// accessor, emitter and demux key of this file reads and writes.
+pub mod field {
+    use std::ops::Range;
+
+    /// Version (high nibble) and IHL, the header length in 32-bit words (low nibble).
+    pub const VER_IHL: usize = 0;
+    /// Type of service (DSCP and ECN).
+    pub const TOS: usize = 1;
+    /// Total length of the datagram in bytes.
+    pub const LENGTH: Range<usize> = 2..4;
+    /// Identification.
+    pub const IDENT: Range<usize> = 4..6;
+    /// Flags (3 bits) and fragment offset (13 bits, in 8-byte units).
+    pub const FLG_OFF: Range<usize> = 6..8;
+    /// Don't Fragment, in the [`FLG_OFF`] word.
+    pub const DONT_FRAG: u16 = 0x4000;
+    /// More Fragments, in the [`FLG_OFF`] word.
+    pub const MORE_FRAGS: u16 = 0x2000;
+    /// The fragment offset bits of the [`FLG_OFF`] word.
+    pub const OFFSET: u16 = 0x1fff;
+    /// Time to live.
+    pub const TTL: usize = 8;
+    /// Upper-layer protocol.
+    pub const PROTOCOL: usize = 9;
+    /// Header checksum.
+    pub const CHECKSUM: Range<usize> = 10..12;
+    /// Source address.
+    pub const SRC_ADDR: Range<usize> = 12..16;
+    /// Destination address.
+    pub const DST_ADDR: Range<usize> = 16..20;
+    /// First option byte (when IHL > 5).
+    pub const OPTIONS: usize = 20;
+}
 
 /// IP protocol numbers used in this crate (IANA "Assigned Internet Protocol Numbers").
 pub mod protocol {
@@ -107,25 +146,34 @@ pub fn is_valid_source(addr: Ipv4Addr) -> bool {
     !(addr.is_broadcast() || addr.is_multicast() || addr.octets()[0] >= 240)
 }
 
-/// A checked view of a received IPv4 datagram. `bytes` ends at the total
-/// length: trailing link-layer padding is not part of the view.
+/// A view of an IPv4 datagram in a byte buffer: the fields read through
+/// [`field`]. Made by [`Ipv4Packet::new_checked`] for received bytes; the
+/// view then ends at the total length (trailing link-layer padding is not
+/// part of [`Ipv4Packet::as_bytes`] or [`Ipv4Packet::payload`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Ipv4Packet<'a> {
-    bytes: &'a [u8],
-    header_len: usize,
+pub struct Ipv4Packet<T: AsRef<[u8]>> {
+    buffer: T,
 }
 
-impl<'a> Ipv4Packet<'a> {
-    /// Parses and validates a datagram (RFC 791 §3.1, RFC 1122 §3.2.1):
-    /// version 4, 5 ≤ IHL, IHL × 4 ≤ total length ≤ `bytes.len()`, header
+impl<T: AsRef<[u8]>> Ipv4Packet<T> {
+    /// A view of `buffer` without any check. The accessors index the
+    /// buffer, so it must hold at least [`MIN_HEADER_LEN`] bytes (and the
+    /// options, payload accessors the lengths the header claims).
+    pub const fn new_unchecked(buffer: T) -> Self {
+        Ipv4Packet { buffer }
+    }
+
+    /// Validates a received datagram (RFC 791 §3.1, RFC 1122 §3.2.1):
+    /// version 4, 5 ≤ IHL, IHL × 4 ≤ total length ≤ `buffer.len()`, header
     /// checksum, source address. Bytes after the total length (Ethernet
     /// padding) are ignored. Options (IHL > 5) are skipped, not interpreted:
     /// RFC 1122 §3.2.1.8 requires only that unknown options are ignored.
     ///
     /// The TTL is not checked: a host MUST NOT discard a datagram just
     /// because its TTL is below 2 (RFC 1122 §3.2.1.7).
-    pub fn parse(bytes: &'a [u8]) -> Result<Ipv4Packet<'a>, Ipv4DropReason> {
+    pub fn new_checked(buffer: T) -> Result<Self, Ipv4DropReason> {
         use etherparse::err::ipv4::{HeaderError, HeaderSliceError};
+        let bytes = buffer.as_ref();
         let hdr = Ipv4HeaderSlice::from_slice(bytes).map_err(|e| match e {
             HeaderSliceError::Len(_) => Ipv4DropReason::Truncated,
             HeaderSliceError::Content(HeaderError::UnexpectedVersion { .. }) => {
@@ -149,81 +197,81 @@ impl<'a> Ipv4Packet<'a> {
         if !is_valid_source(hdr.source_addr()) {
             return Err(Ipv4DropReason::BadSource);
         }
-        Ok(Ipv4Packet {
-            bytes: &bytes[..total_len],
-            header_len,
-        })
+        Ok(Ipv4Packet { buffer })
     }
 
-    /// The whole datagram, header included, without link padding.
-    pub fn as_bytes(&self) -> &'a [u8] {
-        self.bytes
+    /// The buffer.
+    pub fn into_inner(self) -> T {
+        self.buffer
+    }
+
+    fn byte(&self, at: usize) -> u8 {
+        self.buffer.as_ref()[at]
+    }
+    fn word(&self, at: Range<usize>) -> u16 {
+        let b = &self.buffer.as_ref()[at];
+        u16::from_be_bytes([b[0], b[1]])
+    }
+    fn addr(&self, at: Range<usize>) -> Ipv4Addr {
+        let b = &self.buffer.as_ref()[at];
+        Ipv4Addr::new(b[0], b[1], b[2], b[3])
+    }
+
+    /// Version field.
+    pub fn version(&self) -> u8 {
+        self.byte(field::VER_IHL) >> 4
     }
     /// Header length in bytes (IHL × 4), options included.
     pub fn header_len(&self) -> usize {
-        self.header_len
+        usize::from(self.byte(field::VER_IHL) & 0x0f) * 4
     }
-    /// Total length in bytes.
+    /// Total length in bytes (header and payload, from the field).
     pub fn total_len(&self) -> usize {
-        self.bytes.len()
+        usize::from(self.word(field::LENGTH))
     }
-    /// The header, options included.
-    pub fn header(&self) -> &'a [u8] {
-        &self.bytes[..self.header_len]
-    }
-    /// The option bytes (empty when IHL = 5).
-    pub fn options(&self) -> &'a [u8] {
-        &self.bytes[MIN_HEADER_LEN..self.header_len]
-    }
-    /// The payload (after the options, up to the total length).
-    pub fn payload(&self) -> &'a [u8] {
-        &self.bytes[self.header_len..]
-    }
-    /// Source address.
-    pub fn src(&self) -> Ipv4Addr {
-        Ipv4Addr::new(
-            self.bytes[12],
-            self.bytes[13],
-            self.bytes[14],
-            self.bytes[15],
-        )
-    }
-    /// Destination address.
-    pub fn dst(&self) -> Ipv4Addr {
-        Ipv4Addr::new(
-            self.bytes[16],
-            self.bytes[17],
-            self.bytes[18],
-            self.bytes[19],
-        )
-    }
-    /// Protocol field.
-    pub fn protocol(&self) -> u8 {
-        self.bytes[9]
-    }
-    /// Time to live.
-    pub fn ttl(&self) -> u8 {
-        self.bytes[8]
+    /// Type of service / DSCP+ECN byte.
+    pub fn tos(&self) -> u8 {
+        self.byte(field::TOS)
     }
     /// Identification field.
     pub fn ident(&self) -> u16 {
-        u16::from_be_bytes([self.bytes[4], self.bytes[5]])
+        self.word(field::IDENT)
     }
     /// Don't Fragment flag.
     pub fn dont_frag(&self) -> bool {
-        self.bytes[6] & 0x40 != 0
+        self.word(field::FLG_OFF) & field::DONT_FRAG != 0
     }
     /// More Fragments flag.
     pub fn more_frags(&self) -> bool {
-        self.bytes[6] & 0x20 != 0
+        self.word(field::FLG_OFF) & field::MORE_FRAGS != 0
     }
     /// Fragment offset in bytes (the field counts 8-byte units).
     pub fn frag_offset(&self) -> usize {
-        usize::from(u16::from_be_bytes([self.bytes[6] & 0x1f, self.bytes[7]])) * 8
+        usize::from(self.word(field::FLG_OFF) & field::OFFSET) * 8
     }
     /// Whether this datagram is a fragment (MF set or offset non-zero).
     pub fn is_fragment(&self) -> bool {
         self.more_frags() || self.frag_offset() != 0
+    }
+    /// Time to live.
+    pub fn ttl(&self) -> u8 {
+        self.byte(field::TTL)
+    }
+    /// Protocol field.
+    pub fn protocol(&self) -> u8 {
+        self.byte(field::PROTOCOL)
+    }
+    /// Header checksum field.
+    pub fn checksum(&self) -> u16 {
+        self.word(field::CHECKSUM)
+    }
+    /// Source address.
+    pub fn src(&self) -> Ipv4Addr {
+        self.addr(field::SRC_ADDR)
+    }
+    /// Destination address.
+    pub fn dst(&self) -> Ipv4Addr {
+        self.addr(field::DST_ADDR)
     }
     /// The header fields (options are not carried into the repr).
     pub fn repr(&self) -> Ipv4Repr {
@@ -232,24 +280,54 @@ impl<'a> Ipv4Packet<'a> {
             dst: self.dst(),
             protocol: self.protocol(),
             ttl: self.ttl(),
-            tos: self.bytes[1],
+            tos: self.tos(),
             ident: self.ident(),
             dont_frag: self.dont_frag(),
             more_frags: self.more_frags(),
             frag_offset: self.frag_offset() as u16,
-            payload_len: (self.total_len() - self.header_len) as u16,
+            payload_len: (self.total_len() - self.header_len()) as u16,
         }
     }
 }
 
-/// Validates the datagram at the front of `msg` ([`Ipv4Packet::parse`]),
+impl<'a, T: AsRef<[u8]> + ?Sized> Ipv4Packet<&'a T> {
+    /// The whole datagram, header included, without link padding.
+    pub fn as_bytes(&self) -> &'a [u8] {
+        &self.buffer.as_ref()[..self.total_len()]
+    }
+    /// The header, options included.
+    pub fn header(&self) -> &'a [u8] {
+        &self.buffer.as_ref()[..self.header_len()]
+    }
+    /// The option bytes (empty when IHL = 5).
+    pub fn options(&self) -> &'a [u8] {
+        &self.buffer.as_ref()[field::OPTIONS..self.header_len()]
+    }
+    /// The payload (after the options, up to the total length).
+    pub fn payload(&self) -> &'a [u8] {
+        &self.buffer.as_ref()[self.header_len()..self.total_len()]
+    }
+}
+
+impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv4Packet<T> {
+    /// Sets the time to live (the checksum is the caller's to update).
+    pub fn set_ttl(&mut self, ttl: u8) {
+        self.buffer.as_mut()[field::TTL] = ttl;
+    }
+    /// Sets the header checksum field.
+    pub fn set_checksum(&mut self, checksum: u16) {
+        self.buffer.as_mut()[field::CHECKSUM].copy_from_slice(&checksum.to_be_bytes());
+    }
+}
+
+/// Validates the datagram at the front of `msg` ([`Ipv4Packet::new_checked`]),
 /// trims trailing link padding so that `msg` ends at the total length, and
 /// returns the header fields and the header length. The header stays in
 /// `msg`: the caller pops `header_len` bytes when it hands the payload up,
 /// and keeps the bytes for an ICMP error quote if it needs one.
 pub fn receive(msg: &mut Msg) -> Result<(Ipv4Repr, usize), Ipv4DropReason> {
     let (repr, header_len, total) = {
-        let p = Ipv4Packet::parse(msg.as_slice())?;
+        let p = Ipv4Packet::new_checked(msg.as_slice())?;
         (p.repr(), p.header_len(), p.total_len())
     };
     msg.truncate(total);
@@ -281,7 +359,7 @@ pub struct Ipv4Repr {
     pub ttl: u8,
     /// Type of service / DSCP+ECN byte.
     pub tos: u8,
-    /// Identification (RFC 791; see [`IdentCounter`]).
+    /// Identification (RFC 791; see [`IdentCounter`](crate::ipv4_ident::IdentCounter)).
     pub ident: u16,
     /// Don't Fragment.
     pub dont_frag: bool,
@@ -316,20 +394,25 @@ impl Ipv4Repr {
     pub fn emit(&self, buf: &mut [u8]) -> Option<()> {
         let total = u16::try_from(usize::from(self.payload_len) + MIN_HEADER_LEN).ok()?;
         let h = buf.get_mut(..MIN_HEADER_LEN)?;
-        h[0] = 0x45;
-        h[1] = self.tos;
-        h[2..4].copy_from_slice(&total.to_be_bytes());
-        h[4..6].copy_from_slice(&self.ident.to_be_bytes());
-        let units = (self.frag_offset / 8) & 0x1fff;
-        let flags = (u16::from(self.dont_frag) << 14) | (u16::from(self.more_frags) << 13);
-        h[6..8].copy_from_slice(&(flags | units).to_be_bytes());
-        h[8] = self.ttl;
-        h[9] = self.protocol;
-        h[10..12].fill(0);
-        h[12..16].copy_from_slice(&self.src.octets());
-        h[16..20].copy_from_slice(&self.dst.octets());
+        h[field::VER_IHL] = 0x45; // version 4, IHL 5: no options
+        h[field::TOS] = self.tos;
+        h[field::LENGTH].copy_from_slice(&total.to_be_bytes());
+        h[field::IDENT].copy_from_slice(&self.ident.to_be_bytes());
+        let units = (self.frag_offset / 8) & field::OFFSET;
+        let flags = (if self.dont_frag { field::DONT_FRAG } else { 0 })
+            | (if self.more_frags {
+                field::MORE_FRAGS
+            } else {
+                0
+            });
+        h[field::FLG_OFF].copy_from_slice(&(flags | units).to_be_bytes());
+        h[field::TTL] = self.ttl;
+        h[field::PROTOCOL] = self.protocol;
+        h[field::CHECKSUM].fill(0);
+        h[field::SRC_ADDR].copy_from_slice(&self.src.octets());
+        h[field::DST_ADDR].copy_from_slice(&self.dst.octets());
         let c = checksum::compute(&[h]);
-        h[10..12].copy_from_slice(&c);
+        h[field::CHECKSUM].copy_from_slice(&c);
         Some(())
     }
 
@@ -348,29 +431,6 @@ impl Ipv4Repr {
     }
 }
 
-/// The Identification counter of one sending host (RFC 791 §3.2: unique per
-/// source, destination and protocol while the datagram may be alive).
-/// A single wrapping counter satisfies that for all destinations at once;
-/// RFC 6864 §4.1 relaxes uniqueness for atomic (DF, unfragmented) datagrams.
-#[derive(Clone, Debug, Default)]
-pub struct IdentCounter {
-    next: u16,
-}
-
-impl IdentCounter {
-    /// A counter starting at `seed` (use something unpredictable per boot,
-    /// RFC 6864 §5 / RFC 7739 warn about predictable IDs).
-    pub fn new(seed: u16) -> Self {
-        IdentCounter { next: seed }
-    }
-    /// The next identification value.
-    pub fn next_ident(&mut self) -> u16 {
-        let id = self.next;
-        self.next = self.next.wrapping_add(1);
-        id
-    }
-}
-
 /// Decrements the TTL of the header at the front of `header` and updates
 /// its checksum incrementally (RFC 1624 §3; RFC 1812 §5.3.1). For a host
 /// that forwards (or loops back) datagrams; refuses to go below 1.
@@ -378,15 +438,65 @@ pub fn decrement_ttl_in_place(header: &mut [u8]) -> Result<(), Ipv4DropReason> {
     if header.len() < MIN_HEADER_LEN {
         return Err(Ipv4DropReason::Truncated);
     }
-    if header[8] <= 1 {
+    let mut p = Ipv4Packet::new_unchecked(header);
+    let ttl = p.ttl();
+    if ttl <= 1 {
         return Err(Ipv4DropReason::TtlExpired);
     }
-    let old = u16::from_be_bytes([header[8], header[9]]);
-    header[8] -= 1;
-    let new = u16::from_be_bytes([header[8], header[9]]);
-    let c = checksum::update(u16::from_be_bytes([header[10], header[11]]), old, new);
-    header[10..12].copy_from_slice(&c.to_be_bytes());
+    // TTL and protocol share one 16-bit word of the checksum sum.
+    let old = u16::from_be_bytes([ttl, p.protocol()]);
+    let new = u16::from_be_bytes([ttl - 1, p.protocol()]);
+    p.set_ttl(ttl - 1);
+    let c = checksum::update(p.checksum(), old, new);
+    p.set_checksum(c);
     Ok(())
+}
+
+/// The demux key of a path through IP (Mosberger, *Scout: A Path-Based
+/// Operating System*, 1997, §3.4, Figure 3.10): in active mode, for a path
+/// with a fixed remote address, the protocol, the local address and the
+/// remote address; otherwise the protocol alone.
+#[inline]
+pub fn path_demux_key(
+    mode: KeyMode,
+    protocol: u8,
+    local: Ipv4Addr,
+    remote: Option<Ipv4Addr>,
+) -> Key {
+    match (mode, remote) {
+        (KeyMode::Active, Some(r)) => {
+            let l = local.octets();
+            let r = r.octets();
+            Key::from_array([protocol, l[0], l[1], l[2], l[3], r[0], r[1], r[2], r[3]])
+        }
+        _ => Key::from_array([protocol]),
+    }
+}
+
+/// The demux key of a received datagram, and the bytes it spans: what IP's
+/// partial classifier extracts. Local is the destination, remote the
+/// source, so the key equals [`path_demux_key`] of the path the datagram
+/// belongs to. Only version and IHL are checked (the IP stage validates the
+/// rest); `None` when they are wrong or the header is not all there.
+///
+/// A fragment has no complete transport header, so it spans the whole
+/// datagram: the walk ends at IP, whose own path reassembles it and
+/// classifies the whole datagram again (thesis §3.4.2, Figure 3.6).
+#[inline]
+pub fn packet_demux_key(datagram: &[u8], mode: KeyMode) -> Option<(Key, usize)> {
+    if datagram.len() < MIN_HEADER_LEN {
+        return None;
+    }
+    let p = Ipv4Packet::new_unchecked(datagram);
+    let ihl = p.header_len();
+    if p.version() != 4 || ihl < MIN_HEADER_LEN || datagram.len() < ihl {
+        return None;
+    }
+    let used = if p.is_fragment() { datagram.len() } else { ihl };
+    Some((
+        path_demux_key(mode, p.protocol(), p.dst(), Some(p.src())),
+        used,
+    ))
 }
 
 #[cfg(test)]
@@ -416,7 +526,7 @@ pub(crate) mod tests {
         // Cross-check against etherparse's own header checksum.
         let (eh, _) = etherparse::Ipv4Header::from_slice(&bytes).unwrap();
         assert_eq!(eh.header_checksum, eh.calc_header_checksum());
-        let p = Ipv4Packet::parse(&bytes).unwrap();
+        let p = Ipv4Packet::new_checked(&bytes).unwrap();
         assert_eq!(p.repr(), r);
         assert_eq!(p.payload(), &[1, 2, 3, 4, 5, 6, 7, 8]);
     }
@@ -428,7 +538,7 @@ pub(crate) mod tests {
         r.frag_offset = 8 * 185;
         let bytes = datagram(&r, &[0; 16]);
         assert_eq!(&bytes[6..8], &[0x20, 185]);
-        let p = Ipv4Packet::parse(&bytes).unwrap();
+        let p = Ipv4Packet::new_checked(&bytes).unwrap();
         assert!(p.is_fragment());
         assert_eq!(p.frag_offset(), 1480);
     }
@@ -457,7 +567,10 @@ pub(crate) mod tests {
         assert_eq!(m.len(), 28);
         m.pop(hl).unwrap();
         assert_eq!(m.as_slice(), b"DATA");
-        assert_eq!(Ipv4Packet::parse(&frame).unwrap().options(), &[1, 1, 1, 0]);
+        assert_eq!(
+            Ipv4Packet::new_checked(&frame).unwrap().options(),
+            &[1, 1, 1, 0]
+        );
     }
 
     #[test]
@@ -466,7 +579,7 @@ pub(crate) mod tests {
         let check = |f: &dyn Fn(&mut Vec<u8>), want| {
             let mut d = good.clone();
             f(&mut d);
-            assert_eq!(Ipv4Packet::parse(&d), Err(want));
+            assert_eq!(Ipv4Packet::new_checked(&d), Err(want));
         };
         let fix = |d: &mut Vec<u8>| {
             d[10] = 0;
@@ -504,7 +617,7 @@ pub(crate) mod tests {
         let mut d = good.clone();
         d[8] = 0;
         fix(&mut d);
-        assert!(Ipv4Packet::parse(&d).is_ok());
+        assert!(Ipv4Packet::new_checked(&d).is_ok());
     }
 
     #[test]
@@ -512,7 +625,7 @@ pub(crate) mod tests {
         let mut d = datagram(&Ipv4Repr::new(A, B, protocol::ICMP, 9, 0), &[]);
         decrement_ttl_in_place(&mut d).unwrap();
         assert_eq!(d[8], DEFAULT_TTL - 1);
-        assert!(Ipv4Packet::parse(&d).is_ok());
+        assert!(Ipv4Packet::new_checked(&d).is_ok());
         d[8] = 1;
         assert_eq!(
             decrement_ttl_in_place(&mut d),
@@ -527,21 +640,41 @@ pub(crate) mod tests {
         let mut r = Ipv4Repr::new(A, B, protocol::UDP, 3, 0);
         r.push_onto(&mut m).unwrap();
         assert_eq!(r.payload_len, 3);
-        let p = Ipv4Packet::parse(m.as_slice()).unwrap();
+        let p = Ipv4Packet::new_checked(m.as_slice()).unwrap();
         assert_eq!(p.payload(), b"xyz");
         let mut big = pool.alloc(MAX_DATAGRAM_LEN - 19).unwrap();
         assert!(matches!(
             r.push_onto(&mut big),
             Err(Ipv4EmitError::PayloadTooLong(_))
         ));
-        let mut ids = IdentCounter::new(u16::MAX);
-        assert_eq!((ids.next_ident(), ids.next_ident()), (u16::MAX, 0));
+    }
+
+    #[test]
+    fn packet_key_matches_the_path_key() {
+        let bytes = datagram(&Ipv4Repr::new(B, A, protocol::UDP, 5, 8), &[0; 8]);
+        for mode in [KeyMode::Active, KeyMode::Passive] {
+            // Received by A from B: local A, remote B.
+            let (k, used) = packet_demux_key(&bytes, mode).unwrap();
+            assert_eq!(k, path_demux_key(mode, protocol::UDP, A, Some(B)));
+            assert_eq!(used, MIN_HEADER_LEN);
+        }
+        // A listening path has no remote: its active key is the passive one.
+        assert_eq!(
+            path_demux_key(KeyMode::Active, protocol::UDP, A, None),
+            path_demux_key(KeyMode::Passive, protocol::UDP, A, Some(B))
+        );
+        let mut frag = Ipv4Repr::new(B, A, protocol::UDP, 5, 8);
+        frag.more_frags = true;
+        let bytes = datagram(&frag, &[0; 8]);
+        let (_, used) = packet_demux_key(&bytes, KeyMode::Active).unwrap();
+        assert_eq!(used, bytes.len(), "a fragment ends the walk at IP");
+        assert!(packet_demux_key(&bytes[..19], KeyMode::Active).is_none());
     }
 
     proptest! {
         #[test]
         fn parse_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..120)) {
-            if let Ok(p) = Ipv4Packet::parse(&bytes) {
+            if let Ok(p) = Ipv4Packet::new_checked(&bytes) {
                 prop_assert!(p.header_len() >= MIN_HEADER_LEN && p.header_len() <= p.total_len());
                 prop_assert!(p.total_len() <= bytes.len());
                 let _ = (p.repr(), p.options(), p.payload());
@@ -558,7 +691,7 @@ pub(crate) mod tests {
             let r = Ipv4Repr { src: src.into(), dst: dst.into(), protocol: proto, ttl, tos, ident,
                                dont_frag: df, more_frags: mf, frag_offset: off * 8, payload_len: payload.len() as u16 };
             let bytes = datagram(&r, &payload);
-            match Ipv4Packet::parse(&bytes) {
+            match Ipv4Packet::new_checked(&bytes) {
                 Ok(p) => { prop_assert_eq!(p.repr(), r); prop_assert_eq!(p.payload(), &payload[..]); }
                 Err(e) => { prop_assert_eq!(e, Ipv4DropReason::BadSource); prop_assert!(!is_valid_source(r.src)); }
             }

@@ -1,0 +1,41 @@
+//! Path-inlining rules for the Internet paths: the module sequences this
+//! crate's stages form, so a caller names only what it puts above and
+//! below them.
+//!
+//! Path-inlining replaces the dynamically dispatched stages of a path whose
+//! module sequence matches with one executor monomorphized over the
+//! concrete stage types (Mosberger, *Scout: A Path-Based Operating System*,
+//! 1997, §3.3.8 path optimization and §4.2.3 path-inlining).
+
+use super::{ArpStage, EthStage, IpStage, UdpStage, ARP_SPEC, ETH_SPEC, IP_SPEC, UDP_SPEC};
+use pathstack_core::rules::Rule;
+use pathstack_core::Stage;
+
+/// The path-inlining rule for UDP paths `top / UDP / IP / ARP / ETH /
+/// driver`: `Top` is the stage type of the module above UDP, whose module
+/// type is `top_type`, and `Driver` the stage type of the device driver
+/// under ETH, whose module type is `driver_type`. The rule is named
+/// `inline top/UDP/IP/ARP/ETH/driver`.
+///
+/// ```
+/// use pathstack_core::synthetic::{EchoStage, WireStage, ECHO_SPEC, WIRE_SPEC};
+/// use pathstack_inet::modules::inline;
+/// let rule = inline::udp_rule::<EchoStage, WireStage>(ECHO_SPEC.name, WIRE_SPEC.name);
+/// assert_eq!(rule.name(), "inline ECHO/UDP/IP/ARP/ETH/WIRE");
+/// ```
+pub fn udp_rule<Top: Stage, Driver: Stage>(
+    top_type: &'static str,
+    driver_type: &'static str,
+) -> Rule {
+    Rule::inline::<(Top, UdpStage, IpStage, ArpStage, EthStage, Driver)>(
+        format!("inline {top_type}/UDP/IP/ARP/ETH/{driver_type}"),
+        &[
+            top_type,
+            UDP_SPEC.name,
+            IP_SPEC.name,
+            ARP_SPEC.name,
+            ETH_SPEC.name,
+            driver_type,
+        ],
+    )
+}

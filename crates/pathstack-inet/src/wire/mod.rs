@@ -1,0 +1,36 @@
+//! The headers on the wire: one file per header, parse and emit side by
+//! side, in one style.
+//!
+//! * **Layout.** Each file writes its header's layout down once, as the
+//!   byte ranges of a `field` module ([`eth::field`], [`arp::field`],
+//!   [`ipv4::field`], [`icmp::field`], [`udp::field`]); every accessor,
+//!   emitter and demux key of the file goes through them.
+//! * **Received side.** Validation is etherparse's slice types
+//!   (`Ethernet2Slice`, `ArpPacketSlice`, `Ipv4HeaderSlice`, `Icmpv4Slice`,
+//!   `UdpHeaderSlice`) plus the checks they leave to the caller (checksums,
+//!   length fields, address rules). A header whose bytes stay in the buffer
+//!   while the stack works on them has a view over those bytes in the
+//!   smoltcp style: [`ipv4::Ipv4Packet`], [`icmp::IcmpPacket`],
+//!   [`udp::UdpPacket`], each `XPacket<T: AsRef<[u8]>>` with `new_checked`
+//!   for received bytes, `new_unchecked` for bytes already checked or being
+//!   built, field accessors, and setters where the stack edits in place
+//!   (the echo turnaround, the TTL). The fixed-size headers that are read
+//!   whole, Ethernet and ARP, are parsed straight into their fields
+//!   ([`eth::EthHeader::parse`], [`arp::ArpPacket::parse`]).
+//! * **Sent side.** A repr of the fields the stack chooses, written with
+//!   `emit` into a buffer or `push_onto` a message's headroom
+//!   ([`eth::EthHeader`], [`arp::ArpPacket`], [`ipv4::Ipv4Repr`],
+//!   [`udp::UdpRepr`]; ICMP builds its errors with [`icmp::IcmpError`]).
+//! * **Errors.** Every malformed case is a typed drop reason with a stable
+//!   counter name ([`crate::drop_reason`]); nothing panics on any input.
+//!
+//! Protocol decisions are not here: the ARP cache, fragmentation,
+//! reassembly, routing, the ICMP error rules and rate limit have files of
+//! their own in the crate root.
+
+pub mod arp;
+pub mod checksum;
+pub mod eth;
+pub mod icmp;
+pub mod ipv4;
+pub mod udp;
