@@ -1,7 +1,7 @@
-//! The run-time state that every context views: the stack-wide [`Shared`]
+//! The run-time state that every context views: the stack-wide `Shared`
 //! part (pool, timers, follow-up messages, frames handed over by drivers),
 //! the [`Env`] one path run borrows, and how a message is sent onto a path
-//! from a given position ([`Shared::send_on`]).
+//! from a given position (`Shared::send_on`).
 //!
 //! This file sits below the contexts ([`Cx`](crate::stage::Cx),
 //! [`ModCx`](crate::module::ModCx), [`RouteCx`](crate::module::RouteCx)):

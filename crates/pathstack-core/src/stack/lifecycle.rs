@@ -321,7 +321,7 @@ impl Stack {
 
     /// Grows path `id` at `end` with invariants `attrs` (thesis §3.3.7).
     /// The end's module makes the first routing decision
-    /// ([`Module::extend_route`]), or `PATHNAME` forces it. If extension
+    /// ([`Module::extend_route`](crate::module::Module::extend_route)), or `PATHNAME` forces it. If extension
     /// fails the whole path is deleted (fate sharing).
     pub fn path_extend(&mut self, id: PathId, end: End, attrs: Attrs) -> Result<(), PathError> {
         let path = self.path(id).ok_or(PathError::NoSuchPath(id))?;
