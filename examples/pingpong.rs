@@ -245,8 +245,12 @@ impl Pair {
         {
             return false;
         }
-        // The send ran to the client's device already (run to completion):
-        // the server answers in its poll, the client takes the echo in its.
+        // Per-message: the send ran to the client's device already (run to
+        // completion). LDLP queues it for a batch: the client's poll sends it.
+        if self.client.stack().scheduler() != SchedKind::PerMessage {
+            self.client.poll();
+        }
+        // The server answers in its poll, the client takes the echo in its.
         for _ in 0..8 {
             self.server.poll();
             self.client.poll();
