@@ -179,7 +179,7 @@ fn run(args: Args) -> Result<ExitCode, Box<dyn std::error::Error>> {
         }
         host.poll();
         if let Some(s) = &services {
-            while let Some(m) = host.stack_mut().recv(s.discard, Dir::Backward) {
+            while let Some(m) = host.stack_mut().recv(s.discard, Dir::Up) {
                 discarded.0 += 1;
                 discarded.1 += m.len() as u64;
             }

@@ -240,7 +240,7 @@ impl Pair {
         if self
             .client
             .stack_mut()
-            .send(self.cpath, Dir::Forward, m)
+            .send(self.cpath, Dir::Down, m)
             .is_err()
         {
             return false;
@@ -254,12 +254,7 @@ impl Pair {
         for _ in 0..8 {
             self.server.poll();
             self.client.poll();
-            if self
-                .client
-                .stack_mut()
-                .recv(self.cpath, Dir::Backward)
-                .is_some()
-            {
+            if self.client.stack_mut().recv(self.cpath, Dir::Up).is_some() {
                 return true;
             }
         }
@@ -660,7 +655,7 @@ impl TapClient {
             .map_err(|e| format!("allocating a message: {e:?}"))?;
         self.host
             .stack_mut()
-            .send(self.path, Dir::Forward, m)
+            .send(self.path, Dir::Down, m)
             .map_err(|_| "the client path's source queue is full")?;
         // Run the path (transmit) without a full poll: the echo cannot be
         // there yet, so reading the device now would be a wasted syscall.
@@ -672,7 +667,7 @@ impl TapClient {
             }
             self.host.wait(left)?;
             self.host.poll();
-            while let Some(r) = self.host.stack_mut().recv(self.path, Dir::Backward) {
+            while let Some(r) = self.host.stack_mut().recv(self.path, Dir::Up) {
                 if r.as_slice() == [self.seq] {
                     return Ok(true);
                 }

@@ -111,7 +111,7 @@ impl Demux {
                 index: p.0,
                 generation,
             },
-            Dir::Backward,
+            Dir::Up,
         ))
     }
 

@@ -33,8 +33,8 @@ pub enum Fate {
 #[inline(always)]
 pub(crate) fn step(pos: usize, dir: Dir, len: usize) -> Option<usize> {
     match dir {
-        Dir::Forward => (pos + 1 < len).then_some(pos + 1),
-        Dir::Backward => pos.checked_sub(1),
+        Dir::Down => (pos + 1 < len).then_some(pos + 1),
+        Dir::Up => pos.checked_sub(1),
     }
 }
 
@@ -42,8 +42,8 @@ pub(crate) fn step(pos: usize, dir: Dir, len: usize) -> Option<usize> {
 #[inline(always)]
 pub(crate) fn entry(dir: Dir, len: usize) -> usize {
     match dir {
-        Dir::Forward => 0,
-        Dir::Backward => len.saturating_sub(1),
+        Dir::Down => 0,
+        Dir::Up => len.saturating_sub(1),
     }
 }
 
@@ -113,7 +113,7 @@ impl Passes {
     fn of<'s>(stages: impl Iterator<Item = &'s dyn Stage>) -> Self {
         let mut p = Passes::default();
         for (pos, s) in stages.enumerate().take(64) {
-            for dir in [Dir::Forward, Dir::Backward] {
+            for dir in [Dir::Down, Dir::Up] {
                 if s.passes(dir) {
                     p.mask[dir.index()] |= 1 << pos;
                 }

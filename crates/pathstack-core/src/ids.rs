@@ -32,14 +32,21 @@ impl fmt::Display for PathId {
     }
 }
 
-/// A direction of travel along a path (thesis §3.3.3): forward is from
-/// `end[0]` (the stage created first) to `end[1]`.
+/// A direction of travel along a path (thesis §3.3.3), named for where
+/// it leads: down towards the device, up towards the application.
+///
+/// A path is created at its top (the module an application or a protocol
+/// opens it on) and routed downwards, so `end[0]`, the stage created first,
+/// is the top and `end[1]` the bottom: [`Dir::Down`] runs from `end[0]` to
+/// `end[1]`. Extending a path at `end[0]` grows it upwards, at `end[1]`
+/// downwards, which keeps that orientation. Stages therefore never work out
+/// which way is down; they match on the direction they are given.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Dir {
-    /// From `end[0]` towards `end[1]`.
-    Forward,
-    /// From `end[1]` towards `end[0]`.
-    Backward,
+    /// Towards the device: from `end[0]` to `end[1]`.
+    Down,
+    /// Towards the application: from `end[1]` to `end[0]`.
+    Up,
 }
 
 impl Dir {
@@ -47,11 +54,11 @@ impl Dir {
     #[inline]
     pub fn reverse(self) -> Dir {
         match self {
-            Dir::Forward => Dir::Backward,
-            Dir::Backward => Dir::Forward,
+            Dir::Down => Dir::Up,
+            Dir::Up => Dir::Down,
         }
     }
-    /// 0 for forward, 1 for backward (index into per-direction arrays).
+    /// 0 for down, 1 for up (index into per-direction arrays).
     #[inline]
     pub fn index(self) -> usize {
         self as usize

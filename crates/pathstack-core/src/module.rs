@@ -68,9 +68,10 @@ impl CreateCx<'_> {
     pub fn links(&self, service: usize) -> usize {
         self.links.get(service).map_or(0, Vec::len)
     }
-    /// The direction (in path terms) in which the path is growing: forward
-    /// while creating and when extending `end[1]`, backward when extending
-    /// `end[0]`. A stage that needs to know which way is "down" keeps it.
+    /// The direction in which the path is growing: down while creating
+    /// and when extending `end[1]`, up when extending `end[0]`. Stages do
+    /// not need it (they are told the direction of every message); routing
+    /// decisions may.
     pub fn growth(&self) -> Dir {
         self.growth
     }
@@ -225,7 +226,7 @@ pub trait Module: Any + Send {
     /// Routing decision when a path ending at this module is extended
     /// (thesis §3.3.7). `entry` is the service the end stage was entered
     /// by; `growth` is the direction (in path terms) the path grows in:
-    /// forward at `end[1]`, backward at `end[0]`. The default makes no
+    /// down at `end[1]`, up at `end[0]`. The default makes no
     /// decision, so extension needs `PATHNAME`.
     fn extend_route(&mut self, entry: Option<usize>, growth: Dir, attrs: &Attrs) -> Route {
         let _ = (entry, growth, attrs);

@@ -14,29 +14,30 @@ use thiserror::Error;
 /// The index of a path queue (thesis §3.3.3 table).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum QueueKind {
-    /// `q[0]`: input travelling forward (`end[0] → end[1]`).
-    SourceForward = 0,
-    /// `q[1]`: output that travelled forward.
-    SinkForward = 1,
-    /// `q[2]`: input travelling backward.
-    SourceBackward = 2,
-    /// `q[3]`: output that travelled backward.
-    SinkBackward = 3,
+    /// `q[0]`: input travelling down (`end[0] → end[1]`).
+    SourceDown = 0,
+    /// `q[1]`: output that travelled down (past `end[1]`).
+    SinkDown = 1,
+    /// `q[2]`: input travelling up (`end[1] → end[0]`).
+    SourceUp = 2,
+    /// `q[3]`: output that travelled up (past `end[0]`): what the
+    /// application receives.
+    SinkUp = 3,
 }
 
 impl QueueKind {
     /// The source queue for messages travelling in `dir`.
     pub fn source(dir: Dir) -> Self {
         match dir {
-            Dir::Forward => QueueKind::SourceForward,
-            Dir::Backward => QueueKind::SourceBackward,
+            Dir::Down => QueueKind::SourceDown,
+            Dir::Up => QueueKind::SourceUp,
         }
     }
     /// The sink queue for messages that travelled in `dir`.
     pub fn sink(dir: Dir) -> Self {
         match dir {
-            Dir::Forward => QueueKind::SinkForward,
-            Dir::Backward => QueueKind::SinkBackward,
+            Dir::Down => QueueKind::SinkDown,
+            Dir::Up => QueueKind::SinkUp,
         }
     }
 }
@@ -155,7 +156,7 @@ impl SchedParams {
 /// Per-path accounting.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PathStats {
-    /// Messages that entered the path, per direction (forward, backward).
+    /// Messages that entered the path, per direction (down, up).
     pub msgs_in: [u64; 2],
     /// Bytes of those messages.
     pub bytes_in: [u64; 2],

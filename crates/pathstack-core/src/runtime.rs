@@ -41,8 +41,8 @@ pub enum TimerOwner {
 /// Where a message begins on a path.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Start {
-    /// At the path's end it enters by: `end[0]` travelling forward,
-    /// `end[1]` travelling backward.
+    /// At the path's end it enters by: `end[0]` travelling down,
+    /// `end[1]` travelling up.
     End,
     /// At the neighbour of the stage at this position, in the direction of
     /// travel (after that stage: a message sent on from it, or turned).

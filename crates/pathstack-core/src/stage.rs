@@ -30,8 +30,10 @@ pub enum Verdict {
 
 /// The per-path processing of one module.
 ///
-/// A stage sees messages travelling in either direction, in the path's
-/// terms ([`Dir::Forward`] is from the stage created first towards the last).
+/// A stage sees messages travelling in either direction: [`Dir::Down`]
+/// towards the device (what the application sends), [`Dir::Up`] towards the
+/// application (what arrived). Paths are created at their top, so a stage
+/// never needs to work out which way is which.
 /// It must never panic on message contents: malformed input is dropped with
 /// [`Verdict::Drop`].
 pub trait Stage: Any + Send {

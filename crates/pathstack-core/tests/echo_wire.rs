@@ -24,7 +24,7 @@ fn echo_round_trips_over_the_wire() {
     assert_eq!(replies.len(), (0..50).map(|i| 1 + i % 5).sum::<usize>());
     let server = pair.server.path(pair.server_path).unwrap();
     assert_eq!(
-        server.stats().msgs_in[Dir::Backward.index()] as usize,
+        server.stats().msgs_in[Dir::Up.index()] as usize,
         replies.len()
     );
     assert!(server.stats().drops.total() == 0);
@@ -55,7 +55,7 @@ fn corrupted_frames_are_dropped_with_a_reason() {
     h.copy_from_slice(&[1, 0, 0, 15, 0, 0, 0, 0]);
     m.push(4).unwrap().copy_from_slice(&[0, 7, 0, 23]); // LINK: channel 7
                                                         // It runs at once, and the send says why it went no further.
-    let sent = pair.server.send(pair.server_path, Dir::Backward, m);
+    let sent = pair.server.send(pair.server_path, Dir::Up, m);
     assert!(
         matches!(sent, Err(SendError::Dropped(r)) if r == DropReason::new("hdr.bad_checksum")),
         "{sent:?}"

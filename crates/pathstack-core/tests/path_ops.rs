@@ -230,25 +230,25 @@ fn queues_are_bounded_and_counted() {
         .unwrap();
     let pool = s.pool().clone();
     for _ in 0..2 {
-        s.enqueue(p, Dir::Forward, pool.alloc_copy(b"x").unwrap())
+        s.enqueue(p, Dir::Down, pool.alloc_copy(b"x").unwrap())
             .unwrap();
     }
     assert!(s
-        .send(p, Dir::Forward, pool.alloc_copy(b"y").unwrap())
+        .send(p, Dir::Down, pool.alloc_copy(b"y").unwrap())
         .is_err());
     let path = s.path(p).unwrap();
-    let q = path.queue(QueueKind::SourceForward);
+    let q = path.queue(QueueKind::SourceDown);
     assert_eq!((q.len(), q.capacity(), q.dropped()), (2, 2, 1));
     assert_eq!(path.stats().drops.get(DropReason::SOURCE_FULL), 1);
     assert!(path.is_pending());
     s.poll(Instant::ZERO);
     let path = s.path(p).unwrap();
-    assert_eq!(path.queue(QueueKind::SinkForward).len(), 2);
+    assert_eq!(path.queue(QueueKind::SinkDown).len(), 2);
     assert_eq!(path.stats().msgs_in[0], 2);
     assert_eq!(path.stats().msgs_out[0], 2);
     assert_eq!(path.stats().bytes_out[0], 2);
     assert!(!path.is_pending());
-    assert_eq!(s.recv(p, Dir::Forward).unwrap().as_slice(), b"x");
+    assert_eq!(s.recv(p, Dir::Down).unwrap().as_slice(), b"x");
 }
 
 #[test]
@@ -266,7 +266,7 @@ fn deadline_may_only_be_tightened_while_pending() {
     // Not pending: anything goes.
     s.set_sched(p, rt(20)).unwrap();
     let m = s.pool().alloc(1).unwrap();
-    s.enqueue(p, Dir::Forward, m).unwrap();
+    s.enqueue(p, Dir::Down, m).unwrap();
     // Pending: earlier is fine, later is refused, best-effort is refused.
     s.set_sched(p, rt(15)).unwrap();
     assert!(matches!(
@@ -280,7 +280,7 @@ fn deadline_may_only_be_tightened_while_pending() {
     // Once the deadline has passed, it may be replaced by anything.
     s.poll(Instant::from_millis(16));
     let m = s.pool().alloc(1).unwrap();
-    s.enqueue(p, Dir::Forward, m).unwrap();
+    s.enqueue(p, Dir::Down, m).unwrap();
     s.set_sched(p, rt(100)).unwrap();
 }
 
@@ -322,7 +322,7 @@ fn realtime_runs_before_best_effort_and_priority_orders() {
     clear_log();
     for &p in &ids {
         let m = s.pool().alloc(1).unwrap();
-        s.enqueue(p, Dir::Forward, m).unwrap();
+        s.enqueue(p, Dir::Down, m).unwrap();
     }
     s.poll(Instant::ZERO);
     let order: Vec<_> = log()
@@ -331,11 +331,7 @@ fn realtime_runs_before_best_effort_and_priority_orders() {
         .collect();
     assert_eq!(
         order,
-        [
-            "process c Forward",
-            "process b Forward",
-            "process a Forward"
-        ]
+        ["process c Down", "process b Down", "process a Down"]
     );
 }
 
@@ -362,20 +358,15 @@ fn dynamic_routing_at_a_short_path_end() {
     );
     for (key, path) in [(2u8, p2), (1, p1)] {
         let m = s.pool().alloc_copy(&[9, key, b'!']).unwrap();
-        s.send(short, Dir::Backward, m).unwrap();
+        s.send(short, Dir::Up, m).unwrap();
         s.poll(Instant::ZERO);
-        let got = s
-            .recv(path, Dir::Backward)
-            .expect("rerouted onto the upper path");
+        let got = s.recv(path, Dir::Up).expect("rerouted onto the upper path");
         assert_eq!(got.as_slice(), b"!");
     }
-    assert!(s.recv(short, Dir::Backward).is_none());
+    assert!(s.recv(short, Dir::Up).is_none());
     // No upper path for key 3: the message stays in the short path's sink.
     let m = s.pool().alloc_copy(&[9, 3, b'?']).unwrap();
-    s.send(short, Dir::Backward, m).unwrap();
+    s.send(short, Dir::Up, m).unwrap();
     s.poll(Instant::ZERO);
-    assert_eq!(
-        s.recv(short, Dir::Backward).unwrap().as_slice(),
-        &[9, 3, b'?']
-    );
+    assert_eq!(s.recv(short, Dir::Up).unwrap().as_slice(), &[9, 3, b'?']);
 }

@@ -67,7 +67,7 @@ impl Stage for MixStage {
         // Turning around and emitting happen on the way forward only: the
         // guarantee covers messages answered once (echoes, ACKs); a message
         // bounced again is ordered per batch, not per message (sched.rs).
-        let forward = dir == Dir::Forward;
+        let forward = dir == Dir::Down;
         match key % 16 {
             0 => Verdict::Drop(DropReason::new("mix.drop")),
             1 => Verdict::Consumed,
@@ -120,9 +120,9 @@ fn run(
     for (p, bytes, poll_after) in input {
         let p = p % paths;
         let dir = if directions >> p & 1 == 1 {
-            Dir::Forward
+            Dir::Down
         } else {
-            Dir::Backward
+            Dir::Up
         };
         let m = s.pool().alloc_copy(bytes).unwrap();
         // A message a stage drops is reported to the sender when it ran
@@ -139,11 +139,11 @@ fn run(
     ids.iter()
         .map(|&id| {
             let mut f = Vec::new();
-            while let Some(m) = s.recv(id, Dir::Forward) {
+            while let Some(m) = s.recv(id, Dir::Down) {
                 f.push(m.as_slice().to_vec());
             }
             let mut b = Vec::new();
-            while let Some(m) = s.recv(id, Dir::Backward) {
+            while let Some(m) = s.recv(id, Dir::Up) {
                 b.push(m.as_slice().to_vec());
             }
             let st = s.path(id).unwrap().stats();

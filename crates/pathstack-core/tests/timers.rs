@@ -58,7 +58,7 @@ impl Stage for TickStage {
         };
         if let Ok(msg) = cx.pool().alloc_copy(&n.to_be_bytes()) {
             // From the only stage, forward: straight out of end[1].
-            let _ = cx.emit(Dir::Forward, msg);
+            let _ = cx.emit(Dir::Down, msg);
         }
         if n < 3 {
             let _ = cx.arm_timer(Duration::from_millis(10), token);
@@ -77,17 +77,17 @@ fn stage_timers_send_spontaneous_messages() {
     let t = s.module_id("t").unwrap();
     let p = s.path_create(t, Attrs::new()).unwrap();
     let start = s.pool().alloc(1).unwrap();
-    s.send(p, Dir::Forward, start).unwrap();
+    s.send(p, Dir::Down, start).unwrap();
     s.poll(Instant::ZERO);
     assert_eq!(s.stats().timers, 1);
     assert_eq!(s.poll_at(), Some(Instant::from_millis(10)));
     // Nothing before the deadline.
     s.poll(Instant::from_millis(9));
-    assert!(s.recv(p, Dir::Forward).is_none());
+    assert!(s.recv(p, Dir::Down).is_none());
     let mut got = Vec::new();
     for ms in [10, 20, 30, 40, 50] {
         s.poll(Instant::from_millis(ms));
-        while let Some(m) = s.recv(p, Dir::Forward) {
+        while let Some(m) = s.recv(p, Dir::Down) {
             got.push(u64::from_be_bytes(m.as_slice().try_into().unwrap()));
         }
     }
@@ -100,11 +100,11 @@ fn stage_timers_send_spontaneous_messages() {
     // due at 70 ms, after the path is gone.
     s.poll(Instant::from_millis(60));
     let m = s.pool().alloc(1).unwrap();
-    s.send(p2, Dir::Forward, m).unwrap();
+    s.send(p2, Dir::Down, m).unwrap();
     s.poll(Instant::from_millis(60));
     s.path_delete(p2).unwrap();
     let p3 = s.path_create(t, Attrs::new()).unwrap();
     s.poll(Instant::from_millis(100));
-    assert!(s.recv(p3, Dir::Forward).is_none());
+    assert!(s.recv(p3, Dir::Down).is_none());
     assert_eq!(s.module::<Tick>(t).unwrap().sent, 3);
 }

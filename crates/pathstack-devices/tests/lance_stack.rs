@@ -102,7 +102,7 @@ impl Pair {
         for p in payloads {
             let m = self.client.pool().alloc_copy(p).unwrap();
             self.client
-                .send(self.client_path, Dir::Forward, m)
+                .send(self.client_path, Dir::Down, m)
                 .unwrap_or_else(|_| panic!("client path refused a message"));
         }
         let mut replies = Vec::new();
@@ -111,7 +111,7 @@ impl Pair {
             self.client.poll(self.now);
             self.server.poll(self.now);
             self.client.poll(self.now);
-            while let Some(r) = self.client.recv(self.client_path, Dir::Backward) {
+            while let Some(r) = self.client.recv(self.client_path, Dir::Up) {
                 replies.push(r.as_slice().to_vec());
             }
             if replies.len() >= payloads.len() {

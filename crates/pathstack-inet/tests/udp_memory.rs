@@ -42,7 +42,7 @@ fn send_to(h: &mut Host, path: PathId, peer: Option<(Ipv4Addr, u16)>, data: &[u8
         m.anno_mut().peer_ip = Some(ip);
         m.anno_mut().peer_port = port;
     }
-    h.stack.send(path, Dir::Forward, m).unwrap();
+    h.stack.send(path, Dir::Down, m).unwrap();
 }
 
 #[test]
@@ -53,11 +53,7 @@ fn connected_to_bound_and_back() {
     let client = connected(&mut net.a, 0, B_IP, 7);
     send_to(&mut net.a, client, None, b"ping");
     net.run(4);
-    let got = net
-        .b
-        .stack
-        .recv(server, Dir::Backward)
-        .expect("server got it");
+    let got = net.b.stack.recv(server, Dir::Up).expect("server got it");
     assert_eq!(got.as_slice(), b"ping");
     let (peer, port) = (got.anno().peer_ip.unwrap(), got.anno().peer_port);
     assert_eq!(peer, A_IP);
@@ -71,7 +67,7 @@ fn connected_to_bound_and_back() {
     let back = net
         .a
         .stack
-        .recv(client, Dir::Backward)
+        .recv(client, Dir::Up)
         .expect("client got the answer");
     assert_eq!(back.as_slice(), b"pong");
     assert_eq!(back.anno().peer_port, 7);
@@ -92,7 +88,7 @@ fn fragmented_datagrams_reach_their_sockets() {
             send_to(&mut net.a, client, None, &data);
             net.run(8);
             let got =
-                net.b.stack.recv(server, Dir::Backward).unwrap_or_else(|| {
+                net.b.stack.recv(server, Dir::Up).unwrap_or_else(|| {
                     panic!("bound socket got the {len}-byte datagram (mtu {mtu})")
                 });
             assert_eq!(got.as_slice(), &data[..], "{len} bytes, mtu {mtu}");
@@ -100,7 +96,7 @@ fn fragmented_datagrams_reach_their_sockets() {
             drop(got);
             send_to(&mut net.b, server, Some(peer), &data);
             net.run(8);
-            let back = net.a.stack.recv(client, Dir::Backward).unwrap_or_else(|| {
+            let back = net.a.stack.recv(client, Dir::Up).unwrap_or_else(|| {
                 panic!("connected socket got the {len}-byte answer (mtu {mtu})")
             });
             assert_eq!(back.as_slice(), &data[..]);
@@ -130,10 +126,10 @@ fn ten_thousand_bound_sockets_each_get_their_own() {
             let m = net
                 .b
                 .stack
-                .recv(p, Dir::Backward)
+                .recv(p, Dir::Up)
                 .unwrap_or_else(|| panic!("socket {i} got nothing\n{}", net.b.report()));
             assert_eq!(m.as_slice(), &i.to_be_bytes());
-            assert!(net.b.stack.recv(p, Dir::Backward).is_none());
+            assert!(net.b.stack.recv(p, Dir::Up).is_none());
         }
     }
 }
@@ -169,7 +165,7 @@ fn bad_datagrams_are_dropped_by_reason() {
     assert_eq!(net.b.drops("udp.bad_length"), 1, "{}", net.b.report());
     inject(&mut net, &good);
     assert_eq!(
-        net.b.stack.recv(server, Dir::Backward).unwrap().as_slice(),
+        net.b.stack.recv(server, Dir::Up).unwrap().as_slice(),
         b"hello"
     );
     // A full receive queue drops and counts (bound: 64 by default).

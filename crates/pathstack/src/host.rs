@@ -277,14 +277,14 @@ impl Host {
         let m = IcmpModule::echo_request(self.stack.pool(), dst, 0x7073, seq, data)
             .map_err(|e| HostError::Send(e.to_string()))?;
         self.stack
-            .send(self.icmp, Dir::Forward, m)
+            .send(self.icmp, Dir::Down, m)
             .map_err(|_| HostError::Send("ICMP path source queue full".into()))
     }
 
     /// Echo replies (and ICMP errors) received since the last call.
     pub fn echo_replies(&mut self) -> Vec<Msg> {
         let mut v = Vec::new();
-        while let Some(m) = self.stack.recv(self.icmp, Dir::Backward) {
+        while let Some(m) = self.stack.recv(self.icmp, Dir::Up) {
             v.push(m);
         }
         v

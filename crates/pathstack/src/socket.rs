@@ -344,7 +344,7 @@ impl Host {
         a.peer_ip = Some(*dst.ip());
         a.peer_port = dst.port();
         // The send looks the path up; only a refusal needs to know why.
-        match self.stack_mut().send(s.path, Dir::Forward, m) {
+        match self.stack_mut().send(s.path, Dir::Down, m) {
             Ok(()) => Ok(()),
             Err(SendError::Dropped(reason)) => Err(SocketError::Dropped(reason)),
             Err(_) => Err(self.live(s).err().unwrap_or(SocketError::QueueFull)),
@@ -355,7 +355,7 @@ impl Host {
     /// copy); its sender is in the annotations (`peer_ip`, `peer_port`).
     /// `Ok(None)` when nothing is queued.
     pub fn udp_recv_msg(&mut self, s: &UdpSocket) -> Result<Option<Msg>, SocketError> {
-        match self.stack_mut().recv(s.path, Dir::Backward) {
+        match self.stack_mut().recv(s.path, Dir::Up) {
             Some(m) => Ok(Some(m)),
             None => self.live(s).map(|()| None),
         }
@@ -393,6 +393,6 @@ impl Host {
     pub fn udp_pending(&self, s: &UdpSocket) -> usize {
         self.stack()
             .path(s.path)
-            .map_or(0, |p| p.queue(QueueKind::sink(Dir::Backward)).len())
+            .map_or(0, |p| p.queue(QueueKind::sink(Dir::Up)).len())
     }
 }

@@ -150,9 +150,9 @@ impl Net {
     fn udp_connected(&mut self, data: &[u8]) {
         let m = self.a.stack().pool().alloc_copy(data).unwrap();
         let p = self.a_connected;
-        self.a.stack_mut().send(p, Dir::Forward, m).unwrap();
+        self.a.stack_mut().send(p, Dir::Down, m).unwrap();
         let got = self.run_until(&format!("UDP echo of {} bytes", data.len()), |n| {
-            n.a.stack_mut().recv(p, Dir::Backward)
+            n.a.stack_mut().recv(p, Dir::Up)
         });
         assert_eq!(got.as_slice(), data);
         assert_eq!(got.anno().peer_port, ECHO_PORT);
@@ -165,9 +165,9 @@ impl Net {
         m.anno_mut().peer_ip = Some(B_IP);
         m.anno_mut().peer_port = ECHO_PORT;
         let p = self.a_bound;
-        self.a.stack_mut().send(p, Dir::Forward, m).unwrap();
+        self.a.stack_mut().send(p, Dir::Down, m).unwrap();
         let got = self.run_until(&format!("bound UDP echo of {} bytes", data.len()), |n| {
-            n.a.stack_mut().recv(p, Dir::Backward)
+            n.a.stack_mut().recv(p, Dir::Up)
         });
         assert_eq!(got.as_slice(), data);
         assert_eq!(got.anno().peer_ip, Some(B_IP));

@@ -70,7 +70,7 @@ impl Served {
         let thread = std::thread::spawn(move || {
             while !flag.load(Ordering::Relaxed) {
                 host.poll();
-                while host.stack_mut().recv(discard, Dir::Backward).is_some() {
+                while host.stack_mut().recv(discard, Dir::Up).is_some() {
                     count.fetch_add(1, Ordering::Relaxed);
                 }
                 host.wait(Duration::from_millis(10)).expect("wait");

@@ -71,12 +71,12 @@ fn app_path(h: &mut Host, local: u16, remote: Option<[u8; 4]>, pin: bool) -> Pat
 /// One round trip; whether the answer came back.
 fn round_trip(client: &mut Host, server: &mut Host, cpath: PathId) -> bool {
     let m = client.stack().pool().alloc_copy(b"x").unwrap();
-    client.stack_mut().send(cpath, Dir::Forward, m).unwrap();
+    client.stack_mut().send(cpath, Dir::Down, m).unwrap();
     for _ in 0..8 {
         client.poll();
         server.poll();
         client.poll();
-        if let Some(reply) = client.stack_mut().recv(cpath, Dir::Backward) {
+        if let Some(reply) = client.stack_mut().recv(cpath, Dir::Up) {
             return reply.as_slice() == b"x";
         }
     }

@@ -206,7 +206,7 @@ impl Stack {
             module,
             None,
             &mut attrs,
-            Dir::Forward,
+            Dir::Down,
             None,
             self.config.max_stages,
         ) {
@@ -332,8 +332,8 @@ impl Stack {
         let m = path.stage_modules[pos];
         let entry_svc = path.entries[pos];
         let growth = match end {
-            End::Zero => Dir::Backward,
-            End::One => Dir::Forward,
+            End::Zero => Dir::Up,
+            End::One => Dir::Down,
         };
         let mut attrs = attrs;
         let route = self.modules[m.0 as usize]
@@ -468,7 +468,7 @@ impl Stack {
         path.stamp = path.stamp.wrapping_add(1);
         let (sk, st, s) = (path.seq_key, path.stamp, path.sched);
         let queued = path.queued;
-        for dir in [Dir::Forward, Dir::Backward] {
+        for dir in [Dir::Down, Dir::Up] {
             if queued[dir.index()] {
                 self.runq
                     .push(id, dir, sk, st, s.realtime, s.deadline, s.priority);

@@ -108,7 +108,7 @@ impl Stack {
     // ----- messages in and out -------------------------------------------
 
     /// Sends `msg` on path `id` in direction `dir`: it enters at `end[0]`
-    /// (forward) or `end[1]` (backward). Under per-message scheduling, on a
+    /// (down, what an application sends) or `end[1]` (up). Under per-message scheduling, on a
     /// path with nothing queued, it runs through the path now — and out of
     /// the device, if that is where the path ends — at the time of the
     /// last [`Stack::poll`]; otherwise it waits in the path's source queue
@@ -430,8 +430,8 @@ impl Stack {
 /// processed up to there), else at the path's end.
 fn resolve_after(path: &Path, m: ModuleId, dir: Dir) -> Start {
     let at = match dir {
-        Dir::Backward => path.stage_modules.iter().rposition(|&x| x == m),
-        Dir::Forward => path.stage_modules.iter().position(|&x| x == m),
+        Dir::Up => path.stage_modules.iter().rposition(|&x| x == m),
+        Dir::Down => path.stage_modules.iter().position(|&x| x == m),
     };
     at.map_or(Start::End, Start::After)
 }
@@ -449,8 +449,8 @@ fn leave(
     path.stats.msgs_out[dir.index()] += 1;
     path.stats.bytes_out[dir.index()] += msg.len() as u64;
     let end_pos = match dir {
-        Dir::Forward => path.len() - 1,
-        Dir::Backward => 0,
+        Dir::Down => path.len() - 1,
+        Dir::Up => 0,
     };
     let m = path.stage_modules[end_pos];
     rcx.module_id = m;

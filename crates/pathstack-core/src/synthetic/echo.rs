@@ -66,7 +66,6 @@ impl Module for EchoModule {
         Ok(Created {
             stage: Box::new(EchoStage {
                 echo: self.echo,
-                up: cx.growth().reverse(),
                 echoed: 0,
             }),
             route: Route::Service(0),
@@ -77,7 +76,6 @@ impl Module for EchoModule {
 /// The `ECHO` stage.
 pub struct EchoStage {
     echo: bool,
-    up: Dir,
     echoed: u64,
 }
 
@@ -90,12 +88,12 @@ impl EchoStage {
 
 impl Stage for EchoStage {
     fn passes(&self, dir: Dir) -> bool {
-        dir != self.up || !self.echo
+        dir != Dir::Up || !self.echo
     }
 
     #[inline]
     fn process(&mut self, dir: Dir, _msg: &mut Msg, _cx: &mut Cx<'_, '_>) -> Verdict {
-        if dir == self.up && self.echo {
+        if dir == Dir::Up && self.echo {
             self.echoed += 1;
             Verdict::Back
         } else {

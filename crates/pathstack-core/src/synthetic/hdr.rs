@@ -93,13 +93,12 @@ impl Module for HdrModule {
         &mut self,
         _entry: Option<usize>,
         _attrs: &mut Attrs,
-        cx: &mut CreateCx<'_>,
+        _cx: &mut CreateCx<'_>,
     ) -> Result<Created, PathError> {
         Ok(Created {
             stage: Box::new(HdrStage {
                 size: self.size,
                 tag: self.tag,
-                down: cx.growth(),
             }),
             route: Route::Service(1),
         })
@@ -110,13 +109,12 @@ impl Module for HdrModule {
 pub struct HdrStage {
     size: usize,
     tag: u8,
-    down: Dir,
 }
 
 impl Stage for HdrStage {
     #[inline]
     fn process(&mut self, dir: Dir, msg: &mut Msg, _cx: &mut Cx<'_, '_>) -> Verdict {
-        if dir == self.down {
+        if dir == Dir::Down {
             let Ok(len) = u16::try_from(msg.len()) else {
                 return Verdict::Drop(BAD_LEN);
             };

@@ -74,10 +74,7 @@ impl Module for LinkModule {
             })
             .ok_or_else(|| cx.refuse("PARTICIPANTS must name a channel (AddrPart::Id < 65536)"))?;
         Ok(Created {
-            stage: Box::new(LinkStage {
-                channel,
-                down: cx.growth(),
-            }),
+            stage: Box::new(LinkStage { channel }),
             route: Route::Service(1),
         })
     }
@@ -90,13 +87,12 @@ impl Module for LinkModule {
 /// The `LINK` stage of one path: its channel.
 pub struct LinkStage {
     channel: u16,
-    down: Dir,
 }
 
 impl Stage for LinkStage {
     #[inline]
     fn process(&mut self, dir: Dir, msg: &mut Msg, _cx: &mut Cx<'_, '_>) -> Verdict {
-        if dir == self.down {
+        if dir == Dir::Down {
             let Ok(len) = u16::try_from(msg.len()) else {
                 return Verdict::Drop(BAD_LEN);
             };

@@ -126,7 +126,7 @@ impl EchoPair {
             let Ok(m) = self.client.pool().alloc_copy(payload) else {
                 break;
             };
-            if self.client.send(self.client_path, Dir::Forward, m).is_err() {
+            if self.client.send(self.client_path, Dir::Down, m).is_err() {
                 break;
             }
         }
@@ -136,7 +136,7 @@ impl EchoPair {
             self.client.poll(self.now);
             self.server.poll(self.now);
             self.client.poll(self.now);
-            while let Some(r) = self.client.recv(self.client_path, Dir::Backward) {
+            while let Some(r) = self.client.recv(self.client_path, Dir::Up) {
                 on_reply(r.as_slice());
                 got += 1;
             }

@@ -77,7 +77,7 @@ impl Module for WireModule {
             return Err(cx.refuse("a WIRE path must come from above (through `up`)"));
         }
         Ok(Created {
-            stage: Box::new(WireStage { down: cx.growth() }),
+            stage: Box::new(WireStage),
             route: Route::End,
         })
     }
@@ -130,9 +130,7 @@ impl Module for WireModule {
 }
 
 /// The `WIRE` stage: the device end of a path.
-pub struct WireStage {
-    down: Dir,
-}
+pub struct WireStage;
 
 impl WireStage {
     fn transmit(&mut self, msg: &mut Msg, cx: &mut Cx<'_, '_>) -> Verdict {
@@ -150,12 +148,12 @@ impl WireStage {
 
 impl Stage for WireStage {
     fn passes(&self, dir: Dir) -> bool {
-        dir != self.down
+        dir != Dir::Down
     }
 
     #[inline]
     fn process(&mut self, dir: Dir, msg: &mut Msg, cx: &mut Cx<'_, '_>) -> Verdict {
-        if dir == self.down {
+        if dir == Dir::Down {
             self.transmit(msg, cx)
         } else {
             Verdict::Next

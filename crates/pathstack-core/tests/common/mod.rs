@@ -148,7 +148,7 @@ impl Module for Probe {
     }
     fn extend_route(&mut self, _entry: Option<usize>, growth: Dir, _attrs: &Attrs) -> Route {
         // The `extend` decision holds for growth at end[1] only.
-        if growth == Dir::Forward {
+        if growth == Dir::Down {
             self.extend
         } else {
             Route::End
@@ -193,7 +193,7 @@ impl Stage for ProbeStage {
             .lock()
             .unwrap()
             .push(format!("process {} {:?}", self.name, dir));
-        if dir == Dir::Backward && self.key.is_some() && msg.pop(1).is_err() {
+        if dir == Dir::Up && self.key.is_some() && msg.pop(1).is_err() {
             return Verdict::Drop(DropReason::new("probe.short"));
         }
         Verdict::Next

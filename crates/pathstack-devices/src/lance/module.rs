@@ -199,7 +199,7 @@ impl Module for LanceModule {
             return Err(cx.refuse("a LANCE path must come from above (through `up`)"));
         }
         Ok(Created {
-            stage: Box::new(LanceStage { down: cx.growth() }),
+            stage: Box::new(LanceStage),
             route: Route::End,
         })
     }
@@ -273,19 +273,17 @@ fn parse_mac(text: &str) -> Option<[u8; 6]> {
 }
 
 /// The `LANCE` stage: the device end of a path.
-pub struct LanceStage {
-    down: Dir,
-}
+pub struct LanceStage;
 
 impl Stage for LanceStage {
     fn passes(&self, dir: Dir) -> bool {
         // Received frames reach the stack from the driver's poll.
-        dir != self.down
+        dir != Dir::Down
     }
 
     #[inline]
     fn process(&mut self, dir: Dir, msg: &mut Msg, cx: &mut Cx<'_, '_>) -> Verdict {
-        if dir != self.down {
+        if dir != Dir::Down {
             return Verdict::Next;
         }
         let now = cx.now();

@@ -193,8 +193,8 @@ impl Module for ArpModule {
 
     fn path_created(&mut self, _tag: u64, result: Result<PathId, &PathError>) {
         if let Ok(p) = result {
-            // ARP's stage is end[0] of its own path: down is Forward.
-            self.own = Some((p, Dir::Forward));
+            // ARP's stage is the top (`end[0]`) of its own path.
+            self.own = Some((p, Dir::Down));
             self.refresh_next_work();
         }
     }
@@ -218,10 +218,7 @@ impl Module for ArpModule {
             }
         };
         Ok(Created {
-            stage: Box::new(ArpStage {
-                role,
-                down: cx.growth(),
-            }),
+            stage: Box::new(ArpStage { role }),
             route: Route::Service(1),
         })
     }
@@ -309,7 +306,6 @@ enum Role {
 /// The `ARP` stage: ARP's own path end, or the resolver on an IP path.
 pub struct ArpStage {
     role: Role,
-    down: Dir,
 }
 
 impl ArpStage {
@@ -380,7 +376,7 @@ impl ArpStage {
             msg.anno_mut().link_dst = Some(mac.0);
             return Verdict::Next;
         }
-        msg.anno_mut().resume = Some((cx.path(), cx.position() as u32, self.down));
+        msg.anno_mut().resume = Some((cx.path(), cx.position() as u32, Dir::Down));
         let pool = cx.pool().clone();
         let Some(m) = cx.module::<ArpModule>() else {
             return Verdict::Drop(NO_NEXT_HOP);
@@ -417,12 +413,12 @@ impl ArpStage {
 impl Stage for ArpStage {
     fn passes(&self, dir: Dir) -> bool {
         // A resolver does its work on the way down only.
-        self.role == Role::Resolver && dir != self.down
+        self.role == Role::Resolver && dir != Dir::Down
     }
 
     #[inline]
     fn process(&mut self, dir: Dir, msg: &mut Msg, cx: &mut Cx<'_, '_>) -> Verdict {
-        match (self.role, dir == self.down) {
+        match (self.role, dir == Dir::Down) {
             (Role::Resolver, true) => self.resolve(msg, cx),
             (Role::Resolver, false) => Verdict::Next,
             (Role::Own, false) => self.input(msg, cx),

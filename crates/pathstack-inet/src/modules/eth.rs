@@ -89,7 +89,6 @@ impl Module for EthModule {
             stage: Box::new(EthStage {
                 ethertype,
                 mac: self.mac,
-                down: cx.growth(),
             }),
             route: Route::Service(1),
         })
@@ -104,13 +103,12 @@ impl Module for EthModule {
 pub struct EthStage {
     ethertype: u16,
     mac: MacAddr,
-    down: Dir,
 }
 
 impl Stage for EthStage {
     #[inline]
     fn process(&mut self, dir: Dir, msg: &mut Msg, _cx: &mut Cx<'_, '_>) -> Verdict {
-        if dir == self.down {
+        if dir == Dir::Down {
             let Some(dst) = msg.anno().link_dst else {
                 return Verdict::Drop(NO_LINK_DST);
             };

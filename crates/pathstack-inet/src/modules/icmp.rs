@@ -54,9 +54,9 @@ impl IcmpModule {
         }))
     }
 
-    /// ICMP's path: send echo requests on it `Dir::Forward` (with
+    /// ICMP's path: send echo requests on it `Dir::Down` (with
     /// [`Anno::peer_ip`](pathstack_core::Anno) set) and read replies from
-    /// its `Dir::Backward` sink.
+    /// its `Dir::Up` sink.
     pub fn path(&self) -> Option<PathId> {
         self.path
     }
@@ -128,9 +128,7 @@ impl Module for IcmpModule {
         }
         attrs.insert(&keys::PROT_ID, u32::from(crate::wire::ipv4::protocol::ICMP));
         Ok(Created {
-            stage: Box::new(IcmpStage {
-                up: cx.growth().reverse(),
-            }),
+            stage: Box::new(IcmpStage {}),
             route: Route::Service(0),
         })
     }
@@ -147,9 +145,7 @@ impl Module for IcmpModule {
 }
 
 /// The `ICMP` stage.
-pub struct IcmpStage {
-    up: Dir,
-}
+pub struct IcmpStage {}
 
 impl IcmpStage {
     fn receive(&mut self, msg: &mut Msg, cx: &mut Cx<'_, '_>) -> Verdict {
@@ -193,7 +189,7 @@ impl IcmpStage {
 impl Stage for IcmpStage {
     #[inline]
     fn process(&mut self, dir: Dir, msg: &mut Msg, cx: &mut Cx<'_, '_>) -> Verdict {
-        if dir == self.up {
+        if dir == Dir::Up {
             return self.receive(msg, cx);
         }
         // From the application: fill in the checksum (RFC 792: over the

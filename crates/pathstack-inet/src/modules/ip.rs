@@ -406,7 +406,6 @@ impl Module for IpModule {
                 remote,
                 next_hop,
                 iface: f,
-                down: cx.growth(),
             }),
             route: Route::Link {
                 service: 1,
@@ -504,7 +503,6 @@ pub struct IpStage {
     /// The fixed next hop of an active path.
     next_hop: Option<Ipv4Addr>,
     iface: Interface,
-    down: Dir,
 }
 
 impl IpStage {
@@ -538,11 +536,10 @@ impl IpStage {
         }
         // RFC 791 §3.2 fragmentation: each fragment continues down the path
         // from here as a message of its own.
-        let down = self.down;
         let mut out = 0u64;
         let mut lost = 0u64;
         let r = fragment(msg, &repr, self.iface.mtu, |f| {
-            if cx.emit(down, f).is_ok() {
+            if cx.emit(Dir::Down, f).is_ok() {
                 out += 1;
             } else {
                 lost += 1;
@@ -616,7 +613,7 @@ impl IpStage {
 impl Stage for IpStage {
     #[inline]
     fn process(&mut self, dir: Dir, msg: &mut Msg, cx: &mut Cx<'_, '_>) -> Verdict {
-        if dir == self.down {
+        if dir == Dir::Down {
             self.send(msg, cx)
         } else {
             self.receive(msg, cx)
@@ -626,13 +623,11 @@ impl Stage for IpStage {
     fn establish(&mut self, _aux: &mut Attrs, cx: &mut EstablishCx<'_>) -> Result<(), PathError> {
         // ICMP's passive path is where IP sends its errors from.
         if self.protocol == Some(protocol::ICMP) && self.remote.is_none() {
-            let above = match self.down {
-                Dir::Forward => cx.position().checked_sub(1),
-                Dir::Backward => Some(cx.position() + 1),
-            };
+            // The stage above IP on a path is the one created before it.
+            let above = cx.position().checked_sub(1);
             let path = cx.path();
             if let (Some(from), Some(m)) = (above, cx.module::<IpModule>()) {
-                m.icmp = Some((path, from, self.down));
+                m.icmp = Some((path, from, Dir::Down));
             }
         }
         Ok(())

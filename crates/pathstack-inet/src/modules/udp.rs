@@ -200,7 +200,6 @@ impl Module for UdpModule {
                 remote_port: remote,
                 remote_ip,
                 local_ip: None,
-                down: cx.growth(),
             }),
             route: Route::Service(1),
         })
@@ -223,7 +222,6 @@ pub struct UdpStage {
     remote_ip: Option<Ipv4Addr>,
     /// Our address on this path, read once from the path's `LOCAL_IPV4`.
     local_ip: Option<Ipv4Addr>,
-    down: Dir,
 }
 
 impl UdpStage {
@@ -243,7 +241,7 @@ impl UdpStage {
 impl Stage for UdpStage {
     #[inline]
     fn process(&mut self, dir: Dir, msg: &mut Msg, cx: &mut Cx<'_, '_>) -> Verdict {
-        if dir == self.down {
+        if dir == Dir::Down {
             let Some(src) = self.local_ip(cx) else {
                 return Verdict::Drop(NO_LOCAL_ADDR);
             };

@@ -42,12 +42,12 @@ impl Host {
 
     pub fn ping(&mut self, dst: Ipv4Addr, seq: u16, data: &[u8]) {
         let m = IcmpModule::echo_request(self.stack.pool(), dst, 0x77, seq, data).unwrap();
-        self.stack.send(self.icmp, Dir::Forward, m).unwrap();
+        self.stack.send(self.icmp, Dir::Down, m).unwrap();
     }
 
     pub fn replies(&mut self) -> Vec<Msg> {
         let mut v = Vec::new();
-        while let Some(m) = self.stack.recv(self.icmp, Dir::Backward) {
+        while let Some(m) = self.stack.recv(self.icmp, Dir::Up) {
             v.push(m);
         }
         v

@@ -73,7 +73,7 @@ impl State {
         self.waiting.retain(|&path, wakers| {
             let ready = stack
                 .path(path)
-                .is_none_or(|p| !p.queue(QueueKind::sink(Dir::Backward)).is_empty());
+                .is_none_or(|p| !p.queue(QueueKind::sink(Dir::Up)).is_empty());
             if ready {
                 wakers.drain(..).for_each(Waker::wake);
             }
