@@ -9,6 +9,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod anno;
 pub mod attrs;
 pub mod demux;
 pub mod device;
@@ -31,12 +32,13 @@ pub mod time;
 
 pub mod timer;
 
+pub use anno::Anno;
 pub use attrs::{AttrKey, Attrs, Scope};
 pub use device::{Device, DeviceError};
 pub use error::{ModuleError, PathError, StackError};
 pub use ids::{Dir, DropReason, ModuleId, PathId};
 pub use module::{CreateCx, Created, EndRoute, ModCx, Module, Route};
-pub use msg::{Anno, Msg, MsgError, MsgPool, PoolConfig};
+pub use msg::{Msg, MsgError, MsgPool, PoolConfig};
 pub use path::{Path, QueueKind, SchedParams};
 pub use sched::SchedKind;
 pub use stack::{End, ModuleTypes, SendError, Stack, StackBuilder, StackConfig};

@@ -26,6 +26,7 @@
 //! assert_eq!(m.as_slice(), b"payload");
 //! ```
 
+use crate::anno::Anno;
 use crossbeam_queue::ArrayQueue;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -286,40 +287,6 @@ impl fmt::Debug for MsgPool {
             .field("stats", &self.stats())
             .finish()
     }
-}
-
-/// Per-message annotations: a few fields a stage sets for its neighbours on
-/// the same message, as x-kernel message attributes and Click's packet
-/// annotations do (Click's `DST_IP_ANNO` is `next_hop` here). They let one
-/// path serve many peers: a passive path's IP stage learns the peer of each
-/// datagram on the way up and answers it on the way down.
-///
-/// Annotations travel with the message (also when it is turned around with
-/// [`Verdict::Back`](crate::stage::Verdict::Back)); a new message starts with
-/// all fields empty.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Anno {
-    /// The remote network address of the datagram: its source on the way
-    /// up, its destination on the way down (set by the application for an
-    /// unconnected send, or kept from the request for a reply).
-    pub peer_ip: Option<std::net::Ipv4Addr>,
-    /// The remote transport port (0: none), like `peer_ip`.
-    pub peer_port: u16,
-    /// Our address the datagram was sent to (on the way up).
-    pub local_ip: Option<std::net::Ipv4Addr>,
-    /// The IP next hop, set by IP routing on the way down and read by ARP.
-    pub next_hop: Option<std::net::Ipv4Addr>,
-    /// The link-layer destination, set by ARP on the way down and read by
-    /// the link layer.
-    pub link_dst: Option<[u8; 6]>,
-    /// Whether the frame arrived as a link-layer broadcast or multicast
-    /// (set by the link layer on the way up; RFC 1122 §3.2.2 forbids ICMP
-    /// errors about such frames).
-    pub link_broadcast: bool,
-    /// Where a parked message resumes: a stage that holds a message back
-    /// (ARP waiting for a reply) records its path, its position and the
-    /// direction the message was travelling in.
-    pub resume: Option<(crate::ids::PathId, u32, crate::ids::Dir)>,
 }
 
 /// A message: bytes `[head, tail)` of a pooled buffer, plus its

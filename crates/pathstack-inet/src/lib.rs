@@ -25,6 +25,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod anno;
 pub mod arp_cache;
 pub mod drop_reason;
 pub mod frag;
@@ -36,6 +37,7 @@ pub mod reassembly;
 pub mod route;
 pub mod wire;
 
+pub use anno::InetAnno;
 pub use drop_reason::{DropCounts, DropReason};
 pub use wire::eth::{EthDropReason, EthHeader, MacAddr};
 pub use wire::ipv4::{Ipv4DropReason, Ipv4Packet, Ipv4Repr};

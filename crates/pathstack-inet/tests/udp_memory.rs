@@ -8,6 +8,7 @@ use common::*;
 use pathstack_core::attrs::keys::{AddrPart, Participants, PARTICIPANTS, PASSIVE_OPEN};
 use pathstack_core::attrs::Attrs;
 use pathstack_core::{Dir, PathId};
+use pathstack_inet::InetAnno;
 use std::net::Ipv4Addr;
 
 const UDP: (&str, &str) = ("name=udp module=UDP;", "udp.down<>ip.up;");
@@ -39,8 +40,8 @@ fn connected(h: &mut Host, local: u16, peer: Ipv4Addr, port: u16) -> PathId {
 fn send_to(h: &mut Host, path: PathId, peer: Option<(Ipv4Addr, u16)>, data: &[u8]) {
     let mut m = h.stack.pool().alloc_copy(data).unwrap();
     if let Some((ip, port)) = peer {
-        m.anno_mut().peer_ip = Some(ip);
-        m.anno_mut().peer_port = port;
+        m.anno_mut().set_peer_ip(ip);
+        m.anno_mut().set_peer_port(port);
     }
     h.stack.send(path, Dir::Down, m).unwrap();
 }
@@ -55,7 +56,10 @@ fn connected_to_bound_and_back() {
     net.run(4);
     let got = net.b.stack.recv(server, Dir::Up).expect("server got it");
     assert_eq!(got.as_slice(), b"ping");
-    let (peer, port) = (got.anno().peer_ip.unwrap(), got.anno().peer_port);
+    let (peer, port) = (
+        got.anno().peer_ip().unwrap(),
+        got.anno().peer_port().unwrap(),
+    );
     assert_eq!(peer, A_IP);
     assert!(
         (49152..=65535).contains(&port),
@@ -70,7 +74,7 @@ fn connected_to_bound_and_back() {
         .recv(client, Dir::Up)
         .expect("client got the answer");
     assert_eq!(back.as_slice(), b"pong");
-    assert_eq!(back.anno().peer_port, 7);
+    assert_eq!(back.anno().peer_port(), Some(7));
 }
 
 /// A datagram larger than the MTU goes as fragments; IP reassembles it on
@@ -92,7 +96,10 @@ fn fragmented_datagrams_reach_their_sockets() {
                     panic!("bound socket got the {len}-byte datagram (mtu {mtu})")
                 });
             assert_eq!(got.as_slice(), &data[..], "{len} bytes, mtu {mtu}");
-            let peer = (got.anno().peer_ip.unwrap(), got.anno().peer_port);
+            let peer = (
+                got.anno().peer_ip().unwrap(),
+                got.anno().peer_port().unwrap(),
+            );
             drop(got);
             send_to(&mut net.b, server, Some(peer), &data);
             net.run(8);

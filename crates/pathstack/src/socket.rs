@@ -52,6 +52,7 @@ use pathstack_core::error::PathError;
 use pathstack_core::msg::MsgError;
 use pathstack_core::{Dir, DropReason, ModuleId, Msg, PathId, QueueKind, SendError, Stack};
 use pathstack_inet::modules::{UdpModule, UdpStage};
+use pathstack_inet::InetAnno;
 use std::net::{Ipv4Addr, SocketAddrV4};
 
 /// The largest UDP payload over IPv4: 65,535 bytes of IP datagram less the
@@ -341,8 +342,7 @@ impl Host {
             (None, None) => return Err(SocketError::NotConnected),
         };
         let a = m.anno_mut();
-        a.peer_ip = Some(*dst.ip());
-        a.peer_port = dst.port();
+        a.set_peer(*dst.ip(), dst.port());
         // The send looks the path up; only a refusal needs to know why.
         match self.stack_mut().send(s.path, Dir::Down, m) {
             Ok(()) => Ok(()),
@@ -376,7 +376,10 @@ impl Host {
         let n = m.len().min(buf.len());
         buf[..n].copy_from_slice(&m.as_slice()[..n]);
         let a = m.anno();
-        let from = SocketAddrV4::new(a.peer_ip.unwrap_or(Ipv4Addr::UNSPECIFIED), a.peer_port);
+        let from = SocketAddrV4::new(
+            a.peer_ip().unwrap_or(Ipv4Addr::UNSPECIFIED),
+            a.peer_port().unwrap_or(0),
+        );
         Ok(Some((n, from)))
     }
 

@@ -19,6 +19,7 @@ use pathstack::devices::{Access, LanceModule};
 use pathstack::host::{Host, HostConfig};
 use pathstack::inet::MacAddr;
 use pathstack::nic::Nic;
+use pathstack_inet::InetAnno;
 use std::net::Ipv4Addr;
 
 const A_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
@@ -155,23 +156,23 @@ impl Net {
             n.a.stack_mut().recv(p, Dir::Up)
         });
         assert_eq!(got.as_slice(), data);
-        assert_eq!(got.anno().peer_port, ECHO_PORT);
+        assert_eq!(got.anno().peer_port(), Some(ECHO_PORT));
     }
 
     /// A datagram from A's bound path (port 4444) to B:7; asserts the echo
     /// comes back to port 4444 from B:7.
     fn udp_bound(&mut self, data: &[u8]) {
         let mut m = self.a.stack().pool().alloc_copy(data).unwrap();
-        m.anno_mut().peer_ip = Some(B_IP);
-        m.anno_mut().peer_port = ECHO_PORT;
+        m.anno_mut().set_peer_ip(B_IP);
+        m.anno_mut().set_peer_port(ECHO_PORT);
         let p = self.a_bound;
         self.a.stack_mut().send(p, Dir::Down, m).unwrap();
         let got = self.run_until(&format!("bound UDP echo of {} bytes", data.len()), |n| {
             n.a.stack_mut().recv(p, Dir::Up)
         });
         assert_eq!(got.as_slice(), data);
-        assert_eq!(got.anno().peer_ip, Some(B_IP));
-        assert_eq!(got.anno().peer_port, ECHO_PORT);
+        assert_eq!(got.anno().peer_ip(), Some(B_IP));
+        assert_eq!(got.anno().peer_port(), Some(ECHO_PORT));
     }
 
     fn lance(h: &Host) -> Option<&LanceModule> {

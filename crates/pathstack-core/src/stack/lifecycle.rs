@@ -196,6 +196,10 @@ impl Stack {
     /// (thesis §3.3.6): each module creates its stage and routes the path
     /// on until a leaf or a module that cannot decide; then the stages are
     /// established in creation order and the demux keys registered.
+    ///
+    /// `module` is the path's top (`end[0]`): the path is routed
+    /// downwards from it, so [`Dir::Down`] on the new path leads towards the
+    /// device and [`Dir::Up`] towards `module`.
     pub fn path_create(&mut self, module: ModuleId, attrs: Attrs) -> Result<PathId, PathError> {
         if module.0 as usize >= self.modules.len() {
             return Err(PathError::NoSuchModule(module));

@@ -116,7 +116,10 @@ impl Stack {
     /// not exist or its queue is full; fails too when it ran and a stage
     /// of the path dropped it (a message carried on to other paths, or
     /// turned around, is not followed further).
-    pub fn send(&mut self, id: PathId, dir: Dir, msg: Msg) -> Result<(), SendError> {
+    pub fn send(&mut self, id: PathId, dir: Dir, mut msg: Msg) -> Result<(), SendError> {
+        // A message handed back in (a received datagram reused for the
+        // reply) was not classified onto this trip.
+        msg.anno_mut().set_classified(false);
         match self.enter(id, dir, msg) {
             Entered::Ran | Entered::Queued => Ok(()),
             Entered::QueueFull(m) => Err(SendError::QueueFull(m)),
@@ -216,6 +219,11 @@ impl Stack {
                         path.split(now, &mut self.modules, &mut self.shared, origin);
                     exec.run(p, dir, &mut msg, &mut env)
                 };
+                if let Fate::Turned { .. } = fate {
+                    // Turned around, it is no longer the message the
+                    // classifier matched.
+                    msg.anno_mut().set_classified(false);
+                }
                 match fate {
                     Fate::Turned { from, dir: d }
                         if self.shared.follow_ups.is_empty() && self.work.is_empty() =>
@@ -300,9 +308,14 @@ impl Stack {
     }
 
     /// A frame received by driver module `m`: classified once, then run.
-    pub(super) fn receive_frame(&mut self, m: ModuleId, frame: Msg) {
+    pub(super) fn receive_frame(&mut self, m: ModuleId, mut frame: Msg) {
         match self.demux.classify(m, frame.as_slice()) {
-            Some((id, dir)) => match self.enter(id, dir, frame) {
+            Some((id, dir)) => match self.enter(id, dir, {
+                // Every key of the path matched: its stages need not
+                // compare those fields again (parse once).
+                frame.anno_mut().set_classified(true);
+                frame
+            }) {
                 Entered::NoPath(_) => self.modules[m.0 as usize].drops.add(DropReason::NO_PATH),
                 // Counted on the path.
                 Entered::QueueFull(_) | Entered::Dropped(_) | Entered::Ran | Entered::Queued => {}

@@ -2,7 +2,7 @@
 //! announcement at start (RFC 5227 §2.3).
 //!
 //! `ARP` stands between IP and ETH. On an IP path its stage resolves the
-//! next hop IP chose (the [`Anno::next_hop`](pathstack_core::Anno)) to a MAC
+//! next hop IP chose (the [`InetAnno::next_hop`](crate::InetAnno::next_hop)) to a MAC
 //! for ETH; a packet whose next hop is not yet known is parked in the
 //! module's bounded queue, an ARP request goes out on ARP's own path, and
 //! the packet resumes on its own path, right after the ARP stage, when the
@@ -12,6 +12,7 @@
 
 use super::params::{optional, required};
 use super::ETHERTYPE_ARP;
+use crate::anno::InetAnno;
 use crate::arp_cache::{ArpCache, ArpConfig, ArpEvent, ArpInput, Resolution};
 use crate::wire::arp::{ArpPacket, PACKET_LEN};
 use crate::wire::eth::MacAddr;
@@ -147,7 +148,7 @@ impl ArpModule {
     fn packet(&self, pool: &MsgPool, pkt: &ArpPacket, dst: MacAddr) -> Option<Msg> {
         let mut m = pool.alloc(PACKET_LEN).ok()?;
         pkt.emit(m.as_mut_slice())?;
-        m.anno_mut().link_dst = Some(dst.0);
+        m.anno_mut().set_link_dst(dst.0);
         Some(m)
     }
 
@@ -321,7 +322,7 @@ impl ArpStage {
         };
         let released = &mut m.released;
         let input = m.cache.on_packet(&pkt, m.ip, now, |mac, mut parked| {
-            parked.anno_mut().link_dst = Some(mac.0);
+            parked.anno_mut().set_link_dst(mac.0);
             released.push_back(parked);
         });
         let (own_ip, own_mac) = (m.ip, m.mac);
@@ -348,7 +349,7 @@ impl ArpStage {
             Ok(ArpInput::ReplyNeeded) => {
                 match crate::wire::arp::reply_in_place(msg, own_mac, own_ip) {
                     Ok(requester) => {
-                        msg.anno_mut().link_dst = Some(requester.0);
+                        msg.anno_mut().set_link_dst(requester.0);
                         if let Some(m) = cx.module::<ArpModule>() {
                             m.counters.replies_sent += 1;
                         }
@@ -365,7 +366,7 @@ impl ArpStage {
     /// An IP packet on its way down: find the next hop's MAC.
     fn resolve(&mut self, msg: &mut Msg, cx: &mut Cx<'_, '_>) -> Verdict {
         let now = cx.now();
-        let Some(next_hop) = msg.anno().next_hop else {
+        let Some(next_hop) = msg.anno().next_hop() else {
             return Verdict::Drop(NO_NEXT_HOP);
         };
         let Some(m) = cx.module::<ArpModule>() else {
@@ -373,7 +374,7 @@ impl ArpStage {
         };
         // The fast path: a cached mapping, nothing moves.
         if let Some(mac) = m.cache.lookup(next_hop, now) {
-            msg.anno_mut().link_dst = Some(mac.0);
+            msg.anno_mut().set_link_dst(mac.0);
             return Verdict::Next;
         }
         msg.anno_mut().resume = Some((cx.path(), cx.position() as u32, Dir::Down));
@@ -384,7 +385,7 @@ impl ArpStage {
         let (verdict, request) = match m.cache.lookup_or_queue(next_hop, std::mem::take(msg), now) {
             Resolution::Resolved(mac, back) => {
                 *msg = back;
-                msg.anno_mut().link_dst = Some(mac.0);
+                msg.anno_mut().set_link_dst(mac.0);
                 (Verdict::Next, None)
             }
             Resolution::Queued { send_request } => {
@@ -423,7 +424,7 @@ impl Stage for ArpStage {
             (Role::Resolver, false) => Verdict::Next,
             (Role::Own, false) => self.input(msg, cx),
             (Role::Own, true) => {
-                if msg.anno().link_dst.is_none() {
+                if msg.anno().link_dst().is_none() {
                     return Verdict::Drop(NO_BUFFER);
                 }
                 Verdict::Next

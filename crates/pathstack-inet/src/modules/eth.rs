@@ -3,6 +3,7 @@
 //! padding to the minimum frame.
 
 use super::params::required;
+use crate::anno::InetAnno;
 use crate::wire::eth::{self as wire, EthHeader, MacAddr};
 use pathstack_core::attrs::{keys, Attrs};
 use pathstack_core::demux::{DemuxKey, Key, KeyMode, PartialClassifier};
@@ -109,7 +110,7 @@ impl Stage for EthStage {
     #[inline]
     fn process(&mut self, dir: Dir, msg: &mut Msg, _cx: &mut Cx<'_, '_>) -> Verdict {
         if dir == Dir::Down {
-            let Some(dst) = msg.anno().link_dst else {
+            let Some(dst) = msg.anno().link_dst() else {
                 return Verdict::Drop(NO_LINK_DST);
             };
             let h = EthHeader {
@@ -129,10 +130,11 @@ impl Stage for EthStage {
             if let Err(e) = wire::filter_destination(h.dst, self.mac) {
                 return Verdict::Drop(e.qualified());
             }
-            if h.ethertype.0 != self.ethertype {
+            // The classifier keyed this path on the EtherType (parse once).
+            if !msg.anno().classified() && h.ethertype.0 != self.ethertype {
                 return Verdict::Drop(crate::EthDropReason::UnknownEtherType.qualified());
             }
-            msg.anno_mut().link_broadcast = !h.dst.is_unicast();
+            msg.anno_mut().set_link_broadcast(!h.dst.is_unicast());
             Verdict::Next
         }
     }

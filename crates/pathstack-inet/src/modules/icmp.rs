@@ -7,6 +7,7 @@
 //! path's sink queue for the application (a `ping` client). IP sends the
 //! errors it generates down this path too.
 
+use crate::anno::InetAnno;
 use crate::wire::icmp::{echo_reply_in_place, types, IcmpDropReason, IcmpPacket, HEADER_LEN};
 use pathstack_core::attrs::{keys, Attrs};
 use pathstack_core::error::{ModuleError, PathError};
@@ -55,7 +56,7 @@ impl IcmpModule {
     }
 
     /// ICMP's path: send echo requests on it `Dir::Down` (with
-    /// [`Anno::peer_ip`](pathstack_core::Anno) set) and read replies from
+    /// [`InetAnno::peer_ip`](crate::InetAnno::peer_ip) set) and read replies from
     /// its `Dir::Up` sink.
     pub fn path(&self) -> Option<PathId> {
         self.path
@@ -92,7 +93,7 @@ impl IcmpModule {
         p.set_echo_ident(ident);
         p.set_echo_seq(seq);
         p.payload_mut().copy_from_slice(data);
-        m.anno_mut().peer_ip = Some(dst);
+        m.anno_mut().set_peer_ip(dst);
         Ok(m)
     }
 }
@@ -161,7 +162,7 @@ impl IcmpStage {
                 // RFC 1122 §3.2.2.6: an echo request to a broadcast address
                 // MAY be silently discarded; we do (no smurf amplifier).
                 let a = msg.anno();
-                if a.link_broadcast || a.local_ip.is_some_and(|d| d.is_broadcast()) {
+                if a.link_broadcast() || a.local_ip().is_some_and(|d| d.is_broadcast()) {
                     return Verdict::Drop(IcmpDropReason::BroadcastEcho.qualified());
                 }
                 match echo_reply_in_place(msg.as_mut_slice()) {

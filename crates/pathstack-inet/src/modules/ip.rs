@@ -16,6 +16,7 @@
 
 use super::params::{optional, parse_cidr, required};
 use super::ETHERTYPE_IPV4;
+use crate::anno::InetAnno;
 use crate::frag::fragment;
 use crate::icmp_suppression::may_send_error;
 use crate::ipv4_ident::IdentCounter;
@@ -266,7 +267,7 @@ impl IpModule {
         };
         let dst = addr(ipv4::field::DST_ADDR);
         let broadcast =
-            datagram.anno().link_broadcast || self.ifaces.iter().any(|f| f.is_broadcast(dst));
+            datagram.anno().link_broadcast() || self.ifaces.iter().any(|f| f.is_broadcast(dst));
         let allowed = may_send_error(bytes, broadcast).is_ok()
             && self
                 .errors
@@ -284,7 +285,7 @@ impl IpModule {
             self.counters.icmp_errors_suppressed += 1;
             return;
         };
-        m.anno_mut().peer_ip = Some(addr(ipv4::field::SRC_ADDR));
+        m.anno_mut().set_peer_ip(addr(ipv4::field::SRC_ADDR));
         if send(path, from, dir, m) {
             self.counters.icmp_errors_sent += 1;
         } else {
@@ -510,7 +511,7 @@ impl IpStage {
         let Some(proto) = self.protocol else {
             return Verdict::Drop(NO_PROTOCOL);
         };
-        let Some(dst) = self.remote.or(msg.anno().peer_ip) else {
+        let Some(dst) = self.remote.or(msg.anno().peer_ip()) else {
             return Verdict::Drop(NO_DESTINATION);
         };
         let Some(m) = cx.module::<IpModule>() else {
@@ -527,7 +528,7 @@ impl IpStage {
         let ident = m.ident.next_ident();
         let len = msg.len();
         let mut repr = Ipv4Repr::new(self.iface.addr, dst, proto, ident, len as u16);
-        msg.anno_mut().next_hop = Some(next_hop);
+        msg.anno_mut().set_next_hop(next_hop);
         if len + MIN_HEADER_LEN <= usize::from(self.iface.mtu) {
             return match repr.push_onto(msg) {
                 Ok(()) => Verdict::Next,
@@ -564,8 +565,8 @@ impl IpStage {
             return Verdict::Drop(Ipv4DropReason::NotForUs.qualified());
         }
         let a = msg.anno_mut();
-        a.peer_ip = Some(repr.src);
-        a.local_ip = Some(repr.dst);
+        a.set_peer_ip(repr.src);
+        a.set_local_ip(repr.dst);
         let fragment = repr.more_frags || repr.frag_offset != 0;
         let repr = if fragment {
             let now = cx.now();
@@ -603,7 +604,10 @@ impl IpStage {
             repr
         };
         match self.protocol {
-            Some(p) if p != repr.protocol => Verdict::Drop(WRONG_PROTOCOL),
+            // The classifier keyed this path on the protocol (parse once).
+            Some(p) if !msg.anno().classified() && p != repr.protocol => {
+                Verdict::Drop(WRONG_PROTOCOL)
+            }
             // IP's own path: the header stays for `IpModule::route_end`.
             _ => Verdict::Next,
         }

@@ -13,6 +13,7 @@
 //! ephemeral port (RFC 6335 §6: 49152–65535).
 
 use super::ip::LOCAL_IPV4;
+use crate::anno::InetAnno;
 use crate::wire::udp::{self as wire, UdpPacket, UdpRepr, HEADER_LEN};
 use pathstack_core::attrs::keys::{self, AddrPart};
 use pathstack_core::attrs::Attrs;
@@ -247,9 +248,8 @@ impl Stage for UdpStage {
             };
             let a = msg.anno();
             let (Some(dst), Some(dst_port)) = (
-                self.remote_ip.or(a.peer_ip),
-                self.remote_port
-                    .or((a.peer_port != 0).then_some(a.peer_port)),
+                self.remote_ip.or(a.peer_ip()),
+                self.remote_port.or(a.peer_port()),
             ) else {
                 return Verdict::Drop(NO_DESTINATION);
             };
@@ -263,21 +263,24 @@ impl Stage for UdpStage {
             }
         } else {
             let a = msg.anno();
-            let (Some(src), Some(dst)) = (a.peer_ip, a.local_ip) else {
+            let (Some(src), Some(dst)) = (a.peer_ip(), a.local_ip()) else {
                 return Verdict::Drop(NO_LOCAL_ADDR);
             };
             let (sport, dport, len) = match UdpPacket::new_checked(msg.as_slice(), src, dst) {
                 Ok(p) => (p.src_port(), p.dst_port(), p.len()),
                 Err(e) => return Verdict::Drop(e.qualified()),
             };
-            if dport != self.local_port || self.remote_port.is_some_and(|r| r != sport) {
+            // The classifier keyed this path on the ports (parse once).
+            if !msg.anno().classified()
+                && (dport != self.local_port || self.remote_port.is_some_and(|r| r != sport))
+            {
                 return Verdict::Drop(WRONG_PORT);
             }
             msg.truncate(len);
             if msg.pop(HEADER_LEN).is_err() {
                 return Verdict::Drop(WRONG_PORT);
             }
-            msg.anno_mut().peer_port = sport;
+            msg.anno_mut().set_peer_port(sport);
             Verdict::Next
         }
     }
