@@ -113,6 +113,12 @@ struct Args {
     /// Write the results as JSON here.
     #[arg(long)]
     json: Option<std::path::PathBuf>,
+    /// In memory: only count round trips, for instruction counting. The
+    /// rounds are not timed and the hosts are given a clock that advances
+    /// 1 us per poll instead of reading the OS clock, as `smoltcp_peer
+    /// memory --count-only` does, so both run the same work.
+    #[arg(long)]
+    count_only: bool,
 }
 
 const PORT: u16 = 7;
@@ -205,6 +211,9 @@ struct Pair {
     client: Host,
     server: Host,
     cpath: PathId,
+    /// The clock given to both hosts with --count-only (else they read
+    /// the OS clock in every poll).
+    fake_now: Option<pathstack::core::Instant>,
 }
 
 fn pair(sched: SchedKind, pin: bool, nic: Nic, rx_burst: Option<usize>) -> Result<Pair, BoxError> {
@@ -228,10 +237,29 @@ fn pair(sched: SchedKind, pin: bool, nic: Nic, rx_burst: Option<usize>) -> Resul
         client,
         server,
         cpath,
+        fake_now: None,
     })
 }
 
 impl Pair {
+    /// Polls the client (`client`) or the server.
+    fn poll(&mut self, client: bool) {
+        let host = if client {
+            &mut self.client
+        } else {
+            &mut self.server
+        };
+        match &mut self.fake_now {
+            Some(now) => {
+                *now = *now + pathstack::core::Duration::from_micros(1);
+                host.stack_mut().poll(*now);
+            }
+            None => {
+                host.poll();
+            }
+        }
+    }
+
     /// One round trip; `false` if the reply did not come back.
     fn round_trip(&mut self) -> bool {
         let Ok(m) = self.client.stack().pool().alloc_copy(b"x") else {
@@ -248,12 +276,12 @@ impl Pair {
         // Per-message: the send ran to the client's device already (run to
         // completion). LDLP queues it for a batch: the client's poll sends it.
         if self.client.stack().scheduler() != SchedKind::PerMessage {
-            self.client.poll();
+            self.poll(true);
         }
         // The server answers in its poll, the client takes the echo in its.
         for _ in 0..8 {
-            self.server.poll();
-            self.client.poll();
+            self.poll(false);
+            self.poll(true);
             if self.client.stack_mut().recv(self.cpath, Dir::Up).is_some() {
                 return true;
             }
@@ -314,6 +342,9 @@ fn run(args: Args) -> Result<(), BoxError> {
     if args.transport != "udp" {
         return Err(format!("transport `{}`: only `udp` exists so far", args.transport).into());
     }
+    if args.count_only && args.wire != "memory" {
+        return Err("--count-only is for --wire memory".into());
+    }
     let (results, heading) = match args.wire.as_str() {
         "memory" => (
             run_memory(&args)?,
@@ -329,6 +360,17 @@ fn run(args: Args) -> Result<(), BoxError> {
         w => return Err(format!("wire `{w}`: expected `memory` or `tap`").into()),
     };
     println!("{heading}");
+    if args.count_only {
+        for r in &results {
+            println!(
+                "{:<18} {} round trips counted, {} lost",
+                r.config,
+                args.rounds,
+                r.rec.lost_count()
+            );
+        }
+        return Ok(());
+    }
     println!(
         "{:<18} {:>8} {:>10} {:>10} {:>10} {:>12}",
         "config", "rounds", "p50 ns", "p99 ns", "p99.9 ns", "RT/s"
@@ -410,6 +452,21 @@ fn measure(
 }
 
 /// Both hosts in this process, on the in-memory wire.
+/// Runs `rounds` round trips of `config` untimed (--count-only): only
+/// lost rounds are recorded.
+fn count(config: String, rounds: u64, mut round_trip: impl FnMut() -> bool) -> Result1 {
+    let mut rec = RttRecorder::new(&config);
+    for _ in 0..rounds {
+        if !round_trip() {
+            rec.lost();
+        }
+    }
+    if rec.lost_count() > 0 {
+        eprintln!("pingpong: {config}: {} round trips lost", rec.lost_count());
+    }
+    Result1 { config, rec }
+}
+
 fn run_memory(args: &Args) -> Result<Vec<Result1>, BoxError> {
     let mut results = Vec::new();
     for (sched, pin) in configs(args, false)? {
@@ -423,14 +480,20 @@ fn run_memory(args: &Args) -> Result<Vec<Result1>, BoxError> {
             }
             Err(e) => return Err(e),
         };
+        if args.count_only {
+            p.fake_now = Some(p.client.now().max(p.server.now()));
+        }
         for _ in 0..args.warmup {
             if !p.round_trip() {
                 return Err("warm-up round trip lost".into());
             }
         }
-        results.push(measure(config_name(sched, pin), args.rounds, || {
-            Ok(p.round_trip())
-        })?);
+        let config = config_name(sched, pin);
+        results.push(if args.count_only {
+            count(config, args.rounds, || p.round_trip())
+        } else {
+            measure(config, args.rounds, || Ok(p.round_trip()))?
+        });
     }
     Ok(results)
 }

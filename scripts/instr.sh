@@ -25,13 +25,13 @@
 #            --I1=8192,1,32 --D1=8192,1,32 --LL=2097152,1,32 PROGRAM ...
 #
 # Counted per round trip: instructions (Ir), I1 misses (I1mr), D1 misses
-# (D1mr + D1mw), LL misses (ILmr + DLmr + DLmw). Instruction counts are
-# deterministic except for timer work, which follows the wall clock under
-# valgrind's slow-down: one run varies by about +-100 instructions per round
-# trip, hence --repeat; the spread over the runs is printed.
+# (D1mr + D1mw), LL misses (ILmr + DLmr + DLmw). With the fake clocks the
+# counts repeat closely from run to run; --repeat prints the spread.
 #
-# Note that pingpong times every round trip (two clock reads and a
-# histogram update per round), which smoltcp_peer --count-only does not.
+# Both programs run with --count-only: no round is timed, and each stack is
+# given a clock that advances 1 us per poll instead of reading the OS
+# clock, so both do the same work and the counts do not depend on the
+# wall clock.
 #
 # Prints a table and writes target/pathstack-bench/instr.json
 # ({"results": [{"system", "config", "instr_per_rt", "i1_per_rt",
@@ -89,10 +89,10 @@ done
 # The configurations: CONFIG|SYSTEM|EXAMPLE|ARGUMENTS (the round count is
 # appended to the arguments).
 configs=(
-    "per-message/std|pathstack|pingpong|--sched per-message --form std --rounds"
-    "per-message/pin|pathstack|pingpong|--sched per-message --form pin --rounds"
-    "ldlp/std|pathstack|pingpong|--sched ldlp --form std --rounds"
-    "ldlp/pin|pathstack|pingpong|--sched ldlp --form pin --rounds"
+    "per-message/std|pathstack|pingpong|--sched per-message --form std --count-only --rounds"
+    "per-message/pin|pathstack|pingpong|--sched per-message --form pin --count-only --rounds"
+    "ldlp/std|pathstack|pingpong|--sched ldlp --form std --count-only --rounds"
+    "ldlp/pin|pathstack|pingpong|--sched ldlp --form pin --count-only --rounds"
     "memory|smoltcp|smoltcp_peer|memory --warmup 100 --count-only --rounds"
 )
 
@@ -215,11 +215,10 @@ for sched in ("per-message", "ldlp"):
         savings.append({"sched": sched, "pin_saving_pct": round(pct, 2)})
         print(f"  {sched:<12} std {s['instr_per_rt']:>8.0f}  pin {p['instr_per_rt']:>8.0f}  saving {pct:5.1f}%")
 if repeat > 1:
-    print(f"\nnoise: 'spread' is max - min of instr/RT over the {repeat} runs (timer work follows the "
-          f"wall clock under valgrind); differences below it are not significant.")
+    print(f"\nnoise: 'spread' is max - min of instr/RT over the {repeat} runs; "
+          f"differences below it are not significant.")
 else:
-    print("\nnoise: one run per configuration; instr/RT varies by about +-100 between runs "
-          "(timer work follows the wall clock under valgrind); use --repeat 3 or more.")
+    print("\nnoise: one run per configuration; use --repeat 3 to see the spread.")
 
 doc = {
     "workload": "1-byte UDP ping-pong, in-memory wire",
