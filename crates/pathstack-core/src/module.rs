@@ -254,6 +254,16 @@ pub trait Module: Any + Send {
         true
     }
 
+    /// Whether this module's [`Module::poll`] has work only when its
+    /// [`Module::poll_at`] is due (timeouts, retries: IP reassembly, ARP).
+    /// Asked once, when the stack is built; the stack then asks `poll_at`
+    /// on every poll and calls `poll` only when it is due, rather than
+    /// calling `poll` to find nothing to do. Such a module's `poll_at` must
+    /// cover all of its work. Default: no (drivers are polled every time).
+    fn polls_when_due(&self) -> bool {
+        false
+    }
+
     /// Does background work: device drivers receive frames here and pass
     /// them on with [`ModCx::deliver`]. Returns how much work was done.
     fn poll(&mut self, cx: &mut ModCx<'_>) -> usize {

@@ -1,7 +1,7 @@
 //! Building a [`Stack`]: module instances from their factories, the
 //! classifier's partial classifiers, initialization in graph order.
 
-use super::{ModuleSetup, ModuleTypes, Stack, StackConfig};
+use super::{ModuleSetup, ModuleTypes, Polled, Stack, StackConfig};
 use crate::demux::Demux;
 use crate::device::Device;
 use crate::error::{ModuleError, StackError};
@@ -113,7 +113,11 @@ impl StackBuilder {
         }
         let polled = (0..modules.len())
             .filter(|&i| modules[i].module.polls())
-            .map(|i| (i, modules[i].module.receives()))
+            .map(|i| Polled {
+                index: i,
+                receives: modules[i].module.receives(),
+                when_due: modules[i].module.polls_when_due(),
+            })
             .collect();
         let mut stack = Stack {
             modules,

@@ -64,9 +64,8 @@ pub struct Stack {
     /// Follow-ups being processed ([`Stack::drain_follow_ups`]).
     work: VecDeque<FollowUp>,
     fired: Vec<TimerOwner>,
-    /// Indices of the modules whose [`Module::polls`] said yes, and
-    /// whether each [`Module::receives`] frames.
-    polled: Vec<(usize, bool)>,
+    /// The modules whose [`Module::polls`] said yes.
+    polled: Vec<Polled>,
     config: StackConfig,
     graph: ModuleGraph,
 }
@@ -74,6 +73,18 @@ pub struct Stack {
 fn _assert_send() {
     fn is_send<T: Send>() {}
     is_send::<Stack>();
+}
+
+/// A module the stack polls, and how (asked once, when it is built).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Polled {
+    /// Its index in the module table.
+    pub index: usize,
+    /// It hands over frames one at a time ([`Module::receives`]).
+    pub receives: bool,
+    /// It has work only when its [`Module::poll_at`] is due
+    /// ([`Module::polls_when_due`]).
+    pub when_due: bool,
 }
 
 impl Stack {

@@ -17,7 +17,7 @@
 //! processed (emitted, sent on another path, turned while others wait) are
 //! follow-ups, run after the message that produced them, in order.
 
-use super::Stack;
+use super::{Polled, Stack};
 use crate::exec::{entry, step, Fate};
 use crate::ids::{Dir, DropReason, ModuleId, PathId};
 use crate::module::{EndRoute, RouteCx};
@@ -329,7 +329,19 @@ impl Stack {
     pub(super) fn poll_modules(&mut self) -> usize {
         let mut work = 0;
         for k in 0..self.polled.len() {
-            let (index, receives) = self.polled[k];
+            let Polled {
+                index,
+                receives,
+                when_due,
+            } = self.polled[k];
+            if when_due
+                && self.modules[index]
+                    .module
+                    .poll_at()
+                    .is_none_or(|t| t > self.now)
+            {
+                continue;
+            }
             let m = ModuleId(index as u32);
             // Path creation errors went to `path_created`.
             work += self.run_module(m, |module, cx| module.poll(cx)).0;
@@ -399,10 +411,17 @@ impl Stack {
     /// Processes follow-ups (turned, emitted and handed-on messages),
     /// grouped by the message of the batch they came from, each group
     /// breadth-first. New follow-ups join the end of their origin's group.
+    #[inline]
     pub(super) fn drain_follow_ups(&mut self) {
-        if self.shared.follow_ups.is_empty() {
-            return;
+        // Called after every trip and module call: the empty case is the
+        // common one and costs one comparison at the call site.
+        if !self.shared.follow_ups.is_empty() {
+            self.drain_follow_ups_now();
         }
+    }
+
+    #[inline(never)]
+    fn drain_follow_ups_now(&mut self) {
         let mut work = std::mem::take(&mut self.work);
         // Stable by origin: emission order is kept within a group. (Already
         // sorted after a per-message run, where every origin is 0.)

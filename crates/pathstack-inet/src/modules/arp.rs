@@ -270,6 +270,11 @@ impl Module for ArpModule {
         work
     }
 
+    fn polls_when_due(&self) -> bool {
+        // `poll` only acts on the deadline `poll_at` reports.
+        true
+    }
+
     fn poll_at(&self) -> Option<Instant> {
         self.next_work
     }

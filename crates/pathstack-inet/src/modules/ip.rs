@@ -458,6 +458,11 @@ impl Module for IpModule {
         n
     }
 
+    fn polls_when_due(&self) -> bool {
+        // `poll` only acts on the deadline `poll_at` reports.
+        true
+    }
+
     fn poll_at(&self) -> Option<Instant> {
         self.reassembly_next
     }
