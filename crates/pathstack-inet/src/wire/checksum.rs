@@ -1,32 +1,75 @@
 //! The Internet checksum (RFC 1071) over byte slices, and its incremental
 //! update (RFC 1624).
 //!
-//! Summing is delegated to `etherparse::checksum::Sum16BitWords`; this file
-//! only fixes the byte order once, so callers read and write checksums as
-//! the two bytes that go on the wire. The incremental update is hand-written
-//! because etherparse has none; it is three lines of RFC 1624 §3 (Eqn. 3).
-
-use etherparse::checksum::Sum16BitWords;
+//! Hand-written rather than `etherparse::checksum::Sum16BitWords`, which
+//! adds one 16-bit word per step: every datagram is summed twice per hop
+//! (IP header and UDP pseudo header plus data), and on a 1-byte ping-pong
+//! the word-at-a-time sums were the largest single cost in the stages. We
+//! add 32-bit words into a 64-bit accumulator and fold once at the end
+//! (RFC 1071 §4.1's "deferred carries" and §2(B)'s byte-order
+//! independence: native-order words give the native-order sum), which
+//! gives the same result in a quarter of the additions. The
+//! differential property test below checks it against etherparse.
+//! Callers read and write checksums as the two bytes that go on the wire.
 
 /// The checksum of the concatenation of `parts`, as the two bytes to store
 /// in a header whose checksum field was zero during the sum.
 ///
 /// Every part except the last must have even length (the 16-bit word
 /// alignment of RFC 1071 §2); the last one is padded with a zero byte.
+#[inline]
 pub fn compute(parts: &[&[u8]]) -> [u8; 2] {
-    sum(parts).ones_complement().to_ne_bytes()
+    (!sum(parts)).to_ne_bytes()
 }
 
 /// Whether the checksum over `parts` (checksum field included) verifies,
 /// i.e. the one's complement sum is all ones (RFC 1071 §1, step 3).
+#[inline]
 pub fn verify(parts: &[&[u8]]) -> bool {
-    sum(parts).ones_complement() == 0
+    sum(parts) == 0xffff
 }
 
-fn sum(parts: &[&[u8]]) -> Sum16BitWords {
-    parts
-        .iter()
-        .fold(Sum16BitWords::new(), |s, p| s.add_slice(p))
+/// The one's complement sum of `parts` in native byte order, folded to 16
+/// bits.
+#[inline]
+fn sum(parts: &[&[u8]]) -> u16 {
+    let mut acc = 0u64;
+    for p in parts {
+        acc += add_words(p);
+    }
+    fold(acc)
+}
+
+/// The sum of `bytes` as native-order 16-bit words (a trailing odd byte
+/// padded with zero), carries deferred: at most 2^-16 of the `u64` range
+/// per 64 KiB, so no overflow for any datagram.
+#[inline]
+fn add_words(bytes: &[u8]) -> u64 {
+    let mut acc = 0u64;
+    let mut quads = bytes.chunks_exact(4);
+    for q in &mut quads {
+        acc += u64::from(u32::from_ne_bytes([q[0], q[1], q[2], q[3]]));
+    }
+    let rest = quads.remainder();
+    let mut pairs = rest.chunks_exact(2);
+    for w in &mut pairs {
+        acc += u64::from(u16::from_ne_bytes([w[0], w[1]]));
+    }
+    if let [last] = pairs.remainder() {
+        acc += u64::from(u16::from_ne_bytes([*last, 0]));
+    }
+    acc
+}
+
+/// Folds a deferred-carry sum to 16 bits (RFC 1071 §4.1).
+#[inline]
+fn fold(mut acc: u64) -> u16 {
+    acc = (acc & 0xffff_ffff) + (acc >> 32);
+    acc = (acc & 0xffff_ffff) + (acc >> 32);
+    let mut s = (acc & 0xffff) + (acc >> 16);
+    s = (s & 0xffff) + (s >> 16);
+    s = (s & 0xffff) + (s >> 16);
+    s as u16
 }
 
 /// Updates a stored checksum after one 16-bit word of the covered data
@@ -55,7 +98,35 @@ mod tests {
         assert!(verify(&[&with]));
     }
 
+    /// etherparse's word-at-a-time sum: the reference.
+    fn reference(parts: &[&[u8]]) -> [u8; 2] {
+        parts
+            .iter()
+            .fold(etherparse::checksum::Sum16BitWords::new(), |s, p| {
+                s.add_slice(p)
+            })
+            .ones_complement()
+            .to_ne_bytes()
+    }
+
     proptest! {
+        #[test]
+        fn sum_matches_etherparse(
+            head in proptest::collection::vec(any::<u8>(), 0..40),
+            tail in proptest::collection::vec(any::<u8>(), 0..1600),
+        ) {
+            // Every part but the last has even length.
+            let head = &head[..head.len() & !1];
+            prop_assert_eq!(compute(&[head, &tail]), reference(&[head, &tail]));
+            prop_assert_eq!(compute(&[&tail]), reference(&[&tail]));
+        }
+
+        #[test]
+        fn all_ones_and_zeros(n in 0usize..100, ones: bool) {
+            let data = vec![if ones { 0xff } else { 0 }; n];
+            prop_assert_eq!(compute(&[&data]), reference(&[&data]));
+        }
+
         #[test]
         fn incremental_matches_recompute(mut data in proptest::collection::vec(any::<u8>(), 4..64), word in 0usize..30, new in any::<u16>()) {
             if data.len() % 2 == 1 { data.pop(); }

@@ -1,14 +1,14 @@
 //! The UDP header on the wire (RFC 768), with the IPv4 pseudo-header
 //! checksum. Only the wire format: ports and sockets are the UDP module's.
 //!
-//! Slicing and the emit-side checksum are etherparse's (`UdpHeaderSlice`,
-//! `UdpHeader::calc_checksum_ipv4_raw`); verification sums the pseudo header
-//! and the segment with [`crate::wire::checksum`].
+//! Slicing is etherparse's (`UdpHeaderSlice`); both checksums sum the
+//! pseudo header and the segment with [`crate::wire::checksum`] (faster
+//! than etherparse's, see there).
 
 use crate::drop_reason::drop_reasons;
 use crate::wire::checksum;
 use crate::wire::ipv4::protocol;
-use etherparse::{UdpHeader, UdpHeaderSlice};
+use etherparse::UdpHeaderSlice;
 use pathstack_core::demux::{Key, KeyMode};
 use pathstack_core::{Msg, MsgError};
 use std::net::Ipv4Addr;
@@ -175,12 +175,17 @@ impl UdpRepr {
         src: Ipv4Addr,
         dst: Ipv4Addr,
     ) -> Result<(), UdpEmitError> {
-        let mut h = UdpHeader::without_ipv4_checksum(self.src_port, self.dst_port, msg.len())
-            .map_err(|_| UdpEmitError::TooLong(msg.len()))?;
-        h.checksum = h
-            .calc_checksum_ipv4_raw(src.octets(), dst.octets(), msg.as_slice())
-            .map_err(|_| UdpEmitError::TooLong(msg.len()))?;
-        msg.push(HEADER_LEN)?.copy_from_slice(&h.to_bytes());
+        let len =
+            u16::try_from(msg.len() + HEADER_LEN).map_err(|_| UdpEmitError::TooLong(msg.len()))?;
+        let h = msg.push(HEADER_LEN)?;
+        h[field::SRC_PORT].copy_from_slice(&self.src_port.to_be_bytes());
+        h[field::DST_PORT].copy_from_slice(&self.dst_port.to_be_bytes());
+        h[field::LENGTH].copy_from_slice(&len.to_be_bytes());
+        h[field::CHECKSUM].fill(0);
+        let c = checksum::compute(&[&pseudo_header(src, dst, len), msg.as_slice()]);
+        // RFC 768: a computed zero is sent as all ones (zero means "none").
+        let c = if c == [0, 0] { [0xff, 0xff] } else { c };
+        msg.as_mut_slice()[field::CHECKSUM].copy_from_slice(&c);
         Ok(())
     }
 }
