@@ -7,7 +7,8 @@
 //!
 //! ```
 //! use pathstack_core::rules::Rule;
-//! use pathstack_core::synthetic::{EchoStage, HdrStage, LinkStage, WireStage};
+//! use pathstack_core::device::WireStage;
+//! use pathstack_core::synthetic::{EchoStage, HdrStage, LinkStage};
 //! // ECHO / HDR / HDR / LINK / WIRE paths run inlined.
 //! let rule = Rule::inline::<(EchoStage, HdrStage, HdrStage, LinkStage, WireStage)>(
 //!     "inline echo/hdr/hdr/link/wire",

@@ -4,7 +4,8 @@
 //! examples; one round trip is four path traversals (client down, server
 //! up, server down after `ECHO` turns the message around, client up).
 
-use super::{EchoStage, HdrStage, LinkStage, WireStage};
+use super::{EchoStage, HdrStage, LinkStage};
+use crate::device::WireStage;
 use crate::attrs::keys::{AddrPart, Participants, PARTICIPANTS};
 use crate::attrs::Attrs;
 use crate::device::wire::{wire_pair, WireConfig};

@@ -1,4 +1,10 @@
 //! `WIRE`: the device driver module over any [`Device`].
+//!
+//! It owns one device given to the stack builder (`device=N`): frames that
+//! reach its stage from above are transmitted, frames the device receives
+//! go to the classifier. Any [`Device`] works (the in-memory wire, TAP, a
+//! pcap replay), which is why it lives here and not with the synthetic
+//! test modules.
 
 use crate::attrs::Attrs;
 use crate::device::{Device, DeviceStats};
