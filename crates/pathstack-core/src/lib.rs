@@ -12,6 +12,7 @@
 pub mod attrs;
 pub mod demux;
 pub mod device;
+pub mod drop_reason;
 pub mod error;
 pub mod exec;
 pub mod graph;
@@ -33,8 +34,9 @@ pub mod timer;
 
 pub use attrs::{AttrKey, Attrs, Scope};
 pub use device::{Device, DeviceError};
+pub use drop_reason::{CoreDropReason, DropCounts, DropReason, DropTally};
 pub use error::{ModuleError, PathError, StackError};
-pub use ids::{Dir, DropReason, ModuleId, PathId};
+pub use ids::{Dir, ModuleId, PathId};
 pub use module::{CreateCx, Created, EndRoute, ModCx, Module, Route};
 pub use msg::{Anno, Msg, MsgError, MsgPool, PoolConfig};
 pub use path::{Path, QueueKind, SchedParams};

@@ -10,7 +10,7 @@ use crate::attrs::Attrs;
 use crate::device::{Device, DeviceStats};
 use crate::error::{ModuleError, PathError};
 use crate::graph::spec::{Count, ModuleSpec, ParamSpec, ServiceSpec, ServiceType};
-use crate::ids::{Dir, DropReason};
+use crate::ids::Dir;
 use crate::module::{CreateCx, Created, ModCx, Module, Route};
 use crate::msg::Msg;
 use crate::stack::ModuleSetup;
@@ -37,7 +37,15 @@ pub const WIRE_SPEC: ModuleSpec = ModuleSpec {
     understands: &[],
 };
 
-const TX_ERROR: DropReason = DropReason::new("wire.tx_error");
+crate::drop_reasons! {
+    /// Why `WIRE` dropped a frame.
+    pub enum WireDropReason in "wire" {
+        /// The device refused the frame (too large, queue full, I/O error).
+        TxError => "tx_error",
+        /// The device failed to receive (counted once per failed poll).
+        RxError => "rx_error",
+    }
+}
 
 /// The `WIRE` module: owns a device.
 pub struct WireModule {
@@ -115,7 +123,7 @@ impl Module for WireModule {
             Err(_) => {
                 self.rx_left = 0;
                 self.rx_errors += 1;
-                cx.count_drop(DropReason::new("wire.rx_error"));
+                cx.count_drop(WireDropReason::RxError);
                 None
             }
         }
@@ -147,9 +155,9 @@ impl WireStage {
         match cx.module::<WireModule>() {
             Some(m) => match m.device.transmit(frame, now) {
                 Ok(()) => Verdict::Consumed,
-                Err(_) => Verdict::Drop(TX_ERROR),
+                Err(_) => Verdict::Drop(WireDropReason::TxError.into()),
             },
-            None => Verdict::Drop(TX_ERROR),
+            None => Verdict::Drop(WireDropReason::TxError.into()),
         }
     }
 }

@@ -11,7 +11,7 @@ use crate::msg::{Msg, MsgPool};
 use crate::time::Instant;
 use thiserror::Error;
 
-pub use driver::{WireModule, WireStage, WIRE_SPEC};
+pub use driver::{WireDropReason, WireModule, WireStage, WIRE_SPEC};
 
 pub mod driver;
 pub mod impair;

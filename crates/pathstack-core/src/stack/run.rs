@@ -18,8 +18,9 @@
 //! follow-ups, run after the message that produced them, in order.
 
 use super::Stack;
+use crate::drop_reason::{CoreDropReason, DropReason};
 use crate::exec::{entry, step, Fate};
-use crate::ids::{Dir, DropReason, ModuleId, PathId};
+use crate::ids::{Dir, ModuleId, PathId};
 use crate::module::{EndRoute, RouteCx};
 use crate::msg::Msg;
 use crate::path::{Path, QueueKind};
@@ -137,7 +138,7 @@ impl Stack {
             return Err(msg);
         };
         enqueue(path, &mut self.runq, dir, msg).inspect_err(|_| {
-            path.count_drop(DropReason::SOURCE_FULL);
+            path.count_drop(CoreDropReason::SourceFull);
         })
     }
 
@@ -193,7 +194,7 @@ impl Stack {
                         return match enqueue(path, &mut self.runq, dir, msg) {
                             Ok(()) => Entered::Queued,
                             Err(msg) => {
-                                path.count_drop(DropReason::SOURCE_FULL);
+                                path.count_drop(CoreDropReason::SourceFull);
                                 Entered::QueueFull(msg)
                             }
                         };
@@ -243,7 +244,7 @@ impl Stack {
                         origin,
                     };
                     if self.shared.follow_up(f).is_err() {
-                        path.count_drop(DropReason::FOLLOW_UP_OVERFLOW);
+                        path.count_drop(CoreDropReason::FollowUpOverflow);
                     }
                 }
                 Fate::Out(d) => {
@@ -269,7 +270,7 @@ impl Stack {
                                 if self.shared.follow_up(f).is_err() {
                                     self.modules[m.0 as usize]
                                         .drops
-                                        .add(DropReason::FOLLOW_UP_OVERFLOW);
+                                        .add(CoreDropReason::FollowUpOverflow);
                                 }
                                 return Entered::Ran;
                             }
@@ -285,7 +286,7 @@ impl Stack {
             return Entered::Ran;
         }
         if let Some(path) = self.paths.get_mut(id) {
-            path.count_drop(DropReason::ROUTE_LOOP);
+            path.count_drop(CoreDropReason::RouteLoop);
         }
         Entered::Ran
     }
@@ -303,11 +304,11 @@ impl Stack {
     pub(super) fn receive_frame(&mut self, m: ModuleId, frame: Msg) {
         match self.demux.classify(m, frame.as_slice()) {
             Some((id, dir)) => match self.enter(id, dir, frame) {
-                Entered::NoPath(_) => self.modules[m.0 as usize].drops.add(DropReason::NO_PATH),
+                Entered::NoPath(_) => self.modules[m.0 as usize].drops.add(CoreDropReason::NoPath),
                 // Counted on the path.
                 Entered::QueueFull(_) | Entered::Dropped(_) | Entered::Ran | Entered::Queued => {}
             },
-            None => self.modules[m.0 as usize].drops.add(DropReason::NO_PATH),
+            None => self.modules[m.0 as usize].drops.add(CoreDropReason::NoPath),
         }
     }
 
@@ -468,7 +469,7 @@ fn leave(
         .push(msg)
         .is_err()
     {
-        path.count_drop(DropReason::SINK_FULL);
+        path.count_drop(CoreDropReason::SinkFull);
     }
     Onward::Done
 }

@@ -20,8 +20,8 @@ mod link;
 mod pair;
 
 pub use echo::{EchoModule, EchoStage, ECHO_SPEC};
-pub use hdr::{internet_checksum, HdrModule, HdrStage, HDR_SPEC};
-pub use link::{LinkModule, LinkStage, LINK_SPEC};
+pub use hdr::{internet_checksum, HdrDropReason, HdrModule, HdrStage, HDR_SPEC};
+pub use link::{LinkDropReason, LinkModule, LinkStage, LINK_SPEC};
 pub use pair::{inline_rule, EchoPair, PAIR_GRAPH};
 
 use crate::stack::ModuleTypes;

@@ -5,10 +5,10 @@
 //! up, server down after `ECHO` turns the message around, client up).
 
 use super::{EchoStage, HdrStage, LinkStage};
-use crate::device::WireStage;
 use crate::attrs::keys::{AddrPart, Participants, PARTICIPANTS};
 use crate::attrs::Attrs;
 use crate::device::wire::{wire_pair, WireConfig};
+use crate::device::WireStage;
 use crate::error::StackError;
 use crate::graph::ModuleGraph;
 use crate::ids::{Dir, PathId};

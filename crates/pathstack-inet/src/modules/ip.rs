@@ -24,6 +24,7 @@ use crate::reassembly::{Reassembler, Reassembly, ReassemblyConfig};
 use crate::route::{RouteEntry, RoutingTable};
 use crate::wire::icmp::{IcmpError, Quote};
 use crate::wire::ipv4::{self, protocol, Ipv4Repr, MIN_HEADER_LEN};
+use crate::wire::udp::UdpDropReason;
 use crate::Ipv4DropReason;
 use pathstack_core::attrs::keys::{self, AddrPart};
 use pathstack_core::attrs::{AttrKey, Attrs};
@@ -86,14 +87,6 @@ pub const IP_INTERFACE: AttrKey<usize> = AttrKey::pervasive("IP_INTERFACE");
 /// stage): transport stages above need it for their pseudo-header checksum
 /// (RFC 768, RFC 793) and read it from the path's attributes.
 pub const LOCAL_IPV4: AttrKey<Ipv4Addr> = AttrKey::pervasive("LOCAL_IPV4");
-
-const NO_DESTINATION: DropReason = DropReason::new("ipv4.no_destination");
-const NO_ROUTE: DropReason = DropReason::new("ipv4.no_route");
-const NO_PROTOCOL: DropReason = DropReason::new("ipv4.no_protocol");
-const NO_PORT: DropReason = DropReason::new("udp.no_port");
-const FRAG_FAILED: DropReason = DropReason::new("ipv4.fragmentation_failed");
-const WRONG_PROTOCOL: DropReason = DropReason::new("ipv4.wrong_protocol");
-const NO_HEADROOM: DropReason = DropReason::new("ipv4.no_headroom");
 
 /// One interface of the IP module.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -428,9 +421,15 @@ impl Module for IpModule {
         }
         let proto = msg.as_slice().get(9).copied().unwrap_or(0);
         let (kind, reason) = if proto == protocol::UDP {
-            (IcmpError::PortUnreachable, NO_PORT)
+            (
+                IcmpError::PortUnreachable,
+                DropReason::from(UdpDropReason::NoPort),
+            )
         } else {
-            (IcmpError::ProtocolUnreachable, NO_PROTOCOL)
+            (
+                IcmpError::ProtocolUnreachable,
+                DropReason::from(Ipv4DropReason::NoProtocol),
+            )
         };
         let pool = cx.pool().clone();
         let now = cx.now();
@@ -510,20 +509,20 @@ pub struct IpStage {
 impl IpStage {
     fn send(&mut self, msg: &mut Msg, cx: &mut Cx<'_, '_>) -> Verdict {
         let Some(proto) = self.protocol else {
-            return Verdict::Drop(NO_PROTOCOL);
+            return Verdict::Drop(Ipv4DropReason::NoProtocol.into());
         };
         let Some(dst) = self.remote.or(msg.anno().peer_ip) else {
-            return Verdict::Drop(NO_DESTINATION);
+            return Verdict::Drop(Ipv4DropReason::NoDestination.into());
         };
         let Some(m) = cx.module::<IpModule>() else {
-            return Verdict::Drop(NO_ROUTE);
+            return Verdict::Drop(Ipv4DropReason::NoRoute.into());
         };
         let next_hop = match self.next_hop {
             Some(h) => h,
             None if self.iface.is_broadcast(dst) || dst.is_multicast() => dst,
             None => match m.routes.lookup(dst) {
                 Some(r) if r.src == self.iface.addr => r.next_hop,
-                _ => return Verdict::Drop(NO_ROUTE),
+                _ => return Verdict::Drop(Ipv4DropReason::NoRoute.into()),
             },
         };
         let ident = m.ident.next_ident();
@@ -533,7 +532,7 @@ impl IpStage {
         if len + MIN_HEADER_LEN <= usize::from(self.iface.mtu) {
             return match repr.push_onto(msg) {
                 Ok(()) => Verdict::Next,
-                Err(_) => Verdict::Drop(NO_HEADROOM),
+                Err(_) => Verdict::Drop(Ipv4DropReason::NoHeadroom.into()),
             };
         }
         // RFC 791 §3.2 fragmentation: each fragment continues down the path
@@ -554,17 +553,17 @@ impl IpStage {
         }
         match r {
             Ok(_) if lost == 0 => Verdict::Consumed,
-            _ => Verdict::Drop(FRAG_FAILED),
+            _ => Verdict::Drop(Ipv4DropReason::FragmentationFailed.into()),
         }
     }
 
     fn receive(&mut self, msg: &mut Msg, cx: &mut Cx<'_, '_>) -> Verdict {
         let (repr, hlen) = match ipv4::receive(msg) {
             Ok(r) => r,
-            Err(e) => return Verdict::Drop(e.qualified()),
+            Err(e) => return Verdict::Drop(e.into()),
         };
         if !self.iface.accepts(repr.dst) {
-            return Verdict::Drop(Ipv4DropReason::NotForUs.qualified());
+            return Verdict::Drop(Ipv4DropReason::NotForUs.into());
         }
         let a = msg.anno_mut();
         a.peer_ip = Some(repr.src);
@@ -573,12 +572,12 @@ impl IpStage {
         let repr = if fragment {
             let now = cx.now();
             if msg.pop(hlen).is_err() {
-                return Verdict::Drop(Ipv4DropReason::Truncated.qualified());
+                return Verdict::Drop(Ipv4DropReason::Truncated.into());
             }
             let anno = *msg.anno();
             let payload = std::mem::take(msg);
             let Some(m) = cx.module::<IpModule>() else {
-                return Verdict::Drop(NO_ROUTE);
+                return Verdict::Drop(Ipv4DropReason::NoRoute.into());
             };
             let result = m.reassembler.input(&repr, payload, now);
             m.reassembly_next = m.reassembler.poll_at();
@@ -591,22 +590,22 @@ impl IpStage {
                         // Back to a datagram for the second classification.
                         let mut h = whole;
                         if h.push_onto(msg).is_err() {
-                            return Verdict::Drop(NO_HEADROOM);
+                            return Verdict::Drop(Ipv4DropReason::NoHeadroom.into());
                         }
                     }
                     whole
                 }
                 Reassembly::Held => return Verdict::Consumed,
-                Reassembly::Dropped(r) => return Verdict::Drop(r.qualified()),
+                Reassembly::Dropped(r) => return Verdict::Drop(r.into()),
             }
         } else {
             if self.protocol.is_some() && msg.pop(hlen).is_err() {
-                return Verdict::Drop(Ipv4DropReason::Truncated.qualified());
+                return Verdict::Drop(Ipv4DropReason::Truncated.into());
             }
             repr
         };
         match self.protocol {
-            Some(p) if p != repr.protocol => Verdict::Drop(WRONG_PROTOCOL),
+            Some(p) if p != repr.protocol => Verdict::Drop(Ipv4DropReason::WrongProtocol.into()),
             // IP's own path: the header stays for `IpModule::route_end`.
             _ => Verdict::Next,
         }

@@ -13,7 +13,7 @@
 //! ephemeral port (RFC 6335 §6: 49152–65535).
 
 use super::ip::LOCAL_IPV4;
-use crate::wire::udp::{self as wire, UdpPacket, UdpRepr, HEADER_LEN};
+use crate::wire::udp::{self as wire, UdpDropReason, UdpPacket, UdpRepr, HEADER_LEN};
 use pathstack_core::attrs::keys::{self, AddrPart};
 use pathstack_core::attrs::Attrs;
 use pathstack_core::demux::{DemuxKey, Key, KeyMode, PartialClassifier};
@@ -22,7 +22,7 @@ use pathstack_core::graph::spec::{Count, ModuleSpec, ParamSpec, ServiceSpec, Ser
 use pathstack_core::module::{CreateCx, Created, Module, Route};
 use pathstack_core::stack::ModuleSetup;
 use pathstack_core::stage::{Cx, Stage, Verdict};
-use pathstack_core::{Dir, DropReason, Msg};
+use pathstack_core::{Dir, Msg};
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
 
@@ -41,11 +41,6 @@ pub const UDP_SPEC: ModuleSpec = ModuleSpec {
     }],
     understands: &[],
 };
-
-const NO_LOCAL_ADDR: DropReason = DropReason::new("udp.no_local_address");
-const NO_DESTINATION: DropReason = DropReason::new("udp.no_destination");
-const WRONG_PORT: DropReason = DropReason::new("udp.wrong_port");
-const TOO_LONG: DropReason = DropReason::new("udp.too_long");
 
 const EPHEMERAL: std::ops::RangeInclusive<u16> = 49152..=65535;
 
@@ -245,7 +240,7 @@ impl Stage for UdpStage {
     fn process(&mut self, dir: Dir, msg: &mut Msg, cx: &mut Cx<'_, '_>) -> Verdict {
         if dir == self.down {
             let Some(src) = self.local_ip(cx) else {
-                return Verdict::Drop(NO_LOCAL_ADDR);
+                return Verdict::Drop(UdpDropReason::NoLocalAddress.into());
             };
             let a = msg.anno();
             let (Some(dst), Some(dst_port)) = (
@@ -253,7 +248,7 @@ impl Stage for UdpStage {
                 self.remote_port
                     .or((a.peer_port != 0).then_some(a.peer_port)),
             ) else {
-                return Verdict::Drop(NO_DESTINATION);
+                return Verdict::Drop(UdpDropReason::NoDestination.into());
             };
             let repr = UdpRepr {
                 src_port: self.local_port,
@@ -261,23 +256,23 @@ impl Stage for UdpStage {
             };
             match repr.push_onto(msg, src, dst) {
                 Ok(()) => Verdict::Next,
-                Err(_) => Verdict::Drop(TOO_LONG),
+                Err(_) => Verdict::Drop(UdpDropReason::TooLong.into()),
             }
         } else {
             let a = msg.anno();
             let (Some(src), Some(dst)) = (a.peer_ip, a.local_ip) else {
-                return Verdict::Drop(NO_LOCAL_ADDR);
+                return Verdict::Drop(UdpDropReason::NoLocalAddress.into());
             };
             let (sport, dport, len) = match UdpPacket::new_checked(msg.as_slice(), src, dst) {
                 Ok(p) => (p.src_port(), p.dst_port(), p.len()),
-                Err(e) => return Verdict::Drop(e.qualified()),
+                Err(e) => return Verdict::Drop(e.into()),
             };
             if dport != self.local_port || self.remote_port.is_some_and(|r| r != sport) {
-                return Verdict::Drop(WRONG_PORT);
+                return Verdict::Drop(UdpDropReason::WrongPort.into());
             }
             msg.truncate(len);
             if msg.pop(HEADER_LEN).is_err() {
-                return Verdict::Drop(WRONG_PORT);
+                return Verdict::Drop(UdpDropReason::WrongPort.into());
             }
             msg.anno_mut().peer_port = sport;
             Verdict::Next
