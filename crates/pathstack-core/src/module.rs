@@ -79,8 +79,9 @@ impl CreateCx<'_> {
     pub fn pool(&self) -> &MsgPool {
         self.pool
     }
-    /// A [`PathError::Refused`] naming this module.
-    pub fn refuse(&self, reason: impl Into<String>) -> PathError {
+    /// A [`PathError::Refused`] naming this module, carrying `reason` (best
+    /// the module's own error type, so callers can downcast it).
+    pub fn refuse(&self, reason: impl Into<crate::error::Cause>) -> PathError {
         PathError::refused(self.instance, reason)
     }
 }

@@ -88,6 +88,37 @@ pub const IP_INTERFACE: AttrKey<usize> = AttrKey::pervasive("IP_INTERFACE");
 /// (RFC 768, RFC 793) and read it from the path's attributes.
 pub const LOCAL_IPV4: AttrKey<Ipv4Addr> = AttrKey::pervasive("LOCAL_IPV4");
 
+/// Why `IP` refused to make a path: the source of the
+/// [`PathError::Refused`] it returns, for callers to downcast
+/// ([`PathError::cause`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum IpRefusal {
+    /// The path does not say which protocol it carries.
+    #[error("a path through IP needs PROT_ID = the IP protocol number")]
+    NoProtocol,
+    /// The local address is not one of this host's.
+    #[error("{0} is not an address of this host")]
+    NotLocal(Ipv4Addr),
+    /// The routing table has no route to the remote address.
+    #[error("no route to {0}")]
+    NoRoute(Ipv4Addr),
+    /// The remote address is reached through another interface than the
+    /// local address's.
+    #[error("{0} is not reached through the interface of the local address")]
+    WrongInterface(Ipv4Addr),
+    /// The path names an interface the module does not have.
+    #[error("no interface {0}")]
+    NoInterface(usize),
+    /// The interface has no `down` connection in the module graph.
+    #[error("interface {index} ({addr}) has no `down` connection")]
+    Unconnected {
+        /// The interface's index.
+        index: usize,
+        /// Its address.
+        addr: Ipv4Addr,
+    },
+}
+
 /// One interface of the IP module.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Interface {
@@ -348,9 +379,7 @@ impl Module for IpModule {
                 let proto = attrs
                     .get(&keys::PROT_ID)
                     .and_then(|&p| u8::try_from(p).ok())
-                    .ok_or_else(|| {
-                        cx.refuse("a path through IP needs PROT_ID = the IP protocol number")
-                    })?;
+                    .ok_or_else(|| cx.refuse(IpRefusal::NoProtocol))?;
                 let (remote, local) = match attrs.get_mut(&keys::PARTICIPANTS) {
                     Some(p) => (
                         addr_part(Some(&mut p.remote)),
@@ -358,23 +387,23 @@ impl Module for IpModule {
                     ),
                     None => (None, None),
                 };
-                let local_iface =
-                    match local.filter(|a| !a.is_unspecified()) {
-                        Some(a) => Some(self.ifaces.iter().position(|f| f.addr == a).ok_or_else(
-                            || cx.refuse(format!("{a} is not an address of this host")),
-                        )?),
-                        None => None,
-                    };
+                let local_iface = match local.filter(|a| !a.is_unspecified()) {
+                    Some(a) => Some(
+                        self.ifaces
+                            .iter()
+                            .position(|f| f.addr == a)
+                            .ok_or_else(|| cx.refuse(IpRefusal::NotLocal(a)))?,
+                    ),
+                    None => None,
+                };
                 match remote {
                     Some(r) => {
                         let route = self
                             .routes
                             .lookup(r)
-                            .ok_or_else(|| cx.refuse(format!("no route to {r}")))?;
+                            .ok_or_else(|| cx.refuse(IpRefusal::NoRoute(r)))?;
                         if local_iface.is_some_and(|i| i != route.interface) {
-                            return Err(cx.refuse(format!(
-                                "{r} is not reached through the interface of the local address"
-                            )));
+                            return Err(cx.refuse(IpRefusal::WrongInterface(r)));
                         }
                         (Some(proto), Some(r), route.interface, Some(route.next_hop))
                     }
@@ -383,13 +412,13 @@ impl Module for IpModule {
             }
         };
         let Some(&f) = self.ifaces.get(iface) else {
-            return Err(cx.refuse(format!("no interface {iface}")));
+            return Err(cx.refuse(IpRefusal::NoInterface(iface)));
         };
         if cx.links(1) <= iface {
-            return Err(cx.refuse(format!(
-                "interface {iface} ({}) has no `down` connection",
-                f.addr
-            )));
+            return Err(cx.refuse(IpRefusal::Unconnected {
+                index: iface,
+                addr: f.addr,
+            }));
         }
         attrs.insert(&keys::PROT_ID, u32::from(ETHERTYPE_IPV4));
         attrs.insert(&LOCAL_IPV4, f.addr);

@@ -44,6 +44,29 @@ pub const UDP_SPEC: ModuleSpec = ModuleSpec {
 
 const EPHEMERAL: std::ops::RangeInclusive<u16> = 49152..=65535;
 
+/// Why `UDP` refused to make a path: the source of the
+/// [`PathError::Refused`] it returns, for callers to downcast
+/// ([`PathError::cause`]); the socket layer reports
+/// [`UdpRefusal::PortInUse`] as "address in use".
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum UdpRefusal {
+    /// A connected path without a remote address and port.
+    #[error("a connected UDP path needs a remote address and port in PARTICIPANTS (or PASSIVE_OPEN for a bound one)")]
+    NoRemote,
+    /// A bound (passive) path that names a remote port.
+    #[error("a bound (passive) UDP path takes no remote port")]
+    BoundWithRemote,
+    /// Every ephemeral port (RFC 6335 §6) is in use.
+    #[error("no ephemeral port left")]
+    NoEphemeralPort,
+    /// Another bound path holds the port.
+    #[error("port {0} is already bound")]
+    PortInUse(u16),
+    /// The port table is at its `max_ports` bound.
+    #[error("port table full ({0} ports)")]
+    PortTableFull(usize),
+}
+
 /// The `UDP` module: the port table.
 pub struct UdpModule {
     /// Paths per local port (bound sockets hold a port alone; connected
@@ -73,11 +96,6 @@ impl UdpModule {
     /// Ports in use.
     pub fn ports_in_use(&self) -> usize {
         self.ports.len()
-    }
-
-    /// Whether a bound (passive) path holds `port`.
-    pub fn is_bound(&self, port: u16) -> bool {
-        self.ports.get(&port).is_some_and(|u| u.bound)
     }
 
     fn ephemeral(&mut self) -> Option<u16> {
@@ -162,25 +180,23 @@ impl Module for UdpModule {
             None => (None, None, None),
         };
         if !passive && (remote.is_none() || remote_ip.is_none()) {
-            return Err(cx.refuse(
-                "a connected UDP path needs a remote address and port in PARTICIPANTS (or PASSIVE_OPEN for a bound one)",
-            ));
+            return Err(cx.refuse(UdpRefusal::NoRemote));
         }
         if passive && remote.is_some() {
-            return Err(cx.refuse("a bound (passive) UDP path takes no remote port"));
+            return Err(cx.refuse(UdpRefusal::BoundWithRemote));
         }
         let port = match local.filter(|&p| p != 0) {
             Some(p) => p,
             None => self
                 .ephemeral()
-                .ok_or_else(|| cx.refuse("no ephemeral port left"))?,
+                .ok_or_else(|| cx.refuse(UdpRefusal::NoEphemeralPort))?,
         };
         let in_use = self.ports.get(&port).copied().unwrap_or_default();
         if passive && in_use.bound {
-            return Err(cx.refuse(format!("port {port} is already bound")));
+            return Err(cx.refuse(UdpRefusal::PortInUse(port)));
         }
         if !self.ports.contains_key(&port) && self.ports.len() >= self.max_ports {
-            return Err(cx.refuse(format!("port table full ({} ports)", self.max_ports)));
+            return Err(cx.refuse(UdpRefusal::PortTableFull(self.max_ports)));
         }
         let u = self.ports.entry(port).or_default();
         if passive {
