@@ -1,18 +1,25 @@
 //! Errors of path operations and of building a stack.
 
 use crate::ids::{Dir, ModuleId, PathId};
+use std::error::Error as StdError;
 use thiserror::Error;
+
+/// A module's own error behind a refused or failed path: kept whole (not
+/// as text) so that a caller can downcast it to the module's type, as the
+/// socket layer does to tell a port in use from other refusals.
+pub type Cause = Box<dyn StdError + Send + Sync>;
 
 /// Why a path operation failed.
 #[derive(Debug, Error)]
 pub enum PathError {
     /// A module refused to create its stage.
-    #[error("module `{module}` refused the path: {reason}")]
+    #[error("module `{module}` refused the path: {source}")]
     Refused {
         /// Instance name of the module.
         module: String,
-        /// What was wrong with the request.
-        reason: String,
+        /// What was wrong with the request, as the module's own error.
+        #[source]
+        source: Cause,
     },
     /// A module routed the path through a service that has no connection.
     #[error("module `{module}` routed through service `{service}`, which is not connected")]
@@ -39,12 +46,13 @@ pub enum PathError {
         module: String,
     },
     /// A stage's establish callback failed.
-    #[error("establishing the stage of `{module}` failed: {reason}")]
+    #[error("establishing the stage of `{module}` failed: {source}")]
     Establish {
         /// Instance name.
         module: String,
-        /// Why.
-        reason: String,
+        /// Why, as the stage's own error.
+        #[source]
+        source: Cause,
     },
     /// The classifier rejected a registration (it would be ambiguous).
     #[error("demux registration failed: {0}")]
@@ -77,11 +85,25 @@ pub enum PathError {
 }
 
 impl PathError {
-    /// A [`PathError::Refused`] from a module, for `create_stage` implementations.
-    pub fn refused(module: &str, reason: impl Into<String>) -> Self {
+    /// A [`PathError::Refused`] from a module, for `create_stage`
+    /// implementations. `reason` is best the module's own error type; text
+    /// (`&str`, `String`) is accepted where no caller needs to tell the
+    /// cases apart.
+    pub fn refused(module: &str, reason: impl Into<Cause>) -> Self {
         PathError::Refused {
             module: module.to_string(),
-            reason: reason.into(),
+            source: reason.into(),
+        }
+    }
+
+    /// The module's own error behind a [`PathError::Refused`] or
+    /// [`PathError::Establish`], if it is an `E`.
+    pub fn cause<E: StdError + 'static>(&self) -> Option<&E> {
+        match self {
+            PathError::Refused { source, .. } | PathError::Establish { source, .. } => {
+                source.downcast_ref::<E>()
+            }
+            _ => None,
         }
     }
 }
@@ -130,4 +152,36 @@ pub enum StackError {
     /// A module could not be created or initialized.
     #[error(transparent)]
     Module(#[from] ModuleError),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, PartialEq, Error)]
+    #[error("port {0} taken")]
+    struct Taken(u16);
+
+    #[test]
+    fn a_refusal_keeps_the_modules_error() {
+        let e = PathError::refused("udp", Taken(7));
+        assert_eq!(e.cause::<Taken>(), Some(&Taken(7)));
+        assert_eq!(e.to_string(), "module `udp` refused the path: port 7 taken");
+        let source = StdError::source(&e).map(ToString::to_string);
+        assert_eq!(source.as_deref(), Some("port 7 taken"));
+        // Text is accepted too, but cannot be mistaken for a typed cause.
+        assert!(PathError::refused("udp", "no").cause::<Taken>().is_none());
+    }
+
+    #[test]
+    fn a_failed_establishment_keeps_its_cause() {
+        let e = PathError::Establish {
+            module: "ip".into(),
+            source: Box::new(Taken(9)),
+        };
+        assert_eq!(e.cause::<Taken>(), Some(&Taken(9)));
+        assert!(PathError::NoSuchModule(ModuleId(3))
+            .cause::<Taken>()
+            .is_none());
+    }
 }

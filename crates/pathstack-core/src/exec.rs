@@ -8,7 +8,8 @@
 //! static, and the compiler can inline the whole path into one function
 //! ("PIN").
 
-use crate::ids::{Dir, DropReason};
+use crate::drop_reason::{CoreDropReason, DropReason};
+use crate::ids::Dir;
 use crate::msg::Msg;
 use crate::runtime::Env;
 use crate::stage::{Cx, Stage, Verdict};
@@ -154,7 +155,7 @@ impl Exec for DynExec {
         let mut cx = Cx { env, pos };
         match self.stages.get_mut(pos) {
             Some(s) => s.process(dir, msg, &mut cx),
-            None => Verdict::Drop(DropReason::new("exec.bad_position")),
+            None => Verdict::Drop(CoreDropReason::BadPosition.into()),
         }
     }
     fn run(&mut self, pos: usize, dir: Dir, msg: &mut Msg, env: &mut Env<'_>) -> Fate {
@@ -247,7 +248,7 @@ macro_rules! inlined {
                 let mut cx = Cx { env, pos };
                 match pos {
                     $($idx => self.stages.$idx.process(dir, msg, &mut cx),)+
-                    _ => Verdict::Drop(DropReason::new("exec.bad_position")),
+                    _ => Verdict::Drop(CoreDropReason::BadPosition.into()),
                 }
             }
             fn run(&mut self, pos: usize, dir: Dir, msg: &mut Msg, env: &mut Env<'_>) -> Fate {

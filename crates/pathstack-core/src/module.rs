@@ -2,10 +2,11 @@
 //! routing decisions and own shared state (thesis §3.2).
 
 use crate::attrs::Attrs;
+use crate::drop_reason::{CoreDropReason, DropReason, DropTally};
 use crate::error::{ModuleError, PathError};
 use crate::graph::spec::ModuleSpec;
 use crate::graph::Link;
-use crate::ids::{Dir, DropCounts, ModuleId, PathId};
+use crate::ids::{Dir, ModuleId, PathId};
 use crate::msg::{Msg, MsgPool};
 use crate::runtime::{Shared, TimerOwner};
 use crate::stage::Stage;
@@ -79,8 +80,9 @@ impl CreateCx<'_> {
     pub fn pool(&self) -> &MsgPool {
         self.pool
     }
-    /// A [`PathError::Refused`] naming this module.
-    pub fn refuse(&self, reason: impl Into<String>) -> PathError {
+    /// A [`PathError::Refused`] naming this module, carrying `reason` (best
+    /// the module's own error type, so callers can downcast it).
+    pub fn refuse(&self, reason: impl Into<crate::error::Cause>) -> PathError {
         PathError::refused(self.instance, reason)
     }
 }
@@ -93,7 +95,7 @@ pub struct ModCx<'a> {
     pub(crate) instance: &'a str,
     pub(crate) params: &'a BTreeMap<String, String>,
     pub(crate) shared: &'a mut Shared,
-    pub(crate) drops: &'a mut DropCounts,
+    pub(crate) drops: &'a mut DropTally,
     pub(crate) path_requests: &'a mut Vec<(Attrs, u64)>,
 }
 
@@ -135,7 +137,7 @@ impl ModCx<'_> {
     pub fn deliver(&mut self, frame: Msg) -> bool {
         let ok = self.shared.deliver(self.module_id, frame);
         if !ok {
-            self.drops.add(crate::ids::DropReason::RX_FULL);
+            self.drops.add(CoreDropReason::RxFull);
         }
         ok
     }
@@ -148,11 +150,11 @@ impl ModCx<'_> {
         from: usize,
         dir: Dir,
         msg: Msg,
-    ) -> Result<(), crate::ids::DropReason> {
+    ) -> Result<(), DropReason> {
         self.shared.send_on(path, from, dir, msg, 0)
     }
     /// Counts a message this module dropped outside any path.
-    pub fn count_drop(&mut self, reason: crate::ids::DropReason) {
+    pub fn count_drop(&mut self, reason: impl Into<DropReason>) {
         self.drops.add(reason);
     }
     /// Arms a timer that calls [`Module::on_timer`] with `token` after `after`.
@@ -326,7 +328,7 @@ pub enum EndRoute {
     /// Into the path's sink queue, for the application.
     Sink,
     /// Dropped, counted against the module with this reason.
-    Drop(crate::ids::DropReason),
+    Drop(DropReason),
 }
 
 /// Context of [`Module::route_end`].
@@ -370,7 +372,7 @@ impl RouteCx<'_> {
         from: usize,
         dir: Dir,
         msg: Msg,
-    ) -> Result<(), crate::ids::DropReason> {
+    ) -> Result<(), DropReason> {
         self.shared.send_on(path, from, dir, msg, 0)
     }
 }
@@ -382,5 +384,5 @@ pub(crate) struct ModuleSlot {
     pub params: BTreeMap<String, String>,
     pub module: Box<dyn Module>,
     pub links: Vec<Vec<Link>>,
-    pub drops: DropCounts,
+    pub drops: DropTally,
 }

@@ -2,8 +2,9 @@
 //! scheduling parameters and accounting.
 
 use crate::attrs::Attrs;
+use crate::drop_reason::{DropReason, DropTally};
 use crate::exec::Exec;
-use crate::ids::{Dir, DropCounts, DropReason, ModuleId, PathId};
+use crate::ids::{Dir, ModuleId, PathId};
 use crate::module::ModuleSlot;
 use crate::msg::Msg;
 use crate::runtime::{Env, Shared};
@@ -167,7 +168,7 @@ pub struct PathStats {
     /// Messages kept by a stage ([`crate::stage::Verdict::Consumed`]).
     pub consumed: u64,
     /// Drops, by reason.
-    pub drops: DropCounts,
+    pub drops: DropTally,
     /// Processing time spent in the path's stages, in nanoseconds.
     pub cpu_ns: u64,
 }
@@ -278,7 +279,7 @@ impl Path {
         (&mut **exec, env, stats)
     }
 
-    pub(crate) fn count_drop(&mut self, r: DropReason) {
+    pub(crate) fn count_drop(&mut self, r: impl Into<DropReason>) {
         self.stats.drops.add(r);
     }
 }

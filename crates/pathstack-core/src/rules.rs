@@ -7,7 +7,8 @@
 //!
 //! ```
 //! use pathstack_core::rules::Rule;
-//! use pathstack_core::synthetic::{EchoStage, HdrStage, LinkStage, WireStage};
+//! use pathstack_core::device::WireStage;
+//! use pathstack_core::synthetic::{EchoStage, HdrStage, LinkStage};
 //! // ECHO / HDR / HDR / LINK / WIRE paths run inlined.
 //! let rule = Rule::inline::<(EchoStage, HdrStage, HdrStage, LinkStage, WireStage)>(
 //!     "inline echo/hdr/hdr/link/wire",
@@ -19,6 +20,15 @@
 use crate::error::PathError;
 use crate::exec::{DynExec, StageTuple};
 use crate::path::Path;
+
+/// Why [`RuleTarget::inline`] refused a path: its stages are not of the
+/// tuple's types.
+#[derive(Debug, thiserror::Error)]
+#[error("stage types do not match the inlined sequence {tuple}")]
+pub struct StageTypesMismatch {
+    /// The stage tuple's type name.
+    pub tuple: &'static str,
+}
 
 /// What a guard sees of a path.
 pub struct RuleView<'a> {
@@ -53,10 +63,9 @@ impl RuleTarget<'_> {
                 self.path.exec = Box::new(DynExec::new(stages));
                 Err(PathError::Refused {
                     module: format!("{}", self.path.id),
-                    reason: format!(
-                        "stage types do not match the inlined sequence {}",
-                        std::any::type_name::<T>()
-                    ),
+                    source: Box::new(StageTypesMismatch {
+                        tuple: std::any::type_name::<T>(),
+                    }),
                 })
             }
         }

@@ -9,7 +9,8 @@
 //! rules written here (bounds, drop counting) are written once.
 
 use crate::attrs::Attrs;
-use crate::ids::{Dir, DropReason, ModuleId, PathId};
+use crate::drop_reason::{CoreDropReason, DropReason};
+use crate::ids::{Dir, ModuleId, PathId};
 use crate::module::ModuleSlot;
 use crate::msg::{Msg, MsgPool};
 use crate::path::SchedParams;
@@ -111,7 +112,7 @@ impl Shared {
     pub(crate) fn follow_up(&mut self, f: FollowUp) -> Result<(), DropReason> {
         if self.follow_ups.len() >= self.follow_up_cap {
             self.follow_up_drops += 1;
-            return Err(DropReason::FOLLOW_UP_OVERFLOW);
+            return Err(CoreDropReason::FollowUpOverflow.into());
         }
         self.follow_ups.push(f);
         Ok(())

@@ -3,8 +3,9 @@
 
 use crate::attrs::Attrs;
 use crate::demux::{DemuxKey, KeyMode};
+use crate::drop_reason::DropReason;
 use crate::error::PathError;
-use crate::ids::{Dir, DropReason, ModuleId, PathId};
+use crate::ids::{Dir, ModuleId, PathId};
 use crate::module::Module;
 use crate::msg::{Msg, MsgPool};
 use crate::path::SchedParams;

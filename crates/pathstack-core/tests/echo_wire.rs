@@ -1,7 +1,7 @@
 //! End to end over the in-memory wire: classification, the synthetic path,
 //! inlined versus modular executors, and both schedulers.
 
-use pathstack_core::synthetic::EchoPair;
+use pathstack_core::synthetic::{EchoPair, HdrDropReason};
 use pathstack_core::*;
 
 fn run(sched: SchedKind, inline: bool) -> (Vec<Vec<u8>>, EchoPair) {
@@ -57,15 +57,11 @@ fn corrupted_frames_are_dropped_with_a_reason() {
                                                         // It runs at once, and the send says why it went no further.
     let sent = pair.server.send(pair.server_path, Dir::Up, m);
     assert!(
-        matches!(sent, Err(SendError::Dropped(r)) if r == DropReason::new("hdr.bad_checksum")),
+        matches!(sent, Err(SendError::Dropped(r)) if r == HdrDropReason::BadChecksum),
         "{sent:?}"
     );
     pair.server.poll(Instant::ZERO);
     let drops = &pair.server.path(pair.server_path).unwrap().stats().drops;
     assert_eq!(drops.total(), 1);
-    assert_eq!(
-        drops.get(DropReason::new("hdr.bad_checksum")),
-        1,
-        "{drops:?}"
-    );
+    assert_eq!(drops.get(HdrDropReason::BadChecksum), 1, "{drops:?}");
 }

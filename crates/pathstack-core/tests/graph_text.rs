@@ -189,8 +189,9 @@ fn summary_lists_instances_connections_and_order() {
 
 #[test]
 fn synthetic5_checks_against_the_real_synthetic_specs() {
+    use pathstack_core::device::WIRE_SPEC;
     use pathstack_core::graph::spec::SpecRegistry;
-    use pathstack_core::synthetic::{ECHO_SPEC, HDR_SPEC, LINK_SPEC, WIRE_SPEC};
+    use pathstack_core::synthetic::{ECHO_SPEC, HDR_SPEC, LINK_SPEC};
     let mut specs = SpecRegistry::new();
     specs
         .register(&ECHO_SPEC)

@@ -239,7 +239,7 @@ fn queues_are_bounded_and_counted() {
     let path = s.path(p).unwrap();
     let q = path.queue(QueueKind::SourceDown);
     assert_eq!((q.len(), q.capacity(), q.dropped()), (2, 2, 1));
-    assert_eq!(path.stats().drops.get(DropReason::SOURCE_FULL), 1);
+    assert_eq!(path.stats().drops.get(CoreDropReason::SourceFull), 1);
     assert!(path.is_pending());
     s.poll(Instant::ZERO);
     let path = s.path(p).unwrap();

@@ -49,6 +49,16 @@ struct MixStage {
     seen: [u64; 2],
 }
 
+pathstack_core::drop_reasons! {
+    /// Why a mix stage dropped a message.
+    enum MixDropReason in "mix" {
+        /// No room to stamp the message.
+        Full => "full",
+        /// The message's key chose a drop.
+        Chosen => "drop",
+    }
+}
+
 impl Stage for MixStage {
     fn process(&mut self, dir: Dir, msg: &mut Msg, cx: &mut Cx<'_, '_>) -> Verdict {
         let d = dir.index();
@@ -56,7 +66,7 @@ impl Stage for MixStage {
         let pos = cx.position() as u8;
         // Stamp the per-direction sequence number of this stage into the message.
         if msg.extend_from_slice(&[pos, self.seen[d] as u8]).is_err() {
-            return Verdict::Drop(DropReason::new("mix.full"));
+            return Verdict::Drop(MixDropReason::Full.into());
         }
         let key = msg
             .as_slice()
@@ -69,7 +79,7 @@ impl Stage for MixStage {
         // bounced again is ordered per batch, not per message (sched.rs).
         let forward = dir == Dir::Down;
         match key % 16 {
-            0 => Verdict::Drop(DropReason::new("mix.drop")),
+            0 => Verdict::Drop(MixDropReason::Chosen.into()),
             1 => Verdict::Consumed,
             2 | 3 if forward => Verdict::Back,
             4 if forward => {

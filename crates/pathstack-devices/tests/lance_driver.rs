@@ -7,8 +7,8 @@
 use pathstack_core::device::record::{Recorder, Recording};
 use pathstack_core::device::wire::{wire_pair, WireConfig, WireEnd};
 use pathstack_core::device::{Device, DeviceCaps, DeviceError, DeviceStats};
-use pathstack_core::{DropReason, Instant, Msg, MsgPool, PoolConfig};
-use pathstack_devices::lance::driver::{reason, RxEvent, DEFAULT_MAC};
+use pathstack_core::{Instant, Msg, MsgPool, PoolConfig};
+use pathstack_devices::lance::driver::{LanceDropReason, RxEvent, DEFAULT_MAC};
 use pathstack_devices::lance::sparse::{Cpu, Dma};
 use pathstack_devices::lance::{Access, ChipConfig, LanceConfig, LanceDriver};
 use proptest::prelude::*;
@@ -41,7 +41,7 @@ impl Link {
     }
 
     /// Polls `b` until it has nothing more; returns its frames and drops.
-    fn drain_b(&mut self) -> (Vec<Vec<u8>>, Vec<DropReason>) {
+    fn drain_b(&mut self) -> (Vec<Vec<u8>>, Vec<LanceDropReason>) {
         let mut frames = Vec::new();
         let mut drops = Vec::new();
         for _ in 0..1000 {
@@ -56,7 +56,7 @@ impl Link {
         (frames, drops)
     }
 
-    fn poll_a(&mut self) -> Vec<DropReason> {
+    fn poll_a(&mut self) -> Vec<LanceDropReason> {
         let mut drops = Vec::new();
         self.a.poll(&self.pool, self.now, 64, &mut |ev| {
             if let RxEvent::Drop(r) = ev {
@@ -139,7 +139,7 @@ fn transmit_before_start_is_refused() {
     let mut d = LanceDriver::new(Box::new(w), LanceConfig::default()).unwrap();
     assert_eq!(
         d.transmit(&frame(60, 1), &pool, Instant::ZERO),
-        Err(reason::TX_DOWN)
+        Err(LanceDropReason::TxDown)
     );
 }
 
@@ -191,7 +191,7 @@ fn frame_larger_than_the_transmit_ring_is_ring_full() {
     // 3 buffers of 64 needed, the ring has 2.
     assert_eq!(
         link.a.transmit(&frame(150, 1), &link.pool, link.now),
-        Err(reason::TX_RING_FULL)
+        Err(LanceDropReason::TxRingFull)
     );
     assert_eq!(link.a.stats().tx_ring_full, 1);
     // Two buffers fit, and fit again once reclaimed.
@@ -208,11 +208,11 @@ fn too_long_and_empty_frames_are_refused() {
     let mut link = Link::new(config(Access::Copy, 1536));
     assert_eq!(
         link.a.transmit(&frame(1515, 1), &link.pool, link.now),
-        Err(reason::TX_TOO_LONG)
+        Err(LanceDropReason::TxTooLong)
     );
     assert_eq!(
         link.a.transmit(&[], &link.pool, link.now),
-        Err(reason::TX_EMPTY)
+        Err(LanceDropReason::TxEmpty)
     );
     link.a
         .transmit(&frame(1514, 1), &link.pool, link.now)
@@ -230,7 +230,7 @@ fn missing_heartbeat_is_counted_as_cerr_and_the_frame_still_arrives() {
     link.a
         .transmit(&frame(60, 2), &link.pool, link.now)
         .unwrap();
-    assert_eq!(link.poll_a(), vec![reason::CERR]);
+    assert_eq!(link.poll_a(), vec![LanceDropReason::Cerr]);
     assert_eq!(link.a.stats().cerr, 1);
     assert_eq!(link.drain_b().0.len(), 1);
 }
@@ -249,7 +249,7 @@ fn frame_too_big_for_the_receive_ring_is_an_rx_error_and_traffic_goes_on() {
         .transmit(&frame(100, 4), &link.pool, link.now)
         .unwrap();
     let (got, drops) = link.drain_b();
-    assert_eq!(drops, vec![reason::RX_ERROR]);
+    assert_eq!(drops, vec![LanceDropReason::RxError]);
     assert_eq!(got, vec![frame(100, 4)]);
     assert_eq!(link.b.stats().rx_errors, 1);
     assert_eq!(link.b.chip_stats().rx_buffer_errors, 1);
@@ -382,12 +382,12 @@ proptest! {
         for f in &frames {
             match link.a.transmit(f, &link.pool, link.now) {
                 Ok(()) => {}
-                Err(r) if r == reason::TX_RING_FULL => {
+                Err(LanceDropReason::TxRingFull) => {
                     got.extend(link.drain_b().0);
                     link.poll_a();
                     link.a.transmit(f, &link.pool, link.now).unwrap();
                 }
-                Err(r) => panic!("{r}"),
+                Err(r) => panic!("{r:?}"),
             }
         }
         let (rest, drops) = link.drain_b();

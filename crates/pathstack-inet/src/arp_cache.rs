@@ -8,10 +8,9 @@
 //! entries a scan is a few cache lines, cheaper than hashing, and it never
 //! allocates after [`ArpCache::new`]. Use a hash index if you need thousands.
 
-use crate::drop_reason::DropCounts;
 use crate::wire::arp::{ArpDropReason, ArpOp, ArpPacket};
 use crate::wire::eth::{multicast_mac, MacAddr};
-use pathstack_core::{Duration, Instant, Msg};
+use pathstack_core::{DropCounts, Duration, Instant, Msg};
 use std::collections::VecDeque;
 use std::net::Ipv4Addr;
 
@@ -52,6 +51,30 @@ impl Default for ArpConfig {
     }
 }
 
+pathstack_core::drop_reasons! {
+    /// Why a packet waiting for ARP resolution was dropped. ARP packets
+    /// themselves have [`ArpDropReason`]s.
+    #[derive(thiserror::Error)]
+    pub enum ResolutionDropReason in "arp" {
+        /// A waiting packet was dropped to stay within the pending-queue bounds.
+        #[error("ARP pending queue full")]
+        QueueFull => "queue_full",
+        /// Resolution gave up after the configured number of requests; the waiting packets are dropped.
+        #[error("ARP resolution failed")]
+        ResolutionFailed => "resolution_failed",
+        /// The cache entry was evicted to make room; its waiting packets are dropped.
+        #[error("ARP cache entry evicted while resolving")]
+        Evicted => "evicted",
+        /// The next hop cannot be resolved (0.0.0.0 or a class E address).
+        #[error("next hop cannot be resolved")]
+        InvalidTarget => "invalid_target",
+        /// The packet carries no next hop to resolve (IP sets one on
+        /// every datagram it sends), or the ARP module is missing.
+        #[error("no next hop to resolve")]
+        NoNextHop => "no_next_hop",
+    }
+}
+
 /// What [`ArpCache::lookup_or_queue`] did with a packet.
 #[derive(Debug)]
 pub enum Resolution {
@@ -64,7 +87,7 @@ pub enum Resolution {
         send_request: bool,
     },
     /// The packet was dropped (and counted).
-    Dropped(ArpDropReason),
+    Dropped(ResolutionDropReason),
 }
 
 /// Spontaneous work reported by [`ArpCache::poll`].
@@ -119,7 +142,8 @@ pub struct ArpCache {
     cfg: ArpConfig,
     entries: Vec<Option<Entry>>,
     pending: VecDeque<(Ipv4Addr, Msg)>,
-    drops: DropCounts<ArpDropReason>,
+    packet_drops: DropCounts<ArpDropReason>,
+    resolution_drops: DropCounts<ResolutionDropReason>,
 }
 
 impl ArpCache {
@@ -129,7 +153,8 @@ impl ArpCache {
         ArpCache {
             entries: vec![None; cfg.capacity],
             pending: VecDeque::with_capacity(cfg.pending_total),
-            drops: DropCounts::new(),
+            packet_drops: DropCounts::new(),
+            resolution_drops: DropCounts::new(),
             cfg,
         }
     }
@@ -139,10 +164,14 @@ impl ArpCache {
         &self.cfg
     }
 
-    /// Drops counted so far, by reason (packets waiting for resolution and
-    /// ARP packets refused by [`ArpCache::on_packet`]).
-    pub fn drops(&self) -> &DropCounts<ArpDropReason> {
-        &self.drops
+    /// ARP packets refused by [`ArpCache::on_packet`] so far, by reason.
+    pub fn packet_drops(&self) -> &DropCounts<ArpDropReason> {
+        &self.packet_drops
+    }
+
+    /// Packets waiting for resolution dropped so far, by reason.
+    pub fn resolution_drops(&self) -> &DropCounts<ResolutionDropReason> {
+        &self.resolution_drops
     }
 
     /// Packets currently waiting for resolution.
@@ -175,15 +204,16 @@ impl ArpCache {
             return Resolution::Resolved(multicast_mac(ip), msg);
         }
         if ip.is_unspecified() || ip.octets()[0] >= 240 {
-            self.drops.count(ArpDropReason::InvalidTarget);
-            return Resolution::Dropped(ArpDropReason::InvalidTarget);
+            self.resolution_drops
+                .count(ResolutionDropReason::InvalidTarget);
+            return Resolution::Dropped(ResolutionDropReason::InvalidTarget);
         }
         if self.cfg.pending_total == 0 || self.cfg.pending_per_addr == 0 || self.cfg.capacity == 0 {
             if let Some(mac) = self.lookup(ip, now) {
                 return Resolution::Resolved(mac, msg);
             }
-            self.drops.count(ArpDropReason::QueueFull);
-            return Resolution::Dropped(ArpDropReason::QueueFull);
+            self.resolution_drops.count(ResolutionDropReason::QueueFull);
+            return Resolution::Dropped(ResolutionDropReason::QueueFull);
         }
         let fresh = self.incomplete(now);
         let found = self.find(ip);
@@ -243,7 +273,7 @@ impl ArpCache {
     ) -> Result<ArpInput, ArpDropReason> {
         let result = self.learn(pkt, own_ip, now, &mut release);
         if let Err(reason) = result {
-            self.drops.count(reason);
+            self.packet_drops.count(reason);
         }
         result
     }
@@ -340,8 +370,8 @@ impl ArpCache {
                     } else {
                         self.entries[i] = None;
                         let dropped = self.drain_pending(e.ip, drop);
-                        self.drops
-                            .add(ArpDropReason::ResolutionFailed, dropped as u64);
+                        self.resolution_drops
+                            .add(ResolutionDropReason::ResolutionFailed, dropped as u64);
                         events(ArpEvent::GaveUp { ip: e.ip, dropped });
                     }
                 }
@@ -386,7 +416,8 @@ impl ArpCache {
             .map_or(0, |(i, _)| i);
         if let Some(e) = self.entries[victim].take() {
             let dropped = self.drain_pending(e.ip, drop);
-            self.drops.add(ArpDropReason::Evicted, dropped as u64);
+            self.resolution_drops
+                .add(ResolutionDropReason::Evicted, dropped as u64);
         }
         victim
     }
@@ -399,12 +430,12 @@ impl ArpCache {
         if for_ip >= self.cfg.pending_per_addr {
             if let Some(pos) = self.pending.iter().position(|(p, _)| *p == ip) {
                 self.pending.remove(pos);
-                self.drops.count(ArpDropReason::QueueFull);
+                self.resolution_drops.count(ResolutionDropReason::QueueFull);
             }
         }
         if self.pending.len() >= self.cfg.pending_total {
             self.pending.pop_front();
-            self.drops.count(ArpDropReason::QueueFull);
+            self.resolution_drops.count(ResolutionDropReason::QueueFull);
         }
         // Length is below the capacity reserved in `new`: no allocation.
         self.pending.push_back((ip, msg));
@@ -517,7 +548,11 @@ mod tests {
                 dropped: 2
             }]
         );
-        assert_eq!(c.drops().get(ArpDropReason::ResolutionFailed), 2);
+        assert_eq!(
+            c.resolution_drops()
+                .get(ResolutionDropReason::ResolutionFailed),
+            2
+        );
         assert_eq!(pool.stats().live, 0, "dropped packets returned to the pool");
         assert_eq!(c.poll_at(), None);
     }
@@ -575,7 +610,7 @@ mod tests {
             c.on_packet(&conflict, OWN_IP, t(4), |_, _| {}),
             Err(ArpDropReason::AddressConflict)
         );
-        assert_eq!(c.drops().get(ArpDropReason::AddressConflict), 1);
+        assert_eq!(c.packet_drops().get(ArpDropReason::AddressConflict), 1);
     }
 
     #[test]
@@ -595,7 +630,7 @@ mod tests {
             c.lookup_or_queue(OTHER_IP, pool.alloc_copy(&[i]).unwrap(), t(0));
         }
         assert_eq!(c.pending_len(), 3);
-        assert_eq!(c.drops().get(ArpDropReason::QueueFull), 3);
+        assert_eq!(c.resolution_drops().get(ResolutionDropReason::QueueFull), 3);
         let mut out = Vec::new();
         c.on_packet(&reply_from_peer(), OWN_IP, t(1), |_, m| {
             out.push(m.as_slice()[0])
@@ -629,7 +664,7 @@ mod tests {
         assert_eq!(c.pending_len(), 2);
         let fourth = Ipv4Addr::new(10, 0, 0, 5);
         c.lookup_or_queue(fourth, pool.alloc(1).unwrap(), t(3));
-        assert_eq!(c.drops().get(ArpDropReason::Evicted), 1);
+        assert_eq!(c.resolution_drops().get(ResolutionDropReason::Evicted), 1);
         assert_eq!(c.pending_len(), 2);
     }
 
@@ -647,7 +682,7 @@ mod tests {
         }
         assert!(matches!(
             c.lookup_or_queue(Ipv4Addr::UNSPECIFIED, pool.alloc(1).unwrap(), t(0)),
-            Resolution::Dropped(ArpDropReason::InvalidTarget)
+            Resolution::Dropped(ResolutionDropReason::InvalidTarget)
         ));
     }
 
@@ -677,7 +712,7 @@ mod tests {
                 }
                 prop_assert!(c.pending_len() <= cfg.pending_total);
                 prop_assert!(c.entries.iter().flatten().count() <= cfg.capacity);
-                let dropped = c.drops().get(ArpDropReason::QueueFull) + c.drops().get(ArpDropReason::Evicted) + c.drops().get(ArpDropReason::ResolutionFailed);
+                let dropped = c.resolution_drops().get(ResolutionDropReason::QueueFull) + c.resolution_drops().get(ResolutionDropReason::Evicted) + c.resolution_drops().get(ResolutionDropReason::ResolutionFailed);
                 prop_assert_eq!(sent, resolved + released + dropped + c.pending_len() as u64);
                 prop_assert_eq!(pool.stats().live, c.pending_len());
             }

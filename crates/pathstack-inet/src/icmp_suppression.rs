@@ -1,45 +1,35 @@
 //! When a host stays silent: the datagrams RFC 1122 §3.2.2 says an ICMP
 //! error MUST NOT be sent about, checked before any error is built. The
 //! error rate limit is the other reason for silence
-//! ([`crate::rate_limit::TokenBucket`]); both count as [`ErrorSuppressed`].
+//! ([`crate::rate_limit::TokenBucket`]).
 
-use crate::drop_reason::drop_reasons;
 use crate::wire::icmp::is_error_type;
 use crate::wire::ipv4::{self, Ipv4Packet, MIN_HEADER_LEN};
 
-/// Why an ICMP error was not generated. Counted like drops, so the
-/// statistics show why a host stayed silent.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, thiserror::Error)]
-pub enum ErrorSuppressed {
-    /// The offending datagram is itself an ICMP error (RFC 1122 §3.2.2 MUST NOT).
-    #[error("datagram is an ICMP error")]
-    AboutIcmpError,
-    /// It was sent to a broadcast or multicast address, IP or link layer (RFC 1122 §3.2.2 MUST NOT).
-    #[error("datagram was broadcast or multicast")]
-    Broadcast,
-    /// It is a fragment other than the first (RFC 1122 §3.2.2 MUST NOT).
-    #[error("datagram is a non-initial fragment")]
-    NonInitialFragment,
-    /// Its source does not name a single host: zero, loopback, broadcast,
-    /// multicast or class E (RFC 1122 §3.2.2 MUST NOT).
-    #[error("datagram source is not a single host")]
-    InvalidSource,
-    /// The offending bytes are not a readable IPv4 header.
-    #[error("offending datagram unreadable")]
-    Malformed,
-    /// The error rate limit is exhausted (RFC 1812 §4.3.2.8).
-    #[error("ICMP error rate limit")]
-    RateLimited,
+pathstack_core::drop_reasons! {
+    /// Why an ICMP error was not generated. Named like drop reasons
+    /// (`icmp.error_suppressed.*`), so that statistics can say why a host
+    /// stayed silent.
+    #[derive(thiserror::Error)]
+    pub enum ErrorSuppressed in "icmp.error_suppressed" {
+        /// The offending datagram is itself an ICMP error (RFC 1122 §3.2.2 MUST NOT).
+        #[error("datagram is an ICMP error")]
+        AboutIcmpError => "about_icmp_error",
+        /// It was sent to a broadcast or multicast address, IP or link layer (RFC 1122 §3.2.2 MUST NOT).
+        #[error("datagram was broadcast or multicast")]
+        Broadcast => "broadcast",
+        /// It is a fragment other than the first (RFC 1122 §3.2.2 MUST NOT).
+        #[error("datagram is a non-initial fragment")]
+        NonInitialFragment => "non_initial_fragment",
+        /// Its source does not name a single host: zero, loopback, broadcast,
+        /// multicast or class E (RFC 1122 §3.2.2 MUST NOT).
+        #[error("datagram source is not a single host")]
+        InvalidSource => "invalid_source",
+        /// The offending bytes are not a readable IPv4 header.
+        #[error("offending datagram unreadable")]
+        Malformed => "malformed",
+    }
 }
-
-drop_reasons!(ErrorSuppressed, "icmp.error_suppressed" {
-    AboutIcmpError => "about_icmp_error",
-    Broadcast => "broadcast",
-    NonInitialFragment => "non_initial_fragment",
-    InvalidSource => "invalid_source",
-    Malformed => "malformed",
-    RateLimited => "rate_limited",
-});
 
 /// Whether a host may send an ICMP error about `datagram` (the offending
 /// datagram from its IP header on). `link_or_subnet_broadcast` says whether

@@ -20,14 +20,13 @@
 //!   A Path-Based Operating System*, 1997, §4.1.2 and Figure 5.2.
 //!
 //! Nothing panics on any input: every malformed case is a typed drop reason
-//! with a stable name ([`drop_reason`]), and every table and queue has a
+//! with a stable name ([`pathstack_core::drop_reason`]), and every table and queue has a
 //! bound fixed at construction.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod anno;
 pub mod arp_cache;
-pub mod drop_reason;
 pub mod frag;
 pub mod icmp_suppression;
 pub mod ipv4_ident;
@@ -38,6 +37,5 @@ pub mod route;
 pub mod wire;
 
 pub use anno::InetAnno;
-pub use drop_reason::{DropCounts, DropReason};
 pub use wire::eth::{EthDropReason, EthHeader, MacAddr};
 pub use wire::ipv4::{Ipv4DropReason, Ipv4Packet, Ipv4Repr};

@@ -37,10 +37,9 @@
 //! table is preallocated; nothing here touches the heap after
 //! [`Reassembler::new`].
 
-use crate::drop_reason::{drop_reasons, DropCounts};
 use crate::wire::icmp::Quote;
 use crate::wire::ipv4::{Ipv4Repr, MAX_DATAGRAM_LEN, MIN_HEADER_LEN};
-use pathstack_core::{Duration, Instant, Msg};
+use pathstack_core::{DropCounts, Duration, Instant, Msg};
 use std::net::Ipv4Addr;
 
 /// Most disjoint byte ranges tracked per datagram. Adjacent fragments
@@ -48,58 +47,46 @@ use std::net::Ipv4Addr;
 /// only a datagram with more than this many holes at once is dropped.
 pub const MAX_RANGES: usize = 64;
 
-/// Why a fragment (or a whole datagram in reassembly) was dropped.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, thiserror::Error)]
-pub enum ReassemblyDropReason {
-    /// An empty fragment, or a non-last one whose length is not a multiple of 8 (RFC 791). Counts fragments.
-    #[error("fragment length not a multiple of 8")]
-    BadLength,
-    /// Offset + length would exceed the maximum datagram size. Counts fragments.
-    #[error("reassembled datagram would exceed the maximum size")]
-    TooLarge,
-    /// Fragment overlaps received data: the datagram is discarded (RFC 5722). Counts datagrams.
-    #[error("overlapping fragments")]
-    Overlap,
-    /// Exact duplicate of received data, dropped alone. Counts fragments.
-    #[error("duplicate fragment")]
-    Duplicate,
-    /// Fragment of a datagram already discarded for overlap. Counts fragments.
-    #[error("fragment of a discarded datagram")]
-    Poisoned,
-    /// Fragments disagree on where the datagram ends. Counts datagrams.
-    #[error("fragments disagree on the datagram length")]
-    Inconsistent,
-    /// More than [`MAX_RANGES`] holes at once. Counts datagrams.
-    #[error("too many holes in one datagram")]
-    TooManyHoles,
-    /// Discarded (oldest first) to stay within the datagram-count bound. Counts datagrams.
-    #[error("reassembly table full")]
-    TableFull,
-    /// Discarded (oldest first) to stay within the byte bound, or alone
-    /// larger than the bound. Counts datagrams.
-    #[error("reassembly memory limit")]
-    MemoryLimit,
-    /// The buffer pool could not provide or grow a buffer. Counts datagrams.
-    #[error("no buffer for reassembly")]
-    NoBuffer,
-    /// The reassembly timer expired. Counts datagrams.
-    #[error("reassembly timed out")]
-    TimedOut,
+pathstack_core::drop_reasons! {
+    /// Why a fragment (or a whole datagram in reassembly) was dropped.
+    #[derive(thiserror::Error)]
+    pub enum ReassemblyDropReason in "reassembly" {
+        /// An empty fragment, or a non-last one whose length is not a multiple of 8 (RFC 791). Counts fragments.
+        #[error("fragment length not a multiple of 8")]
+        BadLength => "bad_length",
+        /// Offset + length would exceed the maximum datagram size. Counts fragments.
+        #[error("reassembled datagram would exceed the maximum size")]
+        TooLarge => "too_large",
+        /// Fragment overlaps received data: the datagram is discarded (RFC 5722). Counts datagrams.
+        #[error("overlapping fragments")]
+        Overlap => "overlap",
+        /// Exact duplicate of received data, dropped alone. Counts fragments.
+        #[error("duplicate fragment")]
+        Duplicate => "duplicate",
+        /// Fragment of a datagram already discarded for overlap. Counts fragments.
+        #[error("fragment of a discarded datagram")]
+        Poisoned => "poisoned",
+        /// Fragments disagree on where the datagram ends. Counts datagrams.
+        #[error("fragments disagree on the datagram length")]
+        Inconsistent => "inconsistent",
+        /// More than [`MAX_RANGES`] holes at once. Counts datagrams.
+        #[error("too many holes in one datagram")]
+        TooManyHoles => "too_many_holes",
+        /// Discarded (oldest first) to stay within the datagram-count bound. Counts datagrams.
+        #[error("reassembly table full")]
+        TableFull => "table_full",
+        /// Discarded (oldest first) to stay within the byte bound, or alone
+        /// larger than the bound. Counts datagrams.
+        #[error("reassembly memory limit")]
+        MemoryLimit => "memory_limit",
+        /// The buffer pool could not provide or grow a buffer. Counts datagrams.
+        #[error("no buffer for reassembly")]
+        NoBuffer => "no_buffer",
+        /// The reassembly timer expired. Counts datagrams.
+        #[error("reassembly timed out")]
+        TimedOut => "timed_out",
+    }
 }
-
-drop_reasons!(ReassemblyDropReason, "reassembly" {
-    BadLength => "bad_length",
-    TooLarge => "too_large",
-    Overlap => "overlap",
-    Duplicate => "duplicate",
-    Poisoned => "poisoned",
-    Inconsistent => "inconsistent",
-    TooManyHoles => "too_many_holes",
-    TableFull => "table_full",
-    MemoryLimit => "memory_limit",
-    NoBuffer => "no_buffer",
-    TimedOut => "timed_out",
-});
 
 /// Bounds and timer of a [`Reassembler`].
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -23,7 +23,8 @@ pub mod socket;
 pub mod tokio;
 
 /// Every module type a pathstack graph may use, with its factory: the
-/// synthetic core modules, the Internet modules and the LANCE driver.
+/// core's `WIRE` driver and synthetic modules, the Internet modules and the
+/// LANCE driver.
 pub fn module_types() -> ModuleTypes {
     let mut t = ModuleTypes::core();
     pathstack_inet::modules::register(&mut t);

@@ -51,7 +51,7 @@ use pathstack_core::attrs::Attrs;
 use pathstack_core::error::PathError;
 use pathstack_core::msg::MsgError;
 use pathstack_core::{Dir, DropReason, ModuleId, Msg, PathId, QueueKind, SendError, Stack};
-use pathstack_inet::modules::{UdpModule, UdpStage};
+use pathstack_inet::modules::{UdpRefusal, UdpStage};
 use pathstack_inet::InetAnno;
 use std::net::{Ipv4Addr, SocketAddrV4};
 
@@ -214,15 +214,6 @@ impl Host {
     /// that exchanges datagrams with any peer.
     pub fn udp_bind(&mut self, port: u16) -> Result<UdpSocket, SocketError> {
         let udp = self.udp_module()?;
-        // The UDP module would refuse the path too; asking first gives the
-        // caller a typed error instead of the module's refusal text.
-        let taken = self
-            .stack()
-            .module::<UdpModule>(udp)
-            .is_some_and(|m| m.is_bound(port));
-        if port != 0 && taken {
-            return Err(SocketError::PortInUse(port));
-        }
         let attrs = Attrs::new().with(&PASSIVE_OPEN, true).with(
             &PARTICIPANTS,
             Participants {
@@ -230,7 +221,12 @@ impl Host {
                 remote: vec![],
             },
         );
-        let path = self.stack_mut().path_create(udp, attrs)?;
+        let path = self.stack_mut().path_create(udp, attrs).map_err(|e| {
+            match e.cause::<UdpRefusal>() {
+                Some(&UdpRefusal::PortInUse(p)) => SocketError::PortInUse(p),
+                _ => SocketError::Path(e),
+            }
+        })?;
         let port = chosen_port(self.stack(), path, udp).unwrap_or(port);
         Ok(UdpSocket {
             path,

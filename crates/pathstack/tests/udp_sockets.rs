@@ -338,3 +338,18 @@ fn sockets_work_on_a_host_from_a_graph_file() {
         Err(pathstack::host::HostError::GraphFile { .. })
     ));
 }
+
+#[test]
+fn connecting_without_a_route_keeps_ips_reason() {
+    use pathstack::inet::modules::IpRefusal;
+    let mut net = Net::new();
+    let peer = SocketAddrV4::new(Ipv4Addr::new(192, 0, 2, 1), 9);
+    let err = net.a.udp_connect(0, peer).unwrap_err();
+    let SocketError::Path(e) = &err else {
+        panic!("{err}")
+    };
+    assert_eq!(
+        e.cause::<IpRefusal>(),
+        Some(&IpRefusal::NoRoute(*peer.ip()))
+    );
+}

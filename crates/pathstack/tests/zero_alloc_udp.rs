@@ -9,7 +9,8 @@
 use pathstack::core::attrs::keys::{AddrPart, Participants, PARTICIPANTS, PASSIVE_OPEN};
 use pathstack::core::attrs::Attrs;
 use pathstack::core::device::wire::{wire_pair, WireConfig};
-use pathstack::core::synthetic::{EchoStage, WireStage, ECHO_SPEC, WIRE_SPEC};
+use pathstack::core::device::{WireStage, WIRE_SPEC};
+use pathstack::core::synthetic::{EchoStage, ECHO_SPEC};
 use pathstack::core::{Dir, PathId, SchedKind};
 use pathstack::host::{Host, HostConfig};
 use pathstack::inet::modules::inline;

@@ -4,12 +4,16 @@
 //! [`wire`] joins two devices back to back inside one process; the
 //! [`impair`] wrapper adds seeded loss, duplication, reordering and delay
 //! around any device. Real devices (TAP, the emulated LANCE) live in
-//! `pathstack-devices` and implement the same trait.
+//! `pathstack-devices` and implement the same trait. The [`driver`] is the
+//! `WIRE` module that puts any device into a module graph.
 
 use crate::msg::{Msg, MsgPool};
 use crate::time::Instant;
 use thiserror::Error;
 
+pub use driver::{WireDropReason, WireModule, WireStage, WIRE_SPEC};
+
+pub mod driver;
 pub mod impair;
 pub mod record;
 pub mod wire;

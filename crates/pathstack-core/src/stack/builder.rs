@@ -4,9 +4,10 @@
 use super::{ModuleSetup, ModuleTypes, Polled, Stack, StackConfig};
 use crate::demux::Demux;
 use crate::device::Device;
+use crate::drop_reason::DropTally;
 use crate::error::{ModuleError, StackError};
 use crate::graph::ModuleGraph;
-use crate::ids::{DropCounts, ModuleId};
+use crate::ids::ModuleId;
 use crate::module::ModuleSlot;
 use crate::msg::MsgPool;
 use crate::path_table::PathTable;
@@ -97,7 +98,7 @@ impl StackBuilder {
                 params: inst.params.clone(),
                 module,
                 links: inst.links.clone(),
-                drops: DropCounts::default(),
+                drops: DropTally::default(),
             });
         }
         let mut demux = Demux::new();

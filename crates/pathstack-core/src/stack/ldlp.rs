@@ -6,8 +6,9 @@
 
 use super::run::{requeue, Trip};
 use super::Stack;
+use crate::drop_reason::CoreDropReason;
 use crate::exec::{entry, step};
-use crate::ids::{Dir, DropReason, PathId};
+use crate::ids::{Dir, PathId};
 use crate::msg::Msg;
 use crate::path::QueueKind;
 use crate::runtime::{FollowUp, Start};
@@ -95,7 +96,7 @@ impl Stack {
                             origin: k as u32,
                         };
                         if env.shared.follow_up(f).is_err() {
-                            stats.drops.add(DropReason::FOLLOW_UP_OVERFLOW);
+                            stats.drops.add(CoreDropReason::FollowUpOverflow);
                         }
                     }
                     Verdict::Consumed => {

@@ -292,7 +292,7 @@ impl Stack {
                     PathError::Establish { .. } => e,
                     other => PathError::Establish {
                         module: mslot.name.clone(),
-                        reason: other.to_string(),
+                        source: Box::new(other),
                     },
                 })?;
             }

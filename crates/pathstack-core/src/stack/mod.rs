@@ -27,9 +27,10 @@ pub use module_types::{ModuleFactory, ModuleSetup, ModuleTypes};
 pub use run::SendError;
 
 use crate::demux::Demux;
+use crate::drop_reason::DropTally;
 use crate::error::{ModuleError, PathError, StackError};
 use crate::graph::ModuleGraph;
-use crate::ids::{DropCounts, ModuleId};
+use crate::ids::ModuleId;
 use crate::module::{ModCx, Module, ModuleSlot};
 use crate::msg::MsgPool;
 use crate::path_table::PathTable;
@@ -175,7 +176,7 @@ impl Stack {
     }
 
     /// Drops a module counted outside any path, by reason.
-    pub fn module_drops(&self, m: ModuleId) -> Option<&DropCounts> {
+    pub fn module_drops(&self, m: ModuleId) -> Option<&DropTally> {
         self.modules.get(m.0 as usize).map(|s| &s.drops)
     }
 

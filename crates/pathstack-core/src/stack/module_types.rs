@@ -64,9 +64,11 @@ impl ModuleTypes {
     pub fn new() -> Self {
         Self::default()
     }
-    /// The module types of the core: the synthetic modules.
+    /// The module types of the core: the `WIRE` driver and the synthetic
+    /// modules.
     pub fn core() -> Self {
         let mut t = Self::new();
+        t.register(&crate::device::WIRE_SPEC, crate::device::WireModule::create);
         crate::synthetic::register(&mut t);
         t
     }

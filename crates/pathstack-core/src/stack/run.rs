@@ -18,8 +18,9 @@
 //! follow-ups, run after the message that produced them, in order.
 
 use super::{Polled, Stack};
+use crate::drop_reason::{CoreDropReason, DropReason};
 use crate::exec::{entry, step, Fate};
-use crate::ids::{Dir, DropReason, ModuleId, PathId};
+use crate::ids::{Dir, ModuleId, PathId};
 use crate::module::{EndRoute, RouteCx};
 use crate::msg::Msg;
 use crate::path::{Path, QueueKind};
@@ -140,7 +141,7 @@ impl Stack {
             return Err(msg);
         };
         enqueue(path, &mut self.runq, dir, msg).inspect_err(|_| {
-            path.count_drop(DropReason::SOURCE_FULL);
+            path.count_drop(CoreDropReason::SourceFull);
         })
     }
 
@@ -196,7 +197,7 @@ impl Stack {
                         return match enqueue(path, &mut self.runq, dir, msg) {
                             Ok(()) => Entered::Queued,
                             Err(msg) => {
-                                path.count_drop(DropReason::SOURCE_FULL);
+                                path.count_drop(CoreDropReason::SourceFull);
                                 Entered::QueueFull(msg)
                             }
                         };
@@ -251,7 +252,7 @@ impl Stack {
                         origin,
                     };
                     if self.shared.follow_up(f).is_err() {
-                        path.count_drop(DropReason::FOLLOW_UP_OVERFLOW);
+                        path.count_drop(CoreDropReason::FollowUpOverflow);
                     }
                 }
                 Fate::Out(d) => {
@@ -277,7 +278,7 @@ impl Stack {
                                 if self.shared.follow_up(f).is_err() {
                                     self.modules[m.0 as usize]
                                         .drops
-                                        .add(DropReason::FOLLOW_UP_OVERFLOW);
+                                        .add(CoreDropReason::FollowUpOverflow);
                                 }
                                 return Entered::Ran;
                             }
@@ -293,7 +294,7 @@ impl Stack {
             return Entered::Ran;
         }
         if let Some(path) = self.paths.get_mut(id) {
-            path.count_drop(DropReason::ROUTE_LOOP);
+            path.count_drop(CoreDropReason::RouteLoop);
         }
         Entered::Ran
     }
@@ -316,11 +317,11 @@ impl Stack {
                 frame.anno_mut().set_classified(true);
                 frame
             }) {
-                Entered::NoPath(_) => self.modules[m.0 as usize].drops.add(DropReason::NO_PATH),
+                Entered::NoPath(_) => self.modules[m.0 as usize].drops.add(CoreDropReason::NoPath),
                 // Counted on the path.
                 Entered::QueueFull(_) | Entered::Dropped(_) | Entered::Ran | Entered::Queued => {}
             },
-            None => self.modules[m.0 as usize].drops.add(DropReason::NO_PATH),
+            None => self.modules[m.0 as usize].drops.add(CoreDropReason::NoPath),
         }
     }
 
@@ -500,7 +501,7 @@ fn leave(
         .push(msg)
         .is_err()
     {
-        path.count_drop(DropReason::SINK_FULL);
+        path.count_drop(CoreDropReason::SinkFull);
     }
     Onward::Done
 }

@@ -7,7 +7,7 @@
 use crate::attrs::Attrs;
 use crate::error::{ModuleError, PathError};
 use crate::graph::spec::{Count, ModuleSpec, ParamSpec, ServiceSpec, ServiceType};
-use crate::ids::{Dir, DropReason};
+use crate::ids::Dir;
 use crate::module::{CreateCx, Created, Module, Route};
 use crate::msg::Msg;
 use crate::stack::ModuleSetup;
@@ -36,10 +36,22 @@ pub const HDR_SPEC: ModuleSpec = ModuleSpec {
     understands: &[],
 };
 
-const SHORT: DropReason = DropReason::new("hdr.short");
-const BAD_TAG: DropReason = DropReason::new("hdr.bad_tag");
-const BAD_LEN: DropReason = DropReason::new("hdr.bad_length");
-const BAD_SUM: DropReason = DropReason::new("hdr.bad_checksum");
+crate::drop_reasons! {
+    /// Why `HDR` dropped a message.
+    pub enum HdrDropReason in "hdr" {
+        /// Shorter than the header.
+        Short => "short",
+        /// The tag is not this layer's.
+        BadTag => "bad_tag",
+        /// The length field disagrees with the payload, or a payload is too
+        /// long for the 16-bit field.
+        BadLength => "bad_length",
+        /// The payload checksum does not verify.
+        BadChecksum => "bad_checksum",
+        /// No room in front of the message for the header.
+        NoHeadroom => "no_headroom",
+    }
+}
 
 /// The Internet checksum (RFC 1071) of `data`: the ones' complement of the
 /// ones' complement sum of its 16-bit big-endian words.
@@ -116,11 +128,11 @@ impl Stage for HdrStage {
     fn process(&mut self, dir: Dir, msg: &mut Msg, _cx: &mut Cx<'_, '_>) -> Verdict {
         if dir == Dir::Down {
             let Ok(len) = u16::try_from(msg.len()) else {
-                return Verdict::Drop(BAD_LEN);
+                return Verdict::Drop(HdrDropReason::BadLength.into());
             };
             let sum = internet_checksum(msg.as_slice());
             let Ok(h) = msg.push(self.size) else {
-                return Verdict::Drop(DropReason::new("hdr.no_headroom"));
+                return Verdict::Drop(HdrDropReason::NoHeadroom.into());
             };
             h[0] = self.tag;
             h[1] = 0;
@@ -135,16 +147,16 @@ impl Stage for HdrStage {
                     u16::from_be_bytes([h[2], h[3]]) as usize,
                     u16::from_be_bytes([h[4], h[5]]),
                 ),
-                Err(_) => return Verdict::Drop(SHORT),
+                Err(_) => return Verdict::Drop(HdrDropReason::Short.into()),
             };
             if tag != self.tag {
-                return Verdict::Drop(BAD_TAG);
+                return Verdict::Drop(HdrDropReason::BadTag.into());
             }
             if len != msg.len() {
-                return Verdict::Drop(BAD_LEN);
+                return Verdict::Drop(HdrDropReason::BadLength.into());
             }
             if internet_checksum(msg.as_slice()) != sum {
-                return Verdict::Drop(BAD_SUM);
+                return Verdict::Drop(HdrDropReason::BadChecksum.into());
             }
             Verdict::Next
         }

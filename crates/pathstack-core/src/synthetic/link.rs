@@ -7,7 +7,7 @@ use crate::attrs::{keys, Attrs};
 use crate::demux::{DemuxKey, Key, KeyMode, PartialClassifier};
 use crate::error::{ModuleError, PathError};
 use crate::graph::spec::{Count, ModuleSpec, ServiceSpec, ServiceType};
-use crate::ids::{Dir, DropReason};
+use crate::ids::Dir;
 use crate::module::{CreateCx, Created, Module, Route};
 use crate::msg::Msg;
 use crate::stack::ModuleSetup;
@@ -27,9 +27,21 @@ pub const LINK_SPEC: ModuleSpec = ModuleSpec {
 
 /// Bytes of the `LINK` header.
 pub const LINK_HEADER: usize = 4;
-const SHORT: DropReason = DropReason::new("link.short");
-const BAD_LEN: DropReason = DropReason::new("link.bad_length");
-const WRONG_CHANNEL: DropReason = DropReason::new("link.wrong_channel");
+
+crate::drop_reasons! {
+    /// Why `LINK` dropped a frame.
+    pub enum LinkDropReason in "link" {
+        /// Shorter than the header.
+        Short => "short",
+        /// The length field disagrees with the frame, or a payload is too
+        /// long for the 16-bit field.
+        BadLength => "bad_length",
+        /// The frame's channel is not the path's.
+        WrongChannel => "wrong_channel",
+        /// No room in front of the message for the header.
+        NoHeadroom => "no_headroom",
+    }
+}
 
 /// The `LINK` module.
 pub struct LinkModule;
@@ -94,10 +106,10 @@ impl Stage for LinkStage {
     fn process(&mut self, dir: Dir, msg: &mut Msg, _cx: &mut Cx<'_, '_>) -> Verdict {
         if dir == Dir::Down {
             let Ok(len) = u16::try_from(msg.len()) else {
-                return Verdict::Drop(BAD_LEN);
+                return Verdict::Drop(LinkDropReason::BadLength.into());
             };
             let Ok(h) = msg.push(LINK_HEADER) else {
-                return Verdict::Drop(DropReason::new("link.no_headroom"));
+                return Verdict::Drop(LinkDropReason::NoHeadroom.into());
             };
             h[..2].copy_from_slice(&self.channel.to_be_bytes());
             h[2..].copy_from_slice(&len.to_be_bytes());
@@ -108,13 +120,13 @@ impl Stage for LinkStage {
                     u16::from_be_bytes([h[0], h[1]]),
                     u16::from_be_bytes([h[2], h[3]]) as usize,
                 ),
-                Err(_) => return Verdict::Drop(SHORT),
+                Err(_) => return Verdict::Drop(LinkDropReason::Short.into()),
             };
             if channel != self.channel {
-                return Verdict::Drop(WRONG_CHANNEL);
+                return Verdict::Drop(LinkDropReason::WrongChannel.into());
             }
             if len > msg.len() {
-                return Verdict::Drop(BAD_LEN);
+                return Verdict::Drop(LinkDropReason::BadLength.into());
             }
             msg.truncate(len);
             Verdict::Next

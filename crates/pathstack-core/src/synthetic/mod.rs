@@ -1,8 +1,8 @@
 //! Synthetic modules: small but real protocol layers for tests, benchmarks
 //! and examples of the path core, independent of the Internet protocols.
+//! They sit on the `WIRE` driver ([`crate::device::driver`]), which is a
+//! real driver over any device and so lives with the devices.
 //!
-//! - `WIRE` — a device driver: owns a [`Device`](crate::device::Device),
-//!   transmits what reaches it, delivers what it receives to the classifier.
 //! - `LINK` — a link layer: a 4-byte header (channel, length) that the
 //!   classifier demultiplexes on.
 //! - `HDR` — a generic layer: pushes a header of `size` bytes carrying a
@@ -18,19 +18,16 @@ mod echo;
 mod hdr;
 mod link;
 mod pair;
-mod wire;
 
 pub use echo::{EchoModule, EchoStage, ECHO_SPEC};
-pub use hdr::{internet_checksum, HdrModule, HdrStage, HDR_SPEC};
-pub use link::{LinkModule, LinkStage, LINK_SPEC};
+pub use hdr::{internet_checksum, HdrDropReason, HdrModule, HdrStage, HDR_SPEC};
+pub use link::{LinkDropReason, LinkModule, LinkStage, LINK_SPEC};
 pub use pair::{inline_rule, EchoPair, PAIR_GRAPH};
-pub use wire::{WireModule, WireStage, WIRE_SPEC};
 
 use crate::stack::ModuleTypes;
 
 /// Registers the synthetic module types.
 pub fn register(t: &mut ModuleTypes) {
-    t.register(&WIRE_SPEC, WireModule::create);
     t.register(&LINK_SPEC, LinkModule::create);
     t.register(&HDR_SPEC, HdrModule::create);
     t.register(&ECHO_SPEC, EchoModule::create);

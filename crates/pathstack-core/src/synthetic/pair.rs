@@ -4,10 +4,11 @@
 //! examples; one round trip is four path traversals (client down, server
 //! up, server down after `ECHO` turns the message around, client up).
 
-use super::{EchoStage, HdrStage, LinkStage, WireStage};
+use super::{EchoStage, HdrStage, LinkStage};
 use crate::attrs::keys::{AddrPart, Participants, PARTICIPANTS};
 use crate::attrs::Attrs;
 use crate::device::wire::{wire_pair, WireConfig};
+use crate::device::WireStage;
 use crate::error::StackError;
 use crate::graph::ModuleGraph;
 use crate::ids::{Dir, PathId};

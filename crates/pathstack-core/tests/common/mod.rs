@@ -187,6 +187,14 @@ pub struct ProbeStage {
     log: Log,
 }
 
+pathstack_core::drop_reasons! {
+    /// Why a probe stage dropped a message.
+    pub enum ProbeDropReason in "probe" {
+        /// No key byte to pop on the way back.
+        Short => "short",
+    }
+}
+
 impl Stage for ProbeStage {
     fn process(&mut self, dir: Dir, msg: &mut Msg, _cx: &mut Cx<'_, '_>) -> Verdict {
         self.log
@@ -194,7 +202,7 @@ impl Stage for ProbeStage {
             .unwrap()
             .push(format!("process {} {:?}", self.name, dir));
         if dir == Dir::Up && self.key.is_some() && msg.pop(1).is_err() {
-            return Verdict::Drop(DropReason::new("probe.short"));
+            return Verdict::Drop(ProbeDropReason::Short.into());
         }
         Verdict::Next
     }

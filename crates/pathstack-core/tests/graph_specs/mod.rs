@@ -7,7 +7,7 @@ use pathstack_core::graph::spec::*;
 
 /// The real synthetic module types, so `graphs/synthetic5.graph` is
 /// checked against what the stack instantiates.
-pub static WIRE: ModuleSpec = pathstack_core::synthetic::WIRE_SPEC;
+pub static WIRE: ModuleSpec = pathstack_core::device::WIRE_SPEC;
 /// See [`WIRE`].
 pub static HDR: ModuleSpec = pathstack_core::synthetic::HDR_SPEC;
 /// See [`WIRE`].

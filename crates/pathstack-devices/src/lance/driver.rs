@@ -20,41 +20,40 @@ use super::descriptor::InitBlockDense;
 use super::plan::{MemoryPlan, PlanError};
 use super::sparse::{AccessCounts, Cpu, SparseError, SparseMemory};
 use pathstack_core::device::Device;
-use pathstack_core::ids::DropReason;
 use pathstack_core::msg::{Msg, MsgPool};
 use pathstack_core::time::Instant;
 use thiserror::Error;
 
-/// Why messages were dropped or errors counted by the driver.
-pub mod reason {
-    use pathstack_core::ids::DropReason;
-
-    /// MISS: a frame arrived while the chip owned no receive descriptor.
-    pub const MISS: DropReason = DropReason::new("lance.miss");
-    /// BABL: the transmitter cut off a frame longer than 1518 bytes.
-    pub const BABBLE: DropReason = DropReason::new("lance.babble");
-    /// CERR: no SQE heartbeat after a transmission (the frame was sent).
-    pub const CERR: DropReason = DropReason::new("lance.cerr");
-    /// MERR: a DMA access failed; the driver restarts the chip.
-    pub const MERR: DropReason = DropReason::new("lance.merr");
-    /// The transmit ring has no room for the frame.
-    pub const TX_RING_FULL: DropReason = DropReason::new("lance.tx_ring_full");
-    /// The frame is longer than 1514 bytes (1518 with FCS).
-    pub const TX_TOO_LONG: DropReason = DropReason::new("lance.tx_too_long");
-    /// The frame is empty.
-    pub const TX_EMPTY: DropReason = DropReason::new("lance.tx_empty");
-    /// The chip is not running.
-    pub const TX_DOWN: DropReason = DropReason::new("lance.tx_down");
-    /// The chip gave back a transmit descriptor with ERR (LCAR, RTRY, LCOL,
-    /// BUFF, UFLO), or a restart discarded frames in flight.
-    pub const TX_ERROR: DropReason = DropReason::new("lance.tx_error");
-    /// A received frame came back with ERR (BUFF, OFLO, CRC, FRAM).
-    pub const RX_ERROR: DropReason = DropReason::new("lance.rx_error");
-    /// A receive chain did not start with STP or end with ENP, or MCNT
-    /// does not fit its buffers.
-    pub const RX_BAD_CHAIN: DropReason = DropReason::new("lance.rx_bad_chain");
-    /// No pool buffer for a received frame.
-    pub const RX_NO_BUFFER: DropReason = DropReason::new("lance.rx_no_buffer");
+pathstack_core::drop_reasons! {
+    /// Why the driver dropped a frame or counted an error.
+    pub enum LanceDropReason in "lance" {
+        /// MISS: a frame arrived while the chip owned no receive descriptor.
+        Miss => "miss",
+        /// BABL: the transmitter cut off a frame longer than 1518 bytes.
+        Babble => "babble",
+        /// CERR: no SQE heartbeat after a transmission (the frame was sent).
+        Cerr => "cerr",
+        /// MERR: a DMA access failed; the driver restarts the chip.
+        Merr => "merr",
+        /// The transmit ring has no room for the frame.
+        TxRingFull => "tx_ring_full",
+        /// The frame is longer than 1514 bytes (1518 with FCS).
+        TxTooLong => "tx_too_long",
+        /// The frame is empty.
+        TxEmpty => "tx_empty",
+        /// The chip is not running.
+        TxDown => "tx_down",
+        /// The chip gave back a transmit descriptor with ERR (LCAR, RTRY,
+        /// LCOL, BUFF, UFLO), or a restart discarded frames in flight.
+        TxError => "tx_error",
+        /// A received frame came back with ERR (BUFF, OFLO, CRC, FRAM).
+        RxError => "rx_error",
+        /// A receive chain did not start with STP or end with ENP, or MCNT
+        /// does not fit its buffers.
+        RxBadChain => "rx_bad_chain",
+        /// No pool buffer for a received frame.
+        RxNoBuffer => "rx_no_buffer",
+    }
 }
 
 /// How a [`LanceDriver`] is set up.
@@ -126,7 +125,7 @@ pub enum RxEvent {
     /// A received frame (without FCS).
     Frame(Msg),
     /// Something was dropped or an error counted.
-    Drop(DropReason),
+    Drop(LanceDropReason),
 }
 
 /// The driver's counters.
@@ -360,7 +359,7 @@ impl LanceDriver {
         frame: &[u8],
         pool: &MsgPool,
         now: Instant,
-    ) -> Result<(), DropReason> {
+    ) -> Result<(), LanceDropReason> {
         with_access!(self, A => self.transmit_with::<A>(frame, pool, now))
     }
 
@@ -370,20 +369,20 @@ impl LanceDriver {
         frame: &[u8],
         pool: &MsgPool,
         now: Instant,
-    ) -> Result<(), DropReason> {
+    ) -> Result<(), LanceDropReason> {
         let refuse = |s: &mut DriverStats, r| {
             s.tx_refused += 1;
             Err(r)
         };
         if !self.running {
-            return refuse(&mut self.stats, reason::TX_DOWN);
+            return refuse(&mut self.stats, LanceDropReason::TxDown);
         }
         let len = frame.len();
         if len == 0 {
-            return refuse(&mut self.stats, reason::TX_EMPTY);
+            return refuse(&mut self.stats, LanceDropReason::TxEmpty);
         }
         if len > MAX_FRAME {
-            return refuse(&mut self.stats, reason::TX_TOO_LONG);
+            return refuse(&mut self.stats, LanceDropReason::TxTooLong);
         }
         let p = self.plan;
         let need = len.div_ceil(p.buf_size);
@@ -391,7 +390,7 @@ impl LanceDriver {
             self.reclaim::<A>();
             if p.tx_len - self.tx_busy < need {
                 self.stats.tx_ring_full += 1;
-                return Err(reason::TX_RING_FULL);
+                return Err(LanceDropReason::TxRingFull);
             }
         }
         for (k, chunk) in frame.chunks(p.buf_size).enumerate() {
@@ -401,7 +400,7 @@ impl LanceDriver {
                 .is_err()
             {
                 // The plan lies inside the memory; this cannot happen.
-                return refuse(&mut self.stats, reason::TX_ERROR);
+                return refuse(&mut self.stats, LanceDropReason::TxError);
             }
         }
         // Descriptors from the last to the first: the chip must not see the
@@ -466,7 +465,7 @@ impl LanceDriver {
             }
             if self.tx_errors_unreported > 0 {
                 for _ in 0..std::mem::take(&mut self.tx_errors_unreported) {
-                    on(RxEvent::Drop(reason::TX_ERROR));
+                    on(RxEvent::Drop(LanceDropReason::TxError));
                 }
             }
             if v & csr0::RINT != 0 {
@@ -513,10 +512,10 @@ impl LanceDriver {
         if v & csr0::ERR != 0 {
             let s = &mut self.stats;
             for (bit, count, r) in [
-                (csr0::MISS, &mut s.miss, reason::MISS),
-                (csr0::BABL, &mut s.babble, reason::BABBLE),
-                (csr0::CERR, &mut s.cerr, reason::CERR),
-                (csr0::MERR, &mut s.merr, reason::MERR),
+                (csr0::MISS, &mut s.miss, LanceDropReason::Miss),
+                (csr0::BABL, &mut s.babble, LanceDropReason::Babble),
+                (csr0::CERR, &mut s.cerr, LanceDropReason::Cerr),
+                (csr0::MERR, &mut s.merr, LanceDropReason::Merr),
             ] {
                 if v & bit != 0 {
                     *count += 1;
@@ -578,7 +577,7 @@ impl LanceDriver {
                 self.rx_next = (first + 1) & mask;
                 seen += 1;
                 self.stats.rx_errors += 1;
-                on(RxEvent::Drop(reason::RX_BAD_CHAIN));
+                on(RxEvent::Drop(LanceDropReason::RxBadChain));
                 continue;
             }
             // Find the frame's last descriptor.
@@ -599,7 +598,7 @@ impl LanceDriver {
                     self.rx_next = (first + count) & mask;
                     seen += count;
                     self.stats.rx_errors += 1;
-                    on(RxEvent::Drop(reason::RX_BAD_CHAIN));
+                    on(RxEvent::Drop(LanceDropReason::RxBadChain));
                     continue 'frames;
                 }
                 end = next;
@@ -608,10 +607,10 @@ impl LanceDriver {
             let mcnt = usize::from(end.mcnt);
             if end.errors != 0 {
                 self.stats.rx_errors += 1;
-                on(RxEvent::Drop(reason::RX_ERROR));
+                on(RxEvent::Drop(LanceDropReason::RxError));
             } else if !end.enp || mcnt < FCS_LEN || mcnt - FCS_LEN > count * p.buf_size {
                 self.stats.rx_errors += 1;
-                on(RxEvent::Drop(reason::RX_BAD_CHAIN));
+                on(RxEvent::Drop(LanceDropReason::RxBadChain));
             } else {
                 let len = mcnt - FCS_LEN;
                 match self.copy_out(first, len, pool) {
@@ -623,7 +622,7 @@ impl LanceDriver {
                     }
                     None => {
                         self.stats.rx_no_buffer += 1;
-                        on(RxEvent::Drop(reason::RX_NO_BUFFER));
+                        on(RxEvent::Drop(LanceDropReason::RxNoBuffer));
                     }
                 }
             }

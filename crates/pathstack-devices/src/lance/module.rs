@@ -9,7 +9,7 @@
 //! ```
 
 use super::access::Access;
-use super::driver::{reason, DriverStats, LanceConfig, LanceDriver, RxEvent};
+use super::driver::{DriverStats, LanceConfig, LanceDriver, LanceDropReason, RxEvent};
 use super::sparse::AccessCounts;
 use pathstack_core::attrs::Attrs;
 use pathstack_core::error::{ModuleError, PathError};
@@ -163,11 +163,11 @@ impl LanceModule {
 
     fn transmit(&mut self, frame: &[u8], now: Instant) -> Verdict {
         let Some(pool) = self.pool.as_ref() else {
-            return Verdict::Drop(reason::TX_DOWN);
+            return Verdict::Drop(LanceDropReason::TxDown.into());
         };
         match self.driver.transmit(frame, pool, now) {
             Ok(()) => Verdict::Consumed,
-            Err(r) => Verdict::Drop(r),
+            Err(r) => Verdict::Drop(r.into()),
         }
     }
 }
@@ -292,7 +292,7 @@ impl Stage for LanceStage {
         let frame = std::mem::take(msg);
         match cx.module::<LanceModule>() {
             Some(m) => m.transmit(frame.as_slice(), now),
-            None => Verdict::Drop(reason::TX_DOWN),
+            None => Verdict::Drop(LanceDropReason::TxDown.into()),
         }
     }
 }

@@ -13,8 +13,8 @@
 use super::params::{optional, required};
 use super::ETHERTYPE_ARP;
 use crate::anno::InetAnno;
-use crate::arp_cache::{ArpCache, ArpConfig, ArpEvent, ArpInput, Resolution};
-use crate::wire::arp::{ArpPacket, PACKET_LEN};
+use crate::arp_cache::{ArpCache, ArpConfig, ArpEvent, ArpInput, Resolution, ResolutionDropReason};
+use crate::wire::arp::{ArpDropReason, ArpPacket, PACKET_LEN};
 use crate::wire::eth::MacAddr;
 use pathstack_core::attrs::{keys, Attrs};
 use pathstack_core::error::{ModuleError, PathError};
@@ -22,7 +22,7 @@ use pathstack_core::graph::spec::{Count, ModuleSpec, ParamSpec, ServiceSpec, Ser
 use pathstack_core::module::{CreateCx, Created, ModCx, Module, Route};
 use pathstack_core::stack::ModuleSetup;
 use pathstack_core::stage::{Cx, Stage, Verdict};
-use pathstack_core::{Dir, DropReason, Instant, Msg, MsgPool, PathId};
+use pathstack_core::{Dir, Instant, Msg, MsgPool, PathId};
 use std::collections::VecDeque;
 use std::net::Ipv4Addr;
 
@@ -68,9 +68,6 @@ pub const ARP_SPEC: ModuleSpec = ModuleSpec {
     ],
     understands: &[],
 };
-
-const NO_NEXT_HOP: DropReason = DropReason::new("arp.no_next_hop");
-const NO_BUFFER: DropReason = DropReason::new("arp.no_buffer");
 
 /// Counters of the `ARP` module.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -290,10 +287,11 @@ impl Module for ArpModule {
             ("send_failures".into(), c.send_failures),
             ("pending".into(), self.cache.pending_len() as u64),
         ];
+        let packets = self.cache.packet_drops().iter();
+        let waiting = self.cache.resolution_drops().iter();
         v.extend(
-            self.cache
-                .drops()
-                .iter()
+            packets
+                .chain(waiting)
                 .filter(|(_, n)| *n > 0)
                 .map(|(r, n)| (format!("cache_drop.{r}"), n)),
         );
@@ -320,10 +318,10 @@ impl ArpStage {
         let now = cx.now();
         let pkt = match ArpPacket::parse(msg.as_slice()) {
             Ok(p) => p,
-            Err(e) => return Verdict::Drop(e.qualified()),
+            Err(e) => return Verdict::Drop(e.into()),
         };
         let Some(m) = cx.module::<ArpModule>() else {
-            return Verdict::Drop(NO_NEXT_HOP);
+            return Verdict::Drop(ResolutionDropReason::NoNextHop.into());
         };
         let released = &mut m.released;
         let input = m.cache.on_packet(&pkt, m.ip, now, |mac, mut parked| {
@@ -360,11 +358,11 @@ impl ArpStage {
                         }
                         Verdict::Back
                     }
-                    Err(e) => Verdict::Drop(e.qualified()),
+                    Err(e) => Verdict::Drop(e.into()),
                 }
             }
             Ok(ArpInput::Absorbed) => Verdict::Consumed,
-            Err(e) => Verdict::Drop(e.qualified()),
+            Err(e) => Verdict::Drop(e.into()),
         }
     }
 
@@ -372,10 +370,10 @@ impl ArpStage {
     fn resolve(&mut self, msg: &mut Msg, cx: &mut Cx<'_, '_>) -> Verdict {
         let now = cx.now();
         let Some(next_hop) = msg.anno().next_hop() else {
-            return Verdict::Drop(NO_NEXT_HOP);
+            return Verdict::Drop(ResolutionDropReason::NoNextHop.into());
         };
         let Some(m) = cx.module::<ArpModule>() else {
-            return Verdict::Drop(NO_NEXT_HOP);
+            return Verdict::Drop(ResolutionDropReason::NoNextHop.into());
         };
         // The fast path: a cached mapping, nothing moves.
         if let Some(mac) = m.cache.lookup(next_hop, now) {
@@ -385,7 +383,7 @@ impl ArpStage {
         msg.anno_mut().resume = Some((cx.path(), cx.position() as u32, Dir::Down));
         let pool = cx.pool().clone();
         let Some(m) = cx.module::<ArpModule>() else {
-            return Verdict::Drop(NO_NEXT_HOP);
+            return Verdict::Drop(ResolutionDropReason::NoNextHop.into());
         };
         let (verdict, request) = match m.cache.lookup_or_queue(next_hop, std::mem::take(msg), now) {
             Resolution::Resolved(mac, back) => {
@@ -399,7 +397,7 @@ impl ArpStage {
                     .flatten();
                 (Verdict::Consumed, req)
             }
-            Resolution::Dropped(r) => (Verdict::Drop(r.qualified()), None),
+            Resolution::Dropped(r) => (Verdict::Drop(r.into()), None),
         };
         m.refresh_next_work();
         if let Some(((own, own_down), req)) = request {
@@ -430,7 +428,7 @@ impl Stage for ArpStage {
             (Role::Own, false) => self.input(msg, cx),
             (Role::Own, true) => {
                 if msg.anno().link_dst().is_none() {
-                    return Verdict::Drop(NO_BUFFER);
+                    return Verdict::Drop(ArpDropReason::NoBuffer.into());
                 }
                 Verdict::Next
             }

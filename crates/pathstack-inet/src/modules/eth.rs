@@ -4,7 +4,7 @@
 
 use super::params::required;
 use crate::anno::InetAnno;
-use crate::wire::eth::{self as wire, EthHeader, MacAddr};
+use crate::wire::eth::{self as wire, EthDropReason, EthHeader, MacAddr};
 use pathstack_core::attrs::{keys, Attrs};
 use pathstack_core::demux::{DemuxKey, Key, KeyMode, PartialClassifier};
 use pathstack_core::error::{ModuleError, PathError};
@@ -12,7 +12,7 @@ use pathstack_core::graph::spec::{Count, ModuleSpec, ParamSpec, ServiceSpec, Ser
 use pathstack_core::module::{CreateCx, Created, Module, Route};
 use pathstack_core::stack::ModuleSetup;
 use pathstack_core::stage::{Cx, Stage, Verdict};
-use pathstack_core::{Dir, DropReason, Msg};
+use pathstack_core::{Dir, Msg};
 
 /// Spec of `ETH`.
 pub const ETH_SPEC: ModuleSpec = ModuleSpec {
@@ -29,9 +29,6 @@ pub const ETH_SPEC: ModuleSpec = ModuleSpec {
     }],
     understands: &[],
 };
-
-const NO_LINK_DST: DropReason = DropReason::new("eth.no_link_destination");
-const NO_HEADROOM: DropReason = DropReason::new("eth.no_headroom");
 
 /// The `ETH` module: the interface's address.
 pub struct EthModule {
@@ -111,7 +108,7 @@ impl Stage for EthStage {
     fn process(&mut self, dir: Dir, msg: &mut Msg, _cx: &mut Cx<'_, '_>) -> Verdict {
         if dir == Dir::Down {
             let Some(dst) = msg.anno().link_dst() else {
-                return Verdict::Drop(NO_LINK_DST);
+                return Verdict::Drop(EthDropReason::NoLinkDestination.into());
             };
             let h = EthHeader {
                 dst: MacAddr(dst),
@@ -119,20 +116,20 @@ impl Stage for EthStage {
                 ethertype: wire::EtherType(self.ethertype),
             };
             if h.push_onto(msg).is_err() || wire::pad_to_minimum(msg).is_err() {
-                return Verdict::Drop(NO_HEADROOM);
+                return Verdict::Drop(EthDropReason::NoHeadroom.into());
             }
             Verdict::Next
         } else {
             let h = match EthHeader::pop_from(msg) {
                 Ok(h) => h,
-                Err(e) => return Verdict::Drop(e.qualified()),
+                Err(e) => return Verdict::Drop(e.into()),
             };
             if let Err(e) = wire::filter_destination(h.dst, self.mac) {
-                return Verdict::Drop(e.qualified());
+                return Verdict::Drop(e.into());
             }
             // The classifier keyed this path on the EtherType (parse once).
             if !msg.anno().classified() && h.ethertype.0 != self.ethertype {
-                return Verdict::Drop(crate::EthDropReason::UnknownEtherType.qualified());
+                return Verdict::Drop(EthDropReason::UnknownEtherType.into());
             }
             msg.anno_mut().set_link_broadcast(!h.dst.is_unicast());
             Verdict::Next

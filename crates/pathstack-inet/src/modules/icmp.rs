@@ -152,10 +152,10 @@ impl IcmpStage {
     fn receive(&mut self, msg: &mut Msg, cx: &mut Cx<'_, '_>) -> Verdict {
         let (ty, is_error) = match IcmpPacket::new_checked(msg.as_slice()) {
             Ok(p) => (p.msg_type(), p.is_error()),
-            Err(e) => return Verdict::Drop(e.qualified()),
+            Err(e) => return Verdict::Drop(e.into()),
         };
         let Some(m) = cx.module::<IcmpModule>() else {
-            return Verdict::Drop(IcmpDropReason::UnknownType.qualified());
+            return Verdict::Drop(IcmpDropReason::UnknownType.into());
         };
         match ty {
             types::ECHO_REQUEST => {
@@ -163,14 +163,14 @@ impl IcmpStage {
                 // MAY be silently discarded; we do (no smurf amplifier).
                 let a = msg.anno();
                 if a.link_broadcast() || a.local_ip().is_some_and(|d| d.is_broadcast()) {
-                    return Verdict::Drop(IcmpDropReason::BroadcastEcho.qualified());
+                    return Verdict::Drop(IcmpDropReason::BroadcastEcho.into());
                 }
                 match echo_reply_in_place(msg.as_mut_slice()) {
                     Ok(()) => {
                         m.counters.echo_replies_sent += 1;
                         Verdict::Back
                     }
-                    Err(e) => Verdict::Drop(e.qualified()),
+                    Err(e) => Verdict::Drop(e.into()),
                 }
             }
             types::ECHO_REPLY => {
@@ -182,7 +182,7 @@ impl IcmpStage {
                 Verdict::Next
             }
             // RFC 1122 §3.2.2: unknown types MUST be silently discarded.
-            _ => Verdict::Drop(IcmpDropReason::UnknownType.qualified()),
+            _ => Verdict::Drop(IcmpDropReason::UnknownType.into()),
         }
     }
 }
@@ -197,7 +197,7 @@ impl Stage for IcmpStage {
         // whole ICMP message with the checksum field zero).
         let b = msg.as_mut_slice();
         if b.len() < HEADER_LEN {
-            return Verdict::Drop(IcmpDropReason::Truncated.qualified());
+            return Verdict::Drop(IcmpDropReason::Truncated.into());
         }
         IcmpPacket::new_unchecked(b).fill_checksum();
         if let Some(m) = cx.module::<IcmpModule>() {

@@ -18,7 +18,8 @@ use pathstack_core::Stage;
 /// `inline top/UDP/IP/ARP/ETH/driver`.
 ///
 /// ```
-/// use pathstack_core::synthetic::{EchoStage, WireStage, ECHO_SPEC, WIRE_SPEC};
+/// use pathstack_core::device::{WireStage, WIRE_SPEC};
+/// use pathstack_core::synthetic::{EchoStage, ECHO_SPEC};
 /// use pathstack_inet::modules::inline;
 /// let rule = inline::udp_rule::<EchoStage, WireStage>(ECHO_SPEC.name, WIRE_SPEC.name);
 /// assert_eq!(rule.name(), "inline ECHO/UDP/IP/ARP/ETH/WIRE");

@@ -25,6 +25,7 @@ use crate::reassembly::{Reassembler, Reassembly, ReassemblyConfig};
 use crate::route::{RouteEntry, RoutingTable};
 use crate::wire::icmp::{IcmpError, Quote};
 use crate::wire::ipv4::{self, protocol, Ipv4Repr, MIN_HEADER_LEN};
+use crate::wire::udp::UdpDropReason;
 use crate::Ipv4DropReason;
 use pathstack_core::attrs::keys::{self, AddrPart};
 use pathstack_core::attrs::{AttrKey, Attrs};
@@ -88,13 +89,36 @@ pub const IP_INTERFACE: AttrKey<usize> = AttrKey::pervasive("IP_INTERFACE");
 /// (RFC 768, RFC 793) and read it from the path's attributes.
 pub const LOCAL_IPV4: AttrKey<Ipv4Addr> = AttrKey::pervasive("LOCAL_IPV4");
 
-const NO_DESTINATION: DropReason = DropReason::new("ipv4.no_destination");
-const NO_ROUTE: DropReason = DropReason::new("ipv4.no_route");
-const NO_PROTOCOL: DropReason = DropReason::new("ipv4.no_protocol");
-const NO_PORT: DropReason = DropReason::new("udp.no_port");
-const FRAG_FAILED: DropReason = DropReason::new("ipv4.fragmentation_failed");
-const WRONG_PROTOCOL: DropReason = DropReason::new("ipv4.wrong_protocol");
-const NO_HEADROOM: DropReason = DropReason::new("ipv4.no_headroom");
+/// Why `IP` refused to make a path: the source of the
+/// [`PathError::Refused`] it returns, for callers to downcast
+/// ([`PathError::cause`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum IpRefusal {
+    /// The path does not say which protocol it carries.
+    #[error("a path through IP needs PROT_ID = the IP protocol number")]
+    NoProtocol,
+    /// The local address is not one of this host's.
+    #[error("{0} is not an address of this host")]
+    NotLocal(Ipv4Addr),
+    /// The routing table has no route to the remote address.
+    #[error("no route to {0}")]
+    NoRoute(Ipv4Addr),
+    /// The remote address is reached through another interface than the
+    /// local address's.
+    #[error("{0} is not reached through the interface of the local address")]
+    WrongInterface(Ipv4Addr),
+    /// The path names an interface the module does not have.
+    #[error("no interface {0}")]
+    NoInterface(usize),
+    /// The interface has no `down` connection in the module graph.
+    #[error("interface {index} ({addr}) has no `down` connection")]
+    Unconnected {
+        /// The interface's index.
+        index: usize,
+        /// Its address.
+        addr: Ipv4Addr,
+    },
+}
 
 /// One interface of the IP module.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -356,9 +380,7 @@ impl Module for IpModule {
                 let proto = attrs
                     .get(&keys::PROT_ID)
                     .and_then(|&p| u8::try_from(p).ok())
-                    .ok_or_else(|| {
-                        cx.refuse("a path through IP needs PROT_ID = the IP protocol number")
-                    })?;
+                    .ok_or_else(|| cx.refuse(IpRefusal::NoProtocol))?;
                 let (remote, local) = match attrs.get_mut(&keys::PARTICIPANTS) {
                     Some(p) => (
                         addr_part(Some(&mut p.remote)),
@@ -366,23 +388,23 @@ impl Module for IpModule {
                     ),
                     None => (None, None),
                 };
-                let local_iface =
-                    match local.filter(|a| !a.is_unspecified()) {
-                        Some(a) => Some(self.ifaces.iter().position(|f| f.addr == a).ok_or_else(
-                            || cx.refuse(format!("{a} is not an address of this host")),
-                        )?),
-                        None => None,
-                    };
+                let local_iface = match local.filter(|a| !a.is_unspecified()) {
+                    Some(a) => Some(
+                        self.ifaces
+                            .iter()
+                            .position(|f| f.addr == a)
+                            .ok_or_else(|| cx.refuse(IpRefusal::NotLocal(a)))?,
+                    ),
+                    None => None,
+                };
                 match remote {
                     Some(r) => {
                         let route = self
                             .routes
                             .lookup(r)
-                            .ok_or_else(|| cx.refuse(format!("no route to {r}")))?;
+                            .ok_or_else(|| cx.refuse(IpRefusal::NoRoute(r)))?;
                         if local_iface.is_some_and(|i| i != route.interface) {
-                            return Err(cx.refuse(format!(
-                                "{r} is not reached through the interface of the local address"
-                            )));
+                            return Err(cx.refuse(IpRefusal::WrongInterface(r)));
                         }
                         (Some(proto), Some(r), route.interface, Some(route.next_hop))
                     }
@@ -391,13 +413,13 @@ impl Module for IpModule {
             }
         };
         let Some(&f) = self.ifaces.get(iface) else {
-            return Err(cx.refuse(format!("no interface {iface}")));
+            return Err(cx.refuse(IpRefusal::NoInterface(iface)));
         };
         if cx.links(1) <= iface {
-            return Err(cx.refuse(format!(
-                "interface {iface} ({}) has no `down` connection",
-                f.addr
-            )));
+            return Err(cx.refuse(IpRefusal::Unconnected {
+                index: iface,
+                addr: f.addr,
+            }));
         }
         attrs.insert(&keys::PROT_ID, u32::from(ETHERTYPE_IPV4));
         attrs.insert(&LOCAL_IPV4, f.addr);
@@ -428,9 +450,15 @@ impl Module for IpModule {
         }
         let proto = msg.as_slice().get(9).copied().unwrap_or(0);
         let (kind, reason) = if proto == protocol::UDP {
-            (IcmpError::PortUnreachable, NO_PORT)
+            (
+                IcmpError::PortUnreachable,
+                DropReason::from(UdpDropReason::NoPort),
+            )
         } else {
-            (IcmpError::ProtocolUnreachable, NO_PROTOCOL)
+            (
+                IcmpError::ProtocolUnreachable,
+                DropReason::from(Ipv4DropReason::NoProtocol),
+            )
         };
         let pool = cx.pool().clone();
         let now = cx.now();
@@ -514,20 +542,20 @@ pub struct IpStage {
 impl IpStage {
     fn send(&mut self, msg: &mut Msg, cx: &mut Cx<'_, '_>) -> Verdict {
         let Some(proto) = self.protocol else {
-            return Verdict::Drop(NO_PROTOCOL);
+            return Verdict::Drop(Ipv4DropReason::NoProtocol.into());
         };
         let Some(dst) = self.remote.or(msg.anno().peer_ip()) else {
-            return Verdict::Drop(NO_DESTINATION);
+            return Verdict::Drop(Ipv4DropReason::NoDestination.into());
         };
         let Some(m) = cx.module::<IpModule>() else {
-            return Verdict::Drop(NO_ROUTE);
+            return Verdict::Drop(Ipv4DropReason::NoRoute.into());
         };
         let next_hop = match self.next_hop {
             Some(h) => h,
             None if self.iface.is_broadcast(dst) || dst.is_multicast() => dst,
             None => match m.routes.lookup(dst) {
                 Some(r) if r.src == self.iface.addr => r.next_hop,
-                _ => return Verdict::Drop(NO_ROUTE),
+                _ => return Verdict::Drop(Ipv4DropReason::NoRoute.into()),
             },
         };
         let ident = m.ident.next_ident();
@@ -537,7 +565,7 @@ impl IpStage {
         if len + MIN_HEADER_LEN <= usize::from(self.iface.mtu) {
             return match repr.push_onto(msg) {
                 Ok(()) => Verdict::Next,
-                Err(_) => Verdict::Drop(NO_HEADROOM),
+                Err(_) => Verdict::Drop(Ipv4DropReason::NoHeadroom.into()),
             };
         }
         // RFC 791 §3.2 fragmentation: each fragment continues down the path
@@ -557,17 +585,17 @@ impl IpStage {
         }
         match r {
             Ok(_) if lost == 0 => Verdict::Consumed,
-            _ => Verdict::Drop(FRAG_FAILED),
+            _ => Verdict::Drop(Ipv4DropReason::FragmentationFailed.into()),
         }
     }
 
     fn receive(&mut self, msg: &mut Msg, cx: &mut Cx<'_, '_>) -> Verdict {
         let (repr, hlen) = match ipv4::receive(msg) {
             Ok(r) => r,
-            Err(e) => return Verdict::Drop(e.qualified()),
+            Err(e) => return Verdict::Drop(e.into()),
         };
         if !self.iface.accepts(repr.dst) {
-            return Verdict::Drop(Ipv4DropReason::NotForUs.qualified());
+            return Verdict::Drop(Ipv4DropReason::NotForUs.into());
         }
         let a = msg.anno_mut();
         a.set_peer_ip(repr.src);
@@ -576,12 +604,12 @@ impl IpStage {
         let repr = if fragment {
             let now = cx.now();
             if msg.pop(hlen).is_err() {
-                return Verdict::Drop(Ipv4DropReason::Truncated.qualified());
+                return Verdict::Drop(Ipv4DropReason::Truncated.into());
             }
             let anno = *msg.anno();
             let payload = std::mem::take(msg);
             let Some(m) = cx.module::<IpModule>() else {
-                return Verdict::Drop(NO_ROUTE);
+                return Verdict::Drop(Ipv4DropReason::NoRoute.into());
             };
             let result = m.reassembler.input(&repr, payload, now);
             m.reassembly_next = m.reassembler.poll_at();
@@ -594,24 +622,24 @@ impl IpStage {
                         // Back to a datagram for the second classification.
                         let mut h = whole;
                         if h.push_onto(msg).is_err() {
-                            return Verdict::Drop(NO_HEADROOM);
+                            return Verdict::Drop(Ipv4DropReason::NoHeadroom.into());
                         }
                     }
                     whole
                 }
                 Reassembly::Held => return Verdict::Consumed,
-                Reassembly::Dropped(r) => return Verdict::Drop(r.qualified()),
+                Reassembly::Dropped(r) => return Verdict::Drop(r.into()),
             }
         } else {
             if self.protocol.is_some() && msg.pop(hlen).is_err() {
-                return Verdict::Drop(Ipv4DropReason::Truncated.qualified());
+                return Verdict::Drop(Ipv4DropReason::Truncated.into());
             }
             repr
         };
         match self.protocol {
             // The classifier keyed this path on the protocol (parse once).
             Some(p) if !msg.anno().classified() && p != repr.protocol => {
-                Verdict::Drop(WRONG_PROTOCOL)
+                Verdict::Drop(Ipv4DropReason::WrongProtocol.into())
             }
             // IP's own path: the header stays for `IpModule::route_end`.
             _ => Verdict::Next,

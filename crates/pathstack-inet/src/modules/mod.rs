@@ -34,9 +34,9 @@ pub use arp::{ArpModule, ArpStage, ARP_SPEC};
 pub use eth::{EthModule, EthStage, ETH_SPEC};
 pub use host_graph::HostGraph;
 pub use icmp::{IcmpModule, IcmpStage, ICMP_SPEC};
-pub use ip::{IpModule, IpStage, IP_SPEC, LOCAL_IPV4};
+pub use ip::{IpModule, IpRefusal, IpStage, IP_SPEC, LOCAL_IPV4};
 pub use params::{parse_cidr, CidrError};
-pub use udp::{UdpModule, UdpStage, UDP_SPEC};
+pub use udp::{UdpModule, UdpRefusal, UdpStage, UDP_SPEC};
 
 use pathstack_core::stack::ModuleTypes;
 

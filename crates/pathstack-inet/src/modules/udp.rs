@@ -14,7 +14,7 @@
 
 use super::ip::LOCAL_IPV4;
 use crate::anno::InetAnno;
-use crate::wire::udp::{self as wire, UdpPacket, UdpRepr, HEADER_LEN};
+use crate::wire::udp::{self as wire, UdpDropReason, UdpPacket, UdpRepr, HEADER_LEN};
 use pathstack_core::attrs::keys::{self, AddrPart};
 use pathstack_core::attrs::Attrs;
 use pathstack_core::demux::{DemuxKey, Key, KeyMode, PartialClassifier};
@@ -23,7 +23,7 @@ use pathstack_core::graph::spec::{Count, ModuleSpec, ParamSpec, ServiceSpec, Ser
 use pathstack_core::module::{CreateCx, Created, Module, Route};
 use pathstack_core::stack::ModuleSetup;
 use pathstack_core::stage::{Cx, Stage, Verdict};
-use pathstack_core::{Dir, DropReason, Msg};
+use pathstack_core::{Dir, Msg};
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
 
@@ -43,12 +43,30 @@ pub const UDP_SPEC: ModuleSpec = ModuleSpec {
     understands: &[],
 };
 
-const NO_LOCAL_ADDR: DropReason = DropReason::new("udp.no_local_address");
-const NO_DESTINATION: DropReason = DropReason::new("udp.no_destination");
-const WRONG_PORT: DropReason = DropReason::new("udp.wrong_port");
-const TOO_LONG: DropReason = DropReason::new("udp.too_long");
-
 const EPHEMERAL: std::ops::RangeInclusive<u16> = 49152..=65535;
+
+/// Why `UDP` refused to make a path: the source of the
+/// [`PathError::Refused`] it returns, for callers to downcast
+/// ([`PathError::cause`]); the socket layer reports
+/// [`UdpRefusal::PortInUse`] as "address in use".
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum UdpRefusal {
+    /// A connected path without a remote address and port.
+    #[error("a connected UDP path needs a remote address and port in PARTICIPANTS (or PASSIVE_OPEN for a bound one)")]
+    NoRemote,
+    /// A bound (passive) path that names a remote port.
+    #[error("a bound (passive) UDP path takes no remote port")]
+    BoundWithRemote,
+    /// Every ephemeral port (RFC 6335 §6) is in use.
+    #[error("no ephemeral port left")]
+    NoEphemeralPort,
+    /// Another bound path holds the port.
+    #[error("port {0} is already bound")]
+    PortInUse(u16),
+    /// The port table is at its `max_ports` bound.
+    #[error("port table full ({0} ports)")]
+    PortTableFull(usize),
+}
 
 /// The `UDP` module: the port table.
 pub struct UdpModule {
@@ -79,11 +97,6 @@ impl UdpModule {
     /// Ports in use.
     pub fn ports_in_use(&self) -> usize {
         self.ports.len()
-    }
-
-    /// Whether a bound (passive) path holds `port`.
-    pub fn is_bound(&self, port: u16) -> bool {
-        self.ports.get(&port).is_some_and(|u| u.bound)
     }
 
     fn ephemeral(&mut self) -> Option<u16> {
@@ -168,25 +181,23 @@ impl Module for UdpModule {
             None => (None, None, None),
         };
         if !passive && (remote.is_none() || remote_ip.is_none()) {
-            return Err(cx.refuse(
-                "a connected UDP path needs a remote address and port in PARTICIPANTS (or PASSIVE_OPEN for a bound one)",
-            ));
+            return Err(cx.refuse(UdpRefusal::NoRemote));
         }
         if passive && remote.is_some() {
-            return Err(cx.refuse("a bound (passive) UDP path takes no remote port"));
+            return Err(cx.refuse(UdpRefusal::BoundWithRemote));
         }
         let port = match local.filter(|&p| p != 0) {
             Some(p) => p,
             None => self
                 .ephemeral()
-                .ok_or_else(|| cx.refuse("no ephemeral port left"))?,
+                .ok_or_else(|| cx.refuse(UdpRefusal::NoEphemeralPort))?,
         };
         let in_use = self.ports.get(&port).copied().unwrap_or_default();
         if passive && in_use.bound {
-            return Err(cx.refuse(format!("port {port} is already bound")));
+            return Err(cx.refuse(UdpRefusal::PortInUse(port)));
         }
         if !self.ports.contains_key(&port) && self.ports.len() >= self.max_ports {
-            return Err(cx.refuse(format!("port table full ({} ports)", self.max_ports)));
+            return Err(cx.refuse(UdpRefusal::PortTableFull(self.max_ports)));
         }
         let u = self.ports.entry(port).or_default();
         if passive {
@@ -244,14 +255,14 @@ impl Stage for UdpStage {
     fn process(&mut self, dir: Dir, msg: &mut Msg, cx: &mut Cx<'_, '_>) -> Verdict {
         if dir == Dir::Down {
             let Some(src) = self.local_ip(cx) else {
-                return Verdict::Drop(NO_LOCAL_ADDR);
+                return Verdict::Drop(UdpDropReason::NoLocalAddress.into());
             };
             let a = msg.anno();
             let (Some(dst), Some(dst_port)) = (
                 self.remote_ip.or(a.peer_ip()),
                 self.remote_port.or(a.peer_port()),
             ) else {
-                return Verdict::Drop(NO_DESTINATION);
+                return Verdict::Drop(UdpDropReason::NoDestination.into());
             };
             let repr = UdpRepr {
                 src_port: self.local_port,
@@ -259,26 +270,26 @@ impl Stage for UdpStage {
             };
             match repr.push_onto(msg, src, dst) {
                 Ok(()) => Verdict::Next,
-                Err(_) => Verdict::Drop(TOO_LONG),
+                Err(_) => Verdict::Drop(UdpDropReason::TooLong.into()),
             }
         } else {
             let a = msg.anno();
             let (Some(src), Some(dst)) = (a.peer_ip(), a.local_ip()) else {
-                return Verdict::Drop(NO_LOCAL_ADDR);
+                return Verdict::Drop(UdpDropReason::NoLocalAddress.into());
             };
             let (sport, dport, len) = match UdpPacket::new_checked(msg.as_slice(), src, dst) {
                 Ok(p) => (p.src_port(), p.dst_port(), p.len()),
-                Err(e) => return Verdict::Drop(e.qualified()),
+                Err(e) => return Verdict::Drop(e.into()),
             };
             // The classifier keyed this path on the ports (parse once).
             if !msg.anno().classified()
                 && (dport != self.local_port || self.remote_port.is_some_and(|r| r != sport))
             {
-                return Verdict::Drop(WRONG_PORT);
+                return Verdict::Drop(UdpDropReason::WrongPort.into());
             }
             msg.truncate(len);
             if msg.pop(HEADER_LEN).is_err() {
-                return Verdict::Drop(WRONG_PORT);
+                return Verdict::Drop(UdpDropReason::WrongPort.into());
             }
             msg.anno_mut().set_peer_port(sport);
             Verdict::Next

@@ -6,7 +6,6 @@
 //! the packet is the Ethernet/IPv4 kind. The resolution cache that learns
 //! from these packets is [`crate::arp_cache`].
 
-use crate::drop_reason::drop_reasons;
 use crate::wire::eth::{self, EthHeader, EtherType, MacAddr};
 use etherparse::{ArpHardwareId, ArpOperation, ArpPacketSlice};
 use pathstack_core::{Msg, MsgError, MsgPool};
@@ -40,61 +39,42 @@ pub mod field {
 /// Length of an Ethernet/IPv4 ARP packet.
 pub const PACKET_LEN: usize = field::TPA.end;
 
-/// Why an ARP packet, or a packet waiting for ARP, was dropped.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, thiserror::Error)]
-pub enum ArpDropReason {
-    /// Shorter than its address lengths say.
-    #[error("ARP packet truncated")]
-    Truncated,
-    /// Hardware type is not Ethernet (1).
-    #[error("ARP hardware type is not Ethernet")]
-    UnsupportedHardware,
-    /// Protocol type is not IPv4 (0x0800).
-    #[error("ARP protocol type is not IPv4")]
-    UnsupportedProtocol,
-    /// Address lengths are not 6 and 4.
-    #[error("ARP address lengths are not 6 and 4")]
-    BadAddressLength,
-    /// Operation is neither request (1) nor reply (2).
-    #[error("unknown ARP operation")]
-    UnknownOperation,
-    /// Sender hardware address is not unicast, or sender IP is broadcast/multicast.
-    #[error("invalid ARP sender address")]
-    InvalidSender,
-    /// Another station claims our IP address (RFC 5227 §2.4).
-    #[error("another station uses our IP address")]
-    AddressConflict,
-    /// The packet was neither for us nor about a host we know.
-    #[error("ARP packet not for us")]
-    NotForUs,
-    /// A waiting packet was dropped to stay within the pending-queue bounds.
-    #[error("ARP pending queue full")]
-    QueueFull,
-    /// Resolution gave up after the configured number of requests; the waiting packets are dropped.
-    #[error("ARP resolution failed")]
-    ResolutionFailed,
-    /// The cache entry was evicted to make room; its waiting packets are dropped.
-    #[error("ARP cache entry evicted while resolving")]
-    Evicted,
-    /// The next hop cannot be resolved (0.0.0.0 or a class E address).
-    #[error("next hop cannot be resolved")]
-    InvalidTarget,
+pathstack_core::drop_reasons! {
+    /// Why an ARP packet was dropped. Packets waiting for ARP have reasons
+    /// of their own ([`ResolutionDropReason`](crate::arp_cache::ResolutionDropReason)).
+    #[derive(thiserror::Error)]
+    pub enum ArpDropReason in "arp" {
+        /// Shorter than its address lengths say.
+        #[error("ARP packet truncated")]
+        Truncated => "truncated",
+        /// Hardware type is not Ethernet (1).
+        #[error("ARP hardware type is not Ethernet")]
+        UnsupportedHardware => "unsupported_hardware",
+        /// Protocol type is not IPv4 (0x0800).
+        #[error("ARP protocol type is not IPv4")]
+        UnsupportedProtocol => "unsupported_protocol",
+        /// Address lengths are not 6 and 4.
+        #[error("ARP address lengths are not 6 and 4")]
+        BadAddressLength => "bad_address_length",
+        /// Operation is neither request (1) nor reply (2).
+        #[error("unknown ARP operation")]
+        UnknownOperation => "unknown_operation",
+        /// Sender hardware address is not unicast, or sender IP is broadcast/multicast.
+        #[error("invalid ARP sender address")]
+        InvalidSender => "invalid_sender",
+        /// Another station claims our IP address (RFC 5227 §2.4).
+        #[error("another station uses our IP address")]
+        AddressConflict => "address_conflict",
+        /// The packet was neither for us nor about a host we know.
+        #[error("ARP packet not for us")]
+        NotForUs => "not_for_us",
+        /// An ARP packet going down ARP's own path without a link-layer
+        /// destination. The module addresses every packet it sends, so
+        /// this guards against a bug (the counter name predates the enum).
+        #[error("outgoing ARP packet without a link-layer destination")]
+        NoBuffer => "no_buffer",
+    }
 }
-
-drop_reasons!(ArpDropReason, "arp" {
-    Truncated => "truncated",
-    UnsupportedHardware => "unsupported_hardware",
-    UnsupportedProtocol => "unsupported_protocol",
-    BadAddressLength => "bad_address_length",
-    UnknownOperation => "unknown_operation",
-    InvalidSender => "invalid_sender",
-    AddressConflict => "address_conflict",
-    NotForUs => "not_for_us",
-    QueueFull => "queue_full",
-    ResolutionFailed => "resolution_failed",
-    Evicted => "evicted",
-    InvalidTarget => "invalid_target",
-});
 
 /// ARP operation (RFC 826 `ar$op`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

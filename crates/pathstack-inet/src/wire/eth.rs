@@ -14,7 +14,6 @@
 //! the output-side padding to the 60-byte minimum frame (64 bytes with the
 //! FCS the adapter appends; IEEE 802.3 §4.2.3.3 `minFrameSize`).
 
-use crate::drop_reason::drop_reasons;
 use etherparse::Ethernet2Slice;
 use pathstack_core::demux::{Key, KeyMode};
 use pathstack_core::{Msg, MsgError};
@@ -123,33 +122,34 @@ pub fn multicast_mac(group: Ipv4Addr) -> MacAddr {
     let o = group.octets();
     MacAddr([0x01, 0x00, 0x5e, o[1] & 0x7f, o[2], o[3]])
 }
-/// Why an incoming Ethernet frame was dropped.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, thiserror::Error)]
-pub enum EthDropReason {
-    /// Shorter than the 14-byte header.
-    #[error("frame shorter than the 14-byte Ethernet header")]
-    Truncated,
-    /// Destination is neither our unicast address nor broadcast.
-    #[error("frame addressed to another station")]
-    NotForUs,
-    /// The EtherType field is a length (< 0x0600, IEEE 802.3 LLC framing), which we do not speak.
-    #[error("802.3 length field instead of an EtherType (LLC framing unsupported)")]
-    LengthField,
-    /// No module is registered for this EtherType.
-    #[error("no protocol for this EtherType")]
-    UnknownEtherType,
-    /// Source address has the group bit set (IEEE 802 forbids a multicast source).
-    #[error("source address is a multicast address")]
-    MulticastSource,
+pathstack_core::drop_reasons! {
+    /// Why an Ethernet frame was dropped, incoming or outgoing.
+    #[derive(thiserror::Error)]
+    pub enum EthDropReason in "eth" {
+        /// Shorter than the 14-byte header.
+        #[error("frame shorter than the 14-byte Ethernet header")]
+        Truncated => "truncated",
+        /// Destination is neither our unicast address nor broadcast.
+        #[error("frame addressed to another station")]
+        NotForUs => "not_for_us",
+        /// The EtherType field is a length (< 0x0600, IEEE 802.3 LLC framing), which we do not speak.
+        #[error("802.3 length field instead of an EtherType (LLC framing unsupported)")]
+        LengthField => "length_field",
+        /// No module is registered for this EtherType.
+        #[error("no protocol for this EtherType")]
+        UnknownEtherType => "unknown_ethertype",
+        /// Source address has the group bit set (IEEE 802 forbids a multicast source).
+        #[error("source address is a multicast address")]
+        MulticastSource => "multicast_source",
+        /// An outgoing frame has no link-layer destination (ARP did not
+        /// resolve one).
+        #[error("outgoing frame without a link-layer destination")]
+        NoLinkDestination => "no_link_destination",
+        /// No room in front of an outgoing frame for the header.
+        #[error("no headroom for the Ethernet header")]
+        NoHeadroom => "no_headroom",
+    }
 }
-
-drop_reasons!(EthDropReason, "eth" {
-    Truncated => "truncated",
-    NotForUs => "not_for_us",
-    LengthField => "length_field",
-    UnknownEtherType => "unknown_ethertype",
-    MulticastSource => "multicast_source",
-});
 
 /// The fields of an Ethernet II header (smoltcp calls this a *repr*).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -9,7 +9,6 @@
 //! headers, and we want the reply in the request's own buffer (Scout's
 //! `back` arrow) and errors in a pool buffer.
 
-use crate::drop_reason::drop_reasons;
 use crate::wire::checksum;
 use crate::wire::ipv4::{Ipv4Packet, MAX_HEADER_LEN, MIN_HEADER_LEN};
 use etherparse::Icmpv4Slice;
@@ -74,29 +73,24 @@ pub fn is_error_type(icmp_type: u8) -> bool {
     )
 }
 
-/// Why an incoming ICMP message was dropped.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, thiserror::Error)]
-pub enum IcmpDropReason {
-    /// Shorter than the 8-byte header (or a timestamp of the wrong length).
-    #[error("ICMP message truncated")]
-    Truncated,
-    /// Checksum does not verify.
-    #[error("bad ICMP checksum")]
-    BadChecksum,
-    /// A type this host does not handle (RFC 1122 §3.2.2: MUST be silently discarded).
-    #[error("unhandled ICMP type")]
-    UnknownType,
-    /// Echo request to a broadcast or multicast address (RFC 1122 §3.2.2.6 MAY discard).
-    #[error("echo request to a broadcast address")]
-    BroadcastEcho,
+pathstack_core::drop_reasons! {
+    /// Why an incoming ICMP message was dropped.
+    #[derive(thiserror::Error)]
+    pub enum IcmpDropReason in "icmp" {
+        /// Shorter than the 8-byte header (or a timestamp of the wrong length).
+        #[error("ICMP message truncated")]
+        Truncated => "truncated",
+        /// Checksum does not verify.
+        #[error("bad ICMP checksum")]
+        BadChecksum => "bad_checksum",
+        /// A type this host does not handle (RFC 1122 §3.2.2: MUST be silently discarded).
+        #[error("unhandled ICMP type")]
+        UnknownType => "unknown_type",
+        /// Echo request to a broadcast or multicast address (RFC 1122 §3.2.2.6 MAY discard).
+        #[error("echo request to a broadcast address")]
+        BroadcastEcho => "broadcast_echo",
+    }
 }
-
-drop_reasons!(IcmpDropReason, "icmp" {
-    Truncated => "truncated",
-    BadChecksum => "bad_checksum",
-    UnknownType => "unknown_type",
-    BroadcastEcho => "broadcast_echo",
-});
 
 /// A view of an ICMP message in a byte buffer (the IP payload): the fields
 /// read and written through [`field`]. Made by [`IcmpPacket::new_checked`]

@@ -22,7 +22,6 @@
 //! header as fields, emitted without options: this stack originates no IP
 //! options, so every header it writes is 20 bytes.
 
-use crate::drop_reason::drop_reasons;
 use crate::wire::checksum;
 use etherparse::Ipv4HeaderSlice;
 use pathstack_core::demux::{Key, KeyMode};
@@ -84,58 +83,61 @@ pub mod protocol {
     pub const UDP: u8 = 17;
 }
 
-/// Why an IPv4 datagram was dropped. [`Ipv4DropReason::as_str`] names are
-/// stable counter labels.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, thiserror::Error)]
-pub enum Ipv4DropReason {
-    /// Fewer bytes than the 20-byte minimum header or than IHL × 4.
-    #[error("datagram shorter than its IPv4 header")]
-    Truncated,
-    /// Version field is not 4.
-    #[error("IP version is not 4")]
-    BadVersion,
-    /// IHL below 5 (RFC 791: the minimum value for a correct header is 5).
-    #[error("IHL below 5")]
-    BadHeaderLength,
-    /// Total length smaller than the header length.
-    #[error("total length smaller than the header")]
-    TotalLengthTooSmall,
-    /// Total length larger than the bytes received.
-    #[error("total length exceeds the received bytes")]
-    TotalLengthTooLarge,
-    /// Header checksum does not verify (RFC 1122 §3.2.1.2: MUST discard silently).
-    #[error("bad IPv4 header checksum")]
-    BadChecksum,
-    /// Source is broadcast, multicast or class E (RFC 1122 §3.2.1.3: MUST discard silently).
-    #[error("source address does not name a single host")]
-    BadSource,
-    /// Destination is not one of ours (a host does not forward, RFC 1122 §3.3.1.1).
-    #[error("datagram not addressed to this host")]
-    NotForUs,
-    /// TTL reached zero while forwarding (RFC 1812 §5.3.1); a host never drops on TTL when receiving.
-    #[error("TTL expired in transit")]
-    TtlExpired,
-    /// No upper-layer protocol for the protocol field (ICMP protocol unreachable, RFC 1122 §3.2.2.1).
-    #[error("no handler for this IP protocol")]
-    UnknownProtocol,
-    /// Fragmented datagram that could not be reassembled (details in the reassembly counters).
-    #[error("fragment not reassembled")]
-    Fragment,
+pathstack_core::drop_reasons! {
+    /// Why an IPv4 datagram was dropped. [`Ipv4DropReason::as_str`] names are
+    /// stable counter labels.
+    #[derive(thiserror::Error)]
+    pub enum Ipv4DropReason in "ipv4" {
+        /// Fewer bytes than the 20-byte minimum header or than IHL × 4.
+        #[error("datagram shorter than its IPv4 header")]
+        Truncated => "truncated",
+        /// Version field is not 4.
+        #[error("IP version is not 4")]
+        BadVersion => "bad_version",
+        /// IHL below 5 (RFC 791: the minimum value for a correct header is 5).
+        #[error("IHL below 5")]
+        BadHeaderLength => "bad_header_length",
+        /// Total length smaller than the header length.
+        #[error("total length smaller than the header")]
+        TotalLengthTooSmall => "total_length_too_small",
+        /// Total length larger than the bytes received.
+        #[error("total length exceeds the received bytes")]
+        TotalLengthTooLarge => "total_length_too_large",
+        /// Header checksum does not verify (RFC 1122 §3.2.1.2: MUST discard silently).
+        #[error("bad IPv4 header checksum")]
+        BadChecksum => "bad_checksum",
+        /// Source is broadcast, multicast or class E (RFC 1122 §3.2.1.3: MUST discard silently).
+        #[error("source address does not name a single host")]
+        BadSource => "bad_source",
+        /// Destination is not one of ours (a host does not forward, RFC 1122 §3.3.1.1).
+        #[error("datagram not addressed to this host")]
+        NotForUs => "not_for_us",
+        /// TTL reached zero while forwarding (RFC 1812 §5.3.1); a host never drops on TTL when receiving.
+        #[error("TTL expired in transit")]
+        TtlExpired => "ttl_expired",
+        /// No upper-layer protocol for the protocol field (ICMP protocol
+        /// unreachable, RFC 1122 §3.2.2.1), or an outgoing path without one.
+        #[error("no handler for this IP protocol")]
+        NoProtocol => "no_protocol",
+        /// A datagram on a path of another protocol than its own.
+        #[error("datagram of another protocol than the path's")]
+        WrongProtocol => "wrong_protocol",
+        /// An outgoing datagram has no destination address (neither the
+        /// path's peer nor the message's).
+        #[error("outgoing datagram without a destination")]
+        NoDestination => "no_destination",
+        /// No route to the destination from the path's interface.
+        #[error("no route to the destination")]
+        NoRoute => "no_route",
+        /// No room in front of a datagram for the header.
+        #[error("no headroom for the IPv4 header")]
+        NoHeadroom => "no_headroom",
+        /// A datagram larger than the MTU could not be fragmented, or not
+        /// every fragment could be sent (RFC 791 §3.2).
+        #[error("fragmentation failed")]
+        FragmentationFailed => "fragmentation_failed",
+    }
 }
-
-drop_reasons!(Ipv4DropReason, "ipv4" {
-    Truncated => "truncated",
-    BadVersion => "bad_version",
-    BadHeaderLength => "bad_header_length",
-    TotalLengthTooSmall => "total_length_too_small",
-    TotalLengthTooLarge => "total_length_too_large",
-    BadChecksum => "bad_checksum",
-    BadSource => "bad_source",
-    NotForUs => "not_for_us",
-    TtlExpired => "ttl_expired",
-    UnknownProtocol => "unknown_protocol",
-    Fragment => "fragment",
-});
 
 /// Whether `addr` can be the source of a datagram we accept: not limited
 /// broadcast, not multicast, not class E (RFC 1122 §3.2.1.3). 0.0.0.0 is

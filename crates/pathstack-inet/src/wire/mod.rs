@@ -22,7 +22,7 @@
 //!   ([`eth::EthHeader`], [`arp::ArpPacket`], [`ipv4::Ipv4Repr`],
 //!   [`udp::UdpRepr`]; ICMP builds its errors with [`icmp::IcmpError`]).
 //! * **Errors.** Every malformed case is a typed drop reason with a stable
-//!   counter name ([`crate::drop_reason`]); nothing panics on any input.
+//!   counter name ([`pathstack_core::drop_reason`]); nothing panics on any input.
 //!
 //! Protocol decisions are not here: the ARP cache, fragmentation,
 //! reassembly, routing, the ICMP error rules and rate limit have files of

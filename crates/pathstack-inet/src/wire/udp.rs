@@ -5,7 +5,6 @@
 //! pseudo header and the segment with [`crate::wire::checksum`] (faster
 //! than etherparse's, see there).
 
-use crate::drop_reason::drop_reasons;
 use crate::wire::checksum;
 use crate::wire::ipv4::protocol;
 use etherparse::UdpHeaderSlice;
@@ -32,29 +31,40 @@ pub mod field {
 /// Length of the UDP header.
 pub const HEADER_LEN: usize = field::PAYLOAD;
 
-/// Why a UDP datagram was dropped.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, thiserror::Error)]
-pub enum UdpDropReason {
-    /// Shorter than the 8-byte header.
-    #[error("UDP datagram truncated")]
-    Truncated,
-    /// Length field below 8 or beyond the IP payload.
-    #[error("bad UDP length field")]
-    BadLength,
-    /// Checksum present and wrong (RFC 1122 §4.1.3.4: MUST discard silently).
-    #[error("bad UDP checksum")]
-    BadChecksum,
-    /// No socket on the destination port (the caller sends ICMP port unreachable).
-    #[error("no listener on the UDP port")]
-    NoListener,
+pathstack_core::drop_reasons! {
+    /// Why a UDP datagram was dropped.
+    #[derive(thiserror::Error)]
+    pub enum UdpDropReason in "udp" {
+        /// Shorter than the 8-byte header.
+        #[error("UDP datagram truncated")]
+        Truncated => "truncated",
+        /// Length field below 8 or beyond the IP payload.
+        #[error("bad UDP length field")]
+        BadLength => "bad_length",
+        /// Checksum present and wrong (RFC 1122 §4.1.3.4: MUST discard silently).
+        #[error("bad UDP checksum")]
+        BadChecksum => "bad_checksum",
+        /// No path for the destination port: IP found none and sends ICMP
+        /// port unreachable (RFC 1122 §4.1.3.1).
+        #[error("no listener on the UDP port")]
+        NoPort => "no_port",
+        /// A datagram for another port (or from another peer) than its
+        /// path's.
+        #[error("datagram for another port than the path's")]
+        WrongPort => "wrong_port",
+        /// A datagram without a local address (IP did not annotate one), or
+        /// an outgoing one on a path IP gave no address.
+        #[error("no local address for the UDP checksum")]
+        NoLocalAddress => "no_local_address",
+        /// An outgoing datagram has no destination address and port.
+        #[error("outgoing datagram without a destination")]
+        NoDestination => "no_destination",
+        /// An outgoing datagram too long for the length field, or without
+        /// room for the header.
+        #[error("outgoing datagram too long")]
+        TooLong => "too_long",
+    }
 }
-
-drop_reasons!(UdpDropReason, "udp" {
-    Truncated => "truncated",
-    BadLength => "bad_length",
-    BadChecksum => "bad_checksum",
-    NoListener => "no_listener",
-});
 
 /// The IPv4 pseudo header the checksum covers (RFC 768): source address,
 /// destination address, a zero byte, the protocol and the UDP length.

@@ -5,7 +5,7 @@
 use pathstack_core::device::wire::{wire_pair, WireConfig};
 use pathstack_core::graph::ModuleGraph;
 use pathstack_core::stack::{ModuleTypes, Stack};
-use pathstack_core::{Device, Dir, DropReason, Instant, Msg, PathId};
+use pathstack_core::{Device, Dir, DropTally, Instant, Msg, PathId};
 use pathstack_inet::modules::{self, HostGraph, IcmpModule};
 use pathstack_inet::MacAddr;
 use std::net::Ipv4Addr;
@@ -53,14 +53,20 @@ impl Host {
         v
     }
 
-    /// Drops by reason, summed over every path and module.
-    pub fn drops(&self, reason: &'static str) -> u64 {
+    /// Drops by the reason's qualified name (`"ipv4.no_route"`, the name
+    /// statistics key on), summed over every path and module.
+    pub fn drops(&self, reason: &str) -> u64 {
         let s = &self.stack;
-        let reason = DropReason::new(reason);
+        let named = |t: &DropTally| -> u64 {
+            t.iter()
+                .filter(|(r, _)| r.as_str() == reason)
+                .map(|(_, n)| n)
+                .sum()
+        };
         let on_paths: u64 = s
             .path_ids()
             .filter_map(|p| s.path(p))
-            .map(|p| p.stats().drops.get(reason))
+            .map(|p| named(&p.stats().drops))
             .sum();
         let in_modules: u64 = s
             .graph()
@@ -68,7 +74,7 @@ impl Host {
             .iter()
             .filter_map(|i| s.module_id(&i.name))
             .filter_map(|m| s.module_drops(m))
-            .map(|d| d.get(reason))
+            .map(named)
             .sum();
         on_paths + in_modules
     }

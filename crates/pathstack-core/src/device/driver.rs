@@ -1,10 +1,16 @@
 //! `WIRE`: the device driver module over any [`Device`].
+//!
+//! It owns one device given to the stack builder (`device=N`): frames that
+//! reach its stage from above are transmitted, frames the device receives
+//! go to the classifier. Any [`Device`] works (the in-memory wire, TAP, a
+//! pcap replay), which is why it lives here and not with the synthetic
+//! test modules.
 
 use crate::attrs::Attrs;
 use crate::device::{Device, DeviceStats};
 use crate::error::{ModuleError, PathError};
 use crate::graph::spec::{Count, ModuleSpec, ParamSpec, ServiceSpec, ServiceType};
-use crate::ids::{Dir, DropReason};
+use crate::ids::Dir;
 use crate::module::{CreateCx, Created, ModCx, Module, Route};
 use crate::msg::Msg;
 use crate::stack::ModuleSetup;
@@ -31,7 +37,15 @@ pub const WIRE_SPEC: ModuleSpec = ModuleSpec {
     understands: &[],
 };
 
-const TX_ERROR: DropReason = DropReason::new("wire.tx_error");
+crate::drop_reasons! {
+    /// Why `WIRE` dropped a frame.
+    pub enum WireDropReason in "wire" {
+        /// The device refused the frame (too large, queue full, I/O error).
+        TxError => "tx_error",
+        /// The device failed to receive (counted once per failed poll).
+        RxError => "rx_error",
+    }
+}
 
 /// The `WIRE` module: owns a device.
 pub struct WireModule {
@@ -109,7 +123,7 @@ impl Module for WireModule {
             Err(_) => {
                 self.rx_left = 0;
                 self.rx_errors += 1;
-                cx.count_drop(DropReason::new("wire.rx_error"));
+                cx.count_drop(WireDropReason::RxError);
                 None
             }
         }
@@ -139,9 +153,9 @@ impl WireStage {
         match cx.module::<WireModule>() {
             Some(m) => match m.device.transmit(frame, now) {
                 Ok(()) => Verdict::Consumed,
-                Err(_) => Verdict::Drop(TX_ERROR),
+                Err(_) => Verdict::Drop(WireDropReason::TxError.into()),
             },
-            None => Verdict::Drop(TX_ERROR),
+            None => Verdict::Drop(WireDropReason::TxError.into()),
         }
     }
 }
