@@ -147,6 +147,7 @@ impl Module for WireModule {
 pub struct WireStage;
 
 impl WireStage {
+    #[inline(always)]
     fn transmit(&mut self, msg: &mut Msg, cx: &mut Cx<'_, '_>) -> Verdict {
         let now = cx.now();
         let frame = std::mem::take(msg);
@@ -165,7 +166,7 @@ impl Stage for WireStage {
         dir != Dir::Down
     }
 
-    #[inline]
+    #[inline(always)]
     fn process(&mut self, dir: Dir, msg: &mut Msg, cx: &mut Cx<'_, '_>) -> Verdict {
         if dir == Dir::Down {
             self.transmit(msg, cx)

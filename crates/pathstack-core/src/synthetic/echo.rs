@@ -91,7 +91,7 @@ impl Stage for EchoStage {
         dir != Dir::Up || !self.echo
     }
 
-    #[inline]
+    #[inline(always)]
     fn process(&mut self, dir: Dir, _msg: &mut Msg, _cx: &mut Cx<'_, '_>) -> Verdict {
         if dir == Dir::Up && self.echo {
             self.echoed += 1;

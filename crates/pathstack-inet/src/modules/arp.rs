@@ -367,6 +367,7 @@ impl ArpStage {
     }
 
     /// An IP packet on its way down: find the next hop's MAC.
+    #[inline(always)]
     fn resolve(&mut self, msg: &mut Msg, cx: &mut Cx<'_, '_>) -> Verdict {
         let now = cx.now();
         let Some(next_hop) = msg.anno().next_hop() else {
@@ -420,7 +421,7 @@ impl Stage for ArpStage {
         self.role == Role::Resolver && dir != Dir::Down
     }
 
-    #[inline]
+    #[inline(always)]
     fn process(&mut self, dir: Dir, msg: &mut Msg, cx: &mut Cx<'_, '_>) -> Verdict {
         match (self.role, dir == Dir::Down) {
             (Role::Resolver, true) => self.resolve(msg, cx),

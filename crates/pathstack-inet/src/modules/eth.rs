@@ -104,7 +104,7 @@ pub struct EthStage {
 }
 
 impl Stage for EthStage {
-    #[inline]
+    #[inline(always)]
     fn process(&mut self, dir: Dir, msg: &mut Msg, _cx: &mut Cx<'_, '_>) -> Verdict {
         if dir == Dir::Down {
             let Some(dst) = msg.anno().link_dst() else {

@@ -540,6 +540,7 @@ pub struct IpStage {
 }
 
 impl IpStage {
+    #[inline(always)]
     fn send(&mut self, msg: &mut Msg, cx: &mut Cx<'_, '_>) -> Verdict {
         let Some(proto) = self.protocol else {
             return Verdict::Drop(Ipv4DropReason::NoProtocol.into());
@@ -589,6 +590,7 @@ impl IpStage {
         }
     }
 
+    #[inline(always)]
     fn receive(&mut self, msg: &mut Msg, cx: &mut Cx<'_, '_>) -> Verdict {
         let (repr, hlen) = match ipv4::receive(msg) {
             Ok(r) => r,
@@ -648,7 +650,7 @@ impl IpStage {
 }
 
 impl Stage for IpStage {
-    #[inline]
+    #[inline(always)]
     fn process(&mut self, dir: Dir, msg: &mut Msg, cx: &mut Cx<'_, '_>) -> Verdict {
         if dir == Dir::Down {
             self.send(msg, cx)

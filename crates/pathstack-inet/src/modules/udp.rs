@@ -251,7 +251,7 @@ impl UdpStage {
 }
 
 impl Stage for UdpStage {
-    #[inline]
+    #[inline(always)]
     fn process(&mut self, dir: Dir, msg: &mut Msg, cx: &mut Cx<'_, '_>) -> Verdict {
         if dir == Dir::Down {
             let Some(src) = self.local_ip(cx) else {
