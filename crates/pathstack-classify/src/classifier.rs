@@ -3,7 +3,7 @@
 use hashbrown::HashTable;
 
 use crate::hash::{EdgeHasher, EdgeTable};
-use crate::node::{Family, NodeSlab, Probe, NONE, PASSIVE, ROOT};
+use crate::node::{edge_word, Family, NodeSlab, Probe, NONE, PASSIVE, ROOT};
 use crate::trace::Recorder;
 use crate::{
     ClassifyError, DemuxNodeInfo, DemuxNodeRef, Key, KeyMode, Level, ModuleId, PartialClassifier,
@@ -188,8 +188,9 @@ impl Classifier {
         self.lookup(module, msg, self.installed(), &mut ()).0
     }
 
-    /// Like [`classify`](Self::classify), also returning how many hash
-    /// probes were made (for checking the probe bounds).
+    /// Like [`classify`](Self::classify), also returning how many probes
+    /// (edge lookups, by the table or a node's only child) were made, for
+    /// checking the probe bounds.
     #[inline]
     pub fn classify_probes(&self, module: ModuleId, msg: &[u8]) -> (Option<PathId>, u32) {
         self.lookup(module, msg, self.installed(), &mut ())
@@ -383,7 +384,14 @@ impl Classifier {
         E: Fn(ModuleId, &[u8], KeyMode) -> Option<(Key, usize)>,
         R: Recorder,
     {
-        let (mut parent, mut flags) = edge_of(None, module, mode);
+        let (root, flags) = edge_of(None, module, mode);
+        // The edge word being looked up, but for the key length: the walk
+        // keeps it, not parent and flags apart, to spare a register.
+        let mut from = edge_word(root, flags, 0);
+        let child_flags = u64::from(flags & !ROOT) << 32;
+        // Counted locally and added once: a store through `probes` at
+        // every level would be one more memory round trip per level.
+        let mut probed = 0;
         let mut m = module;
         let mut rest = msg;
         let mut end = WalkEnd {
@@ -419,7 +427,10 @@ impl Classifier {
                 break;
             };
             rec.level(depth, m, msg.len() - rest.len(), *used);
-            let probe = Probe::new(parent, flags, key);
+            let probe = Probe {
+                edge: from | (key.len << 40),
+                key,
+            };
             let idx = match hints.split_first() {
                 // The edge table holds one node per edge, so a guess with
                 // this edge is the node the probe would find.
@@ -431,7 +442,7 @@ impl Classifier {
                     hints = &[];
                     // One edge lookup, whether the only child answers it
                     // or the table does.
-                    *probes += 1;
+                    probed += 1;
                     if only != NONE {
                         // The node's only child: no other edge leaves it,
                         // so a mismatch is a miss.
@@ -459,11 +470,11 @@ impl Classifier {
                 break;
             }
             m = ModuleId(n.next_module);
-            parent = idx;
-            flags &= !ROOT;
+            from = u64::from(idx) | child_flags;
             only = n.only;
             rest = next_rest;
         }
+        *probes += probed;
         end
     }
 

@@ -173,11 +173,43 @@ impl EdgeTable {
     }
 
     /// Number of edges.
+    #[cfg(any(test, feature = "testing"))]
     pub(crate) fn len(&self) -> usize {
         self.len
     }
 
     pub(crate) fn heap_bytes(&self) -> usize {
         self.slots.capacity() * 8
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Crowded homes and wrap-around: every entry stays findable through
+    /// inserts, growth and backward-shift removals in any order.
+    #[test]
+    fn edge_table_keeps_runs_intact() {
+        let mut t = EdgeTable::default();
+        // Tags sharing their top bits collide; the last ones wrap around.
+        let tags: Vec<u32> = (0..40u32)
+            .map(|i| if i % 2 == 0 { 0xffff_ff00 | i } else { i << 27 })
+            .collect();
+        for (node, &tag) in tags.iter().enumerate() {
+            t.insert(tag, node as u32);
+        }
+        let mut live: Vec<usize> = (0..tags.len()).collect();
+        for step in 0..tags.len() {
+            let pos = (step * 7) % live.len();
+            let gone = live.remove(pos);
+            assert!(t.remove(tags[gone], gone as u32));
+            assert!(!t.remove(tags[gone], gone as u32));
+            assert_eq!(t.find(tags[gone], |n| n == gone as u32), None);
+            for &n in &live {
+                assert_eq!(t.find(tags[n], |m| m == n as u32), Some(n as u32));
+            }
+            assert_eq!(t.len(), live.len());
+        }
     }
 }
