@@ -94,8 +94,8 @@
 //! different paths at, and continue to different modules after, the same
 //! keys), and the classifier would have to be told which modules' keys are
 //! mode-independent. Twins keep the 32-byte node, learn nothing from the
-//! modules, and cost 4 bytes per node in a side array that is read only when
-//! the active walk failed. The passive walk still calls each level's partial
+//! modules, and cost 4 bytes per node in a side array (see `node.rs`) that
+//! is read only when the active walk failed. The passive walk still calls each level's partial
 //! classifier in passive mode: only the module knows whether its passive key
 //! equals its active key for this message.
 //!

@@ -20,13 +20,13 @@
 //! IPv4-only host has one IP node below it, a connected socket's IP node one
 //! UDP node. A node records that child, so the walk checks the child's edge
 //! directly instead of hashing and probing the edge table — and, the child
-//! being the node's only one, a mismatch is a definite miss. This is the
-//! degenerate case of the per-map lookup caches of the x-kernel map manager
-//! (thesis §3.4.3 builds on its maps), but exact rather than a guess: it
-//! never misses for a key the table holds, so no flow pattern can make it
-//! thrash. A node with several children falls back to the table. The child is
-//! known from a count and the XOR of the children's indices, which stays
-//! exact when children come and go in any order.
+//! being the node's only one, a mismatch is a definite miss. It plays the
+//! part of the x-kernel map manager's one-entry cache of the last lookup,
+//! but is exact rather than a guess: it never misses for a key the table
+//! holds and never goes stale, so no mix of flows can make it thrash or
+//! cost more than one compare. A node with several children falls back to
+//! the table. The child is known from a count and the XOR of the children's
+//! indices, which stays exact when children come and go in any order.
 //!
 //! Each node also has a **twin**: the node of the other mode with the same
 //! key whose parent is the twin of this node's parent (or which hangs from
