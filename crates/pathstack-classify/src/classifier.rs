@@ -2,8 +2,8 @@
 
 use hashbrown::HashTable;
 
-use crate::hash::EdgeHasher;
-use crate::node::{DemuxNode, NodeSlab, NONE, PASSIVE, ROOT};
+use crate::hash::{EdgeHasher, EdgeTable};
+use crate::node::{edge_word, Family, NodeSlab, Probe, NONE, PASSIVE, ROOT};
 use crate::trace::Recorder;
 use crate::{
     ClassifyError, DemuxNodeInfo, DemuxNodeRef, Key, KeyMode, Level, ModuleId, PartialClassifier,
@@ -46,7 +46,12 @@ struct Chain {
 pub struct Classifier {
     slab: NodeSlab,
     /// Demux edges → node index; hashed by `(parent, flags, key)` of the node.
-    edges: HashTable<u32>,
+    edges: EdgeTable,
+    /// The first-level nodes below each receiving module, per mode (index
+    /// `2 × module + passive`, for modules below [`MAX_CLASSIFIED_MODULES`]):
+    /// the only-child shortcut of the nodes (see `node.rs`) for the root,
+    /// and a walk from a module nothing is registered at ends unprobed.
+    roots: Vec<Family>,
     /// Per-path chains, for exact removal; hashed by path id.
     chains: HashTable<Chain>,
     hasher: EdgeHasher,
@@ -70,6 +75,14 @@ impl std::fmt::Debug for Classifier {
     }
 }
 
+/// Where in `Classifier::roots` the first-level nodes below `module` (in
+/// the mode of `flags`) are counted; `None` for modules too large to have
+/// a slot, whose first level is always looked up in the table.
+#[inline]
+fn root_slot(module: u32, flags: u8) -> Option<usize> {
+    (module < MAX_CLASSIFIED_MODULES).then(|| 2 * module as usize + usize::from(flags & PASSIVE))
+}
+
 /// The edge a node hangs from: its parent (node or receiving module) and flags.
 #[inline]
 fn edge_of(prev: Option<u32>, module: ModuleId, mode: KeyMode) -> (u32, u8) {
@@ -90,7 +103,8 @@ impl Classifier {
     pub fn with_max_nodes(max_nodes: u32) -> Self {
         Classifier {
             slab: NodeSlab::default(),
-            edges: HashTable::new(),
+            edges: EdgeTable::default(),
+            roots: Vec::new(),
             chains: HashTable::new(),
             hasher: EdgeHasher::default(),
             partials: Vec::new(),
@@ -138,7 +152,10 @@ impl Classifier {
             };
             buckets * (std::mem::size_of::<T>() + 1) + 16
         }
-        self.slab.heap_bytes() + table(&self.edges) + table(&self.chains)
+        self.slab.heap_bytes()
+            + self.edges.heap_bytes()
+            + self.roots.capacity() * std::mem::size_of::<Family>()
+            + table(&self.chains)
     }
 
     /// Number of registered chains (one per path and classified direction).
@@ -155,7 +172,8 @@ impl Classifier {
 
     /// Inspects the node `r` names, or `None` if it has been freed.
     pub fn node(&self, r: DemuxNodeRef) -> Option<DemuxNodeInfo> {
-        self.slab.live(r).map(DemuxNode::info)
+        self.slab.live(r)?;
+        Some(self.slab.info(r.0))
     }
 
     // ----------------------------------------------------------------
@@ -170,8 +188,9 @@ impl Classifier {
         self.lookup(module, msg, self.installed(), &mut ()).0
     }
 
-    /// Like [`classify`](Self::classify), also returning how many hash
-    /// probes were made (for checking the probe bounds).
+    /// Like [`classify`](Self::classify), also returning how many probes
+    /// (edge lookups, by the table or a node's only child) were made, for
+    /// checking the probe bounds.
     #[inline]
     pub fn classify_probes(&self, module: ModuleId, msg: &[u8]) -> (Option<PathId>, u32) {
         self.lookup(module, msg, self.installed(), &mut ())
@@ -329,15 +348,15 @@ impl Classifier {
         if last == NONE {
             return 0;
         }
-        let depth = usize::from(self.slab.get(last).depth).min(MAX_DEPTH);
+        let depth = usize::from(self.slab.get(last).depth()).min(MAX_DEPTH);
         let mut idx = last;
         for d in (0..depth).rev() {
             hints[d] = self.slab.twin(idx);
             let n = self.slab.get(idx);
-            if n.flags & ROOT != 0 {
+            if n.flags() & ROOT != 0 {
                 break;
             }
-            idx = n.parent;
+            idx = n.parent();
         }
         hints[..depth]
             .iter()
@@ -365,7 +384,14 @@ impl Classifier {
         E: Fn(ModuleId, &[u8], KeyMode) -> Option<(Key, usize)>,
         R: Recorder,
     {
-        let (mut parent, mut flags) = edge_of(None, module, mode);
+        let (root, flags) = edge_of(None, module, mode);
+        // The edge word being looked up, but for the key length: the walk
+        // keeps it, not parent and flags apart, to spare a register.
+        let mut from = edge_word(root, flags, 0);
+        let child_flags = u64::from(flags & !ROOT) << 32;
+        // Counted locally and added once: a store through `probes` at
+        // every level would be one more memory round trip per level.
+        let mut probed = 0;
         let mut m = module;
         let mut rest = msg;
         let mut end = WalkEnd {
@@ -373,6 +399,21 @@ impl Classifier {
             best_depth: 0,
             last: NONE,
         };
+        // The only child of the node the walk is at (see `node.rs`), or
+        // `NONE` to look the edge up in the table.
+        let mut only = NONE;
+        if let Some(f) = root_slot(module.0, flags).map(|i| self.roots.get(i)) {
+            match f {
+                Some(f) if !f.is_empty() => only = f.only(),
+                // Nothing hangs from this module in this mode: the lookup
+                // of the first edge can only miss.
+                _ => {
+                    *probes += 1;
+                    return end;
+                }
+            }
+        }
+        let slab = &self.slab;
         let mut depth = 0;
         loop {
             // Borrow the key where the partial classifier left it: moving it
@@ -386,25 +427,36 @@ impl Classifier {
                 break;
             };
             rec.level(depth, m, msg.len() - rest.len(), *used);
-            let slab = &self.slab;
+            let probe = Probe {
+                edge: from | (key.len << 40),
+                key,
+            };
             let idx = match hints.split_first() {
                 // The edge table holds one node per edge, so a guess with
                 // this edge is the node the probe would find.
-                Some((&guess, more)) if slab.matches(guess, parent, flags, key) => {
+                Some((&guess, more)) if slab.matches(guess, &probe) => {
                     hints = more;
                     guess
                 }
                 _ => {
                     hints = &[];
-                    *probes += 1;
-                    let hash = self.hasher.edge(parent, flags, key);
-                    let Some(&idx) = self
-                        .edges
-                        .find(hash, |&i| slab.matches(i, parent, flags, key))
-                    else {
-                        break;
-                    };
-                    idx
+                    // One edge lookup, whether the only child answers it
+                    // or the table does.
+                    probed += 1;
+                    if only != NONE {
+                        // The node's only child: no other edge leaves it,
+                        // so a mismatch is a miss.
+                        if !slab.matches(only, &probe) {
+                            break;
+                        }
+                        only
+                    } else {
+                        let tag = self.hasher.edge(&probe);
+                        let Some(idx) = self.edges.find(tag, |i| slab.matches(i, &probe)) else {
+                            break;
+                        };
+                        idx
+                    }
                 }
             };
             depth += 1;
@@ -418,10 +470,11 @@ impl Classifier {
                 break;
             }
             m = ModuleId(n.next_module);
-            parent = idx;
-            flags &= !ROOT;
+            from = u64::from(idx) | child_flags;
+            only = n.only;
             rest = next_rest;
         }
+        *probes += probed;
         end
     }
 
@@ -476,11 +529,23 @@ impl Classifier {
             live += 1;
             let n = self.slab.get(i);
             let key = self.slab.key(i);
-            if self.find_edge(n.parent, n.flags, &key) != Some(i) {
+            if self.find_edge(n.parent(), n.flags(), &key) != Some(i) {
                 return Err(format!("node {i} is not found by its own edge"));
             }
-            if n.flags & ROOT == 0 && self.slab.live(DemuxNodeRef(n.parent)).is_none() {
+            if n.flags() & ROOT == 0 && self.slab.live(DemuxNodeRef(n.parent())).is_none() {
                 return Err(format!("node {i} hangs from a freed parent"));
+            }
+            // The recorded children, hence the only child, are the live
+            // nodes below this one.
+            let mut kids = Family::default();
+            for c in self.slab.live_indices() {
+                let cn = self.slab.get(c);
+                if cn.flags() & ROOT == 0 && cn.parent() == i {
+                    kids.add(c);
+                }
+            }
+            if kids != self.slab.children(i) || n.only != kids.only() {
+                return Err(format!("node {i} has stale children or only child"));
             }
             let want = self.expected_twin(i).unwrap_or(NONE);
             let got = self.slab.twin(i);
@@ -489,6 +554,18 @@ impl Classifier {
             }
             if got != NONE && self.slab.twin(got) != i {
                 return Err(format!("twin of node {i} is not symmetric"));
+            }
+        }
+        for (slot, f) in self.roots.iter().enumerate() {
+            let mut kids = Family::default();
+            for c in self.slab.live_indices() {
+                let cn = self.slab.get(c);
+                if cn.flags() & ROOT != 0 && root_slot(cn.parent(), cn.flags()) == Some(slot) {
+                    kids.add(c);
+                }
+            }
+            if kids != *f {
+                return Err(format!("root slot {slot} has stale children"));
             }
         }
         if live != self.slab.live_count() || live as usize != self.edges.len() {
@@ -503,11 +580,10 @@ impl Classifier {
 
     /// The node with edge `(parent, flags, key)`.
     fn find_edge(&self, parent: u32, flags: u8, key: &Key) -> Option<u32> {
-        let hash = self.hasher.edge(parent, flags, key);
+        let probe = Probe::new(parent, flags, key);
         let slab = &self.slab;
         self.edges
-            .find(hash, |&i| slab.matches(i, parent, flags, key))
-            .copied()
+            .find(self.hasher.edge(&probe), |i| slab.matches(i, &probe))
     }
 
     /// The node that should be `idx`'s twin (the twin invariant, in the
@@ -515,15 +591,15 @@ impl Classifier {
     /// of `idx`'s parent or at the same receiving module.
     fn expected_twin(&self, idx: u32) -> Option<u32> {
         let n = self.slab.get(idx);
-        let parent = if n.flags & ROOT != 0 {
-            n.parent
+        let parent = if n.flags() & ROOT != 0 {
+            n.parent()
         } else {
-            match self.slab.twin(n.parent) {
+            match self.slab.twin(n.parent()) {
                 NONE => return None,
                 t => t,
             }
         };
-        self.find_edge(parent, n.flags ^ PASSIVE, &self.slab.key(idx))
+        self.find_edge(parent, n.flags() ^ PASSIVE, &self.slab.key(idx))
     }
 
     // ----------------------------------------------------------------
@@ -564,7 +640,7 @@ impl Classifier {
                 continue;
             }
             existing_chains += 1;
-            let registered = self.slab.get(c.tail).info().mode;
+            let registered = self.slab.info(c.tail).mode;
             if registered != mode {
                 return Err(ClassifyError::MixedModes {
                     path,
@@ -598,24 +674,19 @@ impl Classifier {
                         got: level.module,
                     });
                 }
-                if p.depth as usize >= MAX_DEPTH {
+                if p.depth() as usize >= MAX_DEPTH {
                     return Err(ClassifyError::TooDeep {
                         path,
                         max: MAX_DEPTH,
                     });
                 }
-                p.depth + 1
+                p.depth() + 1
             }
         };
 
         let key = level.key_or_empty();
         let (parent, flags) = edge_of(prev.map(|r| r.0), level.module, mode);
-        let hash = self.hasher.edge(parent, flags, &key);
-        let slab = &self.slab;
-        let found = self
-            .edges
-            .find(hash, |&i| slab.matches(i, parent, flags, &key))
-            .copied();
+        let found = self.find_edge(parent, flags, &key);
 
         // Check for ambiguity before changing anything.
         if let Some(idx) = found {
@@ -648,11 +719,9 @@ impl Classifier {
             Some(idx) => idx,
             None => {
                 let idx = self.slab.alloc(parent, flags, depth, &key);
-                let (slab, hasher) = (&self.slab, &self.hasher);
-                self.edges.insert_unique(hash, idx, |&i| {
-                    let n = slab.get(i);
-                    hasher.edge(n.parent, n.flags, &slab.key(i))
-                });
+                let tag = self.hasher.edge(&Probe::new(parent, flags, &key));
+                self.edges.insert(tag, idx);
+                self.child_changed(parent, flags, idx, true);
                 // Keep the twin invariant: parents exist before their
                 // children, so whichever of two twins comes second finds
                 // the first here, under its parent's twin.
@@ -662,8 +731,8 @@ impl Classifier {
                 idx
             }
         };
+        self.slab.add_path(idx);
         let n = self.slab.get_mut(idx);
-        n.num_paths += 1;
         match next_module {
             None => n.path = path.0,
             Some(m) => n.next_module = m.0,
@@ -738,25 +807,37 @@ impl Classifier {
         }
     }
 
+    /// `child`, hanging from `parent` with `flags`, was added (`add`) or is
+    /// being freed: keeps the parent's (or receiving module's) only child.
+    fn child_changed(&mut self, parent: u32, flags: u8, child: u32, add: bool) {
+        if flags & ROOT == 0 {
+            self.slab.child_changed(parent, child, add);
+        } else if let Some(i) = root_slot(parent, flags) {
+            if self.roots.len() <= i {
+                self.roots.resize(i + 1, Family::default());
+            }
+            self.roots[i].changed(child, add);
+        }
+    }
+
     /// Walks one chain from its tail up to the root, undoing its registrations.
     fn unwind(&mut self, chain: Chain) {
         let mut idx = chain.tail;
         loop {
             let n = self.slab.get_mut(idx);
-            let (parent, flags) = (n.parent, n.flags);
+            let (parent, flags) = (n.parent(), n.flags());
             if idx == chain.tail && n.path == chain.path {
                 n.path = NONE;
             }
-            n.num_paths -= 1;
-            if n.num_paths == 0 {
+            if self.slab.drop_path(idx) == 0 {
                 let key = self.slab.key(idx);
-                let hash = self.hasher.edge(parent, flags, &key);
-                if let Ok(e) = self.edges.find_entry(hash, |&i| i == idx) {
-                    e.remove();
-                }
+                let tag = self.hasher.edge(&Probe::new(parent, flags, &key));
+                let removed = self.edges.remove(tag, idx);
+                debug_assert!(removed, "node {idx} missing from the edge table");
+                self.child_changed(parent, flags, idx, false);
                 self.slab.free(idx);
-            } else if n.continuing() == 0 {
-                n.next_module = NONE;
+            } else if self.slab.continuing(idx) == 0 {
+                self.slab.get_mut(idx).next_module = NONE;
             }
             if flags & ROOT != 0 {
                 break;
@@ -776,10 +857,10 @@ impl Classifier {
                 if i == idx && !(at_tail && n.path == c.path) {
                     return PathId(c.path);
                 }
-                if n.flags & ROOT != 0 {
+                if n.flags() & ROOT != 0 {
                     break;
                 }
-                i = n.parent;
+                i = n.parent();
                 at_tail = false;
             }
         }

@@ -56,7 +56,7 @@
 //!
 //! The active and the passive filters form two trees, one node per *(parent,
 //! mode, key)*. [`Classifier::classify`] walks the active tree from the
-//! receiving module, one hash probe per level, remembering the deepest node
+//! receiving module, one edge lookup (a *probe*) per level, remembering the deepest node
 //! that has a path, until a key is missing, a partial classifier gives up or
 //! no module refines further. Only if that walk found no path does the
 //! passive walk run — and it does not probe again the levels both walks share.
@@ -94,10 +94,16 @@
 //! different paths at, and continue to different modules after, the same
 //! keys), and the classifier would have to be told which modules' keys are
 //! mode-independent. Twins keep the 32-byte node, learn nothing from the
-//! modules, and cost 4 bytes per node in a side array that is read only when
-//! the active walk failed. The passive walk still calls each level's partial
+//! modules, and cost 4 bytes per node in a side array (see `node.rs`) that
+//! is read only when the active walk failed. The passive walk still calls each level's partial
 //! classifier in passive mode: only the module knows whether its passive key
 //! equals its active key for this message.
+//!
+//! A probe touches the edge table only below a node with several children:
+//! a node with one child names it, and the probe is a compare of that
+//! child's edge, a mismatch being a definite miss (most levels of a real
+//! stack: one IP node below ETH, one UDP node below a connection's IP
+//! node). Probe counts, and the bounds above, count both kinds alike.
 //!
 //! [`Classifier::classify_traced`] also reports, per level of the path it
 //! found, the module and where its header starts and ends in the message

@@ -8,9 +8,25 @@
 //! path usable from it" is read directly; we carry that path along the walk
 //! instead, so removing a path never has to rewrite the nodes below it.
 //!
-//! A node is exactly 32 bytes (two per cache line): 13-byte keys (an IPv4
-//! active key is 9, a TCP port pair 4) are stored inline; longer keys, up
-//! to [`Key::MAX_LEN`], spill into a side table.
+//! A node is exactly 32 bytes (two per cache line) and holds what the walk
+//! reads: its edge *(parent, flags, key length)* packed in one word, so a
+//! candidate is checked with one compare; 12-byte keys (an IPv4 active key
+//! is 9, a TCP port pair 4) inline as two more words; the path, the next
+//! module, and its **only child** (below). Longer keys, up to
+//! [`Key::MAX_LEN`], spill into a side table. What only registration reads
+//! — path counts, twins, child counts — lives in a side array.
+//!
+//! **Only child.** Most demux nodes have one child: the ETH node of an
+//! IPv4-only host has one IP node below it, a connected socket's IP node one
+//! UDP node. A node records that child, so the walk checks the child's edge
+//! directly instead of hashing and probing the edge table — and, the child
+//! being the node's only one, a mismatch is a definite miss. It plays the
+//! part of the x-kernel map manager's one-entry cache of the last lookup,
+//! but is exact rather than a guess: it never misses for a key the table
+//! holds and never goes stale, so no mix of flows can make it thrash or
+//! cost more than one compare. A node with several children falls back to
+//! the table. The child is known from a count and the XOR of the children's
+//! indices, which stays exact when children come and go in any order.
 //!
 //! Each node also has a **twin**: the node of the other mode with the same
 //! key whose parent is the twin of this node's parent (or which hangs from
@@ -26,12 +42,40 @@ use crate::{Key, KeyMode, ModuleId, PathId};
 /// "None" in the u32 fields of a node; why `u32::MAX` ids are reserved.
 pub(crate) const NONE: u32 = u32::MAX;
 /// Keys up to this length live inside the node.
-const INLINE: usize = 13;
+const INLINE: usize = 12;
 
 /// Flag: the node belongs to the passive tree.
 pub(crate) const PASSIVE: u8 = 1;
 /// Flag: `parent` is the receiving module's id, not a node index.
 pub(crate) const ROOT: u8 = 2;
+
+/// The bits of [`DemuxNode::edge`] that name the edge; the depth above them
+/// is not part of it.
+const EDGE_MASK: u64 = (1 << 48) - 1;
+
+/// The packed edge word of `(parent, flags, key length)`.
+#[inline(always)]
+pub(crate) fn edge_word(parent: u32, flags: u8, key_len: u64) -> u64 {
+    u64::from(parent) | (u64::from(flags) << 32) | (key_len << 40)
+}
+
+/// One edge looked up by the walk, in the form a node stores it, so that
+/// checking a candidate node is three word compares.
+pub(crate) struct Probe<'k> {
+    /// [`edge_word`] of the edge.
+    pub(crate) edge: u64,
+    pub(crate) key: &'k Key,
+}
+
+impl<'k> Probe<'k> {
+    #[inline(always)]
+    pub(crate) fn new(parent: u32, flags: u8, key: &'k Key) -> Self {
+        Probe {
+            edge: edge_word(parent, flags, key.len),
+            key,
+        }
+    }
+}
 
 /// A handle to a demux node: what a stage passes on in the
 /// `PREVIOUS_DEMUX_NODE` attribute so the next stage can register below it.
@@ -53,57 +97,115 @@ pub struct DemuxNodeInfo {
     pub depth: u8,
 }
 
-/// One demux node. `num_paths == 0` marks a free slot whose `parent` links
-/// the free list.
+/// One demux node: what a lookup reads, in one half cache line.
 #[derive(Clone, Copy)]
 pub(crate) struct DemuxNode {
-    pub(crate) parent: u32,
+    /// `parent | flags << 32 | key_len << 40 | depth << 48`; in a free slot,
+    /// the next free slot (or `NONE`) in the low half.
+    pub(crate) edge: u64,
+    /// Key bytes 0..8 (zero padded), or the spill index of a longer key.
+    key_lo: u64,
+    /// Key bytes 8..12.
+    key_hi: u32,
     pub(crate) next_module: u32,
     pub(crate) path: u32,
-    pub(crate) num_paths: u32,
-    pub(crate) flags: u8,
-    pub(crate) depth: u8,
-    key_len: u8,
-    /// Inline key bytes (zero padded) or, for longer keys, the spill index.
-    key: [u8; INLINE],
+    /// The only child, if the node has exactly one; else `NONE`.
+    pub(crate) only: u32,
 }
 
 const _: () = assert!(std::mem::size_of::<DemuxNode>() == 32);
 
 impl DemuxNode {
-    pub(crate) fn info(&self) -> DemuxNodeInfo {
-        DemuxNodeInfo {
-            num_paths: self.num_paths,
-            path: (self.path != NONE).then_some(PathId(self.path)),
-            next_module: (self.next_module != NONE).then_some(ModuleId(self.next_module)),
-            mode: if self.flags & PASSIVE != 0 {
-                KeyMode::Passive
-            } else {
-                KeyMode::Active
-            },
-            depth: self.depth,
+    /// The parent node (or receiving module, for a root).
+    #[inline]
+    pub(crate) fn parent(&self) -> u32 {
+        self.edge as u32
+    }
+
+    #[inline]
+    pub(crate) fn flags(&self) -> u8 {
+        (self.edge >> 32) as u8
+    }
+
+    #[inline]
+    fn key_len(&self) -> usize {
+        usize::from((self.edge >> 40) as u8)
+    }
+
+    #[inline]
+    pub(crate) fn depth(&self) -> u8 {
+        (self.edge >> 48) as u8
+    }
+}
+
+/// A set of children, enough to name the only one: a count and the XOR of
+/// their indices (which *is* the child while the count is 1).
+#[derive(Clone, Copy, Default, PartialEq, Eq, Debug)]
+pub(crate) struct Family {
+    count: u32,
+    xor: u32,
+}
+
+impl Family {
+    /// `child` was added (`add`) or removed.
+    pub(crate) fn changed(&mut self, child: u32, add: bool) {
+        if add {
+            self.add(child);
+        } else {
+            self.count -= 1;
+            self.xor ^= child;
         }
     }
 
-    /// Paths that continue below this node (those that do not end here).
+    pub(crate) fn add(&mut self, child: u32) {
+        self.count += 1;
+        self.xor ^= child;
+    }
+
+    /// No child at all.
     #[inline]
-    pub(crate) fn continuing(&self) -> u32 {
-        self.num_paths - u32::from(self.path != NONE)
+    pub(crate) fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// The only child, or `NONE` when there are none or several.
+    #[inline]
+    pub(crate) fn only(&self) -> u32 {
+        if self.count == 1 {
+            self.xor
+        } else {
+            NONE
+        }
     }
 }
+
+/// What registration, removal and the passive walk's setup read per node.
+#[derive(Clone, Copy)]
+struct Aux {
+    /// Paths passing through or ending here; 0 marks a free slot.
+    num_paths: u32,
+    /// The twin in the other mode's tree, or `NONE`. Symmetric, and only
+    /// ever names live nodes: `free` unlinks both sides.
+    twin: u32,
+    children: Family,
+}
+
+const FREE: Aux = Aux {
+    num_paths: 0,
+    twin: NONE,
+    children: Family { count: 0, xor: 0 },
+};
 
 /// Owner of all demux nodes: a slab with an intrusive free list, plus the
 /// spill table for keys longer than [`INLINE`].
 #[derive(Default)]
 pub(crate) struct NodeSlab {
     nodes: Vec<DemuxNode>,
+    aux: Vec<Aux>,
     free_head: Option<u32>,
     live: u32,
     spill: Vec<[u8; Key::MAX_LEN]>,
     spill_free: Vec<u32>,
-    /// `twin[i]`: node `i`'s twin in the other mode's tree, or `NONE`.
-    /// Symmetric, and only ever names live nodes: `free` unlinks both sides.
-    twin: Vec<u32>,
 }
 
 impl NodeSlab {
@@ -117,77 +219,137 @@ impl NodeSlab {
         &mut self.nodes[idx as usize]
     }
 
+    /// How many paths pass through or end at node `idx`.
+    #[inline]
+    pub(crate) fn num_paths(&self, idx: u32) -> u32 {
+        self.aux[idx as usize].num_paths
+    }
+
+    /// Paths that continue below node `idx` (those that do not end here).
+    #[inline]
+    pub(crate) fn continuing(&self, idx: u32) -> u32 {
+        self.num_paths(idx) - u32::from(self.get(idx).path != NONE)
+    }
+
+    /// One more path through node `idx`.
+    pub(crate) fn add_path(&mut self, idx: u32) {
+        self.aux[idx as usize].num_paths += 1;
+    }
+
+    /// One path fewer through node `idx`; returns how many remain.
+    pub(crate) fn drop_path(&mut self, idx: u32) -> u32 {
+        let a = &mut self.aux[idx as usize];
+        a.num_paths -= 1;
+        a.num_paths
+    }
+
+    /// Node `idx` gained (`add`) or lost a child; keeps its only child.
+    pub(crate) fn child_changed(&mut self, idx: u32, child: u32, add: bool) {
+        let f = &mut self.aux[idx as usize].children;
+        f.changed(child, add);
+        self.nodes[idx as usize].only = f.only();
+    }
+
     /// The node `r` names, if it is live.
     pub(crate) fn live(&self, r: DemuxNodeRef) -> Option<&DemuxNode> {
-        self.nodes.get(r.0 as usize).filter(|n| n.num_paths > 0)
+        let i = r.0 as usize;
+        self.aux
+            .get(i)
+            .filter(|a| a.num_paths > 0)
+            .map(|_| &self.nodes[i])
+    }
+
+    /// Inspection view of live node `idx`.
+    pub(crate) fn info(&self, idx: u32) -> DemuxNodeInfo {
+        let n = self.get(idx);
+        DemuxNodeInfo {
+            num_paths: self.num_paths(idx),
+            path: (n.path != NONE).then_some(PathId(n.path)),
+            next_module: (n.next_module != NONE).then_some(ModuleId(n.next_module)),
+            mode: if n.flags() & PASSIVE != 0 {
+                KeyMode::Passive
+            } else {
+                KeyMode::Active
+            },
+            depth: n.depth(),
+        }
     }
 
     pub(crate) fn heap_bytes(&self) -> usize {
         self.nodes.capacity() * std::mem::size_of::<DemuxNode>()
+            + self.aux.capacity() * std::mem::size_of::<Aux>()
             + self.spill.capacity() * Key::MAX_LEN
             + self.spill_free.capacity() * 4
-            + self.twin.capacity() * 4
     }
 
     /// Node `idx`'s twin, or `NONE`.
     #[inline]
     pub(crate) fn twin(&self, idx: u32) -> u32 {
-        self.twin[idx as usize]
+        self.aux[idx as usize].twin
     }
 
     /// Makes live nodes `a` and `b` each other's twin.
     pub(crate) fn link_twins(&mut self, a: u32, b: u32) {
-        self.twin[a as usize] = b;
-        self.twin[b as usize] = a;
+        self.aux[a as usize].twin = b;
+        self.aux[b as usize].twin = a;
     }
 
     /// Indices of the live nodes (for invariant checks).
     #[cfg(feature = "testing")]
     pub(crate) fn live_indices(&self) -> impl Iterator<Item = u32> + '_ {
-        (0..self.nodes.len() as u32).filter(|&i| self.get(i).num_paths > 0)
+        (0..self.nodes.len() as u32).filter(|&i| self.num_paths(i) > 0)
+    }
+
+    /// Node `idx`'s children as recorded (for invariant checks).
+    #[cfg(feature = "testing")]
+    pub(crate) fn children(&self, idx: u32) -> Family {
+        self.aux[idx as usize].children
     }
 
     pub(crate) fn live_count(&self) -> u32 {
         self.live
     }
 
-    /// Whether node `idx` has edge `(parent, flags, key)`.
-    #[inline]
-    pub(crate) fn matches(&self, idx: u32, parent: u32, flags: u8, key: &Key) -> bool {
+    /// Whether node `idx` has the edge `p` looks for.
+    #[inline(always)]
+    pub(crate) fn matches(&self, idx: u32, p: &Probe<'_>) -> bool {
         let n = self.get(idx);
-        if n.parent != parent || n.flags != flags || u64::from(n.key_len) != key.len {
+        if (n.edge ^ p.edge) & EDGE_MASK != 0 {
             return false;
         }
-        let len = key.len as usize;
+        let len = p.key.len();
         if len <= INLINE {
-            // Both sides are zero padded, so a fixed-size compare is exact
-            // and cheaper than a variable-length memcmp.
-            n.key == key.bytes[..INLINE]
+            // Both sides are zero padded, so whole-word compares are exact.
+            n.key_lo == p.key.word(0) && n.key_hi == p.key.word(1) as u32
         } else {
-            self.spill[spill_index(n) as usize][..len] == key.bytes[..len]
+            self.spill_matches(n, p.key)
         }
+    }
+
+    #[inline(never)]
+    fn spill_matches(&self, n: &DemuxNode, key: &Key) -> bool {
+        self.spill[n.key_lo as usize] == key.bytes
     }
 
     /// The key stored in node `idx`.
     pub(crate) fn key(&self, idx: u32) -> Key {
         let n = self.get(idx);
-        let len = n.key_len as usize;
+        let len = n.key_len();
         let mut k = Key::EMPTY;
         if len <= INLINE {
-            k.bytes[..INLINE].copy_from_slice(&n.key);
+            k.bytes[..8].copy_from_slice(&n.key_lo.to_le_bytes());
+            k.bytes[8..INLINE].copy_from_slice(&n.key_hi.to_le_bytes());
         } else {
-            k.bytes = self.spill[spill_index(n) as usize];
+            k.bytes = self.spill[n.key_lo as usize];
         }
-        k.len = u64::from(n.key_len);
+        k.len = len as u64;
         k
     }
 
-    /// Allocates a node with zero paths; the caller bumps `num_paths` at once.
+    /// Allocates a node with zero paths; the caller bumps its count at once.
     pub(crate) fn alloc(&mut self, parent: u32, flags: u8, depth: u8, key: &Key) -> u32 {
-        let mut inline = [0u8; INLINE];
-        let len = key.len as usize;
-        if len <= INLINE {
-            inline.copy_from_slice(&key.bytes[..INLINE]);
+        let (key_lo, key_hi) = if key.len() <= INLINE {
+            (key.word(0), key.word(1) as u32)
         } else {
             let s = match self.spill_free.pop() {
                 Some(s) => {
@@ -199,56 +361,52 @@ impl NodeSlab {
                     (self.spill.len() - 1) as u32
                 }
             };
-            inline[..4].copy_from_slice(&s.to_le_bytes());
-        }
+            (u64::from(s), 0)
+        };
         let node = DemuxNode {
-            parent,
+            edge: edge_word(parent, flags, key.len) | (u64::from(depth) << 48),
+            key_lo,
+            key_hi,
             next_module: NONE,
             path: NONE,
-            num_paths: 0,
-            flags,
-            depth,
-            key_len: key.len as u8,
-            key: inline,
+            only: NONE,
         };
         self.live += 1;
         match self.free_head {
             Some(idx) => {
-                self.free_head = (self.get(idx).parent != NONE).then_some(self.get(idx).parent);
+                let link = self.get(idx).parent();
+                self.free_head = (link != NONE).then_some(link);
                 *self.get_mut(idx) = node;
                 // `free` left the slot unlinked.
-                debug_assert_eq!(self.twin[idx as usize], NONE);
+                debug_assert_eq!(self.aux[idx as usize].twin, NONE);
                 idx
             }
             None => {
                 self.nodes.push(node);
-                self.twin.push(NONE);
+                self.aux.push(FREE);
                 (self.nodes.len() - 1) as u32
             }
         }
     }
 
-    /// Returns node `idx` (with `num_paths == 0`) to the free list.
+    /// Returns node `idx` (with no paths left) to the free list.
     pub(crate) fn free(&mut self, idx: u32) {
         let n = *self.get(idx);
-        debug_assert_eq!(n.num_paths, 0);
-        if n.key_len as usize > INLINE {
-            self.spill_free.push(spill_index(&n));
+        debug_assert_eq!(self.num_paths(idx), 0);
+        if n.key_len() > INLINE {
+            self.spill_free.push(n.key_lo as u32);
         }
-        let t = std::mem::replace(&mut self.twin[idx as usize], NONE);
+        let t = std::mem::replace(&mut self.aux[idx as usize], FREE).twin;
         if t != NONE {
-            self.twin[t as usize] = NONE;
+            self.aux[t as usize].twin = NONE;
         }
         let link = self.free_head.unwrap_or(NONE);
         let slot = self.get_mut(idx);
-        slot.parent = link;
+        slot.edge = u64::from(link);
         slot.next_module = NONE;
         slot.path = NONE;
+        slot.only = NONE;
         self.free_head = Some(idx);
         self.live -= 1;
     }
-}
-
-fn spill_index(n: &DemuxNode) -> u32 {
-    u32::from_le_bytes([n.key[0], n.key[1], n.key[2], n.key[3]])
 }
