@@ -40,6 +40,9 @@ pub trait Reason: Copy + fmt::Debug + 'static {
     /// The name qualified by the layer (`"ipv4.no_route"`), unique across
     /// layers: the name the stack's drop tables count under.
     fn qualified_name(self) -> &'static str;
+    /// The qualified name behind one more reference: a thin pointer, which
+    /// keeps [`DropReason`] one word wide.
+    fn qualified_ref(self) -> &'static &'static str;
     /// The position of this variant in [`Reason::ALL`].
     fn index(self) -> usize;
 }
@@ -49,8 +52,12 @@ pub trait Reason: Copy + fmt::Debug + 'static {
 /// (`"ipv4.bad_checksum"`, `"path.sink_full"`). Made only from a typed
 /// reason (`From<R: Reason>`); compare it with one directly
 /// (`reason == Ipv4DropReason::NoRoute`).
+///
+/// It is one word (a thin pointer to the name), so a stage's
+/// [`Verdict`](crate::stage::Verdict) fits in two registers and is returned
+/// in them rather than through memory, on every stage call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct DropReason(&'static str);
+pub struct DropReason(&'static &'static str);
 
 impl DropReason {
     /// The reason's qualified name, the counter key.
@@ -60,14 +67,15 @@ impl DropReason {
 }
 
 impl<R: Reason> From<R> for DropReason {
+    #[inline]
     fn from(reason: R) -> Self {
-        DropReason(reason.qualified_name())
+        DropReason(reason.qualified_ref())
     }
 }
 
 impl<R: Reason> PartialEq<R> for DropReason {
     fn eq(&self, reason: &R) -> bool {
-        self.0 == reason.qualified_name()
+        *self.0 == reason.qualified_name()
     }
 }
 
@@ -181,7 +189,11 @@ macro_rules! drop_reasons {
                 match self { $($ty::$variant => $name),+ }
             }
             fn qualified_name(self) -> &'static str {
-                match self { $($ty::$variant => concat!($layer, ".", $name)),+ }
+                self.qualified_ref()
+            }
+            #[inline]
+            fn qualified_ref(self) -> &'static &'static str {
+                match self { $($ty::$variant => &concat!($layer, ".", $name)),+ }
             }
             fn index(self) -> usize {
                 self as usize
@@ -264,5 +276,16 @@ mod tests {
     #[should_panic(expected = "empty")]
     fn names_must_not_be_empty() {
         check_names(&[""]);
+    }
+}
+
+#[cfg(test)]
+mod size {
+    #[test]
+    fn a_verdict_fits_in_two_registers() {
+        // Returned by every stage call: two words are returned in
+        // registers, three would go through memory.
+        assert_eq!(std::mem::size_of::<super::DropReason>(), 8);
+        assert!(std::mem::size_of::<crate::stage::Verdict>() <= 16);
     }
 }
