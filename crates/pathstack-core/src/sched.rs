@@ -175,6 +175,11 @@ impl RunQueue {
         self.heap.pop()
     }
 
+    /// Whether nothing is pending.
+    pub fn is_empty(&self) -> bool {
+        self.heap.is_empty()
+    }
+
     /// Removes and hands to `take` the entries with this module sequence and
     /// direction, best first, while `take` returns `true`.
     pub fn take_matching(&mut self, seq_key: u64, dir: Dir, mut take: impl FnMut(Pending) -> bool) {

@@ -365,7 +365,18 @@ impl Stack {
     }
 
     /// Runs pending paths until none is left. Returns messages processed.
+    #[inline]
     pub fn run_pending(&mut self) -> usize {
+        // Off the common path (run to completion leaves it empty): one
+        // comparison when there is nothing to schedule.
+        if self.runq.is_empty() {
+            return 0;
+        }
+        self.run_pending_now()
+    }
+
+    #[inline(never)]
+    fn run_pending_now(&mut self) -> usize {
         let mut n = 0;
         while let Some(p) = self.runq.pop() {
             let Some(path) = self.paths.get_mut(p.path) else {
