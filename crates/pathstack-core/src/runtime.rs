@@ -45,6 +45,9 @@ pub(crate) enum Start {
     /// At the path's end it enters by: `end[0]` travelling down,
     /// `end[1]` travelling up.
     End,
+    /// At the path's end, taken from its source queue and counted already
+    /// (an LDLP batch of one, run as a single message).
+    Dequeued,
     /// At the neighbour of the stage at this position, in the direction of
     /// travel (after that stage: a message sent on from it, or turned).
     After(usize),

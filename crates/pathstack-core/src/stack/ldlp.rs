@@ -63,6 +63,27 @@ impl Stack {
             }
         }
         let n = batch.len();
+        if n == 1 {
+            // A batch of one has no stage-major order to gain: it runs as a
+            // single message (and so continues in place when turned),
+            // without the batch's bookkeeping.
+            if let Some(slot) = batch.pop() {
+                self.run(Trip {
+                    path: slot.path,
+                    start: Start::Dequeued,
+                    dir,
+                    msg: slot.msg,
+                    origin: 0,
+                    dequeued: true,
+                });
+                self.drain_follow_ups();
+                if let (Some(t0), Some(p)) = (t0, self.paths.get_mut(slot.path)) {
+                    p.stats.cpu_ns += t0.elapsed().as_nanos() as u64;
+                }
+            }
+            self.batch = batch;
+            return 1;
+        }
         let Some(len) = batch
             .first()
             .and_then(|s| self.paths.get(s.path))

@@ -206,6 +206,7 @@ impl Stack {
                     path.stats.bytes_in[dir.index()] += msg.len() as u64;
                     Some(entry(dir, len))
                 }
+                Start::Dequeued => Some(entry(dir, len)),
                 Start::After(p) => step(p, dir, len),
                 Start::AfterModule(_) => unreachable!("resolved above"),
             };
