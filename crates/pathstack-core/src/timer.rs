@@ -396,7 +396,7 @@ mod tests {
         }
         assert_eq!(w.len(), 6);
         assert_eq!(w.next_deadline(), Some(ns(3)));
-        assert_eq!(fired(&mut w, ns(2)), []);
+        assert!(fired(&mut w, ns(2)).is_empty());
         assert_eq!(fired(&mut w, ns(21)), ['f', 'b', 'e']);
         assert_eq!(w.next_deadline(), Some(ns(25)));
         assert_eq!(fired(&mut w, ns(1000)), ['a', 'c', 'd']);
@@ -408,7 +408,7 @@ mod tests {
     fn deadline_is_exact_within_a_tick() {
         let mut w = TimerWheel::new(Duration::from_millis(1), 4, 4);
         w.arm(ns(1_500_000), 1).unwrap();
-        assert_eq!(fired(&mut w, ns(1_499_999)), []);
+        assert!(fired(&mut w, ns(1_499_999)).is_empty());
         assert_eq!(fired(&mut w, ns(1_500_000)), [1]);
     }
 
@@ -470,7 +470,7 @@ mod tests {
     fn past_deadline_fires_at_next_expire() {
         let mut w = TimerWheel::new(Duration::from_nanos(10), 8, 8);
         w.arm(ns(500), 1).unwrap();
-        assert_eq!(fired(&mut w, ns(400)), []);
+        assert!(fired(&mut w, ns(400)).is_empty());
         w.arm(ns(5), 2).unwrap();
         assert_eq!(w.next_deadline(), Some(ns(5)));
         assert_eq!(fired(&mut w, ns(400)), [2]);

@@ -26,6 +26,7 @@ pub use config::{StackConfig, StackStats};
 pub use module_types::{ModuleFactory, ModuleSetup, ModuleTypes};
 pub use run::SendError;
 
+use crate::attrs::Attrs;
 use crate::demux::Demux;
 use crate::drop_reason::DropTally;
 use crate::error::{ModuleError, PathError, StackError};
@@ -65,6 +66,9 @@ pub struct Stack {
     /// Follow-ups being processed ([`Stack::drain_follow_ups`]).
     work: VecDeque<FollowUp>,
     fired: Vec<TimerOwner>,
+    /// Paths modules asked for during a module call
+    /// ([`ModCx::request_path`]), created right after it.
+    path_requests: Vec<(Attrs, u64)>,
     /// The modules whose [`Module::polls`] said yes.
     polled: Vec<Polled>,
     config: StackConfig,
@@ -112,33 +116,55 @@ impl Stack {
     /// Runs `f` on module `m` with its context, then creates the paths it
     /// asked for with [`ModCx::request_path`] and reports each result to
     /// [`Module::path_created`]. Returns `f`'s result and the first path
-    /// creation error, if any. The one place a `ModCx` is made, so that
-    /// every module call (init, timer, poll) keeps the same contract.
+    /// creation error, if any. Every module call (init, timer, poll,
+    /// receive) goes through [`Stack::call_module`], so keeps the same
+    /// contract.
     fn run_module<R>(
         &mut self,
         m: ModuleId,
         f: impl FnOnce(&mut dyn Module, &mut ModCx<'_>) -> R,
     ) -> (R, Option<PathError>) {
-        let mut requests = Vec::new();
-        let r = {
-            let slot = &mut self.modules[m.0 as usize];
-            let mut cx = ModCx {
-                now: self.now,
-                module_id: m,
-                instance: &slot.name,
-                params: &slot.params,
-                shared: &mut self.shared,
-                drops: &mut slot.drops,
-                path_requests: &mut requests,
-            };
-            f(slot.module.as_mut(), &mut cx)
+        let r = self.call_module(m, f);
+        (r, self.create_requested_paths(m))
+    }
+
+    /// Runs `f` on module `m` with its context; the paths it asks for wait
+    /// in `path_requests` for [`Stack::create_requested_paths`]. The one
+    /// place a `ModCx` is made.
+    #[inline]
+    pub(super) fn call_module<R>(
+        &mut self,
+        m: ModuleId,
+        f: impl FnOnce(&mut dyn Module, &mut ModCx<'_>) -> R,
+    ) -> R {
+        let slot = &mut self.modules[m.0 as usize];
+        let mut cx = ModCx {
+            now: self.now,
+            module_id: m,
+            instance: &slot.name,
+            params: &slot.params,
+            shared: &mut self.shared,
+            drops: &mut slot.drops,
+            path_requests: &mut self.path_requests,
         };
-        if requests.is_empty() {
-            // The common case, on every poll: nothing to create or drop.
-            return (r, None);
+        f(slot.module.as_mut(), &mut cx)
+    }
+
+    /// Creates the paths module `m` asked for, reporting each result to its
+    /// [`Module::path_created`]; the first error, if any.
+    #[inline]
+    pub(super) fn create_requested_paths(&mut self, m: ModuleId) -> Option<PathError> {
+        // The common case, after every module call: nothing asked for.
+        if self.path_requests.is_empty() {
+            return None;
         }
+        self.create_requested_paths_now(m)
+    }
+
+    #[inline(never)]
+    fn create_requested_paths_now(&mut self, m: ModuleId) -> Option<PathError> {
         let mut first_error = None;
-        for (attrs, tag) in requests {
+        for (attrs, tag) in std::mem::take(&mut self.path_requests) {
             let result = self.path_create(m, attrs);
             self.modules[m.0 as usize]
                 .module
@@ -147,7 +173,7 @@ impl Stack {
                 first_error.get_or_insert(e);
             }
         }
-        (r, first_error)
+        first_error
     }
 
     /// The module instance called `name`.

@@ -356,10 +356,12 @@ impl Stack {
             }
             // Drivers that hand over one frame at a time.
             if receives {
-                while let (Some(frame), _) = self.run_module(m, |module, cx| module.receive(cx)) {
+                while let Some(frame) = self.call_module(m, |module, cx| module.receive(cx)) {
                     work += 1;
                     self.receive_frame(m, frame);
                 }
+                // Path creation errors went to `path_created`.
+                let _ = self.create_requested_paths(m);
             }
         }
         work
