@@ -562,6 +562,11 @@ impl IpStage {
         let ident = m.ident.next_ident();
         let len = msg.len();
         let mut repr = Ipv4Repr::new(self.iface.addr, dst, proto, ident, len as u16);
+        // A socket's TTL option (RFC 1122 §3.2.1.7: the transport layer
+        // may set the TTL of what it sends).
+        if let Some(ttl) = msg.anno().ttl() {
+            repr.ttl = ttl;
+        }
         msg.anno_mut().set_next_hop(next_hop);
         if len + MIN_HEADER_LEN <= usize::from(self.iface.mtu) {
             return match repr.push_onto(msg) {
