@@ -59,6 +59,7 @@
 
 mod net;
 mod udp;
+mod waiters;
 
 pub use net::Net;
 pub use udp::UdpSocket;
