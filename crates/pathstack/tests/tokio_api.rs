@@ -43,7 +43,10 @@ async fn address_forms_connect_peek_and_truncation() {
     assert_eq!(other.local_addr().unwrap(), addr([10, 0, 0, 1], 9));
     let e = UdpSocket::bind(&a, "[::]:7").await.unwrap_err();
     assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
-    assert!(e.to_string().contains("address family not supported"), "{e}");
+    assert!(
+        e.to_string().contains("address family not supported"),
+        "{e}"
+    );
 
     assert_eq!(cli.send_to(b"0123456789", "10.0.0.2:7").await.unwrap(), 10);
     let mut small = [0u8; 4];
@@ -93,7 +96,9 @@ async fn try_poll_and_readiness_calls() {
         io::ErrorKind::WouldBlock
     );
 
-    let n = poll_fn(|cx| cli.poll_send_to(cx, b"two", dst)).await.unwrap();
+    let n = poll_fn(|cx| cli.poll_send_to(cx, b"two", dst))
+        .await
+        .unwrap();
     assert_eq!(n, 3);
     let mut storage = [0u8; 16];
     let mut rb = ReadBuf::new(&mut storage);
