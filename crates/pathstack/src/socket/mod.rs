@@ -14,13 +14,13 @@
 //!
 //! Handles are small `Copy` values, like smoltcp's socket handles: the
 //! host owns the sockets, the handle names one. A handle carries its
-//! host's identity ([`HostId`](crate::host::HostId)): used on another host
+//! host's identity ([`crate::host::HostId`]): used on another host
 //! it is refused with [`SocketError::WrongHost`]. A handle of a closed
 //! socket is stale everywhere ([`SocketError::Closed`]).
 //!
 //! The calls follow `std::net::UdpSocket`, with the host as the first
-//! argument: addresses are anything [`ToSocketAddrs`](std::net::ToSocketAddrs)
-//! (`"10.0.0.2:7"`, a [`SocketAddr`], a [`SocketAddrV4`](std::net::SocketAddrV4),
+//! argument: addresses are anything [`ToSocketAddrs`]
+//! (`"10.0.0.2:7"`, a [`SocketAddr`], a [`SocketAddrV4`],
 //! `(IpAddr, u16)` …; IPv6 ones fail with
 //! [`SocketError::UnsupportedFamily`]); `connect` is a call on a bound
 //! socket; `local_addr`, `peer_addr`, `peek_from`, `set_ttl`/`ttl` and
