@@ -91,7 +91,8 @@ fn open_other(h: &mut Host, i: usize) -> UdpSocket {
         Ipv4Addr::new(10, 0, 0, 3 + (i / 50_000) as u8),
         1024 + (i % 50_000) as u16,
     );
-    h.udp_connect(local, peer).expect("other path")
+    h.udp_connect((Ipv4Addr::UNSPECIFIED, local), peer)
+        .expect("other path")
 }
 
 /// Live heap bytes (allocated and not yet freed) since `region` began.
@@ -111,14 +112,17 @@ struct Heap {
 fn heap(h: &mut Host) -> Heap {
     // A first cycle so that lazily made tables are not charged to the
     // measured paths.
-    let s = h.udp_connect(0, PEER).expect("path");
+    let s = h
+        .udp_connect((Ipv4Addr::UNSPECIFIED, 0), PEER)
+        .expect("path");
     h.udp_close(s).expect("close");
 
     let region = Region::new(GLOBAL);
     let socks: Vec<UdpSocket> = (0..HELD)
         .map(|i| {
             let peer = SocketAddrV4::new(*PEER.ip(), 20_000 + i as u16);
-            h.udp_connect(0, peer).expect("held path")
+            h.udp_connect((Ipv4Addr::UNSPECIFIED, 0), peer)
+                .expect("held path")
         })
         .collect();
     // The handles' own Vec is the benchmark's, not the stack's.
@@ -130,7 +134,9 @@ fn heap(h: &mut Host) -> Heap {
 
     let region = Region::new(GLOBAL);
     for _ in 0..CYCLES {
-        let s = h.udp_connect(0, PEER).expect("path");
+        let s = h
+            .udp_connect((Ipv4Addr::UNSPECIFIED, 0), PEER)
+            .expect("path");
         h.udp_close(s).expect("close");
     }
     let c = region.change();
@@ -150,7 +156,9 @@ fn bench(c: &mut Criterion, h: &mut Host, others: usize) {
         b.iter_custom(|iters| {
             let t = Instant::now();
             for _ in 0..iters {
-                let s = h.udp_connect(0, black_box(PEER)).expect("path");
+                let s = h
+                    .udp_connect((Ipv4Addr::UNSPECIFIED, 0), black_box(PEER))
+                    .expect("path");
                 h.udp_close(black_box(s)).expect("close");
             }
             let e = t.elapsed();
@@ -171,7 +179,10 @@ fn bench(c: &mut Criterion, h: &mut Host, others: usize) {
                     let t = Instant::now();
                     for j in 0..k {
                         let peer = SocketAddrV4::new(*PEER.ip(), 20_000 + j as u16);
-                        socks.push(h.udp_connect(0, black_box(peer)).expect("path"));
+                        socks.push(
+                            h.udp_connect((Ipv4Addr::UNSPECIFIED, 0), black_box(peer))
+                                .expect("path"),
+                        );
                     }
                     create += t.elapsed();
                     let t = Instant::now();
@@ -321,7 +332,7 @@ fn main() {
     }
 
     let doc = serde_json::json!({
-        "what": "connected UDP path: Host::udp_connect(0, peer) + Host::udp_close, \
+        "what": "connected UDP path: Host::udp_connect((0.0.0.0, 0), peer) + Host::udp_close, \
                  in-memory wire, others = connected UDP paths to distinct remote endpoints",
         "results": results,
         "others_open": build_per_other.map(|(bytes, ns)| serde_json::json!({

@@ -15,7 +15,7 @@ use crate::ids::{Dir, PathId};
 use std::marker::PhantomData;
 
 /// Number of 32-bit words in the annotation area.
-pub const ANNO_WORDS: usize = 6;
+pub const ANNO_WORDS: usize = 7;
 
 /// Number of flag bits in the annotation area.
 pub const ANNO_FLAGS: u8 = 8;

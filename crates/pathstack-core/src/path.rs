@@ -79,6 +79,11 @@ impl PathQueue {
     pub fn dropped(&self) -> u64 {
         self.dropped
     }
+    /// The message at the head of the queue, left in place (what a
+    /// socket's `peek` reads).
+    pub fn front(&self) -> Option<&Msg> {
+        self.q.front()
+    }
     pub(crate) fn push(&mut self, m: Msg) -> Result<(), Msg> {
         if self.q.len() >= self.cap {
             self.dropped += 1;

@@ -221,6 +221,10 @@ impl<D: Device, W: Write + Send> Device for PcapCapture<D, W> {
     fn stats(&self) -> DeviceStats {
         self.inner.stats()
     }
+
+    fn rx_waiter(&self) -> Option<std::sync::Arc<dyn pathstack_core::device::RxWaiter>> {
+        self.inner.rx_waiter()
+    }
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@
 //! | 2 | IP next hop | IP routing (down) | ARP |
 //! | 3 | peer transport port | UDP (up), the application | UDP (down), sockets |
 //! | 4–5 | link-layer destination | ARP (down) | ETH |
+//! | 6 | time to live of an outgoing datagram | the application (socket option) | IP (down) |
 //!
 //! Flag 0: the frame arrived as a link-layer broadcast or multicast (set by
 //! ETH on the way up; RFC 1122 §3.2.2 forbids ICMP errors about such frames).
@@ -21,6 +22,7 @@ const LOCAL_IP: AnnoKey<[u8; 4]> = AnnoKey::new(1);
 const NEXT_HOP: AnnoKey<[u8; 4]> = AnnoKey::new(2);
 const PEER_PORT: AnnoKey<u16> = AnnoKey::new(3);
 const LINK_DST: AnnoKey<[u8; 6]> = AnnoKey::new(4);
+const TTL: AnnoKey<u32> = AnnoKey::new(6);
 const LINK_BROADCAST: AnnoFlag = AnnoFlag::new(0);
 
 /// Typed access to the Internet annotations of a message.
@@ -64,6 +66,11 @@ pub trait InetAnno {
     fn link_dst(&self) -> Option<[u8; 6]>;
     /// Sets [`link_dst`](Self::link_dst).
     fn set_link_dst(&mut self, mac: [u8; 6]);
+    /// The time to live IP puts in an outgoing datagram's header (a
+    /// socket's `IP_TTL` option); unset, IP uses its default (64).
+    fn ttl(&self) -> Option<u8>;
+    /// Sets [`ttl`](Self::ttl).
+    fn set_ttl(&mut self, ttl: u8);
     /// Whether the frame arrived as a link-layer broadcast or multicast.
     fn link_broadcast(&self) -> bool;
     /// Sets [`link_broadcast`](Self::link_broadcast).
@@ -110,6 +117,14 @@ impl InetAnno for Anno {
     #[inline]
     fn set_link_dst(&mut self, mac: [u8; 6]) {
         self.set(LINK_DST, mac);
+    }
+    #[inline]
+    fn ttl(&self) -> Option<u8> {
+        self.get(TTL).map(|t| t as u8)
+    }
+    #[inline]
+    fn set_ttl(&mut self, ttl: u8) {
+        self.set(TTL, u32::from(ttl));
     }
     #[inline]
     fn link_broadcast(&self) -> bool {

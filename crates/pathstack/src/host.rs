@@ -20,6 +20,7 @@
 use crate::module_types;
 use crate::nic::Nic;
 use crate::socket::UdpSockets;
+use pathstack_core::device::RxWaiter;
 use pathstack_core::graph::ModuleGraph;
 use pathstack_core::stack::{Stack, StackConfig};
 use pathstack_core::{Device, Dir, Instant, Msg, PathId, SchedKind};
@@ -28,6 +29,29 @@ use pathstack_inet::modules::{parse_cidr, CidrError, HostGraph, IcmpModule, IpMo
 use pathstack_inet::MacAddr;
 use std::fmt::Write as _;
 use std::net::Ipv4Addr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// A host's identity, unique in the process. Every socket handle carries
+/// its host's, so that a handle used on another host is refused
+/// ([`SocketError::WrongHost`](crate::socket::SocketError::WrongHost))
+/// rather than taken for that host's socket in the same slot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct HostId(u64);
+
+impl HostId {
+    /// A new identity: a process-wide counter, so no two hosts share one.
+    fn next() -> HostId {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        HostId(NEXT.fetch_add(1, Ordering::Relaxed))
+    }
+}
+
+impl std::fmt::Display for HostId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "host #{}", self.0)
+    }
+}
 
 /// Why a host could not be made or used.
 #[derive(Debug, thiserror::Error)]
@@ -94,6 +118,22 @@ pub struct HostConfig {
     pub upper: Vec<(String, String)>,
 }
 
+impl std::str::FromStr for HostConfig {
+    type Err = HostError;
+
+    /// A configuration from `ADDR/PREFIX` (see [`HostConfig::parse`]).
+    ///
+    /// ```
+    /// use pathstack::host::HostConfig;
+    /// let cfg: HostConfig = "10.0.0.1/24".parse().unwrap();
+    /// assert_eq!((cfg.addr.to_string(), cfg.prefix_len), ("10.0.0.1".into(), 24));
+    /// assert!("10.0.0.1".parse::<HostConfig>().is_err());
+    /// ```
+    fn from_str(cidr: &str) -> Result<Self, HostError> {
+        Self::parse(cidr)
+    }
+}
+
 impl HostConfig {
     /// A configuration from `ADDR/PREFIX`, everything else default.
     pub fn parse(cidr: &str) -> Result<Self, HostError> {
@@ -119,6 +159,9 @@ pub struct Host {
     start: std::time::Instant,
     waiter: Option<TapWaiter>,
     mode: WaitMode,
+    /// What the device offers to sleep on until a frame arrives (the
+    /// in-memory wire's), taken before the device went into the stack.
+    rx_waiter: Option<Arc<dyn RxWaiter>>,
     pub(crate) sockets: UdpSockets,
 }
 
@@ -154,8 +197,8 @@ impl Host {
     /// let (a, _b) = wire_pair(WireConfig::default());
     /// let file = concat!(env!("CARGO_MANIFEST_DIR"), "/../../graphs/host.graph");
     /// let mut h = Host::from_graph_file(file, a).unwrap();
-    /// let s = h.udp_bind(7).unwrap();
-    /// assert_eq!(s.local_addr().to_string(), "10.0.0.1:7");
+    /// let s = h.udp_bind("0.0.0.0:7").unwrap();
+    /// assert_eq!(h.local_addr(&s).unwrap().to_string(), "10.0.0.1:7");
     /// ```
     pub fn from_graph_file(
         path: impl AsRef<std::path::Path>,
@@ -182,6 +225,7 @@ impl Host {
         sched: SchedKind,
         device: impl Device + 'static,
     ) -> Result<Host, HostError> {
+        let rx_waiter = device.rx_waiter();
         let types = module_types();
         let graph = ModuleGraph::from_text(text, Some(source), &types.specs())?;
         let stack = Stack::builder(graph, types)
@@ -196,20 +240,26 @@ impl Host {
             .and_then(|id| stack.module::<IcmpModule>(id))
             .and_then(IcmpModule::path)
             .ok_or(HostError::NoIcmp)?;
-        let addr = stack
+        let iface = stack
             .module_id("ip")
             .and_then(|id| stack.module::<IpModule>(id))
             .and_then(|ip| ip.interfaces().first())
-            .map(|i| i.addr);
-        let sockets = UdpSockets::new(stack.module_id("udp"), addr);
+            .copied();
+        let sockets = UdpSockets::new(HostId::next(), stack.module_id("udp"), iface);
         Ok(Host {
             stack,
             icmp,
             start: std::time::Instant::now(),
             waiter: None,
             mode: WaitMode::Blocking,
+            rx_waiter,
             sockets,
         })
+    }
+
+    /// The host's identity, which its socket handles carry.
+    pub fn id(&self) -> HostId {
+        self.sockets.host()
     }
 
     /// Our address (of the first interface of IP), if the graph has IP.
@@ -259,15 +309,23 @@ impl Host {
             .map(|t| std::time::Duration::from_nanos(t.saturating_since(now).as_nanos()))
     }
 
-    /// Waits for input or the stack's next timer, at most `max`.
+    /// Waits for input or the stack's next timer, at most `max`. It wakes
+    /// as soon as a frame arrives: on a TAP device given with
+    /// [`Host::with_waiter`] through its file descriptor, on a device that
+    /// offers an [`RxWaiter`] (the in-memory wire) through it. A device
+    /// with neither cannot say when a frame arrives, so the host sleeps
+    /// at most a millisecond and polls again.
     pub fn wait(&self, max: std::time::Duration) -> Result<(), HostError> {
         let timeout = self.until_timer().map_or(max, |t| t.min(max));
-        match (&self.waiter, self.mode) {
-            (Some(_), WaitMode::BusyPoll) => std::thread::yield_now(),
-            (Some(w), WaitMode::Blocking) => {
+        match (&self.waiter, self.mode, &self.rx_waiter) {
+            (Some(_), WaitMode::BusyPoll, _) => std::thread::yield_now(),
+            (Some(w), WaitMode::Blocking, _) => {
                 w.wait_readable(Some(timeout))?;
             }
-            (None, _) => std::thread::sleep(timeout.min(std::time::Duration::from_millis(1))),
+            (None, _, Some(rx)) => {
+                rx.wait_rx(timeout);
+            }
+            (None, _, None) => std::thread::sleep(timeout.min(std::time::Duration::from_millis(1))),
         }
         Ok(())
     }

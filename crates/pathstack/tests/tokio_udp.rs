@@ -71,9 +71,10 @@ async fn echo_two_hundred_round_trips_with_send_to_recv_from() {
 async fn connected_socket_send_and_recv() {
     let (a, b) = nets();
     let _server = echo_server(&b).await;
-    let sock = UdpSocket::connect(&a, addr(Ipv4Addr::UNSPECIFIED, 5555), addr(B, 7))
+    let sock = UdpSocket::bind(&a, addr(Ipv4Addr::UNSPECIFIED, 5555))
         .await
         .unwrap();
+    sock.connect(addr(B, 7)).await.unwrap();
     assert_eq!(sock.peer_addr().unwrap(), addr(B, 7));
     assert_eq!(sock.local_addr().unwrap(), addr(A, 5555));
     let mut buf = [0u8; 64];

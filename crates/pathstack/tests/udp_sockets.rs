@@ -5,10 +5,14 @@
 use pathstack::core::device::wire::{wire_pair, WireConfig};
 use pathstack::host::{Host, HostConfig};
 use pathstack::socket::{SocketError, UdpSocket, MAX_DATAGRAM};
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 
 const A: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
 const B: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
+
+fn addr(ip: Ipv4Addr, port: u16) -> SocketAddr {
+    SocketAddrV4::new(ip, port).into()
+}
 
 struct Net {
     a: Host,
@@ -33,7 +37,7 @@ impl Net {
 }
 
 /// Polls both hosts until `s` on `h` (a or b) has a datagram, at most 50 rounds.
-fn recv(net: &mut Net, on_b: bool, s: &UdpSocket, buf: &mut [u8]) -> (usize, SocketAddrV4) {
+fn recv(net: &mut Net, on_b: bool, s: &UdpSocket, buf: &mut [u8]) -> (usize, SocketAddr) {
     for _ in 0..50 {
         net.run(1);
         let h = if on_b { &mut net.b } else { &mut net.a };
@@ -48,43 +52,47 @@ fn recv(net: &mut Net, on_b: bool, s: &UdpSocket, buf: &mut [u8]) -> (usize, Soc
 #[test]
 fn bound_sockets_round_trip_with_peer_addresses() {
     let mut net = Net::new();
-    let srv = net.b.udp_bind(7).unwrap();
-    assert_eq!(srv.local_addr(), SocketAddrV4::new(B, 7));
-    assert_eq!(srv.peer_addr(), None);
-    let cli = net.a.udp_bind(4000).unwrap();
+    let srv = net.b.udp_bind((Ipv4Addr::UNSPECIFIED, 7)).unwrap();
+    assert_eq!(net.b.local_addr(&srv).unwrap(), addr(B, 7));
+    assert!(matches!(
+        net.b.peer_addr(&srv),
+        Err(SocketError::NotConnected)
+    ));
+    let cli = net.a.udp_bind((Ipv4Addr::UNSPECIFIED, 4000)).unwrap();
     let mut buf = [0u8; 256];
     for i in 0..20u32 {
         let msg = format!("ping {i}");
-        net.a
-            .send_to(&cli, msg.as_bytes(), SocketAddrV4::new(B, 7))
-            .unwrap();
+        net.a.send_to(&cli, msg.as_bytes(), addr(B, 7)).unwrap();
         let (n, from) = recv(&mut net, true, &srv, &mut buf);
         assert_eq!(&buf[..n], msg.as_bytes());
-        assert_eq!(from, SocketAddrV4::new(A, 4000));
+        assert_eq!(from, addr(A, 4000));
         let reply = format!("pong {i}");
         net.b.send_to(&srv, reply.as_bytes(), from).unwrap();
         let (n, from) = recv(&mut net, false, &cli, &mut buf);
         assert_eq!(&buf[..n], reply.as_bytes());
-        assert_eq!(from, SocketAddrV4::new(B, 7));
+        assert_eq!(from, addr(B, 7));
     }
 }
 
 #[test]
 fn connected_socket_talks_to_its_peer_only() {
     let mut net = Net::new();
-    let srv = net.b.udp_bind(7).unwrap();
-    let other = net.b.udp_bind(8).unwrap();
-    let cli = net.a.udp_connect(0, SocketAddrV4::new(B, 7)).unwrap();
-    assert_eq!(cli.peer_addr(), Some(SocketAddrV4::new(B, 7)));
-    let port = cli.local_addr().port();
+    let srv = net.b.udp_bind((Ipv4Addr::UNSPECIFIED, 7)).unwrap();
+    let other = net.b.udp_bind((Ipv4Addr::UNSPECIFIED, 8)).unwrap();
+    let cli = net
+        .a
+        .udp_connect((Ipv4Addr::UNSPECIFIED, 0), addr(B, 7))
+        .unwrap();
+    assert_eq!(net.a.peer_addr(&cli).unwrap(), addr(B, 7));
+    let port = net.a.local_addr(&cli).unwrap().port();
     assert!((49152..=65535).contains(&port), "ephemeral port {port}");
-    assert_eq!(*cli.local_addr().ip(), A);
+    assert_eq!(net.a.local_addr(&cli).unwrap().ip(), A);
 
     net.a.send(&cli, b"hello").unwrap();
     let mut buf = [0u8; 64];
     let (n, from) = recv(&mut net, true, &srv, &mut buf);
     assert_eq!(&buf[..n], b"hello");
-    assert_eq!(from, cli.local_addr());
+    assert_eq!(from, net.a.local_addr(&cli).unwrap());
 
     // A datagram from another port of the peer host is not for `cli`.
     net.b.send_to(&other, b"stranger", from).unwrap();
@@ -97,10 +105,10 @@ fn connected_socket_talks_to_its_peer_only() {
     // The connected socket refuses other destinations and the bound one
     // has no `send`.
     assert!(matches!(
-        net.a.send_to(&cli, b"x", SocketAddrV4::new(B, 8)),
+        net.a.send_to(&cli, b"x", addr(B, 8)),
         Err(SocketError::Connected { .. })
     ));
-    net.a.send_to(&cli, b"x", SocketAddrV4::new(B, 7)).unwrap();
+    net.a.send_to(&cli, b"x", addr(B, 7)).unwrap();
     assert!(matches!(
         net.b.send(&srv, b"x"),
         Err(SocketError::NotConnected)
@@ -114,26 +122,31 @@ fn connected_socket_talks_to_its_peer_only() {
 #[test]
 fn ephemeral_ports_are_distinct() {
     let mut net = Net::new();
-    let s1 = net.a.udp_bind(0).unwrap();
-    let s2 = net.a.udp_bind(0).unwrap();
-    let (p1, p2) = (s1.local_addr().port(), s2.local_addr().port());
+    let s1 = net.a.udp_bind((Ipv4Addr::UNSPECIFIED, 0)).unwrap();
+    let s2 = net.a.udp_bind((Ipv4Addr::UNSPECIFIED, 0)).unwrap();
+    let (p1, p2) = (
+        net.a.local_addr(&s1).unwrap().port(),
+        net.a.local_addr(&s2).unwrap().port(),
+    );
     assert_ne!(p1, p2);
     assert!((49152..=65535).contains(&p1) && (49152..=65535).contains(&p2));
     // The port really is the one datagrams carry.
-    let srv = net.b.udp_bind(9).unwrap();
-    net.a.send_to(&s2, b"x", SocketAddrV4::new(B, 9)).unwrap();
+    let srv = net.b.udp_bind((Ipv4Addr::UNSPECIFIED, 9)).unwrap();
+    net.a.send_to(&s2, b"x", addr(B, 9)).unwrap();
     let mut buf = [0u8; 8];
     let (_, from) = recv(&mut net, true, &srv, &mut buf);
     assert_eq!(from.port(), p2);
     // An ephemeral port is taken: binding it explicitly fails.
-    assert!(matches!(net.a.udp_bind(p1), Err(SocketError::PortInUse(p)) if p == p1));
+    assert!(
+        matches!(net.a.udp_bind((Ipv4Addr::UNSPECIFIED, p1)), Err(SocketError::PortInUse(p)) if p == p1)
+    );
 }
 
 #[test]
 fn port_in_use_and_close_frees_it() {
     let mut net = Net::new();
-    let s = net.b.udp_bind(7).unwrap();
-    let err = net.b.udp_bind(7).unwrap_err();
+    let s = net.b.udp_bind((Ipv4Addr::UNSPECIFIED, 7)).unwrap();
+    let err = net.b.udp_bind((Ipv4Addr::UNSPECIFIED, 7)).unwrap_err();
     assert!(matches!(err, SocketError::PortInUse(7)), "{err}");
     assert_eq!(err.to_string(), "UDP port 7 is already bound");
     assert_eq!(
@@ -142,10 +155,8 @@ fn port_in_use_and_close_frees_it() {
     );
 
     // A datagram queued on the socket is freed with it.
-    let cli = net.a.udp_bind(0).unwrap();
-    net.a
-        .send_to(&cli, b"late", SocketAddrV4::new(B, 7))
-        .unwrap();
+    let cli = net.a.udp_bind((Ipv4Addr::UNSPECIFIED, 0)).unwrap();
+    net.a.send_to(&cli, b"late", addr(B, 7)).unwrap();
     net.run(5);
     assert_eq!(net.b.udp_pending(&s), 1);
     net.b.udp_close(s).unwrap();
@@ -158,18 +169,16 @@ fn port_in_use_and_close_frees_it() {
         Err(SocketError::Closed)
     ));
     assert!(matches!(
-        net.b.send_to(&s, b"x", SocketAddrV4::new(A, 1)),
+        net.b.send_to(&s, b"x", addr(A, 1)),
         Err(SocketError::Closed)
     ));
     assert!(matches!(net.b.udp_close(s), Err(SocketError::Closed)));
 
     // The port is free again, and the new socket gets new datagrams only.
-    let s2 = net.b.udp_bind(7).unwrap();
+    let s2 = net.b.udp_bind((Ipv4Addr::UNSPECIFIED, 7)).unwrap();
     assert_ne!(s2, s);
     assert_eq!(net.b.recv_from(&s2, &mut buf).unwrap(), None);
-    net.a
-        .send_to(&cli, b"new", SocketAddrV4::new(B, 7))
-        .unwrap();
+    net.a.send_to(&cli, b"new", addr(B, 7)).unwrap();
     let (n, _) = recv(&mut net, true, &s2, &mut buf);
     assert_eq!(&buf[..n], b"new");
 }
@@ -177,10 +186,10 @@ fn port_in_use_and_close_frees_it() {
 #[test]
 fn closed_port_is_unreachable_again() {
     let mut net = Net::new();
-    let s = net.b.udp_bind(7).unwrap();
+    let s = net.b.udp_bind((Ipv4Addr::UNSPECIFIED, 7)).unwrap();
     net.b.udp_close(s).unwrap();
-    let cli = net.a.udp_bind(0).unwrap();
-    net.a.send_to(&cli, b"x", SocketAddrV4::new(B, 7)).unwrap();
+    let cli = net.a.udp_bind((Ipv4Addr::UNSPECIFIED, 0)).unwrap();
+    net.a.send_to(&cli, b"x", addr(B, 7)).unwrap();
     net.run(5);
     // ICMP port unreachable came back (RFC 1122 §4.1.3.1).
     let replies = net.a.echo_replies();
@@ -190,7 +199,7 @@ fn closed_port_is_unreachable_again() {
 #[test]
 fn recv_on_empty_socket_would_block() {
     let mut net = Net::new();
-    let s = net.a.udp_bind(5000).unwrap();
+    let s = net.a.udp_bind((Ipv4Addr::UNSPECIFIED, 5000)).unwrap();
     let mut buf = [0u8; 8];
     assert_eq!(net.a.recv_from(&s, &mut buf).unwrap(), None);
     net.run(3);
@@ -201,14 +210,10 @@ fn recv_on_empty_socket_would_block() {
 #[test]
 fn short_buffer_truncates_the_datagram() {
     let mut net = Net::new();
-    let srv = net.b.udp_bind(7).unwrap();
-    let cli = net.a.udp_bind(0).unwrap();
-    net.a
-        .send_to(&cli, b"0123456789", SocketAddrV4::new(B, 7))
-        .unwrap();
-    net.a
-        .send_to(&cli, b"next", SocketAddrV4::new(B, 7))
-        .unwrap();
+    let srv = net.b.udp_bind((Ipv4Addr::UNSPECIFIED, 7)).unwrap();
+    let cli = net.a.udp_bind((Ipv4Addr::UNSPECIFIED, 0)).unwrap();
+    net.a.send_to(&cli, b"0123456789", addr(B, 7)).unwrap();
+    net.a.send_to(&cli, b"next", addr(B, 7)).unwrap();
     let mut small = [0u8; 4];
     let (n, _) = recv(&mut net, true, &srv, &mut small);
     assert_eq!((n, &small), (4, b"0123"));
@@ -220,22 +225,19 @@ fn short_buffer_truncates_the_datagram() {
 #[test]
 fn bad_sends_are_refused_with_a_reason() {
     let mut net = Net::new();
-    let s = net.a.udp_bind(0).unwrap();
+    let s = net.a.udp_bind((Ipv4Addr::UNSPECIFIED, 0)).unwrap();
     let big = vec![0u8; MAX_DATAGRAM + 1];
-    let e = net
-        .a
-        .send_to(&s, &big, SocketAddrV4::new(B, 7))
-        .unwrap_err();
+    let e = net.a.send_to(&s, &big, addr(B, 7)).unwrap_err();
     assert!(
         matches!(e, SocketError::MessageTooLong { len, max: MAX_DATAGRAM } if len == MAX_DATAGRAM + 1)
     );
     assert!(matches!(
-        net.a.send_to(&s, b"x", SocketAddrV4::new(B, 0)),
+        net.a.send_to(&s, b"x", addr(B, 0)),
         Err(SocketError::BadAddress(..))
     ));
     assert!(matches!(
         net.a
-            .udp_connect(0, SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 7)),
+            .udp_connect((Ipv4Addr::UNSPECIFIED, 0), addr(Ipv4Addr::UNSPECIFIED, 7)),
         Err(SocketError::BadAddress(..))
     ));
 }
@@ -246,9 +248,9 @@ fn sends_run_at_once_and_arp_bounds_what_waits() {
     // the peer's address is being resolved, ARP keeps a bounded number of
     // datagrams per address, the latest ones (RFC 1122 §2.3.2.2).
     let mut net = Net::new();
-    let srv = net.b.udp_bind(7).unwrap();
-    let s = net.a.udp_bind(0).unwrap();
-    let dst = SocketAddrV4::new(B, 7);
+    let srv = net.b.udp_bind((Ipv4Addr::UNSPECIFIED, 7)).unwrap();
+    let s = net.a.udp_bind((Ipv4Addr::UNSPECIFIED, 0)).unwrap();
+    let dst = addr(B, 7);
     for i in 0..1000u32 {
         net.a.send_to(&s, &i.to_be_bytes(), dst).unwrap();
     }
@@ -284,14 +286,20 @@ fn host_without_udp_has_no_sockets() {
     let mut cfg = HostConfig::parse("10.0.0.1/24").unwrap();
     cfg.udp = false;
     let mut h = Host::new(cfg, da).unwrap();
-    assert!(matches!(h.udp_bind(7), Err(SocketError::NoUdp)));
+    assert!(matches!(
+        h.udp_bind((Ipv4Addr::UNSPECIFIED, 7)),
+        Err(SocketError::NoUdp)
+    ));
 }
 
 #[test]
 fn fragmented_datagrams_reach_sockets_both_ways() {
     let mut net = Net::new();
-    let srv = net.b.udp_bind(7).unwrap();
-    let cli = net.a.udp_connect(0, SocketAddrV4::new(B, 7)).unwrap();
+    let srv = net.b.udp_bind((Ipv4Addr::UNSPECIFIED, 7)).unwrap();
+    let cli = net
+        .a
+        .udp_connect((Ipv4Addr::UNSPECIFIED, 0), addr(B, 7))
+        .unwrap();
     // 1473 bytes is the smallest payload that IP fragments on a 1500-byte
     // MTU; 8000 needs six fragments.
     for len in [1472usize, 1473, 8000] {
@@ -314,10 +322,9 @@ fn sockets_work_on_a_host_from_a_graph_file() {
     let mut a = Host::from_graph_file(file, da).unwrap();
     assert_eq!(a.addr(), Some(A));
     let mut b = Host::new(HostConfig::parse("10.0.0.2/24").unwrap(), db).unwrap();
-    let sa = a.udp_bind(1234).unwrap();
-    let sb = b.udp_bind(7).unwrap();
-    a.send_to(&sa, b"from a file", SocketAddrV4::new(B, 7))
-        .unwrap();
+    let sa = a.udp_bind((Ipv4Addr::UNSPECIFIED, 1234)).unwrap();
+    let sb = b.udp_bind((Ipv4Addr::UNSPECIFIED, 7)).unwrap();
+    a.send_to(&sa, b"from a file", addr(B, 7)).unwrap();
     let mut buf = [0u8; 32];
     let mut got = None;
     for _ in 0..20 {
@@ -330,7 +337,7 @@ fn sockets_work_on_a_host_from_a_graph_file() {
     }
     let (n, from) = got.expect("datagram from the graph-file host");
     assert_eq!(&buf[..n], b"from a file");
-    assert_eq!(from, SocketAddrV4::new(A, 1234));
+    assert_eq!(from, addr(A, 1234));
 
     let missing = Host::from_graph_file("/nonexistent.graph", wire_pair(WireConfig::default()).0);
     assert!(matches!(
@@ -344,7 +351,10 @@ fn connecting_without_a_route_keeps_ips_reason() {
     use pathstack::inet::modules::IpRefusal;
     let mut net = Net::new();
     let peer = SocketAddrV4::new(Ipv4Addr::new(192, 0, 2, 1), 9);
-    let err = net.a.udp_connect(0, peer).unwrap_err();
+    let err = net
+        .a
+        .udp_connect((Ipv4Addr::UNSPECIFIED, 0), peer)
+        .unwrap_err();
     let SocketError::Path(e) = &err else {
         panic!("{err}")
     };

@@ -584,6 +584,12 @@ impl<D: Device> Device for Impaired<D> {
         }
         s
     }
+
+    /// The inner device's: a delayed frame is a timer of the stack
+    /// ([`Device::poll_at`]), not something to sleep on.
+    fn rx_waiter(&self) -> Option<std::sync::Arc<dyn super::RxWaiter>> {
+        self.inner.rx_waiter()
+    }
 }
 
 impl<D: Device + std::fmt::Debug> std::fmt::Debug for Impaired<D> {

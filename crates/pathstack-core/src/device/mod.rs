@@ -9,6 +9,7 @@
 
 use crate::msg::{Msg, MsgPool};
 use crate::time::Instant;
+use std::sync::Arc;
 use thiserror::Error;
 
 pub use driver::{WireDropReason, WireModule, WireStage, WIRE_SPEC};
@@ -107,6 +108,23 @@ pub trait Device: Send {
 
     /// The device's counters.
     fn stats(&self) -> DeviceStats;
+
+    /// Something a thread may sleep on until this device has a frame to
+    /// receive, if the device can wake a sleeper (the in-memory wire can;
+    /// a TAP device is waited on through its file descriptor instead).
+    /// Taken before the device moves into a stack, so that the thread
+    /// driving the stack can block without polling.
+    fn rx_waiter(&self) -> Option<Arc<dyn RxWaiter>> {
+        None
+    }
+}
+
+/// A way to sleep until a device has a frame (see [`Device::rx_waiter`]).
+pub trait RxWaiter: Send + Sync {
+    /// Blocks the calling thread until a frame is ready, the device can
+    /// deliver no more frames, or `timeout` passes. Returns whether a frame
+    /// is ready.
+    fn wait_rx(&self, timeout: std::time::Duration) -> bool;
 }
 
 impl<D: Device + ?Sized> Device for Box<D> {
@@ -124,5 +142,8 @@ impl<D: Device + ?Sized> Device for Box<D> {
     }
     fn stats(&self) -> DeviceStats {
         (**self).stats()
+    }
+    fn rx_waiter(&self) -> Option<Arc<dyn RxWaiter>> {
+        (**self).rx_waiter()
     }
 }

@@ -120,6 +120,10 @@ impl<D: Device> Device for Recorder<D> {
     fn stats(&self) -> DeviceStats {
         self.inner.stats()
     }
+
+    fn rx_waiter(&self) -> Option<std::sync::Arc<dyn super::RxWaiter>> {
+        self.inner.rx_waiter()
+    }
 }
 
 #[cfg(test)]

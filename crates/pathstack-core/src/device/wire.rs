@@ -25,7 +25,7 @@
 //! assert_eq!(got.as_slice(), b"frame");
 //! ```
 
-use super::{Device, DeviceCaps, DeviceError, DeviceStats};
+use super::{Device, DeviceCaps, DeviceError, DeviceStats, RxWaiter};
 use crate::msg::{Msg, MsgPool};
 use crate::time::Instant;
 use crossbeam_queue::ArrayQueue;
@@ -207,9 +207,30 @@ impl WireEnd {
     /// ready. For a thread that drives one stack and has nothing else to do;
     /// the stack itself never blocks.
     pub fn wait_rx(&self, timeout: std::time::Duration) -> bool {
-        let peer_alive = &self.shared.alive[self.peer()];
-        self.rx_lane()
-            .wait(timeout, || !peer_alive.load(Ordering::Acquire))
+        self.shared.wait_rx(self.me, timeout)
+    }
+}
+
+impl WireShared {
+    /// Sleeps until a frame is ready for end `me`, its peer is dropped, or
+    /// `timeout` passes (see [`WireEnd::wait_rx`]).
+    fn wait_rx(&self, me: usize, timeout: std::time::Duration) -> bool {
+        let peer_alive = &self.alive[1 - me];
+        self.lanes[me].wait(timeout, || !peer_alive.load(Ordering::Acquire))
+    }
+}
+
+/// What a thread driving a stack sleeps on for one end of the wire
+/// ([`Device::rx_waiter`]): the end's receive lane, shared with the peer
+/// that wakes it on transmit.
+struct WireWaiter {
+    shared: Arc<WireShared>,
+    me: usize,
+}
+
+impl RxWaiter for WireWaiter {
+    fn wait_rx(&self, timeout: std::time::Duration) -> bool {
+        self.shared.wait_rx(self.me, timeout)
     }
 }
 
@@ -265,6 +286,13 @@ impl Device for WireEnd {
 
     fn stats(&self) -> DeviceStats {
         self.stats
+    }
+
+    fn rx_waiter(&self) -> Option<Arc<dyn RxWaiter>> {
+        Some(Arc::new(WireWaiter {
+            shared: Arc::clone(&self.shared),
+            me: self.me,
+        }))
     }
 }
 
@@ -432,6 +460,18 @@ mod tests {
         std::thread::sleep(std::time::Duration::from_millis(20));
         drop(b);
         assert!(!t.join().unwrap());
+    }
+
+    #[test]
+    fn rx_waiter_wakes_when_the_peer_transmits() {
+        let pool = MsgPool::new(PoolConfig::small(4));
+        let (mut a, b) = wire_pair(WireConfig::default());
+        let waiter = b.rx_waiter().expect("the wire can wake a sleeper");
+        let t = std::thread::spawn(move || waiter.wait_rx(std::time::Duration::from_secs(30)));
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        a.transmit(frame(&pool, 1, 10), T0).unwrap();
+        assert!(t.join().unwrap(), "woken by the frame, not the timeout");
+        assert_eq!(b.rx_pending(), 1);
     }
 
     #[test]

@@ -553,7 +553,11 @@ impl IpStage {
         };
         let next_hop = match self.next_hop {
             Some(h) => h,
-            None if self.iface.is_broadcast(dst) || dst.is_multicast() => dst,
+            // A directed broadcast of the attached network goes out as a
+            // link-layer broadcast (RFC 922 §7, RFC 1122 §3.3.6): the next
+            // hop ARP maps to it without asking is the limited broadcast.
+            None if self.iface.is_broadcast(dst) => Ipv4Addr::BROADCAST,
+            None if dst.is_multicast() => dst,
             None => match m.routes.lookup(dst) {
                 Some(r) if r.src == self.iface.addr => r.next_hop,
                 _ => return Verdict::Drop(Ipv4DropReason::NoRoute.into()),
@@ -562,6 +566,11 @@ impl IpStage {
         let ident = m.ident.next_ident();
         let len = msg.len();
         let mut repr = Ipv4Repr::new(self.iface.addr, dst, proto, ident, len as u16);
+        // A socket's TTL option (RFC 1122 §3.2.1.7: the transport layer
+        // may set the TTL of what it sends).
+        if let Some(ttl) = msg.anno().ttl() {
+            repr.ttl = ttl;
+        }
         msg.anno_mut().set_next_hop(next_hop);
         if len + MIN_HEADER_LEN <= usize::from(self.iface.mtu) {
             return match repr.push_onto(msg) {

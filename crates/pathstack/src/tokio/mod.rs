@@ -24,19 +24,18 @@
 //!
 //! ```
 //! use pathstack::core::device::wire::{wire_pair, WireConfig};
-//! use pathstack::host::{Host, HostConfig};
+//! use pathstack::host::Host;
 //! use pathstack::tokio::{Net, UdpSocket};
-//! use std::net::SocketAddr;
 //!
 //! #[tokio::main(flavor = "current_thread")]
 //! async fn main() -> std::io::Result<()> {
 //!     let (a, b) = wire_pair(WireConfig::default());
-//!     let client = Net::new(Host::new(HostConfig::parse("10.0.0.1/24").unwrap(), a).unwrap());
-//!     let server = Net::new(Host::new(HostConfig::parse("10.0.0.2/24").unwrap(), b).unwrap());
+//!     let client = Net::new(Host::new("10.0.0.1/24".parse().unwrap(), a).unwrap());
+//!     let server = Net::new(Host::new("10.0.0.2/24".parse().unwrap(), b).unwrap());
 //!     client.spawn();
 //!     server.spawn();
 //!
-//!     let echo = UdpSocket::bind(&server, "0.0.0.0:7".parse::<SocketAddr>().unwrap()).await?;
+//!     let echo = UdpSocket::bind(&server, "0.0.0.0:7").await?;
 //!     tokio::spawn(async move {
 //!         let mut buf = [0u8; 1500];
 //!         while let Ok((n, peer)) = echo.recv_from(&mut buf).await {
@@ -44,21 +43,54 @@
 //!         }
 //!     });
 //!
-//!     let sock = UdpSocket::bind(&client, "0.0.0.0:0".parse::<SocketAddr>().unwrap()).await?;
-//!     sock.send_to(b"hello", "10.0.0.2:7".parse::<SocketAddr>().unwrap()).await?;
+//!     let sock = UdpSocket::bind(&client, "0.0.0.0:0").await?;
+//!     sock.connect("10.0.0.2:7").await?;
+//!     sock.send(b"hello").await?;
 //!     let mut buf = [0u8; 64];
-//!     let (n, from) = sock.recv_from(&mut buf).await?;
+//!     let n = sock.recv(&mut buf).await?;
 //!     assert_eq!(&buf[..n], b"hello");
-//!     assert_eq!(from.to_string(), "10.0.0.2:7");
 //!     Ok(())
 //! }
 //! ```
+//!
+//! # Porting from `tokio::net::UdpSocket`
+//!
+//! [`UdpSocket`] has tokio's methods with tokio's signatures and
+//! semantics: `bind` and `connect` take any `tokio::net::ToSocketAddrs`,
+//! `connect` is a call on a bound socket, and there are `send`/`recv`,
+//! `send_to`/`recv_from`, `peek_from`, `try_send_to`/`try_recv_from`,
+//! `try_send`/`try_recv`, `readable`/`writable`,
+//! `poll_send_to`/`poll_recv_from`/`poll_send`/`poll_recv`,
+//! `local_addr`/`peer_addr`, `set_ttl`/`ttl` and
+//! `set_broadcast`/`broadcast`. Every async method is cancel safe, as
+//! tokio's are. A program ports by changing its `use` line and the
+//! sockets' construction: `examples/tokio_echo_port.rs` and its twin
+//! `examples/tokio_echo_twin.rs` differ only there (a test checks it).
+//! What remains different, and why:
+//!
+//! - **Construction**: `UdpSocket::bind(&net, addr)`. A socket belongs to
+//!   a user-space host, not to the kernel, so it names its [`Net`].
+//! - **IPv4 only**: an IPv6 address fails with an "address family not
+//!   supported" error of kind `InvalidInput` (the stack has no IPv6).
+//! - **`connect`** moves the socket to a path keyed by both ends: the
+//!   datagrams queued before it are discarded (Linux keeps them), and the
+//!   port of a connected socket can be bound again by another socket
+//!   (Linux refuses without `SO_REUSEADDR`).
+//! - **`writable`** says the socket's send queue has room; a send may
+//!   still wait for a free message buffer.
+//! - **Extra**: [`UdpSocket::recv_from_trunc`] says whether a datagram was
+//!   truncated (`MSG_TRUNC`), which tokio cannot tell.
+//! - **Missing**: no file descriptor (`as_raw_fd`, `from_std`,
+//!   `into_std`), no multicast membership or options, no `set_tos`,
+//!   `peek_sender`, `try_peek_from`/`poll_peek_from`, `ready(Interest)`,
+//!   `try_io` or the `*_buf` variants: nothing in the stack backs them yet.
 //!
 //! On a TAP device, give the driver the device's file descriptor with
 //! [`Net::tap`] (or [`Net::with_fd`]); see `examples/udp_echo.rs`.
 
 mod net;
 mod udp;
+mod waiters;
 
 pub use net::Net;
 pub use udp::UdpSocket;

@@ -1,7 +1,8 @@
 //! [`Net`]: a host owned by a tokio driver task.
 
+use super::waiters::Waiters;
 use crate::host::{Host, HostConfig, HostError};
-use pathstack_core::{Dir, PathId, QueueKind};
+use crate::socket;
 use pathstack_devices::{TapDevice, TapError};
 use std::collections::HashMap;
 use std::io;
@@ -26,11 +27,6 @@ const MEMORY_POLL: Duration = Duration::from_millis(1);
 /// safety net against a lost wake-up.
 const MAX_IDLE: Duration = Duration::from_secs(1);
 
-/// Tasks waiting on one socket's receive queue. Bounded: a task that keeps
-/// cancelling its receives re-registers the same waker (deduplicated);
-/// past this many distinct tasks all are woken and re-register.
-const MAX_WAITERS: usize = 64;
-
 /// A [`Host`] run by a tokio task: the handle sockets are made on. Clones
 /// share the host. Sockets only receive while its driver ([`Net::run`] or
 /// [`Net::spawn`]) runs. See the [module docs](super).
@@ -52,52 +48,49 @@ pub(super) struct Inner {
     /// The driver's wake-up call: a socket queued a datagram (the stack's
     /// next timer may have moved).
     pub(super) kick: Notify,
-    /// Rung after every stack poll: senders waiting for queue room or
-    /// buffers try again.
-    pub(super) progress: Notify,
     fd: Option<AsyncFd<OwnedFd>>,
 }
 
 pub(super) struct State {
     pub(super) host: Host,
-    /// Receivers waiting per socket path.
-    waiting: HashMap<PathId, Vec<Waker>>,
+    /// Receivers waiting per socket.
+    readers: HashMap<socket::UdpSocket, Waiters>,
+    /// Senders waiting for queue room or a buffer: woken after every poll.
+    writers: Waiters,
 }
 
 impl State {
-    /// Runs the stack once and wakes the receivers whose sockets have a
-    /// datagram (or were closed). Returns the work done.
+    /// Runs the stack once, wakes the receivers whose sockets have a
+    /// datagram (or were closed) and every waiting sender. Returns the
+    /// work done.
     pub(super) fn poll(&mut self) -> usize {
         let work = self.host.poll();
-        let stack = self.host.stack();
-        self.waiting.retain(|&path, wakers| {
-            let ready = stack
-                .path(path)
-                .is_none_or(|p| !p.queue(QueueKind::sink(Dir::Up)).is_empty());
+        let host = &self.host;
+        self.readers.retain(|s, waiters| {
+            let ready = host.udp_pending(s) > 0 || host.local_addr(s).is_err();
             if ready {
-                wakers.drain(..).for_each(Waker::wake);
+                waiters.wake_all();
             }
             !ready
         });
+        self.writers.wake_all();
         work
     }
 
-    /// Registers `waker` to be woken when `path` has a datagram.
-    pub(super) fn wait_for(&mut self, path: PathId, waker: &Waker) {
-        let wakers = self.waiting.entry(path).or_default();
-        if wakers.iter().any(|w| w.will_wake(waker)) {
-            return;
-        }
-        if wakers.len() >= MAX_WAITERS {
-            wakers.drain(..).for_each(Waker::wake);
-        }
-        wakers.push(waker.clone());
+    /// Registers `waker` to be woken when `s` has a datagram.
+    pub(super) fn wait_readable(&mut self, s: socket::UdpSocket, waker: &Waker) {
+        self.readers.entry(s).or_default().register(waker);
+    }
+
+    /// Registers `waker` to be woken after the next poll of the stack.
+    pub(super) fn wait_progress(&mut self, waker: &Waker) {
+        self.writers.register(waker);
     }
 
     /// Wakes and forgets the receivers of a closed socket.
-    pub(super) fn forget(&mut self, path: PathId) {
-        if let Some(w) = self.waiting.remove(&path) {
-            w.into_iter().for_each(Waker::wake);
+    pub(super) fn forget(&mut self, s: socket::UdpSocket) {
+        if let Some(mut w) = self.readers.remove(&s) {
+            w.wake_all();
         }
     }
 }
@@ -150,10 +143,10 @@ impl Net {
             inner: Arc::new(Inner {
                 state: Mutex::new(State {
                     host,
-                    waiting: HashMap::new(),
+                    readers: HashMap::new(),
+                    writers: Waiters::default(),
                 }),
                 kick: Notify::new(),
-                progress: Notify::new(),
                 fd,
             }),
         }
@@ -232,15 +225,11 @@ impl Inner {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Polls the stack, then tells waiting senders. Returns the work done
-    /// and the time until the next timer.
+    /// Polls the stack (waking the sockets' waiting tasks). Returns the
+    /// work done and the time until the next timer.
     fn poll(&self) -> (usize, Option<Duration>) {
-        let (work, next) = {
-            let mut st = self.lock();
-            let work = st.poll();
-            (work, st.host.until_timer())
-        };
-        self.progress.notify_waiters();
-        (work, next)
+        let mut st = self.lock();
+        let work = st.poll();
+        (work, st.host.until_timer())
     }
 }

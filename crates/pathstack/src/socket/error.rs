@@ -1,0 +1,126 @@
+//! [`SocketError`]: why a socket operation failed, and the
+//! [`std::io::Error`] each reason becomes (the kinds Linux's errno values
+//! map to, so that code written against `std::net` matches on the same
+//! kinds).
+
+use crate::host::{HostError, HostId};
+use pathstack_core::error::PathError;
+use pathstack_core::DropReason;
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+
+/// Why a socket operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum SocketError {
+    /// The host graph has no `UDP` instance named `udp`.
+    #[error("the host graph has no UDP instance named `udp` (HostConfig::udp is off?)")]
+    NoUdp,
+    /// Another socket of this host is bound to the port.
+    #[error("UDP port {0} is already bound")]
+    PortInUse(u16),
+    /// The datagram is larger than UDP over IPv4 can carry.
+    #[error("datagram of {len} bytes is too long (UDP over IPv4 carries at most {max})")]
+    MessageTooLong {
+        /// Its length.
+        len: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// The socket's send queue is full: poll the host and try again.
+    #[error("the socket's send queue is full; poll the host and send again")]
+    QueueFull,
+    /// The message pool has no buffer left: poll the host (sent and
+    /// received messages return their buffers) and try again.
+    #[error("no message buffer available; poll the host and try again")]
+    NoBuffer,
+    /// The stack dropped the datagram on the socket's path (no route, a
+    /// full device queue …); the reason is the drop counter's name.
+    #[error("the datagram was dropped: {0}")]
+    Dropped(DropReason),
+    /// The socket was closed (its handle is stale).
+    #[error("the socket is closed")]
+    Closed,
+    /// The handle belongs to another host: a handle names a socket of the
+    /// host that made it, and only there.
+    #[error("the socket belongs to {socket}, not to this host ({host})")]
+    WrongHost {
+        /// The host that made the socket.
+        socket: HostId,
+        /// The host it was used on.
+        host: HostId,
+    },
+    /// `send` or `recv` on a socket that is not connected.
+    #[error("the socket is not connected; use send_to/recv_from")]
+    NotConnected,
+    /// `send_to` to another address than a connected socket's peer.
+    #[error("the socket is connected to {peer}; it cannot send to {dst}")]
+    Connected {
+        /// The connected peer.
+        peer: SocketAddrV4,
+        /// The requested destination.
+        dst: SocketAddrV4,
+    },
+    /// The address cannot be a peer (port 0, the unspecified address).
+    #[error("cannot send to {0}: {1}")]
+    BadAddress(SocketAddrV4, &'static str),
+    /// An address of a family pathstack does not speak (IPv6).
+    #[error("{0}: address family not supported (pathstack speaks IPv4 only)")]
+    UnsupportedFamily(SocketAddr),
+    /// A local address that is not this host's.
+    #[error("{0} is not this host's address")]
+    NotLocal(Ipv4Addr),
+    /// The address did not resolve (`ToSocketAddrs` failed).
+    #[error("resolving the address: {0}")]
+    Resolve(#[source] std::io::Error),
+    /// The address resolved to no address at all.
+    #[error("the address resolved to no socket address")]
+    NoAddress,
+    /// A datagram to a broadcast address from a socket without the
+    /// broadcast option (Linux: `EACCES` unless `SO_BROADCAST` is set).
+    #[error("{0} is a broadcast address; set_broadcast(true) first")]
+    Broadcast(SocketAddrV4),
+    /// A time to live outside 1–255 (Linux: `EINVAL` for `IP_TTL`).
+    #[error("TTL {0} is out of range (1 to 255)")]
+    BadTtl(u32),
+    /// No datagram arrived within the timeout of a blocking receive.
+    #[error("no datagram arrived within the timeout")]
+    TimedOut,
+    /// Waiting for the device in a blocking receive failed.
+    #[error("waiting for the device: {0}")]
+    Wait(#[source] Box<HostError>),
+    /// The stack refused to make the socket's path.
+    #[error("creating the socket's path: {0}")]
+    Path(#[from] PathError),
+}
+
+impl From<SocketError> for std::io::Error {
+    fn from(e: SocketError) -> Self {
+        use std::io::ErrorKind as K;
+        // A resolver's error keeps its own kind (as std's `bind` returns it).
+        let e = match e {
+            SocketError::Resolve(inner) => return inner,
+            e => e,
+        };
+        let kind = match &e {
+            SocketError::NoUdp => K::Unsupported,
+            SocketError::PortInUse(_) => K::AddrInUse,
+            SocketError::MessageTooLong { .. }
+            | SocketError::BadAddress(..)
+            | SocketError::UnsupportedFamily(_)
+            | SocketError::WrongHost { .. }
+            | SocketError::NoAddress
+            | SocketError::BadTtl(_) => K::InvalidInput,
+            SocketError::NotLocal(_) => K::AddrNotAvailable,
+            SocketError::Broadcast(_) => K::PermissionDenied,
+            SocketError::QueueFull => K::WouldBlock,
+            SocketError::TimedOut => K::TimedOut,
+            SocketError::NoBuffer => K::OutOfMemory,
+            SocketError::Closed | SocketError::NotConnected => K::NotConnected,
+            SocketError::Connected { .. } => K::AlreadyExists,
+            SocketError::Path(_)
+            | SocketError::Dropped(_)
+            | SocketError::Wait(_)
+            | SocketError::Resolve(_) => K::Other,
+        };
+        std::io::Error::new(kind, e)
+    }
+}

@@ -1,0 +1,142 @@
+//! The socket table of a host: what a [`UdpSocket`] handle names.
+//!
+//! A handle is (host, slot, generation). The host part makes a handle
+//! from another host an error ([`SocketError::WrongHost`]) instead of a
+//! name for this host's socket in the same slot; the generation makes a
+//! handle of a closed socket stale ([`SocketError::Closed`]) even after
+//! its slot is reused. The slot holds what the socket is now: its path
+//! (which `connect` replaces), port, peer and options.
+
+use super::{SocketError, UdpSocket};
+use crate::host::HostId;
+use pathstack_core::{ModuleId, PathId};
+use pathstack_inet::modules::ip::Interface;
+use pathstack_inet::wire::ipv4::DEFAULT_TTL;
+use std::net::{Ipv4Addr, SocketAddrV4};
+
+/// A live socket.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SocketState {
+    /// The path its datagrams travel.
+    pub(crate) path: PathId,
+    /// Its local port.
+    pub(crate) port: u16,
+    /// The peer of a connected socket.
+    pub(crate) peer: Option<SocketAddrV4>,
+    /// Time to live of what it sends (`IP_TTL`).
+    pub(crate) ttl: u8,
+    /// Whether it may send to broadcast addresses (`SO_BROADCAST`).
+    pub(crate) broadcast: bool,
+}
+
+impl SocketState {
+    /// A socket on `path` holding `port`, with the default options (TTL
+    /// 64, no broadcast: Linux's defaults).
+    pub(crate) fn new(path: PathId, port: u16, peer: Option<SocketAddrV4>) -> Self {
+        SocketState {
+            path,
+            port,
+            peer,
+            ttl: DEFAULT_TTL,
+            broadcast: false,
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct Slot {
+    generation: u32,
+    socket: Option<SocketState>,
+}
+
+/// What a host knows about its sockets: its identity, where UDP is, its
+/// interface, and the socket table. Which ports are taken is the `UDP`
+/// module's to know.
+#[derive(Debug)]
+pub(crate) struct UdpSockets {
+    host: HostId,
+    pub(crate) udp: Option<ModuleId>,
+    pub(crate) iface: Option<Interface>,
+    slots: Vec<Slot>,
+    free: Vec<u32>,
+}
+
+impl UdpSockets {
+    /// The socket context of host `host`, whose graph has UDP at `udp` and
+    /// whose (first) interface is `iface`.
+    pub(crate) fn new(host: HostId, udp: Option<ModuleId>, iface: Option<Interface>) -> Self {
+        UdpSockets {
+            host,
+            udp,
+            iface,
+            slots: Vec::new(),
+            free: Vec::new(),
+        }
+    }
+
+    /// The host's address.
+    pub(crate) fn addr(&self) -> Option<Ipv4Addr> {
+        self.iface.map(|i| i.addr)
+    }
+
+    /// The host's identity.
+    pub(crate) fn host(&self) -> HostId {
+        self.host
+    }
+
+    /// Enters a new socket; returns its handle.
+    pub(crate) fn insert(&mut self, socket: SocketState) -> UdpSocket {
+        let slot = match self.free.pop() {
+            Some(i) => i,
+            None => {
+                self.slots.push(Slot::default());
+                (self.slots.len() - 1) as u32
+            }
+        };
+        let s = &mut self.slots[slot as usize];
+        s.socket = Some(socket);
+        UdpSocket {
+            host: self.host,
+            slot,
+            generation: s.generation,
+        }
+    }
+
+    fn slot(&self, s: &UdpSocket) -> Result<&Slot, SocketError> {
+        if s.host != self.host {
+            return Err(SocketError::WrongHost {
+                socket: s.host,
+                host: self.host,
+            });
+        }
+        self.slots
+            .get(s.slot as usize)
+            .filter(|slot| slot.generation == s.generation)
+            .ok_or(SocketError::Closed)
+    }
+
+    /// The socket `s` names.
+    pub(crate) fn get(&self, s: &UdpSocket) -> Result<&SocketState, SocketError> {
+        self.slot(s)?.socket.as_ref().ok_or(SocketError::Closed)
+    }
+
+    /// The socket `s` names, writable.
+    pub(crate) fn get_mut(&mut self, s: &UdpSocket) -> Result<&mut SocketState, SocketError> {
+        self.slot(s)?;
+        self.slots[s.slot as usize]
+            .socket
+            .as_mut()
+            .ok_or(SocketError::Closed)
+    }
+
+    /// Removes the socket `s` names: its handle (and every copy) is stale
+    /// from now on.
+    pub(crate) fn remove(&mut self, s: &UdpSocket) -> Result<SocketState, SocketError> {
+        self.get(s)?;
+        let slot = &mut self.slots[s.slot as usize];
+        let socket = slot.socket.take().ok_or(SocketError::Closed)?;
+        slot.generation = slot.generation.wrapping_add(1);
+        self.free.push(s.slot);
+        Ok(socket)
+    }
+}
