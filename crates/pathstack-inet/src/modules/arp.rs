@@ -2,7 +2,7 @@
 //! announcement at start (RFC 5227 §2.3).
 //!
 //! `ARP` stands between IP and ETH. On an IP path its stage resolves the
-//! next hop IP chose (the [`InetAnno::next_hop`](crate::InetAnno::next_hop)) to a MAC
+//! next hop IP chose (the [`InetAnno::next_hop`]) to a MAC
 //! for ETH; a packet whose next hop is not yet known is parked in the
 //! module's bounded queue, an ARP request goes out on ARP's own path, and
 //! the packet resumes on its own path, right after the ARP stage, when the

@@ -56,7 +56,7 @@ impl IcmpModule {
     }
 
     /// ICMP's path: send echo requests on it `Dir::Down` (with
-    /// [`InetAnno::peer_ip`](crate::InetAnno::peer_ip) set) and read replies from
+    /// [`InetAnno::peer_ip`] set) and read replies from
     /// its `Dir::Up` sink.
     pub fn path(&self) -> Option<PathId> {
         self.path
