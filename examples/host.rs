@@ -1,32 +1,56 @@
 //! An Internet host on a TAP device: answers ARP and ping (any size up to
 //! the reassembly limit), runs the UDP echo (port 7, RFC 862) and discard
 //! (port 9, RFC 863) services, optionally pings a peer, and prints
-//! per-module and per-path statistics on SIGINT/SIGTERM.
+//! per-module and per-path statistics at the end (on SIGINT/SIGTERM, after
+//! `--seconds`, or once the pings are done).
 //!
 //! ```text
-//! cargo run --release --example host -- --tap NAME --ip ADDR/PREFIX \
+//! cargo run --release --example host -- (--netns | --tap NAME --ip ADDR/PREFIX [--netns NS]) \
 //!     [--nic tap|lance:copy|lance:direct] [--no-udp-services] \
-//!     [--gateway ADDR] [--mac MAC] [--pcap FILE] [--busy-poll] [--netns NS] \
-//!     [--ping ADDR [--count N] [--size BYTES] [--interval-ms MS]] [--seconds S]
+//!     [--gateway ADDR] [--mac MAC] [--pcap FILE] [--busy-poll] [--json FILE] \
+//!     [--ping [ADDR] [--count N] [--size BYTES] [--interval-ms MS]] [--seconds S]
 //! ```
 //!
-//! The TAP device is created if absent (as root). With `--netns` it is
-//! opened inside that network namespace (see `scripts/netns.sh`).
+//! Needs root (it opens a TAP device). Three ways to give it one:
+//!
+//! * `--netns` alone: a private network namespace `ps-host-<pid>` with the
+//!   TAP `pshost<pid>` in it, the Linux side of the TAP at the first other
+//!   address of the host's network (10.77.0.2/24 with the default
+//!   `--ip 10.77.0.1/24`); all of it is removed when the host exits,
+//!   Ctrl-C and errors included. `--ping` with no address pings that
+//!   kernel side; the host prints the command that pings it back.
+//! * `--tap NAME --netns NS`: the TAP `NAME` inside the existing namespace
+//!   `NS` (e.g. from `scripts/netns.sh`), created if absent.
+//! * `--tap NAME`: the TAP in this namespace, created if absent. The Linux
+//!   side then needs an address on the host's network before it can reach
+//!   the host: `sudo ip addr add 10.0.0.2/24 dev NAME` while the host runs.
 //!
 //! `--nic` chooses what stands between ETH and the TAP: the TAP itself
 //! (`tap`, the generic `WIRE` driver) or the emulated Am7990 LANCE with
-//! DEC 3000 sparse memory (Mosberger, Peterson and O'Malley, *Protocol Latency: MIPS and Reality*, 1995, §2.6), its descriptors copied to
+//! DEC 3000 sparse memory (Mosberger, Peterson and O'Malley, *Protocol
+//! Latency: MIPS and Reality*, 1995, §2.6), its descriptors copied to
 //! dense memory (`lance:copy`) or accessed in place (`lance:direct`).
+//!
+//! `--ping` prints a line per reply and ping(8)'s summary (transmitted,
+//! received, loss, min/avg/max/mdev of the round-trip times), and says so
+//! when the peer never answered ARP. Exit status 2 if a request went
+//! unanswered.
+//!
+//! The statistics: per module its counters and drops by reason; per path
+//! its module sequence and the messages that entered and left it in each
+//! direction (down: towards the device; up: towards the application),
+//! those a stage kept, and drops by reason. `--json FILE` (`-` for stdout)
+//! writes them, and the ping summary, as JSON instead of text.
 //!
 //! The echo service is the thesis' in-path echo: an `ECHO mode=echo`
 //! module at the top of a passive UDP path bound to port 7 turns each
 //! datagram around inside the path, so the reply never leaves the stack's
 //! packet loop. Discard is a passive UDP path bound to port 9 whose sink
-//! the main loop empties and counts. Try them from the peer namespace:
+//! the main loop empties and counts. Try them from the kernel side:
 //!
 //! ```text
-//! echo hello | socat -t1 - UDP:10.77.1.1:7     # prints hello
-//! echo hello | socat -t1 - UDP:10.77.1.1:9     # prints nothing; counted
+//! echo hello | socat -t1 - UDP:10.77.0.1:7     # prints hello
+//! echo hello | socat -t1 - UDP:10.77.0.1:9     # prints nothing; counted
 //! ```
 
 use clap::Parser;
@@ -36,10 +60,12 @@ use pathstack::core::synthetic::EchoStage;
 use pathstack::core::{Dir, PathId, Stack};
 use pathstack::devices::{PcapCapture, TapDevice, TapOptions, WaitMode};
 use pathstack::host::{Host, HostConfig};
+use pathstack::inet::modules::{ArpModule, IpModule};
 use pathstack::inet::MacAddr;
 use pathstack::nic::Nic;
+use serde_json::{json, Value};
 use std::net::Ipv4Addr;
-use std::process::ExitCode;
+use std::process::{Command, ExitCode};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -47,12 +73,14 @@ use std::time::{Duration, Instant};
 #[derive(Parser, Debug)]
 #[command(about = "A pathstack Internet host on a TAP device")]
 struct Args {
-    /// TAP interface name (created if absent).
+    /// TAP interface name (created if absent); default with a private
+    /// --netns: pshost<pid>.
     #[arg(long)]
-    tap: String,
-    /// Our address and prefix length, e.g. 10.77.1.1/24.
+    tap: Option<String>,
+    /// Our address and prefix length, e.g. 10.77.0.1/24 (the default with
+    /// a private --netns).
     #[arg(long)]
-    ip: String,
+    ip: Option<String>,
     /// Default gateway.
     #[arg(long)]
     gateway: Option<Ipv4Addr>,
@@ -72,12 +100,14 @@ struct Args {
     /// Never sleep: poll the device, yielding the CPU between empty polls.
     #[arg(long)]
     busy_poll: bool,
-    /// Open the TAP device inside this network namespace.
-    #[arg(long)]
-    netns: Option<String>,
-    /// Ping this address.
-    #[arg(long)]
-    ping: Option<Ipv4Addr>,
+    /// With a name: open the TAP inside that existing network namespace.
+    /// Alone: make a private namespace with the TAP and the kernel-side
+    /// address in it, removed on exit.
+    #[arg(long, value_name = "NS", num_args = 0..=1)]
+    netns: Option<Option<String>>,
+    /// Ping this address (default with a private --netns: its kernel side).
+    #[arg(long, value_name = "ADDR", num_args = 0..=1)]
+    ping: Option<Option<Ipv4Addr>>,
     /// Echo requests to send with --ping.
     #[arg(long, default_value_t = 5)]
     count: u16,
@@ -91,7 +121,14 @@ struct Args {
     /// until the pings are done when --ping is given).
     #[arg(long)]
     seconds: Option<f64>,
+    /// Write the statistics (and the ping summary) as JSON to this file,
+    /// `-` for stdout, instead of printing them as text.
+    #[arg(long, value_name = "FILE")]
+    json: Option<String>,
 }
+
+/// Our address when a private namespace is made and `--ip` is not given.
+const PRIVATE_IP: &str = "10.77.0.1/24";
 
 fn main() -> ExitCode {
     let args = Args::parse();
@@ -104,21 +141,58 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(args: Args) -> Result<ExitCode, Box<dyn std::error::Error>> {
+type BoxError = Box<dyn std::error::Error>;
+
+fn run(args: Args) -> Result<ExitCode, BoxError> {
     let stop = Arc::new(AtomicBool::new(false));
     signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&stop))?;
     signal_hook::flag::register(signal_hook::consts::SIGTERM, Arc::clone(&stop))?;
 
+    let private = matches!(args.netns, Some(None));
+    let ip = match (&args.ip, private) {
+        (Some(ip), _) => ip.clone(),
+        (None, true) => PRIVATE_IP.to_string(),
+        (None, false) => return Err("--ip ADDR/PREFIX is needed (or --netns alone)".into()),
+    };
+    let mut cfg = HostConfig::parse(&ip)?;
+    let tap_name = match (&args.tap, private) {
+        (Some(t), _) => t.clone(),
+        (None, true) => format!("pshost{}", std::process::id()),
+        (None, false) => return Err("--tap NAME is needed (or --netns alone)".into()),
+    };
+
+    // Declared before the host, so dropped after it: the TAP is closed
+    // before its namespace goes.
+    let netns = if private {
+        let kernel = kernel_side(cfg.addr, cfg.prefix_len)?;
+        Some(PrivateNetns::create(kernel, cfg.prefix_len)?)
+    } else {
+        None
+    };
     let mut opts = TapOptions::new();
-    if let Some(ns) = &args.netns {
-        opts = opts.netns(ns.clone());
+    match (&args.netns, &netns) {
+        (Some(Some(ns)), _) => opts = opts.netns(ns.clone()),
+        (_, Some(n)) => opts = opts.netns(n.name.clone()),
+        _ => {}
     }
     if let Some(mac) = args.mac {
         opts = opts.mac(mac.0);
     }
-    let tap = TapDevice::open(&args.tap, opts)?;
+    let tap = TapDevice::open(&tap_name, opts)?;
+    if let Some(n) = &netns {
+        n.address(&tap_name)?;
+    }
+    let ping_dst =
+        match (args.ping, &netns) {
+            (None, _) => None,
+            (Some(Some(a)), _) => Some(a),
+            (Some(None), Some(n)) => Some(n.kernel),
+            (Some(None), None) => return Err(
+                "--ping needs an address (it defaults to the kernel side only with --netns alone)"
+                    .into(),
+            ),
+        };
     let waiter = tap.waiter()?;
-    let mut cfg = HostConfig::parse(&args.ip)?;
     cfg.gateway = args.gateway;
     cfg.mac = Some(MacAddr(tap.mac()));
     cfg.nic = args.nic;
@@ -137,6 +211,14 @@ fn run(args: Args) -> Result<ExitCode, Box<dyn std::error::Error>> {
         MacAddr(tap.mac()),
         tap.mtu()
     );
+    if let Some(n) = &netns {
+        println!(
+            "namespace {} (removed on exit): the kernel side of {} is {}/{}; \
+             try: sudo ip netns exec {} ping {}",
+            n.name, tap_name, n.kernel, cfg.prefix_len, n.name, cfg.addr
+        );
+    }
+    let host_addr = format!("{}/{}", cfg.addr, cfg.prefix_len);
     let host = match &args.pcap {
         Some(file) => Host::new(cfg, PcapCapture::create(tap, file)?)?,
         None => Host::new(cfg, tap)?,
@@ -164,16 +246,17 @@ fn run(args: Args) -> Result<ExitCode, Box<dyn std::error::Error>> {
     let started = Instant::now();
     let deadline = args.seconds.map(|s| started + Duration::from_secs_f64(s));
     let data: Vec<u8> = (0..args.size).map(|i| i as u8).collect();
-    let mut sent = 0u16;
-    let mut sent_at = Vec::new();
-    let mut answered = 0u16;
+    let mut pinger = ping_dst.map(|dst| Pinger::new(dst, args.count));
     let mut next_ping = started;
     while !stop.load(Ordering::Relaxed) {
-        if let Some(dst) = args.ping {
-            if sent < args.count && Instant::now() >= next_ping {
-                sent += 1;
-                sent_at.push(Instant::now());
-                host.ping(dst, sent, &data)?;
+        if let Some(p) = &mut pinger {
+            if p.sent() < args.count && Instant::now() >= next_ping {
+                if let Err(e) = p.send(&mut host, &data) {
+                    // As ping(8) does for an unreachable network: say why
+                    // and end with the summary of what was sent.
+                    eprintln!("host: ping {}: {e}", p.dst);
+                    p.count = p.sent();
+                }
                 next_ping = Instant::now() + Duration::from_millis(args.interval_ms);
             }
         }
@@ -185,55 +268,566 @@ fn run(args: Args) -> Result<ExitCode, Box<dyn std::error::Error>> {
             }
         }
         for r in host.echo_replies() {
-            let b = r.as_slice();
-            if b.len() >= 8 && b[0] == 0 {
-                let seq = u16::from_be_bytes([b[6], b[7]]);
-                let rtt = sent_at
-                    .get(usize::from(seq).wrapping_sub(1))
-                    .map(|t| t.elapsed());
-                answered += 1;
-                println!(
-                    "{} bytes from {}: icmp_seq={seq} time={:.1} us",
-                    b.len(),
-                    args.ping.map(|a| a.to_string()).unwrap_or_default(),
-                    rtt.map_or(0.0, |d| d.as_secs_f64() * 1e6)
-                );
-            } else if let Some(&t) = b.first() {
-                println!("icmp type {t} from the network");
+            match &mut pinger {
+                Some(p) => p.reply(r.as_slice()),
+                None => println!("icmp message from the network: {:?}", r.as_slice().first()),
             }
-        }
-        if args.ping.is_some() && deadline.is_none() && answered == args.count {
-            break;
-        }
-        if args.ping.is_some()
-            && deadline.is_none()
-            && sent == args.count
-            && Instant::now() >= next_ping + Duration::from_secs(2)
-        {
-            break;
         }
         if deadline.is_some_and(|d| Instant::now() >= d) {
             break;
         }
+        if deadline.is_none() {
+            if let Some(p) = &pinger {
+                if p.done(&host, next_ping) {
+                    break;
+                }
+            }
+        }
         host.wait(Duration::from_millis(50))?;
     }
-    println!("--- statistics ---");
-    print!("{}", host.report());
-    if let Some(s) = &services {
-        println!(
-            "udp echo (port {ECHO_PORT}): {} datagrams echoed; discard (port {DISCARD_PORT}): {} datagrams, {} bytes",
-            s.echoed(host.stack()),
-            discarded.0,
-            discarded.1
-        );
+    let summary = pinger.as_ref().map(|p| p.summary(&host));
+    let echoed = services.as_ref().map(|s| s.echoed(host.stack()));
+    let stats = Stats::of(host.stack());
+    if let Some(file) = &args.json {
+        let mut j = json!({
+            "host": {"addr": host_addr, "tap": tap_name, "nic": args.nic.name()},
+            "modules": stats.modules_json(),
+            "paths": stats.paths_json(),
+        });
+        if let Some(n) = echoed {
+            j["udp_services"] = json!({
+                "echoed": n, "discarded": discarded.0, "discarded_bytes": discarded.1,
+            });
+        }
+        if let Some(s) = &summary {
+            j["ping"] = s.json();
+        }
+        let text = serde_json::to_string_pretty(&j)?;
+        if file == "-" {
+            println!("{text}");
+        } else {
+            std::fs::write(file, text + "\n")?;
+            println!("wrote {file}");
+        }
+    } else {
+        print!("{stats}");
+        if let Some(n) = echoed {
+            println!(
+                "udp echo (port {ECHO_PORT}): {n} datagrams echoed; discard (port {DISCARD_PORT}): {} datagrams, {} bytes",
+                discarded.0, discarded.1
+            );
+        }
     }
-    if args.ping.is_some() {
-        println!("{sent} echo requests sent, {answered} replies");
-        if answered < sent {
+    // ping(8) ends with its summary, and so does this.
+    if let Some(s) = &summary {
+        print!("{s}");
+        // Asked for, not only sent: a request that could not be sent is
+        // unanswered too.
+        if s.received < args.count {
             return Ok(ExitCode::from(2));
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The first address of the network `addr/prefix_len` other than `addr`:
+/// the kernel side of a private namespace's TAP.
+fn kernel_side(addr: Ipv4Addr, prefix_len: u8) -> Result<Ipv4Addr, BoxError> {
+    if prefix_len > 30 {
+        return Err(format!(
+            "--ip {addr}/{prefix_len}: a private --netns needs a network with room for two hosts (prefix 30 or shorter)"
+        )
+        .into());
+    }
+    let mask = u32::MAX << (32 - u32::from(prefix_len));
+    let net = u32::from(addr) & mask;
+    let first = net + 1;
+    Ok(Ipv4Addr::from(if first == u32::from(addr) {
+        first + 1
+    } else {
+        first
+    }))
+}
+
+/// A network namespace this process made for its TAP, removed (with
+/// everything in it) when dropped: on a normal exit, on an error, on
+/// Ctrl-C (which ends the main loop) and on a panic that unwinds.
+struct PrivateNetns {
+    name: String,
+    /// The kernel's address on the TAP.
+    kernel: Ipv4Addr,
+    prefix_len: u8,
+}
+
+impl PrivateNetns {
+    /// Makes `ps-host-<pid>` with loopback up and IPv6 off (so that the
+    /// kernel sends no router solicitations or MLD reports to the host).
+    fn create(kernel: Ipv4Addr, prefix_len: u8) -> Result<PrivateNetns, BoxError> {
+        let name = format!("ps-host-{}", std::process::id());
+        ip(&["netns", "add", &name])?;
+        // From here on the guard removes the namespace.
+        let ns = PrivateNetns {
+            name,
+            kernel,
+            prefix_len,
+        };
+        ip(&["-n", &ns.name, "link", "set", "lo", "up"])?;
+        for knob in ["all", "default"] {
+            // Written through /proc rather than with sysctl(8), which a
+            // minimal system may lack; a kernel without IPv6 has no such
+            // file, and then there is nothing to turn off.
+            let _ = Command::new("ip")
+                .args(["netns", "exec", &ns.name, "sh", "-c"])
+                .arg(format!(
+                    "echo 1 > /proc/sys/net/ipv6/conf/{knob}/disable_ipv6"
+                ))
+                .status();
+        }
+        Ok(ns)
+    }
+
+    /// Gives the kernel side of `tap` (open, so it exists) its address.
+    fn address(&self, tap: &str) -> Result<(), BoxError> {
+        let cidr = format!("{}/{}", self.kernel, self.prefix_len);
+        ip(&["-n", &self.name, "addr", "add", &cidr, "dev", tap])?;
+        ip(&["-n", &self.name, "link", "set", tap, "up"])
+    }
+}
+
+impl Drop for PrivateNetns {
+    fn drop(&mut self) {
+        if let Err(e) = ip(&["netns", "del", &self.name]) {
+            eprintln!("host: warning: removing namespace {}: {e}", self.name);
+        }
+    }
+}
+
+/// Runs `ip ARGS`, its stderr in the error.
+fn ip(args: &[&str]) -> Result<(), BoxError> {
+    let out = Command::new("ip").args(args).output().map_err(|e| {
+        format!(
+            "running `ip {}`: {e} (is iproute2 installed?)",
+            args.join(" ")
+        )
+    })?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "`ip {}` failed ({}): {}",
+            args.join(" "),
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        )
+        .into())
+    }
+}
+
+/// The echo requests of `--ping` and their replies.
+struct Pinger {
+    dst: Ipv4Addr,
+    /// Requests to send (fewer if a send fails).
+    count: u16,
+    /// When each request (sequence number `i + 1`) went out.
+    sent_at: Vec<Instant>,
+    /// Round-trip time of each request's first reply.
+    rtt: Vec<Option<Duration>>,
+    /// Replies to a request that already had one.
+    duplicates: u16,
+}
+
+/// How long to wait for replies after the last request, as ping(8) does
+/// with `-W` (its default is 10 s; 2 s is ample on one link).
+const LINGER: Duration = Duration::from_secs(2);
+
+impl Pinger {
+    fn new(dst: Ipv4Addr, count: u16) -> Pinger {
+        Pinger {
+            dst,
+            count,
+            sent_at: Vec::with_capacity(usize::from(count)),
+            rtt: Vec::with_capacity(usize::from(count)),
+            duplicates: 0,
+        }
+    }
+
+    fn sent(&self) -> u16 {
+        self.sent_at.len() as u16
+    }
+
+    fn send(&mut self, host: &mut Host, data: &[u8]) -> Result<(), BoxError> {
+        let seq = self.sent() + 1;
+        let at = Instant::now();
+        host.ping(self.dst, seq, data)?;
+        self.sent_at.push(at);
+        self.rtt.push(None);
+        Ok(())
+    }
+
+    /// An ICMP message for us, from its type byte on.
+    fn reply(&mut self, icmp: &[u8]) {
+        if icmp.len() < 8 || icmp[0] != 0 {
+            println!("icmp type {:?} from the network", icmp.first());
+            return;
+        }
+        let seq = u16::from_be_bytes([icmp[6], icmp[7]]);
+        let i = usize::from(seq).wrapping_sub(1);
+        let (Some(t), Some(slot)) = (self.sent_at.get(i), self.rtt.get_mut(i)) else {
+            println!("echo reply with icmp_seq={seq}, which was never sent");
+            return;
+        };
+        let rtt = t.elapsed();
+        let dup = slot.is_some();
+        if dup {
+            self.duplicates += 1;
+        } else {
+            *slot = Some(rtt);
+        }
+        println!(
+            "{} bytes from {}: icmp_seq={seq} time={:.3} ms{}",
+            icmp.len(),
+            self.dst,
+            rtt.as_secs_f64() * 1e3,
+            if dup { " (DUP!)" } else { "" }
+        );
+    }
+
+    /// Whether to stop: every request was sent and answered, or [`LINGER`]
+    /// has passed since the next one would have gone out (`next`) and ARP
+    /// is no longer trying to resolve (it retries for a few seconds; its
+    /// verdict belongs in the summary).
+    fn done(&self, host: &Host, next: Instant) -> bool {
+        if self.sent() < self.count {
+            return false;
+        }
+        if self.rtt.iter().all(Option::is_some) {
+            return true;
+        }
+        let now = Instant::now();
+        now >= next + LINGER && (arp_pending(host.stack()) == 0 || now >= next + 3 * LINGER)
+    }
+
+    fn summary(&self, host: &Host) -> PingSummary {
+        let rtts: Vec<f64> = self
+            .rtt
+            .iter()
+            .flatten()
+            .map(|d| d.as_secs_f64() * 1e3)
+            .collect();
+        let received = rtts.len() as u16;
+        let next_hop = if received == 0 {
+            next_hop(host, self.dst)
+        } else {
+            NextHop::Resolved
+        };
+        PingSummary {
+            dst: self.dst,
+            transmitted: self.sent(),
+            received,
+            duplicates: self.duplicates,
+            elapsed: self
+                .sent_at
+                .first()
+                .map_or(Duration::ZERO, Instant::elapsed),
+            rtt_ms: RttStats::of(&rtts),
+            next_hop,
+        }
+    }
+}
+
+/// Packets waiting for ARP to resolve their next hop.
+fn arp_pending(stack: &Stack) -> u64 {
+    stack
+        .module_id("arp")
+        .and_then(|m| stack.module_stats(m))
+        .and_then(|s| s.into_iter().find(|(k, _)| k == "pending"))
+        .map_or(0, |(_, n)| n)
+}
+
+/// Where the way to a destination stands, for explaining a ping that got
+/// no reply.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum NextHop {
+    /// IP has no route (off-link, no gateway): nothing was sent.
+    NoRoute,
+    /// ARP knows the next hop's link address (or there is no ARP to ask).
+    Resolved,
+    /// ARP asked for the next hop's link address and got no answer.
+    Unanswered(Ipv4Addr),
+}
+
+/// The route towards `dst` and whether ARP resolved its next hop.
+fn next_hop(host: &Host, dst: Ipv4Addr) -> NextHop {
+    let stack = host.stack();
+    let ip = stack
+        .module_id("ip")
+        .and_then(|m| stack.module::<IpModule>(m));
+    let arp = stack
+        .module_id("arp")
+        .and_then(|m| stack.module::<ArpModule>(m));
+    let Some(route) = ip.and_then(|ip| ip.routes().lookup(dst)) else {
+        return NextHop::NoRoute;
+    };
+    match arp {
+        Some(arp) if arp.cache().lookup(route.next_hop, host.now()).is_none() => {
+            NextHop::Unanswered(route.next_hop)
+        }
+        _ => NextHop::Resolved,
+    }
+}
+
+/// Minimum, mean, maximum and mean deviation of round-trip times, as
+/// ping(8) computes them (mdev: the standard deviation).
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct RttStats {
+    min: f64,
+    avg: f64,
+    max: f64,
+    mdev: f64,
+}
+
+impl RttStats {
+    fn of(ms: &[f64]) -> Option<RttStats> {
+        if ms.is_empty() {
+            return None;
+        }
+        let n = ms.len() as f64;
+        let avg = ms.iter().sum::<f64>() / n;
+        let sq = ms.iter().map(|x| x * x).sum::<f64>() / n;
+        Some(RttStats {
+            min: ms.iter().copied().fold(f64::INFINITY, f64::min),
+            avg,
+            max: ms.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            mdev: (sq - avg * avg).max(0.0).sqrt(),
+        })
+    }
+}
+
+/// ping(8)'s closing lines for `--ping`.
+struct PingSummary {
+    dst: Ipv4Addr,
+    transmitted: u16,
+    received: u16,
+    duplicates: u16,
+    elapsed: Duration,
+    rtt_ms: Option<RttStats>,
+    /// Why nothing came back, as far as the host can tell, if nothing did.
+    next_hop: NextHop,
+}
+
+impl PingSummary {
+    fn loss_percent(&self) -> f64 {
+        if self.transmitted == 0 {
+            return 0.0;
+        }
+        100.0 * f64::from(self.transmitted - self.received) / f64::from(self.transmitted)
+    }
+
+    fn json(&self) -> Value {
+        let mut j = json!({
+            "destination": self.dst.to_string(),
+            "transmitted": self.transmitted,
+            "received": self.received,
+            "duplicates": self.duplicates,
+            "loss_percent": self.loss_percent(),
+            "time_ms": self.elapsed.as_millis() as u64,
+            "no_route": self.next_hop == NextHop::NoRoute,
+            "arp_unanswered": matches!(self.next_hop, NextHop::Unanswered(_)),
+        });
+        if let Some(r) = self.rtt_ms {
+            j["rtt_ms"] = json!({"min": r.min, "avg": r.avg, "max": r.max, "mdev": r.mdev});
+        }
+        j
+    }
+}
+
+impl std::fmt::Display for PingSummary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(f, "--- {} ping statistics ---", self.dst)?;
+        write!(
+            f,
+            "{} packets transmitted, {} received, ",
+            self.transmitted, self.received
+        )?;
+        if self.duplicates > 0 {
+            write!(f, "+{} duplicates, ", self.duplicates)?;
+        }
+        writeln!(
+            f,
+            "{}% packet loss, time {}ms",
+            (self.loss_percent() * 10.0).round() / 10.0,
+            self.elapsed.as_millis()
+        )?;
+        if let Some(r) = self.rtt_ms {
+            writeln!(
+                f,
+                "rtt min/avg/max/mdev = {:.3}/{:.3}/{:.3}/{:.3} ms",
+                r.min, r.avg, r.max, r.mdev
+            )?;
+        }
+        match self.next_hop {
+            NextHop::Resolved => {}
+            NextHop::NoRoute => writeln!(
+                f,
+                "no route to {}: it is not on this host's network and no --gateway is set",
+                self.dst
+            )?,
+            NextHop::Unanswered(hop) => writeln!(
+                f,
+                "ARP got no answer for {hop}: nothing on the link answers for that address \
+                 (is the peer up, with an address on this network?)"
+            )?,
+        }
+        Ok(())
+    }
+}
+
+/// The statistics of a stack, by name: what the text and JSON output show.
+struct Stats {
+    /// Per module instance: its name, its counters and its drops by reason.
+    modules: Vec<(String, Counts, Counts)>,
+    paths: Vec<PathRow>,
+}
+
+/// Named counts, in the stack's order.
+type Counts = Vec<(String, u64)>;
+
+/// One path's line of the statistics.
+struct PathRow {
+    id: u32,
+    modules: Vec<String>,
+    /// Messages that entered and left the path, down (towards the device).
+    down: [u64; 2],
+    /// The same, up (towards the application).
+    up: [u64; 2],
+    /// Messages a stage kept (a fragment for reassembly, a frame handed to
+    /// the device).
+    consumed: u64,
+    drops: Counts,
+}
+
+impl Stats {
+    fn of(stack: &Stack) -> Stats {
+        let modules = stack
+            .graph()
+            .instances()
+            .iter()
+            .filter_map(|i| {
+                let m = stack.module_id(&i.name)?;
+                let counters = stack
+                    .module_stats(m)
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter(|(_, n)| *n > 0)
+                    .collect();
+                let drops = stack
+                    .module_drops(m)
+                    .map(|d| d.iter().map(|(r, n)| (r.as_str().to_string(), n)).collect())
+                    .unwrap_or_default();
+                Some((i.name.clone(), counters, drops))
+            })
+            .collect();
+        let paths = stack
+            .path_ids()
+            .filter_map(|id| {
+                let p = stack.path(id)?;
+                let s = p.stats();
+                Some(PathRow {
+                    id: id.index(),
+                    modules: p
+                        .modules()
+                        .iter()
+                        .filter_map(|&m| stack.module_name(m).map(str::to_string))
+                        .collect(),
+                    down: [s.msgs_in[0], s.msgs_out[0]],
+                    up: [s.msgs_in[1], s.msgs_out[1]],
+                    consumed: s.consumed,
+                    drops: s
+                        .drops
+                        .iter()
+                        .map(|(r, n)| (r.as_str().to_string(), n))
+                        .collect(),
+                })
+            })
+            .collect();
+        Stats { modules, paths }
+    }
+
+    fn modules_json(&self) -> Value {
+        self.modules
+            .iter()
+            .map(|(name, counters, drops)| {
+                json!({"name": name, "counters": named(counters), "drops": named(drops)})
+            })
+            .collect()
+    }
+
+    fn paths_json(&self) -> Value {
+        self.paths
+            .iter()
+            .map(|p| {
+                json!({
+                    "id": p.id, "modules": p.modules,
+                    "down_in": p.down[0], "down_out": p.down[1],
+                    "up_in": p.up[0], "up_out": p.up[1],
+                    "consumed": p.consumed, "drops": named(&p.drops),
+                })
+            })
+            .collect()
+    }
+}
+
+/// `[(name, n)]` as a JSON object.
+fn named(v: &[(String, u64)]) -> Value {
+    Value::Object(v.iter().map(|(k, n)| (k.clone(), json!(n))).collect())
+}
+
+/// `name=n` pairs, space-separated; `drop.` before drop reasons.
+fn pairs(v: &[(String, u64)], prefix: &str) -> String {
+    v.iter().map(|(k, n)| format!(" {prefix}{k}={n}")).collect()
+}
+
+impl std::fmt::Display for Stats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(f, "--- statistics ---")?;
+        writeln!(
+            f,
+            "modules (counters; drop.REASON = messages dropped, by reason):"
+        )?;
+        for (name, counters, drops) in &self.modules {
+            writeln!(
+                f,
+                "  {name:<6}{}{}",
+                pairs(counters, ""),
+                pairs(drops, "drop.")
+            )?;
+        }
+        writeln!(
+            f,
+            "paths (messages in and out of each path; down = towards the device, \
+             up = towards the application; kept = held by a stage):"
+        )?;
+        writeln!(
+            f,
+            "  {:<4} {:<28} {:>8} {:>8} {:>8} {:>8} {:>6}  drops",
+            "path", "modules", "down in", "down out", "up in", "up out", "kept"
+        )?;
+        for p in &self.paths {
+            writeln!(
+                f,
+                "  #{:<3} {:<28} {:>8} {:>8} {:>8} {:>8} {:>6} {}",
+                p.id,
+                p.modules.join("/"),
+                p.down[0],
+                p.down[1],
+                p.up[0],
+                p.up[1],
+                p.consumed,
+                pairs(&p.drops, "")
+            )?;
+        }
+        Ok(())
+    }
 }
 
 /// Instance name of the echo service's `ECHO` module.

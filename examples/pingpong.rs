@@ -5,6 +5,12 @@
 //! STD, path-inlined PIN) it runs `--rounds` round trips and prints RTT
 //! median, p99, p99.9 and round trips per second.
 //!
+//! The heading (wire, and the adapter under ETH) comes first, then one row
+//! per configuration as soon as it is measured; a configuration that runs
+//! longer than a second reports its progress on stderr about once a
+//! second. `--count-only` prints `CONFIG N round trips counted, L lost`
+//! rows instead (`scripts/instr.sh` runs it under cachegrind).
+//!
 //! With `--wire tap`: the same two hosts on the topology of
 //! `scripts/netns.sh` — the server on TAP_A in namespace NS_A at PS_A_IP,
 //! the client on TAP_B in NS_B at PS_B_IP, bridged across a veth — each on
@@ -294,6 +300,8 @@ impl Pair {
 /// One measured configuration.
 struct Result1 {
     config: String,
+    /// Round trips asked for (measured or lost).
+    rounds: u64,
     rec: RttRecorder,
 }
 
@@ -346,51 +354,23 @@ fn run(args: Args) -> Result<(), BoxError> {
     if args.count_only && args.wire != "memory" {
         return Err("--count-only is for --wire memory".into());
     }
-    let (results, heading) = match args.wire.as_str() {
-        "memory" => (
-            run_memory(&args)?,
-            format!(
-                "1-byte UDP ping-pong, in-memory wire, two stacks in one process, nic {}",
-                args.nic
-            ),
-        ),
-        "tap" => {
-            let (results, heading) = run_tap(&args)?;
-            (results, heading)
+    let count_only = args.count_only;
+    // Each configuration's row is printed as soon as it is measured.
+    let mut row = |r: &Result1| print_row(r, count_only);
+    let results = match args.wire.as_str() {
+        "memory" => {
+            println!(
+                "1-byte UDP ping-pong over the in-memory wire (two stacks in one process); {}",
+                args.nic.description()
+            );
+            print_columns(count_only);
+            run_memory(&args, &mut row)?
         }
+        "tap" => run_tap(&args, &mut row)?,
         w => return Err(format!("wire `{w}`: expected `memory` or `tap`").into()),
     };
-    println!("{heading}");
-    if args.count_only {
-        for r in &results {
-            println!(
-                "{:<18} {} round trips counted, {} lost",
-                r.config,
-                args.rounds,
-                r.rec.lost_count()
-            );
-        }
+    if count_only {
         return Ok(());
-    }
-    println!(
-        "{:<18} {:>8} {:>10} {:>10} {:>10} {:>12}",
-        "config", "rounds", "p50 ns", "p99 ns", "p99.9 ns", "RT/s"
-    );
-    for r in &results {
-        println!(
-            "{:<18} {:>8} {:>10} {:>10} {:>10} {:>12.0}{}",
-            r.config,
-            r.rec.rounds(),
-            r.rec.quantile_ns(0.5),
-            r.rec.quantile_ns(0.99),
-            r.rec.quantile_ns(0.999),
-            r.rec.round_trips_per_s(),
-            if r.rec.lost_count() > 0 {
-                format!("  ({} lost)", r.rec.lost_count())
-            } else {
-                String::new()
-            }
-        );
     }
     if let Some(file) = &args.json {
         let tap = args.wire == "tap";
@@ -431,6 +411,108 @@ fn run(args: Args) -> Result<(), BoxError> {
     Ok(())
 }
 
+/// The column heads of the result rows (none with --count-only).
+fn print_columns(count_only: bool) {
+    if !count_only {
+        println!(
+            "{:<18} {:>8} {:>10} {:>10} {:>10} {:>12}",
+            "config", "rounds", "p50 ns", "p99 ns", "p99.9 ns", "RT/s"
+        );
+    }
+}
+
+/// One configuration's result row.
+fn print_row(r: &Result1, count_only: bool) {
+    if count_only {
+        println!(
+            "{:<18} {} round trips counted, {} lost",
+            r.config,
+            r.rounds,
+            r.rec.lost_count()
+        );
+        return;
+    }
+    println!(
+        "{:<18} {:>8} {:>10} {:>10} {:>10} {:>12.0}{}",
+        r.config,
+        r.rec.rounds(),
+        r.rec.quantile_ns(0.5),
+        r.rec.quantile_ns(0.99),
+        r.rec.quantile_ns(0.999),
+        r.rec.round_trips_per_s(),
+        if r.rec.lost_count() > 0 {
+            format!("  ({} lost)", r.rec.lost_count())
+        } else {
+            String::new()
+        }
+    );
+}
+
+/// A progress line on stderr for a configuration that runs longer than a
+/// second, updated about once a second (in place on a terminal).
+struct Progress<'a> {
+    config: &'a str,
+    rounds: u64,
+    started: Instant,
+    next: Instant,
+    shown: bool,
+    tty: bool,
+}
+
+impl<'a> Progress<'a> {
+    /// Rounds between looks at the clock: rare enough that the look costs
+    /// nothing measurable, even in `--count-only` instruction counts.
+    const EVERY: u64 = 4096;
+
+    fn new(config: &'a str, rounds: u64) -> Self {
+        let now = Instant::now();
+        Progress {
+            config,
+            rounds,
+            started: now,
+            next: now + Duration::from_secs(1),
+            shown: false,
+            tty: std::io::IsTerminal::is_terminal(&std::io::stderr()),
+        }
+    }
+
+    /// After round `i` (0-based).
+    #[inline]
+    fn tick(&mut self, i: u64) {
+        if i % Self::EVERY != Self::EVERY - 1 {
+            return;
+        }
+        let now = Instant::now();
+        if now < self.next {
+            return;
+        }
+        self.next = now + Duration::from_secs(1);
+        self.shown = true;
+        let done = i + 1;
+        let line = format!(
+            "pingpong: {}: {done}/{} round trips ({:.0}%, {:.0} s)",
+            self.config,
+            self.rounds,
+            100.0 * done as f64 / self.rounds.max(1) as f64,
+            (now - self.started).as_secs_f64()
+        );
+        if self.tty {
+            eprint!("\r{line}\x1b[K");
+        } else {
+            eprintln!("{line}");
+        }
+    }
+}
+
+impl Drop for Progress<'_> {
+    /// Clears an in-place progress line before the result row.
+    fn drop(&mut self) {
+        if self.shown && self.tty {
+            eprint!("\r\x1b[K");
+        }
+    }
+}
+
 /// Times `rounds` round trips of configuration `config` (`round_trip`
 /// says whether the answer came back) with the comparison peers' recorder.
 fn measure(
@@ -439,36 +521,51 @@ fn measure(
     mut round_trip: impl FnMut() -> Result<bool, BoxError>,
 ) -> Result<Result1, BoxError> {
     let mut rec = RttRecorder::new(&config);
+    let mut progress = Progress::new(&config, rounds);
     let t0 = Instant::now();
-    for _ in 0..rounds {
+    for i in 0..rounds {
         let t = Instant::now();
         let echoed = round_trip()?;
         rec.round(echoed, t.elapsed());
+        progress.tick(i);
     }
     rec.set_elapsed(t0.elapsed());
+    drop(progress);
     if rec.lost_count() > 0 {
         eprintln!("pingpong: {config}: {} round trips lost", rec.lost_count());
     }
-    Ok(Result1 { config, rec })
+    Ok(Result1 {
+        config,
+        rounds,
+        rec,
+    })
 }
 
-/// Both hosts in this process, on the in-memory wire.
 /// Runs `rounds` round trips of `config` untimed (--count-only): only
 /// lost rounds are recorded.
 fn count(config: String, rounds: u64, mut round_trip: impl FnMut() -> bool) -> Result1 {
     let mut rec = RttRecorder::new(&config);
-    for _ in 0..rounds {
+    let mut progress = Progress::new(&config, rounds);
+    for i in 0..rounds {
         if !round_trip() {
             rec.lost();
         }
+        progress.tick(i);
     }
+    drop(progress);
     if rec.lost_count() > 0 {
         eprintln!("pingpong: {config}: {} round trips lost", rec.lost_count());
     }
-    Result1 { config, rec }
+    Result1 {
+        config,
+        rounds,
+        rec,
+    }
 }
 
-fn run_memory(args: &Args) -> Result<Vec<Result1>, BoxError> {
+/// Both hosts in this process, on the in-memory wire; `row` gets each
+/// configuration's result as it is done.
+fn run_memory(args: &Args, row: &mut dyn FnMut(&Result1)) -> Result<Vec<Result1>, BoxError> {
     let mut results = Vec::new();
     for (sched, pin) in configs(args, false)? {
         let mut p = match pair(sched, pin, args.nic, args.rx_burst) {
@@ -490,11 +587,13 @@ fn run_memory(args: &Args) -> Result<Vec<Result1>, BoxError> {
             }
         }
         let config = config_name(sched, pin);
-        results.push(if args.count_only {
+        let r = if args.count_only {
             count(config, args.rounds, || p.round_trip())
         } else {
             measure(config, args.rounds, || Ok(p.round_trip()))?
-        });
+        };
+        row(&r);
+        results.push(r);
     }
     Ok(results)
 }
@@ -795,7 +894,7 @@ fn joined<T>(h: std::thread::JoinHandle<Result<T, BoxError>>, who: &str) -> Resu
 }
 
 /// The two hosts on TAPs bridged across a veth (scripts/netns.sh).
-fn run_tap(args: &Args) -> Result<(Vec<Result1>, String), BoxError> {
+fn run_tap(args: &Args, row: &mut dyn FnMut(&Result1)) -> Result<Vec<Result1>, BoxError> {
     check_privileges()?;
     let configs = configs(args, true)?;
     // SIGINT/SIGTERM (e.g. from `timeout`) end the run through the normal
@@ -812,6 +911,22 @@ fn run_tap(args: &Args) -> Result<(Vec<Result1>, String), BoxError> {
     } else {
         WaitMode::Blocking
     };
+    println!(
+        "1-byte UDP ping-pong over TAP/veth ({} {} ↔ {} {}); {}; {}, server CPU {}, client CPU {}",
+        topo.var("TAP_B"),
+        client_ip,
+        topo.var("TAP_A"),
+        server_ip,
+        args.nic.description(),
+        if args.busy_poll {
+            "busy-poll"
+        } else {
+            "blocking"
+        },
+        args.server_cpu,
+        args.client_cpu,
+    );
+    print_columns(false);
     let mut results = Vec::new();
     for (sched, pin) in configs {
         let server = End {
@@ -866,22 +981,8 @@ fn run_tap(args: &Args) -> Result<(Vec<Result1>, String), BoxError> {
             // `measure` said how many; the reports say where they went.
             eprintln!("pingpong: client:\n{client_report}server:\n{server_report}");
         }
+        row(&r);
         results.push(r);
     }
-    let heading = format!(
-        "1-byte UDP ping-pong over TAP/veth ({} {} ↔ {} {}), nic {}, {}, server CPU {}, client CPU {}",
-        topo.var("TAP_B"),
-        client_ip,
-        topo.var("TAP_A"),
-        server_ip,
-        args.nic,
-        if args.busy_poll {
-            "busy-poll"
-        } else {
-            "blocking"
-        },
-        args.server_cpu,
-        args.client_cpu,
-    );
-    Ok((results, heading))
+    Ok(results)
 }

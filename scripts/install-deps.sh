@@ -15,7 +15,7 @@
 # Idempotent: `dpkg -s` is asked first, and `apt-get update` runs (once) only if
 # something is actually missing. The debconf preseed answers wireshark-common's
 # "should non-superusers capture packets?" question so tshark installs without a
-# prompt (DESIGN.md, machine notes).
+# prompt (docs/design.md, machine notes).
 #
 # scripts/test.sh calls this without arguments before running the privileged tests.
 set -euo pipefail

@@ -34,7 +34,7 @@
 # each other. The TAPs are persistent (`ip tuntap add`), so a program can
 # open them later; a TAP must be opened from inside its namespace
 # (pathstack_devices::TapOptions::netns does that) and shows NO-CARRIER until
-# then. Per DESIGN.md's machine notes, the bridges have forward_delay 0 and
+# then. Per the machine notes of docs/design.md, the bridges have forward_delay 0 and
 # STP off (ports forward at once) and bridge netfilter is off in both
 # namespaces (it costs ~0.6 µs per frame); IPv6 is disabled in both
 # namespaces so that no router solicitations or MLD reports show up on the

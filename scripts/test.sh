@@ -36,9 +36,61 @@ cargo run --quiet --example graph -- check graphs/synthetic5.graph
 step "main job (in-memory wire, short)"
 cargo run --quiet --example pingpong -- --rounds 2000
 
+# check_host_netns: the README's `host --netns` commands. Each run makes its
+# own namespace ps-host-<its pid> and must remove it however it ends (a
+# normal exit, an error, SIGINT); traffic stays inside that namespace.
+check_host_netns() {
+    local host=target/debug/examples/host out rc ns pid
+    cargo build --quiet --example host
+    fail() { echo "scripts/test.sh: host --netns: $*" >&2; echo "$out" >&2; exit 1; }
+    # Whether the namespace a run announced is still there (it must not be).
+    # grep without -q reads all of the list: an early exit would give `ip`
+    # a SIGPIPE, and pipefail would report that instead.
+    left_behind() {
+        ns=$(sed -n 's/^namespace \(ps-host-[0-9]*\) .*/\1/p' <<<"$out")
+        [ -n "$ns" ] || fail "no namespace announced"
+        ip netns list | grep -w "$ns" >/dev/null
+    }
+
+    step "host --netns --ping: the kernel side answers, ping's summary"
+    out=$("$host" --netns --ping --count 3 --interval-ms 50) || fail "exit status $?"
+    echo "$out" | tail -3
+    grep -q '^3 packets transmitted, 3 received, 0% packet loss' <<<"$out" || fail "no 3/3 summary"
+    grep -Eq '^rtt min/avg/max/mdev = [0-9.]+/[0-9.]+/[0-9.]+/[0-9.]+ ms$' <<<"$out" || fail "no rtt line"
+    left_behind && fail "namespace $ns left behind"
+
+    step "host --netns --ping to an address nobody has: ARP unanswered, exit 2"
+    rc=0; out=$("$host" --netns --ping 10.77.0.9 --count 1 --interval-ms 10) || rc=$?
+    echo "$out" | tail -3
+    [ "$rc" = 2 ] || fail "exit status $rc, expected 2"
+    grep -q '^1 packets transmitted, 0 received, 100% packet loss' <<<"$out" || fail "no 1/0 summary"
+    grep -q '^ARP got no answer for 10.77.0.9' <<<"$out" || fail "ARP failure not reported"
+    left_behind && fail "namespace $ns left behind"
+
+    step "host --netns: removed on SIGINT, statistics as JSON"
+    "$host" --netns --json - >"$tmp_out" 2>&1 &
+    pid=$!
+    for _ in $(seq 1 50); do grep -q '^udp services:' "$tmp_out" && break; sleep 0.1; done
+    kill -INT "$pid"
+    rc=0; wait "$pid" || rc=$?
+    out=$(cat "$tmp_out")
+    [ "$rc" = 0 ] || fail "exit status $rc after SIGINT"
+    grep -q '"paths": \[' <<<"$out" || fail "no JSON statistics"
+    left_behind && fail "namespace $ns left behind after SIGINT"
+
+    step "host --netns: removed when setup fails after making it"
+    rc=0; out=$("$host" --netns --pcap /nonexistent-dir/x.pcap 2>&1) || rc=$?
+    [ "$rc" = 1 ] || fail "exit status $rc, expected 1"
+    left_behind && fail "namespace $ns left behind after an error"
+    return 0
+}
+
 if [ "$(id -u)" = 0 ]; then
     step "main job over TAP/veth (privileged, short)"
     cargo run --quiet --example pingpong -- --wire tap --rounds 500 --warmup 100
+    tmp_out=$(mktemp)
+    trap 'rm -f "$tmp_out"' EXIT
+    check_host_netns
 else
-    step "main job over TAP/veth: SKIPPED (not root, PATHSTACK_SKIP_PRIVILEGED=1)"
+    step "main job over TAP/veth and host --netns: SKIPPED (not root, PATHSTACK_SKIP_PRIVILEGED=1)"
 fi

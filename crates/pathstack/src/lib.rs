@@ -1,17 +1,169 @@
-//! pathstack: a user-space protocol stack built on the path abstraction of
-//! the Scout operating system. This facade re-exports the crates and knows
-//! every module type that exists.
+//! pathstack: a user-space protocol stack built on the *path* abstraction
+//! of the Scout operating system (Mosberger, *Scout: A Path-Based Operating
+//! System*, PhD thesis, University of Arizona, 1997, ch. 2–3).
+//!
+//! An application makes a [`Host`] — an Internet host (Ethernet, ARP,
+//! IPv4, ICMP, UDP) on one [`Device`] — and talks UDP through it, with the
+//! non-blocking sockets of [`socket`] or the async ones of [`tokio`](mod@crate::tokio).
+//! Devices are the in-memory wire ([`wire_pair`]: two hosts in one
+//! process, for tests and benchmarks) or a Linux TAP interface
+//! ([`TapDevice`]); [`Nic`] puts an emulated LANCE adapter between the
+//! host and its device.
+//!
+//! Inside, protocols are *modules* wired into a checked module graph, and
+//! traffic runs on *paths*: pre-routed slices through the graph, one
+//! *stage* per module, found for arriving frames by a demux-tree
+//! classifier. The concepts and contracts are in the repository's
+//! `docs/design.md`; the parts are re-exported here as [`core`],
+//! [`classify`], [`inet`] and [`devices`].
+//!
+//! # Getting started
+//!
+//! ## UDP over the in-memory wire
+//!
+//! Two hosts joined by the in-memory wire, one echoing a datagram back to
+//! the other. Nothing here blocks: a receive with nothing queued returns
+//! `Ok(None)`, and each host moves its frames when it is polled.
 //!
 //! ```
-//! let specs = pathstack::module_specs();
-//! assert!(specs.get("WIRE").is_some());
+//! use pathstack::{wire_pair, Host, HostConfig, WireConfig};
+//! use std::net::{Ipv4Addr, SocketAddrV4};
+//!
+//! let (a, b) = wire_pair(WireConfig::default());
+//! let mut client = Host::new(HostConfig::parse("10.0.0.1/24")?, a)?;
+//! let mut server = Host::new(HostConfig::parse("10.0.0.2/24")?, b)?;
+//!
+//! let echo = server.udp_bind(7)?;
+//! let sock = client.udp_bind(0)?; // an ephemeral port
+//! let server_addr = SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 2), 7);
+//! client.send_to(&sock, b"hello", server_addr)?;
+//!
+//! let mut buf = [0u8; 1500];
+//! let mut echoed = false;
+//! let reply = loop {
+//!     client.poll();
+//!     server.poll();
+//!     if let Some((n, from)) = server.recv_from(&echo, &mut buf)? {
+//!         server.send_to(&echo, &buf[..n], from)?;
+//!         echoed = true;
+//!     }
+//!     if let Some((n, from)) = client.recv_from(&sock, &mut buf)? {
+//!         break (n, from);
+//!     }
+//! };
+//! assert!(echoed);
+//! assert_eq!(&buf[..reply.0], b"hello");
+//! assert_eq!(reply.1, server_addr);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! ## The same with tokio
+//!
+//! A [`tokio::Net`] owns a host and drives it from a
+//! task; its [`UdpSocket`](tokio::UdpSocket)s mirror
+//! `tokio::net::UdpSocket`. The stack is single-threaded: use a
+//! current-thread runtime.
+//!
+//! ```
+//! use pathstack::tokio::{Net, UdpSocket};
+//! use pathstack::{wire_pair, Host, HostConfig, WireConfig};
+//! use std::net::SocketAddr;
+//!
+//! #[tokio::main(flavor = "current_thread")]
+//! async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//!     let (a, b) = wire_pair(WireConfig::default());
+//!     let client = Net::new(Host::new(HostConfig::parse("10.0.0.1/24")?, a)?);
+//!     let server = Net::new(Host::new(HostConfig::parse("10.0.0.2/24")?, b)?);
+//!     client.spawn();
+//!     server.spawn();
+//!
+//!     let echo = UdpSocket::bind(&server, "0.0.0.0:7".parse::<SocketAddr>()?).await?;
+//!     tokio::spawn(async move {
+//!         let mut buf = [0u8; 1500];
+//!         while let Ok((n, peer)) = echo.recv_from(&mut buf).await {
+//!             if echo.send_to(&buf[..n], peer).await.is_err() {
+//!                 break;
+//!             }
+//!         }
+//!     });
+//!
+//!     let sock = UdpSocket::bind(&client, "0.0.0.0:0".parse::<SocketAddr>()?).await?;
+//!     let server_addr: SocketAddr = "10.0.0.2:7".parse()?;
+//!     sock.send_to(b"hello", server_addr).await?;
+//!     let mut buf = [0u8; 64];
+//!     let (n, from) = sock.recv_from(&mut buf).await?;
+//!     assert_eq!(&buf[..n], b"hello");
+//!     assert_eq!(from, server_addr);
+//!     Ok(())
+//! }
+//! ```
+//!
+//! ## A host on a TAP device
+//!
+//! On Linux a [`TapDevice`] exchanges Ethernet frames with the kernel, so
+//! the kernel (or anything routed through it) can ping the host and talk
+//! UDP to it. Opening a TAP needs root (`CAP_NET_ADMIN`), and the kernel
+//! side needs an address of its own on the TAP's network before it can
+//! reach the host — here, while the program runs:
+//! `ip addr add 10.0.0.2/24 dev tap0` (the device comes up when opened),
+//! then `ping 10.0.0.1` or `echo hi | socat - UDP:10.0.0.1:7`. The `host`
+//! example does all of this in a private network namespace:
+//! `sudo cargo run --release --example host -- --netns --ping`.
+//!
+//! ```no_run
+//! use pathstack::{Host, HostConfig, TapDevice, TapOptions, WaitMode};
+//! use std::time::Duration;
+//!
+//! let tap = TapDevice::open("tap0", TapOptions::new())?; // created if absent
+//! let waiter = tap.waiter()?; // sleeps in epoll until the TAP has a frame
+//! let mut host = Host::new(HostConfig::parse("10.0.0.1/24")?, tap)?
+//!     .with_waiter(waiter, WaitMode::Blocking);
+//!
+//! // ARP and ping are answered by the stack itself; this echoes UDP port 7.
+//! let echo = host.udp_bind(7)?;
+//! let mut buf = [0u8; 65_535];
+//! loop {
+//!     host.poll();
+//!     while let Some((n, from)) = host.recv_from(&echo, &mut buf)? {
+//!         host.send_to(&echo, &buf[..n], from)?;
+//!     }
+//!     host.wait(Duration::from_millis(100))?;
+//! }
+//! # #[allow(unreachable_code)]
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # What is where
+//!
+//! | you want | use |
+//! |---|---|
+//! | an Internet host on a device, its statistics | [`Host`], [`HostConfig`], [`Host::report`] |
+//! | UDP sockets, non-blocking | [`socket`] (methods on [`Host`]) |
+//! | UDP sockets, async | [`tokio::Net`], [`tokio::UdpSocket`] |
+//! | two hosts in one process | [`wire_pair`], [`WireConfig`] |
+//! | a Linux TAP interface | [`TapDevice`], [`TapOptions`], [`WaitMode`] |
+//! | a device of your own | implement [`Device`] |
+//! | the emulated LANCE adapter | [`Nic`] ([`HostConfig::nic`]) |
+//! | your own module at the top of a path | [`HostConfig::upper`], [`module_types`] |
+//! | a module graph from a file | [`Host::from_graph_file`], [`module_specs`] |
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 pub use pathstack_classify as classify;
 pub use pathstack_core as core;
 pub use pathstack_devices as devices;
 pub use pathstack_inet as inet;
+
+#[doc(inline)]
+pub use host::{Host, HostConfig, HostError};
+#[doc(inline)]
+pub use nic::Nic;
+#[doc(inline)]
+pub use pathstack_core::device::wire::{wire_pair, WireConfig, WireEnd};
+#[doc(inline)]
+pub use pathstack_core::device::{Device, DeviceError};
+#[doc(inline)]
+pub use pathstack_devices::{TapDevice, TapError, TapOptions, WaitMode};
 
 use pathstack_core::graph::spec::SpecRegistry;
 use pathstack_core::stack::ModuleTypes;
@@ -33,6 +185,12 @@ pub fn module_types() -> ModuleTypes {
 }
 
 /// The specs of every module type, for checking graph files.
+///
+/// ```
+/// let specs = pathstack::module_specs();
+/// assert!(specs.get("WIRE").is_some());
+/// assert!(specs.get("UDP").is_some());
+/// ```
 pub fn module_specs() -> SpecRegistry {
     module_types().specs()
 }

@@ -37,6 +37,22 @@ impl Nic {
         }
     }
 
+    /// What stands between ETH and the device, in words, for headings and
+    /// reports. Unlike [`Nic::name`] it does not say `tap` for
+    /// [`Nic::Device`], which is also the choice on the in-memory wire.
+    ///
+    /// ```
+    /// use pathstack::nic::Nic;
+    /// assert_eq!(Nic::Device.description(), "no adapter (the WIRE driver on the device itself)");
+    /// ```
+    pub fn description(self) -> &'static str {
+        match self {
+            Nic::Device => "no adapter (the WIRE driver on the device itself)",
+            Nic::Lance(Access::Copy) => "emulated LANCE, descriptors copied to dense memory",
+            Nic::Lance(Access::Direct) => "emulated LANCE, descriptors accessed in place",
+        }
+    }
+
     /// The name used on command lines (`tap`, `lance:copy`, `lance:direct`).
     pub fn name(self) -> &'static str {
         match self {

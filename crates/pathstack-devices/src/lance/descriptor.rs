@@ -4,7 +4,8 @@
 //! initialization block (twelve words). Bit positions follow the Am7990
 //! data sheet.
 //!
-//! The seed (§2.6) says DEC's descriptors are ten bytes long; the Am7990's
+//! *Protocol Latency: MIPS and Reality* (Mosberger, Peterson, O'Malley,
+//! 1995, §2.6) says DEC's descriptors are ten bytes long; the Am7990's
 //! are eight (four words), which is what this model uses — in sparse memory
 //! a descriptor spans 16 CPU bytes, so a copy in and out moves 32.
 //!

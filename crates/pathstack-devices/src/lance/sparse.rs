@@ -19,7 +19,8 @@
 //! The memory is a plain byte vector shared by the CPU (the driver) and the
 //! chip's DMA engine; every access says which of the two makes it (the
 //! [`Agent`] type parameter), so the accesses each side makes can be counted
-//! — that count is what the seed's copy-versus-direct comparison is about.
+//! — that count is what the copy-versus-direct comparison of *Protocol
+//! Latency: MIPS and Reality* (§2.6) is about.
 
 use std::cell::Cell;
 use thiserror::Error;
