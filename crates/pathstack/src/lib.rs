@@ -26,16 +26,17 @@
 //! `Ok(None)`, and each host moves its frames when it is polled.
 //!
 //! ```
-//! use pathstack::{wire_pair, Host, HostConfig, WireConfig};
-//! use std::net::{Ipv4Addr, SocketAddrV4};
+//! use pathstack::{wire_pair, Host, WireConfig};
+//! use std::net::SocketAddr;
 //!
 //! let (a, b) = wire_pair(WireConfig::default());
-//! let mut client = Host::new(HostConfig::parse("10.0.0.1/24")?, a)?;
-//! let mut server = Host::new(HostConfig::parse("10.0.0.2/24")?, b)?;
+//! let mut client = Host::new("10.0.0.1/24".parse()?, a)?;
+//! let mut server = Host::new("10.0.0.2/24".parse()?, b)?;
 //!
-//! let echo = server.udp_bind(7)?;
-//! let sock = client.udp_bind(0)?; // an ephemeral port
-//! let server_addr = SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 2), 7);
+//! // Addresses as in std::net: "ip:port", SocketAddr, (IpAddr, u16), ...
+//! let echo = server.udp_bind("0.0.0.0:7")?;
+//! let sock = client.udp_bind("0.0.0.0:0")?; // an ephemeral port
+//! let server_addr: SocketAddr = "10.0.0.2:7".parse()?;
 //! client.send_to(&sock, b"hello", server_addr)?;
 //!
 //! let mut buf = [0u8; 1500];
@@ -77,7 +78,7 @@
 //!     client.spawn();
 //!     server.spawn();
 //!
-//!     let echo = UdpSocket::bind(&server, "0.0.0.0:7".parse::<SocketAddr>()?).await?;
+//!     let echo = UdpSocket::bind(&server, "0.0.0.0:7").await?;
 //!     tokio::spawn(async move {
 //!         let mut buf = [0u8; 1500];
 //!         while let Ok((n, peer)) = echo.recv_from(&mut buf).await {
@@ -87,7 +88,7 @@
 //!         }
 //!     });
 //!
-//!     let sock = UdpSocket::bind(&client, "0.0.0.0:0".parse::<SocketAddr>()?).await?;
+//!     let sock = UdpSocket::bind(&client, "0.0.0.0:0").await?;
 //!     let server_addr: SocketAddr = "10.0.0.2:7".parse()?;
 //!     sock.send_to(b"hello", server_addr).await?;
 //!     let mut buf = [0u8; 64];
@@ -120,7 +121,7 @@
 //!     .with_waiter(waiter, WaitMode::Blocking);
 //!
 //! // ARP and ping are answered by the stack itself; this echoes UDP port 7.
-//! let echo = host.udp_bind(7)?;
+//! let echo = host.udp_bind("0.0.0.0:7")?;
 //! let mut buf = [0u8; 65_535];
 //! loop {
 //!     host.poll();
