@@ -77,8 +77,8 @@ impl<'k> Probe<'k> {
     }
 }
 
-/// A handle to a demux node: what a stage passes on in the
-/// `PREVIOUS_DEMUX_NODE` attribute so the next stage can register below it.
+/// A handle to a demux node: what registering one level returns, so that
+/// the next level can register below it (Scout's `PREVIOUS_DEMUX_NODE`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct DemuxNodeRef(pub(crate) u32);
 

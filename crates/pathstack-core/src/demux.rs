@@ -5,12 +5,12 @@
 //! from the receiving end (`end[1]`, the device side for paths created from
 //! the top) towards `end[0]`: each stage names its partial key with
 //! [`Stage::demux_key`](crate::stage::Stage::demux_key), passes through, or
-//! stops classification at itself. Scout threads `PREVIOUS_DEMUX_NODE`
-//! through the establish callbacks in creation order; we do the same walk in
-//! the core, in classification order, so that it is right whichever end the
-//! path was created from.
+//! stops classification at itself. Scout threads the `PREVIOUS_DEMUX_NODE`
+//! attribute through the establish callbacks in creation order; we do the
+//! same walk in the core, in classification order, passing each level the
+//! node of the one before, so that it is right whichever end the path was
+//! created from.
 
-use crate::attrs::{keys, Attrs};
 use crate::error::PathError;
 use crate::ids::{Dir, ModuleId, PathId};
 use pathstack_classify as pc;
@@ -30,7 +30,7 @@ pub enum DemuxKey {
 }
 
 /// Most demultiplexing levels of one path.
-const MAX_LEVELS: usize = 32;
+pub(crate) const MAX_LEVELS: usize = 32;
 
 /// Most levels below a module that re-classifies with
 /// [`Demux::classify_from`].
@@ -134,7 +134,6 @@ impl Demux {
         path: PathId,
         mode: KeyMode,
         levels: &[(ModuleId, Option<Key>)],
-        aux: &mut Attrs,
     ) -> Result<bool, PathError> {
         // Pass-through levels after the last key add nothing to the tree
         // (they are kept for `classify_from`).
@@ -176,10 +175,10 @@ impl Demux {
                 key: *key,
             };
             match self.tree.register(id, mode, prev, level, next) {
-                Ok(node) => {
-                    prev = Some(node);
-                    aux.insert(&keys::PREVIOUS_DEMUX_NODE, node);
-                }
+                // Scout threads PREVIOUS_DEMUX_NODE through the stages'
+                // establish calls; the core walks the levels itself, so the
+                // previous node stays here.
+                Ok(node) => prev = Some(node),
                 Err(e) => {
                     let _ = self.tree.remove(id);
                     return Err(PathError::Demux(e.to_string()));

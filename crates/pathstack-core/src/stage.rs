@@ -53,18 +53,21 @@ pub trait Stage: Any + Send {
     }
 
     /// Called once the whole path exists, in creation order, with an
-    /// auxiliary attribute set passed from stage to stage (thesis §3.3.6):
-    /// the place to register demux keys (`PREVIOUS_DEMUX_NODE`).
+    /// auxiliary attribute set passed from stage to stage (thesis §3.3.6).
+    /// Demux keys are not registered here but named by
+    /// [`Stage::demux_key`]: the core registers the whole chain itself.
     fn establish(&mut self, aux: &mut Attrs, cx: &mut EstablishCx<'_>) -> Result<(), PathError> {
         let _ = (aux, cx);
         Ok(())
     }
 
     /// This stage's partial demux key for its path (thesis §3.4.3): asked
-    /// once the path is established, from the receiving end inwards. `aux`
-    /// holds `PREVIOUS_DEMUX_NODE`. The default passes through.
-    fn demux_key(&self, mode: KeyMode, aux: &Attrs) -> DemuxKey {
-        let _ = (mode, aux);
+    /// once the path is established, from the receiving end inwards. Scout
+    /// has each stage register its key below the node the previous one
+    /// registered (`PREVIOUS_DEMUX_NODE`); here the core does that walk
+    /// with the keys the stages name. The default passes through.
+    fn demux_key(&self, mode: KeyMode) -> DemuxKey {
+        let _ = mode;
         DemuxKey::Pass
     }
 

@@ -56,11 +56,3 @@ pub const DEADLINE: AttrKey<Duration> = AttrKey::pervasive("DEADLINE");
 pub const QUEUE_LEN: AttrKey<usize> = AttrKey::pervasive("QUEUE_LEN");
 /// When the path was created (set by the stack).
 pub const CREATED_AT: AttrKey<Instant> = AttrKey::pervasive("CREATED_AT");
-/// The demux node registered by the previous stage of the chain (thesis
-/// §3.4.3): set by the stack while it registers a path's demux keys, from
-/// the receiving end inwards. A stage that returns
-/// [`DemuxKey::Stop`](crate::demux::DemuxKey::Stop) does not pass it on,
-/// so classification stops at its module. Limited: only the demux chain
-/// understands it.
-pub const PREVIOUS_DEMUX_NODE: AttrKey<pathstack_classify::DemuxNodeRef> =
-    AttrKey::limited("PREVIOUS_DEMUX_NODE");

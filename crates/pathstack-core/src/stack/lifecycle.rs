@@ -4,7 +4,7 @@
 
 use super::{End, Stack};
 use crate::attrs::{keys, Attrs};
-use crate::demux::{DemuxKey, KeyMode};
+use crate::demux::{DemuxKey, KeyMode, MAX_LEVELS};
 use crate::error::PathError;
 use crate::exec::DynExec;
 use crate::ids::{Dir, ModuleId, PathId};
@@ -271,12 +271,14 @@ impl Stack {
         let Some(path) = self.paths.get_mut(id) else {
             return Err(PathError::NoSuchPath(id));
         };
-        let mut order: Vec<usize> = (0..path.len())
-            .filter(|&p| from_stage.is_none_or(|f| path.stage_ids[p] >= f))
-            .collect();
-        order.sort_by_key(|&p| path.stage_ids[p]);
         let mut aux = Attrs::new();
         let len = path.len();
+        // In creation order: stage ids are unique and below
+        // `next_stage_id`, and a path has a handful of stages, so a scan
+        // per id costs less than sorting into a new list.
+        let first = from_stage.unwrap_or(0);
+        let order = (first..path.next_stage_id)
+            .filter_map(|sid| path.stage_ids.iter().position(|&s| s == sid));
         for pos in order {
             let m = path.stage_modules[pos];
             let mslot = &mut self.modules[m.0 as usize];
@@ -303,23 +305,31 @@ impl Stack {
         } else {
             KeyMode::Active
         };
-        let mut levels = Vec::with_capacity(len);
-        let mut demux_aux = Attrs::new();
+        // On the stack: path creation allocates only what the path keeps.
+        let mut levels = [(ModuleId(0), None); MAX_LEVELS];
+        let mut n = 0;
         for pos in (0..len).rev() {
             let Some(stage) = path.exec.stage(pos) else {
                 break;
             };
-            match stage.demux_key(mode, &demux_aux) {
-                DemuxKey::Pass => levels.push((path.stage_modules[pos], None)),
-                DemuxKey::Key(k) => levels.push((path.stage_modules[pos], Some(k))),
-                DemuxKey::Stop(k) => {
-                    levels.push((path.stage_modules[pos], k));
-                    break;
-                }
+            let (level, last) = match stage.demux_key(mode) {
+                DemuxKey::Pass => (None, false),
+                DemuxKey::Key(k) => (Some(k), false),
+                DemuxKey::Stop(k) => (k, true),
+            };
+            let Some(slot) = levels.get_mut(n) else {
+                return Err(PathError::Demux(format!(
+                    "more than {MAX_LEVELS} demultiplexing levels"
+                )));
+            };
+            *slot = (path.stage_modules[pos], level);
+            n += 1;
+            if last {
+                break;
             }
         }
         self.demux.remove(id);
-        self.demux.register(id, mode, &levels, &mut demux_aux)?;
+        self.demux.register(id, mode, &levels[..n])?;
         Ok(())
     }
 

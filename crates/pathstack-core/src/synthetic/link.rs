@@ -133,7 +133,7 @@ impl Stage for LinkStage {
         }
     }
 
-    fn demux_key(&self, _mode: KeyMode, _aux: &Attrs) -> DemuxKey {
+    fn demux_key(&self, _mode: KeyMode) -> DemuxKey {
         DemuxKey::Key(Key::from_array(self.channel.to_be_bytes()))
     }
 }

@@ -225,7 +225,7 @@ impl Stage for ProbeStage {
         }
         Ok(())
     }
-    fn demux_key(&self, _mode: KeyMode, _aux: &Attrs) -> DemuxKey {
+    fn demux_key(&self, _mode: KeyMode) -> DemuxKey {
         match self.key {
             Some(k) => DemuxKey::Key(Key::from_array([k])),
             None => DemuxKey::Pass,

@@ -136,7 +136,7 @@ impl Stage for EthStage {
         }
     }
 
-    fn demux_key(&self, _mode: KeyMode, _aux: &Attrs) -> DemuxKey {
+    fn demux_key(&self, _mode: KeyMode) -> DemuxKey {
         DemuxKey::Key(wire::path_demux_key(self.ethertype))
     }
 }

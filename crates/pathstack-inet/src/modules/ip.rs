@@ -690,7 +690,7 @@ impl Stage for IpStage {
         }
     }
 
-    fn demux_key(&self, mode: KeyMode, _aux: &Attrs) -> DemuxKey {
+    fn demux_key(&self, mode: KeyMode) -> DemuxKey {
         let Some(proto) = self.protocol else {
             // IP's own path ends the walk at the EtherType.
             return DemuxKey::Stop(None);

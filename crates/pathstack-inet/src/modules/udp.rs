@@ -303,7 +303,7 @@ impl Stage for UdpStage {
         }
     }
 
-    fn demux_key(&self, mode: KeyMode, _aux: &Attrs) -> DemuxKey {
+    fn demux_key(&self, mode: KeyMode) -> DemuxKey {
         DemuxKey::Key(wire::path_demux_key(
             mode,
             self.local_port,
