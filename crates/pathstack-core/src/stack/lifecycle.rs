@@ -319,6 +319,7 @@ impl Stack {
             }
         }
         self.demux.remove(id);
+        self.shared.faults.take(id);
         self.demux.register(id, mode, &levels, &mut demux_aux)?;
         Ok(())
     }

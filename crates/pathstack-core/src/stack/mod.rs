@@ -31,7 +31,8 @@ use crate::demux::Demux;
 use crate::drop_reason::DropTally;
 use crate::error::{ModuleError, PathError, StackError};
 use crate::graph::ModuleGraph;
-use crate::ids::ModuleId;
+use crate::fault::PathFault;
+use crate::ids::{ModuleId, PathId};
 use crate::module::{ModCx, Module, ModuleSlot};
 use crate::msg::MsgPool;
 use crate::path_table::PathTable;
@@ -276,6 +277,18 @@ impl Stack {
         work += self.poll_modules();
         work += self.run_pending();
         work
+    }
+
+    /// Takes the asynchronous error a stage or module recorded for `path`
+    /// since the last call (`SO_ERROR`: reading clears it); see
+    /// [`crate::fault`].
+    pub fn take_fault(&mut self, path: PathId) -> Option<PathFault> {
+        self.shared.faults.take(path)
+    }
+
+    /// The asynchronous error `path` holds, left pending.
+    pub fn fault(&self, path: PathId) -> Option<PathFault> {
+        self.shared.faults.get(path)
     }
 
     /// The earliest time at which [`Stack::poll`] has timed work to do, if any.

@@ -6,6 +6,7 @@
 use crate::host::{HostError, HostId};
 use pathstack_core::error::PathError;
 use pathstack_core::DropReason;
+use pathstack_inet::modules::IpRefusal;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 
 /// Why a socket operation failed.
@@ -32,8 +33,14 @@ pub enum SocketError {
     /// received messages return their buffers) and try again.
     #[error("no message buffer available; poll the host and try again")]
     NoBuffer,
-    /// The stack dropped the datagram on the socket's path (no route, a
-    /// full device queue …); the reason is the drop counter's name.
+    /// IP has no route to the destination (no interface's network holds
+    /// it and there is no gateway): Linux's `ENETUNREACH`. A host must
+    /// tell its transport layer when it cannot send (RFC 1122 §3.3.1.1,
+    /// §4.1.3.3), not let the datagram vanish.
+    #[error("network unreachable: no route to {0}")]
+    NetworkUnreachable(Ipv4Addr),
+    /// The stack dropped the datagram on the socket's path (a full device
+    /// queue …); the reason is the drop counter's name.
     #[error("the datagram was dropped: {0}")]
     Dropped(DropReason),
     /// The socket was closed (its handle is stale).
@@ -116,6 +123,11 @@ impl From<SocketError> for std::io::Error {
             SocketError::NoBuffer => K::OutOfMemory,
             SocketError::Closed | SocketError::NotConnected => K::NotConnected,
             SocketError::Connected { .. } => K::AlreadyExists,
+            SocketError::NetworkUnreachable(_) => K::NetworkUnreachable,
+            // Connecting without a route is Linux's `ENETUNREACH` too.
+            SocketError::Path(e) if matches!(e.cause::<IpRefusal>(), Some(IpRefusal::NoRoute(_))) => {
+                K::NetworkUnreachable
+            }
             SocketError::Path(_)
             | SocketError::Dropped(_)
             | SocketError::Wait(_)

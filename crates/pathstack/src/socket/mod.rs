@@ -79,6 +79,7 @@ use pathstack_core::attrs::Attrs;
 use pathstack_core::msg::MsgError;
 use pathstack_core::{Dir, ModuleId, Msg, PathId, QueueKind, SendError, Stack};
 use pathstack_inet::modules::{UdpRefusal, UdpStage};
+use pathstack_inet::wire::ipv4::Ipv4DropReason;
 use pathstack_inet::InetAnno;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, ToSocketAddrs};
 use table::SocketState;
@@ -386,6 +387,10 @@ impl Host {
         a.set_ttl(state.ttl);
         match self.stack_mut().send(state.path, Dir::Down, m) {
             Ok(()) => Ok(()),
+            // Run to completion: IP's drop reaches us synchronously.
+            Err(SendError::Dropped(reason)) if reason == Ipv4DropReason::NoRoute => {
+                Err(SocketError::NetworkUnreachable(*dst.ip()))
+            }
             Err(SendError::Dropped(reason)) => Err(SocketError::Dropped(reason)),
             Err(_) => Err(SocketError::QueueFull),
         }
