@@ -286,6 +286,13 @@ impl Stack {
         self.shared.faults.take(path)
     }
 
+    /// Records an asynchronous error for `path` from outside the stack's
+    /// modules (a socket layer that matched an ICMP error to its socket);
+    /// see [`Cx::set_fault`].
+    pub fn set_fault(&mut self, path: PathId, fault: PathFault) {
+        self.shared.faults.set(path, fault);
+    }
+
     /// The asynchronous error `path` holds, left pending.
     pub fn fault(&self, path: PathId) -> Option<PathFault> {
         self.shared.faults.get(path)

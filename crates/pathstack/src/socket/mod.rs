@@ -66,6 +66,7 @@
 mod addr;
 mod blocking;
 mod error;
+mod faults;
 mod options;
 mod table;
 
@@ -364,6 +365,7 @@ impl Host {
         mut m: Msg,
         dst: Option<SocketAddr>,
     ) -> Result<(), SocketError> {
+        self.check_error(s)?;
         let state = *self.socket(s)?;
         if m.len() > MAX_DATAGRAM {
             return Err(SocketError::MessageTooLong {
@@ -400,6 +402,7 @@ impl Host {
     /// copy); its sender is in the annotations (`peer_ip`, `peer_port`).
     /// `Ok(None)` when nothing is queued.
     pub fn udp_recv_msg(&mut self, s: &UdpSocket) -> Result<Option<Msg>, SocketError> {
+        self.check_error(s)?;
         let path = self.socket(s)?.path;
         Ok(self.stack_mut().recv(path, Dir::Up))
     }
@@ -449,13 +452,17 @@ impl Host {
     }
 
     /// Like [`Host::recv_from`], but the datagram stays queued: the next
-    /// receive takes it again (`MSG_PEEK`).
+    /// receive takes it again (`MSG_PEEK`). A pending error is reported
+    /// and left pending (the next receive takes it).
     pub fn peek_from(
         &self,
         s: &UdpSocket,
         buf: &mut [u8],
     ) -> Result<Option<(usize, SocketAddr)>, SocketError> {
         let path = self.socket(s)?.path;
+        if let Some(e) = self.pending_error(s) {
+            return Err(e);
+        }
         Ok(self
             .stack()
             .path(path)

@@ -67,7 +67,9 @@ impl State {
         let work = self.host.poll();
         let host = &self.host;
         self.readers.retain(|s, waiters| {
-            let ready = host.udp_pending(s) > 0 || host.local_addr(s).is_err();
+            let ready = host.udp_pending(s) > 0
+                || host.local_addr(s).is_err()
+                || host.pending_error(s).is_some();
             if ready {
                 waiters.wake_all();
             }
