@@ -88,9 +88,11 @@
 //! On a TAP device, give the driver the device's file descriptor with
 //! [`Net::tap`] (or [`Net::with_fd`]); see `examples/udp_echo.rs`.
 
+mod driver;
 mod net;
 mod udp;
 mod waiters;
 
+pub use driver::DriverError;
 pub use net::Net;
 pub use udp::UdpSocket;
