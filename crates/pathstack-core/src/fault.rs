@@ -102,7 +102,10 @@ mod tests {
     use crate::drop_reason::CoreDropReason;
 
     fn path(i: u32) -> PathId {
-        PathId { index: i, generation: 1 }
+        PathId {
+            index: i,
+            generation: 1,
+        }
     }
 
     #[test]

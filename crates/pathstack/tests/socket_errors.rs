@@ -27,7 +27,10 @@ fn pair() -> (Host, Host) {
 /// answers ARP on it.
 fn lonely() -> (Host, WireEnd) {
     let (a, b) = wire_pair(WireConfig::default());
-    (Host::new(HostConfig::parse("10.0.0.1/24").unwrap(), a).unwrap(), b)
+    (
+        Host::new(HostConfig::parse("10.0.0.1/24").unwrap(), a).unwrap(),
+        b,
+    )
 }
 
 /// Runs `h`'s stack on a fake clock, a second per step, past ARP's three

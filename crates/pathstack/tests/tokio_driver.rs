@@ -49,12 +49,18 @@ fn made_outside_a_runtime_fails_clearly_until_spawned() {
 #[tokio::test(flavor = "current_thread")]
 async fn made_in_a_runtime_it_runs_without_spawn() {
     let (a, b) = wire_pair(WireConfig::default());
-    let (na, nb) = (Net::new(host("10.0.0.1/24", a)), Net::new(host("10.0.0.2/24", b)));
+    let (na, nb) = (
+        Net::new(host("10.0.0.1/24", a)),
+        Net::new(host("10.0.0.2/24", b)),
+    );
     let srv = UdpSocket::bind(&nb, "0.0.0.0:7").await.unwrap();
     let cli = UdpSocket::bind(&na, "0.0.0.0:0").await.unwrap();
     cli.send_to(b"hi", "10.0.0.2:7").await.unwrap();
     let mut buf = [0u8; 8];
-    let (n, _) = timeout(LIMIT, srv.recv_from(&mut buf)).await.unwrap().unwrap();
+    let (n, _) = timeout(LIMIT, srv.recv_from(&mut buf))
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(&buf[..n], b"hi");
     // One driver only: running another is refused.
     let e = na.run().await.unwrap_err();
@@ -114,7 +120,10 @@ fn a_driver_whose_runtime_ended_fails_later_calls() {
 #[tokio::test(flavor = "current_thread")]
 async fn async_errors_reach_tokio_sockets() {
     let (a, b) = wire_pair(WireConfig::default());
-    let (na, _nb) = (Net::new(host("10.0.0.1/24", a)), Net::new(host("10.0.0.2/24", b)));
+    let (na, _nb) = (
+        Net::new(host("10.0.0.1/24", a)),
+        Net::new(host("10.0.0.2/24", b)),
+    );
     let sock = UdpSocket::bind(&na, "0.0.0.0:0").await.unwrap();
     // No route: at once.
     let e = sock.send_to(b"x", "192.0.2.1:9").await.unwrap_err();
@@ -123,7 +132,10 @@ async fn async_errors_reach_tokio_sockets() {
     sock.connect("10.0.0.2:9").await.unwrap();
     sock.send(b"anyone?").await.unwrap();
     let mut buf = [0u8; 8];
-    let e = timeout(LIMIT, sock.recv(&mut buf)).await.unwrap().unwrap_err();
+    let e = timeout(LIMIT, sock.recv(&mut buf))
+        .await
+        .unwrap()
+        .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::ConnectionRefused, "{e}");
     assert_eq!(sock.take_error().unwrap().map(|e| e.kind()), None);
 }

@@ -255,17 +255,21 @@ impl Module for ArpModule {
                 faulted += 1;
             }
         };
-        self.cache.poll_with(now, |e| {
-            if n < events.len() {
-                events[n] = Some(e);
-                n += 1;
-            } else if let ArpEvent::SendRequest(_) = e {
-                // More retries due at once than fit here: they go out on a
-                // later poll would be wrong (the cache counted them sent);
-                // count them as failures instead of allocating.
-                more += 1;
-            }
-        }, dropped);
+        self.cache.poll_with(
+            now,
+            |e| {
+                if n < events.len() {
+                    events[n] = Some(e);
+                    n += 1;
+                } else if let ArpEvent::SendRequest(_) = e {
+                    // More retries due at once than fit here: they go out on a
+                    // later poll would be wrong (the cache counted them sent);
+                    // count them as failures instead of allocating.
+                    more += 1;
+                }
+            },
+            dropped,
+        );
         self.counters.faulted += faulted;
         self.counters.send_failures += more;
         for e in events.into_iter().take(n).flatten() {

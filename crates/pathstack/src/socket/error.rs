@@ -154,7 +154,9 @@ impl From<SocketError> for std::io::Error {
             SocketError::NetworkUnreachable(_) => K::NetworkUnreachable,
             SocketError::Unreachable { fault, .. } => fault.kind,
             // Connecting without a route is Linux's `ENETUNREACH` too.
-            SocketError::Path(e) if matches!(e.cause::<IpRefusal>(), Some(IpRefusal::NoRoute(_))) => {
+            SocketError::Path(e)
+                if matches!(e.cause::<IpRefusal>(), Some(IpRefusal::NoRoute(_))) =>
+            {
                 K::NetworkUnreachable
             }
             SocketError::Path(_)

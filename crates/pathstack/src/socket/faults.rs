@@ -18,7 +18,7 @@
 //!   `__udp4_lib_err` does; the ICMP message stays in
 //!   [`Host::echo_replies`] as well.
 //!
-//! An **unbound-peer** socket (bound, not connected) stays silent, as
+//! A **bound** socket (not connected) stays silent, as
 //! Linux's does unless `IP_RECVERR` is set: it talks to many peers, and an
 //! error about one of them must not fail a call about another. Its
 //! faults are discarded on its next call.

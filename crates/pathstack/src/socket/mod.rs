@@ -36,6 +36,12 @@
 //!   the path is idle, else on the next poll;
 //! - a truncated datagram is reported by [`Host::recv_from_trunc`]
 //!   ([`RecvInfo::truncated`], as `recvmsg` sets `MSG_TRUNC`);
+//! - errors come back as Linux's do: a send with no route fails with
+//!   [`SocketError::NetworkUnreachable`]; a **connected** socket reports
+//!   an ARP failure (`HostUnreachable`) or an ICMP destination unreachable
+//!   (`ConnectionRefused` for port unreachable) on its next call, once
+//!   ([`SocketError::Unreachable`], [`Host::take_error`]); a bound socket
+//!   stays silent, as Linux's without `IP_RECVERR`;
 //! - `connect` discards the datagrams queued before it (Linux keeps them),
 //!   and the port of a connected socket may be bound again by another
 //!   socket (Linux refuses without `SO_REUSEADDR`): a connected socket is

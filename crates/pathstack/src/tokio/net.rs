@@ -275,9 +275,7 @@ impl Net {
                     Err(DriverError::Device { kind, message }) => {
                         return Err(io::Error::new(kind, message))
                     }
-                    Err(DriverError::Panicked) => {
-                        return Err(DriverError::Panicked.into())
-                    }
+                    Err(DriverError::Panicked) => return Err(DriverError::Panicked.into()),
                     Err(_) => return Ok(()),
                 }
                 // Wake now and then to notice the last `Net` going away.
