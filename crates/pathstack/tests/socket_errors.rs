@@ -7,7 +7,7 @@
 use pathstack::core::device::wire::{wire_pair, WireConfig, WireEnd};
 use pathstack::core::Instant;
 use pathstack::host::{Host, HostConfig};
-use pathstack::socket::SocketError;
+use pathstack::socket::{SocketError, UdpSocket};
 use std::io::{self, ErrorKind};
 use std::net::Ipv4Addr;
 
@@ -41,6 +41,16 @@ fn past_arp_retries(h: &mut Host) {
     }
 }
 
+/// A socket connected to an address nobody answers ARP for, after one
+/// send and ARP's retries.
+fn arp_failed_connected() -> (Host, WireEnd, UdpSocket) {
+    let (mut a, nobody) = lonely();
+    let s = a.udp_connect("0.0.0.0:0", "10.0.0.9:9").unwrap();
+    a.send(&s, b"into the void").unwrap();
+    past_arp_retries(&mut a);
+    (a, nobody, s)
+}
+
 #[test]
 fn send_to_off_subnet_without_gateway_is_network_unreachable() {
     let (mut a, _b) = pair();
@@ -59,10 +69,7 @@ fn send_to_off_subnet_without_gateway_is_network_unreachable() {
 
 #[test]
 fn arp_failure_is_host_unreachable_on_a_connected_socket_once() {
-    let (mut a, _nobody) = lonely();
-    let s = a.udp_connect("0.0.0.0:0", "10.0.0.9:9").unwrap();
-    a.send(&s, b"into the void").unwrap();
-    past_arp_retries(&mut a);
+    let (mut a, _nobody, s) = arp_failed_connected();
     assert!(a.report().contains("gave_up=1"), "{}", a.report());
     let e = a.send(&s, b"again").unwrap_err();
     let msg = e.to_string();
@@ -79,10 +86,7 @@ fn arp_failure_is_host_unreachable_on_a_connected_socket_once() {
 
 #[test]
 fn arp_failure_reaches_a_receiving_connected_socket() {
-    let (mut a, _nobody) = lonely();
-    let s = a.udp_connect("0.0.0.0:0", "10.0.0.9:9").unwrap();
-    a.send(&s, b"x").unwrap();
-    past_arp_retries(&mut a);
+    let (mut a, _nobody, s) = arp_failed_connected();
     let mut buf = [0u8; 8];
     assert!(matches!(
         a.peek_from(&s, &mut buf),

@@ -23,6 +23,25 @@ fn driver_error(e: &io::Error) -> Option<&DriverError> {
     e.get_ref()?.downcast_ref::<DriverError>()
 }
 
+/// Two nets on a wire, made in the current runtime (so driven).
+fn two_nets() -> (Net, Net) {
+    let (a, b) = wire_pair(WireConfig::default());
+    (
+        Net::new(host("10.0.0.1/24", a)),
+        Net::new(host("10.0.0.2/24", b)),
+    )
+}
+
+/// A task waiting to receive on `sock`, started and parked.
+async fn pending_recv(sock: UdpSocket) -> tokio::task::JoinHandle<io::Result<()>> {
+    let task = tokio::spawn(async move {
+        let mut buf = [0u8; 8];
+        sock.recv_from(&mut buf).await.map(|_| ())
+    });
+    tokio::task::yield_now().await;
+    task
+}
+
 fn current_thread() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -48,11 +67,7 @@ fn made_outside_a_runtime_fails_clearly_until_spawned() {
 
 #[tokio::test(flavor = "current_thread")]
 async fn made_in_a_runtime_it_runs_without_spawn() {
-    let (a, b) = wire_pair(WireConfig::default());
-    let (na, nb) = (
-        Net::new(host("10.0.0.1/24", a)),
-        Net::new(host("10.0.0.2/24", b)),
-    );
+    let (na, nb) = two_nets();
     let srv = UdpSocket::bind(&nb, "0.0.0.0:7").await.unwrap();
     let cli = UdpSocket::bind(&na, "0.0.0.0:0").await.unwrap();
     cli.send_to(b"hi", "10.0.0.2:7").await.unwrap();
@@ -72,11 +87,7 @@ async fn shutdown_fails_a_pending_recv_and_later_calls() {
     let (a, _b) = wire_pair(WireConfig::default());
     let net = Net::new(host("10.0.0.1/24", a));
     let sock = UdpSocket::bind(&net, "0.0.0.0:7").await.unwrap();
-    let pending = tokio::spawn(async move {
-        let mut buf = [0u8; 8];
-        sock.recv_from(&mut buf).await.map(|_| ())
-    });
-    tokio::task::yield_now().await;
+    let pending = pending_recv(sock).await;
     net.shutdown();
     let e = timeout(LIMIT, pending).await.unwrap().unwrap().unwrap_err();
     assert_eq!(driver_error(&e), Some(&DriverError::Stopped));
@@ -92,11 +103,7 @@ fn an_aborted_driver_fails_a_pending_recv() {
     current_thread().block_on(async {
         let driver = net.spawn();
         let sock = UdpSocket::bind(&net, "0.0.0.0:7").await.unwrap();
-        let pending = tokio::spawn(async move {
-            let mut buf = [0u8; 8];
-            sock.recv_from(&mut buf).await.map(|_| ())
-        });
-        tokio::task::yield_now().await;
+        let pending = pending_recv(sock).await;
         driver.abort();
         let e = timeout(LIMIT, pending).await.unwrap().unwrap().unwrap_err();
         assert_eq!(driver_error(&e), Some(&DriverError::Stopped), "{e}");
@@ -119,11 +126,7 @@ fn a_driver_whose_runtime_ended_fails_later_calls() {
 
 #[tokio::test(flavor = "current_thread")]
 async fn async_errors_reach_tokio_sockets() {
-    let (a, b) = wire_pair(WireConfig::default());
-    let (na, _nb) = (
-        Net::new(host("10.0.0.1/24", a)),
-        Net::new(host("10.0.0.2/24", b)),
-    );
+    let (na, _nb) = two_nets();
     let sock = UdpSocket::bind(&na, "0.0.0.0:0").await.unwrap();
     // No route: at once.
     let e = sock.send_to(b"x", "192.0.2.1:9").await.unwrap_err();
