@@ -7,9 +7,13 @@
 #![cfg(feature = "tokio")]
 
 use pathstack::core::device::wire::{wire_pair, WireConfig, WireEnd};
+use pathstack::core::device::{DeviceCaps, DeviceStats};
+use pathstack::core::{Device, DeviceError, Instant, Msg, MsgPool};
 use pathstack::host::Host;
 use pathstack::tokio::{DriverError, Net, UdpSocket};
 use std::io::{self, ErrorKind};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::timeout;
 
@@ -122,6 +126,49 @@ fn a_driver_whose_runtime_ended_fails_later_calls() {
         let e = UdpSocket::bind(&net, "0.0.0.0:7").await.unwrap_err();
         assert!(e.to_string().contains("runtime ended"), "{e}");
     });
+}
+
+/// The in-memory wire, whose receive panics once `cue` is set: a driver
+/// that panics.
+struct PanicOnCue {
+    end: WireEnd,
+    cue: Arc<AtomicBool>,
+}
+
+impl Device for PanicOnCue {
+    fn transmit(&mut self, frame: Msg, now: Instant) -> Result<(), DeviceError> {
+        self.end.transmit(frame, now)
+    }
+    fn receive(&mut self, pool: &MsgPool, now: Instant) -> Result<Option<Msg>, DeviceError> {
+        assert!(
+            !self.cue.load(Ordering::Relaxed),
+            "the device broke (on cue)"
+        );
+        self.end.receive(pool, now)
+    }
+    fn caps(&self) -> DeviceCaps {
+        self.end.caps()
+    }
+    fn stats(&self) -> DeviceStats {
+        self.end.stats()
+    }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_panicked_driver_fails_a_pending_recv() {
+    let (a, _b) = wire_pair(WireConfig::default());
+    let cue = Arc::new(AtomicBool::new(false));
+    let dev = PanicOnCue {
+        end: a,
+        cue: Arc::clone(&cue),
+    };
+    let net = Net::new(Host::new("10.0.0.1/24".parse().unwrap(), dev).unwrap());
+    let sock = UdpSocket::bind(&net, "0.0.0.0:7").await.unwrap();
+    let pending = pending_recv(sock).await;
+    cue.store(true, Ordering::Relaxed);
+    let e = timeout(LIMIT, pending).await.unwrap().unwrap().unwrap_err();
+    assert_eq!(driver_error(&e), Some(&DriverError::Panicked), "{e}");
+    assert!(e.to_string().contains("panicked"), "{e}");
 }
 
 #[tokio::test(flavor = "current_thread")]
