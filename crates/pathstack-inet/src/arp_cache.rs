@@ -575,6 +575,39 @@ mod tests {
     }
 
     #[test]
+    fn giving_up_hands_over_the_dropped_packets_before_the_event() {
+        let pool = pool();
+        let mut c = ArpCache::new(ArpConfig::default());
+        for len in [10, 20] {
+            c.lookup_or_queue(PEER_IP, pool.alloc(len).unwrap(), t(0));
+        }
+        let order = std::cell::RefCell::new(Vec::new());
+        for ms in [1000, 2000, 3000] {
+            c.poll_with(
+                t(ms),
+                |e| order.borrow_mut().push(format!("{e:?}")),
+                |m| order.borrow_mut().push(format!("dropped {}", m.len())),
+            );
+        }
+        let order = order.into_inner();
+        assert_eq!(
+            order[2..],
+            [
+                "dropped 10".to_string(),
+                "dropped 20".to_string(),
+                format!(
+                    "{:?}",
+                    ArpEvent::GaveUp {
+                        ip: PEER_IP,
+                        dropped: 2
+                    }
+                ),
+            ]
+        );
+        assert_eq!(pool.stats().live, 0, "the handed-over packets were freed");
+    }
+
+    #[test]
     fn entries_expire() {
         let mut c = ArpCache::new(ArpConfig::default());
         c.on_packet(&reply_from_peer(), OWN_IP, t(0), |_, _| {})
