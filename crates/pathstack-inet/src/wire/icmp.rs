@@ -411,8 +411,37 @@ impl IcmpError {
 mod tests {
     use super::*;
     use crate::wire::ipv4::{protocol, tests::datagram, tests::A, tests::B, Ipv4Repr};
+    use pathstack_core::drop_reason::Reason;
     use pathstack_core::PoolConfig;
     use proptest::prelude::*;
+
+    #[test]
+    fn quoted_udp_is_read_back_from_a_port_unreachable() {
+        let pool = MsgPool::new(PoolConfig::small(4));
+        let udp = [0x30, 0x39, 0x00, 0x09, 0, 12, 0, 0, b'h', b'i', 0, 0];
+        let dgram = datagram(&Ipv4Repr::new(A, B, protocol::UDP, 1, 0), &udp);
+        let quote = Quote::from_datagram(&dgram).unwrap();
+        let m = IcmpError::PortUnreachable.build(&pool, &quote).unwrap();
+        let q = QuotedUdp::parse(m.as_slice()).unwrap();
+        assert_eq!(
+            (q.icmp_type, q.code, q.src, q.src_port, q.dst, q.dst_port),
+            (types::DEST_UNREACHABLE, 3, A, 12345, B, 9)
+        );
+        let (reason, kind) = UnreachableReason::of_code(q.code).unwrap();
+        assert_eq!(kind, std::io::ErrorKind::ConnectionRefused);
+        assert_eq!(reason.qualified_name(), "icmp.port_unreachable");
+        // Not a quote of UDP, not an error, or cut short: nothing.
+        let tcp = datagram(&Ipv4Repr::new(A, B, protocol::TCP, 1, 0), &udp);
+        let m = IcmpError::PortUnreachable
+            .build(&pool, &Quote::from_datagram(&tcp).unwrap())
+            .unwrap();
+        assert_eq!(QuotedUdp::parse(m.as_slice()), None);
+        assert_eq!(QuotedUdp::parse(&echo_request(b"hi")), None);
+        let short = Quote::new(&dgram[..20], &udp[..2]);
+        let m = IcmpError::PortUnreachable.build(&pool, &short).unwrap();
+        assert_eq!(QuotedUdp::parse(m.as_slice()), None);
+        assert_eq!(UnreachableReason::of_code(4), None, "PMTU, not an error");
+    }
 
     fn echo_request(data: &[u8]) -> Vec<u8> {
         let mut v = vec![types::ECHO_REQUEST, 0, 0, 0, 0x12, 0x34, 0, 1];
