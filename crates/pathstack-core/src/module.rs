@@ -153,6 +153,12 @@ impl ModCx<'_> {
     ) -> Result<(), DropReason> {
         self.shared.send_on(path, from, dir, msg, 0)
     }
+    /// Records an asynchronous error for `path` (see
+    /// [`Cx::set_fault`](crate::stage::Cx::set_fault)): how a module's
+    /// spontaneous work (ARP giving up) reaches a path's owner.
+    pub fn set_fault(&mut self, path: PathId, fault: crate::fault::PathFault) {
+        self.shared.faults.set(path, fault);
+    }
     /// Counts a message this module dropped outside any path.
     pub fn count_drop(&mut self, reason: impl Into<DropReason>) {
         self.drops.add(reason);

@@ -84,6 +84,10 @@ impl PathQueue {
     pub fn front(&self) -> Option<&Msg> {
         self.q.front()
     }
+    /// The queued messages, oldest first, left in place.
+    pub fn iter(&self) -> impl Iterator<Item = &Msg> + '_ {
+        self.q.iter()
+    }
     pub(crate) fn push(&mut self, m: Msg) -> Result<(), Msg> {
         if self.q.len() >= self.cap {
             self.dropped += 1;

@@ -88,6 +88,8 @@ pub(crate) struct Shared {
     pub rx: VecDeque<(ModuleId, Msg)>,
     pub rx_cap: usize,
     pub rx_drops: u64,
+    /// Pending asynchronous errors of paths ([`crate::fault`]).
+    pub faults: crate::fault::Faults,
 }
 
 impl Shared {

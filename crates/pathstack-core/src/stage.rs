@@ -5,6 +5,7 @@ use crate::attrs::Attrs;
 use crate::demux::{DemuxKey, KeyMode};
 use crate::drop_reason::DropReason;
 use crate::error::PathError;
+use crate::fault::PathFault;
 use crate::ids::{Dir, ModuleId, PathId};
 use crate::module::Module;
 use crate::msg::{Msg, MsgPool};
@@ -176,6 +177,13 @@ impl<'a, 'e> Cx<'a, 'e> {
     ) -> Result<(), DropReason> {
         let origin = self.env.origin;
         self.env.shared.send_on(path, from, dir, msg, origin)
+    }
+    /// Records an asynchronous error for `path` (this one or another, e.g.
+    /// the path a parked message came from), which its owner reads with
+    /// [`Stack::take_fault`](crate::Stack::take_fault); see
+    /// [`crate::fault`] for the bounds.
+    pub fn set_fault(&mut self, path: PathId, fault: PathFault) {
+        self.env.shared.faults.set(path, fault);
     }
     /// Arms a timer that calls this stage's [`Stage::on_timer`] with `token`
     /// after `after`.

@@ -347,7 +347,21 @@ impl ArpCache {
     /// Retransmits due requests, gives up on addresses that never answered
     /// (dropping and counting their packets) and forgets expired entries.
     /// Call it at [`ArpCache::poll_at`] or later.
-    pub fn poll(&mut self, now: Instant, mut events: impl FnMut(ArpEvent)) {
+    pub fn poll(&mut self, now: Instant, events: impl FnMut(ArpEvent)) {
+        self.poll_with(now, events, drop);
+    }
+
+    /// [`ArpCache::poll`], handing each packet dropped because resolution
+    /// gave up to `dropped` (counted already) before its
+    /// [`ArpEvent::GaveUp`]: the caller tells the packets' senders
+    /// (RFC 1122 §2.3.2.2; a host reports an unreachable destination to
+    /// its transport layer, §3.2.2.1).
+    pub fn poll_with(
+        &mut self,
+        now: Instant,
+        mut events: impl FnMut(ArpEvent),
+        mut dropped: impl FnMut(Msg),
+    ) {
         for i in 0..self.entries.len() {
             let Some(e) = self.entries[i] else { continue };
             match e.state {
@@ -369,10 +383,13 @@ impl ArpCache {
                         events(ArpEvent::SendRequest(e.ip));
                     } else {
                         self.entries[i] = None;
-                        let dropped = self.drain_pending(e.ip, drop);
+                        let n = self.drain_pending(e.ip, &mut dropped);
                         self.resolution_drops
-                            .add(ResolutionDropReason::ResolutionFailed, dropped as u64);
-                        events(ArpEvent::GaveUp { ip: e.ip, dropped });
+                            .add(ResolutionDropReason::ResolutionFailed, n as u64);
+                        events(ArpEvent::GaveUp {
+                            ip: e.ip,
+                            dropped: n,
+                        });
                     }
                 }
                 _ => {}
@@ -555,6 +572,39 @@ mod tests {
         );
         assert_eq!(pool.stats().live, 0, "dropped packets returned to the pool");
         assert_eq!(c.poll_at(), None);
+    }
+
+    #[test]
+    fn giving_up_hands_over_the_dropped_packets_before_the_event() {
+        let pool = pool();
+        let mut c = ArpCache::new(ArpConfig::default());
+        for len in [10, 20] {
+            c.lookup_or_queue(PEER_IP, pool.alloc(len).unwrap(), t(0));
+        }
+        let order = std::cell::RefCell::new(Vec::new());
+        for ms in [1000, 2000, 3000] {
+            c.poll_with(
+                t(ms),
+                |e| order.borrow_mut().push(format!("{e:?}")),
+                |m| order.borrow_mut().push(format!("dropped {}", m.len())),
+            );
+        }
+        let order = order.into_inner();
+        assert_eq!(
+            order[2..],
+            [
+                "dropped 10".to_string(),
+                "dropped 20".to_string(),
+                format!(
+                    "{:?}",
+                    ArpEvent::GaveUp {
+                        ip: PEER_IP,
+                        dropped: 2
+                    }
+                ),
+            ]
+        );
+        assert_eq!(pool.stats().live, 0, "the handed-over packets were freed");
     }
 
     #[test]

@@ -163,6 +163,9 @@ pub struct Host {
     /// in-memory wire's), taken before the device went into the stack.
     rx_waiter: Option<Arc<dyn RxWaiter>>,
     pub(crate) sockets: UdpSockets,
+    /// ICMP messages queued for [`Host::echo_replies`] that were already
+    /// matched to sockets ([`crate::socket`]'s asynchronous errors).
+    icmp_seen: usize,
 }
 
 impl Host {
@@ -254,6 +257,7 @@ impl Host {
             mode: WaitMode::Blocking,
             rx_waiter,
             sockets,
+            icmp_seen: 0,
         })
     }
 
@@ -297,7 +301,9 @@ impl Host {
     /// Does all work that is ready now. Returns the work done.
     pub fn poll(&mut self) -> usize {
         let now = self.now();
-        self.stack.poll(now)
+        let work = self.stack.poll(now);
+        self.icmp_seen = self.route_icmp_errors(self.icmp_seen);
+        work
     }
 
     /// How long until the stack has timed work (its next timer or a
@@ -339,8 +345,11 @@ impl Host {
             .map_err(|_| HostError::Send("ICMP path source queue full".into()))
     }
 
-    /// Echo replies (and ICMP errors) received since the last call.
+    /// Echo replies (and ICMP errors) received since the last call. The
+    /// errors about a connected socket's datagrams also reach the socket
+    /// (see [`crate::socket`]).
     pub fn echo_replies(&mut self) -> Vec<Msg> {
+        self.icmp_seen = 0;
         let mut v = Vec::new();
         while let Some(m) = self.stack.recv(self.icmp, Dir::Up) {
             v.push(m);

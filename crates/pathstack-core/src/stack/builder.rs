@@ -78,6 +78,7 @@ impl StackBuilder {
             rx: VecDeque::with_capacity(c.rx_cap),
             rx_cap: c.rx_cap,
             rx_drops: 0,
+            faults: Default::default(),
         };
         let mut modules = Vec::new();
         for inst in self.graph.instances() {

@@ -329,6 +329,7 @@ impl Stack {
             }
         }
         self.demux.remove(id);
+        self.shared.faults.take(id);
         self.demux.register(id, mode, &levels[..n])?;
         Ok(())
     }

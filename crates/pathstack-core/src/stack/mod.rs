@@ -30,8 +30,9 @@ use crate::attrs::Attrs;
 use crate::demux::Demux;
 use crate::drop_reason::DropTally;
 use crate::error::{ModuleError, PathError, StackError};
+use crate::fault::PathFault;
 use crate::graph::ModuleGraph;
-use crate::ids::ModuleId;
+use crate::ids::{ModuleId, PathId};
 use crate::module::{ModCx, Module, ModuleSlot};
 use crate::msg::MsgPool;
 use crate::path_table::PathTable;
@@ -276,6 +277,25 @@ impl Stack {
         work += self.poll_modules();
         work += self.run_pending();
         work
+    }
+
+    /// Takes the asynchronous error a stage or module recorded for `path`
+    /// since the last call (`SO_ERROR`: reading clears it); see
+    /// [`crate::fault`].
+    pub fn take_fault(&mut self, path: PathId) -> Option<PathFault> {
+        self.shared.faults.take(path)
+    }
+
+    /// Records an asynchronous error for `path` from outside the stack's
+    /// modules (a socket layer that matched an ICMP error to its socket);
+    /// see [`Cx::set_fault`].
+    pub fn set_fault(&mut self, path: PathId, fault: PathFault) {
+        self.shared.faults.set(path, fault);
+    }
+
+    /// The asynchronous error `path` holds, left pending.
+    pub fn fault(&self, path: PathId) -> Option<PathFault> {
+        self.shared.faults.get(path)
     }
 
     /// The earliest time at which [`Stack::poll`] has timed work to do, if any.

@@ -22,7 +22,7 @@ use pathstack_core::graph::spec::{Count, ModuleSpec, ParamSpec, ServiceSpec, Ser
 use pathstack_core::module::{CreateCx, Created, ModCx, Module, Route};
 use pathstack_core::stack::ModuleSetup;
 use pathstack_core::stage::{Cx, Stage, Verdict};
-use pathstack_core::{Dir, Instant, Msg, MsgPool, PathId};
+use pathstack_core::{Dir, Instant, Msg, MsgPool, PathFault, PathId};
 use std::collections::VecDeque;
 use std::net::Ipv4Addr;
 
@@ -84,6 +84,8 @@ pub struct ArpCounters {
     pub gave_up: u64,
     /// Messages ARP could not send (no buffer, follow-up list full).
     pub send_failures: u64,
+    /// Paths told of a failed resolution (one per dropped packet).
+    pub faulted: u64,
 }
 
 /// The `ARP` module of one interface: the cache and ARP's own path.
@@ -239,17 +241,36 @@ impl Module for ArpModule {
         let mut events: [Option<ArpEvent>; 16] = [None; 16];
         let mut n = 0;
         let mut more = 0u64;
-        self.cache.poll(now, |e| {
-            if n < events.len() {
-                events[n] = Some(e);
-                n += 1;
-            } else if let ArpEvent::SendRequest(_) = e {
-                // More retries due at once than fit here: they go out on a
-                // later poll would be wrong (the cache counted them sent);
-                // count them as failures instead of allocating.
-                more += 1;
+        // RFC 1122 §2.3.2.2: the packets that waited are dropped; their
+        // paths learn why (a connected socket reports `HostUnreachable` on
+        // its next call, as Linux's `EHOSTUNREACH`).
+        let gave_up = PathFault::new(
+            std::io::ErrorKind::HostUnreachable,
+            ResolutionDropReason::ResolutionFailed,
+        );
+        let mut faulted = 0u64;
+        let dropped = |m: Msg| {
+            if let Some((path, _, _)) = m.anno().resume {
+                cx.set_fault(path, gave_up);
+                faulted += 1;
             }
-        });
+        };
+        self.cache.poll_with(
+            now,
+            |e| {
+                if n < events.len() {
+                    events[n] = Some(e);
+                    n += 1;
+                } else if let ArpEvent::SendRequest(_) = e {
+                    // More retries due at once than fit here: they go out on a
+                    // later poll would be wrong (the cache counted them sent);
+                    // count them as failures instead of allocating.
+                    more += 1;
+                }
+            },
+            dropped,
+        );
+        self.counters.faulted += faulted;
         self.counters.send_failures += more;
         for e in events.into_iter().take(n).flatten() {
             work += 1;
@@ -285,6 +306,7 @@ impl Module for ArpModule {
             ("released".into(), c.released),
             ("gave_up".into(), c.gave_up),
             ("send_failures".into(), c.send_failures),
+            ("faulted".into(), c.faulted),
             ("pending".into(), self.cache.pending_len() as u64),
         ];
         let packets = self.cache.packet_drops().iter();

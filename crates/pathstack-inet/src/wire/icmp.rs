@@ -14,6 +14,7 @@ use crate::wire::ipv4::{Ipv4Packet, MAX_HEADER_LEN, MIN_HEADER_LEN};
 use etherparse::Icmpv4Slice;
 use pathstack_core::{Msg, MsgError, MsgPool};
 use std::fmt;
+use std::net::Ipv4Addr;
 
 /// Where each header field lies (RFC 792: every message starts with type,
 /// code and checksum; the next word depends on the type).
@@ -89,6 +90,95 @@ pathstack_core::drop_reasons! {
         /// Echo request to a broadcast or multicast address (RFC 1122 §3.2.2.6 MAY discard).
         #[error("echo request to a broadcast address")]
         BroadcastEcho => "broadcast_echo",
+    }
+}
+
+pathstack_core::drop_reasons! {
+    /// Why a peer (or a router) said it dropped one of our datagrams: the
+    /// destination unreachable codes a host passes up to its transport
+    /// layer (RFC 1122 §3.2.2.1, §4.1.3.3). The reason of the
+    /// [`PathFault`](pathstack_core::PathFault) a socket then reports.
+    #[derive(thiserror::Error)]
+    pub enum UnreachableReason in "icmp" {
+        /// The destination's network is unreachable (codes 0, 6, 9, 11).
+        #[error("ICMP network unreachable")]
+        Net => "net_unreachable",
+        /// The destination host is unreachable (codes 1, 7, 10, 12, 13 …).
+        #[error("ICMP host unreachable")]
+        Host => "host_unreachable",
+        /// The destination protocol is unreachable (code 2).
+        #[error("ICMP protocol unreachable")]
+        Protocol => "protocol_unreachable",
+        /// No socket listens on the destination port (code 3).
+        #[error("ICMP port unreachable")]
+        Port => "port_unreachable",
+    }
+}
+
+impl UnreachableReason {
+    /// The reason of a destination unreachable `code`, and the error kind
+    /// a connected socket reports for it (Linux's `icmp_err_convert`:
+    /// `ENETUNREACH`, `EHOSTUNREACH`, `ENOPROTOOPT`, `ECONNREFUSED`).
+    /// `None` for code 4 (fragmentation needed: path MTU discovery's
+    /// business, not an error of the socket).
+    pub fn of_code(code: u8) -> Option<(UnreachableReason, std::io::ErrorKind)> {
+        use std::io::ErrorKind as K;
+        match code {
+            0 | 6 | 9 | 11 => Some((UnreachableReason::Net, K::NetworkUnreachable)),
+            2 => Some((UnreachableReason::Protocol, K::Unsupported)),
+            3 => Some((UnreachableReason::Port, K::ConnectionRefused)),
+            4 => None,
+            _ => Some((UnreachableReason::Host, K::HostUnreachable)),
+        }
+    }
+}
+
+/// The datagram an ICMP error quotes (RFC 792: its IP header and at least
+/// its first 8 bytes; RFC 1122 §3.2.2 asks for more, we read only these),
+/// when it was UDP: its addresses and ports, as we sent them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QuotedUdp {
+    /// The ICMP type.
+    pub icmp_type: u8,
+    /// The ICMP code.
+    pub code: u8,
+    /// Its source address (ours).
+    pub src: Ipv4Addr,
+    /// Its source port (ours).
+    pub src_port: u16,
+    /// Its destination address (the peer's).
+    pub dst: Ipv4Addr,
+    /// Its destination port (the peer's).
+    pub dst_port: u16,
+}
+
+impl QuotedUdp {
+    /// Reads the UDP datagram quoted by ICMP error message `icmp` (the IP
+    /// payload, checksum verified); `None` for anything else or a quote too
+    /// short to hold the IP header and the UDP ports.
+    pub fn parse(icmp: &[u8]) -> Option<QuotedUdp> {
+        let p = IcmpPacket::new_checked(icmp).ok()?;
+        if !p.is_error() {
+            return None;
+        }
+        let q = p.payload();
+        let ihl = usize::from(*q.first()? & 0x0f) * 4;
+        if *q.first()? >> 4 != 4 || ihl < 20 || q.len() < ihl + 4 {
+            return None;
+        }
+        if q[9] != crate::wire::ipv4::protocol::UDP {
+            return None;
+        }
+        let addr = |i: usize| Ipv4Addr::new(q[i], q[i + 1], q[i + 2], q[i + 3]);
+        let port = |i: usize| u16::from_be_bytes([q[i], q[i + 1]]);
+        Some(QuotedUdp {
+            icmp_type: p.msg_type(),
+            code: p.code(),
+            src: addr(12),
+            dst: addr(16),
+            src_port: port(ihl),
+            dst_port: port(ihl + 2),
+        })
     }
 }
 
@@ -321,8 +411,37 @@ impl IcmpError {
 mod tests {
     use super::*;
     use crate::wire::ipv4::{protocol, tests::datagram, tests::A, tests::B, Ipv4Repr};
+    use pathstack_core::drop_reason::Reason;
     use pathstack_core::PoolConfig;
     use proptest::prelude::*;
+
+    #[test]
+    fn quoted_udp_is_read_back_from_a_port_unreachable() {
+        let pool = MsgPool::new(PoolConfig::small(4));
+        let udp = [0x30, 0x39, 0x00, 0x09, 0, 12, 0, 0, b'h', b'i', 0, 0];
+        let dgram = datagram(&Ipv4Repr::new(A, B, protocol::UDP, 1, 0), &udp);
+        let quote = Quote::from_datagram(&dgram).unwrap();
+        let m = IcmpError::PortUnreachable.build(&pool, &quote).unwrap();
+        let q = QuotedUdp::parse(m.as_slice()).unwrap();
+        assert_eq!(
+            (q.icmp_type, q.code, q.src, q.src_port, q.dst, q.dst_port),
+            (types::DEST_UNREACHABLE, 3, A, 12345, B, 9)
+        );
+        let (reason, kind) = UnreachableReason::of_code(q.code).unwrap();
+        assert_eq!(kind, std::io::ErrorKind::ConnectionRefused);
+        assert_eq!(reason.qualified_name(), "icmp.port_unreachable");
+        // Not a quote of UDP, not an error, or cut short: nothing.
+        let tcp = datagram(&Ipv4Repr::new(A, B, protocol::TCP, 1, 0), &udp);
+        let m = IcmpError::PortUnreachable
+            .build(&pool, &Quote::from_datagram(&tcp).unwrap())
+            .unwrap();
+        assert_eq!(QuotedUdp::parse(m.as_slice()), None);
+        assert_eq!(QuotedUdp::parse(&echo_request(b"hi")), None);
+        let short = Quote::new(&dgram[..20], &udp[..2]);
+        let m = IcmpError::PortUnreachable.build(&pool, &short).unwrap();
+        assert_eq!(QuotedUdp::parse(m.as_slice()), None);
+        assert_eq!(UnreachableReason::of_code(4), None, "PMTU, not an error");
+    }
 
     fn echo_request(data: &[u8]) -> Vec<u8> {
         let mut v = vec![types::ECHO_REQUEST, 0, 0, 0, 0x12, 0x34, 0, 1];

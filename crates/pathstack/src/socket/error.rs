@@ -5,7 +5,8 @@
 
 use crate::host::{HostError, HostId};
 use pathstack_core::error::PathError;
-use pathstack_core::DropReason;
+use pathstack_core::{DropReason, PathFault};
+use pathstack_inet::modules::IpRefusal;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 
 /// Why a socket operation failed.
@@ -32,8 +33,28 @@ pub enum SocketError {
     /// received messages return their buffers) and try again.
     #[error("no message buffer available; poll the host and try again")]
     NoBuffer,
-    /// The stack dropped the datagram on the socket's path (no route, a
-    /// full device queue …); the reason is the drop counter's name.
+    /// IP has no route to the destination (no interface's network holds
+    /// it and there is no gateway): Linux's `ENETUNREACH`. A host must
+    /// tell its transport layer when it cannot send (RFC 1122 §3.3.1.1,
+    /// §4.1.3.3), not let the datagram vanish.
+    #[error("network unreachable: no route to {0}")]
+    NetworkUnreachable(Ipv4Addr),
+    /// An asynchronous error of a connected socket (Linux's `SO_ERROR`),
+    /// reported once, by the first call after it happened: ARP gave up on
+    /// the next hop (`HostUnreachable`), or an ICMP destination
+    /// unreachable came back for a datagram it sent (`ConnectionRefused`
+    /// for port unreachable, `HostUnreachable`, `NetworkUnreachable`), as
+    /// RFC 1122 §4.1.3.3 asks UDP to pass up. The error kind is the
+    /// fault's.
+    #[error("{}", unreachable_message(.peer, .fault))]
+    Unreachable {
+        /// The connected peer.
+        peer: SocketAddrV4,
+        /// What happened, and the reason of the layer that said so.
+        fault: PathFault,
+    },
+    /// The stack dropped the datagram on the socket's path (a full device
+    /// queue …); the reason is the drop counter's name.
     #[error("the datagram was dropped: {0}")]
     Dropped(DropReason),
     /// The socket was closed (its handle is stale).
@@ -92,6 +113,20 @@ pub enum SocketError {
     Path(#[from] PathError),
 }
 
+/// The words for an asynchronous error of a socket connected to `peer`.
+fn unreachable_message(peer: &SocketAddrV4, fault: &PathFault) -> String {
+    use std::io::ErrorKind as K;
+    let (ip, why) = (peer.ip(), fault.reason);
+    match fault.kind {
+        K::ConnectionRefused => {
+            format!("connection refused: nothing listens on {peer} ({why})")
+        }
+        K::HostUnreachable => format!("host unreachable: {ip} cannot be reached ({why})"),
+        K::NetworkUnreachable => format!("network unreachable: no way to {ip}'s network ({why})"),
+        kind => format!("{peer}: {kind} ({why})"),
+    }
+}
+
 impl From<SocketError> for std::io::Error {
     fn from(e: SocketError) -> Self {
         use std::io::ErrorKind as K;
@@ -116,6 +151,14 @@ impl From<SocketError> for std::io::Error {
             SocketError::NoBuffer => K::OutOfMemory,
             SocketError::Closed | SocketError::NotConnected => K::NotConnected,
             SocketError::Connected { .. } => K::AlreadyExists,
+            SocketError::NetworkUnreachable(_) => K::NetworkUnreachable,
+            SocketError::Unreachable { fault, .. } => fault.kind,
+            // Connecting without a route is Linux's `ENETUNREACH` too.
+            SocketError::Path(e)
+                if matches!(e.cause::<IpRefusal>(), Some(IpRefusal::NoRoute(_))) =>
+            {
+                K::NetworkUnreachable
+            }
             SocketError::Path(_)
             | SocketError::Dropped(_)
             | SocketError::Wait(_)

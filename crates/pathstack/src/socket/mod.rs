@@ -36,6 +36,12 @@
 //!   the path is idle, else on the next poll;
 //! - a truncated datagram is reported by [`Host::recv_from_trunc`]
 //!   ([`RecvInfo::truncated`], as `recvmsg` sets `MSG_TRUNC`);
+//! - errors come back as Linux's do: a send with no route fails with
+//!   [`SocketError::NetworkUnreachable`]; a **connected** socket reports
+//!   an ARP failure (`HostUnreachable`) or an ICMP destination unreachable
+//!   (`ConnectionRefused` for port unreachable) on its next call, once
+//!   ([`SocketError::Unreachable`], [`Host::take_error`]); a bound socket
+//!   stays silent, as Linux's without `IP_RECVERR`;
 //! - `connect` discards the datagrams queued before it (Linux keeps them),
 //!   and the port of a connected socket may be bound again by another
 //!   socket (Linux refuses without `SO_REUSEADDR`): a connected socket is
@@ -66,6 +72,7 @@
 mod addr;
 mod blocking;
 mod error;
+mod faults;
 mod options;
 mod table;
 
@@ -79,6 +86,7 @@ use pathstack_core::attrs::Attrs;
 use pathstack_core::msg::MsgError;
 use pathstack_core::{Dir, ModuleId, Msg, PathId, QueueKind, SendError, Stack};
 use pathstack_inet::modules::{UdpRefusal, UdpStage};
+use pathstack_inet::wire::ipv4::Ipv4DropReason;
 use pathstack_inet::InetAnno;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, ToSocketAddrs};
 use table::SocketState;
@@ -363,6 +371,7 @@ impl Host {
         mut m: Msg,
         dst: Option<SocketAddr>,
     ) -> Result<(), SocketError> {
+        self.check_error(s)?;
         let state = *self.socket(s)?;
         if m.len() > MAX_DATAGRAM {
             return Err(SocketError::MessageTooLong {
@@ -386,6 +395,10 @@ impl Host {
         a.set_ttl(state.ttl);
         match self.stack_mut().send(state.path, Dir::Down, m) {
             Ok(()) => Ok(()),
+            // Run to completion: IP's drop reaches us synchronously.
+            Err(SendError::Dropped(reason)) if reason == Ipv4DropReason::NoRoute => {
+                Err(SocketError::NetworkUnreachable(*dst.ip()))
+            }
             Err(SendError::Dropped(reason)) => Err(SocketError::Dropped(reason)),
             Err(_) => Err(SocketError::QueueFull),
         }
@@ -395,6 +408,7 @@ impl Host {
     /// copy); its sender is in the annotations (`peer_ip`, `peer_port`).
     /// `Ok(None)` when nothing is queued.
     pub fn udp_recv_msg(&mut self, s: &UdpSocket) -> Result<Option<Msg>, SocketError> {
+        self.check_error(s)?;
         let path = self.socket(s)?.path;
         Ok(self.stack_mut().recv(path, Dir::Up))
     }
@@ -444,13 +458,17 @@ impl Host {
     }
 
     /// Like [`Host::recv_from`], but the datagram stays queued: the next
-    /// receive takes it again (`MSG_PEEK`).
+    /// receive takes it again (`MSG_PEEK`). A pending error is reported
+    /// and left pending (the next receive takes it).
     pub fn peek_from(
         &self,
         s: &UdpSocket,
         buf: &mut [u8],
     ) -> Result<Option<(usize, SocketAddr)>, SocketError> {
         let path = self.socket(s)?.path;
+        if let Some(e) = self.pending_error(s) {
+            return Err(e);
+        }
         Ok(self
             .stack()
             .path(path)

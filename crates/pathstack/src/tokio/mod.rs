@@ -1,8 +1,9 @@
 //! Async UDP sockets on a [`Host`](crate::host::Host) driven by a tokio
 //! task (feature `tokio`, on by default).
 //!
-//! A [`Net`] owns the host. Its driver ([`Net::run`], or [`Net::spawn`])
-//! polls the stack, wakes the socket tasks whose paths received datagrams,
+//! A [`Net`] owns the host and its driver, a task that starts when the
+//! net is made inside a runtime (outside one: [`Net::spawn`] or
+//! [`Net::run`] later). The driver polls the stack, wakes the socket tasks whose paths received datagrams,
 //! and sleeps until there is something to do: the TAP file descriptor
 //! turns readable (tokio's `AsyncFd`), the stack's next timer is due
 //! ([`Stack::poll_at`](pathstack_core::Stack::poll_at)), or a socket
@@ -30,10 +31,9 @@
 //! #[tokio::main(flavor = "current_thread")]
 //! async fn main() -> std::io::Result<()> {
 //!     let (a, b) = wire_pair(WireConfig::default());
+//!     // Made in the runtime, each net starts its driver.
 //!     let client = Net::new(Host::new("10.0.0.1/24".parse().unwrap(), a).unwrap());
 //!     let server = Net::new(Host::new("10.0.0.2/24".parse().unwrap(), b).unwrap());
-//!     client.spawn();
-//!     server.spawn();
 //!
 //!     let echo = UdpSocket::bind(&server, "0.0.0.0:7").await?;
 //!     tokio::spawn(async move {
@@ -52,6 +52,19 @@
 //!     Ok(())
 //! }
 //! ```
+//!
+//! # Errors
+//!
+//! A socket call never waits for a driver that is not there: made outside
+//! a runtime and not spawned, or after the driver ended (a panic, a
+//! device error, [`Net::shutdown`], its runtime shutting down), pending
+//! and later calls fail with a [`DriverError`] saying which. The network's
+//! errors reach the sockets as in the synchronous API
+//! ([`crate::socket`]): no route fails a send with `NetworkUnreachable`;
+//! a connected socket reports `HostUnreachable` after ARP gave up and
+//! `ConnectionRefused` after an ICMP port unreachable on its next call
+//! (a waiting receive wakes with it), or through
+//! [`UdpSocket::take_error`].
 //!
 //! # Porting from `tokio::net::UdpSocket`
 //!
@@ -88,9 +101,11 @@
 //! On a TAP device, give the driver the device's file descriptor with
 //! [`Net::tap`] (or [`Net::with_fd`]); see `examples/udp_echo.rs`.
 
+mod driver;
 mod net;
 mod udp;
 mod waiters;
 
+pub use driver::DriverError;
 pub use net::Net;
 pub use udp::UdpSocket;

@@ -1,5 +1,6 @@
 //! [`Net`]: a host owned by a tokio driver task.
 
+use super::driver::{DriverError, DriverState};
 use super::waiters::Waiters;
 use crate::host::{Host, HostConfig, HostError};
 use crate::socket;
@@ -7,12 +8,14 @@ use pathstack_devices::{TapDevice, TapError};
 use std::collections::HashMap;
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::task::Waker;
 use std::time::Duration;
 
 use ::tokio::io::unix::AsyncFd;
+use ::tokio::runtime::Handle;
 use ::tokio::sync::Notify;
+use ::tokio::task::{AbortHandle, JoinHandle};
 
 /// Rounds the in-memory driver yields to other tasks after its last work
 /// before it falls back to sleeping: a peer on the same runtime usually
@@ -28,8 +31,17 @@ const MEMORY_POLL: Duration = Duration::from_millis(1);
 const MAX_IDLE: Duration = Duration::from_secs(1);
 
 /// A [`Host`] run by a tokio task: the handle sockets are made on. Clones
-/// share the host. Sockets only receive while its driver ([`Net::run`] or
-/// [`Net::spawn`]) runs. See the [module docs](super).
+/// share the host.
+///
+/// The net owns its driver, the task that polls the host: made inside a
+/// tokio runtime, the net starts it there at once (made outside one, call
+/// [`Net::spawn`] or await [`Net::run`] inside one later). Sockets are
+/// served only while it runs: before it starts, and after it ends
+/// (a panic, a device error, [`Net::shutdown`], its runtime shutting
+/// down), every pending and later socket call fails with a
+/// [`DriverError`] that says why, rather than wait for ever. The driver
+/// ends by itself shortly (within a second) after the last clone of its
+/// net is dropped. See the [module docs](super).
 #[derive(Clone)]
 pub struct Net {
     pub(super) inner: Arc<Inner>,
@@ -48,6 +60,8 @@ pub(super) struct Inner {
     /// The driver's wake-up call: a socket queued a datagram (the stack's
     /// next timer may have moved).
     pub(super) kick: Notify,
+    /// Notified when the driver ends.
+    kick_end: Notify,
     fd: Option<AsyncFd<OwnedFd>>,
 }
 
@@ -57,6 +71,10 @@ pub(super) struct State {
     readers: HashMap<socket::UdpSocket, Waiters>,
     /// Senders waiting for queue room or a buffer: woken after every poll.
     writers: Waiters,
+    /// Whether a driver runs.
+    driver: DriverState,
+    /// How to stop the spawned driver.
+    abort: Option<AbortHandle>,
 }
 
 impl State {
@@ -67,7 +85,9 @@ impl State {
         let work = self.host.poll();
         let host = &self.host;
         self.readers.retain(|s, waiters| {
-            let ready = host.udp_pending(s) > 0 || host.local_addr(s).is_err();
+            let ready = host.udp_pending(s) > 0
+                || host.local_addr(s).is_err()
+                || host.pending_error(s).is_some();
             if ready {
                 waiters.wake_all();
             }
@@ -87,6 +107,23 @@ impl State {
         self.writers.register(waker);
     }
 
+    /// Ok while the driver runs; why not otherwise.
+    pub(super) fn check_driver(&self) -> io::Result<()> {
+        Ok(self.driver.check()?)
+    }
+
+    /// Records that the driver ended (the first reason stays) and wakes
+    /// every waiting task, so that it fails instead of waiting for ever.
+    fn end_driver(&mut self, why: DriverError) {
+        if !matches!(self.driver, DriverState::Ended(_)) {
+            self.driver = DriverState::Ended(why);
+        }
+        self.abort = None;
+        self.readers.values_mut().for_each(Waiters::wake_all);
+        self.readers.clear();
+        self.writers.wake_all();
+    }
+
     /// Wakes and forgets the receivers of a closed socket.
     pub(super) fn forget(&mut self, s: socket::UdpSocket) {
         if let Some(mut w) = self.readers.remove(&s) {
@@ -100,6 +137,7 @@ impl Net {
     /// in-memory wire): it polls, yielding to other tasks for a few rounds
     /// after the last work and then every millisecond. Correct for any
     /// device, but a TAP should use [`Net::tap`] or [`Net::with_fd`].
+    /// Inside a tokio runtime the driver starts at once.
     pub fn new(host: Host) -> Net {
         Self::make(host, None)
     }
@@ -139,17 +177,60 @@ impl Net {
     }
 
     fn make(host: Host, fd: Option<AsyncFd<OwnedFd>>) -> Net {
-        Net {
+        let net = Net {
             inner: Arc::new(Inner {
                 state: Mutex::new(State {
                     host,
                     readers: HashMap::new(),
                     writers: Waiters::default(),
+                    driver: DriverState::NotStarted,
+                    abort: None,
                 }),
                 kick: Notify::new(),
+                kick_end: Notify::new(),
                 fd,
             }),
+        };
+        if let Ok(rt) = Handle::try_current() {
+            net.start(&rt);
         }
+        net
+    }
+
+    /// Spawns the driver on `rt` unless one has started; returns its task.
+    fn start(&self, rt: &Handle) -> Option<JoinHandle<io::Result<()>>> {
+        let mut st = self.inner.lock();
+        if !matches!(st.driver, DriverState::NotStarted) {
+            return None;
+        }
+        st.driver = DriverState::Running;
+        // The task holds the net weakly, so that dropping the last `Net`
+        // ends it (a strong reference would keep the host alive for ever).
+        let task = rt.spawn(drive(Arc::downgrade(&self.inner)));
+        st.abort = Some(task.abort_handle());
+        Some(task)
+    }
+
+    /// Why the net's sockets cannot be served now (`None` while its driver
+    /// runs).
+    pub fn driver_error(&self) -> Option<DriverError> {
+        self.inner.lock().driver.check().err()
+    }
+
+    /// Stops the driver for good: every pending and later socket call
+    /// fails with [`DriverError::Stopped`].
+    pub fn shutdown(&self) {
+        let task = {
+            let mut st = self.inner.lock();
+            let task = st.abort.take();
+            st.end_driver(DriverError::Stopped);
+            task
+        };
+        // Outside the lock: the task's end takes it too.
+        if let Some(task) = task {
+            task.abort();
+        }
+        self.inner.kick_end.notify_waiters();
     }
 
     /// Runs `f` on the host (for its statistics, ping, the stack). Do not
@@ -164,57 +245,100 @@ impl Net {
         self.inner.poll().0
     }
 
-    /// Spawns the driver ([`Net::run`]) on the current runtime. It runs
-    /// until it fails or is aborted through the handle.
+    /// Starts the driver on the current runtime if it has not started (a
+    /// net made outside a runtime), and returns a task that ends when the
+    /// driver does, with its result: `Ok` when it was stopped, the
+    /// device's error when waiting on the device failed. Aborting the
+    /// returned task does not stop the driver: [`Net::shutdown`] does.
     ///
     /// # Panics
     ///
     /// Outside a tokio runtime.
-    pub fn spawn(&self) -> ::tokio::task::JoinHandle<io::Result<()>> {
-        let net = self.clone();
-        ::tokio::spawn(async move { net.run().await })
+    pub fn spawn(&self) -> JoinHandle<io::Result<()>> {
+        let rt = Handle::current();
+        if let Some(task) = self.start(&rt) {
+            return task;
+        }
+        let weak = Arc::downgrade(&self.inner);
+        rt.spawn(async move {
+            loop {
+                let Some(inner) = weak.upgrade() else {
+                    return Ok(());
+                };
+                let ended = inner.kick_end.notified();
+                ::tokio::pin!(ended);
+                // Registered before the check, so an end between the two
+                // is not missed.
+                ended.as_mut().enable();
+                match inner.lock().driver.check() {
+                    Ok(()) => {}
+                    Err(DriverError::Device { kind, message }) => {
+                        return Err(io::Error::new(kind, message))
+                    }
+                    Err(DriverError::Panicked) => return Err(DriverError::Panicked.into()),
+                    Err(_) => return Ok(()),
+                }
+                // Wake now and then to notice the last `Net` going away.
+                let _ = ::tokio::time::timeout(MAX_IDLE, ended).await;
+            }
+        })
     }
 
-    /// The driver: polls the stack and wakes sockets, then waits for the
-    /// device, the next timer or a socket's send. Returns only when
-    /// waiting on the device fails.
+    /// Runs the driver in the calling task (for a net made outside a
+    /// runtime; one made inside has its driver running already, and this
+    /// fails with [`DriverError::AlreadyRunning`]): polls the stack and
+    /// wakes sockets, then waits for the device, the next timer or a
+    /// socket's send. Returns only when waiting on the device fails.
+    /// Dropping the future stops the driver for good.
     pub async fn run(&self) -> io::Result<()> {
-        let inner = &*self.inner;
-        let mut idle = 0u32;
-        loop {
-            let (work, next_timer) = inner.poll();
-            if work > 0 {
-                // A device gives at most a burst per poll: keep polling
-                // until it is empty, letting the woken sockets run between.
-                idle = 0;
-                ::tokio::task::yield_now().await;
-                continue;
-            }
-            let timeout = next_timer.unwrap_or(MAX_IDLE).min(MAX_IDLE);
-            match &inner.fd {
-                Some(fd) => {
-                    ::tokio::select! {
-                        r = fd.readable() => {
-                            // Edge-triggered readiness: forget it, then
-                            // poll until the device is empty (above).
-                            r?.clear_ready();
-                        }
-                        () = ::tokio::time::sleep(timeout) => {}
-                        () = inner.kick.notified() => {}
-                    }
-                }
-                None if idle < SPIN_ROUNDS => {
-                    idle += 1;
-                    ::tokio::task::yield_now().await;
-                }
-                None => {
-                    ::tokio::select! {
-                        () = ::tokio::time::sleep(timeout.min(MEMORY_POLL)) => {}
-                        () = inner.kick.notified() => { idle = 0; }
-                    }
-                }
+        {
+            let mut st = self.inner.lock();
+            match &st.driver {
+                DriverState::NotStarted => st.driver = DriverState::Running,
+                DriverState::Running => return Err(DriverError::AlreadyRunning.into()),
+                DriverState::Ended(e) => return Err(e.clone().into()),
             }
         }
+        let _end = EndGuard(Arc::downgrade(&self.inner));
+        let mut idle = 0u32;
+        loop {
+            self.inner.step(&mut idle).await?;
+        }
+    }
+}
+
+/// The spawned driver: steps while a `Net` exists.
+fn drive(net: Weak<Inner>) -> impl std::future::Future<Output = io::Result<()>> + Send {
+    // Made before the future first runs: a runtime that shuts down before
+    // it ever polled the task still drops the guard with the future.
+    let end = EndGuard(net.clone());
+    async move {
+        let _end = end;
+        let mut idle = 0u32;
+        while let Some(inner) = net.upgrade() {
+            inner.step(&mut idle).await?;
+        }
+        Ok(())
+    }
+}
+
+/// Records the driver's end when the driver's future goes away: returned
+/// (a device error), dropped (aborted, its runtime shut down) or unwound
+/// (a panic).
+struct EndGuard(Weak<Inner>);
+
+impl Drop for EndGuard {
+    fn drop(&mut self) {
+        let Some(inner) = self.0.upgrade() else {
+            return;
+        };
+        let why = if std::thread::panicking() {
+            DriverError::Panicked
+        } else {
+            DriverError::Stopped
+        };
+        inner.lock().end_driver(why);
+        inner.kick_end.notify_waiters();
     }
 }
 
@@ -223,6 +347,60 @@ impl Inner {
         // A panic while the host was borrowed leaves it as consistent as
         // the stack itself guarantees after a panicking stage; keep going.
         self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// One round of the driver: polls the stack and wakes sockets, then
+    /// waits for the device, the next timer or a socket's send. A device
+    /// error ends the driver (recorded, so that sockets learn why).
+    async fn step(&self, idle: &mut u32) -> io::Result<()> {
+        let (work, next_timer) = self.poll();
+        if work > 0 {
+            // A device gives at most a burst per poll: keep polling until
+            // it is empty, letting the woken sockets run between.
+            *idle = 0;
+            ::tokio::task::yield_now().await;
+            return Ok(());
+        }
+        let timeout = next_timer.unwrap_or(MAX_IDLE).min(MAX_IDLE);
+        match &self.fd {
+            Some(fd) => {
+                ::tokio::select! {
+                    r = fd.readable() => match r {
+                        // Edge-triggered readiness: forget it, then poll
+                        // until the device is empty (above).
+                        Ok(mut ready) => ready.clear_ready(),
+                        Err(e) => {
+                            self.lock().end_driver(DriverError::Device {
+                                kind: e.kind(),
+                                message: e.to_string(),
+                            });
+                            return Err(e);
+                        }
+                    },
+                    () = ::tokio::time::sleep(timeout) => {}
+                    () = self.kick.notified() => {}
+                }
+            }
+            None if *idle < SPIN_ROUNDS => {
+                *idle += 1;
+                ::tokio::task::yield_now().await;
+            }
+            None => {
+                ::tokio::select! {
+                    () = ::tokio::time::sleep(timeout.min(MEMORY_POLL)) => {}
+                    () = self.kick.notified() => { *idle = 0; }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The state, if a driver runs; why not otherwise (what every socket
+    /// call checks first, so that none waits for a driver that is gone).
+    pub(super) fn live(&self) -> io::Result<MutexGuard<'_, State>> {
+        let st = self.lock();
+        st.check_driver()?;
+        Ok(st)
     }
 
     /// Polls the stack (waking the sockets' waiting tasks). Returns the

@@ -62,7 +62,7 @@ impl UdpSocket {
     /// This method is cancel safe: cancelled, it bound nothing.
     pub async fn bind(net: &Net, addr: impl ToSocketAddrs) -> io::Result<UdpSocket> {
         let addrs = resolve(addr).await?;
-        let sock = net.inner.lock().host.udp_bind(&addrs[..])?;
+        let sock = net.inner.live()?.host.udp_bind(&addrs[..])?;
         Ok(UdpSocket {
             net: net.clone(),
             sock,
@@ -102,7 +102,16 @@ impl UdpSocket {
         &self,
         f: impl FnOnce(&mut Host, &socket::UdpSocket) -> Result<T, SocketError>,
     ) -> io::Result<T> {
-        Ok(f(&mut self.net.inner.lock().host, &self.sock)?)
+        Ok(f(&mut self.net.inner.live()?.host, &self.sock)?)
+    }
+
+    /// Takes the socket's pending asynchronous error, as tokio's
+    /// `take_error`: a connected socket's `HostUnreachable` (ARP gave up)
+    /// or `ConnectionRefused` (ICMP port unreachable) …, once; see
+    /// [`Host::take_error`]. The next send or receive reports it too.
+    pub fn take_error(&self) -> io::Result<Option<io::Error>> {
+        self.with_host(|h, s| h.take_error(s))
+            .map(|e| e.map(io::Error::from))
     }
 
     /// Sets the time to live of the datagrams the socket sends (1 to 255).
@@ -138,7 +147,10 @@ impl UdpSocket {
         send: impl FnOnce(&mut Host, &socket::UdpSocket) -> Result<usize, SocketError>,
     ) -> Poll<io::Result<usize>> {
         let inner = &*self.net.inner;
-        let mut st = inner.lock();
+        let mut st = match inner.live() {
+            Ok(st) => st,
+            Err(e) => return Poll::Ready(Err(e)),
+        };
         let r = match send(&mut st.host, &self.sock) {
             Ok(n) => {
                 st.poll();
@@ -211,7 +223,7 @@ impl UdpSocket {
     ) -> io::Result<usize> {
         let inner = &*self.net.inner;
         let n = {
-            let mut st = inner.lock();
+            let mut st = inner.live()?;
             let n = send(&mut st.host, &self.sock).map_err(would_block)?;
             st.poll();
             n
@@ -226,7 +238,10 @@ impl UdpSocket {
     /// This method is cancel safe.
     pub async fn writable(&self) -> io::Result<()> {
         poll_fn(|cx| {
-            let mut st = self.net.inner.lock();
+            let mut st = match self.net.inner.live() {
+                Ok(st) => st,
+                Err(e) => return Poll::Ready(Err(e)),
+            };
             match st.host.udp_writable(&self.sock) {
                 Ok(true) => Poll::Ready(Ok(())),
                 Ok(false) => {
@@ -251,7 +266,10 @@ impl UdpSocket {
         cx: &mut Context<'_>,
         recv: impl FnOnce(&mut Host, &socket::UdpSocket) -> Result<Option<T>, SocketError>,
     ) -> Poll<io::Result<T>> {
-        let mut st = self.net.inner.lock();
+        let mut st = match self.net.inner.live() {
+            Ok(st) => st,
+            Err(e) => return Poll::Ready(Err(e)),
+        };
         match recv(&mut st.host, &self.sock) {
             Ok(Some(got)) => Poll::Ready(Ok(got)),
             Ok(None) => {

@@ -1,0 +1,169 @@
+//! Errors reach the socket (RFC 1122 §3.2.2.1, §4.1.3.3): no route fails
+//! the send with `NetworkUnreachable`; ARP giving up and ICMP destination
+//! unreachable become a connected socket's pending error, reported once by
+//! its next call; a bound (unconnected) socket stays silent, as Linux's
+//! without `IP_RECVERR`.
+
+use pathstack::core::device::wire::{wire_pair, WireConfig, WireEnd};
+use pathstack::core::Instant;
+use pathstack::host::{Host, HostConfig};
+use pathstack::socket::{SocketError, UdpSocket};
+use std::io::{self, ErrorKind};
+use std::net::Ipv4Addr;
+
+fn kind(e: SocketError) -> ErrorKind {
+    io::Error::from(e).kind()
+}
+
+fn pair() -> (Host, Host) {
+    let (a, b) = wire_pair(WireConfig::default());
+    (
+        Host::new(HostConfig::parse("10.0.0.1/24").unwrap(), a).unwrap(),
+        Host::new(HostConfig::parse("10.0.0.2/24").unwrap(), b).unwrap(),
+    )
+}
+
+/// A host whose wire leads nowhere: the other end exists but nobody
+/// answers ARP on it.
+fn lonely() -> (Host, WireEnd) {
+    let (a, b) = wire_pair(WireConfig::default());
+    (
+        Host::new(HostConfig::parse("10.0.0.1/24").unwrap(), a).unwrap(),
+        b,
+    )
+}
+
+/// Runs `h`'s stack on a fake clock, a second per step, past ARP's three
+/// requests one second apart (RFC 1122 §2.3.2.1), without sleeping.
+fn past_arp_retries(h: &mut Host) {
+    for s in 1..=6 {
+        h.stack_mut().poll(Instant::from_millis(s * 1000));
+    }
+}
+
+/// A socket connected to an address nobody answers ARP for, after one
+/// send and ARP's retries.
+fn arp_failed_connected() -> (Host, WireEnd, UdpSocket) {
+    let (mut a, nobody) = lonely();
+    let s = a.udp_connect("0.0.0.0:0", "10.0.0.9:9").unwrap();
+    a.send(&s, b"into the void").unwrap();
+    past_arp_retries(&mut a);
+    (a, nobody, s)
+}
+
+#[test]
+fn send_to_off_subnet_without_gateway_is_network_unreachable() {
+    let (mut a, _b) = pair();
+    let s = a.udp_bind("0.0.0.0:0").unwrap();
+    let e = a.send_to(&s, b"x", "192.0.2.1:9").unwrap_err();
+    assert!(
+        matches!(e, SocketError::NetworkUnreachable(ip) if ip == Ipv4Addr::new(192, 0, 2, 1)),
+        "{e:?}"
+    );
+    assert_eq!(e.to_string(), "network unreachable: no route to 192.0.2.1");
+    assert_eq!(kind(e), ErrorKind::NetworkUnreachable);
+    // Connecting there fails the same way (Linux: ENETUNREACH).
+    let e = a.udp_connect("0.0.0.0:0", "192.0.2.1:9").unwrap_err();
+    assert_eq!(kind(e), ErrorKind::NetworkUnreachable);
+}
+
+#[test]
+fn arp_failure_is_host_unreachable_on_a_connected_socket_once() {
+    let (mut a, _nobody, s) = arp_failed_connected();
+    assert!(a.report().contains("gave_up=1"), "{}", a.report());
+    let e = a.send(&s, b"again").unwrap_err();
+    let msg = e.to_string();
+    assert_eq!(kind(e), ErrorKind::HostUnreachable, "{msg}");
+    assert_eq!(
+        msg,
+        "host unreachable: 10.0.0.9 cannot be reached (arp.resolution_failed)"
+    );
+    // Reported once (SO_ERROR is cleared by reading it).
+    assert!(a.take_error(&s).unwrap().is_none());
+    let mut buf = [0u8; 8];
+    assert!(a.recv(&s, &mut buf).unwrap().is_none());
+}
+
+#[test]
+fn arp_failure_reaches_a_receiving_connected_socket() {
+    let (mut a, _nobody, s) = arp_failed_connected();
+    let mut buf = [0u8; 8];
+    assert!(matches!(
+        a.peek_from(&s, &mut buf),
+        Err(SocketError::Unreachable { .. })
+    ));
+    let e = a.recv(&s, &mut buf).unwrap_err();
+    assert_eq!(kind(e), ErrorKind::HostUnreachable);
+}
+
+#[test]
+fn arp_failure_is_silent_on_a_bound_socket() {
+    let (mut a, _nobody) = lonely();
+    let s = a.udp_bind("0.0.0.0:0").unwrap();
+    a.send_to(&s, b"x", "10.0.0.9:9").unwrap();
+    past_arp_retries(&mut a);
+    assert!(a.report().contains("gave_up=1"), "{}", a.report());
+    // Linux without IP_RECVERR: nothing reaches an unconnected socket.
+    assert!(a.take_error(&s).unwrap().is_none());
+    a.send_to(&s, b"y", "10.0.0.9:9").unwrap();
+}
+
+#[test]
+fn port_unreachable_is_connection_refused_on_a_connected_socket() {
+    let (mut a, mut b) = pair();
+    let s = a.udp_connect("0.0.0.0:0", "10.0.0.2:9").unwrap(); // nobody on 9
+    a.send(&s, b"anyone?").unwrap();
+    let mut buf = [0u8; 8];
+    let mut got = None;
+    for _ in 0..20 {
+        a.poll();
+        b.poll();
+        if let Err(e) = a.recv(&s, &mut buf) {
+            got = Some(e);
+            break;
+        }
+    }
+    let e = got.expect("no error reached the socket");
+    assert_eq!(
+        e.to_string(),
+        "connection refused: nothing listens on 10.0.0.2:9 (icmp.port_unreachable)"
+    );
+    assert_eq!(kind(e), ErrorKind::ConnectionRefused);
+    // Once; the ICMP message itself stays where ping reads it.
+    assert!(a.take_error(&s).unwrap().is_none());
+    assert_eq!(a.echo_replies().len(), 1);
+}
+
+#[test]
+fn port_unreachable_is_silent_on_a_bound_socket() {
+    let (mut a, mut b) = pair();
+    let s = a.udp_bind("0.0.0.0:0").unwrap();
+    a.send_to(&s, b"anyone?", "10.0.0.2:9").unwrap();
+    for _ in 0..20 {
+        a.poll();
+        b.poll();
+    }
+    assert_eq!(a.echo_replies().len(), 1, "{}", a.report());
+    assert!(a.take_error(&s).unwrap().is_none());
+    let mut buf = [0u8; 8];
+    assert!(a.recv_from(&s, &mut buf).unwrap().is_none());
+}
+
+#[test]
+fn another_connected_socket_is_not_blamed() {
+    let (mut a, mut b) = pair();
+    let srv = b.udp_bind("0.0.0.0:7").unwrap();
+    let good = a.udp_connect("0.0.0.0:0", "10.0.0.2:7").unwrap();
+    let bad = a.udp_connect("0.0.0.0:0", "10.0.0.2:9").unwrap();
+    a.send(&bad, b"x").unwrap();
+    a.send(&good, b"y").unwrap();
+    for _ in 0..20 {
+        a.poll();
+        b.poll();
+    }
+    let mut buf = [0u8; 8];
+    assert!(b.recv_from(&srv, &mut buf).unwrap().is_some());
+    assert!(a.take_error(&good).unwrap().is_none());
+    let e = a.take_error(&bad).unwrap().expect("bad's error");
+    assert_eq!(kind(e), ErrorKind::ConnectionRefused);
+}
