@@ -24,7 +24,7 @@ use crate::rate_limit::TokenBucket;
 use crate::reassembly::{Reassembler, Reassembly, ReassemblyConfig};
 use crate::route::{RouteEntry, RoutingTable};
 use crate::wire::icmp::{IcmpError, Quote};
-use crate::wire::ipv4::{self, protocol, Ipv4Repr, MIN_HEADER_LEN};
+use crate::wire::ipv4::{self, protocol, Ipv4Repr, Ipv4Template, MIN_HEADER_LEN};
 use crate::wire::udp::UdpDropReason;
 use crate::Ipv4DropReason;
 use pathstack_core::attrs::keys::{self, AddrPart};
@@ -429,6 +429,9 @@ impl Module for IpModule {
                 remote,
                 next_hop,
                 iface: f,
+                template: protocol
+                    .zip(remote)
+                    .map(|(p, r)| Ipv4Template::new(f.addr, r, p)),
             }),
             route: Route::Link {
                 service: 1,
@@ -537,6 +540,8 @@ pub struct IpStage {
     /// The fixed next hop of an active path.
     next_hop: Option<Ipv4Addr>,
     iface: Interface,
+    /// An active path's header, formatted at creation.
+    template: Option<Ipv4Template>,
 }
 
 impl IpStage {
@@ -565,13 +570,22 @@ impl IpStage {
         };
         let ident = m.ident.next_ident();
         let len = msg.len();
+        msg.anno_mut().set_next_hop(next_hop);
+        // A connected path's header was formatted when the path was made.
+        if let Some(t) = &self.template {
+            if msg.anno().ttl().is_none() && len + MIN_HEADER_LEN <= usize::from(self.iface.mtu) {
+                return match t.push_onto(msg, ident) {
+                    Ok(()) => Verdict::Next,
+                    Err(_) => Verdict::Drop(Ipv4DropReason::NoHeadroom.into()),
+                };
+            }
+        }
         let mut repr = Ipv4Repr::new(self.iface.addr, dst, proto, ident, len as u16);
         // A socket's TTL option (RFC 1122 §3.2.1.7: the transport layer
         // may set the TTL of what it sends).
         if let Some(ttl) = msg.anno().ttl() {
             repr.ttl = ttl;
         }
-        msg.anno_mut().set_next_hop(next_hop);
         if len + MIN_HEADER_LEN <= usize::from(self.iface.mtu) {
             return match repr.push_onto(msg) {
                 Ok(()) => Verdict::Next,

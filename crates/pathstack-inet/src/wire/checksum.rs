@@ -29,6 +29,21 @@ pub fn verify(parts: &[&[u8]]) -> bool {
     sum(parts) == 0xffff
 }
 
+/// The running sum of `bytes` (even length) for a checksum finished later
+/// with [`finish`]: what a pre-formatted header keeps of its constant
+/// words, so that only the words that change are added per datagram.
+#[inline]
+pub fn partial(bytes: &[u8]) -> u64 {
+    add_words(bytes)
+}
+
+/// The checksum bytes for a running sum `acc` of native-order words (from
+/// [`partial`] plus further words).
+#[inline]
+pub fn finish(acc: u64) -> [u8; 2] {
+    (!fold(acc)).to_ne_bytes()
+}
+
 /// The one's complement sum of `parts` in native byte order, folded to 16
 /// bits.
 #[inline]

@@ -433,6 +433,58 @@ impl Ipv4Repr {
     }
 }
 
+/// The header of every datagram of one connected path, formatted once when
+/// the path is created: Scout's premise that a path takes its decisions
+/// once (Mosberger, *Scout: A Path-Based Operating System*, 1997, §2.2).
+/// Source, destination, protocol, TTL and flags never change on such a
+/// path; per datagram only the total length and the identification are
+/// written, and the checksum adds those two words to the sum of the rest
+/// (RFC 1071 §2(C): the sum is associative). The bytes are those
+/// [`Ipv4Repr::new`] + [`Ipv4Repr::push_onto`] would write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ipv4Template {
+    header: [u8; MIN_HEADER_LEN],
+    /// Sum of the header's words with length, identification and checksum
+    /// zero.
+    sum: u64,
+}
+
+impl Ipv4Template {
+    /// The template for datagrams from `src` to `dst` carrying `protocol`,
+    /// with the defaults of [`Ipv4Repr::new`].
+    pub fn new(src: Ipv4Addr, dst: Ipv4Addr, protocol: u8) -> Self {
+        let mut header = [0u8; MIN_HEADER_LEN];
+        // A zero payload always fits.
+        let _ = Ipv4Repr::new(src, dst, protocol, 0, 0).emit(&mut header);
+        header[field::LENGTH].fill(0);
+        header[field::CHECKSUM].fill(0);
+        Ipv4Template {
+            header,
+            sum: checksum::partial(&header),
+        }
+    }
+
+    /// Pushes the header, with `msg.len()` of payload and identification
+    /// `ident`, in front of `msg`.
+    #[inline]
+    pub fn push_onto(&self, msg: &mut Msg, ident: u16) -> Result<(), Ipv4EmitError> {
+        let len = msg.len();
+        if len > MAX_DATAGRAM_LEN - MIN_HEADER_LEN {
+            return Err(Ipv4EmitError::PayloadTooLong(len));
+        }
+        let total = ((len + MIN_HEADER_LEN) as u16).to_be_bytes();
+        let ident = ident.to_be_bytes();
+        let h = msg.push(MIN_HEADER_LEN)?;
+        h.copy_from_slice(&self.header);
+        h[field::LENGTH].copy_from_slice(&total);
+        h[field::IDENT].copy_from_slice(&ident);
+        let sum =
+            self.sum + u64::from(u16::from_ne_bytes(total)) + u64::from(u16::from_ne_bytes(ident));
+        h[field::CHECKSUM].copy_from_slice(&checksum::finish(sum));
+        Ok(())
+    }
+}
+
 /// Decrements the TTL of the header at the front of `header` and updates
 /// its checksum incrementally (RFC 1624 §3; RFC 1812 §5.3.1). For a host
 /// that forwards (or loops back) datagrams; refuses to go below 1.
@@ -674,6 +726,20 @@ pub(crate) mod tests {
     }
 
     proptest! {
+        /// The template writes the bytes the generic emit writes.
+        #[test]
+        fn template_matches_emit(src in any::<[u8; 4]>(), dst in any::<[u8; 4]>(), proto in any::<u8>(),
+                                 ident in any::<u16>(), len in 0usize..1480) {
+            let pool = MsgPool::new(PoolConfig::small(4));
+            let payload = vec![0xa5; len];
+            let (src, dst) = (Ipv4Addr::from(src), Ipv4Addr::from(dst));
+            let mut by_repr = pool.alloc_copy(&payload).unwrap();
+            Ipv4Repr::new(src, dst, proto, ident, 0).push_onto(&mut by_repr).unwrap();
+            let mut by_template = pool.alloc_copy(&payload).unwrap();
+            Ipv4Template::new(src, dst, proto).push_onto(&mut by_template, ident).unwrap();
+            prop_assert_eq!(by_template.as_slice(), by_repr.as_slice());
+        }
+
         #[test]
         fn parse_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..120)) {
             if let Ok(p) = Ipv4Packet::new_checked(&bytes) {
