@@ -354,6 +354,13 @@ impl Host {
         Ok(())
     }
 
+    /// What the device offers to wait on until a frame arrives (the
+    /// in-memory wire's [`RxWaiter`], which can block a thread or wake a
+    /// task), if anything: the tokio driver awaits arrival through it.
+    pub fn rx_waiter(&self) -> Option<Arc<dyn RxWaiter>> {
+        self.rx_waiter.clone()
+    }
+
     /// Sends an echo request to `dst`.
     pub fn ping(&mut self, dst: Ipv4Addr, seq: u16, data: &[u8]) -> Result<(), HostError> {
         let m = IcmpModule::echo_request(self.stack.pool(), dst, 0x7073, seq, data)
