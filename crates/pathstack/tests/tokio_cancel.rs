@@ -107,9 +107,7 @@ async fn run<F: Future>(f: F, how: Cancel) -> Option<F::Output> {
                 } => None,
             }
         }
-        Cancel::Timer(us) => timeout(Duration::from_micros(u64::from(us)), f)
-            .await
-            .ok(),
+        Cancel::Timer(us) => timeout(Duration::from_micros(u64::from(us)), f).await.ok(),
         Cancel::Never => Some(
             timeout(LIMIT, f)
                 .await

@@ -4,11 +4,11 @@ use super::driver::{DriverError, DriverState};
 use super::waiters::Waiters;
 use crate::host::{Host, HostConfig, HostError};
 use crate::socket;
+use pathstack_core::device::RxWaiter;
 use pathstack_devices::{TapDevice, TapError};
 use std::collections::HashMap;
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
-use pathstack_core::device::RxWaiter;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::task::{Context, Poll, Waker};
@@ -171,7 +171,11 @@ impl Net {
         let arrival = match host.rx_waiter() {
             // Asked with a waker that does nothing, only to learn whether
             // the device can wake a task; the driver registers its own.
-            Some(rx) if rx.poll_rx(&mut Context::from_waker(Waker::noop())).is_some() => {
+            Some(rx)
+                if rx
+                    .poll_rx(&mut Context::from_waker(Waker::noop()))
+                    .is_some() =>
+            {
                 Arrival::Waker(rx)
             }
             _ => Arrival::Poll,
@@ -430,8 +434,7 @@ impl Inner {
             Arrival::Waker(rx) => {
                 // Pending also if the device stops offering wakers: the
                 // timer below then bounds the wait.
-                let arrived =
-                    std::future::poll_fn(|cx| rx.poll_rx(cx).unwrap_or(Poll::Pending));
+                let arrived = std::future::poll_fn(|cx| rx.poll_rx(cx).unwrap_or(Poll::Pending));
                 ::tokio::select! {
                     () = arrived => {}
                     () = ::tokio::time::sleep(timeout) => {}
