@@ -23,9 +23,10 @@ use crate::socket::UdpSockets;
 use pathstack_core::device::RxWaiter;
 use pathstack_core::graph::ModuleGraph;
 use pathstack_core::stack::{Stack, StackConfig};
-use pathstack_core::{Device, Dir, Instant, Msg, PathId, SchedKind};
+use pathstack_core::{Device, Dir, DropReason, Instant, Msg, PathId, SchedKind, SendError};
 use pathstack_devices::{TapError, TapWaiter, WaitMode};
 use pathstack_inet::modules::{parse_cidr, CidrError, HostGraph, IcmpModule, IpModule};
+use pathstack_inet::wire::ipv4::Ipv4DropReason;
 use pathstack_inet::MacAddr;
 use std::fmt::Write as _;
 use std::net::Ipv4Addr;
@@ -74,6 +75,23 @@ pub enum HostError {
     /// A message could not be allocated or sent.
     #[error("sending: {0}")]
     Send(String),
+    /// No route leads to the address: it is on no attached network and
+    /// the host has no gateway (ping(8) says "Network is unreachable").
+    #[error("no route to {0}: it is on no attached network and the host has no gateway")]
+    NoRoute(Ipv4Addr),
+    /// A stage of the ICMP path dropped the echo request (counted in
+    /// [`Host::report`]).
+    #[error("the echo request to {dst} was dropped: {reason}")]
+    Dropped {
+        /// Where the request was going.
+        dst: Ipv4Addr,
+        /// Why it was dropped.
+        reason: DropReason,
+    },
+    /// ICMP's source queue is full: earlier requests still wait for the
+    /// scheduler.
+    #[error("ICMP path source queue full")]
+    QueueFull,
     /// Waiting on the TAP device failed.
     #[error(transparent)]
     Wait(#[from] TapError),
@@ -336,13 +354,28 @@ impl Host {
         Ok(())
     }
 
+    /// What the device offers to wait on until a frame arrives (the
+    /// in-memory wire's [`RxWaiter`], which can block a thread or wake a
+    /// task), if anything: the tokio driver awaits arrival through it.
+    pub fn rx_waiter(&self) -> Option<Arc<dyn RxWaiter>> {
+        self.rx_waiter.clone()
+    }
+
     /// Sends an echo request to `dst`.
     pub fn ping(&mut self, dst: Ipv4Addr, seq: u16, data: &[u8]) -> Result<(), HostError> {
         let m = IcmpModule::echo_request(self.stack.pool(), dst, 0x7073, seq, data)
             .map_err(|e| HostError::Send(e.to_string()))?;
-        self.stack
-            .send(self.icmp, Dir::Down, m)
-            .map_err(|_| HostError::Send("ICMP path source queue full".into()))
+        // The path runs to completion, so IP's verdict (no route) comes
+        // back here rather than as a silently lost request.
+        match self.stack.send(self.icmp, Dir::Down, m) {
+            Ok(()) => Ok(()),
+            Err(SendError::Dropped(reason)) if reason == Ipv4DropReason::NoRoute => {
+                Err(HostError::NoRoute(dst))
+            }
+            Err(SendError::Dropped(reason)) => Err(HostError::Dropped { dst, reason }),
+            Err(SendError::QueueFull(_)) => Err(HostError::QueueFull),
+            Err(e @ SendError::NoPath(_)) => Err(HostError::Send(e.to_string())),
+        }
     }
 
     /// Echo replies (and ICMP errors) received since the last call. The

@@ -167,3 +167,18 @@ fn another_connected_socket_is_not_blamed() {
     let e = a.take_error(&bad).unwrap().expect("bad's error");
     assert_eq!(kind(e), ErrorKind::ConnectionRefused);
 }
+
+#[test]
+fn ping_off_subnet_without_gateway_is_no_route() {
+    use pathstack::host::HostError;
+    let (mut a, _b) = pair();
+    let dst = Ipv4Addr::new(192, 0, 2, 1);
+    let e = a.ping(dst, 1, b"x").unwrap_err();
+    assert!(matches!(e, HostError::NoRoute(ip) if ip == dst), "{e:?}");
+    assert!(
+        e.to_string().starts_with("no route to 192.0.2.1"),
+        "says why, not a queue: {e}"
+    );
+    // The host still pings its own network afterwards.
+    a.ping(Ipv4Addr::new(10, 0, 0, 2), 2, b"x").unwrap();
+}

@@ -125,6 +125,23 @@ pub trait RxWaiter: Send + Sync {
     /// deliver no more frames, or `timeout` passes. Returns whether a frame
     /// is ready.
     fn wait_rx(&self, timeout: std::time::Duration) -> bool;
+
+    /// The asynchronous twin of [`RxWaiter::wait_rx`], for a task that
+    /// drives a stack (an async runtime's driver) instead of a thread that
+    /// blocks: `Some(Poll::Ready(()))` when a frame is ready now,
+    /// `Some(Poll::Pending)` when it is not and the task of `cx` will be
+    /// woken when one arrives (the last task registered is the one woken),
+    /// `None` when the device cannot wake a task (the default) and the
+    /// caller must poll it now and then instead.
+    ///
+    /// The readiness is checked after the waker is registered, so a frame
+    /// that arrives between the caller's last receive and this call is not
+    /// missed. A wake-up may be spurious (the frame was already taken, or
+    /// the peer went away): the caller receives and asks again.
+    fn poll_rx(&self, cx: &mut std::task::Context<'_>) -> Option<std::task::Poll<()>> {
+        let _ = cx;
+        None
+    }
 }
 
 impl<D: Device + ?Sized> Device for Box<D> {

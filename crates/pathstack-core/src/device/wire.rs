@@ -10,8 +10,10 @@
 //!
 //! Each end is `Send`: the two stacks of a ping-pong test may run on two
 //! threads. A receiving thread that has nothing else to do can sleep in
-//! [`WireEnd::wait_rx`] instead of spinning; a transmitter wakes it only when
-//! it is actually asleep, so the fast path stays a single queue push.
+//! [`WireEnd::wait_rx`] instead of spinning, and an async task can await a
+//! frame through [`RxWaiter::poll_rx`] (a [`Waker`] slot per end); a
+//! transmitter wakes either only when it is actually waiting, so the fast
+//! path stays a single queue push.
 //!
 //! ```
 //! use pathstack_core::device::wire::{wire_pair, WireConfig};
@@ -31,6 +33,7 @@ use crate::time::Instant;
 use crossbeam_queue::ArrayQueue;
 use std::sync::atomic::{fence, AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::task::{Context, Poll, Waker};
 
 /// Bytes of link header a wire frame carries in front of its payload
 /// (Ethernet II: destination, source, EtherType).
@@ -81,6 +84,13 @@ struct Lane {
     sleeping: AtomicBool,
     lock: Mutex<()>,
     ready: Condvar,
+    /// Set while a task waits in `poll_rx`, so that a transmitter takes the
+    /// waker's lock only when there is a task to wake.
+    task_waiting: AtomicBool,
+    /// The task waiting for a frame (the async driver of the receiving
+    /// stack): the other half of the handshake, for tasks instead of
+    /// threads.
+    task: Mutex<Option<Waker>>,
 }
 
 impl Lane {
@@ -90,6 +100,8 @@ impl Lane {
             sleeping: AtomicBool::new(false),
             lock: Mutex::new(()),
             ready: Condvar::new(),
+            task_waiting: AtomicBool::new(false),
+            task: Mutex::new(None),
         }
     }
 
@@ -103,6 +115,46 @@ impl Lane {
             // started waiting on the condvar, so the wake-up cannot be lost.
             let _guard = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
             self.ready.notify_all();
+        }
+        if self.task_waiting.load(Ordering::Relaxed) {
+            self.wake_task();
+        }
+    }
+
+    /// Wakes the waiting task, if any, and forgets it (it registers again
+    /// if it still waits).
+    fn wake_task(&self) {
+        let waker = {
+            let mut slot = self.task.lock().unwrap_or_else(PoisonError::into_inner);
+            self.task_waiting.store(false, Ordering::Relaxed);
+            slot.take()
+        };
+        // Outside the lock: waking may run code that registers again.
+        if let Some(w) = waker {
+            w.wake();
+        }
+    }
+
+    /// Ready when a frame is queued; otherwise registers `cx`'s task to be
+    /// woken by the next transmit.
+    fn poll(&self, cx: &mut Context<'_>) -> Poll<()> {
+        if !self.queue.is_empty() {
+            return Poll::Ready(());
+        }
+        {
+            let mut slot = self.task.lock().unwrap_or_else(PoisonError::into_inner);
+            if !slot.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                *slot = Some(cx.waker().clone());
+            }
+            self.task_waiting.store(true, Ordering::Relaxed);
+        }
+        // Pairs with the fence in `wake`, as in `wait`: a frame pushed
+        // before the transmitter could see our flag is seen here.
+        fence(Ordering::SeqCst);
+        if self.queue.is_empty() {
+            Poll::Pending
+        } else {
+            Poll::Ready(())
         }
     }
 
@@ -232,6 +284,10 @@ impl RxWaiter for WireWaiter {
     fn wait_rx(&self, timeout: std::time::Duration) -> bool {
         self.shared.wait_rx(self.me, timeout)
     }
+
+    fn poll_rx(&self, cx: &mut Context<'_>) -> Option<Poll<()>> {
+        Some(self.shared.lanes[self.me].poll(cx))
+    }
 }
 
 impl Device for WireEnd {
@@ -306,6 +362,10 @@ impl Drop for WireEnd {
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         peer_lane.ready.notify_all();
+        drop(_guard);
+        // A waiting task finds nothing, which is right: nothing more comes.
+        // Woken, it learns that by asking again.
+        peer_lane.wake_task();
     }
 }
 
@@ -472,6 +532,38 @@ mod tests {
         a.transmit(frame(&pool, 1, 10), T0).unwrap();
         assert!(t.join().unwrap(), "woken by the frame, not the timeout");
         assert_eq!(b.rx_pending(), 1);
+    }
+
+    /// A waker that counts its wake-ups.
+    struct CountWake(std::sync::atomic::AtomicUsize);
+
+    impl std::task::Wake for CountWake {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    #[test]
+    fn poll_rx_wakes_the_task_when_the_peer_transmits() {
+        let pool = MsgPool::new(PoolConfig::small(4));
+        let (mut a, mut b) = wire_pair(WireConfig::default());
+        let waiter = b.rx_waiter().unwrap();
+        let count = Arc::new(CountWake(std::sync::atomic::AtomicUsize::new(0)));
+        let waker = Waker::from(Arc::clone(&count));
+        let mut cx = Context::from_waker(&waker);
+        assert_eq!(waiter.poll_rx(&mut cx), Some(Poll::Pending));
+        // Registering twice keeps one waker: one transmit, one wake-up.
+        assert_eq!(waiter.poll_rx(&mut cx), Some(Poll::Pending));
+        a.transmit(frame(&pool, 1, 10), T0).unwrap();
+        assert_eq!(count.0.load(Ordering::SeqCst), 1);
+        assert_eq!(waiter.poll_rx(&mut cx), Some(Poll::Ready(())));
+        // A frame that is already there wakes nobody: the task was told.
+        a.transmit(frame(&pool, 2, 10), T0).unwrap();
+        assert_eq!(count.0.load(Ordering::SeqCst), 1);
+        while b.receive(&pool, T0).unwrap().is_some() {}
+        assert_eq!(waiter.poll_rx(&mut cx), Some(Poll::Pending));
+        drop(a);
+        assert_eq!(count.0.load(Ordering::SeqCst), 2, "the peer's drop wakes");
     }
 
     #[test]

@@ -3,9 +3,11 @@
 //!
 //! A [`Net`] owns the host and its driver, a task that starts when the
 //! net is made inside a runtime (outside one: [`Net::spawn`] or
-//! [`Net::run`] later). The driver polls the stack, wakes the socket tasks whose paths received datagrams,
-//! and sleeps until there is something to do: the TAP file descriptor
-//! turns readable (tokio's `AsyncFd`), the stack's next timer is due
+//! [`Net::run`] later). The driver polls the stack, wakes the socket
+//! tasks whose paths received datagrams, and sleeps until there is
+//! something to do: a frame arrives (the TAP file descriptor turns
+//! readable through tokio's `AsyncFd`, or the in-memory wire wakes the
+//! driver's task), the stack's next timer is due
 //! ([`Stack::poll_at`](pathstack_core::Stack::poll_at)), or a socket
 //! queued a datagram. [`UdpSocket`]'s methods mirror
 //! `tokio::net::UdpSocket`'s; a send runs the stack at once in the
@@ -16,10 +18,10 @@
 //! behind a mutex that is never held across an `await`), so
 //! `tokio::spawn` works too, but the tasks then take turns on the stack.
 //!
-//! Without a file descriptor to wait on — the in-memory wire — the driver
-//! cannot learn that a frame arrived, so it polls: it yields to the other
-//! tasks for a few rounds after the last work, then polls every
-//! millisecond (see [`Net::new`]).
+//! On the in-memory wire, which has no file descriptor, the driver awaits
+//! the wire's waker instead: the transmitting end wakes it, so it sleeps
+//! until a frame arrives, the next timer is due or a socket sends. Only on
+//! a device that offers neither does it poll (see [`Net::new`]).
 //!
 //! A UDP echo over the in-memory wire, both hosts in one runtime:
 //!

@@ -4,12 +4,14 @@ use super::driver::{DriverError, DriverState};
 use super::waiters::Waiters;
 use crate::host::{Host, HostConfig, HostError};
 use crate::socket;
+use pathstack_core::device::RxWaiter;
 use pathstack_devices::{TapDevice, TapError};
 use std::collections::HashMap;
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
-use std::task::Waker;
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use ::tokio::io::unix::AsyncFd;
@@ -17,13 +19,14 @@ use ::tokio::runtime::Handle;
 use ::tokio::sync::Notify;
 use ::tokio::task::{AbortHandle, JoinHandle};
 
-/// Rounds the in-memory driver yields to other tasks after its last work
+/// Rounds a driver that cannot be told of arrivals (a device with neither
+/// a descriptor nor a waker) yields to other tasks after its last work
 /// before it falls back to sleeping: a peer on the same runtime usually
 /// answers within a few task switches, and yielding costs far less than a
 /// timer round (tokio's timers tick in milliseconds).
 const SPIN_ROUNDS: u32 = 64;
 
-/// How often the driver polls when it has no descriptor to wait on.
+/// How often the driver polls a device that cannot tell it of arrivals.
 const MEMORY_POLL: Duration = Duration::from_millis(1);
 
 /// The longest the driver sleeps with nothing at all to wait for, as a
@@ -50,7 +53,7 @@ pub struct Net {
 impl std::fmt::Debug for Net {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Net")
-            .field("fd", &self.inner.fd.is_some())
+            .field("arrival", &self.inner.arrival)
             .finish_non_exhaustive()
     }
 }
@@ -62,7 +65,31 @@ pub(super) struct Inner {
     pub(super) kick: Notify,
     /// Notified when the driver ends.
     kick_end: Notify,
-    fd: Option<AsyncFd<OwnedFd>>,
+    /// How the driver learns that a frame arrived.
+    arrival: Arrival,
+    /// Times the driver polled the host (see [`Net::driver_polls`]).
+    polls: AtomicU64,
+}
+
+/// How the driver learns that the device has a frame.
+enum Arrival {
+    /// The device's file descriptor turns readable (a TAP).
+    Fd(AsyncFd<OwnedFd>),
+    /// The device wakes the driver's task (the in-memory wire's
+    /// [`RxWaiter::poll_rx`]).
+    Waker(Arc<dyn RxWaiter>),
+    /// It cannot: the driver polls.
+    Poll,
+}
+
+impl std::fmt::Debug for Arrival {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Arrival::Fd(_) => "fd",
+            Arrival::Waker(_) => "waker",
+            Arrival::Poll => "poll",
+        })
+    }
 }
 
 pub(super) struct State {
@@ -133,13 +160,27 @@ impl State {
 }
 
 impl Net {
-    /// A net on `host` whose driver has no file descriptor to wait on (the
-    /// in-memory wire): it polls, yielding to other tasks for a few rounds
-    /// after the last work and then every millisecond. Correct for any
-    /// device, but a TAP should use [`Net::tap`] or [`Net::with_fd`].
-    /// Inside a tokio runtime the driver starts at once.
+    /// A net on `host` whose driver has no file descriptor to wait on.
+    /// On a device that can wake a task ([`RxWaiter::poll_rx`]: the
+    /// in-memory wire) the driver sleeps until a frame arrives, the
+    /// stack's next timer is due or a socket sends; on any other it polls,
+    /// yielding to other tasks for a few rounds after the last work and
+    /// then every millisecond. A TAP should use [`Net::tap`] or
+    /// [`Net::with_fd`]. Inside a tokio runtime the driver starts at once.
     pub fn new(host: Host) -> Net {
-        Self::make(host, None)
+        let arrival = match host.rx_waiter() {
+            // Asked with a waker that does nothing, only to learn whether
+            // the device can wake a task; the driver registers its own.
+            Some(rx)
+                if rx
+                    .poll_rx(&mut Context::from_waker(Waker::noop()))
+                    .is_some() =>
+            {
+                Arrival::Waker(rx)
+            }
+            _ => Arrival::Poll,
+        };
+        Self::make(host, arrival)
     }
 
     /// A net on `host` whose driver waits for `fd` (the host's TAP device,
@@ -154,7 +195,7 @@ impl Net {
         // tokio 1.54 deprecates its safe constructors (tokio PR 8587); the
         // unsafe registration lives in pathstack-devices with its proof.
         let fd = pathstack_devices::register_readable(fd)?;
-        Ok(Self::make(host, Some(fd)))
+        Ok(Self::make(host, Arrival::Fd(fd)))
     }
 
     /// An Internet host on TAP device `tap` (see [`Host::new`]) whose
@@ -176,7 +217,7 @@ impl Net {
         Ok(Self::with_fd(host, fd).map_err(wait_err)?)
     }
 
-    fn make(host: Host, fd: Option<AsyncFd<OwnedFd>>) -> Net {
+    fn make(host: Host, arrival: Arrival) -> Net {
         let net = Net {
             inner: Arc::new(Inner {
                 state: Mutex::new(State {
@@ -188,7 +229,8 @@ impl Net {
                 }),
                 kick: Notify::new(),
                 kick_end: Notify::new(),
-                fd,
+                arrival,
+                polls: AtomicU64::new(0),
             }),
         };
         if let Ok(rt) = Handle::try_current() {
@@ -215,6 +257,13 @@ impl Net {
     /// runs).
     pub fn driver_error(&self) -> Option<DriverError> {
         self.inner.lock().driver.check().err()
+    }
+
+    /// How many times the driver has polled the host. It polls after each
+    /// wake-up (a frame, a timer, a socket's send), so on a quiet network
+    /// this stands still: a figure for tests and tuning.
+    pub fn driver_polls(&self) -> u64 {
+        self.inner.polls.load(Ordering::Relaxed)
     }
 
     /// Stops the driver for good: every pending and later socket call
@@ -354,6 +403,7 @@ impl Inner {
     /// error ends the driver (recorded, so that sockets learn why).
     async fn step(&self, idle: &mut u32) -> io::Result<()> {
         let (work, next_timer) = self.poll();
+        self.polls.fetch_add(1, Ordering::Relaxed);
         if work > 0 {
             // A device gives at most a burst per poll: keep polling until
             // it is empty, letting the woken sockets run between.
@@ -362,8 +412,8 @@ impl Inner {
             return Ok(());
         }
         let timeout = next_timer.unwrap_or(MAX_IDLE).min(MAX_IDLE);
-        match &self.fd {
-            Some(fd) => {
+        match &self.arrival {
+            Arrival::Fd(fd) => {
                 ::tokio::select! {
                     r = fd.readable() => match r {
                         // Edge-triggered readiness: forget it, then poll
@@ -381,11 +431,21 @@ impl Inner {
                     () = self.kick.notified() => {}
                 }
             }
-            None if *idle < SPIN_ROUNDS => {
+            Arrival::Waker(rx) => {
+                // Pending also if the device stops offering wakers: the
+                // timer below then bounds the wait.
+                let arrived = std::future::poll_fn(|cx| rx.poll_rx(cx).unwrap_or(Poll::Pending));
+                ::tokio::select! {
+                    () = arrived => {}
+                    () = ::tokio::time::sleep(timeout) => {}
+                    () = self.kick.notified() => {}
+                }
+            }
+            Arrival::Poll if *idle < SPIN_ROUNDS => {
                 *idle += 1;
                 ::tokio::task::yield_now().await;
             }
-            None => {
+            Arrival::Poll => {
                 ::tokio::select! {
                     () = ::tokio::time::sleep(timeout.min(MEMORY_POLL)) => {}
                     () = self.kick.notified() => { *idle = 0; }
