@@ -113,7 +113,10 @@ impl Lane {
         if self.sleeping.load(Ordering::Relaxed) {
             // Taking the lock orders this notify after the sleeper has
             // started waiting on the condvar, so the wake-up cannot be lost.
-            let _guard = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
+            // It is released before notifying: a sleeper woken while we
+            // still held it would block on the mutex at once, costing two
+            // more futex calls and a second wake-up per frame.
+            drop(self.lock.lock().unwrap_or_else(PoisonError::into_inner));
             self.ready.notify_all();
         }
         if self.task_waiting.load(Ordering::Relaxed) {
