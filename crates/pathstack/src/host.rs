@@ -396,10 +396,17 @@ impl Host {
     }
 }
 
-/// Per-module and per-path statistics of `stack`, one line each.
+/// Per-module and per-path statistics of `stack`, one line each, under a
+/// legend: module counters and drops by reason (`drop.<layer>.<reason>`),
+/// then each path's messages in and out per direction (down: from the
+/// application towards the device; up: arrived from the device) and its
+/// drops.
 pub fn report(stack: &Stack) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "modules:");
+    let _ = writeln!(
+        out,
+        "modules (counter=value; drop.<reason>=count, zero counters left out):"
+    );
     for i in stack.graph().instances() {
         let Some(m) = stack.module_id(&i.name) else {
             continue;
@@ -419,7 +426,10 @@ pub fn report(stack: &Stack) -> String {
         }
         let _ = writeln!(out, "  {:<6}{line}", i.name);
     }
-    let _ = writeln!(out, "paths:");
+    let _ = writeln!(
+        out,
+        "paths (#id modules; messages in/out travelling down = sent, up = received; drops):"
+    );
     for id in stack.path_ids() {
         let Some(p) = stack.path(id) else { continue };
         let names: Vec<&str> = p
@@ -429,7 +439,7 @@ pub fn report(stack: &Stack) -> String {
             .collect();
         let s = p.stats();
         let mut line = format!(
-            "  #{:<3} {:<28} fwd in/out {}/{}  bwd in/out {}/{}",
+            "  #{:<3} {:<28} down in/out {}/{}  up in/out {}/{}",
             id.index(),
             names.join("/"),
             s.msgs_in[0],
