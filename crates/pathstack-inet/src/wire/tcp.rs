@@ -343,7 +343,8 @@ impl TcpOptions {
     /// [`TcpOptions::len`] bytes) in Linux's order and alignment
     /// (`tcp_options_write`): MSS; SACK-permitted and timestamps together
     /// (or NOP NOP before either alone); NOP and window scale; NOP NOP and
-    /// the SACK blocks. Returns the length written.
+    /// the SACK blocks. A window shift above 14 is sent as 14. Returns the
+    /// length written, `None` if `buf` is shorter.
     pub fn emit(&self, buf: &mut [u8]) -> Option<usize> {
         let buf = buf.get_mut(..self.len())?;
         let mut w = Writer { buf, at: 0 };
@@ -371,6 +372,8 @@ impl TcpOptions {
             (false, None) => {}
         }
         if let Some(shift) = self.window_scale {
+            // RFC 7323 §2.3: never send a shift above 14.
+            let shift = shift.min(MAX_WINDOW_SHIFT);
             w.put(&[option_kind::NOP, option_kind::WINDOW_SCALE, 3, shift]);
         }
         let blocks = self.sack_blocks();
@@ -794,6 +797,14 @@ mod tests {
         // Window scale above 14 reads as 14 (RFC 7323 §2.3).
         assert_eq!(opts(&[3, 3, 15]).unwrap().window_scale, Some(14));
         assert_eq!(opts(&[3, 3, 255]).unwrap().window_scale, Some(14));
+        let big = TcpOptions {
+            window_scale: Some(200),
+            ..TcpOptions::default()
+        };
+        let mut b = [0u8; 4];
+        assert_eq!(big.emit(&mut b), Some(4));
+        assert_eq!(b, [1, 3, 3, 14]);
+        assert_eq!(big.emit(&mut b[..3]), None);
         // Illegal lengths.
         for bad in [
             &[2][..],
@@ -908,6 +919,74 @@ mod tests {
             )
     }
 
+    /// The options as etherparse reads them, mapped to ours; `None` when
+    /// it finds an error (or a kind it does not know).
+    fn etherparse_options(bytes: &[u8]) -> Option<TcpOptions> {
+        use etherparse::TcpOptionElement as E;
+        let mut o = TcpOptions::default();
+        for e in etherparse::TcpOptionsIterator::from_slice(bytes) {
+            match e.ok()? {
+                E::Noop => {}
+                E::MaximumSegmentSize(v) => o.mss = Some(v),
+                E::WindowScale(v) => o.window_scale = Some(v.min(MAX_WINDOW_SHIFT)),
+                E::SelectiveAcknowledgementPermitted => o.sack_permitted = true,
+                E::Timestamp(v, e) => o.timestamps = Some((v, e)),
+                E::SelectiveAcknowledgement(first, rest) => {
+                    let mut b = vec![first];
+                    b.extend(rest.iter().flatten());
+                    o.set_sack_blocks(&b);
+                }
+            }
+        }
+        Some(o)
+    }
+
+    /// Option lists from well-formed pieces, one byte then perhaps
+    /// overwritten: mostly valid, sometimes subtly not.
+    fn arb_option_bytes() -> impl Strategy<Value = Vec<u8>> {
+        let piece = prop_oneof![
+            Just(vec![option_kind::NOP]),
+            Just(vec![option_kind::EOL]),
+            any::<u16>().prop_map(|v| {
+                let b = v.to_be_bytes();
+                vec![2, 4, b[0], b[1]]
+            }),
+            any::<u8>().prop_map(|v| vec![3, 3, v]),
+            Just(vec![4, 2]),
+            any::<[u8; 8]>().prop_map(|v| [&[8u8, 10][..], &v].concat()),
+            (1usize..=4, any::<[u8; 32]>()).prop_map(|(n, v)| [
+                &[5u8, 2 + 8 * n as u8][..],
+                &v[..8 * n]
+            ]
+            .concat()),
+        ];
+        (
+            proptest::collection::vec(piece, 0..6),
+            any::<Option<(usize, u8)>>(),
+        )
+            .prop_map(|(pieces, corrupt)| {
+                let mut b = pieces.concat();
+                b.truncate(MAX_OPTIONS_LEN);
+                if let (Some((at, v)), false) = (corrupt, b.is_empty()) {
+                    let at = at % b.len();
+                    b[at] = v;
+                }
+                b
+            })
+    }
+
+    proptest! {
+        /// Wherever etherparse parses an option list without error, ours
+        /// gives the same options.
+        #[test]
+        fn options_agree_with_etherparse(bytes in arb_option_bytes()) {
+            let ours = TcpOptions::parse(&bytes);
+            if let Some(theirs) = etherparse_options(&bytes) {
+                prop_assert_eq!(ours, Ok(theirs));
+            }
+        }
+    }
+
     proptest! {
         #[test]
         fn parse_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..100), s in any::<[u8; 4]>(), d in any::<[u8; 4]>()) {
@@ -948,7 +1027,6 @@ mod tests {
         /// checksum, on every header we emit.
         #[test]
         fn agrees_with_etherparse(r in arb_repr(), payload in proptest::collection::vec(any::<u8>(), 0..100), s in any::<[u8; 4]>(), d in any::<[u8; 4]>()) {
-            use etherparse::TcpOptionElement as E;
             let mut buf = [0u8; MAX_HEADER_LEN];
             let Ok(hl) = r.emit(&mut buf, s.into(), d.into(), &payload) else {
                 return Ok(());
@@ -959,22 +1037,7 @@ mod tests {
             prop_assert_eq!((h.window_size(), h.urgent_pointer()), (r.window, r.urgent));
             prop_assert_eq!((h.syn(), h.fin(), h.ack(), h.cwr()), (r.flags.contains(TcpFlags::SYN), r.flags.contains(TcpFlags::FIN), r.flags.contains(TcpFlags::ACK), r.flags.contains(TcpFlags::CWR)));
             prop_assert_eq!(h.checksum(), h.calc_checksum_ipv4_raw(s, d, &payload).unwrap());
-            let mut o = TcpOptions::default();
-            for e in h.options_iterator() {
-                match e.unwrap() {
-                    E::Noop => {}
-                    E::MaximumSegmentSize(v) => o.mss = Some(v),
-                    E::WindowScale(v) => o.window_scale = Some(v),
-                    E::SelectiveAcknowledgementPermitted => o.sack_permitted = true,
-                    E::Timestamp(v, e) => o.timestamps = Some((v, e)),
-                    E::SelectiveAcknowledgement(first, rest) => {
-                        let mut b = vec![first];
-                        b.extend(rest.iter().flatten());
-                        o.set_sack_blocks(&b);
-                    }
-                }
-            }
-            prop_assert_eq!(o, r.options);
+            prop_assert_eq!(etherparse_options(h.options()), Some(r.options));
         }
     }
 }
