@@ -8,6 +8,7 @@ use pathstack_inet::icmp_suppression::ErrorSuppressed;
 use pathstack_inet::reassembly::ReassemblyDropReason;
 use pathstack_inet::wire::arp::ArpDropReason;
 use pathstack_inet::wire::icmp::IcmpDropReason;
+use pathstack_inet::wire::tcp::TcpDropReason;
 use pathstack_inet::wire::udp::UdpDropReason;
 use pathstack_inet::{EthDropReason, Ipv4DropReason};
 use std::collections::HashSet;
@@ -31,6 +32,7 @@ fn qualified_names_are_unique_across_layers() {
         names::<IcmpDropReason>(),
         names::<ErrorSuppressed>(),
         names::<UdpDropReason>(),
+        names::<TcpDropReason>(),
     ]
     .concat();
     let mut seen = HashSet::new();

@@ -12,6 +12,8 @@
 //! differential property test below checks it against etherparse.
 //! Callers read and write checksums as the two bytes that go on the wire.
 
+use std::net::Ipv4Addr;
+
 /// The checksum of the concatenation of `parts`, as the two bytes to store
 /// in a header whose checksum field was zero during the sum.
 ///
@@ -85,6 +87,20 @@ fn fold(mut acc: u64) -> u16 {
     s = (s & 0xffff) + (s >> 16);
     s = (s & 0xffff) + (s >> 16);
     s as u16
+}
+
+/// The IPv4 pseudo header a transport checksum covers (RFC 768 for UDP,
+/// RFC 9293 §3.1 "Checksum" for TCP): source address, destination
+/// address, a zero byte, the protocol and the transport length (header
+/// and data).
+#[inline]
+pub fn pseudo_header_v4(src: Ipv4Addr, dst: Ipv4Addr, protocol: u8, len: u16) -> [u8; 12] {
+    let mut p = [0u8; 12];
+    p[0..4].copy_from_slice(&src.octets());
+    p[4..8].copy_from_slice(&dst.octets());
+    p[9] = protocol;
+    p[10..12].copy_from_slice(&len.to_be_bytes());
+    p
 }
 
 /// Updates a stored checksum after one 16-bit word of the covered data

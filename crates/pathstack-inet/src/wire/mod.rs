@@ -3,15 +3,15 @@
 //!
 //! * **Layout.** Each file writes its header's layout down once, as the
 //!   byte ranges of a `field` module ([`eth::field`], [`arp::field`],
-//!   [`ipv4::field`], [`icmp::field`], [`udp::field`]); every accessor,
+//!   [`ipv4::field`], [`icmp::field`], [`udp::field`], [`tcp::field`]); every accessor,
 //!   emitter and demux key of the file goes through them.
 //! * **Received side.** Validation is etherparse's slice types
 //!   (`Ethernet2Slice`, `ArpPacketSlice`, `Ipv4HeaderSlice`, `Icmpv4Slice`,
-//!   `UdpHeaderSlice`) plus the checks they leave to the caller (checksums,
+//!   `UdpHeaderSlice`, `TcpHeaderSlice`) plus the checks they leave to the caller (checksums,
 //!   length fields, address rules). A header whose bytes stay in the buffer
 //!   while the stack works on them has a view over those bytes in the
 //!   smoltcp style: [`ipv4::Ipv4Packet`], [`icmp::IcmpPacket`],
-//!   [`udp::UdpPacket`], each `XPacket<T: AsRef<[u8]>>` with `new_checked`
+//!   [`udp::UdpPacket`], [`tcp::TcpPacket`], each `XPacket<T: AsRef<[u8]>>` with `new_checked`
 //!   for received bytes, `new_unchecked` for bytes already checked or being
 //!   built, field accessors, and setters where the stack edits in place
 //!   (the echo turnaround, the TTL). The fixed-size headers that are read
@@ -20,7 +20,7 @@
 //! * **Sent side.** A repr of the fields the stack chooses, written with
 //!   `emit` into a buffer or `push_onto` a message's headroom
 //!   ([`eth::EthHeader`], [`arp::ArpPacket`], [`ipv4::Ipv4Repr`],
-//!   [`udp::UdpRepr`]; ICMP builds its errors with [`icmp::IcmpError`]).
+//!   [`udp::UdpRepr`], [`tcp::TcpRepr`]; ICMP builds its errors with [`icmp::IcmpError`]).
 //! * **Errors.** Every malformed case is a typed drop reason with a stable
 //!   counter name ([`pathstack_core::drop_reason`]); nothing panics on any input.
 //!
@@ -33,4 +33,23 @@ pub mod checksum;
 pub mod eth;
 pub mod icmp;
 pub mod ipv4;
+pub mod tcp;
 pub mod udp;
+
+use pathstack_core::demux::{Key, KeyMode};
+
+/// The demux key a transport contributes to a path (Mosberger, *Scout: A
+/// Path-Based Operating System*, 1997, §3.4, Figure 3.10), shared by UDP
+/// and TCP: in active mode, with a remote port, the local then the remote
+/// port (network byte order); otherwise the local port.
+#[inline]
+fn port_demux_key(mode: KeyMode, local_port: u16, remote_port: Option<u16>) -> Key {
+    let l = local_port.to_be_bytes();
+    match (mode, remote_port) {
+        (KeyMode::Active, Some(r)) => {
+            let r = r.to_be_bytes();
+            Key::from_array([l[0], l[1], r[0], r[1]])
+        }
+        _ => Key::from_array(l),
+    }
+}

@@ -66,15 +66,9 @@ pathstack_core::drop_reasons! {
     }
 }
 
-/// The IPv4 pseudo header the checksum covers (RFC 768): source address,
-/// destination address, a zero byte, the protocol and the UDP length.
+/// The IPv4 pseudo header the UDP checksum covers (RFC 768).
 fn pseudo_header(src: Ipv4Addr, dst: Ipv4Addr, udp_len: u16) -> [u8; 12] {
-    let mut p = [0u8; 12];
-    p[0..4].copy_from_slice(&src.octets());
-    p[4..8].copy_from_slice(&dst.octets());
-    p[9] = protocol::UDP;
-    p[10..12].copy_from_slice(&udp_len.to_be_bytes());
-    p
+    checksum::pseudo_header_v4(src, dst, protocol::UDP, udp_len)
 }
 
 /// A view of a UDP datagram in a byte buffer: the fields read through
@@ -205,14 +199,7 @@ impl UdpRepr {
 /// connected path, the local and the remote port; otherwise the local port.
 #[inline]
 pub fn path_demux_key(mode: KeyMode, local_port: u16, remote_port: Option<u16>) -> Key {
-    let l = local_port.to_be_bytes();
-    match (mode, remote_port) {
-        (KeyMode::Active, Some(r)) => {
-            let r = r.to_be_bytes();
-            Key::from_array([l[0], l[1], r[0], r[1]])
-        }
-        _ => Key::from_array(l),
-    }
+    super::port_demux_key(mode, local_port, remote_port)
 }
 
 /// The demux key of a received datagram, and the header bytes it spans:
