@@ -34,6 +34,7 @@ pub mod modules;
 pub mod rate_limit;
 pub mod reassembly;
 pub mod route;
+pub mod tcp;
 pub mod wire;
 
 pub use anno::InetAnno;
