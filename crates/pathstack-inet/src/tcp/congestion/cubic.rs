@@ -171,12 +171,8 @@ impl CongestionControl for Cubic {
         if let Some(rtt) = rtt {
             self.rtt = rtt;
         }
-        let rest = if self.w.in_slow_start() {
-            self.w.slow_start(bytes_acked)
-        } else {
-            bytes_acked
-        };
-        if rest > 0 && !self.w.in_slow_start() {
+        let rest = self.w.ack_slow_start(bytes_acked);
+        if rest > 0 {
             self.avoidance(rest, now);
         }
     }

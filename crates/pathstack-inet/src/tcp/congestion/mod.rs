@@ -109,12 +109,25 @@ impl Window {
         inc - used
     }
 
+    /// The slow-start part of an ACK of `bytes_acked` new bytes: grows cwnd
+    /// if in slow start and returns what congestion avoidance must count
+    /// (all of it above ssthresh, the overshoot when crossing it, else 0).
+    pub fn ack_slow_start(&mut self, bytes_acked: u32) -> u32 {
+        if self.in_slow_start() {
+            self.slow_start(bytes_acked)
+        } else {
+            bytes_acked
+        }
+    }
+
     /// Reno congestion avoidance with byte counting (RFC 3465 §2.1,
     /// RFC 5681 §3.1): once a full window of bytes has been acknowledged,
     /// cwnd += SMSS.
     pub fn reno_avoidance(&mut self, bytes_acked: u32) {
+        // At most one SMSS per ACK, however much it covers (RFC 3465 §2.1;
+        // RFC 5681 eq. 3 likewise bounds the per-ACK increase).
         self.bytes_acked = self.bytes_acked.saturating_add(bytes_acked);
-        while self.bytes_acked >= self.cwnd {
+        if self.bytes_acked >= self.cwnd {
             self.bytes_acked -= self.cwnd;
             self.cwnd = self.cwnd.saturating_add(self.smss);
         }
@@ -328,6 +341,15 @@ mod tests {
     }
 
     #[test]
+    fn stretch_ack_adds_one_segment_in_avoidance() {
+        // RFC 3465 §2.1: one SMSS per ACK even for an ACK of 3 windows.
+        let mut w = Window::new(CcConfig::default());
+        w.set_ssthresh(1000);
+        w.reno_avoidance(3 * 14_600);
+        assert_eq!(w.cwnd(), 14_600 + 1460);
+    }
+
+    #[test]
     fn ssthresh_floor_and_restart() {
         let mut w = Window::new(CcConfig::default());
         assert_eq!(w.set_ssthresh(100), 2920);
@@ -358,5 +380,81 @@ mod tests {
         b.on_enter_recovery(20 * 1460, Instant::ZERO);
         assert_eq!(a.cwnd(), 10 * 1460); // halved
         assert_eq!(b.cwnd(), 14 * 1460); // times 0.7
+    }
+
+    /// One input to a controller in the property tests.
+    #[derive(Clone, Debug)]
+    enum Event {
+        Ack(u32, u64),
+        Recovery(u32),
+        DupAcks(u32),
+        Partial(u32),
+        Exit(u32),
+        Rto(u32),
+        Idle,
+        Wait(u64),
+    }
+
+    fn event() -> impl proptest::strategy::Strategy<Value = Event> {
+        use proptest::prelude::*;
+        prop_oneof![
+            4 => (1u32..200_000, 0u64..2_000).prop_map(|(b, r)| Event::Ack(b, r)),
+            1 => (0u32..2_000_000).prop_map(Event::Recovery),
+            1 => (0u32..10).prop_map(Event::DupAcks),
+            1 => (0u32..100_000).prop_map(Event::Partial),
+            1 => (0u32..2_000_000).prop_map(Event::Exit),
+            1 => (0u32..2_000_000).prop_map(Event::Rto),
+            1 => Just(Event::Idle),
+            2 => (0u64..60_000).prop_map(Event::Wait),
+        ]
+    }
+
+    proptest::proptest! {
+        /// Whatever happens, for both algorithms: cwnd stays at least one
+        /// segment, ssthresh at least two (RFC 5681 eq. 4), an ACK never
+        /// shrinks cwnd, and slow start grows by at most L·SMSS per ACK
+        /// (RFC 3465 §2.2).
+        #[test]
+        fn invariants(events in proptest::collection::vec(event(), 0..200), smss in 500u32..9000) {
+            let cfg = CcConfig { smss, initial_window_segments: 10 };
+            for mut cc in [
+                AnyCongestion::NewReno(NewReno::new(cfg)),
+                AnyCongestion::Cubic(Cubic::new(cfg)),
+            ] {
+                let mut now = Instant::ZERO;
+                for e in &events {
+                    let before = cc.cwnd();
+                    let slow = cc.window().in_slow_start();
+                    match *e {
+                        Event::Ack(b, rtt) => {
+                            cc.on_ack(b, Some(Duration::from_millis(rtt)), now);
+                            proptest::prop_assert!(cc.cwnd() >= before);
+                            let grew = cc.cwnd() - before;
+                            if slow && cc.window().in_slow_start() {
+                                // RFC 3465 §2.2: at most L·SMSS per ACK.
+                                proptest::prop_assert!(grew <= ABC_L * smss);
+                            }
+                            if !slow && cc.name() == "newreno" {
+                                // RFC 3465 §2.1: at most SMSS per ACK.
+                                proptest::prop_assert!(grew <= smss);
+                            }
+                        }
+                        Event::Recovery(f) => cc.on_enter_recovery(f, now),
+                        Event::DupAcks(n) => cc.on_dup_acks_in_recovery(n),
+                        Event::Partial(b) => cc.on_partial_ack(b),
+                        Event::Exit(f) => cc.on_exit_recovery(f, now),
+                        Event::Rto(f) => cc.on_rto(f, now),
+                        Event::Idle => cc.on_idle_restart(now),
+                        Event::Wait(ms) => now = now + Duration::from_millis(ms),
+                    }
+                    proptest::prop_assert!(cc.cwnd() >= smss);
+                    proptest::prop_assert!(cc.ssthresh() >= 2 * smss);
+                }
+                if let AnyCongestion::Cubic(c) = &cc {
+                    proptest::prop_assert!(c.w_max().is_finite() && c.k().is_finite());
+                    proptest::prop_assert!(c.w_est().is_finite());
+                }
+            }
+        }
     }
 }

@@ -40,12 +40,8 @@ impl CongestionControl for NewReno {
     /// Slow start below ssthresh, then one SMSS per window of bytes
     /// (RFC 5681 §3.1, RFC 3465 §2).
     fn on_ack(&mut self, bytes_acked: u32, _rtt: Option<Duration>, _now: Instant) {
-        let rest = if self.w.in_slow_start() {
-            self.w.slow_start(bytes_acked)
-        } else {
-            bytes_acked
-        };
-        if rest > 0 && !self.w.in_slow_start() {
+        let rest = self.w.ack_slow_start(bytes_acked);
+        if rest > 0 {
             self.w.reno_avoidance(rest);
         }
     }
