@@ -155,15 +155,14 @@ impl RtoEstimator {
     }
 
     /// RFC 6298 §5.7: if the timer expired while waiting for the SYN's
-    /// ACK and no sample has been taken, the RTO is reset to 3 s once data
-    /// transmission begins (if it is below that).
+    /// ACK and the RTO is below 3 s, it is re-initialized to 3 s once data
+    /// transmission begins. Applied, as Linux does (`tcp_init_metrics`),
+    /// only when the handshake gave no RTT sample.
     pub fn on_established_after_syn_timeout(&mut self) {
-        if self.srtt.is_none() && self.backoffs > 0 {
+        let three = Duration::from_secs(3);
+        if self.srtt.is_none() && self.backoffs > 0 && self.rto() < three {
             self.backoffs = 0;
-            self.base_rto = clamp(
-                Duration::from_secs(3).as_nanos().max(self.base_rto),
-                &self.cfg,
-            );
+            self.base_rto = clamp(three.as_nanos(), &self.cfg);
         }
     }
 }
@@ -332,6 +331,12 @@ mod tests {
         e.on_established_after_syn_timeout();
         assert_eq!(e.rto(), Duration::from_secs(3)); // §5.7
         assert_eq!(e.backoffs(), 0);
+        // An RTO already at or above 3 s is left alone.
+        let mut e = RtoEstimator::new(RtoConfig::default());
+        e.on_timeout();
+        e.on_timeout();
+        e.on_established_after_syn_timeout();
+        assert_eq!(e.rto(), Duration::from_secs(4));
     }
 
     #[test]

@@ -31,7 +31,7 @@ pub struct Cubic {
     w_est: f64,
     /// Start of the current congestion-avoidance stage (§4.2 t_epoch).
     epoch_start: Option<Instant>,
-    /// The last RTT sample (§4.4 uses t + RTT).
+    /// The last RTT the caller gave (§4.4 uses W_cubic(t + RTT)).
     rtt: Duration,
     /// The first avoidance stage after an RTO uses K = 0 (§4.8).
     after_rto: bool,

@@ -181,7 +181,9 @@ pub trait CongestionControl {
     fn window_mut(&mut self) -> &mut Window;
 
     /// New data was cumulatively acknowledged outside loss recovery:
-    /// `bytes_acked` octets, with an RTT sample if one was taken.
+    /// `bytes_acked` octets. `rtt` is the connection's current RTT
+    /// estimate (SRTT) if it has one; CUBIC uses it for W_cubic(t + RTT)
+    /// (RFC 9438 §4.4), NewReno ignores it.
     fn on_ack(&mut self, bytes_acked: u32, rtt: Option<Duration>, now: Instant);
 
     /// A loss was detected and recovery begins (fast retransmit, RFC 5681
