@@ -16,11 +16,10 @@ pub const BETA: f64 = 0.7;
 /// RFC 9438 §4.3: alpha_cubic = 3·(1 − β)/(1 + β), Reno-friendly AIMD.
 pub const ALPHA: f64 = 3.0 * (1.0 - BETA) / (1.0 + BETA);
 
-/// RFC 9438 CUBIC with fast convergence (§4.7) and the Reno-friendly
-/// region (§4.3).
-#[derive(Clone, Debug, PartialEq)]
-pub struct Cubic {
-    w: Window,
+/// The state of the window function, saved at each congestion event so
+/// that a spurious one can be undone (RFC 9438 §4.9).
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Curve {
     /// W_max in segments (§4.2); 0 before the first congestion event.
     w_max: f64,
     /// cwnd before the last reduction, segments (§4.3 cwnd_prior).
@@ -31,10 +30,20 @@ pub struct Cubic {
     w_est: f64,
     /// Start of the current congestion-avoidance stage (§4.2 t_epoch).
     epoch_start: Option<Instant>,
-    /// The last RTT the caller gave (§4.4 uses W_cubic(t + RTT)).
-    rtt: Duration,
     /// The first avoidance stage after an RTO uses K = 0 (§4.8).
     after_rto: bool,
+}
+
+/// RFC 9438 CUBIC with fast convergence (§4.7), the Reno-friendly
+/// region (§4.3) and undo of spurious congestion events (§4.9).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Cubic {
+    w: Window,
+    c: Curve,
+    /// The curve before the last congestion event (§4.9).
+    prior: Option<Curve>,
+    /// The last RTT the caller gave (§4.4 uses W_cubic(t + RTT)).
+    rtt: Duration,
     /// Fraction of a byte of cwnd growth carried to the next ACK.
     frac: f64,
 }
@@ -44,37 +53,40 @@ impl Cubic {
     pub fn new(cfg: CcConfig) -> Self {
         Cubic {
             w: Window::new(cfg),
-            w_max: 0.0,
-            cwnd_prior: 0.0,
-            k: 0.0,
-            w_est: 0.0,
-            epoch_start: None,
+            c: Curve {
+                w_max: 0.0,
+                cwnd_prior: 0.0,
+                k: 0.0,
+                w_est: 0.0,
+                epoch_start: None,
+                after_rto: false,
+            },
+            prior: None,
             rtt: Duration::ZERO,
-            after_rto: false,
             frac: 0.0,
         }
     }
 
     /// W_max in segments.
     pub fn w_max(&self) -> f64 {
-        self.w_max
+        self.c.w_max
     }
 
     /// K in seconds for the current avoidance epoch (meaningful once it
     /// has started).
     pub fn k(&self) -> f64 {
-        self.k
+        self.c.k
     }
 
     /// W_est in segments (the Reno-friendly estimate, §4.3).
     pub fn w_est(&self) -> f64 {
-        self.w_est
+        self.c.w_est
     }
 
     /// RFC 9438 §4.2 Figure 1: W_cubic(t) = C·(t − K)³ + W_max, in
     /// segments, `t` in seconds since the epoch began.
     pub fn w_cubic(&self, t: f64) -> f64 {
-        C * (t - self.k).powi(3) + self.w_max
+        C * (t - self.c.k).powi(3) + self.c.w_max
     }
 
     /// RFC 9438 §4.2 Figure 2: K = ∛((W_max − cwnd_epoch)/C), 0 when the
@@ -89,23 +101,23 @@ impl Cubic {
 
     fn start_epoch(&mut self, now: Instant) {
         let cwnd = self.segs(self.w.cwnd());
-        if self.after_rto || cwnd >= self.w_max {
+        if self.c.after_rto || cwnd >= self.c.w_max {
             // §4.8 after a timeout, and before any congestion event: K = 0,
             // W_max = the window at the start of the stage.
-            self.after_rto = false;
-            self.w_max = cwnd;
+            self.c.after_rto = false;
+            self.c.w_max = cwnd;
         }
-        self.k = Self::k_for(self.w_max, cwnd);
-        self.w_est = cwnd; // §4.3: W_est = cwnd_epoch.
-        self.epoch_start = Some(now);
+        self.c.k = Self::k_for(self.c.w_max, cwnd);
+        self.c.w_est = cwnd; // §4.3: W_est = cwnd_epoch.
+        self.c.epoch_start = Some(now);
     }
 
     /// Congestion avoidance for `bytes_acked` (RFC 9438 §4.3 – §4.5).
     fn avoidance(&mut self, bytes_acked: u32, now: Instant) {
-        if self.epoch_start.is_none() {
+        if self.c.epoch_start.is_none() {
             self.start_epoch(now);
         }
-        let epoch = self.epoch_start.unwrap_or(now);
+        let epoch = self.c.epoch_start.unwrap_or(now);
         let t = now.saturating_since(epoch).as_nanos() as f64 * 1e-9;
         let rtt = self.rtt.as_nanos() as f64 * 1e-9;
         let cwnd = self.segs(self.w.cwnd());
@@ -113,16 +125,16 @@ impl Cubic {
 
         // §4.3: W_est += alpha·segments_acked/cwnd, alpha = 1 once
         // W_est >= cwnd_prior.
-        let alpha = if self.w_est >= self.cwnd_prior {
+        let alpha = if self.c.w_est >= self.c.cwnd_prior {
             1.0
         } else {
             ALPHA
         };
-        self.w_est += alpha * acked / cwnd;
+        self.c.w_est += alpha * acked / cwnd;
 
-        let new_cwnd = if self.w_cubic(t) < self.w_est {
+        let new_cwnd = if self.w_cubic(t) < self.c.w_est {
             // §4.3 Reno-friendly region: cwnd = W_est.
-            self.w_est
+            self.c.w_est
         } else {
             // §4.4/§4.5: target = W_cubic(t + RTT) bounded to
             // [cwnd, 1.5·cwnd]; cwnd += (target − cwnd)/cwnd per segment.
@@ -138,16 +150,18 @@ impl Cubic {
     /// The multiplicative decrease shared by loss and timeout (RFC 9438
     /// §4.6 and §4.7 fast convergence); returns the new ssthresh.
     fn reduce(&mut self, flight_size: u32) -> u32 {
+        self.prior = Some(self.c);
+        self.w.save_prior();
         let cwnd = self.segs(self.w.cwnd());
         // §4.7: a window that stopped short of the last W_max releases
         // bandwidth: W_max = cwnd·(1 + β)/2.
-        self.w_max = if cwnd < self.w_max {
+        self.c.w_max = if cwnd < self.c.w_max {
             cwnd * (1.0 + BETA) / 2.0
         } else {
             cwnd
         };
-        self.cwnd_prior = cwnd;
-        self.epoch_start = None;
+        self.c.cwnd_prior = cwnd;
+        self.c.epoch_start = None;
         self.frac = 0.0;
         // §4.6: ssthresh = flight_size·β (floored at 2·SMSS).
         self.w.set_ssthresh((f64::from(flight_size) * BETA) as u32)
@@ -188,14 +202,24 @@ impl CongestionControl for Cubic {
     fn on_rto(&mut self, flight_size: u32, _now: Instant) {
         self.reduce(flight_size);
         self.w.to_loss_window();
-        self.after_rto = true;
+        self.c.after_rto = true;
+    }
+
+    /// RFC 9438 §4.9: restores the window function (W_max, K, W_est,
+    /// the epoch) as it was before the spurious event, and the window.
+    fn on_spurious_congestion(&mut self, _now: Instant) {
+        if let Some(c) = self.prior.take() {
+            self.c = c;
+            self.frac = 0.0;
+        }
+        self.w.undo();
     }
 
     /// RFC 5681 §4.1 restart, and a new epoch: idle time is not time the
     /// window function may grow over (RFC 9438 §5.8).
     fn on_idle_restart(&mut self, _now: Instant) {
         self.w.restart_after_idle();
-        self.epoch_start = None;
+        self.c.epoch_start = None;
     }
 }
 
@@ -338,5 +362,23 @@ mod tests {
         run(&mut c, Instant::ZERO, Duration::from_millis(100), 5);
         c.on_idle_restart(Instant::from_millis(10_000));
         assert_eq!(c.cwnd(), 10 * MSS);
+    }
+
+    #[test]
+    fn spurious_loss_is_undone() {
+        // §4.9: a loss later found spurious restores cwnd, ssthresh and the
+        // curve (W_max, K) as they were.
+        let rtt = Duration::from_millis(100);
+        let mut c = after_loss_at(100);
+        let now = run(&mut c, Instant::ZERO, rtt, 10);
+        let (cwnd, ss, w_max, k) = (c.cwnd(), c.ssthresh(), c.w_max(), c.k());
+        c.on_enter_recovery(cwnd, now);
+        assert!(c.cwnd() < cwnd && c.w_max() < w_max); // fast convergence
+        c.on_spurious_congestion(now);
+        assert_eq!((c.cwnd(), c.ssthresh()), (cwnd, ss));
+        assert_eq!((c.w_max(), c.k()), (w_max, k));
+        // Only once: a second undo changes nothing.
+        c.on_spurious_congestion(now);
+        assert_eq!(c.cwnd(), cwnd);
     }
 }

@@ -50,6 +50,8 @@ pub struct Window {
     ssthresh: u32,
     /// RFC 3465 §2.1 `bytes_acked` in congestion avoidance.
     bytes_acked: u32,
+    /// (cwnd, ssthresh) before the last congestion event, for undo.
+    prior: Option<(u32, u32)>,
 }
 
 impl Window {
@@ -64,6 +66,7 @@ impl Window {
             cwnd: iw,
             ssthresh: u32::MAX,
             bytes_acked: 0,
+            prior: None,
         }
     }
 
@@ -146,6 +149,25 @@ impl Window {
     pub fn to_loss_window(&mut self) {
         self.cwnd = self.smss;
         self.bytes_acked = 0;
+    }
+
+    /// Remembers cwnd and ssthresh before a congestion event reduces them,
+    /// so that [`undo`](Self::undo) can restore them.
+    pub fn save_prior(&mut self) {
+        self.prior = Some((self.cwnd, self.ssthresh));
+    }
+
+    /// Undoes the last reduction once the congestion event it answered is
+    /// found spurious (by D-SACK, RFC 2883 §4; timestamps, RFC 3522; or
+    /// F-RTO, RFC 5682): cwnd and ssthresh become at least what they were
+    /// (RFC 9438 §4.9; Linux `tcp_undo_cwnd_reduction` likewise takes the
+    /// maximum). At most once per event.
+    pub fn undo(&mut self) {
+        if let Some((cwnd, ssthresh)) = self.prior.take() {
+            self.cwnd = self.cwnd.max(cwnd);
+            self.ssthresh = self.ssthresh.max(ssthresh);
+            self.bytes_acked = 0;
+        }
     }
 
     /// Restart after idle (RFC 5681 §4.1): when nothing was sent for more
@@ -236,6 +258,13 @@ pub trait CongestionControl {
         w.set_cwnd(w.ssthresh().min(cap));
     }
 
+    /// The last congestion event (loss or timeout) was spurious: undo its
+    /// reduction (RFC 9438 §4.9 for CUBIC; the same window restoration
+    /// serves NewReno, as in Linux).
+    fn on_spurious_congestion(&mut self, _now: Instant) {
+        self.window_mut().undo();
+    }
+
     /// The sender restarts after an idle period longer than the RTO
     /// (RFC 5681 §4.1; see [`idle_restart_due`]).
     fn on_idle_restart(&mut self, _now: Instant) {
@@ -298,6 +327,9 @@ impl CongestionControl for AnyCongestion {
     }
     fn on_idle_restart(&mut self, now: Instant) {
         self.inner_mut().on_idle_restart(now)
+    }
+    fn on_spurious_congestion(&mut self, now: Instant) {
+        self.inner_mut().on_spurious_congestion(now)
     }
 }
 
@@ -394,6 +426,7 @@ mod tests {
         Exit(u32),
         Rto(u32),
         Idle,
+        Undo,
         Wait(u64),
     }
 
@@ -407,6 +440,7 @@ mod tests {
             1 => (0u32..2_000_000).prop_map(Event::Exit),
             1 => (0u32..2_000_000).prop_map(Event::Rto),
             1 => Just(Event::Idle),
+            1 => Just(Event::Undo),
             2 => (0u64..60_000).prop_map(Event::Wait),
         ]
     }
@@ -447,6 +481,7 @@ mod tests {
                         Event::Exit(f) => cc.on_exit_recovery(f, now),
                         Event::Rto(f) => cc.on_rto(f, now),
                         Event::Idle => cc.on_idle_restart(now),
+                        Event::Undo => cc.on_spurious_congestion(now),
                         Event::Wait(ms) => now = now + Duration::from_millis(ms),
                     }
                     proptest::prop_assert!(cc.cwnd() >= smss);

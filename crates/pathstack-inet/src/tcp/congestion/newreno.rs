@@ -22,6 +22,7 @@ impl NewReno {
 
     /// RFC 5681 §3.1 eq. 4: ssthresh = max(FlightSize / 2, 2·SMSS).
     fn halve(&mut self, flight_size: u32) -> u32 {
+        self.w.save_prior();
         self.w.set_ssthresh(flight_size / 2)
     }
 }
@@ -148,5 +149,17 @@ mod tests {
         r.window_mut().set_cwnd(50 * MSS);
         r.on_idle_restart(T);
         assert_eq!(r.cwnd(), 10 * MSS);
+    }
+
+    #[test]
+    fn spurious_rto_is_undone() {
+        let mut r = reno();
+        r.window_mut().set_cwnd(40 * MSS);
+        r.on_rto(40 * MSS, T);
+        assert_eq!(r.cwnd(), MSS);
+        r.on_ack(MSS, None, T);
+        r.on_spurious_congestion(T);
+        // RFC 5681 state as before the timeout: cwnd 40, ssthresh "infinite".
+        assert_eq!((r.cwnd(), r.ssthresh()), (40 * MSS, u32::MAX));
     }
 }
