@@ -15,5 +15,7 @@ pub mod isn;
 pub mod rto;
 pub mod seq;
 
+pub use congestion::{AnyCongestion, CcConfig, CongestionControl, CongestionKind};
 pub use isn::{FourTuple, IsnGenerator};
+pub use rto::{RtoConfig, RtoEstimator, RttSampler};
 pub use seq::SeqNumber;

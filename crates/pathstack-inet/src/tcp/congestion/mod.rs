@@ -52,6 +52,9 @@ pub struct Window {
     bytes_acked: u32,
     /// (cwnd, ssthresh) before the last congestion event, for undo.
     prior: Option<(u32, u32)>,
+    /// In the slow start that follows a retransmission timeout, where
+    /// RFC 3465 §2.3 lowers L to 1 segment.
+    after_rto: bool,
 }
 
 impl Window {
@@ -67,6 +70,7 @@ impl Window {
             ssthresh: u32::MAX,
             bytes_acked: 0,
             prior: None,
+            after_rto: false,
         }
     }
 
@@ -101,14 +105,19 @@ impl Window {
     }
 
     /// Slow start with appropriate byte counting (RFC 3465 §2.2,
-    /// RFC 5681 §3.1 eq. 2): cwnd += min(N, L·SMSS), not past ssthresh
+    /// RFC 5681 §3.1 eq. 2): cwnd += min(N, L·SMSS), with L = 2 but 1
+    /// after a timeout (RFC 3465 §2.3), not past ssthresh
     /// in one step. Returns the part of the (ABC-limited) increase beyond
     /// ssthresh, which congestion avoidance counts instead.
     pub fn slow_start(&mut self, bytes_acked: u32) -> u32 {
-        let inc = bytes_acked.min(ABC_L.saturating_mul(self.smss));
+        let l = if self.after_rto { 1 } else { ABC_L };
+        let inc = bytes_acked.min(l.saturating_mul(self.smss));
         let room = self.ssthresh.saturating_sub(self.cwnd);
         let used = inc.min(room);
         self.cwnd = self.cwnd.saturating_add(used);
+        if self.cwnd >= self.ssthresh {
+            self.after_rto = false;
+        }
         inc - used
     }
 
@@ -141,6 +150,7 @@ impl Window {
     pub fn set_ssthresh(&mut self, ssthresh: u32) -> u32 {
         self.ssthresh = ssthresh.max(2 * self.smss);
         self.bytes_acked = 0;
+        self.after_rto = false;
         self.ssthresh
     }
 
@@ -149,6 +159,7 @@ impl Window {
     pub fn to_loss_window(&mut self) {
         self.cwnd = self.smss;
         self.bytes_acked = 0;
+        self.after_rto = true;
     }
 
     /// Remembers cwnd and ssthresh before a congestion event reduces them,
@@ -167,6 +178,7 @@ impl Window {
             self.cwnd = self.cwnd.max(cwnd);
             self.ssthresh = self.ssthresh.max(ssthresh);
             self.bytes_acked = 0;
+            self.after_rto = false;
         }
     }
 
@@ -272,6 +284,17 @@ pub trait CongestionControl {
     }
 }
 
+/// Which algorithm a connection uses (the `congestion control` socket
+/// option, Linux's `TCP_CONGESTION`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum CongestionKind {
+    /// [`NewReno`].
+    NewReno,
+    /// [`Cubic`], the default as in Linux.
+    #[default]
+    Cubic,
+}
+
 /// One of the algorithms, chosen at run time (a per-connection option)
 /// without a heap allocation.
 #[derive(Clone, Debug)]
@@ -283,6 +306,22 @@ pub enum AnyCongestion {
 }
 
 impl AnyCongestion {
+    /// A fresh controller of the given kind.
+    pub fn new(kind: CongestionKind, cfg: CcConfig) -> Self {
+        match kind {
+            CongestionKind::NewReno => AnyCongestion::NewReno(NewReno::new(cfg)),
+            CongestionKind::Cubic => AnyCongestion::Cubic(Cubic::new(cfg)),
+        }
+    }
+
+    /// Which algorithm this is.
+    pub fn kind(&self) -> CongestionKind {
+        match self {
+            AnyCongestion::NewReno(_) => CongestionKind::NewReno,
+            AnyCongestion::Cubic(_) => CongestionKind::Cubic,
+        }
+    }
+
     fn inner(&self) -> &dyn CongestionControl {
         match self {
             AnyCongestion::NewReno(c) => c,
@@ -354,6 +393,24 @@ mod tests {
     }
 
     #[test]
+    fn abc_limit_is_one_segment_after_rto() {
+        // RFC 3465 §2.3: L = 1·SMSS in the slow start after a timeout,
+        // back to 2 once ssthresh is reached and a later loss occurs.
+        let mut w = Window::new(CcConfig::default());
+        w.set_ssthresh(5 * 1460);
+        w.to_loss_window();
+        w.slow_start(3 * 1460);
+        assert_eq!(w.cwnd(), 2 * 1460);
+        w.slow_start(3 * 1460);
+        w.slow_start(3 * 1460);
+        w.slow_start(3 * 1460);
+        assert_eq!(w.cwnd(), 5 * 1460);
+        w.set_ssthresh(u32::MAX);
+        w.slow_start(3 * 1460);
+        assert_eq!(w.cwnd(), 7 * 1460);
+    }
+
+    #[test]
     fn slow_start_stops_at_ssthresh() {
         let mut w = Window::new(CcConfig::default());
         w.set_ssthresh(15_000);
@@ -407,8 +464,9 @@ mod tests {
     #[test]
     fn any_dispatches() {
         let cfg = CcConfig::default();
-        let mut a = AnyCongestion::NewReno(NewReno::new(cfg));
-        let mut b = AnyCongestion::Cubic(Cubic::new(cfg));
+        let mut a = AnyCongestion::new(CongestionKind::NewReno, cfg);
+        let mut b = AnyCongestion::new(CongestionKind::default(), cfg);
+        assert_eq!(b.kind(), CongestionKind::Cubic);
         assert_eq!((a.name(), b.name()), ("newreno", "cubic"));
         a.on_enter_recovery(20 * 1460, Instant::ZERO);
         b.on_enter_recovery(20 * 1460, Instant::ZERO);
@@ -453,10 +511,8 @@ mod tests {
         #[test]
         fn invariants(events in proptest::collection::vec(event(), 0..200), smss in 500u32..9000) {
             let cfg = CcConfig { smss, initial_window_segments: 10 };
-            for mut cc in [
-                AnyCongestion::NewReno(NewReno::new(cfg)),
-                AnyCongestion::Cubic(Cubic::new(cfg)),
-            ] {
+            for kind in [CongestionKind::NewReno, CongestionKind::Cubic] {
+                let mut cc = AnyCongestion::new(kind, cfg);
                 let mut now = Instant::ZERO;
                 for e in &events {
                     let before = cc.cwnd();
@@ -467,7 +523,7 @@ mod tests {
                             proptest::prop_assert!(cc.cwnd() >= before);
                             let grew = cc.cwnd() - before;
                             if slow && cc.window().in_slow_start() {
-                                // RFC 3465 §2.2: at most L·SMSS per ACK.
+                                // RFC 3465 §2.2/§2.3: at most L·SMSS per ACK.
                                 proptest::prop_assert!(grew <= ABC_L * smss);
                             }
                             if !slow && cc.name() == "newreno" {
