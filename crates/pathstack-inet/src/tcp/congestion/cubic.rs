@@ -141,10 +141,12 @@ impl Cubic {
             let target = self.w_cubic(t + rtt).clamp(cwnd, 1.5 * cwnd);
             cwnd + (target - cwnd) / cwnd * acked
         };
-        let bytes = new_cwnd.max(cwnd) * f64::from(self.w.smss()) + self.frac;
-        let whole = bytes.floor().min(f64::from(u32::MAX));
-        self.frac = bytes - whole;
-        self.w.set_cwnd(whole as u32);
+        // Grow by the increment in bytes (not by converting the new window
+        // back from segments, whose rounding could shrink cwnd by a byte).
+        let inc = (new_cwnd - cwnd).max(0.0) * f64::from(self.w.smss()) + self.frac;
+        let whole = inc.floor().min(f64::from(u32::MAX));
+        self.frac = inc - whole;
+        self.w.set_cwnd(self.w.cwnd().saturating_add(whole as u32));
     }
 
     /// The multiplicative decrease shared by loss and timeout (RFC 9438
@@ -380,5 +382,23 @@ mod tests {
         // Only once: a second undo changes nothing.
         c.on_spurious_congestion(now);
         assert_eq!(c.cwnd(), cwnd);
+    }
+
+    proptest::proptest! {
+        /// RFC 9438 §4.2: with K from Figure 2, the curve starts at
+        /// cwnd_epoch (t = 0) and reaches W_max at t = K, concave before
+        /// and convex after.
+        #[test]
+        fn curve_passes_through_epoch_and_w_max(w_max in 2.0f64..100_000.0, frac in 0.01f64..1.0) {
+            let epoch = w_max * frac;
+            let mut c = Cubic::new(CcConfig::default());
+            c.c.w_max = w_max;
+            c.c.k = Cubic::k_for(w_max, epoch);
+            let tol = 1e-9 * w_max.max(1.0);
+            proptest::prop_assert!(close(c.w_cubic(0.0), epoch, tol));
+            proptest::prop_assert!(close(c.w_cubic(c.k()), w_max, tol));
+            proptest::prop_assert!(c.w_cubic(c.k() / 2.0) <= w_max);
+            proptest::prop_assert!(c.w_cubic(c.k() + 1.0) > w_max);
+        }
     }
 }
