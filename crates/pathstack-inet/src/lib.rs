@@ -11,7 +11,9 @@
 //!   machinery and tested alone: the ARP cache ([`arp_cache`]), IPv4
 //!   fragmentation ([`frag`]) and reassembly ([`reassembly`]), routing
 //!   ([`route`]), identification ([`ipv4_ident`]), when not to send an ICMP
-//!   error ([`icmp_suppression`]) and the error rate limit ([`rate_limit`]).
+//!   error ([`icmp_suppression`]) and the error rate limit ([`rate_limit`]);
+//!   for TCP ([`tcp`]), sequence numbers, ISNs, the RTO and congestion
+//!   control.
 //! * [`modules`]: the `ETH`, `ARP`, `IP`, `ICMP` and `UDP` modules and their
 //!   stages on pathstack-core's Module/Stage API, which own the shared state
 //!   (ARP cache, routing table, reassembler, port table) and wrap the two
@@ -34,6 +36,7 @@ pub mod modules;
 pub mod rate_limit;
 pub mod reassembly;
 pub mod route;
+pub mod tcp;
 pub mod wire;
 
 pub use anno::InetAnno;

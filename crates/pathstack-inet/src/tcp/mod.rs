@@ -1,0 +1,21 @@
+//! TCP protocol logic that does not depend on the path machinery, each
+//! concept tested alone (RFC 9293 and the RFCs it builds on):
+//!
+//! * [`seq`]: sequence-number arithmetic (RFC 9293 §3.4);
+//! * [`isn`]: initial sequence numbers from a keyed hash (RFC 6528);
+//! * [`rto`]: the retransmission timer estimator (RFC 6298);
+//! * [`congestion`]: pluggable congestion control, NewReno (RFC 5681,
+//!   RFC 6582) and CUBIC (RFC 9438).
+//!
+//! Like the rest of the crate's protocol logic these are plain structs,
+//! bounded, allocation-free, driven by an explicit `now`.
+
+pub mod congestion;
+pub mod isn;
+pub mod rto;
+pub mod seq;
+
+pub use congestion::{AnyCongestion, CcConfig, CongestionControl, CongestionKind};
+pub use isn::{FourTuple, IsnGenerator};
+pub use rto::{RtoConfig, RtoEstimator, RttSampler};
+pub use seq::SeqNumber;
