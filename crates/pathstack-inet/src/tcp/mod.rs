@@ -5,17 +5,25 @@
 //! * [`isn`]: initial sequence numbers from a keyed hash (RFC 6528);
 //! * [`rto`]: the retransmission timer estimator (RFC 6298);
 //! * [`congestion`]: pluggable congestion control, NewReno (RFC 5681,
-//!   RFC 6582) and CUBIC (RFC 9438).
+//!   RFC 6582) and CUBIC (RFC 9438);
+//! * [`sack_scoreboard`]: the sender's SACK scoreboard, IsLost, pipe and
+//!   NextSeg (RFC 6675 §2–4), D-SACK recognition (RFC 2883 §4);
+//! * [`recovery`]: SACK-based loss recovery (RFC 6675 §5);
+//! * [`rack`]: RACK-TLP time-based loss detection (RFC 8985).
 //!
 //! Like the rest of the crate's protocol logic these are plain structs,
 //! bounded, allocation-free, driven by an explicit `now`.
 
 pub mod congestion;
 pub mod isn;
+pub mod rack;
+pub mod recovery;
 pub mod rto;
+pub mod sack_scoreboard;
 pub mod seq;
 
 pub use congestion::{AnyCongestion, CcConfig, CongestionControl, CongestionKind};
 pub use isn::{FourTuple, IsnGenerator};
 pub use rto::{RtoConfig, RtoEstimator, RttSampler};
 pub use seq::SeqNumber;
+pub use sack_scoreboard::{AckOutcome, NextSeg, SackBlock, Scoreboard};
