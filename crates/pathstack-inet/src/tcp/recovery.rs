@@ -1,1 +1,330 @@
-//! placeholder
+//! SACK-based loss recovery: the state machine of RFC 6675 §5 (and the
+//! timeout rule of §5.1), driving a [`Scoreboard`] and a
+//! [`CongestionControl`].
+//!
+//! The caller feeds every ACK to [`Recovery::on_ack`] and then asks
+//! [`Recovery::next_to_send`] what to transmit, sends it, reports it with
+//! [`Recovery::on_sent`], and asks again until it answers `None`: that
+//! loop is RFC 6675 §5 step (C), "while cwnd − pipe ≥ 1 SMSS, send
+//! NextSeg()". Outside recovery the same loop sends new data (and any
+//! segment a timeout or RACK marked lost) while the window allows.
+
+use pathstack_core::{Duration, Instant};
+
+use super::congestion::CongestionControl;
+use super::sack_scoreboard::{
+    AckOutcome, NextSeg, SackBlock, Scoreboard, ScoreboardError, DUP_THRESH,
+};
+use super::seq::SeqNumber;
+
+/// What one ACK did to the recovery state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RecoveryEvent {
+    /// What the scoreboard saw.
+    pub ack: AckOutcome,
+    /// This ACK started a loss-recovery phase (RFC 6675 §5 step 4); the
+    /// fast retransmission is the next thing [`Recovery::next_to_send`]
+    /// returns.
+    pub entered: bool,
+    /// This ACK ended loss recovery (RFC 6675 §5 step (A)).
+    pub exited: bool,
+}
+
+/// The RFC 6675 §5 loss-recovery state of one connection.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Recovery {
+    /// The DupAcks counter (RFC 6675 §2), reset by a cumulative ACK.
+    dup_acks: u32,
+    /// In a loss-recovery phase.
+    in_recovery: bool,
+    /// RecoveryPoint, kept after recovery ends (RFC 6675 §5: a new phase
+    /// starts only once the cumulative ACK is beyond it). Stored as one
+    /// past HighData, so "cum ACK > HighData" reads "cum ACK ≥ point".
+    recovery_point: Option<SeqNumber>,
+    /// The fast retransmission (RFC 6675 §5 step 4.3) is due.
+    fast_rexmit_due: bool,
+}
+
+impl Recovery {
+    /// Not in recovery, no duplicate ACKs seen.
+    pub fn new() -> Self {
+        Recovery::default()
+    }
+
+    /// Whether a loss-recovery phase is under way.
+    pub fn in_recovery(&self) -> bool {
+        self.in_recovery
+    }
+
+    /// The current (or last) RecoveryPoint, one past HighData at entry.
+    pub fn recovery_point(&self) -> Option<SeqNumber> {
+        self.recovery_point
+    }
+
+    /// The DupAcks counter.
+    pub fn dup_acks(&self) -> u32 {
+        self.dup_acks
+    }
+
+    /// Processes an ACK (cumulative ACK and SACK blocks) on the
+    /// scoreboard, then applies RFC 6675 §5: exit on a cumulative ACK
+    /// covering RecoveryPoint (step A); outside recovery, count duplicate
+    /// ACKs and enter recovery on the DupThresh-th one or when
+    /// IsLost(HighACK + 1) (steps 1, 2 and 4), if the cumulative ACK is
+    /// beyond the previous RecoveryPoint. `srtt` goes to the congestion
+    /// controller with ACKs of new data outside recovery.
+    pub fn on_ack(
+        &mut self,
+        sb: &mut Scoreboard,
+        cc: &mut dyn CongestionControl,
+        cum_ack: SeqNumber,
+        sack: &[SackBlock],
+        srtt: Option<Duration>,
+        now: Instant,
+    ) -> RecoveryEvent {
+        let outstanding = !sb.is_empty();
+        let ack = sb.on_ack(cum_ack, sack, now);
+        let mut ev = RecoveryEvent {
+            ack,
+            entered: false,
+            exited: false,
+        };
+        if self.in_recovery {
+            if let Some(rp) = self.recovery_point {
+                if ack.cum_advanced && sb.high_ack().ge(rp) {
+                    // (A) End of recovery; cwnd as RFC 6582 §3.2 step 6.
+                    self.in_recovery = false;
+                    self.fast_rexmit_due = false;
+                    self.dup_acks = 0;
+                    cc.on_exit_recovery(sb.flight_size(), now);
+                    ev.exited = true;
+                }
+            }
+            // Within recovery cwnd stays at ssthresh; pipe limits sending.
+            return ev;
+        }
+        if ack.cum_advanced {
+            self.dup_acks = 0;
+            cc.on_ack(ack.newly_acked, srtt, now);
+        } else if ack.is_dup_ack(outstanding) {
+            self.dup_acks += 1;
+        }
+        let beyond_last = match self.recovery_point {
+            None => true,
+            Some(rp) => sb.high_ack().ge(rp),
+        };
+        if beyond_last
+            && !sb.is_empty()
+            && (self.dup_acks >= DUP_THRESH || sb.is_lost(sb.high_ack()))
+        {
+            self.enter(sb, cc, now);
+            ev.entered = true;
+        }
+        ev
+    }
+
+    /// Starts a loss-recovery phase (RFC 6675 §5 step 4; also the entry
+    /// RACK uses when it detects a loss, RFC 8985 §6.2): RecoveryPoint =
+    /// HighData, ssthresh and cwnd reduced by the congestion controller
+    /// from FlightSize, and the fast retransmission scheduled. Does
+    /// nothing if already in recovery or nothing is in flight.
+    pub fn enter(&mut self, sb: &mut Scoreboard, cc: &mut dyn CongestionControl, now: Instant) {
+        if self.in_recovery || sb.is_empty() {
+            return;
+        }
+        self.in_recovery = true;
+        self.recovery_point = Some(sb.snd_nxt());
+        self.fast_rexmit_due = true;
+        self.dup_acks = 0;
+        sb.begin_recovery();
+        cc.on_enter_recovery(sb.flight_size(), now);
+    }
+
+    /// The retransmission timer expired (RFC 6675 §5.1): RecoveryPoint =
+    /// HighData (preserved), recovery terminated, every unSACKed segment
+    /// lost, and the congestion controller's timeout response. The
+    /// retransmissions then come from [`next_to_send`](Self::next_to_send)
+    /// as the (one-segment) window allows.
+    pub fn on_rto(&mut self, sb: &mut Scoreboard, cc: &mut dyn CongestionControl, now: Instant) {
+        cc.on_rto(sb.flight_size(), now);
+        sb.on_rto();
+        self.in_recovery = false;
+        self.fast_rexmit_due = false;
+        self.dup_acks = 0;
+        self.recovery_point = Some(sb.snd_nxt());
+    }
+
+    /// What to send next, or `None` when nothing may be sent now. The
+    /// fast retransmission of the segment at HighACK comes first and
+    /// regardless of the window (RFC 6675 §5 step 4.3); after it, a
+    /// segment is returned only while cwnd − pipe ≥ 1 SMSS (step C),
+    /// chosen by NextSeg (§4). `new_data` is what the application has
+    /// queued beyond `SND.NXT` within the receive window.
+    pub fn next_to_send(
+        &self,
+        sb: &Scoreboard,
+        cc: &dyn CongestionControl,
+        new_data: u32,
+    ) -> Option<NextSeg> {
+        if self.fast_rexmit_due {
+            if let Some(s) = sb.segments().find(|s| !s.sacked) {
+                return Some(NextSeg::Lost {
+                    start: s.start,
+                    len: s.len,
+                });
+            }
+        }
+        if cc.cwnd().saturating_sub(sb.pipe()) < sb.smss() {
+            return None;
+        }
+        let rp = if self.in_recovery {
+            self.recovery_point
+        } else {
+            None
+        };
+        sb.next_seg(new_data, rp)
+    }
+
+    /// Records that `seg` (from [`next_to_send`](Self::next_to_send)) was
+    /// sent at `now`: new data goes on the scoreboard (step C.3), a
+    /// retransmission updates HighRxt (step C.2) and, for the fast
+    /// retransmission, RescueRxt too (step 4.3); a rescue sets RescueRxt
+    /// = RecoveryPoint (§4 rule 4).
+    pub fn on_sent(
+        &mut self,
+        sb: &mut Scoreboard,
+        seg: NextSeg,
+        now: Instant,
+    ) -> Result<(), ScoreboardError> {
+        match seg {
+            NextSeg::New { start, len } => sb.on_send(start, len, now),
+            NextSeg::Lost { start, .. } | NextSeg::Unsacked { start, .. } => {
+                sb.on_retransmit(start, now)?;
+                if self.fast_rexmit_due {
+                    self.fast_rexmit_due = false;
+                    if let Some(h) = sb.high_rxt() {
+                        sb.set_rescue_rxt(h);
+                    }
+                }
+                Ok(())
+            }
+            NextSeg::Rescue { start, .. } => {
+                let rp = self.recovery_point.unwrap_or(sb.snd_nxt());
+                sb.on_rescue_retransmit(start, rp, now)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tcp::congestion::{CcConfig, NewReno};
+
+    const MSS: u32 = 1000;
+    const T0: Instant = Instant::ZERO;
+
+    fn s(n: u32) -> SeqNumber {
+        SeqNumber(n)
+    }
+
+    fn setup(n: u32) -> (Scoreboard, NewReno, Recovery) {
+        let mut sb = Scoreboard::new(64, MSS, s(0));
+        for i in 0..n {
+            sb.on_send(s(i * MSS), MSS, T0).unwrap();
+        }
+        let cc = NewReno::new(CcConfig {
+            smss: MSS,
+            initial_window_segments: 10,
+        });
+        (sb, cc, Recovery::new())
+    }
+
+    fn sack(r: &mut Recovery, sb: &mut Scoreboard, cc: &mut NewReno, cum: u32, right: u32) -> RecoveryEvent {
+        r.on_ack(sb, cc, s(cum), &[SackBlock::new(s(1000), s(right))], None, T0)
+    }
+
+    #[test]
+    fn enters_on_third_dup_ack_and_exits_at_recovery_point() {
+        let (mut sb, mut cc, mut r) = setup(10);
+        assert!(!sack(&mut r, &mut sb, &mut cc, 0, 2000).entered);
+        assert_eq!(r.dup_acks(), 1);
+        assert!(!sack(&mut r, &mut sb, &mut cc, 0, 3000).entered);
+        let ev = sack(&mut r, &mut sb, &mut cc, 0, 4000);
+        assert!(ev.entered && r.in_recovery());
+        assert_eq!(r.recovery_point(), Some(s(10_000)));
+        assert_eq!(cc.cwnd(), 5000, "FlightSize / 2");
+        // Fast retransmission first, regardless of the window.
+        let fr = r.next_to_send(&sb, &cc, 5000).unwrap();
+        assert_eq!(fr, NextSeg::Lost { start: s(0), len: 1000 });
+        r.on_sent(&mut sb, fr, T0).unwrap();
+        assert_eq!(sb.high_rxt(), Some(s(999)));
+        assert_eq!(sb.rescue_rxt(), Some(s(999)));
+        // pipe = 1000 (rexmit) + 6000 (4..10) > cwnd: nothing more.
+        assert_eq!(sb.pipe(), 7000);
+        assert_eq!(r.next_to_send(&sb, &cc, 5000), None);
+        // More SACKs drain the pipe to 3000: new data may go.
+        let ev = sack(&mut r, &mut sb, &mut cc, 0, 8000);
+        assert!(!ev.entered && !ev.exited);
+        assert_eq!(sb.pipe(), 3000);
+        let n = r.next_to_send(&sb, &cc, 5000).unwrap();
+        assert_eq!(n, NextSeg::New { start: s(10_000), len: 1000 });
+        r.on_sent(&mut sb, n, T0).unwrap();
+        let n = r.next_to_send(&sb, &cc, 4000).unwrap();
+        r.on_sent(&mut sb, n, T0).unwrap();
+        assert_eq!(r.next_to_send(&sb, &cc, 3000), None, "cwnd - pipe < SMSS");
+        // A partial ACK does not end recovery.
+        let ev = sack(&mut r, &mut sb, &mut cc, 9000, 8000);
+        assert!(!ev.exited && r.in_recovery());
+        // The ACK covering RecoveryPoint does.
+        let ev = r.on_ack(&mut sb, &mut cc, s(10_000), &[], None, T0);
+        assert!(ev.exited && !r.in_recovery());
+        // RFC 6582 step 6: min(ssthresh, max(FlightSize, SMSS) + SMSS).
+        assert_eq!(cc.cwnd(), 3000);
+    }
+
+    #[test]
+    fn enters_when_highack_is_lost_on_one_ack() {
+        // One ACK SACKing three segments: DupAcks is 1, IsLost(HighACK+1).
+        let (mut sb, mut cc, mut r) = setup(10);
+        let ev = sack(&mut r, &mut sb, &mut cc, 0, 4000);
+        assert!(ev.ack.is_dup_ack(true), "a single duplicate ACK");
+        assert!(ev.entered);
+    }
+
+    #[test]
+    fn no_reentry_before_recovery_point() {
+        let (mut sb, mut cc, mut r) = setup(10);
+        sack(&mut r, &mut sb, &mut cc, 0, 4000);
+        r.on_rto(&mut sb, &mut cc, T0);
+        assert!(!r.in_recovery());
+        assert_eq!(cc.cwnd(), 1000);
+        // After the timeout everything unSACKed is lost: the first hole is
+        // retransmitted first.
+        assert_eq!(
+            r.next_to_send(&sb, &cc, 0),
+            Some(NextSeg::Lost { start: s(0), len: 1000 })
+        );
+        // Duplicate ACKs below the preserved RecoveryPoint do not re-enter.
+        let ev = r.on_ack(
+            &mut sb,
+            &mut cc,
+            s(1000),
+            &[SackBlock::new(s(4000), s(8000))],
+            None,
+            T0,
+        );
+        assert!(!ev.entered);
+    }
+
+    #[test]
+    fn new_data_outside_recovery_follows_cwnd() {
+        let (mut sb, cc, mut r) = setup(0);
+        let mut sent = 0;
+        while let Some(n) = r.next_to_send(&sb, &cc, 100_000) {
+            r.on_sent(&mut sb, n, T0).unwrap();
+            sent += n.len();
+        }
+        assert_eq!(sent, 10_000, "the initial window");
+    }
+}
