@@ -338,6 +338,11 @@ impl Scoreboard {
         self.segs.iter()
     }
 
+    /// The `index`-th segment in flight (0 is the one at `SND.UNA`).
+    pub fn segment_at(&self, index: usize) -> Option<&Segment> {
+        self.segs.get(index)
+    }
+
     /// Number of segments in flight.
     pub fn len(&self) -> usize {
         self.segs.len()
