@@ -102,7 +102,13 @@ impl Rack {
     /// Step 2 considers the newest delivered segment of each
     /// retransmission class; a retransmitted one is used only if its RTT
     /// is at least min_RTT (the ambiguity test without timestamps).
-    pub fn on_ack(&mut self, ack: &AckOutcome, snd_una: SeqNumber, snd_nxt: SeqNumber, now: Instant) {
+    pub fn on_ack(
+        &mut self,
+        ack: &AckOutcome,
+        snd_una: SeqNumber,
+        snd_nxt: SeqNumber,
+        now: Instant,
+    ) {
         // Step 2: RACK.xmit_ts / end_seq / rtt.
         let candidates = [ack.newest_original, ack.newest_retransmitted];
         for d in candidates.into_iter().flatten() {
@@ -289,7 +295,10 @@ mod tests {
         assert!(sb.is_lost(s(0)));
         assert_eq!(
             sb.next_seg(0, None),
-            Some(NextSeg::Lost { start: s(0), len: MSS })
+            Some(NextSeg::Lost {
+                start: s(0),
+                len: MSS
+            })
         );
     }
 
@@ -357,11 +366,17 @@ mod tests {
         sb.on_send(s(1000), 500, at(0)).unwrap();
         assert_eq!(
             probe_segment(&sb, 3000),
-            Some(NextSeg::New { start: s(1500), len: MSS })
+            Some(NextSeg::New {
+                start: s(1500),
+                len: MSS
+            })
         );
         assert_eq!(
             probe_segment(&sb, 0),
-            Some(NextSeg::Lost { start: s(1000), len: 500 })
+            Some(NextSeg::Lost {
+                start: s(1000),
+                len: 500
+            })
         );
         let empty = Scoreboard::new(8, MSS, s(0));
         assert_eq!(probe_segment(&empty, 0), None);

@@ -240,8 +240,21 @@ mod tests {
         (sb, cc, Recovery::new())
     }
 
-    fn sack(r: &mut Recovery, sb: &mut Scoreboard, cc: &mut NewReno, cum: u32, right: u32) -> RecoveryEvent {
-        r.on_ack(sb, cc, s(cum), &[SackBlock::new(s(1000), s(right))], None, T0)
+    fn sack(
+        r: &mut Recovery,
+        sb: &mut Scoreboard,
+        cc: &mut NewReno,
+        cum: u32,
+        right: u32,
+    ) -> RecoveryEvent {
+        r.on_ack(
+            sb,
+            cc,
+            s(cum),
+            &[SackBlock::new(s(1000), s(right))],
+            None,
+            T0,
+        )
     }
 
     #[test]
@@ -256,7 +269,13 @@ mod tests {
         assert_eq!(cc.cwnd(), 5000, "FlightSize / 2");
         // Fast retransmission first, regardless of the window.
         let fr = r.next_to_send(&sb, &cc, 5000).unwrap();
-        assert_eq!(fr, NextSeg::Lost { start: s(0), len: 1000 });
+        assert_eq!(
+            fr,
+            NextSeg::Lost {
+                start: s(0),
+                len: 1000
+            }
+        );
         r.on_sent(&mut sb, fr, T0).unwrap();
         assert_eq!(sb.high_rxt(), Some(s(999)));
         assert_eq!(sb.rescue_rxt(), Some(s(999)));
@@ -268,7 +287,13 @@ mod tests {
         assert!(!ev.entered && !ev.exited);
         assert_eq!(sb.pipe(), 3000);
         let n = r.next_to_send(&sb, &cc, 5000).unwrap();
-        assert_eq!(n, NextSeg::New { start: s(10_000), len: 1000 });
+        assert_eq!(
+            n,
+            NextSeg::New {
+                start: s(10_000),
+                len: 1000
+            }
+        );
         r.on_sent(&mut sb, n, T0).unwrap();
         let n = r.next_to_send(&sb, &cc, 4000).unwrap();
         r.on_sent(&mut sb, n, T0).unwrap();
@@ -303,7 +328,10 @@ mod tests {
         // retransmitted first.
         assert_eq!(
             r.next_to_send(&sb, &cc, 0),
-            Some(NextSeg::Lost { start: s(0), len: 1000 })
+            Some(NextSeg::Lost {
+                start: s(0),
+                len: 1000
+            })
         );
         // Duplicate ACKs below the preserved RecoveryPoint do not re-enter.
         let ev = r.on_ack(

@@ -591,7 +591,9 @@ impl Scoreboard {
         }
         let una = self.snd_una;
         let off = seq - una;
-        let i = self.segs.partition_point(|s| (s.start - una) + s.len <= off);
+        let i = self
+            .segs
+            .partition_point(|s| (s.start - una) + s.len <= off);
         let Some(seg) = self.segs.get(i) else {
             return false;
         };
@@ -810,17 +812,26 @@ mod tests {
         // Segment 0 lost (4 SACKed above), segment 2 lost (3 above).
         assert_eq!(
             sb.next_seg(10_000, Some(s(6000))),
-            Some(NextSeg::Lost { start: s(0), len: 1000 })
+            Some(NextSeg::Lost {
+                start: s(0),
+                len: 1000
+            })
         );
         sb.on_retransmit(s(0), T0).unwrap();
         assert_eq!(
             sb.next_seg(10_000, Some(s(6000))),
-            Some(NextSeg::Lost { start: s(2000), len: 1000 })
+            Some(NextSeg::Lost {
+                start: s(2000),
+                len: 1000
+            })
         );
         sb.on_retransmit(s(2000), T0).unwrap();
         assert_eq!(
             sb.next_seg(10_000, Some(s(6000))),
-            Some(NextSeg::New { start: s(6000), len: 1000 })
+            Some(NextSeg::New {
+                start: s(6000),
+                len: 1000
+            })
         );
     }
 
@@ -831,14 +842,20 @@ mod tests {
         sb.on_ack(s(0), &[blk(3000, 4000)], T0);
         assert_eq!(
             sb.next_seg(0, Some(s(4000))),
-            Some(NextSeg::Unsacked { start: s(0), len: 1000 })
+            Some(NextSeg::Unsacked {
+                start: s(0),
+                len: 1000
+            })
         );
         // Nothing SACKed, nothing lost, no new data: rescue in recovery.
         let sb = board(0, 3);
         assert_eq!(sb.next_seg(0, None), None);
         assert_eq!(
             sb.next_seg(0, Some(s(3000))),
-            Some(NextSeg::Rescue { start: s(2000), len: 1000 })
+            Some(NextSeg::Rescue {
+                start: s(2000),
+                len: 1000
+            })
         );
         let mut sb = sb;
         sb.on_rescue_retransmit(s(2000), s(3000), T0).unwrap();
@@ -891,7 +908,11 @@ mod tests {
     fn wraps_around_sequence_space() {
         let base = u32::MAX - 2500;
         let mut sb = board(base, 6);
-        sb.on_ack(s(base), &[blk(base.wrapping_add(2000), base.wrapping_add(6000))], T0);
+        sb.on_ack(
+            s(base),
+            &[blk(base.wrapping_add(2000), base.wrapping_add(6000))],
+            T0,
+        );
         assert!(sb.is_lost(s(base)));
         assert_eq!(sb.sacked_segments(), 4);
         sb.on_ack(s(base.wrapping_add(6000)), &[], T0);
@@ -905,7 +926,10 @@ mod tests {
         sb.on_send(s(0), MSS, T0).unwrap();
         sb.on_send(s(1000), MSS, T0).unwrap();
         assert_eq!(sb.on_send(s(2000), MSS, T0), Err(ScoreboardError::Full));
-        assert_eq!(sb.on_send(s(5), MSS, T0), Err(ScoreboardError::NotContiguous));
+        assert_eq!(
+            sb.on_send(s(5), MSS, T0),
+            Err(ScoreboardError::NotContiguous)
+        );
         assert_eq!(sb.next_seg(5000, None), None);
     }
 
@@ -983,7 +1007,7 @@ mod tests {
                 let retrans: u32 = sb.segments().filter(|s| !s.sacked && s.retransmitted).map(|s| s.len).sum();
                 prop_assert!(sb.pipe() <= outstanding - sb.sacked_bytes() + retrans);
                 if let Some(ns) = sb.next_seg(1000, Some(at)) {
-                    prop_assert!(ns.len() > 0);
+                    prop_assert!(!ns.is_empty());
                 }
             }
         }
