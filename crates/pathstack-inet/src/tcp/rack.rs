@@ -254,13 +254,8 @@ pub fn probe_segment(sb: &Scoreboard, new_data: u32) -> Option<NextSeg> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tcp::sack_scoreboard::testing::*;
     use crate::tcp::sack_scoreboard::SackBlock;
-
-    const MSS: u32 = 1000;
-
-    fn s(n: u32) -> SeqNumber {
-        SeqNumber(n)
-    }
 
     fn ms(n: u64) -> Duration {
         Duration::from_millis(n)
@@ -293,21 +288,12 @@ mod tests {
         let (n, timer) = rack.detect_loss(&mut sb, reo, at(125));
         assert_eq!((n, timer), (1, None));
         assert!(sb.is_lost(s(0)));
-        assert_eq!(
-            sb.next_seg(0, None),
-            Some(NextSeg::Lost {
-                start: s(0),
-                len: MSS
-            })
-        );
+        assert_eq!(sb.next_seg(0, None), lost(0));
     }
 
     #[test]
     fn reo_wnd_zero_until_reordering_when_dupthresh_sacked() {
-        let mut sb = Scoreboard::new(8, MSS, s(0));
-        for i in 0..5 {
-            sb.on_send(s(i * MSS), MSS, at(0)).unwrap();
-        }
+        let mut sb = sent(5, at(0));
         let mut rack = Rack::new();
         rack.on_rtt_sample(ms(40));
         assert_eq!(rack.reo_wnd(&sb, false, Some(ms(50))), ms(10));
@@ -318,10 +304,7 @@ mod tests {
 
     #[test]
     fn dsack_widens_once_per_round_and_decays() {
-        let mut sb = Scoreboard::new(8, MSS, s(0));
-        for i in 0..4 {
-            sb.on_send(s(i * MSS), MSS, at(0)).unwrap();
-        }
+        let mut sb = sent(4, at(0));
         let mut rack = Rack::new();
         rack.on_rtt_sample(ms(40));
         rack.reordering_seen = true;
@@ -364,13 +347,7 @@ mod tests {
         let mut sb = Scoreboard::new(8, MSS, s(0));
         sb.on_send(s(0), MSS, at(0)).unwrap();
         sb.on_send(s(1000), 500, at(0)).unwrap();
-        assert_eq!(
-            probe_segment(&sb, 3000),
-            Some(NextSeg::New {
-                start: s(1500),
-                len: MSS
-            })
-        );
+        assert_eq!(probe_segment(&sb, 3000), new_data(1500));
         assert_eq!(
             probe_segment(&sb, 0),
             Some(NextSeg::Lost {

@@ -220,19 +220,10 @@ impl Recovery {
 mod tests {
     use super::*;
     use crate::tcp::congestion::{CcConfig, NewReno};
-
-    const MSS: u32 = 1000;
-    const T0: Instant = Instant::ZERO;
-
-    fn s(n: u32) -> SeqNumber {
-        SeqNumber(n)
-    }
+    use crate::tcp::sack_scoreboard::testing::*;
 
     fn setup(n: u32) -> (Scoreboard, NewReno, Recovery) {
-        let mut sb = Scoreboard::new(64, MSS, s(0));
-        for i in 0..n {
-            sb.on_send(s(i * MSS), MSS, T0).unwrap();
-        }
+        let sb = sent(n, T0);
         let cc = NewReno::new(CcConfig {
             smss: MSS,
             initial_window_segments: 10,
@@ -326,13 +317,7 @@ mod tests {
         assert_eq!(cc.cwnd(), 1000);
         // After the timeout everything unSACKed is lost: the first hole is
         // retransmitted first.
-        assert_eq!(
-            r.next_to_send(&sb, &cc, 0),
-            Some(NextSeg::Lost {
-                start: s(0),
-                len: 1000
-            })
-        );
+        assert_eq!(r.next_to_send(&sb, &cc, 0), lost(0));
         // Duplicate ACKs below the preserved RecoveryPoint do not re-enter.
         let ev = r.on_ack(
             &mut sb,

@@ -397,12 +397,7 @@ impl Scoreboard {
     /// `start` (NextSeg rules 1 and 3, or a timeout), updating HighRxt
     /// (RFC 6675 §5 step (C.2)).
     pub fn on_retransmit(&mut self, start: SeqNumber, now: Instant) -> Result<(), ScoreboardError> {
-        let i = self.index_of(start).ok_or(ScoreboardError::NoSuchSegment)?;
-        let seg = &mut self.segs[i];
-        seg.retransmitted = true;
-        seg.ever_retransmitted = true;
-        seg.sent_at = now;
-        let high = seg.end() + u32::MAX; // end - 1
+        let high = self.mark_retransmitted(start, now)? + u32::MAX; // end - 1
         self.high_rxt = Some(match self.high_rxt {
             Some(h) => h.max(high),
             None => high,
@@ -419,13 +414,24 @@ impl Scoreboard {
         recovery_point: SeqNumber,
         now: Instant,
     ) -> Result<(), ScoreboardError> {
+        self.mark_retransmitted(start, now)?;
+        self.rescue_rxt = Some(recovery_point);
+        Ok(())
+    }
+
+    /// Flags the segment at `start` as retransmitted at `now`; returns its
+    /// end.
+    fn mark_retransmitted(
+        &mut self,
+        start: SeqNumber,
+        now: Instant,
+    ) -> Result<SeqNumber, ScoreboardError> {
         let i = self.index_of(start).ok_or(ScoreboardError::NoSuchSegment)?;
         let seg = &mut self.segs[i];
         seg.retransmitted = true;
         seg.ever_retransmitted = true;
         seg.sent_at = now;
-        self.rescue_rxt = Some(recovery_point);
-        Ok(())
+        Ok(seg.end())
     }
 
     /// Begins a loss-recovery phase (RFC 6675 §5 step 4): HighRxt and
@@ -732,17 +738,52 @@ fn lost_rule(sacked_segs_above: u32, sacked_bytes_above: u32, smss: u32) -> bool
         || u64::from(sacked_bytes_above) > u64::from(DUP_THRESH - 1) * u64::from(smss)
 }
 
+/// Helpers shared by the tests of the loss-recovery modules.
 #[cfg(test)]
-mod tests {
+pub(crate) mod testing {
     use super::*;
-    use proptest::prelude::*;
 
-    const MSS: u32 = 1000;
-    const T0: Instant = Instant::ZERO;
+    /// The SMSS the tests use.
+    pub const MSS: u32 = 1000;
+    /// Time zero.
+    pub const T0: Instant = Instant::ZERO;
 
-    fn s(n: u32) -> SeqNumber {
+    /// A sequence number.
+    pub fn s(n: u32) -> SeqNumber {
         SeqNumber(n)
     }
+
+    /// NextSeg rule 1 for the full segment at `start`.
+    pub fn lost(start: u32) -> Option<NextSeg> {
+        Some(NextSeg::Lost {
+            start: s(start),
+            len: MSS,
+        })
+    }
+
+    /// NextSeg rule 2 for a full segment at `start`.
+    pub fn new_data(start: u32) -> Option<NextSeg> {
+        Some(NextSeg::New {
+            start: s(start),
+            len: MSS,
+        })
+    }
+
+    /// A scoreboard from 0 with `n` full segments sent at `at`.
+    pub fn sent(n: u32, at: Instant) -> Scoreboard {
+        let mut sb = Scoreboard::new(64, MSS, s(0));
+        for i in 0..n {
+            sb.on_send(s(i * MSS), MSS, at).unwrap();
+        }
+        sb
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testing::*;
+    use super::*;
+    use proptest::prelude::*;
 
     /// A scoreboard at `base` with `n` full segments sent.
     fn board(base: u32, n: u32) -> Scoreboard {
@@ -810,29 +851,11 @@ mod tests {
         let mut sb = board(0, 6);
         sb.on_ack(s(0), &[blk(1000, 2000), blk(3000, 6000)], T0);
         // Segment 0 lost (4 SACKed above), segment 2 lost (3 above).
-        assert_eq!(
-            sb.next_seg(10_000, Some(s(6000))),
-            Some(NextSeg::Lost {
-                start: s(0),
-                len: 1000
-            })
-        );
+        assert_eq!(sb.next_seg(10_000, Some(s(6000))), lost(0));
         sb.on_retransmit(s(0), T0).unwrap();
-        assert_eq!(
-            sb.next_seg(10_000, Some(s(6000))),
-            Some(NextSeg::Lost {
-                start: s(2000),
-                len: 1000
-            })
-        );
+        assert_eq!(sb.next_seg(10_000, Some(s(6000))), lost(2000));
         sb.on_retransmit(s(2000), T0).unwrap();
-        assert_eq!(
-            sb.next_seg(10_000, Some(s(6000))),
-            Some(NextSeg::New {
-                start: s(6000),
-                len: 1000
-            })
-        );
+        assert_eq!(sb.next_seg(10_000, Some(s(6000))), new_data(6000));
     }
 
     #[test]
