@@ -25,5 +25,5 @@ pub mod seq;
 pub use congestion::{AnyCongestion, CcConfig, CongestionControl, CongestionKind};
 pub use isn::{FourTuple, IsnGenerator};
 pub use rto::{RtoConfig, RtoEstimator, RttSampler};
-pub use sack_scoreboard::{AckOutcome, NextSeg, SackBlock, Scoreboard};
+pub use sack_scoreboard::{AckOutcome, NextSeg, Rule as NextSegRule, SackBlock, Scoreboard};
 pub use seq::SeqNumber;

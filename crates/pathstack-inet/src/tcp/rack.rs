@@ -10,7 +10,7 @@
 
 use pathstack_core::{Duration, Instant};
 
-use super::sack_scoreboard::{AckOutcome, NextSeg, Scoreboard, DUP_THRESH};
+use super::sack_scoreboard::{AckOutcome, NextSeg, Rule, Scoreboard, DUP_THRESH};
 use super::seq::SeqNumber;
 
 /// RFC 8985 §7.2 WCDelAckT: the worst-case delayed-ACK time added to the
@@ -240,15 +240,15 @@ pub fn probe_timeout(
 /// else a retransmission of the highest-sequence segment in flight.
 pub fn probe_segment(sb: &Scoreboard, new_data: u32) -> Option<NextSeg> {
     if new_data > 0 && sb.has_room() {
-        return Some(NextSeg::New {
-            start: sb.snd_nxt(),
-            len: new_data.min(sb.smss()),
-        });
+        return Some(NextSeg::new(
+            Rule::New,
+            sb.snd_nxt(),
+            new_data.min(sb.smss()),
+        ));
     }
-    sb.segments().last().map(|s| NextSeg::Lost {
-        start: s.start,
-        len: s.len,
-    })
+    sb.segments()
+        .last()
+        .map(|s| NextSeg::new(Rule::Lost, s.start, s.len))
 }
 
 #[cfg(test)]
@@ -350,10 +350,7 @@ mod tests {
         assert_eq!(probe_segment(&sb, 3000), new_data(1500));
         assert_eq!(
             probe_segment(&sb, 0),
-            Some(NextSeg::Lost {
-                start: s(1000),
-                len: 500
-            })
+            Some(NextSeg::new(Rule::Lost, s(1000), 500))
         );
         let empty = Scoreboard::new(8, MSS, s(0));
         assert_eq!(probe_segment(&empty, 0), None);

@@ -13,7 +13,7 @@ use pathstack_core::{Duration, Instant};
 
 use super::congestion::CongestionControl;
 use super::sack_scoreboard::{
-    AckOutcome, NextSeg, SackBlock, Scoreboard, ScoreboardError, DUP_THRESH,
+    AckOutcome, NextSeg, Rule, SackBlock, Scoreboard, ScoreboardError, DUP_THRESH,
 };
 use super::seq::SeqNumber;
 
@@ -168,10 +168,7 @@ impl Recovery {
     ) -> Option<NextSeg> {
         if self.fast_rexmit_due {
             if let Some(s) = sb.segments().find(|s| !s.sacked) {
-                return Some(NextSeg::Lost {
-                    start: s.start,
-                    len: s.len,
-                });
+                return Some(NextSeg::new(Rule::Lost, s.start, s.len));
             }
         }
         if cc.cwnd().saturating_sub(sb.pipe()) < sb.smss() {
@@ -196,10 +193,10 @@ impl Recovery {
         seg: NextSeg,
         now: Instant,
     ) -> Result<(), ScoreboardError> {
-        match seg {
-            NextSeg::New { start, len } => sb.on_send(start, len, now),
-            NextSeg::Lost { start, .. } | NextSeg::Unsacked { start, .. } => {
-                sb.on_retransmit(start, now)?;
+        match seg.rule {
+            Rule::New => sb.on_send(seg.start, seg.len, now),
+            Rule::Lost | Rule::Unsacked => {
+                sb.on_retransmit(seg.start, now)?;
                 if self.fast_rexmit_due {
                     self.fast_rexmit_due = false;
                     if let Some(h) = sb.high_rxt() {
@@ -208,9 +205,9 @@ impl Recovery {
                 }
                 Ok(())
             }
-            NextSeg::Rescue { start, .. } => {
+            Rule::Rescue => {
                 let rp = self.recovery_point.unwrap_or(sb.snd_nxt());
-                sb.on_rescue_retransmit(start, rp, now)
+                sb.on_rescue_retransmit(seg.start, rp, now)
             }
         }
     }
@@ -260,13 +257,7 @@ mod tests {
         assert_eq!(cc.cwnd(), 5000, "FlightSize / 2");
         // Fast retransmission first, regardless of the window.
         let fr = r.next_to_send(&sb, &cc, 5000).unwrap();
-        assert_eq!(
-            fr,
-            NextSeg::Lost {
-                start: s(0),
-                len: 1000
-            }
-        );
+        assert_eq!(fr, NextSeg::new(Rule::Lost, s(0), 1000));
         r.on_sent(&mut sb, fr, T0).unwrap();
         assert_eq!(sb.high_rxt(), Some(s(999)));
         assert_eq!(sb.rescue_rxt(), Some(s(999)));
@@ -278,13 +269,7 @@ mod tests {
         assert!(!ev.entered && !ev.exited);
         assert_eq!(sb.pipe(), 3000);
         let n = r.next_to_send(&sb, &cc, 5000).unwrap();
-        assert_eq!(
-            n,
-            NextSeg::New {
-                start: s(10_000),
-                len: 1000
-            }
-        );
+        assert_eq!(n, NextSeg::new(Rule::New, s(10_000), 1000));
         r.on_sent(&mut sb, n, T0).unwrap();
         let n = r.next_to_send(&sb, &cc, 4000).unwrap();
         r.on_sent(&mut sb, n, T0).unwrap();
@@ -336,7 +321,7 @@ mod tests {
         let mut sent = 0;
         while let Some(n) = r.next_to_send(&sb, &cc, 100_000) {
             r.on_sent(&mut sb, n, T0).unwrap();
-            sent += n.len();
+            sent += n.len;
         }
         assert_eq!(sent, 10_000, "the initial window");
     }

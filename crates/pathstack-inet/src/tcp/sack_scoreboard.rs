@@ -181,64 +181,43 @@ pub fn sent_after(t1: Instant, seq1: SeqNumber, t2: Instant, seq2: SeqNumber) ->
     t1 > t2 || (t1 == t2 && seq1.gt(seq2))
 }
 
-/// What NextSeg() (RFC 6675 §4) chose.
+/// Which NextSeg() rule (RFC 6675 §4) chose a segment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum NextSeg {
-    /// Rule 1: retransmit a lost hole (`start`, `len`).
-    Lost {
-        /// First sequence number.
-        start: SeqNumber,
-        /// Length in octets.
-        len: u32,
-    },
-    /// Rule 2: send `len` octets of new data starting at `SND.NXT`.
-    New {
-        /// `SND.NXT`.
-        start: SeqNumber,
-        /// Length in octets (at most SMSS).
-        len: u32,
-    },
-    /// Rule 3: retransmit an unSACKed segment below HighSACK not yet
-    /// deemed lost.
-    Unsacked {
-        /// First sequence number.
-        start: SeqNumber,
-        /// Length in octets.
-        len: u32,
-    },
+pub enum Rule {
+    /// Rule 1: a lost hole below HighSACK, not yet retransmitted.
+    Lost,
+    /// Rule 2: new data at `SND.NXT`.
+    New,
+    /// Rule 3: an unSACKed segment below HighSACK not yet deemed lost.
+    Unsacked,
     /// Rule 4: the rescue retransmission of the highest unSACKed segment.
-    Rescue {
-        /// First sequence number.
-        start: SeqNumber,
-        /// Length in octets.
-        len: u32,
-    },
+    Rescue,
+}
+
+/// What NextSeg() (RFC 6675 §4) chose: `len` octets from `start`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NextSeg {
+    /// The rule that chose it.
+    pub rule: Rule,
+    /// The first sequence number to send.
+    pub start: SeqNumber,
+    /// The number of octets to send (never 0).
+    pub len: u32,
 }
 
 impl NextSeg {
-    /// The first sequence number to send.
-    pub fn start(&self) -> SeqNumber {
-        match *self {
-            NextSeg::Lost { start, .. }
-            | NextSeg::New { start, .. }
-            | NextSeg::Unsacked { start, .. }
-            | NextSeg::Rescue { start, .. } => start,
-        }
+    /// `len` octets from `start`, chosen by `rule`.
+    pub fn new(rule: Rule, start: SeqNumber, len: u32) -> Self {
+        NextSeg { rule, start, len }
     }
 
-    /// The number of octets to send.
-    pub fn len(&self) -> u32 {
-        match *self {
-            NextSeg::Lost { len, .. }
-            | NextSeg::New { len, .. }
-            | NextSeg::Unsacked { len, .. }
-            | NextSeg::Rescue { len, .. } => len,
-        }
+    fn of(rule: Rule, (start, len): (SeqNumber, u32)) -> Self {
+        NextSeg::new(rule, start, len)
     }
 
-    /// Whether this sends nothing (never true for a value NextSeg returns).
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
+    /// Whether this is a retransmission (every rule but 2).
+    pub fn is_retransmission(&self) -> bool {
+        self.rule != Rule::New
     }
 }
 
@@ -669,18 +648,18 @@ impl Scoreboard {
                 }
             });
         }
-        if let Some((start, len)) = rule1 {
-            return Some(NextSeg::Lost { start, len });
+        if let Some(seg) = rule1 {
+            return Some(NextSeg::of(Rule::Lost, seg));
         }
         // Rule 2: new data.
         if new_data > 0 && self.has_room() {
-            return Some(NextSeg::New {
-                start: self.snd_nxt,
-                len: new_data.min(self.smss),
-            });
+            return Some(NextSeg::of(
+                Rule::New,
+                (self.snd_nxt, new_data.min(self.smss)),
+            ));
         }
-        if let Some((start, len)) = rule3 {
-            return Some(NextSeg::Unsacked { start, len });
+        if let Some(seg) = rule3 {
+            return Some(NextSeg::of(Rule::Unsacked, seg));
         }
         // Rule 4: one rescue retransmission per recovery, when HighACK >
         // RescueRxt (or it is undefined).
@@ -691,10 +670,7 @@ impl Scoreboard {
         };
         if allowed {
             if let Some(s) = self.segs.iter().rev().find(|s| !s.sacked) {
-                return Some(NextSeg::Rescue {
-                    start: s.start,
-                    len: s.len,
-                });
+                return Some(NextSeg::of(Rule::Rescue, (s.start, s.len)));
             }
         }
         None
@@ -755,18 +731,12 @@ pub(crate) mod testing {
 
     /// NextSeg rule 1 for the full segment at `start`.
     pub fn lost(start: u32) -> Option<NextSeg> {
-        Some(NextSeg::Lost {
-            start: s(start),
-            len: MSS,
-        })
+        Some(NextSeg::new(Rule::Lost, s(start), MSS))
     }
 
     /// NextSeg rule 2 for a full segment at `start`.
     pub fn new_data(start: u32) -> Option<NextSeg> {
-        Some(NextSeg::New {
-            start: s(start),
-            len: MSS,
-        })
+        Some(NextSeg::new(Rule::New, s(start), MSS))
     }
 
     /// A scoreboard from 0 with `n` full segments sent at `at`.
@@ -865,20 +835,14 @@ mod tests {
         sb.on_ack(s(0), &[blk(3000, 4000)], T0);
         assert_eq!(
             sb.next_seg(0, Some(s(4000))),
-            Some(NextSeg::Unsacked {
-                start: s(0),
-                len: 1000
-            })
+            Some(NextSeg::new(Rule::Unsacked, s(0), 1000))
         );
         // Nothing SACKed, nothing lost, no new data: rescue in recovery.
         let sb = board(0, 3);
         assert_eq!(sb.next_seg(0, None), None);
         assert_eq!(
             sb.next_seg(0, Some(s(3000))),
-            Some(NextSeg::Rescue {
-                start: s(2000),
-                len: 1000
-            })
+            Some(NextSeg::new(Rule::Rescue, s(2000), 1000))
         );
         let mut sb = sb;
         sb.on_rescue_retransmit(s(2000), s(3000), T0).unwrap();
@@ -1030,7 +994,7 @@ mod tests {
                 let retrans: u32 = sb.segments().filter(|s| !s.sacked && s.retransmitted).map(|s| s.len).sum();
                 prop_assert!(sb.pipe() <= outstanding - sb.sacked_bytes() + retrans);
                 if let Some(ns) = sb.next_seg(1000, Some(at)) {
-                    prop_assert!(!ns.is_empty());
+                    prop_assert!(ns.len > 0);
                 }
             }
         }
