@@ -325,4 +325,89 @@ mod tests {
         }
         assert_eq!(sent, 10_000, "the initial window");
     }
+
+    /// A receiver holding some octets: the cumulative ACK is the first
+    /// missing octet, the SACK blocks the first runs held above it.
+    struct Receiver {
+        held: Vec<bool>,
+    }
+
+    impl Receiver {
+        fn ack(&self) -> (SeqNumber, [SackBlock; 4], usize) {
+            let una = self.held.iter().position(|h| !h).unwrap_or(self.held.len());
+            let mut blocks = [SackBlock::new(s(0), s(0)); 4];
+            let mut n = 0;
+            let mut i = una;
+            while i < self.held.len() && n < 3 {
+                if self.held[i] {
+                    let j = i;
+                    while i < self.held.len() && self.held[i] {
+                        i += 1;
+                    }
+                    blocks[n] = SackBlock::new(s(j as u32), s(i as u32));
+                    n += 1;
+                }
+                i += 1;
+            }
+            (s(una as u32), blocks, n)
+        }
+    }
+
+    proptest::proptest! {
+        /// A lossy channel (random drops of first transmissions and
+        /// retransmissions), then a lossless one: the scoreboard's
+        /// invariants hold throughout, the cumulative ACK never goes back,
+        /// pipe stays within the octets in flight plus presumed
+        /// retransmissions, and all data is eventually acknowledged.
+        #[test]
+        fn recovery_under_loss(
+            drops in proptest::collection::vec(proptest::bool::weighted(0.2), 400),
+            rtos in proptest::collection::vec(proptest::bool::weighted(0.05), 200),
+            cubic in proptest::bool::ANY,
+        ) {
+            use crate::tcp::congestion::{AnyCongestion, CongestionKind};
+            const TOTAL: u32 = 60 * MSS;
+            let kind = if cubic { CongestionKind::Cubic } else { CongestionKind::NewReno };
+            let mut cc = AnyCongestion::new(kind, CcConfig { smss: MSS, initial_window_segments: 4 });
+            let mut sb = Scoreboard::new(32, MSS, s(0));
+            let mut r = Recovery::new();
+            let mut rx = Receiver { held: vec![false; TOTAL as usize] };
+            let mut d = 0usize;
+            let mut last_una = s(0);
+            let mut now = T0;
+            for round in 0..400usize {
+                let lossy = round < 200;
+                now = now + pathstack_core::Duration::from_millis(10);
+                let mut burst = 0;
+                while let Some(seg) = r.next_to_send(&sb, &cc, TOTAL - (sb.snd_nxt() - s(0))) {
+                    r.on_sent(&mut sb, seg, now).unwrap();
+                    let dropped = lossy && drops[d % drops.len()];
+                    d += 1;
+                    if !dropped {
+                        let a = seg.start - s(0);
+                        for b in &mut rx.held[a as usize..(a + seg.len) as usize] {
+                            *b = true;
+                        }
+                    }
+                    burst += 1;
+                    proptest::prop_assert!(burst < 100, "unbounded burst");
+                }
+                let (cum, blocks, n) = rx.ack();
+                r.on_ack(&mut sb, &mut cc, cum, &blocks[..n], None, now);
+                if (lossy && rtos[round % rtos.len()]) || (!sb.is_empty() && r.next_to_send(&sb, &cc, 0).is_none() && round % 7 == 6) {
+                    r.on_rto(&mut sb, &mut cc, now);
+                }
+                proptest::prop_assert!(sb.check_invariants().is_ok());
+                proptest::prop_assert!(last_una.le(sb.high_ack()));
+                last_una = sb.high_ack();
+                let retrans: u32 = sb.segments().filter(|x| !x.sacked && x.retransmitted).map(|x| x.len).sum();
+                proptest::prop_assert!(sb.pipe() <= sb.flight_size() - sb.sacked_bytes() + retrans);
+                proptest::prop_assert!(cc.cwnd() >= MSS);
+                if sb.high_ack() == s(TOTAL) {
+                    break;
+                }
+            }
+            proptest::prop_assert_eq!(sb.high_ack(), s(TOTAL), "all data acknowledged");
+        }
+    }
 }
