@@ -24,6 +24,8 @@ pub mod seq;
 
 pub use congestion::{AnyCongestion, CcConfig, CongestionControl, CongestionKind};
 pub use isn::{FourTuple, IsnGenerator};
+pub use rack::{Rack, Tlp, TlpVerdict};
+pub use recovery::Recovery;
 pub use rto::{RtoConfig, RtoEstimator, RttSampler};
 pub use sack_scoreboard::{AckOutcome, NextSeg, Rule as NextSegRule, SackBlock, Scoreboard};
 pub use seq::SeqNumber;

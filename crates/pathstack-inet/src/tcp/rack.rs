@@ -251,6 +251,82 @@ pub fn probe_segment(sb: &Scoreboard, new_data: u32) -> Option<NextSeg> {
         .map(|s| NextSeg::new(Rule::Lost, s.start, s.len))
 }
 
+/// What an ACK says about an outstanding tail loss probe
+/// (RFC 8985 §7.4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TlpVerdict {
+    /// Nothing decided yet (or no probe outstanding).
+    Pending,
+    /// The probe was unnecessary: it was new data, or a D-SACK shows the
+    /// retransmitted probe duplicated a segment that had arrived. No
+    /// congestion response.
+    NoLoss,
+    /// The retransmitted probe repaired a loss (the ACK covers it with no
+    /// D-SACK): the caller applies the congestion response of a fast
+    /// recovery (§7.4.2).
+    LossRepaired,
+}
+
+/// The TLP state of one connection (RFC 8985 §7.1): whether a probe is
+/// outstanding, and for which octets.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Tlp {
+    /// TLP.end_seq: `SND.NXT` when the probe was sent.
+    end_seq: Option<SeqNumber>,
+    /// TLP.is_retrans: the probe was a retransmission.
+    is_retrans: bool,
+}
+
+impl Tlp {
+    /// No probe outstanding.
+    pub fn new() -> Self {
+        Tlp::default()
+    }
+
+    /// Whether a probe is outstanding.
+    pub fn outstanding(&self) -> bool {
+        self.end_seq.is_some()
+    }
+
+    /// Whether the PTO may be armed (RFC 8985 §7.2): data is in flight,
+    /// the sender is not in loss recovery and no probe is outstanding.
+    pub fn may_arm(&self, sb: &Scoreboard, in_recovery: bool) -> bool {
+        !sb.is_empty() && !in_recovery && self.end_seq.is_none()
+    }
+
+    /// A probe was sent (RFC 8985 §7.3): remembers `SND.NXT` after it and
+    /// whether it was a retransmission.
+    pub fn on_probe_sent(&mut self, probe: NextSeg, snd_nxt: SeqNumber) {
+        self.end_seq = Some(snd_nxt);
+        self.is_retrans = probe.is_retransmission();
+    }
+
+    /// RFC 8985 §7.4.2 on an ACK already applied to the scoreboard
+    /// (`snd_una` after it).
+    pub fn on_ack(&mut self, ack: &AckOutcome, snd_una: SeqNumber) -> TlpVerdict {
+        let Some(end) = self.end_seq else {
+            return TlpVerdict::Pending;
+        };
+        if !self.is_retrans {
+            // A new-data probe: RACK detects any loss it reveals.
+            if snd_una.ge(end) {
+                self.end_seq = None;
+                return TlpVerdict::NoLoss;
+            }
+            return TlpVerdict::Pending;
+        }
+        if ack.dsack.is_some_and(|d| d.right == end) {
+            self.end_seq = None;
+            return TlpVerdict::NoLoss;
+        }
+        if snd_una.gt(end) || (snd_una == end && ack.cum_advanced && ack.dsack.is_none()) {
+            self.end_seq = None;
+            return TlpVerdict::LossRepaired;
+        }
+        TlpVerdict::Pending
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -354,5 +430,33 @@ mod tests {
         );
         let empty = Scoreboard::new(8, MSS, s(0));
         assert_eq!(probe_segment(&empty, 0), None);
+    }
+
+    #[test]
+    fn tlp_loss_verdicts() {
+        // A retransmitted probe of the last segment, then an ACK of it
+        // without D-SACK: the probe repaired a loss.
+        let mut sb = sent(3, at(0));
+        let mut tlp = Tlp::new();
+        assert!(tlp.may_arm(&sb, false) && !tlp.may_arm(&sb, true));
+        let probe = probe_segment(&sb, 0).unwrap();
+        tlp.on_probe_sent(probe, sb.snd_nxt());
+        assert!(!tlp.may_arm(&sb, false), "one probe at a time");
+        let ack = sb.on_ack(s(3000), &[], at(10));
+        assert_eq!(tlp.on_ack(&ack, sb.high_ack()), TlpVerdict::LossRepaired);
+        // The same, but the ACK carries a D-SACK of the probe: no loss.
+        let mut sb = sent(3, at(0));
+        tlp.on_probe_sent(probe, sb.snd_nxt());
+        let ack = sb.on_ack(s(3000), &[SackBlock::new(s(2000), s(3000))], at(10));
+        assert_eq!(tlp.on_ack(&ack, sb.high_ack()), TlpVerdict::NoLoss);
+        // A new-data probe is resolved by its ACK, without a verdict.
+        let mut sb = sent(3, at(0));
+        let probe = probe_segment(&sb, MSS).unwrap();
+        sb.on_send(probe.start, probe.len, at(1)).unwrap();
+        tlp.on_probe_sent(probe, sb.snd_nxt());
+        let ack = sb.on_ack(s(2000), &[], at(10));
+        assert_eq!(tlp.on_ack(&ack, sb.high_ack()), TlpVerdict::Pending);
+        let ack = sb.on_ack(s(4000), &[], at(11));
+        assert_eq!(tlp.on_ack(&ack, sb.high_ack()), TlpVerdict::NoLoss);
     }
 }
