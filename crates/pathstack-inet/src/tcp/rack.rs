@@ -7,6 +7,13 @@
 //! min_RTT/4, is zero until reordering has been seen (§6.2 step 4), and
 //! grows in steps of min_RTT/4 on D-SACKs (at most once per round trip),
 //! decaying back after 16 loss recoveries, bounded by SRTT.
+//!
+//! Wiring (RFC 8985 §9.3): after each ACK, [`Rack::on_ack`] then
+//! [`Rack::detect_loss`]; if it marked segments lost and the sender is not
+//! in recovery, [`Recovery::enter`](super::recovery::Recovery::enter)
+//! starts RFC 6675 recovery, whose NextSeg retransmits them. When
+//! recovery ends, [`Rack::on_recovery_exit`]. The reordering timer and the
+//! PTO ([`probe_timeout`], [`Tlp`]) are the caller's timers.
 
 use pathstack_core::{Duration, Instant};
 
@@ -458,5 +465,45 @@ mod tests {
         assert_eq!(tlp.on_ack(&ack, sb.high_ack()), TlpVerdict::Pending);
         let ack = sb.on_ack(s(4000), &[], at(11));
         assert_eq!(tlp.on_ack(&ack, sb.high_ack()), TlpVerdict::NoLoss);
+    }
+
+    #[test]
+    fn detects_a_lost_retransmission() {
+        use crate::tcp::congestion::{CcConfig, NewReno};
+        use crate::tcp::recovery::Recovery;
+        let mut cc = NewReno::new(CcConfig {
+            smss: MSS,
+            initial_window_segments: 10,
+        });
+        let mut sb = sent(4, at(0));
+        let mut r = Recovery::new();
+        let mut rack = Rack::new();
+        rack.on_rtt_sample(ms(100));
+        // Segment 0 lost; 1..4 SACKed at 100 ms: recovery, fast rexmit.
+        let sack = [SackBlock::new(s(1000), s(4000))];
+        let ev = r.on_ack(&mut sb, &mut cc, s(0), &sack, Some(ms(100)), at(100));
+        rack.on_ack(&ev.ack, sb.high_ack(), sb.snd_nxt(), at(100));
+        assert!(ev.entered);
+        let fr = r.next_to_send(&sb, &cc, MSS).unwrap();
+        assert_eq!(fr, NextSeg::new(Rule::Lost, s(0), MSS));
+        r.on_sent(&mut sb, fr, at(100)).unwrap();
+        // New data at 101 ms, SACKed at 201 ms; the retransmission is not
+        // acknowledged. Nothing SACK-based can tell: it was retransmitted.
+        let n = r.next_to_send(&sb, &cc, MSS).unwrap();
+        assert_eq!(n, NextSeg::new(Rule::New, s(4000), MSS));
+        r.on_sent(&mut sb, n, at(101)).unwrap();
+        let sack = [SackBlock::new(s(1000), s(5000))];
+        let ev = r.on_ack(&mut sb, &mut cc, s(0), &sack, Some(ms(100)), at(201));
+        rack.on_ack(&ev.ack, sb.high_ack(), sb.snd_nxt(), at(201));
+        assert_eq!(r.next_to_send(&sb, &cc, 0), None);
+        // RACK: sent before RACK.xmit_ts (101 ms) and 100 ms + reo_wnd (0
+        // in recovery without reordering) ago: lost again.
+        let reo = rack.reo_wnd(&sb, r.in_recovery(), Some(ms(100)));
+        assert_eq!(reo, Duration::ZERO);
+        assert_eq!(rack.detect_loss(&mut sb, reo, at(201)), (1, None));
+        assert_eq!(
+            r.next_to_send(&sb, &cc, 0),
+            Some(NextSeg::new(Rule::Lost, s(0), MSS))
+        );
     }
 }

@@ -101,6 +101,10 @@ pub enum ScoreboardError {
     /// The segment does not start at `SND.NXT` or is empty.
     #[error("segment does not continue SND.NXT")]
     NotContiguous,
+    /// The segment would take the data in flight to 2^31 octets or more,
+    /// beyond what sequence numbers can order (RFC 9293 §3.4).
+    #[error("too much data in flight")]
+    TooMuchInFlight,
     /// No segment in flight starts at the given sequence number.
     #[error("no such segment in flight")]
     NoSuchSegment,
@@ -345,8 +349,11 @@ impl Scoreboard {
         len: u32,
         now: Instant,
     ) -> Result<(), ScoreboardError> {
-        if start != self.snd_nxt || len == 0 || len >= 1 << 30 {
+        if start != self.snd_nxt || len == 0 {
             return Err(ScoreboardError::NotContiguous);
+        }
+        if u64::from(self.flight_size()) + u64::from(len) >= 1 << 31 {
+            return Err(ScoreboardError::TooMuchInFlight);
         }
         if !self.has_room() {
             return Err(ScoreboardError::Full);
@@ -459,13 +466,17 @@ impl Scoreboard {
         let mut out = AckOutcome::default();
         let sack = &sack[..sack.len().min(MAX_SACK_BLOCKS)];
         let prior_fack = self.fack;
+        // An unacceptable cumulative ACK (outside [SND.UNA, SND.NXT]) is
+        // not trusted to classify a D-SACK either.
+        let cum_ok = cum_ack.in_window(self.snd_una, self.flight_size() + 1);
+        let dsack_ref = if cum_ok { cum_ack } else { self.snd_una };
 
         // RFC 2883 §4: the first block is a D-SACK if it lies below the
         // cumulative ACK, or within the second block.
         let mut first_regular = 0;
         if let Some(&b0) = sack.first() {
             if b0.is_valid()
-                && (b0.right.le(cum_ack) || sack.get(1).is_some_and(|&b1| b0.within(b1)))
+                && (b0.right.le(dsack_ref) || sack.get(1).is_some_and(|&b1| b0.within(b1)))
             {
                 out.dsack = Some(b0);
                 first_regular = 1;
@@ -473,7 +484,7 @@ impl Scoreboard {
         }
 
         // Cumulative ACK (RFC 9293 §3.10.7.4: SND.UNA < SEG.ACK =< SND.NXT).
-        if self.snd_una.lt(cum_ack) && cum_ack.le(self.snd_nxt) {
+        if cum_ok && cum_ack != self.snd_una {
             out.cum_advanced = true;
             out.newly_acked = cum_ack - self.snd_una;
             while let Some(front) = self.segs.front_mut() {
@@ -917,6 +928,15 @@ mod tests {
             sb.on_send(s(5), MSS, T0),
             Err(ScoreboardError::NotContiguous)
         );
+        let mut big = Scoreboard::new(4, MSS, s(0));
+        big.on_send(s(0), 1 << 30, T0).unwrap();
+        assert_eq!(
+            big.on_send(s(1 << 30), 1 << 30, T0),
+            Err(ScoreboardError::TooMuchInFlight)
+        );
+        // A D-SACK is judged against an acceptable cumulative ACK only.
+        let o = big.on_ack(s(u32::MAX), &[SackBlock::new(s(0), s(10))], T0);
+        assert!(o.cum_ignored && o.dsack.is_none());
         assert_eq!(sb.next_seg(5000, None), None);
     }
 
