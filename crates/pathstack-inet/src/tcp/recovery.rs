@@ -28,6 +28,10 @@ pub struct RecoveryEvent {
     pub entered: bool,
     /// This ACK ended loss recovery (RFC 6675 §5 step (A)).
     pub exited: bool,
+    /// D-SACKs showed every retransmission of the last recovery phase
+    /// unnecessary: the congestion controller's reduction was undone
+    /// (RFC 3708 §3.2 via RFC 2883 §4; Linux `tcp_try_undo_dsack`).
+    pub undone: bool,
 }
 
 /// The RFC 6675 §5 loss-recovery state of one connection.
@@ -43,6 +47,11 @@ pub struct Recovery {
     recovery_point: Option<SeqNumber>,
     /// The fast retransmission (RFC 6675 §5 step 4.3) is due.
     fast_rexmit_due: bool,
+    /// Retransmissions of the last recovery phase not yet shown
+    /// unnecessary by a D-SACK, and HighACK when it began (D-SACKs below
+    /// it are about older retransmissions); `None` once undone or after
+    /// a timeout, which is never undone here.
+    undo: Option<(u32, SeqNumber)>,
 }
 
 impl Recovery {
@@ -88,7 +97,19 @@ impl Recovery {
             ack,
             entered: false,
             exited: false,
+            undone: false,
         };
+        if let (Some(d), Some((n, marker))) = (ack.dsack, self.undo) {
+            if n > 0 && d.left.ge(marker) {
+                self.undo = Some((n - 1, marker));
+                if n == 1 {
+                    // Every retransmission was a duplicate: nothing was lost.
+                    self.undo = None;
+                    cc.on_spurious_congestion(now);
+                    ev.undone = true;
+                }
+            }
+        }
         if self.in_recovery {
             if let Some(rp) = self.recovery_point {
                 if ack.cum_advanced && sb.high_ack().ge(rp) {
@@ -135,6 +156,7 @@ impl Recovery {
         self.in_recovery = true;
         self.recovery_point = Some(sb.snd_nxt());
         self.fast_rexmit_due = true;
+        self.undo = Some((0, sb.high_ack()));
         self.dup_acks = 0;
         sb.begin_recovery();
         cc.on_enter_recovery(sb.flight_size(), now);
@@ -152,6 +174,7 @@ impl Recovery {
         self.fast_rexmit_due = false;
         self.dup_acks = 0;
         self.recovery_point = Some(sb.snd_nxt());
+        self.undo = None;
     }
 
     /// What to send next, or `None` when nothing may be sent now. The
@@ -182,6 +205,14 @@ impl Recovery {
         sb.next_seg(new_data, rp)
     }
 
+    fn count_retransmission(&mut self) {
+        if let Some((n, marker)) = self.undo {
+            if self.in_recovery {
+                self.undo = Some((n.saturating_add(1), marker));
+            }
+        }
+    }
+
     /// Records that `seg` (from [`next_to_send`](Self::next_to_send)) was
     /// sent at `now`: new data goes on the scoreboard (step C.3), a
     /// retransmission updates HighRxt (step C.2) and, for the fast
@@ -197,6 +228,7 @@ impl Recovery {
             Rule::New => sb.on_send(seg.start, seg.len, now),
             Rule::Lost | Rule::Unsacked => {
                 sb.on_retransmit(seg.start, now)?;
+                self.count_retransmission();
                 if self.fast_rexmit_due {
                     self.fast_rexmit_due = false;
                     if let Some(h) = sb.high_rxt() {
@@ -207,7 +239,9 @@ impl Recovery {
             }
             Rule::Rescue => {
                 let rp = self.recovery_point.unwrap_or(sb.snd_nxt());
-                sb.on_rescue_retransmit(seg.start, rp, now)
+                sb.on_rescue_retransmit(seg.start, rp, now)?;
+                self.count_retransmission();
+                Ok(())
             }
         }
     }
@@ -324,6 +358,27 @@ mod tests {
             sent += n.len;
         }
         assert_eq!(sent, 10_000, "the initial window");
+    }
+
+    #[test]
+    fn dsack_of_every_retransmission_undoes_the_reduction() {
+        // Segment 0 was only delayed: the fast retransmission duplicates
+        // it, the receiver D-SACKs it, and cwnd comes back.
+        let (mut sb, mut cc, mut r) = setup(10);
+        let ev = sack(&mut r, &mut sb, &mut cc, 0, 4000);
+        assert!(ev.entered);
+        assert_eq!(cc.cwnd(), 5000);
+        let fr = r.next_to_send(&sb, &cc, 0).unwrap();
+        r.on_sent(&mut sb, fr, T0).unwrap();
+        let ev = r.on_ack(&mut sb, &mut cc, s(4000), &[], None, T0);
+        assert!(!ev.undone);
+        let d = [SackBlock::new(s(0), s(1000))];
+        let ev = r.on_ack(&mut sb, &mut cc, s(4000), &d, None, T0);
+        assert!(ev.undone && ev.ack.dsack.is_some());
+        assert_eq!(cc.cwnd(), 10_000);
+        // At most once.
+        let ev = r.on_ack(&mut sb, &mut cc, s(4000), &d, None, T0);
+        assert!(!ev.undone);
     }
 
     /// A receiver holding some octets: the cumulative ACK is the first
