@@ -635,30 +635,25 @@ impl Scoreboard {
     /// within a recovery phase matches RFC 6675's `S > HighRxt` and also
     /// lets a segment whose retransmission RACK found lost go again.
     pub fn next_seg(&self, new_data: u32, recovery_point: Option<SeqNumber>) -> Option<NextSeg> {
+        // Rule 1: the lowest lost segment not yet retransmitted. IsLost
+        // implies SACKed data above, so below HighSACK as the RFC says;
+        // segments marked lost by a timeout or RACK qualify wherever they
+        // are, or a tail loss above HighSACK would wait for a rescue.
+        // Rule 3: the lowest unSACKed, not lost, not retransmitted segment
+        // below HighSACK.
         let high_sack = self.high_sack();
-        // Rule 1 (lowest lost hole below HighSACK) and rule 3 (lowest
-        // unSACKed, not lost, not retransmitted, below HighSACK).
         let mut rule1 = None;
         let mut rule3 = None;
-        if let Some(hs) = high_sack {
-            self.for_each_unsacked_rev(|_, s, lost| {
-                if s.retransmitted || !s.start.lt(hs) {
-                    return;
-                }
-                if lost {
-                    rule1 = Some((s.start, s.len));
-                } else {
-                    rule3 = Some((s.start, s.len));
-                }
-            });
-        } else {
-            // Nothing SACKed: only explicitly marked (RTO/RACK) losses.
-            self.for_each_unsacked_rev(|_, s, lost| {
-                if lost && !s.retransmitted {
-                    rule1 = Some((s.start, s.len));
-                }
-            });
-        }
+        self.for_each_unsacked_rev(|_, s, lost| {
+            if s.retransmitted {
+                return;
+            }
+            if lost {
+                rule1 = Some((s.start, s.len));
+            } else if high_sack.is_some_and(|hs| s.start.lt(hs)) {
+                rule3 = Some((s.start, s.len));
+            }
+        });
         if let Some(seg) = rule1 {
             return Some(NextSeg::of(Rule::Lost, seg));
         }
@@ -837,6 +832,21 @@ mod tests {
         assert_eq!(sb.next_seg(10_000, Some(s(6000))), lost(2000));
         sb.on_retransmit(s(2000), T0).unwrap();
         assert_eq!(sb.next_seg(10_000, Some(s(6000))), new_data(6000));
+    }
+
+    #[test]
+    fn next_seg_retransmits_marked_tail_above_high_sack() {
+        // SACK of segment 1 only, then a timeout: 0, 2 and 3 are lost; 3
+        // lies above HighSACK and is still retransmitted before new data.
+        let mut sb = board(0, 4);
+        sb.on_ack(s(0), &[blk(1000, 2000)], T0);
+        sb.on_rto();
+        for want in [0, 2000, 3000] {
+            let n = sb.next_seg(5000, None);
+            assert_eq!(n, lost(want));
+            sb.on_retransmit(s(want), T0).unwrap();
+        }
+        assert_eq!(sb.next_seg(5000, None), new_data(4000));
     }
 
     #[test]
