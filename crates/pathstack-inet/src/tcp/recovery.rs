@@ -419,7 +419,9 @@ mod tests {
             drops in proptest::collection::vec(proptest::bool::weighted(0.2), 400),
             rtos in proptest::collection::vec(proptest::bool::weighted(0.05), 200),
             cubic in proptest::bool::ANY,
+            use_rack in proptest::bool::ANY,
         ) {
+            use crate::tcp::rack::Rack;
             use crate::tcp::congestion::{AnyCongestion, CongestionKind};
             const TOTAL: u32 = 60 * MSS;
             let kind = if cubic { CongestionKind::Cubic } else { CongestionKind::NewReno };
@@ -430,6 +432,8 @@ mod tests {
             let mut d = 0usize;
             let mut last_una = s(0);
             let mut now = T0;
+            let mut rack = Rack::new();
+            rack.on_rtt_sample(pathstack_core::Duration::from_millis(10));
             for round in 0..400usize {
                 let lossy = round < 200;
                 now = now + pathstack_core::Duration::from_millis(10);
@@ -448,7 +452,18 @@ mod tests {
                     proptest::prop_assert!(burst < 100, "unbounded burst");
                 }
                 let (cum, blocks, n) = rx.ack();
-                r.on_ack(&mut sb, &mut cc, cum, &blocks[..n], None, now);
+                let ev = r.on_ack(&mut sb, &mut cc, cum, &blocks[..n], None, now);
+                if use_rack {
+                    // RFC 8985 §9.3: RACK's losses start RFC 6675 recovery.
+                    rack.on_ack(&ev.ack, sb.high_ack(), sb.snd_nxt(), now);
+                    let reo = rack.reo_wnd(&sb, r.in_recovery(), None);
+                    if rack.detect_loss(&mut sb, reo, now).0 > 0 {
+                        r.enter(&mut sb, &mut cc, now);
+                    }
+                    if ev.exited {
+                        rack.on_recovery_exit();
+                    }
+                }
                 if (lossy && rtos[round % rtos.len()]) || (!sb.is_empty() && r.next_to_send(&sb, &cc, 0).is_none() && round % 7 == 6) {
                     r.on_rto(&mut sb, &mut cc, now);
                 }
