@@ -235,14 +235,16 @@ impl RecvBuffer {
         let wnd = i64::from(self.adv_right.max(self.rcv_nxt) - self.rcv_nxt);
         let s = i64::from(seq.signed_diff(self.rcv_nxt));
         let e = s + data.len().min(1 << 31) as i64;
-        if e <= 0 {
+        if e <= 0 && s >= -(1 << 30) {
             // Wholly old: a duplicate (RFC 2883 §4.1.1).
             out.duplicate = true;
             self.stats.duplicates += 1;
             self.dsack = Some((seq, seq + (e - s) as u32));
             return out;
         }
-        if s >= wnd {
+        if e <= 0 || s >= wnd {
+            // Beyond the window, or so far behind RCV.NXT (more than any
+            // window, RFC 7323 §2.3) that it is not a plausible duplicate.
             out.dropped = true;
             self.stats.out_of_window += 1;
             return out;
@@ -272,11 +274,11 @@ impl RecvBuffer {
         if ts > 0 {
             // Out of order: merge with overlapping and adjacent ranges.
             let (mut ma, mut mb, mut absorbed, mut absorbed_bytes) = (a, b, 0, 0usize);
+            let mut dup = None;
             for r in &self.ranges[..self.n_ranges] {
                 if r.start.le(b) && a.le(r.end) {
-                    if !out.duplicate && r.start.lt(b) && a.lt(r.end) {
-                        out.duplicate = true;
-                        self.dsack = Some((r.start.max(a), r.end.min(b)));
+                    if dup.is_none() && r.start.lt(b) && a.lt(r.end) {
+                        dup = Some((r.start.max(a), r.end.min(b)));
                     }
                     ma = ma.min(r.start);
                     mb = mb.max(r.end);
@@ -298,6 +300,10 @@ impl RecvBuffer {
                     dropped: true,
                     ..Inserted::default()
                 };
+            }
+            if dup.is_some() {
+                out.duplicate = true;
+                self.dsack = dup;
             }
             self.store(ts as usize, payload);
             let mut i = 0;
@@ -368,11 +374,9 @@ impl RecvBuffer {
     pub fn consume(&mut self, n: usize) -> usize {
         let n = n.min(self.readable);
         self.readable -= n;
-        self.read_pos = if self.readable == 0 {
-            0
-        } else {
-            (self.read_pos + n) % self.buf.len()
-        };
+        // Out-of-order octets sit at fixed ring positions after the
+        // readable ones, so the read position only ever moves forward.
+        self.read_pos = (self.read_pos + n) % self.buf.len();
         n
     }
 
@@ -414,5 +418,364 @@ impl RecvBuffer {
             }
         }
         n
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::BTreeMap;
+
+    fn cfg(capacity: usize) -> RecvConfig {
+        RecvConfig {
+            capacity,
+            max_ooo_bytes: capacity,
+            max_ooo_ranges: 4,
+            mss: 0,
+            window_shift: 0,
+        }
+    }
+
+    fn read_all(b: &mut RecvBuffer) -> Vec<u8> {
+        let mut out = vec![0; b.len() + 3];
+        let n = b.read(&mut out);
+        out.truncate(n);
+        out
+    }
+
+    fn sacks(b: &mut RecvBuffer) -> Vec<(u32, u32)> {
+        let mut blocks = [(0, 0); 4];
+        let n = b.sack_blocks(&mut blocks);
+        blocks[..n].to_vec()
+    }
+
+    #[test]
+    fn in_order_across_the_sequence_wrap() {
+        let start = SeqNumber(u32::MAX - 3);
+        let mut b = RecvBuffer::new(cfg(16), start);
+        let r = b.insert(start, b"abcdef");
+        assert_eq!(
+            r,
+            Inserted {
+                advanced: 6,
+                ..Inserted::default()
+            }
+        );
+        assert_eq!(b.rcv_nxt(), SeqNumber(2));
+        assert_eq!(read_all(&mut b), b"abcdef");
+        // Out of order across the wrap too.
+        let r = b.insert(SeqNumber(5), b"ij");
+        assert!(r.out_of_order && r.advanced == 0);
+        assert_eq!(sacks(&mut b), [(5, 7)]);
+        assert_eq!(b.insert(SeqNumber(2), b"fgh").advanced, 5);
+        assert_eq!(read_all(&mut b), b"fghij");
+        assert!(sacks(&mut b).is_empty());
+    }
+
+    #[test]
+    fn ring_wraps_with_reads_interleaved() {
+        let mut b = RecvBuffer::new(cfg(8), SeqNumber(0));
+        let mut seq = SeqNumber(0);
+        let mut got = vec![];
+        for chunk in [&b"abcde"[..], b"fgh", b"ijklm", b"nop"] {
+            assert_eq!(b.insert(seq, chunk).advanced, chunk.len());
+            seq += chunk.len() as u32;
+            got.extend(read_all(&mut b));
+            b.window(); // the ACK advertising the freed space
+        }
+        assert_eq!(got, b"abcdefghijklmnop");
+    }
+
+    #[test]
+    fn overlapping_and_nested_segments_merge() {
+        let mut b = RecvBuffer::new(cfg(64), SeqNumber(100));
+        assert!(b.insert(SeqNumber(110), b"KLMNO").out_of_order); // [110,115)
+        assert!(b.insert(SeqNumber(120), b"UVW").out_of_order); // [120,123)
+                                                                // Bridges both, overlapping the first: merges into [110,123).
+        let r = b.insert(SeqNumber(113), b"NOPQRSTU");
+        assert!(r.out_of_order && r.duplicate);
+        assert_eq!(sacks(&mut b), [(113, 115), (110, 123)]);
+        assert_eq!(sacks(&mut b), [(110, 123)]); // D-SACK only once
+                                                 // Nested: wholly inside, a duplicate.
+        let r = b.insert(SeqNumber(115), b"PQ");
+        assert!(r.duplicate && !r.out_of_order && r.advanced == 0);
+        assert_eq!(sacks(&mut b), [(115, 117), (110, 123)]);
+        // Adjacent on the left: merges without overlap.
+        let r = b.insert(SeqNumber(105), b"FGHIJ");
+        assert!(r.out_of_order && !r.duplicate);
+        assert_eq!(
+            b.ooo_ranges().collect::<Vec<_>>(),
+            [(SeqNumber(105), SeqNumber(123))]
+        );
+        // The hole filled by a segment overlapping everything.
+        let r = b.insert(SeqNumber(100), b"ABCDEFGHIJKLMNOPQRSTUVWXYZ");
+        assert_eq!(r.advanced, 26);
+        assert!(r.duplicate);
+        assert_eq!(read_all(&mut b), b"ABCDEFGHIJKLMNOPQRSTUVWXYZ");
+        assert_eq!(b.ooo_bytes(), 0);
+    }
+
+    #[test]
+    fn old_and_partly_old_data_report_a_dsack() {
+        let mut b = RecvBuffer::new(cfg(32), SeqNumber(1000));
+        b.insert(SeqNumber(1000), b"0123456789");
+        let r = b.insert(SeqNumber(1002), b"234");
+        assert!(r.duplicate && r.advanced == 0);
+        assert_eq!(sacks(&mut b), [(1002, 1005)]);
+        let r = b.insert(SeqNumber(1008), b"89ab");
+        assert!(r.duplicate && r.advanced == 2);
+        assert_eq!(sacks(&mut b), [(1008, 1010)]);
+        assert!(sacks(&mut b).is_empty());
+        assert_eq!(b.stats().duplicates, 1);
+    }
+
+    #[test]
+    fn trimmed_to_the_window_and_beyond_it_dropped() {
+        let mut b = RecvBuffer::new(cfg(8), SeqNumber(0));
+        assert_eq!(b.window(), 8);
+        let r = b.insert(SeqNumber(4), b"efghijkl");
+        assert!(r.out_of_order);
+        assert_eq!(b.stats().trimmed_bytes, 4);
+        assert_eq!(
+            b.ooo_ranges().collect::<Vec<_>>(),
+            [(SeqNumber(4), SeqNumber(8))]
+        );
+        let r = b.insert(SeqNumber(8), b"x");
+        assert!(r.dropped);
+        assert_eq!(b.stats().out_of_window, 1);
+        assert_eq!(b.insert(SeqNumber(0), b"abcd").advanced, 8);
+        assert_eq!(read_all(&mut b), b"abcdefgh");
+    }
+
+    #[test]
+    fn zero_window_accepts_nothing() {
+        let mut b = RecvBuffer::new(cfg(4), SeqNumber(7));
+        assert_eq!(b.insert(SeqNumber(7), b"abcd").advanced, 4);
+        assert_eq!(b.window(), 0);
+        let r = b.insert(SeqNumber(11), b"e");
+        assert!(r.dropped && r.advanced == 0);
+        assert_eq!(b.window_field(), 0);
+        // Reading reopens it.
+        assert_eq!(read_all(&mut b), b"abcd");
+        assert_eq!(b.window(), 4);
+        assert_eq!(b.insert(SeqNumber(11), b"e").advanced, 1);
+    }
+
+    #[test]
+    fn right_edge_never_moves_back_and_sws_avoidance() {
+        let mut b = RecvBuffer::new(
+            RecvConfig {
+                mss: 100,
+                ..cfg(1000)
+            },
+            SeqNumber(0),
+        );
+        assert_eq!(b.window(), 1000);
+        assert_eq!(b.insert(SeqNumber(0), &[1; 600]).advanced, 600);
+        assert_eq!(b.window(), 400); // edge fixed at 1000
+                                     // Reading 50 octets frees less than one MSS: the edge stays (SWS).
+        b.consume(50);
+        assert_eq!(b.window(), 400);
+        b.consume(60); // 110 freed in all: the edge moves
+        assert_eq!(b.window(), 510);
+        assert_eq!(b.advertised_right_edge(), SeqNumber(1110));
+    }
+
+    #[test]
+    fn scaled_window_field_rounds_without_shrinking() {
+        let c = RecvConfig {
+            window_shift: 4,
+            ..cfg(1 << 20)
+        };
+        let mut b = RecvBuffer::new(c, SeqNumber(0));
+        // Before scaling applies, the initial window is 65535 (RFC 7323).
+        assert_eq!(b.advertised_right_edge(), SeqNumber(65535));
+        // Capped at 65535 << 4.
+        assert_eq!(b.window_field(), 65535);
+        assert_eq!(b.window(), 65535 << 4);
+        b.insert(SeqNumber(0), &[0; 5]);
+        // 65535·16 - 5 rounds up to a whole unit: the edge moves forward.
+        let f = b.window_field();
+        assert_eq!(f, 65535);
+        assert!(b.advertised_right_edge().ge(SeqNumber(65535 << 4)));
+    }
+
+    #[test]
+    fn out_of_order_range_limit_drops_and_counts() {
+        let mut b = RecvBuffer::new(cfg(100), SeqNumber(0)); // 4 ranges
+        for i in 0..4u32 {
+            assert!(b.insert(SeqNumber(10 + 10 * i), b"xx").out_of_order);
+        }
+        let r = b.insert(SeqNumber(60), b"yy");
+        assert!(r.dropped && !r.out_of_order);
+        assert_eq!(b.stats().ooo_ranges_full, 1);
+        // One merging into an existing range still fits.
+        assert!(b.insert(SeqNumber(12), b"zz").out_of_order);
+        // Byte limit.
+        let mut b = RecvBuffer::new(
+            RecvConfig {
+                max_ooo_bytes: 5,
+                ..cfg(100)
+            },
+            SeqNumber(0),
+        );
+        assert!(b.insert(SeqNumber(10), b"abc").out_of_order);
+        assert!(b.insert(SeqNumber(20), b"def").dropped);
+        assert_eq!(b.stats().ooo_bytes_full, 1);
+        assert!(b.insert(SeqNumber(13), b"de").out_of_order);
+    }
+
+    #[test]
+    fn sack_blocks_most_recent_first() {
+        let mut b = RecvBuffer::new(
+            RecvConfig {
+                max_ooo_ranges: 8,
+                ..cfg(200)
+            },
+            SeqNumber(0),
+        );
+        for start in [10u32, 30, 50, 70, 90] {
+            b.insert(SeqNumber(start), b"ab");
+        }
+        assert_eq!(sacks(&mut b), [(90, 92), (70, 72), (50, 52), (30, 32)]);
+        b.insert(SeqNumber(32), b"c"); // extends the second-oldest range
+        assert_eq!(sacks(&mut b), [(30, 33), (90, 92), (70, 72), (50, 52)]);
+        // A duplicate: the D-SACK, then the range holding it (RFC 2883 §4).
+        b.insert(SeqNumber(50), b"a");
+        assert_eq!(sacks(&mut b), [(50, 51), (50, 52), (30, 33), (90, 92)]);
+    }
+
+    #[test]
+    fn zero_length_and_huge_offsets_do_nothing_harmful() {
+        let mut b = RecvBuffer::new(cfg(16), SeqNumber(0));
+        assert_eq!(b.insert(SeqNumber(0), b""), Inserted::default());
+        assert!(b.insert(SeqNumber(1 << 31), b"a").dropped);
+        assert!(b.insert(SeqNumber(u32::MAX), b"ab").duplicate || b.len() == 1);
+    }
+
+    /// The stream's octet at absolute offset `i`.
+    fn byte(i: u64) -> u8 {
+        (i.wrapping_mul(131) >> 3) as u8 ^ i as u8
+    }
+
+    proptest! {
+        /// Against a reference model, a `BTreeMap` of the octets received
+        /// and not yet read: arbitrary segments (in, straddling and beyond
+        /// the window, duplicates, reordering) with reads interleaved. The
+        /// octets read are exactly the stream's in-order prefix; the
+        /// out-of-order ranges are exactly the received octets beyond
+        /// RCV.NXT; SACK blocks describe only those (after a D-SACK, which
+        /// describes octets received before); the advertised right edge
+        /// never moves back.
+        #[test]
+        fn matches_reference_model(
+            isn: u32,
+            cap in 1usize..96,
+            ranges in 1usize..6,
+            ooo_bytes in 0usize..96,
+            ops in proptest::collection::vec((0u8..4, 0u64..200, 0usize..40), 1..300),
+        ) {
+            let c = RecvConfig { capacity: cap, max_ooo_bytes: ooo_bytes, max_ooo_ranges: ranges, mss: 7, window_shift: 0 };
+            let mut b = RecvBuffer::new(c, SeqNumber(isn));
+            let mut model: BTreeMap<u64, u8> = BTreeMap::new();
+            let mut read_to = 0u64; // stream offset of the next octet to read
+            let mut nxt = 0u64; // stream offset of RCV.NXT
+            let mut edge = b.advertised_right_edge();
+            let mut out = [0u8; 64];
+            let mut dsack_pending = false;
+            let seq_of = |off: u64| SeqNumber(isn) + off as u32;
+            for (op, x, len) in ops {
+                match op {
+                    0 | 1 => {
+                        // A segment near RCV.NXT: up to 40 octets before it
+                        // (old) and up to 160 after (in or beyond the window).
+                        let off = (nxt + x).saturating_sub(40);
+                        let data: Vec<u8> = (off..off + len as u64).map(byte).collect();
+                        let wnd_end = nxt + u64::from(b.advertised_right_edge() - b.rcv_nxt());
+                        let r = b.insert(seq_of(off), &data);
+                        dsack_pending |= r.duplicate;
+                        if !r.dropped {
+                            for i in off.max(nxt)..(off + len as u64).min(wnd_end) {
+                                model.insert(i, byte(i));
+                            }
+                        } else {
+                            // Dropped: only when nothing new could be kept.
+                            prop_assert!(r.advanced == 0 && !r.out_of_order);
+                        }
+                        let mut n = nxt;
+                        while model.contains_key(&n) { n += 1; }
+                        prop_assert_eq!(r.advanced as u64, n - nxt);
+                        nxt = n;
+                        prop_assert_eq!(b.rcv_nxt(), seq_of(nxt));
+                    }
+                    2 => {
+                        let n = b.read(&mut out[..len]);
+                        prop_assert_eq!(n as u64, (nxt - read_to).min(len as u64));
+                        for (k, &v) in out[..n].iter().enumerate() {
+                            let i = read_to + k as u64;
+                            prop_assert_eq!(v, byte(i));
+                            prop_assert_eq!(model.remove(&i), Some(v));
+                        }
+                        read_to += n as u64;
+                    }
+                    _ => {
+                        let w = b.window();
+                        let new_edge = b.rcv_nxt() + w;
+                        prop_assert!(new_edge.ge(edge), "edge moved back");
+                        edge = new_edge;
+                        // The window fits the free space.
+                        prop_assert!(w as usize + b.len() <= cap);
+                        let mut blocks = [(0, 0); 4];
+                        let n = b.sack_blocks(&mut blocks);
+                        let ooo: Vec<(SeqNumber, SeqNumber)> = b.ooo_ranges().collect();
+                        let skip = usize::from(dsack_pending);
+                        dsack_pending = false;
+                        prop_assert_eq!(n, (ooo.len() + skip).min(4));
+                        if skip == 1 {
+                            // The D-SACK names octets received before.
+                            let (l, r) = blocks[0];
+                            let lo = nxt as i64 + i64::from(SeqNumber(l).signed_diff(seq_of(nxt)));
+                            let hi = lo + i64::from(SeqNumber(r) - SeqNumber(l));
+                            prop_assert!(lo < hi);
+                            for i in lo..hi {
+                                prop_assert!(i >= 0 && ((i as u64) < nxt || model.contains_key(&(i as u64))));
+                            }
+                        }
+                        for &(l, r) in &blocks[skip..n] {
+                            let (lo, hi) = (nxt + u64::from(SeqNumber(l) - seq_of(nxt)), nxt + u64::from(SeqNumber(r) - seq_of(nxt)));
+                            prop_assert!(lo > nxt && lo < hi);
+                            for i in lo..hi { prop_assert!(model.contains_key(&i)); }
+                            prop_assert!(!model.contains_key(&(lo - 1)) && !model.contains_key(&hi));
+                        }
+                    }
+                }
+                // The out-of-order ranges are exactly the model beyond RCV.NXT.
+                let mut from_ranges: Vec<u64> = b.ooo_ranges()
+                    .flat_map(|(l, r)| { let lo = nxt + u64::from(l - seq_of(nxt)); lo..lo + u64::from(r - l) })
+                    .collect();
+                from_ranges.sort_unstable();
+                let beyond: Vec<u64> = model.range(nxt..).map(|(&k, _)| k).collect();
+                prop_assert_eq!(from_ranges, beyond);
+                prop_assert!(b.ooo_bytes() <= ooo_bytes);
+                prop_assert!(b.ooo_ranges().count() <= ranges);
+                prop_assert_eq!(b.len() as u64, nxt - read_to);
+            }
+            // Finally the whole stream arrives in order: everything is read.
+            loop {
+                let n = b.read(&mut out);
+                for (k, &v) in out[..n].iter().enumerate() {
+                    prop_assert_eq!(v, byte(read_to + k as u64));
+                }
+                read_to += n as u64;
+                b.window();
+                let w = (b.advertised_right_edge() - b.rcv_nxt()) as usize;
+                if read_to >= 400 || w == 0 { break; }
+                let data: Vec<u8> = (read_to..read_to + w.min(64) as u64).map(byte).collect();
+                let nx = u64::from(b.rcv_nxt() - SeqNumber(isn));
+                let data = &data[(nx - read_to) as usize..];
+                b.insert(b.rcv_nxt(), data);
+            }
+        }
     }
 }
