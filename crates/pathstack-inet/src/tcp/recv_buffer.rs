@@ -330,7 +330,7 @@ impl RecvBuffer {
         let mut end = b;
         while let Some(i) = (0..self.n_ranges).find(|&i| self.ranges[i].start.le(end)) {
             let r = self.ranges[i];
-            if r.start.lt(b) && self.dsack.is_none() {
+            if r.start.lt(b) && !out.duplicate {
                 out.duplicate = true;
                 self.dsack = Some((r.start, r.end.min(b)));
             }
@@ -673,10 +673,11 @@ mod tests {
             isn: u32,
             cap in 1usize..96,
             ranges in 1usize..6,
+            shift in 0u8..3,
             ooo_bytes in 0usize..96,
             ops in proptest::collection::vec((0u8..4, 0u64..200, 0usize..40), 1..300),
         ) {
-            let c = RecvConfig { capacity: cap, max_ooo_bytes: ooo_bytes, max_ooo_ranges: ranges, mss: 7, window_shift: 0 };
+            let c = RecvConfig { capacity: cap, max_ooo_bytes: ooo_bytes, max_ooo_ranges: ranges, mss: 7, window_shift: shift };
             let mut b = RecvBuffer::new(c, SeqNumber(isn));
             let mut model: BTreeMap<u64, u8> = BTreeMap::new();
             let mut read_to = 0u64; // stream offset of the next octet to read
@@ -720,7 +721,15 @@ mod tests {
                         read_to += n as u64;
                     }
                     _ => {
-                        let w = b.window();
+                        // Bare windows and scaled window fields, both.
+                        let w = if x % 2 == 0 {
+                            b.window()
+                        } else {
+                            let f = u32::from(b.window_field());
+                            prop_assert!(b.rcv_nxt() + (f << shift) == b.advertised_right_edge()
+                                || (f + 1) << shift > b.advertised_right_edge() - b.rcv_nxt());
+                            b.advertised_right_edge() - b.rcv_nxt()
+                        };
                         let new_edge = b.rcv_nxt() + w;
                         prop_assert!(new_edge.ge(edge), "edge moved back");
                         edge = new_edge;
