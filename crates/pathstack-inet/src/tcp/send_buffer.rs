@@ -1,0 +1,276 @@
+//! The send buffer (RFC 9293 §3.3.1, "Send Sequence Space"): the octets
+//! from SND.UNA onwards, both those sent and not yet acknowledged and those
+//! written by the user but not yet sent, in a byte ring allocated once.
+//!
+//! A FIN occupies one sequence number after the last data octet
+//! (RFC 9293 §3.4, §3.6): [`SendBuffer::close`] marks it, and the buffer
+//! reports where it lies ([`SendBuffer::fin_seq`]) and whether it has been
+//! acknowledged.
+
+use super::seq::SeqNumber;
+
+/// A fixed-capacity ring of outgoing octets starting at SND.UNA.
+#[derive(Clone, Debug)]
+pub struct SendBuffer {
+    buf: Box<[u8]>,
+    /// Index in `buf` of the octet at SND.UNA.
+    head: usize,
+    /// Octets held (SND.UNA up to the end of the written data).
+    len: usize,
+    /// SND.UNA: the sequence number of `buf[head]`.
+    una: SeqNumber,
+    /// `close()` was called: a FIN follows the data.
+    fin: bool,
+    /// The FIN has been acknowledged.
+    fin_acked: bool,
+}
+
+impl SendBuffer {
+    /// A buffer of `capacity` octets (allocated now, never again) whose
+    /// first data octet has sequence number `una` (ISS + 1 on a new
+    /// connection, RFC 9293 §3.4).
+    pub fn new(capacity: usize, una: SeqNumber) -> Self {
+        // Sequence space arithmetic needs the buffered span below 2^31
+        // (RFC 9293 §3.4); RFC 7323 §2.3 caps windows at 2^30 anyway.
+        let capacity = capacity.min(1 << 30);
+        SendBuffer {
+            buf: vec![0; capacity].into_boxed_slice(),
+            head: 0,
+            len: 0,
+            una,
+            fin: false,
+            fin_acked: false,
+        }
+    }
+
+    /// The capacity in octets.
+    pub fn capacity(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// Octets held (unacknowledged plus unsent), not counting the FIN.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether no data octets are held.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Free space for [`write`](Self::write).
+    pub fn free(&self) -> usize {
+        if self.fin {
+            0
+        } else {
+            self.buf.len() - self.len
+        }
+    }
+
+    /// SND.UNA: the sequence number of the first held octet.
+    pub fn una(&self) -> SeqNumber {
+        self.una
+    }
+
+    /// The sequence number after the last data octet (where the FIN goes).
+    pub fn data_end(&self) -> SeqNumber {
+        self.una + self.len as u32
+    }
+
+    /// The sequence number after everything held, FIN included: the
+    /// largest acknowledgment [`ack_to`](Self::ack_to) accepts.
+    pub fn end(&self) -> SeqNumber {
+        self.data_end() + u32::from(self.fin && !self.fin_acked)
+    }
+
+    /// Appends as much of `data` as fits; returns the octets taken (0 when
+    /// full, the would-block case, and always 0 after [`close`](Self::close)).
+    pub fn write(&mut self, data: &[u8]) -> usize {
+        let n = data.len().min(self.free());
+        if n == 0 {
+            return 0;
+        }
+        let cap = self.buf.len();
+        let tail = (self.head + self.len) % cap;
+        let first = n.min(cap - tail);
+        self.buf[tail..tail + first].copy_from_slice(&data[..first]);
+        self.buf[..n - first].copy_from_slice(&data[first..n]);
+        self.len += n;
+        n
+    }
+
+    /// Marks the end of the data: a FIN follows the last octet written
+    /// (RFC 9293 §3.10.4 CLOSE, "queue this until all preceding SENDs
+    /// have been segmentized"). Further writes take nothing.
+    pub fn close(&mut self) {
+        self.fin = true;
+    }
+
+    /// Whether [`close`](Self::close) was called.
+    pub fn is_closed(&self) -> bool {
+        self.fin
+    }
+
+    /// The sequence number of the FIN, once closed and until it is
+    /// acknowledged.
+    pub fn fin_seq(&self) -> Option<SeqNumber> {
+        (self.fin && !self.fin_acked).then(|| self.data_end())
+    }
+
+    /// Whether the FIN has been acknowledged (RFC 9293 §3.10.7.4, the
+    /// FIN-WAIT-1 → FIN-WAIT-2 and CLOSING/LAST-ACK transitions).
+    pub fn fin_acked(&self) -> bool {
+        self.fin_acked
+    }
+
+    /// A cumulative acknowledgment `ack` arrived: releases the octets
+    /// before it and returns how many data octets were released. An old
+    /// ACK (`ack =< SND.UNA`) or one beyond [`end`](Self::end) releases
+    /// nothing (RFC 9293 §3.10.7.4: the caller ignores or answers those;
+    /// the buffer never panics on them).
+    pub fn ack_to(&mut self, ack: SeqNumber) -> usize {
+        if !ack.gt(self.una) || ack.gt(self.end()) {
+            return 0;
+        }
+        let d = (ack - self.una) as usize;
+        let data = d.min(self.len);
+        if d > self.len {
+            // The one extra sequence number is the FIN's.
+            self.fin_acked = true;
+        }
+        self.head = if self.len == data {
+            0
+        } else {
+            (self.head + data) % self.buf.len()
+        };
+        self.len -= data;
+        self.una += data as u32;
+        data
+    }
+
+    /// Up to `len` octets starting `offset` octets after SND.UNA, for
+    /// (re)transmission, as two slices (the second non-empty only when the
+    /// range wraps the ring). Clamped to the data held.
+    pub fn peek(&self, offset: usize, len: usize) -> (&[u8], &[u8]) {
+        if offset >= self.len {
+            return (&[], &[]);
+        }
+        let len = len.min(self.len - offset);
+        let cap = self.buf.len();
+        let start = (self.head + offset) % cap;
+        let first = len.min(cap - start);
+        (&self.buf[start..start + first], &self.buf[..len - first])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn joined(b: &SendBuffer, off: usize, len: usize) -> Vec<u8> {
+        let (a, c) = b.peek(off, len);
+        [a, c].concat()
+    }
+
+    #[test]
+    fn partial_write_then_would_block() {
+        let mut b = SendBuffer::new(8, SeqNumber(100));
+        assert_eq!(b.write(b"hello"), 5);
+        assert_eq!(b.write(b"world"), 3);
+        assert_eq!(b.write(b"!"), 0);
+        assert_eq!((b.len(), b.free()), (8, 0));
+        assert_eq!(joined(&b, 0, 100), b"hellowor");
+    }
+
+    #[test]
+    fn ack_releases_and_peek_wraps() {
+        let mut b = SendBuffer::new(8, SeqNumber(u32::MAX - 2));
+        b.write(b"abcdefgh");
+        assert_eq!(b.ack_to(SeqNumber(u32::MAX - 2) + 5), 5); // across the wrap
+        assert_eq!(b.una(), SeqNumber(2));
+        assert_eq!(b.write(b"12345"), 5);
+        let (x, y) = b.peek(1, 6);
+        assert_eq!((x, y), (&b"gh"[..], &b"1234"[..]));
+        assert_eq!(joined(&b, 0, 8), b"fgh12345");
+        assert_eq!(b.peek(8, 1), (&[][..], &[][..]));
+    }
+
+    #[test]
+    fn old_and_future_acks_are_ignored() {
+        let mut b = SendBuffer::new(16, SeqNumber(1000));
+        b.write(b"0123456789");
+        assert_eq!(b.ack_to(SeqNumber(999)), 0);
+        assert_eq!(b.ack_to(SeqNumber(1000)), 0);
+        assert_eq!(b.ack_to(SeqNumber(1011)), 0); // beyond the data
+        assert_eq!(b.ack_to(SeqNumber(1000) + (1 << 31)), 0); // unordered
+        assert_eq!(b.ack_to(SeqNumber(1004)), 4);
+        assert_eq!(b.ack_to(SeqNumber(1002)), 0);
+        assert_eq!(b.len(), 6);
+    }
+
+    #[test]
+    fn fin_takes_one_sequence_number() {
+        let mut b = SendBuffer::new(16, SeqNumber(10));
+        b.write(b"abc");
+        assert_eq!(b.fin_seq(), None);
+        b.close();
+        assert_eq!(b.write(b"x"), 0);
+        assert_eq!(b.fin_seq(), Some(SeqNumber(13)));
+        assert_eq!(b.end(), SeqNumber(14));
+        assert_eq!(b.ack_to(SeqNumber(13)), 3);
+        assert!(!b.fin_acked());
+        assert_eq!(b.ack_to(SeqNumber(15)), 0); // beyond the FIN
+        assert_eq!(b.ack_to(SeqNumber(14)), 0);
+        assert!(b.fin_acked());
+        assert_eq!(b.fin_seq(), None);
+        assert_eq!(b.end(), SeqNumber(13));
+        // Data and FIN acknowledged together.
+        let mut b = SendBuffer::new(4, SeqNumber(0));
+        b.write(b"ab");
+        b.close();
+        assert_eq!(b.ack_to(SeqNumber(3)), 2);
+        assert!(b.fin_acked() && b.is_empty());
+    }
+
+    proptest! {
+        /// Against a model (a `Vec` of the unacknowledged stream): writes,
+        /// acknowledgments (old, in range, future) and peeks agree.
+        #[test]
+        fn matches_model(cap in 1usize..64, isn: u32,
+                         ops in proptest::collection::vec((0u8..3, 0usize..80, 0usize..80), 0..200)) {
+            let mut b = SendBuffer::new(cap, SeqNumber(isn));
+            let mut model: Vec<u8> = Vec::new();
+            let mut una = SeqNumber(isn);
+            let mut next = 0u8;
+            for (op, x, y) in ops {
+                match op {
+                    0 => {
+                        let data: Vec<u8> = (0..x).map(|i| next.wrapping_add(i as u8)).collect();
+                        let n = b.write(&data);
+                        prop_assert_eq!(n, x.min(cap - model.len()));
+                        model.extend_from_slice(&data[..n]);
+                        next = next.wrapping_add(n as u8);
+                    }
+                    1 => {
+                        let ack = una + (x as u32).wrapping_sub(20);
+                        let released = b.ack_to(ack);
+                        let d = ack - una;
+                        let expect = if d > 0 && (d as usize) <= model.len() { d as usize } else { 0 };
+                        prop_assert_eq!(released, expect);
+                        model.drain(..expect);
+                        una += expect as u32;
+                    }
+                    _ => {
+                        let got = joined(&b, x, y);
+                        let want: &[u8] = if x < model.len() { &model[x..(x + y).min(model.len())] } else { &[] };
+                        prop_assert_eq!(&got[..], want);
+                    }
+                }
+                prop_assert_eq!(b.una(), una);
+                prop_assert_eq!(b.len(), model.len());
+                prop_assert_eq!(b.free(), cap - model.len());
+            }
+        }
+    }
+}
