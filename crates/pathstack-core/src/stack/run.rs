@@ -311,18 +311,16 @@ impl Stack {
 
     /// A frame received by driver module `m`: classified once, then run.
     pub(super) fn receive_frame(&mut self, m: ModuleId, mut frame: Msg) {
-        match self.demux.classify(m, frame.as_slice()) {
-            Some((id, dir)) => match self.enter(id, dir, {
-                // Every key of the path matched: its stages need not
-                // compare those fields again (parse once).
-                frame.anno_mut().set_classified(true);
-                frame
-            }) {
-                Entered::NoPath(_) => self.modules[m.0 as usize].drops.add(CoreDropReason::NoPath),
-                // Counted on the path.
-                Entered::QueueFull(_) | Entered::Dropped(_) | Entered::Ran | Entered::Queued => {}
-            },
-            None => self.modules[m.0 as usize].drops.add(CoreDropReason::NoPath),
+        let Some((id, dir)) = self.demux.classify(m, frame.as_slice()) else {
+            self.modules[m.0 as usize].drops.add(CoreDropReason::NoPath);
+            return;
+        };
+        // Every key of the path matched: its stages need not compare those
+        // fields again (parse once).
+        frame.anno_mut().set_classified(true);
+        // Other outcomes are counted on the path.
+        if let Entered::NoPath(_) = self.enter(id, dir, frame) {
+            self.modules[m.0 as usize].drops.add(CoreDropReason::NoPath);
         }
     }
 

@@ -571,21 +571,20 @@ impl IpStage {
         let ident = m.ident.next_ident();
         let len = msg.len();
         msg.anno_mut().set_next_hop(next_hop);
+        // A socket's TTL option (RFC 1122 §3.2.1.7: the transport layer
+        // may set the TTL of what it sends).
+        let ttl = msg.anno().ttl().unwrap_or(ipv4::DEFAULT_TTL);
         // A connected path's header was formatted when the path was made.
         if let Some(t) = &self.template {
-            if msg.anno().ttl().is_none() && len + MIN_HEADER_LEN <= usize::from(self.iface.mtu) {
-                return match t.push_onto(msg, ident) {
+            if len + MIN_HEADER_LEN <= usize::from(self.iface.mtu) {
+                return match t.push_onto(msg, ident, ttl) {
                     Ok(()) => Verdict::Next,
                     Err(_) => Verdict::Drop(Ipv4DropReason::NoHeadroom.into()),
                 };
             }
         }
         let mut repr = Ipv4Repr::new(self.iface.addr, dst, proto, ident, len as u16);
-        // A socket's TTL option (RFC 1122 §3.2.1.7: the transport layer
-        // may set the TTL of what it sends).
-        if let Some(ttl) = msg.anno().ttl() {
-            repr.ttl = ttl;
-        }
+        repr.ttl = ttl;
         if len + MIN_HEADER_LEN <= usize::from(self.iface.mtu) {
             return match repr.push_onto(msg) {
                 Ok(()) => Verdict::Next,

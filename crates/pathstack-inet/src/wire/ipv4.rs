@@ -436,16 +436,17 @@ impl Ipv4Repr {
 /// The header of every datagram of one connected path, formatted once when
 /// the path is created: Scout's premise that a path takes its decisions
 /// once (Mosberger, *Scout: A Path-Based Operating System*, 1997, §2.2).
-/// Source, destination, protocol, TTL and flags never change on such a
-/// path; per datagram only the total length and the identification are
-/// written, and the checksum adds those two words to the sum of the rest
-/// (RFC 1071 §2(C): the sum is associative). The bytes are those
-/// [`Ipv4Repr::new`] + [`Ipv4Repr::push_onto`] would write.
+/// Source, destination, protocol and flags never change on such a path;
+/// per datagram only the total length, the identification and the TTL (a
+/// socket option) are written, and the checksum adds those words to the
+/// sum of the rest (RFC 1071 §2(C): the sum is associative). The bytes are
+/// those [`Ipv4Repr::new`] with that TTL + [`Ipv4Repr::push_onto`] would
+/// write.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Ipv4Template {
     header: [u8; MIN_HEADER_LEN],
-    /// Sum of the header's words with length, identification and checksum
-    /// zero.
+    /// Sum of the header's words with length, identification, TTL and
+    /// checksum zero.
     sum: u64,
 }
 
@@ -457,6 +458,7 @@ impl Ipv4Template {
         // A zero payload always fits.
         let _ = Ipv4Repr::new(src, dst, protocol, 0, 0).emit(&mut header);
         header[field::LENGTH].fill(0);
+        header[field::TTL] = 0;
         header[field::CHECKSUM].fill(0);
         Ipv4Template {
             header,
@@ -464,10 +466,11 @@ impl Ipv4Template {
         }
     }
 
-    /// Pushes the header, with `msg.len()` of payload and identification
-    /// `ident`, in front of `msg`.
+    /// Pushes the header, with `msg.len()` of payload, identification
+    /// `ident` and time to live `ttl` ([`DEFAULT_TTL`] unless a socket
+    /// chose another), in front of `msg`.
     #[inline]
-    pub fn push_onto(&self, msg: &mut Msg, ident: u16) -> Result<(), Ipv4EmitError> {
+    pub fn push_onto(&self, msg: &mut Msg, ident: u16, ttl: u8) -> Result<(), Ipv4EmitError> {
         let len = msg.len();
         if len > MAX_DATAGRAM_LEN - MIN_HEADER_LEN {
             return Err(Ipv4EmitError::PayloadTooLong(len));
@@ -478,8 +481,12 @@ impl Ipv4Template {
         h.copy_from_slice(&self.header);
         h[field::LENGTH].copy_from_slice(&total);
         h[field::IDENT].copy_from_slice(&ident);
-        let sum =
-            self.sum + u64::from(u16::from_ne_bytes(total)) + u64::from(u16::from_ne_bytes(ident));
+        h[field::TTL] = ttl;
+        // TTL shares its word with the protocol, which the sum holds.
+        let sum = self.sum
+            + u64::from(u16::from_ne_bytes(total))
+            + u64::from(u16::from_ne_bytes(ident))
+            + u64::from(u16::from_ne_bytes([ttl, 0]));
         h[field::CHECKSUM].copy_from_slice(&checksum::finish(sum));
         Ok(())
     }
@@ -729,14 +736,16 @@ pub(crate) mod tests {
         /// The template writes the bytes the generic emit writes.
         #[test]
         fn template_matches_emit(src in any::<[u8; 4]>(), dst in any::<[u8; 4]>(), proto in any::<u8>(),
-                                 ident in any::<u16>(), len in 0usize..1480) {
+                                 ident in any::<u16>(), ttl in any::<u8>(), len in 0usize..1480) {
             let pool = MsgPool::new(PoolConfig::small(4));
             let payload = vec![0xa5; len];
             let (src, dst) = (Ipv4Addr::from(src), Ipv4Addr::from(dst));
             let mut by_repr = pool.alloc_copy(&payload).unwrap();
-            Ipv4Repr::new(src, dst, proto, ident, 0).push_onto(&mut by_repr).unwrap();
+            let mut repr = Ipv4Repr::new(src, dst, proto, ident, 0);
+            repr.ttl = ttl;
+            repr.push_onto(&mut by_repr).unwrap();
             let mut by_template = pool.alloc_copy(&payload).unwrap();
-            Ipv4Template::new(src, dst, proto).push_onto(&mut by_template, ident).unwrap();
+            Ipv4Template::new(src, dst, proto).push_onto(&mut by_template, ident, ttl).unwrap();
             prop_assert_eq!(by_template.as_slice(), by_repr.as_slice());
         }
 

@@ -26,6 +26,7 @@
 //! A fault is kept per path, one at a time, the newest winning
 //! ([`pathstack_core::fault`]).
 
+use super::table::SocketState;
 use super::{SocketError, UdpSocket};
 use crate::host::Host;
 use pathstack_core::{Dir, PathFault, QueueKind};
@@ -40,13 +41,20 @@ impl Host {
     /// discarded (Linux reports them only with `IP_RECVERR`).
     pub fn take_error(&mut self, s: &UdpSocket) -> Result<Option<SocketError>, SocketError> {
         let st = *self.socket(s)?;
-        let fault = self.stack_mut().take_fault(st.path);
-        Ok(st.peer.zip(fault).map(as_error))
+        Ok(self.take_error_of(&st))
     }
 
-    /// Fails with the pending error of `s` (taking it), if it has one.
-    pub(super) fn check_error(&mut self, s: &UdpSocket) -> Result<(), SocketError> {
-        self.take_error(s)?.map_or(Ok(()), Err)
+    /// Takes the pending error of the socket whose state is `st`.
+    fn take_error_of(&mut self, st: &SocketState) -> Option<SocketError> {
+        let fault = self.stack_mut().take_fault(st.path);
+        st.peer.zip(fault).map(as_error)
+    }
+
+    /// The state of `s`, or its pending error (taking it): what every send
+    /// and receive checks first, with one look in the socket table.
+    pub(super) fn checked(&mut self, s: &UdpSocket) -> Result<SocketState, SocketError> {
+        let st = *self.socket(s)?;
+        self.take_error_of(&st).map_or(Ok(st), Err)
     }
 
     /// The pending error of `s`, left pending (what a peek reports, and

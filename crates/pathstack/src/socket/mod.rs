@@ -371,8 +371,7 @@ impl Host {
         mut m: Msg,
         dst: Option<SocketAddr>,
     ) -> Result<(), SocketError> {
-        self.check_error(s)?;
-        let state = *self.socket(s)?;
+        let state = self.checked(s)?;
         if m.len() > MAX_DATAGRAM {
             return Err(SocketError::MessageTooLong {
                 len: m.len(),
@@ -408,8 +407,7 @@ impl Host {
     /// copy); its sender is in the annotations (`peer_ip`, `peer_port`).
     /// `Ok(None)` when nothing is queued.
     pub fn udp_recv_msg(&mut self, s: &UdpSocket) -> Result<Option<Msg>, SocketError> {
-        self.check_error(s)?;
-        let path = self.socket(s)?.path;
+        let path = self.checked(s)?.path;
         Ok(self.stack_mut().recv(path, Dir::Up))
     }
 
