@@ -90,6 +90,31 @@ pub(crate) struct Shared {
     pub rx_drops: u64,
     /// Pending asynchronous errors of paths ([`crate::fault`]).
     pub faults: crate::fault::Faults,
+    /// Paths stages asked to open or delete ([`Cx::open_path`],
+    /// [`Cx::delete_path`]), done once the current run is over; at most
+    /// `follow_up_cap`.
+    ///
+    /// [`Cx::open_path`]: crate::stage::Cx::open_path
+    /// [`Cx::delete_path`]: crate::stage::Cx::delete_path
+    pub path_ops: Vec<PathOp>,
+}
+
+/// A path a stage asked to open or delete while a path ran: Scout's
+/// passive open (a listener's stage makes a connection's path) and a
+/// connection that has finished (TCP's TIME-WAIT ending).
+pub(crate) enum PathOp {
+    /// Create a path at `module` with `attrs`; report the result to the
+    /// module's [`Module::path_created`](crate::module::Module::path_created)
+    /// with `tag`; then `first` enters the new path at its first stage,
+    /// travelling up (the segment that opened it).
+    Open {
+        module: ModuleId,
+        attrs: Attrs,
+        tag: u64,
+        first: Option<Msg>,
+    },
+    /// Delete the path.
+    Delete(PathId),
 }
 
 impl Shared {
@@ -111,6 +136,16 @@ impl Shared {
             msg,
             origin,
         })
+    }
+
+    /// Queues a path operation, within the bound (the follow-up one).
+    pub(crate) fn path_op(&mut self, op: PathOp) -> Result<(), DropReason> {
+        if self.path_ops.len() >= self.follow_up_cap {
+            self.follow_up_drops += 1;
+            return Err(CoreDropReason::FollowUpOverflow.into());
+        }
+        self.path_ops.push(op);
+        Ok(())
     }
 
     /// Adds a follow-up, within the bound.

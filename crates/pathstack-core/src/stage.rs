@@ -11,6 +11,7 @@ use crate::module::Module;
 use crate::msg::{Msg, MsgPool};
 use crate::path::SchedParams;
 use crate::runtime::Env;
+use crate::runtime::PathOp;
 pub use crate::runtime::TimerOwner;
 use crate::time::{Duration, Instant};
 use crate::timer::{TimerError, TimerHandle};
@@ -198,6 +199,30 @@ impl<'a, 'e> Cx<'a, 'e> {
     /// Cancels a timer; `false` if it already fired or was cancelled.
     pub fn cancel_timer(&mut self, handle: TimerHandle) -> bool {
         self.env.shared.timers.cancel(handle)
+    }
+    /// Asks for a new path made at this stage's module with `attrs`, once
+    /// the current run is over: Scout's passive open (thesis §3.3.2), where
+    /// a listener's stage makes the path of the connection a SYN asks
+    /// for. The module hears the result in
+    /// [`Module::path_created`](crate::module::Module::path_created) with
+    /// `tag`; then `first` (the message that asked for the path) enters the
+    /// new path at its first stage, travelling up, so the connection's own
+    /// stage processes it. Fails (the message dropped and counted) when the
+    /// bounded list of pending operations is full.
+    pub fn open_path(&mut self, attrs: Attrs, tag: u64, first: Option<Msg>) -> Result<(), DropReason> {
+        let module = self.env.stage_modules[self.pos];
+        self.env.shared.path_op(PathOp::Open {
+            module,
+            attrs,
+            tag,
+            first,
+        })
+    }
+    /// Asks for this path to be deleted once the current run is over (a
+    /// connection that has finished); its stages' `destroy` run then.
+    pub fn delete_path(&mut self) -> Result<(), DropReason> {
+        let path = self.env.path;
+        self.env.shared.path_op(PathOp::Delete(path))
     }
 }
 

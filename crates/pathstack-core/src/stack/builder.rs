@@ -79,6 +79,7 @@ impl StackBuilder {
             rx_cap: c.rx_cap,
             rx_drops: 0,
             faults: Default::default(),
+            path_ops: Vec::new(),
         };
         let mut modules = Vec::new();
         for inst in self.graph.instances() {

@@ -39,7 +39,7 @@ use crate::path_table::PathTable;
 use crate::rules::Rule;
 use crate::runtime::{FollowUp, Shared, TimerOwner};
 use crate::sched::{RunQueue, SchedKind};
-use crate::stage::Cx;
+use crate::stage::{Cx, Stage};
 use crate::time::Instant;
 use builder::batch_bound;
 use std::collections::VecDeque;
@@ -329,6 +329,31 @@ impl Stack {
         }
         self.fired = fired;
         n
+    }
+
+    /// Calls `f` on the first stage of path `id` that is a `T`, with its
+    /// full context (timers, emission, path operations), then runs what
+    /// it emitted: how an application reaches per-path state that lives in
+    /// a stage (a TCP connection's buffers: a write queues data and sends
+    /// the segments the windows allow, a read may open the window). `None`
+    /// when the path or such a stage does not exist.
+    pub fn with_stage<T: Stage, R>(
+        &mut self,
+        id: crate::ids::PathId,
+        f: impl FnOnce(&mut T, &mut Cx<'_, '_>) -> R,
+    ) -> Option<R> {
+        let path = self.paths.get_mut(id)?;
+        let pos = (0..path.len()).find(|&p| {
+            path.stage(p)
+                .is_some_and(|s| (s as &dyn std::any::Any).is::<T>())
+        })?;
+        let (exec, mut env, _) = path.split(self.now, &mut self.modules, &mut self.shared, 0);
+        let stage = exec.stage_mut(pos)?;
+        let stage = (stage as &mut dyn std::any::Any).downcast_mut::<T>()?;
+        let mut cx = Cx { env: &mut env, pos };
+        let r = f(stage, &mut cx);
+        self.drain_follow_ups();
+        Some(r)
     }
 
     fn stage_timer(&mut self, id: crate::ids::PathId, stage: u32, token: u64) {

@@ -24,7 +24,7 @@ use crate::ids::{Dir, ModuleId, PathId};
 use crate::module::{EndRoute, RouteCx};
 use crate::msg::Msg;
 use crate::path::{Path, QueueKind};
-use crate::runtime::{FollowUp, Start};
+use crate::runtime::{FollowUp, PathOp, Start};
 use crate::sched::{RunQueue, SchedKind};
 
 /// Most paths one message may run through in one trip (a route that
@@ -427,14 +427,74 @@ impl Stack {
     #[inline]
     pub(super) fn drain_follow_ups(&mut self) {
         // Called after every trip and module call: the empty case is the
-        // common one and costs one comparison at the call site.
-        if !self.shared.follow_ups.is_empty() {
+        // common one and costs two comparisons at the call site.
+        if !self.shared.follow_ups.is_empty() || !self.shared.path_ops.is_empty() {
             self.drain_follow_ups_now();
+        }
+    }
+
+    /// Opens and deletes the paths stages asked for during the run
+    /// ([`Cx::open_path`](crate::stage::Cx::open_path),
+    /// [`Cx::delete_path`](crate::stage::Cx::delete_path)), in the order
+    /// asked; a message that opened a path becomes a follow-up on it.
+    #[inline(never)]
+    fn run_path_ops(&mut self) {
+        for op in std::mem::take(&mut self.shared.path_ops) {
+            match op {
+                PathOp::Delete(id) => {
+                    let _ = self.path_delete(id);
+                }
+                PathOp::Open {
+                    module,
+                    attrs,
+                    tag,
+                    first,
+                } => {
+                    let result = self.path_create(module, attrs);
+                    self.modules[module.0 as usize]
+                        .module
+                        .path_created(tag, result.as_ref().copied());
+                    let (Ok(id), Some(msg)) = (result, first) else {
+                        continue;
+                    };
+                    let len = self.paths.get(id).map_or(0, |p| p.len());
+                    // It enters the new path's first stage going up.
+                    let f = FollowUp {
+                        path: id,
+                        start: if len > 1 {
+                            Start::After(1)
+                        } else {
+                            Start::End
+                        },
+                        dir: Dir::Up,
+                        msg,
+                        origin: 0,
+                    };
+                    if self.shared.follow_up(f).is_err() {
+                        self.modules[module.0 as usize]
+                            .drops
+                            .add(CoreDropReason::FollowUpOverflow);
+                    }
+                }
+            }
         }
     }
 
     #[inline(never)]
     fn drain_follow_ups_now(&mut self) {
+        loop {
+            self.drain_follow_ups_once();
+            if self.shared.path_ops.is_empty() {
+                break;
+            }
+            self.run_path_ops();
+            if self.shared.follow_ups.is_empty() {
+                break;
+            }
+        }
+    }
+
+    fn drain_follow_ups_once(&mut self) {
         let mut work = std::mem::take(&mut self.work);
         // Stable by origin: emission order is kept within a group. (Already
         // sorted after a per-message run, where every origin is 0.)

@@ -12,12 +12,20 @@
 //! * [`sack_scoreboard`]: the sender's SACK scoreboard, IsLost, pipe and
 //!   NextSeg (RFC 6675 §2–4), D-SACK recognition (RFC 2883 §4);
 //! * [`recovery`]: SACK-based loss recovery (RFC 6675 §5);
-//! * [`rack`]: RACK-TLP time-based loss detection (RFC 8985).
+//! * [`rack`]: RACK-TLP time-based loss detection (RFC 8985);
+//! * [`config`], [`state`], [`error`], [`conn_drop_reason`]: a
+//!   connection's options, its eleven states, the errors the application
+//!   sees and why segments are dropped;
+//! * [`tcb`]: the connection itself (RFC 9293 §3.10), built from the
+//!   parts above and driven by segments, calls and time, with no I/O.
 //!
 //! Like the rest of the crate's protocol logic these are plain structs,
 //! bounded, allocation-free, driven by an explicit `now`.
 
+pub mod config;
+pub mod conn_drop_reason;
 pub mod congestion;
+pub mod error;
 pub mod isn;
 pub mod rack;
 pub mod recovery;
@@ -26,6 +34,8 @@ pub mod rto;
 pub mod sack_scoreboard;
 pub mod send_buffer;
 pub mod seq;
+pub mod state;
+pub mod tcb;
 
 pub use congestion::{AnyCongestion, CcConfig, CongestionControl, CongestionKind};
 pub use isn::{FourTuple, IsnGenerator};
@@ -36,3 +46,8 @@ pub use rto::{RtoConfig, RtoEstimator, RttSampler};
 pub use sack_scoreboard::{AckOutcome, NextSeg, Rule as NextSegRule, SackBlock, Scoreboard};
 pub use send_buffer::SendBuffer;
 pub use seq::SeqNumber;
+pub use config::{Keepalive, TcpConfig};
+pub use conn_drop_reason::ConnDropReason;
+pub use error::TcpError;
+pub use state::State;
+pub use tcb::{reset_for, CookieOpen, OutSegment, Shutdown, Tcb, TcpStats};

@@ -110,6 +110,15 @@ impl Sub for SeqNumber {
     }
 }
 
+impl Sub<u32> for SeqNumber {
+    type Output = SeqNumber;
+    /// `n` octets earlier, modulo 2^32.
+    #[inline]
+    fn sub(self, n: u32) -> SeqNumber {
+        SeqNumber(self.0.wrapping_sub(n))
+    }
+}
+
 impl From<u32> for SeqNumber {
     fn from(v: u32) -> Self {
         SeqNumber(v)

@@ -1,0 +1,118 @@
+//! What an application may choose about a connection (the socket
+//! options), with Linux's defaults.
+
+use super::congestion::CongestionKind;
+use super::rto::RtoConfig;
+use pathstack_core::time::Duration;
+
+/// Keepalive (RFC 9293 §3.8.4): off unless asked for; when on, probes
+/// after `idle` without traffic, every `interval`, giving up after
+/// `probes` unanswered (Linux: 7200 s, 75 s, 9).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Keepalive {
+    /// Quiet time before the first probe (RFC 9293: no less than two
+    /// hours by default; shorter when the application asks).
+    pub idle: Duration,
+    /// Time between probes.
+    pub interval: Duration,
+    /// Unanswered probes before the connection is declared dead.
+    pub probes: u32,
+}
+
+impl Default for Keepalive {
+    fn default() -> Self {
+        Keepalive {
+            idle: Duration::from_secs(7200),
+            interval: Duration::from_secs(75),
+            probes: 9,
+        }
+    }
+}
+
+/// A connection's configuration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TcpConfig {
+    /// The MSS we announce (RFC 9293 §3.7.1): the route MTU less 40
+    /// (the module clamps it to the interface's MTU).
+    pub mss: u16,
+    /// Send buffer size in octets (data written and not yet acknowledged).
+    pub send_buffer: usize,
+    /// Receive buffer size in octets: the largest window we advertise.
+    pub recv_buffer: usize,
+    /// Out-of-order octets held at most.
+    pub max_ooo_bytes: usize,
+    /// Out-of-order ranges (holes apart) held at most (≤ 16).
+    pub max_ooo_ranges: usize,
+    /// Offer window scaling (RFC 7323 §2).
+    pub window_scaling: bool,
+    /// Offer timestamps (RFC 7323 §3).
+    pub timestamps: bool,
+    /// Offer SACK (RFC 2018).
+    pub sack: bool,
+    /// RACK-TLP loss detection (RFC 8985), on by default as in Linux.
+    pub rack: bool,
+    /// The congestion controller (CUBIC by default, as Linux).
+    pub congestion: CongestionKind,
+    /// Send small segments at once instead of coalescing them while data
+    /// is unacknowledged (RFC 896 Nagle off, `TCP_NODELAY`).
+    pub nodelay: bool,
+    /// Keepalive, off by default (RFC 9293 §3.8.4).
+    pub keepalive: Option<Keepalive>,
+    /// The retransmission timer's bounds (RFC 6298; Linux's 200 ms
+    /// minimum by default).
+    pub rto: RtoConfig,
+    /// How long TIME-WAIT lasts: 2·MSL (RFC 9293 §3.4.2; Linux 60 s).
+    pub time_wait: Duration,
+    /// The longest an ACK is delayed (RFC 9293 §3.8.6.3: under 0.5 s;
+    /// Linux's minimum delayed-ACK timer, 40 ms).
+    pub delayed_ack: Duration,
+    /// SYN retransmissions before a connect fails (Linux `tcp_syn_retries`).
+    pub syn_retries: u32,
+    /// Data retransmissions of one segment before the connection is given
+    /// up (RFC 9293 §3.8.3 R2; Linux `tcp_retries2`).
+    pub retries: u32,
+    /// Challenge ACKs sent per second at most (RFC 5961 §7; Linux
+    /// `tcp_challenge_ack_limit`).
+    pub challenge_ack_limit: u32,
+    /// `close` resets the connection instead of the FIN handshake
+    /// (`SO_LINGER` with a zero timeout).
+    pub linger_zero: bool,
+}
+
+impl Default for TcpConfig {
+    fn default() -> Self {
+        TcpConfig {
+            mss: 1460,
+            send_buffer: 256 * 1024,
+            recv_buffer: 256 * 1024,
+            max_ooo_bytes: 256 * 1024,
+            max_ooo_ranges: 16,
+            window_scaling: true,
+            timestamps: true,
+            sack: true,
+            rack: true,
+            congestion: CongestionKind::Cubic,
+            nodelay: false,
+            keepalive: None,
+            rto: RtoConfig::linux(),
+            time_wait: Duration::from_secs(60),
+            delayed_ack: Duration::from_millis(40),
+            syn_retries: 6,
+            retries: 15,
+            challenge_ack_limit: 1000,
+            linger_zero: false,
+        }
+    }
+}
+
+impl TcpConfig {
+    /// The window shift to announce for our receive buffer (RFC 7323
+    /// §2.3): the least that lets the buffer's size fit the 16-bit field.
+    pub fn window_shift(&self) -> u8 {
+        let mut shift = 0u8;
+        while shift < 14 && (self.recv_buffer >> shift) > 65535 {
+            shift += 1;
+        }
+        shift
+    }
+}

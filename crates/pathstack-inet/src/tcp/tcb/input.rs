@@ -1,0 +1,589 @@
+//! SEGMENT ARRIVES (RFC 9293 §3.10.7), with the checks of RFC 7323
+//! (PAWS), RFC 5961 (challenge ACKs) and the ACK processing of RFC 6675
+//! and RFC 8985.
+
+use super::{Tcb, TcpStats};
+use crate::tcp::conn_drop_reason::ConnDropReason as Drop;
+use crate::tcp::congestion::{CcConfig, CongestionControl};
+use crate::tcp::error::TcpError;
+use crate::tcp::rack::TlpVerdict;
+use crate::tcp::recv_buffer::{RecvBuffer, RecvConfig};
+use crate::tcp::sack_scoreboard::{SackBlock, Scoreboard};
+use crate::tcp::seq::SeqNumber;
+use crate::tcp::state::State;
+use crate::wire::tcp::{TcpFlags, TcpOptions, TcpRepr};
+use pathstack_core::time::{Duration, Instant};
+
+/// RFC 9293 §3.7.1: the MSS assumed when the peer sends none.
+const DEFAULT_MSS: u16 = 536;
+/// RFC 7323 §5.5: a TS.Recent idle this long is invalid for PAWS.
+const PAWS_IDLE: Duration = Duration::from_secs(24 * 24 * 3600);
+/// Segments the scoreboard tracks beyond the send buffer's full-sized
+/// ones (small writes with Nagle off).
+const SCOREBOARD_SLACK: usize = 64;
+
+/// `a` is before `b` in timestamp space (RFC 7323 §5.2, modulo 2^32).
+fn ts_before(a: u32, b: u32) -> bool {
+    (a.wrapping_sub(b) as i32) < 0
+}
+
+impl Tcb {
+    /// A segment for this connection (the stage checked the checksum and
+    /// parsed it). `Err` says why it was dropped, for the path's counters;
+    /// a dropped segment may still have queued an answer (a duplicate or
+    /// challenge ACK, a reset) for [`poll_output`](Self::poll_output).
+    pub fn on_segment(
+        &mut self,
+        now: Instant,
+        seg: &TcpRepr,
+        payload: &[u8],
+    ) -> Result<(), Drop> {
+        self.stats.segs_in += 1;
+        match self.state {
+            State::Closed => {
+                self.rst_out = super::reset_for(seg, payload.len());
+                Err(Drop::Closed)
+            }
+            State::Listen => self.on_listen(now, seg, payload),
+            State::SynSent => self.on_syn_sent(now, seg, payload),
+            _ => self.on_synchronized(now, seg, payload),
+        }
+    }
+
+    /// Whether a SYN arriving in TIME-WAIT may open a new incarnation of
+    /// the connection (RFC 6191 §2 via RFC 9293 §3.6.1): its timestamp is
+    /// newer than TS.Recent, or, without timestamps, its sequence number
+    /// is beyond RCV.NXT.
+    pub fn accepts_reopen(&self, seg: &TcpRepr) -> bool {
+        if self.state != State::TimeWait
+            || !seg.flags.contains(TcpFlags::SYN)
+            || seg.flags.intersects(TcpFlags::ACK | TcpFlags::RST)
+        {
+            return false;
+        }
+        match (self.ts_ok, seg.options.timestamps) {
+            (true, Some((tsval, _))) => ts_before(self.ts_recent, tsval),
+            _ => SeqNumber(seg.seq).gt(self.rcv_nxt()),
+        }
+    }
+
+    /// Takes the options of the peer's SYN (RFC 9293 §3.7.1, RFC 7323
+    /// §2.2 and §3.2, RFC 2018 §2) and makes the receive side.
+    fn negotiate(&mut self, opts: &TcpOptions, now: Instant) {
+        let peer_mss = opts.mss.unwrap_or(DEFAULT_MSS).max(64);
+        let ws = if self.cfg.window_scaling {
+            opts.window_scale
+        } else {
+            None
+        };
+        self.ws_ok = ws.is_some();
+        self.snd_shift = ws.map_or(0, |s| s.min(14));
+        self.rcv_shift = if ws.is_some() {
+            self.cfg.window_shift()
+        } else {
+            0
+        };
+        self.sack_ok = self.cfg.sack && opts.sack_permitted;
+        self.ts_ok = self.cfg.timestamps && opts.timestamps.is_some();
+        if let Some((tsval, _)) = opts.timestamps.filter(|_| self.ts_ok) {
+            self.ts_recent = tsval;
+            self.ts_recent_at = now;
+        }
+        let ts_len = if self.ts_ok { 12 } else { 0 };
+        self.smss = u32::from(peer_mss.min(self.cfg.mss)).saturating_sub(ts_len).max(32);
+        self.rcv = RecvBuffer::new(
+            RecvConfig {
+                capacity: self.cfg.recv_buffer,
+                max_ooo_bytes: self.cfg.max_ooo_bytes,
+                max_ooo_ranges: self.cfg.max_ooo_ranges,
+                mss: self.smss,
+                window_shift: self.rcv_shift,
+            },
+            self.irs + 1,
+        );
+        self.last_ack_sent = self.irs + 1;
+    }
+
+    /// The send side once the handshake is done: the scoreboard sized for
+    /// the send buffer, the congestion controller with the real SMSS.
+    fn start_sending(&mut self, seg: &TcpRepr, now: Instant) {
+        let una = self.iss + 1;
+        let cap = self.cfg.send_buffer / self.smss.max(1) as usize + SCOREBOARD_SLACK;
+        self.sb = Scoreboard::new(cap, self.smss, una);
+        self.cc = crate::tcp::congestion::AnyCongestion::new(
+            self.cfg.congestion,
+            CcConfig {
+                smss: self.smss,
+                ..CcConfig::default()
+            },
+        );
+        // The window of a SYN or SYN-ACK is never scaled (RFC 7323 §2.2);
+        // that of the third segment is.
+        self.snd_wnd = if seg.flags.contains(TcpFlags::SYN) {
+            u32::from(seg.window)
+        } else {
+            u32::from(seg.window) << self.snd_shift
+        };
+        self.max_snd_wnd = self.snd_wnd;
+        self.snd_wl1 = SeqNumber(seg.seq);
+        self.snd_wl2 = SeqNumber(seg.ack);
+        self.last_send = now;
+        self.rtx_count = 0;
+        self.rtx_at = None;
+        if let Some(k) = self.cfg.keepalive {
+            self.keepalive_at = Some(now + k.idle);
+        }
+    }
+
+    /// LISTEN (RFC 9293 §3.10.7.2), for a connection its listener made.
+    fn on_listen(&mut self, now: Instant, seg: &TcpRepr, payload: &[u8]) -> Result<(), Drop> {
+        if seg.flags.contains(TcpFlags::RST) {
+            return Err(Drop::NotSyn);
+        }
+        if seg.flags.contains(TcpFlags::ACK) {
+            let Some(cookie) = self.cookie.take() else {
+                self.rst_out = super::reset_for(seg, payload.len());
+                self.enter_closed(None);
+                return Err(Drop::NotSyn);
+            };
+            // The ACK of a cookie SYN-ACK: the handshake is complete
+            // (RFC 4987 §3.6); the options come from the cookie.
+            self.irs = SeqNumber(seg.seq.wrapping_sub(1));
+            let mut opts = TcpOptions::default();
+            opts.mss = Some(cookie.mss);
+            opts.window_scale = cookie.window_scale;
+            opts.sack_permitted = cookie.sack_permitted;
+            opts.timestamps = seg.options.timestamps;
+            self.negotiate(&opts, now);
+            self.syn_sent_at = Some(now);
+            self.state = State::SynReceived;
+            return self.on_synchronized(now, seg, payload);
+        }
+        if !seg.flags.contains(TcpFlags::SYN) {
+            return Err(Drop::NotSyn);
+        }
+        self.irs = SeqNumber(seg.seq);
+        self.negotiate(&seg.options, now);
+        self.state = State::SynReceived;
+        self.syn_due = true;
+        // Data on the SYN is not taken (no TCP Fast Open); the peer sends
+        // it again after the handshake.
+        Ok(())
+    }
+
+    /// SYN-SENT (RFC 9293 §3.10.7.3).
+    fn on_syn_sent(&mut self, now: Instant, seg: &TcpRepr, payload: &[u8]) -> Result<(), Drop> {
+        let ack = SeqNumber(seg.ack);
+        let has_ack = seg.flags.contains(TcpFlags::ACK);
+        if has_ack && (ack.le(self.iss) || ack.gt(self.iss + 1)) {
+            if !seg.flags.contains(TcpFlags::RST) {
+                self.rst_out = super::reset_for(seg, payload.len());
+            }
+            return Err(Drop::BadAck);
+        }
+        if seg.flags.contains(TcpFlags::RST) {
+            // Acceptable only if it acknowledges our SYN (RFC 5961 §3.2
+            // keeps this rule for SYN-SENT).
+            if has_ack {
+                self.enter_closed(Some(TcpError::Refused));
+                return Ok(());
+            }
+            return Err(Drop::RstNotExact);
+        }
+        if !seg.flags.contains(TcpFlags::SYN) {
+            return Err(Drop::NoAck);
+        }
+        self.irs = SeqNumber(seg.seq);
+        self.negotiate(&seg.options, now);
+        if !has_ack {
+            // Simultaneous open (RFC 9293 Figure 8): SYN-RECEIVED, our SYN
+            // goes again with the ACK of theirs.
+            self.state = State::SynReceived;
+            self.syn_due = true;
+            return Ok(());
+        }
+        self.handshake_rtt(now);
+        self.start_sending(seg, now);
+        self.state = State::Established;
+        self.ack_due = true;
+        if !payload.is_empty() {
+            self.take_data(now, SeqNumber(seg.seq) + 1, payload);
+        }
+        if seg.flags.contains(TcpFlags::FIN) {
+            self.fin_in = Some(SeqNumber(seg.seq) + 1 + payload.len() as u32);
+            self.check_fin(now);
+        }
+        Ok(())
+    }
+
+    /// The RTT of the handshake, unless the SYN was retransmitted (Karn);
+    /// after a SYN timeout the RTO restarts at 3 s (RFC 6298 §5.7).
+    fn handshake_rtt(&mut self, now: Instant) {
+        if self.syn_retransmitted {
+            self.rto.on_established_after_syn_timeout();
+        } else if let Some(t) = self.syn_sent_at {
+            let rtt = now.saturating_since(t);
+            self.rto.on_sample(rtt);
+            self.rack.on_rtt_sample(rtt);
+        }
+    }
+
+    /// The states after the handshake began (RFC 9293 §3.10.7.4).
+    fn on_synchronized(&mut self, now: Instant, seg: &TcpRepr, payload: &[u8]) -> Result<(), Drop> {
+        let seq = SeqNumber(seg.seq);
+        let rst = seg.flags.contains(TcpFlags::RST);
+        let syn = seg.flags.contains(TcpFlags::SYN);
+        let fin = seg.flags.contains(TcpFlags::FIN);
+
+        // PAWS (RFC 7323 §5.3 R1), before the sequence check.
+        if self.ts_ok && !rst {
+            if let Some((tsval, _)) = seg.options.timestamps {
+                if ts_before(tsval, self.ts_recent)
+                    && now.saturating_since(self.ts_recent_at) < PAWS_IDLE
+                {
+                    self.ack_due = true;
+                    return Err(Drop::Paws);
+                }
+            }
+        }
+
+        // First: sequence number acceptable?
+        let rcv_nxt = self.rcv_nxt();
+        let wnd = self.rcv.advertised_right_edge().max(rcv_nxt) - rcv_nxt;
+        let seg_len = payload.len() as u32 + u32::from(syn) + u32::from(fin);
+        let mut data_ok = true;
+        let acceptable = match (seg_len, wnd) {
+            (0, 0) => seq == rcv_nxt,
+            (0, _) => seq.in_window(rcv_nxt, wnd),
+            (_, 0) => {
+                // RFC 9293 §3.10.7.4: with a zero window, valid ACKs, URGs
+                // and RSTs are still processed; the data is not taken.
+                data_ok = false;
+                seq == rcv_nxt
+            }
+            (_, _) => seq.in_window(rcv_nxt, wnd) || (seq + (seg_len - 1)).in_window(rcv_nxt, wnd),
+        };
+        if !acceptable {
+            if !rst {
+                self.ack_due = true;
+            }
+            return Err(Drop::OutOfWindow);
+        }
+
+        // RFC 7323 §4.3: TS.Recent from a segment covering Last.ACK.sent.
+        if let Some((tsval, _)) = seg.options.timestamps.filter(|_| self.ts_ok) {
+            if seq.le(self.last_ack_sent) && !ts_before(tsval, self.ts_recent) {
+                self.ts_recent = tsval;
+                self.ts_recent_at = now;
+            }
+        }
+
+        // Second: RST (RFC 5961 §3.2: only exactly at RCV.NXT; elsewhere
+        // in the window a challenge ACK).
+        if rst {
+            if seq != rcv_nxt {
+                self.challenge_ack(now);
+                return Err(Drop::RstNotExact);
+            }
+            match self.state {
+                State::SynReceived if self.passive => self.enter_closed(None),
+                State::SynReceived => self.enter_closed(Some(TcpError::Refused)),
+                State::Established | State::FinWait1 | State::FinWait2 | State::CloseWait => {
+                    self.enter_closed(Some(TcpError::Reset))
+                }
+                _ => self.enter_closed(None),
+            }
+            return Ok(());
+        }
+
+        // Fourth: SYN (RFC 5961 §4.2: a challenge ACK in any synchronized
+        // state; in SYN-RECEIVED a retransmitted SYN gets the SYN-ACK).
+        if syn {
+            if self.state == State::SynReceived && seq == self.irs {
+                self.syn_due = true;
+                return Ok(());
+            }
+            self.challenge_ack(now);
+            return Err(Drop::SynInWindow);
+        }
+
+        // Fifth: ACK.
+        if !seg.flags.contains(TcpFlags::ACK) {
+            return Err(Drop::NoAck);
+        }
+        let ack = SeqNumber(seg.ack);
+        if self.state == State::SynReceived {
+            if !(ack.gt(self.iss) && ack.le(self.iss + 1)) {
+                self.rst_out = super::reset_for(seg, payload.len());
+                return Err(Drop::BadAck);
+            }
+            self.handshake_rtt(now);
+            self.start_sending(seg, now);
+            self.syn_due = false;
+            self.state = State::Established;
+        }
+        self.on_ack(now, seg, payload.len())?;
+        if self.state == State::Closed {
+            return Ok(());
+        }
+
+        // Sixth: URG (RFC 9293 §3.8.5): data is inline; remember the mark.
+        if seg.flags.contains(TcpFlags::URG) && self.state.may_receive() {
+            let up = seq + u32::from(seg.urgent);
+            self.rcv_up = Some(self.rcv_up.map_or(up, |u| u.max(up)));
+        }
+
+        // Seventh: segment text.
+        let mut result = Ok(());
+        if !payload.is_empty() {
+            if !data_ok {
+                self.ack_due = true;
+            } else if self.state.may_receive() && self.fin_in.is_none_or(|f| seq.lt(f)) {
+                if self.read_shut {
+                    result = Err(Drop::ReadShut);
+                    // Acknowledge and discard, so the window stays open.
+                    self.take_data(now, seq, payload);
+                    let n = self.rcv.len();
+                    self.rcv.consume(n);
+                } else {
+                    self.take_data(now, seq, payload);
+                }
+            } else {
+                // After the peer's FIN: nothing more may arrive.
+                self.ack_due = true;
+            }
+        }
+
+        // Eighth: FIN.
+        if fin && data_ok {
+            let f = seq + payload.len() as u32;
+            if self.state.may_receive() && self.fin_in.is_none() {
+                self.fin_in = Some(f);
+            }
+            if self.state == State::TimeWait {
+                // A retransmitted FIN: acknowledge, restart 2·MSL.
+                self.ack_due = true;
+                self.time_wait_at = Some(now + self.cfg.time_wait);
+            }
+            self.check_fin(now);
+            if !self.fin_received {
+                // Out of order: a duplicate ACK (with SACK) at once.
+                self.ack_due = true;
+            }
+        }
+        if let Some(k) = self.cfg.keepalive {
+            self.keepalive_at = Some(now + k.idle);
+            self.keepalive_sent = 0;
+        }
+        result
+    }
+
+    /// Takes in-window data (RFC 9293 §3.10.7.4 seventh) and schedules
+    /// the ACK: at once for out-of-order or duplicate data and when a hole
+    /// fills (RFC 5681 §4.2), else after two full-sized segments or the
+    /// delayed-ACK time, whichever comes first (RFC 9293 §3.8.6.3).
+    fn take_data(&mut self, now: Instant, seq: SeqNumber, data: &[u8]) {
+        let had_ooo = self.rcv.ooo_bytes() > 0;
+        let ins = self.rcv.insert(seq, data);
+        self.stats.bytes_received += ins.advanced as u64;
+        if ins.out_of_order || ins.duplicate || ins.dropped || had_ooo {
+            self.ack_due = true;
+        } else if ins.advanced > 0 {
+            self.unacked_bytes += ins.advanced as u32;
+            if self.unacked_bytes >= 2 * self.smss {
+                self.ack_due = true;
+            } else if self.delack_at.is_none() {
+                self.delack_at = Some(now + self.cfg.delayed_ack);
+            }
+        }
+        if ins.advanced > 0 {
+            self.check_fin(now);
+        }
+    }
+
+    /// Whether RCV.NXT has reached the peer's FIN: then it counts
+    /// (RFC 9293 §3.10.7.4 eighth) and the state moves on.
+    fn check_fin(&mut self, now: Instant) {
+        let Some(f) = self.fin_in else { return };
+        if self.fin_received || self.rcv.rcv_nxt() != f {
+            return;
+        }
+        self.fin_received = true;
+        self.ack_due = true;
+        match self.state {
+            State::SynReceived | State::Established => self.state = State::CloseWait,
+            State::FinWait1 if self.snd.fin_acked() => self.enter_time_wait(now),
+            State::FinWait1 => self.state = State::Closing,
+            State::FinWait2 => self.enter_time_wait(now),
+            _ => {}
+        }
+    }
+
+    pub(super) fn enter_time_wait(&mut self, now: Instant) {
+        self.state = State::TimeWait;
+        self.rtx_at = None;
+        self.tlp_at = None;
+        self.reo_at = None;
+        self.persist_at = None;
+        self.keepalive_at = None;
+        self.time_wait_at = Some(now + self.cfg.time_wait);
+    }
+
+    /// A challenge ACK (RFC 5961 §3.2, §4.2), at most
+    /// `challenge_ack_limit` a second (§7).
+    fn challenge_ack(&mut self, now: Instant) {
+        let (start, n) = self.challenge;
+        if now.saturating_since(start) >= Duration::from_secs(1) {
+            self.challenge = (now, 0);
+        }
+        if self.challenge.1 >= self.cfg.challenge_ack_limit {
+            self.stats.challenge_acks_suppressed += 1;
+            return;
+        }
+        let _ = n;
+        self.challenge.1 += 1;
+        self.stats.challenge_acks += 1;
+        self.ack_due = true;
+    }
+
+    /// The fifth check for an established connection: acknowledgment,
+    /// SACK, loss detection, window update, and the FIN's ACK
+    /// (RFC 9293 §3.10.7.4; RFC 6675 §5; RFC 8985 §6).
+    fn on_ack(&mut self, now: Instant, seg: &TcpRepr, payload_len: usize) -> Result<(), Drop> {
+        let ack = SeqNumber(seg.ack);
+        let snd_una = self.sb.high_ack();
+        let snd_max = self.sb.snd_nxt();
+        if ack.gt(snd_max) {
+            // It acknowledges something not yet sent: ACK and drop.
+            self.ack_due = true;
+            return Err(Drop::BadAck);
+        }
+        if ack.lt(snd_una - self.max_snd_wnd.max(1)) {
+            // RFC 5961 §5.2: far below SND.UNA.
+            self.ack_due = true;
+            return Err(Drop::BadAck);
+        }
+        let mut blocks = [SackBlock::new(SeqNumber(0), SeqNumber(0)); 4];
+        let mut n = 0;
+        if self.sack_ok {
+            for &(l, r) in seg.options.sack_blocks() {
+                blocks[n] = SackBlock::new(SeqNumber(l), SeqNumber(r));
+                n += 1;
+            }
+        }
+        let window = u32::from(seg.window) << self.snd_shift;
+        let in_recovery_before = self.recovery.in_recovery();
+        let ev = self.recovery.on_ack(
+            &mut self.sb,
+            &mut self.cc,
+            ack,
+            &blocks[..n],
+            self.rto.srtt(),
+            now,
+        );
+        if ev.entered {
+            self.stats.recoveries += 1;
+        }
+        if ev.ack.cum_advanced {
+            self.snd.ack_to(ack);
+            self.stats.bytes_acked += u64::from(ev.ack.newly_acked);
+            self.rtx_count = 0;
+            self.persist_backoff = 0;
+            self.dup_acks = 0;
+            // RFC 6298 §5.3: restart the timer on new data ACKed.
+            self.rtx_at = (!self.sb.is_empty()).then(|| now + self.rto.rto());
+            if !self.sack_ok && self.recovery.in_recovery() {
+                // RFC 6582 §3.2 step 5: a partial ACK without SACK
+                // retransmits the first unacknowledged segment.
+                self.sb.mark_lost_at(0);
+            }
+        } else if !self.sack_ok
+            && payload_len == 0
+            && ack == snd_una
+            && window == self.snd_wnd
+            && !self.sb.is_empty()
+            && !seg.flags.intersects(TcpFlags::SYN | TcpFlags::FIN)
+        {
+            // RFC 5681 §3.2 without SACK: the third duplicate ACK.
+            self.dup_acks += 1;
+            self.stats.dup_acks_in += 1;
+            if self.dup_acks == 3 && !self.recovery.in_recovery() {
+                self.recovery.enter(&mut self.sb, &mut self.cc, now);
+                self.stats.recoveries += 1;
+            }
+        } else if ev.ack.is_dup_ack(true) {
+            self.stats.dup_acks_in += 1;
+        }
+        // RTT from the newest segment delivered that was never
+        // retransmitted (Karn's rule, RFC 6298 §3).
+        if let Some(d) = ev.ack.newest_original {
+            let rtt = now.saturating_since(d.sent_at);
+            if ev.ack.cum_advanced {
+                self.rto.on_sample(rtt);
+            }
+            self.rack.on_rtt_sample(rtt);
+        }
+        if self.cfg.rack {
+            self.rack
+                .on_ack(&ev.ack, self.sb.high_ack(), self.sb.snd_nxt(), now);
+            self.rack_detect(now);
+        }
+        match self.tlp.on_ack(&ev.ack, self.sb.high_ack()) {
+            TlpVerdict::LossRepaired => {
+                // RFC 8985 §7.4.2: the response of a fast recovery.
+                let flight = self.sb.flight_size();
+                self.cc.on_enter_recovery(flight, now);
+                self.cc.on_exit_recovery(flight, now);
+            }
+            TlpVerdict::NoLoss | TlpVerdict::Pending => {}
+        }
+        if ev.exited {
+            self.rack.on_recovery_exit();
+        }
+        if ev.ack.cum_advanced || !in_recovery_before {
+            self.tlp_at = None;
+        }
+        // Window update (RFC 9293 §3.10.7.4: from the newest segment).
+        let seq = SeqNumber(seg.seq);
+        if self.snd_wl1.lt(seq) || (self.snd_wl1 == seq && self.snd_wl2.le(ack)) {
+            self.snd_wnd = window;
+            self.snd_wl1 = seq;
+            self.snd_wl2 = ack;
+            self.max_snd_wnd = self.max_snd_wnd.max(window);
+            if window > 0 {
+                self.persist_at = None;
+                self.persist_backoff = 0;
+            }
+        }
+        // Our FIN acknowledged?
+        if self.snd.fin_acked() {
+            match self.state {
+                State::FinWait1 if self.fin_received => self.enter_time_wait(now),
+                State::FinWait1 => self.state = State::FinWait2,
+                State::Closing => self.enter_time_wait(now),
+                State::LastAck => self.enter_closed(None),
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// RACK loss detection (RFC 8985 §6.2 step 5): marks segments lost,
+    /// enters recovery for them, and sets the reordering timer (§6.3).
+    pub(super) fn rack_detect(&mut self, now: Instant) {
+        let reo = self
+            .rack
+            .reo_wnd(&self.sb, self.recovery.in_recovery(), self.rto.srtt());
+        let (marked, timer) = self.rack.detect_loss(&mut self.sb, reo, now);
+        self.reo_at = timer;
+        if marked > 0 && !self.recovery.in_recovery() {
+            self.recovery.enter(&mut self.sb, &mut self.cc, now);
+            self.stats.recoveries += 1;
+        }
+    }
+
+    /// For tests and statistics: every counter.
+    pub fn counters(&self) -> TcpStats {
+        self.stats
+    }
+}

@@ -1,0 +1,679 @@
+//! The transmission control block (RFC 9293 §3.3.1): one connection's
+//! state machine, with no I/O of its own.
+//!
+//! A [`Tcb`] takes segments ([`Tcb::on_segment`]), calls of the
+//! application ([`Tcb::send`], [`Tcb::recv`], [`Tcb::shutdown`],
+//! [`Tcb::close`], [`Tcb::abort`]) and the passing of time
+//! ([`Tcb::on_tick`] at [`Tcb::poll_at`]), and produces the segments to
+//! send ([`Tcb::poll_output`]). The connection's stage on its path feeds it
+//! from the wire and hands what it produces down the path; the segment-level
+//! tests drive it directly. The parts it is made of are tested alone in the
+//! sibling files: the buffers, the SACK scoreboard, loss recovery, RACK-TLP,
+//! the RTO estimator and the congestion controllers.
+//!
+//! The code is split by the RFC's own sections: [`input`] is "SEGMENT
+//! ARRIVES" (§3.10.7), [`output`] builds segments (§3.8, §3.10.4 SEND), and
+//! [`timers`] is "TIMEOUTS" (§3.10.8) with RFC 6298, RFC 8985 and the
+//! persist and keepalive timers.
+
+mod input;
+mod output;
+mod timers;
+
+use super::config::TcpConfig;
+use super::congestion::{AnyCongestion, CcConfig};
+use super::error::TcpError;
+use super::rack::{Rack, Tlp};
+use super::recovery::Recovery;
+use super::recv_buffer::{RecvBuffer, RecvConfig};
+use super::rto::RtoEstimator;
+use super::sack_scoreboard::Scoreboard;
+use super::send_buffer::SendBuffer;
+use super::seq::SeqNumber;
+use super::state::State;
+use crate::wire::tcp::{TcpFlags, TcpOptions, TcpRepr};
+use pathstack_core::time::Instant;
+
+pub use output::OutSegment;
+
+/// Which way [`Tcb::shutdown`] closes (as `std::net::Shutdown`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shutdown {
+    /// No more reads: what arrives is discarded.
+    Read,
+    /// No more writes: a FIN follows the data queued.
+    Write,
+    /// Both.
+    Both,
+}
+
+/// What a listener learned from a valid SYN cookie (RFC 4987 §3.6): the
+/// options the SYN carried, recovered from the cookie and the timestamp.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CookieOpen {
+    /// The MSS the cookie encoded.
+    pub mss: u16,
+    /// The peer's window shift, if it offered scaling (only with
+    /// timestamps, as Linux).
+    pub window_scale: Option<u8>,
+    /// The peer offered SACK (only with timestamps).
+    pub sack_permitted: bool,
+}
+
+/// Counters of one connection (what `ss -ti` shows of a Linux socket).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TcpStats {
+    /// Segments received and processed.
+    pub segs_in: u64,
+    /// Segments sent.
+    pub segs_out: u64,
+    /// Segments sent carrying data.
+    pub data_segs_out: u64,
+    /// Segments retransmitted (fast, RACK, TLP or timeout).
+    pub retrans_segs: u64,
+    /// Retransmission timeouts.
+    pub timeouts: u64,
+    /// Tail loss probes sent.
+    pub tlp_probes: u64,
+    /// Loss-recovery phases entered.
+    pub recoveries: u64,
+    /// Octets acknowledged by the peer.
+    pub bytes_acked: u64,
+    /// Octets received in order.
+    pub bytes_received: u64,
+    /// Duplicate ACKs received.
+    pub dup_acks_in: u64,
+    /// Challenge ACKs sent (RFC 5961).
+    pub challenge_acks: u64,
+    /// Challenge ACKs not sent because of the rate limit (RFC 5961 §7).
+    pub challenge_acks_suppressed: u64,
+    /// Window probes sent (persist timer).
+    pub window_probes: u64,
+    /// Keepalive probes sent.
+    pub keepalive_probes: u64,
+}
+
+/// One connection's transmission control block.
+#[derive(Debug)]
+pub struct Tcb {
+    cfg: TcpConfig,
+    state: State,
+    local_port: u16,
+    remote_port: u16,
+    /// Made by a listener (a reset in SYN-RECEIVED ends it quietly,
+    /// RFC 9293 §3.10.7.4 "return to LISTEN").
+    passive: bool,
+    /// The options a cookie carried, for a connection opened by a
+    /// cookie's ACK in LISTEN.
+    cookie: Option<CookieOpen>,
+    iss: SeqNumber,
+    irs: SeqNumber,
+
+    // ----- send side -----
+    snd: SendBuffer,
+    sb: Scoreboard,
+    recovery: Recovery,
+    cc: AnyCongestion,
+    rto: RtoEstimator,
+    rack: Rack,
+    tlp: Tlp,
+    /// SND.WND, scaled.
+    snd_wnd: u32,
+    snd_wl1: SeqNumber,
+    snd_wl2: SeqNumber,
+    /// The largest window the peer advertised (RFC 5961 §5.2 MAX.SND.WND).
+    max_snd_wnd: u32,
+    /// The peer's window shift (0 without scaling).
+    snd_shift: u8,
+    /// The effective send MSS (RFC 9293 §3.7.1): the peer's MSS, our
+    /// route's, less the timestamp option.
+    smss: u32,
+    /// Duplicate ACKs counted the classic way (RFC 5681 §3.2), for peers
+    /// without SACK.
+    dup_acks: u32,
+
+    // ----- receive side -----
+    rcv: RecvBuffer,
+    rcv_shift: u8,
+    /// The sequence number of the peer's FIN, once seen.
+    fin_in: Option<SeqNumber>,
+    /// RCV.NXT has passed the peer's FIN.
+    fin_received: bool,
+    /// `shutdown(Read)`: arriving data is discarded.
+    read_shut: bool,
+    /// The urgent pointer (RFC 9293 §3.8.5): the sequence number after the
+    /// last urgent octet seen. Urgent data is delivered inline.
+    rcv_up: Option<SeqNumber>,
+
+    // ----- negotiated -----
+    /// Both ends offered window scaling.
+    ws_ok: bool,
+    ts_ok: bool,
+    sack_ok: bool,
+    /// TS.Recent (RFC 7323 §4.3).
+    ts_recent: u32,
+    /// When TS.Recent was taken (PAWS' 24-day rule, RFC 7323 §5.5).
+    ts_recent_at: Instant,
+    /// Our timestamp clock's offset (RFC 7323 §5.4: random per connection).
+    ts_offset: u32,
+    /// RCV.NXT as last acknowledged (Last.ACK.sent, RFC 7323 §4.3).
+    last_ack_sent: SeqNumber,
+
+    // ----- what to send -----
+    syn_due: bool,
+    syn_sent_at: Option<Instant>,
+    syn_retransmitted: bool,
+    ack_due: bool,
+    unacked_bytes: u32,
+    rst_out: Option<TcpRepr>,
+    tlp_due: bool,
+    window_probe_due: bool,
+    keepalive_due: bool,
+
+    // ----- timers (deadlines; `None` when off) -----
+    rtx_at: Option<Instant>,
+    tlp_at: Option<Instant>,
+    reo_at: Option<Instant>,
+    delack_at: Option<Instant>,
+    persist_at: Option<Instant>,
+    keepalive_at: Option<Instant>,
+    time_wait_at: Option<Instant>,
+    /// Consecutive timeouts of the same data (R2) or SYN.
+    rtx_count: u32,
+    persist_backoff: u32,
+    keepalive_sent: u32,
+    last_send: Instant,
+    /// Challenge ACKs in the current second: (second's start, count).
+    challenge: (Instant, u32),
+
+    error: Option<TcpError>,
+    stats: TcpStats,
+}
+
+impl Tcb {
+    fn new(
+        cfg: TcpConfig,
+        local_port: u16,
+        remote_port: u16,
+        iss: SeqNumber,
+        ts_offset: u32,
+        now: Instant,
+    ) -> Tcb {
+        let smss = u32::from(cfg.mss);
+        Tcb {
+            state: State::Closed,
+            local_port,
+            remote_port,
+            passive: false,
+            cookie: None,
+            iss,
+            irs: SeqNumber(0),
+            snd: SendBuffer::new(cfg.send_buffer, iss + 1),
+            sb: Scoreboard::new(1, smss, iss + 1),
+            recovery: Recovery::new(),
+            cc: AnyCongestion::new(
+                cfg.congestion,
+                CcConfig {
+                    smss,
+                    ..CcConfig::default()
+                },
+            ),
+            rto: RtoEstimator::new(cfg.rto),
+            rack: Rack::new(),
+            tlp: Tlp::new(),
+            snd_wnd: 0,
+            snd_wl1: SeqNumber(0),
+            snd_wl2: iss,
+            max_snd_wnd: 0,
+            snd_shift: 0,
+            smss,
+            dup_acks: 0,
+            rcv: RecvBuffer::new(
+                RecvConfig {
+                    capacity: 0,
+                    ..RecvConfig::default()
+                },
+                SeqNumber(0),
+            ),
+            rcv_shift: 0,
+            fin_in: None,
+            fin_received: false,
+            read_shut: false,
+            rcv_up: None,
+            ws_ok: false,
+            ts_ok: false,
+            sack_ok: false,
+            ts_recent: 0,
+            ts_recent_at: now,
+            ts_offset,
+            last_ack_sent: SeqNumber(0),
+            syn_due: false,
+            syn_sent_at: None,
+            syn_retransmitted: false,
+            ack_due: false,
+            unacked_bytes: 0,
+            rst_out: None,
+            tlp_due: false,
+            window_probe_due: false,
+            keepalive_due: false,
+            rtx_at: None,
+            tlp_at: None,
+            reo_at: None,
+            delack_at: None,
+            persist_at: None,
+            keepalive_at: None,
+            time_wait_at: None,
+            rtx_count: 0,
+            persist_backoff: 0,
+            keepalive_sent: 0,
+            last_send: now,
+            challenge: (now, 0),
+            error: None,
+            stats: TcpStats::default(),
+            cfg,
+        }
+    }
+
+    /// An active open (RFC 9293 §3.10.1 OPEN, active): SYN-SENT, the SYN
+    /// goes out with the next [`poll_output`](Self::poll_output). `iss`
+    /// comes from the RFC 6528 generator, `ts_offset` is this connection's
+    /// random timestamp offset.
+    pub fn connect(
+        cfg: TcpConfig,
+        local_port: u16,
+        remote_port: u16,
+        iss: SeqNumber,
+        ts_offset: u32,
+        now: Instant,
+    ) -> Tcb {
+        let mut t = Tcb::new(cfg, local_port, remote_port, iss, ts_offset, now);
+        t.state = State::SynSent;
+        t.syn_due = true;
+        t
+    }
+
+    /// A connection a listener made for a SYN (Scout's passive open): in
+    /// LISTEN, about to see that SYN in [`on_segment`](Self::on_segment).
+    pub fn listen(
+        cfg: TcpConfig,
+        local_port: u16,
+        remote_port: u16,
+        iss: SeqNumber,
+        ts_offset: u32,
+        now: Instant,
+    ) -> Tcb {
+        let mut t = Tcb::new(cfg, local_port, remote_port, iss, ts_offset, now);
+        t.state = State::Listen;
+        t.passive = true;
+        t
+    }
+
+    /// A connection a listener made for the ACK of a SYN cookie: in
+    /// LISTEN, about to see that ACK, whose acknowledgment number less
+    /// one is our ISS (RFC 4987 §3.6). The timestamp offset is 0: the
+    /// cookie's timestamps were on the listener's clock.
+    pub fn from_cookie(
+        cfg: TcpConfig,
+        local_port: u16,
+        remote_port: u16,
+        ack: &TcpRepr,
+        cookie: CookieOpen,
+        now: Instant,
+    ) -> Tcb {
+        let iss = SeqNumber(ack.ack.wrapping_sub(1));
+        let mut t = Tcb::new(cfg, local_port, remote_port, iss, 0, now);
+        t.state = State::Listen;
+        t.passive = true;
+        t.cookie = Some(cookie);
+        t
+    }
+
+    // ----- what the application and the stage read -----
+
+    /// The state.
+    pub fn state(&self) -> State {
+        self.state
+    }
+    /// The configuration.
+    pub fn config(&self) -> &TcpConfig {
+        &self.cfg
+    }
+    /// Local and remote port.
+    pub fn ports(&self) -> (u16, u16) {
+        (self.local_port, self.remote_port)
+    }
+    /// Made by a listener.
+    pub fn is_passive(&self) -> bool {
+        self.passive
+    }
+    /// The counters.
+    pub fn stats(&self) -> &TcpStats {
+        &self.stats
+    }
+    /// The receive buffer's drop counters.
+    pub fn recv_stats(&self) -> &super::recv_buffer::RecvStats {
+        self.rcv.stats()
+    }
+    /// The pending error, without taking it.
+    pub fn error(&self) -> Option<TcpError> {
+        self.error
+    }
+    /// Takes the pending error (`SO_ERROR`).
+    pub fn take_error(&mut self) -> Option<TcpError> {
+        self.error.take()
+    }
+    /// The effective send MSS.
+    pub fn smss(&self) -> u32 {
+        self.smss
+    }
+    /// The congestion window in octets.
+    pub fn cwnd(&self) -> u32 {
+        use super::congestion::CongestionControl;
+        self.cc.cwnd()
+    }
+    /// The smoothed RTT, once sampled.
+    pub fn srtt(&self) -> Option<pathstack_core::time::Duration> {
+        self.rto.srtt()
+    }
+    /// The current RTO.
+    pub fn rto(&self) -> pathstack_core::time::Duration {
+        self.rto.rto()
+    }
+    /// The negotiated extensions: (window scaling, timestamps, SACK).
+    pub fn extensions(&self) -> (bool, bool, bool) {
+        (self.ws_ok, self.ts_ok, self.sack_ok)
+    }
+    /// SND.UNA.
+    pub fn snd_una(&self) -> SeqNumber {
+        self.sb.high_ack()
+    }
+    /// SND.NXT (the highest sequence number sent, plus one).
+    pub fn snd_nxt(&self) -> SeqNumber {
+        match self.state {
+            State::Listen | State::Closed if !self.syn_sent() => self.iss,
+            State::SynSent | State::SynReceived => self.iss + 1,
+            _ => self.sb.snd_nxt(),
+        }
+    }
+    fn syn_sent(&self) -> bool {
+        self.syn_sent_at.is_some()
+    }
+    /// RCV.NXT, the peer's FIN included once received.
+    pub fn rcv_nxt(&self) -> SeqNumber {
+        self.rcv.rcv_nxt() + u32::from(self.fin_received)
+    }
+    /// The peer's send window (SND.WND), scaled.
+    pub fn snd_wnd(&self) -> u32 {
+        self.snd_wnd
+    }
+    /// The urgent pointer last received, if any (RFC 9293 §3.8.5: urgent
+    /// data is delivered inline; this marks where it ends).
+    pub fn urgent_mark(&self) -> Option<SeqNumber> {
+        self.rcv_up
+    }
+    /// Octets readable now.
+    pub fn recv_queue(&self) -> usize {
+        self.rcv.len()
+    }
+    /// Octets written and not yet acknowledged.
+    pub fn send_queue(&self) -> usize {
+        self.snd.len()
+    }
+    /// Room for [`send`](Self::send) now.
+    pub fn send_space(&self) -> usize {
+        if self.state.may_send() || matches!(self.state, State::SynSent | State::SynReceived) {
+            self.snd.free()
+        } else {
+            0
+        }
+    }
+    /// Whether a read would not block: data, the end of the stream, or
+    /// an error.
+    pub fn is_readable(&self) -> bool {
+        !self.rcv.is_empty() || self.fin_received || self.error.is_some() || self.read_shut
+            || self.state == State::Closed
+    }
+    /// Whether the connection is over for good: closed, nothing left to
+    /// send (its path may go once its owner lets it).
+    pub fn is_closed(&self) -> bool {
+        self.state == State::Closed
+    }
+
+    // ----- application calls (RFC 9293 §3.10.2–§3.10.6) -----
+
+    /// SEND: queues as much of `data` as the send buffer takes and
+    /// returns how much; `Ok(None)` when it is full (would block). Data
+    /// written before the handshake completes waits for it.
+    pub fn send(&mut self, data: &[u8]) -> Result<Option<usize>, TcpError> {
+        match self.state {
+            State::SynSent | State::SynReceived | State::Established | State::CloseWait => {}
+            State::Listen => return Err(TcpError::NotConnected),
+            State::Closed => return Err(self.error.take().unwrap_or(TcpError::BrokenPipe)),
+            _ => return Err(TcpError::BrokenPipe),
+        }
+        if self.snd.is_closed() {
+            return Err(TcpError::BrokenPipe);
+        }
+        if data.is_empty() {
+            return Ok(Some(0));
+        }
+        match self.snd.write(data) {
+            0 => Ok(None),
+            n => Ok(Some(n)),
+        }
+    }
+
+    /// RECEIVE: copies readable data into `buf`. `Ok(Some(0))` is the end
+    /// of the stream (the peer's FIN, or `shutdown(Read)`); `Ok(None)`
+    /// would block; an error is the connection's (once; then the end).
+    pub fn recv(&mut self, buf: &mut [u8]) -> Result<Option<usize>, TcpError> {
+        if !self.rcv.is_empty() && !buf.is_empty() {
+            let before = self.rcv_window_edge_room();
+            let n = self.rcv.read(buf);
+            self.after_read(before);
+            return Ok(Some(n));
+        }
+        self.recv_empty()
+    }
+
+    /// Like [`recv`](Self::recv) without taking the data.
+    pub fn peek(&self, buf: &mut [u8]) -> Result<Option<usize>, TcpError> {
+        let (a, b) = self.rcv.peek();
+        if !a.is_empty() && !buf.is_empty() {
+            let n = a.len().min(buf.len());
+            buf[..n].copy_from_slice(&a[..n]);
+            let m = b.len().min(buf.len() - n);
+            buf[n..n + m].copy_from_slice(&b[..m]);
+            return Ok(Some(n + m));
+        }
+        if self.fin_received || self.read_shut {
+            return Ok(Some(0));
+        }
+        match (self.error, self.state) {
+            (Some(e), _) => Err(e),
+            (None, State::Closed) => Ok(Some(0)),
+            (None, State::Listen) => Err(TcpError::NotConnected),
+            _ => Ok(None),
+        }
+    }
+
+    fn recv_empty(&mut self) -> Result<Option<usize>, TcpError> {
+        if self.fin_received || self.read_shut {
+            return Ok(Some(0));
+        }
+        if let Some(e) = self.error.take() {
+            return Err(e);
+        }
+        match self.state {
+            State::Closed => Ok(Some(0)),
+            State::Listen => Err(TcpError::NotConnected),
+            _ => Ok(None),
+        }
+    }
+
+    /// The room between the right edge last advertised and the one the
+    /// free space allows.
+    fn rcv_window_edge_room(&self) -> u32 {
+        let free = (self.rcv.config().capacity - self.rcv.len()) as u32;
+        let edge = self.rcv.rcv_nxt() + free;
+        edge - self.rcv.advertised_right_edge().min(edge)
+    }
+
+    /// After a read: a window update goes out when the window opened by
+    /// two segments or more (RFC 9293 §3.8.6.2.2, receiver SWS
+    /// avoidance: only "significant" openings are announced).
+    fn after_read(&mut self, before: u32) {
+        let after = self.rcv_window_edge_room();
+        let step = (2 * self.smss).min(self.rcv.config().capacity as u32 / 2);
+        if self.state.may_receive() && after >= step && before < step {
+            self.ack_due = true;
+        }
+    }
+
+    /// SHUTDOWN: `Write` queues a FIN after the data (RFC 9293 §3.10.4
+    /// CLOSE for the sending half); `Read` discards what arrives from now
+    /// on and makes reads return the end of the stream.
+    pub fn shutdown(&mut self, how: Shutdown) -> Result<(), TcpError> {
+        if matches!(how, Shutdown::Read | Shutdown::Both) {
+            self.read_shut = true;
+            let n = self.rcv.len();
+            self.rcv.consume(n);
+        }
+        if matches!(how, Shutdown::Write | Shutdown::Both) {
+            match self.state {
+                State::Listen => return Err(TcpError::NotConnected),
+                State::SynSent => {
+                    // Nothing sent but the SYN: the connection ends
+                    // (RFC 9293 §3.10.4, SYN-SENT).
+                    self.state = State::Closed;
+                    self.rtx_at = None;
+                }
+                State::SynReceived | State::Established => {
+                    self.snd.close();
+                    self.state = State::FinWait1;
+                }
+                State::CloseWait => {
+                    self.snd.close();
+                    self.state = State::LastAck;
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// CLOSE (RFC 9293 §3.10.4): the FIN handshake, after the data queued.
+    /// Unread data makes it a reset instead (RFC 2525 §2.17, as Linux),
+    /// and so does the linger-zero option.
+    pub fn close(&mut self) {
+        if self.cfg.linger_zero || !self.rcv.is_empty() {
+            self.abort();
+            return;
+        }
+        let _ = self.shutdown(Shutdown::Write);
+        if self.state == State::Listen {
+            self.state = State::Closed;
+        }
+    }
+
+    /// ABORT (RFC 9293 §3.10.5): a reset to the peer if it knows the
+    /// connection; everything queued is discarded.
+    pub fn abort(&mut self) {
+        if matches!(
+            self.state,
+            State::SynReceived
+                | State::Established
+                | State::FinWait1
+                | State::FinWait2
+                | State::CloseWait
+        ) {
+            self.rst_out = Some(self.repr(self.snd_nxt(), TcpFlags::RST | TcpFlags::ACK, 0));
+        }
+        self.enter_closed(None);
+    }
+
+    /// Sets `nodelay` (Nagle off) at run time.
+    pub fn set_nodelay(&mut self, on: bool) {
+        self.cfg.nodelay = on;
+    }
+
+    /// Sets keepalive at run time.
+    pub fn set_keepalive(&mut self, k: Option<super::config::Keepalive>, now: Instant) {
+        self.cfg.keepalive = k;
+        self.keepalive_sent = 0;
+        self.keepalive_at = k.filter(|_| self.state.is_synchronized()).map(|k| now + k.idle);
+    }
+
+    /// Ends the connection: CLOSED, every timer off, the error (if any)
+    /// kept for the application.
+    fn enter_closed(&mut self, error: Option<TcpError>) {
+        self.state = State::Closed;
+        if error.is_some() {
+            self.error = error;
+        }
+        self.rtx_at = None;
+        self.tlp_at = None;
+        self.reo_at = None;
+        self.delack_at = None;
+        self.persist_at = None;
+        self.keepalive_at = None;
+        self.time_wait_at = None;
+        self.ack_due = false;
+        self.syn_due = false;
+        self.tlp_due = false;
+        self.window_probe_due = false;
+        self.keepalive_due = false;
+    }
+
+    /// A segment header from this connection with our ports, `seq`,
+    /// `flags` and `window`; acknowledgment and options are the caller's.
+    fn repr(&self, seq: SeqNumber, flags: TcpFlags, window: u16) -> TcpRepr {
+        TcpRepr {
+            src_port: self.local_port,
+            dst_port: self.remote_port,
+            seq: seq.0,
+            ack: if flags.contains(TcpFlags::ACK) {
+                self.rcv_nxt().0
+            } else {
+                0
+            },
+            flags,
+            window,
+            urgent: 0,
+            options: TcpOptions::default(),
+        }
+    }
+}
+
+/// The reset that answers `seg` (of `payload_len` data octets) when no
+/// connection takes it (RFC 9293 §3.10.7.1, CLOSED): `<SEQ=SEG.ACK><CTL=RST>`
+/// if it had an ACK, else `<SEQ=0><ACK=SEG.SEQ+SEG.LEN><CTL=RST,ACK>`;
+/// `None` for a reset (never answered).
+pub fn reset_for(seg: &TcpRepr, payload_len: usize) -> Option<TcpRepr> {
+    if seg.flags.contains(TcpFlags::RST) {
+        return None;
+    }
+    let mut r = TcpRepr {
+        src_port: seg.dst_port,
+        dst_port: seg.src_port,
+        seq: 0,
+        ack: 0,
+        flags: TcpFlags::RST,
+        window: 0,
+        urgent: 0,
+        options: TcpOptions::default(),
+    };
+    if seg.flags.contains(TcpFlags::ACK) {
+        r.seq = seg.ack;
+    } else {
+        let len = payload_len as u32
+            + u32::from(seg.flags.contains(TcpFlags::SYN))
+            + u32::from(seg.flags.contains(TcpFlags::FIN));
+        r.ack = seg.seq.wrapping_add(len);
+        r.flags = TcpFlags::RST | TcpFlags::ACK;
+    }
+    Some(r)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,325 @@
+//! Building the segments to send (RFC 9293 §3.8: what the windows allow,
+//! Nagle, the options every segment carries), in the order of urgency:
+//! a reset, the SYN, data and retransmissions (RFC 6675 NextSeg, RACK-TLP
+//! probes), window and keepalive probes, and a bare ACK.
+
+use super::Tcb;
+use crate::tcp::congestion::{idle_restart_due, CongestionControl};
+use crate::tcp::rack;
+use crate::tcp::sack_scoreboard::{NextSeg, Rule};
+use crate::tcp::seq::SeqNumber;
+use crate::tcp::state::State;
+use crate::wire::tcp::{TcpFlags, TcpOptions, TcpRepr};
+use pathstack_core::time::Instant;
+
+/// Segments one [`Tcb::poll_output`] produces at most; the rest follow on
+/// the next call (the next ACK), so a burst stays within the stack's
+/// bounded follow-up list.
+pub const MAX_BURST: usize = 64;
+
+/// A segment to send: its header fields and its payload, in at most two
+/// pieces (the send ring may wrap).
+#[derive(Clone, Copy, Debug)]
+pub struct OutSegment<'a> {
+    /// The header (the checksum is the stage's, over its IP addresses).
+    pub repr: TcpRepr,
+    /// The data, first piece.
+    pub payload: &'a [u8],
+    /// The data, second piece (empty unless the ring wrapped).
+    pub payload2: &'a [u8],
+}
+
+impl OutSegment<'_> {
+    /// Data octets.
+    pub fn payload_len(&self) -> usize {
+        self.payload.len() + self.payload2.len()
+    }
+}
+
+impl Tcb {
+    /// Hands every segment due now to `emit`, which returns `false` when it
+    /// could not send (no buffer): what was not sent is tried again on the
+    /// next call. Returns the number of segments sent.
+    pub fn poll_output(&mut self, now: Instant, emit: &mut dyn FnMut(OutSegment<'_>) -> bool) -> usize {
+        let mut sent = 0;
+        if let Some(r) = self.rst_out {
+            if !emit(OutSegment {
+                repr: r,
+                payload: &[],
+                payload2: &[],
+            }) {
+                return 0;
+            }
+            self.rst_out = None;
+            self.stats.segs_out += 1;
+            sent += 1;
+        }
+        match self.state {
+            State::Closed | State::Listen => return sent,
+            State::SynSent | State::SynReceived => {
+                if self.syn_due {
+                    let r = self.syn_repr(now);
+                    if !emit(OutSegment {
+                        repr: r,
+                        payload: &[],
+                        payload2: &[],
+                    }) {
+                        return sent;
+                    }
+                    self.syn_due = false;
+                    self.stats.segs_out += 1;
+                    if self.syn_sent_at.is_none() {
+                        self.syn_sent_at = Some(now);
+                    }
+                    self.rtx_at = Some(now + self.rto.rto());
+                    self.after_ack_sent();
+                    sent += 1;
+                }
+                return sent;
+            }
+            _ => {}
+        }
+        if matches!(
+            self.state,
+            State::Established | State::CloseWait | State::FinWait1 | State::Closing | State::LastAck
+        ) {
+            sent += self.send_data(now, emit);
+        }
+        if self.window_probe_due || self.keepalive_due {
+            // A segment below SND.UNA makes the peer answer with its
+            // window (Linux's `tcp_xmit_probe_skb`; RFC 9293 §3.8.6.1
+            // allows either form of probe).
+            let r = self.ack_repr(now, self.sb.high_ack() - 1, TcpFlags::ACK);
+            if emit(OutSegment {
+                repr: r,
+                payload: &[],
+                payload2: &[],
+            }) {
+                if self.window_probe_due {
+                    self.stats.window_probes += 1;
+                } else {
+                    self.stats.keepalive_probes += 1;
+                }
+                self.window_probe_due = false;
+                self.keepalive_due = false;
+                self.stats.segs_out += 1;
+                sent += 1;
+            }
+        }
+        if self.ack_due && self.state != State::Closed {
+            let r = self.ack_repr(now, self.snd_nxt_for_ack(), TcpFlags::ACK);
+            if emit(OutSegment {
+                repr: r,
+                payload: &[],
+                payload2: &[],
+            }) {
+                self.stats.segs_out += 1;
+                sent += 1;
+            }
+        }
+        sent
+    }
+
+    /// The sequence number of a bare ACK: SND.NXT (in TIME-WAIT, after our
+    /// FIN).
+    fn snd_nxt_for_ack(&self) -> SeqNumber {
+        self.sb.snd_nxt()
+    }
+
+    /// Octets beyond SND.NXT that may go now: queued (the FIN counts as
+    /// one) and within the peer's window. A FIN alone goes even into a
+    /// zero window.
+    fn new_data(&self) -> u32 {
+        let nxt = self.sb.snd_nxt();
+        let unsent = self.snd.end() - nxt.min(self.snd.end());
+        if unsent == 0 {
+            return 0;
+        }
+        let right = self.sb.high_ack() + self.snd_wnd;
+        let room = if right.gt(nxt) { right - nxt } else { 0 };
+        let data_unsent = self.snd.data_end() - nxt.min(self.snd.data_end());
+        if data_unsent == 0 {
+            return 1; // just the FIN
+        }
+        unsent.min(room)
+    }
+
+    /// Data, FIN and retransmissions as the windows, RFC 6675 and RACK-TLP
+    /// allow.
+    fn send_data(&mut self, now: Instant, emit: &mut dyn FnMut(OutSegment<'_>) -> bool) -> usize {
+        let mut sent = 0;
+        // RFC 5681 §4.1: restart the window after an idle period.
+        if self.sb.is_empty() && idle_restart_due(self.last_send, now, self.rto.rto()) {
+            self.cc.on_idle_restart(now);
+        }
+        while sent < MAX_BURST {
+            let new_data = self.new_data();
+            let next = if self.tlp_due {
+                self.tlp_due = false;
+                match rack::probe_segment(&self.sb, new_data) {
+                    Some(p) => {
+                        self.stats.tlp_probes += 1;
+                        Some((p, true))
+                    }
+                    None => None,
+                }
+            } else {
+                self.recovery
+                    .next_to_send(&self.sb, &self.cc, new_data)
+                    .map(|s| (s, false))
+            };
+            let Some((seg, probe)) = next else { break };
+            if seg.rule == Rule::New && !probe && self.nagle_holds(seg) {
+                break;
+            }
+            if !self.emit_range(now, seg, emit) {
+                break;
+            }
+            if probe {
+                self.tlp.on_probe_sent(seg, self.sb.snd_nxt().max(seg.start + seg.len));
+            }
+            if self.recovery.on_sent(&mut self.sb, seg, now).is_err() {
+                break;
+            }
+            if seg.is_retransmission() {
+                self.stats.retrans_segs += 1;
+            }
+            sent += 1;
+        }
+        if !self.sb.is_empty() && self.rtx_at.is_none() {
+            self.rtx_at = Some(now + self.rto.rto());
+        }
+        // RFC 8985 §7.2: arm the probe timeout after sending.
+        if self.cfg.rack && sent > 0 && self.tlp.may_arm(&self.sb, self.recovery.in_recovery()) {
+            let rto_left = self
+                .rtx_at
+                .map_or(self.rto.rto(), |t| t.saturating_since(now));
+            let pto = rack::probe_timeout(self.rto.srtt(), self.sb.len(), rack::WC_DEL_ACK, rto_left);
+            self.tlp_at = Some(now + pto);
+        }
+        // The persist timer (RFC 9293 §3.8.6.1): data waits, the window is
+        // closed and nothing is in flight to bring an update.
+        let unsent = self.snd.end() - self.sb.snd_nxt().min(self.snd.end());
+        if unsent > 0 && self.snd_wnd == 0 && self.sb.is_empty() && self.persist_at.is_none() {
+            self.persist_at = Some(now + self.persist_interval());
+        }
+        sent
+    }
+
+    /// Nagle (RFC 896; RFC 9293 §3.7.4): a segment shorter than SMSS waits
+    /// while data is unacknowledged, unless `nodelay` or it carries the
+    /// FIN.
+    fn nagle_holds(&self, seg: NextSeg) -> bool {
+        if self.cfg.nodelay || seg.len >= self.smss || self.sb.is_empty() {
+            return false;
+        }
+        let end = seg.start + seg.len;
+        self.snd.fin_seq().is_none_or(|f| !f.lt(end))
+    }
+
+    /// Emits the range `[start, start + len)` of the send sequence space:
+    /// its data from the send buffer, FIN if the range covers it.
+    fn emit_range(&mut self, now: Instant, seg: NextSeg, emit: &mut dyn FnMut(OutSegment<'_>) -> bool) -> bool {
+        let una = self.snd.una();
+        let data_end = self.snd.data_end();
+        let start = seg.start.max(una);
+        let end = seg.start + seg.len;
+        let data_len = if start.lt(data_end) {
+            (end.min(data_end) - start) as usize
+        } else {
+            0
+        };
+        let fin = self.snd.fin_seq().is_some_and(|f| f.ge(start) && f.lt(end));
+        let mut flags = TcpFlags::ACK;
+        if fin {
+            flags.insert(TcpFlags::FIN);
+        }
+        // PSH on the segment that empties what was written (RFC 9293
+        // §3.9.1.2, as BSD and Linux set it).
+        if data_len > 0 && start + data_len as u32 == data_end {
+            flags.insert(TcpFlags::PSH);
+        }
+        let repr = self.ack_repr(now, start, flags);
+        let (a, b) = self.snd.peek((start - una) as usize, data_len);
+        let ok = emit(OutSegment {
+            repr,
+            payload: a,
+            payload2: b,
+        });
+        if ok {
+            self.stats.segs_out += 1;
+            if data_len > 0 {
+                self.stats.data_segs_out += 1;
+            }
+            self.last_send = now;
+            self.after_ack_sent();
+        }
+        ok
+    }
+
+    /// An ACK-carrying header at `seq`: window, timestamps and SACK blocks.
+    fn ack_repr(&mut self, now: Instant, seq: SeqNumber, flags: TcpFlags) -> TcpRepr {
+        let mut r = self.repr(seq, flags, 0);
+        r.window = self.rcv.window_field();
+        let mut opts = TcpOptions::default();
+        if self.ts_ok {
+            opts.timestamps = Some((self.ts_now(now), self.ts_recent));
+        }
+        if self.sack_ok {
+            let mut blocks = [(0u32, 0u32); 4];
+            let n = self.rcv.sack_blocks(&mut blocks);
+            let room = if self.ts_ok { 3 } else { 4 };
+            opts.set_sack_blocks(&blocks[..n.min(room)]);
+        }
+        r.options = opts;
+        self.last_ack_sent = self.rcv_nxt();
+        r
+    }
+
+    /// Our SYN or SYN-ACK with the options we offer (RFC 9293 §3.7.1, RFC
+    /// 7323 §2.2/§3.2, RFC 2018 §2); in SYN-RECEIVED only those the peer
+    /// offered. Its window is never scaled (RFC 7323 §2.2).
+    fn syn_repr(&mut self, now: Instant) -> TcpRepr {
+        let synack = self.state == State::SynReceived;
+        let flags = if synack {
+            TcpFlags::SYN | TcpFlags::ACK
+        } else {
+            TcpFlags::SYN
+        };
+        let mut r = self.repr(self.iss, flags, self.cfg.recv_buffer.min(65535) as u16);
+        let mut o = TcpOptions::default();
+        o.mss = Some(self.cfg.mss);
+        if synack {
+            if self.ws_ok {
+                o.window_scale = Some(self.rcv_shift);
+            }
+            o.sack_permitted = self.sack_ok;
+            if self.ts_ok {
+                o.timestamps = Some((self.ts_now(now), self.ts_recent));
+            }
+        } else {
+            if self.cfg.window_scaling {
+                o.window_scale = Some(self.cfg.window_shift());
+            }
+            o.sack_permitted = self.cfg.sack;
+            if self.cfg.timestamps {
+                o.timestamps = Some((self.ts_now(now), 0));
+            }
+        }
+        r.options = o;
+        r
+    }
+
+    /// Our timestamp clock: milliseconds plus this connection's offset
+    /// (RFC 7323 §5.4).
+    pub(super) fn ts_now(&self, now: Instant) -> u32 {
+        ((now.as_nanos() / 1_000_000) as u32).wrapping_add(self.ts_offset)
+    }
+
+    /// An ACK went out: the delayed-ACK state is reset.
+    fn after_ack_sent(&mut self) {
+        self.ack_due = false;
+        self.unacked_bytes = 0;
+        self.delack_at = None;
+    }
+}

@@ -1,0 +1,210 @@
+//! Two control blocks talking through a lossy in-memory link: handshake,
+//! transfer both ways under loss, the close handshake.
+
+use super::*;
+use crate::tcp::congestion::CongestionKind;
+use pathstack_core::time::Duration;
+use std::collections::VecDeque;
+
+type Seg = (TcpRepr, Vec<u8>);
+
+fn outputs(t: &mut Tcb, now: Instant) -> Vec<Seg> {
+    let mut v = Vec::new();
+    t.poll_output(now, &mut |s| {
+        let mut p = s.payload.to_vec();
+        p.extend_from_slice(s.payload2);
+        v.push((s.repr, p));
+        true
+    });
+    v
+}
+
+/// A deterministic link: delay, and loss by a xorshift generator.
+struct Link {
+    q: [VecDeque<(Instant, Seg)>; 2],
+    delay: Duration,
+    loss_per_mille: u32,
+    rng: u64,
+    lost: u64,
+}
+
+impl Link {
+    fn new(delay_us: u64, loss_per_mille: u32, seed: u64) -> Link {
+        Link {
+            q: [VecDeque::new(), VecDeque::new()],
+            delay: Duration::from_micros(delay_us),
+            loss_per_mille,
+            rng: seed | 1,
+            lost: 0,
+        }
+    }
+    fn lose(&mut self) -> bool {
+        self.rng ^= self.rng << 13;
+        self.rng ^= self.rng >> 7;
+        self.rng ^= self.rng << 17;
+        (self.rng % 1000) < u64::from(self.loss_per_mille)
+    }
+}
+
+/// Runs both ends until `done` or the time limit; returns the end time.
+fn run(
+    a: &mut Tcb,
+    b: &mut Tcb,
+    link: &mut Link,
+    mut now: Instant,
+    limit: Duration,
+    mut step: impl FnMut(&mut Tcb, &mut Tcb, Instant) -> bool,
+) -> Instant {
+    let end = now + limit;
+    while now < end {
+        if step(a, b, now) {
+            return now;
+        }
+        for (i, t) in [&mut *a, &mut *b].into_iter().enumerate() {
+            t.on_tick(now);
+            for s in outputs(t, now) {
+                if !link.lose() {
+                    link.q[i].push_back((now + link.delay, s));
+                } else {
+                    link.lost += 1;
+                }
+            }
+        }
+        for (i, t) in [&mut *b, &mut *a].into_iter().enumerate() {
+            while link.q[i].front().is_some_and(|(at, _)| *at <= now) {
+                let (_, (r, p)) = link.q[i].pop_front().unwrap();
+                let _ = t.on_segment(now, &r, &p);
+            }
+        }
+        // Next event: a delivery, a timer, or a small step.
+        let mut next = now + Duration::from_micros(50);
+        for q in &link.q {
+            if let Some((at, _)) = q.front() {
+                if *at < next {
+                    next = *at;
+                }
+            }
+        }
+        if !(a.wants_output() || b.wants_output()) {
+            for t in [&*a, &*b] {
+                if let Some(at) = t.poll_at() {
+                    if at > now && at < next {
+                        next = at;
+                    }
+                }
+            }
+        }
+        now = next.max(now + Duration::from_nanos(1));
+    }
+    now
+}
+
+fn pair(cfg: TcpConfig) -> (Tcb, Tcb) {
+    let t0 = Instant::ZERO;
+    let a = Tcb::connect(cfg, 40000, 80, SeqNumber(0xffff_f000), 7, t0);
+    let b = Tcb::listen(cfg, 80, 40000, SeqNumber(1000), 9, t0);
+    (a, b)
+}
+
+fn byte(i: usize) -> u8 {
+    (i.wrapping_mul(2654435761) >> 13) as u8
+}
+
+/// Sends `n` bytes a → b and `m` bytes b → a, then closes both; checks
+/// every byte and that both reach a final state.
+fn transfer(cfg: TcpConfig, n: usize, m: usize, loss: u32, seed: u64) -> u64 {
+    let (mut a, mut b) = pair(cfg);
+    let mut link = Link::new(500, loss, seed);
+    let (mut sa, mut sb) = (0usize, 0usize);
+    let (mut ra, mut rb) = (Vec::new(), Vec::new());
+    let mut chunk = vec![0u8; 3000];
+    let mut buf = vec![0u8; 4096];
+    let (mut closed_a, mut closed_b) = (false, false);
+    let end = run(&mut a, &mut b, &mut link, Instant::ZERO, Duration::from_secs(600), |a, b, now| {
+        let _ = now;
+        for (t, sent, total, closed) in [(&mut *a, &mut sa, n, &mut closed_a), (&mut *b, &mut sb, m, &mut closed_b)] {
+            if !t.state().is_synchronized() {
+                continue;
+            }
+            while *sent < total {
+                let k = (total - *sent).min(chunk.len());
+                for (j, c) in chunk[..k].iter_mut().enumerate() {
+                    *c = byte(*sent + j);
+                }
+                match t.send(&chunk[..k]).unwrap() {
+                    Some(w) => *sent += w,
+                    None => break,
+                }
+            }
+            if *sent == total && !*closed {
+                t.close();
+                *closed = true;
+            }
+        }
+        for (t, r) in [(&mut *a, &mut ra), (&mut *b, &mut rb)] {
+            while let Ok(Some(k)) = t.recv(&mut buf) {
+                if k == 0 {
+                    break;
+                }
+                r.extend_from_slice(&buf[..k]);
+            }
+        }
+        closed_a
+            && closed_b
+            && ra.len() == m
+            && rb.len() == n
+            && matches!(a.state(), State::TimeWait | State::Closed)
+            && matches!(b.state(), State::TimeWait | State::Closed)
+    });
+    assert_eq!(rb.len(), n, "a→b bytes (end {end:?}, a {}, b {})", a.state(), b.state());
+    assert_eq!(ra.len(), m, "b→a bytes");
+    assert!(rb.iter().enumerate().all(|(i, &c)| c == byte(i)), "a→b content");
+    assert!(ra.iter().enumerate().all(|(i, &c)| c == byte(i)), "b→a content");
+    assert!(matches!(a.state(), State::TimeWait | State::Closed), "a ends in {}", a.state());
+    assert!(matches!(b.state(), State::TimeWait | State::Closed), "b ends in {}", b.state());
+    a.stats().retrans_segs + b.stats().retrans_segs
+}
+
+#[test]
+fn handshake_negotiates_every_extension() {
+    let (mut a, mut b) = pair(TcpConfig::default());
+    let mut link = Link::new(100, 0, 1);
+    run(&mut a, &mut b, &mut link, Instant::ZERO, Duration::from_secs(1), |a, b, _| {
+        a.state() == State::Established && b.state() == State::Established
+    });
+    assert_eq!(a.state(), State::Established);
+    assert_eq!(b.state(), State::Established);
+    assert_eq!(a.extensions(), (true, true, true));
+    assert_eq!(b.extensions(), (true, true, true));
+    assert_eq!(a.smss(), 1448);
+}
+
+#[test]
+fn clean_transfer_both_ways() {
+    let r = transfer(TcpConfig::default(), 1_000_000, 300_000, 0, 1);
+    assert_eq!(r, 0);
+}
+
+#[test]
+fn lossy_transfer_both_ways_each_congestion_control() {
+    for cc in [CongestionKind::Cubic, CongestionKind::NewReno] {
+        let cfg = TcpConfig {
+            congestion: cc,
+            ..TcpConfig::default()
+        };
+        let r = transfer(cfg, 500_000, 200_000, 50, 7);
+        assert!(r > 0);
+    }
+}
+
+#[test]
+fn lossy_transfer_without_extensions() {
+    let cfg = TcpConfig {
+        sack: false,
+        timestamps: false,
+        window_scaling: false,
+        rack: false,
+        ..TcpConfig::default()
+    };
+    transfer(cfg, 300_000, 100_000, 30, 3);
+}
