@@ -3,6 +3,9 @@
 //!
 //! * [`seq`]: sequence-number arithmetic (RFC 9293 §3.4);
 //! * [`isn`]: initial sequence numbers from a keyed hash (RFC 6528);
+//! * [`syn_cookie`]: stateless SYN cookies, with the window scale and
+//!   SACK-permitted options carried in the timestamp, as Linux encodes
+//!   them (RFC 4987 §3.6);
 //! * [`rto`]: the retransmission timer estimator (RFC 6298);
 //! * [`send_buffer`], [`recv_buffer`]: the send ring and the receive ring
 //!   with its bounded out-of-order queue, window and SACK blocks
@@ -26,6 +29,7 @@ pub mod rto;
 pub mod sack_scoreboard;
 pub mod send_buffer;
 pub mod seq;
+pub mod syn_cookie;
 
 pub use congestion::{AnyCongestion, CcConfig, CongestionControl, CongestionKind};
 pub use isn::{FourTuple, IsnGenerator};
@@ -36,3 +40,4 @@ pub use rto::{RtoConfig, RtoEstimator, RttSampler};
 pub use sack_scoreboard::{AckOutcome, NextSeg, Rule as NextSegRule, SackBlock, Scoreboard};
 pub use send_buffer::SendBuffer;
 pub use seq::SeqNumber;
+pub use syn_cookie::{CookieError, CookieOptions, SynCookies};
