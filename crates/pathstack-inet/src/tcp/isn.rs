@@ -85,8 +85,9 @@ impl IsnGenerator {
 }
 
 /// Feeds an address with a family tag, so that a v4 address and the
-/// v4-mapped v6 address do not collide by construction.
-fn write_ip(h: &mut SipHasher24, ip: IpAddr) {
+/// v4-mapped v6 address do not collide by construction (shared with the
+/// SYN-cookie hash in [`super::syn_cookie`]).
+pub(super) fn write_ip(h: &mut SipHasher24, ip: IpAddr) {
     match ip {
         IpAddr::V4(a) => {
             h.write_u8(4);

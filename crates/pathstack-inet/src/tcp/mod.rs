@@ -3,6 +3,9 @@
 //!
 //! * [`seq`]: sequence-number arithmetic (RFC 9293 §3.4);
 //! * [`isn`]: initial sequence numbers from a keyed hash (RFC 6528);
+//! * [`syn_cookie`]: stateless SYN cookies, with the window scale and
+//!   SACK-permitted options carried in the timestamp, as Linux encodes
+//!   them (RFC 4987 §3.6);
 //! * [`rto`]: the retransmission timer estimator (RFC 6298);
 //! * [`send_buffer`], [`recv_buffer`]: the send ring and the receive ring
 //!   with its bounded out-of-order queue, window and SACK blocks
@@ -36,6 +39,7 @@ pub mod send_buffer;
 pub mod seq;
 pub mod state;
 pub mod tcb;
+pub mod syn_cookie;
 
 pub use congestion::{AnyCongestion, CcConfig, CongestionControl, CongestionKind};
 pub use isn::{FourTuple, IsnGenerator};
@@ -51,3 +55,4 @@ pub use conn_drop_reason::ConnDropReason;
 pub use error::TcpError;
 pub use state::State;
 pub use tcb::{reset_for, CookieOpen, OutSegment, Shutdown, Tcb, TcpStats};
+pub use syn_cookie::{CookieError, CookieOptions, SynCookies};
