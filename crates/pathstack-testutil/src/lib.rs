@@ -8,6 +8,16 @@
 //!   ([`privileged`]), network-namespace topologies ([`Topology`]),
 //!   temporary files ([`TempFile`]) and the tshark checks of captures
 //!   ([`assert_tshark_clean`]).
+//! * [`kernel_tcp`]: the Linux kernel's side of the TCP interop tests, run
+//!   inside a [`Topology`]'s namespaces: kernel echo, sink and source
+//!   servers and a kernel client ([`kernel_tcp::KernelEchoServer`],
+//!   [`kernel_tcp::kernel_client`], ...) streaming deterministic payloads
+//!   ([`kernel_tcp::pattern_bytes`]) hashed with SHA-256 on the fly; random
+//!   loss ([`kernel_tcp::Loss`], nftables) and per-namespace sysctls
+//!   ([`kernel_tcp::NsSysctl`]) as guards; the kernel's retransmission
+//!   counters (`ss -tin`: [`kernel_tcp::ss_retransmissions`],
+//!   `/proc/net/snmp`: [`kernel_tcp::tcp_snmp`]); and tshark's TCP analysis
+//!   of a capture ([`kernel_tcp::assert_tcp_capture_clean`]).
 //!
 //! The counting allocator needs `unsafe impl GlobalAlloc`; it lives here,
 //! with the tests, and not in the libraries, which forbid unsafe code.
@@ -15,6 +25,7 @@
 #![warn(missing_docs)]
 
 pub mod counting_alloc;
+pub mod kernel_tcp;
 mod netns;
 mod output;
 mod privilege;
