@@ -137,7 +137,7 @@ fn transfer(cfg: TcpConfig, n: usize, m: usize, loss: u32, seed: u64) -> u64 {
                 }
             }
             if *sent == total && !*closed {
-                t.close();
+                t.shutdown(Shutdown::Write).unwrap();
                 *closed = true;
             }
         }
@@ -156,7 +156,7 @@ fn transfer(cfg: TcpConfig, n: usize, m: usize, loss: u32, seed: u64) -> u64 {
             && matches!(a.state(), State::TimeWait | State::Closed)
             && matches!(b.state(), State::TimeWait | State::Closed)
     });
-    assert_eq!(rb.len(), n, "a→b bytes (end {end:?}, a {}, b {})", a.state(), b.state());
+    assert_eq!(rb.len(), n, "a→b bytes (end {end:?}, a {} {:?} {:?}, b {} {:?} {:?})", a.state(), a.error(), a.stats(), b.state(), b.error(), b.stats());
     assert_eq!(ra.len(), m, "b→a bytes");
     assert!(rb.iter().enumerate().all(|(i, &c)| c == byte(i)), "a→b content");
     assert!(ra.iter().enumerate().all(|(i, &c)| c == byte(i)), "b→a content");
