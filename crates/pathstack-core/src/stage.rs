@@ -209,7 +209,12 @@ impl<'a, 'e> Cx<'a, 'e> {
     /// new path at its first stage, travelling up, so the connection's own
     /// stage processes it. Fails (the message dropped and counted) when the
     /// bounded list of pending operations is full.
-    pub fn open_path(&mut self, attrs: Attrs, tag: u64, first: Option<Msg>) -> Result<(), DropReason> {
+    pub fn open_path(
+        &mut self,
+        attrs: Attrs,
+        tag: u64,
+        first: Option<Msg>,
+    ) -> Result<(), DropReason> {
         let module = self.env.stage_modules[self.pos];
         self.env.shared.path_op(PathOp::Open {
             module,

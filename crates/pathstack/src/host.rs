@@ -19,7 +19,7 @@
 
 use crate::module_types;
 use crate::nic::Nic;
-use crate::socket::UdpSockets;
+use crate::socket::{TcpSockets, UdpSockets};
 use pathstack_core::device::RxWaiter;
 use pathstack_core::graph::ModuleGraph;
 use pathstack_core::stack::{Stack, StackConfig};
@@ -124,6 +124,8 @@ pub struct HostConfig {
     pub nic: Nic,
     /// Whether the graph has `UDP` (instance `udp`, default yes).
     pub udp: bool,
+    /// Whether the graph has `TCP` (instance `tcp`, default yes).
+    pub tcp: bool,
     /// Most frames the driver takes from the device per poll; `None`
     /// keeps the driver's default (64). With 1, each frame is carried up
     /// its path before the device is read again; over TAP with busy
@@ -164,6 +166,7 @@ impl HostConfig {
             sched: SchedKind::PerMessage,
             nic: Nic::Device,
             udp: true,
+            tcp: true,
             rx_burst: None,
             upper: Vec::new(),
         })
@@ -181,6 +184,7 @@ pub struct Host {
     /// in-memory wire's), taken before the device went into the stack.
     rx_waiter: Option<Arc<dyn RxWaiter>>,
     pub(crate) sockets: UdpSockets,
+    pub(crate) tcp_sockets: TcpSockets,
     /// ICMP messages queued for [`Host::echo_replies`] that were already
     /// matched to sockets ([`crate::socket`]'s asynchronous errors).
     icmp_seen: usize,
@@ -201,6 +205,12 @@ impl Host {
         if cfg.udp {
             g.upper
                 .push(("name=udp module=UDP;".into(), "udp.down<>ip.up;".into()));
+        }
+        if cfg.tcp {
+            g.upper.push((
+                format!("name=tcp module=TCP mss={};", g.mtu.saturating_sub(40)),
+                "tcp.down<>ip.up;".into(),
+            ));
         }
         g.upper.extend(cfg.upper.iter().cloned());
         Self::from_graph(&g.to_text(), "host.graph", cfg.sched, device)
@@ -267,6 +277,7 @@ impl Host {
             .and_then(|ip| ip.interfaces().first())
             .copied();
         let sockets = UdpSockets::new(HostId::next(), stack.module_id("udp"), iface);
+        let tcp_sockets = TcpSockets::new(stack.module_id("tcp"));
         Ok(Host {
             stack,
             icmp,
@@ -275,6 +286,7 @@ impl Host {
             mode: WaitMode::Blocking,
             rx_waiter,
             sockets,
+            tcp_sockets,
             icmp_seen: 0,
         })
     }

@@ -222,6 +222,14 @@ impl Stack {
         &self.shared.pool
     }
 
+    /// Moves the stack's clock to `now` (never back) without polling:
+    /// for calls into stages between polls ([`Stack::with_stage`]).
+    pub fn set_now(&mut self, now: Instant) {
+        if now > self.now {
+            self.now = now;
+        }
+    }
+
     /// Current stack time (the `now` of the last poll).
     pub fn now(&self) -> Instant {
         self.now

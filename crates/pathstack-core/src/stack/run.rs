@@ -461,11 +461,7 @@ impl Stack {
                     // It enters the new path's first stage going up.
                     let f = FollowUp {
                         path: id,
-                        start: if len > 1 {
-                            Start::After(1)
-                        } else {
-                            Start::End
-                        },
+                        start: if len > 1 { Start::After(1) } else { Start::End },
                         dir: Dir::Up,
                         msg,
                         origin: 0,

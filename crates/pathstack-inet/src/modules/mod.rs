@@ -28,6 +28,7 @@ pub mod icmp;
 pub mod inline;
 pub mod ip;
 mod params;
+pub mod tcp;
 pub mod udp;
 
 pub use arp::{ArpModule, ArpStage, ARP_SPEC};
@@ -36,6 +37,7 @@ pub use host_graph::HostGraph;
 pub use icmp::{IcmpModule, IcmpStage, ICMP_SPEC};
 pub use ip::{IpModule, IpRefusal, IpStage, IP_SPEC, LOCAL_IPV4};
 pub use params::{parse_cidr, CidrError};
+pub use tcp::{TcpConnStage, TcpListenStage, TcpModule, TcpRefusal, TCP_SPEC};
 pub use udp::{UdpModule, UdpRefusal, UdpStage, UDP_SPEC};
 
 use pathstack_core::stack::ModuleTypes;
@@ -52,4 +54,5 @@ pub fn register(types: &mut ModuleTypes) {
     types.register(&IP_SPEC, IpModule::create);
     types.register(&ICMP_SPEC, IcmpModule::create);
     types.register(&UDP_SPEC, UdpModule::create);
+    types.register(&TCP_SPEC, TcpModule::create);
 }

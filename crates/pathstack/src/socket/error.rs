@@ -18,6 +18,12 @@ pub enum SocketError {
     /// Another socket of this host is bound to the port.
     #[error("UDP port {0} is already bound")]
     PortInUse(u16),
+    /// The host graph has no `TCP` instance named `tcp`.
+    #[error("the host graph has no TCP instance named `tcp` (HostConfig::tcp is off?)")]
+    NoTcp,
+    /// The TCP connection's error (refused, reset, timed out, …).
+    #[error(transparent)]
+    Tcp(#[from] pathstack_inet::tcp::TcpError),
     /// The datagram is larger than UDP over IPv4 can carry.
     #[error("datagram of {len} bytes is too long (UDP over IPv4 carries at most {max})")]
     MessageTooLong {
@@ -136,7 +142,8 @@ impl From<SocketError> for std::io::Error {
             e => e,
         };
         let kind = match &e {
-            SocketError::NoUdp => K::Unsupported,
+            SocketError::NoUdp | SocketError::NoTcp => K::Unsupported,
+            SocketError::Tcp(e) => e.kind(),
             SocketError::PortInUse(_) => K::AddrInUse,
             SocketError::MessageTooLong { .. }
             | SocketError::BadAddress(..)

@@ -75,9 +75,12 @@ mod error;
 mod faults;
 mod options;
 mod table;
+pub mod tcp;
 
 pub use error::SocketError;
 pub(crate) use table::UdpSockets;
+pub(crate) use tcp::TcpSockets;
+pub use tcp::{TcpListener, TcpStream};
 
 use crate::host::{Host, HostId};
 use addr::{check_local, check_peer, first, resolve, try_each};

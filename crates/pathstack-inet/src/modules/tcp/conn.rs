@@ -1,0 +1,349 @@
+//! The stage of a connection's path: segments in, the control block's
+//! output down, one timer for all of the connection's timers.
+
+use super::{four_tuple, PassiveOpen, TcpModule};
+use crate::anno::InetAnno;
+use crate::modules::ip::LOCAL_IPV4;
+use crate::tcp::conn_drop_reason::ConnDropReason;
+use crate::tcp::{CookieOpen, OutSegment, State, Tcb, TcpConfig};
+use crate::wire::tcp::{self as wire, TcpPacket, TcpRepr};
+use pathstack_core::attrs::Attrs;
+use pathstack_core::demux::{DemuxKey, KeyMode};
+use pathstack_core::error::PathError;
+use pathstack_core::stage::{Cx, EstablishCx, Stage, Verdict};
+use pathstack_core::timer::TimerHandle;
+use pathstack_core::{Dir, Instant, Msg};
+use std::net::Ipv4Addr;
+
+/// The stage of one connection.
+pub struct TcpConnStage {
+    tcb: Tcb,
+    remote_ip: Ipv4Addr,
+    /// Our address, read once from the path's `LOCAL_IPV4`.
+    local_ip: Option<Ipv4Addr>,
+    /// The timer armed for the control block's earliest deadline.
+    timer: Option<(TimerHandle, Instant)>,
+    /// The listener that opened it (its port), until it is established.
+    listener: Option<u16>,
+    /// What opened it, for the first segment.
+    open: Option<PassiveOpen>,
+    /// An application holds the connection (a socket). When it lets go,
+    /// the path is deleted once the connection has closed.
+    owned: bool,
+    /// The module counted this connection's establishment or failure.
+    counted: bool,
+    /// The first segment of a passive open has made the control block.
+    started: bool,
+}
+
+impl TcpConnStage {
+    pub(super) fn new(
+        cfg: TcpConfig,
+        lport: u16,
+        rip: Ipv4Addr,
+        rport: u16,
+        open: Option<PassiveOpen>,
+        m: &TcpModule,
+    ) -> TcpConnStage {
+        let _ = m;
+        // The ISS needs our address, known once IP is on the path: a
+        // placeholder in LISTEN until the first segment (passive) or
+        // `connect` (active) makes the real one.
+        let tcb = Tcb::listen(
+            cfg,
+            lport,
+            rport,
+            crate::tcp::SeqNumber(0),
+            0,
+            Instant::ZERO,
+        );
+        TcpConnStage {
+            tcb,
+            remote_ip: rip,
+            local_ip: None,
+            timer: None,
+            listener: open.map(|_| lport),
+            open,
+            owned: open.is_none(),
+            counted: false,
+            started: false,
+        }
+    }
+
+    /// The connection's control block.
+    pub fn tcb(&self) -> &Tcb {
+        &self.tcb
+    }
+
+    /// The control block, writable (socket options at run time). Output
+    /// it makes due goes out with the next [`flush`](Self::flush).
+    pub fn tcb_mut(&mut self) -> &mut Tcb {
+        &mut self.tcb
+    }
+
+    /// The peer's address.
+    pub fn remote_ip(&self) -> Ipv4Addr {
+        self.remote_ip
+    }
+
+    /// Whether an application holds the connection.
+    pub fn is_owned(&self) -> bool {
+        self.owned
+    }
+
+    /// The application takes the connection (accept).
+    pub fn adopt(&mut self) {
+        self.owned = true;
+    }
+
+    /// The application lets the connection go (close): the path is
+    /// deleted once the connection has closed (after TIME-WAIT).
+    pub fn release(&mut self, cx: &mut Cx<'_, '_>) {
+        self.owned = false;
+        self.flush(cx);
+    }
+
+    fn local_ip(&mut self, cx: &Cx<'_, '_>) -> Option<Ipv4Addr> {
+        if self.local_ip.is_none() {
+            self.local_ip = cx.attrs().get(&LOCAL_IPV4).copied();
+        }
+        self.local_ip
+    }
+
+    /// Sends what the control block has to send, arms the timer for its
+    /// next deadline, tells the module about establishment and failure,
+    /// and deletes the path once the connection is over and unowned.
+    pub fn flush(&mut self, cx: &mut Cx<'_, '_>) {
+        let now = cx.now();
+        if let Some(lip) = self.local_ip(cx) {
+            let rip = self.remote_ip;
+            self.tcb.poll_output(now, &mut |seg: OutSegment<'_>| {
+                let Ok(mut m) = cx.pool().alloc_empty(seg.payload_len()) else {
+                    return false;
+                };
+                if m.extend_from_slice(seg.payload).is_err()
+                    || m.extend_from_slice(seg.payload2).is_err()
+                    || seg.repr.push_onto(&mut m, lip, rip).is_err()
+                {
+                    return false;
+                }
+                m.anno_mut().set_peer_ip(rip);
+                cx.emit(Dir::Down, m).is_ok()
+            });
+        }
+        self.account(cx);
+        self.arm(cx);
+        if !self.owned && self.tcb.is_closed() {
+            let _ = cx.delete_path();
+        }
+    }
+
+    /// Reports state changes to the module: a passive connection that is
+    /// established joins its listener's accept queue; one that failed
+    /// leaves the SYN queue.
+    fn account(&mut self, cx: &mut Cx<'_, '_>) {
+        if self.counted {
+            return;
+        }
+        let state = self.tcb.state();
+        let established = state.is_synchronized();
+        let failed = state == State::Closed;
+        if !(established || failed) {
+            return;
+        }
+        self.counted = true;
+        let path = cx.path();
+        let Some(m) = cx.module::<TcpModule>() else {
+            return;
+        };
+        if established {
+            m.counters.established += 1;
+        } else {
+            m.counters.failed += 1;
+        }
+        let Some(port) = self.listener.take() else {
+            return;
+        };
+        let Some(l) = m.listener_mut(port) else {
+            // The listener went away: nobody will accept it.
+            self.tcb.abort();
+            return;
+        };
+        if matches!(self.open, Some(PassiveOpen::Syn)) {
+            l.syn_queue = l.syn_queue.saturating_sub(1);
+        }
+        if established {
+            if l.accept_queue.len() >= l.backlog {
+                l.overflows += 1;
+                self.tcb.abort();
+            } else {
+                l.accept_queue.push_back(path);
+            }
+        }
+    }
+
+    /// Arms the stage's timer for the control block's earliest deadline
+    /// (only when it moved earlier: a timer that fires early finds nothing
+    /// due and re-arms).
+    fn arm(&mut self, cx: &mut Cx<'_, '_>) {
+        let Some(at) = self.tcb.poll_at() else {
+            return;
+        };
+        if self.timer.is_some_and(|(_, t)| t <= at) {
+            return;
+        }
+        if let Some((h, _)) = self.timer.take() {
+            cx.cancel_timer(h);
+        }
+        let after = at.saturating_since(cx.now());
+        if let Ok(h) = cx.arm_timer(after, 0) {
+            self.timer = Some((h, at));
+        }
+    }
+
+    /// The first segment of a passive open: the ISS from the keyed hash
+    /// (RFC 6528) now that our address is known, and the control block
+    /// for what opened the path.
+    fn start_passive(&mut self, cx: &mut Cx<'_, '_>, repr: &TcpRepr) {
+        let Some(open) = self.open else { return };
+        let Some(lip) = self.local_ip(cx) else { return };
+        let (lport, rport) = self.tcb.ports();
+        let cfg = *self.tcb.config();
+        let now = cx.now();
+        let Some(m) = cx.module::<TcpModule>() else {
+            return;
+        };
+        let tuple = four_tuple(lip, lport, self.remote_ip, rport);
+        let iss = m.iss(&tuple, now);
+        self.tcb = match open {
+            PassiveOpen::Syn => Tcb::listen(cfg, lport, rport, iss, ts_offset(iss), now),
+            PassiveOpen::Cookie(c) => Tcb::from_cookie(cfg, lport, rport, repr, c, now),
+        };
+    }
+}
+
+/// A connection's timestamp offset (RFC 7323 §5.4), derived from its
+/// keyed-hash ISS so it is as unpredictable.
+fn ts_offset(iss: crate::tcp::SeqNumber) -> u32 {
+    iss.0.rotate_left(13) ^ 0x5bd1_e995
+}
+
+impl Stage for TcpConnStage {
+    fn process(&mut self, dir: Dir, msg: &mut Msg, cx: &mut Cx<'_, '_>) -> Verdict {
+        if dir == Dir::Down {
+            // Data goes down through the socket calls, not as messages.
+            return Verdict::Drop(ConnDropReason::Closed.into());
+        }
+        let a = msg.anno();
+        let (Some(src), Some(dst)) = (a.peer_ip(), a.local_ip()) else {
+            return Verdict::Drop(wire::TcpDropReason::Truncated.into());
+        };
+        let repr = match TcpPacket::new_checked(msg.as_slice(), src, dst)
+            .and_then(|p| TcpRepr::parse(&p).map(|r| (r, p.header_len())))
+        {
+            Ok((r, hl)) => (r, hl),
+            Err(e) => return Verdict::Drop(e.into()),
+        };
+        let (repr, hl) = repr;
+        if self.open.is_some() && !self.started {
+            self.started = true;
+            self.start_passive(cx, &repr);
+        }
+        let now = cx.now();
+        let payload = &msg.as_slice()[hl..];
+        if self.tcb.accepts_reopen(&repr) {
+            // RFC 6191: a new incarnation from TIME-WAIT. This path goes
+            // and the SYN goes on to the listener, which opens the new
+            // connection's path after this one is deleted.
+            let (lport, _) = self.tcb.ports();
+            let listener = cx
+                .module::<TcpModule>()
+                .and_then(|m| m.listener(lport))
+                .and_then(|l| l.path);
+            self.tcb.abort();
+            self.owned = false;
+            self.flush(cx);
+            if let Some(l) = listener {
+                let _ = cx.send_on(l, 1, Dir::Up, std::mem::take(msg));
+                return Verdict::Consumed;
+            }
+            return Verdict::Drop(ConnDropReason::Closed.into());
+        }
+        let r = self.tcb.on_segment(now, &repr, payload);
+        self.flush(cx);
+        match r {
+            Ok(()) => Verdict::Consumed,
+            Err(e) => Verdict::Drop(e.into()),
+        }
+    }
+
+    fn establish(&mut self, _aux: &mut Attrs, cx: &mut EstablishCx<'_>) -> Result<(), PathError> {
+        let (lport, rport) = self.tcb.ports();
+        let (path, rip) = (cx.path(), self.remote_ip);
+        if let Some(m) = cx.module::<TcpModule>() {
+            m.record_conn(lport, rip, rport, path);
+        }
+        Ok(())
+    }
+
+    fn on_timer(&mut self, _token: u64, cx: &mut Cx<'_, '_>) {
+        self.timer = None;
+        self.tcb.on_tick(cx.now());
+        self.flush(cx);
+    }
+
+    fn destroy(&mut self, cx: &mut Cx<'_, '_>) {
+        if let Some((h, _)) = self.timer.take() {
+            cx.cancel_timer(h);
+        }
+        let (lport, rport) = self.tcb.ports();
+        let (rip, path) = (self.remote_ip, cx.path());
+        let listener = self.listener.take();
+        let syn = matches!(self.open, Some(PassiveOpen::Syn)) && !self.counted;
+        if let Some(m) = cx.module::<TcpModule>() {
+            m.release_conn(lport, rip, rport, path);
+            if let Some(l) = listener.and_then(|p| m.listener_mut(p)) {
+                if syn {
+                    l.syn_queue = l.syn_queue.saturating_sub(1);
+                }
+                l.accept_queue.retain(|&p| p != path);
+            }
+        }
+    }
+
+    fn demux_key(&self, mode: KeyMode) -> DemuxKey {
+        let (lport, rport) = self.tcb.ports();
+        DemuxKey::Key(wire::path_demux_key(mode, lport, Some(rport)))
+    }
+}
+
+impl TcpConnStage {
+    /// For an active open: the ISS from the keyed hash (RFC 6528) and the
+    /// SYN. Called by the socket layer right after the path is made.
+    pub fn connect(&mut self, cx: &mut Cx<'_, '_>) {
+        if self.open.is_some() || self.tcb.state() != State::Listen {
+            return;
+        }
+        let Some(lip) = self.local_ip(cx) else { return };
+        let (lport, rport) = self.tcb.ports();
+        let cfg = *self.tcb.config();
+        let now = cx.now();
+        let rip = self.remote_ip;
+        let Some(m) = cx.module::<TcpModule>() else {
+            return;
+        };
+        let iss = m.iss(&four_tuple(lip, lport, rip, rport), now);
+        self.tcb = Tcb::connect(cfg, lport, rport, iss, ts_offset(iss), now);
+        self.flush(cx);
+    }
+}
+
+/// What a cookie's ACK carried, decoded (for the listener).
+pub(super) fn cookie_open(mss: u16, tsecr: Option<u32>) -> CookieOpen {
+    let opts = tsecr.and_then(crate::tcp::syn_cookie::decode_timestamp);
+    CookieOpen {
+        mss,
+        window_scale: opts.and_then(|o| o.wscale),
+        sack_permitted: opts.is_some_and(|o| o.sack_permitted),
+    }
+}

@@ -1,0 +1,464 @@
+//! `TCP` (RFC 9293) on paths: a path per connection and per listener.
+//!
+//! - A **connection** is an active path TCP/IP/ARP/ETH/driver keyed by
+//!   both addresses and both ports; its stage ([`TcpConnStage`]) holds the
+//!   connection's [`Tcb`](crate::tcp::Tcb) and turns segments into calls
+//!   of it and its output into messages down the path.
+//! - A **listener** is a passive path keyed by the local port; its stage
+//!   ([`TcpListenStage`]) answers SYNs. A SYN it takes opens the
+//!   connection's own path (Scout's passive open, thesis §3.3.2: the path
+//!   is made by the module when the first message asks for it) and the SYN
+//!   is replayed on it, so from the third segment on the classifier finds
+//!   the connection directly. The SYN queue (connections in SYN-RECEIVED)
+//!   and the accept queue (established, not yet accepted) are bounded by
+//!   the listen backlog; when the SYN queue is full, the listener answers
+//!   with SYN cookies (RFC 4987 §3.6) and opens the path when a valid
+//!   cookie's ACK arrives.
+//! - TCP's own path (TCP/IP/…, passive, protocol 6) catches the segments
+//!   no connection or listener takes and answers them with a reset
+//!   (RFC 9293 §3.10.7.1), as IP's path answers UDP with ICMP.
+//!
+//! Paths are made at `TCP` with `PARTICIPANTS` as for UDP (local
+//! `[.., Port]`, remote `[.., Ipv4, Port]`), `PASSIVE_OPEN` for a
+//! listener, and the options in [`TCP_CONFIG`] and [`TCP_BACKLOG`].
+
+mod conn;
+mod listen;
+mod reset;
+
+pub use conn::TcpConnStage;
+pub use listen::TcpListenStage;
+pub use reset::TcpResetStage;
+
+use crate::tcp::{FourTuple, IsnGenerator, SeqNumber, SynCookies, TcpConfig};
+use pathstack_core::attrs::keys::{self, AddrPart};
+use pathstack_core::attrs::{AttrKey, Attrs};
+use pathstack_core::error::{ModuleError, PathError};
+use pathstack_core::graph::spec::{Count, ModuleSpec, ParamSpec, ServiceSpec, ServiceType};
+use pathstack_core::module::{CreateCx, Created, ModCx, Module, Route};
+use pathstack_core::stack::ModuleSetup;
+use pathstack_core::{Instant, PathId};
+use std::collections::{HashMap, VecDeque};
+use std::hash::{BuildHasher, Hasher};
+use std::net::{IpAddr, Ipv4Addr};
+
+/// Spec of `TCP`.
+pub const TCP_SPEC: ModuleSpec = ModuleSpec {
+    name: "TCP",
+    doc:
+        "TCP (RFC 9293): a path per connection and per listener, SYN cookies, SACK, RACK-TLP, CUBIC",
+    services: &[
+        ServiceSpec::new("up", ServiceType::AIO, Count::Any),
+        ServiceSpec::new("down", ServiceType::AIO, Count::ExactlyOne).init_after(),
+    ],
+    params: &[
+        ParamSpec {
+            key: "mss",
+            doc: "the MSS announced: the interface MTU less 40 (default 1460)",
+            required: false,
+        },
+        ParamSpec {
+            key: "max_connections",
+            doc: "most connection and listener paths at once (default 65536)",
+            required: false,
+        },
+        ParamSpec {
+            key: "syncookies",
+            doc: "answer with SYN cookies when a SYN queue is full (default true)",
+            required: false,
+        },
+    ],
+    understands: &["TCP_CONFIG", "TCP_BACKLOG", "TCP_OPEN"],
+};
+
+/// A path's connection options (the socket options); the module's
+/// defaults when absent.
+pub const TCP_CONFIG: AttrKey<TcpConfig> = AttrKey::limited("TCP_CONFIG");
+/// A listener's backlog: the most connections in its SYN queue and,
+/// separately, in its accept queue (Linux bounds both by it).
+pub const TCP_BACKLOG: AttrKey<u32> = AttrKey::limited("TCP_BACKLOG");
+/// Set by a listener on the path it opens for a connection: what opened
+/// it (internal to the module).
+pub const TCP_OPEN: AttrKey<PassiveOpen> = AttrKey::limited("TCP_OPEN");
+
+/// How a listener opened a connection's path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PassiveOpen {
+    /// A SYN, replayed on the new path (SYN queue).
+    Syn,
+    /// The ACK of a SYN cookie, replayed on the new path (RFC 4987).
+    Cookie(crate::tcp::CookieOpen),
+}
+
+/// Why `TCP` refused to make a path ([`PathError::cause`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum TcpRefusal {
+    /// A connection without a remote address and port.
+    #[error("a TCP connection needs a remote address and port in PARTICIPANTS (or PASSIVE_OPEN for a listener)")]
+    NoRemote,
+    /// Another listener holds the port.
+    #[error("TCP port {0} is already listening")]
+    PortInUse(u16),
+    /// A connection with this 4-tuple exists.
+    #[error("a TCP connection {0}:{1} → {2}:{3} exists already")]
+    TupleInUse(Ipv4Addr, u16, Ipv4Addr, u16),
+    /// Every ephemeral port is in use towards that peer.
+    #[error("no ephemeral port left")]
+    NoEphemeralPort,
+    /// The connection table is at its `max_connections` bound.
+    #[error("TCP connection table full ({0} paths)")]
+    TableFull(usize),
+}
+
+/// A listener's queues.
+#[derive(Debug, Default)]
+pub struct Listener {
+    /// Most connections in each queue.
+    pub backlog: usize,
+    /// Connections in SYN-RECEIVED.
+    pub syn_queue: usize,
+    /// Established connections waiting for `accept`.
+    pub accept_queue: VecDeque<PathId>,
+    /// SYN-ACKs sent as cookies.
+    pub cookies_sent: u64,
+    /// Connections opened by a cookie's ACK.
+    pub cookies_accepted: u64,
+    /// SYNs dropped because both queues were full (or cookies are off).
+    pub overflows: u64,
+    /// The listener's path.
+    pub path: Option<PathId>,
+}
+
+/// Counters of the module.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TcpCounters {
+    /// Connections established (both directions).
+    pub established: u64,
+    /// Passive opens (paths a listener opened).
+    pub passive_opens: u64,
+    /// Active opens.
+    pub active_opens: u64,
+    /// Resets sent for segments no connection took.
+    pub resets_sent: u64,
+    /// Connections that ended with an error.
+    pub failed: u64,
+}
+
+/// The `TCP` module: ports, listeners and the secrets of ISNs and cookies.
+pub struct TcpModule {
+    defaults: TcpConfig,
+    listeners: HashMap<u16, Listener>,
+    /// Connections per 4-tuple, and per local port (ephemeral choice).
+    tuples: HashMap<(u16, Ipv4Addr, u16), Option<PathId>>,
+    port_use: HashMap<u16, u32>,
+    max_paths: usize,
+    next_ephemeral: u16,
+    isn: IsnGenerator,
+    cookies: Option<SynCookies>,
+    /// TCP's own path (resets for strays).
+    path: Option<PathId>,
+    pub(crate) counters: TcpCounters,
+}
+
+/// 16 random bytes from the standard library's per-process random hasher
+/// keys (no extra dependency; the secrets need not be cryptographically
+/// generated to defeat off-path guessing, RFC 6528 §3 asks for a secret
+/// that is hard to guess).
+fn random_secret() -> [u8; 16] {
+    let mut out = [0u8; 16];
+    for (i, chunk) in out.chunks_mut(8).enumerate() {
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_usize(i);
+        h.write_u128(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos()),
+        );
+        chunk.copy_from_slice(&h.finish().to_le_bytes());
+    }
+    out
+}
+
+/// RFC 6335 §6: the dynamic port range.
+const EPHEMERAL: std::ops::RangeInclusive<u16> = 49152..=65535;
+
+impl TcpModule {
+    /// Factory: parameters `mss`, `max_connections`, `syncookies`.
+    pub fn create(setup: &mut ModuleSetup<'_>) -> Result<Box<dyn Module>, ModuleError> {
+        let defaults = TcpConfig {
+            mss: setup.param("mss", 1460u16)?,
+            ..TcpConfig::default()
+        };
+        let cookies = setup.param("syncookies", true)?;
+        Ok(Box::new(TcpModule {
+            defaults,
+            listeners: HashMap::new(),
+            tuples: HashMap::new(),
+            port_use: HashMap::new(),
+            max_paths: setup.param("max_connections", 65_536usize)?,
+            next_ephemeral: *EPHEMERAL.start(),
+            isn: IsnGenerator::new(random_secret()),
+            cookies: cookies.then(|| SynCookies::new(random_secret())),
+            path: None,
+            counters: TcpCounters::default(),
+        }))
+    }
+
+    /// The defaults of new connections (the MSS from the graph).
+    pub fn defaults(&self) -> &TcpConfig {
+        &self.defaults
+    }
+
+    /// A listener's queues.
+    pub fn listener(&self, port: u16) -> Option<&Listener> {
+        self.listeners.get(&port)
+    }
+
+    /// Takes the oldest connection waiting in `port`'s accept queue.
+    pub fn take_accepted(&mut self, port: u16) -> Option<PathId> {
+        self.listeners.get_mut(&port)?.accept_queue.pop_front()
+    }
+
+    /// The module's counters.
+    pub fn counters(&self) -> TcpCounters {
+        self.counters
+    }
+
+    /// TCP's own path.
+    pub fn path(&self) -> Option<PathId> {
+        self.path
+    }
+
+    /// Connections and listeners.
+    pub fn paths_in_use(&self) -> usize {
+        self.tuples.len() + self.listeners.len()
+    }
+
+    /// The ISS of a connection (RFC 6528).
+    pub(crate) fn iss(&self, t: &FourTuple, now: Instant) -> SeqNumber {
+        self.isn.isn(t, now)
+    }
+
+    pub(crate) fn cookies(&self) -> Option<&SynCookies> {
+        self.cookies.as_ref()
+    }
+
+    pub(crate) fn listener_mut(&mut self, port: u16) -> Option<&mut Listener> {
+        self.listeners.get_mut(&port)
+    }
+
+    fn ephemeral(&mut self, remote: Ipv4Addr, rport: u16) -> Option<u16> {
+        let span = usize::from(EPHEMERAL.end() - EPHEMERAL.start()) + 1;
+        for _ in 0..span {
+            let p = self.next_ephemeral;
+            self.next_ephemeral = if p == *EPHEMERAL.end() {
+                *EPHEMERAL.start()
+            } else {
+                p + 1
+            };
+            if !self.listeners.contains_key(&p) && !self.tuples.contains_key(&(p, remote, rport)) {
+                return Some(p);
+            }
+        }
+        None
+    }
+
+    /// A connection path is gone: its tuple and port are free.
+    pub(crate) fn release_conn(&mut self, lport: u16, remote: Ipv4Addr, rport: u16, path: PathId) {
+        if matches!(self.tuples.get(&(lport, remote, rport)), Some(&Some(p)) if p == path)
+            || matches!(self.tuples.get(&(lport, remote, rport)), Some(None))
+        {
+            self.tuples.remove(&(lport, remote, rport));
+        }
+        if let Some(n) = self.port_use.get_mut(&lport) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                self.port_use.remove(&lport);
+            }
+        }
+    }
+
+    /// A connection's path exists: its tuple names it.
+    pub(crate) fn record_conn(&mut self, lport: u16, remote: Ipv4Addr, rport: u16, path: PathId) {
+        self.tuples.insert((lport, remote, rport), Some(path));
+    }
+
+    /// The path of a connection, if one exists.
+    pub fn connection(&self, lport: u16, remote: Ipv4Addr, rport: u16) -> Option<PathId> {
+        self.tuples.get(&(lport, remote, rport)).copied().flatten()
+    }
+
+    /// A listener path is gone: its queues go with it (the connections
+    /// waiting in them are the listener stage's to abort).
+    pub(crate) fn release_listener(&mut self, port: u16) -> Option<Listener> {
+        self.listeners.remove(&port)
+    }
+}
+
+fn pop_port(parts: &mut Vec<AddrPart>) -> Option<u16> {
+    match parts.last() {
+        Some(AddrPart::Port(p)) => {
+            let p = *p;
+            parts.pop();
+            Some(p)
+        }
+        _ => None,
+    }
+}
+
+impl Module for TcpModule {
+    fn spec(&self) -> &'static ModuleSpec {
+        &TCP_SPEC
+    }
+
+    fn polls(&self) -> bool {
+        false
+    }
+
+    fn init(&mut self, cx: &mut ModCx<'_>) -> Result<(), ModuleError> {
+        // TCP's own path: resets for segments nobody takes.
+        cx.request_path(Attrs::new().with(&keys::PASSIVE_OPEN, true), u64::MAX);
+        Ok(())
+    }
+
+    fn path_created(&mut self, tag: u64, result: Result<PathId, &PathError>) {
+        if tag == u64::MAX {
+            if let Ok(p) = result {
+                self.path = Some(p);
+            }
+        }
+    }
+
+    fn create_stage(
+        &mut self,
+        _entry: Option<usize>,
+        attrs: &mut Attrs,
+        cx: &mut CreateCx<'_>,
+    ) -> Result<Created, PathError> {
+        let passive = attrs.get(&keys::PASSIVE_OPEN) == Some(&true);
+        let (local, remote, remote_ip) = match attrs.get_mut(&keys::PARTICIPANTS) {
+            Some(p) => {
+                let local = pop_port(&mut p.local);
+                let remote = pop_port(&mut p.remote);
+                let remote_ip = match p.remote.last() {
+                    Some(AddrPart::Ipv4(a)) => Some(Ipv4Addr::from(*a)),
+                    _ => None,
+                };
+                (local, remote, remote_ip)
+            }
+            None => (None, None, None),
+        };
+        let cfg = attrs.get(&TCP_CONFIG).copied().unwrap_or(self.defaults);
+        attrs.insert(&keys::PROT_ID, u32::from(crate::wire::ipv4::protocol::TCP));
+        if self.paths_in_use() >= self.max_paths {
+            return Err(cx.refuse(TcpRefusal::TableFull(self.max_paths)));
+        }
+        if passive && local.is_none() {
+            // TCP's own path.
+            return Ok(Created {
+                stage: Box::new(TcpResetStage::new()),
+                route: Route::Service(1),
+            });
+        }
+        if passive {
+            let port = local
+                .filter(|&p| p != 0)
+                .map_or_else(|| self.ephemeral(Ipv4Addr::UNSPECIFIED, 0), Some);
+            let Some(port) = port else {
+                return Err(cx.refuse(TcpRefusal::NoEphemeralPort));
+            };
+            if self.listeners.contains_key(&port) {
+                return Err(cx.refuse(TcpRefusal::PortInUse(port)));
+            }
+            let backlog = attrs
+                .get(&TCP_BACKLOG)
+                .copied()
+                .unwrap_or(128)
+                .clamp(1, 65_535);
+            self.listeners.insert(
+                port,
+                Listener {
+                    backlog: backlog as usize,
+                    ..Listener::default()
+                },
+            );
+            return Ok(Created {
+                stage: Box::new(TcpListenStage::new(port, cfg)),
+                route: Route::Service(1),
+            });
+        }
+        let (Some(rport), Some(rip)) = (remote, remote_ip) else {
+            return Err(cx.refuse(TcpRefusal::NoRemote));
+        };
+        let open = attrs.get(&TCP_OPEN).copied();
+        let lport = match local.filter(|&p| p != 0) {
+            Some(p) => p,
+            None => self
+                .ephemeral(rip, rport)
+                .ok_or_else(|| cx.refuse(TcpRefusal::NoEphemeralPort))?,
+        };
+        if self.tuples.contains_key(&(lport, rip, rport)) {
+            return Err(cx.refuse(TcpRefusal::TupleInUse(
+                Ipv4Addr::UNSPECIFIED,
+                lport,
+                rip,
+                rport,
+            )));
+        }
+        *self.port_use.entry(lport).or_default() += 1;
+        // The path id is known once the path exists: the stage's
+        // `establish` records it.
+        self.tuples.insert((lport, rip, rport), None);
+        let stage = TcpConnStage::new(cfg, lport, rip, rport, open, self);
+        match open {
+            Some(_) => self.counters.passive_opens += 1,
+            None => self.counters.active_opens += 1,
+        }
+        Ok(Created {
+            stage: Box::new(stage),
+            route: Route::Service(1),
+        })
+    }
+
+    fn partial_classifier(&self) -> Option<Box<dyn pathstack_core::demux::PartialClassifier>> {
+        Some(Box::new(TcpDemux))
+    }
+
+    fn stats(&self) -> Vec<(String, u64)> {
+        let c = self.counters;
+        vec![
+            ("connections".into(), self.tuples.len() as u64),
+            ("listeners".into(), self.listeners.len() as u64),
+            ("established".into(), c.established),
+            ("active_opens".into(), c.active_opens),
+            ("passive_opens".into(), c.passive_opens),
+            ("resets_sent".into(), c.resets_sent),
+            ("failed".into(), c.failed),
+        ]
+    }
+}
+
+/// TCP's partial classifier: the ports of the header
+/// ([`crate::wire::tcp::packet_demux_key`]).
+struct TcpDemux;
+
+impl pathstack_core::demux::PartialClassifier for TcpDemux {
+    #[inline]
+    fn extract(
+        &self,
+        msg: &[u8],
+        mode: pathstack_core::demux::KeyMode,
+    ) -> Option<(pathstack_core::demux::Key, usize)> {
+        crate::wire::tcp::packet_demux_key(msg, mode)
+    }
+}
+
+/// The 4-tuple of a connection as the ISN and cookie hashes take it.
+pub(crate) fn four_tuple(lip: Ipv4Addr, lport: u16, rip: Ipv4Addr, rport: u16) -> FourTuple {
+    FourTuple {
+        local_ip: IpAddr::V4(lip),
+        local_port: lport,
+        remote_ip: IpAddr::V4(rip),
+        remote_port: rport,
+    }
+}

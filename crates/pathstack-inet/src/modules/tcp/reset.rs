@@ -1,0 +1,62 @@
+//! The stage of TCP's own path: segments no connection or listener took
+//! are answered with a reset (RFC 9293 §3.10.7.1, "If the state is
+//! CLOSED").
+
+use super::TcpModule;
+use crate::anno::InetAnno;
+use crate::modules::ip::LOCAL_IPV4;
+use crate::tcp::conn_drop_reason::ConnDropReason;
+use crate::wire::tcp::{TcpPacket, TcpRepr};
+use pathstack_core::stage::{Cx, Stage, Verdict};
+use pathstack_core::{Dir, Msg};
+
+/// The stage of TCP's own (catch-all) path.
+pub struct TcpResetStage {
+    resets: u64,
+}
+
+impl TcpResetStage {
+    pub(super) fn new() -> Self {
+        TcpResetStage { resets: 0 }
+    }
+
+    /// Resets sent.
+    pub fn resets(&self) -> u64 {
+        self.resets
+    }
+}
+
+impl Stage for TcpResetStage {
+    fn process(&mut self, dir: Dir, msg: &mut Msg, cx: &mut Cx<'_, '_>) -> Verdict {
+        if dir == Dir::Down {
+            return Verdict::Next;
+        }
+        let a = msg.anno();
+        let (Some(src), Some(dst)) = (
+            a.peer_ip(),
+            a.local_ip().or(cx.attrs().get(&LOCAL_IPV4).copied()),
+        ) else {
+            return Verdict::Drop(ConnDropReason::Closed.into());
+        };
+        let (repr, len) = match TcpPacket::new_checked(msg.as_slice(), src, dst)
+            .and_then(|p| TcpRepr::parse(&p).map(|r| (r, p.payload_len())))
+        {
+            Ok(x) => x,
+            Err(e) => return Verdict::Drop(e.into()),
+        };
+        let Some(rst) = crate::tcp::reset_for(&repr, len) else {
+            return Verdict::Drop(ConnDropReason::Closed.into());
+        };
+        // The reset is built in place: the segment turns around.
+        msg.truncate(0);
+        if rst.push_onto(msg, dst, src).is_err() {
+            return Verdict::Drop(ConnDropReason::Closed.into());
+        }
+        msg.anno_mut().set_peer_ip(src);
+        self.resets += 1;
+        if let Some(m) = cx.module::<TcpModule>() {
+            m.counters.resets_sent += 1;
+        }
+        Verdict::Back
+    }
+}

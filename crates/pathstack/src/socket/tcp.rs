@@ -1,0 +1,491 @@
+//! Non-blocking TCP sockets on a [`Host`]: listeners and streams.
+//!
+//! A listener is a passive path at the `tcp` instance keyed by its port; a
+//! SYN to it opens the connection's own path (Scout's passive open), which
+//! [`Host::accept`] hands out as a [`TcpStream`]. [`Host::tcp_connect`]
+//! makes an active path and sends the SYN; the handshake completes as the
+//! host polls ([`Host::tcp_is_connected`]). Handles are small `Copy`
+//! values carrying the host's identity, as UDP's are.
+//!
+//! The calls follow `std::net::TcpStream` with the host as first
+//! argument, non-blocking: [`Host::tcp_send`] takes what fits in the send
+//! buffer and returns `Ok(None)` when nothing fits (`WouldBlock`);
+//! [`Host::tcp_recv`] returns `Ok(None)` when nothing is readable and
+//! `Ok(Some(0))` at the end of the stream. Errors map to `io::ErrorKind`
+//! as Linux's errno does: a refused connect is `ConnectionRefused`, a
+//! reset `ConnectionReset`, a timeout `TimedOut`, a send after
+//! `shutdown(Write)` `BrokenPipe`.
+//!
+//! ```
+//! use pathstack::core::device::wire::{wire_pair, WireConfig};
+//! use pathstack::host::Host;
+//! use pathstack::inet::tcp::Shutdown;
+//!
+//! let (a, b) = wire_pair(WireConfig::default());
+//! let mut client = Host::new("10.0.0.1/24".parse().unwrap(), a).unwrap();
+//! let mut server = Host::new("10.0.0.2/24".parse().unwrap(), b).unwrap();
+//! let l = server.tcp_listen("0.0.0.0:7", 16).unwrap();
+//! let c = client.tcp_connect("10.0.0.2:7").unwrap();
+//! let s = loop {
+//!     client.poll();
+//!     server.poll();
+//!     if let Some((s, _peer)) = server.accept(&l).unwrap() {
+//!         break s;
+//!     }
+//! };
+//! assert_eq!(client.tcp_send(&c, b"hello").unwrap(), Some(5));
+//! client.tcp_shutdown(&c, Shutdown::Write).unwrap();
+//! let mut got = Vec::new();
+//! let mut buf = [0u8; 64];
+//! loop {
+//!     client.poll();
+//!     server.poll();
+//!     match server.tcp_recv(&s, &mut buf).unwrap() {
+//!         Some(0) => break, // the client's FIN
+//!         Some(n) => got.extend_from_slice(&buf[..n]),
+//!         None => {}
+//!     }
+//! }
+//! assert_eq!(got, b"hello");
+//! ```
+
+use super::addr::{check_local, check_peer, first, resolve, try_each};
+use super::SocketError;
+use crate::host::{Host, HostId};
+use pathstack_core::attrs::keys::{AddrPart, Participants, PARTICIPANTS, PASSIVE_OPEN};
+use pathstack_core::attrs::Attrs;
+use pathstack_core::{ModuleId, PathId};
+use pathstack_inet::modules::tcp::{TcpModule, TCP_BACKLOG, TCP_CONFIG};
+use pathstack_inet::modules::{TcpConnStage, TcpListenStage, TcpRefusal};
+use pathstack_inet::tcp::{Shutdown, State, TcpConfig, TcpError, TcpStats};
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, ToSocketAddrs};
+
+/// A listening TCP socket of one [`Host`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct TcpListener {
+    host: HostId,
+    slot: u32,
+    generation: u32,
+}
+
+/// A TCP connection of one [`Host`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct TcpStream {
+    host: HostId,
+    slot: u32,
+    generation: u32,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Entry {
+    Listener { path: PathId, port: u16 },
+    Stream { path: PathId },
+}
+
+/// The TCP socket table of a host.
+#[derive(Debug, Default)]
+pub(crate) struct TcpSockets {
+    pub(crate) tcp: Option<ModuleId>,
+    slots: Vec<(u32, Option<Entry>)>,
+    free: Vec<u32>,
+}
+
+impl TcpSockets {
+    pub(crate) fn new(tcp: Option<ModuleId>) -> Self {
+        TcpSockets {
+            tcp,
+            ..TcpSockets::default()
+        }
+    }
+
+    fn insert(&mut self, e: Entry) -> (u32, u32) {
+        if let Some(slot) = self.free.pop() {
+            let s = &mut self.slots[slot as usize];
+            s.1 = Some(e);
+            return (slot, s.0);
+        }
+        self.slots.push((0, Some(e)));
+        ((self.slots.len() - 1) as u32, 0)
+    }
+
+    fn get(&self, host: HostId, h: (HostId, u32, u32)) -> Result<Entry, SocketError> {
+        if h.0 != host {
+            return Err(SocketError::WrongHost { socket: h.0, host });
+        }
+        match self.slots.get(h.1 as usize) {
+            Some((g, Some(e))) if *g == h.2 => Ok(*e),
+            _ => Err(SocketError::Closed),
+        }
+    }
+
+    fn remove(&mut self, slot: u32) {
+        if let Some(s) = self.slots.get_mut(slot as usize) {
+            if s.1.take().is_some() {
+                s.0 = s.0.wrapping_add(1);
+                self.free.push(slot);
+            }
+        }
+    }
+}
+
+/// The TCP socket API of a host.
+impl Host {
+    fn tcp_module(&self) -> Result<ModuleId, SocketError> {
+        self.tcp_sockets.tcp.ok_or(SocketError::NoTcp)
+    }
+
+    fn listener_entry(&self, l: &TcpListener) -> Result<(PathId, u16), SocketError> {
+        match self
+            .tcp_sockets
+            .get(self.id(), (l.host, l.slot, l.generation))?
+        {
+            Entry::Listener { path, port } => Ok((path, port)),
+            Entry::Stream { .. } => Err(SocketError::Closed),
+        }
+    }
+
+    fn stream_path(&self, s: &TcpStream) -> Result<PathId, SocketError> {
+        match self
+            .tcp_sockets
+            .get(self.id(), (s.host, s.slot, s.generation))?
+        {
+            Entry::Stream { path } => Ok(path),
+            Entry::Listener { .. } => Err(SocketError::Closed),
+        }
+    }
+
+    /// Runs `f` on the stream's connection stage with its context; what it
+    /// makes due is sent at once.
+    fn with_conn<R>(
+        &mut self,
+        s: &TcpStream,
+        f: impl FnOnce(&mut TcpConnStage, &mut pathstack_core::stage::Cx<'_, '_>) -> R,
+    ) -> Result<R, SocketError> {
+        let path = self.stream_path(s)?;
+        let now = self.now();
+        let stack = self.stack_mut();
+        stack.set_now(now);
+        stack
+            .with_stage::<TcpConnStage, R>(path, |st, cx| {
+                let r = f(st, cx);
+                st.flush(cx);
+                r
+            })
+            .ok_or(SocketError::Closed)
+    }
+
+    fn conn<R>(&self, s: &TcpStream, f: impl FnOnce(&TcpConnStage) -> R) -> Result<R, SocketError> {
+        let path = self.stream_path(s)?;
+        let p = self.stack().path(path).ok_or(SocketError::Closed)?;
+        (0..p.len())
+            .filter_map(|i| p.stage(i))
+            .find_map(|st| (st as &dyn std::any::Any).downcast_ref::<TcpConnStage>())
+            .map(f)
+            .ok_or(SocketError::Closed)
+    }
+
+    fn tcp_default_config(&self) -> TcpConfig {
+        self.tcp_sockets
+            .tcp
+            .and_then(|m| self.stack().module::<TcpModule>(m))
+            .map(|m| *m.defaults())
+            .unwrap_or_default()
+    }
+
+    /// Listens on `addr` (the host's address or `0.0.0.0`, port 0 for an
+    /// ephemeral one) with a SYN queue and an accept queue of `backlog`
+    /// connections each; beyond a full SYN queue, SYN cookies answer.
+    pub fn tcp_listen(
+        &mut self,
+        addr: impl ToSocketAddrs,
+        backlog: u32,
+    ) -> Result<TcpListener, SocketError> {
+        let cfg = self.tcp_default_config();
+        self.tcp_listen_with(addr, backlog, cfg)
+    }
+
+    /// [`tcp_listen`](Self::tcp_listen) with the options its connections
+    /// get.
+    pub fn tcp_listen_with(
+        &mut self,
+        addr: impl ToSocketAddrs,
+        backlog: u32,
+        cfg: TcpConfig,
+    ) -> Result<TcpListener, SocketError> {
+        let tcp = self.tcp_module()?;
+        try_each(resolve(addr)?, |local| {
+            check_local(self.sockets.addr(), local)?;
+            let attrs = Attrs::new()
+                .with(&PASSIVE_OPEN, true)
+                .with(
+                    &PARTICIPANTS,
+                    Participants {
+                        local: vec![AddrPart::Port(local.port())],
+                        remote: vec![],
+                    },
+                )
+                .with(&TCP_BACKLOG, backlog)
+                .with(&TCP_CONFIG, cfg);
+            let path = self
+                .stack_mut()
+                .path_create(tcp, attrs)
+                .map_err(map_refusal)?;
+            let port = self
+                .stack()
+                .path(path)
+                .and_then(|p| {
+                    (0..p.len())
+                        .filter_map(|i| p.stage(i))
+                        .find_map(|st| (st as &dyn std::any::Any).downcast_ref::<TcpListenStage>())
+                        .map(TcpListenStage::port)
+                })
+                .unwrap_or(local.port());
+            let (slot, generation) = self.tcp_sockets.insert(Entry::Listener { path, port });
+            Ok(TcpListener {
+                host: self.id(),
+                slot,
+                generation,
+            })
+        })
+    }
+
+    /// Takes an established connection from the listener's accept queue,
+    /// with its peer; `Ok(None)` when none waits.
+    pub fn accept(
+        &mut self,
+        l: &TcpListener,
+    ) -> Result<Option<(TcpStream, SocketAddr)>, SocketError> {
+        let (_, port) = self.listener_entry(l)?;
+        let tcp = self.tcp_module()?;
+        loop {
+            let Some(path) = self
+                .stack_mut()
+                .module_mut::<TcpModule>(tcp)
+                .and_then(|m| m.take_accepted(port))
+            else {
+                return Ok(None);
+            };
+            let (slot, generation) = self.tcp_sockets.insert(Entry::Stream { path });
+            let s = TcpStream {
+                host: self.id(),
+                slot,
+                generation,
+            };
+            if self.with_conn(&s, |st, _| st.adopt()).is_err() {
+                // It went away while it waited.
+                self.tcp_sockets.remove(slot);
+                continue;
+            }
+            let peer = self.tcp_peer_addr(&s)?;
+            return Ok(Some((s, peer)));
+        }
+    }
+
+    /// Starts connecting to `peer` from an ephemeral port; the handshake
+    /// completes as the host polls ([`Host::tcp_is_connected`]). Each
+    /// address `peer` resolves to is tried in turn.
+    pub fn tcp_connect(&mut self, peer: impl ToSocketAddrs) -> Result<TcpStream, SocketError> {
+        let cfg = self.tcp_default_config();
+        self.tcp_connect_with("0.0.0.0:0", peer, cfg)
+    }
+
+    /// [`tcp_connect`](Self::tcp_connect) from `local` with options `cfg`.
+    pub fn tcp_connect_with(
+        &mut self,
+        local: impl ToSocketAddrs,
+        peer: impl ToSocketAddrs,
+        cfg: TcpConfig,
+    ) -> Result<TcpStream, SocketError> {
+        let tcp = self.tcp_module()?;
+        let local = first(resolve(local)?)?;
+        check_local(self.sockets.addr(), local)?;
+        try_each(resolve(peer)?, |peer| {
+            check_peer(peer)?;
+            let attrs = Attrs::new()
+                .with(
+                    &PARTICIPANTS,
+                    Participants {
+                        local: vec![AddrPart::Port(local.port())],
+                        remote: vec![
+                            AddrPart::Ipv4(peer.ip().octets()),
+                            AddrPart::Port(peer.port()),
+                        ],
+                    },
+                )
+                .with(&TCP_CONFIG, cfg);
+            let path = self
+                .stack_mut()
+                .path_create(tcp, attrs)
+                .map_err(map_refusal)?;
+            let (slot, generation) = self.tcp_sockets.insert(Entry::Stream { path });
+            let s = TcpStream {
+                host: self.id(),
+                slot,
+                generation,
+            };
+            self.with_conn(&s, |st, cx| st.connect(cx))?;
+            Ok(s)
+        })
+    }
+
+    /// The connection's state (RFC 9293 §3.3.2).
+    pub fn tcp_state(&self, s: &TcpStream) -> Result<State, SocketError> {
+        self.conn(s, |c| c.tcb().state())
+    }
+
+    /// Whether the handshake has completed; the connection's error if it
+    /// failed (`ConnectionRefused`, `TimedOut`).
+    pub fn tcp_is_connected(&mut self, s: &TcpStream) -> Result<bool, SocketError> {
+        let (state, err) = self.conn(s, |c| (c.tcb().state(), c.tcb().error()))?;
+        match (state, err) {
+            (State::SynSent | State::SynReceived, _) => Ok(false),
+            (State::Closed, Some(e)) => Err(e.into()),
+            (State::Closed, None) => Err(TcpError::NotConnected.into()),
+            _ => Ok(true),
+        }
+    }
+
+    /// Writes as much of `data` as the send buffer takes; `Ok(None)` when
+    /// it is full (would block). Data written during the handshake waits
+    /// for it.
+    pub fn tcp_send(&mut self, s: &TcpStream, data: &[u8]) -> Result<Option<usize>, SocketError> {
+        self.with_conn(s, |c, _| c.tcb_mut().send(data))?
+            .map_err(SocketError::from)
+    }
+
+    /// Reads what has arrived into `buf`: `Ok(Some(0))` at the end of the
+    /// stream, `Ok(None)` when nothing is there yet.
+    pub fn tcp_recv(
+        &mut self,
+        s: &TcpStream,
+        buf: &mut [u8],
+    ) -> Result<Option<usize>, SocketError> {
+        self.with_conn(s, |c, _| c.tcb_mut().recv(buf))?
+            .map_err(SocketError::from)
+    }
+
+    /// Like [`tcp_recv`](Self::tcp_recv), leaving the data in place.
+    pub fn tcp_peek(&self, s: &TcpStream, buf: &mut [u8]) -> Result<Option<usize>, SocketError> {
+        self.conn(s, |c| c.tcb().peek(buf))?
+            .map_err(SocketError::from)
+    }
+
+    /// Shuts the reading side, the writing side (a FIN after the data) or
+    /// both.
+    pub fn tcp_shutdown(&mut self, s: &TcpStream, how: Shutdown) -> Result<(), SocketError> {
+        self.with_conn(s, |c, _| c.tcb_mut().shutdown(how))?
+            .map_err(SocketError::from)
+    }
+
+    /// Closes the connection gracefully (FIN after the data; a reset if
+    /// unread data remains, or with linger-zero) and lets go of it: the
+    /// handle is stale from now on, and the connection's path goes when
+    /// the close handshake and TIME-WAIT are over.
+    pub fn tcp_close(&mut self, s: TcpStream) -> Result<(), SocketError> {
+        self.with_conn(&s, |c, cx| {
+            c.tcb_mut().close();
+            c.release(cx);
+        })?;
+        self.tcp_sockets.remove(s.slot);
+        Ok(())
+    }
+
+    /// Aborts the connection with a reset and lets go of it.
+    pub fn tcp_abort(&mut self, s: TcpStream) -> Result<(), SocketError> {
+        self.with_conn(&s, |c, cx| {
+            c.tcb_mut().abort();
+            c.release(cx);
+        })?;
+        self.tcp_sockets.remove(s.slot);
+        Ok(())
+    }
+
+    /// Closes a listener: its path goes, and connections not yet accepted
+    /// are reset.
+    pub fn tcp_close_listener(&mut self, l: TcpListener) -> Result<(), SocketError> {
+        let (path, port) = self.listener_entry(&l)?;
+        let tcp = self.tcp_module()?;
+        let waiting: Vec<PathId> = std::iter::from_fn(|| {
+            self.stack_mut()
+                .module_mut::<TcpModule>(tcp)
+                .and_then(|m| m.take_accepted(port))
+        })
+        .collect();
+        for p in waiting {
+            let _ = self.stack_mut().with_stage::<TcpConnStage, _>(p, |st, cx| {
+                st.tcb_mut().abort();
+                st.release(cx);
+            });
+        }
+        self.tcp_sockets.remove(l.slot);
+        self.stack_mut()
+            .path_delete(path)
+            .map_err(SocketError::Path)
+    }
+
+    /// The listener's address.
+    pub fn tcp_listener_addr(&self, l: &TcpListener) -> Result<SocketAddr, SocketError> {
+        let (_, port) = self.listener_entry(l)?;
+        Ok(SocketAddrV4::new(self.addr().unwrap_or(Ipv4Addr::UNSPECIFIED), port).into())
+    }
+
+    /// The connection's local address.
+    pub fn tcp_local_addr(&self, s: &TcpStream) -> Result<SocketAddr, SocketError> {
+        let port = self.conn(s, |c| c.tcb().ports().0)?;
+        Ok(SocketAddrV4::new(self.addr().unwrap_or(Ipv4Addr::UNSPECIFIED), port).into())
+    }
+
+    /// The connection's peer.
+    pub fn tcp_peer_addr(&self, s: &TcpStream) -> Result<SocketAddr, SocketError> {
+        self.conn(s, |c| {
+            SocketAddrV4::new(c.remote_ip(), c.tcb().ports().1).into()
+        })
+    }
+
+    /// Takes the connection's pending error (`SO_ERROR`).
+    pub fn tcp_take_error(&mut self, s: &TcpStream) -> Result<Option<TcpError>, SocketError> {
+        self.with_conn(s, |c, _| c.tcb_mut().take_error())
+    }
+
+    /// Turns Nagle's algorithm off (`TCP_NODELAY`) or on.
+    pub fn tcp_set_nodelay(&mut self, s: &TcpStream, on: bool) -> Result<(), SocketError> {
+        self.with_conn(s, |c, _| c.tcb_mut().set_nodelay(on))
+    }
+
+    /// Keepalive (`SO_KEEPALIVE` with its timers), off with `None`.
+    pub fn tcp_set_keepalive(
+        &mut self,
+        s: &TcpStream,
+        k: Option<pathstack_inet::tcp::Keepalive>,
+    ) -> Result<(), SocketError> {
+        let now = self.now();
+        self.with_conn(s, |c, _| c.tcb_mut().set_keepalive(k, now))
+    }
+
+    /// The connection's counters.
+    pub fn tcp_stats(&self, s: &TcpStream) -> Result<TcpStats, SocketError> {
+        self.conn(s, |c| *c.tcb().stats())
+    }
+
+    /// The connection's path (for its statistics in [`Host::stack`]).
+    pub fn tcp_path_id(&self, s: &TcpStream) -> Result<PathId, SocketError> {
+        self.stream_path(s)
+    }
+
+    /// Octets the send buffer takes now.
+    pub fn tcp_send_space(&self, s: &TcpStream) -> Result<usize, SocketError> {
+        self.conn(s, |c| c.tcb().send_space())
+    }
+
+    /// Whether a read would return something (data, end, error).
+    pub fn tcp_readable(&self, s: &TcpStream) -> Result<bool, SocketError> {
+        self.conn(s, |c| c.tcb().is_readable())
+    }
+}
+
+fn map_refusal(e: pathstack_core::error::PathError) -> SocketError {
+    match e.cause::<TcpRefusal>() {
+        Some(&TcpRefusal::PortInUse(p)) => SocketError::PortInUse(p),
+        _ => SocketError::Path(e),
+    }
+}
