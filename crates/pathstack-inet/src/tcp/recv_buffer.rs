@@ -397,13 +397,29 @@ impl RecvBuffer {
     /// recently received segment, then the others by recency. A caller with
     /// less option space (timestamps on: 3 blocks) uses a prefix.
     pub fn sack_blocks(&mut self, blocks: &mut [(u32, u32); 4]) -> usize {
+        self.sack_blocks_within(blocks, 4)
+    }
+
+    /// The SACK blocks [`sack_blocks`](Self::sack_blocks) would report.
+    pub fn pending_sack_blocks(&self) -> usize {
+        (self.n_ranges + usize::from(self.dsack.is_some())).min(4)
+    }
+
+    /// Like [`sack_blocks`](Self::sack_blocks), at most `max` blocks (the
+    /// room a segment's options leave, RFC 2018 §3); a D-SACK is still
+    /// reported first and taken.
+    pub fn sack_blocks_within(&mut self, blocks: &mut [(u32, u32); 4], max: usize) -> usize {
+        let max = max.min(4);
+        if max == 0 {
+            return 0;
+        }
         let mut n = 0;
         if let Some((a, b)) = self.dsack.take() {
             blocks[0] = (a.0, b.0);
             n = 1;
         }
         let mut last = u64::MAX;
-        while n < 4 {
+        while n < max {
             let best = self.ranges[..self.n_ranges]
                 .iter()
                 .filter(|r| r.stamp < last)

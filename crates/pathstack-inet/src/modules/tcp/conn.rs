@@ -115,6 +115,7 @@ impl TcpConnStage {
     /// and deletes the path once the connection is over and unowned.
     pub fn flush(&mut self, cx: &mut Cx<'_, '_>) {
         let now = cx.now();
+        self.account(cx);
         if let Some(lip) = self.local_ip(cx) {
             let rip = self.remote_ip;
             self.tcb.poll_output(now, &mut |seg: OutSegment<'_>| {
@@ -131,7 +132,6 @@ impl TcpConnStage {
                 cx.emit(Dir::Down, m).is_ok()
             });
         }
-        self.account(cx);
         self.arm(cx);
         if !self.owned && self.tcb.is_closed() {
             let _ = cx.delete_path();
@@ -269,6 +269,12 @@ impl Stage for TcpConnStage {
             }
             return Verdict::Drop(ConnDropReason::Closed.into());
         }
+        if self.tcb.state() == State::SynReceived && self.accept_queue_full(cx) {
+            // Linux drops the handshake's ACK while the accept queue is
+            // full: the connection stays in SYN-RECEIVED and the peer's
+            // retransmission (or ours of the SYN-ACK) tries again.
+            return Verdict::Drop(ConnDropReason::ListenQueueFull.into());
+        }
         let r = self.tcb.on_segment(now, &repr, payload);
         self.flush(cx);
         match r {
@@ -318,6 +324,15 @@ impl Stage for TcpConnStage {
 }
 
 impl TcpConnStage {
+    fn accept_queue_full(&self, cx: &mut Cx<'_, '_>) -> bool {
+        let Some(port) = self.listener else {
+            return false;
+        };
+        cx.module::<TcpModule>()
+            .and_then(|m| m.listener(port))
+            .is_some_and(|l| l.accept_queue.len() >= l.backlog)
+    }
+
     /// For an active open: the ISS from the keyed hash (RFC 6528) and the
     /// SYN. Called by the socket layer right after the path is made.
     pub fn connect(&mut self, cx: &mut Cx<'_, '_>) {

@@ -129,6 +129,14 @@ impl Stage for TcpListenStage {
                 m.cookies()
                     .map(|c| c.check_ack(&tuple, SeqNumber(repr.seq), SeqNumber(repr.ack), now))
             });
+            let full = cx
+                .module::<TcpModule>()
+                .and_then(|m| m.listener(port))
+                .is_some_and(|l| l.accept_queue.len() >= l.backlog);
+            if full && matches!(checked, Some(Ok(_))) {
+                // As for a SYN-queue connection: the ACK waits for room.
+                return Verdict::Drop(ConnDropReason::ListenQueueFull.into());
+            }
             if let Some(Ok(mss)) = checked {
                 let open = PassiveOpen::Cookie(cookie_open(
                     mss,

@@ -201,7 +201,7 @@ impl Tcb {
         }
         self.handshake_rtt(now);
         self.start_sending(seg, now);
-        self.state = State::Established;
+        self.state = self.established_state();
         self.ack_due = true;
         if !payload.is_empty() {
             self.take_data(now, SeqNumber(seg.seq) + 1, payload);
@@ -211,6 +211,16 @@ impl Tcb {
             self.check_fin(now);
         }
         Ok(())
+    }
+
+    /// ESTABLISHED, or FIN-WAIT-1 when the application shut the sending
+    /// side during the handshake.
+    fn established_state(&self) -> State {
+        if self.snd.is_closed() {
+            State::FinWait1
+        } else {
+            State::Established
+        }
     }
 
     /// The RTT of the handshake, unless the SYN was retransmitted (Karn);
@@ -288,6 +298,10 @@ impl Tcb {
                 State::Established | State::FinWait1 | State::FinWait2 | State::CloseWait => {
                     self.enter_closed(Some(TcpError::Reset))
                 }
+                // RFC 1337 §3 (fix F1): TIME-WAIT ignores resets, so a
+                // reset cannot cut its 2·MSL short (TIME-WAIT
+                // assassination).
+                State::TimeWait => return Ok(()),
                 _ => self.enter_closed(None),
             }
             return Ok(());
@@ -317,7 +331,7 @@ impl Tcb {
             self.handshake_rtt(now);
             self.start_sending(seg, now);
             self.syn_due = false;
-            self.state = State::Established;
+            self.state = self.established_state();
         }
         self.on_ack(now, seg, payload.len())?;
         if self.state == State::Closed {

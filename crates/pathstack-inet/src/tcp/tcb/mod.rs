@@ -545,13 +545,13 @@ impl Tcb {
         if matches!(how, Shutdown::Write | Shutdown::Both) {
             match self.state {
                 State::Listen => return Err(TcpError::NotConnected),
-                State::SynSent => {
-                    // Nothing sent but the SYN: the connection ends
-                    // (RFC 9293 §3.10.4, SYN-SENT).
-                    self.state = State::Closed;
-                    self.rtx_at = None;
+                State::SynSent | State::SynReceived => {
+                    // The FIN is queued behind the data and goes once the
+                    // handshake is done (RFC 9293 §3.10.4, SYN-RECEIVED:
+                    // "queue for processing after entering ESTABLISHED").
+                    self.snd.close();
                 }
-                State::SynReceived | State::Established => {
+                State::Established => {
                     self.snd.close();
                     self.state = State::FinWait1;
                 }
@@ -573,9 +573,12 @@ impl Tcb {
             self.abort();
             return;
         }
-        let _ = self.shutdown(Shutdown::Write);
-        if self.state == State::Listen {
-            self.state = State::Closed;
+        match self.state {
+            // RFC 9293 §3.10.4: nothing to tell the peer yet.
+            State::Listen | State::SynSent => self.enter_closed(None),
+            _ => {
+                let _ = self.shutdown(Shutdown::Write);
+            }
         }
     }
 

@@ -97,7 +97,7 @@ impl Tcb {
             // A segment below SND.UNA makes the peer answer with its
             // window (Linux's `tcp_xmit_probe_skb`; RFC 9293 §3.8.6.1
             // allows either form of probe).
-            let r = self.ack_repr(now, self.sb.high_ack() - 1, TcpFlags::ACK);
+            let r = self.ack_repr(now, self.sb.high_ack() - 1, TcpFlags::ACK, 0);
             if emit(OutSegment {
                 repr: r,
                 payload: &[],
@@ -115,7 +115,7 @@ impl Tcb {
             }
         }
         if self.ack_due && self.state != State::Closed {
-            let r = self.ack_repr(now, self.snd_nxt_for_ack(), TcpFlags::ACK);
+            let r = self.ack_repr(now, self.snd_nxt_for_ack(), TcpFlags::ACK, 0);
             if emit(OutSegment {
                 repr: r,
                 payload: &[],
@@ -161,7 +161,15 @@ impl Tcb {
             self.cc.on_idle_restart(now);
         }
         while sent < MAX_BURST {
-            let new_data = self.new_data();
+            // New segments leave room for the SACK blocks they carry
+            // (Linux's `tcp_current_mss`).
+            let sack_len = match self.rcv.pending_sack_blocks() {
+                0 => 0,
+                n if self.sack_ok => 4 + 8 * n.min(if self.ts_ok { 3 } else { 4 }) as u32,
+                _ => 0,
+            };
+            let cap = self.smss.saturating_sub(sack_len).max(self.smss / 2);
+            let new_data = self.new_data().min(cap);
             let next = if self.tlp_due {
                 self.tlp_due = false;
                 match rack::probe_segment(&self.sb, new_data) {
@@ -177,7 +185,7 @@ impl Tcb {
                     .map(|s| (s, false))
             };
             let Some((seg, probe)) = next else { break };
-            if seg.rule == Rule::New && !probe && self.nagle_holds(seg) {
+            if seg.rule == Rule::New && !probe && self.nagle_holds(seg, cap) {
                 break;
             }
             if !self.emit_range(now, seg, emit) {
@@ -219,8 +227,8 @@ impl Tcb {
     /// Nagle (RFC 896; RFC 9293 §3.7.4): a segment shorter than SMSS waits
     /// while data is unacknowledged, unless `nodelay` or it carries the
     /// FIN.
-    fn nagle_holds(&self, seg: NextSeg) -> bool {
-        if self.cfg.nodelay || seg.len >= self.smss || self.sb.is_empty() {
+    fn nagle_holds(&self, seg: NextSeg, full: u32) -> bool {
+        if self.cfg.nodelay || seg.len >= full || self.sb.is_empty() {
             return false;
         }
         let end = seg.start + seg.len;
@@ -254,7 +262,7 @@ impl Tcb {
         if data_len > 0 && start + data_len as u32 == data_end {
             flags.insert(TcpFlags::PSH);
         }
-        let repr = self.ack_repr(now, start, flags);
+        let repr = self.ack_repr(now, start, flags, data_len);
         let (a, b) = self.snd.peek((start - una) as usize, data_len);
         let ok = emit(OutSegment {
             repr,
@@ -273,7 +281,13 @@ impl Tcb {
     }
 
     /// An ACK-carrying header at `seq`: window, timestamps and SACK blocks.
-    fn ack_repr(&mut self, now: Instant, seq: SeqNumber, flags: TcpFlags) -> TcpRepr {
+    fn ack_repr(
+        &mut self,
+        now: Instant,
+        seq: SeqNumber,
+        flags: TcpFlags,
+        data_len: usize,
+    ) -> TcpRepr {
         let mut r = self.repr(seq, flags, 0);
         r.window = self.rcv.window_field();
         let mut opts = TcpOptions::default();
@@ -281,10 +295,15 @@ impl Tcb {
             opts.timestamps = Some((self.ts_now(now), self.ts_recent));
         }
         if self.sack_ok {
+            // The options and the data must fit the MSS (RFC 9293
+            // §3.7.1: the MSS counts data only, the IP datagram must not
+            // outgrow the MTU): as many blocks as the room left allows.
+            let room = (self.mss_raw() as usize).saturating_sub(data_len).min(40);
+            let ts_len = if self.ts_ok { 12 } else { 0 };
+            let max_blocks = room.saturating_sub(ts_len + 4) / 8;
             let mut blocks = [(0u32, 0u32); 4];
-            let n = self.rcv.sack_blocks(&mut blocks);
-            let room = if self.ts_ok { 3 } else { 4 };
-            opts.set_sack_blocks(&blocks[..n.min(room)]);
+            let n = self.rcv.sack_blocks_within(&mut blocks, max_blocks);
+            opts.set_sack_blocks(&blocks[..n]);
         }
         r.options = opts;
         self.last_ack_sent = self.rcv_nxt();
@@ -329,6 +348,12 @@ impl Tcb {
     /// (RFC 7323 §5.4).
     pub(super) fn ts_now(&self, now: Instant) -> u32 {
         ((now.as_nanos() / 1_000_000) as u32).wrapping_add(self.ts_offset)
+    }
+
+    /// The MSS before the options are taken off it: the peer's and our
+    /// route's.
+    fn mss_raw(&self) -> u32 {
+        self.smss + if self.ts_ok { 12 } else { 0 }
     }
 
     /// An ACK went out: the delayed-ACK state is reset.
