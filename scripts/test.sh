@@ -78,6 +78,41 @@ check_host_netns() {
     grep -q '"paths": \[' <<<"$out" || fail "no JSON statistics"
     left_behind && fail "namespace $ns left behind after SIGINT"
 
+    step "host --netns: TCP echo and chargen answer the kernel side"
+    "$host" --netns --seconds 30 >"$tmp_out" 2>&1 &
+    pid=$!
+    for _ in $(seq 1 50); do grep -q '^tcp services:' "$tmp_out" && break; sleep 0.1; done
+    out=$(cat "$tmp_out")
+    ns=$(sed -n 's/^namespace \(ps-host-[0-9]*\) .*/\1/p' <<<"$out")
+    [ -n "$ns" ] || { kill -INT "$pid"; fail "no namespace announced"; }
+    got=$(ip netns exec "$ns" sh -c 'echo hello pathstack | timeout 10 socat -t2 - TCP:10.77.0.1:7') || true
+    [ "$got" = "hello pathstack" ] || { kill -INT "$pid"; fail "TCP echo returned '$got'"; }
+    got=$(ip netns exec "$ns" sh -c 'timeout 10 socat -u TCP:10.77.0.1:19 - 2>/dev/null | head -c 148') || true
+    want=$(printf '%s\r\n%s\r\n' \
+        ' !"#$%&'"'"'()*+,-./0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[\]^_`abcdefg' \
+        '!"#$%&'"'"'()*+,-./0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[\]^_`abcdefgh')
+    [ "$got" = "$want" ] || { kill -INT "$pid"; fail "chargen's first lines differ: '$got'"; }
+    kill -INT "$pid"
+    rc=0; wait "$pid" || rc=$?
+    out=$(cat "$tmp_out")
+    [ "$rc" = 0 ] || fail "exit status $rc after SIGINT"
+    grep -q '^tcp services: [1-9][0-9]* connections (0 failed)' <<<"$out" || fail "no TCP service counts"
+    left_behind && fail "namespace $ns left behind"
+
+    step "host --tcp-client: a 1 MB file echoed through the kernel (socat) and checked"
+    local topo id=tc$$
+    topo=$(bash scripts/netns.sh up --id "$id")
+    eval "$topo"
+    ip netns exec "$NS_A" timeout 60 socat TCP-LISTEN:7007,bind="$KERNEL_A_IP",reuseaddr PIPE &
+    local socat_pid=$!
+    sleep 0.3
+    rc=0; out=$("$host" --tap "$TAP_A" --netns "$NS_A" --ip "$PS_A_IP/24" --no-udp-services \
+        --tcp-client "$KERNEL_A_IP:7007" --seconds 60 2>&1) || rc=$?
+    kill "$socat_pid" 2>/dev/null || true
+    bash scripts/netns.sh down --id "$id"
+    [ "$rc" = 0 ] || fail "exit status $rc"
+    grep -q '^tcp client: sent 1000000 bytes, received 1000000: the echo matches' <<<"$out" || fail "no matching echo"
+
     step "host --netns: removed when setup fails after making it"
     rc=0; out=$("$host" --netns --pcap /nonexistent-dir/x.pcap 2>&1) || rc=$?
     [ "$rc" = 1 ] || fail "exit status $rc, expected 1"
