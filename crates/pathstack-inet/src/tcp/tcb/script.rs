@@ -52,7 +52,6 @@ pub struct In {
     win: u16,
     opts: TcpOptions,
     ts_set: bool,
-    no_ts: bool,
     payload: Vec<u8>,
 }
 
@@ -66,7 +65,6 @@ impl In {
             win: 65535,
             opts: TcpOptions::default(),
             ts_set: false,
-            no_ts: false,
             payload: Vec::new(),
         }
     }
@@ -129,11 +127,6 @@ impl In {
     pub fn ts(mut self, val: u32, ecr: u32) -> In {
         self.opts.timestamps = Some((val, ecr));
         self.ts_set = true;
-        self
-    }
-    /// No timestamp even if the script adds them automatically.
-    pub fn no_ts(mut self) -> In {
-        self.no_ts = true;
         self
     }
     /// SACK blocks, relative to the Tcb's ISS.
@@ -432,7 +425,7 @@ impl Script {
     /// Injects `seg` now; what the Tcb answers goes to `out`.
     pub fn inject(&mut self, seg: In) -> &mut Script {
         let mut opts = seg.opts;
-        if self.auto_ts && !seg.ts_set && !seg.no_ts {
+        if self.auto_ts && !seg.ts_set {
             opts.timestamps = Some((self.tsval(), self.last_tsval));
         }
         let repr = TcpRepr {

@@ -119,6 +119,23 @@ fn active_handshake(o: Offer) {
     assert_eq!(s.tcb.snd_wnd(), 5000);
 }
 
+/// RFC 9293 §3.8.1 (retransmission) and §3.10.7.4: a retransmitted SYN
+/// in SYN-RECEIVED is answered with the SYN-ACK again; the SYN-ACK also
+/// goes again on its own timeout (RFC 6298 §5, 1 s initial RTO, counted
+/// from the last one sent).
+#[test]
+fn handshake_passive_syn_retransmitted() {
+    let mut s = Script::passive(TcpConfig::default());
+    s.inject(In::syn().mss(1460));
+    s.expect(Out::synack());
+    s.at(500).inject(In::syn().mss(1460));
+    s.expect(Out::synack().mss(Some(1460)));
+    s.state(State::SynReceived);
+    s.expect_at(1500, Out::synack());
+    s.at(1510).inject(In::ack(1, 1));
+    s.state(State::Established);
+}
+
 macro_rules! handshakes {
     ($($passive:ident, $active:ident: $offer:expr;)*) => {$(
         #[test]
