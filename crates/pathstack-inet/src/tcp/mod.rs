@@ -26,8 +26,8 @@
 //! bounded, allocation-free, driven by an explicit `now`.
 
 pub mod config;
-pub mod conn_drop_reason;
 pub mod congestion;
+pub mod conn_drop_reason;
 pub mod error;
 pub mod isn;
 pub mod rack;
@@ -38,10 +38,13 @@ pub mod sack_scoreboard;
 pub mod send_buffer;
 pub mod seq;
 pub mod state;
-pub mod tcb;
 pub mod syn_cookie;
+pub mod tcb;
 
+pub use config::{Keepalive, TcpConfig};
 pub use congestion::{AnyCongestion, CcConfig, CongestionControl, CongestionKind};
+pub use conn_drop_reason::ConnDropReason;
+pub use error::TcpError;
 pub use isn::{FourTuple, IsnGenerator};
 pub use rack::{Rack, Tlp, TlpVerdict};
 pub use recovery::Recovery;
@@ -50,9 +53,6 @@ pub use rto::{RtoConfig, RtoEstimator, RttSampler};
 pub use sack_scoreboard::{AckOutcome, NextSeg, Rule as NextSegRule, SackBlock, Scoreboard};
 pub use send_buffer::SendBuffer;
 pub use seq::SeqNumber;
-pub use config::{Keepalive, TcpConfig};
-pub use conn_drop_reason::ConnDropReason;
-pub use error::TcpError;
 pub use state::State;
-pub use tcb::{reset_for, CookieOpen, OutSegment, Shutdown, Tcb, TcpStats};
 pub use syn_cookie::{CookieError, CookieOptions, SynCookies};
+pub use tcb::{reset_for, CookieOpen, OutSegment, Shutdown, Tcb, TcpStats};

@@ -36,7 +36,10 @@ pub enum State {
 impl State {
     /// A synchronized state (RFC 9293 §3.10.7.4): the handshake is over.
     pub fn is_synchronized(self) -> bool {
-        !matches!(self, State::Closed | State::Listen | State::SynSent | State::SynReceived)
+        !matches!(
+            self,
+            State::Closed | State::Listen | State::SynSent | State::SynReceived
+        )
     }
 
     /// Whether the application may still send (the FIN is not queued).

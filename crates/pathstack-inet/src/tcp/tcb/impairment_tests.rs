@@ -112,7 +112,13 @@ struct Outcome {
 /// Sends `n` octets a → b and `m` octets b → a over `link`, each side
 /// shutting down its writing half once all is written; checks delivery,
 /// the final states and that no error appeared.
-fn transfer(cfg_a: TcpConfig, cfg_b: TcpConfig, n: usize, m: usize, link: &mut Link) -> Result<Outcome, String> {
+fn transfer(
+    cfg_a: TcpConfig,
+    cfg_b: TcpConfig,
+    n: usize,
+    m: usize,
+    link: &mut Link,
+) -> Result<Outcome, String> {
     let t0 = Instant::ZERO;
     let mut ends = [
         Tcb::connect(cfg_a, 40000, 80, SeqNumber(0xffff_0000), 11, t0),
@@ -154,11 +160,17 @@ fn transfer(cfg_a: TcpConfig, cfg_b: TcpConfig, n: usize, m: usize, link: &mut L
                     }
                 }
                 if sent[i] == total[i] && !shut[i] && t.state().is_synchronized() {
-                    t.shutdown(Shutdown::Write).map_err(|e| format!("shutdown: {e:?}"))?;
+                    t.shutdown(Shutdown::Write)
+                        .map_err(|e| format!("shutdown: {e:?}"))?;
                     shut[i] = true;
                 }
             }
-            while !eof[i] && !matches!(t.state(), State::Listen | State::SynSent | State::SynReceived) {
+            while !eof[i]
+                && !matches!(
+                    t.state(),
+                    State::Listen | State::SynSent | State::SynReceived
+                )
+            {
                 match t.recv(&mut buf) {
                     Ok(Some(0)) => eof[i] = true,
                     Ok(Some(k)) => got[i].extend_from_slice(&buf[..k]),
@@ -213,13 +225,25 @@ fn transfer(cfg_a: TcpConfig, cfg_b: TcpConfig, n: usize, m: usize, link: &mut L
             };
         }
         let next = next.unwrap_or(limit);
-        now = if next > now { next } else { now + Duration::from_micros(1) };
+        now = if next > now {
+            next
+        } else {
+            now + Duration::from_micros(1)
+        };
     }
     if got[1].len() != n || got[1].iter().enumerate().any(|(i, &c)| c != byte(i, 0)) {
-        return Err(format!("a → b: {} of {} octets, or content differs", got[1].len(), n));
+        return Err(format!(
+            "a → b: {} of {} octets, or content differs",
+            got[1].len(),
+            n
+        ));
     }
     if got[0].len() != m || got[0].iter().enumerate().any(|(i, &c)| c != byte(i, 1)) {
-        return Err(format!("b → a: {} of {} octets, or content differs", got[0].len(), m));
+        return Err(format!(
+            "b → a: {} of {} octets, or content differs",
+            got[0].len(),
+            m
+        ));
     }
     for t in &ends {
         if t.error().is_some() {
@@ -238,7 +262,12 @@ fn config() -> impl Strategy<Value = TcpConfig> {
         prop_oneof![Just(CongestionKind::NewReno), Just(CongestionKind::Cubic)],
         any::<[bool; 5]>(),
         prop_oneof![Just(16 * 1024usize), Just(64 * 1024), Just(256 * 1024)],
-        prop_oneof![Just(8 * 1024usize), Just(64 * 1024), Just(200 * 1024), Just(512 * 1024)],
+        prop_oneof![
+            Just(8 * 1024usize),
+            Just(64 * 1024),
+            Just(200 * 1024),
+            Just(512 * 1024)
+        ],
     )
         .prop_map(|(cc, [ws, ts, sack, rack, nodelay], snd, rcv)| TcpConfig {
             congestion: cc,
@@ -268,7 +297,7 @@ fn impairment() -> impl Strategy<Value = Impairment> {
 
 proptest! {
     #![proptest_config(ProptestConfig {
-        cases: 16,
+        cases: 48,
         ..ProptestConfig::default()
     })]
 
@@ -306,8 +335,14 @@ fn storm_ratio(seeds: &[u64]) -> f64 {
             },
             seed,
         );
-        let o = transfer(TcpConfig::default(), TcpConfig::default(), 1_000_000, 0, &mut link)
-            .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        let o = transfer(
+            TcpConfig::default(),
+            TcpConfig::default(),
+            1_000_000,
+            0,
+            &mut link,
+        )
+        .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
         rtx += o.a.retrans_segs;
         lost += o.lost_data[0];
         let _ = o.b;

@@ -3,8 +3,8 @@
 //! and RFC 8985.
 
 use super::{Tcb, TcpStats};
-use crate::tcp::conn_drop_reason::ConnDropReason as Drop;
 use crate::tcp::congestion::{CcConfig, CongestionControl};
+use crate::tcp::conn_drop_reason::ConnDropReason as Drop;
 use crate::tcp::error::TcpError;
 use crate::tcp::rack::TlpVerdict;
 use crate::tcp::recv_buffer::{RecvBuffer, RecvConfig};
@@ -32,12 +32,7 @@ impl Tcb {
     /// parsed it). `Err` says why it was dropped, for the path's counters;
     /// a dropped segment may still have queued an answer (a duplicate or
     /// challenge ACK, a reset) for [`poll_output`](Self::poll_output).
-    pub fn on_segment(
-        &mut self,
-        now: Instant,
-        seg: &TcpRepr,
-        payload: &[u8],
-    ) -> Result<(), Drop> {
+    pub fn on_segment(&mut self, now: Instant, seg: &TcpRepr, payload: &[u8]) -> Result<(), Drop> {
         self.stats.segs_in += 1;
         match self.state {
             State::Closed => {
@@ -90,7 +85,9 @@ impl Tcb {
             self.ts_recent_at = now;
         }
         let ts_len = if self.ts_ok { 12 } else { 0 };
-        self.smss = u32::from(peer_mss.min(self.cfg.mss)).saturating_sub(ts_len).max(32);
+        self.smss = u32::from(peer_mss.min(self.cfg.mss))
+            .saturating_sub(ts_len)
+            .max(32);
         self.rcv = RecvBuffer::new(
             RecvConfig {
                 capacity: self.cfg.recv_buffer,
@@ -284,7 +281,11 @@ impl Tcb {
             if !rst {
                 self.ack_due = true;
             }
-            if fin && !rst && self.state == State::TimeWait && seq + payload.len() as u32 + 1 == rcv_nxt {
+            if fin
+                && !rst
+                && self.state == State::TimeWait
+                && seq + payload.len() as u32 + 1 == rcv_nxt
+            {
                 // The peer's FIN again (RFC 9293 §3.10.7.4 eighth,
                 // TIME-WAIT): acknowledged, and 2·MSL restarts.
                 self.time_wait_at = Some(now + self.cfg.time_wait);

@@ -430,7 +430,10 @@ impl Tcb {
     /// Whether a read would not block: data, the end of the stream, or
     /// an error.
     pub fn is_readable(&self) -> bool {
-        !self.rcv.is_empty() || self.fin_received || self.error.is_some() || self.read_shut
+        !self.rcv.is_empty()
+            || self.fin_received
+            || self.error.is_some()
+            || self.read_shut
             || self.state == State::Closed
     }
     /// Whether the connection is over for good: closed, nothing left to
@@ -601,7 +604,9 @@ impl Tcb {
     pub fn set_keepalive(&mut self, k: Option<super::config::Keepalive>, now: Instant) {
         self.cfg.keepalive = k;
         self.keepalive_sent = 0;
-        self.keepalive_at = k.filter(|_| self.state.is_synchronized()).map(|k| now + k.idle);
+        self.keepalive_at = k
+            .filter(|_| self.state.is_synchronized())
+            .map(|k| now + k.idle);
     }
 
     /// Ends the connection: CLOSED, every timer off, the error (if any)

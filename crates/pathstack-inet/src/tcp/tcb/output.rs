@@ -40,7 +40,11 @@ impl Tcb {
     /// Hands every segment due now to `emit`, which returns `false` when it
     /// could not send (no buffer): what was not sent is tried again on the
     /// next call. Returns the number of segments sent.
-    pub fn poll_output(&mut self, now: Instant, emit: &mut dyn FnMut(OutSegment<'_>) -> bool) -> usize {
+    pub fn poll_output(
+        &mut self,
+        now: Instant,
+        emit: &mut dyn FnMut(OutSegment<'_>) -> bool,
+    ) -> usize {
         let mut sent = 0;
         if let Some(r) = self.rst_out {
             if !emit(OutSegment {
@@ -81,7 +85,11 @@ impl Tcb {
         }
         if matches!(
             self.state,
-            State::Established | State::CloseWait | State::FinWait1 | State::Closing | State::LastAck
+            State::Established
+                | State::CloseWait
+                | State::FinWait1
+                | State::Closing
+                | State::LastAck
         ) {
             sent += self.send_data(now, emit);
         }
@@ -177,7 +185,8 @@ impl Tcb {
                 break;
             }
             if probe {
-                self.tlp.on_probe_sent(seg, self.sb.snd_nxt().max(seg.start + seg.len));
+                self.tlp
+                    .on_probe_sent(seg, self.sb.snd_nxt().max(seg.start + seg.len));
             }
             if self.recovery.on_sent(&mut self.sb, seg, now).is_err() {
                 break;
@@ -210,7 +219,8 @@ impl Tcb {
             let rto_left = self
                 .rtx_at
                 .map_or(self.rto.rto(), |t| t.saturating_since(now));
-            let pto = rack::probe_timeout(self.rto.srtt(), self.sb.len(), rack::WC_DEL_ACK, rto_left);
+            let pto =
+                rack::probe_timeout(self.rto.srtt(), self.sb.len(), rack::WC_DEL_ACK, rto_left);
             self.tlp_at = Some(now + pto);
         }
     }
@@ -228,7 +238,12 @@ impl Tcb {
 
     /// Emits the range `[start, start + len)` of the send sequence space:
     /// its data from the send buffer, FIN if the range covers it.
-    fn emit_range(&mut self, now: Instant, seg: NextSeg, emit: &mut dyn FnMut(OutSegment<'_>) -> bool) -> bool {
+    fn emit_range(
+        &mut self,
+        now: Instant,
+        seg: NextSeg,
+        emit: &mut dyn FnMut(OutSegment<'_>) -> bool,
+    ) -> bool {
         let una = self.snd.una();
         let data_end = self.snd.data_end();
         let start = seg.start.max(una);

@@ -95,7 +95,9 @@ impl In {
     /// Payload of `len` octets.
     pub fn len(mut self, len: usize) -> In {
         let base = self.seq;
-        self.payload = (0..len).map(|i| pattern(base.wrapping_add(i as u32))).collect();
+        self.payload = (0..len)
+            .map(|i| pattern(base.wrapping_add(i as u32)))
+            .collect();
         self
     }
     /// Adds flags.
@@ -252,7 +254,16 @@ impl Out {
 
     fn check(&self, e: &Emitted) {
         let r = &e.repr;
-        let ctx = format!("at {:?}: {:?} seq {} ack {} win {} len {} {:?}", e.at, r.flags, r.seq.wrapping_sub(TCB_ISS), r.ack.wrapping_sub(PEER_ISS), r.window, e.payload.len(), r.options);
+        let ctx = format!(
+            "at {:?}: {:?} seq {} ack {} win {} len {} {:?}",
+            e.at,
+            r.flags,
+            r.seq.wrapping_sub(TCB_ISS),
+            r.ack.wrapping_sub(PEER_ISS),
+            r.window,
+            e.payload.len(),
+            r.options
+        );
         if let Some(f) = self.flags {
             let mut got = r.flags;
             if !f.contains(TcpFlags::PSH) {
@@ -335,24 +346,43 @@ impl Script {
     }
     /// A Tcb in SYN-SENT (its SYN is in `out`).
     pub fn active(cfg: TcpConfig) -> Script {
-        let mut s = Script::with(Tcb::connect(cfg, LOCAL, REMOTE, SeqNumber(TCB_ISS), 100, Instant::ZERO));
+        let mut s = Script::with(Tcb::connect(
+            cfg,
+            LOCAL,
+            REMOTE,
+            SeqNumber(TCB_ISS),
+            100,
+            Instant::ZERO,
+        ));
         s.collect();
         s
     }
     /// A Tcb in LISTEN, about to see a SYN.
     pub fn passive(cfg: TcpConfig) -> Script {
-        Script::with(Tcb::listen(cfg, LOCAL, REMOTE, SeqNumber(TCB_ISS), 100, Instant::ZERO))
+        Script::with(Tcb::listen(
+            cfg,
+            LOCAL,
+            REMOTE,
+            SeqNumber(TCB_ISS),
+            100,
+            Instant::ZERO,
+        ))
     }
 
     /// An ESTABLISHED passive connection: SYN (with every option when
     /// `opts`) at 0, SYN-ACK, the ACK at 10 ms; nothing left in `out`.
     pub fn established(cfg: TcpConfig, opts: bool) -> Script {
         let mut s = Script::passive(cfg);
-        let syn = if opts { In::syn().all_opts() } else { In::syn().mss(1460) };
+        let syn = if opts {
+            In::syn().all_opts()
+        } else {
+            In::syn().mss(1460)
+        };
         s.inject(syn);
         s.expect(Out::synack());
         s.auto_ts = s.tcb.extensions().1;
-        s.at(10).inject(In::ack(1, 1).win(65535 >> if opts { 7 } else { 0 }));
+        s.at(10)
+            .inject(In::ack(1, 1).win(65535 >> if opts { 7 } else { 0 }));
         s.expect_none();
         assert_eq!(s.tcb.state(), State::Established);
         s
@@ -466,17 +496,19 @@ impl Script {
     /// `Some(0)`: end of stream).
     pub fn read_all(&mut self) -> Option<usize> {
         let mut buf = vec![0u8; 1 << 20];
-        let r = self.app(|t| t.recv(&mut buf)).expect("recv");
-        r
+        self.app(|t| t.recv(&mut buf)).expect("recv")
     }
 
     /// The next emitted segment must match `o` (and have been emitted
     /// by now).
     pub fn expect(&mut self, o: Out) -> Emitted {
-        let e = self
-            .out
-            .pop_front()
-            .unwrap_or_else(|| panic!("expected {o:?} at {:?}, nothing emitted (state {})", self.now, self.tcb.state()));
+        let e = self.out.pop_front().unwrap_or_else(|| {
+            panic!(
+                "expected {o:?} at {:?}, nothing emitted (state {})",
+                self.now,
+                self.tcb.state()
+            )
+        });
         o.check(&e);
         e
     }
@@ -487,7 +519,13 @@ impl Script {
         self.expect_none();
         self.advance_until_output(ms(t_ms) + Duration::from_secs(3600));
         let e = self.expect(o);
-        assert_eq!(e.at, ms(t_ms), "emitted at {:?}, expected {} ms", e.at, t_ms);
+        assert_eq!(
+            e.at,
+            ms(t_ms),
+            "emitted at {:?}, expected {} ms",
+            e.at,
+            t_ms
+        );
         e
     }
 

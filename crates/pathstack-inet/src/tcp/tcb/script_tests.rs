@@ -76,7 +76,7 @@ fn passive_handshake(o: Offer) {
     s.expect_none();
     let mut ack = In::ack(1, 1).win(1000);
     if o.ts {
-        ack = ack.ts(5010, 100 + 0);
+        ack = ack.ts(5010, 100);
     }
     s.at(10).inject(ack);
     assert_eq!(s.last, Ok(()));
@@ -106,8 +106,17 @@ fn active_handshake(o: Offer) {
     assert_eq!(s.last, Ok(()));
     s.state(State::Established);
     // The ACK: scaled window only when both offered scaling.
-    let win = if o.ws { (256 * 1024 >> 3) as u16 } else { 65535 };
-    let mut exp = Out::ack(1, 1).win(win).ts(o.ts).mss(None).ws(None).sack_perm(false);
+    let win = if o.ws {
+        ((256 * 1024) >> 3) as u16
+    } else {
+        65535
+    };
+    let mut exp = Out::ack(1, 1)
+        .win(win)
+        .ts(o.ts)
+        .mss(None)
+        .ws(None)
+        .sack_perm(false);
     if o.ts {
         exp = exp.tsecr(5000);
     }
@@ -426,7 +435,8 @@ fn rack_reordering_within_window_not_retransmitted() {
     let mut s = ten_segments(TcpConfig::default(), true, MSS);
     let m = MSS as u32;
     // RTT 10 ms: segment 1 is late, segment 2 SACKed at 20 ms.
-    s.at(20).inject(In::ack(1, 1 + m).sack(&[(1 + 2 * m, 1 + 3 * m)]));
+    s.at(20)
+        .inject(In::ack(1, 1 + m).sack(&[(1 + 2 * m, 1 + 3 * m)]));
     s.expect_none();
     s.advance_to(ms(20) + Duration::from_micros(1500));
     s.inject(In::ack(1, 1 + 3 * m));
@@ -442,7 +452,8 @@ fn rack_reordering_within_window_not_retransmitted() {
 fn rack_retransmits_after_reordering_window() {
     let mut s = ten_segments(TcpConfig::default(), true, MSS);
     let m = MSS as u32;
-    s.at(20).inject(In::ack(1, 1 + m).sack(&[(1 + 2 * m, 1 + 3 * m)]));
+    s.at(20)
+        .inject(In::ack(1, 1 + m).sack(&[(1 + 2 * m, 1 + 3 * m)]));
     s.expect_none();
     let at = s.advance_until_output(ms(100)).expect("a retransmission");
     assert!(at > ms(20) && at <= ms(23), "retransmitted at {at:?}");
@@ -464,7 +475,10 @@ fn tlp_probe_before_rto() {
     let at = s.advance_until_output(ms(5000)).expect("a probe");
     s.expect(Out::data(1 + 9 * m, MSS));
     let expect = ms(20) + Duration::from_nanos(2 * srtt.as_nanos());
-    assert!(at >= expect && at <= expect + Duration::from_millis(5), "probe at {at:?}, 2·SRTT after the ACK is {expect:?}");
+    assert!(
+        at >= expect && at <= expect + Duration::from_millis(5),
+        "probe at {at:?}, 2·SRTT after the ACK is {expect:?}"
+    );
     assert!(at < rto_at, "probe at {at:?}, RTO at {rto_at:?}");
     assert_eq!(s.tcb.stats().tlp_probes, 1);
     assert_eq!(s.tcb.stats().timeouts, 0);
@@ -511,7 +525,7 @@ fn zero_window_persist_probes() {
     for _ in 0..4 {
         let at = s.advance_until_output(ms(100_000)).expect("a window probe");
         s.expect(Out::new(TcpFlags::ACK).len(0).ack_no(1));
-        let now = (at.as_nanos() / 1_000_000) as u64;
+        let now = at.as_nanos() / 1_000_000;
         gaps.push(now - t);
         t = now;
         // The peer answers: still zero.
@@ -535,10 +549,13 @@ fn window_scaling_shifts() {
     assert_eq!(s.tcb.snd_wnd(), 100 << 7);
     s.inject(In::ack(1, 1).win(1000));
     s.write(100);
-    s.expect(Out::data(1, 100).win((256 * 1024 >> 3) as u16));
+    s.expect(Out::data(1, 100).win(((256 * 1024) >> 3) as u16));
     s.at(30).inject(In::data(1, 101, 1000));
     s.expect_none();
-    s.expect_at(70, Out::ack(101, 1001).win(((256 * 1024 - 1000) >> 3) as u16));
+    s.expect_at(
+        70,
+        Out::ack(101, 1001).win(((256 * 1024 - 1000) >> 3) as u16),
+    );
 }
 
 /// RFC 7323 §5.3 R1: a segment with an older timestamp is dropped (PAWS)

@@ -120,48 +120,82 @@ fn transfer(cfg: TcpConfig, n: usize, m: usize, loss: u32, seed: u64) -> u64 {
     let mut chunk = vec![0u8; 3000];
     let mut buf = vec![0u8; 4096];
     let (mut closed_a, mut closed_b) = (false, false);
-    let end = run(&mut a, &mut b, &mut link, Instant::ZERO, Duration::from_secs(600), |a, b, now| {
-        let _ = now;
-        for (t, sent, total, closed) in [(&mut *a, &mut sa, n, &mut closed_a), (&mut *b, &mut sb, m, &mut closed_b)] {
-            if !t.state().is_synchronized() {
-                continue;
-            }
-            while *sent < total {
-                let k = (total - *sent).min(chunk.len());
-                for (j, c) in chunk[..k].iter_mut().enumerate() {
-                    *c = byte(*sent + j);
+    let end = run(
+        &mut a,
+        &mut b,
+        &mut link,
+        Instant::ZERO,
+        Duration::from_secs(600),
+        |a, b, now| {
+            let _ = now;
+            for (t, sent, total, closed) in [
+                (&mut *a, &mut sa, n, &mut closed_a),
+                (&mut *b, &mut sb, m, &mut closed_b),
+            ] {
+                if !t.state().is_synchronized() {
+                    continue;
                 }
-                match t.send(&chunk[..k]).unwrap() {
-                    Some(w) => *sent += w,
-                    None => break,
+                while *sent < total {
+                    let k = (total - *sent).min(chunk.len());
+                    for (j, c) in chunk[..k].iter_mut().enumerate() {
+                        *c = byte(*sent + j);
+                    }
+                    match t.send(&chunk[..k]).unwrap() {
+                        Some(w) => *sent += w,
+                        None => break,
+                    }
+                }
+                if *sent == total && !*closed {
+                    t.shutdown(Shutdown::Write).unwrap();
+                    *closed = true;
                 }
             }
-            if *sent == total && !*closed {
-                t.shutdown(Shutdown::Write).unwrap();
-                *closed = true;
-            }
-        }
-        for (t, r) in [(&mut *a, &mut ra), (&mut *b, &mut rb)] {
-            while let Ok(Some(k)) = t.recv(&mut buf) {
-                if k == 0 {
-                    break;
+            for (t, r) in [(&mut *a, &mut ra), (&mut *b, &mut rb)] {
+                while let Ok(Some(k)) = t.recv(&mut buf) {
+                    if k == 0 {
+                        break;
+                    }
+                    r.extend_from_slice(&buf[..k]);
                 }
-                r.extend_from_slice(&buf[..k]);
             }
-        }
-        closed_a
-            && closed_b
-            && ra.len() == m
-            && rb.len() == n
-            && matches!(a.state(), State::TimeWait | State::Closed)
-            && matches!(b.state(), State::TimeWait | State::Closed)
-    });
-    assert_eq!(rb.len(), n, "a→b bytes (end {end:?}, a {} {:?} {:?}, b {} {:?} {:?})", a.state(), a.error(), a.stats(), b.state(), b.error(), b.stats());
+            closed_a
+                && closed_b
+                && ra.len() == m
+                && rb.len() == n
+                && matches!(a.state(), State::TimeWait | State::Closed)
+                && matches!(b.state(), State::TimeWait | State::Closed)
+        },
+    );
+    assert_eq!(
+        rb.len(),
+        n,
+        "a→b bytes (end {end:?}, a {} {:?} {:?}, b {} {:?} {:?})",
+        a.state(),
+        a.error(),
+        a.stats(),
+        b.state(),
+        b.error(),
+        b.stats()
+    );
     assert_eq!(ra.len(), m, "b→a bytes");
-    assert!(rb.iter().enumerate().all(|(i, &c)| c == byte(i)), "a→b content");
-    assert!(ra.iter().enumerate().all(|(i, &c)| c == byte(i)), "b→a content");
-    assert!(matches!(a.state(), State::TimeWait | State::Closed), "a ends in {}", a.state());
-    assert!(matches!(b.state(), State::TimeWait | State::Closed), "b ends in {}", b.state());
+    assert!(
+        rb.iter().enumerate().all(|(i, &c)| c == byte(i)),
+        "a→b content"
+    );
+    assert!(
+        ra.iter().enumerate().all(|(i, &c)| c == byte(i)),
+        "b→a content"
+    );
+    assert!(
+        matches!(a.state(), State::TimeWait | State::Closed),
+        "a ends in {}",
+        a.state()
+    );
+    assert!(
+        matches!(b.state(), State::TimeWait | State::Closed),
+        "b ends in {}",
+        b.state()
+    );
     a.stats().retrans_segs + b.stats().retrans_segs
 }
 
@@ -169,9 +203,14 @@ fn transfer(cfg: TcpConfig, n: usize, m: usize, loss: u32, seed: u64) -> u64 {
 fn handshake_negotiates_every_extension() {
     let (mut a, mut b) = pair(TcpConfig::default());
     let mut link = Link::new(100, 0, 1);
-    run(&mut a, &mut b, &mut link, Instant::ZERO, Duration::from_secs(1), |a, b, _| {
-        a.state() == State::Established && b.state() == State::Established
-    });
+    run(
+        &mut a,
+        &mut b,
+        &mut link,
+        Instant::ZERO,
+        Duration::from_secs(1),
+        |a, b, _| a.state() == State::Established && b.state() == State::Established,
+    );
     assert_eq!(a.state(), State::Established);
     assert_eq!(b.state(), State::Established);
     assert_eq!(a.extensions(), (true, true, true));
