@@ -189,6 +189,21 @@ fn transfer(
                 true
             });
             for s in out {
+                if std::env::var_os("TCB_TRACE").is_some() {
+                    eprintln!(
+                        "{:?} {}→ {:?} seq {} ack {} win {} len {} {:?} [{} {}]",
+                        now,
+                        i,
+                        s.0.flags,
+                        s.0.seq,
+                        s.0.ack,
+                        s.0.window,
+                        s.1.len(),
+                        s.0.options.sack_blocks(),
+                        t.state(),
+                        t.snd_wnd()
+                    );
+                }
                 link.send(i, now, s);
             }
         }
@@ -357,4 +372,37 @@ fn retransmissions_per_loss_at_5_percent() {
     let r = storm_ratio(&[1, 2, 3, 4, 5, 6]);
     println!("retransmitted / lost at 5 % loss: {r:.3}");
     assert!(r <= 1.5, "retransmitted / lost = {r:.3}");
+}
+
+/// A case proptest found (kept as a regression test).
+#[test]
+fn regression_stall_no_sack_small_window() {
+    let cfg_a = TcpConfig {
+        send_buffer: 16384,
+        recv_buffer: 65536,
+        max_ooo_bytes: 65536,
+        window_scaling: false,
+        timestamps: false,
+        sack: false,
+        rack: true,
+        congestion: CongestionKind::NewReno,
+        ..TcpConfig::default()
+    };
+    let cfg_b = TcpConfig {
+        recv_buffer: 8192,
+        max_ooo_bytes: 8192,
+        rack: false,
+        ..cfg_a
+    };
+    let imp = Impairment {
+        loss: 89,
+        dup: 3,
+        reorder: 37,
+        delay_us: 1317,
+        jitter_us: 1475,
+    };
+    let mut link = Link::new(imp, 11047730336286120778);
+    if let Err(e) = transfer(cfg_a, cfg_b, 27172, 232140, &mut link) {
+        panic!("{e}");
+    }
 }

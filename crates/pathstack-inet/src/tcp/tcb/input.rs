@@ -535,9 +535,13 @@ impl Tcb {
         }
         // RTT from the newest segment delivered that was never
         // retransmitted (Karn's rule, RFC 6298 §3).
+        // An ACK that also covers retransmitted data is ambiguous: the
+        // original segments it covers may have waited at the receiver
+        // for the retransmission to fill a hole (as Linux's
+        // FLAG_RETRANS_DATA_ACKED).
         if let Some(d) = ev.ack.newest_original {
             let rtt = now.saturating_since(d.sent_at);
-            if ev.ack.cum_advanced {
+            if ev.ack.cum_advanced && ev.ack.newest_retransmitted.is_none() {
                 self.rto.on_sample(rtt);
             }
             self.rack.on_rtt_sample(rtt);

@@ -511,6 +511,29 @@ fn rto_backoff_and_karn() {
     s.expect_none_until(t + 10_000);
 }
 
+/// RFC 6298 §3 (Karn): a cumulative ACK covering a retransmitted segment
+/// and original segments sent before it yields no RTT sample (the
+/// originals waited at the receiver for the retransmission).
+#[test]
+fn karn_no_sample_from_ack_covering_retransmission() {
+    let cfg = TcpConfig {
+        rack: false,
+        sack: false,
+        ..TcpConfig::default()
+    };
+    let mut s = Script::established(cfg, false);
+    let srtt = s.tcb.srtt();
+    s.write(3 * 1460);
+    for i in 0..3 {
+        s.expect(Out::data(1 + i * 1460, 1460));
+    }
+    // The first is lost; the timeout retransmits it (cwnd one segment).
+    s.expect_at(210, Out::data(1, 1460));
+    s.expect_none();
+    s.at(215).inject(In::ack(1, 1 + 3 * 1460));
+    assert_eq!(s.tcb.srtt(), srtt, "no sample from an ambiguous ACK");
+}
+
 /// RFC 9293 §3.8.6.1: a zero window is probed, the probes back off
 /// (RFC 1122 §4.2.2.17), and data resumes when the window opens.
 #[test]
