@@ -11,9 +11,9 @@
 //! sibling files: the buffers, the SACK scoreboard, loss recovery, RACK-TLP,
 //! the RTO estimator and the congestion controllers.
 //!
-//! The code is split by the RFC's own sections: [`input`] is "SEGMENT
-//! ARRIVES" (§3.10.7), [`output`] builds segments (§3.8, §3.10.4 SEND), and
-//! [`timers`] is "TIMEOUTS" (§3.10.8) with RFC 6298, RFC 8985 and the
+//! The code is split by the RFC's own sections: `input` is "SEGMENT
+//! ARRIVES" (§3.10.7), `output` builds segments (§3.8, §3.10.4 SEND), and
+//! `timers` is "TIMEOUTS" (§3.10.8) with RFC 6298, RFC 8985 and the
 //! persist and keepalive timers.
 
 mod input;
