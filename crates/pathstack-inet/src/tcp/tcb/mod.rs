@@ -713,4 +713,10 @@ pub fn reset_for(seg: &TcpRepr, payload_len: usize) -> Option<TcpRepr> {
 }
 
 #[cfg(test)]
+mod impairment_tests;
+#[cfg(test)]
+mod script;
+#[cfg(test)]
+mod script_tests;
+#[cfg(test)]
 mod tests;
