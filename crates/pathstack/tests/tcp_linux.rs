@@ -427,7 +427,8 @@ fn run_client(
     echo: bool,
     limit: Duration,
 ) -> (Host, ClientResult) {
-    let mut host = ps_host(topo, None);
+    let pcap = std::env::var("TCP_LINUX_PCAP").ok();
+    let mut host = ps_host(topo, pcap.as_deref().map(Path::new));
     let app = PsClient::new(&mut host, peer, len, seed, echo);
     let (host, app) = Running::start(host, app, limit).join();
     let r = match app.result {
