@@ -31,13 +31,23 @@ use std::time::{Duration, Instant};
 const KB: u64 = 1024;
 const MB: u64 = 1024 * 1024;
 const CHUNK: usize = 64 * 1024;
-const PS_PORT: u16 = 7000;
+// Not 7000 and the like: tshark would decode the payload as some protocol
+// registered on the port (7000 is Gryphon) and call it malformed.
+const PS_PORT: u16 = 45111;
 
 // ---------------------------------------------------------------------------
 // The pathstack host and its driver
 
-/// A pathstack host on TAP_A, optionally captured to `pcap`.
+/// A pathstack host on TAP_A, optionally captured to `pcap` (for
+/// debugging, `TCP_LINUX_PCAP=prefix` captures every host of a test run
+/// to `prefix.N`, N counting the hosts made).
 fn ps_host(topo: &Topology, pcap: Option<&Path>) -> Host {
+    static HOSTS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = HOSTS.fetch_add(1, Ordering::Relaxed);
+    let debug_pcap = std::env::var("TCP_LINUX_PCAP")
+        .ok()
+        .map(|p| std::path::PathBuf::from(format!("{p}.{n}")));
+    let pcap = pcap.or(debug_pcap.as_deref());
     let tap = TapDevice::open(topo.var("TAP_A"), TapOptions::new().netns(topo.var("NS_A")))
         .expect("open TAP A");
     let waiter = tap.waiter().expect("waiter");
@@ -427,8 +437,7 @@ fn run_client(
     echo: bool,
     limit: Duration,
 ) -> (Host, ClientResult) {
-    let pcap = std::env::var("TCP_LINUX_PCAP").ok();
-    let mut host = ps_host(topo, pcap.as_deref().map(Path::new));
+    let mut host = ps_host(topo, None);
     let app = PsClient::new(&mut host, peer, len, seed, echo);
     let (host, app) = Running::start(host, app, limit).join();
     let r = match app.result {
