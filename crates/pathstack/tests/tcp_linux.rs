@@ -920,6 +920,9 @@ fn capture_is_clean() {
         assert_eq!(echo.finished, vec![MB]);
         drop(host); // flushes the capture
     }
+    if let Some(keep) = std::env::var_os("TCP_LINUX_KEEP_PCAP") {
+        std::fs::copy(&*pcap, keep).expect("keep the capture");
+    }
     let checked = std::panic::catch_unwind(|| assert_tcp_capture_clean(&pcap));
     let stats = checked.unwrap_or_else(|e| {
         let keep =
