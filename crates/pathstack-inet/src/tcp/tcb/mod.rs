@@ -185,6 +185,10 @@ pub struct Tcb {
     persist_backoff: u32,
     keepalive_sent: u32,
     last_send: Instant,
+    /// The send time recorded on the scoreboard for the last segment
+    /// sent: strictly increasing in transmission order (see
+    /// `next_xmit_stamp`).
+    xmit_stamp: Instant,
     /// Challenge ACKs in the current second: (second's start, count).
     challenge: (Instant, u32),
 
@@ -269,6 +273,7 @@ impl Tcb {
             persist_backoff: 0,
             keepalive_sent: 0,
             last_send: now,
+            xmit_stamp: now,
             challenge: (now, 0),
             error: None,
             stats: TcpStats::default(),

@@ -196,7 +196,8 @@ impl Tcb {
                 self.tlp
                     .on_probe_sent(seg, self.sb.snd_nxt().max(seg.start + seg.len));
             }
-            if self.recovery.on_sent(&mut self.sb, seg, now).is_err() {
+            let stamp = self.next_xmit_stamp(now);
+            if self.recovery.on_sent(&mut self.sb, seg, stamp).is_err() {
                 break;
             }
             if seg.is_retransmission() {
@@ -231,6 +232,25 @@ impl Tcb {
                 rack::probe_timeout(self.rto.srtt(), self.sb.len(), rack::WC_DEL_ACK, rto_left);
             self.tlp_at = Some(now + pto);
         }
+    }
+
+    /// The send time to record for a segment going out at `now`: `now`,
+    /// or a nanosecond after the previous segment's when that is not
+    /// earlier. The host hands the connection one `now` for a whole poll,
+    /// which may answer a burst of ACKs with new data and then
+    /// retransmissions; RACK orders transmissions by these times, ties
+    /// broken by sequence number (RFC 8985 §6.2, `sent_after`), so with
+    /// equal times a retransmission would look older than new data sent
+    /// before it, and the SACK of that data would mark the retransmission
+    /// lost again at once.
+    fn next_xmit_stamp(&mut self, now: Instant) -> Instant {
+        let stamp = if now > self.xmit_stamp {
+            now
+        } else {
+            Instant::from_nanos(self.xmit_stamp.as_nanos() + 1)
+        };
+        self.xmit_stamp = stamp;
+        stamp
     }
 
     /// Nagle (RFC 896; RFC 9293 §3.7.4): a segment shorter than SMSS waits
