@@ -267,22 +267,25 @@ impl Stack {
 
     // ----- running ---------------------------------------------------------
 
-    /// Does all work that is ready at `now`: fires due timers, polls the
-    /// modules that have background work — each frame a driver receives is
-    /// classified and run through its path to the end before the next is
-    /// taken — and, when paths have queued input (LDLP batches, busy
+    /// Does all work that is ready at `now`: polls the modules that have
+    /// background work — each frame a driver receives is classified and
+    /// run through its path to the end before the next is taken — then
+    /// fires due timers, and, when paths have queued input (LDLP batches, busy
     /// paths), runs the scheduler until none is pending. Returns the number
     /// of messages and events handled.
     pub fn poll(&mut self, now: Instant) -> usize {
         if now > self.now {
             self.now = now;
         }
-        let mut work = 0;
+        // Input first, then timers: what arrived before a deadline is seen
+        // before the timer acts on its absence (a host that polls late
+        // must not retransmit what the ACKs waiting in the device already
+        // acknowledge).
+        let mut work = self.poll_modules();
         // An idle timer wheel costs one comparison.
         if self.shared.timers.due(self.now) {
             work += self.fire_timers();
         }
-        work += self.poll_modules();
         work += self.run_pending();
         work
     }

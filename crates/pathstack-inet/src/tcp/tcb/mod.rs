@@ -478,9 +478,8 @@ impl Tcb {
     /// would block; an error is the connection's (once; then the end).
     pub fn recv(&mut self, buf: &mut [u8]) -> Result<Option<usize>, TcpError> {
         if !self.rcv.is_empty() && !buf.is_empty() {
-            let before = self.rcv_window_edge_room();
             let n = self.rcv.read(buf);
-            self.after_read(before);
+            self.after_read();
             return Ok(Some(n));
         }
         self.recv_empty()
@@ -521,21 +520,22 @@ impl Tcb {
         }
     }
 
-    /// The room between the right edge last advertised and the one the
-    /// free space allows.
-    fn rcv_window_edge_room(&self) -> u32 {
+    /// After a read: a window update goes out when the window the free
+    /// space allows is at least twice the one last advertised and two
+    /// segments larger (receiver SWS avoidance, RFC 9293 §3.8.6.2.2: only
+    /// significant openings are announced; Linux's `tcp_cleanup_rbuf`
+    /// rule). Reads that keep up with a bulk transfer send nothing: the
+    /// delayed ACKs carry the window.
+    fn after_read(&mut self) {
+        if !self.state.may_receive() {
+            return;
+        }
+        let rcv_nxt = self.rcv.rcv_nxt();
+        let advertised = self.rcv.advertised_right_edge().max(rcv_nxt) - rcv_nxt;
         let free = (self.rcv.config().capacity - self.rcv.len()) as u32;
-        let edge = self.rcv.rcv_nxt() + free;
-        edge - self.rcv.advertised_right_edge().min(edge)
-    }
-
-    /// After a read: a window update goes out when the window opened by
-    /// two segments or more (RFC 9293 §3.8.6.2.2, receiver SWS
-    /// avoidance: only "significant" openings are announced).
-    fn after_read(&mut self, before: u32) {
-        let after = self.rcv_window_edge_room();
-        let step = (2 * self.smss).min(self.rcv.config().capacity as u32 / 2);
-        if self.state.may_receive() && after >= step && before < step {
+        let max = 65535u32 << self.rcv_shift;
+        let possible = free.min(max);
+        if possible >= advertised.saturating_mul(2) && possible - advertised >= 2 * self.smss {
             self.ack_due = true;
         }
     }
