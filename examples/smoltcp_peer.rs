@@ -479,8 +479,8 @@ fn tcp_sink(args: &TapArgs) -> Result<(), Box<dyn std::error::Error>> {
         let now = SInstant::now();
         iface.poll(now, &mut phy, &mut sockets);
         let sock = sockets.get_mut::<tcp::Socket>(h);
-        if sock.is_active() {
-            connected = true;
+        if sock.may_recv() {
+            connected = true; // established
         }
         let mut got = false;
         while sock.can_recv() {
