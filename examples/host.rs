@@ -67,7 +67,6 @@
 mod tcp_services;
 
 use clap::Parser;
-use tcp_services::{EchoClient, TcpServices};
 use pathstack::core::attrs::keys::{AddrPart, Participants, PARTICIPANTS, PASSIVE_OPEN};
 use pathstack::core::attrs::Attrs;
 use pathstack::core::synthetic::EchoStage;
@@ -83,6 +82,7 @@ use std::process::{Command, ExitCode};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tcp_services::{EchoClient, TcpServices};
 
 #[derive(Parser, Debug)]
 #[command(about = "A pathstack Internet host on a TAP device")]
@@ -283,7 +283,9 @@ fn run(args: Args) -> Result<ExitCode, BoxError> {
         Some(peer) => {
             let data = match &args.file {
                 Some(f) => std::fs::read(f)?,
-                None => (0..1_000_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect(),
+                None => (0..1_000_000u32)
+                    .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+                    .collect(),
             };
             println!("tcp client: echoing {} bytes through {peer}", data.len());
             Some(EchoClient::connect(&mut host, peer, data)?)
@@ -319,7 +321,11 @@ fn run(args: Args) -> Result<ExitCode, BoxError> {
                     let (sent, got) = c.progress();
                     println!(
                         "tcp client: sent {sent} bytes, received {got}: {}",
-                        if ok { "the echo matches" } else { "THE ECHO DIFFERS" }
+                        if ok {
+                            "the echo matches"
+                        } else {
+                            "THE ECHO DIFFERS"
+                        }
                     );
                     client_result = Some(ok);
                     if let Some(c) = client.take() {

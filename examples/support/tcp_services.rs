@@ -78,7 +78,11 @@ impl TcpServices {
     /// Listens on the three ports.
     pub fn open(host: &mut Host) -> Result<TcpServices, SocketError> {
         let mut listeners = Vec::new();
-        for (port, kind) in [(ECHO, Kind::Echo), (DISCARD, Kind::Discard), (CHARGEN, Kind::Chargen)] {
+        for (port, kind) in [
+            (ECHO, Kind::Echo),
+            (DISCARD, Kind::Discard),
+            (CHARGEN, Kind::Chargen),
+        ] {
             listeners.push((host.tcp_listen(("0.0.0.0", port), 128)?, kind));
         }
         Ok(TcpServices {
@@ -125,7 +129,11 @@ impl TcpServices {
 }
 
 /// One connection's work: `(anything moved, keep it open)`.
-fn serve(host: &mut Host, c: &mut Conn, st: &mut ServiceStats) -> Result<(bool, bool), SocketError> {
+fn serve(
+    host: &mut Host,
+    c: &mut Conn,
+    st: &mut ServiceStats,
+) -> Result<(bool, bool), SocketError> {
     let mut moved = false;
     let mut buf = [0u8; 16 * 1024];
     // Read what the application can take now.
@@ -207,7 +215,11 @@ pub struct EchoClient {
 
 impl EchoClient {
     /// Connects to `peer`.
-    pub fn connect(host: &mut Host, peer: SocketAddr, data: Vec<u8>) -> Result<EchoClient, SocketError> {
+    pub fn connect(
+        host: &mut Host,
+        peer: SocketAddr,
+        data: Vec<u8>,
+    ) -> Result<EchoClient, SocketError> {
         let s = host.tcp_connect(peer)?;
         Ok(EchoClient {
             s,

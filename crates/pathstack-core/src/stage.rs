@@ -204,7 +204,7 @@ impl<'a, 'e> Cx<'a, 'e> {
     /// the current run is over: Scout's passive open (thesis §3.3.2), where
     /// a listener's stage makes the path of the connection a SYN asks
     /// for. The module hears the result in
-    /// [`Module::path_created`](crate::module::Module::path_created) with
+    /// [`Module::path_created`] with
     /// `tag`; then `first` (the message that asked for the path) enters the
     /// new path at its first stage, travelling up, so the connection's own
     /// stage processes it. Fails (the message dropped and counted) when the

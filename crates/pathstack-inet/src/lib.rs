@@ -12,10 +12,11 @@
 //!   fragmentation ([`frag`]) and reassembly ([`reassembly`]), routing
 //!   ([`route`]), identification ([`ipv4_ident`]), when not to send an ICMP
 //!   error ([`icmp_suppression`]) and the error rate limit ([`rate_limit`]);
-//!   for TCP ([`tcp`]), sequence numbers, ISNs, the RTO, the send and
-//!   receive buffers, congestion control, SACK loss recovery and RACK-TLP.
-//!   (TCP has no module yet: these are the parts it will be built from.)
-//! * [`modules`]: the `ETH`, `ARP`, `IP`, `ICMP` and `UDP` modules and their
+//!   for TCP ([`tcp`]), sequence numbers, ISNs, SYN cookies, the RTO, the
+//!   send and receive buffers, congestion control, SACK loss recovery,
+//!   RACK-TLP, and the connection itself ([`tcp::Tcb`], RFC 9293), driven
+//!   by segments, calls and time with no I/O of its own.
+//! * [`modules`]: the `ETH`, `ARP`, `IP`, `ICMP`, `UDP` and `TCP` modules and their
 //!   stages on pathstack-core's Module/Stage API, which own the shared state
 //!   (ARP cache, routing table, reassembler, port table) and wrap the two
 //!   layers above; the standard host graph; and the path-inlining rule for

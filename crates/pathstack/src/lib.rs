@@ -141,6 +141,7 @@
 //! | an Internet host on a device, its statistics | [`Host`], [`HostConfig`], [`Host::report`] |
 //! | UDP sockets, non-blocking | [`socket`] (methods on [`Host`]) |
 //! | UDP sockets, async | [`tokio::Net`], [`tokio::UdpSocket`] |
+//! | TCP listeners and streams, non-blocking | [`socket::tcp`] (methods on [`Host`]) |
 //! | two hosts in one process | [`wire_pair`], [`WireConfig`] |
 //! | a Linux TAP interface | [`TapDevice`], [`TapOptions`], [`WaitMode`] |
 //! | a device of your own | implement [`Device`] |

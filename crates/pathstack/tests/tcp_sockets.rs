@@ -259,12 +259,9 @@ fn a_reset_reaches_the_peer_as_connection_reset() {
     let mut err = None;
     for _ in 0..1000 {
         sim.step();
-        match sim.a.tcp_recv(&c, &mut buf) {
-            Err(e) => {
-                err = Some(std::io::Error::from(e).kind());
-                break;
-            }
-            Ok(_) => {}
+        if let Err(e) = sim.a.tcp_recv(&c, &mut buf) {
+            err = Some(std::io::Error::from(e).kind());
+            break;
         }
     }
     assert_eq!(err, Some(ErrorKind::ConnectionReset));

@@ -628,8 +628,9 @@ impl Scoreboard {
     /// `new_data` is how many octets beyond `SND.NXT` the application has
     /// queued *and* the receive window allows (rule 2); a new segment is
     /// at most SMSS and needs room on the scoreboard. `recovery_point` is
-    /// RecoveryPoint when in loss recovery; rule 4 (the rescue
-    /// retransmission) applies only then.
+    /// RecoveryPoint when in loss recovery; rules 3 (unSACKed, not lost)
+    /// and 4 (the rescue retransmission) apply only then: outside
+    /// recovery a hole below HighSACK may be mere reordering.
     ///
     /// "Not yet retransmitted" is the segment's retransmitted flag, which
     /// within a recovery phase matches RFC 6675's `S > HighRxt` and also
@@ -664,12 +665,14 @@ impl Scoreboard {
                 (self.snd_nxt, new_data.min(self.smss)),
             ));
         }
+        // Rules 3 and 4 are loss recovery's (RFC 6675 §5 step C): outside
+        // it a hole below HighSACK may be reordering, not loss.
+        recovery_point?;
         if let Some(seg) = rule3 {
             return Some(NextSeg::of(Rule::Unsacked, seg));
         }
         // Rule 4: one rescue retransmission per recovery, when HighACK >
         // RescueRxt (or it is undefined).
-        recovery_point?;
         let allowed = match self.rescue_rxt {
             None => true,
             Some(r) => self.snd_una.gt(r),
@@ -858,6 +861,8 @@ mod tests {
             sb.next_seg(0, Some(s(4000))),
             Some(NextSeg::new(Rule::Unsacked, s(0), 1000))
         );
+        // Outside recovery the hole is not retransmitted (reordering).
+        assert_eq!(sb.next_seg(0, None), None);
         // Nothing SACKed, nothing lost, no new data: rescue in recovery.
         let sb = board(0, 3);
         assert_eq!(sb.next_seg(0, None), None);

@@ -182,6 +182,64 @@ impl QuotedUdp {
     }
 }
 
+/// The TCP segment an ICMP error quotes: its addresses, ports and
+/// sequence number as we sent them (RFC 792 guarantees the first 8 bytes
+/// of the segment: the ports and the sequence number), and for
+/// "fragmentation needed" (type 3, code 4) the next-hop MTU (RFC 1191
+/// §4; 0 from a router that predates it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QuotedTcp {
+    /// The ICMP type.
+    pub icmp_type: u8,
+    /// The ICMP code.
+    pub code: u8,
+    /// Its source address (ours).
+    pub src: Ipv4Addr,
+    /// Its source port (ours).
+    pub src_port: u16,
+    /// Its destination address (the peer's).
+    pub dst: Ipv4Addr,
+    /// Its destination port (the peer's).
+    pub dst_port: u16,
+    /// Its sequence number.
+    pub seq: u32,
+    /// The next-hop MTU of a "fragmentation needed" message.
+    pub mtu: u16,
+}
+
+impl QuotedTcp {
+    /// Reads the TCP segment quoted by ICMP error message `icmp` (the IP
+    /// payload, checksum verified); `None` for anything else or a quote
+    /// too short for the ports and the sequence number.
+    pub fn parse(icmp: &[u8]) -> Option<QuotedTcp> {
+        let p = IcmpPacket::new_checked(icmp).ok()?;
+        if !p.is_error() {
+            return None;
+        }
+        let q = p.payload();
+        let ihl = usize::from(*q.first()? & 0x0f) * 4;
+        if *q.first()? >> 4 != 4 || ihl < 20 || q.len() < ihl + 8 {
+            return None;
+        }
+        if q[9] != crate::wire::ipv4::protocol::TCP {
+            return None;
+        }
+        let addr = |i: usize| Ipv4Addr::new(q[i], q[i + 1], q[i + 2], q[i + 3]);
+        let port = |i: usize| u16::from_be_bytes([q[i], q[i + 1]]);
+        let b = icmp;
+        Some(QuotedTcp {
+            icmp_type: p.msg_type(),
+            code: p.code(),
+            src: addr(12),
+            dst: addr(16),
+            src_port: port(ihl),
+            dst_port: port(ihl + 2),
+            seq: u32::from_be_bytes([q[ihl + 4], q[ihl + 5], q[ihl + 6], q[ihl + 7]]),
+            mtu: u16::from_be_bytes([b[6], b[7]]),
+        })
+    }
+}
+
 /// A view of an ICMP message in a byte buffer (the IP payload): the fields
 /// read and written through [`field`]. Made by [`IcmpPacket::new_checked`]
 /// for received bytes.

@@ -98,8 +98,39 @@ impl Host {
                 found.push((path, PathFault::new(kind, reason)));
             }
         }
+        // TCP: "fragmentation needed" lowers a connection's MSS, checked
+        // against what it has in flight (RFC 5927 §4.1).
+        let mut frag: Vec<(pathstack_core::PathId, u16, u32)> = Vec::new();
+        if let Some(tcp) = self
+            .tcp_sockets
+            .tcp
+            .and_then(|m| self.stack().module::<pathstack_inet::modules::TcpModule>(m))
+        {
+            for m in queue.iter().skip(seen) {
+                let Some(q) = pathstack_inet::wire::icmp::QuotedTcp::parse(m.as_slice()) else {
+                    continue;
+                };
+                if q.icmp_type != types::DEST_UNREACHABLE
+                    || q.code != 4
+                    || Some(q.src) != self.addr()
+                {
+                    continue;
+                }
+                if let Some(p) = tcp.connection(q.src_port, q.dst, q.dst_port) {
+                    frag.push((p, q.mtu, q.seq));
+                }
+            }
+        }
         for (path, fault) in found {
             self.stack_mut().set_fault(path, fault);
+        }
+        for (path, mtu, seq) in frag {
+            let _ = self
+                .stack_mut()
+                .with_stage::<pathstack_inet::modules::TcpConnStage, _>(path, |c, _| {
+                    c.tcb_mut()
+                        .on_frag_needed(mtu, pathstack_inet::tcp::SeqNumber(seq))
+                });
         }
         queued
     }

@@ -242,6 +242,23 @@ impl Tcb {
         let syn = seg.flags.contains(TcpFlags::SYN);
         let fin = seg.flags.contains(TcpFlags::FIN);
 
+        if self.state == State::SynReceived && syn && !rst && seq == self.irs {
+            if seg.flags.contains(TcpFlags::ACK) && !self.passive {
+                // Simultaneous open (RFC 9293 §3.5 Figure 8, line 6): the
+                // peer's SYN-ACK repeats the SYN already taken and
+                // acknowledges ours; its ACK completes the handshake.
+                let mut rest = *seg;
+                rest.flags.remove(TcpFlags::SYN);
+                rest.seq = seg.seq.wrapping_add(1);
+                return self.on_synchronized(now, &rest, payload);
+            }
+            if !seg.flags.contains(TcpFlags::ACK) {
+                // A retransmitted SYN: the SYN-ACK again.
+                self.syn_due = true;
+                return Ok(());
+            }
+        }
+
         // PAWS (RFC 7323 §5.3 R1), before the sequence check.
         if self.ts_ok && !rst {
             if let Some((tsval, _)) = seg.options.timestamps {
@@ -273,6 +290,15 @@ impl Tcb {
         if !acceptable {
             if !rst {
                 self.ack_due = true;
+            }
+            if fin
+                && !rst
+                && self.state == State::TimeWait
+                && seq + payload.len() as u32 + 1 == rcv_nxt
+            {
+                // The peer's FIN again (RFC 9293 §3.10.7.4 eighth,
+                // TIME-WAIT): acknowledged, and 2·MSL restarts.
+                self.time_wait_at = Some(now + self.cfg.time_wait);
             }
             return Err(Drop::OutOfWindow);
         }
@@ -310,10 +336,6 @@ impl Tcb {
         // Fourth: SYN (RFC 5961 §4.2: a challenge ACK in any synchronized
         // state; in SYN-RECEIVED a retransmitted SYN gets the SYN-ACK).
         if syn {
-            if self.state == State::SynReceived && seq == self.irs {
-                self.syn_due = true;
-                return Ok(());
-            }
             self.challenge_ack(now);
             return Err(Drop::SynInWindow);
         }
@@ -527,9 +549,13 @@ impl Tcb {
         }
         // RTT from the newest segment delivered that was never
         // retransmitted (Karn's rule, RFC 6298 §3).
+        // An ACK that also covers retransmitted data is ambiguous: the
+        // original segments it covers may have waited at the receiver
+        // for the retransmission to fill a hole (as Linux's
+        // FLAG_RETRANS_DATA_ACKED).
         if let Some(d) = ev.ack.newest_original {
             let rtt = now.saturating_since(d.sent_at);
-            if ev.ack.cum_advanced {
+            if ev.ack.cum_advanced && ev.ack.newest_retransmitted.is_none() {
                 self.rto.on_sample(rtt);
             }
             self.rack.on_rtt_sample(rtt);
@@ -553,6 +579,10 @@ impl Tcb {
         }
         if ev.ack.cum_advanced || !in_recovery_before {
             self.tlp_at = None;
+        }
+        if ev.ack.cum_advanced {
+            // RFC 8985 §7.2: an ACK of new data restarts the PTO.
+            self.arm_tlp(now);
         }
         // Window update (RFC 9293 §3.10.7.4: from the newest segment).
         let seq = SeqNumber(seg.seq);

@@ -11,9 +11,9 @@
 //! sibling files: the buffers, the SACK scoreboard, loss recovery, RACK-TLP,
 //! the RTO estimator and the congestion controllers.
 //!
-//! The code is split by the RFC's own sections: [`input`] is "SEGMENT
-//! ARRIVES" (§3.10.7), [`output`] builds segments (§3.8, §3.10.4 SEND), and
-//! [`timers`] is "TIMEOUTS" (§3.10.8) with RFC 6298, RFC 8985 and the
+//! The code is split by the RFC's own sections: `input.rs` is "SEGMENT
+//! ARRIVES" (§3.10.7), `output.rs` builds segments (§3.8, §3.10.4 SEND), and
+//! `timers.rs` is "TIMEOUTS" (§3.10.8) with RFC 6298, RFC 8985 and the
 //! persist and keepalive timers.
 
 mod input;
@@ -91,6 +91,8 @@ pub struct TcpStats {
     pub window_probes: u64,
     /// Keepalive probes sent.
     pub keepalive_probes: u64,
+    /// Path-MTU reductions taken from ICMP (RFC 1191, RFC 5927).
+    pub pmtu_reductions: u64,
 }
 
 /// One connection's transmission control block.
@@ -598,6 +600,33 @@ impl Tcb {
         self.enter_closed(None);
     }
 
+    /// An ICMP "fragmentation needed" quoting our segment with sequence
+    /// number `seq` reports a next-hop MTU of `mtu` (RFC 1191 §4). Taken
+    /// only if `seq` is one we sent and the peer has not acknowledged
+    /// (RFC 5927 §4.1: a forged message must guess it), and only to lower
+    /// the MSS, never below 536 octets of IPv4 datagram less the
+    /// headers (RFC 1191 §3's 68 is ignored as Linux does with its 552
+    /// minimum). New segments use the new MSS; segments in flight go
+    /// again as they are (IP fragments them). Returns whether it was
+    /// taken.
+    pub fn on_frag_needed(&mut self, mtu: u16, seq: SeqNumber) -> bool {
+        if !self.state.is_synchronized() {
+            return false;
+        }
+        let (una, nxt) = (self.sb.high_ack(), self.sb.snd_nxt());
+        if !(seq.ge(una) && seq.lt(nxt)) {
+            return false;
+        }
+        let ts_len = if self.ts_ok { 12 } else { 0 };
+        let mss = u32::from(mtu.max(576)).saturating_sub(40 + ts_len);
+        if mss >= self.smss {
+            return false;
+        }
+        self.smss = mss;
+        self.stats.pmtu_reductions += 1;
+        true
+    }
+
     /// Sets `nodelay` (Nagle off) at run time.
     pub fn set_nodelay(&mut self, on: bool) {
         self.cfg.nodelay = on;
@@ -683,5 +712,11 @@ pub fn reset_for(seg: &TcpRepr, payload_len: usize) -> Option<TcpRepr> {
     Some(r)
 }
 
+#[cfg(test)]
+mod impairment_tests;
+#[cfg(test)]
+mod script;
+#[cfg(test)]
+mod script_tests;
 #[cfg(test)]
 mod tests;

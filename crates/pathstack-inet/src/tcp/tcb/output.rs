@@ -122,6 +122,7 @@ impl Tcb {
                 payload2: &[],
             }) {
                 self.stats.segs_out += 1;
+                self.after_ack_sent();
                 sent += 1;
             }
         }
@@ -207,13 +208,8 @@ impl Tcb {
             self.rtx_at = Some(now + self.rto.rto());
         }
         // RFC 8985 §7.2: arm the probe timeout after sending.
-        if self.cfg.rack && sent > 0 && self.tlp.may_arm(&self.sb, self.recovery.in_recovery()) {
-            let rto_left = self
-                .rtx_at
-                .map_or(self.rto.rto(), |t| t.saturating_since(now));
-            let pto =
-                rack::probe_timeout(self.rto.srtt(), self.sb.len(), rack::WC_DEL_ACK, rto_left);
-            self.tlp_at = Some(now + pto);
+        if sent > 0 {
+            self.arm_tlp(now);
         }
         // The persist timer (RFC 9293 §3.8.6.1): data waits, the window is
         // closed and nothing is in flight to bring an update.
@@ -222,6 +218,19 @@ impl Tcb {
             self.persist_at = Some(now + self.persist_interval());
         }
         sent
+    }
+
+    /// Arms the probe timeout (RFC 8985 §7.2) if a probe may go: after
+    /// sending, and on an ACK of new data.
+    pub(super) fn arm_tlp(&mut self, now: Instant) {
+        if self.cfg.rack && self.tlp.may_arm(&self.sb, self.recovery.in_recovery()) {
+            let rto_left = self
+                .rtx_at
+                .map_or(self.rto.rto(), |t| t.saturating_since(now));
+            let pto =
+                rack::probe_timeout(self.rto.srtt(), self.sb.len(), rack::WC_DEL_ACK, rto_left);
+            self.tlp_at = Some(now + pto);
+        }
     }
 
     /// Nagle (RFC 896; RFC 9293 §3.7.4): a segment shorter than SMSS waits

@@ -247,3 +247,47 @@ fn lossy_transfer_without_extensions() {
     };
     transfer(cfg, 300_000, 100_000, 30, 3);
 }
+
+#[test]
+fn frag_needed_lowers_the_mss_only_for_a_sequence_in_flight() {
+    let (mut a, mut b) = pair(TcpConfig::default());
+    let mut link = Link::new(100, 0, 1);
+    let t = run(
+        &mut a,
+        &mut b,
+        &mut link,
+        Instant::ZERO,
+        Duration::from_secs(1),
+        |a, b, _| a.state() == State::Established && b.state() == State::Established,
+    );
+    a.send(&[7u8; 20_000]).unwrap();
+    let segs = outputs(&mut a, t);
+    assert!(segs.iter().all(|(_, p)| p.len() <= 1448));
+    let before = a.smss();
+    // Outside what is in flight (RFC 5927 §4.1): ignored.
+    assert!(!a.on_frag_needed(1280, a.snd_nxt() + 10));
+    assert!(!a.on_frag_needed(1280, a.snd_una() - 1));
+    assert_eq!(a.smss(), before);
+    // In flight: taken; new segments obey it.
+    assert!(a.on_frag_needed(1280, a.snd_una()));
+    assert_eq!(a.smss(), 1280 - 40 - 12);
+    // A larger MTU never raises it again.
+    assert!(!a.on_frag_needed(1500, a.snd_una()));
+    // The peer acknowledges the first flight; new data goes in the
+    // smaller segments.
+    for (r, p) in &segs {
+        let _ = b.on_segment(t, r, p);
+    }
+    for (r, p) in outputs(&mut b, t) {
+        let _ = a.on_segment(t, &r, &p);
+    }
+    let old_nxt = a.snd_nxt();
+    a.send(&[8u8; 20_000]).unwrap();
+    let new: Vec<usize> = outputs(&mut a, t)
+        .into_iter()
+        .filter(|(r, p)| SeqNumber(r.seq).ge(old_nxt) && !p.is_empty())
+        .map(|(_, p)| p.len())
+        .collect();
+    assert!(!new.is_empty());
+    assert!(new.iter().all(|&n| n <= 1280 - 40 - 12), "{new:?}");
+}
