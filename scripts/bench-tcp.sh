@@ -6,7 +6,7 @@
 # B over the same veth for reference.
 #
 #   scripts/bench-tcp.sh [--seconds S] [--quick] [--loss PCT]... [--cpus S,C]
-#                        [--busy-poll] [--name NAME] [--no-build]
+#                        [--busy-poll] [--repeat K] [--name NAME] [--no-build]
 #
 #   --seconds S   seconds per run (default 5)
 #   --quick       2 seconds per run
@@ -22,6 +22,10 @@
 #                 peer program (side B) (default 0,1), pinned with taskset
 #   --busy-poll   the user-space stacks poll and yield instead of sleeping
 #                 in epoll on the TAP (default: they sleep)
+#   --repeat K    run every row K times, interleaved (all rows, then all
+#                 again: against drift in a shared machine's load); a row's
+#                 value is the median of its K runs, all kept in "runs"
+#                 (default 1)
 #   --name NAME   output file stem (default tcp)
 #   --no-build    use the binaries already built
 #
@@ -44,16 +48,17 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-seconds=5 losses=() cpus=0,1 busy= name=tcp build=1 rt=0
+seconds=5 losses=() cpus=0,1 busy= name=tcp build=1 rt=0 repeat=1
 while [ $# -gt 0 ]; do
     case "$1" in
-        --seconds|--loss|--cpus|--name)
+        --seconds|--loss|--cpus|--name|--repeat)
             [ $# -ge 2 ] || { echo "bench-tcp.sh: $1 needs a value (try --help)" >&2; exit 2; } ;;&
         --seconds) seconds=$2; shift 2 ;;
         --quick) seconds=2; shift ;;
         --loss) losses+=("$2"); shift 2 ;;
         --cpus) cpus=$2; shift 2 ;;
         --busy-poll) busy=--busy-poll; shift ;;
+        --repeat) repeat=$2; shift 2 ;;
         --name) name=$2; shift 2 ;;
         --no-build) build=0; shift ;;
         -h|--help) sed -n '2,/^set -e/{/^set -e/d;p}' "$0"; exit 0 ;;
@@ -116,7 +121,7 @@ run() {
     shift
     client=("$@")
     local slog=$tmp/$system.$test.server.log clog=$tmp/$system.$test.client.log
-    echo "$me: $system $test (loss $loss%)" >&2
+    echo "$me: $system $test (loss $loss%, run $run/$repeat)" >&2
     set_loss "$loss"
     ip netns exec "$server_ns" taskset -c "$server_cpu" "${server[@]}" >"$slog" 2>&1 &
     server_pid=$!
@@ -168,6 +173,7 @@ EOF
 }
 
 tap_args=(--tap "$TAP_A" --netns "$NS_A" --ip "$PS_A_IP/24")
+for run in $(seq 1 "$repeat"); do
 for loss in "${losses[@]}"; do
     suffix=
     [ "$loss" = 0 ] || suffix=-loss$loss
@@ -194,13 +200,24 @@ for loss in "${losses[@]}"; do
             "${source[@]}" --peer "$KERNEL_B_IP:$port" --seconds "$seconds"
     done
 done
+done
 
-python3 - "$results" "$out/$name.json" "$seconds" "$cpu_s" "$cpu_c" "${busy:-blocking}" "$(uname -r)" <<'EOF'
-import json, sys
-src, dst, seconds, cpu_s, cpu_c, mode, kernel = sys.argv[1:]
-rows = [json.loads(l) for l in open(src) if l.strip()]
+python3 - "$results" "$out/$name.json" "$seconds" "$cpu_s" "$cpu_c" "${busy:-blocking}" "$(uname -r)" "$repeat" <<'EOF'
+import json, statistics, sys
+src, dst, seconds, cpu_s, cpu_c, mode, kernel, repeat = sys.argv[1:]
+runs = [json.loads(l) for l in open(src) if l.strip()]
+# One row per (system, test): the median run's figures, all runs kept.
+rows, seen = [], {}
+for r in runs:
+    seen.setdefault((r["system"], r["test"]), []).append(r)
+for (system, test), rs in seen.items():
+    rs_sorted = sorted(rs, key=lambda r: r["value"])
+    med = dict(rs_sorted[(len(rs_sorted) - 1) // 2])
+    med["value"] = round(statistics.median(r["value"] for r in rs), 4)
+    med["runs"] = [r["value"] for r in rs]
+    rows.append(med)
 json.dump({"meta": {"seconds": float(seconds), "stack_cpu": int(cpu_s), "peer_cpu": int(cpu_c),
-                    "user_space_wait": mode, "kernel": kernel,
+                    "repeat": int(repeat), "user_space_wait": mode, "kernel": kernel,
                     "topology": "TAP_A (NS_A) - bridge - veth - bridge - kernel B (NS_B)"},
            "results": rows}, open(dst, "w"), indent=1)
 tests = []
@@ -208,8 +225,8 @@ for r in rows:
     if r["test"] not in tests:
         tests.append(r["test"])
 val = {(r["system"], r["test"]): r for r in rows}
-print(f"\nTCP bulk throughput, Gbit/s ({seconds} s per run; stack on CPU {cpu_s}, kernel peer on CPU {cpu_c}; user-space stacks {mode})")
-print(f"{'test':<24}{'pathstack':>10}{'smoltcp':>10}{'kernel':>10}{'ps/smol':>9}  pathstack retrans (sink|source)")
+print(f"\nTCP bulk throughput, Gbit/s, median of {repeat} ({seconds} s per run; stack on CPU {cpu_s}, kernel peer on CPU {cpu_c}; user-space stacks {mode})")
+print(f"{'test':<24}{'pathstack':>10}{'smoltcp':>10}{'kernel':>10}{'ps/smol':>9}  pathstack's connection (median run)")
 for t in tests:
     cells = []
     for s in ("pathstack", "smoltcp", "kernel"):
@@ -224,5 +241,10 @@ for t in tests:
         if side and "retrans_segs" in side:
             rt = f"{side['retrans_segs']} retrans, {side.get('timeouts', 0)} RTOs, {side.get('tlp_probes', 0)} TLPs"
     print(f"{t:<24}{''.join(fmt(c) for c in cells)}{ratio:>9}  {rt}")
+if int(repeat) > 1:
+    print("\nall runs (Gbit/s):")
+    for t in tests:
+        print(f"  {t:<22}" + "  ".join(f"{s}: " + ",".join(f"{v:.2f}" for v in val[(s, t)]["runs"])
+                                        for s in ("pathstack", "smoltcp", "kernel") if (s, t) in val))
 print(f"\nwritten: {dst}")
 EOF
