@@ -6,7 +6,18 @@
 //! smoltcp_peer tap-client --tap NAME [--netns NS] --ip A/24 --peer B [--port P]
 //!                         [--rounds N] [--warmup W] [--busy-poll] [--json FILE]
 //! smoltcp_peer memory     [--rounds N] [--warmup W]
+//! smoltcp_peer tcp-sink   --tap NAME [--netns NS] --ip A/24 --port P [--busy-poll]
+//! smoltcp_peer tcp-source --tap NAME [--netns NS] --ip A/24 --peer ADDR:PORT
+//!                         [--seconds S] [--busy-poll]
 //! ```
+//!
+//! `tcp-sink` and `tcp-source` are the smoltcp rows of
+//! `scripts/bench-tcp.sh`, with the options and JSON output of
+//! `examples/tcp_bulk.rs`: one TCP socket with 256 KB receive and send
+//! buffers (pathstack's default; smoltcp scales its window for them),
+//! CUBIC congestion control (the `socket-tcp-cubic` feature, as pathstack's
+//! default), smoltcp's defaults otherwise (no timestamps, Nagle on, its
+//! ACK delay of 10 ms, no SACK-based recovery).
 //!
 //! On a TAP, smoltcp's `phy::Device` is implemented over
 //! [`pathstack_devices::TapDevice`] — the same `read(2)`/`write(2)` per frame
@@ -37,7 +48,7 @@ use pathstack_devices::{TapDevice, TapOptions};
 use rtt::{RttRecorder, LOSS_TIMEOUT};
 use smoltcp::iface::{Config, Interface, SocketHandle, SocketSet};
 use smoltcp::phy::{self, DeviceCapabilities, Medium};
-use smoltcp::socket::udp;
+use smoltcp::socket::{tcp, udp};
 use smoltcp::time::Instant as SInstant;
 use smoltcp::wire::{EthernetAddress, IpAddress, IpCidr, IpEndpoint, Ipv4Cidr};
 use std::path::PathBuf;
@@ -111,6 +122,22 @@ enum Mode {
         #[arg(long)]
         json: Option<PathBuf>,
     },
+    /// TCP: accept one connection on --port, read until EOF; JSON result.
+    TcpSink {
+        #[command(flatten)]
+        tap: TapArgs,
+    },
+    /// TCP: connect to --peer, send for --seconds, close; JSON result.
+    TcpSource {
+        #[command(flatten)]
+        tap: TapArgs,
+        /// The sink's address and port.
+        #[arg(long)]
+        peer: std::net::SocketAddrV4,
+        /// How long to send.
+        #[arg(long, default_value_t = 5.0)]
+        seconds: f64,
+    },
 }
 
 fn parse_cidr(s: &str) -> Result<Ipv4Cidr, String> {
@@ -140,6 +167,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             rec.report(json.as_deref())?;
             Ok(())
         }
+        Mode::TcpSink { tap } => tcp_sink(&tap),
+        Mode::TcpSource { tap, peer, seconds } => tcp_source(&tap, peer, seconds),
         Mode::Memory {
             rounds,
             warmup,
@@ -379,6 +408,193 @@ fn tap_client(
         eprintln!("smoltcp tap-client: {} frames dropped on send", phy.dropped);
     }
     Ok(rec)
+}
+
+// ------------------------------------------------------------- TCP bulk
+
+/// The TCP buffers each way: pathstack's default.
+const TCP_BUFFER: usize = 256 * 1024;
+
+/// A smoltcp interface with one TCP socket.
+fn tcp_iface(phy: &mut TapPhy, ip: Ipv4Cidr) -> (Interface, SocketSet<'static>, SocketHandle) {
+    let mac = phy.tap.mac();
+    let config = Config::new(EthernetAddress(mac).into());
+    let mut iface = Interface::new(config, phy, SInstant::now());
+    iface.update_ip_addrs(|addrs| {
+        let _ = addrs.push(IpCidr::Ipv4(ip));
+    });
+    let mut sock = tcp::Socket::new(
+        tcp::SocketBuffer::new(vec![0u8; TCP_BUFFER]),
+        tcp::SocketBuffer::new(vec![0u8; TCP_BUFFER]),
+    );
+    sock.set_congestion_control(tcp::CongestionControl::Cubic);
+    let mut sockets = SocketSet::new(Vec::new());
+    let handle = sockets.add(sock);
+    (iface, sockets, handle)
+}
+
+/// Waits after a poll: yields with --busy-poll, else sleeps in epoll until
+/// a frame or smoltcp's next timer (at most 10 ms).
+fn tcp_wait(
+    args: &TapArgs,
+    phy: &mut TapPhy,
+    iface: &mut Interface,
+    sockets: &SocketSet<'_>,
+    now: SInstant,
+) -> Result<(), Box<dyn std::error::Error>> {
+    if args.busy_poll {
+        std::thread::yield_now();
+        return Ok(());
+    }
+    let max = Duration::from_millis(10);
+    let delay = iface
+        .poll_delay(now, sockets)
+        .map_or(max, |d| Duration::from(d).min(max));
+    phy.tap.wait_readable(Some(delay))?;
+    Ok(())
+}
+
+fn tcp_report(bytes: u64, secs: f64, dropped: u64) {
+    println!(
+        "{}",
+        serde_json::json!({
+            "bytes": bytes,
+            "seconds": secs,
+            "gbps": bytes as f64 * 8.0 / secs.max(1e-9) / 1e9,
+            "tx_dropped": dropped,
+        })
+    );
+}
+
+fn tcp_sink(args: &TapArgs) -> Result<(), Box<dyn std::error::Error>> {
+    let mut phy = TapPhy::open(args)?;
+    let (mut iface, mut sockets, h) = tcp_iface(&mut phy, args.ip);
+    sockets.get_mut::<tcp::Socket>(h).listen(args.port)?;
+    println!("smoltcp tcp-sink: ready on {} port {}", args.ip, args.port);
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut bytes = 0u64;
+    let mut start = None;
+    let mut connected = false;
+    loop {
+        let now = SInstant::now();
+        iface.poll(now, &mut phy, &mut sockets);
+        let sock = sockets.get_mut::<tcp::Socket>(h);
+        if sock.may_recv() {
+            connected = true; // established
+        }
+        let mut got = false;
+        while sock.can_recv() {
+            let n = sock.recv_slice(&mut buf)?;
+            if n == 0 {
+                break;
+            }
+            start.get_or_insert_with(std::time::Instant::now);
+            bytes += n as u64;
+            got = true;
+        }
+        if connected && !sock.may_recv() {
+            // The peer's FIN, everything read.
+            sock.close();
+            break;
+        }
+        if got {
+            continue; // poll at once: the window update goes out
+        }
+        tcp_wait(args, &mut phy, &mut iface, &sockets, now)?;
+    }
+    let secs = start.map_or(0.0, |t| t.elapsed().as_secs_f64());
+    // Let the FIN out.
+    let until = std::time::Instant::now() + Duration::from_millis(200);
+    while std::time::Instant::now() < until
+        && sockets.get::<tcp::Socket>(h).state() != tcp::State::Closed
+    {
+        let now = SInstant::now();
+        iface.poll(now, &mut phy, &mut sockets);
+        tcp_wait(args, &mut phy, &mut iface, &sockets, now)?;
+    }
+    tcp_report(bytes, secs, phy.dropped);
+    Ok(())
+}
+
+fn tcp_source(
+    args: &TapArgs,
+    peer: std::net::SocketAddrV4,
+    seconds: f64,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let mut phy = TapPhy::open(args)?;
+    let (mut iface, mut sockets, h) = tcp_iface(&mut phy, args.ip);
+    let remote = IpEndpoint::new(IpAddress::Ipv4(*peer.ip()), peer.port());
+    let local = 49_152 + (std::process::id() % 16_000) as u16;
+    sockets
+        .get_mut::<tcp::Socket>(h)
+        .connect(iface.context(), remote, local)?;
+    let connect_by = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let now = SInstant::now();
+        iface.poll(now, &mut phy, &mut sockets);
+        let sock = sockets.get::<tcp::Socket>(h);
+        if sock.may_send() {
+            break;
+        }
+        if !sock.is_open() || std::time::Instant::now() > connect_by {
+            return Err("connect failed".into());
+        }
+        tcp_wait(args, &mut phy, &mut iface, &sockets, now)?;
+    }
+    let data = vec![0x5au8; 64 * 1024];
+    let start = std::time::Instant::now();
+    let end = start + Duration::from_secs_f64(seconds);
+    let mut bytes = 0u64;
+    while std::time::Instant::now() < end {
+        let now = SInstant::now();
+        iface.poll(now, &mut phy, &mut sockets);
+        let sock = sockets.get_mut::<tcp::Socket>(h);
+        let mut wrote = false;
+        while sock.can_send() {
+            let n = sock.send_slice(&data)?;
+            if n == 0 {
+                break;
+            }
+            bytes += n as u64;
+            wrote = true;
+        }
+        if !sock.is_open() {
+            return Err("the connection failed".into());
+        }
+        if !wrote {
+            tcp_wait(args, &mut phy, &mut iface, &sockets, now)?;
+        }
+    }
+    sockets.get_mut::<tcp::Socket>(h).close();
+    // Until the peer's FIN (everything acknowledged before it).
+    let close_by = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let now = SInstant::now();
+        iface.poll(now, &mut phy, &mut sockets);
+        let sock = sockets.get_mut::<tcp::Socket>(h);
+        while sock.can_recv() {
+            if sock.recv_slice(&mut [0u8; 2048])? == 0 {
+                break;
+            }
+        }
+        if !sock.may_recv() {
+            break;
+        }
+        if std::time::Instant::now() > close_by {
+            return Err("the peer did not close".into());
+        }
+        tcp_wait(args, &mut phy, &mut iface, &sockets, now)?;
+    }
+    let secs = start.elapsed().as_secs_f64();
+    // Let the last ACK out.
+    let until = std::time::Instant::now() + Duration::from_millis(100);
+    while std::time::Instant::now() < until {
+        let now = SInstant::now();
+        iface.poll(now, &mut phy, &mut sockets);
+        tcp_wait(args, &mut phy, &mut iface, &sockets, now)?;
+    }
+    tcp_report(bytes, secs, phy.dropped);
+    Ok(())
 }
 
 // ---------------------------------------------------------- in-memory wire

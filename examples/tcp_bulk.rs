@@ -1,0 +1,228 @@
+//! TCP bulk throughput of a pathstack host on a TAP: the "pathstack" rows
+//! of `scripts/bench-tcp.sh`.
+//!
+//! ```text
+//! tcp_bulk sink   --tap NAME [--netns NS] --ip A/24 --port P [--busy-poll]
+//! tcp_bulk source --tap NAME [--netns NS] --ip A/24 --peer ADDR:PORT
+//!                 [--seconds S] [--busy-poll]
+//! ```
+//!
+//! `sink` accepts one connection and reads until the end of the stream;
+//! `source` connects, sends for S seconds, shuts its writing side down and
+//! waits for the peer's FIN (so that every octet sent was acknowledged).
+//! Both print one JSON line on stdout:
+//! `{"bytes":..,"seconds":..,"gbps":..,"retrans_segs":..,...}`, the time
+//! running from the first octet (sink) or the connect (source) to the end
+//! of the stream. The connection has pathstack's default options
+//! (256 KB send and receive buffers, window scaling, timestamps, SACK,
+//! RACK-TLP, CUBIC). `--busy-poll` polls without sleeping, yielding the
+//! CPU between polls; otherwise the host sleeps in epoll on the TAP.
+#![forbid(unsafe_code)]
+
+use clap::{Parser, Subcommand};
+use pathstack::devices::{TapDevice, TapOptions, WaitMode};
+use pathstack::host::{Host, HostConfig};
+use pathstack::inet::tcp::{Shutdown, TcpStats};
+use pathstack::inet::MacAddr;
+use pathstack::socket::TcpStream;
+use serde_json::json;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+#[derive(Parser)]
+#[command(about = "pathstack TCP bulk throughput on a TAP")]
+struct Cli {
+    #[command(subcommand)]
+    mode: Mode,
+}
+
+#[derive(clap::Args)]
+struct TapArgs {
+    /// The TAP interface (created if absent).
+    #[arg(long)]
+    tap: String,
+    /// Open the TAP inside this network namespace (`ip netns` name).
+    #[arg(long)]
+    netns: Option<String>,
+    /// This host's address and prefix, e.g. 10.77.1.1/24.
+    #[arg(long)]
+    ip: String,
+    /// Poll and yield instead of sleeping in epoll.
+    #[arg(long)]
+    busy_poll: bool,
+}
+
+#[derive(Subcommand)]
+enum Mode {
+    /// Accept one connection, read until EOF.
+    Sink {
+        #[command(flatten)]
+        tap: TapArgs,
+        /// The port to listen on.
+        #[arg(long)]
+        port: u16,
+    },
+    /// Connect, send for --seconds, shut down.
+    Source {
+        #[command(flatten)]
+        tap: TapArgs,
+        /// The sink's address.
+        #[arg(long)]
+        peer: SocketAddr,
+        /// How long to send.
+        #[arg(long, default_value_t = 5.0)]
+        seconds: f64,
+    },
+}
+
+type BoxError = Box<dyn std::error::Error>;
+
+fn open(args: &TapArgs) -> Result<Host, BoxError> {
+    let mut opts = TapOptions::new();
+    if let Some(ns) = &args.netns {
+        opts = opts.netns(ns.clone());
+    }
+    let tap = TapDevice::open(&args.tap, opts)?;
+    let waiter = tap.waiter()?;
+    let mut cfg = HostConfig::parse(&args.ip)?;
+    cfg.mac = Some(MacAddr(tap.mac()));
+    let mode = if args.busy_poll {
+        WaitMode::BusyPoll
+    } else {
+        WaitMode::Blocking
+    };
+    Ok(Host::new(cfg, tap)?.with_waiter(waiter, mode))
+}
+
+/// Polls and waits once.
+fn step(host: &mut Host) -> Result<(), BoxError> {
+    host.poll();
+    host.wait(Duration::from_millis(10))?;
+    Ok(())
+}
+
+fn report(bytes: u64, secs: f64, stats: Option<TcpStats>) {
+    let mut j = json!({
+        "bytes": bytes,
+        "seconds": secs,
+        "gbps": bytes as f64 * 8.0 / secs.max(1e-9) / 1e9,
+    });
+    if let Some(s) = stats {
+        j["retrans_segs"] = json!(s.retrans_segs);
+        j["timeouts"] = json!(s.timeouts);
+        j["recoveries"] = json!(s.recoveries);
+        j["tlp_probes"] = json!(s.tlp_probes);
+        j["segs_in"] = json!(s.segs_in);
+        j["segs_out"] = json!(s.segs_out);
+        j["data_segs_out"] = json!(s.data_segs_out);
+        j["dup_acks_in"] = json!(s.dup_acks_in);
+    }
+    println!("{j}");
+}
+
+fn sink(args: &TapArgs, port: u16) -> Result<(), BoxError> {
+    let mut host = open(args)?;
+    let l = host.tcp_listen(("0.0.0.0", port), 4)?;
+    println!("tcp_bulk sink: ready on {} port {port}", args.ip);
+    let s: TcpStream = loop {
+        if let Some((s, _)) = host.accept(&l)? {
+            break s;
+        }
+        step(&mut host)?;
+    };
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut bytes = 0u64;
+    let mut start = None;
+    loop {
+        host.poll();
+        let mut eof = false;
+        loop {
+            match host.tcp_recv(&s, &mut buf)? {
+                Some(0) => {
+                    eof = true;
+                    break;
+                }
+                Some(n) => {
+                    start.get_or_insert_with(Instant::now);
+                    bytes += n as u64;
+                }
+                None => break,
+            }
+        }
+        if eof {
+            break;
+        }
+        host.wait(Duration::from_millis(10))?;
+    }
+    let secs = start.map_or(0.0, |t| t.elapsed().as_secs_f64());
+    let stats = host.tcp_stats(&s).ok();
+    let _ = host.tcp_close(s);
+    // Let the FIN out.
+    for _ in 0..20 {
+        step(&mut host)?;
+    }
+    report(bytes, secs, stats);
+    Ok(())
+}
+
+fn source(args: &TapArgs, peer: SocketAddr, seconds: f64) -> Result<(), BoxError> {
+    let mut host = open(args)?;
+    let s = host.tcp_connect(peer)?;
+    let connect_by = Instant::now() + Duration::from_secs(10);
+    while !host.tcp_is_connected(&s)? {
+        if Instant::now() > connect_by {
+            return Err("connect timed out".into());
+        }
+        step(&mut host)?;
+    }
+    let data = vec![0x5au8; 64 * 1024];
+    let start = Instant::now();
+    let end = start + Duration::from_secs_f64(seconds);
+    let mut bytes = 0u64;
+    while Instant::now() < end {
+        host.poll();
+        let mut wrote = false;
+        while let Some(n) = host.tcp_send(&s, &data)? {
+            bytes += n as u64;
+            wrote = true;
+            if n < data.len() {
+                break;
+            }
+        }
+        if !wrote {
+            host.wait(Duration::from_millis(10))?;
+        }
+    }
+    host.tcp_shutdown(&s, Shutdown::Write)?;
+    // Until the peer's FIN: everything sent was acknowledged by then.
+    let mut buf = [0u8; 2048];
+    let close_by = Instant::now() + Duration::from_secs(30);
+    loop {
+        host.poll();
+        match host.tcp_recv(&s, &mut buf)? {
+            Some(0) => break,
+            Some(_) => {}
+            None => {
+                if Instant::now() > close_by {
+                    return Err("the peer did not close".into());
+                }
+                host.wait(Duration::from_millis(10))?;
+            }
+        }
+    }
+    let secs = start.elapsed().as_secs_f64();
+    let stats = host.tcp_stats(&s).ok();
+    let _ = host.tcp_close(s);
+    for _ in 0..20 {
+        step(&mut host)?;
+    }
+    report(bytes, secs, stats);
+    Ok(())
+}
+
+fn main() -> Result<(), BoxError> {
+    match Cli::parse().mode {
+        Mode::Sink { tap, port } => sink(&tap, port),
+        Mode::Source { tap, peer, seconds } => source(&tap, peer, seconds),
+    }
+}
