@@ -75,3 +75,17 @@ mod tests {
         }
     }
 }
+
+/// Takes the port off the end of a `PARTICIPANTS` address (the transport
+/// module's part, RFC 768/RFC 9293 ports); `None` when the address does not
+/// end in one.
+pub(crate) fn pop_port(parts: &mut Vec<pathstack_core::attrs::keys::AddrPart>) -> Option<u16> {
+    match parts.last() {
+        Some(pathstack_core::attrs::keys::AddrPart::Port(p)) => {
+            let p = *p;
+            parts.pop();
+            Some(p)
+        }
+        _ => None,
+    }
+}

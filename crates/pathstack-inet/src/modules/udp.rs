@@ -13,6 +13,7 @@
 //! ephemeral port (RFC 6335 §6: 49152–65535).
 
 use super::ip::LOCAL_IPV4;
+use super::params::pop_port;
 use crate::anno::InetAnno;
 use crate::wire::udp::{self as wire, UdpDropReason, UdpPacket, UdpRepr, HEADER_LEN};
 use pathstack_core::attrs::keys::{self, AddrPart};
@@ -137,17 +138,6 @@ impl PartialClassifier for UdpDemux {
     #[inline]
     fn extract(&self, msg: &[u8], mode: KeyMode) -> Option<(Key, usize)> {
         wire::packet_demux_key(msg, mode)
-    }
-}
-
-fn pop_port(parts: &mut Vec<AddrPart>) -> Option<u16> {
-    match parts.last() {
-        Some(AddrPart::Port(p)) => {
-            let p = *p;
-            parts.pop();
-            Some(p)
-        }
-        _ => None,
     }
 }
 

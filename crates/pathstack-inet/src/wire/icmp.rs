@@ -157,28 +157,54 @@ impl QuotedUdp {
     /// payload, checksum verified); `None` for anything else or a quote too
     /// short to hold the IP header and the UDP ports.
     pub fn parse(icmp: &[u8]) -> Option<QuotedUdp> {
+        let q = QuotedDatagram::parse(icmp, crate::wire::ipv4::protocol::UDP, 4)?;
+        Some(QuotedUdp {
+            icmp_type: q.icmp_type,
+            code: q.code,
+            src: q.src,
+            dst: q.dst,
+            src_port: q.port(0),
+            dst_port: q.port(2),
+        })
+    }
+}
+
+/// The datagram quoted by an ICMP error: its IP header's addresses and
+/// the first bytes of its transport header (RFC 792).
+struct QuotedDatagram<'a> {
+    icmp_type: u8,
+    code: u8,
+    src: Ipv4Addr,
+    dst: Ipv4Addr,
+    /// The transport header's first bytes (at least those asked for).
+    transport: &'a [u8],
+}
+
+impl<'a> QuotedDatagram<'a> {
+    /// The quote of ICMP error `icmp` if it holds an IPv4 header of
+    /// `protocol` and at least `need` transport bytes.
+    fn parse(icmp: &'a [u8], protocol: u8, need: usize) -> Option<QuotedDatagram<'a>> {
         let p = IcmpPacket::new_checked(icmp).ok()?;
         if !p.is_error() {
             return None;
         }
-        let q = p.payload();
+        let q = &icmp[HEADER_LEN..];
         let ihl = usize::from(*q.first()? & 0x0f) * 4;
-        if *q.first()? >> 4 != 4 || ihl < 20 || q.len() < ihl + 4 {
-            return None;
-        }
-        if q[9] != crate::wire::ipv4::protocol::UDP {
+        if *q.first()? >> 4 != 4 || ihl < 20 || q.len() < ihl + need || q[9] != protocol {
             return None;
         }
         let addr = |i: usize| Ipv4Addr::new(q[i], q[i + 1], q[i + 2], q[i + 3]);
-        let port = |i: usize| u16::from_be_bytes([q[i], q[i + 1]]);
-        Some(QuotedUdp {
+        Some(QuotedDatagram {
             icmp_type: p.msg_type(),
             code: p.code(),
             src: addr(12),
             dst: addr(16),
-            src_port: port(ihl),
-            dst_port: port(ihl + 2),
+            transport: &q[ihl..],
         })
+    }
+
+    fn port(&self, at: usize) -> u16 {
+        u16::from_be_bytes([self.transport[at], self.transport[at + 1]])
     }
 }
 
@@ -212,30 +238,17 @@ impl QuotedTcp {
     /// payload, checksum verified); `None` for anything else or a quote
     /// too short for the ports and the sequence number.
     pub fn parse(icmp: &[u8]) -> Option<QuotedTcp> {
-        let p = IcmpPacket::new_checked(icmp).ok()?;
-        if !p.is_error() {
-            return None;
-        }
-        let q = p.payload();
-        let ihl = usize::from(*q.first()? & 0x0f) * 4;
-        if *q.first()? >> 4 != 4 || ihl < 20 || q.len() < ihl + 8 {
-            return None;
-        }
-        if q[9] != crate::wire::ipv4::protocol::TCP {
-            return None;
-        }
-        let addr = |i: usize| Ipv4Addr::new(q[i], q[i + 1], q[i + 2], q[i + 3]);
-        let port = |i: usize| u16::from_be_bytes([q[i], q[i + 1]]);
-        let b = icmp;
+        let q = QuotedDatagram::parse(icmp, crate::wire::ipv4::protocol::TCP, 8)?;
+        let t = q.transport;
         Some(QuotedTcp {
-            icmp_type: p.msg_type(),
-            code: p.code(),
-            src: addr(12),
-            dst: addr(16),
-            src_port: port(ihl),
-            dst_port: port(ihl + 2),
-            seq: u32::from_be_bytes([q[ihl + 4], q[ihl + 5], q[ihl + 6], q[ihl + 7]]),
-            mtu: u16::from_be_bytes([b[6], b[7]]),
+            icmp_type: q.icmp_type,
+            code: q.code,
+            src: q.src,
+            dst: q.dst,
+            src_port: q.port(0),
+            dst_port: q.port(2),
+            seq: u32::from_be_bytes([t[4], t[5], t[6], t[7]]),
+            mtu: u16::from_be_bytes([icmp[6], icmp[7]]),
         })
     }
 }
@@ -472,6 +485,26 @@ mod tests {
     use pathstack_core::drop_reason::Reason;
     use pathstack_core::PoolConfig;
     use proptest::prelude::*;
+
+    #[test]
+    fn quoted_tcp_and_the_mtu_are_read_back_from_a_fragmentation_needed() {
+        let pool = MsgPool::new(PoolConfig::small(4));
+        let mut tcp = [0u8; 20];
+        tcp[..8].copy_from_slice(&[0xc0, 0x00, 0x00, 0x07, 0xde, 0xad, 0xbe, 0xef]);
+        let dgram = datagram(&Ipv4Repr::new(A, B, protocol::TCP, 1, 0), &tcp);
+        let quote = Quote::from_datagram(&dgram).unwrap();
+        let m = IcmpError::FragmentationNeeded { next_hop_mtu: 1280 }
+            .build(&pool, &quote)
+            .unwrap();
+        let q = QuotedTcp::parse(m.as_slice()).unwrap();
+        assert_eq!((q.src, q.src_port, q.dst, q.dst_port), (A, 0xc000, B, 7));
+        assert_eq!(
+            (q.icmp_type, q.code, q.seq, q.mtu),
+            (3, 4, 0xdead_beef, 1280)
+        );
+        // Not TCP: not read as TCP.
+        assert_eq!(QuotedUdp::parse(m.as_slice()), None);
+    }
 
     #[test]
     fn quoted_udp_is_read_back_from_a_port_unreachable() {

@@ -30,6 +30,7 @@ pub use conn::TcpConnStage;
 pub use listen::TcpListenStage;
 pub use reset::TcpResetStage;
 
+use super::params::pop_port;
 use crate::tcp::{FourTuple, IsnGenerator, SeqNumber, SynCookies, TcpConfig};
 use pathstack_core::attrs::keys::{self, AddrPart};
 use pathstack_core::attrs::{AttrKey, Attrs};
@@ -292,17 +293,6 @@ impl TcpModule {
     /// waiting in them are the listener stage's to abort).
     pub(crate) fn release_listener(&mut self, port: u16) -> Option<Listener> {
         self.listeners.remove(&port)
-    }
-}
-
-fn pop_port(parts: &mut Vec<AddrPart>) -> Option<u16> {
-    match parts.last() {
-        Some(AddrPart::Port(p)) => {
-            let p = *p;
-            parts.pop();
-            Some(p)
-        }
-        _ => None,
     }
 }
 
