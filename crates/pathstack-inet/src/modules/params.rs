@@ -60,6 +60,20 @@ pub(crate) fn optional<T, E: std::fmt::Display>(
     }
 }
 
+/// Takes the port off the end of a `PARTICIPANTS` address (the transport
+/// module's part, RFC 768/RFC 9293 ports); `None` when the address does not
+/// end in one.
+pub(crate) fn pop_port(parts: &mut Vec<pathstack_core::attrs::keys::AddrPart>) -> Option<u16> {
+    match parts.last() {
+        Some(pathstack_core::attrs::keys::AddrPart::Port(p)) => {
+            let p = *p;
+            parts.pop();
+            Some(p)
+        }
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::parse_cidr;
@@ -73,19 +87,5 @@ mod tests {
         for bad in ["", "1.2.3.4/33", "1.2.3/8", "1.2.3.4/x", "/24"] {
             assert!(parse_cidr(bad).is_err(), "{bad}");
         }
-    }
-}
-
-/// Takes the port off the end of a `PARTICIPANTS` address (the transport
-/// module's part, RFC 768/RFC 9293 ports); `None` when the address does not
-/// end in one.
-pub(crate) fn pop_port(parts: &mut Vec<pathstack_core::attrs::keys::AddrPart>) -> Option<u16> {
-    match parts.last() {
-        Some(pathstack_core::attrs::keys::AddrPart::Port(p)) => {
-            let p = *p;
-            parts.pop();
-            Some(p)
-        }
-        _ => None,
     }
 }
