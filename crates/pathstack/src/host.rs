@@ -188,6 +188,9 @@ pub struct Host {
     /// ICMP messages queued for [`Host::echo_replies`] that were already
     /// matched to sockets ([`crate::socket`]'s asynchronous errors).
     icmp_seen: usize,
+    /// A clock set by hand instead of the time since the host was made
+    /// (the fuzz targets' deterministic time, [`crate::fuzzing`]).
+    manual_now: Option<Instant>,
 }
 
 impl Host {
@@ -288,6 +291,7 @@ impl Host {
             sockets,
             tcp_sockets,
             icmp_seen: 0,
+            manual_now: None,
         })
     }
 
@@ -325,7 +329,14 @@ impl Host {
 
     /// The host's clock: time since it was made.
     pub fn now(&self) -> Instant {
-        Instant::from_nanos(self.start.elapsed().as_nanos() as u64)
+        self.manual_now
+            .unwrap_or_else(|| Instant::from_nanos(self.start.elapsed().as_nanos() as u64))
+    }
+
+    /// Sets the host's clock by hand: from now on [`Host::now`] is `now`
+    /// until set again (the fuzz targets run on a deterministic clock).
+    pub(crate) fn set_manual_clock(&mut self, now: Instant) {
+        self.manual_now = Some(now);
     }
 
     /// Does all work that is ready now. Returns the work done.

@@ -1,0 +1,103 @@
+//! Replays the committed fuzz corpora (`fuzz/corpus/<target>/`) and the
+//! built-in seeds through the fuzz targets' code
+//! ([`pathstack::fuzzing`]), so that `cargo test` catches a regression on
+//! any input the fuzzers once found interesting.
+//!
+//! `cargo test -p pathstack --test fuzz_corpus -- --ignored write_seeds`
+//! rewrites the seed files (`seed_*`) of both corpora.
+
+use pathstack::fuzzing;
+use pathstack::inet::tcp::State;
+use std::path::PathBuf;
+
+fn corpus(target: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("../../fuzz/corpus/{target}"))
+}
+
+/// Every file of the target's corpus, sorted by name.
+fn files(target: &str) -> Vec<(PathBuf, Vec<u8>)> {
+    let dir = corpus(target);
+    let mut v: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.expect("directory entry").path())
+        .filter(|p| p.is_file())
+        .map(|p| {
+            let d = std::fs::read(&p).expect("corpus file");
+            (p, d)
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+fn replay(target: &str, run: fn(&[u8])) {
+    let inputs = files(target);
+    assert!(!inputs.is_empty(), "{target}: empty corpus");
+    for (path, data) in &inputs {
+        let r = std::panic::catch_unwind(|| run(data));
+        assert!(r.is_ok(), "{target}: {} panics", path.display());
+    }
+}
+
+#[test]
+fn tcp_segment_corpus() {
+    replay("tcp_segment", fuzzing::tcp_segment);
+}
+
+#[test]
+fn host_rx_corpus() {
+    replay("host_rx", fuzzing::host_rx);
+}
+
+#[test]
+fn seeds_run() {
+    for (_, d) in fuzzing::tcp_segment_seeds() {
+        fuzzing::tcp_segment(&d);
+    }
+    for (_, d) in fuzzing::host_rx_seeds() {
+        fuzzing::host_rx(&d);
+    }
+}
+
+#[test]
+fn tcp_segment_stages_reach_their_states() {
+    let want = [
+        State::Listen,
+        State::SynSent,
+        State::SynReceived,
+        State::Established,
+        State::Established,
+        State::FinWait1,
+        State::FinWait2,
+        State::CloseWait,
+        State::Closing,
+        State::LastAck,
+        State::TimeWait,
+        State::Closed,
+    ];
+    for (stage, w) in want.iter().enumerate() {
+        assert_eq!(fuzzing::tcp_stage_state(stage as u8), *w, "stage {stage}");
+        if stage >= 3 {
+            assert_eq!(
+                fuzzing::tcp_stage_state(stage as u8 | 0x10),
+                *w,
+                "stage {stage}, server side"
+            );
+        }
+    }
+}
+
+#[test]
+#[ignore = "writes the seed files of the corpora"]
+fn write_seeds() {
+    for (target, seeds) in [
+        ("tcp_segment", fuzzing::tcp_segment_seeds()),
+        ("host_rx", fuzzing::host_rx_seeds()),
+    ] {
+        let dir = corpus(target);
+        std::fs::create_dir_all(&dir).expect("corpus directory");
+        for (name, data) in seeds {
+            std::fs::write(dir.join(format!("seed_{name}")), data).expect("seed file");
+        }
+    }
+}
