@@ -101,3 +101,17 @@ fn write_seeds() {
         }
     }
 }
+
+/// The first crash `tcp_segment` found: `shutdown(Read)` before the
+/// handshake (no receive ring yet) divided by zero.
+#[test]
+fn shutdown_read_before_the_handshake() {
+    use pathstack::core::time::Instant;
+    use pathstack::inet::tcp::{SeqNumber, Shutdown, Tcb, TcpConfig};
+    let cfg = TcpConfig::default();
+    let mut c = Tcb::connect(cfg, 40000, 80, SeqNumber(1), 0, Instant::ZERO);
+    assert!(c.shutdown(Shutdown::Read).is_ok());
+    let mut l = Tcb::listen(cfg, 80, 40000, SeqNumber(1), 0, Instant::ZERO);
+    assert!(l.shutdown(Shutdown::Both).is_err());
+    l.close();
+}
