@@ -27,7 +27,8 @@ use crate::socket::{TcpListener, TcpStream, UdpSocket};
 use pathstack_core::device::wire::{wire_pair, WireConfig, WireEnd};
 use pathstack_core::device::{Device, DeviceCaps, DeviceError, DeviceStats, RxWaiter};
 use pathstack_core::time::{Duration, Instant};
-use pathstack_core::{Msg, MsgPool, PoolConfig};
+use pathstack_core::msg::SizeClass;
+use pathstack_core::{Msg, MsgPool, PoolConfig, StackConfig};
 use pathstack_inet::tcp::{CongestionKind, Keepalive, SeqNumber, Shutdown, State, Tcb, TcpConfig};
 use pathstack_inet::wire::checksum;
 use pathstack_inet::wire::tcp::{TcpFlags, TcpOptions, TcpPacket, TcpRepr};
@@ -515,17 +516,15 @@ fn structured_segment(inp: &mut Input<'_>, c: &Conn) -> Seg {
     )
 }
 
-/// Raw header bytes (checksum filled in) through
+/// Raw header bytes (ports and checksum filled in) through
 /// [`TcpPacket::new_checked`] and [`TcpRepr::parse`].
-fn raw_segment(bytes: &[u8], own_ports: Option<(u16, u16)>) -> Option<Seg> {
+fn raw_segment(bytes: &[u8], (local, remote): (u16, u16)) -> Option<Seg> {
     let mut buf = bytes.to_vec();
     if buf.len() < 20 {
         buf.resize(20, 0);
     }
-    if let Some((l, r)) = own_ports {
-        buf[0..2].copy_from_slice(&r.to_be_bytes());
-        buf[2..4].copy_from_slice(&l.to_be_bytes());
-    }
+    buf[0..2].copy_from_slice(&remote.to_be_bytes());
+    buf[2..4].copy_from_slice(&local.to_be_bytes());
     buf[16] = 0;
     buf[17] = 0;
     let len = u16::try_from(buf.len()).ok()?;
@@ -563,9 +562,9 @@ pub fn tcp_segment(data: &[u8]) {
         match op % 14 {
             0 => {
                 let n = usize::from(inp.u8());
-                let own = op & 0x80 != 0;
-                let ports = own.then(|| c.t.ports());
-                if let Some(s) = raw_segment(inp.bytes(n), ports) {
+                // The stage's demux hands a connection only segments of
+                // its ports: the raw bytes get them.
+                if let Some(s) = raw_segment(inp.bytes(n), c.t.ports()) {
                     c.deliver_to_t(&s);
                 }
             }
@@ -969,6 +968,34 @@ impl ConnTrack {
     }
 }
 
+/// A stack sized for a few connections: the default one preallocates for
+/// a million paths and a thousand frames, which would cost more than the
+/// input itself on every execution.
+fn small_stack() -> StackConfig {
+    StackConfig {
+        pool: PoolConfig {
+            headroom: 128,
+            classes: vec![
+                SizeClass {
+                    buf_size: 2048,
+                    prealloc: 32,
+                    max: 1024,
+                },
+                SizeClass {
+                    buf_size: 72 * 1024,
+                    prealloc: 0,
+                    max: 8,
+                },
+            ],
+        },
+        max_paths: 256,
+        max_timers: 1024,
+        follow_up_cap: 256,
+        rx_cap: 256,
+        ..StackConfig::default()
+    }
+}
+
 struct Rig {
     a: Host,
     end: SharedEnd,
@@ -988,8 +1015,18 @@ impl Rig {
             log: Some(Vec::new()),
         })));
         let mut now = Instant::from_millis(1000);
-        let mut a = Host::new(HostConfig::parse("10.0.0.1/24").ok()?, a_end).ok()?;
-        let mut b = Host::new(HostConfig::parse("10.0.0.2/24").ok()?, end.clone()).ok()?;
+        let mut a = Host::new_with_stack(
+            HostConfig::parse("10.0.0.1/24").ok()?,
+            a_end,
+            small_stack(),
+        )
+        .ok()?;
+        let mut b = Host::new_with_stack(
+            HostConfig::parse("10.0.0.2/24").ok()?,
+            end.clone(),
+            small_stack(),
+        )
+        .ok()?;
         a.set_manual_clock(now);
         b.set_manual_clock(now);
         let udp = [
@@ -999,15 +1036,15 @@ impl Rig {
         let listener = a.tcp_listen("0.0.0.0:80", 8).ok()?;
         let c = b.tcp_connect("10.0.0.1:80").ok()?;
         let mut s = None;
-        let step = |a: &mut Host, b: &mut Host, now: &mut Instant| {
-            *now = *now + Duration::from_millis(1);
+        let step = |a: &mut Host, b: &mut Host, now: &mut Instant, ms: u64| {
+            *now = *now + Duration::from_millis(ms);
             a.set_manual_clock(*now);
             b.set_manual_clock(*now);
             a.poll();
             b.poll();
         };
         for _ in 0..50 {
-            step(&mut a, &mut b, &mut now);
+            step(&mut a, &mut b, &mut now, 1);
             if s.is_none() {
                 s = a.accept(&listener).ok()?;
             }
@@ -1020,13 +1057,14 @@ impl Rig {
         let _ = b.tcp_send(&c, &pattern(3000, 1));
         let _ = a.tcp_send(&s, &pattern(2000, 2));
         let mut buf = [0u8; 1024];
-        for _ in 0..20 {
-            step(&mut a, &mut b, &mut now);
+        for _ in 0..10 {
+            step(&mut a, &mut b, &mut now, 1);
         }
         let _ = a.tcp_recv(&s, &mut buf);
         let _ = b.tcp_recv(&c, &mut buf);
-        for _ in 0..50 {
-            step(&mut a, &mut b, &mut now);
+        // The delayed ACKs.
+        for _ in 0..6 {
+            step(&mut a, &mut b, &mut now, 10);
         }
         let b_port = b.tcp_local_addr(&c).ok()?.port();
         drop(b);
