@@ -26,8 +26,8 @@ use crate::host::{Host, HostConfig};
 use crate::socket::{TcpListener, TcpStream, UdpSocket};
 use pathstack_core::device::wire::{wire_pair, WireConfig, WireEnd};
 use pathstack_core::device::{Device, DeviceCaps, DeviceError, DeviceStats, RxWaiter};
-use pathstack_core::time::{Duration, Instant};
 use pathstack_core::msg::SizeClass;
+use pathstack_core::time::{Duration, Instant};
 use pathstack_core::{Msg, MsgPool, PoolConfig, StackConfig};
 use pathstack_inet::tcp::{CongestionKind, Keepalive, SeqNumber, Shutdown, State, Tcb, TcpConfig};
 use pathstack_inet::wire::checksum;
@@ -1015,12 +1015,9 @@ impl Rig {
             log: Some(Vec::new()),
         })));
         let mut now = Instant::from_millis(1000);
-        let mut a = Host::new_with_stack(
-            HostConfig::parse("10.0.0.1/24").ok()?,
-            a_end,
-            small_stack(),
-        )
-        .ok()?;
+        let mut a =
+            Host::new_with_stack(HostConfig::parse("10.0.0.1/24").ok()?, a_end, small_stack())
+                .ok()?;
         let mut b = Host::new_with_stack(
             HostConfig::parse("10.0.0.2/24").ok()?,
             end.clone(),

@@ -115,3 +115,54 @@ fn shutdown_read_before_the_handshake() {
     assert!(l.shutdown(Shutdown::Both).is_err());
     l.close();
 }
+
+/// The second: `shutdown(Write)` in SYN-RECEIVED went to FIN-WAIT-1 at
+/// once, so the ACK of our SYN never completed the handshake's send side
+/// and data went out in segments of our MSS, not the peer's.
+#[test]
+fn shutdown_in_syn_received_keeps_the_peers_mss() {
+    use pathstack::core::time::Instant;
+    use pathstack::inet::tcp::{SeqNumber, Shutdown, State, Tcb, TcpConfig};
+    let now = Instant::from_millis(1);
+    let small = TcpConfig {
+        mss: 536,
+        ..TcpConfig::default()
+    };
+    let mut c = Tcb::connect(small, 40000, 80, SeqNumber(1), 0, now);
+    let mut s = Tcb::listen(TcpConfig::default(), 80, 40000, SeqNumber(9), 0, now);
+    let mut segs = Vec::new();
+    c.poll_output(now, &mut |o| {
+        segs.push(o.repr);
+        true
+    });
+    for r in segs.drain(..) {
+        let _ = s.on_segment(now, &r, &[]);
+    }
+    assert_eq!(s.state(), State::SynReceived);
+    assert_eq!(s.send(&[7u8; 4000]).unwrap(), Some(4000));
+    s.shutdown(Shutdown::Write).unwrap();
+    s.poll_output(now, &mut |o| {
+        segs.push(o.repr);
+        true
+    });
+    for r in segs.drain(..) {
+        let _ = c.on_segment(now, &r, &[]);
+    }
+    c.poll_output(now, &mut |o| {
+        segs.push(o.repr);
+        true
+    });
+    for r in segs.drain(..) {
+        let _ = s.on_segment(now, &r, &[]);
+    }
+    assert_eq!(s.state(), State::FinWait1);
+    let smss = s.smss() as usize;
+    assert!(smss <= 536);
+    let mut sent = 0;
+    s.poll_output(now, &mut |o| {
+        assert!(o.payload_len() <= smss, "{} > {smss}", o.payload_len());
+        sent += o.payload_len();
+        true
+    });
+    assert!(sent > 0);
+}

@@ -317,7 +317,12 @@ impl Tcb {
             self.handshake_rtt(now);
             self.start_sending(seg, now);
             self.syn_due = false;
-            self.state = State::Established;
+            // A FIN queued in SYN-RECEIVED goes now (`shutdown`).
+            self.state = if self.snd.is_closed() {
+                State::FinWait1
+            } else {
+                State::Established
+            };
         }
         self.on_ack(now, seg, payload.len())?;
         if self.state == State::Closed {

@@ -551,7 +551,14 @@ impl Tcb {
                     self.state = State::Closed;
                     self.rtx_at = None;
                 }
-                State::SynReceived | State::Established => {
+                State::SynReceived => {
+                    // The FIN waits for the handshake's end (RFC 9293
+                    // §3.10.4: "queue for processing after entering
+                    // ESTABLISHED"), which sets up the send side with the
+                    // negotiated SMSS; then FIN-WAIT-1.
+                    self.snd.close();
+                }
+                State::Established => {
                     self.snd.close();
                     self.state = State::FinWait1;
                 }
