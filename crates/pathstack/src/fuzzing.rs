@@ -445,7 +445,7 @@ fn setup(stage: u8, tcfg: TcpConfig, pcfg: TcpConfig) -> Conn {
     c
 }
 
-/// The state [`setup`] reaches for `stage` with the default configuration
+/// The state the scripted setup reaches for `stage` with the default configuration
 /// (for the seed test).
 pub fn tcp_stage_state(stage: u8) -> State {
     let cfg = tcp_config(0, 0);
