@@ -188,11 +188,28 @@ pub struct Host {
     /// ICMP messages queued for [`Host::echo_replies`] that were already
     /// matched to sockets ([`crate::socket`]'s asynchronous errors).
     icmp_seen: usize,
+    /// A clock set by hand instead of the time since the host was made
+    /// (the fuzz targets' deterministic time, [`crate::fuzzing`]).
+    manual_now: Option<Instant>,
 }
 
 impl Host {
     /// Builds the host on `device`.
     pub fn new(cfg: HostConfig, device: impl Device + 'static) -> Result<Host, HostError> {
+        let stack = StackConfig {
+            sched: cfg.sched,
+            ..StackConfig::default()
+        };
+        Self::new_with_stack(cfg, device, stack)
+    }
+
+    /// [`Host::new`] with the stack's own configuration (pool, tables),
+    /// `stack.sched` instead of `cfg.sched`: the fuzz targets' small hosts.
+    pub(crate) fn new_with_stack(
+        cfg: HostConfig,
+        device: impl Device + 'static,
+        stack: StackConfig,
+    ) -> Result<Host, HostError> {
         let caps = device.caps();
         let mac = cfg.mac.or(caps.mac.map(MacAddr)).ok_or(HostError::NoMac)?;
         let mut g = HostGraph::new(cfg.addr, cfg.prefix_len, mac);
@@ -213,7 +230,7 @@ impl Host {
             ));
         }
         g.upper.extend(cfg.upper.iter().cloned());
-        Self::from_graph(&g.to_text(), "host.graph", cfg.sched, device)
+        Self::from_graph_stack(&g.to_text(), "host.graph", stack, device)
     }
 
     /// Builds a host from a graph file in the `config.graph` syntax (see
@@ -256,15 +273,25 @@ impl Host {
         sched: SchedKind,
         device: impl Device + 'static,
     ) -> Result<Host, HostError> {
+        let stack = StackConfig {
+            sched,
+            ..StackConfig::default()
+        };
+        Self::from_graph_stack(text, source, stack, device)
+    }
+
+    fn from_graph_stack(
+        text: &str,
+        source: &str,
+        config: StackConfig,
+        device: impl Device + 'static,
+    ) -> Result<Host, HostError> {
         let rx_waiter = device.rx_waiter();
         let types = module_types();
         let graph = ModuleGraph::from_text(text, Some(source), &types.specs())?;
         let stack = Stack::builder(graph, types)
             .device(device)
-            .config(StackConfig {
-                sched,
-                ..StackConfig::default()
-            })
+            .config(config)
             .build()?;
         let icmp = stack
             .module_id("icmp")
@@ -288,6 +315,7 @@ impl Host {
             sockets,
             tcp_sockets,
             icmp_seen: 0,
+            manual_now: None,
         })
     }
 
@@ -325,7 +353,14 @@ impl Host {
 
     /// The host's clock: time since it was made.
     pub fn now(&self) -> Instant {
-        Instant::from_nanos(self.start.elapsed().as_nanos() as u64)
+        self.manual_now
+            .unwrap_or_else(|| Instant::from_nanos(self.start.elapsed().as_nanos() as u64))
+    }
+
+    /// Sets the host's clock by hand: from now on [`Host::now`] is `now`
+    /// until set again (the fuzz targets run on a deterministic clock).
+    pub(crate) fn set_manual_clock(&mut self, now: Instant) {
+        self.manual_now = Some(now);
     }
 
     /// Does all work that is ready now. Returns the work done.

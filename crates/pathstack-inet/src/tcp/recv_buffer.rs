@@ -373,6 +373,11 @@ impl RecvBuffer {
     /// Discards up to `n` readable octets; returns how many.
     pub fn consume(&mut self, n: usize) -> usize {
         let n = n.min(self.readable);
+        if n == 0 {
+            // Also the buffer of a connection not yet synchronized, which
+            // has no ring (capacity 0) to move in.
+            return 0;
+        }
         self.readable -= n;
         // Out-of-order octets sit at fixed ring positions after the
         // readable ones, so the read position only ever moves forward.

@@ -1,0 +1,9 @@
+//! TCP control blocks in every state fed arbitrary segments, time and
+//! application calls: see `pathstack::fuzzing::tcp_segment`.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    pathstack::fuzzing::tcp_segment(data);
+});
