@@ -74,6 +74,26 @@ pub(crate) fn pop_port(parts: &mut Vec<pathstack_core::attrs::keys::AddrPart>) -
     }
 }
 
+/// What a transport module (UDP, TCP) takes from a path's `PARTICIPANTS`:
+/// the local port and the remote port, popped off, and the remote address,
+/// left for IP (which pops it) but needed here for the pseudo-header
+/// checksum (RFC 768, RFC 9293 §3.1).
+pub(crate) fn transport_ends(
+    attrs: &mut pathstack_core::attrs::Attrs,
+) -> (Option<u16>, Option<u16>, Option<std::net::Ipv4Addr>) {
+    use pathstack_core::attrs::keys::{AddrPart, PARTICIPANTS};
+    let Some(p) = attrs.get_mut(&PARTICIPANTS) else {
+        return (None, None, None);
+    };
+    let local = pop_port(&mut p.local);
+    let remote = pop_port(&mut p.remote);
+    let remote_ip = match p.remote.last() {
+        Some(AddrPart::Ipv4(a)) => Some(std::net::Ipv4Addr::from(*a)),
+        _ => None,
+    };
+    (local, remote, remote_ip)
+}
+
 #[cfg(test)]
 mod tests {
     use super::parse_cidr;

@@ -13,10 +13,10 @@
 //! ephemeral port (RFC 6335 §6: 49152–65535).
 
 use super::ip::LOCAL_IPV4;
-use super::params::pop_port;
+use super::params::transport_ends;
 use crate::anno::InetAnno;
 use crate::wire::udp::{self as wire, UdpDropReason, UdpPacket, UdpRepr, HEADER_LEN};
-use pathstack_core::attrs::keys::{self, AddrPart};
+use pathstack_core::attrs::keys;
 use pathstack_core::attrs::Attrs;
 use pathstack_core::demux::{DemuxKey, Key, KeyMode, PartialClassifier};
 use pathstack_core::error::{ModuleError, PathError};
@@ -157,19 +157,7 @@ impl Module for UdpModule {
         cx: &mut CreateCx<'_>,
     ) -> Result<Created, PathError> {
         let passive = attrs.get(&keys::PASSIVE_OPEN) == Some(&true);
-        let (local, remote, remote_ip) = match attrs.get_mut(&keys::PARTICIPANTS) {
-            Some(p) => {
-                let local = pop_port(&mut p.local);
-                let remote = pop_port(&mut p.remote);
-                // IP pops the address; the checksum needs it here too.
-                let remote_ip = match p.remote.last() {
-                    Some(AddrPart::Ipv4(a)) => Some(Ipv4Addr::from(*a)),
-                    _ => None,
-                };
-                (local, remote, remote_ip)
-            }
-            None => (None, None, None),
-        };
+        let (local, remote, remote_ip) = transport_ends(attrs);
         if !passive && (remote.is_none() || remote_ip.is_none()) {
             return Err(cx.refuse(UdpRefusal::NoRemote));
         }

@@ -30,9 +30,9 @@ pub use conn::TcpConnStage;
 pub use listen::TcpListenStage;
 pub use reset::TcpResetStage;
 
-use super::params::pop_port;
+use super::params::transport_ends;
 use crate::tcp::{FourTuple, IsnGenerator, SeqNumber, SynCookies, TcpConfig};
-use pathstack_core::attrs::keys::{self, AddrPart};
+use pathstack_core::attrs::keys;
 use pathstack_core::attrs::{AttrKey, Attrs};
 use pathstack_core::error::{ModuleError, PathError};
 use pathstack_core::graph::spec::{Count, ModuleSpec, ParamSpec, ServiceSpec, ServiceType};
@@ -326,18 +326,7 @@ impl Module for TcpModule {
         cx: &mut CreateCx<'_>,
     ) -> Result<Created, PathError> {
         let passive = attrs.get(&keys::PASSIVE_OPEN) == Some(&true);
-        let (local, remote, remote_ip) = match attrs.get_mut(&keys::PARTICIPANTS) {
-            Some(p) => {
-                let local = pop_port(&mut p.local);
-                let remote = pop_port(&mut p.remote);
-                let remote_ip = match p.remote.last() {
-                    Some(AddrPart::Ipv4(a)) => Some(Ipv4Addr::from(*a)),
-                    _ => None,
-                };
-                (local, remote, remote_ip)
-            }
-            None => (None, None, None),
-        };
+        let (local, remote, remote_ip) = transport_ends(attrs);
         let cfg = attrs.get(&TCP_CONFIG).copied().unwrap_or(self.defaults);
         attrs.insert(&keys::PROT_ID, u32::from(crate::wire::ipv4::protocol::TCP));
         if self.paths_in_use() >= self.max_paths {
