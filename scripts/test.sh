@@ -103,7 +103,9 @@ check_host_netns() {
     local topo id=tc$$
     topo=$(bash scripts/netns.sh up --id "$id")
     eval "$topo"
-    ip netns exec "$NS_A" timeout 60 socat TCP-LISTEN:7007,bind="$KERNEL_A_IP",reuseaddr PIPE &
+    # EXEC:cat, not PIPE: socat alone echoing through its own pipe blocks
+    # on a full pipe it must itself drain, and stops reading for good.
+    ip netns exec "$NS_A" timeout 60 socat -t 10 TCP-LISTEN:7007,bind="$KERNEL_A_IP",reuseaddr EXEC:cat &
     local socat_pid=$!
     sleep 0.3
     rc=0; out=$("$host" --tap "$TAP_A" --netns "$NS_A" --ip "$PS_A_IP/24" --no-udp-services \
