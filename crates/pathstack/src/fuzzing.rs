@@ -453,6 +453,20 @@ pub fn tcp_stage_state(stage: u8) -> State {
 }
 
 /// One segment built from structured fields relative to the connection.
+/// The SYN options `opt`'s low bits ask for: MSS (bit 0) and window
+/// scale (bit 1) read from `inp`, SACK-permitted (bit 2).
+fn syn_options(inp: &mut Input<'_>, opt: u8) -> TcpOptions {
+    let mut options = TcpOptions::default();
+    if opt & 1 != 0 {
+        options.mss = Some(inp.u16());
+    }
+    if opt & 2 != 0 {
+        options.window_scale = Some(inp.u8());
+    }
+    options.sack_permitted = opt & 4 != 0;
+    options
+}
+
 fn structured_segment(inp: &mut Input<'_>, c: &Conn) -> Seg {
     let flags = TcpFlags::from_bits(inp.u8());
     let modes = inp.u8();
@@ -473,14 +487,7 @@ fn structured_segment(inp: &mut Input<'_>, c: &Conn) -> Seg {
     let window = inp.u16();
     let urgent = if modes & 0x10 != 0 { inp.u16() } else { 0 };
     let opt = inp.u8();
-    let mut options = TcpOptions::default();
-    if opt & 1 != 0 {
-        options.mss = Some(inp.u16());
-    }
-    if opt & 2 != 0 {
-        options.window_scale = Some(inp.u8());
-    }
-    options.sack_permitted = opt & 4 != 0;
+    let mut options = syn_options(inp, opt);
     if opt & 8 != 0 {
         let dv = i32::from(inp.i16());
         let tsval = if modes & 0x20 != 0 {
@@ -704,7 +711,7 @@ pub fn tcp_segment(data: &[u8]) {
         // The stage polls after every event.
         c.t_out(usize::MAX);
         let _ = c.t.poll_at();
-        let _ = (c.t.is_readable(), c.t.send_space(), c.t.counters());
+        let _ = (c.t.is_readable(), c.t.send_space(), c.t.stats());
     }
 }
 
@@ -1307,14 +1314,7 @@ pub fn host_rx(data: &[u8]) {
                 let seq = inp.u32();
                 let ack = inp.u32();
                 let opt = inp.u8();
-                let mut options = TcpOptions::default();
-                if opt & 1 != 0 {
-                    options.mss = Some(inp.u16());
-                }
-                if opt & 2 != 0 {
-                    options.window_scale = Some(inp.u8());
-                }
-                options.sack_permitted = opt & 4 != 0;
+                let mut options = syn_options(&mut inp, opt);
                 if opt & 8 != 0 {
                     options.timestamps = Some((inp.u32(), inp.u32()));
                 }

@@ -37,11 +37,48 @@ pub struct FourTuple {
     pub remote_port: u16,
 }
 
+/// A 128-bit secret key for SipHash-2-4 over a connection's 4-tuple:
+/// what the ISN generator and the SYN-cookie codec
+/// ([`super::syn_cookie`]) are keyed with. Its `Debug` never prints it.
+#[derive(Clone)]
+pub(super) struct TupleKey {
+    k0: u64,
+    k1: u64,
+}
+
+impl std::fmt::Debug for TupleKey {
+    // The key is a secret: never print it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TupleKey(..)")
+    }
+}
+
+impl TupleKey {
+    /// The key from `secret` (little-endian halves).
+    pub(super) fn new(secret: [u8; 16]) -> Self {
+        let k = u128::from_le_bytes(secret);
+        TupleKey {
+            k0: k as u64,
+            k1: (k >> 64) as u64,
+        }
+    }
+
+    /// A keyed hasher that has taken `prefix` and then the 4-tuple.
+    pub(super) fn hasher(&self, prefix: &[u8], t: &FourTuple) -> SipHasher24 {
+        let mut h = SipHasher24::new_with_keys(self.k0, self.k1);
+        h.write(prefix);
+        write_ip(&mut h, t.local_ip);
+        h.write(&t.local_port.to_be_bytes());
+        write_ip(&mut h, t.remote_ip);
+        h.write(&t.remote_port.to_be_bytes());
+        h
+    }
+}
+
 /// An RFC 6528 ISN generator holding the 128-bit secret key.
 #[derive(Clone)]
 pub struct IsnGenerator {
-    k0: u64,
-    k1: u64,
+    key: TupleKey,
 }
 
 impl std::fmt::Debug for IsnGenerator {
@@ -54,22 +91,15 @@ impl std::fmt::Debug for IsnGenerator {
 impl IsnGenerator {
     /// A generator keyed by the 128-bit `secret` (little-endian halves).
     pub fn new(secret: [u8; 16]) -> Self {
-        let k = u128::from_le_bytes(secret);
         IsnGenerator {
-            k0: k as u64,
-            k1: (k >> 64) as u64,
+            key: TupleKey::new(secret),
         }
     }
 
     /// `F(localip, localport, remoteip, remoteport, secretkey)`: the keyed
     /// hash of the 4-tuple, truncated to 32 bits.
     pub fn offset(&self, t: &FourTuple) -> u32 {
-        let mut h = SipHasher24::new_with_keys(self.k0, self.k1);
-        write_ip(&mut h, t.local_ip);
-        h.write(&t.local_port.to_be_bytes());
-        write_ip(&mut h, t.remote_ip);
-        h.write(&t.remote_port.to_be_bytes());
-        h.finish() as u32
+        self.key.hasher(&[], t).finish() as u32
     }
 
     /// The clock component `M` at `now`: `now` in 4 µs ticks, modulo 2^32
@@ -85,9 +115,8 @@ impl IsnGenerator {
 }
 
 /// Feeds an address with a family tag, so that a v4 address and the
-/// v4-mapped v6 address do not collide by construction (shared with the
-/// SYN-cookie hash in [`super::syn_cookie`]).
-pub(super) fn write_ip(h: &mut SipHasher24, ip: IpAddr) {
+/// v4-mapped v6 address do not collide by construction.
+fn write_ip(h: &mut SipHasher24, ip: IpAddr) {
     match ip {
         IpAddr::V4(a) => {
             h.write_u8(4);

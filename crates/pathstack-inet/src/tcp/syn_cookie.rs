@@ -41,9 +41,8 @@
 use std::hash::Hasher;
 
 use pathstack_core::{Duration, Instant};
-use siphasher::sip::SipHasher24;
 
-use super::isn::{write_ip, FourTuple};
+use super::isn::{FourTuple, TupleKey};
 use super::seq::SeqNumber;
 
 /// How often the cookie counter ticks: Linux's `TCP_SYNCOOKIE_PERIOD`
@@ -119,8 +118,7 @@ pub struct CookieOptions {
 /// are deterministic.
 #[derive(Clone)]
 pub struct SynCookies {
-    k0: u64,
-    k1: u64,
+    key: TupleKey,
 }
 
 impl std::fmt::Debug for SynCookies {
@@ -133,10 +131,8 @@ impl std::fmt::Debug for SynCookies {
 impl SynCookies {
     /// A codec keyed by the 128-bit `secret` (little-endian halves).
     pub fn new(secret: [u8; 16]) -> Self {
-        let k = u128::from_le_bytes(secret);
         SynCookies {
-            k0: k as u64,
-            k1: (k >> 64) as u64,
+            key: TupleKey::new(secret),
         }
     }
 
@@ -255,12 +251,7 @@ impl SynCookies {
     /// domain `domain` (Linux uses two keys; one key and a domain byte is
     /// the same for a PRF), truncated to 32 bits.
     fn hash(&self, t: &FourTuple, count: u32, domain: u8) -> u32 {
-        let mut h = SipHasher24::new_with_keys(self.k0, self.k1);
-        h.write_u8(domain);
-        write_ip(&mut h, t.local_ip);
-        h.write(&t.local_port.to_be_bytes());
-        write_ip(&mut h, t.remote_ip);
-        h.write(&t.remote_port.to_be_bytes());
+        let mut h = self.key.hasher(&[domain], t);
         h.write(&count.to_be_bytes());
         h.finish() as u32
     }

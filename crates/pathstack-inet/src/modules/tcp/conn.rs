@@ -43,9 +43,7 @@ impl TcpConnStage {
         rip: Ipv4Addr,
         rport: u16,
         open: Option<PassiveOpen>,
-        m: &TcpModule,
     ) -> TcpConnStage {
-        let _ = m;
         // The ISS needs our address, known once IP is on the path: a
         // placeholder in LISTEN until the first segment (passive) or
         // `connect` (active) makes the real one.

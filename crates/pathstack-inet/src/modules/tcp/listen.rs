@@ -125,42 +125,45 @@ impl Stage for TcpListenStage {
         let tuple = four_tuple(lip, port, rip, repr.src_port);
         if f.contains(TcpFlags::ACK) {
             // The third segment of a cookie handshake, or a stray.
-            let checked = cx.module::<TcpModule>().and_then(|m| {
-                m.cookies()
-                    .map(|c| c.check_ack(&tuple, SeqNumber(repr.seq), SeqNumber(repr.ack), now))
-            });
-            let full = cx
-                .module::<TcpModule>()
-                .and_then(|m| m.listener(port))
-                .is_some_and(|l| l.accept_queue.len() >= l.backlog);
-            if full && matches!(checked, Some(Ok(_))) {
-                // As for a SYN-queue connection: the ACK waits for room.
-                return Verdict::Drop(ConnDropReason::ListenQueueFull.into());
-            }
-            if let Some(Ok(mss)) = checked {
-                let open = PassiveOpen::Cookie(cookie_open(
-                    mss,
-                    repr.options.timestamps.map(|(_, ecr)| ecr),
-                ));
-                let attrs = self.conn_attrs(rip, repr.src_port, open);
-                if let Some(l) = cx.module::<TcpModule>().and_then(|m| m.listener_mut(port)) {
-                    l.cookies_accepted += 1;
-                }
-                return match cx.open_path(attrs, 0, Some(std::mem::take(msg))) {
-                    Ok(()) => Verdict::Consumed,
-                    Err(r) => Verdict::Drop(r),
-                };
-            }
-            let Some(rst) = crate::tcp::reset_for(&repr, len) else {
-                return Verdict::Drop(ConnDropReason::NotSyn.into());
+            let Some(m) = cx.module::<TcpModule>() else {
+                return Verdict::Drop(ConnDropReason::OpenFailed.into());
             };
-            let v = Self::answer(msg, &rst, lip, rip);
-            return if checked.is_some() {
-                // Counted as a bad cookie, answered all the same.
-                let _ = cx.emit(Dir::Down, std::mem::take(msg));
-                Verdict::Drop(ConnDropReason::BadCookie.into())
-            } else {
-                v
+            let checked = m
+                .cookies()
+                .map(|c| c.check_ack(&tuple, SeqNumber(repr.seq), SeqNumber(repr.ack), now));
+            return match checked {
+                Some(Ok(mss)) => {
+                    if let Some(l) = m.listener_mut(port) {
+                        if l.accept_queue.len() >= l.backlog {
+                            // As for a SYN-queue connection: the ACK
+                            // waits for room.
+                            return Verdict::Drop(ConnDropReason::ListenQueueFull.into());
+                        }
+                        l.cookies_accepted += 1;
+                    }
+                    let open = PassiveOpen::Cookie(cookie_open(
+                        mss,
+                        repr.options.timestamps.map(|(_, ecr)| ecr),
+                    ));
+                    let attrs = self.conn_attrs(rip, repr.src_port, open);
+                    match cx.open_path(attrs, 0, Some(std::mem::take(msg))) {
+                        Ok(()) => Verdict::Consumed,
+                        Err(r) => Verdict::Drop(r),
+                    }
+                }
+                Some(Err(_)) => {
+                    // A bad cookie: counted, and answered with a reset all
+                    // the same.
+                    if let Some(rst) = crate::tcp::reset_for(&repr, len) {
+                        Self::answer(msg, &rst, lip, rip);
+                        let _ = cx.emit(Dir::Down, std::mem::take(msg));
+                    }
+                    Verdict::Drop(ConnDropReason::BadCookie.into())
+                }
+                None => match crate::tcp::reset_for(&repr, len) {
+                    Some(rst) => Self::answer(msg, &rst, lip, rip),
+                    None => Verdict::Drop(ConnDropReason::NotSyn.into()),
+                },
             };
         }
         if !f.contains(TcpFlags::SYN) || f.contains(TcpFlags::FIN) {
@@ -193,7 +196,9 @@ impl Stage for TcpListenStage {
         }
         // SYN queue full: a cookie, no state (RFC 4987 §3.6).
         let Some(cookies) = m.cookies() else {
-            l_overflow(m, port);
+            if let Some(l) = m.listener_mut(port) {
+                l.overflows += 1;
+            }
             return Verdict::Drop(ConnDropReason::ListenQueueFull.into());
         };
         let peer_mss = repr.options.mss.unwrap_or(536).min(self.cfg.mss);
@@ -225,11 +230,5 @@ impl Stage for TcpListenStage {
 
     fn demux_key(&self, mode: KeyMode) -> DemuxKey {
         DemuxKey::Key(wire::path_demux_key(mode, self.port, None))
-    }
-}
-
-fn l_overflow(m: &mut TcpModule, port: u16) {
-    if let Some(l) = m.listener_mut(port) {
-        l.overflows += 1;
     }
 }

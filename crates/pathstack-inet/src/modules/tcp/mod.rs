@@ -335,7 +335,7 @@ impl Module for TcpModule {
         if passive && local.is_none() {
             // TCP's own path.
             return Ok(Created {
-                stage: Box::new(TcpResetStage::new()),
+                stage: Box::new(TcpResetStage),
                 route: Route::Service(1),
             });
         }
@@ -388,7 +388,7 @@ impl Module for TcpModule {
         // The path id is known once the path exists: the stage's
         // `establish` records it.
         self.tuples.insert((lport, rip, rport), None);
-        let stage = TcpConnStage::new(cfg, lport, rip, rport, open, self);
+        let stage = TcpConnStage::new(cfg, lport, rip, rport, open);
         match open {
             Some(_) => self.counters.passive_opens += 1,
             None => self.counters.active_opens += 1,

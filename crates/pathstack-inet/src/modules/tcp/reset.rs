@@ -10,21 +10,9 @@ use crate::wire::tcp::{TcpPacket, TcpRepr};
 use pathstack_core::stage::{Cx, Stage, Verdict};
 use pathstack_core::{Dir, Msg};
 
-/// The stage of TCP's own (catch-all) path.
-pub struct TcpResetStage {
-    resets: u64,
-}
-
-impl TcpResetStage {
-    pub(super) fn new() -> Self {
-        TcpResetStage { resets: 0 }
-    }
-
-    /// Resets sent.
-    pub fn resets(&self) -> u64 {
-        self.resets
-    }
-}
+/// The stage of TCP's own (catch-all) path; the resets it sends are
+/// counted in the module ([`TcpCounters::resets_sent`](super::TcpCounters)).
+pub struct TcpResetStage;
 
 impl Stage for TcpResetStage {
     fn process(&mut self, dir: Dir, msg: &mut Msg, cx: &mut Cx<'_, '_>) -> Verdict {
@@ -53,7 +41,6 @@ impl Stage for TcpResetStage {
             return Verdict::Drop(ConnDropReason::Closed.into());
         }
         msg.anno_mut().set_peer_ip(src);
-        self.resets += 1;
         if let Some(m) = cx.module::<TcpModule>() {
             m.counters.resets_sent += 1;
         }

@@ -2,7 +2,7 @@
 //! (PAWS), RFC 5961 (challenge ACKs) and the ACK processing of RFC 6675
 //! and RFC 8985.
 
-use super::{Tcb, TcpStats};
+use super::Tcb;
 use crate::tcp::congestion::{CcConfig, CongestionControl};
 use crate::tcp::conn_drop_reason::ConnDropReason as Drop;
 use crate::tcp::error::TcpError;
@@ -465,15 +465,13 @@ impl Tcb {
     /// A challenge ACK (RFC 5961 §3.2, §4.2), at most
     /// `challenge_ack_limit` a second (§7).
     fn challenge_ack(&mut self, now: Instant) {
-        let (start, n) = self.challenge;
-        if now.saturating_since(start) >= Duration::from_secs(1) {
+        if now.saturating_since(self.challenge.0) >= Duration::from_secs(1) {
             self.challenge = (now, 0);
         }
         if self.challenge.1 >= self.cfg.challenge_ack_limit {
             self.stats.challenge_acks_suppressed += 1;
             return;
         }
-        let _ = n;
         self.challenge.1 += 1;
         self.stats.challenge_acks += 1;
         self.ack_due = true;
@@ -621,10 +619,5 @@ impl Tcb {
             self.recovery.enter(&mut self.sb, &mut self.cc, now);
             self.stats.recoveries += 1;
         }
-    }
-
-    /// For tests and statistics: every counter.
-    pub fn counters(&self) -> TcpStats {
-        self.stats
     }
 }

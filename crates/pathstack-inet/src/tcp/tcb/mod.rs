@@ -36,16 +36,8 @@ use pathstack_core::time::Instant;
 
 pub use output::OutSegment;
 
-/// Which way [`Tcb::shutdown`] closes (as `std::net::Shutdown`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Shutdown {
-    /// No more reads: what arrives is discarded.
-    Read,
-    /// No more writes: a FIN follows the data queued.
-    Write,
-    /// Both.
-    Both,
-}
+/// Which way [`Tcb::shutdown`] closes: `std::net`'s own type.
+pub use std::net::Shutdown;
 
 /// What a listener learned from a valid SYN cookie (RFC 4987 §3.6): the
 /// options the SYN carried, recovered from the cookie and the timestamp.

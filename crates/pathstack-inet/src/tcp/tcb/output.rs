@@ -115,7 +115,7 @@ impl Tcb {
             }
         }
         if self.ack_due && self.state != State::Closed {
-            let r = self.ack_repr(now, self.snd_nxt_for_ack(), TcpFlags::ACK, 0);
+            let r = self.ack_repr(now, self.sb.snd_nxt(), TcpFlags::ACK, 0);
             if emit(OutSegment {
                 repr: r,
                 payload: &[],
@@ -127,12 +127,6 @@ impl Tcb {
             }
         }
         sent
-    }
-
-    /// The sequence number of a bare ACK: SND.NXT (in TIME-WAIT, after our
-    /// FIN).
-    fn snd_nxt_for_ack(&self) -> SeqNumber {
-        self.sb.snd_nxt()
     }
 
     /// Octets beyond SND.NXT that may go now: queued (the FIN counts as
