@@ -66,6 +66,14 @@ pub struct TcpConfig {
     /// The longest an ACK is delayed (RFC 9293 §3.8.6.3: under 0.5 s;
     /// Linux's minimum delayed-ACK timer, 40 ms).
     pub delayed_ack: Duration,
+    /// Full-sized segments one ACK may cover when they arrive in one
+    /// receive burst (what the device held when the stack polled it). The
+    /// ACK RFC 5681 §4.2 asks for every second segment then waits for the
+    /// end of the burst, up to this many segments — the stretch ACKs a
+    /// Linux receiver sends for a GRO-merged burst. It halves and more the
+    /// ACKs a bulk receiver writes, and each one costs a system call and
+    /// the sender's ACK processing on a TAP. 2 is RFC 5681's strict rule.
+    pub max_stretch_ack: u16,
     /// SYN retransmissions before a connect fails (Linux `tcp_syn_retries`).
     pub syn_retries: u32,
     /// Data retransmissions of one segment before the connection is given
@@ -97,6 +105,7 @@ impl Default for TcpConfig {
             rto: RtoConfig::linux(),
             time_wait: Duration::from_secs(60),
             delayed_ack: Duration::from_millis(40),
+            max_stretch_ack: 16,
             syn_retries: 6,
             retries: 15,
             challenge_ack_limit: 1000,

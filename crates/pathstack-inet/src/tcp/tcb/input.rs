@@ -414,7 +414,9 @@ impl Tcb {
     /// Takes in-window data (RFC 9293 §3.10.7.4 seventh) and schedules
     /// the ACK: at once for out-of-order or duplicate data and when a hole
     /// fills (RFC 5681 §4.2), else after two full-sized segments or the
-    /// delayed-ACK time, whichever comes first (RFC 9293 §3.8.6.3).
+    /// delayed-ACK time, whichever comes first (RFC 9293 §3.8.6.3) — the
+    /// two-segment ACK at the end of the receive burst, as a timer due now
+    /// (see [`crate::tcp::TcpConfig::max_stretch_ack`]).
     fn take_data(&mut self, now: Instant, seq: SeqNumber, data: &[u8]) {
         let had_ooo = self.rcv.ooo_bytes() > 0;
         let ins = self.rcv.insert(seq, data);
@@ -423,8 +425,14 @@ impl Tcb {
             self.ack_due = true;
         } else if ins.advanced > 0 {
             self.unacked_bytes += ins.advanced as u32;
-            if self.unacked_bytes >= 2 * self.smss {
+            let stretch = u32::from(self.cfg.max_stretch_ack.max(2));
+            if self.unacked_bytes >= stretch * self.smss {
                 self.ack_due = true;
+            } else if self.unacked_bytes >= 2 * self.smss {
+                // Due now, but sent when the timers run: after the rest of
+                // the burst the device holds (the stack reads its input
+                // before it fires timers), so one ACK covers it.
+                self.delack_at = Some(now);
             } else if self.delack_at.is_none() {
                 self.delack_at = Some(now + self.cfg.delayed_ack);
             }

@@ -326,6 +326,8 @@ pub struct Script {
     /// clock, TSecr the last TSval seen) unless the segment sets them.
     pub auto_ts: bool,
     last_tsval: u32,
+    /// Inside [`inject_burst`](Self::inject_burst): timers wait.
+    burst: bool,
 }
 
 /// Milliseconds as an instant.
@@ -341,6 +343,7 @@ impl Script {
             out: VecDeque::new(),
             last: Ok(()),
             auto_ts: false,
+            burst: false,
             last_tsval: 0,
         }
     }
@@ -393,8 +396,14 @@ impl Script {
         PEER_TS_BASE.wrapping_add((self.now.as_nanos() / 1_000_000) as u32)
     }
 
+    /// Takes what the Tcb sends now, after running the timers due now —
+    /// as the stack does after the input it read (an ACK due at the end
+    /// of a receive burst is a timer due now).
     fn collect(&mut self) {
         let now = self.now;
+        if !self.burst && self.tcb.poll_at().is_some_and(|p| p <= now) {
+            self.tcb.on_tick(now);
+        }
         let mut v = Vec::new();
         self.tcb.poll_output(now, &mut |o| {
             let mut p = o.payload.to_vec();
@@ -473,6 +482,19 @@ impl Script {
             options: opts,
         };
         self.last = self.tcb.on_segment(self.now, &repr, &seg.payload);
+        self.collect();
+        self
+    }
+
+    /// Injects `segs` as one receive burst (frames the device held when
+    /// the stack polled it): the timers due now run only after the last,
+    /// as the stack fires timers after the input it read.
+    pub fn inject_burst(&mut self, segs: impl IntoIterator<Item = In>) -> &mut Script {
+        let collect = std::mem::replace(&mut self.burst, true);
+        for seg in segs {
+            self.inject(seg);
+        }
+        self.burst = collect;
         self.collect();
         self
     }

@@ -699,6 +699,34 @@ fn delayed_ack() {
     s.expect_none();
 }
 
+/// Segments that arrive in one receive burst share one ACK, sent after
+/// the last, up to `max_stretch_ack` segments (Linux's GRO receiver does
+/// the same); segments that arrive one by one are ACKed every second.
+#[test]
+fn stretch_ack_per_burst() {
+    let cfg = TcpConfig {
+        max_stretch_ack: 4,
+        ..TcpConfig::default()
+    };
+    let mut s = Script::established(cfg, true);
+    let m = MSS as u32;
+    let seg = |k: u32| In::data(1 + k * m, 1, MSS);
+    s.at(20).inject_burst((0..3).map(seg));
+    s.expect(Out::ack(1, 1 + 3 * m));
+    s.expect_none();
+    // Six in a burst: the fourth reaches the bound and is ACKed at once,
+    // the last two at the end of the burst.
+    s.at(30).inject_burst((3..9).map(seg));
+    s.expect(Out::ack(1, 1 + 7 * m));
+    s.expect(Out::ack(1, 1 + 9 * m));
+    s.expect_none();
+    // One by one: every second segment.
+    s.at(40).inject(seg(9));
+    s.expect_none();
+    s.inject(seg(10));
+    s.expect(Out::ack(1, 1 + 11 * m));
+}
+
 /// RFC 896, RFC 9293 §3.7.4: Nagle holds a small segment while data is
 /// unacknowledged; it goes with the ACK.
 #[test]
