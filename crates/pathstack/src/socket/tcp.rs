@@ -249,6 +249,19 @@ impl Host {
         })
     }
 
+    /// Connections waiting in the listener's accept queue: whether an
+    /// [`accept`](Self::accept) would return one (an async layer's
+    /// readiness test; none of them is taken).
+    pub fn tcp_accept_pending(&self, l: &TcpListener) -> Result<usize, SocketError> {
+        let (_, port) = self.listener_entry(l)?;
+        let tcp = self.tcp_module()?;
+        Ok(self
+            .stack()
+            .module::<TcpModule>(tcp)
+            .and_then(|m| m.listener(port))
+            .map_or(0, |q| q.accept_queue.len()))
+    }
+
     /// Takes an established connection from the listener's accept queue,
     /// with its peer; `Ok(None)` when none waits.
     pub fn accept(
@@ -450,6 +463,11 @@ impl Host {
     /// Turns Nagle's algorithm off (`TCP_NODELAY`) or on.
     pub fn tcp_set_nodelay(&mut self, s: &TcpStream, on: bool) -> Result<(), SocketError> {
         self.with_conn(s, |c, _| c.tcb_mut().set_nodelay(on))
+    }
+
+    /// Whether Nagle's algorithm is off (`TCP_NODELAY`).
+    pub fn tcp_nodelay(&self, s: &TcpStream) -> Result<bool, SocketError> {
+        self.conn(s, |c| c.tcb().config().nodelay)
     }
 
     /// Keepalive (`SO_KEEPALIVE` with its timers), off with `None`.

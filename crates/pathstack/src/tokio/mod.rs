@@ -105,9 +105,16 @@
 
 mod driver;
 mod net;
+mod tcp_listener;
+mod tcp_readiness;
+mod tcp_split;
+mod tcp_stream;
 mod udp;
 mod waiters;
 
 pub use driver::DriverError;
 pub use net::Net;
+pub use tcp_listener::TcpListener;
+pub use tcp_split::{OwnedReadHalf, OwnedWriteHalf, ReadHalf, ReuniteError, WriteHalf};
+pub use tcp_stream::TcpStream;
 pub use udp::UdpSocket;
