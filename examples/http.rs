@@ -53,7 +53,7 @@ use std::time::Duration;
 pub const CHUNK: usize = 64 * 1024;
 
 /// The page at `/`.
-const PAGE: &str = "<!DOCTYPE html>
+pub const PAGE: &str = "<!DOCTYPE html>
 <html>
 <head><title>pathstack</title></head>
 <body>

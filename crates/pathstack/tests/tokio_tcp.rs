@@ -168,9 +168,7 @@ async fn hyper_client_against_hyper_server() {
             .header("host", "10.0.0.2")
             .body(Full::new(Bytes::new()))
             .unwrap();
-        let resp = within("a response", send.send_request(req))
-            .await
-            .unwrap();
+        let resp = within("a response", send.send_request(req)).await.unwrap();
         assert_eq!(resp.status(), 200);
         let body = within("the body", resp.into_body().collect())
             .await
@@ -385,4 +383,64 @@ async fn a_stopped_driver_fails_pending_and_later_calls() {
     assert_eq!(inner, Some(&DriverError::Stopped));
     let e = TcpListener::bind(&b, "0.0.0.0:1").await.unwrap_err();
     assert_eq!(e.kind(), ErrorKind::BrokenPipe);
+}
+
+/// Counts its wake-ups.
+struct CountingWaker(std::sync::atomic::AtomicUsize);
+
+impl std::task::Wake for CountingWaker {
+    fn wake(self: std::sync::Arc<Self>) {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+#[tokio::test]
+async fn a_waiting_reader_is_woken_by_its_own_data_not_by_other_traffic() {
+    let (a, b) = nets();
+    let (quiet_c, quiet_s) = pair(&a, &b, 4008).await;
+    let (mut busy_c, mut busy_s) = pair(&a, &b, 4009).await;
+    let count = std::sync::Arc::new(CountingWaker(Default::default()));
+    let waker = std::task::Waker::from(count.clone());
+    let mut cx = std::task::Context::from_waker(&waker);
+    assert!(quiet_s.poll_read_ready(&mut cx).is_pending());
+    assert!(quiet_c.poll_write_ready(&mut cx).is_ready(), "room to send");
+    // A megabyte on the other connection: many polls, no wake-up here.
+    let data = pattern(1 << 20);
+    let (_, got) = within("the busy transfer", async {
+        tokio::join!(
+            async {
+                busy_c.write_all(&data).await.unwrap();
+                busy_c.shutdown().await.unwrap();
+            },
+            async {
+                let mut got = Vec::new();
+                busy_s.read_to_end(&mut got).await.unwrap();
+                got
+            }
+        )
+    })
+    .await;
+    assert_eq!(got.len(), data.len());
+    assert_eq!(count.0.load(std::sync::atomic::Ordering::SeqCst), 0);
+    // Its own byte wakes it, once.
+    quiet_c.try_write(b"!").unwrap();
+    within("the wake-up", async {
+        while count.0.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    })
+    .await;
+    assert_eq!(count.0.load(std::sync::atomic::Ordering::SeqCst), 1);
+    assert!(quiet_s.poll_read_ready(&mut cx).is_ready());
+}
+
+#[test]
+fn streams_listeners_and_halves_are_send_and_sync() {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<TcpStream>();
+    send_sync::<TcpListener>();
+    send_sync::<pathstack::tokio::OwnedReadHalf>();
+    send_sync::<pathstack::tokio::OwnedWriteHalf>();
+    send_sync::<pathstack::tokio::ReadHalf<'static>>();
+    send_sync::<pathstack::tokio::WriteHalf<'static>>();
 }

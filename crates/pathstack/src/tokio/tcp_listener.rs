@@ -61,7 +61,9 @@ impl TcpListener {
             Err(e) => return Poll::Ready(Err(e)),
         };
         match st.host.accept(&self.sock) {
-            Ok(Some((s, peer))) => Poll::Ready(Ok((TcpStream::accepted(self.net.clone(), s), peer))),
+            Ok(Some((s, peer))) => {
+                Poll::Ready(Ok((TcpStream::accepted(self.net.clone(), s), peer)))
+            }
             Ok(None) => {
                 st.wait_accept(self.sock, cx.waker());
                 Poll::Pending
@@ -72,12 +74,7 @@ impl TcpListener {
 
     /// The address and port it listens on.
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        Ok(self
-            .net
-            .inner
-            .live()?
-            .host
-            .tcp_listener_addr(&self.sock)?)
+        Ok(self.net.inner.live()?.host.tcp_listener_addr(&self.sock)?)
     }
 
     /// The synchronous handle (for [`Host`](crate::host::Host)'s calls

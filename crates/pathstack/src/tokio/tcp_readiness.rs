@@ -36,9 +36,8 @@ pub(super) fn is_ready(host: &Host, s: &socket::TcpStream, interest: TcpInterest
             }
             _ => true,
         },
-        TcpInterest::Connect => !matches!(
-            host.tcp_state(s),
-            Ok(State::SynSent | State::SynReceived)
-        ),
+        TcpInterest::Connect => {
+            !matches!(host.tcp_state(s), Ok(State::SynSent | State::SynReceived))
+        }
     }
 }

@@ -8,7 +8,7 @@ use crate::host::Host;
 use crate::socket::{self, SocketError};
 use std::future::poll_fn;
 use std::io;
-use std::net::{SocketAddr, Shutdown};
+use std::net::{Shutdown, SocketAddr};
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
@@ -276,7 +276,11 @@ impl TcpStream {
     /// Copies arrived data into `buf`'s unfilled part without taking it,
     /// or registers the task to be woken when some arrives, as tokio's
     /// `poll_peek`; returns how much was copied.
-    pub fn poll_peek(&self, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<usize>> {
+    pub fn poll_peek(
+        &self,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<usize>> {
         if buf.remaining() == 0 {
             return Poll::Ready(Ok(0));
         }
