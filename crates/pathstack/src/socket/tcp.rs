@@ -499,6 +499,22 @@ impl Host {
     pub fn tcp_readable(&self, s: &TcpStream) -> Result<bool, SocketError> {
         self.conn(s, |c| c.tcb().is_readable())
     }
+
+    /// Whether a [`tcp_send`](Self::tcp_send) would not block: the send
+    /// buffer has room, or the connection cannot send (the send fails).
+    pub fn tcp_writable(&self, s: &TcpStream) -> Result<bool, SocketError> {
+        self.conn(s, |c| {
+            let tcb = c.tcb();
+            match tcb.state() {
+                // The states in which `Tcb::send` queues data: only a full
+                // send buffer makes it wait; in every other it fails.
+                State::SynSent | State::SynReceived | State::Established | State::CloseWait => {
+                    tcb.send_space() > 0
+                }
+                _ => true,
+            }
+        })
+    }
 }
 
 fn map_refusal(e: pathstack_core::error::PathError) -> SocketError {

@@ -28,14 +28,7 @@ impl TcpInterest {
 pub(super) fn is_ready(host: &Host, s: &socket::TcpStream, interest: TcpInterest) -> bool {
     match interest {
         TcpInterest::Read => host.tcp_readable(s).unwrap_or(true),
-        TcpInterest::Write => match host.tcp_state(s) {
-            // The states in which `Tcb::send` queues data: it blocks only
-            // on a full send buffer; in every other state it fails.
-            Ok(State::SynSent | State::SynReceived | State::Established | State::CloseWait) => {
-                host.tcp_send_space(s).map_or(true, |n| n > 0)
-            }
-            _ => true,
-        },
+        TcpInterest::Write => host.tcp_writable(s).unwrap_or(true),
         TcpInterest::Connect => {
             !matches!(host.tcp_state(s), Ok(State::SynSent | State::SynReceived))
         }
