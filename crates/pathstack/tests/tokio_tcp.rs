@@ -444,3 +444,29 @@ fn streams_listeners_and_halves_are_send_and_sync() {
     send_sync::<pathstack::tokio::ReadHalf<'static>>();
     send_sync::<pathstack::tokio::WriteHalf<'static>>();
 }
+
+#[tokio::test]
+async fn vectored_writes_keep_the_order_of_their_slices() {
+    let (a, b) = nets();
+    let (mut c, mut s) = pair(&a, &b, 4010).await;
+    let parts = [pattern(10), Vec::new(), pattern(70_000), b"tail".to_vec()];
+    let want: Vec<u8> = parts.concat();
+    let writer = async {
+        let mut slices: Vec<io::IoSlice<'_>> = parts.iter().map(|p| io::IoSlice::new(p)).collect();
+        let mut slices = &mut slices[..];
+        assert!(tokio::io::AsyncWrite::is_write_vectored(&c));
+        while !slices.is_empty() {
+            let n = c.write_vectored(slices).await.unwrap();
+            assert!(n > 0);
+            io::IoSlice::advance_slices(&mut slices, n);
+        }
+        c.shutdown().await.unwrap();
+    };
+    let reader = async {
+        let mut got = Vec::new();
+        s.read_to_end(&mut got).await.unwrap();
+        got
+    };
+    let ((), got) = within("vectored", async { tokio::join!(writer, reader) }).await;
+    assert!(got == want, "the bytes differ");
+}

@@ -336,6 +336,53 @@ impl TcpStream {
         }
     }
 
+    /// [`AsyncWrite::poll_write_vectored`] through a shared reference:
+    /// the slices in turn, under one lock, until the send buffer stops
+    /// taking them; one run of the stack for all. hyper writes a
+    /// response's head and body chunk this way rather than copying them
+    /// into one buffer first.
+    pub(super) fn poll_write_vectored_shared(
+        &self,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let inner = &*self.net.inner;
+        let mut st = match inner.live() {
+            Ok(st) => st,
+            Err(e) => return Poll::Ready(Err(e)),
+        };
+        let mut total = 0usize;
+        let mut blocked = false;
+        for b in bufs.iter().filter(|b| !b.is_empty()) {
+            match st.host.tcp_send(&self.sock, b) {
+                Ok(Some(n)) => {
+                    total += n;
+                    if n < b.len() {
+                        break;
+                    }
+                }
+                Ok(None) => {
+                    blocked = true;
+                    break;
+                }
+                // What was taken before the error is reported; the error
+                // comes again with the next write.
+                Err(e) if total == 0 => return Poll::Ready(Err(e.into())),
+                Err(_) => break,
+            }
+        }
+        if total == 0 && blocked {
+            st.wait_tcp(self.sock, TcpInterest::Write, cx.waker());
+            return Poll::Pending;
+        }
+        if total > 0 {
+            st.poll();
+            drop(st);
+            inner.kick.notify_one();
+        }
+        Poll::Ready(Ok(total))
+    }
+
     /// [`AsyncWrite::poll_write`] through a shared reference.
     pub(super) fn poll_write_shared(
         &self,
@@ -391,6 +438,19 @@ impl AsyncWrite for TcpStream {
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
         self.poll_write_shared(cx, buf)
+    }
+
+    /// Queues the slices in turn as far as the send buffer takes them.
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        self.poll_write_vectored_shared(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        true
     }
 
     /// Nothing to do: written data is in the send buffer, on its way.
