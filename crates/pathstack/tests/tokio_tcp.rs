@@ -470,3 +470,21 @@ async fn vectored_writes_keep_the_order_of_their_slices() {
     let ((), got) = within("vectored", async { tokio::join!(writer, reader) }).await;
     assert!(got == want, "the bytes differ");
 }
+
+#[tokio::test]
+async fn a_connect_nobody_answers_times_out() {
+    let (a, _b) = nets();
+    let mut cfg = pathstack::inet::tcp::TcpConfig::default();
+    cfg.syn_retries = 1;
+    cfg.rto.initial = pathstack::core::Duration::from_millis(100);
+    cfg.rto.min = pathstack::core::Duration::from_millis(100);
+    // Nobody has 10.0.0.9: the SYN and its one retransmission go
+    // unanswered.
+    let e = within(
+        "connect",
+        TcpStream::connect_with(&a, addr(Ipv4Addr::new(10, 0, 0, 9), 80), Some(cfg)),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::TimedOut, "{e}");
+}

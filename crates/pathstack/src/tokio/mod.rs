@@ -172,6 +172,9 @@
 //!   `TcpStream::connect(&net, addr)`: a socket belongs to a user-space
 //!   host, so it names its [`Net`].
 //! - **IPv4 only**, as for UDP.
+//! - **Extra**: [`TcpStream::connect_with`] takes the connection's
+//!   options ([`TcpConfig`](crate::inet::tcp::TcpConfig): buffers, SYN
+//!   retries, timers), which tokio sets through `TcpSocket`.
 //! - **Dropping** a stream with unread data resets the connection
 //!   (RFC 2525 §2.17, as Linux does); otherwise it closes with a FIN, and
 //!   the stack keeps the connection through the close handshake and

@@ -5,6 +5,7 @@ use super::net::Net;
 use super::tcp_readiness::TcpInterest;
 use super::tcp_split::{OwnedReadHalf, OwnedWriteHalf, ReadHalf, WriteHalf};
 use crate::host::Host;
+use crate::inet::tcp::TcpConfig;
 use crate::socket::{self, SocketError};
 use std::future::poll_fn;
 use std::io;
@@ -55,9 +56,23 @@ impl TcpStream {
     /// This method is cancel safe: cancelled, the half-open connection is
     /// dropped (nothing more is sent for it).
     pub async fn connect(net: &Net, addr: impl ToSocketAddrs) -> io::Result<TcpStream> {
+        Self::connect_with(net, addr, None).await
+    }
+
+    /// [`connect`](Self::connect) with the connection's options (buffer
+    /// sizes, SYN retries, timers …; tokio's `TcpSocket` sets some of them
+    /// on a kernel socket before it connects). `None` takes the host's
+    /// defaults.
+    ///
+    /// This method is cancel safe, as `connect`.
+    pub async fn connect_with(
+        net: &Net,
+        addr: impl ToSocketAddrs,
+        cfg: Option<TcpConfig>,
+    ) -> io::Result<TcpStream> {
         let mut last = None;
         for peer in lookup_host(addr).await? {
-            match Self::connect_to(net, peer).await {
+            match Self::connect_to(net, peer, cfg).await {
                 Ok(s) => return Ok(s),
                 Err(e) => last = Some(e),
             }
@@ -70,10 +85,17 @@ impl TcpStream {
         }))
     }
 
-    async fn connect_to(net: &Net, peer: SocketAddr) -> io::Result<TcpStream> {
+    async fn connect_to(
+        net: &Net,
+        peer: SocketAddr,
+        cfg: Option<TcpConfig>,
+    ) -> io::Result<TcpStream> {
         let stream = {
             let mut st = net.inner.live()?;
-            let sock = st.host.tcp_connect(peer)?;
+            let sock = match cfg {
+                Some(cfg) => st.host.tcp_connect_with("0.0.0.0:0", peer, cfg)?,
+                None => st.host.tcp_connect(peer)?,
+            };
             // The SYN leaves now; the driver learns of its retransmission
             // timer below.
             st.poll();
