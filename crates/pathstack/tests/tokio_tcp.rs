@@ -474,10 +474,17 @@ async fn vectored_writes_keep_the_order_of_their_slices() {
 #[tokio::test]
 async fn a_connect_nobody_answers_times_out() {
     let (a, _b) = nets();
-    let mut cfg = pathstack::inet::tcp::TcpConfig::default();
-    cfg.syn_retries = 1;
-    cfg.rto.initial = pathstack::core::Duration::from_millis(100);
-    cfg.rto.min = pathstack::core::Duration::from_millis(100);
+    let fast = pathstack::core::Duration::from_millis(100);
+    let d = pathstack::inet::tcp::TcpConfig::default();
+    let cfg = pathstack::inet::tcp::TcpConfig {
+        syn_retries: 1,
+        rto: pathstack::inet::tcp::RtoConfig {
+            initial: fast,
+            min: fast,
+            ..d.rto
+        },
+        ..d
+    };
     // Nobody has 10.0.0.9: the SYN and its one retransmission go
     // unanswered.
     let e = within(
