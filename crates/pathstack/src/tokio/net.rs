@@ -159,10 +159,10 @@ impl State {
         }
     }
 
-    /// Runs the stack after a socket call that may have queued output (a
-    /// write, a read that opened the window, a shutdown), so that it
-    /// leaves now rather than at the driver's next round; wakes what the
-    /// call made ready. `before` is the stack's next deadline before the
+    /// Runs the stack after a read that may have queued output (a window
+    /// update when the read opened the window), so that it leaves now
+    /// rather than at the driver's next round; wakes what the call made
+    /// ready. `before` is the stack's next deadline before the
     /// call: returns whether the call moved it earlier, so that the
     /// driver, asleep until the old one, must be kicked.
     pub(super) fn run_after(&mut self, before: Option<pathstack_core::Instant>) -> bool {
