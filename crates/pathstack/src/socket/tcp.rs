@@ -249,6 +249,19 @@ impl Host {
         })
     }
 
+    /// Connections waiting in the listener's accept queue: whether an
+    /// [`accept`](Self::accept) would return one (an async layer's
+    /// readiness test; none of them is taken).
+    pub fn tcp_accept_pending(&self, l: &TcpListener) -> Result<usize, SocketError> {
+        let (_, port) = self.listener_entry(l)?;
+        let tcp = self.tcp_module()?;
+        Ok(self
+            .stack()
+            .module::<TcpModule>(tcp)
+            .and_then(|m| m.listener(port))
+            .map_or(0, |q| q.accept_queue.len()))
+    }
+
     /// Takes an established connection from the listener's accept queue,
     /// with its peer; `Ok(None)` when none waits.
     pub fn accept(
@@ -452,6 +465,11 @@ impl Host {
         self.with_conn(s, |c, _| c.tcb_mut().set_nodelay(on))
     }
 
+    /// Whether Nagle's algorithm is off (`TCP_NODELAY`).
+    pub fn tcp_nodelay(&self, s: &TcpStream) -> Result<bool, SocketError> {
+        self.conn(s, |c| c.tcb().config().nodelay)
+    }
+
     /// Keepalive (`SO_KEEPALIVE` with its timers), off with `None`.
     pub fn tcp_set_keepalive(
         &mut self,
@@ -480,6 +498,22 @@ impl Host {
     /// Whether a read would return something (data, end, error).
     pub fn tcp_readable(&self, s: &TcpStream) -> Result<bool, SocketError> {
         self.conn(s, |c| c.tcb().is_readable())
+    }
+
+    /// Whether a [`tcp_send`](Self::tcp_send) would not block: the send
+    /// buffer has room, or the connection cannot send (the send fails).
+    pub fn tcp_writable(&self, s: &TcpStream) -> Result<bool, SocketError> {
+        self.conn(s, |c| {
+            let tcb = c.tcb();
+            match tcb.state() {
+                // The states in which `Tcb::send` queues data: only a full
+                // send buffer makes it wait; in every other it fails.
+                State::SynSent | State::SynReceived | State::Established | State::CloseWait => {
+                    tcb.send_space() > 0
+                }
+                _ => true,
+            }
+        })
     }
 }
 

@@ -1,5 +1,5 @@
-//! Async UDP sockets on a [`Host`](crate::host::Host) driven by a tokio
-//! task (feature `tokio`, on by default).
+//! Async UDP sockets and TCP streams on a [`Host`](crate::host::Host)
+//! driven by a tokio task (feature `tokio`, on by default).
 //!
 //! A [`Net`] owns the host and its driver, a task that starts when the
 //! net is made inside a runtime (outside one: [`Net::spawn`] or
@@ -9,9 +9,18 @@
 //! readable through tokio's `AsyncFd`, or the in-memory wire wakes the
 //! driver's task), the stack's next timer is due
 //! ([`Stack::poll_at`](pathstack_core::Stack::poll_at)), or a socket
-//! queued a datagram. [`UdpSocket`]'s methods mirror
-//! `tokio::net::UdpSocket`'s; a send runs the stack at once in the
-//! sending task, so a datagram leaves without waiting for the driver.
+//! queued data. [`UdpSocket`]'s methods mirror `tokio::net::UdpSocket`'s,
+//! [`TcpListener`]'s and [`TcpStream`]'s those of tokio's TCP types (and
+//! the stream is tokio's `AsyncRead`/`AsyncWrite`, so hyper, `tokio-util`
+//! codecs and `tokio::io::copy` use it unchanged). A send or write runs
+//! the stack at once in the sending task, so data leaves without waiting
+//! for the driver.
+//!
+//! After each poll the driver wakes only the tasks whose wait is over: a
+//! UDP receiver whose socket has a datagram, a TCP reader whose stream has
+//! data (or its end, or an error), a TCP writer whose send buffer has
+//! room, a connect whose handshake is done, an accept whose listener has
+//! a connection. Each wait list is bounded.
 //!
 //! The stack is single-threaded (one stack per core): use a
 //! current-thread runtime. [`Net`] is `Send` and `Sync` (the host sits
@@ -55,6 +64,44 @@
 //! }
 //! ```
 //!
+//! An HTTP exchange with hyper on both ends takes no more than the streams:
+//!
+//! ```
+//! use bytes::Bytes;
+//! use http_body_util::{BodyExt, Full};
+//! use hyper_util::rt::TokioIo;
+//! use pathstack::core::device::wire::{wire_pair, WireConfig};
+//! use pathstack::host::Host;
+//! use pathstack::tokio::{Net, TcpListener, TcpStream};
+//!
+//! #[tokio::main(flavor = "current_thread")]
+//! async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//!     let (a, b) = wire_pair(WireConfig::default());
+//!     let client = Net::new(Host::new("10.0.0.1/24".parse()?, a)?);
+//!     let server = Net::new(Host::new("10.0.0.2/24".parse()?, b)?);
+//!
+//!     let listener = TcpListener::bind(&server, "0.0.0.0:80").await?;
+//!     tokio::spawn(async move {
+//!         let (stream, _peer) = listener.accept().await.unwrap();
+//!         let hello = hyper::service::service_fn(|_req| async {
+//!             Ok::<_, std::convert::Infallible>(hyper::Response::new(Full::new(Bytes::from("hi"))))
+//!         });
+//!         hyper::server::conn::http1::Builder::new()
+//!             .serve_connection(TokioIo::new(stream), hello)
+//!             .await
+//!             .unwrap();
+//!     });
+//!
+//!     let stream = TcpStream::connect(&client, "10.0.0.2:80").await?;
+//!     let (mut send, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
+//!     tokio::spawn(conn);
+//!     let req = hyper::Request::get("/").header("host", "10.0.0.2").body(Full::new(Bytes::new()))?;
+//!     let body = send.send_request(req).await?.into_body().collect().await?.to_bytes();
+//!     assert_eq!(body, "hi");
+//!     Ok(())
+//! }
+//! ```
+//!
 //! # Errors
 //!
 //! A socket call never waits for a driver that is not there: made outside
@@ -66,7 +113,11 @@
 //! a connected socket reports `HostUnreachable` after ARP gave up and
 //! `ConnectionRefused` after an ICMP port unreachable on its next call
 //! (a waiting receive wakes with it), or through
-//! [`UdpSocket::take_error`].
+//! [`UdpSocket::take_error`]. A TCP stream's errors are its connection's
+//! ([`TcpError`](crate::inet::tcp::TcpError)), with Linux's kinds: a
+//! refused connect is `ConnectionRefused`, a reset `ConnectionReset`,
+//! unanswered retransmissions `TimedOut`, a write after shutdown
+//! `BrokenPipe`.
 //!
 //! # Porting from `tokio::net::UdpSocket`
 //!
@@ -100,14 +151,58 @@
 //!   `peek_sender`, `try_peek_from`/`poll_peek_from`, `ready(Interest)`,
 //!   `try_io` or the `*_buf` variants: nothing in the stack backs them yet.
 //!
+//! # Porting from `tokio::net::TcpStream` and `TcpListener`
+//!
+//! [`TcpStream`] is tokio's `AsyncRead` and `AsyncWrite` (`poll_shutdown`
+//! sends a FIN; `poll_flush` has nothing to do, as for tokio's), and has
+//! `connect`, `split` (borrowed halves) and `into_split` (owned halves,
+//! with `reunite`, and a write half that shuts the writing side when
+//! dropped unless `forget` is called), `readable`/`writable`,
+//! `poll_read_ready`/`poll_write_ready`, `try_read`/`try_write`,
+//! `peek`/`poll_peek`, `local_addr`/`peer_addr`, `set_nodelay`/`nodelay`
+//! and `take_error`, with tokio's signatures. [`TcpListener`] has `bind`
+//! (backlog 1024, as tokio's), `accept`, `poll_accept` and `local_addr`.
+//! Addresses are any `tokio::net::ToSocketAddrs`, each resolved address
+//! tried in turn. Every async method is cancel safe (a cancelled read took
+//! nothing, a cancelled write queued nothing, a cancelled accept took no
+//! connection, a cancelled connect leaves none behind); the streams are
+//! `Send` and `Sync`. What differs, and why:
+//!
+//! - **Construction**: `TcpListener::bind(&net, addr)` and
+//!   `TcpStream::connect(&net, addr)`: a socket belongs to a user-space
+//!   host, so it names its [`Net`].
+//! - **IPv4 only**, as for UDP.
+//! - **Extra**: [`TcpStream::connect_with`] takes the connection's
+//!   options ([`TcpConfig`](crate::inet::tcp::TcpConfig): buffers, SYN
+//!   retries, timers), which tokio sets through `TcpSocket`.
+//! - **Dropping** a stream with unread data resets the connection
+//!   (RFC 2525 §2.17, as Linux does); otherwise it closes with a FIN, and
+//!   the stack keeps the connection through the close handshake and
+//!   TIME-WAIT.
+//! - **Missing**: no file descriptor (`as_raw_fd`, `from_std`,
+//!   `into_std`), no `TcpSocket` builder (bind before connect, buffer
+//!   sizes), no `set_linger`/`set_ttl`/`ttl`, no `ready(Interest)`,
+//!   `try_io`, `try_read_vectored`/`try_read_buf` or
+//!   `try_write_vectored`; keepalive and the other options are on the
+//!   host ([`Host::tcp_set_keepalive`](crate::host::Host::tcp_set_keepalive)
+//!   through [`Net::with_host`] and [`TcpStream::handle`]).
+//!
 //! On a TAP device, give the driver the device's file descriptor with
-//! [`Net::tap`] (or [`Net::with_fd`]); see `examples/udp_echo.rs`.
+//! [`Net::tap`] (or [`Net::with_fd`]); see `examples/udp_echo.rs` and,
+//! for an HTTP server with hyper, `examples/http.rs`.
 
 mod driver;
 mod net;
+mod tcp_listener;
+mod tcp_readiness;
+mod tcp_split;
+mod tcp_stream;
 mod udp;
 mod waiters;
 
 pub use driver::DriverError;
 pub use net::Net;
+pub use tcp_listener::TcpListener;
+pub use tcp_split::{OwnedReadHalf, OwnedWriteHalf, ReadHalf, ReuniteError, WriteHalf};
+pub use tcp_stream::TcpStream;
 pub use udp::UdpSocket;

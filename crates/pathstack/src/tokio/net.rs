@@ -1,6 +1,7 @@
 //! [`Net`]: a host owned by a tokio driver task.
 
 use super::driver::{DriverError, DriverState};
+use super::tcp_readiness::{self, TcpInterest};
 use super::waiters::Waiters;
 use crate::host::{Host, HostConfig, HostError};
 use crate::socket;
@@ -98,6 +99,12 @@ pub(super) struct State {
     readers: HashMap<socket::UdpSocket, Waiters>,
     /// Senders waiting for queue room or a buffer: woken after every poll.
     writers: Waiters,
+    /// Tasks waiting on a TCP stream, per stream and interest: woken after
+    /// a poll that made the stream ready for it. At most three entries
+    /// per stream of the host's (bounded) table.
+    tcp: HashMap<(socket::TcpStream, TcpInterest), Waiters>,
+    /// Tasks waiting for a listener's next connection.
+    acceptors: HashMap<socket::TcpListener, Waiters>,
     /// Whether a driver runs.
     driver: DriverState,
     /// How to stop the spawned driver.
@@ -121,7 +128,78 @@ impl State {
             !ready
         });
         self.writers.wake_all();
+        self.wake_tcp();
         work
+    }
+
+    /// Wakes the tasks whose TCP stream or listener is now ready for what
+    /// they wait for. Only streams with a waiting task are looked at, and
+    /// a task is woken only when its call would now return (or fail), so
+    /// a bulk transfer does not wake its idle peers on every segment.
+    fn wake_tcp(&mut self) {
+        let host = &self.host;
+        if !self.tcp.is_empty() {
+            self.tcp.retain(|(s, interest), waiters| {
+                let ready = tcp_readiness::is_ready(host, s, *interest);
+                if ready {
+                    waiters.wake_all();
+                }
+                !ready
+            });
+        }
+        if !self.acceptors.is_empty() {
+            self.acceptors.retain(|l, waiters| {
+                // A closed listener (an error) wakes its tasks to fail.
+                let ready = host.tcp_accept_pending(l).map_or(true, |n| n > 0);
+                if ready {
+                    waiters.wake_all();
+                }
+                !ready
+            });
+        }
+    }
+
+    /// Runs the stack after a read that may have queued output (a window
+    /// update when the read opened the window), so that it leaves now
+    /// rather than at the driver's next round; wakes what the call made
+    /// ready. `before` is the stack's next deadline before the
+    /// call: returns whether the call moved it earlier, so that the
+    /// driver, asleep until the old one, must be kicked.
+    pub(super) fn run_after(&mut self, before: Option<pathstack_core::Instant>) -> bool {
+        self.poll();
+        let after = self.host.stack().poll_at();
+        after.is_some_and(|a| before.is_none_or(|b| a < b))
+    }
+
+    /// The stack's next deadline (see [`run_after`](Self::run_after)).
+    pub(super) fn next_deadline(&self) -> Option<pathstack_core::Instant> {
+        self.host.stack().poll_at()
+    }
+
+    /// Registers `waker` to be woken when `s` is ready for `interest`.
+    pub(super) fn wait_tcp(&mut self, s: socket::TcpStream, interest: TcpInterest, waker: &Waker) {
+        self.tcp.entry((s, interest)).or_default().register(waker);
+    }
+
+    /// Registers `waker` to be woken when `l` has a connection to accept.
+    pub(super) fn wait_accept(&mut self, l: socket::TcpListener, waker: &Waker) {
+        self.acceptors.entry(l).or_default().register(waker);
+    }
+
+    /// Wakes and forgets the tasks waiting on a closed TCP stream.
+    pub(super) fn forget_tcp(&mut self, s: socket::TcpStream) {
+        for interest in TcpInterest::ALL {
+            if let Some(mut w) = self.tcp.remove(&(s, interest)) {
+                w.wake_all();
+            }
+        }
+    }
+
+    /// Wakes and forgets the tasks waiting on a closed listener.
+    pub(super) fn forget_listener(&mut self, l: socket::TcpListener) {
+        if let Some(mut w) = self.acceptors.remove(&l) {
+            w.wake_all();
+        }
     }
 
     /// Registers `waker` to be woken when `s` has a datagram.
@@ -149,6 +227,10 @@ impl State {
         self.readers.values_mut().for_each(Waiters::wake_all);
         self.readers.clear();
         self.writers.wake_all();
+        self.tcp.values_mut().for_each(Waiters::wake_all);
+        self.tcp.clear();
+        self.acceptors.values_mut().for_each(Waiters::wake_all);
+        self.acceptors.clear();
     }
 
     /// Wakes and forgets the receivers of a closed socket.
@@ -224,6 +306,8 @@ impl Net {
                     host,
                     readers: HashMap::new(),
                     writers: Waiters::default(),
+                    tcp: HashMap::new(),
+                    acceptors: HashMap::new(),
                     driver: DriverState::NotStarted,
                     abort: None,
                 }),

@@ -1,0 +1,503 @@
+//! [`TcpStream`]: an async TCP connection on a [`Net`], with the methods
+//! of `tokio::net::TcpStream` and tokio's `AsyncRead`/`AsyncWrite`.
+
+use super::net::Net;
+use super::tcp_readiness::TcpInterest;
+use super::tcp_split::{OwnedReadHalf, OwnedWriteHalf, ReadHalf, WriteHalf};
+use crate::host::Host;
+use crate::inet::tcp::TcpConfig;
+use crate::socket::{self, SocketError};
+use std::future::poll_fn;
+use std::io;
+use std::net::{Shutdown, SocketAddr};
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use ::tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use ::tokio::net::{lookup_host, ToSocketAddrs};
+
+/// An async TCP connection: a stream of a [`Net`]'s host (see
+/// [`crate::socket`]'s TCP calls), made by [`TcpStream::connect`] or
+/// [`TcpListener::accept`](super::TcpListener::accept).
+///
+/// It implements tokio's [`AsyncRead`] and [`AsyncWrite`], so
+/// `tokio::io::copy`, `tokio_util::codec::Framed` and hyper (through
+/// `hyper_util::rt::TokioIo`) use it unchanged; its other methods are
+/// those of `tokio::net::TcpStream`. It is `Send` and `Sync`: it can move
+/// into a task of a multi-threaded runtime, and its halves
+/// ([`split`](Self::split), [`into_split`](Self::into_split)) can be read
+/// and written by two tasks at once.
+///
+/// A write runs the stack at once in the writing task, so the data leaves
+/// without waiting for the driver; [`poll_flush`](AsyncWrite::poll_flush)
+/// has nothing to do (the data is in the connection's send buffer, as a
+/// kernel socket's is). [`poll_shutdown`](AsyncWrite::poll_shutdown)
+/// sends a FIN after the data. Dropping the stream closes it gracefully
+/// (the FIN handshake and TIME-WAIT go on in the stack; a reset instead
+/// if unread data remains, as Linux does).
+///
+/// Every async method is cancel safe, in tokio's sense: a read that is
+/// cancelled took no data, a write that is cancelled queued none, and a
+/// cancelled [`connect`](Self::connect) leaves no connection behind.
+#[derive(Debug)]
+pub struct TcpStream {
+    net: Net,
+    sock: socket::TcpStream,
+}
+
+impl TcpStream {
+    /// Connects to `addr` from an ephemeral port of `net`'s host, waiting
+    /// for the handshake. Each address `addr` resolves to is tried in
+    /// turn, as tokio does; the last one's error is returned if none
+    /// answers (`ConnectionRefused` when the peer resets the SYN,
+    /// `TimedOut` when it never answers; IPv6 addresses fail with an
+    /// "address family not supported" error).
+    ///
+    /// This method is cancel safe: cancelled, the half-open connection is
+    /// dropped (nothing more is sent for it).
+    pub async fn connect(net: &Net, addr: impl ToSocketAddrs) -> io::Result<TcpStream> {
+        Self::connect_with(net, addr, None).await
+    }
+
+    /// [`connect`](Self::connect) with the connection's options (buffer
+    /// sizes, SYN retries, timers …; tokio's `TcpSocket` sets some of them
+    /// on a kernel socket before it connects). `None` takes the host's
+    /// defaults.
+    ///
+    /// This method is cancel safe, as `connect`.
+    pub async fn connect_with(
+        net: &Net,
+        addr: impl ToSocketAddrs,
+        cfg: Option<TcpConfig>,
+    ) -> io::Result<TcpStream> {
+        let mut last = None;
+        for peer in lookup_host(addr).await? {
+            match Self::connect_to(net, peer, cfg).await {
+                Ok(s) => return Ok(s),
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "could not resolve to any address",
+            )
+        }))
+    }
+
+    async fn connect_to(
+        net: &Net,
+        peer: SocketAddr,
+        cfg: Option<TcpConfig>,
+    ) -> io::Result<TcpStream> {
+        let stream = {
+            let mut st = net.inner.live()?;
+            let sock = match cfg {
+                Some(cfg) => st.host.tcp_connect_with("0.0.0.0:0", peer, cfg)?,
+                None => st.host.tcp_connect(peer)?,
+            };
+            // The SYN leaves now; the driver learns of its retransmission
+            // timer below.
+            st.poll();
+            // Made at once, so that a cancelled connect drops (closes) it.
+            TcpStream {
+                net: net.clone(),
+                sock,
+            }
+        };
+        net.inner.kick.notify_one();
+        poll_fn(|cx| stream.poll_interest(cx, TcpInterest::Connect)).await?;
+        stream.with_host(|h, s| h.tcp_is_connected(s))?;
+        Ok(stream)
+    }
+
+    /// A stream for a connection accepted on `net`.
+    pub(super) fn accepted(net: Net, sock: socket::TcpStream) -> TcpStream {
+        TcpStream { net, sock }
+    }
+
+    /// The synchronous handle (for [`Host`]'s TCP calls inside
+    /// [`Net::with_host`], e.g. [`Host::tcp_stats`]).
+    pub fn handle(&self) -> socket::TcpStream {
+        self.sock
+    }
+
+    /// Runs `f` on the host with the stream's handle.
+    fn with_host<T>(
+        &self,
+        f: impl FnOnce(&mut Host, &socket::TcpStream) -> Result<T, SocketError>,
+    ) -> io::Result<T> {
+        Ok(f(&mut self.net.inner.live()?.host, &self.sock)?)
+    }
+
+    /// Our address and port.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.with_host(|h, s| h.tcp_local_addr(s))
+    }
+
+    /// The peer's address and port.
+    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
+        self.with_host(|h, s| h.tcp_peer_addr(s))
+    }
+
+    /// Turns Nagle's algorithm off (`TCP_NODELAY`, `true`) or on.
+    pub fn set_nodelay(&self, nodelay: bool) -> io::Result<()> {
+        self.with_host(|h, s| h.tcp_set_nodelay(s, nodelay))
+    }
+
+    /// Whether Nagle's algorithm is off.
+    pub fn nodelay(&self) -> io::Result<bool> {
+        self.with_host(|h, s| h.tcp_nodelay(s))
+    }
+
+    /// Takes the connection's pending error (`SO_ERROR`), once: a reset,
+    /// a timeout … The next read or write reports it too.
+    pub fn take_error(&self) -> io::Result<Option<io::Error>> {
+        self.with_host(|h, s| h.tcp_take_error(s))
+            .map(|e| e.map(io::Error::from))
+    }
+
+    /// Splits the stream into a read half and a write half borrowing it,
+    /// to read and write at once from one task (`tokio::join!`,
+    /// `tokio::io::copy` between them). Costs nothing.
+    pub fn split(&mut self) -> (ReadHalf<'_>, WriteHalf<'_>) {
+        (ReadHalf::new(self), WriteHalf::new(self))
+    }
+
+    /// Splits the stream into halves that own it (shared), to move into
+    /// two tasks; [`OwnedReadHalf::reunite`] puts them back together.
+    /// Dropping the write half shuts the writing side down (a FIN), as
+    /// tokio's does.
+    pub fn into_split(self) -> (OwnedReadHalf, OwnedWriteHalf) {
+        super::tcp_split::split_owned(self)
+    }
+
+    // ---- readiness ----
+
+    /// Ready when `interest` is; otherwise registers the task to be woken
+    /// when the driver finds it so.
+    fn poll_interest(&self, cx: &mut Context<'_>, interest: TcpInterest) -> Poll<io::Result<()>> {
+        let mut st = match self.net.inner.live() {
+            Ok(st) => st,
+            Err(e) => return Poll::Ready(Err(e)),
+        };
+        if super::tcp_readiness::is_ready(&st.host, &self.sock, interest) {
+            return Poll::Ready(Ok(()));
+        }
+        st.wait_tcp(self.sock, interest, cx.waker());
+        Poll::Pending
+    }
+
+    /// Waits until a read would not block: data arrived, the peer ended
+    /// its stream, or the connection failed. A
+    /// [`try_read`](Self::try_read) may then still report `WouldBlock`
+    /// if another task read first.
+    ///
+    /// This method is cancel safe.
+    pub async fn readable(&self) -> io::Result<()> {
+        poll_fn(|cx| self.poll_read_ready(cx)).await
+    }
+
+    /// Waits until a write would not block: the send buffer has room, or
+    /// the connection cannot send (the write then fails).
+    ///
+    /// This method is cancel safe.
+    pub async fn writable(&self) -> io::Result<()> {
+        poll_fn(|cx| self.poll_write_ready(cx)).await
+    }
+
+    /// Ready when a read would not block; otherwise registers the task to
+    /// be woken when it would, as tokio's `poll_read_ready`.
+    pub fn poll_read_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.poll_interest(cx, TcpInterest::Read)
+    }
+
+    /// Ready when a write would not block; otherwise registers the task to
+    /// be woken when it would, as tokio's `poll_write_ready`.
+    pub fn poll_write_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.poll_interest(cx, TcpInterest::Write)
+    }
+
+    // ---- reading ----
+
+    /// Tries `recv` once: `Some` from it is returned (the stack then runs
+    /// at once, so that a window update the read made due leaves, and the
+    /// driver is kicked if that armed an earlier timer); `None` registers
+    /// the task for readability (with a waker) or is `WouldBlock`.
+    fn poll_recv_with<T>(
+        &self,
+        waker: Option<&std::task::Waker>,
+        recv: impl FnOnce(&mut Host, &socket::TcpStream) -> Result<Option<T>, SocketError>,
+    ) -> Poll<io::Result<T>> {
+        let inner = &*self.net.inner;
+        let mut st = match inner.live() {
+            Ok(st) => st,
+            Err(e) => return Poll::Ready(Err(e)),
+        };
+        let before = st.next_deadline();
+        match recv(&mut st.host, &self.sock) {
+            Ok(Some(got)) => {
+                let kick = st.run_after(before);
+                drop(st);
+                if kick {
+                    inner.kick.notify_one();
+                }
+                Poll::Ready(Ok(got))
+            }
+            Ok(None) => match waker {
+                Some(w) => {
+                    st.wait_tcp(self.sock, TcpInterest::Read, w);
+                    Poll::Pending
+                }
+                None => Poll::Ready(Err(io::ErrorKind::WouldBlock.into())),
+            },
+            Err(e) => Poll::Ready(Err(e.into())),
+        }
+    }
+
+    /// [`AsyncRead::poll_read`] through a shared reference (the halves
+    /// read through it).
+    pub(super) fn poll_read_shared(
+        &self,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        // An empty buffer is never a wait (tokio returns at once too);
+        // the stack's read would otherwise report "nothing yet".
+        if buf.remaining() == 0 {
+            return Poll::Ready(Ok(()));
+        }
+        let got = self.poll_recv_with(Some(cx.waker()), |h, s| {
+            h.tcp_recv(s, buf.initialize_unfilled())
+        });
+        got.map_ok(|n| buf.advance(n))
+    }
+
+    /// Reads what has arrived into `buf` without waiting: the bytes read,
+    /// `Ok(0)` at the end of the stream (or for an empty `buf`),
+    /// `WouldBlock` when nothing is there yet.
+    pub fn try_read(&self, buf: &mut [u8]) -> io::Result<usize> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        match self.poll_recv_with(None, |h, s| h.tcp_recv(s, buf)) {
+            Poll::Ready(r) => r,
+            Poll::Pending => Err(io::ErrorKind::WouldBlock.into()),
+        }
+    }
+
+    /// Waits for data and copies it into `buf` without taking it: the next
+    /// read returns it again. `Ok(0)` at the end of the stream.
+    ///
+    /// This method is cancel safe.
+    pub async fn peek(&self, buf: &mut [u8]) -> io::Result<usize> {
+        let mut buf = ReadBuf::new(buf);
+        poll_fn(|cx| self.poll_peek(cx, &mut buf)).await
+    }
+
+    /// Copies arrived data into `buf`'s unfilled part without taking it,
+    /// or registers the task to be woken when some arrives, as tokio's
+    /// `poll_peek`; returns how much was copied.
+    pub fn poll_peek(
+        &self,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<usize>> {
+        if buf.remaining() == 0 {
+            return Poll::Ready(Ok(0));
+        }
+        let mut st = match self.net.inner.live() {
+            Ok(st) => st,
+            Err(e) => return Poll::Ready(Err(e)),
+        };
+        match st.host.tcp_peek(&self.sock, buf.initialize_unfilled()) {
+            Ok(Some(n)) => {
+                buf.advance(n);
+                Poll::Ready(Ok(n))
+            }
+            Ok(None) => {
+                st.wait_tcp(self.sock, TcpInterest::Read, cx.waker());
+                Poll::Pending
+            }
+            Err(e) => Poll::Ready(Err(e.into())),
+        }
+    }
+
+    // ---- writing ----
+
+    /// Tries to queue `buf`: what the send buffer took is sent at once
+    /// (the stack runs in this task) and the driver is kicked to re-read
+    /// the next timer; a full buffer registers the task for writability
+    /// (with a waker) or is `WouldBlock`.
+    fn poll_send_with(
+        &self,
+        waker: Option<&std::task::Waker>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let inner = &*self.net.inner;
+        let mut st = match inner.live() {
+            Ok(st) => st,
+            Err(e) => return Poll::Ready(Err(e)),
+        };
+        match st.host.tcp_send(&self.sock, buf) {
+            Ok(Some(n)) => {
+                st.poll();
+                drop(st);
+                // The segments sent armed the retransmission timer.
+                inner.kick.notify_one();
+                Poll::Ready(Ok(n))
+            }
+            Ok(None) => match waker {
+                Some(w) => {
+                    st.wait_tcp(self.sock, TcpInterest::Write, w);
+                    Poll::Pending
+                }
+                None => Poll::Ready(Err(io::ErrorKind::WouldBlock.into())),
+            },
+            Err(e) => Poll::Ready(Err(e.into())),
+        }
+    }
+
+    /// [`AsyncWrite::poll_write_vectored`] through a shared reference:
+    /// the slices in turn, under one lock, until the send buffer stops
+    /// taking them; one run of the stack for all. hyper writes a
+    /// response's head and body chunk this way rather than copying them
+    /// into one buffer first.
+    pub(super) fn poll_write_vectored_shared(
+        &self,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let inner = &*self.net.inner;
+        let mut st = match inner.live() {
+            Ok(st) => st,
+            Err(e) => return Poll::Ready(Err(e)),
+        };
+        let mut total = 0usize;
+        let mut blocked = false;
+        for b in bufs.iter().filter(|b| !b.is_empty()) {
+            match st.host.tcp_send(&self.sock, b) {
+                Ok(Some(n)) => {
+                    total += n;
+                    if n < b.len() {
+                        break;
+                    }
+                }
+                Ok(None) => {
+                    blocked = true;
+                    break;
+                }
+                // What was taken before the error is reported; the error
+                // comes again with the next write.
+                Err(e) if total == 0 => return Poll::Ready(Err(e.into())),
+                Err(_) => break,
+            }
+        }
+        if total == 0 && blocked {
+            st.wait_tcp(self.sock, TcpInterest::Write, cx.waker());
+            return Poll::Pending;
+        }
+        if total > 0 {
+            st.poll();
+            drop(st);
+            inner.kick.notify_one();
+        }
+        Poll::Ready(Ok(total))
+    }
+
+    /// [`AsyncWrite::poll_write`] through a shared reference.
+    pub(super) fn poll_write_shared(
+        &self,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        self.poll_send_with(Some(cx.waker()), buf)
+    }
+
+    /// Queues as much of `buf` as the send buffer takes, without waiting
+    /// (`WouldBlock` when it is full); what it took is sent at once.
+    pub fn try_write(&self, buf: &[u8]) -> io::Result<usize> {
+        match self.poll_send_with(None, buf) {
+            Poll::Ready(r) => r,
+            Poll::Pending => Err(io::ErrorKind::WouldBlock.into()),
+        }
+    }
+
+    /// Shuts the reading side (reads return the end of the stream, what
+    /// arrives is discarded), the writing side (a FIN after the data) or
+    /// both.
+    pub(super) fn shutdown_std(&self, how: Shutdown) -> io::Result<()> {
+        let inner = &*self.net.inner;
+        {
+            let mut st = inner.live()?;
+            st.host.tcp_shutdown(&self.sock, how)?;
+            // The FIN leaves now; a reader of this stream wakes to its end.
+            st.poll();
+        }
+        inner.kick.notify_one();
+        Ok(())
+    }
+}
+
+impl AsyncRead for TcpStream {
+    /// Reads what has arrived (at least a byte), waiting if nothing has;
+    /// nothing read means the end of the stream.
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        self.poll_read_shared(cx, buf)
+    }
+}
+
+impl AsyncWrite for TcpStream {
+    /// Queues as much of `buf` as the send buffer takes (at least a byte),
+    /// waiting while it is full; sent at once.
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        self.poll_write_shared(cx, buf)
+    }
+
+    /// Queues the slices in turn as far as the send buffer takes them.
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        self.poll_write_vectored_shared(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        true
+    }
+
+    /// Nothing to do: written data is in the send buffer, on its way.
+    fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    /// Shuts the writing side: a FIN goes after the data. Reading goes on.
+    fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(self.shutdown_std(Shutdown::Write))
+    }
+}
+
+impl Drop for TcpStream {
+    fn drop(&mut self) {
+        {
+            let mut st = self.net.inner.lock();
+            st.forget_tcp(self.sock);
+            // Closing twice is the only failure, and a handle owned here
+            // cannot have been closed elsewhere; a connection the stack
+            // already dropped (reset, timed out) has nothing to close.
+            let _ = st.host.tcp_close(self.sock);
+            // The FIN (or reset) leaves now.
+            st.poll();
+        }
+        self.net.inner.kick.notify_one();
+    }
+}
