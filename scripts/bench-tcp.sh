@@ -432,7 +432,7 @@ idle_rows() {
         loaded=$(field "$tmp/$system.idle.loaded.log" gbps)
         extra=()
         if [ $system = pathstack ]; then
-            extra=($(python3 - "$s1" "$s2" "$idle" <<'EOF'
+            python3 - "$s1" "$s2" "$idle" >"$tmp/idle.extra" <<'EOF' || continue
 import json, sys
 a, b, n = json.loads(sys.argv[1]), json.loads(sys.argv[2]), int(sys.argv[3])
 conns = b["idle_conns"] - a["idle_conns"]
@@ -445,7 +445,7 @@ print(f"idle_buffer_bytes={b['idle_buffer']}")
 print(f"rss_bytes_per_idle_conn={(b['rss_bytes'] - a['rss_bytes']) / conns:.0f}")
 print('memory_method="heap: counting global allocator (stats_alloc) in tcp_echo, snapshot difference / idle connections; bytes_per_idle_conn excludes the send and receive buffers (idle_buffer_bytes each, allocated with the connection)"')
 EOF
-            )) || continue
+            mapfile -t extra <"$tmp/idle.extra"
             echo "$me:   pathstack: ${extra[*]:0:4}" >&2
         fi
         row $system idle10k "$(python3 -c "print($loaded / $base)")" fraction \
@@ -493,7 +493,7 @@ flood_rows() {
         extra=("syns_sent=$(field "$tmp/$system.flood.log" sent)" "syn_rate=$(field "$tmp/$system.flood.log" rate)"
             "flood_seconds=$(field "$tmp/$system.flood.log" seconds)")
         if [ $system = pathstack ]; then
-            extra+=($(python3 - "$s1" "$s2" <<'EOF'
+            python3 - "$s1" "$s2" >"$tmp/flood.extra" <<'EOF' || continue
 import json, sys
 a, b = json.loads(sys.argv[1]), json.loads(sys.argv[2])
 print(f"syn_cookies_sent={b['cookies_sent'] - a['cookies_sent']}")
@@ -503,7 +503,7 @@ print(f"rss_bytes_after={b['rss_bytes']}")
 print(f"heap_bytes_before={a['heap_bytes']}")
 print(f"heap_bytes_after={b['heap_bytes']}")
 EOF
-            ))
+            mapfile -t -O "${#extra[@]}" extra <"$tmp/flood.extra"
         else
             extra+=("syn_cookies_sent=$(( ${cookies1:-0} - ${cookies0:-0} ))")
         fi
