@@ -75,10 +75,12 @@
 #                         --gateway KERNEL_A_IP, so its SYN-ACKs go to kernel
 #                         A, which drops them (no forwarding: one bridge
 #                         delivery and an IP drop each, in NS_A); kernel A's
-#                         own row gets a blackhole route for 198.18.0.0/15
-#                         (SYN-ACK dropped at routing). Without a route
-#                         pathstack drops the SYN itself (it cannot make the
-#                         connection's path), which would flood nothing.
+#                         own row routes 198.18.0.0/15 via kernel B, which
+#                         drops them the same way. Without a route both
+#                         pathstack and Linux drop the SYN itself (no path /
+#                         no route for the reply), which would test nothing.
+#                         SYN cookies: pathstack's listener counters, Linux's
+#                         TcpExtSyncookiesSent (nstat in NS_A).
 #                         smoltcp has no SYN cookies and is not run here.
 #   tap-floor             bulk-from-stack: floor bulk-send writes full-size
 #                         UDP frames (1500-byte IP datagrams) into TAP_A as
@@ -358,8 +360,10 @@ if wanted idle10k; then
         echo "$me: ulimit -n is $(ulimit -n) (hard $(ulimit -Hn)); --idle $idle needs more" >&2; exit 1
     fi
 fi
-# kernel A's SYN-ACKs to the forged sources: dropped at routing.
-ip -n "$NS_A" route add blackhole 198.18.0.0/15 2>/dev/null || true
+# kernel A's SYN-ACKs to the forged sources: routed to kernel B, which
+# drops them (no forwarding). Not a blackhole route: with no usable route
+# Linux drops the SYN itself (inet_csk_route_req) and sends no cookie.
+ip -n "$NS_A" route replace 198.18.0.0/15 via "$KERNEL_B_IP"
 
 rtt_rows() {
     local system port=$((port + 1)) json
