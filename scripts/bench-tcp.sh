@@ -84,13 +84,18 @@
 #                         smoltcp has no SYN cookies and is not run here.
 #   tap-floor             bulk-from-stack: floor bulk-send writes full-size
 #                         UDP frames (1500-byte IP datagrams) into TAP_A as
-#                         fast as write(2) takes them, to a kernel_udp sink
-#                         on KERNEL_B_IP; the value is what the sink received.
+#                         fast as write(2) takes them, to KERNEL_B_IP; the
+#                         value is the octets VETH_B received in NS_B (what
+#                         the kernel forwarded across bridge and veth) per
+#                         second; the row keeps what the TAP took and what a
+#                         kernel_udp_bulk sink's socket got.
 #                         bulk-to-stack: kernel B sends 1472-byte UDP
-#                         datagrams to PS_A_IP as fast as it can; floor
-#                         bulk-recv reads frames from TAP_A and counts their
-#                         octets (Ethernet frames, no protocol work); the
-#                         value is what the floor read. Gbit/s of frames.
+#                         datagrams to PS_A_IP as fast as it can
+#                         (kernel_udp_bulk source); floor bulk-recv reads the
+#                         frames from TAP_A and counts their octets (no
+#                         protocol work); the value is what the floor read,
+#                         so the kernel sender may be the limit (the row
+#                         keeps its sent_gbps). Gbit/s of Ethernet frames.
 #
 # The programs: examples/tcp_bulk.rs (pathstack, default TCP options: 256 KB
 # buffers, window scaling, timestamps, SACK, RACK-TLP, CUBIC),
@@ -154,7 +159,7 @@ if [ "$build" = 1 ]; then
     (cd "$root" && cargo build --release -q -p pathstack \
         --example tcp_bulk --example smoltcp_peer --example kernel_tcp_bulk \
         --example tcp_echo --example kernel_tcp_peer --example syn_flood --example floor \
-        --example kernel_udp)
+        --example kernel_udp_bulk)
 fi
 bench_topology "bt$$" 78
 
@@ -516,11 +521,55 @@ EOF
     done
 }
 
+# veth_b_rx_bytes: octets VETH_B has received (frames into NS_B).
+veth_b_rx_bytes() {
+    ip -n "$NS_B" -j -s link show "$VETH_B" | python3 -c 'import json, sys; print(json.load(sys.stdin)[0]["stats64"]["rx"]["bytes"])'
+}
+
+floor_rows() {
+    local log
+    port=$((port + 1))
+    # kernel B -> the TAP: the floor reads frames from TAP_A.
+    echo "$me: tap-floor bulk-to-stack (run $run/$repeat)" >&2
+    log=$tmp/floor.recv.log
+    if serve tap-floor "$NS_A" "$cpu_s" "$log" "$bin/floor" bulk-recv --tap "$TAP_A" --netns "$NS_A" --ip "$PS_A_IP" $busy; then
+        if client floor.source "$NS_B" "$cpu_c" "$bin/kernel_udp_bulk" source --peer "$PS_A_IP:$port" --seconds "$seconds"; then
+            # The floor ends a second after the last frame.
+            wait "$server_pid" 2>/dev/null || true
+            server_pid=
+            row tap-floor bulk-to-stack "$(field "$log" gbps)" Gbit/s "frames=$(field "$log" frames)" \
+                "sent_gbps=$(field "$tmp/floor.source.log" gbps)" \
+                "method=\"kernel B sends 1472-octet UDP datagrams to PS_A_IP; floor bulk-recv reads the frames from TAP_A (Ethernet frame octets)\""
+        fi
+        stop_server
+    fi
+    port=$((port + 1))
+    # The TAP -> kernel B: the floor writes frames into TAP_A.
+    echo "$me: tap-floor bulk-from-stack (run $run/$repeat)" >&2
+    log=$tmp/floor.sink.log
+    local rx0 rx1
+    if serve tap-floor "$NS_B" "$cpu_c" "$log" "$bin/kernel_udp_bulk" sink --bind "$KERNEL_B_IP:$port"; then
+        rx0=$(veth_b_rx_bytes)
+        if client floor.send "$NS_A" "$cpu_s" "$bin/floor" bulk-send --tap "$TAP_A" --netns "$NS_A" --ip "$PS_A_IP" \
+            --peer "$KERNEL_B_IP" --port "$port" --seconds "$seconds" $busy; then
+            rx1=$(veth_b_rx_bytes)
+            wait "$server_pid" 2>/dev/null || true
+            server_pid=
+            row tap-floor bulk-from-stack \
+                "$(python3 -c "print(($rx1 - $rx0) * 8 / $(field "$tmp/floor.send.log" seconds) / 1e9)")" Gbit/s \
+                "written_gbps=$(field "$tmp/floor.send.log" gbps)" "socket_gbps=$(field "$log" gbps)" \
+                "method=\"floor bulk-send writes 1514-octet UDP frames into TAP_A for the run; the value is the octets VETH_B received (frames the kernel forwarded across bridge and veth into NS_B) per second of the run; written_gbps what the TAP took, socket_gbps what kernel B's UDP socket got (its receive queue drops the rest)\""
+        fi
+        stop_server
+    fi
+}
+
 for run in $(seq 1 "$repeat"); do
     if wanted rtt; then rtt_rows; fi
     if wanted conn-rate; then conn_rate_rows; fi
     if wanted idle10k; then idle_rows; fi
     if wanted synflood; then flood_rows; fi
+    if wanted tap-floor; then floor_rows; fi
 done
 
 python3 - "$results" "$out/$name.json" "$seconds" "$cpu_s" "$cpu_c" "${busy:-blocking}" "$(uname -r)" "$repeat" \
