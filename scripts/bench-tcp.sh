@@ -104,9 +104,19 @@
 # prints {"bytes","seconds","gbps",...}; a row's value is the receiver's
 # figure (bytes received / time from the first octet to the end).
 #
-# Writes target/pathstack-bench/NAME.json ({"results": [{"system", "test",
-# "value", "unit": "Gbit/s", ...}]}; BENCH_OUT overrides the directory) and
-# prints a table with the ratio pathstack/smoltcp. Needs root.
+# The other programs: examples/tcp_echo.rs (pathstack's echo server, heap
+# and RSS snapshots on SIGUSR1), smoltcp_peer tcp-echo, kernel_tcp_peer.rs
+# (kernel echo server and the clients: rtt, rate, stream, hold),
+# syn_flood.rs (raw IPv4 socket), floor bulk-send/bulk-recv and
+# kernel_udp_bulk.rs. Every program exits non-zero with a message rather
+# than print a figure from a failed run; a failed row is left out of the
+# table (with the message above it), the others still run.
+#
+# Writes target/pathstack-bench/NAME.json ({"meta": {...}, "results":
+# [{"system", "test", "value", "unit", ...extra fields}]}; BENCH_OUT
+# overrides the directory) and NAME.svg (scripts/bench-svg.py: a panel per
+# test), and prints one table: a row per test, a column per system, the
+# ratios pathstack/smoltcp and pathstack/kernel. Needs root.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -639,3 +649,5 @@ if int(repeat) > 1:
                                         for s in systems if (s, t) in val))
 print(f"\nwritten: {dst}")
 EOF
+python3 "$root/scripts/bench-svg.py" --json "$out/$name.json" --svg "$out/$name.svg" \
+    --title "TCP across veth: pathstack, smoltcp, kernel, TAP floor$([ "$quick" = 1 ] && echo ' (--quick)')"
