@@ -290,9 +290,14 @@ done
 done
 
 # ---------------------------------------------------------------- the rest
-# row SYSTEM TEST VALUE UNIT [KEY=JSON]...: one result line.
+# Background clients (idle holder, flood, flooded stream) go on exit too.
+bg_pids=()
+trap 'for p in "${bg_pids[@]}"; do kill "$p" 2>/dev/null || true; done; bench_cleanup' EXIT
+
+# row SYSTEM TEST VALUE UNIT [KEY=JSON]...: one result line; a row that
+# cannot be made (no value) is reported and left out.
 row() {
-    python3 - "$@" >>"$results" <<'EOF'
+    python3 - "$@" >>"$results" <<'EOF' || echo "$me: $1 $2: no result row (see above)" >&2
 import json, sys
 system, test, value, unit, *extra = sys.argv[1:]
 r = {"system": system, "test": test, "value": round(float(value), 4), "unit": unit}
@@ -433,6 +438,7 @@ idle_rows() {
             ip netns exec "$NS_B" taskset -c "$cpu_c" "$bin/kernel_tcp_peer" hold --peer "$addr:$iport" --count "$idle" \
                 >"$tmp/$system.hold.log" 2>&1 &
             hold_pid=$!
+            bg_pids+=("$hold_pid")
             for i in $(seq 1 600); do
                 grep -q established "$tmp/$system.hold.log" && break
                 kill -0 "$hold_pid" 2>/dev/null || break
@@ -445,6 +451,7 @@ idle_rows() {
                 echo "$me: $system: the $idle idle connections did not come up:" >&2; cat "$tmp/$system.hold.log" >&2
             fi
             kill "$hold_pid" 2>/dev/null || true; wait "$hold_pid" 2>/dev/null || true
+            bg_pids=() # reaped: their ids may be reused
         fi
         stop_server
         [ $ok = 1 ] || continue
@@ -493,6 +500,7 @@ flood_rows() {
         ip netns exec "$NS_B" taskset -c "$cpu_c" "$bin/kernel_tcp_peer" stream --peer "$addr:$port" \
             --seconds "$seconds" --wait 1 >"$tmp/$system.flood.loaded.log" 2>&1 &
         stream_pid=$!
+        bg_pids+=("$stream_pid")
         for i in $(seq 1 100); do
             grep -q connected "$tmp/$system.flood.loaded.log" && break
             sleep 0.05
@@ -500,9 +508,11 @@ flood_rows() {
         ip netns exec "$NS_B" taskset -c "$cpu_c" "$bin/syn_flood" --target "$addr:$port" --rate 10000 \
             --seconds "$(python3 -c "print(max($flood_seconds, $seconds + 2))")" >"$tmp/$system.flood.log" 2>&1 &
         flood_pid=$!
+        bg_pids+=("$flood_pid")
         local sok=0 fok=0
         wait "$stream_pid" && sok=1
         wait "$flood_pid" && fok=1
+        bg_pids=() # reaped: their ids may be reused
         if [ $system = pathstack ]; then s2=$(snapshot "$tmp/$system.flood.server.log")
         else cookies1=$(ip netns exec "$NS_A" nstat -asz TcpExtSyncookiesSent | awk '/TcpExtSyncookiesSent/ {print $2}'); fi
         stop_server
