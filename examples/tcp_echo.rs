@@ -4,11 +4,11 @@
 //!
 //! ```text
 //! tcp_echo --tap NAME [--netns NS] --ip A/24 [--gateway G] --port P [--backlog B]
-//!          [--idle-port Q [--idle-buffer BYTES]] [--busy-poll]
+//!          [--buffer BYTES] [--idle-port Q [--idle-buffer BYTES]] [--busy-poll]
 //! ```
 //!
 //! Connections to `--port` have pathstack's default options (256 KB
-//! buffers each way) with `TCP_NODELAY`, and are echoed: every octet read
+//! buffers each way, or `--buffer`) with `TCP_NODELAY`, and are echoed: every octet read
 //! is written back; a connection whose peer has closed and whose echo is
 //! out is closed. Connections to `--idle-port` get `--idle-buffer` octets
 //! of send and receive buffer each and are accepted and held but never
@@ -71,6 +71,10 @@ struct Args {
     /// beyond a full SYN queue SYN cookies answer).
     #[arg(long, default_value_t = 128)]
     backlog: u32,
+    /// Send and receive buffer octets of each echo connection (default:
+    /// pathstack's, 256 KB).
+    #[arg(long)]
+    buffer: Option<usize>,
     /// A port whose connections are accepted and held idle.
     #[arg(long)]
     idle_port: Option<u16>,
@@ -141,7 +145,16 @@ fn run(args: Args) -> Result<(), BoxError> {
         nodelay: true,
         ..TcpConfig::default()
     };
-    let echo = host.tcp_listen_with(("0.0.0.0", args.port), args.backlog, defaults)?;
+    let echo_cfg = match args.buffer {
+        Some(b) => TcpConfig {
+            send_buffer: b,
+            recv_buffer: b,
+            max_ooo_bytes: b,
+            ..defaults
+        },
+        None => defaults,
+    };
+    let echo = host.tcp_listen_with(("0.0.0.0", args.port), args.backlog, echo_cfg)?;
     let idle = match args.idle_port {
         Some(p) => {
             let small = TcpConfig {
