@@ -5,13 +5,28 @@
 //! waits for their echo. Together they give the floor row of
 //! `scripts/bench-veth.sh` (raw client ↔ raw responder, symmetric with the
 //! other systems, which also run both ends); `respond` alone is the floor of
-//! `scripts/bench-ping.sh` (the kernel pings it).
+//! `scripts/bench-ping.sh` (the kernel pings it). `bulk-send` and
+//! `bulk-recv` are the TAP floor of `scripts/bench-tcp.sh`: full-size
+//! frames through the TAP as fast as it takes or gives them, with no
+//! protocol work at all.
 //!
 //! ```text
 //! floor respond    --tap NAME [--netns NS] --ip A [--port P] [--busy-poll]
 //! floor udp-client --tap NAME [--netns NS] --ip A --peer B [--peer-mac MAC|arp]
 //!                  [--port P] [--rounds N] [--warmup W] [--busy-poll] [--json FILE]
+//! floor bulk-send  --tap NAME [--netns NS] --ip A --peer B [--port P] [--seconds S] [--busy-poll]
+//! floor bulk-recv  --tap NAME [--netns NS] --ip A [--busy-poll]
 //! ```
+//!
+//! `bulk-send` resolves the peer's MAC (ARP), builds one Ethernet/IPv4/UDP
+//! frame of 1514 octets (a 1472-octet payload to the peer's port P) and
+//! writes it into the TAP for S seconds, each write a pool buffer as
+//! pathstack's driver sends; a write the kernel refuses (its queue full) is
+//! retried. `bulk-recv` reads every frame the TAP gives, answers ARP for
+//! its address (so the kernel can send to it) and counts the frames'
+//! octets from the first UDP frame until none has come for a second.
+//! Both print `{"frames", "bytes", "seconds", "gbps"}` (Ethernet frame
+//! octets, header included) on stdout.
 //!
 //! For example, on the topology of `scripts/netns.sh up --id 42`:
 //!
@@ -99,6 +114,25 @@ enum Mode {
         #[arg(long)]
         json: Option<PathBuf>,
     },
+    /// Write full-size UDP frames to --peer into the TAP for --seconds.
+    BulkSend {
+        #[command(flatten)]
+        tap: TapArgs,
+        /// The receiver's IPv4 address (its MAC is resolved with ARP).
+        #[arg(long)]
+        peer: Ipv4Addr,
+        /// The receiver's UDP port.
+        #[arg(long, default_value_t = 9)]
+        port: u16,
+        /// How long to send.
+        #[arg(long, default_value_t = 5.0)]
+        seconds: f64,
+    },
+    /// Read and count frames from the TAP until a second passes without one.
+    BulkRecv {
+        #[command(flatten)]
+        tap: TapArgs,
+    },
 }
 
 fn parse_ip(s: &str) -> Result<Ipv4Addr, String> {
@@ -157,7 +191,102 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             rec.report(json.as_deref())?;
             Ok(())
         }
+        Mode::BulkSend {
+            tap,
+            peer,
+            port,
+            seconds,
+        } => bulk_send(&tap, peer, port, seconds),
+        Mode::BulkRecv { tap } => bulk_recv(&tap),
     }
+}
+
+/// Frame octets in `secs` seconds as the JSON line of the bulk modes.
+fn bulk_report(frames: u64, bytes: u64, secs: f64) {
+    println!(
+        "{}",
+        serde_json::json!({
+            "frames": frames,
+            "bytes": bytes,
+            "seconds": secs,
+            "gbps": bytes as f64 * 8.0 / secs.max(1e-9) / 1e9,
+        })
+    );
+}
+
+fn bulk_send(
+    args: &TapArgs,
+    peer: Ipv4Addr,
+    port: u16,
+    seconds: f64,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let mut dev = open(args)?;
+    let pool = MsgPool::new(PoolConfig::small(64));
+    let peer_mac = resolve(&mut dev, &pool, args.ip, peer)?;
+    let payload = vec![0x5au8; dev.mtu() - 28];
+    let mut frame = Vec::with_capacity(dev.mtu() + 14);
+    PacketBuilder::ethernet2(dev.mac(), peer_mac)
+        .ipv4(args.ip.octets(), peer.octets(), 64)
+        .udp(CLIENT_PORT, port)
+        .write(&mut frame, &payload)?;
+    let wait = mode(args.busy_poll);
+    let start = std::time::Instant::now();
+    let end = start + Duration::from_secs_f64(seconds);
+    let (mut frames, mut bytes) = (0u64, 0u64);
+    while std::time::Instant::now() < end {
+        match dev.transmit(pool.alloc_copy(&frame)?, Instant::now()) {
+            Ok(()) => {
+                frames += 1;
+                bytes += frame.len() as u64;
+            }
+            // The kernel's backlog is full: let it drain and write again.
+            Err(pathstack_core::DeviceError::QueueFull { .. }) => {
+                if wait == WaitMode::BusyPoll {
+                    std::thread::yield_now();
+                } else {
+                    std::thread::sleep(Duration::from_micros(50));
+                }
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    bulk_report(frames, bytes, start.elapsed().as_secs_f64());
+    Ok(())
+}
+
+fn bulk_recv(args: &TapArgs) -> Result<(), Box<dyn std::error::Error>> {
+    let mut dev = open(args)?;
+    let pool = MsgPool::new(PoolConfig::small(64));
+    // Answers ARP; its UDP echo is off (port 0 never matches a datagram).
+    let mut arp = RawResponder::new(dev.mac(), args.ip).udp_port(Some(0));
+    let wait = mode(args.busy_poll);
+    println!("floor bulk-recv: ready on {} ({})", dev.name(), args.ip);
+    let (mut frames, mut bytes) = (0u64, 0u64);
+    let mut first = None;
+    let mut last = std::time::Instant::now();
+    loop {
+        let Some(mut f) = dev.receive_timeout(&pool, wait, Some(Duration::from_secs(1)))? else {
+            if first.is_some() {
+                break; // a second without a frame: the sender is done
+            }
+            continue;
+        };
+        let is_udp =
+            f.len() > PAYLOAD && f.as_slice()[12..14] == [0x08, 0x00] && f.as_slice()[IP + 9] == 17;
+        if is_udp {
+            first.get_or_insert_with(std::time::Instant::now);
+            last = std::time::Instant::now();
+            frames += 1;
+            bytes += f.len() as u64;
+        } else if arp.answer_in_place(f.as_mut_slice()).is_ok() {
+            dev.transmit(f, Instant::now())?;
+        }
+    }
+    let Some(first) = first else {
+        return Err("no UDP frame came".into());
+    };
+    bulk_report(frames, bytes, (last - first).as_secs_f64());
+    Ok(())
 }
 
 fn respond(args: &TapArgs, port: Option<u16>) -> Result<(), Box<dyn std::error::Error>> {

@@ -1,4 +1,5 @@
-//! The main job: 1-byte UDP ping-pong between two pathstack hosts.
+//! The main job: 1-byte UDP ping-pong between two pathstack hosts (and
+//! with `--transport tcp` the same over one TCP connection).
 //!
 //! With no arguments: two stacks in one process joined by the in-memory
 //! wire; for each scheduler (per-message, LDLP) and path form (modular
@@ -37,13 +38,21 @@
 //! path inlining (PIN) then uses the sequence ending in `LANCE`.
 //!
 //! ```text
-//! cargo run --release --example pingpong -- [--wire memory|tap] [--transport udp]
+//! cargo run --release --example pingpong -- [--wire memory|tap] [--transport udp|tcp]
 //!     [--rounds N] [--warmup W] [--sched per-message|ldlp] [--form std|pin|both]
 //!     [--nic tap|lance:copy|lance:direct] [--busy-poll]
 //!     [--server-cpu S] [--client-cpu C] [--json FILE]
 //! ```
 //!
-//! The JSON is `{"transport": "udp", "wire": "memory|tap", "nic": "…",
+//! With `--transport tcp` the client connects to a listener of the server
+//! on port 7, both ends with `TCP_NODELAY` (pathstack's defaults
+//! otherwise), and each round sends one octet that the server's
+//! application reads and writes back (an application above the socket
+//! API, not an in-path echo). Only the standard path form runs (`--form
+//! pin` has no TCP rule); over TAP a round whose echo has not come within
+//! 5 s fails the run (TCP retransmits; nothing is counted as lost).
+//!
+//! The JSON is `{"transport": "udp|tcp", "wire": "memory|tap", "nic": "…",
 //! "results": [{"config": "<sched>/<std|pin>", "rounds": N, "rtt_ns":
 //! {"p50", "p99", "p999"}, "round_trips_per_s": X}]}` (over TAP also
 //! `"lost"` per result, and the mode and CPUs).
@@ -75,14 +84,19 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 mod rtt;
 use rtt::{RttRecorder, LOSS_TIMEOUT};
 
+#[path = "support/tcp_pingpong.rs"]
+mod tcp_pingpong;
+use tcp_pingpong::{TcpEchoServer, TcpPinger};
+
 #[derive(Parser, Debug)]
-#[command(about = "1-byte UDP ping-pong between two pathstack hosts")]
+#[command(about = "1-byte UDP or TCP ping-pong between two pathstack hosts")]
 struct Args {
     /// `memory` (two stacks in one process) or `tap` (two TAPs bridged
     /// across a veth, scripts/netns.sh; needs root).
     #[arg(long, default_value = "memory")]
     wire: String,
-    /// Transport (only `udp` so far).
+    /// Transport: `udp` (in-path echo) or `tcp` (one connection, nodelay,
+    /// the server's application echoes).
     #[arg(long, default_value = "udp")]
     transport: String,
     /// Measured round trips per configuration.
@@ -348,8 +362,18 @@ fn main() -> std::process::ExitCode {
 }
 
 fn run(args: Args) -> Result<(), BoxError> {
-    if args.transport != "udp" {
-        return Err(format!("transport `{}`: only `udp` exists so far", args.transport).into());
+    let tcp = match args.transport.as_str() {
+        "udp" => false,
+        "tcp" => true,
+        t => return Err(format!("transport `{t}`: expected `udp` or `tcp`").into()),
+    };
+    if tcp && matches!(args.form.as_deref(), Some("pin" | "both")) {
+        return Err(
+            "--transport tcp: only --form std (there is no path-inlining rule for TCP)".into(),
+        );
+    }
+    if tcp && args.count_only {
+        return Err("--count-only is for --transport udp".into());
     }
     if args.count_only && args.wire != "memory" {
         return Err("--count-only is for --wire memory".into());
@@ -360,11 +384,16 @@ fn run(args: Args) -> Result<(), BoxError> {
     let results = match args.wire.as_str() {
         "memory" => {
             println!(
-                "1-byte UDP ping-pong over the in-memory wire (two stacks in one process); {}",
+                "1-byte {} ping-pong over the in-memory wire (two stacks in one process); {}",
+                args.transport.to_uppercase(),
                 args.nic.description()
             );
             print_columns(count_only);
-            run_memory(&args, &mut row)?
+            if tcp {
+                run_memory_tcp(&args, &mut row)?
+            } else {
+                run_memory(&args, &mut row)?
+            }
         }
         "tap" => run_tap(&args, &mut row)?,
         w => return Err(format!("wire `{w}`: expected `memory` or `tap`").into()),
@@ -375,7 +404,7 @@ fn run(args: Args) -> Result<(), BoxError> {
     if let Some(file) = &args.json {
         let tap = args.wire == "tap";
         let mut json = serde_json::json!({
-            "transport": "udp",
+            "transport": args.transport,
             "wire": args.wire,
             "nic": args.nic.name(),
             "results": results.iter().map(|r| {
@@ -598,6 +627,67 @@ fn run_memory(args: &Args, row: &mut dyn FnMut(&Result1)) -> Result<Vec<Result1>
     Ok(results)
 }
 
+/// The TCP ping-pong of two hosts in this process, on the in-memory wire.
+fn run_memory_tcp(args: &Args, row: &mut dyn FnMut(&Result1)) -> Result<Vec<Result1>, BoxError> {
+    let mut results = Vec::new();
+    for (sched, _) in configs(args, false)?.into_iter().filter(|&(_, pin)| !pin) {
+        let (a, b) = wire_pair(WireConfig::default());
+        let mac = |n| Some(MacAddr([0x02, 0, 0, 0, 0, n]));
+        let nic = args.nic;
+        let mut client = Host::new(
+            config("10.0.0.1/24", mac(1), sched, nic, args.rx_burst, "sink")?,
+            a,
+        )?;
+        let mut server = Host::new(
+            config("10.0.0.2/24", mac(2), sched, nic, args.rx_burst, "echo")?,
+            b,
+        )?;
+        let mut srv = TcpEchoServer::listen(&mut server, PORT)?;
+        let mut ping = TcpPinger::connect(&mut client, Ipv4Addr::new(10, 0, 0, 2), PORT)?;
+        let mut handshake = 0;
+        while !client.tcp_is_connected(&ping.s)? {
+            client.poll();
+            server.poll();
+            srv.serve(&mut server)?;
+            handshake += 1;
+            if handshake > 1000 {
+                return Err("the TCP handshake over the in-memory wire did not complete".into());
+            }
+        }
+        let mut round_trip = || -> Result<bool, BoxError> {
+            ping.send(&mut client)?;
+            // The same polling as the UDP round trip: the server answers
+            // in its poll, the client takes the echo in its.
+            for _ in 0..8 {
+                client.poll();
+                server.poll();
+                srv.serve(&mut server)?;
+                client.poll();
+                if ping.echoed(&mut client)? {
+                    return Ok(true);
+                }
+            }
+            Ok(false)
+        };
+        for _ in 0..args.warmup {
+            if !round_trip()? {
+                return Err("warm-up round trip lost".into());
+            }
+        }
+        let r = measure(config_name(sched, false), args.rounds, &mut round_trip)?;
+        if r.rec.lost_count() > 0 {
+            return Err(format!(
+                "{} TCP round trips did not complete in 8 polls",
+                r.rec.lost_count()
+            )
+            .into());
+        }
+        row(&r);
+        results.push(r);
+    }
+    Ok(results)
+}
+
 // ---------------------------------------------------------------------------
 // Over TAP/veth.
 
@@ -758,6 +848,8 @@ struct End {
     nic: Nic,
     rx_burst: Option<usize>,
     mode: WaitMode,
+    /// TCP ping-pong instead of UDP.
+    tcp: bool,
 }
 
 impl End {
@@ -783,6 +875,17 @@ impl End {
 /// The server's thread: echoes until `stop`.
 fn serve(end: End, ready: mpsc::Sender<()>, stop: Arc<AtomicBool>) -> Result<String, BoxError> {
     let mut host = end.host("server", "echo")?;
+    if end.tcp {
+        let mut srv = TcpEchoServer::listen(&mut host, PORT)?;
+        let _ = ready.send(());
+        while !stop.load(Ordering::Relaxed) {
+            host.poll();
+            if !srv.serve(&mut host)? {
+                host.wait(Duration::from_millis(20))?;
+            }
+        }
+        return Ok(host.report());
+    }
     let path = server_path(&mut host)?;
     if end.pin {
         inline(&mut host, path, end.nic)?;
@@ -848,6 +951,9 @@ fn client(
     interrupted: Arc<AtomicBool>,
 ) -> Result<(Result1, String), BoxError> {
     let mut host = end.host("client", "sink")?;
+    if end.tcp {
+        return tcp_client(host, &end, peer, warmup, rounds, interrupted);
+    }
     let path = client_path(&mut host, peer)?;
     if end.pin {
         inline(&mut host, path, end.nic)?;
@@ -887,6 +993,59 @@ fn client(
     Ok((r, c.host.report()))
 }
 
+/// How long a TCP round may take over TAP before the run fails.
+const TCP_ROUND_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The client's thread with `--transport tcp`: connect (ARP, handshake),
+/// warm-up, then the measured rounds.
+fn tcp_client(
+    mut host: Host,
+    end: &End,
+    peer: Ipv4Addr,
+    warmup: u64,
+    rounds: u64,
+    interrupted: Arc<AtomicBool>,
+) -> Result<(Result1, String), BoxError> {
+    let mut ping = TcpPinger::connect(&mut host, peer, PORT)?;
+    let by = Instant::now() + Duration::from_secs(5);
+    while !host.tcp_is_connected(&ping.s)? {
+        if Instant::now() > by {
+            return Err(format!(
+                "no TCP connection to {peer}:{PORT} within 5 s (ARP or topology?)\n{}",
+                host.report()
+            )
+            .into());
+        }
+        host.poll();
+        host.wait(Duration::from_millis(10))?;
+    }
+    let mut round_trip = |host: &mut Host| -> Result<bool, BoxError> {
+        let t0 = Instant::now();
+        ping.send(host)?;
+        loop {
+            host.poll();
+            if ping.echoed(host)? {
+                return Ok(true);
+            }
+            let left = TCP_ROUND_TIMEOUT.saturating_sub(t0.elapsed());
+            if left.is_zero() {
+                return Err(format!("no TCP echo within {TCP_ROUND_TIMEOUT:?}").into());
+            }
+            host.wait(left.min(Duration::from_millis(20)))?;
+        }
+    };
+    for _ in 0..warmup {
+        round_trip(&mut host)?;
+    }
+    let r = measure(config_name(end.sched, false), rounds, || {
+        if interrupted.load(Ordering::Relaxed) {
+            return Err("interrupted".into());
+        }
+        round_trip(&mut host)
+    })?;
+    Ok((r, host.report()))
+}
+
 /// Turns a thread's panic into an error.
 fn joined<T>(h: std::thread::JoinHandle<Result<T, BoxError>>, who: &str) -> Result<T, BoxError> {
     h.join()
@@ -896,6 +1055,7 @@ fn joined<T>(h: std::thread::JoinHandle<Result<T, BoxError>>, who: &str) -> Resu
 /// The two hosts on TAPs bridged across a veth (scripts/netns.sh).
 fn run_tap(args: &Args, row: &mut dyn FnMut(&Result1)) -> Result<Vec<Result1>, BoxError> {
     check_privileges()?;
+    let tcp = args.transport == "tcp";
     let configs = configs(args, true)?;
     // SIGINT/SIGTERM (e.g. from `timeout`) end the run through the normal
     // path, so that a private topology is torn down.
@@ -912,7 +1072,8 @@ fn run_tap(args: &Args, row: &mut dyn FnMut(&Result1)) -> Result<Vec<Result1>, B
         WaitMode::Blocking
     };
     println!(
-        "1-byte UDP ping-pong over TAP/veth ({} {} ↔ {} {}); {}; {}, server CPU {}, client CPU {}",
+        "1-byte {} ping-pong over TAP/veth ({} {} ↔ {} {}); {}; {}, server CPU {}, client CPU {}",
+        args.transport.to_uppercase(),
         topo.var("TAP_B"),
         client_ip,
         topo.var("TAP_A"),
@@ -939,6 +1100,7 @@ fn run_tap(args: &Args, row: &mut dyn FnMut(&Result1)) -> Result<Vec<Result1>, B
             nic: args.nic,
             rx_burst: args.rx_burst,
             mode,
+            tcp,
         };
         let client_end = End {
             netns: topo.var("NS_B").into(),

@@ -9,7 +9,18 @@
 //! smoltcp_peer tcp-sink   --tap NAME [--netns NS] --ip A/24 --port P [--busy-poll]
 //! smoltcp_peer tcp-source --tap NAME [--netns NS] --ip A/24 --peer ADDR:PORT
 //!                         [--seconds S] [--busy-poll]
+//! smoltcp_peer tcp-echo   --tap NAME [--netns NS] --ip A/24 --port P [--sockets K]
+//!                         [--idle-port Q --idle-sockets N [--idle-buffer B]] [--busy-poll]
 //! ```
+//!
+//! `tcp-echo` is the smoltcp TCP echo server (RFC 862) of the latency,
+//! connection-rate and idle-connection rows of `scripts/bench-tcp.sh`,
+//! with the options of `examples/tcp_echo.rs`: K sockets listen on P
+//! (smoltcp takes one connection per socket; a socket that has closed
+//! listens again), 256 KB buffers, Nagle off (`set_nagle_enabled(false)`),
+//! echoing what they read. N more sockets with B-octet buffers listen on
+//! Q and are never read (the idle connections). smoltcp's interface polls
+//! every socket of its set on each poll, which is what the idle row shows.
 //!
 //! `tcp-sink` and `tcp-source` are the smoltcp rows of
 //! `scripts/bench-tcp.sh`, with the options and JSON output of
@@ -127,6 +138,23 @@ enum Mode {
         #[command(flatten)]
         tap: TapArgs,
     },
+    /// TCP echo server on --port, with idle listeners on --idle-port.
+    TcpEcho {
+        #[command(flatten)]
+        tap: TapArgs,
+        /// Sockets listening on --port (connections served at once).
+        #[arg(long, default_value_t = 4)]
+        sockets: usize,
+        /// A port whose connections are accepted and held idle.
+        #[arg(long)]
+        idle_port: Option<u16>,
+        /// Sockets listening on --idle-port.
+        #[arg(long, default_value_t = 0)]
+        idle_sockets: usize,
+        /// Send and receive buffer octets of each idle socket.
+        #[arg(long, default_value_t = 4096)]
+        idle_buffer: usize,
+    },
     /// TCP: connect to --peer, send for --seconds, close; JSON result.
     TcpSource {
         #[command(flatten)]
@@ -168,6 +196,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             Ok(())
         }
         Mode::TcpSink { tap } => tcp_sink(&tap),
+        Mode::TcpEcho {
+            tap,
+            sockets,
+            idle_port,
+            idle_sockets,
+            idle_buffer,
+        } => tcp_echo(
+            &tap,
+            sockets,
+            idle_port.map(|p| (p, idle_sockets, idle_buffer)),
+        ),
         Mode::TcpSource { tap, peer, seconds } => tcp_source(&tap, peer, seconds),
         Mode::Memory {
             rounds,
@@ -514,6 +553,77 @@ fn tcp_sink(args: &TapArgs) -> Result<(), Box<dyn std::error::Error>> {
     }
     tcp_report(bytes, secs, phy.dropped);
     Ok(())
+}
+
+/// A TCP socket with `buffer` octets each way, Nagle off, listening on `port`.
+fn echo_socket(buffer: usize, port: u16) -> Result<tcp::Socket<'static>, tcp::ListenError> {
+    let mut sock = tcp::Socket::new(
+        tcp::SocketBuffer::new(vec![0u8; buffer]),
+        tcp::SocketBuffer::new(vec![0u8; buffer]),
+    );
+    sock.set_congestion_control(tcp::CongestionControl::Cubic);
+    sock.set_nagle_enabled(false);
+    sock.listen(port)?;
+    Ok(sock)
+}
+
+fn tcp_echo(
+    args: &TapArgs,
+    sockets: usize,
+    idle: Option<(u16, usize, usize)>,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let mut phy = TapPhy::open(args)?;
+    let (mut iface, mut set, first) = tcp_iface(&mut phy, args.ip);
+    set.remove(first);
+    let mut echo = Vec::new();
+    for _ in 0..sockets.max(1) {
+        echo.push(set.add(echo_socket(TCP_BUFFER, args.port)?));
+    }
+    if let Some((port, n, buffer)) = idle {
+        for _ in 0..n {
+            set.add(echo_socket(buffer, port)?);
+        }
+    }
+    println!(
+        "smoltcp tcp-echo: ready on {} port {} ({} sockets{})",
+        args.ip,
+        args.port,
+        echo.len(),
+        idle.map(|(p, n, _)| format!(", {n} idle sockets on port {p}"))
+            .unwrap_or_default()
+    );
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let now = SInstant::now();
+        iface.poll(now, &mut phy, &mut set);
+        let mut moved = false;
+        for &h in &echo {
+            let sock = set.get_mut::<tcp::Socket>(h);
+            // Echo what fits in the send buffer; the rest waits in the
+            // receive buffer (the window closes) until there is room.
+            while sock.can_recv() && sock.can_send() {
+                let room = sock.send_capacity() - sock.send_queue();
+                let want = room.min(buf.len());
+                let n = sock.recv_slice(&mut buf[..want])?;
+                if n == 0 {
+                    break;
+                }
+                sock.send_slice(&buf[..n])?;
+                moved = true;
+            }
+            if sock.state() == tcp::State::CloseWait && sock.recv_queue() == 0 {
+                sock.close();
+                moved = true;
+            }
+            if sock.state() == tcp::State::Closed {
+                sock.listen(args.port)?;
+            }
+        }
+        if moved {
+            continue; // poll at once: the echo goes out
+        }
+        tcp_wait(args, &mut phy, &mut iface, &set, now)?;
+    }
 }
 
 fn tcp_source(
