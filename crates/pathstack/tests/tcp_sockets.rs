@@ -433,3 +433,51 @@ proptest! {
         transfer(&mut sim, cfg, n, m, Duration::from_secs(600));
     }
 }
+
+/// A request/response exchange sends one segment per message each way:
+/// the ACK of a request rides on its answer (RFC 9293 §3.8.6.3 delayed
+/// ACK), never a pure ACK before it.
+#[test]
+fn ping_pong_acks_ride_on_the_answers() {
+    let mut sim = Sim::new(plain());
+    let cfg = TcpConfig {
+        nodelay: true,
+        ..TcpConfig::default()
+    };
+    let (_l, c, s) = connect(&mut sim, cfg);
+    let segs_out = |sim: &Sim| {
+        (
+            sim.a.tcp_stats(&c).unwrap().segs_out,
+            sim.b.tcp_stats(&s).unwrap().segs_out,
+        )
+    };
+    // The first read opens the window past the handshake's unscaled
+    // 65,535 (a window update, as Linux sends): counted from round 1 on.
+    let rounds = 20;
+    let mut before = segs_out(&sim);
+    let mut buf = [0u8; 16];
+    for r in 0..=rounds {
+        if r == 1 {
+            before = segs_out(&sim);
+        }
+        assert_eq!(sim.a.tcp_send(&c, &[r as u8]).unwrap(), Some(1));
+        let got = loop {
+            sim.step();
+            if let Some(n) = sim.b.tcp_recv(&s, &mut buf).unwrap() {
+                break n;
+            }
+        };
+        assert_eq!(got, 1);
+        assert_eq!(sim.b.tcp_send(&s, &buf[..1]).unwrap(), Some(1));
+        loop {
+            sim.step();
+            if let Some(n) = sim.a.tcp_recv(&c, &mut buf).unwrap() {
+                assert_eq!((n, buf[0]), (1, r as u8));
+                break;
+            }
+        }
+    }
+    let after = segs_out(&sim);
+    assert_eq!(after.1 - before.1, rounds, "server segments");
+    assert_eq!(after.0 - before.0, rounds, "client segments");
+}
