@@ -173,6 +173,24 @@ impl HostConfig {
     }
 }
 
+/// The `TCP` parameters that turn on what the device offloads (see
+/// `pathstack_core::device::offload`): partial checksums when it finishes
+/// them, super-segments when it segments them. Only when the frames go
+/// straight to the device (`Nic::Device`): an emulated adapter in between
+/// copies frames and knows nothing of offloads. Empty for devices without
+/// offloads, so their graphs stay as they were.
+fn tcp_offload_params(cfg: &HostConfig, caps: &pathstack_core::device::DeviceCaps) -> String {
+    let o = caps.offload;
+    if cfg.nic != Nic::Device || !o.tx_checksum {
+        return String::new();
+    }
+    let mut p = " csum_offload=true".to_string();
+    if o.tso4_max > 0 {
+        p.push_str(&format!(" tso_max={}", o.tso4_max));
+    }
+    p
+}
+
 /// An Internet host on one device.
 pub struct Host {
     stack: Stack,
@@ -225,7 +243,11 @@ impl Host {
         }
         if cfg.tcp {
             g.upper.push((
-                format!("name=tcp module=TCP mss={};", g.mtu.saturating_sub(40)),
+                format!(
+                    "name=tcp module=TCP mss={}{};",
+                    g.mtu.saturating_sub(40),
+                    tcp_offload_params(&cfg, &caps)
+                ),
                 "tcp.down<>ip.up;".into(),
             ));
         }

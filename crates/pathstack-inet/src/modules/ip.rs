@@ -574,18 +574,32 @@ impl IpStage {
         // A socket's TTL option (RFC 1122 §3.2.1.7: the transport layer
         // may set the TTL of what it sends).
         let ttl = msg.anno().ttl().unwrap_or(ipv4::DEFAULT_TTL);
+        // A TCP super-segment for the device to cut up (segmentation
+        // offload) must not be fragmented: it may fill a whole datagram.
+        let gso = msg.anno().offload.tx_gso_size != 0;
+        let mtu = if gso {
+            usize::from(u16::MAX)
+        } else {
+            usize::from(self.iface.mtu)
+        };
         // A connected path's header was formatted when the path was made.
         if let Some(t) = &self.template {
-            if len + MIN_HEADER_LEN <= usize::from(self.iface.mtu) {
+            if len + MIN_HEADER_LEN <= mtu {
                 return match t.push_onto(msg, ident, ttl) {
                     Ok(()) => Verdict::Next,
                     Err(_) => Verdict::Drop(Ipv4DropReason::NoHeadroom.into()),
                 };
             }
         }
+        if gso && len + MIN_HEADER_LEN > mtu {
+            // A super-segment longer than any datagram: TCP sizes them
+            // below the limit, so this is a bug above, not a fragment job
+            // (fragments would carry the partial checksum to the peer).
+            return Verdict::Drop(Ipv4DropReason::FragmentationFailed.into());
+        }
         let mut repr = Ipv4Repr::new(self.iface.addr, dst, proto, ident, len as u16);
         repr.ttl = ttl;
-        if len + MIN_HEADER_LEN <= usize::from(self.iface.mtu) {
+        if len + MIN_HEADER_LEN <= mtu {
             return match repr.push_onto(msg) {
                 Ok(()) => Verdict::Next,
                 Err(_) => Verdict::Drop(Ipv4DropReason::NoHeadroom.into()),

@@ -255,7 +255,12 @@ impl Stage for UdpStage {
             let (Some(src), Some(dst)) = (a.peer_ip(), a.local_ip()) else {
                 return Verdict::Drop(UdpDropReason::NoLocalAddress.into());
             };
-            let (sport, dport, len) = match UdpPacket::new_checked(msg.as_slice(), src, dst) {
+            let (sport, dport, len) = match UdpPacket::new_received(
+                msg.as_slice(),
+                src,
+                dst,
+                msg.anno().offload.rx_csum_verified,
+            ) {
                 Ok(p) => (p.src_port(), p.dst_port(), p.len()),
                 Err(e) => return Verdict::Drop(e.into()),
             };
