@@ -418,6 +418,45 @@ impl Drop for Capture {
     }
 }
 
+/// A Wireshark configuration directory in which every heuristic
+/// dissector on TCP is off, made the one tshark reads
+/// (`WIRESHARK_CONFIG_DIR`) while this lives. The pattern payload is
+/// pseudo-random: over some 20,000 full segments, one now and then looks
+/// enough like Thrift (or another protocol guessed from the payload alone)
+/// for tshark to dissect it as such and call it malformed. The TCP and IP
+/// checks do not depend on what the payload is taken for.
+struct TsharkWithoutTcpHeuristics(std::path::PathBuf);
+
+impl TsharkWithoutTcpHeuristics {
+    fn new() -> TsharkWithoutTcpHeuristics {
+        let dir = std::env::temp_dir().join(format!("pathstack-wsconf-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("make the tshark configuration directory");
+        let out = Command::new("tshark")
+            .args(["-G", "heuristic-decodes"])
+            .output()
+            .expect("run tshark -G heuristic-decodes");
+        // Lines "tcp<TAB>NAME<TAB>T": the heuristic's short name is
+        // NAME_tcp (as `--disable-heuristic` takes it).
+        let off: String = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| l.strip_prefix("tcp\t"))
+            .filter_map(|l| l.split('\t').next())
+            .map(|name| format!("{name}_tcp,0\n"))
+            .collect();
+        assert!(off.contains("thrift_tcp"), "tshark lists no TCP heuristics");
+        std::fs::write(dir.join("heuristic_protos"), off).expect("write heuristic_protos");
+        std::env::set_var("WIRESHARK_CONFIG_DIR", &dir);
+        TsharkWithoutTcpHeuristics(dir)
+    }
+}
+
+impl Drop for TsharkWithoutTcpHeuristics {
+    fn drop(&mut self) {
+        std::env::remove_var("WIRESHARK_CONFIG_DIR");
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 /// Turns off a veth end's transmit checksumming (and with it TSO and GSO).
 fn ethtool_tx_off(topo: &Topology, ns_key: &str, iface: &str) {
     let out = topo
@@ -472,6 +511,7 @@ fn capture_on_veth_shows_valid_mtu_sized_segments() {
         tx.data_segs_out < len / MSS / 2,
         "no TSO super-segments sent: {tx:?}"
     );
+    let _conf = TsharkWithoutTcpHeuristics::new();
     let checked = std::panic::catch_unwind(|| assert_tcp_capture_clean(&pcap));
     let stats = match checked {
         Ok(s) => s,

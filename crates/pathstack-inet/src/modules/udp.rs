@@ -3,7 +3,11 @@
 //! (key: the local port) and learns each datagram's peer from the message
 //! annotations, so an answer turned around on the path goes back to it.
 //! The checksum is computed on send and verified on receive (RFC 1122
-//! §4.1.3.4). Datagrams for ports without a path reach IP's own path, which
+//! §4.1.3.4), except for a datagram the device vouched for (checksum
+//! offload: `rx_csum_verified`, see `pathstack_core::device::offload`).
+//! On send UDP always computes the full checksum, offload or not: its
+//! datagrams are small next to TCP's 64 KB super-segments, and a complete
+//! checksum keeps them right on any device. Datagrams for ports without a path reach IP's own path, which
 //! answers ICMP port unreachable (RFC 1122 §4.1.3.1).
 //!
 //! Paths are made at `UDP` by the application (sockets), or at an
