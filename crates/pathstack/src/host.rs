@@ -523,3 +523,46 @@ pub fn report(stack: &Stack) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pathstack_core::device::{DeviceCaps, OffloadCaps};
+
+    fn caps(offload: OffloadCaps) -> DeviceCaps {
+        DeviceCaps {
+            mtu: 1500,
+            link_header: 14,
+            mac: None,
+            offload,
+        }
+    }
+
+    #[test]
+    fn tcp_offload_follows_the_device_and_only_without_an_adapter() {
+        let mut cfg = HostConfig::parse("10.0.0.1/24").unwrap();
+        assert_eq!(tcp_offload_params(&cfg, &caps(OffloadCaps::NONE)), "");
+        let tap = OffloadCaps {
+            tx_checksum: true,
+            rx_checksum: true,
+            tso4_max: 65_535,
+            rx_gro: true,
+        };
+        assert_eq!(
+            tcp_offload_params(&cfg, &caps(tap)),
+            " csum_offload=true tso_max=65535"
+        );
+        let csum_only = OffloadCaps {
+            tso4_max: 0,
+            rx_gro: false,
+            ..tap
+        };
+        assert_eq!(
+            tcp_offload_params(&cfg, &caps(csum_only)),
+            " csum_offload=true"
+        );
+        // The emulated LANCE copies frames: no offloads through it.
+        cfg.nic = Nic::Lance(pathstack_devices::Access::Copy);
+        assert_eq!(tcp_offload_params(&cfg, &caps(tap)), "");
+    }
+}
