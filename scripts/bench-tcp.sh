@@ -41,6 +41,8 @@
 # CUBIC), examples/kernel_tcp_bulk.rs (std::net, kernel defaults). Each
 # prints {"bytes","seconds","gbps",...}; a row's value is the receiver's
 # figure (bytes received / time from the first octet to the end).
+# TCP_BULK_ARGS (environment): extra arguments for tcp_bulk, e.g.
+# TCP_BULK_ARGS="--offload on" for the pathstack rows with TAP offloads.
 #
 # Writes target/pathstack-bench/NAME.json ({"results": [{"system", "test",
 # "value", "unit": "Gbit/s", ...}]}; BENCH_OUT overrides the directory) and
@@ -180,8 +182,8 @@ for loss in "${losses[@]}"; do
     for system in pathstack smoltcp kernel; do
         port=$((port + 1))
         case $system in
-            pathstack) sink=("$bin/tcp_bulk" sink "${tap_args[@]}" $busy)
-                       source=("$bin/tcp_bulk" source "${tap_args[@]}" $busy) ;;
+            pathstack) sink=("$bin/tcp_bulk" sink "${tap_args[@]}" $busy ${TCP_BULK_ARGS:-})
+                       source=("$bin/tcp_bulk" source "${tap_args[@]}" $busy ${TCP_BULK_ARGS:-}) ;;
             smoltcp)   sink=("$bin/smoltcp_peer" tcp-sink "${tap_args[@]}" $busy)
                        source=("$bin/smoltcp_peer" tcp-source "${tap_args[@]}" $busy) ;;
             kernel)    sink=("$bin/kernel_tcp_bulk" sink)
