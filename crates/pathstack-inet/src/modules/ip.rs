@@ -576,7 +576,8 @@ impl IpStage {
         let ttl = msg.anno().ttl().unwrap_or(ipv4::DEFAULT_TTL);
         // A TCP super-segment for the device to cut up (segmentation
         // offload) must not be fragmented: it may fill a whole datagram.
-        let gso = msg.anno().offload.tx_gso_size != 0;
+        let offload = msg.anno().offload;
+        let gso = offload.tx_gso_size != 0;
         let mtu = if gso {
             usize::from(u16::MAX)
         } else {
@@ -591,10 +592,12 @@ impl IpStage {
                 };
             }
         }
-        if gso && len + MIN_HEADER_LEN > mtu {
-            // A super-segment longer than any datagram: TCP sizes them
-            // below the limit, so this is a bug above, not a fragment job
-            // (fragments would carry the partial checksum to the peer).
+        if offload.wants_offload() && len + MIN_HEADER_LEN > mtu {
+            // A super-segment longer than any datagram, or a segment with
+            // a partial checksum longer than the MTU: TCP sizes both
+            // within the limits, so this is a bug above, not a job for
+            // fragmentation (the fragments would carry the unfinished
+            // checksum to the peer, where no device finishes it).
             return Verdict::Drop(Ipv4DropReason::FragmentationFailed.into());
         }
         let mut repr = Ipv4Repr::new(self.iface.addr, dst, proto, ident, len as u16);
