@@ -11,7 +11,7 @@
 //! cargo run --release --example host -- (--netns | --tap NAME --ip ADDR/PREFIX [--netns NS]) \
 //!     [--nic tap|lance:copy|lance:direct] [--no-udp-services] [--no-tcp-services] \
 //!     [--tcp-client ADDR:PORT [--file FILE]] \
-//!     [--gateway ADDR] [--mac MAC] [--pcap FILE] [--busy-poll] [--json FILE] \
+//!     [--gateway ADDR] [--mac MAC] [--pcap FILE] [--busy-poll] [--offload on|off] [--json FILE] \
 //!     [--ping [ADDR] [--count N] [--size BYTES] [--interval-ms MS]] [--seconds S]
 //! ```
 //!
@@ -124,6 +124,10 @@ struct Args {
     /// Never sleep: poll the device, yielding the CPU between empty polls.
     #[arg(long)]
     busy_poll: bool,
+    /// TAP offloads (checksum and TCP segmentation offload both ways, as
+    /// far as the kernel accepts them): on or off (the default).
+    #[arg(long, value_name = "on|off", default_value = "off", value_parser = on_off, action = clap::ArgAction::Set)]
+    offload: bool,
     /// With a name: open the TAP inside that existing network namespace.
     /// Alone: make a private namespace with the TAP and the kernel-side
     /// address in it, removed on exit.
@@ -193,7 +197,7 @@ fn run(args: Args) -> Result<ExitCode, BoxError> {
     } else {
         None
     };
-    let mut opts = TapOptions::new();
+    let mut opts = TapOptions::new().offload(args.offload);
     match (&args.netns, &netns) {
         (Some(Some(ns)), _) => opts = opts.netns(ns.clone()),
         (_, Some(n)) => opts = opts.netns(n.name.clone()),
@@ -235,6 +239,9 @@ fn run(args: Args) -> Result<ExitCode, BoxError> {
         MacAddr(tap.mac()),
         tap.mtu()
     );
+    if args.offload {
+        println!("offloads: {:?}", tap.offloads());
+    }
     if let Some(n) = &netns {
         println!(
             "namespace {} (removed on exit): the kernel side of {} is {}/{}; \
@@ -973,5 +980,14 @@ impl UdpServices {
         stage
             .downcast_ref::<EchoStage>()
             .map_or(0, EchoStage::echoed)
+    }
+}
+
+/// `on` or `off` (for `--offload`).
+fn on_off(s: &str) -> Result<bool, String> {
+    match s {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        _ => Err(format!("`{s}`: expected on or off")),
     }
 }

@@ -3,8 +3,9 @@
 //!
 //! ```text
 //! tcp_bulk sink   --tap NAME [--netns NS] --ip A/24 --port P [--busy-poll]
+//!                 [--offload on|off]
 //! tcp_bulk source --tap NAME [--netns NS] --ip A/24 --peer ADDR:PORT
-//!                 [--seconds S] [--busy-poll]
+//!                 [--seconds S] [--busy-poll] [--offload on|off]
 //! ```
 //!
 //! `sink` accepts one connection and reads until the end of the stream;
@@ -17,6 +18,9 @@
 //! (256 KB send and receive buffers, window scaling, timestamps, SACK,
 //! RACK-TLP, CUBIC). `--busy-poll` polls without sleeping, yielding the
 //! CPU between polls; otherwise the host sleeps in epoll on the TAP.
+//! `--offload on` opens the TAP with offloads (partial checksums, 64 KB
+//! TCP super-segments both ways, as far as the kernel accepts them; the
+//! JSON line says what was negotiated); off by default.
 #![forbid(unsafe_code)]
 
 use clap::{Parser, Subcommand};
@@ -50,6 +54,18 @@ struct TapArgs {
     /// Poll and yield instead of sleeping in epoll.
     #[arg(long)]
     busy_poll: bool,
+    /// TAP offloads: checksum and TCP segmentation offload both ways.
+    #[arg(long, value_name = "on|off", default_value = "off", value_parser = on_off, action = clap::ArgAction::Set)]
+    offload: bool,
+}
+
+/// `on` or `off`.
+fn on_off(s: &str) -> Result<bool, String> {
+    match s {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        _ => Err(format!("`{s}`: expected on or off")),
+    }
 }
 
 #[derive(Subcommand)]
@@ -78,11 +94,14 @@ enum Mode {
 type BoxError = Box<dyn std::error::Error>;
 
 fn open(args: &TapArgs) -> Result<Host, BoxError> {
-    let mut opts = TapOptions::new();
+    let mut opts = TapOptions::new().offload(args.offload);
     if let Some(ns) = &args.netns {
         opts = opts.netns(ns.clone());
     }
     let tap = TapDevice::open(&args.tap, opts)?;
+    if args.offload {
+        eprintln!("tcp_bulk: offloads {:?}", tap.offloads());
+    }
     let waiter = tap.waiter()?;
     let mut cfg = HostConfig::parse(&args.ip)?;
     cfg.mac = Some(MacAddr(tap.mac()));

@@ -103,6 +103,8 @@
 # CUBIC), examples/kernel_tcp_bulk.rs (std::net, kernel defaults). Each
 # prints {"bytes","seconds","gbps",...}; a row's value is the receiver's
 # figure (bytes received / time from the first octet to the end).
+# TCP_BULK_ARGS (environment): extra arguments for tcp_bulk, e.g.
+# TCP_BULK_ARGS="--offload on" for the pathstack rows with TAP offloads.
 #
 # The other programs: examples/tcp_echo.rs (pathstack's echo server, heap
 # and RSS snapshots on SIGUSR1), smoltcp_peer tcp-echo, kernel_tcp_peer.rs
@@ -267,8 +269,8 @@ for loss in "${losses[@]}"; do
     for system in pathstack smoltcp kernel; do
         port=$((port + 1))
         case $system in
-            pathstack) sink=("$bin/tcp_bulk" sink "${tap_args[@]}" $busy)
-                       source=("$bin/tcp_bulk" source "${tap_args[@]}" $busy) ;;
+            pathstack) sink=("$bin/tcp_bulk" sink "${tap_args[@]}" $busy ${TCP_BULK_ARGS:-})
+                       source=("$bin/tcp_bulk" source "${tap_args[@]}" $busy ${TCP_BULK_ARGS:-}) ;;
             smoltcp)   sink=("$bin/smoltcp_peer" tcp-sink "${tap_args[@]}" $busy)
                        source=("$bin/smoltcp_peer" tcp-source "${tap_args[@]}" $busy) ;;
             kernel)    sink=("$bin/kernel_tcp_bulk" sink)

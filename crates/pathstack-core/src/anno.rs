@@ -11,6 +11,7 @@
 //! was classified onto the path it is on (parse once, see
 //! [`Anno::classified`]).
 
+use crate::device::offload::MsgOffload;
 use crate::ids::{Dir, PathId};
 use std::marker::PhantomData;
 
@@ -155,6 +156,10 @@ pub struct Anno {
     /// (ARP waiting for a reply) records its path, its position and the
     /// direction the message was travelling in.
     pub resume: Option<(PathId, u32, Dir)>,
+    /// Offload facts between the stages and the device (checksum and
+    /// segmentation offload; see [`crate::device::offload`]). All zero
+    /// unless a device with offloads is in use.
+    pub offload: MsgOffload,
 }
 
 impl Anno {

@@ -50,6 +50,7 @@ pub mod lance;
 pub mod pcap;
 mod sys;
 pub mod tap;
+pub mod vnet_hdr;
 
 #[cfg(feature = "tokio")]
 pub use async_tap::AsyncTap;
@@ -57,4 +58,6 @@ pub use lance::{Access, LanceModule, LANCE_SPEC};
 pub use pcap::{CaptureClock, CaptureError, CaptureStats, PcapCapture};
 #[cfg(feature = "tokio")]
 pub use sys::register_readable;
-pub use tap::{host_mac_for, TapDevice, TapError, TapOptions, TapWaiter, WaitMode, ETH_HEADER_LEN};
+pub use tap::{
+    host_mac_for, TapDevice, TapError, TapOffloads, TapOptions, TapWaiter, WaitMode, ETH_HEADER_LEN,
+};

@@ -261,6 +261,7 @@ mod tests {
                 mtu: 1500,
                 link_header: 14,
                 mac: None,
+                offload: pathstack_core::device::OffloadCaps::NONE,
             }
         }
         fn stats(&self) -> DeviceStats {

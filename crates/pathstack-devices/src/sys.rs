@@ -55,11 +55,74 @@ fn ioctl_ifreq(fd: RawFd, request: libc::c_ulong, req: &mut libc::ifreq) -> io::
 /// Attaches the open `/dev/net/tun` file to the TAP interface `name`
 /// (creating it if absent) as an Ethernet TAP without packet-information
 /// header. Returns the interface's name as the kernel reports it.
-pub(crate) fn tun_set_iff(tun: &File, name: &str) -> io::Result<String> {
+/// With `vnet_hdr`, every frame read or written carries a `virtio_net_hdr`
+/// in front (`IFF_VNET_HDR`).
+pub(crate) fn tun_set_iff(tun: &File, name: &str, vnet_hdr: bool) -> io::Result<String> {
     let mut req = ifreq(name);
-    req.ifr_ifru.ifru_flags = (libc::IFF_TAP | libc::IFF_NO_PI) as libc::c_short;
+    let mut flags = libc::IFF_TAP | libc::IFF_NO_PI;
+    if vnet_hdr {
+        flags |= libc::IFF_VNET_HDR;
+    }
+    req.ifr_ifru.ifru_flags = flags as libc::c_short;
     ioctl_ifreq(tun.as_raw_fd(), libc::TUNSETIFF as libc::c_ulong, &mut req)?;
     Ok(ifreq_name(&req))
+}
+
+/// The `IFF_*` flags this kernel's TUN driver supports (TUNGETFEATURES).
+pub(crate) fn tun_get_features(tun: &File) -> io::Result<libc::c_uint> {
+    let mut features: libc::c_uint = 0;
+    // SAFETY: TUNGETFEATURES writes one `unsigned int` through the pointer,
+    // which points to a live, exclusively borrowed `c_uint`; the fd is open.
+    let rc = unsafe {
+        libc::ioctl(
+            tun.as_raw_fd(),
+            libc::TUNGETFEATURES as _,
+            &mut features as *mut libc::c_uint,
+        )
+    };
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(features)
+    }
+}
+
+/// Sets the size of the `virtio_net_hdr` in front of each frame
+/// (TUNSETVNETHDRSZ; 10 or 12).
+pub(crate) fn tun_set_vnet_hdr_sz(tun: &File, size: libc::c_int) -> io::Result<()> {
+    // SAFETY: TUNSETVNETHDRSZ reads one `int` through the pointer, which
+    // points to a live `c_int` for the duration of the call; the fd is open.
+    let rc = unsafe {
+        libc::ioctl(
+            tun.as_raw_fd(),
+            libc::TUNSETVNETHDRSZ as _,
+            &size as *const libc::c_int,
+        )
+    };
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+/// Tells the kernel which offloaded frames this reader takes
+/// (TUNSETOFFLOAD with `TUN_F_*` bits): EINVAL when it refuses them.
+pub(crate) fn tun_set_offload(tun: &File, flags: libc::c_uint) -> io::Result<()> {
+    // SAFETY: TUNSETOFFLOAD takes its argument by value (an unsigned long
+    // of TUN_F_* bits), no memory is passed; the fd is open.
+    let rc = unsafe {
+        libc::ioctl(
+            tun.as_raw_fd(),
+            libc::TUNSETOFFLOAD as _,
+            libc::c_ulong::from(flags),
+        )
+    };
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
 }
 
 /// A datagram socket to run interface ioctls on. It belongs to the network

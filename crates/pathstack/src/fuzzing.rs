@@ -213,6 +213,7 @@ fn outputs(t: &mut Tcb, now: Instant, refuse_after: usize) -> Vec<Seg> {
             repr: r,
             payload: &p,
             payload2: &[],
+            gso_size: 0,
         };
         checked.push(check_out(t, &seg));
     }

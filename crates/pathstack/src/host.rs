@@ -173,6 +173,24 @@ impl HostConfig {
     }
 }
 
+/// The `TCP` parameters that turn on what the device offloads (see
+/// `pathstack_core::device::offload`): partial checksums when it finishes
+/// them, super-segments when it segments them. Only when the frames go
+/// straight to the device (`Nic::Device`): an emulated adapter in between
+/// copies frames and knows nothing of offloads. Empty for devices without
+/// offloads, so their graphs stay as they were.
+fn tcp_offload_params(cfg: &HostConfig, caps: &pathstack_core::device::DeviceCaps) -> String {
+    let o = caps.offload;
+    if cfg.nic != Nic::Device || !o.tx_checksum {
+        return String::new();
+    }
+    let mut p = " csum_offload=true".to_string();
+    if o.tso4_max > 0 {
+        p.push_str(&format!(" tso_max={}", o.tso4_max));
+    }
+    p
+}
+
 /// An Internet host on one device.
 pub struct Host {
     stack: Stack,
@@ -225,7 +243,11 @@ impl Host {
         }
         if cfg.tcp {
             g.upper.push((
-                format!("name=tcp module=TCP mss={};", g.mtu.saturating_sub(40)),
+                format!(
+                    "name=tcp module=TCP mss={}{};",
+                    g.mtu.saturating_sub(40),
+                    tcp_offload_params(&cfg, &caps)
+                ),
                 "tcp.down<>ip.up;".into(),
             ));
         }
@@ -500,4 +522,47 @@ pub fn report(stack: &Stack) -> String {
         let _ = writeln!(out, "{line}");
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pathstack_core::device::{DeviceCaps, OffloadCaps};
+
+    fn caps(offload: OffloadCaps) -> DeviceCaps {
+        DeviceCaps {
+            mtu: 1500,
+            link_header: 14,
+            mac: None,
+            offload,
+        }
+    }
+
+    #[test]
+    fn tcp_offload_follows_the_device_and_only_without_an_adapter() {
+        let mut cfg = HostConfig::parse("10.0.0.1/24").unwrap();
+        assert_eq!(tcp_offload_params(&cfg, &caps(OffloadCaps::NONE)), "");
+        let tap = OffloadCaps {
+            tx_checksum: true,
+            rx_checksum: true,
+            tso4_max: 65_535,
+            rx_gro: true,
+        };
+        assert_eq!(
+            tcp_offload_params(&cfg, &caps(tap)),
+            " csum_offload=true tso_max=65535"
+        );
+        let csum_only = OffloadCaps {
+            tso4_max: 0,
+            rx_gro: false,
+            ..tap
+        };
+        assert_eq!(
+            tcp_offload_params(&cfg, &caps(csum_only)),
+            " csum_offload=true"
+        );
+        // The emulated LANCE copies frames: no offloads through it.
+        cfg.nic = Nic::Lance(pathstack_devices::Access::Copy);
+        assert_eq!(tcp_offload_params(&cfg, &caps(tap)), "");
+    }
 }

@@ -13,9 +13,11 @@ use std::sync::Arc;
 use thiserror::Error;
 
 pub use driver::{WireDropReason, WireModule, WireStage, WIRE_SPEC};
+pub use offload::{MsgOffload, OffloadCaps};
 
 pub mod driver;
 pub mod impair;
+pub mod offload;
 pub mod record;
 pub mod wire;
 
@@ -29,6 +31,8 @@ pub struct DeviceCaps {
     pub link_header: usize,
     /// The device's hardware address, if it has one.
     pub mac: Option<[u8; 6]>,
+    /// What the device offloads ([`OffloadCaps::NONE`] for most).
+    pub offload: OffloadCaps,
 }
 
 /// Counters every device keeps.

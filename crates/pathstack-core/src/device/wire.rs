@@ -208,6 +208,7 @@ pub fn wire_pair(config: WireConfig) -> (WireEnd, WireEnd) {
             mtu: config.mtu,
             link_header: LINK_HEADER,
             mac: Some(mac),
+            offload: super::OffloadCaps::NONE,
         },
         capacity,
         stats: DeviceStats::default(),

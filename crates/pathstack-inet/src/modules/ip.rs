@@ -574,18 +574,35 @@ impl IpStage {
         // A socket's TTL option (RFC 1122 §3.2.1.7: the transport layer
         // may set the TTL of what it sends).
         let ttl = msg.anno().ttl().unwrap_or(ipv4::DEFAULT_TTL);
+        // A TCP super-segment for the device to cut up (segmentation
+        // offload) must not be fragmented: it may fill a whole datagram.
+        let offload = msg.anno().offload;
+        let gso = offload.tx_gso_size != 0;
+        let mtu = if gso {
+            usize::from(u16::MAX)
+        } else {
+            usize::from(self.iface.mtu)
+        };
         // A connected path's header was formatted when the path was made.
         if let Some(t) = &self.template {
-            if len + MIN_HEADER_LEN <= usize::from(self.iface.mtu) {
+            if len + MIN_HEADER_LEN <= mtu {
                 return match t.push_onto(msg, ident, ttl) {
                     Ok(()) => Verdict::Next,
                     Err(_) => Verdict::Drop(Ipv4DropReason::NoHeadroom.into()),
                 };
             }
         }
+        if offload.wants_offload() && len + MIN_HEADER_LEN > mtu {
+            // A super-segment longer than any datagram, or a segment with
+            // a partial checksum longer than the MTU: TCP sizes both
+            // within the limits, so this is a bug above, not a job for
+            // fragmentation (the fragments would carry the unfinished
+            // checksum to the peer, where no device finishes it).
+            return Verdict::Drop(Ipv4DropReason::FragmentationFailed.into());
+        }
         let mut repr = Ipv4Repr::new(self.iface.addr, dst, proto, ident, len as u16);
         repr.ttl = ttl;
-        if len + MIN_HEADER_LEN <= usize::from(self.iface.mtu) {
+        if len + MIN_HEADER_LEN <= mtu {
             return match repr.push_onto(msg) {
                 Ok(()) => Verdict::Next,
                 Err(_) => Verdict::Drop(Ipv4DropReason::NoHeadroom.into()),

@@ -3,7 +3,11 @@
 //! (key: the local port) and learns each datagram's peer from the message
 //! annotations, so an answer turned around on the path goes back to it.
 //! The checksum is computed on send and verified on receive (RFC 1122
-//! §4.1.3.4). Datagrams for ports without a path reach IP's own path, which
+//! §4.1.3.4), except for a datagram the device vouched for (checksum
+//! offload: `rx_csum_verified`, see `pathstack_core::device::offload`).
+//! On send UDP always computes the full checksum, offload or not: its
+//! datagrams are small next to TCP's 64 KB super-segments, and a complete
+//! checksum keeps them right on any device. Datagrams for ports without a path reach IP's own path, which
 //! answers ICMP port unreachable (RFC 1122 §4.1.3.1).
 //!
 //! Paths are made at `UDP` by the application (sockets), or at an
@@ -255,7 +259,12 @@ impl Stage for UdpStage {
             let (Some(src), Some(dst)) = (a.peer_ip(), a.local_ip()) else {
                 return Verdict::Drop(UdpDropReason::NoLocalAddress.into());
             };
-            let (sport, dport, len) = match UdpPacket::new_checked(msg.as_slice(), src, dst) {
+            let (sport, dport, len) = match UdpPacket::new_received(
+                msg.as_slice(),
+                src,
+                dst,
+                msg.anno().offload.rx_csum_verified,
+            ) {
                 Ok(p) => (p.src_port(), p.dst_port(), p.len()),
                 Err(e) => return Verdict::Drop(e.into()),
             };

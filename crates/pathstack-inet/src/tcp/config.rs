@@ -29,6 +29,33 @@ impl Default for Keepalive {
     }
 }
 
+/// What the device under a connection's path does for TCP (checksum and
+/// segmentation offload, `pathstack_core::device::offload`). Not a socket
+/// option: the `TCP` module sets it on every connection from its
+/// `csum_offload` and `tso_max` parameters, which a host takes from its
+/// device's capabilities; whatever an application passes is overridden.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TcpOffload {
+    /// Leave segment checksums partial for the device to finish.
+    pub checksum: bool,
+    /// Largest IPv4 datagram the device segments (TSO); 0: none. With it
+    /// (and `checksum`), new data goes down in super-segments of whole
+    /// MSS-sized segments, as many as the windows allow and fit.
+    pub tso_max: u32,
+}
+
+impl TcpOffload {
+    /// Most payload octets of one super-segment: the datagram limit less
+    /// the largest IPv4 and TCP headers (20 + 60 octets); 0 without TSO.
+    pub fn tso_payload_max(&self) -> u32 {
+        if self.checksum && self.tso_max > 0 {
+            self.tso_max.saturating_sub(20 + 60)
+        } else {
+            0
+        }
+    }
+}
+
 /// A connection's configuration.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TcpConfig {
@@ -85,6 +112,8 @@ pub struct TcpConfig {
     /// `close` resets the connection instead of the FIN handshake
     /// (`SO_LINGER` with a zero timeout).
     pub linger_zero: bool,
+    /// The device's offloads (set by the module, see [`TcpOffload`]).
+    pub offload: TcpOffload,
 }
 
 impl Default for TcpConfig {
@@ -110,6 +139,7 @@ impl Default for TcpConfig {
             retries: 15,
             challenge_ack_limit: 1000,
             linger_zero: false,
+            offload: TcpOffload::default(),
         }
     }
 }

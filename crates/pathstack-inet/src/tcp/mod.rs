@@ -41,7 +41,7 @@ pub mod state;
 pub mod syn_cookie;
 pub mod tcb;
 
-pub use config::{Keepalive, TcpConfig};
+pub use config::{Keepalive, TcpConfig, TcpOffload};
 pub use congestion::{AnyCongestion, CcConfig, CongestionControl, CongestionKind};
 pub use conn_drop_reason::ConnDropReason;
 pub use error::TcpError;

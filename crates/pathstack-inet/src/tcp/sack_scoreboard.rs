@@ -341,6 +341,11 @@ impl Scoreboard {
         self.segs.len() < self.capacity
     }
 
+    /// How many more segments fit.
+    pub fn room(&self) -> usize {
+        self.capacity.saturating_sub(self.segs.len())
+    }
+
     /// Records a new segment `[start, start + len)` sent at `now`; `start`
     /// must be `SND.NXT`. Fails, recording nothing, when full.
     pub fn on_send(

@@ -78,6 +78,14 @@ fn add_words(bytes: &[u8]) -> u64 {
     acc
 }
 
+/// The folded sum of `bytes`, *not* complemented, as the two bytes to
+/// store: what a partial checksum field holds for a device to finish
+/// (checksum offload; `bytes` is the pseudo header).
+#[inline]
+pub fn pseudo_sum(bytes: &[u8]) -> [u8; 2] {
+    fold(add_words(bytes)).to_ne_bytes()
+}
+
 /// Folds a deferred-carry sum to 16 bits (RFC 1071 §4.1).
 #[inline]
 fn fold(mut acc: u64) -> u16 {

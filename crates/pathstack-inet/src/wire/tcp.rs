@@ -434,6 +434,19 @@ impl<T: AsRef<[u8]>> TcpPacket<T> {
     /// and the checksum over the pseudo header (RFC 9293 §3.1). Options
     /// are parsed separately ([`TcpPacket::parse_options`]).
     pub fn new_checked(buffer: T, src: Ipv4Addr, dst: Ipv4Addr) -> Result<Self, TcpDropReason> {
+        Self::new_received(buffer, src, dst, false)
+    }
+
+    /// [`TcpPacket::new_checked`] for a received segment, the checksum
+    /// skipped when the device vouched for it (`checksum_verified`: the
+    /// message's `rx_csum_verified` offload fact; the field may then hold
+    /// a partial sum, see `pathstack_core::device::offload`).
+    pub fn new_received(
+        buffer: T,
+        src: Ipv4Addr,
+        dst: Ipv4Addr,
+        checksum_verified: bool,
+    ) -> Result<Self, TcpDropReason> {
         use etherparse::err::tcp::HeaderSliceError;
         let bytes = buffer.as_ref();
         TcpHeaderSlice::from_slice(bytes).map_err(|e| match e {
@@ -441,7 +454,7 @@ impl<T: AsRef<[u8]>> TcpPacket<T> {
             _ => TcpDropReason::BadDataOffset,
         })?;
         let len = u16::try_from(bytes.len()).map_err(|_| TcpDropReason::TooLong)?;
-        if !checksum::verify(&[&pseudo_header(src, dst, len), bytes]) {
+        if !checksum_verified && !checksum::verify(&[&pseudo_header(src, dst, len), bytes]) {
             return Err(TcpDropReason::BadChecksum);
         }
         Ok(TcpPacket { buffer })
@@ -644,7 +657,30 @@ impl TcpRepr {
         msg.as_mut_slice()[field::CHECKSUM].copy_from_slice(&c);
         Ok(())
     }
+
+    /// [`TcpRepr::push_onto`] with the checksum left partial for a device
+    /// to finish (checksum offload): the field holds the folded sum of the
+    /// pseudo header alone, not complemented, as Linux's
+    /// `tcp_v4_send_check` leaves it for `CHECKSUM_PARTIAL`. Summing the
+    /// segment with this field in place and storing the complement gives
+    /// the full checksum (RFC 1071 §2 associativity). The field's offset in
+    /// the header is [`CHECKSUM_OFFSET`].
+    pub fn push_onto_partial(
+        &self,
+        msg: &mut Msg,
+        src: Ipv4Addr,
+        dst: Ipv4Addr,
+    ) -> Result<(), TcpEmitError> {
+        let (hl, total) = self.checked_lens(msg.len())?;
+        self.write_header(msg.push(hl)?);
+        let c = checksum::pseudo_sum(&pseudo_header(src, dst, total));
+        msg.as_mut_slice()[field::CHECKSUM].copy_from_slice(&c);
+        Ok(())
+    }
 }
+
+/// Where the checksum field lies in the TCP header (for checksum offload).
+pub const CHECKSUM_OFFSET: u8 = field::CHECKSUM.start as u8;
 
 /// The demux key of a path through TCP (Mosberger 1997, §3.4): in active
 /// mode, for a connection, the local and the remote port; otherwise (a
@@ -742,6 +778,33 @@ mod tests {
             TcpPacket::new_checked(&buf[..], A, A),
             Err(TcpDropReason::BadChecksum)
         );
+    }
+
+    /// What a device does with a partial checksum (checksum offload):
+    /// sums the segment with the field in place and stores the complement.
+    fn finish_partial(segment: &mut [u8]) {
+        let at = usize::from(CHECKSUM_OFFSET);
+        let c = checksum::compute(&[segment]);
+        segment[at..at + 2].copy_from_slice(&c);
+    }
+
+    #[test]
+    fn partial_checksum_finished_by_the_device_is_the_full_one() {
+        let pool = MsgPool::new(PoolConfig::small(4));
+        for payload in [&b""[..], b"x", b"hello tcp", &[0xffu8; 1001][..]] {
+            let mut r = linux_syn_repr();
+            r.flags = TcpFlags::ACK;
+            let mut full = pool.alloc_copy(payload).unwrap();
+            r.push_onto(&mut full, A, B).unwrap();
+            let mut partial = pool.alloc_copy(payload).unwrap();
+            r.push_onto_partial(&mut partial, A, B).unwrap();
+            assert_ne!(partial.as_slice(), full.as_slice(), "left unfinished");
+            assert!(TcpPacket::new_checked(partial.as_slice(), A, B).is_err());
+            // The device's view trusts it; the bytes are otherwise right.
+            assert!(TcpPacket::new_received(partial.as_slice(), A, B, true).is_ok());
+            finish_partial(partial.as_mut_slice());
+            assert_eq!(partial.as_slice(), full.as_slice());
+        }
     }
 
     #[test]

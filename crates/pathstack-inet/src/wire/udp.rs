@@ -92,13 +92,27 @@ impl<T: AsRef<[u8]>> UdpPacket<T> {
     /// 8 ≤ length ≤ `buffer.len()` (extra bytes ignored), and the checksum
     /// over the pseudo header unless it is zero ("no checksum", RFC 768).
     pub fn new_checked(buffer: T, src: Ipv4Addr, dst: Ipv4Addr) -> Result<Self, UdpDropReason> {
+        Self::new_received(buffer, src, dst, false)
+    }
+
+    /// [`UdpPacket::new_checked`] for a received datagram, the checksum
+    /// skipped when the device vouched for it (`checksum_verified`: the
+    /// message's `rx_csum_verified` offload fact; the field may then hold
+    /// a partial sum, see `pathstack_core::device::offload`).
+    pub fn new_received(
+        buffer: T,
+        src: Ipv4Addr,
+        dst: Ipv4Addr,
+        checksum_verified: bool,
+    ) -> Result<Self, UdpDropReason> {
         let bytes = buffer.as_ref();
         let h = UdpHeaderSlice::from_slice(bytes).map_err(|_| UdpDropReason::Truncated)?;
         let len = usize::from(h.length());
         if len < HEADER_LEN || len > bytes.len() {
             return Err(UdpDropReason::BadLength);
         }
-        if h.checksum() != 0
+        if !checksum_verified
+            && h.checksum() != 0
             && !checksum::verify(&[&pseudo_header(src, dst, h.length()), &bytes[..len]])
         {
             return Err(UdpDropReason::BadChecksum);

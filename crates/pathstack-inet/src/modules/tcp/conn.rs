@@ -116,14 +116,28 @@ impl TcpConnStage {
         self.account(cx);
         if let Some(lip) = self.local_ip(cx) {
             let rip = self.remote_ip;
+            let csum_offload = self.tcb.config().offload.checksum;
             self.tcb.poll_output(now, &mut |seg: OutSegment<'_>| {
                 let Ok(mut m) = cx.pool().alloc_empty(seg.payload_len()) else {
                     return false;
                 };
                 if m.extend_from_slice(seg.payload).is_err()
                     || m.extend_from_slice(seg.payload2).is_err()
-                    || seg.repr.push_onto(&mut m, lip, rip).is_err()
                 {
+                    return false;
+                }
+                // With checksum offload the device sums the segment (and,
+                // for a super-segment, each piece it cuts): we leave the
+                // pseudo-header sum and say where the field is.
+                let pushed = if csum_offload {
+                    let o = &mut m.anno_mut().offload;
+                    o.tx_csum_offset = wire::CHECKSUM_OFFSET;
+                    o.tx_gso_size = seg.gso_size;
+                    seg.repr.push_onto_partial(&mut m, lip, rip)
+                } else {
+                    seg.repr.push_onto(&mut m, lip, rip)
+                };
+                if pushed.is_err() {
                     return false;
                 }
                 m.anno_mut().set_peer_ip(rip);
@@ -236,12 +250,13 @@ impl Stage for TcpConnStage {
         let (Some(src), Some(dst)) = (a.peer_ip(), a.local_ip()) else {
             return Verdict::Drop(wire::TcpDropReason::Truncated.into());
         };
-        let repr = match TcpPacket::new_checked(msg.as_slice(), src, dst)
-            .and_then(|p| TcpRepr::parse(&p).map(|r| (r, p.header_len())))
-        {
-            Ok((r, hl)) => (r, hl),
-            Err(e) => return Verdict::Drop(e.into()),
-        };
+        let repr =
+            match TcpPacket::new_received(msg.as_slice(), src, dst, a.offload.rx_csum_verified)
+                .and_then(|p| TcpRepr::parse(&p).map(|r| (r, p.header_len())))
+            {
+                Ok((r, hl)) => (r, hl),
+                Err(e) => return Verdict::Drop(e.into()),
+            };
         let (repr, hl) = repr;
         if self.open.is_some() && !self.started {
             self.started = true;

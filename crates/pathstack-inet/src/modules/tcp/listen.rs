@@ -110,12 +110,13 @@ impl Stage for TcpListenStage {
         let (Some(rip), Some(lip)) = (a.peer_ip(), lip) else {
             return Verdict::Drop(ConnDropReason::Closed.into());
         };
-        let (repr, len) = match TcpPacket::new_checked(msg.as_slice(), rip, lip)
-            .and_then(|p| TcpRepr::parse(&p).map(|r| (r, p.payload_len())))
-        {
-            Ok(x) => x,
-            Err(e) => return Verdict::Drop(e.into()),
-        };
+        let (repr, len) =
+            match TcpPacket::new_received(msg.as_slice(), rip, lip, a.offload.rx_csum_verified)
+                .and_then(|p| TcpRepr::parse(&p).map(|r| (r, p.payload_len())))
+            {
+                Ok(x) => x,
+                Err(e) => return Verdict::Drop(e.into()),
+            };
         let f = repr.flags;
         if f.contains(TcpFlags::RST) {
             return Verdict::Drop(ConnDropReason::NotSyn.into());

@@ -31,7 +31,7 @@ pub use listen::TcpListenStage;
 pub use reset::TcpResetStage;
 
 use super::params::transport_ends;
-use crate::tcp::{FourTuple, IsnGenerator, SeqNumber, SynCookies, TcpConfig};
+use crate::tcp::{FourTuple, IsnGenerator, SeqNumber, SynCookies, TcpConfig, TcpOffload};
 use pathstack_core::attrs::keys;
 use pathstack_core::attrs::{AttrKey, Attrs};
 use pathstack_core::error::{ModuleError, PathError};
@@ -61,6 +61,16 @@ pub const TCP_SPEC: ModuleSpec = ModuleSpec {
         ParamSpec {
             key: "max_connections",
             doc: "most connection and listener paths at once (default 65536)",
+            required: false,
+        },
+        ParamSpec {
+            key: "csum_offload",
+            doc: "leave TCP checksums partial for the device to finish (default false; set from the device's offloads)",
+            required: false,
+        },
+        ParamSpec {
+            key: "tso_max",
+            doc: "largest IPv4 datagram the device segments, TSO (default 0: none; needs csum_offload)",
             required: false,
         },
         ParamSpec {
@@ -184,10 +194,15 @@ fn random_secret() -> [u8; 16] {
 const EPHEMERAL: std::ops::RangeInclusive<u16> = 49152..=65535;
 
 impl TcpModule {
-    /// Factory: parameters `mss`, `max_connections`, `syncookies`.
+    /// Factory: parameters `mss`, `max_connections`, `syncookies`,
+    /// `csum_offload`, `tso_max`.
     pub fn create(setup: &mut ModuleSetup<'_>) -> Result<Box<dyn Module>, ModuleError> {
         let defaults = TcpConfig {
             mss: setup.param("mss", 1460u16)?,
+            offload: TcpOffload {
+                checksum: setup.param("csum_offload", false)?,
+                tso_max: setup.param("tso_max", 0u32)?,
+            },
             ..TcpConfig::default()
         };
         let cookies = setup.param("syncookies", true)?;
@@ -327,7 +342,9 @@ impl Module for TcpModule {
     ) -> Result<Created, PathError> {
         let passive = attrs.get(&keys::PASSIVE_OPEN) == Some(&true);
         let (local, remote, remote_ip) = transport_ends(attrs);
-        let cfg = attrs.get(&TCP_CONFIG).copied().unwrap_or(self.defaults);
+        let mut cfg = attrs.get(&TCP_CONFIG).copied().unwrap_or(self.defaults);
+        // The device's, not the application's (see `TcpOffload`).
+        cfg.offload = self.defaults.offload;
         attrs.insert(&keys::PROT_ID, u32::from(crate::wire::ipv4::protocol::TCP));
         if self.paths_in_use() >= self.max_paths {
             return Err(cx.refuse(TcpRefusal::TableFull(self.max_paths)));

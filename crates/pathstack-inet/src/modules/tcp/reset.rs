@@ -26,8 +26,13 @@ impl Stage for TcpResetStage {
         ) else {
             return Verdict::Drop(ConnDropReason::Closed.into());
         };
-        let (repr, len) = match TcpPacket::new_checked(msg.as_slice(), src, dst)
-            .and_then(|p| TcpRepr::parse(&p).map(|r| (r, p.payload_len())))
+        let (repr, len) = match TcpPacket::new_received(
+            msg.as_slice(),
+            src,
+            dst,
+            msg.anno().offload.rx_csum_verified,
+        )
+        .and_then(|p| TcpRepr::parse(&p).map(|r| (r, p.payload_len())))
         {
             Ok(x) => x,
             Err(e) => return Verdict::Drop(e.into()),

@@ -2,6 +2,18 @@
 //! Nagle, the options every segment carries), in the order of urgency:
 //! a reset, the SYN, data and retransmissions (RFC 6675 NextSeg, RACK-TLP
 //! probes), window and keepalive probes, and a bare ACK.
+//!
+//! With segmentation offload ([`TcpOffload`](crate::tcp::TcpOffload)), new
+//! data goes down in super-segments: whole MSS-sized segments, as many as
+//! the send window, the congestion window (less the pipe), the scoreboard
+//! and the device's limit allow, handed over as one [`OutSegment`] with
+//! [`OutSegment::gso_size`] set; the device cuts it up (Linux's
+//! `tcp_tso_autosize` without the pacing-rate term). The scoreboard still
+//! records one entry per MSS-sized segment, because that is what the
+//! receiver sees and SACKs: loss recovery, RACK and RTT sampling work on
+//! those wire segments exactly as without offload, and retransmissions go
+//! one segment at a time. Only new data grows; a sub-MSS tail still waits
+//! for Nagle, and a FIN is never part of a super-segment.
 
 use super::Tcb;
 use crate::tcp::congestion::{idle_restart_due, CongestionControl};
@@ -27,6 +39,9 @@ pub struct OutSegment<'a> {
     pub payload: &'a [u8],
     /// The data, second piece (empty unless the ring wrapped).
     pub payload2: &'a [u8],
+    /// A super-segment for the device to cut into segments of this many
+    /// data octets (segmentation offload); 0 for an ordinary segment.
+    pub gso_size: u16,
 }
 
 impl OutSegment<'_> {
@@ -51,6 +66,7 @@ impl Tcb {
                 repr: r,
                 payload: &[],
                 payload2: &[],
+                gso_size: 0,
             }) {
                 return 0;
             }
@@ -67,6 +83,7 @@ impl Tcb {
                         repr: r,
                         payload: &[],
                         payload2: &[],
+                        gso_size: 0,
                     }) {
                         return sent;
                     }
@@ -102,6 +119,7 @@ impl Tcb {
                 repr: r,
                 payload: &[],
                 payload2: &[],
+                gso_size: 0,
             }) {
                 if self.window_probe_due {
                     self.stats.window_probes += 1;
@@ -120,6 +138,7 @@ impl Tcb {
                 repr: r,
                 payload: &[],
                 payload2: &[],
+                gso_size: 0,
             }) {
                 self.stats.segs_out += 1;
                 self.after_ack_sent();
@@ -179,19 +198,27 @@ impl Tcb {
                     .next_to_send(&self.sb, &self.cc, new_data)
                     .map(|s| (s, false))
             };
-            let Some((seg, probe)) = next else { break };
+            let Some((mut seg, probe)) = next else { break };
             if seg.rule == Rule::New && !probe && self.nagle_holds(seg, cap) {
                 break;
             }
-            if !self.emit_range(now, seg, emit) {
+            let mut gso_size = 0;
+            if seg.rule == Rule::New && !probe && seg.len == cap {
+                seg.len = self.tso_len(cap);
+                if seg.len > cap {
+                    gso_size = cap as u16;
+                }
+            }
+            if !self.emit_range(now, seg, gso_size, emit) {
                 break;
             }
             if probe {
                 self.tlp
                     .on_probe_sent(seg, self.sb.snd_nxt().max(seg.start + seg.len));
             }
-            let stamp = self.next_xmit_stamp(now);
-            if self.recovery.on_sent(&mut self.sb, seg, stamp).is_err() {
+            // A super-segment goes on the scoreboard as the segments the
+            // device makes of it (see the module docs).
+            if !self.record_sent(now, seg, gso_size) {
                 break;
             }
             if seg.is_retransmission() {
@@ -213,6 +240,48 @@ impl Tcb {
             self.persist_at = Some(now + self.persist_interval());
         }
         sent
+    }
+
+    /// Records `seg` as sent: on the scoreboard as the wire segments of
+    /// `gso_size` octets a super-segment becomes, or as it is. False when
+    /// the scoreboard refused it.
+    fn record_sent(&mut self, now: Instant, seg: NextSeg, gso_size: u16) -> bool {
+        if gso_size == 0 {
+            let stamp = self.next_xmit_stamp(now);
+            return self.recovery.on_sent(&mut self.sb, seg, stamp).is_ok();
+        }
+        let end = seg.start + seg.len;
+        let mut at = seg.start;
+        while at.lt(end) {
+            let part = NextSeg::new(seg.rule, at, (end - at).min(u32::from(gso_size)));
+            let stamp = self.next_xmit_stamp(now);
+            if self.recovery.on_sent(&mut self.sb, part, stamp).is_err() {
+                return false;
+            }
+            at = part.start + part.len;
+        }
+        true
+    }
+
+    /// The length of a new segment of `cap` octets grown into a
+    /// super-segment: whole `cap`-sized segments, as many as the device
+    /// takes, the data queued and within the send window, the congestion
+    /// window less the pipe, and the scoreboard's room allow; `cap` when
+    /// that is one, or without segmentation offload.
+    fn tso_len(&self, cap: u32) -> u32 {
+        let max = self.cfg.offload.tso_payload_max();
+        if max < 2 * cap || cap == 0 {
+            return cap;
+        }
+        let nxt = self.sb.snd_nxt();
+        let data_end = self.snd.data_end();
+        let data = if nxt.lt(data_end) { data_end - nxt } else { 0 };
+        let right = self.sb.high_ack() + self.snd_wnd;
+        let window = if right.gt(nxt) { right - nxt } else { 0 };
+        let cwnd_room = self.cc.cwnd().saturating_sub(self.sb.pipe());
+        let segs_room = u32::try_from(self.sb.room()).unwrap_or(u32::MAX);
+        let octets = max.min(data).min(window).min(cwnd_room);
+        (octets / cap).min(segs_room).max(1) * cap
     }
 
     /// Arms the probe timeout (RFC 8985 §7.2) if a probe may go: after
@@ -264,6 +333,7 @@ impl Tcb {
         &mut self,
         now: Instant,
         seg: NextSeg,
+        gso_size: u16,
         emit: &mut dyn FnMut(OutSegment<'_>) -> bool,
     ) -> bool {
         let una = self.snd.una();
@@ -291,6 +361,7 @@ impl Tcb {
             repr,
             payload: a,
             payload2: b,
+            gso_size,
         });
         if ok {
             self.stats.segs_out += 1;

@@ -8,15 +8,43 @@ use std::collections::VecDeque;
 
 type Seg = (TcpRepr, Vec<u8>);
 
+/// What `t` sends now, super-segments (segmentation offload) cut into
+/// wire segments the way a device does (see [`device_segments`]).
 fn outputs(t: &mut Tcb, now: Instant) -> Vec<Seg> {
     let mut v = Vec::new();
     t.poll_output(now, &mut |s| {
         let mut p = s.payload.to_vec();
         p.extend_from_slice(s.payload2);
-        v.push((s.repr, p));
+        v.extend(device_segments(s.repr, &p, s.gso_size));
         true
     });
     v
+}
+
+/// A super-segment cut into segments of `gso_size` data octets, as a TSO
+/// device (or the kernel's GSO) does: the header copied, the sequence
+/// number advanced, FIN and PSH only on the last piece. An ordinary
+/// segment (`gso_size` 0) as it is.
+fn device_segments(repr: TcpRepr, payload: &[u8], gso_size: u16) -> Vec<Seg> {
+    if gso_size == 0 || payload.len() <= usize::from(gso_size) {
+        return vec![(repr, payload.to_vec())];
+    }
+    let pieces: Vec<&[u8]> = payload.chunks(usize::from(gso_size)).collect();
+    let last = pieces.len() - 1;
+    let mut seq = repr.seq;
+    pieces
+        .into_iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let mut r = repr;
+            r.seq = seq;
+            seq = seq.wrapping_add(p.len() as u32);
+            if i != last {
+                r.flags.remove(TcpFlags::FIN | TcpFlags::PSH);
+            }
+            (r, p.to_vec())
+        })
+        .collect()
 }
 
 /// A deterministic link: delay, and loss by a xorshift generator.
@@ -292,4 +320,89 @@ fn frag_needed_lowers_the_mss_only_for_a_sequence_in_flight() {
         .collect();
     assert!(!new.is_empty());
     assert!(new.iter().all(|&n| n <= 1280 - 40 - 12), "{new:?}");
+}
+
+/// A connection whose device segments (TSO): checksums partial, 64 KB.
+fn tso_config() -> TcpConfig {
+    TcpConfig {
+        offload: crate::tcp::TcpOffload {
+            checksum: true,
+            tso_max: 65_535,
+        },
+        ..TcpConfig::default()
+    }
+}
+
+#[test]
+fn tso_sends_whole_mss_super_segments_within_the_congestion_window() {
+    let (mut a, mut b) = pair(tso_config());
+    let mut link = Link::new(100, 0, 1);
+    run(
+        &mut a,
+        &mut b,
+        &mut link,
+        Instant::ZERO,
+        Duration::from_secs(1),
+        |a, b, _| a.state() == State::Established && b.state() == State::Established,
+    );
+    let now = Instant::from_nanos(2_000_000_000);
+    let data = vec![7u8; 100_000];
+    assert_eq!(a.send(&data).unwrap(), Some(100_000));
+    let mut segs = Vec::new();
+    a.poll_output(now, &mut |s| {
+        segs.push((s.payload_len(), s.gso_size));
+        true
+    });
+    let smss = a.smss() as usize;
+    // RFC 5681 §3.1: the initial window (10 segments, as Linux) goes as
+    // one super-segment of whole segments, no more.
+    let cwnd = a.cwnd() as usize;
+    assert_eq!(segs, vec![(cwnd / smss * smss, smss as u16)], "{segs:?}");
+}
+
+#[test]
+fn clean_transfer_both_ways_with_tso() {
+    assert_eq!(transfer(tso_config(), 1_000_000, 300_000, 0, 1), 0);
+}
+
+#[test]
+fn lossy_transfer_both_ways_with_tso() {
+    // Loss hits single wire segments of super-segments: SACK and RACK
+    // must repair them segment by segment.
+    for seed in [7, 8] {
+        assert!(transfer(tso_config(), 500_000, 200_000, 50, seed) > 0);
+    }
+}
+
+#[test]
+fn super_segments_larger_than_the_mss_are_taken_whole() {
+    // A GRO-merged super-segment reaches the receiver uncut.
+    let (mut a, mut b) = pair(tso_config());
+    let mut link = Link::new(100, 0, 1);
+    run(
+        &mut a,
+        &mut b,
+        &mut link,
+        Instant::ZERO,
+        Duration::from_secs(1),
+        |a, b, _| a.state() == State::Established && b.state() == State::Established,
+    );
+    let now = Instant::from_nanos(2_000_000_000);
+    let data: Vec<u8> = (0..20_000).map(byte).collect();
+    a.send(&data).unwrap();
+    let mut whole = Vec::new();
+    a.poll_output(now, &mut |s| {
+        let mut p = s.payload.to_vec();
+        p.extend_from_slice(s.payload2);
+        whole.push((s.repr, p));
+        true
+    });
+    assert!(whole[0].1.len() > a.smss() as usize, "a super-segment");
+    for (r, p) in &whole {
+        b.on_segment(now, r, p).unwrap();
+    }
+    let mut got = vec![0u8; 30_000];
+    let n = b.recv(&mut got).unwrap().unwrap();
+    assert_eq!(&got[..n], &data[..n]);
+    assert_eq!(n, whole.iter().map(|(_, p)| p.len()).sum::<usize>());
 }
