@@ -219,10 +219,17 @@ impl Rack {
     }
 }
 
+/// Slack added to 2·SRTT when several segments are in flight: Linux's
+/// `TCP_TIMEOUT_MIN` (2 jiffies, 2 ms at HZ=1000). Without it a
+/// microsecond SRTT (a TAP on one machine) makes the probe fire while the
+/// peer is still taking in a 64 KB super-segment: spurious probes.
+pub const PTO_SLACK: Duration = Duration::from_millis(2);
+
 /// RFC 8985 §7.2 probe timeout: 2·SRTT, plus [`WC_DEL_ACK`] (or the
 /// peer's `max_ack_delay` when known) when exactly one segment is in
-/// flight, 1 s without an RTT sample; never later than the RTO would
-/// fire (`rto`, the time left on the retransmission timer).
+/// flight, else plus [`PTO_SLACK`] (as Linux); 1 s without an RTT
+/// sample; never later than the RTO would fire (`rto`, the time left on
+/// the retransmission timer).
 pub fn probe_timeout(
     srtt: Option<Duration>,
     segments_in_flight: usize,
@@ -232,9 +239,11 @@ pub fn probe_timeout(
     let pto = match srtt {
         Some(s) => {
             let mut p = s.as_nanos().saturating_mul(2);
-            if segments_in_flight == 1 {
-                p = p.saturating_add(max_ack_delay.as_nanos());
-            }
+            p = p.saturating_add(if segments_in_flight == 1 {
+                max_ack_delay.as_nanos()
+            } else {
+                PTO_SLACK.as_nanos()
+            });
             Duration::from_nanos(p)
         }
         None => Duration::from_secs(1),
@@ -415,8 +424,10 @@ mod tests {
     #[test]
     fn tlp_timer_values() {
         let rto = Duration::from_secs(1);
-        // 2·SRTT with several segments in flight.
-        assert_eq!(probe_timeout(Some(ms(50)), 3, WC_DEL_ACK, rto), ms(100));
+        // 2·SRTT + Linux's 2 ms with several segments in flight.
+        assert_eq!(probe_timeout(Some(ms(50)), 3, WC_DEL_ACK, rto), ms(102));
+        let us = Duration::from_micros;
+        assert_eq!(probe_timeout(Some(us(40)), 3, WC_DEL_ACK, rto), us(2080));
         // + WCDelAckT with one segment in flight.
         assert_eq!(probe_timeout(Some(ms(50)), 1, WC_DEL_ACK, rto), ms(300));
         // 1 s without an RTT sample, but never beyond the RTO.
