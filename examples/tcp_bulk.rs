@@ -18,12 +18,17 @@
 //! (256 KB send and receive buffers, window scaling, timestamps, SACK,
 //! RACK-TLP, CUBIC). `--busy-poll` polls without sleeping, yielding the
 //! CPU between polls; otherwise the host sleeps in epoll on the TAP.
+//!
+//! `memory` runs a source and a sink host in this one thread, joined by
+//! the in-memory wire (pathstack ↔ pathstack with no kernel in the way:
+//! the stack's own cost per byte), and prints the sink's line.
 //! `--offload on` opens the TAP with offloads (partial checksums, 64 KB
 //! TCP super-segments both ways, as far as the kernel accepts them; the
 //! JSON line says what was negotiated); off by default.
 #![forbid(unsafe_code)]
 
 use clap::{Parser, Subcommand};
+use pathstack::core::device::wire::{wire_pair, WireConfig};
 use pathstack::devices::{TapDevice, TapOptions, WaitMode};
 use pathstack::host::{Host, HostConfig};
 use pathstack::inet::tcp::{Shutdown, TcpStats};
@@ -85,6 +90,12 @@ enum Mode {
         /// The sink's address.
         #[arg(long)]
         peer: SocketAddr,
+        /// How long to send.
+        #[arg(long, default_value_t = 5.0)]
+        seconds: f64,
+    },
+    /// A source and a sink host in this thread over the in-memory wire.
+    Memory {
         /// How long to send.
         #[arg(long, default_value_t = 5.0)]
         seconds: f64,
@@ -239,9 +250,74 @@ fn source(args: &TapArgs, peer: SocketAddr, seconds: f64) -> Result<(), BoxError
     Ok(())
 }
 
+/// Source and sink over the in-memory wire, polled in turn: the source
+/// sends for `seconds`, shuts down, and the sink reads to the end.
+fn memory(seconds: f64) -> Result<(), BoxError> {
+    let (a, b) = wire_pair(WireConfig::default());
+    let mut src = Host::new(HostConfig::parse("10.0.0.1/24")?, a)?;
+    let mut dst = Host::new(HostConfig::parse("10.0.0.2/24")?, b)?;
+    let l = dst.tcp_listen("0.0.0.0:5001", 4)?;
+    let c = src.tcp_connect("10.0.0.2:5001")?;
+    let connect_by = Instant::now() + Duration::from_secs(10);
+    let s = loop {
+        src.poll();
+        dst.poll();
+        if let Some((s, _)) = dst.accept(&l)? {
+            break s;
+        }
+        if Instant::now() > connect_by {
+            return Err("connect timed out".into());
+        }
+    };
+    let data = vec![0x5au8; 64 * 1024];
+    let mut buf = vec![0u8; 64 * 1024];
+    let (mut sent, mut got, mut shut) = (0u64, 0u64, false);
+    let start = Instant::now();
+    let end = start + Duration::from_secs_f64(seconds);
+    let give_up = end + Duration::from_secs(30);
+    loop {
+        if !shut {
+            if Instant::now() < end {
+                while let Some(n) = src.tcp_send(&c, &data)? {
+                    sent += n as u64;
+                    if n < data.len() {
+                        break;
+                    }
+                }
+            } else {
+                src.tcp_shutdown(&c, Shutdown::Write)?;
+                shut = true;
+            }
+        }
+        src.poll();
+        dst.poll();
+        let mut eof = false;
+        while let Some(n) = dst.tcp_recv(&s, &mut buf)? {
+            if n == 0 {
+                eof = true;
+                break;
+            }
+            got += n as u64;
+        }
+        if eof {
+            break;
+        }
+        if Instant::now() > give_up {
+            return Err("the transfer did not end".into());
+        }
+    }
+    let secs = start.elapsed().as_secs_f64();
+    if got != sent {
+        return Err(format!("sent {sent} octets, the sink read {got}").into());
+    }
+    report(got, secs, dst.tcp_stats(&s).ok());
+    Ok(())
+}
+
 fn main() -> Result<(), BoxError> {
     match Cli::parse().mode {
         Mode::Sink { tap, port } => sink(&tap, port),
         Mode::Source { tap, peer, seconds } => source(&tap, peer, seconds),
+        Mode::Memory { seconds } => memory(seconds),
     }
 }

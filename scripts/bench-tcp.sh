@@ -103,8 +103,18 @@
 # CUBIC), examples/kernel_tcp_bulk.rs (std::net, kernel defaults). Each
 # prints {"bytes","seconds","gbps",...}; a row's value is the receiver's
 # figure (bytes received / time from the first octet to the end).
-# TCP_BULK_ARGS (environment): extra arguments for tcp_bulk, e.g.
-# TCP_BULK_ARGS="--offload on" for the pathstack rows with TAP offloads.
+# The "pathstack" rows run tcp_bulk with TAP offloads off, the
+# "pathstack-offload" rows with --offload on (vnet header, checksum
+# offload, TSO4 on transmit, GRO-merged frames on receive).
+# TCP_BULK_ARGS (environment): extra arguments for tcp_bulk in both.
+#
+# pathstack <-> pathstack (extra tests, same units, beyond the fixed list):
+#   bulk-p2p-tap          tcp_bulk source on TAP_B (NS_B, PS_B_IP, CPU C)
+#                         to tcp_bulk sink on TAP_A (NS_A, CPU S) across the
+#                         bridges and the veth; for pathstack and
+#                         pathstack-offload
+#   bulk-p2p-memory       tcp_bulk memory: source and sink hosts in one
+#                         thread (CPU S) over the in-memory wire
 #
 # The other programs: examples/tcp_echo.rs (pathstack's echo server, heap
 # and RSS snapshots on SIGUSR1), smoltcp_peer tcp-echo, kernel_tcp_peer.rs
@@ -260,42 +270,6 @@ print(f"bench-tcp.sh:   {row['value']:.3f} Gbit/s ({drops} frames dropped)", fil
 EOF
 }
 
-tap_args=(--tap "$TAP_A" --netns "$NS_A" --ip "$PS_A_IP/24")
-for run in $(seq 1 "$repeat"); do
-wanted bulk || break
-for loss in "${losses[@]}"; do
-    suffix=
-    [ "$loss" = 0 ] || suffix=-loss$loss
-    for system in pathstack smoltcp kernel; do
-        port=$((port + 1))
-        case $system in
-            pathstack) sink=("$bin/tcp_bulk" sink "${tap_args[@]}" $busy ${TCP_BULK_ARGS:-})
-                       source=("$bin/tcp_bulk" source "${tap_args[@]}" $busy ${TCP_BULK_ARGS:-}) ;;
-            smoltcp)   sink=("$bin/smoltcp_peer" tcp-sink "${tap_args[@]}" $busy)
-                       source=("$bin/smoltcp_peer" tcp-source "${tap_args[@]}" $busy) ;;
-            kernel)    sink=("$bin/kernel_tcp_bulk" sink)
-                       source=("$bin/kernel_tcp_bulk" source) ;;
-        esac
-        # kernel B -> the stack
-        if [ $system = kernel ]; then s_addr=(--bind "$KERNEL_A_IP:$port"); peer=$KERNEL_A_IP
-        else s_addr=(--port "$port"); peer=$PS_A_IP; fi
-        run "$system" "bulk-to-stack$suffix" "$loss" "$NS_A" "$cpu_s" "$NS_B" "$cpu_c" \
-            "${sink[@]}" "${s_addr[@]}" -- \
-            "$bin/kernel_tcp_bulk" source --peer "$peer:$port" --seconds "$seconds"
-        port=$((port + 1))
-        # the stack -> kernel B
-        run "$system" "bulk-from-stack$suffix" "$loss" "$NS_B" "$cpu_c" "$NS_A" "$cpu_s" \
-            "$bin/kernel_tcp_bulk" sink --bind "$KERNEL_B_IP:$port" -- \
-            "${source[@]}" --peer "$KERNEL_B_IP:$port" --seconds "$seconds"
-    done
-done
-done
-
-# ---------------------------------------------------------------- the rest
-# Background clients (idle holder, flood, flooded stream) go on exit too.
-bg_pids=()
-trap 'for p in "${bg_pids[@]}"; do kill "$p" 2>/dev/null || true; done; bench_cleanup' EXIT
-
 # row SYSTEM TEST VALUE UNIT [KEY=JSON]...: one result line; a row that
 # cannot be made (no value) is reported and left out.
 row() {
@@ -327,6 +301,64 @@ if last is None or sys.argv[2] not in last:
 print(last[sys.argv[2]])
 EOF
 }
+
+tap_args=(--tap "$TAP_A" --netns "$NS_A" --ip "$PS_A_IP/24")
+for run in $(seq 1 "$repeat"); do
+wanted bulk || break
+for loss in "${losses[@]}"; do
+    suffix=
+    [ "$loss" = 0 ] || suffix=-loss$loss
+    for system in pathstack pathstack-offload smoltcp kernel; do
+        port=$((port + 1))
+        case $system in
+            pathstack) sink=("$bin/tcp_bulk" sink "${tap_args[@]}" $busy ${TCP_BULK_ARGS:-})
+                       source=("$bin/tcp_bulk" source "${tap_args[@]}" $busy ${TCP_BULK_ARGS:-}) ;;
+            pathstack-offload)
+                       sink=("$bin/tcp_bulk" sink "${tap_args[@]}" $busy --offload on ${TCP_BULK_ARGS:-})
+                       source=("$bin/tcp_bulk" source "${tap_args[@]}" $busy --offload on ${TCP_BULK_ARGS:-}) ;;
+            smoltcp)   sink=("$bin/smoltcp_peer" tcp-sink "${tap_args[@]}" $busy)
+                       source=("$bin/smoltcp_peer" tcp-source "${tap_args[@]}" $busy) ;;
+            kernel)    sink=("$bin/kernel_tcp_bulk" sink)
+                       source=("$bin/kernel_tcp_bulk" source) ;;
+        esac
+        # kernel B -> the stack
+        if [ $system = kernel ]; then s_addr=(--bind "$KERNEL_A_IP:$port"); peer=$KERNEL_A_IP
+        else s_addr=(--port "$port"); peer=$PS_A_IP; fi
+        run "$system" "bulk-to-stack$suffix" "$loss" "$NS_A" "$cpu_s" "$NS_B" "$cpu_c" \
+            "${sink[@]}" "${s_addr[@]}" -- \
+            "$bin/kernel_tcp_bulk" source --peer "$peer:$port" --seconds "$seconds"
+        port=$((port + 1))
+        # the stack -> kernel B
+        run "$system" "bulk-from-stack$suffix" "$loss" "$NS_B" "$cpu_c" "$NS_A" "$cpu_s" \
+            "$bin/kernel_tcp_bulk" sink --bind "$KERNEL_B_IP:$port" -- \
+            "${source[@]}" --peer "$KERNEL_B_IP:$port" --seconds "$seconds"
+    done
+    [ "$loss" = 0 ] || continue
+    # pathstack <-> pathstack across the veth: TAP_B's host sends.
+    for system in pathstack pathstack-offload; do
+        port=$((port + 1))
+        off=off
+        [ $system = pathstack ] || off=on
+        run "$system" bulk-p2p-tap 0 "$NS_A" "$cpu_s" "$NS_B" "$cpu_c" \
+            "$bin/tcp_bulk" sink "${tap_args[@]}" $busy --offload $off --port "$port" -- \
+            "$bin/tcp_bulk" source --tap "$TAP_B" --netns "$NS_B" --ip "$PS_B_IP/24" $busy \
+            --offload $off --peer "$PS_A_IP:$port" --seconds "$seconds"
+    done
+    echo "$me: pathstack bulk-p2p-memory (run $run/$repeat)" >&2
+    if taskset -c "$cpu_s" "$bin/tcp_bulk" memory --seconds "$seconds" >"$tmp/p2p-memory.log" 2>&1; then
+        row pathstack bulk-p2p-memory "$(field "$tmp/p2p-memory.log" gbps)" Gbit/s \
+            "cpu=$cpu_s" "wire=\"memory\""
+    else
+        echo "$me: tcp_bulk memory failed:" >&2; cat "$tmp/p2p-memory.log" >&2
+    fi
+done
+done
+
+# ---------------------------------------------------------------- the rest
+# Background clients (idle holder, flood, flooded stream) go on exit too.
+bg_pids=()
+trap 'for p in "${bg_pids[@]}"; do kill "$p" 2>/dev/null || true; done; bench_cleanup' EXIT
+
 # serve SYSTEM NS CPU LOG CMD...: starts the server under test, waits for
 # its "ready"; fails (status 1) if it does not come.
 serve() {
@@ -625,7 +657,7 @@ systems = [s for s in ("pathstack", "pathstack-offload", "smoltcp", "kernel", "t
 print(f"\nTCP, median of {repeat} run(s); {seconds} s per bulk/stream/rate run"
       f"{' (--quick)' if quick == '1' else ''}; stack CPU {cpu_s}, kernel peer CPU {cpu_c}; "
       f"rtt: both ends on CPU {same_cpu}; user-space stacks {mode}; load average at the end {load.split()[0]}")
-head = f"{'test':<22}{'unit':<9}" + "".join(f"{s:>12}" for s in systems) + f"{'ps/smol':>9}{'ps/kern':>9}  notes"
+head = f"{'test':<22}{'unit':<9}" + "".join(f"{s:>12}" for s in systems) + f"{'ps/smol':>9}{'off/smol':>9}{'ps/floor':>9}{'ps/kern':>9}  notes"
 print(head)
 print("-" * len(head))
 def fmt(v):
@@ -636,6 +668,7 @@ for t in tests:
     unit = next(r["unit"] for r in rows if r["test"] == t)
     cells = {s: (val[(s, t)]["value"] if (s, t) in val else None) for s in systems}
     ps, sm, ke = cells.get("pathstack"), cells.get("smoltcp"), cells.get("kernel")
+    po, fl = cells.get("pathstack-offload"), cells.get("tap-floor")
     ratio = lambda a, b: f"{a / b:.2f}" if a is not None and b else "-"
     notes = []
     p = val.get(("pathstack", t))
@@ -653,7 +686,7 @@ for t in tests:
             notes.append(f"pathstack: {p.get('syn_cookies_sent')} cookies, RSS "
                          f"{p.get('rss_bytes_before', 0) / 2**20:.0f}->{p.get('rss_bytes_after', 0) / 2**20:.0f} MB")
     print(f"{t:<22}{unit:<9}" + "".join(fmt(cells[s]) for s in systems)
-          + f"{ratio(ps, sm):>9}{ratio(ps, ke):>9}  {'; '.join(notes)}")
+          + f"{ratio(ps, sm):>9}{ratio(po, sm):>9}{ratio(ps, fl):>9}{ratio(ps, ke):>9}  {'; '.join(notes)}")
 if int(repeat) > 1:
     print("\nall runs:")
     for t in tests:
