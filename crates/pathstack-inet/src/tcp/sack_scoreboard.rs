@@ -245,6 +245,12 @@ pub struct Scoreboard {
     sacked_segs: u32,
     /// RACK.fack: the highest end sequence delivered.
     fack: SeqNumber,
+    /// Whether a segment in flight may be SACKed, lost or retransmitted;
+    /// false only while every one is plainly in flight (set with any of
+    /// those flags, cleared when the flight is acknowledged). Clean, pipe
+    /// is FlightSize and NextSeg is new data: no per-segment walk for
+    /// each segment a loss-free bulk sender sends.
+    tainted: bool,
 }
 
 impl Scoreboard {
@@ -262,6 +268,7 @@ impl Scoreboard {
             sacked_bytes: 0,
             sacked_segs: 0,
             fack: snd_una,
+            tainted: false,
         }
     }
 
@@ -313,6 +320,9 @@ impl Scoreboard {
 
     /// HighSACK: one past the highest SACKed octet, if any.
     pub fn high_sack(&self) -> Option<SeqNumber> {
+        if self.sacked_segs == 0 {
+            return None;
+        }
         self.segs.iter().rev().find(|s| s.sacked).map(Segment::end)
     }
 
@@ -421,6 +431,7 @@ impl Scoreboard {
         let seg = &mut self.segs[i];
         seg.retransmitted = true;
         seg.ever_retransmitted = true;
+        self.tainted = true;
         seg.sent_at = now;
         Ok(seg.end())
     }
@@ -446,6 +457,7 @@ impl Scoreboard {
         for s in self.segs.iter_mut().filter(|s| !s.sacked) {
             s.lost = true;
             s.retransmitted = false;
+            self.tainted = true;
         }
         self.high_rxt = None;
         self.rescue_rxt = None;
@@ -458,6 +470,7 @@ impl Scoreboard {
             if !s.sacked {
                 s.lost = true;
                 s.retransmitted = false;
+                self.tainted = true;
             }
         }
     }
@@ -518,6 +531,9 @@ impl Scoreboard {
                 }
             }
             self.snd_una = cum_ack;
+            if self.segs.is_empty() {
+                self.tainted = false;
+            }
             self.fack = self.fack.max(cum_ack);
         } else if cum_ack != self.snd_una {
             out.cum_ignored = true;
@@ -548,6 +564,7 @@ impl Scoreboard {
                 if !seg.sacked {
                     seg.sacked = true;
                     seg.retransmitted = false;
+                    self.tainted = true;
                     self.sacked_bytes += seg.len;
                     self.sacked_segs += 1;
                     out.newly_sacked += seg.len;
@@ -616,6 +633,9 @@ impl Scoreboard {
     /// once if it is not lost and once more if a retransmission of it is
     /// in flight.
     pub fn pipe(&self) -> u32 {
+        if !self.tainted {
+            return self.flight_size();
+        }
         let mut pipe = 0u32;
         self.for_each_unsacked_rev(|_, s, lost| {
             if !lost {
@@ -650,16 +670,19 @@ impl Scoreboard {
         let high_sack = self.high_sack();
         let mut rule1 = None;
         let mut rule3 = None;
-        self.for_each_unsacked_rev(|_, s, lost| {
-            if s.retransmitted {
-                return;
-            }
-            if lost {
-                rule1 = Some((s.start, s.len));
-            } else if high_sack.is_some_and(|hs| s.start.lt(hs)) {
-                rule3 = Some((s.start, s.len));
-            }
-        });
+        // Clean (nothing SACKed, lost or retransmitted): no rule 1 or 3.
+        if self.tainted {
+            self.for_each_unsacked_rev(|_, s, lost| {
+                if s.retransmitted {
+                    return;
+                }
+                if lost {
+                    rule1 = Some((s.start, s.len));
+                } else if high_sack.is_some_and(|hs| s.start.lt(hs)) {
+                    rule3 = Some((s.start, s.len));
+                }
+            });
+        }
         if let Some(seg) = rule1 {
             return Some(NextSeg::of(Rule::Lost, seg));
         }
@@ -711,6 +734,14 @@ impl Scoreboard {
         }
         if at != self.snd_nxt {
             return Err("segments do not reach SND.NXT");
+        }
+        if !self.tainted
+            && self
+                .segs
+                .iter()
+                .any(|s| s.sacked || s.lost || s.retransmitted)
+        {
+            return Err("a SACKed, lost or retransmitted segment while clean");
         }
         if sb != self.sacked_bytes || sn != self.sacked_segs {
             return Err("SACK counters inconsistent");
