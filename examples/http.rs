@@ -27,6 +27,9 @@
 //! On SIGINT/SIGTERM (or after `--seconds`) it prints how many connections
 //! it served and the stack's statistics.
 
+#[path = "support/tap_net.rs"]
+mod tap_net;
+
 use bytes::Bytes;
 use clap::Parser;
 use futures_util::stream;
@@ -36,18 +39,12 @@ use hyper::header::{HeaderValue, CONTENT_LENGTH, CONTENT_TYPE};
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
-use pathstack::devices::{TapDevice, TapOptions};
-use pathstack::host::HostConfig;
-use pathstack::inet::MacAddr;
 use pathstack::tokio::{Net, TcpListener};
 use std::convert::Infallible;
 use std::future::Future;
 use std::io;
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::time::Duration;
 
 /// Bytes per chunk of a `/bytes/N` body: a multiple of 8 (see [`fill`]).
 pub const CHUNK: usize = 64 * 1024;
@@ -190,81 +187,23 @@ pub async fn serve(net: &Net, port: u16, stop: impl Future<Output = ()>) -> io::
 #[derive(Parser, Debug)]
 #[command(about = "An HTTP/1.1 server (hyper) on pathstack's tokio API, on a TAP device")]
 struct Args {
-    /// TAP interface name (created if absent).
-    #[arg(long)]
-    tap: String,
-    /// Our address and prefix length, e.g. 10.77.1.1/24.
-    #[arg(long)]
-    ip: String,
-    /// Network namespace to open the TAP device in.
-    #[arg(long)]
-    netns: Option<String>,
+    #[command(flatten)]
+    tap: tap_net::TapArgs,
     /// TCP port to serve on.
     #[arg(long, default_value_t = 80)]
     port: u16,
-    /// Default gateway.
-    #[arg(long)]
-    gateway: Option<Ipv4Addr>,
-    /// Stop after this many seconds (default: on SIGINT/SIGTERM).
-    #[arg(long)]
-    seconds: Option<u64>,
 }
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    // One single-threaded stack per core: a current-thread runtime.
-    let rt = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("http: tokio runtime: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    match rt.block_on(run(args)) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("http: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    tap_net::run_current_thread("http", run(args))
 }
 
 async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
-    let stop = Arc::new(AtomicBool::new(false));
-    signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&stop))?;
-    signal_hook::flag::register(signal_hook::consts::SIGTERM, Arc::clone(&stop))?;
-
-    let mut opts = TapOptions::new();
-    if let Some(ns) = &args.netns {
-        opts = opts.netns(ns.clone());
-    }
-    let tap = TapDevice::open(&args.tap, opts)?;
-    let mut cfg = HostConfig::parse(&args.ip)?;
-    cfg.gateway = args.gateway;
-    cfg.mac = Some(MacAddr(tap.mac()));
-    println!(
-        "http on {}:{} on {} (mac {}, mtu {})",
-        cfg.addr,
-        args.port,
-        tap.name(),
-        MacAddr(tap.mac()),
-        tap.mtu()
-    );
-    let net = Net::tap(cfg, tap)?;
+    let stop = args.tap.stop()?;
+    let net = args.tap.open("http", args.port)?;
     let driver = net.spawn();
-
-    let deadline = args.seconds.map(Duration::from_secs);
-    let started = tokio::time::Instant::now();
-    // Wakes now and then to notice a signal or the deadline.
-    let stopped = async {
-        while !stop.load(Ordering::Relaxed) && deadline.is_none_or(|d| started.elapsed() < d) {
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
-    };
-    let served = serve(&net, args.port, stopped).await?;
+    let served = serve(&net, args.port, stop.wait()).await?;
     driver.abort();
     println!("served {served} connections");
     print!("{}", net.with_host(|h| h.report()));

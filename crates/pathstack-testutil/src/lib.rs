@@ -6,7 +6,8 @@
 //!   packet processing allocates nothing).
 //! * The fixtures of the privileged tests: the privilege rule
 //!   ([`privileged`]), network-namespace topologies ([`Topology`]),
-//!   temporary files ([`TempFile`]) and the tshark checks of captures
+//!   temporary files ([`TempFile`]), tcpdump captures in a namespace
+//!   ([`TcpdumpCapture`]) and the tshark checks of captures
 //!   ([`assert_tshark_clean`]).
 //! * [`kernel_tcp`]: the Linux kernel's side of the TCP interop tests, run
 //!   inside a [`Topology`]'s namespaces: kernel echo, sink and source
@@ -29,11 +30,13 @@ pub mod kernel_tcp;
 mod netns;
 mod output;
 mod privilege;
+mod tcpdump;
 mod temp_file;
 mod tshark;
 
 pub use netns::{kernel_ping, scripts_dir, Topology};
 pub use output::text;
 pub use privilege::{has_net_admin, privileged};
+pub use tcpdump::TcpdumpCapture;
 pub use temp_file::TempFile;
 pub use tshark::{assert_tshark_clean, have_tshark, tshark_frames};

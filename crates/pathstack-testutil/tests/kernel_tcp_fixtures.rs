@@ -9,9 +9,10 @@ use pathstack_testutil::kernel_tcp::{
     ClientOptions, KernelEchoServer, KernelSinkServer, KernelSourceServer, Loss, NsSysctl,
     Transfer,
 };
-use pathstack_testutil::{have_tshark, privileged, tshark_frames, TempFile, Topology};
+use pathstack_testutil::{
+    have_tshark, privileged, tshark_frames, TcpdumpCapture, TempFile, Topology,
+};
 use std::net::{IpAddr, SocketAddr};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 const MB: u64 = 1 << 20;
@@ -19,55 +20,6 @@ const MB: u64 = 1 << 20;
 fn addr(topo: &Topology, key: &str) -> SocketAddr {
     let ip: IpAddr = topo.var(key).parse().expect("an IP address");
     SocketAddr::new(ip, 0)
-}
-
-/// A tcpdump in a namespace, stopped on drop.
-struct Capture(Child);
-
-impl Capture {
-    fn start(topo: &Topology, ns_key: &str, iface: &str, pcap: &TempFile) -> Capture {
-        let mut child = topo
-            .command_in(ns_key, "tcpdump")
-            .args(["-i", iface, "-U", "-B", "32768", "-w"])
-            .arg(&**pcap)
-            .arg("tcp")
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("run tcpdump");
-        // Wait until it listens ("listening on ..." on stderr).
-        let mut err = child.stderr.take().expect("stderr");
-        let mut seen = Vec::new();
-        let mut byte = [0u8; 1];
-        while !String::from_utf8_lossy(&seen).contains("listening on") {
-            use std::io::Read;
-            match err.read(&mut byte) {
-                Ok(1) => seen.push(byte[0]),
-                _ => panic!("tcpdump did not start: {}", String::from_utf8_lossy(&seen)),
-            }
-        }
-        std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
-        Capture(child)
-    }
-
-    fn stop(mut self) {
-        self.interrupt();
-    }
-
-    fn interrupt(&mut self) {
-        let _ = Command::new("kill")
-            .args(["-INT", &self.0.id().to_string()])
-            .status();
-        let _ = self.0.wait();
-    }
-}
-
-impl Drop for Capture {
-    fn drop(&mut self) {
-        if matches!(self.0.try_wait(), Ok(None)) {
-            self.interrupt();
-        }
-    }
 }
 
 #[test]
@@ -79,7 +31,7 @@ fn kernel_echo_1mb_byte_exact() {
     let topo = Topology::up();
     let echo = KernelEchoServer::start(&topo, "NS_A", addr(&topo, "KERNEL_A_IP"));
     let pcap = TempFile::new("kernel-echo.pcap");
-    let capture = Capture::start(&topo, "NS_B", topo.var("BR_B"), &pcap);
+    let capture = TcpdumpCapture::start(&topo, "NS_B", topo.var("BR_B"), &pcap);
 
     // Two clients at once: the server serves connections concurrently.
     let opts = ClientOptions::new(MB, 1);
@@ -210,7 +162,7 @@ fn sysctl_guard_sets_and_restores() {
         // A connection from B has neither SACK nor timestamps.
         let sink = KernelSinkServer::start(&topo, "NS_A", addr(&topo, "KERNEL_A_IP"));
         let pcap = TempFile::new("kernel-nosack.pcap");
-        let capture = Capture::start(&topo, "NS_B", topo.var("BR_B"), &pcap);
+        let capture = TcpdumpCapture::start(&topo, "NS_B", topo.var("BR_B"), &pcap);
         let opts = ClientOptions {
             ss_before_close: true,
             ..ClientOptions::new(256 * 1024, 5)

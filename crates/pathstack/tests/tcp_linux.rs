@@ -4,479 +4,30 @@
 //! the kernel of NS_B (KERNEL_B_IP) reaches it through the veth. Every
 //! test brings up its own topology, torn down on drop even when it fails.
 //!
-//! The pathstack side is a small driver ([`App`]): an echo server for any
-//! number of connections, a sink that checks every byte against the
-//! pattern stream, and a client that sends a pattern while reading (an echo
-//! it checks, or nothing from a sink). The kernel side is
-//! `pathstack_testutil::kernel_tcp`.
+//! The pathstack side is the driver of `support/ps_driver.rs` ([`App`]):
+//! an echo server for any number of connections, a sink that checks every
+//! byte against the pattern stream, and a client that sends a pattern
+//! while reading (an echo it checks, or nothing from a sink). The kernel
+//! side is `pathstack_testutil::kernel_tcp`.
 
-use pathstack::devices::{PcapCapture, TapDevice, TapOptions, WaitMode};
-use pathstack::host::{Host, HostConfig};
-use pathstack::inet::tcp::{Shutdown, TcpStats};
-use pathstack::inet::MacAddr;
-use pathstack::socket::{TcpListener, TcpStream};
+#[path = "support/ps_driver.rs"]
+mod ps_driver;
+
+use pathstack::host::Host;
 use pathstack_testutil::kernel_tcp::{
-    assert_tcp_capture_clean, kernel_client, pattern_bytes, tcp_snmp, ClientOptions,
-    KernelEchoServer, KernelSinkServer, Loss, NsSysctl, Transfer,
+    assert_tcp_capture_clean, kernel_client, tcp_snmp, ClientOptions, KernelEchoServer,
+    KernelSinkServer, Loss, NsSysctl, Transfer,
 };
 use pathstack_testutil::{privileged, TempFile, Topology};
-use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
-use std::path::Path;
+use ps_driver::{
+    conn_debug, kernel_b, ps_addr, ps_host, run_client, App, PsClient, PsEcho, PsSink, Running,
+};
+use std::net::SocketAddr;
 use std::process::Command;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 const KB: u64 = 1024;
 const MB: u64 = 1024 * 1024;
-const CHUNK: usize = 64 * 1024;
-// Not 7000 and the like: tshark would decode the payload as some protocol
-// registered on the port (7000 is Gryphon) and call it malformed.
-const PS_PORT: u16 = 45111;
-
-// ---------------------------------------------------------------------------
-// The pathstack host and its driver
-
-/// A pathstack host on TAP_A, optionally captured to `pcap` (for
-/// debugging, `TCP_LINUX_PCAP=prefix` captures every host of a test run
-/// to `prefix.N`, N counting the hosts made).
-fn ps_host(topo: &Topology, pcap: Option<&Path>) -> Host {
-    static HOSTS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let n = HOSTS.fetch_add(1, Ordering::Relaxed);
-    let debug_pcap = std::env::var("TCP_LINUX_PCAP")
-        .ok()
-        .map(|p| std::path::PathBuf::from(format!("{p}.{n}")));
-    let pcap = pcap.or(debug_pcap.as_deref());
-    let tap = TapDevice::open(topo.var("TAP_A"), TapOptions::new().netns(topo.var("NS_A")))
-        .expect("open TAP A");
-    let waiter = tap.waiter().expect("waiter");
-    let mut cfg = HostConfig::parse(&format!("{}/24", topo.var("PS_A_IP"))).unwrap();
-    cfg.mac = Some(MacAddr(tap.mac()));
-    let host = match pcap {
-        Some(p) => Host::new(cfg, PcapCapture::create(tap, p).expect("pcap")),
-        None => Host::new(cfg, tap),
-    };
-    host.expect("host").with_waiter(waiter, WaitMode::Blocking)
-}
-
-fn ps_addr(topo: &Topology) -> SocketAddr {
-    SocketAddr::V4(SocketAddrV4::new(
-        topo.var("PS_A_IP").parse().unwrap(),
-        PS_PORT,
-    ))
-}
-
-fn kernel_b(topo: &Topology) -> Ipv4Addr {
-    topo.var("KERNEL_B_IP").parse().unwrap()
-}
-
-/// The application a host thread runs between polls.
-trait App: Send + 'static {
-    /// Does what can be done now; true when finished.
-    fn step(&mut self, h: &mut Host) -> bool;
-}
-
-/// A host running an [`App`] on its own thread.
-struct Running<A> {
-    stop: Arc<AtomicBool>,
-    handle: JoinHandle<(Host, A)>,
-}
-
-impl<A: App> Running<A> {
-    /// Runs `app` on `host` until it finishes, [`Running::stop`] or `limit`.
-    fn start(host: Host, app: A, limit: Duration) -> Running<A> {
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = Arc::clone(&stop);
-        let handle = std::thread::Builder::new()
-            .name("pathstack-host".into())
-            .spawn(move || {
-                let (mut host, mut app) = (host, app);
-                let deadline = Instant::now() + limit;
-                while !flag.load(Ordering::Relaxed) && Instant::now() < deadline {
-                    host.poll();
-                    if app.step(&mut host) {
-                        break;
-                    }
-                    host.poll();
-                    host.wait(Duration::from_millis(1)).expect("wait");
-                }
-                (host, app)
-            })
-            .expect("spawn the host thread");
-        Running { stop, handle }
-    }
-
-    /// Waits for the app to finish (or its time limit).
-    fn join(self) -> (Host, A) {
-        self.handle.join().expect("host thread panicked")
-    }
-
-    /// Stops the host and hands it back.
-    fn stop(self) -> (Host, A) {
-        self.stop.store(true, Ordering::Relaxed);
-        self.join()
-    }
-}
-
-/// One connection of [`PsEcho`]: what was read and not yet written back.
-struct EchoConn {
-    s: TcpStream,
-    buf: Vec<u8>,
-    len: usize,
-    off: usize,
-    eof: bool,
-    echoed: u64,
-}
-
-/// A pathstack echo server: accepts any number of connections, writes back
-/// what it reads (reading more only once the last read is written back),
-/// closes after the peer's EOF once everything is echoed.
-struct PsEcho {
-    l: TcpListener,
-    conns: Vec<EchoConn>,
-    /// Bytes echoed by each finished connection.
-    finished: Vec<u64>,
-    errors: Vec<String>,
-    accepted: usize,
-}
-
-impl PsEcho {
-    fn new(h: &mut Host) -> PsEcho {
-        let l = h.tcp_listen(("0.0.0.0", PS_PORT), 128).expect("tcp_listen");
-        PsEcho {
-            l,
-            conns: Vec::new(),
-            finished: Vec::new(),
-            errors: Vec::new(),
-            accepted: 0,
-        }
-    }
-
-    /// Serves `c`; false once it is finished (closed or failed).
-    fn serve(
-        h: &mut Host,
-        c: &mut EchoConn,
-        finished: &mut Vec<u64>,
-        errors: &mut Vec<String>,
-    ) -> bool {
-        loop {
-            if c.off < c.len {
-                match h.tcp_send(&c.s, &c.buf[c.off..c.len]) {
-                    Ok(Some(n)) => c.off += n,
-                    Ok(None) => return true,
-                    Err(e) => {
-                        errors.push(format!("echo send after {}: {e}", c.echoed));
-                        let _ = h.tcp_abort(c.s);
-                        return false;
-                    }
-                }
-                continue;
-            }
-            if c.eof {
-                h.tcp_close(c.s).expect("close");
-                finished.push(c.echoed);
-                return false;
-            }
-            match h.tcp_recv(&c.s, &mut c.buf) {
-                Ok(Some(0)) => c.eof = true,
-                Ok(Some(n)) => {
-                    c.len = n;
-                    c.off = 0;
-                    c.echoed += n as u64;
-                }
-                Ok(None) => return true,
-                Err(e) => {
-                    errors.push(format!("echo recv after {}: {e}", c.echoed));
-                    let _ = h.tcp_abort(c.s);
-                    return false;
-                }
-            }
-        }
-    }
-}
-
-impl App for PsEcho {
-    fn step(&mut self, h: &mut Host) -> bool {
-        while let Some((s, _peer)) = h.accept(&self.l).expect("accept") {
-            self.accepted += 1;
-            self.conns.push(EchoConn {
-                s,
-                buf: vec![0; CHUNK],
-                len: 0,
-                off: 0,
-                eof: false,
-                echoed: 0,
-            });
-        }
-        let (finished, errors) = (&mut self.finished, &mut self.errors);
-        self.conns
-            .retain_mut(|c| PsEcho::serve(h, c, finished, errors));
-        false
-    }
-}
-
-/// Where `a` and `b` (of one length) first differ; a memcmp first, as
-/// the test crate is built without optimisation.
-fn first_difference(a: &[u8], b: &[u8]) -> Option<usize> {
-    if a == b {
-        return None;
-    }
-    a.iter().zip(b).position(|(x, y)| x != y)
-}
-
-/// What a pathstack sink read from one connection.
-#[derive(Debug)]
-struct SinkResult {
-    bytes: u64,
-    /// Offset of the first byte that differs from the pattern.
-    mismatch: Option<u64>,
-    elapsed: Duration,
-}
-
-/// A pathstack sink: accepts connections, reads each to EOF checking every
-/// byte against the pattern of `seed`, then closes. It never finishes:
-/// stop its host when the peer is done.
-struct PsSink {
-    l: TcpListener,
-    seed: u64,
-    conns: Vec<(TcpStream, u64, Option<u64>, Instant)>,
-    results: Vec<SinkResult>,
-    errors: Vec<String>,
-    buf: Vec<u8>,
-    want: Vec<u8>,
-}
-
-impl PsSink {
-    fn new(h: &mut Host, seed: u64) -> PsSink {
-        let l = h.tcp_listen(("0.0.0.0", PS_PORT), 128).expect("tcp_listen");
-        PsSink {
-            l,
-            seed,
-            conns: Vec::new(),
-            results: Vec::new(),
-            errors: Vec::new(),
-            buf: vec![0; CHUNK],
-            want: vec![0; CHUNK],
-        }
-    }
-}
-
-impl App for PsSink {
-    fn step(&mut self, h: &mut Host) -> bool {
-        while let Some((s, _)) = h.accept(&self.l).expect("accept") {
-            self.conns.push((s, 0, None, Instant::now()));
-        }
-        let mut i = 0;
-        while i < self.conns.len() {
-            let (s, off, mismatch, start) = &mut self.conns[i];
-            let done = loop {
-                match h.tcp_recv(s, &mut self.buf) {
-                    Ok(Some(0)) => {
-                        self.results.push(SinkResult {
-                            bytes: *off,
-                            mismatch: *mismatch,
-                            elapsed: start.elapsed(),
-                        });
-                        h.tcp_close(*s).expect("close");
-                        break true;
-                    }
-                    Ok(Some(n)) => {
-                        if mismatch.is_none() {
-                            pattern_bytes(self.seed, *off, &mut self.want[..n]);
-                            if let Some(j) = first_difference(&self.buf[..n], &self.want[..n]) {
-                                *mismatch = Some(*off + j as u64);
-                            }
-                        }
-                        *off += n as u64;
-                    }
-                    Ok(None) => break false,
-                    Err(e) => {
-                        self.errors.push(format!("sink recv after {off}: {e}"));
-                        let _ = h.tcp_abort(*s);
-                        break true;
-                    }
-                }
-            };
-            if done {
-                self.conns.swap_remove(i);
-            } else {
-                i += 1;
-            }
-        }
-        // The host keeps running after the close (our FIN may need
-        // retransmitting): the test stops it once the kernel is done.
-        false
-    }
-}
-
-/// What a pathstack client saw.
-#[derive(Debug)]
-struct ClientResult {
-    received: u64,
-    /// Offset of the first received byte that differs from the pattern.
-    mismatch: Option<u64>,
-    /// The connection's counters just before it was closed.
-    stats: TcpStats,
-    elapsed: Duration,
-}
-
-/// A pathstack client: connects, sends `len` bytes of the pattern of
-/// `seed` while reading, shuts down its write side, reads to the peer's
-/// EOF and closes. With `echo` it checks what it reads is the pattern.
-struct PsClient {
-    s: TcpStream,
-    seed: u64,
-    len: u64,
-    echo: bool,
-    sent: u64,
-    chunk: Vec<u8>,
-    chunk_start: u64,
-    chunk_len: usize,
-    shut: bool,
-    received: u64,
-    mismatch: Option<u64>,
-    buf: Vec<u8>,
-    want: Vec<u8>,
-    start: Instant,
-    result: Option<Result<ClientResult, String>>,
-}
-
-impl PsClient {
-    fn new(h: &mut Host, peer: SocketAddr, len: u64, seed: u64, echo: bool) -> PsClient {
-        let s = h.tcp_connect(peer).expect("tcp_connect");
-        PsClient {
-            s,
-            seed,
-            len,
-            echo,
-            sent: 0,
-            chunk: vec![0; CHUNK],
-            chunk_start: 0,
-            chunk_len: 0,
-            shut: false,
-            received: 0,
-            mismatch: None,
-            buf: vec![0; CHUNK],
-            want: vec![0; CHUNK],
-            start: Instant::now(),
-            result: None,
-        }
-    }
-
-    fn fail(&mut self, h: &mut Host, what: String) -> bool {
-        let _ = h.tcp_abort(self.s);
-        self.result = Some(Err(what));
-        true
-    }
-}
-
-impl App for PsClient {
-    fn step(&mut self, h: &mut Host) -> bool {
-        if self.result.is_some() {
-            return true;
-        }
-        // Send what fits.
-        while self.sent < self.len {
-            let end = self.chunk_start + self.chunk_len as u64;
-            if self.sent == end {
-                self.chunk_start = end;
-                self.chunk_len = (self.len - end).min(CHUNK as u64) as usize;
-                pattern_bytes(self.seed, end, &mut self.chunk[..self.chunk_len]);
-            }
-            let from = (self.sent - self.chunk_start) as usize;
-            match h.tcp_send(&self.s, &self.chunk[from..self.chunk_len]) {
-                Ok(Some(n)) => self.sent += n as u64,
-                Ok(None) => break,
-                Err(e) => return self.fail(h, format!("send after {}: {e}", self.sent)),
-            }
-        }
-        if self.sent == self.len && !self.shut {
-            if let Err(e) = h.tcp_shutdown(&self.s, Shutdown::Write) {
-                return self.fail(h, format!("shutdown: {e}"));
-            }
-            self.shut = true;
-        }
-        // Read what came.
-        loop {
-            match h.tcp_recv(&self.s, &mut self.buf) {
-                Ok(Some(0)) => {
-                    if !self.shut {
-                        return self.fail(h, format!("EOF after sending {}", self.sent));
-                    }
-                    let stats = h.tcp_stats(&self.s).expect("stats");
-                    h.tcp_close(self.s).expect("close");
-                    self.result = Some(Ok(ClientResult {
-                        received: self.received,
-                        mismatch: self.mismatch,
-                        stats,
-                        elapsed: self.start.elapsed(),
-                    }));
-                    return true;
-                }
-                Ok(Some(n)) => {
-                    if self.mismatch.is_none() {
-                        if self.echo {
-                            pattern_bytes(self.seed, self.received, &mut self.want[..n]);
-                            if let Some(j) = first_difference(&self.buf[..n], &self.want[..n]) {
-                                self.mismatch = Some(self.received + j as u64);
-                            }
-                        } else {
-                            self.mismatch = Some(self.received);
-                        }
-                    }
-                    self.received += n as u64;
-                }
-                Ok(None) => return false,
-                Err(e) => {
-                    return self.fail(
-                        h,
-                        format!(
-                            "recv after sending {} receiving {}: {e}",
-                            self.sent, self.received
-                        ),
-                    )
-                }
-            }
-        }
-    }
-}
-
-/// Runs a pathstack client to `peer` to completion; panics on failure.
-fn run_client(
-    topo: &Topology,
-    peer: SocketAddr,
-    len: u64,
-    seed: u64,
-    echo: bool,
-    limit: Duration,
-) -> (Host, ClientResult) {
-    let mut host = ps_host(topo, None);
-    let app = PsClient::new(&mut host, peer, len, seed, echo);
-    let (host, app) = Running::start(host, app, limit).join();
-    let r = match app.result {
-        Some(Ok(r)) => r,
-        Some(Err(e)) => panic!("pathstack client of {len} bytes to {peer}: {e}\n{}", host.report()),
-        None => panic!(
-            "pathstack client of {len} bytes to {peer} did not finish in {limit:?}: sent {} received {}\n{}",
-            app.sent,
-            app.received,
-            host.report()
-        ),
-    };
-    (host, r)
-}
-
-/// A connection's state and counters, for failure messages.
-fn conn_debug(h: &Host, s: &TcpStream) -> String {
-    format!(
-        "state {:?} send_space {:?} readable {:?} stats {:?}",
-        h.tcp_state(s),
-        h.tcp_send_space(s),
-        h.tcp_readable(s),
-        h.tcp_stats(s)
-    )
-}
 
 fn mbps(bytes: u64, t: Duration) -> f64 {
     bytes as f64 / MB as f64 / t.as_secs_f64()
@@ -571,7 +122,7 @@ impl Drop for PassCounter {
 /// `kernel_client` from NS_B to a pathstack echo server, one connection per
 /// size in turn; every echo must come back byte-exact.
 fn kernel_to_ps_echo(topo: &Topology, sizes: &[u64], seed: u64) {
-    let mut host = ps_host(topo, None);
+    let mut host = ps_host(topo, false, None);
     let app = PsEcho::new(&mut host);
     let run = Running::start(host, app, Duration::from_secs(120));
     std::thread::sleep(Duration::from_millis(50));
@@ -636,6 +187,7 @@ fn pathstack_client_kernel_echo_server() {
     for len in [1, KB, MB, 100 * MB] {
         let (_host, r) = run_client(
             &topo,
+            false,
             server.addr(),
             len,
             2 ^ len,
@@ -680,7 +232,7 @@ fn bulk_under_loss() {
     for percent in [1u32, 5] {
         // Kernel → pathstack sink.
         {
-            let mut host = ps_host(&topo, None);
+            let mut host = ps_host(&topo, false, None);
             let app = PsSink::new(&mut host, 30 + percent as u64);
             let run = Running::start(host, app, Duration::from_secs(60));
             let before = tcp_snmp(&topo, "NS_B");
@@ -730,6 +282,7 @@ fn bulk_under_loss() {
             let dsacks_before = kernel_dsacks_sent(&topo);
             let (_host, r) = run_client(
                 &topo,
+                false,
                 sink.addr(),
                 len,
                 seed,
@@ -825,7 +378,7 @@ fn hundred_concurrent_connections() {
         return;
     }
     let topo = Topology::up();
-    let mut host = ps_host(&topo, None);
+    let mut host = ps_host(&topo, false, None);
     let app = PsEcho::new(&mut host);
     let run = Running::start(host, app, Duration::from_secs(60));
     std::thread::sleep(Duration::from_millis(50));
@@ -876,7 +429,7 @@ fn capture_is_clean() {
     let server = KernelEchoServer::start(&topo, "NS_B", SocketAddr::new(kernel_b(&topo).into(), 0));
     {
         // pathstack client → kernel echo server.
-        let mut host = ps_host(&topo, Some(&pcap));
+        let mut host = ps_host(&topo, false, Some(&pcap));
         let client = PsClient::new(&mut host, server.addr(), MB, 6, true);
         let echo = PsEcho::new(&mut host);
         // Both ends on one host; it runs until the test stops it (the
@@ -944,7 +497,7 @@ fn bulk_throughput() {
     let topo = Topology::up();
     let len = 20 * MB;
     {
-        let mut host = ps_host(&topo, None);
+        let mut host = ps_host(&topo, false, None);
         let app = PsSink::new(&mut host, 8);
         let run = Running::start(host, app, Duration::from_secs(60));
         let mut opts = ClientOptions::new(len, 8);
@@ -962,7 +515,15 @@ fn bulk_throughput() {
     {
         let sink =
             KernelSinkServer::start(&topo, "NS_B", SocketAddr::new(kernel_b(&topo).into(), 0));
-        let (_host, r) = run_client(&topo, sink.addr(), len, 9, false, Duration::from_secs(60));
+        let (_host, r) = run_client(
+            &topo,
+            false,
+            sink.addr(),
+            len,
+            9,
+            false,
+            Duration::from_secs(60),
+        );
         assert_eq!(
             sink.next(Duration::from_secs(5)).expect("sink"),
             Transfer::pattern(9, len)

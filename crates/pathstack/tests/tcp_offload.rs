@@ -10,249 +10,25 @@
 //! super-segments of up to 64 KB with partial checksums for the kernel to
 //! segment and finish.
 
-use pathstack::devices::{TapDevice, TapOptions, WaitMode};
-use pathstack::host::{Host, HostConfig};
-use pathstack::inet::tcp::{Shutdown, TcpStats};
-use pathstack::inet::MacAddr;
-use pathstack::socket::{TcpListener, TcpStream};
+#[path = "support/ps_driver.rs"]
+mod ps_driver;
+
+use pathstack::devices::{TapDevice, TapOptions};
+use pathstack::inet::tcp::TcpStats;
 use pathstack::Device;
 use pathstack_testutil::kernel_tcp::{
-    assert_tcp_capture_clean, kernel_client, pattern_bytes, ClientOptions, KernelSinkServer,
-    NsSysctl, Transfer,
+    assert_tcp_capture_clean, kernel_client, ClientOptions, KernelSinkServer, NsSysctl, Transfer,
 };
-use pathstack_testutil::{privileged, tshark_frames, TempFile, Topology};
-use std::net::{SocketAddr, SocketAddrV4};
-use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use pathstack_testutil::{privileged, tshark_frames, TcpdumpCapture, TempFile, Topology};
+use ps_driver::{kernel_b, ps_addr, ps_host, run_client, PsEcho, Running};
+use std::net::SocketAddr;
+use std::process::Command;
+use std::time::Duration;
 
 const MB: u64 = 1024 * 1024;
-const CHUNK: usize = 64 * 1024;
-// Not a port tshark decodes as some other protocol.
-const PS_PORT: u16 = 45113;
 /// The MSS both ends use on the 1500-byte MTU with timestamps.
 const MSS: u64 = 1448;
 const LIMIT: Duration = Duration::from_secs(120);
-
-fn ps_host(topo: &Topology, offload: bool) -> Host {
-    let tap = TapDevice::open(
-        topo.var("TAP_A"),
-        TapOptions::new().netns(topo.var("NS_A")).offload(offload),
-    )
-    .expect("open TAP A");
-    if offload {
-        // This kernel has offered them since 2.6.27; a kernel that
-        // refused would make every "on" figure here an "off" figure.
-        assert!(
-            tap.offloads().csum && tap.offloads().tso4,
-            "offloads not negotiated: {:?}",
-            tap.offloads()
-        );
-    }
-    let waiter = tap.waiter().expect("waiter");
-    let mut cfg = HostConfig::parse(&format!("{}/24", topo.var("PS_A_IP"))).unwrap();
-    cfg.mac = Some(MacAddr(tap.mac()));
-    Host::new(cfg, tap)
-        .expect("host")
-        .with_waiter(waiter, WaitMode::Blocking)
-}
-
-fn ps_addr(topo: &Topology) -> SocketAddr {
-    SocketAddr::V4(SocketAddrV4::new(
-        topo.var("PS_A_IP").parse().unwrap(),
-        PS_PORT,
-    ))
-}
-
-/// The application a host thread runs between polls.
-trait App: Send + 'static {
-    /// Does what can be done now; true when finished.
-    fn step(&mut self, h: &mut Host) -> bool;
-}
-
-/// A host running an [`App`] on its own thread until it finishes, is
-/// stopped, or `LIMIT` passes.
-struct Running<A> {
-    stop: Arc<AtomicBool>,
-    handle: JoinHandle<(Host, A)>,
-}
-
-impl<A: App> Running<A> {
-    fn start(host: Host, app: A) -> Running<A> {
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = Arc::clone(&stop);
-        let handle = std::thread::spawn(move || {
-            let (mut host, mut app) = (host, app);
-            let deadline = Instant::now() + LIMIT;
-            while !flag.load(Ordering::Relaxed) && Instant::now() < deadline {
-                host.poll();
-                if app.step(&mut host) {
-                    break;
-                }
-                host.poll();
-                host.wait(Duration::from_millis(1)).expect("wait");
-            }
-            (host, app)
-        });
-        Running { stop, handle }
-    }
-
-    fn join(self) -> (Host, A) {
-        self.handle.join().expect("host thread panicked")
-    }
-
-    fn stop(self) -> (Host, A) {
-        self.stop.store(true, Ordering::Relaxed);
-        self.join()
-    }
-}
-
-/// A pathstack echo server for one connection: writes back what it reads
-/// (reading more only once the last read is written back), closes after
-/// the peer's EOF, keeps the connection's counters.
-struct PsEcho {
-    l: TcpListener,
-    conn: Option<TcpStream>,
-    buf: Vec<u8>,
-    len: usize,
-    off: usize,
-    echoed: u64,
-    stats: Option<TcpStats>,
-    error: Option<String>,
-}
-
-impl PsEcho {
-    fn new(h: &mut Host) -> PsEcho {
-        PsEcho {
-            l: h.tcp_listen(("0.0.0.0", PS_PORT), 8).expect("tcp_listen"),
-            conn: None,
-            buf: vec![0; CHUNK],
-            len: 0,
-            off: 0,
-            echoed: 0,
-            stats: None,
-            error: None,
-        }
-    }
-}
-
-impl App for PsEcho {
-    fn step(&mut self, h: &mut Host) -> bool {
-        if self.conn.is_none() {
-            self.conn = h.accept(&self.l).expect("accept").map(|(s, _)| s);
-        }
-        let Some(s) = self.conn else { return false };
-        if self.stats.is_some() || self.error.is_some() {
-            // Closed; keep the host running for our FIN until stopped.
-            return false;
-        }
-        loop {
-            if self.off < self.len {
-                match h.tcp_send(&s, &self.buf[self.off..self.len]) {
-                    Ok(Some(n)) => self.off += n,
-                    Ok(None) => return false,
-                    Err(e) => {
-                        self.error = Some(format!("send after {}: {e}", self.echoed));
-                        return false;
-                    }
-                }
-                continue;
-            }
-            match h.tcp_recv(&s, &mut self.buf) {
-                Ok(Some(0)) => {
-                    self.stats = h.tcp_stats(&s).ok();
-                    h.tcp_close(s).expect("close");
-                    return false;
-                }
-                Ok(Some(n)) => {
-                    (self.len, self.off) = (n, 0);
-                    self.echoed += n as u64;
-                }
-                Ok(None) => return false,
-                Err(e) => {
-                    self.error = Some(format!("recv after {}: {e}", self.echoed));
-                    return false;
-                }
-            }
-        }
-    }
-}
-
-/// A pathstack client: sends `len` bytes of the pattern of `seed`, shuts
-/// its write side down, waits for the peer's EOF, keeps its counters.
-struct PsClient {
-    s: TcpStream,
-    seed: u64,
-    len: u64,
-    sent: u64,
-    chunk: Vec<u8>,
-    chunk_start: u64,
-    chunk_len: usize,
-    shut: bool,
-    buf: Vec<u8>,
-    result: Option<Result<TcpStats, String>>,
-}
-
-impl PsClient {
-    fn new(h: &mut Host, peer: SocketAddr, len: u64, seed: u64) -> PsClient {
-        PsClient {
-            s: h.tcp_connect(peer).expect("tcp_connect"),
-            seed,
-            len,
-            sent: 0,
-            chunk: vec![0; CHUNK],
-            chunk_start: 0,
-            chunk_len: 0,
-            shut: false,
-            buf: vec![0; 1024],
-            result: None,
-        }
-    }
-}
-
-impl App for PsClient {
-    fn step(&mut self, h: &mut Host) -> bool {
-        while self.sent < self.len {
-            let end = self.chunk_start + self.chunk_len as u64;
-            if self.sent == end {
-                self.chunk_start = end;
-                self.chunk_len = (self.len - end).min(CHUNK as u64) as usize;
-                pattern_bytes(self.seed, end, &mut self.chunk[..self.chunk_len]);
-            }
-            let from = (self.sent - self.chunk_start) as usize;
-            match h.tcp_send(&self.s, &self.chunk[from..self.chunk_len]) {
-                Ok(Some(n)) => self.sent += n as u64,
-                Ok(None) => break,
-                Err(e) => {
-                    self.result = Some(Err(format!("send after {}: {e}", self.sent)));
-                    return true;
-                }
-            }
-        }
-        if self.sent == self.len && !self.shut {
-            h.tcp_shutdown(&self.s, Shutdown::Write).expect("shutdown");
-            self.shut = true;
-        }
-        match h.tcp_recv(&self.s, &mut self.buf) {
-            Ok(Some(0)) => {
-                self.result = Some(h.tcp_stats(&self.s).map_err(|e| e.to_string()));
-                h.tcp_close(self.s).expect("close");
-                true
-            }
-            Ok(Some(n)) => {
-                self.result = Some(Err(format!("a sink sent {n} bytes")));
-                true
-            }
-            Ok(None) => false,
-            Err(e) => {
-                self.result = Some(Err(format!("recv after sending {}: {e}", self.sent)));
-                true
-            }
-        }
-    }
-}
 
 /// The kernel of NS_B sends `len` bytes to a pathstack echo server and
 /// reads them back; returns the server's connection counters after
@@ -262,46 +38,32 @@ impl App for PsClient {
 /// ten seconds without a byte, and the unoptimised test build of the
 /// stack may take longer than that for 100 MB.
 fn kernel_to_pathstack(topo: &Topology, offload: bool, len: u64, seed: u64) -> TcpStats {
-    let mut host = ps_host(topo, offload);
+    let mut host = ps_host(topo, offload, None);
     let app = PsEcho::new(&mut host);
-    let run = Running::start(host, app);
+    let run = Running::start(host, app, LIMIT);
     let mut opts = ClientOptions::new(len, seed);
     opts.timeout = LIMIT;
     let r = kernel_client(topo, "NS_B", ps_addr(topo), &opts);
     let (host, app) = run.stop();
     let r = r.unwrap_or_else(|e| panic!("kernel client: {e}\n{}", host.report()));
-    assert_eq!(app.error, None);
-    assert_eq!(app.echoed, len);
+    assert!(app.errors.is_empty(), "server errors: {:?}", app.errors);
+    assert_eq!(app.finished, vec![len], "bytes echoed");
     assert_eq!(r.received, Transfer::pattern(seed, len), "byte-exact echo");
-    app.stats.expect("the server saw the end of the stream")
+    app.stats[0]
 }
 
 /// A pathstack client sends `len` bytes to a kernel sink in NS_B, which
 /// checks them by SHA-256; returns the client's connection counters.
 fn pathstack_to_kernel(topo: &Topology, offload: bool, len: u64, seed: u64) -> TcpStats {
-    let sink = KernelSinkServer::start(
-        topo,
-        "NS_B",
-        SocketAddr::new(topo.var("KERNEL_B_IP").parse().unwrap(), 0),
-    );
-    let mut host = ps_host(topo, offload);
-    let app = PsClient::new(&mut host, sink.addr(), len, seed);
-    let (host, app) = Running::start(host, app).join();
-    let stats = match app.result {
-        Some(Ok(s)) => s,
-        Some(Err(e)) => panic!("pathstack client: {e}\n{}", host.report()),
-        None => panic!(
-            "pathstack client did not finish: sent {}\n{}",
-            app.sent,
-            host.report()
-        ),
-    };
+    let sink = KernelSinkServer::start(topo, "NS_B", SocketAddr::new(kernel_b(topo).into(), 0));
+    let (_host, r) = run_client(topo, offload, sink.addr(), len, seed, false, LIMIT);
+    assert_eq!(r.received, 0, "a sink sent bytes");
     assert_eq!(
         sink.next(Duration::from_secs(10)).expect("kernel sink"),
         Transfer::pattern(seed, len),
         "byte-exact"
     );
-    stats
+    r.stats
 }
 
 /// Both directions, 100 MB each, byte-exact: the kernel's 100 MB echoed
@@ -378,44 +140,6 @@ fn offloads_are_negotiated_only_when_asked() {
     let off = open(false);
     assert_eq!(off.offloads(), Default::default());
     assert_eq!(off.caps().offload, Default::default());
-}
-
-/// A tcpdump in a namespace, stopped (SIGINT, so it flushes) on drop.
-struct Capture(Child);
-
-impl Capture {
-    fn start(topo: &Topology, ns_key: &str, iface: &str, pcap: &TempFile) -> Capture {
-        let mut child = topo
-            .command_in(ns_key, "tcpdump")
-            .args(["-i", iface, "-U", "-B", "65536", "-w"])
-            .arg(&**pcap)
-            .arg("tcp")
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("run tcpdump");
-        let mut err = child.stderr.take().expect("stderr");
-        let mut seen = Vec::new();
-        let mut byte = [0u8; 1];
-        while !String::from_utf8_lossy(&seen).contains("listening on") {
-            use std::io::Read;
-            match err.read(&mut byte) {
-                Ok(1) => seen.push(byte[0]),
-                _ => panic!("tcpdump did not start: {}", String::from_utf8_lossy(&seen)),
-            }
-        }
-        std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
-        Capture(child)
-    }
-}
-
-impl Drop for Capture {
-    fn drop(&mut self) {
-        let _ = Command::new("kill")
-            .args(["-INT", &self.0.id().to_string()])
-            .status();
-        let _ = self.0.wait();
-    }
 }
 
 /// A Wireshark configuration directory in which every heuristic
@@ -501,7 +225,7 @@ fn capture_on_veth_shows_valid_mtu_sized_segments() {
     let pcap = TempFile::new("tcp-offload.pcap");
     let len = 8 * MB;
     let (rx, tx) = {
-        let _cap = Capture::start(&topo, "NS_B", topo.var("VETH_B"), &pcap);
+        let _cap = TcpdumpCapture::start(&topo, "NS_B", topo.var("VETH_B"), &pcap);
         let rx = kernel_to_pathstack(&topo, true, len, 41);
         let tx = pathstack_to_kernel(&topo, true, len, 42);
         (rx, tx)

@@ -7,40 +7,27 @@
 //! hanging it.
 #![cfg(feature = "tokio")]
 
+#[path = "support/wire_nets.rs"]
+mod wire_nets;
+
 use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
-use pathstack::core::device::wire::{wire_pair, WireConfig};
-use pathstack::host::{Host, HostConfig};
 use pathstack::tokio::{DriverError, Net, TcpListener, TcpStream};
 use std::convert::Infallible;
 use std::future::Future;
 use std::io::{self, ErrorKind};
-use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+use std::net::Ipv4Addr;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::time::timeout;
 use tokio_util::codec::{Framed, LinesCodec};
+use wire_nets::{addr, nets, A, B};
 
-const A: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
-const B: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
 const LIMIT: Duration = Duration::from_secs(20);
-
-fn addr(ip: Ipv4Addr, port: u16) -> SocketAddr {
-    SocketAddrV4::new(ip, port).into()
-}
-
-/// Two hosts on a wire; their drivers start with them (inside the
-/// runtime).
-fn nets() -> (Net, Net) {
-    let (da, db) = wire_pair(WireConfig::default());
-    let a = Net::new(Host::new(HostConfig::parse("10.0.0.1/24").unwrap(), da).unwrap());
-    let b = Net::new(Host::new(HostConfig::parse("10.0.0.2/24").unwrap(), db).unwrap());
-    (a, b)
-}
 
 /// `f` within [`LIMIT`], or the test fails saying what hung.
 async fn within<T>(what: &str, f: impl Future<Output = T>) -> T {

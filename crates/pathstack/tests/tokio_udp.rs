@@ -4,28 +4,22 @@
 //! instead of hanging it.
 #![cfg(feature = "tokio")]
 
-use pathstack::core::device::wire::{wire_pair, WireConfig};
-use pathstack::host::{Host, HostConfig};
+#[path = "support/wire_nets.rs"]
+mod wire_nets;
+
 use pathstack::tokio::{Net, UdpSocket};
 use std::io;
-use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::timeout;
+use wire_nets::{addr, A, B};
 
-const A: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
-const B: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
 const LIMIT: Duration = Duration::from_secs(10);
-
-fn addr(ip: Ipv4Addr, port: u16) -> SocketAddr {
-    SocketAddrV4::new(ip, port).into()
-}
 
 /// Two hosts on a wire, their drivers spawned.
 fn nets() -> (Net, Net) {
-    let (da, db) = wire_pair(WireConfig::default());
-    let a = Net::new(Host::new(HostConfig::parse("10.0.0.1/24").unwrap(), da).unwrap());
-    let b = Net::new(Host::new(HostConfig::parse("10.0.0.2/24").unwrap(), db).unwrap());
+    let (a, b) = wire_nets::nets();
     a.spawn();
     b.spawn();
     (a, b)

@@ -134,6 +134,22 @@ fn pair(cfg: TcpConfig) -> (Tcb, Tcb) {
     (a, b)
 }
 
+/// A pair of `cfg` whose handshake has run over a clean link; returns
+/// both ends and the time they were both established.
+fn established(cfg: TcpConfig) -> (Tcb, Tcb, Instant) {
+    let (mut a, mut b) = pair(cfg);
+    let mut link = Link::new(100, 0, 1);
+    let t = run(
+        &mut a,
+        &mut b,
+        &mut link,
+        Instant::ZERO,
+        Duration::from_secs(1),
+        |a, b, _| a.state() == State::Established && b.state() == State::Established,
+    );
+    (a, b, t)
+}
+
 fn byte(i: usize) -> u8 {
     (i.wrapping_mul(2654435761) >> 13) as u8
 }
@@ -229,16 +245,7 @@ fn transfer(cfg: TcpConfig, n: usize, m: usize, loss: u32, seed: u64) -> u64 {
 
 #[test]
 fn handshake_negotiates_every_extension() {
-    let (mut a, mut b) = pair(TcpConfig::default());
-    let mut link = Link::new(100, 0, 1);
-    run(
-        &mut a,
-        &mut b,
-        &mut link,
-        Instant::ZERO,
-        Duration::from_secs(1),
-        |a, b, _| a.state() == State::Established && b.state() == State::Established,
-    );
+    let (a, b, _) = established(TcpConfig::default());
     assert_eq!(a.state(), State::Established);
     assert_eq!(b.state(), State::Established);
     assert_eq!(a.extensions(), (true, true, true));
@@ -278,16 +285,7 @@ fn lossy_transfer_without_extensions() {
 
 #[test]
 fn frag_needed_lowers_the_mss_only_for_a_sequence_in_flight() {
-    let (mut a, mut b) = pair(TcpConfig::default());
-    let mut link = Link::new(100, 0, 1);
-    let t = run(
-        &mut a,
-        &mut b,
-        &mut link,
-        Instant::ZERO,
-        Duration::from_secs(1),
-        |a, b, _| a.state() == State::Established && b.state() == State::Established,
-    );
+    let (mut a, mut b, t) = established(TcpConfig::default());
     a.send(&[7u8; 20_000]).unwrap();
     let segs = outputs(&mut a, t);
     assert!(segs.iter().all(|(_, p)| p.len() <= 1448));
@@ -335,16 +333,7 @@ fn tso_config() -> TcpConfig {
 
 #[test]
 fn tso_sends_whole_mss_super_segments_within_the_congestion_window() {
-    let (mut a, mut b) = pair(tso_config());
-    let mut link = Link::new(100, 0, 1);
-    run(
-        &mut a,
-        &mut b,
-        &mut link,
-        Instant::ZERO,
-        Duration::from_secs(1),
-        |a, b, _| a.state() == State::Established && b.state() == State::Established,
-    );
+    let (mut a, _b, _) = established(tso_config());
     let now = Instant::from_nanos(2_000_000_000);
     let data = vec![7u8; 100_000];
     assert_eq!(a.send(&data).unwrap(), Some(100_000));
@@ -377,16 +366,7 @@ fn lossy_transfer_both_ways_with_tso() {
 #[test]
 fn super_segments_larger_than_the_mss_are_taken_whole() {
     // A GRO-merged super-segment reaches the receiver uncut.
-    let (mut a, mut b) = pair(tso_config());
-    let mut link = Link::new(100, 0, 1);
-    run(
-        &mut a,
-        &mut b,
-        &mut link,
-        Instant::ZERO,
-        Duration::from_secs(1),
-        |a, b, _| a.state() == State::Established && b.state() == State::Established,
-    );
+    let (mut a, mut b, _) = established(tso_config());
     let now = Instant::from_nanos(2_000_000_000);
     let data: Vec<u8> = (0..20_000).map(byte).collect();
     a.send(&data).unwrap();
