@@ -43,6 +43,11 @@ pub struct TapArgs {
     /// Stop after this many seconds (default: on SIGINT/SIGTERM).
     #[arg(long)]
     pub seconds: Option<u64>,
+    /// TAP offloads (vnet header: checksum, TSO out, GRO in): on or off.
+    #[arg(long, value_name = "on|off", default_value = "off",
+          value_parser = clap::builder::BoolishValueParser::new(), action = clap::ArgAction::Set,
+          hide_possible_values = true)]
+    pub offload: bool,
 }
 
 impl TapArgs {
@@ -50,7 +55,7 @@ impl TapArgs {
     /// address on it, and says so on stdout: `NAME on ADDR:PORT on TAP
     /// (mac …, mtu …)`, `port` being the one the example serves on.
     pub fn open(&self, name: &str, port: u16) -> Result<Net, Box<dyn Error>> {
-        let mut opts = TapOptions::new();
+        let mut opts = TapOptions::new().offload(self.offload);
         if let Some(ns) = &self.netns {
             opts = opts.netns(ns.clone());
         }
