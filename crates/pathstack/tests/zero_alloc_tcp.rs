@@ -1,9 +1,10 @@
 //! TCP allocates nothing per segment in steady state: after a warm-up, a
 //! bulk transfer between two hosts on the in-memory wire (data one way,
 //! ACKs the other, through the socket calls, the connection paths, IP,
-//! ARP, ETH and the wire) makes zero heap allocations. Buffers, the SACK
-//! scoreboard and the timer wheel are sized when the connection opens;
-//! segments live in the stack's message pool.
+//! ARP, ETH and the wire) makes zero heap allocations. Buffers and the
+//! timer wheel are sized when the connection opens, the SACK scoreboard
+//! grows to the flight's size during the warm-up; segments live in the
+//! stack's message pool.
 //!
 //! One test in this binary: the allocation counter is process-wide.
 

@@ -225,6 +225,9 @@ impl NextSeg {
     }
 }
 
+/// Entries a new scoreboard allocates before it grows.
+const INITIAL_ENTRIES: usize = 8;
+
 /// The sender's SACK scoreboard (RFC 6675 §3–4).
 #[derive(Clone, Debug)]
 pub struct Scoreboard {
@@ -258,7 +261,10 @@ impl Scoreboard {
     /// starting at `iss + 1` (the first data octet) with SMSS `smss`.
     pub fn new(capacity: usize, smss: u32, snd_una: SeqNumber) -> Self {
         Scoreboard {
-            segs: VecDeque::with_capacity(capacity.max(1)),
+            // Grown on demand up to `capacity`: an idle connection keeps
+            // a few entries, not its whole window's (the bulk sender's
+            // scoreboard reaches its size in the first flights and stays).
+            segs: VecDeque::with_capacity(capacity.clamp(1, INITIAL_ENTRIES)),
             capacity: capacity.max(1),
             smss: smss.max(1),
             snd_una,
