@@ -32,6 +32,12 @@
 //! for the next read and only merged super-segments keep one of the
 //! pool's few large buffers; nothing is allocated per frame either way.
 //!
+//! **Multi-queue** ([`TapOptions::multi_queue`]): each open of the same
+//! interface with `IFF_MULTI_QUEUE` is one more queue, a [`TapDevice`] of
+//! its own, so one stack per core can each own a queue; the kernel keeps a
+//! flow on the queue that last wrote a frame of it, and spreads the rest
+//! by flow hash.
+//!
 //! A TAP interface belongs to one network namespace, and it can only be
 //! attached (`TUNSETIFF`) from inside that namespace. [`TapOptions::netns`] does this for the caller: the open runs on a
 //! short-lived thread that enters the namespace, so the caller's own threads

@@ -604,3 +604,58 @@ mod tests {
         assert_eq!(tcp_offload_params(&cfg, &caps(tap)), "");
     }
 }
+
+#[cfg(test)]
+mod neighbor_tests {
+    use super::*;
+    use pathstack_core::device::wire::{wire_pair, WireConfig};
+    use pathstack_core::{MsgPool, PoolConfig};
+
+    /// Every frame waiting at the raw end of the wire: (destination MAC,
+    /// EtherType).
+    fn frames(end: &mut impl Device, pool: &MsgPool) -> Vec<([u8; 6], [u8; 2])> {
+        let mut out = Vec::new();
+        while let Some(f) = end.receive(pool, Instant::ZERO).expect("receive") {
+            let b = f.as_slice();
+            out.push((b[0..6].try_into().unwrap(), [b[12], b[13]]));
+        }
+        out
+    }
+
+    #[test]
+    fn a_static_neighbor_releases_a_waiting_datagram_and_needs_no_arp() {
+        let pool = MsgPool::new(PoolConfig::small(16));
+        let (a, mut peer) = wire_pair(WireConfig::default());
+        let mut h = Host::new(HostConfig::parse("10.0.0.1/24").unwrap(), a).unwrap();
+        let peer_mac = MacAddr([2, 0, 0, 0, 0, 2]);
+        // The echo request waits for ARP; only the request (and the
+        // start-up announcement) reach the wire.
+        h.ping("10.0.0.2".parse().unwrap(), 1, b"hi").unwrap();
+        for _ in 0..5 {
+            h.poll();
+        }
+        let before = frames(&mut peer, &pool);
+        assert!(!before.is_empty());
+        assert!(
+            before.iter().all(|&(_, ty)| ty == [0x08, 0x06]),
+            "{before:?}"
+        );
+        // The static entry releases it, addressed to the given MAC.
+        h.add_neighbor("10.0.0.2".parse().unwrap(), peer_mac)
+            .unwrap();
+        for _ in 0..5 {
+            h.poll();
+        }
+        assert_eq!(frames(&mut peer, &pool), vec![(peer_mac.0, [0x08, 0x00])]);
+        // Later datagrams go straight out, with no ARP request.
+        h.ping("10.0.0.2".parse().unwrap(), 2, b"hi").unwrap();
+        for _ in 0..5 {
+            h.poll();
+        }
+        assert_eq!(frames(&mut peer, &pool), vec![(peer_mac.0, [0x08, 0x00])]);
+        assert!(matches!(
+            h.add_neighbor("10.0.0.3".parse().unwrap(), MacAddr::BROADCAST),
+            Err(HostError::Neighbor(_))
+        ));
+    }
+}
