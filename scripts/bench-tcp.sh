@@ -121,6 +121,13 @@
 #                         the split costs or gains when the machine is
 #                         already full; they cannot show scaling, which
 #                         needs a CPU per stack plus CPUs for the sender.
+#                         Each queue is a ring of txqueuelen (1000) frames:
+#                         8 connections' windows overflow one queue of
+#                         MTU-sized frames, so without offloads one stack
+#                         loses frames there (tap_queue_drops in the row)
+#                         and two stacks gain from the second ring as much
+#                         as from the second CPU; with offloads (64 KB
+#                         frames) no ring overflows.
 #
 # The programs: examples/tcp_bulk.rs (pathstack, default TCP options: 256 KB
 # buffers, window scaling, timestamps, SACK, RACK-TLP, CUBIC),
@@ -390,6 +397,9 @@ tap_a_multi_queue() {
     ip -n "$NS_A" link set "$TAP_A" master "$BR_A"
     ip -n "$NS_A" link set "$TAP_A" up
 }
+# Frames the kernel dropped because a queue of TAP_A was full (its
+# ring holds txqueuelen frames, 1000 by default, per queue).
+tap_a_tx_dropped() { ip netns exec "$NS_A" cat "/sys/class/net/$TAP_A/statistics/tx_dropped"; }
 # annotate_last SYSTEM TEST KEY=JSON...: adds fields to the last result row
 # if it is SYSTEM's TEST (run leaves a failed row out): the extra fields
 # and the sink's stacks, conns and per-stack connections and octets.
@@ -430,11 +440,13 @@ if wanted multicore; then
                     test=bulk-to-stack-8conn-2stacks scpus=$cpu_s,$cpu_c
                     cpus_note="stacks on CPUs $cpu_s and $cpu_c; kernel sender on CPU $cpu_c, shared with stack 2"
                 fi
+                qdrops=$(tap_a_tx_dropped)
                 run "$system" "$test" 0 "$NS_A" "$scpus" "$NS_B" "$cpu_c" \
                     "$bin/tcp_bulk" sink "${tap_args[@]}" $busy --offload $off --port "$port" \
                     --stacks "$stacks" --conns 8 --cpus "$scpus" --neighbor "$KERNEL_B_IP=$peer_mac" -- \
                     "$bin/kernel_tcp_bulk" source --peer "$PS_A_IP:$port" --seconds "$seconds" --conns 8
-                annotate_last "$system" "$test" "cpus=\"$cpus_note\""
+                annotate_last "$system" "$test" "cpus=\"$cpus_note\"" \
+                    "tap_queue_drops=$(( $(tap_a_tx_dropped) - qdrops ))"
             done
         done
     done
@@ -767,6 +779,8 @@ for t in tests:
                 notes.append(f"{side['retrans_segs']} retrans, {side.get('timeouts', 0)} RTOs")
         if "per_stack_conns" in p:
             notes.append(f"conns per stack {p['per_stack_conns']}")
+        if "tap_queue_drops" in p:
+            notes.append(f"{p['tap_queue_drops']} frames dropped at full TAP queues")
         if t == "rtt" and "rtt_ns" in p:
             notes.append(f"pathstack p99 {p['rtt_ns']['p99'] / 1000:.1f} us")
         if t == "idle10k":
