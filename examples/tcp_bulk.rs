@@ -96,7 +96,7 @@ fn neighbor(s: &str) -> Result<(Ipv4Addr, MacAddr), String> {
         .split_once('=')
         .ok_or_else(|| format!("`{s}`: expected IP=MAC"))?;
     let ip = ip.parse().map_err(|e| format!("`{ip}`: {e}"))?;
-    let mac = mac.parse().map_err(|e| format!("`{mac}`: {e:?}"))?;
+    let mac = mac.parse::<MacAddr>().map_err(|e| e.to_string())?;
     Ok((ip, mac))
 }
 

@@ -235,11 +235,13 @@ impl TapOptions {
     /// Frames of no flow the queue's stack wrote (an ARP reply, say) may
     /// land on any queue.
     ///
-    /// All opens of one interface must agree on this (and on
-    /// [`offload`](Self::offload)): the kernel refuses to attach a queue
-    /// with it to an interface opened without it, and the other way round
-    /// (`TUNSETIFF` fails with `EINVAL`). A kernel without multi-queue
-    /// support gives [`TapError::NoMultiQueue`].
+    /// All opens of one interface must agree on this: the kernel refuses
+    /// to attach a queue with it to an interface opened without it, and
+    /// the other way round (`TUNSETIFF` fails with `EINVAL`). They should
+    /// agree on [`offload`](Self::offload) too: the virtio-net header is
+    /// a setting of the interface, not of a queue, so the last open
+    /// decides it for every queue. A kernel without multi-queue support
+    /// gives [`TapError::NoMultiQueue`].
     ///
     /// ```
     /// use pathstack_devices::TapOptions;
