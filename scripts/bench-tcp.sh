@@ -5,8 +5,9 @@
 # (KERNEL_A_IP, NS_A) in the same place for reference: bulk throughput both
 # directions without and with random loss, 1-byte ping-pong RTT,
 # connection rate, a busy connection among idle ones, a busy connection
-# under a SYN flood, and the TAP floor (frames through the TAP with no
-# protocol work). One table, one JSON, one SVG.
+# under a SYN flood, the TAP floor (frames through the TAP with no
+# protocol work), and one stack per core on a multi-queue TAP. One table,
+# one JSON, one SVG.
 #
 #   scripts/bench-tcp.sh [--seconds S] [--quick] [--loss PCT]... [--cpus S,C]
 #                        [--same-cpu N] [--rounds N] [--idle N] [--flood-seconds S]
@@ -32,7 +33,7 @@
 #   --idle N      idle connections of the idle10k rows (default 10000)
 #   --flood-seconds S  SYN flood length around the flooded stream (default 10)
 #   --only TESTS  comma-separated subset of bulk,rtt,conn-rate,idle10k,
-#                 synflood,tap-floor (default all)
+#                 synflood,tap-floor,multicore (default all)
 #   --busy-poll   the user-space stacks poll and yield instead of sleeping
 #                 in epoll on the TAP (default: they sleep)
 #   --repeat K    run every row K times, interleaved (all rows, then all
@@ -96,6 +97,37 @@
 #                         protocol work); the value is what the floor read,
 #                         so the kernel sender may be the limit (the row
 #                         keeps its sent_gbps). Gbit/s of Ethernet frames.
+#   multicore             bulk-to-stack-8conn-1stack / -2stacks: kernel B
+#                         sends on 8 connections at once (kernel_tcp_bulk
+#                         source --conns 8, a thread each) to tcp_bulk sink
+#                         --stacks 1|2 on TAP_A, made multi-queue for these
+#                         rows (IFF_MULTI_QUEUE; plain again afterwards):
+#                         one pathstack host per queue, one thread each,
+#                         same address and port; the kernel spreads the
+#                         connections over the queues by flow hash. The
+#                         value is the aggregate (all octets / first octet
+#                         to last EOF); the row has stacks, conns and the
+#                         connections and octets of each stack. Each host
+#                         has kernel B's MAC as a static ARP entry (the
+#                         kernel steers ARP replies to one queue by hash,
+#                         not to the host that asked). CPUs: 1 stack on S,
+#                         the kernel sender on C; 2 stacks on S and C, and
+#                         the kernel sender also on C: a 2-vCPU machine has
+#                         no third CPU, so the second stack shares its CPU
+#                         with the sender (and with the softirq work of
+#                         the veth and bridges), the "cpus" field says so.
+#                         So on 2 vCPUs these rows show that flows spread
+#                         and both stacks carry them correctly, and what
+#                         the split costs or gains when the machine is
+#                         already full; they cannot show scaling, which
+#                         needs a CPU per stack plus CPUs for the sender.
+#                         Each queue is a ring of txqueuelen (1000) frames:
+#                         8 connections' windows overflow one queue of
+#                         MTU-sized frames, so without offloads one stack
+#                         loses frames there (tap_queue_drops in the row)
+#                         and two stacks gain from the second ring as much
+#                         as from the second CPU; with offloads (64 KB
+#                         frames) no ring overflows.
 #
 # The programs: examples/tcp_bulk.rs (pathstack, default TCP options: 256 KB
 # buffers, window scaling, timestamps, SACK, RACK-TLP, CUBIC),
@@ -166,7 +198,7 @@ for c in "$cpu_s" "$cpu_c" "$same_cpu"; do
 done
 [ "$(id -u)" -eq 0 ] || { echo "bench-tcp.sh: must run as root" >&2; exit 1; }
 command -v nft >/dev/null || { echo "bench-tcp.sh: nft not found" >&2; exit 1; }
-all_tests=bulk,rtt,conn-rate,idle10k,synflood,tap-floor
+all_tests=bulk,rtt,conn-rate,idle10k,synflood,tap-floor,multicore
 for t in ${only//,/ }; do
     [[ ",$all_tests," == *",$t,"* ]] || { echo "bench-tcp.sh: --only $t: expected some of $all_tests" >&2; exit 2; }
 done
@@ -353,6 +385,73 @@ for loss in "${losses[@]}"; do
     fi
 done
 done
+
+# ---------------------------------------------------------------- multicore
+# tap_a_multi_queue 1|0: TAP_A again, as a persistent TAP with (1) or
+# without (0) IFF_MULTI_QUEUE, on BR_A: every open of a TAP must agree
+# with it on the flag, and the other tests open it plain.
+tap_a_multi_queue() {
+    ip -n "$NS_A" link del "$TAP_A"
+    if [ "$1" = 1 ]; then ip -n "$NS_A" tuntap add dev "$TAP_A" mode tap multi_queue
+    else ip -n "$NS_A" tuntap add dev "$TAP_A" mode tap; fi
+    ip -n "$NS_A" link set "$TAP_A" master "$BR_A"
+    ip -n "$NS_A" link set "$TAP_A" up
+}
+# Frames the kernel dropped because a queue of TAP_A was full (its
+# ring holds txqueuelen frames, 1000 by default, per queue).
+tap_a_tx_dropped() { ip netns exec "$NS_A" cat "/sys/class/net/$TAP_A/statistics/tx_dropped"; }
+# annotate_last SYSTEM TEST KEY=JSON...: adds fields to the last result row
+# if it is SYSTEM's TEST (run leaves a failed row out): the extra fields
+# and the sink's stacks, conns and per-stack connections and octets.
+annotate_last() {
+    python3 - "$results" "$@" <<'EOF'
+import json, sys
+path, system, test, *extra = sys.argv[1:]
+lines = open(path).read().splitlines()
+if lines:
+    r = json.loads(lines[-1])
+    if r["system"] == system and r["test"] == test:
+        for kv in extra:
+            k, _, v = kv.partition("=")
+            r[k] = json.loads(v)
+        r["stacks"] = r["sink"].get("stacks")
+        r["conns"] = r["sink"].get("conns")
+        r["per_stack_conns"] = [s["conns"] for s in r["sink"].get("per_stack", [])]
+        r["per_stack_bytes"] = [s["bytes"] for s in r["sink"].get("per_stack", [])]
+        lines[-1] = json.dumps(r)
+        open(path, "w").write("\n".join(lines) + "\n")
+        print(f"bench-tcp.sh:   connections per stack {r['per_stack_conns']}", file=sys.stderr)
+EOF
+}
+if wanted multicore; then
+    tap_a_multi_queue 1
+    # Kernel B's address is on its bridge, so that is the MAC it answers to.
+    peer_mac=$(ip -n "$NS_B" -o link show "$BR_B" | grep -o 'link/ether [0-9a-f:]*' | cut -d' ' -f2)
+    for run in $(seq 1 "$repeat"); do
+        for system in pathstack pathstack-offload; do
+            off=off
+            [ $system = pathstack ] || off=on
+            for stacks in 1 2; do
+                port=$((port + 1))
+                if [ "$stacks" = 1 ]; then
+                    test=bulk-to-stack-8conn-1stack scpus=$cpu_s
+                    cpus_note="stack on CPU $cpu_s; kernel sender on CPU $cpu_c"
+                else
+                    test=bulk-to-stack-8conn-2stacks scpus=$cpu_s,$cpu_c
+                    cpus_note="stacks on CPUs $cpu_s and $cpu_c; kernel sender on CPU $cpu_c, shared with stack 2"
+                fi
+                qdrops=$(tap_a_tx_dropped)
+                run "$system" "$test" 0 "$NS_A" "$scpus" "$NS_B" "$cpu_c" \
+                    "$bin/tcp_bulk" sink "${tap_args[@]}" $busy --offload $off --port "$port" \
+                    --stacks "$stacks" --conns 8 --cpus "$scpus" --neighbor "$KERNEL_B_IP=$peer_mac" -- \
+                    "$bin/kernel_tcp_bulk" source --peer "$PS_A_IP:$port" --seconds "$seconds" --conns 8
+                annotate_last "$system" "$test" "cpus=\"$cpus_note\"" \
+                    "tap_queue_drops=$(( $(tap_a_tx_dropped) - qdrops ))"
+            done
+        done
+    done
+    tap_a_multi_queue 0
+fi
 
 # ---------------------------------------------------------------- the rest
 # Background clients (idle holder, flood, flooded stream) go on exit too.
@@ -657,7 +756,8 @@ systems = [s for s in ("pathstack", "pathstack-offload", "smoltcp", "kernel", "t
 print(f"\nTCP, median of {repeat} run(s); {seconds} s per bulk/stream/rate run"
       f"{' (--quick)' if quick == '1' else ''}; stack CPU {cpu_s}, kernel peer CPU {cpu_c}; "
       f"rtt: both ends on CPU {same_cpu}; user-space stacks {mode}; load average at the end {load.split()[0]}")
-head = f"{'test':<22}{'unit':<9}" + "".join(f"{s:>12}" for s in systems) + f"{'ps/smol':>9}{'off/smol':>9}{'ps/floor':>9}{'ps/kern':>9}  notes"
+tw = max([22] + [len(t) + 2 for t in tests])
+head = f"{'test':<{tw}}{'unit':<9}" + "".join(f"{s:>12}" for s in systems) + f"{'ps/smol':>9}{'off/smol':>9}{'ps/floor':>9}{'ps/kern':>9}  notes"
 print(head)
 print("-" * len(head))
 def fmt(v):
@@ -677,6 +777,10 @@ for t in tests:
             side = p.get("source") if "from-stack" in t else p.get("sink")
             if side and "retrans_segs" in side:
                 notes.append(f"{side['retrans_segs']} retrans, {side.get('timeouts', 0)} RTOs")
+        if "per_stack_conns" in p:
+            notes.append(f"conns per stack {p['per_stack_conns']}")
+        if "tap_queue_drops" in p:
+            notes.append(f"{p['tap_queue_drops']} frames dropped at full TAP queues")
         if t == "rtt" and "rtt_ns" in p:
             notes.append(f"pathstack p99 {p['rtt_ns']['p99'] / 1000:.1f} us")
         if t == "idle10k":
@@ -685,12 +789,12 @@ for t in tests:
         if t == "synflood":
             notes.append(f"pathstack: {p.get('syn_cookies_sent')} cookies, RSS "
                          f"{p.get('rss_bytes_before', 0) / 2**20:.0f}->{p.get('rss_bytes_after', 0) / 2**20:.0f} MB")
-    print(f"{t:<22}{unit:<9}" + "".join(fmt(cells[s]) for s in systems)
+    print(f"{t:<{tw}}{unit:<9}" + "".join(fmt(cells[s]) for s in systems)
           + f"{ratio(ps, sm):>9}{ratio(po, sm):>9}{ratio(ps, fl):>9}{ratio(ps, ke):>9}  {'; '.join(notes)}")
 if int(repeat) > 1:
     print("\nall runs:")
     for t in tests:
-        print(f"  {t:<22}" + "  ".join(f"{s}: " + ",".join(f"{v:.3g}" for v in val[(s, t)]["runs"])
+        print(f"  {t:<{tw}}" + "  ".join(f"{s}: " + ",".join(f"{v:.3g}" for v in val[(s, t)]["runs"])
                                         for s in systems if (s, t) in val))
 print(f"\nwritten: {dst}")
 EOF

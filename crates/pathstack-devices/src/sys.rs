@@ -56,12 +56,21 @@ fn ioctl_ifreq(fd: RawFd, request: libc::c_ulong, req: &mut libc::ifreq) -> io::
 /// (creating it if absent) as an Ethernet TAP without packet-information
 /// header. Returns the interface's name as the kernel reports it.
 /// With `vnet_hdr`, every frame read or written carries a `virtio_net_hdr`
-/// in front (`IFF_VNET_HDR`).
-pub(crate) fn tun_set_iff(tun: &File, name: &str, vnet_hdr: bool) -> io::Result<String> {
+/// in front (`IFF_VNET_HDR`). With `multi_queue` (`IFF_MULTI_QUEUE`) the
+/// file becomes one more queue of the interface.
+pub(crate) fn tun_set_iff(
+    tun: &File,
+    name: &str,
+    vnet_hdr: bool,
+    multi_queue: bool,
+) -> io::Result<String> {
     let mut req = ifreq(name);
     let mut flags = libc::IFF_TAP | libc::IFF_NO_PI;
     if vnet_hdr {
         flags |= libc::IFF_VNET_HDR;
+    }
+    if multi_queue {
+        flags |= libc::IFF_MULTI_QUEUE;
     }
     req.ifr_ifru.ifru_flags = flags as libc::c_short;
     ioctl_ifreq(tun.as_raw_fd(), libc::TUNSETIFF as libc::c_ulong, &mut req)?;

@@ -32,6 +32,12 @@
 //! for the next read and only merged super-segments keep one of the
 //! pool's few large buffers; nothing is allocated per frame either way.
 //!
+//! **Multi-queue** ([`TapOptions::multi_queue`]): each open of the same
+//! interface with `IFF_MULTI_QUEUE` is one more queue, a [`TapDevice`] of
+//! its own, so one stack per core can each own a queue; the kernel keeps a
+//! flow on the queue that last wrote a frame of it, and spreads the rest
+//! by flow hash.
+//!
 //! A TAP interface belongs to one network namespace, and it can only be
 //! attached (`TUNSETIFF`) from inside that namespace. [`TapOptions::netns`] does this for the caller: the open runs on a
 //! short-lived thread that enters the namespace, so the caller's own threads
@@ -107,6 +113,13 @@ pub enum TapError {
         #[source]
         source: io::Error,
     },
+    /// [`TapOptions::multi_queue`] was asked for, but this kernel's TUN
+    /// driver does not offer `IFF_MULTI_QUEUE` (TUNGETFEATURES).
+    #[error("TAP interface {name:?}: this kernel's TUN driver has no multi-queue support (IFF_MULTI_QUEUE)")]
+    NoMultiQueue {
+        /// The interface.
+        name: String,
+    },
     /// The helper thread that opens a TAP inside a namespace could not run.
     #[error("cannot run the namespace thread opening TAP interface {name:?}: {source}")]
     Thread {
@@ -130,6 +143,10 @@ impl From<TapError> for DeviceError {
             TapError::InvalidName { reason, .. } => {
                 io::Error::new(io::ErrorKind::InvalidInput, reason)
             }
+            TapError::NoMultiQueue { .. } => io::Error::new(
+                io::ErrorKind::Unsupported,
+                "TUN driver without IFF_MULTI_QUEUE",
+            ),
         };
         DeviceError::Io { context, source }
     }
@@ -151,6 +168,9 @@ pub struct TapOptions {
     pub mac: Option<[u8; 6]>,
     /// Negotiate offloads (see the [module docs](self)); off by default.
     pub offload: bool,
+    /// Open one queue of a multi-queue interface (`IFF_MULTI_QUEUE`; see
+    /// [`TapOptions::multi_queue`]); off by default.
+    pub multi_queue: bool,
 }
 
 impl Default for TapOptions {
@@ -162,6 +182,7 @@ impl Default for TapOptions {
             bring_up: true,
             mac: None,
             offload: false,
+            multi_queue: false,
         }
     }
 }
@@ -202,6 +223,33 @@ impl TapOptions {
     /// ```
     pub fn offload(mut self, on: bool) -> Self {
         self.offload = on;
+        self
+    }
+    /// Whether to open the interface as a multi-queue TAP
+    /// (`IFF_MULTI_QUEUE`). Every [`TapDevice::open`] of the same name with
+    /// this set attaches one more queue (the kernel allows up to 256), each
+    /// its own [`TapDevice`] with its own file descriptor, so one stack per
+    /// core can each own a queue. The kernel spreads frames for user space
+    /// over the queues by flow: a flow goes to the queue that last wrote a
+    /// frame of it, else by the frame's flow hash (`tun_select_queue`).
+    /// Frames of no flow the queue's stack wrote (an ARP reply, say) may
+    /// land on any queue.
+    ///
+    /// All opens of one interface must agree on this: the kernel refuses
+    /// to attach a queue with it to an interface opened without it, and
+    /// the other way round (`TUNSETIFF` fails with `EINVAL`). They should
+    /// agree on [`offload`](Self::offload) too: the virtio-net header is
+    /// a setting of the interface, not of a queue, so the last open
+    /// decides it for every queue. A kernel without multi-queue support
+    /// gives [`TapError::NoMultiQueue`].
+    ///
+    /// ```
+    /// use pathstack_devices::TapOptions;
+    /// assert!(!TapOptions::new().multi_queue);
+    /// assert!(TapOptions::new().multi_queue(true).multi_queue);
+    /// ```
+    pub fn multi_queue(mut self, on: bool) -> Self {
+        self.multi_queue = on;
         self
     }
 }
@@ -354,11 +402,30 @@ fn open_here(name: &str, opts: &TapOptions) -> Result<Opened, TapError> {
         let name = name.to_string();
         move |source| TapError::Ioctl { op, name, source }
     };
+    let features = sys::tun_get_features(&file);
+    if opts.multi_queue {
+        // Unlike offloads, multi-queue cannot be quietly left out: the
+        // caller means to open several queues of one interface, and without
+        // the flag the second open would fail (EBUSY) anyway.
+        let features = features.as_ref().map_err(|e| TapError::Ioctl {
+            op: "TUNGETFEATURES",
+            name: name.to_string(),
+            source: io::Error::new(e.kind(), e.to_string()),
+        })?;
+        if features & libc::IFF_MULTI_QUEUE as libc::c_uint == 0 {
+            return Err(TapError::NoMultiQueue {
+                name: name.to_string(),
+            });
+        }
+    }
     // Offloads need the header; a kernel whose TUN driver cannot do it
     // (TUNGETFEATURES without IFF_VNET_HDR) gets a plain TAP.
     let vnet = opts.offload
-        && sys::tun_get_features(&file).is_ok_and(|f| f & libc::IFF_VNET_HDR as libc::c_uint != 0);
-    let name = sys::tun_set_iff(&file, name, vnet).map_err(ioctl_err("TUNSETIFF", name))?;
+        && features
+            .as_ref()
+            .is_ok_and(|f| f & libc::IFF_VNET_HDR as libc::c_uint != 0);
+    let name = sys::tun_set_iff(&file, name, vnet, opts.multi_queue)
+        .map_err(ioctl_err("TUNSETIFF", name))?;
     let offloads = if vnet {
         negotiate(&file)
     } else {

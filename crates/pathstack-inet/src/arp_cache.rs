@@ -4,6 +4,10 @@
 //! give-ups, all driven by the caller's clock. The merge rule is RFC 826's;
 //! address conflicts are RFC 5227 §2.4's.
 //!
+//! Static entries ([`ArpCache::add_static`]) are the administrator's
+//! mappings (Linux's `ip neigh add ... nud permanent`): never expired,
+//! evicted or changed by what arrives from the wire.
+//!
 //! The cache is a preallocated table searched linearly: with the default 64
 //! entries a scan is a few cache lines, cheaper than hashing, and it never
 //! allocates after [`ArpCache::new`]. Use a hash index if you need thousands.
@@ -75,6 +79,25 @@ pathstack_core::drop_reasons! {
     }
 }
 
+/// Why [`ArpCache::add_static`] refused an entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum StaticEntryError {
+    /// The address cannot be a neighbour (unspecified, broadcast,
+    /// multicast or class E).
+    #[error("{0} cannot be a static ARP neighbour")]
+    InvalidAddress(Ipv4Addr),
+    /// The MAC is not a unicast address.
+    #[error("{0} is not a unicast MAC address")]
+    InvalidMac(MacAddr),
+    /// Static entries would take the last slot of the cache, which must
+    /// keep one for resolving other addresses.
+    #[error("ARP cache full: {capacity} entries, at most {} of them static", capacity.saturating_sub(1))]
+    Full {
+        /// The cache's capacity.
+        capacity: usize,
+    },
+}
+
 /// What [`ArpCache::lookup_or_queue`] did with a packet.
 #[derive(Debug)]
 pub enum Resolution {
@@ -124,6 +147,10 @@ enum State {
     Incomplete {
         requests_sent: u8,
         next_request_at: Instant,
+    },
+    /// Added by [`ArpCache::add_static`]: no expiry, no eviction, no merge.
+    Static {
+        mac: MacAddr,
     },
 }
 
@@ -186,8 +213,78 @@ impl ArpCache {
                 state: State::Reachable { mac, expires_at },
                 ..
             }) if now < expires_at => Some(mac),
+            Some(Entry {
+                state: State::Static { mac },
+                ..
+            }) => Some(mac),
             _ => None,
         }
+    }
+
+    /// Maps `ip` to `mac` for good: a static entry (Linux's `nud
+    /// permanent`), used without ever sending a request, never expired or
+    /// evicted, and not changed by ARP packets from the wire. Replaces
+    /// whatever the cache knew of `ip`; packets waiting for `ip` are
+    /// handed to `release(mac, msg)` in arrival order.
+    ///
+    /// For a neighbour whose replies may not reach this cache: several
+    /// stacks sharing one address on the queues of a multi-queue TAP each
+    /// see only the frames the kernel steers to their queue, and an ARP
+    /// reply may go to another stack's queue than the one that asked.
+    /// At most `capacity - 1` entries can be static, so that one slot
+    /// always remains for resolving other addresses.
+    ///
+    /// ```
+    /// use pathstack_core::Instant;
+    /// use pathstack_inet::arp_cache::{ArpCache, ArpConfig};
+    /// use pathstack_inet::MacAddr;
+    /// let mut cache = ArpCache::new(ArpConfig::default());
+    /// let mac = MacAddr([2, 0, 0, 0, 0, 2]);
+    /// cache.add_static("10.0.0.2".parse().unwrap(), mac, |_, _| {}).unwrap();
+    /// let much_later = Instant::ZERO + pathstack_core::Duration::from_secs(86_400);
+    /// assert_eq!(cache.lookup("10.0.0.2".parse().unwrap(), much_later), Some(mac));
+    /// ```
+    pub fn add_static(
+        &mut self,
+        ip: Ipv4Addr,
+        mac: MacAddr,
+        mut release: impl FnMut(MacAddr, Msg),
+    ) -> Result<(), StaticEntryError> {
+        if ip.is_unspecified() || ip.is_broadcast() || ip.is_multicast() || ip.octets()[0] >= 240 {
+            return Err(StaticEntryError::InvalidAddress(ip));
+        }
+        if !mac.is_unicast() {
+            return Err(StaticEntryError::InvalidMac(mac));
+        }
+        let found = self.find(ip);
+        let replaces_static = found
+            .and_then(|i| self.entries[i])
+            .is_some_and(|e| matches!(e.state, State::Static { .. }));
+        if !replaces_static {
+            let statics = self
+                .entries
+                .iter()
+                .flatten()
+                .filter(|e| matches!(e.state, State::Static { .. }))
+                .count();
+            if statics + 1 >= self.cfg.capacity {
+                return Err(StaticEntryError::Full {
+                    capacity: self.cfg.capacity,
+                });
+            }
+        }
+        let slot = match found {
+            Some(i) => i,
+            None => self.free_slot(Instant::ZERO),
+        };
+        let last_used = self.entries[slot].map_or(Instant::ZERO, |e| e.last_used);
+        self.entries[slot] = Some(Entry {
+            ip,
+            state: State::Static { mac },
+            last_used,
+        });
+        self.drain_pending(ip, |m| release(mac, m));
+        Ok(())
     }
 
     /// Resolves the next hop `ip` for `msg` (an IP datagram without the
@@ -224,6 +321,7 @@ impl ArpCache {
                     State::Reachable { mac, expires_at } if now < expires_at => {
                         return Resolution::Resolved(mac, msg);
                     }
+                    State::Static { mac } => return Resolution::Resolved(mac, msg),
                     State::Reachable { .. } => {
                         // Expired: resolve again (RFC 1122 §2.3.2.1 timeout).
                         e.state = fresh;
@@ -336,6 +434,11 @@ impl ArpCache {
         let Some(e) = self.entries[i].as_mut() else {
             return;
         };
+        if matches!(e.state, State::Static { .. }) {
+            // The administrator's mapping wins over the wire's (as Linux
+            // treats permanent neighbours).
+            return;
+        }
         let was_incomplete = matches!(e.state, State::Incomplete { .. });
         e.state = State::Reachable { mac, expires_at };
         let ip = e.ip;
@@ -402,11 +505,12 @@ impl ArpCache {
         self.entries
             .iter()
             .flatten()
-            .map(|e| match e.state {
-                State::Reachable { expires_at, .. } => expires_at,
+            .filter_map(|e| match e.state {
+                State::Reachable { expires_at, .. } => Some(expires_at),
                 State::Incomplete {
                     next_request_at, ..
-                } => next_request_at,
+                } => Some(next_request_at),
+                State::Static { .. } => None,
             })
             .min()
     }
@@ -419,7 +523,8 @@ impl ArpCache {
 
     /// A free slot, evicting the least recently used entry if the table is
     /// full; resolved entries go before resolving ones, whose waiting
-    /// packets would be lost.
+    /// packets would be lost. Static entries are never evicted
+    /// ([`ArpCache::add_static`] keeps at least one slot non-static).
     fn free_slot(&mut self, _now: Instant) -> usize {
         if let Some(i) = self.entries.iter().position(Option::is_none) {
             return i;
@@ -429,6 +534,7 @@ impl ArpCache {
             .iter()
             .enumerate()
             .filter_map(|(i, e)| e.map(|e| (i, e)))
+            .filter(|(_, e)| !matches!(e.state, State::Static { .. }))
             .min_by_key(|(_, e)| (matches!(e.state, State::Incomplete { .. }), e.last_used))
             .map_or(0, |(i, _)| i);
         if let Some(e) = self.entries[victim].take() {
@@ -691,6 +797,76 @@ mod tests {
     }
 
     #[test]
+    fn static_entry_resolves_without_request_and_ignores_the_wire() {
+        let pool = pool();
+        let mut c = ArpCache::new(ArpConfig::default());
+        // A packet already waiting for the peer goes out when the static
+        // entry is added.
+        let r = c.lookup_or_queue(PEER_IP, pool.alloc_copy(b"early").unwrap(), t(0));
+        assert!(matches!(r, Resolution::Queued { send_request: true }));
+        let mut out = Vec::new();
+        c.add_static(PEER_IP, PEER_MAC, |mac, m| {
+            out.push((mac, m.as_slice().to_vec()))
+        })
+        .unwrap();
+        assert_eq!(out, vec![(PEER_MAC, b"early".to_vec())]);
+        assert_eq!(c.pending_len(), 0);
+        // No retry, no expiry: nothing for poll to do, ever.
+        assert_eq!(c.poll_at(), None);
+        let late = t(10 * 24 * 3600 * 1000);
+        let mut events = Vec::new();
+        c.poll(late, |e| events.push(e));
+        assert!(events.is_empty());
+        match c.lookup_or_queue(PEER_IP, pool.alloc_copy(b"x").unwrap(), late) {
+            Resolution::Resolved(mac, _) => assert_eq!(mac, PEER_MAC),
+            other => panic!("{other:?}"),
+        }
+        // A reply claiming another MAC for the peer does not change it.
+        let spoof = ArpPacket {
+            sender_mac: MacAddr([2, 0, 0, 0, 0, 9]),
+            ..reply_from_peer()
+        };
+        assert_eq!(
+            c.on_packet(&spoof, OWN_IP, late, |_, _| {}),
+            Ok(ArpInput::Absorbed)
+        );
+        assert_eq!(c.lookup(PEER_IP, late), Some(PEER_MAC));
+    }
+
+    #[test]
+    fn static_entries_are_never_evicted_and_leave_one_slot() {
+        let pool = pool();
+        let cfg = ArpConfig {
+            capacity: 3,
+            ..ArpConfig::default()
+        };
+        let mut c = ArpCache::new(cfg);
+        c.add_static(PEER_IP, PEER_MAC, |_, _| {}).unwrap();
+        c.add_static(OTHER_IP, PEER_MAC, |_, _| {}).unwrap();
+        assert_eq!(
+            c.add_static(Ipv4Addr::new(10, 0, 0, 4), PEER_MAC, |_, _| {}),
+            Err(StaticEntryError::Full { capacity: 3 })
+        );
+        // Replacing an existing static entry needs no new slot.
+        c.add_static(OTHER_IP, OWN_MAC, |_, _| {}).unwrap();
+        // Resolving other addresses cycles through the one free slot.
+        for i in 10..20u8 {
+            let ip = Ipv4Addr::new(10, 0, 1, i);
+            c.lookup_or_queue(ip, pool.alloc_copy(&[i]).unwrap(), t(u64::from(i)));
+        }
+        assert_eq!(c.lookup(PEER_IP, t(100)), Some(PEER_MAC));
+        assert_eq!(c.lookup(OTHER_IP, t(100)), Some(OWN_MAC));
+        assert_eq!(
+            c.add_static(Ipv4Addr::BROADCAST, PEER_MAC, |_, _| {}),
+            Err(StaticEntryError::InvalidAddress(Ipv4Addr::BROADCAST))
+        );
+        assert_eq!(
+            c.add_static(Ipv4Addr::new(10, 0, 0, 9), MacAddr::BROADCAST, |_, _| {}),
+            Err(StaticEntryError::InvalidMac(MacAddr::BROADCAST))
+        );
+    }
+
+    #[test]
     fn full_cache_evicts_lru_resolved_first() {
         let pool = pool();
         let cfg = ArpConfig {
@@ -740,7 +916,7 @@ mod tests {
         /// Random traffic: bounds always hold, nothing panics, and every
         /// packet is either released, still pending, or counted as dropped.
         #[test]
-        fn cache_bounds_hold(ops in proptest::collection::vec((0u8..3, 0u8..6, 0u64..3000), 0..200)) {
+        fn cache_bounds_hold(ops in proptest::collection::vec((0u8..4, 0u8..6, 0u64..3000), 0..200)) {
             let pool = MsgPool::new(PoolConfig::small(256));
             let cfg = ArpConfig { capacity: 3, pending_per_addr: 2, pending_total: 5, ..ArpConfig::default() };
             let mut c = ArpCache::new(cfg.clone());
@@ -758,8 +934,14 @@ mod tests {
                         let p = ArpPacket { op: ArpOp::Reply, sender_mac: MacAddr([2, 0, 0, 0, 1, host]), sender_ip: ip, target_mac: OWN_MAC, target_ip: OWN_IP };
                         let _ = c.on_packet(&p, OWN_IP, t(now), |_, _| released += 1);
                     }
-                    _ => c.poll(t(now), |_| {}),
+                    2 => c.poll(t(now), |_| {}),
+                    _ => {
+                        // Refused (Full) when it would take the last slot.
+                        let _ = c.add_static(ip, MacAddr([2, 0, 0, 0, 2, host]), |_, _| released += 1);
+                    }
                 }
+                let statics = c.entries.iter().flatten().filter(|e| matches!(e.state, State::Static { .. })).count();
+                prop_assert!(statics < cfg.capacity);
                 prop_assert!(c.pending_len() <= cfg.pending_total);
                 prop_assert!(c.entries.iter().flatten().count() <= cfg.capacity);
                 let dropped = c.resolution_drops().get(ResolutionDropReason::QueueFull) + c.resolution_drops().get(ResolutionDropReason::Evicted) + c.resolution_drops().get(ResolutionDropReason::ResolutionFailed);

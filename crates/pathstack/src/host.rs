@@ -25,7 +25,7 @@ use pathstack_core::graph::ModuleGraph;
 use pathstack_core::stack::{Stack, StackConfig};
 use pathstack_core::{Device, Dir, DropReason, Instant, Msg, PathId, SchedKind, SendError};
 use pathstack_devices::{TapError, TapWaiter, WaitMode};
-use pathstack_inet::modules::{parse_cidr, CidrError, HostGraph, IcmpModule, IpModule};
+use pathstack_inet::modules::{parse_cidr, ArpModule, CidrError, HostGraph, IcmpModule, IpModule};
 use pathstack_inet::wire::ipv4::Ipv4DropReason;
 use pathstack_inet::MacAddr;
 use std::fmt::Write as _;
@@ -95,6 +95,13 @@ pub enum HostError {
     /// Waiting on the TAP device failed.
     #[error(transparent)]
     Wait(#[from] TapError),
+    /// The graph has no `ARP` instance named `arp` to hold a static
+    /// neighbour ([`Host::add_neighbor`]).
+    #[error("the host graph has no ARP instance named \"arp\"")]
+    NoArp,
+    /// A static neighbour was refused.
+    #[error("static neighbour: {0}")]
+    Neighbor(#[from] pathstack_inet::arp_cache::StaticEntryError),
     /// A graph file could not be read.
     #[error("reading graph file {path}: {source}")]
     GraphFile {
@@ -358,6 +365,37 @@ impl Host {
         self
     }
 
+    /// Adds a static neighbour: `ip` is at `mac` for good, never asked for
+    /// with ARP, never expired, not changed by ARP packets (Linux's
+    /// `ip neigh add IP lladdr MAC nud permanent`). Needs the graph's
+    /// `ARP` instance named `arp` (as [`Host::new`] makes).
+    ///
+    /// Several hosts with the same address on the queues of one
+    /// multi-queue TAP (`pathstack_devices::TapOptions::multi_queue`, one
+    /// host per core) need it for their peers: the kernel steers a
+    /// frame to a queue by its flow, so the ARP reply to one host's
+    /// request may reach another host, and the asking one never learns
+    /// the address.
+    ///
+    /// ```
+    /// use pathstack::core::device::wire::{wire_pair, WireConfig};
+    /// use pathstack::host::{Host, HostConfig};
+    /// use pathstack::inet::MacAddr;
+    /// let (a, _b) = wire_pair(WireConfig::default());
+    /// let mut h = Host::new(HostConfig::parse("10.0.0.1/24").unwrap(), a).unwrap();
+    /// h.add_neighbor("10.0.0.2".parse().unwrap(), MacAddr([2, 0, 0, 0, 0, 2])).unwrap();
+    /// assert!(h.add_neighbor("10.0.0.3".parse().unwrap(), MacAddr::BROADCAST).is_err());
+    /// ```
+    pub fn add_neighbor(&mut self, ip: Ipv4Addr, mac: MacAddr) -> Result<(), HostError> {
+        let arp = self.stack.module_id("arp").ok_or(HostError::NoArp)?;
+        let arp = self
+            .stack
+            .module_mut::<ArpModule>(arp)
+            .ok_or(HostError::NoArp)?;
+        arp.add_static(ip, mac)?;
+        Ok(())
+    }
+
     /// The stack.
     pub fn stack(&self) -> &Stack {
         &self.stack
@@ -564,5 +602,60 @@ mod tests {
         // The emulated LANCE copies frames: no offloads through it.
         cfg.nic = Nic::Lance(pathstack_devices::Access::Copy);
         assert_eq!(tcp_offload_params(&cfg, &caps(tap)), "");
+    }
+}
+
+#[cfg(test)]
+mod neighbor_tests {
+    use super::*;
+    use pathstack_core::device::wire::{wire_pair, WireConfig};
+    use pathstack_core::{MsgPool, PoolConfig};
+
+    /// Every frame waiting at the raw end of the wire: (destination MAC,
+    /// EtherType).
+    fn frames(end: &mut impl Device, pool: &MsgPool) -> Vec<([u8; 6], [u8; 2])> {
+        let mut out = Vec::new();
+        while let Some(f) = end.receive(pool, Instant::ZERO).expect("receive") {
+            let b = f.as_slice();
+            out.push((b[0..6].try_into().unwrap(), [b[12], b[13]]));
+        }
+        out
+    }
+
+    #[test]
+    fn a_static_neighbor_releases_a_waiting_datagram_and_needs_no_arp() {
+        let pool = MsgPool::new(PoolConfig::small(16));
+        let (a, mut peer) = wire_pair(WireConfig::default());
+        let mut h = Host::new(HostConfig::parse("10.0.0.1/24").unwrap(), a).unwrap();
+        let peer_mac = MacAddr([2, 0, 0, 0, 0, 2]);
+        // The echo request waits for ARP; only the request (and the
+        // start-up announcement) reach the wire.
+        h.ping("10.0.0.2".parse().unwrap(), 1, b"hi").unwrap();
+        for _ in 0..5 {
+            h.poll();
+        }
+        let before = frames(&mut peer, &pool);
+        assert!(!before.is_empty());
+        assert!(
+            before.iter().all(|&(_, ty)| ty == [0x08, 0x06]),
+            "{before:?}"
+        );
+        // The static entry releases it, addressed to the given MAC.
+        h.add_neighbor("10.0.0.2".parse().unwrap(), peer_mac)
+            .unwrap();
+        for _ in 0..5 {
+            h.poll();
+        }
+        assert_eq!(frames(&mut peer, &pool), vec![(peer_mac.0, [0x08, 0x00])]);
+        // Later datagrams go straight out, with no ARP request.
+        h.ping("10.0.0.2".parse().unwrap(), 2, b"hi").unwrap();
+        for _ in 0..5 {
+            h.poll();
+        }
+        assert_eq!(frames(&mut peer, &pool), vec![(peer_mac.0, [0x08, 0x00])]);
+        assert!(matches!(
+            h.add_neighbor("10.0.0.3".parse().unwrap(), MacAddr::BROADCAST),
+            Err(HostError::Neighbor(_))
+        ));
     }
 }

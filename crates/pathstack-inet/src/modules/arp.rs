@@ -13,7 +13,9 @@
 use super::params::{optional, required};
 use super::ETHERTYPE_ARP;
 use crate::anno::InetAnno;
-use crate::arp_cache::{ArpCache, ArpConfig, ArpEvent, ArpInput, Resolution, ResolutionDropReason};
+use crate::arp_cache::{
+    ArpCache, ArpConfig, ArpEvent, ArpInput, Resolution, ResolutionDropReason, StaticEntryError,
+};
 use crate::wire::arp::{ArpDropReason, ArpPacket, PACKET_LEN};
 use crate::wire::eth::MacAddr;
 use pathstack_core::attrs::{keys, Attrs};
@@ -134,6 +136,22 @@ impl ArpModule {
         &self.cache
     }
 
+    /// Adds a static neighbour: `ip` is `mac` for good, never asked for,
+    /// never expired, not changed by the wire (see
+    /// [`ArpCache::add_static`], which says when it is refused). Packets
+    /// already waiting for `ip` resume at the next poll.
+    pub fn add_static(&mut self, ip: Ipv4Addr, mac: MacAddr) -> Result<(), StaticEntryError> {
+        let released = &mut self.released;
+        self.cache.add_static(ip, mac, |mac, mut parked| {
+            parked.anno_mut().set_link_dst(mac.0);
+            // Bounded: the cache held at most `pending_total` packets,
+            // the capacity `released` was made with.
+            released.push_back(parked);
+        })?;
+        self.refresh_next_work();
+        Ok(())
+    }
+
     /// The counters.
     pub fn counters(&self) -> ArpCounters {
         self.counters
@@ -225,10 +243,24 @@ impl Module for ArpModule {
 
     fn poll(&mut self, cx: &mut ModCx<'_>) -> usize {
         let now = cx.now();
-        if self.next_work.is_none_or(|t| t > now) {
-            return 0;
-        }
         let mut work = 0;
+        // Packets released outside any stage (by `add_static`) resume
+        // here, each on its own path right after the ARP stage.
+        while let Some(p) = self.released.pop_front() {
+            let resumed = match p.anno().resume {
+                Some((path, pos, dir)) => cx.send_on(path, pos as usize, dir, p).is_ok(),
+                None => false,
+            };
+            if resumed {
+                self.counters.released += 1;
+            } else {
+                self.counters.send_failures += 1;
+            }
+            work += 1;
+        }
+        if self.next_work.is_none_or(|t| t > now) {
+            return work;
+        }
         if self.announce && self.own.is_some() {
             let a = ArpPacket::announcement(self.mac, self.ip);
             let m = self.packet(cx.pool(), &a, MacAddr::BROADCAST);
@@ -294,7 +326,12 @@ impl Module for ArpModule {
     }
 
     fn poll_at(&self) -> Option<Instant> {
-        self.next_work
+        if self.released.is_empty() {
+            self.next_work
+        } else {
+            // Packets a static entry released wait for `poll`: now.
+            Some(Instant::ZERO)
+        }
     }
 
     fn stats(&self) -> Vec<(String, u64)> {
