@@ -14,7 +14,7 @@
 //! floor respond    --tap NAME [--netns NS] --ip A [--port P] [--busy-poll]
 //! floor udp-client --tap NAME [--netns NS] --ip A --peer B [--peer-mac MAC|arp]
 //!                  [--port P] [--rounds N] [--warmup W] [--busy-poll] [--json FILE]
-//! floor bulk-send  --tap NAME [--netns NS] --ip A --peer B [--port P] [--seconds S] [--busy-poll]
+//! floor bulk-send  --tap NAME [--netns NS] --ip A --peer B [--port P] [--seconds S] [--busy-poll] [--gso]
 //! floor bulk-recv  --tap NAME [--netns NS] --ip A [--busy-poll]
 //! ```
 //!
@@ -27,6 +27,14 @@
 //! octets from the first UDP frame until none has come for a second.
 //! Both print `{"frames", "bytes", "seconds", "gbps"}` (Ethernet frame
 //! octets, header included) on stdout.
+//!
+//! `bulk-send --gso` is the floor of a stack with TAP offloads: it opens
+//! the TAP with its vnet header and writes one TCP/IPv4 super-segment of
+//! 44 × 1448 payload octets per write (63,766-octet frames), with a partial
+//! checksum and GSO size 1448, as pathstack's TCP does with `--offload on`
+//! — the kernel cuts and checksums them. The segments go to port P of the
+//! peer, where no socket listens (the peer answers each with a reset,
+//! which nothing reads); the octets are those of the frames written.
 //!
 //! For example, on the topology of `scripts/netns.sh up --id 42`:
 //!
@@ -127,6 +135,9 @@ enum Mode {
         /// How long to send.
         #[arg(long, default_value_t = 5.0)]
         seconds: f64,
+        /// Write 64 KB TCP super-segments through the vnet header (TSO).
+        #[arg(long)]
+        gso: bool,
     },
     /// Read and count frames from the TAP until a second passes without one.
     BulkRecv {
@@ -155,7 +166,11 @@ fn parse_mac(s: &str) -> Result<[u8; 6], String> {
 }
 
 fn open(args: &TapArgs) -> Result<TapDevice, Box<dyn std::error::Error>> {
-    let mut opts = TapOptions::new();
+    open_with(args, false)
+}
+
+fn open_with(args: &TapArgs, offload: bool) -> Result<TapDevice, Box<dyn std::error::Error>> {
+    let mut opts = TapOptions::new().offload(offload);
     if let Some(ns) = &args.netns {
         opts = opts.netns(ns.clone());
     }
@@ -196,7 +211,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             peer,
             port,
             seconds,
-        } => bulk_send(&tap, peer, port, seconds),
+            gso,
+        } => bulk_send(&tap, peer, port, seconds, gso),
         Mode::BulkRecv { tap } => bulk_recv(&tap),
     }
 }
@@ -219,22 +235,43 @@ fn bulk_send(
     peer: Ipv4Addr,
     port: u16,
     seconds: f64,
+    gso: bool,
 ) -> Result<(), Box<dyn std::error::Error>> {
-    let mut dev = open(args)?;
-    let pool = MsgPool::new(PoolConfig::small(64));
+    let mut dev = open_with(args, gso)?;
+    if gso && !dev.offloads().tso4 {
+        return Err(format!("{}: the kernel did not accept TSO4 offload", dev.name()).into());
+    }
+    // The large class holds a super-segment.
+    let pool = MsgPool::new(PoolConfig::default());
     let peer_mac = resolve(&mut dev, &pool, args.ip, peer)?;
-    let payload = vec![0x5au8; dev.mtu() - 28];
-    let mut frame = Vec::with_capacity(dev.mtu() + 14);
-    PacketBuilder::ethernet2(dev.mac(), peer_mac)
-        .ipv4(args.ip.octets(), peer.octets(), 64)
-        .udp(CLIENT_PORT, port)
-        .write(&mut frame, &payload)?;
+    let mut frame = Vec::with_capacity(GSO_FRAME);
+    let builder =
+        PacketBuilder::ethernet2(dev.mac(), peer_mac).ipv4(args.ip.octets(), peer.octets(), 64);
+    if gso {
+        let payload = vec![0x5au8; GSO_SEGMENTS * GSO_MSS];
+        builder
+            .tcp(CLIENT_PORT, port, 1, 65535)
+            .ack(1)
+            .write(&mut frame, &payload)?;
+        let tcp_len = (frame.len() - 34) as u16;
+        let partial = pseudo_header_sum(args.ip, peer, tcp_len);
+        frame[34 + 16..34 + 18].copy_from_slice(&partial.to_be_bytes());
+    } else {
+        let payload = vec![0x5au8; dev.mtu() - 28];
+        builder.udp(CLIENT_PORT, port).write(&mut frame, &payload)?;
+    }
     let wait = mode(args.busy_poll);
     let start = std::time::Instant::now();
     let end = start + Duration::from_secs_f64(seconds);
     let (mut frames, mut bytes) = (0u64, 0u64);
     while std::time::Instant::now() < end {
-        match dev.transmit(pool.alloc_copy(&frame)?, Instant::now()) {
+        let mut msg = pool.alloc_copy(&frame)?;
+        if gso {
+            let o = &mut msg.anno_mut().offload;
+            o.tx_csum_offset = 16;
+            o.tx_gso_size = GSO_MSS as u16;
+        }
+        match dev.transmit(msg, Instant::now()) {
             Ok(()) => {
                 frames += 1;
                 bytes += frame.len() as u64;
@@ -252,6 +289,27 @@ fn bulk_send(
     }
     bulk_report(frames, bytes, start.elapsed().as_secs_f64());
     Ok(())
+}
+
+/// Payload octets per segment the kernel cuts from a super-segment.
+const GSO_MSS: usize = 1448;
+/// Segments per super-segment: 44 × 1448 + 40 + 14 = 63,766 octets.
+const GSO_SEGMENTS: usize = 44;
+const GSO_FRAME: usize = GSO_SEGMENTS * GSO_MSS + 54;
+
+/// The folded, uncomplemented sum of the TCP pseudo header (RFC 9293
+/// §3.1): what a partial checksum leaves in the field for the device.
+fn pseudo_header_sum(src: Ipv4Addr, dst: Ipv4Addr, tcp_len: u16) -> u16 {
+    let words = src
+        .octets()
+        .chunks(2)
+        .chain(dst.octets().chunks(2))
+        .map(|w| u32::from(u16::from_be_bytes([w[0], w[1]])))
+        .sum::<u32>()
+        + 6
+        + u32::from(tcp_len);
+    let folded = (words & 0xffff) + (words >> 16);
+    ((folded & 0xffff) + (folded >> 16)) as u16
 }
 
 fn bulk_recv(args: &TapArgs) -> Result<(), Box<dyn std::error::Error>> {

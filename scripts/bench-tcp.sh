@@ -90,6 +90,10 @@
 #                         the kernel forwarded across bridge and veth) per
 #                         second; the row keeps what the TAP took and what a
 #                         kernel_udp_bulk sink's socket got.
+#                         bulk-from-stack-gso (extra test): the same with
+#                         the vnet header, 64 KB TCP super-segments the
+#                         kernel cuts (floor bulk-send --gso): the floor of
+#                         the pathstack-offload rows.
 #                         bulk-to-stack: kernel B sends 1472-byte UDP
 #                         datagrams to PS_A_IP as fast as it can
 #                         (kernel_udp_bulk source); floor bulk-recv reads the
@@ -714,6 +718,18 @@ floor_rows() {
                 "method=\"floor bulk-send writes 1514-octet UDP frames into TAP_A for the run; the value is the octets VETH_B received (frames the kernel forwarded across bridge and veth into NS_B) per second of the run; written_gbps what the TAP took, socket_gbps what kernel B's UDP socket got (its receive queue drops the rest)\""
         fi
         stop_server
+    fi
+    # The same with the vnet header: 64 KB TCP super-segments (TSO).
+    port=$((port + 1))
+    echo "$me: tap-floor bulk-from-stack-gso (run $run/$repeat)" >&2
+    rx0=$(veth_b_rx_bytes)
+    if client floor.gso "$NS_A" "$cpu_s" "$bin/floor" bulk-send --gso --tap "$TAP_A" --netns "$NS_A" --ip "$PS_A_IP" \
+        --peer "$KERNEL_B_IP" --port "$port" --seconds "$seconds" $busy; then
+        rx1=$(veth_b_rx_bytes)
+        row tap-floor bulk-from-stack-gso \
+            "$(python3 -c "print(($rx1 - $rx0) * 8 / $(field "$tmp/floor.gso.log" seconds) / 1e9)")" Gbit/s \
+            "written_gbps=$(field "$tmp/floor.gso.log" gbps)" \
+            "method=\"floor bulk-send --gso writes 63,766-octet TCP super-segments (GSO size 1448, partial checksum) through TAP_A's vnet header to a closed port of KERNEL_B_IP; the value is the octets VETH_B received per second: the floor of the pathstack-offload bulk-from-stack row\""
     fi
 }
 
