@@ -651,11 +651,7 @@ impl TcpRepr {
         src: Ipv4Addr,
         dst: Ipv4Addr,
     ) -> Result<(), TcpEmitError> {
-        let (hl, total) = self.checked_lens(msg.len())?;
-        self.write_header(msg.push(hl)?);
-        let c = checksum::compute(&[&pseudo_header(src, dst, total), msg.as_slice()]);
-        msg.as_mut_slice()[field::CHECKSUM].copy_from_slice(&c);
-        Ok(())
+        self.push_with(msg, src, dst, false)
     }
 
     /// [`TcpRepr::push_onto`] with the checksum left partial for a device
@@ -671,9 +667,24 @@ impl TcpRepr {
         src: Ipv4Addr,
         dst: Ipv4Addr,
     ) -> Result<(), TcpEmitError> {
+        self.push_with(msg, src, dst, true)
+    }
+
+    fn push_with(
+        &self,
+        msg: &mut Msg,
+        src: Ipv4Addr,
+        dst: Ipv4Addr,
+        partial: bool,
+    ) -> Result<(), TcpEmitError> {
         let (hl, total) = self.checked_lens(msg.len())?;
         self.write_header(msg.push(hl)?);
-        let c = checksum::pseudo_sum(&pseudo_header(src, dst, total));
+        let pseudo = pseudo_header(src, dst, total);
+        let c = if partial {
+            checksum::pseudo_sum(&pseudo)
+        } else {
+            checksum::compute(&[&pseudo, msg.as_slice()])
+        };
         msg.as_mut_slice()[field::CHECKSUM].copy_from_slice(&c);
         Ok(())
     }
