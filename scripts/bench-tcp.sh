@@ -773,13 +773,13 @@ print(f"\nTCP, median of {repeat} run(s); {seconds} s per bulk/stream/rate run"
       f"{' (--quick)' if quick == '1' else ''}; stack CPU {cpu_s}, kernel peer CPU {cpu_c}; "
       f"rtt: both ends on CPU {same_cpu}; user-space stacks {mode}; load average at the end {load.split()[0]}")
 tw = max([22] + [len(t) + 2 for t in tests])
-head = f"{'test':<{tw}}{'unit':<9}" + "".join(f"{s:>12}" for s in systems) + f"{'ps/smol':>9}{'off/smol':>9}{'ps/floor':>9}{'ps/kern':>9}  notes"
+head = f"{'test':<{tw}}{'unit':<9}" + "".join(f"{s:>18}" for s in systems) + f"{'ps/smol':>9}{'off/smol':>9}{'ps/floor':>9}{'ps/kern':>9}  notes"
 print(head)
 print("-" * len(head))
 def fmt(v):
     if v is None:
-        return f"{'-':>12}"
-    return f"{v:12.1f}" if abs(v) >= 100 else f"{v:12.3f}"
+        return f"{'-':>18}"
+    return f"{v:18.1f}" if abs(v) >= 100 else f"{v:18.3f}"
 for t in tests:
     unit = next(r["unit"] for r in rows if r["test"] == t)
     cells = {s: (val[(s, t)]["value"] if (s, t) in val else None) for s in systems}
