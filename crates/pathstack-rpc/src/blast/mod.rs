@@ -1,0 +1,1 @@
+//! BLAST (in progress).

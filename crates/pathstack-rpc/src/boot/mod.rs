@@ -1,0 +1,1 @@
+//! BID and BIDCTL (in progress).

@@ -1,0 +1,1 @@
+//! CHAN (in progress).

@@ -1,0 +1,1 @@
+//! MSELECT (in progress).

@@ -1,0 +1,1 @@
+//! VCHAN (in progress).
