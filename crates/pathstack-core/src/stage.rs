@@ -155,6 +155,47 @@ impl<'a, 'e> Cx<'a, 'e> {
     pub fn module<T: Module>(&mut self) -> Option<&mut T> {
         (self.module_dyn() as &mut dyn Any).downcast_mut::<T>()
     }
+    /// The module connected to this stage's module by connection `link` of
+    /// its service `service` (the graph's order), if it is a `T`: how a
+    /// stage asks a question of a module that is not on its path — the
+    /// x-kernel's control operations, such as BID and CHAN asking BIDCTL
+    /// for a peer's boot id. The graph names the dependency; the stage
+    /// does not reach for it by name.
+    pub fn linked_module<T: Module>(&mut self, service: usize, link: usize) -> Option<&mut T> {
+        let m = self.env.stage_modules[self.pos];
+        let target = self.env.modules[m.0 as usize]
+            .links
+            .get(service)?
+            .get(link)?
+            .instance;
+        let slot = self.env.modules.get_mut(target.0 as usize)?;
+        (&mut *slot.module as &mut dyn Any).downcast_mut::<T>()
+    }
+    /// This stage's module and a linked one (see
+    /// [`linked_module`](Self::linked_module)) at once, when a control
+    /// operation needs both: VCHAN opening channels in CHAN's table.
+    /// `None` if either is missing or they are the same module.
+    pub fn module_and_linked<A: Module, B: Module>(
+        &mut self,
+        service: usize,
+        link: usize,
+    ) -> Option<(&mut A, &mut B)> {
+        let own = self.env.stage_modules[self.pos].0 as usize;
+        let other = self.env.modules[own].links.get(service)?.get(link)?.instance.0 as usize;
+        if own == other || other >= self.env.modules.len() {
+            return None;
+        }
+        let (a, b) = if own < other {
+            let (lo, hi) = self.env.modules.split_at_mut(other);
+            (&mut lo[own], &mut hi[0])
+        } else {
+            let (lo, hi) = self.env.modules.split_at_mut(own);
+            (&mut hi[0], &mut lo[other])
+        };
+        let a = (&mut *a.module as &mut dyn Any).downcast_mut::<A>()?;
+        let b = (&mut *b.module as &mut dyn Any).downcast_mut::<B>()?;
+        Some((a, b))
+    }
     /// Sends a new message from this stage's position in direction `dir`:
     /// it starts at the neighbouring stage in `dir`. It is processed after
     /// the current message (or batch) is done. Fails when the bounded

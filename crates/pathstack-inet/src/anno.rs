@@ -7,7 +7,7 @@
 //! | 1 | local IPv4 address the datagram was sent to | IP (up) | UDP, ICMP |
 //! | 2 | IP next hop | IP routing (down) | ARP |
 //! | 3 | peer transport port | UDP (up), the application | UDP (down), sockets |
-//! | 4–5 | link-layer destination | ARP (down) | ETH |
+//! | 4–5 | link-layer peer: destination (down), source (up) | ARP (down), ETH (up) | ETH (down), protocols directly over ETH |
 //! | 6 | time to live of an outgoing datagram | the application (socket option) | IP (down) |
 //!
 //! Flag 0: the frame arrived as a link-layer broadcast or multicast (set by
@@ -61,8 +61,10 @@ pub trait InetAnno {
     fn next_hop(&self) -> Option<Ipv4Addr>;
     /// Sets [`next_hop`](Self::next_hop).
     fn set_next_hop(&mut self, ip: Ipv4Addr);
-    /// The link-layer destination, set by ARP on the way down and read by
-    /// the link layer.
+    /// The link-layer peer: the destination, set by ARP on the way down
+    /// and read by the link layer; on the way up the frame's source, set
+    /// by ETH (where an answer turned around on the path goes, as for
+    /// [`peer_ip`](Self::peer_ip)).
     fn link_dst(&self) -> Option<[u8; 6]>;
     /// Sets [`link_dst`](Self::link_dst).
     fn set_link_dst(&mut self, mac: [u8; 6]);

@@ -22,9 +22,11 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod anno;
 pub mod blast;
 pub mod boot;
 pub mod chan;
+pub mod modules;
 pub mod mselect;
 pub mod peer;
 pub mod vchan;

@@ -139,6 +139,10 @@ pub struct HostConfig {
     /// polling this made no measurable difference to the ping-pong RTT
     /// (`pingpong --wire tap --busy-poll --rx-burst 1|64`, ≈ 10–11 µs both).
     pub rx_burst: Option<usize>,
+    /// The RPC stack (BLAST, BID, BIDCTL, CHAN, VCHAN, MSELECT and `RPC`;
+    /// see [`crate::rpc`]) directly on Ethernet or over IP; `None` (the
+    /// default) leaves it out.
+    pub rpc: Option<pathstack_rpc::modules::RpcNet>,
     /// Further modules above IP or UDP, with their connections (see
     /// [`HostGraph::upper`]), e.g.
     /// `("name=app module=ECHO mode=echo;", "app.down<>udp.up;")`.
@@ -175,6 +179,7 @@ impl HostConfig {
             udp: true,
             tcp: true,
             rx_burst: None,
+            rpc: None,
             upper: Vec::new(),
         })
     }
@@ -210,6 +215,8 @@ pub struct Host {
     rx_waiter: Option<Arc<dyn RxWaiter>>,
     pub(crate) sockets: UdpSockets,
     pub(crate) tcp_sockets: TcpSockets,
+    /// The RPC stack's paths and calls, when the graph has one.
+    pub(crate) rpc: Option<crate::rpc::RpcState>,
     /// ICMP messages queued for [`Host::echo_replies`] that were already
     /// matched to sockets ([`crate::socket`]'s asynchronous errors).
     icmp_seen: usize,
@@ -257,6 +264,10 @@ impl Host {
                 ),
                 "tcp.down<>ip.up;".into(),
             ));
+        }
+        if let Some(net) = cfg.rpc {
+            g.upper
+                .extend(pathstack_rpc::modules::RpcGraph::upper(net, g.mtu));
         }
         g.upper.extend(cfg.upper.iter().cloned());
         Self::from_graph_stack(&g.to_text(), "host.graph", stack, device)
@@ -334,6 +345,7 @@ impl Host {
             .copied();
         let sockets = UdpSockets::new(HostId::next(), stack.module_id("udp"), iface);
         let tcp_sockets = TcpSockets::new(stack.module_id("tcp"));
+        let rpc = crate::rpc::RpcState::find(&stack);
         Ok(Host {
             stack,
             icmp,
@@ -343,9 +355,19 @@ impl Host {
             rx_waiter,
             sockets,
             tcp_sockets,
+            rpc,
             icmp_seen: 0,
             manual_now: None,
         })
+    }
+
+    /// The MAC address of the host's interface (of the `ETH` instance
+    /// named `eth`).
+    pub fn mac(&self) -> Option<MacAddr> {
+        let eth = self.stack.module_id("eth")?;
+        self.stack
+            .module::<pathstack_inet::modules::EthModule>(eth)
+            .map(pathstack_inet::modules::EthModule::mac)
     }
 
     /// The host's identity, which its socket handles carry.

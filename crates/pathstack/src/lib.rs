@@ -155,6 +155,7 @@ pub use pathstack_classify as classify;
 pub use pathstack_core as core;
 pub use pathstack_devices as devices;
 pub use pathstack_inet as inet;
+pub use pathstack_rpc as rpc_stack;
 
 #[doc(inline)]
 pub use host::{Host, HostConfig, HostError};
@@ -174,6 +175,7 @@ use pathstack_core::stack::ModuleTypes;
 pub mod fuzzing;
 pub mod host;
 pub mod nic;
+pub mod rpc;
 pub mod socket;
 #[cfg(feature = "tokio")]
 pub mod tokio;
@@ -185,6 +187,7 @@ pub fn module_types() -> ModuleTypes {
     let mut t = ModuleTypes::core();
     pathstack_inet::modules::register(&mut t);
     pathstack_devices::lance::register(&mut t);
+    pathstack_rpc::modules::register(&mut t);
     t
 }
 

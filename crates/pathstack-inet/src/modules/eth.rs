@@ -1,6 +1,7 @@
 //! `ETH`: Ethernet II on a path — EtherType demultiplexing, destination
 //! filtering (own unicast and broadcast), the source address of the device,
-//! padding to the minimum frame.
+//! padding to the minimum frame. On the way up it annotates the frame's
+//! source as its link-layer peer ([`InetAnno::link_dst`]).
 
 use super::params::required;
 use crate::anno::InetAnno;
@@ -131,7 +132,12 @@ impl Stage for EthStage {
             if !msg.anno().classified() && h.ethertype.0 != self.ethertype {
                 return Verdict::Drop(EthDropReason::UnknownEtherType.into());
             }
-            msg.anno_mut().set_link_broadcast(!h.dst.is_unicast());
+            // The sender is where an answer turned around on this path
+            // goes: protocols directly over Ethernet (the RPC family's
+            // BLAST and BIDCTL) know their peer by it.
+            let a = msg.anno_mut();
+            a.set_link_broadcast(!h.dst.is_unicast());
+            a.set_link_dst(h.src.0);
             Verdict::Next
         }
     }

@@ -1,0 +1,228 @@
+//! `BID` on paths (spec §4): every message is stamped with both hosts'
+//! boot ids, and a message from or for another incarnation is dropped
+//! before it reaches CHAN. The boot ids come from BIDCTL, which the stage
+//! asks through its `ctl` connection on every message (one table lookup):
+//! nothing is cached here that a reboot could make stale.
+//!
+//! BID also keeps a path of its own (BID / BLAST / ETH) for the *empty*
+//! BID messages a peer sends back when our message named its previous
+//! incarnation, and for BID traffic no path claims.
+
+use super::bidctl::{send_all, BidctlModule};
+use crate::anno::RpcAnno;
+use crate::boot::{BidFilter, BidRxVerdict, BootId};
+use crate::wire::bid::{BidDropReason, BidHeader, HEADER_LEN};
+use pathstack_core::attrs::{keys, AttrKey, Attrs};
+use pathstack_core::demux::{DemuxKey, Key, KeyMode, PartialClassifier};
+use pathstack_core::error::{ModuleError, PathError};
+use pathstack_core::graph::spec::{Count, ModuleSpec, ServiceSpec, ServiceType};
+use pathstack_core::module::{CreateCx, Created, ModCx, Module, Route};
+use pathstack_core::stack::ModuleSetup;
+use pathstack_core::stage::{Cx, Stage, Verdict};
+use pathstack_core::{Dir, Msg, PathId};
+
+use super::protocol;
+
+/// Spec of `BID`.
+pub const BID_SPEC: ModuleSpec = ModuleSpec {
+    name: "BID",
+    doc: "BID: boot-id stamps on every message; drops messages of another incarnation",
+    services: &[
+        ServiceSpec::new("up", ServiceType::AIO, Count::Any),
+        ServiceSpec::new("down", ServiceType::AIO, Count::ExactlyOne).init_after(),
+        ServiceSpec::new("ctl", ServiceType::AIO, Count::ExactlyOne).init_after(),
+    ],
+    params: &[],
+    understands: &[],
+};
+
+/// Service index of BID's connection to BIDCTL.
+const CTL: usize = 2;
+
+/// Marks the path BID makes for itself (set by `BID`).
+const BID_OWN: AttrKey<bool> = AttrKey::limited("BID_OWN");
+
+/// The `BID` module (its state is BIDCTL's).
+pub struct BidModule;
+
+impl BidModule {
+    /// Factory (no parameters).
+    pub fn create(_: &mut ModuleSetup<'_>) -> Result<Box<dyn Module>, ModuleError> {
+        Ok(Box::new(BidModule))
+    }
+}
+
+/// The BID partial classifier: the upper protocol number.
+struct BidDemux;
+
+impl PartialClassifier for BidDemux {
+    #[inline]
+    fn extract(&self, msg: &[u8], _mode: KeyMode) -> Option<(Key, usize)> {
+        let h = msg.get(..HEADER_LEN)?;
+        Some((Key::from_array([h[8], h[9], h[10], h[11]]), HEADER_LEN))
+    }
+}
+
+impl Module for BidModule {
+    fn spec(&self) -> &'static ModuleSpec {
+        &BID_SPEC
+    }
+
+    fn polls(&self) -> bool {
+        false
+    }
+
+    fn init(&mut self, cx: &mut ModCx<'_>) -> Result<(), ModuleError> {
+        let attrs = Attrs::new()
+            .with(&keys::PASSIVE_OPEN, true)
+            .with(&BID_OWN, true);
+        cx.request_path(attrs, 0);
+        Ok(())
+    }
+
+    fn path_created(&mut self, _tag: u64, _result: Result<PathId, &PathError>) {}
+
+    fn create_stage(
+        &mut self,
+        _entry: Option<usize>,
+        attrs: &mut Attrs,
+        cx: &mut CreateCx<'_>,
+    ) -> Result<Created, PathError> {
+        let own = attrs.get(&BID_OWN) == Some(&true);
+        let hlp_num = match attrs.get(&keys::PROT_ID) {
+            Some(&p) => p,
+            None if own => 0,
+            None => return Err(cx.refuse("a path through BID needs the upper PROT_ID")),
+        };
+        attrs.insert(&keys::PROT_ID, protocol::BID);
+        Ok(Created {
+            stage: Box::new(BidStage {
+                own,
+                hlp_num,
+                out: Vec::new(),
+            }),
+            route: Route::Service(1),
+        })
+    }
+
+    fn partial_classifier(&self) -> Option<Box<dyn PartialClassifier>> {
+        Some(Box::new(BidDemux))
+    }
+}
+
+/// The `BID` stage of an RPC path, or of BID's own path.
+pub struct BidStage {
+    own: bool,
+    hlp_num: u32,
+    /// BIDCTL's requests to put on paths (reused).
+    out: Vec<(PathId, usize, Dir, Msg)>,
+}
+
+impl BidStage {
+    /// Asks BIDCTL about `peer` with `hint` and sends what it asks for.
+    fn consult(&mut self, cx: &mut Cx<'_, '_>, peer: crate::Peer, hint: BootId) {
+        let now = cx.now();
+        let pool = cx.pool().clone();
+        if let Some(ctl) = cx.linked_module::<BidctlModule>(CTL, 0) {
+            ctl.peer_bid(peer, hint, now);
+            ctl.drain(&pool, &mut self.out);
+        }
+        send_all(cx, &mut self.out);
+    }
+
+    fn send(&mut self, msg: &mut Msg, cx: &mut Cx<'_, '_>) -> Verdict {
+        let Some(peer) = msg.anno().rpc_peer() else {
+            return Verdict::Drop(BidDropReason::InactiveSend.into());
+        };
+        let Some(ctl) = cx.linked_module::<BidctlModule>(CTL, 0) else {
+            return Verdict::Drop(BidDropReason::InactiveSend.into());
+        };
+        let local = ctl.local_bid();
+        let peer_bid = ctl
+            .engine()
+            .and_then(|e| e.peer_view(peer))
+            .map_or(BootId(0), |v| v.bid);
+        match BidFilter::new(local, self.hlp_num).send_header(peer_bid) {
+            Ok(h) => match msg.push(HEADER_LEN) {
+                Ok(b) => {
+                    h.emit(b);
+                    Verdict::Next
+                }
+                Err(_) => Verdict::Drop(BidDropReason::Truncated.into()),
+            },
+            Err(e) => {
+                // Not known yet: BIDCTL starts its handshake; CHAN sends
+                // the message again on FIRST_CONTACT (OSF, spec §6.4).
+                self.consult(cx, peer, BootId(0));
+                Verdict::Drop(e.into())
+            }
+        }
+    }
+
+    fn receive(&mut self, msg: &mut Msg, cx: &mut Cx<'_, '_>) -> Verdict {
+        let h = match BidHeader::parse(msg.as_slice()) {
+            Ok((h, _)) => h,
+            Err(e) => return Verdict::Drop(e.into()),
+        };
+        let Some(peer) = msg.anno().rpc_peer() else {
+            return Verdict::Drop(BidDropReason::Inactive.into());
+        };
+        let Some(ctl) = cx.linked_module::<BidctlModule>(CTL, 0) else {
+            return Verdict::Drop(BidDropReason::Inactive.into());
+        };
+        let local = ctl.local_bid();
+        let peer_bid = ctl
+            .engine()
+            .and_then(|e| e.peer_view(peer))
+            .map_or(BootId(0), |v| v.bid);
+        let verdict = BidFilter::new(local, h.hlp_num).receive(peer_bid, &h);
+        let reason = verdict.drop_reason();
+        match verdict {
+            BidRxVerdict::Deliver => {
+                if msg.pop(HEADER_LEN).is_err() {
+                    return Verdict::Drop(BidDropReason::Truncated.into());
+                }
+                if self.own {
+                    // An empty BID message (or one for a protocol without
+                    // a path): its boot ids were all it had to say.
+                    return if msg.is_empty() {
+                        Verdict::Consumed
+                    } else {
+                        Verdict::Drop(BidDropReason::UnknownProtocol.into())
+                    };
+                }
+                return Verdict::Next;
+            }
+            BidRxVerdict::DropAndAnswerEmpty(answer) => {
+                if let Ok(mut m) = cx.pool().alloc_copy(&answer.to_bytes()) {
+                    m.anno_mut().set_rpc_peer(peer);
+                    let _ = cx.emit(Dir::Down, m);
+                }
+            }
+            BidRxVerdict::DropAndHint(hint) => self.consult(cx, peer, hint),
+            // The first message from a peer BIDCTL has not met: start
+            // the handshake with its boot id as the hint.
+            BidRxVerdict::DropInactive => self.consult(cx, peer, h.src_bid),
+        }
+        Verdict::Drop(reason.unwrap_or(BidDropReason::Inactive).into())
+    }
+}
+
+impl Stage for BidStage {
+    #[inline(always)]
+    fn process(&mut self, dir: Dir, msg: &mut Msg, cx: &mut Cx<'_, '_>) -> Verdict {
+        if dir == Dir::Down {
+            self.send(msg, cx)
+        } else {
+            self.receive(msg, cx)
+        }
+    }
+
+    fn demux_key(&self, _mode: KeyMode) -> DemuxKey {
+        if self.own {
+            DemuxKey::Stop(None)
+        } else {
+            DemuxKey::Key(Key::from_array(self.hlp_num.to_be_bytes()))
+        }
+    }
+}

@@ -1,0 +1,344 @@
+//! `BIDCTL` on paths (spec §5): the per-peer boot-id state machines, on a
+//! path of their own (BIDCTL / ETH, or BIDCTL / IP / ARP / ETH). The
+//! engine ([`Bidctl`]) lives in the module, where BID and CHAN stages
+//! reach it through their graph connection
+//! ([`Cx::linked_module`](pathstack_core::stage::Cx::linked_module)) to
+//! read a peer's boot id or register interest in a peer. What the engine
+//! asks for — packets to send, `FIRST_CONTACT` and `PEER_REBOOTED` notices
+//! for registrants — is put on paths by whoever ran it: the BIDCTL stage,
+//! the module's poll (timers), or a BID or CHAN stage ([`BidctlModule::drain`]).
+//!
+//! A notice reaches a registered CHAN stage as an empty message entering
+//! that stage from below, with the peer and a [`BootNotice`] in its
+//! annotations (the x-kernel's control call on each registrant).
+
+use super::RpcNet;
+use crate::anno::{BootNotice, RpcAnno, RpcTag};
+use crate::boot::{
+    wall_clock_now, Bidctl, BidctlAction, BidctlConfig, BootEvent, BootId, Registrant,
+};
+use crate::wire::bidctl::{BidctlDropReason, BidctlHeader};
+use crate::Peer;
+use pathstack_core::attrs::{keys, Attrs};
+use pathstack_core::error::{ModuleError, PathError};
+use pathstack_core::graph::spec::{Count, ModuleSpec, ParamSpec, ServiceSpec, ServiceType};
+use pathstack_core::module::{CreateCx, Created, ModCx, Module, Route};
+use pathstack_core::stack::ModuleSetup;
+use pathstack_core::stage::{Cx, EstablishCx, Stage, Verdict};
+use pathstack_core::{Dir, Instant, Msg, MsgPool, PathId};
+use pathstack_inet::MacAddr;
+use std::net::Ipv4Addr;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use super::protocol;
+
+/// Spec of `BIDCTL`.
+pub const BIDCTL_SPEC: ModuleSpec = ModuleSpec {
+    name: "BIDCTL",
+    doc: "BIDCTL: per-peer boot-id agreement and reboot detection for BID and CHAN",
+    services: &[
+        ServiceSpec::new("up", ServiceType::AIO, Count::Any),
+        ServiceSpec::new("down", ServiceType::AIO, Count::ExactlyOne).init_after(),
+    ],
+    params: &[
+        ParamSpec {
+            key: "net",
+            doc: "the network below: eth (EtherType 0x3006, default) or ip (protocol 205)",
+            required: false,
+        },
+        ParamSpec {
+            key: "bcast",
+            doc: "announce the boot id by broadcast once at start (default true, spec §5.4)",
+            required: false,
+        },
+        ParamSpec {
+            key: "max_peers",
+            doc: "most peers tracked at once (default 1024)",
+            required: false,
+        },
+    ],
+    understands: &[],
+};
+
+/// The last boot id this process handed out: every `BIDCTL` instance (a
+/// restarted host in the same process too) gets a larger one, so that a
+/// reboot within one second of the last is still a new incarnation
+/// (spec §5.3 asks for ids that differ on every boot, monotone preferred).
+static LAST_BOOT_ID: AtomicU32 = AtomicU32::new(0);
+
+fn next_boot_id() -> BootId {
+    let secs = BootId::from_wall_clock(wall_clock_now()).0.max(1);
+    let mut last = LAST_BOOT_ID.load(Ordering::Relaxed);
+    loop {
+        let id = secs.max(last.wrapping_add(1)).max(1);
+        match LAST_BOOT_ID.compare_exchange(last, id, Ordering::Relaxed, Ordering::Relaxed) {
+            Ok(_) => return BootId(id),
+            Err(l) => last = l,
+        }
+    }
+}
+
+/// The `BIDCTL` module: the engine, its own path, and the registrants.
+pub struct BidctlModule {
+    net: RpcNet,
+    bcast: bool,
+    max_peers: usize,
+    engine: Option<Bidctl>,
+    own: Option<(PathId, usize)>,
+    /// Who may be notified: (path, position of the registered stage).
+    registrants: Vec<(PathId, usize)>,
+    /// The engine's requests, waiting to be put on paths (reused).
+    actions: Vec<BidctlAction>,
+    /// The boot broadcast is still to be sent.
+    bcast_pending: bool,
+    send_failures: u64,
+}
+
+impl BidctlModule {
+    /// Factory: parameters `net`, `bcast`, `max_peers`.
+    pub fn create(setup: &mut ModuleSetup<'_>) -> Result<Box<dyn Module>, ModuleError> {
+        Ok(Box::new(BidctlModule {
+            net: RpcNet::param(setup)?,
+            bcast: setup.param("bcast", true)?,
+            max_peers: setup.param("max_peers", crate::boot::DEFAULT_MAX_PEERS)?,
+            engine: None,
+            own: None,
+            registrants: Vec::new(),
+            actions: Vec::new(),
+            bcast_pending: false,
+            send_failures: 0,
+        }))
+    }
+
+    /// The engine (present once the module has started).
+    pub fn engine(&self) -> Option<&Bidctl> {
+        self.engine.as_ref()
+    }
+
+    /// This host's boot id.
+    pub fn local_bid(&self) -> BootId {
+        self.engine.as_ref().map_or(BootId(0), Bidctl::local_bid)
+    }
+
+    /// The peer's boot id, [`BootId::UNKNOWN`] until the first handshake;
+    /// a `hint` other than the known id starts a query (spec §5.5).
+    /// Whatever the engine wants sent waits in the module until
+    /// [`BidctlModule::drain`].
+    pub fn peer_bid(&mut self, peer: Peer, hint: BootId, now: Instant) -> BootId {
+        let Some(e) = self.engine.as_mut() else {
+            return BootId(0);
+        };
+        e.peer_bid(peer, hint, now, &mut self.actions)
+            .unwrap_or(BootId(0))
+    }
+
+    /// Registers the stage at `position` of `path` for the notices about
+    /// `peer` (idempotent).
+    pub fn register(&mut self, peer: Peer, path: PathId, position: usize, now: Instant) {
+        let idx = match self.registrants.iter().position(|&r| r == (path, position)) {
+            Some(i) => i,
+            None => {
+                self.registrants.push((path, position));
+                self.registrants.len() - 1
+            }
+        };
+        if let Some(e) = self.engine.as_mut() {
+            let r = Registrant(idx as u64);
+            if e.registrants(peer).all(|x| x != r) {
+                let _ = e.register(peer, r, now, &mut self.actions);
+            }
+        }
+    }
+
+    /// Turns what the engine asked for into messages and where they go:
+    /// `(path, from, dir, msg)` for [`Cx::send_on`]. Packets are sent
+    /// before notices, so that the peer hears our RESPONSE before CHAN
+    /// resends a request on `FIRST_CONTACT`.
+    pub fn drain(&mut self, pool: &MsgPool, into: &mut Vec<(PathId, usize, Dir, Msg)>) {
+        let Some((own, pos)) = self.own else {
+            self.actions.clear();
+            return;
+        };
+        for a in self.actions.iter() {
+            if let BidctlAction::Send { to, header } = a {
+                match pool.alloc_copy(&header.to_bytes()) {
+                    Ok(mut m) => {
+                        m.anno_mut().set_rpc_peer(*to);
+                        into.push((own, pos, Dir::Down, m));
+                    }
+                    Err(_) => self.send_failures += 1,
+                }
+            }
+        }
+        for a in self.actions.drain(..) {
+            let BidctlAction::Notify { registrant, event } = a else {
+                continue;
+            };
+            let Some(&(path, at)) = self.registrants.get(registrant.0 as usize) else {
+                continue;
+            };
+            let (peer, notice) = match event {
+                BootEvent::FirstContact { peer, .. } => (peer, BootNotice::FirstContact),
+                BootEvent::PeerRebooted { peer, .. } => (peer, BootNotice::PeerRebooted),
+            };
+            match pool.alloc(0) {
+                Ok(mut m) => {
+                    let an = m.anno_mut();
+                    an.set_rpc_peer(peer);
+                    an.set_rpc_tag(RpcTag {
+                        notice,
+                        ..RpcTag::slot(0)
+                    });
+                    // Entering the registered stage from below: sent from
+                    // the stage under it, upwards.
+                    into.push((path, at + 1, Dir::Up, m));
+                }
+                Err(_) => self.send_failures += 1,
+            }
+        }
+    }
+
+    fn broadcast_peer(&self) -> Peer {
+        match self.net {
+            RpcNet::Eth => Peer::Mac(MacAddr([0xff; 6])),
+            RpcNet::Ip => Peer::Ipv4(Ipv4Addr::BROADCAST),
+        }
+    }
+}
+
+/// Sends what [`BidctlModule::drain`] produced from a stage.
+pub(crate) fn send_all(cx: &mut Cx<'_, '_>, out: &mut Vec<(PathId, usize, Dir, Msg)>) {
+    for (p, from, dir, m) in out.drain(..) {
+        let _ = cx.send_on(p, from, dir, m);
+    }
+}
+
+impl Module for BidctlModule {
+    fn spec(&self) -> &'static ModuleSpec {
+        &BIDCTL_SPEC
+    }
+
+    fn init(&mut self, cx: &mut ModCx<'_>) -> Result<(), ModuleError> {
+        let config = BidctlConfig {
+            max_peers: self.max_peers,
+            ..BidctlConfig::default()
+        };
+        self.engine = Some(Bidctl::new(config, next_boot_id(), wall_clock_now(), cx.now()));
+        self.bcast_pending = self.bcast;
+        cx.request_path(Attrs::new().with(&keys::PASSIVE_OPEN, true), 0);
+        Ok(())
+    }
+
+    fn path_created(&mut self, _tag: u64, _result: Result<PathId, &PathError>) {}
+
+    fn create_stage(
+        &mut self,
+        entry: Option<usize>,
+        attrs: &mut Attrs,
+        cx: &mut CreateCx<'_>,
+    ) -> Result<Created, PathError> {
+        if entry.is_some() {
+            return Err(cx.refuse("BIDCTL carries no data paths (control realm, spec §5.1)"));
+        }
+        attrs.insert(
+            &keys::PROT_ID,
+            self.net
+                .lower_prot_id(protocol::ETHERTYPE_BIDCTL, protocol::IP_BIDCTL),
+        );
+        Ok(Created {
+            stage: Box::new(BidctlStage { out: Vec::new() }),
+            route: Route::Service(1),
+        })
+    }
+
+    fn polls_when_due(&self) -> bool {
+        true
+    }
+
+    fn poll_at(&self) -> Option<Instant> {
+        if self.bcast_pending && self.own.is_some() {
+            return Some(Instant::ZERO);
+        }
+        self.engine.as_ref().and_then(Bidctl::poll_at)
+    }
+
+    fn poll(&mut self, cx: &mut ModCx<'_>) -> usize {
+        let now = cx.now();
+        if self.bcast_pending && self.own.is_some() {
+            self.bcast_pending = false;
+            if let Some(e) = self.engine.as_ref() {
+                let header = e.boot_broadcast();
+                let to = self.broadcast_peer();
+                self.actions.push(BidctlAction::Send { to, header });
+            }
+        }
+        if let Some(e) = self.engine.as_mut() {
+            if e.poll_at().is_some_and(|t| t <= now) {
+                e.on_time(now, &mut self.actions);
+            }
+        }
+        let pool = cx.pool().clone();
+        let mut out = Vec::new();
+        self.drain(&pool, &mut out);
+        let n = out.len();
+        for (p, from, dir, m) in out {
+            if cx.send_on(p, from, dir, m).is_err() {
+                self.send_failures += 1;
+            }
+        }
+        n
+    }
+
+    fn stats(&self) -> Vec<(String, u64)> {
+        vec![
+            ("local_bid".into(), u64::from(self.local_bid().0)),
+            ("peers".into(), self.engine.as_ref().map_or(0, |e| e.len()) as u64),
+            ("send_failures".into(), self.send_failures),
+        ]
+    }
+}
+
+/// The stage of BIDCTL's own path: packets from peers into the engine.
+pub struct BidctlStage {
+    out: Vec<(PathId, usize, Dir, Msg)>,
+}
+
+impl Stage for BidctlStage {
+    fn process(&mut self, dir: Dir, msg: &mut Msg, cx: &mut Cx<'_, '_>) -> Verdict {
+        if dir == Dir::Down {
+            // The engine's packets (already whole headers).
+            return Verdict::Next;
+        }
+        let h = match BidctlHeader::parse(msg.as_slice()) {
+            Ok((h, _)) => h,
+            Err(e) => return Verdict::Drop(e.into()),
+        };
+        let Some(from) = msg.anno().rpc_peer() else {
+            return Verdict::Drop(BidctlDropReason::Truncated.into());
+        };
+        let now = cx.now();
+        let pool = cx.pool().clone();
+        let Some(m) = cx.module::<BidctlModule>() else {
+            return Verdict::Drop(BidctlDropReason::Truncated.into());
+        };
+        let r = match m.engine.as_mut() {
+            Some(e) => e.on_packet(now, from, &h, &mut m.actions),
+            None => Err(BidctlDropReason::TableFull),
+        };
+        m.drain(&pool, &mut self.out);
+        send_all(cx, &mut self.out);
+        match r {
+            Ok(()) => Verdict::Consumed,
+            Err(e) => Verdict::Drop(e.into()),
+        }
+    }
+
+    fn establish(&mut self, _aux: &mut Attrs, cx: &mut EstablishCx<'_>) -> Result<(), PathError> {
+        let (path, pos) = (cx.path(), cx.position());
+        if let Some(m) = cx.module::<BidctlModule>() {
+            m.own = Some((path, pos));
+        }
+        Ok(())
+    }
+}
+

@@ -1,0 +1,518 @@
+//! `CHAN` on paths (spec §6): request/reply channels with at-most-once
+//! execution. The channel tables — client and server, x-kernel's session
+//! maps — live in the module ([`ClientTable`], [`ServerTable`]); the
+//! stage of the client path starts calls and takes replies, the stage of
+//! the server path hands requests up and sends the replies that come back
+//! down, and the module's poll runs the retransmission timers.
+//!
+//! Outcomes travel as messages: a reply goes up in place (header popped,
+//! channel in the [`RpcTag`]); a failed call (deadline, peer reboot) goes
+//! up as an empty message whose tag carries the status. BIDCTL's notices
+//! come in from below as empty messages with a [`BootNotice`].
+//!
+//! Two choices the specification leaves (§12): CHAN does not see BLAST's
+//! ticket on this path (BLAST sits two stages below and fragments after
+//! CHAN has sent), so the push receipt says only whether the message was
+//! long enough to be fragmented (`expensive`, from BLAST's fragment size
+//! in the path attribute [`BLAST_FRAGMENT_LEN`]); `FREERESOURCES` is then
+//! left to BLAST's 1 s hold timer, and a forced resend of a fragmented
+//! message is sent whole. And calls have a deadline (`call_timeout`,
+//! default 30 s) where the x-kernel retried forever (§12 item 11): a
+//! library call must end.
+
+use super::bidctl::{send_all, BidctlModule};
+use super::rpc::{RpcRole, RPC_ROLE};
+use crate::anno::{BootNotice, CallStatus, RpcAnno, RpcTag};
+use crate::chan::{
+    CallError, ChanAction, ChannelKey, ClientConfig, ClientTable, Payload, ServerCall,
+    ServerConfig, ServerTable, TransportReceipt,
+};
+use crate::wire::chan::{flags, ChanDropReason, ChanHeader, HEADER_LEN};
+use crate::Peer;
+use pathstack_core::attrs::{keys, AttrKey, Attrs};
+use pathstack_core::demux::{DemuxKey, Key, KeyMode, PartialClassifier};
+use pathstack_core::error::{ModuleError, PathError};
+use pathstack_core::graph::spec::{Count, ModuleSpec, ParamSpec, ServiceSpec, ServiceType};
+use pathstack_core::module::{CreateCx, Created, ModCx, Module, Route};
+use pathstack_core::stack::ModuleSetup;
+use pathstack_core::stage::{Cx, EstablishCx, Stage, Verdict};
+use pathstack_core::time::Duration;
+use pathstack_core::{Dir, Instant, Msg, MsgPool, PathId};
+use std::collections::HashSet;
+
+use super::protocol;
+
+/// Spec of `CHAN`.
+pub const CHAN_SPEC: ModuleSpec = ModuleSpec {
+    name: "CHAN",
+    doc: "CHAN: request/reply channels, implicit acknowledgement, at-most-once execution",
+    services: &[
+        ServiceSpec::new("up", ServiceType::AIO, Count::Any),
+        ServiceSpec::new("down", ServiceType::AIO, Count::ExactlyOne).init_after(),
+        ServiceSpec::new("ctl", ServiceType::AIO, Count::ExactlyOne).init_after(),
+    ],
+    params: &[ParamSpec {
+        key: "call_timeout",
+        doc: "seconds before a call without a reply fails (default 30; 0: never, as the x-kernel)",
+        required: false,
+    }],
+    understands: &[],
+};
+
+/// Service index of CHAN's connection to BIDCTL.
+const CTL: usize = 2;
+
+/// BLAST's fragment size F on a path (set by `BLAST` when the path is
+/// made; read by CHAN to know which messages BLAST fragments).
+pub const BLAST_FRAGMENT_LEN: AttrKey<usize> = AttrKey::pervasive("BLAST_FRAGMENT_LEN");
+
+/// The `CHAN` module: the channel tables.
+pub struct ChanModule {
+    client: ClientTable,
+    server: ServerTable,
+    call_timeout: Option<Duration>,
+    /// Where the client and server stages are: (path, position).
+    client_at: Option<(PathId, usize)>,
+    server_at: Option<(PathId, usize)>,
+    /// Peers whose client channels still need registering with BIDCTL
+    /// (VCHAN opened a pool).
+    pending_registrations: Vec<Peer>,
+    /// Peers the server side registered with BIDCTL.
+    server_peers: HashSet<Peer>,
+    /// The engines' requests (reused).
+    actions: Vec<ChanAction>,
+    next_due: Option<Instant>,
+    send_failures: u64,
+}
+
+impl ChanModule {
+    /// Factory: parameter `call_timeout`.
+    pub fn create(setup: &mut ModuleSetup<'_>) -> Result<Box<dyn Module>, ModuleError> {
+        let secs: u64 = setup.param("call_timeout", 30u64)?;
+        let mut server = ServerTable::new(ServerConfig::default());
+        server
+            .enable(protocol::MSELECT)
+            .map_err(|e| ModuleError::Init {
+                instance: setup.instance().to_string(),
+                reason: e.to_string(),
+            })?;
+        Ok(Box::new(ChanModule {
+            client: ClientTable::new(ClientConfig::default()),
+            server,
+            call_timeout: (secs > 0).then(|| Duration::from_secs(secs)),
+            client_at: None,
+            server_at: None,
+            pending_registrations: Vec::new(),
+            server_peers: HashSet::new(),
+            actions: Vec::new(),
+            next_due: None,
+            send_failures: 0,
+        }))
+    }
+
+    /// The client channel table (VCHAN opens its pools' channels here).
+    pub fn client_table(&mut self) -> &mut ClientTable {
+        &mut self.client
+    }
+
+    /// The server channel table.
+    pub fn server_table(&self) -> &ServerTable {
+        &self.server
+    }
+
+    /// Asks for the client channels to `peer` to be registered with
+    /// BIDCTL (done by the client stage on its next message).
+    pub fn note_new_peer(&mut self, peer: Peer) {
+        if !self.pending_registrations.contains(&peer) {
+            self.pending_registrations.push(peer);
+        }
+    }
+
+    /// Notes a timer armed at `at` by a call or reply.
+    fn armed(&mut self, at: Instant) {
+        self.next_due = Some(self.next_due.map_or(at, |d| d.min(at)));
+    }
+
+    fn due(&mut self) {
+        self.next_due = match (self.client.poll_at(), self.server.poll_at()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+    }
+
+    /// Turns the engines' requests into messages and where they go:
+    /// `(path, from, dir, msg)`. A `Reply` or `Execute` for the packet
+    /// being processed is returned instead (only one per packet).
+    fn drain(&mut self, pool: &MsgPool, into: &mut Vec<(PathId, usize, Dir, Msg)>) -> Option<ChanAction> {
+        let mut own = None;
+        for a in self.actions.drain(..) {
+            match a {
+                ChanAction::Send {
+                    key,
+                    header,
+                    payload,
+                } => {
+                    let client = header.has(flags::FROM_CLIENT);
+                    let (at, copy) = if client {
+                        (self.client_at, self.client.saved_copy(key))
+                    } else {
+                        (self.server_at, self.server.saved_copy(key))
+                    };
+                    let body = match payload {
+                        Payload::None => &[][..],
+                        Payload::SavedCopy => copy.unwrap_or(&[]),
+                    };
+                    let Some((path, pos)) = at else { continue };
+                    match pool.alloc(HEADER_LEN + body.len()) {
+                        Ok(mut m) => {
+                            let b = m.as_mut_slice();
+                            header.emit(&mut b[..HEADER_LEN]);
+                            b[HEADER_LEN..].copy_from_slice(body);
+                            m.anno_mut().set_rpc_peer(key.peer);
+                            into.push((path, pos, Dir::Down, m));
+                        }
+                        Err(_) => self.send_failures += 1,
+                    }
+                }
+                ChanAction::CallFailed { key, error } => {
+                    let Some((path, pos)) = self.client_at else { continue };
+                    match pool.alloc(0) {
+                        Ok(mut m) => {
+                            let an = m.anno_mut();
+                            an.set_rpc_peer(key.peer);
+                            an.set_rpc_tag(RpcTag {
+                                status: status_of(error),
+                                ..RpcTag::slot(key.chan)
+                            });
+                            into.push((path, pos, Dir::Up, m));
+                        }
+                        Err(_) => self.send_failures += 1,
+                    }
+                }
+                r @ (ChanAction::Reply { .. } | ChanAction::Execute { .. }) => own = Some(r),
+                // Left to BLAST's hold timer (see the module docs).
+                ChanAction::FreeResources { .. } => {}
+            }
+        }
+        own
+    }
+}
+
+/// The status a failed call's outcome carries up.
+fn status_of(e: CallError) -> CallStatus {
+    match e {
+        CallError::PeerRebooted => CallStatus::PeerRebooted,
+        CallError::TimedOut => CallStatus::TimedOut,
+        CallError::TooLarge { .. } => CallStatus::TooLarge,
+        CallError::Busy => CallStatus::Busy,
+        CallError::Disabled | CallError::Aborted | CallError::NoChannel => CallStatus::Failed,
+    }
+}
+
+/// The CHAN partial classifier: requests (`FROM_CLIENT`) and replies are
+/// told apart, then the upper protocol number.
+struct ChanDemux;
+
+impl PartialClassifier for ChanDemux {
+    #[inline]
+    fn extract(&self, msg: &[u8], _mode: KeyMode) -> Option<(Key, usize)> {
+        let h = msg.get(..HEADER_LEN)?;
+        let side = h[3] & flags::FROM_CLIENT;
+        Some((Key::from_array([side, h[4], h[5], h[6], h[7]]), HEADER_LEN))
+    }
+}
+
+impl Module for ChanModule {
+    fn spec(&self) -> &'static ModuleSpec {
+        &CHAN_SPEC
+    }
+
+    fn create_stage(
+        &mut self,
+        _entry: Option<usize>,
+        attrs: &mut Attrs,
+        cx: &mut CreateCx<'_>,
+    ) -> Result<Created, PathError> {
+        let server = attrs.get(&RPC_ROLE) == Some(&RpcRole::Server);
+        let prot_id = attrs
+            .get(&keys::PROT_ID)
+            .copied()
+            .ok_or_else(|| cx.refuse("a path through CHAN needs the upper PROT_ID"))?;
+        attrs.insert(&keys::PROT_ID, protocol::CHAN);
+        Ok(Created {
+            stage: Box::new(ChanStage {
+                server,
+                prot_id,
+                fragment_len: None,
+                current: None,
+                out: Vec::new(),
+                bidctl_out: Vec::new(),
+            }),
+            route: Route::Service(1),
+        })
+    }
+
+    fn partial_classifier(&self) -> Option<Box<dyn PartialClassifier>> {
+        Some(Box::new(ChanDemux))
+    }
+
+    fn polls_when_due(&self) -> bool {
+        true
+    }
+
+    fn poll_at(&self) -> Option<Instant> {
+        self.next_due
+    }
+
+    fn poll(&mut self, cx: &mut ModCx<'_>) -> usize {
+        let now = cx.now();
+        if self.next_due.is_none_or(|t| t > now) {
+            return 0;
+        }
+        self.client.on_time(now, &mut self.actions);
+        self.server.on_time(now, &mut self.actions);
+        self.due();
+        let pool = cx.pool().clone();
+        let mut out = Vec::new();
+        self.drain(&pool, &mut out);
+        let n = out.len();
+        for (p, from, dir, m) in out {
+            if cx.send_on(p, from, dir, m).is_err() {
+                self.send_failures += 1;
+            }
+        }
+        n
+    }
+
+    fn stats(&self) -> Vec<(String, u64)> {
+        vec![
+            ("server_channels".into(), self.server.len() as u64),
+            ("send_failures".into(), self.send_failures),
+        ]
+    }
+}
+
+/// The `CHAN` stage of the client or the server path.
+pub struct ChanStage {
+    server: bool,
+    /// The upper protocol (MSELECT).
+    prot_id: u32,
+    /// BLAST's fragment size on this path, read once.
+    fragment_len: Option<usize>,
+    /// Server: the execution whose reply is coming back down (the `RPC`
+    /// server stage answers in the same run).
+    current: Option<ServerCall>,
+    out: Vec<(PathId, usize, Dir, Msg)>,
+    bidctl_out: Vec<(PathId, usize, Dir, Msg)>,
+}
+
+impl ChanStage {
+    /// The receipt BLAST would give for a message of `len` CHAN bytes.
+    fn receipt(&mut self, cx: &Cx<'_, '_>, len: usize) -> TransportReceipt {
+        let f = *self
+            .fragment_len
+            .get_or_insert_with(|| cx.attrs().get(&BLAST_FRAGMENT_LEN).copied().unwrap_or(usize::MAX));
+        // BID's 12 bytes ride with CHAN's message into BLAST.
+        TransportReceipt {
+            expensive: len + crate::wire::bid::HEADER_LEN >= f,
+            ..TransportReceipt::default()
+        }
+    }
+
+    /// Registers peers with BIDCTL for this stage's notices.
+    fn register(&mut self, cx: &mut Cx<'_, '_>, peers: &[Peer]) {
+        let (path, pos, now) = (cx.path(), cx.position(), cx.now());
+        let pool = cx.pool().clone();
+        if let Some(ctl) = cx.linked_module::<BidctlModule>(CTL, 0) {
+            for &p in peers {
+                ctl.register(p, path, pos, now);
+            }
+            ctl.drain(&pool, &mut self.bidctl_out);
+        }
+        send_all(cx, &mut self.bidctl_out);
+    }
+
+    /// Sends what the engines asked for; returns the action about the
+    /// packet being processed, if any.
+    fn flush(&mut self, cx: &mut Cx<'_, '_>) -> Option<ChanAction> {
+        let pool = cx.pool().clone();
+        let m = cx.module::<ChanModule>()?;
+        let own = m.drain(&pool, &mut self.out);
+        if !self.out.is_empty() {
+            // Retransmissions and probes re-arm timers: look again.
+            m.due();
+        }
+        for (p, from, dir, msg) in self.out.drain(..) {
+            let _ = cx.send_on(p, from, dir, msg);
+        }
+        own
+    }
+
+    fn call(&mut self, msg: &mut Msg, cx: &mut Cx<'_, '_>) -> Verdict {
+        let (Some(tag), Some(peer)) = (msg.anno().rpc_tag(), msg.anno().rpc_peer()) else {
+            return Verdict::Drop(ChanDropReason::NoChannel.into());
+        };
+        let key = ChannelKey {
+            peer,
+            prot_id: self.prot_id,
+            chan: tag.slot,
+        };
+        let now = cx.now();
+        let receipt = self.receipt(cx, msg.len() + HEADER_LEN);
+        let Some(m) = cx.module::<ChanModule>() else {
+            return Verdict::Drop(ChanDropReason::NoChannel.into());
+        };
+        let deadline = m.call_timeout.map(|d| now + d);
+        let header = m.client.call(now, key, msg.as_slice(), deadline);
+        if header.is_ok() {
+            m.client.record_receipt(key, receipt);
+            let first = now + m.client.config().initial_timeout;
+            m.armed(deadline.map_or(first, |d| d.min(first)));
+        }
+        if !m.pending_registrations.is_empty() {
+            let peers = std::mem::take(&mut m.pending_registrations);
+            self.register(cx, &peers);
+        }
+        match header {
+            Ok(h) => match msg.push(HEADER_LEN) {
+                Ok(b) => {
+                    h.emit(b);
+                    Verdict::Next
+                }
+                Err(_) => Verdict::Drop(ChanDropReason::Truncated.into()),
+            },
+            Err(e) => {
+                // The call never left: its outcome goes back up at once.
+                msg.truncate(0);
+                msg.anno_mut().set_rpc_tag(RpcTag {
+                    status: status_of(e),
+                    ..tag
+                });
+                Verdict::Back
+            }
+        }
+    }
+
+    fn reply(&mut self, msg: &mut Msg, cx: &mut Cx<'_, '_>) -> Verdict {
+        let Some(call) = self.current.take() else {
+            return Verdict::Drop(ChanDropReason::Unsolicited.into());
+        };
+        let now = cx.now();
+        let receipt = self.receipt(cx, msg.len() + HEADER_LEN);
+        let Some(m) = cx.module::<ChanModule>() else {
+            return Verdict::Drop(ChanDropReason::NoChannel.into());
+        };
+        match m.server.reply(now, call, msg.as_slice()) {
+            Ok(h) => {
+                m.server.record_receipt(call.key, receipt);
+                let first = now + m.server.config().initial_timeout;
+                m.armed(first);
+                match msg.push(HEADER_LEN) {
+                    Ok(b) => {
+                        h.emit(b);
+                        Verdict::Next
+                    }
+                    Err(_) => Verdict::Drop(ChanDropReason::Truncated.into()),
+                }
+            }
+            // The client rebooted while the procedure ran (C10).
+            Err(_) => Verdict::Drop(ChanDropReason::Disabled.into()),
+        }
+    }
+
+    fn notice(&mut self, notice: BootNotice, peer: Peer, cx: &mut Cx<'_, '_>) -> Verdict {
+        let now = cx.now();
+        let server = self.server;
+        if let Some(m) = cx.module::<ChanModule>() {
+            match (notice, server) {
+                (BootNotice::FirstContact, false) => m.client.first_contact(now, peer, &mut m.actions),
+                (BootNotice::PeerRebooted, false) => m.client.peer_rebooted(peer, &mut m.actions),
+                (BootNotice::PeerRebooted, true) => {
+                    m.server.peer_rebooted(peer, &mut m.actions);
+                    if self.current.is_some_and(|c| c.key.peer == peer) {
+                        self.current = None;
+                    }
+                }
+                _ => {}
+            }
+        }
+        self.flush(cx);
+        Verdict::Consumed
+    }
+
+    fn receive(&mut self, msg: &mut Msg, cx: &mut Cx<'_, '_>) -> Verdict {
+        let Some(peer) = msg.anno().rpc_peer() else {
+            return Verdict::Drop(ChanDropReason::NoChannel.into());
+        };
+        if let Some(t) = msg.anno().rpc_tag() {
+            if t.notice != BootNotice::None {
+                return self.notice(t.notice, peer, cx);
+            }
+        }
+        let (h, payload) = match ChanHeader::parse(msg.as_slice()) {
+            Ok(x) => x,
+            Err(e) => return Verdict::Drop(e.into()),
+        };
+        let now = cx.now();
+        let server = self.server;
+        let Some(m) = cx.module::<ChanModule>() else {
+            return Verdict::Drop(ChanDropReason::NoChannel.into());
+        };
+        let r = if server {
+            m.server.on_packet(peer, &h, payload, None, &mut m.actions)
+        } else {
+            m.client.on_packet(now, peer, &h, payload, None, &mut m.actions)
+        };
+        let new_peer = server && r.is_ok() && m.server_peers.len() < 65_536 && m.server_peers.insert(peer);
+        let own = self.flush(cx);
+        if new_peer {
+            self.register(cx, &[peer]);
+        }
+        if let Err(e) = r {
+            return Verdict::Drop(e.into());
+        }
+        let (len, slot) = match own {
+            Some(ChanAction::Reply { key, len }) => (len, key.chan),
+            Some(ChanAction::Execute { call, len }) => {
+                self.current = Some(call);
+                (len, call.key.chan)
+            }
+            // Handled inside the engine (an ACK, a probe answered).
+            _ => return Verdict::Consumed,
+        };
+        msg.truncate(HEADER_LEN + len);
+        if msg.pop(HEADER_LEN).is_err() {
+            return Verdict::Drop(ChanDropReason::Truncated.into());
+        }
+        msg.anno_mut().set_rpc_tag(RpcTag::slot(slot));
+        Verdict::Next
+    }
+}
+
+impl Stage for ChanStage {
+    fn process(&mut self, dir: Dir, msg: &mut Msg, cx: &mut Cx<'_, '_>) -> Verdict {
+        match (dir, self.server) {
+            (Dir::Down, false) => self.call(msg, cx),
+            (Dir::Down, true) => self.reply(msg, cx),
+            (Dir::Up, _) => self.receive(msg, cx),
+        }
+    }
+
+    fn establish(&mut self, _aux: &mut Attrs, cx: &mut EstablishCx<'_>) -> Result<(), PathError> {
+        let (path, pos, server) = (cx.path(), cx.position(), self.server);
+        if let Some(m) = cx.module::<ChanModule>() {
+            if server {
+                m.server_at = Some((path, pos));
+            } else {
+                m.client_at = Some((path, pos));
+            }
+        }
+        Ok(())
+    }
+
+    fn demux_key(&self, _mode: KeyMode) -> DemuxKey {
+        let side = if self.server { flags::FROM_CLIENT } else { 0 };
+        let p = self.prot_id.to_be_bytes();
+        DemuxKey::Key(Key::from_array([side, p[0], p[1], p[2], p[3]]))
+    }
+}

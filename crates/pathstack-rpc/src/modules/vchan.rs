@@ -1,0 +1,273 @@
+//! `VCHAN` on paths (spec §7): a pool of CHAN channels per peer, so that
+//! concurrent calls to one server run in parallel. On the client path its
+//! stage gives each call going down an idle channel (the most recently
+//! freed first) or parks it, in order, until one is free; an outcome
+//! coming up gives its channel back and names the call again. The pools
+//! live in the module; their channels are opened in CHAN's client table,
+//! which the stage reaches through its `down` connection.
+//!
+//! A peer that rebooted disables every channel to it (spec §6.4): its pool
+//! is dropped, calls waiting in it fail with the reboot, and the next call
+//! opens a new pool on new channels (the x-kernel left disabled channels
+//! in the pool for callers to reopen, §12 item 14).
+//!
+//! On the server path VCHAN does nothing: server channels deliver
+//! straight to MSELECT (§7).
+
+use super::chan::ChanModule;
+use super::rpc::{RpcRole, RPC_ROLE};
+use crate::anno::{CallStatus, RpcAnno, RpcTag};
+use crate::vchan::{Acquired, VchanConfig, VchanPool, WaitTicket};
+use crate::Peer;
+use pathstack_core::attrs::{keys, Attrs};
+use pathstack_core::error::{ModuleError, PathError};
+use pathstack_core::graph::spec::{Count, ModuleSpec, ParamSpec, ServiceSpec, ServiceType};
+use pathstack_core::module::{CreateCx, Created, Module, Route};
+use pathstack_core::stack::ModuleSetup;
+use pathstack_core::stage::{Cx, Stage, Verdict};
+use pathstack_core::{Dir, Msg};
+use std::collections::{HashMap, VecDeque};
+
+/// Spec of `VCHAN`.
+pub const VCHAN_SPEC: ModuleSpec = ModuleSpec {
+    name: "VCHAN",
+    doc: "VCHAN: a pool of CHAN channels per peer for concurrent calls",
+    services: &[
+        ServiceSpec::new("up", ServiceType::AIO, Count::Any),
+        ServiceSpec::new("down", ServiceType::AIO, Count::ExactlyOne).init_after(),
+    ],
+    params: &[
+        ParamSpec {
+            key: "concurrency",
+            doc: "channels per peer (default 5, spec §7)",
+            required: false,
+        },
+        ParamSpec {
+            key: "max_waiting",
+            doc: "calls per peer that may wait for a channel (default 1024)",
+            required: false,
+        },
+        ParamSpec {
+            key: "max_peers",
+            doc: "most peers with a pool (default 1024)",
+            required: false,
+        },
+    ],
+    understands: &[],
+};
+
+/// Service index of VCHAN's connection to CHAN.
+const DOWN: usize = 1;
+
+/// One peer's pool and the calls waiting in it.
+struct PeerPool {
+    pool: VchanPool,
+    waiting: VecDeque<(WaitTicket, Msg)>,
+}
+
+/// The `VCHAN` module: a pool per peer.
+pub struct VchanModule {
+    config: VchanConfig,
+    max_peers: usize,
+    pools: HashMap<Peer, PeerPool>,
+    /// The call each lent channel carries: (peer, channel) → call slot.
+    lent: HashMap<(Peer, u16), u16>,
+}
+
+impl VchanModule {
+    /// Factory: parameters `concurrency`, `max_waiting`, `max_peers`.
+    pub fn create(setup: &mut ModuleSetup<'_>) -> Result<Box<dyn Module>, ModuleError> {
+        let d = VchanConfig::default();
+        let config = VchanConfig {
+            concurrency: setup.param("concurrency", d.concurrency)?,
+            max_waiting: setup.param("max_waiting", d.max_waiting)?,
+            ..d
+        };
+        Ok(Box::new(VchanModule {
+            config,
+            max_peers: setup.param("max_peers", 1024usize)?,
+            pools: HashMap::new(),
+            lent: HashMap::new(),
+        }))
+    }
+
+    /// The pool of `peer`, if one exists.
+    pub fn pool(&self, peer: Peer) -> Option<&VchanPool> {
+        self.pools.get(&peer).map(|p| &p.pool)
+    }
+}
+
+impl Module for VchanModule {
+    fn spec(&self) -> &'static ModuleSpec {
+        &VCHAN_SPEC
+    }
+
+    fn polls(&self) -> bool {
+        false
+    }
+
+    fn create_stage(
+        &mut self,
+        _entry: Option<usize>,
+        attrs: &mut Attrs,
+        _cx: &mut CreateCx<'_>,
+    ) -> Result<Created, PathError> {
+        let server = attrs.get(&RPC_ROLE) == Some(&RpcRole::Server);
+        // VCHAN passes its caller's protocol number to CHAN (§7).
+        let prot_id = attrs.get(&keys::PROT_ID).copied().unwrap_or(0);
+        Ok(Created {
+            stage: Box::new(VchanStage { server, prot_id }),
+            route: Route::Service(DOWN),
+        })
+    }
+
+    fn stats(&self) -> Vec<(String, u64)> {
+        vec![
+            ("pools".into(), self.pools.len() as u64),
+            ("calls_lent".into(), self.lent.len() as u64),
+            (
+                "calls_waiting".into(),
+                self.pools.values().map(|p| p.waiting.len() as u64).sum(),
+            ),
+        ]
+    }
+}
+
+/// The `VCHAN` stage.
+pub struct VchanStage {
+    server: bool,
+    prot_id: u32,
+}
+
+/// Turns `msg` into the failed outcome of its call.
+fn fail(msg: &mut Msg, slot: u16, status: CallStatus) {
+    msg.truncate(0);
+    msg.anno_mut().set_rpc_tag(RpcTag {
+        status,
+        ..RpcTag::slot(slot)
+    });
+}
+
+impl VchanStage {
+    fn call(&mut self, msg: &mut Msg, cx: &mut Cx<'_, '_>) -> Verdict {
+        let (Some(tag), Some(peer)) = (msg.anno().rpc_tag(), msg.anno().rpc_peer()) else {
+            return Verdict::Drop(crate::wire::chan::ChanDropReason::NoChannel.into());
+        };
+        let prot_id = self.prot_id;
+        let Some((v, chan)) = cx.module_and_linked::<VchanModule, ChanModule>(DOWN, 0) else {
+            return Verdict::Drop(crate::wire::chan::ChanDropReason::NoChannel.into());
+        };
+        if !v.pools.contains_key(&peer) {
+            if v.pools.len() >= v.max_peers {
+                fail(msg, tag.slot, CallStatus::Busy);
+                return Verdict::Back;
+            }
+            match VchanPool::new(chan.client_table(), peer, prot_id, v.config) {
+                Ok(pool) => {
+                    chan.note_new_peer(peer);
+                    v.pools.insert(
+                        peer,
+                        PeerPool {
+                            pool,
+                            waiting: VecDeque::new(),
+                        },
+                    );
+                }
+                Err(_) => {
+                    fail(msg, tag.slot, CallStatus::Busy);
+                    return Verdict::Back;
+                }
+            }
+        }
+        let Some(p) = v.pools.get_mut(&peer) else {
+            return Verdict::Drop(crate::wire::chan::ChanDropReason::NoChannel.into());
+        };
+        match p.pool.acquire() {
+            Ok(Acquired::Channel(key)) => {
+                v.lent.insert((peer, key.chan), tag.slot);
+                msg.anno_mut().set_rpc_tag(RpcTag::slot(key.chan));
+                Verdict::Next
+            }
+            Ok(Acquired::Queued(ticket)) => {
+                // Parked until a channel is free (fair: first come, first
+                // served); the message waits here, not in the caller.
+                let Ok(m) = cx.pool().alloc(0) else {
+                    fail(msg, tag.slot, CallStatus::Busy);
+                    return Verdict::Back;
+                };
+                let parked = std::mem::replace(msg, m);
+                if let Some(v) = cx.module::<VchanModule>() {
+                    if let Some(p) = v.pools.get_mut(&peer) {
+                        p.waiting.push_back((ticket, parked));
+                    }
+                }
+                Verdict::Consumed
+            }
+            Err(_) => {
+                fail(msg, tag.slot, CallStatus::Busy);
+                Verdict::Back
+            }
+        }
+    }
+
+    fn outcome(&mut self, msg: &mut Msg, cx: &mut Cx<'_, '_>) -> Verdict {
+        let (Some(tag), Some(peer)) = (msg.anno().rpc_tag(), msg.anno().rpc_peer()) else {
+            return Verdict::Drop(crate::wire::chan::ChanDropReason::NoChannel.into());
+        };
+        let Some(v) = cx.module::<VchanModule>() else {
+            return Verdict::Drop(crate::wire::chan::ChanDropReason::NoChannel.into());
+        };
+        let Some(slot) = v.lent.remove(&(peer, tag.slot)) else {
+            // A second outcome for a channel already given back.
+            return Verdict::Drop(crate::wire::chan::ChanDropReason::Unsolicited.into());
+        };
+        msg.anno_mut().set_rpc_tag(RpcTag { slot, ..tag });
+        let mut failed = Vec::new();
+        let mut next = None;
+        if tag.status == CallStatus::PeerRebooted {
+            if let Some(p) = v.pools.remove(&peer) {
+                failed.extend(p.waiting.into_iter().map(|(_, m)| m));
+            }
+        } else if let Some(p) = v.pools.get_mut(&peer) {
+            let key = crate::chan::ChannelKey {
+                peer,
+                prot_id: self.prot_id,
+                chan: tag.slot,
+            };
+            if let Ok(Some((ticket, key2))) = p.pool.release(key) {
+                if let Some(i) = p.waiting.iter().position(|(t, _)| *t == ticket) {
+                    if let Some((_, mut m)) = p.waiting.remove(i) {
+                        if let Some(t) = m.anno().rpc_tag() {
+                            v.lent.insert((peer, key2.chan), t.slot);
+                        }
+                        m.anno_mut().set_rpc_tag(RpcTag::slot(key2.chan));
+                        next = Some(m);
+                    }
+                }
+            }
+        }
+        if let Some(m) = next {
+            let _ = cx.emit(Dir::Down, m);
+        }
+        for mut m in failed {
+            let s = m.anno().rpc_tag().map_or(0, |t| t.slot);
+            fail(&mut m, s, CallStatus::PeerRebooted);
+            let _ = cx.emit(Dir::Up, m);
+        }
+        Verdict::Next
+    }
+}
+
+impl Stage for VchanStage {
+    fn process(&mut self, dir: Dir, msg: &mut Msg, cx: &mut Cx<'_, '_>) -> Verdict {
+        match (dir, self.server) {
+            (_, true) => Verdict::Next,
+            (Dir::Down, false) => self.call(msg, cx),
+            (Dir::Up, false) => self.outcome(msg, cx),
+        }
+    }
+
+    fn passes(&self, _dir: Dir) -> bool {
+        self.server
+    }
+}

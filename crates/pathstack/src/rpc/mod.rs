@@ -1,0 +1,331 @@
+//! Remote procedure calls over the x-kernel RPC stack (BLAST, BID,
+//! BIDCTL, CHAN, VCHAN, MSELECT; see [`pathstack_rpc`]), on a [`Host`]
+//! built with [`HostConfig::rpc`](crate::host::HostConfig::rpc).
+//!
+//! A server registers procedures by id; a client calls them by peer and
+//! id. Calls to one peer run concurrently on a pool of channels (VCHAN,
+//! five by default), and every call is executed **at most once**: a call
+//! that returns a reply ran exactly once, a call that fails ran zero
+//! times or once (CHAN's guarantee, kept across lost, duplicated and
+//! reordered frames and across reboots by BID and BIDCTL).
+//!
+//! ```
+//! use pathstack::core::device::wire::{wire_pair, WireConfig};
+//! use pathstack::host::{Host, HostConfig};
+//! use pathstack::rpc::Echo;
+//! use pathstack::rpc::RpcNet;
+//!
+//! let (a, b) = wire_pair(WireConfig::default());
+//! let rpc = |cidr: &str| HostConfig { rpc: Some(RpcNet::Eth), ..HostConfig::parse(cidr).unwrap() };
+//! let mut client = Host::new(rpc("10.0.0.1/24"), a).unwrap();
+//! let mut server = Host::new(rpc("10.0.0.2/24"), b).unwrap();
+//! server.rpc_server().unwrap().register(1002, Echo).unwrap();
+//!
+//! let peer = server.rpc_peer().unwrap();
+//! let call = client.rpc_start(peer, 1002, b"ping").unwrap();
+//! let reply = loop {
+//!     client.poll();
+//!     server.poll();
+//!     if let Some(reply) = client.rpc_poll(&call).unwrap() {
+//!         break reply;
+//!     }
+//! };
+//! assert_eq!(reply.as_slice(), b"ping");
+//! ```
+
+mod calls;
+mod error;
+
+pub use calls::RpcCall;
+pub use error::RpcError;
+pub use pathstack_rpc::modules::rpc::{Echo, Procedure};
+pub use pathstack_rpc::modules::RpcNet;
+pub use pathstack_rpc::Peer;
+
+use crate::host::Host;
+use calls::{CallTable, Taken};
+use pathstack_core::{Dir, Msg, PathId, SendError};
+use pathstack_rpc::anno::{CallStatus, RpcAnno, RpcTag};
+use pathstack_rpc::modules::blast::BlastModule;
+use pathstack_rpc::modules::rpc::{RpcModule, RpcServerStage};
+use std::time::Duration;
+
+/// What a host keeps for its RPC stack.
+pub(crate) struct RpcState {
+    client: PathId,
+    server: PathId,
+    net: RpcNet,
+    max_request: usize,
+    calls: CallTable,
+}
+
+impl RpcState {
+    /// The RPC stack of `stack`, if its graph has one (`RPC` instance
+    /// `rpc`, `BLAST` instance `blast`).
+    pub(crate) fn find(stack: &pathstack_core::stack::Stack) -> Option<RpcState> {
+        let rpc = stack.module::<RpcModule>(stack.module_id("rpc")?)?;
+        let blast = stack.module::<BlastModule>(stack.module_id("blast")?)?;
+        Some(RpcState {
+            client: rpc.client_path()?,
+            server: rpc.server_path()?,
+            net: blast.net(),
+            max_request: blast.max_message_len().saturating_sub(RPC_HEADERS),
+            calls: CallTable::new(rpc.max_calls()),
+        })
+    }
+}
+
+/// The bytes the layers above BLAST add to a request: MSELECT 8, CHAN
+/// 16, BID 12 (spec §9).
+pub const RPC_HEADERS: usize = 8 + 16 + 12;
+
+impl Host {
+    fn rpc_state(&mut self) -> Result<&mut RpcState, RpcError> {
+        self.rpc.as_mut().ok_or(RpcError::NoRpc)
+    }
+
+    /// How this host is named as an RPC peer: its MAC address when the
+    /// RPC stack runs on Ethernet, its IPv4 address over IP.
+    pub fn rpc_peer(&self) -> Result<Peer, RpcError> {
+        let net = self.rpc.as_ref().ok_or(RpcError::NoRpc)?.net;
+        Ok(match net {
+            RpcNet::Eth => Peer::Mac(self.mac().ok_or(RpcError::NoRpc)?),
+            RpcNet::Ip => Peer::Ipv4(self.addr().ok_or(RpcError::NoRpc)?),
+        })
+    }
+
+    /// The largest request (and reply) the RPC stack carries: 16 BLAST
+    /// fragments less the headers above BLAST (23,644 bytes on Ethernet
+    /// with a 1500-byte MTU, 23,324 over IP).
+    pub fn rpc_max_request(&self) -> Result<usize, RpcError> {
+        Ok(self.rpc.as_ref().ok_or(RpcError::NoRpc)?.max_request)
+    }
+
+    /// Starts a call of procedure `id` on `peer` with `request`, without
+    /// waiting: poll the host and read the outcome with
+    /// [`Host::rpc_poll`].
+    pub fn rpc_start(
+        &mut self,
+        peer: impl Into<Peer>,
+        id: u32,
+        request: &[u8],
+    ) -> Result<RpcCall, RpcError> {
+        let peer = peer.into();
+        let host = self.id();
+        let st = self.rpc_state()?;
+        if request.len() > st.max_request {
+            return Err(RpcError::TooLarge {
+                len: request.len(),
+                max: st.max_request,
+            });
+        }
+        let max = st.calls.max();
+        let (slot, generation) = st.calls.open(peer, id).ok_or(RpcError::Busy(max))?;
+        let client = st.client;
+        let mut m = match self.stack().pool().alloc_copy(request) {
+            Ok(m) => m,
+            Err(_) => {
+                self.rpc_state()?.calls.cancel(slot);
+                return Err(RpcError::NoBuffer);
+            }
+        };
+        let a = m.anno_mut();
+        a.set_rpc_peer(peer);
+        a.set_procedure(id);
+        a.set_rpc_tag(RpcTag::slot(slot));
+        let now = self.now();
+        let stack = self.stack_mut();
+        stack.set_now(now);
+        match stack.send(client, Dir::Down, m) {
+            // Dropped below CHAN (the peer's boot id not known yet, a full
+            // device queue): CHAN holds the request and sends it again.
+            Ok(()) | Err(SendError::Dropped(_)) => {}
+            Err(_) => {
+                self.rpc_state()?.calls.cancel(slot);
+                return Err(RpcError::Busy(max));
+            }
+        }
+        self.rpc_collect();
+        Ok(RpcCall {
+            slot,
+            generation,
+            host,
+        })
+    }
+
+    /// Reads the outcomes that came up the client path into the call
+    /// table.
+    fn rpc_collect(&mut self) {
+        let Some(client) = self.rpc.as_ref().map(|s| s.client) else {
+            return;
+        };
+        while let Some(m) = self.stack_mut().recv(client, Dir::Up) {
+            let Some(tag) = m.anno().rpc_tag() else {
+                continue;
+            };
+            let outcome = match tag.status {
+                CallStatus::Ok => Ok(m),
+                s => Err(s),
+            };
+            if let Some(st) = self.rpc.as_mut() {
+                st.calls.complete(tag.slot, outcome);
+            }
+        }
+    }
+
+    /// The outcome of `call`: `Ok(None)` while it is in flight, the reply
+    /// once it came (the handle is then spent), or why it failed.
+    pub fn rpc_poll(&mut self, call: &RpcCall) -> Result<Option<Msg>, RpcError> {
+        if call.host != self.id() {
+            return Err(RpcError::NoSuchCall);
+        }
+        self.rpc_collect();
+        let st = self.rpc_state()?;
+        match st.calls.take(call.slot, call.generation) {
+            Taken::Pending => Ok(None),
+            Taken::Unknown => Err(RpcError::NoSuchCall),
+            Taken::Done { outcome: Ok(m), .. } => Ok(Some(m)),
+            Taken::Done {
+                peer,
+                id,
+                outcome: Err(s),
+            } => Err(match s {
+                CallStatus::NoSuchProcedure => RpcError::NoSuchProcedure { peer, id },
+                CallStatus::PeerRebooted => RpcError::PeerRebooted { peer, id },
+                CallStatus::TimedOut => RpcError::TimedOut { peer, id },
+                CallStatus::TooLarge => RpcError::TooLarge {
+                    len: 0,
+                    max: st.max_request,
+                },
+                CallStatus::Busy => RpcError::Busy(st.calls.max()),
+                CallStatus::Ok | CallStatus::Failed => RpcError::Failed {
+                    peer,
+                    id,
+                    reason: "the channel to the peer is disabled".into(),
+                },
+            }),
+        }
+    }
+
+    /// Gives up waiting for `call`: its outcome is thrown away when it
+    /// comes. The procedure may still run once on the peer.
+    pub fn rpc_abandon(&mut self, call: RpcCall) {
+        if call.host == self.id() {
+            if let Some(st) = self.rpc.as_mut() {
+                st.calls.abandon(call.slot, call.generation);
+            }
+        }
+    }
+
+    /// Calls in flight (started and not yet read).
+    pub fn rpc_calls_in_flight(&self) -> usize {
+        self.rpc.as_ref().map_or(0, |s| s.calls.in_use())
+    }
+
+    /// The client side of the host's RPC stack, for blocking calls.
+    pub fn rpc_client(&mut self) -> Result<RpcClient<'_>, RpcError> {
+        self.rpc_state()?;
+        Ok(RpcClient { host: self })
+    }
+
+    /// The server side of the host's RPC stack, to register procedures.
+    pub fn rpc_server(&mut self) -> Result<RpcServer<'_>, RpcError> {
+        self.rpc_state()?;
+        Ok(RpcServer { host: self })
+    }
+}
+
+/// Blocking calls on a host that runs in this thread alone (its peer in
+/// another thread or process): each call polls the host until the
+/// outcome comes.
+pub struct RpcClient<'h> {
+    host: &'h mut Host,
+}
+
+impl RpcClient<'_> {
+    /// Calls procedure `id` on `peer` with `request` and waits for the
+    /// reply, at most `timeout`. On timeout the call is abandoned (the
+    /// procedure may still run once on the peer) and the error is
+    /// [`RpcError::TimedOut`].
+    pub fn call_timeout(
+        &mut self,
+        peer: impl Into<Peer>,
+        id: u32,
+        request: &[u8],
+        timeout: Duration,
+    ) -> Result<Vec<u8>, RpcError> {
+        let peer = peer.into();
+        let call = self.host.rpc_start(peer, id, request)?;
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            self.host.poll();
+            if let Some(m) = self.host.rpc_poll(&call)? {
+                return Ok(m.as_slice().to_vec());
+            }
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                self.host.rpc_abandon(call);
+                return Err(RpcError::TimedOut { peer, id });
+            }
+            let _ = self.host.wait(left.min(Duration::from_millis(10)));
+        }
+    }
+
+    /// [`call_timeout`](Self::call_timeout) with CHAN's own deadline (the
+    /// channel's; 60 s by default).
+    pub fn call(&mut self, peer: impl Into<Peer>, id: u32, request: &[u8]) -> Result<Vec<u8>, RpcError> {
+        self.call_timeout(peer, id, request, Duration::from_secs(3600))
+    }
+}
+
+/// Procedure registration on a host's RPC server.
+pub struct RpcServer<'h> {
+    host: &'h mut Host,
+}
+
+impl RpcServer<'_> {
+    /// Registers `procedure` under `id`: requests for `id` from any peer
+    /// run it, at most once each.
+    pub fn register(&mut self, id: u32, procedure: impl Procedure) -> Result<(), RpcError> {
+        let server = self.host.rpc_state()?.server;
+        self.host
+            .stack_mut()
+            .with_stage::<RpcServerStage, _>(server, |st, _| st.register(id, Box::new(procedure)))
+            .ok_or(RpcError::NoRpc)?
+            .map_err(RpcError::from)
+    }
+
+    /// Registers a procedure given as a function from request to reply.
+    pub fn register_fn(
+        &mut self,
+        id: u32,
+        mut f: impl FnMut(&[u8]) -> Vec<u8> + Send + 'static,
+    ) -> Result<(), RpcError> {
+        self.register(id, move |req: &[u8], reply: &mut Vec<u8>| {
+            reply.extend_from_slice(&f(req))
+        })
+    }
+
+    /// Removes the procedure registered under `id`; `false` if none was.
+    pub fn unregister(&mut self, id: u32) -> Result<bool, RpcError> {
+        let server = self.host.rpc_state()?.server;
+        self.host
+            .stack_mut()
+            .with_stage::<RpcServerStage, _>(server, |st, _| st.unregister(id))
+            .ok_or(RpcError::NoRpc)
+    }
+
+    /// Procedure calls the server ran.
+    pub fn calls(&self) -> u64 {
+        let Some(server) = self.host.rpc.as_ref().map(|s| s.server) else {
+            return 0;
+        };
+        let Some(p) = self.host.stack().path(server) else {
+            return 0;
+        };
+        (0..p.len())
+            .filter_map(|i| p.stage(i))
+            .find_map(|st| (st as &dyn std::any::Any).downcast_ref::<RpcServerStage>())
+            .map_or(0, RpcServerStage::calls)
+    }
+}
