@@ -19,9 +19,9 @@ use crate::blast::config::{FREE_LIST, OUTSTANDING_MESSAGES};
 ///   and can be retried after a HOLD expiry or a `free_resources`.
 /// * Buffers of finished send and reassembly records are kept on a free
 ///   list of at most [`FREE_LIST`] entries and reused, so a steady stream
-///   of messages allocates nothing after warm-up. Buffers handed out with
-///   a delivered message can be given back with
-///   [`BlastInstance::recycle`].
+///   of messages allocates nothing after warm-up (a delivered message is
+///   lent to the caller from its record's buffer, which then goes back on
+///   the list).
 #[derive(Debug)]
 pub struct BlastInstance {
     next_seq: u32,
@@ -77,9 +77,9 @@ impl BlastInstance {
         self.free.len()
     }
 
-    /// Gives a buffer back for reuse (e.g. a delivered message once its
-    /// bytes are consumed). Dropped if the free list is full.
-    pub fn recycle(&mut self, mut buf: Vec<u8>) {
+    /// Keeps a finished record's buffer for reuse; dropped if the free
+    /// list is full.
+    pub(crate) fn recycle(&mut self, mut buf: Vec<u8>) {
         if self.free.len() < self.free_cap && buf.capacity() > 0 {
             buf.clear();
             self.free.push(buf);

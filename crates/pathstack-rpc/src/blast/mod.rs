@@ -33,9 +33,10 @@
 //!   [`Received::Absorbed`]: the engine copied what it needs (a fragment
 //!   into its reassembly record), sent what it must (NACK, retransmitted
 //!   fragments) and delivered a completed message through
-//!   [`BlastOutput::deliver`] as a `Vec<u8>` (the record's own buffer,
-//!   joined in place; give it back with [`BlastInstance::recycle`] once
-//!   consumed). A refused packet is an `Err` with its
+//!   [`BlastOutput::deliver`] as a slice lent for the call (the record's
+//!   own buffer, joined in place; the stage copies it into a message
+//!   once, and the buffer goes back to the instance's free list). A
+//!   refused packet is an `Err` with its
 //!   [`BlastDropReason`], for the stage to count.
 //! * [`BlastSession::on_time`] at [`BlastSession::poll_at`] — HOLD
 //!   expiry (sender frees a message) and the receive timer (NACK, or
@@ -63,8 +64,8 @@
 //!         f.extend_from_slice(payload);
 //!         self.frames.push(f);
 //!     }
-//!     fn deliver(&mut self, _prot_id: u32, message: Vec<u8>) {
-//!         self.delivered.push(message);
+//!     fn deliver(&mut self, _prot_id: u32, message: &[u8]) {
+//!         self.delivered.push(message.to_vec());
 //!     }
 //! }
 //!
@@ -114,10 +115,10 @@ pub trait BlastOutput {
     /// for a NACK).
     fn send(&mut self, header: &BlastHeader, payload: &[u8]);
     /// Deliver a reassembled message to the upper protocol `prot_id`.
-    /// `message` is the joined bytes, the reassembly record's own buffer;
-    /// handing it back with [`BlastInstance::recycle`] lets the next
-    /// message reuse it.
-    fn deliver(&mut self, prot_id: u32, message: Vec<u8>);
+    /// `message` is the joined bytes in the reassembly record's buffer,
+    /// lent for the call: copy what is needed (once, into a message);
+    /// the buffer is reused for a later message.
+    fn deliver(&mut self, prot_id: u32, message: &[u8]);
 }
 
 /// The "push receipt" side channel to CHAN (spec §2; x-kernel's record

@@ -153,7 +153,8 @@ impl Receiver {
             }
             rec.bytes.truncate(end);
             stats.messages_reassembled += 1;
-            out.deliver(prot_id, rec.bytes);
+            out.deliver(prot_id, &rec.bytes);
+            inst.recycle(rec.bytes);
             return Ok(());
         }
         if i == n && rec.nacks_sent == 0 && cfg.last_frag_nacks {

@@ -69,7 +69,8 @@ impl BlastSession {
     }
 
     /// Handles a received packet for this session, as parsed by
-    /// [`BlastHeader::parse`] (`payload` already trimmed to `len`).
+    /// [`BlastHeader::parse`]. `payload` is what follows the header; only
+    /// its first `len` bytes count (parse already trimmed it).
     ///
     /// # Errors
     ///
@@ -85,6 +86,15 @@ impl BlastSession {
         payload: &[u8],
         out: &mut impl BlastOutput,
     ) -> Result<Received, BlastDropReason> {
+        // Parse trimmed the payload to `len`; trim here too, so that an
+        // untrimmed payload (link padding) can never enter a message.
+        let payload = match header.op {
+            BlastOp::Nack => &payload[..0],
+            BlastOp::Send | BlastOp::Retransmit => {
+                let len = header.payload_len().ok_or(BlastDropReason::BadLength)?;
+                payload.get(..len).ok_or(BlastDropReason::BadLength)?
+            }
+        };
         if header.is_short() {
             // Parse already refused a short NACK or RETRANSMIT; a short
             // message goes up at once, with no state (§3.5).

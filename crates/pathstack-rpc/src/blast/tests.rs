@@ -45,8 +45,8 @@ impl BlastOutput for Out {
         frame.extend_from_slice(payload);
         self.frames.push(frame);
     }
-    fn deliver(&mut self, prot_id: u32, message: Vec<u8>) {
-        self.delivered.push((prot_id, message));
+    fn deliver(&mut self, prot_id: u32, message: &[u8]) {
+        self.delivered.push((prot_id, message.to_vec()));
     }
 }
 
@@ -669,14 +669,15 @@ fn buffers_are_reused_after_warm_up() {
     carry(&mut b, ms(0), &a.take(), &[]);
     a.tick(ms(1_000));
     assert_eq!(a.inst.cached_buffers(), 1, "the freed send copy is kept");
-    let (_, delivered) = b.out.delivered.pop().unwrap();
-    assert_eq!(delivered, msg);
-    b.inst.recycle(delivered);
-    assert_eq!(b.inst.cached_buffers(), 1);
+    assert_eq!(b.out.delivered.pop().unwrap().1, msg);
+    assert_eq!(b.inst.cached_buffers(), 1, "the delivered record's buffer");
     a.push(ms(1_000), &msg).unwrap();
     assert_eq!(a.inst.cached_buffers(), 0, "the next message took it");
-    carry(&mut b, ms(1_000), &a.take(), &[]);
-    assert_eq!(b.inst.cached_buffers(), 0);
+    let frames = a.take();
+    carry(&mut b, ms(1_000), &frames[..1], &[]);
+    assert_eq!(b.inst.cached_buffers(), 0, "the next record took it");
+    carry(&mut b, ms(1_000), &frames[1..], &[]);
+    assert_eq!(b.inst.cached_buffers(), 1);
     assert_eq!(b.out.delivered.pop().unwrap().1, msg);
 }
 
@@ -823,4 +824,31 @@ fn fragments_shorter_than_the_receivers_f_are_joined_in_order() {
         c.recv(ms(0), &b.take()[0]),
         Err(BlastDropReason::FragmentTooLong)
     );
+}
+
+#[test]
+fn untrimmed_payload_counts_only_len_bytes() {
+    let mut b = Host::new(ip_config());
+    let h = BlastHeader::short(PROT, 3);
+    let padded = [1u8, 2, 3, 0, 0, 0];
+    let mut out = Out::default();
+    assert_eq!(
+        b.s.receive(&mut b.inst, ms(0), &h, &padded, &mut out),
+        Ok(Received::Short { len: 3 })
+    );
+    assert_eq!(
+        b.s.receive(&mut b.inst, ms(0), &h, &padded[..2], &mut out),
+        Err(BlastDropReason::BadLength)
+    );
+    let frag = BlastHeader {
+        prot_id: PROT,
+        seq: 9,
+        len: 3,
+        num_frag: 1,
+        op: BlastOp::Send,
+        mask: 1,
+    };
+    b.s.receive(&mut b.inst, ms(0), &frag, &padded, &mut out)
+        .unwrap();
+    assert_eq!(out.delivered, vec![(PROT, vec![1, 2, 3])]);
 }
