@@ -206,7 +206,10 @@ impl VchanPool {
     /// goes straight to the longest waiter, returned here; else it is
     /// parked (pending DECCONCURRENCY) or becomes the top of the idle
     /// stack.
-    pub fn release(&mut self, key: ChannelKey) -> Result<Option<(WaitTicket, ChannelKey)>, VchanError> {
+    pub fn release(
+        &mut self,
+        key: ChannelKey,
+    ) -> Result<Option<(WaitTicket, ChannelKey)>, VchanError> {
         let i = self
             .busy
             .iter()
@@ -263,15 +266,18 @@ impl VchanPool {
             usable.push(chan.open(self.peer, self.prot_id)?);
         }
         let mut handed = Vec::new();
+        let mut spare = Vec::new();
         for key in usable {
             match self.waiting.pop_front() {
                 Some(t) => {
                     self.busy.push(key);
                     handed.push((t, key));
                 }
-                None => self.idle.push(key),
+                None => spare.push(key),
             }
         }
+        // Lowest number on top, so a fresh pool lends channel 1 first.
+        self.idle.extend(spare.into_iter().rev());
         Ok(handed)
     }
 

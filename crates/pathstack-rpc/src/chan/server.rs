@@ -232,8 +232,11 @@ impl ServerTable {
             ServerState::Wait if new => {
                 // The next request or the explicit ACK (seq + 1)
                 // acknowledges the reply: free it, then the packet is
-                // processed again in IDLE.
+                // processed again in IDLE — unless it was only the ACK.
                 ack_reply(ch, out);
+                if !header.has(flags::USER_MSG) && !header.has(flags::ACK_REQUESTED) {
+                    return Ok(());
+                }
             }
             ServerState::Wait if header.has(flags::NEGATIVE_ACK) => {
                 let (h, p) = resend(
