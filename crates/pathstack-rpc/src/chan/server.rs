@@ -1,0 +1,466 @@
+//! The server side of CHAN: channels created by the first request of a
+//! client channel, which execute each call at most once and keep the
+//! reply until it is acknowledged (spec §6.5, §6.7; X32 `chan_server.c`).
+
+use super::retransmit::{resend, Backoff};
+use super::{
+    ChanAction, ChannelKey, Payload, ServerConfig, TableError, TransportQuery, TransportReceipt,
+};
+use crate::wire::chan::{flags, ChanDropReason, ChanHeader};
+use crate::Peer;
+use pathstack_core::time::Instant;
+use std::collections::HashMap;
+
+/// The state of a live server channel (spec §6.5). A channel disabled by
+/// a peer reboot is removed from the table (as in X32), so it has no
+/// state here; a dormant one is only a remembered seq.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ServerState {
+    /// No call in progress; the last reply (if any) acknowledged.
+    Idle,
+    /// The upper protocol is running the current call.
+    Execute,
+    /// The reply is sent and kept until the client acknowledges it.
+    Wait,
+}
+
+/// The token of one execution handed out with [`ChanAction::Execute`];
+/// [`ServerTable::reply`] accepts a reply only for the channel's current
+/// execution, so a reply computed before a reboot or for an older call is
+/// never sent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ServerCall {
+    /// The channel.
+    pub key: ChannelKey,
+    /// The call's seq.
+    pub seq: u32,
+    /// Unique per execution in this table.
+    exec: u64,
+}
+
+#[derive(Debug)]
+struct ServerChannel {
+    seq: u32,
+    state: ServerState,
+    /// Of the current execution (meaningful in EXECUTE).
+    exec: u64,
+    /// The reply, kept for retransmission in WAIT; cleared (capacity
+    /// kept) when acknowledged.
+    copy: Vec<u8>,
+    receipt: TransportReceipt,
+    timer: Backoff,
+}
+
+/// Why [`ServerTable::reply`] did not send a reply.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ReplyError {
+    /// The call is no longer current: the client rebooted (the channel
+    /// was disabled, C10) or the token is stale. The reply is discarded.
+    #[error("reply discarded: the call is no longer current (client rebooted?)")]
+    Stale,
+    /// The reply does not fit the 32-bit length field.
+    #[error("reply of {0} bytes too long for CHAN")]
+    TooLarge(usize),
+}
+
+/// The server channels of one host.
+///
+/// ```
+/// use pathstack_core::time::Instant;
+/// use pathstack_rpc::chan::{ChanAction, ServerConfig, ServerTable};
+/// use pathstack_rpc::wire::chan::ChanHeader;
+/// use pathstack_rpc::Peer;
+/// use std::net::Ipv4Addr;
+///
+/// let mut server = ServerTable::new(ServerConfig::default());
+/// server.enable(20).unwrap();
+/// let packet = [0, 1, 0, 3, 0, 0, 0, 20, 0, 0, 0, 2, 0, 0, 0, 1, 42];
+/// let (header, payload) = ChanHeader::parse(&packet).unwrap();
+/// let mut out = Vec::new();
+/// let peer = Peer::from(Ipv4Addr::new(10, 0, 0, 1));
+/// server.on_packet(peer, &header, payload, None, &mut out).unwrap();
+/// let ChanAction::Execute { call, len: 1 } = out[0] else { panic!() };
+/// let reply = server.reply(Instant::ZERO, call, &[43]).unwrap();
+/// assert_eq!(reply.to_bytes(), [0, 1, 0, 2, 0, 0, 0, 20, 0, 0, 0, 2, 0, 0, 0, 1]);
+/// ```
+#[derive(Debug)]
+pub struct ServerTable {
+    config: ServerConfig,
+    /// Protocol numbers with an openEnable.
+    enabled: Vec<u32>,
+    channels: HashMap<ChannelKey, ServerChannel>,
+    dormant: HashMap<ChannelKey, u32>,
+    next_exec: u64,
+}
+
+impl ServerTable {
+    /// An empty table serving no protocol.
+    pub fn new(config: ServerConfig) -> Self {
+        ServerTable {
+            config,
+            enabled: Vec::new(),
+            channels: HashMap::new(),
+            dormant: HashMap::new(),
+            next_exec: 0,
+        }
+    }
+
+    /// The table's settings.
+    pub fn config(&self) -> &ServerConfig {
+        &self.config
+    }
+
+    /// Serves requests for upper protocol `prot_id` (openEnable).
+    pub fn enable(&mut self, prot_id: u32) -> Result<(), TableError> {
+        if self.enabled.contains(&prot_id) {
+            return Ok(());
+        }
+        if self.enabled.len() >= self.config.max_protocols {
+            return Err(TableError::TooManyProtocols {
+                max: self.config.max_protocols,
+            });
+        }
+        self.enabled.push(prot_id);
+        Ok(())
+    }
+
+    /// Stops creating channels for `prot_id` (existing ones go on).
+    pub fn disable(&mut self, prot_id: u32) {
+        self.enabled.retain(|&p| p != prot_id);
+    }
+
+    /// The state of a live channel.
+    pub fn state(&self, key: ChannelKey) -> Option<ServerState> {
+        self.channels.get(&key).map(|c| c.state)
+    }
+
+    /// The stored seq of a live channel.
+    pub fn seq(&self, key: ChannelKey) -> Option<u32> {
+        self.channels.get(&key).map(|c| c.seq)
+    }
+
+    /// The seq remembered for a dormant channel.
+    pub fn dormant_seq(&self, key: ChannelKey) -> Option<u32> {
+        self.dormant.get(&key).copied()
+    }
+
+    /// Live and dormant channels (bounded by `max_channels`).
+    pub fn len(&self) -> usize {
+        self.channels.len() + self.dormant.len()
+    }
+
+    /// Whether the table has no channel at all.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The reply kept on `key` in WAIT, for a [`Payload::SavedCopy`] resend.
+    pub fn saved_copy(&self, key: ChannelKey) -> Option<&[u8]> {
+        self.channels
+            .get(&key)
+            .filter(|c| c.state == ServerState::Wait)
+            .map(|c| c.copy.as_slice())
+    }
+
+    /// Closes an IDLE channel: only its seq is kept (dormant), revived by
+    /// the next request on it.
+    pub fn close(&mut self, key: ChannelKey) -> Result<(), TableError> {
+        match self.channels.get(&key).map(|c| c.state) {
+            None => Err(TableError::NoChannel),
+            Some(ServerState::Idle) => {
+                if let Some(ch) = self.channels.remove(&key) {
+                    self.dormant.insert(key, ch.seq);
+                }
+                Ok(())
+            }
+            Some(_) => Err(TableError::Busy),
+        }
+    }
+
+    /// A packet with `FROM_CLIENT` from `peer` (spec §6.5). `payload` is
+    /// what [`ChanHeader::parse`] returned; `query` answers BLAST's
+    /// `CHAN_RETRANSMIT` for a forced resend (`None`: "yes").
+    pub fn on_packet(
+        &mut self,
+        peer: Peer,
+        header: &ChanHeader,
+        payload: &[u8],
+        query: Option<&mut dyn TransportQuery>,
+        out: &mut Vec<ChanAction>,
+    ) -> Result<(), ChanDropReason> {
+        if !header.has(flags::FROM_CLIENT) {
+            return Err(ChanDropReason::NoChannel);
+        }
+        let key = ChannelKey {
+            peer,
+            prot_id: header.prot_id,
+            chan: header.chan,
+        };
+        if !self.channels.contains_key(&key) {
+            if !self.enabled.contains(&header.prot_id) {
+                return Err(ChanDropReason::NoListener);
+            }
+            // Revive a dormant channel (net zero in the bound) or create
+            // one with seq 0: any seq > 0 is new (spec §6.3).
+            let seq = match self.dormant.remove(&key) {
+                Some(seq) => seq,
+                None if self.len() >= self.config.max_channels => {
+                    return Err(ChanDropReason::TableFull)
+                }
+                None => 0,
+            };
+            self.channels.insert(
+                key,
+                ServerChannel {
+                    seq,
+                    state: ServerState::Idle,
+                    exec: 0,
+                    copy: Vec::new(),
+                    receipt: TransportReceipt::default(),
+                    timer: Backoff::idle(),
+                },
+            );
+        }
+        let Some(ch) = self.channels.get_mut(&key) else {
+            return Err(ChanDropReason::NoChannel);
+        };
+        if header.seq < ch.seq {
+            return Err(ChanDropReason::OldSeq);
+        }
+        let new = header.seq > ch.seq;
+        match ch.state {
+            ServerState::Wait if new => {
+                // The next request or the explicit ACK (seq + 1)
+                // acknowledges the reply: free it, then the packet is
+                // processed again in IDLE — unless it was only the ACK.
+                ack_reply(ch, out);
+                if !header.has(flags::USER_MSG) && !header.has(flags::ACK_REQUESTED) {
+                    return Ok(());
+                }
+            }
+            ServerState::Wait if header.has(flags::NEGATIVE_ACK) => {
+                let (h, p) = resend(
+                    key.chan,
+                    key.prot_id,
+                    ch.seq,
+                    0,
+                    ch.copy.len(),
+                    ch.receipt,
+                    true,
+                    self.config.opt_packet,
+                    query,
+                );
+                out.push(ChanAction::Send {
+                    key,
+                    header: h,
+                    payload: p,
+                });
+                return Ok(());
+            }
+            ServerState::Wait => {
+                if self.config.resend_reply_on_duplicate && header.has(flags::USER_MSG) {
+                    // §12 item 12 (off by default): answer the duplicate
+                    // as the timer would, without backing off.
+                    let (h, p) = resend(
+                        key.chan,
+                        key.prot_id,
+                        ch.seq,
+                        flags::ACK_REQUESTED,
+                        ch.copy.len(),
+                        ch.receipt,
+                        false,
+                        self.config.opt_packet,
+                        None,
+                    );
+                    out.push(ChanAction::Send {
+                        key,
+                        header: h,
+                        payload: p,
+                    });
+                    return Ok(());
+                }
+                // The server's own timer recovers a lost reply (C2).
+                return Err(ChanDropReason::Duplicate);
+            }
+            ServerState::Execute if new => return Err(ChanDropReason::Busy),
+            ServerState::Execute if header.has(flags::ACK_REQUESTED) => {
+                out.push(ChanAction::Send {
+                    key,
+                    header: control(key, 0, ch.seq),
+                    payload: Payload::None,
+                });
+                return Ok(());
+            }
+            ServerState::Execute => return Err(ChanDropReason::Duplicate),
+            ServerState::Idle => {}
+        }
+        // IDLE.
+        if !new {
+            return Err(ChanDropReason::Duplicate);
+        }
+        if header.has(flags::USER_MSG) {
+            // At-most-once (spec §6.7): the seq is stored before the call,
+            // so every copy of this request is "current" from now on.
+            ch.seq = header.seq;
+            if header.has(flags::ACK_REQUESTED) {
+                out.push(ChanAction::Send {
+                    key,
+                    header: control(key, 0, ch.seq),
+                    payload: Payload::None,
+                });
+            }
+            self.next_exec += 1;
+            ch.exec = self.next_exec;
+            ch.state = ServerState::Execute;
+            out.push(ChanAction::Execute {
+                call: ServerCall {
+                    key,
+                    seq: ch.seq,
+                    exec: ch.exec,
+                },
+                len: payload.len(),
+            });
+            Ok(())
+        } else if header.has(flags::ACK_REQUESTED) {
+            // A probe for a request we never got (C4).
+            out.push(ChanAction::Send {
+                key,
+                header: control(key, flags::NEGATIVE_ACK, header.seq),
+                payload: Payload::None,
+            });
+            Ok(())
+        } else {
+            // An explicit ACK (already processed above when in WAIT), or
+            // one for a reply freed already.
+            Err(ChanDropReason::Unsolicited)
+        }
+    }
+
+    /// The upper protocol's reply to `call` (spec §6.5 IDLE row, second
+    /// half): unless the call is no longer current (reboot, C10), the
+    /// reply is copied into the channel's buffer, the timer armed
+    /// (`initial_timeout`) and the channel goes to WAIT; returns the
+    /// header (`USER_MSG`) to push on the reply. Report the transport's
+    /// receipt afterwards with [`ServerTable::record_receipt`].
+    pub fn reply(
+        &mut self,
+        now: Instant,
+        call: ServerCall,
+        reply: &[u8],
+    ) -> Result<ChanHeader, ReplyError> {
+        let initial = self.config.initial_timeout;
+        let len = u32::try_from(reply.len()).map_err(|_| ReplyError::TooLarge(reply.len()))?;
+        let ch = self
+            .channels
+            .get_mut(&call.key)
+            .filter(|c| c.state == ServerState::Execute && c.exec == call.exec)
+            .ok_or(ReplyError::Stale)?;
+        ch.copy.clear();
+        ch.copy.extend_from_slice(reply);
+        ch.receipt = TransportReceipt::default();
+        ch.timer.start(now, initial);
+        ch.state = ServerState::Wait;
+        Ok(ChanHeader {
+            chan: call.key.chan,
+            flags: flags::USER_MSG,
+            prot_id: call.key.prot_id,
+            seq: ch.seq,
+            len,
+        })
+    }
+
+    /// Records what the transport said about the last message pushed for
+    /// `key` (the reply or a whole resend); a reliable transport cancels
+    /// the timer.
+    pub fn record_receipt(&mut self, key: ChannelKey, receipt: TransportReceipt) {
+        if let Some(ch) = self.channels.get_mut(&key) {
+            if ch.state == ServerState::Wait {
+                ch.receipt = receipt;
+                if receipt.reliable {
+                    ch.timer.cancel();
+                }
+            }
+        }
+    }
+
+    /// Handles the retransmission timers due at `now`: the reply resent
+    /// with `ACK_REQUESTED` (`0x06` + data) or a `0x04` probe (§6.6), then
+    /// wait := min(2·wait, max) (C5, C8).
+    pub fn on_time(&mut self, now: Instant, out: &mut Vec<ChanAction>) {
+        let max = self.config.max_timeout;
+        let opt = self.config.opt_packet;
+        for (&key, ch) in self.channels.iter_mut() {
+            if ch.state == ServerState::Wait && ch.timer.due(now) {
+                let (header, payload) = resend(
+                    key.chan,
+                    key.prot_id,
+                    ch.seq,
+                    flags::ACK_REQUESTED,
+                    ch.copy.len(),
+                    ch.receipt,
+                    false,
+                    opt,
+                    None,
+                );
+                out.push(ChanAction::Send {
+                    key,
+                    header,
+                    payload,
+                });
+                ch.timer.back_off(now, max);
+            }
+        }
+    }
+
+    /// The earliest instant [`ServerTable::on_time`] has work.
+    pub fn poll_at(&self) -> Option<Instant> {
+        self.channels
+            .values()
+            .filter(|c| c.state == ServerState::Wait)
+            .filter_map(|c| c.timer.at)
+            .min()
+    }
+
+    /// BIDCTL reported that client `peer` rebooted (spec §6.5 "any", C10):
+    /// every channel to it is disabled and removed — a call executing is
+    /// orphaned (its reply will be refused as [`ReplyError::Stale`]), a
+    /// kept reply is dropped (the transport told to free it) — and its
+    /// dormant seqs are deleted, so the new incarnation starts afresh.
+    pub fn peer_rebooted(&mut self, peer: Peer, out: &mut Vec<ChanAction>) {
+        self.channels.retain(|k, ch| {
+            if k.peer != peer {
+                return true;
+            }
+            if ch.state == ServerState::Wait {
+                if let Some(ticket) = ch.receipt.ticket {
+                    out.push(ChanAction::FreeResources { ticket });
+                }
+            }
+            false
+        });
+        self.dormant.retain(|k, _| k.peer != peer);
+    }
+}
+
+/// WAIT → IDLE on an implicit or explicit ACK: the reply copy is dropped
+/// and the transport may free it.
+fn ack_reply(ch: &mut ServerChannel, out: &mut Vec<ChanAction>) {
+    ch.copy.clear();
+    ch.timer.cancel();
+    if let Some(ticket) = ch.receipt.ticket {
+        out.push(ChanAction::FreeResources { ticket });
+    }
+    ch.receipt = TransportReceipt::default();
+    ch.state = ServerState::Idle;
+}
+
+/// A header-only control packet from the server.
+fn control(key: ChannelKey, f: u8, seq: u32) -> ChanHeader {
+    ChanHeader {
+        chan: key.chan,
+        flags: f,
+        prot_id: key.prot_id,
+        seq,
+        len: 0,
+    }
+}
