@@ -33,7 +33,7 @@ pub const BID_SPEC: ModuleSpec = ModuleSpec {
         ServiceSpec::new("ctl", ServiceType::AIO, Count::ExactlyOne).init_after(),
     ],
     params: &[],
-    understands: &[],
+    understands: &["BID_OWN"],
 };
 
 /// Service index of BID's connection to BIDCTL.

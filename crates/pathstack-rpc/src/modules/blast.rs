@@ -61,7 +61,7 @@ pub const BLAST_SPEC: ModuleSpec = ModuleSpec {
             required: false,
         },
     ],
-    understands: &[],
+    understands: &["BLAST_OWN"],
 };
 
 /// Marks the path BLAST makes for itself (set by `BLAST`).
@@ -125,17 +125,29 @@ impl BlastModule {
         MAX_FRAGS * self.config.fragment_len
     }
 
-    /// The session for (`peer`, `prot_id`), made if there is room.
-    fn session(&mut self, peer: Peer, prot_id: u32) -> Option<&mut BlastSession> {
+    /// Runs `f` on the session for (`peer`, `prot_id`), made if there is
+    /// room, with the instance; notes its next deadline and counts the
+    /// messages it could not allocate (the last element of `f`'s result
+    /// tuple is not used for that: `f` returns its own).
+    fn with_session<R: FailureCount>(
+        &mut self,
+        peer: Peer,
+        prot_id: u32,
+        f: impl FnOnce(&mut BlastSession, &mut BlastInstance) -> R,
+    ) -> Option<R> {
         if !self.sessions.contains_key(&(peer, prot_id)) && self.sessions.len() >= self.max_sessions {
             return None;
         }
         let config = self.config.clone();
-        Some(
-            self.sessions
-                .entry((peer, prot_id))
-                .or_insert_with(|| BlastSession::new(prot_id, config)),
-        )
+        let s = self
+            .sessions
+            .entry((peer, prot_id))
+            .or_insert_with(|| BlastSession::new(prot_id, config));
+        let r = f(s, &mut self.instance);
+        let due = s.poll_at();
+        self.send_failures += r.failures();
+        self.due(due);
+        Some(r)
     }
 
     /// Notes a session deadline.
@@ -143,6 +155,23 @@ impl BlastModule {
         if let Some(t) = at {
             self.next_due = Some(self.next_due.map_or(t, |d| d.min(t)));
         }
+    }
+}
+
+/// Messages a session call could not allocate, from its result.
+trait FailureCount {
+    fn failures(&self) -> u64;
+}
+
+impl<T> FailureCount for (T, u64) {
+    fn failures(&self) -> u64 {
+        self.1
+    }
+}
+
+impl<T, U> FailureCount for (T, U, u64) {
+    fn failures(&self) -> u64 {
+        self.2
     }
 }
 
@@ -301,7 +330,8 @@ struct Outbox<'a> {
     pool: &'a MsgPool,
     peer: Peer,
     sends: &'a mut Vec<Msg>,
-    delivered: Option<(u32, Vec<u8>)>,
+    /// A reassembled message, a short header in front.
+    delivered: Option<Msg>,
     failures: u64,
 }
 
@@ -330,8 +360,18 @@ impl BlastOutput for Outbox<'_> {
         self.sends.push(m);
     }
 
-    fn deliver(&mut self, prot_id: u32, message: Vec<u8>) {
-        self.delivered = Some((prot_id, message));
+    fn deliver(&mut self, prot_id: u32, message: &[u8]) {
+        let Ok(mut m) = self.pool.alloc_empty(HEADER_LEN + message.len()) else {
+            self.failures += 1;
+            return;
+        };
+        let header = BlastHeader::short(prot_id, message.len() as u32).to_bytes();
+        if m.extend_from_slice(&header).is_err() || m.extend_from_slice(message).is_err() {
+            self.failures += 1;
+            return;
+        }
+        m.anno_mut().set_rpc_peer(self.peer);
+        self.delivered = Some(m);
     }
 }
 
@@ -370,32 +410,26 @@ impl BlastStage {
             return Verdict::Drop(BlastDropReason::NoSession.into());
         };
         let mut out = std::mem::take(&mut m.outbox);
-        let mut inst = std::mem::take(&mut m.instance);
-        let pushed = match m.session(peer, prot_id) {
-            Some(s) => {
-                let mut o = Outbox::new(&pool, peer, &mut out);
-                let r = s.push(&mut inst, now, msg.as_slice(), &mut o);
-                let due = s.poll_at();
-                m.send_failures += o.failures;
-                m.due(due);
-                Some(r)
-            }
-            None => None,
-        };
-        m.instance = inst;
+        let pushed = m.with_session(peer, prot_id, |s, inst| {
+            let mut o = Outbox::new(&pool, peer, &mut out);
+            let r = s.push(inst, now, msg.as_slice(), &mut o);
+            (r, o.failures)
+        });
         let verdict = match pushed {
-            Some(Ok(Pushed::Fragmented(_))) => Verdict::Consumed,
-            Some(Ok(Pushed::Short(h))) => {
+            Some((Ok(Pushed::Fragmented(_)), _)) => Verdict::Consumed,
+            Some((Ok(Pushed::Short(h)), _)) => {
                 // Cannot happen (the length was checked), but the engine
                 // said so: send it short.
                 match msg.push(HEADER_LEN) {
-                    Ok(b) => h.emit(b),
-                    Err(_) => return Verdict::Drop(BlastDropReason::Truncated.into()),
+                    Ok(b) => {
+                        h.emit(b);
+                        Verdict::Next
+                    }
+                    Err(_) => Verdict::Drop(BlastDropReason::Truncated.into()),
                 }
-                Verdict::Next
             }
-            Some(Err(_)) => Verdict::Drop(BlastDropReason::OutstandingFull.into()),
-            None => Verdict::Drop(BlastDropReason::ReassemblyFull.into()),
+            Some((Err(_), _)) => Verdict::Drop(BlastDropReason::OutstandingFull.into()),
+            None => Verdict::Drop(BlastDropReason::SessionTableFull.into()),
         };
         for f in out.drain(..) {
             let _ = cx.emit(Dir::Down, f);
@@ -446,52 +480,30 @@ impl BlastStage {
             }
         }
         let mut out = std::mem::take(&mut m.outbox);
-        let mut inst = std::mem::take(&mut m.instance);
-        let (result, delivered) = match m.session(peer, h.prot_id) {
-            Some(s) => {
-                let mut o = Outbox::new(&pool, peer, &mut out);
-                let r = s.receive(&mut inst, now, &h, payload, &mut o);
-                let due = s.poll_at();
-                let delivered = o.delivered.take();
-                m.send_failures += o.failures;
-                m.due(due);
-                (r, delivered)
-            }
-            None => (Err(BlastDropReason::ReassemblyFull), None),
-        };
-        m.instance = inst;
+        let r = m.with_session(peer, h.prot_id, |s, inst| {
+            let mut o = Outbox::new(&pool, peer, &mut out);
+            let r = s.receive(inst, now, &h, payload, &mut o);
+            (r, o.delivered.take(), o.failures)
+        });
         for f in out.drain(..) {
             let _ = cx.emit(Dir::Down, f);
-        }
-        let mut verdict = match result {
-            Ok(Received::Absorbed) => Verdict::Consumed,
-            Ok(Received::Short { .. }) => Verdict::Drop(BlastDropReason::NoSession.into()),
-            Err(e) => Verdict::Drop(e.into()),
-        };
-        if let Some((prot_id, bytes)) = delivered {
-            // Off the end of this path, a short header in front, for
-            // `route_end` to classify.
-            match pool.alloc_empty(HEADER_LEN + bytes.len()) {
-                Ok(mut whole) => {
-                    *whole.anno_mut() = *msg.anno();
-                    let ok = whole
-                        .extend_from_slice(&BlastHeader::short(prot_id, bytes.len() as u32).to_bytes())
-                        .and_then(|()| whole.extend_from_slice(&bytes));
-                    if ok.is_ok() {
-                        *msg = whole;
-                        verdict = Verdict::Next;
-                    }
-                }
-                Err(_) => verdict = Verdict::Drop(BlastDropReason::ReassemblyFull.into()),
-            }
-            if let Some(m) = cx.module::<BlastModule>() {
-                m.instance.recycle(bytes);
-            }
         }
         if let Some(m) = cx.module::<BlastModule>() {
             m.outbox = out;
         }
-        verdict
+        match r {
+            None => Verdict::Drop(BlastDropReason::SessionTableFull.into()),
+            Some((Err(e), _, _)) => Verdict::Drop(e.into()),
+            Some((Ok(Received::Short { .. }), _, _)) => {
+                Verdict::Drop(BlastDropReason::NoSession.into())
+            }
+            // Off the end of this path, for `route_end` to classify.
+            Some((Ok(Received::Absorbed), Some(whole), _)) => {
+                *msg = whole;
+                Verdict::Next
+            }
+            Some((Ok(Received::Absorbed), None, _)) => Verdict::Consumed,
+        }
     }
 }
 

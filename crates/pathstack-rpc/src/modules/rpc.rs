@@ -95,7 +95,7 @@ impl Procedure for Echo {
 }
 
 /// Why a procedure could not be registered.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, thiserror::Error, PartialEq, Eq)]
 pub enum RegisterError {
     /// A procedure with the id is already registered.
     #[error("procedure {0} is already registered")]

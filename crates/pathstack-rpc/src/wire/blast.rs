@@ -106,6 +106,15 @@ pathstack_core::drop_reasons! {
         /// state is created for it (§11.2 B6). Counted by the stage.
         #[error("BLAST packet for no session")]
         NoSession => "no_session",
+        /// A long message while the instance already holds its maximum of
+        /// fragmented messages (spec §3.3 `OUTSTANDING_MESSAGES`; CHAN
+        /// sends it again).
+        #[error("BLAST holds its maximum of outstanding messages")]
+        OutstandingFull => "outstanding_full",
+        /// A fragmented message or fragment from a new peer while the
+        /// module's session table is full.
+        #[error("BLAST session table full")]
+        SessionTableFull => "session_table_full",
     }
 }
 

@@ -30,6 +30,12 @@ pathstack_core::drop_reasons! {
         /// A reply for another procedure than the call's.
         #[error("MSELECT reply for another procedure")]
         WrongId => "wrong_id",
+        /// A call going down without a procedure id (a bug above).
+        #[error("MSELECT call without a procedure id")]
+        NoProcedure => "no_procedure",
+        /// No room in front of the message for the header.
+        #[error("no headroom for the MSELECT header")]
+        NoHeadroom => "no_headroom",
     }
 }
 
