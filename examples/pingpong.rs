@@ -88,17 +88,30 @@ use rtt::{RttRecorder, LOSS_TIMEOUT};
 mod tcp_pingpong;
 use tcp_pingpong::{TcpEchoServer, TcpPinger};
 
+#[path = "support/rpc_pingpong.rs"]
+mod rpc_pingpong;
+
 #[derive(Parser, Debug)]
-#[command(about = "1-byte UDP or TCP ping-pong between two pathstack hosts")]
+#[command(about = "1-byte UDP or TCP, or XRPCTEST RPC, ping-pong between two pathstack hosts")]
 struct Args {
     /// `memory` (two stacks in one process) or `tap` (two TAPs bridged
     /// across a veth, scripts/netns.sh; needs root).
     #[arg(long, default_value = "memory")]
     wire: String,
-    /// Transport: `udp` (in-path echo) or `tcp` (one connection, nodelay,
-    /// the server's application echoes).
+    /// Transport: `udp` (in-path echo), `tcp` (one connection, nodelay,
+    /// the server's application echoes) or `rpc` (XRPCTEST calls of the
+    /// echo procedure over the RPC stack).
     #[arg(long, default_value = "udp")]
     transport: String,
+    /// With `--transport rpc`: the bytes of each request (and reply);
+    /// default 0, the thesis' zero-byte calls.
+    #[arg(long)]
+    size: Option<usize>,
+    /// With `--transport rpc`: the network under BLAST and BIDCTL, `eth`
+    /// (EtherTypes 0x3001/0x3006, the default) or `ip` (protocols
+    /// 101/205).
+    #[arg(long)]
+    rpc_net: Option<String>,
     /// Measured round trips per configuration.
     #[arg(long, default_value_t = 50_000)]
     rounds: u64,
@@ -362,18 +375,22 @@ fn main() -> std::process::ExitCode {
 }
 
 fn run(args: Args) -> Result<(), BoxError> {
-    let tcp = match args.transport.as_str() {
-        "udp" => false,
-        "tcp" => true,
-        t => return Err(format!("transport `{t}`: expected `udp` or `tcp`").into()),
+    let (tcp, rpc) = match args.transport.as_str() {
+        "udp" => (false, false),
+        "tcp" => (true, false),
+        "rpc" => (false, true),
+        t => return Err(format!("transport `{t}`: expected `udp`, `tcp` or `rpc`").into()),
     };
+    if !rpc && (args.size.is_some() || args.rpc_net.is_some()) {
+        return Err("--size and --rpc-net are for --transport rpc".into());
+    }
     if tcp && matches!(args.form.as_deref(), Some("pin" | "both")) {
         return Err(
             "--transport tcp: only --form std (there is no path-inlining rule for TCP)".into(),
         );
     }
     if tcp && args.count_only {
-        return Err("--count-only is for --transport udp".into());
+        return Err("--count-only is for --transport udp or rpc".into());
     }
     if args.count_only && args.wire != "memory" {
         return Err("--count-only is for --wire memory".into());
@@ -382,6 +399,15 @@ fn run(args: Args) -> Result<(), BoxError> {
     // Each configuration's row is printed as soon as it is measured.
     let mut row = |r: &Result1| print_row(r, count_only);
     let results = match args.wire.as_str() {
+        "memory" if rpc => {
+            println!(
+                "{} over the in-memory wire (two stacks in one process); {}",
+                rpc_pingpong::RpcArgs::of(&args)?.workload(),
+                args.nic.description()
+            );
+            print_columns(count_only);
+            rpc_pingpong::run_memory(&args, &mut row)?
+        }
         "memory" => {
             println!(
                 "1-byte {} ping-pong over the in-memory wire (two stacks in one process); {}",
@@ -395,6 +421,7 @@ fn run(args: Args) -> Result<(), BoxError> {
                 run_memory(&args, &mut row)?
             }
         }
+        "tap" if rpc => rpc_pingpong::run_tap(&args, &mut row)?,
         "tap" => run_tap(&args, &mut row)?,
         w => return Err(format!("wire `{w}`: expected `memory` or `tap`").into()),
     };
@@ -433,6 +460,11 @@ fn run(args: Args) -> Result<(), BoxError> {
             .into();
             json["server_cpu"] = args.server_cpu.into();
             json["client_cpu"] = args.client_cpu.into();
+        }
+        if rpc {
+            let r = rpc_pingpong::RpcArgs::of(&args)?;
+            json["size"] = r.size.into();
+            json["rpc_net"] = r.net_name().into();
         }
         std::fs::write(file, serde_json::to_string_pretty(&json)?)?;
         println!("wrote {}", file.display());

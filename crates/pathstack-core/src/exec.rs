@@ -179,7 +179,7 @@ impl Exec for DynExec {
 }
 
 /// A tuple of concrete stage types that can be built from a path's boxed
-/// stages (implemented for tuples of 1 to 8 stages).
+/// stages (implemented for tuples of 1 to 10 stages).
 pub trait StageTuple: Send + Sized + 'static {
     /// Number of stages.
     const LEN: usize;
@@ -286,3 +286,5 @@ inlined!(5; 0 A, 1 B, 2 C, 3 D, 4 E);
 inlined!(6; 0 A, 1 B, 2 C, 3 D, 4 E, 5 F);
 inlined!(7; 0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G);
 inlined!(8; 0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G, 7 H);
+inlined!(9; 0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G, 7 H, 8 I);
+inlined!(10; 0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G, 7 H, 8 I, 9 J);

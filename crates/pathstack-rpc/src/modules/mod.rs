@@ -29,6 +29,7 @@ pub mod bidctl;
 pub mod blast;
 pub mod chan;
 mod graph;
+pub mod inline;
 pub mod mselect;
 mod net;
 pub mod rpc;

@@ -152,10 +152,14 @@ impl Module for RpcModule {
 
     fn init(&mut self, cx: &mut ModCx<'_>) -> Result<(), ModuleError> {
         // The client's sink holds every outcome until the application
-        // reads it: as many as calls may be in flight.
+        // reads it: as many as calls may be in flight. The path serves
+        // every peer, so it is keyed as a passive one: over IP an active
+        // path's key names its remote address, which this path has none
+        // of, and replies would not find it.
         let client = Attrs::new()
             .with(&RPC_ROLE, RpcRole::Client)
-            .with(&keys::QUEUE_LEN, self.max_calls);
+            .with(&keys::QUEUE_LEN, self.max_calls)
+            .with(&keys::PASSIVE_OPEN, true);
         cx.request_path(client, 0);
         let server = Attrs::new()
             .with(&RPC_ROLE, RpcRole::Server)
