@@ -418,7 +418,8 @@ fn run(args: Args) -> Result<ExitCode, BoxError> {
             j["ping"] = s.json();
         }
         if let Some(n) = rpc_calls {
-            j["rpc"] = json!({ "net": args.rpc.map(|n| format!("{n:?}").to_lowercase()), "calls": n });
+            j["rpc"] =
+                json!({ "net": args.rpc.map(|n| format!("{n:?}").to_lowercase()), "calls": n });
         }
         if let Some(t) = tcp_stats {
             j["tcp_services"] = json!({

@@ -212,12 +212,13 @@ impl Caller {
         let Some(r) = host.stack_mut().recv(self.path, Dir::Up) else {
             return Ok(false);
         };
-        let tag = r
-            .anno()
-            .rpc_tag()
-            .ok_or("an outcome without a call tag")?;
+        let tag = r.anno().rpc_tag().ok_or("an outcome without a call tag")?;
         if tag.slot != self.slot {
-            return Err(format!("the outcome of call {} while call {} is in flight", tag.slot, self.slot).into());
+            return Err(format!(
+                "the outcome of call {} while call {} is in flight",
+                tag.slot, self.slot
+            )
+            .into());
         }
         if tag.status != CallStatus::Ok {
             return Err(format!("call {} failed: {:?}", tag.slot, tag.status).into());
@@ -456,7 +457,11 @@ fn client(
     let mut host = end.host("client")?;
     let mut caller = Caller::new(&host, peer, &end.rpc)?;
     if let Err(e) = tap_call(&mut host, &mut caller, FIRST_CALL_TIMEOUT) {
-        return Err(format!("the first call to {peer}: {e} (topology?)\n{}", host.report()).into());
+        return Err(format!(
+            "the first call to {peer}: {e} (topology?)\n{}",
+            host.report()
+        )
+        .into());
     }
     for _ in 1..warmup {
         tap_call(&mut host, &mut caller, CALL_TIMEOUT)?;

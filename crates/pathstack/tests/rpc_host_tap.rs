@@ -141,7 +141,10 @@ fn run(net: RpcNet, net_arg: &str) {
     }
     let rest = example.stop();
     assert!(
-        rest.contains(&format!("rpc echo (procedure {XRPCTEST_ID}): {} calls", sizes.len())),
+        rest.contains(&format!(
+            "rpc echo (procedure {XRPCTEST_ID}): {} calls",
+            sizes.len()
+        )),
         "{net_arg}: the example's statistics:\n{rest}"
     );
 }

@@ -36,7 +36,9 @@ fn statements(text: &str) -> Vec<String> {
 /// returns the reply, polling both hosts (at most 5 s).
 fn call(client: &mut Host, server: &mut Host, request: &[u8]) -> Vec<u8> {
     let peer = server.rpc_peer().expect("server is an RPC host");
-    let c = client.rpc_start(peer, XRPCTEST_ID, request).expect("call starts");
+    let c = client
+        .rpc_start(peer, XRPCTEST_ID, request)
+        .expect("call starts");
     let t0 = Instant::now();
     loop {
         client.poll();
@@ -50,11 +52,7 @@ fn call(client: &mut Host, server: &mut Host, request: &[u8]) -> Vec<u8> {
 
 #[test]
 fn shipped_rpc_graphs_are_what_rpc_graph_makes() {
-    let host = HostGraph::new(
-        "10.0.0.1".parse().unwrap(),
-        24,
-        MacAddr([2, 0, 0, 0, 0, 1]),
-    );
+    let host = HostGraph::new("10.0.0.1".parse().unwrap(), 24, MacAddr([2, 0, 0, 0, 0, 1]));
     for (file, net) in [("rpc.graph", RpcNet::Eth), ("rpc-ip.graph", RpcNet::Ip)] {
         let shipped = std::fs::read_to_string(graph_file(file)).unwrap();
         let made = RpcGraph::new(host.clone(), net).to_text();
@@ -73,7 +71,11 @@ fn hosts_from_the_rpc_graph_files_call_each_other() {
             .replace("10.0.0.1", "10.0.0.2")
             .replace("02:00:00:00:00:01", "02:00:00:00:00:02");
         let mut server = Host::from_graph(&text, file, SchedKind::PerMessage, b).unwrap();
-        server.rpc_server().unwrap().register(XRPCTEST_ID, Echo).unwrap();
+        server
+            .rpc_server()
+            .unwrap()
+            .register(XRPCTEST_ID, Echo)
+            .unwrap();
         assert_eq!(call(&mut client, &mut server, b""), b"", "{file}");
         assert_eq!(call(&mut client, &mut server, b"ping"), b"ping", "{file}");
         assert_eq!(server.rpc_server().unwrap().calls(), 2, "{file}");
@@ -92,7 +94,11 @@ fn pair(net: RpcNet, sched: SchedKind, pin: bool) -> (Host, Host) {
     };
     let mut client = Host::new(cfg("10.0.0.1/24", 1), a).unwrap();
     let mut server = Host::new(cfg("10.0.0.2/24", 2), b).unwrap();
-    server.rpc_server().unwrap().register(XRPCTEST_ID, Echo).unwrap();
+    server
+        .rpc_server()
+        .unwrap()
+        .register(XRPCTEST_ID, Echo)
+        .unwrap();
     if pin {
         for h in [&mut client, &mut server] {
             for r in inline::rules::<WireStage>(net, WIRE_SPEC.name) {
@@ -101,7 +107,11 @@ fn pair(net: RpcNet, sched: SchedKind, pin: bool) -> (Host, Host) {
             let (cp, sp) = paths(h);
             for p in [cp, sp] {
                 let applied = h.stack_mut().path_optimize(p).unwrap();
-                assert_eq!(applied.len(), 1, "one rule applies to path {p:?}: {applied:?}");
+                assert_eq!(
+                    applied.len(),
+                    1,
+                    "one rule applies to path {p:?}: {applied:?}"
+                );
             }
         }
     }
@@ -133,7 +143,10 @@ fn pin_inlines_both_rpc_paths_of_both_hosts_and_calls_still_echo() {
                     let n = n.min(max);
                     let req: Vec<u8> = (0..n).map(|i| (i * 31 + 7) as u8).collect();
                     let reply = call(&mut client, &mut server, &req);
-                    assert!(reply == req, "{net:?} {sched:?} pin={pin}: {n}-byte echo differs");
+                    assert!(
+                        reply == req,
+                        "{net:?} {sched:?} pin={pin}: {n}-byte echo differs"
+                    );
                 }
                 assert_eq!(server.rpc_server().unwrap().calls(), sizes.len() as u64);
             }

@@ -337,6 +337,15 @@ impl ChanStage {
     /// Sends what the engines asked for; returns the action about the
     /// packet being processed, if any.
     fn flush(&mut self, cx: &mut Cx<'_, '_>) -> Option<ChanAction> {
+        // The common case, every packet of a call in order: the engine's
+        // only request is the packet's own reply or execution, with
+        // nothing to send; take it without the pool and the drain.
+        {
+            let m = cx.module::<ChanModule>()?;
+            if let [ChanAction::Reply { .. } | ChanAction::Execute { .. }] = m.actions.as_slice() {
+                return m.actions.pop();
+            }
+        }
         let pool = cx.pool().clone();
         let m = cx.module::<ChanModule>()?;
         let own = m.drain(&pool, &mut self.out);
