@@ -1,5 +1,7 @@
 //! The main job: 1-byte UDP ping-pong between two pathstack hosts (and
-//! with `--transport tcp` the same over one TCP connection).
+//! with `--transport tcp` the same over one TCP connection; with
+//! `--transport rpc` the seeds' second workload, XRPCTEST calls over the
+//! RPC stack).
 //!
 //! With no arguments: two stacks in one process joined by the in-memory
 //! wire; for each scheduler (per-message, LDLP) and path form (modular
@@ -38,7 +40,8 @@
 //! path inlining (PIN) then uses the sequence ending in `LANCE`.
 //!
 //! ```text
-//! cargo run --release --example pingpong -- [--wire memory|tap] [--transport udp|tcp]
+//! cargo run --release --example pingpong -- [--wire memory|tap] [--transport udp|tcp|rpc]
+//!     [--size N] [--rpc-net eth|ip]
 //!     [--rounds N] [--warmup W] [--sched per-message|ldlp] [--form std|pin|both]
 //!     [--nic tap|lance:copy|lance:direct] [--busy-poll]
 //!     [--server-cpu S] [--client-cpu C] [--json FILE]
@@ -52,10 +55,25 @@
 //! pin` has no TCP rule); over TAP a round whose echo has not come within
 //! 5 s fails the run (TCP retransmits; nothing is counted as lost).
 //!
-//! The JSON is `{"transport": "udp|tcp", "wire": "memory|tap", "nic": "…",
+//! With `--transport rpc` both hosts run the RPC stack (RPC / MSELECT /
+//! VCHAN / CHAN / BID / BLAST over ETH, or over IP / ARP / ETH with
+//! `--rpc-net ip`) and the client calls the echo procedure the server
+//! registered under the XRPCTEST id (1002), one call at a time: zero-byte
+//! requests, or `--size N` bytes. Every reply is checked (its call, its
+//! status, its length and bytes). The warm-up's first call waits for the
+//! boot-id handshake (BIDCTL). PIN inlines the `RPC` client and server
+//! paths of both hosts (`pathstack_rpc::modules::inline`). CHAN
+//! retransmits, so over TAP no call is counted as lost; one that takes
+//! over 5 s fails the run. BLAST holds a fragmented message (a request
+//! of 1,444 bytes or more over ETH, 1,424 over IP) for its 1 s HOLD timer
+//! and at most 64 at once, so fragmented calls stall after 64 a second
+//! (see the CHAN module's docs on `FREERESOURCES`).
+//!
+//! The JSON is `{"transport": "udp|tcp|rpc", "wire": "memory|tap", "nic": "…",
 //! "results": [{"config": "<sched>/<std|pin>", "rounds": N, "rtt_ns":
 //! {"p50", "p99", "p999"}, "round_trips_per_s": X}]}` (over TAP also
-//! `"lost"` per result, and the mode and CPUs).
+//! `"lost"` per result, and the mode and CPUs; with `--transport rpc`
+//! also `"size"` and `"rpc_net"`).
 
 use clap::Parser;
 use pathstack::core::attrs::keys::{AddrPart, Participants, PARTICIPANTS, PASSIVE_OPEN};
