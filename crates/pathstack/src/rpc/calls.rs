@@ -124,6 +124,15 @@ impl CallTable {
         }
     }
 
+    /// Whether call (`slot`, `generation`) has its outcome (or is no call
+    /// of this table: reading it then fails at once).
+    pub(crate) fn is_done(&self, slot: u16, generation: u32) -> bool {
+        match self.slots.get(usize::from(slot)) {
+            Some((g, Slot::Pending { .. })) => *g != generation,
+            _ => true,
+        }
+    }
+
     /// Gives up on call (`slot`, `generation`).
     pub(crate) fn abandon(&mut self, slot: u16, generation: u32) {
         if let Some(e) = self.slots.get_mut(usize::from(slot)) {

@@ -207,6 +207,19 @@ impl Host {
         }
     }
 
+    /// Whether [`Host::rpc_poll`] would now return something other than
+    /// `Ok(None)` for `call` (its outcome came, or it is no call of this
+    /// host), without taking it.
+    pub fn rpc_ready(&mut self, call: &RpcCall) -> bool {
+        if call.host != self.id() {
+            return true;
+        }
+        self.rpc_collect();
+        self.rpc
+            .as_ref()
+            .is_none_or(|st| st.calls.is_done(call.slot, call.generation))
+    }
+
     /// Gives up waiting for `call`: its outcome is thrown away when it
     /// comes. The procedure may still run once on the peer.
     pub fn rpc_abandon(&mut self, call: RpcCall) {

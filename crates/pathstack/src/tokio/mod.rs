@@ -198,10 +198,12 @@ mod tcp_readiness;
 mod tcp_split;
 mod tcp_stream;
 mod udp;
+mod rpc;
 mod waiters;
 
 pub use driver::DriverError;
 pub use net::Net;
+pub use rpc::RpcClient;
 pub use tcp_listener::TcpListener;
 pub use tcp_split::{OwnedReadHalf, OwnedWriteHalf, ReadHalf, ReuniteError, WriteHalf};
 pub use tcp_stream::TcpStream;
