@@ -359,7 +359,9 @@ impl Bidctl {
     /// What is known about `peer`, without side effects: one hash lookup,
     /// for stages that check on their fast path whether the peer rebooted
     /// (its `epoch` changed) since they last looked. `None` if the engine
-    /// holds no state for it.
+    /// holds no state for it. One of this host's own addresses
+    /// ([`BidctlConfig::local_peers`]) reads as the local BootId, NORMAL,
+    /// epoch 0.
     pub fn peer_view(&self, peer: Peer) -> Option<PeerView> {
         if self.is_local(peer) {
             return Some(PeerView {
@@ -425,7 +427,9 @@ impl Bidctl {
 
     /// The earliest time [`Bidctl::on_time`] has work: a query to repeat,
     /// a boot broadcast whose delay ends, or the next global tick (so it is
-    /// never `None` while the engine exists).
+    /// never `None` while the engine exists). A scan of the table (at most
+    /// [`BidctlConfig::max_peers`] entries): call it after handling a batch
+    /// rather than per message.
     pub fn poll_at(&self) -> Option<Instant> {
         let mut at = self.next_tick;
         for st in self.peers.values() {
@@ -520,7 +524,13 @@ impl Bidctl {
     /// The tag a new query gets at `now` (spec §5.3).
     fn fresh_tag(&self, now: Instant) -> u32 {
         let since = std::time::Duration::from_nanos(now.saturating_since(self.started).as_nanos());
-        query_tag(self.wall_at_start + since)
+        // Only the low bits matter: a wall clock at the end of Duration's
+        // range keeps its start value rather than overflow.
+        query_tag(
+            self.wall_at_start
+                .checked_add(since)
+                .unwrap_or(self.wall_at_start),
+        )
     }
 
     /// xorshift64* (Vigna): statistical quality is beside the point, the
