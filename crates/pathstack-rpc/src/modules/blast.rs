@@ -138,7 +138,7 @@ impl BlastModule {
         if !self.sessions.contains_key(&(peer, prot_id)) && self.sessions.len() >= self.max_sessions {
             return None;
         }
-        let config = self.config.clone();
+        let config = self.config;
         let s = self
             .sessions
             .entry((peer, prot_id))

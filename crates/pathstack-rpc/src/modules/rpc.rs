@@ -152,9 +152,12 @@ impl Module for RpcModule {
 
     fn init(&mut self, cx: &mut ModCx<'_>) -> Result<(), ModuleError> {
         // The client's sink holds every outcome until the application
-        // reads it: as many as calls may be in flight.
+        // reads it: as many as calls may be in flight. The client path
+        // serves every peer (each call names its own), so like the
+        // server's it is classified without the peer's address: passive.
         let client = Attrs::new()
             .with(&RPC_ROLE, RpcRole::Client)
+            .with(&keys::PASSIVE_OPEN, true)
             .with(&keys::QUEUE_LEN, self.max_calls);
         cx.request_path(client, 0);
         let server = Attrs::new()
