@@ -162,6 +162,11 @@ impl ClientTable {
                 }
                 _ => n.free.push(key.chan),
             }
+            if n.open == 0 && n.dormant.is_empty() {
+                // No number has a seq history at the peer's current
+                // incarnation: forget the peer (the counter may restart).
+                self.numbering.remove(&(key.peer, key.prot_id));
+            }
         }
         Ok(())
     }

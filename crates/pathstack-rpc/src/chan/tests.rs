@@ -939,6 +939,26 @@ fn client_table_bounds_channel_numbers() {
 }
 
 #[test]
+fn client_forgets_a_peer_whose_channels_have_no_seq_history() {
+    let mut c = ClientTable::new(ClientConfig {
+        max_peers: 1,
+        ..ClientConfig::default()
+    });
+    let a = c.open(speer(), 20).unwrap();
+    c.call(Instant::ZERO, a, REQ8, None).unwrap();
+    c.peer_rebooted(speer(), &mut Vec::new());
+    c.close(a).unwrap();
+    // The slot is free for another peer; the old one restarts at 1.
+    let b = c.open(cpeer(), 20).unwrap();
+    assert_eq!(b.chan, 1);
+    c.close(b).unwrap(); // dormant: cpeer stays known
+    assert!(matches!(
+        c.open(speer(), 20),
+        Err(TableError::TooManyPeers { max: 1 })
+    ));
+}
+
+#[test]
 fn abort_fails_call_and_frees_channel_keeping_seq() {
     let mut r = Rig::new();
     let key = r.open();
