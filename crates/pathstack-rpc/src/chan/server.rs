@@ -219,6 +219,21 @@ impl ServerTable {
             // one with seq 0: any seq > 0 is new (spec §6.3).
             let seq = match self.dormant.remove(&key) {
                 Some(seq) => seq,
+                // Only a request earns a new channel; anything else would
+                // find nothing to do in a fresh IDLE channel, so stray
+                // control packets cannot fill the table.
+                None if !header.has(flags::USER_MSG) => {
+                    if !(header.has(flags::ACK_REQUESTED) && header.seq > 0) {
+                        return Err(ChanDropReason::Unsolicited);
+                    }
+                    // A probe for a request we never got (C4).
+                    out.push(ChanAction::Send {
+                        key,
+                        header: control(key, flags::NEGATIVE_ACK, header.seq),
+                        payload: Payload::None,
+                    });
+                    return Ok(());
+                }
                 None if self.len() >= self.config.max_channels => {
                     return Err(ChanDropReason::TableFull)
                 }

@@ -881,6 +881,28 @@ fn server_table_bounds_listeners_and_dormant_revival() {
     }
     .to_bytes();
     assert_eq!(r.inject_server(&stray), Err(ChanDropReason::NoListener));
+    // Control packets for unknown channels create none.
+    let ack = ChanHeader {
+        chan: 7,
+        flags: flags::FROM_CLIENT,
+        prot_id: 20,
+        seq: 3,
+        len: 0,
+    };
+    assert_eq!(
+        r.inject_server(&ack.to_bytes()),
+        Err(ChanDropReason::Unsolicited)
+    );
+    let probe = ChanHeader {
+        flags: flags::FROM_CLIENT | flags::ACK_REQUESTED,
+        ..ack
+    };
+    r.inject_server(&probe.to_bytes()).unwrap();
+    assert_eq!(
+        flags_of(&r.to_client.pop_back().unwrap()),
+        flags::NEGATIVE_ACK
+    );
+    assert_eq!(r.server.len(), 1);
     // Dormant server channel: seq kept, revived by the next request.
     let ka = key_at_server(a);
     r.call(a, REQ8); // b's call is stuck; a's is seq 3 (implicit ACK of 2)
