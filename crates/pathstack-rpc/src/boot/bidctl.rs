@@ -16,7 +16,7 @@ use crate::boot::{
 use crate::wire::bidctl::{flags, BidctlDropReason, BidctlHeader};
 use crate::Peer;
 use pathstack_core::time::Instant;
-use std::collections::HashMap;
+use crate::hash_map::FastMap;
 use std::fmt;
 use std::io;
 
@@ -186,7 +186,7 @@ pub struct Bidctl {
     /// Wall-clock time at `started`, for query tags (spec §5.3).
     wall_at_start: std::time::Duration,
     started: Instant,
-    peers: HashMap<Peer, PeerState>,
+    peers: FastMap<Peer, PeerState>,
     next_tick: Instant,
     rng: u64,
 }
@@ -213,7 +213,7 @@ impl Bidctl {
             local_bid,
             wall_at_start: wall_clock,
             started: now,
-            peers: HashMap::new(),
+            peers: FastMap::default(),
             next_tick: now + TIMER_INTERVAL,
             rng,
         }

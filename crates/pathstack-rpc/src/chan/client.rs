@@ -10,7 +10,8 @@ use super::{
 use crate::wire::chan::{flags, ChanDropReason, ChanHeader};
 use crate::Peer;
 use pathstack_core::time::Instant;
-use std::collections::{BTreeMap, HashMap};
+use crate::hash_map::FastMap;
+use std::collections::BTreeMap;
 
 /// X32 `START_SEQ`: a fresh channel's seq; incremented before each call,
 /// so the first request carries 2 (spec §6.3).
@@ -73,8 +74,8 @@ struct Numbering {
 #[derive(Debug)]
 pub struct ClientTable {
     config: ClientConfig,
-    channels: HashMap<ChannelKey, ClientChannel>,
-    numbering: HashMap<(Peer, u32), Numbering>,
+    channels: FastMap<ChannelKey, ClientChannel>,
+    numbering: FastMap<(Peer, u32), Numbering>,
 }
 
 impl ClientTable {
@@ -82,8 +83,8 @@ impl ClientTable {
     pub fn new(config: ClientConfig) -> Self {
         ClientTable {
             config,
-            channels: HashMap::new(),
-            numbering: HashMap::new(),
+            channels: FastMap::default(),
+            numbering: FastMap::default(),
         }
     }
 

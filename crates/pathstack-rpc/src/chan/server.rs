@@ -9,7 +9,7 @@ use super::{
 use crate::wire::chan::{flags, ChanDropReason, ChanHeader};
 use crate::Peer;
 use pathstack_core::time::Instant;
-use std::collections::HashMap;
+use crate::hash_map::FastMap;
 
 /// The state of a live server channel (spec §6.5). A channel disabled by
 /// a peer reboot is removed from the table (as in X32), so it has no
@@ -103,8 +103,8 @@ pub struct ServerTable {
     config: ServerConfig,
     /// Protocol numbers with an openEnable.
     enabled: Vec<u32>,
-    channels: HashMap<ChannelKey, ServerChannel>,
-    dormant: HashMap<ChannelKey, u32>,
+    channels: FastMap<ChannelKey, ServerChannel>,
+    dormant: FastMap<ChannelKey, u32>,
     next_exec: u64,
 }
 
@@ -114,8 +114,8 @@ impl ServerTable {
         ServerTable {
             config,
             enabled: Vec::new(),
-            channels: HashMap::new(),
-            dormant: HashMap::new(),
+            channels: FastMap::default(),
+            dormant: FastMap::default(),
             next_exec: 0,
         }
     }

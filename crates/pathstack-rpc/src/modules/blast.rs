@@ -32,7 +32,7 @@ use pathstack_core::module::{CreateCx, Created, EndRoute, ModCx, Module, Route, 
 use pathstack_core::stack::ModuleSetup;
 use pathstack_core::stage::{Cx, EstablishCx, Stage, Verdict};
 use pathstack_core::{Dir, Instant, Msg, MsgPool, PathId};
-use std::collections::HashMap;
+use crate::hash_map::FastMap;
 
 use super::protocol;
 
@@ -73,7 +73,7 @@ pub struct BlastModule {
     net: RpcNet,
     config: BlastConfig,
     instance: BlastInstance,
-    sessions: HashMap<(Peer, u32), BlastSession>,
+    sessions: FastMap<(Peer, u32), BlastSession>,
     max_sessions: usize,
     /// BLAST's own path and the position of its stage.
     own: Option<(PathId, usize)>,
@@ -101,7 +101,7 @@ impl BlastModule {
             net,
             config: BlastConfig::for_lower_mtu(mtu - net.header_overhead()),
             instance: BlastInstance::new(),
-            sessions: HashMap::new(),
+            sessions: FastMap::default(),
             max_sessions: setup.param("max_sessions", 1024usize)?,
             own: None,
             next_due: None,

@@ -38,7 +38,7 @@ use pathstack_core::stack::ModuleSetup;
 use pathstack_core::stage::{Cx, EstablishCx, Stage, Verdict};
 use pathstack_core::time::Duration;
 use pathstack_core::{Dir, Instant, Msg, MsgPool, PathId};
-use std::collections::HashSet;
+use crate::hash_map::FastSet;
 
 use super::protocol;
 
@@ -78,7 +78,7 @@ pub struct ChanModule {
     /// (VCHAN opened a pool).
     pending_registrations: Vec<Peer>,
     /// Peers the server side registered with BIDCTL.
-    server_peers: HashSet<Peer>,
+    server_peers: FastSet<Peer>,
     /// The engines' requests (reused).
     actions: Vec<ChanAction>,
     next_due: Option<Instant>,
@@ -103,7 +103,7 @@ impl ChanModule {
             client_at: None,
             server_at: None,
             pending_registrations: Vec::new(),
-            server_peers: HashSet::new(),
+            server_peers: FastSet::default(),
             actions: Vec::new(),
             next_due: None,
             send_failures: 0,

@@ -26,7 +26,8 @@ use pathstack_core::module::{CreateCx, Created, Module, Route};
 use pathstack_core::stack::ModuleSetup;
 use pathstack_core::stage::{Cx, Stage, Verdict};
 use pathstack_core::{Dir, Msg};
-use std::collections::{HashMap, VecDeque};
+use crate::hash_map::FastMap;
+use std::collections::VecDeque;
 
 /// Spec of `VCHAN`.
 pub const VCHAN_SPEC: ModuleSpec = ModuleSpec {
@@ -69,9 +70,9 @@ struct PeerPool {
 pub struct VchanModule {
     config: VchanConfig,
     max_peers: usize,
-    pools: HashMap<Peer, PeerPool>,
+    pools: FastMap<Peer, PeerPool>,
     /// The call each lent channel carries: (peer, channel) → call slot.
-    lent: HashMap<(Peer, u16), u16>,
+    lent: FastMap<(Peer, u16), u16>,
 }
 
 impl VchanModule {
@@ -86,8 +87,8 @@ impl VchanModule {
         Ok(Box::new(VchanModule {
             config,
             max_peers: setup.param("max_peers", 1024usize)?,
-            pools: HashMap::new(),
-            lent: HashMap::new(),
+            pools: FastMap::default(),
+            lent: FastMap::default(),
         }))
     }
 
