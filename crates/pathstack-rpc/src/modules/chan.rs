@@ -28,6 +28,8 @@ use crate::chan::{
     ServerConfig, ServerTable, TransportReceipt,
 };
 use crate::wire::chan::{flags, ChanDropReason, ChanHeader, HEADER_LEN};
+use crate::chan::ReplyError;
+use crate::hash_map::FastMap;
 use crate::Peer;
 use pathstack_core::attrs::{keys, AttrKey, Attrs};
 use pathstack_core::demux::{DemuxKey, Key, KeyMode, PartialClassifier};
@@ -61,6 +63,10 @@ pub const CHAN_SPEC: ModuleSpec = ModuleSpec {
 
 /// Service index of CHAN's connection to BIDCTL.
 const CTL: usize = 2;
+
+/// Most requests the server stage hands up at once (one LDLP batch is far
+/// fewer).
+const MAX_EXECUTING: usize = 4096;
 
 /// BLAST's fragment size F on a path (set by `BLAST` when the path is
 /// made; read by CHAN to know which messages BLAST fragments).
@@ -244,7 +250,7 @@ impl Module for ChanModule {
                 server,
                 prot_id,
                 fragment_len: None,
-                current: None,
+                executing: FastMap::default(),
                 out: Vec::new(),
                 bidctl_out: Vec::new(),
             }),
@@ -299,9 +305,10 @@ pub struct ChanStage {
     prot_id: u32,
     /// BLAST's fragment size on this path, read once.
     fragment_len: Option<usize>,
-    /// Server: the execution whose reply is coming back down (the `RPC`
-    /// server stage answers in the same run).
-    current: Option<ServerCall>,
+    /// Server: the executions whose replies are coming back down, by
+    /// channel (the `RPC` server stage answers in the same run; under
+    /// LDLP a batch holds several).
+    executing: FastMap<ChannelKey, ServerCall>,
     out: Vec<(PathId, usize, Dir, Msg)>,
     bidctl_out: Vec<(PathId, usize, Dir, Msg)>,
 }
@@ -394,7 +401,15 @@ impl ChanStage {
     }
 
     fn reply(&mut self, msg: &mut Msg, cx: &mut Cx<'_, '_>) -> Verdict {
-        let Some(call) = self.current.take() else {
+        let (Some(tag), Some(peer)) = (msg.anno().rpc_tag(), msg.anno().rpc_peer()) else {
+            return Verdict::Drop(ChanDropReason::Unsolicited.into());
+        };
+        let key = ChannelKey {
+            peer,
+            prot_id: self.prot_id,
+            chan: tag.slot,
+        };
+        let Some(call) = self.executing.remove(&key) else {
             return Verdict::Drop(ChanDropReason::Unsolicited.into());
         };
         let now = cx.now();
@@ -416,7 +431,10 @@ impl ChanStage {
                 }
             }
             // The client rebooted while the procedure ran (C10).
-            Err(_) => Verdict::Drop(ChanDropReason::Disabled.into()),
+            Err(ReplyError::Stale) => Verdict::Drop(ChanDropReason::Disabled.into()),
+            // Longer than the path carries: the call fails by its
+            // deadline on the client.
+            Err(ReplyError::TooLarge { .. }) => Verdict::Drop(ChanDropReason::TooLarge.into()),
         }
     }
 
@@ -429,9 +447,7 @@ impl ChanStage {
                 (BootNotice::PeerRebooted, false) => m.client.peer_rebooted(peer, &mut m.actions),
                 (BootNotice::PeerRebooted, true) => {
                     m.server.peer_rebooted(peer, &mut m.actions);
-                    if self.current.is_some_and(|c| c.key.peer == peer) {
-                        self.current = None;
-                    }
+                    self.executing.retain(|k, _| k.peer != peer);
                 }
                 _ => {}
             }
@@ -474,7 +490,10 @@ impl ChanStage {
         let (len, slot) = match own {
             Some(ChanAction::Reply { key, len }) => (len, key.chan),
             Some(ChanAction::Execute { call, len }) => {
-                self.current = Some(call);
+                if self.executing.len() >= MAX_EXECUTING {
+                    return Verdict::Drop(ChanDropReason::TableFull.into());
+                }
+                self.executing.insert(call.key, call);
                 (len, call.key.chan)
             }
             // Handled inside the engine (an ACK, a probe answered).

@@ -53,7 +53,9 @@ pub enum RpcRole {
 }
 
 /// A procedure the server runs: the reply to `request` goes into `reply`
-/// (empty on entry; a buffer reused from call to call).
+/// (empty on entry; a buffer reused from call to call). A reply longer
+/// than the stack carries (the same bound as a request) is not sent: the
+/// call then fails on the client with its deadline.
 ///
 /// Any `FnMut(&[u8], &mut Vec<u8>) + Send` is a procedure.
 ///
