@@ -8,7 +8,7 @@
 //! A call going down carries its peer ([`RpcAnno::rpc_peer`]), its
 //! procedure id ([`RpcAnno::procedure`]) and its call slot
 //! ([`RpcTag::slot`]); its outcome comes up with the same slot and a
-//! [`CallStatus`](crate::anno::CallStatus).
+//! [`CallStatus`].
 
 use crate::anno::{CallStatus, RpcAnno, RpcTag};
 use pathstack_core::attrs::{keys, AttrKey, Attrs};
