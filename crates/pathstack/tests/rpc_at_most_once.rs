@@ -64,7 +64,10 @@ struct Tally {
 }
 
 fn run(net: RpcNet, seed: u64, link: Link, waves: &[Vec<usize>]) -> Result<Tally, TestCaseError> {
-    let (cl, sl) = (impair(&link, seed), impair(&link, seed ^ 0x9e37_79b9_7f4a_7c15));
+    let (cl, sl) = (
+        impair(&link, seed),
+        impair(&link, seed ^ 0x9e37_79b9_7f4a_7c15),
+    );
     let mut r = Rig::with_devices(
         net,
         |d| Box::new(Impaired::new(d, cl).expect("impairment")) as Box<dyn Device>,
@@ -129,7 +132,12 @@ fn run(net: RpcNet, seed: u64, link: Link, waves: &[Vec<usize>]) -> Result<Tally
                 }
                 Err(e) => {
                     prop_assert!(
-                        matches!(e, RpcError::TimedOut { .. } | RpcError::PeerRebooted { .. } | RpcError::Failed { .. }),
+                        matches!(
+                            e,
+                            RpcError::TimedOut { .. }
+                                | RpcError::PeerRebooted { .. }
+                                | RpcError::Failed { .. }
+                        ),
                         "request {}: untyped or unexpected failure {:?}",
                         id,
                         e
@@ -145,7 +153,11 @@ fn run(net: RpcNet, seed: u64, link: Link, waves: &[Vec<usize>]) -> Result<Tally
     // wire run nothing again.
     r.run_for(Duration::from_secs(120));
     let counts = counts.lock().unwrap();
-    prop_assert!(counts.values().all(|&n| n <= 1), "a request ran twice: {:?}", counts);
+    prop_assert!(
+        counts.values().all(|&n| n <= 1),
+        "a request ran twice: {:?}",
+        counts
+    );
     prop_assert!(counts.keys().all(|&id| id >= 1 && id <= next_id));
     tally.repairs = r
         .frames()
@@ -157,19 +169,24 @@ fn run(net: RpcNet, seed: u64, link: Link, waves: &[Vec<usize>]) -> Result<Tally
 }
 
 fn link() -> impl Strategy<Value = Link> {
-    (0.0..0.3f64, 0.0..0.3f64, 0.0..0.3f64, 0u64..5).prop_map(|(loss, duplicate, reorder, jitter_ms)| Link {
-        loss,
-        duplicate,
-        reorder,
-        jitter_ms,
-    })
+    (0.0..0.3f64, 0.0..0.3f64, 0.0..0.3f64, 0u64..5).prop_map(
+        |(loss, duplicate, reorder, jitter_ms)| Link {
+            loss,
+            duplicate,
+            reorder,
+            jitter_ms,
+        },
+    )
 }
 
 /// Up to three waves of up to 24 concurrent calls, from empty to several
 /// BLAST fragments.
 fn waves() -> impl Strategy<Value = Vec<Vec<usize>>> {
     prop::collection::vec(
-        prop::collection::vec(prop_oneof![0usize..64, 1400usize..1500, 0usize..8000], 1..24),
+        prop::collection::vec(
+            prop_oneof![0usize..64, 1400usize..1500, 0usize..8000],
+            1..24,
+        ),
         1..3,
     )
 }
@@ -203,7 +220,10 @@ fn most_calls_succeed_under_ten_percent_loss_and_duplication() {
     for net in [RpcNet::Eth, RpcNet::Ip] {
         let waves = vec![(0..20).map(|i| i * 397 % 7000).collect::<Vec<_>>(); 3];
         let t = run(net, 42, link.clone(), &waves).unwrap();
-        println!("{net:?}: {} ok, {} failed, {} repair frames", t.ok, t.failed, t.repairs);
+        println!(
+            "{net:?}: {} ok, {} failed, {} repair frames",
+            t.ok, t.failed, t.repairs
+        );
         assert!(t.ok >= 50, "{net:?}: only {} of 60 calls succeeded", t.ok);
         assert!(t.repairs > 0, "{net:?}: the link lost nothing?");
     }

@@ -28,7 +28,11 @@ fn fragment_len(net: RpcNet) -> usize {
 
 fn echo_sizes(net: RpcNet) {
     let mut r = Rig::new(net);
-    r.server().rpc_server().unwrap().register(XRPCTEST, Echo).unwrap();
+    r.server()
+        .rpc_server()
+        .unwrap()
+        .register(XRPCTEST, Echo)
+        .unwrap();
     let f = fragment_len(net);
     let max = r.client.rpc_max_request().unwrap();
     assert_eq!(max, 16 * f - ABOVE_BLAST, "16 fragments less the headers");
@@ -47,7 +51,9 @@ fn echo_sizes(net: RpcNet) {
     for (i, &len) in sizes.iter().enumerate() {
         r.clear_log();
         let req = pattern(len, i as u32 + 1);
-        let reply = r.call(XRPCTEST, &req).unwrap_or_else(|e| panic!("{len} bytes: {e}"));
+        let reply = r
+            .call(XRPCTEST, &req)
+            .unwrap_or_else(|e| panic!("{len} bytes: {e}"));
         assert!(reply == req, "{net:?}: the reply to {len} bytes differs");
         // The request's frames: a short message (BLAST seq 0) below F
         // bytes above BLAST, fragments from F on (spec §3.4, B4).
@@ -65,9 +71,15 @@ fn echo_sizes(net: RpcNet) {
         } else {
             let n = blast_len.div_ceil(f);
             assert_eq!(request.len(), n, "{len} bytes: {n} fragments");
-            assert!(request.iter().all(|b| b.seq() != 0 && b.num_frag() as usize == n));
+            assert!(request
+                .iter()
+                .all(|b| b.seq() != 0 && b.num_frag() as usize == n));
             let mask = request.iter().fold(0u16, |m, b| m | b.mask());
-            assert_eq!(u32::from(mask), (1u32 << n) - 1, "{len} bytes: every fragment once");
+            assert_eq!(
+                u32::from(mask),
+                (1u32 << n) - 1,
+                "{len} bytes: every fragment once"
+            );
         }
     }
     assert_eq!(r.server().rpc_server().unwrap().calls(), sizes.len() as u64);
@@ -87,7 +99,11 @@ fn echo_of_every_size_class_over_ip_is_exact() {
 fn a_request_one_byte_over_the_maximum_is_refused_as_too_large() {
     for net in [RpcNet::Eth, RpcNet::Ip] {
         let mut r = Rig::new(net);
-        r.server().rpc_server().unwrap().register(XRPCTEST, Echo).unwrap();
+        r.server()
+            .rpc_server()
+            .unwrap()
+            .register(XRPCTEST, Echo)
+            .unwrap();
         let max = r.client.rpc_max_request().unwrap();
         let peer = r.server_peer();
         let err = r
@@ -101,7 +117,9 @@ fn a_request_one_byte_over_the_maximum_is_refused_as_too_large() {
         );
         r.run_for(Duration::from_secs(1));
         assert!(
-            r.frames().iter().all(|f| rpc_frame(&f.bytes, net).is_none()),
+            r.frames()
+                .iter()
+                .all(|f| rpc_frame(&f.bytes, net).is_none()),
             "nothing of the refused call reaches the wire"
         );
         // The stack is still usable.
@@ -113,7 +131,11 @@ fn a_request_one_byte_over_the_maximum_is_refused_as_too_large() {
 fn an_unknown_procedure_fails_with_no_chan_retransmission() {
     for net in [RpcNet::Eth, RpcNet::Ip] {
         let mut r = Rig::new(net);
-        r.server().rpc_server().unwrap().register(XRPCTEST, Echo).unwrap();
+        r.server()
+            .rpc_server()
+            .unwrap()
+            .register(XRPCTEST, Echo)
+            .unwrap();
         // Boot ids agreed first, so that the request below is a plain one.
         assert_eq!(r.call(XRPCTEST, b"warm").unwrap(), b"warm");
         r.clear_log();
@@ -153,13 +175,19 @@ fn an_unknown_procedure_fails_with_no_chan_retransmission() {
             [0, 0, 0x03, 0xeb, 0, 0, 0, 2],
             "MSELECT {{1003, SEL_FAIL}} and no data"
         );
-        assert_eq!(r.server().rpc_server().unwrap().calls(), 1, "only the warm-up ran");
+        assert_eq!(
+            r.server().rpc_server().unwrap().calls(),
+            1,
+            "only the warm-up ran"
+        );
     }
 }
 
 /// A procedure that counts its executions per request (the request's
 /// first four bytes are its id) and answers with the request reversed.
-fn counting_procedure(counts: Arc<Mutex<HashMap<u32, u32>>>) -> impl FnMut(&[u8]) -> Vec<u8> + Send {
+fn counting_procedure(
+    counts: Arc<Mutex<HashMap<u32, u32>>>,
+) -> impl FnMut(&[u8]) -> Vec<u8> + Send {
     move |req: &[u8]| {
         let id = u32::from_be_bytes(req[..4].try_into().unwrap());
         *counts.lock().unwrap().entry(id).or_default() += 1;
@@ -218,7 +246,10 @@ fn forty_concurrent_calls_on_five_channels_all_complete_exactly() {
         }
         let counts = counts.lock().unwrap();
         assert_eq!(counts.len(), 40);
-        assert!(counts.values().all(|&n| n == 1), "each ran once: {counts:?}");
+        assert!(
+            counts.values().all(|&n| n == 1),
+            "each ran once: {counts:?}"
+        );
         assert_eq!(r.client.rpc_calls_in_flight(), 0);
         // More than five calls at once, and VCHAN used its five
         // channels: the requests name channels 1 to 5.
@@ -229,7 +260,11 @@ fn forty_concurrent_calls_on_five_channels_all_complete_exactly() {
             .filter_map(|f| rpc_frame(&f.bytes, net))
             .filter_map(|b| b.chan().map(|c| u16::from_be_bytes([c[0], c[1]])))
             .collect();
-        assert_eq!(chans, (1..=5).collect(), "{net:?}: short requests on channels 1-5");
+        assert_eq!(
+            chans,
+            (1..=5).collect(),
+            "{net:?}: short requests on channels 1-5"
+        );
     }
 }
 
@@ -246,7 +281,11 @@ fn a_counting_procedure_runs_exactly_once_per_call() {
         let req = request(i, (i as usize * 389) % 3000);
         let reply = r.call(7, &req).unwrap();
         assert!(reply.iter().eq(req.iter().rev()), "call {i}");
-        assert_eq!(counts.lock().unwrap().get(&i), Some(&1), "call {i} ran once");
+        assert_eq!(
+            counts.lock().unwrap().get(&i),
+            Some(&1),
+            "call {i} ran once"
+        );
     }
     // Long after: the last reply's probe and the client's explicit ACK do
     // not run anything again.

@@ -49,7 +49,9 @@ fn server_reboot(net: RpcNet) {
     r.client.poll();
     assert!(
         r.frames().iter().any(|f| f.from == Side::Client
-            && rpc_frame(&f.bytes, net).and_then(|b| b.chan_body()).is_some_and(|b| b.ends_with(b"mid-call"))),
+            && rpc_frame(&f.bytes, net)
+                .and_then(|b| b.chan_body())
+                .is_some_and(|b| b.ends_with(b"mid-call"))),
         "the request is on the wire"
     );
     r.server_down();
@@ -59,9 +61,14 @@ fn server_reboot(net: RpcNet) {
     let new_bid = boot_id(r.server());
     assert_ne!(new_bid, old_bid);
 
-    let out = r.finish(&call, Duration::from_secs(60)).expect("an outcome");
+    let out = r
+        .finish(&call, Duration::from_secs(60))
+        .expect("an outcome");
     let err = out.unwrap_err();
-    assert!(matches!(err, RpcError::PeerRebooted { id: XRPCTEST, .. }), "{err:?}");
+    assert!(
+        matches!(err, RpcError::PeerRebooted { id: XRPCTEST, .. }),
+        "{err:?}"
+    );
     assert_eq!(
         std::io::Error::from(err).kind(),
         std::io::ErrorKind::ConnectionReset
@@ -99,16 +106,30 @@ fn server_reboot(net: RpcNet) {
     let (from, a) = ctl[1];
     assert_eq!(from, Side::Client);
     assert_eq!(a[..2], [0, 3], "RESPONSE | QUERY");
-    assert_eq!(a[4..12], [client_bid.to_be_bytes(), old_bid.to_be_bytes()].concat());
+    assert_eq!(
+        a[4..12],
+        [client_bid.to_be_bytes(), old_bid.to_be_bytes()].concat()
+    );
     assert_eq!(a[16..20], q[12..16]);
     // The new server's RESPONSE confirms the new boot id: PEER_REBOOTED.
     let (from, b) = ctl[2];
     assert_eq!(from, Side::Server);
     assert_eq!(b[..2], [0, 2], "RESPONSE");
-    assert_eq!(b[4..12], [new_bid.to_be_bytes(), client_bid.to_be_bytes()].concat());
+    assert_eq!(
+        b[4..12],
+        [new_bid.to_be_bytes(), client_bid.to_be_bytes()].concat()
+    );
     assert_eq!(b[16..20], a[12..16]);
-    assert_eq!(count(&old_runs, b"mid-call"), 0, "the old server never saw it");
-    assert_eq!(count(&new_runs, b"mid-call"), 0, "nor did the new one run it");
+    assert_eq!(
+        count(&old_runs, b"mid-call"),
+        0,
+        "the old server never saw it"
+    );
+    assert_eq!(
+        count(&new_runs, b"mid-call"),
+        0,
+        "nor did the new one run it"
+    );
 
     // Later calls succeed, on a fresh channel from seq 2.
     r.clear_log();
@@ -118,11 +139,17 @@ fn server_reboot(net: RpcNet) {
         .frames()
         .iter()
         .filter(|f| f.from == Side::Client)
-        .filter_map(|f| rpc_frame(&f.bytes, net).and_then(|b| Some((b.chan_seq()?, b.bid()?.to_vec()))))
+        .filter_map(|f| {
+            rpc_frame(&f.bytes, net).and_then(|b| Some((b.chan_seq()?, b.bid()?.to_vec())))
+        })
         .next()
         .expect("the request");
     assert_eq!(req.0, 2, "a new channel starts at seq 2");
-    assert_eq!(req.1[4..8], new_bid.to_be_bytes(), "addressed to the new incarnation");
+    assert_eq!(
+        req.1[4..8],
+        new_bid.to_be_bytes(),
+        "addressed to the new incarnation"
+    );
     for i in 0..10u8 {
         let m = [b'n', i];
         assert_eq!(r.call(XRPCTEST, &m).unwrap(), m);
@@ -169,7 +196,11 @@ fn client_reboot(net: RpcNet) {
 
     assert_eq!(r.call(XRPCTEST, b"new call").unwrap(), b"new call");
     r.run_for(Duration::from_secs(120));
-    assert_eq!(count(&runs, b"new call"), 1, "the new incarnation's seq 2 ran once");
+    assert_eq!(
+        count(&runs, b"new call"),
+        1,
+        "the new incarnation's seq 2 ran once"
+    );
     assert_eq!(count(&runs, b"old call"), 1, "the old call never ran again");
     let frames = r.frames();
     let first = frames

@@ -56,7 +56,11 @@ fn forward(frames: &[Frame], net: RpcNet) -> Vec<(Side, Instant, RpcFrame<'_>)> 
 /// The server host calls the client host once (echo), so that both know
 /// each other's boot id and the client's channel 1 is still fresh.
 fn warm_up_backwards(r: &mut Rig) {
-    r.client.rpc_server().unwrap().register(XRPCTEST, Echo).unwrap();
+    r.client
+        .rpc_server()
+        .unwrap()
+        .register(XRPCTEST, Echo)
+        .unwrap();
     let peer = r.client_peer();
     let call = r.server().rpc_start(peer, XRPCTEST, b"warm").unwrap();
     let mut got = None;
@@ -72,7 +76,11 @@ fn warm_up_backwards(r: &mut Rig) {
 /// first zero-byte call on channel 1 byte for byte.
 fn header_vectors(net: RpcNet) {
     let mut r = Rig::new(net);
-    r.server().rpc_server().unwrap().register(XRPCTEST, Echo).unwrap();
+    r.server()
+        .rpc_server()
+        .unwrap()
+        .register(XRPCTEST, Echo)
+        .unwrap();
     let (cb, sb) = (boot_id(&r.client), boot_id(r.server()));
     assert_ne!(cb, sb, "two hosts, two boot ids");
     warm_up_backwards(&mut r);
@@ -109,7 +117,11 @@ fn header_vectors(net: RpcNet) {
     let (from, q) = hs[0];
     assert_eq!(from, Side::Server);
     assert_eq!(q[..2], [0, 1], "QUERY");
-    assert_eq!(q[4..12], [be(sb), [0; 4]].concat(), "src = server, dst unknown");
+    assert_eq!(
+        q[4..12],
+        [be(sb), [0; 4]].concat(),
+        "src = server, dst unknown"
+    );
     assert_ne!(q[12..16], [0; 4], "a query tag");
     assert_eq!(q[16..20], [0; 4]);
     let (from, a) = hs[1];
@@ -144,7 +156,10 @@ fn header_vectors(net: RpcNet) {
     assert_eq!(req.bid().unwrap(), [be(cb), be(sb), be(13)].concat(), "BID");
     assert_eq!(
         req.chan().unwrap(),
-        [0x00, 0x01, 0x00, 0x03, 0x00, 0x00, 0x00, 0x14, 0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00, 0x08],
+        [
+            0x00, 0x01, 0x00, 0x03, 0x00, 0x00, 0x00, 0x14, 0x00, 0x00, 0x00, 0x02, 0x00, 0x00,
+            0x00, 0x08
+        ],
         "CHAN request, channel 1, seq 2"
     );
     assert_eq!(req.chan_body().unwrap(), MSELECT_1002_OK);
@@ -154,7 +169,10 @@ fn header_vectors(net: RpcNet) {
     assert_eq!(rep.bid().unwrap(), [be(sb), be(cb), be(13)].concat());
     assert_eq!(
         rep.chan().unwrap(),
-        [0x00, 0x01, 0x00, 0x02, 0x00, 0x00, 0x00, 0x14, 0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00, 0x08],
+        [
+            0x00, 0x01, 0x00, 0x02, 0x00, 0x00, 0x00, 0x14, 0x00, 0x00, 0x00, 0x02, 0x00, 0x00,
+            0x00, 0x08
+        ],
         "CHAN reply"
     );
     assert_eq!(rep.chan_body().unwrap(), MSELECT_1002_OK);
@@ -192,14 +210,20 @@ fn header_vectors(net: RpcNet) {
     assert_eq!((from, at), (Side::Server, t + Duration::from_secs(8)));
     assert_eq!(
         probe.chan().unwrap(),
-        [0x00, 0x01, 0x00, 0x06, 0x00, 0x00, 0x00, 0x14, 0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00, 0x08]
+        [
+            0x00, 0x01, 0x00, 0x06, 0x00, 0x00, 0x00, 0x14, 0x00, 0x00, 0x00, 0x02, 0x00, 0x00,
+            0x00, 0x08
+        ]
     );
     assert_eq!(probe.chan_body().unwrap(), MSELECT_1002_OK);
     let (from, at, ack) = fw[1];
     assert_eq!((from, at), (Side::Client, t + Duration::from_secs(8)));
     assert_eq!(
         ack.chan().unwrap(),
-        [0x00, 0x01, 0x00, 0x01, 0x00, 0x00, 0x00, 0x14, 0x00, 0x00, 0x00, 0x03, 0x00, 0x00, 0x00, 0x00],
+        [
+            0x00, 0x01, 0x00, 0x01, 0x00, 0x00, 0x00, 0x14, 0x00, 0x00, 0x00, 0x03, 0x00, 0x00,
+            0x00, 0x00
+        ],
         "explicit client ACK"
     );
     assert_eq!(ack.chan_body().unwrap(), [] as [u8; 0]);
@@ -269,7 +293,11 @@ fn lost_short_request(net: RpcNet) {
     r.drop_frames(Side::Client, 0, 1, is_short_request(net));
     let t = r.now;
     assert_eq!(r.call(XRPCTEST, b"lost once").unwrap(), b"lost once");
-    assert_eq!(r.now, t + Duration::from_secs(5), "answered when the retry came");
+    assert_eq!(
+        r.now,
+        t + Duration::from_secs(5),
+        "answered when the retry came"
+    );
     let frames = r.frames();
     let lost = frames.iter().find(|f| f.dropped).expect("the lost request");
     let lost = rpc_frame(&lost.bytes, net).unwrap();
@@ -281,18 +309,34 @@ fn lost_short_request(net: RpcNet) {
     let s5 = Duration::from_secs(5);
     assert_eq!(
         flags,
-        [(Side::Client, s5, 0x07), (Side::Server, s5, 0x00), (Side::Server, s5, 0x02)],
+        [
+            (Side::Client, s5, 0x07),
+            (Side::Server, s5, 0x00),
+            (Side::Server, s5, 0x02)
+        ],
         "retransmission 0x07, server ACK, reply"
     );
     let (_, _, retry) = fw[0];
     assert_eq!(lost.chan_flags(), Some(0x03));
     assert_eq!(retry.chan_seq(), lost.chan_seq(), "same seq");
     assert_eq!(retry.chan_seq(), Some(3), "the warm-up had seq 2");
-    assert_eq!(retry.chan().unwrap()[12..], 17u32.to_be_bytes(), "len 8 + 9");
+    assert_eq!(
+        retry.chan().unwrap()[12..],
+        17u32.to_be_bytes(),
+        "len 8 + 9"
+    );
     assert_eq!(retry.chan_body(), lost.chan_body(), "same data");
     let (_, _, ack) = fw[1];
-    assert_eq!(ack.chan().unwrap()[8..], [0, 0, 0, 3, 0, 0, 0, 0], "ACK seq 3, len 0");
-    assert_eq!(runs.load(Ordering::Relaxed), 2, "warm-up and the call, once each");
+    assert_eq!(
+        ack.chan().unwrap()[8..],
+        [0, 0, 0, 3, 0, 0, 0, 0],
+        "ACK seq 3, len 0"
+    );
+    assert_eq!(
+        runs.load(Ordering::Relaxed),
+        2,
+        "warm-up and the call, once each"
+    );
 }
 
 #[test]
@@ -317,15 +361,30 @@ fn lost_short_reply(net: RpcNet) {
     r.drop_frames(Side::Server, 0, 1, is_short_reply(net));
     let t = r.now;
     assert_eq!(r.call(XRPCTEST, b"reply lost").unwrap(), b"reply lost");
-    assert_eq!(r.now, t + Duration::from_secs(8), "the server's timer recovered it");
+    assert_eq!(
+        r.now,
+        t + Duration::from_secs(8),
+        "the server's timer recovered it"
+    );
     r.run_for(Duration::from_secs(120));
     let frames = r.frames();
     let fw = forward(&frames, net);
     let flags: Vec<_> = fw
         .iter()
-        .map(|(from, at, b)| (*from, *at - t, b.chan_flags().unwrap(), b.chan_seq().unwrap()))
+        .map(|(from, at, b)| {
+            (
+                *from,
+                *at - t,
+                b.chan_flags().unwrap(),
+                b.chan_seq().unwrap(),
+            )
+        })
         .collect();
-    let (s0, s5, s8) = (Duration::ZERO, Duration::from_secs(5), Duration::from_secs(8));
+    let (s0, s5, s8) = (
+        Duration::ZERO,
+        Duration::from_secs(5),
+        Duration::from_secs(8),
+    );
     assert_eq!(
         flags,
         [
@@ -385,13 +444,26 @@ fn lost_large_reply(net: RpcNet) {
         .map(|f| rpc_frame(&f.bytes, net).unwrap())
         .collect();
     assert_eq!(lost.len(), 3);
-    assert!(lost.iter().all(|b| b.num_frag() == 3 && b.seq() == lost[0].seq()));
+    assert!(lost
+        .iter()
+        .all(|b| b.num_frag() == 3 && b.seq() == lost[0].seq()));
     let fw = forward(&frames, net);
     let short: Vec<_> = fw
         .iter()
-        .filter_map(|(from, at, b)| Some((*from, *at - t, b.chan_flags()?, b.chan().unwrap()[12..].to_vec())))
+        .filter_map(|(from, at, b)| {
+            Some((
+                *from,
+                *at - t,
+                b.chan_flags()?,
+                b.chan().unwrap()[12..].to_vec(),
+            ))
+        })
         .collect();
-    let (s0, s5, s8) = (Duration::ZERO, Duration::from_secs(5), Duration::from_secs(8));
+    let (s0, s5, s8) = (
+        Duration::ZERO,
+        Duration::from_secs(5),
+        Duration::from_secs(8),
+    );
     let len = |n: u32| n.to_be_bytes().to_vec();
     assert_eq!(
         short,
@@ -406,11 +478,16 @@ fn lost_large_reply(net: RpcNet) {
     // The resent reply: three new fragments of a new BLAST message.
     let resent: Vec<_> = fw
         .iter()
-        .filter(|(from, at, b)| *from == Side::Server && *at == t + s8 && b.op() == 1 && b.seq() != 0)
+        .filter(|(from, at, b)| {
+            *from == Side::Server && *at == t + s8 && b.op() == 1 && b.seq() != 0
+        })
         .map(|(_, _, b)| *b)
         .collect();
     assert_eq!(resent.len(), 3, "the whole reply again");
-    assert!(resent.iter().all(|b| b.seq() != lost[0].seq()), "as a new message");
+    assert!(
+        resent.iter().all(|b| b.seq() != lost[0].seq()),
+        "as a new message"
+    );
     assert_eq!(runs.load(Ordering::Relaxed), 2, "executed once per call");
 }
 
@@ -469,7 +546,11 @@ fn one_fragment_lost(net: RpcNet) {
     let (lost, lost_b) = from_client[2];
     assert!(lost.dropped);
     let (retx, retx_b) = from_client[12];
-    assert_eq!(retx_b.blast, header(f_len, 3, 0x0004), "RETRANSMIT of fragment 3 only");
+    assert_eq!(
+        retx_b.blast,
+        header(f_len, 3, 0x0004),
+        "RETRANSMIT of fragment 3 only"
+    );
     assert_eq!(retx_b.body, lost_b.body, "the same bytes");
     let nacks: Vec<_> = frames
         .iter()
@@ -479,11 +560,22 @@ fn one_fragment_lost(net: RpcNet) {
         .collect();
     assert_eq!(nacks.len(), 1, "one NACK");
     let (nack, nack_b) = nacks[0];
-    assert_eq!(nack_b.blast, header(f_len, 2, 0x0ffb), "NACK: all but fragment 3");
+    assert_eq!(
+        nack_b.blast,
+        header(f_len, 2, 0x0ffb),
+        "NACK: all but fragment 3"
+    );
     let last = from_client[11].0;
-    assert_eq!(nack.at, last.at, "sent when fragment 12 arrived (LAST_FRAG_NACKS)");
+    assert_eq!(
+        nack.at, last.at,
+        "sent when fragment 12 arrived (LAST_FRAG_NACKS)"
+    );
     assert_eq!(retx.at, nack.at);
-    assert_eq!(runs.load(Ordering::Relaxed), 2, "delivered and executed once");
+    assert_eq!(
+        runs.load(Ordering::Relaxed),
+        2,
+        "delivered and executed once"
+    );
     // The reply (12 fragments) came through without any NACK.
     assert!(frames
         .iter()

@@ -51,13 +51,16 @@ pub struct Frame {
     pub dropped: bool,
 }
 
+/// Selects frames (given the whole Ethernet frame).
+pub type FrameFilter = Box<dyn Fn(&[u8]) -> bool + Send>;
+
 /// Drops frames sent by `from` that `matches` selects: it lets the first
 /// `skip` matching frames through, then drops the next `count`.
 pub struct DropRule {
     /// Whose frames.
     pub from: Side,
     /// Which frames (the whole Ethernet frame).
-    pub matches: Box<dyn Fn(&[u8]) -> bool + Send>,
+    pub matches: FrameFilter,
     /// Matching frames still to let through.
     pub skip: usize,
     /// Matching frames still to drop after those.
@@ -217,7 +220,11 @@ pub fn blast_at(net: RpcNet) -> usize {
 impl Rig {
     /// Both hosts on a fresh wire of the default configuration.
     pub fn new(net: RpcNet) -> Rig {
-        Self::with_devices(net, |d| Box::new(d) as Box<dyn Device>, |d| Box::new(d) as Box<dyn Device>)
+        Self::with_devices(
+            net,
+            |d| Box::new(d) as Box<dyn Device>,
+            |d| Box::new(d) as Box<dyn Device>,
+        )
     }
 
     /// Both hosts, each device wrapped by `wrap_client` / `wrap_server`
@@ -418,24 +425,6 @@ impl Rig {
     }
 }
 
-/// Every module's drops on `h`, as `module: reason=count` lines (for
-/// failure messages).
-pub fn drops(h: &Host) -> String {
-    let s = h.stack();
-    let mut out = String::new();
-    for name in [
-        "rpc", "mselect", "vchan", "chan", "bid", "bidctl", "blast", "ip", "arp", "eth",
-    ] {
-        let Some(id) = s.module_id(name) else { continue };
-        if let Some(t) = s.module_drops(id) {
-            for (r, n) in t.iter() {
-                out.push_str(&format!("{name}: {r:?}={n}\n"));
-            }
-        }
-    }
-    out
-}
-
 /// A frame of the RPC stack, split at its layers (spec §3.2, §4.2, §6.2,
 /// §8): only what a test needs to find and check frames.
 #[derive(Clone, Copy, Debug)]
@@ -477,7 +466,8 @@ impl<'a> RpcFrame<'a> {
     }
     /// CHAN's seq of a short message.
     pub fn chan_seq(&self) -> Option<u32> {
-        self.chan().map(|c| u32::from_be_bytes(c[8..12].try_into().unwrap()))
+        self.chan()
+            .map(|c| u32::from_be_bytes(c[8..12].try_into().unwrap()))
     }
     /// What follows CHAN's header in a short message (MSELECT and data).
     pub fn chan_body(&self) -> Option<&'a [u8]> {
@@ -499,7 +489,11 @@ pub fn rpc_frame(frame: &[u8], net: RpcNet) -> Option<RpcFrame<'_>> {
     let blast = frame.get(at..at + 20)?;
     let len = u32::from_be_bytes(blast[8..12].try_into().unwrap()) as usize;
     let rest = frame.get(at + 20..)?;
-    let body = if blast[14] == 2 { &rest[..0] } else { rest.get(..len)? };
+    let body = if blast[14] == 2 {
+        &rest[..0]
+    } else {
+        rest.get(..len)?
+    };
     Some(RpcFrame { blast, body })
 }
 
@@ -516,12 +510,20 @@ pub fn bidctl_frame(frame: &[u8], net: RpcNet) -> Option<&[u8]> {
 
 /// `b` as spaced hex, for messages.
 pub fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect::<Vec<_>>().join(" ")
+    b.iter()
+        .map(|x| format!("{x:02x}"))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Bytes `0..len` of a pattern that differs per `salt`.
 pub fn pattern(len: usize, salt: u32) -> Vec<u8> {
     (0..len)
-        .map(|i| ((i as u32).wrapping_mul(31).wrapping_add(salt.wrapping_mul(7919)) >> 1) as u8)
+        .map(|i| {
+            ((i as u32)
+                .wrapping_mul(31)
+                .wrapping_add(salt.wrapping_mul(7919))
+                >> 1) as u8
+        })
         .collect()
 }
