@@ -593,3 +593,178 @@ fn b1_one_lost_fragment_is_nacked_and_resent_alone_ethernet() {
 fn b1_one_lost_fragment_is_nacked_and_resent_alone_ip() {
     one_fragment_lost(RpcNet::Ip);
 }
+
+/// The client's fragments of fragmented messages: (time, BLAST view).
+fn client_fragments(frames: &[Frame], net: RpcNet) -> Vec<(Instant, bool, RpcFrame<'_>)> {
+    frames
+        .iter()
+        .filter(|f| f.from == Side::Client)
+        .filter_map(|f| Some((f.at, f.dropped, rpc_frame(&f.bytes, net)?)))
+        .filter(|(_, _, b)| b.seq() != 0)
+        .collect()
+}
+
+/// The server's BLAST NACKs: (time, mask).
+fn server_nacks(frames: &[Frame], net: RpcNet) -> Vec<(Instant, u16)> {
+    frames
+        .iter()
+        .filter(|f| f.from == Side::Server)
+        .filter_map(|f| Some((f.at, rpc_frame(&f.bytes, net)?)))
+        .filter(|(_, b)| b.op() == 2)
+        .map(|(at, b)| (at, b.mask()))
+        .collect()
+}
+
+/// B2 through the whole stack: the last of 12 fragments is lost, so no
+/// early NACK; the receive timer (12 × 10 ms) sends one with mask
+/// `0x07FF` and only fragment 12 is resent.
+fn last_fragment_lost(net: RpcNet) {
+    let mut r = Rig::new(net);
+    let runs = counting_echo(&mut r);
+    assert_eq!(r.call(XRPCTEST, b"warm").unwrap(), b"warm");
+    r.clear_log();
+    r.drop_frames(Side::Client, 0, 1, move |f: &[u8]| {
+        rpc_frame(f, net).is_some_and(|b| b.op() == 1 && b.seq() != 0 && b.mask() == 0x0800)
+    });
+    let req = pattern(16_384 - 36, 5);
+    assert!(r.call(XRPCTEST, &req).unwrap() == req);
+    let frames = r.frames();
+    let frags = client_fragments(&frames, net);
+    assert_eq!(frags.len(), 13, "12 fragments, one retransmission");
+    let first = frags[0].0;
+    let ms = Duration::from_millis;
+    assert_eq!(server_nacks(&frames, net), [(first + ms(120), 0x07ff)]);
+    let (at, dropped, retx) = frags[12];
+    assert!(!dropped);
+    assert_eq!((at, retx.op(), retx.mask()), (first + ms(120), 3, 0x0800));
+    assert_eq!(retx.body, frags[11].2.body, "the same bytes");
+    assert_eq!(runs.load(Ordering::Relaxed), 2);
+}
+
+#[test]
+fn b2_lost_last_fragment_is_nacked_on_the_timer_ethernet() {
+    last_fragment_lost(RpcNet::Eth);
+}
+
+#[test]
+fn b2_lost_last_fragment_is_nacked_on_the_timer_ip() {
+    last_fragment_lost(RpcNet::Ip);
+}
+
+/// B3 then C4 through the whole stack: fragment 3 and every
+/// retransmission of it are lost. The server NACKs when fragment 12
+/// arrives and twice on its timer (120 and 360 ms later), then gives the
+/// message up. CHAN recovers: the client's timer (5 s) sends a
+/// header-only probe `0x05` (the request was BLASTed); the server never
+/// saw that seq and answers `0x08`; the client resends the whole request
+/// as a new BLAST message, which runs once.
+fn fragment_never_arrives(net: RpcNet) {
+    let mut r = Rig::new(net);
+    let runs = counting_echo(&mut r);
+    assert_eq!(r.call(XRPCTEST, b"warm").unwrap(), b"warm");
+    r.clear_log();
+    r.drop_frames(Side::Client, 0, 1, move |f: &[u8]| {
+        rpc_frame(f, net).is_some_and(|b| b.op() == 1 && b.seq() != 0 && b.mask() == 0x0004)
+    });
+    r.drop_frames(Side::Client, 0, usize::MAX, move |f: &[u8]| {
+        rpc_frame(f, net).is_some_and(|b| b.op() == 3)
+    });
+    let t = r.now;
+    let req = pattern(16_384 - 36, 6);
+    assert!(r.call(XRPCTEST, &req).unwrap() == req);
+    assert_eq!(r.now, t + Duration::from_secs(5), "recovered by the 5 s probe");
+    let frames = r.frames();
+    let frags = client_fragments(&frames, net);
+    let t12 = frags[11].0;
+    let ms = Duration::from_millis;
+    assert_eq!(
+        server_nacks(&frames, net),
+        [(t12, 0x0ffb), (t12 + ms(120), 0x0ffb), (t12 + ms(360), 0x0ffb)],
+        "three NACKs, then the partial message is dropped"
+    );
+    let retx: Vec<_> = frags.iter().filter(|(_, _, b)| b.op() == 3).collect();
+    assert_eq!(retx.len(), 3, "fragment 3 resent once per NACK");
+    assert!(retx.iter().all(|(_, dropped, b)| *dropped && b.mask() == 0x0004));
+    // CHAN: probe, server NACK, whole request again.
+    let fw = forward(&frames, net);
+    let chan: Vec<_> = fw
+        .iter()
+        .filter_map(|(from, at, b)| Some((*from, *at - t, b.chan_flags()?, b.chan_seq()?)))
+        .collect();
+    let s5 = Duration::from_secs(5);
+    assert_eq!(
+        chan[..2],
+        [(Side::Client, s5, 0x05, 3), (Side::Server, s5, 0x08, 3)],
+        "probe 0x05, server NACK 0x08"
+    );
+    let resent: Vec<_> = frags
+        .iter()
+        .filter(|(at, _, b)| *at == t + s5 && b.op() == 1)
+        .collect();
+    assert_eq!(resent.len(), 12, "the whole request, as a new message");
+    let new_seq = resent[0].2.seq();
+    assert_ne!(new_seq, frags[0].2.seq());
+    assert!(resent.iter().all(|(_, dropped, b)| !dropped && b.seq() == new_seq));
+    let chan_hdr = &resent[0].2.body[12..28];
+    assert_eq!(chan_hdr[3], 0x03, "FROM_CLIENT | USER_MSG");
+    assert_eq!(chan_hdr[8..12], be(3));
+    assert_eq!(runs.load(Ordering::Relaxed), 2, "executed once");
+}
+
+#[test]
+fn b3_c4_fragment_never_arrives_blast_gives_up_and_chan_recovers_ethernet() {
+    fragment_never_arrives(RpcNet::Eth);
+}
+
+#[test]
+fn b3_c4_fragment_never_arrives_blast_gives_up_and_chan_recovers_ip() {
+    fragment_never_arrives(RpcNet::Ip);
+}
+
+/// C8: no answer at all. The client retries at 5 and 15 s (intervals 5,
+/// 10) and, at its 30 s deadline (pathstack's `call_timeout`; the
+/// x-kernel retried for ever, §12 item 11), fails with `TimedOut`. A
+/// server whose replies are all lost resends at 8, 24, 56 and 116 s
+/// (intervals 8, 16, 32, 60) and never gives up by itself.
+fn no_answer(net: RpcNet) {
+    use pathstack::rpc::RpcError;
+    let mut r = Rig::new(net);
+    let runs = counting_echo(&mut r);
+    assert_eq!(r.call(XRPCTEST, b"warm").unwrap(), b"warm");
+    r.clear_log();
+    r.drop_frames(Side::Server, 0, usize::MAX, is_short_reply(net));
+    let t = r.now;
+    let err = r.call(XRPCTEST, b"into the void").unwrap_err();
+    assert!(matches!(err, RpcError::TimedOut { .. }), "{err:?}");
+    assert_eq!(r.now, t + Duration::from_secs(30));
+    r.run_for(Duration::from_secs(120 - 30));
+    let frames = r.frames();
+    let s = Duration::from_secs;
+    let client: Vec<_> = frames
+        .iter()
+        .filter(|f| f.from == Side::Client)
+        .filter_map(|f| Some((f.at - t, rpc_frame(&f.bytes, net)?.chan_flags()?)))
+        .filter(|(_, fl)| fl & 0x02 != 0)
+        .collect();
+    assert_eq!(client, [(s(0), 0x03), (s(5), 0x07), (s(15), 0x07)]);
+    let server: Vec<_> = frames
+        .iter()
+        .filter(|f| f.from == Side::Server && f.dropped)
+        .filter_map(|f| Some((f.at - t, rpc_frame(&f.bytes, net)?.chan_flags()?)))
+        .collect();
+    assert_eq!(
+        server,
+        [(s(0), 0x02), (s(8), 0x06), (s(24), 0x06), (s(56), 0x06), (s(116), 0x06)]
+    );
+    assert_eq!(runs.load(Ordering::Relaxed), 2, "executed once");
+}
+
+#[test]
+fn c8_no_answer_backs_off_and_the_call_times_out_ethernet() {
+    no_answer(RpcNet::Eth);
+}
+
+#[test]
+fn c8_no_answer_backs_off_and_the_call_times_out_ip() {
+    no_answer(RpcNet::Ip);
+}
