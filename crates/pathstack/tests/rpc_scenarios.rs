@@ -672,19 +672,29 @@ fn fragment_never_arrives(net: RpcNet) {
     let t = r.now;
     let req = pattern(16_384 - 36, 6);
     assert!(r.call(XRPCTEST, &req).unwrap() == req);
-    assert_eq!(r.now, t + Duration::from_secs(5), "recovered by the 5 s probe");
+    assert_eq!(
+        r.now,
+        t + Duration::from_secs(5),
+        "recovered by the 5 s probe"
+    );
     let frames = r.frames();
     let frags = client_fragments(&frames, net);
     let t12 = frags[11].0;
     let ms = Duration::from_millis;
     assert_eq!(
         server_nacks(&frames, net),
-        [(t12, 0x0ffb), (t12 + ms(120), 0x0ffb), (t12 + ms(360), 0x0ffb)],
+        [
+            (t12, 0x0ffb),
+            (t12 + ms(120), 0x0ffb),
+            (t12 + ms(360), 0x0ffb)
+        ],
         "three NACKs, then the partial message is dropped"
     );
     let retx: Vec<_> = frags.iter().filter(|(_, _, b)| b.op() == 3).collect();
     assert_eq!(retx.len(), 3, "fragment 3 resent once per NACK");
-    assert!(retx.iter().all(|(_, dropped, b)| *dropped && b.mask() == 0x0004));
+    assert!(retx
+        .iter()
+        .all(|(_, dropped, b)| *dropped && b.mask() == 0x0004));
     // CHAN: probe, server NACK, whole request again.
     let fw = forward(&frames, net);
     let chan: Vec<_> = fw
@@ -704,7 +714,9 @@ fn fragment_never_arrives(net: RpcNet) {
     assert_eq!(resent.len(), 12, "the whole request, as a new message");
     let new_seq = resent[0].2.seq();
     assert_ne!(new_seq, frags[0].2.seq());
-    assert!(resent.iter().all(|(_, dropped, b)| !dropped && b.seq() == new_seq));
+    assert!(resent
+        .iter()
+        .all(|(_, dropped, b)| !dropped && b.seq() == new_seq));
     let chan_hdr = &resent[0].2.body[12..28];
     assert_eq!(chan_hdr[3], 0x03, "FROM_CLIENT | USER_MSG");
     assert_eq!(chan_hdr[8..12], be(3));
@@ -754,7 +766,13 @@ fn no_answer(net: RpcNet) {
         .collect();
     assert_eq!(
         server,
-        [(s(0), 0x02), (s(8), 0x06), (s(24), 0x06), (s(56), 0x06), (s(116), 0x06)]
+        [
+            (s(0), 0x02),
+            (s(8), 0x06),
+            (s(24), 0x06),
+            (s(56), 0x06),
+            (s(116), 0x06)
+        ]
     );
     assert_eq!(runs.load(Ordering::Relaxed), 2, "executed once");
 }
@@ -767,4 +785,93 @@ fn c8_no_answer_backs_off_and_the_call_times_out_ethernet() {
 #[test]
 fn c8_no_answer_backs_off_and_the_call_times_out_ip() {
     no_answer(RpcNet::Ip);
+}
+
+/// V1 at path level: six concurrent calls to one server. Five requests
+/// leave at once on channels 1–5; the sixth waits for a channel and
+/// leaves on the first one freed, after the first reply; a later call
+/// takes the most recently freed channel (the pool is a stack).
+fn six_concurrent_calls(net: RpcNet) {
+    let mut r = Rig::new(net);
+    r.server()
+        .rpc_server()
+        .unwrap()
+        .register(XRPCTEST, Echo)
+        .unwrap();
+    warm_up_backwards(&mut r);
+    r.clear_log();
+    let peer = r.server_peer();
+    let calls: Vec<_> = (0..6u8)
+        .map(|i| r.client.rpc_start(peer, XRPCTEST, &[i]).unwrap())
+        .collect();
+    let mut done = vec![false; 6];
+    let end = r.now + Duration::from_secs(10);
+    r.run_until(end, |r| {
+        for (i, c) in calls.iter().enumerate() {
+            if !done[i] {
+                if let Some(m) = r.client.rpc_poll(c).unwrap() {
+                    assert_eq!(m.as_slice(), [i as u8]);
+                    done[i] = true;
+                }
+            }
+        }
+        done.iter().all(|&d| d)
+    });
+    assert!(done.iter().all(|&d| d), "all six calls completed");
+    let frames = r.frames();
+    let fw = forward(&frames, net);
+    let chan_of =
+        |b: &RpcFrame<'_>| u16::from_be_bytes([b.chan().unwrap()[0], b.chan().unwrap()[1]]);
+    // (sender, channel, seq, data byte) in wire order.
+    let seen: Vec<_> = fw
+        .iter()
+        .map(|(from, _, b)| {
+            (
+                *from,
+                chan_of(b),
+                b.chan_seq().unwrap(),
+                b.chan_body().unwrap()[8],
+            )
+        })
+        .collect();
+    let requests: Vec<_> = seen.iter().filter(|s| s.0 == Side::Client).collect();
+    assert_eq!(requests.len(), 6);
+    let first_five: std::collections::BTreeSet<_> = requests[..5].iter().map(|s| s.1).collect();
+    assert_eq!(first_five, (1..=5).collect(), "five channels at once");
+    assert!(
+        requests[..5].iter().all(|s| s.2 == 2),
+        "each channel's first call: seq 2"
+    );
+    let first_reply = seen.iter().position(|s| s.0 == Side::Server).unwrap();
+    let sixth = seen
+        .iter()
+        .position(|s| s.0 == Side::Client && s.3 == 5)
+        .unwrap();
+    assert!(sixth > first_reply, "the sixth call waited for a reply");
+    assert_eq!(
+        seen[sixth].1, seen[first_reply].1,
+        "on the channel freed first"
+    );
+    assert_eq!(seen[sixth].2, 3, "its second call");
+    // The channel freed last is taken first.
+    let last_freed = seen.iter().rev().find(|s| s.0 == Side::Server).unwrap().1;
+    r.clear_log();
+    assert_eq!(r.call(XRPCTEST, b"7").unwrap(), b"7");
+    let frames = r.frames();
+    let next = forward(&frames, net)
+        .iter()
+        .find(|(from, _, _)| *from == Side::Client)
+        .map(|(_, _, b)| chan_of(b))
+        .unwrap();
+    assert_eq!(next, last_freed, "LIFO: the most recently freed channel");
+}
+
+#[test]
+fn v1_six_concurrent_calls_on_five_channels_ethernet() {
+    six_concurrent_calls(RpcNet::Eth);
+}
+
+#[test]
+fn v1_six_concurrent_calls_on_five_channels_ip() {
+    six_concurrent_calls(RpcNet::Ip);
 }
