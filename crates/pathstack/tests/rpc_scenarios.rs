@@ -804,7 +804,7 @@ fn six_concurrent_calls(net: RpcNet) {
     let calls: Vec<_> = (0..6u8)
         .map(|i| r.client.rpc_start(peer, XRPCTEST, &[i]).unwrap())
         .collect();
-    let mut done = vec![false; 6];
+    let mut done = [false; 6];
     let end = r.now + Duration::from_secs(10);
     r.run_until(end, |r| {
         for (i, c) in calls.iter().enumerate() {
