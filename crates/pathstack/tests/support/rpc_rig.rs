@@ -392,6 +392,20 @@ impl Rig {
         l.rules.clear();
     }
 
+    /// Puts `frame` on the wire as if `from` had sent it (not recorded,
+    /// never dropped): the other host receives it on its next poll.
+    pub fn inject(&self, from: Side, frame: &[u8]) {
+        let pool = MsgPool::new(pathstack::core::PoolConfig::small(4));
+        let m = pool.alloc_copy(frame).expect("a buffer");
+        let end = match from {
+            Side::Client => &self.client_end,
+            Side::Server => &self.server_end,
+        };
+        lock(&end.0)
+            .transmit(m, self.now)
+            .expect("room on the wire");
+    }
+
     /// The server goes down: its host is dropped (frames it has not read
     /// stay on the wire end).
     pub fn server_down(&mut self) {
