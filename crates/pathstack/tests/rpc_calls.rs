@@ -295,3 +295,85 @@ fn a_counting_procedure_runs_exactly_once_per_call() {
     assert!(counts.values().all(|&n| n == 1));
     assert_eq!(r.server().rpc_server().unwrap().calls(), 100);
 }
+
+/// E1: the x-kernel's RPC test, 100 echo round trips at each of 1000,
+/// 2000, 4000, 8000 and 16000 bytes. Without loss every call costs its
+/// request's and its reply's fragments and nothing else (no NACK, no
+/// CHAN control packet: each request acknowledges the previous reply);
+/// the last reply is acknowledged 8 s later by the server's probe and
+/// the client's explicit ACK.
+fn xrpctest_lengths(net: RpcNet) {
+    let mut r = Rig::new(net);
+    r.server()
+        .rpc_server()
+        .unwrap()
+        .register(XRPCTEST, Echo)
+        .unwrap();
+    assert_eq!(r.call(XRPCTEST, b"warm").unwrap(), b"warm");
+    let f = fragment_len(net);
+    for (len, frags) in [(1000, 1), (2000, 2), (4000, 3), (8000, 6), (16000, 11)] {
+        assert_eq!((len + ABOVE_BLAST).div_ceil(f), frags);
+        r.clear_log();
+        let t = r.now;
+        for i in 0..100u32 {
+            let req = pattern(len, i);
+            assert!(
+                r.call(XRPCTEST, &req).unwrap() == req,
+                "{len} bytes, call {i}"
+            );
+        }
+        assert_eq!(r.now, t, "no timer was needed");
+        let frames = r.frames();
+        for side in [Side::Client, Side::Server] {
+            let mine: Vec<_> = frames
+                .iter()
+                .filter(|fr| fr.from == side)
+                .filter_map(|fr| rpc_frame(&fr.bytes, net))
+                .collect();
+            assert_eq!(
+                mine.len(),
+                100 * frags,
+                "{len} bytes, {side:?}: data frames only"
+            );
+            assert!(
+                mine.iter().all(|b| b.op() == 1),
+                "{len} bytes, {side:?}: no NACK or retransmission"
+            );
+            if frags == 1 {
+                assert!(mine.iter().all(|b| b.seq() == 0), "short messages");
+            } else {
+                assert!(mine.iter().all(|b| b.seq() != 0), "fragments");
+            }
+        }
+    }
+    // The last reply (16000 bytes, BLASTed): probed header-only (0x04) 8 s
+    // later, acknowledged explicitly (0x01, seq + 1); then quiet.
+    r.clear_log();
+    let t = r.now;
+    r.run_for(Duration::from_secs(60));
+    let frames = r.frames();
+    let chan: Vec<_> = frames
+        .iter()
+        .filter_map(|fr| Some((fr.from, fr.at - t, rpc_frame(&fr.bytes, net)?)))
+        .map(|(from, at, b)| (from, at, b.chan_flags(), b.chan_seq()))
+        .collect();
+    let s8 = Duration::from_secs(8);
+    // The warm-up was seq 2; 500 calls later the last had seq 502.
+    assert_eq!(
+        chan,
+        [
+            (Side::Server, s8, Some(0x04), Some(502)),
+            (Side::Client, s8, Some(0x01), Some(503)),
+        ]
+    );
+}
+
+#[test]
+fn e1_xrpctest_lengths_cost_only_their_fragments_ethernet() {
+    xrpctest_lengths(RpcNet::Eth);
+}
+
+#[test]
+fn e1_xrpctest_lengths_cost_only_their_fragments_ip() {
+    xrpctest_lengths(RpcNet::Ip);
+}

@@ -20,7 +20,7 @@
 use super::RpcNet;
 use crate::anno::RpcAnno;
 use crate::blast::{
-    BlastConfig, BlastInstance, BlastOutput, BlastSession, Pushed, Received,
+    BlastConfig, BlastInstance, BlastOutput, BlastPushError, BlastSession, Pushed, Received,
 };
 use crate::wire::blast::{BlastDropReason, BlastHeader, BlastOp, HEADER_LEN, MAX_FRAGS};
 use crate::Peer;
@@ -33,6 +33,7 @@ use pathstack_core::stack::ModuleSetup;
 use pathstack_core::stage::{Cx, EstablishCx, Stage, Verdict};
 use pathstack_core::{Dir, Instant, Msg, MsgPool, PathId};
 use crate::hash_map::FastMap;
+use std::collections::VecDeque;
 
 use super::protocol;
 
@@ -83,6 +84,12 @@ pub struct BlastModule {
     outbox: Vec<Msg>,
     /// Messages that could not be allocated or sent.
     send_failures: u64,
+    /// The fragmented messages pushed, oldest first (some may be freed
+    /// already by their HOLD timer): what to evict when the instance is
+    /// full. Bounded by twice the instance's outstanding messages.
+    held: VecDeque<(Peer, u32, u32)>,
+    /// Held messages given up early to make room for a new one.
+    evicted: u64,
 }
 
 impl BlastModule {
@@ -107,6 +114,8 @@ impl BlastModule {
             next_due: None,
             outbox: Vec::new(),
             send_failures: 0,
+            held: VecDeque::new(),
+            evicted: 0,
         }))
     }
 
@@ -148,6 +157,28 @@ impl BlastModule {
         self.send_failures += r.failures();
         self.due(due);
         Some(r)
+    }
+
+    /// Notes a fragmented message pushed to `peer`.
+    fn note_held(&mut self, peer: Peer, prot_id: u32, ticket: u32) {
+        if self.held.len() >= 2 * self.instance.max_outstanding() {
+            self.held.pop_front();
+        }
+        self.held.push_back((peer, prot_id, ticket));
+    }
+
+    /// Frees the oldest message still held, to make room for a new one
+    /// (see [`BlastStage::send`]). Whether one was freed.
+    fn evict_oldest(&mut self) -> bool {
+        while let Some((peer, prot_id, ticket)) = self.held.pop_front() {
+            if let Some(s) = self.sessions.get_mut(&(peer, prot_id)) {
+                if s.free_resources(&mut self.instance, ticket) {
+                    self.evicted += 1;
+                    return true;
+                }
+            }
+        }
+        false
     }
 
     /// Notes a session deadline.
@@ -302,6 +333,7 @@ impl Module for BlastModule {
             ("sessions".into(), self.sessions.len() as u64),
             ("outstanding".into(), self.instance.outstanding() as u64),
             ("send_failures".into(), self.send_failures),
+            ("evicted".into(), self.evicted),
         ];
         let mut sum = crate::blast::BlastStats::default();
         for s in self.sessions.values() {
@@ -410,11 +442,29 @@ impl BlastStage {
             return Verdict::Drop(BlastDropReason::NoSession.into());
         };
         let mut out = std::mem::take(&mut m.outbox);
-        let pushed = m.with_session(peer, prot_id, |s, inst| {
+        let mut pushed = m.with_session(peer, prot_id, |s, inst| {
             let mut o = Outbox::new(&pool, peer, &mut out);
             let r = s.push(inst, now, msg.as_slice(), &mut o);
             (r, o.failures)
         });
+        // All 64 outstanding messages held (§3.3). The x-kernel blocks the
+        // sender until a HOLD timer (1 s) or CHAN's FREERESOURCES frees
+        // one; a stage cannot block, and CHAN does not send FREERESOURCES
+        // here (see the `chan` module), so a burst of more than 64
+        // fragmented messages a second would lose the 65th and wait for
+        // CHAN's 5 s retransmission. Instead the oldest held copy is
+        // given up: it was most likely acknowledged long ago, and if a
+        // NACK for it still comes, CHAN recovers that message.
+        if matches!(pushed, Some((Err(BlastPushError::WouldBlock { .. }), _))) && m.evict_oldest() {
+            pushed = m.with_session(peer, prot_id, |s, inst| {
+                let mut o = Outbox::new(&pool, peer, &mut out);
+                let r = s.push(inst, now, msg.as_slice(), &mut o);
+                (r, o.failures)
+            });
+        }
+        if let Some((Ok(Pushed::Fragmented(receipt)), _)) = &pushed {
+            m.note_held(peer, prot_id, receipt.ticket);
+        }
         let verdict = match pushed {
             Some((Ok(Pushed::Fragmented(_)), _)) => Verdict::Consumed,
             Some((Ok(Pushed::Short(h)), _)) => {
