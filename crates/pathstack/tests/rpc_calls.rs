@@ -346,6 +346,13 @@ fn xrpctest_lengths(net: RpcNet) {
             }
         }
     }
+    // 400 fragmented requests in no time: more than BLAST's 64
+    // outstanding messages, so held copies were given up early rather
+    // than new messages lost.
+    let s = r.client.stack();
+    let stats = s.module_stats(s.module_id("blast").unwrap()).unwrap();
+    let evicted = stats.iter().find(|(k, _)| k == "evicted").unwrap().1;
+    assert!(evicted >= 400 - 64, "evicted {evicted}");
     // The last reply (16000 bytes, BLASTed): probed header-only (0x04) 8 s
     // later, acknowledged explicitly (0x01, seq + 1); then quiet.
     r.clear_log();
