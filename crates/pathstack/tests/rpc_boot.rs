@@ -181,3 +181,55 @@ fn d3_a_stray_boot_id_is_a_false_alarm_without_peer_rebooted() {
         .unwrap();
     assert_eq!(seq, 3, "channel 1's next call after the warm-up's seq 2");
 }
+
+/// D1 at path level: the first call to a peer finds its boot id unknown;
+/// BID holds the request back, BIDCTL queries, and on FIRST_CONTACT CHAN
+/// resends the request at once (OSF, spec §6.4) rather than after 5 s —
+/// as its timer would, with ACK_REQUESTED (`0x07`), which the server
+/// acknowledges before it replies.
+fn cold_start(net: RpcNet) {
+    let mut r = Rig::new(net);
+    r.server()
+        .rpc_server()
+        .unwrap()
+        .register(XRPCTEST, Echo)
+        .unwrap();
+    r.run_for(Duration::from_secs(5));
+    r.clear_log();
+    let t = r.now;
+    assert_eq!(r.call(XRPCTEST, b"first").unwrap(), b"first");
+    assert_eq!(r.now, t, "no timer waited");
+    let frames = r.frames();
+    let seen: Vec<_> = frames
+        .iter()
+        .filter_map(|f| {
+            if let Some(h) = bidctl_frame(&f.bytes, net) {
+                return Some((f.from, "bidctl", u16::from_be_bytes([h[0], h[1]])));
+            }
+            let b = rpc_frame(&f.bytes, net)?;
+            Some((f.from, "chan", u16::from(b.chan_flags()?)))
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            (Side::Client, "bidctl", 0x0001),
+            (Side::Server, "bidctl", 0x0003),
+            (Side::Client, "bidctl", 0x0002),
+            (Side::Client, "chan", 0x07),
+            (Side::Server, "chan", 0x00),
+            (Side::Server, "chan", 0x02),
+        ],
+        "QUERY, RESPONSE|QUERY, RESPONSE, request, ACK, reply"
+    );
+}
+
+#[test]
+fn d1_cold_start_resends_the_request_at_first_contact_ethernet() {
+    cold_start(RpcNet::Eth);
+}
+
+#[test]
+fn d1_cold_start_resends_the_request_at_first_contact_ip() {
+    cold_start(RpcNet::Ip);
+}

@@ -273,3 +273,61 @@ fn b6_nack_or_retransmit_for_an_unknown_message_is_dropped_silently() {
     assert_eq!(s.r.call(XRPCTEST, b"after").unwrap(), b"after");
     assert_eq!(ran(&s), [b"after".to_vec()]);
 }
+
+#[test]
+fn b8_padding_after_blast_len_is_cut_off() {
+    let mut s = setup();
+    let mut f = request(&s, 9, 2, 8 + 5, b"hello");
+    f.extend_from_slice(&[0xee; 20]);
+    inject(&mut s, &f);
+    assert_eq!(
+        ran(&s),
+        [b"hello".to_vec()],
+        "the request without the padding"
+    );
+}
+
+#[test]
+fn b5_fragments_in_reverse_order_and_duplicated_make_one_message() {
+    let mut s = setup();
+    // The client's next call, 5000 bytes (4 fragments): its fragments
+    // never reach the server on their own ...
+    s.r.clear_log();
+    s.r.drop_frames(Side::Client, 0, 4, |f: &[u8]| {
+        rpc_frame(f, NET).is_some_and(|b| b.op() == 1 && b.seq() != 0)
+    });
+    let req = pattern(5000, 4);
+    let peer = s.r.server_peer();
+    let call = s.r.client.rpc_start(peer, XRPCTEST, &req).unwrap();
+    s.r.run_for(Duration::from_millis(1));
+    let frags: Vec<Vec<u8>> =
+        s.r.frames()
+            .iter()
+            .filter(|f| f.dropped)
+            .map(|f| f.bytes.clone())
+            .collect();
+    assert_eq!(frags.len(), 4);
+    assert!(ran(&s).is_empty());
+    // ... but in reverse order, the third one twice.
+    s.r.clear_log();
+    for f in [&frags[3], &frags[2], &frags[2], &frags[1], &frags[0]] {
+        s.r.inject(Side::Client, f);
+    }
+    let out =
+        s.r.finish(&call, Duration::from_secs(1))
+            .expect("the reply");
+    assert!(out.unwrap() == req);
+    assert_eq!(ran(&s), [req.clone()], "one message, run once");
+    s.r.run_for(Duration::from_secs(1));
+    // The last fragment came first, with holes behind it: one immediate
+    // NACK (LAST_FRAG_NACKS, §3.5) saying only fragment 4 is there; the
+    // client's answer to it found the message already whole.
+    let nacks: Vec<u16> = server_frames(&s)
+        .iter()
+        .filter_map(|b| rpc_frame(b, NET))
+        .filter(|b| b.op() == 2)
+        .map(|b| b.mask())
+        .collect();
+    assert_eq!(nacks, [0x0008]);
+    assert!(ran(&s).is_empty(), "the retransmissions ran nothing again");
+}
