@@ -317,7 +317,7 @@ fn b5_fragments_in_reverse_order_and_duplicated_make_one_message() {
         s.r.finish(&call, Duration::from_secs(1))
             .expect("the reply");
     assert!(out.unwrap() == req);
-    assert_eq!(ran(&s), [req.clone()], "one message, run once");
+    assert_eq!(ran(&s), std::slice::from_ref(&req), "one message, run once");
     s.r.run_for(Duration::from_secs(1));
     // The last fragment came first, with holes behind it: one immediate
     // NACK (LAST_FRAG_NACKS, §3.5) saying only fragment 4 is there; the
