@@ -58,22 +58,20 @@ fn impair(link: &Link, seed: u64) -> ImpairConfig {
 struct Tally {
     ok: usize,
     failed: usize,
+    /// Of the failures, those for the peer's reboot.
+    rebooted: usize,
+    /// Calls that succeeded, per wave.
+    wave_ok: Vec<usize>,
     /// Frames that repaired a loss: BLAST NACKs and retransmitted
     /// fragments, CHAN frames with `ACK_REQUESTED` or `NEGATIVE_ACK`.
     repairs: usize,
 }
 
-fn run(net: RpcNet, seed: u64, link: Link, waves: &[Vec<usize>]) -> Result<Tally, TestCaseError> {
-    let (cl, sl) = (
-        impair(&link, seed),
-        impair(&link, seed ^ 0x9e37_79b9_7f4a_7c15),
-    );
-    let mut r = Rig::with_devices(
-        net,
-        |d| Box::new(Impaired::new(d, cl).expect("impairment")) as Box<dyn Device>,
-        |d| Box::new(Impaired::new(d, sl).expect("impairment")) as Box<dyn Device>,
-    );
-    let counts: Arc<Mutex<HashMap<u32, u32>>> = Arc::default();
+type Counts = Arc<Mutex<HashMap<u32, u32>>>;
+
+/// Registers the counting procedure on the server (again after a
+/// reboot: the counts outlive the incarnations).
+fn register(r: &mut Rig, counts: &Counts) {
     let c = counts.clone();
     r.server()
         .rpc_server()
@@ -84,7 +82,32 @@ fn run(net: RpcNet, seed: u64, link: Link, waves: &[Vec<usize>]) -> Result<Tally
             answer(req)
         })
         .unwrap();
+}
+
+/// Runs `waves` of concurrent calls over links impaired per `link`. With
+/// `reboot_ms`, the server reboots that long into the first wave: calls
+/// in flight then fail (or had their reply already), and no request may
+/// run on both incarnations.
+fn run(
+    net: RpcNet,
+    seed: u64,
+    link: Link,
+    waves: &[Vec<usize>],
+    reboot_ms: Option<u64>,
+) -> Result<Tally, TestCaseError> {
+    let (cl, sl) = (
+        impair(&link, seed),
+        impair(&link, seed ^ 0x9e37_79b9_7f4a_7c15),
+    );
+    let mut r = Rig::with_devices(
+        net,
+        |d| Box::new(Impaired::new(d, cl).expect("impairment")) as Box<dyn Device>,
+        move |d| Box::new(Impaired::new(d, sl).expect("impairment")) as Box<dyn Device>,
+    );
+    let counts: Counts = Arc::default();
+    register(&mut r, &counts);
     let peer = r.server_peer();
+    let mut reboot_at = reboot_ms.map(|ms| r.now + Duration::from_millis(ms));
     let mut tally = Tally::default();
     let mut next_id = 0u32;
     for wave in waves {
@@ -102,7 +125,7 @@ fn run(net: RpcNet, seed: u64, link: Link, waves: &[Vec<usize>]) -> Result<Tally
         // 30 s deadline once it runs: ten minutes of stack time is more
         // than any wave here needs to end.
         let end = r.now + Duration::from_secs(600);
-        r.run_until(end, |r| {
+        let mut collect = |r: &mut Rig| {
             for (id, _, call) in &calls {
                 if outcomes.contains_key(id) {
                     continue;
@@ -118,9 +141,17 @@ fn run(net: RpcNet, seed: u64, link: Link, waves: &[Vec<usize>]) -> Result<Tally
                 }
             }
             outcomes.len() == calls.len()
-        });
+        };
+        if let Some(at) = reboot_at.take() {
+            r.run_until(at, &mut collect);
+            r.server_down();
+            r.server_up();
+            register(&mut r, &counts);
+        }
+        r.run_until(end, &mut collect);
         prop_assert_eq!(outcomes.len(), calls.len(), "every call ends");
         let counts = counts.lock().unwrap();
+        tally.wave_ok.push(0);
         for (id, req, call) in &calls {
             let ran = counts.get(id).copied().unwrap_or(0);
             prop_assert!(ran <= 1, "request {} ran {} times", id, ran);
@@ -129,6 +160,7 @@ fn run(net: RpcNet, seed: u64, link: Link, waves: &[Vec<usize>]) -> Result<Tally
                     prop_assert!(*reply == answer(req), "request {}: wrong reply", id);
                     prop_assert_eq!(ran, 1, "request {} returned a reply: ran once", id);
                     tally.ok += 1;
+                    *tally.wave_ok.last_mut().unwrap() += 1;
                 }
                 Err(e) => {
                     prop_assert!(
@@ -143,6 +175,7 @@ fn run(net: RpcNet, seed: u64, link: Link, waves: &[Vec<usize>]) -> Result<Tally
                         e
                     );
                     tally.failed += 1;
+                    tally.rebooted += usize::from(matches!(e, RpcError::PeerRebooted { .. }));
                 }
             }
             // Read exactly once: the handle is spent.
@@ -202,7 +235,19 @@ proptest! {
         waves in waves(),
     ) {
         let net = if ip { RpcNet::Ip } else { RpcNet::Eth };
-        run(net, seed, link, &waves)?;
+        run(net, seed, link, &waves, None)?;
+    }
+
+    #[test]
+    fn no_call_runs_on_both_incarnations_of_a_rebooting_server(
+        seed in any::<u64>(),
+        ip in any::<bool>(),
+        link in link(),
+        waves in waves(),
+        reboot_ms in 0u64..3000,
+    ) {
+        let net = if ip { RpcNet::Ip } else { RpcNet::Eth };
+        run(net, seed, link, &waves, Some(reboot_ms))?;
     }
 }
 
@@ -219,12 +264,40 @@ fn most_calls_succeed_under_ten_percent_loss_and_duplication() {
     };
     for net in [RpcNet::Eth, RpcNet::Ip] {
         let waves = vec![(0..20).map(|i| i * 397 % 7000).collect::<Vec<_>>(); 3];
-        let t = run(net, 42, link.clone(), &waves).unwrap();
+        let t = run(net, 42, link.clone(), &waves, None).unwrap();
         println!(
             "{net:?}: {} ok, {} failed, {} repair frames",
             t.ok, t.failed, t.repairs
         );
         assert!(t.ok >= 50, "{net:?}: only {} of 60 calls succeeded", t.ok);
         assert!(t.repairs > 0, "{net:?}: the link lost nothing?");
+    }
+}
+
+/// One fixed case of the reboot property with its figures printed: the
+/// reboot (2 s into 20 calls on a lossy link, when some calls wait for a
+/// retransmission) must actually fail calls with `PeerRebooted`, and
+/// later waves must succeed on the new incarnation.
+#[test]
+fn a_reboot_mid_wave_fails_the_waiting_calls_and_later_waves_succeed() {
+    let link = Link {
+        loss: 0.2,
+        duplicate: 0.05,
+        reorder: 0.1,
+        jitter_ms: 2,
+    };
+    for net in [RpcNet::Eth, RpcNet::Ip] {
+        let waves = vec![(0..20).map(|i| i * 397 % 7000).collect::<Vec<_>>(); 3];
+        let t = run(net, 7, link.clone(), &waves, Some(2000)).unwrap();
+        println!(
+            "{net:?}: {} ok, {} failed ({} rebooted), ok per wave {:?}",
+            t.ok, t.failed, t.rebooted, t.wave_ok
+        );
+        assert!(t.rebooted >= 1, "{net:?}: no call saw the reboot");
+        assert!(
+            t.wave_ok[1..].iter().all(|&n| n >= 15),
+            "{net:?}: calls after the reboot failed: {:?}",
+            t.wave_ok
+        );
     }
 }

@@ -207,6 +207,8 @@ pub struct Rig {
     pub net: RpcNet,
     client_end: SharedEnd,
     server_end: SharedEnd,
+    /// What the server's device is wrapped in, again at every reboot.
+    wrap_server: Box<dyn Fn(SharedEnd) -> Box<dyn Device>>,
 }
 
 /// The layer offsets of an RPC frame on `net`: where BLAST's header starts.
@@ -228,11 +230,12 @@ impl Rig {
     }
 
     /// Both hosts, each device wrapped by `wrap_client` / `wrap_server`
-    /// under the tap (e.g. in an impairment wrapper).
+    /// under the tap (e.g. in an impairment wrapper; the server's again
+    /// when it comes up after a reboot).
     pub fn with_devices(
         net: RpcNet,
         wrap_client: impl FnOnce(SharedEnd) -> Box<dyn Device>,
-        wrap_server: impl FnOnce(SharedEnd) -> Box<dyn Device>,
+        wrap_server: impl Fn(SharedEnd) -> Box<dyn Device> + 'static,
     ) -> Rig {
         let (a, b) = wire_pair(WireConfig::default());
         let client_end = SharedEnd(Arc::new(Mutex::new(a)));
@@ -258,6 +261,7 @@ impl Rig {
             net,
             client_end,
             server_end,
+            wrap_server: Box::new(wrap_server),
         }
     }
 
@@ -412,13 +416,17 @@ impl Rig {
         self.server = None;
     }
 
-    /// The server comes up again: a new host on the same wire end, with
-    /// a new boot id.
+    /// The server comes up again: a new host on the same wire end (in
+    /// the same wrapper), with a new boot id.
     pub fn server_up(&mut self) -> &mut Host {
         let mut s = rpc_host(
             self.net,
             SERVER_IP,
-            Tapped::new(self.server_end.clone(), Side::Server, self.log.clone()),
+            Tapped::new(
+                (self.wrap_server)(self.server_end.clone()),
+                Side::Server,
+                self.log.clone(),
+            ),
         );
         s.set_manual_clock(self.now);
         self.server.insert(s)
