@@ -384,3 +384,66 @@ fn e1_xrpctest_lengths_cost_only_their_fragments_ethernet() {
 fn e1_xrpctest_lengths_cost_only_their_fragments_ip() {
     xrpctest_lengths(RpcNet::Ip);
 }
+
+#[test]
+fn calls_beyond_the_in_flight_bound_are_refused_busy_and_the_rest_complete() {
+    let mut r = Rig::new(RpcNet::Eth);
+    let counts = Arc::new(Mutex::new(HashMap::new()));
+    r.server()
+        .rpc_server()
+        .unwrap()
+        .register_fn(7, counting_procedure(counts.clone()))
+        .unwrap();
+    let peer = r.server_peer();
+    let mut calls = Vec::new();
+    let mut busy = 0;
+    for i in 0..1100u32 {
+        match r.client.rpc_start(peer, 7, &request(i, 16)) {
+            Ok(c) => calls.push((i, c)),
+            Err(e) => {
+                assert_eq!(e, RpcError::Busy(1024), "call {i}");
+                assert_eq!(
+                    std::io::Error::from(e).kind(),
+                    std::io::ErrorKind::WouldBlock
+                );
+                busy += 1;
+            }
+        }
+    }
+    assert_eq!((calls.len(), busy), (1024, 76), "the call table's bound");
+    let mut outcomes: HashMap<u32, Result<Vec<u8>, RpcError>> = HashMap::new();
+    let end = r.now + Duration::from_secs(600);
+    r.run_until(end, |r| {
+        for (i, c) in &calls {
+            if !outcomes.contains_key(i) {
+                match r.client.rpc_poll(c) {
+                    Ok(None) => {}
+                    Ok(Some(m)) => {
+                        outcomes.insert(*i, Ok(m.as_slice().to_vec()));
+                    }
+                    Err(e) => {
+                        outcomes.insert(*i, Err(e));
+                    }
+                }
+            }
+        }
+        outcomes.len() == calls.len()
+    });
+    assert_eq!(outcomes.len(), 1024, "every accepted call ended");
+    let failed: Vec<_> = outcomes.iter().filter(|(_, o)| o.is_err()).collect();
+    assert!(failed.is_empty(), "failures: {failed:?}");
+    for (i, _) in &calls {
+        let want: Vec<u8> = request(*i, 16).into_iter().rev().collect();
+        assert!(outcomes[i].as_ref().unwrap() == &want, "call {i}");
+    }
+    let counts = counts.lock().unwrap();
+    assert_eq!(counts.len(), 1024);
+    assert!(counts.values().all(|&n| n == 1));
+    drop(counts);
+    // Room again.
+    assert_eq!(r.call(7, &request(5000, 3)).unwrap(), {
+        let mut v = request(5000, 3);
+        v.reverse();
+        v
+    });
+}
