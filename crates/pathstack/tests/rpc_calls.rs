@@ -447,3 +447,43 @@ fn calls_beyond_the_in_flight_bound_are_refused_busy_and_the_rest_complete() {
         v
     });
 }
+
+#[test]
+fn an_abandoned_call_never_hands_its_late_reply_to_another() {
+    let mut r = Rig::new(RpcNet::Eth);
+    r.server()
+        .rpc_server()
+        .unwrap()
+        .register(XRPCTEST, Echo)
+        .unwrap();
+    assert_eq!(r.call(XRPCTEST, b"warm").unwrap(), b"warm");
+    // The first reply of the next call is lost: it arrives only with the
+    // server's resend, 8 s later.
+    r.drop_frames(Side::Server, 0, 1, |f: &[u8]| {
+        rpc_frame(f, RpcNet::Eth)
+            .and_then(|b| b.chan_body())
+            .is_some_and(|d| d.ends_with(b"abandoned"))
+    });
+    let peer = r.server_peer();
+    let a = r.client.rpc_start(peer, XRPCTEST, b"abandoned").unwrap();
+    r.run_for(Duration::from_millis(10));
+    r.client.rpc_abandon(a);
+    assert_eq!(
+        r.client.rpc_calls_in_flight(),
+        1,
+        "its slot waits for the outcome"
+    );
+    // Calls made meanwhile get their own replies, before and after the
+    // abandoned one's reply comes in.
+    for i in 0..20u8 {
+        let req = [b'b', i];
+        assert_eq!(r.call(XRPCTEST, &req).unwrap(), req);
+        r.run_for(Duration::from_millis(500));
+    }
+    assert_eq!(
+        r.client.rpc_calls_in_flight(),
+        0,
+        "the late outcome freed the slot"
+    );
+    assert_eq!(r.client.rpc_poll(&a).unwrap_err(), RpcError::NoSuchCall);
+}
