@@ -13,10 +13,10 @@ use crate::boot::{
     bcast_query_delay, query_tag, BidctlState, BootId, DEFAULT_MAX_PEERS,
     DEFAULT_MAX_REGISTRANTS_PER_PEER, IDLE_LIMIT_TICKS, TIMER_INTERVAL,
 };
+use crate::hash_map::FastMap;
 use crate::wire::bidctl::{flags, BidctlDropReason, BidctlHeader};
 use crate::Peer;
 use pathstack_core::time::Instant;
-use crate::hash_map::FastMap;
 use std::fmt;
 use std::io;
 

@@ -7,10 +7,10 @@ use super::{
     CallError, ChanAction, ChannelKey, ClientConfig, Payload, TableError, TransportQuery,
     TransportReceipt,
 };
+use crate::hash_map::FastMap;
 use crate::wire::chan::{flags, ChanDropReason, ChanHeader};
 use crate::Peer;
 use pathstack_core::time::Instant;
-use crate::hash_map::FastMap;
 use std::collections::BTreeMap;
 
 /// X32 `START_SEQ`: a fresh channel's seq; incremented before each call,

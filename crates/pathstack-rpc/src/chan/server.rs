@@ -6,10 +6,10 @@ use super::retransmit::{resend, Backoff};
 use super::{
     ChanAction, ChannelKey, Payload, ServerConfig, TableError, TransportQuery, TransportReceipt,
 };
+use crate::hash_map::FastMap;
 use crate::wire::chan::{flags, ChanDropReason, ChanHeader};
 use crate::Peer;
 use pathstack_core::time::Instant;
-use crate::hash_map::FastMap;
 
 /// The state of a live server channel (spec §6.5). A channel disabled by
 /// a peer reboot is removed from the table (as in X32), so it has no

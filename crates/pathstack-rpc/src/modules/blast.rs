@@ -22,6 +22,7 @@ use crate::anno::RpcAnno;
 use crate::blast::{
     BlastConfig, BlastInstance, BlastOutput, BlastPushError, BlastSession, Pushed, Received,
 };
+use crate::hash_map::FastMap;
 use crate::wire::blast::{BlastDropReason, BlastHeader, BlastOp, HEADER_LEN, MAX_FRAGS};
 use crate::Peer;
 use pathstack_core::attrs::{keys, AttrKey, Attrs};
@@ -32,7 +33,6 @@ use pathstack_core::module::{CreateCx, Created, EndRoute, ModCx, Module, Route, 
 use pathstack_core::stack::ModuleSetup;
 use pathstack_core::stage::{Cx, EstablishCx, Stage, Verdict};
 use pathstack_core::{Dir, Instant, Msg, MsgPool, PathId};
-use crate::hash_map::FastMap;
 use std::collections::VecDeque;
 
 use super::protocol;
@@ -144,7 +144,8 @@ impl BlastModule {
         prot_id: u32,
         f: impl FnOnce(&mut BlastSession, &mut BlastInstance) -> R,
     ) -> Option<R> {
-        if !self.sessions.contains_key(&(peer, prot_id)) && self.sessions.len() >= self.max_sessions {
+        if !self.sessions.contains_key(&(peer, prot_id)) && self.sessions.len() >= self.max_sessions
+        {
             return None;
         }
         let config = self.config;
@@ -346,7 +347,10 @@ impl Module for BlastModule {
             sum.messages_discarded += t.messages_discarded;
         }
         v.push(("messages_fragmented".into(), sum.messages_fragmented));
-        v.push(("fragments_retransmitted".into(), sum.fragments_retransmitted));
+        v.push((
+            "fragments_retransmitted".into(),
+            sum.fragments_retransmitted,
+        ));
         v.push(("nacks_sent".into(), sum.nacks_sent));
         v.push(("nacks_received".into(), sum.nacks_received));
         v.push(("messages_reassembled".into(), sum.messages_reassembled));

@@ -23,13 +23,14 @@
 use super::bidctl::{send_all, BidctlModule};
 use super::rpc::{RpcRole, RPC_ROLE};
 use crate::anno::{BootNotice, CallStatus, RpcAnno, RpcTag};
+use crate::chan::ReplyError;
 use crate::chan::{
     CallError, ChanAction, ChannelKey, ClientConfig, ClientTable, Payload, ServerCall,
     ServerConfig, ServerTable, TransportReceipt,
 };
-use crate::wire::chan::{flags, ChanDropReason, ChanHeader, HEADER_LEN};
-use crate::chan::ReplyError;
 use crate::hash_map::FastMap;
+use crate::hash_map::FastSet;
+use crate::wire::chan::{flags, ChanDropReason, ChanHeader, HEADER_LEN};
 use crate::Peer;
 use pathstack_core::attrs::{keys, AttrKey, Attrs};
 use pathstack_core::demux::{DemuxKey, Key, KeyMode, PartialClassifier};
@@ -40,7 +41,6 @@ use pathstack_core::stack::ModuleSetup;
 use pathstack_core::stage::{Cx, EstablishCx, Stage, Verdict};
 use pathstack_core::time::Duration;
 use pathstack_core::{Dir, Instant, Msg, MsgPool, PathId};
-use crate::hash_map::FastSet;
 
 use super::protocol;
 
@@ -149,7 +149,11 @@ impl ChanModule {
     /// Turns the engines' requests into messages and where they go:
     /// `(path, from, dir, msg)`. A `Reply` or `Execute` for the packet
     /// being processed is returned instead (only one per packet).
-    fn drain(&mut self, pool: &MsgPool, into: &mut Vec<(PathId, usize, Dir, Msg)>) -> Option<ChanAction> {
+    fn drain(
+        &mut self,
+        pool: &MsgPool,
+        into: &mut Vec<(PathId, usize, Dir, Msg)>,
+    ) -> Option<ChanAction> {
         let mut own = None;
         for a in self.actions.drain(..) {
             match a {
@@ -181,7 +185,9 @@ impl ChanModule {
                     }
                 }
                 ChanAction::CallFailed { key, error } => {
-                    let Some((path, pos)) = self.client_at else { continue };
+                    let Some((path, pos)) = self.client_at else {
+                        continue;
+                    };
                     match pool.alloc(0) {
                         Ok(mut m) => {
                             let an = m.anno_mut();
@@ -316,9 +322,12 @@ pub struct ChanStage {
 impl ChanStage {
     /// The receipt BLAST would give for a message of `len` CHAN bytes.
     fn receipt(&mut self, cx: &Cx<'_, '_>, len: usize) -> TransportReceipt {
-        let f = *self
-            .fragment_len
-            .get_or_insert_with(|| cx.attrs().get(&BLAST_FRAGMENT_LEN).copied().unwrap_or(usize::MAX));
+        let f = *self.fragment_len.get_or_insert_with(|| {
+            cx.attrs()
+                .get(&BLAST_FRAGMENT_LEN)
+                .copied()
+                .unwrap_or(usize::MAX)
+        });
         // BID's 12 bytes ride with CHAN's message into BLAST.
         TransportReceipt {
             expensive: len + crate::wire::bid::HEADER_LEN >= f,
@@ -443,7 +452,9 @@ impl ChanStage {
         let server = self.server;
         if let Some(m) = cx.module::<ChanModule>() {
             match (notice, server) {
-                (BootNotice::FirstContact, false) => m.client.first_contact(now, peer, &mut m.actions),
+                (BootNotice::FirstContact, false) => {
+                    m.client.first_contact(now, peer, &mut m.actions)
+                }
                 (BootNotice::PeerRebooted, false) => m.client.peer_rebooted(peer, &mut m.actions),
                 (BootNotice::PeerRebooted, true) => {
                     m.server.peer_rebooted(peer, &mut m.actions);
@@ -477,9 +488,11 @@ impl ChanStage {
         let r = if server {
             m.server.on_packet(peer, &h, payload, None, &mut m.actions)
         } else {
-            m.client.on_packet(now, peer, &h, payload, None, &mut m.actions)
+            m.client
+                .on_packet(now, peer, &h, payload, None, &mut m.actions)
         };
-        let new_peer = server && r.is_ok() && m.server_peers.len() < 65_536 && m.server_peers.insert(peer);
+        let new_peer =
+            server && r.is_ok() && m.server_peers.len() < 65_536 && m.server_peers.insert(peer);
         let own = self.flush(cx);
         if new_peer {
             self.register(cx, &[peer]);

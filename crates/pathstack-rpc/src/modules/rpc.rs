@@ -228,7 +228,11 @@ pub struct RpcServerStage {
 
 impl RpcServerStage {
     /// Registers `procedure` under `id`.
-    pub fn register(&mut self, id: u32, procedure: Box<dyn Procedure>) -> Result<(), RegisterError> {
+    pub fn register(
+        &mut self,
+        id: u32,
+        procedure: Box<dyn Procedure>,
+    ) -> Result<(), RegisterError> {
         if self.procedures.contains_key(&id) {
             return Err(RegisterError::Exists(id));
         }

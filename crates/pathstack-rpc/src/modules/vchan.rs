@@ -17,6 +17,7 @@
 use super::chan::ChanModule;
 use super::rpc::{RpcRole, RPC_ROLE};
 use crate::anno::{CallStatus, RpcAnno, RpcTag};
+use crate::hash_map::FastMap;
 use crate::vchan::{Acquired, VchanConfig, VchanPool, WaitTicket};
 use crate::Peer;
 use pathstack_core::attrs::{keys, Attrs};
@@ -26,7 +27,6 @@ use pathstack_core::module::{CreateCx, Created, Module, Route};
 use pathstack_core::stack::ModuleSetup;
 use pathstack_core::stage::{Cx, Stage, Verdict};
 use pathstack_core::{Dir, Msg};
-use crate::hash_map::FastMap;
 use std::collections::VecDeque;
 
 /// Spec of `VCHAN`.

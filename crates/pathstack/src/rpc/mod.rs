@@ -286,7 +286,12 @@ impl RpcClient<'_> {
 
     /// [`call_timeout`](Self::call_timeout) with CHAN's own deadline (the
     /// channel's; 60 s by default).
-    pub fn call(&mut self, peer: impl Into<Peer>, id: u32, request: &[u8]) -> Result<Vec<u8>, RpcError> {
+    pub fn call(
+        &mut self,
+        peer: impl Into<Peer>,
+        id: u32,
+        request: &[u8],
+    ) -> Result<Vec<u8>, RpcError> {
         self.call_timeout(peer, id, request, Duration::from_secs(3600))
     }
 }
