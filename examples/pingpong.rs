@@ -64,10 +64,9 @@
 //! boot-id handshake (BIDCTL). PIN inlines the `RPC` client and server
 //! paths of both hosts (`pathstack_rpc::modules::inline`). CHAN
 //! retransmits, so over TAP no call is counted as lost; one that takes
-//! over 5 s fails the run. BLAST holds a fragmented message (a request
-//! of 1,444 bytes or more over ETH, 1,424 over IP) for its 1 s HOLD timer
-//! and at most 64 at once, so fragmented calls stall after 64 a second
-//! (see the CHAN module's docs on `FREERESOURCES`).
+//! over 5 s fails the run. A request of 1,444 bytes or more (1,424 over
+//! IP) is fragmented by BLAST; up to the largest the stack carries
+//! (`Host::rpc_max_request`).
 //!
 //! The JSON is `{"transport": "udp|tcp|rpc", "wire": "memory|tap", "nic": "…",
 //! "results": [{"config": "<sched>/<std|pin>", "rounds": N, "rtt_ns":

@@ -35,7 +35,6 @@ use pathstack::inet::MacAddr;
 use pathstack::nic::Nic;
 use pathstack::rpc::{Echo, Peer, RpcNet};
 use pathstack::rpc_stack::anno::{CallStatus, RpcAnno, RpcTag};
-use pathstack::rpc_stack::modules::blast::BlastModule;
 use pathstack::rpc_stack::modules::inline;
 use pathstack::rpc_stack::modules::protocol::XRPCTEST_ID;
 use pathstack::rpc_stack::modules::rpc::RpcModule;
@@ -341,28 +340,6 @@ impl Pair {
     }
 }
 
-/// Why calls of `args.size` bytes may stall, if they do: BLAST fragments
-/// them and holds each for its HOLD timer, at most 64 at once (CHAN's
-/// `FREERESOURCES` does not reach BLAST on these paths).
-fn fragmented_note(h: &Host, args: &RpcArgs) -> String {
-    let s = h.stack();
-    let Some(f) = s
-        .module_id("blast")
-        .and_then(|id| s.module::<BlastModule>(id))
-        .map(BlastModule::fragment_len)
-    else {
-        return String::new();
-    };
-    if args.size + pathstack::rpc::RPC_HEADERS < f {
-        return String::new();
-    }
-    format!(
-        " ({}-byte calls are fragmented by BLAST, which holds each for its 1 s HOLD timer \
-         and at most 64 at once: they stall after 64 calls a second)",
-        args.size
-    )
-}
-
 /// Both hosts in this process, on the in-memory wire.
 pub fn run_memory(args: &Args, row: &mut dyn FnMut(&Result1)) -> Result<Vec<Result1>, BoxError> {
     let rpc = RpcArgs::of(args)?;
@@ -376,9 +353,8 @@ pub fn run_memory(args: &Args, row: &mut dyn FnMut(&Result1)) -> Result<Vec<Resu
         for _ in 1..args.warmup {
             if !p.round_trip()? {
                 return Err(format!(
-                    "warm-up call {} did not complete in 8 polls of each host{}",
-                    p.caller.slot,
-                    fragmented_note(&p.client, &rpc)
+                    "warm-up call {} did not complete in 8 polls of each host",
+                    p.caller.slot
                 )
                 .into());
             }

@@ -13,12 +13,10 @@ use crate::boot::{
     bcast_query_delay, query_tag, BidctlState, BootId, DEFAULT_MAX_PEERS,
     DEFAULT_MAX_REGISTRANTS_PER_PEER, IDLE_LIMIT_TICKS, TIMER_INTERVAL,
 };
+use crate::hash_map::FastMap;
 use crate::wire::bidctl::{flags, BidctlDropReason, BidctlHeader};
 use crate::Peer;
 use pathstack_core::time::Instant;
-// foldhash, seeded per map: SipHash took a third of a zero-byte call's
-// instructions; the seed keeps peers on the wire from precomputing collisions.
-use foldhash::HashMap;
 use std::fmt;
 use std::io;
 
@@ -188,7 +186,7 @@ pub struct Bidctl {
     /// Wall-clock time at `started`, for query tags (spec §5.3).
     wall_at_start: std::time::Duration,
     started: Instant,
-    peers: HashMap<Peer, PeerState>,
+    peers: FastMap<Peer, PeerState>,
     next_tick: Instant,
     rng: u64,
 }
@@ -215,7 +213,7 @@ impl Bidctl {
             local_bid,
             wall_at_start: wall_clock,
             started: now,
-            peers: HashMap::default(),
+            peers: FastMap::default(),
             next_tick: now + TIMER_INTERVAL,
             rng,
         }
@@ -361,7 +359,9 @@ impl Bidctl {
     /// What is known about `peer`, without side effects: one hash lookup,
     /// for stages that check on their fast path whether the peer rebooted
     /// (its `epoch` changed) since they last looked. `None` if the engine
-    /// holds no state for it.
+    /// holds no state for it. One of this host's own addresses
+    /// ([`BidctlConfig::local_peers`]) reads as the local BootId, NORMAL,
+    /// epoch 0.
     pub fn peer_view(&self, peer: Peer) -> Option<PeerView> {
         if self.is_local(peer) {
             return Some(PeerView {
@@ -427,7 +427,9 @@ impl Bidctl {
 
     /// The earliest time [`Bidctl::on_time`] has work: a query to repeat,
     /// a boot broadcast whose delay ends, or the next global tick (so it is
-    /// never `None` while the engine exists).
+    /// never `None` while the engine exists). A scan of the table (at most
+    /// [`BidctlConfig::max_peers`] entries): call it after handling a batch
+    /// rather than per message.
     pub fn poll_at(&self) -> Option<Instant> {
         let mut at = self.next_tick;
         for st in self.peers.values() {
@@ -522,7 +524,13 @@ impl Bidctl {
     /// The tag a new query gets at `now` (spec §5.3).
     fn fresh_tag(&self, now: Instant) -> u32 {
         let since = std::time::Duration::from_nanos(now.saturating_since(self.started).as_nanos());
-        query_tag(self.wall_at_start + since)
+        // Only the low bits matter: a wall clock at the end of Duration's
+        // range keeps its start value rather than overflow.
+        query_tag(
+            self.wall_at_start
+                .checked_add(since)
+                .unwrap_or(self.wall_at_start),
+        )
     }
 
     /// xorshift64* (Vigna): statistical quality is beside the point, the

@@ -13,7 +13,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// One incarnation of a host (spec §5.3). `0` means "unknown": the value
 /// BIDCTL and BID hold for a peer before the first handshake, and the
-/// `dstBid` of a QUERY or BCAST.
+/// `dstBid` of a QUERY or BCAST. Being the start-up second, it differs
+/// between boots unless a host restarts within the same second (as in X32)
+/// or its clock goes back.
 ///
 /// On the wire a BootId is an opaque four-byte token; pathstack encodes it
 /// big-endian (spec §12 item 5: X32 copies it raw, so only hosts of the
@@ -49,6 +51,13 @@ impl BootId {
             0 => BootId(1),
             s => BootId(s),
         }
+    }
+
+    /// The BootId of a stack started at wall-clock time `t` (see
+    /// [`BootId::from_wall_clock`]); a time before the Unix epoch counts as
+    /// the epoch. Modules call it with `SystemTime::now()` at start-up.
+    pub fn from_system_time(t: SystemTime) -> BootId {
+        BootId::from_wall_clock(t.duration_since(UNIX_EPOCH).unwrap_or(Duration::ZERO))
     }
 
     /// The four bytes that go on the wire (big-endian, spec §12 item 5).
@@ -112,6 +121,8 @@ mod tests {
             BootId(1)
         );
         assert!(BootId::from_wall_clock(wall_clock_now()).is_known());
+        let t = UNIX_EPOCH + Duration::from_secs(0x2F5E_1000);
+        assert_eq!(BootId::from_system_time(t), BootId(0x2F5E_1000));
     }
 
     #[test]

@@ -9,6 +9,11 @@ pub const SERVER_INITIAL_TIMEOUT: Duration = Duration::from_secs(8);
 /// Cap of both back-offs: 60 s (X32 `chan_internal.h`; OSF comments say
 /// "32 s"/"20 s" next to it, §12 item 11).
 pub const MAX_TIMEOUT: Duration = Duration::from_secs(60);
+/// Default bound on a request or reply CHAN keeps a copy of: what BLAST
+/// carries over Ethernet (16 fragments × 1480 B, spec §3.3) less the BID
+/// (12 B) and CHAN (16 B) headers (spec §10 `MAX_SIZE` = 16·F − 36 also
+/// takes off MSELECT's 8 B, which CHAN counts as user data).
+pub const DEFAULT_MAX_MESSAGE: usize = 16 * 1480 - 12 - 16;
 /// Default bound on the peers a client table tracks.
 pub const DEFAULT_MAX_PEERS: usize = 1024;
 /// Default bound on the channel numbers (open, disabled or dormant) per
@@ -48,7 +53,7 @@ impl Default for ClientConfig {
             max_timeout: MAX_TIMEOUT,
             max_peers: DEFAULT_MAX_PEERS,
             max_channels_per_peer: DEFAULT_MAX_CHANNELS_PER_PEER,
-            max_request: usize::MAX,
+            max_request: DEFAULT_MAX_MESSAGE,
             opt_packet: None,
         }
     }
@@ -66,6 +71,9 @@ pub struct ServerConfig {
     pub max_channels: usize,
     /// Protocol numbers served at once.
     pub max_protocols: usize,
+    /// Largest reply [`crate::chan::ServerTable::reply`] accepts (the
+    /// transport's maximum less the CHAN header).
+    pub max_reply: usize,
     /// CHAN's optimal packet, as [`ClientConfig::opt_packet`].
     pub opt_packet: Option<usize>,
     /// Resend the saved reply at once when a duplicate request arrives in
@@ -82,6 +90,7 @@ impl Default for ServerConfig {
             max_timeout: MAX_TIMEOUT,
             max_channels: DEFAULT_MAX_SERVER_CHANNELS,
             max_protocols: DEFAULT_MAX_PROTOCOLS,
+            max_reply: DEFAULT_MAX_MESSAGE,
             opt_packet: None,
             resend_reply_on_duplicate: false,
         }

@@ -223,7 +223,12 @@ impl Module for BidctlModule {
             max_peers: self.max_peers,
             ..BidctlConfig::default()
         };
-        self.engine = Some(Bidctl::new(config, next_boot_id(), wall_clock_now(), cx.now()));
+        self.engine = Some(Bidctl::new(
+            config,
+            next_boot_id(),
+            wall_clock_now(),
+            cx.now(),
+        ));
         self.bcast_pending = self.bcast;
         cx.request_path(Attrs::new().with(&keys::PASSIVE_OPEN, true), 0);
         Ok(())
@@ -292,7 +297,10 @@ impl Module for BidctlModule {
     fn stats(&self) -> Vec<(String, u64)> {
         vec![
             ("local_bid".into(), u64::from(self.local_bid().0)),
-            ("peers".into(), self.engine.as_ref().map_or(0, |e| e.len()) as u64),
+            (
+                "peers".into(),
+                self.engine.as_ref().map_or(0, |e| e.len()) as u64,
+            ),
             ("send_failures".into(), self.send_failures),
         ]
     }
@@ -341,4 +349,3 @@ impl Stage for BidctlStage {
         Ok(())
     }
 }
-

@@ -53,7 +53,9 @@ pub enum RpcRole {
 }
 
 /// A procedure the server runs: the reply to `request` goes into `reply`
-/// (empty on entry; a buffer reused from call to call).
+/// (empty on entry; a buffer reused from call to call). A reply longer
+/// than the stack carries (the same bound as a request) is not sent: the
+/// call then fails on the client with its deadline.
 ///
 /// Any `FnMut(&[u8], &mut Vec<u8>) + Send` is a procedure.
 ///
@@ -152,14 +154,13 @@ impl Module for RpcModule {
 
     fn init(&mut self, cx: &mut ModCx<'_>) -> Result<(), ModuleError> {
         // The client's sink holds every outcome until the application
-        // reads it: as many as calls may be in flight. The path serves
-        // every peer, so it is keyed as a passive one: over IP an active
-        // path's key names its remote address, which this path has none
-        // of, and replies would not find it.
+        // reads it: as many as calls may be in flight. The client path
+        // serves every peer (each call names its own), so like the
+        // server's it is classified without the peer's address: passive.
         let client = Attrs::new()
             .with(&RPC_ROLE, RpcRole::Client)
-            .with(&keys::QUEUE_LEN, self.max_calls)
-            .with(&keys::PASSIVE_OPEN, true);
+            .with(&keys::PASSIVE_OPEN, true)
+            .with(&keys::QUEUE_LEN, self.max_calls);
         cx.request_path(client, 0);
         let server = Attrs::new()
             .with(&RPC_ROLE, RpcRole::Server)
@@ -227,7 +228,11 @@ pub struct RpcServerStage {
 
 impl RpcServerStage {
     /// Registers `procedure` under `id`.
-    pub fn register(&mut self, id: u32, procedure: Box<dyn Procedure>) -> Result<(), RegisterError> {
+    pub fn register(
+        &mut self,
+        id: u32,
+        procedure: Box<dyn Procedure>,
+    ) -> Result<(), RegisterError> {
         if self.procedures.contains_key(&id) {
             return Err(RegisterError::Exists(id));
         }

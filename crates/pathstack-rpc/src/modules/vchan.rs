@@ -17,6 +17,7 @@
 use super::chan::ChanModule;
 use super::rpc::{RpcRole, RPC_ROLE};
 use crate::anno::{CallStatus, RpcAnno, RpcTag};
+use crate::hash_map::FastMap;
 use crate::vchan::{Acquired, VchanConfig, VchanPool, WaitTicket};
 use crate::Peer;
 use pathstack_core::attrs::{keys, Attrs};
@@ -26,9 +27,6 @@ use pathstack_core::module::{CreateCx, Created, Module, Route};
 use pathstack_core::stack::ModuleSetup;
 use pathstack_core::stage::{Cx, Stage, Verdict};
 use pathstack_core::{Dir, Msg};
-// foldhash, seeded per map: SipHash took a third of a zero-byte call's
-// instructions; the seed keeps peers on the wire from precomputing collisions.
-use foldhash::HashMap;
 use std::collections::VecDeque;
 
 /// Spec of `VCHAN`.
@@ -72,9 +70,9 @@ struct PeerPool {
 pub struct VchanModule {
     config: VchanConfig,
     max_peers: usize,
-    pools: HashMap<Peer, PeerPool>,
+    pools: FastMap<Peer, PeerPool>,
     /// The call each lent channel carries: (peer, channel) → call slot.
-    lent: HashMap<(Peer, u16), u16>,
+    lent: FastMap<(Peer, u16), u16>,
 }
 
 impl VchanModule {
@@ -89,8 +87,8 @@ impl VchanModule {
         Ok(Box::new(VchanModule {
             config,
             max_peers: setup.param("max_peers", 1024usize)?,
-            pools: HashMap::default(),
-            lent: HashMap::default(),
+            pools: FastMap::default(),
+            lent: FastMap::default(),
         }))
     }
 

@@ -207,6 +207,19 @@ impl Host {
         }
     }
 
+    /// Whether [`Host::rpc_poll`] would now return something other than
+    /// `Ok(None)` for `call` (its outcome came, or it is no call of this
+    /// host), without taking it.
+    pub fn rpc_ready(&mut self, call: &RpcCall) -> bool {
+        if call.host != self.id() {
+            return true;
+        }
+        self.rpc_collect();
+        self.rpc
+            .as_ref()
+            .is_none_or(|st| st.calls.is_done(call.slot, call.generation))
+    }
+
     /// Gives up waiting for `call`: its outcome is thrown away when it
     /// comes. The procedure may still run once on the peer.
     pub fn rpc_abandon(&mut self, call: RpcCall) {
@@ -273,7 +286,12 @@ impl RpcClient<'_> {
 
     /// [`call_timeout`](Self::call_timeout) with CHAN's own deadline (the
     /// channel's; 60 s by default).
-    pub fn call(&mut self, peer: impl Into<Peer>, id: u32, request: &[u8]) -> Result<Vec<u8>, RpcError> {
+    pub fn call(
+        &mut self,
+        peer: impl Into<Peer>,
+        id: u32,
+        request: &[u8],
+    ) -> Result<Vec<u8>, RpcError> {
         self.call_timeout(peer, id, request, Duration::from_secs(3600))
     }
 }

@@ -193,6 +193,7 @@
 
 mod driver;
 mod net;
+mod rpc;
 mod tcp_listener;
 mod tcp_readiness;
 mod tcp_split;
@@ -202,6 +203,7 @@ mod waiters;
 
 pub use driver::DriverError;
 pub use net::Net;
+pub use rpc::RpcClient;
 pub use tcp_listener::TcpListener;
 pub use tcp_split::{OwnedReadHalf, OwnedWriteHalf, ReadHalf, ReuniteError, WriteHalf};
 pub use tcp_stream::TcpStream;

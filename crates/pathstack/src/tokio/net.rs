@@ -105,6 +105,9 @@ pub(super) struct State {
     tcp: HashMap<(socket::TcpStream, TcpInterest), Waiters>,
     /// Tasks waiting for a listener's next connection.
     acceptors: HashMap<socket::TcpListener, Waiters>,
+    /// Tasks waiting for a remote procedure call's outcome (at most the
+    /// host's calls in flight).
+    calls: HashMap<crate::rpc::RpcCall, Waiters>,
     /// Whether a driver runs.
     driver: DriverState,
     /// How to stop the spawned driver.
@@ -129,7 +132,33 @@ impl State {
         });
         self.writers.wake_all();
         self.wake_tcp();
+        self.wake_calls();
         work
+    }
+
+    /// Wakes the tasks whose call has its outcome.
+    fn wake_calls(&mut self) {
+        if self.calls.is_empty() {
+            return;
+        }
+        let host = &mut self.host;
+        self.calls.retain(|call, waiters| {
+            let ready = host.rpc_ready(call);
+            if ready {
+                waiters.wake_all();
+            }
+            !ready
+        });
+    }
+
+    /// Registers `waker` to be woken when `call` has its outcome.
+    pub(super) fn wait_call(&mut self, call: crate::rpc::RpcCall, waker: &Waker) {
+        self.calls.entry(call).or_default().register(waker);
+    }
+
+    /// Forgets the tasks waiting on `call` (it was read or abandoned).
+    pub(super) fn forget_call(&mut self, call: &crate::rpc::RpcCall) {
+        self.calls.remove(call);
     }
 
     /// Wakes the tasks whose TCP stream or listener is now ready for what
@@ -231,6 +260,8 @@ impl State {
         self.tcp.clear();
         self.acceptors.values_mut().for_each(Waiters::wake_all);
         self.acceptors.clear();
+        self.calls.values_mut().for_each(Waiters::wake_all);
+        self.calls.clear();
     }
 
     /// Wakes and forgets the receivers of a closed socket.
@@ -308,6 +339,7 @@ impl Net {
                     writers: Waiters::default(),
                     tcp: HashMap::new(),
                     acceptors: HashMap::new(),
+                    calls: HashMap::new(),
                     driver: DriverState::NotStarted,
                     abort: None,
                 }),
