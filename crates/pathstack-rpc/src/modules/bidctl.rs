@@ -91,6 +91,10 @@ pub struct BidctlModule {
     actions: Vec<BidctlAction>,
     /// The boot broadcast is still to be sent.
     bcast_pending: bool,
+    /// Bumped by every call that may change what the engine knows about a
+    /// peer, so that BID stages may cache a peer's boot id and check it
+    /// with one comparison ([`BidctlModule::known_bids`]).
+    generation: u64,
     send_failures: u64,
 }
 
@@ -106,6 +110,7 @@ impl BidctlModule {
             registrants: Vec::new(),
             actions: Vec::new(),
             bcast_pending: false,
+            generation: 0,
             send_failures: 0,
         }))
     }
@@ -120,11 +125,30 @@ impl BidctlModule {
         self.engine.as_ref().map_or(BootId(0), Bidctl::local_bid)
     }
 
+    /// This host's boot id and `peer`'s (or [`BootId::UNKNOWN`]), with the
+    /// generation they are valid for: while [`BidctlModule::generation`]
+    /// returns the same number, neither changed.
+    pub fn known_bids(&self, peer: Peer) -> (BootId, BootId, u64) {
+        let peer_bid = self
+            .engine
+            .as_ref()
+            .and_then(|e| e.peer_view(peer))
+            .map_or(BootId(0), |v| v.bid);
+        (self.local_bid(), peer_bid, self.generation)
+    }
+
+    /// The generation of what the engine knows (see
+    /// [`BidctlModule::known_bids`]).
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
     /// The peer's boot id, [`BootId::UNKNOWN`] until the first handshake;
     /// a `hint` other than the known id starts a query (spec §5.5).
     /// Whatever the engine wants sent waits in the module until
     /// [`BidctlModule::drain`].
     pub fn peer_bid(&mut self, peer: Peer, hint: BootId, now: Instant) -> BootId {
+        self.generation += 1;
         let Some(e) = self.engine.as_mut() else {
             return BootId(0);
         };
@@ -135,6 +159,7 @@ impl BidctlModule {
     /// Registers the stage at `position` of `path` for the notices about
     /// `peer` (idempotent).
     pub fn register(&mut self, peer: Peer, path: PathId, position: usize, now: Instant) {
+        self.generation += 1;
         let idx = match self.registrants.iter().position(|&r| r == (path, position)) {
             Some(i) => i,
             None => {
@@ -279,6 +304,7 @@ impl Module for BidctlModule {
         }
         if let Some(e) = self.engine.as_mut() {
             if e.poll_at().is_some_and(|t| t <= now) {
+                self.generation += 1;
                 e.on_time(now, &mut self.actions);
             }
         }
@@ -330,7 +356,10 @@ impl Stage for BidctlStage {
             return Verdict::Drop(BidctlDropReason::Truncated.into());
         };
         let r = match m.engine.as_mut() {
-            Some(e) => e.on_packet(now, from, &h, &mut m.actions),
+            Some(e) => {
+                m.generation += 1;
+                e.on_packet(now, from, &h, &mut m.actions)
+            }
             None => Err(BidctlDropReason::TableFull),
         };
         m.drain(&pool, &mut self.out);

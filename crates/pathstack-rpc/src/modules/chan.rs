@@ -391,7 +391,12 @@ impl ChanStage {
         let deadline = m.call_timeout.map(|d| now + d);
         let header = m.client.call(now, key, msg.as_slice(), deadline);
         if header.is_ok() {
-            m.client.record_receipt(key, receipt);
+            // A call or reply starts with the default receipt (a short
+            // message): record only what differs, sparing a table lookup
+            // on the zero-byte call.
+            if receipt != TransportReceipt::default() {
+                m.client.record_receipt(key, receipt);
+            }
             let first = now + m.client.config().initial_timeout;
             m.armed(deadline.map_or(first, |d| d.min(first)));
         }
@@ -438,7 +443,9 @@ impl ChanStage {
         };
         match m.server.reply(now, call, msg.as_slice()) {
             Ok(h) => {
-                m.server.record_receipt(call.key, receipt);
+                if receipt != TransportReceipt::default() {
+                    m.server.record_receipt(call.key, receipt);
+                }
                 let first = now + m.server.config().initial_timeout;
                 m.armed(first);
                 match msg.push(HEADER_LEN) {
