@@ -93,8 +93,8 @@ pub mod field {
     /// Padding, zero on the wire.
     pub const PAD: Range<usize> = 15..MASK_START;
     /// Fragment mask, big-endian. In the 64-bit layout the x-kernel's
-    /// `mask_hi` and `mask_lo` words in that order ([`MASK_HI`],
-    /// [`MASK_LO`]).
+    /// `mask_hi` and `mask_lo` words in that order (`MASK_HI`, `MASK_LO`
+    /// in that build).
     pub const MASK: Range<usize> = MASK_START..MASK_START + MASK_LEN;
     /// `mask_hi`: fragments 33–64 (64-bit layout).
     #[cfg(feature = "blast-mask64")]
