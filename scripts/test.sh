@@ -30,6 +30,10 @@ RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps
 step "cargo test"
 cargo test --workspace
 
+step "cargo test: BLAST's 32- and 64-bit fragment masks (pathstack-rpc features)"
+cargo test -p pathstack-rpc --features blast-mask32
+cargo test -p pathstack-rpc --features blast-mask64
+
 step "graph example"
 cargo run --quiet --example graph -- check graphs/synthetic5.graph
 cargo run --quiet --example graph -- check graphs/rpc.graph

@@ -1,5 +1,7 @@
 //! CHAN's tunables, with the x-kernel's values as defaults (spec §6.3).
 
+use crate::blast::ETH_FRAGMENT_LEN;
+use crate::wire::blast::MAX_FRAGS;
 use pathstack_core::time::Duration;
 
 /// Client retransmission timer, first interval: 5 s (X32 `chan_client.c`).
@@ -10,10 +12,11 @@ pub const SERVER_INITIAL_TIMEOUT: Duration = Duration::from_secs(8);
 /// "32 s"/"20 s" next to it, §12 item 11).
 pub const MAX_TIMEOUT: Duration = Duration::from_secs(60);
 /// Default bound on a request or reply CHAN keeps a copy of: what BLAST
-/// carries over Ethernet (16 fragments × 1480 B, spec §3.3) less the BID
-/// (12 B) and CHAN (16 B) headers (spec §10 `MAX_SIZE` = 16·F − 36 also
-/// takes off MSELECT's 8 B, which CHAN counts as user data).
-pub const DEFAULT_MAX_MESSAGE: usize = 16 * 1480 - 12 - 16;
+/// carries over Ethernet (16 fragments × 1480 B, spec §3.3; more with a
+/// wider BLAST mask) less the BID (12 B) and CHAN (16 B) headers (spec
+/// §10 `MAX_SIZE` = 16·F − 36 also takes off MSELECT's 8 B, which CHAN
+/// counts as user data).
+pub const DEFAULT_MAX_MESSAGE: usize = MAX_FRAGS * ETH_FRAGMENT_LEN - 12 - 16;
 /// Default bound on the peers a client table tracks.
 pub const DEFAULT_MAX_PEERS: usize = 1024;
 /// Default bound on the channel numbers (open, disabled or dormant) per

@@ -129,7 +129,8 @@ impl BlastModule {
         self.config.fragment_len
     }
 
-    /// The longest message BLAST carries: 16 fragments of F bytes.
+    /// The longest message BLAST carries: [`MAX_FRAGS`] fragments (16 with
+    /// the default mask) of F bytes.
     pub fn max_message_len(&self) -> usize {
         MAX_FRAGS * self.config.fragment_len
     }

@@ -48,6 +48,7 @@ use pathstack_core::{Dir, Msg, PathId, SendError};
 use pathstack_rpc::anno::{CallStatus, RpcAnno, RpcTag};
 use pathstack_rpc::modules::blast::BlastModule;
 use pathstack_rpc::modules::rpc::{RpcModule, RpcServerStage};
+use pathstack_rpc::wire::blast::HEADER_LEN as BLAST_HEADER_LEN;
 use std::time::Duration;
 
 /// What a host keeps for its RPC stack.
@@ -69,7 +70,14 @@ impl RpcState {
             client: rpc.client_path()?,
             server: rpc.server_path()?,
             net: blast.net(),
-            max_request: blast.max_message_len().saturating_sub(RPC_HEADERS),
+            // BLAST's bound, unless a reassembled message would not fit
+            // the pool's largest buffer behind the short BLAST header the
+            // module delivers it with (with the 64-bit BLAST mask, 64·F is
+            // more than the default 72 KiB).
+            max_request: blast
+                .max_message_len()
+                .min(stack.pool().max_payload().saturating_sub(BLAST_HEADER_LEN))
+                .saturating_sub(RPC_HEADERS),
             calls: CallTable::new(rpc.max_calls()),
         })
     }
