@@ -201,9 +201,12 @@ impl Host {
                 CallStatus::NoSuchProcedure => RpcError::NoSuchProcedure { peer, id },
                 CallStatus::PeerRebooted => RpcError::PeerRebooted { peer, id },
                 CallStatus::TimedOut => RpcError::TimedOut { peer, id },
-                CallStatus::TooLarge => RpcError::TooLarge {
-                    len: 0,
-                    max: st.max_request,
+                // The facade checks the size first: this is CHAN's own,
+                // smaller bound (a build whose limits disagree).
+                CallStatus::TooLarge => RpcError::Failed {
+                    peer,
+                    id,
+                    reason: "the request is larger than the channel carries".into(),
                 },
                 CallStatus::Busy => RpcError::Busy(st.calls.max()),
                 CallStatus::Ok | CallStatus::Failed => RpcError::Failed {
