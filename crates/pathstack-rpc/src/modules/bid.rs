@@ -8,7 +8,8 @@
 //! BID messages a peer sends back when our message named its previous
 //! incarnation, and for BID traffic no path claims.
 
-use super::bidctl::{send_all, BidctlModule};
+use super::bidctl::BidctlModule;
+use super::sends::{self, Sends};
 use crate::anno::RpcAnno;
 use crate::boot::{BidFilter, BidRxVerdict, BootId};
 use crate::wire::bid::{BidDropReason, BidHeader, HEADER_LEN};
@@ -127,7 +128,7 @@ pub struct BidStage {
     /// The last peer's boot ids, valid for one BIDCTL generation.
     cache: Option<BidCache>,
     /// BIDCTL's requests to put on paths (reused).
-    out: Vec<(PathId, usize, Dir, Msg)>,
+    out: Sends,
 }
 
 impl BidStage {
@@ -159,7 +160,7 @@ impl BidStage {
             ctl.peer_bid(peer, hint, now);
             ctl.drain(&pool, &mut self.out);
         }
-        send_all(cx, &mut self.out);
+        sends::from_stage(cx, &mut self.out);
     }
 
     fn send(&mut self, msg: &mut Msg, cx: &mut Cx<'_, '_>) -> Verdict {

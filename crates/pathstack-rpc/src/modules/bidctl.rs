@@ -12,6 +12,7 @@
 //! that stage from below, with the peer and a [`BootNotice`] in its
 //! annotations (the x-kernel's control call on each registrant).
 
+use super::sends::{self, Sends};
 use super::RpcNet;
 use crate::anno::{BootNotice, RpcAnno, RpcTag};
 use crate::boot::{
@@ -179,7 +180,7 @@ impl BidctlModule {
     /// `(path, from, dir, msg)` for [`Cx::send_on`]. Packets are sent
     /// before notices, so that the peer hears our RESPONSE before CHAN
     /// resends a request on `FIRST_CONTACT`.
-    pub fn drain(&mut self, pool: &MsgPool, into: &mut Vec<(PathId, usize, Dir, Msg)>) {
+    pub fn drain(&mut self, pool: &MsgPool, into: &mut Sends) {
         let Some((own, pos)) = self.own else {
             self.actions.clear();
             return;
@@ -231,12 +232,6 @@ impl BidctlModule {
     }
 }
 
-/// Sends what [`BidctlModule::drain`] produced from a stage.
-pub(crate) fn send_all(cx: &mut Cx<'_, '_>, out: &mut Vec<(PathId, usize, Dir, Msg)>) {
-    for (p, from, dir, m) in out.drain(..) {
-        let _ = cx.send_on(p, from, dir, m);
-    }
-}
 
 impl Module for BidctlModule {
     fn spec(&self) -> &'static ModuleSpec {
@@ -309,14 +304,10 @@ impl Module for BidctlModule {
             }
         }
         let pool = cx.pool().clone();
-        let mut out = Vec::new();
+        let mut out = Sends::new();
         self.drain(&pool, &mut out);
-        let n = out.len();
-        for (p, from, dir, m) in out {
-            if cx.send_on(p, from, dir, m).is_err() {
-                self.send_failures += 1;
-            }
-        }
+        let (n, failed) = sends::from_module(cx, out);
+        self.send_failures += failed;
         n
     }
 
@@ -334,7 +325,7 @@ impl Module for BidctlModule {
 
 /// The stage of BIDCTL's own path: packets from peers into the engine.
 pub struct BidctlStage {
-    out: Vec<(PathId, usize, Dir, Msg)>,
+    out: Sends,
 }
 
 impl Stage for BidctlStage {
@@ -363,7 +354,7 @@ impl Stage for BidctlStage {
             None => Err(BidctlDropReason::TableFull),
         };
         m.drain(&pool, &mut self.out);
-        send_all(cx, &mut self.out);
+        sends::from_stage(cx, &mut self.out);
         match r {
             Ok(()) => Verdict::Consumed,
             Err(e) => Verdict::Drop(e.into()),

@@ -20,7 +20,8 @@
 //! default 30 s) where the x-kernel retried forever (§12 item 11): a
 //! library call must end.
 
-use super::bidctl::{send_all, BidctlModule};
+use super::bidctl::BidctlModule;
+use super::sends::{self, Sends};
 use super::rpc::{RpcRole, RPC_ROLE};
 use crate::anno::{BootNotice, CallStatus, RpcAnno, RpcTag};
 use crate::chan::ReplyError;
@@ -152,7 +153,7 @@ impl ChanModule {
     fn drain(
         &mut self,
         pool: &MsgPool,
-        into: &mut Vec<(PathId, usize, Dir, Msg)>,
+        into: &mut Sends,
     ) -> Option<ChanAction> {
         let mut own = None;
         for a in self.actions.drain(..) {
@@ -285,14 +286,10 @@ impl Module for ChanModule {
         self.server.on_time(now, &mut self.actions);
         self.due();
         let pool = cx.pool().clone();
-        let mut out = Vec::new();
+        let mut out = Sends::new();
         self.drain(&pool, &mut out);
-        let n = out.len();
-        for (p, from, dir, m) in out {
-            if cx.send_on(p, from, dir, m).is_err() {
-                self.send_failures += 1;
-            }
-        }
+        let (n, failed) = sends::from_module(cx, out);
+        self.send_failures += failed;
         n
     }
 
@@ -315,8 +312,8 @@ pub struct ChanStage {
     /// channel (the `RPC` server stage answers in the same run; under
     /// LDLP a batch holds several).
     executing: FastMap<ChannelKey, ServerCall>,
-    out: Vec<(PathId, usize, Dir, Msg)>,
-    bidctl_out: Vec<(PathId, usize, Dir, Msg)>,
+    out: Sends,
+    bidctl_out: Sends,
 }
 
 impl ChanStage {
@@ -345,7 +342,7 @@ impl ChanStage {
             }
             ctl.drain(&pool, &mut self.bidctl_out);
         }
-        send_all(cx, &mut self.bidctl_out);
+        sends::from_stage(cx, &mut self.bidctl_out);
     }
 
     /// Sends what the engines asked for; returns the action about the
@@ -368,9 +365,7 @@ impl ChanStage {
             // Retransmissions and probes re-arm timers: look again.
             m.due();
         }
-        for (p, from, dir, msg) in self.out.drain(..) {
-            let _ = cx.send_on(p, from, dir, msg);
-        }
+        sends::from_stage(cx, &mut self.out);
         own
     }
 

@@ -33,6 +33,7 @@ pub mod inline;
 pub mod mselect;
 mod net;
 pub mod rpc;
+mod sends;
 pub mod vchan;
 
 pub use graph::RpcGraph;
