@@ -89,6 +89,7 @@ use pathstack::inet::modules::inline;
 use pathstack::inet::MacAddr;
 use pathstack::nic::Nic;
 use std::collections::HashMap;
+use std::convert::Infallible;
 use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
@@ -208,24 +209,29 @@ fn inline(h: &mut Host, path: PathId, nic: Nic) -> Result<(), BoxError> {
     h.stack_mut().add_rule(inline_rule(nic));
     let applied = h.stack_mut().path_optimize(path)?;
     if applied.is_empty() {
-        let names: Vec<String> = h
-            .stack()
-            .path(path)
-            .map(|p| {
-                p.modules()
-                    .iter()
-                    .filter_map(|&m| h.stack().module_name(m).map(str::to_string))
-                    .collect()
-            })
-            .unwrap_or_default();
         return Err(format!(
             "--form pin: the inlining rule for --nic {nic} did not apply to the path {} \
              (its stage types do not match the rule's sequence)",
-            names.join("/")
+            path_names(h, path)
         )
         .into());
     }
     Ok(())
+}
+
+/// The modules of `path` of `h`, top first, as `A/B/C`.
+fn path_names(h: &Host, path: PathId) -> String {
+    let names: Vec<&str> = h
+        .stack()
+        .path(path)
+        .map(|p| {
+            p.modules()
+                .iter()
+                .filter_map(|&m| h.stack().module_name(m))
+                .collect()
+        })
+        .unwrap_or_default();
+    names.join("/")
 }
 
 /// The server's passive path: ECHO on UDP port [`PORT`].
@@ -258,13 +264,77 @@ fn client_path(h: &mut Host, peer: Ipv4Addr) -> Result<PathId, BoxError> {
     )?)
 }
 
-struct Pair {
+/// Two hosts in this process on the in-memory wire, polled in turn the
+/// same way whatever the transport.
+struct Hosts {
     client: Host,
     server: Host,
-    cpath: PathId,
     /// The clock given to both hosts with --count-only (else they read
     /// the OS clock in every poll).
     fake_now: Option<pathstack::core::Instant>,
+}
+
+impl Hosts {
+    fn new(client: Host, server: Host) -> Hosts {
+        Hosts {
+            client,
+            server,
+            fake_now: None,
+        }
+    }
+
+    /// From now on (`--count-only`) both hosts run on a clock that
+    /// advances 1 us per poll, from the later of their clocks.
+    fn fake_clock(&mut self) {
+        self.fake_now = Some(self.client.now().max(self.server.now()));
+    }
+
+    /// Polls the client (`client`) or the server.
+    fn poll(&mut self, client: bool) {
+        let host = if client {
+            &mut self.client
+        } else {
+            &mut self.server
+        };
+        match &mut self.fake_now {
+            Some(now) => {
+                *now = *now + pathstack::core::Duration::from_micros(1);
+                host.stack_mut().poll(*now);
+            }
+            None => {
+                host.poll();
+            }
+        }
+    }
+
+    /// The rest of a round trip once the client has sent its request:
+    /// polls both hosts until `answered` finds the answer on the client
+    /// (`Ok(true)`), or 8 polls of each have passed (`Ok(false)`).
+    fn exchange<E>(
+        &mut self,
+        mut answered: impl FnMut(&mut Host) -> Result<bool, E>,
+    ) -> Result<bool, E> {
+        // Per-message: the send ran to the client's device already (run to
+        // completion). LDLP queues it for a batch: the client's poll sends it.
+        if self.client.stack().scheduler() != SchedKind::PerMessage {
+            self.poll(true);
+        }
+        // The server answers in its poll, the client takes the answer in its.
+        for _ in 0..8 {
+            self.poll(false);
+            self.poll(true);
+            if answered(&mut self.client)? {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+}
+
+/// The UDP ping-pong's hosts and the client's path.
+struct Pair {
+    hosts: Hosts,
+    cpath: PathId,
 }
 
 fn pair(sched: SchedKind, pin: bool, nic: Nic, rx_burst: Option<usize>) -> Result<Pair, BoxError> {
@@ -285,59 +355,26 @@ fn pair(sched: SchedKind, pin: bool, nic: Nic, rx_burst: Option<usize>) -> Resul
         inline(&mut server, spath, nic)?;
     }
     Ok(Pair {
-        client,
-        server,
+        hosts: Hosts::new(client, server),
         cpath,
-        fake_now: None,
     })
 }
 
 impl Pair {
-    /// Polls the client (`client`) or the server.
-    fn poll(&mut self, client: bool) {
-        let host = if client {
-            &mut self.client
-        } else {
-            &mut self.server
-        };
-        match &mut self.fake_now {
-            Some(now) => {
-                *now = *now + pathstack::core::Duration::from_micros(1);
-                host.stack_mut().poll(*now);
-            }
-            None => {
-                host.poll();
-            }
-        }
-    }
-
     /// One round trip; `false` if the reply did not come back.
     fn round_trip(&mut self) -> bool {
-        let Ok(m) = self.client.stack().pool().alloc_copy(b"x") else {
+        let client = &mut self.hosts.client;
+        let Ok(m) = client.stack().pool().alloc_copy(b"x") else {
             return false;
         };
-        if self
-            .client
-            .stack_mut()
-            .send(self.cpath, Dir::Down, m)
-            .is_err()
-        {
+        if client.stack_mut().send(self.cpath, Dir::Down, m).is_err() {
             return false;
         }
-        // Per-message: the send ran to the client's device already (run to
-        // completion). LDLP queues it for a batch: the client's poll sends it.
-        if self.client.stack().scheduler() != SchedKind::PerMessage {
-            self.poll(true);
-        }
-        // The server answers in its poll, the client takes the echo in its.
-        for _ in 0..8 {
-            self.poll(false);
-            self.poll(true);
-            if self.client.stack_mut().recv(self.cpath, Dir::Up).is_some() {
-                return true;
-            }
-        }
-        false
+        let cpath = self.cpath;
+        let Ok(echoed) = self.hosts.exchange(|client| {
+            Ok::<_, Infallible>(client.stack_mut().recv(cpath, Dir::Up).is_some())
+        });
+        echoed
     }
 }
 
@@ -415,31 +452,40 @@ fn run(args: Args) -> Result<(), BoxError> {
     let count_only = args.count_only;
     // Each configuration's row is printed as soon as it is measured.
     let mut row = |r: &Result1| print_row(r, count_only);
+    let workload = if rpc {
+        rpc_pingpong::RpcArgs::of(&args)?.workload()
+    } else {
+        format!("1-byte {} ping-pong", args.transport.to_uppercase())
+    };
     let results = match args.wire.as_str() {
-        "memory" if rpc => {
-            println!(
-                "{} over the in-memory wire (two stacks in one process); {}",
-                rpc_pingpong::RpcArgs::of(&args)?.workload(),
-                args.nic.description()
-            );
-            print_columns(count_only);
-            rpc_pingpong::run_memory(&args, &mut row)?
-        }
         "memory" => {
             println!(
-                "1-byte {} ping-pong over the in-memory wire (two stacks in one process); {}",
-                args.transport.to_uppercase(),
+                "{workload} over the in-memory wire (two stacks in one process); {}",
                 args.nic.description()
             );
             print_columns(count_only);
-            if tcp {
+            if rpc {
+                rpc_pingpong::run_memory(&args, &mut row)?
+            } else if tcp {
                 run_memory_tcp(&args, &mut row)?
             } else {
                 run_memory(&args, &mut row)?
             }
         }
-        "tap" if rpc => rpc_pingpong::run_tap(&args, &mut row)?,
-        "tap" => run_tap(&args, &mut row)?,
+        "tap" if rpc => run_tap(
+            &args,
+            rpc_pingpong::RpcArgs::of(&args)?,
+            &workload,
+            &mut row,
+        )?,
+        "tap" => {
+            let inet = InetTap {
+                nic: args.nic,
+                rx_burst: args.rx_burst,
+                tcp,
+            };
+            run_tap(&args, inet, &workload, &mut row)?
+        }
         w => return Err(format!("wire `{w}`: expected `memory` or `tap`").into()),
     };
     if count_only {
@@ -657,7 +703,7 @@ fn run_memory(args: &Args, row: &mut dyn FnMut(&Result1)) -> Result<Vec<Result1>
             Err(e) => return Err(e),
         };
         if args.count_only {
-            p.fake_now = Some(p.client.now().max(p.server.now()));
+            p.hosts.fake_clock();
         }
         for _ in 0..args.warmup {
             if !p.round_trip() {
@@ -885,67 +931,152 @@ fn pin_to(cpu: usize, who: &str) -> Result<(), BoxError> {
     }
 }
 
-/// One end over TAP: what it needs to open its device and build its host.
+/// One end over TAP: where its device is and how its host runs; what the
+/// transport puts on the host is the transport's ([`TapPingPong`]).
 #[derive(Clone)]
 struct End {
     netns: String,
     tap: String,
-    cidr: String,
+    ip: Ipv4Addr,
+    prefix: String,
     cpu: usize,
     sched: SchedKind,
     pin: bool,
-    nic: Nic,
-    rx_burst: Option<usize>,
     mode: WaitMode,
-    /// TCP ping-pong instead of UDP.
-    tcp: bool,
 }
 
 impl End {
-    /// Pins this thread, opens the TAP in its namespace and builds the host.
-    fn host(&self, who: &str, app_mode: &str) -> Result<Host, BoxError> {
+    /// The end's address with its prefix length, as `HostConfig::parse`
+    /// takes it.
+    fn cidr(&self) -> String {
+        format!("{}/{}", self.ip, self.prefix)
+    }
+
+    /// Pins this thread, opens the TAP in its namespace and builds the
+    /// host with the configuration `config` makes for the TAP's MAC.
+    fn host(
+        &self,
+        who: &str,
+        config: impl FnOnce(MacAddr) -> Result<HostConfig, BoxError>,
+    ) -> Result<Host, BoxError> {
         pin_to(self.cpu, who)?;
         let tap = TapDevice::open(&self.tap, TapOptions::new().netns(self.netns.clone()))
             .map_err(|e| format!("{who}: opening TAP {} in {}: {e}", self.tap, self.netns))?;
         let waiter = tap.waiter()?;
-        let mac = MacAddr(tap.mac());
-        let cfg = config(
-            &self.cidr,
-            Some(mac),
-            self.sched,
-            self.nic,
-            self.rx_burst,
-            app_mode,
-        )?;
+        let cfg = config(MacAddr(tap.mac()))?;
         Ok(Host::new(cfg, tap)?.with_waiter(waiter, self.mode))
     }
 }
 
-/// The server's thread: echoes until `stop`.
-fn serve(end: End, ready: mpsc::Sender<()>, stop: Arc<AtomicBool>) -> Result<String, BoxError> {
-    let mut host = end.host("server", "echo")?;
-    if end.tcp {
-        let mut srv = TcpEchoServer::listen(&mut host, PORT)?;
-        let _ = ready.send(());
-        while !stop.load(Ordering::Relaxed) {
-            host.poll();
-            if !srv.serve(&mut host)? {
-                host.wait(Duration::from_millis(20))?;
-            }
-        }
-        return Ok(host.report());
-    }
-    let path = server_path(&mut host)?;
-    if end.pin {
-        inline(&mut host, path, end.nic)?;
-    }
-    let _ = ready.send(());
+/// What a transport plugs into [`run_tap`]: the server's and the client's
+/// threads. The runner does the rest (topology, heading, threads, rows).
+trait TapPingPong: Clone + Send + 'static {
+    /// How the server names itself to the client once it is ready.
+    type Peer: Send + 'static;
+
+    /// The server's thread: builds its host on `end`, sends `ready` how
+    /// it is named, and answers until `stop`; returns the host's report.
+    fn serve(
+        self,
+        end: End,
+        ready: mpsc::Sender<Self::Peer>,
+        stop: Arc<AtomicBool>,
+    ) -> Result<String, BoxError>;
+
+    /// The client's thread: builds its host on `end`, warms up against
+    /// `peer`, then measures `rounds` round trips; returns them and the
+    /// host's report.
+    fn client(
+        self,
+        end: End,
+        peer: Self::Peer,
+        warmup: u64,
+        rounds: u64,
+        interrupted: Arc<AtomicBool>,
+    ) -> Result<(Result1, String), BoxError>;
+}
+
+/// A server whose answers happen inside its paths: polls `host` until
+/// `stop`, and returns its report.
+fn poll_until(host: &mut Host, stop: &AtomicBool) -> Result<String, BoxError> {
     while !stop.load(Ordering::Relaxed) {
         host.poll();
         // Bounded, so that `stop` is seen promptly while idle.
         host.wait(Duration::from_millis(20))?;
     }
     Ok(host.report())
+}
+
+/// The UDP and TCP ping-pong over TAP.
+#[derive(Clone, Copy)]
+struct InetTap {
+    nic: Nic,
+    rx_burst: Option<usize>,
+    /// TCP ping-pong instead of UDP.
+    tcp: bool,
+}
+
+impl InetTap {
+    /// Builds the host of `end` with the ECHO module in `app_mode`.
+    fn host(&self, end: &End, who: &str, app_mode: &str) -> Result<Host, BoxError> {
+        end.host(who, |mac| {
+            config(
+                &end.cidr(),
+                Some(mac),
+                end.sched,
+                self.nic,
+                self.rx_burst,
+                app_mode,
+            )
+        })
+    }
+}
+
+impl TapPingPong for InetTap {
+    type Peer = Ipv4Addr;
+
+    /// Echoes until `stop`.
+    fn serve(
+        self,
+        end: End,
+        ready: mpsc::Sender<Ipv4Addr>,
+        stop: Arc<AtomicBool>,
+    ) -> Result<String, BoxError> {
+        let mut host = self.host(&end, "server", "echo")?;
+        if self.tcp {
+            let mut srv = TcpEchoServer::listen(&mut host, PORT)?;
+            let _ = ready.send(end.ip);
+            while !stop.load(Ordering::Relaxed) {
+                host.poll();
+                if !srv.serve(&mut host)? {
+                    host.wait(Duration::from_millis(20))?;
+                }
+            }
+            return Ok(host.report());
+        }
+        let path = server_path(&mut host)?;
+        if end.pin {
+            inline(&mut host, path, self.nic)?;
+        }
+        let _ = ready.send(end.ip);
+        poll_until(&mut host, &stop)
+    }
+
+    /// Warm-up (ARP), then the measured rounds.
+    fn client(
+        self,
+        end: End,
+        peer: Ipv4Addr,
+        warmup: u64,
+        rounds: u64,
+        interrupted: Arc<AtomicBool>,
+    ) -> Result<(Result1, String), BoxError> {
+        let host = self.host(&end, "client", "sink")?;
+        if self.tcp {
+            return tcp_client(host, &end, peer, warmup, rounds, interrupted);
+        }
+        udp_client(host, &end, self.nic, peer, warmup, rounds, interrupted)
+    }
 }
 
 /// The client side over TAP.
@@ -991,21 +1122,20 @@ impl TapClient {
     }
 }
 
-/// The client's thread: warm-up (ARP), then the measured rounds.
-fn client(
-    end: End,
+/// The client's thread with `--transport udp`: warm-up (ARP), then the
+/// measured rounds.
+fn udp_client(
+    mut host: Host,
+    end: &End,
+    nic: Nic,
     peer: Ipv4Addr,
     warmup: u64,
     rounds: u64,
     interrupted: Arc<AtomicBool>,
 ) -> Result<(Result1, String), BoxError> {
-    let mut host = end.host("client", "sink")?;
-    if end.tcp {
-        return tcp_client(host, &end, peer, warmup, rounds, interrupted);
-    }
     let path = client_path(&mut host, peer)?;
     if end.pin {
-        inline(&mut host, path, end.nic)?;
+        inline(&mut host, path, nic)?;
     }
     let mut c = TapClient { host, path, seq: 0 };
     // The first echo needs ARP (RFC 826) to resolve the server; allow a
@@ -1101,10 +1231,15 @@ fn joined<T>(h: std::thread::JoinHandle<Result<T, BoxError>>, who: &str) -> Resu
         .unwrap_or_else(|_| Err(format!("the {who} thread panicked").into()))
 }
 
-/// The two hosts on TAPs bridged across a veth (scripts/netns.sh).
-fn run_tap(args: &Args, row: &mut dyn FnMut(&Result1)) -> Result<Vec<Result1>, BoxError> {
+/// The two hosts on TAPs bridged across a veth (scripts/netns.sh), each
+/// on its thread running `transport`'s side; `workload` heads the output.
+fn run_tap<T: TapPingPong>(
+    args: &Args,
+    transport: T,
+    workload: &str,
+    row: &mut dyn FnMut(&Result1),
+) -> Result<Vec<Result1>, BoxError> {
     check_privileges()?;
-    let tcp = args.transport == "tcp";
     let configs = configs(args, true)?;
     // SIGINT/SIGTERM (e.g. from `timeout`) end the run through the normal
     // path, so that a private topology is torn down.
@@ -1121,8 +1256,7 @@ fn run_tap(args: &Args, row: &mut dyn FnMut(&Result1)) -> Result<Vec<Result1>, B
         WaitMode::Blocking
     };
     println!(
-        "1-byte {} ping-pong over TAP/veth ({} {} ↔ {} {}); {}; {}, server CPU {}, client CPU {}",
-        args.transport.to_uppercase(),
+        "{workload} over TAP/veth ({} {} ↔ {} {}); {}; {}, server CPU {}, client CPU {}",
         topo.var("TAP_B"),
         client_ip,
         topo.var("TAP_A"),
@@ -1142,19 +1276,17 @@ fn run_tap(args: &Args, row: &mut dyn FnMut(&Result1)) -> Result<Vec<Result1>, B
         let server = End {
             netns: topo.var("NS_A").into(),
             tap: topo.var("TAP_A").into(),
-            cidr: format!("{server_ip}/{prefix}"),
+            ip: server_ip,
+            prefix: prefix.into(),
             cpu: args.server_cpu,
             sched,
             pin,
-            nic: args.nic,
-            rx_burst: args.rx_burst,
             mode,
-            tcp,
         };
         let client_end = End {
             netns: topo.var("NS_B").into(),
             tap: topo.var("TAP_B").into(),
-            cidr: format!("{client_ip}/{prefix}"),
+            ip: client_ip,
             cpu: args.client_cpu,
             ..server.clone()
         };
@@ -1164,24 +1296,29 @@ fn run_tap(args: &Args, row: &mut dyn FnMut(&Result1)) -> Result<Vec<Result1>, B
         // the client, which ends the server).
         let server_thread = {
             let stop = Arc::clone(&stop);
+            let transport = transport.clone();
             std::thread::Builder::new()
                 .name("pingpong-server".into())
-                .spawn(move || serve(server, ready_tx, stop))?
+                .spawn(move || transport.serve(server, ready_tx, stop))?
         };
         let stop_server = |stop: &AtomicBool| stop.store(true, Ordering::Relaxed);
-        if ready_rx.recv_timeout(Duration::from_secs(10)).is_err() {
-            stop_server(&stop);
-            return Err(match joined(server_thread, "server") {
-                Err(e) => format!("server: {e}").into(),
-                Ok(_) => "the server did not get ready within 10 s".into(),
-            });
-        }
+        let peer = match ready_rx.recv_timeout(Duration::from_secs(10)) {
+            Ok(p) => p,
+            Err(_) => {
+                stop_server(&stop);
+                return Err(match joined(server_thread, "server") {
+                    Err(e) => format!("server: {e}").into(),
+                    Ok(_) => "the server did not get ready within 10 s".into(),
+                });
+            }
+        };
         let (warmup, rounds) = (args.warmup, args.rounds);
         let client_thread = {
             let interrupted = Arc::clone(&interrupted);
+            let transport = transport.clone();
             std::thread::Builder::new()
                 .name("pingpong-client".into())
-                .spawn(move || client(client_end, server_ip, warmup, rounds, interrupted))?
+                .spawn(move || transport.client(client_end, peer, warmup, rounds, interrupted))?
         };
         let measured = joined(client_thread, "client");
         stop_server(&stop);

@@ -19,17 +19,17 @@
 //! switch the hosts to the 1 µs-per-poll clock.
 //!
 //! Included by `pingpong.rs` with `#[path = "support/rpc_pingpong.rs"]`; it
-//! uses that file's measuring, configurations and TAP topology.
+//! uses that file's measuring and configurations, and plugs into its TAP
+//! runner as a [`TapPingPong`].
 
 use super::{
-    check_privileges, config_name, configs, count, joined, measure, pin_to, print_columns, Args,
-    BoxError, Result1, Topology,
+    config_name, configs, count, measure, path_names, poll_until, Args, BoxError, End, Hosts,
+    Result1, TapPingPong,
 };
 use pathstack::core::device::wire::{wire_pair, WireConfig};
 use pathstack::core::device::{WireStage, WIRE_SPEC};
 use pathstack::core::{Dir, PathId, SchedKind, SendError};
 use pathstack::devices::lance::{LanceStage, LANCE_SPEC};
-use pathstack::devices::{TapDevice, TapOptions, WaitMode};
 use pathstack::host::{Host, HostConfig};
 use pathstack::inet::MacAddr;
 use pathstack::nic::Nic;
@@ -38,7 +38,6 @@ use pathstack::rpc_stack::anno::{CallStatus, RpcAnno, RpcTag};
 use pathstack::rpc_stack::modules::inline;
 use pathstack::rpc_stack::modules::protocol::XRPCTEST_ID;
 use pathstack::rpc_stack::modules::rpc::RpcModule;
-use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
@@ -147,19 +146,9 @@ fn inline_rpc(h: &mut Host, args: &RpcArgs) -> Result<(), BoxError> {
     let (client, server) = rpc_paths(h)?;
     for path in [client, server] {
         if h.stack_mut().path_optimize(path)?.is_empty() {
-            let names: Vec<String> = h
-                .stack()
-                .path(path)
-                .map(|p| {
-                    p.modules()
-                        .iter()
-                        .filter_map(|&m| h.stack().module_name(m).map(str::to_string))
-                        .collect()
-                })
-                .unwrap_or_default();
             return Err(format!(
                 "--form pin: the RPC inlining rule did not apply to the path {}",
-                names.join("/")
+                path_names(h, path)
             )
             .into());
         }
@@ -236,13 +225,10 @@ impl Caller {
     }
 }
 
-/// Two hosts in this process on the in-memory wire.
+/// The RPC ping-pong's hosts and the client's calls.
 struct Pair {
-    client: Host,
-    server: Host,
+    hosts: Hosts,
     caller: Caller,
-    /// The clock given to both hosts with --count-only.
-    fake_now: Option<pathstack::core::Instant>,
     /// The first wrong outcome, if any (a counted run reports it at the
     /// end).
     error: Option<BoxError>,
@@ -261,49 +247,30 @@ fn pair(sched: SchedKind, pin: bool, args: &RpcArgs) -> Result<Pair, BoxError> {
     let peer = server.rpc_peer()?;
     let caller = Caller::new(&client, peer, args)?;
     Ok(Pair {
-        client,
-        server,
+        hosts: Hosts::new(client, server),
         caller,
-        fake_now: None,
         error: None,
     })
 }
 
 impl Pair {
-    /// Polls the client (`client`) or the server.
-    fn poll(&mut self, client: bool) {
-        let host = if client {
-            &mut self.client
-        } else {
-            &mut self.server
-        };
-        match &mut self.fake_now {
-            Some(now) => {
-                *now = *now + pathstack::core::Duration::from_micros(1);
-                host.stack_mut().poll(*now);
-            }
-            None => {
-                host.poll();
-            }
-        }
-    }
-
     /// The first call: on the real clock, with time for the boot-id
     /// handshake and CHAN's resend.
     fn first_call(&mut self) -> Result<(), BoxError> {
-        self.caller.start(&mut self.client)?;
+        let Hosts { client, server, .. } = &mut self.hosts;
+        self.caller.start(client)?;
         let t0 = Instant::now();
         while t0.elapsed() < FIRST_CALL_TIMEOUT {
-            self.server.poll();
-            self.client.poll();
-            if self.caller.outcome(&mut self.client)? {
+            server.poll();
+            client.poll();
+            if self.caller.outcome(client)? {
                 return Ok(());
             }
         }
         Err(format!(
             "the first call got no reply within {FIRST_CALL_TIMEOUT:?}\nclient:\n{}server:\n{}",
-            self.client.report(),
-            self.server.report()
+            client.report(),
+            server.report()
         )
         .into())
     }
@@ -311,20 +278,9 @@ impl Pair {
     /// One call; `Ok(false)` if its reply did not come in 8 polls of each
     /// host.
     fn round_trip(&mut self) -> Result<bool, BoxError> {
-        self.caller.start(&mut self.client)?;
-        // Per-message: the call ran to the client's device already. LDLP
-        // queues it for a batch: the client's poll sends it.
-        if self.client.stack().scheduler() != SchedKind::PerMessage {
-            self.poll(true);
-        }
-        for _ in 0..8 {
-            self.poll(false);
-            self.poll(true);
-            if self.caller.outcome(&mut self.client)? {
-                return Ok(true);
-            }
-        }
-        Ok(false)
+        self.caller.start(&mut self.hosts.client)?;
+        let caller = &self.caller;
+        self.hosts.exchange(|client| caller.outcome(client))
     }
 
     /// [`Pair::round_trip`] for a counted run: a wrong outcome is kept
@@ -348,7 +304,7 @@ pub fn run_memory(args: &Args, row: &mut dyn FnMut(&Result1)) -> Result<Vec<Resu
         let mut p = pair(sched, pin, &rpc)?;
         p.first_call()?;
         if args.count_only {
-            p.fake_now = Some(p.client.now().max(p.server.now()));
+            p.hosts.fake_clock();
         }
         for _ in 1..args.warmup {
             if !p.round_trip()? {
@@ -384,50 +340,6 @@ pub fn run_memory(args: &Args, row: &mut dyn FnMut(&Result1)) -> Result<Vec<Resu
 // ---------------------------------------------------------------------------
 // Over TAP/veth.
 
-/// One end over TAP.
-#[derive(Clone)]
-struct End {
-    netns: String,
-    tap: String,
-    cidr: String,
-    cpu: usize,
-    sched: SchedKind,
-    pin: bool,
-    rpc: RpcArgs,
-    mode: WaitMode,
-}
-
-impl End {
-    /// Pins this thread, opens the TAP in its namespace and builds the host.
-    fn host(&self, who: &str) -> Result<Host, BoxError> {
-        pin_to(self.cpu, who)?;
-        let tap = TapDevice::open(&self.tap, TapOptions::new().netns(self.netns.clone()))
-            .map_err(|e| format!("{who}: opening TAP {} in {}: {e}", self.tap, self.netns))?;
-        let waiter = tap.waiter()?;
-        let mac = MacAddr(tap.mac());
-        let mut host = Host::new(config(&self.cidr, Some(mac), self.sched, &self.rpc)?, tap)?
-            .with_waiter(waiter, self.mode);
-        if self.pin {
-            inline_rpc(&mut host, &self.rpc)?;
-        }
-        Ok(host)
-    }
-}
-
-/// The server's thread: answers calls until `stop`; sends how it is
-/// named as a peer when it is ready.
-fn serve(end: End, ready: mpsc::Sender<Peer>, stop: Arc<AtomicBool>) -> Result<String, BoxError> {
-    let mut host = end.host("server")?;
-    host.rpc_server()?.register(XRPCTEST_ID, Echo)?;
-    let _ = ready.send(host.rpc_peer()?);
-    while !stop.load(Ordering::Relaxed) {
-        host.poll();
-        // Bounded, so that `stop` is seen promptly while idle.
-        host.wait(Duration::from_millis(20))?;
-    }
-    Ok(host.report())
-}
-
 /// One call over TAP: `Ok(true)` once its exact reply came, an error if
 /// none came within `timeout`.
 fn tap_call(host: &mut Host, caller: &mut Caller, timeout: Duration) -> Result<bool, BoxError> {
@@ -449,122 +361,62 @@ fn tap_call(host: &mut Host, caller: &mut Caller, timeout: Duration) -> Result<b
     }
 }
 
-/// The client's thread: the first call (boot ids; ARP over IP) and the
-/// rest of the warm-up, then the measured calls.
-fn client(
-    end: End,
-    peer: Peer,
-    warmup: u64,
-    rounds: u64,
-    interrupted: Arc<AtomicBool>,
-) -> Result<(Result1, String), BoxError> {
-    let mut host = end.host("client")?;
-    let mut caller = Caller::new(&host, peer, &end.rpc)?;
-    if let Err(e) = tap_call(&mut host, &mut caller, FIRST_CALL_TIMEOUT) {
-        return Err(format!(
-            "the first call to {peer}: {e} (topology?)\n{}",
-            host.report()
-        )
-        .into());
-    }
-    for _ in 1..warmup {
-        tap_call(&mut host, &mut caller, CALL_TIMEOUT)?;
-    }
-    let r = measure(config_name(end.sched, end.pin), rounds, || {
-        if interrupted.load(Ordering::Relaxed) {
-            return Err("interrupted".into());
+impl RpcArgs {
+    /// Builds the RPC host of `end`, path-inlined with `--form pin`.
+    fn tap_host(&self, end: &End, who: &str) -> Result<Host, BoxError> {
+        let mut host = end.host(who, |mac| config(&end.cidr(), Some(mac), end.sched, self))?;
+        if end.pin {
+            inline_rpc(&mut host, self)?;
         }
-        tap_call(&mut host, &mut caller, CALL_TIMEOUT)
-    })?;
-    Ok((r, host.report()))
+        Ok(host)
+    }
 }
 
-/// The two hosts on TAPs bridged across a veth (scripts/netns.sh).
-pub fn run_tap(args: &Args, row: &mut dyn FnMut(&Result1)) -> Result<Vec<Result1>, BoxError> {
-    check_privileges()?;
-    let rpc = RpcArgs::of(args)?;
-    let configs = configs(args, true)?;
-    let interrupted = Arc::new(AtomicBool::new(false));
-    signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&interrupted))?;
-    signal_hook::flag::register(signal_hook::consts::SIGTERM, Arc::clone(&interrupted))?;
-    let topo = Topology::get()?;
-    let prefix = topo.var("PREFIX_LEN");
-    let server_ip: Ipv4Addr = topo.ip("PS_A_IP")?;
-    let client_ip: Ipv4Addr = topo.ip("PS_B_IP")?;
-    let mode = if args.busy_poll {
-        WaitMode::BusyPoll
-    } else {
-        WaitMode::Blocking
-    };
-    println!(
-        "{} over TAP/veth ({} {} ↔ {} {}); {}; {}, server CPU {}, client CPU {}",
-        rpc.workload(),
-        topo.var("TAP_B"),
-        client_ip,
-        topo.var("TAP_A"),
-        server_ip,
-        args.nic.description(),
-        if args.busy_poll {
-            "busy-poll"
-        } else {
-            "blocking"
-        },
-        args.server_cpu,
-        args.client_cpu,
-    );
-    print_columns(false);
-    let mut results = Vec::new();
-    for (sched, pin) in configs {
-        let server = End {
-            netns: topo.var("NS_A").into(),
-            tap: topo.var("TAP_A").into(),
-            cidr: format!("{server_ip}/{prefix}"),
-            cpu: args.server_cpu,
-            sched,
-            pin,
-            rpc,
-            mode,
-        };
-        let client_end = End {
-            netns: topo.var("NS_B").into(),
-            tap: topo.var("TAP_B").into(),
-            cidr: format!("{client_ip}/{prefix}"),
-            cpu: args.client_cpu,
-            ..server.clone()
-        };
-        let stop = Arc::new(AtomicBool::new(false));
-        let (ready_tx, ready_rx) = mpsc::channel();
-        let server_thread = {
-            let stop = Arc::clone(&stop);
-            std::thread::Builder::new()
-                .name("pingpong-server".into())
-                .spawn(move || serve(server, ready_tx, stop))?
-        };
-        let stop_server = |stop: &AtomicBool| stop.store(true, Ordering::Relaxed);
-        let peer = match ready_rx.recv_timeout(Duration::from_secs(10)) {
-            Ok(p) => p,
-            Err(_) => {
-                stop_server(&stop);
-                return Err(match joined(server_thread, "server") {
-                    Err(e) => format!("server: {e}").into(),
-                    Ok(_) => "the server did not get ready within 10 s".into(),
-                });
-            }
-        };
-        let (warmup, rounds) = (args.warmup, args.rounds);
-        let client_thread = {
-            let interrupted = Arc::clone(&interrupted);
-            std::thread::Builder::new()
-                .name("pingpong-client".into())
-                .spawn(move || client(client_end, peer, warmup, rounds, interrupted))?
-        };
-        let measured = joined(client_thread, "client");
-        stop_server(&stop);
-        let server_report = joined(server_thread, "server");
-        let (r, _client_report) = measured?;
-        server_report?;
-        row(&r);
-        results.push(r);
+impl TapPingPong for RpcArgs {
+    type Peer = Peer;
+
+    /// Answers calls until `stop`; sends how it is named as a peer when
+    /// it is ready.
+    fn serve(
+        self,
+        end: End,
+        ready: mpsc::Sender<Peer>,
+        stop: Arc<AtomicBool>,
+    ) -> Result<String, BoxError> {
+        let mut host = self.tap_host(&end, "server")?;
+        host.rpc_server()?.register(XRPCTEST_ID, Echo)?;
+        let _ = ready.send(host.rpc_peer()?);
+        poll_until(&mut host, &stop)
     }
-    Ok(results)
+
+    /// The first call (boot ids; ARP over IP) and the rest of the
+    /// warm-up, then the measured calls.
+    fn client(
+        self,
+        end: End,
+        peer: Peer,
+        warmup: u64,
+        rounds: u64,
+        interrupted: Arc<AtomicBool>,
+    ) -> Result<(Result1, String), BoxError> {
+        let mut host = self.tap_host(&end, "client")?;
+        let mut caller = Caller::new(&host, peer, &self)?;
+        if let Err(e) = tap_call(&mut host, &mut caller, FIRST_CALL_TIMEOUT) {
+            return Err(format!(
+                "the first call to {peer}: {e} (topology?)\n{}",
+                host.report()
+            )
+            .into());
+        }
+        for _ in 1..warmup {
+            tap_call(&mut host, &mut caller, CALL_TIMEOUT)?;
+        }
+        let r = measure(config_name(end.sched, end.pin), rounds, || {
+            if interrupted.load(Ordering::Relaxed) {
+                return Err("interrupted".into());
+            }
+            tap_call(&mut host, &mut caller, CALL_TIMEOUT)
+        })?;
+        Ok((r, host.report()))
+    }
 }
