@@ -6,10 +6,8 @@
 mod rpc_rig;
 
 use pathstack::core::time::Duration;
-use pathstack::rpc::{Echo, RpcError, RpcNet};
+use pathstack::rpc::{RpcError, RpcNet};
 use rpc_rig::*;
-
-const XRPCTEST: u32 = 1002;
 
 /// BIDCTL frames of `side`, not the boot broadcast: (time, header).
 fn handshake(
@@ -30,12 +28,7 @@ fn handshake(
 /// the handshake fails at its 30 s deadline; once the answers get
 /// through, calls work.
 fn lost_query(net: RpcNet) {
-    let mut r = Rig::new(net);
-    r.server()
-        .rpc_server()
-        .unwrap()
-        .register(XRPCTEST, Echo)
-        .unwrap();
+    let mut r = Rig::with_echo(net);
     // The boot broadcasts first, while the hosts do not know each other
     // (ignored, §5.5): a BCAST reaching a peer in OPEN would repeat its
     // QUERY once more, after a random delay.
@@ -96,17 +89,8 @@ fn d2_lost_query_is_repeated_with_the_same_tag_and_backs_off_ip() {
 #[test]
 fn d3_a_stray_boot_id_is_a_false_alarm_without_peer_rebooted() {
     let net = RpcNet::Eth;
-    let mut r = Rig::new(net);
-    r.server()
-        .rpc_server()
-        .unwrap()
-        .register(XRPCTEST, Echo)
-        .unwrap();
-    r.client
-        .rpc_server()
-        .unwrap()
-        .register(XRPCTEST, Echo)
-        .unwrap();
+    let mut r = Rig::with_echo(net);
+    serve_echo(&mut r.client);
     assert_eq!(r.call(XRPCTEST, b"warm").unwrap(), b"warm");
     let template = r
         .frames()
@@ -154,16 +138,8 @@ fn d3_a_stray_boot_id_is_a_false_alarm_without_peer_rebooted() {
     // No PEER_REBOOTED: the outstanding call is still waiting, and its
     // retransmission (5 s after it started) completes it.
     assert_eq!(r.server().rpc_poll(&call).unwrap(), None);
-    let mut reply = None;
-    let end = r.now + Duration::from_secs(10);
-    r.run_until(end, |r| {
-        reply = r.server().rpc_poll(&call).unwrap();
-        reply.is_some()
-    });
-    assert_eq!(
-        reply.expect("the call completed").as_slice(),
-        b"outstanding"
-    );
+    let reply = r.finish_on(Side::Server, &call, Duration::from_secs(10));
+    assert_eq!(reply.expect("the call completed").unwrap(), b"outstanding");
     // And the client's calls still run on their old channel (seq
     // continues; a disabled channel would have been replaced).
     r.clear_log();
@@ -188,12 +164,7 @@ fn d3_a_stray_boot_id_is_a_false_alarm_without_peer_rebooted() {
 /// as its timer would, with ACK_REQUESTED (`0x07`), which the server
 /// acknowledges before it replies.
 fn cold_start(net: RpcNet) {
-    let mut r = Rig::new(net);
-    r.server()
-        .rpc_server()
-        .unwrap()
-        .register(XRPCTEST, Echo)
-        .unwrap();
+    let mut r = Rig::with_echo(net);
     r.run_for(Duration::from_secs(5));
     r.clear_log();
     let t = r.now;

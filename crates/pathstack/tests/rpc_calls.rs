@@ -8,13 +8,11 @@
 mod rpc_rig;
 
 use pathstack::core::time::Duration;
-use pathstack::rpc::{Echo, RpcError, RpcNet};
+use pathstack::rpc::{RpcError, RpcNet};
 use rpc_rig::*;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-/// The x-kernel's RPC test procedure id (spec §0.3).
-const XRPCTEST: u32 = 1002;
 /// The bytes MSELECT, CHAN and BID add above BLAST (spec §9).
 const ABOVE_BLAST: usize = 36;
 
@@ -27,12 +25,7 @@ fn fragment_len(net: RpcNet) -> usize {
 }
 
 fn echo_sizes(net: RpcNet) {
-    let mut r = Rig::new(net);
-    r.server()
-        .rpc_server()
-        .unwrap()
-        .register(XRPCTEST, Echo)
-        .unwrap();
+    let mut r = Rig::with_echo(net);
     let f = fragment_len(net);
     let max = r.client.rpc_max_request().unwrap();
     assert_eq!(max, 16 * f - ABOVE_BLAST, "16 fragments less the headers");
@@ -98,12 +91,7 @@ fn echo_of_every_size_class_over_ip_is_exact() {
 #[test]
 fn a_request_one_byte_over_the_maximum_is_refused_as_too_large() {
     for net in [RpcNet::Eth, RpcNet::Ip] {
-        let mut r = Rig::new(net);
-        r.server()
-            .rpc_server()
-            .unwrap()
-            .register(XRPCTEST, Echo)
-            .unwrap();
+        let mut r = Rig::with_echo(net);
         let max = r.client.rpc_max_request().unwrap();
         let peer = r.server_peer();
         let err = r
@@ -130,12 +118,7 @@ fn a_request_one_byte_over_the_maximum_is_refused_as_too_large() {
 #[test]
 fn an_unknown_procedure_fails_with_no_chan_retransmission() {
     for net in [RpcNet::Eth, RpcNet::Ip] {
-        let mut r = Rig::new(net);
-        r.server()
-            .rpc_server()
-            .unwrap()
-            .register(XRPCTEST, Echo)
-            .unwrap();
+        let mut r = Rig::with_echo(net);
         // Boot ids agreed first, so that the request below is a plain one.
         assert_eq!(r.call(XRPCTEST, b"warm").unwrap(), b"warm");
         r.clear_log();
@@ -183,16 +166,30 @@ fn an_unknown_procedure_fails_with_no_chan_retransmission() {
     }
 }
 
+/// Executions per request id.
+type Counts = Arc<Mutex<HashMap<u32, u32>>>;
+
 /// A procedure that counts its executions per request (the request's
 /// first four bytes are its id) and answers with the request reversed.
-fn counting_procedure(
-    counts: Arc<Mutex<HashMap<u32, u32>>>,
-) -> impl FnMut(&[u8]) -> Vec<u8> + Send {
+fn counting_procedure(counts: Counts) -> impl FnMut(&[u8]) -> Vec<u8> + Send {
     move |req: &[u8]| {
         let id = u32::from_be_bytes(req[..4].try_into().unwrap());
         *counts.lock().unwrap().entry(id).or_default() += 1;
         req.iter().rev().copied().collect()
     }
+}
+
+/// Both hosts on `net`, the server serving procedure 7 with a
+/// [`counting_procedure`] whose counts are returned.
+fn counting_rig(net: RpcNet) -> (Rig, Counts) {
+    let mut r = Rig::new(net);
+    let counts = Counts::default();
+    r.server()
+        .rpc_server()
+        .unwrap()
+        .register_fn(7, counting_procedure(counts.clone()))
+        .unwrap();
+    (r, counts)
 }
 
 fn request(id: u32, len: usize) -> Vec<u8> {
@@ -204,13 +201,7 @@ fn request(id: u32, len: usize) -> Vec<u8> {
 #[test]
 fn forty_concurrent_calls_on_five_channels_all_complete_exactly() {
     for net in [RpcNet::Eth, RpcNet::Ip] {
-        let mut r = Rig::new(net);
-        let counts = Arc::new(Mutex::new(HashMap::new()));
-        r.server()
-            .rpc_server()
-            .unwrap()
-            .register_fn(7, counting_procedure(counts.clone()))
-            .unwrap();
+        let (mut r, counts) = counting_rig(net);
         let peer = r.server_peer();
         // Sizes from short to several fragments, so that short and
         // BLASTed calls interleave on the channels.
@@ -270,13 +261,7 @@ fn forty_concurrent_calls_on_five_channels_all_complete_exactly() {
 
 #[test]
 fn a_counting_procedure_runs_exactly_once_per_call() {
-    let mut r = Rig::new(RpcNet::Eth);
-    let counts = Arc::new(Mutex::new(HashMap::new()));
-    r.server()
-        .rpc_server()
-        .unwrap()
-        .register_fn(7, counting_procedure(counts.clone()))
-        .unwrap();
+    let (mut r, counts) = counting_rig(RpcNet::Eth);
     for i in 0..100u32 {
         let req = request(i, (i as usize * 389) % 3000);
         let reply = r.call(7, &req).unwrap();
@@ -303,12 +288,7 @@ fn a_counting_procedure_runs_exactly_once_per_call() {
 /// the last reply is acknowledged 8 s later by the server's probe and
 /// the client's explicit ACK.
 fn xrpctest_lengths(net: RpcNet) {
-    let mut r = Rig::new(net);
-    r.server()
-        .rpc_server()
-        .unwrap()
-        .register(XRPCTEST, Echo)
-        .unwrap();
+    let mut r = Rig::with_echo(net);
     assert_eq!(r.call(XRPCTEST, b"warm").unwrap(), b"warm");
     let f = fragment_len(net);
     for (len, frags) in [(1000, 1), (2000, 2), (4000, 3), (8000, 6), (16000, 11)] {
@@ -387,13 +367,7 @@ fn e1_xrpctest_lengths_cost_only_their_fragments_ip() {
 
 #[test]
 fn calls_beyond_the_in_flight_bound_are_refused_busy_and_the_rest_complete() {
-    let mut r = Rig::new(RpcNet::Eth);
-    let counts = Arc::new(Mutex::new(HashMap::new()));
-    r.server()
-        .rpc_server()
-        .unwrap()
-        .register_fn(7, counting_procedure(counts.clone()))
-        .unwrap();
+    let (mut r, counts) = counting_rig(RpcNet::Eth);
     let peer = r.server_peer();
     let mut calls = Vec::new();
     let mut busy = 0;
@@ -450,12 +424,7 @@ fn calls_beyond_the_in_flight_bound_are_refused_busy_and_the_rest_complete() {
 
 #[test]
 fn an_abandoned_call_never_hands_its_late_reply_to_another() {
-    let mut r = Rig::new(RpcNet::Eth);
-    r.server()
-        .rpc_server()
-        .unwrap()
-        .register(XRPCTEST, Echo)
-        .unwrap();
+    let mut r = Rig::with_echo(RpcNet::Eth);
     assert_eq!(r.call(XRPCTEST, b"warm").unwrap(), b"warm");
     // The first reply of the next call is lost: it arrives only with the
     // server's resend, 8 s later.

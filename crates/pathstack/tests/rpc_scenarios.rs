@@ -10,12 +10,11 @@
 mod rpc_rig;
 
 use pathstack::core::time::{Duration, Instant};
-use pathstack::rpc::{Echo, RpcNet};
+use pathstack::rpc::RpcNet;
 use rpc_rig::*;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
-const XRPCTEST: u32 = 1002;
 /// MSELECT's header of a request to, and an OK reply from, procedure
 /// 1002 (spec §11.1).
 const MSELECT_1002_OK: [u8; 8] = [0x00, 0x00, 0x03, 0xea, 0x00, 0x00, 0x00, 0x01];
@@ -56,31 +55,17 @@ fn forward(frames: &[Frame], net: RpcNet) -> Vec<(Side, Instant, RpcFrame<'_>)> 
 /// The server host calls the client host once (echo), so that both know
 /// each other's boot id and the client's channel 1 is still fresh.
 fn warm_up_backwards(r: &mut Rig) {
-    r.client
-        .rpc_server()
-        .unwrap()
-        .register(XRPCTEST, Echo)
-        .unwrap();
+    serve_echo(&mut r.client);
     let peer = r.client_peer();
     let call = r.server().rpc_start(peer, XRPCTEST, b"warm").unwrap();
-    let mut got = None;
-    let end = r.now + Duration::from_secs(10);
-    r.run_until(end, |r| {
-        got = r.server().rpc_poll(&call).unwrap();
-        got.is_some()
-    });
-    assert_eq!(got.expect("the warm-up call").as_slice(), b"warm");
+    let got = r.finish_on(Side::Server, &call, Duration::from_secs(10));
+    assert_eq!(got.expect("the warm-up call").unwrap(), b"warm");
 }
 
 /// §11.1, E2 and D1 on `net`: the boot broadcasts, the handshake, and the
 /// first zero-byte call on channel 1 byte for byte.
 fn header_vectors(net: RpcNet) {
-    let mut r = Rig::new(net);
-    r.server()
-        .rpc_server()
-        .unwrap()
-        .register(XRPCTEST, Echo)
-        .unwrap();
+    let mut r = Rig::with_echo(net);
     let (cb, sb) = (boot_id(&r.client), boot_id(r.server()));
     assert_ne!(cb, sb, "two hosts, two boot ids");
     warm_up_backwards(&mut r);
@@ -263,6 +248,25 @@ fn counting_echo(r: &mut Rig) -> Arc<AtomicU32> {
     n
 }
 
+/// Both hosts on `net`, the server a [`counting_echo`], after one call
+/// (boot ids agreed; the warm-up was seq 2 on channel 1), the log
+/// cleared.
+fn warmed_counting_rig(net: RpcNet) -> (Rig, Arc<AtomicU32>) {
+    let mut r = Rig::new(net);
+    let runs = counting_echo(&mut r);
+    assert_eq!(r.call(XRPCTEST, b"warm").unwrap(), b"warm");
+    r.clear_log();
+    (r, runs)
+}
+
+/// A first transmission of the fragment `mask` names (BLAST SEND), as a
+/// drop-rule predicate.
+fn is_fragment(net: RpcNet, mask: u16) -> impl Fn(&[u8]) -> bool {
+    move |f: &[u8]| {
+        rpc_frame(f, net).is_some_and(|b| b.op() == 1 && b.seq() != 0 && b.mask() == mask)
+    }
+}
+
 /// A request from the client (CHAN `FROM_CLIENT | USER_MSG`), as a
 /// drop-rule predicate.
 fn is_short_request(net: RpcNet) -> impl Fn(&[u8]) -> bool {
@@ -286,10 +290,7 @@ fn is_short_reply(net: RpcNet) -> impl Fn(&[u8]) -> bool {
 /// `0x07` with the data; the server acknowledges (ACK_REQUESTED),
 /// executes once and replies.
 fn lost_short_request(net: RpcNet) {
-    let mut r = Rig::new(net);
-    let runs = counting_echo(&mut r);
-    assert_eq!(r.call(XRPCTEST, b"warm").unwrap(), b"warm");
-    r.clear_log();
+    let (mut r, runs) = warmed_counting_rig(net);
     r.drop_frames(Side::Client, 0, 1, is_short_request(net));
     let t = r.now;
     assert_eq!(r.call(XRPCTEST, b"lost once").unwrap(), b"lost once");
@@ -354,10 +355,7 @@ fn c3_lost_request_is_resent_after_5s_and_runs_once_ip() {
 /// server's timer resends the saved reply at 8 s (0x06); the client
 /// takes it and acknowledges explicitly (0x01, seq + 1).
 fn lost_short_reply(net: RpcNet) {
-    let mut r = Rig::new(net);
-    let runs = counting_echo(&mut r);
-    assert_eq!(r.call(XRPCTEST, b"warm").unwrap(), b"warm");
-    r.clear_log();
+    let (mut r, runs) = warmed_counting_rig(net);
     r.drop_frames(Side::Server, 0, 1, is_short_reply(net));
     let t = r.now;
     assert_eq!(r.call(XRPCTEST, b"reply lost").unwrap(), b"reply lost");
@@ -505,13 +503,8 @@ fn c5_lost_large_reply_probe_nack_and_resend_ip() {
 /// 16,348 bytes) loses fragment 3; the server NACKs when fragment 12
 /// arrives, the client resends only fragment 3, the call runs once.
 fn one_fragment_lost(net: RpcNet) {
-    let mut r = Rig::new(net);
-    let runs = counting_echo(&mut r);
-    assert_eq!(r.call(XRPCTEST, b"warm").unwrap(), b"warm");
-    r.clear_log();
-    r.drop_frames(Side::Client, 0, 1, move |f: &[u8]| {
-        rpc_frame(f, net).is_some_and(|b| b.op() == 1 && b.seq() != 0 && b.mask() == 0x0004)
-    });
+    let (mut r, runs) = warmed_counting_rig(net);
+    r.drop_frames(Side::Client, 0, 1, is_fragment(net, 0x0004));
     let req = pattern(16_384 - 36, 3);
     assert!(r.call(XRPCTEST, &req).unwrap() == req);
     let frames = r.frames();
@@ -619,13 +612,8 @@ fn server_nacks(frames: &[Frame], net: RpcNet) -> Vec<(Instant, u16)> {
 /// early NACK; the receive timer (12 × 10 ms) sends one with mask
 /// `0x07FF` and only fragment 12 is resent.
 fn last_fragment_lost(net: RpcNet) {
-    let mut r = Rig::new(net);
-    let runs = counting_echo(&mut r);
-    assert_eq!(r.call(XRPCTEST, b"warm").unwrap(), b"warm");
-    r.clear_log();
-    r.drop_frames(Side::Client, 0, 1, move |f: &[u8]| {
-        rpc_frame(f, net).is_some_and(|b| b.op() == 1 && b.seq() != 0 && b.mask() == 0x0800)
-    });
+    let (mut r, runs) = warmed_counting_rig(net);
+    r.drop_frames(Side::Client, 0, 1, is_fragment(net, 0x0800));
     let req = pattern(16_384 - 36, 5);
     assert!(r.call(XRPCTEST, &req).unwrap() == req);
     let frames = r.frames();
@@ -659,13 +647,8 @@ fn b2_lost_last_fragment_is_nacked_on_the_timer_ip() {
 /// saw that seq and answers `0x08`; the client resends the whole request
 /// as a new BLAST message, which runs once.
 fn fragment_never_arrives(net: RpcNet) {
-    let mut r = Rig::new(net);
-    let runs = counting_echo(&mut r);
-    assert_eq!(r.call(XRPCTEST, b"warm").unwrap(), b"warm");
-    r.clear_log();
-    r.drop_frames(Side::Client, 0, 1, move |f: &[u8]| {
-        rpc_frame(f, net).is_some_and(|b| b.op() == 1 && b.seq() != 0 && b.mask() == 0x0004)
-    });
+    let (mut r, runs) = warmed_counting_rig(net);
+    r.drop_frames(Side::Client, 0, 1, is_fragment(net, 0x0004));
     r.drop_frames(Side::Client, 0, usize::MAX, move |f: &[u8]| {
         rpc_frame(f, net).is_some_and(|b| b.op() == 3)
     });
@@ -740,10 +723,7 @@ fn b3_c4_fragment_never_arrives_blast_gives_up_and_chan_recovers_ip() {
 /// (intervals 8, 16, 32, 60) and never gives up by itself.
 fn no_answer(net: RpcNet) {
     use pathstack::rpc::RpcError;
-    let mut r = Rig::new(net);
-    let runs = counting_echo(&mut r);
-    assert_eq!(r.call(XRPCTEST, b"warm").unwrap(), b"warm");
-    r.clear_log();
+    let (mut r, runs) = warmed_counting_rig(net);
     r.drop_frames(Side::Server, 0, usize::MAX, is_short_reply(net));
     let t = r.now;
     let err = r.call(XRPCTEST, b"into the void").unwrap_err();
@@ -792,12 +772,7 @@ fn c8_no_answer_backs_off_and_the_call_times_out_ip() {
 /// leaves on the first one freed, after the first reply; a later call
 /// takes the most recently freed channel (the pool is a stack).
 fn six_concurrent_calls(net: RpcNet) {
-    let mut r = Rig::new(net);
-    r.server()
-        .rpc_server()
-        .unwrap()
-        .register(XRPCTEST, Echo)
-        .unwrap();
+    let mut r = Rig::with_echo(net);
     warm_up_backwards(&mut r);
     r.clear_log();
     let peer = r.server_peer();

@@ -10,25 +10,15 @@
 //! typed failure; no call and no (incarnations, channel, seq) is ever
 //! executed twice; a successful call was executed exactly once.
 
+use super::test_transport::{cpeer, message, sent_packet, speer, Receipts};
 use super::*;
 use crate::vchan::{Acquired, VchanConfig, VchanPool, WaitTicket};
 use crate::wire::chan::ChanHeader;
 use pathstack_core::time::{Duration, Instant};
 use proptest::prelude::*;
 use std::collections::HashMap;
-use std::net::Ipv4Addr;
-
-fn cpeer() -> Peer {
-    Ipv4Addr::new(10, 0, 0, 1).into()
-}
-fn speer() -> Peer {
-    Ipv4Addr::new(10, 0, 0, 2).into()
-}
 
 const PROT: u32 = 20;
-/// A CHAN message this long or longer goes through BLAST fragmentation
-/// (F = 1460 less the 12-byte BID header).
-const EXPENSIVE_AT: usize = 1448;
 /// Every call's deadline, from when it is issued.
 const CALL_DEADLINE: Duration = Duration::from_secs(180);
 
@@ -113,7 +103,7 @@ struct Sim {
     running: Vec<(Instant, u32, ServerCall, Vec<u8>)>,
     violations: Vec<String>,
     reboot_done: bool,
-    next_ticket: u32,
+    receipts: Receipts,
 }
 
 fn expected_reply(req: &[u8]) -> Vec<u8> {
@@ -160,7 +150,7 @@ impl Sim {
             running: Vec::new(),
             violations: Vec::new(),
             reboot_done: false,
-            next_ticket: 0,
+            receipts: Receipts::after(0),
         }
     }
 
@@ -179,19 +169,6 @@ impl Sim {
         });
         s.enable(PROT).unwrap();
         s
-    }
-
-    fn receipt(&mut self, len: usize) -> TransportReceipt {
-        if len >= EXPENSIVE_AT {
-            self.next_ticket += 1;
-            TransportReceipt {
-                reliable: false,
-                expensive: true,
-                ticket: Some(self.next_ticket),
-            }
-        } else {
-            TransportReceipt::default()
-        }
     }
 
     fn transmit(&mut self, to_server: bool, bytes: Vec<u8>) {
@@ -228,10 +205,13 @@ impl Sim {
             .call(self.now, key, &self.requests[id], Some(deadline))
         {
             Ok(h) => {
-                let mut packet = h.to_bytes().to_vec();
-                packet.extend_from_slice(&self.requests[id]);
-                let r = self.receipt(packet.len());
-                self.client.record_receipt(key, r);
+                let packet = message(
+                    &mut self.client,
+                    &mut self.receipts,
+                    key,
+                    &h,
+                    &self.requests[id],
+                );
                 self.on_channel.insert(key, id);
                 self.transmit(true, packet);
             }
@@ -271,12 +251,7 @@ impl Sim {
                     header,
                     payload: p,
                 } => {
-                    let mut packet = header.to_bytes().to_vec();
-                    if p == Payload::SavedCopy {
-                        packet.extend_from_slice(self.client.saved_copy(key).unwrap());
-                        let r = self.receipt(packet.len());
-                        self.client.record_receipt(key, r);
-                    }
+                    let packet = sent_packet(&mut self.client, &mut self.receipts, key, &header, p);
                     self.transmit(true, packet);
                 }
                 ChanAction::Reply { key, len } => {
@@ -314,12 +289,7 @@ impl Sim {
                     header,
                     payload: p,
                 } => {
-                    let mut packet = header.to_bytes().to_vec();
-                    if p == Payload::SavedCopy {
-                        packet.extend_from_slice(self.server.saved_copy(key).unwrap());
-                        let r = self.receipt(packet.len());
-                        self.server.record_receipt(key, r);
-                    }
+                    let packet = sent_packet(&mut self.server, &mut self.receipts, key, &header, p);
                     self.transmit(false, packet);
                 }
                 ChanAction::Execute { call, len } => {
@@ -483,10 +453,8 @@ impl Sim {
                     }
                     match self.server.reply(self.now, call, &reply) {
                         Ok(h) => {
-                            let mut packet = h.to_bytes().to_vec();
-                            packet.extend_from_slice(&reply);
-                            let r = self.receipt(packet.len());
-                            self.server.record_receipt(call.key, r);
+                            let packet =
+                                message(&mut self.server, &mut self.receipts, call.key, &h, &reply);
                             self.transmit(false, packet);
                         }
                         // Only an orphan of a client reboot may be stale.

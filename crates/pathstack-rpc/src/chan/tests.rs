@@ -2,22 +2,13 @@
 //! E1, E2 of §11.5), two engines driven against each other through an
 //! in-test wire on a simulated clock, with exact bytes and timings.
 
+use super::test_transport::{cpeer, message, sent_packet, speer, Receipts};
 use super::*;
 use crate::mselect::{MselectClient, MselectError, MselectServer, Selection};
 use crate::vchan::{Acquired, VchanConfig, VchanPool};
 use crate::wire::chan::{flags, ChanDropReason, ChanHeader, HEADER_LEN};
 use pathstack_core::time::{Duration, Instant};
 use std::collections::VecDeque;
-use std::net::Ipv4Addr;
-
-/// The client host, as the server sees it.
-fn cpeer() -> Peer {
-    Ipv4Addr::new(10, 0, 0, 1).into()
-}
-/// The server host, as the client sees it.
-fn speer() -> Peer {
-    Ipv4Addr::new(10, 0, 0, 2).into()
-}
 
 fn hex(s: &str) -> Vec<u8> {
     s.split_whitespace()
@@ -28,11 +19,6 @@ fn hex(s: &str) -> Vec<u8> {
 fn secs(s: u64) -> Instant {
     Instant::ZERO + Duration::from_secs(s)
 }
-
-/// BLAST's fragment payload over IP (spec §3.3): a CHAN message whose
-/// BLAST payload (+12 B BID) reaches it is fragmented, so "expensive".
-const BLAST_F: usize = 1460;
-const BID_LEN: usize = 12;
 
 /// A client and a server CHAN joined by a wire the test controls.
 struct Rig {
@@ -54,7 +40,7 @@ struct Rig {
     /// Reply length for auto replies (None: echo the request).
     reply_len: Option<usize>,
     freed: Vec<u32>,
-    next_ticket: u32,
+    receipts: Receipts,
     /// BLAST's answer to CHAN_RETRANSMIT, and the tickets asked about.
     blast_says: bool,
     queries: Vec<u32>,
@@ -83,7 +69,7 @@ impl Rig {
             auto_reply: true,
             reply_len: None,
             freed: Vec::new(),
-            next_ticket: 100,
+            receipts: Receipts::after(100),
             blast_says: true,
             queries: Vec::new(),
         }
@@ -93,39 +79,31 @@ impl Rig {
         self.client.open(speer(), 20).unwrap()
     }
 
-    /// What BLAST would report for a CHAN message of `len` bytes.
-    fn receipt(&mut self, len: usize) -> TransportReceipt {
-        if len + BID_LEN >= BLAST_F {
-            self.next_ticket += 1;
-            TransportReceipt {
-                reliable: false,
-                expensive: true,
-                ticket: Some(self.next_ticket),
-            }
-        } else {
-            TransportReceipt::default()
-        }
-    }
-
     fn call(&mut self, key: ChannelKey, req: &[u8]) -> ChanHeader {
         self.call_until(key, req, None)
     }
 
     fn call_until(&mut self, key: ChannelKey, req: &[u8], deadline: Option<Instant>) -> ChanHeader {
         let h = self.client.call(self.now, key, req, deadline).unwrap();
-        let packet = [&h.to_bytes()[..], req].concat();
-        let r = self.receipt(packet.len());
-        self.client.record_receipt(key, r);
-        self.client_sent.push((self.now, packet.clone()));
-        self.to_server.push_back(packet);
+        let packet = message(&mut self.client, &mut self.receipts, key, &h, req);
+        self.client_sends(packet);
         h
     }
 
     fn reply(&mut self, call: ServerCall, data: &[u8]) {
         let h = self.server.reply(self.now, call, data).unwrap();
-        let packet = [&h.to_bytes()[..], data].concat();
-        let r = self.receipt(packet.len());
-        self.server.record_receipt(call.key, r);
+        let packet = message(&mut self.server, &mut self.receipts, call.key, &h, data);
+        self.server_sends(packet);
+    }
+
+    /// The client puts `packet` on the wire (and in its log).
+    fn client_sends(&mut self, packet: Vec<u8>) {
+        self.client_sent.push((self.now, packet.clone()));
+        self.to_server.push_back(packet);
+    }
+
+    /// The server puts `packet` on the wire (and in its log).
+    fn server_sends(&mut self, packet: Vec<u8>) {
         self.server_sent.push((self.now, packet.clone()));
         self.to_client.push_back(packet);
     }
@@ -138,14 +116,8 @@ impl Rig {
                     header,
                     payload: p,
                 } => {
-                    let mut packet = header.to_bytes().to_vec();
-                    if p == Payload::SavedCopy {
-                        packet.extend_from_slice(self.client.saved_copy(key).unwrap());
-                        let r = self.receipt(packet.len());
-                        self.client.record_receipt(key, r);
-                    }
-                    self.client_sent.push((self.now, packet.clone()));
-                    self.to_server.push_back(packet);
+                    let packet = sent_packet(&mut self.client, &mut self.receipts, key, &header, p);
+                    self.client_sends(packet);
                 }
                 ChanAction::Reply { key, len } => self.replies.push((key, payload[..len].to_vec())),
                 ChanAction::CallFailed { key, error } => self.failures.push((key, error)),
@@ -163,14 +135,8 @@ impl Rig {
                     header,
                     payload: p,
                 } => {
-                    let mut packet = header.to_bytes().to_vec();
-                    if p == Payload::SavedCopy {
-                        packet.extend_from_slice(self.server.saved_copy(key).unwrap());
-                        let r = self.receipt(packet.len());
-                        self.server.record_receipt(key, r);
-                    }
-                    self.server_sent.push((self.now, packet.clone()));
-                    self.to_client.push_back(packet);
+                    let packet = sent_packet(&mut self.server, &mut self.receipts, key, &header, p);
+                    self.server_sends(packet);
                 }
                 ChanAction::Execute { call, len } => {
                     let req = payload[..len].to_vec();
@@ -529,7 +495,7 @@ fn c5_blast_still_repairing_reply_gets_header_only() {
     r.lose_to_server(); // the client's 5 s retransmission
     r.step_client().unwrap(); // 0x09
     r.blast_says = false;
-    let ticket = r.next_ticket; // the reply's
+    let ticket = r.receipts.last_ticket; // the reply's
     r.step_server().unwrap();
     assert_eq!(r.queries, vec![ticket]);
     assert_eq!(

@@ -1,6 +1,6 @@
 //! Two RPC hosts on the in-memory wire, driven on a hand-set clock, for
-//! the path-level RPC tests (`rpc_calls`, `rpc_scenarios`,
-//! `rpc_at_most_once`, `rpc_reboot`).
+//! the path-level RPC tests (`rpc_calls`, `rpc_scenarios`, `rpc_boot`,
+//! `rpc_at_most_once`, `rpc_reboot`, `rpc_injected`).
 //!
 //! * [`Tapped`] wraps a host's device: it records every frame the host
 //!   transmits (time, sender, bytes) in a shared [`WireLog`] and drops
@@ -25,7 +25,7 @@ use pathstack::core::device::{Device, DeviceCaps, DeviceError, DeviceStats, RxWa
 use pathstack::core::time::{Duration, Instant};
 use pathstack::core::{Msg, MsgPool};
 use pathstack::host::{Host, HostConfig};
-use pathstack::rpc::{Peer, RpcCall, RpcError, RpcNet};
+use pathstack::rpc::{Echo, Peer, RpcCall, RpcError, RpcNet};
 use pathstack::rpc_stack::modules::bidctl::BidctlModule;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
@@ -173,6 +173,8 @@ pub const CLIENT_IP: &str = "10.0.0.1";
 pub const SERVER_IP: &str = "10.0.0.2";
 /// The clock when the rig starts.
 pub const T0: Instant = Instant::from_millis(1000);
+/// The x-kernel's RPC test procedure id (spec §0.3).
+pub const XRPCTEST: u32 = 1002;
 
 /// A host with the RPC stack on `net` at `ip`, on `device`.
 pub fn rpc_host(net: RpcNet, ip: &str, device: impl Device + 'static) -> Host {
@@ -181,6 +183,14 @@ pub fn rpc_host(net: RpcNet, ip: &str, device: impl Device + 'static) -> Host {
         ..HostConfig::parse(&format!("{ip}/24")).expect("address")
     };
     Host::new(cfg, device).expect("RPC host")
+}
+
+/// `h` serves [`XRPCTEST`] as an echo.
+pub fn serve_echo(h: &mut Host) {
+    h.rpc_server()
+        .expect("an RPC host")
+        .register(XRPCTEST, Echo)
+        .expect("XRPCTEST not yet registered");
 }
 
 /// A host's BIDCTL boot id.
@@ -227,6 +237,14 @@ impl Rig {
             |d| Box::new(d) as Box<dyn Device>,
             |d| Box::new(d) as Box<dyn Device>,
         )
+    }
+
+    /// Both hosts on a fresh wire, the server serving [`XRPCTEST`] as an
+    /// echo.
+    pub fn with_echo(net: RpcNet) -> Rig {
+        let mut r = Self::new(net);
+        serve_echo(r.server());
+        r
     }
 
     /// Both hosts, each device wrapped by `wrap_client` / `wrap_server`
@@ -342,11 +360,30 @@ impl Rig {
         }
     }
 
+    /// The host on `side`.
+    pub fn host(&mut self, side: Side) -> &mut Host {
+        match side {
+            Side::Client => &mut self.client,
+            Side::Server => self.server(),
+        }
+    }
+
     /// Waits (in stack time, at most `limit`) for the outcome of `call`.
     pub fn finish(&mut self, call: &RpcCall, limit: Duration) -> Option<Result<Vec<u8>, RpcError>> {
+        self.finish_on(Side::Client, call, limit)
+    }
+
+    /// Waits (in stack time, at most `limit`) for the outcome of `call`,
+    /// made by the host on `side`.
+    pub fn finish_on(
+        &mut self,
+        side: Side,
+        call: &RpcCall,
+        limit: Duration,
+    ) -> Option<Result<Vec<u8>, RpcError>> {
         let end = self.now + limit;
         let mut out = None;
-        self.run_until(end, |r| match r.client.rpc_poll(call) {
+        self.run_until(end, |r| match r.host(side).rpc_poll(call) {
             Ok(None) => false,
             Ok(Some(m)) => {
                 out = Some(Ok(m.as_slice().to_vec()));
