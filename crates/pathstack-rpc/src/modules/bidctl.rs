@@ -232,7 +232,6 @@ impl BidctlModule {
     }
 }
 
-
 impl Module for BidctlModule {
     fn spec(&self) -> &'static ModuleSpec {
         &BIDCTL_SPEC

@@ -21,8 +21,8 @@
 //! library call must end.
 
 use super::bidctl::BidctlModule;
-use super::sends::{self, Sends};
 use super::rpc::{RpcRole, RPC_ROLE};
+use super::sends::{self, Sends};
 use crate::anno::{BootNotice, CallStatus, RpcAnno, RpcTag};
 use crate::chan::ReplyError;
 use crate::chan::{
@@ -150,11 +150,7 @@ impl ChanModule {
     /// Turns the engines' requests into messages and where they go:
     /// `(path, from, dir, msg)`. A `Reply` or `Execute` for the packet
     /// being processed is returned instead (only one per packet).
-    fn drain(
-        &mut self,
-        pool: &MsgPool,
-        into: &mut Sends,
-    ) -> Option<ChanAction> {
+    fn drain(&mut self, pool: &MsgPool, into: &mut Sends) -> Option<ChanAction> {
         let mut own = None;
         for a in self.actions.drain(..) {
             match a {
