@@ -51,12 +51,20 @@ fn host_rx_corpus() {
 }
 
 #[test]
+fn rpc_rx_corpus() {
+    replay("rpc_rx", fuzzing::rpc_rx);
+}
+
+#[test]
 fn seeds_run() {
     for (_, d) in fuzzing::tcp_segment_seeds() {
         fuzzing::tcp_segment(&d);
     }
     for (_, d) in fuzzing::host_rx_seeds() {
         fuzzing::host_rx(&d);
+    }
+    for (_, d) in fuzzing::rpc_rx_seeds() {
+        fuzzing::rpc_rx(&d);
     }
 }
 
@@ -96,6 +104,7 @@ fn seeds_are_the_generators() {
     for (target, seeds) in [
         ("tcp_segment", fuzzing::tcp_segment_seeds()),
         ("host_rx", fuzzing::host_rx_seeds()),
+        ("rpc_rx", fuzzing::rpc_rx_seeds()),
     ] {
         let dir = corpus(target);
         for (name, data) in seeds {

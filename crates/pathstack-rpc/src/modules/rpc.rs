@@ -152,10 +152,15 @@ impl Module for RpcModule {
 
     fn init(&mut self, cx: &mut ModCx<'_>) -> Result<(), ModuleError> {
         // The client's sink holds every outcome until the application
-        // reads it: as many as calls may be in flight.
+        // reads it: as many as calls may be in flight. Passive like the
+        // server's, as it serves every peer: in the active walk IP keys a
+        // datagram on its remote address too, which a path without one
+        // never matches, so over IP the replies would fall to BID's own
+        // path (`drop.bid.unknown_protocol`).
         let client = Attrs::new()
             .with(&RPC_ROLE, RpcRole::Client)
-            .with(&keys::QUEUE_LEN, self.max_calls);
+            .with(&keys::QUEUE_LEN, self.max_calls)
+            .with(&keys::PASSIVE_OPEN, true);
         cx.request_path(client, 0);
         let server = Attrs::new()
             .with(&RPC_ROLE, RpcRole::Server)
