@@ -12,7 +12,7 @@
 //! * [`host_rx`]: Ethernet frames into a whole [`Host`] with UDP sockets, a
 //!   TCP listener and an established connection, set up over the
 //!   in-memory wire with a second host before the input is read.
-//! * [`rpc_rx`]: frames into a host running the RPC stack as client and
+//! * [`rpc_rx`](fn@rpc_rx): frames into a host running the RPC stack as client and
 //!   server, with calls in flight to a peer the harness speaks for (see
 //!   its documentation).
 //!
