@@ -27,7 +27,7 @@
 
 mod rpc_rx;
 
-pub use rpc_rx::{rpc_rx, rpc_rx_seeds};
+pub use rpc_rx::{rpc_rx, rpc_rx_reach, rpc_rx_seeds, RpcRxReach};
 
 use crate::host::{Host, HostConfig};
 use crate::socket::{TcpListener, TcpStream, UdpSocket};

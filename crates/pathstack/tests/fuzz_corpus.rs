@@ -55,6 +55,27 @@ fn rpc_rx_corpus() {
     replay("rpc_rx", fuzzing::rpc_rx);
 }
 
+/// The `rpc_rx` seeds get where they were written to: past BLAST, BID
+/// and CHAN to A's procedure and to A's calls in flight, and through
+/// BIDCTL to B's reboot; and B's requests of the setup, replayed, do not
+/// run the procedure again (at most once).
+#[test]
+fn rpc_rx_seeds_reach_chan_and_bidctl() {
+    let seeds = fuzzing::rpc_rx_seeds();
+    assert_eq!(seeds.len(), 12, "six seeds on each network");
+    for (name, d) in seeds {
+        let r = fuzzing::rpc_rx_reach(&d);
+        let (_, kind) = name.split_once('_').expect("NET_KIND");
+        match kind {
+            "exchange" => assert_eq!(r.procedure_runs, 0, "{name}: {r:?}"),
+            "requests" => assert!(r.procedure_runs >= 1, "{name}: {r:?}"),
+            "replies" => assert!(r.replies >= 2, "{name}: {r:?}"),
+            "bidctl" => assert!(r.peer_rebooted >= 2, "{name}: {r:?}"),
+            _ => {}
+        }
+    }
+}
+
 #[test]
 fn seeds_run() {
     for (_, d) in fuzzing::tcp_segment_seeds() {

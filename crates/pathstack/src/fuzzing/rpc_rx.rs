@@ -21,7 +21,7 @@
 
 use super::{fix_checksums, pattern, small_stack, Enc, Input, SharedEnd, SharedInner, A_IP};
 use crate::host::{Host, HostConfig};
-use crate::rpc::{Echo, RpcCall, RpcNet};
+use crate::rpc::{Echo, RpcCall, RpcError, RpcNet};
 use pathstack_core::device::wire::{wire_pair, WireConfig};
 use pathstack_core::device::Device;
 use pathstack_core::time::{Duration, Instant};
@@ -178,6 +178,9 @@ struct Rig {
     /// What B sent during the setup (the seeds replay it).
     b_frames: Vec<Vec<u8>>,
     ip_id: u16,
+    /// Procedure runs on A during the setup.
+    setup_runs: u64,
+    reach: RpcRxReach,
 }
 
 fn rpc_host(net: RpcNet, cidr: &str, dev: impl Device + 'static) -> Option<Host> {
@@ -266,6 +269,7 @@ impl Rig {
             .and_then(|id| st.module::<BlastModule>(id))?;
         let frag_len = blast.fragment_len();
         let max_request = a.rpc_max_request().ok()?;
+        let setup_runs = a.rpc_server().ok()?.calls();
         let mut rig = Rig {
             a,
             end,
@@ -279,9 +283,29 @@ impl Rig {
             max_request,
             b_frames,
             ip_id: 1,
+            setup_runs,
+            reach: RpcRxReach::default(),
         };
         rig.poll();
         Some(rig)
+    }
+
+    /// Reads `call`'s outcome into the counts; whether it had one.
+    fn outcome(&mut self, call: &RpcCall) -> bool {
+        match self.a.rpc_poll(call) {
+            Ok(None) => false,
+            Ok(Some(_)) => {
+                self.reach.replies += 1;
+                true
+            }
+            Err(e) => {
+                self.reach.failures += 1;
+                if matches!(e, RpcError::PeerRebooted { .. }) {
+                    self.reach.peer_rebooted += 1;
+                }
+                true
+            }
+        }
     }
 
     fn inject(&mut self, frame: &[u8]) {
@@ -482,6 +506,26 @@ fn message(rig: &mut Rig, op: u8, inp: &mut Input<'_>) {
 
 /// The `rpc_rx` target: see the module's documentation.
 pub fn rpc_rx(data: &[u8]) {
+    rpc_rx_reach(data);
+}
+
+/// How far an `rpc_rx` input got into the stack: what the corpus test
+/// checks the seeds reach.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RpcRxReach {
+    /// Times A's echo procedure ran for the input's requests (past CHAN's
+    /// at-most-once check, the setup's call not counted).
+    pub procedure_runs: u64,
+    /// A's calls that returned a reply.
+    pub replies: usize,
+    /// A's calls that failed with a typed error.
+    pub failures: usize,
+    /// Of those, the ones that failed because B rebooted.
+    pub peer_rebooted: usize,
+}
+
+/// [`rpc_rx`](fn@rpc_rx), returning how far the input got.
+pub fn rpc_rx_reach(data: &[u8]) -> RpcRxReach {
     let mut inp = Input { d: data };
     let net = if inp.u8() & 1 == 0 {
         RpcNet::Eth
@@ -604,7 +648,12 @@ pub fn rpc_rx(data: &[u8]) {
         rig.poll();
     }
     for c in std::mem::take(&mut rig.calls) {
-        let _ = rig.a.rpc_poll(&c);
+        rig.outcome(&c);
+    }
+    let runs = rig.a.rpc_server().map_or(0, |s| s.calls());
+    RpcRxReach {
+        procedure_runs: runs.saturating_sub(rig.setup_runs),
+        ..rig.reach
     }
 }
 
@@ -632,11 +681,11 @@ fn app(rig: &mut Rig, op: u8, inp: &mut Input<'_>) {
         2 => {
             let mut i = 0;
             while i < rig.calls.len() {
-                match rig.a.rpc_poll(&rig.calls[i]) {
-                    Ok(None) => i += 1,
-                    _ => {
-                        rig.calls.swap_remove(i);
-                    }
+                let c = rig.calls[i];
+                if rig.outcome(&c) {
+                    rig.calls.swap_remove(i);
+                } else {
+                    i += 1;
                 }
             }
         }
