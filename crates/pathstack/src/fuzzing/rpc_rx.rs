@@ -18,6 +18,19 @@
 //! to those A sent, BLAST NACKs for A's fragmented messages, and the
 //! BIDCTL checksum is computed. Every frame A sends is read back to keep
 //! these up to date.
+//!
+//! | op % 8 | operation |
+//! |---|---|
+//! | 0 | a raw frame (length, bytes) |
+//! | 1 | a raw frame with the rig's boot ids and A's query tag put in and the checksums fixed (recorded frames) |
+//! | 2 | an RPC message from B from fields (BID, CHAN, MSELECT, data), short or in BLAST fragments (some, reordered, duplicated) |
+//! | 3 | a BLAST NACK (or another op) for one of A's fragmented messages |
+//! | 4 | a BIDCTL message from B from fields, checksum computed (or broken) |
+//! | 5 | time passes |
+//! | 6 | the application on A: calls (to B or to a silent peer), their outcomes, abandoning, procedures |
+//! | 7 | a BLAST header from fields with any payload |
+//!
+//! Bit 7 of ops 2, 3, 4 and 7 frames the message for the other network.
 
 use super::{fix_checksums, pattern, small_stack, Enc, Input, SharedEnd, SharedInner, A_IP};
 use crate::host::{Host, HostConfig};
@@ -45,10 +58,11 @@ const MAX_SEEN: usize = 16;
 const ECHO: u32 = protocol::XRPCTEST_ID;
 /// Largest frame injected.
 const FRAME_MAX: usize = 1514;
-/// BLAST's `prot_id` for BID, BID's `hlpNum` for CHAN, CHAN's `prot_id`
-/// for MSELECT.
+/// BLAST's `prot_id` for BID.
 const BLAST_BID: u32 = protocol::BID;
+/// BID's `hlpNum` for CHAN.
 const BID_CHAN: u32 = protocol::CHAN;
+/// CHAN's `prot_id` for MSELECT.
 const CHAN_MSELECT: u32 = protocol::MSELECT;
 
 /// What A sent, as the harness reads it back.
