@@ -1,5 +1,7 @@
 //! The main job: 1-byte UDP ping-pong between two pathstack hosts (and
-//! with `--transport tcp` the same over one TCP connection).
+//! with `--transport tcp` the same over one TCP connection; with
+//! `--transport rpc` the seeds' second workload, XRPCTEST calls over the
+//! RPC stack).
 //!
 //! With no arguments: two stacks in one process joined by the in-memory
 //! wire; for each scheduler (per-message, LDLP) and path form (modular
@@ -38,7 +40,8 @@
 //! path inlining (PIN) then uses the sequence ending in `LANCE`.
 //!
 //! ```text
-//! cargo run --release --example pingpong -- [--wire memory|tap] [--transport udp|tcp]
+//! cargo run --release --example pingpong -- [--wire memory|tap] [--transport udp|tcp|rpc]
+//!     [--size N] [--rpc-net eth|ip]
 //!     [--rounds N] [--warmup W] [--sched per-message|ldlp] [--form std|pin|both]
 //!     [--nic tap|lance:copy|lance:direct] [--busy-poll]
 //!     [--server-cpu S] [--client-cpu C] [--json FILE]
@@ -52,10 +55,24 @@
 //! pin` has no TCP rule); over TAP a round whose echo has not come within
 //! 5 s fails the run (TCP retransmits; nothing is counted as lost).
 //!
-//! The JSON is `{"transport": "udp|tcp", "wire": "memory|tap", "nic": "…",
+//! With `--transport rpc` both hosts run the RPC stack (RPC / MSELECT /
+//! VCHAN / CHAN / BID / BLAST over ETH, or over IP / ARP / ETH with
+//! `--rpc-net ip`) and the client calls the echo procedure the server
+//! registered under the XRPCTEST id (1002), one call at a time: zero-byte
+//! requests, or `--size N` bytes. Every reply is checked (its call, its
+//! status, its length and bytes). The warm-up's first call waits for the
+//! boot-id handshake (BIDCTL). PIN inlines the `RPC` client and server
+//! paths of both hosts (`pathstack_rpc::modules::inline`). CHAN
+//! retransmits, so over TAP no call is counted as lost; one that takes
+//! over 5 s fails the run. A request of 1,444 bytes or more (1,424 over
+//! IP) is fragmented by BLAST; up to the largest the stack carries
+//! (`Host::rpc_max_request`).
+//!
+//! The JSON is `{"transport": "udp|tcp|rpc", "wire": "memory|tap", "nic": "…",
 //! "results": [{"config": "<sched>/<std|pin>", "rounds": N, "rtt_ns":
 //! {"p50", "p99", "p999"}, "round_trips_per_s": X}]}` (over TAP also
-//! `"lost"` per result, and the mode and CPUs).
+//! `"lost"` per result, and the mode and CPUs; with `--transport rpc`
+//! also `"size"` and `"rpc_net"`).
 
 use clap::Parser;
 use pathstack::core::attrs::keys::{AddrPart, Participants, PARTICIPANTS, PASSIVE_OPEN};
@@ -88,17 +105,30 @@ use rtt::{RttRecorder, LOSS_TIMEOUT};
 mod tcp_pingpong;
 use tcp_pingpong::{TcpEchoServer, TcpPinger};
 
+#[path = "support/rpc_pingpong.rs"]
+mod rpc_pingpong;
+
 #[derive(Parser, Debug)]
-#[command(about = "1-byte UDP or TCP ping-pong between two pathstack hosts")]
+#[command(about = "1-byte UDP or TCP, or XRPCTEST RPC, ping-pong between two pathstack hosts")]
 struct Args {
     /// `memory` (two stacks in one process) or `tap` (two TAPs bridged
     /// across a veth, scripts/netns.sh; needs root).
     #[arg(long, default_value = "memory")]
     wire: String,
-    /// Transport: `udp` (in-path echo) or `tcp` (one connection, nodelay,
-    /// the server's application echoes).
+    /// Transport: `udp` (in-path echo), `tcp` (one connection, nodelay,
+    /// the server's application echoes) or `rpc` (XRPCTEST calls of the
+    /// echo procedure over the RPC stack).
     #[arg(long, default_value = "udp")]
     transport: String,
+    /// With `--transport rpc`: the bytes of each request (and reply);
+    /// default 0, the thesis' zero-byte calls.
+    #[arg(long)]
+    size: Option<usize>,
+    /// With `--transport rpc`: the network under BLAST and BIDCTL, `eth`
+    /// (EtherTypes 0x3001/0x3006, the default) or `ip` (protocols
+    /// 101/205).
+    #[arg(long)]
+    rpc_net: Option<String>,
     /// Measured round trips per configuration.
     #[arg(long, default_value_t = 50_000)]
     rounds: u64,
@@ -362,18 +392,22 @@ fn main() -> std::process::ExitCode {
 }
 
 fn run(args: Args) -> Result<(), BoxError> {
-    let tcp = match args.transport.as_str() {
-        "udp" => false,
-        "tcp" => true,
-        t => return Err(format!("transport `{t}`: expected `udp` or `tcp`").into()),
+    let (tcp, rpc) = match args.transport.as_str() {
+        "udp" => (false, false),
+        "tcp" => (true, false),
+        "rpc" => (false, true),
+        t => return Err(format!("transport `{t}`: expected `udp`, `tcp` or `rpc`").into()),
     };
+    if !rpc && (args.size.is_some() || args.rpc_net.is_some()) {
+        return Err("--size and --rpc-net are for --transport rpc".into());
+    }
     if tcp && matches!(args.form.as_deref(), Some("pin" | "both")) {
         return Err(
             "--transport tcp: only --form std (there is no path-inlining rule for TCP)".into(),
         );
     }
     if tcp && args.count_only {
-        return Err("--count-only is for --transport udp".into());
+        return Err("--count-only is for --transport udp or rpc".into());
     }
     if args.count_only && args.wire != "memory" {
         return Err("--count-only is for --wire memory".into());
@@ -382,6 +416,15 @@ fn run(args: Args) -> Result<(), BoxError> {
     // Each configuration's row is printed as soon as it is measured.
     let mut row = |r: &Result1| print_row(r, count_only);
     let results = match args.wire.as_str() {
+        "memory" if rpc => {
+            println!(
+                "{} over the in-memory wire (two stacks in one process); {}",
+                rpc_pingpong::RpcArgs::of(&args)?.workload(),
+                args.nic.description()
+            );
+            print_columns(count_only);
+            rpc_pingpong::run_memory(&args, &mut row)?
+        }
         "memory" => {
             println!(
                 "1-byte {} ping-pong over the in-memory wire (two stacks in one process); {}",
@@ -395,6 +438,7 @@ fn run(args: Args) -> Result<(), BoxError> {
                 run_memory(&args, &mut row)?
             }
         }
+        "tap" if rpc => rpc_pingpong::run_tap(&args, &mut row)?,
         "tap" => run_tap(&args, &mut row)?,
         w => return Err(format!("wire `{w}`: expected `memory` or `tap`").into()),
     };
@@ -433,6 +477,11 @@ fn run(args: Args) -> Result<(), BoxError> {
             .into();
             json["server_cpu"] = args.server_cpu.into();
             json["client_cpu"] = args.client_cpu.into();
+        }
+        if rpc {
+            let r = rpc_pingpong::RpcArgs::of(&args)?;
+            json["size"] = r.size.into();
+            json["rpc_net"] = r.net_name().into();
         }
         std::fs::write(file, serde_json::to_string_pretty(&json)?)?;
         println!("wrote {}", file.display());

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # instr.sh — instructions and simulated cache misses per round trip of the
-# in-memory 1-byte UDP ping-pong, pathstack against smoltcp, under cachegrind.
+# in-memory 1-byte UDP ping-pong, pathstack against smoltcp, and of the
+# zero-byte RPC ping-pong (XRPCTEST) on pathstack's RPC stack, under
+# cachegrind.
 #
-#   scripts/instr.sh [--r1 N] [--r2 N] [--repeat K] [--quick] [--no-build]
+#   scripts/instr.sh [--r1 N] [--r2 N] [--repeat K] [--quick] [--no-build] [--no-rpc]
 #
 #   --r1 N       the smaller round count (default 4000)
 #   --r2 N       the larger round count (default 12000)
@@ -10,10 +12,16 @@
 #                median over the K runs (default 3)
 #   --quick      --r1 1000 --r2 3000 --repeat 1 (a smoke test: noisier)
 #   --no-build   use the binaries already built
+#   --no-rpc     leave out the RPC configurations
 #
 # Configurations: pathstack's `pingpong --wire memory` for the per-message
 # and LDLP schedulers x the modular (std) and path-inlined (pin) forms, and
-# `smoltcp_peer memory --count-only` (smoltcp 0.14, the same workload).
+# `smoltcp_peer memory --count-only` (smoltcp 0.14, the same workload);
+# then (system `rpc`) `pingpong --transport rpc`, zero-byte calls of the
+# echo procedure over RPC / MSELECT / VCHAN / CHAN / BID / BLAST / ETH, for
+# the same schedulers and forms. The RPC summary sets its figures beside
+# the thesis' RPC trace lengths (STD 4,291, PIN 3,471 instructions, -19%)
+# and smoltcp's UDP round trip.
 #
 # Difference method: each configuration runs twice, with R1 and R2 measured
 # round trips after the same warm-up; (total(R2) - total(R1)) / (R2 - R1)
@@ -44,7 +52,7 @@ set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 me=instr.sh
-r1=4000 r2=12000 repeat=3 build=1
+r1=4000 r2=12000 repeat=3 build=1 rpc=1
 usage() { sed -n '2,/^set -e/{/^set -e/d;s/^# \{0,1\}//;p}' "$0"; }
 need_arg() { [ $# -ge 2 ] && [[ "$2" =~ ^[0-9]+$ ]] || { echo "$me: $1 needs a number (try --help)" >&2; exit 2; }; }
 while [ $# -gt 0 ]; do
@@ -54,6 +62,7 @@ while [ $# -gt 0 ]; do
         --repeat) need_arg "$@"; repeat=$2; shift 2 ;;
         --quick) r1=1000 r2=3000 repeat=1; shift ;;
         --no-build) build=0; shift ;;
+        --no-rpc) rpc=0; shift ;;
         -h|--help) usage; exit 0 ;;
         *) echo "$me: unknown argument '$1' (try --help)" >&2; exit 2 ;;
     esac
@@ -95,6 +104,14 @@ configs=(
     "ldlp/pin|pathstack|pingpong|--sched ldlp --form pin --count-only --rounds"
     "memory|smoltcp|smoltcp_peer|memory --warmup 100 --count-only --rounds"
 )
+if [ "$rpc" = 1 ]; then
+    configs+=(
+        "per-message/std|rpc|pingpong|--transport rpc --sched per-message --form std --count-only --rounds"
+        "per-message/pin|rpc|pingpong|--transport rpc --sched per-message --form pin --count-only --rounds"
+        "ldlp/std|rpc|pingpong|--transport rpc --sched ldlp --form std --count-only --rounds"
+        "ldlp/pin|rpc|pingpong|--transport rpc --sched ldlp --form pin --count-only --rounds"
+    )
+fi
 
 # count FILE CMD...: runs CMD under cachegrind, the counts going to FILE.
 count() {
@@ -190,7 +207,7 @@ def ratio(x, base):
     return f"{x / base:.2f}x" if base else "-"
 
 
-print(f"\n1-byte UDP ping-pong, in-memory wire, cachegrind (DEC 3000 geometry: I1/D1 8 KB "
+print(f"\n1-byte UDP ping-pong (rpc: zero-byte RPC calls), in-memory wire, cachegrind (DEC 3000 geometry: I1/D1 8 KB "
       f"direct-mapped, LL 2 MB, 32-byte lines)")
 print(f"per round trip = (total({r2}) - total({r1})) / {r2 - r1}, median of {repeat} run(s)")
 head = (f"{'system':<10}{'config':<17}{'instr/RT':>10}{'I1/RT':>9}{'D1/RT':>9}{'LL/RT':>8}"
@@ -214,6 +231,23 @@ for sched in ("per-message", "ldlp"):
         pct = 100.0 * (s["instr_per_rt"] - p["instr_per_rt"]) / s["instr_per_rt"]
         savings.append({"sched": sched, "pin_saving_pct": round(pct, 2)})
         print(f"  {sched:<12} std {s['instr_per_rt']:>8.0f}  pin {p['instr_per_rt']:>8.0f}  saving {pct:5.1f}%")
+rpc_savings = []
+rpc_rows = [r for r in results if r["system"] == "rpc"]
+if rpc_rows:
+    print("\nRPC, zero-byte call round trip (thesis: STD 4,291, PIN 3,471 instructions, saving 19.1%):")
+    for sched in ("per-message", "ldlp"):
+        s, p = by.get(("rpc", f"{sched}/std")), by.get(("rpc", f"{sched}/pin"))
+        if s and p:
+            pct = 100.0 * (s["instr_per_rt"] - p["instr_per_rt"]) / s["instr_per_rt"]
+            rpc_savings.append({"sched": sched, "pin_saving_pct": round(pct, 2)})
+            print(f"  {sched:<12} std {s['instr_per_rt']:>8.0f}  pin {p['instr_per_rt']:>8.0f}  saving {pct:5.1f}%"
+                  f"  (goal >= 19%)")
+    u = by.get(("pathstack", "per-message/std"))
+    for r in rpc_rows:
+        vs_smol = ratio(r["instr_per_rt"], smol and smol["instr_per_rt"])
+        vs_udp = ratio(r["instr_per_rt"], u and u["instr_per_rt"])
+        print(f"  {r['config']:<17} {r['instr_per_rt']:>8.0f} instr: {vs_smol} smoltcp's 1-byte UDP round trip"
+              f" (goal <= 1.00x), {vs_udp} pathstack's")
 if repeat > 1:
     print(f"\nnoise: 'spread' is max - min of instr/RT over the {repeat} runs; "
           f"differences below it are not significant.")
@@ -221,13 +255,14 @@ else:
     print("\nnoise: one run per configuration; use --repeat 3 to see the spread.")
 
 doc = {
-    "workload": "1-byte UDP ping-pong, in-memory wire",
+    "workload": "1-byte UDP ping-pong and (system rpc) zero-byte RPC ping-pong, in-memory wire",
     "tool": vg_version + " --tool=cachegrind --cache-sim=yes --I1=8192,1,32 --D1=8192,1,32 --LL=2097152,1,32",
     "method": f"(total(R2) - total(R1)) / (R2 - R1), R1={r1}, R2={r2}, median of {repeat} runs",
     "d1": "D1 read misses + D1 write misses",
     "ll": "LL instruction + data read + data write misses",
     "results": results,
     "pin_vs_std": savings,
+    "rpc_pin_vs_std": rpc_savings,
 }
 with open(json_path, "w") as f:
     json.dump(doc, f, indent=2)

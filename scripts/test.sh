@@ -30,12 +30,20 @@ RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps
 step "cargo test"
 cargo test --workspace
 
+step "cargo test: BLAST's 32- and 64-bit fragment masks (pathstack-rpc features)"
+cargo test -p pathstack-rpc --features blast-mask32
+cargo test -p pathstack-rpc --features blast-mask64
+
 step "graph example"
 cargo run --quiet --example graph -- check graphs/synthetic5.graph
+cargo run --quiet --example graph -- check graphs/rpc.graph
+cargo run --quiet --example graph -- check graphs/rpc-ip.graph
 
 step "main job (in-memory wire, short)"
 cargo run --quiet --example pingpong -- --rounds 2000
 cargo run --quiet --example pingpong -- --transport tcp --rounds 2000
+cargo run --quiet --example pingpong -- --transport rpc --rounds 2000
+cargo run --quiet --example pingpong -- --transport rpc --rpc-net ip --size 1000 --rounds 2000
 
 # check_host_netns: the README's `host --netns` commands. Each run makes its
 # own namespace ps-host-<its pid> and must remove it however it ends (a
@@ -127,6 +135,7 @@ if [ "$(id -u)" = 0 ]; then
     step "main job over TAP/veth (privileged, short)"
     cargo run --quiet --example pingpong -- --wire tap --rounds 500 --warmup 100
     cargo run --quiet --example pingpong -- --wire tap --transport tcp --rounds 500 --warmup 100
+    cargo run --quiet --example pingpong -- --wire tap --transport rpc --rounds 500 --warmup 100
     tmp_out=$(mktemp)
     trap 'rm -f "$tmp_out"' EXIT
     check_host_netns

@@ -179,7 +179,7 @@ impl Exec for DynExec {
 }
 
 /// A tuple of concrete stage types that can be built from a path's boxed
-/// stages (implemented for tuples of 1 to 8 stages).
+/// stages (implemented for tuples of 1 to 10 stages).
 pub trait StageTuple: Send + Sized + 'static {
     /// Number of stages.
     const LEN: usize;
@@ -214,8 +214,33 @@ fn downcast<S: Stage>(b: Box<dyn Stage>) -> S {
     }
 }
 
+/// One stage of an unrolled traversal ([`Inlined`]'s `run`): calls stage
+/// `$idx` in direction `$dir` unless it passes, and returns from `run` with
+/// the fate unless the message goes on to the next stage.
+macro_rules! inlined_step {
+    ($self:ident, $idx:tt, $dir:expr, $msg:ident, $env:ident) => {
+        if !$self.passes.skips($idx, $dir) {
+            let mut cx = Cx {
+                env: &mut *$env,
+                pos: $idx,
+            };
+            match $self.stages.$idx.process($dir, $msg, &mut cx) {
+                Verdict::Next => {}
+                Verdict::Back => {
+                    return Fate::Turned {
+                        from: $idx,
+                        dir: $dir.reverse(),
+                    }
+                }
+                Verdict::Consumed => return Fate::Consumed,
+                Verdict::Drop(r) => return Fate::Dropped(r),
+            }
+        }
+    };
+}
+
 macro_rules! inlined {
-    ($len:expr; $($idx:tt $T:ident),+) => {
+    ($len:expr; $($idx:tt $T:ident),+; rev $($r:tt),+) => {
         impl<$($T: Stage),+> StageTuple for ($($T,)+) {
             const LEN: usize = $len;
             fn matches_refs(stages: &[&dyn Stage]) -> bool {
@@ -251,8 +276,31 @@ macro_rules! inlined {
                     _ => Verdict::Drop(CoreDropReason::BadPosition.into()),
                 }
             }
+            /// The path's stages unrolled, one straight-line sequence per
+            /// direction (the thesis' output and input functions): each
+            /// stage's `process` is called with a constant direction, so
+            /// its other direction's code folds away when it is inlined.
+            /// Same fates as [`traverse`].
+            // `pos >= 0` is the last step of every upward sequence.
+            #[allow(unused_comparisons)]
             fn run(&mut self, pos: usize, dir: Dir, msg: &mut Msg, env: &mut Env<'_>) -> Fate {
-                traverse(self, pos, dir, msg, env)
+                if pos >= $len {
+                    return Fate::Dropped(CoreDropReason::BadPosition.into());
+                }
+                match dir {
+                    Dir::Down => {
+                        $(if pos <= $idx {
+                            inlined_step!(self, $idx, Dir::Down, msg, env);
+                        })+
+                        Fate::Out(Dir::Down)
+                    }
+                    Dir::Up => {
+                        $(if pos >= $r {
+                            inlined_step!(self, $r, Dir::Up, msg, env);
+                        })+
+                        Fate::Out(Dir::Up)
+                    }
+                }
             }
             fn stage(&self, pos: usize) -> Option<&dyn Stage> {
                 match pos {
@@ -278,11 +326,13 @@ macro_rules! inlined {
     };
 }
 
-inlined!(1; 0 A);
-inlined!(2; 0 A, 1 B);
-inlined!(3; 0 A, 1 B, 2 C);
-inlined!(4; 0 A, 1 B, 2 C, 3 D);
-inlined!(5; 0 A, 1 B, 2 C, 3 D, 4 E);
-inlined!(6; 0 A, 1 B, 2 C, 3 D, 4 E, 5 F);
-inlined!(7; 0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G);
-inlined!(8; 0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G, 7 H);
+inlined!(1; 0 A; rev 0);
+inlined!(2; 0 A, 1 B; rev 1, 0);
+inlined!(3; 0 A, 1 B, 2 C; rev 2, 1, 0);
+inlined!(4; 0 A, 1 B, 2 C, 3 D; rev 3, 2, 1, 0);
+inlined!(5; 0 A, 1 B, 2 C, 3 D, 4 E; rev 4, 3, 2, 1, 0);
+inlined!(6; 0 A, 1 B, 2 C, 3 D, 4 E, 5 F; rev 5, 4, 3, 2, 1, 0);
+inlined!(7; 0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G; rev 6, 5, 4, 3, 2, 1, 0);
+inlined!(8; 0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G, 7 H; rev 7, 6, 5, 4, 3, 2, 1, 0);
+inlined!(9; 0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G, 7 H, 8 I; rev 8, 7, 6, 5, 4, 3, 2, 1, 0);
+inlined!(10; 0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G, 7 H, 8 I, 9 J; rev 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);

@@ -181,7 +181,12 @@ impl<'a, 'e> Cx<'a, 'e> {
         link: usize,
     ) -> Option<(&mut A, &mut B)> {
         let own = self.env.stage_modules[self.pos].0 as usize;
-        let other = self.env.modules[own].links.get(service)?.get(link)?.instance.0 as usize;
+        let other = self.env.modules[own]
+            .links
+            .get(service)?
+            .get(link)?
+            .instance
+            .0 as usize;
         if own == other || other >= self.env.modules.len() {
             return None;
         }

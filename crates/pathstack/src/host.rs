@@ -440,8 +440,9 @@ impl Host {
     }
 
     /// Sets the host's clock by hand: from now on [`Host::now`] is `now`
-    /// until set again (the fuzz targets run on a deterministic clock).
-    pub(crate) fn set_manual_clock(&mut self, now: Instant) {
+    /// until set again (the fuzz targets and the RPC timer tests run on a
+    /// deterministic clock).
+    pub fn set_manual_clock(&mut self, now: Instant) {
         self.manual_now = Some(now);
     }
 

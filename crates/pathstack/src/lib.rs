@@ -15,7 +15,9 @@
 //! *stage* per module, found for arriving frames by a demux-tree
 //! classifier. The concepts and contracts are in the repository's
 //! `docs/design.md`; the parts are re-exported here as [`core`],
-//! [`classify`], [`inet`] and [`devices`].
+//! [`classify`], [`inet`], [`rpc_stack`] and [`devices`]. With
+//! [`HostConfig::rpc`] the host also runs the x-kernel's RPC stack
+//! ([`rpc`]): at-most-once remote procedure calls over Ethernet or IP.
 //!
 //! # Getting started
 //!
@@ -142,6 +144,8 @@
 //! | UDP sockets, non-blocking | [`socket`] (methods on [`Host`]) |
 //! | UDP sockets, async | [`tokio::Net`], [`tokio::UdpSocket`] |
 //! | TCP listeners and streams, non-blocking | [`socket::tcp`] (methods on [`Host`]) |
+//! | remote procedure calls (x-kernel BLAST/BID/CHAN/VCHAN/MSELECT), sync | [`rpc`] ([`HostConfig::rpc`], [`Host::rpc_start`], [`Host::rpc_server`]) |
+//! | remote procedure calls, async | [`tokio::RpcClient`] |
 //! | two hosts in one process | [`wire_pair`], [`WireConfig`] |
 //! | a Linux TAP interface | [`TapDevice`], [`TapOptions`], [`WaitMode`] |
 //! | a device of your own | implement [`Device`] |

@@ -24,7 +24,8 @@ pub const OUTSTANDING_MESSAGES: usize = 64;
 /// Records (buffers) kept for reuse per instance (x-kernel's mstate free
 /// list of 128).
 pub const FREE_LIST: usize = 128;
-/// Fragment payload over Ethernet: 1500 − 20.
+/// Fragment payload over Ethernet: 1500 less the header (1480 with the
+/// default 20-byte header, 1476 with the 64-bit mask's 24 bytes).
 pub const ETH_FRAGMENT_LEN: usize = 1500 - HEADER_LEN;
 /// Partial messages one session reassembles at once. The x-kernel has no
 /// bound (its map grows); pathstack bounds every table.
@@ -34,15 +35,22 @@ pub const MAX_REASSEMBLIES: usize = 32;
 ///
 /// ```
 /// use pathstack_rpc::blast::BlastConfig;
-/// assert_eq!(BlastConfig::over_eth().fragment_len, 1480);
-/// assert_eq!(BlastConfig::over_ip(1500).fragment_len, 1460);
-/// assert_eq!(BlastConfig::over_ip(1500).max_message(), 23_360);
+/// use pathstack_rpc::wire::blast::{HEADER_LEN, MAX_FRAGS};
+/// // Default build (16-bit mask, 20-byte header): F = 1480 over
+/// // Ethernet, 1460 over IP, and 16 · 1460 = 23,360 bytes at most.
+/// assert_eq!(BlastConfig::over_eth().fragment_len, 1500 - HEADER_LEN);
+/// assert_eq!(BlastConfig::over_ip(1500).fragment_len, 1480 - HEADER_LEN);
+/// assert_eq!(BlastConfig::over_ip(1500).max_message(), MAX_FRAGS * (1480 - HEADER_LEN));
+/// if MAX_FRAGS == 16 {
+///     assert_eq!(BlastConfig::over_ip(1500).max_message(), 23_360);
+/// }
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BlastConfig {
     /// Fragment payload F: the lower layer's packet size minus the
-    /// 20-byte header. Messages of fewer bytes go short (one packet,
-    /// seq 0); at most [`MAX_FRAGS`] fragments, so at most `16·F` bytes.
+    /// [`HEADER_LEN`] bytes of the header. Messages of fewer bytes go
+    /// short (one packet, seq 0); at most [`MAX_FRAGS`] fragments, so at
+    /// most `MAX_FRAGS·F` bytes.
     /// Also the largest fragment the receiver accepts.
     pub fragment_len: usize,
     /// Initial per-fragment receive allowance ([`PER_PACKET`]).
@@ -62,7 +70,8 @@ pub struct BlastConfig {
     /// Partial messages reassembled at once ([`MAX_REASSEMBLIES`]).
     pub max_reassemblies: usize,
     /// Bytes the partial messages may reserve together (each reserves
-    /// `num_frag · fragment_len`); default `MAX_REASSEMBLIES · 16 · F`.
+    /// `num_frag · fragment_len`); default
+    /// `MAX_REASSEMBLIES · MAX_FRAGS · F`.
     pub max_reassembly_bytes: usize,
 }
 
@@ -73,8 +82,8 @@ impl BlastConfig {
     ///
     /// # Panics
     ///
-    /// If `lower_mtu` leaves no byte for a fragment (at most 20): a
-    /// configuration error.
+    /// If `lower_mtu` leaves no byte for a fragment (at most
+    /// [`HEADER_LEN`]): a configuration error.
     pub fn for_lower_mtu(lower_mtu: usize) -> Self {
         assert!(
             lower_mtu > HEADER_LEN,
@@ -94,18 +103,20 @@ impl BlastConfig {
         }
     }
 
-    /// BLAST directly over Ethernet (MTU 1500): F = 1480.
+    /// BLAST directly over Ethernet (MTU 1500): F = 1480 (1476 with the
+    /// 64-bit mask).
     pub fn over_eth() -> Self {
         Self::for_lower_mtu(ETH_FRAGMENT_LEN + HEADER_LEN)
     }
 
     /// BLAST over IP on a link of `link_mtu` (IP's packet size is the MTU
-    /// minus its 20-byte header): F = 1460 on Ethernet.
+    /// minus its 20-byte header): F = 1460 on Ethernet (1456 with the
+    /// 64-bit mask).
     pub fn over_ip(link_mtu: usize) -> Self {
         Self::for_lower_mtu(link_mtu.saturating_sub(20))
     }
 
-    /// The largest message: `16 · F`.
+    /// The largest message: `MAX_FRAGS · F` (`16 · F` by default).
     pub const fn max_message(&self) -> usize {
         MAX_FRAGS * self.fragment_len
     }

@@ -6,7 +6,8 @@ use std::io;
 /// the caller still has the whole message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, thiserror::Error)]
 pub enum BlastPushError {
-    /// Longer than `16 · F` (spec §3.4 item 1): BLAST cannot carry it.
+    /// Longer than `MAX_FRAGS · F` (spec §3.4 item 1; `16 · F` with the
+    /// default mask): BLAST cannot carry it.
     #[error("message of {len} bytes exceeds BLAST's maximum of {max} bytes")]
     TooLarge {
         /// The message length.

@@ -5,7 +5,7 @@
 use crate::blast::config::BlastConfig;
 use crate::blast::instance::BlastInstance;
 use crate::blast::{BlastOutput, BlastStats};
-use crate::wire::blast::{BlastDropReason, BlastHeader, BlastOp, MAX_FRAGS};
+use crate::wire::blast::{BlastDropReason, BlastHeader, BlastOp, Mask, MAX_FRAGS};
 use pathstack_core::time::{Duration, Instant};
 
 /// One message being reassembled.
@@ -17,7 +17,7 @@ struct RecvRecord {
     /// it (so their `len` is that fragment's, §3.5).
     first: BlastHeader,
     /// Fragments received.
-    mask: u16,
+    mask: Mask,
     /// Fragment `i` lies at `(i−1)·F` in `bytes`, `lens[i−1]` long.
     lens: [usize; MAX_FRAGS],
     /// `num_frag · F` bytes reserved.

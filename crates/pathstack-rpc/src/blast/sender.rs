@@ -60,7 +60,7 @@ impl Sender {
         }
         inst.acquire_slot();
         let seq = inst.take_seq(|s| self.records.iter().any(|r| r.seq == s));
-        let num_frag = len.div_ceil(f) as u16; // ≤ 16: len ≤ 16·F
+        let num_frag = len.div_ceil(f) as u16; // ≤ MAX_FRAGS: len ≤ MAX_FRAGS·F
         let mut bytes = inst.take_buffer();
         bytes.extend_from_slice(message);
         let record = SendRecord {

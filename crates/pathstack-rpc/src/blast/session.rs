@@ -47,7 +47,8 @@ impl BlastSession {
     ///
     /// # Errors
     ///
-    /// [`BlastPushError::TooLarge`] beyond `16 · F`;
+    /// [`BlastPushError::TooLarge`] beyond
+    /// [`BlastConfig::max_message`] (`MAX_FRAGS · F`);
     /// [`BlastPushError::WouldBlock`] when the instance already holds its
     /// maximum of messages. Either way nothing was sent or kept.
     pub fn push(

@@ -1,22 +1,22 @@
 //! The §11.2 scenarios B1–B10 at engine level: two hosts, each a
 //! [`BlastInstance`] and a [`BlastSession`], wired through an in-test link
 //! that drops, duplicates and reorders, on a simulated clock. Frames are
-//! compared byte for byte with the §11.1 vectors (F = 1460, BLAST over IP).
+//! compared byte for byte with the §11.1 vectors (F = 1460, BLAST over IP),
+//! moved into the layout of the build's mask width. The tests run in each
+//! build (default, `blast-mask32`, `blast-mask64`); where a scenario is
+//! about the mask's width (B4) it uses [`MAX_FRAGS`].
 
 use super::*;
-use crate::wire::blast::{BlastHeader, BlastOp, HEADER_LEN};
+use crate::wire::blast::test_vectors::{hex, vector};
+use crate::wire::blast::{field, BlastHeader, BlastOp, Mask, HEADER_LEN, MAX_FRAGS};
 use pathstack_core::time::{Duration, Instant};
 use proptest::prelude::*;
 
 const PROT: u32 = 21;
-/// F over IP on Ethernet.
+/// F over IP on Ethernet with the 20-byte header; kept in every build so
+/// that the §11.1 vectors hold (the 64-bit mask's 24-byte header would
+/// make it 1456 over IP).
 const F: usize = 1460;
-
-fn hex(s: &str) -> Vec<u8> {
-    s.split_whitespace()
-        .map(|b| u8::from_str_radix(b, 16).unwrap())
-        .collect()
-}
 
 fn ms(t: u64) -> Instant {
     Instant::from_millis(t)
@@ -27,8 +27,18 @@ fn message(len: usize) -> Vec<u8> {
     (0..len).map(|i| (i * 7 + i / 251) as u8).collect()
 }
 
+/// F = 1460 in every build: what [`BlastConfig::over_ip`] gives on
+/// Ethernet with the 20-byte header.
 fn ip_config() -> BlastConfig {
-    BlastConfig::over_ip(1500)
+    BlastConfig::for_lower_mtu(F + HEADER_LEN)
+}
+
+#[test]
+fn f_over_ip_is_1460_with_the_20_byte_header() {
+    assert_eq!(BlastConfig::over_ip(1500).fragment_len, 1480 - HEADER_LEN);
+    if HEADER_LEN == 20 {
+        assert_eq!(BlastConfig::over_ip(1500), ip_config());
+    }
 }
 
 /// What a session sent and delivered.
@@ -135,9 +145,9 @@ fn push_16k(a: &mut Host, now: Instant) -> (Vec<u8>, Vec<Vec<u8>>) {
     );
     let frames = a.take();
     assert_eq!(frames.len(), 12);
-    assert_eq!(frames[0][..HEADER_LEN], hex(FRAG1)[..]);
-    assert_eq!(frames[2][..HEADER_LEN], hex(FRAG3)[..]);
-    assert_eq!(frames[11][..HEADER_LEN], hex(FRAG12)[..]);
+    assert_eq!(frames[0][..HEADER_LEN], vector(FRAG1)[..]);
+    assert_eq!(frames[2][..HEADER_LEN], vector(FRAG3)[..]);
+    assert_eq!(frames[11][..HEADER_LEN], vector(FRAG12)[..]);
     for (k, f) in frames.iter().enumerate() {
         let end = ((k + 1) * F).min(msg.len());
         assert_eq!(&f[HEADER_LEN..], &msg[k * F..end], "fragment {}", k + 1);
@@ -154,7 +164,7 @@ fn b1_drop_fragment_3_nack_then_only_fragment_3_resent() {
     carry(&mut b, ms(0), &frames, &[3]);
     // Fragment 12 with a hole and no NACK yet: one NACK at once.
     let nacks = b.take();
-    assert_eq!(nacks, vec![hex(NACK_3_MISSING)]);
+    assert_eq!(nacks, vec![vector(NACK_3_MISSING)]);
     assert_eq!(
         b.s.poll_at(),
         Some(ms(120)),
@@ -164,7 +174,7 @@ fn b1_drop_fragment_3_nack_then_only_fragment_3_resent() {
     assert_eq!(a.s.poll_at(), Some(ms(1001)), "hold re-armed 1 s");
     let resent = a.take();
     assert_eq!(resent.len(), 1, "only fragment 3");
-    assert_eq!(resent[0][..HEADER_LEN], hex(RETRANSMIT_3)[..]);
+    assert_eq!(resent[0][..HEADER_LEN], vector(RETRANSMIT_3)[..]);
     assert_eq!(&resent[0][HEADER_LEN..], &msg[2 * F..3 * F]);
     assert_eq!(b.recv(ms(2), &resent[0]), Ok(Received::Absorbed));
     assert_eq!(b.out.delivered, vec![(PROT, msg)]);
@@ -194,11 +204,11 @@ fn b1_without_last_frag_nacks_nack_leaves_at_120_ms() {
     assert!(b.take().is_empty());
     b.tick(ms(120));
     let nacks = b.take();
-    assert_eq!(nacks, vec![hex(NACK_3_MISSING)]);
+    assert_eq!(nacks, vec![vector(NACK_3_MISSING)]);
     a.recv(ms(120), &nacks[0]).unwrap();
     let resent = a.take();
     assert_eq!(resent.len(), 1);
-    assert_eq!(resent[0][..HEADER_LEN], hex(RETRANSMIT_3)[..]);
+    assert_eq!(resent[0][..HEADER_LEN], vector(RETRANSMIT_3)[..]);
     b.recv(ms(121), &resent[0]).unwrap();
     assert_eq!(b.out.delivered, vec![(PROT, msg)]);
 }
@@ -218,7 +228,7 @@ fn b2_drop_last_fragment_nack_at_120_ms_only_fragment_12_resent() {
     let nacks = b.take();
     assert_eq!(
         nacks,
-        vec![hex(
+        vec![vector(
             "00 00 00 15 00 00 00 07 00 00 05 b4 00 0c 02 00 00 00 07 ff"
         )]
     );
@@ -227,7 +237,7 @@ fn b2_drop_last_fragment_nack_at_120_ms_only_fragment_12_resent() {
     assert_eq!(resent.len(), 1);
     assert_eq!(
         resent[0][..HEADER_LEN],
-        hex("00 00 00 15 00 00 00 07 00 00 01 44 00 0c 03 00 00 00 08 00")[..]
+        vector("00 00 00 15 00 00 00 07 00 00 01 44 00 0c 03 00 00 00 08 00")[..]
     );
     b.recv(ms(120), &resent[0]).unwrap();
     assert_eq!(b.out.delivered, vec![(PROT, msg)]);
@@ -328,34 +338,91 @@ fn b4_length_boundaries() {
         (receipt.ticket, 1, 1, F as u32)
     );
     carry(&mut b, ms(0), &frames, &[]);
-    // 16·F: 16 fragments, masks covering 0xFFFF.
-    let full = message(16 * F);
+    // MAX_FRAGS·F: MAX_FRAGS fragments, masks covering the full mask
+    // (16·F and 0xFFFF in the default build).
+    let full = message(MAX_FRAGS * F);
     assert!(matches!(a.push(ms(0), &full), Ok(Pushed::Fragmented(_))));
     let frames = a.take();
-    assert_eq!(frames.len(), 16);
-    let union = frames.iter().fold(0u16, |m, f| m | header(f).mask);
-    assert_eq!(union, 0xffff);
-    assert_eq!(header(&frames[15]).mask, 0x8000);
-    // Hold back fragment 16: the NACK reports all 15 others.
-    carry(&mut b, ms(0), &frames, &[16]);
-    b.tick(ms(160));
-    assert_eq!(header(&b.take()[0]).mask, 0x7fff);
-    carry(&mut b, ms(161), &frames[15..], &[]);
+    assert_eq!(frames.len(), MAX_FRAGS);
+    let union = frames.iter().fold(0, |m: Mask, f| m | header(f).mask);
+    assert_eq!(union, Mask::MAX);
+    assert_eq!(header(&frames[MAX_FRAGS - 1]).mask, 1 << (MAX_FRAGS - 1));
+    // Hold back the last fragment: the NACK reports all others, after
+    // MAX_FRAGS × 10 ms.
+    carry(&mut b, ms(0), &frames, &[MAX_FRAGS]);
+    let t = ms(10 * MAX_FRAGS as u64);
+    b.tick(before(t));
+    assert!(b.take().is_empty());
+    b.tick(t);
+    assert_eq!(header(&b.take()[0]).mask, Mask::MAX >> 1);
+    carry(&mut b, t, &frames[MAX_FRAGS - 1..], &[]);
     assert_eq!(
         b.out.delivered,
         vec![(PROT, short), (PROT, one), (PROT, full)]
     );
-    // 16·F + 1: refused, nothing sent or used.
+    // MAX_FRAGS·F + 1: refused, nothing sent or used.
     let seq = a.inst.next_seq();
     assert_eq!(
-        a.push(ms(0), &message(16 * F + 1)),
+        a.push(ms(0), &message(MAX_FRAGS * F + 1)),
         Err(BlastPushError::TooLarge {
-            len: 16 * F + 1,
-            max: 16 * F
+            len: MAX_FRAGS * F + 1,
+            max: MAX_FRAGS * F
         })
     );
     assert!(a.take().is_empty());
     assert_eq!((a.inst.next_seq(), a.inst.outstanding()), (seq, 2));
+}
+
+/// The frames of [`full_width_message_with_holes_in_both_halves`] in each
+/// layout: the NACK (fragments 1 and `MAX_FRAGS/2 + 1` missing, a copy of
+/// fragment 2's header), then the two retransmissions.
+#[cfg(not(any(feature = "blast-mask32", feature = "blast-mask64")))]
+const FULL_WIDTH_REPAIR: [&str; 3] = [
+    "00 00 00 15 00 00 00 07 00 00 05 b4 00 10 02 00 00 00 fe fe",
+    "00 00 00 15 00 00 00 07 00 00 05 b4 00 10 03 00 00 00 00 01",
+    "00 00 00 15 00 00 00 07 00 00 05 b4 00 10 03 00 00 00 01 00",
+];
+#[cfg(feature = "blast-mask32")]
+const FULL_WIDTH_REPAIR: [&str; 3] = [
+    "00 00 00 15 00 00 00 07 00 00 05 b4 00 20 02 00 ff fe ff fe",
+    "00 00 00 15 00 00 00 07 00 00 05 b4 00 20 03 00 00 00 00 01",
+    "00 00 00 15 00 00 00 07 00 00 05 b4 00 20 03 00 00 01 00 00",
+];
+/// 64-bit: fragment 33 is `mask_hi` bit 0 with `mask_lo` 0.
+#[cfg(feature = "blast-mask64")]
+const FULL_WIDTH_REPAIR: [&str; 3] = [
+    "00 00 00 15 00 00 00 07 00 00 05 b4 00 40 02 00 ff ff ff fe ff ff ff fe",
+    "00 00 00 15 00 00 00 07 00 00 05 b4 00 40 03 00 00 00 00 00 00 00 00 01",
+    "00 00 00 15 00 00 00 07 00 00 05 b4 00 40 03 00 00 00 00 01 00 00 00 00",
+];
+
+/// A message of the full mask width (16, 32 or 64 fragments) with the
+/// first fragment and the first of the upper half lost: the NACK names
+/// both holes at their wire bits, only those two are resent, and the
+/// message is reassembled byte for byte.
+#[test]
+fn full_width_message_with_holes_in_both_halves() {
+    let (mut a, mut b) = (Host::new(ip_config()), Host::new(ip_config()));
+    a.inst.set_next_seq(7);
+    let msg = message(MAX_FRAGS * F - 100);
+    a.push(ms(0), &msg).unwrap();
+    let frames = a.take();
+    assert_eq!(frames.len(), MAX_FRAGS);
+    assert_eq!(frames[MAX_FRAGS - 1].len(), HEADER_LEN + F - 100);
+    let upper = MAX_FRAGS / 2 + 1;
+    // The last fragment arrives with holes: one NACK at once.
+    carry(&mut b, ms(0), &frames, &[1, upper]);
+    assert_eq!(b.take(), vec![hex(FULL_WIDTH_REPAIR[0])]);
+    a.recv(ms(1), &hex(FULL_WIDTH_REPAIR[0])).unwrap();
+    let resent = a.take();
+    assert_eq!(resent.len(), 2, "only the two holes");
+    assert_eq!(resent[0][..HEADER_LEN], hex(FULL_WIDTH_REPAIR[1])[..]);
+    assert_eq!(resent[1][..HEADER_LEN], hex(FULL_WIDTH_REPAIR[2])[..]);
+    assert_eq!(&resent[0][HEADER_LEN..], &msg[..F]);
+    assert_eq!(&resent[1][HEADER_LEN..], &msg[(upper - 1) * F..upper * F]);
+    carry(&mut b, ms(2), &resent, &[]);
+    assert_eq!(b.out.delivered, vec![(PROT, msg)]);
+    assert_eq!(b.s.reassemblies(), 0);
 }
 
 #[test]
@@ -415,14 +482,14 @@ fn b5_reverse_order_and_duplicates() {
 #[test]
 fn b6_unknown_seq_dropped_without_state_or_reply() {
     let (mut a, mut b) = (Host::new(ip_config()), Host::new(ip_config()));
-    let retransmit = hex(RETRANSMIT_3);
+    let retransmit = vector(RETRANSMIT_3);
     let mut frame = retransmit.clone();
     frame.extend(message(F));
     assert_eq!(
         b.recv(ms(0), &frame),
         Err(BlastDropReason::RetransmitUnknownSeq)
     );
-    let nack = hex(NACK_3_MISSING);
+    let nack = vector(NACK_3_MISSING);
     assert_eq!(a.recv(ms(0), &nack), Err(BlastDropReason::NackUnknownSeq));
     for h in [&mut a, &mut b] {
         assert!(h.take().is_empty());
@@ -438,7 +505,7 @@ fn b6_unknown_seq_dropped_without_state_or_reply() {
         may_open_session(&header(&frame)),
         Err(BlastDropReason::NoSession)
     );
-    let mut send = hex(FRAG1);
+    let mut send = vector(FRAG1);
     send.extend(message(F));
     assert_eq!(may_open_session(&header(&send)), Ok(()));
 }
@@ -684,14 +751,23 @@ fn buffers_are_reused_after_warm_up() {
 /// Drives both hosts until neither has anything left to do: `a` pushes
 /// `msg`; the link loses the first `drops[k]` transmissions of fragment
 /// `k + 1` and carries each batch reversed if `reverse`.
+///
+/// The sender holds a message 1 ms longer than the receiver's longest
+/// NACK interval. With the x-kernel's constants both are 1 s, and a
+/// receiver whose interval reaches the cap (32 or more fragments: it
+/// starts at `num_frag × 10 ms`) NACKs at the very instant the sender
+/// frees the message, so that round cannot repair anything (see
+/// `nack_at_the_capped_interval_meets_the_end_of_hold`). With 16 fragments
+/// the three intervals stay below 1 s and the margin changes nothing.
 fn exchange(msg: &[u8], drops: &[u8], reverse: bool, last_frag_nacks: bool) -> Host {
     let cfg = BlastConfig {
         last_frag_nacks,
+        hold: Duration::from_nanos(MAX_WAIT.as_nanos() + 1_000_000),
         ..ip_config()
     };
     let (mut a, mut b) = (Host::new(cfg), Host::new(cfg));
     let mut now = ms(0);
-    let mut sent = [0u8; 16];
+    let mut sent = [0u8; MAX_FRAGS];
     match a.push(now, msg).unwrap() {
         Pushed::Short(h) => {
             let mut frame = h.to_bytes().to_vec();
@@ -735,12 +811,70 @@ fn exchange(msg: &[u8], drops: &[u8], reverse: bool, last_frag_nacks: bool) -> H
     panic!("the exchange did not settle");
 }
 
+/// With 32 or more fragments the receiver's NACK interval (first
+/// `num_frag × 10 ms`, doubling) reaches its 1 s cap (`MAX_WAIT`) within
+/// the three NACKs, and the sender's hold after a NACK is 1 s too
+/// (`HOLD`): the NACK at the capped interval arrives as the sender frees
+/// the message (later, on a real link), is refused as for an unknown
+/// message, and the receiver in the end discards the partial message;
+/// CHAN's retransmission is what recovers it (§3.6). With the 16-bit mask
+/// the intervals (160, 320, 640 ms) stay below the cap.
+#[test]
+fn nack_at_the_capped_interval_meets_the_end_of_hold() {
+    let cfg = BlastConfig {
+        last_frag_nacks: false,
+        ..ip_config()
+    };
+    let (mut a, mut b) = (Host::new(cfg), Host::new(cfg));
+    let msg = message(MAX_FRAGS * F);
+    a.push(ms(0), &msg).unwrap();
+    let frames = a.take();
+    // The last fragment and every retransmission of it are lost.
+    carry(&mut b, ms(0), &frames, &[MAX_FRAGS]);
+    let mut wait = Duration::from_nanos(PER_PACKET.as_nanos() * MAX_FRAGS as u64);
+    let mut now = ms(0);
+    let mut refused = 0;
+    for _ in 0..NACK_LIMIT {
+        now = now + wait;
+        assert_eq!(b.s.poll_at(), Some(now));
+        b.tick(now);
+        let nack = b.take().remove(0);
+        // The sender's timer runs first: the NACK is on the wire.
+        a.tick(now);
+        match a.recv(now, &nack) {
+            Ok(_) => {
+                assert_eq!(a.take().len(), 1, "the lost last fragment again");
+                assert!(wait < MAX_WAIT);
+            }
+            Err(e) => {
+                assert_eq!(e, BlastDropReason::NackUnknownSeq);
+                assert_eq!(wait, MAX_WAIT, "only at the capped interval");
+                assert_eq!(a.inst.outstanding(), 0);
+                refused += 1;
+            }
+        }
+        wait = Duration::from_nanos(wait.as_nanos() * 2).min(MAX_WAIT);
+    }
+    b.tick(now + wait);
+    assert_eq!(b.s.reassemblies(), 0);
+    assert!(b.out.delivered.is_empty());
+    // 16 fragments: 160, 480, 1120 ms, each within the hold. 32: the third
+    // NACK (1960 ms) meets the hold set by the second. 64: the second
+    // (1640 ms) meets the hold set by the first; the third finds nothing.
+    let expected = match MAX_FRAGS {
+        16 => 0,
+        32 => 1,
+        _ => 2,
+    };
+    assert_eq!(refused, expected);
+}
+
 proptest! {
     #[test]
     fn any_length_and_repairable_loss_delivers_once(
-        len in 0usize..=16 * F,
-        drops in proptest::collection::vec(0u8..=3, 16),
-        keep in 0usize..16,
+        len in 0usize..=MAX_FRAGS * F,
+        drops in proptest::collection::vec(0u8..=3, MAX_FRAGS),
+        keep in 0usize..MAX_FRAGS,
         reverse in any::<bool>(),
         last_frag_nacks in any::<bool>(),
     ) {
@@ -760,9 +894,12 @@ proptest! {
         packets in proptest::collection::vec(
             (
                 1u32..6,
-                0u16..18,
+                0u16..MAX_FRAGS as u16 + 2,
                 0u8..5,
-                prop_oneof![any::<u16>(), (0u32..16).prop_map(|b| 1u16 << b)],
+                prop_oneof![
+                    any::<Mask>(),
+                    (0..Mask::BITS).prop_map(|b| (1 as Mask) << b)
+                ],
                 prop_oneof![0usize..32, (F - 2)..(F + 3)],
                 0u64..400,
                 proptest::collection::vec(any::<u8>(), 0..24),
@@ -784,7 +921,7 @@ proptest! {
             f[8..12].copy_from_slice(&(len as u32).to_be_bytes());
             f[12..14].copy_from_slice(&num_frag.to_be_bytes());
             f[14] = op;
-            f[18..20].copy_from_slice(&mask.to_be_bytes());
+            f[field::MASK].copy_from_slice(&mask.to_be_bytes());
             f.resize(HEADER_LEN + len, 0x5a);
             let _ = b.recv(now, &f);
             let _ = b.recv(now, &raw);

@@ -13,10 +13,10 @@ use crate::boot::{
     bcast_query_delay, query_tag, BidctlState, BootId, DEFAULT_MAX_PEERS,
     DEFAULT_MAX_REGISTRANTS_PER_PEER, IDLE_LIMIT_TICKS, TIMER_INTERVAL,
 };
+use crate::hash_map::FastMap;
 use crate::wire::bidctl::{flags, BidctlDropReason, BidctlHeader};
 use crate::Peer;
 use pathstack_core::time::Instant;
-use std::collections::HashMap;
 use std::fmt;
 use std::io;
 
@@ -186,7 +186,7 @@ pub struct Bidctl {
     /// Wall-clock time at `started`, for query tags (spec §5.3).
     wall_at_start: std::time::Duration,
     started: Instant,
-    peers: HashMap<Peer, PeerState>,
+    peers: FastMap<Peer, PeerState>,
     next_tick: Instant,
     rng: u64,
 }
@@ -213,7 +213,7 @@ impl Bidctl {
             local_bid,
             wall_at_start: wall_clock,
             started: now,
-            peers: HashMap::new(),
+            peers: FastMap::default(),
             next_tick: now + TIMER_INTERVAL,
             rng,
         }

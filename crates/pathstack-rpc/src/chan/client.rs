@@ -7,10 +7,11 @@ use super::{
     CallError, ChanAction, ChannelKey, ClientConfig, Payload, TableError, TransportQuery,
     TransportReceipt,
 };
+use crate::hash_map::FastMap;
 use crate::wire::chan::{flags, ChanDropReason, ChanHeader};
 use crate::Peer;
 use pathstack_core::time::Instant;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 /// X32 `START_SEQ`: a fresh channel's seq; incremented before each call,
 /// so the first request carries 2 (spec §6.3).
@@ -73,8 +74,8 @@ struct Numbering {
 #[derive(Debug)]
 pub struct ClientTable {
     config: ClientConfig,
-    channels: HashMap<ChannelKey, ClientChannel>,
-    numbering: HashMap<(Peer, u32), Numbering>,
+    channels: FastMap<ChannelKey, ClientChannel>,
+    numbering: FastMap<(Peer, u32), Numbering>,
 }
 
 impl ClientTable {
@@ -82,8 +83,8 @@ impl ClientTable {
     pub fn new(config: ClientConfig) -> Self {
         ClientTable {
             config,
-            channels: HashMap::new(),
-            numbering: HashMap::new(),
+            channels: FastMap::default(),
+            numbering: FastMap::default(),
         }
     }
 
@@ -161,6 +162,11 @@ impl ClientTable {
                     n.dormant.insert(key.chan, ch.seq);
                 }
                 _ => n.free.push(key.chan),
+            }
+            if n.open == 0 && n.dormant.is_empty() {
+                // No number has a seq history at the peer's current
+                // incarnation: forget the peer (the counter may restart).
+                self.numbering.remove(&(key.peer, key.prot_id));
             }
         }
         Ok(())
@@ -259,7 +265,7 @@ impl ClientTable {
         if ch.state != ClientState::Wait {
             return Err(CallError::NoChannel);
         }
-        end_call(key, ch, out);
+        end_call(ch, out);
         out.push(ChanAction::CallFailed {
             key,
             error: CallError::Aborted,
@@ -311,7 +317,7 @@ impl ClientTable {
                     // The reply: the call completes, then the FREE rule
                     // applies to the same packet (an ACK_REQUESTED reply
                     // gets its explicit ACK at once).
-                    end_call(key, ch, out);
+                    end_call(ch, out);
                     out.push(ChanAction::Reply {
                         key,
                         len: payload.len(),
@@ -371,7 +377,7 @@ impl ClientTable {
                 continue;
             }
             if ch.deadline.is_some_and(|d| d <= now) {
-                end_call(key, ch, out);
+                end_call(ch, out);
                 out.push(ChanAction::CallFailed {
                     key,
                     error: CallError::TimedOut,
@@ -402,7 +408,7 @@ impl ClientTable {
     pub fn peer_rebooted(&mut self, peer: Peer, out: &mut Vec<ChanAction>) {
         for (&key, ch) in self.channels.iter_mut().filter(|(k, _)| k.peer == peer) {
             if ch.state == ClientState::Wait {
-                end_call(key, ch, out);
+                end_call(ch, out);
                 out.push(ChanAction::CallFailed {
                     key,
                     error: CallError::PeerRebooted,
@@ -493,7 +499,7 @@ fn timer_resend(key: ChannelKey, ch: &ClientChannel, opt: Option<usize>) -> Chan
 /// Ends the outstanding call (reply, failure or abort): timer and
 /// deadline cancelled, copy dropped (capacity kept), the transport told
 /// it may free a fragmented request → FREE, seq kept.
-fn end_call(_key: ChannelKey, ch: &mut ClientChannel, out: &mut Vec<ChanAction>) {
+fn end_call(ch: &mut ClientChannel, out: &mut Vec<ChanAction>) {
     ch.timer.cancel();
     ch.deadline = None;
     ch.copy.clear();

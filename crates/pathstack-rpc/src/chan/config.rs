@@ -1,5 +1,7 @@
 //! CHAN's tunables, with the x-kernel's values as defaults (spec §6.3).
 
+use crate::blast::ETH_FRAGMENT_LEN;
+use crate::wire::blast::MAX_FRAGS;
 use pathstack_core::time::Duration;
 
 /// Client retransmission timer, first interval: 5 s (X32 `chan_client.c`).
@@ -9,6 +11,12 @@ pub const SERVER_INITIAL_TIMEOUT: Duration = Duration::from_secs(8);
 /// Cap of both back-offs: 60 s (X32 `chan_internal.h`; OSF comments say
 /// "32 s"/"20 s" next to it, §12 item 11).
 pub const MAX_TIMEOUT: Duration = Duration::from_secs(60);
+/// Default bound on a request or reply CHAN keeps a copy of: what BLAST
+/// carries over Ethernet (16 fragments × 1480 B, spec §3.3; more with a
+/// wider BLAST mask) less the BID (12 B) and CHAN (16 B) headers (spec
+/// §10 `MAX_SIZE` = 16·F − 36 also takes off MSELECT's 8 B, which CHAN
+/// counts as user data).
+pub const DEFAULT_MAX_MESSAGE: usize = MAX_FRAGS * ETH_FRAGMENT_LEN - 12 - 16;
 /// Default bound on the peers a client table tracks.
 pub const DEFAULT_MAX_PEERS: usize = 1024;
 /// Default bound on the channel numbers (open, disabled or dormant) per
@@ -48,7 +56,7 @@ impl Default for ClientConfig {
             max_timeout: MAX_TIMEOUT,
             max_peers: DEFAULT_MAX_PEERS,
             max_channels_per_peer: DEFAULT_MAX_CHANNELS_PER_PEER,
-            max_request: usize::MAX,
+            max_request: DEFAULT_MAX_MESSAGE,
             opt_packet: None,
         }
     }
@@ -66,6 +74,9 @@ pub struct ServerConfig {
     pub max_channels: usize,
     /// Protocol numbers served at once.
     pub max_protocols: usize,
+    /// Largest reply [`crate::chan::ServerTable::reply`] accepts (the
+    /// transport's maximum less the CHAN header).
+    pub max_reply: usize,
     /// CHAN's optimal packet, as [`ClientConfig::opt_packet`].
     pub opt_packet: Option<usize>,
     /// Resend the saved reply at once when a duplicate request arrives in
@@ -82,6 +93,7 @@ impl Default for ServerConfig {
             max_timeout: MAX_TIMEOUT,
             max_channels: DEFAULT_MAX_SERVER_CHANNELS,
             max_protocols: DEFAULT_MAX_PROTOCOLS,
+            max_reply: DEFAULT_MAX_MESSAGE,
             opt_packet: None,
             resend_reply_on_duplicate: false,
         }

@@ -6,10 +6,10 @@ use super::retransmit::{resend, Backoff};
 use super::{
     ChanAction, ChannelKey, Payload, ServerConfig, TableError, TransportQuery, TransportReceipt,
 };
+use crate::hash_map::FastMap;
 use crate::wire::chan::{flags, ChanDropReason, ChanHeader};
 use crate::Peer;
 use pathstack_core::time::Instant;
-use std::collections::HashMap;
 
 /// The state of a live server channel (spec §6.5). A channel disabled by
 /// a peer reboot is removed from the table (as in X32), so it has no
@@ -58,9 +58,24 @@ pub enum ReplyError {
     /// was disabled, C10) or the token is stale. The reply is discarded.
     #[error("reply discarded: the call is no longer current (client rebooted?)")]
     Stale,
-    /// The reply does not fit the 32-bit length field.
-    #[error("reply of {0} bytes too long for CHAN")]
-    TooLarge(usize),
+    /// The reply exceeds `max_reply`.
+    #[error("reply of {len} bytes exceeds the maximum of {max}")]
+    TooLarge {
+        /// The reply's length.
+        len: usize,
+        /// The limit.
+        max: usize,
+    },
+}
+
+impl From<ReplyError> for std::io::Error {
+    fn from(e: ReplyError) -> Self {
+        let kind = match e {
+            ReplyError::Stale => std::io::ErrorKind::ConnectionReset,
+            ReplyError::TooLarge { .. } => std::io::ErrorKind::InvalidInput,
+        };
+        std::io::Error::new(kind, e)
+    }
 }
 
 /// The server channels of one host.
@@ -88,8 +103,8 @@ pub struct ServerTable {
     config: ServerConfig,
     /// Protocol numbers with an openEnable.
     enabled: Vec<u32>,
-    channels: HashMap<ChannelKey, ServerChannel>,
-    dormant: HashMap<ChannelKey, u32>,
+    channels: FastMap<ChannelKey, ServerChannel>,
+    dormant: FastMap<ChannelKey, u32>,
     next_exec: u64,
 }
 
@@ -99,8 +114,8 @@ impl ServerTable {
         ServerTable {
             config,
             enabled: Vec::new(),
-            channels: HashMap::new(),
-            dormant: HashMap::new(),
+            channels: FastMap::default(),
+            dormant: FastMap::default(),
             next_exec: 0,
         }
     }
@@ -204,6 +219,21 @@ impl ServerTable {
             // one with seq 0: any seq > 0 is new (spec §6.3).
             let seq = match self.dormant.remove(&key) {
                 Some(seq) => seq,
+                // Only a request earns a new channel; anything else would
+                // find nothing to do in a fresh IDLE channel, so stray
+                // control packets cannot fill the table.
+                None if !header.has(flags::USER_MSG) => {
+                    if !(header.has(flags::ACK_REQUESTED) && header.seq > 0) {
+                        return Err(ChanDropReason::Unsolicited);
+                    }
+                    // A probe for a request we never got (C4).
+                    out.push(ChanAction::Send {
+                        key,
+                        header: control(key, flags::NEGATIVE_ACK, header.seq),
+                        payload: Payload::None,
+                    });
+                    return Ok(());
+                }
                 None if self.len() >= self.config.max_channels => {
                     return Err(ChanDropReason::TableFull)
                 }
@@ -349,7 +379,14 @@ impl ServerTable {
         reply: &[u8],
     ) -> Result<ChanHeader, ReplyError> {
         let initial = self.config.initial_timeout;
-        let len = u32::try_from(reply.len()).map_err(|_| ReplyError::TooLarge(reply.len()))?;
+        let max = self.config.max_reply;
+        let len = u32::try_from(reply.len())
+            .ok()
+            .filter(|_| reply.len() <= max)
+            .ok_or(ReplyError::TooLarge {
+                len: reply.len(),
+                max,
+            })?;
         let ch = self
             .channels
             .get_mut(&call.key)

@@ -881,6 +881,28 @@ fn server_table_bounds_listeners_and_dormant_revival() {
     }
     .to_bytes();
     assert_eq!(r.inject_server(&stray), Err(ChanDropReason::NoListener));
+    // Control packets for unknown channels create none.
+    let ack = ChanHeader {
+        chan: 7,
+        flags: flags::FROM_CLIENT,
+        prot_id: 20,
+        seq: 3,
+        len: 0,
+    };
+    assert_eq!(
+        r.inject_server(&ack.to_bytes()),
+        Err(ChanDropReason::Unsolicited)
+    );
+    let probe = ChanHeader {
+        flags: flags::FROM_CLIENT | flags::ACK_REQUESTED,
+        ..ack
+    };
+    r.inject_server(&probe.to_bytes()).unwrap();
+    assert_eq!(
+        flags_of(&r.to_client.pop_back().unwrap()),
+        flags::NEGATIVE_ACK
+    );
+    assert_eq!(r.server.len(), 1);
     // Dormant server channel: seq kept, revived by the next request.
     let ka = key_at_server(a);
     r.call(a, REQ8); // b's call is stuck; a's is seq 3 (implicit ACK of 2)
@@ -926,12 +948,99 @@ fn client_table_bounds_channel_numbers() {
     ));
     c.close(a).unwrap();
     assert_eq!(c.open(speer(), 20).unwrap(), a);
-    let too_big = ClientTable::new(ClientConfig {
+    let mut small = ClientTable::new(ClientConfig {
         max_request: 4,
         ..ClientConfig::default()
-    })
-    .open(speer(), 20);
-    assert!(too_big.is_ok());
+    });
+    let k = small.open(speer(), 20).unwrap();
+    assert_eq!(
+        small.call(Instant::ZERO, k, b"12345", None),
+        Err(CallError::TooLarge { len: 5, max: 4 })
+    );
+    assert_eq!(small.seq(k), Some(1), "a refused call used a seq");
+}
+
+#[test]
+fn client_forgets_a_peer_whose_channels_have_no_seq_history() {
+    let mut c = ClientTable::new(ClientConfig {
+        max_peers: 1,
+        ..ClientConfig::default()
+    });
+    let a = c.open(speer(), 20).unwrap();
+    c.call(Instant::ZERO, a, REQ8, None).unwrap();
+    c.peer_rebooted(speer(), &mut Vec::new());
+    c.close(a).unwrap();
+    // The slot is free for another peer; the old one restarts at 1.
+    let b = c.open(cpeer(), 20).unwrap();
+    assert_eq!(b.chan, 1);
+    c.close(b).unwrap(); // dormant: cpeer stays known
+    assert!(matches!(
+        c.open(speer(), 20),
+        Err(TableError::TooManyPeers { max: 1 })
+    ));
+}
+
+#[test]
+fn abort_fails_call_and_frees_channel_keeping_seq() {
+    let mut r = Rig::new();
+    let key = r.open();
+    r.call(key, REQ8);
+    let mut out = Vec::new();
+    r.client.abort(key, &mut out).unwrap();
+    assert_eq!(
+        out,
+        vec![ChanAction::CallFailed {
+            key,
+            error: CallError::Aborted
+        }]
+    );
+    assert_eq!(r.client.state(key), Some(ClientState::Free));
+    assert_eq!(r.client.poll_at(), None);
+    assert_eq!(r.call(key, REQ8).seq, 3);
+}
+
+#[test]
+fn reliable_transport_arms_no_timer() {
+    let mut r = Rig::new();
+    let key = r.open();
+    r.call(key, REQ8);
+    r.client.record_receipt(
+        key,
+        TransportReceipt {
+            reliable: true,
+            ..Default::default()
+        },
+    );
+    assert_eq!(r.client.poll_at(), None);
+    r.step_server().unwrap();
+    let ks = key_at_server(key);
+    r.server.record_receipt(
+        ks,
+        TransportReceipt {
+            reliable: true,
+            ..Default::default()
+        },
+    );
+    assert_eq!(r.server.poll_at(), None);
+}
+
+#[test]
+fn osf_copy_above_optimal_packet_is_only_probed_on_timer() {
+    let mut r = Rig::with(
+        ClientConfig {
+            opt_packet: Some(100),
+            ..ClientConfig::default()
+        },
+        ServerConfig::default(),
+    );
+    let key = r.open();
+    r.call(key, &[1u8; 200]);
+    r.lose_to_server();
+    r.advance(secs(5));
+    assert_eq!(
+        r.client_sent[1].1,
+        hex("00 01 00 05 00 00 00 14 00 00 00 02 00 00 00 00")
+    );
 }
 
 #[test]

@@ -8,7 +8,8 @@
 //! BID messages a peer sends back when our message named its previous
 //! incarnation, and for BID traffic no path claims.
 
-use super::bidctl::{send_all, BidctlModule};
+use super::bidctl::BidctlModule;
+use super::sends::{self, Sends};
 use crate::anno::RpcAnno;
 use crate::boot::{BidFilter, BidRxVerdict, BootId};
 use crate::wire::bid::{BidDropReason, BidHeader, HEADER_LEN};
@@ -99,6 +100,7 @@ impl Module for BidModule {
             stage: Box::new(BidStage {
                 own,
                 hlp_num,
+                cache: None,
                 out: Vec::new(),
             }),
             route: Route::Service(1),
@@ -110,15 +112,46 @@ impl Module for BidModule {
     }
 }
 
+/// The boot ids a BID stage last read for a peer.
+#[derive(Clone, Copy, Debug)]
+struct BidCache {
+    peer: crate::Peer,
+    generation: u64,
+    local: BootId,
+    peer_bid: BootId,
+}
+
 /// The `BID` stage of an RPC path, or of BID's own path.
 pub struct BidStage {
     own: bool,
     hlp_num: u32,
+    /// The last peer's boot ids, valid for one BIDCTL generation.
+    cache: Option<BidCache>,
     /// BIDCTL's requests to put on paths (reused).
-    out: Vec<(PathId, usize, Dir, Msg)>,
+    out: Sends,
 }
 
 impl BidStage {
+    /// This host's and `peer`'s boot ids: from the cache while BIDCTL's
+    /// generation has not moved (one comparison instead of a table
+    /// lookup on every message; the thesis' path-specific caching).
+    #[inline]
+    fn bids(&mut self, ctl: &BidctlModule, peer: crate::Peer) -> (BootId, BootId) {
+        match self.cache {
+            Some(c) if c.peer == peer && c.generation == ctl.generation() => (c.local, c.peer_bid),
+            _ => {
+                let (local, peer_bid, generation) = ctl.known_bids(peer);
+                self.cache = Some(BidCache {
+                    peer,
+                    generation,
+                    local,
+                    peer_bid,
+                });
+                (local, peer_bid)
+            }
+        }
+    }
+
     /// Asks BIDCTL about `peer` with `hint` and sends what it asks for.
     fn consult(&mut self, cx: &mut Cx<'_, '_>, peer: crate::Peer, hint: BootId) {
         let now = cx.now();
@@ -127,7 +160,7 @@ impl BidStage {
             ctl.peer_bid(peer, hint, now);
             ctl.drain(&pool, &mut self.out);
         }
-        send_all(cx, &mut self.out);
+        sends::from_stage(cx, &mut self.out);
     }
 
     fn send(&mut self, msg: &mut Msg, cx: &mut Cx<'_, '_>) -> Verdict {
@@ -137,11 +170,7 @@ impl BidStage {
         let Some(ctl) = cx.linked_module::<BidctlModule>(CTL, 0) else {
             return Verdict::Drop(BidDropReason::InactiveSend.into());
         };
-        let local = ctl.local_bid();
-        let peer_bid = ctl
-            .engine()
-            .and_then(|e| e.peer_view(peer))
-            .map_or(BootId(0), |v| v.bid);
+        let (local, peer_bid) = self.bids(ctl, peer);
         match BidFilter::new(local, self.hlp_num).send_header(peer_bid) {
             Ok(h) => match msg.push(HEADER_LEN) {
                 Ok(b) => {
@@ -170,11 +199,7 @@ impl BidStage {
         let Some(ctl) = cx.linked_module::<BidctlModule>(CTL, 0) else {
             return Verdict::Drop(BidDropReason::Inactive.into());
         };
-        let local = ctl.local_bid();
-        let peer_bid = ctl
-            .engine()
-            .and_then(|e| e.peer_view(peer))
-            .map_or(BootId(0), |v| v.bid);
+        let (local, peer_bid) = self.bids(ctl, peer);
         let verdict = BidFilter::new(local, h.hlp_num).receive(peer_bid, &h);
         let reason = verdict.drop_reason();
         match verdict {

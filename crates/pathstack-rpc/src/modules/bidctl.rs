@@ -12,6 +12,7 @@
 //! that stage from below, with the peer and a [`BootNotice`] in its
 //! annotations (the x-kernel's control call on each registrant).
 
+use super::sends::{self, Sends};
 use super::RpcNet;
 use crate::anno::{BootNotice, RpcAnno, RpcTag};
 use crate::boot::{
@@ -91,6 +92,10 @@ pub struct BidctlModule {
     actions: Vec<BidctlAction>,
     /// The boot broadcast is still to be sent.
     bcast_pending: bool,
+    /// Bumped by every call that may change what the engine knows about a
+    /// peer, so that BID stages may cache a peer's boot id and check it
+    /// with one comparison ([`BidctlModule::known_bids`]).
+    generation: u64,
     send_failures: u64,
 }
 
@@ -106,6 +111,7 @@ impl BidctlModule {
             registrants: Vec::new(),
             actions: Vec::new(),
             bcast_pending: false,
+            generation: 0,
             send_failures: 0,
         }))
     }
@@ -120,11 +126,30 @@ impl BidctlModule {
         self.engine.as_ref().map_or(BootId(0), Bidctl::local_bid)
     }
 
+    /// This host's boot id and `peer`'s (or [`BootId::UNKNOWN`]), with the
+    /// generation they are valid for: while [`BidctlModule::generation`]
+    /// returns the same number, neither changed.
+    pub fn known_bids(&self, peer: Peer) -> (BootId, BootId, u64) {
+        let peer_bid = self
+            .engine
+            .as_ref()
+            .and_then(|e| e.peer_view(peer))
+            .map_or(BootId(0), |v| v.bid);
+        (self.local_bid(), peer_bid, self.generation)
+    }
+
+    /// The generation of what the engine knows (see
+    /// [`BidctlModule::known_bids`]).
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
     /// The peer's boot id, [`BootId::UNKNOWN`] until the first handshake;
     /// a `hint` other than the known id starts a query (spec §5.5).
     /// Whatever the engine wants sent waits in the module until
     /// [`BidctlModule::drain`].
     pub fn peer_bid(&mut self, peer: Peer, hint: BootId, now: Instant) -> BootId {
+        self.generation += 1;
         let Some(e) = self.engine.as_mut() else {
             return BootId(0);
         };
@@ -135,6 +160,7 @@ impl BidctlModule {
     /// Registers the stage at `position` of `path` for the notices about
     /// `peer` (idempotent).
     pub fn register(&mut self, peer: Peer, path: PathId, position: usize, now: Instant) {
+        self.generation += 1;
         let idx = match self.registrants.iter().position(|&r| r == (path, position)) {
             Some(i) => i,
             None => {
@@ -154,7 +180,7 @@ impl BidctlModule {
     /// `(path, from, dir, msg)` for [`Cx::send_on`]. Packets are sent
     /// before notices, so that the peer hears our RESPONSE before CHAN
     /// resends a request on `FIRST_CONTACT`.
-    pub fn drain(&mut self, pool: &MsgPool, into: &mut Vec<(PathId, usize, Dir, Msg)>) {
+    pub fn drain(&mut self, pool: &MsgPool, into: &mut Sends) {
         let Some((own, pos)) = self.own else {
             self.actions.clear();
             return;
@@ -206,12 +232,6 @@ impl BidctlModule {
     }
 }
 
-/// Sends what [`BidctlModule::drain`] produced from a stage.
-pub(crate) fn send_all(cx: &mut Cx<'_, '_>, out: &mut Vec<(PathId, usize, Dir, Msg)>) {
-    for (p, from, dir, m) in out.drain(..) {
-        let _ = cx.send_on(p, from, dir, m);
-    }
-}
 
 impl Module for BidctlModule {
     fn spec(&self) -> &'static ModuleSpec {
@@ -223,7 +243,12 @@ impl Module for BidctlModule {
             max_peers: self.max_peers,
             ..BidctlConfig::default()
         };
-        self.engine = Some(Bidctl::new(config, next_boot_id(), wall_clock_now(), cx.now()));
+        self.engine = Some(Bidctl::new(
+            config,
+            next_boot_id(),
+            wall_clock_now(),
+            cx.now(),
+        ));
         self.bcast_pending = self.bcast;
         cx.request_path(Attrs::new().with(&keys::PASSIVE_OPEN, true), 0);
         Ok(())
@@ -274,25 +299,25 @@ impl Module for BidctlModule {
         }
         if let Some(e) = self.engine.as_mut() {
             if e.poll_at().is_some_and(|t| t <= now) {
+                self.generation += 1;
                 e.on_time(now, &mut self.actions);
             }
         }
         let pool = cx.pool().clone();
-        let mut out = Vec::new();
+        let mut out = Sends::new();
         self.drain(&pool, &mut out);
-        let n = out.len();
-        for (p, from, dir, m) in out {
-            if cx.send_on(p, from, dir, m).is_err() {
-                self.send_failures += 1;
-            }
-        }
+        let (n, failed) = sends::from_module(cx, out);
+        self.send_failures += failed;
         n
     }
 
     fn stats(&self) -> Vec<(String, u64)> {
         vec![
             ("local_bid".into(), u64::from(self.local_bid().0)),
-            ("peers".into(), self.engine.as_ref().map_or(0, |e| e.len()) as u64),
+            (
+                "peers".into(),
+                self.engine.as_ref().map_or(0, |e| e.len()) as u64,
+            ),
             ("send_failures".into(), self.send_failures),
         ]
     }
@@ -300,7 +325,7 @@ impl Module for BidctlModule {
 
 /// The stage of BIDCTL's own path: packets from peers into the engine.
 pub struct BidctlStage {
-    out: Vec<(PathId, usize, Dir, Msg)>,
+    out: Sends,
 }
 
 impl Stage for BidctlStage {
@@ -322,11 +347,14 @@ impl Stage for BidctlStage {
             return Verdict::Drop(BidctlDropReason::Truncated.into());
         };
         let r = match m.engine.as_mut() {
-            Some(e) => e.on_packet(now, from, &h, &mut m.actions),
+            Some(e) => {
+                m.generation += 1;
+                e.on_packet(now, from, &h, &mut m.actions)
+            }
             None => Err(BidctlDropReason::TableFull),
         };
         m.drain(&pool, &mut self.out);
-        send_all(cx, &mut self.out);
+        sends::from_stage(cx, &mut self.out);
         match r {
             Ok(()) => Verdict::Consumed,
             Err(e) => Verdict::Drop(e.into()),
@@ -341,4 +369,3 @@ impl Stage for BidctlStage {
         Ok(())
     }
 }
-

@@ -20,8 +20,9 @@
 use super::RpcNet;
 use crate::anno::RpcAnno;
 use crate::blast::{
-    BlastConfig, BlastInstance, BlastOutput, BlastSession, Pushed, Received,
+    BlastConfig, BlastInstance, BlastOutput, BlastPushError, BlastSession, Pushed, Received,
 };
+use crate::hash_map::FastMap;
 use crate::wire::blast::{BlastDropReason, BlastHeader, BlastOp, HEADER_LEN, MAX_FRAGS};
 use crate::Peer;
 use pathstack_core::attrs::{keys, AttrKey, Attrs};
@@ -32,7 +33,7 @@ use pathstack_core::module::{CreateCx, Created, EndRoute, ModCx, Module, Route, 
 use pathstack_core::stack::ModuleSetup;
 use pathstack_core::stage::{Cx, EstablishCx, Stage, Verdict};
 use pathstack_core::{Dir, Instant, Msg, MsgPool, PathId};
-use std::collections::HashMap;
+use std::collections::VecDeque;
 
 use super::protocol;
 
@@ -73,7 +74,7 @@ pub struct BlastModule {
     net: RpcNet,
     config: BlastConfig,
     instance: BlastInstance,
-    sessions: HashMap<(Peer, u32), BlastSession>,
+    sessions: FastMap<(Peer, u32), BlastSession>,
     max_sessions: usize,
     /// BLAST's own path and the position of its stage.
     own: Option<(PathId, usize)>,
@@ -83,6 +84,12 @@ pub struct BlastModule {
     outbox: Vec<Msg>,
     /// Messages that could not be allocated or sent.
     send_failures: u64,
+    /// The fragmented messages pushed, oldest first (some may be freed
+    /// already by their HOLD timer): what to evict when the instance is
+    /// full. Bounded by twice the instance's outstanding messages.
+    held: VecDeque<(Peer, u32, u32)>,
+    /// Held messages given up early to make room for a new one.
+    evicted: u64,
 }
 
 impl BlastModule {
@@ -101,12 +108,14 @@ impl BlastModule {
             net,
             config: BlastConfig::for_lower_mtu(mtu - net.header_overhead()),
             instance: BlastInstance::new(),
-            sessions: HashMap::new(),
+            sessions: FastMap::default(),
             max_sessions: setup.param("max_sessions", 1024usize)?,
             own: None,
             next_due: None,
             outbox: Vec::new(),
             send_failures: 0,
+            held: VecDeque::new(),
+            evicted: 0,
         }))
     }
 
@@ -120,7 +129,8 @@ impl BlastModule {
         self.config.fragment_len
     }
 
-    /// The longest message BLAST carries: 16 fragments of F bytes.
+    /// The longest message BLAST carries: [`MAX_FRAGS`] fragments (16 with
+    /// the default mask) of F bytes.
     pub fn max_message_len(&self) -> usize {
         MAX_FRAGS * self.config.fragment_len
     }
@@ -135,10 +145,11 @@ impl BlastModule {
         prot_id: u32,
         f: impl FnOnce(&mut BlastSession, &mut BlastInstance) -> R,
     ) -> Option<R> {
-        if !self.sessions.contains_key(&(peer, prot_id)) && self.sessions.len() >= self.max_sessions {
+        if !self.sessions.contains_key(&(peer, prot_id)) && self.sessions.len() >= self.max_sessions
+        {
             return None;
         }
-        let config = self.config.clone();
+        let config = self.config;
         let s = self
             .sessions
             .entry((peer, prot_id))
@@ -148,6 +159,28 @@ impl BlastModule {
         self.send_failures += r.failures();
         self.due(due);
         Some(r)
+    }
+
+    /// Notes a fragmented message pushed to `peer`.
+    fn note_held(&mut self, peer: Peer, prot_id: u32, ticket: u32) {
+        if self.held.len() >= 2 * self.instance.max_outstanding() {
+            self.held.pop_front();
+        }
+        self.held.push_back((peer, prot_id, ticket));
+    }
+
+    /// Frees the oldest message still held, to make room for a new one
+    /// (see [`BlastStage::send`]). Whether one was freed.
+    fn evict_oldest(&mut self) -> bool {
+        while let Some((peer, prot_id, ticket)) = self.held.pop_front() {
+            if let Some(s) = self.sessions.get_mut(&(peer, prot_id)) {
+                if s.free_resources(&mut self.instance, ticket) {
+                    self.evicted += 1;
+                    return true;
+                }
+            }
+        }
+        false
     }
 
     /// Notes a session deadline.
@@ -302,6 +335,7 @@ impl Module for BlastModule {
             ("sessions".into(), self.sessions.len() as u64),
             ("outstanding".into(), self.instance.outstanding() as u64),
             ("send_failures".into(), self.send_failures),
+            ("evicted".into(), self.evicted),
         ];
         let mut sum = crate::blast::BlastStats::default();
         for s in self.sessions.values() {
@@ -314,7 +348,10 @@ impl Module for BlastModule {
             sum.messages_discarded += t.messages_discarded;
         }
         v.push(("messages_fragmented".into(), sum.messages_fragmented));
-        v.push(("fragments_retransmitted".into(), sum.fragments_retransmitted));
+        v.push((
+            "fragments_retransmitted".into(),
+            sum.fragments_retransmitted,
+        ));
         v.push(("nacks_sent".into(), sum.nacks_sent));
         v.push(("nacks_received".into(), sum.nacks_received));
         v.push(("messages_reassembled".into(), sum.messages_reassembled));
@@ -410,11 +447,29 @@ impl BlastStage {
             return Verdict::Drop(BlastDropReason::NoSession.into());
         };
         let mut out = std::mem::take(&mut m.outbox);
-        let pushed = m.with_session(peer, prot_id, |s, inst| {
+        let mut pushed = m.with_session(peer, prot_id, |s, inst| {
             let mut o = Outbox::new(&pool, peer, &mut out);
             let r = s.push(inst, now, msg.as_slice(), &mut o);
             (r, o.failures)
         });
+        // All 64 outstanding messages held (§3.3). The x-kernel blocks the
+        // sender until a HOLD timer (1 s) or CHAN's FREERESOURCES frees
+        // one; a stage cannot block, and CHAN does not send FREERESOURCES
+        // here (see the `chan` module), so a burst of more than 64
+        // fragmented messages a second would lose the 65th and wait for
+        // CHAN's 5 s retransmission. Instead the oldest held copy is
+        // given up: it was most likely acknowledged long ago, and if a
+        // NACK for it still comes, CHAN recovers that message.
+        if matches!(pushed, Some((Err(BlastPushError::WouldBlock { .. }), _))) && m.evict_oldest() {
+            pushed = m.with_session(peer, prot_id, |s, inst| {
+                let mut o = Outbox::new(&pool, peer, &mut out);
+                let r = s.push(inst, now, msg.as_slice(), &mut o);
+                (r, o.failures)
+            });
+        }
+        if let Some((Ok(Pushed::Fragmented(receipt)), _)) = &pushed {
+            m.note_held(peer, prot_id, receipt.ticket);
+        }
         let verdict = match pushed {
             Some((Ok(Pushed::Fragmented(_)), _)) => Verdict::Consumed,
             Some((Ok(Pushed::Short(h)), _)) => {

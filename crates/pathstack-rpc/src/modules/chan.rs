@@ -20,13 +20,17 @@
 //! default 30 s) where the x-kernel retried forever (§12 item 11): a
 //! library call must end.
 
-use super::bidctl::{send_all, BidctlModule};
+use super::bidctl::BidctlModule;
+use super::sends::{self, Sends};
 use super::rpc::{RpcRole, RPC_ROLE};
 use crate::anno::{BootNotice, CallStatus, RpcAnno, RpcTag};
+use crate::chan::ReplyError;
 use crate::chan::{
     CallError, ChanAction, ChannelKey, ClientConfig, ClientTable, Payload, ServerCall,
     ServerConfig, ServerTable, TransportReceipt,
 };
+use crate::hash_map::FastMap;
+use crate::hash_map::FastSet;
 use crate::wire::chan::{flags, ChanDropReason, ChanHeader, HEADER_LEN};
 use crate::Peer;
 use pathstack_core::attrs::{keys, AttrKey, Attrs};
@@ -38,7 +42,6 @@ use pathstack_core::stack::ModuleSetup;
 use pathstack_core::stage::{Cx, EstablishCx, Stage, Verdict};
 use pathstack_core::time::Duration;
 use pathstack_core::{Dir, Instant, Msg, MsgPool, PathId};
-use std::collections::HashSet;
 
 use super::protocol;
 
@@ -62,6 +65,10 @@ pub const CHAN_SPEC: ModuleSpec = ModuleSpec {
 /// Service index of CHAN's connection to BIDCTL.
 const CTL: usize = 2;
 
+/// Most requests the server stage hands up at once (one LDLP batch is far
+/// fewer).
+const MAX_EXECUTING: usize = 4096;
+
 /// BLAST's fragment size F on a path (set by `BLAST` when the path is
 /// made; read by CHAN to know which messages BLAST fragments).
 pub const BLAST_FRAGMENT_LEN: AttrKey<usize> = AttrKey::pervasive("BLAST_FRAGMENT_LEN");
@@ -78,7 +85,7 @@ pub struct ChanModule {
     /// (VCHAN opened a pool).
     pending_registrations: Vec<Peer>,
     /// Peers the server side registered with BIDCTL.
-    server_peers: HashSet<Peer>,
+    server_peers: FastSet<Peer>,
     /// The engines' requests (reused).
     actions: Vec<ChanAction>,
     next_due: Option<Instant>,
@@ -103,7 +110,7 @@ impl ChanModule {
             client_at: None,
             server_at: None,
             pending_registrations: Vec::new(),
-            server_peers: HashSet::new(),
+            server_peers: FastSet::default(),
             actions: Vec::new(),
             next_due: None,
             send_failures: 0,
@@ -143,7 +150,11 @@ impl ChanModule {
     /// Turns the engines' requests into messages and where they go:
     /// `(path, from, dir, msg)`. A `Reply` or `Execute` for the packet
     /// being processed is returned instead (only one per packet).
-    fn drain(&mut self, pool: &MsgPool, into: &mut Vec<(PathId, usize, Dir, Msg)>) -> Option<ChanAction> {
+    fn drain(
+        &mut self,
+        pool: &MsgPool,
+        into: &mut Sends,
+    ) -> Option<ChanAction> {
         let mut own = None;
         for a in self.actions.drain(..) {
             match a {
@@ -175,7 +186,9 @@ impl ChanModule {
                     }
                 }
                 ChanAction::CallFailed { key, error } => {
-                    let Some((path, pos)) = self.client_at else { continue };
+                    let Some((path, pos)) = self.client_at else {
+                        continue;
+                    };
                     match pool.alloc(0) {
                         Ok(mut m) => {
                             let an = m.anno_mut();
@@ -244,7 +257,7 @@ impl Module for ChanModule {
                 server,
                 prot_id,
                 fragment_len: None,
-                current: None,
+                executing: FastMap::default(),
                 out: Vec::new(),
                 bidctl_out: Vec::new(),
             }),
@@ -273,14 +286,10 @@ impl Module for ChanModule {
         self.server.on_time(now, &mut self.actions);
         self.due();
         let pool = cx.pool().clone();
-        let mut out = Vec::new();
+        let mut out = Sends::new();
         self.drain(&pool, &mut out);
-        let n = out.len();
-        for (p, from, dir, m) in out {
-            if cx.send_on(p, from, dir, m).is_err() {
-                self.send_failures += 1;
-            }
-        }
+        let (n, failed) = sends::from_module(cx, out);
+        self.send_failures += failed;
         n
     }
 
@@ -299,19 +308,23 @@ pub struct ChanStage {
     prot_id: u32,
     /// BLAST's fragment size on this path, read once.
     fragment_len: Option<usize>,
-    /// Server: the execution whose reply is coming back down (the `RPC`
-    /// server stage answers in the same run).
-    current: Option<ServerCall>,
-    out: Vec<(PathId, usize, Dir, Msg)>,
-    bidctl_out: Vec<(PathId, usize, Dir, Msg)>,
+    /// Server: the executions whose replies are coming back down, by
+    /// channel (the `RPC` server stage answers in the same run; under
+    /// LDLP a batch holds several).
+    executing: FastMap<ChannelKey, ServerCall>,
+    out: Sends,
+    bidctl_out: Sends,
 }
 
 impl ChanStage {
     /// The receipt BLAST would give for a message of `len` CHAN bytes.
     fn receipt(&mut self, cx: &Cx<'_, '_>, len: usize) -> TransportReceipt {
-        let f = *self
-            .fragment_len
-            .get_or_insert_with(|| cx.attrs().get(&BLAST_FRAGMENT_LEN).copied().unwrap_or(usize::MAX));
+        let f = *self.fragment_len.get_or_insert_with(|| {
+            cx.attrs()
+                .get(&BLAST_FRAGMENT_LEN)
+                .copied()
+                .unwrap_or(usize::MAX)
+        });
         // BID's 12 bytes ride with CHAN's message into BLAST.
         TransportReceipt {
             expensive: len + crate::wire::bid::HEADER_LEN >= f,
@@ -329,12 +342,22 @@ impl ChanStage {
             }
             ctl.drain(&pool, &mut self.bidctl_out);
         }
-        send_all(cx, &mut self.bidctl_out);
+        sends::from_stage(cx, &mut self.bidctl_out);
     }
 
     /// Sends what the engines asked for; returns the action about the
     /// packet being processed, if any.
     fn flush(&mut self, cx: &mut Cx<'_, '_>) -> Option<ChanAction> {
+        // The common case, every packet of a call in order: the engine's
+        // only request is the packet's own reply or execution, with
+        // nothing to send; take it without the pool and the drain (half
+        // of this function's cost on a zero-byte round trip).
+        {
+            let m = cx.module::<ChanModule>()?;
+            if let [ChanAction::Reply { .. } | ChanAction::Execute { .. }] = m.actions.as_slice() {
+                return m.actions.pop();
+            }
+        }
         let pool = cx.pool().clone();
         let m = cx.module::<ChanModule>()?;
         let own = m.drain(&pool, &mut self.out);
@@ -342,9 +365,7 @@ impl ChanStage {
             // Retransmissions and probes re-arm timers: look again.
             m.due();
         }
-        for (p, from, dir, msg) in self.out.drain(..) {
-            let _ = cx.send_on(p, from, dir, msg);
-        }
+        sends::from_stage(cx, &mut self.out);
         own
     }
 
@@ -365,7 +386,12 @@ impl ChanStage {
         let deadline = m.call_timeout.map(|d| now + d);
         let header = m.client.call(now, key, msg.as_slice(), deadline);
         if header.is_ok() {
-            m.client.record_receipt(key, receipt);
+            // A call or reply starts with the default receipt (a short
+            // message): record only what differs, sparing a table lookup
+            // on the zero-byte call.
+            if receipt != TransportReceipt::default() {
+                m.client.record_receipt(key, receipt);
+            }
             let first = now + m.client.config().initial_timeout;
             m.armed(deadline.map_or(first, |d| d.min(first)));
         }
@@ -394,7 +420,15 @@ impl ChanStage {
     }
 
     fn reply(&mut self, msg: &mut Msg, cx: &mut Cx<'_, '_>) -> Verdict {
-        let Some(call) = self.current.take() else {
+        let (Some(tag), Some(peer)) = (msg.anno().rpc_tag(), msg.anno().rpc_peer()) else {
+            return Verdict::Drop(ChanDropReason::Unsolicited.into());
+        };
+        let key = ChannelKey {
+            peer,
+            prot_id: self.prot_id,
+            chan: tag.slot,
+        };
+        let Some(call) = self.executing.remove(&key) else {
             return Verdict::Drop(ChanDropReason::Unsolicited.into());
         };
         let now = cx.now();
@@ -404,7 +438,9 @@ impl ChanStage {
         };
         match m.server.reply(now, call, msg.as_slice()) {
             Ok(h) => {
-                m.server.record_receipt(call.key, receipt);
+                if receipt != TransportReceipt::default() {
+                    m.server.record_receipt(call.key, receipt);
+                }
                 let first = now + m.server.config().initial_timeout;
                 m.armed(first);
                 match msg.push(HEADER_LEN) {
@@ -416,7 +452,10 @@ impl ChanStage {
                 }
             }
             // The client rebooted while the procedure ran (C10).
-            Err(_) => Verdict::Drop(ChanDropReason::Disabled.into()),
+            Err(ReplyError::Stale) => Verdict::Drop(ChanDropReason::Disabled.into()),
+            // Longer than the path carries: the call fails by its
+            // deadline on the client.
+            Err(ReplyError::TooLarge { .. }) => Verdict::Drop(ChanDropReason::TooLarge.into()),
         }
     }
 
@@ -425,13 +464,13 @@ impl ChanStage {
         let server = self.server;
         if let Some(m) = cx.module::<ChanModule>() {
             match (notice, server) {
-                (BootNotice::FirstContact, false) => m.client.first_contact(now, peer, &mut m.actions),
+                (BootNotice::FirstContact, false) => {
+                    m.client.first_contact(now, peer, &mut m.actions)
+                }
                 (BootNotice::PeerRebooted, false) => m.client.peer_rebooted(peer, &mut m.actions),
                 (BootNotice::PeerRebooted, true) => {
                     m.server.peer_rebooted(peer, &mut m.actions);
-                    if self.current.is_some_and(|c| c.key.peer == peer) {
-                        self.current = None;
-                    }
+                    self.executing.retain(|k, _| k.peer != peer);
                 }
                 _ => {}
             }
@@ -461,9 +500,11 @@ impl ChanStage {
         let r = if server {
             m.server.on_packet(peer, &h, payload, None, &mut m.actions)
         } else {
-            m.client.on_packet(now, peer, &h, payload, None, &mut m.actions)
+            m.client
+                .on_packet(now, peer, &h, payload, None, &mut m.actions)
         };
-        let new_peer = server && r.is_ok() && m.server_peers.len() < 65_536 && m.server_peers.insert(peer);
+        let new_peer =
+            server && r.is_ok() && m.server_peers.len() < 65_536 && m.server_peers.insert(peer);
         let own = self.flush(cx);
         if new_peer {
             self.register(cx, &[peer]);
@@ -474,7 +515,10 @@ impl ChanStage {
         let (len, slot) = match own {
             Some(ChanAction::Reply { key, len }) => (len, key.chan),
             Some(ChanAction::Execute { call, len }) => {
-                self.current = Some(call);
+                if self.executing.len() >= MAX_EXECUTING {
+                    return Verdict::Drop(ChanDropReason::TableFull.into());
+                }
+                self.executing.insert(call.key, call);
                 (len, call.key.chan)
             }
             // Handled inside the engine (an ACK, a probe answered).

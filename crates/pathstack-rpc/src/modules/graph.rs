@@ -47,9 +47,18 @@ impl RpcGraph {
             RpcNet::Ip => "ip",
         };
         vec![
-            ("name=rpc module=RPC;".into(), "rpc.down<>mselect.up;".into()),
-            ("name=mselect module=MSELECT;".into(), "mselect.down<>vchan.up;".into()),
-            ("name=vchan module=VCHAN;".into(), "vchan.down<>chan.up;".into()),
+            (
+                "name=rpc module=RPC;".into(),
+                "rpc.down<>mselect.up;".into(),
+            ),
+            (
+                "name=mselect module=MSELECT;".into(),
+                "mselect.down<>vchan.up;".into(),
+            ),
+            (
+                "name=vchan module=VCHAN;".into(),
+                "vchan.down<>chan.up;".into(),
+            ),
             (
                 "name=chan module=CHAN;".into(),
                 "chan.down<>bid.up;\nchan.ctl<>bidctl.up;".into(),

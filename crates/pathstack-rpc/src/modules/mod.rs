@@ -29,9 +29,11 @@ pub mod bidctl;
 pub mod blast;
 pub mod chan;
 mod graph;
+pub mod inline;
 pub mod mselect;
 mod net;
 pub mod rpc;
+mod sends;
 pub mod vchan;
 
 pub use graph::RpcGraph;

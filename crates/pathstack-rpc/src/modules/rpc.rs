@@ -8,7 +8,7 @@
 //! A call going down carries its peer ([`RpcAnno::rpc_peer`]), its
 //! procedure id ([`RpcAnno::procedure`]) and its call slot
 //! ([`RpcTag::slot`]); its outcome comes up with the same slot and a
-//! [`CallStatus`](crate::anno::CallStatus).
+//! [`CallStatus`].
 
 use crate::anno::{CallStatus, RpcAnno, RpcTag};
 use pathstack_core::attrs::{keys, AttrKey, Attrs};
@@ -53,7 +53,9 @@ pub enum RpcRole {
 }
 
 /// A procedure the server runs: the reply to `request` goes into `reply`
-/// (empty on entry; a buffer reused from call to call).
+/// (empty on entry; a buffer reused from call to call). A reply longer
+/// than the stack carries (the same bound as a request) is not sent: the
+/// call then fails on the client with its deadline.
 ///
 /// Any `FnMut(&[u8], &mut Vec<u8>) + Send` is a procedure.
 ///
@@ -152,15 +154,13 @@ impl Module for RpcModule {
 
     fn init(&mut self, cx: &mut ModCx<'_>) -> Result<(), ModuleError> {
         // The client's sink holds every outcome until the application
-        // reads it: as many as calls may be in flight. Passive like the
-        // server's, as it serves every peer: in the active walk IP keys a
-        // datagram on its remote address too, which a path without one
-        // never matches, so over IP the replies would fall to BID's own
-        // path (`drop.bid.unknown_protocol`).
+        // reads it: as many as calls may be in flight. The client path
+        // serves every peer (each call names its own), so like the
+        // server's it is classified without the peer's address: passive.
         let client = Attrs::new()
             .with(&RPC_ROLE, RpcRole::Client)
-            .with(&keys::QUEUE_LEN, self.max_calls)
-            .with(&keys::PASSIVE_OPEN, true);
+            .with(&keys::PASSIVE_OPEN, true)
+            .with(&keys::QUEUE_LEN, self.max_calls);
         cx.request_path(client, 0);
         let server = Attrs::new()
             .with(&RPC_ROLE, RpcRole::Server)
@@ -228,7 +228,11 @@ pub struct RpcServerStage {
 
 impl RpcServerStage {
     /// Registers `procedure` under `id`.
-    pub fn register(&mut self, id: u32, procedure: Box<dyn Procedure>) -> Result<(), RegisterError> {
+    pub fn register(
+        &mut self,
+        id: u32,
+        procedure: Box<dyn Procedure>,
+    ) -> Result<(), RegisterError> {
         if self.procedures.contains_key(&id) {
             return Err(RegisterError::Exists(id));
         }

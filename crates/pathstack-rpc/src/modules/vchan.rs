@@ -17,6 +17,7 @@
 use super::chan::ChanModule;
 use super::rpc::{RpcRole, RPC_ROLE};
 use crate::anno::{CallStatus, RpcAnno, RpcTag};
+use crate::hash_map::FastMap;
 use crate::vchan::{Acquired, VchanConfig, VchanPool, WaitTicket};
 use crate::Peer;
 use pathstack_core::attrs::{keys, Attrs};
@@ -26,7 +27,8 @@ use pathstack_core::module::{CreateCx, Created, Module, Route};
 use pathstack_core::stack::ModuleSetup;
 use pathstack_core::stage::{Cx, Stage, Verdict};
 use pathstack_core::{Dir, Msg};
-use std::collections::{HashMap, VecDeque};
+use std::collections::hash_map::Entry;
+use std::collections::VecDeque;
 
 /// Spec of `VCHAN`.
 pub const VCHAN_SPEC: ModuleSpec = ModuleSpec {
@@ -59,19 +61,32 @@ pub const VCHAN_SPEC: ModuleSpec = ModuleSpec {
 /// Service index of VCHAN's connection to CHAN.
 const DOWN: usize = 1;
 
-/// One peer's pool and the calls waiting in it.
+/// One peer's pool, the calls its channels carry, and the calls waiting
+/// in it.
 struct PeerPool {
     pool: VchanPool,
+    /// (channel, call slot) of each lent channel: at most the pool's
+    /// channels, searched linearly (no hashing on the fast path).
+    lent: Vec<(u16, u16)>,
     waiting: VecDeque<(WaitTicket, Msg)>,
+}
+
+impl PeerPool {
+    /// The call slot of lent channel `chan`, which is given back.
+    fn take_lent(&mut self, chan: u16) -> Option<u16> {
+        let i = self.lent.iter().position(|&(c, _)| c == chan)?;
+        Some(self.lent.swap_remove(i).1)
+    }
 }
 
 /// The `VCHAN` module: a pool per peer.
 pub struct VchanModule {
     config: VchanConfig,
     max_peers: usize,
-    pools: HashMap<Peer, PeerPool>,
-    /// The call each lent channel carries: (peer, channel) → call slot.
-    lent: HashMap<(Peer, u16), u16>,
+    pools: FastMap<Peer, PeerPool>,
+    /// Pools of peers that rebooted, kept until the outcomes of the calls
+    /// their channels carried have come up (each names its channel).
+    retired: Vec<(Peer, PeerPool)>,
 }
 
 impl VchanModule {
@@ -86,14 +101,32 @@ impl VchanModule {
         Ok(Box::new(VchanModule {
             config,
             max_peers: setup.param("max_peers", 1024usize)?,
-            pools: HashMap::new(),
-            lent: HashMap::new(),
+            pools: FastMap::default(),
+            retired: Vec::new(),
         }))
     }
 
     /// The pool of `peer`, if one exists.
     pub fn pool(&self, peer: Peer) -> Option<&VchanPool> {
         self.pools.get(&peer).map(|p| &p.pool)
+    }
+
+    /// The call slot carried by `peer`'s channel `chan`, which is given
+    /// back (to a retired pool's bookkeeping, or to be released by the
+    /// caller).
+    fn take_lent(&mut self, peer: Peer, chan: u16) -> Option<u16> {
+        if let Some(slot) = self.pools.get_mut(&peer).and_then(|p| p.take_lent(chan)) {
+            return Some(slot);
+        }
+        let i = self
+            .retired
+            .iter()
+            .position(|(p, pool)| *p == peer && pool.lent.iter().any(|&(c, _)| c == chan))?;
+        let slot = self.retired[i].1.take_lent(chan);
+        if self.retired[i].1.lent.is_empty() {
+            self.retired.swap_remove(i);
+        }
+        slot
     }
 }
 
@@ -124,7 +157,10 @@ impl Module for VchanModule {
     fn stats(&self) -> Vec<(String, u64)> {
         vec![
             ("pools".into(), self.pools.len() as u64),
-            ("calls_lent".into(), self.lent.len() as u64),
+            (
+                "calls_lent".into(),
+                self.pools.values().map(|p| p.lent.len() as u64).sum(),
+            ),
             (
                 "calls_waiting".into(),
                 self.pools.values().map(|p| p.waiting.len() as u64).sum(),
@@ -157,34 +193,31 @@ impl VchanStage {
         let Some((v, chan)) = cx.module_and_linked::<VchanModule, ChanModule>(DOWN, 0) else {
             return Verdict::Drop(crate::wire::chan::ChanDropReason::NoChannel.into());
         };
-        if !v.pools.contains_key(&peer) {
-            if v.pools.len() >= v.max_peers {
-                fail(msg, tag.slot, CallStatus::Busy);
-                return Verdict::Back;
-            }
-            match VchanPool::new(chan.client_table(), peer, prot_id, v.config) {
-                Ok(pool) => {
-                    chan.note_new_peer(peer);
-                    v.pools.insert(
-                        peer,
-                        PeerPool {
-                            pool,
-                            waiting: VecDeque::new(),
-                        },
-                    );
-                }
-                Err(_) => {
+        let full = v.pools.len() + v.retired.len() >= v.max_peers;
+        let config = v.config;
+        let p = match v.pools.entry(peer) {
+            Entry::Occupied(o) => o.into_mut(),
+            Entry::Vacant(e) => {
+                let pool = if full {
+                    None
+                } else {
+                    VchanPool::new(chan.client_table(), peer, prot_id, config).ok()
+                };
+                let Some(pool) = pool else {
                     fail(msg, tag.slot, CallStatus::Busy);
                     return Verdict::Back;
-                }
+                };
+                chan.note_new_peer(peer);
+                e.insert(PeerPool {
+                    pool,
+                    lent: Vec::new(),
+                    waiting: VecDeque::new(),
+                })
             }
-        }
-        let Some(p) = v.pools.get_mut(&peer) else {
-            return Verdict::Drop(crate::wire::chan::ChanDropReason::NoChannel.into());
         };
         match p.pool.acquire() {
             Ok(Acquired::Channel(key)) => {
-                v.lent.insert((peer, key.chan), tag.slot);
+                p.lent.push((key.chan, tag.slot));
                 msg.anno_mut().set_rpc_tag(RpcTag::slot(key.chan));
                 Verdict::Next
             }
@@ -217,7 +250,7 @@ impl VchanStage {
         let Some(v) = cx.module::<VchanModule>() else {
             return Verdict::Drop(crate::wire::chan::ChanDropReason::NoChannel.into());
         };
-        let Some(slot) = v.lent.remove(&(peer, tag.slot)) else {
+        let Some(slot) = v.take_lent(peer, tag.slot) else {
             // A second outcome for a channel already given back.
             return Verdict::Drop(crate::wire::chan::ChanDropReason::Unsolicited.into());
         };
@@ -225,8 +258,13 @@ impl VchanStage {
         let mut failed = Vec::new();
         let mut next = None;
         if tag.status == CallStatus::PeerRebooted {
-            if let Some(p) = v.pools.remove(&peer) {
-                failed.extend(p.waiting.into_iter().map(|(_, m)| m));
+            // Every channel of the pool is disabled: the next call opens a
+            // new pool; the old one stays until its calls' outcomes came.
+            if let Some(mut p) = v.pools.remove(&peer) {
+                failed.extend(p.waiting.drain(..).map(|(_, m)| m));
+                if !p.lent.is_empty() {
+                    v.retired.push((peer, p));
+                }
             }
         } else if let Some(p) = v.pools.get_mut(&peer) {
             let key = crate::chan::ChannelKey {
@@ -238,7 +276,7 @@ impl VchanStage {
                 if let Some(i) = p.waiting.iter().position(|(t, _)| *t == ticket) {
                     if let Some((_, mut m)) = p.waiting.remove(i) {
                         if let Some(t) = m.anno().rpc_tag() {
-                            v.lent.insert((peer, key2.chan), t.slot);
+                            p.lent.push((key2.chan, t.slot));
                         }
                         m.anno_mut().set_rpc_tag(RpcTag::slot(key2.chan));
                         next = Some(m);

@@ -1,5 +1,21 @@
-//! The BLAST header: fragmentation with selective retransmission, the
-//! x-kernel v3.2 layout with the 16-bit fragment mask (20 bytes).
+//! The BLAST header: fragmentation with selective retransmission, in the
+//! x-kernel v3.2 layouts (spec §3.2). The width of the fragment mask is a
+//! build choice, as in the x-kernel (`blast_mask16.h`, `blast_mask32.h`,
+//! `blast_mask64.h`): one [`Mask`] bit per fragment, so the mask bounds
+//! the fragments of a message ([`MAX_FRAGS`]) and sets the header length
+//! ([`HEADER_LEN`]).
+//!
+//! | build | mask | fragments | header |
+//! |-------|------|-----------|--------|
+//! | default | 16 bits (X32 default) | 16 | 20 bytes |
+//! | feature `blast-mask32` | 32 bits (X32 `blast_mask32.h`) | 32 | 20 bytes |
+//! | feature `blast-mask64` | 64 bits (OSF default) | 64 | 24 bytes |
+//!
+//! The two features exclude each other. Hosts of different builds do not
+//! understand each other's fragments and NACKs: the mask sits at another
+//! offset (the first 15 bytes agree).
+//!
+//! The default layout, 20 bytes:
 //!
 //! | off | size | field      | meaning |
 //! |-----|------|------------|---------|
@@ -11,6 +27,12 @@
 //! | 15  | 3    | pad        | zero, ignored on receipt |
 //! | 18  | 2    | `mask`     | data: the one fragment carried; NACK: fragments received |
 //!
+//! `blast-mask32`, 20 bytes: bytes 0–14 as above, one pad byte at 15 and
+//! `mask` as a u32 at 16. `blast-mask64`, 24 bytes: bytes 0–14 as above,
+//! one pad byte at 15, `mask_hi` (u32, fragments 33–64) at 16 and
+//! `mask_lo` (u32, fragments 1–32) at 20 — high word first, so the two
+//! words together are the 64-bit mask in big-endian order.
+//!
 //! All integers big-endian. Bit `i − 1` of the mask stands for fragment
 //! `i` (1-based).
 //!
@@ -19,14 +41,39 @@
 //! minimum carries more bytes than the message, and those are not part of
 //! it (x-kernel `blast_input.c` truncates the same way).
 
-/// Length of the BLAST header (16-bit mask variant).
-pub const HEADER_LEN: usize = 20;
+#[cfg(all(feature = "blast-mask32", feature = "blast-mask64"))]
+compile_error!(
+    "features `blast-mask32` and `blast-mask64` of pathstack-rpc exclude each other: \
+     BLAST has one mask width per build"
+);
 
-/// Most fragments one message may have: the width of the mask.
-pub const MAX_FRAGS: usize = 16;
+/// The fragment mask: bit `i − 1` stands for fragment `i`. 16 bits by
+/// default (x-kernel `blast_mask16.h`).
+#[cfg(not(any(feature = "blast-mask32", feature = "blast-mask64")))]
+pub type Mask = u16;
+/// The fragment mask: bit `i − 1` stands for fragment `i`. 32 bits
+/// (feature `blast-mask32`, x-kernel `blast_mask32.h`).
+#[cfg(all(feature = "blast-mask32", not(feature = "blast-mask64")))]
+pub type Mask = u32;
+/// The fragment mask: bit `i − 1` stands for fragment `i`. 64 bits
+/// (feature `blast-mask64`, the OSF default; x-kernel `blast_mask64.h`).
+#[cfg(feature = "blast-mask64")]
+pub type Mask = u64;
+
+/// Most fragments one message may have: the width of the [`Mask`].
+pub const MAX_FRAGS: usize = Mask::BITS as usize;
+
+/// Bytes of the mask on the wire.
+const MASK_LEN: usize = MAX_FRAGS / 8;
+
+/// Length of the BLAST header: 15 bytes of fixed fields, then the pad
+/// that aligns the mask to 4 bytes (x-kernel: a C struct on ILP32), then
+/// the mask. 20 bytes for the 16- and 32-bit masks, 24 for the 64-bit one.
+pub const HEADER_LEN: usize = field::MASK.end;
 
 /// Where each header field lies.
 pub mod field {
+    use super::MASK_LEN;
     use std::ops::Range;
 
     /// Upper protocol number.
@@ -39,10 +86,22 @@ pub mod field {
     pub const NUM_FRAG: Range<usize> = 12..14;
     /// Operation.
     pub const OP: usize = 14;
+    /// Where the mask starts: the 16-bit mask ends the 20-byte struct
+    /// (3 pad bytes before it), the wider ones follow one pad byte at
+    /// their 4-byte alignment.
+    const MASK_START: usize = if MASK_LEN == 2 { 18 } else { 16 };
     /// Padding, zero on the wire.
-    pub const PAD: Range<usize> = 15..18;
-    /// Fragment mask.
-    pub const MASK: Range<usize> = 18..20;
+    pub const PAD: Range<usize> = 15..MASK_START;
+    /// Fragment mask, big-endian. In the 64-bit layout the x-kernel's
+    /// `mask_hi` and `mask_lo` words in that order (`MASK_HI`, `MASK_LO`
+    /// in that build).
+    pub const MASK: Range<usize> = MASK_START..MASK_START + MASK_LEN;
+    /// `mask_hi`: fragments 33–64 (64-bit layout).
+    #[cfg(feature = "blast-mask64")]
+    pub const MASK_HI: Range<usize> = 16..20;
+    /// `mask_lo`: fragments 1–32 (64-bit layout).
+    #[cfg(feature = "blast-mask64")]
+    pub const MASK_LO: Range<usize> = 20..24;
 }
 
 /// The operation codes of the `op` byte.
@@ -61,7 +120,7 @@ pathstack_core::drop_reasons! {
     /// ([`crate::blast`]: the packet does not fit the session's state).
     #[derive(thiserror::Error)]
     pub enum BlastDropReason in "blast" {
-        /// Shorter than the 20-byte header.
+        /// Shorter than the header ([`HEADER_LEN`]).
         #[error("BLAST packet shorter than its header")]
         Truncated => "truncated",
         /// An `op` other than SEND, NACK, RETRANSMIT; or a short message
@@ -158,7 +217,7 @@ pub struct BlastHeader {
     pub op: BlastOp,
     /// Data packet: the one fragment carried (bit `i − 1` for fragment
     /// `i`); NACK: the fragments received.
-    pub mask: u16,
+    pub mask: Mask,
 }
 
 impl BlastHeader {
@@ -191,11 +250,11 @@ impl BlastHeader {
     }
 
     /// The mask with the low `num_frag` bits set: a complete message.
-    pub const fn full_mask(num_frag: u16) -> u16 {
+    pub const fn full_mask(num_frag: u16) -> Mask {
         if num_frag as usize >= MAX_FRAGS {
-            u16::MAX
+            Mask::MAX
         } else {
-            (1u16 << num_frag) - 1
+            (1 << num_frag) - 1
         }
     }
 
@@ -224,13 +283,15 @@ impl BlastHeader {
             let b = &bytes[r];
             u16::from_be_bytes([b[0], b[1]])
         };
+        let mut mask = [0u8; MASK_LEN];
+        mask.copy_from_slice(&bytes[field::MASK]);
         let header = BlastHeader {
             prot_id: u32_at(field::PROT_ID),
             seq: u32_at(field::SEQ),
             len: u32_at(field::LEN),
             num_frag: u16_at(field::NUM_FRAG),
             op: BlastOp::from_u8(bytes[field::OP]).ok_or(BlastDropReason::BadOp)?,
-            mask: u16_at(field::MASK),
+            mask: Mask::from_be_bytes(mask),
         };
         header.check()?;
         let payload = &bytes[HEADER_LEN..];
@@ -298,7 +359,7 @@ impl BlastHeader {
         buf[..HEADER_LEN].copy_from_slice(&self.to_bytes());
     }
 
-    /// The header as its 20 wire bytes.
+    /// The header as its [`HEADER_LEN`] wire bytes.
     pub fn to_bytes(&self) -> [u8; HEADER_LEN] {
         let mut b = [0u8; HEADER_LEN];
         b[field::PROT_ID].copy_from_slice(&self.prot_id.to_be_bytes());
@@ -311,16 +372,55 @@ impl BlastHeader {
     }
 }
 
+/// The §11.1 vectors, written in the default 16-bit layout, moved into
+/// the layout of this build, for the tests of the header and of the
+/// engine. The move is spelled out byte by byte from spec §3.2 rather
+/// than taken from [`field`], so that a wrong offset there shows.
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use proptest::prelude::*;
-
-    fn hex(s: &str) -> Vec<u8> {
+pub(crate) mod test_vectors {
+    /// The bytes of a hex string (`"00 0c 01"`).
+    pub(crate) fn hex(s: &str) -> Vec<u8> {
         s.split_whitespace()
             .map(|b| u8::from_str_radix(b, 16).unwrap())
             .collect()
     }
+
+    /// A 20-byte header in the 16-bit layout (pad 15–17, mask 18–19) in
+    /// the layout of this build.
+    pub(crate) fn vector(mask16_layout: &str) -> Vec<u8> {
+        let v = hex(mask16_layout);
+        assert_eq!(v.len(), 20, "a 16-bit-layout header is 20 bytes");
+        in_this_layout(&v)
+    }
+
+    #[cfg(not(any(feature = "blast-mask32", feature = "blast-mask64")))]
+    fn in_this_layout(v: &[u8]) -> Vec<u8> {
+        v.to_vec()
+    }
+
+    /// 32-bit: one pad byte at 15, the mask as a u32 at 16.
+    #[cfg(feature = "blast-mask32")]
+    fn in_this_layout(v: &[u8]) -> Vec<u8> {
+        let mut out = v[..15].to_vec();
+        out.extend_from_slice(&[0, 0, 0, v[18], v[19]]);
+        out
+    }
+
+    /// 64-bit: one pad byte at 15, `mask_hi` (zero: fragments 33–64) at
+    /// 16, `mask_lo` at 20.
+    #[cfg(feature = "blast-mask64")]
+    fn in_this_layout(v: &[u8]) -> Vec<u8> {
+        let mut out = v[..15].to_vec();
+        out.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0, v[18], v[19]]);
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::test_vectors::{hex, vector};
+    use super::*;
+    use proptest::prelude::*;
 
     fn frag(seq: u32, len: u32, i: u16, op: BlastOp) -> BlastHeader {
         BlastHeader {
@@ -333,12 +433,17 @@ mod tests {
         }
     }
 
-    /// Both ways: emit gives the vector, parse of the vector (with `len`
-    /// payload bytes behind it) gives the header.
-    fn both_ways(h: BlastHeader, vector: &str) {
-        let v = hex(vector);
-        assert_eq!(h.to_bytes().as_slice(), v.as_slice());
-        let mut pkt = v.clone();
+    /// Both ways: emit gives the vector (in the 16-bit layout, moved to
+    /// this build's), parse of the vector (with `len` payload bytes behind
+    /// it) gives the header.
+    fn both_ways(h: BlastHeader, mask16_layout: &str) {
+        exact(h, &vector(mask16_layout));
+    }
+
+    /// Both ways, with the vector in this build's layout.
+    fn exact(h: BlastHeader, v: &[u8]) {
+        assert_eq!(h.to_bytes().as_slice(), v);
+        let mut pkt = v.to_vec();
         let payload_len = if h.op == BlastOp::Nack { 0 } else { h.len };
         pkt.extend((0..payload_len).map(|i| i as u8));
         let (p, payload) = BlastHeader::parse(&pkt).unwrap();
@@ -412,7 +517,7 @@ mod tests {
     #[test]
     fn pad_bytes_are_ignored() {
         let mut b = frag(7, 0, 2, BlastOp::Send).to_bytes();
-        b[field::PAD].copy_from_slice(&[1, 2, 3]);
+        b[field::PAD].fill(0xa5);
         assert_eq!(
             BlastHeader::parse(&b).unwrap().0,
             frag(7, 0, 2, BlastOp::Send)
@@ -429,7 +534,7 @@ mod tests {
         };
         assert_eq!(parse(ok, 4), Ok(ok));
         assert_eq!(
-            BlastHeader::parse(&ok.to_bytes()[..19]),
+            BlastHeader::parse(&ok.to_bytes()[..HEADER_LEN - 1]),
             Err(BlastDropReason::Truncated)
         );
         let mut bad_op = ok.to_bytes();
@@ -453,7 +558,10 @@ mod tests {
             BlastDropReason::BadNumFrag
         );
         assert_eq!(
-            bad(BlastHeader { num_frag: 17, ..ok }),
+            bad(BlastHeader {
+                num_frag: MAX_FRAGS as u16 + 1,
+                ..ok
+            }),
             BlastDropReason::BadNumFrag
         );
         let nack = BlastHeader {
@@ -490,11 +598,118 @@ mod tests {
         );
     }
 
+    /// The header of fragment `i` of `n`, seq 7, 1460 bytes.
+    fn wide(n: u16, i: u16, op: BlastOp) -> BlastHeader {
+        BlastHeader {
+            num_frag: n,
+            mask: 1 << (i - 1),
+            ..frag(7, 1460, 1, op)
+        }
+    }
+
+    #[test]
+    #[cfg(not(any(feature = "blast-mask32", feature = "blast-mask64")))]
+    fn layout_16_bit_mask() {
+        assert_eq!((HEADER_LEN, MAX_FRAGS), (20, 16));
+        assert_eq!((field::PAD, field::MASK), (15..18, 18..20));
+        exact(
+            wide(16, 16, BlastOp::Send),
+            &hex("00 00 00 15 00 00 00 07 00 00 05 b4 00 10 01 00 00 00 80 00"),
+        );
+    }
+
+    #[test]
+    #[cfg(feature = "blast-mask32")]
+    fn layout_32_bit_mask() {
+        assert_eq!((HEADER_LEN, MAX_FRAGS), (20, 32));
+        assert_eq!((field::PAD, field::MASK), (15..16, 16..20));
+        // Below fragment 17 the bytes are those of the 16-bit layout.
+        exact(
+            wide(32, 1, BlastOp::Send),
+            &hex("00 00 00 15 00 00 00 07 00 00 05 b4 00 20 01 00 00 00 00 01"),
+        );
+        exact(
+            wide(32, 17, BlastOp::Send),
+            &hex("00 00 00 15 00 00 00 07 00 00 05 b4 00 20 01 00 00 01 00 00"),
+        );
+        exact(
+            wide(32, 32, BlastOp::Retransmit),
+            &hex("00 00 00 15 00 00 00 07 00 00 05 b4 00 20 03 00 80 00 00 00"),
+        );
+        // NACK of 32 fragments, 3 and 17 missing.
+        exact(
+            BlastHeader {
+                mask: 0xfffe_fffb,
+                ..wide(32, 1, BlastOp::Nack)
+            },
+            &hex("00 00 00 15 00 00 00 07 00 00 05 b4 00 20 02 00 ff fe ff fb"),
+        );
+        // 33 fragments do not fit the mask.
+        let mut b = wide(32, 1, BlastOp::Send).to_bytes();
+        b[13] = 33;
+        assert_eq!(BlastHeader::parse(&b), Err(BlastDropReason::BadNumFrag));
+    }
+
+    #[test]
+    #[cfg(feature = "blast-mask64")]
+    fn layout_64_bit_mask() {
+        assert_eq!((HEADER_LEN, MAX_FRAGS), (24, 64));
+        assert_eq!((field::PAD, field::MASK), (15..16, 16..24));
+        assert_eq!((field::MASK_HI, field::MASK_LO), (16..20, 20..24));
+        // Fragment 1 of 40: mask_hi 0, mask_lo bit 0.
+        exact(
+            wide(40, 1, BlastOp::Send),
+            &hex("00 00 00 15 00 00 00 07 00 00 05 b4 00 28 01 00 00 00 00 00 00 00 00 01"),
+        );
+        // Fragment 33 of 40: mask_hi bit 0, mask_lo 0.
+        exact(
+            wide(40, 33, BlastOp::Send),
+            &hex("00 00 00 15 00 00 00 07 00 00 05 b4 00 28 01 00 00 00 00 01 00 00 00 00"),
+        );
+        // Fragment 32 of 40: the top bit of mask_lo.
+        exact(
+            wide(40, 32, BlastOp::Retransmit),
+            &hex("00 00 00 15 00 00 00 07 00 00 05 b4 00 28 03 00 00 00 00 00 80 00 00 00"),
+        );
+        // Fragment 64 of 64: the top bit of mask_hi.
+        exact(
+            wide(64, 64, BlastOp::Send),
+            &hex("00 00 00 15 00 00 00 07 00 00 05 b4 00 40 01 00 80 00 00 00 00 00 00 00"),
+        );
+        // NACK of 40 fragments, 3 and 33 missing: mask_hi holds 34–40.
+        exact(
+            BlastHeader {
+                mask: 0x0000_00fe_ffff_fffb,
+                ..wide(40, 1, BlastOp::Nack)
+            },
+            &hex("00 00 00 15 00 00 00 07 00 00 05 b4 00 28 02 00 00 00 00 fe ff ff ff fb"),
+        );
+        // A NACK naming fragment 41 of 40 is refused.
+        let mut b = wide(40, 1, BlastOp::Nack).to_bytes();
+        b[19] = 0x81; // fragments 33 and 40: mask_hi bits 0 and 7
+        assert!(BlastHeader::parse(&b).is_ok());
+        b[18] = 0x01; // fragment 41: mask_hi bit 8
+        assert_eq!(BlastHeader::parse(&b), Err(BlastDropReason::BadMask));
+        // 65 fragments do not fit the mask.
+        let mut b = wide(64, 1, BlastOp::Send).to_bytes();
+        b[13] = 65;
+        assert_eq!(BlastHeader::parse(&b), Err(BlastDropReason::BadNumFrag));
+        // A 20-byte packet is short of the 24-byte header.
+        assert_eq!(
+            BlastHeader::parse(&hex(
+                "00 00 00 15 00 00 00 00 00 00 00 00 00 00 01 00 00 00 00 00"
+            )),
+            Err(BlastDropReason::Truncated)
+        );
+    }
+
     #[test]
     fn full_mask_widths() {
         assert_eq!(BlastHeader::full_mask(1), 0x0001);
         assert_eq!(BlastHeader::full_mask(12), 0x0fff);
         assert_eq!(BlastHeader::full_mask(16), 0xffff);
+        assert_eq!(BlastHeader::full_mask(MAX_FRAGS as u16), Mask::MAX);
+        assert_eq!(BlastHeader::full_mask(MAX_FRAGS as u16 + 1), Mask::MAX);
     }
 
     fn any_header() -> impl Strategy<Value = BlastHeader> {
@@ -503,9 +718,9 @@ mod tests {
             any::<u32>(),
             1u32..,
             0u32..2000,
-            1u16..=16,
+            1u16..=MAX_FRAGS as u16,
             prop_oneof![Just(BlastOp::Send), Just(BlastOp::Retransmit)],
-            0u16..16,
+            0u16..MAX_FRAGS as u16,
         )
             .prop_map(|(prot_id, seq, len, n, op, bit)| BlastHeader {
                 prot_id,
@@ -515,16 +730,21 @@ mod tests {
                 op,
                 mask: 1 << (bit % n),
             });
-        let nack = (any::<u32>(), 1u32.., any::<u32>(), 1u16..=16, any::<u16>()).prop_map(
-            |(prot_id, seq, len, n, mask)| BlastHeader {
+        let nack = (
+            any::<u32>(),
+            1u32..,
+            any::<u32>(),
+            1u16..=MAX_FRAGS as u16,
+            any::<Mask>(),
+        )
+            .prop_map(|(prot_id, seq, len, n, mask)| BlastHeader {
                 prot_id,
                 seq,
                 len,
                 num_frag: n,
                 op: BlastOp::Nack,
                 mask: mask & BlastHeader::full_mask(n),
-            },
-        );
+            });
         prop_oneof![short, data, nack]
     }
 

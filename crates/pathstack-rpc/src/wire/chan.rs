@@ -101,6 +101,9 @@ pathstack_core::drop_reasons! {
         /// The server channel table is full (bound `max_channels`).
         #[error("CHAN server channel table full")]
         TableFull => "table_full",
+        /// A reply longer than the path carries (16 BLAST fragments).
+        #[error("CHAN reply too large for the transport")]
+        TooLarge => "too_large",
     }
 }
 

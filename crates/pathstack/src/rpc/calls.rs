@@ -26,9 +26,16 @@ impl RpcCall {
 /// One slot of the table.
 enum Slot {
     Free,
-    Pending { peer: Peer, id: u32 },
+    Pending {
+        peer: Peer,
+        id: u32,
+    },
     /// The outcome arrived; waiting for the application.
-    Done { peer: Peer, id: u32, outcome: Result<Msg, CallStatus> },
+    Done {
+        peer: Peer,
+        id: u32,
+        outcome: Result<Msg, CallStatus>,
+    },
     /// The application gave up on the call; its outcome is thrown away
     /// when it comes (the channel below stays busy until then).
     Abandoned,
@@ -44,7 +51,11 @@ pub(crate) struct CallTable {
 /// What [`CallTable::take`] found.
 pub(crate) enum Taken {
     Pending,
-    Done { peer: Peer, id: u32, outcome: Result<Msg, CallStatus> },
+    Done {
+        peer: Peer,
+        id: u32,
+        outcome: Result<Msg, CallStatus>,
+    },
     Unknown,
 }
 
@@ -169,7 +180,13 @@ mod tests {
         let (s, g) = t.open(peer(), 1).unwrap();
         assert!(t.open(peer(), 1).is_none(), "bounded at one call");
         t.complete(s, Err(CallStatus::TimedOut));
-        assert!(matches!(t.take(s, g), Taken::Done { outcome: Err(CallStatus::TimedOut), .. }));
+        assert!(matches!(
+            t.take(s, g),
+            Taken::Done {
+                outcome: Err(CallStatus::TimedOut),
+                ..
+            }
+        ));
         let (s2, g2) = t.open(peer(), 2).unwrap();
         assert_eq!(s2, s);
         assert_ne!(g2, g);

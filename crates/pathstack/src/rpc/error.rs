@@ -102,9 +102,20 @@ mod tests {
         let peer = Peer::Ipv4("10.0.0.2".parse().unwrap());
         let io = |e: RpcError| std::io::Error::from(e).kind();
         assert_eq!(io(RpcError::TimedOut { peer, id: 1 }), ErrorKind::TimedOut);
-        assert_eq!(io(RpcError::PeerRebooted { peer, id: 1 }), ErrorKind::ConnectionReset);
-        assert_eq!(io(RpcError::NoSuchProcedure { peer, id: 1 }), ErrorKind::NotFound);
-        assert_eq!(io(RpcError::TooLarge { len: 9, max: 8 }), ErrorKind::InvalidInput);
-        assert!(RpcError::TimedOut { peer, id: 7 }.to_string().contains("at most once"));
+        assert_eq!(
+            io(RpcError::PeerRebooted { peer, id: 1 }),
+            ErrorKind::ConnectionReset
+        );
+        assert_eq!(
+            io(RpcError::NoSuchProcedure { peer, id: 1 }),
+            ErrorKind::NotFound
+        );
+        assert_eq!(
+            io(RpcError::TooLarge { len: 9, max: 8 }),
+            ErrorKind::InvalidInput
+        );
+        assert!(RpcError::TimedOut { peer, id: 7 }
+            .to_string()
+            .contains("at most once"));
     }
 }

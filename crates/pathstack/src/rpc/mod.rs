@@ -48,6 +48,7 @@ use pathstack_core::{Dir, Msg, PathId, SendError};
 use pathstack_rpc::anno::{CallStatus, RpcAnno, RpcTag};
 use pathstack_rpc::modules::blast::BlastModule;
 use pathstack_rpc::modules::rpc::{RpcModule, RpcServerStage};
+use pathstack_rpc::wire::blast::HEADER_LEN as BLAST_HEADER_LEN;
 use std::time::Duration;
 
 /// What a host keeps for its RPC stack.
@@ -69,7 +70,14 @@ impl RpcState {
             client: rpc.client_path()?,
             server: rpc.server_path()?,
             net: blast.net(),
-            max_request: blast.max_message_len().saturating_sub(RPC_HEADERS),
+            // BLAST's bound, unless a reassembled message would not fit
+            // the pool's largest buffer behind the short BLAST header the
+            // module delivers it with (with the 64-bit BLAST mask, 64·F is
+            // more than the default 72 KiB).
+            max_request: blast
+                .max_message_len()
+                .min(stack.pool().max_payload().saturating_sub(BLAST_HEADER_LEN))
+                .saturating_sub(RPC_HEADERS),
             calls: CallTable::new(rpc.max_calls()),
         })
     }
@@ -193,9 +201,12 @@ impl Host {
                 CallStatus::NoSuchProcedure => RpcError::NoSuchProcedure { peer, id },
                 CallStatus::PeerRebooted => RpcError::PeerRebooted { peer, id },
                 CallStatus::TimedOut => RpcError::TimedOut { peer, id },
-                CallStatus::TooLarge => RpcError::TooLarge {
-                    len: 0,
-                    max: st.max_request,
+                // The facade checks the size first: this is CHAN's own,
+                // smaller bound (a build whose limits disagree).
+                CallStatus::TooLarge => RpcError::Failed {
+                    peer,
+                    id,
+                    reason: "the request is larger than the channel carries".into(),
                 },
                 CallStatus::Busy => RpcError::Busy(st.calls.max()),
                 CallStatus::Ok | CallStatus::Failed => RpcError::Failed {
@@ -286,7 +297,12 @@ impl RpcClient<'_> {
 
     /// [`call_timeout`](Self::call_timeout) with CHAN's own deadline (the
     /// channel's; 60 s by default).
-    pub fn call(&mut self, peer: impl Into<Peer>, id: u32, request: &[u8]) -> Result<Vec<u8>, RpcError> {
+    pub fn call(
+        &mut self,
+        peer: impl Into<Peer>,
+        id: u32,
+        request: &[u8],
+    ) -> Result<Vec<u8>, RpcError> {
         self.call_timeout(peer, id, request, Duration::from_secs(3600))
     }
 }

@@ -193,12 +193,12 @@
 
 mod driver;
 mod net;
+mod rpc;
 mod tcp_listener;
 mod tcp_readiness;
 mod tcp_split;
 mod tcp_stream;
 mod udp;
-mod rpc;
 mod waiters;
 
 pub use driver::DriverError;

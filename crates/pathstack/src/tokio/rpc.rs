@@ -81,7 +81,12 @@ impl RpcClient {
     /// Cancel safety: if the future is dropped before it completes, the
     /// call is abandoned — the procedure may still run once on the peer,
     /// and its reply is thrown away.
-    pub async fn call(&self, peer: impl Into<Peer>, id: u32, request: &[u8]) -> Result<Vec<u8>, RpcError> {
+    pub async fn call(
+        &self,
+        peer: impl Into<Peer>,
+        id: u32,
+        request: &[u8],
+    ) -> Result<Vec<u8>, RpcError> {
         let peer = peer.into();
         let call = {
             let mut st = self.net.inner.lock();

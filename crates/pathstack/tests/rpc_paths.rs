@@ -1,0 +1,168 @@
+//! The RPC stack as shipped: `graphs/rpc.graph` and `graphs/rpc-ip.graph`
+//! are what `RpcGraph::to_text` makes and build hosts that call each other
+//! (`Host::from_graph_file` finds the stack by its instances `rpc` and
+//! `blast`), and the path-inlining rules of `pathstack_rpc::modules::inline`
+//! (PIN) apply to the client and server paths of both hosts over ETH and IP
+//! without changing what a call returns.
+
+use pathstack::core::device::wire::{wire_pair, WireConfig};
+use pathstack::core::device::{WireStage, WIRE_SPEC};
+use pathstack::core::SchedKind;
+use pathstack::host::{Host, HostConfig};
+use pathstack::inet::modules::HostGraph;
+use pathstack::inet::MacAddr;
+use pathstack::rpc::{Echo, RpcNet};
+use pathstack::rpc_stack::modules::protocol::XRPCTEST_ID;
+use pathstack::rpc_stack::modules::rpc::RpcModule;
+use pathstack::rpc_stack::modules::{inline, RpcGraph};
+use std::time::{Duration, Instant};
+
+fn graph_file(name: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../graphs")
+        .join(name)
+}
+
+/// The statements of a graph text: comments and blank space taken out.
+fn statements(text: &str) -> Vec<String> {
+    text.lines()
+        .map(|l| l.split('#').next().unwrap_or("").trim())
+        .filter(|l| !l.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// Calls `XRPCTEST_ID` on `server` from `client` with `request` and
+/// returns the reply, polling both hosts (at most 5 s).
+fn call(client: &mut Host, server: &mut Host, request: &[u8]) -> Vec<u8> {
+    let peer = server.rpc_peer().expect("server is an RPC host");
+    let c = client
+        .rpc_start(peer, XRPCTEST_ID, request)
+        .expect("call starts");
+    let t0 = Instant::now();
+    loop {
+        client.poll();
+        server.poll();
+        if let Some(m) = client.rpc_poll(&c).expect("call succeeds") {
+            return m.as_slice().to_vec();
+        }
+        assert!(t0.elapsed() < Duration::from_secs(5), "no reply within 5 s");
+    }
+}
+
+#[test]
+fn shipped_rpc_graphs_are_what_rpc_graph_makes() {
+    let host = HostGraph::new("10.0.0.1".parse().unwrap(), 24, MacAddr([2, 0, 0, 0, 0, 1]));
+    for (file, net) in [("rpc.graph", RpcNet::Eth), ("rpc-ip.graph", RpcNet::Ip)] {
+        let shipped = std::fs::read_to_string(graph_file(file)).unwrap();
+        let made = RpcGraph::new(host.clone(), net).to_text();
+        assert_eq!(statements(&shipped), statements(&made), "graphs/{file}");
+    }
+}
+
+#[test]
+fn hosts_from_the_rpc_graph_files_call_each_other() {
+    for file in ["rpc.graph", "rpc-ip.graph"] {
+        let (a, b) = wire_pair(WireConfig::default());
+        let mut client = Host::from_graph_file(graph_file(file), a).unwrap();
+        // The server: the same graph with the second host's addresses.
+        let text = std::fs::read_to_string(graph_file(file))
+            .unwrap()
+            .replace("10.0.0.1", "10.0.0.2")
+            .replace("02:00:00:00:00:01", "02:00:00:00:00:02");
+        let mut server = Host::from_graph(&text, file, SchedKind::PerMessage, b).unwrap();
+        server
+            .rpc_server()
+            .unwrap()
+            .register(XRPCTEST_ID, Echo)
+            .unwrap();
+        assert_eq!(call(&mut client, &mut server, b""), b"", "{file}");
+        assert_eq!(call(&mut client, &mut server, b"ping"), b"ping", "{file}");
+        assert_eq!(server.rpc_server().unwrap().calls(), 2, "{file}");
+    }
+}
+
+/// Two hosts with the RPC stack over `net`, both hosts' `RPC` paths
+/// inlined when `pin`.
+fn pair(net: RpcNet, sched: SchedKind, pin: bool) -> (Host, Host) {
+    let (a, b) = wire_pair(WireConfig::default());
+    let cfg = |cidr: &str, n: u8| HostConfig {
+        rpc: Some(net),
+        sched,
+        mac: Some(MacAddr([2, 0, 0, 0, 0, n])),
+        ..HostConfig::parse(cidr).unwrap()
+    };
+    let mut client = Host::new(cfg("10.0.0.1/24", 1), a).unwrap();
+    let mut server = Host::new(cfg("10.0.0.2/24", 2), b).unwrap();
+    server
+        .rpc_server()
+        .unwrap()
+        .register(XRPCTEST_ID, Echo)
+        .unwrap();
+    if pin {
+        for h in [&mut client, &mut server] {
+            for r in inline::rules::<WireStage>(net, WIRE_SPEC.name) {
+                h.stack_mut().add_rule(r);
+            }
+            let (cp, sp) = paths(h);
+            for p in [cp, sp] {
+                let applied = h.stack_mut().path_optimize(p).unwrap();
+                assert_eq!(
+                    applied.len(),
+                    1,
+                    "one rule applies to path {p:?}: {applied:?}"
+                );
+            }
+        }
+    }
+    (client, server)
+}
+
+fn paths(h: &Host) -> (pathstack::core::PathId, pathstack::core::PathId) {
+    let s = h.stack();
+    let rpc = s.module::<RpcModule>(s.module_id("rpc").unwrap()).unwrap();
+    (rpc.client_path().unwrap(), rpc.server_path().unwrap())
+}
+
+fn inlined(h: &Host) -> [bool; 2] {
+    let (c, s) = paths(h);
+    [c, s].map(|p| h.stack().path(p).unwrap().is_inlined())
+}
+
+#[test]
+fn pin_inlines_both_rpc_paths_of_both_hosts_and_calls_still_echo() {
+    let sizes = [0usize, 1, 100, 1400, 3000, 23_000];
+    for net in [RpcNet::Eth, RpcNet::Ip] {
+        for sched in [SchedKind::PerMessage, SchedKind::Ldlp { batch: 32 }] {
+            for pin in [false, true] {
+                let (mut client, mut server) = pair(net, sched, pin);
+                assert_eq!(inlined(&client), [pin; 2], "{net:?} {sched:?} pin={pin}");
+                assert_eq!(inlined(&server), [pin; 2], "{net:?} {sched:?} pin={pin}");
+                let max = client.rpc_max_request().unwrap();
+                for &n in &sizes {
+                    let n = n.min(max);
+                    let req: Vec<u8> = (0..n).map(|i| (i * 31 + 7) as u8).collect();
+                    let reply = call(&mut client, &mut server, &req);
+                    assert!(
+                        reply == req,
+                        "{net:?} {sched:?} pin={pin}: {n}-byte echo differs"
+                    );
+                }
+                assert_eq!(server.rpc_server().unwrap().calls(), sizes.len() as u64);
+            }
+        }
+    }
+}
+
+#[test]
+fn the_rules_match_only_their_own_network() {
+    // Rules for IP do not apply to the paths of an RPC stack on ETH.
+    let (mut h, _) = pair(RpcNet::Eth, SchedKind::PerMessage, false);
+    for r in inline::rules::<WireStage>(RpcNet::Ip, WIRE_SPEC.name) {
+        h.stack_mut().add_rule(r);
+    }
+    let (c, s) = paths(&h);
+    assert!(h.stack_mut().path_optimize(c).unwrap().is_empty());
+    assert!(h.stack_mut().path_optimize(s).unwrap().is_empty());
+    assert_eq!(inlined(&h), [false, false]);
+}
