@@ -1,4 +1,5 @@
-//! A tcpdump capture of TCP inside one of a [`Topology`]'s namespaces.
+//! A tcpdump capture (of TCP, or of what a filter selects) inside one of
+//! a [`Topology`]'s namespaces.
 
 use crate::Topology;
 use std::io::Read;
@@ -16,6 +17,18 @@ impl TcpdumpCapture {
     /// afterwards is missed. Panics if tcpdump cannot be run or exits
     /// before listening.
     pub fn start(topo: &Topology, ns_key: &str, iface: &str, pcap: &Path) -> TcpdumpCapture {
+        Self::start_filtered(topo, ns_key, iface, pcap, "tcp")
+    }
+
+    /// [`TcpdumpCapture::start`] with a pcap filter expression of one's
+    /// own instead of `tcp` (an empty one captures every frame).
+    pub fn start_filtered(
+        topo: &Topology,
+        ns_key: &str,
+        iface: &str,
+        pcap: &Path,
+        filter: &str,
+    ) -> TcpdumpCapture {
         // `-U`: each packet is written out as it comes, so an interrupted
         // capture is whole; `-B`: a 64 MB kernel buffer, as 64 KB
         // super-segments cut to MTU size come in bursts.
@@ -23,7 +36,7 @@ impl TcpdumpCapture {
             .command_in(ns_key, "tcpdump")
             .args(["-i", iface, "-U", "-B", "65536", "-w"])
             .arg(pcap)
-            .arg("tcp")
+            .args(filter.split_whitespace())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()

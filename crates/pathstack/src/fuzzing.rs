@@ -12,15 +12,22 @@
 //! * [`host_rx`]: Ethernet frames into a whole [`Host`] with UDP sockets, a
 //!   TCP listener and an established connection, set up over the
 //!   in-memory wire with a second host before the input is read.
+//! * [`rpc_rx`](fn@rpc_rx): frames into a host running the RPC stack as client and
+//!   server, with calls in flight to a peer the harness speaks for (see
+//!   its documentation).
 //!
-//! Both run on a deterministic clock, so an input replays the same way
+//! All run on a deterministic clock, so an input replays the same way
 //! (the TCP module's ISN and cookie secrets are random per host: the
 //! `host_rx` input speaks of the connection's sequence numbers relative
 //! to what the setup exchanged).
 //!
 //! The rule they check is the project's: nothing from the wire may panic
-//! the stack. [`tcp_segment_seeds`] and [`host_rx_seeds`] make the seed
-//! corpora.
+//! the stack. [`tcp_segment_seeds`], [`host_rx_seeds`] and
+//! [`rpc_rx_seeds`] make the seed corpora.
+
+mod rpc_rx;
+
+pub use rpc_rx::{rpc_rx, rpc_rx_reach, rpc_rx_seeds, RpcRxReach};
 
 use crate::host::{Host, HostConfig};
 use crate::socket::{TcpListener, TcpStream, UdpSocket};

@@ -51,12 +51,41 @@ fn host_rx_corpus() {
 }
 
 #[test]
+fn rpc_rx_corpus() {
+    replay("rpc_rx", fuzzing::rpc_rx);
+}
+
+/// The `rpc_rx` seeds get where they were written to: past BLAST, BID
+/// and CHAN to A's procedure and to A's calls in flight, and through
+/// BIDCTL to B's reboot; and B's requests of the setup, replayed, do not
+/// run the procedure again (at most once).
+#[test]
+fn rpc_rx_seeds_reach_chan_and_bidctl() {
+    let seeds = fuzzing::rpc_rx_seeds();
+    assert_eq!(seeds.len(), 12, "six seeds on each network");
+    for (name, d) in seeds {
+        let r = fuzzing::rpc_rx_reach(&d);
+        let (_, kind) = name.split_once('_').expect("NET_KIND");
+        match kind {
+            "exchange" => assert_eq!(r.procedure_runs, 0, "{name}: {r:?}"),
+            "requests" => assert!(r.procedure_runs >= 1, "{name}: {r:?}"),
+            "replies" => assert!(r.replies >= 2, "{name}: {r:?}"),
+            "bidctl" => assert!(r.peer_rebooted >= 2, "{name}: {r:?}"),
+            _ => {}
+        }
+    }
+}
+
+#[test]
 fn seeds_run() {
     for (_, d) in fuzzing::tcp_segment_seeds() {
         fuzzing::tcp_segment(&d);
     }
     for (_, d) in fuzzing::host_rx_seeds() {
         fuzzing::host_rx(&d);
+    }
+    for (_, d) in fuzzing::rpc_rx_seeds() {
+        fuzzing::rpc_rx(&d);
     }
 }
 
@@ -96,6 +125,7 @@ fn seeds_are_the_generators() {
     for (target, seeds) in [
         ("tcp_segment", fuzzing::tcp_segment_seeds()),
         ("host_rx", fuzzing::host_rx_seeds()),
+        ("rpc_rx", fuzzing::rpc_rx_seeds()),
     ] {
         let dir = corpus(target);
         for (name, data) in seeds {
