@@ -6,10 +6,7 @@
 //! wire (peer addresses, channel numbers), and every table is bounded, so
 //! a crafted key set can lengthen a lookup but not grow a table.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 /// A hash map with the fast hasher.
 pub type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
-
-/// A hash set with the fast hasher.
-pub type FastSet<K> = HashSet<K, foldhash::fast::RandomState>;

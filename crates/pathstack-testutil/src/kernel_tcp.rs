@@ -643,24 +643,51 @@ pub struct Loss {
 impl Loss {
     /// Installs `percent`% (0-100) random TCP loss in namespace `ns_key`.
     pub fn new(topo: &Topology, ns_key: &str, percent: u32) -> Loss {
+        Self::install(
+            topo,
+            ns_key,
+            percent,
+            "ip protocol tcp ",
+            &[
+                ("loss_in", "input"),
+                ("loss_fwd", "forward"),
+                ("loss_out", "output"),
+            ],
+        )
+    }
+
+    /// Installs `percent`% (0-100) random loss of every frame the bridge
+    /// of namespace `ns_key` forwards, whatever its EtherType (between the
+    /// TAP and the veth, both ways): for protocols other than TCP, such
+    /// as the RPC stack's BLAST and BIDCTL directly on Ethernet.
+    pub fn any_frame(topo: &Topology, ns_key: &str, percent: u32) -> Loss {
+        Self::install(topo, ns_key, percent, "", &[("loss_fwd", "forward")])
+    }
+
+    /// An nftables table (family `bridge`) with one chain per hook, each
+    /// dropping `percent`% of the frames `matching` selects.
+    fn install(
+        topo: &Topology,
+        ns_key: &str,
+        percent: u32,
+        matching: &str,
+        hooks: &[(&str, &str)],
+    ) -> Loss {
         assert!(percent <= 100, "loss percentage {percent} > 100");
         let table = format!(
             "pst_loss_{}_{}",
             std::process::id(),
             NEXT_GUARD.fetch_add(1, Ordering::Relaxed)
         );
-        let rule = format!("ip protocol tcp numgen random mod 100 < {percent} counter drop");
+        let rule = format!("{matching}numgen random mod 100 < {percent} counter drop");
         let mut script = format!("table bridge {table} {{\n");
-        for (chain, hook) in [
-            ("loss_in", "input"),
-            ("loss_fwd", "forward"),
-            ("loss_out", "output"),
-        ] {
+        for (chain, hook) in hooks {
             script += &format!(
                 "  chain {chain} {{ type filter hook {hook} priority 0; policy accept; {rule}; }}\n"
             );
         }
         script += "}\n";
+        // The guard first, so that a half-made table is removed too.
         let guard = Loss {
             ns: topo.var(ns_key).to_string(),
             table,

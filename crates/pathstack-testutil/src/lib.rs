@@ -7,7 +7,7 @@
 //! * The fixtures of the privileged tests: the privilege rule
 //!   ([`privileged`]), network-namespace topologies ([`Topology`]),
 //!   temporary files ([`TempFile`]), tcpdump captures in a namespace
-//!   ([`TcpdumpCapture`]), random loss of any frame ([`FrameLoss`]) and the tshark checks of captures
+//!   ([`TcpdumpCapture`]), random loss of any frame ([`kernel_tcp::Loss::any_frame`]) and the tshark checks of captures
 //!   ([`assert_tshark_clean`]).
 //! * [`kernel_tcp`]: the Linux kernel's side of the TCP interop tests, run
 //!   inside a [`Topology`]'s namespaces: kernel echo, sink and source
@@ -26,7 +26,6 @@
 #![warn(missing_docs)]
 
 pub mod counting_alloc;
-mod frame_loss;
 pub mod kernel_tcp;
 mod netns;
 mod output;
@@ -35,7 +34,6 @@ mod tcpdump;
 mod temp_file;
 mod tshark;
 
-pub use frame_loss::FrameLoss;
 pub use netns::{kernel_ping, scripts_dir, Topology};
 pub use output::text;
 pub use privilege::{has_net_admin, privileged};

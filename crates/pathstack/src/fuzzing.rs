@@ -1023,6 +1023,30 @@ fn rig_tcp_config() -> TcpConfig {
     }
 }
 
+/// Puts `frame` (cut to `FRAME_MAX`) on the wire as the host under
+/// test's peer: the fuzz targets' way in.
+fn inject_frame(end: &SharedEnd, pool: &MsgPool, now: Instant, frame: &[u8]) {
+    let frame = &frame[..frame.len().min(FRAME_MAX)];
+    if let Ok(m) = pool.alloc_copy(frame) {
+        let _ = end.lock().end.transmit(m, now);
+    }
+}
+
+/// Takes every frame the host under test sent off the wire, showing each
+/// to `see` (the targets follow what the host said, then drop it).
+fn drain_wire(end: &SharedEnd, pool: &MsgPool, now: Instant, mut see: impl FnMut(&[u8])) {
+    loop {
+        let f = {
+            let mut g = end.lock();
+            match g.end.receive(pool, now) {
+                Ok(Some(m)) => m,
+                _ => break,
+            }
+        };
+        see(f.as_slice());
+    }
+}
+
 struct Rig {
     a: Host,
     end: SharedEnd,
@@ -1124,26 +1148,15 @@ impl Rig {
     }
 
     fn inject(&mut self, frame: &[u8]) {
-        let frame = &frame[..frame.len().min(FRAME_MAX)];
-        if let Ok(m) = self.pool.alloc_copy(frame) {
-            let _ = self.end.lock().end.transmit(m, self.now);
-        }
+        inject_frame(&self.end, &self.pool, self.now, frame);
     }
 
     fn poll(&mut self) {
         self.a.set_manual_clock(self.now);
         self.a.poll();
         // What A sent: followed, then dropped.
-        loop {
-            let f = {
-                let mut g = self.end.lock();
-                match g.end.receive(&self.pool, self.now) {
-                    Ok(Some(m)) => m,
-                    _ => break,
-                }
-            };
-            self.track.see(f.as_slice());
-        }
+        let track = &mut self.track;
+        drain_wire(&self.end, &self.pool, self.now, |f| track.see(f));
     }
 }
 

@@ -17,7 +17,7 @@ use pathstack::host::{Host, HostConfig};
 use pathstack::inet::MacAddr;
 use pathstack::rpc::{Echo, Peer, RpcNet};
 use pathstack_testutil::{
-    assert_tshark_clean, privileged, tshark_frames, FrameLoss, TcpdumpCapture, TempFile, Topology,
+    assert_tshark_clean, privileged, tshark_frames, TcpdumpCapture, TempFile, Topology,
 };
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -112,7 +112,7 @@ fn rpc_under_loss(net: RpcNet) {
     let topo = Topology::up();
     let pcap = TempFile::new(&format!("rpc-tap-{net:?}.pcap"));
     let capture = TcpdumpCapture::start_filtered(&topo, "NS_A", topo.var("TAP_A"), &pcap, "");
-    let loss = FrameLoss::new(&topo, "NS_A", LOSS_PERCENT);
+    let loss = pathstack_testutil::kernel_tcp::Loss::any_frame(&topo, "NS_A", LOSS_PERCENT);
 
     let mut server = tap_host(&topo, "TAP_B", "NS_B", "PS_B_IP", net);
     server

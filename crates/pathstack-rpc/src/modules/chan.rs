@@ -30,7 +30,6 @@ use crate::chan::{
     ServerConfig, ServerTable, TransportReceipt,
 };
 use crate::hash_map::FastMap;
-use crate::hash_map::FastSet;
 use crate::wire::chan::{flags, ChanDropReason, ChanHeader, HEADER_LEN};
 use crate::Peer;
 use pathstack_core::attrs::{keys, AttrKey, Attrs};
@@ -84,8 +83,6 @@ pub struct ChanModule {
     /// Peers whose client channels still need registering with BIDCTL
     /// (VCHAN opened a pool).
     pending_registrations: Vec<Peer>,
-    /// Peers the server side registered with BIDCTL.
-    server_peers: FastSet<Peer>,
     /// The engines' requests (reused).
     actions: Vec<ChanAction>,
     next_due: Option<Instant>,
@@ -110,7 +107,6 @@ impl ChanModule {
             client_at: None,
             server_at: None,
             pending_registrations: Vec::new(),
-            server_peers: FastSet::default(),
             actions: Vec::new(),
             next_due: None,
             send_failures: 0,
@@ -493,16 +489,19 @@ impl ChanStage {
         let Some(m) = cx.module::<ChanModule>() else {
             return Verdict::Drop(ChanDropReason::NoChannel.into());
         };
+        let channels = m.server.len();
         let r = if server {
             m.server.on_packet(peer, &h, payload, None, &mut m.actions)
         } else {
             m.client
                 .on_packet(now, peer, &h, payload, None, &mut m.actions)
         };
-        let new_peer =
-            server && r.is_ok() && m.server_peers.len() < 65_536 && m.server_peers.insert(peer);
+        // A server channel was made (or revived): make sure BIDCTL tells
+        // this stage about its peer's reboot (registering is idempotent;
+        // a request on an existing channel costs no lookup).
+        let new_channel = server && m.server.len() > channels;
         let own = self.flush(cx);
-        if new_peer {
+        if new_channel {
             self.register(cx, &[peer]);
         }
         if let Err(e) = r {

@@ -56,8 +56,8 @@ const MAX_CALLS: usize = 8;
 const MAX_SEEN: usize = 16;
 /// The echo procedure's id.
 const ECHO: u32 = protocol::XRPCTEST_ID;
-/// Largest frame injected.
-const FRAME_MAX: usize = 1514;
+// Largest frame injected: the host targets' bound.
+use super::FRAME_MAX;
 /// BLAST's `prot_id` for BID.
 const BLAST_BID: u32 = protocol::BID;
 /// BID's `hlpNum` for CHAN.
@@ -323,25 +323,14 @@ impl Rig {
     }
 
     fn inject(&mut self, frame: &[u8]) {
-        let frame = &frame[..frame.len().min(FRAME_MAX)];
-        if let Ok(m) = self.pool.alloc_copy(frame) {
-            let _ = self.end.lock().end.transmit(m, self.now);
-        }
+        super::inject_frame(&self.end, &self.pool, self.now, frame);
     }
 
     fn poll(&mut self) {
         self.a.set_manual_clock(self.now);
         self.a.poll();
-        loop {
-            let f = {
-                let mut g = self.end.lock();
-                match g.end.receive(&self.pool, self.now) {
-                    Ok(Some(m)) => m,
-                    _ => break,
-                }
-            };
-            self.track.see(f.as_slice());
-        }
+        let track = &mut self.track;
+        super::drain_wire(&self.end, &self.pool, self.now, |f| track.see(f));
     }
 
     /// A BLAST (`bidctl` false) or BIDCTL message from B to A, on the
