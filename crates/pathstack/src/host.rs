@@ -143,6 +143,13 @@ pub struct HostConfig {
     /// see [`crate::rpc`]) directly on Ethernet or over IP; `None` (the
     /// default) leaves it out.
     pub rpc: Option<pathstack_rpc::modules::RpcNet>,
+    /// How long CHAN retransmits a call that has no reply before it fails
+    /// with [`RpcError::TimedOut`](crate::rpc::RpcError::TimedOut) (whole
+    /// seconds, rounded up; zero: never, as the x-kernel). Default 30 s.
+    /// A call's own timeout
+    /// ([`RpcClient::call_timeout`](crate::rpc::RpcClient::call_timeout))
+    /// can end it earlier, never later.
+    pub rpc_call_timeout: std::time::Duration,
     /// Further modules above IP or UDP, with their connections (see
     /// [`HostGraph::upper`]), e.g.
     /// `("name=app module=ECHO mode=echo;", "app.down<>udp.up;")`.
@@ -180,6 +187,7 @@ impl HostConfig {
             tcp: true,
             rx_burst: None,
             rpc: None,
+            rpc_call_timeout: pathstack_rpc::modules::chan::DEFAULT_CALL_TIMEOUT,
             upper: Vec::new(),
         })
     }
@@ -266,8 +274,11 @@ impl Host {
             ));
         }
         if let Some(net) = cfg.rpc {
-            g.upper
-                .extend(pathstack_rpc::modules::RpcGraph::upper(net, g.mtu));
+            g.upper.extend(pathstack_rpc::modules::RpcGraph::upper(
+                net,
+                g.mtu,
+                cfg.rpc_call_timeout,
+            ));
         }
         g.upper.extend(cfg.upper.iter().cloned());
         Self::from_graph_stack(&g.to_text(), "host.graph", stack, device)

@@ -166,3 +166,58 @@ fn the_rules_match_only_their_own_network() {
     assert!(h.stack_mut().path_optimize(s).unwrap().is_empty());
     assert_eq!(inlined(&h), [false, false]);
 }
+
+/// The instant a call to a peer that never answers ends with `TimedOut`,
+/// on a host whose CHAN deadline is `deadline` (`None`: the default),
+/// polled on a manual clock in 100 ms steps.
+fn silent_peer_times_out_after(net: RpcNet, deadline: Option<Duration>) -> Duration {
+    use pathstack::core::Instant as StackInstant;
+    use pathstack::rpc::RpcError;
+    // The other end of the wire is never polled: nothing answers.
+    let (a, _silent) = wire_pair(WireConfig::default());
+    let mut cfg = HostConfig {
+        rpc: Some(net),
+        ..HostConfig::parse("10.0.0.1/24").unwrap()
+    };
+    if let Some(d) = deadline {
+        cfg.rpc_call_timeout = d;
+    }
+    let mut client = Host::new(cfg, a).unwrap();
+    let t0 = StackInstant::from_millis(1000);
+    client.set_manual_clock(t0);
+    let peer = match net {
+        RpcNet::Eth => pathstack::rpc::Peer::Mac(MacAddr([2, 0, 0, 0, 0, 2])),
+        RpcNet::Ip => pathstack::rpc::Peer::Ipv4("10.0.0.2".parse().unwrap()),
+    };
+    let call = client.rpc_start(peer, XRPCTEST_ID, b"anyone?").unwrap();
+    for step in 1..=3000u64 {
+        let now = t0 + pathstack::core::time::Duration::from_millis(100 * step);
+        client.set_manual_clock(now);
+        client.poll();
+        match client.rpc_poll(&call) {
+            Ok(None) => {}
+            Err(RpcError::TimedOut { .. }) => return Duration::from_millis(100 * step),
+            other => panic!("{net:?}: the call ended with {other:?}"),
+        }
+    }
+    panic!("{net:?}: the call was still waiting after 300 s");
+}
+
+#[test]
+fn the_host_sets_how_long_chan_tries_a_call() {
+    for net in [RpcNet::Eth, RpcNet::Ip] {
+        assert_eq!(
+            silent_peer_times_out_after(net, None),
+            Duration::from_secs(30)
+        );
+        assert_eq!(
+            silent_peer_times_out_after(net, Some(Duration::from_secs(75))),
+            Duration::from_secs(75)
+        );
+        // Whole seconds, rounded up.
+        assert_eq!(
+            silent_peer_times_out_after(net, Some(Duration::from_millis(6_500))),
+            Duration::from_secs(7)
+        );
+    }
+}

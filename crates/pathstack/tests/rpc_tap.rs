@@ -41,6 +41,10 @@ fn tap_host(topo: &Topology, tap_key: &str, ns_key: &str, ip_key: &str, net: Rpc
     let cfg = HostConfig {
         mac: Some(MacAddr(tap.mac())),
         rpc: Some(net),
+        // CHAN's deadline as long as the call's: under loss the first
+        // call (ARP, BIDCTL's handshake, then the request) may need
+        // several of CHAN's retransmissions, 5, 10, 20 and 40 s apart.
+        rpc_call_timeout: CALL_TIMEOUT,
         ..HostConfig::parse(&format!("{}/24", topo.var(ip_key))).unwrap()
     };
     Host::new(cfg, tap)

@@ -61,6 +61,10 @@ pub const CHAN_SPEC: ModuleSpec = ModuleSpec {
     understands: &[],
 };
 
+/// How long a call may go without a reply before CHAN fails it with
+/// [`CallStatus::TimedOut`], unless the graph sets `call_timeout`.
+pub const DEFAULT_CALL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// Service index of CHAN's connection to BIDCTL.
 const CTL: usize = 2;
 
@@ -92,7 +96,7 @@ pub struct ChanModule {
 impl ChanModule {
     /// Factory: parameter `call_timeout`.
     pub fn create(setup: &mut ModuleSetup<'_>) -> Result<Box<dyn Module>, ModuleError> {
-        let secs: u64 = setup.param("call_timeout", 30u64)?;
+        let secs: u64 = setup.param("call_timeout", DEFAULT_CALL_TIMEOUT.as_secs())?;
         let mut server = ServerTable::new(ServerConfig::default());
         server
             .enable(protocol::MSELECT)

@@ -268,9 +268,11 @@ pub struct RpcClient<'h> {
 
 impl RpcClient<'_> {
     /// Calls procedure `id` on `peer` with `request` and waits for the
-    /// reply, at most `timeout`. On timeout the call is abandoned (the
-    /// procedure may still run once on the peer) and the error is
-    /// [`RpcError::TimedOut`].
+    /// reply, at most `timeout` — or the host's CHAN deadline
+    /// ([`HostConfig::rpc_call_timeout`](crate::host::HostConfig::rpc_call_timeout),
+    /// 30 s by default) if that comes first. On timeout the call is
+    /// abandoned (the procedure may still run once on the peer) and the
+    /// error is [`RpcError::TimedOut`].
     pub fn call_timeout(
         &mut self,
         peer: impl Into<Peer>,
@@ -295,8 +297,9 @@ impl RpcClient<'_> {
         }
     }
 
-    /// [`call_timeout`](Self::call_timeout) with CHAN's own deadline (the
-    /// channel's; 60 s by default).
+    /// [`call_timeout`](Self::call_timeout) with the host's CHAN deadline
+    /// alone ([`HostConfig::rpc_call_timeout`](crate::host::HostConfig::rpc_call_timeout),
+    /// 30 s by default).
     pub fn call(
         &mut self,
         peer: impl Into<Peer>,
