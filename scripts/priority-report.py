@@ -140,6 +140,23 @@ def goal(results):
     return "\n".join(out)
 
 
+def versus_thesis(results):
+    """Our ping -f figures beside Table 5.5's, saying where they differ."""
+    by = {(r["config"], r["flood"]): r["delta_pct"] for r in results}
+    out = []
+    p, k = by.get(("pathstack-priority", "ping-f")), by.get(("linux", "ping-f"))
+    if p is not None:
+        out.append(f"thesis Table 5.5, Scout under ping -f: -0.2%; ours (pathstack-priority): "
+                   f"{p:+.1f}% -> {'agrees (at most 1% lost)' if p >= -1.0 else 'DISAGREES'}")
+    if k is not None:
+        verdict = ("agrees within 10 points" if abs(k + 42.1) <= 10
+                   else "DISAGREES: Linux loses " + ("less" if k > -42.1 else "more")
+                   + " here than in the thesis")
+        out.append(f"thesis Table 5.5, Linux under ping -f: -42.1%; ours (linux): {k:+.1f}% -> "
+                   f"{verdict}")
+    return "\n".join(out)
+
+
 def svg(results, title):
     """Grouped bars: per configuration, per flood, unloaded vs loaded."""
     rows = [(r["config"], r["flood"], r["unloaded_msgs_per_s"], r["loaded_msgs_per_s"],
@@ -184,9 +201,9 @@ def main():
     with open(a.svg, "w") as f:
         f.write(svg(results, "Priority under an ICMP flood (thesis Table 5.5)"))
     print(table(results))
-    g = goal(results)
-    if g:
-        print(g)
+    for extra in (goal(results), versus_thesis(results)):
+        if extra:
+            print(extra)
 
 
 if __name__ == "__main__":

@@ -78,7 +78,7 @@ done
 if [ "$quick" = 1 ]; then seconds=3; rounds=1; fi
 
 if [ "$(id -u)" -ne 0 ]; then
-    echo "$me: must run as root (it makes network namespaces and TAP devices, opens raw sockets and runs SCHED_FIFO); try: sudo $0 $*" >&2
+    echo "$me: must run as root (it makes network namespaces and TAP devices, opens raw sockets and runs SCHED_FIFO); try: sudo $0 $args_given" >&2
     exit 1
 fi
 for tool in ip ping taskset chrt python3 timeout; do
