@@ -160,14 +160,16 @@ COLOURS = ["#3b75af", "#e1812c", "#3a923a", "#c03d3e", "#9372b2", "#845b53", "#d
 
 
 def svg_lines(path, title, panels):
-    """panels: [(subtitle, xlabel, ylabel, logy, [(name, [(x, y)])])]"""
+    """panels: [(subtitle, xlabel, ylabel, logy, [(name, [(x, y)])], notes)]"""
     import math
     W, H, L, T, B = 520, 300, 70, 40, 50
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W * len(panels)}" height="{H + 30}" '
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W * len(panels)}" height="{H + 100}" '
            f'font-family="sans-serif" font-size="11">',
            f'<text x="10" y="16" font-size="13" font-weight="bold">{escape(title)}</text>']
-    for p, (sub, xl, yl, logy, series) in enumerate(panels):
+    for p, (sub, xl, yl, logy, series, notes) in enumerate(panels):
         ox = p * W
+        for i, note in enumerate(notes):
+            out.append(f'<text x="{ox + L}" y="{H + 32 + 13 * i}">{escape(note)}</text>')
         xs = [x for _, s in series for x, _ in s]
         ys = [y for _, s in series for _, y in s if y > 0 or not logy]
         if not xs or not ys:
@@ -246,8 +248,10 @@ def main():
                 model[s] = load(a.bin, stack, s, rates, "model", model_s, 6144, cost_table(c, s))
                 for row in model[s]:
                     row["per_msg"] = misses_at(row, c)
-            probe = load(a.bin, stack, "per-message", [1e7], "cpu", 0.1, 6144)[0]
-            mrates = [probe["capacity"] * m for m in mults]
+            # The sweep spans the fastest scheduler's capacity on this CPU.
+            cap = max(load(a.bin, stack, s, [1e7], "cpu", 0.1, 6144)[0]["capacity"]
+                      for s in ("per-message", "per-message/32", f"ldlp:{limits[-1]}"))
+            mrates = [cap * m for m in mults]
             for s in scheds:
                 say(f"study-ldlp: {stack} {s}: thread CPU clock")
                 meas[s] = load(a.bin, stack, s, mrates, "cpu", meas_s, 6144)
@@ -297,29 +301,38 @@ def plots(res, out):
     svg_lines(os.path.join(out, "ldlp-fig5.svg"),
               "Figure 5 analogue: misses per message vs arrival rate (synthetic, DEC 8 KB caches)",
               [("I1 misses / msg", "arrival rate (msg/s, modelled 100 MHz)", "I1 misses", False,
-                series(m, lambda r: r["per_msg"]["i1"])),
+                series(m, lambda r: r["per_msg"]["i1"]), []),
                ("D1 misses / msg", "arrival rate (msg/s)", "D1 misses", False,
-                series(m, lambda r: r["per_msg"]["d1"]))])
+                series(m, lambda r: r["per_msg"]["d1"]), [])])
     panels = []
+
+    def notes(sm):
+        sat = sm["saturation_msgs_per_s"]
+        out = ["saturation: " + ", ".join(f"{k} {v:,}" for k, v in list(sat.items())[:4]),
+               "            " + ", ".join(f"{k} {v:,}" for k, v in list(sat.items())[4:])]
+        for base in ("per-message", "per-message/32"):
+            x = sm[f"vs {base}"]["crossover_rate"]
+            out.append(f"crossover vs {base}: " + (f"{x:,.0f} msg/s" if x else "none in sweep"))
+        return out
     for stack in ("synthetic", "udp"):
         st = res["stacks"][stack]
         panels.append((f"{stack}: mean latency (model)", "arrival rate (msg/s)", "µs (log)", True,
-                       series(st["model"], lambda r: r["lat_mean_us"])))
+                       series(st["model"], lambda r: r["lat_mean_us"]), notes(st["summary"]["model"])))
         panels.append((f"{stack}: throughput (model)", "arrival rate (msg/s)", "msg/s", False,
-                       series(st["model"], lambda r: r["throughput"])))
+                       series(st["model"], lambda r: r["throughput"]), []))
         panels.append((f"{stack}: mean latency (thread CPU clock)", "arrival rate (msg/s)", "µs (log)", True,
-                       series(st["cpu"], lambda r: r["lat_mean_us"])))
+                       series(st["cpu"], lambda r: r["lat_mean_us"]), notes(st["summary"]["cpu"])))
     svg_lines(os.path.join(out, "ldlp-fig6.svg"), "Figure 6 analogue: latency vs arrival rate", panels)
-    f7 = res["fig7"]["rows"]  # noqa
+    f7 = res["fig7"]["rows"]
     by = {}
     for r in f7:
         by.setdefault(r["sched"], []).append((r["code"] / 1024, r))
     svg_lines(os.path.join(out, "ldlp-fig7.svg"),
               f"Figure 7 analogue: latency vs code per layer at {res['fig7']['rate']} msg/s (model)",
               [("mean latency", "code per layer (KB)", "µs (log)", True,
-                [(s, [(x, r["lat_mean_us"]) for x, r in v]) for s, v in by.items()]),
+                [(s, [(x, r["lat_mean_us"]) for x, r in v]) for s, v in by.items()], []),
                ("throughput", "code per layer (KB)", "msg/s", False,
-                [(s, [(x, r["throughput"]) for x, r in v]) for s, v in by.items()])])
+                [(s, [(x, r["throughput"]) for x, r in v]) for s, v in by.items()], [])])
 
 
 def report(res):
