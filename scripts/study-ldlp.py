@@ -54,6 +54,20 @@ def run(cmd):
     return r.stdout
 
 
+def run_all(cmds):
+    """Runs the commands concurrently; fails if any fails."""
+    procs = []
+    for cmd in cmds:
+        say("+ " + " ".join(shlex.quote(c) for c in cmd))
+        procs.append((cmd, subprocess.Popen(cmd, stdout=subprocess.PIPE,
+                                            stderr=subprocess.PIPE, text=True)))
+    for cmd, p in procs:
+        out, err = p.communicate()
+        if p.returncode != 0:
+            say(out[-2000:], err[-2000:])
+            raise SystemExit(f"study-ldlp: failed: {' '.join(cmd)}")
+
+
 def totals(path):
     events = summary = None
     with open(path) as f:
@@ -75,13 +89,13 @@ def sched_args(name):
 
 def count(binary, tmp, stack, sched, burst, code, r1, r2):
     """Per-message counts of one configuration (difference method)."""
-    res = []
-    for r in (r1, r2):
-        f = os.path.join(tmp, f"cg.{stack}.{sched}.{burst}.{code}.{r}")
-        run(CG + [f"--cachegrind-out-file={f}", binary, "--stack", stack,
-                  "--sched", sched, "--code", str(code), "cost",
-                  "--burst", str(burst), "--msgs", str(r)])
-        res.append(totals(f))
+    files = [os.path.join(tmp, f"cg.{stack}.{sched}.{burst}.{code}.{r}") for r in (r1, r2)]
+    # The two runs are independent: both at once (two CPUs).
+    run_all([CG + [f"--cachegrind-out-file={f}", binary, "--stack", stack,
+                   "--sched", sched, "--code", str(code), "cost",
+                   "--burst", str(burst), "--msgs", str(r)]
+             for f, r in zip(files, (r1, r2))])
+    res = [totals(f) for f in files]
     per = {k: (res[1][k] - res[0][k]) / (r2 - r1) for k in res[0]}
     per["cycles"] = per["instr"] + MISS * (per["i1"] + per["d1"])
     per["ns"] = per["cycles"] * 1e3 / MHZ

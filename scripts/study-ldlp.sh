@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # study-ldlp.sh — Blackwell's LDLP study (Speeding up Protocols for Small
-# Messages, §4, Figures 5-7) on pathstack: per-message scheduling against
-# LDLP with batch limits 1, 4, 8, 16 and 32, for an open-loop Poisson
-# source of 552-byte messages into (a) the synthetic five-layer stack
-# (ECHO / WORK x5 / LINK / WIRE, 6 KB of distinct code and 256 B of data
-# per layer) and (b) the host's real UDP receive path, with 500 frames of
-# adaptor buffering.
+# Messages, §4, Figures 5-7) on pathstack: per-message scheduling (one
+# frame per poll, and up to 32) against LDLP with batch limits 1, 4, 8,
+# 16 and 32, for an open-loop Poisson source of 552-byte messages into
+# (a) the synthetic five-layer stack (ECHO / WORK x5 / LINK / WIRE, 6 KB
+# of distinct code and 256 B of data per layer) and (b) the host's real
+# UDP receive path, with 500 frames of adaptor buffering.
 #
 #   scripts/study-ldlp.sh [--quick] [--no-build]
 #
@@ -22,8 +22,8 @@
 #     (100 MHz, 1 cycle per instruction, 20 cycles per miss);
 #  3. `ldlp_load load --clock model` runs the stack on a virtual clock under
 #     Poisson arrivals, advancing the clock by that service time per batch
-#     (deterministic: the figures repeat); `--clock measured` does the same
-#     with the wall-clock time of each poll on this machine (noisy);
+#     (deterministic: the figures repeat); `--clock cpu` does the same
+#     with each poll's thread CPU time on this machine (noisy: shared CPUs);
 #  4. Figure 7: the code per layer swept at one arrival rate.
 #
 # Writes target/pathstack-study/ldlp.json, ldlp.md and the SVGs
@@ -58,5 +58,6 @@ fi
 [ -x "$bin" ] || { echo "$me: $bin is not built (run without --no-build)" >&2; exit 1; }
 
 echo "$me: command: scripts/study-ldlp.sh $quick" >&2
+# shellcheck disable=SC2086 # quick is empty or one flag
 python3 "$root/scripts/study-ldlp.py" --bin "$bin" --out "$out" $quick
 echo "$me: wrote $out/ldlp.json, $out/ldlp.md, $out/ldlp-fig5.svg, $out/ldlp-fig6.svg, $out/ldlp-fig7.svg" >&2
