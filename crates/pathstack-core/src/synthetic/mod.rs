@@ -10,6 +10,8 @@
 //!   (RFC 1071), and checks it on the way up.
 //! - `ECHO` — the top of a path: echoes what arrives (`mode=echo`) or
 //!   leaves it in the path's sink queue for the application (`mode=sink`).
+//! - `WORK` — a layer with a configurable code and data working set
+//!   (Blackwell's synthetic benchmark layer; [`work_graph`] stacks five).
 //!
 //! A path is created at `ECHO` with `PARTICIPANTS` whose local part holds
 //! the channel ([`AddrPart::Id`](crate::attrs::keys::AddrPart::Id)).
@@ -18,11 +20,16 @@ mod echo;
 mod hdr;
 mod link;
 mod pair;
+mod work;
 
 pub use echo::{EchoModule, EchoStage, ECHO_SPEC};
 pub use hdr::{internet_checksum, HdrDropReason, HdrModule, HdrStage, HDR_SPEC};
 pub use link::{LinkDropReason, LinkModule, LinkStage, LINK_SPEC};
 pub use pair::{inline_rule, EchoPair, PAIR_GRAPH};
+pub use work::{
+    block_stride, layer_blocks, work_graph, WorkModule, WorkStage, BLOCK_STEPS, FAMILY_BLOCKS,
+    MAX_DATA, WORK_SPEC,
+};
 
 use crate::stack::ModuleTypes;
 
@@ -31,4 +38,5 @@ pub fn register(t: &mut ModuleTypes) {
     t.register(&LINK_SPEC, LinkModule::create);
     t.register(&HDR_SPEC, HdrModule::create);
     t.register(&ECHO_SPEC, EchoModule::create);
+    t.register(&WORK_SPEC, WorkModule::create);
 }
