@@ -361,7 +361,12 @@ impl Stack {
     /// Early discard (thesis §5.2.1, §5.2.3): when the queue is full or the
     /// path holds its memory budget, the frame is dropped here, counted on
     /// the path, before any stage has seen it.
+    #[inline(never)]
     fn queue_frame(&mut self, m: ModuleId, mut frame: Msg) {
+        // Not inlined, and the only other caller of the classifier on
+        // received frames: `receive_frame` keeps its classifier inlined
+        // as before, so the fast path's code is that of a stack without
+        // ranked paths.
         let Some((id, dir)) = self.demux.classify(m, frame.as_slice()) else {
             self.modules[m.0 as usize].drops.add(CoreDropReason::NoPath);
             return;
@@ -502,8 +507,22 @@ impl Stack {
         // One clock read per turn when time is accounted: each turn ends
         // where the next begins.
         let mut clock = self.config.account_time.then(std::time::Instant::now);
-        while let Some(p) = self.pop_live() {
-            n += self.run_turn_of(p, &mut clock);
+        // The loop of `pop_live` and `run_turn_of`, written out: this is
+        // every LDLP batch's way in.
+        while let Some(p) = self.runq.pop() {
+            let Some(path) = self.paths.get_mut(p.path) else {
+                continue;
+            };
+            if p.stamp != path.stamp || !path.queued[p.dir.index()] {
+                continue;
+            }
+            path.queued[p.dir.index()] = false;
+            n += match self.sched {
+                SchedKind::PerMessage => self.run_one(p.path, p.dir, &mut clock),
+                SchedKind::Ldlp { batch } => {
+                    self.run_batch(p.path, p.dir, p.seq_key, batch, &mut clock)
+                }
+            };
         }
         n
     }
@@ -773,7 +792,7 @@ pub(super) fn enqueue(
 /// Puts a path with queued input in direction `dir` in the run queue,
 /// ranked by its scheduling parameters; a realtime path by the deadline
 /// in force at `now` ([`Path::deadline`]).
-#[inline]
+#[inline(always)]
 pub(super) fn requeue(path: &mut Path, runq: &mut RunQueue, dir: Dir, now: Instant) {
     path.queued[dir.index()] = true;
     let s = path.sched;
