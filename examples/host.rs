@@ -43,8 +43,12 @@
 //! The statistics: per module its counters and drops by reason; per path
 //! its module sequence and the messages that entered and left it in each
 //! direction (down: towards the device; up: towards the application),
-//! those a stage kept, and drops by reason. `--json FILE` (`-` for stdout)
-//! writes them, and the ping summary, as JSON instead of text.
+//! those a stage kept, and drops by reason; then its resources: its
+//! admission class, the bytes that entered and left it each way, the
+//! processing time charged to it (0 unless the stack accounts time,
+//! `StackConfig::account_time`, which the host leaves off) and the buffer
+//! bytes held in its queues, now and at most. `--json FILE` (`-` for
+//! stdout) writes them, and the ping summary, as JSON instead of text.
 //!
 //! The echo service is the thesis' in-path echo: an `ECHO mode=echo`
 //! module at the top of a passive UDP path bound to port 7 turns each
@@ -841,6 +845,14 @@ struct PathRow {
     /// the device).
     consumed: u64,
     drops: Counts,
+    /// Bytes in and out, down then up.
+    bytes: [u64; 4],
+    /// Processing time charged to the path (only with time accounting).
+    cpu_ns: u64,
+    /// Buffer bytes held in the path's queues now, and at most.
+    held: [u64; 2],
+    /// Admission class.
+    class: String,
 }
 
 impl Stats {
@@ -879,6 +891,10 @@ impl Stats {
                     down: [s.msgs_in[0], s.msgs_out[0]],
                     up: [s.msgs_in[1], s.msgs_out[1]],
                     consumed: s.consumed,
+                    bytes: [s.bytes_in[0], s.bytes_out[0], s.bytes_in[1], s.bytes_out[1]],
+                    cpu_ns: s.cpu_ns,
+                    held: [s.held_bytes, s.peak_held_bytes],
+                    class: p.class().to_string(),
                     drops: s
                         .drops
                         .iter()
@@ -908,6 +924,10 @@ impl Stats {
                     "down_in": p.down[0], "down_out": p.down[1],
                     "up_in": p.up[0], "up_out": p.up[1],
                     "consumed": p.consumed, "drops": named(&p.drops),
+                    "down_in_bytes": p.bytes[0], "down_out_bytes": p.bytes[1],
+                    "up_in_bytes": p.bytes[2], "up_out_bytes": p.bytes[3],
+                    "cpu_ns": p.cpu_ns, "held_bytes": p.held[0],
+                    "peak_held_bytes": p.held[1], "class": p.class,
                 })
             })
             .collect()
@@ -961,6 +981,39 @@ impl std::fmt::Display for Stats {
                 p.up[1],
                 p.consumed,
                 pairs(&p.drops, "")
+            )?;
+        }
+        writeln!(
+            f,
+            "path resources (bytes in and out; cpu = processing time charged, with \
+             time accounting; held = buffer bytes queued now / at most):"
+        )?;
+        writeln!(
+            f,
+            "  {:<4} {:<10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9}",
+            "path",
+            "class",
+            "down in B",
+            "down out B",
+            "up in B",
+            "up out B",
+            "cpu us",
+            "held B",
+            "peak B"
+        )?;
+        for p in &self.paths {
+            writeln!(
+                f,
+                "  #{:<3} {:<10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9}",
+                p.id,
+                p.class,
+                p.bytes[0],
+                p.bytes[1],
+                p.bytes[2],
+                p.bytes[3],
+                p.cpu_ns / 1000,
+                p.held[0],
+                p.held[1]
             )?;
         }
         Ok(())

@@ -82,6 +82,10 @@ pub enum PathError {
     /// An operation on a message failed.
     #[error(transparent)]
     Msg(#[from] crate::msg::MsgError),
+    /// Admission control refused the path: it would take its class or
+    /// the stack past a budget (thesis §5.2.3).
+    #[error(transparent)]
+    Admission(#[from] crate::admission::AdmissionError),
 }
 
 impl PathError {

@@ -9,6 +9,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod admission;
 pub mod anno;
 pub mod attrs;
 pub mod demux;
@@ -23,6 +24,8 @@ pub mod module;
 pub mod msg;
 pub mod path;
 mod path_table;
+pub mod queue_sizing;
+pub mod rate;
 pub mod rules;
 #[doc(hidden)]
 pub mod runtime;

@@ -1,14 +1,17 @@
 //! The path object (thesis §3.3.3): stages, four queues, attributes,
 //! scheduling parameters and accounting.
 
+use crate::admission::Reservation;
+use crate::attrs::keys::BottleneckQueue;
 use crate::attrs::Attrs;
-use crate::drop_reason::{DropReason, DropTally};
+use crate::drop_reason::{CoreDropReason, DropReason, DropTally};
 use crate::exec::Exec;
 use crate::ids::{Dir, ModuleId, PathId};
 use crate::module::ModuleSlot;
 use crate::msg::Msg;
+use crate::rate::EventRate;
 use crate::runtime::{Env, Shared};
-use crate::time::Instant;
+use crate::time::{Duration, Instant};
 use std::collections::VecDeque;
 use thiserror::Error;
 
@@ -88,17 +91,20 @@ impl PathQueue {
     pub fn iter(&self) -> impl Iterator<Item = &Msg> + '_ {
         self.q.iter()
     }
-    pub(crate) fn push(&mut self, m: Msg) -> Result<(), Msg> {
-        if self.q.len() >= self.cap {
-            self.dropped += 1;
-            return Err(m);
-        }
-        self.q.push_back(m);
-        Ok(())
-    }
     pub(crate) fn pop(&mut self) -> Option<Msg> {
         self.q.pop_front()
     }
+    pub(crate) fn set_capacity(&mut self, cap: usize) {
+        self.cap = cap;
+    }
+}
+
+/// The buffer bytes a message holds while it waits in a queue: the whole
+/// pooled buffer (headroom, data and tailroom), not only its data — that
+/// is the memory the path keeps from others.
+#[inline]
+fn held(m: &Msg) -> u64 {
+    (m.headroom() + m.len() + m.tailroom()) as u64
 }
 
 /// A refused scheduling change (thesis §3.5.1).
@@ -178,8 +184,19 @@ pub struct PathStats {
     pub consumed: u64,
     /// Drops, by reason.
     pub drops: DropTally,
-    /// Processing time spent in the path's stages, in nanoseconds.
+    /// Processing time spent in the path's stages, in nanoseconds: the
+    /// wall-clock time of each run of the path (a direct run from its end,
+    /// a scheduler's turn, its share of an LDLP batch), including what the
+    /// run led to on other paths. Counted only with
+    /// [`StackConfig::account_time`](crate::StackConfig::account_time).
     pub cpu_ns: u64,
+    /// Buffer bytes the path holds now: the whole pooled buffer of every
+    /// message waiting in its four queues (charged when a message is
+    /// queued, returned when it is taken out; see
+    /// [`crate::admission`] for the budget).
+    pub held_bytes: u64,
+    /// The most [`PathStats::held_bytes`] ever was.
+    pub peak_held_bytes: u64,
 }
 
 /// One path.
@@ -203,6 +220,19 @@ pub struct Path {
     /// Bumped when scheduling parameters change; older run-queue entries
     /// of the path are stale.
     pub(crate) stamp: u32,
+    /// Most buffer bytes the path may hold ([`PathStats::held_bytes`]);
+    /// `u64::MAX`: unlimited.
+    pub(crate) mem_limit: u64,
+    /// Admission class and what the path reserved in it.
+    pub(crate) class: String,
+    pub(crate) reservation: Reservation,
+    /// Relative deadline of a realtime path's work (`DEADLINE`).
+    pub(crate) deadline_rel: Option<Duration>,
+    /// Which queue a computed deadline follows (`DEADLINE_QUEUE`).
+    pub(crate) deadline_queue: BottleneckQueue,
+    /// Arrivals at the source queues and departures from the sink queues.
+    pub(crate) arrivals: EventRate,
+    pub(crate) drains: EventRate,
 }
 
 impl Path {
@@ -254,6 +284,125 @@ impl Path {
     pub fn stage(&self, pos: usize) -> Option<&dyn crate::stage::Stage> {
         self.exec.stage(pos)
     }
+    /// The path's admission class ([`crate::admission`]).
+    pub fn class(&self) -> &str {
+        &self.class
+    }
+    /// Most buffer bytes the path may hold in its queues (`None`: no limit).
+    pub fn memory_budget(&self) -> Option<u64> {
+        (self.mem_limit != u64::MAX).then_some(self.mem_limit)
+    }
+    /// The observed rate of messages queued at the path's source queues
+    /// (kept while the path is realtime: only its deadline needs it).
+    pub fn arrival_rate(&self) -> &EventRate {
+        &self.arrivals
+    }
+    /// The observed rate of messages taken from the path's sink queues
+    /// (kept while the path is realtime).
+    pub fn drain_rate(&self) -> &EventRate {
+        &self.drains
+    }
+
+    /// The deadline a pending realtime path's input in `dir` runs under
+    /// (thesis §5.2.2.2), at `now`: the one given with
+    /// [`Stack::set_sched`](crate::Stack::set_sched); else `now` plus the
+    /// path's `DEADLINE`; else the one its queues imply — the earlier of
+    /// the time the source queue would overflow at the observed arrival
+    /// rate and the time the sink queue would run dry at the observed
+    /// drain rate (each known once two events were seen), or only one of
+    /// them when the path's `DEADLINE_QUEUE` names its bottleneck; `now` when
+    /// neither is known yet. `None` for a best-effort path.
+    pub fn deadline(&self, dir: Dir, now: Instant) -> Option<Instant> {
+        if !self.sched.realtime {
+            return None;
+        }
+        if let Some(d) = self.sched.deadline {
+            return Some(d);
+        }
+        if let Some(rel) = self.deadline_rel {
+            return Some(now + rel);
+        }
+        let src = &self.queues[QueueKind::source(dir) as usize];
+        let free = src.capacity().saturating_sub(src.len()) as u64;
+        // The `free`th arrival after the last one finds the queue full.
+        let overflow = match self.deadline_queue {
+            BottleneckQueue::Output => None,
+            _ => self.arrivals.due(free.max(1)),
+        };
+        // With `len` messages left, the drain after them finds none.
+        let sink = self.queues[QueueKind::sink(dir) as usize].len() as u64;
+        let dry = match self.deadline_queue {
+            BottleneckQueue::Input => None,
+            _ => self.drains.due(sink + 1),
+        };
+        match (overflow, dry) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            // Nothing observed yet: due now. It runs before the paths
+            // whose deadlines lie ahead (a path that was never served
+            // must not wait behind those that taught the stack their
+            // rates), and its first runs teach it its own.
+            (None, None) => Some(now),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Puts `m` on queue `kind`, charging its buffer to the path; gives it
+    /// back with the reason (counted on the path) when the queue is full or
+    /// the path's memory budget would be exceeded.
+    #[inline]
+    pub(crate) fn push_queue(
+        &mut self,
+        kind: QueueKind,
+        m: Msg,
+    ) -> Result<(), (Msg, CoreDropReason)> {
+        let bytes = held(&m);
+        // Buffer bytes are bounded by memory: the sum cannot overflow.
+        let after = self.stats.held_bytes + bytes;
+        let q = &mut self.queues[kind as usize];
+        if after > self.mem_limit || q.q.len() >= q.cap {
+            return Err(self.refuse(kind, m, after));
+        }
+        q.q.push_back(m);
+        self.stats.held_bytes = after;
+        if after > self.stats.peak_held_bytes {
+            self.stats.peak_held_bytes = after;
+        }
+        Ok(())
+    }
+
+    /// A message [`Path::push_queue`] cannot take, with why, counted.
+    #[cold]
+    #[inline(never)]
+    fn refuse(&mut self, kind: QueueKind, m: Msg, after: u64) -> (Msg, CoreDropReason) {
+        let r = if after > self.mem_limit {
+            CoreDropReason::OverMemoryBudget
+        } else {
+            self.queues[kind as usize].dropped += 1;
+            match kind {
+                QueueKind::SourceDown | QueueKind::SourceUp => CoreDropReason::SourceFull,
+                QueueKind::SinkDown | QueueKind::SinkUp => CoreDropReason::SinkFull,
+            }
+        };
+        self.count_drop(r);
+        (m, r)
+    }
+
+    /// Takes the head of queue `kind`, returning its buffer's charge.
+    #[inline]
+    pub(crate) fn pop_queue(&mut self, kind: QueueKind) -> Option<Msg> {
+        let m = self.queues[kind as usize].pop()?;
+        // Charged when queued: cannot go below zero.
+        self.stats.held_bytes -= held(&m);
+        Some(m)
+    }
+
+    /// Whether the path holds as many buffer bytes as its budget allows:
+    /// new input is discarded before it runs.
+    #[inline]
+    pub(crate) fn over_budget(&self) -> bool {
+        self.stats.held_bytes >= self.mem_limit
+    }
+
     /// Splits the path into what one run borrows at once: its executor, the
     /// environment its stages see (with the stack's modules and shared
     /// state), and its counters.

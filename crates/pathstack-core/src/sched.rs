@@ -1,15 +1,40 @@
-//! Schedulers and the run queue.
+//! Schedulers and the run queue (thesis §3.5.1, §5.2.2).
 //!
 //! A path with input waiting is *pending* and sits in the run queue once per
 //! direction. Realtime paths run first, earliest deadline first; then
-//! best-effort paths by priority (higher first); within a class, in the
-//! order they became pending (thesis §3.5.1).
+//! best-effort paths by fixed priority (higher first); within one priority,
+//! round robin: a path runs at most a quantum of messages
+//! ([`StackConfig::quantum`](crate::StackConfig::quantum)) per turn and, if
+//! it has more, goes back behind its peers — Scout's default scheduler, so
+//! no path starves the others of its rank.
+//!
+//! A realtime path's deadline is the one given
+//! ([`SchedParams::deadline`](crate::SchedParams::deadline) through
+//! [`Stack::set_sched`](crate::Stack::set_sched), or `now` plus the path's
+//! `DEADLINE` attribute when it becomes pending), else the one its queues
+//! imply (§5.2.2.2): the time its source queue would overflow at the
+//! observed arrival rate, or its sink queue run dry at the observed drain
+//! rate, whichever is earlier ([`Path::deadline`](crate::Path::deadline);
+//! the rates are moving averages a realtime path keeps per enqueue and per
+//! [`Stack::recv`](crate::Stack::recv), [`crate::rate`]); a realtime path
+//! with nothing observed yet is due at once. The deadline is taken when
+//! the path enters the run queue.
 //!
 //! The run queue is off the common path: under per-message scheduling a
 //! message entering an idle path (a received frame, an application's
 //! send) runs through it at once, to completion (`stack/run.rs`). A path
 //! enters the run queue only when its input has to wait: input already
-//! queued ahead of it, [`Stack::enqueue`](crate::Stack::enqueue), or LDLP.
+//! queued ahead of it, [`Stack::enqueue`](crate::Stack::enqueue), LDLP —
+//! or a burst of received frames while *ranked* paths exist (realtime, or
+//! a priority other than 0). Then the whole burst is classified first, each
+//! frame onto its path's source queue (where a frame of a full queue, or
+//! of a path over its memory budget, is discarded before any stage sees
+//! it: early discard), and the scheduler runs the pending paths in rank
+//! order, so that a frame of an important path never waits behind less
+//! important frames that arrived before it in the same burst (§5.2.2.1,
+//! the priority inversion of a shared IP input queue). A single frame with
+//! nothing behind it still runs at once; a stack with no ranked paths
+//! keeps running frames in arrival order, as before.
 //!
 //! Two schedulers share that queue (chosen when the stack is built and
 //! switchable at run time):

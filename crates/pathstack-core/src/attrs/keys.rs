@@ -52,6 +52,35 @@ pub const REALTIME: AttrKey<bool> = AttrKey::pervasive("REALTIME");
 pub const PRIORITY: AttrKey<u32> = AttrKey::pervasive("PRIORITY");
 /// Relative deadline of a realtime path's work.
 pub const DEADLINE: AttrKey<Duration> = AttrKey::pervasive("DEADLINE");
+/// The admission class of a path ([`crate::admission`]): paths of one
+/// class share the class's budgets. Absent, the class is the instance name
+/// of the module the path was created at (its top).
+pub const CLASS: AttrKey<String> = AttrKey::pervasive("CLASS");
+/// Bytes of message buffers the path may hold in its queues at once
+/// (admission control reserves them when the path is created; input beyond
+/// them is discarded early). Absent: [`Budgets::path_memory`](crate::admission::Budgets::path_memory).
+pub const MEM_BUDGET: AttrKey<u64> = AttrKey::pervasive("MEM_BUDGET");
+/// Share of the CPU the path asks admission control for, in per mille.
+/// Absent: 0 (best effort, admitted by path count and memory alone).
+pub const CPU_SHARE: AttrKey<u32> = AttrKey::pervasive("CPU_SHARE");
+/// Which queue a realtime path's computed deadline follows (thesis
+/// §5.2.2.2): the one that is the path's bottleneck.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum BottleneckQueue {
+    /// The earlier of the two deadlines (the thesis' "minimum of the
+    /// deadlines associated with each queue").
+    #[default]
+    Both,
+    /// The source queue: the time it would overflow at the observed
+    /// arrival rate (the network is the bottleneck).
+    Input,
+    /// The sink queue: the time it would run dry at the observed drain
+    /// rate (path execution is the bottleneck: keep the output full).
+    Output,
+}
+/// Which queue a realtime path without a given deadline is scheduled by.
+/// Absent: [`BottleneckQueue::Both`].
+pub const DEADLINE_QUEUE: AttrKey<BottleneckQueue> = AttrKey::pervasive("DEADLINE_QUEUE");
 /// Capacity of each of the path's four queues, in messages.
 pub const QUEUE_LEN: AttrKey<usize> = AttrKey::pervasive("QUEUE_LEN");
 /// When the path was created (set by the stack).

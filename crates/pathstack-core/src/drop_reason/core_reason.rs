@@ -9,6 +9,10 @@ crate::drop_reasons! {
         SinkFull => "path" . "sink_full",
         /// A path's source queue was full.
         SourceFull => "path" . "source_full",
+        /// The path already held as many buffer bytes as its memory budget
+        /// allows (admission control, thesis §5.2.3): its input is
+        /// discarded before any stage runs instead of the path growing.
+        OverMemoryBudget => "path" . "over_memory_budget",
         /// A message was routed on at path ends more often than any real
         /// route needs (a routing loop).
         RouteLoop => "path" . "route_loop",

@@ -138,6 +138,8 @@ impl StackBuilder {
             polled,
             config: self.config,
             graph: self.graph,
+            admission: crate::admission::Admission::default(),
+            ranked: 0,
         };
         let order: Vec<ModuleId> = stack
             .graph

@@ -1,6 +1,7 @@
 //! The limits and choices of a stack ([`StackConfig`]) and its counters
 //! ([`StackStats`]).
 
+use crate::admission::Budgets;
 use crate::msg::PoolConfig;
 use crate::sched::SchedKind;
 use crate::time::Duration;
@@ -28,10 +29,20 @@ pub struct StackConfig {
     /// Resolution of the timer wheel.
     pub timer_tick: Duration,
     /// Measure processing time per path ([`PathStats::cpu_ns`](crate::path::PathStats::cpu_ns)).
-    /// Off by default: the two clock reads per scheduling round cost more
-    /// than a short path's whole processing (≈ 300 instructions per
-    /// message on Linux, measured with cachegrind).
+    /// Off by default: a clock read costs about as much as a short path's
+    /// whole processing (≈ 300 instructions on Linux, measured with
+    /// cachegrind). When on, the scheduler reads the clock once per turn
+    /// (each turn ends where the next begins) and a direct run from a
+    /// path's end twice; never per stage.
     pub account_time: bool,
+    /// Round-robin quantum: most messages a best-effort path (or a
+    /// realtime one) runs per turn under per-message scheduling before
+    /// its peers of equal rank get theirs (at least 1; thesis §3.5.1's
+    /// fixed-priority round robin). LDLP's turn is one batch.
+    pub quantum: usize,
+    /// Admission control: budgets per stack and per path class
+    /// ([`crate::admission`]).
+    pub budgets: Budgets,
 }
 
 impl Default for StackConfig {
@@ -47,6 +58,8 @@ impl Default for StackConfig {
             max_timers: 1 << 16,
             timer_tick: Duration::from_micros(100),
             account_time: false,
+            quantum: 1,
+            budgets: Budgets::default(),
         }
     }
 }

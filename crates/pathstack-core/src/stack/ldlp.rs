@@ -30,8 +30,8 @@ impl Stack {
         dir: Dir,
         seq_key: u64,
         bound: usize,
+        clock: &mut Option<std::time::Instant>,
     ) -> usize {
-        let t0 = self.config.account_time.then(std::time::Instant::now);
         let mut batch = std::mem::take(&mut self.batch);
         batch.clear();
         let bound = bound.max(1);
@@ -56,7 +56,7 @@ impl Stack {
                 path.queued[dir.index()] = false;
                 if room == 0 {
                     // Could not take it after all: put it back.
-                    requeue(path, &mut self.runq, dir);
+                    requeue(path, &mut self.runq, dir, self.now);
                     continue;
                 }
                 self.take_input(id, dir, room, &mut batch);
@@ -77,9 +77,7 @@ impl Stack {
                     dequeued: true,
                 });
                 self.drain_follow_ups();
-                if let (Some(t0), Some(p)) = (t0, self.paths.get_mut(slot.path)) {
-                    p.stats.cpu_ns += t0.elapsed().as_nanos() as u64;
-                }
+                self.charge_time(clock, std::slice::from_ref(&slot.path));
             }
             self.batch = batch;
             return 1;
@@ -155,14 +153,10 @@ impl Stack {
             }
         }
         self.drain_follow_ups();
-        if let Some(t0) = t0 {
+        if clock.is_some() {
             // Processing time is shared out evenly over the batch's messages.
-            let per = t0.elapsed().as_nanos() as u64 / n.max(1) as u64;
-            for slot in &batch {
-                if let Some(p) = self.paths.get_mut(slot.path) {
-                    p.stats.cpu_ns += per;
-                }
-            }
+            let ids: Vec<PathId> = batch.iter().map(|s| s.path).collect();
+            self.charge_time(clock, &ids);
         }
         batch.clear();
         self.batch = batch;
@@ -175,10 +169,10 @@ impl Stack {
         let Some(path) = self.paths.get_mut(id) else {
             return;
         };
-        let q = QueueKind::source(dir) as usize;
+        let q = QueueKind::source(dir);
         let mut taken = 0;
         while taken < room {
-            let Some(msg) = path.queues[q].pop() else {
+            let Some(msg) = path.pop_queue(q) else {
                 break;
             };
             path.stats.msgs_in[dir.index()] += 1;
@@ -190,8 +184,8 @@ impl Stack {
             });
             taken += 1;
         }
-        if !path.queues[q].is_empty() {
-            requeue(path, &mut self.runq, dir);
+        if !path.queues[q as usize].is_empty() {
+            requeue(path, &mut self.runq, dir, self.now);
         }
     }
 }

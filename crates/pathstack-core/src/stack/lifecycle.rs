@@ -2,7 +2,9 @@
 //! module to module, establishment and demux registration, extension at
 //! either end, optimization by transformation rules, deletion.
 
+use super::run::requeue;
 use super::{End, Stack};
+use crate::admission::{Reservation, Usage};
 use crate::attrs::{keys, Attrs};
 use crate::demux::{DemuxKey, KeyMode, MAX_LEVELS};
 use crate::error::PathError;
@@ -204,6 +206,23 @@ impl Stack {
         if module.0 as usize >= self.modules.len() {
             return Err(PathError::NoSuchModule(module));
         }
+        // Admission (thesis §5.2.3) before any module creates a stage: the
+        // path's class and reservation come from the invariants it is
+        // created with.
+        let class = attrs
+            .get(&keys::CLASS)
+            .cloned()
+            .unwrap_or_else(|| self.modules[module.0 as usize].name.clone());
+        let mem_limit = attrs
+            .get(&keys::MEM_BUDGET)
+            .copied()
+            .or(self.config.budgets.path_memory);
+        let reservation = Reservation {
+            memory: mem_limit.unwrap_or(0),
+            cpu_permille: attrs.get(&keys::CPU_SHARE).copied().unwrap_or(0),
+        };
+        self.admission
+            .check(&self.config.budgets, &class, reservation)?;
         let id = self.paths.alloc()?;
         let mut attrs = attrs;
         let made = match self.route_stages(
@@ -231,6 +250,11 @@ impl Stack {
         if let Some(&p) = attrs.get(&keys::PRIORITY) {
             sched.priority = p;
         }
+        let deadline_rel = attrs.get(&keys::DEADLINE).copied();
+        let deadline_queue = attrs
+            .get(&keys::DEADLINE_QUEUE)
+            .copied()
+            .unwrap_or_default();
         attrs.insert(&keys::CREATED_AT, self.now);
         let n = made.len();
         let mut stage_modules = Vec::with_capacity(n);
@@ -255,7 +279,18 @@ impl Stack {
             stats: PathStats::default(),
             queued: [false; 2],
             stamp: 0,
+            mem_limit: mem_limit.unwrap_or(u64::MAX),
+            class,
+            reservation,
+            deadline_rel,
+            deadline_queue,
+            arrivals: Default::default(),
+            drains: Default::default(),
         };
+        self.admission.charge(&path.class, reservation);
+        if ranked(&path.sched) {
+            self.ranked += 1;
+        }
         self.paths.insert(id, path);
         if let Err(e) = self.establish(id, None) {
             self.delete_inner(id);
@@ -425,6 +460,10 @@ impl Stack {
         let Some(mut path) = self.paths.remove(id) else {
             return;
         };
+        self.admission.release(&path.class, path.reservation);
+        if ranked(&path.sched) {
+            self.ranked -= 1;
+        }
         self.demux.remove(id);
         let mut order: Vec<usize> = (0..path.len()).collect();
         order.sort_by_key(|&p| path.stage_ids[p]);
@@ -477,20 +516,49 @@ impl Stack {
         let now = self.now;
         let path = self.paths.get_mut(id).ok_or(PathError::NoSuchPath(id))?;
         let pending = path.is_pending();
+        let was_ranked = ranked(&path.sched);
         path.sched.update(params, now, pending)?;
+        let is_ranked = ranked(&path.sched);
         // A pending path gets a fresh run-queue entry ranked by the new
         // parameters; the old one is now stale.
         path.stamp = path.stamp.wrapping_add(1);
-        let (sk, st, s) = (path.seq_key, path.stamp, path.sched);
-        let queued = path.queued;
         for dir in [Dir::Down, Dir::Up] {
-            if queued[dir.index()] {
-                self.runq
-                    .push(id, dir, sk, st, s.realtime, s.deadline, s.priority);
+            if path.queued[dir.index()] {
+                requeue(path, &mut self.runq, dir, now);
             }
+        }
+        match (was_ranked, is_ranked) {
+            (false, true) => self.ranked += 1,
+            (true, false) => self.ranked -= 1,
+            _ => {}
         }
         Ok(())
     }
+
+    /// Sets the capacity of path `id`'s four queues to `len` messages at
+    /// run time (what `QUEUE_LEN` sets at creation; see
+    /// [`queue_len_for`](crate::queue_sizing::queue_len_for) for the
+    /// thesis §5.2.1 rule). Messages already queued beyond a smaller
+    /// capacity stay; new ones are refused until the queue is below it.
+    pub fn set_queue_len(&mut self, id: PathId, len: usize) -> Result<(), PathError> {
+        let path = self.paths.get_mut(id).ok_or(PathError::NoSuchPath(id))?;
+        for q in &mut path.queues {
+            q.set_capacity(len);
+        }
+        Ok(())
+    }
+
+    /// What the live paths have reserved under admission control: in
+    /// total, and for class `class` ([`crate::admission`]).
+    pub fn admission_usage(&self, class: &str) -> (Usage, Usage) {
+        (self.admission.total(), self.admission.class(class))
+    }
+}
+
+/// Whether scheduling parameters differ from the default (best effort at
+/// priority 0): such paths make the stack classify bursts before running.
+fn ranked(s: &SchedParams) -> bool {
+    s.realtime || s.priority != 0
 }
 
 /// Hash of a module sequence: LDLP batches paths with equal keys.

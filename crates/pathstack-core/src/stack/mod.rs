@@ -74,6 +74,14 @@ pub struct Stack {
     polled: Vec<Polled>,
     config: StackConfig,
     graph: ModuleGraph,
+    /// Reservations of the live paths (admission control).
+    admission: crate::admission::Admission,
+    /// Live paths with scheduling parameters other than the default
+    /// (realtime, or a priority other than 0). While there are none, every
+    /// received frame runs at once in arrival order; while there are some,
+    /// a driver's burst is classified onto the paths' queues first and run
+    /// in rank order (`run.rs`).
+    ranked: usize,
 }
 
 fn _assert_send() {

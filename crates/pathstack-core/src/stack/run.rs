@@ -25,7 +25,8 @@ use crate::module::{EndRoute, RouteCx};
 use crate::msg::Msg;
 use crate::path::{Path, QueueKind};
 use crate::runtime::{FollowUp, PathOp, Start};
-use crate::sched::{RunQueue, SchedKind};
+use crate::sched::{Pending, RunQueue, SchedKind};
+use crate::time::Instant;
 
 /// Most paths one message may run through in one trip (a route that
 /// keeps handing a message on at path ends is a routing loop).
@@ -137,18 +138,26 @@ impl Stack {
     /// together. Gives the message back if the path does not exist or the
     /// queue is full.
     pub fn enqueue(&mut self, id: PathId, dir: Dir, msg: Msg) -> Result<(), Msg> {
+        let now = self.now;
         let Some(path) = self.paths.get_mut(id) else {
             return Err(msg);
         };
-        enqueue(path, &mut self.runq, dir, msg).inspect_err(|_| {
-            path.count_drop(CoreDropReason::SourceFull);
-        })
+        // Refusals are counted on the path.
+        enqueue(path, &mut self.runq, dir, msg, now).map_err(|(m, _)| m)
     }
 
     /// Takes the next message that left path `id` travelling in `dir`
     /// (from its sink queue).
     pub fn recv(&mut self, id: PathId, dir: Dir) -> Option<Msg> {
-        self.paths.get_mut(id)?.queues[QueueKind::sink(dir) as usize].pop()
+        let now = self.now;
+        let path = self.paths.get_mut(id)?;
+        let m = path.pop_queue(QueueKind::sink(dir))?;
+        // The drain rate a realtime path's deadline follows (§5.2.2.2);
+        // kept for realtime paths only, off the best-effort fast path.
+        if path.sched.realtime {
+            path.drains.record(now);
+        }
+        Some(m)
     }
 
     /// Hands `frame` to the stack as if driver module `module` had received
@@ -194,13 +203,17 @@ impl Stack {
                     if queue_first
                         && (path.queued[dir.index()] || self.sched != SchedKind::PerMessage)
                     {
-                        return match enqueue(path, &mut self.runq, dir, msg) {
+                        return match enqueue(path, &mut self.runq, dir, msg, now) {
                             Ok(()) => Entered::Queued,
-                            Err(msg) => {
-                                path.count_drop(CoreDropReason::SourceFull);
-                                Entered::QueueFull(msg)
-                            }
+                            // Counted on the path.
+                            Err((msg, _)) => Entered::QueueFull(msg),
                         };
+                    }
+                    if path.over_budget() {
+                        // Early discard: the path holds all the buffers
+                        // its budget allows (thesis §5.2.3).
+                        path.count_drop(CoreDropReason::OverMemoryBudget);
+                        return Entered::QueueFull(msg);
                     }
                     path.stats.msgs_in[dir.index()] += 1;
                     path.stats.bytes_in[dir.index()] += msg.len() as u64;
@@ -303,9 +316,28 @@ impl Stack {
     /// A message enters path `id` at its end from outside any run (an
     /// application's send, a received frame): it runs now, with everything
     /// it leads to, or waits in the path's queue.
+    #[inline]
     pub(super) fn enter(&mut self, id: PathId, dir: Dir, msg: Msg) -> Entered {
+        if self.config.account_time {
+            return self.enter_timed(id, dir, msg);
+        }
         let r = self.run(Trip::enter(id, dir, msg));
         self.drain_follow_ups();
+        r
+    }
+
+    /// [`Stack::enter`] with the run's time charged to path `id`: two
+    /// clock reads per direct run, only when time is accounted.
+    #[inline(never)]
+    fn enter_timed(&mut self, id: PathId, dir: Dir, msg: Msg) -> Entered {
+        let t0 = std::time::Instant::now();
+        let r = self.run(Trip::enter(id, dir, msg));
+        self.drain_follow_ups();
+        if !matches!(r, Entered::Queued | Entered::NoPath(_)) {
+            if let Some(p) = self.paths.get_mut(id) {
+                p.stats.cpu_ns += t0.elapsed().as_nanos() as u64;
+            }
+        }
         r
     }
 
@@ -322,6 +354,93 @@ impl Stack {
         if let Entered::NoPath(_) = self.enter(id, dir, frame) {
             self.modules[m.0 as usize].drops.add(CoreDropReason::NoPath);
         }
+    }
+
+    /// A frame of a burst received by driver module `m`: classified onto
+    /// its path's source queue, to run when the scheduler picks the path.
+    /// Early discard (thesis §5.2.1, §5.2.3): when the queue is full or the
+    /// path holds its memory budget, the frame is dropped here, counted on
+    /// the path, before any stage has seen it.
+    #[inline(never)]
+    fn queue_frame(&mut self, m: ModuleId, mut frame: Msg) {
+        // Not inlined, and the only other caller of the classifier on
+        // received frames: `receive_frame` keeps its classifier inlined
+        // as before, so the fast path's code is that of a stack without
+        // ranked paths.
+        let Some((id, dir)) = self.demux.classify(m, frame.as_slice()) else {
+            self.modules[m.0 as usize].drops.add(CoreDropReason::NoPath);
+            return;
+        };
+        frame.anno_mut().set_classified(true);
+        let now = self.now;
+        match self.paths.get_mut(id) {
+            // Refusals are counted on the path.
+            Some(path) => {
+                let _ = enqueue(path, &mut self.runq, dir, frame, now);
+            }
+            None => self.modules[m.0 as usize].drops.add(CoreDropReason::NoPath),
+        }
+    }
+
+    /// The frames driver module `m` handed over in its poll, and those it
+    /// hands over one at a time (`receives`), while ranked paths exist.
+    #[inline(never)]
+    fn receive_ranked(&mut self, m: ModuleId, receives: bool) -> usize {
+        let mut work = 0;
+        if self.shared.rx.len() > 1 {
+            // A burst: classify it all, then run by rank (thesis §5.2.2.1).
+            while let Some((from, frame)) = self.shared.rx.pop_front() {
+                work += 1;
+                self.queue_frame(from, frame);
+            }
+            self.run_pending();
+        }
+        while let Some((from, frame)) = self.shared.rx.pop_front() {
+            work += 1;
+            self.receive_frame(from, frame);
+        }
+        if receives {
+            work += self.receive_burst(m);
+        }
+        work
+    }
+
+    /// Frames handed over one at a time by driver module `m` while ranked
+    /// paths exist: a burst (up to `rx_cap` frames) is classified onto the
+    /// paths' queues first, then the scheduler runs the pending paths in
+    /// rank order, so a frame of an important path does not wait behind
+    /// those of less important ones that arrived before it (thesis
+    /// §5.2.2.1). A single frame (nothing behind it) still runs at once.
+    #[inline(never)]
+    fn receive_burst(&mut self, m: ModuleId) -> usize {
+        let Some(first) = self.call_module(m, |module, cx| module.receive(cx)) else {
+            return 0;
+        };
+        let Some(second) = self.call_module(m, |module, cx| module.receive(cx)) else {
+            self.receive_frame(m, first);
+            return 1;
+        };
+        self.queue_frame(m, first);
+        self.queue_frame(m, second);
+        let cap = self.config.rx_cap.max(2);
+        let mut work = 2;
+        let mut burst = 2;
+        loop {
+            while burst < cap {
+                let Some(frame) = self.call_module(m, |module, cx| module.receive(cx)) else {
+                    break;
+                };
+                self.queue_frame(m, frame);
+                burst += 1;
+                work += 1;
+            }
+            self.run_pending();
+            if burst < cap {
+                break;
+            }
+            burst = 0;
+        }
+        work
     }
 
     /// Polls the modules with background work; the frames a driver
@@ -348,16 +467,22 @@ impl Stack {
             // Module polls may have sent messages (ARP retries) or handed
             // over frames in a batch.
             self.drain_follow_ups();
-            while let Some((from, frame)) = self.shared.rx.pop_front() {
-                work += 1;
-                self.receive_frame(from, frame);
-            }
-            // Drivers that hand over one frame at a time.
-            if receives {
-                while let Some(frame) = self.call_module(m, |module, cx| module.receive(cx)) {
+            if self.ranked > 0 {
+                work += self.receive_ranked(m, receives);
+            } else {
+                while let Some((from, frame)) = self.shared.rx.pop_front() {
                     work += 1;
-                    self.receive_frame(m, frame);
+                    self.receive_frame(from, frame);
                 }
+                // Drivers that hand over one frame at a time.
+                if receives {
+                    while let Some(frame) = self.call_module(m, |module, cx| module.receive(cx)) {
+                        work += 1;
+                        self.receive_frame(m, frame);
+                    }
+                }
+            }
+            if receives {
                 // Path creation errors went to `path_created`.
                 let _ = self.create_requested_paths(m);
             }
@@ -379,6 +504,11 @@ impl Stack {
     #[inline(never)]
     fn run_pending_now(&mut self) -> usize {
         let mut n = 0;
+        // One clock read per turn when time is accounted: each turn ends
+        // where the next begins.
+        let mut clock = self.config.account_time.then(std::time::Instant::now);
+        // The loop of `pop_live` and `run_turn_of`, written out: this is
+        // every LDLP batch's way in.
         while let Some(p) = self.runq.pop() {
             let Some(path) = self.paths.get_mut(p.path) else {
                 continue;
@@ -388,37 +518,103 @@ impl Stack {
             }
             path.queued[p.dir.index()] = false;
             n += match self.sched {
-                SchedKind::PerMessage => self.run_one(p.path, p.dir),
-                SchedKind::Ldlp { batch } => self.run_batch(p.path, p.dir, p.seq_key, batch),
+                SchedKind::PerMessage => self.run_one(p.path, p.dir, &mut clock),
+                SchedKind::Ldlp { batch } => {
+                    self.run_batch(p.path, p.dir, p.seq_key, batch, &mut clock)
+                }
             };
         }
         n
     }
 
-    /// Per-message: one queued message of path `id` through the whole
-    /// path, then its follow-ups.
-    fn run_one(&mut self, id: PathId, dir: Dir) -> usize {
-        let t0 = self.config.account_time.then(std::time::Instant::now);
-        let Some(path) = self.paths.get_mut(id) else {
-            return 0;
-        };
-        let Some(msg) = path.queues[QueueKind::source(dir) as usize].pop() else {
-            return 0;
-        };
-        // More input waiting: back in the run queue behind its peers.
-        if !path.queues[QueueKind::source(dir) as usize].is_empty() {
-            requeue(path, &mut self.runq, dir);
+    /// Runs one scheduling turn: the best pending path's quantum
+    /// ([`StackConfig::quantum`](crate::StackConfig::quantum) messages,
+    /// per-message) or one LDLP batch of its class. Returns the messages
+    /// taken from source queues (0: nothing was pending). [`Stack::poll`]
+    /// runs turns until nothing is pending; this is for who drives the
+    /// scheduler on a virtual clock (a simulation charging each message a
+    /// processing time).
+    pub fn run_turn(&mut self) -> usize {
+        let mut clock = self.config.account_time.then(std::time::Instant::now);
+        match self.pop_live() {
+            Some(p) => self.run_turn_of(p, &mut clock),
+            None => 0,
         }
-        let mut trip = Trip::enter(id, dir, msg);
-        trip.dequeued = true;
-        self.run(trip);
-        self.drain_follow_ups();
-        if let Some(t0) = t0 {
+    }
+
+    /// The best run-queue entry still current (stale ones are skipped),
+    /// its path marked as no longer queued in that direction.
+    #[inline]
+    fn pop_live(&mut self) -> Option<Pending> {
+        while let Some(p) = self.runq.pop() {
+            let Some(path) = self.paths.get_mut(p.path) else {
+                continue;
+            };
+            if p.stamp != path.stamp || !path.queued[p.dir.index()] {
+                continue;
+            }
+            path.queued[p.dir.index()] = false;
+            return Some(p);
+        }
+        None
+    }
+
+    #[inline]
+    fn run_turn_of(&mut self, p: Pending, clock: &mut Option<std::time::Instant>) -> usize {
+        match self.sched {
+            SchedKind::PerMessage => self.run_one(p.path, p.dir, clock),
+            SchedKind::Ldlp { batch } => self.run_batch(p.path, p.dir, p.seq_key, batch, clock),
+        }
+    }
+
+    /// Per-message: up to a quantum of queued messages of path `id`, each
+    /// through the whole path with its follow-ups (Scout's fixed-priority
+    /// round robin, thesis §3.5.1: the quantum bounds how long one path
+    /// keeps its peers of equal rank waiting).
+    fn run_one(&mut self, id: PathId, dir: Dir, clock: &mut Option<std::time::Instant>) -> usize {
+        let quantum = self.config.quantum.max(1);
+        let src = QueueKind::source(dir);
+        let now = self.now;
+        let mut ran = 0;
+        while ran < quantum {
+            let Some(path) = self.paths.get_mut(id) else {
+                break;
+            };
+            let Some(msg) = path.pop_queue(src) else {
+                break;
+            };
+            // More input waiting: back in the run queue behind its peers
+            // now, so that input arriving meanwhile queues behind it; the
+            // rest of the quantum runs first.
+            if !path.queues[src as usize].is_empty() && !path.queued[dir.index()] {
+                requeue(path, &mut self.runq, dir, now);
+            }
+            let mut trip = Trip::enter(id, dir, msg);
+            trip.dequeued = true;
+            self.run(trip);
+            self.drain_follow_ups();
+            ran += 1;
+        }
+        if ran > 0 {
+            self.charge_time(clock, std::slice::from_ref(&id));
+        }
+        ran
+    }
+
+    /// Charges the time since `clock` to `paths` (shared out evenly) and
+    /// moves `clock` on: one clock read per turn.
+    pub(super) fn charge_time(&mut self, clock: &mut Option<std::time::Instant>, paths: &[PathId]) {
+        let Some(t0) = *clock else {
+            return;
+        };
+        let t1 = std::time::Instant::now();
+        *clock = Some(t1);
+        let per = (t1 - t0).as_nanos() as u64 / paths.len().max(1) as u64;
+        for &id in paths {
             if let Some(p) = self.paths.get_mut(id) {
-                p.stats.cpu_ns += t0.elapsed().as_nanos() as u64;
+                p.stats.cpu_ns += per;
             }
         }
-        1
     }
 
     /// Processes follow-ups (turned, emitted and handed-on messages),
@@ -565,35 +761,53 @@ fn leave(
         }
         EndRoute::Continue(..) | EndRoute::Sink => {}
     }
-    if path.queues[QueueKind::sink(dir) as usize]
-        .push(msg)
-        .is_err()
-    {
-        path.count_drop(CoreDropReason::SinkFull);
-    }
+    // A full sink queue or an exhausted memory budget is counted on the
+    // path.
+    let _ = path.push_queue(QueueKind::sink(dir), msg);
     Onward::Done
 }
 
 /// Puts a message on a path's source queue and makes the path pending.
-pub(super) fn enqueue(path: &mut Path, runq: &mut RunQueue, dir: Dir, msg: Msg) -> Result<(), Msg> {
-    path.queues[QueueKind::source(dir) as usize].push(msg)?;
+/// A refusal (queue full, memory budget exhausted) is counted on the path
+/// and gives the message back with its reason.
+pub(super) fn enqueue(
+    path: &mut Path,
+    runq: &mut RunQueue,
+    dir: Dir,
+    msg: Msg,
+    now: Instant,
+) -> Result<(), (Msg, CoreDropReason)> {
+    // The offered rate, refused messages included: what a computed
+    // deadline must keep up with (kept for realtime paths only).
+    if path.sched.realtime {
+        path.arrivals.record(now);
+    }
+    path.push_queue(QueueKind::source(dir), msg)?;
     if !path.queued[dir.index()] {
-        requeue(path, runq, dir);
+        requeue(path, runq, dir, now);
     }
     Ok(())
 }
 
-/// Puts a path with queued input in direction `dir` in the run queue.
-pub(super) fn requeue(path: &mut Path, runq: &mut RunQueue, dir: Dir) {
+/// Puts a path with queued input in direction `dir` in the run queue,
+/// ranked by its scheduling parameters; a realtime path by the deadline
+/// in force at `now` ([`Path::deadline`]).
+#[inline(always)]
+pub(super) fn requeue(path: &mut Path, runq: &mut RunQueue, dir: Dir, now: Instant) {
     path.queued[dir.index()] = true;
     let s = path.sched;
+    let deadline = if s.realtime {
+        path.deadline(dir, now)
+    } else {
+        None
+    };
     runq.push(
         path.id,
         dir,
         path.seq_key,
         path.stamp,
         s.realtime,
-        s.deadline,
+        deadline,
         s.priority,
     );
 }
