@@ -121,7 +121,8 @@ def ir(name):
         raise SystemExit(f"study-techniques: no summary in {path}")
     runs = [(total(f"{out}/techniques/{name}.{k}.{r2}") - total(f"{out}/techniques/{name}.{k}.{r1}")) / (r2 - r1)
             for k in range(1, repeat + 1)]
-    spreads[name] = max(runs) - min(runs)
+    # One run has no spread to show: its noise is unknown, not zero.
+    spreads[name] = max(runs) - min(runs) if repeat > 1 else None
     return statistics.median(runs)
 
 
@@ -141,7 +142,8 @@ for t, col in (("udp", 0), ("rpc", 1)):
     std = ir(f"std-{t}")
     o, c, p = ir(f"out-{t}"), ir(f"clo-{t}"), ir(f"pin-{t}")
     def noise(a, b):
-        return spreads[f"{a}-{t}"] + spreads[f"{b}-{t}"]
+        x, y = spreads[f"{a}-{t}"], spreads[f"{b}-{t}"]
+        return None if x is None else x + y
     row("outlining", t, std, o, std - o, (4750 - 4728, 4291 - 4257)[col], "thesis Table 8 STD->OUT length",
         "STD vs OUT (--features outline), --form std", noise("std", "out"))
     row("path-inlining", t, std, p, std - p, (4728 - 4245, 4257 - 3471)[col], "thesis Table 8 OUT->PIN length",
@@ -154,11 +156,13 @@ for t, col in (("udp", 0), ("rpc", 1)):
         f"taking buffers (MsgPool::alloc*) costs {alloc[t]['instr_per_rt']} in {alloc[t]['calls_per_rt']} calls")
 cp, di = ir("lance-copy"), ir("lance-direct")
 row("LANCE direct descriptor access", "udp", cp, di, cp - di, 171, "seed 000 Table 5 'USC in LANCE'",
-    "STD binary, --nic lance:copy vs --nic lance:direct", spreads["lance-copy"] + spreads["lance-direct"])
+    "STD binary, --nic lance:copy vs --nic lance:direct",
+    None if spreads["lance-copy"] is None else spreads["lance-copy"] + spreads["lance-direct"])
 
 doc = {"method": f"valgrind --tool=callgrind, (total(R2) - total(R1)) / (R2 - R1), R1={r1}, R2={r2}; "
                  f"whole program (libc included); median of {repeat} run(s); noise = the sum of the two "
-                 "configurations' spreads (max - min over the runs): a saving below it is not significant",
+                 "configurations' spreads (max - min over the runs; '-' with one run): a saving below it is not "
+                 "significant",
        "notes": ["seed figures per round trip of the thesis' TCP/IP (beside our UDP) and RPC stacks",
                  "the thesis' outlining/cloning/inlining figures are trace-length differences between its versions "
                  "(Table 8), not a Table 5 row"],

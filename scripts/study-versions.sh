@@ -78,11 +78,8 @@ mkdir -p "$out/bin" "$out/order" "$out/layout" "$out/callgrind"
 # sets the same file names, so sharing one would rebuild the workspace at
 # every switch. It starts as a hard-linked copy of the release one (third-
 # party crates then need no rebuild).
+# (Made after the STD build, which leaves every dependency built there.)
 out_target=$target/study-outline
-if [ "$build" = 1 ] && [ ! -d "$out_target/release" ] && [ -d "$target/release" ]; then
-    mkdir -p "$out_target"
-    cp -al "$target/release" "$out_target/"
-fi
 
 # link_args NAME CARGO-ARGS...: builds the example with CARGO-ARGS and
 # leaves rustc's linker command in $out/NAME.link. cargo prints nothing when
@@ -141,6 +138,10 @@ profile() {
 
 if [ "$build" = 1 ]; then
     link_args std
+    if [ ! -d "$out_target/release" ]; then
+        mkdir -p "$out_target"
+        cp -al "$target/release" "$out_target/"
+    fi
     CARGO_TARGET_DIR=$out_target link_args out --features outline
     echo "$me: linking STD and OUT" >&2
     $layout link "$out/std.link" "$out/bin/pingpong-std"
