@@ -39,6 +39,10 @@ cargo run --quiet --example graph -- check graphs/synthetic5.graph
 cargo run --quiet --example graph -- check graphs/rpc.graph
 cargo run --quiet --example graph -- check graphs/rpc-ip.graph
 
+step "latency study smoke (scripts/study-latency.sh --quick: versions built, layout checked, every output written)"
+scripts/study-latency.sh --quick | tail -n 4
+python3 -c 'import json, sys; r = json.load(open("target/pathstack-study/latency.json"))["results"]; sys.exit(0 if len(r) == 12 else "latency.json: %d results, expected 12" % len(r))'
+
 step "main job (in-memory wire, short)"
 cargo run --quiet --example pingpong -- --rounds 2000
 cargo run --quiet --example pingpong -- --transport tcp --rounds 2000

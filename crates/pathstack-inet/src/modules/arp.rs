@@ -440,6 +440,22 @@ impl ArpStage {
             msg.anno_mut().set_link_dst(mac.0);
             return Verdict::Next;
         }
+        self.resolve_miss(msg, cx, next_hop, now)
+    }
+
+    /// The cache miss of [`ArpStage::resolve`]: the message waits for the
+    /// reply and a request goes out (first packet to a next hop only).
+    // OUT (feature `outline`): never taken in the steady ping-pong, so it
+    // moves out of line (Mosberger et al., §2.2); STD inlines it as before.
+    #[cfg_attr(feature = "outline", cold, inline(never))]
+    #[cfg_attr(not(feature = "outline"), inline(always))]
+    fn resolve_miss(
+        &mut self,
+        msg: &mut Msg,
+        cx: &mut Cx<'_, '_>,
+        next_hop: Ipv4Addr,
+        now: Instant,
+    ) -> Verdict {
         msg.anno_mut().resume = Some((cx.path(), cx.position() as u32, Dir::Down));
         let pool = cx.pool().clone();
         let Some(m) = cx.module::<ArpModule>() else {

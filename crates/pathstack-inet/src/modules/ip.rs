@@ -608,11 +608,20 @@ impl IpStage {
                 Err(_) => Verdict::Drop(Ipv4DropReason::NoHeadroom.into()),
             };
         }
+        self.send_fragments(msg, cx, &repr)
+    }
+
+    /// RFC 791 §3.2 fragmentation of a datagram longer than the MTU.
+    // OUT (feature `outline`): the 1-byte ping-pong never fragments, so this
+    // moves out of line (Mosberger et al., §2.2); STD inlines it as before.
+    #[cfg_attr(feature = "outline", cold, inline(never))]
+    #[cfg_attr(not(feature = "outline"), inline(always))]
+    fn send_fragments(&mut self, msg: &mut Msg, cx: &mut Cx<'_, '_>, repr: &Ipv4Repr) -> Verdict {
         // RFC 791 §3.2 fragmentation: each fragment continues down the path
         // from here as a message of its own.
         let mut out = 0u64;
         let mut lost = 0u64;
-        let r = fragment(msg, &repr, self.iface.mtu, |f| {
+        let r = fragment(msg, repr, self.iface.mtu, |f| {
             if cx.emit(Dir::Down, f).is_ok() {
                 out += 1;
             } else {
@@ -643,33 +652,9 @@ impl IpStage {
         a.set_local_ip(repr.dst);
         let fragment = repr.more_frags || repr.frag_offset != 0;
         let repr = if fragment {
-            let now = cx.now();
-            if msg.pop(hlen).is_err() {
-                return Verdict::Drop(Ipv4DropReason::Truncated.into());
-            }
-            let anno = *msg.anno();
-            let payload = std::mem::take(msg);
-            let Some(m) = cx.module::<IpModule>() else {
-                return Verdict::Drop(Ipv4DropReason::NoRoute.into());
-            };
-            let result = m.reassembler.input(&repr, payload, now);
-            m.reassembly_next = m.reassembler.poll_at();
-            match result {
-                Reassembly::Complete(whole, payload) => {
-                    m.counters.reassembled += 1;
-                    *msg = payload;
-                    *msg.anno_mut() = anno;
-                    if self.protocol.is_none() {
-                        // Back to a datagram for the second classification.
-                        let mut h = whole;
-                        if h.push_onto(msg).is_err() {
-                            return Verdict::Drop(Ipv4DropReason::NoHeadroom.into());
-                        }
-                    }
-                    whole
-                }
-                Reassembly::Held => return Verdict::Consumed,
-                Reassembly::Dropped(r) => return Verdict::Drop(r.into()),
+            match self.receive_fragment(msg, cx, repr, hlen) {
+                Ok(whole) => whole,
+                Err(verdict) => return verdict,
             }
         } else {
             if self.protocol.is_some() && msg.pop(hlen).is_err() {
@@ -684,6 +669,49 @@ impl IpStage {
             }
             // IP's own path: the header stays for `IpModule::route_end`.
             _ => Verdict::Next,
+        }
+    }
+
+    /// A fragment: into the reassembler (RFC 791 §3.2); `Ok` with the whole
+    /// datagram's header when it completes one, else the verdict.
+    // OUT (feature `outline`): the 1-byte ping-pong never receives a
+    // fragment, so this moves out of line; STD inlines it as before.
+    #[cfg_attr(feature = "outline", cold, inline(never))]
+    #[cfg_attr(not(feature = "outline"), inline(always))]
+    fn receive_fragment(
+        &mut self,
+        msg: &mut Msg,
+        cx: &mut Cx<'_, '_>,
+        repr: Ipv4Repr,
+        hlen: usize,
+    ) -> Result<Ipv4Repr, Verdict> {
+        let now = cx.now();
+        if msg.pop(hlen).is_err() {
+            return Err(Verdict::Drop(Ipv4DropReason::Truncated.into()));
+        }
+        let anno = *msg.anno();
+        let payload = std::mem::take(msg);
+        let Some(m) = cx.module::<IpModule>() else {
+            return Err(Verdict::Drop(Ipv4DropReason::NoRoute.into()));
+        };
+        let result = m.reassembler.input(&repr, payload, now);
+        m.reassembly_next = m.reassembler.poll_at();
+        match result {
+            Reassembly::Complete(whole, payload) => {
+                m.counters.reassembled += 1;
+                *msg = payload;
+                *msg.anno_mut() = anno;
+                if self.protocol.is_none() {
+                    // Back to a datagram for the second classification.
+                    let mut h = whole;
+                    if h.push_onto(msg).is_err() {
+                        return Err(Verdict::Drop(Ipv4DropReason::NoHeadroom.into()));
+                    }
+                }
+                Ok(whole)
+            }
+            Reassembly::Held => Err(Verdict::Consumed),
+            Reassembly::Dropped(r) => Err(Verdict::Drop(r.into())),
         }
     }
 }

@@ -226,9 +226,18 @@ impl UdpStage {
 
     fn local_ip(&mut self, cx: &Cx<'_, '_>) -> Option<Ipv4Addr> {
         if self.local_ip.is_none() {
-            self.local_ip = cx.attrs().get(&LOCAL_IPV4).copied();
+            self.learn_local_ip(cx);
         }
         self.local_ip
+    }
+
+    /// First-packet work: the path's local address from its attributes.
+    // OUT (feature `outline`): taken once per path, so it moves out of
+    // line (Mosberger et al., §2.2); STD inlines it as before.
+    #[cfg_attr(feature = "outline", cold, inline(never))]
+    #[cfg_attr(not(feature = "outline"), inline(always))]
+    fn learn_local_ip(&mut self, cx: &Cx<'_, '_>) {
+        self.local_ip = cx.attrs().get(&LOCAL_IPV4).copied();
     }
 }
 
