@@ -5,14 +5,15 @@
 //! optionally pings a peer or echoes a file through a peer's TCP echo
 //! service (`--tcp-client ADDR:PORT --file FILE`), and prints
 //! per-module and per-path statistics at the end (on SIGINT/SIGTERM, after
-//! `--seconds`, or once the pings are done).
+//! `--seconds`, or once the pings are done) and, with `--stats SECS`,
+//! the per-path ones every SECS seconds while it runs.
 //!
 //! ```text
 //! cargo run --release --example host -- (--netns | --tap NAME --ip ADDR/PREFIX [--netns NS]) \
 //!     [--nic tap|lance:copy|lance:direct] [--no-udp-services] [--no-tcp-services] \
 //!     [--tcp-client ADDR:PORT [--file FILE]] [--rpc eth|ip] \
 //!     [--gateway ADDR] [--mac MAC] [--pcap FILE] [--busy-poll] [--offload on|off] [--json FILE] \
-//!     [--ping [ADDR] [--count N] [--size BYTES] [--interval-ms MS]] [--seconds S]
+//!     [--stats SECS] [--ping [ADDR] [--count N] [--size BYTES] [--interval-ms MS]] [--seconds S]
 //! ```
 //!
 //! Needs root (it opens a TAP device). Three ways to give it one:
@@ -45,10 +46,29 @@
 //! direction (down: towards the device; up: towards the application),
 //! those a stage kept, and drops by reason; then its resources: its
 //! admission class, the bytes that entered and left it each way, the
-//! processing time charged to it (0 unless the stack accounts time,
-//! `StackConfig::account_time`, which the host leaves off) and the buffer
-//! bytes held in its queues, now and at most. `--json FILE` (`-` for
-//! stdout) writes them, and the ping summary, as JSON instead of text.
+//! processing time charged to it (0 unless the host accounts CPU time,
+//! `HostConfig::account_cpu`, which `--stats` turns on: it costs a clock
+//! read per scheduler turn and two per direct run of a path) and the
+//! buffer bytes held in its queues, now and at most. `--json FILE` (`-`
+//! for stdout) writes them, and the ping summary, as one JSON object
+//! instead of text.
+//!
+//! `--stats SECS` prints the per-path tables (messages, drops, bytes, CPU
+//! time, buffers held; totals since the start) every SECS seconds under
+//! `--- path statistics at T s ---`, and everything at the end as
+//! without it. With `--json FILE` as well, the JSON output becomes JSON
+//! Lines, so that it can be followed while the host runs
+//! (`tail -f FILE | jq .`): one compact object per line, written and
+//! flushed as it is taken — `{"elapsed_s": T, "paths": [...]}` every SECS
+//! seconds, then the full report of the end with `"final": true` and
+//! `"elapsed_s"` added as the last line. `--json -` writes these lines to
+//! stdout, among the host's other (non-JSON) lines; each JSON line begins
+//! with `{`.
+//!
+//! ```text
+//! sudo target/release/examples/host --netns --ping --count 20 --stats 1 --json stats.jsonl
+//! jq -c '.paths[] | {id, cpu_ns, held_bytes}' stats.jsonl
+//! ```
 //!
 //! The echo service is the thesis' in-path echo: an `ECHO mode=echo`
 //! module at the top of a passive UDP path bound to port 7 turns each
@@ -166,9 +186,14 @@ struct Args {
     #[arg(long)]
     seconds: Option<f64>,
     /// Write the statistics (and the ping summary) as JSON to this file,
-    /// `-` for stdout, instead of printing them as text.
+    /// `-` for stdout, instead of printing them as text (JSON Lines with
+    /// --stats).
     #[arg(long, value_name = "FILE")]
     json: Option<String>,
+    /// Every SECS seconds (fractions allowed), print the per-path
+    /// statistics; turns on CPU time accounting.
+    #[arg(long, value_name = "SECS", value_parser = interval)]
+    stats: Option<Duration>,
 }
 
 /// Our address when a private namespace is made and `--ip` is not given.
@@ -241,6 +266,9 @@ fn run(args: Args) -> Result<ExitCode, BoxError> {
     cfg.mac = Some(MacAddr(tap.mac()));
     cfg.nic = args.nic;
     cfg.rpc = args.rpc;
+    // The CPU column is what --stats is mostly for; without it the clock
+    // reads are not worth their cost.
+    cfg.account_cpu = args.stats.is_some();
     if !args.no_udp_services {
         cfg.upper.push((
             format!("name={ECHO_INSTANCE} module=ECHO mode=echo;"),
@@ -327,8 +355,14 @@ fn run(args: Args) -> Result<ExitCode, BoxError> {
         }
     };
     let mut client_result = None;
+    // Opened before the loop, so that a bad FILE stops the host at once.
+    let mut json_lines = match (&args.json, args.stats) {
+        (Some(file), Some(_)) => Some(JsonLines::open(file)?),
+        _ => None,
+    };
 
     let started = Instant::now();
+    let mut next_stats = args.stats.map(|every| started + every);
     let deadline = args.seconds.map(|s| started + Duration::from_secs_f64(s));
     let data: Vec<u8> = (0..args.size).map(|i| i as u8).collect();
     let mut pinger = ping_dst.map(|dst| Pinger::new(dst, args.count));
@@ -387,6 +421,29 @@ fn run(args: Args) -> Result<ExitCode, BoxError> {
                 None => println!("icmp message from the network: {:?}", r.as_slice().first()),
             }
         }
+        if let (Some(every), Some(next)) = (args.stats, &mut next_stats) {
+            let now = Instant::now();
+            if now >= *next {
+                let elapsed = now.duration_since(started).as_secs_f64();
+                let stats = Stats::of(host.stack());
+                match &mut json_lines {
+                    Some(out) => {
+                        out.write(&json!({"elapsed_s": elapsed, "paths": stats.paths_json()}))?;
+                    }
+                    None => {
+                        let mut text = format!("--- path statistics at {elapsed:.1} s ---\n");
+                        stats.write_paths(&mut text)?;
+                        print!("{text}");
+                    }
+                }
+                // After a late turn (a long wait, a stopped process) the
+                // next one is an interval away, not due at once.
+                *next += every;
+                if *next <= now {
+                    *next = now + every;
+                }
+            }
+        }
         if deadline.is_some_and(|d| Instant::now() >= d) {
             break;
         }
@@ -431,12 +488,21 @@ fn run(args: Args) -> Result<ExitCode, BoxError> {
                 "discarded": t.discarded, "generated": t.generated,
             });
         }
-        let text = serde_json::to_string_pretty(&j)?;
-        if file == "-" {
-            println!("{text}");
+        if let Some(out) = &mut json_lines {
+            j["final"] = json!(true);
+            j["elapsed_s"] = json!(started.elapsed().as_secs_f64());
+            out.write(&j)?;
+            if file != "-" {
+                println!("wrote {file}");
+            }
         } else {
-            std::fs::write(file, text + "\n")?;
-            println!("wrote {file}");
+            let text = serde_json::to_string_pretty(&j)?;
+            if file == "-" {
+                println!("{text}");
+            } else {
+                std::fs::write(file, text + "\n")?;
+                println!("wrote {file}");
+            }
         }
     } else {
         print!("{stats}");
@@ -947,6 +1013,14 @@ fn pairs(v: &[(String, u64)], prefix: &str) -> String {
 impl std::fmt::Display for Stats {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         writeln!(f, "--- statistics ---")?;
+        self.write_modules(f)?;
+        self.write_paths(f)
+    }
+}
+
+impl Stats {
+    /// The modules' table.
+    fn write_modules(&self, f: &mut impl std::fmt::Write) -> std::fmt::Result {
         writeln!(
             f,
             "modules (counters; drop.REASON = messages dropped, by reason):"
@@ -959,6 +1033,12 @@ impl std::fmt::Display for Stats {
                 pairs(drops, "drop.")
             )?;
         }
+        Ok(())
+    }
+
+    /// The paths' tables: messages and drops, then resources (what
+    /// `--stats` prints every interval).
+    fn write_paths(&self, f: &mut impl std::fmt::Write) -> std::fmt::Result {
         writeln!(
             f,
             "paths (messages in and out of each path; down = towards the device, \
@@ -1068,6 +1148,45 @@ impl UdpServices {
         stage
             .downcast_ref::<EchoStage>()
             .map_or(0, EchoStage::echoed)
+    }
+}
+
+/// `--json` with `--stats`: JSON Lines to a file or stdout, each line
+/// flushed when written, so that a reader following the output sees every
+/// snapshot as it is taken.
+struct JsonLines {
+    out: Box<dyn std::io::Write>,
+}
+
+impl JsonLines {
+    /// Creates (truncates) `target`, or takes stdout for `-`.
+    fn open(target: &str) -> Result<JsonLines, BoxError> {
+        let out: Box<dyn std::io::Write> = if target == "-" {
+            Box::new(std::io::stdout())
+        } else {
+            let file = std::fs::File::create(target)
+                .map_err(|e| format!("creating --json file {target}: {e}"))?;
+            Box::new(std::io::BufWriter::new(file))
+        };
+        Ok(JsonLines { out })
+    }
+
+    /// Writes `v` as one line.
+    fn write(&mut self, v: &Value) -> Result<(), BoxError> {
+        serde_json::to_writer(&mut self.out, v)?;
+        self.out.write_all(b"\n")?;
+        self.out.flush()?;
+        Ok(())
+    }
+}
+
+/// A positive number of seconds (for `--stats`).
+fn interval(s: &str) -> Result<Duration, String> {
+    let bad = || format!("`{s}`: expected a positive number of seconds");
+    let secs: f64 = s.parse().map_err(|_| bad())?;
+    match Duration::try_from_secs_f64(secs) {
+        Ok(d) if !d.is_zero() => Ok(d),
+        _ => Err(bad()),
     }
 }
 

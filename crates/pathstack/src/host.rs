@@ -20,6 +20,7 @@
 use crate::module_types;
 use crate::nic::Nic;
 use crate::socket::{TcpSockets, UdpSockets};
+use pathstack_core::admission::Budgets;
 use pathstack_core::device::RxWaiter;
 use pathstack_core::graph::ModuleGraph;
 use pathstack_core::stack::{Stack, StackConfig};
@@ -154,6 +155,39 @@ pub struct HostConfig {
     /// [`HostGraph::upper`]), e.g.
     /// `("name=app module=ECHO mode=echo;", "app.down<>udp.up;")`.
     pub upper: Vec<(String, String)>,
+    /// Charge processing time to the paths that spend it
+    /// ([`PathStats::cpu_ns`](pathstack_core::path::PathStats::cpu_ns);
+    /// [`StackConfig::account_time`]). Off by default, because it costs a
+    /// clock read per scheduler turn and two per direct run of a path
+    /// (a read is about as dear as a short path's whole processing); the
+    /// other per-path counters (messages, bytes, held buffers, drops) are
+    /// kept either way.
+    pub account_cpu: bool,
+    /// Admission control: budgets for path count, buffer bytes and CPU
+    /// share, per stack and per path class
+    /// ([`StackConfig::budgets`], see [`pathstack_core::admission`]). A
+    /// socket whose path would exceed one is refused with
+    /// [`PathError::Admission`](pathstack_core::error::PathError::Admission)
+    /// ([`std::io::ErrorKind::QuotaExceeded`] through `std::io`). Default:
+    /// no limits.
+    ///
+    /// ```
+    /// use pathstack::core::admission::{Budget, Budgets};
+    /// use pathstack::host::{Host, HostConfig};
+    /// use pathstack::wire_pair;
+    /// // At most one UDP socket (each is a path of class `udp`).
+    /// let cfg = HostConfig {
+    ///     budgets: Budgets::default()
+    ///         .with_class("udp", Budget { paths: Some(1), ..Budget::default() }),
+    ///     ..HostConfig::parse("10.0.0.1/24").unwrap()
+    /// };
+    /// let (a, _b) = wire_pair(Default::default());
+    /// let mut h = Host::new(cfg, a).unwrap();
+    /// let _s = h.udp_bind("0.0.0.0:7").unwrap();
+    /// let e = std::io::Error::from(h.udp_bind("0.0.0.0:9").unwrap_err());
+    /// assert_eq!(e.kind(), std::io::ErrorKind::QuotaExceeded);
+    /// ```
+    pub budgets: Budgets,
 }
 
 impl std::str::FromStr for HostConfig {
@@ -189,6 +223,8 @@ impl HostConfig {
             rpc: None,
             rpc_call_timeout: pathstack_rpc::modules::chan::DEFAULT_CALL_TIMEOUT,
             upper: Vec::new(),
+            account_cpu: false,
+            budgets: Budgets::default(),
         })
     }
 }
@@ -238,13 +274,16 @@ impl Host {
     pub fn new(cfg: HostConfig, device: impl Device + 'static) -> Result<Host, HostError> {
         let stack = StackConfig {
             sched: cfg.sched,
+            account_time: cfg.account_cpu,
+            budgets: cfg.budgets.clone(),
             ..StackConfig::default()
         };
         Self::new_with_stack(cfg, device, stack)
     }
 
     /// [`Host::new`] with the stack's own configuration (pool, tables),
-    /// `stack.sched` instead of `cfg.sched`: the fuzz targets' small hosts.
+    /// `stack.sched`, `stack.account_time` and `stack.budgets` instead of
+    /// `cfg`'s: the fuzz targets' small hosts.
     pub(crate) fn new_with_stack(
         cfg: HostConfig,
         device: impl Device + 'static,

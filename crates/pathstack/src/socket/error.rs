@@ -114,7 +114,10 @@ pub enum SocketError {
     /// Waiting for the device in a blocking receive failed.
     #[error("waiting for the device: {0}")]
     Wait(#[source] Box<HostError>),
-    /// The stack refused to make the socket's path.
+    /// The stack refused to make the socket's path. Admission control's
+    /// refusal ([`PathError::Admission`]: the path would take its class or
+    /// the stack past a budget, see [`HostConfig::budgets`](crate::host::HostConfig::budgets))
+    /// becomes [`std::io::ErrorKind::QuotaExceeded`].
     #[error("creating the socket's path: {0}")]
     Path(#[from] PathError),
 }
@@ -166,11 +169,43 @@ impl From<SocketError> for std::io::Error {
             {
                 K::NetworkUnreachable
             }
+            // Linux's `EDQUOT` kind: a budget, not the machine, said no;
+            // closing sockets of the class (or of the stack) frees room.
+            SocketError::Path(PathError::Admission(_)) => K::QuotaExceeded,
             SocketError::Path(_)
             | SocketError::Dropped(_)
             | SocketError::Wait(_)
             | SocketError::Resolve(_) => K::Other,
         };
         std::io::Error::new(kind, e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pathstack_core::admission::{AdmissionError, Resource};
+    use std::io::ErrorKind;
+
+    #[test]
+    fn an_admission_refusal_is_quota_exceeded_with_its_reason() {
+        let refusal = AdmissionError {
+            class: "udp".into(),
+            scope: "class",
+            resource: Resource::Paths,
+            requested: 1,
+            in_use: 2,
+            limit: 2,
+        };
+        let e = std::io::Error::from(SocketError::Path(PathError::Admission(refusal)));
+        assert_eq!(e.kind(), ErrorKind::QuotaExceeded);
+        assert!(
+            e.to_string()
+                .contains("path count budget of the class is 2"),
+            "{e}"
+        );
+        // Other refusals of the path keep their kind.
+        let full = std::io::Error::from(SocketError::Path(PathError::TableFull(4)));
+        assert_eq!(full.kind(), ErrorKind::Other);
     }
 }
