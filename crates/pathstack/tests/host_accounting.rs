@@ -11,6 +11,9 @@
 //! TAP in a private namespace writes JSON Lines, snapshots then the final
 //! report, with the pings' path charged CPU time.
 
+#[path = "support/example_bin.rs"]
+mod example_bin;
+
 use pathstack::core::admission::{Budget, Budgets, Resource};
 use pathstack::core::error::PathError;
 use pathstack::core::path::PathStats;
@@ -212,28 +215,8 @@ fn a_stack_path_budget_counts_every_path_of_the_host() {
     );
 }
 
-/// The `host` example's binary beside this test's (`…/deps/..`), built
-/// with `cargo build --example host` when missing (as `rpc_host_tap`
-/// finds it).
 fn host_binary() -> PathBuf {
-    let exe = std::env::current_exe().expect("the test's path");
-    let dir = exe
-        .parent()
-        .and_then(|d| d.parent())
-        .expect("the test runs from target/<profile>/deps");
-    let bin = dir.join("examples/host");
-    if !bin.exists() {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let mut c = Command::new(cargo);
-        c.args(["build", "-q", "-p", "pathstack", "--example", "host"]);
-        if dir.ends_with("release") {
-            c.arg("--release");
-        }
-        let st = c.status().expect("run cargo build --example host");
-        assert!(st.success(), "cargo build --example host failed");
-    }
-    assert!(bin.exists(), "{} was not built", bin.display());
-    bin
+    example_bin::example_binary("host")
 }
 
 #[test]

@@ -8,6 +8,9 @@
 //! `cargo test` builds; built here with `cargo build --example host` when
 //! missing).
 
+#[path = "support/example_bin.rs"]
+mod example_bin;
+
 use pathstack::devices::{TapDevice, TapOptions, WaitMode};
 use pathstack::host::{Host, HostConfig};
 use pathstack::inet::MacAddr;
@@ -20,26 +23,8 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-/// The `host` example's binary beside this test's (`…/deps/..`).
 fn host_binary() -> PathBuf {
-    let exe = std::env::current_exe().expect("the test's path");
-    let dir = exe
-        .parent()
-        .and_then(|d| d.parent())
-        .expect("the test runs from target/<profile>/deps");
-    let bin = dir.join("examples/host");
-    if !bin.exists() {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let mut c = Command::new(cargo);
-        c.args(["build", "-q", "-p", "pathstack", "--example", "host"]);
-        if dir.ends_with("release") {
-            c.arg("--release");
-        }
-        let st = c.status().expect("run cargo build --example host");
-        assert!(st.success(), "cargo build --example host failed");
-    }
-    assert!(bin.exists(), "{} was not built", bin.display());
-    bin
+    example_bin::example_binary("host")
 }
 
 /// The example's process; killed if the test fails before stopping it.
@@ -70,7 +55,14 @@ impl Example {
         assert!(st.success(), "kill -TERM failed");
         let status = self.child.wait().expect("wait for the host example");
         assert!(status.success(), "the host example exited with {status}");
-        self.lines.try_iter().collect::<Vec<_>>().join("\n")
+        // Everything up to the end of its output: the reader thread may
+        // not have passed on the last lines yet when the process is gone
+        // (the channel closes at end of file).
+        let mut rest = Vec::new();
+        while let Ok(l) = self.lines.recv_timeout(Duration::from_secs(10)) {
+            rest.push(l);
+        }
+        rest.join("\n")
     }
 }
 
