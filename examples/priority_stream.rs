@@ -602,9 +602,10 @@ impl Stage for StreamWorkStage {
     }
 
     fn process(&mut self, dir: Dir, msg: &mut Msg, _cx: &mut Cx<'_, '_>) -> Verdict {
-        if dir == Dir::Up {
-            self.work.handle(msg.as_slice());
+        if dir == Dir::Down {
+            return Verdict::Next;
         }
+        self.work.handle(msg.as_slice());
         Verdict::Consumed
     }
 }
