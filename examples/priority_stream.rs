@@ -9,7 +9,8 @@
 //! ```text
 //! priority_stream send --to ADDR:PORT [--rate N] [--seconds S] [--size BYTES] [--netns NS]
 //! priority_stream recv --stack pathstack --tap NAME --ip ADDR/PREFIX [--netns NS] \
-//!     [--port P] [--icmp-priority low|same] [--work N] [--json FILE]
+//!     [--port P] [--icmp-priority low|same] [--work-in path|app] [--icmp-queue-len N] \
+//!     [--work N] [--json FILE]
 //! priority_stream recv --stack linux --bind ADDR:PORT [--netns NS] [--work N] [--json FILE]
 //! ```
 //!
@@ -25,8 +26,25 @@
 //! (`--stack pathstack`) or on a kernel UDP socket (`--stack linux`, the
 //! same application on Linux's stack), and for each message does `--work`
 //! passes of the application's work: an RFC 1071 Internet checksum of the
-//! message and a copy of it into a 64 KiB application buffer. It stops at
-//! the end marker (or 5 s after the last message) and reports:
+//! message and a copy of it into a 64 KiB application buffer.
+//!
+//! Where that work runs on pathstack is `--work-in`:
+//!
+//! - `path` (the default): in the stream's path, as Scout's MPEG decoder
+//!   ran on the video's path (thesis §5.2): a module of this example,
+//!   `STREAMWORK`, sits above UDP (`STREAMWORK / UDP / IP / ETH / WIRE`),
+//!   and its stage does the passes and keeps the record (completion times,
+//!   latency) as each message arrives; the application only polls the
+//!   stack and reads the record at the end. The path's priority then
+//!   covers the work: within a burst the scheduler runs the stream's path,
+//!   work included, before ICMP's.
+//! - `app`: the stream's path ends in a UDP socket and the application does
+//!   the work on what [`Host::recv_from`] returns, after [`Host::poll`]:
+//!   whatever the priorities, ICMP's work in that poll comes first (the
+//!   first measurement, kept for comparison).
+//!
+//! It stops at the end marker (or 5 s after the last message) and
+//! reports:
 //!
 //! - `msgs_per_s`: messages whose work was finished within the sender's
 //!   window (its start time plus its sending time), per second of that
@@ -45,16 +63,35 @@
 //! and ICMP at the next lower one; our default is the lowest, 0, so the
 //! stream goes one above instead); `same` puts both at 0.
 //!
+//! `--icmp-queue-len N` sets the capacity of ICMP's path queues with
+//! [`Stack::set_queue_len`]: while a path is ranked, a received burst is
+//! classified onto the paths' queues before any of them runs, and an echo
+//! request that finds ICMP's queue full is discarded there, before any
+//! stage (or the reply's TAP write) costs anything — counted on ICMP's
+//! path as `path.source_full`. `--icmp-priority low` without it uses
+//! [`icmp_queue_len`]: two slots, by the thesis §5.2.1 rule; `same` keeps
+//! the stack's default (64) unless given.
+//!
 //! `--netns NS` enters the named network namespace (`setns(2)` on this
 //! thread) before opening the socket, as `ip netns exec NS` would.
 #![forbid(unsafe_code)]
 
 use clap::{Parser, Subcommand, ValueEnum};
 use hdrhistogram::Histogram;
-use pathstack::core::{Dir, PathId, SchedParams};
+use pathstack::core::attrs::keys::{AddrPart, Participants, PARTICIPANTS, PASSIVE_OPEN};
+use pathstack::core::graph::spec::{Count, ModuleSpec, ParamSpec, ServiceSpec, ServiceType};
+use pathstack::core::graph::ModuleGraph;
+use pathstack::core::queue_sizing::queue_len_for;
+use pathstack::core::stack::ModuleSetup;
+use pathstack::core::{
+    Attrs, CoreDropReason, CreateCx, Created, Cx, Dir, Module, ModuleError, Msg, PathError, PathId,
+    Route, SchedParams, Stack, Stage, Verdict,
+};
 use pathstack::devices::{TapDevice, TapOptions, WaitMode};
 use pathstack::host::{Host, HostConfig};
+use pathstack::inet::modules::{HostGraph, IcmpModule};
 use pathstack::inet::MacAddr;
+use pathstack::Nic;
 use serde_json::{json, Value};
 use std::net::{SocketAddr, UdpSocket};
 use std::path::PathBuf;
@@ -113,6 +150,15 @@ pub enum IcmpPriority {
     Same,
 }
 
+/// Where the per-message work runs (pathstack only).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum WorkIn {
+    /// In the stream's path: a stage above UDP (Scout's decoder on the path).
+    Path,
+    /// In the application, on what the UDP socket returns after a poll.
+    App,
+}
+
 /// What `recv` does.
 #[derive(Parser, Clone, Debug)]
 pub struct RecvArgs {
@@ -137,6 +183,14 @@ pub struct RecvArgs {
     /// ICMP's path priority relative to the stream's (pathstack).
     #[arg(long, value_enum, default_value = "low")]
     pub icmp_priority: IcmpPriority,
+    /// Where the work runs: a stage of the stream's path, or the
+    /// application after each poll (pathstack).
+    #[arg(long, value_enum, default_value = "path")]
+    pub work_in: WorkIn,
+    /// Capacity of ICMP's path queues (pathstack); default: two slots
+    /// with `--icmp-priority low` (thesis §5.2.1), the stack's otherwise.
+    #[arg(long)]
+    pub icmp_queue_len: Option<usize>,
     /// Passes of checksum + copy per message.
     #[arg(long, default_value_t = 8)]
     pub work: u32,
@@ -470,6 +524,110 @@ impl Workload {
     }
 }
 
+// ----- the work on the path --------------------------------------------------
+
+/// Spec of `STREAMWORK`: the stream's application work as the top stage of
+/// its path (the place of Scout's MPEG decoder, thesis §5.2).
+pub const STREAM_WORK_SPEC: ModuleSpec = ModuleSpec {
+    name: "STREAMWORK",
+    doc: "top of the priority stream's path: does the per-message work and keeps the record",
+    services: &[ServiceSpec::new("down", ServiceType::AIO, Count::ExactlyOne).init_after()],
+    params: &[ParamSpec {
+        key: "passes",
+        doc: "passes of checksum + copy per message (default 8)",
+        required: false,
+    }],
+    understands: &[],
+};
+
+/// The `STREAMWORK` module: how many passes its stages do.
+pub struct StreamWorkModule {
+    passes: u32,
+}
+
+impl StreamWorkModule {
+    /// Factory: parameter `passes`.
+    pub fn create(setup: &mut ModuleSetup<'_>) -> Result<Box<dyn Module>, ModuleError> {
+        Ok(Box::new(StreamWorkModule {
+            passes: setup.param("passes", 8)?,
+        }))
+    }
+}
+
+impl Module for StreamWorkModule {
+    fn spec(&self) -> &'static ModuleSpec {
+        &STREAM_WORK_SPEC
+    }
+
+    fn polls(&self) -> bool {
+        false
+    }
+
+    fn create_stage(
+        &mut self,
+        entry: Option<usize>,
+        _attrs: &mut Attrs,
+        cx: &mut CreateCx<'_>,
+    ) -> Result<Created, PathError> {
+        if entry.is_some() {
+            return Err(cx.refuse("STREAMWORK is the top of a path: create the path at it"));
+        }
+        Ok(Created {
+            stage: Box::new(StreamWorkStage {
+                work: Workload::new(self.passes),
+            }),
+            route: Route::Service(0),
+        })
+    }
+}
+
+/// The `STREAMWORK` stage: works on each datagram that arrives and keeps
+/// the record; the datagram ends here ([`Verdict::Consumed`]), so no
+/// socket queue lies between the stack and the work.
+pub struct StreamWorkStage {
+    work: Workload,
+}
+
+impl StreamWorkStage {
+    /// The work done and the record kept so far.
+    pub fn workload(&self) -> &Workload {
+        &self.work
+    }
+}
+
+impl Stage for StreamWorkStage {
+    fn passes(&self, dir: Dir) -> bool {
+        // Nothing is sent on the stream's path.
+        dir == Dir::Down
+    }
+
+    fn process(&mut self, dir: Dir, msg: &mut Msg, _cx: &mut Cx<'_, '_>) -> Verdict {
+        if dir == Dir::Down {
+            return Verdict::Next;
+        }
+        self.work.handle(msg.as_slice());
+        Verdict::Consumed
+    }
+}
+
+/// The length of ICMP's path queues in the ranked configuration, by the
+/// thesis §5.2.1 rule ([`queue_len_for`]): twice the round trip ×
+/// bandwidth product, at least two slots. The bandwidth is the share of
+/// echo service the host means to give, 1,000 requests/s (`ping -i
+/// 0.001`'s rate, far above any interactive use); the round trip is that
+/// of `ping -f` to the host on the study's topology, ≈ 215 µs (4,640
+/// round trips/s, one outstanding); an echo's processing (a TAP read, the
+/// path and a TAP write) is ≈ 10 µs. 2 × 215 µs × 1,000/s = 0.43
+/// messages: two slots. A flood beyond that is discarded at
+/// classification, where it costs no stage work.
+pub fn icmp_queue_len() -> usize {
+    queue_len_for(
+        pathstack::core::Duration::from_micros(215),
+        pathstack::core::Duration::from_micros(10),
+        1_000.0,
+    )
+}
+
 // ----- recv ------------------------------------------------------------------
 
 /// CPU time of this process (user + system).
@@ -493,18 +651,27 @@ pub fn recv(a: &RecvArgs) -> Result<Value, BoxError> {
 
 /// [`recv`], also stopping when `stop()` says so.
 pub fn recv_until(a: &RecvArgs, stop: &dyn Fn() -> bool) -> Result<Value, BoxError> {
-    let mut w = Workload::new(a.work);
     let idle = Duration::from_secs_f64(a.idle_seconds);
     let cpu0 = cpu_time();
     let t0 = Instant::now();
     let mut busy_from = None;
-    let extra = match a.stack {
-        StackKind::Pathstack => recv_pathstack(a, &mut w, idle, stop, &mut busy_from)?,
-        StackKind::Linux => recv_linux(a, &mut w, idle, stop, &mut busy_from)?,
+    let (mut v, extra) = match (a.stack, a.work_in) {
+        (StackKind::Pathstack, WorkIn::Path) => {
+            recv_pathstack_in_path(a, idle, stop, &mut busy_from)?
+        }
+        (StackKind::Pathstack, WorkIn::App) => {
+            let mut w = Workload::new(a.work);
+            let extra = recv_pathstack(a, &mut w, idle, stop, &mut busy_from)?;
+            (w.report(), extra)
+        }
+        (StackKind::Linux, _) => {
+            let mut w = Workload::new(a.work);
+            let extra = recv_linux(a, &mut w, idle, stop, &mut busy_from)?;
+            (w.report(), extra)
+        }
     };
     let (cpu_start, wall_start) = busy_from.unwrap_or((cpu0, t0));
     let wall = wall_start.elapsed().as_secs_f64();
-    let mut v = w.report();
     v["stack"] = json!(match a.stack {
         StackKind::Pathstack => "pathstack",
         StackKind::Linux => "linux",
@@ -524,8 +691,8 @@ pub fn recv_until(a: &RecvArgs, stop: &dyn Fn() -> bool) -> Result<Value, BoxErr
 }
 
 /// One path's counters for the report.
-fn path_json(host: &Host, id: PathId) -> Value {
-    match host.stack().path(id) {
+fn path_json(stack: &Stack, id: PathId) -> Value {
+    match stack.path(id) {
         None => Value::Null,
         Some(p) => {
             let s = p.stats();
@@ -534,12 +701,159 @@ fn path_json(host: &Host, id: PathId) -> Value {
                 "msgs_in_up": s.msgs_in[Dir::Up.index()],
                 "msgs_out_down": s.msgs_out[Dir::Down.index()],
                 "drops": s.drops.total(),
+                // Early discards: refused at classification, no stage ran.
+                "source_full": s.drops.get(CoreDropReason::SourceFull),
+                "peak_held_bytes": s.peak_held_bytes,
                 "cpu_ns": s.cpu_ns,
             })
         }
     }
 }
 
+/// Sets the stream's and ICMP's scheduling priorities and ICMP's queue
+/// length as `a` says, and says so on stderr.
+fn rank_paths(
+    stack: &mut Stack,
+    a: &RecvArgs,
+    stream: PathId,
+    icmp: PathId,
+    top: &str,
+) -> Result<(), BoxError> {
+    // Higher is more important; the default, 0, is the lowest.
+    let (stream_prio, icmp_prio) = match a.icmp_priority {
+        IcmpPriority::Low => (1, 0),
+        IcmpPriority::Same => (0, 0),
+    };
+    for (path, priority) in [(stream, stream_prio), (icmp, icmp_prio)] {
+        stack.set_sched(
+            path,
+            SchedParams {
+                priority,
+                ..SchedParams::default()
+            },
+        )?;
+    }
+    let icmp_len = match (a.icmp_queue_len, a.icmp_priority) {
+        (Some(n), _) => Some(n),
+        (None, IcmpPriority::Low) => Some(icmp_queue_len()),
+        (None, IcmpPriority::Same) => None,
+    };
+    if let Some(n) = icmp_len {
+        stack.set_queue_len(icmp, n)?;
+    }
+    eprintln!(
+        "priority_stream: pathstack on {} ({}), stream on UDP port {} (path #{}, {top}, priority {stream_prio}), \
+         ICMP path #{} at priority {icmp_prio}, its queues {}",
+        a.tap.as_deref().unwrap_or("?"),
+        a.ip.as_deref().unwrap_or("?"),
+        a.port,
+        stream.index(),
+        icmp.index(),
+        icmp_len.map_or("the stack's default".to_string(), |n| format!("{n} long")),
+    );
+    Ok(())
+}
+
+/// The stream received by a `STREAMWORK` stage on the stream's path
+/// (`--work-in path`): the host's graph with `STREAMWORK` above UDP, built
+/// here because the module is this example's, polled until the stage saw
+/// the end. Returns the stage's record and the paths' counters.
+fn recv_pathstack_in_path(
+    a: &RecvArgs,
+    idle: Duration,
+    stop: &dyn Fn() -> bool,
+    busy_from: &mut Option<(Duration, Instant)>,
+) -> Result<(Value, Value), BoxError> {
+    let (Some(tap), Some(ip)) = (&a.tap, &a.ip) else {
+        return Err("--stack pathstack needs --tap and --ip".into());
+    };
+    let cfg = HostConfig::parse(ip)?;
+    let mut opts = TapOptions::new();
+    if let Some(ns) = &a.netns {
+        opts = opts.netns(ns.clone());
+    }
+    let dev = TapDevice::open(tap, opts)?;
+    let waiter = dev.waiter()?;
+    let mac = MacAddr(dev.mac());
+    // The graph `Host::new` builds for a TAP (driver WIRE on device 0),
+    // with UDP and, above it, the stream's work.
+    let mut g = HostGraph::new(cfg.addr, cfg.prefix_len, mac);
+    g.driver = Nic::Device.driver_line(0, mac);
+    g.upper
+        .push(("name=udp module=UDP;".into(), "udp.down<>ip.up;".into()));
+    g.upper.push((
+        format!("name=work module=STREAMWORK passes={};", a.work),
+        "work.down<>udp.up;".into(),
+    ));
+    let mut types = pathstack::module_types();
+    types.register(&STREAM_WORK_SPEC, StreamWorkModule::create);
+    let graph = ModuleGraph::from_text(&g.to_text(), Some("priority.graph"), &types.specs())?;
+    let mut stack = Stack::builder(graph, types).device(dev).build()?;
+    let icmp = stack
+        .module_id("icmp")
+        .and_then(|m| stack.module::<IcmpModule>(m))
+        .and_then(IcmpModule::path)
+        .ok_or("the host graph has no ICMP path")?;
+    let work = stack.module_id("work").ok_or("no STREAMWORK instance")?;
+    // A bound path: any sender to our port (as `Host::udp_bind` makes).
+    let stream = stack.path_create(
+        work,
+        Attrs::new().with(&PASSIVE_OPEN, true).with(
+            &PARTICIPANTS,
+            Participants {
+                local: vec![AddrPart::Port(a.port)],
+                remote: vec![],
+            },
+        ),
+    )?;
+    rank_paths(&mut stack, a, stream, icmp, "STREAMWORK on the path")?;
+    let start = Instant::now();
+    let now =
+        |start: Instant| pathstack::core::Instant::from_nanos(start.elapsed().as_nanos() as u64);
+    loop {
+        stack.poll(now(start));
+        let w = stream_work(&stack, stream)?;
+        if busy_from.is_none() && w.received() > 0 {
+            *busy_from = Some((cpu_time(), Instant::now()));
+        }
+        if stop() || w.finished(idle) {
+            break;
+        }
+        let t = now(start);
+        let until_timer = stack
+            .poll_at()
+            .map(|at| Duration::from_nanos(at.saturating_since(t).as_nanos()));
+        let max = Duration::from_millis(10);
+        waiter.wait_readable(Some(until_timer.map_or(max, |d| d.min(max))))?;
+    }
+    let report = stream_work(&stack, stream)?.report();
+    Ok((
+        report,
+        json!({
+            "icmp_priority": match a.icmp_priority {
+                IcmpPriority::Low => "low",
+                IcmpPriority::Same => "same",
+            },
+            "work_in": "path",
+            "paths": {"stream": path_json(&stack, stream), "icmp": path_json(&stack, icmp)},
+        }),
+    ))
+}
+
+/// The record of the `STREAMWORK` stage at the top of `stream`.
+fn stream_work(stack: &Stack, stream: PathId) -> Result<&Workload, BoxError> {
+    let top = stack
+        .path(stream)
+        .and_then(|p| p.stage(0))
+        .ok_or("the stream's path has no stages")?;
+    let any: &dyn std::any::Any = top;
+    any.downcast_ref::<StreamWorkStage>()
+        .map(StreamWorkStage::workload)
+        .ok_or_else(|| "the stream's path does not start with STREAMWORK".into())
+}
+
+/// The stream received on a UDP socket of a [`Host`], the work done by
+/// the application after each poll (`--work-in app`).
 fn recv_pathstack(
     a: &RecvArgs,
     w: &mut Workload,
@@ -562,27 +876,7 @@ fn recv_pathstack(
     let sock = host.udp_bind(("0.0.0.0", a.port))?;
     let stream = host.udp_path_id(&sock)?;
     let icmp = host.icmp_path();
-    // Higher is more important; the default, 0, is the lowest.
-    let (stream_prio, icmp_prio) = match a.icmp_priority {
-        IcmpPriority::Low => (1, 0),
-        IcmpPriority::Same => (0, 0),
-    };
-    for (path, priority) in [(stream, stream_prio), (icmp, icmp_prio)] {
-        host.stack_mut().set_sched(
-            path,
-            SchedParams {
-                priority,
-                ..SchedParams::default()
-            },
-        )?;
-    }
-    eprintln!(
-        "priority_stream: pathstack on {tap} ({ip}), stream on UDP port {} (path #{}, priority {stream_prio}), \
-         ICMP path #{} at priority {icmp_prio}",
-        a.port,
-        stream.index(),
-        icmp.index()
-    );
+    rank_paths(host.stack_mut(), a, stream, icmp, "UDP socket")?;
     let mut buf = vec![0u8; 2048];
     while !stop() && !w.finished(idle) {
         host.poll();
@@ -601,7 +895,8 @@ fn recv_pathstack(
             IcmpPriority::Low => "low",
             IcmpPriority::Same => "same",
         },
-        "paths": {"stream": path_json(&host, stream), "icmp": path_json(&host, icmp)},
+        "work_in": "app",
+        "paths": {"stream": path_json(host.stack(), stream), "icmp": path_json(host.stack(), icmp)},
     }))
 }
 

@@ -5,7 +5,8 @@
 # the video's, and 42.1 % on Linux), against the Linux kernel.
 #
 #   study-priority.sh [--quick] [--rate N] [--work N] [--raw-rate N]
-#                     [--seconds S] [--rounds R] [--no-build]
+#                     [--seconds S] [--rounds R] [--work-in path|app]
+#                     [--sender-cpu 0|1] [--no-build]
 #
 # The high-priority workload, in place of the thesis' video, is
 # examples/priority_stream.rs: UDP messages at --rate per second (256
@@ -13,11 +14,18 @@
 # application in namespace A that does --work passes of checksum + copy per
 # message (calibrated so the receiver is near saturation: its CPU share is
 # printed as "busy"). The result is the rate of messages the application
-# finished while the stream ran. Configurations:
+# finished while the stream ran. On pathstack the work runs where
+# --work-in says: `path` (default) in a STREAMWORK stage at the top of the
+# stream's path, above UDP, as Scout's MPEG decoder ran on the video's
+# path; `app` in the application after each poll, on what the UDP socket
+# returns (the first study's setup, kept for comparison). Configurations:
 #
 #   pathstack-priority  pathstack host on TAP A; the stream's path at
-#                       priority 1, ICMP's at 0 (the thesis' setup)
-#   pathstack-single    the same, both paths at priority 0
+#                       priority 1, ICMP's at 0 (the thesis' setup), and
+#                       ICMP's queues two messages long (the thesis
+#                       §5.2.1 rule; see priority_stream's icmp_queue_len),
+#                       so a flood is discarded at classification
+#   pathstack-single    the same, both paths at priority 0, default queues
 #   linux               the same application on a kernel UDP socket of
 #                       namespace A (the kernel answers the pings)
 #
@@ -31,7 +39,8 @@
 # A flood starts 0.5 s before the stream and ends 1 s after it.
 #
 # Pinning (2 CPUs): the receiver and the stream's sender on CPU 0, the
-# flood on CPU 1; receive packet steering (RPS) makes each namespace's
+# flood on CPU 1 (--sender-cpu 1 moves the stream's sender to the flood's
+# CPU, so that CPU 0 carries only the target's work); receive packet steering (RPS) makes each namespace's
 # veth hand its frames to its own side's CPU (A: CPU 0, B: CPU 1), so the
 # target's kernel work for the flood (the bridge to the TAP, or Linux's
 # IP/ICMP and the replies) runs on the target's CPU, as it would on a
@@ -57,11 +66,13 @@ work=1000
 raw_rate=30000
 seconds=5
 rounds=3
+work_in=path
+sender_cpu=0
 build=1
 quick=0
 args_given="$*"
 
-usage() { sed -n '2,50p' "$0" >&2; exit 2; }
+usage() { sed -n '2,59p' "$0" >&2; exit 2; }
 while [ $# -gt 0 ]; do
     case "$1" in
         --quick) quick=1; shift ;;
@@ -70,12 +81,22 @@ while [ $# -gt 0 ]; do
         --raw-rate) raw_rate=$2; shift 2 ;;
         --seconds) seconds=$2; shift 2 ;;
         --rounds) rounds=$2; shift 2 ;;
+        --work-in) work_in=$2; shift 2 ;;
+        --sender-cpu) sender_cpu=$2; shift 2 ;;
         --no-build) build=0; shift ;;
         -h|--help) usage ;;
         *) echo "$me: unknown argument '$1'" >&2; usage ;;
     esac
 done
 if [ "$quick" = 1 ]; then seconds=3; rounds=1; fi
+case "$work_in" in
+    path|app) ;;
+    *) echo "$me: --work-in must be path or app, not '$work_in'" >&2; usage ;;
+esac
+case "$sender_cpu" in
+    0|1) ;;
+    *) echo "$me: --sender-cpu must be 0 or 1, not '$sender_cpu'" >&2; usage ;;
+esac
 
 if [ "$(id -u)" -ne 0 ]; then
     echo "$me: must run as root (it makes network namespaces and TAP devices, opens raw sockets and runs SCHED_FIFO); try: sudo $0 $args_given" >&2
@@ -132,7 +153,7 @@ run() {
             local prio=low
             [ "$config" = pathstack-single ] && prio=same
             recv_args=(--stack pathstack --tap "$TAP_A" --netns "$NS_A" --ip "$PS_A_IP/24"
-                       --port "$port" --icmp-priority "$prio")
+                       --port "$port" --icmp-priority "$prio" --work-in "$work_in")
             ;;
         linux)
             target=$KERNEL_A_IP
@@ -141,7 +162,7 @@ run() {
     esac
     local recv_cmd=($RT taskset -c 0 "$bin/priority_stream" recv "${recv_args[@]}"
                     --work "$work" --json "$runs/$tag.json")
-    local send_cmd=(ip netns exec "$NS_B" $RT taskset -c 0 "$bin/priority_stream" send
+    local send_cmd=(ip netns exec "$NS_B" $RT taskset -c "$sender_cpu" "$bin/priority_stream" send
                     --to "$target:$port" --rate "$rate" --seconds "$seconds")
     local flood_cmd=()
     case "$flood" in
@@ -177,7 +198,7 @@ run() {
     fi
 }
 
-echo "$me: rate $rate msg/s x ${seconds}s, work $work, raw flood $raw_rate/s, $rounds round(s); receiver and sender on CPU 0, flood on CPU 1, SCHED_FIFO 20" >&2
+echo "$me: rate $rate msg/s x ${seconds}s, work $work in the $work_in, raw flood $raw_rate/s, $rounds round(s); receiver on CPU 0, stream sender on CPU $sender_cpu, flood on CPU 1, SCHED_FIFO 20" >&2
 for round in $(seq 1 "$rounds"); do
     for config in pathstack-priority pathstack-single linux; do
         for flood in none ping-f raw; do
@@ -188,5 +209,5 @@ done
 
 python3 "$root/scripts/priority-report.py" --runs "$runs" --json "$out/priority.json" \
     --svg "$out/priority.svg" --meta "rate=$rate" "work=$work" "raw_rate=$raw_rate" \
-    "seconds=$seconds" "rounds=$rounds" "command=$0 $args_given"
+    "seconds=$seconds" "rounds=$rounds" "work_in=$work_in" "sender_cpu=$sender_cpu" "command=$0 $args_given"
 echo "$me: wrote $out/priority.json and $out/priority.svg" >&2
