@@ -56,8 +56,9 @@
 //! UDP path only); over TAP a round whose echo has not come within 5 s
 //! fails the run (TCP retransmits; nothing is counted as lost). With
 //! `--count-only` the handshake runs on the real clock, the rest on the
-//! 1 µs-per-poll clock, and a run in which a TCP timer sent anything
-//! (a retransmission or a probe) fails rather than count that work.
+//! 1 µs-per-poll clock, and a counted run that did not send exactly one
+//! segment each way per round (a timer's retransmission or probe, a pure
+//! ACK) fails rather than count that work.
 //!
 //! With `--transport rpc` both hosts run the RPC stack (RPC / MSELECT /
 //! VCHAN / CHAN / BID / BLAST over ETH, or over IP / ARP / ETH with
@@ -770,7 +771,8 @@ impl TcpPair {
         let ping = TcpPinger::connect(&mut client, Ipv4Addr::new(10, 0, 0, 2), PORT)?;
         let mut hosts = Hosts::new(client, server);
         let mut handshake = 0;
-        while !hosts.client.tcp_is_connected(&ping.s)? {
+        // Until both ends have the connection (the server's accept too).
+        while !hosts.client.tcp_is_connected(&ping.s)? || srv.conn().is_none() {
             hosts.poll(true);
             hosts.poll(false);
             srv.serve(&mut hosts.server)?;
@@ -782,11 +784,11 @@ impl TcpPair {
         Ok(TcpPair { hosts, srv, ping })
     }
 
-    /// Segments both ends have sent because a timer fired or loss was
-    /// suspected: retransmissions (RFC 6298, RFC 8985), tail-loss,
-    /// window and keepalive probes.
-    fn timer_segments(&self) -> Result<u64, BoxError> {
-        let mut n = 0;
+    /// What both ends have sent so far: (segments, of them sent because a
+    /// timer fired or loss was suspected — retransmissions, RFC 6298 and
+    /// RFC 8985, tail-loss, window and keepalive probes).
+    fn segments(&self) -> Result<(u64, u64), BoxError> {
+        let (mut all, mut timed) = (0, 0);
         let ends = [
             (&self.hosts.client, Some(self.ping.s)),
             (&self.hosts.server, self.srv.conn()),
@@ -794,9 +796,10 @@ impl TcpPair {
         for (host, s) in ends {
             let s = s.ok_or("the server has no connection")?;
             let st = host.tcp_stats(&s)?;
-            n += st.retrans_segs + st.tlp_probes + st.window_probes + st.keepalive_probes;
+            all += st.segs_out;
+            timed += st.retrans_segs + st.tlp_probes + st.window_probes + st.keepalive_probes;
         }
-        Ok(n)
+        Ok((all, timed))
     }
 
     /// One round trip: the client writes its octet, the server's
@@ -832,7 +835,7 @@ fn run_memory_tcp(args: &Args, row: &mut dyn FnMut(&Result1)) -> Result<Vec<Resu
                 return Err("warm-up round trip did not complete in 8 polls".into());
             }
         }
-        let timed_before = p.timer_segments()?;
+        let before = p.segments()?;
         let config = config_name(sched, false);
         let r = if args.count_only {
             let mut error = None;
@@ -857,11 +860,17 @@ fn run_memory_tcp(args: &Args, row: &mut dyn FnMut(&Result1)) -> Result<Vec<Resu
             )
             .into());
         }
-        let timed = p.timer_segments()? - timed_before;
-        if args.count_only && timed > 0 {
+        let after = p.segments()?;
+        let (sent, timed) = (after.0 - before.0, after.1 - before.1);
+        // Counted work must be the ping-pong alone: one segment each way
+        // per round (the echo carries the ACK of its octet, the next octet
+        // the ACK of the echo), none from a timer, no pure ACK.
+        if args.count_only && (timed > 0 || sent != 2 * args.rounds) {
             return Err(format!(
-                "{timed} TCP segments sent by timers (retransmissions, probes) during a counted \
-                 run: the counts would not be of the ping-pong alone"
+                "{sent} TCP segments ({timed} from timers: retransmissions, probes) in \
+                 {} counted round trips, not one each way per round: the counts would not \
+                 be of the ping-pong alone",
+                args.rounds
             )
             .into());
         }
