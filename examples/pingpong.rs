@@ -52,8 +52,13 @@
 //! otherwise), and each round sends one octet that the server's
 //! application reads and writes back (an application above the socket
 //! API, not an in-path echo). Only the standard path form runs (`--form
-//! pin` has no TCP rule); over TAP a round whose echo has not come within
-//! 5 s fails the run (TCP retransmits; nothing is counted as lost).
+//! pin` is refused: `pathstack::inet::modules::inline` has a rule for the
+//! UDP path only); over TAP a round whose echo has not come within 5 s
+//! fails the run (TCP retransmits; nothing is counted as lost). With
+//! `--count-only` the handshake runs on the real clock, the rest on the
+//! 1 µs-per-poll clock, and a counted run that did not send exactly one
+//! segment each way per round (a timer's retransmission or probe, a pure
+//! ACK) fails rather than count that work.
 //!
 //! With `--transport rpc` both hosts run the RPC stack (RPC / MSELECT /
 //! VCHAN / CHAN / BID / BLAST over ETH, or over IP / ARP / ETH with
@@ -299,6 +304,11 @@ impl Hosts {
         match &mut self.fake_now {
             Some(now) => {
                 *now = *now + pathstack::core::Duration::from_micros(1);
+                // The host's own clock too: the socket calls (TCP's
+                // `tcp_send`, `tcp_recv`) stamp their work with it, and a
+                // wall-clock stamp there would make TCP's RTT samples and
+                // timers depend on how fast the run goes.
+                host.set_manual_clock(*now);
                 host.stack_mut().poll(*now);
             }
             None => {
@@ -312,6 +322,17 @@ impl Hosts {
     /// (`Ok(true)`), or 8 polls of each have passed (`Ok(false)`).
     fn exchange<E>(
         &mut self,
+        answered: impl FnMut(&mut Host) -> Result<bool, E>,
+    ) -> Result<bool, E> {
+        self.exchange_served(|_| Ok(()), answered)
+    }
+
+    /// [`Hosts::exchange`] with an application on the server: `serve`
+    /// runs on the server after each of its polls (TCP's echo reads and
+    /// writes through the socket API, above the path).
+    fn exchange_served<E>(
+        &mut self,
+        mut serve: impl FnMut(&mut Host) -> Result<(), E>,
         mut answered: impl FnMut(&mut Host) -> Result<bool, E>,
     ) -> Result<bool, E> {
         // Per-message: the send ran to the client's device already (run to
@@ -322,6 +343,7 @@ impl Hosts {
         // The server answers in its poll, the client takes the answer in its.
         for _ in 0..8 {
             self.poll(false);
+            serve(&mut self.server)?;
             self.poll(true);
             if answered(&mut self.client)? {
                 return Ok(true);
@@ -440,11 +462,10 @@ fn run(args: Args) -> Result<(), BoxError> {
     }
     if tcp && matches!(args.form.as_deref(), Some("pin" | "both")) {
         return Err(
-            "--transport tcp: only --form std (there is no path-inlining rule for TCP)".into(),
+            "--transport tcp: only --form std (there is no path-inlining rule for \
+                    TCP paths; pathstack::inet::modules::inline inlines the UDP path only)"
+                .into(),
         );
-    }
-    if tcp && args.count_only {
-        return Err("--count-only is for --transport udp or rpc".into());
     }
     if args.count_only && args.wire != "memory" {
         return Err("--count-only is for --wire memory".into());
@@ -722,10 +743,19 @@ fn run_memory(args: &Args, row: &mut dyn FnMut(&Result1)) -> Result<Vec<Result1>
     Ok(results)
 }
 
-/// The TCP ping-pong of two hosts in this process, on the in-memory wire.
-fn run_memory_tcp(args: &Args, row: &mut dyn FnMut(&Result1)) -> Result<Vec<Result1>, BoxError> {
-    let mut results = Vec::new();
-    for (sched, _) in configs(args, false)?.into_iter().filter(|&(_, pin)| !pin) {
+/// The TCP ping-pong's hosts: the server's application and the client's
+/// end of the connection.
+struct TcpPair {
+    hosts: Hosts,
+    srv: TcpEchoServer,
+    ping: TcpPinger,
+}
+
+impl TcpPair {
+    /// Two hosts on the in-memory wire, connected (handshake on the real
+    /// clock: the connection's first RTT sample is then of the same kind
+    /// whether or not the rounds are counted).
+    fn connect(sched: SchedKind, args: &Args) -> Result<TcpPair, BoxError> {
         let (a, b) = wire_pair(WireConfig::default());
         let mac = |n| Some(MacAddr([0x02, 0, 0, 0, 0, n]));
         let nic = args.nic;
@@ -738,42 +768,109 @@ fn run_memory_tcp(args: &Args, row: &mut dyn FnMut(&Result1)) -> Result<Vec<Resu
             b,
         )?;
         let mut srv = TcpEchoServer::listen(&mut server, PORT)?;
-        let mut ping = TcpPinger::connect(&mut client, Ipv4Addr::new(10, 0, 0, 2), PORT)?;
+        let ping = TcpPinger::connect(&mut client, Ipv4Addr::new(10, 0, 0, 2), PORT)?;
+        let mut hosts = Hosts::new(client, server);
         let mut handshake = 0;
-        while !client.tcp_is_connected(&ping.s)? {
-            client.poll();
-            server.poll();
-            srv.serve(&mut server)?;
+        // Until both ends have the connection (the server's accept too).
+        while !hosts.client.tcp_is_connected(&ping.s)? || srv.conn().is_none() {
+            hosts.poll(true);
+            hosts.poll(false);
+            srv.serve(&mut hosts.server)?;
             handshake += 1;
             if handshake > 1000 {
                 return Err("the TCP handshake over the in-memory wire did not complete".into());
             }
         }
-        let mut round_trip = || -> Result<bool, BoxError> {
-            ping.send(&mut client)?;
-            // The same polling as the UDP round trip: the server answers
-            // in its poll, the client takes the echo in its.
-            for _ in 0..8 {
-                client.poll();
-                server.poll();
-                srv.serve(&mut server)?;
-                client.poll();
-                if ping.echoed(&mut client)? {
-                    return Ok(true);
-                }
-            }
-            Ok(false)
-        };
+        Ok(TcpPair { hosts, srv, ping })
+    }
+
+    /// What both ends have sent so far: (segments, of them sent because a
+    /// timer fired or loss was suspected — retransmissions, RFC 6298 and
+    /// RFC 8985, tail-loss, window and keepalive probes).
+    fn segments(&self) -> Result<(u64, u64), BoxError> {
+        let (mut all, mut timed) = (0, 0);
+        let ends = [
+            (&self.hosts.client, Some(self.ping.s)),
+            (&self.hosts.server, self.srv.conn()),
+        ];
+        for (host, s) in ends {
+            let s = s.ok_or("the server has no connection")?;
+            let st = host.tcp_stats(&s)?;
+            all += st.segs_out;
+            timed += st.retrans_segs + st.tlp_probes + st.window_probes + st.keepalive_probes;
+        }
+        Ok((all, timed))
+    }
+
+    /// One round trip: the client writes its octet, the server's
+    /// application echoes it after the server's poll; `Ok(false)` if the
+    /// echo was not read within 8 polls of each host.
+    fn round_trip(&mut self) -> Result<bool, BoxError> {
+        let TcpPair { hosts, srv, ping } = self;
+        ping.send(&mut hosts.client)?;
+        hosts.exchange_served(
+            |server| srv.serve(server).map(drop),
+            |client| ping.echoed(client),
+        )
+    }
+}
+
+/// The TCP ping-pong of two hosts in this process, on the in-memory wire.
+/// With `--count-only` the hosts run on the 1 µs-per-poll clock after
+/// the handshake: the rounds take a few µs of it each, far below every
+/// TCP timer (RTO at least 200 ms, RFC 6298 §2.4 as Linux; delayed ACK
+/// 40 ms; the tail-loss probe 2·SRTT plus the peer's ACK delay, RFC 8985
+/// §7.2), and each round's echo acknowledges its octet and the next
+/// octet acknowledges the echo, so no timer fires and no segment is
+/// retransmitted: the counted work is the same in every round.
+fn run_memory_tcp(args: &Args, row: &mut dyn FnMut(&Result1)) -> Result<Vec<Result1>, BoxError> {
+    let mut results = Vec::new();
+    for (sched, _) in configs(args, false)?.into_iter().filter(|&(_, pin)| !pin) {
+        let mut p = TcpPair::connect(sched, args)?;
+        if args.count_only {
+            p.hosts.fake_clock();
+        }
         for _ in 0..args.warmup {
-            if !round_trip()? {
-                return Err("warm-up round trip lost".into());
+            if !p.round_trip()? {
+                return Err("warm-up round trip did not complete in 8 polls".into());
             }
         }
-        let r = measure(config_name(sched, false), args.rounds, &mut round_trip)?;
+        let before = p.segments()?;
+        let config = config_name(sched, false);
+        let r = if args.count_only {
+            let mut error = None;
+            let r = count(config, args.rounds, || match p.round_trip() {
+                Ok(ok) => ok,
+                Err(e) => {
+                    error.get_or_insert(e);
+                    false
+                }
+            });
+            if let Some(e) = error {
+                return Err(e);
+            }
+            r
+        } else {
+            measure(config, args.rounds, || p.round_trip())?
+        };
         if r.rec.lost_count() > 0 {
             return Err(format!(
                 "{} TCP round trips did not complete in 8 polls",
                 r.rec.lost_count()
+            )
+            .into());
+        }
+        let after = p.segments()?;
+        let (sent, timed) = (after.0 - before.0, after.1 - before.1);
+        // Counted work must be the ping-pong alone: one segment each way
+        // per round (the echo carries the ACK of its octet, the next octet
+        // the ACK of the echo), none from a timer, no pure ACK.
+        if args.count_only && (timed > 0 || sent != 2 * args.rounds) {
+            return Err(format!(
+                "{sent} TCP segments ({timed} from timers: retransmissions, probes) in \
+                 {} counted round trips, not one each way per round: the counts would not \
+                 be of the ping-pong alone",
+                args.rounds
             )
             .into());
         }

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # instr.sh — instructions and simulated cache misses per round trip of the
-# in-memory 1-byte UDP ping-pong, pathstack against smoltcp, and of the
-# zero-byte RPC ping-pong (XRPCTEST) on pathstack's RPC stack, under
-# cachegrind.
+# in-memory 1-byte UDP ping-pong, pathstack against smoltcp, of the
+# zero-byte RPC ping-pong (XRPCTEST) on pathstack's RPC stack, and of the
+# 1-byte TCP ping-pong, under cachegrind.
 #
-#   scripts/instr.sh [--r1 N] [--r2 N] [--repeat K] [--quick] [--no-build] [--no-rpc]
+#   scripts/instr.sh [--r1 N] [--r2 N] [--repeat K] [--quick] [--no-build] [--no-rpc] [--no-tcp]
 #
 #   --r1 N       the smaller round count (default 4000)
 #   --r2 N       the larger round count (default 12000)
@@ -13,15 +13,21 @@
 #   --quick      --r1 1000 --r2 3000 --repeat 1 (a smoke test: noisier)
 #   --no-build   use the binaries already built
 #   --no-rpc     leave out the RPC configurations
+#   --no-tcp     leave out the TCP configurations
 #
 # Configurations: pathstack's `pingpong --wire memory` for the per-message
 # and LDLP schedulers x the modular (std) and path-inlined (pin) forms, and
 # `smoltcp_peer memory --count-only` (smoltcp 0.14, the same workload);
 # then (system `rpc`) `pingpong --transport rpc`, zero-byte calls of the
 # echo procedure over RPC / MSELECT / VCHAN / CHAN / BID / BLAST / ETH, for
-# the same schedulers and forms. The RPC summary sets its figures beside
+# the same schedulers and forms; then (system `tcp`) `pingpong --transport
+# tcp`, one octet each way over one TCP connection with TCP_NODELAY, the
+# server's application echoing through the socket API, for both
+# schedulers in the std form only (there is no path-inlining rule for TCP
+# paths; the summary says so). The RPC summary sets its figures beside
 # the thesis' RPC trace lengths (STD 4,291, PIN 3,471 instructions, -19%)
-# and smoltcp's UDP round trip.
+# and smoltcp's UDP round trip; the TCP summary beside the thesis' TCP/IP
+# trace length (STD 4,750) and pathstack's UDP round trip.
 #
 # Difference method: each configuration runs twice, with R1 and R2 measured
 # round trips after the same warm-up; (total(R2) - total(R1)) / (R2 - R1)
@@ -52,7 +58,7 @@ set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 me=instr.sh
-r1=4000 r2=12000 repeat=3 build=1 rpc=1
+r1=4000 r2=12000 repeat=3 build=1 rpc=1 tcp=1
 usage() { sed -n '2,/^set -e/{/^set -e/d;s/^# \{0,1\}//;p}' "$0"; }
 need_arg() { [ $# -ge 2 ] && [[ "$2" =~ ^[0-9]+$ ]] || { echo "$me: $1 needs a number (try --help)" >&2; exit 2; }; }
 while [ $# -gt 0 ]; do
@@ -63,6 +69,7 @@ while [ $# -gt 0 ]; do
         --quick) r1=1000 r2=3000 repeat=1; shift ;;
         --no-build) build=0; shift ;;
         --no-rpc) rpc=0; shift ;;
+        --no-tcp) tcp=0; shift ;;
         -h|--help) usage; exit 0 ;;
         *) echo "$me: unknown argument '$1' (try --help)" >&2; exit 2 ;;
     esac
@@ -110,6 +117,13 @@ if [ "$rpc" = 1 ]; then
         "per-message/pin|rpc|pingpong|--transport rpc --sched per-message --form pin --count-only --rounds"
         "ldlp/std|rpc|pingpong|--transport rpc --sched ldlp --form std --count-only --rounds"
         "ldlp/pin|rpc|pingpong|--transport rpc --sched ldlp --form pin --count-only --rounds"
+    )
+fi
+if [ "$tcp" = 1 ]; then
+    # std only: pingpong refuses --form pin for TCP (no inlining rule).
+    configs+=(
+        "per-message/std|tcp|pingpong|--transport tcp --sched per-message --form std --count-only --rounds"
+        "ldlp/std|tcp|pingpong|--transport tcp --sched ldlp --form std --count-only --rounds"
     )
 fi
 
@@ -207,7 +221,7 @@ def ratio(x, base):
     return f"{x / base:.2f}x" if base else "-"
 
 
-print(f"\n1-byte UDP ping-pong (rpc: zero-byte RPC calls), in-memory wire, cachegrind (DEC 3000 geometry: I1/D1 8 KB "
+print(f"\n1-byte UDP ping-pong (rpc: zero-byte RPC calls; tcp: 1-byte TCP ping-pong), in-memory wire, cachegrind (DEC 3000 geometry: I1/D1 8 KB "
       f"direct-mapped, LL 2 MB, 32-byte lines)")
 print(f"per round trip = (total({r2}) - total({r1})) / {r2 - r1}, median of {repeat} run(s)")
 head = (f"{'system':<10}{'config':<17}{'instr/RT':>10}{'I1/RT':>9}{'D1/RT':>9}{'LL/RT':>8}"
@@ -248,6 +262,15 @@ if rpc_rows:
         vs_udp = ratio(r["instr_per_rt"], u and u["instr_per_rt"])
         print(f"  {r['config']:<17} {r['instr_per_rt']:>8.0f} instr: {vs_smol} smoltcp's 1-byte UDP round trip"
               f" (goal <= 1.00x), {vs_udp} pathstack's")
+tcp_rows = [r for r in results if r["system"] == "tcp"]
+if tcp_rows:
+    print("\nTCP, 1-byte ping-pong over one nodelay connection (thesis TCP/IP: STD 4,750 instructions; "
+          "PIN not applicable: no path-inlining rule for TCP paths):")
+    for r in tcp_rows:
+        u = by.get(("pathstack", r["config"]))
+        print(f"  {r['config']:<17} {r['instr_per_rt']:>8.0f} instr: {r['instr_per_rt'] / 4750:.2f}x the thesis' STD, "
+              f"{ratio(r['instr_per_rt'], u and u['instr_per_rt'])} pathstack's UDP, "
+              f"{ratio(r['instr_per_rt'], smol and smol['instr_per_rt'])} smoltcp's UDP")
 if repeat > 1:
     print(f"\nnoise: 'spread' is max - min of instr/RT over the {repeat} runs; "
           f"differences below it are not significant.")
@@ -255,7 +278,11 @@ else:
     print("\nnoise: one run per configuration; use --repeat 3 to see the spread.")
 
 doc = {
-    "workload": "1-byte UDP ping-pong and (system rpc) zero-byte RPC ping-pong, in-memory wire",
+    "workload": "1-byte UDP ping-pong, (system rpc) zero-byte RPC ping-pong and (system tcp) 1-byte TCP "
+                "ping-pong over one nodelay connection, in-memory wire",
+    "not_applicable": [{"system": "tcp", "config": f"{s}/pin",
+                        "reason": "no path-inlining rule for TCP paths"}
+                       for s in ("per-message", "ldlp") if tcp_rows],
     "tool": vg_version + " --tool=cachegrind --cache-sim=yes --I1=8192,1,32 --D1=8192,1,32 --LL=2097152,1,32",
     "method": f"(total(R2) - total(R1)) / (R2 - R1), R1={r1}, R2={r2}, median of {repeat} runs",
     "d1": "D1 read misses + D1 write misses",

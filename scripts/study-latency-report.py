@@ -4,12 +4,14 @@
 Arguments after the options are specs:
   cg|VERSION|TRANSPORT|DM_R1|DM_R2|FA_R1|FA_R2|LAYOUT_JSON   cachegrind files
   rtt|VERSION|TRANSPORT|WIRE|PINGPONG_JSON                    a timed run
+  na|VERSION|TRANSPORT|REASON                                 a version that does
+                                                              not apply (null figures)
 
 The thesis' figures (../shared/seeds/001_*, §4.3) are quoted beside ours:
 Table 6 (end-to-end latency), Table 8 (cache performance), Table 9
 (processing costs: length, iCPI, mCPI), Table 10 (improvements), Table 11
-(outlining effectiveness). The thesis measured TCP/IP (we set UDP beside
-it: our TCP has no instruction-count mode) and RPC.
+(outlining effectiveness). The thesis measured TCP/IP (we set both our
+TCP and our UDP ping-pong beside it) and RPC.
 """
 import argparse
 import json
@@ -19,6 +21,7 @@ import subprocess
 from collections import defaultdict
 
 VERSIONS = ["BAD", "STD", "OUT", "CLO", "PIN", "ALL"]
+TRANSPORTS = ["udp", "rpc", "tcp"]
 SEED_STACK = {"udp": "TCP/IP", "rpc": "RPC", "tcp": "TCP/IP"}
 
 # Thesis Table 6: round-trip latency [us] (mean, delta % to ALL).
@@ -109,10 +112,14 @@ def main():
     span = a.r2 - a.r1
 
     rows = {}
+    na = {}
     rtt = defaultdict(list)
     for spec in a.specs:
         f = spec.split("|")
-        if f[0] == "cg":
+        if f[0] == "na":
+            _, v, t, reason = f
+            na[(t, v.upper())] = reason
+        elif f[0] == "cg":
             _, v, t, d1, d2, f1, f2, lay = f
             dm = per_rt(d1, d2, span)
             fa = per_rt(f1, f2, span) if f1 != "-" else None
@@ -134,7 +141,7 @@ def main():
                 "passes": len(runs)}
 
     results = []
-    for (t, v), r in sorted(rows.items(), key=lambda kv: (kv[0][0] != "udp", VERSIONS.index(kv[0][1]))):
+    for (t, v), r in sorted(rows.items(), key=lambda kv: (TRANSPORTS.index(kv[0][0]), VERSIONS.index(kv[0][1]))):
         dm, fa, lay = r["dm"], r["fa"], r["layout"]
         seed = SEED_STACK[t]
         icpi = T9[seed][v][2]
@@ -160,14 +167,22 @@ def main():
             "rtt_ns_tap": rtt_of(t, v, "tap"),
         })
     by = {(r["transport"], r["version"]): r for r in results}
+    # Versions that do not apply: in the JSON with null figures and the
+    # reason, so that nothing is left out silently.
+    figures = [k for k in results[0] if k not in ("transport", "version")] if results else []
+    for (t, v), reason in sorted(na.items(), key=lambda kv: (TRANSPORTS.index(kv[0][0]), VERSIONS.index(kv[0][1]))):
+        results.append({"transport": t, "version": v, **{k: None for k in figures}, "not_applicable": reason})
+    results.sort(key=lambda r: (TRANSPORTS.index(r["transport"]), VERSIONS.index(r["version"])))
     doc = {
-        "workload": "udp: 1-byte UDP ping-pong; rpc: zero-byte XRPCTEST calls; in-memory wire, per-message scheduler",
+        "workload": "udp: 1-byte UDP ping-pong; rpc: zero-byte XRPCTEST calls; tcp: 1-byte ping-pong over one "
+                    "nodelay TCP connection, echoed by the server's application; in-memory wire, per-message "
+                    "scheduler",
         "tool": a.tool + " --tool=callgrind --cache-sim=yes --I1=8192,1,32 --D1=8192,1,32 --LL=2097152,1,32 "
                 "(replacement misses: minus the same run with --I1=8192,256,32 --D1=8192,256,32)",
         "method": f"(total(R2) - total(R1)) / (R2 - R1), R1={a.r1}, R2={a.r2}",
         "model": f"cycles = instr x iCPI(thesis Table 9) + (I1 + D1 misses) x {BCACHE_CYCLES} + LL misses x "
                  f"{MEMORY_CYCLES}, at {CLOCK_MHZ:.0f} MHz (thesis §4.1.1)",
-        "notes": ["tcp not measured: pingpong --count-only runs udp and rpc only"]
+        "notes": [f"{t} {v}: not applicable: {reason}" for (t, v), reason in sorted(na.items())]
                  + ([a.tap_note] if a.tap_note else []) + (["--quick: a smoke run, noisier"] if a.quick == "1" else []),
         "results": results,
     }
@@ -180,14 +195,18 @@ def main():
     w = md.append
     w("# Latency versions (thesis §4.3) on pathstack\n")
     w(f"Per round trip = {doc['method']}; {doc['tool']}. Model: {doc['model']}.\n")
-    w("Thesis figures (seed 001, §4.3) beside ours: the thesis' TCP/IP stack beside our UDP ping-pong, "
-      "its RPC beside our RPC. Notes: " + "; ".join(doc["notes"]) + ".\n")
-    for t in ("udp", "rpc"):
+    w("Thesis figures (seed 001, §4.3) beside ours: the thesis' TCP/IP stack beside our TCP and our UDP "
+      "ping-pong, its RPC beside our RPC. Notes: " + "; ".join(doc["notes"]) + ".\n")
+    for t in TRANSPORTS:
         seed = SEED_STACK[t]
         rs = [by[(t, v)] for v in VERSIONS if (t, v) in by]
         if not rs:
             continue
         w(f"\n## {t.upper()} (thesis: {seed})\n")
+        missing = [(v, na[(t, v)]) for v in VERSIONS if (t, v) in na]
+        if missing:
+            w("Not applicable: " + "; ".join(f"{v} ({reason})" for v, reason in missing)
+              + ". Their rows and the steps that involve them are left out of the tables below.\n")
         base = by.get((t, "ALL"))
         w("\n### Table 6: round-trip latency\n")
         w("| Version | RTT memory p50 [ns] | p99 | Δ vs ALL [%] | RTT TAP p50 [ns] | p99 | thesis Te [µs] | thesis Δ [%] |")
@@ -263,8 +282,9 @@ def main():
 
 def svg(path, results):
     """Grouped bars: I1 misses per round trip by version, one group per transport."""
-    groups = [t for t in ("udp", "rpc") if any(r["transport"] == t for r in results)]
-    width, height, left, top, bottom = 760, 360, 60, 40, 50
+    results = [r for r in results if r["i1_misses"] is not None]
+    groups = [t for t in TRANSPORTS if any(r["transport"] == t for r in results)]
+    width, height, left, top, bottom = 900, 360, 60, 40, 50
     vmax = max((r["i1_misses"] for r in results), default=1) or 1
     bw = (width - left - 20) / (len(groups) * (len(VERSIONS) + 1))
     colors = {"BAD": "#c0392b", "STD": "#7f8c8d", "OUT": "#2980b9", "CLO": "#16a085", "PIN": "#8e44ad",

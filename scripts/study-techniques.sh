@@ -26,8 +26,10 @@
 #   LANCE direct    STD binary, `--nic lance:copy` against `--nic
 #                   lance:direct` (descriptors accessed in place, the
 #                   paper's USC; UDP only)
-# for UDP (1-byte ping-pong) and RPC (zero-byte XRPCTEST calls) where the
-# technique applies. Counted with
+# for UDP (1-byte ping-pong), RPC (zero-byte XRPCTEST calls) and TCP
+# (1-byte ping-pong over one nodelay connection) where the technique
+# applies: path-inlining has no rule for TCP paths, so its TCP row is
+# reported as not applicable (null figures, with the reason). Counted with
 #   valgrind --tool=callgrind pingpong ... --count-only --rounds R
 # at R1 and R2 round trips: (total(R2) - total(R1)) / (R2 - R1).
 #
@@ -79,13 +81,14 @@ count() {
 std=$out/bin/pingpong-std
 # Runs alternate between the configurations, so drift spreads over all.
 for k in $(seq 1 "$repeat"); do
-    for t in udp rpc; do
+    for t in udp rpc tcp; do
         tr=()
-        [ "$t" = rpc ] && tr=(--transport rpc)
+        [ "$t" != udp ] && tr=(--transport "$t")
         count "std-$t" "$std" --sched per-message --form std "${tr[@]}"
         count "out-$t" "$out/bin/pingpong-out" --sched per-message --form std "${tr[@]}"
         count "clo-$t" "$out/bin/pingpong-clo" --sched per-message --form std "${tr[@]}"
-        count "pin-$t" "$std" --sched per-message --form pin "${tr[@]}"
+        # No path-inlining rule for TCP paths.
+        [ "$t" = tcp ] || count "pin-$t" "$std" --sched per-message --form pin "${tr[@]}"
     done
     count lance-copy "$std" --sched per-message --form std --nic lance:copy
     count lance-direct "$std" --sched per-message --form std --nic lance:direct
@@ -93,7 +96,7 @@ done
 
 layout="python3 $root/scripts/study-layout.py"
 refresh=() alloc=()
-for t in udp rpc; do
+for t in udp rpc tcp; do
     refresh+=("$($layout calls-to "$std" "$out/techniques/std-$t.1.$r1" "$out/techniques/std-$t.1.$r2" "$r1" "$r2" \
         '$LT$pathstack_core..msg..Msg$u20$as$u20$core..ops..drop..Drop$GT$4drop' \
         'drop_in_place$LT$pathstack_core..msg..Msg$GT$')")
@@ -107,8 +110,9 @@ import statistics
 import sys
 
 out, r1, r2, repeat = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-refresh = {"udp": json.loads(sys.argv[5]), "rpc": json.loads(sys.argv[6])}
-alloc = {"udp": json.loads(sys.argv[7]), "rpc": json.loads(sys.argv[8])}
+TRANSPORTS = ("udp", "rpc", "tcp")
+refresh = {t: json.loads(sys.argv[5 + i]) for i, t in enumerate(TRANSPORTS)}
+alloc = {t: json.loads(sys.argv[5 + len(TRANSPORTS) + i]) for i, t in enumerate(TRANSPORTS)}
 spreads = {}
 
 
@@ -129,25 +133,34 @@ def ir(name):
 rows = []
 
 
-def row(technique, transport, base, with_, saved, seed, seed_src, how, noise=None):
-    rows.append({"noise": round(noise, 1) if noise is not None else None, "technique": technique, "transport": transport,
-                 "instr_per_rt_without": round(base, 1) if base is not None else None,
-                 "instr_per_rt_with": round(with_, 1) if with_ is not None else None,
-                 "saved_per_rt": round(saved, 1), "seed_saved_per_rt": seed, "seed_source": seed_src,
-                 "how": how})
+def row(technique, transport, base, with_, saved, seed, seed_src, how, noise=None, not_applicable=None):
+    r = {"noise": round(noise, 1) if noise is not None else None, "technique": technique, "transport": transport,
+         "instr_per_rt_without": round(base, 1) if base is not None else None,
+         "instr_per_rt_with": round(with_, 1) if with_ is not None else None,
+         "saved_per_rt": round(saved, 1) if saved is not None else None, "seed_saved_per_rt": seed,
+         "seed_source": seed_src, "how": how}
+    if not_applicable:
+        r["not_applicable"] = not_applicable
+    rows.append(r)
 
 
-# Thesis Table 8 trace lengths: (TCP/IP, RPC).
-for t, col in (("udp", 0), ("rpc", 1)):
+# Thesis Table 8 trace lengths: (TCP/IP, RPC); our TCP and UDP both beside TCP/IP.
+for t, col in (("udp", 0), ("rpc", 1), ("tcp", 0)):
     std = ir(f"std-{t}")
-    o, c, p = ir(f"out-{t}"), ir(f"clo-{t}"), ir(f"pin-{t}")
+    o, c = ir(f"out-{t}"), ir(f"clo-{t}")
+    p = ir(f"pin-{t}") if t != "tcp" else None
     def noise(a, b):
         x, y = spreads[f"{a}-{t}"], spreads[f"{b}-{t}"]
         return None if x is None else x + y
     row("outlining", t, std, o, std - o, (4750 - 4728, 4291 - 4257)[col], "thesis Table 8 STD->OUT length",
         "STD vs OUT (--features outline), --form std", noise("std", "out"))
-    row("path-inlining", t, std, p, std - p, (4728 - 4245, 4257 - 3471)[col], "thesis Table 8 OUT->PIN length",
-        "STD binary, --form std vs --form pin", noise("std", "pin"))
+    if p is None:
+        row("path-inlining", t, std, None, None, (4728 - 4245, 4257 - 3471)[col], "thesis Table 8 OUT->PIN length",
+            "STD binary, --form std vs --form pin", None,
+            "no path-inlining rule for TCP paths: pathstack_inet::modules::inline inlines the UDP path only")
+    else:
+        row("path-inlining", t, std, p, std - p, (4728 - 4245, 4257 - 3471)[col], "thesis Table 8 OUT->PIN length",
+            "STD binary, --form std vs --form pin", noise("std", "pin"))
     row("cloning", t, std, c, std - c, (4728 - 4684, 4257 - 4227)[col], "thesis Table 8 OUT->CLO length",
         "STD vs CLO (same objects, --symbol-ordering-file)", noise("std", "clo"))
     row("buffer refresh (return to pool)", t, None, None, refresh[t]["instr_per_rt"], 208,
@@ -163,7 +176,7 @@ doc = {"method": f"valgrind --tool=callgrind, (total(R2) - total(R1)) / (R2 - R1
                  f"whole program (libc included); median of {repeat} run(s); noise = the sum of the two "
                  "configurations' spreads (max - min over the runs; '-' with one run): a saving below it is not "
                  "significant",
-       "notes": ["seed figures per round trip of the thesis' TCP/IP (beside our UDP) and RPC stacks",
+       "notes": ["seed figures per round trip of the thesis' TCP/IP (beside our TCP and UDP) and RPC stacks",
                  "the thesis' outlining/cloning/inlining figures are trace-length differences between its versions "
                  "(Table 8), not a Table 5 row"],
        "results": rows}
@@ -179,8 +192,10 @@ for r in rows:
     w = "-" if r["instr_per_rt_without"] is None else f"{r['instr_per_rt_without']:,.0f}"
     x = "-" if r["instr_per_rt_with"] is None else f"{r['instr_per_rt_with']:,.0f}"
     nz = "-" if r["noise"] is None else f"{r['noise']:,.0f}"
-    md.append(f"| {r['technique']} | {r['transport']} | {w} | {x} | {r['saved_per_rt']:,.1f} | {nz} | "
-              f"{r['seed_saved_per_rt']} | {r['seed_source']} | {r['how']} |")
+    sv = "n/a" if r["saved_per_rt"] is None else f"{r['saved_per_rt']:,.1f}"
+    how = r["how"] + (f" (not applicable: {r['not_applicable']})" if r.get("not_applicable") else "")
+    md.append(f"| {r['technique']} | {r['transport']} | {w} | {x} | {sv} | {nz} | "
+              f"{r['seed_saved_per_rt']} | {r['seed_source']} | {how} |")
 with open(f"{out}/techniques.md", "w") as f:
     f.write("\n".join(md) + "\n")
 print("\n".join(md))

@@ -16,7 +16,8 @@
 #        run loop's path operations) is #[cold] and #[inline(never)]
 #   CLO  STD's objects re-linked with an LLD --symbol-ordering-file that
 #        places the hot functions contiguously in execution order (UDP's
-#        path first, then RPC's), everything else after them
+#        path first, then RPC's, then what TCP's adds), everything else
+#        after them
 #   BAD  STD's objects re-linked with an ordering that starts every hot
 #        function at the same offset modulo 8 KB (cold functions of the
 #        binary as filler between them): they collide in an 8 KB
@@ -43,8 +44,10 @@
 # many of them share a start set. Everything goes to
 # target/pathstack-study/ (STUDY_OUT overrides): bin/pingpong-{std,out,clo,
 # bad,all}, order/{clo,bad,all}.order, layout/VERSION-TRANSPORT.json and
-# the callgrind files (callgrind/VERSION-TRANSPORT.ROUNDS). TCP is not profiled: `pingpong --count-only` only
-# runs UDP and RPC.
+# the callgrind files (callgrind/VERSION-TRANSPORT.ROUNDS). Transports: udp,
+# rpc and tcp (`pingpong --transport tcp`, one nodelay connection); TCP has
+# no path-inlining rule, so it has no PIN or ALL profile, and ALL's order
+# comes from PIN's UDP and RPC profiles only.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -120,7 +123,7 @@ objects_present() {
 profile() {
     local v=$1 t=$2 bin=$3 form=$4 r
     local args=(--count-only --sched per-message --form "$form")
-    [ "$t" = rpc ] && args+=(--transport rpc)
+    [ "$t" != udp ] && args+=(--transport "$t")
     for r in "$r1" "$r2"; do
         if ! valgrind --tool=callgrind --cache-sim=yes --I1=8192,1,32 --D1=8192,1,32 \
             --LL=2097152,1,32 --dump-instr=yes --dump-line=no --compress-pos=no \
@@ -150,11 +153,13 @@ if [ "$build" = 1 ]; then
     echo "$me: profiling STD and OUT+PIN for the orderings (callgrind, $r1 and $r2 round trips)" >&2
     profile std udp "$out/bin/pingpong-std" std
     profile std rpc "$out/bin/pingpong-std" std
+    profile std tcp "$out/bin/pingpong-std" std
     profile pin udp "$out/bin/pingpong-out" pin
     profile pin rpc "$out/bin/pingpong-out" pin
-    $layout order "$out/layout/std-udp.json" "$out/layout/std-rpc.json" --out "$out/order/clo.order"
+    $layout order "$out/layout/std-udp.json" "$out/layout/std-rpc.json" "$out/layout/std-tcp.json" \
+        --out "$out/order/clo.order"
     $layout bad-order "$out/bin/pingpong-std" "$out/layout/std-udp.json" "$out/layout/std-rpc.json" \
-        --out "$out/order/bad.order"
+        "$out/layout/std-tcp.json" --out "$out/order/bad.order"
     $layout order "$out/layout/pin-udp.json" "$out/layout/pin-rpc.json" --out "$out/order/all.order"
     echo "$me: linking CLO, BAD and ALL (-Wl,--symbol-ordering-file)" >&2
     $layout link "$out/std.link" "$out/bin/pingpong-clo" --order "$out/order/clo.order"
@@ -162,24 +167,27 @@ if [ "$build" = 1 ]; then
     $layout link "$out/out.link" "$out/bin/pingpong-all" --order "$out/order/all.order"
 
     echo "$me: profiling every version for the layout check" >&2
-    for t in udp rpc; do
+    for t in udp rpc tcp; do
         profile out "$t" "$out/bin/pingpong-out" std
         profile clo "$t" "$out/bin/pingpong-clo" std
         profile bad "$t" "$out/bin/pingpong-bad" std
-        profile all "$t" "$out/bin/pingpong-all" pin
+        [ "$t" = tcp ] || profile all "$t" "$out/bin/pingpong-all" pin
     done
 fi
 
 for v in std out clo bad pin all; do
     [ -s "$out/layout/$v-udp.json" ] || { echo "$me: no layout of $v (run without --no-build)" >&2; exit 1; }
 done
+[ -s "$out/layout/std-tcp.json" ] || { echo "$me: no TCP layout (run without --no-build)" >&2; exit 1; }
 echo
 echo "Layout check: hot functions (>= 1 instruction per round trip) of each version, their 8 KB direct-mapped"
 echo "I-cache sets (address / 32 mod 256); 'share start' = hot functions whose first line's set another's"
 echo "first line also maps to; 'crowded sets' = sets holding lines of more than one hot function."
 printf '%-5s %-4s %6s %9s %11s %12s %13s %10s\n' version tr hot hot-bytes span-bytes share-start crowded-sets unused-%
-for t in udp rpc; do
+for t in udp rpc tcp; do
     for v in bad std out clo pin all; do
+        # No path-inlining rule for TCP: no PIN or ALL.
+        [ "$t" = tcp ] && { [ "$v" = pin ] || [ "$v" = all ]; } && continue
         python3 - "$out/layout/$v-$t.json" "$v" "$t" <<'EOF'
 import json, sys
 d = json.load(open(sys.argv[1]))

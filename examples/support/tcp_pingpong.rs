@@ -36,6 +36,11 @@ impl TcpEchoServer {
         })
     }
 
+    /// The accepted connection, if any.
+    pub fn conn(&self) -> Option<TcpStream> {
+        self.conn
+    }
+
     /// Accepts the connection if it has come and echoes what it has read;
     /// whether it echoed anything.
     pub fn serve(&mut self, host: &mut Host) -> Result<bool, PingError> {
