@@ -158,31 +158,18 @@ for run in $(seq 1 "$repeat"); do
     done
 done
 
-python3 - "$r1" "$r2" "$repeat" "$out/instr.json" "$(valgrind --version)" "${specs[@]}" <<'EOF'
+PYTHONPATH="$root/scripts" python3 - "$r1" "$r2" "$repeat" "$out/instr.json" "$(valgrind --version)" "${specs[@]}" <<'EOF'
 import json
 import sys
+
+import cachegrind
 
 r1, r2, repeat, json_path, vg_version = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
 
 
 def totals(path):
-    """Event totals of a cachegrind.out file (its `events:` and `summary:` lines)."""
-    events = summary = None
-    with open(path) as f:
-        for line in f:
-            if line.startswith("events:"):
-                events = line.split()[1:]
-            elif line.startswith("summary:"):
-                summary = [int(x) for x in line.split()[1:]]
-    if events is None or summary is None:
-        raise SystemExit(f"instr.sh: {path}: no events/summary line")
-    t = dict(zip(events, summary))
-    return {
-        "instr": t["Ir"],
-        "i1": t["I1mr"],
-        "d1": t["D1mr"] + t["D1mw"],
-        "ll": t["ILmr"] + t["DLmr"] + t["DLmw"],
-    }
+    """Event totals of a cachegrind.out file."""
+    return cachegrind.totals(path, "instr.sh")
 
 
 def median(v):

@@ -20,6 +20,8 @@ import statistics
 import subprocess
 from collections import defaultdict
 
+import cachegrind
+
 VERSIONS = ["BAD", "STD", "OUT", "CLO", "PIN", "ALL"]
 TRANSPORTS = ["udp", "rpc", "tcp"]
 SEED_STACK = {"udp": "TCP/IP", "rpc": "RPC", "tcp": "TCP/IP"}
@@ -74,18 +76,9 @@ MEMORY_CYCLES = 48  # main-memory access (same)
 
 
 def totals(path):
-    events = summary = None
-    with open(path) as f:
-        for line in f:
-            if line.startswith("events:"):
-                events = line.split()[1:]
-            elif line.startswith("summary:"):
-                summary = [int(x) for x in line.split()[1:]]
-    if events is None or summary is None:
-        raise SystemExit(f"study-latency: {path}: no events/summary line")
-    t = dict(zip(events, summary))
-    return {"ir": t["Ir"], "i1": t["I1mr"], "d1": t["D1mr"] + t["D1mw"], "dacc": t["Dr"] + t["Dw"],
-            "ll": t["ILmr"] + t["DLmr"] + t["DLmw"]}
+    t = cachegrind.totals(path, "study-latency")
+    t["ir"] = t["instr"]
+    return t
 
 
 def per_rt(f1, f2, span):

@@ -36,6 +36,8 @@ import sys
 import tempfile
 from html import escape
 
+import cachegrind
+
 CG = ["valgrind", "--tool=cachegrind", "--cache-sim=yes",
       "--I1=8192,1,32", "--D1=8192,1,32", "--LL=2097152,1,32"]
 MHZ, MISS = 100.0, 20.0  # Blackwell §4: 100 MHz, 20 cycles per read miss
@@ -69,15 +71,7 @@ def run_all(cmds):
 
 
 def totals(path):
-    events = summary = None
-    with open(path) as f:
-        for line in f:
-            if line.startswith("events:"):
-                events = line.split()[1:]
-            elif line.startswith("summary:"):
-                summary = [int(x) for x in line.split()[1:]]
-    t = dict(zip(events, summary))
-    return {"instr": t["Ir"], "i1": t["I1mr"], "d1": t["D1mr"] + t["D1mw"]}
+    return cachegrind.totals(path, "study-ldlp")
 
 
 def sched_args(name):
