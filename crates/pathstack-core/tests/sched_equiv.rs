@@ -116,6 +116,18 @@ fn build(sched: SchedKind, paths: usize) -> (Stack, Vec<PathId>) {
 
 type Outputs = Vec<(Vec<Vec<u8>>, Vec<Vec<u8>>, u64, u64)>;
 
+/// How the input is handed to the stack.
+#[derive(Clone, Copy, Debug)]
+enum Via {
+    /// [`Stack::send`]: under LDLP a message sent while nothing waits runs
+    /// at once, as per-message runs it (the lone-message rule); one sent
+    /// behind waiting input queues and is batched.
+    Send,
+    /// [`Stack::enqueue`]: every message waits for the poll, so LDLP
+    /// batches everything between two polls.
+    Enqueue,
+}
+
 /// Each path's input arrives in one direction (path `i` forward when bit
 /// `i` of `directions` is set): LDLP batches per direction, so for a path
 /// fed from both ends at once it interleaves the two directions per batch
@@ -124,6 +136,7 @@ fn run(
     sched: SchedKind,
     paths: usize,
     directions: u8,
+    via: Via,
     input: &[(usize, Vec<u8>, bool)],
 ) -> Outputs {
     let (mut s, ids) = build(sched, paths);
@@ -137,9 +150,16 @@ fn run(
         let m = s.pool().alloc_copy(bytes).unwrap();
         // A message a stage drops is reported to the sender when it ran
         // at once (per-message), and counted on the path either way.
-        match s.send(ids[p], dir, m) {
-            Ok(()) | Err(SendError::Dropped(_)) => {}
-            Err(e) => panic!("send: {e}"),
+        match via {
+            Via::Send => match s.send(ids[p], dir, m) {
+                Ok(()) | Err(SendError::Dropped(_)) => {}
+                Err(e) => panic!("send: {e}"),
+            },
+            Via::Enqueue => {
+                if s.enqueue(ids[p], dir, m).is_err() {
+                    panic!("enqueue: the queue is full");
+                }
+            }
         }
         if *poll_after {
             s.poll(Instant::ZERO);
@@ -173,9 +193,11 @@ proptest! {
             (0usize..4, proptest::collection::vec(any::<u8>(), 1..24), proptest::bool::weighted(0.2)),
             0..60),
     ) {
-        let per_message = run(SchedKind::PerMessage, paths, directions, &input);
-        let ldlp = run(SchedKind::Ldlp { batch }, paths, directions, &input);
-        prop_assert_eq!(per_message, ldlp);
+        for via in [Via::Send, Via::Enqueue] {
+            let per_message = run(SchedKind::PerMessage, paths, directions, via, &input);
+            let ldlp = run(SchedKind::Ldlp { batch }, paths, directions, via, &input);
+            prop_assert_eq!(per_message, ldlp, "{:?}", via);
+        }
     }
 }
 
@@ -184,8 +206,9 @@ fn ldlp_batches_across_paths_keep_per_path_order() {
     // Four paths of the same module sequence, eight messages each, all
     // passing straight through (first byte 8 makes every stage say Next):
     // each path gets its own eight, in order, stamped by its own stages.
+    // Enqueued, so that they form one batch.
     let input: Vec<_> = (0..32).map(|i| (i % 4, vec![8, i as u8], false)).collect();
-    let out = run(SchedKind::Ldlp { batch: 32 }, 4, 0xff, &input);
+    let out = run(SchedKind::Ldlp { batch: 32 }, 4, 0xff, Via::Enqueue, &input);
     for (p, (fwd, back, drops, kept)) in out.iter().enumerate() {
         assert!(back.is_empty() && *drops == 0 && *kept == 0);
         let seq: Vec<u8> = fwd.iter().map(|m| m[1]).collect();

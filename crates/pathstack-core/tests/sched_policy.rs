@@ -470,3 +470,28 @@ fn admission_refuses_past_the_stack_path_count() {
         "{e}"
     );
 }
+
+#[test]
+fn under_ldlp_a_lone_frame_runs_at_once_and_a_burst_is_batched() {
+    let ldlp = StackConfig {
+        sched: SchedKind::Ldlp { batch: 8 },
+        ..StackConfig::default()
+    };
+    let mut b = Bench::new("echo", 2, ldlp);
+    let p = b.open(1, Attrs::new());
+    let q = b.open(2, Attrs::new());
+    // One frame per poll: straight through its path, as per-message runs
+    // it; no queue of the path ever holds it (the echo leaves by the wire).
+    for _ in 0..3 {
+        b.burst(&[1]);
+        assert_eq!(b.echoes(), [1]);
+    }
+    assert_eq!(b.stats(p).peak_held_bytes, 0, "a lone frame is not queued");
+    // A burst is classified onto the queues first and runs as one batch
+    // of the two like paths: path 1's input, then path 2's, each echo in
+    // the order of its frame in the batch.
+    b.burst(&[1, 2, 1, 2]);
+    assert_eq!(b.echoes(), [1, 1, 2, 2]);
+    assert!(b.stats(p).peak_held_bytes > 0 && b.stats(q).peak_held_bytes > 0);
+    assert_eq!(b.stats(p).held_bytes, 0, "nothing left queued");
+}

@@ -78,9 +78,9 @@ pub struct Stack {
     admission: crate::admission::Admission,
     /// Live paths with scheduling parameters other than the default
     /// (realtime, or a priority other than 0). While there are none, every
-    /// received frame runs at once in arrival order; while there are some,
-    /// a driver's burst is classified onto the paths' queues first and run
-    /// in rank order (`run.rs`).
+    /// received frame runs at once in arrival order (per-message); while
+    /// there are some, or under LDLP, a driver's burst is classified onto
+    /// the paths' queues first and then scheduled (`run.rs`).
     ranked: usize,
 }
 

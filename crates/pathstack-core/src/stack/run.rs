@@ -82,6 +82,10 @@ pub(super) struct Trip {
     /// Taken from the path's own source queue by the scheduler: it runs
     /// even though more input waits behind it.
     pub dequeued: bool,
+    /// Runs into idle paths at once, as per-message scheduling runs every
+    /// message: under LDLP, a message that entered alone (nothing in the
+    /// run queue, no follow-ups, no further frame in the driver's burst).
+    pub direct: bool,
 }
 
 impl Trip {
@@ -94,6 +98,7 @@ impl Trip {
             msg,
             origin: 0,
             dequeued: false,
+            direct: false,
         }
     }
 }
@@ -110,10 +115,12 @@ impl Stack {
     // ----- messages in and out -------------------------------------------
 
     /// Sends `msg` on path `id` in direction `dir`: it enters at `end[0]`
-    /// (down, what an application sends) or `end[1]` (up). Under per-message scheduling, on a
-    /// path with nothing queued, it runs through the path now — and out of
-    /// the device, if that is where the path ends — at the time of the
-    /// last [`Stack::poll`]; otherwise it waits in the path's source queue
+    /// (down, what an application sends) or `end[1]` (up). On a path with
+    /// nothing queued it runs through the path now — and out of the
+    /// device, if that is where the path ends — at the time of the last
+    /// [`Stack::poll`]: under per-message scheduling always, under LDLP
+    /// when nothing else waits to be scheduled (the lone-message rule of
+    /// [`crate::sched`]). Otherwise it waits in the path's source queue
     /// for the next poll. Fails, giving the message back, if the path does
     /// not exist or its queue is full; fails too when it ran and a stage
     /// of the path dropped it (a message carried on to other paths, or
@@ -177,8 +184,9 @@ impl Stack {
     /// Runs a trip to its end: through the path from `trip.start`, turning
     /// in place while nothing else waits, then on to the next path when
     /// the end module routes it there. A trip entering a path at its end
-    /// waits in the path's source queue instead when LDLP schedules or
-    /// the path already has input queued.
+    /// waits in the path's source queue instead when the path already has
+    /// input queued, or when LDLP schedules and the trip is not direct
+    /// ([`Trip::direct`]: it did not enter alone).
     pub(super) fn run(&mut self, trip: Trip) -> Entered {
         let Trip {
             path: mut id,
@@ -187,8 +195,12 @@ impl Stack {
             mut msg,
             origin,
             dequeued,
+            direct,
         } = trip;
         let now = self.now;
+        // Per-message runs every message straight into an idle path; LDLP
+        // only a lone one (`Stack::entering`), and queues the rest to batch.
+        let direct = direct || self.sched == SchedKind::PerMessage;
         for hop in 0..MAX_HOPS {
             let Some(path) = self.paths.get_mut(id) else {
                 return Entered::NoPath(msg);
@@ -200,9 +212,7 @@ impl Stack {
             let mut pos = match start {
                 Start::End => {
                     let queue_first = !dequeued || hop > 0;
-                    if queue_first
-                        && (path.queued[dir.index()] || self.sched != SchedKind::PerMessage)
-                    {
+                    if queue_first && (path.queued[dir.index()] || !direct) {
                         return match enqueue(path, &mut self.runq, dir, msg, now) {
                             Ok(()) => Entered::Queued,
                             // Counted on the path.
@@ -321,7 +331,7 @@ impl Stack {
         if self.config.account_time {
             return self.enter_timed(id, dir, msg);
         }
-        let r = self.run(Trip::enter(id, dir, msg));
+        let r = self.run(self.entering(id, dir, msg));
         self.drain_follow_ups();
         r
     }
@@ -331,7 +341,7 @@ impl Stack {
     #[inline(never)]
     fn enter_timed(&mut self, id: PathId, dir: Dir, msg: Msg) -> Entered {
         let t0 = std::time::Instant::now();
-        let r = self.run(Trip::enter(id, dir, msg));
+        let r = self.run(self.entering(id, dir, msg));
         self.drain_follow_ups();
         if !matches!(r, Entered::Queued | Entered::NoPath(_)) {
             if let Some(p) = self.paths.get_mut(id) {
@@ -339,6 +349,24 @@ impl Stack {
             }
         }
         r
+    }
+
+    /// The trip of a message entering path `id` from outside any run.
+    /// Under LDLP it goes direct — straight through its path, as
+    /// per-message runs it — when it is alone: nothing is in the run
+    /// queue and no follow-up waits, so there is no second message to
+    /// batch it with, and a batch of one would be per-message processing
+    /// behind a path queue and a run-queue turn. (A driver's burst of
+    /// several frames does not come this way: it is queued first,
+    /// `receive_bursts`.)
+    #[inline(always)]
+    fn entering(&self, id: PathId, dir: Dir, msg: Msg) -> Trip {
+        let mut trip = Trip::enter(id, dir, msg);
+        trip.direct = self.sched != SchedKind::PerMessage
+            && self.runq.is_empty()
+            && self.shared.follow_ups.is_empty()
+            && self.work.is_empty();
+        trip
     }
 
     /// A frame received by driver module `m`: classified once, then run.
@@ -383,9 +411,11 @@ impl Stack {
     }
 
     /// The frames driver module `m` handed over in its poll, and those it
-    /// hands over one at a time (`receives`), while ranked paths exist.
+    /// hands over one at a time (`receives`), while ranked paths exist or
+    /// LDLP schedules: a burst is classified onto the paths' queues first
+    /// and then scheduled; a lone frame runs at once.
     #[inline(never)]
-    fn receive_ranked(&mut self, m: ModuleId, receives: bool) -> usize {
+    fn receive_bursts(&mut self, m: ModuleId, receives: bool) -> usize {
         let mut work = 0;
         if self.shared.rx.len() > 1 {
             // A burst: classify it all, then run by rank (thesis §5.2.2.1).
@@ -406,11 +436,13 @@ impl Stack {
     }
 
     /// Frames handed over one at a time by driver module `m` while ranked
-    /// paths exist: a burst (up to `rx_cap` frames) is classified onto the
-    /// paths' queues first, then the scheduler runs the pending paths in
-    /// rank order, so a frame of an important path does not wait behind
-    /// those of less important ones that arrived before it (thesis
-    /// §5.2.2.1). A single frame (nothing behind it) still runs at once.
+    /// paths exist or LDLP schedules: a burst (up to `rx_cap` frames) is
+    /// classified onto the paths' queues first, then the scheduler runs
+    /// the pending paths — in rank order, so a frame of an important path
+    /// does not wait behind those of less important ones that arrived
+    /// before it (thesis §5.2.2.1), and under LDLP in batches of like
+    /// paths. A single frame (nothing behind it) still runs at once: under
+    /// LDLP too, where a batch of one would gain nothing from the queues.
     #[inline(never)]
     fn receive_burst(&mut self, m: ModuleId) -> usize {
         let Some(first) = self.call_module(m, |module, cx| module.receive(cx)) else {
@@ -467,8 +499,10 @@ impl Stack {
             // Module polls may have sent messages (ARP retries) or handed
             // over frames in a batch.
             self.drain_follow_ups();
-            if self.ranked > 0 {
-                work += self.receive_ranked(m, receives);
+            // The driver's burst is looked at before it runs when its order
+            // matters (ranked paths) or it is to be batched (LDLP).
+            if self.ranked > 0 || self.sched != SchedKind::PerMessage {
+                work += self.receive_bursts(m, receives);
             } else {
                 while let Some((from, frame)) = self.shared.rx.pop_front() {
                     work += 1;
@@ -712,6 +746,7 @@ impl Stack {
                 msg: f.msg,
                 origin,
                 dequeued: false,
+                direct: false,
             });
             std::mem::swap(&mut self.work, &mut work);
             if !self.shared.follow_ups.is_empty() {
