@@ -12,7 +12,8 @@
 //!
 //! Queues are for what needs them: a path whose input is already queued
 //! (per-path order), LDLP, which batches the input of paths with the same
-//! module sequence (`ldlp.rs`), and the run queue that orders pending
+//! module sequence (`ldlp.rs`) when there is more than one message to
+//! batch (a lone message runs as above, under LDLP too), and the run queue that orders pending
 //! paths by priority and deadline. Messages produced while another is
 //! processed (emitted, sent on another path, turned while others wait) are
 //! follow-ups, run after the message that produced them, in order.
@@ -358,7 +359,7 @@ impl Stack {
     /// batch it with, and a batch of one would be per-message processing
     /// behind a path queue and a run-queue turn. (A driver's burst of
     /// several frames does not come this way: it is queued first,
-    /// `receive_bursts`.)
+    /// `receive_burst`.)
     #[inline(always)]
     fn entering(&self, id: PathId, dir: Dir, msg: Msg) -> Trip {
         let mut trip = Trip::enter(id, dir, msg);
@@ -410,12 +411,11 @@ impl Stack {
         }
     }
 
-    /// The frames driver module `m` handed over in its poll, and those it
-    /// hands over one at a time (`receives`), while ranked paths exist or
-    /// LDLP schedules: a burst is classified onto the paths' queues first
-    /// and then scheduled; a lone frame runs at once.
+    /// The frames driver modules handed over in their polls, while ranked
+    /// paths exist or LDLP schedules: a burst is classified onto the
+    /// paths' queues first and then scheduled; a lone frame runs at once.
     #[inline(never)]
-    fn receive_bursts(&mut self, m: ModuleId, receives: bool) -> usize {
+    fn receive_handed_over(&mut self) -> usize {
         let mut work = 0;
         if self.shared.rx.len() > 1 {
             // A burst: classify it all, then run by rank (thesis §5.2.2.1).
@@ -429,9 +429,6 @@ impl Stack {
             work += 1;
             self.receive_frame(from, frame);
         }
-        if receives {
-            work += self.receive_burst(m);
-        }
         work
     }
 
@@ -443,11 +440,11 @@ impl Stack {
     /// before it (thesis §5.2.2.1), and under LDLP in batches of like
     /// paths. A single frame (nothing behind it) still runs at once: under
     /// LDLP too, where a batch of one would gain nothing from the queues.
+    /// `first` is the frame the driver has already handed over (the
+    /// caller asks for it, so that a poll with nothing received costs
+    /// one module call).
     #[inline(never)]
-    fn receive_burst(&mut self, m: ModuleId) -> usize {
-        let Some(first) = self.call_module(m, |module, cx| module.receive(cx)) else {
-            return 0;
-        };
+    fn receive_burst(&mut self, m: ModuleId, first: Msg) -> usize {
         let Some(second) = self.call_module(m, |module, cx| module.receive(cx)) else {
             self.receive_frame(m, first);
             return 1;
@@ -502,7 +499,14 @@ impl Stack {
             // The driver's burst is looked at before it runs when its order
             // matters (ranked paths) or it is to be batched (LDLP).
             if self.ranked > 0 || self.sched != SchedKind::PerMessage {
-                work += self.receive_bursts(m, receives);
+                if !self.shared.rx.is_empty() {
+                    work += self.receive_handed_over();
+                }
+                if receives {
+                    if let Some(first) = self.call_module(m, |module, cx| module.receive(cx)) {
+                        work += self.receive_burst(m, first);
+                    }
+                }
             } else {
                 while let Some((from, frame)) = self.shared.rx.pop_front() {
                     work += 1;
