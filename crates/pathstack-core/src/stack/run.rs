@@ -83,10 +83,11 @@ pub(super) struct Trip {
     /// Taken from the path's own source queue by the scheduler: it runs
     /// even though more input waits behind it.
     pub dequeued: bool,
-    /// Runs into idle paths at once, as per-message scheduling runs every
-    /// message: under LDLP, a message that entered alone (nothing in the
-    /// run queue, no follow-ups, no further frame in the driver's burst).
-    pub direct: bool,
+    /// It enters from outside any run (an application's send, a received
+    /// frame not part of a burst): under LDLP it runs into idle paths at
+    /// once, as per-message scheduling runs every message, when it is
+    /// alone (the lone-message rule, [`Stack::run`]).
+    pub fresh: bool,
 }
 
 impl Trip {
@@ -99,7 +100,7 @@ impl Trip {
             msg,
             origin: 0,
             dequeued: false,
-            direct: false,
+            fresh: false,
         }
     }
 }
@@ -186,8 +187,8 @@ impl Stack {
     /// in place while nothing else waits, then on to the next path when
     /// the end module routes it there. A trip entering a path at its end
     /// waits in the path's source queue instead when the path already has
-    /// input queued, or when LDLP schedules and the trip is not direct
-    /// ([`Trip::direct`]: it did not enter alone).
+    /// input queued, or when LDLP schedules and the trip did not enter
+    /// alone ([`Trip::fresh`]).
     pub(super) fn run(&mut self, trip: Trip) -> Entered {
         let Trip {
             path: mut id,
@@ -196,12 +197,22 @@ impl Stack {
             mut msg,
             origin,
             dequeued,
-            direct,
+            fresh,
         } = trip;
         let now = self.now;
-        // Per-message runs every message straight into an idle path; LDLP
-        // only a lone one (`Stack::entering`), and queues the rest to batch.
-        let direct = direct || self.sched == SchedKind::PerMessage;
+        // Per-message runs every message straight into an idle path. LDLP
+        // only a message that enters alone — nothing in the run queue, no
+        // follow-up waiting, so no second message to batch it with, and a
+        // batch of one would be per-message processing behind a path
+        // queue and a run-queue turn (`crate::sched`, the lone-message
+        // rule); it queues the rest to batch them. (A driver's burst of
+        // several frames does not come this way: `receive_burst` queues
+        // it.)
+        let direct = self.sched == SchedKind::PerMessage
+            || (fresh
+                && self.runq.is_empty()
+                && self.shared.follow_ups.is_empty()
+                && self.work.is_empty());
         for hop in 0..MAX_HOPS {
             let Some(path) = self.paths.get_mut(id) else {
                 return Entered::NoPath(msg);
@@ -332,7 +343,10 @@ impl Stack {
         if self.config.account_time {
             return self.enter_timed(id, dir, msg);
         }
-        let r = self.run(self.entering(id, dir, msg));
+        let r = self.run(Trip {
+            fresh: true,
+            ..Trip::enter(id, dir, msg)
+        });
         self.drain_follow_ups();
         r
     }
@@ -342,7 +356,10 @@ impl Stack {
     #[inline(never)]
     fn enter_timed(&mut self, id: PathId, dir: Dir, msg: Msg) -> Entered {
         let t0 = std::time::Instant::now();
-        let r = self.run(self.entering(id, dir, msg));
+        let r = self.run(Trip {
+            fresh: true,
+            ..Trip::enter(id, dir, msg)
+        });
         self.drain_follow_ups();
         if !matches!(r, Entered::Queued | Entered::NoPath(_)) {
             if let Some(p) = self.paths.get_mut(id) {
@@ -350,24 +367,6 @@ impl Stack {
             }
         }
         r
-    }
-
-    /// The trip of a message entering path `id` from outside any run.
-    /// Under LDLP it goes direct — straight through its path, as
-    /// per-message runs it — when it is alone: nothing is in the run
-    /// queue and no follow-up waits, so there is no second message to
-    /// batch it with, and a batch of one would be per-message processing
-    /// behind a path queue and a run-queue turn. (A driver's burst of
-    /// several frames does not come this way: it is queued first,
-    /// `receive_burst`.)
-    #[inline(always)]
-    fn entering(&self, id: PathId, dir: Dir, msg: Msg) -> Trip {
-        let mut trip = Trip::enter(id, dir, msg);
-        trip.direct = self.sched != SchedKind::PerMessage
-            && self.runq.is_empty()
-            && self.shared.follow_ups.is_empty()
-            && self.work.is_empty();
-        trip
     }
 
     /// A frame received by driver module `m`: classified once, then run.
@@ -750,7 +749,7 @@ impl Stack {
                 msg: f.msg,
                 origin,
                 dequeued: false,
-                direct: false,
+                fresh: false,
             });
             std::mem::swap(&mut self.work, &mut work);
             if !self.shared.follow_ups.is_empty() {
