@@ -24,9 +24,10 @@
 //! message entering an idle path (a received frame, an application's
 //! send) runs through it at once, to completion (`stack/run.rs`). A path
 //! enters the run queue only when its input has to wait: input already
-//! queued ahead of it, [`Stack::enqueue`](crate::Stack::enqueue), LDLP —
-//! or a burst of received frames while *ranked* paths exist (realtime, or
-//! a priority other than 0). Then the whole burst is classified first, each
+//! queued ahead of it, [`Stack::enqueue`](crate::Stack::enqueue), LDLP
+//! with a second message available (below) — or a burst of received
+//! frames while *ranked* paths exist (realtime, or a priority other than
+//! 0). Then the whole burst is classified first, each
 //! frame onto its path's source queue (where a frame of a full queue, or
 //! of a path over its memory budget, is discarded before any stage sees
 //! it: early discard), and the scheduler runs the pending paths in rank
@@ -44,7 +45,20 @@
 //!   Messages*, §3) takes the available messages of the best path and of
 //!   every other pending path with the same module sequence and direction,
 //!   up to `batch`, and runs them stage-major: each stage's code and data
-//!   are loaded once per batch.
+//!   are loaded once per batch. A driver's burst of several frames is
+//!   classified onto the paths' queues first, then batched.
+//!
+//!   *The lone-message rule*: a message that enters an idle path when
+//!   nothing else waits — the run queue is empty, no follow-up is pending
+//!   and, for a received frame, no further frame is waiting in the
+//!   driver's burst; or an application's [`Stack::send`](crate::Stack::send)
+//!   under the same conditions — runs straight through its path, exactly
+//!   as per-message scheduling runs it. A batch of one has no stage-major
+//!   order to gain, and taking it through the path queue and the run queue
+//!   only costs instructions and cache lines (at low arrival rates that
+//!   was LDLP's whole latency gap to per-message). As soon as a second
+//!   message is available — a burst, input already queued,
+//!   [`Stack::enqueue`](crate::Stack::enqueue) — LDLP queues and batches.
 //!
 //! Messages that a stage turns around
 //! ([`Verdict::Back`](crate::stage::Verdict::Back)) or emits are processed

@@ -75,7 +75,7 @@ impl Stack {
                     msg: slot.msg,
                     origin: 0,
                     dequeued: true,
-                    direct: false,
+                    fresh: false,
                 });
                 self.drain_follow_ups();
                 self.charge_time(clock, std::slice::from_ref(&slot.path));
@@ -146,7 +146,7 @@ impl Stack {
                                 msg: std::mem::take(&mut slot.msg),
                                 origin: k as u32,
                                 dequeued: false,
-                                direct: false,
+                                fresh: false,
                             });
                         }
                     }

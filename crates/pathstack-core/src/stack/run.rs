@@ -12,7 +12,8 @@
 //!
 //! Queues are for what needs them: a path whose input is already queued
 //! (per-path order), LDLP, which batches the input of paths with the same
-//! module sequence (`ldlp.rs`), and the run queue that orders pending
+//! module sequence (`ldlp.rs`) when there is more than one message to
+//! batch (a lone message runs as above, under LDLP too), and the run queue that orders pending
 //! paths by priority and deadline. Messages produced while another is
 //! processed (emitted, sent on another path, turned while others wait) are
 //! follow-ups, run after the message that produced them, in order.
@@ -82,10 +83,11 @@ pub(super) struct Trip {
     /// Taken from the path's own source queue by the scheduler: it runs
     /// even though more input waits behind it.
     pub dequeued: bool,
-    /// Runs into idle paths at once, as per-message scheduling runs every
-    /// message: under LDLP, a message that entered alone (nothing in the
-    /// run queue, no follow-ups, no further frame in the driver's burst).
-    pub direct: bool,
+    /// It enters from outside any run (an application's send, a received
+    /// frame not part of a burst): under LDLP it runs into idle paths at
+    /// once, as per-message scheduling runs every message, when it is
+    /// alone (the lone-message rule, [`Stack::run`]).
+    pub fresh: bool,
 }
 
 impl Trip {
@@ -98,7 +100,7 @@ impl Trip {
             msg,
             origin: 0,
             dequeued: false,
-            direct: false,
+            fresh: false,
         }
     }
 }
@@ -185,8 +187,8 @@ impl Stack {
     /// in place while nothing else waits, then on to the next path when
     /// the end module routes it there. A trip entering a path at its end
     /// waits in the path's source queue instead when the path already has
-    /// input queued, or when LDLP schedules and the trip is not direct
-    /// ([`Trip::direct`]: it did not enter alone).
+    /// input queued, or when LDLP schedules and the trip did not enter
+    /// alone ([`Trip::fresh`]).
     pub(super) fn run(&mut self, trip: Trip) -> Entered {
         let Trip {
             path: mut id,
@@ -195,12 +197,22 @@ impl Stack {
             mut msg,
             origin,
             dequeued,
-            direct,
+            fresh,
         } = trip;
         let now = self.now;
-        // Per-message runs every message straight into an idle path; LDLP
-        // only a lone one (`Stack::entering`), and queues the rest to batch.
-        let direct = direct || self.sched == SchedKind::PerMessage;
+        // Per-message runs every message straight into an idle path. LDLP
+        // only a message that enters alone — nothing in the run queue, no
+        // follow-up waiting, so no second message to batch it with, and a
+        // batch of one would be per-message processing behind a path
+        // queue and a run-queue turn (`crate::sched`, the lone-message
+        // rule); it queues the rest to batch them. (A driver's burst of
+        // several frames does not come this way: `receive_burst` queues
+        // it.)
+        let direct = self.sched == SchedKind::PerMessage
+            || (fresh
+                && self.runq.is_empty()
+                && self.shared.follow_ups.is_empty()
+                && self.work.is_empty());
         for hop in 0..MAX_HOPS {
             let Some(path) = self.paths.get_mut(id) else {
                 return Entered::NoPath(msg);
@@ -331,7 +343,10 @@ impl Stack {
         if self.config.account_time {
             return self.enter_timed(id, dir, msg);
         }
-        let r = self.run(self.entering(id, dir, msg));
+        let r = self.run(Trip {
+            fresh: true,
+            ..Trip::enter(id, dir, msg)
+        });
         self.drain_follow_ups();
         r
     }
@@ -341,7 +356,10 @@ impl Stack {
     #[inline(never)]
     fn enter_timed(&mut self, id: PathId, dir: Dir, msg: Msg) -> Entered {
         let t0 = std::time::Instant::now();
-        let r = self.run(self.entering(id, dir, msg));
+        let r = self.run(Trip {
+            fresh: true,
+            ..Trip::enter(id, dir, msg)
+        });
         self.drain_follow_ups();
         if !matches!(r, Entered::Queued | Entered::NoPath(_)) {
             if let Some(p) = self.paths.get_mut(id) {
@@ -349,24 +367,6 @@ impl Stack {
             }
         }
         r
-    }
-
-    /// The trip of a message entering path `id` from outside any run.
-    /// Under LDLP it goes direct — straight through its path, as
-    /// per-message runs it — when it is alone: nothing is in the run
-    /// queue and no follow-up waits, so there is no second message to
-    /// batch it with, and a batch of one would be per-message processing
-    /// behind a path queue and a run-queue turn. (A driver's burst of
-    /// several frames does not come this way: it is queued first,
-    /// `receive_bursts`.)
-    #[inline(always)]
-    fn entering(&self, id: PathId, dir: Dir, msg: Msg) -> Trip {
-        let mut trip = Trip::enter(id, dir, msg);
-        trip.direct = self.sched != SchedKind::PerMessage
-            && self.runq.is_empty()
-            && self.shared.follow_ups.is_empty()
-            && self.work.is_empty();
-        trip
     }
 
     /// A frame received by driver module `m`: classified once, then run.
@@ -410,12 +410,11 @@ impl Stack {
         }
     }
 
-    /// The frames driver module `m` handed over in its poll, and those it
-    /// hands over one at a time (`receives`), while ranked paths exist or
-    /// LDLP schedules: a burst is classified onto the paths' queues first
-    /// and then scheduled; a lone frame runs at once.
+    /// The frames driver modules handed over in their polls, while ranked
+    /// paths exist or LDLP schedules: a burst is classified onto the
+    /// paths' queues first and then scheduled; a lone frame runs at once.
     #[inline(never)]
-    fn receive_bursts(&mut self, m: ModuleId, receives: bool) -> usize {
+    fn receive_handed_over(&mut self) -> usize {
         let mut work = 0;
         if self.shared.rx.len() > 1 {
             // A burst: classify it all, then run by rank (thesis §5.2.2.1).
@@ -429,9 +428,6 @@ impl Stack {
             work += 1;
             self.receive_frame(from, frame);
         }
-        if receives {
-            work += self.receive_burst(m);
-        }
         work
     }
 
@@ -443,11 +439,11 @@ impl Stack {
     /// before it (thesis §5.2.2.1), and under LDLP in batches of like
     /// paths. A single frame (nothing behind it) still runs at once: under
     /// LDLP too, where a batch of one would gain nothing from the queues.
+    /// `first` is the frame the driver has already handed over (the
+    /// caller asks for it, so that a poll with nothing received costs
+    /// one module call).
     #[inline(never)]
-    fn receive_burst(&mut self, m: ModuleId) -> usize {
-        let Some(first) = self.call_module(m, |module, cx| module.receive(cx)) else {
-            return 0;
-        };
+    fn receive_burst(&mut self, m: ModuleId, first: Msg) -> usize {
         let Some(second) = self.call_module(m, |module, cx| module.receive(cx)) else {
             self.receive_frame(m, first);
             return 1;
@@ -502,7 +498,14 @@ impl Stack {
             // The driver's burst is looked at before it runs when its order
             // matters (ranked paths) or it is to be batched (LDLP).
             if self.ranked > 0 || self.sched != SchedKind::PerMessage {
-                work += self.receive_bursts(m, receives);
+                if !self.shared.rx.is_empty() {
+                    work += self.receive_handed_over();
+                }
+                if receives {
+                    if let Some(first) = self.call_module(m, |module, cx| module.receive(cx)) {
+                        work += self.receive_burst(m, first);
+                    }
+                }
             } else {
                 while let Some((from, frame)) = self.shared.rx.pop_front() {
                     work += 1;
@@ -746,7 +749,7 @@ impl Stack {
                 msg: f.msg,
                 origin,
                 dequeued: false,
-                direct: false,
+                fresh: false,
             });
             std::mem::swap(&mut self.work, &mut work);
             if !self.shared.follow_ups.is_empty() {
