@@ -335,11 +335,11 @@ impl Hosts {
         mut serve: impl FnMut(&mut Host) -> Result<(), E>,
         mut answered: impl FnMut(&mut Host) -> Result<bool, E>,
     ) -> Result<bool, E> {
-        // Per-message: the send ran to the client's device already (run to
-        // completion). LDLP queues it for a batch: the client's poll sends it.
-        if self.client.stack().scheduler() != SchedKind::PerMessage {
-            self.poll(true);
-        }
+        // A lone send has run to the client's device already, under either
+        // scheduler (LDLP runs a lone message straight through). Whatever
+        // the send left queued, such as an LDLP batch behind other work,
+        // runs here; when nothing is queued this is one comparison.
+        self.client.stack_mut().run_pending();
         // The server answers in its poll, the client takes the answer in its.
         for _ in 0..8 {
             self.poll(false);
