@@ -72,6 +72,14 @@
 //! [`icmp_queue_len`]: two slots, by the thesis §5.2.1 rule; `same` keeps
 //! the stack's default (64) unless given.
 //!
+//! `--icmp-priority low` also gives ICMP's path the match of echo requests
+//! to the receiver's address ([`IcmpModule::echo_requests_to`],
+//! [`Stack::set_device_discard`]): when the path keeps refusing them, the
+//! stack has the TAP's kernel filter drop them before they are queued for
+//! the process, as Scout's driver discarded at interrupt time (thesis
+//! §5.2.1). `--no-device-discard` leaves it out, so every discard happens
+//! at classification, after the frame's wake-up and `read(2)`.
+//!
 //! `--netns NS` enters the named network namespace (`setns(2)` on this
 //! thread) before opening the socket, as `ip netns exec NS` would.
 #![forbid(unsafe_code)]
@@ -191,6 +199,10 @@ pub struct RecvArgs {
     /// with `--icmp-priority low` (thesis §5.2.1), the stack's otherwise.
     #[arg(long)]
     pub icmp_queue_len: Option<usize>,
+    /// With `--icmp-priority low`: discard at classification only, never
+    /// in the TAP (pathstack).
+    #[arg(long)]
+    pub no_device_discard: bool,
     /// Passes of checksum + copy per message.
     #[arg(long, default_value_t = 8)]
     pub work: u32,
@@ -703,6 +715,8 @@ fn path_json(stack: &Stack, id: PathId) -> Value {
                 "drops": s.drops.total(),
                 // Early discards: refused at classification, no stage ran.
                 "source_full": s.drops.get(CoreDropReason::SourceFull),
+                // Times the TAP's filter took over the discarding.
+                "device_discards": s.device_discards,
                 "peak_held_bytes": s.peak_held_bytes,
                 "cpu_ns": s.cpu_ns,
             })
@@ -741,15 +755,26 @@ fn rank_paths(
     if let Some(n) = icmp_len {
         stack.set_queue_len(icmp, n)?;
     }
+    let device_discard = a.icmp_priority == IcmpPriority::Low && !a.no_device_discard;
+    if device_discard {
+        let ip = a.ip.as_deref().ok_or("--stack pathstack needs --ip")?;
+        let local = HostConfig::parse(ip)?.addr;
+        stack.set_device_discard(icmp, Some(IcmpModule::echo_requests_to(local)))?;
+    }
     eprintln!(
         "priority_stream: pathstack on {} ({}), stream on UDP port {} (path #{}, {top}, priority {stream_prio}), \
-         ICMP path #{} at priority {icmp_prio}, its queues {}",
+         ICMP path #{} at priority {icmp_prio}, its queues {}{}",
         a.tap.as_deref().unwrap_or("?"),
         a.ip.as_deref().unwrap_or("?"),
         a.port,
         stream.index(),
         icmp.index(),
         icmp_len.map_or("the stack's default".to_string(), |n| format!("{n} long")),
+        if device_discard {
+            ", echo requests discarded in the TAP while it refuses them"
+        } else {
+            ""
+        },
     );
     Ok(())
 }

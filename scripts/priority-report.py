@@ -79,6 +79,12 @@ def icmp_discarded(r):
     return p.get("source_full") if p else None
 
 
+def icmp_tap_discards(r):
+    """Times the TAP's kernel filter took over discarding echo requests."""
+    p = r.get("paths", {}).get("icmp")
+    return p.get("device_discards") if p else None
+
+
 def stream_discarded(r):
     p = r.get("paths", {}).get("stream")
     return p.get("source_full") if p else None
@@ -113,6 +119,7 @@ def summarise(got):
                 "flood_per_s": med(rows, lambda r: r["flood_rate"]),
                 "icmp_path_msgs_in": med(rows, icmp_in),
                 "icmp_early_discards": med(rows, icmp_discarded),
+                "icmp_tap_discard_periods": med(rows, icmp_tap_discards),
                 "stream_early_discards": med(rows, stream_discarded),
                 "work_in": rows[0].get("work_in"),
             })
@@ -122,17 +129,19 @@ def summarise(got):
 def table(results):
     lines = ["Table 5.5 in our terms: messages/s the application finished while the stream ran",
              f"{'config':<20} {'flood':<7} {'unloaded':>10} {'loaded':>10} {'delta':>8} "
-             f"{'p99 us (un/loaded)':>20} {'busy':>5} {'flood/s':>8} {'icmp in':>8} {'icmp disc':>9}  thesis"]
+             f"{'p99 us (un/loaded)':>20} {'busy':>5} {'flood/s':>8} {'icmp in':>8} {'icmp disc':>9} {'tap':>5}  thesis"]
     for r in results:
         fr = r["flood_per_s"]
         ic = r["icmp_path_msgs_in"]
         dc = r["icmp_early_discards"]
+        td = r["icmp_tap_discard_periods"]
         lines.append(
             f"{r['config']:<20} {r['flood']:<7} {r['unloaded_msgs_per_s']:>10.0f} "
             f"{r['loaded_msgs_per_s']:>10.0f} {r['delta_pct']:>+7.1f}% "
             f"{str(r['unloaded_latency_p99_us']) + ' / ' + str(r['loaded_latency_p99_us']):>20} "
             f"{r['unloaded_cpu_busy']:>5.2f} {fr if fr is None else round(fr):>8} "
-            f"{'-' if ic is None else int(ic):>8} {'-' if dc is None else int(dc):>9}  "
+            f"{'-' if ic is None else int(ic):>8} {'-' if dc is None else int(dc):>9} "
+            f"{'-' if td is None else int(td):>5}  "
             f"{THESIS.get(r['config'], '') if r['flood'] == 'ping-f' else ''}")
     return "\n".join(lines)
 

@@ -6,7 +6,7 @@
 #
 #   study-priority.sh [--quick] [--rate N] [--work N] [--raw-rate N]
 #                     [--seconds S] [--rounds R] [--work-in path|app]
-#                     [--sender-cpu 0|1] [--no-build]
+#                     [--sender-cpu 0|1] [--no-device-discard] [--no-build]
 #
 # The high-priority workload, in place of the thesis' video, is
 # examples/priority_stream.rs: UDP messages at --rate per second (256
@@ -24,7 +24,11 @@
 #                       priority 1, ICMP's at 0 (the thesis' setup), and
 #                       ICMP's queues two messages long (the thesis
 #                       §5.2.1 rule; see priority_stream's icmp_queue_len),
-#                       so a flood is discarded at classification
+#                       so a flood is discarded at classification; after
+#                       16 such discards in a row the TAP's kernel filter
+#                       drops echo requests for 20 ms at a time, before
+#                       they cost the receiver a wake-up and a read(2)
+#                       (--no-device-discard: classification only)
 #   pathstack-single    the same, both paths at priority 0, default queues
 #   linux               the same application on a kernel UDP socket of
 #                       namespace A (the kernel answers the pings)
@@ -68,11 +72,12 @@ seconds=5
 rounds=3
 work_in=path
 sender_cpu=0
+device_discard=1
 build=1
 quick=0
 args_given="$*"
 
-usage() { sed -n '2,59p' "$0" >&2; exit 2; }
+usage() { sed -n '2,63p' "$0" >&2; exit 2; }
 while [ $# -gt 0 ]; do
     case "$1" in
         --quick) quick=1; shift ;;
@@ -83,6 +88,7 @@ while [ $# -gt 0 ]; do
         --rounds) rounds=$2; shift 2 ;;
         --work-in) work_in=$2; shift 2 ;;
         --sender-cpu) sender_cpu=$2; shift 2 ;;
+        --no-device-discard) device_discard=0; shift ;;
         --no-build) build=0; shift ;;
         -h|--help) usage ;;
         *) echo "$me: unknown argument '$1'" >&2; usage ;;
@@ -154,6 +160,7 @@ run() {
             [ "$config" = pathstack-single ] && prio=same
             recv_args=(--stack pathstack --tap "$TAP_A" --netns "$NS_A" --ip "$PS_A_IP/24"
                        --port "$port" --icmp-priority "$prio" --work-in "$work_in")
+            [ "$device_discard" = 1 ] || recv_args+=(--no-device-discard)
             ;;
         linux)
             target=$KERNEL_A_IP
@@ -209,5 +216,5 @@ done
 
 python3 "$root/scripts/priority-report.py" --runs "$runs" --json "$out/priority.json" \
     --svg "$out/priority.svg" --meta "rate=$rate" "work=$work" "raw_rate=$raw_rate" \
-    "seconds=$seconds" "rounds=$rounds" "work_in=$work_in" "sender_cpu=$sender_cpu" "command=$0 $args_given"
+    "seconds=$seconds" "rounds=$rounds" "work_in=$work_in" "sender_cpu=$sender_cpu" "device_discard=$device_discard" "command=$0 $args_given"
 echo "$me: wrote $out/priority.json and $out/priority.svg" >&2

@@ -296,6 +296,16 @@ pub trait Module: Any + Send {
         None
     }
 
+    /// A device driver: from now on have the device discard received
+    /// frames that match any of `matches` (an empty slice: none), see
+    /// [`Device::discard`](crate::device::Device::discard). Returns
+    /// whether the device does; the default (not a driver, or a device
+    /// that cannot) is `false`.
+    fn discard_in_device(&mut self, matches: &[crate::device::FrameMatch]) -> bool {
+        let _ = matches;
+        false
+    }
+
     /// The earliest time this module needs [`Module::poll`] again without
     /// new input (a delayed frame in a device), if any.
     fn poll_at(&self) -> Option<Instant> {

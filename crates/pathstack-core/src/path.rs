@@ -197,6 +197,12 @@ pub struct PathStats {
     pub held_bytes: u64,
     /// The most [`PathStats::held_bytes`] ever was.
     pub peak_held_bytes: u64,
+    /// Times a device was asked to discard the path's frames because the
+    /// path kept refusing them (see
+    /// [`Stack::set_device_discard`](crate::Stack::set_device_discard));
+    /// the frames a device discards are not counted here, as the kernel's
+    /// filter cannot say which path they were for.
+    pub device_discards: u64,
 }
 
 /// One path.
@@ -233,6 +239,11 @@ pub struct Path {
     /// Arrivals at the source queues and departures from the sink queues.
     pub(crate) arrivals: EventRate,
     pub(crate) drains: EventRate,
+    /// The path's frames, for a device to discard them
+    /// ([`Stack::set_device_discard`](crate::Stack::set_device_discard)).
+    pub(crate) device_match: Option<crate::device::FrameMatch>,
+    /// Frames refused at classification since one was last taken.
+    pub(crate) refused_in_row: u32,
 }
 
 impl Path {

@@ -495,3 +495,66 @@ fn under_ldlp_a_lone_frame_runs_at_once_and_a_burst_is_batched() {
     assert!(b.stats(p).peak_held_bytes > 0 && b.stats(q).peak_held_bytes > 0);
     assert_eq!(b.stats(p).held_bytes, 0, "nothing left queued");
 }
+
+#[test]
+fn a_path_that_keeps_refusing_has_its_frames_discarded_in_the_device() {
+    use pathstack_core::device::{FrameMatch, WireModule};
+    let config = StackConfig {
+        device_discard_after: 4,
+        device_discard_hold: Duration::from_millis(5),
+        ..StackConfig::default()
+    };
+    let mut b = Bench::new("echo", 2, config);
+    let low = b.open(1, Attrs::new().with(&keys::QUEUE_LEN, 2));
+    let high = b.open(2, prio(1));
+    let channel_1 = FrameMatch::new().with_u16(CHANNEL_AT as u16, 1);
+    b.stack.set_device_discard(low, Some(channel_1)).unwrap();
+    let wire = b.stack.module_id("wire").unwrap();
+    let device_dropped = |b: &Bench| {
+        b.stack
+            .module::<WireModule>(wire)
+            .unwrap()
+            .device_stats()
+            .dropped_discard
+    };
+
+    // Two of channel 1's frames fit its queue; the next four are refused
+    // in a row, and the fourth moves the discard into the device.
+    b.burst(&[1, 1, 1, 1, 1, 1, 2]);
+    assert_eq!(b.echoes(), [2, 1, 1], "the important path first");
+    assert!(b.stack.device_discarding(low));
+    assert!(!b.stack.device_discarding(high));
+    assert_eq!(b.stats(low).device_discards, 1);
+    assert_eq!(b.stats(low).drops.get(CoreDropReason::SourceFull), 4);
+    assert_eq!(device_dropped(&b), 0);
+    let ends = b.now + Duration::from_millis(5);
+    assert!(
+        b.stack.poll_at().is_some_and(|t| t <= ends),
+        "the end is timed"
+    );
+
+    // While it lasts, the device drops channel 1 before the stack sees it,
+    // and channel 2 still gets through.
+    b.burst(&[1, 1, 2, 1]);
+    assert_eq!(b.echoes(), [2]);
+    assert_eq!(device_dropped(&b), 3);
+    assert_eq!(b.stats(low).drops.get(CoreDropReason::SourceFull), 4);
+    assert_eq!(b.stats(low).msgs_in[Dir::Up.index()], 2);
+
+    // After the hold the frames come in again.
+    b.now = b.now + Duration::from_millis(5);
+    b.stack.poll(b.now);
+    assert!(!b.stack.device_discarding(low));
+    b.burst(&[1, 2]);
+    assert_eq!(b.echoes(), [2, 1]);
+    assert_eq!(device_dropped(&b), 3);
+
+    // Taking the match away ends a discard in progress.
+    b.burst(&[1, 1, 1, 1, 1, 1]);
+    assert!(b.stack.device_discarding(low));
+    b.stack.set_device_discard(low, None).unwrap();
+    assert!(!b.stack.device_discarding(low));
+    b.echoes();
+    b.burst(&[1]);
+    assert_eq!(b.echoes(), [1]);
+}

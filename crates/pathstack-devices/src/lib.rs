@@ -45,6 +45,7 @@
 
 #[cfg(feature = "tokio")]
 mod async_tap;
+mod discard_filter;
 pub mod floor;
 pub mod lance;
 pub mod pcap;

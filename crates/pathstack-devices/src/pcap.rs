@@ -225,6 +225,15 @@ impl<D: Device, W: Write + Send> Device for PcapCapture<D, W> {
     fn rx_waiter(&self) -> Option<std::sync::Arc<dyn pathstack_core::device::RxWaiter>> {
         self.inner.rx_waiter()
     }
+
+    /// The inner device's: the capture holds what the stack received, so
+    /// frames the device discards are not in it.
+    fn discard(
+        &mut self,
+        matches: &[pathstack_core::device::FrameMatch],
+    ) -> Result<bool, DeviceError> {
+        self.inner.discard(matches)
+    }
 }
 
 #[cfg(test)]

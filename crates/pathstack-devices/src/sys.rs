@@ -134,6 +134,61 @@ pub(crate) fn tun_set_offload(tun: &File, flags: libc::c_uint) -> io::Result<()>
     }
 }
 
+/// Attaches the classic BPF program `prog` to every queue of the TAP
+/// interface `tun` belongs to (TUNATTACHFILTER), replacing the one
+/// attached before. The caller keeps `prog` alive for as long as it is
+/// attached: the kernel keeps the pointer and reads the program again
+/// when another queue attaches to the interface.
+pub(crate) fn tun_attach_filter(tun: &File, prog: &[libc::sock_filter]) -> io::Result<()> {
+    let len = u16::try_from(prog.len())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "BPF program too long"))?;
+    let fprog = libc::sock_fprog {
+        len,
+        filter: prog.as_ptr().cast_mut(),
+    };
+    // SAFETY: TUNATTACHFILTER reads one `struct sock_fprog` through the
+    // pointer, which points to a live value for the duration of the call;
+    // the kernel copies the `len` instructions it points to (it never
+    // writes through `filter`), and `prog` holds `len` of them. The fd is
+    // open.
+    let rc = unsafe {
+        libc::ioctl(
+            tun.as_raw_fd(),
+            libc::TUNATTACHFILTER as _,
+            &fprog as *const libc::sock_fprog,
+        )
+    };
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+/// Removes the socket filter from every queue of the TAP interface
+/// (TUNDETACHFILTER); a TAP without one is left as it is.
+pub(crate) fn tun_detach_filter(tun: &File) -> io::Result<()> {
+    let fprog = libc::sock_fprog {
+        len: 0,
+        filter: std::ptr::null_mut(),
+    };
+    // SAFETY: TUNDETACHFILTER takes a `struct sock_fprog` pointer by its
+    // request code but does not read it; it points to a live value
+    // anyway. The fd is open.
+    let rc = unsafe {
+        libc::ioctl(
+            tun.as_raw_fd(),
+            libc::TUNDETACHFILTER as _,
+            &fprog as *const libc::sock_fprog,
+        )
+    };
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
 /// A datagram socket to run interface ioctls on. It belongs to the network
 /// namespace of the thread that made it, for as long as it lives.
 pub(crate) fn control_socket() -> io::Result<OwnedFd> {

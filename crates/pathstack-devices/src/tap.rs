@@ -43,9 +43,12 @@
 //! short-lived thread that enters the namespace, so the caller's own threads
 //! stay where they are. The fd keeps working from any namespace afterwards.
 
+use crate::discard_filter::discard_program;
 use crate::sys;
 use crate::vnet_hdr::{self, VnetHeader, VnetRepr};
-use pathstack_core::device::{Device, DeviceCaps, DeviceError, DeviceStats, OffloadCaps};
+use pathstack_core::device::{
+    Device, DeviceCaps, DeviceError, DeviceStats, FrameMatch, OffloadCaps,
+};
 use pathstack_core::{Instant, Msg, MsgPool};
 use std::fs::{File, OpenOptions};
 use std::io::{self, IoSlice, Read, Write};
@@ -320,6 +323,20 @@ pub struct TapDevice {
     spare: Option<Msg>,
     offloads: TapOffloads,
     stats: DeviceStats,
+    /// The socket filter attached at the stack's request ([`Device::discard`]).
+    discard: AttachedFilter,
+}
+
+/// A classic BPF program attached to the TAP (TUNATTACHFILTER), kept
+/// alive while attached: the kernel keeps a pointer to it and reads it
+/// again when another queue attaches to the interface.
+#[derive(Default)]
+struct AttachedFilter(Vec<libc::sock_filter>);
+
+impl std::fmt::Debug for AttachedFilter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "AttachedFilter({} instructions)", self.0.len())
+    }
 }
 
 /// Waits for input on a TAP device that a stack owns (see
@@ -561,6 +578,7 @@ impl TapDevice {
             spare: None,
             offloads: opened.offloads,
             stats: DeviceStats::default(),
+            discard: AttachedFilter::default(),
         })
     }
 
@@ -981,6 +999,38 @@ impl Device for TapDevice {
 
     fn stats(&self) -> DeviceStats {
         self.stats
+    }
+
+    /// Attaches a classic BPF socket filter to the interface (or removes
+    /// it for an empty `matches`), so the kernel drops matching frames
+    /// before it queues them for the reader; it applies to every queue of
+    /// a multi-queue interface. The kernel counts them in the interface's
+    /// `tx_dropped`.
+    fn discard(&mut self, matches: &[FrameMatch]) -> Result<bool, DeviceError> {
+        let io_err = |what: &str, source| DeviceError::Io {
+            context: format!("{what} the discard filter of TAP {}", self.name),
+            source,
+        };
+        if matches.is_empty() {
+            if !self.discard.0.is_empty() {
+                sys::tun_detach_filter(&self.file).map_err(|e| io_err("removing", e))?;
+                self.discard.0.clear();
+            }
+            return Ok(true);
+        }
+        let prog: Vec<libc::sock_filter> = discard_program(matches)
+            .into_iter()
+            .map(|i| libc::sock_filter {
+                code: i.code,
+                jt: i.jt,
+                jf: i.jf,
+                k: i.k,
+            })
+            .collect();
+        sys::tun_attach_filter(&self.file, &prog).map_err(|e| io_err("attaching", e))?;
+        // The old program may go now: the kernel replaced it.
+        self.discard.0 = prog;
+        Ok(true)
     }
 }
 

@@ -361,3 +361,62 @@ fn topology_guard_cleans_up() {
         );
     }
 }
+
+/// The interface's `tx_dropped` counter (frames the kernel did not queue
+/// for the TAP's reader), read inside namespace A.
+fn tap_tx_dropped(topo: &Topology) -> u64 {
+    let path = format!("/sys/class/net/{}/statistics/tx_dropped", topo.var("TAP_A"));
+    let out = topo
+        .command_in("NS_A", "cat")
+        .arg(&path)
+        .output()
+        .expect("read tx_dropped");
+    String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .unwrap_or_else(|_| panic!("no counter in {path}: {out:?}"))
+}
+
+#[test]
+fn a_discard_filter_drops_matching_frames_in_the_kernel() {
+    if !privileged("a_discard_filter_drops_matching_frames_in_the_kernel") {
+        return;
+    }
+    use pathstack_core::device::FrameMatch;
+    let topo = Topology::up();
+    let mut tap = open_tap_a(&topo);
+    let pool = MsgPool::new(PoolConfig::small(8));
+    let sender = ip(topo.var("KERNEL_B_IP"));
+    let target = ip(topo.var("PS_A_IP"));
+    // ARP requests for A's address: EtherType ARP, opcode request, target
+    // protocol address (RFC 826 layout after the Ethernet header).
+    let arp_for_a = FrameMatch::new()
+        .with_u16(12, 0x0806)
+        .with_u16(20, 1)
+        .with_u32(38, u32::from_be_bytes(target));
+    assert!(tap.discard(&[arp_for_a]).expect("attach the filter"));
+    let dropped_before = tap_tx_dropped(&topo);
+    let ping = background_ping(&topo, "8");
+    // Two seconds of B asking for A: none of it reaches the reader.
+    let until = std::time::Instant::now() + Duration::from_secs(2);
+    while let Some(left) = until.checked_duration_since(std::time::Instant::now()) {
+        if let Some(f) = tap
+            .receive_timeout(&pool, WaitMode::Blocking, Some(left))
+            .expect("receive from TAP")
+        {
+            assert!(
+                !is_arp_request(f.as_slice(), sender, target),
+                "an ARP request passed the discard filter"
+            );
+        }
+    }
+    let dropped = tap_tx_dropped(&topo) - dropped_before;
+    assert!(
+        dropped >= 2,
+        "the kernel dropped {dropped} frames, want the ARP requests"
+    );
+    // Without the filter they come through again.
+    assert!(tap.discard(&[]).expect("detach the filter"));
+    expect_arp(&topo, &mut tap, &pool, WaitMode::Blocking);
+    stop(ping);
+}

@@ -46,6 +46,7 @@ fn recv_args(stack: StackKind, topo: &Topology, prio: IcmpPriority, work_in: Wor
         icmp_priority: prio,
         work_in,
         icmp_queue_len: None,
+        no_device_discard: false,
         work: 4,
         idle_seconds: 3.0,
         json: None,

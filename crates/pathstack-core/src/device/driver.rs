@@ -7,7 +7,7 @@
 //! test modules.
 
 use crate::attrs::Attrs;
-use crate::device::{Device, DeviceStats};
+use crate::device::{Device, DeviceStats, FrameMatch};
 use crate::error::{ModuleError, PathError};
 use crate::graph::spec::{Count, ModuleSpec, ParamSpec, ServiceSpec, ServiceType};
 use crate::ids::Dir;
@@ -131,6 +131,13 @@ impl Module for WireModule {
 
     fn poll_at(&self) -> Option<Instant> {
         self.device.poll_at()
+    }
+
+    fn discard_in_device(&mut self, matches: &[FrameMatch]) -> bool {
+        // A device that failed to set its filter discards nothing it was
+        // not discarding before; the stack keeps discarding at
+        // classification.
+        self.device.discard(matches).unwrap_or(false)
     }
 
     fn stats(&self) -> Vec<(String, u64)> {

@@ -590,6 +590,12 @@ impl<D: Device> Device for Impaired<D> {
     fn rx_waiter(&self) -> Option<std::sync::Arc<dyn super::RxWaiter>> {
         self.inner.rx_waiter()
     }
+
+    /// The inner device's: frames it discards never reach the receive-side
+    /// impairments.
+    fn discard(&mut self, matches: &[super::FrameMatch]) -> Result<bool, DeviceError> {
+        self.inner.discard(matches)
+    }
 }
 
 impl<D: Device + std::fmt::Debug> std::fmt::Debug for Impaired<D> {

@@ -13,9 +13,11 @@ use std::sync::Arc;
 use thiserror::Error;
 
 pub use driver::{WireDropReason, WireModule, WireStage, WIRE_SPEC};
+pub use frame_match::{FieldTest, FieldWidth, FrameMatch};
 pub use offload::{MsgOffload, OffloadCaps};
 
 pub mod driver;
+pub mod frame_match;
 pub mod impair;
 pub mod offload;
 pub mod record;
@@ -52,6 +54,11 @@ pub struct DeviceStats {
     pub dropped_impaired: u64,
     /// Frames dropped because of an error (too large, I/O error, no buffer).
     pub errors: u64,
+    /// Received frames the device discarded at the stack's request
+    /// ([`Device::discard`]), where the device can count them (the
+    /// in-memory wire can; a TAP's kernel filter counts in the
+    /// interface's `tx_dropped` instead).
+    pub dropped_discard: u64,
 }
 
 /// What went wrong in a device.
@@ -121,6 +128,22 @@ pub trait Device: Send {
     fn rx_waiter(&self) -> Option<Arc<dyn RxWaiter>> {
         None
     }
+
+    /// From now on, discard received frames that match any of `matches`
+    /// before they reach the stack; an empty slice discards nothing
+    /// again. Each call replaces the last. `Ok(false)` when the device
+    /// cannot discard (the default): the stack then goes on discarding
+    /// at classification, as before.
+    ///
+    /// This is early discard pushed below the stack (thesis §5.2.1): a
+    /// TAP device attaches a socket filter, so the kernel drops a flood's
+    /// frames before they are queued for the reader, and they cost no
+    /// wake-up, no `read(2)` and no room in the queue the other paths'
+    /// frames share.
+    fn discard(&mut self, matches: &[FrameMatch]) -> Result<bool, DeviceError> {
+        let _ = matches;
+        Ok(false)
+    }
 }
 
 /// A way to sleep until a device has a frame (see [`Device::rx_waiter`]).
@@ -166,5 +189,8 @@ impl<D: Device + ?Sized> Device for Box<D> {
     }
     fn rx_waiter(&self) -> Option<Arc<dyn RxWaiter>> {
         (**self).rx_waiter()
+    }
+    fn discard(&mut self, matches: &[FrameMatch]) -> Result<bool, DeviceError> {
+        (**self).discard(matches)
     }
 }

@@ -27,7 +27,8 @@
 //! assert_eq!(got.as_slice(), b"frame");
 //! ```
 
-use super::{Device, DeviceCaps, DeviceError, DeviceStats, RxWaiter};
+use super::frame_match::any_matches;
+use super::{Device, DeviceCaps, DeviceError, DeviceStats, FrameMatch, RxWaiter};
 use crate::msg::{Msg, MsgPool};
 use crate::time::Instant;
 use crossbeam_queue::ArrayQueue;
@@ -212,6 +213,7 @@ pub fn wire_pair(config: WireConfig) -> (WireEnd, WireEnd) {
         },
         capacity,
         stats: DeviceStats::default(),
+        discard: Vec::new(),
     };
     (end(0, config.mac_a), end(1, config.mac_b))
 }
@@ -227,6 +229,9 @@ pub struct WireEnd {
     caps: DeviceCaps,
     capacity: usize,
     stats: DeviceStats,
+    /// What the stack asked this end to discard on receipt
+    /// ([`Device::discard`]); empty on the fast path.
+    discard: Vec<FrameMatch>,
 }
 
 impl WireEnd {
@@ -332,12 +337,25 @@ impl Device for WireEnd {
     /// [`WireEnd::is_connected`] to tell the two apart. The frame keeps the
     /// sender's buffer, so `pool` is not used.
     fn receive(&mut self, _pool: &MsgPool, _now: Instant) -> Result<Option<Msg>, DeviceError> {
-        let frame = self.rx_lane().queue.pop();
-        if let Some(f) = &frame {
-            self.stats.rx_frames += 1;
-            self.stats.rx_bytes += f.len() as u64;
+        loop {
+            let frame = self.rx_lane().queue.pop();
+            if let Some(f) = &frame {
+                // As a TAP's kernel filter would, before the stack sees it.
+                if !self.discard.is_empty() && any_matches(&self.discard, f.as_slice()) {
+                    self.stats.dropped_discard += 1;
+                    continue;
+                }
+                self.stats.rx_frames += 1;
+                self.stats.rx_bytes += f.len() as u64;
+            }
+            return Ok(frame);
         }
-        Ok(frame)
+    }
+
+    fn discard(&mut self, matches: &[FrameMatch]) -> Result<bool, DeviceError> {
+        self.discard.clear();
+        self.discard.extend_from_slice(matches);
+        Ok(true)
     }
 
     fn caps(&self) -> DeviceCaps {

@@ -140,6 +140,7 @@ impl StackBuilder {
             graph: self.graph,
             admission: crate::admission::Admission::default(),
             ranked: 0,
+            discards: Default::default(),
         };
         let order: Vec<ModuleId> = stack
             .graph

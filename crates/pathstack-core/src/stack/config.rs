@@ -43,6 +43,16 @@ pub struct StackConfig {
     /// Admission control: budgets per stack and per path class
     /// ([`crate::admission`]).
     pub budgets: Budgets,
+    /// Early discard in the device: after this many frames of a path in a
+    /// row were refused at classification (its queue full, or over its
+    /// memory budget), the stack asks the driver's device to discard the
+    /// path's frames itself, if the path has a
+    /// [`FrameMatch`](crate::device::FrameMatch)
+    /// ([`Stack::set_device_discard`](crate::Stack::set_device_discard)).
+    pub device_discard_after: u32,
+    /// How long a device discards a path's frames before the stack lets
+    /// them in again to see whether the path still cannot take them.
+    pub device_discard_hold: Duration,
 }
 
 impl Default for StackConfig {
@@ -60,6 +70,12 @@ impl Default for StackConfig {
             account_time: false,
             quantum: 1,
             budgets: Budgets::default(),
+            // A quarter of the driver's default 64-frame burst: a flood,
+            // not one short burst into a two-slot queue.
+            device_discard_after: 16,
+            // Long against a flood's inter-arrival time (tens of µs), short
+            // against a path's reaction to its load going away.
+            device_discard_hold: Duration::from_millis(20),
         }
     }
 }

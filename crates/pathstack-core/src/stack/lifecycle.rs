@@ -286,6 +286,8 @@ impl Stack {
             deadline_queue,
             arrivals: Default::default(),
             drains: Default::default(),
+            device_match: None,
+            refused_in_row: 0,
         };
         self.admission.charge(&path.class, reservation);
         if ranked(&path.sched) {

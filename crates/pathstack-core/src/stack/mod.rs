@@ -16,6 +16,7 @@
 
 mod builder;
 mod config;
+mod device_discard;
 mod ldlp;
 mod lifecycle;
 mod module_types;
@@ -82,6 +83,8 @@ pub struct Stack {
     /// there are some, or under LDLP, a driver's burst is classified onto
     /// the paths' queues first and then scheduled (`run.rs`).
     ranked: usize,
+    /// Paths whose frames devices discard for now ([`device_discard`]).
+    discards: device_discard::DeviceDiscards,
 }
 
 fn _assert_send() {
@@ -293,6 +296,10 @@ impl Stack {
         // must not retransmit what the ACKs waiting in the device already
         // acknowledge).
         let mut work = self.poll_modules();
+        // Off the fast path: one comparison while no device discards.
+        if self.discards.any() {
+            self.lift_device_discards();
+        }
         // An idle timer wheel costs one comparison.
         if self.shared.timers.due(self.now) {
             work += self.fire_timers();
@@ -324,10 +331,9 @@ impl Stack {
     pub fn poll_at(&self) -> Option<Instant> {
         let t = self.shared.timers.next_deadline();
         let m = self.modules.iter().filter_map(|s| s.module.poll_at()).min();
-        match (t, m) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        // A device discard ends by time, even when nothing else arrives.
+        let d = self.discards.next_end();
+        [t, m, d].into_iter().flatten().min()
     }
 
     fn fire_timers(&mut self) -> usize {

@@ -402,10 +402,12 @@ impl Stack {
         frame.anno_mut().set_classified(true);
         let now = self.now;
         match self.paths.get_mut(id) {
-            // Refusals are counted on the path.
-            Some(path) => {
-                let _ = enqueue(path, &mut self.runq, dir, frame, now);
-            }
+            Some(path) => match enqueue(path, &mut self.runq, dir, frame, now) {
+                Ok(()) => path.refused_in_row = 0,
+                // Counted on the path; a run of them may move the discard
+                // into the device.
+                Err(_) => self.refused_at_classification(m, id),
+            },
             None => self.modules[m.0 as usize].drops.add(CoreDropReason::NoPath),
         }
     }

@@ -10,6 +10,7 @@
 use crate::anno::InetAnno;
 use crate::wire::icmp::{echo_reply_in_place, types, IcmpDropReason, IcmpPacket, HEADER_LEN};
 use pathstack_core::attrs::{keys, Attrs};
+use pathstack_core::device::FrameMatch;
 use pathstack_core::error::{ModuleError, PathError};
 use pathstack_core::graph::spec::{Count, ModuleSpec, ServiceSpec, ServiceType};
 use pathstack_core::module::{CreateCx, Created, ModCx, Module, Route};
@@ -65,6 +66,26 @@ impl IcmpModule {
     /// The counters.
     pub fn counters(&self) -> IcmpCounters {
         self.counters
+    }
+
+    /// The frames of echo requests to `local` over Ethernet, as a device
+    /// can recognise them ([`Stack::set_device_discard`] on ICMP's path):
+    /// EtherType IPv4, a 20-byte IP header (a header with options is
+    /// left to the stack's own classifier), protocol ICMP, destination
+    /// `local`, ICMP type echo request. Only requests: the ICMP errors
+    /// on the same path tell other paths what became of their traffic.
+    ///
+    /// [`Stack::set_device_discard`]: pathstack_core::Stack::set_device_discard
+    pub fn echo_requests_to(local: Ipv4Addr) -> FrameMatch {
+        use crate::wire::{eth, ipv4};
+        let ip = eth::HEADER_LEN;
+        let icmp = ip + ipv4::MIN_HEADER_LEN;
+        FrameMatch::new()
+            .with_u16(eth::field::ETHERTYPE.start as u16, eth::EtherType::IPV4.0)
+            .with_u8((ip + ipv4::field::VER_IHL) as u16, 0x45)
+            .with_u8((ip + ipv4::field::PROTOCOL) as u16, ipv4::protocol::ICMP)
+            .with_u32((ip + ipv4::field::DST_ADDR.start) as u16, u32::from(local))
+            .with_u8(icmp as u16, types::ECHO_REQUEST)
     }
 
     /// An echo request to `dst` with `data` (RFC 792), ready to send on
@@ -204,5 +225,35 @@ impl Stage for IcmpStage {
             m.counters.sent += 1;
         }
         Verdict::Next
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use etherparse::PacketBuilder;
+
+    fn frame(dst: [u8; 4], request: bool) -> Vec<u8> {
+        let b = PacketBuilder::ethernet2([2, 0, 0, 0, 0, 2], [2, 0, 0, 0, 0, 1]).ipv4(
+            [10, 0, 0, 2],
+            dst,
+            64,
+        );
+        let b = if request {
+            b.icmpv4_echo_request(7, 1)
+        } else {
+            b.icmpv4_echo_reply(7, 1)
+        };
+        let mut out = Vec::new();
+        b.write(&mut out, b"ping").unwrap();
+        out
+    }
+
+    #[test]
+    fn the_device_match_is_echo_requests_to_the_address_only() {
+        let m = IcmpModule::echo_requests_to(Ipv4Addr::new(10, 0, 0, 1));
+        assert!(m.matches(&frame([10, 0, 0, 1], true)));
+        assert!(!m.matches(&frame([10, 0, 0, 9], true)), "another address");
+        assert!(!m.matches(&frame([10, 0, 0, 1], false)), "a reply");
     }
 }
