@@ -919,6 +919,8 @@ struct PathRow {
     held: [u64; 2],
     /// Admission class.
     class: String,
+    /// Times the device was asked to discard the path's frames.
+    device_discards: u64,
 }
 
 impl Stats {
@@ -961,6 +963,7 @@ impl Stats {
                     cpu_ns: s.cpu_ns,
                     held: [s.held_bytes, s.peak_held_bytes],
                     class: p.class().to_string(),
+                    device_discards: s.device_discards,
                     drops: s
                         .drops
                         .iter()
@@ -994,6 +997,7 @@ impl Stats {
                     "up_in_bytes": p.bytes[2], "up_out_bytes": p.bytes[3],
                     "cpu_ns": p.cpu_ns, "held_bytes": p.held[0],
                     "peak_held_bytes": p.held[1], "class": p.class,
+                    "device_discards": p.device_discards,
                 })
             })
             .collect()
@@ -1052,7 +1056,7 @@ impl Stats {
         for p in &self.paths {
             writeln!(
                 f,
-                "  #{:<3} {:<28} {:>8} {:>8} {:>8} {:>8} {:>6} {}",
+                "  #{:<3} {:<28} {:>8} {:>8} {:>8} {:>8} {:>6} {}{}",
                 p.id,
                 p.modules.join("/"),
                 p.down[0],
@@ -1060,7 +1064,13 @@ impl Stats {
                 p.up[0],
                 p.up[1],
                 p.consumed,
-                pairs(&p.drops, "")
+                pairs(&p.drops, ""),
+                // Periods in which the device discarded the path's frames.
+                if p.device_discards > 0 {
+                    format!(" (device discarded {} times)", p.device_discards)
+                } else {
+                    String::new()
+                }
             )?;
         }
         writeln!(

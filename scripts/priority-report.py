@@ -114,6 +114,9 @@ def summarise(got):
                 "loaded_latency_p50_us": med(rows, lambda r: r["latency_us"]["p50"]),
                 "loaded_latency_p99_us": med(rows, lambda r: r["latency_us"]["p99"]),
                 "unloaded_cpu_busy": round(med(base, lambda r: r["cpu_busy"]), 3),
+                # The receiver's CPU share under the flood: what the flood's
+                # frames cost it (device discard saves their reads).
+                "loaded_cpu_busy": round(med(rows, lambda r: r["cpu_busy"]), 3),
                 "loaded_lost": med(rows, lambda r: r.get("lost")),
                 "flood_sent": med(rows, lambda r: r["flood_sent"]),
                 "flood_per_s": med(rows, lambda r: r["flood_rate"]),
