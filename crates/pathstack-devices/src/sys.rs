@@ -38,6 +38,16 @@ fn ifreq_name(req: &libc::ifreq) -> String {
     String::from_utf8_lossy(&bytes).into_owned()
 }
 
+/// A system call's result: `Ok` unless it returned a negative value, when
+/// the error is taken from `errno`.
+fn errno_unless_ok(rc: libc::c_int) -> io::Result<()> {
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
 /// `ioctl(fd, request, &mut req)`, with the error taken from `errno`.
 fn ioctl_ifreq(fd: RawFd, request: libc::c_ulong, req: &mut libc::ifreq) -> io::Result<()> {
     // SAFETY: every request passed here (TUNSETIFF, SIOC[GS]IF*) reads and/or
@@ -45,11 +55,7 @@ fn ioctl_ifreq(fd: RawFd, request: libc::c_ulong, req: &mut libc::ifreq) -> io::
     // borrowed `ifreq` that outlives the call. `fd` is open (borrowed from an
     // owner in the caller) and a bad fd only yields EBADF.
     let rc = unsafe { libc::ioctl(fd, request as _, req as *mut libc::ifreq) };
-    if rc < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(())
-    }
+    errno_unless_ok(rc)
 }
 
 /// Attaches the open `/dev/net/tun` file to the TAP interface `name`
@@ -89,11 +95,7 @@ pub(crate) fn tun_get_features(tun: &File) -> io::Result<libc::c_uint> {
             &mut features as *mut libc::c_uint,
         )
     };
-    if rc < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(features)
-    }
+    errno_unless_ok(rc).map(|()| features)
 }
 
 /// Sets the size of the `virtio_net_hdr` in front of each frame
@@ -108,11 +110,7 @@ pub(crate) fn tun_set_vnet_hdr_sz(tun: &File, size: libc::c_int) -> io::Result<(
             &size as *const libc::c_int,
         )
     };
-    if rc < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(())
-    }
+    errno_unless_ok(rc)
 }
 
 /// Tells the kernel which offloaded frames this reader takes
@@ -127,11 +125,7 @@ pub(crate) fn tun_set_offload(tun: &File, flags: libc::c_uint) -> io::Result<()>
             libc::c_ulong::from(flags),
         )
     };
-    if rc < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(())
-    }
+    errno_unless_ok(rc)
 }
 
 /// Attaches the classic BPF program `prog` to every queue of the TAP
@@ -158,11 +152,7 @@ pub(crate) fn tun_attach_filter(tun: &File, prog: &[libc::sock_filter]) -> io::R
             &fprog as *const libc::sock_fprog,
         )
     };
-    if rc < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(())
-    }
+    errno_unless_ok(rc)
 }
 
 /// Removes the socket filter from every queue of the TAP interface
@@ -182,11 +172,7 @@ pub(crate) fn tun_detach_filter(tun: &File) -> io::Result<()> {
             &fprog as *const libc::sock_fprog,
         )
     };
-    if rc < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(())
-    }
+    errno_unless_ok(rc)
 }
 
 /// A datagram socket to run interface ioctls on. It belongs to the network
@@ -251,11 +237,7 @@ pub(crate) fn enter_netns(ns: &File) -> io::Result<()> {
     // of the call. Changing the network namespace of one thread is allowed in
     // multithreaded processes (only user namespaces require a single thread).
     let rc = unsafe { libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNET) };
-    if rc < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(())
-    }
+    errno_unless_ok(rc)
 }
 
 /// An epoll instance watching one fd for input, level-triggered.
