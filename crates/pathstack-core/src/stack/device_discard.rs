@@ -68,8 +68,13 @@ impl DeviceDiscards {
 impl Stack {
     /// Gives path `id` the match of its frames, so that while the path
     /// refuses them at classification the driver's device can discard them
-    /// itself (see the [module documentation](self)); `None` takes it away
-    /// and ends a discard in progress.
+    /// itself; `None` takes it away and ends a discard in progress.
+    ///
+    /// After [`StackConfig::device_discard_after`](crate::StackConfig::device_discard_after)
+    /// refusals in a row the stack asks the driver to discard matching frames
+    /// for [`StackConfig::device_discard_hold`](crate::StackConfig::device_discard_hold),
+    /// then lets them in again (thesis §5.2.1: Scout classified in the driver,
+    /// so a flood cost little more than the interrupt).
     ///
     /// ```
     /// # use pathstack_core::device::FrameMatch;
