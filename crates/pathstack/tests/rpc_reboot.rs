@@ -155,6 +155,8 @@ fn server_reboot(net: RpcNet) {
         assert_eq!(r.call(XRPCTEST, &m).unwrap(), m);
         assert_eq!(count(&new_runs, &m), 1);
     }
+    // The disabled channels were closed, not kept: one pool's five.
+    assert_eq!(module_stat(&r.client, "chan", "client_channels"), 5);
 }
 
 #[test]

@@ -76,6 +76,8 @@ pub struct ClientTable {
     config: ClientConfig,
     channels: FastMap<ChannelKey, ClientChannel>,
     numbering: FastMap<(Peer, u32), Numbering>,
+    /// How many peer reboots were reported ([`ClientTable::reboots`]).
+    reboots: u64,
 }
 
 impl ClientTable {
@@ -85,6 +87,7 @@ impl ClientTable {
             config,
             channels: FastMap::default(),
             numbering: FastMap::default(),
+            reboots: 0,
         }
     }
 
@@ -170,6 +173,25 @@ impl ClientTable {
             }
         }
         Ok(())
+    }
+
+    /// Open channels (free, waiting or disabled; dormant ones are only
+    /// numbers).
+    pub fn len(&self) -> usize {
+        self.channels.len()
+    }
+
+    /// Whether no channel is open.
+    pub fn is_empty(&self) -> bool {
+        self.channels.is_empty()
+    }
+
+    /// How many peer reboots [`ClientTable::peer_rebooted`] was told of: a
+    /// holder of channels (VCHAN's pools) that saw this number change
+    /// checks whether its channels were disabled, without a lookup per
+    /// call while nothing reboots.
+    pub fn reboots(&self) -> u64 {
+        self.reboots
     }
 
     /// The state of an open channel.
@@ -406,6 +428,7 @@ impl ClientTable {
     /// every channel to it is DISABLED (later calls fail; close and
     /// reopen), and its dormant seqs are deleted.
     pub fn peer_rebooted(&mut self, peer: Peer, out: &mut Vec<ChanAction>) {
+        self.reboots += 1;
         for (&key, ch) in self.channels.iter_mut().filter(|(k, _)| k.peer == peer) {
             if ch.state == ClientState::Wait {
                 end_call(ch, out);

@@ -291,6 +291,7 @@ impl Module for ChanModule {
 
     fn stats(&self) -> Vec<(String, u64)> {
         vec![
+            ("client_channels".into(), self.client.len() as u64),
             ("server_channels".into(), self.server.len() as u64),
             ("send_failures".into(), self.send_failures),
         ]

@@ -7,9 +7,13 @@
 //! which the stage reaches through its `down` connection.
 //!
 //! A peer that rebooted disables every channel to it (spec §6.4): its pool
-//! is dropped, calls waiting in it fail with the reboot, and the next call
-//! opens a new pool on new channels (the x-kernel left disabled channels
-//! in the pool for callers to reopen, §12 item 14).
+//! is dropped, calls waiting in it fail with the reboot, its channels are
+//! closed (CHAN forgets a disabled channel and frees its number), and the
+//! next call opens a new pool on new channels starting at seq 2 (C9; the
+//! x-kernel left disabled channels in the pool for callers to reopen, §12
+//! item 14). That holds whether the reboot failed a call in flight or was
+//! learnt while the pool was idle (a boot broadcast, D5): the pool keeps
+//! CHAN's reboot count and looks at its channels when that count moved.
 //!
 //! On the server path VCHAN does nothing: server channels deliver
 //! straight to MSELECT (§7).
@@ -17,6 +21,7 @@
 use super::chan::ChanModule;
 use super::rpc::{RpcRole, RPC_ROLE};
 use crate::anno::{CallStatus, RpcAnno, RpcTag};
+use crate::chan::{ChannelKey, ClientState, ClientTable};
 use crate::hash_map::FastMap;
 use crate::vchan::{Acquired, VchanConfig, VchanPool, WaitTicket};
 use crate::Peer;
@@ -69,6 +74,9 @@ struct PeerPool {
     /// channels, searched linearly (no hashing on the fast path).
     lent: Vec<(u16, u16)>,
     waiting: VecDeque<(WaitTicket, Msg)>,
+    /// CHAN's reboot count ([`ClientTable::reboots`]) when this pool last
+    /// knew its channels were usable.
+    reboots: u64,
 }
 
 impl PeerPool {
@@ -113,8 +121,9 @@ impl VchanModule {
 
     /// The call slot carried by `peer`'s channel `chan`, which is given
     /// back (to a retired pool's bookkeeping, or to be released by the
-    /// caller).
-    fn take_lent(&mut self, peer: Peer, chan: u16) -> Option<u16> {
+    /// caller). A retired pool's channel is closed in `table` now that its
+    /// call has ended.
+    fn take_lent(&mut self, peer: Peer, chan: u16, table: &mut ClientTable) -> Option<u16> {
         if let Some(slot) = self.pools.get_mut(&peer).and_then(|p| p.take_lent(chan)) {
             return Some(slot);
         }
@@ -122,11 +131,39 @@ impl VchanModule {
             .retired
             .iter()
             .position(|(p, pool)| *p == peer && pool.lent.iter().any(|&(c, _)| c == chan))?;
-        let slot = self.retired[i].1.take_lent(chan);
-        if self.retired[i].1.lent.is_empty() {
+        let retired = &mut self.retired[i].1;
+        let slot = retired.take_lent(chan);
+        if let Some(key) = retired.pool.channels().find(|k| k.chan == chan) {
+            // Disabled by the reboot, and its call has ended: forgotten.
+            let _ = table.close(key);
+        }
+        if retired.lent.is_empty() {
             self.retired.swap_remove(i);
         }
         slot
+    }
+
+    /// `peer` rebooted, which disabled every channel of its pool (spec
+    /// §6.4): the pool goes. Its channels without a call are closed now,
+    /// the others when their calls' outcomes come up (the pool is kept
+    /// retired until then). Returns the calls that waited in it, which
+    /// fail with the reboot.
+    fn retire(&mut self, peer: Peer, table: &mut ClientTable) -> Vec<Msg> {
+        let Some(mut p) = self.pools.remove(&peer) else {
+            return Vec::new();
+        };
+        for key in p.pool.channels() {
+            if !p.lent.iter().any(|&(c, _)| c == key.chan) {
+                // A channel still in WAIT refuses (Busy): its call's
+                // outcome, failed by the reboot, is on its way up.
+                let _ = table.close(key);
+            }
+        }
+        let failed = p.waiting.drain(..).map(|(_, m)| m).collect();
+        if !p.lent.is_empty() {
+            self.retired.push((peer, p));
+        }
+        failed
     }
 }
 
@@ -184,6 +221,16 @@ fn fail(msg: &mut Msg, slot: u16, status: CallStatus) {
     });
 }
 
+/// Sends the calls that waited in a rebooted peer's pool back up, failed
+/// with the reboot.
+fn fail_rebooted(failed: Vec<Msg>, cx: &mut Cx<'_, '_>) {
+    for mut m in failed {
+        let s = m.anno().rpc_tag().map_or(0, |t| t.slot);
+        fail(&mut m, s, CallStatus::PeerRebooted);
+        let _ = cx.emit(Dir::Up, m);
+    }
+}
+
 impl VchanStage {
     fn call(&mut self, msg: &mut Msg, cx: &mut Cx<'_, '_>) -> Verdict {
         let (Some(tag), Some(peer)) = (msg.anno().rpc_tag(), msg.anno().rpc_peer()) else {
@@ -193,9 +240,15 @@ impl VchanStage {
         let Some((v, chan)) = cx.module_and_linked::<VchanModule, ChanModule>(DOWN, 0) else {
             return Verdict::Drop(crate::wire::chan::ChanDropReason::NoChannel.into());
         };
+        let reboots = chan.client_table().reboots();
         let full = v.pools.len() + v.retired.len() >= v.max_peers;
         let config = v.config;
         let p = match v.pools.entry(peer) {
+            // A peer rebooted since this pool last looked (the rare case;
+            // one comparison per call otherwise).
+            Entry::Occupied(o) if o.get().reboots != reboots => {
+                return self.call_after_reboot(peer, msg, cx);
+            }
             Entry::Occupied(o) => o.into_mut(),
             Entry::Vacant(e) => {
                 let pool = if full {
@@ -212,6 +265,7 @@ impl VchanStage {
                     pool,
                     lent: Vec::new(),
                     waiting: VecDeque::new(),
+                    reboots,
                 })
             }
         };
@@ -243,14 +297,46 @@ impl VchanStage {
         }
     }
 
+    /// `call` found that a peer rebooted since `peer`'s pool last looked:
+    /// if it was `peer` (its channels are disabled), the pool is retired
+    /// and the calls waiting in it fail with the reboot; either way the
+    /// pool is up to date when the call is made again.
+    fn call_after_reboot(&mut self, peer: Peer, msg: &mut Msg, cx: &mut Cx<'_, '_>) -> Verdict {
+        let failed = {
+            let Some((v, chan)) = cx.module_and_linked::<VchanModule, ChanModule>(DOWN, 0) else {
+                return Verdict::Drop(crate::wire::chan::ChanDropReason::NoChannel.into());
+            };
+            let table = chan.client_table();
+            let Some(p) = v.pools.get_mut(&peer) else {
+                return self.call(msg, cx);
+            };
+            if p.pool
+                .channels()
+                .any(|k| table.state(k) == Some(ClientState::Disabled))
+            {
+                v.retire(peer, table)
+            } else {
+                p.reboots = table.reboots();
+                Vec::new()
+            }
+        };
+        fail_rebooted(failed, cx);
+        self.call(msg, cx)
+    }
+
     fn outcome(&mut self, msg: &mut Msg, cx: &mut Cx<'_, '_>) -> Verdict {
         let (Some(tag), Some(peer)) = (msg.anno().rpc_tag(), msg.anno().rpc_peer()) else {
             return Verdict::Drop(crate::wire::chan::ChanDropReason::NoChannel.into());
         };
-        let Some(v) = cx.module::<VchanModule>() else {
+        let Some((v, chan)) = cx.module_and_linked::<VchanModule, ChanModule>(DOWN, 0) else {
             return Verdict::Drop(crate::wire::chan::ChanDropReason::NoChannel.into());
         };
-        let Some(slot) = v.take_lent(peer, tag.slot) else {
+        let table = chan.client_table();
+        let current = v
+            .pools
+            .get(&peer)
+            .is_some_and(|p| p.lent.iter().any(|&(c, _)| c == tag.slot));
+        let Some(slot) = v.take_lent(peer, tag.slot, table) else {
             // A second outcome for a channel already given back.
             return Verdict::Drop(crate::wire::chan::ChanDropReason::Unsolicited.into());
         };
@@ -259,15 +345,13 @@ impl VchanStage {
         let mut next = None;
         if tag.status == CallStatus::PeerRebooted {
             // Every channel of the pool is disabled: the next call opens a
-            // new pool; the old one stays until its calls' outcomes came.
-            if let Some(mut p) = v.pools.remove(&peer) {
-                failed.extend(p.waiting.drain(..).map(|(_, m)| m));
-                if !p.lent.is_empty() {
-                    v.retired.push((peer, p));
-                }
+            // new pool. Only the pool that carried this call goes (a
+            // retired pool's later outcomes must not retire a new one).
+            if current {
+                failed = v.retire(peer, table);
             }
         } else if let Some(p) = v.pools.get_mut(&peer) {
-            let key = crate::chan::ChannelKey {
+            let key = ChannelKey {
                 peer,
                 prot_id: self.prot_id,
                 chan: tag.slot,
@@ -287,11 +371,7 @@ impl VchanStage {
         if let Some(m) = next {
             let _ = cx.emit(Dir::Down, m);
         }
-        for mut m in failed {
-            let s = m.anno().rpc_tag().map_or(0, |t| t.slot);
-            fail(&mut m, s, CallStatus::PeerRebooted);
-            let _ = cx.emit(Dir::Up, m);
-        }
+        fail_rebooted(failed, cx);
         Verdict::Next
     }
 }

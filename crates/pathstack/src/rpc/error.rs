@@ -55,8 +55,8 @@ pub enum RpcError {
     #[error("no message buffer for the request; poll the host and try again")]
     NoBuffer,
     /// The call failed below the channel layer in a way that leaves no
-    /// retransmission (a channel disabled by an earlier reboot of the
-    /// peer, or the stack's path is gone).
+    /// retransmission (the stack's path is gone). A peer's reboot is not
+    /// one: a call made after it runs on a new channel.
     #[error("the call to procedure {id} on {peer} failed: {reason}")]
     Failed {
         /// The peer.

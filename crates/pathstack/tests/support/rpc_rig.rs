@@ -203,6 +203,17 @@ pub fn boot_id(h: &Host) -> u32 {
         .0
 }
 
+/// A module counter of `h` (`Host --stats` shows the same).
+pub fn module_stat(h: &Host, module: &str, counter: &str) -> u64 {
+    let s = h.stack();
+    let m = s.module_id(module).expect("the module");
+    s.module_stats(m)
+        .unwrap_or_default()
+        .into_iter()
+        .find(|(k, _)| k == counter)
+        .map_or(0, |(_, n)| n)
+}
+
 /// The client and server hosts on one wire and one clock (module docs).
 pub struct Rig {
     /// The calling host (end A).
