@@ -328,6 +328,51 @@ impl VchanStage {
         let (Some(tag), Some(peer)) = (msg.anno().rpc_tag(), msg.anno().rpc_peer()) else {
             return Verdict::Drop(crate::wire::chan::ChanDropReason::NoChannel.into());
         };
+        let Some(v) = cx.module::<VchanModule>() else {
+            return Verdict::Drop(crate::wire::chan::ChanDropReason::NoChannel.into());
+        };
+        // The common case, one pool lookup: a call of the current pool
+        // ended; its channel goes back, to the longest waiter if any.
+        let p = match v.pools.get_mut(&peer) {
+            Some(p) if tag.status != CallStatus::PeerRebooted => p,
+            _ => return self.outcome_rare(peer, tag, msg, cx),
+        };
+        let Some(slot) = p.take_lent(tag.slot) else {
+            return self.outcome_rare(peer, tag, msg, cx);
+        };
+        msg.anno_mut().set_rpc_tag(RpcTag { slot, ..tag });
+        let key = ChannelKey {
+            peer,
+            prot_id: self.prot_id,
+            chan: tag.slot,
+        };
+        let mut next = None;
+        if let Ok(Some((ticket, key2))) = p.pool.release(key) {
+            if let Some(i) = p.waiting.iter().position(|(t, _)| *t == ticket) {
+                if let Some((_, mut m)) = p.waiting.remove(i) {
+                    if let Some(t) = m.anno().rpc_tag() {
+                        p.lent.push((key2.chan, t.slot));
+                    }
+                    m.anno_mut().set_rpc_tag(RpcTag::slot(key2.chan));
+                    next = Some(m);
+                }
+            }
+        }
+        if let Some(m) = next {
+            let _ = cx.emit(Dir::Down, m);
+        }
+        Verdict::Next
+    }
+
+    /// The outcome of a call failed by its peer's reboot, or of a call of
+    /// a retired pool (module docs).
+    fn outcome_rare(
+        &mut self,
+        peer: Peer,
+        tag: RpcTag,
+        msg: &mut Msg,
+        cx: &mut Cx<'_, '_>,
+    ) -> Verdict {
         let Some((v, chan)) = cx.module_and_linked::<VchanModule, ChanModule>(DOWN, 0) else {
             return Verdict::Drop(crate::wire::chan::ChanDropReason::NoChannel.into());
         };
@@ -341,36 +386,14 @@ impl VchanStage {
             return Verdict::Drop(crate::wire::chan::ChanDropReason::Unsolicited.into());
         };
         msg.anno_mut().set_rpc_tag(RpcTag { slot, ..tag });
-        let mut failed = Vec::new();
-        let mut next = None;
-        if tag.status == CallStatus::PeerRebooted {
-            // Every channel of the pool is disabled: the next call opens a
-            // new pool. Only the pool that carried this call goes (a
-            // retired pool's later outcomes must not retire a new one).
-            if current {
-                failed = v.retire(peer, table);
-            }
-        } else if let Some(p) = v.pools.get_mut(&peer) {
-            let key = ChannelKey {
-                peer,
-                prot_id: self.prot_id,
-                chan: tag.slot,
-            };
-            if let Ok(Some((ticket, key2))) = p.pool.release(key) {
-                if let Some(i) = p.waiting.iter().position(|(t, _)| *t == ticket) {
-                    if let Some((_, mut m)) = p.waiting.remove(i) {
-                        if let Some(t) = m.anno().rpc_tag() {
-                            p.lent.push((key2.chan, t.slot));
-                        }
-                        m.anno_mut().set_rpc_tag(RpcTag::slot(key2.chan));
-                        next = Some(m);
-                    }
-                }
-            }
-        }
-        if let Some(m) = next {
-            let _ = cx.emit(Dir::Down, m);
-        }
+        // Every channel of the pool is disabled: the next call opens a new
+        // pool. Only the pool that carried this call goes (a retired
+        // pool's later outcomes must not retire a new one).
+        let failed = if current && tag.status == CallStatus::PeerRebooted {
+            v.retire(peer, table)
+        } else {
+            Vec::new()
+        };
         fail_rebooted(failed, cx);
         Verdict::Next
     }
