@@ -178,15 +178,7 @@ fn d6_a_stale_destination_boot_id_is_dropped_and_answered_with_an_empty_bid_mess
 
 /// A BIDCTL frame from the client, from `header` (checksum filled in).
 fn bidctl(s: &Setup, mut header: [u8; 20]) -> Vec<u8> {
-    header[2..4].copy_from_slice(&[0, 0]);
-    let mut sum: u32 = header
-        .chunks(2)
-        .map(|c| u32::from(u16::from_be_bytes([c[0], c[1]])))
-        .sum();
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    header[2..4].copy_from_slice(&(!(sum as u16)).to_be_bytes());
+    seal_bidctl(&mut header);
     let mut f = s.template[..14].to_vec();
     f[12..14].copy_from_slice(&[0x30, 0x06]);
     f.extend_from_slice(&header);

@@ -214,6 +214,27 @@ pub fn module_stat(h: &Host, module: &str, counter: &str) -> u64 {
         .map_or(0, |(_, n)| n)
 }
 
+/// The one's-complement sum of `bytes` in 16-bit words, folded (BIDCTL's
+/// checksum field is its complement, spec §5.2; a header whose sum is
+/// `0xffff` is intact).
+pub fn ones_sum(bytes: &[u8]) -> u16 {
+    let mut sum: u32 = bytes
+        .chunks(2)
+        .map(|c| u32::from(u16::from_be_bytes([c[0], c.get(1).copied().unwrap_or(0)])))
+        .sum();
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    sum as u16
+}
+
+/// Fills in the checksum of a BIDCTL header (spec §5.2).
+pub fn seal_bidctl(header: &mut [u8; 20]) {
+    header[2..4].copy_from_slice(&[0, 0]);
+    let sum = ones_sum(header);
+    header[2..4].copy_from_slice(&(!sum).to_be_bytes());
+}
+
 /// The client and server hosts on one wire and one clock (module docs).
 pub struct Rig {
     /// The calling host (end A).
