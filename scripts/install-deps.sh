@@ -20,7 +20,7 @@
 # scripts/test.sh calls this without arguments before running the privileged tests.
 set -euo pipefail
 
-PACKAGES=(iproute2 iputils-ping arping socat netcat-openbsd tcpdump tshark nftables valgrind curl ethtool)
+PACKAGES=(iproute2 iputils-ping arping socat netcat-openbsd tcpdump tshark nftables valgrind curl ethtool wrk)
 
 mode=install
 wanted=()

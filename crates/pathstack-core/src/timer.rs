@@ -35,10 +35,14 @@
 //! ```
 
 use crate::time::{Duration, Instant};
+use std::cell::Cell;
 use thiserror::Error;
 
 /// The end of a list.
 const NIL: u32 = u32::MAX;
+
+/// `due_at` of a wheel with no timer armed.
+const NEVER: Instant = Instant::from_nanos(u64::MAX);
 
 /// Names one armed timer, to cancel it.
 ///
@@ -84,6 +88,9 @@ struct Entry<T> {
 pub struct TimerWheel<T: Copy> {
     tick_ns: u64,
     entries: Vec<Entry<T>>,
+    /// `slots - 1`: the slot count is a power of two, so a tick's slot is
+    /// a mask, not a division (the deadline walk takes one per tick).
+    slot_mask: u64,
     heads: Vec<u32>,
     tails: Vec<u32>,
     free: u32,
@@ -96,7 +103,14 @@ pub struct TimerWheel<T: Copy> {
     /// No armed timer is due before this (a lower bound; `u64::MAX` ns
     /// when none is armed), so that [`TimerWheel::due`] on an idle wheel
     /// is one comparison.
-    due_at: Instant,
+    due_at: Cell<Instant>,
+    /// Whether `due_at` is the earliest deadline itself, not only a bound:
+    /// then [`TimerWheel::next_deadline`] is one load. Arming keeps it
+    /// exact; removing the earliest timer makes it a bound until the next
+    /// walk, which stores what it found. A host asks for its next deadline
+    /// on every poll (to know how long to sleep), far more often than the
+    /// earliest timer changes, and the walk may cover a revolution.
+    due_exact: Cell<bool>,
 }
 
 impl<T: Copy> TimerWheel<T> {
@@ -106,9 +120,10 @@ impl<T: Copy> TimerWheel<T> {
     /// One revolution (`tick × slots`) should cover the common timeouts
     /// (e.g. 1 ms × 1,024 for RTOs up to a second); longer timers still fire
     /// on time, they just share slots with nearer ones. A zero `tick` or
-    /// `slots` is taken as 1; `capacity` is limited to `u32::MAX - 1`.
+    /// `slots` is taken as 1, and `slots` is rounded up to a power of two;
+    /// `capacity` is limited to `u32::MAX - 1`.
     pub fn new(tick: Duration, slots: usize, capacity: usize) -> Self {
-        let slots = slots.clamp(1, NIL as usize);
+        let slots = slots.clamp(1, 1 << 31).next_power_of_two();
         let capacity = capacity.min(NIL as usize - 1);
         let entries = (0..capacity)
             .map(|i| Entry {
@@ -124,13 +139,15 @@ impl<T: Copy> TimerWheel<T> {
         TimerWheel {
             tick_ns: tick.as_nanos().max(1),
             entries,
+            slot_mask: slots as u64 - 1,
             heads: vec![NIL; slots],
             tails: vec![NIL; slots],
             free: if capacity > 0 { 0 } else { NIL },
             len: 0,
             cursor: 0,
             seq: 0,
-            due_at: Instant::from_nanos(u64::MAX),
+            due_at: Cell::new(NEVER),
+            due_exact: Cell::new(true),
         }
     }
 
@@ -138,7 +155,7 @@ impl<T: Copy> TimerWheel<T> {
     /// [`TimerWheel::expire`] need not be called. One comparison.
     #[inline]
     pub fn due(&self, now: Instant) -> bool {
-        now >= self.due_at
+        now >= self.due_at.get()
     }
 
     /// Number of armed timers.
@@ -171,15 +188,12 @@ impl<T: Copy> TimerWheel<T> {
     }
 
     fn slot_of(&self, tick: u64) -> usize {
-        (tick % self.heads.len() as u64) as usize
+        (tick & self.slot_mask) as usize
     }
 
     /// Arms a timer that fires with `payload` once `now >= at`. A deadline in
     /// the past fires at the next [`TimerWheel::expire`].
     pub fn arm(&mut self, at: Instant, payload: T) -> Result<TimerHandle, TimerError> {
-        if at < self.due_at {
-            self.due_at = at;
-        }
         if self.free == NIL {
             return Err(TimerError::Full {
                 capacity: self.capacity(),
@@ -224,6 +238,11 @@ impl<T: Copy> TimerWheel<T> {
             self.entries[next as usize].prev = idx;
         }
         self.len += 1;
+        if at < self.due_at.get() {
+            // Below the bound, so below every other timer: the earliest.
+            self.due_at.set(at);
+            self.due_exact.set(true);
+        }
         Ok(TimerHandle {
             index: idx,
             generation,
@@ -253,6 +272,19 @@ impl<T: Copy> TimerWheel<T> {
         if self.len == 0 {
             return None;
         }
+        if self.due_exact.get() {
+            return Some(self.due_at.get());
+        }
+        let found = self.walk_to_earliest();
+        if let Some(at) = found {
+            self.due_at.set(at);
+            self.due_exact.set(true);
+        }
+        found
+    }
+
+    /// The earliest deadline, found by walking the slots from the cursor.
+    fn walk_to_earliest(&self) -> Option<Instant> {
         // Walk one revolution from the cursor: the first slot whose head is
         // due in the tick being looked at holds the earliest timer (every
         // earlier slot's timers are at least a revolution later).
@@ -329,9 +361,12 @@ impl<T: Copy> TimerWheel<T> {
             fire(p);
             n += 1;
         }
-        self.due_at = self
-            .next_deadline()
-            .unwrap_or(Instant::from_nanos(u64::MAX));
+        if self.len == 0 {
+            self.due_at.set(NEVER);
+            self.due_exact.set(true);
+        } else {
+            self.next_deadline();
+        }
         n
     }
 
@@ -340,6 +375,10 @@ impl<T: Copy> TimerWheel<T> {
             let e = &self.entries[idx as usize];
             (e.prev, e.next, e.slot as usize)
         };
+        if self.entries[idx as usize].at <= self.due_at.get() {
+            // Perhaps the earliest: `due_at` is a bound now, not exact.
+            self.due_exact.set(false);
+        }
         if prev == NIL {
             self.heads[slot] = next;
         } else {

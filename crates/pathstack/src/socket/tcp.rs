@@ -366,6 +366,19 @@ impl Host {
             .map_err(SocketError::from)
     }
 
+    /// Writes the slices of `bufs` in order as one write (`writev`): as
+    /// much of them as the send buffer takes, segmented as one stream of
+    /// bytes, so that Nagle never holds one slice behind the ACK of
+    /// another. `Ok(None)` when the buffer is full.
+    pub fn tcp_send_vectored(
+        &mut self,
+        s: &TcpStream,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Result<Option<usize>, SocketError> {
+        self.with_conn(s, |c, _| c.tcb_mut().send_vectored(bufs))?
+            .map_err(SocketError::from)
+    }
+
     /// Reads what has arrived into `buf`: `Ok(Some(0))` at the end of the
     /// stream, `Ok(None)` when nothing is there yet.
     pub fn tcp_recv(
@@ -375,6 +388,11 @@ impl Host {
     ) -> Result<Option<usize>, SocketError> {
         self.with_conn(s, |c, _| c.tcb_mut().recv(buf))?
             .map_err(SocketError::from)
+    }
+
+    /// Octets a [`tcp_recv`](Self::tcp_recv) would read now (`FIONREAD`).
+    pub fn tcp_recv_queue(&self, s: &TcpStream) -> Result<usize, SocketError> {
+        self.conn(s, |c| c.tcb().recv_queue())
     }
 
     /// Like [`tcp_recv`](Self::tcp_recv), leaving the data in place.
@@ -460,7 +478,12 @@ impl Host {
         self.with_conn(s, |c, _| c.tcb_mut().take_error())
     }
 
-    /// Turns Nagle's algorithm off (`TCP_NODELAY`) or on.
+    /// Turns Nagle's algorithm off (`TCP_NODELAY`) or on. With it on (the
+    /// default), a short segment waits while an earlier short one is
+    /// unacknowledged (Minshall's rule, as Linux), so small writes in a
+    /// row coalesce; one write ([`tcp_send`](Self::tcp_send) or
+    /// [`tcp_send_vectored`](Self::tcp_send_vectored)) is never held
+    /// behind itself. Off, every write leaves at once.
     pub fn tcp_set_nodelay(&mut self, s: &TcpStream, on: bool) -> Result<(), SocketError> {
         self.with_conn(s, |c, _| c.tcb_mut().set_nodelay(on))
     }

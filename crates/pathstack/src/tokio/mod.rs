@@ -158,7 +158,8 @@
 //! `connect`, `split` (borrowed halves) and `into_split` (owned halves,
 //! with `reunite`, and a write half that shuts the writing side when
 //! dropped unless `forget` is called), `readable`/`writable`,
-//! `poll_read_ready`/`poll_write_ready`, `try_read`/`try_write`,
+//! `poll_read_ready`/`poll_write_ready`, `try_read`/`try_write`/
+//! `try_write_vectored`,
 //! `peek`/`poll_peek`, `local_addr`/`peer_addr`, `set_nodelay`/`nodelay`
 //! and `take_error`, with tokio's signatures. [`TcpListener`] has `bind`
 //! (backlog 1024, as tokio's), `accept`, `poll_accept` and `local_addr`.
@@ -182,8 +183,7 @@
 //! - **Missing**: no file descriptor (`as_raw_fd`, `from_std`,
 //!   `into_std`), no `TcpSocket` builder (bind before connect, buffer
 //!   sizes), no `set_linger`/`set_ttl`/`ttl`, no `ready(Interest)`,
-//!   `try_io`, `try_read_vectored`/`try_read_buf` or
-//!   `try_write_vectored`; keepalive and the other options are on the
+//!   `try_io` or `try_read_vectored`/`try_read_buf`; keepalive and the other options are on the
 //!   host ([`Host::tcp_set_keepalive`](crate::host::Host::tcp_set_keepalive)
 //!   through [`Net::with_host`] and [`TcpStream::handle`]).
 //!

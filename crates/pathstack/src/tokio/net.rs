@@ -110,6 +110,9 @@ pub(super) struct State {
     calls: HashMap<crate::rpc::RpcCall, Waiters>,
     /// Whether a driver runs.
     driver: DriverState,
+    /// The stack's next deadline when the driver last polled it: what the
+    /// driver sleeps until (at most [`MAX_IDLE`]), unless kicked.
+    driver_wakes_at: Option<pathstack_core::Instant>,
     /// How to stop the spawned driver.
     abort: Option<AbortHandle>,
 }
@@ -120,6 +123,14 @@ impl State {
     /// work done.
     pub(super) fn poll(&mut self) -> usize {
         let work = self.host.poll();
+        self.wake_ready();
+        work
+    }
+
+    /// Wakes the receivers whose sockets have a datagram (or were closed),
+    /// every waiting sender, and the tasks whose stream, listener or call
+    /// is ready.
+    fn wake_ready(&mut self) {
         let host = &self.host;
         self.readers.retain(|s, waiters| {
             let ready = host.udp_pending(s) > 0
@@ -133,7 +144,6 @@ impl State {
         self.writers.wake_all();
         self.wake_tcp();
         self.wake_calls();
-        work
     }
 
     /// Wakes the tasks whose call has its outcome.
@@ -188,21 +198,31 @@ impl State {
         }
     }
 
-    /// Runs the stack after a read that may have queued output (a window
-    /// update when the read opened the window), so that it leaves now
-    /// rather than at the driver's next round; wakes what the call made
-    /// ready. `before` is the stack's next deadline before the
-    /// call: returns whether the call moved it earlier, so that the
-    /// driver, asleep until the old one, must be kicked.
-    pub(super) fn run_after(&mut self, before: Option<pathstack_core::Instant>) -> bool {
-        self.poll();
-        let after = self.host.stack().poll_at();
-        after.is_some_and(|a| before.is_none_or(|b| a < b))
+    /// Runs what a stream's call left pending in the stack (under LDLP;
+    /// the call's own segments, a write's data or a read's window update,
+    /// already left through the device in the call) and wakes what that
+    /// made ready. It does not read the device: the driver does, and a
+    /// read here finds it empty almost always (a system call for nothing,
+    /// two per request in an HTTP exchange). Returns whether the driver
+    /// must be kicked ([`kick_due`](Self::kick_due)).
+    pub(super) fn run_after_call(&mut self) -> bool {
+        if self.host.stack_mut().run_pending() > 0 {
+            self.wake_ready();
+        }
+        self.kick_due()
     }
 
-    /// The stack's next deadline (see [`run_after`](Self::run_after)).
-    pub(super) fn next_deadline(&self) -> Option<pathstack_core::Instant> {
-        self.host.stack().poll_at()
+    /// Whether the stack's next deadline is now earlier than the one the
+    /// driver sleeps until (a write armed the retransmission timer, a read
+    /// the delayed ACK's): then the driver must be kicked to sleep less,
+    /// and it is taken as told.
+    pub(super) fn kick_due(&mut self) -> bool {
+        let at = self.host.stack().poll_at();
+        let earlier = at.is_some_and(|a| self.driver_wakes_at.is_none_or(|d| a < d));
+        if earlier {
+            self.driver_wakes_at = at;
+        }
+        earlier
     }
 
     /// Registers `waker` to be woken when `s` is ready for `interest`.
@@ -341,6 +361,7 @@ impl Net {
                     acceptors: HashMap::new(),
                     calls: HashMap::new(),
                     driver: DriverState::NotStarted,
+                    driver_wakes_at: None,
                     abort: None,
                 }),
                 kick: Notify::new(),
@@ -584,6 +605,10 @@ impl Inner {
     fn poll(&self) -> (usize, Option<Duration>) {
         let mut st = self.lock();
         let work = st.poll();
-        (work, st.host.until_timer())
+        let at = st.host.stack().poll_at();
+        st.driver_wakes_at = at;
+        let now = st.host.now();
+        let until = at.map(|t| Duration::from_nanos(t.saturating_since(now).as_nanos()));
+        (work, until)
     }
 }

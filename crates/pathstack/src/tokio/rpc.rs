@@ -95,9 +95,9 @@ impl RpcClient {
                 id,
                 reason: e.to_string(),
             })?;
-            let before = st.next_deadline();
             let call = st.host.rpc_start(peer, id, request)?;
-            if st.run_after(before) {
+            st.poll();
+            if st.kick_due() {
                 drop(st);
                 self.net.inner.kick.notify_one();
             }

@@ -133,6 +133,11 @@ macro_rules! write_half_methods {
             self.stream().try_write(buf)
         }
 
+        /// See [`TcpStream::try_write_vectored`].
+        pub fn try_write_vectored(&self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+            self.stream().try_write_vectored(bufs)
+        }
+
         /// The stream's peer.
         pub fn peer_addr(&self) -> io::Result<SocketAddr> {
             self.stream().peer_addr()

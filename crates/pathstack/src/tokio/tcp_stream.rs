@@ -141,6 +141,15 @@ impl TcpStream {
     }
 
     /// Turns Nagle's algorithm off (`TCP_NODELAY`, `true`) or on.
+    ///
+    /// With Nagle on (the default, as on Linux), a segment shorter than
+    /// the MSS waits while an earlier short segment is unacknowledged
+    /// (Minshall's rule), so small writes in a row coalesce. One write,
+    /// vectored or not, is never held behind itself: its full segments and
+    /// its tail leave at once, and a request/response protocol that writes
+    /// each message in one call (hyper does) needs no `set_nodelay`. Turn
+    /// it off for a protocol that writes one message in several small
+    /// calls and waits for the answer; every write then leaves at once.
     pub fn set_nodelay(&self, nodelay: bool) -> io::Result<()> {
         self.with_host(|h, s| h.tcp_set_nodelay(s, nodelay))
     }
@@ -234,10 +243,9 @@ impl TcpStream {
             Ok(st) => st,
             Err(e) => return Poll::Ready(Err(e)),
         };
-        let before = st.next_deadline();
         match recv(&mut st.host, &self.sock) {
             Ok(Some(got)) => {
-                let kick = st.run_after(before);
+                let kick = st.run_after_call();
                 drop(st);
                 if kick {
                     inner.kick.notify_one();
@@ -268,7 +276,13 @@ impl TcpStream {
             return Poll::Ready(Ok(()));
         }
         let got = self.poll_recv_with(Some(cx.waker()), |h, s| {
-            h.tcp_recv(s, buf.initialize_unfilled())
+            // Zero only what the waiting data fills (at least a byte, for
+            // the end of the stream or an error): hyper reads into 8 KB
+            // and more of uninitialized buffer, and zeroing all of it for
+            // every read cost more than the copy. tokio's own stream
+            // reads into it uninitialized, which needs `unsafe`.
+            let want = h.tcp_recv_queue(s)?.clamp(1, buf.remaining());
+            h.tcp_recv(s, buf.initialize_unfilled_to(want))
         });
         got.map_ok(|n| buf.advance(n))
     }
@@ -325,26 +339,29 @@ impl TcpStream {
 
     // ---- writing ----
 
-    /// Tries to queue `buf`: what the send buffer took is sent at once
-    /// (the stack runs in this task) and the driver is kicked to re-read
-    /// the next timer; a full buffer registers the task for writability
-    /// (with a waker) or is `WouldBlock`.
+    /// Tries to queue `bufs` as one write: what the send buffer took is
+    /// sent at once (the stack runs in this task) and the driver is kicked
+    /// if it must re-read the next timer; a full buffer registers the task for
+    /// writability (with a waker) or is `WouldBlock`.
     fn poll_send_with(
         &self,
         waker: Option<&std::task::Waker>,
-        buf: &[u8],
+        bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
         let inner = &*self.net.inner;
         let mut st = match inner.live() {
             Ok(st) => st,
             Err(e) => return Poll::Ready(Err(e)),
         };
-        match st.host.tcp_send(&self.sock, buf) {
+        match st.host.tcp_send_vectored(&self.sock, bufs) {
             Ok(Some(n)) => {
-                st.poll();
+                let kick = st.run_after_call();
                 drop(st);
-                // The segments sent armed the retransmission timer.
-                inner.kick.notify_one();
+                if kick {
+                    // The segments sent armed an earlier timer (the
+                    // retransmission timer) than the driver sleeps until.
+                    inner.kick.notify_one();
+                }
                 Poll::Ready(Ok(n))
             }
             Ok(None) => match waker {
@@ -359,50 +376,17 @@ impl TcpStream {
     }
 
     /// [`AsyncWrite::poll_write_vectored`] through a shared reference:
-    /// the slices in turn, under one lock, until the send buffer stops
-    /// taking them; one run of the stack for all. hyper writes a
-    /// response's head and body chunk this way rather than copying them
-    /// into one buffer first.
+    /// the slices are one write ([`Host::tcp_send_vectored`]), so a
+    /// response's head and body that hyper hands over this way leave in
+    /// full segments and never wait for each other behind Nagle.
+    ///
+    /// [`Host::tcp_send_vectored`]: crate::host::Host::tcp_send_vectored
     pub(super) fn poll_write_vectored_shared(
         &self,
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        let inner = &*self.net.inner;
-        let mut st = match inner.live() {
-            Ok(st) => st,
-            Err(e) => return Poll::Ready(Err(e)),
-        };
-        let mut total = 0usize;
-        let mut blocked = false;
-        for b in bufs.iter().filter(|b| !b.is_empty()) {
-            match st.host.tcp_send(&self.sock, b) {
-                Ok(Some(n)) => {
-                    total += n;
-                    if n < b.len() {
-                        break;
-                    }
-                }
-                Ok(None) => {
-                    blocked = true;
-                    break;
-                }
-                // What was taken before the error is reported; the error
-                // comes again with the next write.
-                Err(e) if total == 0 => return Poll::Ready(Err(e.into())),
-                Err(_) => break,
-            }
-        }
-        if total == 0 && blocked {
-            st.wait_tcp(self.sock, TcpInterest::Write, cx.waker());
-            return Poll::Pending;
-        }
-        if total > 0 {
-            st.poll();
-            drop(st);
-            inner.kick.notify_one();
-        }
-        Poll::Ready(Ok(total))
+        self.poll_send_with(Some(cx.waker()), bufs)
     }
 
     /// [`AsyncWrite::poll_write`] through a shared reference.
@@ -411,13 +395,20 @@ impl TcpStream {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        self.poll_send_with(Some(cx.waker()), buf)
+        self.poll_send_with(Some(cx.waker()), &[io::IoSlice::new(buf)])
     }
 
     /// Queues as much of `buf` as the send buffer takes, without waiting
     /// (`WouldBlock` when it is full); what it took is sent at once.
     pub fn try_write(&self, buf: &[u8]) -> io::Result<usize> {
-        match self.poll_send_with(None, buf) {
+        self.try_write_vectored(&[io::IoSlice::new(buf)])
+    }
+
+    /// Queues as much of the slices of `bufs`, in order, as the send
+    /// buffer takes, as one write, without waiting (`WouldBlock` when it
+    /// is full); what it took is sent at once.
+    pub fn try_write_vectored(&self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        match self.poll_send_with(None, bufs) {
             Poll::Ready(r) => r,
             Poll::Pending => Err(io::ErrorKind::WouldBlock.into()),
         }
@@ -462,7 +453,8 @@ impl AsyncWrite for TcpStream {
         self.poll_write_shared(cx, buf)
     }
 
-    /// Queues the slices in turn as far as the send buffer takes them.
+    /// Queues the slices, in order, as far as the send buffer takes them:
+    /// one write, segmented as one stream of bytes.
     fn poll_write_vectored(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,

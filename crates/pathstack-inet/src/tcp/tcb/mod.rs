@@ -33,6 +33,7 @@ use super::seq::SeqNumber;
 use super::state::State;
 use crate::wire::tcp::{TcpFlags, TcpOptions, TcpRepr};
 use pathstack_core::time::Instant;
+use std::io::IoSlice;
 
 pub use output::OutSegment;
 
@@ -154,6 +155,10 @@ pub struct Tcb {
     last_ack_sent: SeqNumber,
 
     // ----- what to send -----
+    /// The end of the last sub-MSS segment of new data sent (Linux's
+    /// `snd_sml`): Nagle holds a small segment only while this one is
+    /// unacknowledged (Minshall's rule, see `output.rs`).
+    snd_sml: SeqNumber,
     syn_due: bool,
     syn_sent_at: Option<Instant>,
     syn_retransmitted: bool,
@@ -245,6 +250,7 @@ impl Tcb {
             ts_recent_at: now,
             ts_offset,
             last_ack_sent: SeqNumber(0),
+            snd_sml: iss + 1,
             syn_due: false,
             syn_sent_at: None,
             syn_retransmitted: false,
@@ -463,6 +469,33 @@ impl Tcb {
             0 => Ok(None),
             n => Ok(Some(n)),
         }
+    }
+
+    /// SEND of several slices as one write (`writev`): as much of them,
+    /// in order, as the send buffer takes. The bytes become one stream
+    /// before anything is segmented, so the segments are full-sized and
+    /// Nagle never holds one slice behind the ACK of another (hyper hands
+    /// a response's head and body over this way). `Ok(None)` when the
+    /// buffer takes nothing of non-empty slices.
+    pub fn send_vectored(&mut self, bufs: &[IoSlice<'_>]) -> Result<Option<usize>, TcpError> {
+        let mut total = 0;
+        for b in bufs.iter().filter(|b| !b.is_empty()) {
+            match self.send(b)? {
+                Some(n) => {
+                    total += n;
+                    if n < b.len() {
+                        break;
+                    }
+                }
+                None => break,
+            }
+        }
+        let wanted = bufs.iter().any(|b| !b.is_empty());
+        Ok(if total == 0 && wanted {
+            None
+        } else {
+            Some(total)
+        })
     }
 
     /// RECEIVE: copies readable data into `buf`. `Ok(Some(0))` is the end

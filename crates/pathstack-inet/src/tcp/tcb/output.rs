@@ -212,6 +212,9 @@ impl Tcb {
             if !self.emit_range(now, seg, gso_size, emit) {
                 break;
             }
+            if seg.rule == Rule::New && !probe && seg.len < cap {
+                self.snd_sml = seg.start + seg.len;
+            }
             if probe {
                 self.tlp
                     .on_probe_sent(seg, self.sb.snd_nxt().max(seg.start + seg.len));
@@ -316,11 +319,23 @@ impl Tcb {
         stamp
     }
 
-    /// Nagle (RFC 896; RFC 9293 §3.7.4): a segment shorter than SMSS waits
-    /// while data is unacknowledged, unless `nodelay` or it carries the
-    /// FIN.
+    /// Nagle (RFC 896; RFC 9293 §3.7.4; RFC 1122 §4.2.3.4) with
+    /// Minshall's refinement, as Linux applies it (`tcp_nagle_check`,
+    /// `tcp_minshall_check`): a segment shorter than SMSS waits while a
+    /// previous *small* segment is unacknowledged, unless `nodelay` or it
+    /// carries the FIN. Classic Nagle would also hold the tail of a write
+    /// behind the ACK of the full segments before it; a receiver that
+    /// delays its ACK for a lone full segment (RFC 1122 §4.2.3.2 asks an
+    /// ACK for every second one) then stalls a request/response exchange
+    /// for its delayed-ACK timer, 40 ms on Linux. With the rule, one
+    /// write always leaves whole, and small writes still coalesce.
     fn nagle_holds(&self, seg: NextSeg, full: u32) -> bool {
         if self.cfg.nodelay || seg.len >= full || self.sb.is_empty() {
+            return false;
+        }
+        let small_unacked =
+            self.snd_sml.gt(self.sb.high_ack()) && !self.snd_sml.gt(self.sb.snd_nxt());
+        if !small_unacked {
             return false;
         }
         let end = seg.start + seg.len;

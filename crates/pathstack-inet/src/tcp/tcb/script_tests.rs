@@ -740,6 +740,83 @@ fn nagle_holds_small_write() {
     s.expect(Out::data(101, 50));
 }
 
+/// Minshall's rule (Linux's `tcp_minshall_check`): the tail of one write
+/// goes at once behind the full segments before it, because no *small*
+/// segment is unacknowledged. Classic Nagle held it until the peer's
+/// (delayed) ACK of the full segment.
+#[test]
+fn nagle_lets_the_tail_of_a_write_follow_its_full_segments() {
+    let mut s = Script::established(TcpConfig::default(), false);
+    let m = 1460u32;
+    s.at(20).write(m as usize + 200);
+    s.expect(Out::data(1, m as usize));
+    s.expect(Out::data(1 + m, 200));
+    s.expect_none();
+    // Now a small segment is out: the next small write waits for its ACK.
+    s.at(21).write(30);
+    s.expect_none();
+    s.at(30).inject(In::ack(1, 1 + m + 200));
+    s.expect(Out::data(1 + m + 200, 30));
+}
+
+/// A full segment in flight does not hold a small write: only an
+/// unacknowledged small one does.
+#[test]
+fn nagle_does_not_hold_a_small_write_behind_a_full_segment() {
+    let mut s = Script::established(TcpConfig::default(), false);
+    s.at(20).write(1460);
+    s.expect(Out::data(1, 1460));
+    s.at(21).write(100);
+    s.expect(Out::data(1461, 100));
+    s.expect_none();
+}
+
+/// A vectored write is one write: its slices leave as one stream of
+/// bytes, in one segment here, where two writes of the same slices send
+/// the first and hold the second behind Nagle.
+#[test]
+fn a_vectored_write_leaves_as_one_segment() {
+    let mut s = Script::established(TcpConfig::default(), false);
+    let (head, body) = ([0x5au8; 117], [0x5au8; 255]);
+    let bufs = [
+        std::io::IoSlice::new(&head),
+        std::io::IoSlice::new(&[]),
+        std::io::IoSlice::new(&body),
+    ];
+    let n = s.at(20).app(|t| t.send_vectored(&bufs)).expect("send");
+    assert_eq!(n, Some(117 + 255));
+    s.expect(Out::data(1, 117 + 255));
+    s.expect_none();
+    // The same slices as two writes while that segment is out: both wait
+    // for its ACK, then leave together.
+    s.at(30).write(117);
+    s.expect_none();
+    s.write(255);
+    s.expect_none();
+    s.at(40).inject(In::ack(1, 1 + 372));
+    s.expect(Out::data(1 + 372, 117 + 255));
+}
+
+/// A vectored write into a full send buffer would block; empty slices
+/// alone take nothing and do not block.
+#[test]
+fn a_vectored_write_blocks_only_on_a_full_buffer() {
+    let cfg = TcpConfig {
+        send_buffer: 1000,
+        ..TcpConfig::default()
+    };
+    let mut s = Script::established(cfg, false);
+    let big = [0x5au8; 800];
+    let bufs = [std::io::IoSlice::new(&big), std::io::IoSlice::new(&big)];
+    assert_eq!(s.at(20).app(|t| t.send_vectored(&bufs)), Ok(Some(1000)));
+    assert_eq!(s.app(|t| t.send_vectored(&bufs)), Ok(None));
+    assert_eq!(
+        s.app(|t| t.send_vectored(&[std::io::IoSlice::new(&[])])),
+        Ok(Some(0))
+    );
+    assert_eq!(s.app(|t| t.send_vectored(&[])), Ok(Some(0)));
+}
+
 /// `TCP_NODELAY`: Nagle off, small writes go at once.
 #[test]
 fn nodelay_sends_at_once() {
