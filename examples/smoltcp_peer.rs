@@ -6,6 +6,7 @@
 //! smoltcp_peer tap-client --tap NAME [--netns NS] --ip A/24 --peer B [--port P]
 //!                         [--rounds N] [--warmup W] [--busy-poll] [--json FILE]
 //! smoltcp_peer memory     [--rounds N] [--warmup W]
+//! smoltcp_peer memory-tcp [--rounds N] [--warmup W]
 //! smoltcp_peer tcp-sink   --tap NAME [--netns NS] --ip A/24 --port P [--busy-poll]
 //! smoltcp_peer tcp-source --tap NAME [--netns NS] --ip A/24 --peer ADDR:PORT
 //!                         [--seconds S] [--busy-poll]
@@ -46,7 +47,14 @@
 //! per round trip are counted with cachegrind against pathstack's
 //! `pingpong --wire memory`. Run it twice with different `--rounds` and
 //! divide the difference of the instruction counts by the difference of the
-//! rounds to take out setup and teardown.
+//! rounds to take out setup and teardown. `memory-tcp` does the same over
+//! one TCP connection (B echoes what it reads), Nagle off at both ends
+//! (`set_nagle_enabled(false)`), 64 KB buffers, smoltcp's defaults
+//! otherwise: the anchor of `pingpong --transport tcp` (TCP_NODELAY) in
+//! `scripts/instr.sh`. Its delayed ACK (10 ms) stays on, as pathstack's
+//! does (40 ms): each end's ACK rides on its next data, two frames per
+//! round trip at both stacks, the strongest anchor. `--no-delayed-ack`
+//! ACKs at once (`set_ack_delay(None)`): four frames per round trip.
 #![forbid(unsafe_code)]
 
 #[path = "support/rtt.rs"]
@@ -133,6 +141,26 @@ enum Mode {
         #[arg(long)]
         json: Option<PathBuf>,
     },
+    /// Two interfaces in one thread over an in-memory wire; 1-byte TCP
+    /// ping-pong over one connection, Nagle off.
+    MemoryTcp {
+        /// Measured round trips.
+        #[arg(long, default_value_t = 100_000)]
+        rounds: u64,
+        /// Round trips before measuring (the handshake is before these).
+        #[arg(long, default_value_t = 1_000)]
+        warmup: u64,
+        /// For instruction counting, as for `memory`.
+        #[arg(long)]
+        count_only: bool,
+        /// ACK every segment at once (`set_ack_delay(None)`): four frames
+        /// per round trip instead of two, the ACKs not riding on the data.
+        #[arg(long)]
+        no_delayed_ack: bool,
+        /// Write the result as JSON to this file (not with --count-only).
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
     /// TCP: accept one connection on --port, read until EOF; JSON result.
     TcpSink {
         #[command(flatten)]
@@ -215,6 +243,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             json,
         } => {
             let rec = memory(rounds, warmup, count_only)?;
+            // Without per-round times there are no percentiles to report.
+            if !count_only {
+                rec.report(json.as_deref())?;
+            }
+            Ok(())
+        }
+        Mode::MemoryTcp {
+            rounds,
+            warmup,
+            count_only,
+            no_delayed_ack,
+            json,
+        } => {
+            let rec = memory_tcp(rounds, warmup, count_only, !no_delayed_ack)?;
             // Without per-round times there are no percentiles to report.
             if !count_only {
                 rec.report(json.as_deref())?;
@@ -326,18 +368,24 @@ impl phy::Device for TapPhy {
 
 /// A smoltcp interface with one UDP socket, bound to `port` (0: the
 /// client's fixed port 40007).
-fn udp_iface<D: phy::Device>(
-    dev: &mut D,
-    mac: [u8; 6],
-    ip: Ipv4Cidr,
-    port: u16,
-) -> (Interface, SocketSet<'static>, SocketHandle) {
+/// A smoltcp interface on `dev` with the one address `ip`.
+fn iface_on<D: phy::Device>(dev: &mut D, mac: [u8; 6], ip: Ipv4Cidr) -> Interface {
     let config = Config::new(EthernetAddress(mac).into());
     let mut iface = Interface::new(config, dev, SInstant::now());
     iface.update_ip_addrs(|addrs| {
         // One address into a fresh interface: there is room.
         let _ = addrs.push(IpCidr::Ipv4(ip));
     });
+    iface
+}
+
+fn udp_iface<D: phy::Device>(
+    dev: &mut D,
+    mac: [u8; 6],
+    ip: Ipv4Cidr,
+    port: u16,
+) -> (Interface, SocketSet<'static>, SocketHandle) {
+    let iface = iface_on(dev, mac, ip);
     let buffer =
         || udp::PacketBuffer::new(vec![udp::PacketMetadata::EMPTY; 16], vec![0u8; 16 * 2048]);
     let mut sock = udp::Socket::new(buffer(), buffer());
@@ -925,6 +973,164 @@ fn memory(
     let total = (warmup + rounds).max(1);
     println!(
         "smoltcp memory: {} rounds, {:.0} ns/RT, {:.2} frames/RT{}",
+        rounds,
+        elapsed.as_nanos() as f64 / rounds.max(1) as f64,
+        (a_to_b.carried + b_to_a.carried) as f64 / total as f64,
+        if count_only {
+            " (count-only: no per-round RTT)"
+        } else {
+            ""
+        }
+    );
+    Ok(rec)
+}
+
+/// Buffer octets each way of the sockets of `memory-tcp`.
+const MEMORY_TCP_BUFFER: usize = 64 * 1024;
+
+/// A socket for `memory-tcp`: Nagle off, smoltcp's delayed ACK (10 ms)
+/// unless `delayed_ack` is false.
+fn memory_tcp_socket(delayed_ack: bool) -> tcp::Socket<'static> {
+    let mut sock = tcp::Socket::new(
+        tcp::SocketBuffer::new(vec![0u8; MEMORY_TCP_BUFFER]),
+        tcp::SocketBuffer::new(vec![0u8; MEMORY_TCP_BUFFER]),
+    );
+    sock.set_nagle_enabled(false);
+    if !delayed_ack {
+        sock.set_ack_delay(None);
+    }
+    sock
+}
+
+/// The 1-byte TCP ping-pong of `memory-tcp` (see the module docs): A
+/// connects to B's port 7, then each round A writes a byte, B echoes it,
+/// A reads it back.
+fn memory_tcp(
+    rounds: u64,
+    warmup: u64,
+    count_only: bool,
+    delayed_ack: bool,
+) -> Result<RttRecorder, Box<dyn std::error::Error>> {
+    let mut clock = if count_only {
+        MemClock::Fake(0)
+    } else {
+        MemClock::Real
+    };
+    let mut a_to_b = Ring::new(64);
+    let mut b_to_a = Ring::new(64);
+    let ip_a = Ipv4Cidr::new(std::net::Ipv4Addr::new(10, 0, 0, 1), 24);
+    let ip_b = Ipv4Cidr::new(std::net::Ipv4Addr::new(10, 0, 0, 2), 24);
+    let mut iface_a = iface_on(
+        &mut WireEnd {
+            rx: &mut b_to_a,
+            tx: &mut a_to_b,
+        },
+        [0x02, 0, 0, 0, 0, 1],
+        ip_a,
+    );
+    let mut iface_b = iface_on(
+        &mut WireEnd {
+            rx: &mut a_to_b,
+            tx: &mut b_to_a,
+        },
+        [0x02, 0, 0, 0, 0, 2],
+        ip_b,
+    );
+    let mut socks_a = SocketSet::new(Vec::new());
+    let mut socks_b = SocketSet::new(Vec::new());
+    let ha = socks_a.add(memory_tcp_socket(delayed_ack));
+    let mut server = memory_tcp_socket(delayed_ack);
+    server.listen(7)?;
+    let hb = socks_b.add(server);
+    let peer = IpEndpoint::new(IpAddress::Ipv4(ip_b.address()), 7);
+    socks_a
+        .get_mut::<tcp::Socket>(ha)
+        .connect(iface_a.context(), peer, 40_007)?;
+    // One pass of both interfaces; B echoes what it has read.
+    let mut pass = |iface_a: &mut Interface,
+                    socks_a: &mut SocketSet<'static>,
+                    iface_b: &mut Interface,
+                    socks_b: &mut SocketSet<'static>,
+                    clock: &mut MemClock| {
+        let mut end_a = WireEnd {
+            rx: &mut b_to_a,
+            tx: &mut a_to_b,
+        };
+        iface_a.poll(clock.now(), &mut end_a, socks_a);
+        let mut end_b = WireEnd {
+            rx: &mut a_to_b,
+            tx: &mut b_to_a,
+        };
+        iface_b.poll(clock.now(), &mut end_b, socks_b);
+        let sb = socks_b.get_mut::<tcp::Socket>(hb);
+        let mut buf = [0u8; 64];
+        if let Ok(n) = sb.recv_slice(&mut buf) {
+            if n > 0 {
+                let _ = sb.send_slice(&buf[..n]);
+                iface_b.poll(clock.now(), &mut end_b, socks_b);
+            }
+        }
+        let mut end_a = WireEnd {
+            rx: &mut b_to_a,
+            tx: &mut a_to_b,
+        };
+        iface_a.poll(clock.now(), &mut end_a, socks_a);
+    };
+    for _ in 0..64 {
+        if socks_a.get::<tcp::Socket>(ha).may_send() {
+            break;
+        }
+        pass(
+            &mut iface_a,
+            &mut socks_a,
+            &mut iface_b,
+            &mut socks_b,
+            &mut clock,
+        );
+    }
+    if !socks_a.get::<tcp::Socket>(ha).may_send() {
+        return Err("smoltcp memory-tcp: the connection did not open".into());
+    }
+    let mut rec = RttRecorder::new("smoltcp-memory-tcp");
+    let mut start = std::time::Instant::now();
+    for round in 0..warmup + rounds {
+        if round == warmup {
+            start = std::time::Instant::now();
+        }
+        let byte = round as u8;
+        let t0 = (!count_only).then(std::time::Instant::now);
+        let _ = socks_a.get_mut::<tcp::Socket>(ha).send_slice(&[byte]);
+        let mut echoed = false;
+        // Steady state takes one pass: A sends, B reads and echoes, A reads.
+        for _ in 0..16 {
+            pass(
+                &mut iface_a,
+                &mut socks_a,
+                &mut iface_b,
+                &mut socks_b,
+                &mut clock,
+            );
+            let mut buf = [0u8; 64];
+            if let Ok(n) = socks_a.get_mut::<tcp::Socket>(ha).recv_slice(&mut buf) {
+                if n == 1 && buf[0] == byte {
+                    echoed = true;
+                    break;
+                }
+            }
+        }
+        if round >= warmup {
+            match (echoed, t0) {
+                (true, Some(t0)) => rec.record(t0.elapsed()),
+                (true, None) => {}
+                (false, _) => rec.lost(),
+            }
+        }
+    }
+    let elapsed = start.elapsed();
+    rec.set_elapsed(elapsed);
+    let total = (warmup + rounds).max(1);
+    println!(
+        "smoltcp memory-tcp: {} rounds, {:.0} ns/RT, {:.2} frames/RT{}",
         rounds,
         elapsed.as_nanos() as f64 / rounds.max(1) as f64,
         (a_to_b.carried + b_to_a.carried) as f64 / total as f64,

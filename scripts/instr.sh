@@ -24,10 +24,13 @@
 # tcp`, one octet each way over one TCP connection with TCP_NODELAY, the
 # server's application echoing through the socket API, for both
 # schedulers in the std form only (there is no path-inlining rule for TCP
-# paths; the summary says so). The RPC summary sets its figures beside
+# paths; the summary says so), beside (system `smoltcp-tcp`)
+# `smoltcp_peer memory-tcp`, smoltcp's same ping-pong (Nagle off, its
+# delayed ACK on as pathstack's is: two frames per round trip at both). The RPC summary sets its figures beside
 # the thesis' RPC trace lengths (STD 4,291, PIN 3,471 instructions, -19%)
-# and smoltcp's UDP round trip; the TCP summary beside the thesis' TCP/IP
-# trace length (STD 4,750) and pathstack's UDP round trip.
+# and smoltcp's UDP round trip; the TCP summary beside smoltcp's TCP round
+# trip, the thesis' TCP/IP trace length (STD 4,750) and pathstack's UDP
+# round trip.
 #
 # Difference method: each configuration runs twice, with R1 and R2 measured
 # round trips after the same warm-up; (total(R2) - total(R1)) / (R2 - R1)
@@ -124,6 +127,7 @@ if [ "$tcp" = 1 ]; then
     configs+=(
         "per-message/std|tcp|pingpong|--transport tcp --sched per-message --form std --count-only --rounds"
         "ldlp/std|tcp|pingpong|--transport tcp --sched ldlp --form std --count-only --rounds"
+        "memory|smoltcp-tcp|smoltcp_peer|memory-tcp --warmup 100 --count-only --rounds"
     )
 fi
 
@@ -211,13 +215,13 @@ def ratio(x, base):
 print(f"\n1-byte UDP ping-pong (rpc: zero-byte RPC calls; tcp: 1-byte TCP ping-pong), in-memory wire, cachegrind (DEC 3000 geometry: I1/D1 8 KB "
       f"direct-mapped, LL 2 MB, 32-byte lines)")
 print(f"per round trip = (total({r2}) - total({r1})) / {r2 - r1}, median of {repeat} run(s)")
-head = (f"{'system':<10}{'config':<17}{'instr/RT':>10}{'I1/RT':>9}{'D1/RT':>9}{'LL/RT':>8}"
+head = (f"{'system':<12}{'config':<17}{'instr/RT':>10}{'I1/RT':>9}{'D1/RT':>9}{'LL/RT':>8}"
         f"{'instr/smoltcp':>15}{'I1/smoltcp':>12}{'spread':>9}")
 print(head)
 print("-" * len(head))
 for r in results:
     spread = f"{max(r['instr_per_rt_runs']) - min(r['instr_per_rt_runs']):.0f}"
-    print(f"{r['system']:<10}{r['config']:<17}{r['instr_per_rt']:>10.0f}{r['i1_per_rt']:>9.0f}"
+    print(f"{r['system']:<12}{r['config']:<17}{r['instr_per_rt']:>10.0f}{r['i1_per_rt']:>9.0f}"
           f"{r['d1_per_rt']:>9.0f}{r['ll_per_rt']:>8.1f}"
           f"{ratio(r['instr_per_rt'], smol and smol['instr_per_rt']):>15}"
           f"{ratio(r['i1_per_rt'], smol and smol['i1_per_rt']):>12}"
@@ -253,11 +257,16 @@ tcp_rows = [r for r in results if r["system"] == "tcp"]
 if tcp_rows:
     print("\nTCP, 1-byte ping-pong over one nodelay connection (thesis TCP/IP: STD 4,750 instructions; "
           "PIN not applicable: no path-inlining rule for TCP paths):")
+    smol_tcp = by.get(("smoltcp-tcp", "memory"))
     for r in tcp_rows:
         u = by.get(("pathstack", r["config"]))
         print(f"  {r['config']:<17} {r['instr_per_rt']:>8.0f} instr: {r['instr_per_rt'] / 4750:.2f}x the thesis' STD, "
+              f"{ratio(r['instr_per_rt'], smol_tcp and smol_tcp['instr_per_rt'])} smoltcp's TCP, "
               f"{ratio(r['instr_per_rt'], u and u['instr_per_rt'])} pathstack's UDP, "
               f"{ratio(r['instr_per_rt'], smol and smol['instr_per_rt'])} smoltcp's UDP")
+    if smol_tcp:
+        print(f"  smoltcp's TCP     {smol_tcp['instr_per_rt']:>8.0f} instr (smoltcp_peer memory-tcp: Nagle off, "
+              f"its 10 ms delayed ACK on as pathstack's 40 ms is, two frames per round trip at both)")
 if repeat > 1:
     print(f"\nnoise: 'spread' is max - min of instr/RT over the {repeat} runs; "
           f"differences below it are not significant.")
