@@ -51,10 +51,12 @@
 //! on port 7, both ends with `TCP_NODELAY` (pathstack's defaults
 //! otherwise), and each round sends one octet that the server's
 //! application reads and writes back (an application above the socket
-//! API, not an in-path echo). Only the standard path form runs (`--form
-//! pin` is refused: `pathstack::inet::modules::inline` has a rule for the
-//! UDP path only); over TAP a round whose echo has not come within 5 s
-//! fails the run (TCP retransmits; nothing is counted as lost). With
+//! API, not an in-path echo). PIN inlines both connection paths
+//! (`TCP/IP/ARP/ETH/WIRE`, `pathstack::inet::modules::inline::tcp_rule`)
+//! once the handshake is done, in memory with the device under ETH (`--nic
+//! tap`); over TAP only the standard form runs. Over TAP a round whose
+//! echo has not come within 5 s fails the run (TCP retransmits; nothing is
+//! counted as lost). With
 //! `--count-only` the handshake runs on the real clock, the rest on the
 //! 1 µs-per-poll clock, and a counted run that did not send exactly one
 //! segment each way per round (a timer's retransmission or probe, a pure
@@ -211,11 +213,16 @@ fn inline_rule(nic: Nic) -> Rule {
 
 /// Path-inlines `path` of `h` (PIN), or says why it could not.
 fn inline(h: &mut Host, path: PathId, nic: Nic) -> Result<(), BoxError> {
-    h.stack_mut().add_rule(inline_rule(nic));
+    inline_with(h, path, inline_rule(nic), &format!("for --nic {nic}"))
+}
+
+/// Path-inlines `path` of `h` with `rule` (named `what` in the error).
+fn inline_with(h: &mut Host, path: PathId, rule: Rule, what: &str) -> Result<(), BoxError> {
+    h.stack_mut().add_rule(rule);
     let applied = h.stack_mut().path_optimize(path)?;
     if applied.is_empty() {
         return Err(format!(
-            "--form pin: the inlining rule for --nic {nic} did not apply to the path {} \
+            "--form pin: the inlining rule {what} did not apply to the path {} \
              (its stage types do not match the rule's sequence)",
             path_names(h, path)
         )
@@ -460,10 +467,13 @@ fn run(args: Args) -> Result<(), BoxError> {
     if !rpc && (args.size.is_some() || args.rpc_net.is_some()) {
         return Err("--size and --rpc-net are for --transport rpc".into());
     }
-    if tcp && matches!(args.form.as_deref(), Some("pin" | "both")) {
+    if tcp
+        && matches!(args.form.as_deref(), Some("pin" | "both"))
+        && (args.wire != "memory" || !matches!(args.nic, Nic::Device))
+    {
         return Err(
-            "--transport tcp: only --form std (there is no path-inlining rule for \
-                    TCP paths; pathstack::inet::modules::inline inlines the UDP path only)"
+            "--transport tcp: --form pin runs in memory with --nic tap only (the TCP \
+             inlining rule is made for the WIRE driver)"
                 .into(),
         );
     }
@@ -755,7 +765,7 @@ impl TcpPair {
     /// Two hosts on the in-memory wire, connected (handshake on the real
     /// clock: the connection's first RTT sample is then of the same kind
     /// whether or not the rounds are counted).
-    fn connect(sched: SchedKind, args: &Args) -> Result<TcpPair, BoxError> {
+    fn connect(sched: SchedKind, pin: bool, args: &Args) -> Result<TcpPair, BoxError> {
         let (a, b) = wire_pair(WireConfig::default());
         let mac = |n| Some(MacAddr([0x02, 0, 0, 0, 0, n]));
         let nic = args.nic;
@@ -779,6 +789,15 @@ impl TcpPair {
             handshake += 1;
             if handshake > 1000 {
                 return Err("the TCP handshake over the in-memory wire did not complete".into());
+            }
+        }
+        if pin {
+            let conn = srv.conn().ok_or("the server has no connection")?;
+            let paths = [(&mut hosts.client, ping.s), (&mut hosts.server, conn)];
+            for (host, s) in paths {
+                let path = host.tcp_path_id(&s)?;
+                let rule = inline::tcp_rule::<WireStage>(WIRE_SPEC.name);
+                inline_with(host, path, rule, "for TCP")?;
             }
         }
         Ok(TcpPair { hosts, srv, ping })
@@ -825,8 +844,14 @@ impl TcpPair {
 /// retransmitted: the counted work is the same in every round.
 fn run_memory_tcp(args: &Args, row: &mut dyn FnMut(&Result1)) -> Result<Vec<Result1>, BoxError> {
     let mut results = Vec::new();
-    for (sched, _) in configs(args, false)?.into_iter().filter(|&(_, pin)| !pin) {
-        let mut p = TcpPair::connect(sched, args)?;
+    // The TCP inlining rule is made for the WIRE driver (checked above
+    // when --form asks for pin).
+    let device = matches!(args.nic, Nic::Device);
+    for (sched, pin) in configs(args, false)?
+        .into_iter()
+        .filter(|&(_, pin)| device || !pin)
+    {
+        let mut p = TcpPair::connect(sched, pin, args)?;
         if args.count_only {
             p.hosts.fake_clock();
         }
@@ -836,7 +861,7 @@ fn run_memory_tcp(args: &Args, row: &mut dyn FnMut(&Result1)) -> Result<Vec<Resu
             }
         }
         let before = p.segments()?;
-        let config = config_name(sched, false);
+        let config = config_name(sched, pin);
         let r = if args.count_only {
             let mut error = None;
             let r = count(config, args.rounds, || match p.round_trip() {

@@ -22,9 +22,9 @@
 # echo procedure over RPC / MSELECT / VCHAN / CHAN / BID / BLAST / ETH, for
 # the same schedulers and forms; then (system `tcp`) `pingpong --transport
 # tcp`, one octet each way over one TCP connection with TCP_NODELAY, the
-# server's application echoing through the socket API, for both
-# schedulers in the std form only (there is no path-inlining rule for TCP
-# paths; the summary says so), beside (system `smoltcp-tcp`)
+# server's application echoing through the socket API, for the same
+# schedulers and forms (pin: both connection paths inlined,
+# `inline::tcp_rule`), beside (system `smoltcp-tcp`)
 # `smoltcp_peer memory-tcp`, smoltcp's same ping-pong (Nagle off, its
 # delayed ACK on as pathstack's is: two frames per round trip at both). The RPC summary sets its figures beside
 # the thesis' RPC trace lengths (STD 4,291, PIN 3,471 instructions, -19%)
@@ -123,10 +123,11 @@ if [ "$rpc" = 1 ]; then
     )
 fi
 if [ "$tcp" = 1 ]; then
-    # std only: pingpong refuses --form pin for TCP (no inlining rule).
     configs+=(
         "per-message/std|tcp|pingpong|--transport tcp --sched per-message --form std --count-only --rounds"
+        "per-message/pin|tcp|pingpong|--transport tcp --sched per-message --form pin --count-only --rounds"
         "ldlp/std|tcp|pingpong|--transport tcp --sched ldlp --form std --count-only --rounds"
+        "ldlp/pin|tcp|pingpong|--transport tcp --sched ldlp --form pin --count-only --rounds"
         "memory|smoltcp-tcp|smoltcp_peer|memory-tcp --warmup 100 --count-only --rounds"
     )
 fi
@@ -255,8 +256,13 @@ if rpc_rows:
               f" (goal <= 1.00x), {vs_udp} pathstack's")
 tcp_rows = [r for r in results if r["system"] == "tcp"]
 if tcp_rows:
-    print("\nTCP, 1-byte ping-pong over one nodelay connection (thesis TCP/IP: STD 4,750 instructions; "
-          "PIN not applicable: no path-inlining rule for TCP paths):")
+    print("\nTCP, 1-byte ping-pong over one nodelay connection (thesis TCP/IP: STD 4,750 instructions, "
+          "PIN -10.6%):")
+    for sched in ("per-message", "ldlp"):
+        s, p = by.get(("tcp", f"{sched}/std")), by.get(("tcp", f"{sched}/pin"))
+        if s and p:
+            pct = 100.0 * (s["instr_per_rt"] - p["instr_per_rt"]) / s["instr_per_rt"]
+            print(f"  {sched:<12} std {s['instr_per_rt']:>8.0f}  pin {p['instr_per_rt']:>8.0f}  saving {pct:5.1f}%")
     smol_tcp = by.get(("smoltcp-tcp", "memory"))
     for r in tcp_rows:
         u = by.get(("pathstack", r["config"]))
@@ -276,9 +282,6 @@ else:
 doc = {
     "workload": "1-byte UDP ping-pong, (system rpc) zero-byte RPC ping-pong and (system tcp) 1-byte TCP "
                 "ping-pong over one nodelay connection, in-memory wire",
-    "not_applicable": [{"system": "tcp", "config": f"{s}/pin",
-                        "reason": "no path-inlining rule for TCP paths"}
-                       for s in ("per-message", "ldlp") if tcp_rows],
     "tool": vg_version + " --tool=cachegrind --cache-sim=yes --I1=8192,1,32 --D1=8192,1,32 --LL=2097152,1,32",
     "method": f"(total(R2) - total(R1)) / (R2 - R1), R1={r1}, R2={r2}, median of {repeat} runs",
     "d1": "D1 read misses + D1 write misses",

@@ -4,8 +4,6 @@
 Arguments after the options are specs:
   cg|VERSION|TRANSPORT|DM_R1|DM_R2|FA_R1|FA_R2|LAYOUT_JSON   cachegrind files
   rtt|VERSION|TRANSPORT|WIRE|PINGPONG_JSON                    a timed run
-  na|VERSION|TRANSPORT|REASON                                 a version that does
-                                                              not apply (null figures)
 
 The thesis' figures (../shared/seeds/001_*, §4.3) are quoted beside ours:
 Table 6 (end-to-end latency), Table 8 (cache performance), Table 9
@@ -105,14 +103,10 @@ def main():
     span = a.r2 - a.r1
 
     rows = {}
-    na = {}
     rtt = defaultdict(list)
     for spec in a.specs:
         f = spec.split("|")
-        if f[0] == "na":
-            _, v, t, reason = f
-            na[(t, v.upper())] = reason
-        elif f[0] == "cg":
+        if f[0] == "cg":
             _, v, t, d1, d2, f1, f2, lay = f
             dm = per_rt(d1, d2, span)
             fa = per_rt(f1, f2, span) if f1 != "-" else None
@@ -160,11 +154,6 @@ def main():
             "rtt_ns_tap": rtt_of(t, v, "tap"),
         })
     by = {(r["transport"], r["version"]): r for r in results}
-    # Versions that do not apply: in the JSON with null figures and the
-    # reason, so that nothing is left out silently.
-    figures = [k for k in results[0] if k not in ("transport", "version")] if results else []
-    for (t, v), reason in sorted(na.items(), key=lambda kv: (TRANSPORTS.index(kv[0][0]), VERSIONS.index(kv[0][1]))):
-        results.append({"transport": t, "version": v, **{k: None for k in figures}, "not_applicable": reason})
     results.sort(key=lambda r: (TRANSPORTS.index(r["transport"]), VERSIONS.index(r["version"])))
     doc = {
         "workload": "udp: 1-byte UDP ping-pong; rpc: zero-byte XRPCTEST calls; tcp: 1-byte ping-pong over one "
@@ -175,8 +164,7 @@ def main():
         "method": f"(total(R2) - total(R1)) / (R2 - R1), R1={a.r1}, R2={a.r2}",
         "model": f"cycles = instr x iCPI(thesis Table 9) + (I1 + D1 misses) x {BCACHE_CYCLES} + LL misses x "
                  f"{MEMORY_CYCLES}, at {CLOCK_MHZ:.0f} MHz (thesis §4.1.1)",
-        "notes": [f"{t} {v}: not applicable: {reason}" for (t, v), reason in sorted(na.items())]
-                 + ([a.tap_note] if a.tap_note else []) + (["--quick: a smoke run, noisier"] if a.quick == "1" else []),
+        "notes": ([a.tap_note] if a.tap_note else []) + (["--quick: a smoke run, noisier"] if a.quick == "1" else []),
         "results": results,
     }
     os.makedirs(a.out, exist_ok=True)
@@ -196,10 +184,6 @@ def main():
         if not rs:
             continue
         w(f"\n## {t.upper()} (thesis: {seed})\n")
-        missing = [(v, na[(t, v)]) for v in VERSIONS if (t, v) in na]
-        if missing:
-            w("Not applicable: " + "; ".join(f"{v} ({reason})" for v, reason in missing)
-              + ". Their rows and the steps that involve them are left out of the tables below.\n")
         base = by.get((t, "ALL"))
         w("\n### Table 6: round-trip latency\n")
         w("| Version | RTT memory p50 [ns] | p99 | Δ vs ALL [%] | RTT TAP p50 [ns] | p99 | thesis Te [µs] | thesis Δ [%] |")

@@ -17,9 +17,8 @@
 # layout). Then, for each version and transport (udp: 1-byte UDP
 # ping-pong; rpc: zero-byte calls, `pingpong --transport rpc`; tcp: 1-byte
 # ping-pong over one nodelay connection, `pingpong --transport tcp`, the
-# server's application echoing; PIN and ALL do not apply to TCP — there is
-# no path-inlining rule for TCP paths — and are reported as not applicable,
-# their figures null with the reason):
+# server's application echoing, both connection paths inlined for PIN and
+# ALL):
 #
 #   valgrind --tool=callgrind --cache-sim=yes \
 #            --I1=8192,1,32 --D1=8192,1,32 --LL=2097152,1,32 pingpong-V ... --count-only
@@ -87,13 +86,6 @@ declare -A bin_of=([bad]=bad [std]=std [out]=out [clo]=clo [pin]=out [all]=all)
 declare -A form_of=([bad]=std [std]=std [out]=std [clo]=std [pin]=pin [all]=pin)
 versions=(bad std out clo pin all)
 transports=(udp rpc tcp)
-# Why a version does not apply to a transport (empty: it does).
-not_applicable() { # VERSION TRANSPORT
-    if [ "$2" = tcp ] && [ "${form_of[$1]}" = pin ]; then
-        echo "no path-inlining rule for TCP paths: pathstack_inet::modules::inline inlines the UDP path only"
-    fi
-}
-
 args_of() { # VERSION TRANSPORT
     local a="--sched per-message --form ${form_of[$1]}"
     [ "$2" != udp ] && a="$a --transport $2"
@@ -116,11 +108,6 @@ fa() {
 specs=()
 for t in "${transports[@]}"; do
     for v in "${versions[@]}"; do
-        na=$(not_applicable "$v" "$t")
-        if [ -n "$na" ]; then
-            specs+=("na|$v|$t|$na")
-            continue
-        fi
         b=$out/bin/pingpong-${bin_of[$v]}
         a=$(args_of "$v" "$t")
         fa1=- fa2=-
@@ -140,7 +127,6 @@ done
 for pass in $(seq 1 "$passes"); do
     for t in "${transports[@]}"; do
         for v in "${versions[@]}"; do
-            [ -n "$(not_applicable "$v" "$t")" ] && continue
             b=$out/bin/pingpong-${bin_of[$v]}
             f=$out/rtt/$v-$t-memory.$pass.json
             echo "$me: rtt memory pass $pass/$passes: $b $(args_of "$v" "$t") --rounds $rtt_rounds" >&2
@@ -160,10 +146,12 @@ elif [ "$tap" = 0 ]; then
     tap_note="TAP round trips not measured (--no-tap or --quick)"
 fi
 if [ "$tap" = 1 ]; then
+    tap_note="TCP PIN and ALL not measured over TAP (pingpong inlines TCP connection paths in memory only)"
     for pass in $(seq 1 "$passes"); do
         for t in "${transports[@]}"; do
             for v in "${versions[@]}"; do
-                [ -n "$(not_applicable "$v" "$t")" ] && continue
+                # pingpong inlines TCP connection paths in memory only.
+                [ "$t" = tcp ] && [ "${form_of[$v]}" = pin ] && continue
                 b=$out/bin/pingpong-${bin_of[$v]}
                 f=$out/rtt/$v-$t-tap.$pass.json
                 echo "$me: rtt tap pass $pass/$passes: $b --wire tap --server-cpu 0 --client-cpu 0 $(args_of "$v" "$t") --rounds 2000" >&2

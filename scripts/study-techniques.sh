@@ -27,9 +27,8 @@
 #                   lance:direct` (descriptors accessed in place, the
 #                   paper's USC; UDP only)
 # for UDP (1-byte ping-pong), RPC (zero-byte XRPCTEST calls) and TCP
-# (1-byte ping-pong over one nodelay connection) where the technique
-# applies: path-inlining has no rule for TCP paths, so its TCP row is
-# reported as not applicable (null figures, with the reason). Counted with
+# (1-byte ping-pong over one nodelay connection; path-inlining inlines
+# both connection paths, `inline::tcp_rule`). Counted with
 #   valgrind --tool=callgrind pingpong ... --count-only --rounds R
 # at R1 and R2 round trips: (total(R2) - total(R1)) / (R2 - R1).
 #
@@ -87,8 +86,7 @@ for k in $(seq 1 "$repeat"); do
         count "std-$t" "$std" --sched per-message --form std "${tr[@]}"
         count "out-$t" "$out/bin/pingpong-out" --sched per-message --form std "${tr[@]}"
         count "clo-$t" "$out/bin/pingpong-clo" --sched per-message --form std "${tr[@]}"
-        # No path-inlining rule for TCP paths.
-        [ "$t" = tcp ] || count "pin-$t" "$std" --sched per-message --form pin "${tr[@]}"
+        count "pin-$t" "$std" --sched per-message --form pin "${tr[@]}"
     done
     count lance-copy "$std" --sched per-message --form std --nic lance:copy
     count lance-direct "$std" --sched per-message --form std --nic lance:direct
@@ -133,14 +131,12 @@ def ir(name):
 rows = []
 
 
-def row(technique, transport, base, with_, saved, seed, seed_src, how, noise=None, not_applicable=None):
+def row(technique, transport, base, with_, saved, seed, seed_src, how, noise=None):
     r = {"noise": round(noise, 1) if noise is not None else None, "technique": technique, "transport": transport,
          "instr_per_rt_without": round(base, 1) if base is not None else None,
          "instr_per_rt_with": round(with_, 1) if with_ is not None else None,
          "saved_per_rt": round(saved, 1) if saved is not None else None, "seed_saved_per_rt": seed,
          "seed_source": seed_src, "how": how}
-    if not_applicable:
-        r["not_applicable"] = not_applicable
     rows.append(r)
 
 
@@ -148,19 +144,14 @@ def row(technique, transport, base, with_, saved, seed, seed_src, how, noise=Non
 for t, col in (("udp", 0), ("rpc", 1), ("tcp", 0)):
     std = ir(f"std-{t}")
     o, c = ir(f"out-{t}"), ir(f"clo-{t}")
-    p = ir(f"pin-{t}") if t != "tcp" else None
+    p = ir(f"pin-{t}")
     def noise(a, b):
         x, y = spreads[f"{a}-{t}"], spreads[f"{b}-{t}"]
         return None if x is None else x + y
     row("outlining", t, std, o, std - o, (4750 - 4728, 4291 - 4257)[col], "thesis Table 8 STD->OUT length",
         "STD vs OUT (--features outline), --form std", noise("std", "out"))
-    if p is None:
-        row("path-inlining", t, std, None, None, (4728 - 4245, 4257 - 3471)[col], "thesis Table 8 OUT->PIN length",
-            "STD binary, --form std vs --form pin", None,
-            "no path-inlining rule for TCP paths: pathstack_inet::modules::inline inlines the UDP path only")
-    else:
-        row("path-inlining", t, std, p, std - p, (4728 - 4245, 4257 - 3471)[col], "thesis Table 8 OUT->PIN length",
-            "STD binary, --form std vs --form pin", noise("std", "pin"))
+    row("path-inlining", t, std, p, std - p, (4728 - 4245, 4257 - 3471)[col], "thesis Table 8 OUT->PIN length",
+        "STD binary, --form std vs --form pin", noise("std", "pin"))
     row("cloning", t, std, c, std - c, (4728 - 4684, 4257 - 4227)[col], "thesis Table 8 OUT->CLO length",
         "STD vs CLO (same objects, --symbol-ordering-file)", noise("std", "clo"))
     row("buffer refresh (return to pool)", t, None, None, refresh[t]["instr_per_rt"], 208,
@@ -193,7 +184,7 @@ for r in rows:
     x = "-" if r["instr_per_rt_with"] is None else f"{r['instr_per_rt_with']:,.0f}"
     nz = "-" if r["noise"] is None else f"{r['noise']:,.0f}"
     sv = "n/a" if r["saved_per_rt"] is None else f"{r['saved_per_rt']:,.1f}"
-    how = r["how"] + (f" (not applicable: {r['not_applicable']})" if r.get("not_applicable") else "")
+    how = r["how"]
     md.append(f"| {r['technique']} | {r['transport']} | {w} | {x} | {sv} | {nz} | "
               f"{r['seed_saved_per_rt']} | {r['seed_source']} | {how} |")
 with open(f"{out}/techniques.md", "w") as f:

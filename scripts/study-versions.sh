@@ -45,9 +45,10 @@
 # target/pathstack-study/ (STUDY_OUT overrides): bin/pingpong-{std,out,clo,
 # bad,all}, order/{clo,bad,all}.order, layout/VERSION-TRANSPORT.json and
 # the callgrind files (callgrind/VERSION-TRANSPORT.ROUNDS). Transports: udp,
-# rpc and tcp (`pingpong --transport tcp`, one nodelay connection); TCP has
-# no path-inlining rule, so it has no PIN or ALL profile, and ALL's order
-# comes from PIN's UDP and RPC profiles only.
+# rpc and tcp (`pingpong --transport tcp`, one nodelay connection, both
+# connection paths inlined for PIN and ALL by
+# `pathstack_inet::modules::inline::tcp_rule`); ALL's order comes from
+# PIN's profiles of all three.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -156,11 +157,13 @@ if [ "$build" = 1 ]; then
     profile std tcp "$out/bin/pingpong-std" std
     profile pin udp "$out/bin/pingpong-out" pin
     profile pin rpc "$out/bin/pingpong-out" pin
+    profile pin tcp "$out/bin/pingpong-out" pin
     $layout order "$out/layout/std-udp.json" "$out/layout/std-rpc.json" "$out/layout/std-tcp.json" \
         --out "$out/order/clo.order"
     $layout bad-order "$out/bin/pingpong-std" "$out/layout/std-udp.json" "$out/layout/std-rpc.json" \
         "$out/layout/std-tcp.json" --out "$out/order/bad.order"
-    $layout order "$out/layout/pin-udp.json" "$out/layout/pin-rpc.json" --out "$out/order/all.order"
+    $layout order "$out/layout/pin-udp.json" "$out/layout/pin-rpc.json" "$out/layout/pin-tcp.json" \
+        --out "$out/order/all.order"
     echo "$me: linking CLO, BAD and ALL (-Wl,--symbol-ordering-file)" >&2
     $layout link "$out/std.link" "$out/bin/pingpong-clo" --order "$out/order/clo.order"
     $layout link "$out/std.link" "$out/bin/pingpong-bad" --order "$out/order/bad.order"
@@ -171,7 +174,7 @@ if [ "$build" = 1 ]; then
         profile out "$t" "$out/bin/pingpong-out" std
         profile clo "$t" "$out/bin/pingpong-clo" std
         profile bad "$t" "$out/bin/pingpong-bad" std
-        [ "$t" = tcp ] || profile all "$t" "$out/bin/pingpong-all" pin
+        profile all "$t" "$out/bin/pingpong-all" pin
     done
 fi
 
@@ -186,8 +189,6 @@ echo "first line also maps to; 'crowded sets' = sets holding lines of more than 
 printf '%-5s %-4s %6s %9s %11s %12s %13s %10s\n' version tr hot hot-bytes span-bytes share-start crowded-sets unused-%
 for t in udp rpc tcp; do
     for v in bad std out clo pin all; do
-        # No path-inlining rule for TCP: no PIN or ALL.
-        [ "$t" = tcp ] && { [ "$v" = pin ] || [ "$v" = all ]; } && continue
         python3 - "$out/layout/$v-$t.json" "$v" "$t" <<'EOF'
 import json, sys
 d = json.load(open(sys.argv[1]))

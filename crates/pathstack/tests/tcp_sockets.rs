@@ -159,7 +159,21 @@ fn transfer(
     m: usize,
     limit: Duration,
 ) -> (TcpStream, TcpStream) {
+    transfer_with(sim, cfg, n, m, limit, |_, _, _| {})
+}
+
+/// [`transfer`], with `connected` called on the two streams (client on
+/// a, server on b) once the connection is accepted.
+fn transfer_with(
+    sim: &mut Sim,
+    cfg: TcpConfig,
+    n: usize,
+    m: usize,
+    limit: Duration,
+    connected: impl FnOnce(&mut Sim, &TcpStream, &TcpStream),
+) -> (TcpStream, TcpStream) {
     let (_l, c, s) = connect(sim, cfg);
+    connected(sim, &c, &s);
     let (mut ea, mut eb) = (End::new(c, n), End::new(s, m));
     let end = sim.now + limit;
     let mut last = (State::Closed, State::Closed);
@@ -480,4 +494,53 @@ fn ping_pong_acks_ride_on_the_answers() {
     let after = segs_out(&sim);
     assert_eq!(after.1 - before.1, rounds, "server segments");
     assert_eq!(after.0 - before.0, rounds, "client segments");
+}
+
+/// Path-inlining a connection's path (`inline::tcp_rule`, the PIN form)
+/// changes how its stages are called, not what they do: the same
+/// transfers on the same simulated clock, with both connection paths
+/// inlined once accepted, deliver the same bytes and leave both ends with
+/// the same counters as the modular paths. (Over an impaired wire two
+/// modular runs already differ: the order in which a poll emits frames
+/// decides which ones the impairment drops, so the comparison is made on
+/// a clean wire, bulk both ways and request/response.)
+#[test]
+fn inlined_connection_paths_behave_as_the_modular_ones() {
+    use pathstack::core::device::{WireStage, WIRE_SPEC};
+    use pathstack::inet::modules::inline;
+
+    let run = |pin: bool, nodelay: bool, n: usize, m: usize| {
+        let mut sim = Sim::new(plain());
+        let cfg = TcpConfig {
+            nodelay,
+            ..TcpConfig::default()
+        };
+        let (c, s) = transfer_with(
+            &mut sim,
+            cfg,
+            n,
+            m,
+            Duration::from_secs(600),
+            |sim, c, s| {
+                if !pin {
+                    return;
+                }
+                for (h, st) in [(&mut sim.a, c), (&mut sim.b, s)] {
+                    let path = h.tcp_path_id(st).unwrap();
+                    h.stack_mut()
+                        .add_rule(inline::tcp_rule::<WireStage>(WIRE_SPEC.name));
+                    let applied = h.stack_mut().path_optimize(path).unwrap();
+                    assert_eq!(applied, ["inline TCP/IP/ARP/ETH/WIRE"]);
+                    assert!(h.stack().path(path).unwrap().is_inlined());
+                }
+            },
+        );
+        (sim.a.tcp_stats(&c).unwrap(), sim.b.tcp_stats(&s).unwrap())
+    };
+    for (nodelay, n, m) in [(false, 300_000, 70_000), (true, 1, 1), (true, 5_000, 900)] {
+        let std = run(false, nodelay, n, m);
+        let pin = run(true, nodelay, n, m);
+        assert!(std.0.segs_out > 2, "the client sent its data");
+        assert_eq!(std, pin, "nodelay {nodelay}, {n} and {m} bytes: counters");
+    }
 }

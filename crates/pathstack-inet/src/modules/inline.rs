@@ -7,7 +7,10 @@
 //! concrete stage types (Mosberger, *Scout: A Path-Based Operating System*,
 //! 1997, §3.3.8 path optimization and §4.2.3 path-inlining).
 
-use super::{ArpStage, EthStage, IpStage, UdpStage, ARP_SPEC, ETH_SPEC, IP_SPEC, UDP_SPEC};
+use super::{
+    ArpStage, EthStage, IpStage, TcpConnStage, UdpStage, ARP_SPEC, ETH_SPEC, IP_SPEC, TCP_SPEC,
+    UDP_SPEC,
+};
 use pathstack_core::rules::Rule;
 use pathstack_core::Stage;
 
@@ -33,6 +36,34 @@ pub fn udp_rule<Top: Stage, Driver: Stage>(
         &[
             top_type,
             UDP_SPEC.name,
+            IP_SPEC.name,
+            ARP_SPEC.name,
+            ETH_SPEC.name,
+            driver_type,
+        ],
+    )
+}
+
+/// The path-inlining rule for TCP connection paths `TCP / IP / ARP / ETH /
+/// driver` (the paths `TCP` opens for a connection, active or accepted):
+/// `Driver` is the stage type of the device driver under ETH, whose module
+/// type is `driver_type`. The rule is named `inline TCP/IP/ARP/ETH/driver`.
+/// A host applies it to a connection's path with
+/// `Stack::add_rule` and `Stack::path_optimize` (the path id from
+/// `Host::tcp_path_id`); the connection goes on as before, its control
+/// block moved into the inlined executor with the other stages.
+///
+/// ```
+/// use pathstack_core::device::{WireStage, WIRE_SPEC};
+/// use pathstack_inet::modules::inline;
+/// let rule = inline::tcp_rule::<WireStage>(WIRE_SPEC.name);
+/// assert_eq!(rule.name(), "inline TCP/IP/ARP/ETH/WIRE");
+/// ```
+pub fn tcp_rule<Driver: Stage>(driver_type: &'static str) -> Rule {
+    Rule::inline::<(TcpConnStage, IpStage, ArpStage, EthStage, Driver)>(
+        format!("inline TCP/IP/ARP/ETH/{driver_type}"),
+        &[
+            TCP_SPEC.name,
             IP_SPEC.name,
             ARP_SPEC.name,
             ETH_SPEC.name,
