@@ -4,13 +4,16 @@
 //! ARP, ETH and the wire) makes zero heap allocations. Buffers and the
 //! timer wheel are sized when the connection opens, the SACK scoreboard
 //! grows to the flight's size during the warm-up; segments live in the
-//! stack's message pool.
+//! stack's message pool. The same again with both connection paths
+//! path-inlined (`inline::tcp_rule`, the PIN form).
 //!
 //! One test in this binary: the allocation counter is process-wide.
 
 use pathstack::core::device::wire::{wire_pair, WireConfig};
+use pathstack::core::device::{WireStage, WIRE_SPEC};
 use pathstack::core::{Duration, Instant};
 use pathstack::host::{Host, HostConfig};
+use pathstack::inet::modules::inline;
 use pathstack::socket::TcpStream;
 use pathstack_testutil::counting_alloc;
 
@@ -64,4 +67,23 @@ fn bulk_transfer_allocates_nothing_per_segment() {
     let segs = a.tcp_stats(&c).unwrap().data_segs_out - segs_before;
     assert!(segs > 10_000, "{segs} segments measured");
     assert_eq!(allocs, 0, "{allocs} allocations for {segs} data segments");
+
+    // PIN: the same connection with both of its paths inlined.
+    for (h, st) in [(&mut a, &c), (&mut b, &s)] {
+        let path = h.tcp_path_id(st).unwrap();
+        h.stack_mut()
+            .add_rule(inline::tcp_rule::<WireStage>(WIRE_SPEC.name));
+        assert_eq!(h.stack_mut().path_optimize(path).unwrap().len(), 1);
+    }
+    bulk(&mut a, &mut b, &c, &s, &mut now, 1 << 20);
+    let segs_before = a.tcp_stats(&c).unwrap().data_segs_out;
+    let before = counting_alloc::allocations();
+    bulk(&mut a, &mut b, &c, &s, &mut now, 16 << 20);
+    let allocs = counting_alloc::allocations() - before;
+    let segs = a.tcp_stats(&c).unwrap().data_segs_out - segs_before;
+    assert!(segs > 10_000, "{segs} segments measured (PIN)");
+    assert_eq!(
+        allocs, 0,
+        "{allocs} allocations for {segs} data segments (PIN)"
+    );
 }
