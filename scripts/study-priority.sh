@@ -4,17 +4,20 @@
 # frame rate fell 0.2 % on Scout, whose ICMP path ran one priority below
 # the video's, and 42.1 % on Linux), against the Linux kernel.
 #
-#   study-priority.sh [--quick] [--rate N] [--work N] [--raw-rate N]
+#   study-priority.sh [--quick] [--rate N] [--busy PCT | --work N] [--raw-rate N]
 #                     [--seconds S] [--rounds R] [--work-in path|app]
 #                     [--sender-cpu 0|1] [--no-device-discard] [--no-build]
 #
 # The high-priority workload, in place of the thesis' video, is
 # examples/priority_stream.rs: UDP messages at --rate per second (256
 # bytes) for --seconds, from a kernel socket in namespace B, to an
-# application in namespace A that does --work passes of checksum + copy per
-# message (calibrated so the receiver is near saturation: its CPU share is
-# printed as "busy"). The result is the rate of messages the application
-# finished while the stream ran. On pathstack the work runs where
+# application in namespace A that does N passes of checksum + copy per
+# message. N is calibrated first (--busy, default 50): short unloaded runs
+# of pathstack-single find the N at which the receiver's CPU share
+# ("busy") is PCT percent, so that the experiment means the same on a
+# slower or busier machine; --work N fixes N instead (the calibration is
+# printed and kept in the JSON's meta). The result is the rate of messages
+# the application finished while the stream ran. On pathstack the work runs where
 # --work-in says: `path` (default) in a STREAMWORK stage at the top of the
 # stream's path, above UDP, as Scout's MPEG decoder ran on the video's
 # path; `app` in the application after each poll, on what the UDP socket
@@ -66,7 +69,8 @@ set -euo pipefail
 me=study-priority.sh
 root=$(cd "$(dirname "$0")/.." && pwd)
 rate=20000
-work=1000
+work=
+busy_pct=50
 raw_rate=30000
 seconds=5
 rounds=3
@@ -83,6 +87,7 @@ while [ $# -gt 0 ]; do
         --quick) quick=1; shift ;;
         --rate) rate=$2; shift 2 ;;
         --work) work=$2; shift 2 ;;
+        --busy) busy_pct=$2; shift 2 ;;
         --raw-rate) raw_rate=$2; shift 2 ;;
         --seconds) seconds=$2; shift 2 ;;
         --rounds) rounds=$2; shift 2 ;;
@@ -121,6 +126,7 @@ out=$root/target/pathstack-study
 runs=$out/priority-runs
 mkdir -p "$runs"
 rm -f "$runs"/*.json "$runs"/*.txt
+rm -rf "$runs/calibrate"
 
 if [ "$build" = 1 ]; then
     echo "$me: building (cargo build --release -p pathstack --example priority_stream --example icmp_flood)" >&2
@@ -205,6 +211,42 @@ run() {
     fi
 }
 
+# calibrate: the work per message at which the unloaded receiver is
+# --busy percent busy. The share grows about linearly with the work (a
+# fixed cost per message plus the work's): two short runs fix the line,
+# a third checks the point, and a correction step follows if it is more
+# than 10 points off. Each run's share is in its receiver's JSON.
+calibrate() {
+    local w busy calib=$runs/calibrate
+    mkdir -p "$calib"
+    measure_busy() { # WORK
+        local saved_runs=$runs saved_seconds=$seconds saved_work=$work
+        runs=$calib seconds=2 work=$1
+        run pathstack-single none "w$1" >/dev/null
+        python3 -c "import json; print(json.load(open('$calib/pathstack-single-none-w$1.json'))['cpu_busy'])"
+        runs=$saved_runs seconds=$saved_seconds work=$saved_work
+    }
+    local w0=100 w1=2000 b0 b1
+    b0=$(measure_busy $w0)
+    b1=$(measure_busy $w1)
+    w=$(python3 -c "
+b0, b1, t = $b0, $b1, $busy_pct / 100
+slope = (b1 - b0) / ($w1 - $w0)
+print(max(1, round($w0 + (t - b0) / slope)) if slope > 0 else $w1)")
+    busy=$(measure_busy "$w")
+    if python3 -c "import sys; sys.exit(0 if abs($busy - $busy_pct / 100) > 0.10 else 1)"; then
+        w=$(python3 -c "print(max(1, round($w * ($busy_pct / 100 - $b0) / max($busy - $b0, 0.01))))")
+        busy=$(measure_busy "$w")
+    fi
+    echo "$me: calibrated: work $w gives the unloaded receiver a CPU share of $busy (target $busy_pct%; $w0 -> $b0, $w1 -> $b1)" >&2
+    work=$w
+    calibrated_busy=$busy
+}
+calibrated_busy=
+if [ -z "$work" ]; then
+    calibrate
+fi
+
 echo "$me: rate $rate msg/s x ${seconds}s, work $work in the $work_in, raw flood $raw_rate/s, $rounds round(s); receiver on CPU 0, stream sender on CPU $sender_cpu, flood on CPU 1, SCHED_FIFO 20" >&2
 for round in $(seq 1 "$rounds"); do
     for config in pathstack-priority pathstack-single linux; do
@@ -216,5 +258,5 @@ done
 
 python3 "$root/scripts/priority-report.py" --runs "$runs" --json "$out/priority.json" \
     --svg "$out/priority.svg" --meta "rate=$rate" "work=$work" "raw_rate=$raw_rate" \
-    "seconds=$seconds" "rounds=$rounds" "work_in=$work_in" "sender_cpu=$sender_cpu" "device_discard=$device_discard" "command=$0 $args_given"
+    "seconds=$seconds" "rounds=$rounds" "work_in=$work_in" "busy_target_pct=$busy_pct" "calibrated_busy=${calibrated_busy:-none}" "sender_cpu=$sender_cpu" "device_discard=$device_discard" "command=$0 $args_given"
 echo "$me: wrote $out/priority.json and $out/priority.svg" >&2

@@ -772,8 +772,8 @@ fn nagle_does_not_hold_a_small_write_behind_a_full_segment() {
 }
 
 /// A vectored write is one write: its slices leave as one stream of
-/// bytes, in one segment here, where two writes of the same slices send
-/// the first and hold the second behind Nagle.
+/// bytes, in one segment here. Written as two writes while that (small)
+/// segment is unacknowledged, the same slices wait for its ACK.
 #[test]
 fn a_vectored_write_leaves_as_one_segment() {
     let mut s = Script::established(TcpConfig::default(), false);
