@@ -908,15 +908,8 @@ fn memory(
         udp_iface(&mut end, [0x02, 0, 0, 0, 0, 2], ip_b, 7)
     };
     let peer = IpEndpoint::new(IpAddress::Ipv4(ip_b.address()), 7);
-    let mut rec = RttRecorder::new("smoltcp-memory");
     let mut buf = [0u8; 2048];
-    let mut start = std::time::Instant::now();
-    for round in 0..warmup + rounds {
-        if round == warmup {
-            start = std::time::Instant::now();
-        }
-        let byte = round as u8;
-        let t0 = (!count_only).then(std::time::Instant::now);
+    let (rec, elapsed) = memory_rounds("smoltcp-memory", rounds, warmup, count_only, |byte| {
         let _ = socks_a.get_mut::<udp::Socket>(ha).send_slice(&[byte], peer);
         let mut echoed = false;
         // Steady state takes one pass: A sends, B receives and echoes, A
@@ -956,7 +949,34 @@ fn memory(
                 break;
             }
         }
-        if round >= warmup {
+        echoed
+    });
+    memory_summary(
+        "memory", rounds, warmup, elapsed, &a_to_b, &b_to_a, count_only,
+    );
+    Ok(rec)
+}
+
+/// Runs `warmup + rounds` round trips of `round` (given the round's octet;
+/// true when its echo came back), the measured ones timed unless
+/// `count_only`: the loop of both in-memory modes. Returns the record and
+/// the time the measured rounds took.
+fn memory_rounds(
+    name: &str,
+    rounds: u64,
+    warmup: u64,
+    count_only: bool,
+    mut round: impl FnMut(u8) -> bool,
+) -> (RttRecorder, Duration) {
+    let mut rec = RttRecorder::new(name);
+    let mut start = std::time::Instant::now();
+    for r in 0..warmup + rounds {
+        if r == warmup {
+            start = std::time::Instant::now();
+        }
+        let t0 = (!count_only).then(std::time::Instant::now);
+        let echoed = round(r as u8);
+        if r >= warmup {
             match (echoed, t0) {
                 (true, Some(t0)) => rec.record(t0.elapsed()),
                 (true, None) => {}
@@ -966,13 +986,27 @@ fn memory(
     }
     let elapsed = start.elapsed();
     rec.set_elapsed(elapsed);
+    (rec, elapsed)
+}
+
+/// The summary line of in-memory `mode`: time and frames per round trip,
+/// and the frames the wire dropped, if any.
+fn memory_summary(
+    mode: &str,
+    rounds: u64,
+    warmup: u64,
+    elapsed: Duration,
+    a_to_b: &Ring,
+    b_to_a: &Ring,
+    count_only: bool,
+) {
     let dropped = a_to_b.dropped + b_to_a.dropped;
     if dropped > 0 {
-        eprintln!("smoltcp memory: {dropped} frames dropped on the in-memory wire");
+        eprintln!("smoltcp {mode}: {dropped} frames dropped on the in-memory wire");
     }
     let total = (warmup + rounds).max(1);
     println!(
-        "smoltcp memory: {} rounds, {:.0} ns/RT, {:.2} frames/RT{}",
+        "smoltcp {mode}: {} rounds, {:.0} ns/RT, {:.2} frames/RT{}",
         rounds,
         elapsed.as_nanos() as f64 / rounds.max(1) as f64,
         (a_to_b.carried + b_to_a.carried) as f64 / total as f64,
@@ -982,7 +1016,6 @@ fn memory(
             ""
         }
     );
-    Ok(rec)
 }
 
 /// Buffer octets each way of the sockets of `memory-tcp`.
@@ -1091,14 +1124,7 @@ fn memory_tcp(
     if !socks_a.get::<tcp::Socket>(ha).may_send() {
         return Err("smoltcp memory-tcp: the connection did not open".into());
     }
-    let mut rec = RttRecorder::new("smoltcp-memory-tcp");
-    let mut start = std::time::Instant::now();
-    for round in 0..warmup + rounds {
-        if round == warmup {
-            start = std::time::Instant::now();
-        }
-        let byte = round as u8;
-        let t0 = (!count_only).then(std::time::Instant::now);
+    let (rec, elapsed) = memory_rounds("smoltcp-memory-tcp", rounds, warmup, count_only, |byte| {
         let _ = socks_a.get_mut::<tcp::Socket>(ha).send_slice(&[byte]);
         let mut echoed = false;
         // Steady state takes one pass: A sends, B reads and echoes, A reads.
@@ -1118,27 +1144,16 @@ fn memory_tcp(
                 }
             }
         }
-        if round >= warmup {
-            match (echoed, t0) {
-                (true, Some(t0)) => rec.record(t0.elapsed()),
-                (true, None) => {}
-                (false, _) => rec.lost(),
-            }
-        }
-    }
-    let elapsed = start.elapsed();
-    rec.set_elapsed(elapsed);
-    let total = (warmup + rounds).max(1);
-    println!(
-        "smoltcp memory-tcp: {} rounds, {:.0} ns/RT, {:.2} frames/RT{}",
+        echoed
+    });
+    memory_summary(
+        "memory-tcp",
         rounds,
-        elapsed.as_nanos() as f64 / rounds.max(1) as f64,
-        (a_to_b.carried + b_to_a.carried) as f64 / total as f64,
-        if count_only {
-            " (count-only: no per-round RTT)"
-        } else {
-            ""
-        }
+        warmup,
+        elapsed,
+        &a_to_b,
+        &b_to_a,
+        count_only,
     );
     Ok(rec)
 }

@@ -97,6 +97,21 @@ fn curl(topo: &Topology, args: &[&str]) -> Command {
     c
 }
 
+/// The page, fetched once the server listens (curl retries a refused
+/// connect).
+fn first_page(topo: &Topology) -> Output {
+    let url = url(topo, "/");
+    let args = [
+        "--retry",
+        "20",
+        "--retry-connrefused",
+        "--retry-delay",
+        "1",
+        &url,
+    ];
+    curl(topo, &args).output().expect("run curl")
+}
+
 fn url(topo: &Topology, path: &str) -> String {
     format!("http://{}:{PORT}{path}", topo.var("PS_A_IP"))
 }
@@ -146,22 +161,7 @@ fn sequential_requests(offload: bool) {
     const REQUESTS: usize = 200;
     let topo = Topology::up();
     let server = Server::start(&topo, offload);
-    // Wait until the server listens (curl retries a refused connect).
-    let o = curl(
-        &topo,
-        &[
-            "--retry",
-            "20",
-            "--retry-connrefused",
-            "--retry-delay",
-            "1",
-            "-o",
-            "/dev/null",
-            &url(&topo, "/"),
-        ],
-    )
-    .output()
-    .expect("run curl");
+    let o = first_page(&topo);
     check(&o, "the first page");
 
     let mut cmd = curl(&topo, &["-w", "%{stderr}%{http_code} %{num_connects}\\n"]);
@@ -196,21 +196,7 @@ fn curl_against_hyper(offload: bool) {
     let topo = Topology::up();
     let server = Server::start(&topo, offload);
 
-    // The page (the first fetch also waits for the server to listen:
-    // curl retries a refused connect).
-    let o = curl(
-        &topo,
-        &[
-            "--retry",
-            "20",
-            "--retry-connrefused",
-            "--retry-delay",
-            "1",
-            &url(&topo, "/"),
-        ],
-    )
-    .output()
-    .expect("run curl");
+    let o = first_page(&topo);
     check(&o, "the page");
     assert_eq!(String::from_utf8_lossy(&o.stdout), http::PAGE);
 

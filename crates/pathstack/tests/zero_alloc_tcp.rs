@@ -42,6 +42,22 @@ fn bulk(a: &mut Host, b: &mut Host, c: &TcpStream, s: &TcpStream, now: &mut Inst
     }
 }
 
+/// 16 MB of [`bulk`]: the allocations it made and the data segments it
+/// sent.
+fn measured_bulk(
+    a: &mut Host,
+    b: &mut Host,
+    c: &TcpStream,
+    s: &TcpStream,
+    now: &mut Instant,
+) -> (u64, u64) {
+    let segs_before = a.tcp_stats(c).unwrap().data_segs_out;
+    let before = counting_alloc::allocations();
+    bulk(a, b, c, s, now, 16 << 20);
+    let allocs = counting_alloc::allocations() - before;
+    (allocs, a.tcp_stats(c).unwrap().data_segs_out - segs_before)
+}
+
 #[test]
 fn bulk_transfer_allocates_nothing_per_segment() {
     let (wa, wb) = wire_pair(WireConfig::default());
@@ -60,11 +76,7 @@ fn bulk_transfer_allocates_nothing_per_segment() {
     };
     // Warm-up: ARP resolved, the windows open, every queue at its size.
     bulk(&mut a, &mut b, &c, &s, &mut now, 8 << 20);
-    let segs_before = a.tcp_stats(&c).unwrap().data_segs_out;
-    let before = counting_alloc::allocations();
-    bulk(&mut a, &mut b, &c, &s, &mut now, 16 << 20);
-    let allocs = counting_alloc::allocations() - before;
-    let segs = a.tcp_stats(&c).unwrap().data_segs_out - segs_before;
+    let (allocs, segs) = measured_bulk(&mut a, &mut b, &c, &s, &mut now);
     assert!(segs > 10_000, "{segs} segments measured");
     assert_eq!(allocs, 0, "{allocs} allocations for {segs} data segments");
 
@@ -76,11 +88,7 @@ fn bulk_transfer_allocates_nothing_per_segment() {
         assert_eq!(h.stack_mut().path_optimize(path).unwrap().len(), 1);
     }
     bulk(&mut a, &mut b, &c, &s, &mut now, 1 << 20);
-    let segs_before = a.tcp_stats(&c).unwrap().data_segs_out;
-    let before = counting_alloc::allocations();
-    bulk(&mut a, &mut b, &c, &s, &mut now, 16 << 20);
-    let allocs = counting_alloc::allocations() - before;
-    let segs = a.tcp_stats(&c).unwrap().data_segs_out - segs_before;
+    let (allocs, segs) = measured_bulk(&mut a, &mut b, &c, &s, &mut now);
     assert!(segs > 10_000, "{segs} segments measured (PIN)");
     assert_eq!(
         allocs, 0,
