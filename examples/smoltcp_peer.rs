@@ -867,7 +867,20 @@ enum MemClock {
     Fake(i64),
 }
 
+/// The addresses of the two interfaces of the in-memory modes.
+const MEMORY_IP_A: Ipv4Cidr = Ipv4Cidr::new(std::net::Ipv4Addr::new(10, 0, 0, 1), 24);
+const MEMORY_IP_B: Ipv4Cidr = Ipv4Cidr::new(std::net::Ipv4Addr::new(10, 0, 0, 2), 24);
+
 impl MemClock {
+    /// The fake clock for counting, else the real one.
+    fn new(count_only: bool) -> MemClock {
+        if count_only {
+            MemClock::Fake(0)
+        } else {
+            MemClock::Real
+        }
+    }
+
     fn now(&mut self) -> SInstant {
         match self {
             MemClock::Real => SInstant::now(),
@@ -884,15 +897,9 @@ fn memory(
     warmup: u64,
     count_only: bool,
 ) -> Result<RttRecorder, Box<dyn std::error::Error>> {
-    let mut clock = if count_only {
-        MemClock::Fake(0)
-    } else {
-        MemClock::Real
-    };
-    let mut a_to_b = Ring::new(64);
-    let mut b_to_a = Ring::new(64);
-    let ip_a = Ipv4Cidr::new(std::net::Ipv4Addr::new(10, 0, 0, 1), 24);
-    let ip_b = Ipv4Cidr::new(std::net::Ipv4Addr::new(10, 0, 0, 2), 24);
+    let mut clock = MemClock::new(count_only);
+    let (mut a_to_b, mut b_to_a) = (Ring::new(64), Ring::new(64));
+    let (ip_a, ip_b) = (MEMORY_IP_A, MEMORY_IP_B);
     let (mut iface_a, mut socks_a, ha) = {
         let mut end = WireEnd {
             rx: &mut b_to_a,
@@ -1044,15 +1051,9 @@ fn memory_tcp(
     count_only: bool,
     delayed_ack: bool,
 ) -> Result<RttRecorder, Box<dyn std::error::Error>> {
-    let mut clock = if count_only {
-        MemClock::Fake(0)
-    } else {
-        MemClock::Real
-    };
-    let mut a_to_b = Ring::new(64);
-    let mut b_to_a = Ring::new(64);
-    let ip_a = Ipv4Cidr::new(std::net::Ipv4Addr::new(10, 0, 0, 1), 24);
-    let ip_b = Ipv4Cidr::new(std::net::Ipv4Addr::new(10, 0, 0, 2), 24);
+    let mut clock = MemClock::new(count_only);
+    let (mut a_to_b, mut b_to_a) = (Ring::new(64), Ring::new(64));
+    let (ip_a, ip_b) = (MEMORY_IP_A, MEMORY_IP_B);
     let mut iface_a = iface_on(
         &mut WireEnd {
             rx: &mut b_to_a,
