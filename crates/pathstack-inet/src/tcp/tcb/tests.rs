@@ -349,6 +349,34 @@ fn tso_sends_whole_mss_super_segments_within_the_congestion_window() {
     assert_eq!(segs, vec![(cwnd / smss * smss, smss as u16)], "{segs:?}");
 }
 
+/// With TSO, one write of some whole segments and a tail leaves at once
+/// as one super-segment and the tail (Minshall's rule: no small segment
+/// was unacknowledged); a second small write waits for the tail's ACK.
+#[test]
+fn tso_sends_the_tail_of_a_write_behind_its_super_segment() {
+    let (mut a, _b, _) = established(tso_config());
+    let now = Instant::from_nanos(2_000_000_000);
+    let smss = a.smss() as usize;
+    let len = 3 * smss + 100;
+    assert_eq!(a.send(&vec![7u8; len]).unwrap(), Some(len));
+    let mut segs = Vec::new();
+    a.poll_output(now, &mut |s| {
+        segs.push((s.payload_len(), s.gso_size));
+        true
+    });
+    assert_eq!(segs, vec![(3 * smss, smss as u16), (100, 0)], "{segs:?}");
+    assert_eq!(a.send(&[1u8; 10]).unwrap(), Some(10));
+    let mut more = 0;
+    a.poll_output(now, &mut |_| {
+        more += 1;
+        true
+    });
+    assert_eq!(
+        more, 0,
+        "a small write behind an unacknowledged small segment waits"
+    );
+}
+
 #[test]
 fn clean_transfer_both_ways_with_tso() {
     assert_eq!(transfer(tso_config(), 1_000_000, 300_000, 0, 1), 0);
