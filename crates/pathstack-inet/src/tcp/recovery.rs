@@ -65,6 +65,14 @@ impl Recovery {
         self.in_recovery
     }
 
+    /// Linux's `TCP_CA_Open`: not in recovery, no fast retransmission
+    /// due and no duplicate ACK counted. Then an ACK that SACKs nothing
+    /// cannot start recovery while nothing on the scoreboard is lost, and
+    /// [`next_to_send`](Self::next_to_send) has only new data to offer.
+    pub fn is_open(&self) -> bool {
+        !self.in_recovery && !self.fast_rexmit_due && self.dup_acks == 0
+    }
+
     /// The current (or last) RecoveryPoint, one past HighData at entry.
     pub fn recovery_point(&self) -> Option<SeqNumber> {
         self.recovery_point

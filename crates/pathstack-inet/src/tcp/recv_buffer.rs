@@ -345,6 +345,24 @@ impl RecvBuffer {
         out
     }
 
+    /// The next expected segment's data, `data` starting at RCV.NXT,
+    /// with nothing held out of order and all of it within the window:
+    /// appended, as [`insert`](Self::insert) would (header prediction's
+    /// receive side). Returns the octets taken (all of them). Anything
+    /// else goes to `insert`, which this defers to when its conditions
+    /// do not hold.
+    pub fn append(&mut self, data: &[u8]) -> usize {
+        let wnd = self.adv_right.max(self.rcv_nxt) - self.rcv_nxt;
+        if self.n_ranges != 0 || data.is_empty() || data.len() as u64 > u64::from(wnd) {
+            return self.insert(self.rcv_nxt, data).advanced;
+        }
+        self.stamp += 1;
+        self.store(0, data);
+        self.readable += data.len();
+        self.rcv_nxt += data.len() as u32;
+        data.len()
+    }
+
     fn remove_range(&mut self, i: usize) {
         self.n_ranges -= 1;
         self.ranges[i] = self.ranges[self.n_ranges];

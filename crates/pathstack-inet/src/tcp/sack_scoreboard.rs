@@ -347,6 +347,15 @@ impl Scoreboard {
         self.segs.len()
     }
 
+    /// Whether every segment in flight is plainly in flight: none SACKed,
+    /// lost or retransmitted since the scoreboard last emptied. Then pipe
+    /// is FlightSize, NextSeg can only choose new data, and the segments
+    /// were all sent as new data, in sequence order, after every segment
+    /// delivered so far.
+    pub fn is_clean(&self) -> bool {
+        !self.tainted
+    }
+
     /// Whether nothing is in flight.
     pub fn is_empty(&self) -> bool {
         self.segs.is_empty()
@@ -584,6 +593,47 @@ impl Scoreboard {
                 i += 1;
             }
         }
+        out
+    }
+
+    /// [`on_ack`](Self::on_ack) for an ACK without SACK blocks that
+    /// advances SND.UNA (`SND.UNA < cum_ack =< SND.NXT`) on a clean
+    /// scoreboard ([`is_clean`](Self::is_clean)): the same outcome and the
+    /// same state, without the SACK and D-SACK work, which such an ACK
+    /// cannot need (header prediction's ACK). Anything else goes to
+    /// `on_ack`.
+    pub fn on_clean_ack(&mut self, cum_ack: SeqNumber, now: Instant) -> AckOutcome {
+        if self.tainted
+            || cum_ack == self.snd_una
+            || !cum_ack.in_window(self.snd_una, self.flight_size() + 1)
+        {
+            return self.on_ack(cum_ack, &[], now);
+        }
+        let mut out = AckOutcome {
+            cum_advanced: true,
+            newly_acked: cum_ack - self.snd_una,
+            ..AckOutcome::default()
+        };
+        let prior_fack = self.fack;
+        while let Some(front) = self.segs.front_mut() {
+            if front.end().le(cum_ack) {
+                // Clean: neither SACKed nor ever retransmitted.
+                let seg = self.segs.pop_front().expect("front exists");
+                out.note_delivered(&seg);
+                if seg.end().lt(prior_fack) {
+                    out.reordering = true;
+                }
+            } else {
+                if front.start.lt(cum_ack) {
+                    let cut = cum_ack - front.start;
+                    front.start = cum_ack;
+                    front.len -= cut;
+                }
+                break;
+            }
+        }
+        self.snd_una = cum_ack;
+        self.fack = self.fack.max(cum_ack);
         out
     }
 

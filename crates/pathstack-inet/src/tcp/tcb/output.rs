@@ -175,6 +175,22 @@ impl Tcb {
             self.cc.on_idle_restart(now);
         }
         while sent < MAX_BURST {
+            // The check half of output, apart from the sending half (the
+            // seed's split of `tcp_output`, TR 95-02 §2.4): most calls
+            // (after every application call and every segment) have
+            // nothing to send. With no new data the windows allow, no
+            // probe due, recovery open and a clean scoreboard, NextSeg has
+            // nothing (rules 1 and 3 need a SACKed, lost or retransmitted
+            // segment, rule 4 recovery, rule 2 new data): stop before
+            // asking it.
+            if self.short_paths()
+                && !self.tlp_due
+                && self.sb.is_clean()
+                && self.recovery.is_open()
+                && self.new_data() == 0
+            {
+                break;
+            }
             // New segments leave room for the SACK blocks they carry
             // (Linux's `tcp_current_mss`).
             let sack_len = match self.rcv.pending_sack_blocks() {
@@ -403,7 +419,9 @@ impl Tcb {
         if self.ts_ok {
             opts.timestamps = Some((self.ts_now(now), self.ts_recent));
         }
-        if self.sack_ok {
+        // With nothing held out of order and no D-SACK pending there are
+        // no blocks to report (nor a D-SACK to take): the common case.
+        if self.sack_ok && self.rcv.pending_sack_blocks() > 0 {
             // The options and the data must fit the MSS (RFC 9293
             // §3.7.1: the MSS counts data only, the IP datagram must not
             // outgrow the MTU): as many blocks as the room left allows.
