@@ -374,7 +374,10 @@ impl RecvBuffer {
         let at = (self.read_pos + self.readable + offset) % cap;
         let first = data.len().min(cap - at);
         self.buf[at..at + first].copy_from_slice(&data[..first]);
-        self.buf[..data.len() - first].copy_from_slice(&data[first..]);
+        // The wrapped part, if any (a call to copy nothing costs too).
+        if first < data.len() {
+            self.buf[..data.len() - first].copy_from_slice(&data[first..]);
+        }
     }
 
     /// The readable octets as two slices (the second non-empty when they
@@ -410,7 +413,9 @@ impl RecvBuffer {
         let n1 = a.len().min(out.len());
         out[..n1].copy_from_slice(&a[..n1]);
         let n2 = b.len().min(out.len() - n1);
-        out[n1..n1 + n2].copy_from_slice(&b[..n2]);
+        if n2 > 0 {
+            out[n1..n1 + n2].copy_from_slice(&b[..n2]);
+        }
         self.consume(n1 + n2)
     }
 
