@@ -121,10 +121,11 @@ impl TcpConnStage {
         if let Some(lip) = self.local_ip(cx) {
             let rip = self.remote_ip;
             let csum_offload = self.tcb.config().offload.checksum;
-            let (lport, rport) = self.tcb.ports();
-            let template = *self
-                .template
-                .get_or_insert_with(|| TcpTemplate::new(lip, rip, lport, rport));
+            if self.template.is_none() {
+                let (lport, rport) = self.tcb.ports();
+                self.template = Some(TcpTemplate::new(lip, rip, lport, rport));
+            }
+            let template = self.template.as_ref();
             self.tcb.poll_output(now, &mut |seg: OutSegment<'_>| {
                 let Ok(mut m) = cx.pool().alloc_empty(seg.payload_len()) else {
                     return false;
@@ -146,8 +147,8 @@ impl TcpConnStage {
                 }
                 // The usual segment from the template, the rest (SACK
                 // blocks, the handshake, resets) field by field.
-                let pushed = if template.fits(&seg.repr) {
-                    template.push_onto(&mut m, &seg.repr, csum_offload)
+                let pushed = if let Some(t) = template.filter(|t| t.fits(&seg.repr)) {
+                    t.push_onto(&mut m, &seg.repr, csum_offload)
                 } else if csum_offload {
                     seg.repr.push_onto_partial(&mut m, lip, rip)
                 } else {

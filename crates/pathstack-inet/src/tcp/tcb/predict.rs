@@ -28,6 +28,7 @@
 
 use super::Tcb;
 use crate::tcp::congestion::CongestionControl;
+use crate::tcp::sack_scoreboard::CleanAck;
 use crate::tcp::seq::SeqNumber;
 use crate::tcp::state::State;
 use crate::wire::tcp::{TcpFlags, TcpRepr};
@@ -98,6 +99,18 @@ impl Tcb {
             }
         }
 
+        // The scoreboard takes an ACK of new data first: it checks what
+        // it relies on again and may still decline, having changed
+        // nothing (it never does after the checks above).
+        let acked = if ack == una {
+            None
+        } else {
+            match self.sb.on_clean_ack(ack) {
+                Some(c) => Some(c),
+                None => return false,
+            }
+        };
+
         // RFC 7323 §4.3: TS.Recent from a segment covering Last.ACK.sent.
         if let Some(v) = tsval {
             if seq.le(self.last_ack_sent) {
@@ -105,7 +118,7 @@ impl Tcb {
                 self.ts_recent_at = now;
             }
         }
-        self.on_predicted_ack(now, ack);
+        self.on_predicted_ack(now, ack, acked);
         // Window update (RFC 9293 §3.10.7.4): the window is unchanged,
         // SND.WL1 and SND.WL2 move as the general rule has them move.
         if self.snd_wl1.lt(seq) || (self.snd_wl1 == seq && self.snd_wl2.le(ack)) {
@@ -148,23 +161,25 @@ impl Tcb {
     ///   outstanding.
     /// - The window update is the caller's; the FIN is never acknowledged
     ///   in ESTABLISHED (ours is queued only on leaving it).
-    fn on_predicted_ack(&mut self, now: Instant, ack: SeqNumber) {
-        let una = self.sb.high_ack();
-        if ack == una {
+    ///
+    /// `acked` is what the scoreboard made of an ACK of new data (it has
+    /// taken it already), `None` for data with the ACK unchanged.
+    fn on_predicted_ack(&mut self, now: Instant, ack: SeqNumber, acked: Option<CleanAck>) {
+        let Some(out) = acked else {
             // Data with the ACK unchanged: RACK sees an ACK that delivers
             // nothing (its D-SACK round may still end), and the probe
             // timer goes as with any ACK outside recovery.
             if self.cfg.rack {
-                self.rack
-                    .on_ack(&Default::default(), una, self.sb.snd_nxt(), now);
+                self.rack.on_clean_ack(None, false, self.sb.high_ack(), now);
                 self.reo_at = None;
             }
             self.tlp_at = None;
             return;
-        }
+        };
+        // RFC 6675 §5 outside recovery: the congestion controller sees
+        // the new data acknowledged, with the SRTT before this ACK's
+        // sample.
         let srtt = self.rto.srtt();
-        let out = self.sb.on_clean_ack(ack, now);
-        debug_assert!(out.cum_advanced && out.newest_retransmitted.is_none());
         self.cc.on_ack(out.newly_acked, srtt, now);
         self.snd.ack_to(ack);
         self.stats.bytes_acked += u64::from(out.newly_acked);
@@ -172,7 +187,7 @@ impl Tcb {
         self.persist_backoff = 0;
         // RFC 6298 §5.3: restart the timer on new data ACKed.
         self.rtx_at = (!self.sb.is_empty()).then(|| now + self.rto.rto());
-        if let Some(d) = out.newest_original {
+        if let Some(d) = out.newest {
             // Never retransmitted: an unambiguous sample (Karn).
             let rtt = now.saturating_since(d.sent_at);
             self.rto.on_sample(rtt);
@@ -180,7 +195,7 @@ impl Tcb {
         }
         if self.cfg.rack {
             self.rack
-                .on_ack(&out, self.sb.high_ack(), self.sb.snd_nxt(), now);
+                .on_clean_ack(out.newest, out.reordering, self.sb.high_ack(), now);
             self.reo_at = None;
         }
         self.tlp_at = None;
