@@ -200,7 +200,7 @@ impl Tcb {
     }
 
     /// The check half of output, apart from the sending half (the seed's
-    /// split of `tcp_output`, TR 95-02 §2.4): most calls (after every
+    /// split of `tcp_output`, TR 95-02 §2.6): most calls (after every
     /// application call and every segment) have nothing to send. With no
     /// new data the windows allow, no probe due, recovery open and a
     /// clean scoreboard, NextSeg has nothing (rules 1 and 3 need a SACKed,

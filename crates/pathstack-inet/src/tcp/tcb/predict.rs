@@ -9,7 +9,7 @@
 //! retransmitted, no recovery is under way and no probe is out, the SACK
 //! scoreboard, RFC 6675 recovery, RACK's loss detection and the tail loss
 //! probe's verdict all come out as "nothing". The seed (Mosberger et al.,
-//! TR 95-02, §2.4) makes the same point of the work a loss-free LAN
+//! TR 95-02, §2.6) makes the same point of the work a loss-free LAN
 //! connection never needs (the congestion window arithmetic there).
 //!
 //! [`Tcb::predicted`] recognises those segments and does only what the
