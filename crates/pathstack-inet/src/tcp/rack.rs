@@ -17,7 +17,7 @@
 
 use pathstack_core::{Duration, Instant};
 
-use super::sack_scoreboard::{AckOutcome, NextSeg, Rule, Scoreboard, DUP_THRESH};
+use super::sack_scoreboard::{AckOutcome, Delivered, NextSeg, Rule, Scoreboard, DUP_THRESH};
 use super::seq::SeqNumber;
 
 /// RFC 8985 §7.2 WCDelAckT: the worst-case delayed-ACK time added to the
@@ -119,32 +119,67 @@ impl Rack {
         // Step 2: RACK.xmit_ts / end_seq / rtt.
         let candidates = [ack.newest_original, ack.newest_retransmitted];
         for d in candidates.into_iter().flatten() {
-            let rtt = now.saturating_since(d.sent_at);
-            if d.retransmitted && self.min_rtt.is_some_and(|m| rtt < m) {
-                continue;
-            }
-            let newer = match self.xmit_ts {
-                None => true,
-                Some(t) => super::sack_scoreboard::sent_after(d.sent_at, d.end, t, self.end_seq),
-            };
-            if newer {
-                self.xmit_ts = Some(d.sent_at);
-                self.end_seq = d.end;
-                self.rtt = rtt;
-            }
+            self.on_delivered(d, now);
         }
         // Step 3: reordering detected by the scoreboard against RACK.fack.
         if ack.reordering {
             self.reordering_seen = true;
         }
         // Step 4: D-SACK widens the window at most once per round trip.
-        if self.dsack_round.is_some_and(|r| snd_una.ge(r)) {
-            self.dsack_round = None;
-        }
+        self.end_dsack_round(snd_una);
         if ack.dsack.is_some() && self.dsack_round.is_none() {
             self.reo_wnd_mult = self.reo_wnd_mult.saturating_add(1);
             self.dsack_round = Some(snd_nxt);
             self.reo_wnd_persist = REO_WND_PERSIST;
+        }
+    }
+
+    /// [`on_ack`](Self::on_ack) for an ACK on a clean scoreboard
+    /// (header prediction's): what [`Scoreboard::on_clean_ack`] found,
+    /// or nothing delivered (`None`, `false`) when SND.UNA did not move.
+    /// Such an ACK has no D-SACK and delivers nothing retransmitted.
+    ///
+    /// [`Scoreboard::on_clean_ack`]: super::sack_scoreboard::Scoreboard::on_clean_ack
+    pub fn on_clean_ack(
+        &mut self,
+        newest: Option<Delivered>,
+        reordering: bool,
+        snd_una: SeqNumber,
+        now: Instant,
+    ) {
+        if let Some(d) = newest {
+            self.on_delivered(d, now);
+        }
+        if reordering {
+            self.reordering_seen = true;
+        }
+        self.end_dsack_round(snd_una);
+    }
+
+    /// Step 2 for a delivered segment: it becomes RACK.xmit_ts/end_seq
+    /// if sent after the current one; a retransmitted one only if its RTT
+    /// is at least min_RTT (the ambiguity test without timestamps).
+    fn on_delivered(&mut self, d: Delivered, now: Instant) {
+        let rtt = now.saturating_since(d.sent_at);
+        if d.retransmitted && self.min_rtt.is_some_and(|m| rtt < m) {
+            return;
+        }
+        let newer = match self.xmit_ts {
+            None => true,
+            Some(t) => super::sack_scoreboard::sent_after(d.sent_at, d.end, t, self.end_seq),
+        };
+        if newer {
+            self.xmit_ts = Some(d.sent_at);
+            self.end_seq = d.end;
+            self.rtt = rtt;
+        }
+    }
+
+    /// Step 4: the round trip of the last widening ends once SND.UNA
+    /// passes the SND.NXT it was widened at.
+    fn end_dsack_round(&mut self, snd_una: SeqNumber) {
+        if self.dsack_round.is_some_and(|r| snd_una.ge(r)) {
+            self.dsack_round = None;
         }
     }
 

@@ -65,6 +65,14 @@ impl Recovery {
         self.in_recovery
     }
 
+    /// Linux's `TCP_CA_Open`: not in recovery, no fast retransmission
+    /// due and no duplicate ACK counted. Then an ACK that SACKs nothing
+    /// cannot start recovery while nothing on the scoreboard is lost, and
+    /// [`next_to_send`](Self::next_to_send) has only new data to offer.
+    pub fn is_open(&self) -> bool {
+        !self.in_recovery && !self.fast_rexmit_due && self.dup_acks == 0
+    }
+
     /// The current (or last) RecoveryPoint, one past HighData at entry.
     pub fn recovery_point(&self) -> Option<SeqNumber> {
         self.recovery_point
@@ -203,6 +211,18 @@ impl Recovery {
             None
         };
         sb.next_seg(new_data, rp)
+    }
+
+    /// [`next_to_send`](Self::next_to_send) on a clean scoreboard
+    /// ([`Scoreboard::is_clean`]) with recovery open ([`is_open`](Self::is_open)):
+    /// no fast retransmission is due and NextSeg has only rule 2, new
+    /// data, to offer, while cwnd − pipe ≥ 1 SMSS with pipe = FlightSize.
+    /// The same answer without the scoreboard's walk: what a loss-free
+    /// sender asks for every segment.
+    pub fn next_new(sb: &Scoreboard, cc: &dyn CongestionControl, new_data: u32) -> Option<NextSeg> {
+        let room = cc.cwnd().saturating_sub(sb.flight_size());
+        (room >= sb.smss() && new_data > 0 && sb.has_room())
+            .then(|| NextSeg::new(Rule::New, sb.snd_nxt(), new_data.min(sb.smss())))
     }
 
     fn count_retransmission(&mut self) {
@@ -409,6 +429,31 @@ mod tests {
     }
 
     proptest::proptest! {
+        /// On a clean scoreboard with recovery open, `next_new` answers
+        /// as `next_to_send`.
+        #[test]
+        fn next_new_is_next_to_send_when_clean(
+            sends in proptest::collection::vec(1u32..3000, 0..40),
+            acked in 0u32..200_000,
+            iw in 1u32..20,
+            cap in 1usize..40,
+            new_data in proptest::prop_oneof![proptest::prelude::Just(0u32), 0u32..5000],
+        ) {
+            use crate::tcp::congestion::{AnyCongestion, CongestionKind};
+            let mut cc = AnyCongestion::new(CongestionKind::Cubic, CcConfig { smss: MSS, initial_window_segments: iw });
+            cc.on_ack(acked, None, T0);
+            let mut sb = Scoreboard::new(cap, MSS, s(7));
+            let mut at = s(7);
+            for l in sends {
+                if sb.on_send(at, l, T0).is_ok() {
+                    at += l;
+                }
+            }
+            let r = Recovery::new();
+            proptest::prop_assert!(sb.is_clean() && r.is_open());
+            proptest::prop_assert_eq!(Recovery::next_new(&sb, &cc, new_data), r.next_to_send(&sb, &cc, new_data));
+        }
+
         /// A lossy channel (random drops of first transmissions and
         /// retransmissions), then a lossless one: the scoreboard's
         /// invariants hold throughout, the cumulative ACK never goes back,

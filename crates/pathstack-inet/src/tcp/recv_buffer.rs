@@ -345,6 +345,24 @@ impl RecvBuffer {
         out
     }
 
+    /// The next expected segment's data, `data` starting at RCV.NXT,
+    /// with nothing held out of order and all of it within the window:
+    /// appended, as [`insert`](Self::insert) would (header prediction's
+    /// receive side). Returns the octets taken (all of them). Anything
+    /// else goes to `insert`, which this defers to when its conditions
+    /// do not hold.
+    pub fn append(&mut self, data: &[u8]) -> usize {
+        let wnd = self.adv_right.max(self.rcv_nxt) - self.rcv_nxt;
+        if self.n_ranges != 0 || data.is_empty() || data.len() as u64 > u64::from(wnd) {
+            return self.insert(self.rcv_nxt, data).advanced;
+        }
+        self.stamp += 1;
+        self.store(0, data);
+        self.readable += data.len();
+        self.rcv_nxt += data.len() as u32;
+        data.len()
+    }
+
     fn remove_range(&mut self, i: usize) {
         self.n_ranges -= 1;
         self.ranges[i] = self.ranges[self.n_ranges];
@@ -356,7 +374,10 @@ impl RecvBuffer {
         let at = (self.read_pos + self.readable + offset) % cap;
         let first = data.len().min(cap - at);
         self.buf[at..at + first].copy_from_slice(&data[..first]);
-        self.buf[..data.len() - first].copy_from_slice(&data[first..]);
+        // The wrapped part, if any (a call to copy nothing costs too).
+        if first < data.len() {
+            self.buf[..data.len() - first].copy_from_slice(&data[first..]);
+        }
     }
 
     /// The readable octets as two slices (the second non-empty when they
@@ -392,7 +413,9 @@ impl RecvBuffer {
         let n1 = a.len().min(out.len());
         out[..n1].copy_from_slice(&a[..n1]);
         let n2 = b.len().min(out.len() - n1);
-        out[n1..n1 + n2].copy_from_slice(&b[..n2]);
+        if n2 > 0 {
+            out[n1..n1 + n2].copy_from_slice(&b[..n2]);
+        }
         self.consume(n1 + n2)
     }
 

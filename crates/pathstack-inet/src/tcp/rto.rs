@@ -94,6 +94,10 @@ impl RtoEstimator {
 
     /// The current RTO, including backoff, within `[min, max]`.
     pub fn rto(&self) -> Duration {
+        if self.backoffs == 0 {
+            // The usual case, without the wide shift.
+            return Duration::from_nanos(self.base_rto.min(self.cfg.max.as_nanos()));
+        }
         let backed = u128::from(self.base_rto) << self.backoffs.min(64);
         Duration::from_nanos(backed.min(u128::from(self.cfg.max.as_nanos())) as u64)
     }

@@ -179,6 +179,20 @@ impl AckOutcome {
     }
 }
 
+/// What an ACK did on a clean scoreboard ([`Scoreboard::on_clean_ack`]):
+/// the part of an [`AckOutcome`] such an ACK can have (it also advanced
+/// SND.UNA).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CleanAck {
+    /// Octets newly covered by the cumulative ACK.
+    pub newly_acked: u32,
+    /// The newest segment delivered (never retransmitted): the
+    /// outcome's `newest_original`.
+    pub newest: Option<Delivered>,
+    /// A segment was delivered below RACK.fack (RFC 8985 §6.2 step 3).
+    pub reordering: bool,
+}
+
 /// RACK_sent_after (RFC 8985 §6.2): whether (t1, seq1) was sent after
 /// (t2, seq2), breaking a tie in time by sequence.
 pub fn sent_after(t1: Instant, seq1: SeqNumber, t2: Instant, seq2: SeqNumber) -> bool {
@@ -345,6 +359,15 @@ impl Scoreboard {
     /// Number of segments in flight.
     pub fn len(&self) -> usize {
         self.segs.len()
+    }
+
+    /// Whether every segment in flight is plainly in flight: none SACKed,
+    /// lost or retransmitted since the scoreboard last emptied. Then pipe
+    /// is FlightSize, NextSeg can only choose new data, and the segments
+    /// were all sent as new data, in sequence order, after every segment
+    /// delivered so far.
+    pub fn is_clean(&self) -> bool {
+        !self.tainted
     }
 
     /// Whether nothing is in flight.
@@ -587,6 +610,56 @@ impl Scoreboard {
         out
     }
 
+    /// [`on_ack`](Self::on_ack) for an ACK without SACK blocks that
+    /// advances SND.UNA (`SND.UNA < cum_ack =< SND.NXT`) on a clean
+    /// scoreboard ([`is_clean`](Self::is_clean)): the same state
+    /// afterwards and, of the same outcome, what such an ACK can have
+    /// (the rest is nothing: no SACK, no D-SACK, nothing retransmitted
+    /// delivered), without the SACK work (header prediction's ACK).
+    /// `None`, having changed nothing, for any other ACK.
+    pub fn on_clean_ack(&mut self, cum_ack: SeqNumber) -> Option<CleanAck> {
+        if self.tainted
+            || cum_ack == self.snd_una
+            || !cum_ack.in_window(self.snd_una, self.flight_size() + 1)
+        {
+            return None;
+        }
+        let mut out = CleanAck {
+            newly_acked: cum_ack - self.snd_una,
+            newest: None,
+            reordering: false,
+        };
+        let prior_fack = self.fack;
+        while let Some(front) = self.segs.front_mut() {
+            if front.end().le(cum_ack) {
+                // Clean: neither SACKed nor ever retransmitted.
+                let seg = self.segs.pop_front().expect("front exists");
+                let d = Delivered {
+                    sent_at: seg.sent_at,
+                    end: seg.end(),
+                    retransmitted: false,
+                };
+                match out.newest {
+                    Some(cur) if !sent_after(d.sent_at, d.end, cur.sent_at, cur.end) => {}
+                    _ => out.newest = Some(d),
+                }
+                if seg.end().lt(prior_fack) {
+                    out.reordering = true;
+                }
+            } else {
+                if front.start.lt(cum_ack) {
+                    let cut = cum_ack - front.start;
+                    front.start = cum_ack;
+                    front.len -= cut;
+                }
+                break;
+            }
+        }
+        self.snd_una = cum_ack;
+        self.fack = self.fack.max(cum_ack);
+        Some(out)
+    }
+
     /// Walks the segments from the highest down, calling `f(index,
     /// segment, is_lost)` with RFC 6675's IsLost for each unSACKed one
     /// (or its explicit lost mark). O(n), no allocation.
@@ -804,6 +877,7 @@ pub(crate) mod testing {
 mod tests {
     use super::testing::*;
     use super::*;
+    use pathstack_core::Duration;
     use proptest::prelude::*;
 
     /// A scoreboard at `base` with `n` full segments sent.
@@ -998,6 +1072,53 @@ mod tests {
     }
 
     proptest! {
+        /// On a clean scoreboard, `on_clean_ack` leaves the state
+        /// `on_ack` leaves and finds what it finds; it declines anything
+        /// else, changing nothing.
+        #[test]
+        fn clean_ack_is_on_ack(
+            base in any::<u32>(),
+            sends in proptest::collection::vec((1u32..2000, 0u64..3), 1..20),
+            acks in proptest::collection::vec(any::<u32>(), 1..10),
+            taint in any::<bool>(),
+        ) {
+            let mut sb = Scoreboard::new(32, MSS, s(base));
+            let (mut at, mut t) = (s(base), T0);
+            for (l, dt) in sends {
+                t = t + Duration::from_micros(dt);
+                if sb.on_send(at, l, t).is_ok() {
+                    at += l;
+                }
+            }
+            if taint {
+                sb.mark_lost_at(0);
+            }
+            for a in acks {
+                let flight = sb.flight_size();
+                // Mostly within (SND.UNA, SND.NXT], sometimes anywhere.
+                let cum = if a % 4 == 0 { s(a) } else { sb.high_ack() + a % (flight + 1) };
+                let before = format!("{sb:?}");
+                let mut reference = sb.clone();
+                let want = reference.on_ack(cum, &[], T0);
+                match sb.on_clean_ack(cum) {
+                    None => {
+                        prop_assert_eq!(format!("{sb:?}"), before);
+                        prop_assert!(!sb.is_clean() || !want.cum_advanced);
+                    }
+                    Some(got) => {
+                        prop_assert!(want.cum_advanced && !want.cum_ignored);
+                        prop_assert_eq!(got.newly_acked, want.newly_acked);
+                        prop_assert_eq!(got.newest, want.newest_original);
+                        prop_assert_eq!(got.reordering, want.reordering);
+                        prop_assert_eq!(want.newest_retransmitted, None);
+                        prop_assert_eq!(want.dsack, None);
+                        prop_assert_eq!(format!("{sb:?}"), format!("{reference:?}"));
+                    }
+                }
+                sb = reference;
+            }
+        }
+
         /// ACKs and SACKs consistent with a random set of delivered
         /// segments (plus random junk blocks) never break the invariants:
         /// SACKed ⊆ in flight, pipe ≤ in-flight octets counting presumed

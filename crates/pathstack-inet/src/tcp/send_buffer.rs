@@ -94,7 +94,10 @@ impl SendBuffer {
         let tail = (self.head + self.len) % cap;
         let first = n.min(cap - tail);
         self.buf[tail..tail + first].copy_from_slice(&data[..first]);
-        self.buf[..n - first].copy_from_slice(&data[first..n]);
+        // The wrapped part, if any (a call to copy nothing costs too).
+        if first < n {
+            self.buf[..n - first].copy_from_slice(&data[first..n]);
+        }
         self.len += n;
         n
     }

@@ -86,6 +86,13 @@ pub fn pseudo_sum(bytes: &[u8]) -> [u8; 2] {
     fold(add_words(bytes)).to_ne_bytes()
 }
 
+/// The folded running sum `acc`, *not* complemented, as the two bytes to
+/// store: [`pseudo_sum`] for a sum kept in pieces.
+#[inline]
+pub fn fold_to_bytes(acc: u64) -> [u8; 2] {
+    fold(acc).to_ne_bytes()
+}
+
 /// Folds a deferred-carry sum to 16 bits (RFC 1071 §4.1).
 #[inline]
 fn fold(mut acc: u64) -> u16 {

@@ -255,6 +255,17 @@ impl TcpOptions {
     /// kind and length; unknown kinds are skipped by it.
     pub fn parse(mut bytes: &[u8]) -> Result<TcpOptions, TcpDropReason> {
         let mut o = TcpOptions::default();
+        // The options of nearly every segment on a connection with
+        // timestamps: NOP, NOP, timestamps, as RFC 7323 Appendix A
+        // recommends and every TCP sends them. Read in place (Linux's
+        // `tcp_parse_aligned_timestamp`; the "timestamps in the usual
+        // layout" of header prediction); the loop below gives the same.
+        if let [option_kind::NOP, option_kind::NOP, option_kind::TIMESTAMPS, 10, ts @ ..] = bytes {
+            if ts.len() == 8 {
+                o.timestamps = Some((be32(&ts[0..4]), be32(&ts[4..8])));
+                return Ok(o);
+            }
+        }
         while let Some((&kind, rest)) = bytes.split_first() {
             match kind {
                 option_kind::EOL => break,
@@ -690,6 +701,124 @@ impl TcpRepr {
     }
 }
 
+/// The header of a connection's usual segment, formatted once: its
+/// ports, a data offset of 8 words and the options NOP, NOP, timestamps —
+/// the layout of every segment of a connection with timestamps but those
+/// carrying SACK blocks (and the handshake's). Per segment only sequence
+/// and acknowledgment numbers, control bits, window, urgent pointer and
+/// the two timestamps are written, and the checksum adds those words and
+/// the data to the sum of the rest (RFC 1071 §2(C)), pseudo header
+/// included: the TCP header prediction's "template" (Jacobson; BSD's
+/// `tcp_template`), in the manner of the IP layer's
+/// [`Ipv4Template`](crate::wire::ipv4::Ipv4Template). The bytes are those
+/// [`TcpRepr::push_onto`] (or [`TcpRepr::push_onto_partial`]) writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TcpTemplate {
+    header: [u8; TEMPLATE_LEN],
+    src_port: u16,
+    dst_port: u16,
+    /// Sum of the pseudo header's addresses and protocol (its length
+    /// zero).
+    pseudo: u64,
+    /// `pseudo` plus the header's constant words (ports, data offset,
+    /// options' kinds and lengths).
+    sum: u64,
+}
+
+/// The template's header length: 20 octets and NOP, NOP, timestamps.
+const TEMPLATE_LEN: usize = HEADER_LEN + 12;
+
+impl TcpTemplate {
+    /// The template for segments from `src`:`src_port` to `dst`:`dst_port`.
+    pub fn new(src: Ipv4Addr, dst: Ipv4Addr, src_port: u16, dst_port: u16) -> Self {
+        let mut header = [0u8; TEMPLATE_LEN];
+        header[field::SRC_PORT].copy_from_slice(&src_port.to_be_bytes());
+        header[field::DST_PORT].copy_from_slice(&dst_port.to_be_bytes());
+        header[field::DATA_OFF] = ((TEMPLATE_LEN / 4) as u8) << 4;
+        header[field::OPTIONS..field::OPTIONS + 4].copy_from_slice(&[
+            option_kind::NOP,
+            option_kind::NOP,
+            option_kind::TIMESTAMPS,
+            10,
+        ]);
+        let pseudo = checksum::partial(&pseudo_header(src, dst, 0));
+        TcpTemplate {
+            header,
+            src_port,
+            dst_port,
+            pseudo,
+            sum: pseudo + checksum::partial(&header),
+        }
+    }
+
+    /// Whether `repr` is a segment of this template: its ports, and the
+    /// timestamps as its only option.
+    #[inline]
+    pub fn fits(&self, repr: &TcpRepr) -> bool {
+        let o = &repr.options;
+        repr.src_port == self.src_port
+            && repr.dst_port == self.dst_port
+            && o.timestamps.is_some()
+            && o.mss.is_none()
+            && o.window_scale.is_none()
+            && !o.sack_permitted
+            && o.sack_len == 0
+    }
+
+    /// Pushes the header of `repr` (which [`fits`](Self::fits)) in front
+    /// of `msg` (the data), with the full checksum, or (`partial`) the
+    /// pseudo header's sum for a device to finish, as
+    /// [`TcpRepr::push_onto_partial`] leaves it.
+    #[inline]
+    pub fn push_onto(
+        &self,
+        msg: &mut Msg,
+        repr: &TcpRepr,
+        partial: bool,
+    ) -> Result<(), TcpEmitError> {
+        debug_assert!(self.fits(repr));
+        let total = TEMPLATE_LEN + msg.len();
+        let total = u16::try_from(total).map_err(|_| TcpEmitError::TooLong(total))?;
+        let data = if partial {
+            0
+        } else {
+            checksum::partial(msg.as_slice())
+        };
+        let (tsval, tsecr) = repr.options.timestamps.unwrap_or_default();
+        let h = msg.push(TEMPLATE_LEN)?;
+        h.copy_from_slice(&self.header);
+        let (seq, ack) = (repr.seq.to_be_bytes(), repr.ack.to_be_bytes());
+        let (window, urgent) = (repr.window.to_be_bytes(), repr.urgent.to_be_bytes());
+        let (tsval, tsecr) = (tsval.to_be_bytes(), tsecr.to_be_bytes());
+        let len = total.to_be_bytes();
+        h[field::SEQ_NUM].copy_from_slice(&seq);
+        h[field::ACK_NUM].copy_from_slice(&ack);
+        h[field::FLAGS] = repr.flags.bits();
+        h[field::WINDOW].copy_from_slice(&window);
+        h[field::URGENT].copy_from_slice(&urgent);
+        h[TEMPLATE_LEN - 8..TEMPLATE_LEN - 4].copy_from_slice(&tsval);
+        h[TEMPLATE_LEN - 4..].copy_from_slice(&tsecr);
+        // Native-order words at even offsets, as `checksum::partial` adds
+        // them (the flags share a word with the data offset, which the
+        // template's sum holds).
+        let c = if partial {
+            checksum::fold_to_bytes(self.pseudo + u64::from(u16::from_ne_bytes(len)))
+        } else {
+            let words = u64::from(u32::from_ne_bytes(seq))
+                + u64::from(u32::from_ne_bytes(ack))
+                + u64::from(u16::from_ne_bytes([0, repr.flags.bits()]))
+                + u64::from(u16::from_ne_bytes(window))
+                + u64::from(u16::from_ne_bytes(urgent))
+                + u64::from(u32::from_ne_bytes(tsval))
+                + u64::from(u32::from_ne_bytes(tsecr))
+                + u64::from(u16::from_ne_bytes(len));
+            checksum::finish(self.sum + words + data)
+        };
+        h[field::CHECKSUM].copy_from_slice(&c);
+        Ok(())
+    }
+}
+
 /// Where the checksum field lies in the TCP header (for checksum offload).
 pub const CHECKSUM_OFFSET: u8 = field::CHECKSUM.start as u8;
 
@@ -1057,6 +1186,76 @@ mod tests {
             let ours = TcpOptions::parse(&bytes);
             if let Some(theirs) = etherparse_options(&bytes) {
                 prop_assert_eq!(ours, Ok(theirs));
+            }
+        }
+
+        /// The aligned timestamps read in place (and what follows them
+        /// read by the loop) as etherparse reads them.
+        #[test]
+        fn aligned_timestamps_agree_with_etherparse(
+            ts in any::<[u8; 8]>(),
+            rest in proptest::collection::vec(any::<u8>(), 0..6),
+            cut in 0usize..13,
+        ) {
+            let mut bytes = [&[1u8, 1, 8, 10][..], &ts, &rest].concat();
+            if cut > 0 {
+                bytes.truncate(cut);
+            }
+            let ours = TcpOptions::parse(&bytes);
+            if bytes.len() == 12 {
+                let v = (be32(&ts[..4]), be32(&ts[4..]));
+                prop_assert_eq!(ours, Ok(TcpOptions { timestamps: Some(v), ..TcpOptions::default() }));
+            }
+            if let Some(theirs) = etherparse_options(&bytes) {
+                prop_assert_eq!(ours, Ok(theirs));
+            }
+        }
+
+        /// A segment from the template is byte for byte the one
+        /// `push_onto` (or `push_onto_partial`) writes.
+        #[test]
+        fn template_writes_what_push_onto_writes(
+            (sp, dp, seq, ack) in any::<(u16, u16, u32, u32)>(),
+            (flags, window, urgent) in any::<(u8, u16, u16)>(),
+            ts in any::<(u32, u32)>(),
+            payload in proptest::collection::vec(any::<u8>(), 0..100),
+            s in any::<[u8; 4]>(),
+            d in any::<[u8; 4]>(),
+            partial in any::<bool>(),
+        ) {
+            let r = TcpRepr {
+                src_port: sp,
+                dst_port: dp,
+                seq,
+                ack,
+                flags: TcpFlags::from_bits(flags),
+                window,
+                urgent,
+                options: TcpOptions { timestamps: Some(ts), ..TcpOptions::default() },
+            };
+            let t = TcpTemplate::new(s.into(), d.into(), sp, dp);
+            prop_assert!(t.fits(&r));
+            let pool = MsgPool::new(PoolConfig::small(4));
+            let mut a = pool.alloc_copy(&payload).unwrap();
+            let mut b = pool.alloc_copy(&payload).unwrap();
+            t.push_onto(&mut a, &r, partial).unwrap();
+            if partial {
+                r.push_onto_partial(&mut b, s.into(), d.into()).unwrap();
+            } else {
+                r.push_onto(&mut b, s.into(), d.into()).unwrap();
+            }
+            prop_assert_eq!(a.as_slice(), b.as_slice());
+        }
+
+        /// The template takes its ports with the timestamps alone.
+        #[test]
+        fn template_fits_only_its_layout(r in arb_repr(), other in any::<u16>()) {
+            let t = TcpTemplate::new(A, B, r.src_port, r.dst_port);
+            let layout = r.options.timestamps.is_some()
+                && r.options == TcpOptions { timestamps: r.options.timestamps, ..TcpOptions::default() };
+            prop_assert_eq!(t.fits(&r), layout);
+            if other != r.dst_port {
+                prop_assert!(!TcpTemplate::new(A, B, r.src_port, other).fits(&r));
             }
         }
     }

@@ -6,7 +6,7 @@ use crate::anno::InetAnno;
 use crate::modules::ip::LOCAL_IPV4;
 use crate::tcp::conn_drop_reason::ConnDropReason;
 use crate::tcp::{CookieOpen, OutSegment, State, Tcb, TcpConfig};
-use crate::wire::tcp::{self as wire, TcpPacket, TcpRepr};
+use crate::wire::tcp::{self as wire, TcpPacket, TcpRepr, TcpTemplate};
 use pathstack_core::attrs::Attrs;
 use pathstack_core::demux::{DemuxKey, KeyMode};
 use pathstack_core::error::PathError;
@@ -21,6 +21,9 @@ pub struct TcpConnStage {
     remote_ip: Ipv4Addr,
     /// Our address, read once from the path's `LOCAL_IPV4`.
     local_ip: Option<Ipv4Addr>,
+    /// The header of the connection's usual segment, formatted once we
+    /// know our address (see [`TcpTemplate`]).
+    template: Option<TcpTemplate>,
     /// The timer armed for the control block's earliest deadline.
     timer: Option<(TimerHandle, Instant)>,
     /// The listener that opened it (its port), until it is established.
@@ -59,6 +62,7 @@ impl TcpConnStage {
             tcb,
             remote_ip: rip,
             local_ip: None,
+            template: None,
             timer: None,
             listener: open.map(|_| lport),
             open,
@@ -117,22 +121,35 @@ impl TcpConnStage {
         if let Some(lip) = self.local_ip(cx) {
             let rip = self.remote_ip;
             let csum_offload = self.tcb.config().offload.checksum;
+            if self.template.is_none() {
+                let (lport, rport) = self.tcb.ports();
+                self.template = Some(TcpTemplate::new(lip, rip, lport, rport));
+            }
+            let template = self.template.as_ref();
             self.tcb.poll_output(now, &mut |seg: OutSegment<'_>| {
                 let Ok(mut m) = cx.pool().alloc_empty(seg.payload_len()) else {
                     return false;
                 };
-                if m.extend_from_slice(seg.payload).is_err()
-                    || m.extend_from_slice(seg.payload2).is_err()
+                // (Empty pieces, a bare ACK's and the unwrapped ring's
+                // second, are not copied: appending nothing is a no-op.)
+                if (!seg.payload.is_empty() && m.extend_from_slice(seg.payload).is_err())
+                    || (!seg.payload2.is_empty() && m.extend_from_slice(seg.payload2).is_err())
                 {
                     return false;
                 }
                 // With checksum offload the device sums the segment (and,
                 // for a super-segment, each piece it cuts): we leave the
                 // pseudo-header sum and say where the field is.
-                let pushed = if csum_offload {
+                if csum_offload {
                     let o = &mut m.anno_mut().offload;
                     o.tx_csum_offset = wire::CHECKSUM_OFFSET;
                     o.tx_gso_size = seg.gso_size;
+                }
+                // The usual segment from the template, the rest (SACK
+                // blocks, the handshake, resets) field by field.
+                let pushed = if let Some(t) = template.filter(|t| t.fits(&seg.repr)) {
+                    t.push_onto(&mut m, &seg.repr, csum_offload)
+                } else if csum_offload {
                     seg.repr.push_onto_partial(&mut m, lip, rip)
                 } else {
                     seg.repr.push_onto(&mut m, lip, rip)

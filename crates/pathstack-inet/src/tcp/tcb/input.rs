@@ -23,7 +23,7 @@ const PAWS_IDLE: Duration = Duration::from_secs(24 * 24 * 3600);
 const SCOREBOARD_SLACK: usize = 64;
 
 /// `a` is before `b` in timestamp space (RFC 7323 §5.2, modulo 2^32).
-fn ts_before(a: u32, b: u32) -> bool {
+pub(super) fn ts_before(a: u32, b: u32) -> bool {
     (a.wrapping_sub(b) as i32) < 0
 }
 
@@ -34,6 +34,11 @@ impl Tcb {
     /// challenge ACK, a reset) for [`poll_output`](Self::poll_output).
     pub fn on_segment(&mut self, now: Instant, seg: &TcpRepr, payload: &[u8]) -> Result<(), Drop> {
         self.stats.segs_in += 1;
+        // Header prediction first (see `predict.rs`): the next segment
+        // expected on a quiet connection takes the short path.
+        if self.short_paths() && self.predicted(now, seg, payload) {
+            return Ok(());
+        }
         match self.state {
             State::Closed => {
                 self.rst_out = super::reset_for(seg, payload.len());
@@ -424,21 +429,29 @@ impl Tcb {
         if ins.out_of_order || ins.duplicate || ins.dropped || had_ooo {
             self.ack_due = true;
         } else if ins.advanced > 0 {
-            self.unacked_bytes += ins.advanced as u32;
-            let stretch = u32::from(self.cfg.max_stretch_ack.max(2));
-            if self.unacked_bytes >= stretch * self.smss {
-                self.ack_due = true;
-            } else if self.unacked_bytes >= 2 * self.smss {
-                // Due now, but sent when the timers run: after the rest of
-                // the burst the device holds (the stack reads its input
-                // before it fires timers), so one ACK covers it.
-                self.delack_at = Some(now);
-            } else if self.delack_at.is_none() {
-                self.delack_at = Some(now + self.cfg.delayed_ack);
-            }
+            self.schedule_ack_for(now, ins.advanced);
         }
         if ins.advanced > 0 {
             self.check_fin(now);
+        }
+    }
+
+    /// The ACK for `advanced` new octets received in order (none out of
+    /// order held): after two full-sized segments, at most
+    /// `max_stretch_ack` in one receive burst, or the delayed-ACK time
+    /// (see [`take_data`](Self::take_data)).
+    pub(super) fn schedule_ack_for(&mut self, now: Instant, advanced: usize) {
+        self.unacked_bytes += advanced as u32;
+        let stretch = u32::from(self.cfg.max_stretch_ack.max(2));
+        if self.unacked_bytes >= stretch * self.smss {
+            self.ack_due = true;
+        } else if self.unacked_bytes >= 2 * self.smss {
+            // Due now, but sent when the timers run: after the rest of
+            // the burst the device holds (the stack reads its input
+            // before it fires timers), so one ACK covers it.
+            self.delack_at = Some(now);
+        } else if self.delack_at.is_none() {
+            self.delack_at = Some(now + self.cfg.delayed_ack);
         }
     }
 

@@ -18,6 +18,7 @@
 
 mod input;
 mod output;
+mod predict;
 mod timers;
 
 use super::config::TcpConfig;
@@ -86,6 +87,11 @@ pub struct TcpStats {
     pub keepalive_probes: u64,
     /// Path-MTU reductions taken from ICMP (RFC 1191, RFC 5927).
     pub pmtu_reductions: u64,
+    /// Pure ACKs taken by header prediction (Linux's `TCPHPAcks`).
+    pub predicted_acks: u64,
+    /// In-order data segments taken by header prediction (Linux's
+    /// `TCPHPHits`).
+    pub predicted_data: u64,
 }
 
 /// One connection's transmission control block.
@@ -191,6 +197,14 @@ pub struct Tcb {
 
     error: Option<TcpError>,
     stats: TcpStats,
+    /// Tests only: the short paths off — header prediction (every
+    /// segment through the general processing) and the output check
+    /// before NextSeg — for the differential test's reference control
+    /// block. A test switch rather than a configuration field: the short
+    /// paths change no behaviour, so there is nothing for an application
+    /// to choose, and production code cannot turn them off by mistake.
+    #[cfg(test)]
+    short_paths_off: bool,
 }
 
 impl Tcb {
@@ -275,7 +289,23 @@ impl Tcb {
             challenge: (now, 0),
             error: None,
             stats: TcpStats::default(),
+            #[cfg(test)]
+            short_paths_off: false,
             cfg,
+        }
+    }
+
+    /// Whether the short paths are on (header prediction, the output
+    /// check): always, but for the tests' reference control blocks.
+    #[inline]
+    fn short_paths(&self) -> bool {
+        #[cfg(test)]
+        {
+            !self.short_paths_off
+        }
+        #[cfg(not(test))]
+        {
+            true
         }
     }
 
@@ -744,6 +774,8 @@ pub fn reset_for(seg: &TcpRepr, payload_len: usize) -> Option<TcpRepr> {
 
 #[cfg(test)]
 mod impairment_tests;
+#[cfg(test)]
+mod predict_tests;
 #[cfg(test)]
 mod script;
 #[cfg(test)]

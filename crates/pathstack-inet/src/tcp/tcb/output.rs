@@ -18,6 +18,7 @@
 use super::Tcb;
 use crate::tcp::congestion::{idle_restart_due, CongestionControl};
 use crate::tcp::rack;
+use crate::tcp::recovery::Recovery;
 use crate::tcp::sack_scoreboard::{NextSeg, Rule};
 use crate::tcp::seq::SeqNumber;
 use crate::tcp::state::State;
@@ -55,7 +56,34 @@ impl Tcb {
     /// Hands every segment due now to `emit`, which returns `false` when it
     /// could not send (no buffer): what was not sent is tried again on the
     /// next call. Returns the number of segments sent.
+    #[inline]
     pub fn poll_output(
+        &mut self,
+        now: Instant,
+        emit: &mut dyn FnMut(OutSegment<'_>) -> bool,
+    ) -> usize {
+        // Asked after every segment and every application call, and most
+        // often there is nothing at all to send: no reset, no SYN (not in
+        // a handshake state), no probe and no ACK due, and nothing for
+        // `send_data` (see `nothing_to_send`). Then only its timer upkeep
+        // runs, the work of the full call with nothing to send.
+        if self.rst_out.is_none()
+            && !self.ack_due
+            && !self.window_probe_due
+            && !self.keepalive_due
+            && self.sends_data()
+            && self.nothing_to_send()
+        {
+            self.before_sending(now);
+            self.after_sending(now, 0);
+            return 0;
+        }
+        self.poll_output_all(now, emit)
+    }
+
+    /// [`poll_output`](Self::poll_output) in full.
+    #[inline(never)]
+    fn poll_output_all(
         &mut self,
         now: Instant,
         emit: &mut dyn FnMut(OutSegment<'_>) -> bool,
@@ -100,14 +128,7 @@ impl Tcb {
             }
             _ => {}
         }
-        if matches!(
-            self.state,
-            State::Established
-                | State::CloseWait
-                | State::FinWait1
-                | State::Closing
-                | State::LastAck
-        ) {
+        if self.sends_data() {
             sent += self.send_data(now, emit);
         }
         if self.window_probe_due || self.keepalive_due {
@@ -166,15 +187,72 @@ impl Tcb {
         unsent.min(room)
     }
 
+    /// The states that send data (and retransmit, and the FIN).
+    fn sends_data(&self) -> bool {
+        matches!(
+            self.state,
+            State::Established
+                | State::CloseWait
+                | State::FinWait1
+                | State::Closing
+                | State::LastAck
+        )
+    }
+
+    /// The check half of output, apart from the sending half (the seed's
+    /// split of `tcp_output`, TR 95-02 §2.6): most calls (after every
+    /// application call and every segment) have nothing to send. With no
+    /// new data the windows allow, no probe due, recovery open and a
+    /// clean scoreboard, NextSeg has nothing (rules 1 and 3 need a SACKed,
+    /// lost or retransmitted segment, rule 4 recovery, rule 2 new data),
+    /// and this says so without asking it.
+    #[inline]
+    fn nothing_to_send(&self) -> bool {
+        self.short_paths()
+            && !self.tlp_due
+            && self.sb.is_clean()
+            && self.recovery.is_open()
+            && self.new_data() == 0
+    }
+
+    /// Before sending: RFC 5681 §4.1, the window restarts after an idle
+    /// period.
+    #[inline]
+    fn before_sending(&mut self, now: Instant) {
+        if self.sb.is_empty() && idle_restart_due(self.last_send, now, self.rto.rto()) {
+            self.cc.on_idle_restart(now);
+        }
+    }
+
+    /// After sending `sent` segments: the retransmission timer runs while
+    /// data is in flight, the probe timeout is armed after sending, the
+    /// persist timer while data waits for a closed window.
+    #[inline]
+    fn after_sending(&mut self, now: Instant, sent: usize) {
+        if !self.sb.is_empty() && self.rtx_at.is_none() {
+            self.rtx_at = Some(now + self.rto.rto());
+        }
+        // RFC 8985 §7.2: arm the probe timeout after sending.
+        if sent > 0 {
+            self.arm_tlp(now);
+        }
+        // The persist timer (RFC 9293 §3.8.6.1): data waits, the window is
+        // closed and nothing is in flight to bring an update.
+        let unsent = self.snd.end() - self.sb.snd_nxt().min(self.snd.end());
+        if unsent > 0 && self.snd_wnd == 0 && self.sb.is_empty() && self.persist_at.is_none() {
+            self.persist_at = Some(now + self.persist_interval());
+        }
+    }
+
     /// Data, FIN and retransmissions as the windows, RFC 6675 and RACK-TLP
     /// allow.
     fn send_data(&mut self, now: Instant, emit: &mut dyn FnMut(OutSegment<'_>) -> bool) -> usize {
         let mut sent = 0;
-        // RFC 5681 §4.1: restart the window after an idle period.
-        if self.sb.is_empty() && idle_restart_due(self.last_send, now, self.rto.rto()) {
-            self.cc.on_idle_restart(now);
-        }
+        self.before_sending(now);
         while sent < MAX_BURST {
+            if self.nothing_to_send() {
+                break;
+            }
             // New segments leave room for the SACK blocks they carry
             // (Linux's `tcp_current_mss`).
             let sack_len = match self.rcv.pending_sack_blocks() {
@@ -193,6 +271,9 @@ impl Tcb {
                     }
                     None => None,
                 }
+            } else if self.short_paths() && self.sb.is_clean() && self.recovery.is_open() {
+                // Nothing lost: only new data to offer (see `next_new`).
+                Recovery::next_new(&self.sb, &self.cc, new_data).map(|s| (s, false))
             } else {
                 self.recovery
                     .next_to_send(&self.sb, &self.cc, new_data)
@@ -229,19 +310,7 @@ impl Tcb {
             }
             sent += 1;
         }
-        if !self.sb.is_empty() && self.rtx_at.is_none() {
-            self.rtx_at = Some(now + self.rto.rto());
-        }
-        // RFC 8985 §7.2: arm the probe timeout after sending.
-        if sent > 0 {
-            self.arm_tlp(now);
-        }
-        // The persist timer (RFC 9293 §3.8.6.1): data waits, the window is
-        // closed and nothing is in flight to bring an update.
-        let unsent = self.snd.end() - self.sb.snd_nxt().min(self.snd.end());
-        if unsent > 0 && self.snd_wnd == 0 && self.sb.is_empty() && self.persist_at.is_none() {
-            self.persist_at = Some(now + self.persist_interval());
-        }
+        self.after_sending(now, sent);
         sent
     }
 
@@ -403,7 +472,9 @@ impl Tcb {
         if self.ts_ok {
             opts.timestamps = Some((self.ts_now(now), self.ts_recent));
         }
-        if self.sack_ok {
+        // With nothing held out of order and no D-SACK pending there are
+        // no blocks to report (nor a D-SACK to take): the common case.
+        if self.sack_ok && self.rcv.pending_sack_blocks() > 0 {
             // The options and the data must fit the MSS (RFC 9293
             // §3.7.1: the MSS counts data only, the IP datagram must not
             // outgrow the MTU): as many blocks as the room left allows.

@@ -20,6 +20,15 @@ fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
     }
 }
 
+/// A deadline as nanoseconds, "off" as the largest value.
+#[inline]
+fn key(t: Option<Instant>) -> u64 {
+    match t {
+        Some(t) => t.as_nanos(),
+        None => u64::MAX,
+    }
+}
+
 fn due(t: Option<Instant>, now: Instant) -> bool {
     t.is_some_and(|t| t <= now)
 }
@@ -27,7 +36,28 @@ fn due(t: Option<Instant>, now: Instant) -> bool {
 impl Tcb {
     /// When [`on_tick`](Self::on_tick) has work, or output is waiting
     /// (`now` then): the earliest of the connection's timers.
+    #[inline]
     pub fn poll_at(&self) -> Option<Instant> {
+        // Asked after every segment and every application call: a chain
+        // of minimums over nanoseconds rather than of matches. Only when
+        // that is the largest value (all off, or a deadline at the very
+        // end of time) do the options decide.
+        let least = key(self.rtx_at)
+            .min(key(self.tlp_at))
+            .min(key(self.reo_at))
+            .min(key(self.delack_at))
+            .min(key(self.persist_at))
+            .min(key(self.keepalive_at))
+            .min(key(self.time_wait_at));
+        if least != u64::MAX {
+            return Some(Instant::from_nanos(least));
+        }
+        self.poll_at_slow()
+    }
+
+    /// [`poll_at`](Self::poll_at) the long way: the earliest deadline set.
+    #[cold]
+    fn poll_at_slow(&self) -> Option<Instant> {
         let mut t = earliest(self.rtx_at, self.tlp_at);
         t = earliest(t, self.reo_at);
         t = earliest(t, self.delack_at);
@@ -140,6 +170,38 @@ impl Tcb {
                 self.rtx_at = Some(now + self.rto.rto());
             }
             _ => self.rtx_count = 0,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tcp::config::TcpConfig;
+    use crate::tcp::seq::SeqNumber;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The chain of minimums is the earliest deadline set.
+        #[test]
+        fn poll_at_is_the_earliest_deadline(
+            d in proptest::array::uniform7(proptest::option::of(prop_oneof![
+                any::<u64>(),
+                Just(u64::MAX),
+                Just(0u64),
+            ])),
+        ) {
+            let d = d.map(|t| t.map(Instant::from_nanos));
+            let mut t = Tcb::connect(TcpConfig::default(), 1, 2, SeqNumber(3), 4, Instant::ZERO);
+            t.rtx_at = d[0];
+            t.tlp_at = d[1];
+            t.reo_at = d[2];
+            t.delack_at = d[3];
+            t.persist_at = d[4];
+            t.keepalive_at = d[5];
+            t.time_wait_at = d[6];
+            prop_assert_eq!(t.poll_at(), d.into_iter().fold(None, earliest));
+            prop_assert_eq!(t.poll_at(), t.poll_at_slow());
         }
     }
 }
