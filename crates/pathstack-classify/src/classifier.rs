@@ -1,9 +1,7 @@
 //! The demux tree (thesis §3.4.3, Figures 3.8, 3.9 and 3.11).
 
-use hashbrown::HashTable;
-
-use crate::hash::{EdgeHasher, EdgeTable};
-use crate::node::{edge_word, Family, NodeSlab, Probe, NONE, PASSIVE, ROOT};
+use crate::hash::{EdgeHasher, NodeTable, MAX_NODES};
+use crate::node::{edge_word, Family, NodeSlab, Probe, EDGE_MASK, NONE, PASSIVE, ROOT};
 use crate::trace::Recorder;
 use crate::{
     ClassifyError, DemuxNodeInfo, DemuxNodeRef, Key, KeyMode, Level, ModuleId, PartialClassifier,
@@ -18,8 +16,10 @@ pub const MAX_DEPTH: usize = 16;
 /// registry is a directly indexed table so a lookup level costs no hash.
 pub const MAX_CLASSIFIED_MODULES: u32 = 4096;
 
-/// Default bound on live demux nodes (16 Mi nodes = 512 MiB of nodes).
-pub const DEFAULT_MAX_NODES: u32 = 1 << 24;
+/// Default bound on live demux nodes (16 Mi nodes = 576 MiB of nodes and
+/// path counts), which is also the most a classifier can hold: the edge
+/// table names a node in 24 bits.
+pub const DEFAULT_MAX_NODES: u32 = MAX_NODES;
 
 /// Where one walk ended.
 #[derive(Clone, Copy)]
@@ -34,6 +34,12 @@ struct WalkEnd {
 
 /// A chain of nodes one path registered, named by its last node. A path has
 /// one chain per direction it is classified in, at most two.
+///
+/// A *complete* chain (its last level registered with no next module) ends
+/// at a node that carries its path, so it is found from the path by the
+/// `tails` table of those nodes, and a node says whose tail it is: no
+/// chain record is kept. Only a chain still being registered level by
+/// level is kept as a record, in `open`.
 #[derive(Clone, Copy)]
 struct Chain {
     path: u32,
@@ -45,15 +51,20 @@ struct Chain {
 /// documentation for the exact semantics.
 pub struct Classifier {
     slab: NodeSlab,
-    /// Demux edges → node index; hashed by `(parent, flags, key)` of the node.
-    edges: EdgeTable,
+    /// Demux edges → node index; hashed by `(parent, flags, key)` of the
+    /// node. At most 3/4 full: a lookup that misses scans to an empty slot.
+    edges: NodeTable,
     /// The first-level nodes below each receiving module, per mode (index
     /// `2 × module + passive`, for modules below [`MAX_CLASSIFIED_MODULES`]):
     /// the only-child shortcut of the nodes (see `node.rs`) for the root,
     /// and a walk from a module nothing is registered at ends unprobed.
     roots: Vec<Family>,
-    /// Per-path chains, for exact removal; hashed by path id.
-    chains: HashTable<Chain>,
+    /// The last nodes of complete chains, hashed by the path id they carry:
+    /// what finds a path's chains for exact removal. Read only by
+    /// registration, so up to 7/8 full.
+    tails: NodeTable,
+    /// Chains still being registered (see [`Chain`]); usually empty.
+    open: Vec<Chain>,
     hasher: EdgeHasher,
     partials: Vec<Option<Box<dyn PartialClassifier>>>,
     max_nodes: u32,
@@ -69,7 +80,7 @@ impl std::fmt::Debug for Classifier {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Classifier")
             .field("nodes", &self.slab.live_count())
-            .field("chains", &self.chains.len())
+            .field("chains", &self.chain_count())
             .field("max_nodes", &self.max_nodes)
             .finish()
     }
@@ -99,16 +110,18 @@ impl Classifier {
         Self::with_max_nodes(DEFAULT_MAX_NODES)
     }
 
-    /// An empty classifier that refuses to grow beyond `max_nodes` nodes.
+    /// An empty classifier that refuses to grow beyond `max_nodes` nodes
+    /// (at most [`DEFAULT_MAX_NODES`], the most the edge table can name).
     pub fn with_max_nodes(max_nodes: u32) -> Self {
         Classifier {
             slab: NodeSlab::default(),
-            edges: EdgeTable::default(),
+            edges: NodeTable::new(6),
             roots: Vec::new(),
-            chains: HashTable::new(),
+            tails: NodeTable::new(7),
+            open: Vec::new(),
             hasher: EdgeHasher::default(),
             partials: Vec::new(),
-            max_nodes,
+            max_nodes: max_nodes.min(MAX_NODES),
         }
     }
 
@@ -138,36 +151,41 @@ impl Classifier {
         self.slab.live_count() as usize
     }
 
-    /// Heap bytes held by the tree (node slab, spilled keys and both hash
-    /// tables, from their capacities; the partial classifiers are not counted).
+    /// Heap bytes held by the tree (node slab and its side maps, spilled
+    /// keys and the tables, from their capacities; the partial classifiers
+    /// are not counted).
     pub fn heap_bytes(&self) -> usize {
-        fn table<T>(t: &HashTable<T>) -> usize {
-            // hashbrown keeps a power-of-two bucket count at ≤ 7/8 load, one
-            // control byte per bucket plus a trailing group of 16.
-            let cap = t.capacity();
-            let buckets = match cap {
-                0 => return 0,
-                1..=7 => (cap + 1).next_power_of_two(),
-                _ => (cap * 8 / 7).next_power_of_two(),
-            };
-            buckets * (std::mem::size_of::<T>() + 1) + 16
-        }
         self.slab.heap_bytes()
             + self.edges.heap_bytes()
+            + self.tails.heap_bytes()
+            + self.open.capacity() * std::mem::size_of::<Chain>()
             + self.roots.capacity() * std::mem::size_of::<Family>()
-            + table(&self.chains)
     }
 
     /// Number of registered chains (one per path and classified direction).
     pub fn chain_count(&self) -> usize {
-        self.chains.len()
+        self.tails.len() + self.open.len()
     }
 
     /// Whether `path` has any demux keys registered.
     pub fn contains_path(&self, path: PathId) -> bool {
-        self.chains
-            .find(self.hasher.path(path.0), |c| c.path == path.0)
+        self.complete_tail(path.0, self.hasher.path(path.0))
             .is_some()
+            || self.open.iter().any(|c| c.path == path.0)
+    }
+
+    /// The last node of a complete chain of `path` (hashed `h`), if any.
+    fn complete_tail(&self, path: u32, h: u64) -> Option<u32> {
+        let slab = &self.slab;
+        self.tails.find(h, |i| slab.get(i).path == path)
+    }
+
+    /// The last nodes of `path`'s complete chains (at most two).
+    fn complete_tails(&self, path: u32, h: u64) -> [Option<u32>; 2] {
+        let slab = &self.slab;
+        let first = self.complete_tail(path, h);
+        let second = first.and_then(|f| self.tails.find(h, |i| i != f && slab.get(i).path == path));
+        [first, second]
     }
 
     /// Inspects the node `r` names, or `None` if it has been freed.
@@ -349,19 +367,26 @@ impl Classifier {
             return 0;
         }
         let depth = usize::from(self.slab.get(last).depth()).min(MAX_DEPTH);
+        // The chain first, root to `last`; then its twins from the root
+        // while there are any, so the twin map is read only for the nodes
+        // marked as having one and only down to the first that has none.
         let mut idx = last;
         for d in (0..depth).rev() {
-            hints[d] = self.slab.twin(idx);
+            hints[d] = idx;
             let n = self.slab.get(idx);
             if n.flags() & ROOT != 0 {
                 break;
             }
             idx = n.parent();
         }
-        hints[..depth]
-            .iter()
-            .position(|&t| t == NONE)
-            .unwrap_or(depth)
+        for (d, hint) in hints[..depth].iter_mut().enumerate() {
+            let t = self.slab.twin(*hint);
+            if t == NONE {
+                return d;
+            }
+            *hint = t;
+        }
+        depth
     }
 
     /// One walk down the tree in one mode (Figure 3.9, iterated instead of
@@ -451,8 +476,8 @@ impl Classifier {
                         }
                         only
                     } else {
-                        let tag = self.hasher.edge(&probe);
-                        let Some(idx) = self.edges.find(tag, |i| slab.matches(i, &probe)) else {
+                        let h = self.hasher.edge(&probe);
+                        let Some(idx) = self.edges.find(h, |i| slab.matches(i, &probe)) else {
                             break;
                         };
                         idx
@@ -525,6 +550,7 @@ impl Classifier {
     #[cfg(feature = "testing")]
     pub fn check_invariants(&self) -> Result<(), String> {
         let mut live = 0;
+        let mut tails = 0;
         for i in self.slab.live_indices() {
             live += 1;
             let n = self.slab.get(i);
@@ -555,6 +581,25 @@ impl Classifier {
             if got != NONE && self.slab.twin(got) != i {
                 return Err(format!("twin of node {i} is not symmetric"));
             }
+            // A node that carries a path is the tail of that path's
+            // complete chain, found by the path id.
+            if n.path != NONE {
+                tails += 1;
+                if self.tails.find(self.hasher.path(n.path), |t| t == i) != Some(i) {
+                    return Err(format!("node {i} ends path {} but is not its tail", n.path));
+                }
+            }
+        }
+        if tails != self.tails.len() {
+            return Err(format!("{tails} path ends, {} tails", self.tails.len()));
+        }
+        for c in &self.open {
+            if self.slab.live(DemuxNodeRef(c.tail)).is_none() {
+                return Err(format!("open chain of path {} at a freed node", c.path));
+            }
+        }
+        if !self.slab.side_maps_consistent() {
+            return Err("a side map names a freed node or a node without the property".into());
         }
         for (slot, f) in self.roots.iter().enumerate() {
             let mut kids = Family::default();
@@ -584,6 +629,52 @@ impl Classifier {
         let slab = &self.slab;
         self.edges
             .find(self.hasher.edge(&probe), |i| slab.matches(i, &probe))
+    }
+
+    /// The hash live node `idx` is in the edge table under.
+    fn edge_hash(slab: &NodeSlab, hasher: &EdgeHasher, idx: u32) -> u64 {
+        let n = slab.get(idx);
+        let key = slab.key(idx);
+        hasher.edge(&Probe {
+            edge: n.edge & EDGE_MASK,
+            key: &key,
+        })
+    }
+
+    /// The hash live node `idx`, the tail of a complete chain, is in the
+    /// tails table under: its path's.
+    fn tail_hash(slab: &NodeSlab, hasher: &EdgeHasher, idx: u32) -> u64 {
+        hasher.path(slab.get(idx).path)
+    }
+
+    /// Room in the edge table for one more node, rebuilt from the slab if
+    /// it has to grow (before the node is allocated, so not counted twice).
+    fn reserve_edge(&mut self) {
+        if self.edges.is_full() {
+            let (slab, hasher) = (&self.slab, &self.hasher);
+            let n = self.edges.grown();
+            self.edges.rebuild(
+                n,
+                slab.live_indices()
+                    .map(|i| (Self::edge_hash(slab, hasher, i), i)),
+            );
+        }
+    }
+
+    /// Room in the tails table for one more complete chain, rebuilt from
+    /// the nodes that carry a path if it has to grow (before the new tail
+    /// gets its path, so not counted twice).
+    fn reserve_tail(&mut self) {
+        if self.tails.is_full() {
+            let (slab, hasher) = (&self.slab, &self.hasher);
+            let n = self.tails.grown();
+            self.tails.rebuild(
+                n,
+                slab.live_indices()
+                    .filter(|&i| slab.get(i).path != NONE)
+                    .map(|i| (Self::tail_hash(slab, hasher, i), i)),
+            );
+        }
     }
 
     /// The node that should be `idx`'s twin (the twin invariant, in the
@@ -635,12 +726,15 @@ impl Classifier {
         // Mode consistency and the chain being extended.
         let mut existing_chains = 0;
         let mut tail_ok = false;
-        for c in self.chains.iter_hash(path_hash) {
-            if c.path != path.0 {
-                continue;
-            }
+        let complete = self.complete_tails(path.0, path_hash);
+        let open = self
+            .open
+            .iter()
+            .filter(|c| c.path == path.0)
+            .map(|c| c.tail);
+        for tail in complete.into_iter().flatten().chain(open) {
             existing_chains += 1;
-            let registered = self.slab.info(c.tail).mode;
+            let registered = self.slab.info(tail).mode;
             if registered != mode {
                 return Err(ClassifyError::MixedModes {
                     path,
@@ -648,7 +742,7 @@ impl Classifier {
                     requested: mode,
                 });
             }
-            if prev == Some(DemuxNodeRef(c.tail)) {
+            if prev == Some(DemuxNodeRef(tail)) {
                 tail_ok = true;
             }
         }
@@ -718,9 +812,10 @@ impl Classifier {
         let idx = match found {
             Some(idx) => idx,
             None => {
+                self.reserve_edge();
                 let idx = self.slab.alloc(parent, flags, depth, &key);
-                let tag = self.hasher.edge(&Probe::new(parent, flags, &key));
-                self.edges.insert(tag, idx);
+                let h = self.hasher.edge(&Probe::new(parent, flags, &key));
+                self.edges.insert(h, idx);
                 self.child_changed(parent, flags, idx, true);
                 // Keep the twin invariant: parents exist before their
                 // children, so whichever of two twins comes second finds
@@ -732,31 +827,31 @@ impl Classifier {
             }
         };
         self.slab.add_path(idx);
-        let n = self.slab.get_mut(idx);
+        // The chain record: a chain that is still open moves its tail down;
+        // one that ends here is found by its tail's path from now on.
+        let open = prev.and_then(|r| {
+            self.open
+                .iter()
+                .position(|c| c.path == path.0 && c.tail == r.0)
+        });
         match next_module {
-            None => n.path = path.0,
-            Some(m) => n.next_module = m.0,
-        }
-
-        match prev {
-            Some(r) => {
-                if let Some(c) = self
-                    .chains
-                    .find_mut(path_hash, |c| c.path == path.0 && c.tail == r.0)
-                {
-                    c.tail = idx;
-                }
-            }
             None => {
-                let hasher = &self.hasher;
-                self.chains.insert_unique(
-                    path_hash,
-                    Chain {
+                if let Some(i) = open {
+                    self.open.swap_remove(i);
+                }
+                self.reserve_tail();
+                self.slab.get_mut(idx).path = path.0;
+                self.tails.insert(path_hash, idx);
+            }
+            Some(m) => {
+                self.slab.get_mut(idx).next_module = m.0;
+                match open {
+                    Some(i) => self.open[i].tail = idx,
+                    None => self.open.push(Chain {
                         path: path.0,
                         tail: idx,
-                    },
-                    |c| hasher.path(c.path),
-                );
+                    }),
+                }
             }
         }
         Ok(DemuxNodeRef(idx))
@@ -794,17 +889,36 @@ impl Classifier {
     /// along each of its chains and frees nodes no path uses any more.
     pub fn remove(&mut self, path: PathId) -> Result<(), ClassifyError> {
         let path_hash = self.hasher.path(path.0);
-        let mut removed = false;
-        while let Ok(entry) = self.chains.find_entry(path_hash, |c| c.path == path.0) {
-            let (chain, _) = entry.remove();
+        let mut chains = [None; 4];
+        // Complete chains leave the tails table while their tails still
+        // carry the path (what the table's backward shift rehashes by).
+        for (slot, tail) in chains
+            .iter_mut()
+            .zip(self.complete_tails(path.0, path_hash))
+        {
+            let Some(tail) = tail else { break };
+            let (slab, hasher) = (&self.slab, &self.hasher);
+            let removed = self
+                .tails
+                .remove(path_hash, tail, |i| Self::tail_hash(slab, hasher, i));
+            debug_assert!(removed, "tail {tail} missing from the tails table");
+            *slot = Some(Chain { path: path.0, tail });
+        }
+        let mut n = chains.iter().flatten().count();
+        while let Some(i) = self.open.iter().position(|c| c.path == path.0) {
+            // At most two chains per path (`TooManyChains`).
+            chains[n] = Some(self.open.swap_remove(i));
+            n += 1;
+        }
+        if n == 0 {
+            return Err(ClassifyError::UnknownPath { path });
+        }
+        // Complete chains first: an open chain may stop at the node where
+        // a complete one of the same path ends, whose path is then cleared.
+        for chain in chains.into_iter().flatten() {
             self.unwind(chain);
-            removed = true;
         }
-        if removed {
-            Ok(())
-        } else {
-            Err(ClassifyError::UnknownPath { path })
-        }
+        Ok(())
     }
 
     /// `child`, hanging from `parent` with `flags`, was added (`add`) or is
@@ -830,9 +944,11 @@ impl Classifier {
                 n.path = NONE;
             }
             if self.slab.drop_path(idx) == 0 {
-                let key = self.slab.key(idx);
-                let tag = self.hasher.edge(&Probe::new(parent, flags, &key));
-                let removed = self.edges.remove(tag, idx);
+                let (slab, hasher) = (&self.slab, &self.hasher);
+                let h = Self::edge_hash(slab, hasher, idx);
+                let removed = self
+                    .edges
+                    .remove(h, idx, |i| Self::edge_hash(slab, hasher, i));
                 debug_assert!(removed, "node {idx} missing from the edge table");
                 self.child_changed(parent, flags, idx, false);
                 self.slab.free(idx);
@@ -849,7 +965,11 @@ impl Classifier {
     /// Some path that continues below node `idx` (for naming it in an
     /// error). Only runs on the error path, so a scan is fine.
     fn continuing_path(&self, idx: u32) -> PathId {
-        for c in self.chains.iter() {
+        let complete = self.slab.live_indices().filter_map(|i| {
+            let path = self.slab.get(i).path;
+            (path != NONE).then_some(Chain { path, tail: i })
+        });
+        for c in complete.chain(self.open.iter().copied()) {
             let mut i = c.tail;
             let mut at_tail = true;
             loop {

@@ -93,11 +93,13 @@
 //! need a path, a next module and counts per mode (the two trees may end
 //! different paths at, and continue to different modules after, the same
 //! keys), and the classifier would have to be told which modules' keys are
-//! mode-independent. Twins keep the 32-byte node, learn nothing from the
-//! modules, and cost 4 bytes per node in a side array (see `node.rs`) that
-//! is read only when the active walk failed. The passive walk still calls each level's partial
-//! classifier in passive mode: only the module knows whether its passive key
-//! equals its active key for this message.
+//! mode-independent. Twins keep the 32-byte node and learn nothing from the
+//! modules; a node that has one is marked, and finds it in a sparse map
+//! (see `node.rs`) read only when the active walk failed, so nodes without
+//! a twin — a path's leaf, usually — cost nothing for them. The passive
+//! walk still calls each level's partial classifier in passive mode: only
+//! the module knows whether its passive key equals its active key for this
+//! message.
 //!
 //! A probe touches the edge table only below a node with several children:
 //! a node with one child names it, and the probe is a compare of that
