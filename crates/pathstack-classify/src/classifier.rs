@@ -21,6 +21,25 @@ pub const MAX_CLASSIFIED_MODULES: u32 = 4096;
 /// table names a node in 24 bits.
 pub const DEFAULT_MAX_NODES: u32 = MAX_NODES;
 
+/// What a lookup counts its probes into: a `u32` for
+/// [`Classifier::classify_probes`], nothing (`()`) for the other lookups,
+/// so the walk they inline keeps no counter.
+trait Probes {
+    fn add(&mut self, n: u32);
+}
+
+impl Probes for () {
+    #[inline(always)]
+    fn add(&mut self, _: u32) {}
+}
+
+impl Probes for u32 {
+    #[inline(always)]
+    fn add(&mut self, n: u32) {
+        *self += n;
+    }
+}
+
 /// Where one walk ended.
 #[derive(Clone, Copy)]
 struct WalkEnd {
@@ -203,7 +222,7 @@ impl Classifier {
     /// active path, `N + 1` for a typical passive one (see the crate docs).
     #[inline]
     pub fn classify(&self, module: ModuleId, msg: &[u8]) -> Option<PathId> {
-        self.lookup(module, msg, self.installed(), &mut ()).0
+        self.lookup(module, msg, self.installed(), &mut (), &mut ())
     }
 
     /// Like [`classify`](Self::classify), also returning how many probes
@@ -211,7 +230,9 @@ impl Classifier {
     /// checking the probe bounds.
     #[inline]
     pub fn classify_probes(&self, module: ModuleId, msg: &[u8]) -> (Option<PathId>, u32) {
-        self.lookup(module, msg, self.installed(), &mut ())
+        let mut probes = 0;
+        let p = self.lookup(module, msg, self.installed(), &mut (), &mut probes);
+        (p, probes)
     }
 
     /// Like [`classify`](Self::classify), also filling `trace` with the
@@ -226,7 +247,7 @@ impl Classifier {
         msg: &[u8],
         trace: &mut Trace,
     ) -> Option<PathId> {
-        self.lookup(module, msg, self.installed(), trace).0
+        self.lookup(module, msg, self.installed(), trace, &mut ())
     }
 
     /// [`classify_traced`](Self::classify_traced) with caller-supplied
@@ -242,7 +263,7 @@ impl Classifier {
     where
         E: Fn(ModuleId, &[u8], KeyMode) -> Option<(Key, usize)>,
     {
-        self.lookup(module, msg, extract, trace).0
+        self.lookup(module, msg, extract, trace, &mut ())
     }
 
     /// Whether `module` has a partial classifier (modules without one
@@ -289,7 +310,7 @@ impl Classifier {
     where
         E: Fn(ModuleId, &[u8], KeyMode) -> Option<(Key, usize)>,
     {
-        self.lookup(module, msg, extract, &mut ()).0
+        self.lookup(module, msg, extract, &mut (), &mut ())
     }
 
     /// The installed partial classifiers as one `extract` function.
@@ -302,58 +323,75 @@ impl Classifier {
         }
     }
 
-    /// The lookup behind every `classify*`: the path and the probe count.
+    /// The lookup behind every `classify*`: the path, with the levels
+    /// recorded in `rec` and the probes counted in `probes`.
     #[inline]
-    fn lookup<E, R>(
+    fn lookup<E, R, P>(
         &self,
         module: ModuleId,
         msg: &[u8],
         extract: E,
         rec: &mut R,
-    ) -> (Option<PathId>, u32)
+        probes: &mut P,
+    ) -> Option<PathId>
     where
         E: Fn(ModuleId, &[u8], KeyMode) -> Option<(Key, usize)>,
         R: Recorder,
+        P: Probes,
     {
-        let mut probes = 0;
         // Active first; any active match beats every passive one, so the
         // passive walk runs only when the active one found no path
         // (thesis §3.4.3.1, all-active or all-passive paths).
-        let a = self.walk(
-            module,
-            msg,
-            KeyMode::Active,
-            &extract,
-            &[],
-            &mut probes,
-            rec,
-        );
+        let a = self.walk(module, msg, KeyMode::Active, &extract, &[], probes, rec);
         if a.best != NONE {
             rec.finish(Some(KeyMode::Active), a.best_depth);
-            return (Some(PathId(a.best)), probes);
+            return Some(PathId(a.best));
         }
-        // The passive walk takes over the active walk's prefix instead of
-        // probing it again: the twins of the active nodes are the passive
-        // nodes it reaches wherever its keys equal the active ones (an
-        // EtherType, a pass-through level). Each is checked against the
-        // passive key before it is used, so this is an optimisation only.
+        self.lookup_passive(module, msg, &extract, rec, probes, a.last)
+    }
+
+    /// The passive half of [`lookup`](Self::lookup), out of line: the
+    /// active walk, inlined into every caller, stays short, and keeps to
+    /// itself the registers a walk needs across the partial classifiers'
+    /// calls.
+    ///
+    /// The passive walk takes over the active walk's prefix instead of
+    /// probing it again: the twins of the active nodes are the passive
+    /// nodes it reaches wherever its keys equal the active ones (an
+    /// EtherType, a pass-through level). Each is checked against the
+    /// passive key before it is used, so this is an optimisation only.
+    #[inline(never)]
+    fn lookup_passive<E, R, P>(
+        &self,
+        module: ModuleId,
+        msg: &[u8],
+        extract: &E,
+        rec: &mut R,
+        probes: &mut P,
+        active_last: u32,
+    ) -> Option<PathId>
+    where
+        E: Fn(ModuleId, &[u8], KeyMode) -> Option<(Key, usize)>,
+        R: Recorder,
+        P: Probes,
+    {
         let mut hints = [NONE; MAX_DEPTH];
-        let n = self.twins_above(a.last, &mut hints);
+        let n = self.twins_above(active_last, &mut hints);
         let p = self.walk(
             module,
             msg,
             KeyMode::Passive,
-            &extract,
+            extract,
             &hints[..n],
-            &mut probes,
+            probes,
             rec,
         );
         if p.best != NONE {
             rec.finish(Some(KeyMode::Passive), p.best_depth);
-            return (Some(PathId(p.best)), probes);
+            return Some(PathId(p.best));
         }
         rec.finish(None, 0);
-        (None, probes)
+        None
     }
 
     /// Fills `hints[d]` with the twin of the depth-`d + 1` node on the
@@ -393,21 +431,22 @@ impl Classifier {
     /// nested). `hints[d]`, where given, is a guess at the node of depth
     /// `d + 1`, taken instead of a probe when it carries exactly the edge
     /// the probe would look up; the first wrong guess ends the guessing.
-    #[inline]
+    #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    fn walk<E, R>(
+    fn walk<E, R, P>(
         &self,
         module: ModuleId,
         msg: &[u8],
         mode: KeyMode,
         extract: &E,
         mut hints: &[u32],
-        probes: &mut u32,
+        probes: &mut P,
         rec: &mut R,
     ) -> WalkEnd
     where
         E: Fn(ModuleId, &[u8], KeyMode) -> Option<(Key, usize)>,
         R: Recorder,
+        P: Probes,
     {
         let (root, flags) = edge_of(None, module, mode);
         // The edge word being looked up, but for the key length: the walk
@@ -433,7 +472,7 @@ impl Classifier {
                 // Nothing hangs from this module in this mode: the lookup
                 // of the first edge can only miss.
                 _ => {
-                    *probes += 1;
+                    probes.add(1);
                     return end;
                 }
             }
@@ -499,7 +538,7 @@ impl Classifier {
             only = n.only;
             rest = next_rest;
         }
-        *probes += probed;
+        probes.add(probed);
         end
     }
 

@@ -211,6 +211,123 @@ impl Family {
 /// foldhash, since only registration and the passive walk's setup read it.
 type SideMap<V> = HashMap<u32, V, foldhash::fast::RandomState>;
 
+/// The twins of the nodes that have one, as `(node, twin)` entries in an
+/// open-addressing table, linearly probed from a Fibonacci hash of the node
+/// index and at most half full.
+///
+/// Not a `hashbrown` map: the passive walk reads a twin per level it takes
+/// over, and a general map's hashing and group probing cost that walk more
+/// than the probe the twin saves. Unseeded, because what it holds comes
+/// from registration, never from the wire: twins are nodes both modes
+/// registered.
+#[derive(Default)]
+struct Twins {
+    /// `node << 32 | twin`, or [`Twins::EMPTY`].
+    slots: Vec<u64>,
+    len: usize,
+}
+
+impl Twins {
+    const EMPTY: u64 = u64::MAX;
+
+    #[inline(always)]
+    fn home(node: u32, n: usize) -> usize {
+        // n is a power of two of at least 8: keep the product's top bits.
+        (u64::from(node).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - n.trailing_zeros())) as usize
+    }
+
+    /// The twin of `node`, or `NONE`.
+    #[inline]
+    fn get(&self, node: u32) -> u32 {
+        let n = self.slots.len();
+        if n == 0 {
+            return NONE;
+        }
+        let mut i = Self::home(node, n);
+        loop {
+            let s = self.slots[i];
+            if s == Self::EMPTY {
+                return NONE;
+            }
+            if (s >> 32) as u32 == node {
+                return s as u32;
+            }
+            i = (i + 1) & (n - 1);
+        }
+    }
+
+    /// Records `twin` for `node`, which has none.
+    fn insert(&mut self, node: u32, twin: u32) {
+        if (self.len + 1) * 2 > self.slots.len() {
+            let n = (self.slots.len() * 2).max(8);
+            let old = std::mem::replace(&mut self.slots, vec![Self::EMPTY; n]);
+            for e in old.into_iter().filter(|&e| e != Self::EMPTY) {
+                self.place(e);
+            }
+        }
+        self.place(u64::from(node) << 32 | u64::from(twin));
+        self.len += 1;
+    }
+
+    fn place(&mut self, entry: u64) {
+        let n = self.slots.len();
+        let mut i = Self::home((entry >> 32) as u32, n);
+        while self.slots[i] != Self::EMPTY {
+            i = (i + 1) & (n - 1);
+        }
+        self.slots[i] = entry;
+    }
+
+    /// Forgets `node`'s twin, if recorded (backward shift, as in
+    /// `hash.rs`).
+    fn remove(&mut self, node: u32) {
+        let n = self.slots.len();
+        if n == 0 {
+            return;
+        }
+        let mut i = Self::home(node, n);
+        loop {
+            let s = self.slots[i];
+            if s == Self::EMPTY {
+                return;
+            }
+            if (s >> 32) as u32 == node {
+                break;
+            }
+            i = (i + 1) & (n - 1);
+        }
+        let mut hole = i;
+        let mut j = (i + 1) & (n - 1);
+        loop {
+            let s = self.slots[j];
+            if s == Self::EMPTY {
+                break;
+            }
+            let home = Self::home((s >> 32) as u32, n);
+            if (j.wrapping_sub(home) & (n - 1)) >= (j.wrapping_sub(hole) & (n - 1)) {
+                self.slots[hole] = s;
+                hole = j;
+            }
+            j = (j + 1) & (n - 1);
+        }
+        self.slots[hole] = Self::EMPTY;
+        self.len -= 1;
+    }
+
+    /// The recorded `(node, twin)` pairs.
+    #[cfg(feature = "testing")]
+    fn iter(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
+        self.slots
+            .iter()
+            .filter(|&&s| s != Self::EMPTY)
+            .map(|&s| ((s >> 32) as u32, s as u32))
+    }
+
+    fn heap_bytes(&self) -> usize {
+        self.slots.capacity() * 8
+    }
+}
+
 /// Owner of all demux nodes: a slab with an intrusive free list, plus the
 /// spill table for keys longer than [`INLINE`].
 ///
@@ -232,7 +349,7 @@ pub(crate) struct NodeSlab {
     /// Each node's twin in the other mode's tree, for the nodes marked
     /// [`TWIN`]. Symmetric, and only ever names live nodes: `free` unlinks
     /// both sides.
-    twins: SideMap<u32>,
+    twins: Twins,
     free_head: Option<u32>,
     live: u32,
     spill: Vec<[u8; Key::MAX_LEN]>,
@@ -326,7 +443,7 @@ impl NodeSlab {
         self.nodes.capacity() * std::mem::size_of::<DemuxNode>()
             + self.num_paths.capacity() * 4
             + hashbrown_bytes(self.families.capacity(), 12)
-            + hashbrown_bytes(self.twins.capacity(), 8)
+            + self.twins.heap_bytes()
             + self.spill.capacity() * Key::MAX_LEN
             + self.spill_free.capacity() * 4
     }
@@ -337,11 +454,12 @@ impl NodeSlab {
         if self.get(idx).edge & TWIN == 0 {
             return NONE;
         }
-        self.twins.get(&idx).copied().unwrap_or(NONE)
+        self.twins.get(idx)
     }
 
     /// Makes live nodes `a` and `b` each other's twin.
     pub(crate) fn link_twins(&mut self, a: u32, b: u32) {
+        debug_assert!(self.twins.get(a) == NONE && self.twins.get(b) == NONE);
         self.twins.insert(a, b);
         self.twins.insert(b, a);
         self.get_mut(a).edge |= TWIN;
@@ -370,7 +488,7 @@ impl NodeSlab {
             && self
                 .twins
                 .iter()
-                .all(|(&i, &t)| live(i) && live(t) && self.get(i).edge & TWIN != 0)
+                .all(|(i, t)| live(i) && live(t) && self.get(i).edge & TWIN != 0)
     }
 
     pub(crate) fn live_count(&self) -> u32 {
@@ -464,9 +582,10 @@ impl NodeSlab {
         // No paths left means no children left: no family entry.
         debug_assert!(n.only == NONE && !self.families.contains_key(&idx));
         if n.edge & TWIN != 0 {
-            let t = self.twins.remove(&idx).unwrap_or(NONE);
+            let t = self.twins.get(idx);
+            self.twins.remove(idx);
             if t != NONE {
-                self.twins.remove(&t);
+                self.twins.remove(t);
                 self.get_mut(t).edge &= !TWIN;
             }
         }

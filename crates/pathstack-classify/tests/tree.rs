@@ -597,10 +597,7 @@ fn many_paths_survive_growth_and_churn() {
     };
     let packet = |i: u32| {
         let FilterSpec::Transport {
-            tcp,
-            raddr,
-            rport,
-            ..
+            tcp, raddr, rport, ..
         } = spec(i)
         else {
             unreachable!()
