@@ -18,6 +18,9 @@ use std::hash::BuildHasher;
 
 use crate::node::Probe;
 
+/// The key length's bits in an edge word (`node::edge_word`).
+const KEY_LEN_BITS: u64 = 0xff << 40;
+
 /// `a × b` as a 128-bit product, folded to 64 bits.
 #[inline(always)]
 fn fold(a: u64, b: u64) -> u64 {
@@ -46,14 +49,22 @@ impl EdgeHasher {
     /// The 64-bit hash of the edge `p` looks up: the edge table takes its
     /// home slot from the top bits and its tag from others (see
     /// [`NodeTable`]).
+    ///
+    /// What it takes from the parent and flags (the edge word without the
+    /// key length) is mixed apart from the key: the walk knows the parent
+    /// before the partial classifier returns the key, so that multiply
+    /// runs while the classifier does, and once the key is there one
+    /// folded multiply is left for a key of up to 16 bytes (two beyond).
+    /// The length goes in the top byte of the second word, so keys that
+    /// differ only in trailing zeros hash apart.
     #[inline(always)]
     pub(crate) fn edge(&self, p: &Probe<'_>) -> u64 {
         let s = &self.seeds;
         let k = p.key;
-        let mut h = fold(p.edge ^ s[0], k.word(0) ^ s[1]);
-        h = fold(h ^ k.word(1), s[2]);
+        let parent = fold(p.edge & !KEY_LEN_BITS ^ s[0], s[3]);
+        let mut h = fold(k.word(0) ^ parent, k.word(1) ^ k.len.rotate_right(8) ^ s[1]);
         if k.len() > 16 {
-            h = fold(h ^ k.word(2) ^ s[3], k.word(3) ^ s[4]);
+            h = fold(h ^ k.word(2) ^ s[2], k.word(3) ^ s[4]);
         }
         h
     }
@@ -96,6 +107,9 @@ pub(crate) const MAX_NODES: u32 = 1 << NODE_BITS;
 /// registration work, off the lookup path.
 pub(crate) struct NodeTable {
     slots: Vec<u32>,
+    /// `64 − log2(slots)`: the home slot is the hash shifted right by it
+    /// (63 for the empty table, whose every lookup finds no slot).
+    shift: u32,
     len: usize,
     /// Most entries per 8 slots before the table grows.
     load_eighths: usize,
@@ -106,16 +120,17 @@ impl NodeTable {
     pub(crate) const fn new(load_eighths: usize) -> Self {
         NodeTable {
             slots: Vec::new(),
+            shift: 63,
             len: 0,
             load_eighths,
         }
     }
 
-    /// The home slot of hash `h` in a table of `n` slots (a power of two):
-    /// the hash's top `log2(n)` bits.
+    /// The home slot of hash `h`: its top `log2(n)` bits for `n` slots
+    /// (a shift, not a multiply: it is on the walk's critical path).
     #[inline(always)]
-    fn home(h: u64, n: usize) -> usize {
-        (((h >> 32) * n as u64) >> 32) as usize
+    fn home(&self, h: u64) -> usize {
+        (h >> self.shift) as usize
     }
 
     /// The tag of hash `h`: 8 bits below the ones [`home`](Self::home) uses
@@ -130,7 +145,7 @@ impl NodeTable {
     pub(crate) fn find(&self, h: u64, eq: impl Fn(u32) -> bool) -> Option<u32> {
         let n = self.slots.len();
         let tag = Self::tag(h);
-        let mut i = Self::home(h, n);
+        let mut i = self.home(h);
         loop {
             // `get` also answers the empty table.
             let s = *self.slots.get(i)?;
@@ -161,6 +176,7 @@ impl NodeTable {
         self.slots.clear();
         self.slots.shrink_to_fit();
         self.slots.resize(n, EMPTY);
+        self.shift = 64 - n.trailing_zeros();
         self.len = 0;
         for (h, node) in entries {
             self.insert(h, node);
@@ -172,7 +188,7 @@ impl NodeTable {
     pub(crate) fn insert(&mut self, h: u64, node: u32) {
         debug_assert!(node <= NODE_MASK && !self.is_full());
         let n = self.slots.len();
-        let mut i = Self::home(h, n);
+        let mut i = self.home(h);
         while self.slots[i] != EMPTY {
             i = (i + 1) & (n - 1);
         }
@@ -185,7 +201,7 @@ impl NodeTable {
     pub(crate) fn remove(&mut self, h: u64, node: u32, hash_of: impl Fn(u32) -> u64) -> bool {
         let n = self.slots.len();
         let entry = Self::tag(h) << NODE_BITS | node;
-        let mut i = Self::home(h, n);
+        let mut i = self.home(h);
         loop {
             match self.slots.get(i) {
                 None => return false,
@@ -203,7 +219,7 @@ impl NodeTable {
             if s == EMPTY {
                 break;
             }
-            let home = Self::home(hash_of(s & NODE_MASK), n);
+            let home = self.home(hash_of(s & NODE_MASK));
             // Distances travelled from the home slot, cyclically.
             if (j.wrapping_sub(home) & (n - 1)) >= (j.wrapping_sub(hole) & (n - 1)) {
                 self.slots[hole] = s;
