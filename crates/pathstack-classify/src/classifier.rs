@@ -40,6 +40,27 @@ impl Probes for u32 {
     }
 }
 
+/// Where a walk leaves the nodes it passes: the active walk's, for the
+/// passive walk's twins (an array indexed by depth); nowhere for the
+/// passive walk (`()`).
+trait Trail {
+    fn pass(&mut self, depth: usize, node: u32);
+}
+
+impl Trail for () {
+    #[inline(always)]
+    fn pass(&mut self, _: usize, _: u32) {}
+}
+
+impl Trail for [u32; MAX_DEPTH] {
+    #[inline(always)]
+    fn pass(&mut self, depth: usize, node: u32) {
+        if let Some(slot) = self.get_mut(depth) {
+            *slot = node;
+        }
+    }
+}
+
 /// Where one walk ended.
 #[derive(Clone, Copy)]
 struct WalkEnd {
@@ -47,8 +68,8 @@ struct WalkEnd {
     best: u32,
     /// Depth of that node.
     best_depth: usize,
-    /// The deepest node reached, or `NONE`.
-    last: u32,
+    /// How many nodes the walk passed (the depth of the deepest).
+    depth: usize,
 }
 
 /// A chain of nodes one path registered, named by its last node. A path has
@@ -342,12 +363,22 @@ impl Classifier {
         // Active first; any active match beats every passive one, so the
         // passive walk runs only when the active one found no path
         // (thesis §3.4.3.1, all-active or all-passive paths).
-        let a = self.walk(module, msg, KeyMode::Active, &extract, &[], probes, rec);
+        let mut trail = [NONE; MAX_DEPTH];
+        let a = self.walk(
+            module,
+            msg,
+            KeyMode::Active,
+            &extract,
+            &[],
+            &mut trail,
+            probes,
+            rec,
+        );
         if a.best != NONE {
             rec.finish(Some(KeyMode::Active), a.best_depth);
             return Some(PathId(a.best));
         }
-        self.lookup_passive(module, msg, &extract, rec, probes, a.last)
+        self.lookup_passive(module, msg, &extract, rec, probes, &trail[..a.depth])
     }
 
     /// The passive half of [`lookup`](Self::lookup), out of line: the
@@ -356,10 +387,11 @@ impl Classifier {
     /// calls.
     ///
     /// The passive walk takes over the active walk's prefix instead of
-    /// probing it again: the twins of the active nodes are the passive
-    /// nodes it reaches wherever its keys equal the active ones (an
-    /// EtherType, a pass-through level). Each is checked against the
-    /// passive key before it is used, so this is an optimisation only.
+    /// probing it again: the twins of the nodes the active walk passed
+    /// (`trail`, from the root) are the passive nodes it reaches wherever
+    /// its keys equal the active ones (an EtherType, a pass-through level).
+    /// Each is checked against the passive key before it is used, so this
+    /// is an optimisation only.
     #[inline(never)]
     fn lookup_passive<E, R, P>(
         &self,
@@ -368,21 +400,20 @@ impl Classifier {
         extract: &E,
         rec: &mut R,
         probes: &mut P,
-        active_last: u32,
+        trail: &[u32],
     ) -> Option<PathId>
     where
         E: Fn(ModuleId, &[u8], KeyMode) -> Option<(Key, usize)>,
         R: Recorder,
         P: Probes,
     {
-        let mut hints = [NONE; MAX_DEPTH];
-        let n = self.twins_above(active_last, &mut hints);
         let p = self.walk(
             module,
             msg,
             KeyMode::Passive,
             extract,
-            &hints[..n],
+            trail,
+            &mut (),
             probes,
             rec,
         );
@@ -394,52 +425,22 @@ impl Classifier {
         None
     }
 
-    /// Fills `hints[d]` with the twin of the depth-`d + 1` node on the
-    /// chain from the root to `last` and returns how many leading entries
-    /// are twins: a missing twin ends the usable prefix, since every node
-    /// below it then has a parent the passive walk cannot be at.
-    /// Walks parent links, so the active walk records nothing on its way
-    /// down and an active hit pays nothing for the passive walk's benefit.
-    fn twins_above(&self, last: u32, hints: &mut [u32; MAX_DEPTH]) -> usize {
-        if last == NONE {
-            return 0;
-        }
-        let depth = usize::from(self.slab.get(last).depth()).min(MAX_DEPTH);
-        // The chain first, root to `last`; then its twins from the root
-        // while there are any, so the twin map is read only for the nodes
-        // marked as having one and only down to the first that has none.
-        let mut idx = last;
-        for d in (0..depth).rev() {
-            hints[d] = idx;
-            let n = self.slab.get(idx);
-            if n.flags() & ROOT != 0 {
-                break;
-            }
-            idx = n.parent();
-        }
-        for (d, hint) in hints[..depth].iter_mut().enumerate() {
-            let t = self.slab.twin(*hint);
-            if t == NONE {
-                return d;
-            }
-            *hint = t;
-        }
-        depth
-    }
-
     /// One walk down the tree in one mode (Figure 3.9, iterated instead of
-    /// nested). `hints[d]`, where given, is a guess at the node of depth
-    /// `d + 1`, taken instead of a probe when it carries exactly the edge
-    /// the probe would look up; the first wrong guess ends the guessing.
+    /// nested). The twin of `twins_of[d]`, where given, is a guess at the
+    /// node of depth `d + 1`, taken instead of a probe when it carries
+    /// exactly the edge the probe would look up; the first missing twin or
+    /// wrong guess ends the guessing (every node below has a parent the
+    /// walk cannot be at). The walk leaves the nodes it passes in `trail`.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    fn walk<E, R, P>(
+    fn walk<E, R, P, T>(
         &self,
         module: ModuleId,
         msg: &[u8],
         mode: KeyMode,
         extract: &E,
-        mut hints: &[u32],
+        mut twins_of: &[u32],
+        trail: &mut T,
         probes: &mut P,
         rec: &mut R,
     ) -> WalkEnd
@@ -447,6 +448,7 @@ impl Classifier {
         E: Fn(ModuleId, &[u8], KeyMode) -> Option<(Key, usize)>,
         R: Recorder,
         P: Probes,
+        T: Trail,
     {
         let (root, flags) = edge_of(None, module, mode);
         // The edge word being looked up, but for the key length: the walk
@@ -461,7 +463,7 @@ impl Classifier {
         let mut end = WalkEnd {
             best: NONE,
             best_depth: 0,
-            last: NONE,
+            depth: 0,
         };
         // The only child of the node the walk is at (see `node.rs`), or
         // `NONE` to look the edge up in the table.
@@ -495,15 +497,19 @@ impl Classifier {
                 edge: from | (key.len << 40),
                 key,
             };
-            let idx = match hints.split_first() {
+            let guess = match twins_of.split_first() {
+                Some((&active, more)) => {
+                    twins_of = more;
+                    slab.twin(active)
+                }
+                None => NONE,
+            };
+            let idx = match guess {
                 // The edge table holds one node per edge, so a guess with
                 // this edge is the node the probe would find.
-                Some((&guess, more)) if slab.matches(guess, &probe) => {
-                    hints = more;
-                    guess
-                }
+                g if g != NONE && slab.matches(g, &probe) => g,
                 _ => {
-                    hints = &[];
+                    twins_of = &[];
                     // One edge lookup, whether the only child answers it
                     // or the table does.
                     probed += 1;
@@ -523,8 +529,9 @@ impl Classifier {
                     }
                 }
             };
+            trail.pass(depth, idx);
             depth += 1;
-            end.last = idx;
+            end.depth = depth;
             let n = slab.get(idx);
             if n.path != NONE {
                 end.best = n.path;
@@ -564,6 +571,7 @@ impl Classifier {
                 KeyMode::Active,
                 &extract,
                 &[],
+                &mut (),
                 &mut probes,
                 &mut (),
             )
@@ -576,6 +584,7 @@ impl Classifier {
                     KeyMode::Passive,
                     &extract,
                     &[],
+                    &mut (),
                     &mut probes,
                     &mut (),
                 )
