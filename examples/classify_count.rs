@@ -15,8 +15,11 @@
 //!
 //! `KIND`: `active` (the remote endpoint of an installed path), `passive`
 //! (a known host on a port no path uses: the listener), `newpeer` (a host
-//! no path uses: the listener). `static` as a further argument classifies
-//! with `Classifier::classify_with` and the partial classifiers inlined.
+//! no path uses: the listener); or `churn`: `ITERS` inserts and removes of
+//! fresh active paths, 1,000 at a time (the bench's insert and remove, so
+//! the tree stays at `N` paths), counted by `churn` instead of `run`.
+//! `static` as a further argument classifies with
+//! `Classifier::classify_with` and the partial classifiers inlined.
 
 use std::hint::black_box;
 
@@ -32,9 +35,14 @@ const ROTATE: usize = 256;
 
 /// Remote endpoint of the i-th installed path (as in the bench).
 fn remote(i: usize) -> ([u8; 4], u16) {
+    remote_on(i, 0)
+}
+
+/// The same on network `10.base/16` (the bench's fresh paths use 200).
+fn remote_on(i: usize, base: u8) -> ([u8; 4], u16) {
     let host = i / PORTS_PER_HOST;
     (
-        [10, 0, (host >> 8) as u8, host as u8],
+        [10, base, (host >> 8) as u8, host as u8],
         1024 + (i % PORTS_PER_HOST) as u16,
     )
 }
@@ -124,8 +132,32 @@ fn run(c: &Classifier, pkts: &[Vec<u8>], iters: usize, inlined: bool) -> u64 {
     found
 }
 
+/// `iters` inserts and removes of fresh paths, 1,000 at a time.
+#[inline(never)]
+fn churn(c: &mut Classifier, iters: usize) {
+    const CHUNK: usize = 1000;
+    let fresh: Vec<Vec<Level>> = (0..CHUNK)
+        .map(|j| {
+            let (ra, rp) = remote_on(j, 200);
+            transport(KeyMode::Active, ra, rp)
+        })
+        .collect();
+    let id = |j: usize| PathId(2_000_000 + j as u32);
+    let mut left = iters;
+    while left > 0 {
+        let k = left.min(CHUNK);
+        for (j, levels) in fresh.iter().enumerate().take(k) {
+            black_box(c.insert(id(j), KeyMode::Active, levels)).unwrap();
+        }
+        for j in 0..k {
+            black_box(c.remove(id(j))).unwrap();
+        }
+        left -= k;
+    }
+}
+
 fn usage() -> ! {
-    eprintln!("usage: classify_count N active|passive|newpeer ITERS [time] [static]");
+    eprintln!("usage: classify_count N active|passive|newpeer|churn ITERS [time] [static]");
     std::process::exit(2)
 }
 
@@ -142,7 +174,17 @@ fn main() {
     };
     let time = args[3..].iter().any(|a| a == "time");
     let inlined = args[3..].iter().any(|a| a == "static");
-    let c = build(n);
+    let mut c = build(n);
+    if kind == "churn" {
+        churn(&mut c, iters);
+        if time {
+            let t = std::time::Instant::now();
+            churn(&mut c, iters);
+            let ns = t.elapsed().as_nanos() as f64 / iters as f64;
+            println!("{n} churn: {ns:.1} ns per insert and remove");
+        }
+        return;
+    }
     let pkts = packets(n, kind);
     let found = run(&c, &pkts, iters, inlined);
     assert_eq!(found, iters as u64, "every packet has a path");

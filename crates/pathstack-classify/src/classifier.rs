@@ -767,21 +767,45 @@ impl Classifier {
         level: Level,
         next_module: Option<ModuleId>,
     ) -> Result<DemuxNodeRef, ClassifyError> {
+        self.register_level(path, mode, prev, level, next_module, false)
+    }
+
+    /// [`register`](Self::register); `new_path` when the caller knows
+    /// `path` has no chain at all.
+    fn register_level(
+        &mut self,
+        path: PathId,
+        mode: KeyMode,
+        prev: Option<DemuxNodeRef>,
+        level: Level,
+        next_module: Option<ModuleId>,
+        new_path: bool,
+    ) -> Result<DemuxNodeRef, ClassifyError> {
         if path.0 == NONE || level.module.0 == NONE || next_module.is_some_and(|m| m.0 == NONE) {
             return Err(ClassifyError::ReservedId);
         }
         let path_hash = self.hasher.path(path.0);
-        // Mode consistency and the chain being extended.
+        // Mode consistency and the chain being extended. All of a path's
+        // chains share its mode, so an open one (the chain being extended,
+        // when a filter is registered level by level) answers for all, and
+        // the complete ones are looked up only for a new chain or when no
+        // open chain tells the mode.
         let mut existing_chains = 0;
         let mut tail_ok = false;
-        let complete = self.complete_tails(path.0, path_hash);
-        let open = self
-            .open
-            .iter()
-            .filter(|c| c.path == path.0)
-            .map(|c| c.tail);
-        for tail in complete.into_iter().flatten().chain(open) {
-            existing_chains += 1;
+        let mut tails = [NONE; 4];
+        if !new_path {
+            for c in self.open.iter().filter(|c| c.path == path.0) {
+                tails[existing_chains] = c.tail;
+                existing_chains += 1;
+            }
+            if prev.is_none() || existing_chains == 0 {
+                for t in self.complete_tails(path.0, path_hash).into_iter().flatten() {
+                    tails[existing_chains] = t;
+                    existing_chains += 1;
+                }
+            }
+        }
+        for &tail in &tails[..existing_chains] {
             let registered = self.slab.info(tail).mode;
             if registered != mode {
                 return Err(ClassifyError::MixedModes {
@@ -793,6 +817,11 @@ impl Classifier {
             if prev == Some(DemuxNodeRef(tail)) {
                 tail_ok = true;
             }
+        }
+        // A node that carries the path is the tail of its complete chain,
+        // which cannot be extended (`ChainEnded`, below).
+        if let Some(r) = prev.filter(|_| !tail_ok) {
+            tail_ok = self.slab.live(r).is_some_and(|n| n.path == path.0);
         }
         let depth = match prev {
             None => {
@@ -921,7 +950,9 @@ impl Classifier {
         let mut prev = None;
         for (i, level) in levels.iter().enumerate() {
             let next = levels.get(i + 1).map(|l| l.module);
-            match self.register(path, mode, prev, *level, next) {
+            // The path has no chain yet (checked above), so the first
+            // level need not look for one again.
+            match self.register_level(path, mode, prev, *level, next, i == 0) {
                 Ok(r) => prev = Some(r),
                 Err(e) => {
                     // Roll back the levels already registered.

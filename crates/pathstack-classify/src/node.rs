@@ -47,6 +47,7 @@
 //! says which, so keeping them out keeps the node at 32 bytes for the
 //! active walk's cache lines and costs a node without a twin nothing.
 
+use hashbrown::hash_map::Entry;
 use hashbrown::HashMap;
 
 use crate::{Key, KeyMode, ModuleId, PathId};
@@ -182,6 +183,14 @@ impl Family {
         } else {
             self.count -= 1;
             self.xor ^= child;
+        }
+    }
+
+    /// The family of the two children `a` and `b`.
+    fn of_two(a: u32, b: u32) -> Family {
+        Family {
+            count: 2,
+            xor: a ^ b,
         }
     }
 
@@ -393,13 +402,34 @@ impl NodeSlab {
 
     /// Node `idx` gained (`add`) or lost a child; keeps its only child.
     pub(crate) fn child_changed(&mut self, idx: u32, child: u32, add: bool) {
-        let mut f = self.children(idx);
-        f.changed(child, add);
-        self.nodes[idx as usize].only = f.only();
-        if f.count >= 2 {
-            self.families.insert(idx, f);
-        } else {
-            self.families.remove(&idx);
+        let only = &mut self.nodes[idx as usize].only;
+        match (*only, add) {
+            // One child: a second makes a family; losing it leaves none.
+            (o, true) if o != NONE => {
+                self.families.insert(idx, Family::of_two(o, child));
+                *only = NONE;
+            }
+            (o, false) if o != NONE => {
+                debug_assert_eq!(o, child);
+                *only = NONE;
+            }
+            // None or several: one map lookup, which finds the family of a
+            // node with several (a connection's host node with thousands of
+            // ports churns here) or makes the first child the only one.
+            _ => match self.families.entry(idx) {
+                Entry::Occupied(mut e) => {
+                    let f = e.get_mut();
+                    f.changed(child, add);
+                    if f.count == 1 {
+                        *only = f.xor;
+                        e.remove();
+                    }
+                }
+                Entry::Vacant(_) => {
+                    debug_assert!(add, "node {idx} loses a child it does not have");
+                    *only = child;
+                }
+            },
         }
     }
 
