@@ -77,7 +77,10 @@
 //! one node per edge, so a matching twin *is* the probe's answer). At the
 //! first level where the twin is missing or its key differs from the passive
 //! key, the walk switches to probing. Correctness never depends on the twins:
-//! a twin is only a guess the walk verifies.
+//! a twin is only a guess the walk verifies. The active walk leaves the
+//! nodes it passes in a trail on the stack (a store a level), so the
+//! passive walk reads their twins as it goes down instead of climbing back
+//! up the tree first.
 //!
 //! With `N` levels of which the first `s` have twins that match, a message
 //! for a passive path costs the active walk's probes plus `N − s`: **`N + 1`
