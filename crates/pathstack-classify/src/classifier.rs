@@ -1,9 +1,7 @@
 //! The demux tree (thesis §3.4.3, Figures 3.8, 3.9 and 3.11).
 
-use hashbrown::HashTable;
-
-use crate::hash::{EdgeHasher, EdgeTable};
-use crate::node::{edge_word, Family, NodeSlab, Probe, NONE, PASSIVE, ROOT};
+use crate::hash::{EdgeHasher, NodeTable, MAX_NODES};
+use crate::node::{edge_word, Family, NodeSlab, Probe, EDGE_MASK, NONE, PASSIVE, ROOT};
 use crate::trace::Recorder;
 use crate::{
     ClassifyError, DemuxNodeInfo, DemuxNodeRef, Key, KeyMode, Level, ModuleId, PartialClassifier,
@@ -18,8 +16,50 @@ pub const MAX_DEPTH: usize = 16;
 /// registry is a directly indexed table so a lookup level costs no hash.
 pub const MAX_CLASSIFIED_MODULES: u32 = 4096;
 
-/// Default bound on live demux nodes (16 Mi nodes = 512 MiB of nodes).
-pub const DEFAULT_MAX_NODES: u32 = 1 << 24;
+/// Default bound on live demux nodes (16 Mi nodes = 576 MiB of nodes and
+/// path counts), which is also the most a classifier can hold: the edge
+/// table names a node in 24 bits.
+pub const DEFAULT_MAX_NODES: u32 = MAX_NODES;
+
+/// What a lookup counts its probes into: a `u32` for
+/// [`Classifier::classify_probes`], nothing (`()`) for the other lookups,
+/// so the walk they inline keeps no counter.
+trait Probes {
+    fn add(&mut self, n: u32);
+}
+
+impl Probes for () {
+    #[inline(always)]
+    fn add(&mut self, _: u32) {}
+}
+
+impl Probes for u32 {
+    #[inline(always)]
+    fn add(&mut self, n: u32) {
+        *self += n;
+    }
+}
+
+/// Where a walk leaves the nodes it passes: the active walk's, for the
+/// passive walk's twins (an array indexed by depth); nowhere for the
+/// passive walk (`()`).
+trait Trail {
+    fn pass(&mut self, depth: usize, node: u32);
+}
+
+impl Trail for () {
+    #[inline(always)]
+    fn pass(&mut self, _: usize, _: u32) {}
+}
+
+impl Trail for [u32; MAX_DEPTH] {
+    #[inline(always)]
+    fn pass(&mut self, depth: usize, node: u32) {
+        if let Some(slot) = self.get_mut(depth) {
+            *slot = node;
+        }
+    }
+}
 
 /// Where one walk ended.
 #[derive(Clone, Copy)]
@@ -28,12 +68,18 @@ struct WalkEnd {
     best: u32,
     /// Depth of that node.
     best_depth: usize,
-    /// The deepest node reached, or `NONE`.
-    last: u32,
+    /// How many nodes the walk passed (the depth of the deepest).
+    depth: usize,
 }
 
 /// A chain of nodes one path registered, named by its last node. A path has
 /// one chain per direction it is classified in, at most two.
+///
+/// A *complete* chain (its last level registered with no next module) ends
+/// at a node that carries its path, so it is found from the path by the
+/// `tails` table of those nodes, and a node says whose tail it is: no
+/// chain record is kept. Only a chain still being registered level by
+/// level is kept as a record, in `open`.
 #[derive(Clone, Copy)]
 struct Chain {
     path: u32,
@@ -45,15 +91,20 @@ struct Chain {
 /// documentation for the exact semantics.
 pub struct Classifier {
     slab: NodeSlab,
-    /// Demux edges → node index; hashed by `(parent, flags, key)` of the node.
-    edges: EdgeTable,
+    /// Demux edges → node index; hashed by `(parent, flags, key)` of the
+    /// node. At most 3/4 full: a lookup that misses scans to an empty slot.
+    edges: NodeTable,
     /// The first-level nodes below each receiving module, per mode (index
     /// `2 × module + passive`, for modules below [`MAX_CLASSIFIED_MODULES`]):
     /// the only-child shortcut of the nodes (see `node.rs`) for the root,
     /// and a walk from a module nothing is registered at ends unprobed.
     roots: Vec<Family>,
-    /// Per-path chains, for exact removal; hashed by path id.
-    chains: HashTable<Chain>,
+    /// The last nodes of complete chains, hashed by the path id they carry:
+    /// what finds a path's chains for exact removal. Read only by
+    /// registration, so up to 7/8 full.
+    tails: NodeTable,
+    /// Chains still being registered (see [`Chain`]); usually empty.
+    open: Vec<Chain>,
     hasher: EdgeHasher,
     partials: Vec<Option<Box<dyn PartialClassifier>>>,
     max_nodes: u32,
@@ -69,7 +120,7 @@ impl std::fmt::Debug for Classifier {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Classifier")
             .field("nodes", &self.slab.live_count())
-            .field("chains", &self.chains.len())
+            .field("chains", &self.chain_count())
             .field("max_nodes", &self.max_nodes)
             .finish()
     }
@@ -99,16 +150,18 @@ impl Classifier {
         Self::with_max_nodes(DEFAULT_MAX_NODES)
     }
 
-    /// An empty classifier that refuses to grow beyond `max_nodes` nodes.
+    /// An empty classifier that refuses to grow beyond `max_nodes` nodes
+    /// (at most [`DEFAULT_MAX_NODES`], the most the edge table can name).
     pub fn with_max_nodes(max_nodes: u32) -> Self {
         Classifier {
             slab: NodeSlab::default(),
-            edges: EdgeTable::default(),
+            edges: NodeTable::new(6),
             roots: Vec::new(),
-            chains: HashTable::new(),
+            tails: NodeTable::new(7),
+            open: Vec::new(),
             hasher: EdgeHasher::default(),
             partials: Vec::new(),
-            max_nodes,
+            max_nodes: max_nodes.min(MAX_NODES),
         }
     }
 
@@ -138,36 +191,41 @@ impl Classifier {
         self.slab.live_count() as usize
     }
 
-    /// Heap bytes held by the tree (node slab, spilled keys and both hash
-    /// tables, from their capacities; the partial classifiers are not counted).
+    /// Heap bytes held by the tree (node slab and its side maps, spilled
+    /// keys and the tables, from their capacities; the partial classifiers
+    /// are not counted).
     pub fn heap_bytes(&self) -> usize {
-        fn table<T>(t: &HashTable<T>) -> usize {
-            // hashbrown keeps a power-of-two bucket count at ≤ 7/8 load, one
-            // control byte per bucket plus a trailing group of 16.
-            let cap = t.capacity();
-            let buckets = match cap {
-                0 => return 0,
-                1..=7 => (cap + 1).next_power_of_two(),
-                _ => (cap * 8 / 7).next_power_of_two(),
-            };
-            buckets * (std::mem::size_of::<T>() + 1) + 16
-        }
         self.slab.heap_bytes()
             + self.edges.heap_bytes()
+            + self.tails.heap_bytes()
+            + self.open.capacity() * std::mem::size_of::<Chain>()
             + self.roots.capacity() * std::mem::size_of::<Family>()
-            + table(&self.chains)
     }
 
     /// Number of registered chains (one per path and classified direction).
     pub fn chain_count(&self) -> usize {
-        self.chains.len()
+        self.tails.len() + self.open.len()
     }
 
     /// Whether `path` has any demux keys registered.
     pub fn contains_path(&self, path: PathId) -> bool {
-        self.chains
-            .find(self.hasher.path(path.0), |c| c.path == path.0)
+        self.complete_tail(path.0, self.hasher.path(path.0))
             .is_some()
+            || self.open.iter().any(|c| c.path == path.0)
+    }
+
+    /// The last node of a complete chain of `path` (hashed `h`), if any.
+    fn complete_tail(&self, path: u32, h: u64) -> Option<u32> {
+        let slab = &self.slab;
+        self.tails.find(h, |i| slab.get(i).path == path)
+    }
+
+    /// The last nodes of `path`'s complete chains (at most two).
+    fn complete_tails(&self, path: u32, h: u64) -> [Option<u32>; 2] {
+        let slab = &self.slab;
+        let first = self.complete_tail(path, h);
+        let second = first.and_then(|f| self.tails.find(h, |i| i != f && slab.get(i).path == path));
+        [first, second]
     }
 
     /// Inspects the node `r` names, or `None` if it has been freed.
@@ -185,7 +243,7 @@ impl Classifier {
     /// active path, `N + 1` for a typical passive one (see the crate docs).
     #[inline]
     pub fn classify(&self, module: ModuleId, msg: &[u8]) -> Option<PathId> {
-        self.lookup(module, msg, self.installed(), &mut ()).0
+        self.lookup(module, msg, self.installed(), &mut (), &mut ())
     }
 
     /// Like [`classify`](Self::classify), also returning how many probes
@@ -193,7 +251,9 @@ impl Classifier {
     /// checking the probe bounds.
     #[inline]
     pub fn classify_probes(&self, module: ModuleId, msg: &[u8]) -> (Option<PathId>, u32) {
-        self.lookup(module, msg, self.installed(), &mut ())
+        let mut probes = 0;
+        let p = self.lookup(module, msg, self.installed(), &mut (), &mut probes);
+        (p, probes)
     }
 
     /// Like [`classify`](Self::classify), also filling `trace` with the
@@ -208,7 +268,7 @@ impl Classifier {
         msg: &[u8],
         trace: &mut Trace,
     ) -> Option<PathId> {
-        self.lookup(module, msg, self.installed(), trace).0
+        self.lookup(module, msg, self.installed(), trace, &mut ())
     }
 
     /// [`classify_traced`](Self::classify_traced) with caller-supplied
@@ -224,7 +284,7 @@ impl Classifier {
     where
         E: Fn(ModuleId, &[u8], KeyMode) -> Option<(Key, usize)>,
     {
-        self.lookup(module, msg, extract, trace).0
+        self.lookup(module, msg, extract, trace, &mut ())
     }
 
     /// Whether `module` has a partial classifier (modules without one
@@ -271,7 +331,7 @@ impl Classifier {
     where
         E: Fn(ModuleId, &[u8], KeyMode) -> Option<(Key, usize)>,
     {
-        self.lookup(module, msg, extract, &mut ()).0
+        self.lookup(module, msg, extract, &mut (), &mut ())
     }
 
     /// The installed partial classifiers as one `extract` function.
@@ -284,105 +344,111 @@ impl Classifier {
         }
     }
 
-    /// The lookup behind every `classify*`: the path and the probe count.
+    /// The lookup behind every `classify*`: the path, with the levels
+    /// recorded in `rec` and the probes counted in `probes`.
     #[inline]
-    fn lookup<E, R>(
+    fn lookup<E, R, P>(
         &self,
         module: ModuleId,
         msg: &[u8],
         extract: E,
         rec: &mut R,
-    ) -> (Option<PathId>, u32)
+        probes: &mut P,
+    ) -> Option<PathId>
     where
         E: Fn(ModuleId, &[u8], KeyMode) -> Option<(Key, usize)>,
         R: Recorder,
+        P: Probes,
     {
-        let mut probes = 0;
         // Active first; any active match beats every passive one, so the
         // passive walk runs only when the active one found no path
         // (thesis §3.4.3.1, all-active or all-passive paths).
+        let mut trail = [NONE; MAX_DEPTH];
         let a = self.walk(
             module,
             msg,
             KeyMode::Active,
             &extract,
             &[],
-            &mut probes,
+            &mut trail,
+            probes,
             rec,
         );
         if a.best != NONE {
             rec.finish(Some(KeyMode::Active), a.best_depth);
-            return (Some(PathId(a.best)), probes);
+            return Some(PathId(a.best));
         }
-        // The passive walk takes over the active walk's prefix instead of
-        // probing it again: the twins of the active nodes are the passive
-        // nodes it reaches wherever its keys equal the active ones (an
-        // EtherType, a pass-through level). Each is checked against the
-        // passive key before it is used, so this is an optimisation only.
-        let mut hints = [NONE; MAX_DEPTH];
-        let n = self.twins_above(a.last, &mut hints);
+        self.lookup_passive(module, msg, &extract, rec, probes, &trail[..a.depth])
+    }
+
+    /// The passive half of [`lookup`](Self::lookup), out of line: the
+    /// active walk, inlined into every caller, stays short, and keeps to
+    /// itself the registers a walk needs across the partial classifiers'
+    /// calls.
+    ///
+    /// The passive walk takes over the active walk's prefix instead of
+    /// probing it again: the twins of the nodes the active walk passed
+    /// (`trail`, from the root) are the passive nodes it reaches wherever
+    /// its keys equal the active ones (an EtherType, a pass-through level).
+    /// Each is checked against the passive key before it is used, so this
+    /// is an optimisation only.
+    #[inline(never)]
+    fn lookup_passive<E, R, P>(
+        &self,
+        module: ModuleId,
+        msg: &[u8],
+        extract: &E,
+        rec: &mut R,
+        probes: &mut P,
+        trail: &[u32],
+    ) -> Option<PathId>
+    where
+        E: Fn(ModuleId, &[u8], KeyMode) -> Option<(Key, usize)>,
+        R: Recorder,
+        P: Probes,
+    {
         let p = self.walk(
             module,
             msg,
             KeyMode::Passive,
-            &extract,
-            &hints[..n],
-            &mut probes,
+            extract,
+            trail,
+            &mut (),
+            probes,
             rec,
         );
         if p.best != NONE {
             rec.finish(Some(KeyMode::Passive), p.best_depth);
-            return (Some(PathId(p.best)), probes);
+            return Some(PathId(p.best));
         }
         rec.finish(None, 0);
-        (None, probes)
-    }
-
-    /// Fills `hints[d]` with the twin of the depth-`d + 1` node on the
-    /// chain from the root to `last` and returns how many leading entries
-    /// are twins: a missing twin ends the usable prefix, since every node
-    /// below it then has a parent the passive walk cannot be at.
-    /// Walks parent links, so the active walk records nothing on its way
-    /// down and an active hit pays nothing for the passive walk's benefit.
-    fn twins_above(&self, last: u32, hints: &mut [u32; MAX_DEPTH]) -> usize {
-        if last == NONE {
-            return 0;
-        }
-        let depth = usize::from(self.slab.get(last).depth()).min(MAX_DEPTH);
-        let mut idx = last;
-        for d in (0..depth).rev() {
-            hints[d] = self.slab.twin(idx);
-            let n = self.slab.get(idx);
-            if n.flags() & ROOT != 0 {
-                break;
-            }
-            idx = n.parent();
-        }
-        hints[..depth]
-            .iter()
-            .position(|&t| t == NONE)
-            .unwrap_or(depth)
+        None
     }
 
     /// One walk down the tree in one mode (Figure 3.9, iterated instead of
-    /// nested). `hints[d]`, where given, is a guess at the node of depth
-    /// `d + 1`, taken instead of a probe when it carries exactly the edge
-    /// the probe would look up; the first wrong guess ends the guessing.
-    #[inline]
+    /// nested). The twin of `twins_of[d]`, where given, is a guess at the
+    /// node of depth `d + 1`, taken instead of a probe when it carries
+    /// exactly the edge the probe would look up; the first missing twin or
+    /// wrong guess ends the guessing (every node below has a parent the
+    /// walk cannot be at). The walk leaves the nodes it passes in `trail`.
+    #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    fn walk<E, R>(
+    fn walk<E, R, P, T>(
         &self,
         module: ModuleId,
         msg: &[u8],
         mode: KeyMode,
         extract: &E,
-        mut hints: &[u32],
-        probes: &mut u32,
+        mut twins_of: &[u32],
+        trail: &mut T,
+        probes: &mut P,
         rec: &mut R,
     ) -> WalkEnd
     where
         E: Fn(ModuleId, &[u8], KeyMode) -> Option<(Key, usize)>,
         R: Recorder,
+        P: Probes,
+        T: Trail,
     {
         let (root, flags) = edge_of(None, module, mode);
         // The edge word being looked up, but for the key length: the walk
@@ -397,7 +463,7 @@ impl Classifier {
         let mut end = WalkEnd {
             best: NONE,
             best_depth: 0,
-            last: NONE,
+            depth: 0,
         };
         // The only child of the node the walk is at (see `node.rs`), or
         // `NONE` to look the edge up in the table.
@@ -408,7 +474,7 @@ impl Classifier {
                 // Nothing hangs from this module in this mode: the lookup
                 // of the first edge can only miss.
                 _ => {
-                    *probes += 1;
+                    probes.add(1);
                     return end;
                 }
             }
@@ -431,15 +497,19 @@ impl Classifier {
                 edge: from | (key.len << 40),
                 key,
             };
-            let idx = match hints.split_first() {
+            let guess = match twins_of.split_first() {
+                Some((&active, more)) => {
+                    twins_of = more;
+                    slab.twin(active)
+                }
+                None => NONE,
+            };
+            let idx = match guess {
                 // The edge table holds one node per edge, so a guess with
                 // this edge is the node the probe would find.
-                Some((&guess, more)) if slab.matches(guess, &probe) => {
-                    hints = more;
-                    guess
-                }
+                g if g != NONE && slab.matches(g, &probe) => g,
                 _ => {
-                    hints = &[];
+                    twins_of = &[];
                     // One edge lookup, whether the only child answers it
                     // or the table does.
                     probed += 1;
@@ -451,16 +521,17 @@ impl Classifier {
                         }
                         only
                     } else {
-                        let tag = self.hasher.edge(&probe);
-                        let Some(idx) = self.edges.find(tag, |i| slab.matches(i, &probe)) else {
+                        let h = self.hasher.edge(&probe);
+                        let Some(idx) = self.edges.find(h, |i| slab.matches(i, &probe)) else {
                             break;
                         };
                         idx
                     }
                 }
             };
+            trail.pass(depth, idx);
             depth += 1;
-            end.last = idx;
+            end.depth = depth;
             let n = slab.get(idx);
             if n.path != NONE {
                 end.best = n.path;
@@ -474,7 +545,7 @@ impl Classifier {
             only = n.only;
             rest = next_rest;
         }
-        *probes += probed;
+        probes.add(probed);
         end
     }
 
@@ -500,6 +571,7 @@ impl Classifier {
                 KeyMode::Active,
                 &extract,
                 &[],
+                &mut (),
                 &mut probes,
                 &mut (),
             )
@@ -512,6 +584,7 @@ impl Classifier {
                     KeyMode::Passive,
                     &extract,
                     &[],
+                    &mut (),
                     &mut probes,
                     &mut (),
                 )
@@ -525,6 +598,7 @@ impl Classifier {
     #[cfg(feature = "testing")]
     pub fn check_invariants(&self) -> Result<(), String> {
         let mut live = 0;
+        let mut tails = 0;
         for i in self.slab.live_indices() {
             live += 1;
             let n = self.slab.get(i);
@@ -555,6 +629,25 @@ impl Classifier {
             if got != NONE && self.slab.twin(got) != i {
                 return Err(format!("twin of node {i} is not symmetric"));
             }
+            // A node that carries a path is the tail of that path's
+            // complete chain, found by the path id.
+            if n.path != NONE {
+                tails += 1;
+                if self.tails.find(self.hasher.path(n.path), |t| t == i) != Some(i) {
+                    return Err(format!("node {i} ends path {} but is not its tail", n.path));
+                }
+            }
+        }
+        if tails != self.tails.len() {
+            return Err(format!("{tails} path ends, {} tails", self.tails.len()));
+        }
+        for c in &self.open {
+            if self.slab.live(DemuxNodeRef(c.tail)).is_none() {
+                return Err(format!("open chain of path {} at a freed node", c.path));
+            }
+        }
+        if !self.slab.side_maps_consistent() {
+            return Err("a side map names a freed node or a node without the property".into());
         }
         for (slot, f) in self.roots.iter().enumerate() {
             let mut kids = Family::default();
@@ -584,6 +677,52 @@ impl Classifier {
         let slab = &self.slab;
         self.edges
             .find(self.hasher.edge(&probe), |i| slab.matches(i, &probe))
+    }
+
+    /// The hash live node `idx` is in the edge table under.
+    fn edge_hash(slab: &NodeSlab, hasher: &EdgeHasher, idx: u32) -> u64 {
+        let n = slab.get(idx);
+        let key = slab.key(idx);
+        hasher.edge(&Probe {
+            edge: n.edge & EDGE_MASK,
+            key: &key,
+        })
+    }
+
+    /// The hash live node `idx`, the tail of a complete chain, is in the
+    /// tails table under: its path's.
+    fn tail_hash(slab: &NodeSlab, hasher: &EdgeHasher, idx: u32) -> u64 {
+        hasher.path(slab.get(idx).path)
+    }
+
+    /// Room in the edge table for one more node, rebuilt from the slab if
+    /// it has to grow (before the node is allocated, so not counted twice).
+    fn reserve_edge(&mut self) {
+        if self.edges.is_full() {
+            let (slab, hasher) = (&self.slab, &self.hasher);
+            let n = self.edges.grown();
+            self.edges.rebuild(
+                n,
+                slab.live_indices()
+                    .map(|i| (Self::edge_hash(slab, hasher, i), i)),
+            );
+        }
+    }
+
+    /// Room in the tails table for one more complete chain, rebuilt from
+    /// the nodes that carry a path if it has to grow (before the new tail
+    /// gets its path, so not counted twice).
+    fn reserve_tail(&mut self) {
+        if self.tails.is_full() {
+            let (slab, hasher) = (&self.slab, &self.hasher);
+            let n = self.tails.grown();
+            self.tails.rebuild(
+                n,
+                slab.live_indices()
+                    .filter(|&i| slab.get(i).path != NONE)
+                    .map(|i| (Self::tail_hash(slab, hasher, i), i)),
+            );
+        }
     }
 
     /// The node that should be `idx`'s twin (the twin invariant, in the
@@ -628,19 +767,46 @@ impl Classifier {
         level: Level,
         next_module: Option<ModuleId>,
     ) -> Result<DemuxNodeRef, ClassifyError> {
+        self.register_level(path, mode, prev, level, next_module, false)
+    }
+
+    /// [`register`](Self::register); `new_path` when the caller knows
+    /// `path` has no chain at all.
+    fn register_level(
+        &mut self,
+        path: PathId,
+        mode: KeyMode,
+        prev: Option<DemuxNodeRef>,
+        level: Level,
+        next_module: Option<ModuleId>,
+        new_path: bool,
+    ) -> Result<DemuxNodeRef, ClassifyError> {
         if path.0 == NONE || level.module.0 == NONE || next_module.is_some_and(|m| m.0 == NONE) {
             return Err(ClassifyError::ReservedId);
         }
         let path_hash = self.hasher.path(path.0);
-        // Mode consistency and the chain being extended.
+        // Mode consistency and the chain being extended. All of a path's
+        // chains share its mode, so an open one (the chain being extended,
+        // when a filter is registered level by level) answers for all, and
+        // the complete ones are looked up only for a new chain or when no
+        // open chain tells the mode.
         let mut existing_chains = 0;
         let mut tail_ok = false;
-        for c in self.chains.iter_hash(path_hash) {
-            if c.path != path.0 {
-                continue;
+        let mut tails = [NONE; 4];
+        if !new_path {
+            for c in self.open.iter().filter(|c| c.path == path.0) {
+                tails[existing_chains] = c.tail;
+                existing_chains += 1;
             }
-            existing_chains += 1;
-            let registered = self.slab.info(c.tail).mode;
+            if prev.is_none() || existing_chains == 0 {
+                for t in self.complete_tails(path.0, path_hash).into_iter().flatten() {
+                    tails[existing_chains] = t;
+                    existing_chains += 1;
+                }
+            }
+        }
+        for &tail in &tails[..existing_chains] {
+            let registered = self.slab.info(tail).mode;
             if registered != mode {
                 return Err(ClassifyError::MixedModes {
                     path,
@@ -648,9 +814,14 @@ impl Classifier {
                     requested: mode,
                 });
             }
-            if prev == Some(DemuxNodeRef(c.tail)) {
+            if prev == Some(DemuxNodeRef(tail)) {
                 tail_ok = true;
             }
+        }
+        // A node that carries the path is the tail of its complete chain,
+        // which cannot be extended (`ChainEnded`, below).
+        if let Some(r) = prev.filter(|_| !tail_ok) {
+            tail_ok = self.slab.live(r).is_some_and(|n| n.path == path.0);
         }
         let depth = match prev {
             None => {
@@ -718,9 +889,10 @@ impl Classifier {
         let idx = match found {
             Some(idx) => idx,
             None => {
+                self.reserve_edge();
                 let idx = self.slab.alloc(parent, flags, depth, &key);
-                let tag = self.hasher.edge(&Probe::new(parent, flags, &key));
-                self.edges.insert(tag, idx);
+                let h = self.hasher.edge(&Probe::new(parent, flags, &key));
+                self.edges.insert(h, idx);
                 self.child_changed(parent, flags, idx, true);
                 // Keep the twin invariant: parents exist before their
                 // children, so whichever of two twins comes second finds
@@ -732,31 +904,31 @@ impl Classifier {
             }
         };
         self.slab.add_path(idx);
-        let n = self.slab.get_mut(idx);
+        // The chain record: a chain that is still open moves its tail down;
+        // one that ends here is found by its tail's path from now on.
+        let open = prev.and_then(|r| {
+            self.open
+                .iter()
+                .position(|c| c.path == path.0 && c.tail == r.0)
+        });
         match next_module {
-            None => n.path = path.0,
-            Some(m) => n.next_module = m.0,
-        }
-
-        match prev {
-            Some(r) => {
-                if let Some(c) = self
-                    .chains
-                    .find_mut(path_hash, |c| c.path == path.0 && c.tail == r.0)
-                {
-                    c.tail = idx;
-                }
-            }
             None => {
-                let hasher = &self.hasher;
-                self.chains.insert_unique(
-                    path_hash,
-                    Chain {
+                if let Some(i) = open {
+                    self.open.swap_remove(i);
+                }
+                self.reserve_tail();
+                self.slab.get_mut(idx).path = path.0;
+                self.tails.insert(path_hash, idx);
+            }
+            Some(m) => {
+                self.slab.get_mut(idx).next_module = m.0;
+                match open {
+                    Some(i) => self.open[i].tail = idx,
+                    None => self.open.push(Chain {
                         path: path.0,
                         tail: idx,
-                    },
-                    |c| hasher.path(c.path),
-                );
+                    }),
+                }
             }
         }
         Ok(DemuxNodeRef(idx))
@@ -778,7 +950,9 @@ impl Classifier {
         let mut prev = None;
         for (i, level) in levels.iter().enumerate() {
             let next = levels.get(i + 1).map(|l| l.module);
-            match self.register(path, mode, prev, *level, next) {
+            // The path has no chain yet (checked above), so the first
+            // level need not look for one again.
+            match self.register_level(path, mode, prev, *level, next, i == 0) {
                 Ok(r) => prev = Some(r),
                 Err(e) => {
                     // Roll back the levels already registered.
@@ -794,17 +968,36 @@ impl Classifier {
     /// along each of its chains and frees nodes no path uses any more.
     pub fn remove(&mut self, path: PathId) -> Result<(), ClassifyError> {
         let path_hash = self.hasher.path(path.0);
-        let mut removed = false;
-        while let Ok(entry) = self.chains.find_entry(path_hash, |c| c.path == path.0) {
-            let (chain, _) = entry.remove();
+        let mut chains = [None; 4];
+        // Complete chains leave the tails table while their tails still
+        // carry the path (what the table's backward shift rehashes by).
+        for (slot, tail) in chains
+            .iter_mut()
+            .zip(self.complete_tails(path.0, path_hash))
+        {
+            let Some(tail) = tail else { break };
+            let (slab, hasher) = (&self.slab, &self.hasher);
+            let removed = self
+                .tails
+                .remove(path_hash, tail, |i| Self::tail_hash(slab, hasher, i));
+            debug_assert!(removed, "tail {tail} missing from the tails table");
+            *slot = Some(Chain { path: path.0, tail });
+        }
+        let mut n = chains.iter().flatten().count();
+        while let Some(i) = self.open.iter().position(|c| c.path == path.0) {
+            // At most two chains per path (`TooManyChains`).
+            chains[n] = Some(self.open.swap_remove(i));
+            n += 1;
+        }
+        if n == 0 {
+            return Err(ClassifyError::UnknownPath { path });
+        }
+        // Complete chains first: an open chain may stop at the node where
+        // a complete one of the same path ends, whose path is then cleared.
+        for chain in chains.into_iter().flatten() {
             self.unwind(chain);
-            removed = true;
         }
-        if removed {
-            Ok(())
-        } else {
-            Err(ClassifyError::UnknownPath { path })
-        }
+        Ok(())
     }
 
     /// `child`, hanging from `parent` with `flags`, was added (`add`) or is
@@ -830,9 +1023,11 @@ impl Classifier {
                 n.path = NONE;
             }
             if self.slab.drop_path(idx) == 0 {
-                let key = self.slab.key(idx);
-                let tag = self.hasher.edge(&Probe::new(parent, flags, &key));
-                let removed = self.edges.remove(tag, idx);
+                let (slab, hasher) = (&self.slab, &self.hasher);
+                let h = Self::edge_hash(slab, hasher, idx);
+                let removed = self
+                    .edges
+                    .remove(h, idx, |i| Self::edge_hash(slab, hasher, i));
                 debug_assert!(removed, "node {idx} missing from the edge table");
                 self.child_changed(parent, flags, idx, false);
                 self.slab.free(idx);
@@ -849,7 +1044,11 @@ impl Classifier {
     /// Some path that continues below node `idx` (for naming it in an
     /// error). Only runs on the error path, so a scan is fine.
     fn continuing_path(&self, idx: u32) -> PathId {
-        for c in self.chains.iter() {
+        let complete = self.slab.live_indices().filter_map(|i| {
+            let path = self.slab.get(i).path;
+            (path != NONE).then_some(Chain { path, tail: i })
+        });
+        for c in complete.chain(self.open.iter().copied()) {
             let mut i = c.tail;
             let mut at_tail = true;
             loop {

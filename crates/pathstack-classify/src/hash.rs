@@ -1,4 +1,4 @@
-//! How demux edges are hashed, and the table they are looked up in.
+//! How demux edges are hashed, and the tables nodes are looked up in.
 //!
 //! SipHash (std's default) would cost more than the rest of a lookup for
 //! our 1–13-byte keys. The edge hash is a seeded *folded multiply* (the
@@ -17,6 +17,9 @@
 use std::hash::BuildHasher;
 
 use crate::node::Probe;
+
+/// The key length's bits in an edge word (`node::edge_word`).
+const KEY_LEN_BITS: u64 = 0xff << 40;
 
 /// `a × b` as a 128-bit product, folded to 64 bits.
 #[inline(always)]
@@ -43,18 +46,27 @@ impl Default for EdgeHasher {
 }
 
 impl EdgeHasher {
-    /// The 32-bit tag of the edge `p` looks up: what the edge table stores
-    /// and derives the home slot from.
+    /// The 64-bit hash of the edge `p` looks up: the edge table takes its
+    /// home slot from the top bits and its tag from others (see
+    /// [`NodeTable`]).
+    ///
+    /// What it takes from the parent and flags (the edge word without the
+    /// key length) is mixed apart from the key: the walk knows the parent
+    /// before the partial classifier returns the key, so that multiply
+    /// runs while the classifier does, and once the key is there one
+    /// folded multiply is left for a key of up to 16 bytes (two beyond).
+    /// The length goes in the top byte of the second word, so keys that
+    /// differ only in trailing zeros hash apart.
     #[inline(always)]
-    pub(crate) fn edge(&self, p: &Probe<'_>) -> u32 {
+    pub(crate) fn edge(&self, p: &Probe<'_>) -> u64 {
         let s = &self.seeds;
         let k = p.key;
-        let mut h = fold(p.edge ^ s[0], k.word(0) ^ s[1]);
-        h = fold(h ^ k.word(1), s[2]);
+        let parent = fold(p.edge & !KEY_LEN_BITS ^ s[0], s[3]);
+        let mut h = fold(k.word(0) ^ parent, k.word(1) ^ k.len.rotate_right(8) ^ s[1]);
         if k.len() > 16 {
-            h = fold(h ^ k.word(2) ^ s[3], k.word(3) ^ s[4]);
+            h = fold(h ^ k.word(2) ^ s[2], k.word(3) ^ s[4]);
         }
-        (h >> 32) as u32
+        h
     }
 
     #[inline]
@@ -63,85 +75,133 @@ impl EdgeHasher {
     }
 }
 
-/// An empty slot of the [`EdgeTable`] (no node has index `NONE`).
-const EMPTY: u64 = u64::MAX;
+/// An empty slot of a [`NodeTable`]: tag 0, which no entry has.
+const EMPTY: u32 = 0;
 
-/// The demux edges: open addressing with linear probing over 8-byte slots,
-/// each holding an edge's 32-bit tag and its node index.
+/// Bits of a slot that hold the node index; the tag is above them.
+const NODE_BITS: u32 = 24;
+const NODE_MASK: u32 = (1 << NODE_BITS) - 1;
+
+/// Most nodes a classifier can hold: a slot names its node in 24 bits.
+pub(crate) const MAX_NODES: u32 = 1 << NODE_BITS;
+
+/// Node indices looked up by a 64-bit hash: open addressing with linear
+/// probing over 4-byte slots, each a node index (24 bits) under an 8-bit
+/// tag taken from the hash. What an entry stands for is in the node it
+/// names (an edge; a chain's path), so the table holds nothing else and a
+/// candidate is confirmed by comparing that node.
 ///
 /// Not `hashbrown`: its `find` compares candidates through a `dyn FnMut`,
 /// which the compiler cannot inline, so every probe paid a call and the
 /// spilling of the walk's registers around it. Here the probe is a loop of
-/// word compares inlined into the walk; the tag rules out all but the
-/// matching node (false tag matches cost one node compare, never a wrong
-/// answer). The home slot is taken from the tag's top bits, so growing and
-/// deleting (backward shift, no tombstones: probe runs never lengthen with
-/// churn) never rereads a node. The load stays at most 3/4 and at least
-/// 3/8 once grown, so a probe inspects a couple of adjacent slots whatever
-/// the number of edges.
-#[derive(Default)]
-pub(crate) struct EdgeTable {
-    slots: Vec<u64>,
+/// word compares inlined into the walk; the tag rules out all but about one
+/// in 255 non-matching slots before the node is read (false tag matches
+/// cost one node compare, never a wrong answer). The home slot is taken
+/// from the hash's top bits. Deleting shifts the rest of the run back (no
+/// tombstones: probe runs never lengthen with churn).
+///
+/// A slot is half the 8 bytes it was with a 32-bit tag, so a path's edge
+/// costs 4 bytes over the load factor: the slot cannot recompute its home,
+/// so growing rebuilds the table from the node slab (in slab order, a
+/// sequential read) and a deletion rehashes the few nodes it shifts — both
+/// registration work, off the lookup path.
+pub(crate) struct NodeTable {
+    slots: Vec<u32>,
+    /// `64 − log2(slots)`: the home slot is the hash shifted right by it
+    /// (63 for the empty table, whose every lookup finds no slot).
+    shift: u32,
     len: usize,
+    /// Most entries per 8 slots before the table grows.
+    load_eighths: usize,
 }
 
-impl EdgeTable {
-    /// The home slot of `tag` in a table of `n` slots (a power of two):
-    /// the tag's top `log2(n)` bits.
-    #[inline(always)]
-    fn home(tag: u32, n: usize) -> usize {
-        ((u64::from(tag) * n as u64) >> 32) as usize
+impl NodeTable {
+    /// An empty table that keeps at most `load_eighths`/8 of its slots full.
+    pub(crate) const fn new(load_eighths: usize) -> Self {
+        NodeTable {
+            slots: Vec::new(),
+            shift: 63,
+            len: 0,
+            load_eighths,
+        }
     }
 
-    /// The node with tag `tag` for which `eq` holds.
+    /// The home slot of hash `h`: its top `log2(n)` bits for `n` slots
+    /// (a shift, not a multiply: it is on the walk's critical path).
     #[inline(always)]
-    pub(crate) fn find(&self, tag: u32, eq: impl Fn(u32) -> bool) -> Option<u32> {
+    fn home(&self, h: u64) -> usize {
+        (h >> self.shift) as usize
+    }
+
+    /// The tag of hash `h`: 8 bits below the ones [`home`](Self::home) uses
+    /// (up to 2^24 slots), never 0, which marks an empty slot.
+    #[inline(always)]
+    fn tag(h: u64) -> u32 {
+        u32::from((h >> 8) as u8).max(1)
+    }
+
+    /// The node under hash `h` for which `eq` holds.
+    #[inline(always)]
+    pub(crate) fn find(&self, h: u64, eq: impl Fn(u32) -> bool) -> Option<u32> {
         let n = self.slots.len();
-        let mut i = Self::home(tag, n);
+        let tag = Self::tag(h);
+        let mut i = self.home(h);
         loop {
             // `get` also answers the empty table.
             let s = *self.slots.get(i)?;
             if s == EMPTY {
                 return None;
             }
-            if (s >> 32) as u32 == tag && eq(s as u32) {
-                return Some(s as u32);
+            if s >> NODE_BITS == tag && eq(s & NODE_MASK) {
+                return Some(s & NODE_MASK);
             }
             i = (i + 1) & (n - 1);
         }
     }
 
-    /// Adds `node` under `tag`; the caller knows the edge is not present.
-    pub(crate) fn insert(&mut self, tag: u32, node: u32) {
-        if (self.len + 1) * 4 > self.slots.len() * 3 {
-            self.grow();
+    /// Whether one more entry needs the table to grow first
+    /// ([`rebuild`](Self::rebuild) with [`grown`](Self::grown) slots).
+    #[inline]
+    pub(crate) fn is_full(&self) -> bool {
+        (self.len + 1) * 8 > self.slots.len() * self.load_eighths
+    }
+
+    /// The slot count to grow to.
+    pub(crate) fn grown(&self) -> usize {
+        (self.slots.len() * 2).max(8)
+    }
+
+    /// Replaces the contents with `entries` (hash, node) in `n` slots.
+    pub(crate) fn rebuild(&mut self, n: usize, entries: impl Iterator<Item = (u64, u32)>) {
+        self.slots.clear();
+        self.slots.shrink_to_fit();
+        self.slots.resize(n, EMPTY);
+        self.shift = 64 - n.trailing_zeros();
+        self.len = 0;
+        for (h, node) in entries {
+            self.insert(h, node);
         }
-        Self::place(&mut self.slots, (u64::from(tag) << 32) | u64::from(node));
+    }
+
+    /// Adds `node` under hash `h`; the caller knows it is not present and
+    /// that the table is not [full](Self::is_full).
+    pub(crate) fn insert(&mut self, h: u64, node: u32) {
+        debug_assert!(node <= NODE_MASK && !self.is_full());
+        let n = self.slots.len();
+        let mut i = self.home(h);
+        while self.slots[i] != EMPTY {
+            i = (i + 1) & (n - 1);
+        }
+        self.slots[i] = Self::tag(h) << NODE_BITS | node;
         self.len += 1;
     }
 
-    fn place(slots: &mut [u64], entry: u64) {
-        let n = slots.len();
-        let mut i = Self::home((entry >> 32) as u32, n);
-        while slots[i] != EMPTY {
-            i = (i + 1) & (n - 1);
-        }
-        slots[i] = entry;
-    }
-
-    fn grow(&mut self) {
-        let n = (self.slots.len() * 2).max(8);
-        let old = std::mem::replace(&mut self.slots, vec![EMPTY; n]);
-        for e in old.into_iter().filter(|&e| e != EMPTY) {
-            Self::place(&mut self.slots, e);
-        }
-    }
-
-    /// Removes `node`, stored under `tag`; `false` if it is not there.
-    pub(crate) fn remove(&mut self, tag: u32, node: u32) -> bool {
+    /// Removes `node`, stored under hash `h`; `false` if it is not there.
+    /// `hash_of(m)` must give the hash node `m` was inserted under.
+    pub(crate) fn remove(&mut self, h: u64, node: u32, hash_of: impl Fn(u32) -> u64) -> bool {
         let n = self.slots.len();
-        let entry = (u64::from(tag) << 32) | u64::from(node);
-        let mut i = Self::home(tag, n);
+        let entry = Self::tag(h) << NODE_BITS | node;
+        let mut i = self.home(h);
         loop {
             match self.slots.get(i) {
                 None => return false,
@@ -159,7 +219,7 @@ impl EdgeTable {
             if s == EMPTY {
                 break;
             }
-            let home = Self::home((s >> 32) as u32, n);
+            let home = self.home(hash_of(s & NODE_MASK));
             // Distances travelled from the home slot, cyclically.
             if (j.wrapping_sub(home) & (n - 1)) >= (j.wrapping_sub(hole) & (n - 1)) {
                 self.slots[hole] = s;
@@ -172,14 +232,13 @@ impl EdgeTable {
         true
     }
 
-    /// Number of edges.
-    #[cfg(any(test, feature = "testing"))]
+    /// Number of entries.
     pub(crate) fn len(&self) -> usize {
         self.len
     }
 
     pub(crate) fn heap_bytes(&self) -> usize {
-        self.slots.capacity() * 8
+        self.slots.capacity() * 4
     }
 }
 
@@ -187,29 +246,53 @@ impl EdgeTable {
 mod tests {
     use super::*;
 
-    /// Crowded homes and wrap-around: every entry stays findable through
-    /// inserts, growth and backward-shift removals in any order.
+    /// Crowded homes, equal tags and wrap-around: every entry stays
+    /// findable through inserts, growth and backward-shift removals in any
+    /// order.
     #[test]
-    fn edge_table_keeps_runs_intact() {
-        let mut t = EdgeTable::default();
-        // Tags sharing their top bits collide; the last ones wrap around.
-        let tags: Vec<u32> = (0..40u32)
-            .map(|i| if i % 2 == 0 { 0xffff_ff00 | i } else { i << 27 })
+    fn node_table_keeps_runs_intact() {
+        let mut t = NodeTable::new(6);
+        // Hashes sharing their top bits collide, the even ones with equal
+        // tags too; the last ones wrap around.
+        let hashes: Vec<u64> = (0..40u64)
+            .map(|i| {
+                if i % 2 == 0 {
+                    0xffff_ff00_0000_0000 | i << 16 | 0x300
+                } else {
+                    i << 59 | i << 8
+                }
+            })
             .collect();
-        for (node, &tag) in tags.iter().enumerate() {
-            t.insert(tag, node as u32);
+        let hash_of = |m: u32| hashes[m as usize];
+        for (node, &h) in hashes.iter().enumerate() {
+            if t.is_full() {
+                let n = t.grown();
+                t.rebuild(n, (0..node as u32).map(|m| (hash_of(m), m)));
+            }
+            t.insert(h, node as u32);
         }
-        let mut live: Vec<usize> = (0..tags.len()).collect();
-        for step in 0..tags.len() {
+        let mut live: Vec<usize> = (0..hashes.len()).collect();
+        for step in 0..hashes.len() {
             let pos = (step * 7) % live.len();
             let gone = live.remove(pos);
-            assert!(t.remove(tags[gone], gone as u32));
-            assert!(!t.remove(tags[gone], gone as u32));
-            assert_eq!(t.find(tags[gone], |n| n == gone as u32), None);
+            assert!(t.remove(hashes[gone], gone as u32, hash_of));
+            assert!(!t.remove(hashes[gone], gone as u32, hash_of));
+            assert_eq!(t.find(hashes[gone], |n| n == gone as u32), None);
             for &n in &live {
-                assert_eq!(t.find(tags[n], |m| m == n as u32), Some(n as u32));
+                assert_eq!(t.find(hashes[n], |m| m == n as u32), Some(n as u32));
             }
             assert_eq!(t.len(), live.len());
         }
+    }
+
+    /// Tag 0 marks an empty slot, so a hash whose tag bits are 0 is stored
+    /// under tag 1.
+    #[test]
+    fn zero_tag_is_not_empty() {
+        let mut t = NodeTable::new(6);
+        t.rebuild(8, std::iter::empty());
+        t.insert(0, 5);
+        assert_eq!(t.find(0, |n| n == 5), Some(5));
+        assert_eq!(t.find(1 << 8, |n| n == 5), Some(5), "tag 1 as well");
     }
 }

@@ -77,7 +77,10 @@
 //! one node per edge, so a matching twin *is* the probe's answer). At the
 //! first level where the twin is missing or its key differs from the passive
 //! key, the walk switches to probing. Correctness never depends on the twins:
-//! a twin is only a guess the walk verifies.
+//! a twin is only a guess the walk verifies. The active walk leaves the
+//! nodes it passes in a trail on the stack (a store a level), so the
+//! passive walk reads their twins as it goes down instead of climbing back
+//! up the tree first.
 //!
 //! With `N` levels of which the first `s` have twins that match, a message
 //! for a passive path costs the active walk's probes plus `N − s`: **`N + 1`
@@ -93,11 +96,13 @@
 //! need a path, a next module and counts per mode (the two trees may end
 //! different paths at, and continue to different modules after, the same
 //! keys), and the classifier would have to be told which modules' keys are
-//! mode-independent. Twins keep the 32-byte node, learn nothing from the
-//! modules, and cost 4 bytes per node in a side array (see `node.rs`) that
-//! is read only when the active walk failed. The passive walk still calls each level's partial
-//! classifier in passive mode: only the module knows whether its passive key
-//! equals its active key for this message.
+//! mode-independent. Twins keep the 32-byte node and learn nothing from the
+//! modules; a node that has one is marked, and finds it in a sparse map
+//! (see `node.rs`) read only when the active walk failed, so nodes without
+//! a twin — a path's leaf, usually — cost nothing for them. The passive
+//! walk still calls each level's partial classifier in passive mode: only
+//! the module knows whether its passive key equals its active key for this
+//! message.
 //!
 //! A probe touches the edge table only below a node with several children:
 //! a node with one child names it, and the probe is a compare of that

@@ -14,7 +14,12 @@
 //! is 9, a TCP port pair 4) inline as two more words; the path, the next
 //! module, and its **only child** (below). Longer keys, up to
 //! [`Key::MAX_LEN`], spill into a side table. What only registration reads
-//! — path counts, twins, child counts — lives in a side array.
+//! is kept apart: the path count in a side array (4 bytes a node), and what
+//! few nodes have — twins, and the children of a node with several — in
+//! sparse maps (see [`NodeSlab`]). A path's own node, usually a leaf, so
+//! costs 36 bytes; with its edge table slot and its entry in the tails
+//! table (4 bytes each over their load factors, `hash.rs`) about 55 bytes
+//! among 1,000,000 paths, within the 64 the classifier is held to.
 //!
 //! **Only child.** Most demux nodes have one child: the ETH node of an
 //! IPv4-only host has one IP node below it, a connected socket's IP node one
@@ -26,16 +31,24 @@
 //! holds and never goes stale, so no mix of flows can make it thrash or
 //! cost more than one compare. A node with several children falls back to
 //! the table. The child is known from a count and the XOR of the children's
-//! indices, which stays exact when children come and go in any order.
+//! indices, which stays exact when children come and go in any order; only
+//! a node with several children needs them recorded (a node with one is
+//! its `only`, a node with none has neither).
 //!
 //! Each node also has a **twin**: the node of the other mode with the same
 //! key whose parent is the twin of this node's parent (or which hangs from
 //! the same receiving module), if it exists. A twin is what the passive walk
 //! reaches when its keys equal the active walk's, so it lets the passive
 //! walk take over the active walk's prefix without a hash probe (see
-//! `Classifier::classify`). Twins live in a side array, not in the node: they
-//! are read only when the active walk failed, and keeping them out keeps the
-//! node at 32 bytes for the active walk's cache lines.
+//! `Classifier::classify`). Twins live in a sparse map, not in the node: they
+//! are read only when the active walk failed, few nodes have one (only
+//! where both modes' keys agree all the way from the receiving module: an
+//! EtherType, a pass-through level), and a mark in the node's edge word
+//! says which, so keeping them out keeps the node at 32 bytes for the
+//! active walk's cache lines and costs a node without a twin nothing.
+
+use hashbrown::hash_map::Entry;
+use hashbrown::HashMap;
 
 use crate::{Key, KeyMode, ModuleId, PathId};
 
@@ -49,9 +62,24 @@ pub(crate) const PASSIVE: u8 = 1;
 /// Flag: `parent` is the receiving module's id, not a node index.
 pub(crate) const ROOT: u8 = 2;
 
-/// The bits of [`DemuxNode::edge`] that name the edge; the depth above them
-/// is not part of it.
-const EDGE_MASK: u64 = (1 << 48) - 1;
+/// The bits of [`DemuxNode::edge`] that name the edge; the depth and the
+/// marks above them are not part of it.
+pub(crate) const EDGE_MASK: u64 = (1 << 48) - 1;
+
+/// Mark in [`DemuxNode::edge`]: the node has a twin (in `NodeSlab::twins`).
+const TWIN: u64 = 1 << 56;
+
+/// Heap bytes of a `hashbrown` table holding `cap` entries of `size`
+/// bytes: a power-of-two bucket count at ≤ 7/8 load, one control byte per
+/// bucket plus a trailing group of 16.
+pub(crate) fn hashbrown_bytes(cap: usize, size: usize) -> usize {
+    let buckets = match cap {
+        0 => return 0,
+        1..=7 => (cap + 1).next_power_of_two(),
+        _ => (cap * 8 / 7).next_power_of_two(),
+    };
+    buckets * (size + 1) + 16
+}
 
 /// The packed edge word of `(parent, flags, key length)`.
 #[inline(always)]
@@ -100,8 +128,9 @@ pub struct DemuxNodeInfo {
 /// One demux node: what a lookup reads, in one half cache line.
 #[derive(Clone, Copy)]
 pub(crate) struct DemuxNode {
-    /// `parent | flags << 32 | key_len << 40 | depth << 48`; in a free slot,
-    /// the next free slot (or `NONE`) in the low half.
+    /// `parent | flags << 32 | key_len << 40 | depth << 48 | marks << 56`
+    /// (the mark [`TWIN`]); in a free slot, the next free slot (or `NONE`)
+    /// in the low half.
     pub(crate) edge: u64,
     /// Key bytes 0..8 (zero padded), or the spill index of a longer key.
     key_lo: u64,
@@ -157,6 +186,14 @@ impl Family {
         }
     }
 
+    /// The family of the two children `a` and `b`.
+    fn of_two(a: u32, b: u32) -> Family {
+        Family {
+            count: 2,
+            xor: a ^ b,
+        }
+    }
+
     pub(crate) fn add(&mut self, child: u32) {
         self.count += 1;
         self.xor ^= child;
@@ -179,29 +216,149 @@ impl Family {
     }
 }
 
-/// What registration, removal and the passive walk's setup read per node.
-#[derive(Clone, Copy)]
-struct Aux {
-    /// Paths passing through or ending here; 0 marks a free slot.
-    num_paths: u32,
-    /// The twin in the other mode's tree, or `NONE`. Symmetric, and only
-    /// ever names live nodes: `free` unlinks both sides.
-    twin: u32,
-    children: Family,
+/// A sparse side map from node index, for what few nodes have: hashed by
+/// foldhash, since only registration and the passive walk's setup read it.
+type SideMap<V> = HashMap<u32, V, foldhash::fast::RandomState>;
+
+/// The twins of the nodes that have one, as `(node, twin)` entries in an
+/// open-addressing table, linearly probed from a Fibonacci hash of the node
+/// index and at most half full.
+///
+/// Not a `hashbrown` map: the passive walk reads a twin per level it takes
+/// over, and a general map's hashing and group probing cost that walk more
+/// than the probe the twin saves. Unseeded, because what it holds comes
+/// from registration, never from the wire: twins are nodes both modes
+/// registered.
+#[derive(Default)]
+struct Twins {
+    /// `node << 32 | twin`, or [`Twins::EMPTY`].
+    slots: Vec<u64>,
+    len: usize,
 }
 
-const FREE: Aux = Aux {
-    num_paths: 0,
-    twin: NONE,
-    children: Family { count: 0, xor: 0 },
-};
+impl Twins {
+    const EMPTY: u64 = u64::MAX;
+
+    #[inline(always)]
+    fn home(node: u32, n: usize) -> usize {
+        // n is a power of two of at least 8: keep the product's top bits.
+        (u64::from(node).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - n.trailing_zeros())) as usize
+    }
+
+    /// The twin of `node`, or `NONE`.
+    #[inline]
+    fn get(&self, node: u32) -> u32 {
+        let n = self.slots.len();
+        if n == 0 {
+            return NONE;
+        }
+        let mut i = Self::home(node, n);
+        loop {
+            let s = self.slots[i];
+            if s == Self::EMPTY {
+                return NONE;
+            }
+            if (s >> 32) as u32 == node {
+                return s as u32;
+            }
+            i = (i + 1) & (n - 1);
+        }
+    }
+
+    /// Records `twin` for `node`, which has none.
+    fn insert(&mut self, node: u32, twin: u32) {
+        if (self.len + 1) * 2 > self.slots.len() {
+            let n = (self.slots.len() * 2).max(8);
+            let old = std::mem::replace(&mut self.slots, vec![Self::EMPTY; n]);
+            for e in old.into_iter().filter(|&e| e != Self::EMPTY) {
+                self.place(e);
+            }
+        }
+        self.place(u64::from(node) << 32 | u64::from(twin));
+        self.len += 1;
+    }
+
+    fn place(&mut self, entry: u64) {
+        let n = self.slots.len();
+        let mut i = Self::home((entry >> 32) as u32, n);
+        while self.slots[i] != Self::EMPTY {
+            i = (i + 1) & (n - 1);
+        }
+        self.slots[i] = entry;
+    }
+
+    /// Forgets `node`'s twin, if recorded (backward shift, as in
+    /// `hash.rs`).
+    fn remove(&mut self, node: u32) {
+        let n = self.slots.len();
+        if n == 0 {
+            return;
+        }
+        let mut i = Self::home(node, n);
+        loop {
+            let s = self.slots[i];
+            if s == Self::EMPTY {
+                return;
+            }
+            if (s >> 32) as u32 == node {
+                break;
+            }
+            i = (i + 1) & (n - 1);
+        }
+        let mut hole = i;
+        let mut j = (i + 1) & (n - 1);
+        loop {
+            let s = self.slots[j];
+            if s == Self::EMPTY {
+                break;
+            }
+            let home = Self::home((s >> 32) as u32, n);
+            if (j.wrapping_sub(home) & (n - 1)) >= (j.wrapping_sub(hole) & (n - 1)) {
+                self.slots[hole] = s;
+                hole = j;
+            }
+            j = (j + 1) & (n - 1);
+        }
+        self.slots[hole] = Self::EMPTY;
+        self.len -= 1;
+    }
+
+    /// The recorded `(node, twin)` pairs.
+    #[cfg(feature = "testing")]
+    fn iter(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
+        self.slots
+            .iter()
+            .filter(|&&s| s != Self::EMPTY)
+            .map(|&s| ((s >> 32) as u32, s as u32))
+    }
+
+    fn heap_bytes(&self) -> usize {
+        self.slots.capacity() * 8
+    }
+}
 
 /// Owner of all demux nodes: a slab with an intrusive free list, plus the
 /// spill table for keys longer than [`INLINE`].
+///
+/// Per node, besides the 32-byte node, only the path count is kept densely
+/// (4 bytes): what the walk does not read and most nodes do not have lives
+/// in sparse maps — the children of a node with several (a node with one
+/// names it in `only`, one with none has `only == NONE` and no entry), and
+/// twins (a node that has one carries the [`TWIN`] mark, so nodes without
+/// are never looked up). A path's leaf node, what most nodes are, so costs
+/// 36 bytes where a dense side array of counts, twin and children made it
+/// 48.
 #[derive(Default)]
 pub(crate) struct NodeSlab {
     nodes: Vec<DemuxNode>,
-    aux: Vec<Aux>,
+    /// Paths passing through or ending at each node; 0 marks a free slot.
+    num_paths: Vec<u32>,
+    /// The children of the nodes that have two or more.
+    families: SideMap<Family>,
+    /// Each node's twin in the other mode's tree, for the nodes marked
+    /// [`TWIN`]. Symmetric, and only ever names live nodes: `free` unlinks
+    /// both sides.
+    twins: Twins,
     free_head: Option<u32>,
     live: u32,
     spill: Vec<[u8; Key::MAX_LEN]>,
@@ -222,7 +379,7 @@ impl NodeSlab {
     /// How many paths pass through or end at node `idx`.
     #[inline]
     pub(crate) fn num_paths(&self, idx: u32) -> u32 {
-        self.aux[idx as usize].num_paths
+        self.num_paths[idx as usize]
     }
 
     /// Paths that continue below node `idx` (those that do not end here).
@@ -233,29 +390,66 @@ impl NodeSlab {
 
     /// One more path through node `idx`.
     pub(crate) fn add_path(&mut self, idx: u32) {
-        self.aux[idx as usize].num_paths += 1;
+        self.num_paths[idx as usize] += 1;
     }
 
     /// One path fewer through node `idx`; returns how many remain.
     pub(crate) fn drop_path(&mut self, idx: u32) -> u32 {
-        let a = &mut self.aux[idx as usize];
-        a.num_paths -= 1;
-        a.num_paths
+        let c = &mut self.num_paths[idx as usize];
+        *c -= 1;
+        *c
     }
 
     /// Node `idx` gained (`add`) or lost a child; keeps its only child.
     pub(crate) fn child_changed(&mut self, idx: u32, child: u32, add: bool) {
-        let f = &mut self.aux[idx as usize].children;
-        f.changed(child, add);
-        self.nodes[idx as usize].only = f.only();
+        let only = &mut self.nodes[idx as usize].only;
+        match (*only, add) {
+            // One child: a second makes a family; losing it leaves none.
+            (o, true) if o != NONE => {
+                self.families.insert(idx, Family::of_two(o, child));
+                *only = NONE;
+            }
+            (o, false) if o != NONE => {
+                debug_assert_eq!(o, child);
+                *only = NONE;
+            }
+            // None or several: one map lookup, which finds the family of a
+            // node with several (a connection's host node with thousands of
+            // ports churns here) or makes the first child the only one.
+            _ => match self.families.entry(idx) {
+                Entry::Occupied(mut e) => {
+                    let f = e.get_mut();
+                    f.changed(child, add);
+                    if f.count == 1 {
+                        *only = f.xor;
+                        e.remove();
+                    }
+                }
+                Entry::Vacant(_) => {
+                    debug_assert!(add, "node {idx} loses a child it does not have");
+                    *only = child;
+                }
+            },
+        }
+    }
+
+    /// Node `idx`'s children, from its only child or its family entry.
+    pub(crate) fn children(&self, idx: u32) -> Family {
+        match self.nodes[idx as usize].only {
+            NONE => self.families.get(&idx).copied().unwrap_or_default(),
+            only => Family {
+                count: 1,
+                xor: only,
+            },
+        }
     }
 
     /// The node `r` names, if it is live.
     pub(crate) fn live(&self, r: DemuxNodeRef) -> Option<&DemuxNode> {
         let i = r.0 as usize;
-        self.aux
+        self.num_paths
             .get(i)
-            .filter(|a| a.num_paths > 0)
+            .filter(|&&n| n > 0)
             .map(|_| &self.nodes[i])
     }
 
@@ -277,7 +471,9 @@ impl NodeSlab {
 
     pub(crate) fn heap_bytes(&self) -> usize {
         self.nodes.capacity() * std::mem::size_of::<DemuxNode>()
-            + self.aux.capacity() * std::mem::size_of::<Aux>()
+            + self.num_paths.capacity() * 4
+            + hashbrown_bytes(self.families.capacity(), 12)
+            + self.twins.heap_bytes()
             + self.spill.capacity() * Key::MAX_LEN
             + self.spill_free.capacity() * 4
     }
@@ -285,25 +481,44 @@ impl NodeSlab {
     /// Node `idx`'s twin, or `NONE`.
     #[inline]
     pub(crate) fn twin(&self, idx: u32) -> u32 {
-        self.aux[idx as usize].twin
+        if self.get(idx).edge & TWIN == 0 {
+            return NONE;
+        }
+        self.twins.get(idx)
     }
 
     /// Makes live nodes `a` and `b` each other's twin.
     pub(crate) fn link_twins(&mut self, a: u32, b: u32) {
-        self.aux[a as usize].twin = b;
-        self.aux[b as usize].twin = a;
+        debug_assert!(self.twins.get(a) == NONE && self.twins.get(b) == NONE);
+        self.twins.insert(a, b);
+        self.twins.insert(b, a);
+        self.get_mut(a).edge |= TWIN;
+        self.get_mut(b).edge |= TWIN;
     }
 
-    /// Indices of the live nodes (for invariant checks).
-    #[cfg(feature = "testing")]
+    /// Indices of the live nodes, in slab order (what the tables are
+    /// rebuilt from when they grow).
     pub(crate) fn live_indices(&self) -> impl Iterator<Item = u32> + '_ {
-        (0..self.nodes.len() as u32).filter(|&i| self.num_paths(i) > 0)
+        self.num_paths
+            .iter()
+            .enumerate()
+            .filter(|(_, &n)| n > 0)
+            .map(|(i, _)| i as u32)
     }
 
-    /// Node `idx`'s children as recorded (for invariant checks).
+    /// Whether the sparse maps name only live nodes, families only nodes
+    /// with several children and twins only marked nodes (for invariant
+    /// checks).
     #[cfg(feature = "testing")]
-    pub(crate) fn children(&self, idx: u32) -> Family {
-        self.aux[idx as usize].children
+    pub(crate) fn side_maps_consistent(&self) -> bool {
+        let live = |i: u32| self.num_paths.get(i as usize).is_some_and(|&n| n > 0);
+        self.families
+            .iter()
+            .all(|(&i, f)| live(i) && f.count >= 2 && self.get(i).only == NONE)
+            && self
+                .twins
+                .iter()
+                .all(|(i, t)| live(i) && live(t) && self.get(i).edge & TWIN != 0)
     }
 
     pub(crate) fn live_count(&self) -> u32 {
@@ -377,13 +592,11 @@ impl NodeSlab {
                 let link = self.get(idx).parent();
                 self.free_head = (link != NONE).then_some(link);
                 *self.get_mut(idx) = node;
-                // `free` left the slot unlinked.
-                debug_assert_eq!(self.aux[idx as usize].twin, NONE);
                 idx
             }
             None => {
                 self.nodes.push(node);
-                self.aux.push(FREE);
+                self.num_paths.push(0);
                 (self.nodes.len() - 1) as u32
             }
         }
@@ -396,9 +609,15 @@ impl NodeSlab {
         if n.key_len() > INLINE {
             self.spill_free.push(n.key_lo as u32);
         }
-        let t = std::mem::replace(&mut self.aux[idx as usize], FREE).twin;
-        if t != NONE {
-            self.aux[t as usize].twin = NONE;
+        // No paths left means no children left: no family entry.
+        debug_assert!(n.only == NONE && !self.families.contains_key(&idx));
+        if n.edge & TWIN != 0 {
+            let t = self.twins.get(idx);
+            self.twins.remove(idx);
+            if t != NONE {
+                self.twins.remove(t);
+                self.get_mut(t).edge &= !TWIN;
+            }
         }
         let link = self.free_head.unwrap_or(NONE);
         let slot = self.get_mut(idx);

@@ -576,3 +576,60 @@ fn long_keys_and_bounds() {
         Err(ClassifyError::ModuleIdTooLarge { .. })
     ));
 }
+
+/// Thousands of paths, removed and re-added in a scrambled order: the edge
+/// and tails tables grow (rebuilt from the node slab) and shift entries back
+/// on every removal, and each path stays found by its packets, each removed
+/// one by none, and by its id for removal.
+#[test]
+fn many_paths_survive_growth_and_churn() {
+    const N: u32 = 3000;
+    let mut c = classifier();
+    // Several remote hosts, so IP nodes have one child, several, or none.
+    let spec = |i: u32| FilterSpec::Transport {
+        mode: KeyMode::Active,
+        tcp: i % 3 == 0,
+        laddr: LOCAL,
+        raddr: [10, 0, (i % 7) as u8, (i % 5) as u8],
+        lport: 80,
+        rport: 1024 + i as u16,
+        counted: false,
+    };
+    let packet = |i: u32| {
+        let FilterSpec::Transport {
+            tcp, raddr, rport, ..
+        } = spec(i)
+        else {
+            unreachable!()
+        };
+        let p = if tcp {
+            PacketSpec::tcp(LOCAL, 80, raddr, rport)
+        } else {
+            PacketSpec::udp(LOCAL, 80, raddr, rport)
+        };
+        p.build()
+    };
+    for i in 0..N {
+        insert(&mut c, i, &spec(i)).unwrap();
+    }
+    let scrambled = |k: u32| (k * 1999) % N;
+    for k in 0..N / 2 {
+        c.remove(PathId(scrambled(k))).unwrap();
+    }
+    c.check_invariants().unwrap();
+    for i in 0..N {
+        let gone = (0..N / 2).any(|k| scrambled(k) == i);
+        let want = (!gone).then_some(PathId(i));
+        assert_eq!(c.classify(ETH, &packet(i)), want, "path {i}");
+        assert_eq!(c.contains_path(PathId(i)), !gone);
+    }
+    for k in 0..N / 2 {
+        insert(&mut c, scrambled(k), &spec(scrambled(k))).unwrap();
+    }
+    c.check_invariants().unwrap();
+    for i in 0..N {
+        assert_eq!(c.classify(ETH, &packet(i)), Some(PathId(i)), "path {i}");
+        c.remove(PathId(i)).unwrap();
+    }
+    assert_eq!((c.node_count(), c.chain_count()), (0, 0));
+}
