@@ -433,7 +433,10 @@ impl NodeSlab {
         }
     }
 
-    /// Node `idx`'s children, from its only child or its family entry.
+    /// Node `idx`'s children, from its only child or its family entry
+    /// (the invariant check's view; walks use the only child and the edge
+    /// table).
+    #[cfg(feature = "testing")]
     pub(crate) fn children(&self, idx: u32) -> Family {
         match self.nodes[idx as usize].only {
             NONE => self.families.get(&idx).copied().unwrap_or_default(),
