@@ -593,6 +593,23 @@ impl Classifier {
         ((best != NONE).then_some(PathId(best)), probes)
     }
 
+    /// How far the entries of the edge table (`tails == false`) or of the
+    /// tails table sit from their home slots: `(entries, mean
+    /// displacement, largest)` — what a probe for a present entry scans
+    /// past, for checking that the hashes spread real keys.
+    #[cfg(feature = "testing")]
+    pub fn table_displacements(&self, tails: bool) -> (usize, f64, usize) {
+        let (slab, hasher) = (&self.slab, &self.hasher);
+        let (n, sum, max) = if tails {
+            self.tails
+                .displacements(|i| Self::tail_hash(slab, hasher, i))
+        } else {
+            self.edges
+                .displacements(|i| Self::edge_hash(slab, hasher, i))
+        };
+        (n, sum as f64 / n.max(1) as f64, max)
+    }
+
     /// Checks the tree's internal invariants (edge table, counts, twins);
     /// for the differential tests and the fuzz target.
     #[cfg(feature = "testing")]
