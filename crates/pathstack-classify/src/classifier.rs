@@ -986,21 +986,24 @@ impl Classifier {
     pub fn remove(&mut self, path: PathId) -> Result<(), ClassifyError> {
         let path_hash = self.hasher.path(path.0);
         let mut chains = [None; 4];
-        // Complete chains leave the tails table while their tails still
-        // carry the path (what the table's backward shift rehashes by).
-        for (slot, tail) in chains
-            .iter_mut()
-            .zip(self.complete_tails(path.0, path_hash))
-        {
-            let Some(tail) = tail else { break };
+        let mut n = 0;
+        // Complete chains leave the tails table, each taken out of the slot
+        // it is found in, while their tails still carry the path (what the
+        // table's backward shift rehashes by).
+        while n < 2 {
             let (slab, hasher) = (&self.slab, &self.hasher);
-            let removed = self
+            let Some(slot) = self
                 .tails
-                .remove(path_hash, tail, |i| Self::tail_hash(slab, hasher, i));
-            debug_assert!(removed, "tail {tail} missing from the tails table");
-            *slot = Some(Chain { path: path.0, tail });
+                .find_slot(path_hash, |i| slab.get(i).path == path.0)
+            else {
+                break;
+            };
+            let tail = self
+                .tails
+                .remove_at(slot, |i| Self::tail_hash(slab, hasher, i));
+            chains[n] = Some(Chain { path: path.0, tail });
+            n += 1;
         }
-        let mut n = chains.iter().flatten().count();
         while let Some(i) = self.open.iter().position(|c| c.path == path.0) {
             // At most two chains per path (`TooManyChains`).
             chains[n] = Some(self.open.swap_remove(i));

@@ -220,20 +220,42 @@ impl NodeTable {
         self.len += 1;
     }
 
+    /// The slot of the node under hash `h` for which `eq` holds (for
+    /// [`remove_at`](Self::remove_at)).
+    pub(crate) fn find_slot(&self, h: u64, eq: impl Fn(u32) -> bool) -> Option<usize> {
+        let n = self.slots.len();
+        let tag = Self::tag(h);
+        let mut i = self.home(h);
+        loop {
+            let s = *self.slots.get(i)?;
+            if s == EMPTY {
+                return None;
+            }
+            if s >> TAG_SHIFT == tag && eq(s & NODE_MASK) {
+                return Some(i);
+            }
+            i = (i + 1) & (n - 1);
+        }
+    }
+
     /// Removes `node`, stored under hash `h`; `false` if it is not there.
     /// `hash_of(m)` must give the hash node `m` was inserted under.
     pub(crate) fn remove(&mut self, h: u64, node: u32, hash_of: impl Fn(u32) -> u64) -> bool {
-        let n = self.slots.len();
-        let entry = Self::tag(h) << TAG_SHIFT | node;
-        let mut i = self.home(h);
-        loop {
-            match self.slots.get(i) {
-                None => return false,
-                Some(&EMPTY) => return false,
-                Some(&s) if s & !DISP_FIELD == entry => break,
-                Some(_) => i = (i + 1) & (n - 1),
+        match self.find_slot(h, |m| m == node) {
+            Some(slot) => {
+                self.remove_at(slot, hash_of);
+                true
             }
+            None => false,
         }
+    }
+
+    /// Removes the entry in slot `i` (found by
+    /// [`find_slot`](Self::find_slot)) and returns its node; `hash_of` as
+    /// in [`remove`](Self::remove).
+    pub(crate) fn remove_at(&mut self, i: usize, hash_of: impl Fn(u32) -> u64) -> u32 {
+        let n = self.slots.len();
+        let node = self.slots[i] & NODE_MASK;
         // Backward shift: pull later entries of the run into the hole
         // unless that would put one before its home slot.
         let mut hole = i;
@@ -258,7 +280,7 @@ impl NodeTable {
         }
         self.slots[hole] = EMPTY;
         self.len -= 1;
-        true
+        node
     }
 
     /// How far the entries sit from their home slots: `(entries, sum of
