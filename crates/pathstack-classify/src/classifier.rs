@@ -593,6 +593,23 @@ impl Classifier {
         ((best != NONE).then_some(PathId(best)), probes)
     }
 
+    /// How far the entries of the edge table (`tails == false`) or of the
+    /// tails table sit from their home slots: `(entries, mean
+    /// displacement, largest)` — what a probe for a present entry scans
+    /// past, for checking that the hashes spread real keys.
+    #[cfg(feature = "testing")]
+    pub fn table_displacements(&self, tails: bool) -> (usize, f64, usize) {
+        let (slab, hasher) = (&self.slab, &self.hasher);
+        let (n, sum, max) = if tails {
+            self.tails
+                .displacements(|i| Self::tail_hash(slab, hasher, i))
+        } else {
+            self.edges
+                .displacements(|i| Self::edge_hash(slab, hasher, i))
+        };
+        (n, sum as f64 / n.max(1) as f64, max)
+    }
+
     /// Checks the tree's internal invariants (edge table, counts, twins);
     /// for the differential tests and the fuzz target.
     #[cfg(feature = "testing")]
@@ -969,21 +986,24 @@ impl Classifier {
     pub fn remove(&mut self, path: PathId) -> Result<(), ClassifyError> {
         let path_hash = self.hasher.path(path.0);
         let mut chains = [None; 4];
-        // Complete chains leave the tails table while their tails still
-        // carry the path (what the table's backward shift rehashes by).
-        for (slot, tail) in chains
-            .iter_mut()
-            .zip(self.complete_tails(path.0, path_hash))
-        {
-            let Some(tail) = tail else { break };
+        let mut n = 0;
+        // Complete chains leave the tails table, each taken out of the slot
+        // it is found in, while their tails still carry the path (what the
+        // table's backward shift rehashes by).
+        while n < 2 {
             let (slab, hasher) = (&self.slab, &self.hasher);
-            let removed = self
+            let Some(slot) = self
                 .tails
-                .remove(path_hash, tail, |i| Self::tail_hash(slab, hasher, i));
-            debug_assert!(removed, "tail {tail} missing from the tails table");
-            *slot = Some(Chain { path: path.0, tail });
+                .find_slot(path_hash, |i| slab.get(i).path == path.0)
+            else {
+                break;
+            };
+            let tail = self
+                .tails
+                .remove_at(slot, |i| Self::tail_hash(slab, hasher, i));
+            chains[n] = Some(Chain { path: path.0, tail });
+            n += 1;
         }
-        let mut n = chains.iter().flatten().count();
         while let Some(i) = self.open.iter().position(|c| c.path == path.0) {
             // At most two chains per path (`TooManyChains`).
             chains[n] = Some(self.open.swap_remove(i));

@@ -3,16 +3,17 @@
 //! SipHash (std's default) would cost more than the rest of a lookup for
 //! our 1–13-byte keys. The edge hash is a seeded *folded multiply* (the
 //! 128-bit product of two words, its halves XORed: foldhash's mixing step)
-//! over the edge word and the key's words — two multiplications for a key
-//! of up to 16 bytes, all in registers, where a general `Hasher` takes a
-//! dozen calls' worth of state updates. Unlike FxHash it is *seeded per
-//! classifier* from process-level randomness, so an attacker on the wire
-//! cannot precompute a set of 5-tuples that collide in our table. It is not
-//! a cryptographic PRF, so a determined adaptive attacker measuring timing
-//! could still degrade one table; the exposure is bounded because only keys
-//! that are *registered* (paths someone established) occupy the table:
-//! packets from the wire only probe it, and a probe of a missing key ends at
-//! the first empty slot, not an insertion.
+//! over the edge word and the key's words, then one multiply that spreads
+//! the result's bits to the top ones the table's home slot takes — three
+//! multiplications for a key of up to 16 bytes, all in registers, where a
+//! general `Hasher` takes a dozen calls' worth of state updates. Unlike
+//! FxHash it is *seeded per classifier* from process-level randomness, so
+//! an attacker on the wire cannot precompute a set of 5-tuples that collide
+//! in our table. It is not a cryptographic PRF, so a determined adaptive
+//! attacker measuring timing could still degrade one table; the exposure is
+//! bounded because only keys that are *registered* (paths someone
+//! established) occupy the table: packets from the wire only probe it, and
+//! a probe of a missing key ends at the first empty slot, not an insertion.
 
 use std::hash::BuildHasher;
 
@@ -53,10 +54,18 @@ impl EdgeHasher {
     /// What it takes from the parent and flags (the edge word without the
     /// key length) is mixed apart from the key: the walk knows the parent
     /// before the partial classifier returns the key, so that multiply
-    /// runs while the classifier does, and once the key is there one
-    /// folded multiply is left for a key of up to 16 bytes (two beyond).
-    /// The length goes in the top byte of the second word, so keys that
-    /// differ only in trailing zeros hash apart.
+    /// runs while the classifier does, and once the key is there a folded
+    /// multiply (two beyond 16 bytes) and the last step are left. The
+    /// length goes in the top byte of the second word, so keys that differ
+    /// only in trailing zeros hash apart.
+    ///
+    /// The last step (fold the halves, multiply by an odd seed) is what
+    /// spreads *sequences*: ports or hosts in sequence make the folded
+    /// multiply's top bits an arithmetic progression, which lands evenly on
+    /// the slots for some seeds and in a few runs for others (a mean probe
+    /// of 3 to 11 slots where a random hash gives 1.35, test
+    /// `tables_spread_sequences_for_any_seed`); the halves folded and
+    /// multiplied again leave no such pattern.
     #[inline(always)]
     pub(crate) fn edge(&self, p: &Probe<'_>) -> u64 {
         let s = &self.seeds;
@@ -66,45 +75,58 @@ impl EdgeHasher {
         if k.len() > 16 {
             h = fold(h ^ k.word(2) ^ s[2], k.word(3) ^ s[4]);
         }
-        h
+        (h ^ (h >> 32)).wrapping_mul(s[2])
     }
 
+    /// The hash of a path id, for the tails table: foldhash's, with the
+    /// same last step as [`edge`](Self::edge)'s (ids are allocated in
+    /// sequence, and foldhash alone spreads a sequence unevenly).
     #[inline]
     pub(crate) fn path(&self, path: u32) -> u64 {
-        self.paths.hash_one(path)
+        let h = self.paths.hash_one(path);
+        (h ^ (h >> 32)).wrapping_mul(self.seeds[2])
     }
 }
 
 /// An empty slot of a [`NodeTable`]: tag 0, which no entry has.
 const EMPTY: u32 = 0;
 
-/// Bits of a slot that hold the node index; the tag is above them.
+/// Bits of a slot that hold the node index; the displacement and the tag
+/// are above them.
 const NODE_BITS: u32 = 24;
 const NODE_MASK: u32 = (1 << NODE_BITS) - 1;
+/// How far an entry sits from its home slot, saturating at [`DISP_MAX`].
+const DISP_BITS: u32 = 3;
+const DISP_MAX: u32 = (1 << DISP_BITS) - 1;
+const DISP_FIELD: u32 = DISP_MAX << NODE_BITS;
+/// Where the tag starts: the top 5 bits.
+const TAG_SHIFT: u32 = NODE_BITS + DISP_BITS;
 
 /// Most nodes a classifier can hold: a slot names its node in 24 bits.
 pub(crate) const MAX_NODES: u32 = 1 << NODE_BITS;
 
 /// Node indices looked up by a 64-bit hash: open addressing with linear
-/// probing over 4-byte slots, each a node index (24 bits) under an 8-bit
-/// tag taken from the hash. What an entry stands for is in the node it
-/// names (an edge; a chain's path), so the table holds nothing else and a
-/// candidate is confirmed by comparing that node.
+/// probing over 4-byte slots, each a node index (24 bits), how far it sits
+/// from its home slot (3 bits, saturating at 7) and a 5-bit tag taken from
+/// the hash. What an entry stands for is in the node it names (an edge; a
+/// chain's path), so the table holds nothing else and a candidate is
+/// confirmed by comparing that node.
 ///
 /// Not `hashbrown`: its `find` compares candidates through a `dyn FnMut`,
 /// which the compiler cannot inline, so every probe paid a call and the
 /// spilling of the walk's registers around it. Here the probe is a loop of
 /// word compares inlined into the walk; the tag rules out all but about one
-/// in 255 non-matching slots before the node is read (false tag matches
+/// in 31 non-matching slots before the node is read (false tag matches
 /// cost one node compare, never a wrong answer). The home slot is taken
 /// from the hash's top bits. Deleting shifts the rest of the run back (no
-/// tombstones: probe runs never lengthen with churn).
+/// tombstones: probe runs never lengthen with churn), and the stored
+/// displacement says which entries may move without reading their nodes
+/// (only one displaced by 7 or more is rehashed).
 ///
 /// A slot is half the 8 bytes it was with a 32-bit tag, so a path's edge
 /// costs 4 bytes over the load factor: the slot cannot recompute its home,
 /// so growing rebuilds the table from the node slab (in slab order, a
-/// sequential read) and a deletion rehashes the few nodes it shifts — both
-/// registration work, off the lookup path.
+/// sequential read) — registration work, off the lookup path.
 pub(crate) struct NodeTable {
     slots: Vec<u32>,
     /// `64 − log2(slots)`: the home slot is the hash shifted right by it
@@ -133,11 +155,11 @@ impl NodeTable {
         (h >> self.shift) as usize
     }
 
-    /// The tag of hash `h`: 8 bits below the ones [`home`](Self::home) uses
-    /// (up to 2^24 slots), never 0, which marks an empty slot.
+    /// The tag of hash `h`: 5 bits below the ones [`home`](Self::home)
+    /// uses (up to 2^24 slots), never 0, which marks an empty slot.
     #[inline(always)]
     fn tag(h: u64) -> u32 {
-        u32::from((h >> 8) as u8).max(1)
+        ((h >> 8) as u32 & 0x1f).max(1)
     }
 
     /// The node under hash `h` for which `eq` holds.
@@ -152,7 +174,7 @@ impl NodeTable {
             if s == EMPTY {
                 return None;
             }
-            if s >> NODE_BITS == tag && eq(s & NODE_MASK) {
+            if s >> TAG_SHIFT == tag && eq(s & NODE_MASK) {
                 return Some(s & NODE_MASK);
             }
             i = (i + 1) & (n - 1);
@@ -189,27 +211,51 @@ impl NodeTable {
         debug_assert!(node <= NODE_MASK && !self.is_full());
         let n = self.slots.len();
         let mut i = self.home(h);
+        let mut disp = 0;
         while self.slots[i] != EMPTY {
             i = (i + 1) & (n - 1);
+            disp += 1;
         }
-        self.slots[i] = Self::tag(h) << NODE_BITS | node;
+        self.slots[i] = Self::tag(h) << TAG_SHIFT | disp.min(DISP_MAX) << NODE_BITS | node;
         self.len += 1;
+    }
+
+    /// The slot of the node under hash `h` for which `eq` holds (for
+    /// [`remove_at`](Self::remove_at)).
+    pub(crate) fn find_slot(&self, h: u64, eq: impl Fn(u32) -> bool) -> Option<usize> {
+        let n = self.slots.len();
+        let tag = Self::tag(h);
+        let mut i = self.home(h);
+        loop {
+            let s = *self.slots.get(i)?;
+            if s == EMPTY {
+                return None;
+            }
+            if s >> TAG_SHIFT == tag && eq(s & NODE_MASK) {
+                return Some(i);
+            }
+            i = (i + 1) & (n - 1);
+        }
     }
 
     /// Removes `node`, stored under hash `h`; `false` if it is not there.
     /// `hash_of(m)` must give the hash node `m` was inserted under.
     pub(crate) fn remove(&mut self, h: u64, node: u32, hash_of: impl Fn(u32) -> u64) -> bool {
-        let n = self.slots.len();
-        let entry = Self::tag(h) << NODE_BITS | node;
-        let mut i = self.home(h);
-        loop {
-            match self.slots.get(i) {
-                None => return false,
-                Some(&EMPTY) => return false,
-                Some(&s) if s == entry => break,
-                Some(_) => i = (i + 1) & (n - 1),
+        match self.find_slot(h, |m| m == node) {
+            Some(slot) => {
+                self.remove_at(slot, hash_of);
+                true
             }
+            None => false,
         }
+    }
+
+    /// Removes the entry in slot `i` (found by
+    /// [`find_slot`](Self::find_slot)) and returns its node; `hash_of` as
+    /// in [`remove`](Self::remove).
+    pub(crate) fn remove_at(&mut self, i: usize, hash_of: impl Fn(u32) -> u64) -> u32 {
+        let n = self.slots.len();
+        let node = self.slots[i] & NODE_MASK;
         // Backward shift: pull later entries of the run into the hole
         // unless that would put one before its home slot.
         let mut hole = i;
@@ -219,17 +265,38 @@ impl NodeTable {
             if s == EMPTY {
                 break;
             }
-            let home = self.home(hash_of(s & NODE_MASK));
-            // Distances travelled from the home slot, cyclically.
-            if (j.wrapping_sub(home) & (n - 1)) >= (j.wrapping_sub(hole) & (n - 1)) {
-                self.slots[hole] = s;
+            // Distance travelled from the home slot, cyclically.
+            let disp = match (s & DISP_FIELD) >> NODE_BITS {
+                DISP_MAX => j.wrapping_sub(self.home(hash_of(s & NODE_MASK))) & (n - 1),
+                d => d as usize,
+            };
+            let gap = j.wrapping_sub(hole) & (n - 1);
+            if disp >= gap {
+                let left = (disp - gap).min(DISP_MAX as usize) as u32;
+                self.slots[hole] = s & !DISP_FIELD | left << NODE_BITS;
                 hole = j;
             }
             j = (j + 1) & (n - 1);
         }
         self.slots[hole] = EMPTY;
         self.len -= 1;
-        true
+        node
+    }
+
+    /// How far the entries sit from their home slots: `(entries, sum of
+    /// displacements, largest)`. `hash_of` as in [`remove`](Self::remove).
+    #[cfg(feature = "testing")]
+    pub(crate) fn displacements(&self, hash_of: impl Fn(u32) -> u64) -> (usize, usize, usize) {
+        let n = self.slots.len();
+        let (mut sum, mut max) = (0, 0);
+        for (i, &s) in self.slots.iter().enumerate() {
+            if s != EMPTY {
+                let d = i.wrapping_sub(self.home(hash_of(s & NODE_MASK))) & (n - 1);
+                sum += d;
+                max = max.max(d);
+            }
+        }
+        (self.len, sum, max)
     }
 
     /// Number of entries.

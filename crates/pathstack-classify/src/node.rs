@@ -47,9 +47,6 @@
 //! says which, so keeping them out keeps the node at 32 bytes for the
 //! active walk's cache lines and costs a node without a twin nothing.
 
-use hashbrown::hash_map::Entry;
-use hashbrown::HashMap;
-
 use crate::{Key, KeyMode, ModuleId, PathId};
 
 /// "None" in the u32 fields of a node; why `u32::MAX` ids are reserved.
@@ -68,18 +65,6 @@ pub(crate) const EDGE_MASK: u64 = (1 << 48) - 1;
 
 /// Mark in [`DemuxNode::edge`]: the node has a twin (in `NodeSlab::twins`).
 const TWIN: u64 = 1 << 56;
-
-/// Heap bytes of a `hashbrown` table holding `cap` entries of `size`
-/// bytes: a power-of-two bucket count at ≤ 7/8 load, one control byte per
-/// bucket plus a trailing group of 16.
-pub(crate) fn hashbrown_bytes(cap: usize, size: usize) -> usize {
-    let buckets = match cap {
-        0 => return 0,
-        1..=7 => (cap + 1).next_power_of_two(),
-        _ => (cap * 8 / 7).next_power_of_two(),
-    };
-    buckets * (size + 1) + 16
-}
 
 /// The packed edge word of `(parent, flags, key length)`.
 #[inline(always)]
@@ -216,28 +201,32 @@ impl Family {
     }
 }
 
-/// A sparse side map from node index, for what few nodes have: hashed by
-/// foldhash, since only registration and the passive walk's setup read it.
-type SideMap<V> = HashMap<u32, V, foldhash::fast::RandomState>;
-
-/// The twins of the nodes that have one, as `(node, twin)` entries in an
+/// What few nodes have, by node index: `(node, value)` entries in an
 /// open-addressing table, linearly probed from a Fibonacci hash of the node
-/// index and at most half full.
+/// index and at most half full (twins; the children of nodes with several).
 ///
 /// Not a `hashbrown` map: the passive walk reads a twin per level it takes
-/// over, and a general map's hashing and group probing cost that walk more
-/// than the probe the twin saves. Unseeded, because what it holds comes
-/// from registration, never from the wire: twins are nodes both modes
-/// registered.
-#[derive(Default)]
-struct Twins {
-    /// `node << 32 | twin`, or [`Twins::EMPTY`].
-    slots: Vec<u64>,
+/// over, and registration updates a family per path added below a node
+/// with several children (thousands, below a busy host's IP node); a
+/// general map's hashing and group probing cost more than either. Unseeded,
+/// because what it holds comes from registration, never from the wire.
+struct SideTable<V> {
+    /// `(node, value)`, node `NONE` for a vacant slot.
+    slots: Vec<(u32, V)>,
     len: usize,
 }
 
-impl Twins {
-    const EMPTY: u64 = u64::MAX;
+impl<V: Copy + Default> Default for SideTable<V> {
+    fn default() -> Self {
+        SideTable {
+            slots: Vec::new(),
+            len: 0,
+        }
+    }
+}
+
+impl<V: Copy + Default> SideTable<V> {
+    const VACANT: u32 = NONE;
 
     #[inline(always)]
     fn home(node: u32, n: usize) -> usize {
@@ -245,95 +234,92 @@ impl Twins {
         (u64::from(node).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - n.trailing_zeros())) as usize
     }
 
-    /// The twin of `node`, or `NONE`.
+    /// The slot holding `node`, if any.
     #[inline]
-    fn get(&self, node: u32) -> u32 {
+    fn slot(&self, node: u32) -> Option<usize> {
         let n = self.slots.len();
         if n == 0 {
-            return NONE;
+            return None;
         }
         let mut i = Self::home(node, n);
         loop {
-            let s = self.slots[i];
-            if s == Self::EMPTY {
-                return NONE;
+            match self.slots[i].0 {
+                Self::VACANT => return None,
+                k if k == node => return Some(i),
+                _ => i = (i + 1) & (n - 1),
             }
-            if (s >> 32) as u32 == node {
-                return s as u32;
-            }
-            i = (i + 1) & (n - 1);
         }
     }
 
-    /// Records `twin` for `node`, which has none.
-    fn insert(&mut self, node: u32, twin: u32) {
+    #[inline]
+    fn get(&self, node: u32) -> Option<V> {
+        self.slot(node).map(|i| self.slots[i].1)
+    }
+
+    fn get_mut(&mut self, node: u32) -> Option<&mut V> {
+        self.slot(node).map(|i| &mut self.slots[i].1)
+    }
+
+    fn contains(&self, node: u32) -> bool {
+        self.slot(node).is_some()
+    }
+
+    /// Records `value` for `node`, which has none.
+    fn insert(&mut self, node: u32, value: V) {
+        debug_assert!(node != Self::VACANT && !self.contains(node));
         if (self.len + 1) * 2 > self.slots.len() {
             let n = (self.slots.len() * 2).max(8);
-            let old = std::mem::replace(&mut self.slots, vec![Self::EMPTY; n]);
-            for e in old.into_iter().filter(|&e| e != Self::EMPTY) {
+            let old = std::mem::replace(&mut self.slots, vec![(Self::VACANT, V::default()); n]);
+            for e in old.into_iter().filter(|e| e.0 != Self::VACANT) {
                 self.place(e);
             }
         }
-        self.place(u64::from(node) << 32 | u64::from(twin));
+        self.place((node, value));
         self.len += 1;
     }
 
-    fn place(&mut self, entry: u64) {
+    fn place(&mut self, entry: (u32, V)) {
         let n = self.slots.len();
-        let mut i = Self::home((entry >> 32) as u32, n);
-        while self.slots[i] != Self::EMPTY {
+        let mut i = Self::home(entry.0, n);
+        while self.slots[i].0 != Self::VACANT {
             i = (i + 1) & (n - 1);
         }
         self.slots[i] = entry;
     }
 
-    /// Forgets `node`'s twin, if recorded (backward shift, as in
+    /// Forgets `node`'s value, if recorded (backward shift, as in
     /// `hash.rs`).
-    fn remove(&mut self, node: u32) {
+    fn remove(&mut self, node: u32) -> Option<V> {
+        let i = self.slot(node)?;
+        let value = self.slots[i].1;
         let n = self.slots.len();
-        if n == 0 {
-            return;
-        }
-        let mut i = Self::home(node, n);
-        loop {
-            let s = self.slots[i];
-            if s == Self::EMPTY {
-                return;
-            }
-            if (s >> 32) as u32 == node {
-                break;
-            }
-            i = (i + 1) & (n - 1);
-        }
         let mut hole = i;
         let mut j = (i + 1) & (n - 1);
         loop {
-            let s = self.slots[j];
-            if s == Self::EMPTY {
+            let e = self.slots[j];
+            if e.0 == Self::VACANT {
                 break;
             }
-            let home = Self::home((s >> 32) as u32, n);
+            let home = Self::home(e.0, n);
             if (j.wrapping_sub(home) & (n - 1)) >= (j.wrapping_sub(hole) & (n - 1)) {
-                self.slots[hole] = s;
+                self.slots[hole] = e;
                 hole = j;
             }
             j = (j + 1) & (n - 1);
         }
-        self.slots[hole] = Self::EMPTY;
+        self.slots[hole].0 = Self::VACANT;
         self.len -= 1;
+        Some(value)
     }
 
-    /// The recorded `(node, twin)` pairs.
+    /// The recorded `(node, value)` pairs.
     #[cfg(feature = "testing")]
-    fn iter(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
-        self.slots
-            .iter()
-            .filter(|&&s| s != Self::EMPTY)
-            .map(|&s| ((s >> 32) as u32, s as u32))
+    fn iter(&self) -> impl Iterator<Item = (u32, V)> + '_ {
+        self.slots.iter().copied().filter(|e| e.0 != Self::VACANT)
     }
 
     fn heap_bytes(&self) -> usize {
-        self.slots.capacity() * 8
+        self.slots.capacity() * std::mem::size_of::<(u32, V)>()
     }
 }
 
@@ -354,11 +340,11 @@ pub(crate) struct NodeSlab {
     /// Paths passing through or ending at each node; 0 marks a free slot.
     num_paths: Vec<u32>,
     /// The children of the nodes that have two or more.
-    families: SideMap<Family>,
+    families: SideTable<Family>,
     /// Each node's twin in the other mode's tree, for the nodes marked
     /// [`TWIN`]. Symmetric, and only ever names live nodes: `free` unlinks
     /// both sides.
-    twins: Twins,
+    twins: SideTable<u32>,
     free_head: Option<u32>,
     live: u32,
     spill: Vec<[u8; Key::MAX_LEN]>,
@@ -416,16 +402,15 @@ impl NodeSlab {
             // None or several: one map lookup, which finds the family of a
             // node with several (a connection's host node with thousands of
             // ports churns here) or makes the first child the only one.
-            _ => match self.families.entry(idx) {
-                Entry::Occupied(mut e) => {
-                    let f = e.get_mut();
+            _ => match self.families.get_mut(idx) {
+                Some(f) => {
                     f.changed(child, add);
                     if f.count == 1 {
                         *only = f.xor;
-                        e.remove();
+                        self.families.remove(idx);
                     }
                 }
-                Entry::Vacant(_) => {
+                None => {
                     debug_assert!(add, "node {idx} loses a child it does not have");
                     *only = child;
                 }
@@ -439,7 +424,7 @@ impl NodeSlab {
     #[cfg(feature = "testing")]
     pub(crate) fn children(&self, idx: u32) -> Family {
         match self.nodes[idx as usize].only {
-            NONE => self.families.get(&idx).copied().unwrap_or_default(),
+            NONE => self.families.get(idx).unwrap_or_default(),
             only => Family {
                 count: 1,
                 xor: only,
@@ -475,7 +460,7 @@ impl NodeSlab {
     pub(crate) fn heap_bytes(&self) -> usize {
         self.nodes.capacity() * std::mem::size_of::<DemuxNode>()
             + self.num_paths.capacity() * 4
-            + hashbrown_bytes(self.families.capacity(), 12)
+            + self.families.heap_bytes()
             + self.twins.heap_bytes()
             + self.spill.capacity() * Key::MAX_LEN
             + self.spill_free.capacity() * 4
@@ -487,12 +472,11 @@ impl NodeSlab {
         if self.get(idx).edge & TWIN == 0 {
             return NONE;
         }
-        self.twins.get(idx)
+        self.twins.get(idx).unwrap_or(NONE)
     }
 
     /// Makes live nodes `a` and `b` each other's twin.
     pub(crate) fn link_twins(&mut self, a: u32, b: u32) {
-        debug_assert!(self.twins.get(a) == NONE && self.twins.get(b) == NONE);
         self.twins.insert(a, b);
         self.twins.insert(b, a);
         self.get_mut(a).edge |= TWIN;
@@ -517,7 +501,7 @@ impl NodeSlab {
         let live = |i: u32| self.num_paths.get(i as usize).is_some_and(|&n| n > 0);
         self.families
             .iter()
-            .all(|(&i, f)| live(i) && f.count >= 2 && self.get(i).only == NONE)
+            .all(|(i, f)| live(i) && f.count >= 2 && self.get(i).only == NONE)
             && self
                 .twins
                 .iter()
@@ -613,10 +597,9 @@ impl NodeSlab {
             self.spill_free.push(n.key_lo as u32);
         }
         // No paths left means no children left: no family entry.
-        debug_assert!(n.only == NONE && !self.families.contains_key(&idx));
+        debug_assert!(n.only == NONE && !self.families.contains(idx));
         if n.edge & TWIN != 0 {
-            let t = self.twins.get(idx);
-            self.twins.remove(idx);
+            let t = self.twins.remove(idx).unwrap_or(NONE);
             if t != NONE {
                 self.twins.remove(t);
                 self.get_mut(t).edge &= !TWIN;
