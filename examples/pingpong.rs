@@ -202,12 +202,17 @@ fn config(
     Ok(c)
 }
 
-/// The path-inlining rule for the ping-pong path over `nic`: the module
-/// sequence ends in the driver stage the NIC puts under ETH.
+/// The specialization rule for the ping-pong path over `nic` (PIN: the
+/// stages path-inlined, the common case in the fused fast form): the
+/// module sequence ends in the driver stage the NIC puts under ETH.
 fn inline_rule(nic: Nic) -> Rule {
     match nic {
-        Nic::Device => inline::udp_rule::<EchoStage, WireStage>(ECHO_SPEC.name, WIRE_SPEC.name),
-        Nic::Lance(_) => inline::udp_rule::<EchoStage, LanceStage>(ECHO_SPEC.name, LANCE_SPEC.name),
+        Nic::Device => {
+            inline::udp_fast_rule::<EchoStage, WireStage>(ECHO_SPEC.name, WIRE_SPEC.name)
+        }
+        Nic::Lance(_) => {
+            inline::udp_fast_rule::<EchoStage, LanceStage>(ECHO_SPEC.name, LANCE_SPEC.name)
+        }
     }
 }
 

@@ -99,6 +99,12 @@ pub trait Exec: Send {
     fn into_stages(self: Box<Self>) -> Vec<Box<dyn Stage>>;
     /// Whether this executor is path-inlined.
     fn is_inlined(&self) -> bool;
+    /// Messages a fused fast form handled per direction (down, up), or
+    /// `None` if this executor has none
+    /// ([`Specialized`](crate::fused::Specialized)).
+    fn fast_hits(&self) -> Option<[u64; 2]> {
+        None
+    }
 }
 
 /// Which stages pass messages on unchanged, per direction
@@ -204,6 +210,26 @@ impl<T> Inlined<T> {
     pub fn stages(&self) -> &T {
         &self.stages
     }
+
+    /// The stages, writable (for a fast form over them).
+    pub(crate) fn stages_mut(&mut self) -> &mut T {
+        &mut self.stages
+    }
+
+    /// Whether the stage at `pos` passes every message going `dir` on
+    /// unchanged ([`Stage::passes`]).
+    pub(crate) fn passes_at(&self, pos: usize, dir: Dir) -> bool {
+        self.passes.skips(pos, dir)
+    }
+}
+
+impl<T: StageTuple> Inlined<T> {
+    /// The inlined executor over `stages`, which must be of the types of
+    /// `T`; gives them back otherwise.
+    pub(crate) fn build(stages: Vec<Box<dyn Stage>>) -> Result<Self, Vec<Box<dyn Stage>>> {
+        let passes = Passes::of(stages.iter().map(|s| &**s));
+        T::from_stages(stages).map(|stages| Inlined { stages, passes })
+    }
 }
 
 fn downcast<S: Stage>(b: Box<dyn Stage>) -> S {
@@ -255,9 +281,7 @@ macro_rules! inlined {
                 Ok(($(downcast::<$T>(match it.next() { Some(s) => s, None => unreachable!("length checked") }),)+))
             }
             fn into_exec(stages: Vec<Box<dyn Stage>>) -> Result<Box<dyn Exec>, Vec<Box<dyn Stage>>> {
-                let passes = Passes::of(stages.iter().map(|s| &**s));
-                Self::from_stages(stages)
-                    .map(|t| Box::new(Inlined { stages: t, passes }) as Box<dyn Exec>)
+                Inlined::<Self>::build(stages).map(|e| Box::new(e) as Box<dyn Exec>)
             }
         }
 

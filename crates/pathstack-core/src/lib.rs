@@ -18,6 +18,7 @@ pub mod drop_reason;
 pub mod error;
 pub mod exec;
 pub mod fault;
+pub mod fused;
 pub mod graph;
 pub mod ids;
 pub mod module;

@@ -287,6 +287,20 @@ impl Path {
     pub fn is_inlined(&self) -> bool {
         self.exec.is_inlined()
     }
+
+    /// Whether the path runs a fused fast form (the specialization rule,
+    /// [`Rule::specialize`](crate::rules::Rule::specialize)).
+    pub fn is_specialized(&self) -> bool {
+        self.exec.fast_hits().is_some()
+    }
+
+    /// Messages the path's fused fast form handled, per direction (down,
+    /// up): the rest went through its stages (Jacobson's header-prediction
+    /// hit count, for a whole path). `None` if the path is not
+    /// specialized.
+    pub fn fast_hits(&self) -> Option<[u64; 2]> {
+        self.exec.fast_hits()
+    }
     /// Key of the module sequence (equal for paths through the same modules).
     pub fn sequence_key(&self) -> u64 {
         self.seq_key

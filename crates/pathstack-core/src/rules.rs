@@ -18,8 +18,14 @@
 //! ```
 
 use crate::error::PathError;
-use crate::exec::{DynExec, StageTuple};
+use crate::exec::{DynExec, Exec, Inlined, StageTuple};
+use crate::fused::{FastForm, Specialized};
 use crate::path::Path;
+use crate::stage::Stage;
+
+/// How an executor is built over a path's stages (giving them back when
+/// their types do not fit).
+type BuildExec = fn(Vec<Box<dyn Stage>>) -> Result<Box<dyn Exec>, Vec<Box<dyn Stage>>>;
 
 /// Why [`RuleTarget::inline`] refused a path: its stages are not of the
 /// tuple's types.
@@ -52,20 +58,35 @@ impl RuleTarget<'_> {
     /// Replaces the path's executor with the inlined executor over `T`.
     /// Fails, leaving the path as it was, if the stage types do not match.
     pub fn inline<T: StageTuple>(&mut self) -> Result<(), PathError> {
+        self.rebuild(T::into_exec, std::any::type_name::<T>())
+    }
+
+    /// Replaces the path's executor with the specialized executor: the
+    /// stages `T` inlined, with the fused fast form `F` in front of their
+    /// middle ([`Specialized`]). Fails, leaving the path as it was, if the
+    /// stage types do not match.
+    pub fn specialize<T, F>(&mut self) -> Result<(), PathError>
+    where
+        T: StageTuple,
+        F: FastForm<T>,
+        Inlined<T>: Exec,
+    {
+        self.rebuild(Specialized::<T, F>::build, std::any::type_name::<T>())
+    }
+
+    /// Rebuilds the path's executor over its stages with `build`.
+    fn rebuild(&mut self, build: BuildExec, tuple: &'static str) -> Result<(), PathError> {
         let exec = std::mem::replace(&mut self.path.exec, Box::new(DynExec::new(Vec::new())));
-        let stages = exec.into_stages();
-        match T::into_exec(stages) {
-            Ok(inlined) => {
-                self.path.exec = inlined;
+        match build(exec.into_stages()) {
+            Ok(built) => {
+                self.path.exec = built;
                 Ok(())
             }
             Err(stages) => {
                 self.path.exec = Box::new(DynExec::new(stages));
                 Err(PathError::Refused {
                     module: format!("{}", self.path.id),
-                    source: Box::new(StageTypesMismatch {
-                        tuple: std::any::type_name::<T>(),
-                    }),
+                    source: Box::new(StageTypesMismatch { tuple }),
                 })
             }
         }
@@ -118,6 +139,29 @@ impl Rule {
                     && stages_match::<T>(v.path)
             },
             |t| t.inline::<T>(),
+        )
+    }
+
+    /// The specialization rule for paths whose modules have the types
+    /// `module_types` (in order from `end[0]`) and whose stages are the
+    /// tuple `T`: their common case runs in the fused fast form `F`, the
+    /// rest through the inlined stages ([`Specialized`]). Applies to a
+    /// modular or a merely inlined path.
+    pub fn specialize<T, F>(name: impl Into<String>, module_types: &[&'static str]) -> Self
+    where
+        T: StageTuple,
+        F: FastForm<T>,
+        Inlined<T>: Exec,
+    {
+        let seq: Vec<&'static str> = module_types.to_vec();
+        Rule::new(
+            name,
+            move |v| {
+                !v.path.is_specialized()
+                    && v.module_types == seq.as_slice()
+                    && stages_match::<T>(v.path)
+            },
+            |t| t.specialize::<T, F>(),
         )
     }
 

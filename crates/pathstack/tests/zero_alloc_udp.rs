@@ -2,7 +2,8 @@
 //! between two Internet hosts on the in-memory wire (the `pingpong`
 //! example's ECHO/UDP/IP/ARP/ETH/WIRE paths, the server's ECHO turning the
 //! datagram around in its path) makes zero heap allocations per round trip
-//! after warm-up, for both schedulers and both path forms.
+//! after warm-up, for both schedulers and all three path forms (modular,
+//! inlined, specialized).
 //!
 //! One test in this binary: the allocation counter is process-wide.
 
@@ -40,7 +41,16 @@ fn host(
     Host::new(c, dev).unwrap()
 }
 
-fn app_path(h: &mut Host, local: u16, remote: Option<[u8; 4]>, pin: bool) -> PathId {
+/// How a path runs: modular, path-inlined, or specialized (inlined with
+/// the fused fast form in front).
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Form {
+    Std,
+    Inlined,
+    Specialized,
+}
+
+fn app_path(h: &mut Host, local: u16, remote: Option<[u8; 4]>, form: Form) -> PathId {
     let app = h.stack().module_id("app").unwrap();
     let mut attrs = Attrs::new();
     let remote = match remote {
@@ -58,14 +68,15 @@ fn app_path(h: &mut Host, local: u16, remote: Option<[u8; 4]>, pin: bool) -> Pat
         },
     );
     let p = h.stack_mut().path_create(app, attrs).unwrap();
-    if pin {
-        h.stack_mut()
-            .add_rule(inline::udp_rule::<EchoStage, WireStage>(
-                ECHO_SPEC.name,
-                WIRE_SPEC.name,
-            ));
-        assert!(!h.stack_mut().path_optimize(p).unwrap().is_empty());
-    }
+    let rule = match form {
+        Form::Std => return p,
+        Form::Inlined => inline::udp_rule::<EchoStage, WireStage>(ECHO_SPEC.name, WIRE_SPEC.name),
+        Form::Specialized => {
+            inline::udp_fast_rule::<EchoStage, WireStage>(ECHO_SPEC.name, WIRE_SPEC.name)
+        }
+    };
+    h.stack_mut().add_rule(rule);
+    assert!(!h.stack_mut().path_optimize(p).unwrap().is_empty());
     p
 }
 
@@ -87,12 +98,12 @@ fn round_trip(client: &mut Host, server: &mut Host, cpath: PathId) -> bool {
 #[test]
 fn udp_ping_pong_makes_no_heap_allocations_after_warm_up() {
     for sched in [SchedKind::PerMessage, SchedKind::Ldlp { batch: 32 }] {
-        for pin in [false, true] {
+        for form in [Form::Std, Form::Inlined, Form::Specialized] {
             let (a, b) = wire_pair(WireConfig::default());
             let mut client = host("10.0.0.1/24", 1, sched, "sink", a);
             let mut server = host("10.0.0.2/24", 2, sched, "echo", b);
-            app_path(&mut server, PORT, None, pin);
-            let cpath = app_path(&mut client, 0, Some([10, 0, 0, 2]), pin);
+            app_path(&mut server, PORT, None, form);
+            let cpath = app_path(&mut client, 0, Some([10, 0, 0, 2]), form);
             // Warm-up: ARP resolution, pool buffers, queues, timers.
             for _ in 0..1_000 {
                 assert!(round_trip(&mut client, &mut server, cpath));
@@ -106,11 +117,11 @@ fn udp_ping_pong_makes_no_heap_allocations_after_warm_up() {
             let allocs = counting_alloc::allocations() - before;
             assert_eq!(
                 answered, rounds,
-                "{sched:?} pin={pin}: every round trip answered"
+                "{sched:?} {form:?}: every round trip answered"
             );
             assert_eq!(
                 allocs, 0,
-                "{sched:?} pin={pin}: {allocs} heap allocations in {rounds} UDP round trips"
+                "{sched:?} {form:?}: {allocs} heap allocations in {rounds} UDP round trips"
             );
         }
     }

@@ -490,6 +490,20 @@ impl ArpStage {
     }
 }
 
+impl ArpStage {
+    /// Fast form, down: the cached link address of `next_hop`, as
+    /// `resolve` finds it without moving anything; `None` (decline) on a
+    /// miss, which `resolve` handles (the message waits for a reply).
+    #[inline(always)]
+    pub(crate) fn fast_resolve(&self, next_hop: Ipv4Addr, cx: &mut Cx<'_, '_>) -> Option<MacAddr> {
+        if self.role != Role::Resolver {
+            return None;
+        }
+        let now = cx.now();
+        cx.module::<ArpModule>()?.cache.lookup(next_hop, now)
+    }
+}
+
 impl Stage for ArpStage {
     fn passes(&self, dir: Dir) -> bool {
         // A resolver does its work on the way down only.

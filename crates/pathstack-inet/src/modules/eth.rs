@@ -104,6 +104,29 @@ pub struct EthStage {
     mac: MacAddr,
 }
 
+impl EthStage {
+    /// Fast form, down: our address and the path's EtherType.
+    #[inline(always)]
+    pub(crate) fn fast_header(&self, dst: MacAddr) -> EthHeader {
+        EthHeader {
+            dst,
+            src: self.mac,
+            ethertype: wire::EtherType(self.ethertype),
+        }
+    }
+
+    /// Fast form, up: whether `process` would take a frame with header
+    /// `h` as a unicast frame for us of this path's EtherType, from an
+    /// individual (not group) source address (a broadcast is left to
+    /// `process`).
+    #[inline(always)]
+    pub(crate) fn fast_accepts(&self, h: &[u8; wire::HEADER_LEN]) -> bool {
+        // IEEE 802 §8.2: the I/G bit, the first octet's lowest.
+        let individual_source = h[6] & 1 == 0;
+        h[0..6] == self.mac.0 && individual_source && h[12..14] == self.ethertype.to_be_bytes()
+    }
+}
+
 impl Stage for EthStage {
     #[inline(always)]
     fn process(&mut self, dir: Dir, msg: &mut Msg, _cx: &mut Cx<'_, '_>) -> Verdict {

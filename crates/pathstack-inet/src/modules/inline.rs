@@ -7,6 +7,7 @@
 //! concrete stage types (Mosberger, *Scout: A Path-Based Operating System*,
 //! 1997, §3.3.8 path optimization and §4.2.3 path-inlining).
 
+use super::fast::udp::UdpFast;
 use super::{
     ArpStage, EthStage, IpStage, TcpConnStage, UdpStage, ARP_SPEC, ETH_SPEC, IP_SPEC, TCP_SPEC,
     UDP_SPEC,
@@ -33,6 +34,38 @@ pub fn udp_rule<Top: Stage, Driver: Stage>(
 ) -> Rule {
     Rule::inline::<(Top, UdpStage, IpStage, ArpStage, EthStage, Driver)>(
         format!("inline {top_type}/UDP/IP/ARP/ETH/{driver_type}"),
+        &[
+            top_type,
+            UDP_SPEC.name,
+            IP_SPEC.name,
+            ARP_SPEC.name,
+            ETH_SPEC.name,
+            driver_type,
+        ],
+    )
+}
+
+/// The specialization rule for UDP paths `top / UDP / IP / ARP / ETH /
+/// driver`, as [`udp_rule`] names them: the stages are path-inlined and
+/// the common case runs in the fused fast form [`UdpFast`] (all three
+/// headers written at once from a template of the path's peer, a
+/// received frame checked in one pass), the rest through the inlined
+/// stages (`pathstack_core::fused`). The rule is named `specialize
+/// top/UDP/IP/ARP/ETH/driver`; it applies to a modular or an inlined path.
+///
+/// ```
+/// use pathstack_core::device::{WireStage, WIRE_SPEC};
+/// use pathstack_core::synthetic::{EchoStage, ECHO_SPEC};
+/// use pathstack_inet::modules::inline;
+/// let rule = inline::udp_fast_rule::<EchoStage, WireStage>(ECHO_SPEC.name, WIRE_SPEC.name);
+/// assert_eq!(rule.name(), "specialize ECHO/UDP/IP/ARP/ETH/WIRE");
+/// ```
+pub fn udp_fast_rule<Top: Stage, Driver: Stage>(
+    top_type: &'static str,
+    driver_type: &'static str,
+) -> Rule {
+    Rule::specialize::<(Top, UdpStage, IpStage, ArpStage, EthStage, Driver), UdpFast>(
+        format!("specialize {top_type}/UDP/IP/ARP/ETH/{driver_type}"),
         &[
             top_type,
             UDP_SPEC.name,

@@ -23,6 +23,7 @@ use crate::ipv4_ident::IdentCounter;
 use crate::rate_limit::TokenBucket;
 use crate::reassembly::{Reassembler, Reassembly, ReassemblyConfig};
 use crate::route::{RouteEntry, RoutingTable};
+use crate::wire::checksum;
 use crate::wire::icmp::{IcmpError, Quote};
 use crate::wire::ipv4::{self, protocol, Ipv4Repr, Ipv4Template, MIN_HEADER_LEN};
 use crate::wire::udp::UdpDropReason;
@@ -713,6 +714,81 @@ impl IpStage {
             Reassembly::Held => Err(Verdict::Consumed),
             Reassembly::Dropped(r) => Err(Verdict::Drop(r.into())),
         }
+    }
+}
+
+impl IpStage {
+    /// Fast form, down: the next hop of a datagram of `len` payload bytes
+    /// to `dst` with annotations `anno`, when `send` would send it whole
+    /// with a plain header (a protocol above, no offload asked, within
+    /// the MTU, a unicast destination with a route from this interface);
+    /// `None` (decline) otherwise. Takes no identification yet: the fast
+    /// form takes it with [`IpStage::fast_ident`] once nothing can fail.
+    #[inline(always)]
+    pub(crate) fn fast_next_hop(
+        &self,
+        dst: Ipv4Addr,
+        len: usize,
+        anno: &pathstack_core::Anno,
+        cx: &mut Cx<'_, '_>,
+    ) -> Option<Ipv4Addr> {
+        let offload = anno.offload;
+        if self.protocol.is_none()
+            || offload.wants_offload()
+            || offload.tx_gso_size != 0
+            || len + MIN_HEADER_LEN > usize::from(self.iface.mtu)
+        {
+            return None;
+        }
+        if let Some(h) = self.next_hop {
+            return Some(h);
+        }
+        if self.iface.is_broadcast(dst) || dst.is_multicast() {
+            return None;
+        }
+        let m = cx.module::<IpModule>()?;
+        m.routes
+            .lookup(dst)
+            .filter(|r| r.src == self.iface.addr)
+            .map(|r| r.next_hop)
+    }
+
+    /// Fast form, down: the identification of the next datagram, from the
+    /// module's counter as `send` takes it.
+    #[inline(always)]
+    pub(crate) fn fast_ident(&self, cx: &mut Cx<'_, '_>) -> Option<u16> {
+        cx.module::<IpModule>().map(|m| m.ident.next_ident())
+    }
+
+    /// Fast form, down: our address and the path's protocol, for the
+    /// header template (`None` on IP's own path).
+    #[inline(always)]
+    pub(crate) fn fast_template(&self, dst: Ipv4Addr) -> Option<Ipv4Template> {
+        Some(Ipv4Template::new(self.iface.addr, dst, self.protocol?))
+    }
+
+    /// Fast form, up: the source, destination and total length of the
+    /// datagram at the front of `ip`, when `receive` would take it as a
+    /// whole datagram for this path: a 20-byte header (no options) whose
+    /// checksum verifies, not a fragment, this path's protocol, a valid
+    /// source, our own unicast address as destination, a total length
+    /// within the bytes. `None` (decline) otherwise.
+    #[inline(always)]
+    pub(crate) fn fast_accept(&self, ip: &[u8]) -> Option<(Ipv4Addr, Ipv4Addr, usize)> {
+        let h: &[u8; MIN_HEADER_LEN] = ip.first_chunk()?;
+        let total = usize::from(u16::from_be_bytes([h[2], h[3]]));
+        let src = Ipv4Addr::new(h[12], h[13], h[14], h[15]);
+        let dst = Ipv4Addr::new(h[16], h[17], h[18], h[19]);
+        // RFC 791 §3.1: version 4, IHL 5; MF clear and offset 0 (whole).
+        let whole = h[0] == 0x45 && u16::from_be_bytes([h[6], h[7]]) & 0x3fff == 0;
+        let ok = whole
+            && Some(h[9]) == self.protocol
+            && total >= MIN_HEADER_LEN
+            && total <= ip.len()
+            && dst == self.iface.addr
+            && ipv4::is_valid_source(src)
+            && checksum::verifies(checksum::partial(h));
+        ok.then_some((src, dst, total))
     }
 }
 

@@ -23,6 +23,7 @@
 
 pub mod arp;
 pub mod eth;
+pub mod fast;
 mod host_graph;
 pub mod icmp;
 pub mod inline;

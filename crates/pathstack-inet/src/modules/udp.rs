@@ -19,6 +19,7 @@
 use super::ip::LOCAL_IPV4;
 use super::params::transport_ends;
 use crate::anno::InetAnno;
+use crate::wire::checksum;
 use crate::wire::udp::{self as wire, UdpDropReason, UdpPacket, UdpRepr, HEADER_LEN};
 use pathstack_core::attrs::keys;
 use pathstack_core::attrs::Attrs;
@@ -238,6 +239,74 @@ impl UdpStage {
     #[cfg_attr(not(feature = "outline"), inline(always))]
     fn learn_local_ip(&mut self, cx: &Cx<'_, '_>) {
         self.local_ip = cx.attrs().get(&LOCAL_IPV4).copied();
+    }
+}
+
+/// Where a datagram leaves to, as [`UdpStage`]'s `process` would address
+/// it: what the fused fast form (`fast::udp`) needs of the UDP stage.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct UdpEnds {
+    /// Our address (the pseudo header's source).
+    pub src: Ipv4Addr,
+    /// The destination address.
+    pub dst: Ipv4Addr,
+    /// Our port.
+    pub src_port: u16,
+    /// The destination port.
+    pub dst_port: u16,
+}
+
+impl UdpStage {
+    /// Fast form, down: the ends of a datagram with annotations `anno`,
+    /// as `process` would take them (learning the path's local address
+    /// on its first datagram, as `process` does); `None` (decline) when
+    /// the path has no local address or the destination is unknown
+    /// (`process` drops those).
+    #[inline(always)]
+    pub(crate) fn fast_ends(
+        &mut self,
+        anno: &pathstack_core::Anno,
+        cx: &Cx<'_, '_>,
+    ) -> Option<UdpEnds> {
+        Some(UdpEnds {
+            src: self.local_ip(cx)?,
+            dst: self.remote_ip.or(anno.peer_ip())?,
+            src_port: self.local_port,
+            dst_port: self.remote_port.or(anno.peer_port())?,
+        })
+    }
+
+    /// Fast form, up: the source port and length of the datagram `udp`
+    /// from `src` to `dst`, when `process` would accept it (ports of this
+    /// path, a length within the datagram, a checksum that verifies unless
+    /// `verified`); `None` (decline) otherwise, or for a datagram without a
+    /// checksum, left to `process` (RFC 768 allows it; rare).
+    #[inline(always)]
+    pub(crate) fn fast_accept(
+        &self,
+        udp: &[u8],
+        src: Ipv4Addr,
+        dst: Ipv4Addr,
+        verified: bool,
+    ) -> Option<(u16, usize)> {
+        let h: &[u8; HEADER_LEN] = udp.first_chunk()?;
+        let sport = u16::from_be_bytes([h[0], h[1]]);
+        let dport = u16::from_be_bytes([h[2], h[3]]);
+        let len = u16::from_be_bytes([h[4], h[5]]);
+        let ulen = usize::from(len);
+        if dport != self.local_port
+            || self.remote_port.is_some_and(|r| r != sport)
+            || ulen < HEADER_LEN
+            || ulen > udp.len()
+            || h[6..8] == [0, 0]
+        {
+            return None;
+        }
+        let sum_ok = verified || {
+            let pseudo = checksum::partial(&wire::pseudo_header(src, dst, len));
+            checksum::verifies(pseudo + checksum::partial(&udp[..ulen]))
+        };
+        sum_ok.then_some((sport, ulen))
     }
 }
 

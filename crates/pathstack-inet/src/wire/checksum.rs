@@ -39,6 +39,14 @@ pub fn partial(bytes: &[u8]) -> u64 {
     add_words(bytes)
 }
 
+/// Whether a running sum `acc` of covered data (checksum field included,
+/// from [`partial`]s) verifies: [`verify`] for a sum kept in pieces, such
+/// as a pseudo header's kept apart from the bytes.
+#[inline]
+pub fn verifies(acc: u64) -> bool {
+    fold(acc) == 0xffff
+}
+
 /// The checksum bytes for a running sum `acc` of native-order words (from
 /// [`partial`] plus further words).
 #[inline]

@@ -475,10 +475,19 @@ impl Ipv4Template {
         if len > MAX_DATAGRAM_LEN - MIN_HEADER_LEN {
             return Err(Ipv4EmitError::PayloadTooLong(len));
         }
-        let total = ((len + MIN_HEADER_LEN) as u16).to_be_bytes();
-        let ident = ident.to_be_bytes();
         let h = msg.push(MIN_HEADER_LEN)?;
-        h.copy_from_slice(&self.header);
+        self.write(h, (len + MIN_HEADER_LEN) as u16, ident, ttl);
+        Ok(())
+    }
+
+    /// Writes the header of a datagram of `total` bytes with
+    /// identification `ident` and time to live `ttl` into the first
+    /// [`MIN_HEADER_LEN`] bytes of `h` (which must have them).
+    #[inline]
+    pub fn write(&self, h: &mut [u8], total: u16, ident: u16, ttl: u8) {
+        let total = total.to_be_bytes();
+        let ident = ident.to_be_bytes();
+        h[..MIN_HEADER_LEN].copy_from_slice(&self.header);
         h[field::LENGTH].copy_from_slice(&total);
         h[field::IDENT].copy_from_slice(&ident);
         h[field::TTL] = ttl;
@@ -488,7 +497,6 @@ impl Ipv4Template {
             + u64::from(u16::from_ne_bytes(ident))
             + u64::from(u16::from_ne_bytes([ttl, 0]));
         h[field::CHECKSUM].copy_from_slice(&checksum::finish(sum));
-        Ok(())
     }
 }
 

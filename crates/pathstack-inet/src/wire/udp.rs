@@ -67,7 +67,7 @@ pathstack_core::drop_reasons! {
 }
 
 /// The IPv4 pseudo header the UDP checksum covers (RFC 768).
-fn pseudo_header(src: Ipv4Addr, dst: Ipv4Addr, udp_len: u16) -> [u8; 12] {
+pub(crate) fn pseudo_header(src: Ipv4Addr, dst: Ipv4Addr, udp_len: u16) -> [u8; 12] {
     checksum::pseudo_header_v4(src, dst, protocol::UDP, udp_len)
 }
 

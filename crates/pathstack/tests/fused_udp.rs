@@ -1,0 +1,461 @@
+//! The fused fast form of UDP paths (`inline::udp_fast_rule`) against the
+//! modular stages it stands in front of (issue 26, item 8).
+//!
+//! Two identical hosts — one with its UDP paths specialized, one modular —
+//! live through the same random history: application sends of every size
+//! (fragmenting ones too), received frames valid and mutated (truncated,
+//! bytes flipped, IP options, fragments, bad or absent checksums, wrong
+//! ports, addresses and MACs, broadcasts, trailing padding), ARP replies
+//! that change the peer's link address, and time passing far enough for
+//! neighbour entries to expire. After every step both hosts must have put
+//! the same frames on the wire, delivered the same datagrams with the same
+//! annotations, and counted the same on every path and module: the fast
+//! form handles exactly what the stages would, or declines.
+
+use pathstack::core::attrs::keys::{AddrPart, Participants, PARTICIPANTS, PASSIVE_OPEN};
+use pathstack::core::attrs::Attrs;
+use pathstack::core::device::wire::{wire_pair, WireConfig, WireEnd};
+use pathstack::core::device::{WireStage, WIRE_SPEC};
+use pathstack::core::synthetic::{EchoStage, ECHO_SPEC};
+use pathstack::core::{Device, Dir, Duration, Instant, Msg, PathId};
+use pathstack::host::{Host, HostConfig};
+use pathstack::inet::modules::inline;
+use pathstack::inet::MacAddr;
+use proptest::prelude::*;
+
+const US: [u8; 4] = [10, 0, 0, 1];
+const PEER: [u8; 4] = [10, 0, 0, 2];
+const OTHER: [u8; 4] = [10, 0, 0, 3];
+const MAC_US: [u8; 6] = [2, 0, 0, 0, 0, 1];
+const PEER_MACS: [[u8; 6]; 2] = [[2, 0, 0, 0, 0, 2], [2, 0, 0, 0, 0, 0x22]];
+/// The connected path: our port, the peer's port.
+const CONNECTED: (u16, u16) = (5000, 7);
+/// The bound (echo) path's port.
+const BOUND: u16 = 9;
+
+/// A host with a sink above a connected UDP path and an echo above a
+/// bound one, and the wire end the test talks to it through.
+struct World {
+    host: Host,
+    wire: WireEnd,
+    connected: PathId,
+    bound: PathId,
+    now: Instant,
+}
+
+fn path(h: &mut Host, app: &str, attrs: Attrs) -> PathId {
+    let app = h.stack().module_id(app).unwrap();
+    h.stack_mut().path_create(app, attrs).unwrap()
+}
+
+impl World {
+    fn new(specialized: bool) -> World {
+        let (a, b) = wire_pair(WireConfig::default());
+        let mut c = HostConfig::parse("10.0.0.1/24").unwrap();
+        c.mac = Some(MacAddr(MAC_US));
+        c.upper = vec![
+            (
+                "name=sink module=ECHO mode=sink;".into(),
+                "sink.down<>udp.up;".into(),
+            ),
+            (
+                "name=echo module=ECHO mode=echo;".into(),
+                "echo.down<>udp.up;".into(),
+            ),
+        ];
+        let mut host = Host::new(c, a).unwrap();
+        let connected = path(
+            &mut host,
+            "sink",
+            Attrs::new().with(
+                &PARTICIPANTS,
+                Participants {
+                    local: vec![AddrPart::Port(CONNECTED.0)],
+                    remote: vec![AddrPart::Ipv4(PEER), AddrPart::Port(CONNECTED.1)],
+                },
+            ),
+        );
+        let bound = path(
+            &mut host,
+            "echo",
+            Attrs::new().with(&PASSIVE_OPEN, true).with(
+                &PARTICIPANTS,
+                Participants {
+                    local: vec![AddrPart::Port(BOUND)],
+                    remote: vec![],
+                },
+            ),
+        );
+        if specialized {
+            let s = host.stack_mut();
+            s.add_rule(inline::udp_fast_rule::<EchoStage, WireStage>(
+                ECHO_SPEC.name,
+                WIRE_SPEC.name,
+            ));
+            for p in [connected, bound] {
+                assert_eq!(s.path_optimize(p).unwrap().len(), 1);
+                assert!(s.path(p).unwrap().is_specialized());
+            }
+        }
+        let now = host.now();
+        World {
+            host,
+            wire: b,
+            connected,
+            bound,
+            now,
+        }
+    }
+
+    /// Advances the clock by `d` and polls.
+    fn poll(&mut self, d: Duration) {
+        self.now = self.now + d;
+        self.host.set_manual_clock(self.now);
+        self.host.stack_mut().poll(self.now);
+    }
+
+    fn apply(&mut self, step: &Step) {
+        match step {
+            Step::Send { len, ttl } => {
+                let payload: Vec<u8> = (0..*len).map(|i| i as u8 ^ 0x5a).collect();
+                let mut m = self.host.stack().pool().alloc_copy(&payload).unwrap();
+                if let Some(t) = ttl {
+                    pathstack::inet::anno::InetAnno::set_ttl(m.anno_mut(), *t);
+                }
+                // Refusals (a dropping stage) are compared through the
+                // counters below.
+                let _ = self.host.stack_mut().send(self.connected, Dir::Down, m);
+            }
+            Step::Frame(bytes) => {
+                let m = self.host.stack().pool().alloc_copy(bytes).unwrap();
+                self.wire.transmit(m, self.now).unwrap();
+            }
+            Step::Wait(ms) => self.poll(Duration::from_millis(*ms)),
+        }
+        self.poll(Duration::from_micros(10));
+    }
+
+    /// Everything observable: the frames out, the datagrams delivered with
+    /// their annotations, and every counter.
+    fn observe(&mut self) -> Observed {
+        let pool = self.host.stack().pool();
+        let mut frames = Vec::new();
+        while let Some(f) = self.wire.receive(pool, self.now).unwrap() {
+            frames.push(f.as_slice().to_vec());
+        }
+        let mut delivered = Vec::new();
+        while let Some(m) = self.host.stack_mut().recv(self.connected, Dir::Up) {
+            delivered.push(describe(&m));
+        }
+        let s = self.host.stack();
+        let mut counters = Vec::new();
+        for p in [self.connected, self.bound] {
+            let st = s.path(p).unwrap().stats();
+            counters.push(format!(
+                "in {:?} out {:?} consumed {} drops {:?}",
+                st.msgs_in, st.msgs_out, st.consumed, st.drops
+            ));
+        }
+        for m in 0.. {
+            let id = pathstack::core::ModuleId(m);
+            let Some(stats) = s.module_stats(id) else {
+                break;
+            };
+            counters.push(format!("{stats:?} {:?}", s.module_drops(id)));
+        }
+        Observed {
+            frames,
+            delivered,
+            counters,
+        }
+    }
+}
+
+fn describe(m: &Msg) -> String {
+    use pathstack::inet::anno::InetAnno;
+    let a = m.anno();
+    format!(
+        "{:?} peer {:?}:{:?} local {:?} link {:?}",
+        m.as_slice(),
+        a.peer_ip(),
+        a.peer_port(),
+        a.local_ip(),
+        a.link_dst()
+    )
+}
+
+#[derive(Debug, PartialEq)]
+struct Observed {
+    frames: Vec<Vec<u8>>,
+    delivered: Vec<String>,
+    counters: Vec<String>,
+}
+
+#[derive(Clone, Debug)]
+enum Step {
+    /// The sink's application sends `len` bytes on the connected path.
+    Send { len: usize, ttl: Option<u8> },
+    /// A frame arrives.
+    Frame(Vec<u8>),
+    /// Time passes (ARP entries expire after a minute).
+    Wait(u64),
+}
+
+/// How a received frame is made wrong.
+#[derive(Clone, Debug)]
+enum Mutation {
+    None,
+    Flip { at: usize, xor: u8 },
+    Truncate(usize),
+    Pad(usize),
+    IpOptions,
+    Fragment { more: bool, offset: u16 },
+    NoUdpChecksum,
+    DstMac([u8; 6]),
+    DstIp([u8; 4]),
+    Ttl(u8),
+}
+
+fn checksum(parts: &[&[u8]]) -> u16 {
+    let mut sum = 0u32;
+    for p in parts {
+        for w in p.chunks(2) {
+            sum += u32::from(u16::from_be_bytes([w[0], *w.get(1).unwrap_or(&0)]));
+        }
+    }
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    !(sum as u16)
+}
+
+/// A UDP datagram from `src` to us as the wire would carry it, then
+/// `mutation`.
+fn frame(
+    src_mac: [u8; 6],
+    src: [u8; 4],
+    ports: (u16, u16),
+    payload: &[u8],
+    mutation: &Mutation,
+) -> Vec<u8> {
+    let options: &[u8] = match mutation {
+        Mutation::IpOptions => &[1, 1, 1, 0],
+        _ => &[],
+    };
+    let ihl = 20 + options.len();
+    let ulen = (8 + payload.len()) as u16;
+    let mut udp = Vec::new();
+    udp.extend_from_slice(&ports.0.to_be_bytes());
+    udp.extend_from_slice(&ports.1.to_be_bytes());
+    udp.extend_from_slice(&ulen.to_be_bytes());
+    udp.extend_from_slice(&[0, 0]);
+    udp.extend_from_slice(payload);
+    let dst_ip = match mutation {
+        Mutation::DstIp(d) => *d,
+        _ => US,
+    };
+    let mut pseudo = Vec::new();
+    pseudo.extend_from_slice(&src);
+    pseudo.extend_from_slice(&dst_ip);
+    pseudo.extend_from_slice(&[0, 17]);
+    pseudo.extend_from_slice(&ulen.to_be_bytes());
+    let c = match mutation {
+        Mutation::NoUdpChecksum => 0,
+        _ => match checksum(&[&pseudo, &udp]) {
+            0 => 0xffff,
+            c => c,
+        },
+    };
+    udp[6..8].copy_from_slice(&c.to_be_bytes());
+    let mut ip = vec![0u8; ihl];
+    ip[0] = 0x40 | (ihl / 4) as u8;
+    ip[2..4].copy_from_slice(&((ihl + udp.len()) as u16).to_be_bytes());
+    ip[4..6].copy_from_slice(&0x1234u16.to_be_bytes());
+    if let Mutation::Fragment { more, offset } = mutation {
+        let v = (u16::from(*more) << 13) | (offset & 0x1fff);
+        ip[6..8].copy_from_slice(&v.to_be_bytes());
+    }
+    ip[8] = match mutation {
+        Mutation::Ttl(t) => *t,
+        _ => 64,
+    };
+    ip[9] = 17;
+    ip[12..16].copy_from_slice(&src);
+    ip[16..20].copy_from_slice(&dst_ip);
+    ip[20..].copy_from_slice(options);
+    let c = checksum(&[&ip]);
+    ip[10..12].copy_from_slice(&c.to_be_bytes());
+    let dst_mac = match mutation {
+        Mutation::DstMac(m) => *m,
+        _ => MAC_US,
+    };
+    let mut f = Vec::new();
+    f.extend_from_slice(&dst_mac);
+    f.extend_from_slice(&src_mac);
+    f.extend_from_slice(&[0x08, 0x00]);
+    f.extend_from_slice(&ip);
+    f.extend_from_slice(&udp);
+    if f.len() < 60 {
+        f.resize(60, 0);
+    }
+    match mutation {
+        Mutation::Flip { at, xor } => {
+            let i = at % f.len();
+            f[i] ^= xor.max(&1);
+        }
+        Mutation::Truncate(n) => f.truncate(n % f.len()),
+        Mutation::Pad(n) => f.resize(f.len() + n, 0xee),
+        _ => {}
+    }
+    f
+}
+
+/// An ARP reply (RFC 826) telling us that `ip` is at `mac`.
+fn arp_reply(mac: [u8; 6], ip: [u8; 4]) -> Vec<u8> {
+    let mut f = Vec::new();
+    f.extend_from_slice(&MAC_US);
+    f.extend_from_slice(&mac);
+    f.extend_from_slice(&[0x08, 0x06, 0, 1, 0x08, 0x00, 6, 4, 0, 2]);
+    f.extend_from_slice(&mac);
+    f.extend_from_slice(&ip);
+    f.extend_from_slice(&MAC_US);
+    f.extend_from_slice(&US);
+    f.resize(60, 0);
+    f
+}
+
+fn mutation() -> impl Strategy<Value = Mutation> {
+    prop_oneof![
+        6 => Just(Mutation::None),
+        2 => (0usize..100, any::<u8>()).prop_map(|(at, xor)| Mutation::Flip { at, xor }),
+        1 => (0usize..100).prop_map(Mutation::Truncate),
+        1 => (1usize..40).prop_map(Mutation::Pad),
+        1 => Just(Mutation::IpOptions),
+        1 => (any::<bool>(), 0u16..4).prop_map(|(more, offset)| Mutation::Fragment { more, offset }),
+        1 => Just(Mutation::NoUdpChecksum),
+        1 => prop_oneof![Just([0xff; 6]), Just([2, 0, 0, 0, 0, 9]), Just([1, 0, 0x5e, 0, 0, 1])]
+            .prop_map(Mutation::DstMac),
+        1 => prop_oneof![Just([10, 0, 0, 255]), Just([10, 0, 0, 9]), Just([255; 4])]
+            .prop_map(Mutation::DstIp),
+        1 => (0u8..3).prop_map(Mutation::Ttl),
+    ]
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    let datagram = (
+        0usize..2,
+        prop_oneof![Just(PEER), Just(OTHER), Just([224, 0, 0, 1])],
+        prop_oneof![
+            Just(CONNECTED.1),
+            Just(BOUND),
+            Just(CONNECTED.0),
+            Just(1234u16)
+        ],
+        prop_oneof![Just(CONNECTED.0), Just(BOUND), Just(4321u16)],
+        proptest::collection::vec(any::<u8>(), 0..80),
+        mutation(),
+    )
+        .prop_map(|(mac, src, sport, dport, payload, m)| {
+            Step::Frame(frame(PEER_MACS[mac], src, (sport, dport), &payload, &m))
+        });
+    prop_oneof![
+        4 => (
+            prop_oneof![4 => 0usize..64, 1 => 1400usize..1600],
+            proptest::option::weighted(0.1, 1u8..=255)
+        )
+            .prop_map(|(len, ttl)| Step::Send { len, ttl }),
+        8 => datagram,
+        1 => (0usize..2, prop_oneof![Just(PEER), Just(OTHER)])
+            .prop_map(|(m, ip)| Step::Frame(arp_reply(PEER_MACS[m], ip))),
+        1 => prop_oneof![Just(1u64), Just(30_000), Just(90_000)].prop_map(Step::Wait),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn specialized_udp_paths_behave_as_the_modular_stages(
+        steps in proptest::collection::vec(step(), 1..60)
+    ) {
+        let mut fused = World::new(true);
+        let mut modular = World::new(false);
+        // The peers are known from the start half the time: the fast form
+        // then runs from the first datagram.
+        for w in [&mut fused, &mut modular] {
+            w.apply(&Step::Frame(arp_reply(PEER_MACS[0], PEER)));
+            w.apply(&Step::Frame(arp_reply(PEER_MACS[0], OTHER)));
+        }
+        for (i, s) in steps.iter().enumerate() {
+            fused.apply(s);
+            modular.apply(s);
+            let (f, m) = (fused.observe(), modular.observe());
+            prop_assert_eq!(f, m, "after step {} ({:?})", i, s);
+        }
+    }
+}
+
+/// The common case takes the fast form: in a steady exchange every
+/// datagram goes through it, and the frames,
+/// deliveries and counters are the modular host's.
+#[test]
+fn a_steady_exchange_is_byte_identical() {
+    let mut fused = World::new(true);
+    let mut modular = World::new(false);
+    for w in [&mut fused, &mut modular] {
+        w.apply(&Step::Frame(arp_reply(PEER_MACS[0], PEER)));
+        w.apply(&Step::Frame(arp_reply(PEER_MACS[1], OTHER)));
+        // The host's own ARP announcement.
+        w.observe();
+    }
+    for i in 0..200 {
+        let steps = [
+            Step::Send {
+                len: i % 50,
+                ttl: None,
+            },
+            Step::Frame(frame(
+                PEER_MACS[0],
+                PEER,
+                (CONNECTED.1, CONNECTED.0),
+                &[i as u8; 3],
+                &Mutation::None,
+            )),
+            Step::Frame(frame(
+                PEER_MACS[1],
+                OTHER,
+                (4000, BOUND),
+                &[i as u8; 20],
+                &Mutation::None,
+            )),
+        ];
+        for s in &steps {
+            fused.apply(s);
+            modular.apply(s);
+            let (f, m) = (fused.observe(), modular.observe());
+            assert_eq!(f, m, "round {i}, {s:?}");
+            // Each step puts one datagram on the wire: the send, or the
+            // echo of what the bound path received.
+            let sent = matches!(s, Step::Send { .. })
+                || matches!(s, Step::Frame(f) if f[36..38] == BOUND.to_be_bytes());
+            assert_eq!(f.frames.len(), usize::from(sent), "round {i}, {s:?}");
+        }
+    }
+    // Every send and every datagram of the steady exchange took the fast
+    // form.
+    let s = fused.host.stack();
+    assert_eq!(
+        s.path(fused.connected).unwrap().fast_hits(),
+        Some([200, 200])
+    );
+    assert_eq!(s.path(fused.bound).unwrap().fast_hits(), Some([200, 200]));
+    assert_eq!(
+        modular
+            .host
+            .stack()
+            .path(modular.bound)
+            .unwrap()
+            .fast_hits(),
+        None
+    );
+}
