@@ -37,7 +37,10 @@
 //! leaves the reply in the path's sink. With `--nic lance:copy` or
 //! `lance:direct` the bottom stage is the emulated LANCE adapter's driver
 //! instead of `WIRE` (Mosberger, Peterson and O'Malley, *Protocol Latency: MIPS and Reality*, 1995, §2.6), on both hosts and on either wire;
-//! path inlining (PIN) then uses the sequence ending in `LANCE`.
+//! PIN then uses the sequence ending in `LANCE`. PIN is the specialized
+//! path (`inline::udp_fast_rule`): the stages path-inlined and the common
+//! case in the fused fast form of UDP/IP/ARP/ETH
+//! (`pathstack_core::fused`), the rest through the inlined stages.
 //!
 //! ```text
 //! cargo run --release --example pingpong -- [--wire memory|tap] [--transport udp|tcp|rpc]
@@ -51,9 +54,10 @@
 //! on port 7, both ends with `TCP_NODELAY` (pathstack's defaults
 //! otherwise), and each round sends one octet that the server's
 //! application reads and writes back (an application above the socket
-//! API, not an in-path echo). PIN inlines both connection paths
-//! (`TCP/IP/ARP/ETH/WIRE`, `pathstack::inet::modules::inline::tcp_rule`)
-//! once the handshake is done, in memory with the device under ETH (`--nic
+//! API, not an in-path echo). PIN specializes both connection paths
+//! (`TCP/IP/ARP/ETH/WIRE`, `pathstack::inet::modules::inline::tcp_fast_rule`:
+//! inlined, the links under TCP in the fused fast form) once the
+//! handshake is done, in memory with the device under ETH (`--nic
 //! tap`); over TAP only the standard form runs. Over TAP a round whose
 //! echo has not come within 5 s fails the run (TCP retransmits; nothing is
 //! counted as lost). With
@@ -801,7 +805,7 @@ impl TcpPair {
             let paths = [(&mut hosts.client, ping.s), (&mut hosts.server, conn)];
             for (host, s) in paths {
                 let path = host.tcp_path_id(&s)?;
-                let rule = inline::tcp_rule::<WireStage>(WIRE_SPEC.name);
+                let rule = inline::tcp_fast_rule::<WireStage>(WIRE_SPEC.name);
                 inline_with(host, path, rule, "for TCP")?;
             }
         }

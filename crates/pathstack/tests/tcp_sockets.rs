@@ -496,25 +496,35 @@ fn ping_pong_acks_ride_on_the_answers() {
     assert_eq!(after.0 - before.0, rounds, "client segments");
 }
 
-/// Path-inlining a connection's path (`inline::tcp_rule`, the PIN form)
-/// changes how its stages are called, not what they do: the same
-/// transfers on the same simulated clock, with both connection paths
-/// inlined once accepted, deliver the same bytes and leave both ends with
-/// the same counters as the modular paths. (Over an impaired wire two
-/// modular runs already differ: the order in which a poll emits frames
-/// decides which ones the impairment drops, so the comparison is made on
-/// a clean wire, bulk both ways and request/response.)
+/// Path-inlining a connection's path (`inline::tcp_rule`) or specializing
+/// it (`inline::tcp_fast_rule`, the PIN form: inlined, with the fused
+/// fast form of the links under TCP) changes how its stages are called,
+/// not what they do: the same transfers on the same simulated clock, with
+/// both connection paths transformed once accepted, deliver the same
+/// bytes and leave both ends with the same counters as the modular
+/// paths, and the specialized paths carry nearly every segment in the
+/// fast form. (Over an impaired wire two modular runs already differ: the
+/// order in which a poll emits frames decides which ones the impairment
+/// drops, so the comparison is made on a clean wire, bulk both ways and
+/// request/response.)
 #[test]
 fn inlined_connection_paths_behave_as_the_modular_ones() {
     use pathstack::core::device::{WireStage, WIRE_SPEC};
     use pathstack::inet::modules::inline;
 
-    let run = |pin: bool, nodelay: bool, n: usize, m: usize| {
+    #[derive(Clone, Copy, PartialEq, Debug)]
+    enum Form {
+        Std,
+        Inlined,
+        Specialized,
+    }
+    let run = |form: Form, nodelay: bool, n: usize, m: usize| {
         let mut sim = Sim::new(plain());
         let cfg = TcpConfig {
             nodelay,
             ..TcpConfig::default()
         };
+        let mut paths = Vec::new();
         let (c, s) = transfer_with(
             &mut sim,
             cfg,
@@ -522,25 +532,53 @@ fn inlined_connection_paths_behave_as_the_modular_ones() {
             m,
             Duration::from_secs(600),
             |sim, c, s| {
-                if !pin {
-                    return;
-                }
+                let rule = || match form {
+                    Form::Std => None,
+                    Form::Inlined => Some(inline::tcp_rule::<WireStage>(WIRE_SPEC.name)),
+                    Form::Specialized => Some(inline::tcp_fast_rule::<WireStage>(WIRE_SPEC.name)),
+                };
+                let name = match form {
+                    Form::Std => return,
+                    Form::Inlined => "inline TCP/IP/ARP/ETH/WIRE",
+                    Form::Specialized => "specialize TCP/IP/ARP/ETH/WIRE",
+                };
                 for (h, st) in [(&mut sim.a, c), (&mut sim.b, s)] {
                     let path = h.tcp_path_id(st).unwrap();
-                    h.stack_mut()
-                        .add_rule(inline::tcp_rule::<WireStage>(WIRE_SPEC.name));
+                    h.stack_mut().add_rule(rule().unwrap());
                     let applied = h.stack_mut().path_optimize(path).unwrap();
-                    assert_eq!(applied, ["inline TCP/IP/ARP/ETH/WIRE"]);
-                    assert!(h.stack().path(path).unwrap().is_inlined());
+                    assert_eq!(applied, [name]);
+                    let p = h.stack().path(path).unwrap();
+                    assert!(p.is_inlined());
+                    assert_eq!(p.is_specialized(), form == Form::Specialized);
+                    paths.push(path);
                 }
             },
         );
+        if form == Form::Specialized {
+            // Every segment after the handshake, both ways, but those a
+            // timer or the stages' general code sent (none here).
+            for (h, path, st) in [(&sim.a, paths[0], &c), (&sim.b, paths[1], &s)] {
+                let hits = h.stack().path(path).unwrap().fast_hits().unwrap();
+                let stats = h.tcp_stats(st).unwrap();
+                assert!(
+                    hits[0] + 3 >= stats.segs_out && hits[1] + 3 >= stats.segs_in,
+                    "{form:?}: fast form {hits:?} of {} out, {} in",
+                    stats.segs_out,
+                    stats.segs_in
+                );
+            }
+        }
         (sim.a.tcp_stats(&c).unwrap(), sim.b.tcp_stats(&s).unwrap())
     };
     for (nodelay, n, m) in [(false, 300_000, 70_000), (true, 1, 1), (true, 5_000, 900)] {
-        let std = run(false, nodelay, n, m);
-        let pin = run(true, nodelay, n, m);
+        let std = run(Form::Std, nodelay, n, m);
         assert!(std.0.segs_out > 2, "the client sent its data");
-        assert_eq!(std, pin, "nodelay {nodelay}, {n} and {m} bytes: counters");
+        for form in [Form::Inlined, Form::Specialized] {
+            let other = run(form, nodelay, n, m);
+            assert_eq!(
+                std, other,
+                "{form:?}, nodelay {nodelay}, {n} and {m} bytes: counters"
+            );
+        }
     }
 }

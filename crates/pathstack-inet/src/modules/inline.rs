@@ -7,6 +7,7 @@
 //! concrete stage types (Mosberger, *Scout: A Path-Based Operating System*,
 //! 1997, §3.3.8 path optimization and §4.2.3 path-inlining).
 
+use super::fast::tcp::TcpFast;
 use super::fast::udp::UdpFast;
 use super::{
     ArpStage, EthStage, IpStage, TcpConnStage, UdpStage, ARP_SPEC, ETH_SPEC, IP_SPEC, TCP_SPEC,
@@ -95,6 +96,33 @@ pub fn udp_fast_rule<Top: Stage, Driver: Stage>(
 pub fn tcp_rule<Driver: Stage>(driver_type: &'static str) -> Rule {
     Rule::inline::<(TcpConnStage, IpStage, ArpStage, EthStage, Driver)>(
         format!("inline TCP/IP/ARP/ETH/{driver_type}"),
+        &[
+            TCP_SPEC.name,
+            IP_SPEC.name,
+            ARP_SPEC.name,
+            ETH_SPEC.name,
+            driver_type,
+        ],
+    )
+}
+
+/// The specialization rule for TCP connection paths `TCP / IP / ARP / ETH
+/// / driver`, as [`tcp_rule`] names them: the stages are path-inlined and
+/// the links under TCP run in the fused fast form [`TcpFast`] (a
+/// segment's IP and Ethernet headers written at once from a template of
+/// the peer, a received frame's checked in one pass), the rest through
+/// the inlined stages. The rule is named `specialize
+/// TCP/IP/ARP/ETH/driver`; it applies to a modular or an inlined path.
+///
+/// ```
+/// use pathstack_core::device::{WireStage, WIRE_SPEC};
+/// use pathstack_inet::modules::inline;
+/// let rule = inline::tcp_fast_rule::<WireStage>(WIRE_SPEC.name);
+/// assert_eq!(rule.name(), "specialize TCP/IP/ARP/ETH/WIRE");
+/// ```
+pub fn tcp_fast_rule<Driver: Stage>(driver_type: &'static str) -> Rule {
+    Rule::specialize::<(TcpConnStage, IpStage, ArpStage, EthStage, Driver), TcpFast>(
+        format!("specialize TCP/IP/ARP/ETH/{driver_type}"),
         &[
             TCP_SPEC.name,
             IP_SPEC.name,

@@ -718,6 +718,13 @@ impl IpStage {
 }
 
 impl IpStage {
+    /// Fast form, down: the destination of a datagram with annotations
+    /// `anno`, as `send` takes it.
+    #[inline(always)]
+    pub(crate) fn fast_dst(&self, anno: &pathstack_core::Anno) -> Option<Ipv4Addr> {
+        self.remote.or(anno.peer_ip())
+    }
+
     /// Fast form, down: the next hop of a datagram of `len` payload bytes
     /// to `dst` with annotations `anno`, when `send` would send it whole
     /// with a plain header (a protocol above, no offload asked, within

@@ -1,0 +1,81 @@
+//! The fast form of TCP connection paths `TCP / IP / ARP / ETH / driver`.
+//!
+//! TCP is the top of its paths: the control block writes its own header
+//! from its template (`TcpTemplate`) and predicts the next segment
+//! (Jacobson's header prediction, `tcp::tcb::predict`), so what is left to
+//! fuse is below it. Down, a segment's IP and Ethernet headers are
+//! written at once from a template of the connection's peer; up, a
+//! frame's two headers are checked in one pass (unicast to us, IPv4
+//! without options, whole, TCP, our address, the header checksum) and
+//! stripped, and the segment goes to the control block. Anything else —
+//! offloaded segments, broadcasts, options, fragments, an unresolved
+//! neighbour — runs through the stages.
+
+use super::link::{self, LinkPositions, LinkTemplate, LINK_HEADERS};
+use crate::modules::{ArpStage, EthStage, IpStage, TcpConnStage};
+use crate::wire::ipv4::MIN_HEADER_LEN;
+use pathstack_core::fused::{FastCx, FastForm};
+use pathstack_core::{Msg, Stage};
+
+/// Path positions of the covered stages (0 is TCP, 4 the driver).
+const AT: LinkPositions = LinkPositions { ip: 1, arp: 2 };
+
+/// The fused fast form of the links under a TCP connection.
+pub struct TcpFast;
+
+/// What [`TcpFast`] keeps per path: the link template for the peer.
+#[derive(Default)]
+pub struct TcpFastState {
+    link: Option<LinkTemplate>,
+}
+
+impl<Driver: Stage> FastForm<(TcpConnStage, IpStage, ArpStage, EthStage, Driver)> for TcpFast {
+    type State = TcpFastState;
+
+    #[inline(always)]
+    fn send(
+        stages: &mut (TcpConnStage, IpStage, ArpStage, EthStage, Driver),
+        state: &mut TcpFastState,
+        msg: &mut Msg,
+        cx: &mut FastCx,
+    ) -> bool {
+        let (_, ip, arp, eth, _) = stages;
+        let Some(dst) = ip.fast_dst(msg.anno()) else {
+            return false;
+        };
+        let segment = msg.len();
+        let Some(hop) = link::hop(ip, arp, dst, segment, 0, msg, cx, AT) else {
+            return false;
+        };
+        if !state.link.as_ref().is_some_and(|t| t.fits(dst, hop.mac)) {
+            state.link = LinkTemplate::new(ip, eth, dst, hop.mac);
+        }
+        let (Some(t), Some((ident, ttl))) = (state.link.as_ref(), link::ident_ttl(ip, msg, cx, AT))
+        else {
+            return false;
+        };
+        let Ok(h) = msg.push(LINK_HEADERS) else {
+            return false;
+        };
+        t.write(h, segment + MIN_HEADER_LEN, ident, ttl);
+        link::finish(msg, &hop)
+    }
+
+    #[inline(always)]
+    fn receive(
+        stages: &mut (TcpConnStage, IpStage, ArpStage, EthStage, Driver),
+        _state: &mut TcpFastState,
+        msg: &mut Msg,
+        _cx: &mut FastCx,
+    ) -> bool {
+        let (_, ip, _, eth, _) = stages;
+        // A frame the classifier matched to this connection.
+        if !msg.anno().classified() {
+            return false;
+        }
+        let Some(a) = link::arrived(eth, ip, msg.as_slice()) else {
+            return false;
+        };
+        link::strip(msg, &a, LINK_HEADERS, a.total - MIN_HEADER_LEN)
+    }
+}
