@@ -39,8 +39,7 @@ pub(super) struct Hop {
 /// cached link address, or where the message lacks room.
 #[inline(always)]
 pub(super) fn hop(
-    ip: &IpStage,
-    arp: &ArpStage,
+    (ip, arp): (&IpStage, &ArpStage),
     dst: Ipv4Addr,
     transport: usize,
     extra: usize,

@@ -44,7 +44,7 @@ impl<Driver: Stage> FastForm<(TcpConnStage, IpStage, ArpStage, EthStage, Driver)
             return false;
         };
         let segment = msg.len();
-        let Some(hop) = link::hop(ip, arp, dst, segment, 0, msg, cx, AT) else {
+        let Some(hop) = link::hop((ip, arp), dst, segment, 0, msg, cx, AT) else {
             return false;
         };
         if !state.link.as_ref().is_some_and(|t| t.fits(dst, hop.mac)) {

@@ -89,7 +89,8 @@ impl<Top: Stage, Driver: Stage> FastForm<(Top, UdpStage, IpStage, ArpStage, EthS
             return false;
         };
         let datagram = msg.len() + udp::HEADER_LEN;
-        let Some(hop) = link::hop(ip, arp, ends.dst, datagram, udp::HEADER_LEN, msg, cx, AT) else {
+        let Some(hop) = link::hop((ip, arp), ends.dst, datagram, udp::HEADER_LEN, msg, cx, AT)
+        else {
             return false;
         };
         if !state
