@@ -109,6 +109,37 @@ impl Demux {
         self.found(p)
     }
 
+    /// The path for `msg`, which starts with the header of the module
+    /// *below* `module` on path `on`, as if it had arrived at the receiving
+    /// end of `on` with `on`'s keys below that module; with that module.
+    /// Only a path that goes on above that module counts (a socket's or a
+    /// connection's path, not a short path ending there, such as IP's own
+    /// one), and never `on` itself.
+    ///
+    /// How an error report finds the path it concerns: ICMP, at the top of
+    /// its own path, holds a copy of a datagram this host sent; turned
+    /// around into the form a reply would have, it classifies to the path
+    /// that sent it (RFC 1122 §4.1.3.3, §4.2.3.9: the transport learns of
+    /// the error).
+    pub fn classify_below(
+        &self,
+        on: PathId,
+        module: ModuleId,
+        msg: &[u8],
+    ) -> Option<(PathId, Dir, ModuleId)> {
+        let levels = self.levels.get(on.index as usize)?;
+        if self.generations.get(on.index as usize) != Some(&on.generation) {
+            return None;
+        }
+        let at = levels.iter().position(|(m, _)| m == module)?;
+        let below = levels.iter().nth(at.checked_sub(1)?)?.0;
+        let (found, dir) = self.classify_from(on, below, msg)?;
+        // The path found must have a level above `below`.
+        let theirs = self.levels.get(found.index as usize)?;
+        let from = theirs.iter().position(|(m, _)| m == below)?;
+        (theirs.iter().nth(from + 1).is_some()).then_some((found, dir, below))
+    }
+
     fn found(&self, p: pc::PathId) -> Option<(PathId, Dir)> {
         let generation = *self.generations.get(p.0 as usize)?;
         Some((

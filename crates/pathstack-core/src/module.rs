@@ -376,6 +376,34 @@ impl RouteCx<'_> {
             .classify(self.module_id, msg)
             .or_else(|| self.demux.classify_from(self.path, self.module_id, msg))
     }
+    /// Classifies `msg`, which starts with the header of the module below
+    /// this one on the path the message fell off, as if it had arrived at
+    /// that path's bottom (see
+    /// [`Demux::classify_below`](crate::demux::Demux::classify_below)):
+    /// the path, its direction and that lower module, for
+    /// [`RouteCx::send_after`]. How ICMP finds the path of the datagram an
+    /// error quotes.
+    pub fn classify_below(&self, msg: &[u8]) -> Option<(PathId, Dir, ModuleId)> {
+        self.demux.classify_below(self.path, self.module_id, msg)
+    }
+    /// Sends `msg` on `path` in `dir`, starting right after the stage of
+    /// `module` on it (at the path's end if it does not pass through
+    /// `module`): a message that was processed up to `module` elsewhere.
+    pub fn send_after(
+        &mut self,
+        path: PathId,
+        module: ModuleId,
+        dir: Dir,
+        msg: Msg,
+    ) -> Result<(), DropReason> {
+        self.shared.follow_up(crate::runtime::FollowUp {
+            path,
+            start: crate::runtime::Start::AfterModule(module),
+            dir,
+            msg,
+            origin: 0,
+        })
+    }
     /// The message pool.
     pub fn pool(&self) -> &MsgPool {
         &self.shared.pool

@@ -24,6 +24,7 @@ const PEER_PORT: AnnoKey<u16> = AnnoKey::new(3);
 const LINK_DST: AnnoKey<[u8; 6]> = AnnoKey::new(4);
 const TTL: AnnoKey<u32> = AnnoKey::new(6);
 const LINK_BROADCAST: AnnoFlag = AnnoFlag::new(0);
+const ICMP_ERROR: AnnoFlag = AnnoFlag::new(1);
 
 /// Typed access to the Internet annotations of a message.
 ///
@@ -77,6 +78,12 @@ pub trait InetAnno {
     fn link_broadcast(&self) -> bool;
     /// Sets [`link_broadcast`](Self::link_broadcast).
     fn set_link_broadcast(&mut self, on: bool);
+    /// Whether the message is an ICMP error (the ICMP message itself)
+    /// about a datagram of the path it travels on, handed to that path's
+    /// transport by ICMP (RFC 1122 §4.1.3.3, §4.2.3.9).
+    fn icmp_error(&self) -> bool;
+    /// Marks the message as such an ICMP error.
+    fn set_icmp_error(&mut self, on: bool);
 }
 
 impl InetAnno for Anno {
@@ -135,5 +142,13 @@ impl InetAnno for Anno {
     #[inline]
     fn set_link_broadcast(&mut self, on: bool) {
         self.set_flag(LINK_BROADCAST, on);
+    }
+    #[inline]
+    fn icmp_error(&self) -> bool {
+        self.flag(ICMP_ERROR)
+    }
+    #[inline]
+    fn set_icmp_error(&mut self, on: bool) {
+        self.set_flag(ICMP_ERROR, on);
     }
 }

@@ -261,9 +261,6 @@ pub struct Host {
     pub(crate) tcp_sockets: TcpSockets,
     /// The RPC stack's paths and calls, when the graph has one.
     pub(crate) rpc: Option<crate::rpc::RpcState>,
-    /// ICMP messages queued for [`Host::echo_replies`] that were already
-    /// matched to sockets ([`crate::socket`]'s asynchronous errors).
-    icmp_seen: usize,
     /// A clock set by hand instead of the time since the host was made
     /// (the fuzz targets' deterministic time, [`crate::fuzzing`]).
     manual_now: Option<Instant>,
@@ -406,7 +403,6 @@ impl Host {
             sockets,
             tcp_sockets,
             rpc,
-            icmp_seen: 0,
             manual_now: None,
         })
     }
@@ -499,9 +495,7 @@ impl Host {
     /// Does all work that is ready now. Returns the work done.
     pub fn poll(&mut self) -> usize {
         let now = self.now();
-        let work = self.stack.poll(now);
-        self.icmp_seen = self.route_icmp_errors(self.icmp_seen);
-        work
+        self.stack.poll(now)
     }
 
     /// How long until the stack has timed work (its next timer or a
@@ -559,10 +553,9 @@ impl Host {
     }
 
     /// Echo replies (and ICMP errors) received since the last call. The
-    /// errors about a connected socket's datagrams also reach the socket
-    /// (see [`crate::socket`]).
+    /// errors about a connected socket's datagrams have also reached the
+    /// socket, as ICMP classified them (see [`crate::socket`]).
     pub fn echo_replies(&mut self) -> Vec<Msg> {
-        self.icmp_seen = 0;
         let mut v = Vec::new();
         while let Some(m) = self.stack.recv(self.icmp, Dir::Up) {
             v.push(m);

@@ -182,3 +182,26 @@ fn ping_off_subnet_without_gateway_is_no_route() {
     // The host still pings its own network afterwards.
     a.ping(Ipv4Addr::new(10, 0, 0, 2), 2, b"x").unwrap();
 }
+
+/// The ICMP error reaches the socket's path as ICMP classifies it: the
+/// stack's own poll delivers it (no host-level scan of ICMP's queue), to
+/// the path of the datagram it quotes, counted by ICMP.
+#[test]
+fn the_error_reaches_the_socket_path_in_the_stack_poll() {
+    let (mut a, mut b) = pair();
+    let s = a.udp_connect("0.0.0.0:0", "10.0.0.2:9").unwrap(); // nobody on 9
+    let other = a.udp_connect("0.0.0.0:0", "10.0.0.2:10").unwrap();
+    a.send(&s, b"anyone?").unwrap();
+    for _ in 0..20 {
+        let now = a.now();
+        a.stack_mut().poll(now);
+        b.poll();
+    }
+    let icmp = a.stack().module_id("icmp").unwrap();
+    let stats = a.stack().module_stats(icmp).unwrap();
+    let delivered = stats.iter().find(|(k, _)| k == "errors_delivered");
+    assert_eq!(delivered.map(|(_, v)| *v), Some(1), "{stats:?}");
+    let e = a.take_error(&s).unwrap().expect("the socket's error");
+    assert_eq!(kind(e), ErrorKind::ConnectionRefused);
+    assert!(a.take_error(&other).unwrap().is_none());
+}

@@ -582,3 +582,82 @@ fn inlined_connection_paths_behave_as_the_modular_ones() {
         }
     }
 }
+
+/// An ICMP "fragmentation needed" quoting a segment in flight reaches the
+/// connection's path as ICMP classifies it and lowers its MSS (RFC 1191
+/// §6.3, checked as RFC 5927 §4.1 advises); one quoting a sequence number
+/// outside the flight, or another connection's ports, changes nothing.
+#[test]
+fn fragmentation_needed_lowers_the_mss_of_the_connection_it_quotes() {
+    use pathstack::inet::modules::TcpConnStage;
+    let mut sim = Sim::new(plain());
+    let (_l, c, _s) = connect(&mut sim, TcpConfig::default());
+    // Data in flight: sent, not yet acknowledged (b has not run).
+    assert!(sim.a.tcp_send(&c, &[7u8; 3000]).unwrap().is_some());
+    sim.a.stack_mut().poll(sim.now);
+    let path = sim.a.tcp_path_id(&c).unwrap();
+    let (ports, una, smss) = sim
+        .a
+        .stack_mut()
+        .with_stage::<TcpConnStage, _>(path, |t, _| {
+            (t.tcb().ports(), t.tcb().snd_una().0, t.tcb().smss())
+        })
+        .unwrap();
+    let mac = sim.a.mac().unwrap().0;
+    let frag_needed = |seq: u32, sport: u16| -> Vec<u8> {
+        // The quoted segment: IP header from a to b, TCP ports and seq.
+        let mut quote = vec![0x45, 0, 0, 40, 0, 0, 0x40, 0, 64, 6, 0, 0];
+        quote.extend_from_slice(&[10, 0, 0, 1, 10, 0, 0, 2]);
+        quote.extend_from_slice(&sport.to_be_bytes());
+        quote.extend_from_slice(&ports.1.to_be_bytes());
+        quote.extend_from_slice(&seq.to_be_bytes());
+        // ICMP type 3 code 4, next-hop MTU 1000 (RFC 1191 §4).
+        let mut icmp = vec![3, 4, 0, 0, 0, 0, 0x03, 0xe8];
+        icmp.extend_from_slice(&quote);
+        let c = checksum(&icmp);
+        icmp[2..4].copy_from_slice(&c.to_be_bytes());
+        let mut ip = vec![0x45, 0, 0, 0, 0, 1, 0, 0, 64, 1, 0, 0];
+        ip.extend_from_slice(&[10, 0, 0, 2, 10, 0, 0, 1]);
+        let total = (20 + icmp.len()) as u16;
+        ip[2..4].copy_from_slice(&total.to_be_bytes());
+        let c = checksum(&ip);
+        ip[10..12].copy_from_slice(&c.to_be_bytes());
+        let mut f = mac.to_vec();
+        f.extend_from_slice(&[2, 0, 0, 0, 0, 0x99, 8, 0]);
+        f.extend_from_slice(&ip);
+        f.extend_from_slice(&icmp);
+        f
+    };
+    let inject = |sim: &mut Sim, f: Vec<u8>| {
+        let dev = sim.a.stack().module_id("dev").unwrap();
+        let m = sim.a.stack().pool().alloc_copy(&f).unwrap();
+        assert!(sim.a.stack_mut().inject(dev, m));
+        sim.a.stack_mut().poll(sim.now);
+    };
+    let mss = |sim: &mut Sim| {
+        sim.a
+            .stack_mut()
+            .with_stage::<TcpConnStage, _>(path, |t, _| t.tcb().smss())
+            .unwrap()
+    };
+    // Outside the flight, and another connection's port: ignored.
+    inject(&mut sim, frag_needed(una.wrapping_sub(1000), ports.0));
+    inject(&mut sim, frag_needed(una, ports.0.wrapping_add(1)));
+    assert_eq!(mss(&mut sim), smss);
+    inject(&mut sim, frag_needed(una, ports.0));
+    // 1000 - 40 bytes of headers - 12 of timestamps.
+    assert_eq!(mss(&mut sim), 1000 - 40 - 12);
+    assert_eq!(sim.a.tcp_stats(&c).unwrap().pmtu_reductions, 1);
+}
+
+/// The Internet checksum (RFC 1071) of `b`.
+fn checksum(b: &[u8]) -> u16 {
+    let mut sum = 0u32;
+    for w in b.chunks(2) {
+        sum += u32::from(u16::from_be_bytes([w[0], *w.get(1).unwrap_or(&0)]));
+    }
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    !(sum as u16)
+}

@@ -8,12 +8,14 @@
 //! errors it generates down this path too.
 
 use crate::anno::InetAnno;
-use crate::wire::icmp::{echo_reply_in_place, types, IcmpDropReason, IcmpPacket, HEADER_LEN};
+use crate::wire::icmp::{
+    echo_reply_in_place, reply_form, types, IcmpDropReason, IcmpPacket, HEADER_LEN, REPLY_FORM_MAX,
+};
 use pathstack_core::attrs::{keys, Attrs};
 use pathstack_core::device::FrameMatch;
 use pathstack_core::error::{ModuleError, PathError};
 use pathstack_core::graph::spec::{Count, ModuleSpec, ServiceSpec, ServiceType};
-use pathstack_core::module::{CreateCx, Created, ModCx, Module, Route};
+use pathstack_core::module::{CreateCx, Created, EndRoute, ModCx, Module, Route, RouteCx};
 use pathstack_core::stack::ModuleSetup;
 use pathstack_core::stage::{Cx, Stage, Verdict};
 use pathstack_core::{Dir, Msg, MsgError, MsgPool, PathId};
@@ -37,6 +39,9 @@ pub struct IcmpCounters {
     pub echo_replies_received: u64,
     /// ICMP errors received (for the application).
     pub errors_received: u64,
+    /// Of those, errors handed to the path of the UDP datagram or TCP
+    /// segment they quote.
+    pub errors_delivered: u64,
     /// Messages the application sent.
     pub sent: u64,
 }
@@ -133,6 +138,31 @@ impl Module for IcmpModule {
         Ok(())
     }
 
+    /// An ICMP message left ICMP's path upward, for its sink. An error
+    /// quoting a UDP datagram or TCP segment this host sent also goes, as
+    /// a copy marked [`InetAnno::icmp_error`], to the path that sent it,
+    /// found by classifying the quote turned around (RFC 1122 §4.1.3.3:
+    /// UDP MUST pass ICMP errors to the application; §4.2.3.9: TCP MUST
+    /// act on them). The original stays in the sink for the application
+    /// that reads ICMP (`Host::echo_replies`).
+    fn route_end(&mut self, dir: Dir, msg: &mut Msg, cx: &mut RouteCx<'_>) -> EndRoute {
+        if dir == Dir::Up {
+            let mut buf = [0u8; REPLY_FORM_MAX];
+            let found = reply_form(msg.as_slice(), &mut buf).and_then(|q| cx.classify_below(q));
+            if let Some((path, dir, below)) = found {
+                // One copy per error from the pool (errors are rare and
+                // bounded by the path's sink and the pool).
+                if let Ok(mut copy) = msg.try_clone() {
+                    copy.anno_mut().set_icmp_error(true);
+                    if cx.send_after(path, below, dir, copy).is_ok() {
+                        self.counters.errors_delivered += 1;
+                    }
+                }
+            }
+        }
+        EndRoute::Sink
+    }
+
     fn path_created(&mut self, _tag: u64, result: Result<PathId, &PathError>) {
         if let Ok(p) = result {
             self.path = Some(p);
@@ -161,6 +191,7 @@ impl Module for IcmpModule {
             ("echo_replies_sent".into(), c.echo_replies_sent),
             ("echo_replies_received".into(), c.echo_replies_received),
             ("errors_received".into(), c.errors_received),
+            ("errors_delivered".into(), c.errors_delivered),
             ("sent".into(), c.sent),
         ]
     }

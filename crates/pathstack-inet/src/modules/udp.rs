@@ -20,6 +20,7 @@ use super::ip::LOCAL_IPV4;
 use super::params::transport_ends;
 use crate::anno::InetAnno;
 use crate::wire::checksum;
+use crate::wire::icmp::{types, QuotedUdp, UnreachableReason};
 use crate::wire::udp::{self as wire, UdpDropReason, UdpPacket, UdpRepr, HEADER_LEN};
 use pathstack_core::attrs::keys;
 use pathstack_core::attrs::Attrs;
@@ -29,7 +30,7 @@ use pathstack_core::graph::spec::{Count, ModuleSpec, ParamSpec, ServiceSpec, Ser
 use pathstack_core::module::{CreateCx, Created, Module, Route};
 use pathstack_core::stack::ModuleSetup;
 use pathstack_core::stage::{Cx, Stage, Verdict};
-use pathstack_core::{Dir, Msg};
+use pathstack_core::{Dir, Msg, PathFault};
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
 
@@ -242,6 +243,33 @@ impl UdpStage {
     }
 }
 
+impl UdpStage {
+    /// An ICMP error about one of this path's datagrams (handed over by
+    /// ICMP): a connected socket's path records it as the fault its next
+    /// call reports, as Linux's `__udp4_lib_err` does (`ConnectionRefused`
+    /// for port unreachable, RFC 1122 §4.1.3.3); a bound socket's stays
+    /// silent, as Linux's does without `IP_RECVERR` (it talks to many
+    /// peers, and an error about one must not fail a call about another).
+    // OUT (feature `outline`): never taken on the fast path.
+    #[cold]
+    #[inline(never)]
+    fn icmp_error(&mut self, msg: &Msg, cx: &mut Cx<'_, '_>) {
+        let Some(q) = QuotedUdp::parse(msg.as_slice()) else {
+            return;
+        };
+        let connected = self.remote_port == Some(q.dst_port)
+            && self.remote_ip == Some(q.dst)
+            && q.src_port == self.local_port;
+        if !connected || q.icmp_type != types::DEST_UNREACHABLE {
+            return;
+        }
+        if let Some((reason, kind)) = UnreachableReason::of_code(q.code) {
+            let path = cx.path();
+            cx.set_fault(path, PathFault::new(kind, reason));
+        }
+    }
+}
+
 /// Where a datagram leaves to, as [`UdpStage`]'s `process` would address
 /// it: what the fused fast form (`fast::udp`) needs of the UDP stage.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -333,6 +361,10 @@ impl Stage for UdpStage {
                 Err(_) => Verdict::Drop(UdpDropReason::TooLong.into()),
             }
         } else {
+            if msg.anno().icmp_error() {
+                self.icmp_error(msg, cx);
+                return Verdict::Consumed;
+            }
             let a = msg.anno();
             let (Some(src), Some(dst)) = (a.peer_ip(), a.local_ip()) else {
                 return Verdict::Drop(UdpDropReason::NoLocalAddress.into());

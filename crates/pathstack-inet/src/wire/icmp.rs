@@ -169,6 +169,51 @@ impl QuotedUdp {
     }
 }
 
+/// Room for [`reply_form`]: the longest IPv4 header and a TCP header
+/// without options.
+pub const REPLY_FORM_MAX: usize = 60 + 20;
+
+/// The UDP datagram or TCP segment an ICMP error quotes, turned around
+/// into the form a reply from its destination would have — addresses and
+/// ports swapped — in `buf`: the IP header (its total length that of the
+/// form) and the transport header as far as the classifier reads it (UDP's
+/// 8 bytes; TCP's 20, of which RFC 792 guarantees the ports and the
+/// sequence number, the rest written as a header without options), what
+/// the classifier needs to find the path that sent it (RFC 1122
+/// §4.1.3.3, §4.2.3.9: the error goes to the transport of the datagram it
+/// quotes). `None` for anything else: not an error, a quote of another
+/// protocol, or too short for the ports.
+pub fn reply_form<'b>(icmp: &[u8], buf: &'b mut [u8; REPLY_FORM_MAX]) -> Option<&'b [u8]> {
+    let p = IcmpPacket::new_checked(icmp).ok()?;
+    if !p.is_error() {
+        return None;
+    }
+    let q = &icmp[HEADER_LEN..];
+    let proto = *q.get(9)?;
+    let transport = match proto {
+        crate::wire::ipv4::protocol::UDP => 8,
+        crate::wire::ipv4::protocol::TCP => 20,
+        _ => return None,
+    };
+    let d = QuotedDatagram::parse(icmp, proto, 4)?;
+    let ihl = q.len() - d.transport.len();
+    let len = ihl + transport;
+    let out = buf.get_mut(..len)?;
+    out.fill(0);
+    let quoted = d.transport.len().min(transport);
+    out[..ihl + quoted].copy_from_slice(&q[..ihl + quoted]);
+    out[2..4].copy_from_slice(&(len as u16).to_be_bytes());
+    out[12..16].copy_from_slice(&d.dst.octets());
+    out[16..20].copy_from_slice(&d.src.octets());
+    out[ihl..ihl + 2].copy_from_slice(&q[ihl + 2..ihl + 4]);
+    out[ihl + 2..ihl + 4].copy_from_slice(&q[ihl..ihl + 2]);
+    if proto == crate::wire::ipv4::protocol::TCP {
+        // Data offset 5: a header without options (RFC 9293 §3.1).
+        out[ihl + 12] = 5 << 4;
+    }
+    Some(out)
+}
+
 /// The datagram quoted by an ICMP error: its IP header's addresses and
 /// the first bytes of its transport header (RFC 792).
 struct QuotedDatagram<'a> {
@@ -629,6 +674,47 @@ mod tests {
             if echo_reply_in_place(&mut copy).is_ok() {
                 prop_assert!(IcmpPacket::new_checked(&copy).is_ok());
             }
+            let mut buf = [0u8; REPLY_FORM_MAX];
+            if let Some(r) = reply_form(&bytes, &mut buf) {
+                // A whole IP header of UDP or TCP and its transport header.
+                let ihl = usize::from(r[0] & 0x0f) * 4;
+                let transport = if r[9] == protocol::TCP { 20 } else { 8 };
+                prop_assert!(ihl >= 20);
+                prop_assert_eq!(r.len(), ihl + transport);
+                prop_assert_eq!(usize::from(u16::from_be_bytes([r[2], r[3]])), r.len());
+            }
         }
+    }
+
+    /// The quote of an error, turned around: what a reply from the
+    /// datagram's destination would carry, addresses and ports swapped
+    /// (the classifier finds the sending path with it); a TCP quote's
+    /// header is completed to one without options.
+    #[test]
+    fn reply_form_swaps_the_ends_of_the_quoted_datagram() {
+        let pool = MsgPool::new(PoolConfig::small(4));
+        let udp = [0x30, 0x39, 0x00, 0x09, 0, 10, 0, 0, b'h', b'i'];
+        let dgram = datagram(&Ipv4Repr::new(A, B, protocol::UDP, 1, 0), &udp);
+        let quote = Quote::from_datagram(&dgram).unwrap();
+        let m = IcmpError::PortUnreachable.build(&pool, &quote).unwrap();
+        let mut buf = [0u8; REPLY_FORM_MAX];
+        let r = reply_form(m.as_slice(), &mut buf).unwrap();
+        assert_eq!(r.len(), 28);
+        assert_eq!((&r[12..16], &r[16..20]), (&B.octets()[..], &A.octets()[..]));
+        assert_eq!(&r[20..24], &[0x00, 0x09, 0x30, 0x39]);
+        let tcp = [0xc0, 0x00, 0x00, 0x07, 0xde, 0xad, 0xbe, 0xef];
+        let dgram = datagram(&Ipv4Repr::new(A, B, protocol::TCP, 1, 0), &tcp);
+        let quote = Quote::from_datagram(&dgram).unwrap();
+        let m = IcmpError::TtlExceeded.build(&pool, &quote).unwrap();
+        let r = reply_form(m.as_slice(), &mut buf).unwrap();
+        assert_eq!(r.len(), 40);
+        assert_eq!(
+            &r[20..28],
+            &[0x00, 0x07, 0xc0, 0x00, 0xde, 0xad, 0xbe, 0xef]
+        );
+        assert_eq!(r[32], 0x50);
+        // An echo reply is no error.
+        let reply = [0u8, 0, 0xff, 0xff, 0, 0, 0, 0];
+        assert!(reply_form(&reply, &mut buf).is_none());
     }
 }

@@ -13,10 +13,11 @@
 //! - an ICMP destination unreachable came back quoting one of its
 //!   datagrams: `ConnectionRefused` for port unreachable,
 //!   `HostUnreachable` or `NetworkUnreachable` for the others, as Linux's
-//!   `icmp_err_convert` maps them. The host looks the quoted datagram up
-//!   in its socket table (ports and peer address), as Linux's
-//!   `__udp4_lib_err` does; the ICMP message stays in
-//!   [`Host::echo_replies`] as well.
+//!   `icmp_err_convert` maps them. ICMP finds the path of the quoted
+//!   datagram with the classifier (the quote turned around into the form
+//!   of a reply) and hands it a copy of the error as it arrives; the UDP
+//!   stage records the fault, as Linux's `__udp4_lib_err` does. The ICMP
+//!   message stays in [`Host::echo_replies`] as well.
 //!
 //! A **bound** socket (not connected) stays silent, as
 //! Linux's does unless `IP_RECVERR` is set: it talks to many peers, and an
@@ -29,8 +30,7 @@
 use super::table::SocketState;
 use super::{SocketError, UdpSocket};
 use crate::host::Host;
-use pathstack_core::{Dir, PathFault, QueueKind};
-use pathstack_inet::wire::icmp::{types, QuotedUdp, UnreachableReason};
+use pathstack_core::PathFault;
 use std::net::SocketAddrV4;
 
 impl Host {
@@ -62,77 +62,6 @@ impl Host {
     pub(crate) fn pending_error(&self, s: &UdpSocket) -> Option<SocketError> {
         let st = self.socket(s).ok()?;
         st.peer.zip(self.stack().fault(st.path)).map(as_error)
-    }
-
-    /// Matches the ICMP errors that arrived since the last call to the
-    /// connected sockets whose datagrams they quote, and records each as
-    /// its socket's fault. `seen` ICMP messages were looked at before;
-    /// returns how many are queued now.
-    pub(crate) fn route_icmp_errors(&mut self, seen: usize) -> usize {
-        let icmp = self.icmp_path();
-        let Some(queue) = self
-            .stack()
-            .path(icmp)
-            .map(|p| p.queue(QueueKind::sink(Dir::Up)))
-        else {
-            return 0;
-        };
-        let queued = queue.len();
-        if queued <= seen {
-            return queued;
-        }
-        // At most the sink's bound of messages, each looked at once.
-        let mut found: Vec<(pathstack_core::PathId, PathFault)> = Vec::new();
-        for m in queue.iter().skip(seen) {
-            let Some(q) = QuotedUdp::parse(m.as_slice()) else {
-                continue;
-            };
-            if q.icmp_type != types::DEST_UNREACHABLE || Some(q.src) != self.addr() {
-                continue;
-            }
-            let Some((reason, kind)) = UnreachableReason::of_code(q.code) else {
-                continue;
-            };
-            let peer = SocketAddrV4::new(q.dst, q.dst_port);
-            if let Some(path) = self.sockets.connected_path(q.src_port, peer) {
-                found.push((path, PathFault::new(kind, reason)));
-            }
-        }
-        // TCP: "fragmentation needed" lowers a connection's MSS, checked
-        // against what it has in flight (RFC 5927 §4.1).
-        let mut frag: Vec<(pathstack_core::PathId, u16, u32)> = Vec::new();
-        if let Some(tcp) = self
-            .tcp_sockets
-            .tcp
-            .and_then(|m| self.stack().module::<pathstack_inet::modules::TcpModule>(m))
-        {
-            for m in queue.iter().skip(seen) {
-                let Some(q) = pathstack_inet::wire::icmp::QuotedTcp::parse(m.as_slice()) else {
-                    continue;
-                };
-                if q.icmp_type != types::DEST_UNREACHABLE
-                    || q.code != 4
-                    || Some(q.src) != self.addr()
-                {
-                    continue;
-                }
-                if let Some(p) = tcp.connection(q.src_port, q.dst, q.dst_port) {
-                    frag.push((p, q.mtu, q.seq));
-                }
-            }
-        }
-        for (path, fault) in found {
-            self.stack_mut().set_fault(path, fault);
-        }
-        for (path, mtu, seq) in frag {
-            let _ = self
-                .stack_mut()
-                .with_stage::<pathstack_inet::modules::TcpConnStage, _>(path, |c, _| {
-                    c.tcb_mut()
-                        .on_frag_needed(mtu, pathstack_inet::tcp::SeqNumber(seq))
-                });
-        }
-        queued
     }
 }
 

@@ -129,15 +129,6 @@ impl UdpSockets {
             .ok_or(SocketError::Closed)
     }
 
-    /// The path of the socket connected from `port` to `peer`, if any.
-    pub(crate) fn connected_path(&self, port: u16, peer: SocketAddrV4) -> Option<PathId> {
-        self.slots
-            .iter()
-            .filter_map(|s| s.socket.as_ref())
-            .find(|s| s.port == port && s.peer == Some(peer))
-            .map(|s| s.path)
-    }
-
     /// Removes the socket `s` names: its handle (and every copy) is stale
     /// from now on.
     pub(crate) fn remove(&mut self, s: &UdpSocket) -> Result<SocketState, SocketError> {

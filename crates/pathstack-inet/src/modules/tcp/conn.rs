@@ -5,7 +5,8 @@ use super::{four_tuple, PassiveOpen, TcpModule};
 use crate::anno::InetAnno;
 use crate::modules::ip::LOCAL_IPV4;
 use crate::tcp::conn_drop_reason::ConnDropReason;
-use crate::tcp::{CookieOpen, OutSegment, State, Tcb, TcpConfig};
+use crate::tcp::{CookieOpen, OutSegment, SeqNumber, State, Tcb, TcpConfig};
+use crate::wire::icmp::{types, QuotedTcp};
 use crate::wire::tcp::{self as wire, TcpPacket, TcpRepr, TcpTemplate};
 use pathstack_core::attrs::Attrs;
 use pathstack_core::demux::{DemuxKey, KeyMode};
@@ -257,11 +258,36 @@ fn ts_offset(iss: crate::tcp::SeqNumber) -> u32 {
     iss.0.rotate_left(13) ^ 0x5bd1_e995
 }
 
+impl TcpConnStage {
+    /// An ICMP error about one of this connection's segments (handed over
+    /// by ICMP). "Fragmentation needed" lowers the connection's MSS when
+    /// it quotes a segment in flight (RFC 1191 §6.3, checked as RFC 5927
+    /// §4.1 advises); the other unreachables are soft errors for an
+    /// established connection (RFC 1122 §4.2.3.9: TCP MUST NOT abort on
+    /// them), and are left to the application that reads ICMP.
+    #[cold]
+    #[inline(never)]
+    fn icmp_error(&mut self, msg: &Msg) {
+        let Some(q) = QuotedTcp::parse(msg.as_slice()) else {
+            return;
+        };
+        let (lport, rport) = self.tcb.ports();
+        let ours = q.src_port == lport && q.dst_port == rport && q.dst == self.remote_ip;
+        if ours && q.icmp_type == types::DEST_UNREACHABLE && q.code == 4 {
+            self.tcb.on_frag_needed(q.mtu, SeqNumber(q.seq));
+        }
+    }
+}
+
 impl Stage for TcpConnStage {
     fn process(&mut self, dir: Dir, msg: &mut Msg, cx: &mut Cx<'_, '_>) -> Verdict {
         if dir == Dir::Down {
             // Data goes down through the socket calls, not as messages.
             return Verdict::Drop(ConnDropReason::Closed.into());
+        }
+        if msg.anno().icmp_error() {
+            self.icmp_error(msg);
+            return Verdict::Consumed;
         }
         let a = msg.anno();
         let (Some(src), Some(dst)) = (a.peer_ip(), a.local_ip()) else {

@@ -105,6 +105,12 @@ impl Stage for TcpListenStage {
         if dir == Dir::Down {
             return Verdict::Next;
         }
+        // An ICMP error quoting a segment of this port (a SYN-ACK to an
+        // unreachable peer): nothing for a listener to act on; the
+        // half-open connection times out as it would have.
+        if msg.anno().icmp_error() {
+            return Verdict::Consumed;
+        }
         let a = msg.anno();
         let lip = a.local_ip().or(cx.attrs().get(&LOCAL_IPV4).copied());
         let (Some(rip), Some(lip)) = (a.peer_ip(), lip) else {

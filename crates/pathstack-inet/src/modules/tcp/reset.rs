@@ -19,6 +19,11 @@ impl Stage for TcpResetStage {
         if dir == Dir::Down {
             return Verdict::Next;
         }
+        // An ICMP error about a segment no connection owns (an RST we
+        // sent): nothing to act on, and never a segment to answer.
+        if msg.anno().icmp_error() {
+            return Verdict::Consumed;
+        }
         let a = msg.anno();
         let (Some(src), Some(dst)) = (
             a.peer_ip(),
