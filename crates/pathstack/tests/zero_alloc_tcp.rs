@@ -5,7 +5,9 @@
 //! timer wheel are sized when the connection opens, the SACK scoreboard
 //! grows to the flight's size during the warm-up; segments live in the
 //! stack's message pool. The same again with both connection paths
-//! path-inlined (`inline::tcp_rule`, the PIN form).
+//! path-inlined (`inline::tcp_rule`), then specialized
+//! (`inline::tcp_fast_rule`, the PIN form: the fused fast form of the
+//! links under TCP).
 //!
 //! One test in this binary: the allocation counter is process-wide.
 
@@ -89,7 +91,30 @@ fn bulk_transfer_allocates_nothing_per_segment() {
     }
     bulk(&mut a, &mut b, &c, &s, &mut now, 1 << 20);
     let (allocs, segs) = measured_bulk(&mut a, &mut b, &c, &s, &mut now);
+    assert!(segs > 10_000, "{segs} segments measured (inlined)");
+    assert_eq!(
+        allocs, 0,
+        "{allocs} allocations for {segs} data segments (inlined)"
+    );
+
+    // Specialized: the inlined paths with the fast form in front.
+    let mut paths = Vec::new();
+    for (h, st) in [(&mut a, &c), (&mut b, &s)] {
+        let path = h.tcp_path_id(st).unwrap();
+        h.stack_mut()
+            .add_rule(inline::tcp_fast_rule::<WireStage>(WIRE_SPEC.name));
+        assert!(h.stack_mut().path_optimize(path).unwrap().len() >= 1);
+        paths.push(path);
+    }
+    bulk(&mut a, &mut b, &c, &s, &mut now, 1 << 20);
+    let hits = a.stack().path(paths[0]).unwrap().fast_hits().unwrap();
+    let (allocs, segs) = measured_bulk(&mut a, &mut b, &c, &s, &mut now);
     assert!(segs > 10_000, "{segs} segments measured (PIN)");
+    let after = a.stack().path(paths[0]).unwrap().fast_hits().unwrap();
+    assert!(
+        after[0] - hits[0] >= segs as u64,
+        "the data segments went through the fast form: {hits:?} -> {after:?}"
+    );
     assert_eq!(
         allocs, 0,
         "{allocs} allocations for {segs} data segments (PIN)"
