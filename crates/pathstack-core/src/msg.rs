@@ -395,6 +395,7 @@ impl Msg {
     }
 
     /// Grows the message by `n` bytes at the end and returns them for writing.
+    #[inline]
     pub fn append(&mut self, n: usize) -> Result<&mut [u8], MsgError> {
         if n > self.tailroom() {
             self.grow(self.len() + n)?;
@@ -470,6 +471,8 @@ impl Msg {
     }
 
     /// Moves the data into a buffer that can hold `len` bytes after the headroom.
+    #[cold]
+    #[inline(never)]
     fn grow(&mut self, len: usize) -> Result<(), MsgError> {
         let pool = self.pool_handle()?;
         let mut bigger = pool.alloc_empty(len)?;

@@ -485,9 +485,12 @@ impl Ipv4Template {
     /// [`MIN_HEADER_LEN`] bytes of `h` (which must have them).
     #[inline]
     pub fn write(&self, h: &mut [u8], total: u16, ident: u16, ttl: u8) {
+        let Some(h) = h.first_chunk_mut::<MIN_HEADER_LEN>() else {
+            return;
+        };
         let total = total.to_be_bytes();
         let ident = ident.to_be_bytes();
-        h[..MIN_HEADER_LEN].copy_from_slice(&self.header);
+        *h = self.header;
         h[field::LENGTH].copy_from_slice(&total);
         h[field::IDENT].copy_from_slice(&ident);
         h[field::TTL] = ttl;
