@@ -67,8 +67,10 @@ mod test_transport;
 #[cfg(test)]
 mod tests;
 
+pub(crate) use client::ClientChannel;
 pub use client::{ClientState, ClientTable};
 pub use config::*;
+pub(crate) use server::ServerChannel;
 pub use server::{ReplyError, ServerCall, ServerState, ServerTable};
 
 use crate::wire::chan::ChanHeader;

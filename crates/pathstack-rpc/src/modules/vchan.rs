@@ -3,8 +3,12 @@
 //! stage gives each call going down an idle channel (the most recently
 //! freed first) or parks it, in order, until one is free; an outcome
 //! coming up gives its channel back and names the call again. The pools
-//! live in the module; their channels are opened in CHAN's client table,
-//! which the stage reaches through its `down` connection.
+//! live in the module; the stage holds its peer's pool by handle (the
+//! pool the thesis' PIN cached on the path), so a call and its outcome
+//! reach the pool without a lookup by peer; a retired pool's handle no
+//! longer matches, and the next call finds (or opens) the new pool by
+//! peer. The pools' channels are opened in CHAN's client table, which
+//! the stage reaches through its `down` connection.
 //!
 //! A peer that rebooted disables every channel to it (spec §6.4): its pool
 //! is dropped, calls waiting in it fail with the reboot, its channels are
@@ -22,7 +26,7 @@ use super::chan::ChanModule;
 use super::rpc::{RpcRole, RPC_ROLE};
 use crate::anno::{CallStatus, RpcAnno, RpcTag};
 use crate::chan::{ChannelKey, ClientState, ClientTable};
-use crate::hash_map::FastMap;
+use crate::handle_table::{HandleCache, HandleTable};
 use crate::vchan::{Acquired, VchanConfig, VchanPool, WaitTicket};
 use crate::Peer;
 use pathstack_core::attrs::{keys, Attrs};
@@ -32,7 +36,6 @@ use pathstack_core::module::{CreateCx, Created, Module, Route};
 use pathstack_core::stack::ModuleSetup;
 use pathstack_core::stage::{Cx, Stage, Verdict};
 use pathstack_core::{Dir, Msg};
-use std::collections::hash_map::Entry;
 use std::collections::VecDeque;
 
 /// Spec of `VCHAN`.
@@ -91,7 +94,8 @@ impl PeerPool {
 pub struct VchanModule {
     config: VchanConfig,
     max_peers: usize,
-    pools: FastMap<Peer, PeerPool>,
+    /// The current pool of each peer, reachable by handle.
+    pools: HandleTable<Peer, PeerPool>,
     /// Pools of peers that rebooted, kept until the outcomes of the calls
     /// their channels carried have come up (each names its channel).
     retired: Vec<(Peer, PeerPool)>,
@@ -109,7 +113,7 @@ impl VchanModule {
         Ok(Box::new(VchanModule {
             config,
             max_peers: setup.param("max_peers", 1024usize)?,
-            pools: FastMap::default(),
+            pools: HandleTable::default(),
             retired: Vec::new(),
         }))
     }
@@ -186,7 +190,11 @@ impl Module for VchanModule {
         // VCHAN passes its caller's protocol number to CHAN (§7).
         let prot_id = attrs.get(&keys::PROT_ID).copied().unwrap_or(0);
         Ok(Created {
-            stage: Box::new(VchanStage { server, prot_id }),
+            stage: Box::new(VchanStage {
+                server,
+                prot_id,
+                held: HandleCache::default(),
+            }),
             route: Route::Service(DOWN),
         })
     }
@@ -210,6 +218,8 @@ impl Module for VchanModule {
 pub struct VchanStage {
     server: bool,
     prot_id: u32,
+    /// The pool of the peer this path last called, by handle.
+    held: HandleCache<Peer, PeerPool, 1>,
 }
 
 /// Turns `msg` into the failed outcome of its call.
@@ -243,14 +253,15 @@ impl VchanStage {
         let reboots = chan.client_table().reboots();
         let full = v.pools.len() + v.retired.len() >= v.max_peers;
         let config = v.config;
-        let p = match v.pools.entry(peer) {
+        let held = self.held.get(0, &peer);
+        let at = match v.pools.find_mut(held, &peer) {
             // A peer rebooted since this pool last looked (the rare case;
             // one comparison per call otherwise).
-            Entry::Occupied(o) if o.get().reboots != reboots => {
+            Some((_, p)) if p.reboots != reboots => {
                 return self.call_after_reboot(peer, msg, cx);
             }
-            Entry::Occupied(o) => o.into_mut(),
-            Entry::Vacant(e) => {
+            Some((at, _)) => at,
+            None => {
                 let pool = if full {
                     None
                 } else {
@@ -261,13 +272,22 @@ impl VchanStage {
                     return Verdict::Back;
                 };
                 chan.note_new_peer(peer);
-                e.insert(PeerPool {
-                    pool,
-                    lent: Vec::new(),
-                    waiting: VecDeque::new(),
-                    reboots,
-                })
+                v.pools.insert(
+                    peer,
+                    PeerPool {
+                        pool,
+                        lent: Vec::new(),
+                        waiting: VecDeque::new(),
+                        reboots,
+                    },
+                )
             }
+        };
+        if held != Some(at) {
+            self.held.put(0, peer, at);
+        }
+        let Some((_, p)) = v.pools.find_mut(Some(at), &peer) else {
+            return Verdict::Drop(crate::wire::chan::ChanDropReason::NoChannel.into());
         };
         match p.pool.acquire() {
             Ok(Acquired::Channel(key)) => {
@@ -284,7 +304,7 @@ impl VchanStage {
                 };
                 let parked = std::mem::replace(msg, m);
                 if let Some(v) = cx.module::<VchanModule>() {
-                    if let Some(p) = v.pools.get_mut(&peer) {
+                    if let Some((_, p)) = v.pools.find_mut(Some(at), &peer) {
                         p.waiting.push_back((ticket, parked));
                     }
                 }
@@ -333,8 +353,8 @@ impl VchanStage {
         };
         // The common case, one pool lookup: a call of the current pool
         // ended; its channel goes back, to the longest waiter if any.
-        let p = match v.pools.get_mut(&peer) {
-            Some(p) if tag.status != CallStatus::PeerRebooted => p,
+        let p = match v.pools.find_mut(self.held.get(0, &peer), &peer) {
+            Some((_, p)) if tag.status != CallStatus::PeerRebooted => p,
             _ => return self.outcome_rare(peer, tag, msg, cx),
         };
         let Some(slot) = p.take_lent(tag.slot) else {
