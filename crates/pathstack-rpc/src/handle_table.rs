@@ -100,6 +100,9 @@ impl<K: Copy + Eq + Hash, V> HandleTable<K, V> {
     }
 
     /// The handle of `key`'s entry: the one lookup by key a holder makes.
+    /// Out of line: the held case of [`HandleTable::find_mut`] is the
+    /// one to inline.
+    #[inline(never)]
     pub(crate) fn handle(&self, key: &K) -> Option<Handle<V>> {
         let &index = self.index.get(key)?;
         Some(Handle {
@@ -165,7 +168,7 @@ impl<K: Copy + Eq + Hash, V> HandleTable<K, V> {
 
     /// The entry `hint` names if it is still `key`'s (no hashing), else
     /// `key`'s entry found by key; with the handle that reaches it.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn find_mut(
         &mut self,
         hint: Option<Handle<V>>,
@@ -182,7 +185,7 @@ impl<K: Copy + Eq + Hash, V> HandleTable<K, V> {
     }
 
     /// Whether `h` names `key`'s current entry.
-    #[inline]
+    #[inline(always)]
     fn holds(&self, h: Handle<V>, key: &K) -> bool {
         self.slots.get(h.index as usize).is_some_and(|s| {
             s.generation == h.generation && s.entry.as_ref().is_some_and(|(k, _)| k == key)

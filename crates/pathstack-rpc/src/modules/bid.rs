@@ -143,7 +143,7 @@ impl BidStage {
     /// This host's and `peer`'s boot ids as the path holds them, if
     /// BIDCTL's generation has not moved since they were read (one
     /// comparison, no module reached; the thesis' path-specific caching).
-    #[inline]
+    #[inline(always)]
     fn held(&self, peer: crate::Peer) -> Option<(BootId, BootId)> {
         match (&self.generation, &self.cache) {
             (Some(g), Some(c)) if c.peer == peer && c.generation == g.get() => {
@@ -155,11 +155,19 @@ impl BidStage {
 
     /// This host's and `peer`'s boot ids: those held, else read from
     /// BIDCTL (and held, with its generation cell the first time).
-    #[inline]
+    #[inline(always)]
     fn bids(&mut self, cx: &mut Cx<'_, '_>, peer: crate::Peer) -> Option<(BootId, BootId)> {
-        if let Some(b) = self.held(peer) {
-            return Some(b);
+        match self.held(peer) {
+            Some(b) => Some(b),
+            None => self.refresh(cx, peer),
         }
+    }
+
+    /// Reads `peer`'s boot ids from BIDCTL and holds them: after BIDCTL
+    /// learnt something, or for another peer (out of line: not the
+    /// established case).
+    #[inline(never)]
+    fn refresh(&mut self, cx: &mut Cx<'_, '_>, peer: crate::Peer) -> Option<(BootId, BootId)> {
         let ctl = cx.linked_module::<BidctlModule>(CTL, 0)?;
         if self.generation.is_none() {
             self.generation = Some(ctl.generation_cell().clone());

@@ -24,6 +24,7 @@ use super::bidctl::BidctlModule;
 use super::rpc::{RpcRole, RPC_ROLE};
 use super::sends::{self, Sends};
 use crate::anno::{BootNotice, CallStatus, RpcAnno, RpcTag};
+use crate::boot::BootGeneration;
 use crate::chan::ReplyError;
 use crate::chan::{
     CallError, ChanAction, ChannelKey, ClientChannel, ClientConfig, ClientTable, Payload,
@@ -92,6 +93,10 @@ pub struct ChanModule {
     actions: Vec<ChanAction>,
     next_due: Option<Instant>,
     send_failures: u64,
+    /// Bumped with every peer reboot the client table is told of: VCHAN's
+    /// stage holds it to see, with one load per call, whether its pool's
+    /// channels may have been disabled ([`ChanModule::reboot_generation`]).
+    reboots: BootGeneration,
 }
 
 impl ChanModule {
@@ -115,12 +120,20 @@ impl ChanModule {
             actions: Vec::new(),
             next_due: None,
             send_failures: 0,
+            reboots: BootGeneration::new(),
         }))
     }
 
     /// The client channel table (VCHAN opens its pools' channels here).
     pub fn client_table(&mut self) -> &mut ClientTable {
         &mut self.client
+    }
+
+    /// The cell counting the peer reboots the client table was told of,
+    /// for a holder of client channels (VCHAN's pools) to compare once
+    /// per call without reaching this module.
+    pub fn reboot_generation(&self) -> &BootGeneration {
+        &self.reboots
     }
 
     /// The server channel table.
@@ -483,7 +496,10 @@ impl ChanStage {
                 (BootNotice::FirstContact, false) => {
                     m.client.first_contact(now, peer, &mut m.actions)
                 }
-                (BootNotice::PeerRebooted, false) => m.client.peer_rebooted(peer, &mut m.actions),
+                (BootNotice::PeerRebooted, false) => {
+                    m.client.peer_rebooted(peer, &mut m.actions);
+                    m.reboots.bump();
+                }
                 (BootNotice::PeerRebooted, true) => m.server.peer_rebooted(peer, &mut m.actions),
                 _ => {}
             }
