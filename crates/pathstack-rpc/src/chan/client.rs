@@ -194,9 +194,10 @@ impl ClientTable {
     }
 
     /// How many peer reboots [`ClientTable::peer_rebooted`] was told of: a
-    /// holder of channels (VCHAN's pools) that saw this number change
-    /// checks whether its channels were disabled, without a lookup per
-    /// call while nothing reboots.
+    /// holder of channels that saw this number change checks whether its
+    /// channels were disabled, without a lookup per call while nothing
+    /// reboots. (On paths, VCHAN's stage reads the same count from a cell
+    /// it holds, `ChanModule::reboot_generation`, without reaching CHAN.)
     pub fn reboots(&self) -> u64 {
         self.reboots
     }
