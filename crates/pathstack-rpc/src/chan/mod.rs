@@ -63,6 +63,8 @@ mod server;
 #[cfg(test)]
 mod at_most_once_tests;
 #[cfg(test)]
+mod held_tests;
+#[cfg(test)]
 mod test_transport;
 #[cfg(test)]
 mod tests;
