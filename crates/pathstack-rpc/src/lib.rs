@@ -26,6 +26,7 @@ pub mod anno;
 pub mod blast;
 pub mod boot;
 pub mod chan;
+mod handle_table;
 pub mod hash_map;
 pub mod modules;
 pub mod mselect;

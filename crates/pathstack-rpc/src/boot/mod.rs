@@ -20,6 +20,7 @@ mod bid_filter;
 mod bidctl;
 mod bidctl_peer;
 mod boot_id;
+mod generation;
 #[cfg(test)]
 mod tests;
 
@@ -29,6 +30,7 @@ pub use bidctl::{
 };
 pub use bidctl_peer::BidctlState;
 pub use boot_id::{query_tag, wall_clock_now, BootId};
+pub use generation::BootGeneration;
 
 use pathstack_core::time::Duration;
 

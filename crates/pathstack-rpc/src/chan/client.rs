@@ -7,6 +7,7 @@ use super::{
     CallError, ChanAction, ChannelKey, ClientConfig, Payload, TableError, TransportQuery,
     TransportReceipt,
 };
+use crate::handle_table::{Handle, HandleTable};
 use crate::hash_map::FastMap;
 use crate::wire::chan::{flags, ChanDropReason, ChanHeader};
 use crate::Peer;
@@ -32,7 +33,7 @@ pub enum ClientState {
 }
 
 #[derive(Debug)]
-struct ClientChannel {
+pub(crate) struct ClientChannel {
     seq: u32,
     state: ClientState,
     /// The request of the outstanding call, kept for retransmission;
@@ -58,6 +59,10 @@ struct Numbering {
     open: usize,
 }
 
+/// A client channel held by a path: valid while the channel is open (a
+/// close, or a reopen of its number, makes it stale).
+pub(crate) type ClientHandle = Handle<ClientChannel>;
+
 /// The client channels of one host, keyed by [`ChannelKey`].
 ///
 /// ```
@@ -74,7 +79,9 @@ struct Numbering {
 #[derive(Debug)]
 pub struct ClientTable {
     config: ClientConfig,
-    channels: FastMap<ChannelKey, ClientChannel>,
+    /// Open channels, each reachable by a [`ClientHandle`] that the
+    /// client path's CHAN stage holds (`crate::handle_table`).
+    channels: HandleTable<ChannelKey, ClientChannel>,
     numbering: FastMap<(Peer, u32), Numbering>,
     /// How many peer reboots were reported ([`ClientTable::reboots`]).
     reboots: u64,
@@ -85,7 +92,7 @@ impl ClientTable {
     pub fn new(config: ClientConfig) -> Self {
         ClientTable {
             config,
-            channels: FastMap::default(),
+            channels: HandleTable::default(),
             numbering: FastMap::default(),
             reboots: 0,
         }
@@ -187,9 +194,10 @@ impl ClientTable {
     }
 
     /// How many peer reboots [`ClientTable::peer_rebooted`] was told of: a
-    /// holder of channels (VCHAN's pools) that saw this number change
-    /// checks whether its channels were disabled, without a lookup per
-    /// call while nothing reboots.
+    /// holder of channels that saw this number change checks whether its
+    /// channels were disabled, without a lookup per call while nothing
+    /// reboots. (On paths, VCHAN's stage reads the same count from a cell
+    /// it holds, `ChanModule::reboot_generation`, without reaching CHAN.)
     pub fn reboots(&self) -> u64 {
         self.reboots
     }
@@ -233,9 +241,27 @@ impl ClientTable {
         request: &[u8],
         deadline: Option<Instant>,
     ) -> Result<ChanHeader, CallError> {
+        self.call_held(None, now, key, request, deadline)
+            .map(|(_, h)| h)
+    }
+
+    /// [`ClientTable::call`] on the channel `held` names if it is still
+    /// `key`'s (no lookup by peer), else on `key`'s; also returns the
+    /// handle that reached the channel, for the holder to keep.
+    pub(crate) fn call_held(
+        &mut self,
+        held: Option<ClientHandle>,
+        now: Instant,
+        key: ChannelKey,
+        request: &[u8],
+        deadline: Option<Instant>,
+    ) -> Result<(ClientHandle, ChanHeader), CallError> {
         let max = self.config.max_request;
         let initial = self.config.initial_timeout;
-        let ch = self.channels.get_mut(&key).ok_or(CallError::NoChannel)?;
+        let (at, ch) = self
+            .channels
+            .find_mut(held, &key)
+            .ok_or(CallError::NoChannel)?;
         match ch.state {
             ClientState::Free => {}
             ClientState::Wait => return Err(CallError::Busy),
@@ -257,13 +283,16 @@ impl ClientTable {
         ch.timer.start(now, initial);
         ch.deadline = deadline;
         ch.state = ClientState::Wait;
-        Ok(ChanHeader {
-            chan: key.chan,
-            flags: flags::FROM_CLIENT | flags::USER_MSG,
-            prot_id: key.prot_id,
-            seq: ch.seq,
-            len,
-        })
+        Ok((
+            at,
+            ChanHeader {
+                chan: key.chan,
+                flags: flags::FROM_CLIENT | flags::USER_MSG,
+                prot_id: key.prot_id,
+                seq: ch.seq,
+                len,
+            },
+        ))
     }
 
     /// Records what the transport said about the last message pushed for
@@ -307,6 +336,22 @@ impl ClientTable {
         query: Option<&mut dyn TransportQuery>,
         out: &mut Vec<ChanAction>,
     ) -> Result<(), ChanDropReason> {
+        self.on_packet_held(None, now, peer, header, payload, query, out)
+    }
+
+    /// [`ClientTable::on_packet`] reaching the packet's channel through
+    /// `held` if that still names it (no lookup by peer).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn on_packet_held(
+        &mut self,
+        held: Option<ClientHandle>,
+        now: Instant,
+        peer: Peer,
+        header: &ChanHeader,
+        payload: &[u8],
+        query: Option<&mut dyn TransportQuery>,
+        out: &mut Vec<ChanAction>,
+    ) -> Result<(), ChanDropReason> {
         if header.has(flags::FROM_CLIENT) {
             // A request belongs to the server table (X32 demux).
             return Err(ChanDropReason::NoChannel);
@@ -316,7 +361,7 @@ impl ClientTable {
             prot_id: header.prot_id,
             chan: header.chan,
         };
-        let Some(ch) = self.channels.get_mut(&key) else {
+        let Some((_, ch)) = self.channels.find_mut(held, &key) else {
             // Dormant: the FREE rules with the remembered seq.
             let seq = self
                 .numbering

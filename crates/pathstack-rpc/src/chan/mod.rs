@@ -63,12 +63,16 @@ mod server;
 #[cfg(test)]
 mod at_most_once_tests;
 #[cfg(test)]
+mod held_tests;
+#[cfg(test)]
 mod test_transport;
 #[cfg(test)]
 mod tests;
 
+pub(crate) use client::ClientChannel;
 pub use client::{ClientState, ClientTable};
 pub use config::*;
+pub(crate) use server::ServerChannel;
 pub use server::{ReplyError, ServerCall, ServerState, ServerTable};
 
 use crate::wire::chan::ChanHeader;

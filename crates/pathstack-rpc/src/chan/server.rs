@@ -6,6 +6,7 @@ use super::retransmit::{resend, Backoff};
 use super::{
     ChanAction, ChannelKey, Payload, ServerConfig, TableError, TransportQuery, TransportReceipt,
 };
+use crate::handle_table::{Handle, HandleTable};
 use crate::hash_map::FastMap;
 use crate::wire::chan::{flags, ChanDropReason, ChanHeader};
 use crate::Peer;
@@ -36,10 +37,18 @@ pub struct ServerCall {
     pub seq: u32,
     /// Unique per execution in this table.
     exec: u64,
+    /// The channel, held so that the reply reaches it without a lookup
+    /// by peer (`crate::handle_table`).
+    at: ServerHandle,
 }
 
+/// A server channel held by a path (or by a [`ServerCall`]): valid while
+/// the channel is live (closing it or the client's reboot makes it
+/// stale).
+pub(crate) type ServerHandle = Handle<ServerChannel>;
+
 #[derive(Debug)]
-struct ServerChannel {
+pub(crate) struct ServerChannel {
     seq: u32,
     state: ServerState,
     /// Of the current execution (meaningful in EXECUTE).
@@ -103,7 +112,8 @@ pub struct ServerTable {
     config: ServerConfig,
     /// Protocol numbers with an openEnable.
     enabled: Vec<u32>,
-    channels: FastMap<ChannelKey, ServerChannel>,
+    /// Live channels, each reachable by a [`ServerHandle`].
+    channels: HandleTable<ChannelKey, ServerChannel>,
     dormant: FastMap<ChannelKey, u32>,
     next_exec: u64,
 }
@@ -114,7 +124,7 @@ impl ServerTable {
         ServerTable {
             config,
             enabled: Vec::new(),
-            channels: FastMap::default(),
+            channels: HandleTable::default(),
             dormant: FastMap::default(),
             next_exec: 0,
         }
@@ -203,6 +213,23 @@ impl ServerTable {
         query: Option<&mut dyn TransportQuery>,
         out: &mut Vec<ChanAction>,
     ) -> Result<(), ChanDropReason> {
+        self.on_packet_held(None, peer, header, payload, query, out)
+            .map(|_| ())
+    }
+
+    /// [`ServerTable::on_packet`] reaching the packet's channel through
+    /// `held` if that still names it (no lookup by peer); returns the
+    /// handle of the channel the packet reached, if it has one, for the
+    /// holder to keep.
+    pub(crate) fn on_packet_held(
+        &mut self,
+        held: Option<ServerHandle>,
+        peer: Peer,
+        header: &ChanHeader,
+        payload: &[u8],
+        query: Option<&mut dyn TransportQuery>,
+        out: &mut Vec<ChanAction>,
+    ) -> Result<Option<ServerHandle>, ChanDropReason> {
         if !header.has(flags::FROM_CLIENT) {
             return Err(ChanDropReason::NoChannel);
         }
@@ -211,47 +238,76 @@ impl ServerTable {
             prot_id: header.prot_id,
             chan: header.chan,
         };
-        if !self.channels.contains_key(&key) {
-            if !self.enabled.contains(&header.prot_id) {
-                return Err(ChanDropReason::NoListener);
-            }
-            // Revive a dormant channel (net zero in the bound) or create
-            // one with seq 0: any seq > 0 is new (spec §6.3).
-            let seq = match self.dormant.remove(&key) {
-                Some(seq) => seq,
-                // Only a request earns a new channel; anything else would
-                // find nothing to do in a fresh IDLE channel, so stray
-                // control packets cannot fill the table.
-                None if !header.has(flags::USER_MSG) => {
-                    if !(header.has(flags::ACK_REQUESTED) && header.seq > 0) {
-                        return Err(ChanDropReason::Unsolicited);
-                    }
-                    // A probe for a request we never got (C4).
-                    out.push(ChanAction::Send {
-                        key,
-                        header: control(key, flags::NEGATIVE_ACK, header.seq),
-                        payload: Payload::None,
-                    });
-                    return Ok(());
-                }
-                None if self.len() >= self.config.max_channels => {
-                    return Err(ChanDropReason::TableFull)
-                }
-                None => 0,
-            };
-            self.channels.insert(
-                key,
-                ServerChannel {
-                    seq,
-                    state: ServerState::Idle,
-                    exec: 0,
-                    copy: Vec::new(),
-                    receipt: TransportReceipt::default(),
-                    timer: Backoff::idle(),
-                },
-            );
+        let at = match self.channels.find_mut(held, &key) {
+            Some((at, _)) => at,
+            None => match self.create(key, header, out)? {
+                Some(at) => at,
+                None => return Ok(None),
+            },
+        };
+        self.on_channel(at, key, header, payload, query, out)
+            .map(|()| Some(at))
+    }
+
+    /// A request for a channel that is not live: revives a dormant one or
+    /// creates one (`Some`), or answers the packet without one (`None`).
+    fn create(
+        &mut self,
+        key: ChannelKey,
+        header: &ChanHeader,
+        out: &mut Vec<ChanAction>,
+    ) -> Result<Option<ServerHandle>, ChanDropReason> {
+        if !self.enabled.contains(&header.prot_id) {
+            return Err(ChanDropReason::NoListener);
         }
-        let Some(ch) = self.channels.get_mut(&key) else {
+        // Revive a dormant channel (net zero in the bound) or create
+        // one with seq 0: any seq > 0 is new (spec §6.3).
+        let seq = match self.dormant.remove(&key) {
+            Some(seq) => seq,
+            // Only a request earns a new channel; anything else would
+            // find nothing to do in a fresh IDLE channel, so stray
+            // control packets cannot fill the table.
+            None if !header.has(flags::USER_MSG) => {
+                if !(header.has(flags::ACK_REQUESTED) && header.seq > 0) {
+                    return Err(ChanDropReason::Unsolicited);
+                }
+                // A probe for a request we never got (C4).
+                out.push(ChanAction::Send {
+                    key,
+                    header: control(key, flags::NEGATIVE_ACK, header.seq),
+                    payload: Payload::None,
+                });
+                return Ok(None);
+            }
+            None if self.len() >= self.config.max_channels => {
+                return Err(ChanDropReason::TableFull)
+            }
+            None => 0,
+        };
+        Ok(Some(self.channels.insert(
+            key,
+            ServerChannel {
+                seq,
+                state: ServerState::Idle,
+                exec: 0,
+                copy: Vec::new(),
+                receipt: TransportReceipt::default(),
+                timer: Backoff::idle(),
+            },
+        )))
+    }
+
+    /// The rules of spec §6.5 for a packet on the live channel `at`.
+    fn on_channel(
+        &mut self,
+        at: ServerHandle,
+        key: ChannelKey,
+        header: &ChanHeader,
+        payload: &[u8],
+        query: Option<&mut dyn TransportQuery>,
+        out: &mut Vec<ChanAction>,
+    ) -> Result<(), ChanDropReason> {
+        let Some((_, ch)) = self.channels.find_mut(Some(at), &key) else {
             return Err(ChanDropReason::NoChannel);
         };
         if header.seq < ch.seq {
@@ -347,6 +403,7 @@ impl ServerTable {
                     key,
                     seq: ch.seq,
                     exec: ch.exec,
+                    at,
                 },
                 len: payload.len(),
             });
@@ -364,6 +421,24 @@ impl ServerTable {
             // one for a reply freed already.
             Err(ChanDropReason::Unsolicited)
         }
+    }
+
+    /// The execution in progress on `key`'s channel (reached through
+    /// `held` if that still names it), whose reply is due: what the
+    /// server path's CHAN stage answers when the reply comes back down.
+    /// `None` once it was answered or the client rebooted (C10).
+    pub(crate) fn executing(
+        &mut self,
+        held: Option<ServerHandle>,
+        key: ChannelKey,
+    ) -> Option<ServerCall> {
+        let (at, ch) = self.channels.find_mut(held, &key)?;
+        (ch.state == ServerState::Execute).then_some(ServerCall {
+            key,
+            seq: ch.seq,
+            exec: ch.exec,
+            at,
+        })
     }
 
     /// The upper protocol's reply to `call` (spec §6.5 IDLE row, second
@@ -389,7 +464,8 @@ impl ServerTable {
             })?;
         let ch = self
             .channels
-            .get_mut(&call.key)
+            .find_mut(Some(call.at), &call.key)
+            .map(|(_, c)| c)
             .filter(|c| c.state == ServerState::Execute && c.exec == call.exec)
             .ok_or(ReplyError::Stale)?;
         ch.copy.clear();

@@ -1,8 +1,13 @@
 //! `BID` on paths (spec §4): every message is stamped with both hosts'
 //! boot ids, and a message from or for another incarnation is dropped
 //! before it reaches CHAN. The boot ids come from BIDCTL, which the stage
-//! asks through its `ctl` connection on every message (one table lookup):
-//! nothing is cached here that a reboot could make stale.
+//! asks through its `ctl` connection; the stage keeps the last peer's
+//! boot ids on its path (the thesis' PIN caching) together with BIDCTL's
+//! generation cell ([`BootGeneration`]), resolved from BIDCTL once. While
+//! that generation has not moved, BIDCTL has learnt nothing (no reboot,
+//! no new peer), so an established call reads one number and asks
+//! nothing; after anything BIDCTL learns, the next message asks again.
+//! Nothing cached here outlives what BIDCTL knows.
 //!
 //! BID also keeps a path of its own (BID / BLAST / ETH) for the *empty*
 //! BID messages a peer sends back when our message named its previous
@@ -11,7 +16,7 @@
 use super::bidctl::BidctlModule;
 use super::sends::{self, Sends};
 use crate::anno::RpcAnno;
-use crate::boot::{BidFilter, BidRxVerdict, BootId};
+use crate::boot::{BidFilter, BidRxVerdict, BootGeneration, BootId};
 use crate::wire::bid::{BidDropReason, BidHeader, HEADER_LEN};
 use pathstack_core::attrs::{keys, AttrKey, Attrs};
 use pathstack_core::demux::{DemuxKey, Key, KeyMode, PartialClassifier};
@@ -100,6 +105,7 @@ impl Module for BidModule {
             stage: Box::new(BidStage {
                 own,
                 hlp_num,
+                generation: None,
                 cache: None,
                 out: Vec::new(),
             }),
@@ -125,6 +131,8 @@ struct BidCache {
 pub struct BidStage {
     own: bool,
     hlp_num: u32,
+    /// BIDCTL's generation, held from the first message on.
+    generation: Option<BootGeneration>,
     /// The last peer's boot ids, valid for one BIDCTL generation.
     cache: Option<BidCache>,
     /// BIDCTL's requests to put on paths (reused).
@@ -132,24 +140,46 @@ pub struct BidStage {
 }
 
 impl BidStage {
-    /// This host's and `peer`'s boot ids: from the cache while BIDCTL's
-    /// generation has not moved (one comparison instead of a table
-    /// lookup on every message; the thesis' path-specific caching).
-    #[inline]
-    fn bids(&mut self, ctl: &BidctlModule, peer: crate::Peer) -> (BootId, BootId) {
-        match self.cache {
-            Some(c) if c.peer == peer && c.generation == ctl.generation() => (c.local, c.peer_bid),
-            _ => {
-                let (local, peer_bid, generation) = ctl.known_bids(peer);
-                self.cache = Some(BidCache {
-                    peer,
-                    generation,
-                    local,
-                    peer_bid,
-                });
-                (local, peer_bid)
+    /// This host's and `peer`'s boot ids as the path holds them, if
+    /// BIDCTL's generation has not moved since they were read (one
+    /// comparison, no module reached; the thesis' path-specific caching).
+    #[inline(always)]
+    fn held(&self, peer: crate::Peer) -> Option<(BootId, BootId)> {
+        match (&self.generation, &self.cache) {
+            (Some(g), Some(c)) if c.peer == peer && c.generation == g.get() => {
+                Some((c.local, c.peer_bid))
             }
+            _ => None,
         }
+    }
+
+    /// This host's and `peer`'s boot ids: those held, else read from
+    /// BIDCTL (and held, with its generation cell the first time).
+    #[inline(always)]
+    fn bids(&mut self, cx: &mut Cx<'_, '_>, peer: crate::Peer) -> Option<(BootId, BootId)> {
+        match self.held(peer) {
+            Some(b) => Some(b),
+            None => self.refresh(cx, peer),
+        }
+    }
+
+    /// Reads `peer`'s boot ids from BIDCTL and holds them: after BIDCTL
+    /// learnt something, or for another peer (out of line: not the
+    /// established case).
+    #[inline(never)]
+    fn refresh(&mut self, cx: &mut Cx<'_, '_>, peer: crate::Peer) -> Option<(BootId, BootId)> {
+        let ctl = cx.linked_module::<BidctlModule>(CTL, 0)?;
+        if self.generation.is_none() {
+            self.generation = Some(ctl.generation_cell().clone());
+        }
+        let (local, peer_bid, generation) = ctl.known_bids(peer);
+        self.cache = Some(BidCache {
+            peer,
+            generation,
+            local,
+            peer_bid,
+        });
+        Some((local, peer_bid))
     }
 
     /// Asks BIDCTL about `peer` with `hint` and sends what it asks for.
@@ -167,10 +197,9 @@ impl BidStage {
         let Some(peer) = msg.anno().rpc_peer() else {
             return Verdict::Drop(BidDropReason::InactiveSend.into());
         };
-        let Some(ctl) = cx.linked_module::<BidctlModule>(CTL, 0) else {
+        let Some((local, peer_bid)) = self.bids(cx, peer) else {
             return Verdict::Drop(BidDropReason::InactiveSend.into());
         };
-        let (local, peer_bid) = self.bids(ctl, peer);
         match BidFilter::new(local, self.hlp_num).send_header(peer_bid) {
             Ok(h) => match msg.push(HEADER_LEN) {
                 Ok(b) => {
@@ -196,10 +225,9 @@ impl BidStage {
         let Some(peer) = msg.anno().rpc_peer() else {
             return Verdict::Drop(BidDropReason::Inactive.into());
         };
-        let Some(ctl) = cx.linked_module::<BidctlModule>(CTL, 0) else {
+        let Some((local, peer_bid)) = self.bids(cx, peer) else {
             return Verdict::Drop(BidDropReason::Inactive.into());
         };
-        let (local, peer_bid) = self.bids(ctl, peer);
         let verdict = BidFilter::new(local, h.hlp_num).receive(peer_bid, &h);
         let reason = verdict.drop_reason();
         match verdict {

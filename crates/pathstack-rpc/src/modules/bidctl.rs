@@ -16,7 +16,8 @@ use super::sends::{self, Sends};
 use super::RpcNet;
 use crate::anno::{BootNotice, RpcAnno, RpcTag};
 use crate::boot::{
-    wall_clock_now, Bidctl, BidctlAction, BidctlConfig, BootEvent, BootId, Registrant,
+    wall_clock_now, Bidctl, BidctlAction, BidctlConfig, BootEvent, BootGeneration, BootId,
+    Registrant,
 };
 use crate::wire::bidctl::{BidctlDropReason, BidctlHeader};
 use crate::Peer;
@@ -94,8 +95,9 @@ pub struct BidctlModule {
     bcast_pending: bool,
     /// Bumped by every call that may change what the engine knows about a
     /// peer, so that BID stages may cache a peer's boot id and check it
-    /// with one comparison ([`BidctlModule::known_bids`]).
-    generation: u64,
+    /// with one comparison ([`BidctlModule::known_bids`]); shared with
+    /// the BID stages that hold it ([`BidctlModule::generation_cell`]).
+    generation: BootGeneration,
     send_failures: u64,
 }
 
@@ -111,7 +113,7 @@ impl BidctlModule {
             registrants: Vec::new(),
             actions: Vec::new(),
             bcast_pending: false,
-            generation: 0,
+            generation: BootGeneration::new(),
             send_failures: 0,
         }))
     }
@@ -135,13 +137,19 @@ impl BidctlModule {
             .as_ref()
             .and_then(|e| e.peer_view(peer))
             .map_or(BootId(0), |v| v.bid);
-        (self.local_bid(), peer_bid, self.generation)
+        (self.local_bid(), peer_bid, self.generation.get())
     }
 
     /// The generation of what the engine knows (see
     /// [`BidctlModule::known_bids`]).
     pub fn generation(&self) -> u64 {
-        self.generation
+        self.generation.get()
+    }
+
+    /// The generation cell itself, for a BID stage to hold: it reads the
+    /// generation without reaching this module on every message.
+    pub fn generation_cell(&self) -> &BootGeneration {
+        &self.generation
     }
 
     /// The peer's boot id, [`BootId::UNKNOWN`] until the first handshake;
@@ -149,7 +157,7 @@ impl BidctlModule {
     /// Whatever the engine wants sent waits in the module until
     /// [`BidctlModule::drain`].
     pub fn peer_bid(&mut self, peer: Peer, hint: BootId, now: Instant) -> BootId {
-        self.generation += 1;
+        self.generation.bump();
         let Some(e) = self.engine.as_mut() else {
             return BootId(0);
         };
@@ -160,7 +168,7 @@ impl BidctlModule {
     /// Registers the stage at `position` of `path` for the notices about
     /// `peer` (idempotent).
     pub fn register(&mut self, peer: Peer, path: PathId, position: usize, now: Instant) {
-        self.generation += 1;
+        self.generation.bump();
         let idx = match self.registrants.iter().position(|&r| r == (path, position)) {
             Some(i) => i,
             None => {
@@ -242,6 +250,8 @@ impl Module for BidctlModule {
             max_peers: self.max_peers,
             ..BidctlConfig::default()
         };
+        // A new engine: every boot id read before is stale.
+        self.generation.bump();
         self.engine = Some(Bidctl::new(
             config,
             next_boot_id(),
@@ -298,7 +308,7 @@ impl Module for BidctlModule {
         }
         if let Some(e) = self.engine.as_mut() {
             if e.poll_at().is_some_and(|t| t <= now) {
-                self.generation += 1;
+                self.generation.bump();
                 e.on_time(now, &mut self.actions);
             }
         }
@@ -347,7 +357,7 @@ impl Stage for BidctlStage {
         };
         let r = match m.engine.as_mut() {
             Some(e) => {
-                m.generation += 1;
+                m.generation.bump();
                 e.on_packet(now, from, &h, &mut m.actions)
             }
             None => Err(BidctlDropReason::TableFull),

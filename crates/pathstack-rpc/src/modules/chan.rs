@@ -24,12 +24,13 @@ use super::bidctl::BidctlModule;
 use super::rpc::{RpcRole, RPC_ROLE};
 use super::sends::{self, Sends};
 use crate::anno::{BootNotice, CallStatus, RpcAnno, RpcTag};
+use crate::boot::BootGeneration;
 use crate::chan::ReplyError;
 use crate::chan::{
-    CallError, ChanAction, ChannelKey, ClientConfig, ClientTable, Payload, ServerCall,
-    ServerConfig, ServerTable, TransportReceipt,
+    CallError, ChanAction, ChannelKey, ClientChannel, ClientConfig, ClientTable, Payload,
+    ServerChannel, ServerConfig, ServerTable, TransportReceipt,
 };
-use crate::hash_map::FastMap;
+use crate::handle_table::HandleCache;
 use crate::wire::chan::{flags, ChanDropReason, ChanHeader, HEADER_LEN};
 use crate::Peer;
 use pathstack_core::attrs::{keys, AttrKey, Attrs};
@@ -68,9 +69,10 @@ pub const DEFAULT_CALL_TIMEOUT: std::time::Duration = std::time::Duration::from_
 /// Service index of CHAN's connection to BIDCTL.
 const CTL: usize = 2;
 
-/// Most requests the server stage hands up at once (one LDLP batch is far
-/// fewer).
-const MAX_EXECUTING: usize = 4096;
+/// Channels whose handles a CHAN stage holds (direct-mapped by channel
+/// number): a VCHAN pool's default five, with room to grow, fit without
+/// evicting each other.
+const HELD_CHANNELS: usize = 8;
 
 /// BLAST's fragment size F on a path (set by `BLAST` when the path is
 /// made; read by CHAN to know which messages BLAST fragments).
@@ -91,6 +93,10 @@ pub struct ChanModule {
     actions: Vec<ChanAction>,
     next_due: Option<Instant>,
     send_failures: u64,
+    /// Bumped with every peer reboot the client table is told of: VCHAN's
+    /// stage holds it to see, with one load per call, whether its pool's
+    /// channels may have been disabled ([`ChanModule::reboot_generation`]).
+    reboots: BootGeneration,
 }
 
 impl ChanModule {
@@ -114,12 +120,20 @@ impl ChanModule {
             actions: Vec::new(),
             next_due: None,
             send_failures: 0,
+            reboots: BootGeneration::new(),
         }))
     }
 
     /// The client channel table (VCHAN opens its pools' channels here).
     pub fn client_table(&mut self) -> &mut ClientTable {
         &mut self.client
+    }
+
+    /// The cell counting the peer reboots the client table was told of,
+    /// for a holder of client channels (VCHAN's pools) to compare once
+    /// per call without reaching this module.
+    pub fn reboot_generation(&self) -> &BootGeneration {
+        &self.reboots
     }
 
     /// The server channel table.
@@ -253,7 +267,8 @@ impl Module for ChanModule {
                 server,
                 prot_id,
                 fragment_len: None,
-                executing: FastMap::default(),
+                clients: HandleCache::default(),
+                servers: HandleCache::default(),
                 out: Vec::new(),
                 bidctl_out: Vec::new(),
             }),
@@ -305,10 +320,16 @@ pub struct ChanStage {
     prot_id: u32,
     /// BLAST's fragment size on this path, read once.
     fragment_len: Option<usize>,
-    /// Server: the executions whose replies are coming back down, by
-    /// channel (the `RPC` server stage answers in the same run; under
-    /// LDLP a batch holds several).
-    executing: FastMap<ChannelKey, ServerCall>,
+    /// Client: the channels this path's calls use, held by handle so a
+    /// call and its reply reach their channel without a lookup by peer
+    /// (the thesis' PIN kept the channel on the path). A handle the
+    /// table no longer honours (the channel was closed, e.g. after a
+    /// peer's reboot) costs one lookup by key, which resolves it again.
+    clients: HandleCache<ChannelKey, ClientChannel, HELD_CHANNELS>,
+    /// Server: the channels this path's requests arrive on, likewise.
+    /// A channel in EXECUTE is also where the reply coming back down
+    /// finds its call (the channel holds the execution's token).
+    servers: HandleCache<ChannelKey, ServerChannel, HELD_CHANNELS>,
     out: Sends,
     bidctl_out: Sends,
 }
@@ -381,7 +402,16 @@ impl ChanStage {
             return Verdict::Drop(ChanDropReason::NoChannel.into());
         };
         let deadline = m.call_timeout.map(|d| now + d);
-        let header = m.client.call(now, key, msg.as_slice(), deadline);
+        let held = self.clients.get(usize::from(key.chan), &key);
+        let header = m
+            .client
+            .call_held(held, now, key, msg.as_slice(), deadline)
+            .map(|(at, h)| {
+                if held != Some(at) {
+                    self.clients.put(usize::from(key.chan), key, at);
+                }
+                h
+            });
         if header.is_ok() {
             // A call or reply starts with the default receipt (a short
             // message): record only what differs, sparing a table lookup
@@ -425,13 +455,15 @@ impl ChanStage {
             prot_id: self.prot_id,
             chan: tag.slot,
         };
-        let Some(call) = self.executing.remove(&key) else {
-            return Verdict::Drop(ChanDropReason::Unsolicited.into());
-        };
         let now = cx.now();
         let receipt = self.receipt(cx, msg.len() + HEADER_LEN);
         let Some(m) = cx.module::<ChanModule>() else {
             return Verdict::Drop(ChanDropReason::NoChannel.into());
+        };
+        // The execution this reply answers: the channel's current one.
+        let held = self.servers.get(usize::from(key.chan), &key);
+        let Some(call) = m.server.executing(held, key) else {
+            return Verdict::Drop(ChanDropReason::Unsolicited.into());
         };
         match m.server.reply(now, call, msg.as_slice()) {
             Ok(h) => {
@@ -464,11 +496,11 @@ impl ChanStage {
                 (BootNotice::FirstContact, false) => {
                     m.client.first_contact(now, peer, &mut m.actions)
                 }
-                (BootNotice::PeerRebooted, false) => m.client.peer_rebooted(peer, &mut m.actions),
-                (BootNotice::PeerRebooted, true) => {
-                    m.server.peer_rebooted(peer, &mut m.actions);
-                    self.executing.retain(|k, _| k.peer != peer);
+                (BootNotice::PeerRebooted, false) => {
+                    m.client.peer_rebooted(peer, &mut m.actions);
+                    m.reboots.bump();
                 }
+                (BootNotice::PeerRebooted, true) => m.server.peer_rebooted(peer, &mut m.actions),
                 _ => {}
             }
         }
@@ -495,11 +527,25 @@ impl ChanStage {
             return Verdict::Drop(ChanDropReason::NoChannel.into());
         };
         let channels = m.server.len();
+        let key = ChannelKey {
+            peer,
+            prot_id: h.prot_id,
+            chan: h.chan,
+        };
+        let at = usize::from(h.chan);
         let r = if server {
-            m.server.on_packet(peer, &h, payload, None, &mut m.actions)
+            let held = self.servers.get(at, &key);
+            m.server
+                .on_packet_held(held, peer, &h, payload, None, &mut m.actions)
+                .map(|reached| {
+                    if let Some(r) = reached.filter(|&r| held != Some(r)) {
+                        self.servers.put(at, key, r);
+                    }
+                })
         } else {
+            let held = self.clients.get(at, &key);
             m.client
-                .on_packet(now, peer, &h, payload, None, &mut m.actions)
+                .on_packet_held(held, now, peer, &h, payload, None, &mut m.actions)
         };
         // A server channel was made (or revived): make sure BIDCTL tells
         // this stage about its peer's reboot (registering is idempotent;
@@ -514,13 +560,9 @@ impl ChanStage {
         }
         let (len, slot) = match own {
             Some(ChanAction::Reply { key, len }) => (len, key.chan),
-            Some(ChanAction::Execute { call, len }) => {
-                if self.executing.len() >= MAX_EXECUTING {
-                    return Verdict::Drop(ChanDropReason::TableFull.into());
-                }
-                self.executing.insert(call.key, call);
-                (len, call.key.chan)
-            }
+            // The channel, now in EXECUTE, keeps the call's token for the
+            // reply.
+            Some(ChanAction::Execute { call, len }) => (len, call.key.chan),
             // Handled inside the engine (an ACK, a probe answered).
             _ => return Verdict::Consumed,
         };

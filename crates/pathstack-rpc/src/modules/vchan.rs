@@ -3,8 +3,12 @@
 //! stage gives each call going down an idle channel (the most recently
 //! freed first) or parks it, in order, until one is free; an outcome
 //! coming up gives its channel back and names the call again. The pools
-//! live in the module; their channels are opened in CHAN's client table,
-//! which the stage reaches through its `down` connection.
+//! live in the module; the stage holds its peer's pool by handle (the
+//! pool the thesis' PIN cached on the path), so a call and its outcome
+//! reach the pool without a lookup by peer; a retired pool's handle no
+//! longer matches, and the next call finds (or opens) the new pool by
+//! peer. The pools' channels are opened in CHAN's client table, which
+//! the stage reaches through its `down` connection.
 //!
 //! A peer that rebooted disables every channel to it (spec §6.4): its pool
 //! is dropped, calls waiting in it fail with the reboot, its channels are
@@ -21,8 +25,9 @@
 use super::chan::ChanModule;
 use super::rpc::{RpcRole, RPC_ROLE};
 use crate::anno::{CallStatus, RpcAnno, RpcTag};
+use crate::boot::BootGeneration;
 use crate::chan::{ChannelKey, ClientState, ClientTable};
-use crate::hash_map::FastMap;
+use crate::handle_table::{Handle, HandleCache, HandleTable};
 use crate::vchan::{Acquired, VchanConfig, VchanPool, WaitTicket};
 use crate::Peer;
 use pathstack_core::attrs::{keys, Attrs};
@@ -32,7 +37,6 @@ use pathstack_core::module::{CreateCx, Created, Module, Route};
 use pathstack_core::stack::ModuleSetup;
 use pathstack_core::stage::{Cx, Stage, Verdict};
 use pathstack_core::{Dir, Msg};
-use std::collections::hash_map::Entry;
 use std::collections::VecDeque;
 
 /// Spec of `VCHAN`.
@@ -74,8 +78,8 @@ struct PeerPool {
     /// channels, searched linearly (no hashing on the fast path).
     lent: Vec<(u16, u16)>,
     waiting: VecDeque<(WaitTicket, Msg)>,
-    /// CHAN's reboot count ([`ClientTable::reboots`]) when this pool last
-    /// knew its channels were usable.
+    /// CHAN's reboot count ([`ChanModule::reboot_generation`]) when this
+    /// pool last knew its channels were usable.
     reboots: u64,
 }
 
@@ -91,7 +95,8 @@ impl PeerPool {
 pub struct VchanModule {
     config: VchanConfig,
     max_peers: usize,
-    pools: FastMap<Peer, PeerPool>,
+    /// The current pool of each peer, reachable by handle.
+    pools: HandleTable<Peer, PeerPool>,
     /// Pools of peers that rebooted, kept until the outcomes of the calls
     /// their channels carried have come up (each names its channel).
     retired: Vec<(Peer, PeerPool)>,
@@ -109,7 +114,7 @@ impl VchanModule {
         Ok(Box::new(VchanModule {
             config,
             max_peers: setup.param("max_peers", 1024usize)?,
-            pools: FastMap::default(),
+            pools: HandleTable::default(),
             retired: Vec::new(),
         }))
     }
@@ -186,7 +191,12 @@ impl Module for VchanModule {
         // VCHAN passes its caller's protocol number to CHAN (§7).
         let prot_id = attrs.get(&keys::PROT_ID).copied().unwrap_or(0);
         Ok(Created {
-            stage: Box::new(VchanStage { server, prot_id }),
+            stage: Box::new(VchanStage {
+                server,
+                prot_id,
+                held: HandleCache::default(),
+                reboots: None,
+            }),
             route: Route::Service(DOWN),
         })
     }
@@ -210,7 +220,15 @@ impl Module for VchanModule {
 pub struct VchanStage {
     server: bool,
     prot_id: u32,
+    /// The pool of the peer this path last called, by handle.
+    held: HandleCache<Peer, PeerPool, 1>,
+    /// CHAN's count of peer reboots ([`ChanModule::reboot_generation`]),
+    /// held from the first call on.
+    reboots: Option<BootGeneration>,
 }
+
+/// A pool held by a VCHAN stage.
+type PoolHandle = Handle<PeerPool>;
 
 /// Turns `msg` into the failed outcome of its call.
 fn fail(msg: &mut Msg, slot: u16, status: CallStatus) {
@@ -231,26 +249,102 @@ fn fail_rebooted(failed: Vec<Msg>, cx: &mut Cx<'_, '_>) {
     }
 }
 
+/// Gives the call a channel of its pool `p`; `Err`: all are busy and the
+/// call has a place in the pool's queue.
+fn lend(p: &mut PeerPool, tag: RpcTag, msg: &mut Msg) -> Result<Verdict, WaitTicket> {
+    match p.pool.acquire() {
+        Ok(Acquired::Channel(key)) => {
+            p.lent.push((key.chan, tag.slot));
+            msg.anno_mut().set_rpc_tag(RpcTag::slot(key.chan));
+            Ok(Verdict::Next)
+        }
+        Ok(Acquired::Queued(ticket)) => Err(ticket),
+        Err(_) => {
+            fail(msg, tag.slot, CallStatus::Busy);
+            Ok(Verdict::Back)
+        }
+    }
+}
+
+/// Parks the call in its pool (held as `at`) until a channel is free
+/// (fair: first come, first served); the message waits here, not in the
+/// caller.
+fn park(
+    ticket: WaitTicket,
+    at: PoolHandle,
+    tag: RpcTag,
+    peer: Peer,
+    msg: &mut Msg,
+    cx: &mut Cx<'_, '_>,
+) -> Verdict {
+    let Ok(m) = cx.pool().alloc(0) else {
+        fail(msg, tag.slot, CallStatus::Busy);
+        return Verdict::Back;
+    };
+    let parked = std::mem::replace(msg, m);
+    if let Some(v) = cx.module::<VchanModule>() {
+        if let Some((_, p)) = v.pools.find_mut(Some(at), &peer) {
+            p.waiting.push_back((ticket, parked));
+        }
+    }
+    Verdict::Consumed
+}
+
 impl VchanStage {
+    /// A call going down: the established case first — the pool this
+    /// path holds, its channels not disabled since it last looked (CHAN's
+    /// reboot count, held too) — reached with one module access and no
+    /// lookup by peer; anything else (first call to a peer, another
+    /// peer, a reboot somewhere) goes through [`VchanStage::call_resolve`].
     fn call(&mut self, msg: &mut Msg, cx: &mut Cx<'_, '_>) -> Verdict {
         let (Some(tag), Some(peer)) = (msg.anno().rpc_tag(), msg.anno().rpc_peer()) else {
             return Verdict::Drop(crate::wire::chan::ChanDropReason::NoChannel.into());
         };
+        let (Some(held), Some(reboots)) = (self.held.get(0, &peer), self.reboots.as_ref()) else {
+            return self.call_resolve(tag, peer, msg, cx);
+        };
+        let reboots = reboots.get();
+        let Some(v) = cx.module::<VchanModule>() else {
+            return Verdict::Drop(crate::wire::chan::ChanDropReason::NoChannel.into());
+        };
+        let lent = match v.pools.find_mut(Some(held), &peer) {
+            Some((at, p)) if at == held && p.reboots == reboots => lend(p, tag, msg),
+            _ => return self.call_resolve(tag, peer, msg, cx),
+        };
+        lent.unwrap_or_else(|ticket| park(ticket, held, tag, peer, msg, cx))
+    }
+
+    /// A call whose pool is not held (or may be stale): finds or opens
+    /// `peer`'s pool in the module and holds it, with CHAN's reboot
+    /// count.
+    #[inline(never)]
+    fn call_resolve(
+        &mut self,
+        tag: RpcTag,
+        peer: Peer,
+        msg: &mut Msg,
+        cx: &mut Cx<'_, '_>,
+    ) -> Verdict {
         let prot_id = self.prot_id;
         let Some((v, chan)) = cx.module_and_linked::<VchanModule, ChanModule>(DOWN, 0) else {
             return Verdict::Drop(crate::wire::chan::ChanDropReason::NoChannel.into());
         };
-        let reboots = chan.client_table().reboots();
+        let cell = chan.reboot_generation();
+        let reboots = cell.get();
+        if self.reboots.is_none() {
+            self.reboots = Some(cell.clone());
+        }
         let full = v.pools.len() + v.retired.len() >= v.max_peers;
         let config = v.config;
-        let p = match v.pools.entry(peer) {
+        let held = self.held.get(0, &peer);
+        let at = match v.pools.find_mut(held, &peer) {
             // A peer rebooted since this pool last looked (the rare case;
             // one comparison per call otherwise).
-            Entry::Occupied(o) if o.get().reboots != reboots => {
+            Some((_, p)) if p.reboots != reboots => {
                 return self.call_after_reboot(peer, msg, cx);
             }
-            Entry::Occupied(o) => o.into_mut(),
-            Entry::Vacant(e) => {
+            Some((at, _)) => at,
+            None => {
                 let pool = if full {
                     None
                 } else {
@@ -261,40 +355,22 @@ impl VchanStage {
                     return Verdict::Back;
                 };
                 chan.note_new_peer(peer);
-                e.insert(PeerPool {
-                    pool,
-                    lent: Vec::new(),
-                    waiting: VecDeque::new(),
-                    reboots,
-                })
+                v.pools.insert(
+                    peer,
+                    PeerPool {
+                        pool,
+                        lent: Vec::new(),
+                        waiting: VecDeque::new(),
+                        reboots,
+                    },
+                )
             }
         };
-        match p.pool.acquire() {
-            Ok(Acquired::Channel(key)) => {
-                p.lent.push((key.chan, tag.slot));
-                msg.anno_mut().set_rpc_tag(RpcTag::slot(key.chan));
-                Verdict::Next
-            }
-            Ok(Acquired::Queued(ticket)) => {
-                // Parked until a channel is free (fair: first come, first
-                // served); the message waits here, not in the caller.
-                let Ok(m) = cx.pool().alloc(0) else {
-                    fail(msg, tag.slot, CallStatus::Busy);
-                    return Verdict::Back;
-                };
-                let parked = std::mem::replace(msg, m);
-                if let Some(v) = cx.module::<VchanModule>() {
-                    if let Some(p) = v.pools.get_mut(&peer) {
-                        p.waiting.push_back((ticket, parked));
-                    }
-                }
-                Verdict::Consumed
-            }
-            Err(_) => {
-                fail(msg, tag.slot, CallStatus::Busy);
-                Verdict::Back
-            }
-        }
+        self.held.put(0, peer, at);
+        let Some((_, p)) = v.pools.find_mut(Some(at), &peer) else {
+            return Verdict::Drop(crate::wire::chan::ChanDropReason::NoChannel.into());
+        };
+        lend(p, tag, msg).unwrap_or_else(|ticket| park(ticket, at, tag, peer, msg, cx))
     }
 
     /// `call` found that a peer rebooted since `peer`'s pool last looked:
@@ -316,7 +392,7 @@ impl VchanStage {
             {
                 v.retire(peer, table)
             } else {
-                p.reboots = table.reboots();
+                p.reboots = chan.reboot_generation().get();
                 Vec::new()
             }
         };
@@ -333,8 +409,8 @@ impl VchanStage {
         };
         // The common case, one pool lookup: a call of the current pool
         // ended; its channel goes back, to the longest waiter if any.
-        let p = match v.pools.get_mut(&peer) {
-            Some(p) if tag.status != CallStatus::PeerRebooted => p,
+        let p = match v.pools.find_mut(self.held.get(0, &peer), &peer) {
+            Some((_, p)) if tag.status != CallStatus::PeerRebooted => p,
             _ => return self.outcome_rare(peer, tag, msg, cx),
         };
         let Some(slot) = p.take_lent(tag.slot) else {
