@@ -180,6 +180,7 @@
 
 mod classifier;
 mod error;
+mod flow;
 mod hash;
 mod id;
 mod key;
@@ -194,6 +195,7 @@ pub mod testing;
 
 pub use classifier::{Classifier, DEFAULT_MAX_NODES, MAX_CLASSIFIED_MODULES, MAX_DEPTH};
 pub use error::ClassifyError;
+pub use flow::{FlowLayout, HeaderLen, MAX_GUARDS, MAX_KEY_SPANS};
 pub use id::{KeyMode, ModuleId, PathId};
 pub use key::Key;
 pub use level::Level;

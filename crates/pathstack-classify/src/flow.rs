@@ -1,0 +1,846 @@
+//! The flow table: one exact-match probe for a message of an established
+//! path, in front of the demux tree.
+//!
+//! An active path whose every level has a key is a *flow*: its message is
+//! one whose header bytes at fixed places equal the keys it registered.
+//! When every module on such a path describes where its active key lies in
+//! its header ([`FlowLayout`], from
+//! [`PartialClassifier::flow_layout`](crate::PartialClassifier::flow_layout)),
+//! the classifier also files the path under the concatenation of its keys.
+//! A lookup then checks a few guard bytes, gathers the key bytes from fixed
+//! offsets into a buffer on the stack, hashes once and probes once, where
+//! the tree walk calls each level's partial classifier and probes per level.
+//!
+//! # Why a flow hit is the tree's answer
+//!
+//! The tree stays the authority; the flow table only answers when the tree
+//! provably answers the same:
+//!
+//! 1. *Every level matches.* A layout's contract is that whenever it
+//!    applies to a header (its guards hold, the header is all there) the
+//!    module's `extract(.., Active)` returns exactly the layout's key and
+//!    header length ([`FlowLayout::extract`]). A hit requires the entry's
+//!    gathered bytes to equal the path's registered keys and every level's
+//!    guards and length to hold *for the entry's own chain of modules*, so
+//!    the active walk, level by level, extracts the path's keys and reaches
+//!    the path's last node.
+//! 2. *Nothing longer matches.* The walk can only go past that node if a
+//!    node names a next module there, i.e. some active path continues
+//!    below the flow's last level. Demux nodes are unique per *(parent,
+//!    mode, key)* and the next module after a node is unique
+//!    (`NextModuleConflict`), so any longer active match passes through the
+//!    same nodes and continues below the last one. A path is therefore kept
+//!    in the flow table only while its last node names no next module: the
+//!    classifier takes it out when a registration continues below that node
+//!    and puts it back when the last continuing path goes.
+//! 3. *Active beats passive.* Any matching active path wins over every
+//!    passive one whatever their lengths, so no passive path can be
+//!    preferred to a flow; `Stop` levels end a chain like any last level.
+//! 4. *No two flows match one message.* Two matching active paths of equal
+//!    length would share all their nodes, which registration refuses
+//!    (`Ambiguous`); of unequal length, the shorter is not in the table
+//!    (2.). So the first entry whose key and guards match is the only one.
+//!
+//! A message the layouts do not apply to (IPv4 options or a fragment, a
+//! truncated header) or whose key no flow has costs the gather and one
+//! probe, then takes the tree walk unchanged.
+//!
+//! # Layout
+//!
+//! Flows whose keys are gathered from the same byte spans of a message
+//! arriving at the same module share a [`Gather`] and its hash table, so a
+//! host with TCP connections and connected UDP sockets (whose port keys lie
+//! at the same offsets) still probes once: the protocol byte in the IP key
+//! tells them apart, and each entry's chain checks its own guards. An
+//! entry is its key's words, its path and its chain: 24 bytes for an
+//! Ethernet/IPv4/TCP flow (15 key bytes in two words), plus a 4-byte slot
+//! of the [`NodeTable`] over its load factor.
+
+use crate::hash::{EdgeHasher, NodeTable};
+use crate::node::NONE;
+use crate::{Key, ModuleId};
+
+/// Most key spans one [`FlowLayout`] may name (IPv4 needs three: protocol,
+/// destination, source).
+pub const MAX_KEY_SPANS: usize = 4;
+
+/// Most guard bytes one [`FlowLayout`] may name.
+pub const MAX_GUARDS: usize = 4;
+
+/// How long a header is, as far as a [`FlowLayout`] knows it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HeaderLen {
+    /// Always this many bytes (guards may pin the length field, as IPv4's
+    /// version/IHL byte 0x45 pins 20 bytes).
+    Fixed(u8),
+    /// A 4-bit count of 32-bit words (IPv4's IHL, TCP's data offset):
+    /// `((header[at] >> shift) & 0xf) * 4` bytes, at least `min`. Only the
+    /// last level of a flow may vary in length: a later level must start at
+    /// a fixed offset.
+    Words {
+        /// The byte holding the count.
+        at: u8,
+        /// How far the count is shifted up in that byte (4 for a high nibble).
+        shift: u8,
+        /// The shortest header the module accepts; bytes `0..min` hold the
+        /// key spans and guards.
+        min: u8,
+    },
+}
+
+/// A run of key bytes inside one header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Span {
+    at: u8,
+    len: u8,
+}
+
+/// A header byte that must hold `value` under `mask` for a layout to apply.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Guard {
+    at: u8,
+    mask: u8,
+    value: u8,
+}
+
+const NO_SPAN: Span = Span { at: 0, len: 0 };
+const NO_GUARD: Guard = Guard {
+    at: 0,
+    mask: 0,
+    value: 0,
+};
+
+/// Where a module's *active* key lies in its header, for messages whose
+/// header has one fixed shape: the key's byte spans in order, the header's
+/// length, and guard bytes that must hold for that shape.
+///
+/// **Contract.** For every `header` for which [`extract`](Self::extract)
+/// returns `Some((key, len))`, the module's partial classifier returns
+/// `Some((key, len))` for the same bytes in [`KeyMode::Active`]. The layout
+/// may decline messages the classifier accepts (they take the tree walk);
+/// it must never accept one with another key or length. Modules check this
+/// with a property test against their classifier.
+///
+/// Built in constant context, where a malformed layout (a span or guard
+/// outside the header's fixed part, too many spans, a key longer than
+/// [`Key::MAX_LEN`]) fails the build:
+///
+/// ```
+/// use pathstack_classify::{FlowLayout, HeaderLen, Key};
+///
+/// // A UDP header: the key is the destination port, then the source port.
+/// const UDP: FlowLayout = FlowLayout::new(HeaderLen::Fixed(8)).key(2, 2).key(0, 2);
+/// let h = [0x9c, 0x40, 0x00, 0x35, 0, 9, 0, 0, b'x'];
+/// assert_eq!(UDP.extract(&h), Some((Key::from_array([0x00, 0x35, 0x9c, 0x40]), 8)));
+/// assert_eq!(UDP.extract(&h[..7]), None);
+/// ```
+///
+/// [`KeyMode::Active`]: crate::KeyMode::Active
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FlowLayout {
+    header: HeaderLen,
+    spans: [Span; MAX_KEY_SPANS],
+    n_spans: u8,
+    guards: [Guard; MAX_GUARDS],
+    n_guards: u8,
+    key_len: u8,
+}
+
+impl FlowLayout {
+    /// The layout of a module without a partial classifier: no header, the
+    /// empty key, always applies.
+    pub const PASS_THROUGH: FlowLayout = FlowLayout::new(HeaderLen::Fixed(0));
+
+    /// A header of length `header` with no key bytes and no guards yet.
+    ///
+    /// # Panics
+    ///
+    /// For a [`HeaderLen::Words`] whose count byte lies outside `0..min`
+    /// or whose shift leaves no 4-bit field.
+    pub const fn new(header: HeaderLen) -> Self {
+        if let HeaderLen::Words { at, shift, min } = header {
+            assert!(
+                at < min,
+                "the word count must lie in the header's fixed part"
+            );
+            assert!(shift <= 4, "the word count is a 4-bit field");
+        }
+        FlowLayout {
+            header,
+            spans: [NO_SPAN; MAX_KEY_SPANS],
+            n_spans: 0,
+            guards: [NO_GUARD; MAX_GUARDS],
+            n_guards: 0,
+            key_len: 0,
+        }
+    }
+
+    /// The bytes every header of this layout has: the fixed length, or the
+    /// minimum of a variable one.
+    pub const fn fixed_len(&self) -> usize {
+        match self.header {
+            HeaderLen::Fixed(n) | HeaderLen::Words { min: n, .. } => n as usize,
+        }
+    }
+
+    /// How the header's length is known.
+    pub const fn header(&self) -> HeaderLen {
+        self.header
+    }
+
+    /// Appends bytes `at..at + len` of the header to the key.
+    ///
+    /// # Panics
+    ///
+    /// If the span is empty, lies outside the header's fixed part, is one
+    /// span too many, or makes the key longer than [`Key::MAX_LEN`].
+    pub const fn key(mut self, at: u8, len: u8) -> Self {
+        assert!(len > 0, "an empty key span");
+        assert!(
+            at as usize + len as usize <= self.fixed_len(),
+            "a key span outside the header's fixed part"
+        );
+        assert!(
+            (self.n_spans as usize) < MAX_KEY_SPANS,
+            "too many key spans"
+        );
+        assert!(
+            self.key_len as usize + len as usize <= Key::MAX_LEN,
+            "key longer than Key::MAX_LEN"
+        );
+        self.spans[self.n_spans as usize] = Span { at, len };
+        self.n_spans += 1;
+        self.key_len += len;
+        self
+    }
+
+    /// Requires `header[at] & mask == value` for the layout to apply.
+    ///
+    /// # Panics
+    ///
+    /// If the byte lies outside the header's fixed part, `value` has bits
+    /// outside `mask` (the guard could never hold), or it is one guard too
+    /// many.
+    pub const fn guard(mut self, at: u8, mask: u8, value: u8) -> Self {
+        assert!(
+            (at as usize) < self.fixed_len(),
+            "a guard outside the header's fixed part"
+        );
+        assert!(value & !mask == 0, "a guard that can never hold");
+        assert!((self.n_guards as usize) < MAX_GUARDS, "too many guards");
+        self.guards[self.n_guards as usize] = Guard { at, mask, value };
+        self.n_guards += 1;
+        self
+    }
+
+    /// Length of the key the layout yields.
+    pub const fn key_len(&self) -> usize {
+        self.key_len as usize
+    }
+
+    fn spans(&self) -> &[Span] {
+        &self.spans[..usize::from(self.n_spans)]
+    }
+
+    fn guards(&self) -> &[Guard] {
+        &self.guards[..usize::from(self.n_guards)]
+    }
+
+    /// The header's length if the layout applies to `header` (the message
+    /// from this module's header on): its guards hold and the header is all
+    /// there.
+    pub fn header_len(&self, header: &[u8]) -> Option<usize> {
+        let fixed = header.get(..self.fixed_len())?;
+        if !self
+            .guards()
+            .iter()
+            .all(|g| fixed[usize::from(g.at)] & g.mask == g.value)
+        {
+            return None;
+        }
+        let len = match self.header {
+            HeaderLen::Fixed(n) => usize::from(n),
+            HeaderLen::Words { at, shift, min } => {
+                let n = usize::from((fixed[usize::from(at)] >> shift) & 0xf) * 4;
+                if n < usize::from(min) || n > header.len() {
+                    return None;
+                }
+                n
+            }
+        };
+        Some(len)
+    }
+
+    /// The active key and header length the layout reads from `header`, or
+    /// `None` where it does not apply: what the module's partial classifier
+    /// must return for the same bytes (the contract above).
+    pub fn extract(&self, header: &[u8]) -> Option<(Key, usize)> {
+        let len = self.header_len(header)?;
+        let mut key = [0u8; Key::MAX_LEN];
+        let mut n = 0;
+        for s in self.spans() {
+            let (at, l) = (usize::from(s.at), usize::from(s.len));
+            key[n..n + l].copy_from_slice(&header[at..at + l]);
+            n += l;
+        }
+        Some((Key::new(&key[..n])?, len))
+    }
+}
+
+/// Why a chain of levels cannot be a flow: the classifier then leaves the
+/// path to the tree alone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum NotAFlow {
+    /// A module has a partial classifier but no layout.
+    NoLayout,
+    /// A registered key is not what the layout yields (another length, or
+    /// a pass-through level with a key): the active walk could never match
+    /// it on a message the layout applies to.
+    KeyShape,
+    /// A level before the last has a variable header length.
+    VariableHeader,
+    /// The concatenated keys exceed [`Key::MAX_LEN`], or the headers reach
+    /// beyond 64 KiB.
+    TooLong,
+}
+
+/// A chain of levels laid out for one flow: what [`FlowTable::insert`]
+/// files and [`FlowTable::remove`] looks for.
+pub(crate) struct FlowPlan {
+    levels: Vec<ChainLevel>,
+    guards: Vec<(u16, u8, u8)>,
+    spans: Vec<(u16, u8)>,
+    /// Bytes the fixed headers span from the receiving module's on.
+    need: usize,
+    key: [u64; WORDS],
+    key_len: usize,
+}
+
+impl FlowPlan {
+    /// Lays out the chain `levels` (receiving module first, with the keys
+    /// the path registered), `layout(m)` giving module `m`'s layout.
+    pub(crate) fn new(
+        levels: &[(ModuleId, Key)],
+        layout: impl Fn(ModuleId) -> Option<FlowLayout>,
+    ) -> Result<FlowPlan, NotAFlow> {
+        let mut plan = FlowPlan {
+            levels: Vec::with_capacity(levels.len()),
+            guards: Vec::new(),
+            spans: Vec::new(),
+            need: 0,
+            key: [0; WORDS],
+            key_len: 0,
+        };
+        let mut bytes = [0u8; Key::MAX_LEN];
+        let mut offset = 0usize;
+        for (i, &(module, key)) in levels.iter().enumerate() {
+            let l = layout(module).ok_or(NotAFlow::NoLayout)?;
+            if key.len() != l.key_len() {
+                return Err(NotAFlow::KeyShape);
+            }
+            let last = i + 1 == levels.len();
+            if !last && !matches!(l.header, HeaderLen::Fixed(_)) {
+                return Err(NotAFlow::VariableHeader);
+            }
+            let at = u16::try_from(offset).map_err(|_| NotAFlow::TooLong)?;
+            if plan.key_len + key.len() > Key::MAX_LEN {
+                return Err(NotAFlow::TooLong);
+            }
+            bytes[plan.key_len..plan.key_len + key.len()].copy_from_slice(key.as_bytes());
+            plan.key_len += key.len();
+            for g in l.guards() {
+                plan.guards.push((at + u16::from(g.at), g.mask, g.value));
+            }
+            for s in l.spans() {
+                let start = at + u16::from(s.at);
+                // Adjacent spans merge: fewer, longer copies per lookup.
+                match plan.spans.last_mut() {
+                    Some((a, n)) if *a + u16::from(*n) == start && *n + s.len <= 8 => *n += s.len,
+                    _ => plan.spans.push((start, s.len)),
+                }
+            }
+            plan.levels.push(ChainLevel {
+                module,
+                offset: at,
+                header: l.header,
+            });
+            offset += l.fixed_len();
+        }
+        u16::try_from(offset).map_err(|_| NotAFlow::TooLong)?;
+        plan.need = offset;
+        plan.key = words_of(&bytes);
+        Ok(plan)
+    }
+}
+
+/// Words of a flow key: 32 bytes, [`Key::MAX_LEN`].
+const WORDS: usize = Key::MAX_LEN / 8;
+
+fn words_of(bytes: &[u8; Key::MAX_LEN]) -> [u64; WORDS] {
+    let mut w = [0u64; WORDS];
+    for (w, c) in w.iter_mut().zip(bytes.chunks_exact(8)) {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(c);
+        *w = u64::from_le_bytes(b);
+    }
+    w
+}
+
+/// One level of a flow chain, as the lookup reports it in a trace.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ChainLevel {
+    pub(crate) module: ModuleId,
+    /// Where its header starts in the message.
+    pub(crate) offset: u16,
+    header: HeaderLen,
+}
+
+/// A sequence of modules flows are filed under, with the checks that make
+/// their layouts apply to a message.
+pub(crate) struct FlowChain {
+    gather: u32,
+    levels: Box<[ChainLevel]>,
+    /// `(offset in the message, mask, value)` of every level's guards.
+    guards: Box<[(u16, u8, u8)]>,
+    /// Bytes the fixed headers span.
+    need: usize,
+    entries: u32,
+}
+
+impl FlowChain {
+    /// The modules from the receiving end.
+    pub(crate) fn levels(&self) -> &[ChainLevel] {
+        &self.levels
+    }
+
+    /// The last level's header length if every level's layout applies to
+    /// `msg` (the guards hold, every header is all there).
+    #[inline]
+    pub(crate) fn admits(&self, msg: &[u8]) -> Option<usize> {
+        let fixed = msg.get(..self.need)?;
+        for &(at, mask, value) in self.guards.iter() {
+            if fixed[usize::from(at)] & mask != value {
+                return None;
+            }
+        }
+        let last = self.levels.last()?;
+        match last.header {
+            HeaderLen::Fixed(n) => Some(usize::from(n)),
+            HeaderLen::Words { at, shift, min } => {
+                let start = usize::from(last.offset);
+                let n = usize::from((fixed[start + usize::from(at)] >> shift) & 0xf) * 4;
+                (n >= usize::from(min) && start + n <= msg.len()).then_some(n)
+            }
+        }
+    }
+}
+
+/// The flows whose keys are gathered the same way from messages arriving
+/// at one module, and the table that finds them by key.
+struct Gather {
+    module: ModuleId,
+    /// `(offset in the message, length)` of the key's bytes, in order.
+    spans: Box<[(u16, u8)]>,
+    /// Bytes the spans reach into the message.
+    reach: usize,
+    key_len: usize,
+    /// Key words an entry holds.
+    words: usize,
+    /// Entries by the hash of their key.
+    table: NodeTable,
+    /// `words` key words per entry.
+    keys: Vec<u64>,
+    /// Each entry's path, `NONE` in a free entry.
+    paths: Vec<u32>,
+    /// Each entry's chain.
+    chains: Vec<u32>,
+    free: Vec<u32>,
+}
+
+impl Gather {
+    fn key(&self, i: u32) -> &[u64] {
+        let at = i as usize * self.words;
+        &self.keys[at..at + self.words]
+    }
+
+    fn hash_of(&self, hasher: &EdgeHasher, i: u32) -> u64 {
+        let mut w = [0; WORDS];
+        w[..self.words].copy_from_slice(self.key(i));
+        hasher.flow(&w, self.key_len)
+    }
+
+    /// The key of `msg` (which reaches `self.reach` bytes), gathered.
+    #[inline(always)]
+    fn gather(&self, msg: &[u8]) -> [u64; WORDS] {
+        let mut bytes = [0u8; Key::MAX_LEN];
+        let mut n = 0;
+        for &(at, len) in self.spans.iter() {
+            let (at, len) = (usize::from(at), usize::from(len));
+            bytes[n..n + len].copy_from_slice(&msg[at..at + len]);
+            n += len;
+        }
+        words_of(&bytes)
+    }
+}
+
+/// The flow table of one classifier (see the module docs).
+#[derive(Default)]
+pub(crate) struct FlowTable {
+    gathers: Vec<Gather>,
+    chains: Vec<FlowChain>,
+    len: usize,
+}
+
+impl FlowTable {
+    /// Number of flows.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Forgets every flow, chain and gather (when a layout may have changed).
+    pub(crate) fn clear(&mut self) {
+        *self = FlowTable::default();
+    }
+
+    pub(crate) fn heap_bytes(&self) -> usize {
+        let gathers: usize = self
+            .gathers
+            .iter()
+            .map(|g| {
+                g.table.heap_bytes()
+                    + g.keys.capacity() * 8
+                    + g.paths.capacity() * 4
+                    + g.chains.capacity() * 4
+                    + g.free.capacity() * 4
+                    + g.spans.len() * 4
+            })
+            .sum();
+        let chains: usize = self
+            .chains
+            .iter()
+            .map(|c| c.levels.len() * 12 + c.guards.len() * 4)
+            .sum();
+        gathers
+            + chains
+            + self.gathers.capacity() * std::mem::size_of::<Gather>()
+            + self.chains.capacity() * std::mem::size_of::<FlowChain>()
+    }
+
+    /// The flow of `msg` arriving at `module`, with its chain, and how many
+    /// probes it took (one per gather of `module` that has flows: one on a
+    /// host whose flows all have the same key layout).
+    #[inline]
+    pub(crate) fn lookup(
+        &self,
+        module: ModuleId,
+        msg: &[u8],
+        hasher: &EdgeHasher,
+    ) -> (Option<(u32, &FlowChain)>, u32) {
+        let mut probes = 0;
+        for g in &self.gathers {
+            if g.module != module || g.table.len() == 0 || msg.len() < g.reach {
+                continue;
+            }
+            let key = g.gather(msg);
+            probes += 1;
+            let h = hasher.flow(&key, g.key_len);
+            let found = g.table.find(h, |i| {
+                g.key(i) == &key[..g.words]
+                    && self.chains[g.chains[i as usize] as usize]
+                        .admits(msg)
+                        .is_some()
+            });
+            if let Some(i) = found {
+                let chain = &self.chains[g.chains[i as usize] as usize];
+                return (Some((g.paths[i as usize], chain)), probes);
+            }
+        }
+        (None, probes)
+    }
+
+    /// The chain of `plan`'s modules, if known.
+    fn chain_of(&self, plan: &FlowPlan) -> Option<u32> {
+        self.chains
+            .iter()
+            .position(|c| *c.levels == *plan.levels)
+            .map(|c| c as u32)
+    }
+
+    /// Files `path` under `plan`. The caller knows it is not filed yet.
+    pub(crate) fn insert(&mut self, path: u32, plan: FlowPlan, hasher: &EdgeHasher) {
+        let chain = match self.chain_of(&plan) {
+            Some(c) => c,
+            None => {
+                let gather = self.gather_for(plan.levels[0].module, &plan);
+                self.chains.push(FlowChain {
+                    gather,
+                    levels: plan.levels.into_boxed_slice(),
+                    guards: plan.guards.into_boxed_slice(),
+                    need: plan.need,
+                    entries: 0,
+                });
+                self.chains.len() as u32 - 1
+            }
+        };
+        let c = &mut self.chains[chain as usize];
+        c.entries += 1;
+        let g = &mut self.gathers[c.gather as usize];
+        if g.table.is_full() {
+            let n = g.table.grown();
+            let live: Vec<(u64, u32)> = (0..g.paths.len() as u32)
+                .filter(|&i| g.paths[i as usize] != NONE)
+                .map(|i| (g.hash_of(hasher, i), i))
+                .collect();
+            g.table.rebuild(n, live.into_iter());
+        }
+        let words = &plan.key[..g.words];
+        let i = match g.free.pop() {
+            Some(i) => {
+                let at = i as usize * g.words;
+                g.keys[at..at + g.words].copy_from_slice(words);
+                g.paths[i as usize] = path;
+                g.chains[i as usize] = chain;
+                i
+            }
+            None => {
+                g.keys.extend_from_slice(words);
+                g.paths.push(path);
+                g.chains.push(chain);
+                g.paths.len() as u32 - 1
+            }
+        };
+        g.table.insert(hasher.flow(&plan.key, plan.key_len), i);
+        self.len += 1;
+    }
+
+    /// The gather of flows arriving at `module` with `plan`'s spans, made
+    /// if there is none.
+    fn gather_for(&mut self, module: ModuleId, plan: &FlowPlan) -> u32 {
+        if let Some(i) = self
+            .gathers
+            .iter()
+            .position(|g| g.module == module && *g.spans == *plan.spans)
+        {
+            return i as u32;
+        }
+        let reach = plan
+            .spans
+            .iter()
+            .map(|&(a, n)| usize::from(a) + usize::from(n))
+            .max()
+            .unwrap_or(0);
+        self.gathers.push(Gather {
+            module,
+            spans: plan.spans.clone().into_boxed_slice(),
+            reach,
+            key_len: plan.key_len,
+            words: plan.key_len.div_ceil(8),
+            table: NodeTable::new(6),
+            keys: Vec::new(),
+            paths: Vec::new(),
+            chains: Vec::new(),
+            free: Vec::new(),
+        });
+        self.gathers.len() as u32 - 1
+    }
+
+    /// The entry of `path` filed under `plan`: its gather and index.
+    fn find(&self, path: u32, plan: &FlowPlan, hasher: &EdgeHasher) -> Option<(usize, usize)> {
+        let chain = self.chain_of(plan)?;
+        let g = self.chains[chain as usize].gather as usize;
+        let gather = &self.gathers[g];
+        let h = hasher.flow(&plan.key, plan.key_len);
+        let slot = gather.table.find_slot(h, |i| {
+            gather.paths[i as usize] == path && gather.key(i) == &plan.key[..gather.words]
+        })?;
+        Some((g, slot))
+    }
+
+    /// `(entries, sum of displacements, largest)` over every gather's
+    /// table, as `NodeTable::displacements` counts them.
+    #[cfg(feature = "testing")]
+    pub(crate) fn displacements(&self, hasher: &EdgeHasher) -> (usize, usize, usize) {
+        let (mut n, mut sum, mut max) = (0, 0, 0);
+        for g in &self.gathers {
+            let (gn, gsum, gmax) = g.table.displacements(|i| g.hash_of(hasher, i));
+            n += gn;
+            sum += gsum;
+            max = max.max(gmax);
+        }
+        (n, sum, max)
+    }
+
+    /// Whether `path` is filed under `plan`.
+    #[cfg(any(test, feature = "testing"))]
+    pub(crate) fn contains(&self, path: u32, plan: &FlowPlan, hasher: &EdgeHasher) -> bool {
+        self.find(path, plan, hasher).is_some()
+    }
+
+    /// Takes `path`, filed under `plan`, out; `false` if it was not filed.
+    pub(crate) fn remove(&mut self, path: u32, plan: &FlowPlan, hasher: &EdgeHasher) -> bool {
+        let Some((g, slot)) = self.find(path, plan, hasher) else {
+            return false;
+        };
+        let gather = &mut self.gathers[g];
+        let (keys, words, key_len) = (&gather.keys, gather.words, gather.key_len);
+        let i = gather.table.remove_at(slot, |m| {
+            let mut w = [0; WORDS];
+            let at = m as usize * words;
+            w[..words].copy_from_slice(&keys[at..at + words]);
+            hasher.flow(&w, key_len)
+        });
+        let chain = gather.chains[i as usize];
+        gather.paths[i as usize] = NONE;
+        gather.free.push(i);
+        self.chains[chain as usize].entries -= 1;
+        self.len -= 1;
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const IPV4: FlowLayout = FlowLayout::new(HeaderLen::Fixed(20))
+        .guard(0, 0xff, 0x45)
+        .guard(6, 0x3f, 0)
+        .guard(7, 0xff, 0)
+        .key(9, 1)
+        .key(16, 4)
+        .key(12, 4);
+    const TCP: FlowLayout = FlowLayout::new(HeaderLen::Words {
+        at: 12,
+        shift: 4,
+        min: 20,
+    })
+    .key(2, 2)
+    .key(0, 2);
+
+    #[test]
+    fn layout_reads_guards_and_lengths() {
+        let mut h = [0u8; 24];
+        h[0] = 0x45;
+        h[9] = 6;
+        h[12..16].copy_from_slice(&[1, 2, 3, 4]);
+        h[16..20].copy_from_slice(&[5, 6, 7, 8]);
+        assert_eq!(
+            IPV4.extract(&h),
+            Some((Key::from_array([6, 5, 6, 7, 8, 1, 2, 3, 4]), 20))
+        );
+        h[6] = 0x40; // DF set: still applies
+        assert!(IPV4.extract(&h).is_some());
+        h[6] = 0x20; // MF: a fragment
+        assert_eq!(IPV4.extract(&h), None);
+        h[6] = 0;
+        h[7] = 1; // offset 8
+        assert_eq!(IPV4.extract(&h), None);
+        h[7] = 0;
+        h[0] = 0x46; // options
+        assert_eq!(IPV4.extract(&h), None);
+        assert_eq!(IPV4.extract(&[0x45; 19]), None);
+
+        let mut t = [0u8; 24];
+        t[..4].copy_from_slice(&[0x9c, 0x40, 0, 80]);
+        t[12] = 0x50;
+        assert_eq!(
+            TCP.extract(&t),
+            Some((Key::from_array([0, 80, 0x9c, 0x40]), 20))
+        );
+        t[12] = 0x60;
+        assert_eq!(
+            TCP.extract(&t),
+            Some((Key::from_array([0, 80, 0x9c, 0x40]), 24))
+        );
+        t[12] = 0x70; // 28 bytes, only 24 there
+        assert_eq!(TCP.extract(&t), None);
+        t[12] = 0x40; // below the minimum
+        assert_eq!(TCP.extract(&t), None);
+    }
+
+    #[test]
+    fn plans_merge_spans_and_refuse_what_cannot_be_a_flow() {
+        let eth = FlowLayout::new(HeaderLen::Fixed(14)).key(12, 2);
+        let layout = |m: ModuleId| match m.0 {
+            1 => Some(eth),
+            2 => Some(IPV4),
+            3 => Some(TCP),
+            4 => Some(FlowLayout::PASS_THROUGH),
+            _ => None,
+        };
+        let ip_key = Key::from_array([6, 5, 6, 7, 8, 1, 2, 3, 4]);
+        let levels = [
+            (ModuleId(1), Key::from_array([8, 0])),
+            (ModuleId(2), ip_key),
+            (ModuleId(4), Key::EMPTY),
+            (ModuleId(3), Key::from_array([0, 80, 0x9c, 0x40])),
+        ];
+        let plan = FlowPlan::new(&levels, layout).unwrap();
+        assert_eq!(
+            plan.spans,
+            [(12, 2), (23, 1), (30, 4), (26, 4), (36, 2), (34, 2)]
+        );
+        assert_eq!(plan.need, 54);
+        assert_eq!(plan.key_len, 15);
+        let offsets: Vec<u16> = plan.levels.iter().map(|l| l.offset).collect();
+        assert_eq!(offsets, [0, 14, 34, 34]);
+
+        let mut short_ip = levels;
+        short_ip[1].1 = Key::from_array([6]);
+        assert_eq!(
+            FlowPlan::new(&short_ip, layout).err(),
+            Some(NotAFlow::KeyShape)
+        );
+        let mut unknown = levels;
+        unknown[2].0 = ModuleId(9);
+        assert_eq!(
+            FlowPlan::new(&unknown, layout).err(),
+            Some(NotAFlow::NoLayout)
+        );
+        let tcp_first = [levels[3], levels[0]];
+        assert_eq!(
+            FlowPlan::new(&tcp_first, layout).err(),
+            Some(NotAFlow::VariableHeader)
+        );
+    }
+
+    #[test]
+    fn insert_find_remove_and_reuse() {
+        let hasher = EdgeHasher::default();
+        let layout = |_: ModuleId| Some(FlowLayout::new(HeaderLen::Fixed(2)).key(0, 2));
+        let plan = |a: u8, b: u8| {
+            FlowPlan::new(&[(ModuleId(1), Key::from_array([a, b]))], layout).unwrap()
+        };
+        let mut t = FlowTable::default();
+        for p in 0..100u32 {
+            t.insert(p, plan(p as u8, 7), &hasher);
+        }
+        assert_eq!(t.len(), 100);
+        for p in 0..100u32 {
+            let (hit, probes) = t.lookup(ModuleId(1), &[p as u8, 7, 0], &hasher);
+            assert_eq!(hit.map(|h| h.0), Some(p));
+            assert_eq!(probes, 1);
+        }
+        assert_eq!(t.lookup(ModuleId(2), &[3, 7], &hasher).0.map(|h| h.0), None);
+        assert_eq!(t.lookup(ModuleId(1), &[3], &hasher).0.map(|h| h.0), None);
+        for p in (0..100u32).step_by(2) {
+            assert!(t.remove(p, &plan(p as u8, 7), &hasher));
+            assert!(!t.remove(p, &plan(p as u8, 7), &hasher));
+        }
+        assert_eq!(t.len(), 50);
+        for p in 0..100u32 {
+            let want = (p % 2 == 1).then_some(p);
+            let got = t.lookup(ModuleId(1), &[p as u8, 7], &hasher).0.map(|h| h.0);
+            assert_eq!(got, want);
+            assert_eq!(t.contains(p, &plan(p as u8, 7), &hasher), want.is_some());
+        }
+        // Freed entries are reused.
+        let before = t.gathers[0].paths.len();
+        t.insert(200, plan(0, 8), &hasher);
+        assert_eq!(t.gathers[0].paths.len(), before);
+        assert_eq!(
+            t.lookup(ModuleId(1), &[0, 8], &hasher).0.map(|h| h.0),
+            Some(200)
+        );
+    }
+}
