@@ -293,27 +293,50 @@ impl FlowLayout {
 pub(crate) enum NotAFlow {
     /// A module has a partial classifier but no layout.
     NoLayout,
-    /// A registered key is not what the layout yields (another length, or
-    /// a pass-through level with a key): the active walk could never match
-    /// it on a message the layout applies to.
+    /// A registered key is not what the layout yields (another length, a
+    /// pass-through level with a key, a byte a layout names twice with two
+    /// values): the active walk could never match it on a message the
+    /// layouts apply to.
     KeyShape,
     /// A level before the last has a variable header length.
     VariableHeader,
-    /// The concatenated keys exceed [`Key::MAX_LEN`], or the headers reach
-    /// beyond 64 KiB.
+    /// The headers reach beyond 64 KiB.
     TooLong,
+    /// The key bytes lie in more than [`WORDS`] 8-byte windows.
+    Scattered,
+    /// Two guards on one byte contradict each other: the layouts never
+    /// apply.
+    Guards,
+    /// No levels at all.
+    Empty,
 }
+
+/// Most 8-byte windows of a message a flow's key bytes may lie in: three
+/// for Ethernet/IPv4/UDP or TCP (the EtherType; the protocol and the
+/// source address; the destination address and the ports).
+const WORDS: usize = 4;
 
 /// A chain of levels laid out for one flow: what [`FlowTable::insert`]
 /// files and [`FlowTable::remove`] looks for.
+///
+/// The flow key is not the registered keys end to end but the same bytes
+/// where they lie in the message: a few 8-byte windows of it, each loaded
+/// whole and masked to the key bytes. The lookup then gathers a key with a
+/// load and an AND per window — no byte shuffling into the modules' key
+/// order — and the entry holds the registered bytes at the same places.
+/// Both name the same bytes, so they are equal exactly when every level's
+/// key is (each byte's offset comes from its level's layout).
 pub(crate) struct FlowPlan {
     levels: Vec<ChainLevel>,
-    guards: Vec<(u16, u8, u8)>,
-    spans: Vec<(u16, u8)>,
+    last: ChainLevel,
+    /// The guards, as windows like the key's: `(offset, mask, value)`.
+    guards: Vec<(u16, u64, u64)>,
     /// Bytes the fixed headers span from the receiving module's on.
     need: usize,
+    /// `(offset in the message, mask)` of each window.
+    windows: Vec<(u16, u64)>,
+    /// The registered keys, as the windows of a matching message read.
     key: [u64; WORDS],
-    key_len: usize,
 }
 
 impl FlowPlan {
@@ -323,67 +346,126 @@ impl FlowPlan {
         levels: &[(ModuleId, Key)],
         layout: impl Fn(ModuleId) -> Option<FlowLayout>,
     ) -> Result<FlowPlan, NotAFlow> {
-        let mut plan = FlowPlan {
-            levels: Vec::with_capacity(levels.len()),
-            guards: Vec::new(),
-            spans: Vec::new(),
-            need: 0,
-            key: [0; WORDS],
-            key_len: 0,
-        };
-        let mut bytes = [0u8; Key::MAX_LEN];
+        let mut chain = Vec::with_capacity(levels.len());
+        // Every guard byte: where it lies, its mask and value.
+        let mut guards: Vec<(usize, u8, u8)> = Vec::new();
+        // Every key byte: where it lies in the message, and its value.
+        let mut bytes: Vec<(usize, u8)> = Vec::new();
         let mut offset = 0usize;
         for (i, &(module, key)) in levels.iter().enumerate() {
             let l = layout(module).ok_or(NotAFlow::NoLayout)?;
             if key.len() != l.key_len() {
                 return Err(NotAFlow::KeyShape);
             }
-            let last = i + 1 == levels.len();
-            if !last && !matches!(l.header, HeaderLen::Fixed(_)) {
+            if i + 1 < levels.len() && !matches!(l.header, HeaderLen::Fixed(_)) {
                 return Err(NotAFlow::VariableHeader);
             }
             let at = u16::try_from(offset).map_err(|_| NotAFlow::TooLong)?;
-            if plan.key_len + key.len() > Key::MAX_LEN {
-                return Err(NotAFlow::TooLong);
-            }
-            bytes[plan.key_len..plan.key_len + key.len()].copy_from_slice(key.as_bytes());
-            plan.key_len += key.len();
             for g in l.guards() {
-                plan.guards.push((at + u16::from(g.at), g.mask, g.value));
+                guards.push((offset + usize::from(g.at), g.mask, g.value));
             }
+            let mut value = key.as_bytes().iter();
             for s in l.spans() {
-                let start = at + u16::from(s.at);
-                // Adjacent spans merge: fewer, longer copies per lookup.
-                match plan.spans.last_mut() {
-                    Some((a, n)) if *a + u16::from(*n) == start && *n + s.len <= 8 => *n += s.len,
-                    _ => plan.spans.push((start, s.len)),
+                for k in 0..usize::from(s.len) {
+                    let v = *value.next().ok_or(NotAFlow::KeyShape)?;
+                    bytes.push((offset + usize::from(s.at) + k, v));
                 }
             }
-            plan.levels.push(ChainLevel {
+            chain.push(ChainLevel {
                 module,
                 offset: at,
                 header: l.header,
             });
             offset += l.fixed_len();
         }
-        u16::try_from(offset).map_err(|_| NotAFlow::TooLong)?;
-        plan.need = offset;
-        plan.key = words_of(&bytes);
-        Ok(plan)
+        let need = offset;
+        u16::try_from(need).map_err(|_| NotAFlow::TooLong)?;
+        let last = *chain.last().ok_or(NotAFlow::Empty)?;
+        bytes.sort_unstable();
+        // A byte named twice must have been registered the same both times.
+        if bytes
+            .windows(2)
+            .any(|p| p[0].0 == p[1].0 && p[0].1 != p[1].1)
+        {
+            return Err(NotAFlow::KeyShape);
+        }
+        bytes.dedup();
+        let windows = cover(need, bytes.iter().map(|&(o, v)| (o, 0xff, v)));
+        if windows.len() > WORDS {
+            return Err(NotAFlow::Scattered);
+        }
+        let mut key = [0u64; WORDS];
+        for (k, w) in key.iter_mut().zip(&windows) {
+            *k = w.2;
+        }
+        // Guards on one byte combine; contradicting ones never hold.
+        guards.sort_unstable();
+        let mut merged: Vec<(usize, u8, u8)> = Vec::with_capacity(guards.len());
+        for (o, m, v) in guards {
+            match merged.last_mut() {
+                Some(g) if g.0 == o => {
+                    if (g.2 ^ v) & g.1 & m != 0 {
+                        return Err(NotAFlow::Guards);
+                    }
+                    g.1 |= m;
+                    g.2 |= v;
+                }
+                _ => merged.push((o, m, v)),
+            }
+        }
+        Ok(FlowPlan {
+            levels: chain,
+            last,
+            guards: cover(need, merged.into_iter()),
+            need,
+            windows: windows.into_iter().map(|(o, m, _)| (o, m)).collect(),
+            key,
+        })
     }
 }
 
-/// Words of a flow key: 32 bytes, [`Key::MAX_LEN`].
-const WORDS: usize = Key::MAX_LEN / 8;
-
-fn words_of(bytes: &[u8; Key::MAX_LEN]) -> [u64; WORDS] {
-    let mut w = [0u64; WORDS];
-    for (w, c) in w.iter_mut().zip(bytes.chunks_exact(8)) {
-        let mut b = [0u8; 8];
-        b.copy_from_slice(c);
-        *w = u64::from_le_bytes(b);
+/// Covers `bytes` — `(offset, mask, value)`, sorted by offset, one per
+/// offset — with 8-byte windows `(offset, mask, value)` from the left:
+/// each window starts at the first byte it covers, moved back to end
+/// within the first `need` bytes where it can, so that a message a chain
+/// admits has all 8 bytes of every window and a window is one load.
+fn cover(need: usize, bytes: impl Iterator<Item = (usize, u8, u8)>) -> Vec<(u16, u64, u64)> {
+    let mut windows: Vec<(u16, u64, u64)> = Vec::new();
+    let mut end = 0;
+    for (o, m, v) in bytes {
+        if windows.is_empty() || o >= end {
+            let start = o.min(need.saturating_sub(8));
+            // `need` fits in 16 bits (checked by the caller).
+            windows.push((start as u16, 0, 0));
+            end = start + 8;
+        }
+        let w = windows.last_mut().expect("a window was just opened");
+        let shift = 8 * (o - usize::from(w.0));
+        w.1 |= u64::from(m) << shift;
+        w.2 |= u64::from(v & m) << shift;
     }
-    w
+    windows
+}
+
+/// Eight bytes of `msg` from `at` as a little-endian word, the bytes past
+/// its end read as zero. A message a chain admits has them all (its
+/// windows end within the fixed headers); a shorter one only gets a key
+/// that its chain's checks then refuse.
+#[inline(always)]
+fn load_le(msg: &[u8], at: usize) -> u64 {
+    match msg.get(at..at + 8) {
+        Some(b) => {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(b);
+            u64::from_le_bytes(w)
+        }
+        None => msg
+            .get(at..)
+            .unwrap_or(&[])
+            .iter()
+            .rev()
+            .fold(0, |w, &b| w << 8 | u64::from(b)),
+    }
 }
 
 /// One level of a flow chain, as the lookup reports it in a trace.
@@ -400,10 +482,13 @@ pub(crate) struct ChainLevel {
 pub(crate) struct FlowChain {
     gather: u32,
     levels: Box<[ChainLevel]>,
-    /// `(offset in the message, mask, value)` of every level's guards.
-    guards: Box<[(u16, u8, u8)]>,
+    /// Every level's guards, as windows: `(offset in the message, mask,
+    /// value)`, one load and compare each (one for IPv4's three).
+    guards: Box<[(u16, u64, u64)]>,
     /// Bytes the fixed headers span.
     need: usize,
+    /// The last level, whose header may vary in length.
+    last: ChainLevel,
     entries: u32,
 }
 
@@ -419,11 +504,11 @@ impl FlowChain {
     pub(crate) fn admits(&self, msg: &[u8]) -> Option<usize> {
         let fixed = msg.get(..self.need)?;
         for &(at, mask, value) in self.guards.iter() {
-            if fixed[usize::from(at)] & mask != value {
+            if load_le(fixed, usize::from(at)) & mask != value {
                 return None;
             }
         }
-        let last = self.levels.last()?;
+        let last = &self.last;
         match last.header {
             HeaderLen::Fixed(n) => Some(usize::from(n)),
             HeaderLen::Words { at, shift, min } => {
@@ -435,16 +520,13 @@ impl FlowChain {
     }
 }
 
-/// The flows whose keys are gathered the same way from messages arriving
-/// at one module, and the table that finds them by key.
+/// The flows whose keys are gathered from the same windows of messages
+/// arriving at one module, and the table that finds them by key.
 struct Gather {
     module: ModuleId,
-    /// `(offset in the message, length)` of the key's bytes, in order.
-    spans: Box<[(u16, u8)]>,
-    /// Bytes the spans reach into the message.
-    reach: usize,
-    key_len: usize,
-    /// Key words an entry holds.
+    /// `(offset in the message, mask)` of each key word.
+    windows: Box<[(u16, u64)]>,
+    /// Key words an entry holds: one per window.
     words: usize,
     /// Entries by the hash of their key.
     table: NodeTable,
@@ -458,28 +540,36 @@ struct Gather {
 }
 
 impl Gather {
-    fn key(&self, i: u32) -> &[u64] {
+    /// Entry `i`'s key words, zero padded.
+    fn key(&self, i: u32) -> [u64; WORDS] {
         let at = i as usize * self.words;
-        &self.keys[at..at + self.words]
+        let mut w = [0; WORDS];
+        w[..self.words].copy_from_slice(&self.keys[at..at + self.words]);
+        w
     }
 
     fn hash_of(&self, hasher: &EdgeHasher, i: u32) -> u64 {
-        let mut w = [0; WORDS];
-        w[..self.words].copy_from_slice(self.key(i));
-        hasher.flow(&w, self.key_len)
+        hasher.flow(&self.key(i), self.words)
     }
 
-    /// The key of `msg` (which reaches `self.reach` bytes), gathered.
-    #[inline(always)]
+    /// The key of `msg`: a load and a mask per window (what
+    /// [`FlowTable::probe`] does with a constant window count).
+    #[cfg(test)]
     fn gather(&self, msg: &[u8]) -> [u64; WORDS] {
-        let mut bytes = [0u8; Key::MAX_LEN];
-        let mut n = 0;
-        for &(at, len) in self.spans.iter() {
-            let (at, len) = (usize::from(at), usize::from(len));
-            bytes[n..n + len].copy_from_slice(&msg[at..at + len]);
-            n += len;
+        let mut key = [0u64; WORDS];
+        for (k, &(at, mask)) in key.iter_mut().zip(self.windows.iter()) {
+            *k = load_le(msg, usize::from(at)) & mask;
         }
-        words_of(&bytes)
+        key
+    }
+
+    /// Whether entry `i`'s key is `key`.
+    fn key_is(&self, i: u32, key: &[u64; WORDS]) -> bool {
+        let at = i as usize * self.words;
+        let Some(stored) = self.keys.get(at..at + self.words) else {
+            return false;
+        };
+        stored.iter().zip(key).all(|(a, b)| a == b)
     }
 }
 
@@ -512,13 +602,13 @@ impl FlowTable {
                     + g.paths.capacity() * 4
                     + g.chains.capacity() * 4
                     + g.free.capacity() * 4
-                    + g.spans.len() * 4
+                    + g.windows.len() * 16
             })
             .sum();
         let chains: usize = self
             .chains
             .iter()
-            .map(|c| c.levels.len() * 12 + c.guards.len() * 4)
+            .map(|c| c.levels.len() * 12 + c.guards.len() * 24)
             .sum();
         gathers
             + chains
@@ -538,24 +628,48 @@ impl FlowTable {
     ) -> (Option<(u32, &FlowChain)>, u32) {
         let mut probes = 0;
         for g in &self.gathers {
-            if g.module != module || g.table.len() == 0 || msg.len() < g.reach {
+            if g.module != module || g.table.len() == 0 {
                 continue;
             }
-            let key = g.gather(msg);
             probes += 1;
-            let h = hasher.flow(&key, g.key_len);
-            let found = g.table.find(h, |i| {
-                g.key(i) == &key[..g.words]
-                    && self.chains[g.chains[i as usize] as usize]
-                        .admits(msg)
-                        .is_some()
-            });
+            // The key's length is the gather's: each probe with its word
+            // count a constant, so the loads, the hash and the compare
+            // are straight-line code.
+            let found = match g.words {
+                1 => self.probe::<1>(g, msg, hasher),
+                2 => self.probe::<2>(g, msg, hasher),
+                3 => self.probe::<3>(g, msg, hasher),
+                _ => self.probe::<WORDS>(g, msg, hasher),
+            };
             if let Some(i) = found {
                 let chain = &self.chains[g.chains[i as usize] as usize];
                 return (Some((g.paths[i as usize], chain)), probes);
             }
         }
         (None, probes)
+    }
+
+    /// The entry of gather `g` (of `N` key words) whose key is `msg`'s and
+    /// whose chain admits `msg`.
+    #[inline(always)]
+    fn probe<const N: usize>(&self, g: &Gather, msg: &[u8], hasher: &EdgeHasher) -> Option<u32> {
+        let windows: &[(u16, u64); N] = g.windows.get(..N)?.try_into().ok()?;
+        let mut key = [0u64; WORDS];
+        // Indexed by constants once `N` is known: no loop, no checks.
+        for w in 0..N {
+            key[w] = load_le(msg, usize::from(windows[w].0)) & windows[w].1;
+        }
+        g.table.find(hasher.flow(&key, N), |i| {
+            let at = i as usize * N;
+            let Some(stored) = g.keys.get(at..at + N) else {
+                return false;
+            };
+            let stored: &[u64; N] = stored.try_into().expect("a slice of N words");
+            (0..N).all(|w| stored[w] == key[w])
+                && self.chains[g.chains[i as usize] as usize]
+                    .admits(msg)
+                    .is_some()
+        })
     }
 
     /// The chain of `plan`'s modules, if known.
@@ -573,6 +687,7 @@ impl FlowTable {
             None => {
                 let gather = self.gather_for(plan.levels[0].module, &plan);
                 self.chains.push(FlowChain {
+                    last: plan.last,
                     gather,
                     levels: plan.levels.into_boxed_slice(),
                     guards: plan.guards.into_boxed_slice(),
@@ -609,32 +724,24 @@ impl FlowTable {
                 g.paths.len() as u32 - 1
             }
         };
-        g.table.insert(hasher.flow(&plan.key, plan.key_len), i);
+        g.table.insert(hasher.flow(&plan.key, g.words), i);
         self.len += 1;
     }
 
-    /// The gather of flows arriving at `module` with `plan`'s spans, made
-    /// if there is none.
+    /// The gather of flows arriving at `module` with `plan`'s windows,
+    /// made if there is none.
     fn gather_for(&mut self, module: ModuleId, plan: &FlowPlan) -> u32 {
         if let Some(i) = self
             .gathers
             .iter()
-            .position(|g| g.module == module && *g.spans == *plan.spans)
+            .position(|g| g.module == module && *g.windows == *plan.windows)
         {
             return i as u32;
         }
-        let reach = plan
-            .spans
-            .iter()
-            .map(|&(a, n)| usize::from(a) + usize::from(n))
-            .max()
-            .unwrap_or(0);
         self.gathers.push(Gather {
             module,
-            spans: plan.spans.clone().into_boxed_slice(),
-            reach,
-            key_len: plan.key_len,
-            words: plan.key_len.div_ceil(8),
+            windows: plan.windows.clone().into_boxed_slice(),
+            words: plan.windows.len(),
             table: NodeTable::new(6),
             keys: Vec::new(),
             paths: Vec::new(),
@@ -649,9 +756,9 @@ impl FlowTable {
         let chain = self.chain_of(plan)?;
         let g = self.chains[chain as usize].gather as usize;
         let gather = &self.gathers[g];
-        let h = hasher.flow(&plan.key, plan.key_len);
+        let h = hasher.flow(&plan.key, gather.words);
         let slot = gather.table.find_slot(h, |i| {
-            gather.paths[i as usize] == path && gather.key(i) == &plan.key[..gather.words]
+            gather.paths[i as usize] == path && gather.key_is(i, &plan.key)
         })?;
         Some((g, slot))
     }
@@ -682,12 +789,12 @@ impl FlowTable {
             return false;
         };
         let gather = &mut self.gathers[g];
-        let (keys, words, key_len) = (&gather.keys, gather.words, gather.key_len);
+        let (keys, words) = (&gather.keys, gather.words);
         let i = gather.table.remove_at(slot, |m| {
             let mut w = [0; WORDS];
             let at = m as usize * words;
             w[..words].copy_from_slice(&keys[at..at + words]);
-            hasher.flow(&w, key_len)
+            hasher.flow(&w, words)
         });
         let chain = gather.chains[i as usize];
         gather.paths[i as usize] = NONE;
@@ -759,7 +866,7 @@ mod tests {
     }
 
     #[test]
-    fn plans_merge_spans_and_refuse_what_cannot_be_a_flow() {
+    fn plans_cover_the_key_bytes_with_windows_and_refuse_what_cannot_be_a_flow() {
         let eth = FlowLayout::new(HeaderLen::Fixed(14)).key(12, 2);
         let layout = |m: ModuleId| match m.0 {
             1 => Some(eth),
@@ -776,14 +883,48 @@ mod tests {
             (ModuleId(3), Key::from_array([0, 80, 0x9c, 0x40])),
         ];
         let plan = FlowPlan::new(&levels, layout).unwrap();
+        // The EtherType; protocol (23) and source (26..30); destination
+        // (30..34) and the ports (34..38).
         assert_eq!(
-            plan.spans,
-            [(12, 2), (23, 1), (30, 4), (26, 4), (36, 2), (34, 2)]
+            plan.windows,
+            [
+                (12, 0xffff),
+                (23, 0xffff_ffff_ff00_00ff),
+                (31, 0x00ff_ffff_ffff_ffff)
+            ]
         );
+        // IPv4's three guards: one window, one load and compare.
+        assert_eq!(plan.guards, [(14, 0xff3f_0000_0000_00ff, 0x45)]);
         assert_eq!(plan.need, 54);
-        assert_eq!(plan.key_len, 15);
         let offsets: Vec<u16> = plan.levels.iter().map(|l| l.offset).collect();
         assert_eq!(offsets, [0, 14, 34, 34]);
+        // A message with those keys gathers the plan's key.
+        let mut msg = [0xeeu8; 60];
+        msg[12..14].copy_from_slice(&[8, 0]);
+        msg[14] = 0x45;
+        msg[20..22].copy_from_slice(&[0, 0]);
+        msg[23] = 6;
+        msg[26..30].copy_from_slice(&[1, 2, 3, 4]);
+        msg[30..34].copy_from_slice(&[5, 6, 7, 8]);
+        msg[34..38].copy_from_slice(&[0x9c, 0x40, 0, 80]);
+        let g = Gather {
+            module: ModuleId(1),
+            windows: plan.windows.clone().into(),
+            words: plan.windows.len(),
+            table: NodeTable::new(6),
+            keys: Vec::new(),
+            paths: Vec::new(),
+            chains: Vec::new(),
+            free: Vec::new(),
+        };
+        assert_eq!(g.gather(&msg), plan.key);
+        msg[35] ^= 1;
+        assert_ne!(g.gather(&msg), plan.key);
+
+        // A chain ending at IP: the last window moves back to end with
+        // the headers (34 bytes).
+        let plan = FlowPlan::new(&levels[..2], layout).unwrap();
+        assert_eq!(plan.windows[2], (26, 0xffff_ff00_0000_0000));
 
         let mut short_ip = levels;
         short_ip[1].1 = Key::from_array([6]);
@@ -801,6 +942,54 @@ mod tests {
         assert_eq!(
             FlowPlan::new(&tcp_first, layout).err(),
             Some(NotAFlow::VariableHeader)
+        );
+        // Key bytes in five windows.
+        let wide = FlowLayout::new(HeaderLen::Fixed(40))
+            .key(0, 1)
+            .key(9, 1)
+            .key(18, 1)
+            .key(27, 1);
+        let wide = |_: ModuleId| Some(wide);
+        let two = [
+            (ModuleId(5), Key::from_array([1, 2, 3, 4])),
+            (ModuleId(5), Key::from_array([1, 2, 3, 4])),
+        ];
+        assert_eq!(FlowPlan::new(&two[..1], wide).unwrap().windows.len(), 4);
+        assert_eq!(FlowPlan::new(&two, wide).err(), Some(NotAFlow::Scattered));
+        // Guards that contradict each other.
+        let never = FlowLayout::new(HeaderLen::Fixed(1))
+            .guard(0, 0x0f, 0x01)
+            .guard(0, 0x03, 0x02);
+        assert_eq!(
+            FlowPlan::new(&[(ModuleId(5), Key::EMPTY)], |_| Some(never)).err(),
+            Some(NotAFlow::Guards)
+        );
+        let both = FlowLayout::new(HeaderLen::Fixed(1))
+            .guard(0, 0x0f, 0x01)
+            .guard(0, 0xf0, 0x20);
+        let plan = FlowPlan::new(&[(ModuleId(5), Key::EMPTY)], |_| Some(both)).unwrap();
+        assert_eq!(plan.guards, [(0, 0xff, 0x21)]);
+        // A byte named twice must be registered the same both times.
+        let twice = FlowLayout::new(HeaderLen::Fixed(2)).key(0, 2).key(1, 1);
+        let twice = |_: ModuleId| Some(twice);
+        assert!(FlowPlan::new(&[(ModuleId(5), Key::from_array([1, 2, 2]))], twice).is_ok());
+        assert_eq!(
+            FlowPlan::new(&[(ModuleId(5), Key::from_array([1, 2, 3]))], twice).err(),
+            Some(NotAFlow::KeyShape)
+        );
+    }
+
+    /// Messages shorter than a window still gather their bytes (the rest
+    /// read as zero), so a flow of a few bytes is found.
+    #[test]
+    fn short_messages_gather_what_they_have() {
+        assert_eq!(load_le(&[1, 2, 3], 0), 0x03_02_01);
+        assert_eq!(load_le(&[1, 2, 3], 2), 0x03);
+        assert_eq!(load_le(&[1, 2, 3], 5), 0);
+        let msg: Vec<u8> = (1..=9).collect();
+        assert_eq!(
+            load_le(&msg, 1),
+            u64::from_le_bytes([2, 3, 4, 5, 6, 7, 8, 9])
         );
     }
 

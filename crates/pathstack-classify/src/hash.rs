@@ -78,19 +78,17 @@ impl EdgeHasher {
         (h ^ (h >> 32)).wrapping_mul(s[2])
     }
 
-    /// The hash of a flow key (`flow.rs`): its words, zero padded, and its
-    /// length, mixed as [`edge`](Self::edge) mixes a key — a folded
-    /// multiply per 16 bytes (one for an Ethernet/IPv4/TCP flow's 15), then
-    /// the same last step, so flows of sequential ports or hosts spread.
+    /// The hash of a flow key (`flow.rs`): its `words` words (the rest
+    /// zero), mixed as [`edge`](Self::edge) mixes a key — a folded
+    /// multiply per two words (two for an Ethernet/IPv4/TCP flow's three),
+    /// then the same last step, so flows of sequential ports or hosts
+    /// spread.
     #[inline(always)]
-    pub(crate) fn flow(&self, words: &[u64; 4], len: usize) -> u64 {
+    pub(crate) fn flow(&self, key: &[u64; 4], words: usize) -> u64 {
         let s = &self.seeds;
-        let mut h = fold(
-            words[0] ^ s[0],
-            words[1] ^ (len as u64).rotate_right(8) ^ s[1],
-        );
-        if len > 16 {
-            h = fold(h ^ words[2] ^ s[2], words[3] ^ s[4]);
+        let mut h = fold(key[0] ^ s[0], key[1] ^ s[1]);
+        if words > 2 {
+            h = fold(h ^ key[2] ^ s[2], key[3] ^ s[4]);
         }
         (h ^ (h >> 32)).wrapping_mul(s[2])
     }
