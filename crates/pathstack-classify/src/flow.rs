@@ -6,10 +6,11 @@
 //! When every module on such a path describes where its active key lies in
 //! its header ([`FlowLayout`], from
 //! [`PartialClassifier::flow_layout`](crate::PartialClassifier::flow_layout)),
-//! the classifier also files the path under the concatenation of its keys.
-//! A lookup then checks a few guard bytes, gathers the key bytes from fixed
-//! offsets into a buffer on the stack, hashes once and probes once, where
-//! the tree walk calls each level's partial classifier and probes per level.
+//! the classifier also files the path under its keys, placed where they lie
+//! in a message ([`FlowPlan`]). A lookup then loads a few masked 8-byte
+//! windows of the message into registers, hashes once, probes once and
+//! checks the entry's guard bytes and header lengths, where the tree walk
+//! calls each level's partial classifier and probes per level.
 //!
 //! # Why a flow hit is the tree's answer
 //!
@@ -19,11 +20,12 @@
 //! 1. *Every level matches.* A layout's contract is that whenever it
 //!    applies to a header (its guards hold, the header is all there) the
 //!    module's `extract(.., Active)` returns exactly the layout's key and
-//!    header length ([`FlowLayout::extract`]). A hit requires the entry's
-//!    gathered bytes to equal the path's registered keys and every level's
-//!    guards and length to hold *for the entry's own chain of modules*, so
-//!    the active walk, level by level, extracts the path's keys and reaches
-//!    the path's last node.
+//!    header length ([`FlowLayout::extract`]). A hit requires every byte of
+//!    the path's registered keys to equal the message's byte where that
+//!    level's layout reads it, and every level's guards and header length
+//!    to hold *for the entry's own chain of modules* (the modules of the
+//!    path's nodes), so the active walk, level by level, extracts the
+//!    path's keys and reaches the path's last node.
 //! 2. *Nothing longer matches.* The walk can only go past that node if a
 //!    node names a next module there, i.e. some active path continues
 //!    below the flow's last level. Demux nodes are unique per *(parent,
@@ -47,14 +49,16 @@
 //!
 //! # Layout
 //!
-//! Flows whose keys are gathered from the same byte spans of a message
-//! arriving at the same module share a [`Gather`] and its hash table, so a
-//! host with TCP connections and connected UDP sockets (whose port keys lie
-//! at the same offsets) still probes once: the protocol byte in the IP key
-//! tells them apart, and each entry's chain checks its own guards. An
-//! entry is its key's words, its path and its chain: 24 bytes for an
-//! Ethernet/IPv4/TCP flow (15 key bytes in two words), plus a 4-byte slot
-//! of the [`NodeTable`] over its load factor.
+//! Flows whose keys are read from the same windows of a message arriving at
+//! the same module share a [`Gather`] and its hash table, so a host with
+//! TCP connections and connected UDP sockets (whose port keys lie at the
+//! same offsets) still probes once: the protocol byte in the IP key tells
+//! them apart, and each entry's chain checks its own guards. An entry is
+//! its key's words, its path and its chain: 32 bytes for an
+//! Ethernet/IPv4/TCP flow (three words), plus a 4-byte slot of the
+//! [`NodeTable`] over its load factor. Gathers and chains are few (one per
+//! distinct layout and module sequence) and stay when their last flow
+//! goes; a changed layout rebuilds the table from the tree.
 
 use crate::hash::{EdgeHasher, NodeTable};
 use crate::node::NONE;
