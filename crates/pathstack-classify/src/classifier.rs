@@ -208,10 +208,7 @@ impl Classifier {
     /// `module`'s flow layout: its partial classifier's, or the empty one
     /// of a module without a partial classifier (empty key, no bytes).
     fn layout(&self, module: ModuleId) -> Option<FlowLayout> {
-        match self.partials.get(module.0 as usize) {
-            Some(Some(_)) => self.layouts[module.0 as usize],
-            _ => Some(FlowLayout::PASS_THROUGH),
-        }
+        layout_of(&self.partials, &self.layouts, module)
     }
 
     /// The modules and keys of the chain ending at live node `tail`, from
@@ -234,44 +231,42 @@ impl Classifier {
         depth
     }
 
-    /// How the path ending at `tail` would be filed as a flow: `None` for
-    /// a passive chain or one some level of which has no layout or a key
-    /// of another shape (`flow::NotAFlow`).
-    fn flow_plan(&self, tail: u32) -> Option<FlowPlan> {
+    /// Whether the path ending at `tail` could be a flow by its mode: an
+    /// active chain that ends a path.
+    fn flow_candidate(&self, tail: u32) -> bool {
         let n = self.slab.get(tail);
-        if n.flags() & PASSIVE != 0 || n.path == NONE {
-            return None;
-        }
-        let mut levels = [(ModuleId(NONE), Key::EMPTY); MAX_DEPTH];
-        let depth = self.chain_levels(tail, &mut levels);
-        FlowPlan::new(&levels[..depth], |m| self.layout(m)).ok()
-    }
-
-    /// Whether the path ending at `tail` belongs in the flow table: a
-    /// flow whose last node names no next module, so no longer active
-    /// path can match its messages (`flow.rs`, point 2).
-    fn flow_eligible(&self, tail: u32) -> Option<FlowPlan> {
-        if self.slab.get(tail).next_module != NONE {
-            return None;
-        }
-        self.flow_plan(tail)
+        n.flags() & PASSIVE == 0 && n.path != NONE
     }
 
     /// Files the path ending at `tail` in the flow table if it belongs
-    /// there; the caller knows it is not filed.
+    /// there: an active path with a layout at every level whose last node
+    /// names no next module, so no longer active path can match its
+    /// messages (`flow.rs`, point 2). The caller knows it is not filed.
     fn flow_add(&mut self, tail: u32) {
-        if let Some(plan) = self.flow_eligible(tail) {
-            let path = self.slab.get(tail).path;
-            self.flows.insert(path, plan, &self.hasher);
+        if !self.flow_candidate(tail) || self.slab.get(tail).next_module != NONE {
+            return;
         }
+        let mut levels = [(ModuleId(NONE), Key::EMPTY); MAX_DEPTH];
+        let depth = self.chain_levels(tail, &mut levels);
+        let path = self.slab.get(tail).path;
+        let (partials, layouts) = (&self.partials, &self.layouts);
+        self.flows.insert(
+            path,
+            &levels[..depth],
+            |m| layout_of(partials, layouts, m),
+            &self.hasher,
+        );
     }
 
     /// Takes the path ending at `tail` out of the flow table, if filed.
     fn flow_drop(&mut self, tail: u32) {
-        if let Some(plan) = self.flow_plan(tail) {
-            let path = self.slab.get(tail).path;
-            self.flows.remove(path, &plan, &self.hasher);
+        if !self.flow_candidate(tail) {
+            return;
         }
+        let mut levels = [(ModuleId(NONE), Key::EMPTY); MAX_DEPTH];
+        let depth = self.chain_levels(tail, &mut levels);
+        let path = self.slab.get(tail).path;
+        self.flows.remove(path, &levels[..depth], &self.hasher);
     }
 
     /// Refiles every path from the tree (after a layout changed).
@@ -848,17 +843,22 @@ impl Classifier {
                 return Err(format!("root slot {slot} has stale children"));
             }
         }
-        // The flow table holds exactly the paths that belong there.
+        // The flow table holds exactly the paths that belong there, each
+        // under the key a fresh layout gives it.
         let mut flows = 0;
         for i in self.slab.live_indices() {
             let n = self.slab.get(i);
             if n.path == NONE {
                 continue;
             }
-            let filed = self
-                .flow_plan(i)
-                .is_some_and(|plan| self.flows.contains(n.path, &plan, &self.hasher));
-            let belongs = self.flow_eligible(i).is_some();
+            let mut levels = [(ModuleId(NONE), Key::EMPTY); MAX_DEPTH];
+            let depth = self.chain_levels(i, &mut levels);
+            let levels = &levels[..depth];
+            let layout = |m| self.layout(m);
+            let filed = self.flows.contains(n.path, levels, layout, &self.hasher);
+            let belongs = self.flow_candidate(i)
+                && n.next_module == NONE
+                && FlowPlan::new(levels, layout).is_ok();
             if filed != belongs {
                 return Err(format!(
                     "path {} ending at node {i}: in the flow table {filed}, belongs there {belongs}",
@@ -1292,6 +1292,19 @@ impl Classifier {
             }
         }
         PathId(NONE)
+    }
+}
+
+/// `module`'s flow layout among `partials` and their `layouts`: the
+/// partial classifier's, or the empty one of a module without one.
+fn layout_of(
+    partials: &[Option<Box<dyn PartialClassifier>>],
+    layouts: &[Option<FlowLayout>],
+    module: ModuleId,
+) -> Option<FlowLayout> {
+    match partials.get(module.0 as usize) {
+        Some(Some(_)) => layouts.get(module.0 as usize).copied().flatten(),
+        _ => Some(FlowLayout::PASS_THROUGH),
     }
 }
 

@@ -60,6 +60,7 @@
 //! distinct layout and module sequence) and stay when their last flow
 //! goes; a changed layout rebuilds the table from the tree.
 
+use crate::classifier::MAX_DEPTH;
 use crate::hash::{EdgeHasher, NodeTable};
 use crate::node::NONE;
 use crate::{Key, ModuleId};
@@ -306,7 +307,8 @@ pub(crate) enum NotAFlow {
     VariableHeader,
     /// The headers reach beyond 64 KiB.
     TooLong,
-    /// The key bytes lie in more than [`WORDS`] 8-byte windows.
+    /// The key bytes, or the guard bytes, lie in more than [`WORDS`]
+    /// 8-byte windows (or the chain is deeper than a path can be).
     Scattered,
     /// Two guards on one byte contradict each other: the layouts never
     /// apply.
@@ -331,30 +333,50 @@ const WORDS: usize = 4;
 /// Both name the same bytes, so they are equal exactly when every level's
 /// key is (each byte's offset comes from its level's layout).
 pub(crate) struct FlowPlan {
-    levels: Vec<ChainLevel>,
+    levels: Few<ChainLevel, MAX_DEPTH>,
     last: ChainLevel,
     /// The guards, as windows like the key's: `(offset, mask, value)`.
-    guards: Vec<(u16, u64, u64)>,
+    guards: Few<(u16, u64, u64), WORDS>,
     /// Bytes the fixed headers span from the receiving module's on.
     need: usize,
     /// `(offset in the message, mask)` of each window.
-    windows: Vec<(u16, u64)>,
+    windows: Few<(u16, u64), WORDS>,
     /// The registered keys, as the windows of a matching message read.
     key: [u64; WORDS],
+    /// Where each byte of the registered keys, end to end, goes in the
+    /// key: `(word, shift)`. Kept by the chain, so that filing another
+    /// path of the same modules only scatters its bytes.
+    scatter: Few<(u8, u8), MAX_BYTES>,
+    /// Each level's key length.
+    key_lens: Few<u8, MAX_DEPTH>,
 }
+
+/// Most key bytes, and most guard bytes, a chain's windows can hold.
+const MAX_BYTES: usize = WORDS * 8;
 
 impl FlowPlan {
     /// Lays out the chain `levels` (receiving module first, with the keys
-    /// the path registered), `layout(m)` giving module `m`'s layout.
+    /// the path registered), `layout(m)` giving module `m`'s layout. On
+    /// the stack: registering a flow allocates only when a table grows.
     pub(crate) fn new(
         levels: &[(ModuleId, Key)],
         layout: impl Fn(ModuleId) -> Option<FlowLayout>,
     ) -> Result<FlowPlan, NotAFlow> {
-        let mut chain = Vec::with_capacity(levels.len());
+        let mut chain = Few::new(ChainLevel {
+            module: ModuleId(NONE),
+            offset: 0,
+            header: HeaderLen::Fixed(0),
+        });
         // Every guard byte: where it lies, its mask and value.
-        let mut guards: Vec<(usize, u8, u8)> = Vec::new();
-        // Every key byte: where it lies in the message, and its value.
-        let mut bytes: Vec<(usize, u8)> = Vec::new();
+        let mut guards = Few::<(u16, u8, u8), MAX_BYTES>::new((0, 0, 0));
+        // Every key byte: where it lies in the message, its value, and
+        // its place in the registered keys end to end.
+        let mut bytes = Few::<(u16, u8, u8), MAX_BYTES>::new((0, 0, 0));
+        let mut key_lens = Few::new(0u8);
+        let mut key_at = 0usize;
+        let place = |at: usize, within: u8| {
+            u16::try_from(at + usize::from(within)).map_err(|_| NotAFlow::TooLong)
+        };
         let mut offset = 0usize;
         for (i, &(module, key)) in levels.iter().enumerate() {
             let l = layout(module).ok_or(NotAFlow::NoLayout)?;
@@ -366,46 +388,86 @@ impl FlowPlan {
             }
             let at = u16::try_from(offset).map_err(|_| NotAFlow::TooLong)?;
             for g in l.guards() {
-                guards.push((offset + usize::from(g.at), g.mask, g.value));
+                guards.push((place(offset, g.at)?, g.mask, g.value))?;
             }
-            let mut value = key.as_bytes().iter();
-            for s in l.spans() {
-                for k in 0..usize::from(s.len) {
-                    let v = *value.next().ok_or(NotAFlow::KeyShape)?;
-                    bytes.push((offset + usize::from(s.at) + k, v));
+            // The spans in the order they lie in the header, each with
+            // where its bytes start in the key.
+            let spans = l.spans();
+            let mut starts = [0usize; MAX_KEY_SPANS];
+            let mut order = [0usize; MAX_KEY_SPANS];
+            let mut n = 0;
+            for (i, sp) in spans.iter().enumerate() {
+                (starts[i], order[i]) = (n, i);
+                n += usize::from(sp.len);
+            }
+            let order = &mut order[..spans.len()];
+            order.sort_unstable_by_key(|&i| spans[i].at);
+            let value = key.as_bytes();
+            for &i in order.iter() {
+                let sp = spans[i];
+                for k in 0..sp.len {
+                    let v = *value
+                        .get(starts[i] + usize::from(k))
+                        .ok_or(NotAFlow::KeyShape)?;
+                    let idx = key_at + starts[i] + usize::from(k);
+                    let idx = u8::try_from(idx).map_err(|_| NotAFlow::Scattered)?;
+                    bytes.push((place(offset, sp.at)? + u16::from(k), v, idx))?;
                 }
             }
+            key_at += key.len();
+            // A key is at most `Key::MAX_LEN` (32) bytes.
+            key_lens.push(key.len() as u8)?;
             chain.push(ChainLevel {
                 module,
                 offset: at,
                 header: l.header,
-            });
+            })?;
             offset += l.fixed_len();
         }
         let need = offset;
         u16::try_from(need).map_err(|_| NotAFlow::TooLong)?;
         let last = *chain.last().ok_or(NotAFlow::Empty)?;
-        bytes.sort_unstable();
-        // A byte named twice must have been registered the same both times.
-        if bytes
-            .windows(2)
-            .any(|p| p[0].0 == p[1].0 && p[0].1 != p[1].1)
-        {
-            return Err(NotAFlow::KeyShape);
+        // Levels lie one after the other, so the bytes come sorted but for
+        // the spans' order within a level (IPv4: protocol, destination,
+        // source): sort only then.
+        if !bytes.windows(2).all(|p| p[0].0 <= p[1].0) {
+            bytes.sort_unstable_by_key(|b| b.0);
         }
-        bytes.dedup();
-        let windows = cover(need, bytes.iter().map(|&(o, v)| (o, 0xff, v)));
-        if windows.len() > WORDS {
-            return Err(NotAFlow::Scattered);
+        // A byte named twice must have been registered the same both times
+        // (then it is one byte of the key).
+        let mut distinct = Few::<(u16, u8, u8), MAX_BYTES>::new((0, 0, 0));
+        for &(o, v, _) in bytes.iter() {
+            match distinct.last() {
+                Some(&(p, _, w)) if p == o && w != v => return Err(NotAFlow::KeyShape),
+                Some(&(p, _, _)) if p == o => {}
+                _ => distinct.push((o, 0xff, v))?,
+            }
         }
+        let (windows, assigned) = cover(need, &distinct)?;
         let mut key = [0u64; WORDS];
-        for (k, w) in key.iter_mut().zip(&windows) {
+        for (k, w) in key.iter_mut().zip(windows.iter()) {
             *k = w.2;
         }
+        let mut scatter = Few::new((0u8, 0u8));
+        for _ in 0..key_at {
+            scatter.push((0, 0))?;
+        }
+        let mut d = 0;
+        for &(o, _, idx) in bytes.iter() {
+            // `bytes` and `distinct` are both in offset order.
+            while distinct[d].0 != o {
+                d += 1;
+            }
+            let w = assigned[d];
+            let shift = 8 * (o - windows[usize::from(w)].0);
+            scatter[usize::from(idx)] = (w, shift as u8);
+        }
         // Guards on one byte combine; contradicting ones never hold.
-        guards.sort_unstable();
-        let mut merged: Vec<(usize, u8, u8)> = Vec::with_capacity(guards.len());
-        for (o, m, v) in guards {
+        if !guards.windows(2).all(|p| p[0].0 <= p[1].0) {
+            guards.sort_unstable();
+        }
+        let mut merged = Few::<(u16, u8, u8), MAX_BYTES>::new((0, 0, 0));
+        for &(o, m, v) in guards.iter() {
             match merged.last_mut() {
                 Some(g) if g.0 == o => {
                     if (g.2 ^ v) & g.1 & m != 0 {
@@ -414,41 +476,95 @@ impl FlowPlan {
                     g.1 |= m;
                     g.2 |= v;
                 }
-                _ => merged.push((o, m, v)),
+                _ => merged.push((o, m, v))?,
             }
+        }
+        let mut masks = Few::new((0, 0));
+        for &(o, m, _) in windows.iter() {
+            masks.push((o, m))?;
         }
         Ok(FlowPlan {
             levels: chain,
             last,
-            guards: cover(need, merged.into_iter()),
+            guards: cover(need, &merged)?.0,
             need,
-            windows: windows.into_iter().map(|(o, m, _)| (o, m)).collect(),
+            windows: masks,
             key,
+            scatter,
+            key_lens,
         })
     }
 }
 
 /// Covers `bytes` — `(offset, mask, value)`, sorted by offset, one per
-/// offset — with 8-byte windows `(offset, mask, value)` from the left:
-/// each window starts at the first byte it covers, moved back to end
-/// within the first `need` bytes where it can, so that a message a chain
-/// admits has all 8 bytes of every window and a window is one load.
-fn cover(need: usize, bytes: impl Iterator<Item = (usize, u8, u8)>) -> Vec<(u16, u64, u64)> {
-    let mut windows: Vec<(u16, u64, u64)> = Vec::new();
+/// offset — with at most [`WORDS`] 8-byte windows `(offset, mask, value)`
+/// from the left: each window starts at the first byte it covers, moved
+/// back to end within the first `need` bytes where it can, so that a
+/// message a chain admits has all 8 bytes of every window and a window is
+/// one load. Also says which window each byte went to.
+#[allow(clippy::type_complexity)]
+fn cover(
+    need: usize,
+    bytes: &[(u16, u8, u8)],
+) -> Result<(Few<(u16, u64, u64), WORDS>, Few<u8, MAX_BYTES>), NotAFlow> {
+    let mut windows = Few::new((0u16, 0u64, 0u64));
+    let mut assigned = Few::new(0u8);
     let mut end = 0;
-    for (o, m, v) in bytes {
+    for &(o, m, v) in bytes {
+        let o = usize::from(o);
         if windows.is_empty() || o >= end {
             let start = o.min(need.saturating_sub(8));
             // `need` fits in 16 bits (checked by the caller).
-            windows.push((start as u16, 0, 0));
+            windows.push((start as u16, 0, 0))?;
             end = start + 8;
         }
-        let w = windows.last_mut().expect("a window was just opened");
+        // At most `WORDS` windows, so the index fits.
+        assigned.push(windows.len() as u8 - 1)?;
+        let w = windows.last_mut().ok_or(NotAFlow::Empty)?;
         let shift = 8 * (o - usize::from(w.0));
         w.1 |= u64::from(m) << shift;
         w.2 |= u64::from(v & m) << shift;
     }
-    windows
+    Ok((windows, assigned))
+}
+
+/// Up to `N` items in an array: what a [`FlowPlan`] is built in, so that
+/// planning a flow allocates nothing. A push beyond `N` is a chain too
+/// scattered to be a flow.
+#[derive(Clone, Copy)]
+pub(crate) struct Few<T: Copy, const N: usize> {
+    items: [T; N],
+    len: usize,
+}
+
+impl<T: Copy, const N: usize> Few<T, N> {
+    /// Empty; `filler` fills the unused places.
+    fn new(filler: T) -> Self {
+        Few {
+            items: [filler; N],
+            len: 0,
+        }
+    }
+
+    fn push(&mut self, t: T) -> Result<(), NotAFlow> {
+        let slot = self.items.get_mut(self.len).ok_or(NotAFlow::Scattered)?;
+        *slot = t;
+        self.len += 1;
+        Ok(())
+    }
+}
+
+impl<T: Copy, const N: usize> std::ops::Deref for Few<T, N> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        &self.items[..self.len]
+    }
+}
+
+impl<T: Copy, const N: usize> std::ops::DerefMut for Few<T, N> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        &mut self.items[..self.len]
+    }
 }
 
 /// Eight bytes of `msg` from `at` as a little-endian word, the bytes past
@@ -493,6 +609,10 @@ pub(crate) struct FlowChain {
     need: usize,
     /// The last level, whose header may vary in length.
     last: ChainLevel,
+    /// Where each registered key byte goes ([`FlowPlan`]'s).
+    scatter: Box<[(u8, u8)]>,
+    /// Each level's key length.
+    key_lens: Box<[u8]>,
     entries: u32,
 }
 
@@ -676,30 +796,59 @@ impl FlowTable {
         })
     }
 
-    /// The chain of `plan`'s modules, if known.
-    fn chain_of(&self, plan: &FlowPlan) -> Option<u32> {
-        self.chains
-            .iter()
-            .position(|c| *c.levels == *plan.levels)
-            .map(|c| c as u32)
+    /// Where a path with `levels` (receiving module first, with the keys
+    /// it registered) is filed: its chain and key. `Ok(None)` when no chain
+    /// of these modules exists yet (then [`FlowPlan::new`] lays it out);
+    /// `Err` when the keys cannot be a flow's.
+    fn key_of(&self, levels: &[(ModuleId, Key)]) -> Result<Option<(u32, [u64; WORDS])>, NotAFlow> {
+        let Some(c) = self.chains.iter().position(|c| {
+            c.levels.len() == levels.len()
+                && c.levels
+                    .iter()
+                    .zip(levels)
+                    .all(|(l, (m, _))| l.module == *m)
+        }) else {
+            return Ok(None);
+        };
+        let chain = &self.chains[c];
+        let (mut key, mut written) = ([0u64; WORDS], [0u64; WORDS]);
+        let mut places = chain.scatter.iter();
+        for ((_, k), &len) in levels.iter().zip(chain.key_lens.iter()) {
+            if k.len() != usize::from(len) {
+                return Err(NotAFlow::KeyShape);
+            }
+            for &b in k.as_bytes() {
+                let &(w, shift) = places.next().ok_or(NotAFlow::KeyShape)?;
+                let (w, byte) = (usize::from(w), 0xffu64 << shift);
+                let v = u64::from(b) << shift;
+                // A byte two layouts name must be registered the same.
+                if written[w] & byte != 0 && key[w] & byte != v {
+                    return Err(NotAFlow::KeyShape);
+                }
+                written[w] |= byte;
+                key[w] |= v;
+            }
+        }
+        Ok(Some((c as u32, key)))
     }
 
-    /// Files `path` under `plan`. The caller knows it is not filed yet.
-    pub(crate) fn insert(&mut self, path: u32, plan: FlowPlan, hasher: &EdgeHasher) {
-        let chain = match self.chain_of(&plan) {
-            Some(c) => c,
-            None => {
-                let gather = self.gather_for(plan.levels[0].module, &plan);
-                self.chains.push(FlowChain {
-                    last: plan.last,
-                    gather,
-                    levels: plan.levels.into_boxed_slice(),
-                    guards: plan.guards.into_boxed_slice(),
-                    need: plan.need,
-                    entries: 0,
-                });
-                self.chains.len() as u32 - 1
-            }
+    /// Files `path` with `levels` (see [`key_of`](Self::key_of)), laying
+    /// out a new chain with `layout` if needed; `false` if it is no flow.
+    /// The caller knows it is not filed yet.
+    pub(crate) fn insert(
+        &mut self,
+        path: u32,
+        levels: &[(ModuleId, Key)],
+        layout: impl Fn(ModuleId) -> Option<FlowLayout>,
+        hasher: &EdgeHasher,
+    ) -> bool {
+        let (chain, key) = match self.key_of(levels) {
+            Ok(Some(found)) => found,
+            Ok(None) => match FlowPlan::new(levels, layout) {
+                Ok(plan) => (self.add_chain(&plan), plan.key),
+                Err(_) => return false,
+            },
+            Err(_) => return false,
         };
         let c = &mut self.chains[chain as usize];
         c.entries += 1;
@@ -712,7 +861,7 @@ impl FlowTable {
                 .collect();
             g.table.rebuild(n, live.into_iter());
         }
-        let words = &plan.key[..g.words];
+        let words = &key[..g.words];
         let i = match g.free.pop() {
             Some(i) => {
                 let at = i as usize * g.words;
@@ -728,8 +877,25 @@ impl FlowTable {
                 g.paths.len() as u32 - 1
             }
         };
-        g.table.insert(hasher.flow(&plan.key, g.words), i);
+        g.table.insert(hasher.flow(&key, g.words), i);
         self.len += 1;
+        true
+    }
+
+    /// A chain laid out by `plan`, in the gather of its windows.
+    fn add_chain(&mut self, plan: &FlowPlan) -> u32 {
+        let gather = self.gather_for(plan.levels[0].module, plan);
+        self.chains.push(FlowChain {
+            last: plan.last,
+            gather,
+            levels: plan.levels.iter().copied().collect(),
+            guards: plan.guards.iter().copied().collect(),
+            need: plan.need,
+            scatter: plan.scatter.iter().copied().collect(),
+            key_lens: plan.key_lens.iter().copied().collect(),
+            entries: 0,
+        });
+        self.chains.len() as u32 - 1
     }
 
     /// The gather of flows arriving at `module` with `plan`'s windows,
@@ -744,7 +910,7 @@ impl FlowTable {
         }
         self.gathers.push(Gather {
             module,
-            windows: plan.windows.clone().into_boxed_slice(),
+            windows: plan.windows.iter().copied().collect(),
             words: plan.windows.len(),
             table: NodeTable::new(6),
             keys: Vec::new(),
@@ -755,14 +921,19 @@ impl FlowTable {
         self.gathers.len() as u32 - 1
     }
 
-    /// The entry of `path` filed under `plan`: its gather and index.
-    fn find(&self, path: u32, plan: &FlowPlan, hasher: &EdgeHasher) -> Option<(usize, usize)> {
-        let chain = self.chain_of(plan)?;
+    /// The entry of `path`, filed with `levels`: its gather and slot.
+    fn find(
+        &self,
+        path: u32,
+        levels: &[(ModuleId, Key)],
+        hasher: &EdgeHasher,
+    ) -> Option<(usize, usize)> {
+        let (chain, key) = self.key_of(levels).ok()??;
         let g = self.chains[chain as usize].gather as usize;
         let gather = &self.gathers[g];
-        let h = hasher.flow(&plan.key, gather.words);
+        let h = hasher.flow(&key, gather.words);
         let slot = gather.table.find_slot(h, |i| {
-            gather.paths[i as usize] == path && gather.key_is(i, &plan.key)
+            gather.paths[i as usize] == path && gather.key_is(i, &key)
         })?;
         Some((g, slot))
     }
@@ -781,15 +952,29 @@ impl FlowTable {
         (n, sum, max)
     }
 
-    /// Whether `path` is filed under `plan`.
+    /// Whether `path` is filed with `levels`, under the key
+    /// [`FlowPlan::new`] lays out for them (the chain's scatter agrees).
     #[cfg(any(test, feature = "testing"))]
-    pub(crate) fn contains(&self, path: u32, plan: &FlowPlan, hasher: &EdgeHasher) -> bool {
-        self.find(path, plan, hasher).is_some()
+    pub(crate) fn contains(
+        &self,
+        path: u32,
+        levels: &[(ModuleId, Key)],
+        layout: impl Fn(ModuleId) -> Option<FlowLayout>,
+        hasher: &EdgeHasher,
+    ) -> bool {
+        let laid_out = FlowPlan::new(levels, layout).ok().map(|p| p.key);
+        let scattered = self.key_of(levels).ok().flatten().map(|(_, k)| k);
+        laid_out.is_some() && laid_out == scattered && self.find(path, levels, hasher).is_some()
     }
 
-    /// Takes `path`, filed under `plan`, out; `false` if it was not filed.
-    pub(crate) fn remove(&mut self, path: u32, plan: &FlowPlan, hasher: &EdgeHasher) -> bool {
-        let Some((g, slot)) = self.find(path, plan, hasher) else {
+    /// Takes `path`, filed with `levels`, out; `false` if it was not filed.
+    pub(crate) fn remove(
+        &mut self,
+        path: u32,
+        levels: &[(ModuleId, Key)],
+        hasher: &EdgeHasher,
+    ) -> bool {
+        let Some((g, slot)) = self.find(path, levels, hasher) else {
             return false;
         };
         let gather = &mut self.gathers[g];
@@ -890,7 +1075,7 @@ mod tests {
         // The EtherType; protocol (23) and source (26..30); destination
         // (30..34) and the ports (34..38).
         assert_eq!(
-            plan.windows,
+            *plan.windows,
             [
                 (12, 0xffff),
                 (23, 0xffff_ffff_ff00_00ff),
@@ -898,7 +1083,7 @@ mod tests {
             ]
         );
         // IPv4's three guards: one window, one load and compare.
-        assert_eq!(plan.guards, [(14, 0xff3f_0000_0000_00ff, 0x45)]);
+        assert_eq!(*plan.guards, [(14, 0xff3f_0000_0000_00ff, 0x45)]);
         assert_eq!(plan.need, 54);
         let offsets: Vec<u16> = plan.levels.iter().map(|l| l.offset).collect();
         assert_eq!(offsets, [0, 14, 34, 34]);
@@ -913,7 +1098,7 @@ mod tests {
         msg[34..38].copy_from_slice(&[0x9c, 0x40, 0, 80]);
         let g = Gather {
             module: ModuleId(1),
-            windows: plan.windows.clone().into(),
+            windows: plan.windows.iter().copied().collect(),
             words: plan.windows.len(),
             table: NodeTable::new(6),
             keys: Vec::new(),
@@ -972,7 +1157,7 @@ mod tests {
             .guard(0, 0x0f, 0x01)
             .guard(0, 0xf0, 0x20);
         let plan = FlowPlan::new(&[(ModuleId(5), Key::EMPTY)], |_| Some(both)).unwrap();
-        assert_eq!(plan.guards, [(0, 0xff, 0x21)]);
+        assert_eq!(*plan.guards, [(0, 0xff, 0x21)]);
         // A byte named twice must be registered the same both times.
         let twice = FlowLayout::new(HeaderLen::Fixed(2)).key(0, 2).key(1, 1);
         let twice = |_: ModuleId| Some(twice);
@@ -1001,14 +1186,13 @@ mod tests {
     fn insert_find_remove_and_reuse() {
         let hasher = EdgeHasher::default();
         let layout = |_: ModuleId| Some(FlowLayout::new(HeaderLen::Fixed(2)).key(0, 2));
-        let plan = |a: u8, b: u8| {
-            FlowPlan::new(&[(ModuleId(1), Key::from_array([a, b]))], layout).unwrap()
-        };
+        let levels = |a: u8, b: u8| [(ModuleId(1), Key::from_array([a, b]))];
         let mut t = FlowTable::default();
         for p in 0..100u32 {
-            t.insert(p, plan(p as u8, 7), &hasher);
+            assert!(t.insert(p, &levels(p as u8, 7), layout, &hasher));
         }
         assert_eq!(t.len(), 100);
+        assert_eq!(t.chains.len(), 1, "one chain for all");
         for p in 0..100u32 {
             let (hit, probes) = t.lookup(ModuleId(1), &[p as u8, 7, 0], &hasher);
             assert_eq!(hit.map(|h| h.0), Some(p));
@@ -1017,23 +1201,69 @@ mod tests {
         assert_eq!(t.lookup(ModuleId(2), &[3, 7], &hasher).0.map(|h| h.0), None);
         assert_eq!(t.lookup(ModuleId(1), &[3], &hasher).0.map(|h| h.0), None);
         for p in (0..100u32).step_by(2) {
-            assert!(t.remove(p, &plan(p as u8, 7), &hasher));
-            assert!(!t.remove(p, &plan(p as u8, 7), &hasher));
+            assert!(t.remove(p, &levels(p as u8, 7), &hasher));
+            assert!(!t.remove(p, &levels(p as u8, 7), &hasher));
         }
         assert_eq!(t.len(), 50);
         for p in 0..100u32 {
             let want = (p % 2 == 1).then_some(p);
             let got = t.lookup(ModuleId(1), &[p as u8, 7], &hasher).0.map(|h| h.0);
             assert_eq!(got, want);
-            assert_eq!(t.contains(p, &plan(p as u8, 7), &hasher), want.is_some());
+            assert_eq!(
+                t.contains(p, &levels(p as u8, 7), layout, &hasher),
+                want.is_some()
+            );
         }
         // Freed entries are reused.
         let before = t.gathers[0].paths.len();
-        t.insert(200, plan(0, 8), &hasher);
+        assert!(t.insert(200, &levels(0, 8), layout, &hasher));
         assert_eq!(t.gathers[0].paths.len(), before);
         assert_eq!(
             t.lookup(ModuleId(1), &[0, 8], &hasher).0.map(|h| h.0),
             Some(200)
         );
+        // A key of another length is no flow of this chain.
+        assert!(!t.insert(201, &[(ModuleId(1), Key::from_array([1]))], layout, &hasher));
+    }
+
+    /// Filing through a known chain scatters the bytes where a fresh
+    /// layout puts them, a byte two layouts name included.
+    #[test]
+    fn scattered_keys_are_the_laid_out_keys() {
+        let eth = FlowLayout::new(HeaderLen::Fixed(14)).key(12, 2);
+        let twice = FlowLayout::new(HeaderLen::Fixed(4))
+            .key(2, 2)
+            .key(0, 1)
+            .key(3, 1);
+        let layout = |m: ModuleId| match m.0 {
+            1 => Some(eth),
+            2 => Some(IPV4),
+            3 => Some(TCP),
+            _ => Some(twice),
+        };
+        let mut t = FlowTable::default();
+        let hasher = EdgeHasher::default();
+        for (p, a) in [(1u32, 5u8), (2, 6), (3, 250)] {
+            let levels = [
+                (ModuleId(1), Key::from_array([8, 0])),
+                (ModuleId(2), Key::from_array([6, a, 6, 7, 8, 1, 2, 3, a])),
+                (ModuleId(3), Key::from_array([0, 80, a, 0x40])),
+            ];
+            assert!(t.insert(p, &levels, layout, &hasher));
+            let laid = FlowPlan::new(&levels, layout).unwrap().key;
+            assert_eq!(t.key_of(&levels).unwrap().unwrap().1, laid);
+            let dup = [(ModuleId(4), Key::from_array([a, 9, a, 9]))];
+            assert!(t.insert(p + 10, &dup, layout, &hasher));
+            assert_eq!(
+                t.key_of(&dup).unwrap().unwrap().1,
+                FlowPlan::new(&dup, layout).unwrap().key
+            );
+            let clash = [(ModuleId(4), Key::from_array([a, 9, a, 8]))];
+            assert_eq!(t.key_of(&clash).err(), Some(NotAFlow::KeyShape));
+            assert_eq!(
+                FlowPlan::new(&clash, layout).err(),
+                Some(NotAFlow::KeyShape)
+            );
+        }
     }
 }
