@@ -1,6 +1,6 @@
 //! The demux tree (thesis §3.4.3, Figures 3.8, 3.9 and 3.11).
 
-use crate::flow::{FlowPlan, FlowTable};
+use crate::flow::FlowTable;
 use crate::hash::{EdgeHasher, NodeTable, MAX_NODES};
 use crate::node::{edge_word, Family, NodeSlab, Probe, EDGE_MASK, NONE, PASSIVE, ROOT};
 use crate::trace::Recorder;
@@ -207,6 +207,7 @@ impl Classifier {
 
     /// `module`'s flow layout: its partial classifier's, or the empty one
     /// of a module without a partial classifier (empty key, no bytes).
+    #[cfg(feature = "testing")]
     fn layout(&self, module: ModuleId) -> Option<FlowLayout> {
         layout_of(&self.partials, &self.layouts, module)
     }
@@ -858,7 +859,7 @@ impl Classifier {
             let filed = self.flows.contains(n.path, levels, layout, &self.hasher);
             let belongs = self.flow_candidate(i)
                 && n.next_module == NONE
-                && FlowPlan::new(levels, layout).is_ok();
+                && crate::flow::FlowPlan::new(levels, layout).is_ok();
             if filed != belongs {
                 return Err(format!(
                     "path {} ending at node {i}: in the flow table {filed}, belongs there {belongs}",

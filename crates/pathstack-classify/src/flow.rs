@@ -502,11 +502,7 @@ impl FlowPlan {
 /// back to end within the first `need` bytes where it can, so that a
 /// message a chain admits has all 8 bytes of every window and a window is
 /// one load. Also says which window each byte went to.
-#[allow(clippy::type_complexity)]
-fn cover(
-    need: usize,
-    bytes: &[(u16, u8, u8)],
-) -> Result<(Few<(u16, u64, u64), WORDS>, Few<u8, MAX_BYTES>), NotAFlow> {
+fn cover(need: usize, bytes: &[(u16, u8, u8)]) -> Result<Cover, NotAFlow> {
     let mut windows = Few::new((0u16, 0u64, 0u64));
     let mut assigned = Few::new(0u8);
     let mut end = 0;
@@ -527,6 +523,10 @@ fn cover(
     }
     Ok((windows, assigned))
 }
+
+/// What [`cover`] makes: the windows `(offset, mask, value)`, and the
+/// window of each byte.
+type Cover = (Few<(u16, u64, u64), WORDS>, Few<u8, MAX_BYTES>);
 
 /// Up to `N` items in an array: what a [`FlowPlan`] is built in, so that
 /// planning a flow allocates nothing. A push beyond `N` is a chain too
