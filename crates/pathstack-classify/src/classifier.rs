@@ -1,11 +1,12 @@
 //! The demux tree (thesis §3.4.3, Figures 3.8, 3.9 and 3.11).
 
+use crate::flow::FlowTable;
 use crate::hash::{EdgeHasher, NodeTable, MAX_NODES};
 use crate::node::{edge_word, Family, NodeSlab, Probe, EDGE_MASK, NONE, PASSIVE, ROOT};
 use crate::trace::Recorder;
 use crate::{
-    ClassifyError, DemuxNodeInfo, DemuxNodeRef, Key, KeyMode, Level, ModuleId, PartialClassifier,
-    PathId, Trace,
+    ClassifyError, DemuxNodeInfo, DemuxNodeRef, FlowLayout, Key, KeyMode, Level, ModuleId,
+    PartialClassifier, PathId, Trace,
 };
 
 /// Longest chain of demux levels one path may register. Bounds a lookup to
@@ -107,6 +108,12 @@ pub struct Classifier {
     open: Vec<Chain>,
     hasher: EdgeHasher,
     partials: Vec<Option<Box<dyn PartialClassifier>>>,
+    /// Each installed partial classifier's flow layout, read when it was
+    /// installed (indexed like `partials`).
+    layouts: Vec<Option<FlowLayout>>,
+    /// Active paths with a key and a layout at every level, by their
+    /// concatenated keys (`flow.rs`): what `classify` probes first.
+    flows: FlowTable,
     max_nodes: u32,
 }
 
@@ -161,6 +168,8 @@ impl Classifier {
             open: Vec::new(),
             hasher: EdgeHasher::default(),
             partials: Vec::new(),
+            layouts: Vec::new(),
+            flows: FlowTable::default(),
             max_nodes: max_nodes.min(MAX_NODES),
         }
     }
@@ -181,9 +190,97 @@ impl Classifier {
         let i = module.0 as usize;
         if self.partials.len() <= i {
             self.partials.resize_with(i + 1, || None);
+            self.layouts.resize(i + 1, None);
         }
+        self.layouts[i] = pc.flow_layout();
         self.partials[i] = Some(pc);
+        // Which paths are flows, and how their keys are gathered, may have
+        // changed with the layout.
+        self.rebuild_flows();
         Ok(())
+    }
+
+    /// Number of paths the flow table finds with one probe.
+    pub fn flow_count(&self) -> usize {
+        self.flows.len()
+    }
+
+    /// `module`'s flow layout: its partial classifier's, or the empty one
+    /// of a module without a partial classifier (empty key, no bytes).
+    #[cfg(feature = "testing")]
+    fn layout(&self, module: ModuleId) -> Option<FlowLayout> {
+        layout_of(&self.partials, &self.layouts, module)
+    }
+
+    /// The modules and keys of the chain ending at live node `tail`, from
+    /// the receiving module, into `out`; returns how many.
+    fn chain_levels(&self, tail: u32, out: &mut [(ModuleId, Key); MAX_DEPTH]) -> usize {
+        let depth = usize::from(self.slab.get(tail).depth());
+        let mut idx = tail;
+        for d in (0..depth).rev() {
+            let n = self.slab.get(idx);
+            // A node's module is the one its parent names next (the
+            // receiving module for a first level).
+            let module = if n.flags() & ROOT != 0 {
+                n.parent()
+            } else {
+                self.slab.get(n.parent()).next_module
+            };
+            out[d] = (ModuleId(module), self.slab.key(idx));
+            idx = n.parent();
+        }
+        depth
+    }
+
+    /// Whether the path ending at `tail` could be a flow by its mode: an
+    /// active chain that ends a path.
+    fn flow_candidate(&self, tail: u32) -> bool {
+        let n = self.slab.get(tail);
+        n.flags() & PASSIVE == 0 && n.path != NONE
+    }
+
+    /// Files the path ending at `tail` in the flow table if it belongs
+    /// there: an active path with a layout at every level whose last node
+    /// names no next module, so no longer active path can match its
+    /// messages (`flow.rs`, point 2). The caller knows it is not filed.
+    fn flow_add(&mut self, tail: u32) {
+        if !self.flow_candidate(tail) || self.slab.get(tail).next_module != NONE {
+            return;
+        }
+        let mut levels = [(ModuleId(NONE), Key::EMPTY); MAX_DEPTH];
+        let depth = self.chain_levels(tail, &mut levels);
+        let path = self.slab.get(tail).path;
+        let (partials, layouts) = (&self.partials, &self.layouts);
+        self.flows.insert(
+            path,
+            &levels[..depth],
+            |m| layout_of(partials, layouts, m),
+            &self.hasher,
+        );
+    }
+
+    /// Takes the path ending at `tail` out of the flow table, if filed.
+    fn flow_drop(&mut self, tail: u32) {
+        if !self.flow_candidate(tail) {
+            return;
+        }
+        let mut levels = [(ModuleId(NONE), Key::EMPTY); MAX_DEPTH];
+        let depth = self.chain_levels(tail, &mut levels);
+        let path = self.slab.get(tail).path;
+        self.flows.remove(path, &levels[..depth], &self.hasher);
+    }
+
+    /// Refiles every path from the tree (after a layout changed).
+    fn rebuild_flows(&mut self) {
+        self.flows.clear();
+        let tails: Vec<u32> = self
+            .slab
+            .live_indices()
+            .filter(|&i| self.slab.get(i).path != NONE)
+            .collect();
+        for t in tails {
+            self.flow_add(t);
+        }
     }
 
     /// Number of live demux nodes.
@@ -200,6 +297,7 @@ impl Classifier {
             + self.tails.heap_bytes()
             + self.open.capacity() * std::mem::size_of::<Chain>()
             + self.roots.capacity() * std::mem::size_of::<Family>()
+            + self.flows.heap_bytes()
     }
 
     /// Number of registered chains (one per path and classified direction).
@@ -243,6 +341,9 @@ impl Classifier {
     /// active path, `N + 1` for a typical passive one (see the crate docs).
     #[inline]
     pub fn classify(&self, module: ModuleId, msg: &[u8]) -> Option<PathId> {
+        if let Some(p) = self.lookup_flow(module, msg, &mut (), &mut ()) {
+            return Some(p);
+        }
         self.lookup(module, msg, self.installed(), &mut (), &mut ())
     }
 
@@ -252,6 +353,9 @@ impl Classifier {
     #[inline]
     pub fn classify_probes(&self, module: ModuleId, msg: &[u8]) -> (Option<PathId>, u32) {
         let mut probes = 0;
+        if let Some(p) = self.lookup_flow(module, msg, &mut (), &mut probes) {
+            return (Some(p), probes);
+        }
         let p = self.lookup(module, msg, self.installed(), &mut (), &mut probes);
         (p, probes)
     }
@@ -268,6 +372,9 @@ impl Classifier {
         msg: &[u8],
         trace: &mut Trace,
     ) -> Option<PathId> {
+        if let Some(p) = self.lookup_flow(module, msg, trace, &mut ()) {
+            return Some(p);
+        }
         self.lookup(module, msg, self.installed(), trace, &mut ())
     }
 
@@ -342,6 +449,47 @@ impl Classifier {
             Some(Some(pc)) => pc.extract(rest, mode),
             _ => Some((Key::EMPTY, 0)),
         }
+    }
+
+    /// The flow table's answer for `msg` arriving at `module` (`flow.rs`):
+    /// the tree's answer when it is `Some`; `None` sends the message down
+    /// the tree. Only for the installed partial classifiers, which the
+    /// layouts describe (not for `classify_with`'s).
+    #[inline(always)]
+    fn lookup_flow<R, P>(
+        &self,
+        module: ModuleId,
+        msg: &[u8],
+        rec: &mut R,
+        probes: &mut P,
+    ) -> Option<PathId>
+    where
+        R: Recorder,
+        P: Probes,
+    {
+        if self.flows.len() == 0 {
+            return None;
+        }
+        let (hit, probed) = self.flows.lookup(module, msg, &self.hasher);
+        probes.add(probed);
+        let (path, chain) = hit?;
+        if R::RECORDS {
+            let levels = chain.levels();
+            let last = chain.admits(msg).unwrap_or(0);
+            for (d, l) in levels.iter().enumerate() {
+                let end = levels
+                    .get(d + 1)
+                    .map_or(usize::from(l.offset) + last, |n| usize::from(n.offset));
+                rec.level(
+                    d,
+                    l.module,
+                    usize::from(l.offset),
+                    end - usize::from(l.offset),
+                );
+            }
+            rec.finish(Some(KeyMode::Active), levels.len());
+        }
+        Some(PathId(path))
     }
 
     /// The lookup behind every `classify*`: the path, with the levels
@@ -558,11 +706,21 @@ impl Classifier {
         (t != NONE).then_some(DemuxNodeRef(t))
     }
 
+    /// The flow table's answer alone (`None` where it would send the
+    /// message down the tree), for checking it against the reference.
+    #[cfg(feature = "testing")]
+    pub fn classify_flow(&self, module: ModuleId, msg: &[u8]) -> Option<PathId> {
+        self.lookup_flow(module, msg, &mut (), &mut ())
+    }
+
     /// The lookup without twins: the passive walk probes from the root, as
     /// in thesis §3.4.3.1. For tests that compare probe counts.
     #[cfg(feature = "testing")]
     pub fn classify_probes_from_root(&self, module: ModuleId, msg: &[u8]) -> (Option<PathId>, u32) {
         let mut probes = 0;
+        if let Some(p) = self.lookup_flow(module, msg, &mut (), &mut probes) {
+            return (Some(p), probes);
+        }
         let extract = self.installed();
         let mut best = self
             .walk(
@@ -607,6 +765,14 @@ impl Classifier {
             self.edges
                 .displacements(|i| Self::edge_hash(slab, hasher, i))
         };
+        (n, sum as f64 / n.max(1) as f64, max)
+    }
+
+    /// [`table_displacements`](Self::table_displacements) for the flow
+    /// table's gathers.
+    #[cfg(feature = "testing")]
+    pub fn flow_table_displacements(&self) -> (usize, f64, usize) {
+        let (n, sum, max) = self.flows.displacements(&self.hasher);
         (n, sum as f64 / n.max(1) as f64, max)
     }
 
@@ -677,6 +843,36 @@ impl Classifier {
             if kids != *f {
                 return Err(format!("root slot {slot} has stale children"));
             }
+        }
+        // The flow table holds exactly the paths that belong there, each
+        // under the key a fresh layout gives it.
+        let mut flows = 0;
+        for i in self.slab.live_indices() {
+            let n = self.slab.get(i);
+            if n.path == NONE {
+                continue;
+            }
+            let mut levels = [(ModuleId(NONE), Key::EMPTY); MAX_DEPTH];
+            let depth = self.chain_levels(i, &mut levels);
+            let levels = &levels[..depth];
+            let layout = |m| self.layout(m);
+            let filed = self.flows.contains(n.path, levels, layout, &self.hasher);
+            let belongs = self.flow_candidate(i)
+                && n.next_module == NONE
+                && crate::flow::FlowPlan::new(levels, layout).is_ok();
+            if filed != belongs {
+                return Err(format!(
+                    "path {} ending at node {i}: in the flow table {filed}, belongs there {belongs}",
+                    n.path
+                ));
+            }
+            flows += usize::from(filed);
+        }
+        if flows != self.flows.len() {
+            return Err(format!(
+                "{flows} flows filed, table holds {}",
+                self.flows.len()
+            ));
         }
         if live != self.slab.live_count() || live as usize != self.edges.len() {
             return Err(format!(
@@ -936,8 +1132,15 @@ impl Classifier {
                 self.reserve_tail();
                 self.slab.get_mut(idx).path = path.0;
                 self.tails.insert(path_hash, idx);
+                self.flow_add(idx);
             }
             Some(m) => {
+                // A path ending here now has a longer one below it: its
+                // messages may belong to that one, so it is no flow now.
+                let n = self.slab.get(idx);
+                if n.path != NONE && n.next_module == NONE {
+                    self.flow_drop(idx);
+                }
                 self.slab.get_mut(idx).next_module = m.0;
                 match open {
                     Some(i) => self.open[i].tail = idx,
@@ -1001,6 +1204,8 @@ impl Classifier {
             let tail = self
                 .tails
                 .remove_at(slot, |i| Self::tail_hash(slab, hasher, i));
+            // Out of the flow table while the tail still carries the path.
+            self.flow_drop(tail);
             chains[n] = Some(Chain { path: path.0, tail });
             n += 1;
         }
@@ -1053,6 +1258,10 @@ impl Classifier {
                 self.slab.free(idx);
             } else if self.slab.continuing(idx) == 0 {
                 self.slab.get_mut(idx).next_module = NONE;
+                // A path ending here has no longer one below it any more.
+                if self.slab.get(idx).path != NONE {
+                    self.flow_add(idx);
+                }
             }
             if flags & ROOT != 0 {
                 break;
@@ -1084,6 +1293,19 @@ impl Classifier {
             }
         }
         PathId(NONE)
+    }
+}
+
+/// `module`'s flow layout among `partials` and their `layouts`: the
+/// partial classifier's, or the empty one of a module without one.
+fn layout_of(
+    partials: &[Option<Box<dyn PartialClassifier>>],
+    layouts: &[Option<FlowLayout>],
+    module: ModuleId,
+) -> Option<FlowLayout> {
+    match partials.get(module.0 as usize) {
+        Some(Some(_)) => layouts.get(module.0 as usize).copied().flatten(),
+        _ => Some(FlowLayout::PASS_THROUGH),
     }
 }
 

@@ -78,6 +78,21 @@ impl EdgeHasher {
         (h ^ (h >> 32)).wrapping_mul(s[2])
     }
 
+    /// The hash of a flow key (`flow.rs`): its `words` words (the rest
+    /// zero), mixed as [`edge`](Self::edge) mixes a key — a folded
+    /// multiply per two words (two for an Ethernet/IPv4/TCP flow's three),
+    /// then the same last step, so flows of sequential ports or hosts
+    /// spread.
+    #[inline(always)]
+    pub(crate) fn flow(&self, key: &[u64; 4], words: usize) -> u64 {
+        let s = &self.seeds;
+        let mut h = fold(key[0] ^ s[0], key[1] ^ s[1]);
+        if words > 2 {
+            h = fold(h ^ key[2] ^ s[2], key[3] ^ s[4]);
+        }
+        (h ^ (h >> 32)).wrapping_mul(s[2])
+    }
+
     /// The hash of a path id, for the tails table: foldhash's, with the
     /// same last step as [`edge`](Self::edge)'s (ids are allocated in
     /// sequence, and foldhash alone spreads a sequence unevenly).

@@ -110,6 +110,16 @@
 //! stack: one IP node below ETH, one UDP node below a connection's IP
 //! node). Probe counts, and the bounds above, count both kinds alike.
 //!
+//! **Flow table.** Before any walk, [`Classifier::classify`] (and
+//! `classify_probes`, `classify_traced`) probes a flow table once: an
+//! active path whose every module describes where its key lies
+//! ([`PartialClassifier::flow_layout`], [`FlowLayout`]) is found by its keys
+//! at fixed offsets of the message, one probe instead of `N`; every other
+//! message takes the walks above after that probe. Why a hit is always the
+//! walk's answer is argued in `flow.rs`. [`Classifier::classify_with`] and
+//! `classify_prefixed` use caller-supplied classifiers the layouts do not
+//! describe, so they always walk.
+//!
 //! [`Classifier::classify_traced`] also reports, per level of the path it
 //! found, the module and where its header starts and ends in the message
 //! ([`Trace`]), so the path's stages need not parse the headers again.
@@ -180,6 +190,7 @@
 
 mod classifier;
 mod error;
+mod flow;
 mod hash;
 mod id;
 mod key;
@@ -194,6 +205,7 @@ pub mod testing;
 
 pub use classifier::{Classifier, DEFAULT_MAX_NODES, MAX_CLASSIFIED_MODULES, MAX_DEPTH};
 pub use error::ClassifyError;
+pub use flow::{FlowLayout, HeaderLen, MAX_GUARDS, MAX_KEY_SPANS};
 pub use id::{KeyMode, ModuleId, PathId};
 pub use key::Key;
 pub use level::Level;

@@ -1,7 +1,7 @@
 //! The partial classifier a demultiplexing module supplies (thesis §3.4.3,
 //! Figure 3.9 line 2: "extract key k from m").
 
-use crate::{Key, KeyMode};
+use crate::{FlowLayout, Key, KeyMode};
 
 /// Extracts one module's partial key from the message at that module's
 /// header.
@@ -24,6 +24,20 @@ use crate::{Key, KeyMode};
 pub trait PartialClassifier: Send {
     /// The partial key of `msg` for `mode` and the length of this module's header.
     fn extract(&self, msg: &[u8], mode: KeyMode) -> Option<(Key, usize)>;
+
+    /// Where this module's active key lies in its header when the header
+    /// has its common fixed shape, so that an established path through it
+    /// is found with one probe of the flow table instead of a walk
+    /// (`flow.rs`). `None` (the default) keeps every path through the
+    /// module on the tree walk.
+    ///
+    /// The layout must agree with [`extract`](Self::extract): wherever it
+    /// applies, `extract(.., KeyMode::Active)` returns the key and header
+    /// length it reads (see [`FlowLayout`]). Read once, when the partial
+    /// classifier is installed.
+    fn flow_layout(&self) -> Option<FlowLayout> {
+        None
+    }
 }
 
 impl<F> PartialClassifier for F

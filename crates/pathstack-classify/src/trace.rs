@@ -110,6 +110,9 @@ impl Trace {
 /// so [`Classifier::classify`](crate::Classifier::classify) pays nothing
 /// for tracing.
 pub(crate) trait Recorder {
+    /// Whether [`level`](Self::level) keeps anything, so a caller can skip
+    /// working out what it would report.
+    const RECORDS: bool = true;
     /// The walk at level `depth` (0 = the receiving module) read `module`'s
     /// header at `offset`, `len` bytes long.
     fn level(&mut self, depth: usize, module: ModuleId, offset: usize, len: usize);
@@ -119,6 +122,7 @@ pub(crate) trait Recorder {
 }
 
 impl Recorder for () {
+    const RECORDS: bool = false;
     #[inline(always)]
     fn level(&mut self, _: usize, _: ModuleId, _: usize, _: usize) {}
     #[inline(always)]

@@ -67,10 +67,12 @@ fn table_3_1_active_beneath_passive() {
 }
 
 /// Probes per classification over ETH/IPv4/UDP (N = 3), where only ETH's
-/// key (the EtherType) is the same in both modes.
+/// key (the EtherType) is the same in both modes: the tree walk's, without
+/// the flow table (tests/flow.rs counts that).
 #[test]
 fn probe_counts() {
-    let mut c = classifier();
+    let mut c = Classifier::new();
+    inet::install_tree_only(&mut c);
     insert(&mut c, 1, &udp(KeyMode::Passive, 21, 0)).unwrap();
     insert(&mut c, 2, &udp(KeyMode::Active, 21, 3949)).unwrap();
     // (a) An active path: one probe per level.
@@ -106,7 +108,8 @@ fn probe_counts() {
     assert_eq!(c.classify_probes(ETH, &arp), (None, 2));
 
     // A host with only bound sockets: the active walk misses at once.
-    let mut server = classifier();
+    let mut server = Classifier::new();
+    inet::install_tree_only(&mut server);
     insert(&mut server, 1, &udp(KeyMode::Passive, 21, 0)).unwrap();
     assert_eq!(
         server.classify_probes(ETH, &other_host),
@@ -663,11 +666,16 @@ fn tables_spread_sequences_for_any_seed() {
                 };
                 insert(&mut c, i, &f).unwrap();
             }
-            for tails in [false, true] {
-                let (n, mean, max) = c.table_displacements(tails);
+            let flows = c.flow_table_displacements();
+            assert_eq!(flows.0, 3000, "every connection is a flow");
+            for (table, (n, mean, max)) in [
+                ("edges", c.table_displacements(false)),
+                ("tails", c.table_displacements(true)),
+                ("flows", flows),
+            ] {
                 assert!(
                     mean < 3.0,
-                    "{n} entries (tails: {tails}, hosts: {hosts}) {mean:.2} slots from home on average, at most {max}"
+                    "{n} entries ({table}, hosts: {hosts}) {mean:.2} slots from home on average, at most {max}"
                 );
             }
         }

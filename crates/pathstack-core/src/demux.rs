@@ -14,7 +14,9 @@
 use crate::error::PathError;
 use crate::ids::{Dir, ModuleId, PathId};
 use pathstack_classify as pc;
-pub use pathstack_classify::{DemuxNodeRef, Key, KeyMode, PartialClassifier};
+pub use pathstack_classify::{
+    DemuxNodeRef, FlowLayout, HeaderLen, Key, KeyMode, PartialClassifier,
+};
 
 /// What a stage contributes to its path's classification.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -154,6 +156,14 @@ impl Demux {
     /// Number of demux nodes in the tree.
     pub fn node_count(&self) -> usize {
         self.tree.node_count()
+    }
+
+    /// Number of paths the classifier finds with one probe of its flow
+    /// table: established paths (a connected socket, a TCP connection)
+    /// whose every level has a key and a fixed layout
+    /// ([`PartialClassifier::flow_layout`]).
+    pub fn flow_count(&self) -> usize {
+        self.tree.flow_count()
     }
 
     /// Registers the keys of `path` given its stages' keys from `end[1]`

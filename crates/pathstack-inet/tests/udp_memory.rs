@@ -51,7 +51,15 @@ fn connected_to_bound_and_back() {
     let mut net = Net::new(1500, &[UDP]);
     net.run(2);
     let server = bound(&mut net.b, 7);
+    let flows = net.a.stack.demux().flow_count();
     let client = connected(&mut net.a, 0, B_IP, 7);
+    // The connected socket is a flow: its datagrams take one probe.
+    assert_eq!(net.a.stack.demux().flow_count(), flows + 1);
+    assert_eq!(
+        net.b.stack.demux().flow_count(),
+        flows,
+        "a bound socket is not"
+    );
     send_to(&mut net.a, client, None, b"ping");
     net.run(4);
     let got = net.b.stack.recv(server, Dir::Up).expect("server got it");
@@ -75,6 +83,8 @@ fn connected_to_bound_and_back() {
         .expect("client got the answer");
     assert_eq!(back.as_slice(), b"pong");
     assert_eq!(back.anno().peer_port(), Some(7));
+    net.a.stack.path_delete(client).unwrap();
+    assert_eq!(net.a.stack.demux().flow_count(), flows);
 }
 
 /// A datagram larger than the MTU goes as fragments; IP reassembles it on

@@ -14,6 +14,9 @@ pub struct Differential {
     frame: Vec<u8>,
     /// Reused traces of the tree and the reference.
     traces: [Trace; 2],
+    /// Lookups the flow table answered (each checked against the
+    /// reference), so a test can tell that it exercised the flow table.
+    pub flow_hits: u64,
 }
 
 impl Default for Differential {
@@ -32,6 +35,7 @@ impl Differential {
             reference: ReferenceClassifier::new(),
             frame: Vec::new(),
             traces: [Trace::new(), Trace::new()],
+            flow_hits: 0,
         }
     }
 
@@ -70,6 +74,19 @@ impl Differential {
                 res.map_err(|e| format!("{e} for {spec:?}"))?;
             }
             Op::LookupRaw { at, bytes } => self.lookup(*at, bytes)?,
+            Op::LookupMutated { spec, flips } => {
+                spec.build_into(&mut self.frame);
+                let mut frame = std::mem::take(&mut self.frame);
+                if !frame.is_empty() {
+                    let n = frame.len();
+                    for &(at, xor) in flips {
+                        frame[usize::from(at) % n] ^= xor;
+                    }
+                }
+                let res = self.lookup(ETH, &frame);
+                self.frame = frame;
+                res.map_err(|e| format!("{e} for {spec:?} changed by {flips:?}"))?;
+            }
         }
         if matches!(op, Op::Insert { .. } | Op::Remove(_)) {
             self.tree
@@ -96,6 +113,16 @@ impl Differential {
             return Err(format!(
                 "lookup at {at} of {msg:02x?}: tree {t:?}, tree/with {w:?}, reference {r:?}"
             ));
+        }
+        // A flow hit is the reference's answer (`flow.rs`); a miss leaves
+        // the message to the tree, checked above.
+        if let Some(f) = self.tree.classify_flow(at, msg) {
+            if Some(f) != r {
+                return Err(format!(
+                    "flow lookup at {at} of {msg:02x?}: flow table {f}, reference {r:?}"
+                ));
+            }
+            self.flow_hits += 1;
         }
         if probes as usize > 2 * MAX_DEPTH {
             return Err(format!("{probes} probes exceed the 2N bound"));

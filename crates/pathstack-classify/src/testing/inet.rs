@@ -8,7 +8,7 @@
 //! the job of the module's stage, done once on the path. The test
 //! `inet_matches_etherparse` checks these offsets against etherparse.
 
-use crate::{Classifier, Key, KeyMode, ModuleId, PartialClassifier};
+use crate::{Classifier, FlowLayout, HeaderLen, Key, KeyMode, ModuleId, PartialClassifier};
 
 /// Ethernet II.
 pub const ETH: ModuleId = ModuleId(1);
@@ -47,6 +47,10 @@ impl PartialClassifier for EthClassifier {
         let h = msg.get(..14)?;
         Some((Key::from_array([h[12], h[13]]), 14))
     }
+
+    fn flow_layout(&self) -> Option<FlowLayout> {
+        Some(FlowLayout::new(HeaderLen::Fixed(14)).key(12, 2))
+    }
 }
 
 /// IPv4 partial classifier. Active key: protocol, local (destination) and
@@ -78,6 +82,20 @@ impl PartialClassifier for Ipv4Classifier {
         };
         Some((key, used))
     }
+
+    /// Version 4 with a 20-byte header (no options), not a fragment (MF
+    /// clear, offset 0; RFC 791 §3.1): then the header is 20 bytes.
+    fn flow_layout(&self) -> Option<FlowLayout> {
+        Some(
+            FlowLayout::new(HeaderLen::Fixed(20))
+                .guard(0, 0xff, 0x45)
+                .guard(6, 0x3f, 0)
+                .guard(7, 0xff, 0)
+                .key(9, 1)
+                .key(16, 4)
+                .key(12, 4),
+        )
+    }
 }
 
 /// TCP or UDP partial classifier: local (destination) and remote (source)
@@ -108,6 +126,18 @@ impl PartialClassifier for PortClassifier {
         };
         Some((key, used))
     }
+
+    fn flow_layout(&self) -> Option<FlowLayout> {
+        let header = match self.fixed_len {
+            Some(n) => HeaderLen::Fixed(n as u8),
+            None => HeaderLen::Words {
+                at: 12,
+                shift: 4,
+                min: 20,
+            },
+        };
+        Some(FlowLayout::new(header).key(2, 2).key(0, 2))
+    }
 }
 
 /// The [`MIX`] classifier: active key the first byte, one byte long;
@@ -125,6 +155,10 @@ impl PartialClassifier for MixClassifier {
             KeyMode::Active => Some((Key::from_array([*msg.first()?]), 1)),
             KeyMode::Passive => Some((Key::from_array([*msg.get(1)?]), 2)),
         }
+    }
+
+    fn flow_layout(&self) -> Option<FlowLayout> {
+        Some(FlowLayout::new(HeaderLen::Fixed(1)).key(0, 1))
     }
 }
 
@@ -145,6 +179,33 @@ pub fn install(c: &mut Classifier) {
     ];
     for (m, pc) in all {
         // The ids are small constants, far below the registry bound.
+        c.set_partial_classifier(m, pc)
+            .expect("inet module ids fit the registry");
+    }
+}
+
+/// A partial classifier without its flow layout: paths through it take
+/// the tree walk only (for tests of the walk itself).
+#[derive(Clone, Copy, Debug)]
+pub struct TreeOnly<P>(pub P);
+
+impl<P: PartialClassifier> PartialClassifier for TreeOnly<P> {
+    #[inline]
+    fn extract(&self, msg: &[u8], mode: KeyMode) -> Option<(Key, usize)> {
+        self.0.extract(msg, mode)
+    }
+}
+
+/// [`install`] without the flow layouts: every lookup walks the tree.
+pub fn install_tree_only(c: &mut Classifier) {
+    let all: [(ModuleId, Box<dyn PartialClassifier>); 5] = [
+        (ETH, Box::new(TreeOnly(EthClassifier))),
+        (IPV4, Box::new(TreeOnly(Ipv4Classifier))),
+        (TCP, Box::new(TreeOnly(TCP_CLASSIFIER))),
+        (UDP, Box::new(TreeOnly(UDP_CLASSIFIER))),
+        (MIX, Box::new(TreeOnly(MixClassifier))),
+    ];
+    for (m, pc) in all {
         c.set_partial_classifier(m, pc)
             .expect("inet module ids fit the registry");
     }

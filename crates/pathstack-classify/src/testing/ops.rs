@@ -149,6 +149,15 @@ pub enum Op {
         /// The message.
         bytes: Vec<u8>,
     },
+    /// Look up the frame `spec` builds with bytes changed: `(position,
+    /// xor)`, each position taken modulo the frame's length (a guard
+    /// byte, a key byte or a length field of a frame a flow would take).
+    LookupMutated {
+        /// The frame before the changes.
+        spec: PacketSpec,
+        /// The changes.
+        flips: Vec<(u16, u8)>,
+    },
 }
 
 /// Reads fuzzer bytes; every read past the end yields `None`.

@@ -7,7 +7,7 @@ use super::params::required;
 use crate::anno::InetAnno;
 use crate::wire::eth::{self as wire, EthDropReason, EthHeader, MacAddr};
 use pathstack_core::attrs::{keys, Attrs};
-use pathstack_core::demux::{DemuxKey, Key, KeyMode, PartialClassifier};
+use pathstack_core::demux::{DemuxKey, FlowLayout, Key, KeyMode, PartialClassifier};
 use pathstack_core::error::{ModuleError, PathError};
 use pathstack_core::graph::spec::{Count, ModuleSpec, ParamSpec, ServiceSpec, ServiceType};
 use pathstack_core::module::{CreateCx, Created, Module, Route};
@@ -57,6 +57,10 @@ impl PartialClassifier for EthDemux {
     #[inline]
     fn extract(&self, msg: &[u8], mode: KeyMode) -> Option<(Key, usize)> {
         wire::packet_demux_key(msg, mode)
+    }
+
+    fn flow_layout(&self) -> Option<FlowLayout> {
+        Some(wire::FLOW_LAYOUT)
     }
 }
 

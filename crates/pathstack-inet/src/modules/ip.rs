@@ -30,7 +30,7 @@ use crate::wire::udp::UdpDropReason;
 use crate::Ipv4DropReason;
 use pathstack_core::attrs::keys::{self, AddrPart};
 use pathstack_core::attrs::{AttrKey, Attrs};
-use pathstack_core::demux::{DemuxKey, Key, KeyMode, PartialClassifier};
+use pathstack_core::demux::{DemuxKey, FlowLayout, Key, KeyMode, PartialClassifier};
 use pathstack_core::error::{ModuleError, PathError};
 use pathstack_core::graph::spec::{Count, ModuleSpec, ParamSpec, ServiceSpec, ServiceType};
 use pathstack_core::module::{CreateCx, Created, EndRoute, ModCx, Module, Route, RouteCx};
@@ -329,6 +329,10 @@ impl PartialClassifier for Ipv4Demux {
     #[inline]
     fn extract(&self, msg: &[u8], mode: KeyMode) -> Option<(Key, usize)> {
         ipv4::packet_demux_key(msg, mode)
+    }
+
+    fn flow_layout(&self) -> Option<FlowLayout> {
+        Some(ipv4::FLOW_LAYOUT)
     }
 }
 

@@ -24,7 +24,7 @@ use crate::wire::icmp::{types, QuotedUdp, UnreachableReason};
 use crate::wire::udp::{self as wire, UdpDropReason, UdpPacket, UdpRepr, HEADER_LEN};
 use pathstack_core::attrs::keys;
 use pathstack_core::attrs::Attrs;
-use pathstack_core::demux::{DemuxKey, Key, KeyMode, PartialClassifier};
+use pathstack_core::demux::{DemuxKey, FlowLayout, Key, KeyMode, PartialClassifier};
 use pathstack_core::error::{ModuleError, PathError};
 use pathstack_core::graph::spec::{Count, ModuleSpec, ParamSpec, ServiceSpec, ServiceType};
 use pathstack_core::module::{CreateCx, Created, Module, Route};
@@ -144,6 +144,10 @@ impl PartialClassifier for UdpDemux {
     #[inline]
     fn extract(&self, msg: &[u8], mode: KeyMode) -> Option<(Key, usize)> {
         wire::packet_demux_key(msg, mode)
+    }
+
+    fn flow_layout(&self) -> Option<FlowLayout> {
+        Some(wire::FLOW_LAYOUT)
     }
 }
 

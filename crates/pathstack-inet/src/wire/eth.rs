@@ -15,7 +15,7 @@
 //! FCS the adapter appends; IEEE 802.3 §4.2.3.3 `minFrameSize`).
 
 use etherparse::Ethernet2Slice;
-use pathstack_core::demux::{Key, KeyMode};
+use pathstack_core::demux::{FlowLayout, HeaderLen, Key, KeyMode};
 use pathstack_core::{Msg, MsgError};
 use std::fmt;
 use std::net::Ipv4Addr;
@@ -242,6 +242,11 @@ pub fn pad_to_minimum(frame: &mut Msg) -> Result<(), MsgError> {
 pub fn path_demux_key(ethertype: u16) -> Key {
     Key::from_array(ethertype.to_be_bytes())
 }
+
+/// Where [`packet_demux_key`]'s key lies: the EtherType, in every frame
+/// with a whole header (the flow table's layout for ETH).
+pub const FLOW_LAYOUT: FlowLayout =
+    FlowLayout::new(HeaderLen::Fixed(HEADER_LEN as u8)).key(field::ETHERTYPE.start as u8, 2);
 
 /// The demux key of a received frame, and the header bytes it spans: what
 /// ETH's partial classifier extracts (the same key as [`path_demux_key`]

@@ -24,7 +24,7 @@
 
 use crate::wire::checksum;
 use etherparse::Ipv4HeaderSlice;
-use pathstack_core::demux::{Key, KeyMode};
+use pathstack_core::demux::{FlowLayout, HeaderLen, Key, KeyMode};
 use pathstack_core::{Msg, MsgError};
 use std::net::Ipv4Addr;
 use std::ops::Range;
@@ -544,6 +544,27 @@ pub fn path_demux_key(
         _ => Key::from_array([protocol]),
     }
 }
+
+/// Where [`packet_demux_key`]'s active key lies in the common datagram
+/// (the flow table's layout for IP): version 4 with a 20-byte header, i.e.
+/// the version/IHL byte 0x45 (no options), and not a fragment — More
+/// Fragments clear and fragment offset 0, the flags-and-offset word
+/// masked with 0x3fff (RFC 791 §3.1; Don't Fragment may be set). Then the
+/// header is 20 bytes and the key is protocol, destination, source. A
+/// datagram with options or a fragment does not take the flow table's
+/// probe: its header length varies, and a fragment's key spans the whole
+/// datagram (see [`packet_demux_key`]).
+pub const FLOW_LAYOUT: FlowLayout = FlowLayout::new(HeaderLen::Fixed(MIN_HEADER_LEN as u8))
+    .guard(field::VER_IHL as u8, 0xff, 0x45)
+    .guard(
+        field::FLG_OFF.start as u8,
+        ((field::MORE_FRAGS | field::OFFSET) >> 8) as u8,
+        0,
+    )
+    .guard(field::FLG_OFF.start as u8 + 1, 0xff, 0)
+    .key(field::PROTOCOL as u8, 1)
+    .key(field::DST_ADDR.start as u8, 4)
+    .key(field::SRC_ADDR.start as u8, 4);
 
 /// The demux key of a received datagram, and the bytes it spans: what IP's
 /// partial classifier extracts. Local is the destination, remote the

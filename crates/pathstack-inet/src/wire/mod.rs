@@ -53,3 +53,65 @@ fn port_demux_key(mode: KeyMode, local_port: u16, remote_port: Option<u16>) -> K
         _ => Key::from_array(l),
     }
 }
+
+/// The flow layouts (`FLOW_LAYOUT` of ETH, IPv4, UDP and TCP) keep their
+/// contract with the partial classifiers: wherever a layout applies, the
+/// classifier's active key and header length are the layout's.
+#[cfg(test)]
+mod flow_layout_tests {
+    use super::{eth, ipv4, tcp, udp};
+    use pathstack_core::demux::{FlowLayout, Key, KeyMode};
+    use proptest::prelude::*;
+
+    type Extract = fn(&[u8], KeyMode) -> Option<(Key, usize)>;
+
+    const LAYOUTS: [(&str, FlowLayout, Extract); 4] = [
+        ("eth", eth::FLOW_LAYOUT, eth::packet_demux_key),
+        ("ipv4", ipv4::FLOW_LAYOUT, ipv4::packet_demux_key),
+        ("udp", udp::FLOW_LAYOUT, udp::packet_demux_key),
+        ("tcp", tcp::FLOW_LAYOUT, tcp::packet_demux_key),
+    ];
+
+    /// The common headers: each layout applies, with the classifier's key.
+    #[test]
+    fn layouts_apply_to_common_headers() {
+        let mut h = [0u8; 40];
+        h[0] = 0x45; // IPv4, 20 bytes; also ETH and UDP need nothing more
+        h[6] = 0x40; // Don't Fragment
+        h[12] = 0x80; // TCP data offset 8 words (timestamps)
+        for (name, layout, extract) in LAYOUTS {
+            let got = layout.extract(&h);
+            assert!(got.is_some(), "{name}'s layout does not apply");
+            assert_eq!(got, extract(&h, KeyMode::Active), "{name}");
+        }
+        // IPv4 options or a fragment (MF, or an offset) turn it off.
+        for (at, v) in [(0, 0x46), (6, 0x20), (7, 0x01), (6, 0x01)] {
+            let mut d = h;
+            d[at] = v;
+            assert_eq!(ipv4::FLOW_LAYOUT.extract(&d), None, "byte {at} = {v:#x}");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn layouts_agree_with_packet_demux_keys(
+            mut bytes in prop::collection::vec(any::<u8>(), 0..72),
+            common_ipv4 in any::<bool>(),
+            data_offset in 0u8..16,
+        ) {
+            if common_ipv4 && bytes.len() > 8 {
+                bytes[0] = 0x45;
+                bytes[6] &= 0x40;
+                bytes[7] = 0;
+            }
+            if let Some(b) = bytes.get_mut(12) {
+                *b = (*b & 0x0f) | data_offset << 4;
+            }
+            for (name, layout, extract) in LAYOUTS {
+                if let Some(got) = layout.extract(&bytes) {
+                    prop_assert_eq!(Some(got), extract(&bytes, KeyMode::Active), "{}", name);
+                }
+            }
+        }
+    }
+}

@@ -14,7 +14,7 @@
 use crate::wire::checksum;
 use crate::wire::ipv4::protocol;
 use etherparse::TcpHeaderSlice;
-use pathstack_core::demux::{Key, KeyMode};
+use pathstack_core::demux::{FlowLayout, HeaderLen, Key, KeyMode};
 use pathstack_core::{Msg, MsgError};
 use std::fmt;
 use std::net::Ipv4Addr;
@@ -830,6 +830,18 @@ pub const CHECKSUM_OFFSET: u8 = field::CHECKSUM.start as u8;
 pub fn path_demux_key(mode: KeyMode, local_port: u16, remote_port: Option<u16>) -> Key {
     super::port_demux_key(mode, local_port, remote_port)
 }
+
+/// Where [`packet_demux_key`]'s active key lies: destination then source
+/// port; the header is as long as its data offset says, at least 20 bytes
+/// and all there (the flow table's layout for TCP; options such as
+/// timestamps do not move the ports).
+pub const FLOW_LAYOUT: FlowLayout = FlowLayout::new(HeaderLen::Words {
+    at: field::DATA_OFF as u8,
+    shift: 4,
+    min: HEADER_LEN as u8,
+})
+.key(field::DST_PORT.start as u8, 2)
+.key(field::SRC_PORT.start as u8, 2);
 
 /// The demux key of a received segment, and the header bytes it spans
 /// (the whole header, options included): what TCP's partial classifier

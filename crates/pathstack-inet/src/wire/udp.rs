@@ -8,7 +8,7 @@
 use crate::wire::checksum;
 use crate::wire::ipv4::protocol;
 use etherparse::UdpHeaderSlice;
-use pathstack_core::demux::{Key, KeyMode};
+use pathstack_core::demux::{FlowLayout, HeaderLen, Key, KeyMode};
 use pathstack_core::{Msg, MsgError};
 use std::net::Ipv4Addr;
 
@@ -215,6 +215,13 @@ impl UdpRepr {
 pub fn path_demux_key(mode: KeyMode, local_port: u16, remote_port: Option<u16>) -> Key {
     super::port_demux_key(mode, local_port, remote_port)
 }
+
+/// Where [`packet_demux_key`]'s active key lies: destination then source
+/// port, in every datagram with a whole header (the flow table's layout
+/// for UDP).
+pub const FLOW_LAYOUT: FlowLayout = FlowLayout::new(HeaderLen::Fixed(HEADER_LEN as u8))
+    .key(field::DST_PORT.start as u8, 2)
+    .key(field::SRC_PORT.start as u8, 2);
 
 /// The demux key of a received datagram, and the header bytes it spans:
 /// what UDP's partial classifier extracts. Local is the destination port,

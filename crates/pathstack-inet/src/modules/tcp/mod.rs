@@ -447,6 +447,10 @@ impl pathstack_core::demux::PartialClassifier for TcpDemux {
     ) -> Option<(pathstack_core::demux::Key, usize)> {
         crate::wire::tcp::packet_demux_key(msg, mode)
     }
+
+    fn flow_layout(&self) -> Option<pathstack_core::demux::FlowLayout> {
+        Some(crate::wire::tcp::FLOW_LAYOUT)
+    }
 }
 
 /// The 4-tuple of a connection as the ISN and cookie hashes take it.

@@ -1,0 +1,1269 @@
+//! The flow table: one exact-match probe for a message of an established
+//! path, in front of the demux tree.
+//!
+//! An active path whose every level has a key is a *flow*: its message is
+//! one whose header bytes at fixed places equal the keys it registered.
+//! When every module on such a path describes where its active key lies in
+//! its header ([`FlowLayout`], from
+//! [`PartialClassifier::flow_layout`](crate::PartialClassifier::flow_layout)),
+//! the classifier also files the path under its keys, placed where they lie
+//! in a message ([`FlowPlan`]). A lookup then loads a few masked 8-byte
+//! windows of the message into registers, hashes once, probes once and
+//! checks the entry's guard bytes and header lengths, where the tree walk
+//! calls each level's partial classifier and probes per level.
+//!
+//! # Why a flow hit is the tree's answer
+//!
+//! The tree stays the authority; the flow table only answers when the tree
+//! provably answers the same:
+//!
+//! 1. *Every level matches.* A layout's contract is that whenever it
+//!    applies to a header (its guards hold, the header is all there) the
+//!    module's `extract(.., Active)` returns exactly the layout's key and
+//!    header length ([`FlowLayout::extract`]). A hit requires every byte of
+//!    the path's registered keys to equal the message's byte where that
+//!    level's layout reads it, and every level's guards and header length
+//!    to hold *for the entry's own chain of modules* (the modules of the
+//!    path's nodes), so the active walk, level by level, extracts the
+//!    path's keys and reaches the path's last node.
+//! 2. *Nothing longer matches.* The walk can only go past that node if a
+//!    node names a next module there, i.e. some active path continues
+//!    below the flow's last level. Demux nodes are unique per *(parent,
+//!    mode, key)* and the next module after a node is unique
+//!    (`NextModuleConflict`), so any longer active match passes through the
+//!    same nodes and continues below the last one. A path is therefore kept
+//!    in the flow table only while its last node names no next module: the
+//!    classifier takes it out when a registration continues below that node
+//!    and puts it back when the last continuing path goes.
+//! 3. *Active beats passive.* Any matching active path wins over every
+//!    passive one whatever their lengths, so no passive path can be
+//!    preferred to a flow; `Stop` levels end a chain like any last level.
+//! 4. *No two flows match one message.* Two matching active paths of equal
+//!    length would share all their nodes, which registration refuses
+//!    (`Ambiguous`); of unequal length, the shorter is not in the table
+//!    (2.). So the first entry whose key and guards match is the only one.
+//!
+//! A message the layouts do not apply to (IPv4 options or a fragment, a
+//! truncated header) or whose key no flow has costs the gather and one
+//! probe, then takes the tree walk unchanged.
+//!
+//! # Layout
+//!
+//! Flows whose keys are read from the same windows of a message arriving at
+//! the same module share a [`Gather`] and its hash table, so a host with
+//! TCP connections and connected UDP sockets (whose port keys lie at the
+//! same offsets) still probes once: the protocol byte in the IP key tells
+//! them apart, and each entry's chain checks its own guards. An entry is
+//! its key's words, its path and its chain: 32 bytes for an
+//! Ethernet/IPv4/TCP flow (three words), plus a 4-byte slot of the
+//! [`NodeTable`] over its load factor. Gathers and chains are few (one per
+//! distinct layout and module sequence) and stay when their last flow
+//! goes; a changed layout rebuilds the table from the tree.
+
+use crate::classifier::MAX_DEPTH;
+use crate::hash::{EdgeHasher, NodeTable};
+use crate::node::NONE;
+use crate::{Key, ModuleId};
+
+/// Most key spans one [`FlowLayout`] may name (IPv4 needs three: protocol,
+/// destination, source).
+pub const MAX_KEY_SPANS: usize = 4;
+
+/// Most guard bytes one [`FlowLayout`] may name.
+pub const MAX_GUARDS: usize = 4;
+
+/// How long a header is, as far as a [`FlowLayout`] knows it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HeaderLen {
+    /// Always this many bytes (guards may pin the length field, as IPv4's
+    /// version/IHL byte 0x45 pins 20 bytes).
+    Fixed(u8),
+    /// A 4-bit count of 32-bit words (IPv4's IHL, TCP's data offset):
+    /// `((header[at] >> shift) & 0xf) * 4` bytes, at least `min`. Only the
+    /// last level of a flow may vary in length: a later level must start at
+    /// a fixed offset.
+    Words {
+        /// The byte holding the count.
+        at: u8,
+        /// How far the count is shifted up in that byte (4 for a high nibble).
+        shift: u8,
+        /// The shortest header the module accepts; bytes `0..min` hold the
+        /// key spans and guards.
+        min: u8,
+    },
+}
+
+/// A run of key bytes inside one header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Span {
+    at: u8,
+    len: u8,
+}
+
+/// A header byte that must hold `value` under `mask` for a layout to apply.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Guard {
+    at: u8,
+    mask: u8,
+    value: u8,
+}
+
+const NO_SPAN: Span = Span { at: 0, len: 0 };
+const NO_GUARD: Guard = Guard {
+    at: 0,
+    mask: 0,
+    value: 0,
+};
+
+/// Where a module's *active* key lies in its header, for messages whose
+/// header has one fixed shape: the key's byte spans in order, the header's
+/// length, and guard bytes that must hold for that shape.
+///
+/// **Contract.** For every `header` for which [`extract`](Self::extract)
+/// returns `Some((key, len))`, the module's partial classifier returns
+/// `Some((key, len))` for the same bytes in [`KeyMode::Active`]. The layout
+/// may decline messages the classifier accepts (they take the tree walk);
+/// it must never accept one with another key or length. Modules check this
+/// with a property test against their classifier.
+///
+/// Built in constant context, where a malformed layout (a span or guard
+/// outside the header's fixed part, too many spans, a key longer than
+/// [`Key::MAX_LEN`]) fails the build:
+///
+/// ```
+/// use pathstack_classify::{FlowLayout, HeaderLen, Key};
+///
+/// // A UDP header: the key is the destination port, then the source port.
+/// const UDP: FlowLayout = FlowLayout::new(HeaderLen::Fixed(8)).key(2, 2).key(0, 2);
+/// let h = [0x9c, 0x40, 0x00, 0x35, 0, 9, 0, 0, b'x'];
+/// assert_eq!(UDP.extract(&h), Some((Key::from_array([0x00, 0x35, 0x9c, 0x40]), 8)));
+/// assert_eq!(UDP.extract(&h[..7]), None);
+/// ```
+///
+/// [`KeyMode::Active`]: crate::KeyMode::Active
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FlowLayout {
+    header: HeaderLen,
+    spans: [Span; MAX_KEY_SPANS],
+    n_spans: u8,
+    guards: [Guard; MAX_GUARDS],
+    n_guards: u8,
+    key_len: u8,
+}
+
+impl FlowLayout {
+    /// The layout of a module without a partial classifier: no header, the
+    /// empty key, always applies.
+    pub const PASS_THROUGH: FlowLayout = FlowLayout::new(HeaderLen::Fixed(0));
+
+    /// A header of length `header` with no key bytes and no guards yet.
+    ///
+    /// # Panics
+    ///
+    /// For a [`HeaderLen::Words`] whose count byte lies outside `0..min`
+    /// or whose shift leaves no 4-bit field.
+    pub const fn new(header: HeaderLen) -> Self {
+        if let HeaderLen::Words { at, shift, min } = header {
+            assert!(
+                at < min,
+                "the word count must lie in the header's fixed part"
+            );
+            assert!(shift <= 4, "the word count is a 4-bit field");
+        }
+        FlowLayout {
+            header,
+            spans: [NO_SPAN; MAX_KEY_SPANS],
+            n_spans: 0,
+            guards: [NO_GUARD; MAX_GUARDS],
+            n_guards: 0,
+            key_len: 0,
+        }
+    }
+
+    /// The bytes every header of this layout has: the fixed length, or the
+    /// minimum of a variable one.
+    pub const fn fixed_len(&self) -> usize {
+        match self.header {
+            HeaderLen::Fixed(n) | HeaderLen::Words { min: n, .. } => n as usize,
+        }
+    }
+
+    /// How the header's length is known.
+    pub const fn header(&self) -> HeaderLen {
+        self.header
+    }
+
+    /// Appends bytes `at..at + len` of the header to the key.
+    ///
+    /// # Panics
+    ///
+    /// If the span is empty, lies outside the header's fixed part, is one
+    /// span too many, or makes the key longer than [`Key::MAX_LEN`].
+    pub const fn key(mut self, at: u8, len: u8) -> Self {
+        assert!(len > 0, "an empty key span");
+        assert!(
+            at as usize + len as usize <= self.fixed_len(),
+            "a key span outside the header's fixed part"
+        );
+        assert!(
+            (self.n_spans as usize) < MAX_KEY_SPANS,
+            "too many key spans"
+        );
+        assert!(
+            self.key_len as usize + len as usize <= Key::MAX_LEN,
+            "key longer than Key::MAX_LEN"
+        );
+        self.spans[self.n_spans as usize] = Span { at, len };
+        self.n_spans += 1;
+        self.key_len += len;
+        self
+    }
+
+    /// Requires `header[at] & mask == value` for the layout to apply.
+    ///
+    /// # Panics
+    ///
+    /// If the byte lies outside the header's fixed part, `value` has bits
+    /// outside `mask` (the guard could never hold), or it is one guard too
+    /// many.
+    pub const fn guard(mut self, at: u8, mask: u8, value: u8) -> Self {
+        assert!(
+            (at as usize) < self.fixed_len(),
+            "a guard outside the header's fixed part"
+        );
+        assert!(value & !mask == 0, "a guard that can never hold");
+        assert!((self.n_guards as usize) < MAX_GUARDS, "too many guards");
+        self.guards[self.n_guards as usize] = Guard { at, mask, value };
+        self.n_guards += 1;
+        self
+    }
+
+    /// Length of the key the layout yields.
+    pub const fn key_len(&self) -> usize {
+        self.key_len as usize
+    }
+
+    fn spans(&self) -> &[Span] {
+        &self.spans[..usize::from(self.n_spans)]
+    }
+
+    fn guards(&self) -> &[Guard] {
+        &self.guards[..usize::from(self.n_guards)]
+    }
+
+    /// The header's length if the layout applies to `header` (the message
+    /// from this module's header on): its guards hold and the header is all
+    /// there.
+    pub fn header_len(&self, header: &[u8]) -> Option<usize> {
+        let fixed = header.get(..self.fixed_len())?;
+        if !self
+            .guards()
+            .iter()
+            .all(|g| fixed[usize::from(g.at)] & g.mask == g.value)
+        {
+            return None;
+        }
+        let len = match self.header {
+            HeaderLen::Fixed(n) => usize::from(n),
+            HeaderLen::Words { at, shift, min } => {
+                let n = usize::from((fixed[usize::from(at)] >> shift) & 0xf) * 4;
+                if n < usize::from(min) || n > header.len() {
+                    return None;
+                }
+                n
+            }
+        };
+        Some(len)
+    }
+
+    /// The active key and header length the layout reads from `header`, or
+    /// `None` where it does not apply: what the module's partial classifier
+    /// must return for the same bytes (the contract above).
+    pub fn extract(&self, header: &[u8]) -> Option<(Key, usize)> {
+        let len = self.header_len(header)?;
+        let mut key = [0u8; Key::MAX_LEN];
+        let mut n = 0;
+        for s in self.spans() {
+            let (at, l) = (usize::from(s.at), usize::from(s.len));
+            key[n..n + l].copy_from_slice(&header[at..at + l]);
+            n += l;
+        }
+        Some((Key::new(&key[..n])?, len))
+    }
+}
+
+/// Why a chain of levels cannot be a flow: the classifier then leaves the
+/// path to the tree alone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum NotAFlow {
+    /// A module has a partial classifier but no layout.
+    NoLayout,
+    /// A registered key is not what the layout yields (another length, a
+    /// pass-through level with a key, a byte a layout names twice with two
+    /// values): the active walk could never match it on a message the
+    /// layouts apply to.
+    KeyShape,
+    /// A level before the last has a variable header length.
+    VariableHeader,
+    /// The headers reach beyond 64 KiB.
+    TooLong,
+    /// The key bytes, or the guard bytes, lie in more than [`WORDS`]
+    /// 8-byte windows (or the chain is deeper than a path can be).
+    Scattered,
+    /// Two guards on one byte contradict each other: the layouts never
+    /// apply.
+    Guards,
+    /// No levels at all.
+    Empty,
+}
+
+/// Most 8-byte windows of a message a flow's key bytes may lie in: three
+/// for Ethernet/IPv4/UDP or TCP (the EtherType; the protocol and the
+/// source address; the destination address and the ports).
+const WORDS: usize = 4;
+
+/// A chain of levels laid out for one flow: what [`FlowTable::insert`]
+/// files and [`FlowTable::remove`] looks for.
+///
+/// The flow key is not the registered keys end to end but the same bytes
+/// where they lie in the message: a few 8-byte windows of it, each loaded
+/// whole and masked to the key bytes. The lookup then gathers a key with a
+/// load and an AND per window — no byte shuffling into the modules' key
+/// order — and the entry holds the registered bytes at the same places.
+/// Both name the same bytes, so they are equal exactly when every level's
+/// key is (each byte's offset comes from its level's layout).
+pub(crate) struct FlowPlan {
+    levels: Few<ChainLevel, MAX_DEPTH>,
+    last: ChainLevel,
+    /// The guards, as windows like the key's: `(offset, mask, value)`.
+    guards: Few<(u16, u64, u64), WORDS>,
+    /// Bytes the fixed headers span from the receiving module's on.
+    need: usize,
+    /// `(offset in the message, mask)` of each window.
+    windows: Few<(u16, u64), WORDS>,
+    /// The registered keys, as the windows of a matching message read.
+    key: [u64; WORDS],
+    /// Where each byte of the registered keys, end to end, goes in the
+    /// key: `(word, shift)`. Kept by the chain, so that filing another
+    /// path of the same modules only scatters its bytes.
+    scatter: Few<(u8, u8), MAX_BYTES>,
+    /// Each level's key length.
+    key_lens: Few<u8, MAX_DEPTH>,
+}
+
+/// Most key bytes, and most guard bytes, a chain's windows can hold.
+const MAX_BYTES: usize = WORDS * 8;
+
+impl FlowPlan {
+    /// Lays out the chain `levels` (receiving module first, with the keys
+    /// the path registered), `layout(m)` giving module `m`'s layout. On
+    /// the stack: registering a flow allocates only when a table grows.
+    pub(crate) fn new(
+        levels: &[(ModuleId, Key)],
+        layout: impl Fn(ModuleId) -> Option<FlowLayout>,
+    ) -> Result<FlowPlan, NotAFlow> {
+        let mut chain = Few::new(ChainLevel {
+            module: ModuleId(NONE),
+            offset: 0,
+            header: HeaderLen::Fixed(0),
+        });
+        // Every guard byte: where it lies, its mask and value.
+        let mut guards = Few::<(u16, u8, u8), MAX_BYTES>::new((0, 0, 0));
+        // Every key byte: where it lies in the message, its value, and
+        // its place in the registered keys end to end.
+        let mut bytes = Few::<(u16, u8, u8), MAX_BYTES>::new((0, 0, 0));
+        let mut key_lens = Few::new(0u8);
+        let mut key_at = 0usize;
+        let place = |at: usize, within: u8| {
+            u16::try_from(at + usize::from(within)).map_err(|_| NotAFlow::TooLong)
+        };
+        let mut offset = 0usize;
+        for (i, &(module, key)) in levels.iter().enumerate() {
+            let l = layout(module).ok_or(NotAFlow::NoLayout)?;
+            if key.len() != l.key_len() {
+                return Err(NotAFlow::KeyShape);
+            }
+            if i + 1 < levels.len() && !matches!(l.header, HeaderLen::Fixed(_)) {
+                return Err(NotAFlow::VariableHeader);
+            }
+            let at = u16::try_from(offset).map_err(|_| NotAFlow::TooLong)?;
+            for g in l.guards() {
+                guards.push((place(offset, g.at)?, g.mask, g.value))?;
+            }
+            // The spans in the order they lie in the header, each with
+            // where its bytes start in the key.
+            let spans = l.spans();
+            let mut starts = [0usize; MAX_KEY_SPANS];
+            let mut order = [0usize; MAX_KEY_SPANS];
+            let mut n = 0;
+            for (i, sp) in spans.iter().enumerate() {
+                (starts[i], order[i]) = (n, i);
+                n += usize::from(sp.len);
+            }
+            let order = &mut order[..spans.len()];
+            order.sort_unstable_by_key(|&i| spans[i].at);
+            let value = key.as_bytes();
+            for &i in order.iter() {
+                let sp = spans[i];
+                for k in 0..sp.len {
+                    let v = *value
+                        .get(starts[i] + usize::from(k))
+                        .ok_or(NotAFlow::KeyShape)?;
+                    let idx = key_at + starts[i] + usize::from(k);
+                    let idx = u8::try_from(idx).map_err(|_| NotAFlow::Scattered)?;
+                    bytes.push((place(offset, sp.at)? + u16::from(k), v, idx))?;
+                }
+            }
+            key_at += key.len();
+            // A key is at most `Key::MAX_LEN` (32) bytes.
+            key_lens.push(key.len() as u8)?;
+            chain.push(ChainLevel {
+                module,
+                offset: at,
+                header: l.header,
+            })?;
+            offset += l.fixed_len();
+        }
+        let need = offset;
+        u16::try_from(need).map_err(|_| NotAFlow::TooLong)?;
+        let last = *chain.last().ok_or(NotAFlow::Empty)?;
+        // Levels lie one after the other, so the bytes come sorted but for
+        // the spans' order within a level (IPv4: protocol, destination,
+        // source): sort only then.
+        if !bytes.windows(2).all(|p| p[0].0 <= p[1].0) {
+            bytes.sort_unstable_by_key(|b| b.0);
+        }
+        // A byte named twice must have been registered the same both times
+        // (then it is one byte of the key).
+        let mut distinct = Few::<(u16, u8, u8), MAX_BYTES>::new((0, 0, 0));
+        for &(o, v, _) in bytes.iter() {
+            match distinct.last() {
+                Some(&(p, _, w)) if p == o && w != v => return Err(NotAFlow::KeyShape),
+                Some(&(p, _, _)) if p == o => {}
+                _ => distinct.push((o, 0xff, v))?,
+            }
+        }
+        let (windows, assigned) = cover(need, &distinct)?;
+        let mut key = [0u64; WORDS];
+        for (k, w) in key.iter_mut().zip(windows.iter()) {
+            *k = w.2;
+        }
+        let mut scatter = Few::new((0u8, 0u8));
+        for _ in 0..key_at {
+            scatter.push((0, 0))?;
+        }
+        let mut d = 0;
+        for &(o, _, idx) in bytes.iter() {
+            // `bytes` and `distinct` are both in offset order.
+            while distinct[d].0 != o {
+                d += 1;
+            }
+            let w = assigned[d];
+            let shift = 8 * (o - windows[usize::from(w)].0);
+            scatter[usize::from(idx)] = (w, shift as u8);
+        }
+        // Guards on one byte combine; contradicting ones never hold.
+        if !guards.windows(2).all(|p| p[0].0 <= p[1].0) {
+            guards.sort_unstable();
+        }
+        let mut merged = Few::<(u16, u8, u8), MAX_BYTES>::new((0, 0, 0));
+        for &(o, m, v) in guards.iter() {
+            match merged.last_mut() {
+                Some(g) if g.0 == o => {
+                    if (g.2 ^ v) & g.1 & m != 0 {
+                        return Err(NotAFlow::Guards);
+                    }
+                    g.1 |= m;
+                    g.2 |= v;
+                }
+                _ => merged.push((o, m, v))?,
+            }
+        }
+        let mut masks = Few::new((0, 0));
+        for &(o, m, _) in windows.iter() {
+            masks.push((o, m))?;
+        }
+        Ok(FlowPlan {
+            levels: chain,
+            last,
+            guards: cover(need, &merged)?.0,
+            need,
+            windows: masks,
+            key,
+            scatter,
+            key_lens,
+        })
+    }
+}
+
+/// Covers `bytes` — `(offset, mask, value)`, sorted by offset, one per
+/// offset — with at most [`WORDS`] 8-byte windows `(offset, mask, value)`
+/// from the left: each window starts at the first byte it covers, moved
+/// back to end within the first `need` bytes where it can, so that a
+/// message a chain admits has all 8 bytes of every window and a window is
+/// one load. Also says which window each byte went to.
+fn cover(need: usize, bytes: &[(u16, u8, u8)]) -> Result<Cover, NotAFlow> {
+    let mut windows = Few::new((0u16, 0u64, 0u64));
+    let mut assigned = Few::new(0u8);
+    let mut end = 0;
+    for &(o, m, v) in bytes {
+        let o = usize::from(o);
+        if windows.is_empty() || o >= end {
+            let start = o.min(need.saturating_sub(8));
+            // `need` fits in 16 bits (checked by the caller).
+            windows.push((start as u16, 0, 0))?;
+            end = start + 8;
+        }
+        // At most `WORDS` windows, so the index fits.
+        assigned.push(windows.len() as u8 - 1)?;
+        let w = windows.last_mut().ok_or(NotAFlow::Empty)?;
+        let shift = 8 * (o - usize::from(w.0));
+        w.1 |= u64::from(m) << shift;
+        w.2 |= u64::from(v & m) << shift;
+    }
+    Ok((windows, assigned))
+}
+
+/// What [`cover`] makes: the windows `(offset, mask, value)`, and the
+/// window of each byte.
+type Cover = (Few<(u16, u64, u64), WORDS>, Few<u8, MAX_BYTES>);
+
+/// Up to `N` items in an array: what a [`FlowPlan`] is built in, so that
+/// planning a flow allocates nothing. A push beyond `N` is a chain too
+/// scattered to be a flow.
+#[derive(Clone, Copy)]
+pub(crate) struct Few<T: Copy, const N: usize> {
+    items: [T; N],
+    len: usize,
+}
+
+impl<T: Copy, const N: usize> Few<T, N> {
+    /// Empty; `filler` fills the unused places.
+    fn new(filler: T) -> Self {
+        Few {
+            items: [filler; N],
+            len: 0,
+        }
+    }
+
+    fn push(&mut self, t: T) -> Result<(), NotAFlow> {
+        let slot = self.items.get_mut(self.len).ok_or(NotAFlow::Scattered)?;
+        *slot = t;
+        self.len += 1;
+        Ok(())
+    }
+}
+
+impl<T: Copy, const N: usize> std::ops::Deref for Few<T, N> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        &self.items[..self.len]
+    }
+}
+
+impl<T: Copy, const N: usize> std::ops::DerefMut for Few<T, N> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        &mut self.items[..self.len]
+    }
+}
+
+/// Eight bytes of `msg` from `at` as a little-endian word, the bytes past
+/// its end read as zero. A message a chain admits has them all (its
+/// windows end within the fixed headers); a shorter one only gets a key
+/// that its chain's checks then refuse.
+#[inline(always)]
+fn load_le(msg: &[u8], at: usize) -> u64 {
+    match msg.get(at..at + 8) {
+        Some(b) => {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(b);
+            u64::from_le_bytes(w)
+        }
+        None => msg
+            .get(at..)
+            .unwrap_or(&[])
+            .iter()
+            .rev()
+            .fold(0, |w, &b| w << 8 | u64::from(b)),
+    }
+}
+
+/// One level of a flow chain, as the lookup reports it in a trace.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ChainLevel {
+    pub(crate) module: ModuleId,
+    /// Where its header starts in the message.
+    pub(crate) offset: u16,
+    header: HeaderLen,
+}
+
+/// A sequence of modules flows are filed under, with the checks that make
+/// their layouts apply to a message.
+pub(crate) struct FlowChain {
+    gather: u32,
+    levels: Box<[ChainLevel]>,
+    /// Every level's guards, as windows: `(offset in the message, mask,
+    /// value)`, one load and compare each (one for IPv4's three).
+    guards: Box<[(u16, u64, u64)]>,
+    /// Bytes the fixed headers span.
+    need: usize,
+    /// The last level, whose header may vary in length.
+    last: ChainLevel,
+    /// Where each registered key byte goes ([`FlowPlan`]'s).
+    scatter: Box<[(u8, u8)]>,
+    /// Each level's key length.
+    key_lens: Box<[u8]>,
+    entries: u32,
+}
+
+impl FlowChain {
+    /// The modules from the receiving end.
+    pub(crate) fn levels(&self) -> &[ChainLevel] {
+        &self.levels
+    }
+
+    /// The last level's header length if every level's layout applies to
+    /// `msg` (the guards hold, every header is all there).
+    #[inline]
+    pub(crate) fn admits(&self, msg: &[u8]) -> Option<usize> {
+        let fixed = msg.get(..self.need)?;
+        for &(at, mask, value) in self.guards.iter() {
+            if load_le(fixed, usize::from(at)) & mask != value {
+                return None;
+            }
+        }
+        let last = &self.last;
+        match last.header {
+            HeaderLen::Fixed(n) => Some(usize::from(n)),
+            HeaderLen::Words { at, shift, min } => {
+                let start = usize::from(last.offset);
+                let n = usize::from((fixed[start + usize::from(at)] >> shift) & 0xf) * 4;
+                (n >= usize::from(min) && start + n <= msg.len()).then_some(n)
+            }
+        }
+    }
+}
+
+/// The flows whose keys are gathered from the same windows of messages
+/// arriving at one module, and the table that finds them by key.
+struct Gather {
+    module: ModuleId,
+    /// `(offset in the message, mask)` of each key word.
+    windows: Box<[(u16, u64)]>,
+    /// Key words an entry holds: one per window.
+    words: usize,
+    /// Entries by the hash of their key.
+    table: NodeTable,
+    /// `words` key words per entry.
+    keys: Vec<u64>,
+    /// Each entry's path, `NONE` in a free entry.
+    paths: Vec<u32>,
+    /// Each entry's chain.
+    chains: Vec<u32>,
+    free: Vec<u32>,
+}
+
+impl Gather {
+    /// Entry `i`'s key words, zero padded.
+    fn key(&self, i: u32) -> [u64; WORDS] {
+        let at = i as usize * self.words;
+        let mut w = [0; WORDS];
+        w[..self.words].copy_from_slice(&self.keys[at..at + self.words]);
+        w
+    }
+
+    fn hash_of(&self, hasher: &EdgeHasher, i: u32) -> u64 {
+        hasher.flow(&self.key(i), self.words)
+    }
+
+    /// The key of `msg`: a load and a mask per window (what
+    /// [`FlowTable::probe`] does with a constant window count).
+    #[cfg(test)]
+    fn gather(&self, msg: &[u8]) -> [u64; WORDS] {
+        let mut key = [0u64; WORDS];
+        for (k, &(at, mask)) in key.iter_mut().zip(self.windows.iter()) {
+            *k = load_le(msg, usize::from(at)) & mask;
+        }
+        key
+    }
+
+    /// Whether entry `i`'s key is `key`.
+    fn key_is(&self, i: u32, key: &[u64; WORDS]) -> bool {
+        let at = i as usize * self.words;
+        let Some(stored) = self.keys.get(at..at + self.words) else {
+            return false;
+        };
+        stored.iter().zip(key).all(|(a, b)| a == b)
+    }
+}
+
+/// The flow table of one classifier (see the module docs).
+#[derive(Default)]
+pub(crate) struct FlowTable {
+    gathers: Vec<Gather>,
+    chains: Vec<FlowChain>,
+    len: usize,
+}
+
+impl FlowTable {
+    /// Number of flows.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Forgets every flow, chain and gather (when a layout may have changed).
+    pub(crate) fn clear(&mut self) {
+        *self = FlowTable::default();
+    }
+
+    pub(crate) fn heap_bytes(&self) -> usize {
+        let gathers: usize = self
+            .gathers
+            .iter()
+            .map(|g| {
+                g.table.heap_bytes()
+                    + g.keys.capacity() * 8
+                    + g.paths.capacity() * 4
+                    + g.chains.capacity() * 4
+                    + g.free.capacity() * 4
+                    + g.windows.len() * 16
+            })
+            .sum();
+        let chains: usize = self
+            .chains
+            .iter()
+            .map(|c| c.levels.len() * 12 + c.guards.len() * 24)
+            .sum();
+        gathers
+            + chains
+            + self.gathers.capacity() * std::mem::size_of::<Gather>()
+            + self.chains.capacity() * std::mem::size_of::<FlowChain>()
+    }
+
+    /// The flow of `msg` arriving at `module`, with its chain, and how many
+    /// probes it took (one per gather of `module` that has flows: one on a
+    /// host whose flows all have the same key layout).
+    #[inline]
+    pub(crate) fn lookup(
+        &self,
+        module: ModuleId,
+        msg: &[u8],
+        hasher: &EdgeHasher,
+    ) -> (Option<(u32, &FlowChain)>, u32) {
+        let mut probes = 0;
+        for g in &self.gathers {
+            if g.module != module || g.table.len() == 0 {
+                continue;
+            }
+            probes += 1;
+            // The key's length is the gather's: each probe with its word
+            // count a constant, so the loads, the hash and the compare
+            // are straight-line code.
+            let found = match g.words {
+                1 => self.probe::<1>(g, msg, hasher),
+                2 => self.probe::<2>(g, msg, hasher),
+                3 => self.probe::<3>(g, msg, hasher),
+                _ => self.probe::<WORDS>(g, msg, hasher),
+            };
+            if let Some(i) = found {
+                let chain = &self.chains[g.chains[i as usize] as usize];
+                return (Some((g.paths[i as usize], chain)), probes);
+            }
+        }
+        (None, probes)
+    }
+
+    /// The entry of gather `g` (of `N` key words) whose key is `msg`'s and
+    /// whose chain admits `msg`.
+    #[inline(always)]
+    fn probe<const N: usize>(&self, g: &Gather, msg: &[u8], hasher: &EdgeHasher) -> Option<u32> {
+        let windows: &[(u16, u64); N] = g.windows.get(..N)?.try_into().ok()?;
+        let mut key = [0u64; WORDS];
+        // Indexed by constants once `N` is known: no loop, no checks.
+        for w in 0..N {
+            key[w] = load_le(msg, usize::from(windows[w].0)) & windows[w].1;
+        }
+        g.table.find(hasher.flow(&key, N), |i| {
+            let at = i as usize * N;
+            let Some(stored) = g.keys.get(at..at + N) else {
+                return false;
+            };
+            let stored: &[u64; N] = stored.try_into().expect("a slice of N words");
+            (0..N).all(|w| stored[w] == key[w])
+                && self.chains[g.chains[i as usize] as usize]
+                    .admits(msg)
+                    .is_some()
+        })
+    }
+
+    /// Where a path with `levels` (receiving module first, with the keys
+    /// it registered) is filed: its chain and key. `Ok(None)` when no chain
+    /// of these modules exists yet (then [`FlowPlan::new`] lays it out);
+    /// `Err` when the keys cannot be a flow's.
+    fn key_of(&self, levels: &[(ModuleId, Key)]) -> Result<Option<(u32, [u64; WORDS])>, NotAFlow> {
+        let Some(c) = self.chains.iter().position(|c| {
+            c.levels.len() == levels.len()
+                && c.levels
+                    .iter()
+                    .zip(levels)
+                    .all(|(l, (m, _))| l.module == *m)
+        }) else {
+            return Ok(None);
+        };
+        let chain = &self.chains[c];
+        let (mut key, mut written) = ([0u64; WORDS], [0u64; WORDS]);
+        let mut places = chain.scatter.iter();
+        for ((_, k), &len) in levels.iter().zip(chain.key_lens.iter()) {
+            if k.len() != usize::from(len) {
+                return Err(NotAFlow::KeyShape);
+            }
+            for &b in k.as_bytes() {
+                let &(w, shift) = places.next().ok_or(NotAFlow::KeyShape)?;
+                let (w, byte) = (usize::from(w), 0xffu64 << shift);
+                let v = u64::from(b) << shift;
+                // A byte two layouts name must be registered the same.
+                if written[w] & byte != 0 && key[w] & byte != v {
+                    return Err(NotAFlow::KeyShape);
+                }
+                written[w] |= byte;
+                key[w] |= v;
+            }
+        }
+        Ok(Some((c as u32, key)))
+    }
+
+    /// Files `path` with `levels` (see [`key_of`](Self::key_of)), laying
+    /// out a new chain with `layout` if needed; `false` if it is no flow.
+    /// The caller knows it is not filed yet.
+    pub(crate) fn insert(
+        &mut self,
+        path: u32,
+        levels: &[(ModuleId, Key)],
+        layout: impl Fn(ModuleId) -> Option<FlowLayout>,
+        hasher: &EdgeHasher,
+    ) -> bool {
+        let (chain, key) = match self.key_of(levels) {
+            Ok(Some(found)) => found,
+            Ok(None) => match FlowPlan::new(levels, layout) {
+                Ok(plan) => (self.add_chain(&plan), plan.key),
+                Err(_) => return false,
+            },
+            Err(_) => return false,
+        };
+        let c = &mut self.chains[chain as usize];
+        c.entries += 1;
+        let g = &mut self.gathers[c.gather as usize];
+        if g.table.is_full() {
+            let n = g.table.grown();
+            let live: Vec<(u64, u32)> = (0..g.paths.len() as u32)
+                .filter(|&i| g.paths[i as usize] != NONE)
+                .map(|i| (g.hash_of(hasher, i), i))
+                .collect();
+            g.table.rebuild(n, live.into_iter());
+        }
+        let words = &key[..g.words];
+        let i = match g.free.pop() {
+            Some(i) => {
+                let at = i as usize * g.words;
+                g.keys[at..at + g.words].copy_from_slice(words);
+                g.paths[i as usize] = path;
+                g.chains[i as usize] = chain;
+                i
+            }
+            None => {
+                g.keys.extend_from_slice(words);
+                g.paths.push(path);
+                g.chains.push(chain);
+                g.paths.len() as u32 - 1
+            }
+        };
+        g.table.insert(hasher.flow(&key, g.words), i);
+        self.len += 1;
+        true
+    }
+
+    /// A chain laid out by `plan`, in the gather of its windows.
+    fn add_chain(&mut self, plan: &FlowPlan) -> u32 {
+        let gather = self.gather_for(plan.levels[0].module, plan);
+        self.chains.push(FlowChain {
+            last: plan.last,
+            gather,
+            levels: plan.levels.iter().copied().collect(),
+            guards: plan.guards.iter().copied().collect(),
+            need: plan.need,
+            scatter: plan.scatter.iter().copied().collect(),
+            key_lens: plan.key_lens.iter().copied().collect(),
+            entries: 0,
+        });
+        self.chains.len() as u32 - 1
+    }
+
+    /// The gather of flows arriving at `module` with `plan`'s windows,
+    /// made if there is none.
+    fn gather_for(&mut self, module: ModuleId, plan: &FlowPlan) -> u32 {
+        if let Some(i) = self
+            .gathers
+            .iter()
+            .position(|g| g.module == module && *g.windows == *plan.windows)
+        {
+            return i as u32;
+        }
+        self.gathers.push(Gather {
+            module,
+            windows: plan.windows.iter().copied().collect(),
+            words: plan.windows.len(),
+            table: NodeTable::new(6),
+            keys: Vec::new(),
+            paths: Vec::new(),
+            chains: Vec::new(),
+            free: Vec::new(),
+        });
+        self.gathers.len() as u32 - 1
+    }
+
+    /// The entry of `path`, filed with `levels`: its gather and slot.
+    fn find(
+        &self,
+        path: u32,
+        levels: &[(ModuleId, Key)],
+        hasher: &EdgeHasher,
+    ) -> Option<(usize, usize)> {
+        let (chain, key) = self.key_of(levels).ok()??;
+        let g = self.chains[chain as usize].gather as usize;
+        let gather = &self.gathers[g];
+        let h = hasher.flow(&key, gather.words);
+        let slot = gather.table.find_slot(h, |i| {
+            gather.paths[i as usize] == path && gather.key_is(i, &key)
+        })?;
+        Some((g, slot))
+    }
+
+    /// `(entries, sum of displacements, largest)` over every gather's
+    /// table, as `NodeTable::displacements` counts them.
+    #[cfg(feature = "testing")]
+    pub(crate) fn displacements(&self, hasher: &EdgeHasher) -> (usize, usize, usize) {
+        let (mut n, mut sum, mut max) = (0, 0, 0);
+        for g in &self.gathers {
+            let (gn, gsum, gmax) = g.table.displacements(|i| g.hash_of(hasher, i));
+            n += gn;
+            sum += gsum;
+            max = max.max(gmax);
+        }
+        (n, sum, max)
+    }
+
+    /// Whether `path` is filed with `levels`, under the key
+    /// [`FlowPlan::new`] lays out for them (the chain's scatter agrees).
+    #[cfg(any(test, feature = "testing"))]
+    pub(crate) fn contains(
+        &self,
+        path: u32,
+        levels: &[(ModuleId, Key)],
+        layout: impl Fn(ModuleId) -> Option<FlowLayout>,
+        hasher: &EdgeHasher,
+    ) -> bool {
+        let laid_out = FlowPlan::new(levels, layout).ok().map(|p| p.key);
+        let scattered = self.key_of(levels).ok().flatten().map(|(_, k)| k);
+        laid_out.is_some() && laid_out == scattered && self.find(path, levels, hasher).is_some()
+    }
+
+    /// Takes `path`, filed with `levels`, out; `false` if it was not filed.
+    pub(crate) fn remove(
+        &mut self,
+        path: u32,
+        levels: &[(ModuleId, Key)],
+        hasher: &EdgeHasher,
+    ) -> bool {
+        let Some((g, slot)) = self.find(path, levels, hasher) else {
+            return false;
+        };
+        let gather = &mut self.gathers[g];
+        let (keys, words) = (&gather.keys, gather.words);
+        let i = gather.table.remove_at(slot, |m| {
+            let mut w = [0; WORDS];
+            let at = m as usize * words;
+            w[..words].copy_from_slice(&keys[at..at + words]);
+            hasher.flow(&w, words)
+        });
+        let chain = gather.chains[i as usize];
+        gather.paths[i as usize] = NONE;
+        gather.free.push(i);
+        self.chains[chain as usize].entries -= 1;
+        self.len -= 1;
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const IPV4: FlowLayout = FlowLayout::new(HeaderLen::Fixed(20))
+        .guard(0, 0xff, 0x45)
+        .guard(6, 0x3f, 0)
+        .guard(7, 0xff, 0)
+        .key(9, 1)
+        .key(16, 4)
+        .key(12, 4);
+    const TCP: FlowLayout = FlowLayout::new(HeaderLen::Words {
+        at: 12,
+        shift: 4,
+        min: 20,
+    })
+    .key(2, 2)
+    .key(0, 2);
+
+    #[test]
+    fn layout_reads_guards_and_lengths() {
+        let mut h = [0u8; 24];
+        h[0] = 0x45;
+        h[9] = 6;
+        h[12..16].copy_from_slice(&[1, 2, 3, 4]);
+        h[16..20].copy_from_slice(&[5, 6, 7, 8]);
+        assert_eq!(
+            IPV4.extract(&h),
+            Some((Key::from_array([6, 5, 6, 7, 8, 1, 2, 3, 4]), 20))
+        );
+        h[6] = 0x40; // DF set: still applies
+        assert!(IPV4.extract(&h).is_some());
+        h[6] = 0x20; // MF: a fragment
+        assert_eq!(IPV4.extract(&h), None);
+        h[6] = 0;
+        h[7] = 1; // offset 8
+        assert_eq!(IPV4.extract(&h), None);
+        h[7] = 0;
+        h[0] = 0x46; // options
+        assert_eq!(IPV4.extract(&h), None);
+        assert_eq!(IPV4.extract(&[0x45; 19]), None);
+
+        let mut t = [0u8; 24];
+        t[..4].copy_from_slice(&[0x9c, 0x40, 0, 80]);
+        t[12] = 0x50;
+        assert_eq!(
+            TCP.extract(&t),
+            Some((Key::from_array([0, 80, 0x9c, 0x40]), 20))
+        );
+        t[12] = 0x60;
+        assert_eq!(
+            TCP.extract(&t),
+            Some((Key::from_array([0, 80, 0x9c, 0x40]), 24))
+        );
+        t[12] = 0x70; // 28 bytes, only 24 there
+        assert_eq!(TCP.extract(&t), None);
+        t[12] = 0x40; // below the minimum
+        assert_eq!(TCP.extract(&t), None);
+    }
+
+    #[test]
+    fn plans_cover_the_key_bytes_with_windows_and_refuse_what_cannot_be_a_flow() {
+        let eth = FlowLayout::new(HeaderLen::Fixed(14)).key(12, 2);
+        let layout = |m: ModuleId| match m.0 {
+            1 => Some(eth),
+            2 => Some(IPV4),
+            3 => Some(TCP),
+            4 => Some(FlowLayout::PASS_THROUGH),
+            _ => None,
+        };
+        let ip_key = Key::from_array([6, 5, 6, 7, 8, 1, 2, 3, 4]);
+        let levels = [
+            (ModuleId(1), Key::from_array([8, 0])),
+            (ModuleId(2), ip_key),
+            (ModuleId(4), Key::EMPTY),
+            (ModuleId(3), Key::from_array([0, 80, 0x9c, 0x40])),
+        ];
+        let plan = FlowPlan::new(&levels, layout).unwrap();
+        // The EtherType; protocol (23) and source (26..30); destination
+        // (30..34) and the ports (34..38).
+        assert_eq!(
+            *plan.windows,
+            [
+                (12, 0xffff),
+                (23, 0xffff_ffff_ff00_00ff),
+                (31, 0x00ff_ffff_ffff_ffff)
+            ]
+        );
+        // IPv4's three guards: one window, one load and compare.
+        assert_eq!(*plan.guards, [(14, 0xff3f_0000_0000_00ff, 0x45)]);
+        assert_eq!(plan.need, 54);
+        let offsets: Vec<u16> = plan.levels.iter().map(|l| l.offset).collect();
+        assert_eq!(offsets, [0, 14, 34, 34]);
+        // A message with those keys gathers the plan's key.
+        let mut msg = [0xeeu8; 60];
+        msg[12..14].copy_from_slice(&[8, 0]);
+        msg[14] = 0x45;
+        msg[20..22].copy_from_slice(&[0, 0]);
+        msg[23] = 6;
+        msg[26..30].copy_from_slice(&[1, 2, 3, 4]);
+        msg[30..34].copy_from_slice(&[5, 6, 7, 8]);
+        msg[34..38].copy_from_slice(&[0x9c, 0x40, 0, 80]);
+        let g = Gather {
+            module: ModuleId(1),
+            windows: plan.windows.iter().copied().collect(),
+            words: plan.windows.len(),
+            table: NodeTable::new(6),
+            keys: Vec::new(),
+            paths: Vec::new(),
+            chains: Vec::new(),
+            free: Vec::new(),
+        };
+        assert_eq!(g.gather(&msg), plan.key);
+        msg[35] ^= 1;
+        assert_ne!(g.gather(&msg), plan.key);
+
+        // A chain ending at IP: the last window moves back to end with
+        // the headers (34 bytes).
+        let plan = FlowPlan::new(&levels[..2], layout).unwrap();
+        assert_eq!(plan.windows[2], (26, 0xffff_ff00_0000_0000));
+
+        let mut short_ip = levels;
+        short_ip[1].1 = Key::from_array([6]);
+        assert_eq!(
+            FlowPlan::new(&short_ip, layout).err(),
+            Some(NotAFlow::KeyShape)
+        );
+        let mut unknown = levels;
+        unknown[2].0 = ModuleId(9);
+        assert_eq!(
+            FlowPlan::new(&unknown, layout).err(),
+            Some(NotAFlow::NoLayout)
+        );
+        let tcp_first = [levels[3], levels[0]];
+        assert_eq!(
+            FlowPlan::new(&tcp_first, layout).err(),
+            Some(NotAFlow::VariableHeader)
+        );
+        // Key bytes in five windows.
+        let wide = FlowLayout::new(HeaderLen::Fixed(40))
+            .key(0, 1)
+            .key(9, 1)
+            .key(18, 1)
+            .key(27, 1);
+        let wide = |_: ModuleId| Some(wide);
+        let two = [
+            (ModuleId(5), Key::from_array([1, 2, 3, 4])),
+            (ModuleId(5), Key::from_array([1, 2, 3, 4])),
+        ];
+        assert_eq!(FlowPlan::new(&two[..1], wide).unwrap().windows.len(), 4);
+        assert_eq!(FlowPlan::new(&two, wide).err(), Some(NotAFlow::Scattered));
+        // Guards that contradict each other.
+        let never = FlowLayout::new(HeaderLen::Fixed(1))
+            .guard(0, 0x0f, 0x01)
+            .guard(0, 0x03, 0x02);
+        assert_eq!(
+            FlowPlan::new(&[(ModuleId(5), Key::EMPTY)], |_| Some(never)).err(),
+            Some(NotAFlow::Guards)
+        );
+        let both = FlowLayout::new(HeaderLen::Fixed(1))
+            .guard(0, 0x0f, 0x01)
+            .guard(0, 0xf0, 0x20);
+        let plan = FlowPlan::new(&[(ModuleId(5), Key::EMPTY)], |_| Some(both)).unwrap();
+        assert_eq!(*plan.guards, [(0, 0xff, 0x21)]);
+        // A byte named twice must be registered the same both times.
+        let twice = FlowLayout::new(HeaderLen::Fixed(2)).key(0, 2).key(1, 1);
+        let twice = |_: ModuleId| Some(twice);
+        assert!(FlowPlan::new(&[(ModuleId(5), Key::from_array([1, 2, 2]))], twice).is_ok());
+        assert_eq!(
+            FlowPlan::new(&[(ModuleId(5), Key::from_array([1, 2, 3]))], twice).err(),
+            Some(NotAFlow::KeyShape)
+        );
+    }
+
+    /// Messages shorter than a window still gather their bytes (the rest
+    /// read as zero), so a flow of a few bytes is found.
+    #[test]
+    fn short_messages_gather_what_they_have() {
+        assert_eq!(load_le(&[1, 2, 3], 0), 0x03_02_01);
+        assert_eq!(load_le(&[1, 2, 3], 2), 0x03);
+        assert_eq!(load_le(&[1, 2, 3], 5), 0);
+        let msg: Vec<u8> = (1..=9).collect();
+        assert_eq!(
+            load_le(&msg, 1),
+            u64::from_le_bytes([2, 3, 4, 5, 6, 7, 8, 9])
+        );
+    }
+
+    #[test]
+    fn insert_find_remove_and_reuse() {
+        let hasher = EdgeHasher::default();
+        let layout = |_: ModuleId| Some(FlowLayout::new(HeaderLen::Fixed(2)).key(0, 2));
+        let levels = |a: u8, b: u8| [(ModuleId(1), Key::from_array([a, b]))];
+        let mut t = FlowTable::default();
+        for p in 0..100u32 {
+            assert!(t.insert(p, &levels(p as u8, 7), layout, &hasher));
+        }
+        assert_eq!(t.len(), 100);
+        assert_eq!(t.chains.len(), 1, "one chain for all");
+        for p in 0..100u32 {
+            let (hit, probes) = t.lookup(ModuleId(1), &[p as u8, 7, 0], &hasher);
+            assert_eq!(hit.map(|h| h.0), Some(p));
+            assert_eq!(probes, 1);
+        }
+        assert_eq!(t.lookup(ModuleId(2), &[3, 7], &hasher).0.map(|h| h.0), None);
+        assert_eq!(t.lookup(ModuleId(1), &[3], &hasher).0.map(|h| h.0), None);
+        for p in (0..100u32).step_by(2) {
+            assert!(t.remove(p, &levels(p as u8, 7), &hasher));
+            assert!(!t.remove(p, &levels(p as u8, 7), &hasher));
+        }
+        assert_eq!(t.len(), 50);
+        for p in 0..100u32 {
+            let want = (p % 2 == 1).then_some(p);
+            let got = t.lookup(ModuleId(1), &[p as u8, 7], &hasher).0.map(|h| h.0);
+            assert_eq!(got, want);
+            assert_eq!(
+                t.contains(p, &levels(p as u8, 7), layout, &hasher),
+                want.is_some()
+            );
+        }
+        // Freed entries are reused.
+        let before = t.gathers[0].paths.len();
+        assert!(t.insert(200, &levels(0, 8), layout, &hasher));
+        assert_eq!(t.gathers[0].paths.len(), before);
+        assert_eq!(
+            t.lookup(ModuleId(1), &[0, 8], &hasher).0.map(|h| h.0),
+            Some(200)
+        );
+        // A key of another length is no flow of this chain.
+        assert!(!t.insert(201, &[(ModuleId(1), Key::from_array([1]))], layout, &hasher));
+    }
+
+    /// Filing through a known chain scatters the bytes where a fresh
+    /// layout puts them, a byte two layouts name included.
+    #[test]
+    fn scattered_keys_are_the_laid_out_keys() {
+        let eth = FlowLayout::new(HeaderLen::Fixed(14)).key(12, 2);
+        let twice = FlowLayout::new(HeaderLen::Fixed(4))
+            .key(2, 2)
+            .key(0, 1)
+            .key(3, 1);
+        let layout = |m: ModuleId| match m.0 {
+            1 => Some(eth),
+            2 => Some(IPV4),
+            3 => Some(TCP),
+            _ => Some(twice),
+        };
+        let mut t = FlowTable::default();
+        let hasher = EdgeHasher::default();
+        for (p, a) in [(1u32, 5u8), (2, 6), (3, 250)] {
+            let levels = [
+                (ModuleId(1), Key::from_array([8, 0])),
+                (ModuleId(2), Key::from_array([6, a, 6, 7, 8, 1, 2, 3, a])),
+                (ModuleId(3), Key::from_array([0, 80, a, 0x40])),
+            ];
+            assert!(t.insert(p, &levels, layout, &hasher));
+            let laid = FlowPlan::new(&levels, layout).unwrap().key;
+            assert_eq!(t.key_of(&levels).unwrap().unwrap().1, laid);
+            let dup = [(ModuleId(4), Key::from_array([a, 9, a, 9]))];
+            assert!(t.insert(p + 10, &dup, layout, &hasher));
+            assert_eq!(
+                t.key_of(&dup).unwrap().unwrap().1,
+                FlowPlan::new(&dup, layout).unwrap().key
+            );
+            let clash = [(ModuleId(4), Key::from_array([a, 9, a, 8]))];
+            assert_eq!(t.key_of(&clash).err(), Some(NotAFlow::KeyShape));
+            assert_eq!(
+                FlowPlan::new(&clash, layout).err(),
+                Some(NotAFlow::KeyShape)
+            );
+        }
+    }
+}

@@ -1,0 +1,454 @@
+//! The flow table in front of the demux tree: one probe for an established
+//! path's message, always the tree's (and the reference's) answer, kept
+//! consistent through registrations, removals and longer paths.
+
+use pathstack_classify::testing::differential::Differential;
+use pathstack_classify::testing::inet::{self, ETH, IPV4, MIX, TCP, UDP};
+use pathstack_classify::testing::ops::{FilterSpec, Op, ADDRS, MAX_PATHS, PORTS};
+use pathstack_classify::testing::packet::{PacketSpec, Payload};
+use pathstack_classify::{
+    Classifier, Key, KeyMode, Level, ModuleId, PartialClassifier, PathId, Trace, TraceLevel,
+};
+use proptest::prelude::*;
+use proptest::strategy::ValueTree;
+use proptest::test_runner::TestRunner;
+
+const LOCAL: [u8; 4] = [192, 12, 69, 168];
+const REMOTE: [u8; 4] = [18, 181, 0, 21];
+
+fn classifier() -> Classifier {
+    let mut c = Classifier::new();
+    inet::install(&mut c);
+    c
+}
+
+fn transport(mode: KeyMode, tcp: bool, lport: u16, rport: u16) -> FilterSpec {
+    FilterSpec::Transport {
+        mode,
+        tcp,
+        laddr: LOCAL,
+        raddr: REMOTE,
+        lport,
+        rport,
+        counted: false,
+    }
+}
+
+fn insert(c: &mut Classifier, p: u32, f: &FilterSpec) {
+    c.insert(PathId(p), f.mode(), &f.levels()).unwrap();
+}
+
+/// An established UDP socket's and TCP connection's frames take one probe
+/// (a listener beside them changes nothing); frames the layouts do not
+/// describe take the flow probe and then the tree's walk, and still reach
+/// the tree's path.
+#[test]
+fn one_probe_for_an_established_path() {
+    let mut c = classifier();
+    insert(&mut c, 1, &transport(KeyMode::Passive, false, 21, 0));
+    insert(&mut c, 2, &transport(KeyMode::Active, false, 21, 3949));
+    insert(&mut c, 3, &transport(KeyMode::Active, true, 80, 3949));
+    insert(&mut c, 4, &transport(KeyMode::Passive, true, 80, 0));
+    assert_eq!(c.flow_count(), 2, "the two active paths are flows");
+
+    // UDP and TCP flows' keys are gathered from the same spans: one
+    // table, one probe for either.
+    let udp = PacketSpec::udp(LOCAL, 21, REMOTE, 3949);
+    assert_eq!(c.classify_probes(ETH, &udp.build()), (Some(PathId(2)), 1));
+    let tcp = PacketSpec::tcp(LOCAL, 80, REMOTE, 3949);
+    assert_eq!(c.classify_probes(ETH, &tcp.build()), (Some(PathId(3)), 1));
+    // TCP options (timestamps, say) do not move the ports: still one probe.
+    let with_options = PacketSpec {
+        tcp_options: 3,
+        ..tcp
+    };
+    assert_eq!(
+        c.classify_probes(ETH, &with_options.build()),
+        (Some(PathId(3)), 1)
+    );
+    // IPv4 options: the flow probe misses, the tree walks ETH, IP, UDP.
+    let ip_options = PacketSpec {
+        ip_options: 2,
+        ..udp
+    };
+    assert_eq!(
+        c.classify_probes(ETH, &ip_options.build()),
+        (Some(PathId(2)), 4)
+    );
+    // A fragment ends at IP in the tree, where no path ends: nothing.
+    let fragment = PacketSpec {
+        fragment: true,
+        ..udp
+    };
+    assert_eq!(c.classify(ETH, &fragment.build()), None);
+    assert_eq!(c.classify_flow(ETH, &fragment.build()), None);
+    // A truncated TCP header (its data offset, 32 bytes, reaches beyond
+    // the frame): the tree's walk fails at TCP, where the listener is too.
+    let mut cut = with_options.build();
+    cut.truncate(14 + 20 + 28);
+    assert_eq!(c.classify_flow(ETH, &cut), None);
+    assert_eq!(c.classify(ETH, &cut), None);
+    // Another remote port: the listener, after the flow probe and the
+    // active walk's 3 probes (the passive one takes ETH's twin, probes 2).
+    let other = PacketSpec::udp(LOCAL, 21, REMOTE, 3950).build();
+    assert_eq!(c.classify_probes(ETH, &other), (Some(PathId(1)), 1 + 3 + 2));
+}
+
+/// A flow's trace is the tree's: each level's module, offset and length.
+#[test]
+fn flow_hits_trace_like_the_walk() {
+    let mut c = classifier();
+    insert(&mut c, 3, &transport(KeyMode::Active, true, 80, 3949));
+    let f = PacketSpec {
+        tcp_options: 3,
+        ip_options: 0,
+        ..PacketSpec::tcp(LOCAL, 80, REMOTE, 3949)
+    }
+    .build();
+    let mut t = Trace::new();
+    assert_eq!(c.classify_traced(ETH, &f, &mut t), Some(PathId(3)));
+    let lv = |module, offset, len| TraceLevel {
+        module,
+        offset,
+        len,
+    };
+    assert_eq!(
+        t.levels(),
+        [lv(ETH, 0, 14), lv(IPV4, 14, 20), lv(TCP, 34, 32)]
+    );
+    assert_eq!(t.mode(), Some(KeyMode::Active));
+}
+
+/// A path with a longer active path below its last level is no flow while
+/// that path lives: a message for the longer one must reach it.
+#[test]
+fn a_longer_path_takes_the_shorter_one_out() {
+    let mix = |keys: &[u8]| -> Vec<Level> {
+        keys.iter()
+            .map(|&k| Level::demux(MIX, Key::from_array([k])))
+            .collect()
+    };
+    for longer_first in [false, true] {
+        let mut c = classifier();
+        let (short, long) = (mix(&[1]), mix(&[1, 2]));
+        if longer_first {
+            c.insert(PathId(2), KeyMode::Active, &long).unwrap();
+            c.insert(PathId(1), KeyMode::Active, &short).unwrap();
+        } else {
+            c.insert(PathId(1), KeyMode::Active, &short).unwrap();
+            assert_eq!(c.flow_count(), 1);
+            c.insert(PathId(2), KeyMode::Active, &long).unwrap();
+        }
+        c.check_invariants().unwrap();
+        assert_eq!(c.flow_count(), 1, "only the longer path is a flow");
+        assert_eq!(c.classify(MIX, &[1, 2]), Some(PathId(2)));
+        assert_eq!(c.classify(MIX, &[1, 3]), Some(PathId(1)));
+        assert_eq!(c.classify_flow(MIX, &[1, 3]), None);
+        c.remove(PathId(2)).unwrap();
+        c.check_invariants().unwrap();
+        assert_eq!(c.flow_count(), 1, "the shorter path is a flow again");
+        assert_eq!(c.classify_probes(MIX, &[1, 2]), (Some(PathId(1)), 1));
+        // An open chain below it (a path still being registered) counts
+        // as a longer path too.
+        let n = c
+            .register(
+                PathId(5),
+                KeyMode::Active,
+                None,
+                Level::demux(MIX, Key::from_array([1])),
+                Some(MIX),
+            )
+            .unwrap();
+        assert_eq!(c.flow_count(), 0);
+        c.register(
+            PathId(5),
+            KeyMode::Active,
+            Some(n),
+            Level::demux(MIX, Key::from_array([4])),
+            None,
+        )
+        .unwrap();
+        assert_eq!(c.flow_count(), 1);
+        assert_eq!(c.classify_probes(MIX, &[1, 4]), (Some(PathId(5)), 1));
+        c.remove(PathId(5)).unwrap();
+        c.remove(PathId(1)).unwrap();
+        assert_eq!(c.flow_count(), 0);
+        c.check_invariants().unwrap();
+    }
+}
+
+/// Passive paths, paths with a pass-through level that has a key nobody
+/// extracts, and paths through a module whose classifier has no layout
+/// are left to the tree.
+#[test]
+fn only_active_paths_with_layouts_are_flows() {
+    let mut c = classifier();
+    insert(&mut c, 1, &transport(KeyMode::Passive, false, 21, 0));
+    // IP registered with its passive-shaped key in active mode: the walk
+    // can never match it, nor may the flow table.
+    let ip_short = [
+        Level::demux(ETH, Key::from_array([8, 0])),
+        Level::demux(IPV4, Key::from_array([17])),
+    ];
+    c.insert(PathId(2), KeyMode::Active, &ip_short).unwrap();
+    assert_eq!(c.flow_count(), 0);
+    // A module nobody installed a classifier for is a pass-through level.
+    let counted = FilterSpec::Transport {
+        mode: KeyMode::Active,
+        tcp: false,
+        laddr: LOCAL,
+        raddr: REMOTE,
+        lport: 21,
+        rport: 3949,
+        counted: true,
+    };
+    insert(&mut c, 3, &counted);
+    assert_eq!(c.flow_count(), 1);
+    let f = PacketSpec::udp(LOCAL, 21, REMOTE, 3949).build();
+    assert_eq!(c.classify_probes(ETH, &f), (Some(PathId(3)), 1));
+
+    // A classifier installed without a layout takes its paths out; one
+    // with a layout puts them back.
+    c.set_partial_classifier(UDP, Box::new(inet::TreeOnly(inet::UDP_CLASSIFIER)))
+        .unwrap();
+    assert_eq!(c.flow_count(), 0);
+    c.check_invariants().unwrap();
+    // ETH, IP, the pass-through level, UDP.
+    assert_eq!(c.classify_probes(ETH, &f), (Some(PathId(3)), 4));
+    c.set_partial_classifier(UDP, Box::new(inet::UDP_CLASSIFIER))
+        .unwrap();
+    assert_eq!(c.flow_count(), 1);
+    c.check_invariants().unwrap();
+    assert_eq!(c.classify_probes(ETH, &f), (Some(PathId(3)), 1));
+}
+
+/// Many connections in and out, in any order: the flow table holds exactly
+/// the live active ones (the invariant check rebuilds what it should hold).
+#[test]
+fn flows_follow_registrations_and_removals() {
+    let mut c = classifier();
+    let conn = |i: u32| FilterSpec::Transport {
+        mode: KeyMode::Active,
+        tcp: i % 3 != 0,
+        laddr: LOCAL,
+        raddr: [10, 1, (i >> 8) as u8, i as u8],
+        lport: 80,
+        rport: 1024 + i as u16,
+        counted: false,
+    };
+    let frame = |i: u32| {
+        let spec = PacketSpec {
+            payload: if i % 3 != 0 {
+                Payload::Tcp
+            } else {
+                Payload::Udp
+            },
+            ..PacketSpec::tcp(LOCAL, 80, [10, 1, (i >> 8) as u8, i as u8], 1024 + i as u16)
+        };
+        spec.build()
+    };
+    let mut live = vec![false; 600];
+    for round in 0..3u32 {
+        for i in 0..600u32 {
+            if (i * 7 + round) % 3 != 0 {
+                if live[i as usize] {
+                    c.remove(PathId(i)).unwrap();
+                } else {
+                    insert(&mut c, i, &conn(i));
+                }
+                live[i as usize] = !live[i as usize];
+            }
+        }
+        c.check_invariants().unwrap();
+        assert_eq!(c.flow_count(), live.iter().filter(|&&l| l).count());
+        for i in 0..600u32 {
+            let want = live[i as usize].then_some(PathId(i));
+            let (got, probes) = c.classify_probes(ETH, &frame(i));
+            assert_eq!(got, want, "connection {i}, round {round}");
+            if want.is_some() {
+                assert_eq!(probes, 1);
+            }
+        }
+    }
+}
+
+/// A layout never disagrees with its classifier: wherever it applies, at
+/// any offset of frames with options, fragments, truncation and changed
+/// bytes, the classifier's active key and header length are the layout's.
+#[test]
+fn layouts_agree_with_their_classifiers() {
+    let mut runner = TestRunner::default();
+    runner
+        .run(&(packet(ADDRS.len()), flips()), |(spec, flips)| {
+            let mut f = spec.build();
+            mutate(&mut f, &flips);
+            let classifiers: [&dyn PartialClassifier; 5] = [
+                &inet::EthClassifier,
+                &inet::Ipv4Classifier,
+                &inet::TCP_CLASSIFIER,
+                &inet::UDP_CLASSIFIER,
+                &inet::MixClassifier,
+            ];
+            for pc in classifiers {
+                let layout = pc
+                    .flow_layout()
+                    .expect("every inet classifier has a layout");
+                for at in 0..=f.len() {
+                    if let Some(got) = layout.extract(&f[at..]) {
+                        prop_assert_eq!(Some(got), pc.extract(&f[at..], KeyMode::Active));
+                    }
+                }
+            }
+            Ok(())
+        })
+        .unwrap();
+}
+
+/// Frames over the first `pool` addresses and ports (few, so that they
+/// often belong to the paths registered from the same pools).
+fn packet(pool: usize) -> impl Strategy<Value = PacketSpec> {
+    (
+        prop::sample::select(vec![
+            Payload::Tcp,
+            Payload::Tcp,
+            Payload::Tcp,
+            Payload::Udp,
+            Payload::Udp,
+            Payload::Udp,
+            Payload::Ip(17),
+            Payload::Arp,
+        ]),
+        prop::sample::select(&ADDRS[..pool]),
+        prop::sample::select(&ADDRS[..pool]),
+        prop::sample::select(&PORTS[..pool]),
+        prop::sample::select(&PORTS[..pool]),
+        prop_oneof![6 => Just(0u8), 1 => 1u8..4],
+        0u8..4,
+        prop::bool::weighted(0.1),
+        prop_oneof![8 => Just(0u16), 1 => 0u16..60],
+    )
+        .prop_map(
+            |(payload, laddr, raddr, lport, rport, ip_options, tcp_options, fragment, truncate)| {
+                PacketSpec {
+                    payload,
+                    laddr,
+                    raddr,
+                    lport,
+                    rport,
+                    ip_options,
+                    tcp_options,
+                    fragment,
+                    truncate,
+                }
+            },
+        )
+}
+
+/// Byte changes aimed at the first 64 bytes of a frame: guards, keys,
+/// length fields.
+fn flips() -> impl Strategy<Value = Vec<(u16, u8)>> {
+    prop::collection::vec((0u16..64, 1u8..=255), 0..3)
+}
+
+fn mutate(f: &mut [u8], flips: &[(u16, u8)]) {
+    let n = f.len();
+    if n > 0 {
+        for &(at, xor) in flips {
+            f[usize::from(at) % n] ^= xor;
+        }
+    }
+}
+
+/// Addresses and ports the flow operations draw from.
+const POOL: usize = 2;
+
+/// Operations where flows dominate: active connections sharing hosts and
+/// ports with listeners and short IP paths, and frames for them, valid
+/// and changed.
+fn flow_op() -> impl Strategy<Value = Op> {
+    let mode = prop_oneof![3 => Just(KeyMode::Active), 1 => Just(KeyMode::Passive)];
+    let transport = (
+        mode.clone(),
+        any::<bool>(),
+        prop::sample::select(&ADDRS[..POOL]),
+        prop::sample::select(&ADDRS[..POOL]),
+        prop::sample::select(&PORTS[..POOL]),
+        prop::sample::select(&PORTS[..POOL]),
+        prop::bool::weighted(0.1),
+    )
+        .prop_map(
+            |(mode, tcp, laddr, raddr, lport, rport, counted)| FilterSpec::Transport {
+                mode,
+                tcp,
+                laddr,
+                raddr,
+                lport,
+                rport,
+                counted,
+            },
+        );
+    let ip = (
+        mode,
+        prop::sample::select(vec![1u8, 6, 17]),
+        prop::sample::select(&ADDRS[..POOL]),
+        prop::sample::select(&ADDRS[..POOL]),
+    )
+        .prop_map(|(mode, proto, laddr, raddr)| FilterSpec::Ip {
+            mode,
+            proto,
+            laddr,
+            raddr,
+        });
+    let filter = prop_oneof![5 => transport, 1 => ip];
+    let path = (0..MAX_PATHS).prop_map(PathId);
+    prop_oneof![
+        4 => (path.clone(), filter).prop_map(|(path, filter)| Op::Insert { path, filter }),
+        1 => path.prop_map(Op::Remove),
+        4 => packet(POOL).prop_map(Op::Lookup),
+        4 => (packet(POOL), flips()).prop_map(|(spec, flips)| Op::LookupMutated { spec, flips }),
+        1 => (
+            prop::sample::select(vec![MIX, ModuleId(7)]),
+            prop::collection::vec(0u8..3, 0..6)
+        )
+            .prop_map(|(at, bytes)| Op::LookupRaw { at, bytes }),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    /// Random paths (active and passive, shared prefixes) and random and
+    /// changed frames: the classifier with its flow table answers as the
+    /// reference does, every flow hit included (`Differential` checks the
+    /// flow table's own answer against the reference at every lookup).
+    #[test]
+    fn flow_table_agrees_with_reference(ops in prop::collection::vec(flow_op(), 1..80)) {
+        let mut d = Differential::new();
+        if let Err(e) = d.run(&ops) {
+            prop_assert!(false, "{}", e);
+        }
+    }
+}
+
+/// The differential test above does reach the flow table: over a fixed
+/// set of runs, a good share of lookups are flow hits.
+#[test]
+fn differential_runs_hit_flows() {
+    let mut runner = TestRunner::deterministic();
+    let strategy = prop::collection::vec(flow_op(), 40..80);
+    let (mut hits, mut lookups) = (0u64, 0u64);
+    for _ in 0..64 {
+        let ops = strategy.new_tree(&mut runner).unwrap().current();
+        lookups += ops
+            .iter()
+            .filter(|o| matches!(o, Op::Lookup(_) | Op::LookupMutated { .. }))
+            .count() as u64;
+        let mut d = Differential::new();
+        d.run(&ops).unwrap();
+        hits += d.flow_hits;
+    }
+    assert!(
+        hits * 25 > lookups,
+        "{hits} flow hits in {lookups} frame lookups"
+    );
+}

@@ -1,0 +1,50 @@
+//! Filing a flow and taking it out again allocates nothing once the flow
+//! table has room: the plan is built on the stack, freed entries are
+//! reused. One test in this binary: the allocation counter is
+//! process-wide.
+
+use std::alloc::System;
+
+use pathstack_classify::testing::inet;
+use pathstack_classify::testing::ops::FilterSpec;
+use pathstack_classify::{Classifier, KeyMode, PathId};
+use stats_alloc::{Region, StatsAlloc, INSTRUMENTED_SYSTEM};
+
+#[global_allocator]
+static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
+
+#[test]
+fn flow_churn_does_not_allocate() {
+    let mut c = Classifier::new();
+    inet::install(&mut c);
+    let conn = |rport: u16| FilterSpec::Transport {
+        mode: KeyMode::Active,
+        tcp: true,
+        laddr: [10, 0, 0, 1],
+        raddr: [10, 0, 0, 2],
+        lport: 80,
+        rport,
+        counted: false,
+    };
+    // A standing connection keeps the shared nodes; a second one comes
+    // and goes, first to warm the tables up.
+    c.insert(PathId(1), KeyMode::Active, &conn(1000).levels())
+        .unwrap();
+    let levels: Vec<_> = (0..100).map(|i| conn(2000 + i).levels()).collect();
+    for l in &levels {
+        c.insert(PathId(2), KeyMode::Active, l).unwrap();
+        c.remove(PathId(2)).unwrap();
+    }
+    let region = Region::new(GLOBAL);
+    for l in &levels {
+        c.insert(PathId(2), KeyMode::Active, l).unwrap();
+        assert_eq!(c.flow_count(), 2);
+        c.remove(PathId(2)).unwrap();
+    }
+    let stats = region.change();
+    assert_eq!(
+        (stats.allocations, stats.reallocations),
+        (0, 0),
+        "registering and removing a connection allocated"
+    );
+}
