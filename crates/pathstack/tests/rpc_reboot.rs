@@ -6,33 +6,8 @@
 mod rpc_rig;
 
 use pathstack::core::time::Duration;
-use pathstack::host::Host;
 use pathstack::rpc::{RpcError, RpcNet};
 use rpc_rig::*;
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-
-const XRPCTEST: u32 = 1002;
-
-type Counts = Arc<Mutex<HashMap<Vec<u8>, u32>>>;
-
-/// Registers on `h` an echo that counts its executions per request.
-fn counting_echo(h: &mut Host) -> Counts {
-    let counts: Counts = Arc::default();
-    let c = counts.clone();
-    h.rpc_server()
-        .unwrap()
-        .register_fn(XRPCTEST, move |req: &[u8]| {
-            *c.lock().unwrap().entry(req.to_vec()).or_default() += 1;
-            req.to_vec()
-        })
-        .unwrap();
-    counts
-}
-
-fn count(c: &Counts, req: &[u8]) -> u32 {
-    c.lock().unwrap().get(req).copied().unwrap_or(0)
-}
 
 /// C9: the server reboots while a call is on the wire. The request
 /// reaches the new incarnation with the old boot id; its BID drops it

@@ -35,14 +35,7 @@ pub fn udp_rule<Top: Stage, Driver: Stage>(
 ) -> Rule {
     Rule::inline::<(Top, UdpStage, IpStage, ArpStage, EthStage, Driver)>(
         format!("inline {top_type}/UDP/IP/ARP/ETH/{driver_type}"),
-        &[
-            top_type,
-            UDP_SPEC.name,
-            IP_SPEC.name,
-            ARP_SPEC.name,
-            ETH_SPEC.name,
-            driver_type,
-        ],
+        &udp_sequence(top_type, driver_type),
     )
 }
 
@@ -67,14 +60,7 @@ pub fn udp_fast_rule<Top: Stage, Driver: Stage>(
 ) -> Rule {
     Rule::specialize::<(Top, UdpStage, IpStage, ArpStage, EthStage, Driver), UdpFast>(
         format!("specialize {top_type}/UDP/IP/ARP/ETH/{driver_type}"),
-        &[
-            top_type,
-            UDP_SPEC.name,
-            IP_SPEC.name,
-            ARP_SPEC.name,
-            ETH_SPEC.name,
-            driver_type,
-        ],
+        &udp_sequence(top_type, driver_type),
     )
 }
 
@@ -96,13 +82,7 @@ pub fn udp_fast_rule<Top: Stage, Driver: Stage>(
 pub fn tcp_rule<Driver: Stage>(driver_type: &'static str) -> Rule {
     Rule::inline::<(TcpConnStage, IpStage, ArpStage, EthStage, Driver)>(
         format!("inline TCP/IP/ARP/ETH/{driver_type}"),
-        &[
-            TCP_SPEC.name,
-            IP_SPEC.name,
-            ARP_SPEC.name,
-            ETH_SPEC.name,
-            driver_type,
-        ],
+        &tcp_sequence(driver_type),
     )
 }
 
@@ -123,12 +103,30 @@ pub fn tcp_rule<Driver: Stage>(driver_type: &'static str) -> Rule {
 pub fn tcp_fast_rule<Driver: Stage>(driver_type: &'static str) -> Rule {
     Rule::specialize::<(TcpConnStage, IpStage, ArpStage, EthStage, Driver), TcpFast>(
         format!("specialize TCP/IP/ARP/ETH/{driver_type}"),
-        &[
-            TCP_SPEC.name,
-            IP_SPEC.name,
-            ARP_SPEC.name,
-            ETH_SPEC.name,
-            driver_type,
-        ],
+        &tcp_sequence(driver_type),
     )
+}
+
+/// The module types of a UDP path `top / UDP / IP / ARP / ETH / driver`.
+fn udp_sequence(top_type: &'static str, driver_type: &'static str) -> [&'static str; 6] {
+    [
+        top_type,
+        UDP_SPEC.name,
+        IP_SPEC.name,
+        ARP_SPEC.name,
+        ETH_SPEC.name,
+        driver_type,
+    ]
+}
+
+/// The module types of a TCP connection path `TCP / IP / ARP / ETH /
+/// driver`.
+fn tcp_sequence(driver_type: &'static str) -> [&'static str; 5] {
+    [
+        TCP_SPEC.name,
+        IP_SPEC.name,
+        ARP_SPEC.name,
+        ETH_SPEC.name,
+        driver_type,
+    ]
 }

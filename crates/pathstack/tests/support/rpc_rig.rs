@@ -193,6 +193,36 @@ pub fn serve_echo(h: &mut Host) {
         .expect("XRPCTEST not yet registered");
 }
 
+/// Executions of a counting echo, per request.
+pub type Counts = Arc<Mutex<std::collections::HashMap<Vec<u8>, u32>>>;
+
+/// Registers on `h` an echo that counts its executions per request (how
+/// the reboot tests see at-most-once semantics).
+pub fn counting_echo(h: &mut Host) -> Counts {
+    let counts: Counts = Arc::default();
+    let c = counts.clone();
+    h.rpc_server()
+        .expect("an RPC host")
+        .register_fn(XRPCTEST, move |req: &[u8]| {
+            *c.lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .entry(req.to_vec())
+                .or_default() += 1;
+            req.to_vec()
+        })
+        .expect("XRPCTEST not yet registered");
+    counts
+}
+
+/// How many times the counting echo ran `req`.
+pub fn count(c: &Counts, req: &[u8]) -> u32 {
+    c.lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get(req)
+        .copied()
+        .unwrap_or(0)
+}
+
 /// A host's BIDCTL boot id.
 pub fn boot_id(h: &Host) -> u32 {
     let s = h.stack();
