@@ -3,8 +3,9 @@
 # stacks in one thread, no device, no system call), pathstack beside
 # smoltcp 0.14 in the same run: the 1-byte UDP ping-pong (pathstack's STD
 # and PIN forms against `smoltcp_peer memory`), the 1-byte TCP ping-pong
-# over one nodelay connection (against `smoltcp_peer memory-tcp`: Nagle
-# off, delayed ACK on at both, two frames per round trip) and the
+# over one nodelay connection (STD and PIN against `smoltcp_peer
+# memory-tcp`: Nagle off, delayed ACK on at both, two frames per round
+# trip) and the
 # zero-byte RPC call (pathstack only). The counterpart of scripts/instr.sh
 # in time rather than instructions.
 #
@@ -57,6 +58,7 @@ configs=(
     "udp pathstack pin|pingpong|--transport udp --sched per-message --form pin"
     "udp smoltcp|smoltcp_peer|memory"
     "tcp pathstack std|pingpong|--transport tcp --sched per-message --form std"
+    "tcp pathstack pin|pingpong|--transport tcp --sched per-message --form pin"
     "tcp smoltcp|smoltcp_peer|memory-tcp"
     "rpc pathstack std|pingpong|--transport rpc --sched per-message --form std"
     "rpc pathstack pin|pingpong|--transport rpc --sched per-message --form pin"
