@@ -19,6 +19,7 @@ pub mod error;
 pub mod exec;
 pub mod fault;
 pub mod fused;
+pub mod generation;
 pub mod graph;
 pub mod ids;
 pub mod module;

@@ -14,6 +14,7 @@
 
 use crate::wire::arp::{ArpDropReason, ArpOp, ArpPacket};
 use crate::wire::eth::{multicast_mac, MacAddr};
+use pathstack_core::generation::Generation;
 use pathstack_core::{DropCounts, Duration, Instant, Msg};
 use std::collections::VecDeque;
 use std::net::Ipv4Addr;
@@ -171,6 +172,10 @@ pub struct ArpCache {
     pending: VecDeque<(Ipv4Addr, Msg)>,
     packet_drops: DropCounts<ArpDropReason>,
     resolution_drops: DropCounts<ResolutionDropReason>,
+    /// Bumped by every call that may change what [`ArpCache::lookup`]
+    /// answers, so that a path's fast form can keep a link address
+    /// without asking again while nothing changed.
+    generation: Generation,
 }
 
 impl ArpCache {
@@ -182,7 +187,32 @@ impl ArpCache {
             pending: VecDeque::with_capacity(cfg.pending_total),
             packet_drops: DropCounts::new(),
             resolution_drops: DropCounts::new(),
+            generation: Generation::new(),
             cfg,
+        }
+    }
+
+    /// The cache's change counter (see [`pathstack_core::generation`]):
+    /// while it stays the same, an answer of [`ArpCache::lookup_until`]
+    /// stays right until the instant it named.
+    pub fn generation(&self) -> &Generation {
+        &self.generation
+    }
+
+    /// [`ArpCache::lookup`], with how long the answer holds if the cache
+    /// does not change: until the entry's expiry (`None`: a static entry,
+    /// for good).
+    pub fn lookup_until(&self, ip: Ipv4Addr, now: Instant) -> Option<(MacAddr, Option<Instant>)> {
+        match self.find(ip).and_then(|i| self.entries[i]) {
+            Some(Entry {
+                state: State::Reachable { mac, expires_at },
+                ..
+            }) if now < expires_at => Some((mac, Some(expires_at))),
+            Some(Entry {
+                state: State::Static { mac },
+                ..
+            }) => Some((mac, None)),
+            _ => None,
         }
     }
 
@@ -208,17 +238,7 @@ impl ArpCache {
 
     /// The resolved MAC of `ip`, if known and not expired.
     pub fn lookup(&self, ip: Ipv4Addr, now: Instant) -> Option<MacAddr> {
-        match self.find(ip).and_then(|i| self.entries[i]) {
-            Some(Entry {
-                state: State::Reachable { mac, expires_at },
-                ..
-            }) if now < expires_at => Some(mac),
-            Some(Entry {
-                state: State::Static { mac },
-                ..
-            }) => Some(mac),
-            _ => None,
-        }
+        self.lookup_until(ip, now).map(|(mac, _)| mac)
     }
 
     /// Maps `ip` to `mac` for good: a static entry (Linux's `nud
@@ -250,6 +270,7 @@ impl ArpCache {
         mac: MacAddr,
         mut release: impl FnMut(MacAddr, Msg),
     ) -> Result<(), StaticEntryError> {
+        self.generation.bump();
         if ip.is_unspecified() || ip.is_broadcast() || ip.is_multicast() || ip.octets()[0] >= 240 {
             return Err(StaticEntryError::InvalidAddress(ip));
         }
@@ -294,6 +315,7 @@ impl ArpCache {
     /// (RFC 1112 §6.4). A directed subnet broadcast must be mapped to
     /// [`MacAddr::BROADCAST`] by the caller, which knows the prefix.
     pub fn lookup_or_queue(&mut self, ip: Ipv4Addr, msg: Msg, now: Instant) -> Resolution {
+        self.generation.bump();
         if ip.is_broadcast() {
             return Resolution::Resolved(MacAddr::BROADCAST, msg);
         }
@@ -369,6 +391,7 @@ impl ArpCache {
         now: Instant,
         mut release: impl FnMut(MacAddr, Msg),
     ) -> Result<ArpInput, ArpDropReason> {
+        self.generation.bump();
         let result = self.learn(pkt, own_ip, now, &mut release);
         if let Err(reason) = result {
             self.packet_drops.count(reason);
@@ -465,6 +488,7 @@ impl ArpCache {
         mut events: impl FnMut(ArpEvent),
         mut dropped: impl FnMut(Msg),
     ) {
+        self.generation.bump();
         for i in 0..self.entries.len() {
             let Some(e) = self.entries[i] else { continue };
             match e.state {

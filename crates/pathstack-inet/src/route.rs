@@ -6,6 +6,7 @@
 //! first, and the first match wins: that is longest-prefix match with a
 //! scan of a few entries and no allocation after [`RoutingTable::new`].
 
+use pathstack_core::generation::Generation;
 use std::net::Ipv4Addr;
 
 /// One configured route.
@@ -84,6 +85,9 @@ fn mask(len: u8) -> u32 {
 pub struct RoutingTable {
     routes: Vec<RouteEntry>,
     max_routes: usize,
+    /// Bumped by every change, so that a path's fast form can keep the
+    /// next hop it found while the table stays the same.
+    generation: Generation,
 }
 
 impl RoutingTable {
@@ -92,7 +96,13 @@ impl RoutingTable {
         RoutingTable {
             routes: Vec::with_capacity(max_routes),
             max_routes,
+            generation: Generation::new(),
         }
+    }
+
+    /// The table's change counter (see [`pathstack_core::generation`]).
+    pub fn generation(&self) -> &Generation {
+        &self.generation
     }
 
     /// Adds a route. Prefixes must be exact (no host bits) and unique.
@@ -121,6 +131,7 @@ impl RoutingTable {
             .position(|r| r.prefix_len < len)
             .unwrap_or(self.routes.len());
         self.routes.insert(at, entry);
+        self.generation.bump();
         Ok(())
     }
 
@@ -148,6 +159,7 @@ impl RoutingTable {
         let before = self.routes.len();
         self.routes
             .retain(|r| !(r.prefix == prefix && r.prefix_len == len));
+        self.generation.bump();
         self.routes.len() != before
     }
 

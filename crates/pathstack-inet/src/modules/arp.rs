@@ -20,6 +20,7 @@ use crate::wire::arp::{ArpDropReason, ArpPacket, PACKET_LEN};
 use crate::wire::eth::MacAddr;
 use pathstack_core::attrs::{keys, Attrs};
 use pathstack_core::error::{ModuleError, PathError};
+use pathstack_core::generation::Generation;
 use pathstack_core::graph::spec::{Count, ModuleSpec, ParamSpec, ServiceSpec, ServiceType};
 use pathstack_core::module::{CreateCx, Created, ModCx, Module, Route};
 use pathstack_core::stack::ModuleSetup;
@@ -236,7 +237,10 @@ impl Module for ArpModule {
             }
         };
         Ok(Created {
-            stage: Box::new(ArpStage { role }),
+            stage: Box::new(ArpStage {
+                role,
+                cache: self.cache.generation().clone(),
+            }),
             route: Route::Service(1),
         })
     }
@@ -369,6 +373,9 @@ enum Role {
 /// The `ARP` stage: ARP's own path end, or the resolver on an IP path.
 pub struct ArpStage {
     role: Role,
+    /// The cache's change counter, held from the path's creation: a fast
+    /// form keeps a link address while it stays the same.
+    cache: Generation,
 }
 
 impl ArpStage {
@@ -492,15 +499,28 @@ impl ArpStage {
 
 impl ArpStage {
     /// Fast form, down: the cached link address of `next_hop`, as
-    /// `resolve` finds it without moving anything; `None` (decline) on a
-    /// miss, which `resolve` handles (the message waits for a reply).
+    /// `resolve` finds it without moving anything, with how long that
+    /// answer holds while [`ArpStage::fast_generation`] stays the same
+    /// (`None`: for good); `None` (decline) on a miss, which `resolve`
+    /// handles (the message waits for a reply).
     #[inline(always)]
-    pub(crate) fn fast_resolve(&self, next_hop: Ipv4Addr, cx: &mut Cx<'_, '_>) -> Option<MacAddr> {
+    pub(crate) fn fast_resolve(
+        &self,
+        next_hop: Ipv4Addr,
+        cx: &mut Cx<'_, '_>,
+    ) -> Option<(MacAddr, Option<Instant>)> {
         if self.role != Role::Resolver {
             return None;
         }
         let now = cx.now();
-        cx.module::<ArpModule>()?.cache.lookup(next_hop, now)
+        cx.module::<ArpModule>()?.cache.lookup_until(next_hop, now)
+    }
+
+    /// Fast form: the cache's generation now (see
+    /// [`pathstack_core::generation`]).
+    #[inline(always)]
+    pub(crate) fn fast_generation(&self) -> u64 {
+        self.cache.current()
     }
 }
 

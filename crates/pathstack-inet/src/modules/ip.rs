@@ -32,6 +32,7 @@ use pathstack_core::attrs::keys::{self, AddrPart};
 use pathstack_core::attrs::{AttrKey, Attrs};
 use pathstack_core::demux::{DemuxKey, FlowLayout, Key, KeyMode, PartialClassifier};
 use pathstack_core::error::{ModuleError, PathError};
+use pathstack_core::generation::Generation;
 use pathstack_core::graph::spec::{Count, ModuleSpec, ParamSpec, ServiceSpec, ServiceType};
 use pathstack_core::module::{CreateCx, Created, EndRoute, ModCx, Module, Route, RouteCx};
 use pathstack_core::stack::ModuleSetup;
@@ -437,6 +438,7 @@ impl Module for IpModule {
                 template: protocol
                     .zip(remote)
                     .map(|(p, r)| Ipv4Template::new(f.addr, r, p)),
+                routes: self.routes.generation().clone(),
             }),
             route: Route::Link {
                 service: 1,
@@ -547,6 +549,9 @@ pub struct IpStage {
     iface: Interface,
     /// An active path's header, formatted at creation.
     template: Option<Ipv4Template>,
+    /// The routing table's change counter, held from the path's creation:
+    /// a fast form keeps a next hop while it stays the same.
+    routes: Generation,
 }
 
 impl IpStage {
@@ -729,28 +734,26 @@ impl IpStage {
         self.remote.or(anno.peer_ip())
     }
 
-    /// Fast form, down: the next hop of a datagram of `len` payload bytes
-    /// to `dst` with annotations `anno`, when `send` would send it whole
-    /// with a plain header (a protocol above, no offload asked, within
-    /// the MTU, a unicast destination with a route from this interface);
-    /// `None` (decline) otherwise. Takes no identification yet: the fast
-    /// form takes it with [`IpStage::fast_ident`] once nothing can fail.
+    /// Fast form, down: whether `send` would send a datagram of `len`
+    /// payload bytes with annotations `anno` whole with a plain header (a
+    /// protocol above, no offload asked, within the MTU).
     #[inline(always)]
-    pub(crate) fn fast_next_hop(
-        &self,
-        dst: Ipv4Addr,
-        len: usize,
-        anno: &pathstack_core::Anno,
-        cx: &mut Cx<'_, '_>,
-    ) -> Option<Ipv4Addr> {
+    pub(crate) fn fast_sendable(&self, len: usize, anno: &pathstack_core::Anno) -> bool {
         let offload = anno.offload;
-        if self.protocol.is_none()
-            || offload.wants_offload()
-            || offload.tx_gso_size != 0
-            || len + MIN_HEADER_LEN > usize::from(self.iface.mtu)
-        {
-            return None;
-        }
+        self.protocol.is_some()
+            && !offload.wants_offload()
+            && offload.tx_gso_size == 0
+            && len + MIN_HEADER_LEN <= usize::from(self.iface.mtu)
+    }
+
+    /// Fast form, down: the next hop of a datagram to `dst` as `send`
+    /// finds it, when that is a unicast destination with a route from
+    /// this interface (`None`, decline, otherwise). The answer holds while
+    /// [`IpStage::fast_generation`] stays the same. Takes no
+    /// identification yet: the fast form takes it with
+    /// [`IpStage::fast_ident`] once nothing can fail.
+    #[inline(always)]
+    pub(crate) fn fast_route(&self, dst: Ipv4Addr, cx: &mut Cx<'_, '_>) -> Option<Ipv4Addr> {
         if let Some(h) = self.next_hop {
             return Some(h);
         }
@@ -762,6 +765,13 @@ impl IpStage {
             .lookup(dst)
             .filter(|r| r.src == self.iface.addr)
             .map(|r| r.next_hop)
+    }
+
+    /// Fast form: the routing table's generation now (see
+    /// [`pathstack_core::generation`]).
+    #[inline(always)]
+    pub(crate) fn fast_generation(&self) -> u64 {
+        self.routes.current()
     }
 
     /// Fast form, down: the identification of the next datagram, from the

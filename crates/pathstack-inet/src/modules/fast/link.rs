@@ -8,7 +8,7 @@ use crate::modules::{ArpStage, EthStage, IpStage};
 use crate::wire::eth::{self, MacAddr, MIN_FRAME_LEN};
 use crate::wire::ipv4::{self, Ipv4Template, MIN_HEADER_LEN};
 use pathstack_core::fused::FastCx;
-use pathstack_core::Msg;
+use pathstack_core::{Instant, Msg};
 use std::net::Ipv4Addr;
 
 /// Bytes of the Ethernet and IPv4 headers.
@@ -24,68 +24,114 @@ pub(super) struct LinkPositions {
     pub arp: usize,
 }
 
-/// Where a datagram goes: found as the stages find it, before anything
-/// is written.
+/// Where datagrams to one destination go, found as `IP` and `ARP` find
+/// it, and what that answer depends on: it holds while the routing table
+/// and the neighbour cache keep their generations
+/// ([`pathstack_core::generation`]) and the link address has not expired.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Hop {
+    pub dst: Ipv4Addr,
     pub next_hop: Ipv4Addr,
     pub mac: MacAddr,
-    /// Zero bytes to append up to the minimum frame.
-    pub pad: usize,
+    /// When the neighbour entry expires (`None`: a static one).
+    until: Option<Instant>,
+    /// The routing table's and the neighbour cache's generations.
+    routes: u64,
+    neighbours: u64,
+}
+
+impl Hop {
+    /// Whether this is still the answer for `dst` at `now`.
+    #[inline(always)]
+    fn holds(&self, dst: Ipv4Addr, now: Instant, routes: u64, neighbours: u64) -> bool {
+        self.dst == dst
+            && self.routes == routes
+            && self.neighbours == neighbours
+            && self.until.is_none_or(|t| now < t)
+    }
 }
 
 /// The hop of a datagram to `dst` whose transport part is `transport`
-/// bytes, `extra` of them still to be pushed in front of `msg`: `None`
-/// (decline) where `IP` or `ARP` would do anything but send it whole to a
-/// cached link address, or where the message lacks room.
+/// bytes: `kept` (the hop a template was made for) while it holds, else
+/// looked up as `IP` and `ARP` look it up; `None` (decline) where they
+/// would do anything but send it whole to a cached link address.
 #[inline(always)]
 pub(super) fn hop(
     (ip, arp): (&IpStage, &ArpStage),
     dst: Ipv4Addr,
     transport: usize,
-    extra: usize,
     msg: &Msg,
     cx: &mut FastCx,
     at: LinkPositions,
+    kept: Option<&Hop>,
 ) -> Option<Hop> {
-    let next_hop = ip.fast_next_hop(dst, transport, msg.anno(), &mut cx.stage(at.ip))?;
-    let mac = arp.fast_resolve(next_hop, &mut cx.stage(at.arp))?;
-    // Room for the headers and the minimum-frame padding, checked before
-    // anything is taken (the identification) or written.
-    let pad = MIN_FRAME_LEN.saturating_sub(msg.len() + extra + LINK_HEADERS);
-    (msg.headroom() >= LINK_HEADERS + extra && msg.tailroom() >= pad).then_some(Hop {
+    if !ip.fast_sendable(transport, msg.anno()) {
+        return None;
+    }
+    let now = cx.now();
+    let (routes, neighbours) = (ip.fast_generation(), arp.fast_generation());
+    if let Some(h) = kept.filter(|h| h.holds(dst, now, routes, neighbours)) {
+        return Some(*h);
+    }
+    let next_hop = ip.fast_route(dst, &mut cx.stage(at.ip))?;
+    let (mac, until) = arp.fast_resolve(next_hop, &mut cx.stage(at.arp))?;
+    Some(Hop {
+        dst,
         next_hop,
         mac,
-        pad,
+        until,
+        routes,
+        neighbours,
     })
+}
+
+/// The zero bytes a frame needs appended to reach the minimum, when `msg`
+/// has room for `headers` more bytes in front and those after; `None`
+/// (decline) otherwise. Checked before anything is taken (the
+/// identification) or written.
+#[inline(always)]
+pub(super) fn room(msg: &Msg, headers: usize) -> Option<usize> {
+    let pad = MIN_FRAME_LEN.saturating_sub(msg.len() + headers);
+    (msg.headroom() >= headers && msg.tailroom() >= pad).then_some(pad)
 }
 
 /// The IP and Ethernet headers of datagrams to one peer, made once.
 pub(super) struct LinkTemplate {
-    dst: Ipv4Addr,
-    mac: MacAddr,
+    hop: Hop,
     eth: [u8; eth::HEADER_LEN],
     ip: Ipv4Template,
 }
 
 impl LinkTemplate {
-    /// The template for datagrams to `dst` through `mac`; `None` on a
-    /// path without a protocol above IP.
-    pub(super) fn new(ip: &IpStage, eth: &EthStage, dst: Ipv4Addr, mac: MacAddr) -> Option<Self> {
+    /// The template for datagrams along `hop`; `None` on a path without a
+    /// protocol above IP.
+    pub(super) fn new(ip: &IpStage, eth: &EthStage, hop: Hop) -> Option<Self> {
         let mut h = [0u8; eth::HEADER_LEN];
         // Always room: the array is the header's length.
-        let _ = eth.fast_header(mac).emit(&mut h);
+        let _ = eth.fast_header(hop.mac).emit(&mut h);
         Some(LinkTemplate {
-            dst,
-            mac,
+            hop,
             eth: h,
-            ip: ip.fast_template(dst)?,
+            ip: ip.fast_template(hop.dst)?,
         })
     }
 
-    /// Whether this template is the one for `dst` through `mac`.
+    /// The hop the template was made for (or last confirmed).
     #[inline(always)]
-    pub(super) fn fits(&self, dst: Ipv4Addr, mac: MacAddr) -> bool {
-        self.dst == dst && self.mac == mac
+    pub(super) fn hop(&self) -> &Hop {
+        &self.hop
+    }
+
+    /// Takes `hop` on as this template's if the headers stay the same
+    /// (same destination and link address); `false` if a new template is
+    /// needed.
+    #[inline(always)]
+    pub(super) fn confirm(&mut self, hop: &Hop) -> bool {
+        let same = self.hop.dst == hop.dst && self.hop.mac == hop.mac;
+        if same {
+            self.hop = *hop;
+        }
+        same
     }
 
     /// Writes both headers of a datagram of `total` bytes into `h`.
@@ -109,14 +155,14 @@ pub(super) fn ident_ttl(
     Some((ident, msg.anno().ttl().unwrap_or(ipv4::DEFAULT_TTL)))
 }
 
-/// Pads the frame to the minimum and writes the annotations `IP` and
-/// `ARP` would have written.
+/// Pads the frame with `pad` zero bytes and writes the annotations `IP`
+/// and `ARP` would have written.
 #[inline(always)]
-pub(super) fn finish(msg: &mut Msg, hop: &Hop) -> bool {
-    if hop.pad > 0 {
-        match msg.append(hop.pad) {
+pub(super) fn finish(msg: &mut Msg, hop: &Hop, pad: usize) -> bool {
+    if pad > 0 {
+        match msg.append(pad) {
             Ok(tail) => tail.fill(0),
-            // Checked by `hop`.
+            // Checked by `room`.
             Err(_) => return false,
         }
     }

@@ -44,11 +44,15 @@ impl<Driver: Stage> FastForm<(TcpConnStage, IpStage, ArpStage, EthStage, Driver)
             return false;
         };
         let segment = msg.len();
-        let Some(hop) = link::hop((ip, arp), dst, segment, 0, msg, cx, AT) else {
+        let kept = state.link.as_ref().map(|t| t.hop());
+        let Some(hop) = link::hop((ip, arp), dst, segment, msg, cx, AT, kept) else {
             return false;
         };
-        if !state.link.as_ref().is_some_and(|t| t.fits(dst, hop.mac)) {
-            state.link = LinkTemplate::new(ip, eth, dst, hop.mac);
+        let Some(pad) = link::room(msg, LINK_HEADERS) else {
+            return false;
+        };
+        if !state.link.as_mut().is_some_and(|t| t.confirm(&hop)) {
+            state.link = LinkTemplate::new(ip, eth, hop);
         }
         let (Some(t), Some((ident, ttl))) = (state.link.as_ref(), link::ident_ttl(ip, msg, cx, AT))
         else {
@@ -58,7 +62,7 @@ impl<Driver: Stage> FastForm<(TcpConnStage, IpStage, ArpStage, EthStage, Driver)
             return false;
         };
         t.write(h, segment + MIN_HEADER_LEN, ident, ttl);
-        link::finish(msg, &hop)
+        link::finish(msg, &hop, pad)
     }
 
     #[inline(always)]

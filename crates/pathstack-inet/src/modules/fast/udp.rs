@@ -24,7 +24,6 @@ use crate::wire::ipv4;
 use crate::wire::udp;
 use pathstack_core::fused::{FastCx, FastForm};
 use pathstack_core::{Msg, Stage};
-use std::net::Ipv4Addr;
 
 /// Header bytes of a UDP datagram over IPv4 over Ethernet.
 const HEADERS: usize = LINK_HEADERS + udp::HEADER_LEN;
@@ -66,10 +65,6 @@ impl PeerTemplate {
             udp_sum: checksum::partial(&pseudo) + checksum::partial(&ports),
         }
     }
-
-    fn fits(&self, dst: Ipv4Addr, dst_port: u16, mac: crate::MacAddr) -> bool {
-        self.dst_port == dst_port && self.link.fits(dst, mac)
-    }
 }
 
 impl<Top: Stage, Driver: Stage> FastForm<(Top, UdpStage, IpStage, ArpStage, EthStage, Driver)>
@@ -89,16 +84,23 @@ impl<Top: Stage, Driver: Stage> FastForm<(Top, UdpStage, IpStage, ArpStage, EthS
             return false;
         };
         let datagram = msg.len() + udp::HEADER_LEN;
-        let Some(hop) = link::hop((ip, arp), ends.dst, datagram, udp::HEADER_LEN, msg, cx, AT)
-        else {
-            return false;
-        };
-        if !state
+        let kept = state
             .peer
             .as_ref()
-            .is_some_and(|t| t.fits(ends.dst, ends.dst_port, hop.mac))
-        {
-            let Some(link) = LinkTemplate::new(ip, eth, ends.dst, hop.mac) else {
+            .filter(|t| t.dst_port == ends.dst_port)
+            .map(|t| t.link.hop());
+        let Some(hop) = link::hop((ip, arp), ends.dst, datagram, msg, cx, AT, kept) else {
+            return false;
+        };
+        let Some(pad) = link::room(msg, HEADERS) else {
+            return false;
+        };
+        let confirmed = match state.peer.as_mut() {
+            Some(t) if t.dst_port == ends.dst_port => t.link.confirm(&hop),
+            _ => false,
+        };
+        if !confirmed {
+            let Some(link) = LinkTemplate::new(ip, eth, hop) else {
                 return false;
             };
             state.peer = Some(PeerTemplate::new(link, &ends));
@@ -124,7 +126,7 @@ impl<Top: Stage, Driver: Stage> FastForm<(Top, UdpStage, IpStage, ArpStage, EthS
         // RFC 768: a computed zero is sent as all ones (zero means "none").
         let c = if c == [0, 0] { [0xff, 0xff] } else { c };
         u[6..8].copy_from_slice(&c);
-        link::finish(msg, &hop)
+        link::finish(msg, &hop, pad)
     }
 
     #[inline(always)]
