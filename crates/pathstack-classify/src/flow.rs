@@ -1,8 +1,11 @@
 //! The flow table: one exact-match probe for a message of an established
 //! path, in front of the demux tree.
 //!
-//! An active path whose every level has a key is a *flow*: its message is
-//! one whose header bytes at fixed places equal the keys it registered.
+//! A path whose every level has a key is a *flow*: its message is one
+//! whose header bytes at fixed places equal the keys it registered. Most
+//! flows are active paths (a TCP connection, a connected UDP socket); a
+//! passive one (RPC's paths, which serve every peer; a listener) is one
+//! while no active path can take its messages (point 3).
 //! When every module on such a path describes where its active key lies in
 //! its header ([`FlowLayout`], from
 //! [`PartialClassifier::flow_layout`](crate::PartialClassifier::flow_layout)),
@@ -37,11 +40,24 @@
 //!    and puts it back when the last continuing path goes.
 //! 3. *Active beats passive.* Any matching active path wins over every
 //!    passive one whatever their lengths, so no passive path can be
-//!    preferred to a flow; `Stop` levels end a chain like any last level.
-//! 4. *No two flows match one message.* Two matching active paths of equal
-//!    length would share all their nodes, which registration refuses
+//!    preferred to an active flow; `Stop` levels end a chain like any last
+//!    level. A *passive* path is filed (with its modules' passive layouts,
+//!    [`PartialClassifier::passive_flow_layout`]) only while its first node
+//!    has no active twin, i.e. no active node hangs from the receiving
+//!    module with the same key, and only where the receiving module's
+//!    passive layout is its active one: then a message the layouts apply
+//!    to has that key in both modes, the active walk finds no first node,
+//!    and the passive walk decides, by points 1 and 2 in passive mode. The
+//!    classifier refiles the passive flows when an active first node comes
+//!    or goes (rare: the first connection of an EtherType). Passive paths
+//!    of fewer than three keyed levels are left to the walk: their gathers
+//!    would cost every other message a probe for a saving of a level or
+//!    two.
+//! 4. *No two flows match one message.* Two matching paths of one mode and
+//!    equal length would share all their nodes, which registration refuses
 //!    (`Ambiguous`); of unequal length, the shorter is not in the table
-//!    (2.). So the first entry whose key and guards match is the only one.
+//!    (2.); an active and a passive flow cannot both match (3.). So the
+//!    first entry whose key and guards match is the only one.
 //!
 //! A message the layouts do not apply to (IPv4 options or a fragment, a
 //! truncated header) or whose key no flow has costs the gather and one
@@ -53,12 +69,17 @@
 //! the same module share a [`Gather`] and its hash table, so a host with
 //! TCP connections and connected UDP sockets (whose port keys lie at the
 //! same offsets) still probes once: the protocol byte in the IP key tells
-//! them apart, and each entry's chain checks its own guards. An entry is
-//! its key's words, its path and its chain: 32 bytes for an
-//! Ethernet/IPv4/TCP flow (three words), plus a 4-byte slot of the
-//! [`NodeTable`] over its load factor. Gathers and chains are few (one per
-//! distinct layout and module sequence) and stay when their last flow
+//! them apart, and each entry's chain checks its own guards. A gather
+//! keeps the key words all its flows share once (the EtherType) and turns
+//! away a message without them with one load; an entry, held in the
+//! gather's slot table (`flow_slots.rs`), is the other key words and one
+//! word of path, chain and distance from home: 24 bytes for an
+//! Ethernet/IPv4/TCP flow, over a load factor between 13/24 and 13/16.
+//! Gathers are probed most flows first. Gathers and chains are few (one
+//! per distinct layout and module sequence) and stay when their last flow
 //! goes; a changed layout rebuilds the table from the tree.
+//!
+//! [`PartialClassifier::passive_flow_layout`]: crate::PartialClassifier::passive_flow_layout
 
 use crate::classifier::MAX_DEPTH;
 use crate::flow_slots::{Entry, FlowSlots, MAX_CHAINS};
@@ -799,8 +820,8 @@ impl Gather {
     fn admit(&mut self, key: &[u64; WORDS], hasher: &EdgeHasher) {
         if self.slots.len() == 0 {
             // The first flow (again): its words are the common ones.
-            for w in 0..WORDS {
-                self.common[w] = key[w] & self.common_sel[w];
+            for ((c, &k), &sel) in self.common.iter_mut().zip(key).zip(&self.common_sel) {
+                *c = k & sel;
             }
             self.set_screen();
             return;
@@ -835,8 +856,8 @@ impl Gather {
             .rebuild(self.slots.slot_count(), n, relayout, hash);
         self.varies = varies;
         self.common_sel = sel;
-        for w in 0..WORDS {
-            self.common[w] &= sel[w];
+        for (c, &s) in self.common.iter_mut().zip(&sel) {
+            *c &= s;
         }
         self.set_screen();
     }
