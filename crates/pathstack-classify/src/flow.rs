@@ -1051,19 +1051,22 @@ impl FlowTable {
             }
             _ => return false,
         };
-        let c = &mut self.chains[chain as usize];
-        c.entries += 1;
-        let g = &mut self.gathers[c.gather as usize];
+        let gather = self.chains[chain as usize].gather;
+        let g = &mut self.gathers[gather as usize];
         g.admit(&key, hasher);
         let (packed, h) = g.pack_any(&key, hasher).expect("admitted");
         let (varies, words) = (g.varies, g.windows.len());
-        g.slots
-            .insert_growing(h, &packed[..varies.len()], Entry { path, chain }, |k| {
-                stored_hash(hasher, &varies, words, k)
-            });
+        let filed =
+            g.slots
+                .insert_growing(h, &packed[..varies.len()], Entry { path, chain }, |k| {
+                    stored_hash(hasher, &varies, words, k)
+                });
+        if !filed {
+            return false;
+        }
+        self.chains[chain as usize].entries += 1;
         self.len += 1;
         self.passive += usize::from(passive);
-        let gather = self.chains[chain as usize].gather;
         self.reorder(gather);
         true
     }
