@@ -108,11 +108,11 @@ pub struct Classifier {
     open: Vec<Chain>,
     hasher: EdgeHasher,
     partials: Vec<Option<Box<dyn PartialClassifier>>>,
-    /// Each installed partial classifier's flow layout, read when it was
-    /// installed (indexed like `partials`).
-    layouts: Vec<Option<FlowLayout>>,
-    /// Active paths with a key and a layout at every level, by their
-    /// concatenated keys (`flow.rs`): what `classify` probes first.
+    /// Each installed partial classifier's flow layouts, active and
+    /// passive, read when it was installed (indexed like `partials`).
+    layouts: Vec<[Option<FlowLayout>; 2]>,
+    /// Paths with a key and a layout at every level, by their keys where
+    /// they lie in a message (`flow.rs`): what `classify` probes first.
     flows: FlowTable,
     max_nodes: u32,
 }
@@ -190,9 +190,9 @@ impl Classifier {
         let i = module.0 as usize;
         if self.partials.len() <= i {
             self.partials.resize_with(i + 1, || None);
-            self.layouts.resize(i + 1, None);
+            self.layouts.resize(i + 1, [None; 2]);
         }
-        self.layouts[i] = pc.flow_layout();
+        self.layouts[i] = [pc.flow_layout(), pc.passive_flow_layout()];
         self.partials[i] = Some(pc);
         // Which paths are flows, and how their keys are gathered, may have
         // changed with the layout.
@@ -208,8 +208,8 @@ impl Classifier {
     /// `module`'s flow layout: its partial classifier's, or the empty one
     /// of a module without a partial classifier (empty key, no bytes).
     #[cfg(feature = "testing")]
-    fn layout(&self, module: ModuleId) -> Option<FlowLayout> {
-        layout_of(&self.partials, &self.layouts, module)
+    fn layout(&self, module: ModuleId, passive: bool, root: ModuleId) -> Option<FlowLayout> {
+        layout_of(&self.partials, &self.layouts, module, passive, root)
     }
 
     /// The modules and keys of the chain ending at live node `tail`, from
@@ -233,10 +233,24 @@ impl Classifier {
     }
 
     /// Whether the path ending at `tail` could be a flow by its mode: an
-    /// active chain that ends a path.
+    /// active chain that ends a path, or a passive one that no active path
+    /// can take a message from (`flow.rs`, point 3): its first node has no
+    /// active twin, so the active walk finds no node for the receiving
+    /// module's key (which does not depend on the mode where a passive
+    /// flow's layouts apply, [`layout_of`]).
     fn flow_candidate(&self, tail: u32) -> bool {
         let n = self.slab.get(tail);
-        n.flags() & PASSIVE == 0 && n.path != NONE
+        if n.path == NONE {
+            return false;
+        }
+        if n.flags() & PASSIVE == 0 {
+            return true;
+        }
+        let mut idx = tail;
+        while self.slab.get(idx).flags() & ROOT == 0 {
+            idx = self.slab.get(idx).parent();
+        }
+        self.slab.twin(idx) == NONE
     }
 
     /// Files the path ending at `tail` in the flow table if it belongs
@@ -249,12 +263,18 @@ impl Classifier {
         }
         let mut levels = [(ModuleId(NONE), Key::EMPTY); MAX_DEPTH];
         let depth = self.chain_levels(tail, &mut levels);
-        let path = self.slab.get(tail).path;
+        let n = self.slab.get(tail);
+        let (path, passive) = (n.path, n.flags() & PASSIVE != 0);
+        if passive && !worth_a_passive_flow(&levels[..depth]) {
+            return;
+        }
         let (partials, layouts) = (&self.partials, &self.layouts);
+        let root = levels[0].0;
         self.flows.insert(
             path,
             &levels[..depth],
-            |m| layout_of(partials, layouts, m),
+            passive,
+            |m| layout_of(partials, layouts, m, passive, root),
             &self.hasher,
         );
     }
@@ -266,8 +286,10 @@ impl Classifier {
         }
         let mut levels = [(ModuleId(NONE), Key::EMPTY); MAX_DEPTH];
         let depth = self.chain_levels(tail, &mut levels);
-        let path = self.slab.get(tail).path;
-        self.flows.remove(path, &levels[..depth], &self.hasher);
+        let n = self.slab.get(tail);
+        let (path, passive) = (n.path, n.flags() & PASSIVE != 0);
+        self.flows
+            .remove(path, &levels[..depth], passive, &self.hasher);
     }
 
     /// Refiles every path from the tree (after a layout changed).
@@ -487,7 +509,12 @@ impl Classifier {
                     end - usize::from(l.offset),
                 );
             }
-            rec.finish(Some(KeyMode::Active), levels.len());
+            let mode = if chain.passive() {
+                KeyMode::Passive
+            } else {
+                KeyMode::Active
+            };
+            rec.finish(Some(mode), levels.len());
         }
         Some(PathId(path))
     }
@@ -772,7 +799,7 @@ impl Classifier {
     /// table's gathers.
     #[cfg(feature = "testing")]
     pub fn flow_table_displacements(&self) -> (usize, f64, usize) {
-        let (n, sum, max) = self.flows.displacements(&self.hasher);
+        let (n, sum, max) = self.flows.displacements();
         (n, sum as f64 / n.max(1) as f64, max)
     }
 
@@ -855,9 +882,13 @@ impl Classifier {
             let mut levels = [(ModuleId(NONE), Key::EMPTY); MAX_DEPTH];
             let depth = self.chain_levels(i, &mut levels);
             let levels = &levels[..depth];
-            let layout = |m| self.layout(m);
-            let filed = self.flows.contains(n.path, levels, layout, &self.hasher);
+            let passive = n.flags() & PASSIVE != 0;
+            let layout = |m| self.layout(m, passive, levels[0].0);
+            let filed = self
+                .flows
+                .contains(n.path, levels, passive, layout, &self.hasher);
             let belongs = self.flow_candidate(i)
+                && (!passive || worth_a_passive_flow(levels))
                 && n.next_module == NONE
                 && crate::flow::FlowPlan::new(levels, layout).is_ok();
             if filed != belongs {
@@ -1112,6 +1143,11 @@ impl Classifier {
                 // the first here, under its parent's twin.
                 if let Some(t) = self.expected_twin(idx) {
                     self.slab.link_twins(idx, t);
+                    // An active first node over a passive one: the active
+                    // walk may now take the passive flows' messages.
+                    if flags & (ROOT | PASSIVE) == ROOT && self.flows.passive_len() > 0 {
+                        self.rebuild_flows();
+                    }
                 }
                 idx
             }
@@ -1219,8 +1255,12 @@ impl Classifier {
         }
         // Complete chains first: an open chain may stop at the node where
         // a complete one of the same path ends, whose path is then cleared.
+        let mut refile = false;
         for chain in chains.into_iter().flatten() {
-            self.unwind(chain);
+            refile |= self.unwind(chain);
+        }
+        if refile {
+            self.rebuild_flows();
         }
         Ok(())
     }
@@ -1238,8 +1278,12 @@ impl Classifier {
         }
     }
 
-    /// Walks one chain from its tail up to the root, undoing its registrations.
-    fn unwind(&mut self, chain: Chain) {
+    /// Walks one chain from its tail up to the root, undoing its
+    /// registrations; `true` if it freed an active first node with a
+    /// passive twin, whose passive paths may be flows now (the caller
+    /// refiles them once every chain is unwound).
+    fn unwind(&mut self, chain: Chain) -> bool {
+        let mut refile = false;
         let mut idx = chain.tail;
         loop {
             let n = self.slab.get_mut(idx);
@@ -1255,6 +1299,7 @@ impl Classifier {
                     .remove(h, idx, |i| Self::edge_hash(slab, hasher, i));
                 debug_assert!(removed, "node {idx} missing from the edge table");
                 self.child_changed(parent, flags, idx, false);
+                refile |= flags & (ROOT | PASSIVE) == ROOT && self.slab.twin(idx) != NONE;
                 self.slab.free(idx);
             } else if self.slab.continuing(idx) == 0 {
                 self.slab.get_mut(idx).next_module = NONE;
@@ -1264,7 +1309,7 @@ impl Classifier {
                 }
             }
             if flags & ROOT != 0 {
-                break;
+                break refile;
             }
             idx = parent;
         }
@@ -1296,15 +1341,47 @@ impl Classifier {
     }
 }
 
-/// `module`'s flow layout among `partials` and their `layouts`: the
-/// partial classifier's, or the empty one of a module without one.
+/// Fewest keyed levels a passive path needs to be filed as a flow.
+///
+/// A passive flow's gather is probed by every message that reaches its
+/// receiving module, and most of a host's passive paths are short (ARP's
+/// EtherType, IP's protocol paths to ICMP): there the probe saves a walk
+/// of one or two levels to the few messages that take it and costs one
+/// probe to all the others (a UDP round trip paid about 170 instructions
+/// more with them filed). A listener or an RPC path three or more levels
+/// deep saves a probe per level beyond that.
+const MIN_PASSIVE_FLOW_LEVELS: usize = 3;
+
+/// Whether a passive chain of `levels` is deep enough to be filed.
+fn worth_a_passive_flow(levels: &[(ModuleId, Key)]) -> bool {
+    levels.iter().filter(|(_, k)| !k.is_empty()).count() >= MIN_PASSIVE_FLOW_LEVELS
+}
+
+/// `module`'s flow layout for a path of the given mode among `partials`
+/// and their `layouts`: the partial classifier's, or the empty one of a
+/// module without one. For a passive path, the receiving module `root`
+/// has one only where its passive layout is its active one: then a
+/// message the layout applies to has the same key in both modes, and the
+/// classifier's check that no active node has that key shows that the
+/// active walk finds nothing (`flow.rs`, point 3).
 fn layout_of(
     partials: &[Option<Box<dyn PartialClassifier>>],
-    layouts: &[Option<FlowLayout>],
+    layouts: &[[Option<FlowLayout>; 2]],
     module: ModuleId,
+    passive: bool,
+    root: ModuleId,
 ) -> Option<FlowLayout> {
     match partials.get(module.0 as usize) {
-        Some(Some(_)) => layouts.get(module.0 as usize).copied().flatten(),
+        Some(Some(_)) => {
+            let [active, passive_layout] = *layouts.get(module.0 as usize)?;
+            if !passive {
+                active
+            } else if module == root {
+                passive_layout.filter(|p| Some(*p) == active)
+            } else {
+                passive_layout
+            }
+        }
         _ => Some(FlowLayout::PASS_THROUGH),
     }
 }

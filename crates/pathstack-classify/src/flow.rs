@@ -1,8 +1,11 @@
 //! The flow table: one exact-match probe for a message of an established
 //! path, in front of the demux tree.
 //!
-//! An active path whose every level has a key is a *flow*: its message is
-//! one whose header bytes at fixed places equal the keys it registered.
+//! A path whose every level has a key is a *flow*: its message is one
+//! whose header bytes at fixed places equal the keys it registered. Most
+//! flows are active paths (a TCP connection, a connected UDP socket); a
+//! passive one (RPC's paths, which serve every peer; a listener) is one
+//! while no active path can take its messages (point 3).
 //! When every module on such a path describes where its active key lies in
 //! its header ([`FlowLayout`], from
 //! [`PartialClassifier::flow_layout`](crate::PartialClassifier::flow_layout)),
@@ -37,11 +40,24 @@
 //!    and puts it back when the last continuing path goes.
 //! 3. *Active beats passive.* Any matching active path wins over every
 //!    passive one whatever their lengths, so no passive path can be
-//!    preferred to a flow; `Stop` levels end a chain like any last level.
-//! 4. *No two flows match one message.* Two matching active paths of equal
-//!    length would share all their nodes, which registration refuses
+//!    preferred to an active flow; `Stop` levels end a chain like any last
+//!    level. A *passive* path is filed (with its modules' passive layouts,
+//!    [`PartialClassifier::passive_flow_layout`]) only while its first node
+//!    has no active twin, i.e. no active node hangs from the receiving
+//!    module with the same key, and only where the receiving module's
+//!    passive layout is its active one: then a message the layouts apply
+//!    to has that key in both modes, the active walk finds no first node,
+//!    and the passive walk decides, by points 1 and 2 in passive mode. The
+//!    classifier refiles the passive flows when an active first node comes
+//!    or goes (rare: the first connection of an EtherType). Passive paths
+//!    of fewer than three keyed levels are left to the walk: their gathers
+//!    would cost every other message a probe for a saving of a level or
+//!    two.
+//! 4. *No two flows match one message.* Two matching paths of one mode and
+//!    equal length would share all their nodes, which registration refuses
 //!    (`Ambiguous`); of unequal length, the shorter is not in the table
-//!    (2.). So the first entry whose key and guards match is the only one.
+//!    (2.); an active and a passive flow cannot both match (3.). So the
+//!    first entry whose key and guards match is the only one.
 //!
 //! A message the layouts do not apply to (IPv4 options or a fragment, a
 //! truncated header) or whose key no flow has costs the gather and one
@@ -53,15 +69,21 @@
 //! the same module share a [`Gather`] and its hash table, so a host with
 //! TCP connections and connected UDP sockets (whose port keys lie at the
 //! same offsets) still probes once: the protocol byte in the IP key tells
-//! them apart, and each entry's chain checks its own guards. An entry is
-//! its key's words, its path and its chain: 32 bytes for an
-//! Ethernet/IPv4/TCP flow (three words), plus a 4-byte slot of the
-//! [`NodeTable`] over its load factor. Gathers and chains are few (one per
-//! distinct layout and module sequence) and stay when their last flow
+//! them apart, and each entry's chain checks its own guards. A gather
+//! keeps the key words all its flows share once (the EtherType) and turns
+//! away a message without them with one load; an entry, held in the
+//! gather's slot table (`flow_slots.rs`), is the other key words and one
+//! word of path, chain and distance from home: 24 bytes for an
+//! Ethernet/IPv4/TCP flow, over a load factor between 13/24 and 13/16.
+//! Gathers are probed most flows first. Gathers and chains are few (one
+//! per distinct layout and module sequence) and stay when their last flow
 //! goes; a changed layout rebuilds the table from the tree.
+//!
+//! [`PartialClassifier::passive_flow_layout`]: crate::PartialClassifier::passive_flow_layout
 
 use crate::classifier::MAX_DEPTH;
-use crate::hash::{EdgeHasher, NodeTable};
+use crate::flow_slots::{Entry, FlowSlots, MAX_CHAINS};
+use crate::hash::EdgeHasher;
 use crate::node::NONE;
 use crate::{Key, ModuleId};
 
@@ -69,8 +91,9 @@ use crate::{Key, ModuleId};
 /// destination, source).
 pub const MAX_KEY_SPANS: usize = 4;
 
-/// Most guard bytes one [`FlowLayout`] may name.
-pub const MAX_GUARDS: usize = 4;
+/// Most guard bytes one [`FlowLayout`] may name (BLAST's short message
+/// needs seven: a zero sequence number and fragment count, the SEND op).
+pub const MAX_GUARDS: usize = 8;
 
 /// How long a header is, as far as a [`FlowLayout`] knows it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -93,11 +116,13 @@ pub enum HeaderLen {
     },
 }
 
-/// A run of key bytes inside one header.
+/// A run of key bytes inside one header, each byte taken under `mask`
+/// (0xff but for a key byte that is some bits of a header byte).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Span {
     at: u8,
     len: u8,
+    mask: u8,
 }
 
 /// A header byte that must hold `value` under `mask` for a layout to apply.
@@ -108,7 +133,11 @@ struct Guard {
     value: u8,
 }
 
-const NO_SPAN: Span = Span { at: 0, len: 0 };
+const NO_SPAN: Span = Span {
+    at: 0,
+    len: 0,
+    mask: 0,
+};
 const NO_GUARD: Guard = Guard {
     at: 0,
     mask: 0,
@@ -199,7 +228,28 @@ impl FlowLayout {
     ///
     /// If the span is empty, lies outside the header's fixed part, is one
     /// span too many, or makes the key longer than [`Key::MAX_LEN`].
-    pub const fn key(mut self, at: u8, len: u8) -> Self {
+    pub const fn key(self, at: u8, len: u8) -> Self {
+        self.span(Span {
+            at,
+            len,
+            mask: 0xff,
+        })
+    }
+
+    /// Appends the bits `mask` of header byte `at` to the key, as one key
+    /// byte `header[at] & mask` (CHAN's key names the `FROM_CLIENT` flag
+    /// of its flags byte, not the byte).
+    ///
+    /// # Panics
+    ///
+    /// As [`key`](Self::key), and for an empty mask.
+    pub const fn key_bits(self, at: u8, mask: u8) -> Self {
+        assert!(mask != 0, "an empty key mask");
+        self.span(Span { at, len: 1, mask })
+    }
+
+    const fn span(mut self, sp: Span) -> Self {
+        let Span { at, len, .. } = sp;
         assert!(len > 0, "an empty key span");
         assert!(
             at as usize + len as usize <= self.fixed_len(),
@@ -213,7 +263,7 @@ impl FlowLayout {
             self.key_len as usize + len as usize <= Key::MAX_LEN,
             "key longer than Key::MAX_LEN"
         );
-        self.spans[self.n_spans as usize] = Span { at, len };
+        self.spans[self.n_spans as usize] = sp;
         self.n_spans += 1;
         self.key_len += len;
         self
@@ -285,7 +335,9 @@ impl FlowLayout {
         let mut n = 0;
         for s in self.spans() {
             let (at, l) = (usize::from(s.at), usize::from(s.len));
-            key[n..n + l].copy_from_slice(&header[at..at + l]);
+            for (k, &b) in key[n..n + l].iter_mut().zip(&header[at..at + l]) {
+                *k = b & s.mask;
+            }
             n += l;
         }
         Some((Key::new(&key[..n])?, len))
@@ -319,8 +371,10 @@ pub(crate) enum NotAFlow {
 
 /// Most 8-byte windows of a message a flow's key bytes may lie in: three
 /// for Ethernet/IPv4/UDP or TCP (the EtherType; the protocol and the
-/// source address; the destination address and the ports).
-const WORDS: usize = 4;
+/// source address; the destination address and the ports), five for the
+/// RPC stack over IP (those three with BLAST's protocol number; BID's
+/// protocol number and CHAN's side; CHAN's protocol number).
+pub(crate) const WORDS: usize = 6;
 
 /// A chain of levels laid out for one flow: what [`FlowTable::insert`]
 /// files and [`FlowTable::remove`] looks for.
@@ -369,9 +423,9 @@ impl FlowPlan {
         });
         // Every guard byte: where it lies, its mask and value.
         let mut guards = Few::<(u16, u8, u8), MAX_BYTES>::new((0, 0, 0));
-        // Every key byte: where it lies in the message, its value, and
-        // its place in the registered keys end to end.
-        let mut bytes = Few::<(u16, u8, u8), MAX_BYTES>::new((0, 0, 0));
+        // Every key byte: where it lies in the message, its mask and
+        // value, and its place in the registered keys end to end.
+        let mut bytes = Few::<(u16, u8, u8, u8), MAX_BYTES>::new((0, 0, 0, 0));
         let mut key_lens = Few::new(0u8);
         let mut key_at = 0usize;
         let place = |at: usize, within: u8| {
@@ -411,7 +465,12 @@ impl FlowPlan {
                         .ok_or(NotAFlow::KeyShape)?;
                     let idx = key_at + starts[i] + usize::from(k);
                     let idx = u8::try_from(idx).map_err(|_| NotAFlow::Scattered)?;
-                    bytes.push((place(offset, sp.at)? + u16::from(k), v, idx))?;
+                    // A registered byte with bits outside its mask is one
+                    // the layout's key never yields.
+                    if v & !sp.mask != 0 {
+                        return Err(NotAFlow::KeyShape);
+                    }
+                    bytes.push((place(offset, sp.at)? + u16::from(k), sp.mask, v, idx))?;
                 }
             }
             key_at += key.len();
@@ -433,14 +492,14 @@ impl FlowPlan {
         if !bytes.windows(2).all(|p| p[0].0 <= p[1].0) {
             bytes.sort_unstable_by_key(|b| b.0);
         }
-        // A byte named twice must have been registered the same both times
-        // (then it is one byte of the key).
+        // A byte named twice must have been named under one mask and
+        // registered the same both times (then it is one byte of the key).
         let mut distinct = Few::<(u16, u8, u8), MAX_BYTES>::new((0, 0, 0));
-        for &(o, v, _) in bytes.iter() {
+        for &(o, m, v, _) in bytes.iter() {
             match distinct.last() {
-                Some(&(p, _, w)) if p == o && w != v => return Err(NotAFlow::KeyShape),
+                Some(&(p, n, w)) if p == o && (w != v || n != m) => return Err(NotAFlow::KeyShape),
                 Some(&(p, _, _)) if p == o => {}
-                _ => distinct.push((o, 0xff, v))?,
+                _ => distinct.push((o, m, v))?,
             }
         }
         let (windows, assigned) = cover(need, &distinct)?;
@@ -453,7 +512,7 @@ impl FlowPlan {
             scatter.push((0, 0))?;
         }
         let mut d = 0;
-        for &(o, _, idx) in bytes.iter() {
+        for &(o, _, _, idx) in bytes.iter() {
             // `bytes` and `distinct` are both in offset order.
             while distinct[d].0 != o {
                 d += 1;
@@ -600,6 +659,8 @@ pub(crate) struct ChainLevel {
 /// A sequence of modules flows are filed under, with the checks that make
 /// their layouts apply to a message.
 pub(crate) struct FlowChain {
+    /// Whether its flows are passive paths (module docs, point 3).
+    passive: bool,
     gather: u32,
     levels: Box<[ChainLevel]>,
     /// Every level's guards, as windows: `(offset in the message, mask,
@@ -620,6 +681,11 @@ impl FlowChain {
     /// The modules from the receiving end.
     pub(crate) fn levels(&self) -> &[ChainLevel] {
         &self.levels
+    }
+
+    /// Whether its flows are passive paths.
+    pub(crate) fn passive(&self) -> bool {
+        self.passive
     }
 
     /// The last level's header length if every level's layout applies to
@@ -646,34 +712,63 @@ impl FlowChain {
 
 /// The flows whose keys are gathered from the same windows of messages
 /// arriving at one module, and the table that finds them by key.
+///
+/// A key word every flow of the gather has alike (the EtherType of every
+/// Ethernet/IPv4 flow) is kept once, in `common`, and compared before the
+/// hash; the entries hold only the words that vary (`varies`), so an
+/// Ethernet/IPv4/TCP flow stores two key words, not three. A word starts
+/// to vary when a flow with another value comes: then the entries are
+/// laid out again, at most [`WORDS`] times in a gather's life.
 struct Gather {
     module: ModuleId,
     /// `(offset in the message, mask)` of each key word.
     windows: Box<[(u16, u64)]>,
-    /// Key words an entry holds: one per window.
-    words: usize,
-    /// Entries by the hash of their key.
-    table: NodeTable,
-    /// `words` key words per entry.
-    keys: Vec<u64>,
-    /// Each entry's path, `NONE` in a free entry.
-    paths: Vec<u32>,
-    /// Each entry's chain.
-    chains: Vec<u32>,
-    free: Vec<u32>,
+    /// The words that vary between the flows, ascending: what an entry
+    /// stores, in this order.
+    varies: Few<u8, WORDS>,
+    /// The value every flow has in each other word.
+    common: [u64; WORDS],
+    /// All ones for a common word, zero for one that varies (or is past
+    /// the windows).
+    common_sel: [u64; WORDS],
+    /// The last common word as `(offset, mask, value)`: one load and
+    /// compare that turns away most messages of other flows (another
+    /// protocol's) before the other windows are read. Mask 0 when no word
+    /// is common.
+    screen: (u16, u64, u64),
+    slots: FlowSlots,
 }
 
 impl Gather {
-    /// Entry `i`'s key words, zero padded.
-    fn key(&self, i: u32) -> [u64; WORDS] {
-        let at = i as usize * self.words;
-        let mut w = [0; WORDS];
-        w[..self.words].copy_from_slice(&self.keys[at..at + self.words]);
-        w
+    fn new(module: ModuleId, windows: &[(u16, u64)]) -> Self {
+        let mut common_sel = [0; WORDS];
+        common_sel[..windows.len()].fill(u64::MAX);
+        Gather {
+            module,
+            windows: windows.into(),
+            varies: Few::new(0),
+            common: [0; WORDS],
+            common_sel,
+            screen: (0, 0, 0),
+            slots: FlowSlots::new(0),
+        }
     }
 
-    fn hash_of(&self, hasher: &EdgeHasher, i: u32) -> u64 {
-        hasher.flow(&self.key(i), self.words)
+    /// Sets [`screen`](Self::screen) from the common words.
+    fn set_screen(&mut self) {
+        self.screen = (0, 0, 0);
+        for (w, &(at, mask)) in self.windows.iter().enumerate() {
+            if self.common_sel[w] != 0 {
+                self.screen = (at, mask, self.common[w]);
+            }
+        }
+    }
+
+    /// Whether `msg` passes the screen: it has the last common word.
+    #[inline(always)]
+    fn screens(&self, msg: &[u8]) -> bool {
+        let (at, mask, value) = self.screen;
+        load_le(msg, usize::from(at)) & mask == value
     }
 
     /// The key of `msg`: a load and a mask per window (what
@@ -687,28 +782,121 @@ impl Gather {
         key
     }
 
-    /// Whether entry `i`'s key is `key`.
-    fn key_is(&self, i: u32, key: &[u64; WORDS]) -> bool {
-        let at = i as usize * self.words;
-        let Some(stored) = self.keys.get(at..at + self.words) else {
-            return false;
-        };
-        stored.iter().zip(key).all(|(a, b)| a == b)
+    /// The words of `key` (of `N` words) an entry stores, zero padded,
+    /// and the hash it is filed under (of `key` with the common words
+    /// zeroed); `None` if a common word differs (no flow of the gather has
+    /// the key).
+    #[inline(always)]
+    fn pack<const N: usize>(
+        &self,
+        key: &[u64; WORDS],
+        words: usize,
+        hasher: &EdgeHasher,
+    ) -> Option<([u64; WORDS], u64)> {
+        let mut diff = 0;
+        let mut varying = [0; WORDS];
+        for w in 0..N {
+            diff |= (key[w] ^ self.common[w]) & self.common_sel[w];
+            varying[w] = key[w] & !self.common_sel[w];
+        }
+        if diff != 0 {
+            return None;
+        }
+        let mut packed = [0; WORDS];
+        for (p, &w) in packed.iter_mut().zip(self.varies.iter()) {
+            *p = varying[usize::from(w)];
+        }
+        // `words` is the gather's window count, a constant in the probe.
+        Some((packed, hasher.flow(&varying, words)))
     }
+
+    /// [`pack`](Self::pack) for a key of any word count (registration).
+    fn pack_any(&self, key: &[u64; WORDS], hasher: &EdgeHasher) -> Option<([u64; WORDS], u64)> {
+        self.pack::<WORDS>(key, self.windows.len(), hasher)
+    }
+
+    /// Makes every word in which `key` differs from the common ones
+    /// vary, laying the entries out again if any does.
+    fn admit(&mut self, key: &[u64; WORDS], hasher: &EdgeHasher) {
+        if self.slots.len() == 0 {
+            // The first flow (again): its words are the common ones.
+            for ((c, &k), &sel) in self.common.iter_mut().zip(key).zip(&self.common_sel) {
+                *c = k & sel;
+            }
+            self.set_screen();
+            return;
+        }
+        let mut varies = self.varies;
+        let mut sel = self.common_sel;
+        for w in 0..self.windows.len() {
+            if sel[w] != 0 && key[w] != self.common[w] {
+                sel[w] = 0;
+                // At most `WORDS` words, so there is room.
+                let _ = varies.push(w as u8);
+            }
+        }
+        if varies.len() == self.varies.len() {
+            return;
+        }
+        varies.sort_unstable();
+        let (old, common) = (self.varies, self.common);
+        let relayout = |stored: &[u64], out: &mut [u64]| {
+            let mut full = common;
+            for (&w, &v) in old.iter().zip(stored) {
+                full[usize::from(w)] = v;
+            }
+            for (o, &w) in out.iter_mut().zip(varies.iter()) {
+                *o = full[usize::from(w)];
+            }
+        };
+        let n = varies.len();
+        let words = self.windows.len();
+        let hash = |k: &[u64]| stored_hash(hasher, &varies, words, k);
+        self.slots
+            .rebuild(self.slots.slot_count(), n, relayout, hash);
+        self.varies = varies;
+        self.common_sel = sel;
+        for (c, &s) in self.common.iter_mut().zip(&sel) {
+            *c &= s;
+        }
+        self.set_screen();
+    }
+}
+
+/// The hash an entry with `stored` words is filed under, in a gather of
+/// `words` windows whose words `varies` vary: that of its key with the
+/// common words zeroed, as [`Gather::pack`] hashes a message's.
+fn stored_hash(hasher: &EdgeHasher, varies: &[u8], words: usize, stored: &[u64]) -> u64 {
+    let mut full = [0; WORDS];
+    for (&w, &v) in varies.iter().zip(stored) {
+        full[usize::from(w)] = v;
+    }
+    hasher.flow(&full, words)
 }
 
 /// The flow table of one classifier (see the module docs).
 #[derive(Default)]
 pub(crate) struct FlowTable {
     gathers: Vec<Gather>,
+    /// The gathers in the order a lookup probes them: most flows first,
+    /// so that the host's many connections are not probed after its few
+    /// listeners' gathers.
+    order: Vec<u32>,
     chains: Vec<FlowChain>,
     len: usize,
+    /// How many of the flows are passive paths.
+    passive: usize,
 }
 
 impl FlowTable {
     /// Number of flows.
     pub(crate) fn len(&self) -> usize {
         self.len
+    }
+
+    /// Number of flows that are passive paths.
+    pub(crate) fn passive_len(&self) -> usize {
+        self.passive
     }
 
     /// Forgets every flow, chain and gather (when a layout may have changed).
@@ -720,23 +908,22 @@ impl FlowTable {
         let gathers: usize = self
             .gathers
             .iter()
-            .map(|g| {
-                g.table.heap_bytes()
-                    + g.keys.capacity() * 8
-                    + g.paths.capacity() * 4
-                    + g.chains.capacity() * 4
-                    + g.free.capacity() * 4
-                    + g.windows.len() * 16
-            })
+            .map(|g| g.slots.heap_bytes() + g.windows.len() * 16)
             .sum();
         let chains: usize = self
             .chains
             .iter()
-            .map(|c| c.levels.len() * 12 + c.guards.len() * 24)
+            .map(|c| {
+                c.levels.len() * std::mem::size_of::<ChainLevel>()
+                    + c.guards.len() * 24
+                    + c.scatter.len() * 2
+                    + c.key_lens.len()
+            })
             .sum();
         gathers
             + chains
             + self.gathers.capacity() * std::mem::size_of::<Gather>()
+            + self.order.capacity() * 4
             + self.chains.capacity() * std::mem::size_of::<FlowChain>()
     }
 
@@ -751,23 +938,25 @@ impl FlowTable {
         hasher: &EdgeHasher,
     ) -> (Option<(u32, &FlowChain)>, u32) {
         let mut probes = 0;
-        for g in &self.gathers {
-            if g.module != module || g.table.len() == 0 {
+        for &i in &self.order {
+            let g = &self.gathers[i as usize];
+            if g.module != module || g.slots.len() == 0 {
                 continue;
             }
             probes += 1;
             // The key's length is the gather's: each probe with its word
-            // count a constant, so the loads, the hash and the compare
-            // are straight-line code.
-            let found = match g.words {
+            // count a constant, so the loads and masks are straight-line
+            // code.
+            let found = match g.windows.len() {
                 1 => self.probe::<1>(g, msg, hasher),
                 2 => self.probe::<2>(g, msg, hasher),
                 3 => self.probe::<3>(g, msg, hasher),
+                4 => self.probe::<4>(g, msg, hasher),
+                5 => self.probe::<5>(g, msg, hasher),
                 _ => self.probe::<WORDS>(g, msg, hasher),
             };
-            if let Some(i) = found {
-                let chain = &self.chains[g.chains[i as usize] as usize];
-                return (Some((g.paths[i as usize], chain)), probes);
+            if let Some(e) = found {
+                return (Some((e.path, &self.chains[e.chain as usize])), probes);
             }
         }
         (None, probes)
@@ -776,33 +965,36 @@ impl FlowTable {
     /// The entry of gather `g` (of `N` key words) whose key is `msg`'s and
     /// whose chain admits `msg`.
     #[inline(always)]
-    fn probe<const N: usize>(&self, g: &Gather, msg: &[u8], hasher: &EdgeHasher) -> Option<u32> {
+    fn probe<const N: usize>(&self, g: &Gather, msg: &[u8], hasher: &EdgeHasher) -> Option<Entry> {
+        if !g.screens(msg) {
+            return None;
+        }
         let windows: &[(u16, u64); N] = g.windows.get(..N)?.try_into().ok()?;
         let mut key = [0u64; WORDS];
         // Indexed by constants once `N` is known: no loop, no checks.
         for w in 0..N {
             key[w] = load_le(msg, usize::from(windows[w].0)) & windows[w].1;
         }
-        g.table.find(hasher.flow(&key, N), |i| {
-            let at = i as usize * N;
-            let Some(stored) = g.keys.get(at..at + N) else {
-                return false;
-            };
-            let stored: &[u64; N] = stored.try_into().expect("a slice of N words");
-            (0..N).all(|w| stored[w] == key[w])
-                && self.chains[g.chains[i as usize] as usize]
-                    .admits(msg)
-                    .is_some()
+        // A common word that differs rules every flow out.
+        let (packed, h) = g.pack::<N>(&key, N, hasher)?;
+        g.slots.find(h, &packed[..g.varies.len()], |e| {
+            self.chains[e.chain as usize].admits(msg).is_some()
         })
     }
 
     /// Where a path with `levels` (receiving module first, with the keys
-    /// it registered) is filed: its chain and key. `Ok(None)` when no chain
-    /// of these modules exists yet (then [`FlowPlan::new`] lays it out);
-    /// `Err` when the keys cannot be a flow's.
-    fn key_of(&self, levels: &[(ModuleId, Key)]) -> Result<Option<(u32, [u64; WORDS])>, NotAFlow> {
+    /// it registered) is filed, passive or not: its chain and key.
+    /// `Ok(None)` when no chain of these modules exists yet (then
+    /// [`FlowPlan::new`] lays it out); `Err` when the keys cannot be a
+    /// flow's.
+    fn key_of(
+        &self,
+        levels: &[(ModuleId, Key)],
+        passive: bool,
+    ) -> Result<Option<(u32, [u64; WORDS])>, NotAFlow> {
         let Some(c) = self.chains.iter().position(|c| {
-            c.levels.len() == levels.len()
+            c.passive == passive
+                && c.levels.len() == levels.len()
                 && c.levels
                     .iter()
                     .zip(levels)
@@ -811,6 +1003,7 @@ impl FlowTable {
             return Ok(None);
         };
         let chain = &self.chains[c];
+        let windows = &self.gathers[chain.gather as usize].windows;
         let (mut key, mut written) = ([0u64; WORDS], [0u64; WORDS]);
         let mut places = chain.scatter.iter();
         for ((_, k), &len) in levels.iter().zip(chain.key_lens.iter()) {
@@ -821,6 +1014,10 @@ impl FlowTable {
                 let &(w, shift) = places.next().ok_or(NotAFlow::KeyShape)?;
                 let (w, byte) = (usize::from(w), 0xffu64 << shift);
                 let v = u64::from(b) << shift;
+                // A byte with bits its mask drops is never gathered.
+                if v & !windows[w].1 != 0 {
+                    return Err(NotAFlow::KeyShape);
+                }
                 // A byte two layouts name must be registered the same.
                 if written[w] & byte != 0 && key[w] & byte != v {
                     return Err(NotAFlow::KeyShape);
@@ -833,59 +1030,69 @@ impl FlowTable {
     }
 
     /// Files `path` with `levels` (see [`key_of`](Self::key_of)), laying
-    /// out a new chain with `layout` if needed; `false` if it is no flow.
-    /// The caller knows it is not filed yet.
+    /// out a new chain with `layout` (the modules' layouts for the path's
+    /// mode) if needed; `false` if it is no flow. The caller knows it is
+    /// not filed yet.
     pub(crate) fn insert(
         &mut self,
         path: u32,
         levels: &[(ModuleId, Key)],
+        passive: bool,
         layout: impl Fn(ModuleId) -> Option<FlowLayout>,
         hasher: &EdgeHasher,
     ) -> bool {
-        let (chain, key) = match self.key_of(levels) {
+        let (chain, key) = match self.key_of(levels, passive) {
             Ok(Some(found)) => found,
-            Ok(None) => match FlowPlan::new(levels, layout) {
-                Ok(plan) => (self.add_chain(&plan), plan.key),
-                Err(_) => return false,
-            },
-            Err(_) => return false,
+            Ok(None) if self.chains.len() < MAX_CHAINS as usize => {
+                match FlowPlan::new(levels, layout) {
+                    Ok(plan) => (self.add_chain(&plan, passive), plan.key),
+                    Err(_) => return false,
+                }
+            }
+            _ => return false,
         };
-        let c = &mut self.chains[chain as usize];
-        c.entries += 1;
-        let g = &mut self.gathers[c.gather as usize];
-        if g.table.is_full() {
-            let n = g.table.grown();
-            let live: Vec<(u64, u32)> = (0..g.paths.len() as u32)
-                .filter(|&i| g.paths[i as usize] != NONE)
-                .map(|i| (g.hash_of(hasher, i), i))
-                .collect();
-            g.table.rebuild(n, live.into_iter());
+        let gather = self.chains[chain as usize].gather;
+        let g = &mut self.gathers[gather as usize];
+        g.admit(&key, hasher);
+        let (packed, h) = g.pack_any(&key, hasher).expect("admitted");
+        let (varies, words) = (g.varies, g.windows.len());
+        let filed =
+            g.slots
+                .insert_growing(h, &packed[..varies.len()], Entry { path, chain }, |k| {
+                    stored_hash(hasher, &varies, words, k)
+                });
+        if !filed {
+            return false;
         }
-        let words = &key[..g.words];
-        let i = match g.free.pop() {
-            Some(i) => {
-                let at = i as usize * g.words;
-                g.keys[at..at + g.words].copy_from_slice(words);
-                g.paths[i as usize] = path;
-                g.chains[i as usize] = chain;
-                i
-            }
-            None => {
-                g.keys.extend_from_slice(words);
-                g.paths.push(path);
-                g.chains.push(chain);
-                g.paths.len() as u32 - 1
-            }
-        };
-        g.table.insert(hasher.flow(&key, g.words), i);
+        self.chains[chain as usize].entries += 1;
         self.len += 1;
+        self.passive += usize::from(passive);
+        self.reorder(gather);
         true
     }
 
+    /// Moves `gather` to its place in [`order`](Self::order) after its
+    /// flow count changed by one.
+    fn reorder(&mut self, gather: u32) {
+        let len = |t: &Self, i: usize| t.gathers[t.order[i] as usize].slots.len();
+        let Some(mut at) = self.order.iter().position(|&g| g == gather) else {
+            return;
+        };
+        while at > 0 && len(self, at - 1) < len(self, at) {
+            self.order.swap(at - 1, at);
+            at -= 1;
+        }
+        while at + 1 < self.order.len() && len(self, at + 1) > len(self, at) {
+            self.order.swap(at, at + 1);
+            at += 1;
+        }
+    }
+
     /// A chain laid out by `plan`, in the gather of its windows.
-    fn add_chain(&mut self, plan: &FlowPlan) -> u32 {
+    fn add_chain(&mut self, plan: &FlowPlan, passive: bool) -> u32 {
         let gather = self.gather_for(plan.levels[0].module, plan);
         self.chains.push(FlowChain {
+            passive,
             last: plan.last,
             gather,
             levels: plan.levels.iter().copied().collect(),
@@ -908,17 +1115,10 @@ impl FlowTable {
         {
             return i as u32;
         }
-        self.gathers.push(Gather {
-            module,
-            windows: plan.windows.iter().copied().collect(),
-            words: plan.windows.len(),
-            table: NodeTable::new(6),
-            keys: Vec::new(),
-            paths: Vec::new(),
-            chains: Vec::new(),
-            free: Vec::new(),
-        });
-        self.gathers.len() as u32 - 1
+        self.gathers.push(Gather::new(module, &plan.windows));
+        let g = self.gathers.len() as u32 - 1;
+        self.order.push(g);
+        g
     }
 
     /// The entry of `path`, filed with `levels`: its gather and slot.
@@ -926,25 +1126,27 @@ impl FlowTable {
         &self,
         path: u32,
         levels: &[(ModuleId, Key)],
+        passive: bool,
         hasher: &EdgeHasher,
     ) -> Option<(usize, usize)> {
-        let (chain, key) = self.key_of(levels).ok()??;
+        let (chain, key) = self.key_of(levels, passive).ok()??;
         let g = self.chains[chain as usize].gather as usize;
         let gather = &self.gathers[g];
-        let h = hasher.flow(&key, gather.words);
-        let slot = gather.table.find_slot(h, |i| {
-            gather.paths[i as usize] == path && gather.key_is(i, &key)
-        })?;
+        let (packed, h) = gather.pack_any(&key, hasher)?;
+        let n = gather.varies.len();
+        let slot = gather
+            .slots
+            .find_slot(h, &packed[..n], |e| e.path == path && e.chain == chain)?;
         Some((g, slot))
     }
 
     /// `(entries, sum of displacements, largest)` over every gather's
-    /// table, as `NodeTable::displacements` counts them.
+    /// table.
     #[cfg(feature = "testing")]
-    pub(crate) fn displacements(&self, hasher: &EdgeHasher) -> (usize, usize, usize) {
+    pub(crate) fn displacements(&self) -> (usize, usize, usize) {
         let (mut n, mut sum, mut max) = (0, 0, 0);
         for g in &self.gathers {
-            let (gn, gsum, gmax) = g.table.displacements(|i| g.hash_of(hasher, i));
+            let (gn, gsum, gmax) = g.slots.displacements();
             n += gn;
             sum += gsum;
             max = max.max(gmax);
@@ -959,12 +1161,15 @@ impl FlowTable {
         &self,
         path: u32,
         levels: &[(ModuleId, Key)],
+        passive: bool,
         layout: impl Fn(ModuleId) -> Option<FlowLayout>,
         hasher: &EdgeHasher,
     ) -> bool {
         let laid_out = FlowPlan::new(levels, layout).ok().map(|p| p.key);
-        let scattered = self.key_of(levels).ok().flatten().map(|(_, k)| k);
-        laid_out.is_some() && laid_out == scattered && self.find(path, levels, hasher).is_some()
+        let scattered = self.key_of(levels, passive).ok().flatten().map(|(_, k)| k);
+        laid_out.is_some()
+            && laid_out == scattered
+            && self.find(path, levels, passive, hasher).is_some()
     }
 
     /// Takes `path`, filed with `levels`, out; `false` if it was not filed.
@@ -972,24 +1177,17 @@ impl FlowTable {
         &mut self,
         path: u32,
         levels: &[(ModuleId, Key)],
+        passive: bool,
         hasher: &EdgeHasher,
     ) -> bool {
-        let Some((g, slot)) = self.find(path, levels, hasher) else {
+        let Some((g, slot)) = self.find(path, levels, passive, hasher) else {
             return false;
         };
-        let gather = &mut self.gathers[g];
-        let (keys, words) = (&gather.keys, gather.words);
-        let i = gather.table.remove_at(slot, |m| {
-            let mut w = [0; WORDS];
-            let at = m as usize * words;
-            w[..words].copy_from_slice(&keys[at..at + words]);
-            hasher.flow(&w, words)
-        });
-        let chain = gather.chains[i as usize];
-        gather.paths[i as usize] = NONE;
-        gather.free.push(i);
-        self.chains[chain as usize].entries -= 1;
+        let e = self.gathers[g].slots.remove_at(slot);
+        self.chains[e.chain as usize].entries -= 1;
         self.len -= 1;
+        self.passive -= usize::from(passive);
+        self.reorder(g as u32);
         true
     }
 }
@@ -1096,16 +1294,7 @@ mod tests {
         msg[26..30].copy_from_slice(&[1, 2, 3, 4]);
         msg[30..34].copy_from_slice(&[5, 6, 7, 8]);
         msg[34..38].copy_from_slice(&[0x9c, 0x40, 0, 80]);
-        let g = Gather {
-            module: ModuleId(1),
-            windows: plan.windows.iter().copied().collect(),
-            words: plan.windows.len(),
-            table: NodeTable::new(6),
-            keys: Vec::new(),
-            paths: Vec::new(),
-            chains: Vec::new(),
-            free: Vec::new(),
-        };
+        let g = Gather::new(ModuleId(1), &plan.windows);
         assert_eq!(g.gather(&msg), plan.key);
         msg[35] ^= 1;
         assert_ne!(g.gather(&msg), plan.key);
@@ -1189,7 +1378,7 @@ mod tests {
         let levels = |a: u8, b: u8| [(ModuleId(1), Key::from_array([a, b]))];
         let mut t = FlowTable::default();
         for p in 0..100u32 {
-            assert!(t.insert(p, &levels(p as u8, 7), layout, &hasher));
+            assert!(t.insert(p, &levels(p as u8, 7), false, layout, &hasher));
         }
         assert_eq!(t.len(), 100);
         assert_eq!(t.chains.len(), 1, "one chain for all");
@@ -1201,8 +1390,8 @@ mod tests {
         assert_eq!(t.lookup(ModuleId(2), &[3, 7], &hasher).0.map(|h| h.0), None);
         assert_eq!(t.lookup(ModuleId(1), &[3], &hasher).0.map(|h| h.0), None);
         for p in (0..100u32).step_by(2) {
-            assert!(t.remove(p, &levels(p as u8, 7), &hasher));
-            assert!(!t.remove(p, &levels(p as u8, 7), &hasher));
+            assert!(t.remove(p, &levels(p as u8, 7), false, &hasher));
+            assert!(!t.remove(p, &levels(p as u8, 7), false, &hasher));
         }
         assert_eq!(t.len(), 50);
         for p in 0..100u32 {
@@ -1210,20 +1399,34 @@ mod tests {
             let got = t.lookup(ModuleId(1), &[p as u8, 7], &hasher).0.map(|h| h.0);
             assert_eq!(got, want);
             assert_eq!(
-                t.contains(p, &levels(p as u8, 7), layout, &hasher),
+                t.contains(p, &levels(p as u8, 7), false, layout, &hasher),
                 want.is_some()
             );
         }
-        // Freed entries are reused.
-        let before = t.gathers[0].paths.len();
-        assert!(t.insert(200, &levels(0, 8), layout, &hasher));
-        assert_eq!(t.gathers[0].paths.len(), before);
+        // Freed slots are reused: no growth below the load factor.
+        let before = t.heap_bytes();
+        assert!(t.insert(200, &levels(0, 8), false, layout, &hasher));
+        assert_eq!(t.heap_bytes(), before);
+        // Filed passive, the same keys are another flow, found apart.
+        assert!(!t.remove(200, &levels(0, 8), true, &hasher));
+        assert!(t.insert(300, &levels(0, 9), true, layout, &hasher));
+        assert_eq!(t.passive_len(), 1);
+        assert!(t.contains(300, &levels(0, 9), true, layout, &hasher));
+        assert!(!t.contains(300, &levels(0, 9), false, layout, &hasher));
+        assert!(t.remove(300, &levels(0, 9), true, &hasher));
+        assert_eq!(t.passive_len(), 0);
         assert_eq!(
             t.lookup(ModuleId(1), &[0, 8], &hasher).0.map(|h| h.0),
             Some(200)
         );
         // A key of another length is no flow of this chain.
-        assert!(!t.insert(201, &[(ModuleId(1), Key::from_array([1]))], layout, &hasher));
+        assert!(!t.insert(
+            201,
+            &[(ModuleId(1), Key::from_array([1]))],
+            false,
+            layout,
+            &hasher
+        ));
     }
 
     /// Filing through a known chain scatters the bytes where a fresh
@@ -1249,17 +1452,17 @@ mod tests {
                 (ModuleId(2), Key::from_array([6, a, 6, 7, 8, 1, 2, 3, a])),
                 (ModuleId(3), Key::from_array([0, 80, a, 0x40])),
             ];
-            assert!(t.insert(p, &levels, layout, &hasher));
+            assert!(t.insert(p, &levels, false, layout, &hasher));
             let laid = FlowPlan::new(&levels, layout).unwrap().key;
-            assert_eq!(t.key_of(&levels).unwrap().unwrap().1, laid);
+            assert_eq!(t.key_of(&levels, false).unwrap().unwrap().1, laid);
             let dup = [(ModuleId(4), Key::from_array([a, 9, a, 9]))];
-            assert!(t.insert(p + 10, &dup, layout, &hasher));
+            assert!(t.insert(p + 10, &dup, false, layout, &hasher));
             assert_eq!(
-                t.key_of(&dup).unwrap().unwrap().1,
+                t.key_of(&dup, false).unwrap().unwrap().1,
                 FlowPlan::new(&dup, layout).unwrap().key
             );
             let clash = [(ModuleId(4), Key::from_array([a, 9, a, 8]))];
-            assert_eq!(t.key_of(&clash).err(), Some(NotAFlow::KeyShape));
+            assert_eq!(t.key_of(&clash, false).err(), Some(NotAFlow::KeyShape));
             assert_eq!(
                 FlowPlan::new(&clash, layout).err(),
                 Some(NotAFlow::KeyShape)

@@ -84,11 +84,14 @@ impl EdgeHasher {
     /// then the same last step, so flows of sequential ports or hosts
     /// spread.
     #[inline(always)]
-    pub(crate) fn flow(&self, key: &[u64; 4], words: usize) -> u64 {
+    pub(crate) fn flow(&self, key: &[u64; crate::flow::WORDS], words: usize) -> u64 {
         let s = &self.seeds;
         let mut h = fold(key[0] ^ s[0], key[1] ^ s[1]);
         if words > 2 {
             h = fold(h ^ key[2] ^ s[2], key[3] ^ s[4]);
+        }
+        if words > 4 {
+            h = fold(h ^ key[4] ^ s[3], key[5] ^ s[1]);
         }
         (h ^ (h >> 32)).wrapping_mul(s[2])
     }

@@ -191,6 +191,7 @@
 mod classifier;
 mod error;
 mod flow;
+mod flow_slots;
 mod hash;
 mod id;
 mod key;

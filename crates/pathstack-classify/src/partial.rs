@@ -38,6 +38,19 @@ pub trait PartialClassifier: Send {
     fn flow_layout(&self) -> Option<FlowLayout> {
         None
     }
+
+    /// Where this module's *passive* key lies, under the same contract
+    /// with `extract(.., KeyMode::Passive)`: what lets a passive path (a
+    /// server's, RPC's paths that serve every peer) be a flow too. `None`
+    /// (the default) keeps passive paths through the module on the walk.
+    ///
+    /// A passive path is only filed while no active path can take its
+    /// messages; the classifier shows that from the receiving module's
+    /// key, so there the passive layout must equal the active one (the
+    /// key does not depend on the mode, as an EtherType does not).
+    fn passive_flow_layout(&self) -> Option<FlowLayout> {
+        None
+    }
 }
 
 impl<F> PartialClassifier for F

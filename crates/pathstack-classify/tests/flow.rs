@@ -290,12 +290,16 @@ fn layouts_agree_with_their_classifiers() {
                 &inet::MixClassifier,
             ];
             for pc in classifiers {
-                let layout = pc
-                    .flow_layout()
-                    .expect("every inet classifier has a layout");
-                for at in 0..=f.len() {
-                    if let Some(got) = layout.extract(&f[at..]) {
-                        prop_assert_eq!(Some(got), pc.extract(&f[at..], KeyMode::Active));
+                let layouts = [
+                    (KeyMode::Active, pc.flow_layout()),
+                    (KeyMode::Passive, pc.passive_flow_layout()),
+                ];
+                for (mode, layout) in layouts {
+                    let layout = layout.expect("every inet classifier has both layouts");
+                    for at in 0..=f.len() {
+                        if let Some(got) = layout.extract(&f[at..]) {
+                            prop_assert_eq!(Some(got), pc.extract(&f[at..], mode));
+                        }
                     }
                 }
             }
@@ -366,7 +370,13 @@ const POOL: usize = 2;
 /// ports with listeners and short IP paths, and frames for them, valid
 /// and changed.
 fn flow_op() -> impl Strategy<Value = Op> {
-    let mode = prop_oneof![3 => Just(KeyMode::Active), 1 => Just(KeyMode::Passive)];
+    flow_op_with(3, 1)
+}
+
+/// [`flow_op`] with paths active and passive in the ratio
+/// `active : passive`.
+fn flow_op_with(active: u32, passive: u32) -> impl Strategy<Value = Op> {
+    let mode = prop_oneof![active => Just(KeyMode::Active), passive => Just(KeyMode::Passive)];
     let transport = (
         mode.clone(),
         any::<bool>(),
@@ -428,6 +438,76 @@ proptest! {
             prop_assert!(false, "{}", e);
         }
     }
+
+    /// Mostly passive paths, so that passive flows come and go as the
+    /// few active ones take the EtherType's first node and leave it.
+    #[test]
+    fn passive_flows_agree_with_reference(ops in prop::collection::vec(flow_op_with(1, 6), 1..80)) {
+        let mut d = Differential::new();
+        if let Err(e) = d.run(&ops) {
+            prop_assert!(false, "{}", e);
+        }
+    }
+}
+
+/// A passive path is a flow while no active path shares its receiving
+/// module's key (here the IPv4 EtherType): then the active walk finds no
+/// node, and the passive walk's answer is the flow's. An active path under
+/// the same EtherType takes it out (its messages might now be the active
+/// path's), and it comes back when that path goes.
+#[test]
+fn a_passive_path_is_a_flow_while_no_active_path_shares_its_first_key() {
+    let mut c = classifier();
+    insert(&mut c, 1, &transport(KeyMode::Passive, false, 21, 0));
+    insert(&mut c, 4, &transport(KeyMode::Passive, true, 80, 0));
+    assert_eq!(c.flow_count(), 2, "two listeners, nothing active");
+    let syn = PacketSpec::tcp(LOCAL, 80, REMOTE, 3949).build();
+    // UDP's and TCP's passive keys (the local port alone) lie in windows
+    // placed apart (a UDP header ends sooner): two gathers, two probes
+    // at most, where the walk takes three levels' probes.
+    let (found, probes) = c.classify_probes(ETH, &syn);
+    assert_eq!(found, Some(PathId(4)));
+    assert!(probes <= 2, "{probes} probes");
+    assert_eq!(c.classify_flow(ETH, &syn), Some(PathId(4)));
+    let mut trace = Trace::new();
+    c.classify_traced(ETH, &syn, &mut trace);
+    assert_eq!(trace.mode(), Some(KeyMode::Passive));
+    c.check_invariants().unwrap();
+
+    // An active UDP socket under 0x0800: a TCP frame to port 80 is still
+    // the listener's, but only the tree can say so now.
+    insert(&mut c, 2, &transport(KeyMode::Active, false, 21, 3949));
+    assert_eq!(c.flow_count(), 1, "only the active socket");
+    assert_eq!(c.classify_flow(ETH, &syn), None);
+    assert_eq!(c.classify(ETH, &syn), Some(PathId(4)));
+    let udp = PacketSpec::udp(LOCAL, 21, REMOTE, 3949).build();
+    assert_eq!(c.classify(ETH, &udp), Some(PathId(2)));
+    c.check_invariants().unwrap();
+
+    c.remove(PathId(2)).unwrap();
+    assert_eq!(c.flow_count(), 2, "the listeners are flows again");
+    assert_eq!(c.classify(ETH, &udp), Some(PathId(1)));
+    assert_eq!(c.classify_flow(ETH, &udp), Some(PathId(1)));
+    c.check_invariants().unwrap();
+
+    // A passive path of fewer than three keyed levels is left to the
+    // walk (its gather would cost every other frame a probe).
+    let ip_only = [
+        Level::demux(ETH, Key::from_array([8, 0])),
+        Level::demux(IPV4, Key::from_array([6])),
+    ];
+    c.remove(PathId(4)).unwrap();
+    assert_eq!(c.flow_count(), 1);
+    c.insert(PathId(5), KeyMode::Passive, &ip_only).unwrap();
+    assert_eq!(c.flow_count(), 1, "IP's TCP path is too short");
+    assert_eq!(c.classify(ETH, &syn), Some(PathId(5)));
+    // The listener below IP's TCP path: a flow, and the IP path names a
+    // next module now.
+    insert(&mut c, 4, &transport(KeyMode::Passive, true, 80, 0));
+    assert_eq!(c.flow_count(), 2, "both listeners");
+    assert_eq!(c.classify_flow(ETH, &syn), Some(PathId(4)));
+    assert_eq!(c.classify(ETH, &syn), Some(PathId(4)));
+    c.check_invariants().unwrap();
 }
 
 /// The differential test above does reach the flow table: over a fixed
@@ -436,6 +516,29 @@ proptest! {
 fn differential_runs_hit_flows() {
     let mut runner = TestRunner::deterministic();
     let strategy = prop::collection::vec(flow_op(), 40..80);
+    let (mut hits, mut lookups) = (0u64, 0u64);
+    for _ in 0..64 {
+        let ops = strategy.new_tree(&mut runner).unwrap().current();
+        lookups += ops
+            .iter()
+            .filter(|o| matches!(o, Op::Lookup(_) | Op::LookupMutated { .. }))
+            .count() as u64;
+        let mut d = Differential::new();
+        d.run(&ops).unwrap();
+        hits += d.flow_hits;
+    }
+    assert!(
+        hits * 25 > lookups,
+        "{hits} flow hits in {lookups} frame lookups"
+    );
+}
+
+/// The passive differential test reaches passive flows: with passive paths
+/// alone, every flow hit is a passive path's.
+#[test]
+fn passive_runs_hit_flows() {
+    let mut runner = TestRunner::deterministic();
+    let strategy = prop::collection::vec(flow_op_with(0, 1), 40..80);
     let (mut hits, mut lookups) = (0u64, 0u64);
     for _ in 0..64 {
         let ops = strategy.new_tree(&mut runner).unwrap().current();

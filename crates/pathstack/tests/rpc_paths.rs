@@ -221,3 +221,37 @@ fn the_host_sets_how_long_chan_tries_a_call() {
         );
     }
 }
+
+/// Both RPC paths of a host are flows of its classifier (issue 26, item
+/// 5): every level of the ETH or IP / BLAST / BID / CHAN chain has a flow
+/// layout for passive paths (RPC's serve every peer), and no active path
+/// shares their EtherType, so a short call's frames reach their path with
+/// one probe. Against a host without the RPC stack, the flows are the
+/// client's and the server's path (BIDCTL's, one or two levels deep, is
+/// too short to be filed passive); if either fell back to the tree walk
+/// the count would be short.
+#[test]
+fn both_rpc_paths_are_flows() {
+    for net in [RpcNet::Eth, RpcNet::Ip] {
+        let (mut client, mut server) = pair(net, SchedKind::PerMessage, false);
+        assert_eq!(call(&mut client, &mut server, b"x"), b"x");
+        let (a, _) = wire_pair(WireConfig::default());
+        let plain = Host::new(
+            HostConfig {
+                mac: Some(MacAddr([2, 0, 0, 0, 0, 1])),
+                ..HostConfig::parse("10.0.0.1/24").unwrap()
+            },
+            a,
+        )
+        .unwrap();
+        let without = plain.stack().demux().flow_count();
+        for h in [&client, &server] {
+            let flows = h.stack().demux().flow_count();
+            assert_eq!(
+                flows,
+                without + 2,
+                "{net:?}: the RPC client and server paths"
+            );
+        }
+    }
+}

@@ -51,6 +51,10 @@ impl PartialClassifier for EthClassifier {
     fn flow_layout(&self) -> Option<FlowLayout> {
         Some(FlowLayout::new(HeaderLen::Fixed(14)).key(12, 2))
     }
+
+    fn passive_flow_layout(&self) -> Option<FlowLayout> {
+        self.flow_layout()
+    }
 }
 
 /// IPv4 partial classifier. Active key: protocol, local (destination) and
@@ -96,6 +100,17 @@ impl PartialClassifier for Ipv4Classifier {
                 .key(12, 4),
         )
     }
+
+    /// The same datagrams, keyed on the protocol alone.
+    fn passive_flow_layout(&self) -> Option<FlowLayout> {
+        Some(
+            FlowLayout::new(HeaderLen::Fixed(20))
+                .guard(0, 0xff, 0x45)
+                .guard(6, 0x3f, 0)
+                .guard(7, 0xff, 0)
+                .key(9, 1),
+        )
+    }
 }
 
 /// TCP or UDP partial classifier: local (destination) and remote (source)
@@ -138,6 +153,11 @@ impl PartialClassifier for PortClassifier {
         };
         Some(FlowLayout::new(header).key(2, 2).key(0, 2))
     }
+
+    fn passive_flow_layout(&self) -> Option<FlowLayout> {
+        let active = self.flow_layout()?;
+        Some(FlowLayout::new(active.header()).key(2, 2))
+    }
 }
 
 /// The [`MIX`] classifier: active key the first byte, one byte long;
@@ -159,6 +179,12 @@ impl PartialClassifier for MixClassifier {
 
     fn flow_layout(&self) -> Option<FlowLayout> {
         Some(FlowLayout::new(HeaderLen::Fixed(1)).key(0, 1))
+    }
+
+    /// Not the active layout: a passive path from MIX is never a flow (its
+    /// key depends on the mode at the receiving module).
+    fn passive_flow_layout(&self) -> Option<FlowLayout> {
+        Some(FlowLayout::new(HeaderLen::Fixed(2)).key(1, 1))
     }
 }
 

@@ -62,6 +62,12 @@ impl PartialClassifier for EthDemux {
     fn flow_layout(&self) -> Option<FlowLayout> {
         Some(wire::FLOW_LAYOUT)
     }
+
+    /// The EtherType in both modes: a passive path from ETH (RPC's, which
+    /// serve every peer) can be a flow.
+    fn passive_flow_layout(&self) -> Option<FlowLayout> {
+        Some(wire::FLOW_LAYOUT)
+    }
 }
 
 impl Module for EthModule {

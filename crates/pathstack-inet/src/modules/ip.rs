@@ -335,6 +335,10 @@ impl PartialClassifier for Ipv4Demux {
     fn flow_layout(&self) -> Option<FlowLayout> {
         Some(ipv4::FLOW_LAYOUT)
     }
+
+    fn passive_flow_layout(&self) -> Option<FlowLayout> {
+        Some(ipv4::PASSIVE_FLOW_LAYOUT)
+    }
 }
 
 fn addr_part(parts: Option<&mut Vec<AddrPart>>) -> Option<Ipv4Addr> {

@@ -566,6 +566,19 @@ pub const FLOW_LAYOUT: FlowLayout = FlowLayout::new(HeaderLen::Fixed(MIN_HEADER_
     .key(field::DST_ADDR.start as u8, 4)
     .key(field::SRC_ADDR.start as u8, 4);
 
+/// Where [`packet_demux_key`]'s passive key lies: the same datagrams as
+/// [`FLOW_LAYOUT`]'s, keyed on the protocol alone (a passive path serves
+/// every peer).
+pub const PASSIVE_FLOW_LAYOUT: FlowLayout = FlowLayout::new(HeaderLen::Fixed(MIN_HEADER_LEN as u8))
+    .guard(field::VER_IHL as u8, 0xff, 0x45)
+    .guard(
+        field::FLG_OFF.start as u8,
+        ((field::MORE_FRAGS | field::OFFSET) >> 8) as u8,
+        0,
+    )
+    .guard(field::FLG_OFF.start as u8 + 1, 0xff, 0)
+    .key(field::PROTOCOL as u8, 1);
+
 /// The demux key of a received datagram, and the bytes it spans: what IP's
 /// partial classifier extracts. Local is the destination, remote the
 /// source, so the key equals [`path_demux_key`] of the path the datagram

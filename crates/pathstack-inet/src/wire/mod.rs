@@ -112,6 +112,15 @@ mod flow_layout_tests {
                     prop_assert_eq!(Some(got), extract(&bytes, KeyMode::Active), "{}", name);
                 }
             }
+            // The passive layouts (ETH's is its active one).
+            for (name, layout, extract) in [
+                ("eth", eth::FLOW_LAYOUT, eth::packet_demux_key as Extract),
+                ("ipv4", ipv4::PASSIVE_FLOW_LAYOUT, ipv4::packet_demux_key),
+            ] {
+                if let Some(got) = layout.extract(&bytes) {
+                    prop_assert_eq!(Some(got), extract(&bytes, KeyMode::Passive), "{} passive", name);
+                }
+            }
         }
     }
 }

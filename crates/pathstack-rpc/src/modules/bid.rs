@@ -19,7 +19,7 @@ use crate::anno::RpcAnno;
 use crate::boot::{BidFilter, BidRxVerdict, BootGeneration, BootId};
 use crate::wire::bid::{BidDropReason, BidHeader, HEADER_LEN};
 use pathstack_core::attrs::{keys, AttrKey, Attrs};
-use pathstack_core::demux::{DemuxKey, Key, KeyMode, PartialClassifier};
+use pathstack_core::demux::{DemuxKey, FlowLayout, Key, KeyMode, PartialClassifier};
 use pathstack_core::error::{ModuleError, PathError};
 use pathstack_core::graph::spec::{Count, ModuleSpec, ServiceSpec, ServiceType};
 use pathstack_core::module::{CreateCx, Created, ModCx, Module, Route};
@@ -63,9 +63,18 @@ struct BidDemux;
 
 impl PartialClassifier for BidDemux {
     #[inline]
-    fn extract(&self, msg: &[u8], _mode: KeyMode) -> Option<(Key, usize)> {
-        let h = msg.get(..HEADER_LEN)?;
-        Some((Key::from_array([h[8], h[9], h[10], h[11]]), HEADER_LEN))
+    fn extract(&self, msg: &[u8], mode: KeyMode) -> Option<(Key, usize)> {
+        crate::wire::bid::packet_demux_key(msg, mode)
+    }
+
+    fn flow_layout(&self) -> Option<FlowLayout> {
+        Some(crate::wire::bid::FLOW_LAYOUT)
+    }
+
+    /// The key does not depend on the mode: RPC's paths are passive (they
+    /// serve every peer) and flows all the same.
+    fn passive_flow_layout(&self) -> Option<FlowLayout> {
+        Some(crate::wire::bid::FLOW_LAYOUT)
     }
 }
 

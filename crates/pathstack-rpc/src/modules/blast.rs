@@ -26,7 +26,7 @@ use crate::hash_map::FastMap;
 use crate::wire::blast::{BlastDropReason, BlastHeader, BlastOp, HEADER_LEN, MAX_FRAGS};
 use crate::Peer;
 use pathstack_core::attrs::{keys, AttrKey, Attrs};
-use pathstack_core::demux::{DemuxKey, Key, KeyMode, PartialClassifier};
+use pathstack_core::demux::{DemuxKey, FlowLayout, Key, KeyMode, PartialClassifier};
 use pathstack_core::error::{ModuleError, PathError};
 use pathstack_core::graph::spec::{Count, ModuleSpec, ParamSpec, ServiceSpec, ServiceType};
 use pathstack_core::module::{CreateCx, Created, EndRoute, ModCx, Module, Route, RouteCx};
@@ -216,10 +216,18 @@ struct BlastDemux;
 
 impl PartialClassifier for BlastDemux {
     #[inline]
-    fn extract(&self, msg: &[u8], _mode: KeyMode) -> Option<(Key, usize)> {
-        let h = msg.get(..HEADER_LEN)?;
-        let short = h[4..8] == [0; 4] && h[12..14] == [0; 2] && h[14] == 1;
-        short.then(|| (Key::from_array([h[0], h[1], h[2], h[3]]), HEADER_LEN))
+    fn extract(&self, msg: &[u8], mode: KeyMode) -> Option<(Key, usize)> {
+        crate::wire::blast::packet_demux_key(msg, mode)
+    }
+
+    fn flow_layout(&self) -> Option<FlowLayout> {
+        Some(crate::wire::blast::FLOW_LAYOUT)
+    }
+
+    /// The key does not depend on the mode: RPC's paths are passive (they
+    /// serve every peer) and flows all the same.
+    fn passive_flow_layout(&self) -> Option<FlowLayout> {
+        Some(crate::wire::blast::FLOW_LAYOUT)
     }
 }
 

@@ -34,7 +34,7 @@ use crate::handle_table::HandleCache;
 use crate::wire::chan::{flags, ChanDropReason, ChanHeader, HEADER_LEN};
 use crate::Peer;
 use pathstack_core::attrs::{keys, AttrKey, Attrs};
-use pathstack_core::demux::{DemuxKey, Key, KeyMode, PartialClassifier};
+use pathstack_core::demux::{DemuxKey, FlowLayout, Key, KeyMode, PartialClassifier};
 use pathstack_core::error::{ModuleError, PathError};
 use pathstack_core::graph::spec::{Count, ModuleSpec, ParamSpec, ServiceSpec, ServiceType};
 use pathstack_core::module::{CreateCx, Created, ModCx, Module, Route};
@@ -238,10 +238,18 @@ struct ChanDemux;
 
 impl PartialClassifier for ChanDemux {
     #[inline]
-    fn extract(&self, msg: &[u8], _mode: KeyMode) -> Option<(Key, usize)> {
-        let h = msg.get(..HEADER_LEN)?;
-        let side = h[3] & flags::FROM_CLIENT;
-        Some((Key::from_array([side, h[4], h[5], h[6], h[7]]), HEADER_LEN))
+    fn extract(&self, msg: &[u8], mode: KeyMode) -> Option<(Key, usize)> {
+        crate::wire::chan::packet_demux_key(msg, mode)
+    }
+
+    fn flow_layout(&self) -> Option<FlowLayout> {
+        Some(crate::wire::chan::FLOW_LAYOUT)
+    }
+
+    /// The key does not depend on the mode: RPC's paths are passive (they
+    /// serve every peer) and flows all the same.
+    fn passive_flow_layout(&self) -> Option<FlowLayout> {
+        Some(crate::wire::chan::FLOW_LAYOUT)
     }
 }
 

@@ -13,6 +13,7 @@
 //! spec §12 item 4).
 
 use crate::boot::BootId;
+use pathstack_core::demux::{FlowLayout, HeaderLen, Key, KeyMode};
 
 /// Where each header field lies (spec §4.2).
 pub mod field {
@@ -33,6 +34,23 @@ pub const HEADER_LEN: usize = field::PAYLOAD;
 
 /// The upper protocol number of CHAN, the default `hlpNum` (spec §0.3).
 pub const HLP_CHAN: u32 = 13;
+
+/// The demux key of a received message and the header bytes it spans:
+/// what BID's partial classifier extracts, `hlpNum` (spec §4.2; the
+/// BootIds are checked by the stage, not demultiplexed on). `None` when
+/// the message is shorter than the header; `mode` does not change it.
+#[inline]
+pub fn packet_demux_key(msg: &[u8], _mode: KeyMode) -> Option<(Key, usize)> {
+    let h = msg.get(field::HLP_NUM)?;
+    let h: [u8; 4] = h.try_into().ok()?;
+    msg.get(..HEADER_LEN)?;
+    Some((Key::from_array(h), HEADER_LEN))
+}
+
+/// Where [`packet_demux_key`]'s key lies: `hlpNum`, in every message with
+/// a whole header (the flow table's layout for BID).
+pub const FLOW_LAYOUT: FlowLayout =
+    FlowLayout::new(HeaderLen::Fixed(HEADER_LEN as u8)).key(field::HLP_NUM.start as u8, 4);
 
 pathstack_core::drop_reasons! {
     /// Why a BID message was dropped (spec §4.3), by the header view or by

@@ -41,6 +41,8 @@
 //! minimum carries more bytes than the message, and those are not part of
 //! it (x-kernel `blast_input.c` truncates the same way).
 
+use pathstack_core::demux::{FlowLayout, HeaderLen, Key, KeyMode};
+
 #[cfg(all(feature = "blast-mask32", feature = "blast-mask64"))]
 compile_error!(
     "features `blast-mask32` and `blast-mask64` of pathstack-rpc exclude each other: \
@@ -113,6 +115,35 @@ pub mod op {
     /// A fragment resent in answer to a NACK.
     pub const RETRANSMIT: u8 = 3;
 }
+
+/// The demux key of a received packet and the header bytes it spans:
+/// what BLAST's partial classifier extracts. A short message — sequence
+/// number 0, no fragment count, op SEND (spec §3.2: a message that fits
+/// one packet is sent unfragmented with seq 0) — is keyed on its upper
+/// protocol and classification goes on past the header; anything else
+/// (fragments, NACKs, retransmissions) gives `None`, ending the walk at
+/// BLAST, whose own path takes it. `mode` does not change the key.
+#[inline]
+pub fn packet_demux_key(packet: &[u8], _mode: KeyMode) -> Option<(Key, usize)> {
+    let h = packet.get(..HEADER_LEN)?;
+    let short = h[field::SEQ] == [0; 4] && h[field::NUM_FRAG] == [0; 2] && h[field::OP] == op::SEND;
+    let p = &h[field::PROT_ID];
+    short.then(|| (Key::from_array([p[0], p[1], p[2], p[3]]), HEADER_LEN))
+}
+
+/// Where [`packet_demux_key`]'s key lies: the upper protocol number, in a
+/// short message (its seven guard bytes: seq and `num_frag` zero, op
+/// SEND), the flow table's layout for BLAST. Fragments, NACKs and
+/// retransmissions take the tree walk, which ends at BLAST's own path.
+pub const FLOW_LAYOUT: FlowLayout = FlowLayout::new(HeaderLen::Fixed(HEADER_LEN as u8))
+    .guard(field::SEQ.start as u8, 0xff, 0)
+    .guard(field::SEQ.start as u8 + 1, 0xff, 0)
+    .guard(field::SEQ.start as u8 + 2, 0xff, 0)
+    .guard(field::SEQ.start as u8 + 3, 0xff, 0)
+    .guard(field::NUM_FRAG.start as u8, 0xff, 0)
+    .guard(field::NUM_FRAG.start as u8 + 1, 0xff, 0)
+    .guard(field::OP as u8, 0xff, op::SEND)
+    .key(field::PROT_ID.start as u8, 4);
 
 pathstack_core::drop_reasons! {
     /// Why a BLAST packet was refused or discarded: by

@@ -15,6 +15,7 @@
 //! below the bytes present truncates the payload (link padding), a `len`
 //! above them drops the packet.
 
+use pathstack_core::demux::{FlowLayout, HeaderLen, Key, KeyMode};
 use std::ops::Range;
 
 /// Where each header field lies.
@@ -56,6 +57,27 @@ pub mod flags {
 /// The default CHAN protocol number of MSELECT, CHAN's usual upper
 /// protocol (spec §0.3, implicit numbering).
 pub const PROT_ID_MSELECT: u32 = 20;
+
+/// The demux key of a received packet and the header bytes it spans:
+/// what CHAN's partial classifier extracts. Requests (`FROM_CLIENT` set)
+/// go to the server's path and replies to the client's, so the key is
+/// that flag bit, then `prot_id` (spec §6.2); the other flags and the
+/// channel number are the stage's business. `None` when the packet is
+/// shorter than the header; `mode` does not change it.
+#[inline]
+pub fn packet_demux_key(packet: &[u8], _mode: KeyMode) -> Option<(Key, usize)> {
+    let h = packet.get(..HEADER_LEN)?;
+    let side = h[field::FLAGS] & flags::FROM_CLIENT;
+    let p = &h[field::PROT_ID];
+    Some((Key::from_array([side, p[0], p[1], p[2], p[3]]), HEADER_LEN))
+}
+
+/// Where [`packet_demux_key`]'s key lies: the `FROM_CLIENT` bit of the
+/// flags byte, then `prot_id`, in every packet with a whole header (the
+/// flow table's layout for CHAN).
+pub const FLOW_LAYOUT: FlowLayout = FlowLayout::new(HeaderLen::Fixed(HEADER_LEN as u8))
+    .key_bits(field::FLAGS as u8, flags::FROM_CLIENT)
+    .key(field::PROT_ID.start as u8, 4);
 
 pathstack_core::drop_reasons! {
     /// Why a CHAN packet was refused or discarded, by the header view or

@@ -1,0 +1,475 @@
+//! The flow table's entries, held in its slots.
+//!
+//! A flow entry is a few key words and its path and chain. Kept in
+//! vectors beside a table of 4-byte slots that name them (as the tree's
+//! [`NodeTable`](crate::hash::NodeTable) names nodes), an Ethernet/IPv4/TCP
+//! flow cost its 32 bytes, the vectors' growth slack, and a slot over the
+//! load factor: about 63 bytes per path at 100,000 paths, as much again as
+//! the whole demux tree. Here the entry *is* the slot: `stride` words, the
+//! key words that vary between the gather's flows (the gather keeps the
+//! ones all its flows share once, [`FlowSlots::new`]'s caller decides),
+//! then one meta word packing the path, the chain and the entry's distance
+//! from its home slot. A probe reads the slot it compares, one place in
+//! memory instead of three.
+//!
+//! Open addressing with linear probing in Robin Hood order (Celis,
+//! Larson and Munro, "Robin Hood Hashing", FOCS 1985): an entry never sits
+//! closer to its home than one it passed, so a probe for a key that is not
+//! there stops at the first slot whose entry is nearer its home than the
+//! probe has come — a frame no flow has costs about one slot, not the rest
+//! of the run. Deleting shifts the run back (no tombstones). The slot count
+//! need not be a power of two (the home is the hash's top bits scaled to
+//! it, Lemire's multiply-shift), so the table grows by half, not double:
+//! between 13/24 and 13/16 of the slots hold entries.
+
+/// Bits of the meta word: the path, then the chain, then the distance
+/// from home plus one (0: an empty slot).
+const CHAIN_SHIFT: u32 = 32;
+const DIST_SHIFT: u32 = 48;
+
+/// Most chains a table's meta word can name.
+pub(crate) const MAX_CHAINS: u32 = 1 << (DIST_SHIFT - CHAIN_SHIFT);
+
+/// Most slots a run may be long: the distance is kept in 16 bits. A
+/// table whose insert would go further grows instead (at the load factor
+/// this never happens with a working hash).
+const MAX_DIST: usize = (1 << (64 - DIST_SHIFT)) - 2;
+
+/// Most entries per 16 slots: at 13/16 an entry sits about 2.2 slots
+/// from home on average with a random hash (Knuth, TAOCP vol. 3 §6.4,
+/// linear probing: (1/(1 − α) − 1)/2), about 1.5 at the 3/4 the tree's
+/// tables keep.
+const LOAD_SIXTEENTHS: usize = 13;
+
+/// One entry as a slot holds it: `key` (the stored words), path and chain.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Entry {
+    pub(crate) path: u32,
+    pub(crate) chain: u32,
+}
+
+fn meta(e: Entry, dist: usize) -> u64 {
+    u64::from(e.path) | u64::from(e.chain) << CHAIN_SHIFT | ((dist as u64) + 1) << DIST_SHIFT
+}
+
+fn entry_of(meta: u64) -> Entry {
+    Entry {
+        path: meta as u32,
+        chain: (meta >> CHAIN_SHIFT) as u32 & (MAX_CHAINS - 1),
+    }
+}
+
+/// How far the entry with meta word `m` sits from its home, or `None` for
+/// an empty slot.
+#[inline(always)]
+fn dist_of(m: u64) -> Option<usize> {
+    ((m >> DIST_SHIFT) as usize).checked_sub(1)
+}
+
+/// Flow entries in open addressing, each slot `stride` words (see the
+/// module docs).
+pub(crate) struct FlowSlots {
+    words: Vec<u64>,
+    /// One bit per slot: whether some entry has its home there. A message
+    /// whose home bit is clear is no flow's, found without reading the
+    /// slot — about half the misses at these loads (1 − e^−α of the homes
+    /// are taken), for 1/8 byte a slot.
+    homes: Vec<u64>,
+    /// Key words per entry (the meta word follows them).
+    keys: usize,
+    slots: usize,
+    len: usize,
+}
+
+impl FlowSlots {
+    /// An empty table of entries with `keys` key words each.
+    pub(crate) fn new(keys: usize) -> Self {
+        FlowSlots {
+            words: Vec::new(),
+            homes: Vec::new(),
+            keys,
+            slots: 0,
+            len: 0,
+        }
+    }
+
+    /// Key words per entry.
+    #[cfg(test)]
+    fn keys(&self) -> usize {
+        self.keys
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Number of slots.
+    pub(crate) fn slot_count(&self) -> usize {
+        self.slots
+    }
+
+    pub(crate) fn heap_bytes(&self) -> usize {
+        (self.words.capacity() + self.homes.capacity()) * 8
+    }
+
+    #[inline(always)]
+    fn is_home(&self, i: usize) -> bool {
+        self.homes
+            .get(i / 64)
+            .is_some_and(|b| b >> (i % 64) & 1 != 0)
+    }
+
+    fn set_home(&mut self, i: usize, on: bool) {
+        let (w, bit) = (i / 64, 1u64 << (i % 64));
+        if on {
+            self.homes[w] |= bit;
+        } else {
+            self.homes[w] &= !bit;
+        }
+    }
+
+    /// Whether an entry with home `home` is left: in Robin Hood order the
+    /// entries of one home lie together, after those of earlier homes.
+    fn home_taken(&self, home: usize) -> bool {
+        let (k, stride) = (self.keys, self.stride());
+        let mut j = home;
+        for ahead in 0..self.slots {
+            match dist_of(self.words[j * stride + k]) {
+                Some(d) if d == ahead => return true,
+                // Still an earlier home's entry.
+                Some(d) if d > ahead => {}
+                _ => return false,
+            }
+            j += 1;
+            if j == self.slots {
+                j = 0;
+            }
+        }
+        false
+    }
+
+    fn stride(&self) -> usize {
+        self.keys + 1
+    }
+
+    /// The home slot of hash `h`: its top bits scaled to the slot count.
+    #[inline(always)]
+    fn home(&self, h: u64) -> usize {
+        ((u128::from(h) * self.slots as u128) >> 64) as usize
+    }
+
+    #[inline(always)]
+    fn slot(&self, i: usize) -> &[u64] {
+        let s = self.stride();
+        &self.words[i * s..i * s + s]
+    }
+
+    /// The entry whose key words are `key` (the stored words, in order)
+    /// under hash `h`, for which `accept` holds: one slot for a hit in its
+    /// home, and a miss stops where Robin Hood order says the key would
+    /// have been.
+    #[inline(always)]
+    pub(crate) fn find(
+        &self,
+        h: u64,
+        key: &[u64],
+        accept: impl Fn(Entry) -> bool,
+    ) -> Option<Entry> {
+        self.find_slot(h, key, accept).map(|i| {
+            let s = self.slot(i);
+            entry_of(s[self.keys])
+        })
+    }
+
+    /// The slot of [`find`](Self::find)'s entry.
+    #[inline(always)]
+    pub(crate) fn find_slot(
+        &self,
+        h: u64,
+        key: &[u64],
+        accept: impl Fn(Entry) -> bool,
+    ) -> Option<usize> {
+        let mut i = self.home(h);
+        if !self.is_home(i) {
+            return None;
+        }
+        let (k, stride) = (self.keys, self.stride());
+        let mut d = 0;
+        loop {
+            let s = self.words.get(i * stride..i * stride + stride)?;
+            let m = s[k];
+            match dist_of(m) {
+                Some(theirs) if theirs >= d => {
+                    // Word by word: a slice `==` would call `bcmp`.
+                    if s.iter().zip(key).all(|(a, b)| a == b) && accept(entry_of(m)) {
+                        return Some(i);
+                    }
+                }
+                // Empty, or an entry nearer home than the key would be.
+                _ => return None,
+            }
+            d += 1;
+            i += 1;
+            if i == self.slots {
+                i = 0;
+            }
+        }
+    }
+
+    /// Whether one more entry needs the table to grow first.
+    pub(crate) fn is_full(&self) -> bool {
+        (self.len + 1) * 16 > self.slots * LOAD_SIXTEENTHS
+    }
+
+    /// The slot count to grow to: half as many again (at least 8).
+    fn grown(&self) -> usize {
+        (self.slots + self.slots / 2).max(8)
+    }
+
+    /// Every entry: its key words and path and chain.
+    pub(crate) fn entries(&self) -> impl Iterator<Item = (&[u64], Entry)> + '_ {
+        let (k, stride) = (self.keys, self.stride());
+        self.words
+            .chunks_exact(stride)
+            .filter(move |s| dist_of(s[k]).is_some())
+            .map(move |s| (&s[..k], entry_of(s[k])))
+    }
+
+    /// Refiles every entry in a table of `slots` slots and `keys` key
+    /// words per entry; `relayout(old key, new key)` gives an entry's new
+    /// key words and `hash` their hash.
+    pub(crate) fn rebuild(
+        &mut self,
+        slots: usize,
+        keys: usize,
+        relayout: impl Fn(&[u64], &mut [u64]),
+        hash: impl Fn(&[u64]) -> u64,
+    ) {
+        let old = std::mem::replace(self, FlowSlots::new(keys));
+        self.slots = slots;
+        self.words = vec![0; slots * (keys + 1)];
+        self.homes = vec![0; slots.div_ceil(64)];
+        let mut key = [0u64; crate::flow::WORDS];
+        for (k, e) in old.entries() {
+            relayout(k, &mut key[..keys]);
+            let h = hash(&key[..keys]);
+            self.insert(h, &key[..keys], e);
+        }
+    }
+
+    /// Adds `e` with key words `key` under hash `h` (the caller knows it
+    /// is not there), growing first if the table is full; `hash` gives a
+    /// stored entry's hash from its key words. `false` (nothing added) if
+    /// the entry's run is longer than a distance can say even after one
+    /// more growth — only for hashes that collide on purpose; the path is
+    /// then left to the tree, which answers for it all the same.
+    pub(crate) fn insert_growing(
+        &mut self,
+        h: u64,
+        key: &[u64],
+        e: Entry,
+        hash: impl Fn(&[u64]) -> u64 + Copy,
+    ) -> bool {
+        if self.is_full() {
+            self.rebuild(self.grown(), self.keys, |a, b| b.copy_from_slice(a), hash);
+        }
+        if self.insert(h, key, e) {
+            return true;
+        }
+        self.rebuild(self.grown(), self.keys, |a, b| b.copy_from_slice(a), hash);
+        self.insert(h, key, e)
+    }
+
+    /// Adds the entry, Robin Hood order; `false` (nothing changed) if it
+    /// would sit further than [`MAX_DIST`] from its home.
+    fn insert(&mut self, h: u64, key: &[u64], e: Entry) -> bool {
+        debug_assert!(self.len < self.slots);
+        let (k, stride) = (self.keys, self.stride());
+        // Where the run from the home slot has room, and how far.
+        let mut i = self.home(h);
+        let mut carry = [0u64; crate::flow::WORDS + 1];
+        carry[..k].copy_from_slice(key);
+        let mut carry_m = meta(e, 0);
+        let mut carry_d = 0usize;
+        // First a dry run: the entry and every one it displaces must stay
+        // within MAX_DIST of home.
+        {
+            let (mut j, mut cd) = (i, 0usize);
+            loop {
+                let m = self.words[j * stride + k];
+                let Some(theirs) = dist_of(m) else { break };
+                if theirs < cd {
+                    cd = theirs;
+                }
+                cd += 1;
+                if cd > MAX_DIST {
+                    return false;
+                }
+                j += 1;
+                if j == self.slots {
+                    j = 0;
+                }
+            }
+        }
+        self.set_home(i, true);
+        loop {
+            let at = i * stride;
+            let m = self.words[at + k];
+            carry_m = carry_m & !(u64::MAX << DIST_SHIFT) | ((carry_d as u64) + 1) << DIST_SHIFT;
+            match dist_of(m) {
+                None => {
+                    self.words[at..at + k].copy_from_slice(&carry[..k]);
+                    self.words[at + k] = carry_m;
+                    self.len += 1;
+                    return true;
+                }
+                Some(theirs) if theirs < carry_d => {
+                    // Take the slot from the richer entry, carry it on.
+                    let mut held = [0u64; crate::flow::WORDS + 1];
+                    held[..k].copy_from_slice(&self.words[at..at + k]);
+                    self.words[at..at + k].copy_from_slice(&carry[..k]);
+                    self.words[at + k] = carry_m;
+                    carry = held;
+                    carry_m = m;
+                    carry_d = theirs;
+                }
+                Some(_) => {}
+            }
+            carry_d += 1;
+            i += 1;
+            if i == self.slots {
+                i = 0;
+            }
+        }
+    }
+
+    /// Removes the entry in slot `i` (from [`find_slot`](Self::find_slot))
+    /// and returns it: the rest of its run shifts back one slot.
+    pub(crate) fn remove_at(&mut self, i: usize) -> Entry {
+        let (k, stride) = (self.keys, self.stride());
+        let m = self.words[i * stride + k];
+        let gone = entry_of(m);
+        let dist = dist_of(m).unwrap_or(0);
+        let home = (i + self.slots - dist) % self.slots;
+        let mut hole = i;
+        loop {
+            let next = if hole + 1 == self.slots { 0 } else { hole + 1 };
+            let m = self.words[next * stride + k];
+            match dist_of(m) {
+                Some(d) if d > 0 => {
+                    let (from, to) = (next * stride, hole * stride);
+                    self.words.copy_within(from..from + k, to);
+                    self.words[to + k] = m - (1 << DIST_SHIFT);
+                    hole = next;
+                }
+                _ => break,
+            }
+        }
+        let at = hole * stride;
+        self.words[at..at + stride].fill(0);
+        self.len -= 1;
+        if !self.home_taken(home) {
+            self.set_home(home, false);
+        }
+        gone
+    }
+
+    /// Whether the home bits are exactly the homes of the entries.
+    #[cfg(test)]
+    fn homes_exact(&self) -> bool {
+        let k = self.keys;
+        let mut want = vec![0u64; self.homes.len()];
+        for (j, s) in self.words.chunks_exact(self.stride()).enumerate() {
+            if let Some(d) = dist_of(s[k]) {
+                let h = (j + self.slots - d) % self.slots;
+                want[h / 64] |= 1 << (h % 64);
+            }
+        }
+        want == self.homes
+    }
+
+    /// `(entries, sum of distances from home, largest)`.
+    #[cfg(feature = "testing")]
+    pub(crate) fn displacements(&self) -> (usize, usize, usize) {
+        let k = self.keys;
+        let (mut sum, mut max) = (0, 0);
+        for s in self.words.chunks_exact(self.stride()) {
+            if let Some(d) = dist_of(s[k]) {
+                sum += d;
+                max = max.max(d);
+            }
+        }
+        (self.len, sum, max)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hash(k: &[u64]) -> u64 {
+        // Crowded homes: only a few distinct top bits.
+        (k[0] % 5) << 61 | k[0]
+    }
+
+    /// Entries stay findable through inserts, growth, re-layout and
+    /// backward-shift removals in any order, and a missing key is not
+    /// found.
+    #[test]
+    fn slots_keep_runs_intact() {
+        let mut t = FlowSlots::new(2);
+        let key = |i: u64| [i, !i];
+        let e = |i: u64| Entry {
+            path: i as u32,
+            chain: (i % 3) as u32,
+        };
+        let h = |k: &[u64]| hash(k);
+        for i in 0..200u64 {
+            assert!(t.insert_growing(hash(&key(i)), &key(i), e(i), h));
+            assert!(t.len() * 16 <= t.slots * LOAD_SIXTEENTHS);
+        }
+        let mut live: Vec<u64> = (0..200).collect();
+        for step in 0..200 {
+            let pos = (step * 7) % live.len();
+            let gone = live.remove(pos);
+            // Two key words, one after the re-layout at step 100.
+            let stored = |i: u64| if step > 100 { vec![i] } else { key(i).to_vec() };
+            let k = stored(gone);
+            let slot = t.find_slot(hash(&k), &k, |_| true).unwrap();
+            assert_eq!(t.remove_at(slot), e(gone));
+            assert_eq!(t.find(hash(&k), &k, |_| true), None);
+            for &n in live.iter().step_by(5) {
+                assert_eq!(t.find(hash(&stored(n)), &stored(n), |_| true), Some(e(n)));
+            }
+            assert_eq!(t.len(), live.len());
+            assert!(t.homes_exact(), "home bits after removing {gone}");
+            if step == 100 {
+                // Re-layout to one key word (the first).
+                t.rebuild(t.slots, 1, |a, b| b[0] = a[0], hash);
+                assert_eq!(t.keys(), 1);
+                for &n in &live {
+                    assert_eq!(t.find(hash(&[n]), &[n], |_| true), Some(e(n)));
+                }
+            }
+            if step > 100 {
+                for &n in live.iter().step_by(3) {
+                    assert_eq!(t.find(hash(&[n]), &[n], |_| true), Some(e(n)));
+                }
+            }
+        }
+        assert!(t.entries().next().is_none());
+    }
+
+    /// The meta word keeps path, chain and distance apart.
+    #[test]
+    fn meta_words_round_trip() {
+        let e = Entry {
+            path: u32::MAX - 1,
+            chain: MAX_CHAINS - 1,
+        };
+        let m = meta(e, MAX_DIST);
+        assert_eq!(entry_of(m), e);
+        assert_eq!(dist_of(m), Some(MAX_DIST));
+        assert_eq!(dist_of(0), None);
+    }
+}
