@@ -17,43 +17,7 @@
 //! other threads read, only the fact that something changed, and the
 //! module that changed it is reached through the same `&mut` run.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
-
-/// A shared, monotonically increasing generation number.
-#[derive(Clone, Debug, Default)]
-pub struct BootGeneration(Arc<AtomicU64>);
-
-impl BootGeneration {
-    /// A new cell at generation 0.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// The current generation.
-    #[inline]
-    pub fn get(&self) -> u64 {
-        self.0.load(Ordering::Relaxed)
-    }
-
-    /// Marks that what BIDCTL knows may have changed.
-    #[inline]
-    pub fn bump(&self) {
-        self.0.fetch_add(1, Ordering::Relaxed);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::BootGeneration;
-
-    #[test]
-    fn a_clone_sees_every_bump() {
-        let g = BootGeneration::new();
-        let held = g.clone();
-        let before = held.get();
-        g.bump();
-        assert_ne!(held.get(), before);
-        assert_eq!(held.get(), g.get());
-    }
-}
+/// The generation of what BIDCTL knows: the core's shared change counter
+/// ([`pathstack_core::generation::Generation`]), as the IP and ARP stages
+/// hold theirs.
+pub type BootGeneration = pathstack_core::generation::Generation;

@@ -155,7 +155,7 @@ impl BidStage {
     #[inline(always)]
     fn held(&self, peer: crate::Peer) -> Option<(BootId, BootId)> {
         match (&self.generation, &self.cache) {
-            (Some(g), Some(c)) if c.peer == peer && c.generation == g.get() => {
+            (Some(g), Some(c)) if c.peer == peer && c.generation == g.current() => {
                 Some((c.local, c.peer_bid))
             }
             _ => None,

@@ -137,13 +137,13 @@ impl BidctlModule {
             .as_ref()
             .and_then(|e| e.peer_view(peer))
             .map_or(BootId(0), |v| v.bid);
-        (self.local_bid(), peer_bid, self.generation.get())
+        (self.local_bid(), peer_bid, self.generation.current())
     }
 
     /// The generation of what the engine knows (see
     /// [`BidctlModule::known_bids`]).
     pub fn generation(&self) -> u64 {
-        self.generation.get()
+        self.generation.current()
     }
 
     /// The generation cell itself, for a BID stage to hold: it reads the

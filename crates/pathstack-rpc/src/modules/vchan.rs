@@ -303,7 +303,7 @@ impl VchanStage {
         let (Some(held), Some(reboots)) = (self.held.get(0, &peer), self.reboots.as_ref()) else {
             return self.call_resolve(tag, peer, msg, cx);
         };
-        let reboots = reboots.get();
+        let reboots = reboots.current();
         let Some(v) = cx.module::<VchanModule>() else {
             return Verdict::Drop(crate::wire::chan::ChanDropReason::NoChannel.into());
         };
@@ -330,7 +330,7 @@ impl VchanStage {
             return Verdict::Drop(crate::wire::chan::ChanDropReason::NoChannel.into());
         };
         let cell = chan.reboot_generation();
-        let reboots = cell.get();
+        let reboots = cell.current();
         if self.reboots.is_none() {
             self.reboots = Some(cell.clone());
         }
@@ -392,7 +392,7 @@ impl VchanStage {
             {
                 v.retire(peer, table)
             } else {
-                p.reboots = chan.reboot_generation().get();
+                p.reboots = chan.reboot_generation().current();
                 Vec::new()
             }
         };
