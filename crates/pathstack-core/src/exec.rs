@@ -30,6 +30,23 @@ pub enum Fate {
     Turned { from: usize, dir: Dir },
 }
 
+impl Fate {
+    /// How a trip ends when the stage at `pos`, met going `dir`, gives
+    /// `verdict`; `None` when the message goes on to the next stage.
+    #[inline(always)]
+    pub(crate) fn after(verdict: Verdict, pos: usize, dir: Dir) -> Option<Fate> {
+        match verdict {
+            Verdict::Next => None,
+            Verdict::Back => Some(Fate::Turned {
+                from: pos,
+                dir: dir.reverse(),
+            }),
+            Verdict::Consumed => Some(Fate::Consumed),
+            Verdict::Drop(r) => Some(Fate::Dropped(r)),
+        }
+    }
+}
+
 /// The neighbour of `pos` in `dir` on a path of `len` stages.
 #[inline(always)]
 pub(crate) fn step(pos: usize, dir: Dir, len: usize) -> Option<usize> {
@@ -60,19 +77,12 @@ pub(crate) fn traverse<E: Exec + ?Sized>(
 ) -> Fate {
     let len = e.len();
     loop {
-        match e.process_at(pos, dir, msg, env) {
-            Verdict::Next => match step(pos, dir, len) {
-                Some(p) => pos = p,
-                None => return Fate::Out(dir),
-            },
-            Verdict::Back => {
-                return Fate::Turned {
-                    from: pos,
-                    dir: dir.reverse(),
-                }
-            }
-            Verdict::Consumed => return Fate::Consumed,
-            Verdict::Drop(r) => return Fate::Dropped(r),
+        if let Some(fate) = Fate::after(e.process_at(pos, dir, msg, env), pos, dir) {
+            return fate;
+        }
+        match step(pos, dir, len) {
+            Some(p) => pos = p,
+            None => return Fate::Out(dir),
         }
     }
 }
@@ -250,16 +260,9 @@ macro_rules! inlined_step {
                 env: &mut *$env,
                 pos: $idx,
             };
-            match $self.stages.$idx.process($dir, $msg, &mut cx) {
-                Verdict::Next => {}
-                Verdict::Back => {
-                    return Fate::Turned {
-                        from: $idx,
-                        dir: $dir.reverse(),
-                    }
-                }
-                Verdict::Consumed => return Fate::Consumed,
-                Verdict::Drop(r) => return Fate::Dropped(r),
+            let verdict = $self.stages.$idx.process($dir, $msg, &mut cx);
+            if let Some(fate) = Fate::after(verdict, $idx, $dir) {
+                return fate;
             }
         }
     };

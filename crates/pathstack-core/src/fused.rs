@@ -119,15 +119,7 @@ where
     /// (`None`: on to the next stage).
     #[inline(always)]
     fn call(&mut self, pos: usize, dir: Dir, msg: &mut Msg, env: &mut Env<'_>) -> Option<Fate> {
-        match self.inner.process_at(pos, dir, msg, env) {
-            Verdict::Next => None,
-            Verdict::Back => Some(Fate::Turned {
-                from: pos,
-                dir: dir.reverse(),
-            }),
-            Verdict::Consumed => Some(Fate::Consumed),
-            Verdict::Drop(r) => Some(Fate::Dropped(r)),
-        }
+        Fate::after(self.inner.process_at(pos, dir, msg, env), pos, dir)
     }
 }
 

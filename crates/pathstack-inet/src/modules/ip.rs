@@ -785,11 +785,15 @@ impl IpStage {
         cx.module::<IpModule>().map(|m| m.ident.next_ident())
     }
 
-    /// Fast form, down: our address and the path's protocol, for the
-    /// header template (`None` on IP's own path).
+    /// Fast form, down: the header template for datagrams to `dst` (an
+    /// active path's own, formatted at creation, when `dst` is its peer);
+    /// `None` on IP's own path.
     #[inline(always)]
     pub(crate) fn fast_template(&self, dst: Ipv4Addr) -> Option<Ipv4Template> {
-        Some(Ipv4Template::new(self.iface.addr, dst, self.protocol?))
+        match self.template {
+            Some(t) if self.remote == Some(dst) => Some(t),
+            _ => Some(Ipv4Template::new(self.iface.addr, dst, self.protocol?)),
+        }
     }
 
     /// Fast form, up: the source, destination and total length of the

@@ -254,7 +254,7 @@ impl UdpStage {
     /// for port unreachable, RFC 1122 §4.1.3.3); a bound socket's stays
     /// silent, as Linux's does without `IP_RECVERR` (it talks to many
     /// peers, and an error about one must not fail a call about another).
-    // OUT (feature `outline`): never taken on the fast path.
+    // Rare (an error about a datagram we sent): kept out of line.
     #[cold]
     #[inline(never)]
     fn icmp_error(&mut self, msg: &Msg, cx: &mut Cx<'_, '_>) {

@@ -17,6 +17,7 @@
 //! the classifier did not match — goes to the modular stages.
 
 use super::link::{self, LinkPositions, LinkTemplate, LINK_HEADERS};
+use crate::anno::InetAnno;
 use crate::modules::udp::UdpEnds;
 use crate::modules::{ArpStage, EthStage, IpStage, UdpStage};
 use crate::wire::checksum;
@@ -46,7 +47,7 @@ pub struct UdpFastState {
 /// The headers of datagrams to one peer, made once.
 struct PeerTemplate {
     link: LinkTemplate,
-    dst_port: u16,
+    /// The UDP header's ports, as they go on the wire.
     ports: [u8; 4],
     /// Sum of the UDP pseudo header without its length, and of the ports.
     udp_sum: u64,
@@ -60,10 +61,14 @@ impl PeerTemplate {
         let pseudo = checksum::pseudo_header_v4(ends.src, ends.dst, ipv4::protocol::UDP, 0);
         PeerTemplate {
             link,
-            dst_port: ends.dst_port,
             ports,
             udp_sum: checksum::partial(&pseudo) + checksum::partial(&ports),
         }
+    }
+
+    /// The destination port the template was made for.
+    fn dst_port(&self) -> u16 {
+        u16::from_be_bytes([self.ports[2], self.ports[3]])
     }
 }
 
@@ -84,22 +89,19 @@ impl<Top: Stage, Driver: Stage> FastForm<(Top, UdpStage, IpStage, ArpStage, EthS
             return false;
         };
         let datagram = msg.len() + udp::HEADER_LEN;
-        let kept = state
+        // The template for this peer, if it is the one kept.
+        let mut peer = state
             .peer
-            .as_ref()
-            .filter(|t| t.dst_port == ends.dst_port)
-            .map(|t| t.link.hop());
+            .as_mut()
+            .filter(|t| t.dst_port() == ends.dst_port);
+        let kept = peer.as_deref().map(|t| t.link.hop());
         let Some(hop) = link::hop((ip, arp), ends.dst, datagram, msg, cx, AT, kept) else {
             return false;
         };
         let Some(pad) = link::room(msg, HEADERS) else {
             return false;
         };
-        let confirmed = match state.peer.as_mut() {
-            Some(t) if t.dst_port == ends.dst_port => t.link.confirm(&hop),
-            _ => false,
-        };
-        if !confirmed {
+        if !peer.as_mut().is_some_and(|t| t.link.confirm(&hop)) {
             let Some(link) = LinkTemplate::new(ip, eth, hop) else {
                 return false;
             };
@@ -153,7 +155,7 @@ impl<Top: Stage, Driver: Stage> FastForm<(Top, UdpStage, IpStage, ArpStage, EthS
         if !link::strip(msg, &a, HEADERS, ulen - udp::HEADER_LEN) {
             return false;
         }
-        crate::anno::InetAnno::set_peer_port(msg.anno_mut(), sport);
+        msg.anno_mut().set_peer_port(sport);
         true
     }
 }
