@@ -23,7 +23,7 @@
 //! every application and device above and below it (it is generic over
 //! their stage types, and monomorphized for each).
 
-use crate::exec::{Exec, Fate, Inlined, StageTuple};
+use crate::exec::{step, Exec, Fate, Inlined, StageTuple};
 use crate::ids::Dir;
 use crate::msg::Msg;
 use crate::runtime::Env;
@@ -139,7 +139,59 @@ where
         self.inner.process_at(pos, dir, msg, env)
     }
 
-    fn run(&mut self, pos: usize, dir: Dir, msg: &mut Msg, env: &mut Env<'_>) -> Fate {
+    /// Runs the message and, when a stage turns it around while nothing
+    /// else waits ([`Env::may_turn_in_place`]), goes on with it at once —
+    /// an echo or an ACK built in place leaves by the fast form without a
+    /// second trip through the run loop. The run loop applies the same
+    /// rule to the other executors.
+    fn run(&mut self, mut pos: usize, mut dir: Dir, msg: &mut Msg, env: &mut Env<'_>) -> Fate {
+        loop {
+            match self.run_once(pos, dir, msg, env) {
+                Fate::Turned { from, dir: d } if env.may_turn_in_place() => {
+                    // Turned around, it is no longer the message the
+                    // classifier matched.
+                    msg.anno_mut().set_classified(false);
+                    match step(from, d, T::LEN) {
+                        Some(p) => (pos, dir) = (p, d),
+                        None => return Fate::Out(d),
+                    }
+                }
+                fate => return fate,
+            }
+        }
+    }
+
+    fn stage(&self, pos: usize) -> Option<&dyn Stage> {
+        self.inner.stage(pos)
+    }
+
+    fn stage_mut(&mut self, pos: usize) -> Option<&mut dyn Stage> {
+        self.inner.stage_mut(pos)
+    }
+
+    fn into_stages(self: Box<Self>) -> Vec<Box<dyn Stage>> {
+        Box::new(self.inner).into_stages()
+    }
+
+    fn is_inlined(&self) -> bool {
+        true
+    }
+
+    fn fast_hits(&self) -> Option<[u64; 2]> {
+        Some(self.hits)
+    }
+}
+
+impl<T, F> Specialized<T, F>
+where
+    T: StageTuple,
+    F: FastForm<T>,
+    Inlined<T>: Exec,
+{
+    /// One run from `pos` in `dir` to the message's fate: the fast form
+    /// where it applies, the inlined stages otherwise.
+    #[inline(always)]
+    fn run_once(&mut self, pos: usize, dir: Dir, msg: &mut Msg, env: &mut Env<'_>) -> Fate {
         let last = T::LEN - 1;
         match dir {
             Dir::Down if pos <= 1 && last >= 2 => {
@@ -177,25 +229,5 @@ where
             }
             _ => self.inner.run(pos, dir, msg, env),
         }
-    }
-
-    fn stage(&self, pos: usize) -> Option<&dyn Stage> {
-        self.inner.stage(pos)
-    }
-
-    fn stage_mut(&mut self, pos: usize) -> Option<&mut dyn Stage> {
-        self.inner.stage_mut(pos)
-    }
-
-    fn into_stages(self: Box<Self>) -> Vec<Box<dyn Stage>> {
-        Box::new(self.inner).into_stages()
-    }
-
-    fn is_inlined(&self) -> bool {
-        true
-    }
-
-    fn fast_hits(&self) -> Option<[u64; 2]> {
-        Some(self.hits)
     }
 }

@@ -317,6 +317,12 @@ impl Msg {
         &mut self.anno
     }
 
+    /// Whether the message holds a buffer (`Msg::default()` holds none).
+    #[inline]
+    pub(crate) fn has_buffer(&self) -> bool {
+        !self.buf.is_empty()
+    }
+
     /// Number of bytes in the message.
     #[inline]
     pub fn len(&self) -> usize {

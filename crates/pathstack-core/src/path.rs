@@ -458,6 +458,7 @@ impl Path {
             stage_modules,
             stage_ids,
             origin,
+            turn_in_place: false,
         };
         (&mut **exec, env, stats)
     }

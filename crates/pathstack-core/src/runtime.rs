@@ -182,4 +182,19 @@ pub struct Env<'e> {
     pub(crate) stage_modules: &'e [ModuleId],
     pub(crate) stage_ids: &'e [u32],
     pub(crate) origin: u32,
+    /// Whether the trip may continue a turned message in place: nothing
+    /// waits in the run loop's work list. (Follow-ups a stage adds while
+    /// the message runs are checked when it turns,
+    /// [`Env::may_turn_in_place`].)
+    pub(crate) turn_in_place: bool,
+}
+
+impl Env<'_> {
+    /// Whether a message a stage just turned around may go on at once in
+    /// the same executor: only when it would be the next follow-up anyway
+    /// (nothing else waits), so that messages keep their order.
+    #[inline(always)]
+    pub(crate) fn may_turn_in_place(&self) -> bool {
+        self.turn_in_place && self.shared.follow_ups.is_empty()
+    }
 }

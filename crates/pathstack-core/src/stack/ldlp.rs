@@ -67,16 +67,18 @@ impl Stack {
             // A batch of one has no stage-major order to gain: it runs as a
             // single message (and so continues in place when turned),
             // without the batch's bookkeeping.
-            if let Some(slot) = batch.pop() {
-                self.run(Trip {
-                    path: slot.path,
-                    start: Start::Dequeued,
-                    dir,
-                    msg: slot.msg,
-                    origin: 0,
-                    dequeued: true,
-                    fresh: false,
-                });
+            if let Some(mut slot) = batch.pop() {
+                self.run(
+                    Trip {
+                        path: slot.path,
+                        start: Start::Dequeued,
+                        dir,
+                        origin: 0,
+                        dequeued: true,
+                        fresh: false,
+                    },
+                    &mut slot.msg,
+                );
                 self.drain_follow_ups();
                 self.charge_time(clock, std::slice::from_ref(&slot.path));
             }
@@ -139,15 +141,20 @@ impl Stack {
                     for (k, slot) in batch.iter_mut().enumerate() {
                         if slot.alive {
                             slot.alive = false;
-                            self.run(Trip {
-                                path: slot.path,
-                                start: Start::After(pos),
-                                dir,
-                                msg: std::mem::take(&mut slot.msg),
-                                origin: k as u32,
-                                dequeued: false,
-                                fresh: false,
-                            });
+                            // Taken out of the batch: what is left of it
+                            // goes back to its pool when this trip ends.
+                            let mut msg = std::mem::take(&mut slot.msg);
+                            self.run(
+                                Trip {
+                                    path: slot.path,
+                                    start: Start::After(pos),
+                                    dir,
+                                    origin: k as u32,
+                                    dequeued: false,
+                                    fresh: false,
+                                },
+                                &mut msg,
+                            );
                         }
                     }
                     break;

@@ -185,6 +185,7 @@ impl Stack {
                 stage_modules: &mods,
                 stage_ids: &ids,
                 origin: 0,
+                turn_in_place: false,
             };
             let mut cx = Cx {
                 env: &mut env,

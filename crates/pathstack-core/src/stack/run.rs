@@ -34,15 +34,21 @@ use crate::time::Instant;
 const MAX_HOPS: usize = 16;
 
 /// What became of a message handed to [`Stack::run`] at a path's end.
+///
+/// The message itself travels by reference (`&mut Msg`, owned by whoever
+/// started the trip), so this is one word, not a message: when the path
+/// did not take it (`QueueFull`, `NoPath`) it is still where it was.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Entered {
     /// It ran (or was handed on as a follow-up).
     Ran,
     /// It waits in the path's source queue for the scheduler.
     Queued,
-    /// The path's source queue was full (counted on the path).
-    QueueFull(Msg),
-    /// No such path.
-    NoPath(Msg),
+    /// The path's source queue was full (counted on the path); the
+    /// message was left with the caller.
+    QueueFull,
+    /// No such path; the message was left with the caller.
+    NoPath,
     /// A stage of the path it entered dropped it.
     Dropped(DropReason),
 }
@@ -72,12 +78,13 @@ impl SendError {
     }
 }
 
-/// A message to run: where it starts and what it came from.
+/// Where a message's run starts and what it came from. The message is
+/// not part of it: it stays where it is and the run works on it by
+/// reference (issue 26: a frame is not copied from layer to layer).
 pub(super) struct Trip {
     pub path: PathId,
     pub start: Start,
     pub dir: Dir,
-    pub msg: Msg,
     /// Its batch position (LDLP), for follow-up order.
     pub origin: u32,
     /// Taken from the path's own source queue by the scheduler: it runs
@@ -92,12 +99,11 @@ pub(super) struct Trip {
 
 impl Trip {
     /// A message entering path `path` at its end, travelling in `dir`.
-    pub fn enter(path: PathId, dir: Dir, msg: Msg) -> Self {
+    pub fn enter(path: PathId, dir: Dir) -> Self {
         Trip {
             path,
             start: Start::End,
             dir,
-            msg,
             origin: 0,
             dequeued: false,
             fresh: false,
@@ -110,7 +116,7 @@ enum Onward {
     /// Into the sink queue, dropped, or nowhere: done.
     Done,
     /// On along another path, after the stage of the module it left by.
-    Path(PathId, Dir, ModuleId, Msg),
+    Path(PathId, Dir, ModuleId),
 }
 
 impl Stack {
@@ -131,10 +137,10 @@ impl Stack {
         // A message handed back in (a received datagram reused for the
         // reply) was not classified onto this trip.
         msg.anno_mut().set_classified(false);
-        match self.enter(id, dir, msg) {
+        match self.enter(id, dir, &mut msg) {
             Entered::Ran | Entered::Queued => Ok(()),
-            Entered::QueueFull(m) => Err(SendError::QueueFull(m)),
-            Entered::NoPath(m) => Err(SendError::NoPath(m)),
+            Entered::QueueFull => Err(SendError::QueueFull(msg)),
+            Entered::NoPath => Err(SendError::NoPath(msg)),
             Entered::Dropped(r) => Err(SendError::Dropped(r)),
         }
     }
@@ -189,12 +195,11 @@ impl Stack {
     /// waits in the path's source queue instead when the path already has
     /// input queued, or when LDLP schedules and the trip did not enter
     /// alone ([`Trip::fresh`]).
-    pub(super) fn run(&mut self, trip: Trip) -> Entered {
+    pub(super) fn run(&mut self, trip: Trip, msg: &mut Msg) -> Entered {
         let Trip {
             path: mut id,
             mut start,
             mut dir,
-            mut msg,
             origin,
             dequeued,
             fresh,
@@ -213,9 +218,11 @@ impl Stack {
                 && self.runq.is_empty()
                 && self.shared.follow_ups.is_empty()
                 && self.work.is_empty());
+        // The work list does not change during the trip's own stages.
+        let turn_in_place = self.work.is_empty();
         for hop in 0..MAX_HOPS {
             let Some(path) = self.paths.get_mut(id) else {
-                return Entered::NoPath(msg);
+                return Entered::NoPath;
             };
             if let Start::AfterModule(m) = start {
                 start = resolve_after(path, m, dir);
@@ -225,17 +232,20 @@ impl Stack {
                 Start::End => {
                     let queue_first = !dequeued || hop > 0;
                     if queue_first && (path.queued[dir.index()] || !direct) {
-                        return match enqueue(path, &mut self.runq, dir, msg, now) {
+                        return match enqueue(path, &mut self.runq, dir, std::mem::take(msg), now) {
                             Ok(()) => Entered::Queued,
-                            // Counted on the path.
-                            Err((msg, _)) => Entered::QueueFull(msg),
+                            // Counted on the path; the message goes back.
+                            Err((m, _)) => {
+                                *msg = m;
+                                Entered::QueueFull
+                            }
                         };
                     }
                     if path.over_budget() {
                         // Early discard: the path holds all the buffers
                         // its budget allows (thesis §5.2.3).
                         path.count_drop(CoreDropReason::OverMemoryBudget);
-                        return Entered::QueueFull(msg);
+                        return Entered::QueueFull;
                     }
                     path.stats.msgs_in[dir.index()] += 1;
                     path.stats.bytes_in[dir.index()] += msg.len() as u64;
@@ -254,7 +264,10 @@ impl Stack {
                 let fate = {
                     let (exec, mut env, _) =
                         path.split(now, &mut self.modules, &mut self.shared, origin);
-                    exec.run(p, dir, &mut msg, &mut env)
+                    // A specialized executor continues a turned message
+                    // itself, by the rule below.
+                    env.turn_in_place = turn_in_place;
+                    exec.run(p, dir, msg, &mut env)
                 };
                 if let Fate::Turned { .. } = fate {
                     // Turned around, it is no longer the message the
@@ -272,9 +285,16 @@ impl Stack {
                 }
             };
             match fate {
-                Fate::Consumed => path.stats.consumed += 1,
+                // What the stage left of the message goes back to its pool
+                // now, before any follow-up runs (the trip's owner keeps
+                // only an empty message).
+                Fate::Consumed => {
+                    path.stats.consumed += 1;
+                    release(msg);
+                }
                 Fate::Dropped(r) => {
                     path.count_drop(r);
+                    release(msg);
                     if hop == 0 {
                         return Entered::Dropped(r);
                     }
@@ -284,7 +304,7 @@ impl Stack {
                         path: id,
                         start: Start::After(from),
                         dir,
-                        msg,
+                        msg: std::mem::take(msg),
                         origin,
                     };
                     if self.shared.follow_up(f).is_err() {
@@ -301,16 +321,16 @@ impl Stack {
                     };
                     match leave(path, d, msg, &mut self.modules, &mut rcx) {
                         Onward::Done => {}
-                        Onward::Path(next, next_dir, m, next_msg) => {
-                            let f = FollowUp {
-                                path: next,
-                                start: Start::AfterModule(m),
-                                dir: next_dir,
-                                msg: next_msg,
-                                origin,
-                            };
+                        Onward::Path(next, next_dir, m) => {
                             if !(self.shared.follow_ups.is_empty() && self.work.is_empty()) {
                                 // Others wait: keep their order.
+                                let f = FollowUp {
+                                    path: next,
+                                    start: Start::AfterModule(m),
+                                    dir: next_dir,
+                                    msg: std::mem::take(msg),
+                                    origin,
+                                };
                                 if self.shared.follow_up(f).is_err() {
                                     self.modules[m.0 as usize]
                                         .drops
@@ -318,10 +338,9 @@ impl Stack {
                                 }
                                 return Entered::Ran;
                             }
-                            id = f.path;
-                            start = f.start;
-                            dir = f.dir;
-                            msg = f.msg;
+                            id = next;
+                            start = Start::AfterModule(m);
+                            dir = next_dir;
                             continue;
                         }
                     }
@@ -339,14 +358,17 @@ impl Stack {
     /// application's send, a received frame): it runs now, with everything
     /// it leads to, or waits in the path's queue.
     #[inline]
-    pub(super) fn enter(&mut self, id: PathId, dir: Dir, msg: Msg) -> Entered {
+    pub(super) fn enter(&mut self, id: PathId, dir: Dir, msg: &mut Msg) -> Entered {
         if self.config.account_time {
             return self.enter_timed(id, dir, msg);
         }
-        let r = self.run(Trip {
-            fresh: true,
-            ..Trip::enter(id, dir, msg)
-        });
+        let r = self.run(
+            Trip {
+                fresh: true,
+                ..Trip::enter(id, dir)
+            },
+            msg,
+        );
         self.drain_follow_ups();
         r
     }
@@ -354,14 +376,17 @@ impl Stack {
     /// [`Stack::enter`] with the run's time charged to path `id`: two
     /// clock reads per direct run, only when time is accounted.
     #[inline(never)]
-    fn enter_timed(&mut self, id: PathId, dir: Dir, msg: Msg) -> Entered {
+    fn enter_timed(&mut self, id: PathId, dir: Dir, msg: &mut Msg) -> Entered {
         let t0 = std::time::Instant::now();
-        let r = self.run(Trip {
-            fresh: true,
-            ..Trip::enter(id, dir, msg)
-        });
+        let r = self.run(
+            Trip {
+                fresh: true,
+                ..Trip::enter(id, dir)
+            },
+            msg,
+        );
         self.drain_follow_ups();
-        if !matches!(r, Entered::Queued | Entered::NoPath(_)) {
+        if !matches!(r, Entered::Queued | Entered::NoPath) {
             if let Some(p) = self.paths.get_mut(id) {
                 p.stats.cpu_ns += t0.elapsed().as_nanos() as u64;
             }
@@ -379,7 +404,7 @@ impl Stack {
         // fields again (parse once).
         frame.anno_mut().set_classified(true);
         // Other outcomes are counted on the path.
-        if let Entered::NoPath(_) = self.enter(id, dir, frame) {
+        if let Entered::NoPath = self.enter(id, dir, &mut frame) {
             self.modules[m.0 as usize].drops.add(CoreDropReason::NoPath);
         }
     }
@@ -628,9 +653,10 @@ impl Stack {
             if !path.queues[src as usize].is_empty() && !path.queued[dir.index()] {
                 requeue(path, &mut self.runq, dir, now);
             }
-            let mut trip = Trip::enter(id, dir, msg);
+            let mut msg = msg;
+            let mut trip = Trip::enter(id, dir);
             trip.dequeued = true;
-            self.run(trip);
+            self.run(trip, &mut msg);
             self.drain_follow_ups();
             ran += 1;
         }
@@ -741,18 +767,20 @@ impl Stack {
         work.extend(self.shared.follow_ups.drain(..));
         // `self.work` must look non-empty while items wait in `work`, so
         // that a turned message does not jump ahead of them.
-        while let Some(f) = work.pop_front() {
+        while let Some(mut f) = work.pop_front() {
             let origin = f.origin;
             std::mem::swap(&mut self.work, &mut work);
-            self.run(Trip {
-                path: f.path,
-                start: f.start,
-                dir: f.dir,
-                msg: f.msg,
-                origin,
-                dequeued: false,
-                fresh: false,
-            });
+            self.run(
+                Trip {
+                    path: f.path,
+                    start: f.start,
+                    dir: f.dir,
+                    origin,
+                    dequeued: false,
+                    fresh: false,
+                },
+                &mut f.msg,
+            );
             std::mem::swap(&mut self.work, &mut work);
             if !self.shared.follow_ups.is_empty() {
                 let at = work
@@ -765,6 +793,15 @@ impl Stack {
             }
         }
         self.work = work;
+    }
+}
+
+/// Gives a finished trip's message back to its pool, leaving an empty
+/// one (no buffer, nothing to free) with the trip's owner.
+#[inline]
+fn release(msg: &mut Msg) {
+    if msg.has_buffer() {
+        drop(std::mem::take(msg));
     }
 }
 
@@ -785,7 +822,7 @@ fn resolve_after(path: &Path, m: ModuleId, dir: Dir) -> Start {
 fn leave(
     path: &mut Path,
     dir: Dir,
-    mut msg: Msg,
+    msg: &mut Msg,
     modules: &mut [crate::module::ModuleSlot],
     rcx: &mut RouteCx<'_>,
 ) -> Onward {
@@ -797,9 +834,9 @@ fn leave(
     };
     let m = path.stage_modules[end_pos];
     rcx.module_id = m;
-    match modules[m.0 as usize].module.route_end(dir, &mut msg, rcx) {
+    match modules[m.0 as usize].module.route_end(dir, msg, rcx) {
         EndRoute::Continue(next, next_dir) if next != path.id => {
-            return Onward::Path(next, next_dir, m, msg);
+            return Onward::Path(next, next_dir, m);
         }
         EndRoute::Drop(reason) => {
             modules[m.0 as usize].drops.add(reason);
@@ -809,7 +846,7 @@ fn leave(
     }
     // A full sink queue or an exhausted memory budget is counted on the
     // path.
-    let _ = path.push_queue(QueueKind::sink(dir), msg);
+    let _ = path.push_queue(QueueKind::sink(dir), std::mem::take(msg));
     Onward::Done
 }
 
