@@ -758,6 +758,29 @@ impl Stack {
     }
 
     fn drain_follow_ups_once(&mut self) {
+        // The common case — one follow-up (a segment a stage emitted, a
+        // message handed on) and nothing else waiting — runs straight from
+        // where the stage left it: no work list to go through. In the same
+        // order as below: what it leads to runs after it.
+        while self.work.is_empty() && self.shared.follow_ups.len() == 1 {
+            let Some(mut f) = self.shared.follow_ups.pop() else {
+                break;
+            };
+            self.run(
+                Trip {
+                    path: f.path,
+                    start: f.start,
+                    dir: f.dir,
+                    origin: f.origin,
+                    dequeued: false,
+                    fresh: false,
+                },
+                &mut f.msg,
+            );
+        }
+        if self.shared.follow_ups.is_empty() {
+            return;
+        }
         let mut work = std::mem::take(&mut self.work);
         // Stable by origin: emission order is kept within a group. (Already
         // sorted after a per-message run, where every origin is 0.)
