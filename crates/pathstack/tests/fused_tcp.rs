@@ -2,19 +2,21 @@
 //! against the modular stages it stands in front of (issue 26, item 8).
 //!
 //! Two identical hosts — one with its connection's path specialized, one
-//! modular — open a connection to a peer the test speaks for, on a
-//! simulated clock and with TCP's secrets from the same seed
-//! ([`HostConfig::tcp_seed`]), so that both choose the same initial
-//! sequence numbers and put the same bytes on the wire. Then both live
-//! through the same random history: the peer's segments (in-order data,
-//! pure and duplicate ACKs, window updates, SACK blocks, old and future
-//! acknowledgements, retransmitted, out-of-order and out-of-window data,
-//! old or missing timestamps, URG, PSH, FIN, RST, SYN, ECN flags), made
-//! wrong on the way (truncated, bytes flipped, bad checksums, IP options,
-//! fragments, wrong ports, addresses and MACs, padding), the
-//! application's sends, reads, shutdown and `TCP_NODELAY`, ARP replies
-//! that move the peer, and time passing far enough for the timers and for
-//! the neighbour entry to expire. After every step both hosts must have
+//! modular — open a connection with a peer the test speaks for (actively,
+//! or passively through a listener), on a simulated clock and with TCP's
+//! secrets from the same seed ([`HostConfig::tcp_seed`]), so that both
+//! choose the same initial sequence numbers and put the same bytes on the
+//! wire. Then both live through the same random history: the peer's
+//! segments (in-order data, pure and duplicate ACKs, window updates, SACK
+//! blocks, old and future acknowledgements, retransmitted, out-of-order
+//! and out-of-window data, old or missing timestamps, URG, PSH, FIN, RST,
+//! SYN, ECN flags), made wrong on the way (truncated, bytes flipped, bad
+//! checksums, IP and TCP header fields changed under a good checksum, IP
+//! options, fragments, wrong ports, addresses and MACs, padding), ICMP
+//! errors quoting the connection (fragmentation needed), the
+//! application's sends, reads, shutdown and `TCP_NODELAY`, ARP replies and
+//! requests that move the peer, and time passing far enough for the
+//! timers and for the neighbour entry to expire. After every step both hosts must have
 //! put the same frames on the wire byte for byte, delivered the same bytes
 //! to the application with the same results, hold the same control block
 //! (as far as its accessors show it), and counted the same on the
@@ -66,10 +68,18 @@ struct World {
     now: Instant,
     /// The results of the application's calls since the last look.
     app: Vec<String>,
+    /// Frames the host sent that the test read before `observe`.
+    sent: Vec<Vec<u8>>,
 }
 
 impl World {
-    fn new(specialized: bool, cfg: TcpConfig) -> World {
+    /// The host, with the connection open: actively (its SYN on the
+    /// wire), or passively when `passive` is the peer's offer (the
+    /// handshake done: the peer's SYN, the host's SYN-ACK, which stays on
+    /// the wire, and the peer's ACK; the connection accepted). The
+    /// specialized host's connection path is specialized as soon as the
+    /// application holds it.
+    fn new(specialized: bool, cfg: TcpConfig, passive: Option<&Offer>) -> World {
         let (a, mut wire) = wire_pair(WireConfig::default());
         let mut c = HostConfig::parse("10.0.0.1/24").unwrap();
         c.mac = Some(MacAddr(MAC_US));
@@ -77,18 +87,35 @@ impl World {
         let mut host = Host::new(c, a).unwrap();
         let now = Instant::ZERO + Duration::from_secs(1);
         host.set_manual_clock(now);
+        let to_host = |host: &mut Host, wire: &mut WireEnd, f: &[u8]| {
+            let m = host.stack().pool().alloc_copy(f).unwrap();
+            wire.transmit(m, now).unwrap();
+            host.stack_mut().poll(now);
+        };
         // The peer is known before the SYN goes.
-        let arp = host
-            .stack()
-            .pool()
-            .alloc_copy(&arp_reply(PEER_MACS[0], PEER))
-            .unwrap();
-        wire.transmit(arp, now).unwrap();
-        host.stack_mut().poll(now);
-        let peer = std::net::SocketAddr::from((PEER, PORTS.1));
-        let stream = host
-            .tcp_connect_with(("0.0.0.0", PORTS.0), peer, cfg)
-            .unwrap();
+        to_host(&mut host, &mut wire, &arp_reply(PEER_MACS[0], PEER));
+        let mut sent = Vec::new();
+        let stream = match passive {
+            None => {
+                let peer = std::net::SocketAddr::from((PEER, PORTS.1));
+                host.tcp_connect_with(("0.0.0.0", PORTS.0), peer, cfg)
+                    .unwrap()
+            }
+            Some(offer) => {
+                let l = host.tcp_listen_with(("0.0.0.0", PORTS.0), 4, cfg).unwrap();
+                to_host(&mut host, &mut wire, &Peer::syn(offer));
+                // The SYN-ACK is kept for `observe`.
+                let pool = host.stack().pool().clone();
+                while let Some(f) = wire.receive(&pool, now).unwrap() {
+                    sent.push(f.as_slice().to_vec());
+                }
+                let synack = sent.iter().find(|f| parse(f).is_some());
+                let peer = Peer::new(synack.expect("a SYN-ACK"), &cfg, offer);
+                let ack = peer.segment(&Seg::ack(), &Mutation::None);
+                to_host(&mut host, &mut wire, &ack);
+                host.accept(&l).unwrap().expect("the connection").0
+            }
+        };
         let path = host.tcp_path_id(&stream).unwrap();
         if specialized {
             let s = host.stack_mut();
@@ -106,6 +133,7 @@ impl World {
             path,
             now,
             app: Vec::new(),
+            sent,
         };
         w.poll(Duration::from_micros(10));
         w
@@ -175,7 +203,7 @@ impl World {
     /// told, the control block, and every counter.
     fn observe(&mut self) -> Observed {
         let pool = self.host.stack().pool();
-        let mut frames = Vec::new();
+        let mut frames = std::mem::take(&mut self.sent);
         while let Some(f) = self.wire.receive(pool, self.now).unwrap() {
             frames.push(f.as_slice().to_vec());
         }
@@ -285,6 +313,23 @@ struct Seg {
     /// agreed.
     sack: Option<(u32, u32)>,
     urgent: u16,
+}
+
+impl Seg {
+    /// A pure ACK of everything, the window and the timestamps as before:
+    /// the steady peer's.
+    fn ack() -> Seg {
+        Seg {
+            seq: SeqAt::Next,
+            len: 0,
+            ack: AckAt::All,
+            flags: 0,
+            wnd: None,
+            ts: TsAt::Fresh,
+            sack: None,
+            urgent: 0,
+        }
+    }
 }
 
 /// Where the segment's data starts.
@@ -579,28 +624,30 @@ fn parse(f: &[u8]) -> Option<(u32, u8, usize, Option<u32>)> {
 }
 
 impl Peer {
-    /// The peer after the host's SYN `syn`.
-    fn new(syn: &[u8], iss: u32) -> Peer {
-        let (seq, flags, _, ts) = parse(syn).expect("a SYN");
-        assert_eq!(flags & (SYN | ACK), SYN, "the host's SYN");
+    /// The peer after the host's SYN (an active open) or SYN-ACK (a
+    /// passive one, answering [`Peer::syn`]), `host` the host's options
+    /// and `offer` the peer's: the extensions both offered are agreed.
+    fn new(host_syn: &[u8], host: &TcpConfig, offer: &Offer) -> Peer {
+        let (seq, flags, _, ts) = parse(host_syn).expect("a SYN");
+        assert_eq!(flags & SYN, SYN, "the host's SYN");
         Peer {
             mac: PEER_MACS[0],
-            iss,
+            iss: offer.iss,
             host_iss: seq,
+            ts: host.timestamps && offer.ts,
+            sack: host.sack && offer.sack,
+            tsval: 1000,
+            wnd: offer.wnd,
             host_ts: ts.unwrap_or(0),
             host_max: seq.wrapping_add(1),
-            tsval: 1000,
-            rcv_nxt: iss.wrapping_add(1),
+            rcv_nxt: offer.iss.wrapping_add(1),
             snd_una: seq,
-            ..Peer::default()
         }
     }
 
-    /// The SYN-ACK answering the host's SYN, with the options `offer` the
-    /// peer takes up (MSS, window shift, SACK, timestamps), as far as the
-    /// host offered them.
-    fn syn_ack(&mut self, host: &TcpConfig, offer: &Offer) -> Vec<u8> {
-        self.wnd = offer.wnd;
+    /// The options of the peer's SYN or SYN-ACK: those of `offer`, as far
+    /// as `host` offered them.
+    fn syn_options(offer: &Offer, host: &TcpConfig, tsecr: u32) -> Vec<u8> {
         let mut o = vec![2, 4];
         o.extend_from_slice(&offer.mss.to_be_bytes());
         if let (true, Some(s)) = (host.window_scaling, offer.shift) {
@@ -608,21 +655,40 @@ impl Peer {
         }
         if host.sack && offer.sack {
             o.extend_from_slice(&[1, 1, 4, 2]);
-            self.sack = true;
         }
         if host.timestamps && offer.ts {
             o.extend_from_slice(&[1, 1, 8, 10]);
-            o.extend_from_slice(&self.tsval.to_be_bytes());
-            o.extend_from_slice(&self.host_ts.to_be_bytes());
-            self.ts = true;
+            o.extend_from_slice(&1000u32.to_be_bytes());
+            o.extend_from_slice(&tsecr.to_be_bytes());
         }
+        o
+    }
+
+    /// The peer's SYN opening a connection to the listening host, with
+    /// everything `offer` holds.
+    fn syn(offer: &Offer) -> Vec<u8> {
+        let all = TcpConfig::default();
+        tcp_frame(
+            PEER_MACS[0],
+            (offer.iss, 0),
+            SYN,
+            offer.wnd,
+            0,
+            &Peer::syn_options(offer, &all, 0),
+            &[],
+            &Mutation::None,
+        )
+    }
+
+    /// The SYN-ACK answering the host's SYN.
+    fn syn_ack(&self, host: &TcpConfig, offer: &Offer) -> Vec<u8> {
         tcp_frame(
             self.mac,
             (self.iss, self.host_iss.wrapping_add(1)),
             SYN | ACK,
             offer.wnd,
             0,
-            &o,
+            &Peer::syn_options(offer, host, self.host_ts),
             &[],
             &Mutation::None,
         )
@@ -769,21 +835,27 @@ struct Offer {
 }
 
 /// Two hosts, one specialized, with the connection established to the
-/// same peer, and the peer.
-fn established(cfg: TcpConfig, offer: &Offer) -> (World, World, Peer) {
-    let mut fused = World::new(true, cfg);
-    let mut modular = World::new(false, cfg);
+/// same peer (opened by the hosts, or by the peer when `passive`), and
+/// the peer.
+fn established(cfg: TcpConfig, offer: &Offer, passive: bool) -> (World, World, Peer) {
+    let mut fused = World::new(true, cfg, passive.then_some(offer));
+    let mut modular = World::new(false, cfg, passive.then_some(offer));
     let (f, m) = (fused.observe(), modular.observe());
-    assert_eq!(f, m, "the SYN");
+    assert_eq!(f, m, "the SYN or SYN-ACK");
     let syn = f.frames.iter().find(|f| parse(f).is_some()).expect("a SYN");
-    let mut peer = Peer::new(syn, offer.iss);
-    let synack = peer.syn_ack(&cfg, offer);
-    for w in [&mut fused, &mut modular] {
-        w.frame(&synack);
-        w.poll(Duration::from_micros(10));
+    let mut peer = Peer::new(syn, &cfg, offer);
+    if passive {
+        // What the peer's ACK of the SYN-ACK did.
+        peer.after(&Step::Seg(Seg::ack(), Mutation::None));
+    } else {
+        let synack = peer.syn_ack(&cfg, offer);
+        for w in [&mut fused, &mut modular] {
+            w.frame(&synack);
+            w.poll(Duration::from_micros(10));
+        }
     }
     let (f, m) = (fused.observe(), modular.observe());
-    assert_eq!(f, m, "the handshake's ACK");
+    assert_eq!(f, m, "after the handshake");
     assert_eq!(
         fused.host.tcp_state(&fused.stream).unwrap(),
         State::Established
@@ -977,9 +1049,10 @@ proptest! {
     fn a_specialized_connection_behaves_as_the_modular_stages(
         cfg in host_config(),
         offer in offer(),
+        passive in any::<bool>(),
         steps in proptest::collection::vec(step(), 1..60),
     ) {
-        let (mut fused, mut modular, mut peer) = established(cfg, &offer);
+        let (mut fused, mut modular, mut peer) = established(cfg, &offer, passive);
         run(&mut fused, &mut modular, &mut peer, &steps);
     }
 }
@@ -998,7 +1071,7 @@ fn a_steady_exchange_is_byte_identical() {
         wnd: 65535,
         iss: 77,
     };
-    let (mut fused, mut modular, mut peer) = established(TcpConfig::default(), &offer);
+    let (mut fused, mut modular, mut peer) = established(TcpConfig::default(), &offer, false);
     let seg = |len: usize, flags: u8| {
         Step::Seg(
             Seg {
