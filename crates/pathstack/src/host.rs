@@ -134,6 +134,14 @@ pub struct HostConfig {
     pub udp: bool,
     /// Whether the graph has `TCP` (instance `tcp`, default yes).
     pub tcp: bool,
+    /// Derive TCP's secrets (RFC 6528 initial sequence numbers, SYN
+    /// cookies) from this seed instead of drawing them at random (`TCP`'s
+    /// `seed` parameter): two hosts built alike on a simulated clock then
+    /// open their connections with the same sequence numbers and put the
+    /// same bytes on the wire. For simulation and reproducible tests only:
+    /// a host reachable by others with a known seed has guessable
+    /// sequence numbers. Default `None` (random per host).
+    pub tcp_seed: Option<u64>,
     /// Most frames the driver takes from the device per poll; `None`
     /// keeps the driver's default (64). With 1, each frame is carried up
     /// its path before the device is read again; over TAP with busy
@@ -219,6 +227,7 @@ impl HostConfig {
             nic: Nic::Device,
             udp: true,
             tcp: true,
+            tcp_seed: None,
             rx_burst: None,
             rpc: None,
             rpc_call_timeout: pathstack_rpc::modules::chan::DEFAULT_CALL_TIMEOUT,
@@ -302,9 +311,10 @@ impl Host {
         if cfg.tcp {
             g.upper.push((
                 format!(
-                    "name=tcp module=TCP mss={}{};",
+                    "name=tcp module=TCP mss={}{}{};",
                     g.mtu.saturating_sub(40),
-                    tcp_offload_params(&cfg, &caps)
+                    tcp_offload_params(&cfg, &caps),
+                    cfg.tcp_seed.map_or(String::new(), |s| format!(" seed={s}"))
                 ),
                 "tcp.down<>ip.up;".into(),
             ));
@@ -668,6 +678,38 @@ mod tests {
         // The emulated LANCE copies frames: no offloads through it.
         cfg.nic = Nic::Lance(pathstack_devices::Access::Copy);
         assert_eq!(tcp_offload_params(&cfg, &caps(tap)), "");
+    }
+
+    /// The SYN a host with TCP seed `seed` sends to 10.0.0.2:80 from port
+    /// 40000 at a fixed time, its neighbour known.
+    fn syn(seed: Option<u64>) -> Vec<u8> {
+        use pathstack_core::device::wire::{wire_pair, WireConfig};
+        use pathstack_core::Device;
+        let (a, mut b) = wire_pair(WireConfig::default());
+        let cfg = HostConfig {
+            mac: Some(MacAddr([2, 0, 0, 0, 0, 1])),
+            tcp_seed: seed,
+            ..HostConfig::parse("10.0.0.1/24").unwrap()
+        };
+        let mut h = Host::new(cfg, a).unwrap();
+        h.set_manual_clock(Instant::from_millis(5));
+        h.add_neighbor("10.0.0.2".parse().unwrap(), MacAddr([2, 0, 0, 0, 0, 2]))
+            .unwrap();
+        let _s = h.tcp_connect_with("0.0.0.0:40000", "10.0.0.2:80", Default::default());
+        h.stack_mut().poll(Instant::from_millis(5));
+        let pool = h.stack().pool().clone();
+        std::iter::from_fn(|| b.receive(&pool, Instant::from_millis(5)).unwrap())
+            .map(|f| f.as_slice().to_vec())
+            .find(|f| f.len() > 47 && f[23] == 6)
+            .expect("a SYN")
+    }
+
+    #[test]
+    fn a_tcp_seed_makes_hosts_built_alike_send_the_same_syn() {
+        assert_eq!(syn(Some(1)), syn(Some(1)));
+        // The sequence number (bytes 38..42) is the seed's.
+        assert_ne!(syn(Some(1))[38..42], syn(Some(2))[38..42]);
+        assert_ne!(syn(None)[38..42], syn(None)[38..42]);
     }
 }
 

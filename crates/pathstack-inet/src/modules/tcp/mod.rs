@@ -78,6 +78,12 @@ pub const TCP_SPEC: ModuleSpec = ModuleSpec {
             doc: "answer with SYN cookies when a SYN queue is full (default true)",
             required: false,
         },
+        ParamSpec {
+            key: "seed",
+            doc: "derive the ISN and SYN-cookie secrets from this number instead of drawing them at random: \
+                  deterministic simulation and reproducible tests only, the secrets become guessable (default: random)",
+            required: false,
+        },
     ],
     understands: &["TCP_CONFIG", "TCP_BACKLOG", "TCP_OPEN"],
 };
@@ -171,6 +177,29 @@ pub struct TcpModule {
     pub(crate) counters: TcpCounters,
 }
 
+/// The two secrets, ISN's and the cookies': drawn at random, or both
+/// derived from `seed` (the `seed` parameter) so that a simulated host
+/// opens its connections with the same sequence numbers on every run.
+/// The two are independent either way (`syn_cookie`: a separate key, as
+/// Linux's `syncookie_secret`): from a seed, each is SipHash-2-4 of the
+/// seed under its own label, so knowing one tells nothing of the other
+/// without the seed.
+fn secrets(seed: Option<u64>) -> ([u8; 16], [u8; 16]) {
+    let Some(seed) = seed else {
+        return (random_secret(), random_secret());
+    };
+    let derive = |label: &[u8]| {
+        let mut out = [0u8; 16];
+        for (i, chunk) in out.chunks_mut(8).enumerate() {
+            let mut h = siphasher::sip::SipHasher24::new_with_keys(seed, i as u64);
+            h.write(label);
+            chunk.copy_from_slice(&h.finish().to_le_bytes());
+        }
+        out
+    };
+    (derive(b"isn"), derive(b"syn cookie"))
+}
+
 /// 16 random bytes from the standard library's per-process random hasher
 /// keys (no extra dependency; the secrets need not be cryptographically
 /// generated to defeat off-path guessing, RFC 6528 §3 asks for a secret
@@ -195,7 +224,7 @@ const EPHEMERAL: std::ops::RangeInclusive<u16> = 49152..=65535;
 
 impl TcpModule {
     /// Factory: parameters `mss`, `max_connections`, `syncookies`,
-    /// `csum_offload`, `tso_max`.
+    /// `csum_offload`, `tso_max`, `seed`.
     pub fn create(setup: &mut ModuleSetup<'_>) -> Result<Box<dyn Module>, ModuleError> {
         let defaults = TcpConfig {
             mss: setup.param("mss", 1460u16)?,
@@ -206,6 +235,11 @@ impl TcpModule {
             ..TcpConfig::default()
         };
         let cookies = setup.param("syncookies", true)?;
+        let seed = match setup.params().get("seed") {
+            None => None,
+            Some(_) => Some(setup.param("seed", 0u64)?),
+        };
+        let (isn_secret, cookie_secret) = secrets(seed);
         Ok(Box::new(TcpModule {
             defaults,
             listeners: HashMap::new(),
@@ -213,8 +247,8 @@ impl TcpModule {
             port_use: HashMap::new(),
             max_paths: setup.param("max_connections", 65_536usize)?,
             next_ephemeral: *EPHEMERAL.start(),
-            isn: IsnGenerator::new(random_secret()),
-            cookies: cookies.then(|| SynCookies::new(random_secret())),
+            isn: IsnGenerator::new(isn_secret),
+            cookies: cookies.then(|| SynCookies::new(cookie_secret)),
             path: None,
             counters: TcpCounters::default(),
         }))
@@ -460,5 +494,22 @@ pub(crate) fn four_tuple(lip: Ipv4Addr, lport: u16, rip: Ipv4Addr, rport: u16) -
         local_port: lport,
         remote_ip: IpAddr::V4(rip),
         remote_port: rport,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::secrets;
+
+    #[test]
+    fn a_seed_gives_the_same_two_independent_secrets() {
+        let (isn, cookie) = secrets(Some(7));
+        assert_eq!(secrets(Some(7)), (isn, cookie));
+        assert_ne!(isn, cookie);
+        let (isn8, cookie8) = secrets(Some(8));
+        assert!(isn8 != isn && cookie8 != cookie);
+        // Without a seed, each host draws its own (two draws agreeing is a
+        // 2^-128 chance).
+        assert_ne!(secrets(None), secrets(None));
     }
 }
