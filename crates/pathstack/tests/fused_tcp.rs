@@ -1175,15 +1175,13 @@ fn a_steady_exchange_is_byte_identical() {
 /// has reassembled it (RFC 791 §3.2; RFC 1122 §3.3.2: reassembly MUST be
 /// supported), in either order of the fragments.
 ///
-/// Known bug, found by the property test's `Split` mutation (both forms
-/// alike, so the differential test passes): the fragments are classified
-/// to TCP's own catch-all path (the IP key of a fragment is the last one
-/// the walk can take, and TCP's passive path matches it), its IP stage
-/// reassembles the segment, and its reset stage answers it as a stray
-/// with a RST — a valid segment of an established connection resets the
-/// peer.
+/// Found by the property test's `Split` mutation (both forms alike, so the
+/// differential test passed): the fragments were classified to TCP's own
+/// catch-all path (a later fragment has no ports), its IP stage
+/// reassembled the segment, and its reset stage answered it as a stray
+/// with a RST. A datagram reassembled on a protocol's path now goes to
+/// IP's own path for the second classification.
 #[test]
-#[ignore = "known bug: a reassembled segment goes to TCP's catch-all path and is answered with a reset"]
 fn a_segment_in_two_fragments_reaches_its_connection() {
     let offer = Offer {
         mss: 1460,

@@ -439,6 +439,7 @@ impl Module for IpModule {
                 remote,
                 next_hop,
                 iface: f,
+                iface_index: iface,
                 template: protocol
                     .zip(remote)
                     .map(|(p, r)| Ipv4Template::new(f.addr, r, p)),
@@ -551,6 +552,8 @@ pub struct IpStage {
     /// The fixed next hop of an active path.
     next_hop: Option<Ipv4Addr>,
     iface: Interface,
+    /// The interface's index (which of IP's own paths serves it).
+    iface_index: usize,
     /// An active path's header, formatted at creation.
     template: Option<Ipv4Template>,
     /// The routing table's change counter, held from the path's creation:
@@ -715,12 +718,31 @@ impl IpStage {
                 m.counters.reassembled += 1;
                 *msg = payload;
                 *msg.anno_mut() = anno;
-                if self.protocol.is_none() {
+                // A protocol's path got this fragment by the protocol alone
+                // (a later fragment has no transport header to tell its
+                // connection or socket by; all fragments share one
+                // reassembler), so the whole datagram may belong to another
+                // path: it goes to the end of IP's own path, whose second
+                // classification finds the right one (thesis §3.4.2), as
+                // a datagram reassembled there does.
+                let own = match self.protocol {
+                    Some(_) => m.own.get(self.iface_index).copied().flatten(),
+                    None => None,
+                };
+                if self.protocol.is_none() || own.is_some() {
                     // Back to a datagram for the second classification.
                     let mut h = whole;
                     if h.push_onto(msg).is_err() {
                         return Err(Verdict::Drop(Ipv4DropReason::NoHeadroom.into()));
                     }
+                }
+                if let Some(own) = own {
+                    // IP's stage is the top of its own path: the datagram
+                    // starts past it, going up, and leaves by `route_end`.
+                    return Err(match cx.send_on(own, 0, Dir::Up, std::mem::take(msg)) {
+                        Ok(()) => Verdict::Consumed,
+                        Err(r) => Verdict::Drop(r),
+                    });
                 }
                 Ok(whole)
             }
