@@ -133,12 +133,13 @@ fn rpc_paths(h: &Host) -> Result<(PathId, PathId), BoxError> {
     ))
 }
 
-/// Path-inlines (PIN) the `RPC` client and server paths of `h`, or says
-/// why it could not.
+/// Specializes (PIN) the `RPC` client and server paths of `h` — the
+/// stages path-inlined, a short message's BID, BLAST and link headers in
+/// the fused fast form (`inline::fast_rules`) — or says why it could not.
 fn inline_rpc(h: &mut Host, args: &RpcArgs) -> Result<(), BoxError> {
     let rules = match args.nic {
-        Nic::Device => inline::rules::<WireStage>(args.net, WIRE_SPEC.name),
-        Nic::Lance(_) => inline::rules::<LanceStage>(args.net, LANCE_SPEC.name),
+        Nic::Device => inline::fast_rules::<WireStage>(args.net, WIRE_SPEC.name),
+        Nic::Lance(_) => inline::fast_rules::<LanceStage>(args.net, LANCE_SPEC.name),
     };
     for r in rules {
         h.stack_mut().add_rule(r);
@@ -324,6 +325,9 @@ pub fn run_memory(args: &Args, row: &mut dyn FnMut(&Result1)) -> Result<Vec<Resu
         if let Some(e) = p.error.take() {
             return Err(e);
         }
+        if pin {
+            fast_form_ran(&p.hosts, args.rounds)?;
+        }
         if r.rec.lost_count() > 0 {
             return Err(format!(
                 "{} calls did not complete in 8 polls of each host",
@@ -335,6 +339,29 @@ pub fn run_memory(args: &Args, row: &mut dyn FnMut(&Result1)) -> Result<Vec<Resu
         results.push(r);
     }
     Ok(results)
+}
+
+/// Checks that the measured calls ran through the fast form: on the
+/// client's client path and the server's server path it handled at
+/// least `rounds` messages each way (a short call or reply that declined
+/// would run the inlined stages and be measured as such).
+fn fast_form_ran(hosts: &Hosts, rounds: u64) -> Result<(), BoxError> {
+    let paths = [
+        ("client", &hosts.client, rpc_paths(&hosts.client)?.0),
+        ("server", &hosts.server, rpc_paths(&hosts.server)?.1),
+    ];
+    for (who, h, path) in paths {
+        let hits = h.stack().path(path).and_then(|p| p.fast_hits());
+        if hits.is_none_or(|[down, up]| down < rounds || up < rounds) {
+            return Err(format!(
+                "--form pin: the fast form of the {who} path {} handled {hits:?} \
+                 messages (down, up) in {rounds} round trips",
+                path_names(h, path)
+            )
+            .into());
+        }
+    }
+    Ok(())
 }
 
 // ---------------------------------------------------------------------------
@@ -362,7 +389,7 @@ fn tap_call(host: &mut Host, caller: &mut Caller, timeout: Duration) -> Result<b
 }
 
 impl RpcArgs {
-    /// Builds the RPC host of `end`, path-inlined with `--form pin`.
+    /// Builds the RPC host of `end`, specialized with `--form pin`.
     fn tap_host(&self, end: &End, who: &str) -> Result<Host, BoxError> {
         let mut host = end.host(who, |mac| config(&end.cidr(), Some(mac), end.sched, self))?;
         if end.pin {

@@ -117,7 +117,7 @@ pub struct EthStage {
 impl EthStage {
     /// Fast form, down: our address and the path's EtherType.
     #[inline(always)]
-    pub(crate) fn fast_header(&self, dst: MacAddr) -> EthHeader {
+    pub fn fast_header(&self, dst: MacAddr) -> EthHeader {
         EthHeader {
             dst,
             src: self.mac,
@@ -130,7 +130,7 @@ impl EthStage {
     /// individual (not group) source address (a broadcast is left to
     /// `process`).
     #[inline(always)]
-    pub(crate) fn fast_accepts(&self, h: &[u8; wire::HEADER_LEN]) -> bool {
+    pub fn fast_accepts(&self, h: &[u8; wire::HEADER_LEN]) -> bool {
         // IEEE 802 §8.2: the I/G bit, the first octet's lowest.
         let individual_source = h[6] & 1 == 0;
         h[0..6] == self.mac.0 && individual_source && h[12..14] == self.ethertype.to_be_bytes()

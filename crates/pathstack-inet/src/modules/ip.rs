@@ -756,7 +756,7 @@ impl IpStage {
     /// Fast form, down: the destination of a datagram with annotations
     /// `anno`, as `send` takes it.
     #[inline(always)]
-    pub(crate) fn fast_dst(&self, anno: &pathstack_core::Anno) -> Option<Ipv4Addr> {
+    pub fn fast_dst(&self, anno: &pathstack_core::Anno) -> Option<Ipv4Addr> {
         self.remote.or(anno.peer_ip())
     }
 

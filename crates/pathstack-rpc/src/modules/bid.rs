@@ -191,6 +191,31 @@ impl BidStage {
         Some((local, peer_bid))
     }
 
+    /// Fast form, down: the header `send` would push on a message to
+    /// `peer`, when the path holds both boot ids and the peer's is known
+    /// (`None`, decline, when `send` would ask BIDCTL or drop).
+    #[inline(always)]
+    pub(crate) fn fast_header(&self, peer: crate::Peer) -> Option<[u8; HEADER_LEN]> {
+        let (local, peer_bid) = self.held(peer)?;
+        let h = BidFilter::new(local, self.hlp_num)
+            .send_header(peer_bid)
+            .ok()?;
+        Some(h.to_bytes())
+    }
+
+    /// Fast form, up: whether `receive` would deliver a message from
+    /// `peer` with header `h` (the path holds both boot ids, which the
+    /// header names, spec §4.3) without asking BIDCTL.
+    #[inline(always)]
+    pub(crate) fn fast_accepts(&self, peer: crate::Peer, h: &[u8; HEADER_LEN]) -> bool {
+        let Some((local, peer_bid)) = self.held(peer).filter(|_| !self.own) else {
+            return false;
+        };
+        peer_bid.is_known()
+            && h[0..4] == peer_bid.0.to_be_bytes()
+            && h[4..8] == local.0.to_be_bytes()
+    }
+
     /// Asks BIDCTL about `peer` with `hint` and sends what it asks for.
     fn consult(&mut self, cx: &mut Cx<'_, '_>, peer: crate::Peer, hint: BootId) {
         let now = cx.now();

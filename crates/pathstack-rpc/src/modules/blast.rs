@@ -503,6 +503,34 @@ impl BlastStage {
         verdict
     }
 
+    /// Fast form, down: the header `send` would push on a message of
+    /// `len` bytes, when it is short (one unfragmented message, §3.4
+    /// item 1); `None` (decline) for a message the session fragments.
+    #[inline(always)]
+    pub(crate) fn fast_header(&self, len: usize) -> Option<[u8; HEADER_LEN]> {
+        (!self.own && len < self.fragment_len)
+            .then(|| BlastHeader::short(self.prot_id, len as u32).to_bytes())
+    }
+
+    /// Fast form, up: the payload length of the short message whose
+    /// header is `h`, with `avail` bytes after the header, when
+    /// `receive_short` would pass it up (SEND, seq 0, no fragments, no
+    /// mask, this path's protocol, its length within the bytes);
+    /// `None` (decline) otherwise.
+    #[inline(always)]
+    pub(crate) fn fast_accept(&self, h: &[u8; HEADER_LEN], avail: usize) -> Option<usize> {
+        use crate::wire::blast::field;
+        let len = u32::from_be_bytes([h[8], h[9], h[10], h[11]]) as usize;
+        let short = !self.own
+            && h[field::PROT_ID] == self.prot_id.to_be_bytes()
+            && h[field::SEQ] == [0; 4]
+            && h[field::NUM_FRAG] == [0; 2]
+            && h[field::OP] == crate::wire::blast::op::SEND
+            && h[field::MASK].iter().all(|&b| b == 0)
+            && len <= avail;
+        short.then_some(len)
+    }
+
     fn receive_short(&mut self, msg: &mut Msg) -> Verdict {
         let (h, payload_len) = match BlastHeader::parse(msg.as_slice()) {
             Ok((h, p)) => (h, p.len()),

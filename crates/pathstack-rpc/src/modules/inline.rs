@@ -32,6 +32,8 @@
 use super::bid::{BidStage, BID_SPEC};
 use super::blast::{BlastStage, BLAST_SPEC};
 use super::chan::{ChanStage, CHAN_SPEC};
+use super::fast::eth::RpcEthFast;
+use super::fast::ip::RpcIpFast;
 use super::mselect::{MselectStage, MSELECT_SPEC};
 use super::rpc::{RpcClientStage, RpcServerStage, RPC_SPEC};
 use super::vchan::{VchanStage, VCHAN_SPEC};
@@ -121,5 +123,86 @@ pub fn rules<Driver: Stage>(net: RpcNet, driver_type: &'static str) -> [Rule; 2]
     [
         client_rule::<Driver>(net, driver_type),
         server_rule::<Driver>(net, driver_type),
+    ]
+}
+
+/// The specialization rule for the path whose top stage is `Top`: the
+/// stages inlined, with the fused fast form of BID, BLAST and the link
+/// under CHAN ([`super::fast`]).
+fn fast_rule<Top: Stage, Driver: Stage>(
+    net: RpcNet,
+    driver_type: &'static str,
+    role: &str,
+) -> Rule {
+    let seq = sequence(net, driver_type);
+    let name = format!("specialize RPC {role} {}", seq.join("/"));
+    match net {
+        RpcNet::Eth => Rule::specialize::<
+            (
+                Top,
+                MselectStage,
+                VchanStage,
+                ChanStage,
+                BidStage,
+                BlastStage,
+                EthStage,
+                Driver,
+            ),
+            RpcEthFast,
+        >(name, &seq),
+        RpcNet::Ip => Rule::specialize::<
+            (
+                Top,
+                MselectStage,
+                VchanStage,
+                ChanStage,
+                BidStage,
+                BlastStage,
+                IpStage,
+                ArpStage,
+                EthStage,
+                Driver,
+            ),
+            RpcIpFast,
+        >(name, &seq),
+    }
+}
+
+/// The specialization rule for the RPC client path over `net` (see
+/// [`client_rule`]): the stages are path-inlined and a short message's
+/// BID, BLAST and link headers are written, or checked and stripped, in
+/// one step by the fused fast form ([`super::fast`]); everything else
+/// runs through the inlined stages. Applies to a modular or an inlined
+/// path.
+///
+/// ```
+/// use pathstack_core::device::{WireStage, WIRE_SPEC};
+/// use pathstack_rpc::modules::{inline, RpcNet};
+/// let rule = inline::client_fast_rule::<WireStage>(RpcNet::Eth, WIRE_SPEC.name);
+/// assert_eq!(rule.name(), "specialize RPC client RPC/MSELECT/VCHAN/CHAN/BID/BLAST/ETH/WIRE");
+/// ```
+pub fn client_fast_rule<Driver: Stage>(net: RpcNet, driver_type: &'static str) -> Rule {
+    fast_rule::<RpcClientStage, Driver>(net, driver_type, "client")
+}
+
+/// The specialization rule for the RPC server path over `net` (see
+/// [`client_fast_rule`]).
+///
+/// ```
+/// use pathstack_core::device::{WireStage, WIRE_SPEC};
+/// use pathstack_rpc::modules::{inline, RpcNet};
+/// let rule = inline::server_fast_rule::<WireStage>(RpcNet::Ip, WIRE_SPEC.name);
+/// assert_eq!(rule.name(), "specialize RPC server RPC/MSELECT/VCHAN/CHAN/BID/BLAST/IP/ARP/ETH/WIRE");
+/// ```
+pub fn server_fast_rule<Driver: Stage>(net: RpcNet, driver_type: &'static str) -> Rule {
+    fast_rule::<RpcServerStage, Driver>(net, driver_type, "server")
+}
+
+/// Both specialization rules: add them to a stack and optimize its `RPC`
+/// client and server paths.
+pub fn fast_rules<Driver: Stage>(net: RpcNet, driver_type: &'static str) -> [Rule; 2] {
+    [
+        client_fast_rule::<Driver>(net, driver_type),
+        server_fast_rule::<Driver>(net, driver_type),
     ]
 }

@@ -2,6 +2,9 @@
 //! and link address found as the `IP` and `ARP` stages find them, its IP
 //! and Ethernet headers written from a template of the peer, and a
 //! received frame's two headers checked and stripped in one step.
+//!
+//! Public for the fast forms of protocol families above IP in other
+//! crates (the RPC stack's over IP, `pathstack_rpc::modules::fast`).
 
 use crate::anno::InetAnno;
 use crate::modules::{ArpStage, EthStage, IpStage};
@@ -12,15 +15,17 @@ use pathstack_core::{Instant, Msg};
 use std::net::Ipv4Addr;
 
 /// Bytes of the Ethernet and IPv4 headers.
-pub(super) const LINK_HEADERS: usize = eth::HEADER_LEN + MIN_HEADER_LEN;
+pub const LINK_HEADERS: usize = eth::HEADER_LEN + MIN_HEADER_LEN;
 /// Where the IP header starts in a frame.
-pub(super) const IP_AT: usize = eth::HEADER_LEN;
+pub const IP_AT: usize = eth::HEADER_LEN;
 
 /// Where the `IP` and `ARP` stages sit on the path (their modules are
 /// reached through their positions).
 #[derive(Clone, Copy)]
-pub(super) struct LinkPositions {
+pub struct LinkPositions {
+    /// The `IP` stage's position.
     pub ip: usize,
+    /// The `ARP` stage's position.
     pub arp: usize,
 }
 
@@ -29,9 +34,12 @@ pub(super) struct LinkPositions {
 /// and the neighbour cache keep their generations
 /// ([`pathstack_core::generation`]) and the link address has not expired.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct Hop {
+pub struct Hop {
+    /// The datagram's destination.
     pub dst: Ipv4Addr,
+    /// Where IP sends it (the destination itself on the link).
     pub next_hop: Ipv4Addr,
+    /// The next hop's link address.
     pub mac: MacAddr,
     /// When the neighbour entry expires (`None`: a static one).
     until: Option<Instant>,
@@ -56,7 +64,7 @@ impl Hop {
 /// looked up as `IP` and `ARP` look it up; `None` (decline) where they
 /// would do anything but send it whole to a cached link address.
 #[inline(always)]
-pub(super) fn hop(
+pub fn hop(
     (ip, arp): (&IpStage, &ArpStage),
     dst: Ipv4Addr,
     transport: usize,
@@ -90,13 +98,13 @@ pub(super) fn hop(
 /// (decline) otherwise. Checked before anything is taken (the
 /// identification) or written.
 #[inline(always)]
-pub(super) fn room(msg: &Msg, headers: usize) -> Option<usize> {
+pub fn room(msg: &Msg, headers: usize) -> Option<usize> {
     let pad = MIN_FRAME_LEN.saturating_sub(msg.len() + headers);
     (msg.headroom() >= headers && msg.tailroom() >= pad).then_some(pad)
 }
 
 /// The IP and Ethernet headers of datagrams to one peer, made once.
-pub(super) struct LinkTemplate {
+pub struct LinkTemplate {
     hop: Hop,
     eth: [u8; eth::HEADER_LEN],
     ip: Ipv4Template,
@@ -105,7 +113,7 @@ pub(super) struct LinkTemplate {
 impl LinkTemplate {
     /// The template for datagrams along `hop`; `None` on a path without a
     /// protocol above IP.
-    pub(super) fn new(ip: &IpStage, eth: &EthStage, hop: Hop) -> Option<Self> {
+    pub fn new(ip: &IpStage, eth: &EthStage, hop: Hop) -> Option<Self> {
         let mut h = [0u8; eth::HEADER_LEN];
         // Always room: the array is the header's length.
         let _ = eth.fast_header(hop.mac).emit(&mut h);
@@ -118,7 +126,7 @@ impl LinkTemplate {
 
     /// The hop the template was made for (or last confirmed).
     #[inline(always)]
-    pub(super) fn hop(&self) -> &Hop {
+    pub fn hop(&self) -> &Hop {
         &self.hop
     }
 
@@ -126,7 +134,7 @@ impl LinkTemplate {
     /// (same destination and link address); `false` if a new template is
     /// needed.
     #[inline(always)]
-    pub(super) fn confirm(&mut self, hop: &Hop) -> bool {
+    pub fn confirm(&mut self, hop: &Hop) -> bool {
         let same = self.hop.dst == hop.dst && self.hop.mac == hop.mac;
         if same {
             self.hop = *hop;
@@ -136,7 +144,7 @@ impl LinkTemplate {
 
     /// Writes both headers of a datagram of `total` bytes into `h`.
     #[inline(always)]
-    pub(super) fn write(&self, h: &mut [u8], total: usize, ident: u16, ttl: u8) {
+    pub fn write(&self, h: &mut [u8], total: usize, ident: u16, ttl: u8) {
         h[..IP_AT].copy_from_slice(&self.eth);
         self.ip.write(&mut h[IP_AT..], total as u16, ident, ttl);
     }
@@ -145,12 +153,7 @@ impl LinkTemplate {
 /// The identification and TTL of the next datagram, taken as `IP` takes
 /// them: the last step before writing, once nothing can decline.
 #[inline(always)]
-pub(super) fn ident_ttl(
-    ip: &IpStage,
-    msg: &Msg,
-    cx: &mut FastCx,
-    at: LinkPositions,
-) -> Option<(u16, u8)> {
+pub fn ident_ttl(ip: &IpStage, msg: &Msg, cx: &mut FastCx, at: LinkPositions) -> Option<(u16, u8)> {
     let ident = ip.fast_ident(&mut cx.stage(at.ip))?;
     Some((ident, msg.anno().ttl().unwrap_or(ipv4::DEFAULT_TTL)))
 }
@@ -158,7 +161,7 @@ pub(super) fn ident_ttl(
 /// Pads the frame with `pad` zero bytes and writes the annotations `IP`
 /// and `ARP` would have written.
 #[inline(always)]
-pub(super) fn finish(msg: &mut Msg, hop: &Hop, pad: usize) -> bool {
+pub fn finish(msg: &mut Msg, hop: &Hop, pad: usize) -> bool {
     if pad > 0 {
         match msg.append(pad) {
             Ok(tail) => tail.fill(0),
@@ -173,8 +176,10 @@ pub(super) fn finish(msg: &mut Msg, hop: &Hop, pad: usize) -> bool {
 }
 
 /// A received frame's link facts, once its Ethernet and IP headers passed.
-pub(super) struct Arrived {
+pub struct Arrived {
+    /// The datagram's source.
     pub src: Ipv4Addr,
+    /// The datagram's destination (this host).
     pub dst: Ipv4Addr,
     /// The IP datagram's total length.
     pub total: usize,
@@ -184,7 +189,7 @@ pub(super) struct Arrived {
 /// Checks the Ethernet and IP headers of frame `f` as `ETH` and `IP` would
 /// pass it to this path's protocol, whole; `None` (decline) otherwise.
 #[inline(always)]
-pub(super) fn arrived(eth: &EthStage, ip: &IpStage, f: &[u8]) -> Option<Arrived> {
+pub fn arrived(eth: &EthStage, ip: &IpStage, f: &[u8]) -> Option<Arrived> {
     let e = f.first_chunk::<{ eth::HEADER_LEN }>()?;
     if !eth.fast_accepts(e) {
         return None;
@@ -204,7 +209,7 @@ pub(super) fn arrived(eth: &EthStage, ip: &IpStage, f: &[u8]) -> Option<Arrived>
 /// LINK_HEADERS` of the transport's) and cuts the message to `keep`
 /// bytes, with the annotations `ETH` and `IP` would have written.
 #[inline(always)]
-pub(super) fn strip(msg: &mut Msg, a: &Arrived, headers: usize, keep: usize) -> bool {
+pub fn strip(msg: &mut Msg, a: &Arrived, headers: usize, keep: usize) -> bool {
     if msg.pop(headers).is_err() {
         return false;
     }

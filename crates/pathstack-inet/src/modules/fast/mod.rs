@@ -11,6 +11,6 @@
 //! then leaves the message to the modular stages
 //! ([`pathstack_core::fused`]).
 
-mod link;
+pub mod link;
 pub mod tcp;
 pub mod udp;
