@@ -325,7 +325,9 @@ pub fn run_memory(args: &Args, row: &mut dyn FnMut(&Result1)) -> Result<Vec<Resu
         if let Some(e) = p.error.take() {
             return Err(e);
         }
-        if pin {
+        // LDLP runs the stages one at a time (the modular reference):
+        // the fast form serves the per-message scheduler only.
+        if pin && sched == SchedKind::PerMessage {
             fast_form_ran(&p.hosts, args.rounds)?;
         }
         if r.rec.lost_count() > 0 {
