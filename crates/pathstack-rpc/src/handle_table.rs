@@ -184,6 +184,16 @@ impl<K: Copy + Eq + Hash, V> HandleTable<K, V> {
         }
     }
 
+    /// The entry `h` names if it is still `key`'s; `None` otherwise,
+    /// without a lookup by key (a fast form's established case).
+    #[inline(always)]
+    pub(crate) fn held_mut(&mut self, h: Handle<V>, key: &K) -> Option<&mut V> {
+        if !self.holds(h, key) {
+            return None;
+        }
+        self.slots[h.index as usize].entry.as_mut().map(|(_, v)| v)
+    }
+
     /// Whether `h` names `key`'s current entry.
     #[inline(always)]
     fn holds(&self, h: Handle<V>, key: &K) -> bool {

@@ -262,37 +262,59 @@ impl ClientTable {
             .channels
             .find_mut(held, &key)
             .ok_or(CallError::NoChannel)?;
-        match ch.state {
-            ClientState::Free => {}
-            ClientState::Wait => return Err(CallError::Busy),
-            ClientState::Disabled => return Err(CallError::Disabled),
-        }
-        let len = u32::try_from(request.len())
-            .ok()
-            .filter(|_| request.len() <= max)
-            .ok_or(CallError::TooLarge {
-                len: request.len(),
-                max,
-            })?;
-        // No wrap handling in CHAN (§12 item 13): a channel that used up
-        // its seqs is as good as disabled.
-        ch.seq = ch.seq.checked_add(1).ok_or(CallError::Disabled)?;
-        ch.copy.clear();
-        ch.copy.extend_from_slice(request);
-        ch.receipt = TransportReceipt::default();
-        ch.timer.start(now, initial);
-        ch.deadline = deadline;
-        ch.state = ClientState::Wait;
+        let len = callable(ch, request.len(), max)?;
         Ok((
             at,
-            ChanHeader {
-                chan: key.chan,
-                flags: flags::FROM_CLIENT | flags::USER_MSG,
-                prot_id: key.prot_id,
-                seq: ch.seq,
-                len,
-            },
+            start_call(ch, key, now, initial, request, len, deadline),
         ))
+    }
+
+    /// Fast form, down: [`ClientTable::call_held`] on the channel `held`
+    /// names, when it is still `key`'s and the call starts (`None`,
+    /// nothing changed, otherwise: a stale handle, a channel not FREE, a
+    /// request too long, seqs used up).
+    #[inline(always)]
+    pub(crate) fn fast_call(
+        &mut self,
+        held: ClientHandle,
+        now: Instant,
+        key: ChannelKey,
+        request: &[u8],
+        deadline: Option<Instant>,
+    ) -> Option<ChanHeader> {
+        let (max, initial) = (self.config.max_request, self.config.initial_timeout);
+        let ch = self.channels.held_mut(held, &key)?;
+        let len = callable(ch, request.len(), max).ok()?;
+        Some(start_call(ch, key, now, initial, request, len, deadline))
+    }
+
+    /// Fast form, up: [`ClientTable::on_packet_held`] for the reply to
+    /// the call outstanding on the channel `held` names, when that is all
+    /// the packet is: flags `USER_MSG` alone (no `ACK_REQUESTED`, which
+    /// asks for an explicit ACK), the channel still `key`'s, in WAIT,
+    /// the call's seq, and no fragmented request to free. The call ends
+    /// as there (its only action, the `Reply` the stage takes, is not
+    /// queued); `false`, nothing changed, otherwise.
+    #[inline(always)]
+    pub(crate) fn fast_reply(
+        &mut self,
+        held: ClientHandle,
+        key: ChannelKey,
+        header: &ChanHeader,
+    ) -> bool {
+        let Some(ch) = self.channels.held_mut(held, &key) else {
+            return false;
+        };
+        let only_reply = header.flags == flags::USER_MSG
+            && ch.state == ClientState::Wait
+            && header.seq == ch.seq
+            && ch.receipt.ticket.is_none();
+        if only_reply {
+            // No ticket: `end_call` has nothing to ask of the transport.
+            let mut none = Vec::new();
+            end_call(ch, &mut none);
+        }
+        only_reply
     }
 
     /// Records what the transport said about the last message pushed for
@@ -561,6 +583,56 @@ fn timer_resend(key: ChannelKey, ch: &ClientChannel, opt: Option<usize>) -> Chan
         key,
         header,
         payload,
+    }
+}
+
+/// Whether a call of `len` bytes may start on `ch` (FREE, within `max`,
+/// a seq left): the request's length for the header.
+#[inline(always)]
+fn callable(ch: &ClientChannel, len: usize, max: usize) -> Result<u32, CallError> {
+    match ch.state {
+        ClientState::Free => {}
+        ClientState::Wait => return Err(CallError::Busy),
+        ClientState::Disabled => return Err(CallError::Disabled),
+    }
+    let len = u32::try_from(len)
+        .ok()
+        .filter(|_| len <= max)
+        .ok_or(CallError::TooLarge { len, max })?;
+    // No wrap handling in CHAN (§12 item 13): a channel that used up
+    // its seqs is as good as disabled.
+    if ch.seq == u32::MAX {
+        return Err(CallError::Disabled);
+    }
+    Ok(len)
+}
+
+/// Starts a call of `len` bytes on `ch`, which [`callable`] allowed:
+/// seq += 1, the request copied, the timer armed, WAIT. Returns the
+/// request's header.
+#[inline(always)]
+fn start_call(
+    ch: &mut ClientChannel,
+    key: ChannelKey,
+    now: Instant,
+    initial: pathstack_core::time::Duration,
+    request: &[u8],
+    len: u32,
+    deadline: Option<Instant>,
+) -> ChanHeader {
+    ch.seq += 1;
+    ch.copy.clear();
+    ch.copy.extend_from_slice(request);
+    ch.receipt = TransportReceipt::default();
+    ch.timer.start(now, initial);
+    ch.deadline = deadline;
+    ch.state = ClientState::Wait;
+    ChanHeader {
+        chan: key.chan,
+        flags: flags::FROM_CLIENT | flags::USER_MSG,
+        prot_id: key.prot_id,
+        seq: ch.seq,
+        len,
     }
 }
 

@@ -468,18 +468,69 @@ impl ServerTable {
             .map(|(_, c)| c)
             .filter(|c| c.state == ServerState::Execute && c.exec == call.exec)
             .ok_or(ReplyError::Stale)?;
-        ch.copy.clear();
-        ch.copy.extend_from_slice(reply);
-        ch.receipt = TransportReceipt::default();
-        ch.timer.start(now, initial);
-        ch.state = ServerState::Wait;
-        Ok(ChanHeader {
-            chan: call.key.chan,
-            flags: flags::USER_MSG,
-            prot_id: call.key.prot_id,
-            seq: ch.seq,
-            len,
-        })
+        Ok(send_reply(ch, call.key, now, initial, reply, len))
+    }
+
+    /// Fast form, down: [`ServerTable::reply`] to the execution in
+    /// progress on the channel `held` names, when it is still `key`'s (its
+    /// current execution is the one the reply answers, as
+    /// [`ServerTable::executing`] finds it) and the reply fits (`None`,
+    /// nothing changed, otherwise).
+    #[inline(always)]
+    pub(crate) fn fast_reply(
+        &mut self,
+        held: ServerHandle,
+        now: Instant,
+        key: ChannelKey,
+        reply: &[u8],
+    ) -> Option<ChanHeader> {
+        let (initial, max) = (self.config.initial_timeout, self.config.max_reply);
+        let len = u32::try_from(reply.len())
+            .ok()
+            .filter(|_| reply.len() <= max)?;
+        let ch = self.channels.held_mut(held, &key)?;
+        (ch.state == ServerState::Execute).then(|| send_reply(ch, key, now, initial, reply, len))
+    }
+
+    /// Fast form, up: [`ServerTable::on_packet_held`] for the next
+    /// request on the channel `held` names, when that is all the packet
+    /// is: flags `FROM_CLIENT|USER_MSG` alone (no `ACK_REQUESTED`, which
+    /// asks for an explicit ACK), the channel still `key`'s, a new seq,
+    /// and the channel IDLE or in WAIT with no fragmented reply to free
+    /// (the request acknowledges the reply, spec §6.5). The execution
+    /// starts as there (its only action, the `Execute` the stage takes,
+    /// is not queued); `false`, nothing changed, otherwise.
+    #[inline(always)]
+    pub(crate) fn fast_request(
+        &mut self,
+        held: ServerHandle,
+        key: ChannelKey,
+        header: &ChanHeader,
+    ) -> bool {
+        let Some(ch) = self.channels.held_mut(held, &key) else {
+            return false;
+        };
+        let only_request = header.flags == flags::FROM_CLIENT | flags::USER_MSG
+            && header.seq > ch.seq
+            && match ch.state {
+                ServerState::Idle => true,
+                ServerState::Wait => ch.receipt.ticket.is_none(),
+                ServerState::Execute => false,
+            };
+        if !only_request {
+            return false;
+        }
+        if ch.state == ServerState::Wait {
+            // No ticket: `ack_reply` has nothing to ask of the transport.
+            let mut none = Vec::new();
+            ack_reply(ch, &mut none);
+        }
+        // At-most-once (spec §6.7), as `on_channel`.
+        ch.seq = header.seq;
+        self.next_exec += 1;
+        ch.exec = self.next_exec;
+        ch.state = ServerState::Execute;
+        true
     }
 
     /// Records what the transport said about the last message pushed for
@@ -552,6 +603,31 @@ impl ServerTable {
             false
         });
         self.dormant.retain(|k, _| k.peer != peer);
+    }
+}
+
+/// Sends `reply` (`len` bytes) for the execution on `ch`: the copy kept,
+/// the timer armed, WAIT. Returns the reply's header.
+#[inline(always)]
+fn send_reply(
+    ch: &mut ServerChannel,
+    key: ChannelKey,
+    now: Instant,
+    initial: pathstack_core::time::Duration,
+    reply: &[u8],
+    len: u32,
+) -> ChanHeader {
+    ch.copy.clear();
+    ch.copy.extend_from_slice(reply);
+    ch.receipt = TransportReceipt::default();
+    ch.timer.start(now, initial);
+    ch.state = ServerState::Wait;
+    ChanHeader {
+        chan: key.chan,
+        flags: flags::USER_MSG,
+        prot_id: key.prot_id,
+        seq: ch.seq,
+        len,
     }
 }
 

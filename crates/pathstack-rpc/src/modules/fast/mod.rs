@@ -46,9 +46,12 @@ use super::blast::BlastStage;
 use crate::wire::{bid, blast};
 use crate::Peer;
 
-/// The first stage the fast forms cover: BID (0 is RPC, 1 MSELECT, 2
-/// VCHAN, 3 CHAN).
-pub const FIRST: usize = 4;
+/// The first stage the fast forms cover: CHAN (0 is RPC, 1 MSELECT, 2
+/// VCHAN).
+pub const FIRST: usize = 3;
+
+/// CHAN's position on the RPC paths.
+const CHAN: usize = 3;
 
 /// Bytes of the BLAST and BID headers of a short message.
 const UPPER: usize = blast::HEADER_LEN + bid::HEADER_LEN;
