@@ -257,7 +257,7 @@ impl<K: Copy + Eq, V, const N: usize> Default for HandleCache<K, V, N> {
 
 impl<K: Copy + Eq, V, const N: usize> HandleCache<K, V, N> {
     /// The handle held for `key` in entry `at % N`, if any.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn get(&self, at: usize, key: &K) -> Option<Handle<V>> {
         match self.entries[at % N] {
             Some((k, h)) if k == *key => Some(h),

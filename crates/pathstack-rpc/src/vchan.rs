@@ -202,6 +202,13 @@ impl VchanPool {
         Ok(Acquired::Queued(t))
     }
 
+    /// The channel [`VchanPool::acquire`] would lend now, if one is idle
+    /// (the top of the idle stack).
+    #[inline(always)]
+    pub(crate) fn next_idle(&self) -> Option<ChannelKey> {
+        self.idle.last().copied()
+    }
+
     /// Gives back a channel whose call ended. If a call waits, the channel
     /// goes straight to the longest waiter, returned here; else it is
     /// parked (pending DECCONCURRENCY) or becomes the top of the idle

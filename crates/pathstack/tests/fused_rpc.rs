@@ -255,8 +255,13 @@ impl World {
             let stats: Vec<_> = stats.iter().filter(|(k, _)| k != "local_bid").collect();
             counters.push(format!("{stats:?} {:?}", s.module_drops(id)));
         }
+        // BLAST's timers send per session, in its hash map's order, which
+        // differs between the worlds (foldhash's per-instance seed): the
+        // frames of one step are compared as a set.
+        let mut frames = std::mem::take(&mut self.out_a);
+        frames.sort();
         Observed {
-            frames: std::mem::take(&mut self.out_a),
+            frames,
             outcomes: std::mem::take(&mut self.outcomes),
             counters,
         }
@@ -280,6 +285,14 @@ fn normalize(net: RpcNet, f: &[u8], bids: [[u8; 4]; 2]) -> String {
         return format!("BIDCTL frame of {} bytes", f.len());
     }
     let mut v = f.to_vec();
+    // BLAST's timers send per session in hash-map order (see `observe`):
+    // over IP the identification (and so the checksum) of those frames
+    // (fragments, NACKs: a sequence number) follows that order.
+    let blast_own = net == RpcNet::Ip && v.len() >= 42 && v[23] == 101 && v[38..42] != [0; 4];
+    if blast_own {
+        v[18..20].fill(0);
+        v[24..26].fill(0);
+    }
     let mut i = 0;
     while i + 4 <= v.len() {
         match bids.iter().position(|b| v[i..i + 4] == *b) {
@@ -472,8 +485,8 @@ fn a_steady_exchange_takes_the_fast_form_and_is_byte_identical() {
         assert_eq!(gained(1), [rounds, rounds], "{net:?} server path");
         assert_eq!(modular.hits(), [None, None]);
     }
-    // The fast forms cover CHAN and everything below it.
-    assert_eq!(fast::FIRST, 3);
+    // The fast forms cover every stage between RPC and the driver.
+    assert_eq!(fast::FIRST, 1);
 }
 
 /// The timers a fast call or reply arms are CHAN's: after a quiet spell

@@ -265,26 +265,27 @@ impl ClientTable {
         let len = callable(ch, request.len(), max)?;
         Ok((
             at,
-            start_call(ch, key, now, initial, request, len, deadline),
+            start_call(ch, key, now, initial, [request, &[]], len, deadline),
         ))
     }
 
     /// Fast form, down: [`ClientTable::call_held`] on the channel `held`
     /// names, when it is still `key`'s and the call starts (`None`,
     /// nothing changed, otherwise: a stale handle, a channel not FREE, a
-    /// request too long, seqs used up).
+    /// request too long, seqs used up). The request comes in two parts
+    /// (the header of the protocol above, its payload), kept as one.
     #[inline(always)]
     pub(crate) fn fast_call(
         &mut self,
         held: ClientHandle,
         now: Instant,
         key: ChannelKey,
-        request: &[u8],
+        request: [&[u8]; 2],
         deadline: Option<Instant>,
     ) -> Option<ChanHeader> {
         let (max, initial) = (self.config.max_request, self.config.initial_timeout);
         let ch = self.channels.held_mut(held, &key)?;
-        let len = callable(ch, request.len(), max).ok()?;
+        let len = callable(ch, request[0].len() + request[1].len(), max).ok()?;
         Some(start_call(ch, key, now, initial, request, len, deadline))
     }
 
@@ -608,21 +609,22 @@ fn callable(ch: &ClientChannel, len: usize, max: usize) -> Result<u32, CallError
 }
 
 /// Starts a call of `len` bytes on `ch`, which [`callable`] allowed:
-/// seq += 1, the request copied, the timer armed, WAIT. Returns the
-/// request's header.
+/// seq += 1, the request (its two parts, one after the other) copied,
+/// the timer armed, WAIT. Returns the request's header.
 #[inline(always)]
 fn start_call(
     ch: &mut ClientChannel,
     key: ChannelKey,
     now: Instant,
     initial: pathstack_core::time::Duration,
-    request: &[u8],
+    request: [&[u8]; 2],
     len: u32,
     deadline: Option<Instant>,
 ) -> ChanHeader {
     ch.seq += 1;
     ch.copy.clear();
-    ch.copy.extend_from_slice(request);
+    ch.copy.extend_from_slice(request[0]);
+    ch.copy.extend_from_slice(request[1]);
     ch.receipt = TransportReceipt::default();
     ch.timer.start(now, initial);
     ch.deadline = deadline;

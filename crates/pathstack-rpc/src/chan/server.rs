@@ -468,26 +468,26 @@ impl ServerTable {
             .map(|(_, c)| c)
             .filter(|c| c.state == ServerState::Execute && c.exec == call.exec)
             .ok_or(ReplyError::Stale)?;
-        Ok(send_reply(ch, call.key, now, initial, reply, len))
+        Ok(send_reply(ch, call.key, now, initial, [reply, &[]], len))
     }
 
     /// Fast form, down: [`ServerTable::reply`] to the execution in
     /// progress on the channel `held` names, when it is still `key`'s (its
     /// current execution is the one the reply answers, as
     /// [`ServerTable::executing`] finds it) and the reply fits (`None`,
-    /// nothing changed, otherwise).
+    /// nothing changed, otherwise). The reply comes in two parts (the
+    /// header of the protocol above, its payload), kept as one.
     #[inline(always)]
     pub(crate) fn fast_reply(
         &mut self,
         held: ServerHandle,
         now: Instant,
         key: ChannelKey,
-        reply: &[u8],
+        reply: [&[u8]; 2],
     ) -> Option<ChanHeader> {
         let (initial, max) = (self.config.initial_timeout, self.config.max_reply);
-        let len = u32::try_from(reply.len())
-            .ok()
-            .filter(|_| reply.len() <= max)?;
+        let n = reply[0].len() + reply[1].len();
+        let len = u32::try_from(n).ok().filter(|_| n <= max)?;
         let ch = self.channels.held_mut(held, &key)?;
         (ch.state == ServerState::Execute).then(|| send_reply(ch, key, now, initial, reply, len))
     }
@@ -606,19 +606,20 @@ impl ServerTable {
     }
 }
 
-/// Sends `reply` (`len` bytes) for the execution on `ch`: the copy kept,
-/// the timer armed, WAIT. Returns the reply's header.
+/// Sends `reply` (`len` bytes, in two parts) for the execution on `ch`:
+/// the copy kept, the timer armed, WAIT. Returns the reply's header.
 #[inline(always)]
 fn send_reply(
     ch: &mut ServerChannel,
     key: ChannelKey,
     now: Instant,
     initial: pathstack_core::time::Duration,
-    reply: &[u8],
+    reply: [&[u8]; 2],
     len: u32,
 ) -> ChanHeader {
     ch.copy.clear();
-    ch.copy.extend_from_slice(reply);
+    ch.copy.extend_from_slice(reply[0]);
+    ch.copy.extend_from_slice(reply[1]);
     ch.receipt = TransportReceipt::default();
     ch.timer.start(now, initial);
     ch.state = ServerState::Wait;

@@ -396,32 +396,38 @@ impl ChanStage {
     }
 
     /// Fast form, down: what `call` (client) or `reply` (server) does with
-    /// `msg` on an established channel, done, and the header they would
-    /// push on it; `None`, nothing changed, where they would do anything
-    /// else: the channel not held by handle, not FREE (client) or not
-    /// executing (server), a message BLAST fragments (its receipt is
-    /// recorded), the first call to a peer (BIDCTL registration), a
-    /// missing tag or peer.
+    /// the message `msg` (in two parts: the header of the protocol above
+    /// and its payload) to `peer` on channel `chan` at `now`, done in
+    /// CHAN's module `m`, and the header
+    /// they would push on it; `None`, nothing changed, where they would
+    /// do anything else: the channel not held by handle, not FREE
+    /// (client) or not executing (server), a message BLAST fragments
+    /// (its receipt is recorded), the first call to a peer (BIDCTL
+    /// registration).
     #[inline(always)]
-    pub(crate) fn fast_send(&mut self, msg: &Msg, cx: &mut Cx<'_, '_>) -> Option<[u8; HEADER_LEN]> {
-        let a = msg.anno();
-        let (tag, peer) = (a.rpc_tag()?, a.rpc_peer()?);
+    pub(crate) fn fast_send(
+        &mut self,
+        m: &mut ChanModule,
+        now: Instant,
+        msg: [&[u8]; 2],
+        peer: Peer,
+        chan: u16,
+    ) -> Option<[u8; HEADER_LEN]> {
+        let len = msg[0].len() + msg[1].len();
         // The receipt BLAST gives a short message is the default one.
         let f = self.fragment_len?;
-        if msg.len() + HEADER_LEN + crate::wire::bid::HEADER_LEN >= f {
+        if len + HEADER_LEN + crate::wire::bid::HEADER_LEN >= f {
             return None;
         }
         let key = ChannelKey {
             peer,
             prot_id: self.prot_id,
-            chan: tag.slot,
+            chan,
         };
-        let at = usize::from(key.chan);
-        let now = cx.now();
-        let m = cx.module::<ChanModule>()?;
+        let at = usize::from(chan);
         let h = if self.server {
             let held = self.servers.get(at, &key)?;
-            let h = m.server.fast_reply(held, now, key, msg.as_slice())?;
+            let h = m.server.fast_reply(held, now, key, msg)?;
             m.armed(now + m.server.config().initial_timeout);
             h
         } else {
@@ -430,9 +436,7 @@ impl ChanStage {
                 return None;
             }
             let deadline = m.call_timeout.map(|d| now + d);
-            let h = m
-                .client
-                .fast_call(held, now, key, msg.as_slice(), deadline)?;
+            let h = m.client.fast_call(held, now, key, msg, deadline)?;
             let first = now + m.client.config().initial_timeout;
             m.armed(deadline.map_or(first, |d| d.min(first)));
             h
@@ -440,46 +444,55 @@ impl ChanStage {
         Some(h.to_bytes())
     }
 
-    /// Fast form, up: what `receive` does with the CHAN message `packet`
-    /// from `peer` (annotated `anno`) when it is the next request on an
-    /// established server channel or the reply to the call outstanding on
-    /// a client channel, done; returns the payload's length and the
-    /// channel (the tag `receive` annotates). `None`, nothing changed,
-    /// for anything else: BIDCTL's notices, a short or inconsistent
-    /// header, a channel not held by handle, ACKs, NACKs, probes,
-    /// duplicates, old or future seqs, requests or replies that ask for
-    /// an explicit ACK, a fragmented message to free.
+    /// Fast form, up: what `receive` does (in CHAN's module `m`) with a
+    /// CHAN message from `peer` (annotated `anno`) whose header is `h`
+    /// when it is the next request
+    /// on an established server channel or the reply to the call
+    /// outstanding on a client channel, done (the caller parsed the
+    /// message with [`ChanHeader::parse`]); `false`, nothing changed, for
+    /// anything else: BIDCTL's notices, a channel not held by handle,
+    /// ACKs, NACKs, probes, duplicates, old or future seqs, requests or
+    /// replies that ask for an explicit ACK, a fragmented message to
+    /// free. `receive` then annotates the channel `h.chan` and passes
+    /// the payload up.
     #[inline(always)]
     pub(crate) fn fast_receive(
         &mut self,
-        packet: &[u8],
+        m: &mut ChanModule,
+        h: &ChanHeader,
         peer: Peer,
         anno: &pathstack_core::Anno,
-        cx: &mut Cx<'_, '_>,
-    ) -> Option<(usize, u16)> {
+    ) -> bool {
         if anno.rpc_tag().is_some_and(|t| t.notice != BootNotice::None) {
-            return None;
+            return false;
         }
-        let (h, payload) = ChanHeader::parse(packet).ok()?;
         let key = ChannelKey {
             peer,
             prot_id: h.prot_id,
             chan: h.chan,
         };
         let at = usize::from(h.chan);
-        let m = cx.module::<ChanModule>()?;
         // Anything queued would go out with this packet's own action.
         if !m.actions.is_empty() {
-            return None;
+            return false;
         }
-        let done = if self.server {
-            let held = self.servers.get(at, &key)?;
-            m.server.fast_request(held, key, &h)
+        if self.server {
+            let Some(held) = self.servers.get(at, &key) else {
+                return false;
+            };
+            m.server.fast_request(held, key, h)
         } else {
-            let held = self.clients.get(at, &key)?;
-            m.client.fast_reply(held, key, &h)
-        };
-        done.then_some((payload.len(), h.chan))
+            let Some(held) = self.clients.get(at, &key) else {
+                return false;
+            };
+            m.client.fast_reply(held, key, h)
+        }
+    }
+
+    /// Whether this is the server path's stage.
+    #[inline(always)]
+    pub(crate) fn is_server(&self) -> bool {
+        self.server
     }
 
     fn call(&mut self, msg: &mut Msg, cx: &mut Cx<'_, '_>) -> Verdict {

@@ -76,6 +76,47 @@ pub struct MselectStage {
     server: bool,
 }
 
+impl MselectStage {
+    /// Fast form, down: the header `process` would push on a call (or
+    /// reply) annotated `anno`; `None` (decline) without a procedure id.
+    /// `process` then clears the id ([`RpcAnno::clear_procedure`]).
+    #[inline(always)]
+    pub(crate) fn fast_header(&self, anno: &pathstack_core::Anno) -> Option<[u8; HEADER_LEN]> {
+        let id = anno.procedure()?;
+        let ok = anno.rpc_tag().is_none_or(|t| t.status == CallStatus::Ok);
+        let status = if ok { SEL_OK } else { SEL_FAIL };
+        Some(MselectHeader { id, status }.to_bytes())
+    }
+
+    /// Fast form, up: the header of a request or reply whose call went
+    /// well below (its tag's status `Ok`), when `process` would take it
+    /// (`None`, decline, where it would drop it).
+    #[inline(always)]
+    pub(crate) fn fast_accept(&self, packet: &[u8]) -> Option<MselectHeader> {
+        MselectHeader::parse(packet).ok().map(|(h, _)| h)
+    }
+
+    /// Fast form, up: the annotations `process` writes for header `h` on
+    /// a message whose tag (status `Ok`) is `tag`: the procedure id on
+    /// the server, a failed selection's status on the client.
+    #[inline(always)]
+    pub(crate) fn fast_annotate(
+        &self,
+        h: &MselectHeader,
+        tag: RpcTag,
+        a: &mut pathstack_core::Anno,
+    ) {
+        if self.server {
+            a.set_procedure(h.id);
+        } else if h.status == SEL_FAIL {
+            a.set_rpc_tag(RpcTag {
+                status: CallStatus::NoSuchProcedure,
+                ..tag
+            });
+        }
+    }
+}
+
 impl Stage for MselectStage {
     #[inline(always)]
     fn process(&mut self, dir: Dir, msg: &mut Msg, _cx: &mut Cx<'_, '_>) -> Verdict {

@@ -475,6 +475,74 @@ impl VchanStage {
     }
 }
 
+impl VchanStage {
+    /// Fast form, down: what `call` does with a call in `slot` to `peer`
+    /// in the established case — the pool this path holds (in `v`), no
+    /// reboot since it last looked, a channel idle — with `send` (CHAN's
+    /// step) run on the channel before it is lent: if `send` declines,
+    /// nothing is lent and `None` comes back; else the channel is lent
+    /// as `call` lends it and `send`'s result returned with the channel
+    /// (the caller tags the message with it). `None` (decline) for
+    /// anything else (on the server path VCHAN passes: the caller knows).
+    #[inline(always)]
+    pub(crate) fn fast_call<R>(
+        &mut self,
+        v: &mut VchanModule,
+        peer: Peer,
+        slot: u16,
+        send: impl FnOnce(u16) -> Option<R>,
+    ) -> Option<(R, u16)> {
+        let held = self.held.get(0, &peer)?;
+        let reboots = self.reboots.as_ref()?.current();
+        let p = v.pools.held_mut(held, &peer)?;
+        if p.reboots != reboots {
+            return None;
+        }
+        let chan = p.pool.next_idle()?.chan;
+        let r = send(chan)?;
+        match p.pool.acquire() {
+            // The channel `next_idle` named.
+            Ok(Acquired::Channel(key)) => p.lent.push((key.chan, slot)),
+            // Not after `next_idle` found one idle.
+            _ => return None,
+        }
+        Some((r, chan))
+    }
+
+    /// Fast form, up: what `outcome` does with the outcome of the call on
+    /// channel `chan` of `peer`'s held pool (in `v`) in the established
+    /// case (a call of the held pool ended, no call waiting for a
+    /// channel), with `take` (CHAN's step) run first: if `take`
+    /// declines, nothing is given back and `None` comes back; else the
+    /// channel is given back as `outcome` gives it back and the call's
+    /// slot returned (the caller tags the message with it).
+    #[inline(always)]
+    pub(crate) fn fast_outcome(
+        &mut self,
+        v: &mut VchanModule,
+        peer: Peer,
+        chan: u16,
+        take: impl FnOnce() -> bool,
+    ) -> Option<u16> {
+        let held = self.held.get(0, &peer)?;
+        let p = v.pools.held_mut(held, &peer)?;
+        let lent = p.lent.iter().any(|&(c, _)| c == chan);
+        if p.pool.waiting() != 0 || !lent || !take() {
+            return None;
+        }
+        let slot = p.take_lent(chan)?;
+        // No call waits: the channel goes idle (or parked), nothing to
+        // send, as in `outcome`.
+        let key = ChannelKey {
+            peer,
+            prot_id: self.prot_id,
+            chan,
+        };
+        let _ = p.pool.release(key);
+        Some(slot)
+    }
+}
+
 impl Stage for VchanStage {
     fn process(&mut self, dir: Dir, msg: &mut Msg, cx: &mut Cx<'_, '_>) -> Verdict {
         match (dir, self.server) {

@@ -1,18 +1,18 @@
 //! The fast form of RPC paths over IP: `RPC / MSELECT / VCHAN / CHAN /
-//! BID / BLAST / IP / ARP / ETH / driver`, covering CHAN, BID, BLAST, IP,
-//! ARP and ETH (see the [parent module](super) for what is fused and what
-//! declined). The IP and Ethernet headers come from the template of the
-//! peer the UDP and TCP fast forms use, its hop looked up as `IP` and
-//! `ARP` look it up and kept while their tables do not change.
+//! BID / BLAST / IP / ARP / ETH / driver`, every stage between the
+//! application and the driver (see the [parent module](super) for what
+//! is fused and what declined). The IP and Ethernet headers come from
+//! the template of the peer the UDP and TCP fast forms use, its hop
+//! looked up as `IP` and `ARP` look it up and kept while their tables do
+//! not change.
 
-use super::{upper_accept, upper_headers, CHAN, FIRST, UPPER};
-use crate::anno::{RpcAnno, RpcTag};
+use super::{Above, ABOVE, FIRST, UPPER};
+use crate::anno::RpcAnno;
 use crate::modules::bid::BidStage;
 use crate::modules::blast::BlastStage;
 use crate::modules::chan::ChanStage;
 use crate::modules::mselect::MselectStage;
 use crate::modules::vchan::VchanStage;
-use crate::wire::chan::HEADER_LEN as CHAN_LEN;
 use crate::Peer;
 use pathstack_core::fused::{FastCx, FastForm};
 use pathstack_core::{Msg, Stage};
@@ -20,9 +20,8 @@ use pathstack_inet::modules::fast::link::{self, LinkPositions, LinkTemplate, LIN
 use pathstack_inet::modules::{ArpStage, EthStage, IpStage};
 use pathstack_inet::wire::ipv4::MIN_HEADER_LEN;
 
-/// Header bytes of a short RPC message over IP below CHAN (CHAN's own
-/// follow).
-const HEADERS: usize = LINK_HEADERS + UPPER;
+/// Header bytes of a short RPC message over IP.
+const HEADERS: usize = LINK_HEADERS + ABOVE;
 
 /// Path positions of IP and ARP (0 is RPC, 9 the driver).
 const AT: LinkPositions = LinkPositions { ip: 6, arp: 7 };
@@ -41,8 +40,8 @@ type Stages<Top, Driver> = (
     Driver,
 );
 
-/// The fused fast form of CHAN / BID / BLAST / IP / ARP / ETH under the
-/// RPC stack.
+/// The fused fast form of MSELECT / VCHAN / CHAN / BID / BLAST / IP /
+/// ARP / ETH.
 pub struct RpcIpFast;
 
 /// What [`RpcIpFast`] keeps per path: the link template of the last
@@ -65,26 +64,33 @@ impl<Top: Stage, Driver: Stage> FastForm<Stages<Top, Driver>> for RpcIpFast {
         msg: &mut Msg,
         cx: &mut FastCx,
     ) -> bool {
-        let (_, _, _, chan, bid, blast, ip, arp, eth, _) = stages;
-        // BID and CHAN name the peer by its address over IP, which IP
-        // sends to (no remote fixed on IP's path: RPC's paths serve every
-        // peer).
+        let (_, mselect, vchan, chan, bid, blast, ip, arp, eth, _) = stages;
+        let mut above = Above {
+            mselect,
+            vchan,
+            chan,
+            bid,
+            blast,
+        };
+        // The RPC stages name the peer by its address over IP, which IP
+        // sends to (no remote fixed on IP's path: RPC's paths serve
+        // every peer).
         let Some(dst) = ip.fast_dst(msg.anno()) else {
             return false;
         };
-        if msg.anno().rpc_peer() != Some(Peer::Ipv4(dst)) {
+        let peer = Peer::Ipv4(dst);
+        if msg.anno().rpc_peer() != Some(peer) {
             return false;
         }
-        let chan_msg = msg.len() + CHAN_LEN;
-        let Some(upper) = upper_headers(bid, blast, Peer::Ipv4(dst), chan_msg) else {
+        let Some(d) = above.prepare(msg, peer) else {
             return false;
         };
-        let datagram = chan_msg + UPPER;
+        let datagram = msg.len() + ABOVE;
         let kept = state.link.as_ref().map(|t| t.hop());
         let Some(hop) = link::hop((ip, arp), dst, datagram, msg, cx, AT, kept) else {
             return false;
         };
-        let Some(pad) = link::room(msg, HEADERS + CHAN_LEN) else {
+        let Some(pad) = link::room(msg, HEADERS) else {
             return false;
         };
         if !state.link.as_mut().is_some_and(|t| t.confirm(&hop)) {
@@ -93,22 +99,21 @@ impl<Top: Stage, Driver: Stage> FastForm<Stages<Top, Driver>> for RpcIpFast {
         if state.link.is_none() {
             return false;
         }
-        // The last step that may decline: CHAN starts the call (or sends
-        // the reply) here; then IP's identification is taken (its module
-        // is on every path through IP), and nothing else can fail.
-        let Some(c) = chan.fast_send(msg, &mut cx.stage(CHAN)) else {
+        // The last step that may decline; then IP's identification is
+        // taken (its module is on every path through IP), and nothing
+        // else can fail.
+        let Some(upper) = above.commit(&d, msg, peer, cx) else {
             return false;
         };
         let (Some(t), Some((ident, ttl))) = (state.link.as_ref(), link::ident_ttl(ip, msg, cx, AT))
         else {
             return false;
         };
-        let Ok(h) = msg.push(HEADERS + CHAN_LEN) else {
+        let Ok(h) = msg.push(HEADERS) else {
             return false;
         };
         t.write(h, datagram + MIN_HEADER_LEN, ident, ttl);
-        h[LINK_HEADERS..HEADERS].copy_from_slice(&upper);
-        h[HEADERS..].copy_from_slice(&c);
+        h[LINK_HEADERS..].copy_from_slice(&upper);
         link::finish(msg, &hop, pad)
     }
 
@@ -119,7 +124,14 @@ impl<Top: Stage, Driver: Stage> FastForm<Stages<Top, Driver>> for RpcIpFast {
         msg: &mut Msg,
         cx: &mut FastCx,
     ) -> bool {
-        let (_, _, _, chan, bid, blast, ip, _, eth, _) = stages;
+        let (_, mselect, vchan, chan, bid, blast, ip, _, eth, _) = stages;
+        let mut above = Above {
+            mselect,
+            vchan,
+            chan,
+            bid,
+            blast,
+        };
         // A frame the classifier matched to this path.
         if !msg.anno().classified() {
             return false;
@@ -128,35 +140,31 @@ impl<Top: Stage, Driver: Stage> FastForm<Stages<Top, Driver>> for RpcIpFast {
         let Some(a) = link::arrived(eth, ip, f) else {
             return false;
         };
-        let Some(upper) = f.get(LINK_HEADERS..).and_then(|u| u.first_chunk::<UPPER>()) else {
+        // The datagram, without the link's padding.
+        let Some(upper_on) = f.get(LINK_HEADERS..link::IP_AT + a.total) else {
             return false;
         };
-        // BLAST's payload ends where IP's datagram does.
-        let Some(avail) = a
-            .total
-            .checked_sub(MIN_HEADER_LEN + crate::wire::blast::HEADER_LEN)
-        else {
+        let Some((upper, after)) = upper_on.split_first_chunk::<UPPER>() else {
             return false;
         };
         let peer = Peer::Ipv4(a.src);
-        let Some(len) = upper_accept(bid, blast, peer, upper, avail) else {
+        let avail = after.len() + crate::wire::bid::HEADER_LEN;
+        let Some(len) = above.accept_upper(peer, upper, avail) else {
             return false;
         };
         // CHAN's message: what BLAST carries after BID's header.
-        let Some(packet) = f.get(HEADERS..HEADERS + len - crate::wire::bid::HEADER_LEN) else {
+        let Some(packet) = after.get(..len) else {
             return false;
         };
-        // The last step that may decline (see `send`). The peer's
-        // annotations are IP's, written below: CHAN reads only its tag.
-        let Some((payload, slot)) =
-            chan.fast_receive(packet, peer, msg.anno(), &mut cx.stage(CHAN))
-        else {
+        // The peer's annotations are IP's, written below: CHAN reads
+        // only the tag.
+        let Some((keep, tag, m)) = above.receive(packet, peer, msg.anno(), cx) else {
             return false;
         };
-        if !link::strip(msg, &a, HEADERS + CHAN_LEN, payload) {
+        if !link::strip(msg, &a, HEADERS, keep) {
             return false;
         }
-        msg.anno_mut().set_rpc_tag(RpcTag::slot(slot));
+        above.annotate(tag, &m, msg.anno_mut());
         true
     }
 }
