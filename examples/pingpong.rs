@@ -74,8 +74,9 @@
 //! status, its length and bytes). The warm-up's first call waits for the
 //! boot-id handshake (BIDCTL). PIN specializes the `RPC` client and
 //! server paths of both hosts (`pathstack_rpc::modules::inline::fast_rules`:
-//! inlined, a short message's BID, BLAST and link headers in the fused
-//! fast form, `pathstack_rpc::modules::fast`); a per-message PIN run
+//! inlined, an established channel's short calls and replies through
+//! every stage between RPC and the driver in the fused fast form,
+//! `pathstack_rpc::modules::fast`); a per-message PIN run
 //! fails unless the fast form handled every measured call and reply. CHAN
 //! retransmits, so over TAP no call is counted as lost; one that takes
 //! over 5 s fails the run. A request of 1,444 bytes or more (1,424 over

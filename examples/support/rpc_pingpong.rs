@@ -134,8 +134,9 @@ fn rpc_paths(h: &Host) -> Result<(PathId, PathId), BoxError> {
 }
 
 /// Specializes (PIN) the `RPC` client and server paths of `h` — the
-/// stages path-inlined, a short message's BID, BLAST and link headers in
-/// the fused fast form (`inline::fast_rules`) — or says why it could not.
+/// stages path-inlined, an established channel's short calls and replies
+/// in the fused fast form (`inline::fast_rules`) — or says why it could
+/// not.
 fn inline_rpc(h: &mut Host, args: &RpcArgs) -> Result<(), BoxError> {
     let rules = match args.nic {
         Nic::Device => inline::fast_rules::<WireStage>(args.net, WIRE_SPEC.name),

@@ -143,7 +143,7 @@ impl World {
     }
 
     /// Hands `A` a frame.
-    fn to_a(&mut self, bytes: &[u8]) {
+    fn hand_to_a(&mut self, bytes: &[u8]) {
         if bytes.is_empty() {
             return;
         }
@@ -174,14 +174,14 @@ impl World {
             for (i, f) in frames.into_iter().enumerate() {
                 self.from_b.push(f.clone());
                 match fate {
-                    Fate::Pass => self.to_a(&f),
-                    _ if i > 0 || round > 0 => self.to_a(&f),
+                    Fate::Pass => self.hand_to_a(&f),
+                    _ if i > 0 || round > 0 => self.hand_to_a(&f),
                     Fate::Lose => {}
                     Fate::Twice => {
-                        self.to_a(&f);
-                        self.to_a(&f);
+                        self.hand_to_a(&f);
+                        self.hand_to_a(&f);
                     }
-                    Fate::Mutate(m) => self.to_a(&m.apply(&f)),
+                    Fate::Mutate(m) => self.hand_to_a(&m.apply(&f)),
                 }
             }
             self.poll(Duration::from_micros(10));
@@ -205,7 +205,7 @@ impl World {
             Step::Replay(i) => {
                 if !self.from_b.is_empty() {
                     let f = self.from_b[i % self.from_b.len()].clone();
-                    self.to_a(&f);
+                    self.hand_to_a(&f);
                 }
                 self.poll(Duration::from_micros(10));
                 self.a_to_b();

@@ -623,8 +623,9 @@ fn start_call(
 ) -> ChanHeader {
     ch.seq += 1;
     ch.copy.clear();
-    ch.copy.extend_from_slice(request[0]);
-    ch.copy.extend_from_slice(request[1]);
+    for part in request.into_iter().filter(|p| !p.is_empty()) {
+        ch.copy.extend_from_slice(part);
+    }
     ch.receipt = TransportReceipt::default();
     ch.timer.start(now, initial);
     ch.deadline = deadline;

@@ -618,8 +618,9 @@ fn send_reply(
     len: u32,
 ) -> ChanHeader {
     ch.copy.clear();
-    ch.copy.extend_from_slice(reply[0]);
-    ch.copy.extend_from_slice(reply[1]);
+    for part in reply.into_iter().filter(|p| !p.is_empty()) {
+        ch.copy.extend_from_slice(part);
+    }
     ch.receipt = TransportReceipt::default();
     ch.timer.start(now, initial);
     ch.state = ServerState::Wait;

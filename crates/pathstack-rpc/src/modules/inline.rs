@@ -28,6 +28,17 @@
 //! stages' own work (CHAN's channel tables, VCHAN's pools, BID's boot-id
 //! lookups), classification and the run loop, which inlining does not
 //! remove.
+//!
+//! **Specialization** ([`fast_rules`]) goes on where inlining stops: the
+//! fused fast form of [`super::fast`] runs an established channel's
+//! short calls and replies through every stage between `RPC` and the
+//! driver in one step, and the stages' per-message work (CHAN's and
+//! VCHAN's module accesses, each header parsed and pushed on its own)
+//! with it. The zero-byte call round trip over ETH (`pingpong
+//! --transport rpc --form pin`, per-message, cachegrind, difference
+//! method) went from 7,802 instructions inlined to 6,522 specialized,
+//! against 8,129 modular: 19.8% fewer than STD (the thesis' PIN saved
+//! 19.1%); over IP from 8,653 inlined to 6,910.
 
 use super::bid::{BidStage, BID_SPEC};
 use super::blast::{BlastStage, BLAST_SPEC};
@@ -127,8 +138,8 @@ pub fn rules<Driver: Stage>(net: RpcNet, driver_type: &'static str) -> [Rule; 2]
 }
 
 /// The specialization rule for the path whose top stage is `Top`: the
-/// stages inlined, with the fused fast form of BID, BLAST and the link
-/// under CHAN ([`super::fast`]).
+/// stages inlined, with the fused fast form of every stage between `RPC`
+/// and the driver in front of them ([`super::fast`]).
 fn fast_rule<Top: Stage, Driver: Stage>(
     net: RpcNet,
     driver_type: &'static str,
@@ -169,11 +180,12 @@ fn fast_rule<Top: Stage, Driver: Stage>(
 }
 
 /// The specialization rule for the RPC client path over `net` (see
-/// [`client_rule`]): the stages are path-inlined and a short message's
-/// BID, BLAST and link headers are written, or checked and stripped, in
-/// one step by the fused fast form ([`super::fast`]); everything else
-/// runs through the inlined stages. Applies to a modular or an inlined
-/// path.
+/// [`client_rule`]): the stages are path-inlined and an established
+/// channel's short calls and replies run through MSELECT, VCHAN, CHAN,
+/// BID, BLAST and the link in one step, all headers written, or checked
+/// and stripped, at once by the fused fast form ([`super::fast`]);
+/// everything else runs through the inlined stages. Applies to a modular
+/// or an inlined path.
 ///
 /// ```
 /// use pathstack_core::device::{WireStage, WIRE_SPEC};

@@ -78,14 +78,14 @@ pub struct MselectStage {
 
 impl MselectStage {
     /// Fast form, down: the header `process` would push on a call (or
-    /// reply) annotated `anno`; `None` (decline) without a procedure id.
-    /// `process` then clears the id ([`RpcAnno::clear_procedure`]).
+    /// reply) annotated with procedure `id` (without one it drops the
+    /// message: the fast form declines) and `tag`. `process` then clears
+    /// the id ([`RpcAnno::clear_procedure`]).
     #[inline(always)]
-    pub(crate) fn fast_header(&self, anno: &pathstack_core::Anno) -> Option<[u8; HEADER_LEN]> {
-        let id = anno.procedure()?;
-        let ok = anno.rpc_tag().is_none_or(|t| t.status == CallStatus::Ok);
+    pub(crate) fn fast_header(&self, id: u32, tag: Option<RpcTag>) -> [u8; HEADER_LEN] {
+        let ok = tag.is_none_or(|t| t.status == CallStatus::Ok);
         let status = if ok { SEL_OK } else { SEL_FAIL };
-        Some(MselectHeader { id, status }.to_bytes())
+        MselectHeader { id, status }.to_bytes()
     }
 
     /// Fast form, up: the header of a request or reply whose call went

@@ -1,42 +1,59 @@
 //! The fused fast forms of the RPC paths (issue 26, item 1; thesis
 //! §3.3.8, §4.2): `RPC / MSELECT / VCHAN / CHAN / BID / BLAST` over `ETH`
 //! ([`eth`]) or over `IP / ARP / ETH` ([`ip`]), installed by the
-//! specialization rules of [`super::inline`].
+//! specialization rules of [`super::inline`]. The top stage (the client's
+//! or the server's `RPC`, the application's end) and the driver run as
+//! on the inlined path; the fast form covers every stage between them.
 //!
-//! **What is fused: BID, BLAST and the link, not CHAN and VCHAN.** The
-//! fast form covers the stages from BID down ([`FIRST`], through
-//! `FastForm::FIRST`); RPC, MSELECT, VCHAN and CHAN run inlined above it
-//! as they do on the inlined path, each with its own verdict. Those four
-//! hold the call's state — CHAN's channel state machine with its
-//! retransmission copy and timers, VCHAN's channel pool and waiting
-//! line — and their established case is already reached by handle
-//! without a lookup (`handle_table`); fusing them would mean a second
-//! copy of CHAN's at-most-once rules. Below CHAN the established case is
-//! pure header work, which is what a fast form does best:
+//! **Down**, a short message (shorter than one BLAST fragment: every
+//! zero-byte call and reply) gets all its headers at once: MSELECT's
+//! from the procedure id; on the client VCHAN's choice of an idle
+//! channel of the pool the path holds by handle; CHAN's from the
+//! channel's engine, which starts the call (seq + 1, the request kept
+//! for retransmission, the timer armed) or sends the reply exactly as
+//! the stage would (`ClientTable::fast_call`, `ServerTable::fast_reply`);
+//! BID's from the boot ids the path holds for BIDCTL's generation;
+//! BLAST's short header with the length filled in; and the link's —
+//! Ethernet's, or over IP the IP and Ethernet headers from the template
+//! of the peer the UDP and TCP fast forms use
+//! (`pathstack_inet::modules::fast::link`).
 //!
-//! * down, a short message (every message shorter than one BLAST
-//!   fragment: every zero-byte call and reply) gets its BID, BLAST and
-//!   link headers written at once — BID's from the boot ids the path
-//!   holds (`BidStage` keeps them for BIDCTL's generation), BLAST's
-//!   short header with the message's length filled in, and the
-//!   Ethernet header (over IP, the IP and Ethernet headers from the
-//!   template of the peer that the UDP and TCP fast forms use,
-//!   `pathstack_inet::modules::fast::link`);
-//! * up, a frame is accepted in one pass over its headers: unicast to us
-//!   (over IP: IPv4 without options, whole, our address, the header
-//!   checksum), a short BLAST SEND of this path's protocol whose length
-//!   is within the frame, and BID boot ids that are the ones the path
-//!   holds for the sender; all headers are stripped at once and the
-//!   message goes to CHAN with the annotations ETH (and IP) would have
-//!   written.
+//! **Up**, a frame is accepted in one pass over its headers: unicast to
+//! us (over IP: IPv4 without options, whole, our address, the header
+//! checksum), a short BLAST SEND of this path's protocol whose length
+//! is within the frame, BID boot ids that are the ones the path holds for
+//! the sender, a CHAN message that is the next request on a server
+//! channel or the reply to the call outstanding on a client channel —
+//! both held by handle, with nothing else to do (no explicit ACK asked
+//! for, no fragmented message to free) — and an MSELECT header with a
+//! valid status. The engines take it as the stage would
+//! (`ServerTable::fast_request`, `ClientTable::fast_reply`), VCHAN gives
+//! the channel back, all headers are stripped at once, and the message
+//! goes to `RPC` with the annotations ETH (IP), CHAN, VCHAN and MSELECT
+//! would have written.
 //!
-//! Everything else is declined before anything changes and runs through
-//! the stages: a message BLAST fragments, any fragment, NACK or
-//! retransmission (they are not classified onto these paths anyway), a
+//! **Declined**, before anything changes, and run through the stages:
+//! a message BLAST fragments, any fragment, NACK or retransmission; a
 //! boot id the path does not hold (the first message to or from a peer,
-//! and every message after BIDCTL learnt something, until BID has read
-//! the boot ids again), a boot-id mismatch (BID answers or asks BIDCTL),
-//! broadcasts, IP options and fragments, an unresolved neighbour.
+//! and the first after BIDCTL learnt anything) or one that does not
+//! match; a channel or pool not held, no idle channel (the call waits in
+//! the pool), a call waiting for a channel when one is given back; ACKs,
+//! NACKs, probes, duplicates, old or future seqs, messages that ask for
+//! an explicit ACK; BIDCTL's notices; the first call to a new peer
+//! (BIDCTL registration); broadcasts, IP options and fragments, an
+//! unresolved neighbour.
+//!
+//! **One step that may decline changes state.** CHAN's and VCHAN's
+//! engines are the only covered stages whose work changes module state,
+//! and each fast piece checks everything and then commits (the engine's
+//! `fast_*` share their state change with the stage's general code). So
+//! the fast form checks every stateless stage and the link first
+//! (`Above::prepare`, `link::hop`, `link::room`), then runs the one
+//! step that may still decline — VCHAN's check, CHAN's check and
+//! commit, VCHAN's commit, with both modules reached at once — and then
+//! writes the headers, which cannot fail. Over IP the identification is
+//! taken after that step, as IP takes it last. The differential test
+//! `tests/fused_rpc.rs` holds all of it to the modular stages.
 
 pub mod eth;
 pub mod ip;
@@ -111,8 +128,9 @@ impl Above<'_> {
     #[inline(always)]
     fn prepare(&self, msg: &Msg, peer: Peer) -> Option<Down> {
         let a = msg.anno();
-        let mselect = self.mselect.fast_header(a)?;
-        let slot = a.rpc_tag()?.slot;
+        let tag = a.rpc_tag();
+        let mselect = self.mselect.fast_header(a.procedure()?, tag);
+        let slot = tag?.slot;
         let len = msg.len() + mselect::HEADER_LEN + chan::HEADER_LEN;
         let b = self.bid.fast_header(peer)?;
         let s = self.blast.fast_header(len + bid::HEADER_LEN)?;
