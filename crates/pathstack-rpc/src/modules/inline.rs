@@ -35,10 +35,11 @@
 //! driver in one step, and the stages' per-message work (CHAN's and
 //! VCHAN's module accesses, each header parsed and pushed on its own)
 //! with it. The zero-byte call round trip over ETH (`pingpong
-//! --transport rpc --form pin`, per-message, cachegrind, difference
-//! method) went from 7,802 instructions inlined to 6,522 specialized,
-//! against 8,129 modular: 19.8% fewer than STD (the thesis' PIN saved
-//! 19.1%); over IP from 8,653 inlined to 6,910.
+//! --transport rpc`, per-message, cachegrind, difference method) went
+//! from 7,802 instructions inlined to 6,523 specialized, against 8,197
+//! modular (`scripts/instr.sh`): 20.4% fewer than STD (the thesis' PIN
+//! saved 19.1%); over IP from 8,653 inlined to 6,909, against 9,360
+//! modular.
 
 use super::bid::{BidStage, BID_SPEC};
 use super::blast::{BlastStage, BLAST_SPEC};
