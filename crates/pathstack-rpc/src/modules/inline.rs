@@ -36,9 +36,9 @@
 //! VCHAN's module accesses, each header parsed and pushed on its own)
 //! with it. The zero-byte call round trip over ETH (`pingpong
 //! --transport rpc`, per-message, cachegrind, difference method) went
-//! from 7,802 instructions inlined to 6,523 specialized, against 8,197
-//! modular (`scripts/instr.sh`): 20.4% fewer than STD (the thesis' PIN
-//! saved 19.1%); over IP from 8,653 inlined to 6,909, against 9,360
+//! from 7,680 instructions inlined to 6,333 specialized, against 8,032
+//! modular (`scripts/instr.sh`): 21.2% fewer than STD (the thesis' PIN
+//! saved 19.1%); over IP from 8,560 inlined to 6,635, against 9,261
 //! modular.
 
 use super::bid::{BidStage, BID_SPEC};
