@@ -21,9 +21,7 @@
 //! driver): the top stage and the driver are called as in the inlined
 //! form, so a fast form is written once per protocol sequence and serves
 //! every application and device above and below it (it is generic over
-//! their stage types, and monomorphized for each). A fast form may cover
-//! only the lower part of a sequence ([`FastForm::FIRST`]): the stages
-//! above it then run inlined as before, as the top stage does.
+//! their stage types, and monomorphized for each).
 
 use crate::exec::{step, Exec, Fate, Inlined, StageTuple};
 use crate::ids::Dir;
@@ -57,10 +55,9 @@ impl<'e> FastCx<'_, 'e> {
     }
 }
 
-/// The fused fast form of a protocol sequence: the stages `FIRST..LEN-1`
-/// of a path whose stages are the tuple `T` (stage 0 its top, stage
-/// `LEN-1` its device driver; `FIRST` is 1 unless the fast form covers
-/// only the lower part of the sequence).
+/// The fused fast form of a protocol sequence: the stages `1..LEN-1` of a
+/// path whose stages are the tuple `T` (stage 0 its top, stage `LEN-1`
+/// its device driver).
 ///
 /// Both methods either handle the message completely for the stages they
 /// cover, with exactly the effect the modular stages would have had on
@@ -74,22 +71,15 @@ pub trait FastForm<T>: Send + 'static {
     /// first message, the peer they were made for).
     type State: Send + Default + 'static;
 
-    /// The first stage the fast form covers (1: every stage between the
-    /// top and the driver). A fast form over the lower stages only sets
-    /// it higher: the stages `1..FIRST` then run inlined above it, each
-    /// with its own verdict, in both directions.
-    const FIRST: usize = 1;
-
-    /// A message the stage above `FIRST` passed down: writes every header of the
+    /// A message the top stage passed down: writes every header of the
     /// covered stages and returns `true`, the frame then goes to the
     /// driver; or returns `false`, untouched, for the modular stages.
     fn send(stages: &mut T, state: &mut Self::State, msg: &mut Msg, cx: &mut FastCx) -> bool;
 
     /// A frame the driver passed up: checks and strips every header of
     /// the covered stages, writes the annotations they would have
-    /// written, and returns `true`, the message then goes to the stage
-    /// above `FIRST`; or returns `false`, untouched, for the modular
-    /// stages.
+    /// written, and returns `true`, the message then goes to the top
+    /// stage; or returns `false`, untouched, for the modular stages.
     fn receive(stages: &mut T, state: &mut Self::State, msg: &mut Msg, cx: &mut FastCx) -> bool;
 }
 
@@ -203,13 +193,10 @@ where
     #[inline(always)]
     fn run_once(&mut self, pos: usize, dir: Dir, msg: &mut Msg, env: &mut Env<'_>) -> Fate {
         let last = T::LEN - 1;
-        let first = F::FIRST;
         match dir {
-            Dir::Down if pos <= first && first >= 1 && last > first => {
-                // The stages above the fast form, one at a time (only the
-                // top one unless the fast form covers the lower stages).
-                for at in pos..first {
-                    if let Some(fate) = self.call(at, Dir::Down, msg, env) {
+            Dir::Down if pos <= 1 && last >= 2 => {
+                if pos == 0 {
+                    if let Some(fate) = self.call(0, Dir::Down, msg, env) {
                         return fate;
                     }
                 }
@@ -220,13 +207,13 @@ where
                     &mut FastCx { env: &mut *env },
                 );
                 if !fused {
-                    return self.inner.run(first, Dir::Down, msg, env);
+                    return self.inner.run(1, Dir::Down, msg, env);
                 }
                 self.hits[Dir::Down.index()] += 1;
                 self.call(last, Dir::Down, msg, env)
                     .unwrap_or(Fate::Out(Dir::Down))
             }
-            Dir::Up if pos == last && first >= 1 && last > first && self.fuse_up => {
+            Dir::Up if pos == last && last >= 2 && self.fuse_up => {
                 let fused = F::receive(
                     self.inner.stages_mut(),
                     &mut self.state,
@@ -237,12 +224,8 @@ where
                     return self.inner.run(pos, Dir::Up, msg, env);
                 }
                 self.hits[Dir::Up.index()] += 1;
-                if first == 1 {
-                    return self
-                        .call(0, Dir::Up, msg, env)
-                        .unwrap_or(Fate::Out(Dir::Up));
-                }
-                self.inner.run(first - 1, Dir::Up, msg, env)
+                self.call(0, Dir::Up, msg, env)
+                    .unwrap_or(Fate::Out(Dir::Up))
             }
             _ => self.inner.run(pos, dir, msg, env),
         }

@@ -3,7 +3,7 @@
 //! application and the driver (see the [parent module](super) for what
 //! is fused and what declined).
 
-use super::{Above, ABOVE, FIRST, UPPER};
+use super::{Above, ABOVE, UPPER};
 use crate::anno::RpcAnno;
 use crate::modules::bid::BidStage;
 use crate::modules::blast::BlastStage;
@@ -38,8 +38,6 @@ pub struct RpcEthFast;
 
 impl<Top: Stage, Driver: Stage> FastForm<Stages<Top, Driver>> for RpcEthFast {
     type State = ();
-
-    const FIRST: usize = FIRST;
 
     #[inline(always)]
     fn send(

@@ -6,7 +6,7 @@
 //! looked up as `IP` and `ARP` look it up and kept while their tables do
 //! not change.
 
-use super::{Above, ABOVE, FIRST, UPPER};
+use super::{Above, ABOVE, UPPER};
 use crate::anno::RpcAnno;
 use crate::modules::bid::BidStage;
 use crate::modules::blast::BlastStage;
@@ -54,8 +54,6 @@ pub struct RpcIpFastState {
 
 impl<Top: Stage, Driver: Stage> FastForm<Stages<Top, Driver>> for RpcIpFast {
     type State = RpcIpFastState;
-
-    const FIRST: usize = FIRST;
 
     #[inline(always)]
     fn send(

@@ -72,10 +72,6 @@ use pathstack_core::fused::FastCx;
 use pathstack_core::stage::Cx;
 use pathstack_core::Msg;
 
-/// The first stage the fast forms cover: MSELECT (0 is RPC), so every
-/// stage between the application and the driver.
-pub const FIRST: usize = 1;
-
 /// CHAN's position (VCHAN's is the one above).
 const CHAN: usize = 3;
 /// VCHAN's service that connects it to CHAN.
