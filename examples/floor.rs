@@ -267,9 +267,12 @@ fn bulk_send(
     while std::time::Instant::now() < end {
         let mut msg = pool.alloc_copy(&frame)?;
         if gso {
-            let o = &mut msg.anno_mut().offload;
-            o.tx_csum_offset = 16;
-            o.tx_gso_size = GSO_MSS as u16;
+            msg.anno_mut()
+                .set_offload(pathstack_core::device::MsgOffload {
+                    tx_csum_offset: 16,
+                    tx_gso_size: GSO_MSS as u16,
+                    ..Default::default()
+                });
         }
         match dev.transmit(msg, Instant::now()) {
             Ok(()) => {

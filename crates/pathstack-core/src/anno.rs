@@ -7,19 +7,31 @@
 //! out the area: it declares typed [`AnnoKey`]s and [`AnnoFlag`]s over the
 //! words and flag bits, and gives them readable accessors (the Internet
 //! family's are `pathstack_inet::InetAnno`). The core keeps only what it
-//! owns itself: where a parked message resumes, and whether the message
-//! was classified onto the path it is on (parse once, see
-//! [`Anno::classified`]).
+//! owns itself: whether the message was classified onto the path it is on
+//! (parse once, see [`Anno::classified`]) and the device offload facts
+//! ([`Anno::offload`]).
+//!
+//! The area is small on purpose: the whole [`Msg`](crate::Msg) is at most
+//! 64 bytes (one cache line), because a message is moved by value between
+//! the layers of every trip. So a word may be *shared* by keys whose
+//! values are never needed at the same time (the Internet family's next
+//! hop and time to live, say). Sharing is safe by construction: each word
+//! records which of its keys (up to three) stored into it last, and a key
+//! reads back only its own value — after another key overwrote the word
+//! it reads `None`, never the other key's bytes. Whether the sharing loses
+//! nothing is then the family's argument, stated where it declares the keys.
 
 use crate::device::offload::MsgOffload;
-use crate::ids::{Dir, PathId};
 use std::marker::PhantomData;
 
 /// Number of 32-bit words in the annotation area.
-pub const ANNO_WORDS: usize = 7;
+pub const ANNO_WORDS: usize = 6;
 
 /// Number of flag bits in the annotation area.
 pub const ANNO_FLAGS: u8 = 8;
+
+/// How many keys may share one word ([`AnnoKey::sharing`]).
+pub const ANNO_HOLDERS: u8 = 3;
 
 /// A value that fits in annotation words.
 pub trait AnnoValue: Copy {
@@ -82,17 +94,29 @@ impl AnnoValue for [u8; 6] {
     }
 }
 
-/// A typed slot of the annotation area: `T` stored from word `word` on.
+/// Bits of [`Anno`]'s `marks` per word: which key holds the word (0: none).
+const HOLDER_BITS: u32 = 2;
+
+/// A typed slot of the annotation area: `T` stored from word `word` on,
+/// held by holder number `holder` of those words.
 ///
 /// ```
 /// use pathstack_core::anno::{Anno, AnnoKey};
 /// const HOP: AnnoKey<[u8; 4]> = AnnoKey::new(2);
+/// // A second key on the same word, for a value never needed together
+/// // with the first.
+/// const TTL: AnnoKey<u32> = AnnoKey::sharing(2, 2);
 /// let mut a = Anno::default();
 /// assert_eq!(a.get(HOP), None);
+/// a.set(TTL, 9);
 /// a.set(HOP, [10, 0, 0, 1]);
 /// assert_eq!(a.get(HOP), Some([10, 0, 0, 1]));
+/// assert_eq!(a.get(TTL), None, "overwritten: gone, never misread");
 /// ```
 pub struct AnnoKey<T> {
+    /// The key's bits in `marks`: its holder number in each of its words.
+    mask: u16,
+    mark: u16,
     word: u8,
     _value: PhantomData<fn() -> T>,
 }
@@ -105,15 +129,38 @@ impl<T> Clone for AnnoKey<T> {
 impl<T> Copy for AnnoKey<T> {}
 
 impl<T: AnnoValue> AnnoKey<T> {
-    /// The slot starting at word `word`. A slot that does not fit in the
-    /// area fails to compile when the key is a `const`, as keys are meant
-    /// to be.
+    /// The slot starting at word `word` (holder 1 of its words). A slot
+    /// that does not fit in the area fails to compile when the key is a
+    /// `const`, as keys are meant to be.
     pub const fn new(word: u8) -> Self {
+        Self::sharing(word, 1)
+    }
+
+    /// The slot starting at word `word`, as holder `holder` (1 to
+    /// [`ANNO_HOLDERS`]) of its words: keys with different holder numbers
+    /// may lie on the same words, and each reads back only what it stored
+    /// (see the [module docs](self)).
+    pub const fn sharing(word: u8, holder: u8) -> Self {
         assert!(
             word as usize + T::WORDS <= ANNO_WORDS,
             "annotation key past the end of the area"
         );
+        assert!(
+            holder >= 1 && holder <= ANNO_HOLDERS,
+            "annotation holder out of range"
+        );
+        let mut mask = 0u16;
+        let mut mark = 0u16;
+        let mut i = 0;
+        while i < T::WORDS {
+            let shift = (word as u32 + i as u32) * HOLDER_BITS;
+            mask |= 0b11 << shift;
+            mark |= (holder as u16) << shift;
+            i += 1;
+        }
         AnnoKey {
+            mask,
+            mark,
             word,
             _value: PhantomData,
         }
@@ -137,6 +184,12 @@ impl AnnoFlag {
     }
 }
 
+/// `marks` bits above the word holders: the core's own facts.
+const CLASSIFIED: u16 = 1 << 12;
+const RX_CSUM_VERIFIED: u16 = 1 << 13;
+// The holders of all words fit below the core's bits.
+const _: () = assert!(ANNO_WORDS as u32 * HOLDER_BITS <= 12);
+
 /// Per-message annotations: a few facts a stage sets for its neighbours on
 /// the same message. They let one path serve many peers: a passive path's
 /// IP stage learns the peer of each datagram on the way up and answers it
@@ -145,41 +198,43 @@ impl AnnoFlag {
 /// Annotations travel with the message (also when it is turned around with
 /// [`Verdict::Back`](crate::stage::Verdict::Back)); a new message starts
 /// with every slot empty.
+///
+/// 32 bytes, laid out by hand so that a [`Msg`](crate::Msg) stays within
+/// 64: six words, one 16-bit field of holders and core bits, the flags,
+/// and the offload facts packed (see [`MsgOffload`] for their meaning).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Anno {
     words: [u32; ANNO_WORDS],
-    /// Bit `w`: a value starts at word `w`.
-    present: u8,
+    /// Bits `2w..2w+2`: which key holds word `w` (0: empty); bit 12:
+    /// classified; bit 13: receive checksum verified.
+    marks: u16,
     flags: u8,
-    classified: bool,
-    /// Where a parked message resumes: a stage that holds a message back
-    /// (ARP waiting for a reply) records its path, its position and the
-    /// direction the message was travelling in.
-    pub resume: Option<(PathId, u32, Dir)>,
-    /// Offload facts between the stages and the device (checksum and
-    /// segmentation offload; see [`crate::device::offload`]). All zero
-    /// unless a device with offloads is in use.
-    pub offload: MsgOffload,
+    tx_csum_offset: u8,
+    tx_gso_size: u16,
+    rx_gso_size: u16,
 }
 
 impl Anno {
-    /// The value in slot `key`, if one was set.
+    /// The value in slot `key`, if one was set (and no key sharing its
+    /// words was set since).
     #[inline]
     pub fn get<T: AnnoValue>(&self, key: AnnoKey<T>) -> Option<T> {
-        (self.present >> key.word & 1 == 1).then(|| T::load(&self.words[key.range()]))
+        (self.marks & key.mask == key.mark).then(|| T::load(&self.words[key.range()]))
     }
 
-    /// Sets slot `key` to `value`.
+    /// Sets slot `key` to `value` (displacing any key sharing its words).
     #[inline]
     pub fn set<T: AnnoValue>(&mut self, key: AnnoKey<T>, value: T) {
         value.store(&mut self.words[key.range()]);
-        self.present |= 1 << key.word;
+        self.marks = (self.marks & !key.mask) | key.mark;
     }
 
-    /// Empties slot `key`.
+    /// Empties slot `key` (a value another key holds there stays).
     #[inline]
     pub fn clear<T: AnnoValue>(&mut self, key: AnnoKey<T>) {
-        self.present &= !(1 << key.word);
+        if self.marks & key.mask == key.mark {
+            self.marks &= !key.mask;
+        }
     }
 
     /// Whether `flag` is set.
@@ -203,12 +258,39 @@ impl Anno {
     /// message turns around or is sent down.
     #[inline]
     pub fn classified(&self) -> bool {
-        self.classified
+        self.marks & CLASSIFIED != 0
     }
 
     #[inline]
     pub(crate) fn set_classified(&mut self, on: bool) {
-        self.classified = on;
+        self.marks = (self.marks & !CLASSIFIED) | if on { CLASSIFIED } else { 0 };
+    }
+
+    /// The offload facts between the stages and the device (checksum and
+    /// segmentation offload; see [`crate::device::offload`]). All zero
+    /// unless a device with offloads is in use.
+    #[inline]
+    pub fn offload(&self) -> MsgOffload {
+        MsgOffload {
+            tx_csum_offset: self.tx_csum_offset,
+            tx_gso_size: self.tx_gso_size,
+            rx_csum_verified: self.marks & RX_CSUM_VERIFIED != 0,
+            rx_gso_size: self.rx_gso_size,
+        }
+    }
+
+    /// Sets the [offload facts](Anno::offload).
+    #[inline]
+    pub fn set_offload(&mut self, o: MsgOffload) {
+        self.tx_csum_offset = o.tx_csum_offset;
+        self.tx_gso_size = o.tx_gso_size;
+        self.rx_gso_size = o.rx_gso_size;
+        let verified = if o.rx_csum_verified {
+            RX_CSUM_VERIFIED
+        } else {
+            0
+        };
+        self.marks = (self.marks & !RX_CSUM_VERIFIED) | verified;
     }
 }
 
@@ -235,7 +317,90 @@ mod tests {
         assert_eq!(a.get(C), None);
     }
 
+    /// A second key on word 2 (B's second word), and a third on word 1.
+    const S: AnnoKey<u32> = AnnoKey::sharing(2, 2);
+    const T: AnnoKey<u16> = AnnoKey::sharing(1, 3);
+
+    #[test]
+    fn a_shared_word_reads_back_only_its_last_holder() {
+        let mut a = Anno::default();
+        a.set(B, [1, 2, 3, 4, 5, 6]);
+        a.set(S, 7);
+        assert_eq!(a.get(S), Some(7));
+        assert_eq!(a.get(B), None, "B's second word was overwritten");
+        a.clear(B);
+        assert_eq!(a.get(S), Some(7), "clearing B leaves S's value");
+        a.set(T, 9);
+        a.clear(S);
+        assert_eq!((a.get(S), a.get(T), a.get(B)), (None, Some(9), None));
+        a.set(B, [6; 6]);
+        assert_eq!((a.get(S), a.get(T), a.get(B)), (None, None, Some([6; 6])));
+    }
+
+    #[test]
+    fn core_facts_stay_apart_from_the_slots() {
+        let mut a = Anno::default();
+        let o = MsgOffload {
+            tx_csum_offset: 16,
+            tx_gso_size: 1448,
+            rx_csum_verified: true,
+            rx_gso_size: 1460,
+        };
+        a.set_offload(o);
+        a.set_classified(true);
+        a.set(B, [0xFF; 6]);
+        a.set(S, u32::MAX);
+        a.clear(S);
+        assert_eq!(a.offload(), o);
+        assert!(a.classified());
+        a.set_classified(false);
+        a.set_offload(MsgOffload::default());
+        assert_eq!(
+            (a.offload(), a.classified()),
+            (MsgOffload::default(), false)
+        );
+        assert_eq!(a.get(B), None);
+    }
+
     proptest! {
+        /// Against a model that remembers, per word, the key that wrote it
+        /// last: a key reads its own last value while it holds all its
+        /// words, `None` otherwise.
+        #[test]
+        fn sharing_matches_a_last_writer_model(ops in proptest::collection::vec((0u8..4, 0u8..3, any::<u32>()), 0..40)) {
+            let mut a = Anno::default();
+            // Keys: 0 = A (word 0), 1 = B (words 1-2), 2 = S (word 2), 3 = T (word 1).
+            let words = |k: u8| -> &'static [usize] { match k { 0 => &[0], 1 => &[1, 2], 2 => &[2], _ => &[1] } };
+            let mut owner: [Option<u8>; ANNO_WORDS] = [None; ANNO_WORDS];
+            let mut last = [0u32; 4];
+            for (k, op, v) in ops {
+                match op {
+                    0 => {
+                        match k { 0 => a.set(A, v), 1 => a.set(B, [v as u8; 6]), 2 => a.set(S, v), _ => a.set(T, v as u16) }
+                        for &w in words(k) { owner[w] = Some(k); }
+                        last[k as usize] = v;
+                    }
+                    1 => {
+                        match k { 0 => a.clear(A), 1 => a.clear(B), 2 => a.clear(S), _ => a.clear(T) }
+                        if words(k).iter().all(|&w| owner[w] == Some(k)) {
+                            for &w in words(k) { owner[w] = None; }
+                        }
+                    }
+                    _ => {}
+                }
+                for k in 0..4u8 {
+                    let held = words(k).iter().all(|&w| owner[w] == Some(k));
+                    let v = last[k as usize];
+                    match k {
+                        0 => prop_assert_eq!(a.get(A), held.then_some(v)),
+                        1 => prop_assert_eq!(a.get(B), held.then_some([v as u8; 6])),
+                        2 => prop_assert_eq!(a.get(S), held.then_some(v)),
+                        _ => prop_assert_eq!(a.get(T), held.then_some(v as u16)),
+                    }
+                }
+            }
+        }
+
         #[test]
         fn slots_keep_their_values_apart(x: u32, mac: [u8; 6], port: u16, f: bool) {
             let mut a = Anno::default();

@@ -166,9 +166,28 @@ pub struct PoolStats {
 
 impl MsgPool {
     /// Makes a pool and preallocates its buffers.
+    ///
+    /// A message finds its class again by the size of its buffer (it does
+    /// not carry the class, to stay within 64 bytes), so classes of equal
+    /// size are merged into one, their counts added. A buffer is at most
+    /// `u32::MAX` bytes (larger sizes are cut down to it), as a message
+    /// keeps its offsets in 32 bits.
     pub fn new(config: PoolConfig) -> Self {
-        let classes = config
-            .classes
+        let mut merged: Vec<SizeClass> = Vec::with_capacity(config.classes.len());
+        for c in &config.classes {
+            let buf_size = c.buf_size.min(u32::MAX as usize);
+            match merged.iter_mut().find(|m| m.buf_size == buf_size) {
+                Some(m) => {
+                    m.prealloc += c.prealloc;
+                    m.max += c.max;
+                }
+                None => merged.push(SizeClass {
+                    buf_size,
+                    ..c.clone()
+                }),
+            }
+        }
+        let classes = merged
             .iter()
             .map(|c| {
                 let free = ArrayQueue::new(c.max.max(1));
@@ -210,17 +229,18 @@ impl MsgPool {
     /// A message of `len` zero bytes, with the pool's headroom in front.
     pub fn alloc(&self, len: usize) -> Result<Msg, MsgError> {
         let mut m = self.alloc_empty(len)?;
-        let start = m.tail;
-        m.tail += len;
-        m.buf[start..m.tail].fill(0);
+        let start = m.tail();
+        m.set_tail(start + len);
+        m.buf[start..start + len].fill(0);
         Ok(m)
     }
 
     /// A message holding a copy of `bytes`, with the pool's headroom in front.
     pub fn alloc_copy(&self, bytes: &[u8]) -> Result<Msg, MsgError> {
         let mut m = self.alloc_empty(bytes.len())?;
-        m.buf[m.tail..m.tail + bytes.len()].copy_from_slice(bytes);
-        m.tail += bytes.len();
+        let start = m.tail();
+        m.buf[start..start + bytes.len()].copy_from_slice(bytes);
+        m.set_tail(start + bytes.len());
         Ok(m)
     }
 
@@ -234,7 +254,7 @@ impl MsgPool {
         if need > max {
             return Err(MsgError::TooLarge { len: need, max });
         }
-        for (idx, class) in inner.classes.iter().enumerate() {
+        for class in &inner.classes {
             if class.buf_size < need {
                 continue;
             }
@@ -250,12 +270,12 @@ impl MsgPool {
             };
             class.live.fetch_add(1, Ordering::Relaxed);
             inner.allocs.fetch_add(1, Ordering::Relaxed);
-            let head = inner.headroom;
+            // `need` fits in the buffer, which fits in u32 (see `new`).
+            let head = inner.headroom as u32;
             return Ok(Msg {
                 buf,
                 head,
                 tail: head,
-                class: idx as u8,
                 pool: Some(Arc::clone(&self.inner)),
                 anno: Anno::default(),
             });
@@ -294,17 +314,51 @@ impl fmt::Debug for MsgPool {
 ///
 /// `Msg::default()` is an empty message with no buffer (it never allocates);
 /// it is what `std::mem::take` leaves behind when a stage hands a message on.
+///
+/// At most 64 bytes, one cache line (checked below): a message is moved
+/// by value through several layers of every trip (into and out of queues,
+/// verdicts, devices), and each move copies the whole struct. So the
+/// offsets are 32-bit (no buffer is near 4 GiB), the size class is found
+/// again from the buffer's length instead of being carried, and
+/// everything else lives in the 32-byte [`Anno`].
 #[derive(Default)]
 pub struct Msg {
     buf: Box<[u8]>,
-    head: usize,
-    tail: usize,
-    class: u8,
     pool: Option<Arc<PoolInner>>,
+    /// Start of the data in `buf`; `head <= tail <= buf.len()`.
+    head: u32,
+    /// End of the data in `buf`.
+    tail: u32,
     anno: Anno,
 }
 
+// Issue 26: a message moved by value should be one cache line; a field
+// added here must make room elsewhere.
+const _: () = assert!(std::mem::size_of::<Msg>() <= 64);
+
 impl Msg {
+    #[inline(always)]
+    fn head(&self) -> usize {
+        self.head as usize
+    }
+
+    #[inline(always)]
+    fn tail(&self) -> usize {
+        self.tail as usize
+    }
+
+    /// Sets the head; `at <= tail <= buf.len() <= u32::MAX`, so it fits.
+    #[inline(always)]
+    fn set_head(&mut self, at: usize) {
+        self.head = at as u32;
+    }
+
+    /// Sets the tail; `at <= buf.len() <= u32::MAX`, so it fits.
+    #[inline(always)]
+    fn set_tail(&mut self, at: usize) {
+        self.tail = at as u32;
+    }
+
     /// The message's annotations.
     #[inline]
     pub fn anno(&self) -> &Anno {
@@ -326,7 +380,7 @@ impl Msg {
     /// Number of bytes in the message.
     #[inline]
     pub fn len(&self) -> usize {
-        self.tail - self.head
+        (self.tail - self.head) as usize
     }
 
     /// Whether the message holds no bytes.
@@ -338,38 +392,38 @@ impl Msg {
     /// Bytes free in front of the data.
     #[inline]
     pub fn headroom(&self) -> usize {
-        self.head
+        self.head()
     }
 
     /// Bytes free after the data.
     #[inline]
     pub fn tailroom(&self) -> usize {
-        self.buf.len() - self.tail
+        self.buf.len() - self.tail()
     }
 
     /// The message bytes.
     #[inline]
     pub fn as_slice(&self) -> &[u8] {
-        &self.buf[self.head..self.tail]
+        &self.buf[self.head()..self.tail()]
     }
 
     /// The message bytes, writable.
     #[inline]
     pub fn as_mut_slice(&mut self) -> &mut [u8] {
-        &mut self.buf[self.head..self.tail]
+        let (h, t) = (self.head(), self.tail());
+        &mut self.buf[h..t]
     }
 
     /// Makes room for an `n`-byte header in front and returns it for writing.
     #[inline]
     pub fn push(&mut self, n: usize) -> Result<&mut [u8], MsgError> {
-        if n > self.head {
-            return Err(MsgError::NoHeadroom {
-                need: n,
-                have: self.head,
-            });
+        let have = self.head();
+        if n > have {
+            return Err(MsgError::NoHeadroom { need: n, have });
         }
-        self.head -= n;
-        Ok(&mut self.buf[self.head..self.head + n])
+        let h = have - n;
+        self.set_head(h);
+        Ok(&mut self.buf[h..h + n])
     }
 
     /// Removes the first `n` bytes and returns them.
@@ -381,22 +435,23 @@ impl Msg {
                 have: self.len(),
             });
         }
-        let start = self.head;
-        self.head += n;
+        let start = self.head();
+        self.set_head(start + n);
         Ok(&self.buf[start..start + n])
     }
 
     /// The first `n` bytes, without removing them; `None` if the message is shorter.
     #[inline]
     pub fn peek(&self, n: usize) -> Option<&[u8]> {
-        (n <= self.len()).then(|| &self.buf[self.head..self.head + n])
+        let h = self.head();
+        (n <= self.len()).then(|| &self.buf[h..h + n])
     }
 
     /// Shortens the message to `len` bytes (no effect if it is not longer).
     #[inline]
     pub fn truncate(&mut self, len: usize) {
         if len < self.len() {
-            self.tail = self.head + len;
+            self.set_tail(self.head() + len);
         }
     }
 
@@ -406,8 +461,8 @@ impl Msg {
         if n > self.tailroom() {
             self.grow(self.len() + n)?;
         }
-        let start = self.tail;
-        self.tail += n;
+        let start = self.tail();
+        self.set_tail(start + n);
         Ok(&mut self.buf[start..start + n])
     }
 
@@ -420,7 +475,7 @@ impl Msg {
     /// The free space after the data, for a device to read a frame into.
     /// Follow with [`Msg::commit_tail`].
     pub fn tailroom_mut(&mut self) -> &mut [u8] {
-        let t = self.tail;
+        let t = self.tail();
         &mut self.buf[t..]
     }
 
@@ -432,7 +487,7 @@ impl Msg {
                 have: self.tailroom(),
             });
         }
-        self.tail += n;
+        self.set_tail(self.tail() + n);
         Ok(())
     }
 
@@ -448,7 +503,7 @@ impl Msg {
         }
         let mut rest = self.pool_handle()?.alloc_copy(&self.as_slice()[at..])?;
         rest.anno = self.anno;
-        self.tail = self.head + at;
+        self.set_tail(self.head() + at);
         Ok(rest)
     }
 
@@ -483,8 +538,9 @@ impl Msg {
         let pool = self.pool_handle()?;
         let mut bigger = pool.alloc_empty(len)?;
         let n = self.len();
-        bigger.buf[bigger.tail..bigger.tail + n].copy_from_slice(self.as_slice());
-        bigger.tail += n;
+        let start = bigger.tail();
+        bigger.buf[start..start + n].copy_from_slice(self.as_slice());
+        bigger.set_tail(start + n);
         bigger.anno = self.anno;
         std::mem::swap(self, &mut bigger);
         Ok(())
@@ -494,12 +550,17 @@ impl Msg {
 impl Drop for Msg {
     fn drop(&mut self) {
         if let Some(pool) = self.pool.take() {
-            let class = &pool.classes[self.class as usize];
-            class.live.fetch_sub(1, Ordering::Relaxed);
-            let buf = std::mem::take(&mut self.buf);
-            // The queue has room for `max` buffers and at most `max` are live,
-            // so this cannot fail; if it somehow did, the buffer is just freed.
-            let _ = class.free.push(buf);
+            // Class sizes are distinct (`MsgPool::new`), so the buffer's
+            // length names its class; the frame class comes first.
+            let len = self.buf.len();
+            if let Some(class) = pool.classes.iter().find(|c| c.buf_size == len) {
+                class.live.fetch_sub(1, Ordering::Relaxed);
+                let buf = std::mem::take(&mut self.buf);
+                // The queue has room for `max` buffers and at most `max` are
+                // live, so this cannot fail; if it somehow did, the buffer is
+                // just freed.
+                let _ = class.free.push(buf);
+            }
         }
     }
 }
@@ -509,7 +570,7 @@ impl fmt::Debug for Msg {
         let shown = &self.as_slice()[..self.len().min(32)];
         f.debug_struct("Msg")
             .field("len", &self.len())
-            .field("headroom", &self.head)
+            .field("headroom", &self.head())
             .field("bytes", &shown)
             .finish()
     }
@@ -577,6 +638,49 @@ mod tests {
         assert_eq!(a.len(), 3000);
         assert_eq!(&a.as_slice()[1500..], &[7u8; 1500][..]);
         assert_eq!(a.headroom(), pool.headroom());
+    }
+
+    #[test]
+    fn a_message_is_one_cache_line() {
+        // Also a compile-time assertion next to `Msg`; this one shows the
+        // figure when it fails.
+        assert!(
+            std::mem::size_of::<Msg>() <= 64,
+            "{}",
+            std::mem::size_of::<Msg>()
+        );
+        assert_eq!(std::mem::size_of::<Anno>(), 32);
+    }
+
+    #[test]
+    fn classes_of_equal_size_merge_and_buffers_find_their_class() {
+        let size = |buf_size, n| SizeClass {
+            buf_size,
+            prealloc: n,
+            max: n,
+        };
+        let pool = MsgPool::new(PoolConfig {
+            headroom: 16,
+            classes: vec![size(256, 1), size(1024, 1), size(256, 1)],
+        });
+        // Two buffers of 256 bytes (merged class), then one of 1024.
+        let a = pool.alloc(10).unwrap();
+        let b = pool.alloc(10).unwrap();
+        let c = pool.alloc(10).unwrap();
+        assert_eq!(c.tailroom(), 1024 - 16 - 10);
+        assert!(matches!(
+            pool.alloc(10),
+            Err(MsgError::PoolExhausted { .. })
+        ));
+        drop((a, b, c));
+        assert_eq!(pool.stats().live, 0);
+        let again: Vec<Msg> = (0..3).map(|_| pool.alloc(10).unwrap()).collect();
+        assert_eq!(
+            pool.stats().heap_allocs,
+            0,
+            "each buffer went home to its class"
+        );
+        drop(again);
     }
 
     #[test]

@@ -741,7 +741,7 @@ impl TapDevice {
     /// (Ethernet, then the IPv4 header length) so that the stages above
     /// need not know what the layers below them push.
     fn tx_vnet_repr(&self, frame: &Msg) -> Result<VnetRepr, &'static str> {
-        let o = frame.anno().offload;
+        let o = frame.anno().offload();
         if o.tx_csum_offset == 0 && o.tx_gso_size == 0 {
             return Ok(VnetRepr::default());
         }
@@ -901,13 +901,14 @@ impl TapDevice {
             }
             big
         };
-        let o = &mut msg.anno_mut().offload;
+        let mut o = msg.anno().offload();
         // A partial checksum comes from the local kernel (another
         // namespace's TCP, forwarded to us in memory): the data never
         // crossed a wire, so there is nothing to verify, and the field
         // holds only the pseudo-header sum (virtio 1.2 §5.1.6.2.1).
         o.rx_csum_verified = repr.needs_csum.is_some() || repr.data_valid;
         o.rx_gso_size = repr.gso_tcpv4.map_or(0, |(size, _)| size);
+        msg.anno_mut().set_offload(o);
         self.stats.rx_frames += 1;
         self.stats.rx_bytes += frame_len as u64;
         Ok(Some(msg))
@@ -924,7 +925,7 @@ impl Device for TapDevice {
     /// the device cannot carry out.
     fn transmit(&mut self, frame: Msg, _now: Instant) -> Result<(), DeviceError> {
         let len = frame.len();
-        let gso = frame.anno().offload.tx_gso_size != 0;
+        let gso = frame.anno().offload().tx_gso_size != 0;
         let max = if gso && self.offloads.caps().tso4_max != 0 {
             GSO_FRAME_MAX
         } else {
@@ -936,7 +937,7 @@ impl Device for TapDevice {
         }
         let hl = self.offloads.vnet_hdr_len;
         if hl == 0 {
-            if frame.anno().offload.wants_offload() {
+            if frame.anno().offload().wants_offload() {
                 let e = io::Error::new(
                     io::ErrorKind::Unsupported,
                     "checksum or segmentation offload asked of a TAP opened without offloads",

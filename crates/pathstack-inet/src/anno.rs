@@ -5,13 +5,24 @@
 //! |---|---|---|---|
 //! | 0 | peer IPv4 address | IP (up), the application (unconnected send) | UDP, ICMP, IP (down), sockets |
 //! | 1 | local IPv4 address the datagram was sent to | IP (up) | UDP, ICMP |
-//! | 2 | IP next hop | IP routing (down) | ARP |
+//! | 2 | time to live of an outgoing datagram (holder 2) | the application (socket option) | IP (down) |
+//! | 2 | IP next hop (holder 1) | IP routing (down) | ARP |
 //! | 3 | peer transport port | UDP (up), the application | UDP (down), sockets |
 //! | 4–5 | link-layer peer: destination (down), source (up) | ARP (down), ETH (up) | ETH (down), protocols directly over ETH |
-//! | 6 | time to live of an outgoing datagram | the application (socket option) | IP (down) |
 //!
 //! Flag 0: the frame arrived as a link-layer broadcast or multicast (set by
 //! ETH on the way up; RFC 1122 §3.2.2 forbids ICMP errors about such frames).
+//!
+//! The time to live and the next hop share word 2 (the core's six words
+//! keep a message within 64 bytes; see `pathstack_core::anno`): the time
+//! to live is read only by IP on the way down, in the same step that
+//! writes the next hop (`IpStage::send`, and the fast form's
+//! `ident_ttl` before `finish`), and it is read *before* the next hop is
+//! written; nothing reads it after IP. The next hop is read only by ARP,
+//! below IP, after IP wrote it. So neither value is ever needed once the
+//! other is written, and a key reads back only its own value (never the
+//! other's bytes). RPC's procedure id is a third holder of the word (see
+//! `pathstack_rpc::anno`).
 
 use pathstack_core::anno::{AnnoFlag, AnnoKey};
 use pathstack_core::Anno;
@@ -20,9 +31,9 @@ use std::net::Ipv4Addr;
 const PEER_IP: AnnoKey<[u8; 4]> = AnnoKey::new(0);
 const LOCAL_IP: AnnoKey<[u8; 4]> = AnnoKey::new(1);
 const NEXT_HOP: AnnoKey<[u8; 4]> = AnnoKey::new(2);
+const TTL: AnnoKey<u32> = AnnoKey::sharing(2, 2);
 const PEER_PORT: AnnoKey<u16> = AnnoKey::new(3);
 const LINK_DST: AnnoKey<[u8; 6]> = AnnoKey::new(4);
-const TTL: AnnoKey<u32> = AnnoKey::new(6);
 const LINK_BROADCAST: AnnoFlag = AnnoFlag::new(0);
 const ICMP_ERROR: AnnoFlag = AnnoFlag::new(1);
 

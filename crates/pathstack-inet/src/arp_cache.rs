@@ -101,9 +101,9 @@ pub enum StaticEntryError {
 
 /// What [`ArpCache::lookup_or_queue`] did with a packet.
 #[derive(Debug)]
-pub enum Resolution {
-    /// The next hop's MAC is known: send `Msg` to it now.
-    Resolved(MacAddr, Msg),
+pub enum Resolution<P = Msg> {
+    /// The next hop's MAC is known: send the packet to it now.
+    Resolved(MacAddr, P),
     /// The packet waits for a reply. If `send_request`, the caller sends an
     /// ARP request for the address now (later retries come from [`ArpCache::poll`]).
     Queued {
@@ -165,11 +165,15 @@ struct Entry {
 /// The ARP cache of one interface, with the queue of packets waiting for
 /// resolution (RFC 826; RFC 1122 §2.3.2). All memory is allocated in
 /// [`ArpCache::new`]; no call allocates afterwards.
+///
+/// A waiting packet is a `P`: a [`Msg`], or the holder's own record of a
+/// message and what it needs to send it on later (the `ARP` module keeps
+/// where the message resumes on its path beside it, not in the message).
 #[derive(Debug)]
-pub struct ArpCache {
+pub struct ArpCache<P = Msg> {
     cfg: ArpConfig,
     entries: Vec<Option<Entry>>,
-    pending: VecDeque<(Ipv4Addr, Msg)>,
+    pending: VecDeque<(Ipv4Addr, P)>,
     packet_drops: DropCounts<ArpDropReason>,
     resolution_drops: DropCounts<ResolutionDropReason>,
     /// Bumped by every call that may change what [`ArpCache::lookup`]
@@ -178,7 +182,7 @@ pub struct ArpCache {
     generation: Generation,
 }
 
-impl ArpCache {
+impl<P> ArpCache<P> {
     /// An empty cache with room for `cfg.capacity` entries and
     /// `cfg.pending_total` waiting packets.
     pub fn new(cfg: ArpConfig) -> Self {
@@ -258,7 +262,7 @@ impl ArpCache {
     /// use pathstack_core::Instant;
     /// use pathstack_inet::arp_cache::{ArpCache, ArpConfig};
     /// use pathstack_inet::MacAddr;
-    /// let mut cache = ArpCache::new(ArpConfig::default());
+    /// let mut cache: ArpCache = ArpCache::new(ArpConfig::default());
     /// let mac = MacAddr([2, 0, 0, 0, 0, 2]);
     /// cache.add_static("10.0.0.2".parse().unwrap(), mac, |_, _| {}).unwrap();
     /// let much_later = Instant::ZERO + pathstack_core::Duration::from_secs(86_400);
@@ -268,7 +272,7 @@ impl ArpCache {
         &mut self,
         ip: Ipv4Addr,
         mac: MacAddr,
-        mut release: impl FnMut(MacAddr, Msg),
+        mut release: impl FnMut(MacAddr, P),
     ) -> Result<(), StaticEntryError> {
         self.generation.bump();
         if ip.is_unspecified() || ip.is_broadcast() || ip.is_multicast() || ip.octets()[0] >= 240 {
@@ -314,7 +318,7 @@ impl ArpCache {
     /// Limited broadcast and multicast next hops resolve without ARP
     /// (RFC 1112 §6.4). A directed subnet broadcast must be mapped to
     /// [`MacAddr::BROADCAST`] by the caller, which knows the prefix.
-    pub fn lookup_or_queue(&mut self, ip: Ipv4Addr, msg: Msg, now: Instant) -> Resolution {
+    pub fn lookup_or_queue(&mut self, ip: Ipv4Addr, msg: P, now: Instant) -> Resolution<P> {
         self.generation.bump();
         if ip.is_broadcast() {
             return Resolution::Resolved(MacAddr::BROADCAST, msg);
@@ -389,7 +393,7 @@ impl ArpCache {
         pkt: &ArpPacket,
         own_ip: Ipv4Addr,
         now: Instant,
-        mut release: impl FnMut(MacAddr, Msg),
+        mut release: impl FnMut(MacAddr, P),
     ) -> Result<ArpInput, ArpDropReason> {
         self.generation.bump();
         let result = self.learn(pkt, own_ip, now, &mut release);
@@ -404,7 +408,7 @@ impl ArpCache {
         pkt: &ArpPacket,
         own_ip: Ipv4Addr,
         now: Instant,
-        release: &mut impl FnMut(MacAddr, Msg),
+        release: &mut impl FnMut(MacAddr, P),
     ) -> Result<ArpInput, ArpDropReason> {
         let s = pkt.sender_ip;
         if !pkt.sender_mac.is_unicast() || s.is_broadcast() || s.is_multicast() {
@@ -451,7 +455,7 @@ impl ArpCache {
         i: usize,
         mac: MacAddr,
         now: Instant,
-        release: &mut impl FnMut(MacAddr, Msg),
+        release: &mut impl FnMut(MacAddr, P),
     ) {
         let expires_at = now + self.cfg.reachable_time;
         let Some(e) = self.entries[i].as_mut() else {
@@ -486,7 +490,7 @@ impl ArpCache {
         &mut self,
         now: Instant,
         mut events: impl FnMut(ArpEvent),
-        mut dropped: impl FnMut(Msg),
+        mut dropped: impl FnMut(P),
     ) {
         self.generation.bump();
         for i in 0..self.entries.len() {
@@ -572,7 +576,7 @@ impl ArpCache {
     /// Queues `msg` for `ip`, dropping the oldest packet of `ip` (or, if the
     /// total bound is hit, the oldest packet overall) to make room, so the
     /// latest packet is always kept (RFC 1122 §2.3.2.2).
-    fn enqueue(&mut self, ip: Ipv4Addr, msg: Msg) {
+    fn enqueue(&mut self, ip: Ipv4Addr, msg: P) {
         let for_ip = self.pending.iter().filter(|(p, _)| *p == ip).count();
         if for_ip >= self.cfg.pending_per_addr {
             if let Some(pos) = self.pending.iter().position(|(p, _)| *p == ip) {
@@ -590,7 +594,7 @@ impl ArpCache {
 
     /// Removes the packets waiting for `ip`, in order, handing each to `f`.
     /// Rotates the queue once so the others keep their order; no allocation.
-    fn drain_pending(&mut self, ip: Ipv4Addr, mut f: impl FnMut(Msg)) -> usize {
+    fn drain_pending(&mut self, ip: Ipv4Addr, mut f: impl FnMut(P)) -> usize {
         let mut n = 0;
         for _ in 0..self.pending.len() {
             let Some((p, m)) = self.pending.pop_front() else {
@@ -638,7 +642,7 @@ mod tests {
     #[test]
     fn miss_queues_then_reply_releases_in_order() {
         let pool = pool();
-        let mut c = ArpCache::new(ArpConfig::default());
+        let mut c: ArpCache = ArpCache::new(ArpConfig::default());
         let r1 = c.lookup_or_queue(PEER_IP, pool.alloc_copy(b"one").unwrap(), t(0));
         assert!(matches!(r1, Resolution::Queued { send_request: true }));
         let r2 = c.lookup_or_queue(PEER_IP, pool.alloc_copy(b"two").unwrap(), t(10));
@@ -670,7 +674,7 @@ mod tests {
     #[test]
     fn retries_then_gives_up_and_counts() {
         let pool = pool();
-        let mut c = ArpCache::new(ArpConfig::default());
+        let mut c: ArpCache = ArpCache::new(ArpConfig::default());
         for i in 0..2 {
             c.lookup_or_queue(PEER_IP, pool.alloc(10).unwrap(), t(i));
         }
@@ -707,7 +711,7 @@ mod tests {
     #[test]
     fn giving_up_hands_over_the_dropped_packets_before_the_event() {
         let pool = pool();
-        let mut c = ArpCache::new(ArpConfig::default());
+        let mut c: ArpCache = ArpCache::new(ArpConfig::default());
         for len in [10, 20] {
             c.lookup_or_queue(PEER_IP, pool.alloc(len).unwrap(), t(0));
         }
@@ -739,7 +743,7 @@ mod tests {
 
     #[test]
     fn entries_expire() {
-        let mut c = ArpCache::new(ArpConfig::default());
+        let mut c: ArpCache = ArpCache::new(ArpConfig::default());
         c.on_packet(&reply_from_peer(), OWN_IP, t(0), |_, _| {})
             .unwrap();
         assert_eq!(c.lookup(PEER_IP, t(59_999)), Some(PEER_MAC));
@@ -751,7 +755,7 @@ mod tests {
 
     #[test]
     fn rfc826_merge_rule() {
-        let mut c = ArpCache::new(ArpConfig::default());
+        let mut c: ArpCache = ArpCache::new(ArpConfig::default());
         // Not for us and sender unknown: nothing learned.
         let mut p = reply_from_peer();
         p.target_ip = OTHER_IP;
@@ -801,7 +805,7 @@ mod tests {
             pending_total: 3,
             ..ArpConfig::default()
         };
-        let mut c = ArpCache::new(cfg);
+        let mut c: ArpCache = ArpCache::new(cfg);
         for i in 0..4u8 {
             c.lookup_or_queue(PEER_IP, pool.alloc_copy(&[i]).unwrap(), t(0));
         }
@@ -823,7 +827,7 @@ mod tests {
     #[test]
     fn static_entry_resolves_without_request_and_ignores_the_wire() {
         let pool = pool();
-        let mut c = ArpCache::new(ArpConfig::default());
+        let mut c: ArpCache = ArpCache::new(ArpConfig::default());
         // A packet already waiting for the peer goes out when the static
         // entry is added.
         let r = c.lookup_or_queue(PEER_IP, pool.alloc_copy(b"early").unwrap(), t(0));
@@ -864,7 +868,7 @@ mod tests {
             capacity: 3,
             ..ArpConfig::default()
         };
-        let mut c = ArpCache::new(cfg);
+        let mut c: ArpCache = ArpCache::new(cfg);
         c.add_static(PEER_IP, PEER_MAC, |_, _| {}).unwrap();
         c.add_static(OTHER_IP, PEER_MAC, |_, _| {}).unwrap();
         assert_eq!(
@@ -897,7 +901,7 @@ mod tests {
             capacity: 2,
             ..ArpConfig::default()
         };
-        let mut c = ArpCache::new(cfg);
+        let mut c: ArpCache = ArpCache::new(cfg);
         c.on_packet(&reply_from_peer(), OWN_IP, t(0), |_, _| {})
             .unwrap();
         c.lookup_or_queue(OTHER_IP, pool.alloc(1).unwrap(), t(1));
@@ -921,7 +925,7 @@ mod tests {
     #[test]
     fn special_next_hops() {
         let pool = pool();
-        let mut c = ArpCache::new(ArpConfig::default());
+        let mut c: ArpCache = ArpCache::new(ArpConfig::default());
         assert!(matches!(
             c.lookup_or_queue(Ipv4Addr::BROADCAST, pool.alloc(1).unwrap(), t(0)),
             Resolution::Resolved(MacAddr::BROADCAST, _)
@@ -943,7 +947,7 @@ mod tests {
         fn cache_bounds_hold(ops in proptest::collection::vec((0u8..4, 0u8..6, 0u64..3000), 0..200)) {
             let pool = MsgPool::new(PoolConfig::small(256));
             let cfg = ArpConfig { capacity: 3, pending_per_addr: 2, pending_total: 5, ..ArpConfig::default() };
-            let mut c = ArpCache::new(cfg.clone());
+            let mut c: ArpCache = ArpCache::new(cfg.clone());
             let mut now = 0u64;
             let (mut sent, mut released, mut resolved) = (0u64, 0u64, 0u64);
             for (op, host, dt) in ops {

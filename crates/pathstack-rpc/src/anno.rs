@@ -7,20 +7,26 @@
 //! | word | slot | set by | read by |
 //! |---|---|---|---|
 //! | 3 | [`RpcTag`]: call slot or channel, status, notice | RPC, VCHAN, CHAN, BIDCTL | the stage below or above |
-//! | 6 | procedure id of a call (down) or request (up) | RPC (down), MSELECT (up) | MSELECT (down, then cleared), RPC (up) |
+//! | 2 | procedure id of a call (down) or request (up) | RPC (down), MSELECT (up) | MSELECT (down, then cleared), RPC (up) |
 //! | 0 / 4–5 | the peer: IPv4 address over IP, MAC address over Ethernet | IP / ETH (up), RPC (down) | every RPC stage |
 //!
-//! Word 3 is the Internet family's peer *port*, which no path through the
-//! RPC stack carries; word 6 is IP's outgoing time to live, which MSELECT
-//! clears as soon as it has read the procedure id, above BLAST and IP.
+//! Both words are shared with the Internet family (each key reads back
+//! only its own value; see `pathstack_core::anno`). Word 3 is its peer
+//! *port*, which no path through the RPC stack carries. Word 2 holds IP's
+//! outgoing time to live and next hop: no RPC path sets a time to live,
+//! and the procedure id lives only above IP — on the way down MSELECT
+//! clears it as soon as it has read it, above BLAST and IP, before IP
+//! writes the next hop; on the way up IP writes no next hop, and the one
+//! a message may bring along (the in-memory wire hands the sender's
+//! message over whole) is read by no stage above IP.
 
 use crate::Peer;
 use pathstack_core::anno::AnnoKey;
 use pathstack_core::Anno;
 use pathstack_inet::{InetAnno, MacAddr};
 
-const TAG: AnnoKey<u32> = AnnoKey::new(3);
-const PROCEDURE: AnnoKey<u32> = AnnoKey::new(6);
+const TAG: AnnoKey<u32> = AnnoKey::sharing(3, 2);
+const PROCEDURE: AnnoKey<u32> = AnnoKey::sharing(2, 3);
 
 /// How a call ended, as the stages tell the layers above (carried in
 /// [`RpcTag::status`]).

@@ -56,7 +56,10 @@ impl OffloadCaps {
     };
 }
 
-/// A message's offload facts (travel in its [`Anno`](crate::Anno)).
+/// A message's offload facts. They travel in its [`Anno`](crate::Anno),
+/// packed (read them with [`Anno::offload`](crate::Anno::offload), change
+/// them with [`Anno::set_offload`](crate::Anno::set_offload)); this is
+/// their readable form.
 ///
 /// The transmit and receive facts are separate fields so that a received
 /// message turned around as a reply (an ICMP echo) never asks the device

@@ -91,11 +91,39 @@ pub struct ArpCounters {
     pub faulted: u64,
 }
 
+/// A packet waiting for its next hop's address, with where it resumes:
+/// its path, the position right after the ARP stage that parked it, and
+/// the direction it travelled in.
+///
+/// The resume point is ARP's state, kept beside the message it holds, not
+/// in the message: it is needed only while ARP holds the message, and
+/// every message carrying room for it would make every message larger
+/// (a [`Msg`] is at most 64 bytes).
+#[derive(Debug)]
+pub struct Parked {
+    msg: Msg,
+    path: PathId,
+    position: usize,
+    dir: Dir,
+}
+
+impl Parked {
+    /// The waiting message.
+    pub fn msg(&self) -> &Msg {
+        &self.msg
+    }
+
+    /// The path the message resumes on.
+    pub fn path(&self) -> PathId {
+        self.path
+    }
+}
+
 /// The `ARP` module of one interface: the cache and ARP's own path.
 pub struct ArpModule {
     ip: Ipv4Addr,
     mac: MacAddr,
-    cache: ArpCache,
+    cache: ArpCache<Parked>,
     /// ARP's own path and the direction that leads down it.
     own: Option<(PathId, Dir)>,
     announce: bool,
@@ -103,7 +131,7 @@ pub struct ArpModule {
     next_work: Option<Instant>,
     /// Packets released by a reply, waiting to be resumed (bounded by the
     /// cache's pending limit; preallocated).
-    released: VecDeque<Msg>,
+    released: VecDeque<Parked>,
     counters: ArpCounters,
 }
 
@@ -133,7 +161,7 @@ impl ArpModule {
     }
 
     /// The cache (read-only: lookups, drop counts).
-    pub fn cache(&self) -> &ArpCache {
+    pub fn cache(&self) -> &ArpCache<Parked> {
         &self.cache
     }
 
@@ -144,7 +172,7 @@ impl ArpModule {
     pub fn add_static(&mut self, ip: Ipv4Addr, mac: MacAddr) -> Result<(), StaticEntryError> {
         let released = &mut self.released;
         self.cache.add_static(ip, mac, |mac, mut parked| {
-            parked.anno_mut().set_link_dst(mac.0);
+            parked.msg.anno_mut().set_link_dst(mac.0);
             // Bounded: the cache held at most `pending_total` packets,
             // the capacity `released` was made with.
             released.push_back(parked);
@@ -251,11 +279,7 @@ impl Module for ArpModule {
         // Packets released outside any stage (by `add_static`) resume
         // here, each on its own path right after the ARP stage.
         while let Some(p) = self.released.pop_front() {
-            let resumed = match p.anno().resume {
-                Some((path, pos, dir)) => cx.send_on(path, pos as usize, dir, p).is_ok(),
-                None => false,
-            };
-            if resumed {
+            if cx.send_on(p.path, p.position, p.dir, p.msg).is_ok() {
                 self.counters.released += 1;
             } else {
                 self.counters.send_failures += 1;
@@ -285,11 +309,9 @@ impl Module for ArpModule {
             ResolutionDropReason::ResolutionFailed,
         );
         let mut faulted = 0u64;
-        let dropped = |m: Msg| {
-            if let Some((path, _, _)) = m.anno().resume {
-                cx.set_fault(path, gave_up);
-                faulted += 1;
-            }
+        let dropped = |p: Parked| {
+            cx.set_fault(p.path, gave_up);
+            faulted += 1;
         };
         self.cache.poll_with(
             now,
@@ -391,7 +413,7 @@ impl ArpStage {
         };
         let released = &mut m.released;
         let input = m.cache.on_packet(&pkt, m.ip, now, |mac, mut parked| {
-            parked.anno_mut().set_link_dst(mac.0);
+            parked.msg.anno_mut().set_link_dst(mac.0);
             released.push_back(parked);
         });
         let (own_ip, own_mac) = (m.ip, m.mac);
@@ -402,10 +424,7 @@ impl ArpStage {
             .module::<ArpModule>()
             .and_then(|m| m.released.pop_front())
         {
-            let resumed = match p.anno().resume {
-                Some((path, pos, dir)) => cx.send_on(path, pos as usize, dir, p).is_ok(),
-                None => false,
-            };
+            let resumed = cx.send_on(p.path, p.position, p.dir, p.msg).is_ok();
             if let Some(m) = cx.module::<ArpModule>() {
                 if resumed {
                     m.counters.released += 1;
@@ -463,14 +482,20 @@ impl ArpStage {
         next_hop: Ipv4Addr,
         now: Instant,
     ) -> Verdict {
-        msg.anno_mut().resume = Some((cx.path(), cx.position() as u32, Dir::Down));
+        let (path, position) = (cx.path(), cx.position());
         let pool = cx.pool().clone();
         let Some(m) = cx.module::<ArpModule>() else {
             return Verdict::Drop(ResolutionDropReason::NoNextHop.into());
         };
-        let (verdict, request) = match m.cache.lookup_or_queue(next_hop, std::mem::take(msg), now) {
+        let parked = Parked {
+            msg: std::mem::take(msg),
+            path,
+            position,
+            dir: Dir::Down,
+        };
+        let (verdict, request) = match m.cache.lookup_or_queue(next_hop, parked, now) {
             Resolution::Resolved(mac, back) => {
-                *msg = back;
+                *msg = back.msg;
                 msg.anno_mut().set_link_dst(mac.0);
                 (Verdict::Next, None)
             }

@@ -587,13 +587,14 @@ impl IpStage {
         };
         let ident = m.ident.next_ident();
         let len = msg.len();
-        msg.anno_mut().set_next_hop(next_hop);
         // A socket's TTL option (RFC 1122 §3.2.1.7: the transport layer
-        // may set the TTL of what it sends).
+        // may set the TTL of what it sends). Read before the next hop is
+        // written: the two share an annotation word (`crate::anno`).
         let ttl = msg.anno().ttl().unwrap_or(ipv4::DEFAULT_TTL);
+        msg.anno_mut().set_next_hop(next_hop);
         // A TCP super-segment for the device to cut up (segmentation
         // offload) must not be fragmented: it may fill a whole datagram.
-        let offload = msg.anno().offload;
+        let offload = msg.anno().offload();
         let gso = offload.tx_gso_size != 0;
         let mtu = if gso {
             usize::from(u16::MAX)
@@ -765,7 +766,7 @@ impl IpStage {
     /// protocol above, no offload asked, within the MTU).
     #[inline(always)]
     pub(crate) fn fast_sendable(&self, len: usize, anno: &pathstack_core::Anno) -> bool {
-        let offload = anno.offload;
+        let offload = anno.offload();
         self.protocol.is_some()
             && !offload.wants_offload()
             && offload.tx_gso_size == 0

@@ -377,7 +377,7 @@ impl Stage for UdpStage {
                 msg.as_slice(),
                 src,
                 dst,
-                msg.anno().offload.rx_csum_verified,
+                msg.anno().offload().rx_csum_verified,
             ) {
                 Ok(p) => (p.src_port(), p.dst_port(), p.len()),
                 Err(e) => return Verdict::Drop(e.into()),

@@ -125,7 +125,8 @@ impl Stage for MselectStage {
             let Some(id) = msg.anno().procedure() else {
                 return Verdict::Drop(MselectDropReason::NoProcedure.into());
             };
-            // The word is IP's time to live below: clear it once read.
+            // The word is IP's time to live and next hop below (see
+            // `crate::anno`): clear it once read.
             msg.anno_mut().clear_procedure();
             let ok = tag.is_none_or(|t| t.status == CallStatus::Ok);
             let h = MselectHeader {

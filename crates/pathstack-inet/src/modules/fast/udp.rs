@@ -143,7 +143,7 @@ impl<Top: Stage, Driver: Stage> FastForm<(Top, UdpStage, IpStage, ArpStage, EthS
         if !msg.anno().classified() {
             return false;
         }
-        let verified = msg.anno().offload.rx_csum_verified;
+        let verified = msg.anno().offload().rx_csum_verified;
         let f = msg.as_slice();
         let Some(a) = link::arrived(eth, ip, f) else {
             return false;

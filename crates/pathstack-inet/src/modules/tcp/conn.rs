@@ -142,9 +142,11 @@ impl TcpConnStage {
                 // for a super-segment, each piece it cuts): we leave the
                 // pseudo-header sum and say where the field is.
                 if csum_offload {
-                    let o = &mut m.anno_mut().offload;
+                    let a = m.anno_mut();
+                    let mut o = a.offload();
                     o.tx_csum_offset = wire::CHECKSUM_OFFSET;
                     o.tx_gso_size = seg.gso_size;
+                    a.set_offload(o);
                 }
                 // The usual segment from the template, the rest (SACK
                 // blocks, the handshake, resets) field by field.
@@ -294,7 +296,7 @@ impl Stage for TcpConnStage {
             return Verdict::Drop(wire::TcpDropReason::Truncated.into());
         };
         let repr =
-            match TcpPacket::new_received(msg.as_slice(), src, dst, a.offload.rx_csum_verified)
+            match TcpPacket::new_received(msg.as_slice(), src, dst, a.offload().rx_csum_verified)
                 .and_then(|p| TcpRepr::parse(&p).map(|r| (r, p.header_len())))
             {
                 Ok((r, hl)) => (r, hl),

@@ -117,7 +117,7 @@ impl Stage for TcpListenStage {
             return Verdict::Drop(ConnDropReason::Closed.into());
         };
         let (repr, len) =
-            match TcpPacket::new_received(msg.as_slice(), rip, lip, a.offload.rx_csum_verified)
+            match TcpPacket::new_received(msg.as_slice(), rip, lip, a.offload().rx_csum_verified)
                 .and_then(|p| TcpRepr::parse(&p).map(|r| (r, p.payload_len())))
             {
                 Ok(x) => x,

@@ -35,7 +35,7 @@ impl Stage for TcpResetStage {
             msg.as_slice(),
             src,
             dst,
-            msg.anno().offload.rx_csum_verified,
+            msg.anno().offload().rx_csum_verified,
         )
         .and_then(|p| TcpRepr::parse(&p).map(|r| (r, p.payload_len())))
         {
