@@ -1,6 +1,7 @@
 //! The in-memory wire: two [`Device`]s joined back to back inside one process.
 //!
-//! A frame transmitted on one [`WireEnd`] is received, unchanged and in order,
+//! A frame transmitted on one [`WireEnd`] is received, unchanged and in order
+//! (its bytes: the annotations the sender's stages left are cleared),
 //! on the other. The [`Msg`] itself crosses the wire — the pooled buffer is
 //! moved, never copied — through a bounded lock-free queue
 //! (`crossbeam_queue::ArrayQueue`) that is allocated once, when the wire is
@@ -348,6 +349,12 @@ impl Device for WireEnd {
                 self.stats.rx_frames += 1;
                 self.stats.rx_bytes += f.len() as u64;
             }
+            // The bytes cross the wire, the sender's annotations do not:
+            // a received frame starts with none, as from any device.
+            let mut frame = frame;
+            if let Some(f) = &mut frame {
+                *f.anno_mut() = crate::anno::Anno::default();
+            }
             return Ok(frame);
         }
     }
@@ -460,6 +467,19 @@ mod tests {
         }
         assert_eq!(pool.stats().heap_allocs, 0);
         assert_eq!(pool.stats().allocs, 100);
+    }
+
+    #[test]
+    fn the_senders_annotations_do_not_cross_the_wire() {
+        let pool = MsgPool::new(PoolConfig::small(2));
+        let (mut a, mut b) = wire_pair(WireConfig::default());
+        let mut m = frame(&pool, 7, 64);
+        m.anno_mut().set_classified(true);
+        assert_ne!(*m.anno(), crate::anno::Anno::default());
+        a.transmit(m, T0).unwrap();
+        let got = b.receive(&pool, T0).unwrap().unwrap();
+        assert_eq!(tag(&got), 7);
+        assert_eq!(*got.anno(), crate::anno::Anno::default());
     }
 
     #[test]
