@@ -237,6 +237,12 @@ impl Anno {
         }
     }
 
+    /// Empties every slot and flag: the annotations of a new message.
+    #[inline]
+    pub fn reset(&mut self) {
+        *self = Anno::default();
+    }
+
     /// Whether `flag` is set.
     #[inline]
     pub fn flag(&self, flag: AnnoFlag) -> bool {

@@ -339,8 +339,8 @@ impl Device for WireEnd {
     /// sender's buffer, so `pool` is not used.
     fn receive(&mut self, _pool: &MsgPool, _now: Instant) -> Result<Option<Msg>, DeviceError> {
         loop {
-            let frame = self.rx_lane().queue.pop();
-            if let Some(f) = &frame {
+            let mut frame = self.rx_lane().queue.pop();
+            if let Some(f) = &mut frame {
                 // As a TAP's kernel filter would, before the stack sees it.
                 if !self.discard.is_empty() && any_matches(&self.discard, f.as_slice()) {
                     self.stats.dropped_discard += 1;
@@ -348,12 +348,10 @@ impl Device for WireEnd {
                 }
                 self.stats.rx_frames += 1;
                 self.stats.rx_bytes += f.len() as u64;
-            }
-            // The bytes cross the wire, the sender's annotations do not:
-            // a received frame starts with none, as from any device.
-            let mut frame = frame;
-            if let Some(f) = &mut frame {
-                *f.anno_mut() = crate::anno::Anno::default();
+                // The bytes cross the wire, the sender's annotations do
+                // not: a received frame starts with none, as from any
+                // device.
+                f.anno_mut().reset();
             }
             return Ok(frame);
         }
