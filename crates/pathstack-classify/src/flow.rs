@@ -4,8 +4,9 @@
 //! A path whose every level has a key is a *flow*: its message is one
 //! whose header bytes at fixed places equal the keys it registered. Most
 //! flows are active paths (a TCP connection, a connected UDP socket); a
-//! passive one (RPC's paths, which serve every peer; a listener) is one
-//! while no active path can take its messages (point 3).
+//! passive one (RPC's paths, which serve every peer; a bound UDP socket, a
+//! TCP listener) is one while no active path can take its messages
+//! (point 3).
 //! When every module on such a path describes where its active key lies in
 //! its header ([`FlowLayout`], from
 //! [`PartialClassifier::flow_layout`](crate::PartialClassifier::flow_layout)),
@@ -53,6 +54,23 @@
 //!    of fewer than three keyed levels are left to the walk: their gathers
 //!    would cost every other message a probe for a saving of a level or
 //!    two.
+//!
+//!    The passive flows are RPC's paths (BLAST/BID/CHAN over ETH or IP),
+//!    bound UDP sockets and TCP listeners (ETH's EtherType, IPv4's
+//!    protocol, the destination port). A listener's flow takes every
+//!    segment to its port, not only SYNs, as the walk does: neither the
+//!    layout nor TCP's partial classifier reads the flags, and the
+//!    listener's stage answers the others. The first-node test is coarse
+//!    on purpose: any active path under the EtherType — one connected
+//!    socket, one TCP connection, a listener's own accepted ones — takes
+//!    every IPv4 passive flow out, although few of them could take its
+//!    messages. A finer test would have to follow every active path whose
+//!    keys agree with the passive flow's where both are read (an active
+//!    IPv4 key holds the protocol, an active port key the local port) and
+//!    refile on each of their registrations. As it is, a server's
+//!    listener walks while its connections are flows, and they carry its
+//!    traffic; a bound socket with no connected socket beside it (a UDP
+//!    server) is a flow.
 //! 4. *No two flows match one message.* Two matching paths of one mode and
 //!    equal length would share all their nodes, which registration refuses
 //!    (`Ambiguous`); of unequal length, the shorter is not in the table
