@@ -656,20 +656,13 @@ fn load_le(msg: &[u8], at: usize) -> u64 {
             w.copy_from_slice(b);
             u64::from_le_bytes(w)
         }
-        None => load_short(msg, at),
+        None => msg
+            .get(at..)
+            .unwrap_or(&[])
+            .iter()
+            .rev()
+            .fold(0, |w, &b| w << 8 | u64::from(b)),
     }
-}
-
-/// [`load_le`] near the end of a message, out of line: kept off the
-/// lookup's straight path (a jump over it per window otherwise).
-#[cold]
-#[inline(never)]
-fn load_short(msg: &[u8], at: usize) -> u64 {
-    msg.get(at..)
-        .unwrap_or(&[])
-        .iter()
-        .rev()
-        .fold(0, |w, &b| w << 8 | u64::from(b))
 }
 
 /// One level of a flow chain, as the lookup reports it in a trace.
