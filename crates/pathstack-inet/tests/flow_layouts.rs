@@ -17,10 +17,13 @@ use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::TestRunner;
 
+/// A wire format's `packet_demux_key`.
+type Extract = fn(&[u8], KeyMode) -> Option<(Key, usize)>;
+
 /// A module's partial classifier as the module builds it: its wire
 /// format's `packet_demux_key` and flow layouts.
 struct Wire {
-    extract: fn(&[u8], KeyMode) -> Option<(Key, usize)>,
+    extract: Extract,
     active: FlowLayout,
     passive: FlowLayout,
 }
@@ -42,7 +45,7 @@ fn differential() -> Differential {
         let ours = [
             (
                 ETH,
-                eth::packet_demux_key as fn(&[u8], KeyMode) -> Option<(Key, usize)>,
+                eth::packet_demux_key as Extract,
                 eth::FLOW_LAYOUT,
                 eth::FLOW_LAYOUT,
             ),
