@@ -4,8 +4,9 @@
 //! A path whose every level has a key is a *flow*: its message is one
 //! whose header bytes at fixed places equal the keys it registered. Most
 //! flows are active paths (a TCP connection, a connected UDP socket); a
-//! passive one (RPC's paths, which serve every peer; a listener) is one
-//! while no active path can take its messages (point 3).
+//! passive one (RPC's paths, which serve every peer; a bound UDP socket, a
+//! TCP listener) is one while no active path can take its messages
+//! (point 3).
 //! When every module on such a path describes where its active key lies in
 //! its header ([`FlowLayout`], from
 //! [`PartialClassifier::flow_layout`](crate::PartialClassifier::flow_layout)),
@@ -53,6 +54,23 @@
 //!    of fewer than three keyed levels are left to the walk: their gathers
 //!    would cost every other message a probe for a saving of a level or
 //!    two.
+//!
+//!    The passive flows are RPC's paths (BLAST/BID/CHAN over ETH or IP),
+//!    bound UDP sockets and TCP listeners (ETH's EtherType, IPv4's
+//!    protocol, the destination port). A listener's flow takes every
+//!    segment to its port, not only SYNs, as the walk does: neither the
+//!    layout nor TCP's partial classifier reads the flags, and the
+//!    listener's stage answers the others. The first-node test is coarse
+//!    on purpose: any active path under the EtherType — one connected
+//!    socket, one TCP connection, a listener's own accepted ones — takes
+//!    every IPv4 passive flow out, although few of them could take its
+//!    messages. A finer test would have to follow every active path whose
+//!    keys agree with the passive flow's where both are read (an active
+//!    IPv4 key holds the protocol, an active port key the local port) and
+//!    refile on each of their registrations. As it is, a server's
+//!    listener walks while its connections are flows, and they carry its
+//!    traffic; a bound socket with no connected socket beside it (a UDP
+//!    server) is a flow.
 //! 4. *No two flows match one message.* Two matching paths of one mode and
 //!    equal length would share all their nodes, which registration refuses
 //!    (`Ambiguous`); of unequal length, the shorter is not in the table
@@ -771,8 +789,34 @@ impl Gather {
         load_le(msg, usize::from(at)) & mask == value
     }
 
+    /// `msg`'s key (of `N` words) with the common words cleared, and its
+    /// hash; `None` if it fails the screen or a common word differs (no
+    /// flow of the gather has it). What [`pack`](Self::pack) does at
+    /// registration, with the common words checked and cleared in
+    /// registers; [`pick`](Self::pick) then takes the stored words.
+    #[inline(always)]
+    fn key_of<const N: usize>(
+        &self,
+        msg: &[u8],
+        hasher: &EdgeHasher,
+    ) -> Option<([u64; WORDS], u64)> {
+        if !self.screens(msg) {
+            return None;
+        }
+        let windows: &[(u16, u64); N] = self.windows.get(..N)?.try_into().ok()?;
+        let mut key = [0u64; WORDS];
+        let mut diff = 0;
+        // Indexed by constants once `N` is known: no loop, no checks.
+        for w in 0..N {
+            let k = load_le(msg, usize::from(windows[w].0)) & windows[w].1;
+            diff |= (k ^ self.common[w]) & self.common_sel[w];
+            key[w] = k & !self.common_sel[w];
+        }
+        (diff == 0).then(|| (key, hasher.flow(&key, N)))
+    }
+
     /// The key of `msg`: a load and a mask per window (what
-    /// [`FlowTable::probe`] does with a constant window count).
+    /// [`FlowTable::lookup`] does with a constant window count).
     #[cfg(test)]
     fn gather(&self, msg: &[u8]) -> [u64; WORDS] {
         let mut key = [0u64; WORDS];
@@ -808,6 +852,20 @@ impl Gather {
         }
         // `words` is the gather's window count, a constant in the probe.
         Some((packed, hasher.flow(&varying, words)))
+    }
+
+    /// The first `K` stored words of `key` (a message's key with the
+    /// common words cleared): the varying words, in order, then zeros.
+    #[inline(always)]
+    fn pick<const K: usize>(&self, key: &[u64; WORDS]) -> [u64; K] {
+        let mut out = [0; K];
+        for (j, o) in out.iter_mut().enumerate() {
+            // `varies` holds window indices below `WORDS` (a compare, not
+            // a bounds check that could panic); past its length the
+            // filler 0 picks a word the caller ignores.
+            *o = key[usize::from(self.varies.items[j]).min(WORDS - 1)];
+        }
+        out
     }
 
     /// [`pack`](Self::pack) for a key of any word count (registration).
@@ -944,42 +1002,34 @@ impl FlowTable {
                 continue;
             }
             probes += 1;
-            // The key's length is the gather's: each probe with its word
-            // count a constant, so the loads and masks are straight-line
-            // code.
-            let found = match g.windows.len() {
-                1 => self.probe::<1>(g, msg, hasher),
-                2 => self.probe::<2>(g, msg, hasher),
-                3 => self.probe::<3>(g, msg, hasher),
-                4 => self.probe::<4>(g, msg, hasher),
-                5 => self.probe::<5>(g, msg, hasher),
-                _ => self.probe::<WORDS>(g, msg, hasher),
+            // The key's length is the gather's: each gather of the key
+            // with its word count a constant, so the loads and masks are
+            // straight-line code.
+            let key = match g.windows.len() {
+                1 => g.key_of::<1>(msg, hasher),
+                2 => g.key_of::<2>(msg, hasher),
+                3 => g.key_of::<3>(msg, hasher),
+                4 => g.key_of::<4>(msg, hasher),
+                5 => g.key_of::<5>(msg, hasher),
+                _ => g.key_of::<WORDS>(msg, hasher),
+            };
+            let Some((key, h)) = key else { continue };
+            // Then the slots, with the stored word count a constant
+            // ([`FlowSlots::find_k`]): apart from the gather, so that the
+            // two constants make a few copies each, not one per pair.
+            let admits = |e: Entry| self.chains[e.chain as usize].admits(msg).is_some();
+            let found = match g.varies.len() {
+                0 => g.slots.find_k::<0>(h, &[], admits),
+                1 => g.slots.find_k(h, &g.pick::<1>(&key), admits),
+                2 => g.slots.find_k(h, &g.pick::<2>(&key), admits),
+                3 => g.slots.find_k(h, &g.pick::<3>(&key), admits),
+                n => g.slots.find(h, &g.pick::<WORDS>(&key)[..n], admits),
             };
             if let Some(e) = found {
                 return (Some((e.path, &self.chains[e.chain as usize])), probes);
             }
         }
         (None, probes)
-    }
-
-    /// The entry of gather `g` (of `N` key words) whose key is `msg`'s and
-    /// whose chain admits `msg`.
-    #[inline(always)]
-    fn probe<const N: usize>(&self, g: &Gather, msg: &[u8], hasher: &EdgeHasher) -> Option<Entry> {
-        if !g.screens(msg) {
-            return None;
-        }
-        let windows: &[(u16, u64); N] = g.windows.get(..N)?.try_into().ok()?;
-        let mut key = [0u64; WORDS];
-        // Indexed by constants once `N` is known: no loop, no checks.
-        for w in 0..N {
-            key[w] = load_le(msg, usize::from(windows[w].0)) & windows[w].1;
-        }
-        // A common word that differs rules every flow out.
-        let (packed, h) = g.pack::<N>(&key, N, hasher)?;
-        g.slots.find(h, &packed[..g.varies.len()], |e| {
-            self.chains[e.chain as usize].admits(msg).is_some()
-        })
     }
 
     /// Where a path with `levels` (receiving module first, with the keys
@@ -1427,6 +1477,62 @@ mod tests {
             layout,
             &hasher
         ));
+    }
+
+    /// Lookups find flows whatever number of their key words vary (the
+    /// probe is compiled apart for none to three stored words, and once
+    /// for more): flows of five windows, filed so that one word varies,
+    /// then two, ... then all five, each still found, a changed byte not.
+    #[test]
+    fn every_count_of_varying_words_is_found() {
+        let hasher = EdgeHasher::default();
+        let wide = FlowLayout::new(HeaderLen::Fixed(40))
+            .key(0, 1)
+            .key(9, 1)
+            .key(18, 1)
+            .key(27, 1);
+        let wider = FlowLayout::new(HeaderLen::Fixed(40)).key(36, 1);
+        let layout = |m: ModuleId| Some(if m.0 == 1 { wide } else { wider });
+        let levels = |k: [u8; 5]| {
+            [
+                (ModuleId(1), Key::from_array([k[0], k[1], k[2], k[3]])),
+                (ModuleId(2), Key::from_array([k[4]])),
+            ]
+        };
+        let msg = |k: [u8; 5]| {
+            let mut m = vec![0u8; 80];
+            for (at, b) in [0, 9, 18, 27, 76].into_iter().zip(k) {
+                m[at] = b;
+            }
+            m
+        };
+        let mut t = FlowTable::default();
+        let mut keys = vec![[1u8; 5]];
+        // Flow p differs from the first in words 0..p.
+        for p in 1..=5u8 {
+            let mut k = [1u8; 5];
+            for b in &mut k[..usize::from(p)] {
+                *b = p + 1;
+            }
+            keys.push(k);
+        }
+        for (p, &k) in keys.iter().enumerate() {
+            assert!(t.insert(p as u32, &levels(k), false, layout, &hasher));
+            assert_eq!(t.gathers.len(), 1);
+            for (q, &k) in keys[..=p].iter().enumerate() {
+                let found = t.lookup(ModuleId(1), &msg(k), &hasher).0.map(|h| h.0);
+                assert_eq!(
+                    found,
+                    Some(q as u32),
+                    "{} words vary",
+                    t.gathers[0].varies.len()
+                );
+                let mut other = msg(k);
+                other[27] ^= 0x80;
+                assert_eq!(t.lookup(ModuleId(1), &other, &hasher).0.map(|h| h.0), None);
+            }
+        }
+        assert_eq!(t.gathers[0].varies.len(), 5);
     }
 
     /// Filing through a known chain scatters the bytes where a fresh

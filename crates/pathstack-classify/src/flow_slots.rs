@@ -181,6 +181,49 @@ impl FlowSlots {
         })
     }
 
+    /// [`find`](Self::find) for a table of `K` key words, `K` known when
+    /// compiled: the lookup's. The stride and the comparison are then
+    /// constants — a multiply by a loaded stride and a loop over the
+    /// words were a fifth of a probe — and the entry comes from the slot
+    /// the probe compared.
+    #[inline(always)]
+    pub(crate) fn find_k<const K: usize>(
+        &self,
+        h: u64,
+        key: &[u64; K],
+        accept: impl Fn(Entry) -> bool,
+    ) -> Option<Entry> {
+        debug_assert_eq!(self.keys, K);
+        let mut i = self.home(h);
+        if !self.is_home(i) {
+            return None;
+        }
+        let stride = K + 1;
+        let mut d = 0;
+        loop {
+            let s = self.words.get(i * stride..i * stride + stride)?;
+            let m = s[K];
+            match dist_of(m) {
+                Some(theirs) if theirs >= d => {
+                    let mut same = true;
+                    for j in 0..K {
+                        same &= s[j] == key[j];
+                    }
+                    if same && accept(entry_of(m)) {
+                        return Some(entry_of(m));
+                    }
+                }
+                // Empty, or an entry nearer home than the key would be.
+                _ => return None,
+            }
+            d += 1;
+            i += 1;
+            if i == self.slots {
+                i = 0;
+            }
+        }
+    }
+
     /// The slot of [`find`](Self::find)'s entry.
     #[inline(always)]
     pub(crate) fn find_slot(

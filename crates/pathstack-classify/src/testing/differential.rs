@@ -28,8 +28,19 @@ impl Default for Differential {
 impl Differential {
     /// Both classifiers empty.
     pub fn new() -> Self {
+        Self::with_classifiers(|_| {})
+    }
+
+    /// Both classifiers empty, the tree's partial classifiers the test
+    /// ones with `replace` applied after them: a protocol crate installs
+    /// its own classifiers and flow layouts for the modules of
+    /// [`inet`] (which must extract as [`inet::extract`] does, the
+    /// reference's), so that its layouts are checked against the reference
+    /// on the same random registrations and frames.
+    pub fn with_classifiers(replace: impl FnOnce(&mut Classifier)) -> Self {
         let mut tree = Classifier::new();
         inet::install(&mut tree);
+        replace(&mut tree);
         Differential {
             tree,
             reference: ReferenceClassifier::new(),

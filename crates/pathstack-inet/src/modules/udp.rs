@@ -149,6 +149,13 @@ impl PartialClassifier for UdpDemux {
     fn flow_layout(&self) -> Option<FlowLayout> {
         Some(wire::FLOW_LAYOUT)
     }
+
+    /// The destination port: a bound socket's datagrams are found with one
+    /// probe while no active path shares their EtherType (`flow.rs` of the
+    /// classifier, point 3).
+    fn passive_flow_layout(&self) -> Option<FlowLayout> {
+        Some(wire::PASSIVE_FLOW_LAYOUT)
+    }
 }
 
 impl Module for UdpModule {

@@ -54,9 +54,10 @@ fn port_demux_key(mode: KeyMode, local_port: u16, remote_port: Option<u16>) -> K
     }
 }
 
-/// The flow layouts (`FLOW_LAYOUT` of ETH, IPv4, UDP and TCP) keep their
-/// contract with the partial classifiers: wherever a layout applies, the
-/// classifier's active key and header length are the layout's.
+/// The flow layouts (`FLOW_LAYOUT` and `PASSIVE_FLOW_LAYOUT` of ETH, IPv4,
+/// UDP and TCP) keep their contract with the partial classifiers: wherever
+/// a layout applies, the classifier's key for its mode and header length
+/// are the layout's.
 #[cfg(test)]
 mod flow_layout_tests {
     use super::{eth, ipv4, tcp, udp};
@@ -116,6 +117,8 @@ mod flow_layout_tests {
             for (name, layout, extract) in [
                 ("eth", eth::FLOW_LAYOUT, eth::packet_demux_key as Extract),
                 ("ipv4", ipv4::PASSIVE_FLOW_LAYOUT, ipv4::packet_demux_key),
+                ("udp", udp::PASSIVE_FLOW_LAYOUT, udp::packet_demux_key),
+                ("tcp", tcp::PASSIVE_FLOW_LAYOUT, tcp::packet_demux_key),
             ] {
                 if let Some(got) = layout.extract(&bytes) {
                     prop_assert_eq!(Some(got), extract(&bytes, KeyMode::Passive), "{} passive", name);

@@ -843,6 +843,20 @@ pub const FLOW_LAYOUT: FlowLayout = FlowLayout::new(HeaderLen::Words {
 .key(field::DST_PORT.start as u8, 2)
 .key(field::SRC_PORT.start as u8, 2);
 
+/// Where [`packet_demux_key`]'s passive key lies: the destination port
+/// alone, in the same segments as [`FLOW_LAYOUT`]'s (a listener's key).
+/// Every segment to the port that no connection takes is the listener's,
+/// not only a SYN: the partial classifier reads no flags, so the walk
+/// reaches the listener too, and its stage sorts them out (RFC 9293
+/// §3.10.7.2: a RST is dropped, an ACK checked as a SYN cookie's or
+/// answered with a reset, anything else without SYN dropped).
+pub const PASSIVE_FLOW_LAYOUT: FlowLayout = FlowLayout::new(HeaderLen::Words {
+    at: field::DATA_OFF as u8,
+    shift: 4,
+    min: HEADER_LEN as u8,
+})
+.key(field::DST_PORT.start as u8, 2);
+
 /// The demux key of a received segment, and the header bytes it spans
 /// (the whole header, options included): what TCP's partial classifier
 /// extracts. Local is the destination port, remote the source port, so the

@@ -223,6 +223,12 @@ pub const FLOW_LAYOUT: FlowLayout = FlowLayout::new(HeaderLen::Fixed(HEADER_LEN 
     .key(field::DST_PORT.start as u8, 2)
     .key(field::SRC_PORT.start as u8, 2);
 
+/// Where [`packet_demux_key`]'s passive key lies: the destination port
+/// alone, in the same datagrams as [`FLOW_LAYOUT`]'s (a bound socket
+/// takes datagrams from every peer).
+pub const PASSIVE_FLOW_LAYOUT: FlowLayout =
+    FlowLayout::new(HeaderLen::Fixed(HEADER_LEN as u8)).key(field::DST_PORT.start as u8, 2);
+
 /// The demux key of a received datagram, and the header bytes it spans:
 /// what UDP's partial classifier extracts. Local is the destination port,
 /// remote the source port, so the key equals [`path_demux_key`] of the

@@ -485,6 +485,13 @@ impl pathstack_core::demux::PartialClassifier for TcpDemux {
     fn flow_layout(&self) -> Option<pathstack_core::demux::FlowLayout> {
         Some(crate::wire::tcp::FLOW_LAYOUT)
     }
+
+    /// The destination port: a listener's segments are found with one
+    /// probe while no active path shares their EtherType (`flow.rs` of the
+    /// classifier, point 3); non-SYN segments too, as the walk finds them.
+    fn passive_flow_layout(&self) -> Option<pathstack_core::demux::FlowLayout> {
+        Some(crate::wire::tcp::PASSIVE_FLOW_LAYOUT)
+    }
 }
 
 /// The 4-tuple of a connection as the ISN and cookie hashes take it.
