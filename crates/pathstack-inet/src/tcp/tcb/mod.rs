@@ -19,6 +19,7 @@
 mod input;
 mod output;
 mod predict;
+mod predict_output;
 mod timers;
 
 use super::config::TcpConfig;
@@ -92,6 +93,9 @@ pub struct TcpStats {
     /// In-order data segments taken by header prediction (Linux's
     /// `TCPHPHits`).
     pub predicted_data: u64,
+    /// Segments of new data sent by the output side's prediction (the
+    /// usual write of a quiet connection, `predict_output.rs`).
+    pub predicted_sends: u64,
 }
 
 /// One connection's transmission control block.

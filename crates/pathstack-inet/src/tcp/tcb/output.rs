@@ -249,6 +249,13 @@ impl Tcb {
     fn send_data(&mut self, now: Instant, emit: &mut dyn FnMut(OutSegment<'_>) -> bool) -> usize {
         let mut sent = 0;
         self.before_sending(now);
+        // The usual write of a quiet connection: one segment, sent and
+        // recorded without the walk below (`predict_output.rs`).
+        if let Some(seg) = self.predicted_send() {
+            let sent = self.send_predicted(now, seg, emit);
+            self.after_sending(now, sent);
+            return sent;
+        }
         while sent < MAX_BURST {
             if self.nothing_to_send() {
                 break;
@@ -378,7 +385,7 @@ impl Tcb {
     /// equal times a retransmission would look older than new data sent
     /// before it, and the SACK of that data would mark the retransmission
     /// lost again at once.
-    fn next_xmit_stamp(&mut self, now: Instant) -> Instant {
+    pub(super) fn next_xmit_stamp(&mut self, now: Instant) -> Instant {
         let stamp = if now > self.xmit_stamp {
             now
         } else {
@@ -398,7 +405,7 @@ impl Tcb {
     /// ACK for every second one) then stalls a request/response exchange
     /// for its delayed-ACK timer, 40 ms on Linux. With the rule, one
     /// write always leaves whole, and small writes still coalesce.
-    fn nagle_holds(&self, seg: NextSeg, full: u32) -> bool {
+    pub(super) fn nagle_holds(&self, seg: NextSeg, full: u32) -> bool {
         if self.cfg.nodelay || seg.len >= full || self.sb.is_empty() {
             return false;
         }
@@ -537,7 +544,7 @@ impl Tcb {
     }
 
     /// An ACK went out: the delayed-ACK state is reset.
-    fn after_ack_sent(&mut self) {
+    pub(super) fn after_ack_sent(&mut self) {
         self.ack_due = false;
         self.unacked_bytes = 0;
         self.delack_at = None;
