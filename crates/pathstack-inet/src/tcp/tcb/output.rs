@@ -62,6 +62,21 @@ impl Tcb {
         now: Instant,
         emit: &mut dyn FnMut(OutSegment<'_>) -> bool,
     ) -> usize {
+        if self.poll_quiet(now) {
+            return 0;
+        }
+        self.poll_output_due(now, emit)
+    }
+
+    /// The check half of [`poll_output`](Self::poll_output) (the seed's
+    /// split of `tcp_output`, TR 95-02 §2.6): when there is nothing at all
+    /// to send, does what `poll_output` would (its timer upkeep) and
+    /// returns true; otherwise returns false having changed nothing, and
+    /// [`poll_output_due`](Self::poll_output_due) sends. A caller that
+    /// must prepare to send (the stage: its emission closure) asks this
+    /// first, and prepares only when there is something.
+    #[inline]
+    pub fn poll_quiet(&mut self, now: Instant) -> bool {
         // Asked after every segment and every application call, and most
         // often there is nothing at all to send: no reset, no SYN (not in
         // a handshake state), no probe and no ACK due, and nothing for
@@ -76,14 +91,16 @@ impl Tcb {
         {
             self.before_sending(now);
             self.after_sending(now, 0);
-            return 0;
+            return true;
         }
-        self.poll_output_all(now, emit)
+        false
     }
 
-    /// [`poll_output`](Self::poll_output) in full.
+    /// [`poll_output`](Self::poll_output) in full, for a caller that has
+    /// asked [`poll_quiet`](Self::poll_quiet) (called without, it is
+    /// still `poll_output`, the long way when nothing is due).
     #[inline(never)]
-    fn poll_output_all(
+    pub fn poll_output_due(
         &mut self,
         now: Instant,
         emit: &mut dyn FnMut(OutSegment<'_>) -> bool,
@@ -237,10 +254,13 @@ impl Tcb {
             self.arm_tlp(now);
         }
         // The persist timer (RFC 9293 §3.8.6.1): data waits, the window is
-        // closed and nothing is in flight to bring an update.
-        let unsent = self.snd.end() - self.sb.snd_nxt().min(self.snd.end());
-        if unsent > 0 && self.snd_wnd == 0 && self.sb.is_empty() && self.persist_at.is_none() {
-            self.persist_at = Some(now + self.persist_interval());
+        // closed and nothing is in flight to bring an update. (The closed
+        // window first: it is rare, and the unsent count is not free.)
+        if self.snd_wnd == 0 && self.persist_at.is_none() && self.sb.is_empty() {
+            let unsent = self.snd.end() - self.sb.snd_nxt().min(self.snd.end());
+            if unsent > 0 {
+                self.persist_at = Some(now + self.persist_interval());
+            }
         }
     }
 
