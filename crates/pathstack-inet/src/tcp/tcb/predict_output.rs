@@ -64,9 +64,11 @@ impl Tcb {
         {
             return None;
         }
+        // Unsent data, and from SND.NXT on (the general builder starts a
+        // range below the send buffer's SND.UNA there instead).
         let nxt = self.sb.snd_nxt();
         let data_end = self.snd.data_end();
-        if !nxt.lt(data_end) {
+        if !nxt.lt(data_end) || nxt.lt(self.snd.una()) {
             return None;
         }
         let len = data_end - nxt;
