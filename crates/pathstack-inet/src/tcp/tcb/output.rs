@@ -493,11 +493,11 @@ impl Tcb {
         flags: TcpFlags,
         data_len: usize,
     ) -> TcpRepr {
+        // (The options are written in place: `repr` leaves them empty.)
         let mut r = self.repr(seq, flags, 0);
         r.window = self.rcv.window_field();
-        let mut opts = TcpOptions::default();
         if self.ts_ok {
-            opts.timestamps = Some((self.ts_now(now), self.ts_recent));
+            r.options.timestamps = Some((self.ts_now(now), self.ts_recent));
         }
         // With nothing held out of order and no D-SACK pending there are
         // no blocks to report (nor a D-SACK to take): the common case.
@@ -510,9 +510,8 @@ impl Tcb {
             let max_blocks = room.saturating_sub(ts_len + 4) / 8;
             let mut blocks = [(0u32, 0u32); 4];
             let n = self.rcv.sack_blocks_within(&mut blocks, max_blocks);
-            opts.set_sack_blocks(&blocks[..n]);
+            r.options.set_sack_blocks(&blocks[..n]);
         }
-        r.options = opts;
         self.last_ack_sent = self.rcv_nxt();
         r
     }

@@ -28,7 +28,7 @@ use super::Tcb;
 use crate::tcp::congestion::CongestionControl;
 use crate::tcp::sack_scoreboard::{NextSeg, Rule};
 use crate::tcp::state::State;
-use crate::wire::tcp::{TcpFlags, TcpOptions};
+use crate::wire::tcp::TcpFlags;
 use pathstack_core::time::Instant;
 
 impl Tcb {
@@ -107,9 +107,7 @@ impl Tcb {
         let mut repr = self.repr(seg.start, TcpFlags::ACK | TcpFlags::PSH, 0);
         repr.window = self.rcv.window_field();
         if self.ts_ok {
-            let mut opts = TcpOptions::default();
-            opts.timestamps = Some((self.ts_now(now), self.ts_recent));
-            repr.options = opts;
+            repr.options.timestamps = Some((self.ts_now(now), self.ts_recent));
         }
         self.last_ack_sent = self.rcv_nxt();
         let una = self.snd.una();
