@@ -64,8 +64,9 @@ impl Tcb {
         {
             return None;
         }
-        // Unsent data, and from SND.NXT on (the general builder starts a
-        // range below the send buffer's SND.UNA there instead).
+        // Unsent data, from an SND.NXT not below the send buffer's
+        // SND.UNA (the general builder would start such a range at the
+        // latter).
         let nxt = self.sb.snd_nxt();
         let data_end = self.snd.data_end();
         if !nxt.lt(data_end) || nxt.lt(self.snd.una()) {
