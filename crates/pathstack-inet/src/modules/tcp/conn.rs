@@ -120,54 +120,66 @@ impl TcpConnStage {
         let now = cx.now();
         self.account(cx);
         if let Some(lip) = self.local_ip(cx) {
-            let rip = self.remote_ip;
-            let csum_offload = self.tcb.config().offload.checksum;
-            if self.template.is_none() {
-                let (lport, rport) = self.tcb.ports();
-                self.template = Some(TcpTemplate::new(lip, rip, lport, rport));
+            // Most flushes (after a read, after a segment that needs no
+            // answer) have nothing to send: the control block's check
+            // half says so before the emission below is set up.
+            if !self.tcb.poll_quiet(now) {
+                self.send(cx, now, lip);
             }
-            let template = self.template.as_ref();
-            self.tcb.poll_output(now, &mut |seg: OutSegment<'_>| {
-                let Ok(mut m) = cx.pool().alloc_empty(seg.payload_len()) else {
-                    return false;
-                };
-                // (Empty pieces, a bare ACK's and the unwrapped ring's
-                // second, are not copied: appending nothing is a no-op.)
-                if (!seg.payload.is_empty() && m.extend_from_slice(seg.payload).is_err())
-                    || (!seg.payload2.is_empty() && m.extend_from_slice(seg.payload2).is_err())
-                {
-                    return false;
-                }
-                // With checksum offload the device sums the segment (and,
-                // for a super-segment, each piece it cuts): we leave the
-                // pseudo-header sum and say where the field is.
-                if csum_offload {
-                    let a = m.anno_mut();
-                    let mut o = a.offload();
-                    o.tx_csum_offset = wire::CHECKSUM_OFFSET;
-                    o.tx_gso_size = seg.gso_size;
-                    a.set_offload(o);
-                }
-                // The usual segment from the template, the rest (SACK
-                // blocks, the handshake, resets) field by field.
-                let pushed = if let Some(t) = template.filter(|t| t.fits(&seg.repr)) {
-                    t.push_onto(&mut m, &seg.repr, csum_offload)
-                } else if csum_offload {
-                    seg.repr.push_onto_partial(&mut m, lip, rip)
-                } else {
-                    seg.repr.push_onto(&mut m, lip, rip)
-                };
-                if pushed.is_err() {
-                    return false;
-                }
-                m.anno_mut().set_peer_ip(rip);
-                cx.emit(Dir::Down, m).is_ok()
-            });
         }
         self.arm(cx);
         if !self.owned && self.tcb.is_closed() {
             let _ = cx.delete_path();
         }
+    }
+
+    /// Sends what the control block has to send, each segment in a buffer
+    /// of the path's pool with its header from the template.
+    #[inline(never)]
+    fn send(&mut self, cx: &mut Cx<'_, '_>, now: Instant, lip: Ipv4Addr) {
+        let rip = self.remote_ip;
+        let csum_offload = self.tcb.config().offload.checksum;
+        if self.template.is_none() {
+            let (lport, rport) = self.tcb.ports();
+            self.template = Some(TcpTemplate::new(lip, rip, lport, rport));
+        }
+        let template = self.template.as_ref();
+        self.tcb.poll_output_due(now, &mut |seg: OutSegment<'_>| {
+            let Ok(mut m) = cx.pool().alloc_empty(seg.payload_len()) else {
+                return false;
+            };
+            // (Empty pieces, a bare ACK's and the unwrapped ring's
+            // second, are not copied: appending nothing is a no-op.)
+            if (!seg.payload.is_empty() && m.extend_from_slice(seg.payload).is_err())
+                || (!seg.payload2.is_empty() && m.extend_from_slice(seg.payload2).is_err())
+            {
+                return false;
+            }
+            // With checksum offload the device sums the segment (and,
+            // for a super-segment, each piece it cuts): we leave the
+            // pseudo-header sum and say where the field is.
+            if csum_offload {
+                let a = m.anno_mut();
+                let mut o = a.offload();
+                o.tx_csum_offset = wire::CHECKSUM_OFFSET;
+                o.tx_gso_size = seg.gso_size;
+                a.set_offload(o);
+            }
+            // The usual segment from the template, the rest (SACK
+            // blocks, the handshake, resets) field by field.
+            let pushed = if let Some(t) = template.filter(|t| t.fits(&seg.repr)) {
+                t.push_onto(&mut m, &seg.repr, csum_offload)
+            } else if csum_offload {
+                seg.repr.push_onto_partial(&mut m, lip, rip)
+            } else {
+                seg.repr.push_onto(&mut m, lip, rip)
+            };
+            if pushed.is_err() {
+                return false;
+            }
+            m.anno_mut().set_peer_ip(rip);
+            cx.emit(Dir::Down, m).is_ok()
+        });
     }
 
     /// Reports state changes to the module: a passive connection that is

@@ -19,6 +19,7 @@
 mod input;
 mod output;
 mod predict;
+mod predict_output;
 mod timers;
 
 use super::config::TcpConfig;
@@ -92,6 +93,9 @@ pub struct TcpStats {
     /// In-order data segments taken by header prediction (Linux's
     /// `TCPHPHits`).
     pub predicted_data: u64,
+    /// Segments of new data sent by the output side's prediction (the
+    /// usual write of a quiet connection, `predict_output.rs`).
+    pub predicted_sends: u64,
 }
 
 /// One connection's transmission control block.
@@ -198,9 +202,9 @@ pub struct Tcb {
     error: Option<TcpError>,
     stats: TcpStats,
     /// Tests only: the short paths off — header prediction (every
-    /// segment through the general processing) and the output check
-    /// before NextSeg — for the differential test's reference control
-    /// block. A test switch rather than a configuration field: the short
+    /// segment through the general processing), the output check before
+    /// NextSeg and output prediction (every send through NextSeg) — for
+    /// the differential test's reference control block. A test switch rather than a configuration field: the short
     /// paths change no behaviour, so there is nothing for an application
     /// to choose, and production code cannot turn them off by mistake.
     #[cfg(test)]
@@ -296,7 +300,8 @@ impl Tcb {
     }
 
     /// Whether the short paths are on (header prediction, the output
-    /// check): always, but for the tests' reference control blocks.
+    /// check, output prediction): always, but for the tests' reference
+    /// control blocks.
     #[inline]
     fn short_paths(&self) -> bool {
         #[cfg(test)]

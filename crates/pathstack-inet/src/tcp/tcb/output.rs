@@ -62,6 +62,21 @@ impl Tcb {
         now: Instant,
         emit: &mut dyn FnMut(OutSegment<'_>) -> bool,
     ) -> usize {
+        if self.poll_quiet(now) {
+            return 0;
+        }
+        self.poll_output_due(now, emit)
+    }
+
+    /// The check half of [`poll_output`](Self::poll_output) (the seed's
+    /// split of `tcp_output`, TR 95-02 §2.6): when there is nothing at all
+    /// to send, does what `poll_output` would (its timer upkeep) and
+    /// returns true; otherwise returns false having changed nothing, and
+    /// [`poll_output_due`](Self::poll_output_due) sends. A caller that
+    /// must prepare to send (the stage: its emission closure) asks this
+    /// first, and prepares only when there is something.
+    #[inline]
+    pub fn poll_quiet(&mut self, now: Instant) -> bool {
         // Asked after every segment and every application call, and most
         // often there is nothing at all to send: no reset, no SYN (not in
         // a handshake state), no probe and no ACK due, and nothing for
@@ -76,14 +91,16 @@ impl Tcb {
         {
             self.before_sending(now);
             self.after_sending(now, 0);
-            return 0;
+            return true;
         }
-        self.poll_output_all(now, emit)
+        false
     }
 
-    /// [`poll_output`](Self::poll_output) in full.
+    /// [`poll_output`](Self::poll_output) in full, for a caller that has
+    /// asked [`poll_quiet`](Self::poll_quiet) (called without, it is
+    /// still `poll_output`, the long way when nothing is due).
     #[inline(never)]
-    fn poll_output_all(
+    pub fn poll_output_due(
         &mut self,
         now: Instant,
         emit: &mut dyn FnMut(OutSegment<'_>) -> bool,
@@ -237,10 +254,13 @@ impl Tcb {
             self.arm_tlp(now);
         }
         // The persist timer (RFC 9293 §3.8.6.1): data waits, the window is
-        // closed and nothing is in flight to bring an update.
-        let unsent = self.snd.end() - self.sb.snd_nxt().min(self.snd.end());
-        if unsent > 0 && self.snd_wnd == 0 && self.sb.is_empty() && self.persist_at.is_none() {
-            self.persist_at = Some(now + self.persist_interval());
+        // closed and nothing is in flight to bring an update. (The closed
+        // window first: it is rare, and the unsent count is not free.)
+        if self.snd_wnd == 0 && self.persist_at.is_none() && self.sb.is_empty() {
+            let unsent = self.snd.end() - self.sb.snd_nxt().min(self.snd.end());
+            if unsent > 0 {
+                self.persist_at = Some(now + self.persist_interval());
+            }
         }
     }
 
@@ -249,6 +269,13 @@ impl Tcb {
     fn send_data(&mut self, now: Instant, emit: &mut dyn FnMut(OutSegment<'_>) -> bool) -> usize {
         let mut sent = 0;
         self.before_sending(now);
+        // The usual write of a quiet connection: one segment, sent and
+        // recorded without the walk below (`predict_output.rs`).
+        if let Some(seg) = self.predicted_send() {
+            let sent = self.send_predicted(now, seg, emit);
+            self.after_sending(now, sent);
+            return sent;
+        }
         while sent < MAX_BURST {
             if self.nothing_to_send() {
                 break;
@@ -378,7 +405,7 @@ impl Tcb {
     /// equal times a retransmission would look older than new data sent
     /// before it, and the SACK of that data would mark the retransmission
     /// lost again at once.
-    fn next_xmit_stamp(&mut self, now: Instant) -> Instant {
+    pub(super) fn next_xmit_stamp(&mut self, now: Instant) -> Instant {
         let stamp = if now > self.xmit_stamp {
             now
         } else {
@@ -398,7 +425,7 @@ impl Tcb {
     /// ACK for every second one) then stalls a request/response exchange
     /// for its delayed-ACK timer, 40 ms on Linux. With the rule, one
     /// write always leaves whole, and small writes still coalesce.
-    fn nagle_holds(&self, seg: NextSeg, full: u32) -> bool {
+    pub(super) fn nagle_holds(&self, seg: NextSeg, full: u32) -> bool {
         if self.cfg.nodelay || seg.len >= full || self.sb.is_empty() {
             return false;
         }
@@ -466,11 +493,11 @@ impl Tcb {
         flags: TcpFlags,
         data_len: usize,
     ) -> TcpRepr {
+        // (The options are written in place: `repr` leaves them empty.)
         let mut r = self.repr(seq, flags, 0);
         r.window = self.rcv.window_field();
-        let mut opts = TcpOptions::default();
         if self.ts_ok {
-            opts.timestamps = Some((self.ts_now(now), self.ts_recent));
+            r.options.timestamps = Some((self.ts_now(now), self.ts_recent));
         }
         // With nothing held out of order and no D-SACK pending there are
         // no blocks to report (nor a D-SACK to take): the common case.
@@ -483,9 +510,8 @@ impl Tcb {
             let max_blocks = room.saturating_sub(ts_len + 4) / 8;
             let mut blocks = [(0u32, 0u32); 4];
             let n = self.rcv.sack_blocks_within(&mut blocks, max_blocks);
-            opts.set_sack_blocks(&blocks[..n]);
+            r.options.set_sack_blocks(&blocks[..n]);
         }
-        r.options = opts;
         self.last_ack_sent = self.rcv_nxt();
         r
     }
@@ -537,7 +563,7 @@ impl Tcb {
     }
 
     /// An ACK went out: the delayed-ACK state is reset.
-    fn after_ack_sent(&mut self) {
+    pub(super) fn after_ack_sent(&mut self) {
         self.ack_due = false;
         self.unacked_bytes = 0;
         self.delack_at = None;

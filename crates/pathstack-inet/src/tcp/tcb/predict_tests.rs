@@ -209,6 +209,7 @@ fn state(t: &mut Tcb) -> String {
     let (stats, off) = (t.stats, t.short_paths_off);
     t.stats.predicted_acks = 0;
     t.stats.predicted_data = 0;
+    t.stats.predicted_sends = 0;
     t.short_paths_off = false;
     let s = format!("{t:?}");
     t.stats = stats;
@@ -576,6 +577,66 @@ fn ops(body: std::ops::Range<usize>) -> impl Strategy<Value = Vec<Op>> {
         })
 }
 
+/// The peer's answer to a sender: an ACK of what it received, now and
+/// then with a little data, SACK blocks of what it holds above a loss, an
+/// ACK that stops part way or one that does not advance.
+fn ack_spec() -> impl Strategy<Value = SegSpec> {
+    let len = prop_oneof![8 => Just(0u16), 1 => 1u16..100];
+    let ack = prop_oneof![
+        20 => Just(AckTo::Received),
+        2 => Just(AckTo::Una),
+        2 => (0u32..1000).prop_map(AckTo::Part),
+    ];
+    let sack = prop_oneof![8 => Just(Sack::None), 2 => Just(Sack::Received)];
+    let win = prop_oneof![
+        30 => Just(Win::Same),
+        1 => (0u16..3000).prop_map(Win::Set),
+        1 => any::<u16>().prop_map(Win::Set),
+    ];
+    (0u32..3000, len, ack, win, sack).prop_map(|(dt_us, len, ack, win, sack)| SegSpec {
+        dt_us,
+        at: Where::Next,
+        len,
+        flags: TcpFlags::ACK,
+        ack,
+        win,
+        ts: Ts::Fresh(1),
+        sack,
+    })
+}
+
+/// An operation of a sender's workload: writes of every size (most
+/// within a segment, the output side's predicted case), the peer's
+/// answers ([`ack_spec`]), losses, time, and now and then anything of
+/// [`op`].
+fn sender_op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        12 => (1u16..200).prop_map(Op::Send),
+        6 => (200u16..1500).prop_map(Op::Send),
+        3 => (1500u16..6000).prop_map(Op::Send),
+        24 => ack_spec().prop_map(Op::Segment),
+        3 => Just(Op::Lose),
+        3 => (0u32..5_000).prop_map(Op::Advance),
+        1 => (0u32..3_000_000).prop_map(Op::Advance),
+        2 => (1u16..5000).prop_map(Op::Recv),
+        1 => any::<bool>().prop_map(Op::Nodelay),
+        4 => op(false),
+    ]
+}
+
+/// A sender's case: a body of [`sender_op`], then a tail of [`op`] that
+/// may end the connection.
+fn sender_ops(body: std::ops::Range<usize>) -> impl Strategy<Value = Vec<Op>> {
+    (
+        prop::collection::vec(sender_op(), body),
+        prop::collection::vec(op(true), 0..20),
+    )
+        .prop_map(|(mut b, t)| {
+            b.extend(t);
+            b
+        })
+}
+
 fn config() -> impl Strategy<Value = TcpConfig> {
     (
         prop::sample::select(vec![536u16, 1000, 1460]),
@@ -635,8 +696,8 @@ fn peer_syn() -> impl Strategy<Value = PeerSyn> {
         })
 }
 
-/// One case: the twins opened, then `ops`; returns the prediction
-/// counters of the predicting one.
+/// One case: the twins opened, then `ops`; returns the counters of the
+/// predicting one.
 fn twins_case(
     cfg: TcpConfig,
     passive: bool,
@@ -644,7 +705,7 @@ fn twins_case(
     peer_iss: u32,
     syn: PeerSyn,
     ops: &[Op],
-) -> (u64, u64, u64) {
+) -> TcpStats {
     let mut w = Twins::new(cfg, passive, iss, peer_iss, syn);
     for &op in ops {
         w.run(op);
@@ -655,9 +716,9 @@ fn twins_case(
         let mut buf = vec![0u8; 1 << 18];
         t.recv(&mut buf).map(|r| r.map(|k| buf[..k].to_vec()))
     });
-    assert_eq!(w.b.stats().predicted_acks + w.b.stats().predicted_data, 0);
-    let s = w.a.stats();
-    (s.predicted_acks, s.predicted_data, s.segs_in)
+    let b = w.b.stats();
+    assert_eq!(b.predicted_acks + b.predicted_data + b.predicted_sends, 0);
+    *w.a.stats()
 }
 
 fn cases() -> u32 {
@@ -688,6 +749,65 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: cases(),
+        ..ProptestConfig::default()
+    })]
+
+    /// The output side's prediction changes nothing either: a sender's
+    /// workload (writes of random sizes, the peer's ACKs, SACKs and
+    /// losses) through both twins, the same segments out and the same
+    /// state after every step.
+    #[test]
+    fn output_prediction_changes_nothing(
+        cfg in config(),
+        passive in any::<bool>(),
+        iss in prop_oneof![any::<u32>(), Just(u32::MAX - 100)],
+        peer_iss in any::<u32>(),
+        syn in peer_syn(),
+        ops in sender_ops(1..300),
+    ) {
+        twins_case(cfg, passive, iss, peer_iss, syn, &ops);
+    }
+}
+
+/// The sender's random cases do take the output side's short path, and
+/// leave it often too (so both sides of the equivalence are exercised):
+/// over a fixed set of generated cases, a good share of the data
+/// segments sent were predicted (about a fifth), and a good share were
+/// not.
+#[test]
+fn output_prediction_is_taken_in_the_random_cases() {
+    use proptest::strategy::ValueTree;
+    use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+    let mut runner = TestRunner::new_with_rng(
+        Config::default(),
+        TestRng::from_seed(RngAlgorithm::ChaCha, &[9; 32]),
+    );
+    let strategy = (
+        config(),
+        any::<bool>(),
+        any::<u32>(),
+        any::<u32>(),
+        peer_syn(),
+        sender_ops(100..300),
+    );
+    let (mut predicted, mut data) = (0, 0);
+    for _ in 0..24 {
+        let (cfg, passive, iss, peer_iss, syn, ops) =
+            strategy.new_tree(&mut runner).unwrap().current();
+        let s = twins_case(cfg, passive, iss, peer_iss, syn, &ops);
+        predicted += s.predicted_sends;
+        data += s.data_segs_out;
+    }
+    println!("predicted: {predicted} of {data} data segments sent");
+    assert!(
+        predicted * 10 > data && predicted * 10 < data * 9,
+        "{predicted} of {data} data segments predicted"
+    );
+}
+
 /// The random cases do take the predicted paths, both of them: over a
 /// fixed set of generated cases, a good share of the segments that came
 /// in were predicted (so the equivalence above is not vacuous; about 15 %
@@ -712,10 +832,10 @@ fn prediction_is_taken_in_the_random_cases() {
     for _ in 0..24 {
         let (cfg, passive, iss, peer_iss, syn, ops) =
             strategy.new_tree(&mut runner).unwrap().current();
-        let (a, d, s) = twins_case(cfg, passive, iss, peer_iss, syn, &ops);
-        acks += a;
-        data += d;
-        segs += s;
+        let s = twins_case(cfg, passive, iss, peer_iss, syn, &ops);
+        acks += s.predicted_acks;
+        data += s.predicted_data;
+        segs += s.segs_in;
     }
     println!("predicted: {acks} pure ACKs, {data} data segments of {segs} segments");
     assert!(acks > 20 && data > 20, "{acks} ACKs, {data} data predicted");
@@ -761,8 +881,10 @@ fn ping_pong_is_all_predicted() {
     w.compare();
     let s = w.a.stats();
     // The first request acknowledges nothing new and is predicted as
-    // data, as is every one after it.
+    // data, as is every one after it; every response goes out on the
+    // output side's short path.
     assert_eq!((s.predicted_data, s.predicted_acks), (100, 0), "{s:?}");
+    assert_eq!((s.predicted_sends, s.data_segs_out), (100, 100), "{s:?}");
 }
 
 /// A FIN that came ahead of its data, then the data up to it: the data

@@ -1,0 +1,137 @@
+//! Header prediction on the output side: the usual send of a quiet
+//! established connection as one short step. The input side
+//! (`predict.rs`) takes the usual segment in; its mirror here is the
+//! usual write going out — an application's write that fits one segment,
+//! on a connection with nothing lost, nothing queued behind it and every
+//! window open (a request or a response of a request/response exchange).
+//! The seed splits `tcp_output` into its check and the send (Mosberger et
+//! al., TR 95-02, §2.6), and BSD's `tcp_output` builds such a segment from
+//! the connection's template; Linux's `tcp_write_xmit` has its own short
+//! path for the segment that fits every window.
+//!
+//! For that write the general send (`send_data` in `output.rs`) walks
+//! the whole of RFC 6675's NextSeg and RACK-TLP's choice, to offer the
+//! one new segment every check lets through: the check half's new-data
+//! arithmetic, the SACK blocks' room in the MSS, the probe, NextSeg (rule
+//! 2 only on a clean scoreboard), Nagle, segmentation offload's growth,
+//! the general segment builder (FIN, PSH, data ranges that start below
+//! SND.UNA, SACK blocks), recording on the scoreboard through loss
+//! recovery, and a second turn of the loop to find nothing more.
+//! [`Tcb::predicted_send`] recognises the case and does only what that
+//! walk changes, in the same order, so the state afterwards is exactly the
+//! general path's (the differential test in `predict_tests.rs` drives a
+//! control block with and one without it and compares everything). Every
+//! other case goes the general way, unchanged.
+
+use super::output::OutSegment;
+use super::Tcb;
+use crate::tcp::congestion::CongestionControl;
+use crate::tcp::sack_scoreboard::{NextSeg, Rule};
+use crate::tcp::state::State;
+use crate::wire::tcp::TcpFlags;
+use pathstack_core::time::Instant;
+
+impl Tcb {
+    /// The one segment the general send would offer now, when it is the
+    /// predicted case (see the module docs): `None`, having changed
+    /// nothing, otherwise. Asked after `before_sending`, which both paths
+    /// run first (its idle restart may shrink the congestion window).
+    ///
+    /// What each check stands for in the general send's first turn:
+    ///
+    /// - ESTABLISHED, no FIN queued, no probe due: no FIN bit, no TLP.
+    /// - Clean scoreboard, recovery open: NextSeg is rule 2, new data
+    ///   (`Recovery::next_new`, which the recovery tests prove equal to
+    ///   NextSeg there).
+    /// - No SACK blocks to carry: the segment's room is the SMSS.
+    /// - All unsent data within the SMSS (the scoreboard's too, as
+    ///   `next_new` cuts to it), the send window and cwnd − FlightSize
+    ///   ≥ SMSS, the scoreboard with room: the whole of it is the segment.
+    ///   Then segmentation offload cannot grow it (`tso_len` of at most
+    ///   one segment's data is one segment), and after it nothing is left,
+    ///   so the loop's second turn ends at the check half.
+    /// - Nagle does not hold it (`nagle_holds`, asked as the general path
+    ///   asks it).
+    #[inline]
+    pub(super) fn predicted_send(&self) -> Option<NextSeg> {
+        if !self.short_paths()
+            || self.state != State::Established
+            || self.tlp_due
+            || self.snd.is_closed()
+            || !self.sb.is_clean()
+            || !self.recovery.is_open()
+            || (self.sack_ok && self.rcv.pending_sack_blocks() > 0)
+        {
+            return None;
+        }
+        // Unsent data, from an SND.NXT not below the send buffer's
+        // SND.UNA (the general builder would start such a range at the
+        // latter).
+        let nxt = self.sb.snd_nxt();
+        let data_end = self.snd.data_end();
+        if !nxt.lt(data_end) || nxt.lt(self.snd.una()) {
+            return None;
+        }
+        let len = data_end - nxt;
+        let right = self.sb.high_ack() + self.snd_wnd;
+        let cap = self.smss;
+        if len > cap
+            || len > self.sb.smss()
+            || !right.gt(nxt)
+            || right - nxt < len
+            || self.cc.cwnd().saturating_sub(self.sb.flight_size()) < self.sb.smss()
+            || !self.sb.has_room()
+        {
+            return None;
+        }
+        let seg = NextSeg::new(Rule::New, nxt, len);
+        if self.nagle_holds(seg, cap) {
+            return None;
+        }
+        Some(seg)
+    }
+
+    /// Sends `seg` (from [`predicted_send`](Self::predicted_send)) and
+    /// records it: what the general send's first turn does for it, with
+    /// the choices it makes on the way known in advance — ACK and PSH
+    /// (the segment empties what was written), no FIN, no SACK blocks, no
+    /// super-segment, new data on the scoreboard. Returns the segments
+    /// sent, 0 when `emit` could not send it or the scoreboard refused it
+    /// (the general path's two breaks, which leave the same state).
+    pub(super) fn send_predicted(
+        &mut self,
+        now: Instant,
+        seg: NextSeg,
+        emit: &mut dyn FnMut(OutSegment<'_>) -> bool,
+    ) -> usize {
+        // `ack_repr` for a segment without SACK blocks.
+        let mut repr = self.repr(seg.start, TcpFlags::ACK | TcpFlags::PSH, 0);
+        repr.window = self.rcv.window_field();
+        if self.ts_ok {
+            repr.options.timestamps = Some((self.ts_now(now), self.ts_recent));
+        }
+        self.last_ack_sent = self.rcv_nxt();
+        let una = self.snd.una();
+        let (a, b) = self.snd.peek((seg.start - una) as usize, seg.len as usize);
+        if !emit(OutSegment {
+            repr,
+            payload: a,
+            payload2: b,
+            gso_size: 0,
+        }) {
+            return 0;
+        }
+        self.stats.segs_out += 1;
+        self.stats.data_segs_out += 1;
+        self.stats.predicted_sends += 1;
+        self.last_send = now;
+        self.after_ack_sent();
+        if seg.len < self.smss {
+            self.snd_sml = seg.start + seg.len;
+        }
+        // `record_sent` for an ordinary segment of new data: what
+        // `Recovery::on_sent` does for rule 2.
+        let stamp = self.next_xmit_stamp(now);
+        usize::from(self.sb.on_send(seg.start, seg.len, stamp).is_ok())
+    }
+}
