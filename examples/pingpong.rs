@@ -199,6 +199,9 @@ fn config(
     mode: &str,
 ) -> Result<HostConfig, BoxError> {
     let mut c = HostConfig::parse(addr)?;
+    // `--form` chooses the form of the measured paths, so the host leaves
+    // its own paths modular.
+    c.specialize = false;
     c.mac = mac;
     c.sched = sched;
     c.nic = nic;

@@ -142,6 +142,13 @@ pub struct HostConfig {
     /// a host reachable by others with a known seed has guessable
     /// sequence numbers. Default `None` (random per host).
     pub tcp_seed: Option<u64>,
+    /// Run the host's socket and connection paths specialized (default
+    /// yes): the fused fast form of the links under UDP and TCP in front of
+    /// the path-inlined stages, which stay the reference for everything
+    /// else (`pathstack_core::fused`; `inline::udp_socket_fast_rule`,
+    /// `inline::tcp_fast_rule`). `false` keeps them modular, for
+    /// comparison; both put the same bytes on the wire.
+    pub specialize: bool,
     /// Most frames the driver takes from the device per poll; `None`
     /// keeps the driver's default (64). With 1, each frame is carried up
     /// its path before the device is read again; over TAP with busy
@@ -228,6 +235,7 @@ impl HostConfig {
             udp: true,
             tcp: true,
             tcp_seed: None,
+            specialize: true,
             rx_burst: None,
             rpc: None,
             rpc_call_timeout: pathstack_rpc::modules::chan::DEFAULT_CALL_TIMEOUT,
@@ -273,9 +281,18 @@ pub struct Host {
     /// A clock set by hand instead of the time since the host was made
     /// (the fuzz targets' deterministic time, [`crate::fuzzing`]).
     manual_now: Option<Instant>,
+    /// Whether socket and connection paths are specialized
+    /// ([`HostConfig::specialize`]).
+    specialize: bool,
 }
 
 impl Host {
+    /// Whether the host specializes its socket and connection paths
+    /// ([`HostConfig::specialize`]).
+    pub fn specializes(&self) -> bool {
+        self.specialize
+    }
+
     /// Builds the host on `device`.
     pub fn new(cfg: HostConfig, device: impl Device + 'static) -> Result<Host, HostError> {
         let stack = StackConfig {
@@ -327,7 +344,7 @@ impl Host {
             ));
         }
         g.upper.extend(cfg.upper.iter().cloned());
-        Self::from_graph_stack(&g.to_text(), "host.graph", stack, device)
+        Self::from_graph_stack(&g.to_text(), "host.graph", stack, cfg.specialize, device)
     }
 
     /// Builds a host from a graph file in the `config.graph` syntax (see
@@ -374,22 +391,29 @@ impl Host {
             sched,
             ..StackConfig::default()
         };
-        Self::from_graph_stack(text, source, stack, device)
+        Self::from_graph_stack(text, source, stack, true, device)
     }
 
     fn from_graph_stack(
         text: &str,
         source: &str,
         config: StackConfig,
+        specialize: bool,
         device: impl Device + 'static,
     ) -> Result<Host, HostError> {
         let rx_waiter = device.rx_waiter();
         let types = module_types();
         let graph = ModuleGraph::from_text(text, Some(source), &types.specs())?;
-        let stack = Stack::builder(graph, types)
+        let mut stack = Stack::builder(graph, types)
             .device(device)
             .config(config)
             .build()?;
+        if specialize {
+            // The rules are the stack's, tried in order on every path the
+            // host optimizes: a modular host has none, so that rules its
+            // user adds apply as they would to any stack.
+            crate::path_form::add_rules(&mut stack);
+        }
         let icmp = stack
             .module_id("icmp")
             .and_then(|id| stack.module::<IcmpModule>(id))
@@ -414,6 +438,7 @@ impl Host {
             tcp_sockets,
             rpc,
             manual_now: None,
+            specialize,
         })
     }
 

@@ -179,6 +179,7 @@ use pathstack_core::stack::ModuleTypes;
 pub mod fuzzing;
 pub mod host;
 pub mod nic;
+mod path_form;
 pub mod rpc;
 pub mod socket;
 #[cfg(feature = "tokio")]

@@ -1,5 +1,7 @@
-//! The fused fast form of UDP paths (`inline::udp_fast_rule`) against the
-//! modular stages it stands in front of (issue 26, item 8).
+//! The fused fast forms of UDP paths against the modular stages they stand
+//! in front of (issue 26, item 8): `inline::udp_fast_rule` on paths with an
+//! application module above UDP, and `inline::udp_socket_fast_rule` on
+//! the host's own socket paths (`HostConfig::specialize`).
 //!
 //! Two identical hosts — one with its UDP paths specialized, one modular —
 //! live through the same random history: application sends of every size
@@ -21,6 +23,7 @@ use pathstack::core::{Device, Dir, Duration, Instant, Msg, PathId};
 use pathstack::host::{Host, HostConfig};
 use pathstack::inet::modules::inline;
 use pathstack::inet::MacAddr;
+use pathstack::socket::UdpSocket;
 use proptest::prelude::*;
 
 const US: [u8; 4] = [10, 0, 0, 1];
@@ -32,6 +35,10 @@ const PEER_MACS: [[u8; 6]; 2] = [[2, 0, 0, 0, 0, 2], [2, 0, 0, 0, 0, 0x22]];
 const CONNECTED: (u16, u16) = (5000, 7);
 /// The bound (echo) path's port.
 const BOUND: u16 = 9;
+/// The host's sockets: a bound one's port, a connected one's port and its
+/// peer's port.
+const SOCK_BOUND: u16 = 53;
+const SOCK_CONNECTED: (u16, u16) = (6000, 8);
 
 /// A host with a sink above a connected UDP path and an echo above a
 /// bound one, and the wire end the test talks to it through.
@@ -40,6 +47,10 @@ struct World {
     wire: WireEnd,
     connected: PathId,
     bound: PathId,
+    /// The host's bound socket (it echoes what it hears) and its connected
+    /// one, in the form `HostConfig::specialize` gives them.
+    sock_bound: UdpSocket,
+    sock_connected: UdpSocket,
     now: Instant,
 }
 
@@ -53,6 +64,7 @@ impl World {
         let (a, b) = wire_pair(WireConfig::default());
         let mut c = HostConfig::parse("10.0.0.1/24").unwrap();
         c.mac = Some(MacAddr(MAC_US));
+        c.specialize = specialized;
         c.upper = vec![
             (
                 "name=sink module=ECHO mode=sink;".into(),
@@ -97,12 +109,25 @@ impl World {
                 assert!(s.path(p).unwrap().is_specialized());
             }
         }
+        let sock_bound = host.udp_bind(("0.0.0.0", SOCK_BOUND)).unwrap();
+        let sock_connected = host
+            .udp_connect(
+                ("0.0.0.0", SOCK_CONNECTED.0),
+                (std::net::Ipv4Addr::from(PEER), SOCK_CONNECTED.1),
+            )
+            .unwrap();
+        for sock in [&sock_bound, &sock_connected] {
+            let p = host.udp_path_id(sock).unwrap();
+            assert_eq!(host.stack().path(p).unwrap().is_specialized(), specialized);
+        }
         let now = host.now();
         World {
             host,
             wire: b,
             connected,
             bound,
+            sock_bound,
+            sock_connected,
             now,
         }
     }
@@ -125,12 +150,21 @@ impl World {
                 // Refusals (a dropping stage) are compared through the
                 // counters below.
                 let _ = self.host.stack_mut().send(self.connected, Dir::Down, m);
+                // And the same on the connected socket (refusals compared
+                // through the counters).
+                let _ = self.host.send(&self.sock_connected, &payload);
             }
             Step::Frame(bytes) => {
                 let m = self.host.stack().pool().alloc_copy(bytes).unwrap();
                 self.wire.transmit(m, self.now).unwrap();
             }
             Step::Wait(ms) => self.poll(Duration::from_millis(*ms)),
+        }
+        self.poll(Duration::from_micros(10));
+        // The bound socket's application echoes what it heard.
+        let mut buf = [0u8; 2048];
+        while let Ok(Some((n, from))) = self.host.recv_from(&self.sock_bound, &mut buf) {
+            let _ = self.host.send_to(&self.sock_bound, &buf[..n], from);
         }
         self.poll(Duration::from_micros(10));
     }
@@ -147,9 +181,14 @@ impl World {
         while let Some(m) = self.host.stack_mut().recv(self.connected, Dir::Up) {
             delivered.push(describe(&m));
         }
+        while let Ok(Some(m)) = self.host.udp_recv_msg(&self.sock_connected) {
+            delivered.push(describe(&m));
+        }
         let s = self.host.stack();
         let mut counters = Vec::new();
-        for p in [self.connected, self.bound] {
+        let socks =
+            [&self.sock_bound, &self.sock_connected].map(|k| self.host.udp_path_id(k).unwrap());
+        for p in [self.connected, self.bound].into_iter().chain(socks) {
             let st = s.path(p).unwrap().stats();
             counters.push(format!(
                 "in {:?} out {:?} consumed {} drops {:?}",
@@ -428,17 +467,41 @@ fn a_steady_exchange_is_byte_identical() {
                 &[i as u8; 20],
                 &Mutation::None,
             )),
+            Step::Frame(frame(
+                PEER_MACS[0],
+                PEER,
+                (SOCK_CONNECTED.1, SOCK_CONNECTED.0),
+                &[i as u8; 5],
+                &Mutation::None,
+            )),
+            Step::Frame(frame(
+                PEER_MACS[1],
+                OTHER,
+                (4001, SOCK_BOUND),
+                &[i as u8; 12],
+                &Mutation::None,
+            )),
         ];
         for s in &steps {
             fused.apply(s);
             modular.apply(s);
             let (f, m) = (fused.observe(), modular.observe());
             assert_eq!(f, m, "round {i}, {s:?}");
-            // Each step puts one datagram on the wire: the send, or the
-            // echo of what the bound path received.
-            let sent = matches!(s, Step::Send { .. })
-                || matches!(s, Step::Frame(f) if f[36..38] == BOUND.to_be_bytes());
-            assert_eq!(f.frames.len(), usize::from(sent), "round {i}, {s:?}");
+            // A send puts two datagrams on the wire (the connected path's
+            // and the connected socket's), a datagram to the bound path or
+            // the bound socket one (its echo), one to the connected socket
+            // none.
+            let sent = match s {
+                Step::Send { .. } => 2,
+                Step::Frame(f)
+                    if f[36..38] == BOUND.to_be_bytes()
+                        || f[36..38] == SOCK_BOUND.to_be_bytes() =>
+                {
+                    1
+                }
+                _ => 0,
+            };
+            assert_eq!(f.frames.len(), sent, "round {i}, {s:?}");
         }
     }
     // Every send and every datagram of the steady exchange took the fast
@@ -449,6 +512,10 @@ fn a_steady_exchange_is_byte_identical() {
         Some([200, 200])
     );
     assert_eq!(s.path(fused.bound).unwrap().fast_hits(), Some([200, 200]));
+    for sock in [&fused.sock_bound, &fused.sock_connected] {
+        let p = fused.host.udp_path_id(sock).unwrap();
+        assert_eq!(s.path(p).unwrap().fast_hits(), Some([200, 200]));
+    }
     assert_eq!(
         modular
             .host

@@ -32,6 +32,18 @@ fn plain() -> (Host, Host) {
     hosts(a, b)
 }
 
+/// [`plain`] with modular socket paths (`HostConfig::specialize` off), for
+/// the tests that transform them themselves.
+fn modular() -> (Host, Host) {
+    let (da, db) = wire_pair(WireConfig::default());
+    let host = |cidr: &str, d| {
+        let mut c = HostConfig::parse(cidr).unwrap();
+        c.specialize = false;
+        Host::new(c, d).unwrap()
+    };
+    (host(A, da), host(B, db))
+}
+
 /// Both hosts on a simulated clock.
 struct Sim {
     a: Host,
@@ -519,7 +531,7 @@ fn inlined_connection_paths_behave_as_the_modular_ones() {
         Specialized,
     }
     let run = |form: Form, nodelay: bool, n: usize, m: usize| {
-        let mut sim = Sim::new(plain());
+        let mut sim = Sim::new(modular());
         let cfg = TcpConfig {
             nodelay,
             ..TcpConfig::default()

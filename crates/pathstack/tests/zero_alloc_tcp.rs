@@ -63,8 +63,14 @@ fn measured_bulk(
 #[test]
 fn bulk_transfer_allocates_nothing_per_segment() {
     let (wa, wb) = wire_pair(WireConfig::default());
-    let mut a = Host::new(HostConfig::parse("10.0.0.1/24").unwrap(), wa).unwrap();
-    let mut b = Host::new(HostConfig::parse("10.0.0.2/24").unwrap(), wb).unwrap();
+    // Modular first: the test takes the connection through the forms.
+    let host = |cidr: &str, d| {
+        let mut c = HostConfig::parse(cidr).unwrap();
+        c.specialize = false;
+        Host::new(c, d).unwrap()
+    };
+    let mut a = host("10.0.0.1/24", wa);
+    let mut b = host("10.0.0.2/24", wb);
     let l = b.tcp_listen("0.0.0.0:5001", 4).unwrap();
     let c = a.tcp_connect("10.0.0.2:5001").unwrap();
     let mut now = Instant::ZERO + Duration::from_millis(1);

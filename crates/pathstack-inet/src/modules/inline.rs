@@ -7,7 +7,7 @@
 //! concrete stage types (Mosberger, *Scout: A Path-Based Operating System*,
 //! 1997, §3.3.8 path optimization and §4.2.3 path-inlining).
 
-use super::fast::tcp::TcpFast;
+use super::fast::transport::TransportFast;
 use super::fast::udp::UdpFast;
 use super::{
     ArpStage, EthStage, IpStage, TcpConnStage, UdpStage, ARP_SPEC, ETH_SPEC, IP_SPEC, TCP_SPEC,
@@ -88,7 +88,7 @@ pub fn tcp_rule<Driver: Stage>(driver_type: &'static str) -> Rule {
 
 /// The specialization rule for TCP connection paths `TCP / IP / ARP / ETH
 /// / driver`, as [`tcp_rule`] names them: the stages are path-inlined and
-/// the links under TCP run in the fused fast form [`TcpFast`] (a
+/// the links under TCP run in the fused fast form [`TransportFast`] (a
 /// segment's IP and Ethernet headers written at once from a template of
 /// the peer, a received frame's checked in one pass), the rest through
 /// the inlined stages. The rule is named `specialize
@@ -101,9 +101,35 @@ pub fn tcp_rule<Driver: Stage>(driver_type: &'static str) -> Rule {
 /// assert_eq!(rule.name(), "specialize TCP/IP/ARP/ETH/WIRE");
 /// ```
 pub fn tcp_fast_rule<Driver: Stage>(driver_type: &'static str) -> Rule {
-    Rule::specialize::<(TcpConnStage, IpStage, ArpStage, EthStage, Driver), TcpFast>(
+    Rule::specialize::<(TcpConnStage, IpStage, ArpStage, EthStage, Driver), TransportFast>(
         format!("specialize TCP/IP/ARP/ETH/{driver_type}"),
         &tcp_sequence(driver_type),
+    )
+}
+
+/// The specialization rule for UDP socket paths `UDP / IP / ARP / ETH /
+/// driver` (the paths a host opens for a bound or connected socket, whose
+/// top is UDP itself): the stages are path-inlined and the links under
+/// UDP run in the fused fast form [`TransportFast`], as under a TCP
+/// connection; UDP's own stage writes and checks its header. The rule is
+/// named `specialize UDP/IP/ARP/ETH/driver`.
+///
+/// ```
+/// use pathstack_core::device::{WireStage, WIRE_SPEC};
+/// use pathstack_inet::modules::inline;
+/// let rule = inline::udp_socket_fast_rule::<WireStage>(WIRE_SPEC.name);
+/// assert_eq!(rule.name(), "specialize UDP/IP/ARP/ETH/WIRE");
+/// ```
+pub fn udp_socket_fast_rule<Driver: Stage>(driver_type: &'static str) -> Rule {
+    Rule::specialize::<(UdpStage, IpStage, ArpStage, EthStage, Driver), TransportFast>(
+        format!("specialize UDP/IP/ARP/ETH/{driver_type}"),
+        &[
+            UDP_SPEC.name,
+            IP_SPEC.name,
+            ARP_SPEC.name,
+            ETH_SPEC.name,
+            driver_type,
+        ],
     )
 }
 

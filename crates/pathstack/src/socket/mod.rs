@@ -209,6 +209,7 @@ impl Host {
             }
         })?;
         let port = chosen_port(self.stack(), path, udp).unwrap_or(port);
+        self.specialize(path);
         Ok((path, port))
     }
 

@@ -289,6 +289,7 @@ impl Host {
                 self.tcp_sockets.remove(slot);
                 continue;
             }
+            self.specialize(path);
             let peer = self.tcp_peer_addr(&s)?;
             return Ok(Some((s, peer)));
         }
@@ -330,6 +331,7 @@ impl Host {
                 .stack_mut()
                 .path_create(tcp, attrs)
                 .map_err(map_refusal)?;
+            self.specialize(path);
             let (slot, generation) = self.tcp_sockets.insert(Entry::Stream { path });
             let s = TcpStream {
                 host: self.id(),

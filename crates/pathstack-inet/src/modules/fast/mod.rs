@@ -12,5 +12,5 @@
 //! ([`pathstack_core::fused`]).
 
 pub mod link;
-pub mod tcp;
+pub mod transport;
 pub mod udp;

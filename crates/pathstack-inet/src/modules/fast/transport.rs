@@ -1,41 +1,47 @@
-//! The fast form of TCP connection paths `TCP / IP / ARP / ETH / driver`.
+//! The fast form of paths whose top is a transport that writes its own
+//! header: TCP connection paths `TCP / IP / ARP / ETH / driver` and UDP
+//! socket paths `UDP / IP / ARP / ETH / driver`.
 //!
-//! TCP is the top of its paths: the control block writes its own header
-//! from its template (`TcpTemplate`) and predicts the next segment
-//! (Jacobson's header prediction, `tcp::tcb::predict`), so what is left to
-//! fuse is below it. Down, a segment's IP and Ethernet headers are
-//! written at once from a template of the connection's peer; up, a
-//! frame's two headers are checked in one pass (unicast to us, IPv4
-//! without options, whole, TCP, our address, the header checksum) and
-//! stripped, and the segment goes to the control block. Anything else —
+//! Such a transport is the top of its paths: TCP's control block writes
+//! its header from its template (`TcpTemplate`) and predicts the next
+//! segment (Jacobson's header prediction, `tcp::tcb::predict`); a socket's
+//! UDP stage writes and checks its eight bytes. What is left to fuse is
+//! below it. Down, a message's IP and Ethernet headers are written at once
+//! from a template of the peer; up, a frame's two headers are checked in
+//! one pass (unicast to us, IPv4 without options, whole, the path's
+//! protocol, our address, the header checksum) and stripped, and the
+//! transport's stage takes the rest as it would from IP. Anything else —
 //! offloaded segments, broadcasts, options, fragments, an unresolved
 //! neighbour — runs through the stages.
 
 use super::link::{self, LinkPositions, LinkTemplate, LINK_HEADERS};
-use crate::modules::{ArpStage, EthStage, IpStage, TcpConnStage};
+use crate::modules::{ArpStage, EthStage, IpStage};
 use crate::wire::ipv4::MIN_HEADER_LEN;
 use pathstack_core::fused::{FastCx, FastForm};
 use pathstack_core::{Msg, Stage};
 
-/// Path positions of the covered stages (0 is TCP, 4 the driver).
+/// Path positions of the covered stages (0 is the transport, 4 the driver).
 const AT: LinkPositions = LinkPositions { ip: 1, arp: 2 };
 
-/// The fused fast form of the links under a TCP connection.
-pub struct TcpFast;
+/// The fused fast form of the links under a transport that writes its own
+/// header (a TCP connection, a UDP socket).
+pub struct TransportFast;
 
-/// What [`TcpFast`] keeps per path: the link template for the peer.
+/// What [`TransportFast`] keeps per path: the link template for the peer.
 #[derive(Default)]
-pub struct TcpFastState {
+pub struct TransportFastState {
     link: Option<LinkTemplate>,
 }
 
-impl<Driver: Stage> FastForm<(TcpConnStage, IpStage, ArpStage, EthStage, Driver)> for TcpFast {
-    type State = TcpFastState;
+impl<Top: Stage, Driver: Stage> FastForm<(Top, IpStage, ArpStage, EthStage, Driver)>
+    for TransportFast
+{
+    type State = TransportFastState;
 
     #[inline(always)]
     fn send(
-        stages: &mut (TcpConnStage, IpStage, ArpStage, EthStage, Driver),
-        state: &mut TcpFastState,
+        stages: &mut (Top, IpStage, ArpStage, EthStage, Driver),
+        state: &mut TransportFastState,
         msg: &mut Msg,
         cx: &mut FastCx,
     ) -> bool {
@@ -67,13 +73,13 @@ impl<Driver: Stage> FastForm<(TcpConnStage, IpStage, ArpStage, EthStage, Driver)
 
     #[inline(always)]
     fn receive(
-        stages: &mut (TcpConnStage, IpStage, ArpStage, EthStage, Driver),
-        _state: &mut TcpFastState,
+        stages: &mut (Top, IpStage, ArpStage, EthStage, Driver),
+        _state: &mut TransportFastState,
         msg: &mut Msg,
         _cx: &mut FastCx,
     ) -> bool {
         let (_, ip, _, eth, _) = stages;
-        // A frame the classifier matched to this connection.
+        // A frame the classifier matched to this path.
         if !msg.anno().classified() {
             return false;
         }
