@@ -99,10 +99,13 @@ mod tcp_services;
 use clap::Parser;
 use pathstack::core::attrs::keys::{AddrPart, Participants, PARTICIPANTS, PASSIVE_OPEN};
 use pathstack::core::attrs::Attrs;
-use pathstack::core::synthetic::EchoStage;
+use pathstack::core::device::{WireStage, WIRE_SPEC};
+use pathstack::core::synthetic::{EchoStage, ECHO_SPEC};
 use pathstack::core::{Dir, PathId, Stack};
+use pathstack::devices::lance::{LanceStage, LANCE_SPEC};
 use pathstack::devices::{PcapCapture, TapDevice, TapOptions, WaitMode};
 use pathstack::host::{Host, HostConfig};
+use pathstack::inet::modules::inline;
 use pathstack::inet::modules::{ArpModule, IpModule};
 use pathstack::inet::MacAddr;
 use pathstack::nic::Nic;
@@ -160,6 +163,10 @@ struct Args {
     /// Never sleep: poll the device, yielding the CPU between empty polls.
     #[arg(long)]
     busy_poll: bool,
+    /// Run the sockets' and services' paths modular instead of specialized
+    /// (`HostConfig::specialize`), for comparison.
+    #[arg(long)]
+    modular: bool,
     /// TAP offloads (checksum and TCP segmentation offload both ways, as
     /// far as the kernel accepts them): on or off (the default).
     #[arg(long, value_name = "on|off", default_value = "off", value_parser = on_off, action = clap::ArgAction::Set)]
@@ -266,6 +273,7 @@ fn run(args: Args) -> Result<ExitCode, BoxError> {
     cfg.mac = Some(MacAddr(tap.mac()));
     cfg.nic = args.nic;
     cfg.rpc = args.rpc;
+    cfg.specialize = !args.modular;
     // The CPU column is what --stats is mostly for; without it the clock
     // reads are not worth their cost.
     cfg.account_cpu = args.stats.is_some();
@@ -309,7 +317,7 @@ fn run(args: Args) -> Result<ExitCode, BoxError> {
         println!("udp services: off");
         None
     } else {
-        let s = UdpServices::open(host.stack_mut())?;
+        let s = UdpServices::open(&mut host, args.nic)?;
         println!(
             "udp services: echo on port {ECHO_PORT} (path #{}), discard on port {DISCARD_PORT} (path #{})",
             s.echo.index(),
@@ -1128,7 +1136,11 @@ struct UdpServices {
 }
 
 impl UdpServices {
-    fn open(stack: &mut Stack) -> Result<UdpServices, Box<dyn std::error::Error>> {
+    /// Opens the echo and discard paths; specialized as the host's
+    /// sockets are, unless the host runs modular paths.
+    fn open(host: &mut Host, nic: Nic) -> Result<UdpServices, Box<dyn std::error::Error>> {
+        let specialize = host.specializes();
+        let stack = host.stack_mut();
         let bound = |port| {
             Attrs::new().with(&PASSIVE_OPEN, true).with(
                 &PARTICIPANTS,
@@ -1144,6 +1156,22 @@ impl UdpServices {
         let udp = stack.module_id("udp").ok_or("the host graph has no UDP")?;
         let echo = stack.path_create(echo_module, bound(ECHO_PORT))?;
         let discard = stack.path_create(udp, bound(DISCARD_PORT))?;
+        if specialize {
+            // The echo is an application module above UDP: its rule names
+            // ECHO and the driver under ETH. The discard path is a socket
+            // path, which the host's own rules cover.
+            stack.add_rule(match nic {
+                Nic::Device => {
+                    inline::udp_fast_rule::<EchoStage, WireStage>(ECHO_SPEC.name, WIRE_SPEC.name)
+                }
+                Nic::Lance(_) => {
+                    inline::udp_fast_rule::<EchoStage, LanceStage>(ECHO_SPEC.name, LANCE_SPEC.name)
+                }
+            });
+            for p in [echo, discard] {
+                stack.path_optimize(p)?;
+            }
+        }
         Ok(UdpServices { echo, discard })
     }
 
