@@ -41,18 +41,18 @@
 //! saved 19.1%); over IP from 8,560 inlined to 6,635, against 9,261
 //! modular.
 
-use super::bid::{BidStage, BID_SPEC};
-use super::blast::{BlastStage, BLAST_SPEC};
-use super::chan::{ChanStage, CHAN_SPEC};
-use super::fast::eth::RpcEthFast;
-use super::fast::ip::RpcIpFast;
-use super::mselect::{MselectStage, MSELECT_SPEC};
+use super::bid::BID_SPEC;
+use super::blast::BLAST_SPEC;
+use super::chan::CHAN_SPEC;
+use super::fast::eth::{RpcEthFast, Stages as EthStages};
+use super::fast::ip::{RpcIpFast, Stages as IpStages};
+use super::mselect::MSELECT_SPEC;
 use super::rpc::{RpcClientStage, RpcServerStage, RPC_SPEC};
-use super::vchan::{VchanStage, VCHAN_SPEC};
+use super::vchan::VCHAN_SPEC;
 use super::RpcNet;
 use pathstack_core::rules::Rule;
 use pathstack_core::Stage;
-use pathstack_inet::modules::{ArpStage, EthStage, IpStage, ARP_SPEC, ETH_SPEC, IP_SPEC};
+use pathstack_inet::modules::{ARP_SPEC, ETH_SPEC, IP_SPEC};
 
 /// The module sequence of an RPC path over `net` ending in `driver_type`.
 fn sequence(net: RpcNet, driver_type: &'static str) -> Vec<&'static str> {
@@ -77,28 +77,8 @@ fn rule<Top: Stage, Driver: Stage>(net: RpcNet, driver_type: &'static str, role:
     let seq = sequence(net, driver_type);
     let name = format!("inline RPC {role} {}", seq.join("/"));
     match net {
-        RpcNet::Eth => Rule::inline::<(
-            Top,
-            MselectStage,
-            VchanStage,
-            ChanStage,
-            BidStage,
-            BlastStage,
-            EthStage,
-            Driver,
-        )>(name, &seq),
-        RpcNet::Ip => Rule::inline::<(
-            Top,
-            MselectStage,
-            VchanStage,
-            ChanStage,
-            BidStage,
-            BlastStage,
-            IpStage,
-            ArpStage,
-            EthStage,
-            Driver,
-        )>(name, &seq),
+        RpcNet::Eth => Rule::inline::<EthStages<Top, Driver>>(name, &seq),
+        RpcNet::Ip => Rule::inline::<IpStages<Top, Driver>>(name, &seq),
     }
 }
 
@@ -149,34 +129,8 @@ fn fast_rule<Top: Stage, Driver: Stage>(
     let seq = sequence(net, driver_type);
     let name = format!("specialize RPC {role} {}", seq.join("/"));
     match net {
-        RpcNet::Eth => Rule::specialize::<
-            (
-                Top,
-                MselectStage,
-                VchanStage,
-                ChanStage,
-                BidStage,
-                BlastStage,
-                EthStage,
-                Driver,
-            ),
-            RpcEthFast,
-        >(name, &seq),
-        RpcNet::Ip => Rule::specialize::<
-            (
-                Top,
-                MselectStage,
-                VchanStage,
-                ChanStage,
-                BidStage,
-                BlastStage,
-                IpStage,
-                ArpStage,
-                EthStage,
-                Driver,
-            ),
-            RpcIpFast,
-        >(name, &seq),
+        RpcNet::Eth => Rule::specialize::<EthStages<Top, Driver>, RpcEthFast>(name, &seq),
+        RpcNet::Ip => Rule::specialize::<IpStages<Top, Driver>, RpcIpFast>(name, &seq),
     }
 }
 

@@ -21,8 +21,8 @@ use pathstack_inet::{InetAnno, MacAddr};
 /// Header bytes of a short RPC message over Ethernet.
 const HEADERS: usize = eth::HEADER_LEN + ABOVE;
 
-/// The stages of an RPC path over Ethernet.
-type Stages<Top, Driver> = (
+/// The stages of an RPC path over Ethernet (also the inlining rule's).
+pub(crate) type Stages<Top, Driver> = (
     Top,
     MselectStage,
     VchanStage,

@@ -26,8 +26,8 @@ const HEADERS: usize = LINK_HEADERS + ABOVE;
 /// Path positions of IP and ARP (0 is RPC, 9 the driver).
 const AT: LinkPositions = LinkPositions { ip: 6, arp: 7 };
 
-/// The stages of an RPC path over IP.
-type Stages<Top, Driver> = (
+/// The stages of an RPC path over IP (also the inlining rule's).
+pub(crate) type Stages<Top, Driver> = (
     Top,
     MselectStage,
     VchanStage,
