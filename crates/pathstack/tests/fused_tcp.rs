@@ -39,6 +39,10 @@ use pathstack::inet::MacAddr;
 use pathstack::socket::TcpStream;
 use proptest::prelude::*;
 
+#[path = "support/frames.rs"]
+mod frames;
+use frames::{checksum, ipv4_frame};
+
 const US: [u8; 4] = [10, 0, 0, 1];
 const PEER: [u8; 4] = [10, 0, 0, 2];
 const OTHER: [u8; 4] = [10, 0, 0, 3];
@@ -458,26 +462,6 @@ struct Peer {
     snd_una: u32,
 }
 
-fn checksum(parts: &[&[u8]]) -> u16 {
-    let mut sum = 0u32;
-    let mut odd: Option<u8> = None;
-    for p in parts {
-        for &b in *p {
-            match odd.take() {
-                Some(hi) => sum += u32::from(u16::from_be_bytes([hi, b])),
-                None => odd = Some(b),
-            }
-        }
-    }
-    if let Some(hi) = odd {
-        sum += u32::from(u16::from_be_bytes([hi, 0]));
-    }
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    !(sum as u16)
-}
-
 /// An ARP reply (RFC 826) telling us that `ip` is at `mac`.
 fn arp_reply(mac: [u8; 6], ip: [u8; 4]) -> Vec<u8> {
     arp(2, MAC_US, mac, ip)
@@ -486,16 +470,7 @@ fn arp_reply(mac: [u8; 6], ip: [u8; 4]) -> Vec<u8> {
 /// An ARP packet (RFC 826, `op` 1 request, 2 reply) from `ip` at `mac`,
 /// to `dst_mac`, asking for or answering us.
 fn arp(op: u8, dst_mac: [u8; 6], mac: [u8; 6], ip: [u8; 4]) -> Vec<u8> {
-    let mut f = Vec::new();
-    f.extend_from_slice(&dst_mac);
-    f.extend_from_slice(&mac);
-    f.extend_from_slice(&[0x08, 0x06, 0, 1, 0x08, 0x00, 6, 4, 0, op]);
-    f.extend_from_slice(&mac);
-    f.extend_from_slice(&ip);
-    f.extend_from_slice(if op == 1 { &[0; 6] } else { &MAC_US });
-    f.extend_from_slice(&US);
-    f.resize(60, 0);
-    f
+    frames::arp(op, dst_mac, mac, ip, MAC_US, US)
 }
 
 /// A TCP segment from the peer as the wire would carry it, then
@@ -590,15 +565,7 @@ fn tcp_frame(
         Mutation::DstMac(m) => *m,
         _ => MAC_US,
     };
-    let mut f = Vec::new();
-    f.extend_from_slice(&dst_mac);
-    f.extend_from_slice(&src_mac);
-    f.extend_from_slice(&[0x08, 0x00]);
-    f.extend_from_slice(&ip);
-    f.extend_from_slice(&tcp);
-    if f.len() < 60 {
-        f.resize(60, 0);
-    }
+    let mut f = ipv4_frame(dst_mac, src_mac, &ip, &tcp);
     match mutation {
         Mutation::Flip { at, xor } => {
             let i = at % f.len();
@@ -845,13 +812,7 @@ impl Peer {
         ip[2..4].copy_from_slice(&((20 + icmp.len()) as u16).to_be_bytes());
         let c = checksum(&[&ip]);
         ip[10..12].copy_from_slice(&c.to_be_bytes());
-        let mut f = MAC_US.to_vec();
-        f.extend_from_slice(&self.mac);
-        f.extend_from_slice(&[0x08, 0x00]);
-        f.extend_from_slice(&ip);
-        f.extend_from_slice(&icmp);
-        f.resize(f.len().max(60), 0);
-        f
+        ipv4_frame(MAC_US, self.mac, &ip, &icmp)
     }
 
     /// The peer's state after `step` went to the hosts.

@@ -26,6 +26,10 @@ use pathstack::inet::MacAddr;
 use pathstack::socket::UdpSocket;
 use proptest::prelude::*;
 
+#[path = "support/frames.rs"]
+mod frames;
+use frames::{checksum, ipv4_frame};
+
 const US: [u8; 4] = [10, 0, 0, 1];
 const PEER: [u8; 4] = [10, 0, 0, 2];
 const OTHER: [u8; 4] = [10, 0, 0, 3];
@@ -255,19 +259,6 @@ enum Mutation {
     Ttl(u8),
 }
 
-fn checksum(parts: &[&[u8]]) -> u16 {
-    let mut sum = 0u32;
-    for p in parts {
-        for w in p.chunks(2) {
-            sum += u32::from(u16::from_be_bytes([w[0], *w.get(1).unwrap_or(&0)]));
-        }
-    }
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    !(sum as u16)
-}
-
 /// A UDP datagram from `src` to us as the wire would carry it, then
 /// `mutation`.
 fn frame(
@@ -328,15 +319,7 @@ fn frame(
         Mutation::DstMac(m) => *m,
         _ => MAC_US,
     };
-    let mut f = Vec::new();
-    f.extend_from_slice(&dst_mac);
-    f.extend_from_slice(&src_mac);
-    f.extend_from_slice(&[0x08, 0x00]);
-    f.extend_from_slice(&ip);
-    f.extend_from_slice(&udp);
-    if f.len() < 60 {
-        f.resize(60, 0);
-    }
+    let mut f = ipv4_frame(dst_mac, src_mac, &ip, &udp);
     match mutation {
         Mutation::Flip { at, xor } => {
             let i = at % f.len();
@@ -351,16 +334,7 @@ fn frame(
 
 /// An ARP reply (RFC 826) telling us that `ip` is at `mac`.
 fn arp_reply(mac: [u8; 6], ip: [u8; 4]) -> Vec<u8> {
-    let mut f = Vec::new();
-    f.extend_from_slice(&MAC_US);
-    f.extend_from_slice(&mac);
-    f.extend_from_slice(&[0x08, 0x06, 0, 1, 0x08, 0x00, 6, 4, 0, 2]);
-    f.extend_from_slice(&mac);
-    f.extend_from_slice(&ip);
-    f.extend_from_slice(&MAC_US);
-    f.extend_from_slice(&US);
-    f.resize(60, 0);
-    f
+    frames::arp(2, MAC_US, mac, ip, MAC_US, US)
 }
 
 fn mutation() -> impl Strategy<Value = Mutation> {
