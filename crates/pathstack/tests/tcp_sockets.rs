@@ -219,6 +219,40 @@ fn transfer_with(
     (c, s)
 }
 
+/// A host specializes its connections by default (`HostConfig::specialize`):
+/// the connecting end's path and the accepted one's run the fused fast form
+/// of the links under TCP, and a transfer goes through it.
+#[test]
+fn a_host_specializes_its_connections_by_default() {
+    let mut sim = Sim::new(plain());
+    assert!(sim.a.specializes() && sim.b.specializes());
+    let mut paths = Vec::new();
+    let (c, s) = transfer_with(
+        &mut sim,
+        TcpConfig::default(),
+        200_000,
+        50_000,
+        Duration::from_secs(60),
+        |sim, c, s| {
+            for (h, st) in [(&sim.a, c), (&sim.b, s)] {
+                let path = h.tcp_path_id(st).unwrap();
+                assert!(h.stack().path(path).unwrap().is_specialized());
+                paths.push(path);
+            }
+        },
+    );
+    for (h, path, st) in [(&sim.a, paths[0], &c), (&sim.b, paths[1], &s)] {
+        let [down, up] = h.stack().path(path).unwrap().fast_hits().unwrap();
+        let stats = h.tcp_stats(st).unwrap();
+        // Nearly every segment after the handshake, both ways.
+        assert!(
+            down + 4 >= stats.segs_out && down > 0,
+            "{down} of {stats:?}"
+        );
+        assert!(up + 4 >= stats.segs_in && up > 0, "{up} of {stats:?}");
+    }
+}
+
 #[test]
 fn connect_to_a_closed_port_is_refused() {
     let mut sim = Sim::new(plain());
