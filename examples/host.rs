@@ -317,7 +317,7 @@ fn run(args: Args) -> Result<ExitCode, BoxError> {
         println!("udp services: off");
         None
     } else {
-        let s = UdpServices::open(&mut host, args.nic)?;
+        let s = UdpServices::open(&mut host)?;
         println!(
             "udp services: echo on port {ECHO_PORT} (path #{}), discard on port {DISCARD_PORT} (path #{})",
             s.echo.index(),
@@ -1138,7 +1138,7 @@ struct UdpServices {
 impl UdpServices {
     /// Opens the echo and discard paths; specialized as the host's
     /// sockets are, unless the host runs modular paths.
-    fn open(host: &mut Host, nic: Nic) -> Result<UdpServices, Box<dyn std::error::Error>> {
+    fn open(host: &mut Host) -> Result<UdpServices, Box<dyn std::error::Error>> {
         let specialize = host.specializes();
         let stack = host.stack_mut();
         let bound = |port| {
@@ -1157,17 +1157,18 @@ impl UdpServices {
         let echo = stack.path_create(echo_module, bound(ECHO_PORT))?;
         let discard = stack.path_create(udp, bound(DISCARD_PORT))?;
         if specialize {
-            // The echo is an application module above UDP: its rule names
-            // ECHO and the driver under ETH. The discard path is a socket
-            // path, which the host's own rules cover.
-            stack.add_rule(match nic {
-                Nic::Device => {
-                    inline::udp_fast_rule::<EchoStage, WireStage>(ECHO_SPEC.name, WIRE_SPEC.name)
-                }
-                Nic::Lance(_) => {
-                    inline::udp_fast_rule::<EchoStage, LanceStage>(ECHO_SPEC.name, LANCE_SPEC.name)
-                }
-            });
+            // The echo is an application module above UDP: its rules name
+            // ECHO and either driver under ETH (a rule applies only to a
+            // path of its own module sequence). The discard path is a
+            // socket path, which the host's own rules cover.
+            stack.add_rule(inline::udp_fast_rule::<EchoStage, WireStage>(
+                ECHO_SPEC.name,
+                WIRE_SPEC.name,
+            ));
+            stack.add_rule(inline::udp_fast_rule::<EchoStage, LanceStage>(
+                ECHO_SPEC.name,
+                LANCE_SPEC.name,
+            ));
             for p in [echo, discard] {
                 stack.path_optimize(p)?;
             }

@@ -99,8 +99,33 @@ pub trait Exec: Send {
     }
     /// Calls the stage at `pos` (LDLP calls stages one at a time).
     fn process_at(&mut self, pos: usize, dir: Dir, msg: &mut Msg, env: &mut Env<'_>) -> Verdict;
-    /// Runs a message through the stages from `pos` (per-message scheduling).
-    fn run(&mut self, pos: usize, dir: Dir, msg: &mut Msg, env: &mut Env<'_>) -> Fate;
+    /// Runs a message through the stages from `pos` until it leaves, is
+    /// kept, dropped or turned around.
+    fn run_once(&mut self, pos: usize, dir: Dir, msg: &mut Msg, env: &mut Env<'_>) -> Fate;
+    /// Runs a message through the stages from `pos` (per-message
+    /// scheduling); a message a stage turns around (an echo, an ACK built
+    /// in place) goes on at once from the stage's neighbour when it would
+    /// be the next follow-up anyway ([`Env::may_turn_in_place`]), without
+    /// a second pass through the run loop. It is no longer the message the
+    /// classifier matched.
+    #[inline(always)]
+    fn run(&mut self, mut pos: usize, mut dir: Dir, msg: &mut Msg, env: &mut Env<'_>) -> Fate {
+        let len = self.len();
+        loop {
+            let fate = self.run_once(pos, dir, msg, env);
+            let Fate::Turned { from, dir: d } = fate else {
+                return fate;
+            };
+            msg.anno_mut().set_classified(false);
+            if !env.may_turn_in_place() {
+                return fate;
+            }
+            match step(from, d, len) {
+                Some(p) => (pos, dir) = (p, d),
+                None => return Fate::Out(d),
+            }
+        }
+    }
     /// The stage at `pos`.
     fn stage(&self, pos: usize) -> Option<&dyn Stage>;
     /// The stage at `pos`, writable (establish, destroy, timers).
@@ -174,7 +199,8 @@ impl Exec for DynExec {
             None => Verdict::Drop(CoreDropReason::BadPosition.into()),
         }
     }
-    fn run(&mut self, pos: usize, dir: Dir, msg: &mut Msg, env: &mut Env<'_>) -> Fate {
+    #[inline(always)]
+    fn run_once(&mut self, pos: usize, dir: Dir, msg: &mut Msg, env: &mut Env<'_>) -> Fate {
         traverse(self, pos, dir, msg, env)
     }
     fn stage(&self, pos: usize) -> Option<&dyn Stage> {
@@ -250,8 +276,8 @@ fn downcast<S: Stage>(b: Box<dyn Stage>) -> S {
     }
 }
 
-/// One stage of an unrolled traversal ([`Inlined`]'s `run`): calls stage
-/// `$idx` in direction `$dir` unless it passes, and returns from `run` with
+/// One stage of an unrolled traversal ([`Inlined`]'s `run_once`): calls
+/// stage `$idx` in direction `$dir` unless it passes, and returns with
 /// the fate unless the message goes on to the next stage.
 macro_rules! inlined_step {
     ($self:ident, $idx:tt, $dir:expr, $msg:ident, $env:ident) => {
@@ -310,7 +336,8 @@ macro_rules! inlined {
             /// Same fates as [`traverse`].
             // `pos >= 0` is the last step of every upward sequence.
             #[allow(unused_comparisons)]
-            fn run(&mut self, pos: usize, dir: Dir, msg: &mut Msg, env: &mut Env<'_>) -> Fate {
+            #[inline(always)]
+            fn run_once(&mut self, pos: usize, dir: Dir, msg: &mut Msg, env: &mut Env<'_>) -> Fate {
                 if pos >= $len {
                     return Fate::Dropped(CoreDropReason::BadPosition.into());
                 }

@@ -23,7 +23,7 @@
 //! every application and device above and below it (it is generic over
 //! their stage types, and monomorphized for each).
 
-use crate::exec::{step, Exec, Fate, Inlined, StageTuple};
+use crate::exec::{Exec, Fate, Inlined, StageTuple};
 use crate::ids::Dir;
 use crate::msg::Msg;
 use crate::runtime::Env;
@@ -139,25 +139,47 @@ where
         self.inner.process_at(pos, dir, msg, env)
     }
 
-    /// Runs the message and, when a stage turns it around while nothing
-    /// else waits ([`Env::may_turn_in_place`]), goes on with it at once —
-    /// an echo or an ACK built in place leaves by the fast form without a
-    /// second trip through the run loop. The run loop applies the same
-    /// rule to the other executors.
-    fn run(&mut self, mut pos: usize, mut dir: Dir, msg: &mut Msg, env: &mut Env<'_>) -> Fate {
-        loop {
-            match self.run_once(pos, dir, msg, env) {
-                Fate::Turned { from, dir: d } if env.may_turn_in_place() => {
-                    // Turned around, it is no longer the message the
-                    // classifier matched.
-                    msg.anno_mut().set_classified(false);
-                    match step(from, d, T::LEN) {
-                        Some(p) => (pos, dir) = (p, d),
-                        None => return Fate::Out(d),
+    /// One run from `pos` in `dir` to the message's fate: the fast form
+    /// where it applies, the inlined stages otherwise. (`Exec::run` goes
+    /// on with a turned message, so an echo leaves by the fast form too.)
+    #[inline(always)]
+    fn run_once(&mut self, pos: usize, dir: Dir, msg: &mut Msg, env: &mut Env<'_>) -> Fate {
+        let last = T::LEN - 1;
+        match dir {
+            Dir::Down if pos <= 1 && last >= 2 => {
+                if pos == 0 {
+                    if let Some(fate) = self.call(0, Dir::Down, msg, env) {
+                        return fate;
                     }
                 }
-                fate => return fate,
+                let fused = F::send(
+                    self.inner.stages_mut(),
+                    &mut self.state,
+                    msg,
+                    &mut FastCx { env: &mut *env },
+                );
+                if !fused {
+                    return self.inner.run_once(1, Dir::Down, msg, env);
+                }
+                self.hits[Dir::Down.index()] += 1;
+                self.call(last, Dir::Down, msg, env)
+                    .unwrap_or(Fate::Out(Dir::Down))
             }
+            Dir::Up if pos == last && last >= 2 && self.fuse_up => {
+                let fused = F::receive(
+                    self.inner.stages_mut(),
+                    &mut self.state,
+                    msg,
+                    &mut FastCx { env: &mut *env },
+                );
+                if !fused {
+                    return self.inner.run_once(pos, Dir::Up, msg, env);
+                }
+                self.hits[Dir::Up.index()] += 1;
+                self.call(0, Dir::Up, msg, env)
+                    .unwrap_or(Fate::Out(Dir::Up))
+            }
+            _ => self.inner.run_once(pos, dir, msg, env),
         }
     }
 
@@ -179,55 +201,5 @@ where
 
     fn fast_hits(&self) -> Option<[u64; 2]> {
         Some(self.hits)
-    }
-}
-
-impl<T, F> Specialized<T, F>
-where
-    T: StageTuple,
-    F: FastForm<T>,
-    Inlined<T>: Exec,
-{
-    /// One run from `pos` in `dir` to the message's fate: the fast form
-    /// where it applies, the inlined stages otherwise.
-    #[inline(always)]
-    fn run_once(&mut self, pos: usize, dir: Dir, msg: &mut Msg, env: &mut Env<'_>) -> Fate {
-        let last = T::LEN - 1;
-        match dir {
-            Dir::Down if pos <= 1 && last >= 2 => {
-                if pos == 0 {
-                    if let Some(fate) = self.call(0, Dir::Down, msg, env) {
-                        return fate;
-                    }
-                }
-                let fused = F::send(
-                    self.inner.stages_mut(),
-                    &mut self.state,
-                    msg,
-                    &mut FastCx { env: &mut *env },
-                );
-                if !fused {
-                    return self.inner.run(1, Dir::Down, msg, env);
-                }
-                self.hits[Dir::Down.index()] += 1;
-                self.call(last, Dir::Down, msg, env)
-                    .unwrap_or(Fate::Out(Dir::Down))
-            }
-            Dir::Up if pos == last && last >= 2 && self.fuse_up => {
-                let fused = F::receive(
-                    self.inner.stages_mut(),
-                    &mut self.state,
-                    msg,
-                    &mut FastCx { env: &mut *env },
-                );
-                if !fused {
-                    return self.inner.run(pos, Dir::Up, msg, env);
-                }
-                self.hits[Dir::Up.index()] += 1;
-                self.call(0, Dir::Up, msg, env)
-                    .unwrap_or(Fate::Out(Dir::Up))
-            }
-            _ => self.inner.run(pos, dir, msg, env),
-        }
     }
 }

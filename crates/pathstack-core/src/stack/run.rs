@@ -228,7 +228,7 @@ impl Stack {
                 start = resolve_after(path, m, dir);
             }
             let len = path.len();
-            let mut pos = match start {
+            let pos = match start {
                 Start::End => {
                     let queue_first = !dequeued || hop > 0;
                     if queue_first && (path.queued[dir.index()] || !direct) {
@@ -255,33 +255,16 @@ impl Stack {
                 Start::After(p) => step(p, dir, len),
                 Start::AfterModule(_) => unreachable!("resolved above"),
             };
-            // Through the stages; a message turned around goes on in place
-            // when it would be the next follow-up anyway.
-            let fate = loop {
-                let Some(p) = pos else {
-                    break Fate::Out(dir);
-                };
-                let fate = {
+            // Through the stages; the executor goes on with a message
+            // turned around when it would be the next follow-up anyway
+            // (`Exec::run`), so a `Turned` fate here waits its turn.
+            let fate = match pos {
+                None => Fate::Out(dir),
+                Some(p) => {
                     let (exec, mut env, _) =
                         path.split(now, &mut self.modules, &mut self.shared, origin);
-                    // A specialized executor continues a turned message
-                    // itself, by the rule below.
                     env.turn_in_place = turn_in_place;
                     exec.run(p, dir, msg, &mut env)
-                };
-                if let Fate::Turned { .. } = fate {
-                    // Turned around, it is no longer the message the
-                    // classifier matched.
-                    msg.anno_mut().set_classified(false);
-                }
-                match fate {
-                    Fate::Turned { from, dir: d }
-                        if self.shared.follow_ups.is_empty() && self.work.is_empty() =>
-                    {
-                        dir = d;
-                        pos = step(from, d, len);
-                    }
-                    other => break other,
                 }
             };
             match fate {
@@ -766,17 +749,7 @@ impl Stack {
             let Some(mut f) = self.shared.follow_ups.pop() else {
                 break;
             };
-            self.run(
-                Trip {
-                    path: f.path,
-                    start: f.start,
-                    dir: f.dir,
-                    origin: f.origin,
-                    dequeued: false,
-                    fresh: false,
-                },
-                &mut f.msg,
-            );
+            self.run_follow_up(&mut f);
         }
         if self.shared.follow_ups.is_empty() {
             return;
@@ -793,17 +766,7 @@ impl Stack {
         while let Some(mut f) = work.pop_front() {
             let origin = f.origin;
             std::mem::swap(&mut self.work, &mut work);
-            self.run(
-                Trip {
-                    path: f.path,
-                    start: f.start,
-                    dir: f.dir,
-                    origin,
-                    dequeued: false,
-                    fresh: false,
-                },
-                &mut f.msg,
-            );
+            self.run_follow_up(&mut f);
             std::mem::swap(&mut self.work, &mut work);
             if !self.shared.follow_ups.is_empty() {
                 let at = work
@@ -816,6 +779,20 @@ impl Stack {
             }
         }
         self.work = work;
+    }
+
+    /// Runs follow-up `f` from where it was handed on.
+    #[inline(always)]
+    fn run_follow_up(&mut self, f: &mut FollowUp) {
+        let trip = Trip {
+            path: f.path,
+            start: f.start,
+            dir: f.dir,
+            origin: f.origin,
+            dequeued: false,
+            fresh: false,
+        };
+        self.run(trip, &mut f.msg);
     }
 }
 

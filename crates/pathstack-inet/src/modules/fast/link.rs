@@ -162,6 +162,19 @@ pub fn ident_ttl(ip: &IpStage, msg: &Msg, cx: &mut FastCx, at: LinkPositions) ->
 /// and `ARP` would have written.
 #[inline(always)]
 pub fn finish(msg: &mut Msg, hop: &Hop, pad: usize) -> bool {
+    if !pad_frame(msg, pad) {
+        return false;
+    }
+    let a = msg.anno_mut();
+    a.set_next_hop(hop.next_hop);
+    a.set_link_dst(hop.mac.0);
+    true
+}
+
+/// Appends the `pad` zero bytes [`room`] asked for (false only when the
+/// room it checked is not there).
+#[inline(always)]
+pub fn pad_frame(msg: &mut Msg, pad: usize) -> bool {
     if pad > 0 {
         match msg.append(pad) {
             Ok(tail) => tail.fill(0),
@@ -169,9 +182,6 @@ pub fn finish(msg: &mut Msg, hop: &Hop, pad: usize) -> bool {
             Err(_) => return false,
         }
     }
-    let a = msg.anno_mut();
-    a.set_next_hop(hop.next_hop);
-    a.set_link_dst(hop.mac.0);
     true
 }
 

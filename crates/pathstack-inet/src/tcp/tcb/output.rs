@@ -475,14 +475,40 @@ impl Tcb {
             gso_size,
         });
         if ok {
-            self.stats.segs_out += 1;
-            if data_len > 0 {
-                self.stats.data_segs_out += 1;
-            }
-            self.last_send = now;
-            self.after_ack_sent();
+            self.after_segment_sent(now, data_len);
         }
         ok
+    }
+
+    /// A segment with `data_len` octets of data (and an ACK) went out:
+    /// the counters, the idle clock and the delayed-ACK state.
+    pub(super) fn after_segment_sent(&mut self, now: Instant, data_len: usize) {
+        self.stats.segs_out += 1;
+        if data_len > 0 {
+            self.stats.data_segs_out += 1;
+        }
+        self.last_send = now;
+        self.after_ack_sent();
+    }
+
+    /// An ACK-carrying header at `seq` without SACK blocks: window and
+    /// timestamps (what [`ack_repr`](Self::ack_repr) sends while nothing
+    /// is held out of order).
+    #[inline(always)]
+    pub(super) fn plain_ack_repr(
+        &mut self,
+        now: Instant,
+        seq: SeqNumber,
+        flags: TcpFlags,
+    ) -> TcpRepr {
+        // (The options are written in place: `repr` leaves them empty.)
+        let mut r = self.repr(seq, flags, 0);
+        r.window = self.rcv.window_field();
+        if self.ts_ok {
+            r.options.timestamps = Some((self.ts_now(now), self.ts_recent));
+        }
+        self.last_ack_sent = self.rcv_nxt();
+        r
     }
 
     /// An ACK-carrying header at `seq`: window, timestamps and SACK blocks.
@@ -493,12 +519,7 @@ impl Tcb {
         flags: TcpFlags,
         data_len: usize,
     ) -> TcpRepr {
-        // (The options are written in place: `repr` leaves them empty.)
-        let mut r = self.repr(seq, flags, 0);
-        r.window = self.rcv.window_field();
-        if self.ts_ok {
-            r.options.timestamps = Some((self.ts_now(now), self.ts_recent));
-        }
+        let mut r = self.plain_ack_repr(now, seq, flags);
         // With nothing held out of order and no D-SACK pending there are
         // no blocks to report (nor a D-SACK to take): the common case.
         if self.sack_ok && self.rcv.pending_sack_blocks() > 0 {
@@ -512,7 +533,6 @@ impl Tcb {
             let n = self.rcv.sack_blocks_within(&mut blocks, max_blocks);
             r.options.set_sack_blocks(&blocks[..n]);
         }
-        self.last_ack_sent = self.rcv_nxt();
         r
     }
 
@@ -563,7 +583,7 @@ impl Tcb {
     }
 
     /// An ACK went out: the delayed-ACK state is reset.
-    pub(super) fn after_ack_sent(&mut self) {
+    fn after_ack_sent(&mut self) {
         self.ack_due = false;
         self.unacked_bytes = 0;
         self.delack_at = None;

@@ -104,13 +104,8 @@ impl Tcb {
         seg: NextSeg,
         emit: &mut dyn FnMut(OutSegment<'_>) -> bool,
     ) -> usize {
-        // `ack_repr` for a segment without SACK blocks.
-        let mut repr = self.repr(seg.start, TcpFlags::ACK | TcpFlags::PSH, 0);
-        repr.window = self.rcv.window_field();
-        if self.ts_ok {
-            repr.options.timestamps = Some((self.ts_now(now), self.ts_recent));
-        }
-        self.last_ack_sent = self.rcv_nxt();
+        // No SACK blocks to carry (`predicted_send` checked).
+        let repr = self.plain_ack_repr(now, seg.start, TcpFlags::ACK | TcpFlags::PSH);
         let una = self.snd.una();
         let (a, b) = self.snd.peek((seg.start - una) as usize, seg.len as usize);
         if !emit(OutSegment {
@@ -121,11 +116,8 @@ impl Tcb {
         }) {
             return 0;
         }
-        self.stats.segs_out += 1;
-        self.stats.data_segs_out += 1;
+        self.after_segment_sent(now, seg.len as usize);
         self.stats.predicted_sends += 1;
-        self.last_send = now;
-        self.after_ack_sent();
         if seg.len < self.smss {
             self.snd_sml = seg.start + seg.len;
         }

@@ -75,14 +75,7 @@ impl<Top: Stage, Driver: Stage> FastForm<Stages<Top, Driver>> for RpcEthFast {
         // Always room: the slice is the header's length.
         let _ = e.fast_header(MacAddr(dst)).emit(&mut h[..eth::HEADER_LEN]);
         h[eth::HEADER_LEN..].copy_from_slice(&upper);
-        if pad > 0 {
-            match msg.append(pad) {
-                Ok(tail) => tail.fill(0),
-                // Checked by `room`.
-                Err(_) => return false,
-            }
-        }
-        true
+        link::pad_frame(msg, pad)
     }
 
     #[inline(always)]
