@@ -188,8 +188,9 @@ impl Above<'_> {
         let (s, b) = h.split_at(blast::HEADER_LEN);
         let len = self.blast.fast_accept(s.try_into().ok()?, avail)?;
         // BID needs its whole header inside BLAST's payload.
+        // (Subtracted only once checked: a short frame must not underflow.)
         let ok = len >= bid::HEADER_LEN && self.bid.fast_accepts(peer, b.try_into().ok()?);
-        ok.then_some(len - bid::HEADER_LEN)
+        ok.then(|| len - bid::HEADER_LEN)
     }
 
     /// CHAN's message `packet` from `peer` (annotated `anno`), taken up
