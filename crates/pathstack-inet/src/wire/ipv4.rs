@@ -483,7 +483,7 @@ impl Ipv4Template {
     /// Writes the header of a datagram of `total` bytes with
     /// identification `ident` and time to live `ttl` into the first
     /// [`MIN_HEADER_LEN`] bytes of `h` (which must have them).
-    #[inline]
+    #[inline(always)]
     pub fn write(&self, h: &mut [u8], total: u16, ident: u16, ttl: u8) {
         let Some(h) = h.first_chunk_mut::<MIN_HEADER_LEN>() else {
             return;
