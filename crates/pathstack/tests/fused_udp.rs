@@ -500,3 +500,37 @@ fn a_steady_exchange_is_byte_identical() {
         None
     );
 }
+
+/// Both forms hold the neighbour's link address on the path (the fast
+/// form in its template, the modular `ARP` stage in its last answer): an
+/// ARP reply that moves the peer to another link address must reach the
+/// next datagram in either.
+#[test]
+fn a_moved_neighbour_is_sent_to_at_its_new_address() {
+    for specialized in [true, false] {
+        let mut w = World::new(specialized);
+        let sent_to = |w: &mut World| {
+            w.apply(&Step::Send { len: 4, ttl: None });
+            let frames = w.observe().frames;
+            let macs: Vec<&[u8]> = frames
+                .iter()
+                .filter(|f| f.len() > 14 && f[12..14] == [0x08, 0x00])
+                .map(|f| &f[..6])
+                .collect();
+            // The test path and the connected socket, both to the peer.
+            assert_eq!(macs.len(), 2, "specialized {specialized}");
+            assert!(
+                macs.iter().all(|m| *m == macs[0]),
+                "specialized {specialized}"
+            );
+            <[u8; 6]>::try_from(macs[0]).unwrap()
+        };
+        w.apply(&Step::Frame(arp_reply(PEER_MACS[0], PEER)));
+        w.observe();
+        assert_eq!(sent_to(&mut w), PEER_MACS[0]);
+        assert_eq!(sent_to(&mut w), PEER_MACS[0]);
+        w.apply(&Step::Frame(arp_reply(PEER_MACS[1], PEER)));
+        w.observe();
+        assert_eq!(sent_to(&mut w), PEER_MACS[1], "specialized {specialized}");
+    }
+}

@@ -268,6 +268,7 @@ impl Module for ArpModule {
             stage: Box::new(ArpStage {
                 role,
                 cache: self.cache.generation().clone(),
+                last: None,
             }),
             route: Route::Service(1),
         })
@@ -398,6 +399,21 @@ pub struct ArpStage {
     /// The cache's change counter, held from the path's creation: a fast
     /// form keeps a link address while it stays the same.
     cache: Generation,
+    /// The last link address this resolver found, kept as the fast forms
+    /// keep theirs (while the cache's generation stays the same and the
+    /// entry has not expired): the path holds what the module decided for
+    /// it, and a send does not reach into the module (thesis §2.2).
+    last: Option<Neighbour>,
+}
+
+/// A link address an `ARP` stage found in the cache, until when it holds,
+/// and the cache's generation when it did.
+#[derive(Clone, Copy, Debug)]
+struct Neighbour {
+    ip: Ipv4Addr,
+    mac: MacAddr,
+    until: Option<Instant>,
+    generation: u64,
 }
 
 impl ArpStage {
@@ -458,11 +474,24 @@ impl ArpStage {
         let Some(next_hop) = msg.anno().next_hop() else {
             return Verdict::Drop(ResolutionDropReason::NoNextHop.into());
         };
+        let generation = self.cache.current();
+        if let Some(n) = self.last {
+            if n.ip == next_hop && n.generation == generation && n.until.is_none_or(|t| now < t) {
+                msg.anno_mut().set_link_dst(n.mac.0);
+                return Verdict::Next;
+            }
+        }
         let Some(m) = cx.module::<ArpModule>() else {
             return Verdict::Drop(ResolutionDropReason::NoNextHop.into());
         };
         // The fast path: a cached mapping, nothing moves.
-        if let Some(mac) = m.cache.lookup(next_hop, now) {
+        if let Some((mac, until)) = m.cache.lookup_until(next_hop, now) {
+            self.last = Some(Neighbour {
+                ip: next_hop,
+                mac,
+                until,
+                generation,
+            });
             msg.anno_mut().set_link_dst(mac.0);
             return Verdict::Next;
         }

@@ -444,6 +444,8 @@ impl Module for IpModule {
                     .zip(remote)
                     .map(|(p, r)| Ipv4Template::new(f.addr, r, p)),
                 routes: self.routes.generation().clone(),
+                ident: self.ident.clone(),
+                last_route: None,
             }),
             route: Route::Link {
                 service: 1,
@@ -559,9 +561,50 @@ pub struct IpStage {
     /// The routing table's change counter, held from the path's creation:
     /// a fast form keeps a next hop while it stays the same.
     routes: Generation,
+    /// The module's identification counter, shared (a typed handle taken
+    /// at creation: a send does not reach into the module for it).
+    ident: IdentCounter,
+    /// The last route an unconnected path looked up, kept while the
+    /// routing table's generation stays the same: a socket answering one
+    /// peer after another asks the module once per peer.
+    last_route: Option<CachedRoute>,
+}
+
+/// A next hop an `IP` stage found in the routing table, and the table's
+/// generation when it did.
+#[derive(Clone, Copy, Debug)]
+struct CachedRoute {
+    dst: Ipv4Addr,
+    next_hop: Ipv4Addr,
+    generation: u64,
 }
 
 impl IpStage {
+    /// The next hop to `dst` for a path without a fixed one: the cached
+    /// route while the table has not changed, else the module's answer
+    /// (only routes through this stage's interface count).
+    #[inline(always)]
+    fn route_to(&mut self, dst: Ipv4Addr, cx: &mut Cx<'_, '_>) -> Option<Ipv4Addr> {
+        let generation = self.routes.current();
+        if let Some(c) = self.last_route {
+            if c.dst == dst && c.generation == generation {
+                return Some(c.next_hop);
+            }
+        }
+        let m = cx.module::<IpModule>()?;
+        let next_hop = m
+            .routes
+            .lookup(dst)
+            .filter(|r| r.src == self.iface.addr)?
+            .next_hop;
+        self.last_route = Some(CachedRoute {
+            dst,
+            next_hop,
+            generation,
+        });
+        Some(next_hop)
+    }
+
     #[inline(always)]
     fn send(&mut self, msg: &mut Msg, cx: &mut Cx<'_, '_>) -> Verdict {
         let Some(proto) = self.protocol else {
@@ -570,9 +613,6 @@ impl IpStage {
         let Some(dst) = self.remote.or(msg.anno().peer_ip()) else {
             return Verdict::Drop(Ipv4DropReason::NoDestination.into());
         };
-        let Some(m) = cx.module::<IpModule>() else {
-            return Verdict::Drop(Ipv4DropReason::NoRoute.into());
-        };
         let next_hop = match self.next_hop {
             Some(h) => h,
             // A directed broadcast of the attached network goes out as a
@@ -580,12 +620,12 @@ impl IpStage {
             // hop ARP maps to it without asking is the limited broadcast.
             None if self.iface.is_broadcast(dst) => Ipv4Addr::BROADCAST,
             None if dst.is_multicast() => dst,
-            None => match m.routes.lookup(dst) {
-                Some(r) if r.src == self.iface.addr => r.next_hop,
-                _ => return Verdict::Drop(Ipv4DropReason::NoRoute.into()),
+            None => match self.route_to(dst, cx) {
+                Some(h) => h,
+                None => return Verdict::Drop(Ipv4DropReason::NoRoute.into()),
             },
         };
-        let ident = m.ident.next_ident();
+        let ident = self.ident.next_ident();
         let len = msg.len();
         // A socket's TTL option (RFC 1122 §3.2.1.7: the transport layer
         // may set the TTL of what it sends). Read before the next hop is
@@ -804,8 +844,8 @@ impl IpStage {
     /// Fast form, down: the identification of the next datagram, from the
     /// module's counter as `send` takes it.
     #[inline(always)]
-    pub(crate) fn fast_ident(&self, cx: &mut Cx<'_, '_>) -> Option<u16> {
-        cx.module::<IpModule>().map(|m| m.ident.next_ident())
+    pub(crate) fn fast_ident(&self) -> u16 {
+        self.ident.next_ident()
     }
 
     /// Fast form, down: the header template for datagrams to `dst` (an

@@ -153,9 +153,9 @@ impl LinkTemplate {
 /// The identification and TTL of the next datagram, taken as `IP` takes
 /// them: the last step before writing, once nothing can decline.
 #[inline(always)]
-pub fn ident_ttl(ip: &IpStage, msg: &Msg, cx: &mut FastCx, at: LinkPositions) -> Option<(u16, u8)> {
-    let ident = ip.fast_ident(&mut cx.stage(at.ip))?;
-    Some((ident, msg.anno().ttl().unwrap_or(ipv4::DEFAULT_TTL)))
+pub fn ident_ttl(ip: &IpStage, msg: &Msg) -> (u16, u8) {
+    let ident = ip.fast_ident();
+    (ident, msg.anno().ttl().unwrap_or(ipv4::DEFAULT_TTL))
 }
 
 /// Pads the frame with `pad` zero bytes and writes the annotations `IP`

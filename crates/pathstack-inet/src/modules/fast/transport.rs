@@ -60,10 +60,10 @@ impl<Top: Stage, Driver: Stage> FastForm<(Top, IpStage, ArpStage, EthStage, Driv
         if !state.link.as_mut().is_some_and(|t| t.confirm(&hop)) {
             state.link = LinkTemplate::new(ip, eth, hop);
         }
-        let (Some(t), Some((ident, ttl))) = (state.link.as_ref(), link::ident_ttl(ip, msg, cx, AT))
-        else {
+        let Some(t) = state.link.as_ref() else {
             return false;
         };
+        let (ident, ttl) = link::ident_ttl(ip, msg);
         let Ok(h) = msg.push(LINK_HEADERS) else {
             return false;
         };

@@ -107,10 +107,10 @@ impl<Top: Stage, Driver: Stage> FastForm<(Top, UdpStage, IpStage, ArpStage, EthS
             };
             state.peer = Some(PeerTemplate::new(link, &ends));
         }
-        let (Some(t), Some((ident, ttl))) = (state.peer.as_ref(), link::ident_ttl(ip, msg, cx, AT))
-        else {
+        let Some(t) = state.peer.as_ref() else {
             return false;
         };
+        let (ident, ttl) = link::ident_ttl(ip, msg);
         // The payload's sum, before the headers go in front of it (its
         // first byte stays at an even offset from the UDP header).
         let payload_sum = checksum::partial(msg.as_slice());

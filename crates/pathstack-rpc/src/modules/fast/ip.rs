@@ -103,10 +103,10 @@ impl<Top: Stage, Driver: Stage> FastForm<Stages<Top, Driver>> for RpcIpFast {
         let Some(upper) = above.commit(&d, msg, peer, cx) else {
             return false;
         };
-        let (Some(t), Some((ident, ttl))) = (state.link.as_ref(), link::ident_ttl(ip, msg, cx, AT))
-        else {
+        let Some(t) = state.link.as_ref() else {
             return false;
         };
+        let (ident, ttl) = link::ident_ttl(ip, msg);
         let Ok(h) = msg.push(HEADERS) else {
             return false;
         };
