@@ -51,6 +51,7 @@ pub mod lance;
 pub mod pcap;
 mod sys;
 pub mod tap;
+mod tap_error;
 pub mod vnet_hdr;
 
 #[cfg(feature = "tokio")]

@@ -54,7 +54,6 @@ use std::fs::{File, OpenOptions};
 use std::io::{self, IoSlice, Read, Write};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::os::unix::fs::OpenOptionsExt;
-use thiserror::Error;
 
 /// Bytes of an Ethernet II header (no VLAN tag): what a frame adds to the MTU.
 pub const ETH_HEADER_LEN: usize = 14;
@@ -69,91 +68,7 @@ const GSO_FRAME_MAX: usize = IPV4_MAX + ETH_HEADER_LEN;
 /// The IPv4 EtherType.
 const ETHERTYPE_IPV4: [u8; 2] = [0x08, 0x00];
 
-/// What went wrong opening or waiting on a TAP device.
-#[derive(Debug, Error)]
-pub enum TapError {
-    /// The interface name cannot be given to the kernel.
-    #[error("invalid TAP interface name {name:?}: {reason}")]
-    InvalidName {
-        /// The name given.
-        name: String,
-        /// Why it was refused.
-        reason: &'static str,
-    },
-    /// `/dev/net/tun` could not be opened.
-    #[error("cannot open /dev/net/tun: {source} (is the tun module loaded, and does the process have CAP_NET_ADMIN?)")]
-    OpenTun {
-        /// The OS error.
-        #[source]
-        source: io::Error,
-    },
-    /// The named network namespace could not be entered.
-    #[error("cannot enter network namespace {name:?} (/run/netns/{name}): {source}")]
-    Netns {
-        /// The namespace name.
-        name: String,
-        /// The OS error.
-        #[source]
-        source: io::Error,
-    },
-    /// An interface ioctl failed.
-    #[error("{op} failed for TAP interface {name:?}: {source}")]
-    Ioctl {
-        /// The operation, e.g. `TUNSETIFF` or `SIOCGIFMTU`.
-        op: &'static str,
-        /// The interface.
-        name: String,
-        /// The OS error.
-        #[source]
-        source: io::Error,
-    },
-    /// Waiting for the device to become readable failed.
-    #[error("waiting for TAP interface {name:?} to become readable: {source}")]
-    Wait {
-        /// The interface.
-        name: String,
-        /// The OS error.
-        #[source]
-        source: io::Error,
-    },
-    /// [`TapOptions::multi_queue`] was asked for, but this kernel's TUN
-    /// driver does not offer `IFF_MULTI_QUEUE` (TUNGETFEATURES).
-    #[error("TAP interface {name:?}: this kernel's TUN driver has no multi-queue support (IFF_MULTI_QUEUE)")]
-    NoMultiQueue {
-        /// The interface.
-        name: String,
-    },
-    /// The helper thread that opens a TAP inside a namespace could not run.
-    #[error("cannot run the namespace thread opening TAP interface {name:?}: {source}")]
-    Thread {
-        /// The interface.
-        name: String,
-        /// The OS error.
-        #[source]
-        source: io::Error,
-    },
-}
-
-impl From<TapError> for DeviceError {
-    fn from(e: TapError) -> Self {
-        let context = e.to_string();
-        let source = match e {
-            TapError::OpenTun { source }
-            | TapError::Netns { source, .. }
-            | TapError::Ioctl { source, .. }
-            | TapError::Wait { source, .. }
-            | TapError::Thread { source, .. } => source,
-            TapError::InvalidName { reason, .. } => {
-                io::Error::new(io::ErrorKind::InvalidInput, reason)
-            }
-            TapError::NoMultiQueue { .. } => io::Error::new(
-                io::ErrorKind::Unsupported,
-                "TUN driver without IFF_MULTI_QUEUE",
-            ),
-        };
-        DeviceError::Io { context, source }
-    }
-}
+pub use crate::tap_error::TapError;
 
 /// How to open a TAP device.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -17,6 +17,12 @@
 //! assert_eq!(h1.echo_replies().len(), 1);
 //! ```
 
+mod config_check;
+mod error;
+
+pub use config_check::ConfigError;
+pub use error::HostError;
+
 use crate::module_types;
 use crate::nic::Nic;
 use crate::socket::{TcpSockets, UdpSockets};
@@ -24,9 +30,9 @@ use pathstack_core::admission::Budgets;
 use pathstack_core::device::RxWaiter;
 use pathstack_core::graph::ModuleGraph;
 use pathstack_core::stack::{Stack, StackConfig};
-use pathstack_core::{Device, Dir, DropReason, Instant, Msg, PathId, SchedKind, SendError};
-use pathstack_devices::{TapError, TapWaiter, WaitMode};
-use pathstack_inet::modules::{parse_cidr, ArpModule, CidrError, HostGraph, IcmpModule, IpModule};
+use pathstack_core::{Device, Dir, Instant, Msg, PathId, SchedKind, SendError};
+use pathstack_devices::{TapWaiter, WaitMode};
+use pathstack_inet::modules::{parse_cidr, ArpModule, HostGraph, IcmpModule, IpModule};
 use pathstack_inet::wire::ipv4::Ipv4DropReason;
 use pathstack_inet::MacAddr;
 use std::fmt::Write as _;
@@ -53,65 +59,6 @@ impl std::fmt::Display for HostId {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "host #{}", self.0)
     }
-}
-
-/// Why a host could not be made or used.
-#[derive(Debug, thiserror::Error)]
-pub enum HostError {
-    /// The address did not parse.
-    #[error(transparent)]
-    Address(#[from] CidrError),
-    /// The device has no MAC address and none was given.
-    #[error("the device has no MAC address; give one (--mac)")]
-    NoMac,
-    /// The generated graph did not check (a bug, or a bad driver line).
-    #[error("host graph: {0}")]
-    Graph(#[from] pathstack_core::graph::GraphErrors),
-    /// The stack could not be built.
-    #[error("building the host stack: {0}")]
-    Stack(#[from] pathstack_core::StackError),
-    /// The ICMP path is missing (the graph has no ICMP).
-    #[error("the host graph has no ICMP path")]
-    NoIcmp,
-    /// A message could not be allocated or sent.
-    #[error("sending: {0}")]
-    Send(String),
-    /// No route leads to the address: it is on no attached network and
-    /// the host has no gateway (ping(8) says "Network is unreachable").
-    #[error("no route to {0}: it is on no attached network and the host has no gateway")]
-    NoRoute(Ipv4Addr),
-    /// A stage of the ICMP path dropped the echo request (counted in
-    /// [`Host::report`]).
-    #[error("the echo request to {dst} was dropped: {reason}")]
-    Dropped {
-        /// Where the request was going.
-        dst: Ipv4Addr,
-        /// Why it was dropped.
-        reason: DropReason,
-    },
-    /// ICMP's source queue is full: earlier requests still wait for the
-    /// scheduler.
-    #[error("ICMP path source queue full")]
-    QueueFull,
-    /// Waiting on the TAP device failed.
-    #[error(transparent)]
-    Wait(#[from] TapError),
-    /// The graph has no `ARP` instance named `arp` to hold a static
-    /// neighbour ([`Host::add_neighbor`]).
-    #[error("the host graph has no ARP instance named \"arp\"")]
-    NoArp,
-    /// A static neighbour was refused.
-    #[error("static neighbour: {0}")]
-    Neighbor(#[from] pathstack_inet::arp_cache::StaticEntryError),
-    /// A graph file could not be read.
-    #[error("reading graph file {path}: {source}")]
-    GraphFile {
-        /// The file.
-        path: std::path::PathBuf,
-        /// Why.
-        #[source]
-        source: std::io::Error,
-    },
 }
 
 /// Addresses and choices of a host.
@@ -225,7 +172,7 @@ impl HostConfig {
     /// A configuration from `ADDR/PREFIX`, everything else default.
     pub fn parse(cidr: &str) -> Result<Self, HostError> {
         let (addr, prefix_len) = parse_cidr(cidr)?;
-        Ok(HostConfig {
+        let cfg = HostConfig {
             addr,
             prefix_len,
             gateway: None,
@@ -242,7 +189,9 @@ impl HostConfig {
             upper: Vec::new(),
             account_cpu: false,
             budgets: Budgets::default(),
-        })
+        };
+        cfg.check()?;
+        Ok(cfg)
     }
 }
 
@@ -295,6 +244,7 @@ impl Host {
 
     /// Builds the host on `device`.
     pub fn new(cfg: HostConfig, device: impl Device + 'static) -> Result<Host, HostError> {
+        cfg.check()?;
         let stack = StackConfig {
             sched: cfg.sched,
             account_time: cfg.account_cpu,
@@ -572,8 +522,7 @@ impl Host {
 
     /// Sends an echo request to `dst`.
     pub fn ping(&mut self, dst: Ipv4Addr, seq: u16, data: &[u8]) -> Result<(), HostError> {
-        let m = IcmpModule::echo_request(self.stack.pool(), dst, 0x7073, seq, data)
-            .map_err(|e| HostError::Send(e.to_string()))?;
+        let m = IcmpModule::echo_request(self.stack.pool(), dst, 0x7073, seq, data)?;
         // The path runs to completion, so IP's verdict (no route) comes
         // back here rather than as a silently lost request.
         match self.stack.send(self.icmp, Dir::Down, m) {
@@ -583,7 +532,8 @@ impl Host {
             }
             Err(SendError::Dropped(reason)) => Err(HostError::Dropped { dst, reason }),
             Err(SendError::QueueFull(_)) => Err(HostError::QueueFull),
-            Err(e @ SendError::NoPath(_)) => Err(HostError::Send(e.to_string())),
+            // The ICMP path is gone (deleted through the core).
+            Err(SendError::NoPath(_)) => Err(HostError::NoIcmp),
         }
     }
 

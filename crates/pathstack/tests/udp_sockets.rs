@@ -138,7 +138,7 @@ fn ephemeral_ports_are_distinct() {
     assert_eq!(from.port(), p2);
     // An ephemeral port is taken: binding it explicitly fails.
     assert!(
-        matches!(net.a.udp_bind((Ipv4Addr::UNSPECIFIED, p1)), Err(SocketError::PortInUse(p)) if p == p1)
+        matches!(net.a.udp_bind((Ipv4Addr::UNSPECIFIED, p1)), Err(SocketError::PortInUse { port, .. }) if port == p1)
     );
 }
 
@@ -147,7 +147,10 @@ fn port_in_use_and_close_frees_it() {
     let mut net = Net::new();
     let s = net.b.udp_bind((Ipv4Addr::UNSPECIFIED, 7)).unwrap();
     let err = net.b.udp_bind((Ipv4Addr::UNSPECIFIED, 7)).unwrap_err();
-    assert!(matches!(err, SocketError::PortInUse(7)), "{err}");
+    assert!(
+        matches!(err, SocketError::PortInUse { port: 7, .. }),
+        "{err}"
+    );
     assert_eq!(err.to_string(), "UDP port 7 is already bound");
     assert_eq!(
         std::io::Error::from(err).kind(),

@@ -9,6 +9,25 @@ use pathstack_core::{DropReason, PathFault};
 use pathstack_inet::modules::IpRefusal;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 
+/// The transport protocol a socket error is about (ports are per
+/// protocol: a UDP and a TCP socket may share a number).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Transport {
+    /// UDP (RFC 768).
+    Udp,
+    /// TCP (RFC 9293).
+    Tcp,
+}
+
+impl std::fmt::Display for Transport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Transport::Udp => "UDP",
+            Transport::Tcp => "TCP",
+        })
+    }
+}
+
 /// Why a socket operation failed.
 #[derive(Debug, thiserror::Error)]
 pub enum SocketError {
@@ -16,8 +35,13 @@ pub enum SocketError {
     #[error("the host graph has no UDP instance named `udp` (HostConfig::udp is off?)")]
     NoUdp,
     /// Another socket of this host is bound to the port.
-    #[error("UDP port {0} is already bound")]
-    PortInUse(u16),
+    #[error("{transport} port {port} is already bound")]
+    PortInUse {
+        /// The transport protocol whose port it is.
+        transport: Transport,
+        /// The port.
+        port: u16,
+    },
     /// The host graph has no `TCP` instance named `tcp`.
     #[error("the host graph has no TCP instance named `tcp` (HostConfig::tcp is off?)")]
     NoTcp,
@@ -147,7 +171,7 @@ impl From<SocketError> for std::io::Error {
         let kind = match &e {
             SocketError::NoUdp | SocketError::NoTcp => K::Unsupported,
             SocketError::Tcp(e) => e.kind(),
-            SocketError::PortInUse(_) => K::AddrInUse,
+            SocketError::PortInUse { .. } => K::AddrInUse,
             SocketError::MessageTooLong { .. }
             | SocketError::BadAddress(..)
             | SocketError::UnsupportedFamily(_)

@@ -77,7 +77,7 @@ mod options;
 mod table;
 pub mod tcp;
 
-pub use error::SocketError;
+pub use error::{SocketError, Transport};
 pub(crate) use table::UdpSockets;
 pub(crate) use tcp::TcpSockets;
 pub use tcp::{TcpListener, TcpStream};
@@ -204,7 +204,10 @@ impl Host {
         };
         let path = self.stack_mut().path_create(udp, attrs).map_err(|e| {
             match e.cause::<UdpRefusal>() {
-                Some(&UdpRefusal::PortInUse(p)) => SocketError::PortInUse(p),
+                Some(&UdpRefusal::PortInUse(port)) => SocketError::PortInUse {
+                    transport: Transport::Udp,
+                    port,
+                },
                 _ => SocketError::Path(e),
             }
         })?;

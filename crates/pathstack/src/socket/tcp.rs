@@ -50,7 +50,7 @@
 //! ```
 
 use super::addr::{check_local, check_peer, first, resolve, try_each};
-use super::SocketError;
+use super::{SocketError, Transport};
 use crate::host::{Host, HostId};
 use pathstack_core::attrs::keys::{AddrPart, Participants, PARTICIPANTS, PASSIVE_OPEN};
 use pathstack_core::attrs::Attrs;
@@ -544,7 +544,10 @@ impl Host {
 
 fn map_refusal(e: pathstack_core::error::PathError) -> SocketError {
     match e.cause::<TcpRefusal>() {
-        Some(&TcpRefusal::PortInUse(p)) => SocketError::PortInUse(p),
+        Some(&TcpRefusal::PortInUse(port)) => SocketError::PortInUse {
+            transport: Transport::Tcp,
+            port,
+        },
         _ => SocketError::Path(e),
     }
 }
