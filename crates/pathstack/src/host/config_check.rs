@@ -199,7 +199,8 @@ mod tests {
     #[test]
     fn unusable_addresses_are_refused_with_their_reason() {
         use ConfigError as E;
-        let cases: [(&str, Option<&str>, fn(&ConfigError) -> bool); 11] = [
+        type Case = (&'static str, Option<&'static str>, fn(&ConfigError) -> bool);
+        let cases: [Case; 11] = [
             ("0.0.0.0/24", None, |e| matches!(e, E::Unspecified(_))),
             ("127.0.0.1/8", None, |e| matches!(e, E::Loopback(_))),
             ("224.0.0.5/24", None, |e| matches!(e, E::Multicast(_))),
