@@ -205,3 +205,26 @@ fn the_error_reaches_the_socket_path_in_the_stack_poll() {
     assert_eq!(kind(e), ErrorKind::ConnectionRefused);
     assert!(a.take_error(&other).unwrap().is_none());
 }
+
+/// When every ephemeral port (RFC 6335 §6: 49152–65535) is taken, the
+/// next socket that needs one is refused as Linux refuses it
+/// (`EADDRNOTAVAIL`), and so is a TCP connect; freeing one lets the next
+/// bind succeed.
+#[test]
+fn exhausted_ephemeral_ports_are_addr_not_available() {
+    let (mut h, _wire) = lonely();
+    let socks: Vec<UdpSocket> = (49152..=65535u32)
+        .map(|_| h.udp_bind("0.0.0.0:0").unwrap())
+        .collect();
+    assert_eq!(socks.len(), 16_384);
+    let e = h.udp_bind("0.0.0.0:0").unwrap_err();
+    assert_eq!(kind(e), ErrorKind::AddrNotAvailable);
+    // TCP has its own ports: fill them by binding listeners.
+    let _listeners: Vec<_> = (49152..=65535u16)
+        .map(|p| h.tcp_listen((Ipv4Addr::UNSPECIFIED, p), 1).unwrap())
+        .collect();
+    let e = h.tcp_connect("10.0.0.2:80").unwrap_err();
+    assert_eq!(io::Error::from(e).kind(), ErrorKind::AddrNotAvailable);
+    h.udp_close(socks[7]).unwrap();
+    assert!(h.udp_bind("0.0.0.0:0").is_ok());
+}

@@ -6,6 +6,7 @@ use super::ConfigError;
 use pathstack_core::msg::MsgError;
 use pathstack_core::DropReason;
 use pathstack_devices::TapError;
+use pathstack_inet::arp_cache::StaticEntryError;
 use pathstack_inet::modules::CidrError;
 use std::io;
 use std::net::Ipv4Addr;
@@ -61,7 +62,7 @@ pub enum HostError {
     NoArp,
     /// A static neighbour was refused.
     #[error("static neighbour: {0}")]
-    Neighbor(#[from] pathstack_inet::arp_cache::StaticEntryError),
+    Neighbor(#[from] StaticEntryError),
     /// A graph file could not be read.
     #[error("reading graph file {path}: {source}")]
     GraphFile {
@@ -73,10 +74,11 @@ pub enum HostError {
     },
 }
 
-impl From<HostError> for io::Error {
-    fn from(e: HostError) -> Self {
+impl HostError {
+    /// The [`io::ErrorKind`] this error becomes.
+    pub fn kind(&self) -> io::ErrorKind {
         use io::ErrorKind as K;
-        let kind = match &e {
+        match self {
             // What the caller gave: a configuration, a graph, a parameter.
             HostError::Address(_)
             | HostError::Config(_)
@@ -84,10 +86,8 @@ impl From<HostError> for io::Error {
             | HostError::Graph(_)
             | HostError::Stack(_) => K::InvalidInput,
             HostError::NoIcmp | HostError::NoArp => K::Unsupported,
-            HostError::Neighbor(n) => match n {
-                pathstack_inet::arp_cache::StaticEntryError::Full { .. } => K::OutOfMemory,
-                _ => K::InvalidInput,
-            },
+            HostError::Neighbor(StaticEntryError::Full { .. }) => K::OutOfMemory,
+            HostError::Neighbor(_) => K::InvalidInput,
             HostError::EchoRequest(MsgError::TooLarge { .. }) => K::InvalidInput,
             HostError::EchoRequest(_) => K::OutOfMemory,
             // ping(8)'s "Network is unreachable" (ENETUNREACH).
@@ -97,7 +97,12 @@ impl From<HostError> for io::Error {
             HostError::QueueFull => K::WouldBlock,
             HostError::Wait(t) => t.kind(),
             HostError::GraphFile { source, .. } => source.kind(),
-        };
-        io::Error::new(kind, e)
+        }
+    }
+}
+
+impl From<HostError> for io::Error {
+    fn from(e: HostError) -> Self {
+        io::Error::new(e.kind(), e)
     }
 }

@@ -6,7 +6,7 @@
 use crate::host::{HostError, HostId};
 use pathstack_core::error::PathError;
 use pathstack_core::{DropReason, PathFault};
-use pathstack_inet::modules::IpRefusal;
+use pathstack_inet::modules::{IpRefusal, TcpRefusal, UdpRefusal};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 
 /// The transport protocol a socket error is about (ports are per
@@ -196,10 +196,14 @@ impl From<SocketError> for std::io::Error {
             // Linux's `EDQUOT` kind: a budget, not the machine, said no;
             // closing sockets of the class (or of the stack) frees room.
             SocketError::Path(PathError::Admission(_)) => K::QuotaExceeded,
-            SocketError::Path(_)
-            | SocketError::Dropped(_)
-            | SocketError::Wait(_)
-            | SocketError::Resolve(_) => K::Other,
+            // The stack's path table is at its configured bound: a quota
+            // of the stack's, freed as paths go.
+            SocketError::Path(PathError::TableFull(_)) => K::QuotaExceeded,
+            // Every ephemeral port is taken: Linux's `connect` says
+            // `EADDRNOTAVAIL` ("Cannot assign requested address").
+            SocketError::Path(e) if no_ephemeral_port(e) => K::AddrNotAvailable,
+            SocketError::Wait(t) => t.kind(),
+            SocketError::Path(_) | SocketError::Dropped(_) | SocketError::Resolve(_) => K::Other,
         };
         std::io::Error::new(kind, e)
     }
@@ -232,4 +236,10 @@ mod tests {
         let full = std::io::Error::from(SocketError::Path(PathError::TableFull(4)));
         assert_eq!(full.kind(), ErrorKind::Other);
     }
+}
+
+/// Whether UDP or TCP refused a path because no ephemeral port is left.
+fn no_ephemeral_port(e: &PathError) -> bool {
+    matches!(e.cause::<UdpRefusal>(), Some(UdpRefusal::NoEphemeralPort))
+        || matches!(e.cause::<TcpRefusal>(), Some(TcpRefusal::NoEphemeralPort))
 }
