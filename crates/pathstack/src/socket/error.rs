@@ -209,6 +209,12 @@ impl From<SocketError> for std::io::Error {
     }
 }
 
+/// Whether UDP or TCP refused a path because no ephemeral port is left.
+fn no_ephemeral_port(e: &PathError) -> bool {
+    matches!(e.cause::<UdpRefusal>(), Some(UdpRefusal::NoEphemeralPort))
+        || matches!(e.cause::<TcpRefusal>(), Some(TcpRefusal::NoEphemeralPort))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -236,10 +242,4 @@ mod tests {
         let full = std::io::Error::from(SocketError::Path(PathError::TableFull(4)));
         assert_eq!(full.kind(), ErrorKind::Other);
     }
-}
-
-/// Whether UDP or TCP refused a path because no ephemeral port is left.
-fn no_ephemeral_port(e: &PathError) -> bool {
-    matches!(e.cause::<UdpRefusal>(), Some(UdpRefusal::NoEphemeralPort))
-        || matches!(e.cause::<TcpRefusal>(), Some(TcpRefusal::NoEphemeralPort))
 }
