@@ -228,3 +228,35 @@ fn exhausted_ephemeral_ports_are_addr_not_available() {
     h.udp_close(socks[7]).unwrap();
     assert!(h.udp_bind("0.0.0.0:0").is_ok());
 }
+
+/// A TCP connect to an on-link address nobody answers ARP for ends with
+/// `HostUnreachable` once ARP gives up (about 3 s, as Linux's `connect`
+/// with `EHOSTUNREACH`), not after two minutes of SYN retransmissions
+/// (issue 27, problem 1); the connection is closed and says so after.
+#[test]
+fn a_tcp_connect_to_an_absent_neighbour_is_host_unreachable_when_arp_gives_up() {
+    let (mut a, _nobody) = lonely();
+    let c = a.tcp_connect("10.0.0.9:80").unwrap();
+    let mut failed_at = None;
+    for ms in (100..=10_000).step_by(100) {
+        a.stack_mut().poll(Instant::from_millis(ms));
+        match a.tcp_is_connected(&c) {
+            Ok(false) => continue,
+            Ok(true) => panic!("connected to nobody"),
+            Err(e) => {
+                assert_eq!(io::Error::from(e).kind(), ErrorKind::HostUnreachable);
+                failed_at = Some(ms);
+                break;
+            }
+        }
+    }
+    let at = failed_at.expect("the connect never failed");
+    // ARP's three requests one second apart (RFC 1122 §2.3.2.1).
+    assert!((2_000..=4_000).contains(&at), "failed after {at} ms");
+    assert_eq!(
+        a.tcp_state(&c).unwrap(),
+        pathstack::inet::tcp::State::Closed
+    );
+    let e = a.tcp_send(&c, b"x").unwrap_err();
+    assert_eq!(io::Error::from(e).kind(), ErrorKind::HostUnreachable);
+}

@@ -222,6 +222,29 @@ async fn a_connect_to_a_closed_port_is_refused() {
     assert_eq!(e.kind(), ErrorKind::ConnectionRefused, "{e}");
 }
 
+/// Nobody answers ARP for the address: the connect fails with
+/// `HostUnreachable` once ARP gives up (about 3 s, as Linux's), not after
+/// the two minutes of SYN retransmissions (issue 27, problem 1).
+#[tokio::test]
+async fn a_connect_to_an_absent_neighbour_is_host_unreachable() {
+    let (a, _b) = nets();
+    let started = std::time::Instant::now();
+    let absent = Ipv4Addr::new(10, 0, 0, 9);
+    let e = timeout(
+        Duration::from_secs(10),
+        TcpStream::connect(&a, addr(absent, 80)),
+    )
+    .await
+    .expect("still connecting after 10 s")
+    .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::HostUnreachable, "{e}");
+    let took = started.elapsed();
+    assert!(
+        took >= Duration::from_secs(2) && took < Duration::from_secs(5),
+        "{took:?}"
+    );
+}
+
 #[tokio::test]
 async fn a_reset_surfaces_as_connection_reset() {
     let (a, b) = nets();

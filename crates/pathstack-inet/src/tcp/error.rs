@@ -30,6 +30,14 @@ pub enum TcpError {
     /// (`ENOTCONN`).
     #[error("not connected")]
     NotConnected,
+    /// The peer cannot be reached: while connecting, the link layer gave
+    /// up on the next hop (ARP, RFC 1122 §2.3.2.1) (`EHOSTUNREACH`).
+    #[error("no route to host: the peer did not answer ARP")]
+    HostUnreachable,
+    /// The peer's network cannot be reached while connecting
+    /// (`ENETUNREACH`).
+    #[error("network is unreachable")]
+    NetworkUnreachable,
 }
 
 impl TcpError {
@@ -42,6 +50,8 @@ impl TcpError {
             TcpError::Aborted => io::ErrorKind::ConnectionAborted,
             TcpError::BrokenPipe => io::ErrorKind::BrokenPipe,
             TcpError::NotConnected => io::ErrorKind::NotConnected,
+            TcpError::HostUnreachable => io::ErrorKind::HostUnreachable,
+            TcpError::NetworkUnreachable => io::ErrorKind::NetworkUnreachable,
         }
     }
 }

@@ -353,11 +353,47 @@ impl Host {
     pub fn tcp_is_connected(&mut self, s: &TcpStream) -> Result<bool, SocketError> {
         let (state, err) = self.conn(s, |c| (c.tcb().state(), c.tcb().error()))?;
         match (state, err) {
-            (State::SynSent | State::SynReceived, _) => Ok(false),
+            (State::SynSent, _) => match self.unreachable_while_connecting(s)? {
+                Some(e) => Err(e.into()),
+                None => Ok(false),
+            },
+            (State::SynReceived, _) => Ok(false),
             (State::Closed, Some(e)) => Err(e.into()),
             (State::Closed, None) => Err(TcpError::NotConnected.into()),
             _ => Ok(true),
         }
+    }
+
+    /// Whether the link layer has said that the peer of a connection
+    /// still in SYN-SENT cannot be reached: ARP gave up on the next hop
+    /// and recorded it on the connection's path, as it does for a UDP
+    /// socket ([`crate::socket`]'s errors). What a connect waits for is
+    /// then decided.
+    pub(crate) fn tcp_connect_unreachable(&self, s: &TcpStream) -> bool {
+        self.stream_path(s)
+            .ok()
+            .and_then(|p| self.stack().fault(p))
+            .is_some_and(|f| unreachable_error(f.kind).is_some())
+    }
+
+    /// Ends a connection in SYN-SENT whose peer the link layer cannot
+    /// reach (Linux's `connect` fails with `EHOSTUNREACH` after ARP's
+    /// retries, about 3 s, rather than after two minutes of SYNs); the
+    /// error, if it ended.
+    fn unreachable_while_connecting(
+        &mut self,
+        s: &TcpStream,
+    ) -> Result<Option<TcpError>, SocketError> {
+        let path = self.stream_path(s)?;
+        let Some(fault) = self.stack().fault(path) else {
+            return Ok(None);
+        };
+        let Some(e) = unreachable_error(fault.kind) else {
+            return Ok(None);
+        };
+        self.stack_mut().take_fault(path);
+        let ended = self.with_conn(s, |c, _| c.tcb_mut().on_unreachable(e))?;
+        Ok(ended.then_some(e))
     }
 
     /// Writes as much of `data` as the send buffer takes; `Ok(None)` when
@@ -539,6 +575,15 @@ impl Host {
                 _ => true,
             }
         })
+    }
+}
+
+/// The connection error a path fault of kind `kind` ends a connect with.
+fn unreachable_error(kind: std::io::ErrorKind) -> Option<TcpError> {
+    match kind {
+        std::io::ErrorKind::HostUnreachable => Some(TcpError::HostUnreachable),
+        std::io::ErrorKind::NetworkUnreachable => Some(TcpError::NetworkUnreachable),
+        _ => None,
     }
 }
 

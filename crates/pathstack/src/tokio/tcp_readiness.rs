@@ -31,6 +31,7 @@ pub(super) fn is_ready(host: &Host, s: &socket::TcpStream, interest: TcpInterest
         TcpInterest::Write => host.tcp_writable(s).unwrap_or(true),
         TcpInterest::Connect => {
             !matches!(host.tcp_state(s), Ok(State::SynSent | State::SynReceived))
+                || host.tcp_connect_unreachable(s)
         }
     }
 }

@@ -665,6 +665,21 @@ impl Tcb {
         self.enter_closed(None);
     }
 
+    /// The network says the peer cannot be reached (the link layer gave
+    /// up resolving the next hop): an active open still in SYN-SENT ends
+    /// with `error`, as Linux ends a `connect` with `EHOSTUNREACH` once
+    /// ARP has failed (about 3 s) instead of retransmitting SYNs for two
+    /// minutes. A connection in any other state goes on: for it this is
+    /// a soft error (RFC 1122 §4.2.3.9), and its retransmissions may yet
+    /// get through. Returns whether the connection ended.
+    pub fn on_unreachable(&mut self, error: TcpError) -> bool {
+        if self.state != State::SynSent {
+            return false;
+        }
+        self.enter_closed(Some(error));
+        true
+    }
+
     /// An ICMP "fragmentation needed" quoting our segment with sequence
     /// number `seq` reports a next-hop MTU of `mtu` (RFC 1191 §4). Taken
     /// only if `seq` is one we sent and the peer has not acknowledged
