@@ -189,3 +189,33 @@ async fn async_errors_reach_tokio_sockets() {
     assert_eq!(e.kind(), ErrorKind::ConnectionRefused, "{e}");
     assert_eq!(sock.take_error().unwrap().map(|e| e.kind()), None);
 }
+
+/// A net that waits on a descriptor, made outside a runtime, is an error
+/// the caller can handle, not tokio's panic (issue 27, problem 9).
+#[test]
+fn a_net_on_a_descriptor_outside_a_runtime_is_an_error() {
+    let (a, _b) = wire_pair(WireConfig::default());
+    let fd = std::os::fd::OwnedFd::from(std::fs::File::open("/dev/null").unwrap());
+    let e = Net::with_fd(host("10.0.0.1/24", a), fd)
+        .err()
+        .expect("made");
+    assert_eq!(e.kind(), ErrorKind::Unsupported, "{e}");
+    assert!(e.to_string().contains("tokio runtime"), "{e}");
+}
+
+/// `spawn` on a net whose driver was shut down reports that, instead of
+/// a clean `Ok` as if it had run and stopped.
+#[test]
+fn spawn_after_shutdown_reports_the_stop() {
+    let rt = current_thread();
+    rt.block_on(async {
+        let (a, _b) = two_nets();
+        a.shutdown();
+        let e = timeout(LIMIT, a.spawn())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap_err();
+        assert_eq!(driver_error(&e), Some(&DriverError::Stopped), "{e}");
+    });
+}

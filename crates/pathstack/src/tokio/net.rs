@@ -321,10 +321,14 @@ impl Net {
     /// [`BorrowedFd::try_clone_to_owned`](std::os::fd::BorrowedFd::try_clone_to_owned)
     /// before the device went into the host) to turn readable.
     ///
+    /// Fails with [`io::ErrorKind::Unsupported`] outside a tokio runtime
+    /// (registering the descriptor needs the runtime's I/O driver).
+    ///
     /// # Panics
     ///
-    /// Outside a tokio runtime with I/O enabled, as tokio's `AsyncFd` does.
+    /// In a tokio runtime built without I/O, as tokio's `AsyncFd` does.
     pub fn with_fd(host: Host, fd: OwnedFd) -> io::Result<Net> {
+        no_runtime_is_an_error()?;
         // tokio 1.54 deprecates its safe constructors (tokio PR 8587); the
         // unsafe registration lives in pathstack-devices with its proof.
         let fd = pathstack_devices::register_readable(fd)?;
@@ -334,11 +338,18 @@ impl Net {
     /// An Internet host on TAP device `tap` (see [`Host::new`]) whose
     /// driver waits for the device's descriptor.
     ///
+    /// Fails outside a tokio runtime, as [`Net::with_fd`] does (the error
+    /// converts into an [`io::Error`] of kind `Unsupported`).
+    ///
     /// # Panics
     ///
-    /// Outside a tokio runtime with I/O enabled, as tokio's `AsyncFd` does.
+    /// In a tokio runtime built without I/O, as tokio's `AsyncFd` does.
     pub fn tap(cfg: HostConfig, tap: TapDevice) -> Result<Net, HostError> {
         let name = tap.name().to_string();
+        no_runtime_is_an_error().map_err(|source| TapError::Wait {
+            name: name.clone(),
+            source,
+        })?;
         let wait_err = |source| TapError::Wait {
             name: name.clone(),
             source,
@@ -444,6 +455,13 @@ impl Net {
         let rt = Handle::current();
         if let Some(task) = self.start(&rt) {
             return task;
+        }
+        // A driver that has already ended (shut down, failed, panicked)
+        // will not run again: say so rather than report a clean stop.
+        if let Err(e) = self.inner.lock().driver.check() {
+            if !matches!(e, DriverError::AlreadyRunning | DriverError::NotStarted) {
+                return rt.spawn(async move { Err(e.into()) });
+            }
         }
         let weak = Arc::downgrade(&self.inner);
         rt.spawn(async move {
@@ -611,4 +629,15 @@ impl Inner {
         let until = at.map(|t| Duration::from_nanos(t.saturating_since(now).as_nanos()));
         (work, until)
     }
+}
+
+/// An error, not tokio's panic, when a net that waits on a descriptor is
+/// made outside a runtime (issue 27, problem 9).
+fn no_runtime_is_an_error() -> io::Result<()> {
+    Handle::try_current().map(drop).map_err(|_| {
+        io::Error::new(
+            io::ErrorKind::Unsupported,
+            "a Net that waits on a device's descriptor must be made inside a tokio runtime with I/O enabled",
+        )
+    })
 }
