@@ -196,9 +196,9 @@ async fn async_errors_reach_tokio_sockets() {
 fn a_net_on_a_descriptor_outside_a_runtime_is_an_error() {
     let (a, _b) = wire_pair(WireConfig::default());
     let fd = std::os::fd::OwnedFd::from(std::fs::File::open("/dev/null").unwrap());
-    let e = Net::with_fd(host("10.0.0.1/24", a), fd)
-        .err()
-        .expect("made");
+    let Err(e) = Net::with_fd(host("10.0.0.1/24", a), fd) else {
+        panic!("a net made outside a runtime");
+    };
     assert_eq!(e.kind(), ErrorKind::Unsupported, "{e}");
     assert!(e.to_string().contains("tokio runtime"), "{e}");
 }
