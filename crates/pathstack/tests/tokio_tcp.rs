@@ -245,6 +245,31 @@ async fn a_connect_to_an_absent_neighbour_is_host_unreachable() {
     );
 }
 
+/// A server and its client on one net, through 127.0.0.1 (issue 27,
+/// problem 3): the connection turns around in IP, as over Linux's `lo`.
+#[tokio::test]
+async fn a_client_reaches_a_server_on_its_own_host_through_localhost() {
+    let (a, _b) = nets();
+    let l = TcpListener::bind(&a, "0.0.0.0:8080").await.unwrap();
+    let server = tokio::spawn(async move {
+        let (mut s, peer) = l.accept().await.unwrap();
+        let mut buf = vec![0u8; 5];
+        s.read_exact(&mut buf).await.unwrap();
+        s.write_all(&buf).await.unwrap();
+        peer
+    });
+    let mut c = within("connect", TcpStream::connect(&a, "127.0.0.1:8080"))
+        .await
+        .unwrap();
+    c.write_all(b"hello").await.unwrap();
+    let mut back = [0u8; 5];
+    within("echo", c.read_exact(&mut back)).await.unwrap();
+    assert_eq!(&back, b"hello");
+    let peer = within("server", server).await.unwrap();
+    assert_eq!(peer, c.local_addr().unwrap());
+    assert_eq!(peer.ip(), Ipv4Addr::LOCALHOST);
+}
+
 #[tokio::test]
 async fn a_reset_surfaces_as_connection_reset() {
     let (a, b) = nets();

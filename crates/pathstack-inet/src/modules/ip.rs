@@ -14,6 +14,7 @@
 //! and hands it on after the IP stage of the right path (thesis §3.4.2,
 //! Figure 3.6), or answers with ICMP destination unreachable.
 
+use super::loopback;
 use super::params::{optional, parse_cidr, required};
 use super::ETHERTYPE_IPV4;
 use crate::anno::InetAnno;
@@ -166,6 +167,9 @@ pub struct IpCounters {
     pub reassembled: u64,
     /// Datagrams handed to another path after reassembly.
     pub rerouted: u64,
+    /// Datagrams this host sent to itself, turned around in IP
+    /// ([`super::loopback`]).
+    pub looped_back: u64,
     /// ICMP errors sent.
     pub icmp_errors_sent: u64,
     /// ICMP errors not sent (RFC 1122 §3.2.2 rules, rate limit).
@@ -188,7 +192,91 @@ pub struct IpModule {
     counters: IpCounters,
 }
 
+/// Where a path through IP sends: its interface (by index and as it is),
+/// its fixed next hop, and whether its datagrams turn around in IP
+/// ([`super::loopback`]).
+struct Placement {
+    iface: usize,
+    f: Interface,
+    next_hop: Option<Ipv4Addr>,
+    loopback: bool,
+}
+
 impl IpModule {
+    /// The interface a path to `remote` uses when `remote` is this host
+    /// itself: the interface with that address, or for `127.0.0.0/8` the
+    /// loopback network (carried as the first interface's path below IP,
+    /// which its datagrams never reach) with `local` as our address on it
+    /// when that is a loopback address (a connection accepted on
+    /// 127.1.2.3 answers from it), else 127.0.0.1.
+    fn loopback_iface(
+        &self,
+        remote: Ipv4Addr,
+        local: Option<Ipv4Addr>,
+    ) -> Option<(usize, Interface)> {
+        if remote.is_loopback() {
+            let first = self.ifaces.first()?;
+            return Some((
+                0,
+                Interface {
+                    addr: local
+                        .filter(Ipv4Addr::is_loopback)
+                        .unwrap_or(super::loopback::LOOPBACK_ADDR),
+                    prefix_len: 8,
+                    mtu: first.mtu,
+                },
+            ));
+        }
+        let i = self.ifaces.iter().position(|f| f.addr == remote)?;
+        Some((i, self.ifaces[i]))
+    }
+
+    /// The stage of a path through IP for `protocol` (`None`: IP's own
+    /// path) to `remote`, placed as `place` says.
+    fn created(
+        &self,
+        protocol: Option<u8>,
+        remote: Option<Ipv4Addr>,
+        place: Placement,
+        attrs: &mut Attrs,
+        cx: &mut CreateCx<'_>,
+    ) -> Result<Created, PathError> {
+        let Placement {
+            iface,
+            f,
+            next_hop,
+            loopback,
+        } = place;
+        if cx.links(1) <= iface {
+            return Err(cx.refuse(IpRefusal::Unconnected {
+                index: iface,
+                addr: f.addr,
+            }));
+        }
+        attrs.insert(&keys::PROT_ID, u32::from(ETHERTYPE_IPV4));
+        attrs.insert(&LOCAL_IPV4, f.addr);
+        Ok(Created {
+            stage: Box::new(IpStage {
+                protocol,
+                remote,
+                next_hop,
+                iface: f,
+                iface_index: iface,
+                template: protocol
+                    .zip(remote)
+                    .map(|(p, r)| Ipv4Template::new(f.addr, r, p)),
+                routes: self.routes.generation().clone(),
+                ident: self.ident.clone(),
+                last_route: None,
+                loopback,
+            }),
+            route: Route::Link {
+                service: 1,
+                link: iface,
+            },
+        })
+    }
+
     /// Factory: parameters `addr`, `gateway`, `mtu`, `reassembly_*`.
     pub fn create(setup: &mut ModuleSetup<'_>) -> Result<Box<dyn Module>, ModuleError> {
         let mtu: u16 = setup.param("mtu", 1500u16)?;
@@ -384,7 +472,7 @@ impl Module for IpModule {
         let (protocol, remote, iface, next_hop) = match entry {
             None => {
                 let i = attrs.get(&IP_INTERFACE).copied().unwrap_or(0);
-                (None, None, i, None)
+                (None::<u8>, None, i, None)
             }
             Some(_) => {
                 let proto = attrs
@@ -398,7 +486,23 @@ impl Module for IpModule {
                     ),
                     None => (None, None),
                 };
-                let local_iface = match local.filter(|a| !a.is_unspecified()) {
+                // A path to this host itself turns its datagrams around
+                // in IP (`super::loopback`): it is on the interface whose
+                // address it names, or on the loopback network.
+                let local = local.filter(|a| !a.is_unspecified());
+                if let Some((iface, f)) = remote.and_then(|r| self.loopback_iface(r, local)) {
+                    if let Some(a) = local.filter(|a| *a != f.addr) {
+                        return Err(cx.refuse(IpRefusal::NotLocal(a)));
+                    }
+                    let place = Placement {
+                        iface,
+                        f,
+                        next_hop: None,
+                        loopback: true,
+                    };
+                    return self.created(Some(proto), remote, place, attrs, cx);
+                }
+                let local_iface = match local {
                     Some(a) => Some(
                         self.ifaces
                             .iter()
@@ -425,33 +529,13 @@ impl Module for IpModule {
         let Some(&f) = self.ifaces.get(iface) else {
             return Err(cx.refuse(IpRefusal::NoInterface(iface)));
         };
-        if cx.links(1) <= iface {
-            return Err(cx.refuse(IpRefusal::Unconnected {
-                index: iface,
-                addr: f.addr,
-            }));
-        }
-        attrs.insert(&keys::PROT_ID, u32::from(ETHERTYPE_IPV4));
-        attrs.insert(&LOCAL_IPV4, f.addr);
-        Ok(Created {
-            stage: Box::new(IpStage {
-                protocol,
-                remote,
-                next_hop,
-                iface: f,
-                iface_index: iface,
-                template: protocol
-                    .zip(remote)
-                    .map(|(p, r)| Ipv4Template::new(f.addr, r, p)),
-                routes: self.routes.generation().clone(),
-                ident: self.ident.clone(),
-                last_route: None,
-            }),
-            route: Route::Link {
-                service: 1,
-                link: iface,
-            },
-        })
+        let place = Placement {
+            iface,
+            f,
+            next_hop,
+            loopback: false,
+        };
+        self.created(protocol, remote, place, attrs, cx)
     }
 
     fn route_end(&mut self, _dir: Dir, msg: &mut Msg, cx: &mut RouteCx<'_>) -> EndRoute {
@@ -523,6 +607,7 @@ impl Module for IpModule {
             ("fragments_out".into(), c.fragments_out),
             ("reassembled".into(), c.reassembled),
             ("rerouted".into(), c.rerouted),
+            ("looped_back".into(), c.looped_back),
             ("icmp_errors_sent".into(), c.icmp_errors_sent),
             ("icmp_errors_suppressed".into(), c.icmp_errors_suppressed),
             (
@@ -568,6 +653,9 @@ pub struct IpStage {
     /// routing table's generation stays the same: a socket answering one
     /// peer after another asks the module once per peer.
     last_route: Option<CachedRoute>,
+    /// Whether this path's peer is this host itself: every datagram turns
+    /// around in IP ([`super::loopback`]).
+    loopback: bool,
 }
 
 /// A next hop an `IP` stage found in the routing table, and the table's
@@ -613,6 +701,9 @@ impl IpStage {
         let Some(dst) = self.remote.or(msg.anno().peer_ip()) else {
             return Verdict::Drop(Ipv4DropReason::NoDestination.into());
         };
+        if self.loopback || dst == self.iface.addr || dst.is_loopback() {
+            return self.loop_back(msg, proto, dst, cx);
+        }
         let next_hop = match self.next_hop {
             Some(h) => h,
             // A directed broadcast of the attached network goes out as a
@@ -667,6 +758,55 @@ impl IpStage {
             };
         }
         self.send_fragments(msg, cx, &repr)
+    }
+
+    /// A datagram to this host itself ([`super::loopback`]): its header
+    /// written as for any datagram (from 127.0.0.1 to the loopback
+    /// network), then handed to the top of IP's own path, whose second
+    /// classification delivers it. Nothing goes below IP.
+    #[cold]
+    #[inline(never)]
+    fn loop_back(
+        &mut self,
+        msg: &mut Msg,
+        proto: u8,
+        dst: Ipv4Addr,
+        cx: &mut Cx<'_, '_>,
+    ) -> Verdict {
+        let src = loopback::source_for(dst, self.iface.addr);
+        if src != self.iface.addr {
+            // The transport summed its pseudo header with the interface's
+            // address (the path's `LOCAL_IPV4`).
+            loopback::readdress_transport(msg, proto, self.iface.addr, src);
+        }
+        let Ok(len) = u16::try_from(msg.len() + MIN_HEADER_LEN) else {
+            return Verdict::Drop(Ipv4DropReason::FragmentationFailed.into());
+        };
+        let mut repr = Ipv4Repr::new(
+            src,
+            dst,
+            proto,
+            self.ident.next_ident(),
+            len - MIN_HEADER_LEN as u16,
+        );
+        repr.ttl = msg.anno().ttl().unwrap_or(ipv4::DEFAULT_TTL);
+        if repr.push_onto(msg).is_err() {
+            return Verdict::Drop(Ipv4DropReason::NoHeadroom.into());
+        }
+        loopback::received_annotations(msg, src, dst);
+        let Some(m) = cx.module::<IpModule>() else {
+            return Verdict::Drop(Ipv4DropReason::NoRoute.into());
+        };
+        let Some(own) = m.own.get(self.iface_index).copied().flatten() else {
+            return Verdict::Drop(Ipv4DropReason::NoRoute.into());
+        };
+        m.counters.looped_back += 1;
+        // IP's stage is the top of its own path: the datagram starts past
+        // it, going up, and leaves by `route_end` (as a reassembled one).
+        match cx.send_on(own, 0, Dir::Up, std::mem::take(msg)) {
+            Ok(()) => Verdict::Consumed,
+            Err(r) => Verdict::Drop(r),
+        }
     }
 
     /// RFC 791 §3.2 fragmentation of a datagram longer than the MTU.
@@ -807,7 +947,9 @@ impl IpStage {
     #[inline(always)]
     pub(crate) fn fast_sendable(&self, len: usize, anno: &pathstack_core::Anno) -> bool {
         let offload = anno.offload();
-        self.protocol.is_some()
+        // A path to this host itself turns around in `send`.
+        !self.loopback
+            && self.protocol.is_some()
             && !offload.wants_offload()
             && offload.tx_gso_size == 0
             && len + MIN_HEADER_LEN <= usize::from(self.iface.mtu)
@@ -825,6 +967,10 @@ impl IpStage {
             return Some(h);
         }
         if self.iface.is_broadcast(dst) || dst.is_multicast() {
+            return None;
+        }
+        // To this host itself: `send` turns it around.
+        if dst == self.iface.addr || dst.is_loopback() {
             return None;
         }
         let m = cx.module::<IpModule>()?;

@@ -28,6 +28,7 @@ mod host_graph;
 pub mod icmp;
 pub mod inline;
 pub mod ip;
+pub mod loopback;
 mod params;
 pub mod tcp;
 pub mod udp;

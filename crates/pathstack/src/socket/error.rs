@@ -238,8 +238,8 @@ mod tests {
                 .contains("path count budget of the class is 2"),
             "{e}"
         );
-        // Other refusals of the path keep their kind.
+        // A full path table is the stack's own quota (issue 27, problem 8).
         let full = std::io::Error::from(SocketError::Path(PathError::TableFull(4)));
-        assert_eq!(full.kind(), ErrorKind::Other);
+        assert_eq!(full.kind(), ErrorKind::QuotaExceeded);
     }
 }

@@ -307,7 +307,20 @@ impl Host {
 
     /// The socket's address: the host's and its port.
     pub fn local_addr(&self, s: &UdpSocket) -> Result<SocketAddr, SocketError> {
-        Ok(self.socket_addr(self.socket(s)?.port).into())
+        let st = self.socket(s)?;
+        // A connected socket's own address is the one IP placed its path
+        // on: 127.0.0.1 towards the loopback network.
+        let placed = st.peer.and_then(|_| {
+            let p = self.stack().path(st.path)?;
+            p.attrs()
+                .get(&pathstack_inet::modules::ip::LOCAL_IPV4)
+                .copied()
+        });
+        Ok(match placed {
+            Some(ip) => SocketAddrV4::new(ip, st.port),
+            None => self.socket_addr(st.port),
+        }
+        .into())
     }
 
     /// The peer of a connected socket ([`SocketError::NotConnected`] for a

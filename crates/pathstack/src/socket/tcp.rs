@@ -55,6 +55,7 @@ use crate::host::{Host, HostId};
 use pathstack_core::attrs::keys::{AddrPart, Participants, PARTICIPANTS, PASSIVE_OPEN};
 use pathstack_core::attrs::Attrs;
 use pathstack_core::{ModuleId, PathId};
+use pathstack_inet::modules::ip::LOCAL_IPV4;
 use pathstack_inet::modules::tcp::{TcpModule, TCP_BACKLOG, TCP_CONFIG};
 use pathstack_inet::modules::{TcpConnStage, TcpListenStage, TcpRefusal};
 use pathstack_inet::tcp::{Shutdown, State, TcpConfig, TcpError, TcpStats};
@@ -501,7 +502,15 @@ impl Host {
     /// The connection's local address.
     pub fn tcp_local_addr(&self, s: &TcpStream) -> Result<SocketAddr, SocketError> {
         let port = self.conn(s, |c| c.tcb().ports().0)?;
-        Ok(SocketAddrV4::new(self.addr().unwrap_or(Ipv4Addr::UNSPECIFIED), port).into())
+        // The connection's own address, as IP placed its path: the host's,
+        // or on the loopback network the one the peer connected to.
+        let ip = self
+            .stack()
+            .path(self.stream_path(s)?)
+            .and_then(|p| p.attrs().get(&LOCAL_IPV4).copied())
+            .or(self.addr())
+            .unwrap_or(Ipv4Addr::UNSPECIFIED);
+        Ok(SocketAddrV4::new(ip, port).into())
     }
 
     /// The connection's peer.

@@ -40,13 +40,16 @@ impl TcpListenStage {
         self.cfg = cfg;
     }
 
-    /// The attributes of a connection's path opened for `peer`.
-    fn conn_attrs(&self, peer: Ipv4Addr, rport: u16, open: PassiveOpen) -> Attrs {
+    /// The attributes of a connection's path opened for `peer`, whose
+    /// SYN came to our address `local` (the connection's own address, as
+    /// the SYN named it: on a host with several, or for 127.0.0.0/8, the
+    /// one the peer connected to).
+    fn conn_attrs(&self, local: Ipv4Addr, peer: Ipv4Addr, rport: u16, open: PassiveOpen) -> Attrs {
         Attrs::new()
             .with(
                 &PARTICIPANTS,
                 Participants {
-                    local: vec![AddrPart::Port(self.port)],
+                    local: vec![AddrPart::Ipv4(local.octets()), AddrPart::Port(self.port)],
                     remote: vec![AddrPart::Ipv4(peer.octets()), AddrPart::Port(rport)],
                 },
             )
@@ -152,7 +155,7 @@ impl Stage for TcpListenStage {
                         mss,
                         repr.options.timestamps.map(|(_, ecr)| ecr),
                     ));
-                    let attrs = self.conn_attrs(rip, repr.src_port, open);
+                    let attrs = self.conn_attrs(lip, rip, repr.src_port, open);
                     match cx.open_path(attrs, 0, Some(std::mem::take(msg))) {
                         Ok(()) => Verdict::Consumed,
                         Err(r) => Verdict::Drop(r),
@@ -190,7 +193,7 @@ impl Stage for TcpListenStage {
         }
         if l.syn_queue < l.backlog {
             l.syn_queue += 1;
-            let attrs = self.conn_attrs(rip, repr.src_port, PassiveOpen::Syn);
+            let attrs = self.conn_attrs(lip, rip, repr.src_port, PassiveOpen::Syn);
             return match cx.open_path(attrs, 0, Some(std::mem::take(msg))) {
                 Ok(()) => Verdict::Consumed,
                 Err(r) => {
