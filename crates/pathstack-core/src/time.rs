@@ -84,8 +84,15 @@ impl Sub<Instant> for Instant {
 }
 
 impl From<std::time::Duration> for Duration {
+    /// Saturates at `u64::MAX` nanoseconds (about 584 years).
     fn from(d: std::time::Duration) -> Self {
-        Duration(d.as_nanos() as u64)
+        Duration(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+    }
+}
+
+impl From<Duration> for std::time::Duration {
+    fn from(d: Duration) -> Self {
+        std::time::Duration::from_nanos(d.0)
     }
 }
 

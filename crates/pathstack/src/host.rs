@@ -89,6 +89,12 @@ pub struct HostConfig {
     /// a host reachable by others with a known seed has guessable
     /// sequence numbers. Default `None` (random per host).
     pub tcp_seed: Option<u64>,
+    /// The options every TCP connection and listener of the host starts
+    /// with when the call gives none (buffer sizes, Nagle, keepalive,
+    /// timers; `tcp_listen_with`/`tcp_connect_with` and the tokio
+    /// `connect_with` still set their own). `None` (the default): TCP's
+    /// defaults with the MSS of the device's MTU.
+    pub tcp_config: Option<pathstack_inet::tcp::TcpConfig>,
     /// Run the host's socket and connection paths specialized (default
     /// yes): the fused fast form of the links under UDP and TCP in front of
     /// the path-inlined stages, which stay the reference for everything
@@ -182,6 +188,7 @@ impl HostConfig {
             udp: true,
             tcp: true,
             tcp_seed: None,
+            tcp_config: None,
             specialize: true,
             rx_burst: None,
             rpc: None,
@@ -294,7 +301,10 @@ impl Host {
             ));
         }
         g.upper.extend(cfg.upper.iter().cloned());
-        Self::from_graph_stack(&g.to_text(), "host.graph", stack, cfg.specialize, device)
+        let mut host =
+            Self::from_graph_stack(&g.to_text(), "host.graph", stack, cfg.specialize, device)?;
+        host.tcp_sockets.config = cfg.tcp_config;
+        Ok(host)
     }
 
     /// Builds a host from a graph file in the `config.graph` syntax (see
@@ -375,7 +385,7 @@ impl Host {
             .and_then(|ip| ip.interfaces().first())
             .copied();
         let sockets = UdpSockets::new(HostId::next(), stack.module_id("udp"), iface);
-        let tcp_sockets = TcpSockets::new(stack.module_id("tcp"));
+        let tcp_sockets = TcpSockets::new(stack.module_id("tcp"), None);
         let rpc = crate::rpc::RpcState::find(&stack);
         Ok(Host {
             stack,

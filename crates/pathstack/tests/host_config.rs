@@ -88,3 +88,26 @@ fn a_port_conflict_names_its_protocol() {
     let e = h.udp_bind("0.0.0.0:80").unwrap_err();
     assert_eq!(e.to_string(), "UDP port 80 is already bound");
 }
+
+/// A host-wide TCP configuration reaches the connections that give none
+/// (issue 27, problem 7), and a std `Duration` goes into TCP's options.
+#[test]
+fn the_hosts_tcp_configuration_is_every_connections_default() {
+    let tcp = pathstack::inet::tcp::TcpConfig {
+        nodelay: true,
+        keepalive: Some(pathstack::inet::tcp::Keepalive::after(
+            std::time::Duration::from_secs(60),
+        )),
+        ..Default::default()
+    };
+    let mut cfg = HostConfig::parse("10.0.0.1/24").unwrap();
+    cfg.tcp_config = Some(tcp);
+    let (a, _b) = wire_pair(WireConfig::default());
+    let mut h = Host::new(cfg, a).unwrap();
+    let c = h.tcp_connect("10.0.0.2:80").unwrap();
+    assert!(h.tcp_nodelay(&c).unwrap());
+    let (a, _b) = wire_pair(WireConfig::default());
+    let mut plain = Host::new(HostConfig::parse("10.0.0.1/24").unwrap(), a).unwrap();
+    let c = plain.tcp_connect("10.0.0.2:80").unwrap();
+    assert!(!plain.tcp_nodelay(&c).unwrap());
+}

@@ -270,6 +270,28 @@ async fn a_client_reaches_a_server_on_its_own_host_through_localhost() {
     assert_eq!(peer.ip(), Ipv4Addr::LOCALHOST);
 }
 
+/// Keepalive set on the stream itself (issue 27, problem 7): a peer that
+/// stops answering ends the connection with `TimedOut` after the probes.
+#[tokio::test]
+async fn keepalive_on_the_stream_finds_a_silent_peer() {
+    let (a, b) = nets();
+    let (mut c, _s) = pair(&a, &b, 4100).await;
+    c.set_keepalive(Some(pathstack::inet::tcp::Keepalive {
+        idle: Duration::from_millis(200).into(),
+        interval: Duration::from_millis(100).into(),
+        probes: 2,
+    }))
+    .unwrap();
+    // The peer's host stops: nothing answers the probes any more.
+    b.shutdown();
+    let mut buf = [0u8; 1];
+    let e = timeout(Duration::from_secs(5), c.read(&mut buf))
+        .await
+        .expect("keepalive never gave up")
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::TimedOut, "{e}");
+}
+
 #[tokio::test]
 async fn a_reset_surfaces_as_connection_reset() {
     let (a, b) = nets();

@@ -19,6 +19,18 @@ pub struct Keepalive {
     pub probes: u32,
 }
 
+impl Keepalive {
+    /// Probes after `idle` of quiet (Linux's `TCP_KEEPIDLE`), with the
+    /// default interval and count (75 s, 9; RFC 9293 §3.8.4, Linux's
+    /// defaults). Takes a `std::time::Duration`, as `socket2` does.
+    pub fn after(idle: std::time::Duration) -> Keepalive {
+        Keepalive {
+            idle: idle.into(),
+            ..Keepalive::default()
+        }
+    }
+}
+
 impl Default for Keepalive {
     fn default() -> Self {
         Keepalive {

@@ -87,13 +87,17 @@ enum Entry {
 #[derive(Debug, Default)]
 pub(crate) struct TcpSockets {
     pub(crate) tcp: Option<ModuleId>,
+    /// The host's own defaults for new connections
+    /// ([`HostConfig::tcp_config`](crate::host::HostConfig::tcp_config)).
+    pub(crate) config: Option<TcpConfig>,
     slots: Vec<(u32, Option<Entry>)>,
     free: Vec<u32>,
 }
 
 impl TcpSockets {
-    pub(crate) fn new(tcp: Option<ModuleId>) -> Self {
+    pub(crate) fn new(tcp: Option<ModuleId>, config: Option<TcpConfig>) -> Self {
         TcpSockets {
+            config,
             tcp,
             ..TcpSockets::default()
         }
@@ -186,6 +190,9 @@ impl Host {
     }
 
     fn tcp_default_config(&self) -> TcpConfig {
+        if let Some(c) = self.tcp_sockets.config {
+            return c;
+        }
         self.tcp_sockets
             .tcp
             .and_then(|m| self.stack().module::<TcpModule>(m))

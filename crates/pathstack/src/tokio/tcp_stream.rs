@@ -159,6 +159,16 @@ impl TcpStream {
         self.with_host(|h, s| h.tcp_nodelay(s))
     }
 
+    /// Turns keepalive probes on (`Some`, as `SO_KEEPALIVE` with
+    /// `TCP_KEEPIDLE`/`TCP_KEEPINTVL`/`TCP_KEEPCNT`; e.g.
+    /// [`Keepalive::after`](crate::inet::tcp::Keepalive::after) a
+    /// `std::time::Duration`) or off (`None`) on this connection
+    /// (RFC 9293 §3.8.4). A peer that stops answering them ends the
+    /// connection with `TimedOut`.
+    pub fn set_keepalive(&self, keepalive: Option<crate::inet::tcp::Keepalive>) -> io::Result<()> {
+        self.with_host(|h, s| h.tcp_set_keepalive(s, keepalive))
+    }
+
     /// Takes the connection's pending error (`SO_ERROR`), once: a reset,
     /// a timeout … The next read or write reports it too.
     pub fn take_error(&self) -> io::Result<Option<io::Error>> {
