@@ -20,7 +20,7 @@ fn due(t: Option<Instant>, now: Instant) -> bool {
 impl Tcb {
     /// When [`on_tick`](Self::on_tick) has work, or output is waiting
     /// (`now` then): the earliest of the connection's timers, kept as
-    /// they change ([`Timers`](crate::tcp::timers)).
+    /// they change (`tcp::timers::Timers`).
     #[inline]
     pub fn poll_at(&self) -> Option<Instant> {
         self.timers.earliest()
