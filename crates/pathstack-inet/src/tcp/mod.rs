@@ -40,6 +40,7 @@ pub mod seq;
 pub mod state;
 pub mod syn_cookie;
 pub mod tcb;
+pub(crate) mod timers;
 
 pub use config::{Keepalive, TcpConfig, TcpOffload};
 pub use congestion::{AnyCongestion, CcConfig, CongestionControl, CongestionKind};

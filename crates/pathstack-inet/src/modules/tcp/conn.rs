@@ -106,11 +106,19 @@ impl TcpConnStage {
         self.flush(cx);
     }
 
+    #[inline(always)]
     fn local_ip(&mut self, cx: &Cx<'_, '_>) -> Option<Ipv4Addr> {
         if self.local_ip.is_none() {
-            self.local_ip = cx.attrs().get(&LOCAL_IPV4).copied();
+            self.read_local_ip(cx);
         }
         self.local_ip
+    }
+
+    /// Reads our address from the path's attributes (once; out of line).
+    #[cold]
+    #[inline(never)]
+    fn read_local_ip(&mut self, cx: &Cx<'_, '_>) {
+        self.local_ip = cx.attrs().get(&LOCAL_IPV4).copied();
     }
 
     /// Sends what the control block has to send, arms the timer for its
@@ -129,8 +137,15 @@ impl TcpConnStage {
         }
         self.arm(cx);
         if !self.owned && self.tcb.is_closed() {
-            let _ = cx.delete_path();
+            Self::delete(cx);
         }
+    }
+
+    /// The connection is over and unowned: its path goes.
+    #[cold]
+    #[inline(never)]
+    fn delete(cx: &mut Cx<'_, '_>) {
+        let _ = cx.delete_path();
     }
 
     /// Sends what the control block has to send, each segment in a buffer
@@ -185,10 +200,19 @@ impl TcpConnStage {
     /// Reports state changes to the module: a passive connection that is
     /// established joins its listener's accept queue; one that failed
     /// leaves the SYN queue.
+    #[inline(always)]
     fn account(&mut self, cx: &mut Cx<'_, '_>) {
-        if self.counted {
-            return;
+        if !self.counted {
+            self.account_change(cx);
         }
+    }
+
+    /// [`account`](Self::account) until the connection is counted: out of
+    /// line, as every flush of an established connection has it done
+    /// (the flush is called after every segment and application call).
+    #[cold]
+    #[inline(never)]
+    fn account_change(&mut self, cx: &mut Cx<'_, '_>) {
         let state = self.tcb.state();
         let established = state.is_synchronized();
         let failed = state == State::Closed;
@@ -229,6 +253,7 @@ impl TcpConnStage {
     /// Arms the stage's timer for the control block's earliest deadline
     /// (only when it moved earlier: a timer that fires early finds nothing
     /// due and re-arms).
+    #[inline(always)]
     fn arm(&mut self, cx: &mut Cx<'_, '_>) {
         let Some(at) = self.tcb.poll_at() else {
             return;
@@ -236,6 +261,13 @@ impl TcpConnStage {
         if self.timer.is_some_and(|(_, t)| t <= at) {
             return;
         }
+        self.rearm(cx, at);
+    }
+
+    /// Moves the stage's timer earlier, to `at` (out of line: most
+    /// flushes find it armed early enough).
+    #[inline(never)]
+    fn rearm(&mut self, cx: &mut Cx<'_, '_>, at: Instant) {
         if let Some((h, _)) = self.timer.take() {
             cx.cancel_timer(h);
         }
@@ -307,14 +339,21 @@ impl Stage for TcpConnStage {
         let (Some(src), Some(dst)) = (a.peer_ip(), a.local_ip()) else {
             return Verdict::Drop(wire::TcpDropReason::Truncated.into());
         };
-        let repr =
-            match TcpPacket::new_received(msg.as_slice(), src, dst, a.offload().rx_csum_verified)
-                .and_then(|p| TcpRepr::parse(&p).map(|r| (r, p.header_len())))
-            {
-                Ok((r, hl)) => (r, hl),
-                Err(e) => return Verdict::Drop(e.into()),
-            };
-        let (repr, hl) = repr;
+        let verified = a.offload().rx_csum_verified;
+        // Once the connection has its template (its first segment sent),
+        // a segment is checked with the template's pseudo-header sum in
+        // one pass; the same answer as the checked view and the parse.
+        let parsed = match &self.template {
+            Some(t) if src == self.remote_ip && Some(dst) == self.local_ip => {
+                TcpRepr::parse_received(msg.as_slice(), t.pseudo_sum(), verified)
+            }
+            _ => TcpPacket::new_received(msg.as_slice(), src, dst, verified)
+                .and_then(|p| TcpRepr::parse(&p).map(|r| (r, p.header_len()))),
+        };
+        let (repr, hl) = match parsed {
+            Ok(r) => r,
+            Err(e) => return Verdict::Drop(e.into()),
+        };
         if self.open.is_some() && !self.started {
             self.started = true;
             self.start_passive(cx, &repr);

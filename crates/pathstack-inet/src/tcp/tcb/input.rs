@@ -11,6 +11,7 @@ use crate::tcp::recv_buffer::{RecvBuffer, RecvConfig};
 use crate::tcp::sack_scoreboard::{SackBlock, Scoreboard};
 use crate::tcp::seq::SeqNumber;
 use crate::tcp::state::State;
+use crate::tcp::timers::Timer;
 use crate::wire::tcp::{TcpFlags, TcpOptions, TcpRepr};
 use pathstack_core::time::{Duration, Instant};
 
@@ -131,9 +132,9 @@ impl Tcb {
         self.snd_wl2 = SeqNumber(seg.ack);
         self.last_send = now;
         self.rtx_count = 0;
-        self.rtx_at = None;
+        self.timers.set(Timer::Rtx, None);
         if let Some(k) = self.cfg.keepalive {
-            self.keepalive_at = Some(now + k.idle);
+            self.timers.set(Timer::Keepalive, Some(now + k.idle));
         }
     }
 
@@ -303,7 +304,8 @@ impl Tcb {
             {
                 // The peer's FIN again (RFC 9293 §3.10.7.4 eighth,
                 // TIME-WAIT): acknowledged, and 2·MSL restarts.
-                self.time_wait_at = Some(now + self.cfg.time_wait);
+                self.timers
+                    .set(Timer::TimeWait, Some(now + self.cfg.time_wait));
             }
             return Err(Drop::OutOfWindow);
         }
@@ -401,7 +403,8 @@ impl Tcb {
             if self.state == State::TimeWait {
                 // A retransmitted FIN: acknowledge, restart 2·MSL.
                 self.ack_due = true;
-                self.time_wait_at = Some(now + self.cfg.time_wait);
+                self.timers
+                    .set(Timer::TimeWait, Some(now + self.cfg.time_wait));
             }
             self.check_fin(now);
             if !self.fin_received {
@@ -410,7 +413,7 @@ impl Tcb {
             }
         }
         if let Some(k) = self.cfg.keepalive {
-            self.keepalive_at = Some(now + k.idle);
+            self.timers.set(Timer::Keepalive, Some(now + k.idle));
             self.keepalive_sent = 0;
         }
         result
@@ -449,9 +452,10 @@ impl Tcb {
             // Due now, but sent when the timers run: after the rest of
             // the burst the device holds (the stack reads its input
             // before it fires timers), so one ACK covers it.
-            self.delack_at = Some(now);
-        } else if self.delack_at.is_none() {
-            self.delack_at = Some(now + self.cfg.delayed_ack);
+            self.timers.set(Timer::Delack, Some(now));
+        } else if self.timers.get(Timer::Delack).is_none() {
+            self.timers
+                .set(Timer::Delack, Some(now + self.cfg.delayed_ack));
         }
     }
 
@@ -475,12 +479,13 @@ impl Tcb {
 
     pub(super) fn enter_time_wait(&mut self, now: Instant) {
         self.state = State::TimeWait;
-        self.rtx_at = None;
-        self.tlp_at = None;
-        self.reo_at = None;
-        self.persist_at = None;
-        self.keepalive_at = None;
-        self.time_wait_at = Some(now + self.cfg.time_wait);
+        self.timers.set(Timer::Rtx, None);
+        self.timers.set(Timer::Tlp, None);
+        self.timers.set(Timer::Reo, None);
+        self.timers.set(Timer::Persist, None);
+        self.timers.set(Timer::Keepalive, None);
+        self.timers
+            .set(Timer::TimeWait, Some(now + self.cfg.time_wait));
     }
 
     /// A challenge ACK (RFC 5961 §3.2, §4.2), at most
@@ -543,7 +548,10 @@ impl Tcb {
             self.persist_backoff = 0;
             self.dup_acks = 0;
             // RFC 6298 §5.3: restart the timer on new data ACKed.
-            self.rtx_at = (!self.sb.is_empty()).then(|| now + self.rto.rto());
+            self.timers.set(
+                Timer::Rtx,
+                (!self.sb.is_empty()).then(|| now + self.rto.rto()),
+            );
             if !self.sack_ok && self.recovery.in_recovery() {
                 // RFC 6582 §3.2 step 5: a partial ACK without SACK
                 // retransmits the first unacknowledged segment.
@@ -597,7 +605,7 @@ impl Tcb {
             self.rack.on_recovery_exit();
         }
         if ev.ack.cum_advanced || !in_recovery_before {
-            self.tlp_at = None;
+            self.timers.set(Timer::Tlp, None);
         }
         if ev.ack.cum_advanced {
             // RFC 8985 §7.2: an ACK of new data restarts the PTO.
@@ -611,7 +619,7 @@ impl Tcb {
             self.snd_wl2 = ack;
             self.max_snd_wnd = self.max_snd_wnd.max(window);
             if window > 0 {
-                self.persist_at = None;
+                self.timers.set(Timer::Persist, None);
                 self.persist_backoff = 0;
             }
         }
@@ -635,7 +643,7 @@ impl Tcb {
             .rack
             .reo_wnd(&self.sb, self.recovery.in_recovery(), self.rto.srtt());
         let (marked, timer) = self.rack.detect_loss(&mut self.sb, reo, now);
-        self.reo_at = timer;
+        self.timers.set(Timer::Reo, timer);
         if marked > 0 && !self.recovery.in_recovery() {
             self.recovery.enter(&mut self.sb, &mut self.cc, now);
             self.stats.recoveries += 1;

@@ -33,6 +33,7 @@ use super::sack_scoreboard::Scoreboard;
 use super::send_buffer::SendBuffer;
 use super::seq::SeqNumber;
 use super::state::State;
+use super::timers::{Timer, Timers};
 use crate::wire::tcp::{TcpFlags, TcpOptions, TcpRepr};
 use pathstack_core::time::Instant;
 use std::io::IoSlice;
@@ -179,14 +180,9 @@ pub struct Tcb {
     window_probe_due: bool,
     keepalive_due: bool,
 
-    // ----- timers (deadlines; `None` when off) -----
-    rtx_at: Option<Instant>,
-    tlp_at: Option<Instant>,
-    reo_at: Option<Instant>,
-    delack_at: Option<Instant>,
-    persist_at: Option<Instant>,
-    keepalive_at: Option<Instant>,
-    time_wait_at: Option<Instant>,
+    // ----- timers -----
+    /// The timers' deadlines, with the earliest kept (`poll_at`).
+    timers: Timers,
     /// Consecutive timeouts of the same data (R2) or SYN.
     rtx_count: u32,
     persist_backoff: u32,
@@ -278,13 +274,7 @@ impl Tcb {
             tlp_due: false,
             window_probe_due: false,
             keepalive_due: false,
-            rtx_at: None,
-            tlp_at: None,
-            reo_at: None,
-            delack_at: None,
-            persist_at: None,
-            keepalive_at: None,
-            time_wait_at: None,
+            timers: Timers::default(),
             rtx_count: 0,
             persist_backoff: 0,
             keepalive_sent: 0,
@@ -716,9 +706,11 @@ impl Tcb {
     pub fn set_keepalive(&mut self, k: Option<super::config::Keepalive>, now: Instant) {
         self.cfg.keepalive = k;
         self.keepalive_sent = 0;
-        self.keepalive_at = k
-            .filter(|_| self.state.is_synchronized())
-            .map(|k| now + k.idle);
+        self.timers.set(
+            Timer::Keepalive,
+            k.filter(|_| self.state.is_synchronized())
+                .map(|k| now + k.idle),
+        );
     }
 
     /// Ends the connection: CLOSED, every timer off, the error (if any)
@@ -728,13 +720,7 @@ impl Tcb {
         if error.is_some() {
             self.error = error;
         }
-        self.rtx_at = None;
-        self.tlp_at = None;
-        self.reo_at = None;
-        self.delack_at = None;
-        self.persist_at = None;
-        self.keepalive_at = None;
-        self.time_wait_at = None;
+        self.timers.stop_all();
         self.ack_due = false;
         self.syn_due = false;
         self.tlp_due = false;

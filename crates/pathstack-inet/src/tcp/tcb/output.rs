@@ -22,6 +22,7 @@ use crate::tcp::recovery::Recovery;
 use crate::tcp::sack_scoreboard::{NextSeg, Rule};
 use crate::tcp::seq::SeqNumber;
 use crate::tcp::state::State;
+use crate::tcp::timers::Timer;
 use crate::wire::tcp::{TcpFlags, TcpOptions, TcpRepr};
 use pathstack_core::time::Instant;
 
@@ -137,7 +138,7 @@ impl Tcb {
                     if self.syn_sent_at.is_none() {
                         self.syn_sent_at = Some(now);
                     }
-                    self.rtx_at = Some(now + self.rto.rto());
+                    self.timers.set(Timer::Rtx, Some(now + self.rto.rto()));
                     self.after_ack_sent();
                     sent += 1;
                 }
@@ -246,8 +247,8 @@ impl Tcb {
     /// persist timer while data waits for a closed window.
     #[inline]
     fn after_sending(&mut self, now: Instant, sent: usize) {
-        if !self.sb.is_empty() && self.rtx_at.is_none() {
-            self.rtx_at = Some(now + self.rto.rto());
+        if !self.sb.is_empty() && self.timers.get(Timer::Rtx).is_none() {
+            self.timers.set(Timer::Rtx, Some(now + self.rto.rto()));
         }
         // RFC 8985 §7.2: arm the probe timeout after sending.
         if sent > 0 {
@@ -256,10 +257,11 @@ impl Tcb {
         // The persist timer (RFC 9293 §3.8.6.1): data waits, the window is
         // closed and nothing is in flight to bring an update. (The closed
         // window first: it is rare, and the unsent count is not free.)
-        if self.snd_wnd == 0 && self.persist_at.is_none() && self.sb.is_empty() {
+        if self.snd_wnd == 0 && self.timers.get(Timer::Persist).is_none() && self.sb.is_empty() {
             let unsent = self.snd.end() - self.sb.snd_nxt().min(self.snd.end());
             if unsent > 0 {
-                self.persist_at = Some(now + self.persist_interval());
+                self.timers
+                    .set(Timer::Persist, Some(now + self.persist_interval()));
             }
         }
     }
@@ -385,14 +387,16 @@ impl Tcb {
 
     /// Arms the probe timeout (RFC 8985 §7.2) if a probe may go: after
     /// sending, and on an ACK of new data.
+    #[inline]
     pub(super) fn arm_tlp(&mut self, now: Instant) {
         if self.cfg.rack && self.tlp.may_arm(&self.sb, self.recovery.in_recovery()) {
             let rto_left = self
-                .rtx_at
+                .timers
+                .get(Timer::Rtx)
                 .map_or(self.rto.rto(), |t| t.saturating_since(now));
             let pto =
                 rack::probe_timeout(self.rto.srtt(), self.sb.len(), rack::WC_DEL_ACK, rto_left);
-            self.tlp_at = Some(now + pto);
+            self.timers.set(Timer::Tlp, Some(now + pto));
         }
     }
 
@@ -586,6 +590,6 @@ impl Tcb {
     fn after_ack_sent(&mut self) {
         self.ack_due = false;
         self.unacked_bytes = 0;
-        self.delack_at = None;
+        self.timers.set(Timer::Delack, None);
     }
 }

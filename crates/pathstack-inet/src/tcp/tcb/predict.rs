@@ -31,6 +31,7 @@ use crate::tcp::congestion::CongestionControl;
 use crate::tcp::sack_scoreboard::CleanAck;
 use crate::tcp::seq::SeqNumber;
 use crate::tcp::state::State;
+use crate::tcp::timers::Timer;
 use crate::wire::tcp::{TcpFlags, TcpRepr};
 use pathstack_core::time::Instant;
 
@@ -125,7 +126,7 @@ impl Tcb {
             self.snd_wl1 = seq;
             self.snd_wl2 = ack;
             if self.snd_wnd > 0 {
-                self.persist_at = None;
+                self.timers.set(Timer::Persist, None);
                 self.persist_backoff = 0;
             }
         }
@@ -138,7 +139,7 @@ impl Tcb {
             self.schedule_ack_for(now, n);
         }
         if let Some(k) = self.cfg.keepalive {
-            self.keepalive_at = Some(now + k.idle);
+            self.timers.set(Timer::Keepalive, Some(now + k.idle));
             self.keepalive_sent = 0;
         }
         true
@@ -171,9 +172,9 @@ impl Tcb {
             // timer goes as with any ACK outside recovery.
             if self.cfg.rack {
                 self.rack.on_clean_ack(None, false, self.sb.high_ack(), now);
-                self.reo_at = None;
+                self.timers.set(Timer::Reo, None);
             }
-            self.tlp_at = None;
+            self.timers.set(Timer::Tlp, None);
             return;
         };
         // RFC 6675 §5 outside recovery: the congestion controller sees
@@ -186,7 +187,10 @@ impl Tcb {
         self.rtx_count = 0;
         self.persist_backoff = 0;
         // RFC 6298 §5.3: restart the timer on new data ACKed.
-        self.rtx_at = (!self.sb.is_empty()).then(|| now + self.rto.rto());
+        self.timers.set(
+            Timer::Rtx,
+            (!self.sb.is_empty()).then(|| now + self.rto.rto()),
+        );
         if let Some(d) = out.newest {
             // Never retransmitted: an unambiguous sample (Karn).
             let rtt = now.saturating_since(d.sent_at);
@@ -196,9 +200,9 @@ impl Tcb {
         if self.cfg.rack {
             self.rack
                 .on_clean_ack(out.newest, out.reordering, self.sb.high_ack(), now);
-            self.reo_at = None;
+            self.timers.set(Timer::Reo, None);
         }
-        self.tlp_at = None;
+        self.timers.set(Timer::Tlp, None);
         // RFC 8985 §7.2: an ACK of new data restarts the PTO.
         self.arm_tlp(now);
     }
