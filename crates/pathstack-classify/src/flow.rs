@@ -5,7 +5,7 @@
 //! whose header bytes at fixed places equal the keys it registered. Most
 //! flows are active paths (a TCP connection, a connected UDP socket); a
 //! passive one (RPC's paths, which serve every peer; a bound UDP socket, a
-//! TCP listener) is one while no active path can take its messages
+//! TCP listener) answers where no active path takes its messages
 //! (point 3).
 //! When every module on such a path describes where its active key lies in
 //! its header ([`FlowLayout`], from
@@ -40,42 +40,46 @@
 //!    classifier takes it out when a registration continues below that node
 //!    and puts it back when the last continuing path goes.
 //! 3. *Active beats passive.* Any matching active path wins over every
-//!    passive one whatever their lengths, so no passive path can be
-//!    preferred to an active flow; `Stop` levels end a chain like any last
-//!    level. A *passive* path is filed (with its modules' passive layouts,
-//!    [`PartialClassifier::passive_flow_layout`]) only while its first node
-//!    has no active twin, i.e. no active node hangs from the receiving
-//!    module with the same key, and only where the receiving module's
-//!    passive layout is its active one: then a message the layouts apply
-//!    to has that key in both modes, the active walk finds no first node,
-//!    and the passive walk decides, by points 1 and 2 in passive mode. The
-//!    classifier refiles the passive flows when an active first node comes
-//!    or goes (rare: the first connection of an EtherType). Passive paths
-//!    of fewer than three keyed levels are left to the walk: their gathers
-//!    would cost every other message a probe for a saving of a level or
-//!    two.
+//!    passive one whatever their lengths; `Stop` levels end a chain like
+//!    any last level. A lookup therefore probes every active gather of the
+//!    receiving module before any passive one, and a *passive* path (filed
+//!    with its modules' passive layouts,
+//!    [`PartialClassifier::passive_flow_layout`], and only where the
+//!    receiving module's passive layout is its active one, so that a
+//!    message the layouts apply to has the same first key in both modes)
+//!    answers only where the active walk would find nothing:
+//!    * *unshadowed* ([`FlowMode::Passive`]): its first node has no active
+//!      twin, so the active walk finds no first node at all;
+//!    * *shadowed* ([`FlowMode::Shadowed`]): its first node has an active
+//!      twin (a listener beside its connections, a bound socket beside a
+//!      connected one). Its hit stands when every active chain the tree
+//!      counts at the receiving module is a flow (so every path the active
+//!      walk could find is one) and each active flow chain there either
+//!      *admits* the message (its layouts apply, so the active probe,
+//!      which missed, would have found its path) or *excludes* it: the
+//!      levels before its last apply, and in a key bit all its flows have
+//!      alike (IPv4's protocol 6 of a chain of TCP connections) the message
+//!      has the other value, so the active walk never reaches a path of
+//!      the chain. Otherwise the tree decides. The check runs only on a
+//!      shadowed hit, over the few active chains.
+//!
+//!    The classifier refiles the passive flows when an active first node
+//!    comes or goes (rare: the first connection of an EtherType), so each
+//!    is filed under the right mode. Passive paths of fewer than three
+//!    keyed levels are left to the walk: their gathers would cost every
+//!    other message a probe for a saving of a level or two.
 //!
 //!    The passive flows are RPC's paths (BLAST/BID/CHAN over ETH or IP),
 //!    bound UDP sockets and TCP listeners (ETH's EtherType, IPv4's
 //!    protocol, the destination port). A listener's flow takes every
 //!    segment to its port, not only SYNs, as the walk does: neither the
 //!    layout nor TCP's partial classifier reads the flags, and the
-//!    listener's stage answers the others. The first-node test is coarse
-//!    on purpose: any active path under the EtherType — one connected
-//!    socket, one TCP connection, a listener's own accepted ones — takes
-//!    every IPv4 passive flow out, although few of them could take its
-//!    messages. A finer test would have to follow every active path whose
-//!    keys agree with the passive flow's where both are read (an active
-//!    IPv4 key holds the protocol, an active port key the local port) and
-//!    refile on each of their registrations. As it is, a server's
-//!    listener walks while its connections are flows, and they carry its
-//!    traffic; a bound socket with no connected socket beside it (a UDP
-//!    server) is a flow.
-//! 4. *No two flows match one message.* Two matching paths of one mode and
-//!    equal length would share all their nodes, which registration refuses
+//!    listener's stage answers the others.
+//! 4. *One flow answers.* Two matching paths of one mode and equal length
+//!    would share all their nodes, which registration refuses
 //!    (`Ambiguous`); of unequal length, the shorter is not in the table
-//!    (2.); an active and a passive flow cannot both match (3.). So the
-//!    first entry whose key and guards match is the only one.
+//!    (2.). So at most one active and one passive flow match a message,
+//!    and the active one is probed first (3.).
 //!
 //! A message the layouts do not apply to (IPv4 options or a fragment, a
 //! truncated header) or whose key no flow has costs the gather and one
@@ -99,7 +103,7 @@
 //!
 //! [`PartialClassifier::passive_flow_layout`]: crate::PartialClassifier::passive_flow_layout
 
-use crate::classifier::MAX_DEPTH;
+use crate::classifier::{MAX_CLASSIFIED_MODULES, MAX_DEPTH};
 use crate::flow_slots::{Entry, FlowSlots, MAX_CHAINS};
 use crate::hash::EdgeHasher;
 use crate::node::NONE;
@@ -421,6 +425,12 @@ pub(crate) struct FlowPlan {
     scatter: Few<(u8, u8), MAX_BYTES>,
     /// Each level's key length.
     key_lens: Few<u8, MAX_DEPTH>,
+    /// The bits of each window that hold key bytes of the levels before
+    /// the last: what [`FlowChain::excludes`] may compare (the last
+    /// level's header may be one its layout declines).
+    prefix: [u64; WORDS],
+    /// The guards of the levels before the last, as windows.
+    prefix_guards: Few<(u16, u64, u64), WORDS>,
 }
 
 /// Most key bytes, and most guard bytes, a chain's windows can hold.
@@ -529,8 +539,11 @@ impl FlowPlan {
         for _ in 0..key_at {
             scatter.push((0, 0))?;
         }
+        // Key bytes from here on are the last level's.
+        let last_key_at = key_at - key_lens.last().map_or(0, |&l| usize::from(l));
+        let mut prefix = [0u64; WORDS];
         let mut d = 0;
-        for &(o, _, _, idx) in bytes.iter() {
+        for &(o, m, _, idx) in bytes.iter() {
             // `bytes` and `distinct` are both in offset order.
             while distinct[d].0 != o {
                 d += 1;
@@ -538,6 +551,9 @@ impl FlowPlan {
             let w = assigned[d];
             let shift = 8 * (o - windows[usize::from(w)].0);
             scatter[usize::from(idx)] = (w, shift as u8);
+            if usize::from(idx) < last_key_at {
+                prefix[usize::from(w)] |= u64::from(m) << shift;
+            }
         }
         // Guards on one byte combine; contradicting ones never hold.
         if !guards.windows(2).all(|p| p[0].0 <= p[1].0) {
@@ -560,15 +576,19 @@ impl FlowPlan {
         for &(o, m, _) in windows.iter() {
             masks.push((o, m))?;
         }
+        let before_last = merged.iter().take_while(|g| g.0 < last.offset).count();
+        let prefix_guards = cover(usize::from(last.offset), &merged[..before_last])?.0;
         Ok(FlowPlan {
             levels: chain,
             last,
+            prefix_guards,
             guards: cover(need, &merged)?.0,
             need,
             windows: masks,
             key,
             scatter,
             key_lens,
+            prefix,
         })
     }
 }
@@ -677,8 +697,9 @@ pub(crate) struct ChainLevel {
 /// A sequence of modules flows are filed under, with the checks that make
 /// their layouts apply to a message.
 pub(crate) struct FlowChain {
-    /// Whether its flows are passive paths (module docs, point 3).
-    passive: bool,
+    /// Whether its flows are active paths, passive ones or passive ones
+    /// an active path may shadow (module docs, point 3).
+    mode: FlowMode,
     gather: u32,
     levels: Box<[ChainLevel]>,
     /// Every level's guards, as windows: `(offset in the message, mask,
@@ -692,6 +713,18 @@ pub(crate) struct FlowChain {
     scatter: Box<[(u8, u8)]>,
     /// Each level's key length.
     key_lens: Box<[u8]>,
+    /// The key bits of the levels before the last ([`FlowPlan`]'s).
+    prefix: [u64; WORDS],
+    /// The guards of the levels before the last ([`FlowPlan`]'s).
+    prefix_guards: Box<[(u16, u64, u64)]>,
+    /// The prefix bits every flow filed in the chain since it was last
+    /// empty has alike (`fixed`, under mask `fixed_mask`, per window of
+    /// the gather): an active chain whose flows all have IPv4's protocol
+    /// 6 cannot take a message with 17 there ([`excludes`](Self::excludes)).
+    /// Narrowed as flows come, not widened as they go: it may say too
+    /// little, never too much.
+    fixed_mask: [u64; WORDS],
+    fixed: [u64; WORDS],
     entries: u32,
 }
 
@@ -703,7 +736,45 @@ impl FlowChain {
 
     /// Whether its flows are passive paths.
     pub(crate) fn passive(&self) -> bool {
-        self.passive
+        self.mode != FlowMode::Active
+    }
+
+    /// Whether no path of this (active) chain can take `msg`: the levels
+    /// before the last are all there and their guards hold, so their
+    /// layouts apply and the walk reads their keys where the layouts do
+    /// (the layout contract), and in a prefix bit every flow of the chain
+    /// has alike `msg` has the other value, so the active walk never
+    /// reaches the chain's last level with its keys. `windows` are the
+    /// chain's gather's.
+    #[inline]
+    fn excludes(&self, msg: &[u8], windows: &[(u16, u64)]) -> bool {
+        let Some(fixed) = msg.get(..usize::from(self.last.offset)) else {
+            return false;
+        };
+        self.prefix_guards
+            .iter()
+            .all(|&(at, mask, value)| load_le(fixed, usize::from(at)) & mask == value)
+            && windows
+                .iter()
+                .zip(self.fixed_mask.iter().zip(&self.fixed))
+                .any(|(&(at, _), (&mask, &value))| {
+                    mask != 0 && load_le(fixed, usize::from(at)) & mask != value
+                })
+    }
+
+    /// Narrows [`fixed`](Self::fixed) to the prefix bits `key` shares with
+    /// the chain's other flows (all of them for the first flow).
+    fn narrow(&mut self, key: &[u64; WORDS]) {
+        let first = self.entries == 0;
+        let words = self.fixed_mask.iter_mut().zip(&mut self.fixed);
+        for ((mask, fixed), (&k, &prefix)) in words.zip(key.iter().zip(&self.prefix)) {
+            if first {
+                *mask = prefix;
+            } else {
+                *mask &= !(k ^ *fixed);
+            }
+            *fixed = k & *mask;
+        }
     }
 
     /// The last level's header length if every level's layout applies to
@@ -716,6 +787,13 @@ impl FlowChain {
                 return None;
             }
         }
+        self.last_len(fixed, msg)
+    }
+
+    /// The last level's header length in `msg` (whose first `need` bytes
+    /// are `fixed`), if it is all there.
+    #[inline]
+    fn last_len(&self, fixed: &[u8], msg: &[u8]) -> Option<usize> {
         let last = &self.last;
         match last.header {
             HeaderLen::Fixed(n) => Some(usize::from(n)),
@@ -739,6 +817,9 @@ impl FlowChain {
 /// laid out again, at most [`WORDS`] times in a gather's life.
 struct Gather {
     module: ModuleId,
+    /// Whether its flows are passive paths: probed after every active
+    /// gather of the module (module docs, point 4).
+    passive: bool,
     /// `(offset in the message, mask)` of each key word.
     windows: Box<[(u16, u64)]>,
     /// The words that vary between the flows, ascending: what an entry
@@ -758,11 +839,12 @@ struct Gather {
 }
 
 impl Gather {
-    fn new(module: ModuleId, windows: &[(u16, u64)]) -> Self {
+    fn new(module: ModuleId, passive: bool, windows: &[(u16, u64)]) -> Self {
         let mut common_sel = [0; WORDS];
         common_sel[..windows.len()].fill(u64::MAX);
         Gather {
             module,
+            passive,
             windows: windows.into(),
             varies: Few::new(0),
             common: [0; WORDS],
@@ -932,18 +1014,44 @@ fn stored_hash(hasher: &EdgeHasher, varies: &[u8], words: usize, stored: &[u64])
     hasher.flow(&full, words)
 }
 
+/// How the paths of a chain are filed (module docs, point 3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum FlowMode {
+    /// Active paths.
+    Active,
+    /// Passive paths whose first node has no active twin: no active path
+    /// can take their messages.
+    Passive,
+    /// Passive paths whose first node has an active twin: a hit is the
+    /// tree's answer only while the active flows answer for every active
+    /// path at the receiving module ([`FlowTable::lookup`]).
+    Shadowed,
+}
+
+impl FlowMode {
+    /// Whether the mode's paths are passive.
+    pub(crate) fn passive(self) -> bool {
+        self != FlowMode::Active
+    }
+}
+
 /// The flow table of one classifier (see the module docs).
 #[derive(Default)]
 pub(crate) struct FlowTable {
     gathers: Vec<Gather>,
-    /// The gathers in the order a lookup probes them: most flows first,
-    /// so that the host's many connections are not probed after its few
+    /// The gathers in the order a lookup probes them: active before
+    /// passive (an active match wins), most flows first within each, so
+    /// that the host's many connections are not probed after its few
     /// listeners' gathers.
     order: Vec<u32>,
     chains: Vec<FlowChain>,
     len: usize,
     /// How many of the flows are passive paths.
     passive: usize,
+    /// Active flows filed per receiving module (indexed by its id): set
+    /// against the classifier's count of active chains there, it says
+    /// whether every active path at the module is a flow.
+    active_at: Vec<u32>,
 }
 
 impl FlowTable {
@@ -983,17 +1091,46 @@ impl FlowTable {
             + self.gathers.capacity() * std::mem::size_of::<Gather>()
             + self.order.capacity() * 4
             + self.chains.capacity() * std::mem::size_of::<FlowChain>()
+            + self.active_at.capacity() * 4
+    }
+
+    /// Active flows filed at receiving module `module`.
+    pub(crate) fn active_at(&self, module: ModuleId) -> u32 {
+        self.active_at.get(module.0 as usize).copied().unwrap_or(0)
+    }
+
+    /// Whether the active flows' miss for `msg` at `module` is the active
+    /// walk's: every one of the module's `active_chains` (as the tree
+    /// counts them) is a flow, and every active chain with flows there
+    /// either admits `msg` (so its flow would have been found) or
+    /// [`excludes`](FlowChain::excludes) it (so none of its paths
+    /// matches). Then a shadowed passive flow's hit is the passive walk's
+    /// answer and the tree's (module docs, point 3).
+    #[inline(never)]
+    fn active_walk_fails(&self, module: ModuleId, msg: &[u8], active_chains: u32) -> bool {
+        if self.active_at(module) != active_chains {
+            return false;
+        }
+        self.chains
+            .iter()
+            .filter(|c| c.mode == FlowMode::Active && c.entries > 0 && c.levels[0].module == module)
+            .all(|c| {
+                c.admits(msg).is_some() || c.excludes(msg, &self.gathers[c.gather as usize].windows)
+            })
     }
 
     /// The flow of `msg` arriving at `module`, with its chain, and how many
     /// probes it took (one per gather of `module` that has flows: one on a
-    /// host whose flows all have the same key layout).
+    /// host whose flows all have the same key layout). `active_chains` is
+    /// how many active chains the tree has at `module`, read only when a
+    /// shadowed passive flow is hit.
     #[inline]
     pub(crate) fn lookup(
         &self,
         module: ModuleId,
         msg: &[u8],
         hasher: &EdgeHasher,
+        active_chains: impl Fn() -> u32,
     ) -> (Option<(u32, &FlowChain)>, u32) {
         let mut probes = 0;
         for &i in &self.order {
@@ -1026,7 +1163,16 @@ impl FlowTable {
                 n => g.slots.find(h, &g.pick::<WORDS>(&key)[..n], admits),
             };
             if let Some(e) = found {
-                return (Some((e.path, &self.chains[e.chain as usize])), probes);
+                let chain = &self.chains[e.chain as usize];
+                // Every active gather was probed before (`order`), and at
+                // most one passive flow matches: a shadowed one answers if
+                // the active walk would find nothing, else the tree does.
+                if chain.mode == FlowMode::Shadowed
+                    && !self.active_walk_fails(module, msg, active_chains())
+                {
+                    return (None, probes);
+                }
+                return (Some((e.path, chain)), probes);
             }
         }
         (None, probes)
@@ -1040,10 +1186,10 @@ impl FlowTable {
     fn key_of(
         &self,
         levels: &[(ModuleId, Key)],
-        passive: bool,
+        mode: FlowMode,
     ) -> Result<Option<(u32, [u64; WORDS])>, NotAFlow> {
         let Some(c) = self.chains.iter().position(|c| {
-            c.passive == passive
+            c.mode == mode
                 && c.levels.len() == levels.len()
                 && c.levels
                     .iter()
@@ -1087,15 +1233,15 @@ impl FlowTable {
         &mut self,
         path: u32,
         levels: &[(ModuleId, Key)],
-        passive: bool,
+        mode: FlowMode,
         layout: impl Fn(ModuleId) -> Option<FlowLayout>,
         hasher: &EdgeHasher,
     ) -> bool {
-        let (chain, key) = match self.key_of(levels, passive) {
+        let (chain, key) = match self.key_of(levels, mode) {
             Ok(Some(found)) => found,
             Ok(None) if self.chains.len() < MAX_CHAINS as usize => {
                 match FlowPlan::new(levels, layout) {
-                    Ok(plan) => (self.add_chain(&plan, passive), plan.key),
+                    Ok(plan) => (self.add_chain(&plan, mode), plan.key),
                     Err(_) => return false,
                 }
             }
@@ -1114,9 +1260,20 @@ impl FlowTable {
         if !filed {
             return false;
         }
-        self.chains[chain as usize].entries += 1;
+        let c = &mut self.chains[chain as usize];
+        c.narrow(&key);
+        c.entries += 1;
         self.len += 1;
-        self.passive += usize::from(passive);
+        self.passive += usize::from(mode.passive());
+        // Modules too large to own a partial classifier are not counted
+        // (the classifier never finds their active flows complete).
+        if mode == FlowMode::Active && levels[0].0 .0 < MAX_CLASSIFIED_MODULES {
+            let m = levels[0].0 .0 as usize;
+            if self.active_at.len() <= m {
+                self.active_at.resize(m + 1, 0);
+            }
+            self.active_at[m] += 1;
+        }
         self.reorder(gather);
         true
     }
@@ -1124,7 +1281,11 @@ impl FlowTable {
     /// Moves `gather` to its place in [`order`](Self::order) after its
     /// flow count changed by one.
     fn reorder(&mut self, gather: u32) {
-        let len = |t: &Self, i: usize| t.gathers[t.order[i] as usize].slots.len();
+        // Active first, then by flows, most first.
+        let len = |t: &Self, i: usize| {
+            let g = &t.gathers[t.order[i] as usize];
+            (usize::from(!g.passive), g.slots.len())
+        };
         let Some(mut at) = self.order.iter().position(|&g| g == gather) else {
             return;
         };
@@ -1139,10 +1300,10 @@ impl FlowTable {
     }
 
     /// A chain laid out by `plan`, in the gather of its windows.
-    fn add_chain(&mut self, plan: &FlowPlan, passive: bool) -> u32 {
-        let gather = self.gather_for(plan.levels[0].module, plan);
+    fn add_chain(&mut self, plan: &FlowPlan, mode: FlowMode) -> u32 {
+        let gather = self.gather_for(plan.levels[0].module, mode.passive(), plan);
         self.chains.push(FlowChain {
-            passive,
+            mode,
             last: plan.last,
             gather,
             levels: plan.levels.iter().copied().collect(),
@@ -1150,6 +1311,10 @@ impl FlowTable {
             need: plan.need,
             scatter: plan.scatter.iter().copied().collect(),
             key_lens: plan.key_lens.iter().copied().collect(),
+            prefix: plan.prefix,
+            prefix_guards: plan.prefix_guards.iter().copied().collect(),
+            fixed_mask: [0; WORDS],
+            fixed: [0; WORDS],
             entries: 0,
         });
         self.chains.len() as u32 - 1
@@ -1157,17 +1322,19 @@ impl FlowTable {
 
     /// The gather of flows arriving at `module` with `plan`'s windows,
     /// made if there is none.
-    fn gather_for(&mut self, module: ModuleId, plan: &FlowPlan) -> u32 {
+    fn gather_for(&mut self, module: ModuleId, passive: bool, plan: &FlowPlan) -> u32 {
         if let Some(i) = self
             .gathers
             .iter()
-            .position(|g| g.module == module && *g.windows == *plan.windows)
+            .position(|g| g.module == module && g.passive == passive && *g.windows == *plan.windows)
         {
             return i as u32;
         }
-        self.gathers.push(Gather::new(module, &plan.windows));
+        self.gathers
+            .push(Gather::new(module, passive, &plan.windows));
         let g = self.gathers.len() as u32 - 1;
         self.order.push(g);
+        self.reorder(g);
         g
     }
 
@@ -1176,10 +1343,10 @@ impl FlowTable {
         &self,
         path: u32,
         levels: &[(ModuleId, Key)],
-        passive: bool,
+        mode: FlowMode,
         hasher: &EdgeHasher,
     ) -> Option<(usize, usize)> {
-        let (chain, key) = self.key_of(levels, passive).ok()??;
+        let (chain, key) = self.key_of(levels, mode).ok()??;
         let g = self.chains[chain as usize].gather as usize;
         let gather = &self.gathers[g];
         let (packed, h) = gather.pack_any(&key, hasher)?;
@@ -1211,15 +1378,15 @@ impl FlowTable {
         &self,
         path: u32,
         levels: &[(ModuleId, Key)],
-        passive: bool,
+        mode: FlowMode,
         layout: impl Fn(ModuleId) -> Option<FlowLayout>,
         hasher: &EdgeHasher,
     ) -> bool {
         let laid_out = FlowPlan::new(levels, layout).ok().map(|p| p.key);
-        let scattered = self.key_of(levels, passive).ok().flatten().map(|(_, k)| k);
+        let scattered = self.key_of(levels, mode).ok().flatten().map(|(_, k)| k);
         laid_out.is_some()
             && laid_out == scattered
-            && self.find(path, levels, passive, hasher).is_some()
+            && self.find(path, levels, mode, hasher).is_some()
     }
 
     /// Takes `path`, filed with `levels`, out; `false` if it was not filed.
@@ -1227,16 +1394,21 @@ impl FlowTable {
         &mut self,
         path: u32,
         levels: &[(ModuleId, Key)],
-        passive: bool,
+        mode: FlowMode,
         hasher: &EdgeHasher,
     ) -> bool {
-        let Some((g, slot)) = self.find(path, levels, passive, hasher) else {
+        let Some((g, slot)) = self.find(path, levels, mode, hasher) else {
             return false;
         };
         let e = self.gathers[g].slots.remove_at(slot);
         self.chains[e.chain as usize].entries -= 1;
         self.len -= 1;
-        self.passive -= usize::from(passive);
+        self.passive -= usize::from(mode.passive());
+        if mode == FlowMode::Active {
+            if let Some(n) = self.active_at.get_mut(levels[0].0 .0 as usize) {
+                *n -= 1;
+            }
+        }
         self.reorder(g as u32);
         true
     }
@@ -1344,7 +1516,7 @@ mod tests {
         msg[26..30].copy_from_slice(&[1, 2, 3, 4]);
         msg[30..34].copy_from_slice(&[5, 6, 7, 8]);
         msg[34..38].copy_from_slice(&[0x9c, 0x40, 0, 80]);
-        let g = Gather::new(ModuleId(1), &plan.windows);
+        let g = Gather::new(ModuleId(1), false, &plan.windows);
         assert_eq!(g.gather(&msg), plan.key);
         msg[35] ^= 1;
         assert_ne!(g.gather(&msg), plan.key);
@@ -1428,52 +1600,61 @@ mod tests {
         let levels = |a: u8, b: u8| [(ModuleId(1), Key::from_array([a, b]))];
         let mut t = FlowTable::default();
         for p in 0..100u32 {
-            assert!(t.insert(p, &levels(p as u8, 7), false, layout, &hasher));
+            assert!(t.insert(p, &levels(p as u8, 7), FlowMode::Active, layout, &hasher));
         }
         assert_eq!(t.len(), 100);
         assert_eq!(t.chains.len(), 1, "one chain for all");
         for p in 0..100u32 {
-            let (hit, probes) = t.lookup(ModuleId(1), &[p as u8, 7, 0], &hasher);
+            let (hit, probes) = t.lookup(ModuleId(1), &[p as u8, 7, 0], &hasher, || 0);
             assert_eq!(hit.map(|h| h.0), Some(p));
             assert_eq!(probes, 1);
         }
-        assert_eq!(t.lookup(ModuleId(2), &[3, 7], &hasher).0.map(|h| h.0), None);
-        assert_eq!(t.lookup(ModuleId(1), &[3], &hasher).0.map(|h| h.0), None);
+        assert_eq!(
+            t.lookup(ModuleId(2), &[3, 7], &hasher, || 0).0.map(|h| h.0),
+            None
+        );
+        assert_eq!(
+            t.lookup(ModuleId(1), &[3], &hasher, || 0).0.map(|h| h.0),
+            None
+        );
         for p in (0..100u32).step_by(2) {
-            assert!(t.remove(p, &levels(p as u8, 7), false, &hasher));
-            assert!(!t.remove(p, &levels(p as u8, 7), false, &hasher));
+            assert!(t.remove(p, &levels(p as u8, 7), FlowMode::Active, &hasher));
+            assert!(!t.remove(p, &levels(p as u8, 7), FlowMode::Active, &hasher));
         }
         assert_eq!(t.len(), 50);
         for p in 0..100u32 {
             let want = (p % 2 == 1).then_some(p);
-            let got = t.lookup(ModuleId(1), &[p as u8, 7], &hasher).0.map(|h| h.0);
+            let got = t
+                .lookup(ModuleId(1), &[p as u8, 7], &hasher, || 0)
+                .0
+                .map(|h| h.0);
             assert_eq!(got, want);
             assert_eq!(
-                t.contains(p, &levels(p as u8, 7), false, layout, &hasher),
+                t.contains(p, &levels(p as u8, 7), FlowMode::Active, layout, &hasher),
                 want.is_some()
             );
         }
         // Freed slots are reused: no growth below the load factor.
         let before = t.heap_bytes();
-        assert!(t.insert(200, &levels(0, 8), false, layout, &hasher));
+        assert!(t.insert(200, &levels(0, 8), FlowMode::Active, layout, &hasher));
         assert_eq!(t.heap_bytes(), before);
         // Filed passive, the same keys are another flow, found apart.
-        assert!(!t.remove(200, &levels(0, 8), true, &hasher));
-        assert!(t.insert(300, &levels(0, 9), true, layout, &hasher));
+        assert!(!t.remove(200, &levels(0, 8), FlowMode::Passive, &hasher));
+        assert!(t.insert(300, &levels(0, 9), FlowMode::Passive, layout, &hasher));
         assert_eq!(t.passive_len(), 1);
-        assert!(t.contains(300, &levels(0, 9), true, layout, &hasher));
-        assert!(!t.contains(300, &levels(0, 9), false, layout, &hasher));
-        assert!(t.remove(300, &levels(0, 9), true, &hasher));
+        assert!(t.contains(300, &levels(0, 9), FlowMode::Passive, layout, &hasher));
+        assert!(!t.contains(300, &levels(0, 9), FlowMode::Active, layout, &hasher));
+        assert!(t.remove(300, &levels(0, 9), FlowMode::Passive, &hasher));
         assert_eq!(t.passive_len(), 0);
         assert_eq!(
-            t.lookup(ModuleId(1), &[0, 8], &hasher).0.map(|h| h.0),
+            t.lookup(ModuleId(1), &[0, 8], &hasher, || 0).0.map(|h| h.0),
             Some(200)
         );
         // A key of another length is no flow of this chain.
         assert!(!t.insert(
             201,
             &[(ModuleId(1), Key::from_array([1]))],
-            false,
+            FlowMode::Active,
             layout,
             &hasher
         ));
@@ -1517,10 +1698,10 @@ mod tests {
             keys.push(k);
         }
         for (p, &k) in keys.iter().enumerate() {
-            assert!(t.insert(p as u32, &levels(k), false, layout, &hasher));
+            assert!(t.insert(p as u32, &levels(k), FlowMode::Active, layout, &hasher));
             assert_eq!(t.gathers.len(), 1);
             for (q, &k) in keys[..=p].iter().enumerate() {
-                let found = t.lookup(ModuleId(1), &msg(k), &hasher).0.map(|h| h.0);
+                let found = t.lookup(ModuleId(1), &msg(k), &hasher, || 0).0.map(|h| h.0);
                 assert_eq!(
                     found,
                     Some(q as u32),
@@ -1529,7 +1710,10 @@ mod tests {
                 );
                 let mut other = msg(k);
                 other[27] ^= 0x80;
-                assert_eq!(t.lookup(ModuleId(1), &other, &hasher).0.map(|h| h.0), None);
+                assert_eq!(
+                    t.lookup(ModuleId(1), &other, &hasher, || 0).0.map(|h| h.0),
+                    None
+                );
             }
         }
         assert_eq!(t.gathers[0].varies.len(), 5);
@@ -1558,17 +1742,23 @@ mod tests {
                 (ModuleId(2), Key::from_array([6, a, 6, 7, 8, 1, 2, 3, a])),
                 (ModuleId(3), Key::from_array([0, 80, a, 0x40])),
             ];
-            assert!(t.insert(p, &levels, false, layout, &hasher));
+            assert!(t.insert(p, &levels, FlowMode::Active, layout, &hasher));
             let laid = FlowPlan::new(&levels, layout).unwrap().key;
-            assert_eq!(t.key_of(&levels, false).unwrap().unwrap().1, laid);
-            let dup = [(ModuleId(4), Key::from_array([a, 9, a, 9]))];
-            assert!(t.insert(p + 10, &dup, false, layout, &hasher));
             assert_eq!(
-                t.key_of(&dup, false).unwrap().unwrap().1,
+                t.key_of(&levels, FlowMode::Active).unwrap().unwrap().1,
+                laid
+            );
+            let dup = [(ModuleId(4), Key::from_array([a, 9, a, 9]))];
+            assert!(t.insert(p + 10, &dup, FlowMode::Active, layout, &hasher));
+            assert_eq!(
+                t.key_of(&dup, FlowMode::Active).unwrap().unwrap().1,
                 FlowPlan::new(&dup, layout).unwrap().key
             );
             let clash = [(ModuleId(4), Key::from_array([a, 9, a, 8]))];
-            assert_eq!(t.key_of(&clash, false).err(), Some(NotAFlow::KeyShape));
+            assert_eq!(
+                t.key_of(&clash, FlowMode::Active).err(),
+                Some(NotAFlow::KeyShape)
+            );
             assert_eq!(
                 FlowPlan::new(&clash, layout).err(),
                 Some(NotAFlow::KeyShape)
