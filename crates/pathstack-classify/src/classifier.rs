@@ -114,10 +114,6 @@ pub struct Classifier {
     /// Paths with a key and a layout at every level, by their keys where
     /// they lie in a message (`flow.rs`): what `classify` probes first.
     flows: FlowTable,
-    /// Active chains (complete or still being registered) per receiving
-    /// module, indexed by its id: the flow table's active flows there
-    /// are all of them when the counts agree (`flow.rs`, point 3).
-    active_chains: Vec<u32>,
     max_nodes: u32,
 }
 
@@ -174,7 +170,6 @@ impl Classifier {
             partials: Vec::new(),
             layouts: Vec::new(),
             flows: FlowTable::default(),
-            active_chains: Vec::new(),
             max_nodes: max_nodes.min(MAX_NODES),
         }
     }
@@ -268,19 +263,6 @@ impl Classifier {
         })
     }
 
-    /// Active chains registered at receiving module `module`; `u32::MAX`
-    /// (more than can be filed) for a module too large to be counted.
-    #[inline(always)]
-    fn active_chains_at(&self, module: ModuleId) -> u32 {
-        if module.0 >= MAX_CLASSIFIED_MODULES {
-            return u32::MAX;
-        }
-        self.active_chains
-            .get(module.0 as usize)
-            .copied()
-            .unwrap_or(0)
-    }
-
     /// Files the path ending at `tail` in the flow table if it belongs
     /// there: an active path with a layout at every level whose last node
     /// names no next module, so no longer active path can match its
@@ -350,7 +332,6 @@ impl Classifier {
             + self.open.capacity() * std::mem::size_of::<Chain>()
             + self.roots.capacity() * std::mem::size_of::<Family>()
             + self.flows.heap_bytes()
-            + self.active_chains.capacity() * 4
     }
 
     /// Number of registered chains (one per path and classified direction).
@@ -523,9 +504,7 @@ impl Classifier {
         if self.flows.len() == 0 {
             return None;
         }
-        let (hit, probed) = self
-            .flows
-            .lookup(module, msg, &self.hasher, || self.active_chains_at(module));
+        let (hit, probed) = self.flows.lookup(module, msg, &self.hasher);
         probes.add(probed);
         let (path, chain) = hit?;
         if R::RECORDS {
@@ -942,7 +921,7 @@ impl Classifier {
         }
         // The active chains counted at each receiving module are those
         // whose first nodes hang from it.
-        let mut chains_at = vec![0u32; self.active_chains.len()];
+        let mut chains_at = vec![0u32; self.flows.active_chains().len()];
         for i in self.slab.live_indices() {
             let n = self.slab.get(i);
             if n.flags() & (ROOT | PASSIVE) == ROOT && n.parent() < MAX_CLASSIFIED_MODULES {
@@ -952,10 +931,10 @@ impl Classifier {
                 }
             }
         }
-        if chains_at != self.active_chains {
+        if chains_at != self.flows.active_chains() {
             return Err(format!(
                 "active chains per module {chains_at:?}, counted {:?}",
-                self.active_chains
+                self.flows.active_chains()
             ));
         }
         if live != self.slab.live_count() || live as usize != self.edges.len() {
@@ -1206,12 +1185,8 @@ impl Classifier {
             }
         };
         self.slab.add_path(idx);
-        if flags & (ROOT | PASSIVE) == ROOT && parent < MAX_CLASSIFIED_MODULES {
-            let m = parent as usize;
-            if self.active_chains.len() <= m {
-                self.active_chains.resize(m + 1, 0);
-            }
-            self.active_chains[m] += 1;
+        if flags & (ROOT | PASSIVE) == ROOT {
+            self.flows.count_active_chain(ModuleId(parent), true);
         }
         // The chain record: a chain that is still open moves its tail down;
         // one that ends here is found by its tail's path from now on.
@@ -1352,9 +1327,7 @@ impl Classifier {
                 n.path = NONE;
             }
             if flags & (ROOT | PASSIVE) == ROOT {
-                if let Some(c) = self.active_chains.get_mut(parent as usize) {
-                    *c -= 1;
-                }
+                self.flows.count_active_chain(ModuleId(parent), false);
             }
             if self.slab.drop_path(idx) == 0 {
                 let (slab, hasher) = (&self.slab, &self.hasher);

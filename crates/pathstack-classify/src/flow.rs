@@ -817,9 +817,11 @@ impl FlowChain {
 /// laid out again, at most [`WORDS`] times in a gather's life.
 struct Gather {
     module: ModuleId,
-    /// Whether its flows are passive paths: probed after every active
-    /// gather of the module (module docs, point 4).
-    passive: bool,
+    /// How its flows are filed: a passive gather is probed after every
+    /// active gather of the module (module docs, point 4), and a hit in a
+    /// shadowed one is checked (point 3). Kept here rather than read from
+    /// the hit's chain: the gather is at hand in the probe loop.
+    mode: FlowMode,
     /// `(offset in the message, mask)` of each key word.
     windows: Box<[(u16, u64)]>,
     /// The words that vary between the flows, ascending: what an entry
@@ -839,12 +841,12 @@ struct Gather {
 }
 
 impl Gather {
-    fn new(module: ModuleId, passive: bool, windows: &[(u16, u64)]) -> Self {
+    fn new(module: ModuleId, mode: FlowMode, windows: &[(u16, u64)]) -> Self {
         let mut common_sel = [0; WORDS];
         common_sel[..windows.len()].fill(u64::MAX);
         Gather {
             module,
-            passive,
+            mode,
             windows: windows.into(),
             varies: Few::new(0),
             common: [0; WORDS],
@@ -1049,9 +1051,14 @@ pub(crate) struct FlowTable {
     /// How many of the flows are passive paths.
     passive: usize,
     /// Active flows filed per receiving module (indexed by its id): set
-    /// against the classifier's count of active chains there, it says
-    /// whether every active path at the module is a flow.
+    /// against `active_chains`, it says whether every active path at the
+    /// module is a flow.
     active_at: Vec<u32>,
+    /// Active chains the tree holds (complete or still being registered)
+    /// per receiving module, indexed by its id, counted by the classifier
+    /// as it registers and unwinds them. Kept here, where the lookup that
+    /// reads them is, and through [`clear`](Self::clear).
+    active_chains: Vec<u32>,
 }
 
 impl FlowTable {
@@ -1065,9 +1072,39 @@ impl FlowTable {
         self.passive
     }
 
-    /// Forgets every flow, chain and gather (when a layout may have changed).
+    /// Forgets every flow, chain and gather (when a layout may have
+    /// changed); the tree's chain counts stay.
     pub(crate) fn clear(&mut self) {
-        *self = FlowTable::default();
+        let active_chains = std::mem::take(&mut self.active_chains);
+        *self = FlowTable {
+            active_chains,
+            ..FlowTable::default()
+        };
+    }
+
+    /// Counts an active chain of the tree registered (`add`) or unwound at
+    /// receiving module `module`. Modules too large to own a partial
+    /// classifier are not counted (their active flows are never found
+    /// complete, [`active_walk_fails`](Self::active_walk_fails)).
+    pub(crate) fn count_active_chain(&mut self, module: ModuleId, add: bool) {
+        if module.0 >= MAX_CLASSIFIED_MODULES {
+            return;
+        }
+        let m = module.0 as usize;
+        if self.active_chains.len() <= m {
+            self.active_chains.resize(m + 1, 0);
+        }
+        if add {
+            self.active_chains[m] += 1;
+        } else {
+            self.active_chains[m] -= 1;
+        }
+    }
+
+    /// The active chains counted per receiving module.
+    #[cfg(feature = "testing")]
+    pub(crate) fn active_chains(&self) -> &[u32] {
+        &self.active_chains
     }
 
     pub(crate) fn heap_bytes(&self) -> usize {
@@ -1091,7 +1128,7 @@ impl FlowTable {
             + self.gathers.capacity() * std::mem::size_of::<Gather>()
             + self.order.capacity() * 4
             + self.chains.capacity() * std::mem::size_of::<FlowChain>()
-            + self.active_at.capacity() * 4
+            + (self.active_at.capacity() + self.active_chains.capacity()) * 4
     }
 
     /// Active flows filed at receiving module `module`.
@@ -1100,15 +1137,22 @@ impl FlowTable {
     }
 
     /// Whether the active flows' miss for `msg` at `module` is the active
-    /// walk's: every one of the module's `active_chains` (as the tree
-    /// counts them) is a flow, and every active chain with flows there
+    /// walk's: every one of the module's active chains (as the tree counts
+    /// them) is a flow, and every active chain with flows there
     /// either admits `msg` (so its flow would have been found) or
     /// [`excludes`](FlowChain::excludes) it (so none of its paths
     /// matches). Then a shadowed passive flow's hit is the passive walk's
     /// answer and the tree's (module docs, point 3).
     #[inline(never)]
-    fn active_walk_fails(&self, module: ModuleId, msg: &[u8], active_chains: u32) -> bool {
-        if self.active_at(module) != active_chains {
+    fn active_walk_fails(&self, module: ModuleId, msg: &[u8]) -> bool {
+        if module.0 >= MAX_CLASSIFIED_MODULES
+            || self
+                .active_chains
+                .get(module.0 as usize)
+                .copied()
+                .unwrap_or(0)
+                != self.active_at(module)
+        {
             return false;
         }
         self.chains
@@ -1121,16 +1165,13 @@ impl FlowTable {
 
     /// The flow of `msg` arriving at `module`, with its chain, and how many
     /// probes it took (one per gather of `module` that has flows: one on a
-    /// host whose flows all have the same key layout). `active_chains` is
-    /// how many active chains the tree has at `module`, read only when a
-    /// shadowed passive flow is hit.
+    /// host whose flows all have the same key layout).
     #[inline]
     pub(crate) fn lookup(
         &self,
         module: ModuleId,
         msg: &[u8],
         hasher: &EdgeHasher,
-        active_chains: impl Fn() -> u32,
     ) -> (Option<(u32, &FlowChain)>, u32) {
         let mut probes = 0;
         for &i in &self.order {
@@ -1163,16 +1204,13 @@ impl FlowTable {
                 n => g.slots.find(h, &g.pick::<WORDS>(&key)[..n], admits),
             };
             if let Some(e) = found {
-                let chain = &self.chains[e.chain as usize];
                 // Every active gather was probed before (`order`), and at
                 // most one passive flow matches: a shadowed one answers if
                 // the active walk would find nothing, else the tree does.
-                if chain.mode == FlowMode::Shadowed
-                    && !self.active_walk_fails(module, msg, active_chains())
-                {
+                if g.mode == FlowMode::Shadowed && !self.active_walk_fails(module, msg) {
                     return (None, probes);
                 }
-                return (Some((e.path, chain)), probes);
+                return (Some((e.path, &self.chains[e.chain as usize])), probes);
             }
         }
         (None, probes)
@@ -1284,7 +1322,7 @@ impl FlowTable {
         // Active first, then by flows, most first.
         let len = |t: &Self, i: usize| {
             let g = &t.gathers[t.order[i] as usize];
-            (usize::from(!g.passive), g.slots.len())
+            (usize::from(!g.mode.passive()), g.slots.len())
         };
         let Some(mut at) = self.order.iter().position(|&g| g == gather) else {
             return;
@@ -1301,7 +1339,7 @@ impl FlowTable {
 
     /// A chain laid out by `plan`, in the gather of its windows.
     fn add_chain(&mut self, plan: &FlowPlan, mode: FlowMode) -> u32 {
-        let gather = self.gather_for(plan.levels[0].module, mode.passive(), plan);
+        let gather = self.gather_for(plan.levels[0].module, mode, plan);
         self.chains.push(FlowChain {
             mode,
             last: plan.last,
@@ -1322,16 +1360,15 @@ impl FlowTable {
 
     /// The gather of flows arriving at `module` with `plan`'s windows,
     /// made if there is none.
-    fn gather_for(&mut self, module: ModuleId, passive: bool, plan: &FlowPlan) -> u32 {
+    fn gather_for(&mut self, module: ModuleId, mode: FlowMode, plan: &FlowPlan) -> u32 {
         if let Some(i) = self
             .gathers
             .iter()
-            .position(|g| g.module == module && g.passive == passive && *g.windows == *plan.windows)
+            .position(|g| g.module == module && g.mode == mode && *g.windows == *plan.windows)
         {
             return i as u32;
         }
-        self.gathers
-            .push(Gather::new(module, passive, &plan.windows));
+        self.gathers.push(Gather::new(module, mode, &plan.windows));
         let g = self.gathers.len() as u32 - 1;
         self.order.push(g);
         self.reorder(g);
@@ -1516,7 +1553,7 @@ mod tests {
         msg[26..30].copy_from_slice(&[1, 2, 3, 4]);
         msg[30..34].copy_from_slice(&[5, 6, 7, 8]);
         msg[34..38].copy_from_slice(&[0x9c, 0x40, 0, 80]);
-        let g = Gather::new(ModuleId(1), false, &plan.windows);
+        let g = Gather::new(ModuleId(1), FlowMode::Active, &plan.windows);
         assert_eq!(g.gather(&msg), plan.key);
         msg[35] ^= 1;
         assert_ne!(g.gather(&msg), plan.key);
@@ -1605,18 +1642,12 @@ mod tests {
         assert_eq!(t.len(), 100);
         assert_eq!(t.chains.len(), 1, "one chain for all");
         for p in 0..100u32 {
-            let (hit, probes) = t.lookup(ModuleId(1), &[p as u8, 7, 0], &hasher, || 0);
+            let (hit, probes) = t.lookup(ModuleId(1), &[p as u8, 7, 0], &hasher);
             assert_eq!(hit.map(|h| h.0), Some(p));
             assert_eq!(probes, 1);
         }
-        assert_eq!(
-            t.lookup(ModuleId(2), &[3, 7], &hasher, || 0).0.map(|h| h.0),
-            None
-        );
-        assert_eq!(
-            t.lookup(ModuleId(1), &[3], &hasher, || 0).0.map(|h| h.0),
-            None
-        );
+        assert_eq!(t.lookup(ModuleId(2), &[3, 7], &hasher).0.map(|h| h.0), None);
+        assert_eq!(t.lookup(ModuleId(1), &[3], &hasher).0.map(|h| h.0), None);
         for p in (0..100u32).step_by(2) {
             assert!(t.remove(p, &levels(p as u8, 7), FlowMode::Active, &hasher));
             assert!(!t.remove(p, &levels(p as u8, 7), FlowMode::Active, &hasher));
@@ -1624,10 +1655,7 @@ mod tests {
         assert_eq!(t.len(), 50);
         for p in 0..100u32 {
             let want = (p % 2 == 1).then_some(p);
-            let got = t
-                .lookup(ModuleId(1), &[p as u8, 7], &hasher, || 0)
-                .0
-                .map(|h| h.0);
+            let got = t.lookup(ModuleId(1), &[p as u8, 7], &hasher).0.map(|h| h.0);
             assert_eq!(got, want);
             assert_eq!(
                 t.contains(p, &levels(p as u8, 7), FlowMode::Active, layout, &hasher),
@@ -1647,7 +1675,7 @@ mod tests {
         assert!(t.remove(300, &levels(0, 9), FlowMode::Passive, &hasher));
         assert_eq!(t.passive_len(), 0);
         assert_eq!(
-            t.lookup(ModuleId(1), &[0, 8], &hasher, || 0).0.map(|h| h.0),
+            t.lookup(ModuleId(1), &[0, 8], &hasher).0.map(|h| h.0),
             Some(200)
         );
         // A key of another length is no flow of this chain.
@@ -1701,7 +1729,7 @@ mod tests {
             assert!(t.insert(p as u32, &levels(k), FlowMode::Active, layout, &hasher));
             assert_eq!(t.gathers.len(), 1);
             for (q, &k) in keys[..=p].iter().enumerate() {
-                let found = t.lookup(ModuleId(1), &msg(k), &hasher, || 0).0.map(|h| h.0);
+                let found = t.lookup(ModuleId(1), &msg(k), &hasher).0.map(|h| h.0);
                 assert_eq!(
                     found,
                     Some(q as u32),
@@ -1710,10 +1738,7 @@ mod tests {
                 );
                 let mut other = msg(k);
                 other[27] ^= 0x80;
-                assert_eq!(
-                    t.lookup(ModuleId(1), &other, &hasher, || 0).0.map(|h| h.0),
-                    None
-                );
+                assert_eq!(t.lookup(ModuleId(1), &other, &hasher).0.map(|h| h.0), None);
             }
         }
         assert_eq!(t.gathers[0].varies.len(), 5);
