@@ -105,6 +105,7 @@
 
 use crate::classifier::{MAX_CLASSIFIED_MODULES, MAX_DEPTH};
 use crate::flow_slots::{Entry, FlowSlots, MAX_CHAINS};
+use crate::fold::Fold;
 use crate::hash::EdgeHasher;
 use crate::node::NONE;
 use crate::{Key, ModuleId};
@@ -809,12 +810,13 @@ impl FlowChain {
 /// The flows whose keys are gathered from the same windows of messages
 /// arriving at one module, and the table that finds them by key.
 ///
-/// A key word every flow of the gather has alike (the EtherType of every
-/// Ethernet/IPv4 flow) is kept once, in `common`, and compared before the
-/// hash; the entries hold only the words that vary (`varies`), so an
-/// Ethernet/IPv4/TCP flow stores two key words, not three. A word starts
-/// to vary when a flow with another value comes: then the entries are
-/// laid out again, at most [`WORDS`] times in a gather's life.
+/// The bits every flow of the gather has alike (the EtherType of every
+/// Ethernet/IPv4 flow, a host's protocol and address) are kept once and
+/// compared in registers; the entries hold only the bytes that vary,
+/// folded into as few words as they fit ([`Fold`]): one word for a host's
+/// TCP connections. A byte starts to vary when a flow with another value
+/// comes: then the entries are laid out again, at most once per byte of
+/// the windows in a gather's life.
 struct Gather {
     module: ModuleId,
     /// How its flows are filed: a passive gather is probed after every
@@ -824,79 +826,72 @@ struct Gather {
     mode: FlowMode,
     /// `(offset in the message, mask)` of each key word.
     windows: Box<[(u16, u64)]>,
-    /// The words that vary between the flows, ascending: what an entry
-    /// stores, in this order.
-    varies: Few<u8, WORDS>,
-    /// The value every flow has in each other word.
-    common: [u64; WORDS],
-    /// All ones for a common word, zero for one that varies (or is past
-    /// the windows).
-    common_sel: [u64; WORDS],
-    /// The last common word as `(offset, mask, value)`: one load and
-    /// compare that turns away most messages of other flows (another
-    /// protocol's) before the other windows are read. Mask 0 when no word
-    /// is common.
+    /// How a key's words are stored.
+    fold: Fold,
+    /// The last window with common bits as `(offset, mask, value)`: one
+    /// load and compare that turns away most messages of other flows
+    /// (another protocol's) before the other windows are read. Mask 0
+    /// when no bit is common.
     screen: (u16, u64, u64),
     slots: FlowSlots,
 }
 
 impl Gather {
     fn new(module: ModuleId, mode: FlowMode, windows: &[(u16, u64)]) -> Self {
-        let mut common_sel = [0; WORDS];
-        common_sel[..windows.len()].fill(u64::MAX);
         Gather {
             module,
             mode,
             windows: windows.into(),
-            varies: Few::new(0),
-            common: [0; WORDS],
-            common_sel,
+            fold: Fold::new(),
             screen: (0, 0, 0),
             slots: FlowSlots::new(0),
         }
     }
 
-    /// Sets [`screen`](Self::screen) from the common words.
+    /// Sets [`screen`](Self::screen) from the common bits.
     fn set_screen(&mut self) {
         self.screen = (0, 0, 0);
         for (w, &(at, mask)) in self.windows.iter().enumerate() {
-            if self.common_sel[w] != 0 {
-                self.screen = (at, mask, self.common[w]);
+            let (sel, value) = self.fold.common(w);
+            if sel & mask != 0 {
+                self.screen = (at, sel & mask, value & mask);
             }
         }
     }
 
-    /// Whether `msg` passes the screen: it has the last common word.
+    /// Whether `msg` passes the screen: it has the last common bits.
     #[inline(always)]
     fn screens(&self, msg: &[u8]) -> bool {
         let (at, mask, value) = self.screen;
         load_le(msg, usize::from(at)) & mask == value
     }
 
-    /// `msg`'s key (of `N` words) with the common words cleared, and its
-    /// hash; `None` if it fails the screen or a common word differs (no
-    /// flow of the gather has it). What [`pack`](Self::pack) does at
-    /// registration, with the common words checked and cleared in
-    /// registers; [`pick`](Self::pick) then takes the stored words.
+    /// `msg`'s key (of `N` windows) folded into the stored words, zero
+    /// past them; `None` if it fails the screen or a common bit differs
+    /// (no flow of the gather has it). What [`pack`](Self::pack) does at
+    /// registration, in registers.
     #[inline(always)]
-    fn key_of<const N: usize>(
-        &self,
-        msg: &[u8],
-        hasher: &EdgeHasher,
-    ) -> Option<([u64; WORDS], u64)> {
+    fn key_of<const N: usize>(&self, msg: &[u8]) -> Option<[u64; WORDS]> {
         if !self.screens(msg) {
             return None;
         }
         let windows: &[(u16, u64); N] = self.windows.get(..N)?.try_into().ok()?;
-        let mut key = [0u64; WORDS];
-        let mut diff = 0;
+        let (mut out, mut diff) = ([0u64; WORDS], 0);
         // Indexed by constants once `N` is known: no loop, no checks.
-        for w in 0..N {
-            let k = load_le(msg, usize::from(windows[w].0)) & windows[w].1;
-            diff |= (k ^ self.common[w]) & self.common_sel[w];
-            key[w] = k & !self.common_sel[w];
+        if self.fold.stored() == 0 {
+            // Every bit common (one flow, or a few alike but for bits
+            // outside the windows): only the compare.
+            for (w, &(at, mask)) in windows.iter().enumerate() {
+                let k = load_le(msg, usize::from(at)) & mask;
+                self.fold.check(w, k, &mut diff);
+            }
+        } else {
+            for (w, &(at, mask)) in windows.iter().enumerate() {
+                let k = load_le(msg, usize::from(at)) & mask;
+                self.fold.add(w, k, &mut diff, &mut out);
+            }
         }
-        (diff == 0).then(|| (key, hasher.flow(&key, N)))
+        (diff == 0).then_some(out)
     }
 
     /// The key of `msg`: a load and a mask per window (what
@@ -910,110 +905,51 @@ impl Gather {
         key
     }
 
-    /// The words of `key` (of `N` words) an entry stores, zero padded,
-    /// and the hash it is filed under (of `key` with the common words
-    /// zeroed); `None` if a common word differs (no flow of the gather has
-    /// the key).
-    #[inline(always)]
-    fn pack<const N: usize>(
-        &self,
-        key: &[u64; WORDS],
-        words: usize,
-        hasher: &EdgeHasher,
-    ) -> Option<([u64; WORDS], u64)> {
-        let mut diff = 0;
-        let mut varying = [0; WORDS];
-        for w in 0..N {
-            diff |= (key[w] ^ self.common[w]) & self.common_sel[w];
-            varying[w] = key[w] & !self.common_sel[w];
-        }
-        if diff != 0 {
-            return None;
-        }
-        let mut packed = [0; WORDS];
-        for (p, &w) in packed.iter_mut().zip(self.varies.iter()) {
-            *p = varying[usize::from(w)];
-        }
-        // `words` is the gather's window count, a constant in the probe.
-        Some((packed, hasher.flow(&varying, words)))
+    /// The words an entry of `key` (the windows' words) stores, zero
+    /// padded, and the hash it is filed under; `None` if a common bit
+    /// differs (no flow of the gather has the key).
+    fn pack(&self, key: &[u64; WORDS], hasher: &EdgeHasher) -> Option<([u64; WORDS], u64)> {
+        let stored = self.fold.fold(key)?;
+        let n = self.fold.stored();
+        Some((stored, Fold::hash(hasher, &stored[..n])))
     }
 
-    /// The first `K` stored words of `key` (a message's key with the
-    /// common words cleared): the varying words, in order, then zeros.
-    #[inline(always)]
-    fn pick<const K: usize>(&self, key: &[u64; WORDS]) -> [u64; K] {
-        let mut out = [0; K];
-        for (j, o) in out.iter_mut().enumerate() {
-            // `varies` holds window indices below `WORDS` (a compare, not
-            // a bounds check that could panic); past its length the
-            // filler 0 picks a word the caller ignores.
-            *o = key[usize::from(self.varies.items[j]).min(WORDS - 1)];
-        }
-        out
-    }
-
-    /// [`pack`](Self::pack) for a key of any word count (registration).
-    fn pack_any(&self, key: &[u64; WORDS], hasher: &EdgeHasher) -> Option<([u64; WORDS], u64)> {
-        self.pack::<WORDS>(key, self.windows.len(), hasher)
-    }
-
-    /// Makes every word in which `key` differs from the common ones
-    /// vary, laying the entries out again if any does.
+    /// Lets every byte in which `key` differs from the common bits vary,
+    /// laying the entries out again if any does.
     fn admit(&mut self, key: &[u64; WORDS], hasher: &EdgeHasher) {
         if self.slots.len() == 0 {
-            // The first flow (again): its words are the common ones.
-            for ((c, &k), &sel) in self.common.iter_mut().zip(key).zip(&self.common_sel) {
-                *c = k & sel;
-            }
+            // The first flow (again): its bits are the common ones.
+            self.fold.set_common(key);
             self.set_screen();
             return;
         }
-        let mut varies = self.varies;
-        let mut sel = self.common_sel;
-        for w in 0..self.windows.len() {
-            if sel[w] != 0 && key[w] != self.common[w] {
-                sel[w] = 0;
-                // At most `WORDS` words, so there is room.
-                let _ = varies.push(w as u8);
+        let masks: Few<u64, WORDS> = {
+            let mut m = Few::new(0);
+            for &(_, mask) in self.windows.iter() {
+                // At most `WORDS` windows.
+                let _ = m.push(mask);
             }
-        }
-        if varies.len() == self.varies.len() {
+            m
+        };
+        let Some(wider) = self.fold.widened(key, &masks) else {
             return;
-        }
-        varies.sort_unstable();
-        let (old, common) = (self.varies, self.common);
+        };
+        let old = self.fold;
         let relayout = |stored: &[u64], out: &mut [u64]| {
-            let mut full = common;
-            for (&w, &v) in old.iter().zip(stored) {
-                full[usize::from(w)] = v;
-            }
-            for (o, &w) in out.iter_mut().zip(varies.iter()) {
-                *o = full[usize::from(w)];
+            // A key the old fold took has the new fold's common bits,
+            // which are among the old ones.
+            let s = wider.fold(&old.unfold(stored));
+            debug_assert!(s.is_some(), "a filed key lost under a wider fold");
+            if let Some(s) = s {
+                out.copy_from_slice(&s[..out.len()]);
             }
         };
-        let n = varies.len();
-        let words = self.windows.len();
-        let hash = |k: &[u64]| stored_hash(hasher, &varies, words, k);
+        let hash = |k: &[u64]| Fold::hash(hasher, k);
         self.slots
-            .rebuild(self.slots.slot_count(), n, relayout, hash);
-        self.varies = varies;
-        self.common_sel = sel;
-        for (c, &s) in self.common.iter_mut().zip(&sel) {
-            *c &= s;
-        }
+            .rebuild(self.slots.slot_count(), wider.stored(), relayout, hash);
+        self.fold = wider;
         self.set_screen();
     }
-}
-
-/// The hash an entry with `stored` words is filed under, in a gather of
-/// `words` windows whose words `varies` vary: that of its key with the
-/// common words zeroed, as [`Gather::pack`] hashes a message's.
-fn stored_hash(hasher: &EdgeHasher, varies: &[u8], words: usize, stored: &[u64]) -> u64 {
-    let mut full = [0; WORDS];
-    for (&w, &v) in varies.iter().zip(stored) {
-        full[usize::from(w)] = v;
-    }
-    hasher.flow(&full, words)
 }
 
 /// How the paths of a chain are filed (module docs, point 3).
@@ -1184,24 +1120,30 @@ impl FlowTable {
             // with its word count a constant, so the loads and masks are
             // straight-line code.
             let key = match g.windows.len() {
-                1 => g.key_of::<1>(msg, hasher),
-                2 => g.key_of::<2>(msg, hasher),
-                3 => g.key_of::<3>(msg, hasher),
-                4 => g.key_of::<4>(msg, hasher),
-                5 => g.key_of::<5>(msg, hasher),
-                _ => g.key_of::<WORDS>(msg, hasher),
+                1 => g.key_of::<1>(msg),
+                2 => g.key_of::<2>(msg),
+                3 => g.key_of::<3>(msg),
+                4 => g.key_of::<4>(msg),
+                5 => g.key_of::<5>(msg),
+                _ => g.key_of::<WORDS>(msg),
             };
-            let Some((key, h)) = key else { continue };
-            // Then the slots, with the stored word count a constant
-            // ([`FlowSlots::find_k`]): apart from the gather, so that the
-            // two constants make a few copies each, not one per pair.
+            let Some(key) = key else { continue };
+            // Then the hash and the slots, with the stored word count a
+            // constant ([`FlowSlots::find_k`]): apart from the gather, so
+            // that the two constants make a few copies each, not one per
+            // pair.
             let admits = |e: Entry| self.chains[e.chain as usize].admits(msg).is_some();
-            let found = match g.varies.len() {
-                0 => g.slots.find_k::<0>(h, &[], admits),
-                1 => g.slots.find_k(h, &g.pick::<1>(&key), admits),
-                2 => g.slots.find_k(h, &g.pick::<2>(&key), admits),
-                3 => g.slots.find_k(h, &g.pick::<3>(&key), admits),
-                n => g.slots.find(h, &g.pick::<WORDS>(&key)[..n], admits),
+            let found = match g.fold.stored() {
+                0 => g.slots.find_k::<0>(hasher.flow(&key, 0), &[], admits),
+                1 => g.slots.find_k(hasher.flow(&key, 1), &[key[0]], admits),
+                2 => g
+                    .slots
+                    .find_k(hasher.flow(&key, 2), &[key[0], key[1]], admits),
+                3 => {
+                    let k = [key[0], key[1], key[2]];
+                    g.slots.find_k(hasher.flow(&key, 3), &k, admits)
+                }
+                n => g.slots.find(hasher.flow(&key, n), &key[..n], admits),
             };
             if let Some(e) = found {
                 // Every active gather was probed before (`order`), and at
@@ -1288,13 +1230,15 @@ impl FlowTable {
         let gather = self.chains[chain as usize].gather;
         let g = &mut self.gathers[gather as usize];
         g.admit(&key, hasher);
-        let (packed, h) = g.pack_any(&key, hasher).expect("admitted");
-        let (varies, words) = (g.varies, g.windows.len());
-        let filed =
-            g.slots
-                .insert_growing(h, &packed[..varies.len()], Entry { path, chain }, |k| {
-                    stored_hash(hasher, &varies, words, k)
-                });
+        let Some((packed, h)) = g.pack(&key, hasher) else {
+            return false;
+        };
+        let n = g.fold.stored();
+        let filed = g
+            .slots
+            .insert_growing(h, &packed[..n], Entry { path, chain }, |k| {
+                Fold::hash(hasher, k)
+            });
         if !filed {
             return false;
         }
@@ -1386,8 +1330,8 @@ impl FlowTable {
         let (chain, key) = self.key_of(levels, mode).ok()??;
         let g = self.chains[chain as usize].gather as usize;
         let gather = &self.gathers[g];
-        let (packed, h) = gather.pack_any(&key, hasher)?;
-        let n = gather.varies.len();
+        let (packed, h) = gather.pack(&key, hasher)?;
+        let n = gather.fold.stored();
         let slot = gather
             .slots
             .find_slot(h, &packed[..n], |e| e.path == path && e.chain == chain)?;
@@ -1688,36 +1632,40 @@ mod tests {
         ));
     }
 
-    /// Lookups find flows whatever number of their key words vary (the
-    /// probe is compiled apart for none to three stored words, and once
-    /// for more): flows of five windows, filed so that one word varies,
-    /// then two, ... then all five, each still found, a changed byte not.
+    /// Lookups find flows whatever number of words their keys fold into
+    /// (the probe is compiled apart for none to three stored words, and
+    /// once for more): flows of five 8-byte windows, filed so that one
+    /// window's bytes all vary, then two, ... then all five, each still
+    /// found, a changed byte not. Single varying bytes of several windows
+    /// fold into one word.
     #[test]
-    fn every_count_of_varying_words_is_found() {
+    fn every_count_of_stored_words_is_found() {
         let hasher = EdgeHasher::default();
         let wide = FlowLayout::new(HeaderLen::Fixed(40))
-            .key(0, 1)
-            .key(9, 1)
-            .key(18, 1)
-            .key(27, 1);
-        let wider = FlowLayout::new(HeaderLen::Fixed(40)).key(36, 1);
+            .key(0, 8)
+            .key(8, 8)
+            .key(16, 8)
+            .key(24, 8);
+        let wider = FlowLayout::new(HeaderLen::Fixed(8)).key(0, 8);
         let layout = |m: ModuleId| Some(if m.0 == 1 { wide } else { wider });
         let levels = |k: [u8; 5]| {
+            let first: Vec<u8> = k[..4].iter().flat_map(|&b| [b; 8]).collect();
             [
-                (ModuleId(1), Key::from_array([k[0], k[1], k[2], k[3]])),
-                (ModuleId(2), Key::from_array([k[4]])),
+                (ModuleId(1), Key::new(&first).unwrap()),
+                (ModuleId(2), Key::from_array([k[4]; 8])),
             ]
         };
         let msg = |k: [u8; 5]| {
-            let mut m = vec![0u8; 80];
-            for (at, b) in [0, 9, 18, 27, 76].into_iter().zip(k) {
-                m[at] = b;
+            let mut m = vec![0u8; 48];
+            for (w, &b) in k.iter().enumerate() {
+                let at = if w < 4 { 8 * w } else { 40 };
+                m[at..at + 8].fill(b);
             }
             m
         };
         let mut t = FlowTable::default();
         let mut keys = vec![[1u8; 5]];
-        // Flow p differs from the first in words 0..p.
+        // Flow p differs from the first in windows 0..p.
         for p in 1..=5u8 {
             let mut k = [1u8; 5];
             for b in &mut k[..usize::from(p)] {
@@ -1728,20 +1676,40 @@ mod tests {
         for (p, &k) in keys.iter().enumerate() {
             assert!(t.insert(p as u32, &levels(k), FlowMode::Active, layout, &hasher));
             assert_eq!(t.gathers.len(), 1);
+            assert_eq!(t.gathers[0].fold.stored(), p);
             for (q, &k) in keys[..=p].iter().enumerate() {
                 let found = t.lookup(ModuleId(1), &msg(k), &hasher).0.map(|h| h.0);
-                assert_eq!(
-                    found,
-                    Some(q as u32),
-                    "{} words vary",
-                    t.gathers[0].varies.len()
-                );
+                assert_eq!(found, Some(q as u32), "{p} stored words");
                 let mut other = msg(k);
                 other[27] ^= 0x80;
                 assert_eq!(t.lookup(ModuleId(1), &other, &hasher).0.map(|h| h.0), None);
             }
         }
-        assert_eq!(t.gathers[0].varies.len(), 5);
+
+        // One byte of each window varying: one stored word.
+        let sparse = FlowLayout::new(HeaderLen::Fixed(40))
+            .key(0, 1)
+            .key(9, 1)
+            .key(18, 1)
+            .key(27, 1);
+        let layout = |_: ModuleId| Some(sparse);
+        let mut t = FlowTable::default();
+        for p in 0..200u32 {
+            let b = [p as u8, (p >> 1) as u8, (p >> 2) as u8, (p >> 3) as u8];
+            let levels = [(ModuleId(1), Key::from_array(b))];
+            assert!(t.insert(p, &levels, FlowMode::Active, layout, &hasher));
+        }
+        assert_eq!(t.gathers[0].fold.stored(), 1);
+        for p in 0..200u32 {
+            let mut m = vec![0u8; 40];
+            for (at, b) in [0, 9, 18, 27].into_iter().zip([0, 1, 2, 3]) {
+                m[at] = (p >> b) as u8;
+            }
+            assert_eq!(t.lookup(ModuleId(1), &m, &hasher).0.map(|h| h.0), Some(p));
+            m[18] ^= 0x40;
+            let other = t.lookup(ModuleId(1), &m, &hasher).0.map(|h| h.0);
+            assert!(other != Some(p), "a changed byte found flow {p}");
+        }
     }
 
     /// Filing through a known chain scatters the bytes where a fresh
