@@ -885,6 +885,13 @@ impl Gather {
                 let k = load_le(msg, usize::from(at)) & mask;
                 self.fold.check(w, k, &mut diff);
             }
+        } else if self.fold.stored() == 1 {
+            // Every window's varying bytes in one word (a host's
+            // connections): no stored word to choose.
+            for (w, &(at, mask)) in windows.iter().enumerate() {
+                let k = load_le(msg, usize::from(at)) & mask;
+                out[0] |= self.fold.add_one(w, k, &mut diff);
+            }
         } else {
             for (w, &(at, mask)) in windows.iter().enumerate() {
                 let k = load_le(msg, usize::from(at)) & mask;

@@ -109,6 +109,14 @@ impl Fold {
         out[usize::from(to).min(WORDS - 1)] |= (k & self.vary_sel[w]).rotate_left(rot);
     }
 
+    /// [`add`](Self::add) for a fold of one stored word: window `w`'s
+    /// varying bits of `k`, in their place in that word.
+    #[inline(always)]
+    pub(crate) fn add_one(&self, w: usize, k: u64, diff: &mut u64) -> u64 {
+        self.check(w, k, diff);
+        (k & self.vary_sel[w]).rotate_left(self.place[w].1)
+    }
+
     /// The stored words of `key` (the windows' words, masked), zero past
     /// [`stored`](Self::stored); `None` if a common bit differs (no flow
     /// of the gather has the key).
