@@ -87,19 +87,21 @@
 //!
 //! # Layout
 //!
-//! Flows whose keys are read from the same windows of a message arriving at
-//! the same module share a [`Gather`] and its hash table, so a host with
-//! TCP connections and connected UDP sockets (whose port keys lie at the
-//! same offsets) still probes once: the protocol byte in the IP key tells
-//! them apart, and each entry's chain checks its own guards. A gather
-//! keeps the key words all its flows share once (the EtherType) and turns
-//! away a message without them with one load; an entry, held in the
-//! gather's slot table (`flow_slots.rs`), is the other key words and one
-//! word of path, chain and distance from home: 24 bytes for an
-//! Ethernet/IPv4/TCP flow, over a load factor between 13/24 and 13/16.
-//! Gathers are probed most flows first. Gathers and chains are few (one
-//! per distinct layout and module sequence) and stay when their last flow
-//! goes; a changed layout rebuilds the table from the tree.
+//! Flows of one mode whose keys are read from the same windows of a
+//! message arriving at the same module share a [`Gather`] and its hash
+//! table, so a host with TCP connections and connected UDP sockets (whose
+//! port keys lie at the same offsets) still probes once: the protocol byte
+//! in the IP key tells them apart, and each entry's chain checks its own
+//! guards. A gather keeps the key bits all its flows share once (the
+//! EtherType, a host's address) and turns away a message without them
+//! with one load; an entry, held in the gather's slot table
+//! (`flow_slots.rs`), is the bytes that vary, folded into as few words as
+//! they fit ([`Fold`]), and one word of path, chain and distance from
+//! home: 16 bytes for a host's Ethernet/IPv4/TCP connections, over a load
+//! factor between 13/24 and 13/16. Active gathers are probed before
+//! passive ones, most flows first within each. Gathers and chains are few
+//! (one per distinct layout, mode and module sequence) and stay when their
+//! last flow goes; a changed layout rebuilds the table from the tree.
 //!
 //! [`PartialClassifier::passive_flow_layout`]: crate::PartialClassifier::passive_flow_layout
 
