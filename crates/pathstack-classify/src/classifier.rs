@@ -1,6 +1,6 @@
 //! The demux tree (thesis §3.4.3, Figures 3.8, 3.9 and 3.11).
 
-use crate::flow::FlowTable;
+use crate::flow::{FlowMode, FlowTable};
 use crate::hash::{EdgeHasher, NodeTable, MAX_NODES};
 use crate::node::{edge_word, Family, NodeSlab, Probe, EDGE_MASK, NONE, PASSIVE, ROOT};
 use crate::trace::Recorder;
@@ -205,6 +205,12 @@ impl Classifier {
         self.flows.len()
     }
 
+    /// How many of those are passive paths (found after the active
+    /// flows' probe missed).
+    pub fn passive_flow_count(&self) -> usize {
+        self.flows.passive_len()
+    }
+
     /// `module`'s flow layout: its partial classifier's, or the empty one
     /// of a module without a partial classifier (empty key, no bytes).
     #[cfg(feature = "testing")]
@@ -232,25 +238,29 @@ impl Classifier {
         depth
     }
 
-    /// Whether the path ending at `tail` could be a flow by its mode: an
-    /// active chain that ends a path, or a passive one that no active path
-    /// can take a message from (`flow.rs`, point 3): its first node has no
-    /// active twin, so the active walk finds no node for the receiving
-    /// module's key (which does not depend on the mode where a passive
-    /// flow's layouts apply, [`layout_of`]).
-    fn flow_candidate(&self, tail: u32) -> bool {
+    /// How the path ending at `tail` would be filed as a flow, if it ends
+    /// a path (`flow.rs`, point 3): active; passive when its first node
+    /// has no active twin, so the active walk finds no node for the
+    /// receiving module's key (which does not depend on the mode where a
+    /// passive flow's layouts apply, [`layout_of`]); shadowed when it has
+    /// one, so the active walk may find a path.
+    fn flow_mode(&self, tail: u32) -> Option<FlowMode> {
         let n = self.slab.get(tail);
         if n.path == NONE {
-            return false;
+            return None;
         }
         if n.flags() & PASSIVE == 0 {
-            return true;
+            return Some(FlowMode::Active);
         }
         let mut idx = tail;
         while self.slab.get(idx).flags() & ROOT == 0 {
             idx = self.slab.get(idx).parent();
         }
-        self.slab.twin(idx) == NONE
+        Some(if self.slab.twin(idx) == NONE {
+            FlowMode::Passive
+        } else {
+            FlowMode::Shadowed
+        })
     }
 
     /// Files the path ending at `tail` in the flow table if it belongs
@@ -258,13 +268,16 @@ impl Classifier {
     /// names no next module, so no longer active path can match its
     /// messages (`flow.rs`, point 2). The caller knows it is not filed.
     fn flow_add(&mut self, tail: u32) {
-        if !self.flow_candidate(tail) || self.slab.get(tail).next_module != NONE {
+        let Some(mode) = self.flow_mode(tail) else {
+            return;
+        };
+        if self.slab.get(tail).next_module != NONE {
             return;
         }
         let mut levels = [(ModuleId(NONE), Key::EMPTY); MAX_DEPTH];
         let depth = self.chain_levels(tail, &mut levels);
-        let n = self.slab.get(tail);
-        let (path, passive) = (n.path, n.flags() & PASSIVE != 0);
+        let path = self.slab.get(tail).path;
+        let passive = mode.passive();
         if passive && !worth_a_passive_flow(&levels[..depth]) {
             return;
         }
@@ -273,7 +286,7 @@ impl Classifier {
         self.flows.insert(
             path,
             &levels[..depth],
-            passive,
+            mode,
             |m| layout_of(partials, layouts, m, passive, root),
             &self.hasher,
         );
@@ -281,15 +294,14 @@ impl Classifier {
 
     /// Takes the path ending at `tail` out of the flow table, if filed.
     fn flow_drop(&mut self, tail: u32) {
-        if !self.flow_candidate(tail) {
+        let Some(mode) = self.flow_mode(tail) else {
             return;
-        }
+        };
         let mut levels = [(ModuleId(NONE), Key::EMPTY); MAX_DEPTH];
         let depth = self.chain_levels(tail, &mut levels);
-        let n = self.slab.get(tail);
-        let (path, passive) = (n.path, n.flags() & PASSIVE != 0);
+        let path = self.slab.get(tail).path;
         self.flows
-            .remove(path, &levels[..depth], passive, &self.hasher);
+            .remove(path, &levels[..depth], mode, &self.hasher);
     }
 
     /// Refiles every path from the tree (after a layout changed).
@@ -884,11 +896,13 @@ impl Classifier {
             let levels = &levels[..depth];
             let passive = n.flags() & PASSIVE != 0;
             let layout = |m| self.layout(m, passive, levels[0].0);
+            let Some(mode) = self.flow_mode(i) else {
+                continue;
+            };
             let filed = self
                 .flows
-                .contains(n.path, levels, passive, layout, &self.hasher);
-            let belongs = self.flow_candidate(i)
-                && (!passive || worth_a_passive_flow(levels))
+                .contains(n.path, levels, mode, layout, &self.hasher);
+            let belongs = (!passive || worth_a_passive_flow(levels))
                 && n.next_module == NONE
                 && crate::flow::FlowPlan::new(levels, layout).is_ok();
             if filed != belongs {
@@ -903,6 +917,24 @@ impl Classifier {
             return Err(format!(
                 "{flows} flows filed, table holds {}",
                 self.flows.len()
+            ));
+        }
+        // The active chains counted at each receiving module are those
+        // whose first nodes hang from it.
+        let mut chains_at = vec![0u32; self.flows.active_chains().len()];
+        for i in self.slab.live_indices() {
+            let n = self.slab.get(i);
+            if n.flags() & (ROOT | PASSIVE) == ROOT && n.parent() < MAX_CLASSIFIED_MODULES {
+                match chains_at.get_mut(n.parent() as usize) {
+                    Some(c) => *c += self.slab.num_paths(i),
+                    None => return Err(format!("active first node {i} at an uncounted module")),
+                }
+            }
+        }
+        if chains_at != self.flows.active_chains() {
+            return Err(format!(
+                "active chains per module {chains_at:?}, counted {:?}",
+                self.flows.active_chains()
             ));
         }
         if live != self.slab.live_count() || live as usize != self.edges.len() {
@@ -1153,6 +1185,9 @@ impl Classifier {
             }
         };
         self.slab.add_path(idx);
+        if flags & (ROOT | PASSIVE) == ROOT {
+            self.flows.count_active_chain(ModuleId(parent), true);
+        }
         // The chain record: a chain that is still open moves its tail down;
         // one that ends here is found by its tail's path from now on.
         let open = prev.and_then(|r| {
@@ -1291,6 +1326,9 @@ impl Classifier {
             if idx == chain.tail && n.path == chain.path {
                 n.path = NONE;
             }
+            if flags & (ROOT | PASSIVE) == ROOT {
+                self.flows.count_active_chain(ModuleId(parent), false);
+            }
             if self.slab.drop_path(idx) == 0 {
                 let (slab, hasher) = (&self.slab, &self.hasher);
                 let h = Self::edge_hash(slab, hasher, idx);
@@ -1361,9 +1399,9 @@ fn worth_a_passive_flow(levels: &[(ModuleId, Key)]) -> bool {
 /// and their `layouts`: the partial classifier's, or the empty one of a
 /// module without one. For a passive path, the receiving module `root`
 /// has one only where its passive layout is its active one: then a
-/// message the layout applies to has the same key in both modes, and the
-/// classifier's check that no active node has that key shows that the
-/// active walk finds nothing (`flow.rs`, point 3).
+/// message the layout applies to has the same key in both modes, and
+/// whether an active node has that key tells whether the active walk can
+/// find anything (`flow.rs`, point 3).
 fn layout_of(
     partials: &[Option<Box<dyn PartialClassifier>>],
     layouts: &[[Option<FlowLayout>; 2]],

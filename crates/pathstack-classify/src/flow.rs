@@ -5,7 +5,7 @@
 //! whose header bytes at fixed places equal the keys it registered. Most
 //! flows are active paths (a TCP connection, a connected UDP socket); a
 //! passive one (RPC's paths, which serve every peer; a bound UDP socket, a
-//! TCP listener) is one while no active path can take its messages
+//! TCP listener) answers where no active path takes its messages
 //! (point 3).
 //! When every module on such a path describes where its active key lies in
 //! its header ([`FlowLayout`], from
@@ -40,42 +40,46 @@
 //!    classifier takes it out when a registration continues below that node
 //!    and puts it back when the last continuing path goes.
 //! 3. *Active beats passive.* Any matching active path wins over every
-//!    passive one whatever their lengths, so no passive path can be
-//!    preferred to an active flow; `Stop` levels end a chain like any last
-//!    level. A *passive* path is filed (with its modules' passive layouts,
-//!    [`PartialClassifier::passive_flow_layout`]) only while its first node
-//!    has no active twin, i.e. no active node hangs from the receiving
-//!    module with the same key, and only where the receiving module's
-//!    passive layout is its active one: then a message the layouts apply
-//!    to has that key in both modes, the active walk finds no first node,
-//!    and the passive walk decides, by points 1 and 2 in passive mode. The
-//!    classifier refiles the passive flows when an active first node comes
-//!    or goes (rare: the first connection of an EtherType). Passive paths
-//!    of fewer than three keyed levels are left to the walk: their gathers
-//!    would cost every other message a probe for a saving of a level or
-//!    two.
+//!    passive one whatever their lengths; `Stop` levels end a chain like
+//!    any last level. A lookup therefore probes every active gather of the
+//!    receiving module before any passive one, and a *passive* path (filed
+//!    with its modules' passive layouts,
+//!    [`PartialClassifier::passive_flow_layout`], and only where the
+//!    receiving module's passive layout is its active one, so that a
+//!    message the layouts apply to has the same first key in both modes)
+//!    answers only where the active walk would find nothing:
+//!    * *unshadowed* ([`FlowMode::Passive`]): its first node has no active
+//!      twin, so the active walk finds no first node at all;
+//!    * *shadowed* ([`FlowMode::Shadowed`]): its first node has an active
+//!      twin (a listener beside its connections, a bound socket beside a
+//!      connected one). Its hit stands when every active chain the tree
+//!      counts at the receiving module is a flow (so every path the active
+//!      walk could find is one) and each active flow chain there either
+//!      *admits* the message (its layouts apply, so the active probe,
+//!      which missed, would have found its path) or *excludes* it: the
+//!      levels before its last apply, and in a key bit all its flows have
+//!      alike (IPv4's protocol 6 of a chain of TCP connections) the message
+//!      has the other value, so the active walk never reaches a path of
+//!      the chain. Otherwise the tree decides. The check runs only on a
+//!      shadowed hit, over the few active chains.
+//!
+//!    The classifier refiles the passive flows when an active first node
+//!    comes or goes (rare: the first connection of an EtherType), so each
+//!    is filed under the right mode. Passive paths of fewer than three
+//!    keyed levels are left to the walk: their gathers would cost every
+//!    other message a probe for a saving of a level or two.
 //!
 //!    The passive flows are RPC's paths (BLAST/BID/CHAN over ETH or IP),
 //!    bound UDP sockets and TCP listeners (ETH's EtherType, IPv4's
 //!    protocol, the destination port). A listener's flow takes every
 //!    segment to its port, not only SYNs, as the walk does: neither the
 //!    layout nor TCP's partial classifier reads the flags, and the
-//!    listener's stage answers the others. The first-node test is coarse
-//!    on purpose: any active path under the EtherType — one connected
-//!    socket, one TCP connection, a listener's own accepted ones — takes
-//!    every IPv4 passive flow out, although few of them could take its
-//!    messages. A finer test would have to follow every active path whose
-//!    keys agree with the passive flow's where both are read (an active
-//!    IPv4 key holds the protocol, an active port key the local port) and
-//!    refile on each of their registrations. As it is, a server's
-//!    listener walks while its connections are flows, and they carry its
-//!    traffic; a bound socket with no connected socket beside it (a UDP
-//!    server) is a flow.
-//! 4. *No two flows match one message.* Two matching paths of one mode and
-//!    equal length would share all their nodes, which registration refuses
+//!    listener's stage answers the others.
+//! 4. *One flow answers.* Two matching paths of one mode and equal length
+//!    would share all their nodes, which registration refuses
 //!    (`Ambiguous`); of unequal length, the shorter is not in the table
-//!    (2.); an active and a passive flow cannot both match (3.). So the
-//!    first entry whose key and guards match is the only one.
+//!    (2.). So at most one active and one passive flow match a message,
+//!    and the active one is probed first (3.).
 //!
 //! A message the layouts do not apply to (IPv4 options or a fragment, a
 //! truncated header) or whose key no flow has costs the gather and one
@@ -83,24 +87,27 @@
 //!
 //! # Layout
 //!
-//! Flows whose keys are read from the same windows of a message arriving at
-//! the same module share a [`Gather`] and its hash table, so a host with
-//! TCP connections and connected UDP sockets (whose port keys lie at the
-//! same offsets) still probes once: the protocol byte in the IP key tells
-//! them apart, and each entry's chain checks its own guards. A gather
-//! keeps the key words all its flows share once (the EtherType) and turns
-//! away a message without them with one load; an entry, held in the
-//! gather's slot table (`flow_slots.rs`), is the other key words and one
-//! word of path, chain and distance from home: 24 bytes for an
-//! Ethernet/IPv4/TCP flow, over a load factor between 13/24 and 13/16.
-//! Gathers are probed most flows first. Gathers and chains are few (one
-//! per distinct layout and module sequence) and stay when their last flow
-//! goes; a changed layout rebuilds the table from the tree.
+//! Flows of one mode whose keys are read from the same windows of a
+//! message arriving at the same module share a [`Gather`] and its hash
+//! table, so a host with TCP connections and connected UDP sockets (whose
+//! port keys lie at the same offsets) still probes once: the protocol byte
+//! in the IP key tells them apart, and each entry's chain checks its own
+//! guards. A gather keeps the key bits all its flows share once (the
+//! EtherType, a host's address) and turns away a message without them
+//! with one load; an entry, held in the gather's slot table
+//! (`flow_slots.rs`), is the bytes that vary, folded into as few words as
+//! they fit ([`Fold`]), and one word of path, chain and distance from
+//! home: 16 bytes for a host's Ethernet/IPv4/TCP connections, over a load
+//! factor between 13/24 and 13/16. Active gathers are probed before
+//! passive ones, most flows first within each. Gathers and chains are few
+//! (one per distinct layout, mode and module sequence) and stay when their
+//! last flow goes; a changed layout rebuilds the table from the tree.
 //!
 //! [`PartialClassifier::passive_flow_layout`]: crate::PartialClassifier::passive_flow_layout
 
-use crate::classifier::MAX_DEPTH;
+use crate::classifier::{MAX_CLASSIFIED_MODULES, MAX_DEPTH};
 use crate::flow_slots::{Entry, FlowSlots, MAX_CHAINS};
+use crate::fold::Fold;
 use crate::hash::EdgeHasher;
 use crate::node::NONE;
 use crate::{Key, ModuleId};
@@ -421,6 +428,12 @@ pub(crate) struct FlowPlan {
     scatter: Few<(u8, u8), MAX_BYTES>,
     /// Each level's key length.
     key_lens: Few<u8, MAX_DEPTH>,
+    /// The bits of each window that hold key bytes of the levels before
+    /// the last: what [`FlowChain::excludes`] may compare (the last
+    /// level's header may be one its layout declines).
+    prefix: [u64; WORDS],
+    /// The guards of the levels before the last, as windows.
+    prefix_guards: Few<(u16, u64, u64), WORDS>,
 }
 
 /// Most key bytes, and most guard bytes, a chain's windows can hold.
@@ -529,8 +542,11 @@ impl FlowPlan {
         for _ in 0..key_at {
             scatter.push((0, 0))?;
         }
+        // Key bytes from here on are the last level's.
+        let last_key_at = key_at - key_lens.last().map_or(0, |&l| usize::from(l));
+        let mut prefix = [0u64; WORDS];
         let mut d = 0;
-        for &(o, _, _, idx) in bytes.iter() {
+        for &(o, m, _, idx) in bytes.iter() {
             // `bytes` and `distinct` are both in offset order.
             while distinct[d].0 != o {
                 d += 1;
@@ -538,6 +554,9 @@ impl FlowPlan {
             let w = assigned[d];
             let shift = 8 * (o - windows[usize::from(w)].0);
             scatter[usize::from(idx)] = (w, shift as u8);
+            if usize::from(idx) < last_key_at {
+                prefix[usize::from(w)] |= u64::from(m) << shift;
+            }
         }
         // Guards on one byte combine; contradicting ones never hold.
         if !guards.windows(2).all(|p| p[0].0 <= p[1].0) {
@@ -560,15 +579,19 @@ impl FlowPlan {
         for &(o, m, _) in windows.iter() {
             masks.push((o, m))?;
         }
+        let before_last = merged.iter().take_while(|g| g.0 < last.offset).count();
+        let prefix_guards = cover(usize::from(last.offset), &merged[..before_last])?.0;
         Ok(FlowPlan {
             levels: chain,
             last,
+            prefix_guards,
             guards: cover(need, &merged)?.0,
             need,
             windows: masks,
             key,
             scatter,
             key_lens,
+            prefix,
         })
     }
 }
@@ -677,8 +700,9 @@ pub(crate) struct ChainLevel {
 /// A sequence of modules flows are filed under, with the checks that make
 /// their layouts apply to a message.
 pub(crate) struct FlowChain {
-    /// Whether its flows are passive paths (module docs, point 3).
-    passive: bool,
+    /// Whether its flows are active paths, passive ones or passive ones
+    /// an active path may shadow (module docs, point 3).
+    mode: FlowMode,
     gather: u32,
     levels: Box<[ChainLevel]>,
     /// Every level's guards, as windows: `(offset in the message, mask,
@@ -692,6 +716,18 @@ pub(crate) struct FlowChain {
     scatter: Box<[(u8, u8)]>,
     /// Each level's key length.
     key_lens: Box<[u8]>,
+    /// The key bits of the levels before the last ([`FlowPlan`]'s).
+    prefix: [u64; WORDS],
+    /// The guards of the levels before the last ([`FlowPlan`]'s).
+    prefix_guards: Box<[(u16, u64, u64)]>,
+    /// The prefix bits every flow filed in the chain since it was last
+    /// empty has alike (`fixed`, under mask `fixed_mask`, per window of
+    /// the gather): an active chain whose flows all have IPv4's protocol
+    /// 6 cannot take a message with 17 there ([`excludes`](Self::excludes)).
+    /// Narrowed as flows come, not widened as they go: it may say too
+    /// little, never too much.
+    fixed_mask: [u64; WORDS],
+    fixed: [u64; WORDS],
     entries: u32,
 }
 
@@ -703,7 +739,45 @@ impl FlowChain {
 
     /// Whether its flows are passive paths.
     pub(crate) fn passive(&self) -> bool {
-        self.passive
+        self.mode != FlowMode::Active
+    }
+
+    /// Whether no path of this (active) chain can take `msg`: the levels
+    /// before the last are all there and their guards hold, so their
+    /// layouts apply and the walk reads their keys where the layouts do
+    /// (the layout contract), and in a prefix bit every flow of the chain
+    /// has alike `msg` has the other value, so the active walk never
+    /// reaches the chain's last level with its keys. `windows` are the
+    /// chain's gather's.
+    #[inline]
+    fn excludes(&self, msg: &[u8], windows: &[(u16, u64)]) -> bool {
+        let Some(fixed) = msg.get(..usize::from(self.last.offset)) else {
+            return false;
+        };
+        self.prefix_guards
+            .iter()
+            .all(|&(at, mask, value)| load_le(fixed, usize::from(at)) & mask == value)
+            && windows
+                .iter()
+                .zip(self.fixed_mask.iter().zip(&self.fixed))
+                .any(|(&(at, _), (&mask, &value))| {
+                    mask != 0 && load_le(fixed, usize::from(at)) & mask != value
+                })
+    }
+
+    /// Narrows [`fixed`](Self::fixed) to the prefix bits `key` shares with
+    /// the chain's other flows (all of them for the first flow).
+    fn narrow(&mut self, key: &[u64; WORDS]) {
+        let first = self.entries == 0;
+        let words = self.fixed_mask.iter_mut().zip(&mut self.fixed);
+        for ((mask, fixed), (&k, &prefix)) in words.zip(key.iter().zip(&self.prefix)) {
+            if first {
+                *mask = prefix;
+            } else {
+                *mask &= !(k ^ *fixed);
+            }
+            *fixed = k & *mask;
+        }
     }
 
     /// The last level's header length if every level's layout applies to
@@ -716,6 +790,13 @@ impl FlowChain {
                 return None;
             }
         }
+        self.last_len(fixed, msg)
+    }
+
+    /// The last level's header length in `msg` (whose first `need` bytes
+    /// are `fixed`), if it is all there.
+    #[inline]
+    fn last_len(&self, fixed: &[u8], msg: &[u8]) -> Option<usize> {
         let last = &self.last;
         match last.header {
             HeaderLen::Fixed(n) => Some(usize::from(n)),
@@ -731,88 +812,95 @@ impl FlowChain {
 /// The flows whose keys are gathered from the same windows of messages
 /// arriving at one module, and the table that finds them by key.
 ///
-/// A key word every flow of the gather has alike (the EtherType of every
-/// Ethernet/IPv4 flow) is kept once, in `common`, and compared before the
-/// hash; the entries hold only the words that vary (`varies`), so an
-/// Ethernet/IPv4/TCP flow stores two key words, not three. A word starts
-/// to vary when a flow with another value comes: then the entries are
-/// laid out again, at most [`WORDS`] times in a gather's life.
+/// The bits every flow of the gather has alike (the EtherType of every
+/// Ethernet/IPv4 flow, a host's protocol and address) are kept once and
+/// compared in registers; the entries hold only the bytes that vary,
+/// folded into as few words as they fit ([`Fold`]): one word for a host's
+/// TCP connections. A byte starts to vary when a flow with another value
+/// comes: then the entries are laid out again, at most once per byte of
+/// the windows in a gather's life.
 struct Gather {
     module: ModuleId,
+    /// How its flows are filed: a passive gather is probed after every
+    /// active gather of the module (module docs, point 4), and a hit in a
+    /// shadowed one is checked (point 3). Kept here rather than read from
+    /// the hit's chain: the gather is at hand in the probe loop.
+    mode: FlowMode,
     /// `(offset in the message, mask)` of each key word.
     windows: Box<[(u16, u64)]>,
-    /// The words that vary between the flows, ascending: what an entry
-    /// stores, in this order.
-    varies: Few<u8, WORDS>,
-    /// The value every flow has in each other word.
-    common: [u64; WORDS],
-    /// All ones for a common word, zero for one that varies (or is past
-    /// the windows).
-    common_sel: [u64; WORDS],
-    /// The last common word as `(offset, mask, value)`: one load and
-    /// compare that turns away most messages of other flows (another
-    /// protocol's) before the other windows are read. Mask 0 when no word
-    /// is common.
+    /// How a key's words are stored.
+    fold: Fold,
+    /// The last window with common bits as `(offset, mask, value)`: one
+    /// load and compare that turns away most messages of other flows
+    /// (another protocol's) before the other windows are read. Mask 0
+    /// when no bit is common.
     screen: (u16, u64, u64),
     slots: FlowSlots,
 }
 
 impl Gather {
-    fn new(module: ModuleId, windows: &[(u16, u64)]) -> Self {
-        let mut common_sel = [0; WORDS];
-        common_sel[..windows.len()].fill(u64::MAX);
+    fn new(module: ModuleId, mode: FlowMode, windows: &[(u16, u64)]) -> Self {
         Gather {
             module,
+            mode,
             windows: windows.into(),
-            varies: Few::new(0),
-            common: [0; WORDS],
-            common_sel,
+            fold: Fold::new(),
             screen: (0, 0, 0),
             slots: FlowSlots::new(0),
         }
     }
 
-    /// Sets [`screen`](Self::screen) from the common words.
+    /// Sets [`screen`](Self::screen) from the common bits.
     fn set_screen(&mut self) {
         self.screen = (0, 0, 0);
         for (w, &(at, mask)) in self.windows.iter().enumerate() {
-            if self.common_sel[w] != 0 {
-                self.screen = (at, mask, self.common[w]);
+            let (sel, value) = self.fold.common(w);
+            if sel & mask != 0 {
+                self.screen = (at, sel & mask, value & mask);
             }
         }
     }
 
-    /// Whether `msg` passes the screen: it has the last common word.
+    /// Whether `msg` passes the screen: it has the last common bits.
     #[inline(always)]
     fn screens(&self, msg: &[u8]) -> bool {
         let (at, mask, value) = self.screen;
         load_le(msg, usize::from(at)) & mask == value
     }
 
-    /// `msg`'s key (of `N` words) with the common words cleared, and its
-    /// hash; `None` if it fails the screen or a common word differs (no
-    /// flow of the gather has it). What [`pack`](Self::pack) does at
-    /// registration, with the common words checked and cleared in
-    /// registers; [`pick`](Self::pick) then takes the stored words.
+    /// `msg`'s key (of `N` windows) folded into the stored words, zero
+    /// past them; `None` if it fails the screen or a common bit differs
+    /// (no flow of the gather has it). What [`pack`](Self::pack) does at
+    /// registration, in registers.
     #[inline(always)]
-    fn key_of<const N: usize>(
-        &self,
-        msg: &[u8],
-        hasher: &EdgeHasher,
-    ) -> Option<([u64; WORDS], u64)> {
+    fn key_of<const N: usize>(&self, msg: &[u8]) -> Option<[u64; WORDS]> {
         if !self.screens(msg) {
             return None;
         }
         let windows: &[(u16, u64); N] = self.windows.get(..N)?.try_into().ok()?;
-        let mut key = [0u64; WORDS];
-        let mut diff = 0;
+        let (mut out, mut diff) = ([0u64; WORDS], 0);
         // Indexed by constants once `N` is known: no loop, no checks.
-        for w in 0..N {
-            let k = load_le(msg, usize::from(windows[w].0)) & windows[w].1;
-            diff |= (k ^ self.common[w]) & self.common_sel[w];
-            key[w] = k & !self.common_sel[w];
+        if self.fold.stored() == 0 {
+            // Every bit common (one flow, or a few alike but for bits
+            // outside the windows): only the compare.
+            for (w, &(at, mask)) in windows.iter().enumerate() {
+                let k = load_le(msg, usize::from(at)) & mask;
+                self.fold.check(w, k, &mut diff);
+            }
+        } else if self.fold.stored() == 1 {
+            // Every window's varying bytes in one word (a host's
+            // connections): no stored word to choose.
+            for (w, &(at, mask)) in windows.iter().enumerate() {
+                let k = load_le(msg, usize::from(at)) & mask;
+                out[0] |= self.fold.add_one(w, k, &mut diff);
+            }
+        } else {
+            for (w, &(at, mask)) in windows.iter().enumerate() {
+                let k = load_le(msg, usize::from(at)) & mask;
+                self.fold.add(w, k, &mut diff, &mut out);
+            }
         }
-        (diff == 0).then(|| (key, hasher.flow(&key, N)))
+        (diff == 0).then_some(out)
     }
 
     /// The key of `msg`: a load and a mask per window (what
@@ -826,124 +914,101 @@ impl Gather {
         key
     }
 
-    /// The words of `key` (of `N` words) an entry stores, zero padded,
-    /// and the hash it is filed under (of `key` with the common words
-    /// zeroed); `None` if a common word differs (no flow of the gather has
-    /// the key).
-    #[inline(always)]
-    fn pack<const N: usize>(
-        &self,
-        key: &[u64; WORDS],
-        words: usize,
-        hasher: &EdgeHasher,
-    ) -> Option<([u64; WORDS], u64)> {
-        let mut diff = 0;
-        let mut varying = [0; WORDS];
-        for w in 0..N {
-            diff |= (key[w] ^ self.common[w]) & self.common_sel[w];
-            varying[w] = key[w] & !self.common_sel[w];
-        }
-        if diff != 0 {
-            return None;
-        }
-        let mut packed = [0; WORDS];
-        for (p, &w) in packed.iter_mut().zip(self.varies.iter()) {
-            *p = varying[usize::from(w)];
-        }
-        // `words` is the gather's window count, a constant in the probe.
-        Some((packed, hasher.flow(&varying, words)))
+    /// The words an entry of `key` (the windows' words) stores, zero
+    /// padded, and the hash it is filed under; `None` if a common bit
+    /// differs (no flow of the gather has the key).
+    fn pack(&self, key: &[u64; WORDS], hasher: &EdgeHasher) -> Option<([u64; WORDS], u64)> {
+        let stored = self.fold.fold(key)?;
+        let n = self.fold.stored();
+        Some((stored, Fold::hash(hasher, &stored[..n])))
     }
 
-    /// The first `K` stored words of `key` (a message's key with the
-    /// common words cleared): the varying words, in order, then zeros.
-    #[inline(always)]
-    fn pick<const K: usize>(&self, key: &[u64; WORDS]) -> [u64; K] {
-        let mut out = [0; K];
-        for (j, o) in out.iter_mut().enumerate() {
-            // `varies` holds window indices below `WORDS` (a compare, not
-            // a bounds check that could panic); past its length the
-            // filler 0 picks a word the caller ignores.
-            *o = key[usize::from(self.varies.items[j]).min(WORDS - 1)];
-        }
-        out
-    }
-
-    /// [`pack`](Self::pack) for a key of any word count (registration).
-    fn pack_any(&self, key: &[u64; WORDS], hasher: &EdgeHasher) -> Option<([u64; WORDS], u64)> {
-        self.pack::<WORDS>(key, self.windows.len(), hasher)
-    }
-
-    /// Makes every word in which `key` differs from the common ones
-    /// vary, laying the entries out again if any does.
+    /// Lets every byte in which `key` differs from the common bits vary,
+    /// laying the entries out again if any does.
     fn admit(&mut self, key: &[u64; WORDS], hasher: &EdgeHasher) {
         if self.slots.len() == 0 {
-            // The first flow (again): its words are the common ones.
-            for ((c, &k), &sel) in self.common.iter_mut().zip(key).zip(&self.common_sel) {
-                *c = k & sel;
-            }
+            // The first flow (again): its bits are the common ones.
+            self.fold.set_common(key);
             self.set_screen();
             return;
         }
-        let mut varies = self.varies;
-        let mut sel = self.common_sel;
-        for w in 0..self.windows.len() {
-            if sel[w] != 0 && key[w] != self.common[w] {
-                sel[w] = 0;
-                // At most `WORDS` words, so there is room.
-                let _ = varies.push(w as u8);
-            }
-        }
-        if varies.len() == self.varies.len() {
+        // Most flows (another connection of a host) vary only in bytes
+        // that vary already: one fold says so.
+        if self.fold.fold(key).is_some() {
             return;
         }
-        varies.sort_unstable();
-        let (old, common) = (self.varies, self.common);
-        let relayout = |stored: &[u64], out: &mut [u64]| {
-            let mut full = common;
-            for (&w, &v) in old.iter().zip(stored) {
-                full[usize::from(w)] = v;
+        let masks: Few<u64, WORDS> = {
+            let mut m = Few::new(0);
+            for &(_, mask) in self.windows.iter() {
+                // At most `WORDS` windows.
+                let _ = m.push(mask);
             }
-            for (o, &w) in out.iter_mut().zip(varies.iter()) {
-                *o = full[usize::from(w)];
+            m
+        };
+        let Some(wider) = self.fold.widened(key, &masks) else {
+            return;
+        };
+        let old = self.fold;
+        let relayout = |stored: &[u64], out: &mut [u64]| {
+            // A key the old fold took has the new fold's common bits,
+            // which are among the old ones.
+            let s = wider.fold(&old.unfold(stored));
+            debug_assert!(s.is_some(), "a filed key lost under a wider fold");
+            if let Some(s) = s {
+                out.copy_from_slice(&s[..out.len()]);
             }
         };
-        let n = varies.len();
-        let words = self.windows.len();
-        let hash = |k: &[u64]| stored_hash(hasher, &varies, words, k);
+        let hash = |k: &[u64]| Fold::hash(hasher, k);
         self.slots
-            .rebuild(self.slots.slot_count(), n, relayout, hash);
-        self.varies = varies;
-        self.common_sel = sel;
-        for (c, &s) in self.common.iter_mut().zip(&sel) {
-            *c &= s;
-        }
+            .rebuild(self.slots.slot_count(), wider.stored(), relayout, hash);
+        self.fold = wider;
         self.set_screen();
     }
 }
 
-/// The hash an entry with `stored` words is filed under, in a gather of
-/// `words` windows whose words `varies` vary: that of its key with the
-/// common words zeroed, as [`Gather::pack`] hashes a message's.
-fn stored_hash(hasher: &EdgeHasher, varies: &[u8], words: usize, stored: &[u64]) -> u64 {
-    let mut full = [0; WORDS];
-    for (&w, &v) in varies.iter().zip(stored) {
-        full[usize::from(w)] = v;
+/// How the paths of a chain are filed (module docs, point 3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum FlowMode {
+    /// Active paths.
+    Active,
+    /// Passive paths whose first node has no active twin: no active path
+    /// can take their messages.
+    Passive,
+    /// Passive paths whose first node has an active twin: a hit is the
+    /// tree's answer only while the active flows answer for every active
+    /// path at the receiving module ([`FlowTable::lookup`]).
+    Shadowed,
+}
+
+impl FlowMode {
+    /// Whether the mode's paths are passive.
+    pub(crate) fn passive(self) -> bool {
+        self != FlowMode::Active
     }
-    hasher.flow(&full, words)
 }
 
 /// The flow table of one classifier (see the module docs).
 #[derive(Default)]
 pub(crate) struct FlowTable {
     gathers: Vec<Gather>,
-    /// The gathers in the order a lookup probes them: most flows first,
-    /// so that the host's many connections are not probed after its few
+    /// The gathers in the order a lookup probes them: active before
+    /// passive (an active match wins), most flows first within each, so
+    /// that the host's many connections are not probed after its few
     /// listeners' gathers.
     order: Vec<u32>,
     chains: Vec<FlowChain>,
     len: usize,
     /// How many of the flows are passive paths.
     passive: usize,
+    /// Active flows filed per receiving module (indexed by its id): set
+    /// against `active_chains`, it says whether every active path at the
+    /// module is a flow.
+    active_at: Vec<u32>,
+    /// Active chains the tree holds (complete or still being registered)
+    /// per receiving module, indexed by its id, counted by the classifier
+    /// as it registers and unwinds them. Kept here, where the lookup that
+    /// reads them is, and through [`clear`](Self::clear).
+    active_chains: Vec<u32>,
 }
 
 impl FlowTable {
@@ -957,9 +1022,39 @@ impl FlowTable {
         self.passive
     }
 
-    /// Forgets every flow, chain and gather (when a layout may have changed).
+    /// Forgets every flow, chain and gather (when a layout may have
+    /// changed); the tree's chain counts stay.
     pub(crate) fn clear(&mut self) {
-        *self = FlowTable::default();
+        let active_chains = std::mem::take(&mut self.active_chains);
+        *self = FlowTable {
+            active_chains,
+            ..FlowTable::default()
+        };
+    }
+
+    /// Counts an active chain of the tree registered (`add`) or unwound at
+    /// receiving module `module`. Modules too large to own a partial
+    /// classifier are not counted (their active flows are never found
+    /// complete, [`active_walk_fails`](Self::active_walk_fails)).
+    pub(crate) fn count_active_chain(&mut self, module: ModuleId, add: bool) {
+        if module.0 >= MAX_CLASSIFIED_MODULES {
+            return;
+        }
+        let m = module.0 as usize;
+        if self.active_chains.len() <= m {
+            self.active_chains.resize(m + 1, 0);
+        }
+        if add {
+            self.active_chains[m] += 1;
+        } else {
+            self.active_chains[m] -= 1;
+        }
+    }
+
+    /// The active chains counted per receiving module.
+    #[cfg(feature = "testing")]
+    pub(crate) fn active_chains(&self) -> &[u32] {
+        &self.active_chains
     }
 
     pub(crate) fn heap_bytes(&self) -> usize {
@@ -983,6 +1078,39 @@ impl FlowTable {
             + self.gathers.capacity() * std::mem::size_of::<Gather>()
             + self.order.capacity() * 4
             + self.chains.capacity() * std::mem::size_of::<FlowChain>()
+            + (self.active_at.capacity() + self.active_chains.capacity()) * 4
+    }
+
+    /// Active flows filed at receiving module `module`.
+    pub(crate) fn active_at(&self, module: ModuleId) -> u32 {
+        self.active_at.get(module.0 as usize).copied().unwrap_or(0)
+    }
+
+    /// Whether the active flows' miss for `msg` at `module` is the active
+    /// walk's: every one of the module's active chains (as the tree counts
+    /// them) is a flow, and every active chain with flows there
+    /// either admits `msg` (so its flow would have been found) or
+    /// [`excludes`](FlowChain::excludes) it (so none of its paths
+    /// matches). Then a shadowed passive flow's hit is the passive walk's
+    /// answer and the tree's (module docs, point 3).
+    #[inline(never)]
+    fn active_walk_fails(&self, module: ModuleId, msg: &[u8]) -> bool {
+        if module.0 >= MAX_CLASSIFIED_MODULES
+            || self
+                .active_chains
+                .get(module.0 as usize)
+                .copied()
+                .unwrap_or(0)
+                != self.active_at(module)
+        {
+            return false;
+        }
+        self.chains
+            .iter()
+            .filter(|c| c.mode == FlowMode::Active && c.entries > 0 && c.levels[0].module == module)
+            .all(|c| {
+                c.admits(msg).is_some() || c.excludes(msg, &self.gathers[c.gather as usize].windows)
+            })
     }
 
     /// The flow of `msg` arriving at `module`, with its chain, and how many
@@ -1006,26 +1134,38 @@ impl FlowTable {
             // with its word count a constant, so the loads and masks are
             // straight-line code.
             let key = match g.windows.len() {
-                1 => g.key_of::<1>(msg, hasher),
-                2 => g.key_of::<2>(msg, hasher),
-                3 => g.key_of::<3>(msg, hasher),
-                4 => g.key_of::<4>(msg, hasher),
-                5 => g.key_of::<5>(msg, hasher),
-                _ => g.key_of::<WORDS>(msg, hasher),
+                1 => g.key_of::<1>(msg),
+                2 => g.key_of::<2>(msg),
+                3 => g.key_of::<3>(msg),
+                4 => g.key_of::<4>(msg),
+                5 => g.key_of::<5>(msg),
+                _ => g.key_of::<WORDS>(msg),
             };
-            let Some((key, h)) = key else { continue };
-            // Then the slots, with the stored word count a constant
-            // ([`FlowSlots::find_k`]): apart from the gather, so that the
-            // two constants make a few copies each, not one per pair.
+            let Some(key) = key else { continue };
+            // Then the hash and the slots, with the stored word count a
+            // constant ([`FlowSlots::find_k`]): apart from the gather, so
+            // that the two constants make a few copies each, not one per
+            // pair.
             let admits = |e: Entry| self.chains[e.chain as usize].admits(msg).is_some();
-            let found = match g.varies.len() {
-                0 => g.slots.find_k::<0>(h, &[], admits),
-                1 => g.slots.find_k(h, &g.pick::<1>(&key), admits),
-                2 => g.slots.find_k(h, &g.pick::<2>(&key), admits),
-                3 => g.slots.find_k(h, &g.pick::<3>(&key), admits),
-                n => g.slots.find(h, &g.pick::<WORDS>(&key)[..n], admits),
+            let found = match g.fold.stored() {
+                0 => g.slots.find_k::<0>(hasher.flow(&key, 0), &[], admits),
+                1 => g.slots.find_k(hasher.flow(&key, 1), &[key[0]], admits),
+                2 => g
+                    .slots
+                    .find_k(hasher.flow(&key, 2), &[key[0], key[1]], admits),
+                3 => {
+                    let k = [key[0], key[1], key[2]];
+                    g.slots.find_k(hasher.flow(&key, 3), &k, admits)
+                }
+                n => g.slots.find(hasher.flow(&key, n), &key[..n], admits),
             };
             if let Some(e) = found {
+                // Every active gather was probed before (`order`), and at
+                // most one passive flow matches: a shadowed one answers if
+                // the active walk would find nothing, else the tree does.
+                if g.mode == FlowMode::Shadowed && !self.active_walk_fails(module, msg) {
+                    return (None, probes);
+                }
                 return (Some((e.path, &self.chains[e.chain as usize])), probes);
             }
         }
@@ -1040,10 +1180,10 @@ impl FlowTable {
     fn key_of(
         &self,
         levels: &[(ModuleId, Key)],
-        passive: bool,
+        mode: FlowMode,
     ) -> Result<Option<(u32, [u64; WORDS])>, NotAFlow> {
         let Some(c) = self.chains.iter().position(|c| {
-            c.passive == passive
+            c.mode == mode
                 && c.levels.len() == levels.len()
                 && c.levels
                     .iter()
@@ -1087,15 +1227,15 @@ impl FlowTable {
         &mut self,
         path: u32,
         levels: &[(ModuleId, Key)],
-        passive: bool,
+        mode: FlowMode,
         layout: impl Fn(ModuleId) -> Option<FlowLayout>,
         hasher: &EdgeHasher,
     ) -> bool {
-        let (chain, key) = match self.key_of(levels, passive) {
+        let (chain, key) = match self.key_of(levels, mode) {
             Ok(Some(found)) => found,
             Ok(None) if self.chains.len() < MAX_CHAINS as usize => {
                 match FlowPlan::new(levels, layout) {
-                    Ok(plan) => (self.add_chain(&plan, passive), plan.key),
+                    Ok(plan) => (self.add_chain(&plan, mode), plan.key),
                     Err(_) => return false,
                 }
             }
@@ -1104,19 +1244,32 @@ impl FlowTable {
         let gather = self.chains[chain as usize].gather;
         let g = &mut self.gathers[gather as usize];
         g.admit(&key, hasher);
-        let (packed, h) = g.pack_any(&key, hasher).expect("admitted");
-        let (varies, words) = (g.varies, g.windows.len());
-        let filed =
-            g.slots
-                .insert_growing(h, &packed[..varies.len()], Entry { path, chain }, |k| {
-                    stored_hash(hasher, &varies, words, k)
-                });
+        let Some((packed, h)) = g.pack(&key, hasher) else {
+            return false;
+        };
+        let n = g.fold.stored();
+        let filed = g
+            .slots
+            .insert_growing(h, &packed[..n], Entry { path, chain }, |k| {
+                Fold::hash(hasher, k)
+            });
         if !filed {
             return false;
         }
-        self.chains[chain as usize].entries += 1;
+        let c = &mut self.chains[chain as usize];
+        c.narrow(&key);
+        c.entries += 1;
         self.len += 1;
-        self.passive += usize::from(passive);
+        self.passive += usize::from(mode.passive());
+        // Modules too large to own a partial classifier are not counted
+        // (the classifier never finds their active flows complete).
+        if mode == FlowMode::Active && levels[0].0 .0 < MAX_CLASSIFIED_MODULES {
+            let m = levels[0].0 .0 as usize;
+            if self.active_at.len() <= m {
+                self.active_at.resize(m + 1, 0);
+            }
+            self.active_at[m] += 1;
+        }
         self.reorder(gather);
         true
     }
@@ -1124,7 +1277,11 @@ impl FlowTable {
     /// Moves `gather` to its place in [`order`](Self::order) after its
     /// flow count changed by one.
     fn reorder(&mut self, gather: u32) {
-        let len = |t: &Self, i: usize| t.gathers[t.order[i] as usize].slots.len();
+        // Active first, then by flows, most first.
+        let len = |t: &Self, i: usize| {
+            let g = &t.gathers[t.order[i] as usize];
+            (usize::from(!g.mode.passive()), g.slots.len())
+        };
         let Some(mut at) = self.order.iter().position(|&g| g == gather) else {
             return;
         };
@@ -1139,10 +1296,10 @@ impl FlowTable {
     }
 
     /// A chain laid out by `plan`, in the gather of its windows.
-    fn add_chain(&mut self, plan: &FlowPlan, passive: bool) -> u32 {
-        let gather = self.gather_for(plan.levels[0].module, plan);
+    fn add_chain(&mut self, plan: &FlowPlan, mode: FlowMode) -> u32 {
+        let gather = self.gather_for(plan.levels[0].module, mode, plan);
         self.chains.push(FlowChain {
-            passive,
+            mode,
             last: plan.last,
             gather,
             levels: plan.levels.iter().copied().collect(),
@@ -1150,6 +1307,10 @@ impl FlowTable {
             need: plan.need,
             scatter: plan.scatter.iter().copied().collect(),
             key_lens: plan.key_lens.iter().copied().collect(),
+            prefix: plan.prefix,
+            prefix_guards: plan.prefix_guards.iter().copied().collect(),
+            fixed_mask: [0; WORDS],
+            fixed: [0; WORDS],
             entries: 0,
         });
         self.chains.len() as u32 - 1
@@ -1157,17 +1318,18 @@ impl FlowTable {
 
     /// The gather of flows arriving at `module` with `plan`'s windows,
     /// made if there is none.
-    fn gather_for(&mut self, module: ModuleId, plan: &FlowPlan) -> u32 {
+    fn gather_for(&mut self, module: ModuleId, mode: FlowMode, plan: &FlowPlan) -> u32 {
         if let Some(i) = self
             .gathers
             .iter()
-            .position(|g| g.module == module && *g.windows == *plan.windows)
+            .position(|g| g.module == module && g.mode == mode && *g.windows == *plan.windows)
         {
             return i as u32;
         }
-        self.gathers.push(Gather::new(module, &plan.windows));
+        self.gathers.push(Gather::new(module, mode, &plan.windows));
         let g = self.gathers.len() as u32 - 1;
         self.order.push(g);
+        self.reorder(g);
         g
     }
 
@@ -1176,14 +1338,14 @@ impl FlowTable {
         &self,
         path: u32,
         levels: &[(ModuleId, Key)],
-        passive: bool,
+        mode: FlowMode,
         hasher: &EdgeHasher,
     ) -> Option<(usize, usize)> {
-        let (chain, key) = self.key_of(levels, passive).ok()??;
+        let (chain, key) = self.key_of(levels, mode).ok()??;
         let g = self.chains[chain as usize].gather as usize;
         let gather = &self.gathers[g];
-        let (packed, h) = gather.pack_any(&key, hasher)?;
-        let n = gather.varies.len();
+        let (packed, h) = gather.pack(&key, hasher)?;
+        let n = gather.fold.stored();
         let slot = gather
             .slots
             .find_slot(h, &packed[..n], |e| e.path == path && e.chain == chain)?;
@@ -1211,15 +1373,15 @@ impl FlowTable {
         &self,
         path: u32,
         levels: &[(ModuleId, Key)],
-        passive: bool,
+        mode: FlowMode,
         layout: impl Fn(ModuleId) -> Option<FlowLayout>,
         hasher: &EdgeHasher,
     ) -> bool {
         let laid_out = FlowPlan::new(levels, layout).ok().map(|p| p.key);
-        let scattered = self.key_of(levels, passive).ok().flatten().map(|(_, k)| k);
+        let scattered = self.key_of(levels, mode).ok().flatten().map(|(_, k)| k);
         laid_out.is_some()
             && laid_out == scattered
-            && self.find(path, levels, passive, hasher).is_some()
+            && self.find(path, levels, mode, hasher).is_some()
     }
 
     /// Takes `path`, filed with `levels`, out; `false` if it was not filed.
@@ -1227,16 +1389,21 @@ impl FlowTable {
         &mut self,
         path: u32,
         levels: &[(ModuleId, Key)],
-        passive: bool,
+        mode: FlowMode,
         hasher: &EdgeHasher,
     ) -> bool {
-        let Some((g, slot)) = self.find(path, levels, passive, hasher) else {
+        let Some((g, slot)) = self.find(path, levels, mode, hasher) else {
             return false;
         };
         let e = self.gathers[g].slots.remove_at(slot);
         self.chains[e.chain as usize].entries -= 1;
         self.len -= 1;
-        self.passive -= usize::from(passive);
+        self.passive -= usize::from(mode.passive());
+        if mode == FlowMode::Active {
+            if let Some(n) = self.active_at.get_mut(levels[0].0 .0 as usize) {
+                *n -= 1;
+            }
+        }
         self.reorder(g as u32);
         true
     }
@@ -1344,7 +1511,7 @@ mod tests {
         msg[26..30].copy_from_slice(&[1, 2, 3, 4]);
         msg[30..34].copy_from_slice(&[5, 6, 7, 8]);
         msg[34..38].copy_from_slice(&[0x9c, 0x40, 0, 80]);
-        let g = Gather::new(ModuleId(1), &plan.windows);
+        let g = Gather::new(ModuleId(1), FlowMode::Active, &plan.windows);
         assert_eq!(g.gather(&msg), plan.key);
         msg[35] ^= 1;
         assert_ne!(g.gather(&msg), plan.key);
@@ -1428,7 +1595,7 @@ mod tests {
         let levels = |a: u8, b: u8| [(ModuleId(1), Key::from_array([a, b]))];
         let mut t = FlowTable::default();
         for p in 0..100u32 {
-            assert!(t.insert(p, &levels(p as u8, 7), false, layout, &hasher));
+            assert!(t.insert(p, &levels(p as u8, 7), FlowMode::Active, layout, &hasher));
         }
         assert_eq!(t.len(), 100);
         assert_eq!(t.chains.len(), 1, "one chain for all");
@@ -1440,8 +1607,8 @@ mod tests {
         assert_eq!(t.lookup(ModuleId(2), &[3, 7], &hasher).0.map(|h| h.0), None);
         assert_eq!(t.lookup(ModuleId(1), &[3], &hasher).0.map(|h| h.0), None);
         for p in (0..100u32).step_by(2) {
-            assert!(t.remove(p, &levels(p as u8, 7), false, &hasher));
-            assert!(!t.remove(p, &levels(p as u8, 7), false, &hasher));
+            assert!(t.remove(p, &levels(p as u8, 7), FlowMode::Active, &hasher));
+            assert!(!t.remove(p, &levels(p as u8, 7), FlowMode::Active, &hasher));
         }
         assert_eq!(t.len(), 50);
         for p in 0..100u32 {
@@ -1449,21 +1616,21 @@ mod tests {
             let got = t.lookup(ModuleId(1), &[p as u8, 7], &hasher).0.map(|h| h.0);
             assert_eq!(got, want);
             assert_eq!(
-                t.contains(p, &levels(p as u8, 7), false, layout, &hasher),
+                t.contains(p, &levels(p as u8, 7), FlowMode::Active, layout, &hasher),
                 want.is_some()
             );
         }
         // Freed slots are reused: no growth below the load factor.
         let before = t.heap_bytes();
-        assert!(t.insert(200, &levels(0, 8), false, layout, &hasher));
+        assert!(t.insert(200, &levels(0, 8), FlowMode::Active, layout, &hasher));
         assert_eq!(t.heap_bytes(), before);
         // Filed passive, the same keys are another flow, found apart.
-        assert!(!t.remove(200, &levels(0, 8), true, &hasher));
-        assert!(t.insert(300, &levels(0, 9), true, layout, &hasher));
+        assert!(!t.remove(200, &levels(0, 8), FlowMode::Passive, &hasher));
+        assert!(t.insert(300, &levels(0, 9), FlowMode::Passive, layout, &hasher));
         assert_eq!(t.passive_len(), 1);
-        assert!(t.contains(300, &levels(0, 9), true, layout, &hasher));
-        assert!(!t.contains(300, &levels(0, 9), false, layout, &hasher));
-        assert!(t.remove(300, &levels(0, 9), true, &hasher));
+        assert!(t.contains(300, &levels(0, 9), FlowMode::Passive, layout, &hasher));
+        assert!(!t.contains(300, &levels(0, 9), FlowMode::Active, layout, &hasher));
+        assert!(t.remove(300, &levels(0, 9), FlowMode::Passive, &hasher));
         assert_eq!(t.passive_len(), 0);
         assert_eq!(
             t.lookup(ModuleId(1), &[0, 8], &hasher).0.map(|h| h.0),
@@ -1473,42 +1640,46 @@ mod tests {
         assert!(!t.insert(
             201,
             &[(ModuleId(1), Key::from_array([1]))],
-            false,
+            FlowMode::Active,
             layout,
             &hasher
         ));
     }
 
-    /// Lookups find flows whatever number of their key words vary (the
-    /// probe is compiled apart for none to three stored words, and once
-    /// for more): flows of five windows, filed so that one word varies,
-    /// then two, ... then all five, each still found, a changed byte not.
+    /// Lookups find flows whatever number of words their keys fold into
+    /// (the probe is compiled apart for none to three stored words, and
+    /// once for more): flows of five 8-byte windows, filed so that one
+    /// window's bytes all vary, then two, ... then all five, each still
+    /// found, a changed byte not. Single varying bytes of several windows
+    /// fold into one word.
     #[test]
-    fn every_count_of_varying_words_is_found() {
+    fn every_count_of_stored_words_is_found() {
         let hasher = EdgeHasher::default();
         let wide = FlowLayout::new(HeaderLen::Fixed(40))
-            .key(0, 1)
-            .key(9, 1)
-            .key(18, 1)
-            .key(27, 1);
-        let wider = FlowLayout::new(HeaderLen::Fixed(40)).key(36, 1);
+            .key(0, 8)
+            .key(8, 8)
+            .key(16, 8)
+            .key(24, 8);
+        let wider = FlowLayout::new(HeaderLen::Fixed(8)).key(0, 8);
         let layout = |m: ModuleId| Some(if m.0 == 1 { wide } else { wider });
         let levels = |k: [u8; 5]| {
+            let first: Vec<u8> = k[..4].iter().flat_map(|&b| [b; 8]).collect();
             [
-                (ModuleId(1), Key::from_array([k[0], k[1], k[2], k[3]])),
-                (ModuleId(2), Key::from_array([k[4]])),
+                (ModuleId(1), Key::new(&first).unwrap()),
+                (ModuleId(2), Key::from_array([k[4]; 8])),
             ]
         };
         let msg = |k: [u8; 5]| {
-            let mut m = vec![0u8; 80];
-            for (at, b) in [0, 9, 18, 27, 76].into_iter().zip(k) {
-                m[at] = b;
+            let mut m = vec![0u8; 48];
+            for (w, &b) in k.iter().enumerate() {
+                let at = if w < 4 { 8 * w } else { 40 };
+                m[at..at + 8].fill(b);
             }
             m
         };
         let mut t = FlowTable::default();
         let mut keys = vec![[1u8; 5]];
-        // Flow p differs from the first in words 0..p.
+        // Flow p differs from the first in windows 0..p.
         for p in 1..=5u8 {
             let mut k = [1u8; 5];
             for b in &mut k[..usize::from(p)] {
@@ -1517,22 +1688,42 @@ mod tests {
             keys.push(k);
         }
         for (p, &k) in keys.iter().enumerate() {
-            assert!(t.insert(p as u32, &levels(k), false, layout, &hasher));
+            assert!(t.insert(p as u32, &levels(k), FlowMode::Active, layout, &hasher));
             assert_eq!(t.gathers.len(), 1);
+            assert_eq!(t.gathers[0].fold.stored(), p);
             for (q, &k) in keys[..=p].iter().enumerate() {
                 let found = t.lookup(ModuleId(1), &msg(k), &hasher).0.map(|h| h.0);
-                assert_eq!(
-                    found,
-                    Some(q as u32),
-                    "{} words vary",
-                    t.gathers[0].varies.len()
-                );
+                assert_eq!(found, Some(q as u32), "{p} stored words");
                 let mut other = msg(k);
                 other[27] ^= 0x80;
                 assert_eq!(t.lookup(ModuleId(1), &other, &hasher).0.map(|h| h.0), None);
             }
         }
-        assert_eq!(t.gathers[0].varies.len(), 5);
+
+        // One byte of each window varying: one stored word.
+        let sparse = FlowLayout::new(HeaderLen::Fixed(40))
+            .key(0, 1)
+            .key(9, 1)
+            .key(18, 1)
+            .key(27, 1);
+        let layout = |_: ModuleId| Some(sparse);
+        let mut t = FlowTable::default();
+        for p in 0..200u32 {
+            let b = [p as u8, (p >> 1) as u8, (p >> 2) as u8, (p >> 3) as u8];
+            let levels = [(ModuleId(1), Key::from_array(b))];
+            assert!(t.insert(p, &levels, FlowMode::Active, layout, &hasher));
+        }
+        assert_eq!(t.gathers[0].fold.stored(), 1);
+        for p in 0..200u32 {
+            let mut m = vec![0u8; 40];
+            for (at, b) in [0, 9, 18, 27].into_iter().zip([0, 1, 2, 3]) {
+                m[at] = (p >> b) as u8;
+            }
+            assert_eq!(t.lookup(ModuleId(1), &m, &hasher).0.map(|h| h.0), Some(p));
+            m[18] ^= 0x40;
+            let other = t.lookup(ModuleId(1), &m, &hasher).0.map(|h| h.0);
+            assert!(other != Some(p), "a changed byte found flow {p}");
+        }
     }
 
     /// Filing through a known chain scatters the bytes where a fresh
@@ -1558,17 +1749,23 @@ mod tests {
                 (ModuleId(2), Key::from_array([6, a, 6, 7, 8, 1, 2, 3, a])),
                 (ModuleId(3), Key::from_array([0, 80, a, 0x40])),
             ];
-            assert!(t.insert(p, &levels, false, layout, &hasher));
+            assert!(t.insert(p, &levels, FlowMode::Active, layout, &hasher));
             let laid = FlowPlan::new(&levels, layout).unwrap().key;
-            assert_eq!(t.key_of(&levels, false).unwrap().unwrap().1, laid);
-            let dup = [(ModuleId(4), Key::from_array([a, 9, a, 9]))];
-            assert!(t.insert(p + 10, &dup, false, layout, &hasher));
             assert_eq!(
-                t.key_of(&dup, false).unwrap().unwrap().1,
+                t.key_of(&levels, FlowMode::Active).unwrap().unwrap().1,
+                laid
+            );
+            let dup = [(ModuleId(4), Key::from_array([a, 9, a, 9]))];
+            assert!(t.insert(p + 10, &dup, FlowMode::Active, layout, &hasher));
+            assert_eq!(
+                t.key_of(&dup, FlowMode::Active).unwrap().unwrap().1,
                 FlowPlan::new(&dup, layout).unwrap().key
             );
             let clash = [(ModuleId(4), Key::from_array([a, 9, a, 8]))];
-            assert_eq!(t.key_of(&clash, false).err(), Some(NotAFlow::KeyShape));
+            assert_eq!(
+                t.key_of(&clash, FlowMode::Active).err(),
+                Some(NotAFlow::KeyShape)
+            );
             assert_eq!(
                 FlowPlan::new(&clash, layout).err(),
                 Some(NotAFlow::KeyShape)

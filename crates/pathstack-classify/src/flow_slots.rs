@@ -6,9 +6,9 @@
 //! flow cost its 32 bytes, the vectors' growth slack, and a slot over the
 //! load factor: about 63 bytes per path at 100,000 paths, as much again as
 //! the whole demux tree. Here the entry *is* the slot: `stride` words, the
-//! key words that vary between the gather's flows (the gather keeps the
-//! ones all its flows share once, [`FlowSlots::new`]'s caller decides),
-//! then one meta word packing the path, the chain and the entry's distance
+//! stored key words (the bytes that vary between the gather's flows,
+//! folded, `fold.rs`: one word for a host's connections; the caller of
+//! [`FlowSlots::new`] decides), then one meta word packing the path, the chain and the entry's distance
 //! from its home slot. A probe reads the slot it compares, one place in
 //! memory instead of three.
 //!

@@ -192,6 +192,7 @@ mod classifier;
 mod error;
 mod flow;
 mod flow_slots;
+mod fold;
 mod hash;
 mod id;
 mod key;

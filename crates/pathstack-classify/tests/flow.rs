@@ -49,7 +49,7 @@ fn one_probe_for_an_established_path() {
     insert(&mut c, 2, &transport(KeyMode::Active, false, 21, 3949));
     insert(&mut c, 3, &transport(KeyMode::Active, true, 80, 3949));
     insert(&mut c, 4, &transport(KeyMode::Passive, true, 80, 0));
-    assert_eq!(c.flow_count(), 2, "the two active paths are flows");
+    assert_eq!(c.flow_count(), 4, "the two active paths and both listeners");
 
     // UDP and TCP flows' keys are gathered from the same spans: one
     // table, one probe for either.
@@ -66,14 +66,15 @@ fn one_probe_for_an_established_path() {
         c.classify_probes(ETH, &with_options.build()),
         (Some(PathId(3)), 1)
     );
-    // IPv4 options: the flow probe misses, the tree walks ETH, IP, UDP.
+    // IPv4 options: the flow probes miss (the active gather's, then the
+    // two passive gathers'), the tree walks ETH, IP, UDP.
     let ip_options = PacketSpec {
         ip_options: 2,
         ..udp
     };
     assert_eq!(
         c.classify_probes(ETH, &ip_options.build()),
-        (Some(PathId(2)), 4)
+        (Some(PathId(2)), 1 + 2 + 3)
     );
     // A fragment ends at IP in the tree, where no path ends: nothing.
     let fragment = PacketSpec {
@@ -88,10 +89,14 @@ fn one_probe_for_an_established_path() {
     cut.truncate(14 + 20 + 28);
     assert_eq!(c.classify_flow(ETH, &cut), None);
     assert_eq!(c.classify(ETH, &cut), None);
-    // Another remote port: the listener, after the flow probe and the
-    // active walk's 3 probes (the passive one takes ETH's twin, probes 2).
+    // Another remote port: the bound socket, found by its passive flow
+    // after the active flows' probe missed (at most one probe more per
+    // passive gather: UDP's and TCP's passive windows differ).
     let other = PacketSpec::udp(LOCAL, 21, REMOTE, 3950).build();
-    assert_eq!(c.classify_probes(ETH, &other), (Some(PathId(1)), 1 + 3 + 2));
+    let (found, probes) = c.classify_probes(ETH, &other);
+    assert_eq!(found, Some(PathId(1)));
+    assert!((2..=3).contains(&probes), "{probes} probes");
+    assert_eq!(c.classify_flow(ETH, &other), Some(PathId(1)));
 }
 
 /// A flow's trace is the tree's: each level's module, offset and length.
@@ -184,6 +189,7 @@ fn a_longer_path_takes_the_shorter_one_out() {
 fn only_active_paths_with_layouts_are_flows() {
     let mut c = classifier();
     insert(&mut c, 1, &transport(KeyMode::Passive, false, 21, 0));
+    assert_eq!(c.flow_count(), 1, "the bound socket");
     // IP registered with its passive-shaped key in active mode: the walk
     // can never match it, nor may the flow table.
     let ip_short = [
@@ -191,7 +197,13 @@ fn only_active_paths_with_layouts_are_flows() {
         Level::demux(IPV4, Key::from_array([17])),
     ];
     c.insert(PathId(2), KeyMode::Active, &ip_short).unwrap();
-    assert_eq!(c.flow_count(), 0);
+    assert_eq!(c.flow_count(), 1, "the bound socket, shadowed");
+    // An active path at ETH is no flow: the flow table cannot tell that
+    // the active walk finds nothing, so the bound socket's frame walks.
+    let bound = PacketSpec::udp(LOCAL, 21, REMOTE, 3950).build();
+    assert_eq!(c.classify_flow(ETH, &bound), None);
+    assert_eq!(c.classify(ETH, &bound), Some(PathId(1)));
+    c.check_invariants().unwrap();
     // A module nobody installed a classifier for is a pass-through level.
     let counted = FilterSpec::Transport {
         mode: KeyMode::Active,
@@ -203,7 +215,7 @@ fn only_active_paths_with_layouts_are_flows() {
         counted: true,
     };
     insert(&mut c, 3, &counted);
-    assert_eq!(c.flow_count(), 1);
+    assert_eq!(c.flow_count(), 2);
     let f = PacketSpec::udp(LOCAL, 21, REMOTE, 3949).build();
     assert_eq!(c.classify_probes(ETH, &f), (Some(PathId(3)), 1));
 
@@ -217,9 +229,14 @@ fn only_active_paths_with_layouts_are_flows() {
     assert_eq!(c.classify_probes(ETH, &f), (Some(PathId(3)), 4));
     c.set_partial_classifier(UDP, Box::new(inet::UDP_CLASSIFIER))
         .unwrap();
-    assert_eq!(c.flow_count(), 1);
+    assert_eq!(c.flow_count(), 2);
     c.check_invariants().unwrap();
     assert_eq!(c.classify_probes(ETH, &f), (Some(PathId(3)), 1));
+    // With the short active path gone every active path is a flow, and
+    // the bound socket's frame is its flow's.
+    c.remove(PathId(2)).unwrap();
+    assert_eq!(c.classify_flow(ETH, &bound), Some(PathId(1)));
+    c.check_invariants().unwrap();
 }
 
 /// Many connections in and out, in any order: the flow table holds exactly
@@ -439,6 +456,17 @@ proptest! {
         }
     }
 
+    /// As many active paths as passive ones: listeners and bound sockets
+    /// beside connections on the same ports, so that passive flows answer
+    /// beside active ones and must yield to them.
+    #[test]
+    fn mixed_flows_agree_with_reference(ops in prop::collection::vec(flow_op_with(1, 1), 1..80)) {
+        let mut d = Differential::new();
+        if let Err(e) = d.run(&ops) {
+            prop_assert!(false, "{}", e);
+        }
+    }
+
     /// Mostly passive paths, so that passive flows come and go as the
     /// few active ones take the EtherType's first node and leave it.
     #[test]
@@ -450,13 +478,14 @@ proptest! {
     }
 }
 
-/// A passive path is a flow while no active path shares its receiving
-/// module's key (here the IPv4 EtherType): then the active walk finds no
-/// node, and the passive walk's answer is the flow's. An active path under
-/// the same EtherType takes it out (its messages might now be the active
-/// path's), and it comes back when that path goes.
+/// A passive path is a flow beside active ones: a bound socket beside a
+/// connected one, a listener beside its connections. The active flows are
+/// probed first (an active match wins); the passive flow answers when
+/// every active path at the receiving module is a flow and each active
+/// chain either admits the frame (its miss is the walk's) or cannot take
+/// it (another protocol in a byte all its flows share).
 #[test]
-fn a_passive_path_is_a_flow_while_no_active_path_shares_its_first_key() {
+fn passive_flows_stay_beside_active_ones() {
     let mut c = classifier();
     insert(&mut c, 1, &transport(KeyMode::Passive, false, 21, 0));
     insert(&mut c, 4, &transport(KeyMode::Passive, true, 80, 0));
@@ -474,18 +503,72 @@ fn a_passive_path_is_a_flow_while_no_active_path_shares_its_first_key() {
     assert_eq!(trace.mode(), Some(KeyMode::Passive));
     c.check_invariants().unwrap();
 
-    // An active UDP socket under 0x0800: a TCP frame to port 80 is still
-    // the listener's, but only the tree can say so now.
+    // A connected UDP socket under 0x0800 beside the bound one, and a
+    // connection the listener accepted: all four are flows.
     insert(&mut c, 2, &transport(KeyMode::Active, false, 21, 3949));
-    assert_eq!(c.flow_count(), 1, "only the active socket");
-    assert_eq!(c.classify_flow(ETH, &syn), None);
-    assert_eq!(c.classify(ETH, &syn), Some(PathId(4)));
-    let udp = PacketSpec::udp(LOCAL, 21, REMOTE, 3949).build();
-    assert_eq!(c.classify(ETH, &udp), Some(PathId(2)));
+    insert(&mut c, 3, &transport(KeyMode::Active, true, 80, 3949));
+    assert_eq!(c.flow_count(), 4);
     c.check_invariants().unwrap();
+    let udp = PacketSpec::udp(LOCAL, 21, REMOTE, 3949).build();
+    assert_eq!(c.classify_probes(ETH, &udp), (Some(PathId(2)), 1));
+    assert_eq!(c.classify_probes(ETH, &syn), (Some(PathId(3)), 1));
+    // Another peer: the active probe misses, the passive one finds the
+    // bound socket or the listener.
+    for (lport, tcp, want, conn_path) in [(21, false, 1, 2), (80, true, 4, 3)] {
+        let spec = if tcp {
+            PacketSpec::tcp(LOCAL, lport, REMOTE, 4000)
+        } else {
+            PacketSpec::udp(LOCAL, lport, REMOTE, 4000)
+        };
+        let f = spec.build();
+        let (found, probes) = c.classify_probes(ETH, &f);
+        assert_eq!(found, Some(PathId(want)));
+        assert!((2..=3).contains(&probes), "{probes} probes");
+        assert_eq!(c.classify_flow(ETH, &f), Some(PathId(want)));
+        c.classify_traced(ETH, &f, &mut trace);
+        assert_eq!(trace.mode(), Some(KeyMode::Passive));
+        // The connection's own frames with IPv4 options: no flow admits
+        // them, the walk finds the connection, not the listener.
+        let opt = PacketSpec {
+            ip_options: 1,
+            ..spec
+        };
+        assert_eq!(c.classify_flow(ETH, &opt.build()), None);
+        let conn = PacketSpec { rport: 3949, ..opt };
+        assert_eq!(c.classify(ETH, &conn.build()), Some(PathId(conn_path)));
+    }
+    // A TCP connection's frame whose data offset reaches past its end:
+    // the connection's chain does not admit it, and the connection's
+    // keys are the frame's, so the listener's flow may not answer.
+    let mut cut = PacketSpec {
+        tcp_options: 3,
+        ..PacketSpec::tcp(LOCAL, 80, REMOTE, 3949)
+    }
+    .build();
+    cut.truncate(14 + 20 + 28);
+    assert_eq!(c.classify_flow(ETH, &cut), None);
+    assert_eq!(c.classify(ETH, &cut), None);
 
+    // An active path that is no flow (IP's, with its passive-shaped key)
+    // at the receiving module: the passive flows stay filed but only the
+    // tree answers for their frames.
+    let ip_short = [
+        Level::demux(ETH, Key::from_array([8, 0])),
+        Level::demux(IPV4, Key::from_array([17])),
+    ];
+    c.insert(PathId(6), KeyMode::Active, &ip_short).unwrap();
+    assert_eq!(c.flow_count(), 4);
+    let other = PacketSpec::udp(LOCAL, 21, REMOTE, 4000).build();
+    assert_eq!(c.classify_flow(ETH, &other), None);
+    assert_eq!(c.classify(ETH, &other), Some(PathId(1)));
+    c.check_invariants().unwrap();
+    c.remove(PathId(6)).unwrap();
+    assert_eq!(c.classify_flow(ETH, &other), Some(PathId(1)));
+
+    // The active paths go: the passive flows are unshadowed again.
     c.remove(PathId(2)).unwrap();
-    assert_eq!(c.flow_count(), 2, "the listeners are flows again");
+    c.remove(PathId(3)).unwrap();
+    assert_eq!(c.flow_count(), 2, "the listeners");
     assert_eq!(c.classify(ETH, &udp), Some(PathId(1)));
     assert_eq!(c.classify_flow(ETH, &udp), Some(PathId(1)));
     c.check_invariants().unwrap();
@@ -530,6 +613,29 @@ fn differential_runs_hit_flows() {
     assert!(
         hits * 25 > lookups,
         "{hits} flow hits in {lookups} frame lookups"
+    );
+}
+
+/// The mixed differential test reaches passive flows beside active ones
+/// (a listener's or bound socket's frame beside its connections).
+#[test]
+fn mixed_runs_hit_passive_flows_beside_active_ones() {
+    let mut runner = TestRunner::deterministic();
+    let strategy = prop::collection::vec(flow_op_with(1, 1), 40..80);
+    let (mut hits, mut lookups) = (0u64, 0u64);
+    for _ in 0..64 {
+        let ops = strategy.new_tree(&mut runner).unwrap().current();
+        lookups += ops
+            .iter()
+            .filter(|o| matches!(o, Op::Lookup(_) | Op::LookupMutated { .. }))
+            .count() as u64;
+        let mut d = Differential::new();
+        d.run(&ops).unwrap();
+        hits += d.shadowed_hits;
+    }
+    assert!(
+        hits * 10 > lookups,
+        "{hits} passive flow hits beside active flows in {lookups} frame lookups"
     );
 }
 

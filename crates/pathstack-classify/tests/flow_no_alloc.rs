@@ -1,6 +1,6 @@
 //! Filing a flow and taking it out again allocates nothing once the flow
-//! table has room: the plan is built on the stack, freed entries are
-//! reused. One test in this binary: the allocation counter is
+//! table has room, active or passive beside active ones: the plan is
+//! built on the stack, freed entries are reused. One test in this binary: the allocation counter is
 //! process-wide.
 
 use std::alloc::System;
@@ -26,25 +26,47 @@ fn flow_churn_does_not_allocate() {
         rport,
         counted: false,
     };
-    // A standing connection keeps the shared nodes; a second one comes
-    // and goes, first to warm the tables up.
+    // A bound UDP socket beside them, filed as a passive flow the
+    // connections shadow.
+    let listening = |tcp: bool, lport: u16| FilterSpec::Transport {
+        mode: KeyMode::Passive,
+        tcp,
+        laddr: [10, 0, 0, 1],
+        raddr: [0; 4],
+        lport,
+        rport: 0,
+        counted: false,
+    };
+    // A standing connection and listener keep the shared nodes; a second
+    // connection and a bound socket come and go, first to warm the tables
+    // up.
     c.insert(PathId(1), KeyMode::Active, &conn(1000).levels())
         .unwrap();
+    c.insert(PathId(3), KeyMode::Passive, &listening(true, 80).levels())
+        .unwrap();
     let levels: Vec<_> = (0..100).map(|i| conn(2000 + i).levels()).collect();
-    for l in &levels {
+    let sockets: Vec<_> = (0..100)
+        .map(|i| listening(false, 5000 + i).levels())
+        .collect();
+    for (l, b) in levels.iter().zip(&sockets) {
         c.insert(PathId(2), KeyMode::Active, l).unwrap();
+        c.insert(PathId(4), KeyMode::Passive, b).unwrap();
         c.remove(PathId(2)).unwrap();
+        c.remove(PathId(4)).unwrap();
     }
     let region = Region::new(GLOBAL);
-    for l in &levels {
+    for (l, b) in levels.iter().zip(&sockets) {
         c.insert(PathId(2), KeyMode::Active, l).unwrap();
-        assert_eq!(c.flow_count(), 2);
+        c.insert(PathId(4), KeyMode::Passive, b).unwrap();
+        assert_eq!(c.flow_count(), 4);
+        assert_eq!(c.passive_flow_count(), 2);
         c.remove(PathId(2)).unwrap();
+        c.remove(PathId(4)).unwrap();
     }
     let stats = region.change();
     assert_eq!(
         (stats.allocations, stats.reallocations),
         (0, 0),
-        "registering and removing a connection allocated"
+        "registering and removing a connection and a bound socket allocated"
     );
 }

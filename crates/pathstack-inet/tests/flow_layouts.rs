@@ -180,9 +180,9 @@ proptest! {
         }
     }
 
-    /// Mostly bound sockets and listeners, so that their flows come and
-    /// go as the few active paths take the EtherType's first node and
-    /// leave it.
+    /// Mostly bound sockets and listeners, so that their flows are
+    /// shadowed and unshadowed as the few active paths take the
+    /// EtherType's first node and leave it.
     #[test]
     fn passive_flows_agree_with_the_reference(ops in prop::collection::vec(op(1, 6), 1..80)) {
         let mut d = differential();
@@ -213,5 +213,30 @@ fn bound_sockets_and_listeners_are_flow_hits() {
     assert!(
         hits * 10 > lookups,
         "{hits} flow hits in {lookups} frame lookups"
+    );
+}
+
+/// With listeners and bound sockets beside connections and connected
+/// sockets, the passive flows answer beside the active ones: a frame from
+/// a new peer is a flow hit after the active probe missed (each checked
+/// against the reference).
+#[test]
+fn listeners_beside_connections_are_flow_hits() {
+    let mut runner = TestRunner::deterministic();
+    let strategy = prop::collection::vec(op(1, 1), 40..80);
+    let (mut hits, mut lookups) = (0u64, 0u64);
+    for _ in 0..64 {
+        let ops = strategy.new_tree(&mut runner).unwrap().current();
+        lookups += ops
+            .iter()
+            .filter(|o| matches!(o, Op::Lookup(_) | Op::LookupMutated { .. }))
+            .count() as u64;
+        let mut d = differential();
+        d.run(&ops).unwrap();
+        hits += d.shadowed_hits;
+    }
+    assert!(
+        hits * 20 > lookups,
+        "{hits} passive flow hits beside active flows in {lookups} frame lookups"
     );
 }

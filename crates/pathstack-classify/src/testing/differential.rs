@@ -17,6 +17,9 @@ pub struct Differential {
     /// Lookups the flow table answered (each checked against the
     /// reference), so a test can tell that it exercised the flow table.
     pub flow_hits: u64,
+    /// Of those, the passive flows' hits while active flows were filed
+    /// beside them (answered after the active probe missed).
+    pub shadowed_hits: u64,
 }
 
 impl Default for Differential {
@@ -47,6 +50,7 @@ impl Differential {
             frame: Vec::new(),
             traces: [Trace::new(), Trace::new()],
             flow_hits: 0,
+            shadowed_hits: 0,
         }
     }
 
@@ -134,6 +138,13 @@ impl Differential {
                 ));
             }
             self.flow_hits += 1;
+            let [t, _] = &mut self.traces;
+            self.tree.classify_traced(at, msg, t);
+            if t.mode() == Some(crate::KeyMode::Passive)
+                && self.tree.flow_count() > self.tree.passive_flow_count()
+            {
+                self.shadowed_hits += 1;
+            }
         }
         if probes as usize > 2 * MAX_DEPTH {
             return Err(format!("{probes} probes exceed the 2N bound"));
