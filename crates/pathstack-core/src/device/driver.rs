@@ -65,7 +65,7 @@ impl WireModule {
         Ok(Box::new(WireModule {
             device,
             rx_burst,
-            rx_left: 0,
+            rx_left: rx_burst,
             rx_errors: 0,
         }))
     }
@@ -96,35 +96,43 @@ impl Module for WireModule {
         })
     }
 
+    /// The driver has nothing to do in a poll but receive: the stack asks
+    /// it for frames without polling it first (one module call less per
+    /// `Stack::poll`).
+    fn polls(&self) -> bool {
+        false
+    }
+
     fn receives(&self) -> bool {
         true
     }
 
-    fn poll(&mut self, _cx: &mut ModCx<'_>) -> usize {
-        self.rx_left = self.rx_burst;
-        0
-    }
-
     /// One frame at a time, so that each runs through its path before the
-    /// next is read (run to completion), at most `rx_burst` per poll.
-    fn receive(&mut self, cx: &mut ModCx<'_>) -> Option<Msg> {
+    /// next is read (run to completion), at most `rx_burst` per poll: the
+    /// call that finds the device empty or the burst spent returns `false`
+    /// and starts the next poll's burst.
+    #[inline]
+    fn receive(&mut self, cx: &mut ModCx<'_>, frame: &mut Msg) -> bool {
         if self.rx_left == 0 {
-            return None;
+            self.rx_left = self.rx_burst;
+            return false;
         }
-        match self.device.receive(cx.pool(), cx.now()) {
-            Ok(Some(frame)) => {
+        // Through the device's own vtable, not `Box<dyn Device>`'s
+        // forwarding impl (one call less per frame).
+        match self.device.as_mut().receive_into(cx.pool(), cx.now(), frame) {
+            Ok(true) => {
                 self.rx_left -= 1;
-                Some(frame)
+                true
             }
-            Ok(None) => {
-                self.rx_left = 0;
-                None
+            Ok(false) => {
+                self.rx_left = self.rx_burst;
+                false
             }
             Err(_) => {
-                self.rx_left = 0;
+                self.rx_left = self.rx_burst;
                 self.rx_errors += 1;
                 cx.count_drop(WireDropReason::RxError);
-                None
+                false
             }
         }
     }
@@ -159,7 +167,7 @@ impl WireStage {
         let now = cx.now();
         let frame = std::mem::take(msg);
         match cx.module::<WireModule>() {
-            Some(m) => match m.device.transmit(frame, now) {
+            Some(m) => match m.device.as_mut().transmit(frame, now) {
                 Ok(()) => Verdict::Consumed,
                 Err(_) => Verdict::Drop(WireDropReason::TxError.into()),
             },

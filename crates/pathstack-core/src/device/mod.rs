@@ -108,6 +108,30 @@ pub trait Device: Send {
     /// from the OS take their buffer from `pool`.
     fn receive(&mut self, pool: &MsgPool, now: Instant) -> Result<Option<Msg>, DeviceError>;
 
+    /// [`Device::receive`] into `frame` (empty on entry), which the stack
+    /// then runs through its path where it lies: `Ok(true)` when a frame
+    /// was received. The driver's fast lane (issue 26, one run-loop entry
+    /// per frame) calls this, so that a frame is written once, where it
+    /// will be processed, instead of being moved out through
+    /// `Result<Option<Msg>>` at every layer. The default goes through
+    /// `receive`; a device on the hot path (the in-memory wire) writes
+    /// the slot itself.
+    #[inline]
+    fn receive_into(
+        &mut self,
+        pool: &MsgPool,
+        now: Instant,
+        frame: &mut Msg,
+    ) -> Result<bool, DeviceError> {
+        Ok(match self.receive(pool, now)? {
+            Some(f) => {
+                *frame = f;
+                true
+            }
+            None => false,
+        })
+    }
+
     /// The device's capabilities.
     fn caps(&self) -> DeviceCaps;
 
@@ -177,6 +201,14 @@ impl<D: Device + ?Sized> Device for Box<D> {
     }
     fn receive(&mut self, pool: &MsgPool, now: Instant) -> Result<Option<Msg>, DeviceError> {
         (**self).receive(pool, now)
+    }
+    fn receive_into(
+        &mut self,
+        pool: &MsgPool,
+        now: Instant,
+        frame: &mut Msg,
+    ) -> Result<bool, DeviceError> {
+        (**self).receive_into(pool, now, frame)
     }
     fn caps(&self) -> DeviceCaps {
         (**self).caps()

@@ -179,11 +179,11 @@ impl Stack {
     /// it: it is classified and run now, like a frame from the device.
     /// For applications that run their own driver loop, and for tests.
     /// Returns `false` when `module` does not exist.
-    pub fn inject(&mut self, module: ModuleId, frame: Msg) -> bool {
+    pub fn inject(&mut self, module: ModuleId, mut frame: Msg) -> bool {
         if module.0 as usize >= self.modules.len() {
             return false;
         }
-        self.receive_frame(module, frame);
+        self.receive_frame(module, &mut frame);
         true
     }
 
@@ -377,19 +377,25 @@ impl Stack {
         r
     }
 
-    /// A frame received by driver module `m`: classified once, then run.
-    pub(super) fn receive_frame(&mut self, m: ModuleId, mut frame: Msg) {
+    /// A frame received by driver module `m`, run where it lies (the
+    /// driver wrote it there, [`Module::receive`](crate::module::Module::receive)):
+    /// classified once, then run. Whatever the run left of it (a refused
+    /// frame) goes back to its pool, so `frame` is empty afterwards, ready
+    /// for the driver's next frame.
+    pub(super) fn receive_frame(&mut self, m: ModuleId, frame: &mut Msg) {
         let Some((id, dir)) = self.demux.classify(m, frame.as_slice()) else {
             self.modules[m.0 as usize].drops.add(CoreDropReason::NoPath);
+            release(frame);
             return;
         };
         // Every key of the path matched: its stages need not compare those
         // fields again (parse once).
         frame.anno_mut().set_classified(true);
         // Other outcomes are counted on the path.
-        if let Entered::NoPath = self.enter(id, dir, &mut frame) {
+        if let Entered::NoPath = self.enter(id, dir, frame) {
             self.modules[m.0 as usize].drops.add(CoreDropReason::NoPath);
         }
+        release(frame);
     }
 
     /// A frame of a burst received by driver module `m`: classified onto
@@ -434,9 +440,9 @@ impl Stack {
             }
             self.run_pending();
         }
-        while let Some((from, frame)) = self.shared.rx.pop_front() {
+        while let Some((from, mut frame)) = self.shared.rx.pop_front() {
             work += 1;
-            self.receive_frame(from, frame);
+            self.receive_frame(from, &mut frame);
         }
         work
     }
@@ -453,22 +459,23 @@ impl Stack {
     /// caller asks for it, so that a poll with nothing received costs
     /// one module call).
     #[inline(never)]
-    fn receive_burst(&mut self, m: ModuleId, first: Msg) -> usize {
-        let Some(second) = self.call_module(m, |module, cx| module.receive(cx)) else {
-            self.receive_frame(m, first);
+    fn receive_burst(&mut self, m: ModuleId, mut first: Msg) -> usize {
+        let mut next = Msg::default();
+        if !self.call_module(m, |module, cx| module.receive(cx, &mut next)) {
+            self.receive_frame(m, &mut first);
             return 1;
-        };
+        }
         self.queue_frame(m, first);
-        self.queue_frame(m, second);
+        self.queue_frame(m, std::mem::take(&mut next));
         let cap = self.config.rx_cap.max(2);
         let mut work = 2;
         let mut burst = 2;
         loop {
             while burst < cap {
-                let Some(frame) = self.call_module(m, |module, cx| module.receive(cx)) else {
+                if !self.call_module(m, |module, cx| module.receive(cx, &mut next)) {
                     break;
-                };
-                self.queue_frame(m, frame);
+                }
+                self.queue_frame(m, std::mem::take(&mut next));
                 burst += 1;
                 work += 1;
             }
@@ -481,13 +488,17 @@ impl Stack {
         work
     }
 
-    /// Polls the modules with background work; the frames a driver
-    /// receives run one by one as it hands them over.
+    /// Polls the modules with background work and asks the drivers for
+    /// their frames; the frames a driver receives run one by one as it
+    /// hands them over. A driver that only receives is not polled: a poll
+    /// that finds one frame is one module call for the frame and one that
+    /// finds the device empty (the driver's fast lane, issue 26).
     pub(super) fn poll_modules(&mut self) -> usize {
         let mut work = 0;
         for k in 0..self.polled.len() {
             let Polled {
                 index,
+                polls,
                 receives,
                 when_due,
             } = self.polled[k];
@@ -500,11 +511,13 @@ impl Stack {
                 continue;
             }
             let m = ModuleId(index as u32);
-            // Path creation errors went to `path_created`.
-            work += self.run_module(m, |module, cx| module.poll(cx)).0;
-            // Module polls may have sent messages (ARP retries) or handed
-            // over frames in a batch.
-            self.drain_follow_ups();
+            if polls {
+                // Path creation errors went to `path_created`.
+                work += self.run_module(m, |module, cx| module.poll(cx)).0;
+                // Module polls may have sent messages (ARP retries) or
+                // handed over frames in a batch.
+                self.drain_follow_ups();
+            }
             // The driver's burst is looked at before it runs when its order
             // matters (ranked paths) or it is to be batched (LDLP).
             if self.ranked > 0 || self.sched != SchedKind::PerMessage {
@@ -512,20 +525,23 @@ impl Stack {
                     work += self.receive_handed_over();
                 }
                 if receives {
-                    if let Some(first) = self.call_module(m, |module, cx| module.receive(cx)) {
+                    let mut first = Msg::default();
+                    if self.call_module(m, |module, cx| module.receive(cx, &mut first)) {
                         work += self.receive_burst(m, first);
                     }
                 }
             } else {
-                while let Some((from, frame)) = self.shared.rx.pop_front() {
+                while let Some((from, mut frame)) = self.shared.rx.pop_front() {
                     work += 1;
-                    self.receive_frame(from, frame);
+                    self.receive_frame(from, &mut frame);
                 }
-                // Drivers that hand over one frame at a time.
+                // Drivers that hand over one frame at a time: each is
+                // written into `frame` and runs there.
                 if receives {
-                    while let Some(frame) = self.call_module(m, |module, cx| module.receive(cx)) {
+                    let mut frame = Msg::default();
+                    while self.call_module(m, |module, cx| module.receive(cx, &mut frame)) {
                         work += 1;
-                        self.receive_frame(m, frame);
+                        self.receive_frame(m, &mut frame);
                     }
                 }
             }
