@@ -288,19 +288,21 @@ pub trait Module: Any + Send {
         false
     }
 
-    /// A device driver's next received frame: written into `frame` (empty
-    /// on entry), `true` when there was one. Called on every
+    /// A device driver's next received frame, written into `frame` (empty
+    /// on entry): [`Received::Nothing`](crate::device::Received) when none
+    /// was ready, `Frame` when one was and more may follow, `Last` when
+    /// one was and the stack need not ask again in this poll (nothing
+    /// ready behind it, or the driver's burst is spent). Called on every
     /// [`Stack::poll`](crate::Stack::poll) (after [`Module::poll`], if the
-    /// module polls), repeatedly until it returns `false`. The stack
+    /// module polls) until it returns `Nothing` or `Last`. The stack
     /// classifies each frame and runs it through its path to the end,
     /// where it lies, before asking for the next (run to completion; the
     /// driver's fast lane of issue 26: the frame is written once, not
-    /// moved out through every layer), so a driver bounds its burst
-    /// itself: it returns `false` when the burst is spent, and starts the
-    /// next burst on the call after.
-    fn receive(&mut self, cx: &mut ModCx<'_>, frame: &mut Msg) -> bool {
+    /// moved out through every layer, and a poll that finds one frame is
+    /// one call), so a driver bounds its burst itself.
+    fn receive(&mut self, cx: &mut ModCx<'_>, frame: &mut Msg) -> crate::device::Received {
         let _ = (cx, frame);
-        false
+        crate::device::Received::Nothing
     }
 
     /// A device driver: from now on have the device discard received

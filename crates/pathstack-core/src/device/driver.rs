@@ -7,7 +7,7 @@
 //! test modules.
 
 use crate::attrs::Attrs;
-use crate::device::{Device, DeviceStats, FrameMatch};
+use crate::device::{Device, DeviceStats, FrameMatch, Received};
 use crate::error::{ModuleError, PathError};
 use crate::graph::spec::{Count, ModuleSpec, ParamSpec, ServiceSpec, ServiceType};
 use crate::ids::Dir;
@@ -109,30 +109,30 @@ impl Module for WireModule {
 
     /// One frame at a time, so that each runs through its path before the
     /// next is read (run to completion), at most `rx_burst` per poll: the
-    /// call that finds the device empty or the burst spent returns `false`
-    /// and starts the next poll's burst.
+    /// frame that spends the burst is handed over as the last one, and the
+    /// next call starts the next poll's burst.
     #[inline]
-    fn receive(&mut self, cx: &mut ModCx<'_>, frame: &mut Msg) -> bool {
-        if self.rx_left == 0 {
-            self.rx_left = self.rx_burst;
-            return false;
-        }
+    fn receive(&mut self, cx: &mut ModCx<'_>, frame: &mut Msg) -> Received {
         // Through the device's own vtable, not `Box<dyn Device>`'s
         // forwarding impl (one call less per frame).
         match self.device.as_mut().receive_into(cx.pool(), cx.now(), frame) {
-            Ok(true) => {
+            Ok(Received::Frame) if self.rx_left > 1 => {
                 self.rx_left -= 1;
-                true
+                Received::Frame
             }
-            Ok(false) => {
+            Ok(Received::Nothing) => {
                 self.rx_left = self.rx_burst;
-                false
+                Received::Nothing
+            }
+            Ok(Received::Frame | Received::Last) => {
+                self.rx_left = self.rx_burst;
+                Received::Last
             }
             Err(_) => {
                 self.rx_left = self.rx_burst;
                 self.rx_errors += 1;
                 cx.count_drop(WireDropReason::RxError);
-                false
+                Received::Nothing
             }
         }
     }

@@ -39,7 +39,7 @@
 //! ```
 
 use super::frame_match::any_matches;
-use super::{Device, DeviceCaps, DeviceError, DeviceStats, FrameMatch, RxWaiter};
+use super::{Device, DeviceCaps, DeviceError, DeviceStats, FrameMatch, Received, RxWaiter};
 use crate::msg::{Msg, MsgPool};
 use crate::time::Instant;
 use rtrb::{Consumer, Producer, RingBuffer};
@@ -397,7 +397,10 @@ impl Device for WireEnd {
     /// sender's buffer, so `pool` is not used.
     fn receive(&mut self, pool: &MsgPool, now: Instant) -> Result<Option<Msg>, DeviceError> {
         let mut frame = Msg::default();
-        Ok(self.receive_into(pool, now, &mut frame)?.then_some(frame))
+        Ok(match self.receive_into(pool, now, &mut frame)? {
+            Received::Nothing => None,
+            Received::Frame | Received::Last => Some(frame),
+        })
     }
 
     /// The frame is moved once, from the lane into `frame`, where the
@@ -408,10 +411,10 @@ impl Device for WireEnd {
         _pool: &MsgPool,
         _now: Instant,
         frame: &mut Msg,
-    ) -> Result<bool, DeviceError> {
+    ) -> Result<Received, DeviceError> {
         loop {
             let Ok(f) = self.rx.pop() else {
-                return Ok(false);
+                return Ok(Received::Nothing);
             };
             self.popped += 1;
             self.shared.lanes[self.me]
@@ -435,7 +438,13 @@ impl Device for WireEnd {
             // The bytes cross the wire, the sender's annotations do not:
             // a received frame starts with none, as from any device.
             frame.anno_mut().reset();
-            return Ok(true);
+            // Only the peer writes this ring, so what it holds now is all
+            // that is ready: one acquire load.
+            return Ok(if self.rx.is_empty() {
+                Received::Last
+            } else {
+                Received::Frame
+            });
         }
     }
 

@@ -19,6 +19,7 @@
 //! follow-ups, run after the message that produced them, in order.
 
 use super::{Polled, Stack};
+use crate::device::Received;
 use crate::drop_reason::{CoreDropReason, DropReason};
 use crate::exec::{entry, step, Fate};
 use crate::ids::{Dir, ModuleId, PathId};
@@ -455,13 +456,18 @@ impl Stack {
     /// before it (thesis §5.2.2.1), and under LDLP in batches of like
     /// paths. A single frame (nothing behind it) still runs at once: under
     /// LDLP too, where a batch of one would gain nothing from the queues.
-    /// `first` is the frame the driver has already handed over (the
-    /// caller asks for it, so that a poll with nothing received costs
-    /// one module call).
+    /// `first` is the frame the driver has already handed over and `got`
+    /// what it said of it (the caller asks for it, so that a poll with
+    /// nothing received costs one module call; `Last`: nothing behind it,
+    /// so it runs alone).
     #[inline(never)]
-    fn receive_burst(&mut self, m: ModuleId, mut first: Msg) -> usize {
+    fn receive_burst(&mut self, m: ModuleId, mut first: Msg, got: Received) -> usize {
         let mut next = Msg::default();
-        if !self.call_module(m, |module, cx| module.receive(cx, &mut next)) {
+        let mut got = match got {
+            Received::Frame => self.call_module(m, |module, cx| module.receive(cx, &mut next)),
+            Received::Nothing | Received::Last => Received::Nothing,
+        };
+        if got == Received::Nothing {
             self.receive_frame(m, &mut first);
             return 1;
         }
@@ -471,8 +477,9 @@ impl Stack {
         let mut work = 2;
         let mut burst = 2;
         loop {
-            while burst < cap {
-                if !self.call_module(m, |module, cx| module.receive(cx, &mut next)) {
+            while burst < cap && got == Received::Frame {
+                got = self.call_module(m, |module, cx| module.receive(cx, &mut next));
+                if got == Received::Nothing {
                     break;
                 }
                 self.queue_frame(m, std::mem::take(&mut next));
@@ -480,7 +487,7 @@ impl Stack {
                 work += 1;
             }
             self.run_pending();
-            if burst < cap {
+            if burst < cap || got != Received::Frame {
                 break;
             }
             burst = 0;
@@ -490,9 +497,10 @@ impl Stack {
 
     /// Polls the modules with background work and asks the drivers for
     /// their frames; the frames a driver receives run one by one as it
-    /// hands them over. A driver that only receives is not polled: a poll
-    /// that finds one frame is one module call for the frame and one that
-    /// finds the device empty (the driver's fast lane, issue 26).
+    /// hands them over. A driver that only receives is not polled, and a
+    /// driver that knows nothing more is ready says so with the frame
+    /// ([`Received::Last`]): a poll that finds one frame is one module
+    /// call (the driver's fast lane, issue 26).
     pub(super) fn poll_modules(&mut self) -> usize {
         let mut work = 0;
         for k in 0..self.polled.len() {
@@ -526,8 +534,9 @@ impl Stack {
                 }
                 if receives {
                     let mut first = Msg::default();
-                    if self.call_module(m, |module, cx| module.receive(cx, &mut first)) {
-                        work += self.receive_burst(m, first);
+                    let got = self.call_module(m, |module, cx| module.receive(cx, &mut first));
+                    if got != Received::Nothing {
+                        work += self.receive_burst(m, first, got);
                     }
                 }
             } else {
@@ -539,9 +548,16 @@ impl Stack {
                 // written into `frame` and runs there.
                 if receives {
                     let mut frame = Msg::default();
-                    while self.call_module(m, |module, cx| module.receive(cx, &mut frame)) {
+                    loop {
+                        let got = self.call_module(m, |module, cx| module.receive(cx, &mut frame));
+                        if got == Received::Nothing {
+                            break;
+                        }
                         work += 1;
                         self.receive_frame(m, &mut frame);
+                        if got == Received::Last {
+                            break;
+                        }
                     }
                 }
             }
