@@ -120,6 +120,103 @@ enum Onward {
     Path(PathId, Dir, ModuleId),
 }
 
+/// What [`settle`] needs of the stack besides the path: the parts a
+/// message leaving the path's end or turned around reaches.
+struct TripEnds<'a> {
+    modules: &'a mut [crate::module::ModuleSlot],
+    shared: &'a mut crate::runtime::Shared,
+    demux: &'a crate::demux::Demux,
+    /// Nothing waits in the run loop's work list.
+    work_empty: bool,
+    now: Instant,
+}
+
+/// How a hop of a trip ended, once its fate is settled.
+enum Settled {
+    /// The trip is over.
+    Done(Entered),
+    /// It goes on along another path, after the stage of the module it
+    /// left by.
+    On(PathId, Dir, ModuleId),
+}
+
+/// Settles the fate of a message after path `path`'s stages, on hop `hop`
+/// of its trip: what is left of a consumed or dropped message goes back
+/// to its pool, a turned one becomes a follow-up, one that went past the
+/// last stage leaves by the end module (the sink queue, or on to another
+/// path). One body for [`Stack::run_hops`] and [`Stack::run_entering`].
+#[inline(always)]
+fn settle(
+    path: &mut Path,
+    ends: TripEnds<'_>,
+    hop: usize,
+    origin: u32,
+    fate: Fate,
+    msg: &mut Msg,
+) -> Settled {
+    let id = path.id;
+    match fate {
+        // What the stage left of the message goes back to its pool now,
+        // before any follow-up runs (the trip's owner keeps only an empty
+        // message).
+        Fate::Consumed => {
+            path.stats.consumed += 1;
+            release(msg);
+        }
+        Fate::Dropped(r) => {
+            path.count_drop(r);
+            release(msg);
+            if hop == 0 {
+                return Settled::Done(Entered::Dropped(r));
+            }
+        }
+        Fate::Turned { from, dir } => {
+            let f = FollowUp {
+                path: id,
+                start: Start::After(from),
+                dir,
+                msg: std::mem::take(msg),
+                origin,
+            };
+            if ends.shared.follow_up(f).is_err() {
+                path.count_drop(CoreDropReason::FollowUpOverflow);
+            }
+        }
+        Fate::Out(d) => {
+            let mut rcx = RouteCx {
+                now: ends.now,
+                path: id,
+                module_id: ModuleId(0),
+                demux: ends.demux,
+                shared: ends.shared,
+            };
+            match leave(path, d, msg, ends.modules, &mut rcx) {
+                Onward::Done => {}
+                Onward::Path(next, next_dir, m) => {
+                    if !(ends.shared.follow_ups.is_empty() && ends.work_empty) {
+                        // Others wait: keep their order.
+                        let f = FollowUp {
+                            path: next,
+                            start: Start::AfterModule(m),
+                            dir: next_dir,
+                            msg: std::mem::take(msg),
+                            origin,
+                        };
+                        if ends.shared.follow_up(f).is_err() {
+                            ends.modules[m.0 as usize]
+                                .drops
+                                .add(CoreDropReason::FollowUpOverflow);
+                        }
+                        return Settled::Done(Entered::Ran);
+                    }
+                    return Settled::On(next, next_dir, m);
+                }
+            }
+        }
+    }
+    Settled::Done(Entered::Ran)
+}
+
 impl Stack {
     // ----- messages in and out -------------------------------------------
 
@@ -197,31 +294,43 @@ impl Stack {
     /// input queued, or when LDLP schedules and the trip did not enter
     /// alone ([`Trip::fresh`]).
     pub(super) fn run(&mut self, trip: Trip, msg: &mut Msg) -> Entered {
+        let direct = self.runs_direct(trip.fresh);
+        self.run_hops(trip, direct, 0, msg)
+    }
+
+    /// Whether a trip entering a path at its end runs into it at once
+    /// when the path has nothing queued. Per-message runs every message
+    /// straight into an idle path. LDLP only a message that enters alone
+    /// — nothing in the run queue, no follow-up waiting, so no second
+    /// message to batch it with, and a batch of one would be per-message
+    /// processing behind a path queue and a run-queue turn
+    /// (`crate::sched`, the lone-message rule); it queues the rest to
+    /// batch them. (A driver's burst of several frames does not come this
+    /// way: `receive_burst` queues it.) Decided once per trip.
+    #[inline(always)]
+    fn runs_direct(&self, fresh: bool) -> bool {
+        self.sched == SchedKind::PerMessage
+            || (fresh
+                && self.runq.is_empty()
+                && self.shared.follow_ups.is_empty()
+                && self.work.is_empty())
+    }
+
+    /// [`Stack::run`] from hop `first_hop` of the trip on (a trip whose
+    /// first hop [`Stack::run_entering`] ran goes on from hop 1).
+    fn run_hops(&mut self, trip: Trip, direct: bool, first_hop: usize, msg: &mut Msg) -> Entered {
         let Trip {
             path: mut id,
             mut start,
             mut dir,
             origin,
             dequeued,
-            fresh,
+            fresh: _,
         } = trip;
         let now = self.now;
-        // Per-message runs every message straight into an idle path. LDLP
-        // only a message that enters alone — nothing in the run queue, no
-        // follow-up waiting, so no second message to batch it with, and a
-        // batch of one would be per-message processing behind a path
-        // queue and a run-queue turn (`crate::sched`, the lone-message
-        // rule); it queues the rest to batch them. (A driver's burst of
-        // several frames does not come this way: `receive_burst` queues
-        // it.)
-        let direct = self.sched == SchedKind::PerMessage
-            || (fresh
-                && self.runq.is_empty()
-                && self.shared.follow_ups.is_empty()
-                && self.work.is_empty());
         // The work list does not change during the trip's own stages.
         let turn_in_place = self.work.is_empty();
-        for hop in 0..MAX_HOPS {
+        for hop in first_hop..MAX_HOPS {
             let Some(path) = self.paths.get_mut(id) else {
                 return Entered::NoPath;
             };
@@ -268,74 +377,82 @@ impl Stack {
                     exec.run(p, dir, msg, &mut env)
                 }
             };
-            match fate {
-                // What the stage left of the message goes back to its pool
-                // now, before any follow-up runs (the trip's owner keeps
-                // only an empty message).
-                Fate::Consumed => {
-                    path.stats.consumed += 1;
-                    release(msg);
-                }
-                Fate::Dropped(r) => {
-                    path.count_drop(r);
-                    release(msg);
-                    if hop == 0 {
-                        return Entered::Dropped(r);
-                    }
-                }
-                Fate::Turned { from, dir } => {
-                    let f = FollowUp {
-                        path: id,
-                        start: Start::After(from),
-                        dir,
-                        msg: std::mem::take(msg),
-                        origin,
-                    };
-                    if self.shared.follow_up(f).is_err() {
-                        path.count_drop(CoreDropReason::FollowUpOverflow);
-                    }
-                }
-                Fate::Out(d) => {
-                    let mut rcx = RouteCx {
-                        now,
-                        path: id,
-                        module_id: ModuleId(0),
-                        demux: &self.demux,
-                        shared: &mut self.shared,
-                    };
-                    match leave(path, d, msg, &mut self.modules, &mut rcx) {
-                        Onward::Done => {}
-                        Onward::Path(next, next_dir, m) => {
-                            if !(self.shared.follow_ups.is_empty() && self.work.is_empty()) {
-                                // Others wait: keep their order.
-                                let f = FollowUp {
-                                    path: next,
-                                    start: Start::AfterModule(m),
-                                    dir: next_dir,
-                                    msg: std::mem::take(msg),
-                                    origin,
-                                };
-                                if self.shared.follow_up(f).is_err() {
-                                    self.modules[m.0 as usize]
-                                        .drops
-                                        .add(CoreDropReason::FollowUpOverflow);
-                                }
-                                return Entered::Ran;
-                            }
-                            id = next;
-                            start = Start::AfterModule(m);
-                            dir = next_dir;
-                            continue;
-                        }
-                    }
+            let ends = TripEnds {
+                modules: &mut self.modules,
+                shared: &mut self.shared,
+                demux: &self.demux,
+                work_empty: turn_in_place,
+                now,
+            };
+            match settle(path, ends, hop, origin, fate, msg) {
+                Settled::Done(e) => return e,
+                Settled::On(next, next_dir, m) => {
+                    id = next;
+                    start = Start::AfterModule(m);
+                    dir = next_dir;
                 }
             }
-            return Entered::Ran;
         }
         if let Some(path) = self.paths.get_mut(id) {
             path.count_drop(CoreDropReason::RouteLoop);
         }
         Entered::Ran
+    }
+
+    /// The first hop of a trip that enters path `id` at its end from
+    /// outside any run (an application's send, a received frame), written
+    /// out for the common case: the path is idle and takes the message at
+    /// once, and its executor consumes it in one go (a frame echoed out of
+    /// the device, a send that leaves by the device) or hands it to the
+    /// sink queue. The same steps as [`Stack::run`], without a [`Trip`] to
+    /// pack and unpack or a start to resolve (issue 26, the run loop at
+    /// its minimum); a message that queues or routes on to another path
+    /// goes on in [`Stack::run_hops`].
+    #[inline(always)]
+    fn run_entering(&mut self, id: PathId, dir: Dir, msg: &mut Msg) -> Entered {
+        let direct = self.runs_direct(true);
+        let now = self.now;
+        let turn_in_place = self.work.is_empty();
+        let Some(path) = self.paths.get_mut(id) else {
+            return Entered::NoPath;
+        };
+        if path.queued[dir.index()] || !direct || path.over_budget() {
+            // It queues, or the path's budget refuses it: as any trip.
+            let trip = Trip {
+                fresh: true,
+                ..Trip::enter(id, dir)
+            };
+            return self.run_hops(trip, direct, 0, msg);
+        }
+        path.stats.msgs_in[dir.index()] += 1;
+        path.stats.bytes_in[dir.index()] += msg.len() as u64;
+        let pos = entry(dir, path.len());
+        let fate = {
+            let (exec, mut env, _) = path.split(now, &mut self.modules, &mut self.shared, 0);
+            env.turn_in_place = turn_in_place;
+            exec.run(pos, dir, msg, &mut env)
+        };
+        let ends = TripEnds {
+            modules: &mut self.modules,
+            shared: &mut self.shared,
+            demux: &self.demux,
+            work_empty: turn_in_place,
+            now,
+        };
+        match settle(path, ends, 0, 0, fate, msg) {
+            Settled::Done(e) => e,
+            Settled::On(next, next_dir, m) => {
+                let trip = Trip {
+                    path: next,
+                    start: Start::AfterModule(m),
+                    dir: next_dir,
+                    origin: 0,
+                    dequeued: false,
+                    fresh: true,
+                };
+                self.run_hops(trip, direct, 1, msg)
+            }
+        }
     }
 
     /// A message enters path `id` at its end from outside any run (an
@@ -346,13 +463,7 @@ impl Stack {
         if self.config.account_time {
             return self.enter_timed(id, dir, msg);
         }
-        let r = self.run(
-            Trip {
-                fresh: true,
-                ..Trip::enter(id, dir)
-            },
-            msg,
-        );
+        let r = self.run_entering(id, dir, msg);
         self.drain_follow_ups();
         r
     }
@@ -362,13 +473,7 @@ impl Stack {
     #[inline(never)]
     fn enter_timed(&mut self, id: PathId, dir: Dir, msg: &mut Msg) -> Entered {
         let t0 = std::time::Instant::now();
-        let r = self.run(
-            Trip {
-                fresh: true,
-                ..Trip::enter(id, dir)
-            },
-            msg,
-        );
+        let r = self.run_entering(id, dir, msg);
         self.drain_follow_ups();
         if !matches!(r, Entered::Queued | Entered::NoPath) {
             if let Some(p) = self.paths.get_mut(id) {
@@ -383,6 +488,7 @@ impl Stack {
     /// classified once, then run. Whatever the run left of it (a refused
     /// frame) goes back to its pool, so `frame` is empty afterwards, ready
     /// for the driver's next frame.
+    #[inline]
     pub(super) fn receive_frame(&mut self, m: ModuleId, frame: &mut Msg) {
         let Some((id, dir)) = self.demux.classify(m, frame.as_slice()) else {
             self.modules[m.0 as usize].drops.add(CoreDropReason::NoPath);
