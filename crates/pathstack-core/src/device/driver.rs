@@ -115,7 +115,11 @@ impl Module for WireModule {
     fn receive(&mut self, cx: &mut ModCx<'_>, frame: &mut Msg) -> Received {
         // Through the device's own vtable, not `Box<dyn Device>`'s
         // forwarding impl (one call less per frame).
-        match self.device.as_mut().receive_into(cx.pool(), cx.now(), frame) {
+        match self
+            .device
+            .as_mut()
+            .receive_into(cx.pool(), cx.now(), frame)
+        {
             Ok(Received::Frame) if self.rx_left > 1 => {
                 self.rx_left -= 1;
                 Received::Frame

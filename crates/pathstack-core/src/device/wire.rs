@@ -574,6 +574,40 @@ mod tests {
     }
 
     #[test]
+    fn receive_into_says_when_the_frame_is_the_last_one_ready() {
+        let pool = MsgPool::new(PoolConfig::small(8));
+        let (mut a, mut b) = wire_pair(WireConfig::default());
+        let mut slot = Msg::default();
+        assert_eq!(
+            b.receive_into(&pool, T0, &mut slot).unwrap(),
+            Received::Nothing
+        );
+        assert!(!slot.has_buffer(), "nothing written into the slot");
+        for tag in 1..=3 {
+            a.transmit(frame(&pool, tag, 8), T0).unwrap();
+        }
+        assert_eq!((a.tx_in_flight(), b.rx_pending()), (3, 3));
+        let mut got = Vec::new();
+        loop {
+            let mut slot = Msg::default();
+            let r = b.receive_into(&pool, T0, &mut slot).unwrap();
+            assert_ne!(r, Received::Nothing);
+            got.push(tag(&slot));
+            assert_eq!(b.rx_pending(), 3 - got.len(), "the counts follow the ring");
+            if r == Received::Last {
+                break;
+            }
+        }
+        assert_eq!(
+            got,
+            [1, 2, 3],
+            "`Last` comes with the last frame, not before"
+        );
+        assert_eq!((a.tx_in_flight(), b.rx_pending()), (0, 0));
+        assert_eq!(b.stats().rx_frames, 3);
+    }
+
+    #[test]
     fn full_queue_drops_and_counts() {
         let pool = MsgPool::new(PoolConfig::small(16));
         let cfg = WireConfig {
