@@ -133,9 +133,13 @@ impl Lane {
     }
 
     /// Frames in the ring, as far as the counts published so far tell.
+    /// `popped` is read first: a pop between the two reads can only make
+    /// the answer larger (a spurious wake-up), never hide a frame from a
+    /// sleeper on another thread than the receiver.
     fn pending(&self) -> usize {
+        let popped = self.popped.0.load(Ordering::Acquire);
         let pushed = self.pushed.0.load(Ordering::Acquire);
-        pushed.saturating_sub(self.popped.0.load(Ordering::Acquire)) as usize
+        pushed.saturating_sub(popped) as usize
     }
 
     fn is_empty(&self) -> bool {
