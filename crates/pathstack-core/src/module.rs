@@ -257,7 +257,9 @@ pub trait Module: Any + Send {
     /// Whether this module has work for [`Module::poll`]. Asked once, when
     /// the stack is built; the stack polls only the modules that say yes
     /// (a no-op poll of every module on every `Stack::poll` costs more
-    /// than a short path's stage). Default: yes.
+    /// than a short path's stage). A driver that [`Module::receives`] is
+    /// asked for frames whatever this says, and needs no poll for that.
+    /// Default: yes.
     fn polls(&self) -> bool {
         true
     }
@@ -286,14 +288,21 @@ pub trait Module: Any + Send {
         false
     }
 
-    /// A device driver's next received frame, if any: called after
-    /// [`Module::poll`], repeatedly until it returns `None`. The stack
-    /// classifies each frame from this module and runs it through its path
-    /// to the end before asking for the next (run to completion), so a
-    /// driver bounds its burst itself (count in `poll`, stop here).
-    fn receive(&mut self, cx: &mut ModCx<'_>) -> Option<Msg> {
-        let _ = cx;
-        None
+    /// A device driver's next received frame, written into `frame` (empty
+    /// on entry): [`Received::Nothing`](crate::device::Received) when none
+    /// was ready, `Frame` when one was and more may follow, `Last` when
+    /// one was and the stack need not ask again in this poll (nothing
+    /// ready behind it, or the driver's burst is spent). Called on every
+    /// [`Stack::poll`](crate::Stack::poll) (after [`Module::poll`], if the
+    /// module polls) until it returns `Nothing` or `Last`. The stack
+    /// classifies each frame and runs it through its path to the end,
+    /// where it lies, before asking for the next (run to completion; the
+    /// driver's fast lane of issue 26: the frame is written once, not
+    /// moved out through every layer, and a poll that finds one frame is
+    /// one call), so a driver bounds its burst itself.
+    fn receive(&mut self, cx: &mut ModCx<'_>, frame: &mut Msg) -> crate::device::Received {
+        let _ = (cx, frame);
+        crate::device::Received::Nothing
     }
 
     /// A device driver: from now on have the device discard received

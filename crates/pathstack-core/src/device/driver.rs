@@ -7,7 +7,7 @@
 //! test modules.
 
 use crate::attrs::Attrs;
-use crate::device::{Device, DeviceStats, FrameMatch};
+use crate::device::{Device, DeviceStats, FrameMatch, Received};
 use crate::error::{ModuleError, PathError};
 use crate::graph::spec::{Count, ModuleSpec, ParamSpec, ServiceSpec, ServiceType};
 use crate::ids::Dir;
@@ -65,7 +65,7 @@ impl WireModule {
         Ok(Box::new(WireModule {
             device,
             rx_burst,
-            rx_left: 0,
+            rx_left: rx_burst,
             rx_errors: 0,
         }))
     }
@@ -96,35 +96,47 @@ impl Module for WireModule {
         })
     }
 
+    /// The driver has nothing to do in a poll but receive: the stack asks
+    /// it for frames without polling it first (one module call less per
+    /// `Stack::poll`).
+    fn polls(&self) -> bool {
+        false
+    }
+
     fn receives(&self) -> bool {
         true
     }
 
-    fn poll(&mut self, _cx: &mut ModCx<'_>) -> usize {
-        self.rx_left = self.rx_burst;
-        0
-    }
-
     /// One frame at a time, so that each runs through its path before the
-    /// next is read (run to completion), at most `rx_burst` per poll.
-    fn receive(&mut self, cx: &mut ModCx<'_>) -> Option<Msg> {
-        if self.rx_left == 0 {
-            return None;
-        }
-        match self.device.receive(cx.pool(), cx.now()) {
-            Ok(Some(frame)) => {
+    /// next is read (run to completion), at most `rx_burst` per poll: the
+    /// frame that spends the burst is handed over as the last one, and the
+    /// next call starts the next poll's burst.
+    #[inline]
+    fn receive(&mut self, cx: &mut ModCx<'_>, frame: &mut Msg) -> Received {
+        // Through the device's own vtable, not `Box<dyn Device>`'s
+        // forwarding impl (one call less per frame).
+        match self
+            .device
+            .as_mut()
+            .receive_into(cx.pool(), cx.now(), frame)
+        {
+            Ok(Received::Frame) if self.rx_left > 1 => {
                 self.rx_left -= 1;
-                Some(frame)
+                Received::Frame
             }
-            Ok(None) => {
-                self.rx_left = 0;
-                None
+            Ok(Received::Nothing) => {
+                self.rx_left = self.rx_burst;
+                Received::Nothing
+            }
+            Ok(Received::Frame | Received::Last) => {
+                self.rx_left = self.rx_burst;
+                Received::Last
             }
             Err(_) => {
-                self.rx_left = 0;
+                self.rx_left = self.rx_burst;
                 self.rx_errors += 1;
                 cx.count_drop(WireDropReason::RxError);
-                None
+                Received::Nothing
             }
         }
     }
@@ -159,7 +171,7 @@ impl WireStage {
         let now = cx.now();
         let frame = std::mem::take(msg);
         match cx.module::<WireModule>() {
-            Some(m) => match m.device.transmit(frame, now) {
+            Some(m) => match m.device.as_mut().transmit(frame, now) {
                 Ok(()) => Verdict::Consumed,
                 Err(_) => Verdict::Drop(WireDropReason::TxError.into()),
             },

@@ -95,6 +95,22 @@ pub enum DeviceError {
     },
 }
 
+/// What a receive into a frame slot got ([`Device::receive_into`],
+/// [`Module::receive`](crate::module::Module::receive)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Received {
+    /// Nothing was ready; the slot is untouched.
+    Nothing,
+    /// A frame, and maybe more behind it: ask again.
+    Frame,
+    /// A frame, and nothing ready behind it (or the driver's burst is
+    /// spent): asking again in this poll would find nothing, so the stack
+    /// does not (a poll that finds one frame is one call, issue 26). A
+    /// frame that arrives meanwhile waits for the next poll, as it would
+    /// had it arrived just after this one.
+    Last,
+}
+
 /// A link-layer device.
 ///
 /// Devices never block in `transmit` or `receive`; waiting is the caller's
@@ -107,6 +123,31 @@ pub trait Device: Send {
     /// The next received frame, if one is ready at `now`. Devices that read
     /// from the OS take their buffer from `pool`.
     fn receive(&mut self, pool: &MsgPool, now: Instant) -> Result<Option<Msg>, DeviceError>;
+
+    /// [`Device::receive`] into `frame` (empty on entry), which the stack
+    /// then runs through its path where it lies. The driver's fast lane
+    /// (issue 26, one run-loop entry per frame) calls this, so that a
+    /// frame is written once, where it will be processed, instead of
+    /// being moved out through `Result<Option<Msg>>` at every layer, and
+    /// so that a device that knows it has nothing behind the frame says
+    /// so ([`Received::Last`]) and is not asked again in this poll. The
+    /// default goes through `receive` and does not know; a device on the
+    /// hot path (the in-memory wire) writes the slot itself.
+    #[inline]
+    fn receive_into(
+        &mut self,
+        pool: &MsgPool,
+        now: Instant,
+        frame: &mut Msg,
+    ) -> Result<Received, DeviceError> {
+        Ok(match self.receive(pool, now)? {
+            Some(f) => {
+                *frame = f;
+                Received::Frame
+            }
+            None => Received::Nothing,
+        })
+    }
 
     /// The device's capabilities.
     fn caps(&self) -> DeviceCaps;
@@ -177,6 +218,14 @@ impl<D: Device + ?Sized> Device for Box<D> {
     }
     fn receive(&mut self, pool: &MsgPool, now: Instant) -> Result<Option<Msg>, DeviceError> {
         (**self).receive(pool, now)
+    }
+    fn receive_into(
+        &mut self,
+        pool: &MsgPool,
+        now: Instant,
+        frame: &mut Msg,
+    ) -> Result<Received, DeviceError> {
+        (**self).receive_into(pool, now, frame)
     }
     fn caps(&self) -> DeviceCaps {
         (**self).caps()

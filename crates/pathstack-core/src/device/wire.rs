@@ -3,18 +3,28 @@
 //! A frame transmitted on one [`WireEnd`] is received, unchanged and in order
 //! (its bytes: the annotations the sender's stages left are cleared),
 //! on the other. The [`Msg`] itself crosses the wire — the pooled buffer is
-//! moved, never copied — through a bounded lock-free queue
-//! (`crossbeam_queue::ArrayQueue`) that is allocated once, when the wire is
-//! made. So steady-state traffic allocates nothing, and the buffer goes back
-//! to the *sender's* pool when the receiver drops it (the pool's free lists
-//! are lock-free for exactly this reason, see [`crate::msg`]).
+//! moved, never copied — through a bounded ring allocated once, when the
+//! wire is made. So steady-state traffic allocates nothing, and the buffer
+//! goes back to the *sender's* pool when the receiver drops it (the pool's
+//! free lists are lock-free for exactly this reason, see [`crate::msg`]).
+//!
+//! Each direction has exactly one writer (the transmitting end) and one
+//! reader (the receiving end), so the ring is single-producer
+//! single-consumer (`rtrb`): a push is a slot write and one release store,
+//! a pop one acquire load (only when its cached view of the ring is
+//! exhausted) and one release store — no read-modify-write and no fence,
+//! where the multi-producer `crossbeam_queue::ArrayQueue` it replaces paid
+//! a compare-and-swap per operation and a `SeqCst` fence on every empty
+//! pop (issue 26: the wire is the anchor smoltcp's single-threaded
+//! `VecDeque` is measured against).
 //!
 //! Each end is `Send`: the two stacks of a ping-pong test may run on two
 //! threads. A receiving thread that has nothing else to do can sleep in
 //! [`WireEnd::wait_rx`] instead of spinning, and an async task can await a
 //! frame through [`RxWaiter::poll_rx`] (a [`Waker`] slot per end); a
 //! transmitter wakes either only when it is actually waiting, so the fast
-//! path stays a single queue push.
+//! path stays a push, a counter store and the fence of the sleep
+//! handshake.
 //!
 //! ```
 //! use pathstack_core::device::wire::{wire_pair, WireConfig};
@@ -29,11 +39,11 @@
 //! ```
 
 use super::frame_match::any_matches;
-use super::{Device, DeviceCaps, DeviceError, DeviceStats, FrameMatch, RxWaiter};
+use super::{Device, DeviceCaps, DeviceError, DeviceStats, FrameMatch, Received, RxWaiter};
 use crate::msg::{Msg, MsgPool};
 use crate::time::Instant;
-use crossbeam_queue::ArrayQueue;
-use std::sync::atomic::{fence, AtomicBool, Ordering};
+use rtrb::{Consumer, Producer, RingBuffer};
+use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::task::{Context, Poll, Waker};
 
@@ -77,10 +87,24 @@ pub const fn local_mac(id: u32) -> [u8; 6] {
     [0x02, 0x00, b[0], b[1], b[2], b[3]]
 }
 
-/// One direction of the wire: the frames in flight towards one end, and what
-/// that end needs to sleep until a frame arrives.
+/// A count written by one side of a lane only, on its own cache line, so
+/// that the transmitter's and the receiver's stores do not contend for one
+/// line when the ends run on two threads.
+#[repr(align(64))]
+#[derive(Default)]
+struct Count(AtomicU64);
+
+/// One direction of the wire: how many frames went in and came out (the
+/// frames themselves are in the ring, whose two halves the ends own), and
+/// what the receiving end needs to sleep until a frame arrives.
 struct Lane {
-    queue: ArrayQueue<Msg>,
+    /// Frames pushed into the ring so far (stored by the transmitter after
+    /// each push). With `popped`, what a sleeper or a task waiting on the
+    /// lane sees of the ring, which it cannot read itself: the ring's
+    /// reading half belongs to the receiving end, inside its stack.
+    pushed: Count,
+    /// Frames taken out of the ring so far (stored by the receiver).
+    popped: Count,
     /// Set while the receiving end sleeps in `wait_rx`, so that a transmitter
     /// takes the lock and notifies only when someone is asleep.
     sleeping: AtomicBool,
@@ -96,15 +120,30 @@ struct Lane {
 }
 
 impl Lane {
-    fn new(capacity: usize) -> Self {
+    fn new() -> Self {
         Lane {
-            queue: ArrayQueue::new(capacity),
+            pushed: Count::default(),
+            popped: Count::default(),
             sleeping: AtomicBool::new(false),
             lock: Mutex::new(()),
             ready: Condvar::new(),
             task_waiting: AtomicBool::new(false),
             task: Mutex::new(None),
         }
+    }
+
+    /// Frames in the ring, as far as the counts published so far tell.
+    /// `popped` is read first: a pop between the two reads can only make
+    /// the answer larger (a spurious wake-up), never hide a frame from a
+    /// sleeper on another thread than the receiver.
+    fn pending(&self) -> usize {
+        let popped = self.popped.0.load(Ordering::Acquire);
+        let pushed = self.pushed.0.load(Ordering::Acquire);
+        pushed.saturating_sub(popped) as usize
+    }
+
+    fn is_empty(&self) -> bool {
+        self.pending() == 0
     }
 
     /// Wakes the receiver of this lane if it is asleep.
@@ -143,7 +182,7 @@ impl Lane {
     /// Ready when a frame is queued; otherwise registers `cx`'s task to be
     /// woken by the next transmit.
     fn poll(&self, cx: &mut Context<'_>) -> Poll<()> {
-        if !self.queue.is_empty() {
+        if !self.is_empty() {
             return Poll::Ready(());
         }
         {
@@ -156,7 +195,7 @@ impl Lane {
         // Pairs with the fence in `wake`, as in `wait`: a frame pushed
         // before the transmitter could see our flag is seen here.
         fence(Ordering::SeqCst);
-        if self.queue.is_empty() {
+        if self.is_empty() {
             Poll::Pending
         } else {
             Poll::Ready(())
@@ -165,20 +204,20 @@ impl Lane {
 
     /// Sleeps until a frame is queued, `stop()` holds, or `timeout` passes.
     fn wait(&self, timeout: std::time::Duration, stop: impl Fn() -> bool) -> bool {
-        if !self.queue.is_empty() {
+        if !self.is_empty() {
             return true;
         }
         let guard = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
         self.sleeping.store(true, Ordering::Relaxed);
         fence(Ordering::SeqCst);
-        let ready = if self.queue.is_empty() && !stop() {
+        let ready = if self.is_empty() && !stop() {
             let (_guard, _) = self
                 .ready
-                .wait_timeout_while(guard, timeout, |_| self.queue.is_empty() && !stop())
+                .wait_timeout_while(guard, timeout, |_| self.is_empty() && !stop())
                 .unwrap_or_else(PoisonError::into_inner);
-            !self.queue.is_empty()
+            !self.is_empty()
         } else {
-            !self.queue.is_empty()
+            !self.is_empty()
         };
         self.sleeping.store(false, Ordering::Relaxed);
         ready
@@ -200,12 +239,19 @@ struct WireShared {
 pub fn wire_pair(config: WireConfig) -> (WireEnd, WireEnd) {
     let capacity = config.capacity.max(1);
     let shared = Arc::new(WireShared {
-        lanes: [Lane::new(capacity), Lane::new(capacity)],
+        lanes: [Lane::new(), Lane::new()],
         alive: [AtomicBool::new(true), AtomicBool::new(true)],
     });
-    let end = |me: usize, mac: [u8; 6]| WireEnd {
+    // The ring towards each end: that end reads it, its peer writes it.
+    let (toward_a_tx, toward_a_rx) = RingBuffer::new(capacity);
+    let (toward_b_tx, toward_b_rx) = RingBuffer::new(capacity);
+    let end = |me: usize, mac: [u8; 6], tx: Producer<Msg>, rx: Consumer<Msg>| WireEnd {
         shared: Arc::clone(&shared),
         me,
+        tx,
+        rx,
+        pushed: 0,
+        popped: 0,
         caps: DeviceCaps {
             mtu: config.mtu,
             link_header: LINK_HEADER,
@@ -216,7 +262,10 @@ pub fn wire_pair(config: WireConfig) -> (WireEnd, WireEnd) {
         stats: DeviceStats::default(),
         discard: Vec::new(),
     };
-    (end(0, config.mac_a), end(1, config.mac_b))
+    (
+        end(0, config.mac_a, toward_b_tx, toward_a_rx),
+        end(1, config.mac_b, toward_a_tx, toward_b_rx),
+    )
 }
 
 /// One end of an in-memory wire (see the [module docs](self)).
@@ -227,6 +276,15 @@ pub struct WireEnd {
     shared: Arc<WireShared>,
     /// 0 for end A, 1 for end B.
     me: usize,
+    /// The writing half of the ring towards the peer.
+    tx: Producer<Msg>,
+    /// The reading half of the ring towards this end.
+    rx: Consumer<Msg>,
+    /// Frames pushed on `tx` so far (published in the peer lane's
+    /// `pushed`).
+    pushed: u64,
+    /// Frames popped from `rx` so far (published in this lane's `popped`).
+    popped: u64,
     caps: DeviceCaps,
     capacity: usize,
     stats: DeviceStats,
@@ -237,21 +295,23 @@ pub struct WireEnd {
 
 impl WireEnd {
     fn peer(&self) -> usize {
-        1 - self.me
+        // `me` is 0 or 1; the mask lets the compiler see the index is in
+        // bounds (no check on the per-frame path).
+        (self.me ^ 1) & 1
     }
 
     fn rx_lane(&self) -> &Lane {
-        &self.shared.lanes[self.me]
+        &self.shared.lanes[self.me & 1]
     }
 
     /// Frames waiting to be received on this end.
     pub fn rx_pending(&self) -> usize {
-        self.rx_lane().queue.len()
+        self.rx_lane().pending()
     }
 
     /// Frames sent by this end that the peer has not received yet.
     pub fn tx_in_flight(&self) -> usize {
-        self.shared.lanes[self.peer()].queue.len()
+        self.shared.lanes[self.peer()].pending()
     }
 
     /// Whether the other end still exists.
@@ -315,11 +375,15 @@ impl Device for WireEnd {
             return Err(DeviceError::Disconnected);
         }
         let len = frame.len() as u64;
-        let lane = &self.shared.lanes[self.peer()];
-        match lane.queue.push(frame) {
+        match self.tx.push(frame) {
             Ok(()) => {
                 self.stats.tx_frames += 1;
                 self.stats.tx_bytes += len;
+                self.pushed += 1;
+                let lane = &self.shared.lanes[self.peer()];
+                // Published after the push (release), so that whoever
+                // sees the count sees the frame in the ring.
+                lane.pushed.0.store(self.pushed, Ordering::Release);
                 lane.wake();
                 Ok(())
             }
@@ -337,23 +401,56 @@ impl Device for WireEnd {
     /// a disconnected end simply has nothing to receive (`Ok(None)`): check
     /// [`WireEnd::is_connected`] to tell the two apart. The frame keeps the
     /// sender's buffer, so `pool` is not used.
-    fn receive(&mut self, _pool: &MsgPool, _now: Instant) -> Result<Option<Msg>, DeviceError> {
+    fn receive(&mut self, pool: &MsgPool, now: Instant) -> Result<Option<Msg>, DeviceError> {
+        let mut frame = Msg::default();
+        Ok(match self.receive_into(pool, now, &mut frame)? {
+            Received::Nothing => None,
+            Received::Frame | Received::Last => Some(frame),
+        })
+    }
+
+    /// The frame is moved once, from the lane into `frame`, where the
+    /// stack runs it (the driver's fast lane, [`Device::receive_into`]).
+    #[inline]
+    fn receive_into(
+        &mut self,
+        _pool: &MsgPool,
+        _now: Instant,
+        frame: &mut Msg,
+    ) -> Result<Received, DeviceError> {
         loop {
-            let mut frame = self.rx_lane().queue.pop();
-            if let Some(f) = &mut frame {
-                // As a TAP's kernel filter would, before the stack sees it.
-                if !self.discard.is_empty() && any_matches(&self.discard, f.as_slice()) {
-                    self.stats.dropped_discard += 1;
-                    continue;
-                }
-                self.stats.rx_frames += 1;
-                self.stats.rx_bytes += f.len() as u64;
-                // The bytes cross the wire, the sender's annotations do
-                // not: a received frame starts with none, as from any
-                // device.
-                f.anno_mut().reset();
+            let Ok(f) = self.rx.pop() else {
+                return Ok(Received::Nothing);
+            };
+            self.popped += 1;
+            self.rx_lane()
+                .popped
+                .0
+                .store(self.popped, Ordering::Release);
+            // As a TAP's kernel filter would, before the stack sees it.
+            if !self.discard.is_empty() && any_matches(&self.discard, f.as_slice()) {
+                self.stats.dropped_discard += 1;
+                continue;
             }
-            return Ok(frame);
+            if frame.has_buffer() {
+                *frame = f;
+            } else {
+                // The slot is empty, as the contract says: nothing to
+                // drop (`Msg`'s drop glue is an out-of-line call).
+                std::mem::forget(std::mem::replace(frame, f));
+            }
+            self.stats.rx_frames += 1;
+            self.stats.rx_bytes += frame.len() as u64;
+            // The bytes cross the wire, the sender's annotations do not:
+            // a received frame starts with none, as from any device.
+            frame.anno_mut().reset();
+            // Only the peer writes this ring, so what it holds now is all
+            // that is ready: one acquire load.
+            return Ok(if self.rx.is_empty() {
+                Received::Last
+            } else {
+                Received::Frame
+            });
         }
     }
 
@@ -478,6 +575,40 @@ mod tests {
         let got = b.receive(&pool, T0).unwrap().unwrap();
         assert_eq!(tag(&got), 7);
         assert_eq!(*got.anno(), crate::anno::Anno::default());
+    }
+
+    #[test]
+    fn receive_into_says_when_the_frame_is_the_last_one_ready() {
+        let pool = MsgPool::new(PoolConfig::small(8));
+        let (mut a, mut b) = wire_pair(WireConfig::default());
+        let mut slot = Msg::default();
+        assert_eq!(
+            b.receive_into(&pool, T0, &mut slot).unwrap(),
+            Received::Nothing
+        );
+        assert!(!slot.has_buffer(), "nothing written into the slot");
+        for tag in 1..=3 {
+            a.transmit(frame(&pool, tag, 8), T0).unwrap();
+        }
+        assert_eq!((a.tx_in_flight(), b.rx_pending()), (3, 3));
+        let mut got = Vec::new();
+        loop {
+            let mut slot = Msg::default();
+            let r = b.receive_into(&pool, T0, &mut slot).unwrap();
+            assert_ne!(r, Received::Nothing);
+            got.push(tag(&slot));
+            assert_eq!(b.rx_pending(), 3 - got.len(), "the counts follow the ring");
+            if r == Received::Last {
+                break;
+            }
+        }
+        assert_eq!(
+            got,
+            [1, 2, 3],
+            "`Last` comes with the last frame, not before"
+        );
+        assert_eq!((a.tx_in_flight(), b.rx_pending()), (0, 0));
+        assert_eq!(b.stats().rx_frames, 3);
     }
 
     #[test]

@@ -115,9 +115,10 @@ impl StackBuilder {
             }
         }
         let polled = (0..modules.len())
-            .filter(|&i| modules[i].module.polls())
+            .filter(|&i| modules[i].module.polls() || modules[i].module.receives())
             .map(|i| Polled {
                 index: i,
+                polls: modules[i].module.polls(),
                 receives: modules[i].module.receives(),
                 when_due: modules[i].module.polls_when_due(),
             })

@@ -71,7 +71,7 @@ pub struct Stack {
     /// Paths modules asked for during a module call
     /// ([`ModCx::request_path`]), created right after it.
     path_requests: Vec<(Attrs, u64)>,
-    /// The modules whose [`Module::polls`] said yes.
+    /// The modules whose [`Module::polls`] or [`Module::receives`] said yes.
     polled: Vec<Polled>,
     config: StackConfig,
     graph: ModuleGraph,
@@ -97,6 +97,9 @@ fn _assert_send() {
 pub(super) struct Polled {
     /// Its index in the module table.
     pub index: usize,
+    /// It has work for [`Module::poll`] ([`Module::polls`]); a driver
+    /// that only receives is not polled, only asked for frames.
+    pub polls: bool,
     /// It hands over frames one at a time ([`Module::receives`]).
     pub receives: bool,
     /// It has work only when its [`Module::poll_at`] is due

@@ -19,6 +19,7 @@
 //! follow-ups, run after the message that produced them, in order.
 
 use super::{Polled, Stack};
+use crate::device::Received;
 use crate::drop_reason::{CoreDropReason, DropReason};
 use crate::exec::{entry, step, Fate};
 use crate::ids::{Dir, ModuleId, PathId};
@@ -119,6 +120,103 @@ enum Onward {
     Path(PathId, Dir, ModuleId),
 }
 
+/// What [`settle`] needs of the stack besides the path: the parts a
+/// message leaving the path's end or turned around reaches.
+struct TripEnds<'a> {
+    modules: &'a mut [crate::module::ModuleSlot],
+    shared: &'a mut crate::runtime::Shared,
+    demux: &'a crate::demux::Demux,
+    /// Nothing waits in the run loop's work list.
+    work_empty: bool,
+    now: Instant,
+}
+
+/// How a hop of a trip ended, once its fate is settled.
+enum Settled {
+    /// The trip is over.
+    Done(Entered),
+    /// It goes on along another path, after the stage of the module it
+    /// left by.
+    On(PathId, Dir, ModuleId),
+}
+
+/// Settles the fate of a message after path `path`'s stages, on hop `hop`
+/// of its trip: what is left of a consumed or dropped message goes back
+/// to its pool, a turned one becomes a follow-up, one that went past the
+/// last stage leaves by the end module (the sink queue, or on to another
+/// path). One body for [`Stack::run_hops`] and [`Stack::run_entering`].
+#[inline(always)]
+fn settle(
+    path: &mut Path,
+    ends: TripEnds<'_>,
+    hop: usize,
+    origin: u32,
+    fate: Fate,
+    msg: &mut Msg,
+) -> Settled {
+    let id = path.id;
+    match fate {
+        // What the stage left of the message goes back to its pool now,
+        // before any follow-up runs (the trip's owner keeps only an empty
+        // message).
+        Fate::Consumed => {
+            path.stats.consumed += 1;
+            release(msg);
+        }
+        Fate::Dropped(r) => {
+            path.count_drop(r);
+            release(msg);
+            if hop == 0 {
+                return Settled::Done(Entered::Dropped(r));
+            }
+        }
+        Fate::Turned { from, dir } => {
+            let f = FollowUp {
+                path: id,
+                start: Start::After(from),
+                dir,
+                msg: std::mem::take(msg),
+                origin,
+            };
+            if ends.shared.follow_up(f).is_err() {
+                path.count_drop(CoreDropReason::FollowUpOverflow);
+            }
+        }
+        Fate::Out(d) => {
+            let mut rcx = RouteCx {
+                now: ends.now,
+                path: id,
+                module_id: ModuleId(0),
+                demux: ends.demux,
+                shared: ends.shared,
+            };
+            match leave(path, d, msg, ends.modules, &mut rcx) {
+                Onward::Done => {}
+                Onward::Path(next, next_dir, m) => {
+                    if !(ends.shared.follow_ups.is_empty() && ends.work_empty) {
+                        // Others wait: keep their order.
+                        let f = FollowUp {
+                            path: next,
+                            start: Start::AfterModule(m),
+                            dir: next_dir,
+                            msg: std::mem::take(msg),
+                            origin,
+                        };
+                        if ends.shared.follow_up(f).is_err() {
+                            ends.modules[m.0 as usize]
+                                .drops
+                                .add(CoreDropReason::FollowUpOverflow);
+                        }
+                        return Settled::Done(Entered::Ran);
+                    }
+                    return Settled::On(next, next_dir, m);
+                }
+            }
+        }
+    }
+    Settled::Done(Entered::Ran)
+}
+
 impl Stack {
     // ----- messages in and out -------------------------------------------
 
@@ -179,11 +277,11 @@ impl Stack {
     /// it: it is classified and run now, like a frame from the device.
     /// For applications that run their own driver loop, and for tests.
     /// Returns `false` when `module` does not exist.
-    pub fn inject(&mut self, module: ModuleId, frame: Msg) -> bool {
+    pub fn inject(&mut self, module: ModuleId, mut frame: Msg) -> bool {
         if module.0 as usize >= self.modules.len() {
             return false;
         }
-        self.receive_frame(module, frame);
+        self.receive_frame(module, &mut frame);
         true
     }
 
@@ -196,31 +294,43 @@ impl Stack {
     /// input queued, or when LDLP schedules and the trip did not enter
     /// alone ([`Trip::fresh`]).
     pub(super) fn run(&mut self, trip: Trip, msg: &mut Msg) -> Entered {
+        let direct = self.runs_direct(trip.fresh);
+        self.run_hops(trip, direct, 0, msg)
+    }
+
+    /// Whether a trip entering a path at its end runs into it at once
+    /// when the path has nothing queued. Per-message runs every message
+    /// straight into an idle path. LDLP only a message that enters alone
+    /// — nothing in the run queue, no follow-up waiting, so no second
+    /// message to batch it with, and a batch of one would be per-message
+    /// processing behind a path queue and a run-queue turn
+    /// (`crate::sched`, the lone-message rule); it queues the rest to
+    /// batch them. (A driver's burst of several frames does not come this
+    /// way: `receive_burst` queues it.) Decided once per trip.
+    #[inline(always)]
+    fn runs_direct(&self, fresh: bool) -> bool {
+        self.sched == SchedKind::PerMessage
+            || (fresh
+                && self.runq.is_empty()
+                && self.shared.follow_ups.is_empty()
+                && self.work.is_empty())
+    }
+
+    /// [`Stack::run`] from hop `first_hop` of the trip on (a trip whose
+    /// first hop [`Stack::run_entering`] ran goes on from hop 1).
+    fn run_hops(&mut self, trip: Trip, direct: bool, first_hop: usize, msg: &mut Msg) -> Entered {
         let Trip {
             path: mut id,
             mut start,
             mut dir,
             origin,
             dequeued,
-            fresh,
+            fresh: _,
         } = trip;
         let now = self.now;
-        // Per-message runs every message straight into an idle path. LDLP
-        // only a message that enters alone — nothing in the run queue, no
-        // follow-up waiting, so no second message to batch it with, and a
-        // batch of one would be per-message processing behind a path
-        // queue and a run-queue turn (`crate::sched`, the lone-message
-        // rule); it queues the rest to batch them. (A driver's burst of
-        // several frames does not come this way: `receive_burst` queues
-        // it.)
-        let direct = self.sched == SchedKind::PerMessage
-            || (fresh
-                && self.runq.is_empty()
-                && self.shared.follow_ups.is_empty()
-                && self.work.is_empty());
         // The work list does not change during the trip's own stages.
         let turn_in_place = self.work.is_empty();
-        for hop in 0..MAX_HOPS {
+        for hop in first_hop..MAX_HOPS {
             let Some(path) = self.paths.get_mut(id) else {
                 return Entered::NoPath;
             };
@@ -267,69 +377,21 @@ impl Stack {
                     exec.run(p, dir, msg, &mut env)
                 }
             };
-            match fate {
-                // What the stage left of the message goes back to its pool
-                // now, before any follow-up runs (the trip's owner keeps
-                // only an empty message).
-                Fate::Consumed => {
-                    path.stats.consumed += 1;
-                    release(msg);
-                }
-                Fate::Dropped(r) => {
-                    path.count_drop(r);
-                    release(msg);
-                    if hop == 0 {
-                        return Entered::Dropped(r);
-                    }
-                }
-                Fate::Turned { from, dir } => {
-                    let f = FollowUp {
-                        path: id,
-                        start: Start::After(from),
-                        dir,
-                        msg: std::mem::take(msg),
-                        origin,
-                    };
-                    if self.shared.follow_up(f).is_err() {
-                        path.count_drop(CoreDropReason::FollowUpOverflow);
-                    }
-                }
-                Fate::Out(d) => {
-                    let mut rcx = RouteCx {
-                        now,
-                        path: id,
-                        module_id: ModuleId(0),
-                        demux: &self.demux,
-                        shared: &mut self.shared,
-                    };
-                    match leave(path, d, msg, &mut self.modules, &mut rcx) {
-                        Onward::Done => {}
-                        Onward::Path(next, next_dir, m) => {
-                            if !(self.shared.follow_ups.is_empty() && self.work.is_empty()) {
-                                // Others wait: keep their order.
-                                let f = FollowUp {
-                                    path: next,
-                                    start: Start::AfterModule(m),
-                                    dir: next_dir,
-                                    msg: std::mem::take(msg),
-                                    origin,
-                                };
-                                if self.shared.follow_up(f).is_err() {
-                                    self.modules[m.0 as usize]
-                                        .drops
-                                        .add(CoreDropReason::FollowUpOverflow);
-                                }
-                                return Entered::Ran;
-                            }
-                            id = next;
-                            start = Start::AfterModule(m);
-                            dir = next_dir;
-                            continue;
-                        }
-                    }
+            let ends = TripEnds {
+                modules: &mut self.modules,
+                shared: &mut self.shared,
+                demux: &self.demux,
+                work_empty: turn_in_place,
+                now,
+            };
+            match settle(path, ends, hop, origin, fate, msg) {
+                Settled::Done(e) => return e,
+                Settled::On(next, next_dir, m) => {
+                    id = next;
+                    start = Start::AfterModule(m);
+                    dir = next_dir;
                 }
             }
-            return Entered::Ran;
         }
         if let Some(path) = self.paths.get_mut(id) {
             path.count_drop(CoreDropReason::RouteLoop);
@@ -337,21 +399,73 @@ impl Stack {
         Entered::Ran
     }
 
+    /// The first hop of a trip that enters path `id` at its end from
+    /// outside any run (an application's send, a received frame), written
+    /// out for the common case: the path is idle and takes the message at
+    /// once, and its executor consumes it in one go (a frame echoed out of
+    /// the device, a send that leaves by the device) or hands it to the
+    /// sink queue. The same steps as [`Stack::run`], without a [`Trip`] to
+    /// pack and unpack or a start to resolve (issue 26, the run loop at
+    /// its minimum); a message that queues or routes on to another path
+    /// goes on in [`Stack::run_hops`].
+    #[inline(always)]
+    fn run_entering(&mut self, id: PathId, dir: Dir, msg: &mut Msg) -> Entered {
+        let direct = self.runs_direct(true);
+        let now = self.now;
+        let turn_in_place = self.work.is_empty();
+        let Some(path) = self.paths.get_mut(id) else {
+            return Entered::NoPath;
+        };
+        if path.queued[dir.index()] || !direct || path.over_budget() {
+            // It queues, or the path's budget refuses it: as any trip.
+            let trip = Trip {
+                fresh: true,
+                ..Trip::enter(id, dir)
+            };
+            return self.run_hops(trip, direct, 0, msg);
+        }
+        path.stats.msgs_in[dir.index()] += 1;
+        path.stats.bytes_in[dir.index()] += msg.len() as u64;
+        let pos = entry(dir, path.len());
+        let fate = {
+            let (exec, mut env, _) = path.split(now, &mut self.modules, &mut self.shared, 0);
+            env.turn_in_place = turn_in_place;
+            exec.run(pos, dir, msg, &mut env)
+        };
+        let ends = TripEnds {
+            modules: &mut self.modules,
+            shared: &mut self.shared,
+            demux: &self.demux,
+            work_empty: turn_in_place,
+            now,
+        };
+        match settle(path, ends, 0, 0, fate, msg) {
+            Settled::Done(e) => e,
+            Settled::On(next, next_dir, m) => {
+                let trip = Trip {
+                    path: next,
+                    start: Start::AfterModule(m),
+                    dir: next_dir,
+                    origin: 0,
+                    dequeued: false,
+                    fresh: true,
+                };
+                self.run_hops(trip, direct, 1, msg)
+            }
+        }
+    }
+
     /// A message enters path `id` at its end from outside any run (an
     /// application's send, a received frame): it runs now, with everything
     /// it leads to, or waits in the path's queue.
-    #[inline]
+    // Inlined into its two callers, `send` and `receive_frame`: one call
+    // less per trip (issue 26).
+    #[inline(always)]
     pub(super) fn enter(&mut self, id: PathId, dir: Dir, msg: &mut Msg) -> Entered {
         if self.config.account_time {
             return self.enter_timed(id, dir, msg);
         }
-        let r = self.run(
-            Trip {
-                fresh: true,
-                ..Trip::enter(id, dir)
-            },
-            msg,
-        );
+        let r = self.run_entering(id, dir, msg);
         self.drain_follow_ups();
         r
     }
@@ -361,13 +475,7 @@ impl Stack {
     #[inline(never)]
     fn enter_timed(&mut self, id: PathId, dir: Dir, msg: &mut Msg) -> Entered {
         let t0 = std::time::Instant::now();
-        let r = self.run(
-            Trip {
-                fresh: true,
-                ..Trip::enter(id, dir)
-            },
-            msg,
-        );
+        let r = self.run_entering(id, dir, msg);
         self.drain_follow_ups();
         if !matches!(r, Entered::Queued | Entered::NoPath) {
             if let Some(p) = self.paths.get_mut(id) {
@@ -377,19 +485,26 @@ impl Stack {
         r
     }
 
-    /// A frame received by driver module `m`: classified once, then run.
-    pub(super) fn receive_frame(&mut self, m: ModuleId, mut frame: Msg) {
+    /// A frame received by driver module `m`, run where it lies (the
+    /// driver wrote it there, [`Module::receive`](crate::module::Module::receive)):
+    /// classified once, then run. Whatever the run left of it (a refused
+    /// frame) goes back to its pool, so `frame` is empty afterwards, ready
+    /// for the driver's next frame.
+    #[inline]
+    pub(super) fn receive_frame(&mut self, m: ModuleId, frame: &mut Msg) {
         let Some((id, dir)) = self.demux.classify(m, frame.as_slice()) else {
             self.modules[m.0 as usize].drops.add(CoreDropReason::NoPath);
+            release(frame);
             return;
         };
         // Every key of the path matched: its stages need not compare those
         // fields again (parse once).
         frame.anno_mut().set_classified(true);
         // Other outcomes are counted on the path.
-        if let Entered::NoPath = self.enter(id, dir, &mut frame) {
+        if let Entered::NoPath = self.enter(id, dir, frame) {
             self.modules[m.0 as usize].drops.add(CoreDropReason::NoPath);
         }
+        release(frame);
     }
 
     /// A frame of a burst received by driver module `m`: classified onto
@@ -434,9 +549,9 @@ impl Stack {
             }
             self.run_pending();
         }
-        while let Some((from, frame)) = self.shared.rx.pop_front() {
+        while let Some((from, mut frame)) = self.shared.rx.pop_front() {
             work += 1;
-            self.receive_frame(from, frame);
+            self.receive_frame(from, &mut frame);
         }
         work
     }
@@ -449,31 +564,38 @@ impl Stack {
     /// before it (thesis §5.2.2.1), and under LDLP in batches of like
     /// paths. A single frame (nothing behind it) still runs at once: under
     /// LDLP too, where a batch of one would gain nothing from the queues.
-    /// `first` is the frame the driver has already handed over (the
-    /// caller asks for it, so that a poll with nothing received costs
-    /// one module call).
+    /// `first` is the frame the driver has already handed over and `got`
+    /// what it said of it (the caller asks for it, so that a poll with
+    /// nothing received costs one module call; `Last`: nothing behind it,
+    /// so it runs alone).
     #[inline(never)]
-    fn receive_burst(&mut self, m: ModuleId, first: Msg) -> usize {
-        let Some(second) = self.call_module(m, |module, cx| module.receive(cx)) else {
-            self.receive_frame(m, first);
-            return 1;
+    fn receive_burst(&mut self, m: ModuleId, mut first: Msg, got: Received) -> usize {
+        let mut next = Msg::default();
+        let mut got = match got {
+            Received::Frame => self.call_module(m, |module, cx| module.receive(cx, &mut next)),
+            Received::Nothing | Received::Last => Received::Nothing,
         };
+        if got == Received::Nothing {
+            self.receive_frame(m, &mut first);
+            return 1;
+        }
         self.queue_frame(m, first);
-        self.queue_frame(m, second);
+        self.queue_frame(m, std::mem::take(&mut next));
         let cap = self.config.rx_cap.max(2);
         let mut work = 2;
         let mut burst = 2;
         loop {
-            while burst < cap {
-                let Some(frame) = self.call_module(m, |module, cx| module.receive(cx)) else {
+            while burst < cap && got == Received::Frame {
+                got = self.call_module(m, |module, cx| module.receive(cx, &mut next));
+                if got == Received::Nothing {
                     break;
-                };
-                self.queue_frame(m, frame);
+                }
+                self.queue_frame(m, std::mem::take(&mut next));
                 burst += 1;
                 work += 1;
             }
             self.run_pending();
-            if burst < cap {
+            if burst < cap || got != Received::Frame {
                 break;
             }
             burst = 0;
@@ -481,13 +603,18 @@ impl Stack {
         work
     }
 
-    /// Polls the modules with background work; the frames a driver
-    /// receives run one by one as it hands them over.
+    /// Polls the modules with background work and asks the drivers for
+    /// their frames; the frames a driver receives run one by one as it
+    /// hands them over. A driver that only receives is not polled, and a
+    /// driver that knows nothing more is ready says so with the frame
+    /// ([`Received::Last`]): a poll that finds one frame is one module
+    /// call (the driver's fast lane, issue 26).
     pub(super) fn poll_modules(&mut self) -> usize {
         let mut work = 0;
         for k in 0..self.polled.len() {
             let Polled {
                 index,
+                polls,
                 receives,
                 when_due,
             } = self.polled[k];
@@ -500,11 +627,13 @@ impl Stack {
                 continue;
             }
             let m = ModuleId(index as u32);
-            // Path creation errors went to `path_created`.
-            work += self.run_module(m, |module, cx| module.poll(cx)).0;
-            // Module polls may have sent messages (ARP retries) or handed
-            // over frames in a batch.
-            self.drain_follow_ups();
+            if polls {
+                // Path creation errors went to `path_created`.
+                work += self.run_module(m, |module, cx| module.poll(cx)).0;
+                // Module polls may have sent messages (ARP retries) or
+                // handed over frames in a batch.
+                self.drain_follow_ups();
+            }
             // The driver's burst is looked at before it runs when its order
             // matters (ranked paths) or it is to be batched (LDLP).
             if self.ranked > 0 || self.sched != SchedKind::PerMessage {
@@ -512,21 +641,33 @@ impl Stack {
                     work += self.receive_handed_over();
                 }
                 if receives {
-                    if let Some(first) = self.call_module(m, |module, cx| module.receive(cx)) {
-                        work += self.receive_burst(m, first);
+                    let mut first = Msg::default();
+                    let got = self.call_module(m, |module, cx| module.receive(cx, &mut first));
+                    if got != Received::Nothing {
+                        work += self.receive_burst(m, first, got);
                     }
                 }
             } else {
-                while let Some((from, frame)) = self.shared.rx.pop_front() {
+                while let Some((from, mut frame)) = self.shared.rx.pop_front() {
                     work += 1;
-                    self.receive_frame(from, frame);
+                    self.receive_frame(from, &mut frame);
                 }
-                // Drivers that hand over one frame at a time.
+                // Drivers that hand over one frame at a time: each is
+                // written into `frame` and runs there.
                 if receives {
-                    while let Some(frame) = self.call_module(m, |module, cx| module.receive(cx)) {
+                    let mut frame = Msg::default();
+                    loop {
+                        let got = self.call_module(m, |module, cx| module.receive(cx, &mut frame));
+                        if got == Received::Nothing {
+                            break;
+                        }
                         work += 1;
-                        self.receive_frame(m, frame);
+                        self.receive_frame(m, &mut frame);
+                        if got == Received::Last {
+                            break;
+                        }
                     }
+                    let_go(frame);
                 }
             }
             if receives {
@@ -802,6 +943,19 @@ impl Stack {
 fn release(msg: &mut Msg) {
     if msg.has_buffer() {
         drop(std::mem::take(msg));
+    }
+}
+
+/// Lets go of a receive slot: [`Stack::receive_frame`] leaves it empty,
+/// and an empty message (no buffer, no pool) owns nothing, so it is
+/// forgotten rather than dropped — `Msg`'s drop glue is an out-of-line
+/// call, once per poll for nothing.
+#[inline(always)]
+fn let_go(slot: Msg) {
+    if slot.has_buffer() {
+        drop(slot);
+    } else {
+        std::mem::forget(slot);
     }
 }
 
