@@ -54,7 +54,7 @@ pub enum TapError {
         #[source]
         source: io::Error,
     },
-    /// [`TapOptions::multi_queue`] was asked for, but this kernel's TUN
+    /// [`TapOptions::multi_queue`](crate::TapOptions::multi_queue) was asked for, but this kernel's TUN
     /// driver does not offer `IFF_MULTI_QUEUE` (TUNGETFEATURES).
     #[error("TAP interface {name:?}: this kernel's TUN driver has no multi-queue support (IFF_MULTI_QUEUE)")]
     NoMultiQueue {

@@ -41,7 +41,7 @@ pub enum HostError {
     #[error("no route to {0}: it is on no attached network and the host has no gateway")]
     NoRoute(Ipv4Addr),
     /// A stage of the ICMP path dropped the echo request (counted in
-    /// [`Host::report`]).
+    /// [`Host::report`](super::Host::report)).
     #[error("the echo request to {dst} was dropped: {reason}")]
     Dropped {
         /// Where the request was going.
@@ -57,7 +57,7 @@ pub enum HostError {
     #[error(transparent)]
     Wait(#[from] TapError),
     /// The graph has no `ARP` instance named `arp` to hold a static
-    /// neighbour ([`Host::add_neighbor`]).
+    /// neighbour ([`Host::add_neighbor`](super::Host::add_neighbor)).
     #[error("the host graph has no ARP instance named \"arp\"")]
     NoArp,
     /// A static neighbour was refused.
