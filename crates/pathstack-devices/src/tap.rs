@@ -643,6 +643,16 @@ impl TapDevice {
 
     fn io_error(&mut self, what: &str, source: io::Error) -> DeviceError {
         self.stats.errors += 1;
+        // The interface was deleted under us (`ip link del`): the TUN
+        // driver detaches the file, and every read and write fails with
+        // EBADFD from then on (ENODEV/ENXIO on older kernels). No frame
+        // will pass again: a failure, not a dropped frame.
+        if matches!(
+            source.raw_os_error(),
+            Some(libc::EBADFD | libc::ENODEV | libc::ENXIO)
+        ) {
+            return DeviceError::Disconnected;
+        }
         DeviceError::Io {
             context: format!("{what} TAP interface {}", self.name),
             source,

@@ -219,3 +219,62 @@ fn spawn_after_shutdown_reports_the_stop() {
         assert_eq!(driver_error(&e), Some(&DriverError::Stopped), "{e}");
     });
 }
+
+/// The in-memory wire, whose receive fails as a deleted interface's does
+/// once `cue` is set.
+struct GoneOnCue {
+    end: WireEnd,
+    cue: Arc<AtomicBool>,
+}
+
+impl Device for GoneOnCue {
+    fn transmit(&mut self, frame: Msg, now: Instant) -> Result<(), DeviceError> {
+        self.end.transmit(frame, now)
+    }
+    fn receive(&mut self, pool: &MsgPool, now: Instant) -> Result<Option<Msg>, DeviceError> {
+        if self.cue.load(Ordering::Relaxed) {
+            return Err(DeviceError::Disconnected);
+        }
+        self.end.receive(pool, now)
+    }
+    fn caps(&self) -> DeviceCaps {
+        self.end.caps()
+    }
+    fn stats(&self) -> DeviceStats {
+        self.end.stats()
+    }
+}
+
+/// A device that fails for good ends the driver with its failure: the
+/// pending receive and every later call report it (`NetworkDown`), and
+/// the sync host's `wait` too (issue 27, problem 2).
+#[tokio::test(flavor = "current_thread")]
+async fn a_failed_device_ends_the_driver_with_its_error() {
+    let (a, _b) = wire_pair(WireConfig::default());
+    let cue = Arc::new(AtomicBool::new(false));
+    let dev = GoneOnCue {
+        end: a,
+        cue: Arc::clone(&cue),
+    };
+    let net = Net::new(Host::new("10.0.0.1/24".parse().unwrap(), dev).unwrap());
+    let sock = UdpSocket::bind(&net, "0.0.0.0:7").await.unwrap();
+    let pending = pending_recv(sock).await;
+    cue.store(true, Ordering::Relaxed);
+    let e = timeout(LIMIT, pending).await.unwrap().unwrap().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NetworkDown, "{e}");
+    assert!(
+        matches!(
+            net.driver_error(),
+            Some(DriverError::Device {
+                kind: ErrorKind::NetworkDown,
+                ..
+            })
+        ),
+        "{:?}",
+        net.driver_error()
+    );
+    let e = net
+        .with_host(|h| h.wait(Duration::from_millis(1)))
+        .unwrap_err();
+    assert_eq!(io::Error::from(e).kind(), ErrorKind::NetworkDown);
+}

@@ -345,3 +345,58 @@ fn linux_kernel_uses_a_tokio_socket_echo_on_tap() {
     let echoed = server.join().expect("server thread");
     assert_eq!(echoed, sizes.len() as u64);
 }
+
+/// A TAP deleted under a running `Net` (`ip link del`) ends the driver
+/// with the device's failure: a pending receive fails with it
+/// (`NetworkDown`) instead of waiting for ever, and so do later calls
+/// (issue 27, problem 2).
+#[cfg(feature = "tokio")]
+#[test]
+fn a_deleted_tap_fails_pending_and_later_tokio_calls() {
+    if !privileged("a_deleted_tap_fails_pending_and_later_tokio_calls") {
+        return;
+    }
+    let topo = Topology::up();
+    let (ns, name) = (topo.var("NS_A").to_string(), topo.var("TAP_A").to_string());
+    let tap = TapDevice::open(&name, TapOptions::new().netns(&ns)).expect("open TAP A");
+    let mut cfg = HostConfig::parse(&format!("{}/24", topo.var("PS_A_IP"))).unwrap();
+    cfg.mac = Some(MacAddr(tap.mac()));
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async move {
+        let net = pathstack::tokio::Net::tap(cfg, tap).expect("net");
+        let sock = pathstack::tokio::UdpSocket::bind(&net, "0.0.0.0:7")
+            .await
+            .expect("bind");
+        let pending = tokio::spawn(async move {
+            let mut buf = [0u8; 64];
+            sock.recv_from(&mut buf).await.map(|_| ())
+        });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let deleted = std::process::Command::new("ip")
+            .args(["-n", &ns, "link", "del", &name])
+            .status()
+            .expect("ip link del");
+        assert!(deleted.success());
+        let e = tokio::time::timeout(Duration::from_secs(5), pending)
+            .await
+            .expect("the pending receive still waits after the TAP went")
+            .expect("task")
+            .expect_err("received from a deleted TAP");
+        assert_eq!(e.kind(), std::io::ErrorKind::NetworkDown, "{e}");
+        assert!(
+            matches!(
+                net.driver_error(),
+                Some(pathstack::tokio::DriverError::Device { .. })
+            ),
+            "{:?}",
+            net.driver_error()
+        );
+        let e = pathstack::tokio::UdpSocket::bind(&net, "0.0.0.0:9")
+            .await
+            .expect_err("bound on a dead net");
+        assert_eq!(e.kind(), std::io::ErrorKind::NetworkDown, "{e}");
+    });
+}

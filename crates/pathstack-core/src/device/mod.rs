@@ -13,10 +13,12 @@ use std::sync::Arc;
 use thiserror::Error;
 
 pub use driver::{WireDropReason, WireModule, WireStage, WIRE_SPEC};
+pub use failure::DeviceFailure;
 pub use frame_match::{FieldTest, FieldWidth, FrameMatch};
 pub use offload::{MsgOffload, OffloadCaps};
 
 pub mod driver;
+pub mod failure;
 pub mod frame_match;
 pub mod impair;
 pub mod offload;
