@@ -651,7 +651,10 @@ impl TapDevice {
             source.raw_os_error(),
             Some(libc::EBADFD | libc::ENODEV | libc::ENXIO)
         ) {
-            return DeviceError::Disconnected;
+            return DeviceError::Gone(format!(
+                "TAP interface {} was deleted ({what} it: {source})",
+                self.name
+            ));
         }
         DeviceError::Io {
             context: format!("{what} TAP interface {}", self.name),
@@ -765,7 +768,10 @@ impl TapDevice {
                     // A TAP read never returns an empty frame while the
                     // interface exists.
                     self.stats.errors += 1;
-                    return Err(DeviceError::Disconnected);
+                    return Err(DeviceError::Gone(format!(
+                        "TAP interface {} returned an empty read",
+                        self.name
+                    )));
                 }
                 Ok(n) => {
                     // `n` is at most the tail room we offered, so this holds.

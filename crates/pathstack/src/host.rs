@@ -319,7 +319,7 @@ impl Host {
     /// let (a, _b) = wire_pair(WireConfig::default());
     /// let file = concat!(env!("CARGO_MANIFEST_DIR"), "/../../graphs/host.graph");
     /// let mut h = Host::from_graph_file(file, a).unwrap();
-    /// let s = h.udp_bind("0.0.0.0:7").unwrap();
+    /// let s = h.udp_bind("10.0.0.1:7").unwrap();
     /// assert_eq!(h.local_addr(&s).unwrap().to_string(), "10.0.0.1:7");
     /// ```
     pub fn from_graph_file(

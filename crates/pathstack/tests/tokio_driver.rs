@@ -233,7 +233,7 @@ impl Device for GoneOnCue {
     }
     fn receive(&mut self, pool: &MsgPool, now: Instant) -> Result<Option<Msg>, DeviceError> {
         if self.cue.load(Ordering::Relaxed) {
-            return Err(DeviceError::Disconnected);
+            return Err(DeviceError::Gone("unplugged on cue".into()));
         }
         self.end.receive(pool, now)
     }

@@ -3,9 +3,11 @@
 //! [`Cx::device_failed`]), the stack keeps it
 //! ([`Stack::device_failure`]), and whoever drives the stack ends every
 //! pending and later call with it instead of waiting for frames that will
-//! never come (a TAP deleted under a running host, the other end of the
-//! in-memory wire dropped). A transient error — a full queue, a frame too
-//! large, no buffer — is counted as a drop and is not a failure.
+//! never come (a TAP deleted under a running host). A transient error —
+//! a full queue, a frame too large, no buffer — is counted as a drop and
+//! is not a failure, and neither is a peer that went away (the other end
+//! of the in-memory wire dropped, a cable pulled): the host keeps
+//! running, as Linux's does when the carrier goes.
 //!
 //! [`ModCx::device_failed`]: crate::module::ModCx::device_failed
 //! [`Cx::device_failed`]: crate::stage::Cx::device_failed
@@ -30,10 +32,10 @@ pub struct DeviceFailure {
 }
 
 impl DeviceError {
-    /// Whether the device cannot carry frames any more (its other end or
-    /// the interface is gone), as opposed to refusing one frame.
+    /// Whether the device cannot carry frames any more (the interface is
+    /// gone), as opposed to refusing one frame or losing its peer.
     pub fn is_fatal(&self) -> bool {
-        matches!(self, DeviceError::Disconnected)
+        matches!(self, DeviceError::Gone(_))
     }
 
     /// The `std::io` kind this error reports as.
@@ -41,8 +43,9 @@ impl DeviceError {
         match self {
             DeviceError::FrameTooLarge { .. } => io::ErrorKind::InvalidInput,
             DeviceError::QueueFull { .. } => io::ErrorKind::WouldBlock,
-            // Linux's `ENETDOWN` for an interface that went away.
-            DeviceError::Disconnected => io::ErrorKind::NetworkDown,
+            // Linux's `ENETDOWN` for an interface that is down or went
+            // away.
+            DeviceError::Disconnected | DeviceError::Gone(_) => io::ErrorKind::NetworkDown,
             DeviceError::NoBuffer(_) => io::ErrorKind::OutOfMemory,
             DeviceError::Io { source, .. } => source.kind(),
         }
@@ -72,14 +75,15 @@ mod tests {
 
     #[test]
     fn only_a_gone_device_is_a_failure() {
-        assert!(DeviceError::Disconnected.is_fatal());
+        let gone = DeviceError::Gone("TAP interface t0 was deleted".into());
+        assert!(gone.is_fatal());
+        assert!(!DeviceError::Disconnected.is_fatal());
         assert!(!DeviceError::QueueFull { capacity: 8 }.is_fatal());
-        let f = DeviceFailure::new("wire", &DeviceError::Disconnected);
-        let e = io::Error::from(f);
+        let e = io::Error::from(DeviceFailure::new("wire", &gone));
         assert_eq!(e.kind(), io::ErrorKind::NetworkDown);
         assert_eq!(
             e.to_string(),
-            "the device of `wire` failed: device peer disconnected"
+            "the device of `wire` failed: the device is gone: TAP interface t0 was deleted"
         );
     }
 }
