@@ -392,6 +392,7 @@ impl Host {
         dst: Option<SocketAddr>,
     ) -> Result<(), SocketError> {
         let state = self.checked(s)?;
+        self.device_alive()?;
         if m.len() > MAX_DATAGRAM {
             return Err(SocketError::MessageTooLong {
                 len: m.len(),
