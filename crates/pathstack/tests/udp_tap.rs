@@ -102,13 +102,20 @@ impl Drop for Served {
     }
 }
 
-/// A host on TAP A of a fresh topology, with the services running.
-fn served(topo: &Topology, pcap: &TempFile, nic: Nic) -> Served {
+/// TAP A of `topo`, opened in its namespace, and a host configuration
+/// for the address reserved for it.
+fn tap_a(topo: &Topology) -> (TapDevice, HostConfig) {
     let tap = TapDevice::open(topo.var("TAP_A"), TapOptions::new().netns(topo.var("NS_A")))
         .expect("open TAP A");
-    let waiter = tap.waiter().expect("waiter");
     let mut cfg = HostConfig::parse(&format!("{}/24", topo.var("PS_A_IP"))).unwrap();
     cfg.mac = Some(MacAddr(tap.mac()));
+    (tap, cfg)
+}
+
+/// A host on TAP A of a fresh topology, with the services running.
+fn served(topo: &Topology, pcap: &TempFile, nic: Nic) -> Served {
+    let (tap, mut cfg) = tap_a(topo);
+    let waiter = tap.waiter().expect("waiter");
     cfg.nic = nic;
     cfg.upper.push((
         "name=echo7 module=ECHO mode=echo;".into(),
@@ -295,10 +302,7 @@ fn linux_kernel_uses_a_tokio_socket_echo_on_tap() {
         return;
     }
     let topo = Topology::up();
-    let tap = TapDevice::open(topo.var("TAP_A"), TapOptions::new().netns(topo.var("NS_A")))
-        .expect("open TAP A");
-    let mut cfg = HostConfig::parse(&format!("{}/24", topo.var("PS_A_IP"))).unwrap();
-    cfg.mac = Some(MacAddr(tap.mac()));
+    let (tap, cfg) = tap_a(&topo);
     let stop = Arc::new(AtomicBool::new(false));
     let flag = Arc::clone(&stop);
     let server = std::thread::spawn(move || -> u64 {
@@ -358,9 +362,7 @@ fn a_deleted_tap_fails_pending_and_later_tokio_calls() {
     }
     let topo = Topology::up();
     let (ns, name) = (topo.var("NS_A").to_string(), topo.var("TAP_A").to_string());
-    let tap = TapDevice::open(&name, TapOptions::new().netns(&ns)).expect("open TAP A");
-    let mut cfg = HostConfig::parse(&format!("{}/24", topo.var("PS_A_IP"))).unwrap();
-    cfg.mac = Some(MacAddr(tap.mac()));
+    let (tap, cfg) = tap_a(&topo);
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
