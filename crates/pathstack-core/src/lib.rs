@@ -32,8 +32,10 @@ pub mod rules;
 #[doc(hidden)]
 pub mod runtime;
 pub mod sched;
+mod send_lane;
 pub mod stack;
 pub mod stage;
+pub mod stage_ref;
 pub mod synthetic;
 pub mod time;
 
@@ -52,4 +54,5 @@ pub use path::{Path, QueueKind, SchedParams};
 pub use sched::SchedKind;
 pub use stack::{End, ModuleTypes, SendError, Stack, StackBuilder, StackConfig};
 pub use stage::{Cx, Stage, Verdict};
+pub use stage_ref::StageRef;
 pub use time::{Duration, Instant};

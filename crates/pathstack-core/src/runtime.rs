@@ -100,6 +100,9 @@ pub(crate) struct Shared {
     /// The first device failure a driver reported
     /// ([`crate::device::failure`]).
     pub device_failure: Option<crate::device::DeviceFailure>,
+    /// The first follow-up of an application's call into a stage, held
+    /// to run as soon as the call returns ([`crate::send_lane`]).
+    pub lane: crate::send_lane::SendLane,
 }
 
 /// A path a stage asked to open or delete while a path ran: Scout's
@@ -151,8 +154,14 @@ impl Shared {
         Ok(())
     }
 
-    /// Adds a follow-up, within the bound.
+    /// Adds a follow-up, within the bound: in the send lane when it is
+    /// the first of an application's call ([`crate::send_lane`]), else in
+    /// the list.
     pub(crate) fn follow_up(&mut self, f: FollowUp) -> Result<(), DropReason> {
+        let f = match self.lane.offer(f, self.follow_ups.is_empty()) {
+            Ok(()) => return Ok(()),
+            Err(f) => f,
+        };
         if self.follow_ups.len() >= self.follow_up_cap {
             self.follow_up_drops += 1;
             return Err(CoreDropReason::FollowUpOverflow.into());

@@ -81,6 +81,7 @@ impl StackBuilder {
             faults: Default::default(),
             path_ops: Vec::new(),
             device_failure: None,
+            lane: Default::default(),
         };
         let mut modules = Vec::new();
         for inst in self.graph.instances() {

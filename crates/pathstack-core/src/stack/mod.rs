@@ -41,6 +41,7 @@ use crate::rules::Rule;
 use crate::runtime::{FollowUp, Shared, TimerOwner};
 use crate::sched::{RunQueue, SchedKind};
 use crate::stage::{Cx, Stage};
+use crate::stage_ref::StageRef;
 use crate::time::Instant;
 use builder::batch_bound;
 use std::collections::VecDeque;
@@ -373,22 +374,61 @@ impl Stack {
     /// it emitted: how an application reaches per-path state that lives in
     /// a stage (a TCP connection's buffers: a write queues data and sends
     /// the segments the windows allow, a read may open the window). `None`
-    /// when the path or such a stage does not exist.
+    /// when the path or such a stage does not exist. Finds the stage by
+    /// its type on every call; [`Stack::stage_ref`] and
+    /// [`Stack::with_stage_at`] find it once.
     pub fn with_stage<T: Stage, R>(
         &mut self,
-        id: crate::ids::PathId,
+        id: PathId,
         f: impl FnOnce(&mut T, &mut Cx<'_, '_>) -> R,
     ) -> Option<R> {
-        let path = self.paths.get_mut(id)?;
+        let at = self.stage_ref::<T>(id)?;
+        self.with_stage_at(at, f)
+    }
+
+    /// A handle on the first stage of path `id` that is a `T`, for
+    /// [`Stack::with_stage_at`] and [`Stack::stage_at`]: the search by
+    /// type done once ([`crate::stage_ref`]). `None` when the path or such
+    /// a stage does not exist.
+    pub fn stage_ref<T: Stage>(&self, id: PathId) -> Option<StageRef<T>> {
+        let path = self.paths.get(id)?;
         let pos = (0..path.len()).find(|&p| {
             path.stage(p)
                 .is_some_and(|s| (s as &dyn std::any::Any).is::<T>())
         })?;
+        Some(StageRef::new(id, pos, *path.stage_ids.get(pos)?))
+    }
+
+    /// The stage `at` names, to inspect it; `None` when it is no longer
+    /// there (the path deleted).
+    pub fn stage_at<T: Stage>(&self, at: StageRef<T>) -> Option<&T> {
+        let path = self.paths.get(at.path)?;
+        let pos = at.locate(&path.stage_ids)?;
+        (path.stage(pos)? as &dyn std::any::Any).downcast_ref::<T>()
+    }
+
+    /// [`Stack::with_stage`] on the stage `at` names, without searching
+    /// for it; `None` when it is no longer there (the path deleted). The
+    /// first message `f` emits runs as soon as `f`
+    /// returns, ahead of the follow-up list ([`crate::send_lane`]): a
+    /// write leaves by the device in the same call, and through the
+    /// path's fast form when it has one.
+    pub fn with_stage_at<T: Stage, R>(
+        &mut self,
+        at: StageRef<T>,
+        f: impl FnOnce(&mut T, &mut Cx<'_, '_>) -> R,
+    ) -> Option<R> {
+        let path = self.paths.get_mut(at.path)?;
+        let pos = at.locate(&path.stage_ids)?;
         let (exec, mut env, _) = path.split(self.now, &mut self.modules, &mut self.shared, 0);
         let stage = exec.stage_mut(pos)?;
         let stage = (stage as &mut dyn std::any::Any).downcast_mut::<T>()?;
+        env.shared.lane.open();
         let mut cx = Cx { env: &mut env, pos };
         let r = f(stage, &mut cx);
+        if let Some(mut first) = self.shared.lane.close() {
+            self.run_follow_up(&mut first);
+        }
         self.drain_follow_ups();
         Some(r)
     }

@@ -924,7 +924,7 @@ impl Stack {
 
     /// Runs follow-up `f` from where it was handed on.
     #[inline(always)]
-    fn run_follow_up(&mut self, f: &mut FollowUp) {
+    pub(super) fn run_follow_up(&mut self, f: &mut FollowUp) {
         let trip = Trip {
             path: f.path,
             start: f.start,

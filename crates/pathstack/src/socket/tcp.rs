@@ -54,7 +54,7 @@ use super::{SocketError, Transport};
 use crate::host::{Host, HostId};
 use pathstack_core::attrs::keys::{AddrPart, Participants, PARTICIPANTS, PASSIVE_OPEN};
 use pathstack_core::attrs::Attrs;
-use pathstack_core::{ModuleId, PathId};
+use pathstack_core::{ModuleId, PathId, StageRef};
 use pathstack_inet::modules::ip::LOCAL_IPV4;
 use pathstack_inet::modules::tcp::{TcpModule, TCP_BACKLOG, TCP_CONFIG};
 use pathstack_inet::modules::{TcpConnStage, TcpListenStage, TcpRefusal};
@@ -79,8 +79,16 @@ pub struct TcpStream {
 
 #[derive(Clone, Copy, Debug)]
 enum Entry {
-    Listener { path: PathId, port: u16 },
-    Stream { path: PathId },
+    Listener {
+        path: PathId,
+        port: u16,
+    },
+    Stream {
+        path: PathId,
+        /// The connection's stage, found once when the socket is made
+        /// (issue 26: no search by type on every socket call).
+        conn: Option<StageRef<TcpConnStage>>,
+    },
 }
 
 /// The TCP socket table of a host.
@@ -150,12 +158,27 @@ impl Host {
     }
 
     fn stream_path(&self, s: &TcpStream) -> Result<PathId, SocketError> {
+        self.stream_entry(s).map(|(path, _)| path)
+    }
+
+    fn stream_entry(
+        &self,
+        s: &TcpStream,
+    ) -> Result<(PathId, Option<StageRef<TcpConnStage>>), SocketError> {
         match self
             .tcp_sockets
             .get(self.id(), (s.host, s.slot, s.generation))?
         {
-            Entry::Stream { path } => Ok(path),
+            Entry::Stream { path, conn } => Ok((path, conn)),
             Entry::Listener { .. } => Err(SocketError::Closed),
+        }
+    }
+
+    /// A new stream's entry, with its connection stage found once.
+    fn stream(&self, path: PathId) -> Entry {
+        Entry::Stream {
+            path,
+            conn: self.stack().stage_ref(path),
         }
     }
 
@@ -166,21 +189,30 @@ impl Host {
         s: &TcpStream,
         f: impl FnOnce(&mut TcpConnStage, &mut pathstack_core::stage::Cx<'_, '_>) -> R,
     ) -> Result<R, SocketError> {
-        let path = self.stream_path(s)?;
+        let (path, at) = self.stream_entry(s)?;
         let now = self.now();
         let stack = self.stack_mut();
         stack.set_now(now);
-        stack
-            .with_stage::<TcpConnStage, R>(path, |st, cx| {
-                let r = f(st, cx);
-                st.flush(cx);
-                r
-            })
-            .ok_or(SocketError::Closed)
+        let g = |st: &mut TcpConnStage, cx: &mut pathstack_core::stage::Cx<'_, '_>| {
+            let r = f(st, cx);
+            st.flush(cx);
+            r
+        };
+        // The handle checks itself on use; without one (never seen: the
+        // path had no connection stage when the socket was made) the
+        // search by type decides.
+        match at {
+            Some(at) => stack.with_stage_at(at, g),
+            None => stack.with_stage::<TcpConnStage, R>(path, g),
+        }
+        .ok_or(SocketError::Closed)
     }
 
     fn conn<R>(&self, s: &TcpStream, f: impl FnOnce(&TcpConnStage) -> R) -> Result<R, SocketError> {
-        let path = self.stream_path(s)?;
+        let (path, at) = self.stream_entry(s)?;
+        if let Some(c) = at.and_then(|at| self.stack().stage_at(at)) {
+            return Ok(f(c));
+        }
         let p = self.stack().path(path).ok_or(SocketError::Closed)?;
         (0..p.len())
             .filter_map(|i| p.stage(i))
@@ -286,7 +318,7 @@ impl Host {
             else {
                 return Ok(None);
             };
-            let (slot, generation) = self.tcp_sockets.insert(Entry::Stream { path });
+            let (slot, generation) = self.tcp_sockets.insert(self.stream(path));
             let s = TcpStream {
                 host: self.id(),
                 slot,
@@ -340,7 +372,7 @@ impl Host {
                 .path_create(tcp, attrs)
                 .map_err(map_refusal)?;
             self.specialize(path);
-            let (slot, generation) = self.tcp_sockets.insert(Entry::Stream { path });
+            let (slot, generation) = self.tcp_sockets.insert(self.stream(path));
             let s = TcpStream {
                 host: self.id(),
                 slot,
