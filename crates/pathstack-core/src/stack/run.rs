@@ -122,17 +122,17 @@ enum Onward {
 
 /// What [`settle`] needs of the stack besides the path: the parts a
 /// message leaving the path's end or turned around reaches.
-struct TripEnds<'a> {
-    modules: &'a mut [crate::module::ModuleSlot],
-    shared: &'a mut crate::runtime::Shared,
-    demux: &'a crate::demux::Demux,
+pub(super) struct TripEnds<'a> {
+    pub modules: &'a mut [crate::module::ModuleSlot],
+    pub shared: &'a mut crate::runtime::Shared,
+    pub demux: &'a crate::demux::Demux,
     /// Nothing waits in the run loop's work list.
-    work_empty: bool,
-    now: Instant,
+    pub work_empty: bool,
+    pub now: Instant,
 }
 
 /// How a hop of a trip ended, once its fate is settled.
-enum Settled {
+pub(super) enum Settled {
     /// The trip is over.
     Done(Entered),
     /// It goes on along another path, after the stage of the module it
@@ -146,7 +146,7 @@ enum Settled {
 /// last stage leaves by the end module (the sink queue, or on to another
 /// path). One body for [`Stack::run_hops`] and [`Stack::run_entering`].
 #[inline(always)]
-fn settle(
+pub(super) fn settle(
     path: &mut Path,
     ends: TripEnds<'_>,
     hop: usize,
@@ -308,7 +308,7 @@ impl Stack {
     /// batch them. (A driver's burst of several frames does not come this
     /// way: `receive_burst` queues it.) Decided once per trip.
     #[inline(always)]
-    fn runs_direct(&self, fresh: bool) -> bool {
+    pub(super) fn runs_direct(&self, fresh: bool) -> bool {
         self.sched == SchedKind::PerMessage
             || (fresh
                 && self.runq.is_empty()
@@ -318,7 +318,13 @@ impl Stack {
 
     /// [`Stack::run`] from hop `first_hop` of the trip on (a trip whose
     /// first hop [`Stack::run_entering`] ran goes on from hop 1).
-    fn run_hops(&mut self, trip: Trip, direct: bool, first_hop: usize, msg: &mut Msg) -> Entered {
+    pub(super) fn run_hops(
+        &mut self,
+        trip: Trip,
+        direct: bool,
+        first_hop: usize,
+        msg: &mut Msg,
+    ) -> Entered {
         let Trip {
             path: mut id,
             mut start,
