@@ -411,10 +411,10 @@ impl Stack {
 
     /// [`Stack::with_stage`] on the stage `at` names, without searching
     /// for it; `None` when it is no longer there (the path deleted). The
-    /// first message `f` emits runs as soon as `f`
-    /// returns, ahead of the follow-up list ([`crate::send_lane`]): a
-    /// write leaves by the device in the same call, and through the
-    /// path's fast form when it has one.
+    /// first message `f` emits runs as soon as `f` returns, ahead of the
+    /// follow-up list (the send lane, `send_lane.rs`): a write leaves by
+    /// the device in the same call, and through the path's fast form when
+    /// it has one.
     pub fn with_stage_at<T: Stage, R>(
         &mut self,
         at: StageRef<T>,
