@@ -266,10 +266,15 @@ pub trait Module: Any + Send {
 
     /// Whether this module's [`Module::poll`] has work only when its
     /// [`Module::poll_at`] is due (timeouts, retries: IP reassembly, ARP).
-    /// Asked once, when the stack is built; the stack then asks `poll_at`
-    /// on every poll and calls `poll` only when it is due, rather than
-    /// calling `poll` to find nothing to do. Such a module's `poll_at` must
-    /// cover all of its work. Default: no (drivers are polled every time).
+    /// Asked once, when the stack is built; the stack then calls `poll`
+    /// only when `poll_at` is due, rather than calling `poll` to find
+    /// nothing to do. Such a module's `poll_at` must cover all of its work,
+    /// and must follow from its own state alone (no clock, no interior
+    /// mutability): the stack asks it again only after the module was
+    /// reached writably — any of its calls, a stage's
+    /// [`Cx::module`](crate::stage::Cx::module) or `linked_module`,
+    /// [`Stack::module_mut`](crate::Stack::module_mut) — so an idle poll
+    /// asks it nothing. Default: no (drivers are polled every time).
     fn polls_when_due(&self) -> bool {
         false
     }
