@@ -97,6 +97,9 @@ pub(crate) struct Shared {
     /// [`Cx::open_path`]: crate::stage::Cx::open_path
     /// [`Cx::delete_path`]: crate::stage::Cx::delete_path
     pub path_ops: Vec<PathOp>,
+    /// The first device failure a driver reported
+    /// ([`crate::device::failure`]).
+    pub device_failure: Option<crate::device::DeviceFailure>,
 }
 
 /// A path a stage asked to open or delete while a path ran: Scout's

@@ -643,6 +643,19 @@ impl TapDevice {
 
     fn io_error(&mut self, what: &str, source: io::Error) -> DeviceError {
         self.stats.errors += 1;
+        // The interface was deleted under us (`ip link del`): the TUN
+        // driver detaches the file, and every read and write fails with
+        // EBADFD from then on (ENODEV/ENXIO on older kernels). No frame
+        // will pass again: a failure, not a dropped frame.
+        if matches!(
+            source.raw_os_error(),
+            Some(libc::EBADFD | libc::ENODEV | libc::ENXIO)
+        ) {
+            return DeviceError::Gone(format!(
+                "TAP interface {} was deleted ({what} it: {source})",
+                self.name
+            ));
+        }
         DeviceError::Io {
             context: format!("{what} TAP interface {}", self.name),
             source,
@@ -755,7 +768,10 @@ impl TapDevice {
                     // A TAP read never returns an empty frame while the
                     // interface exists.
                     self.stats.errors += 1;
-                    return Err(DeviceError::Disconnected);
+                    return Err(DeviceError::Gone(format!(
+                        "TAP interface {} returned an empty read",
+                        self.name
+                    )));
                 }
                 Ok(n) => {
                     // `n` is at most the tail room we offered, so this holds.

@@ -319,7 +319,7 @@ impl Host {
     /// let (a, _b) = wire_pair(WireConfig::default());
     /// let file = concat!(env!("CARGO_MANIFEST_DIR"), "/../../graphs/host.graph");
     /// let mut h = Host::from_graph_file(file, a).unwrap();
-    /// let s = h.udp_bind("0.0.0.0:7").unwrap();
+    /// let s = h.udp_bind("10.0.0.1:7").unwrap();
     /// assert_eq!(h.local_addr(&s).unwrap().to_string(), "10.0.0.1:7");
     /// ```
     pub fn from_graph_file(
@@ -509,6 +509,10 @@ impl Host {
     /// with neither cannot say when a frame arrives, so the host sleeps
     /// at most a millisecond and polls again.
     pub fn wait(&self, max: std::time::Duration) -> Result<(), HostError> {
+        // A failed device will not wake anyone (a deleted TAP).
+        if let Some(f) = self.device_failure() {
+            return Err(HostError::Device(f.clone()));
+        }
         let timeout = self.until_timer().map_or(max, |t| t.min(max));
         match (&self.waiter, self.mode, &self.rx_waiter) {
             (Some(_), WaitMode::BusyPoll, _) => std::thread::yield_now(),
@@ -521,6 +525,14 @@ impl Host {
             (None, _, None) => std::thread::sleep(timeout.min(std::time::Duration::from_millis(1))),
         }
         Ok(())
+    }
+
+    /// How the host's device failed for good, if it did (a TAP deleted
+    /// under the host, the other end of the wire gone): the stack keeps
+    /// running, but no frame passes any more. [`Host::wait`] reports it,
+    /// and a tokio [`Net`](crate::tokio::Net)'s driver ends with it.
+    pub fn device_failure(&self) -> Option<&pathstack_core::device::DeviceFailure> {
+        self.stack.device_failure()
     }
 
     /// What the device offers to wait on until a frame arrives (the

@@ -128,22 +128,33 @@ fn a_driver_whose_runtime_ended_fails_later_calls() {
     });
 }
 
-/// The in-memory wire, whose receive panics once `cue` is set: a driver
-/// that panics.
-struct PanicOnCue {
-    end: WireEnd,
-    cue: Arc<AtomicBool>,
+/// How [`BreaksOnCue`] breaks.
+#[derive(Clone, Copy)]
+enum Break {
+    /// Its receive panics: a driver that panics.
+    Panic,
+    /// Its receive fails as a deleted interface's does: a device gone.
+    Gone,
 }
 
-impl Device for PanicOnCue {
+/// The in-memory wire, which breaks as `how` says once `cue` is set.
+struct BreaksOnCue {
+    end: WireEnd,
+    cue: Arc<AtomicBool>,
+    how: Break,
+}
+
+impl Device for BreaksOnCue {
     fn transmit(&mut self, frame: Msg, now: Instant) -> Result<(), DeviceError> {
         self.end.transmit(frame, now)
     }
     fn receive(&mut self, pool: &MsgPool, now: Instant) -> Result<Option<Msg>, DeviceError> {
-        assert!(
-            !self.cue.load(Ordering::Relaxed),
-            "the device broke (on cue)"
-        );
+        if self.cue.load(Ordering::Relaxed) {
+            match self.how {
+                Break::Panic => panic!("the device broke (on cue)"),
+                Break::Gone => return Err(DeviceError::Gone("unplugged on cue".into())),
+            }
+        }
         self.end.receive(pool, now)
     }
     fn caps(&self) -> DeviceCaps {
@@ -154,15 +165,23 @@ impl Device for PanicOnCue {
     }
 }
 
-#[tokio::test(flavor = "current_thread")]
-async fn a_panicked_driver_fails_a_pending_recv() {
+/// A net on a device that breaks as `how` says when the returned flag is
+/// set.
+fn breaking_net(how: Break) -> (Net, Arc<AtomicBool>) {
     let (a, _b) = wire_pair(WireConfig::default());
     let cue = Arc::new(AtomicBool::new(false));
-    let dev = PanicOnCue {
+    let dev = BreaksOnCue {
         end: a,
         cue: Arc::clone(&cue),
+        how,
     };
     let net = Net::new(Host::new("10.0.0.1/24".parse().unwrap(), dev).unwrap());
+    (net, cue)
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_panicked_driver_fails_a_pending_recv() {
+    let (net, cue) = breaking_net(Break::Panic);
     let sock = UdpSocket::bind(&net, "0.0.0.0:7").await.unwrap();
     let pending = pending_recv(sock).await;
     cue.store(true, Ordering::Relaxed);
@@ -218,4 +237,32 @@ fn spawn_after_shutdown_reports_the_stop() {
             .unwrap_err();
         assert_eq!(driver_error(&e), Some(&DriverError::Stopped), "{e}");
     });
+}
+
+/// A device that fails for good ends the driver with its failure: the
+/// pending receive and every later call report it (`NetworkDown`), and
+/// the sync host's `wait` too (issue 27, problem 2).
+#[tokio::test(flavor = "current_thread")]
+async fn a_failed_device_ends_the_driver_with_its_error() {
+    let (net, cue) = breaking_net(Break::Gone);
+    let sock = UdpSocket::bind(&net, "0.0.0.0:7").await.unwrap();
+    let pending = pending_recv(sock).await;
+    cue.store(true, Ordering::Relaxed);
+    let e = timeout(LIMIT, pending).await.unwrap().unwrap().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NetworkDown, "{e}");
+    assert!(
+        matches!(
+            net.driver_error(),
+            Some(DriverError::Device {
+                kind: ErrorKind::NetworkDown,
+                ..
+            })
+        ),
+        "{:?}",
+        net.driver_error()
+    );
+    let e = net
+        .with_host(|h| h.wait(Duration::from_millis(1)))
+        .unwrap_err();
+    assert_eq!(io::Error::from(e).kind(), ErrorKind::NetworkDown);
 }

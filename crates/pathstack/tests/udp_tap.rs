@@ -102,13 +102,20 @@ impl Drop for Served {
     }
 }
 
-/// A host on TAP A of a fresh topology, with the services running.
-fn served(topo: &Topology, pcap: &TempFile, nic: Nic) -> Served {
+/// TAP A of `topo`, opened in its namespace, and a host configuration
+/// for the address reserved for it.
+fn tap_a(topo: &Topology) -> (TapDevice, HostConfig) {
     let tap = TapDevice::open(topo.var("TAP_A"), TapOptions::new().netns(topo.var("NS_A")))
         .expect("open TAP A");
-    let waiter = tap.waiter().expect("waiter");
     let mut cfg = HostConfig::parse(&format!("{}/24", topo.var("PS_A_IP"))).unwrap();
     cfg.mac = Some(MacAddr(tap.mac()));
+    (tap, cfg)
+}
+
+/// A host on TAP A of a fresh topology, with the services running.
+fn served(topo: &Topology, pcap: &TempFile, nic: Nic) -> Served {
+    let (tap, mut cfg) = tap_a(topo);
+    let waiter = tap.waiter().expect("waiter");
     cfg.nic = nic;
     cfg.upper.push((
         "name=echo7 module=ECHO mode=echo;".into(),
@@ -295,10 +302,7 @@ fn linux_kernel_uses_a_tokio_socket_echo_on_tap() {
         return;
     }
     let topo = Topology::up();
-    let tap = TapDevice::open(topo.var("TAP_A"), TapOptions::new().netns(topo.var("NS_A")))
-        .expect("open TAP A");
-    let mut cfg = HostConfig::parse(&format!("{}/24", topo.var("PS_A_IP"))).unwrap();
-    cfg.mac = Some(MacAddr(tap.mac()));
+    let (tap, cfg) = tap_a(&topo);
     let stop = Arc::new(AtomicBool::new(false));
     let flag = Arc::clone(&stop);
     let server = std::thread::spawn(move || -> u64 {
@@ -344,4 +348,57 @@ fn linux_kernel_uses_a_tokio_socket_echo_on_tap() {
     drop(guard);
     let echoed = server.join().expect("server thread");
     assert_eq!(echoed, sizes.len() as u64);
+}
+
+/// A TAP deleted under a running `Net` (`ip link del`) ends the driver
+/// with the device's failure: a pending receive fails with it
+/// (`NetworkDown`) instead of waiting for ever, and so do later calls
+/// (issue 27, problem 2).
+#[cfg(feature = "tokio")]
+#[test]
+fn a_deleted_tap_fails_pending_and_later_tokio_calls() {
+    if !privileged("a_deleted_tap_fails_pending_and_later_tokio_calls") {
+        return;
+    }
+    let topo = Topology::up();
+    let (ns, name) = (topo.var("NS_A").to_string(), topo.var("TAP_A").to_string());
+    let (tap, cfg) = tap_a(&topo);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async move {
+        let net = pathstack::tokio::Net::tap(cfg, tap).expect("net");
+        let sock = pathstack::tokio::UdpSocket::bind(&net, "0.0.0.0:7")
+            .await
+            .expect("bind");
+        let pending = tokio::spawn(async move {
+            let mut buf = [0u8; 64];
+            sock.recv_from(&mut buf).await.map(|_| ())
+        });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let deleted = std::process::Command::new("ip")
+            .args(["-n", &ns, "link", "del", &name])
+            .status()
+            .expect("ip link del");
+        assert!(deleted.success());
+        let e = tokio::time::timeout(Duration::from_secs(5), pending)
+            .await
+            .expect("the pending receive still waits after the TAP went")
+            .expect("task")
+            .expect_err("received from a deleted TAP");
+        assert_eq!(e.kind(), std::io::ErrorKind::NetworkDown, "{e}");
+        assert!(
+            matches!(
+                net.driver_error(),
+                Some(pathstack::tokio::DriverError::Device { .. })
+            ),
+            "{:?}",
+            net.driver_error()
+        );
+        let e = pathstack::tokio::UdpSocket::bind(&net, "0.0.0.0:9")
+            .await
+            .expect_err("bound on a dead net");
+        assert_eq!(e.kind(), std::io::ErrorKind::NetworkDown, "{e}");
+    });
 }

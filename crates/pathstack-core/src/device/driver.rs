@@ -132,10 +132,13 @@ impl Module for WireModule {
                 self.rx_left = self.rx_burst;
                 Received::Last
             }
-            Err(_) => {
+            Err(e) => {
                 self.rx_left = self.rx_burst;
                 self.rx_errors += 1;
                 cx.count_drop(WireDropReason::RxError);
+                if e.is_fatal() {
+                    cx.device_failed(&e);
+                }
                 Received::Nothing
             }
         }
@@ -173,7 +176,12 @@ impl WireStage {
         match cx.module::<WireModule>() {
             Some(m) => match m.device.as_mut().transmit(frame, now) {
                 Ok(()) => Verdict::Consumed,
-                Err(_) => Verdict::Drop(WireDropReason::TxError.into()),
+                Err(e) => {
+                    if e.is_fatal() {
+                        cx.device_failed(&e);
+                    }
+                    Verdict::Drop(WireDropReason::TxError.into())
+                }
             },
             None => Verdict::Drop(WireDropReason::TxError.into()),
         }

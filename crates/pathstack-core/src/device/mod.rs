@@ -13,10 +13,12 @@ use std::sync::Arc;
 use thiserror::Error;
 
 pub use driver::{WireDropReason, WireModule, WireStage, WIRE_SPEC};
+pub use failure::DeviceFailure;
 pub use frame_match::{FieldTest, FieldWidth, FrameMatch};
 pub use offload::{MsgOffload, OffloadCaps};
 
 pub mod driver;
+pub mod failure;
 pub mod frame_match;
 pub mod impair;
 pub mod offload;
@@ -78,9 +80,16 @@ pub enum DeviceError {
         /// The queue's bound.
         capacity: usize,
     },
-    /// The peer end of the device is gone.
+    /// The peer end of the device is gone (the other end of the
+    /// in-memory wire dropped: a cable pulled). The device itself is
+    /// still there; what it sends is lost.
     #[error("device peer disconnected")]
     Disconnected,
+    /// The device itself is gone for good (a TAP interface deleted under
+    /// the host): nothing will pass through it again
+    /// ([`crate::device::failure`]).
+    #[error("the device is gone: {0}")]
+    Gone(String),
     /// No buffer could be had for a received frame.
     #[error("no buffer for a received frame: {0}")]
     NoBuffer(#[from] crate::msg::MsgError),

@@ -79,6 +79,7 @@ impl StackBuilder {
             rx_drops: 0,
             faults: Default::default(),
             path_ops: Vec::new(),
+            device_failure: None,
         };
         let mut modules = Vec::new();
         for inst in self.graph.instances() {

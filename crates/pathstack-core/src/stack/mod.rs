@@ -313,6 +313,12 @@ impl Stack {
         work += self.run_pending();
         work
     }
+    /// The first device failure a driver reported (a deleted TAP, the
+    /// other end of the wire gone; [`crate::device::failure`]), if any:
+    /// what a driver loop ends its sockets' calls with.
+    pub fn device_failure(&self) -> Option<&crate::device::DeviceFailure> {
+        self.shared.device_failure.as_ref()
+    }
 
     /// Takes the asynchronous error a stage or module recorded for `path`
     /// since the last call (`SO_ERROR`: reading clears it); see

@@ -33,6 +33,9 @@ pub enum HostError {
     /// for the pool's largest buffer).
     #[error("making the echo request: {0}")]
     EchoRequest(#[from] MsgError),
+    /// The device failed for good (a TAP deleted under the host).
+    #[error(transparent)]
+    Device(#[from] pathstack_core::device::DeviceFailure),
     /// The configuration names addresses no host can use.
     #[error(transparent)]
     Config(#[from] ConfigError),
@@ -96,6 +99,7 @@ impl HostError {
             // Earlier requests still wait: try again after a poll.
             HostError::QueueFull => K::WouldBlock,
             HostError::Wait(t) => t.kind(),
+            HostError::Device(f) => f.kind,
             HostError::GraphFile { source, .. } => source.kind(),
         }
     }

@@ -135,6 +135,10 @@ pub enum SocketError {
     /// No datagram arrived within the timeout of a blocking receive.
     #[error("no datagram arrived within the timeout")]
     TimedOut,
+    /// The host's device failed for good (a TAP deleted under the host):
+    /// nothing can be sent any more.
+    #[error(transparent)]
+    DeviceFailed(pathstack_core::device::DeviceFailure),
     /// Waiting for the device in a blocking receive failed.
     #[error("waiting for the device: {0}")]
     Wait(#[source] Box<HostError>),
@@ -203,6 +207,7 @@ impl From<SocketError> for std::io::Error {
             // `EADDRNOTAVAIL` ("Cannot assign requested address").
             SocketError::Path(e) if no_ephemeral_port(e) => K::AddrNotAvailable,
             SocketError::Wait(t) => t.kind(),
+            SocketError::DeviceFailed(f) => f.kind,
             SocketError::Path(_) | SocketError::Dropped(_) | SocketError::Resolve(_) => K::Other,
         };
         std::io::Error::new(kind, e)

@@ -57,6 +57,17 @@ impl Host {
         self.take_error_of(&st).map_or(Ok(st), Err)
     }
 
+    /// Fails a send once the host's device has failed for good (a deleted
+    /// TAP): Linux's `ENETDOWN` (kind `NetworkDown`), rather than a
+    /// datagram counted as a driver drop (issue 27, problem 8). Receives
+    /// still take what was queued before.
+    pub(super) fn device_alive(&self) -> Result<(), SocketError> {
+        match self.device_failure() {
+            Some(f) => Err(SocketError::DeviceFailed(f.clone())),
+            None => Ok(()),
+        }
+    }
+
     /// The pending error of `s`, left pending (what a peek reports, and
     /// what wakes a task waiting to receive).
     pub(crate) fn pending_error(&self, s: &UdpSocket) -> Option<SocketError> {

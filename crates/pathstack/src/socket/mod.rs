@@ -66,7 +66,9 @@
 //!     }
 //! };
 //! assert_eq!(&buf[..n], b"hello");
-//! assert_eq!(from, client.local_addr(&cli).unwrap());
+//! // Bound to 0.0.0.0 (as `local_addr` says); it sends from the host's address.
+//! assert_eq!(from.port(), client.local_addr(&cli).unwrap().port());
+//! assert_eq!(from.ip().to_string(), "10.0.0.1");
 //! ```
 
 mod addr;
@@ -170,10 +172,6 @@ impl Host {
         self.sockets.get(s)
     }
 
-    fn socket_addr(&self, port: u16) -> SocketAddrV4 {
-        SocketAddrV4::new(self.sockets.addr().unwrap_or(Ipv4Addr::UNSPECIFIED), port)
-    }
-
     /// Makes a path at UDP from `port` (0: an ephemeral one), passive or
     /// connected to `peer`; returns it and the port it holds.
     fn udp_path(
@@ -246,7 +244,9 @@ impl Host {
         try_each(resolve(addr)?, |local| {
             check_local(self.sockets.addr(), local)?;
             let (path, port) = self.udp_path(local.port(), None)?;
-            Ok(self.sockets.insert(SocketState::new(path, port, None)))
+            let mut st = SocketState::new(path, port, None);
+            st.bound_ip = Some(*local.ip()).filter(|a| !a.is_unspecified());
+            Ok(self.sockets.insert(st))
         })
     }
 
@@ -316,11 +316,11 @@ impl Host {
                 .get(&pathstack_inet::modules::ip::LOCAL_IPV4)
                 .copied()
         });
-        Ok(match placed {
-            Some(ip) => SocketAddrV4::new(ip, st.port),
-            None => self.socket_addr(st.port),
-        }
-        .into())
+        // One that is not connected reports the address it was bound to,
+        // `0.0.0.0` included, as `getsockname` (and so `std` and tokio)
+        // do: it takes datagrams to any of the host's addresses.
+        let ip = placed.or(st.bound_ip).unwrap_or(Ipv4Addr::UNSPECIFIED);
+        Ok(SocketAddrV4::new(ip, st.port).into())
     }
 
     /// The peer of a connected socket ([`SocketError::NotConnected`] for a
@@ -392,6 +392,7 @@ impl Host {
         dst: Option<SocketAddr>,
     ) -> Result<(), SocketError> {
         let state = self.checked(s)?;
+        self.device_alive()?;
         if m.len() > MAX_DATAGRAM {
             return Err(SocketError::MessageTooLong {
                 len: m.len(),

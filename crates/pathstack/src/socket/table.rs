@@ -23,6 +23,10 @@ pub(crate) struct SocketState {
     pub(crate) port: u16,
     /// The peer of a connected socket.
     pub(crate) peer: Option<SocketAddrV4>,
+    /// The address it was bound to, when not `0.0.0.0` (what
+    /// `local_addr` reports for a socket that is not connected, as
+    /// `getsockname` does).
+    pub(crate) bound_ip: Option<std::net::Ipv4Addr>,
     /// Time to live of what it sends (`IP_TTL`).
     pub(crate) ttl: u8,
     /// Whether it may send to broadcast addresses (`SO_BROADCAST`).
@@ -37,6 +41,7 @@ impl SocketState {
             path,
             port,
             peer,
+            bound_ip: None,
             ttl: DEFAULT_TTL,
             broadcast: false,
         }

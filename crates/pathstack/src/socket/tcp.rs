@@ -408,6 +408,7 @@ impl Host {
     /// it is full (would block). Data written during the handshake waits
     /// for it.
     pub fn tcp_send(&mut self, s: &TcpStream, data: &[u8]) -> Result<Option<usize>, SocketError> {
+        self.device_alive()?;
         self.with_conn(s, |c, _| c.tcb_mut().send(data))?
             .map_err(SocketError::from)
     }
@@ -421,6 +422,7 @@ impl Host {
         s: &TcpStream,
         bufs: &[std::io::IoSlice<'_>],
     ) -> Result<Option<usize>, SocketError> {
+        self.device_alive()?;
         self.with_conn(s, |c, _| c.tcb_mut().send_vectored(bufs))?
             .map_err(SocketError::from)
     }

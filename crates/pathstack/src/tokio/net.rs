@@ -559,6 +559,18 @@ impl Inner {
     async fn step(&self, idle: &mut u32) -> io::Result<()> {
         let (work, next_timer) = self.poll();
         self.polls.fetch_add(1, Ordering::Relaxed);
+        // A device that failed for good (a deleted TAP) ends the driver:
+        // every pending and later call fails with it rather than waiting
+        // for frames that will never come (issue 27, problem 2).
+        let failed = self.lock().host.device_failure().cloned();
+        if let Some(f) = failed {
+            let (kind, message) = (f.kind, f.to_string());
+            self.lock().end_driver(DriverError::Device {
+                kind,
+                message: message.clone(),
+            });
+            return Err(io::Error::new(kind, message));
+        }
         if work > 0 {
             // A device gives at most a burst per poll: keep polling until
             // it is empty, letting the woken sockets run between.
