@@ -273,10 +273,15 @@ pub trait Module: Any + Send {
 
     /// Whether this module's [`Module::poll`] has work only when its
     /// [`Module::poll_at`] is due (timeouts, retries: IP reassembly, ARP).
-    /// Asked once, when the stack is built; the stack then asks `poll_at`
-    /// on every poll and calls `poll` only when it is due, rather than
-    /// calling `poll` to find nothing to do. Such a module's `poll_at` must
-    /// cover all of its work. Default: no (drivers are polled every time).
+    /// Asked once, when the stack is built; the stack then calls `poll`
+    /// only when `poll_at` is due, rather than calling `poll` to find
+    /// nothing to do. Such a module's `poll_at` must cover all of its work,
+    /// and must follow from its own state alone (no clock, no interior
+    /// mutability): the stack asks it again only after the module was
+    /// reached writably — any of its calls, a stage's
+    /// [`Cx::module`](crate::stage::Cx::module) or `linked_module`,
+    /// [`Stack::module_mut`](crate::Stack::module_mut) — so an idle poll
+    /// asks it nothing. Default: no (drivers are polled every time).
     fn polls_when_due(&self) -> bool {
         false
     }
@@ -442,7 +447,73 @@ pub(crate) struct ModuleSlot {
     pub name: String,
     pub spec: &'static ModuleSpec,
     pub params: BTreeMap<String, String>,
-    pub module: Box<dyn Module>,
+    /// Private: every writable reach goes through [`ModuleSlot::get_mut`]
+    /// or [`ModuleSlot::parts_mut`], which mark the slot `touched`, so the
+    /// compiler finds any way in that would not.
+    module: Box<dyn Module>,
     pub links: Vec<Vec<Link>>,
     pub drops: DropTally,
+    /// The module was reached writably (a callback, a stage's
+    /// `cx.module()`, `Stack::module_mut`) since the stack last asked its
+    /// [`Module::poll_at`]. A module's deadline is its own state, so it can
+    /// only change while someone holds it `&mut`: the stack re-asks a
+    /// [`Module::polls_when_due`] module only when this is set (the idle
+    /// poll of issue 26 item 6).
+    pub touched: bool,
+}
+
+impl ModuleSlot {
+    /// A slot for `module`, to be asked its deadline before its first poll.
+    pub fn new(
+        name: String,
+        spec: &'static ModuleSpec,
+        params: BTreeMap<String, String>,
+        module: Box<dyn Module>,
+        links: Vec<Vec<Link>>,
+    ) -> Self {
+        ModuleSlot {
+            name,
+            spec,
+            params,
+            module,
+            links,
+            drops: DropTally::default(),
+            touched: true,
+        }
+    }
+
+    /// The module, to read (`&self` cannot change its deadline).
+    #[inline]
+    pub fn get(&self) -> &dyn Module {
+        &*self.module
+    }
+
+    /// The module, writable: marks it `touched`.
+    #[inline]
+    pub fn get_mut(&mut self) -> &mut dyn Module {
+        self.touched = true;
+        &mut *self.module
+    }
+
+    /// The module, writable (marked `touched`), beside the parts of its
+    /// slot a context borrows at the same time.
+    #[inline]
+    pub fn parts_mut(&mut self) -> (&mut dyn Module, SlotParts<'_>) {
+        self.touched = true;
+        let parts = SlotParts {
+            name: &self.name,
+            params: &self.params,
+            links: &self.links,
+            drops: &mut self.drops,
+        };
+        (&mut *self.module, parts)
+    }
+}
+
+/// The rest of a [`ModuleSlot`] while its module is lent out.
+pub(crate) struct SlotParts<'a> {
+    pub name: &'a str,
+    pub params: &'a BTreeMap<String, String>,
+    pub links: &'a [Vec<Link>],
+    pub drops: &'a mut DropTally,
 }

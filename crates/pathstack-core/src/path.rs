@@ -205,19 +205,28 @@ pub struct PathStats {
     pub device_discards: u64,
 }
 
-/// One path.
-pub struct Path {
+/// What a path's stages see of it while it runs: its id, its module
+/// sequence, its attributes and scheduling parameters. Grouped so that a
+/// run's [`Env`] borrows them with one pointer instead of a word or two
+/// each: the environment is built for every path run, three times per
+/// round trip (issue 26 item 6).
+pub(crate) struct StageView {
     pub(crate) id: PathId,
-    pub(crate) exec: Box<dyn Exec>,
     pub(crate) stage_modules: Vec<ModuleId>,
     /// Creation number of each stage (establish/destroy run in this order).
     pub(crate) stage_ids: Vec<u32>,
+    pub(crate) attrs: Attrs,
+    pub(crate) sched: SchedParams,
+}
+
+/// One path.
+pub struct Path {
+    pub(crate) view: StageView,
+    pub(crate) exec: Box<dyn Exec>,
     /// Service through which path creation entered each stage's module.
     pub(crate) entries: Vec<Option<usize>>,
     pub(crate) next_stage_id: u32,
     pub(crate) queues: [PathQueue; 4],
-    pub(crate) attrs: Attrs,
-    pub(crate) sched: SchedParams,
     pub(crate) stats: PathStats,
     /// Hash of the module sequence: LDLP batches paths with equal keys.
     pub(crate) seq_key: u64,
@@ -249,19 +258,19 @@ pub struct Path {
 impl Path {
     /// The path's id.
     pub fn id(&self) -> PathId {
-        self.id
+        self.view.id
     }
     /// Number of stages.
     pub fn len(&self) -> usize {
-        self.stage_modules.len()
+        self.view.stage_modules.len()
     }
     /// Whether the path has no stages (never true for a created path).
     pub fn is_empty(&self) -> bool {
-        self.stage_modules.is_empty()
+        self.view.stage_modules.is_empty()
     }
     /// The modules traversed, from `end[0]` to `end[1]`.
     pub fn modules(&self) -> &[ModuleId] {
-        &self.stage_modules
+        &self.view.stage_modules
     }
     /// One of the four queues.
     pub fn queue(&self, kind: QueueKind) -> &PathQueue {
@@ -269,11 +278,11 @@ impl Path {
     }
     /// The path's attributes.
     pub fn attrs(&self) -> &Attrs {
-        &self.attrs
+        &self.view.attrs
     }
     /// Scheduling parameters.
     pub fn sched(&self) -> &SchedParams {
-        &self.sched
+        &self.view.sched
     }
     /// Whether the path has input waiting to be scheduled.
     pub fn is_pending(&self) -> bool {
@@ -338,10 +347,10 @@ impl Path {
     /// them when the path's `DEADLINE_QUEUE` names its bottleneck; `now` when
     /// neither is known yet. `None` for a best-effort path.
     pub fn deadline(&self, dir: Dir, now: Instant) -> Option<Instant> {
-        if !self.sched.realtime {
+        if !self.view.sched.realtime {
             return None;
         }
-        if let Some(d) = self.sched.deadline {
+        if let Some(d) = self.view.sched.deadline {
             return Some(d);
         }
         if let Some(rel) = self.deadline_rel {
@@ -439,24 +448,13 @@ impl Path {
         origin: u32,
     ) -> (&'e mut dyn Exec, Env<'e>, &'e mut PathStats) {
         let Path {
-            id,
-            exec,
-            attrs,
-            sched,
-            stage_modules,
-            stage_ids,
-            stats,
-            ..
+            view, exec, stats, ..
         } = self;
         let env = Env {
             now,
-            path: *id,
             modules,
             shared,
-            attrs,
-            sched,
-            stage_modules,
-            stage_ids,
+            view,
             origin,
             turn_in_place: false,
         };

@@ -85,7 +85,7 @@ impl RuleTarget<'_> {
             Err(stages) => {
                 self.path.exec = Box::new(DynExec::new(stages));
                 Err(PathError::Refused {
-                    module: format!("{}", self.path.id),
+                    module: format!("{}", self.path.view.id),
                     source: Box::new(StageTypesMismatch { tuple }),
                 })
             }

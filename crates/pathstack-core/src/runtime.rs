@@ -13,7 +13,7 @@ use crate::drop_reason::{CoreDropReason, DropReason};
 use crate::ids::{Dir, ModuleId, PathId};
 use crate::module::ModuleSlot;
 use crate::msg::{Msg, MsgPool};
-use crate::path::SchedParams;
+use crate::path::StageView;
 use crate::time::Instant;
 use crate::timer::TimerWheel;
 use std::collections::VecDeque;
@@ -201,13 +201,11 @@ impl Shared {
 #[doc(hidden)]
 pub struct Env<'e> {
     pub(crate) now: Instant,
-    pub(crate) path: PathId,
     pub(crate) modules: &'e mut [ModuleSlot],
     pub(crate) shared: &'e mut Shared,
-    pub(crate) attrs: &'e mut Attrs,
-    pub(crate) sched: &'e mut SchedParams,
-    pub(crate) stage_modules: &'e [ModuleId],
-    pub(crate) stage_ids: &'e [u32],
+    /// The running path's id, modules, attributes and scheduling
+    /// parameters, behind one pointer.
+    pub(crate) view: &'e mut StageView,
     pub(crate) origin: u32,
     /// Whether the trip may continue a turned message in place: nothing
     /// waits in the run loop's work list. (Follow-ups a stage adds while

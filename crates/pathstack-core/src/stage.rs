@@ -107,7 +107,7 @@ impl<'a, 'e> Cx<'a, 'e> {
     /// The path being run.
     #[inline]
     pub fn path(&self) -> PathId {
-        self.env.path
+        self.env.view.id
     }
     /// Position of this stage on the path (0 is `end[0]`).
     #[inline]
@@ -117,7 +117,7 @@ impl<'a, 'e> Cx<'a, 'e> {
     /// Number of stages on the path.
     #[inline]
     pub fn path_len(&self) -> usize {
-        self.env.stage_modules.len()
+        self.env.view.stage_modules.len()
     }
     /// The message pool, to allocate new messages.
     #[inline]
@@ -126,29 +126,29 @@ impl<'a, 'e> Cx<'a, 'e> {
     }
     /// The path's attributes.
     pub fn attrs(&self) -> &Attrs {
-        self.env.attrs
+        &self.env.view.attrs
     }
     /// The path's attributes, writable (anonymous communication along the
     /// path, thesis §3.3.1).
     pub fn attrs_mut(&mut self) -> &mut Attrs {
-        self.env.attrs
+        &mut self.env.view.attrs
     }
     /// The path's scheduling parameters.
     pub fn sched(&self) -> &SchedParams {
-        self.env.sched
+        &self.env.view.sched
     }
     /// Changes the path's scheduling parameters from inside the path
     /// (thesis §3.5.1): the path's work is in progress, so a realtime
     /// deadline may only be tightened until it has passed.
     pub fn set_sched(&mut self, new: SchedParams) -> Result<(), crate::path::SchedError> {
         let now = self.env.now;
-        self.env.sched.update(new, now, true)
+        self.env.view.sched.update(new, now, true)
     }
     /// The module that created this stage, as `&mut dyn Module`.
     #[inline]
     pub fn module_dyn(&mut self) -> &mut dyn Module {
-        let m = self.env.stage_modules[self.pos];
-        &mut *self.env.modules[m.0 as usize].module
+        let m = self.env.view.stage_modules[self.pos];
+        self.env.modules[m.0 as usize].get_mut()
     }
     /// The module that created this stage, if it is a `T`.
     #[inline]
@@ -162,14 +162,14 @@ impl<'a, 'e> Cx<'a, 'e> {
     /// for a peer's boot id. The graph names the dependency; the stage
     /// does not reach for it by name.
     pub fn linked_module<T: Module>(&mut self, service: usize, link: usize) -> Option<&mut T> {
-        let m = self.env.stage_modules[self.pos];
+        let m = self.env.view.stage_modules[self.pos];
         let target = self.env.modules[m.0 as usize]
             .links
             .get(service)?
             .get(link)?
             .instance;
         let slot = self.env.modules.get_mut(target.0 as usize)?;
-        (&mut *slot.module as &mut dyn Any).downcast_mut::<T>()
+        (slot.get_mut() as &mut dyn Any).downcast_mut::<T>()
     }
     /// This stage's module and a linked one (see
     /// [`linked_module`](Self::linked_module)) at once, when a control
@@ -180,7 +180,7 @@ impl<'a, 'e> Cx<'a, 'e> {
         service: usize,
         link: usize,
     ) -> Option<(&mut A, &mut B)> {
-        let own = self.env.stage_modules[self.pos].0 as usize;
+        let own = self.env.view.stage_modules[self.pos].0 as usize;
         let other = self.env.modules[own]
             .links
             .get(service)?
@@ -197,15 +197,15 @@ impl<'a, 'e> Cx<'a, 'e> {
             let (lo, hi) = self.env.modules.split_at_mut(own);
             (&mut hi[0], &mut lo[other])
         };
-        let a = (&mut *a.module as &mut dyn Any).downcast_mut::<A>()?;
-        let b = (&mut *b.module as &mut dyn Any).downcast_mut::<B>()?;
+        let a = (a.get_mut() as &mut dyn Any).downcast_mut::<A>()?;
+        let b = (b.get_mut() as &mut dyn Any).downcast_mut::<B>()?;
         Some((a, b))
     }
     /// Records that the device of this stage's driver module failed for
     /// good (see [`crate::device::failure`]); the first failure stays.
     pub fn device_failed(&mut self, e: &crate::device::DeviceError) {
         if self.env.shared.device_failure.is_none() {
-            let m = self.env.stage_modules[self.pos];
+            let m = self.env.view.stage_modules[self.pos];
             let name = &self.env.modules[m.0 as usize].name;
             self.env.shared.device_failure = Some(crate::device::DeviceFailure::new(name, e));
         }
@@ -215,7 +215,7 @@ impl<'a, 'e> Cx<'a, 'e> {
     /// the current message (or batch) is done. Fails when the bounded
     /// follow-up list is full; the message is then dropped and counted.
     pub fn emit(&mut self, dir: Dir, msg: Msg) -> Result<(), DropReason> {
-        let (path, from) = (self.env.path, self.pos);
+        let (path, from) = (self.env.view.id, self.pos);
         self.send_on(path, from, dir, msg)
     }
     /// Sends a message on another path (or this one) from position `from`
@@ -245,8 +245,8 @@ impl<'a, 'e> Cx<'a, 'e> {
     /// after `after`.
     pub fn arm_timer(&mut self, after: Duration, token: u64) -> Result<TimerHandle, TimerError> {
         let owner = TimerOwner::Stage {
-            path: self.env.path,
-            stage: self.env.stage_ids[self.pos],
+            path: self.env.view.id,
+            stage: self.env.view.stage_ids[self.pos],
             token,
         };
         self.env.shared.timers.arm(self.env.now + after, owner)
@@ -270,7 +270,7 @@ impl<'a, 'e> Cx<'a, 'e> {
         tag: u64,
         first: Option<Msg>,
     ) -> Result<(), DropReason> {
-        let module = self.env.stage_modules[self.pos];
+        let module = self.env.view.stage_modules[self.pos];
         self.env.shared.path_op(PathOp::Open {
             module,
             attrs,
@@ -281,7 +281,7 @@ impl<'a, 'e> Cx<'a, 'e> {
     /// Asks for this path to be deleted once the current run is over (a
     /// connection that has finished); its stages' `destroy` run then.
     pub fn delete_path(&mut self) -> Result<(), DropReason> {
-        let path = self.env.path;
+        let path = self.env.view.id;
         self.env.shared.path_op(PathOp::Delete(path))
     }
 }

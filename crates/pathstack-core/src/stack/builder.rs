@@ -4,7 +4,6 @@
 use super::{ModuleSetup, ModuleTypes, Polled, Stack, StackConfig};
 use crate::demux::Demux;
 use crate::device::Device;
-use crate::drop_reason::DropTally;
 use crate::error::{ModuleError, StackError};
 use crate::graph::ModuleGraph;
 use crate::ids::ModuleId;
@@ -96,18 +95,17 @@ impl StackBuilder {
                 devices: &mut self.devices,
             };
             let module = factory(&mut setup)?;
-            modules.push(ModuleSlot {
-                name: inst.name.clone(),
-                spec: inst.spec,
-                params: inst.params.clone(),
+            modules.push(ModuleSlot::new(
+                inst.name.clone(),
+                inst.spec,
+                inst.params.clone(),
                 module,
-                links: inst.links.clone(),
-                drops: DropTally::default(),
-            });
+                inst.links.clone(),
+            ));
         }
         let mut demux = Demux::new();
         for (i, slot) in modules.iter().enumerate() {
-            if let Some(p) = slot.module.partial_classifier() {
+            if let Some(p) = slot.get().partial_classifier() {
                 demux
                     .set_partial_classifier(ModuleId(i as u32), p)
                     .map_err(|e| ModuleError::Init {
@@ -117,12 +115,13 @@ impl StackBuilder {
             }
         }
         let polled = (0..modules.len())
-            .filter(|&i| modules[i].module.polls() || modules[i].module.receives())
+            .filter(|&i| modules[i].get().polls() || modules[i].get().receives())
             .map(|i| Polled {
                 index: i,
-                polls: modules[i].module.polls(),
-                receives: modules[i].module.receives(),
-                when_due: modules[i].module.polls_when_due(),
+                polls: modules[i].get().polls(),
+                receives: modules[i].get().receives(),
+                when_due: modules[i].get().polls_when_due(),
+                due: None,
             })
             .collect();
         let mut stack = Stack {

@@ -174,7 +174,7 @@ impl Stack {
             }
         }
         match self.modules.get_mut(driver.0 as usize) {
-            Some(slot) => slot.module.discard_in_device(&matches[..n]),
+            Some(slot) => slot.get_mut().discard_in_device(&matches[..n]),
             None => false,
         }
     }

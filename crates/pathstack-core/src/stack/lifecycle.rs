@@ -11,7 +11,7 @@ use crate::error::PathError;
 use crate::exec::DynExec;
 use crate::ids::{Dir, ModuleId, PathId};
 use crate::module::{CreateCx, Route};
-use crate::path::{Path, PathQueue, PathStats, SchedParams};
+use crate::path::{Path, PathQueue, PathStats, SchedParams, StageView};
 use crate::rules::{Rule, RuleTarget, RuleView};
 use crate::runtime::Env;
 use crate::stage::{Cx, EstablishCx, Stage};
@@ -65,15 +65,16 @@ impl Stack {
                     }
                     let slot = &mut self.modules[cur.0 as usize];
                     attrs.retain_understood(slot.spec.understands);
+                    let (module, slot) = slot.parts_mut();
                     let mut cx = CreateCx {
                         module_id: cur,
-                        instance: &slot.name,
-                        params: &slot.params,
-                        links: &slot.links,
+                        instance: slot.name,
+                        params: slot.params,
+                        links: slot.links,
                         growth,
                         pool: &self.shared.pool,
                     };
-                    match slot.module.create_stage(entry, attrs, &mut cx) {
+                    match module.create_stage(entry, attrs, &mut cx) {
                         Ok(created) => {
                             made.push((cur, entry, created.stage));
                             created.route
@@ -167,23 +168,24 @@ impl Stack {
 
     /// Destroys stages that never became a path (creation failed).
     fn destroy_loose(&mut self, made: Made) {
-        let mut attrs = Attrs::new();
-        let mut sched = SchedParams::default();
+        // One stage at a time, as if alone on a path that has no id.
+        let mut view = StageView {
+            id: PathId {
+                index: u32::MAX,
+                generation: 0,
+            },
+            stage_modules: vec![ModuleId(0)],
+            stage_ids: vec![0],
+            attrs: Attrs::new(),
+            sched: SchedParams::default(),
+        };
         for (m, _, mut stage) in made {
-            let mods = [m];
-            let ids = [0u32];
+            view.stage_modules[0] = m;
             let mut env = Env {
                 now: self.now,
-                path: PathId {
-                    index: u32::MAX,
-                    generation: 0,
-                },
                 modules: &mut self.modules,
                 shared: &mut self.shared,
-                attrs: &mut attrs,
-                sched: &mut sched,
-                stage_modules: &mods,
-                stage_ids: &ids,
+                view: &mut view,
                 origin: 0,
                 turn_in_place: false,
             };
@@ -267,16 +269,18 @@ impl Stack {
             stages.push(s);
         }
         let path = Path {
-            id,
             exec: Box::new(DynExec::new(stages)),
             seq_key: seq_key(&stage_modules),
-            stage_ids: (0..n as u32).collect(),
             next_stage_id: n as u32,
-            stage_modules,
+            view: StageView {
+                id,
+                stage_ids: (0..n as u32).collect(),
+                stage_modules,
+                attrs,
+                sched,
+            },
             entries,
             queues: std::array::from_fn(|_| PathQueue::new(qlen)),
-            attrs,
-            sched,
             stats: PathStats::default(),
             queued: [false; 2],
             stamp: 0,
@@ -291,7 +295,7 @@ impl Stack {
             refused_in_row: 0,
         };
         self.admission.charge(&path.class, reservation);
-        if ranked(&path.sched) {
+        if ranked(&path.view.sched) {
             self.ranked += 1;
         }
         self.paths.insert(id, path);
@@ -316,29 +320,29 @@ impl Stack {
         // per id costs less than sorting into a new list.
         let first = from_stage.unwrap_or(0);
         let order = (first..path.next_stage_id)
-            .filter_map(|sid| path.stage_ids.iter().position(|&s| s == sid));
+            .filter_map(|sid| path.view.stage_ids.iter().position(|&s| s == sid));
         for pos in order {
-            let m = path.stage_modules[pos];
-            let mslot = &mut self.modules[m.0 as usize];
+            let m = path.view.stage_modules[pos];
+            let (module, mslot) = self.modules[m.0 as usize].parts_mut();
             let mut cx = EstablishCx {
                 path: id,
                 position: pos,
                 len,
                 module_id: m,
-                module: &mut *mslot.module,
+                module,
             };
             if let Some(stage) = path.exec.stage_mut(pos) {
                 stage.establish(&mut aux, &mut cx).map_err(|e| match e {
                     PathError::Establish { .. } => e,
                     other => PathError::Establish {
-                        module: mslot.name.clone(),
+                        module: mslot.name.to_string(),
                         source: Box::new(other),
                     },
                 })?;
             }
         }
         // Demux keys, from the receiving end (end[1]) inwards.
-        let mode = if path.attrs.get(&keys::PASSIVE_OPEN) == Some(&true) {
+        let mode = if path.view.attrs.get(&keys::PASSIVE_OPEN) == Some(&true) {
             KeyMode::Passive
         } else {
             KeyMode::Active
@@ -360,7 +364,7 @@ impl Stack {
                     "more than {MAX_LEVELS} demultiplexing levels"
                 )));
             };
-            *slot = (path.stage_modules[pos], level);
+            *slot = (path.view.stage_modules[pos], level);
             n += 1;
             if last {
                 break;
@@ -382,7 +386,7 @@ impl Stack {
             End::Zero => 0,
             End::One => path.len() - 1,
         };
-        let m = path.stage_modules[pos];
+        let m = path.view.stage_modules[pos];
         let entry_svc = path.entries[pos];
         let growth = match end {
             End::Zero => Dir::Up,
@@ -390,7 +394,7 @@ impl Stack {
         };
         let mut attrs = attrs;
         let route = self.modules[m.0 as usize]
-            .module
+            .get_mut()
             .extend_route(entry_svc, growth, &attrs);
         let has_pathname = attrs.get(&keys::PATHNAME).is_some_and(|p| !p.is_empty());
         if route == Route::End && !has_pathname {
@@ -428,20 +432,20 @@ impl Stack {
             match end {
                 End::One => {
                     stages.push(s);
-                    path.stage_modules.push(m);
+                    path.view.stage_modules.push(m);
                     path.entries.push(e);
-                    path.stage_ids.push(sid);
+                    path.view.stage_ids.push(sid);
                 }
                 End::Zero => {
                     stages.insert(0, s);
-                    path.stage_modules.insert(0, m);
+                    path.view.stage_modules.insert(0, m);
                     path.entries.insert(0, e);
-                    path.stage_ids.insert(0, sid);
+                    path.view.stage_ids.insert(0, sid);
                 }
             }
         }
         path.exec = Box::new(DynExec::new(stages));
-        path.seq_key = seq_key(&path.stage_modules);
+        path.seq_key = seq_key(&path.view.stage_modules);
         if let Err(e) = self.establish(id, Some(first_new)) {
             self.delete_inner(id);
             return Err(e);
@@ -464,12 +468,12 @@ impl Stack {
             return;
         };
         self.admission.release(&path.class, path.reservation);
-        if ranked(&path.sched) {
+        if ranked(&path.view.sched) {
             self.ranked -= 1;
         }
         self.demux.remove(id);
         let mut order: Vec<usize> = (0..path.len()).collect();
-        order.sort_by_key(|&p| path.stage_ids[p]);
+        order.sort_by_key(|&p| path.view.stage_ids[p]);
         let (exec, mut env, _) = path.split(self.now, &mut self.modules, &mut self.shared, 0);
         for pos in order {
             if let Some(stage) = exec.stage_mut(pos) {
@@ -487,6 +491,7 @@ impl Stack {
         for _ in 0..16 {
             let path = self.path(id).ok_or(PathError::NoSuchPath(id))?;
             let types: Vec<&'static str> = path
+                .view
                 .stage_modules
                 .iter()
                 .map(|m| self.modules[m.0 as usize].spec.name)
@@ -519,9 +524,9 @@ impl Stack {
         let now = self.now;
         let path = self.paths.get_mut(id).ok_or(PathError::NoSuchPath(id))?;
         let pending = path.is_pending();
-        let was_ranked = ranked(&path.sched);
-        path.sched.update(params, now, pending)?;
-        let is_ranked = ranked(&path.sched);
+        let was_ranked = ranked(&path.view.sched);
+        path.view.sched.update(params, now, pending)?;
+        let is_ranked = ranked(&path.view.sched);
         // A pending path gets a fresh run-queue entry ranked by the new
         // parameters; the old one is now stale.
         path.stamp = path.stamp.wrapping_add(1);

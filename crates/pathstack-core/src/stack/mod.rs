@@ -108,6 +108,9 @@ pub(super) struct Polled {
     /// It has work only when its [`Module::poll_at`] is due
     /// ([`Module::polls_when_due`]).
     pub when_due: bool,
+    /// Its `poll_at` when last asked; asked again only once the module
+    /// has been reached writably since (`ModuleSlot::touched`).
+    pub due: Option<Instant>,
 }
 
 impl Stack {
@@ -155,17 +158,17 @@ impl Stack {
         m: ModuleId,
         f: impl FnOnce(&mut dyn Module, &mut ModCx<'_>) -> R,
     ) -> R {
-        let slot = &mut self.modules[m.0 as usize];
+        let (module, slot) = self.modules[m.0 as usize].parts_mut();
         let mut cx = ModCx {
             now: self.now,
             module_id: m,
-            instance: &slot.name,
-            params: &slot.params,
+            instance: slot.name,
+            params: slot.params,
             shared: &mut self.shared,
-            drops: &mut slot.drops,
+            drops: slot.drops,
             path_requests: &mut self.path_requests,
         };
-        f(slot.module.as_mut(), &mut cx)
+        f(module, &mut cx)
     }
 
     /// Creates the paths module `m` asked for, reporting each result to its
@@ -188,7 +191,7 @@ impl Stack {
         for (attrs, tag) in std::mem::take(&mut self.path_requests) {
             let result = self.path_create(m, attrs);
             self.modules[m.0 as usize]
-                .module
+                .get_mut()
                 .path_created(tag, result.as_ref().copied());
             if let Err(e) = result {
                 first_error.get_or_insert(e);
@@ -213,13 +216,13 @@ impl Stack {
     /// A module, if it is a `T`.
     pub fn module<T: Module>(&self, m: ModuleId) -> Option<&T> {
         let slot = self.modules.get(m.0 as usize)?;
-        (&*slot.module as &dyn std::any::Any).downcast_ref::<T>()
+        (slot.get() as &dyn std::any::Any).downcast_ref::<T>()
     }
 
     /// A module, writable, if it is a `T`.
     pub fn module_mut<T: Module>(&mut self, m: ModuleId) -> Option<&mut T> {
         let slot = self.modules.get_mut(m.0 as usize)?;
-        (&mut *slot.module as &mut dyn std::any::Any).downcast_mut::<T>()
+        (slot.get_mut() as &mut dyn std::any::Any).downcast_mut::<T>()
     }
 
     /// Drops a module counted outside any path, by reason.
@@ -229,7 +232,7 @@ impl Stack {
 
     /// A module's statistics lines ([`Module::stats`]).
     pub fn module_stats(&self, m: ModuleId) -> Option<Vec<(String, u64)>> {
-        self.modules.get(m.0 as usize).map(|s| s.module.stats())
+        self.modules.get(m.0 as usize).map(|s| s.get().stats())
     }
 
     /// The module graph the stack was built from.
@@ -342,7 +345,7 @@ impl Stack {
     /// The earliest time at which [`Stack::poll`] has timed work to do, if any.
     pub fn poll_at(&self) -> Option<Instant> {
         let t = self.shared.timers.next_deadline();
-        let m = self.modules.iter().filter_map(|s| s.module.poll_at()).min();
+        let m = self.modules.iter().filter_map(|s| s.get().poll_at()).min();
         // A device discard ends by time, even when nothing else arrives.
         let d = self.discards.next_end();
         [t, m, d].into_iter().flatten().min()
@@ -482,7 +485,7 @@ impl Stack {
         let Some(path) = self.paths.get_mut(id) else {
             return;
         };
-        let Some(pos) = path.stage_ids.iter().position(|&s| s == stage) else {
+        let Some(pos) = path.view.stage_ids.iter().position(|&s| s == stage) else {
             return;
         };
         let (exec, mut env, _) = path.split(self.now, &mut self.modules, &mut self.shared, 0);

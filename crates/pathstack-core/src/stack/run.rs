@@ -154,7 +154,7 @@ pub(super) fn settle(
     fate: Fate,
     msg: &mut Msg,
 ) -> Settled {
-    let id = path.id;
+    let id = path.view.id;
     match fate {
         // What the stage left of the message goes back to its pool now,
         // before any follow-up runs (the trip's owner keeps only an empty
@@ -267,7 +267,7 @@ impl Stack {
         let m = path.pop_queue(QueueKind::sink(dir))?;
         // The drain rate a realtime path's deadline follows (§5.2.2.2);
         // kept for realtime paths only, off the best-effort fast path.
-        if path.sched.realtime {
+        if path.view.sched.realtime {
             path.drains.record(now);
         }
         Some(m)
@@ -623,14 +623,21 @@ impl Stack {
                 polls,
                 receives,
                 when_due,
+                ..
             } = self.polled[k];
-            if when_due
-                && self.modules[index]
-                    .module
-                    .poll_at()
-                    .is_none_or(|t| t > self.now)
-            {
-                continue;
+            if when_due {
+                // A deadline is the module's own state: it can only have
+                // moved if the module was reached writably since it was
+                // last asked (its poll, its stages, `module_mut`). An idle
+                // poll asks no module for it (issue 26 item 6).
+                let slot = &mut self.modules[index];
+                if slot.touched {
+                    slot.touched = false;
+                    self.polled[k].due = slot.get().poll_at();
+                }
+                if self.polled[k].due.is_none_or(|t| t > self.now) {
+                    continue;
+                }
             }
             let m = ModuleId(index as u32);
             if polls {
@@ -846,7 +853,7 @@ impl Stack {
                 } => {
                     let result = self.path_create(module, attrs);
                     self.modules[module.0 as usize]
-                        .module
+                        .get_mut()
                         .path_created(tag, result.as_ref().copied());
                     let (Ok(id), Some(msg)) = (result, first) else {
                         continue;
@@ -970,8 +977,8 @@ fn let_go(slot: Msg) {
 /// processed up to there), else at the path's end.
 fn resolve_after(path: &Path, m: ModuleId, dir: Dir) -> Start {
     let at = match dir {
-        Dir::Up => path.stage_modules.iter().rposition(|&x| x == m),
-        Dir::Down => path.stage_modules.iter().position(|&x| x == m),
+        Dir::Up => path.view.stage_modules.iter().rposition(|&x| x == m),
+        Dir::Down => path.view.stage_modules.iter().position(|&x| x == m),
     };
     at.map_or(Start::End, Start::After)
 }
@@ -992,10 +999,10 @@ fn leave(
         Dir::Down => path.len() - 1,
         Dir::Up => 0,
     };
-    let m = path.stage_modules[end_pos];
+    let m = path.view.stage_modules[end_pos];
     rcx.module_id = m;
-    match modules[m.0 as usize].module.route_end(dir, msg, rcx) {
-        EndRoute::Continue(next, next_dir) if next != path.id => {
+    match modules[m.0 as usize].get_mut().route_end(dir, msg, rcx) {
+        EndRoute::Continue(next, next_dir) if next != path.view.id => {
             return Onward::Path(next, next_dir, m);
         }
         EndRoute::Drop(reason) => {
@@ -1022,7 +1029,7 @@ pub(super) fn enqueue(
 ) -> Result<(), (Msg, CoreDropReason)> {
     // The offered rate, refused messages included: what a computed
     // deadline must keep up with (kept for realtime paths only).
-    if path.sched.realtime {
+    if path.view.sched.realtime {
         path.arrivals.record(now);
     }
     path.push_queue(QueueKind::source(dir), msg)?;
@@ -1038,14 +1045,14 @@ pub(super) fn enqueue(
 #[inline(always)]
 pub(super) fn requeue(path: &mut Path, runq: &mut RunQueue, dir: Dir, now: Instant) {
     path.queued[dir.index()] = true;
-    let s = path.sched;
+    let s = path.view.sched;
     let deadline = if s.realtime {
         path.deadline(dir, now)
     } else {
         None
     };
     runq.push(
-        path.id,
+        path.view.id,
         dir,
         path.seq_key,
         path.stamp,
