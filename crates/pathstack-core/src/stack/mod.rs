@@ -401,14 +401,14 @@ impl Stack {
             path.stage(p)
                 .is_some_and(|s| (s as &dyn std::any::Any).is::<T>())
         })?;
-        Some(StageRef::new(id, pos, *path.stage_ids.get(pos)?))
+        Some(StageRef::new(id, pos, *path.view.stage_ids.get(pos)?))
     }
 
     /// The stage `at` names, to inspect it; `None` when it is no longer
     /// there (the path deleted).
     pub fn stage_at<T: Stage>(&self, at: StageRef<T>) -> Option<&T> {
         let path = self.paths.get(at.path)?;
-        let pos = at.locate(&path.stage_ids)?;
+        let pos = at.locate(&path.view.stage_ids)?;
         (path.stage(pos)? as &dyn std::any::Any).downcast_ref::<T>()
     }
 
@@ -424,7 +424,7 @@ impl Stack {
         f: impl FnOnce(&mut T, &mut Cx<'_, '_>) -> R,
     ) -> Option<R> {
         let path = self.paths.get_mut(at.path)?;
-        let pos = at.locate(&path.stage_ids)?;
+        let pos = at.locate(&path.view.stage_ids)?;
         // Nothing waits in the work list outside a run; read before the
         // path is borrowed.
         let work_empty = self.work.is_empty();
