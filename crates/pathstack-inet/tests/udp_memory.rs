@@ -87,11 +87,12 @@ fn connected_to_bound_and_back() {
 }
 
 /// A connected socket on the server's host shares the bound socket's
-/// EtherType: the bound socket leaves the flow table (the active walk
-/// might now take its datagrams) and its datagrams still reach it through
-/// the tree; it is a flow again once the connected socket goes.
+/// EtherType: both stay in the flow table (the connected one's flow is
+/// probed first, and a datagram it does not accept takes the bound one's,
+/// as the tree would decide), and the bound socket's datagrams reach it
+/// whether the connected socket is there or not.
 #[test]
-fn a_bound_socket_is_a_flow_while_nothing_active_shares_its_ethertype() {
+fn a_bound_socket_stays_a_flow_beside_a_connected_one() {
     let mut net = Net::new(1500, &[UDP]);
     net.run(2);
     let before = net.b.stack.demux().flow_count();
@@ -100,8 +101,8 @@ fn a_bound_socket_is_a_flow_while_nothing_active_shares_its_ethertype() {
     let other = connected(&mut net.b, 9000, A_IP, 9001);
     assert_eq!(
         net.b.stack.demux().flow_count(),
-        before + 1,
-        "the connected socket is filed, the bound one taken out"
+        before + 2,
+        "the connected socket is filed beside the bound one"
     );
     let client = connected(&mut net.a, 0, B_IP, 7);
     let exchange = |net: &mut Net, want: &[u8]| {
@@ -110,10 +111,10 @@ fn a_bound_socket_is_a_flow_while_nothing_active_shares_its_ethertype() {
         let got = net.b.stack.recv(server, Dir::Up).expect("server got it");
         assert_eq!(got.as_slice(), want);
     };
-    exchange(&mut net, b"via the tree");
+    exchange(&mut net, b"beside the connected socket");
     net.b.stack.path_delete(other).unwrap();
     assert_eq!(net.b.stack.demux().flow_count(), before + 1);
-    exchange(&mut net, b"via the flow table");
+    exchange(&mut net, b"alone");
     assert_eq!(net.b.drops("udp.no_port"), 0);
 }
 
