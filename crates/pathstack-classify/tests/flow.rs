@@ -2,7 +2,7 @@
 //! path's message, always the tree's (and the reference's) answer, kept
 //! consistent through registrations, removals and longer paths.
 
-use pathstack_classify::testing::differential::Differential;
+use pathstack_classify::testing::differential::{tally, Differential};
 use pathstack_classify::testing::inet::{self, ETH, IPV4, MIX, TCP, UDP};
 use pathstack_classify::testing::ops::{FilterSpec, Op, ADDRS, MAX_PATHS, PORTS};
 use pathstack_classify::testing::packet::{PacketSpec, Payload};
@@ -599,17 +599,8 @@ fn passive_flows_stay_beside_active_ones() {
 fn differential_runs_hit_flows() {
     let mut runner = TestRunner::deterministic();
     let strategy = prop::collection::vec(flow_op(), 40..80);
-    let (mut hits, mut lookups) = (0u64, 0u64);
-    for _ in 0..64 {
-        let ops = strategy.new_tree(&mut runner).unwrap().current();
-        lookups += ops
-            .iter()
-            .filter(|o| matches!(o, Op::Lookup(_) | Op::LookupMutated { .. }))
-            .count() as u64;
-        let mut d = Differential::new();
-        d.run(&ops).unwrap();
-        hits += d.flow_hits;
-    }
+    let runs = (0..64).map(|_| strategy.new_tree(&mut runner).unwrap().current());
+    let (hits, lookups) = tally(runs, Differential::new, |d| d.flow_hits).unwrap();
     assert!(
         hits * 25 > lookups,
         "{hits} flow hits in {lookups} frame lookups"
@@ -622,17 +613,8 @@ fn differential_runs_hit_flows() {
 fn mixed_runs_hit_passive_flows_beside_active_ones() {
     let mut runner = TestRunner::deterministic();
     let strategy = prop::collection::vec(flow_op_with(1, 1), 40..80);
-    let (mut hits, mut lookups) = (0u64, 0u64);
-    for _ in 0..64 {
-        let ops = strategy.new_tree(&mut runner).unwrap().current();
-        lookups += ops
-            .iter()
-            .filter(|o| matches!(o, Op::Lookup(_) | Op::LookupMutated { .. }))
-            .count() as u64;
-        let mut d = Differential::new();
-        d.run(&ops).unwrap();
-        hits += d.shadowed_hits;
-    }
+    let runs = (0..64).map(|_| strategy.new_tree(&mut runner).unwrap().current());
+    let (hits, lookups) = tally(runs, Differential::new, |d| d.shadowed_hits).unwrap();
     assert!(
         hits * 10 > lookups,
         "{hits} passive flow hits beside active flows in {lookups} frame lookups"
@@ -645,17 +627,8 @@ fn mixed_runs_hit_passive_flows_beside_active_ones() {
 fn passive_runs_hit_flows() {
     let mut runner = TestRunner::deterministic();
     let strategy = prop::collection::vec(flow_op_with(0, 1), 40..80);
-    let (mut hits, mut lookups) = (0u64, 0u64);
-    for _ in 0..64 {
-        let ops = strategy.new_tree(&mut runner).unwrap().current();
-        lookups += ops
-            .iter()
-            .filter(|o| matches!(o, Op::Lookup(_) | Op::LookupMutated { .. }))
-            .count() as u64;
-        let mut d = Differential::new();
-        d.run(&ops).unwrap();
-        hits += d.flow_hits;
-    }
+    let runs = (0..64).map(|_| strategy.new_tree(&mut runner).unwrap().current());
+    let (hits, lookups) = tally(runs, Differential::new, |d| d.flow_hits).unwrap();
     assert!(
         hits * 25 > lookups,
         "{hits} flow hits in {lookups} frame lookups"

@@ -166,9 +166,7 @@ impl ModCx<'_> {
     /// Records that this driver's device failed for good (see
     /// [`crate::device::failure`]); the first failure stays.
     pub fn device_failed(&mut self, e: &crate::device::DeviceError) {
-        if self.shared.device_failure.is_none() {
-            self.shared.device_failure = Some(crate::device::DeviceFailure::new(self.instance, e));
-        }
+        self.shared.device_failed(self.instance, e);
     }
     /// Arms a timer that calls [`Module::on_timer`] with `token` after `after`.
     pub fn arm_timer(&mut self, after: Duration, token: u64) -> Result<TimerHandle, TimerError> {

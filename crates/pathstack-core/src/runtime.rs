@@ -138,6 +138,14 @@ pub(crate) enum PathOp {
 }
 
 impl Shared {
+    /// Records that the device of driver `module` failed for good
+    /// ([`crate::device::failure`]); the first failure stays.
+    pub fn device_failed(&mut self, module: &str, e: &crate::device::DeviceError) {
+        if self.device_failure.is_none() {
+            self.device_failure = Some(crate::device::DeviceFailure::new(module, e));
+        }
+    }
+
     /// Queues `msg` to run on `path` from the neighbour of stage `from` in
     /// `dir`: what every context's `send_on` does. Fails when the bounded
     /// follow-up list is full; the message is then dropped and counted.

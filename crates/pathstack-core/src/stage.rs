@@ -204,11 +204,9 @@ impl<'a, 'e> Cx<'a, 'e> {
     /// Records that the device of this stage's driver module failed for
     /// good (see [`crate::device::failure`]); the first failure stays.
     pub fn device_failed(&mut self, e: &crate::device::DeviceError) {
-        if self.env.shared.device_failure.is_none() {
-            let m = self.env.view.stage_modules[self.pos];
-            let name = &self.env.modules[m.0 as usize].name;
-            self.env.shared.device_failure = Some(crate::device::DeviceFailure::new(name, e));
-        }
+        let m = self.env.view.stage_modules[self.pos];
+        let name = &self.env.modules[m.0 as usize].name;
+        self.env.shared.device_failed(name, e);
     }
     /// Sends a new message from this stage's position in direction `dir`:
     /// it starts at the neighbouring stage in `dir`. It is processed after

@@ -6,7 +6,7 @@
 //! the reference (the tree's semantics, thesis §3.4.3) does at every
 //! lookup, the flow table's own answers included.
 
-use pathstack_classify::testing::differential::Differential;
+use pathstack_classify::testing::differential::{tally, Differential};
 use pathstack_classify::testing::inet::{ETH, IPV4, TCP, UDP};
 use pathstack_classify::testing::ops::{FilterSpec, Op, ADDRS, MAX_PATHS, PORTS};
 use pathstack_classify::testing::packet::{PacketSpec, Payload};
@@ -199,17 +199,8 @@ proptest! {
 fn bound_sockets_and_listeners_are_flow_hits() {
     let mut runner = TestRunner::deterministic();
     let strategy = prop::collection::vec(op(0, 1), 40..80);
-    let (mut hits, mut lookups) = (0u64, 0u64);
-    for _ in 0..64 {
-        let ops = strategy.new_tree(&mut runner).unwrap().current();
-        lookups += ops
-            .iter()
-            .filter(|o| matches!(o, Op::Lookup(_) | Op::LookupMutated { .. }))
-            .count() as u64;
-        let mut d = differential();
-        d.run(&ops).unwrap();
-        hits += d.flow_hits;
-    }
+    let runs = (0..64).map(|_| strategy.new_tree(&mut runner).unwrap().current());
+    let (hits, lookups) = tally(runs, differential, |d| d.flow_hits).unwrap();
     assert!(
         hits * 10 > lookups,
         "{hits} flow hits in {lookups} frame lookups"
@@ -224,17 +215,8 @@ fn bound_sockets_and_listeners_are_flow_hits() {
 fn listeners_beside_connections_are_flow_hits() {
     let mut runner = TestRunner::deterministic();
     let strategy = prop::collection::vec(op(1, 1), 40..80);
-    let (mut hits, mut lookups) = (0u64, 0u64);
-    for _ in 0..64 {
-        let ops = strategy.new_tree(&mut runner).unwrap().current();
-        lookups += ops
-            .iter()
-            .filter(|o| matches!(o, Op::Lookup(_) | Op::LookupMutated { .. }))
-            .count() as u64;
-        let mut d = differential();
-        d.run(&ops).unwrap();
-        hits += d.shadowed_hits;
-    }
+    let runs = (0..64).map(|_| strategy.new_tree(&mut runner).unwrap().current());
+    let (hits, lookups) = tally(runs, differential, |d| d.shadowed_hits).unwrap();
     assert!(
         hits * 20 > lookups,
         "{hits} passive flow hits beside active flows in {lookups} frame lookups"

@@ -188,6 +188,28 @@ impl Differential {
     }
 }
 
+/// Runs each sequence of `runs` on a fresh differential from `make` and
+/// sums what `count` reads from each (a hit counter) beside the number of
+/// frame lookups the runs made: how a test shows that its random runs
+/// reach the case it is about, not only that they agree.
+pub fn tally(
+    runs: impl IntoIterator<Item = Vec<Op>>,
+    make: impl Fn() -> Differential,
+    count: impl Fn(&Differential) -> u64,
+) -> Result<(u64, u64), String> {
+    let (mut hits, mut lookups) = (0, 0);
+    for ops in runs {
+        lookups += ops
+            .iter()
+            .filter(|o| matches!(o, Op::Lookup(_) | Op::LookupMutated { .. }))
+            .count() as u64;
+        let mut d = make();
+        d.run(&ops)?;
+        hits += count(&d);
+    }
+    Ok((hits, lookups))
+}
+
 /// Whether two insert outcomes agree. For a next-module conflict several
 /// installed paths may be "the" conflicting one, so only the modules must match.
 fn same_outcome(a: &Result<(), ClassifyError>, b: &Result<(), ClassifyError>) -> bool {

@@ -668,6 +668,22 @@ struct CachedRoute {
 }
 
 impl IpStage {
+    /// Whether `dst` is this host itself (this path's interface address or
+    /// the loopback network): such a datagram turns around in IP
+    /// ([`super::loopback`]).
+    #[inline(always)]
+    fn is_local(&self, dst: Ipv4Addr) -> bool {
+        dst == self.iface.addr || dst.is_loopback()
+    }
+
+    /// The next hop to `dst` in the module's routing table, when the route
+    /// leaves from this stage's interface.
+    fn lookup_route(&self, dst: Ipv4Addr, cx: &mut Cx<'_, '_>) -> Option<Ipv4Addr> {
+        let m = cx.module::<IpModule>()?;
+        let r = m.routes.lookup(dst).filter(|r| r.src == self.iface.addr)?;
+        Some(r.next_hop)
+    }
+
     /// The next hop to `dst` for a path without a fixed one: the cached
     /// route while the table has not changed, else the module's answer
     /// (only routes through this stage's interface count).
@@ -679,12 +695,7 @@ impl IpStage {
                 return Some(c.next_hop);
             }
         }
-        let m = cx.module::<IpModule>()?;
-        let next_hop = m
-            .routes
-            .lookup(dst)
-            .filter(|r| r.src == self.iface.addr)?
-            .next_hop;
+        let next_hop = self.lookup_route(dst, cx)?;
         self.last_route = Some(CachedRoute {
             dst,
             next_hop,
@@ -701,7 +712,7 @@ impl IpStage {
         let Some(dst) = self.remote.or(msg.anno().peer_ip()) else {
             return Verdict::Drop(Ipv4DropReason::NoDestination.into());
         };
-        if self.loopback || dst == self.iface.addr || dst.is_loopback() {
+        if self.loopback || self.is_local(dst) {
             return self.loop_back(msg, proto, dst, cx);
         }
         let next_hop = match self.next_hop {
@@ -970,14 +981,10 @@ impl IpStage {
             return None;
         }
         // To this host itself: `send` turns it around.
-        if dst == self.iface.addr || dst.is_loopback() {
+        if self.is_local(dst) {
             return None;
         }
-        let m = cx.module::<IpModule>()?;
-        m.routes
-            .lookup(dst)
-            .filter(|r| r.src == self.iface.addr)
-            .map(|r| r.next_hop)
+        self.lookup_route(dst, cx)
     }
 
     /// Fast form: the routing table's generation now (see
