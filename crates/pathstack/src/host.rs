@@ -25,7 +25,7 @@ pub use error::HostError;
 
 use crate::module_types;
 use crate::nic::Nic;
-use crate::socket::{TcpSockets, UdpSockets};
+use crate::socket::{TcpLingers, TcpSockets, UdpSockets};
 use pathstack_core::admission::Budgets;
 use pathstack_core::device::RxWaiter;
 use pathstack_core::graph::ModuleGraph;
@@ -232,6 +232,8 @@ pub struct Host {
     rx_waiter: Option<Arc<dyn RxWaiter>>,
     pub(crate) sockets: UdpSockets,
     pub(crate) tcp_sockets: TcpSockets,
+    /// The streams' `SO_LINGER` options and the closes they bound.
+    pub(crate) tcp_lingers: TcpLingers,
     /// The RPC stack's paths and calls, when the graph has one.
     pub(crate) rpc: Option<crate::rpc::RpcState>,
     /// A clock set by hand instead of the time since the host was made
@@ -396,6 +398,7 @@ impl Host {
             rx_waiter,
             sockets,
             tcp_sockets,
+            tcp_lingers: TcpLingers::default(),
             rpc,
             manual_now: None,
             specialize,
@@ -490,15 +493,29 @@ impl Host {
     /// Does all work that is ready now. Returns the work done.
     pub fn poll(&mut self) -> usize {
         let now = self.now();
-        self.stack.poll(now)
+        let work = self.stack.poll(now);
+        if self.tcp_lingers.watching() {
+            self.linger_expire();
+        }
+        work
     }
 
-    /// How long until the stack has timed work (its next timer or a
-    /// device's delayed frame), if it has any.
+    /// When the host next has timed work: the stack's next timer or a
+    /// device's delayed frame ([`Stack::poll_at`]), or the end of a
+    /// close's linger time ([`Host::tcp_set_linger`]).
+    pub fn poll_at(&self) -> Option<Instant> {
+        let stack = self.stack.poll_at();
+        match self.tcp_lingers.next_deadline() {
+            Some(l) => Some(stack.map_or(l, |s| s.min(l))),
+            None => stack,
+        }
+    }
+
+    /// How long until the host has timed work ([`Host::poll_at`]), if it
+    /// has any.
     pub fn until_timer(&self) -> Option<std::time::Duration> {
         let now = self.now();
-        self.stack
-            .poll_at()
+        self.poll_at()
             .map(|t| std::time::Duration::from_nanos(t.saturating_since(now).as_nanos()))
     }
 

@@ -170,3 +170,67 @@ fn a_socket_connected_to_localhost_is_on_the_loopback_network() {
         std::net::IpAddr::V4(Ipv4Addr::LOCALHOST)
     );
 }
+
+/// A UDP socket and a TCP listener bound *to* a loopback address (issue
+/// 27, problem 9): Linux lets a socket bind any of 127.0.0.0/8, and
+/// traffic to it turns around in IP. Before, the bind failed with
+/// `AddrNotAvailable`.
+#[test]
+fn sockets_bound_to_a_loopback_address_are_served() {
+    let (mut h, mut wire) = alone();
+    // UDP: bound to 127.0.0.1, it says so and hears a client of localhost.
+    let server = h.udp_bind("127.0.0.1:7").unwrap();
+    assert_eq!(
+        h.local_addr(&server).unwrap(),
+        SocketAddr::from((Ipv4Addr::LOCALHOST, 7))
+    );
+    let client = h.udp_connect("0.0.0.0:0", "127.0.0.1:7").unwrap();
+    h.send(&client, b"to lo").unwrap();
+    h.poll();
+    let mut buf = [0u8; 64];
+    let (n, from) = h
+        .recv_from(&server, &mut buf)
+        .unwrap()
+        .expect("no datagram on the socket bound to 127.0.0.1");
+    assert_eq!(&buf[..n], b"to lo");
+    h.send_to(&server, b"from lo", from).unwrap();
+    h.poll();
+    let n = h.recv(&client, &mut buf).unwrap().expect("no reply");
+    assert_eq!(&buf[..n], b"from lo");
+    // Another address of 127/8 binds too, as on Linux.
+    h.udp_bind("127.1.2.3:8").unwrap();
+
+    // TCP: a listener bound to 127.0.0.1 accepts a connection to it.
+    let l = h.tcp_listen("127.0.0.1:80", 4).unwrap();
+    assert_eq!(
+        h.tcp_listener_addr(&l).unwrap(),
+        SocketAddr::from((Ipv4Addr::LOCALHOST, 80))
+    );
+    let c = h.tcp_connect("127.0.0.1:80").unwrap();
+    let mut accepted = None;
+    for _ in 0..100 {
+        h.poll();
+        if accepted.is_none() {
+            accepted = h.accept(&l).unwrap();
+        }
+        if accepted.is_some() && h.tcp_is_connected(&c).unwrap() {
+            break;
+        }
+    }
+    let (s, _) = accepted.expect("not accepted on 127.0.0.1");
+    assert_eq!(
+        h.tcp_local_addr(&s).unwrap(),
+        SocketAddr::from((Ipv4Addr::LOCALHOST, 80))
+    );
+    assert_eq!(h.tcp_send(&c, b"ping").unwrap(), Some(4));
+    h.poll();
+    let n = h.tcp_recv(&s, &mut buf).unwrap().expect("no data");
+    assert_eq!(&buf[..n], b"ping");
+    // An address that is neither the host's nor loopback is still refused.
+    let e = h.udp_bind("10.0.0.9:9").unwrap_err();
+    assert_eq!(
+        std::io::Error::from(e).kind(),
+        std::io::ErrorKind::AddrNotAvailable
+    );
+    assert_eq!(ipv4_frames(&h, &mut wire), 0);
+}

@@ -7,6 +7,7 @@
 //! [`SocketError::UnsupportedFamily`].
 
 use super::SocketError;
+use crate::host::Host;
 use pathstack_inet::modules::ip::Interface;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, ToSocketAddrs};
 
@@ -53,9 +54,14 @@ pub(crate) fn first(
 }
 
 /// Whether a socket of a host with address `host` may bind `local`: the
-/// unspecified address or the host's own.
+/// unspecified address, the host's own, or one of the loopback network
+/// 127.0.0.0/8, which every host has (RFC 1122 §3.2.1.3 (g): "addresses
+/// of this form MUST NOT appear outside a host"; Linux lets a socket bind
+/// any of them, since `lo` holds the whole /8). Traffic to those turns
+/// around in IP (`inet::modules::loopback`).
 pub(crate) fn check_local(host: Option<Ipv4Addr>, local: SocketAddrV4) -> Result<(), SocketError> {
-    if local.ip().is_unspecified() || Some(*local.ip()) == host {
+    let ip = *local.ip();
+    if ip.is_unspecified() || ip.is_loopback() || Some(ip) == host {
         Ok(())
     } else {
         Err(SocketError::NotLocal(*local.ip()))
@@ -78,4 +84,14 @@ pub(crate) fn check_peer(dst: SocketAddrV4) -> Result<(), SocketError> {
 /// RFC 922; a /31 or /32 has none, RFC 3021).
 pub(crate) fn is_broadcast(iface: Option<&Interface>, dst: Ipv4Addr) -> bool {
     dst.is_broadcast() || iface.is_some_and(|i| i.prefix_len < 31 && dst == i.broadcast())
+}
+
+impl Host {
+    /// The address a socket may bind, from `local` (an option-setting
+    /// socket's `bind`, checked before it connects or listens).
+    pub(crate) fn check_bind(&self, local: SocketAddr) -> Result<SocketAddrV4, SocketError> {
+        let local = v4(local)?;
+        check_local(self.sockets.addr(), local)?;
+        Ok(local)
+    }
 }

@@ -78,11 +78,16 @@ mod faults;
 mod options;
 mod table;
 pub mod tcp;
+mod tcp_buffers;
+mod tcp_linger;
 
 pub use error::{SocketError, Transport};
 pub(crate) use table::UdpSockets;
 pub(crate) use tcp::TcpSockets;
 pub use tcp::{TcpListener, TcpStream};
+pub use tcp_buffers::{clamp_buffer, MAX_BUFFER, MIN_BUFFER};
+pub(crate) use tcp_linger::TcpLingers;
+pub use tcp_linger::MAX_LINGERING;
 
 use crate::host::{Host, HostId};
 use addr::{check_local, check_peer, first, resolve, try_each};

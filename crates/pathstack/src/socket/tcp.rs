@@ -82,6 +82,9 @@ enum Entry {
     Listener {
         path: PathId,
         port: u16,
+        /// The address it was bound to (`None`: `0.0.0.0`), which
+        /// `local_addr` reports as `getsockname` does.
+        ip: Option<Ipv4Addr>,
     },
     Stream {
         path: PathId,
@@ -152,7 +155,7 @@ impl Host {
             .tcp_sockets
             .get(self.id(), (l.host, l.slot, l.generation))?
         {
-            Entry::Listener { path, port } => Ok((path, port)),
+            Entry::Listener { path, port, .. } => Ok((path, port)),
             Entry::Stream { .. } => Err(SocketError::Closed),
         }
     }
@@ -208,7 +211,11 @@ impl Host {
         .ok_or(SocketError::Closed)
     }
 
-    fn conn<R>(&self, s: &TcpStream, f: impl FnOnce(&TcpConnStage) -> R) -> Result<R, SocketError> {
+    pub(crate) fn conn<R>(
+        &self,
+        s: &TcpStream,
+        f: impl FnOnce(&TcpConnStage) -> R,
+    ) -> Result<R, SocketError> {
         let (path, at) = self.stream_entry(s)?;
         if let Some(c) = at.and_then(|at| self.stack().stage_at(at)) {
             return Ok(f(c));
@@ -221,7 +228,7 @@ impl Host {
             .ok_or(SocketError::Closed)
     }
 
-    fn tcp_default_config(&self) -> TcpConfig {
+    pub(crate) fn tcp_default_config(&self) -> TcpConfig {
         if let Some(c) = self.tcp_sockets.config {
             return c;
         }
@@ -280,7 +287,8 @@ impl Host {
                         .map(TcpListenStage::port)
                 })
                 .unwrap_or(local.port());
-            let (slot, generation) = self.tcp_sockets.insert(Entry::Listener { path, port });
+            let ip = Some(*local.ip()).filter(|a| !a.is_unspecified());
+            let (slot, generation) = self.tcp_sockets.insert(Entry::Listener { path, port, ip });
             Ok(TcpListener {
                 host: self.id(),
                 slot,
@@ -489,14 +497,24 @@ impl Host {
     }
 
     /// Closes the connection gracefully (FIN after the data; a reset if
-    /// unread data remains, or with linger-zero) and lets go of it: the
+    /// unread data remains, or with linger zero, see
+    /// [`tcp_set_linger`](Self::tcp_set_linger)) and lets go of it: the
     /// handle is stale from now on, and the connection's path goes when
     /// the close handshake and TIME-WAIT are over.
     pub fn tcp_close(&mut self, s: TcpStream) -> Result<(), SocketError> {
+        // `SO_LINGER` (`tcp_linger.rs`): zero aborts, a time bounds it.
+        let linger = self.linger_close(&s);
+        if let super::tcp_linger::LingerClose::Abort = linger {
+            return self.tcp_abort(s);
+        }
         self.with_conn(&s, |c, cx| {
             c.tcb_mut().close();
             c.release(cx);
         })?;
+        if let super::tcp_linger::LingerClose::Bounded(d) = linger {
+            let path = self.stream_path(&s)?;
+            self.linger_watch(path, d);
+        }
         self.tcp_sockets.remove(s.slot);
         Ok(())
     }
@@ -534,10 +552,19 @@ impl Host {
             .map_err(SocketError::Path)
     }
 
-    /// The listener's address.
+    /// The listener's address: the one it was bound to (a 127/8 one
+    /// included), or the host's for one bound to `0.0.0.0`.
     pub fn tcp_listener_addr(&self, l: &TcpListener) -> Result<SocketAddr, SocketError> {
         let (_, port) = self.listener_entry(l)?;
-        Ok(SocketAddrV4::new(self.addr().unwrap_or(Ipv4Addr::UNSPECIFIED), port).into())
+        let bound = match self
+            .tcp_sockets
+            .get(self.id(), (l.host, l.slot, l.generation))?
+        {
+            Entry::Listener { ip, .. } => ip,
+            Entry::Stream { .. } => None,
+        };
+        let ip = bound.or(self.addr()).unwrap_or(Ipv4Addr::UNSPECIFIED);
+        Ok(SocketAddrV4::new(ip, port).into())
     }
 
     /// The connection's local address.

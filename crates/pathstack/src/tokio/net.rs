@@ -217,7 +217,7 @@ impl State {
     /// the delayed ACK's): then the driver must be kicked to sleep less,
     /// and it is taken as told.
     pub(super) fn kick_due(&mut self) -> bool {
-        let at = self.host.stack().poll_at();
+        let at = self.host.poll_at();
         let earlier = at.is_some_and(|a| self.driver_wakes_at.is_none_or(|d| a < d));
         if earlier {
             self.driver_wakes_at = at;
@@ -635,7 +635,7 @@ impl Inner {
     fn poll(&self) -> (usize, Option<Duration>) {
         let mut st = self.lock();
         let work = st.poll();
-        let at = st.host.stack().poll_at();
+        let at = st.host.poll_at();
         st.driver_wakes_at = at;
         let now = st.host.now();
         let until = at.map(|t| Duration::from_nanos(t.saturating_since(now).as_nanos()));

@@ -25,6 +25,12 @@ const BACKLOG: u32 = 1024;
 pub struct TcpListener {
     net: Net,
     sock: socket::TcpListener,
+    /// The linger option its connections take (a [`TcpSocket`]'s,
+    /// inherited on accept as Linux's accepted sockets inherit
+    /// `SO_LINGER`).
+    ///
+    /// [`TcpSocket`]: super::TcpSocket
+    linger: Option<std::time::Duration>,
 }
 
 impl TcpListener {
@@ -41,7 +47,18 @@ impl TcpListener {
         Ok(TcpListener {
             net: net.clone(),
             sock,
+            linger: None,
         })
+    }
+
+    /// A listener of `net` for a socket `sock` listening already, its
+    /// connections taking `linger`.
+    pub(super) fn listening(
+        net: Net,
+        sock: socket::TcpListener,
+        linger: Option<std::time::Duration>,
+    ) -> TcpListener {
+        TcpListener { net, sock, linger }
     }
 
     /// Waits for a connection whose handshake has completed and takes it,
@@ -62,6 +79,12 @@ impl TcpListener {
         };
         match st.host.accept(&self.sock) {
             Ok(Some((s, peer))) => {
+                if self.linger.is_some() {
+                    if let Err(e) = st.host.tcp_set_linger(&s, self.linger) {
+                        return Poll::Ready(Err(e.into()));
+                    }
+                }
+                drop(st);
                 Poll::Ready(Ok((TcpStream::accepted(self.net.clone(), s), peer)))
             }
             Ok(None) => {

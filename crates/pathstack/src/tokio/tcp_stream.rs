@@ -90,12 +90,31 @@ impl TcpStream {
         peer: SocketAddr,
         cfg: Option<TcpConfig>,
     ) -> io::Result<TcpStream> {
+        Self::connect_from(net, None, peer, cfg, None).await
+    }
+
+    /// Connects from `local` (`None`: an ephemeral port) with `cfg` and
+    /// the linger option `linger` (a [`TcpSocket`](super::TcpSocket)'s).
+    pub(super) async fn connect_from(
+        net: &Net,
+        local: Option<SocketAddr>,
+        peer: SocketAddr,
+        cfg: Option<TcpConfig>,
+        linger: Option<std::time::Duration>,
+    ) -> io::Result<TcpStream> {
         let stream = {
             let mut st = net.inner.live()?;
-            let sock = match cfg {
-                Some(cfg) => st.host.tcp_connect_with("0.0.0.0:0", peer, cfg)?,
-                None => st.host.tcp_connect(peer)?,
+            let sock = match (cfg, local) {
+                (None, None) => st.host.tcp_connect(peer)?,
+                (cfg, local) => {
+                    let cfg = cfg.unwrap_or_else(|| st.host.tcp_default_config());
+                    let local = local.unwrap_or(SocketAddr::from(([0, 0, 0, 0], 0)));
+                    st.host.tcp_connect_with(local, peer, cfg)?
+                }
             };
+            if linger.is_some() {
+                st.host.tcp_set_linger(&sock, linger)?;
+            }
             // The SYN leaves now; the driver learns of its retransmission
             // timer below.
             st.poll();
@@ -167,6 +186,23 @@ impl TcpStream {
     /// connection with `TimedOut`.
     pub fn set_keepalive(&self, keepalive: Option<crate::inet::tcp::Keepalive>) -> io::Result<()> {
         self.with_host(|h, s| h.tcp_set_keepalive(s, keepalive))
+    }
+
+    /// Sets what dropping the stream does with data the peer has not
+    /// acknowledged (`SO_LINGER`; RFC 793's ABORT beside CLOSE): `None`,
+    /// the default, closes gracefully; `Some(Duration::ZERO)` resets the
+    /// connection and drops the data; `Some(d)` closes gracefully but
+    /// resets the connection if the data is still unacknowledged after
+    /// `d`. Unlike a kernel socket's, the drop never blocks the thread
+    /// (it runs the stack): the stack bounds the close instead (see
+    /// [`Host::tcp_set_linger`]).
+    pub fn set_linger(&self, linger: Option<std::time::Duration>) -> io::Result<()> {
+        self.with_host(|h, s| h.tcp_set_linger(s, linger))
+    }
+
+    /// The stream's linger option (`None` unless set).
+    pub fn linger(&self) -> io::Result<Option<std::time::Duration>> {
+        self.with_host(|h, s| h.tcp_linger(s))
     }
 
     /// Takes the connection's pending error (`SO_ERROR`), once: a reset,

@@ -284,6 +284,13 @@ impl TcpModule {
         self.tuples.len() + self.listeners.len()
     }
 
+    /// Connections (in any state, TIME-WAIT included) whose local port
+    /// is `port`: what a listener without `SO_REUSEADDR` may not bind
+    /// over (the facade's `TcpSocket::set_reuseaddr`).
+    pub fn connections_on_port(&self, port: u16) -> u32 {
+        self.port_use.get(&port).copied().unwrap_or(0)
+    }
+
     /// The ISS of a connection (RFC 6528).
     pub(crate) fn iss(&self, t: &FourTuple, now: Instant) -> SeqNumber {
         self.isn.isn(t, now)
