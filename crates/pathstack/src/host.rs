@@ -25,7 +25,7 @@ pub use error::HostError;
 
 use crate::module_types;
 use crate::nic::Nic;
-use crate::socket::{TcpLingers, TcpSockets, UdpSockets};
+use crate::socket::{Registrations, TcpLingers, TcpSockets, UdpSockets};
 use pathstack_core::admission::Budgets;
 use pathstack_core::device::RxWaiter;
 use pathstack_core::graph::ModuleGraph;
@@ -234,6 +234,8 @@ pub struct Host {
     pub(crate) tcp_sockets: TcpSockets,
     /// The streams' `SO_LINGER` options and the closes they bound.
     pub(crate) tcp_lingers: TcpLingers,
+    /// The sockets [`Host::poll_ready`] watches.
+    pub(crate) readiness: Registrations,
     /// The RPC stack's paths and calls, when the graph has one.
     pub(crate) rpc: Option<crate::rpc::RpcState>,
     /// A clock set by hand instead of the time since the host was made
@@ -399,6 +401,7 @@ impl Host {
             sockets,
             tcp_sockets,
             tcp_lingers: TcpLingers::default(),
+            readiness: Registrations::default(),
             rpc,
             manual_now: None,
             specialize,

@@ -142,6 +142,19 @@ pub enum SocketError {
     /// Waiting for the device in a blocking receive failed.
     #[error("waiting for the device: {0}")]
     Wait(#[source] Box<HostError>),
+    /// A socket registered for readiness twice ([`Host::register`](crate::host::Host::register); mio
+    /// says `AlreadyExists` too).
+    #[error("the socket is registered already; use reregister")]
+    AlreadyRegistered,
+    /// A socket that is not registered for readiness
+    /// ([`Host::reregister`](crate::host::Host::reregister),
+    /// [`Host::deregister`](crate::host::Host::deregister)).
+    #[error("the socket is not registered")]
+    NotRegistered,
+    /// The readiness registrations are at their bound
+    /// ([`MAX_REGISTRATIONS`](crate::socket::MAX_REGISTRATIONS)).
+    #[error("{0} sockets are registered already, the most a host watches")]
+    TooManyRegistrations(usize),
     /// The stack refused to make the socket's path. Admission control's
     /// refusal ([`PathError::Admission`]: the path would take its class or
     /// the stack past a budget, see [`HostConfig::budgets`](crate::host::HostConfig::budgets))
@@ -188,7 +201,9 @@ impl From<SocketError> for std::io::Error {
             SocketError::TimedOut => K::TimedOut,
             SocketError::NoBuffer => K::OutOfMemory,
             SocketError::Closed | SocketError::NotConnected => K::NotConnected,
-            SocketError::Connected { .. } => K::AlreadyExists,
+            SocketError::Connected { .. } | SocketError::AlreadyRegistered => K::AlreadyExists,
+            SocketError::NotRegistered => K::NotFound,
+            SocketError::TooManyRegistrations(_) => K::QuotaExceeded,
             SocketError::NetworkUnreachable(_) => K::NetworkUnreachable,
             SocketError::Unreachable { fault, .. } => fault.kind,
             // Connecting without a route is Linux's `ENETUNREACH` too.

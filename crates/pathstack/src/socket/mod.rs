@@ -75,13 +75,17 @@ mod addr;
 mod blocking;
 mod error;
 mod faults;
+mod nonblocking;
 mod options;
+mod readiness;
 mod table;
 pub mod tcp;
 mod tcp_buffers;
 mod tcp_linger;
 
 pub use error::{SocketError, Transport};
+pub(crate) use readiness::Registrations;
+pub use readiness::{Event, Events, Interest, Source, Token, MAX_REGISTRATIONS};
 pub(crate) use table::UdpSockets;
 pub(crate) use tcp::TcpSockets;
 pub use tcp::{TcpListener, TcpStream};

@@ -1,0 +1,145 @@
+//! The std-like non-blocking calls on the socket handles: what
+//! `std::net`'s sockets do after `set_nonblocking(true)`, with the host as
+//! an argument. A call that would wait fails with
+//! [`io::ErrorKind::WouldBlock`] (a non-blocking BSD socket's
+//! `EWOULDBLOCK`); the caller runs the host ([`Host::poll`], or
+//! [`Host::poll_ready`] to wait for any of many sockets) and calls again.
+//! Errors are `io::Error`s with the kinds of [`SocketError`]'s conversion.
+//!
+//! ```
+//! use pathstack::core::device::wire::{wire_pair, WireConfig};
+//! use pathstack::host::Host;
+//! use std::io::ErrorKind;
+//!
+//! let (a, b) = wire_pair(WireConfig::default());
+//! let mut client = Host::new("10.0.0.1/24".parse().unwrap(), a).unwrap();
+//! let mut server = Host::new("10.0.0.2/24".parse().unwrap(), b).unwrap();
+//! let srv = server.udp_bind("0.0.0.0:7").unwrap();
+//! let cli = client.udp_bind("0.0.0.0:0").unwrap();
+//! let mut buf = [0u8; 64];
+//! // Nothing yet: the call would block.
+//! let e = srv.recv_from(&mut server, &mut buf).unwrap_err();
+//! assert_eq!(e.kind(), ErrorKind::WouldBlock);
+//! cli.send_to(&mut client, b"hello", "10.0.0.2:7").unwrap();
+//! let (n, _from) = loop {
+//!     client.poll();
+//!     server.poll();
+//!     match srv.recv_from(&mut server, &mut buf) {
+//!         Err(e) if e.kind() == ErrorKind::WouldBlock => continue,
+//!         got => break got.unwrap(),
+//!     }
+//! };
+//! assert_eq!(&buf[..n], b"hello");
+//! ```
+
+use super::{RecvInfo, SocketError, TcpListener, TcpStream, UdpSocket};
+use crate::host::Host;
+use std::io;
+use std::net::{SocketAddr, ToSocketAddrs};
+
+/// `Ok(Some(t))` as `Ok(t)`, `Ok(None)` as `WouldBlock`.
+fn or_would_block<T>(r: Result<Option<T>, SocketError>) -> io::Result<T> {
+    match r {
+        Ok(Some(t)) => Ok(t),
+        Ok(None) => Err(io::ErrorKind::WouldBlock.into()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+impl UdpSocket {
+    /// Takes the next datagram into `buf` (truncated to it) with its
+    /// sender, as `std::net::UdpSocket::recv_from`; `WouldBlock` when
+    /// none is queued.
+    pub fn recv_from(&self, host: &mut Host, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
+        or_would_block(
+            host.recv_from_trunc(self, buf)
+                .map(|r| r.map(|r| (r.len, r.from))),
+        )
+    }
+
+    /// [`recv_from`](Self::recv_from) saying whether the datagram was
+    /// truncated ([`RecvInfo::truncated`], `MSG_TRUNC`).
+    pub fn recv_from_trunc(&self, host: &mut Host, buf: &mut [u8]) -> io::Result<RecvInfo> {
+        or_would_block(host.recv_from_trunc(self, buf))
+    }
+
+    /// Takes the next datagram from a connected socket's peer, as
+    /// `std::net::UdpSocket::recv`; `WouldBlock` when none is queued.
+    pub fn recv(&self, host: &mut Host, buf: &mut [u8]) -> io::Result<usize> {
+        if host.peer_addr(self).is_err() {
+            return Err(SocketError::NotConnected.into());
+        }
+        self.recv_from(host, buf).map(|(n, _)| n)
+    }
+
+    /// Copies the next datagram without taking it (`MSG_PEEK`), as
+    /// `std::net::UdpSocket::peek_from`; `WouldBlock` when none is queued.
+    pub fn peek_from(&self, host: &Host, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
+        or_would_block(host.peek_from(self, buf))
+    }
+
+    /// Sends `buf` as one datagram to `dst`, as
+    /// `std::net::UdpSocket::send_to`; `WouldBlock` when the socket's send
+    /// queue is full.
+    pub fn send_to(
+        &self,
+        host: &mut Host,
+        buf: &[u8],
+        dst: impl ToSocketAddrs,
+    ) -> io::Result<usize> {
+        Ok(host.send_to(self, buf, dst)?)
+    }
+
+    /// Sends `buf` to a connected socket's peer, as
+    /// `std::net::UdpSocket::send`; `WouldBlock` when the send queue is
+    /// full.
+    pub fn send(&self, host: &mut Host, buf: &[u8]) -> io::Result<usize> {
+        Ok(host.send(self, buf)?)
+    }
+}
+
+impl TcpStream {
+    /// Reads what has arrived into `buf`, as `std::io::Read::read` on a
+    /// non-blocking `std::net::TcpStream`: `Ok(0)` at the end of the
+    /// stream, `WouldBlock` when nothing is there yet.
+    pub fn read(&self, host: &mut Host, buf: &mut [u8]) -> io::Result<usize> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        or_would_block(host.tcp_recv(self, buf))
+    }
+
+    /// Copies what has arrived without taking it (`MSG_PEEK`);
+    /// `WouldBlock` when nothing is there yet.
+    pub fn peek(&self, host: &Host, buf: &mut [u8]) -> io::Result<usize> {
+        or_would_block(host.tcp_peek(self, buf))
+    }
+
+    /// Writes as much of `buf` as the send buffer takes, as
+    /// `std::io::Write::write` on a non-blocking `std::net::TcpStream`;
+    /// `WouldBlock` when it is full.
+    pub fn write(&self, host: &mut Host, buf: &[u8]) -> io::Result<usize> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        or_would_block(host.tcp_send(self, buf))
+    }
+
+    /// Writes the slices of `bufs` in order as one write (`writev`);
+    /// `WouldBlock` when the send buffer is full.
+    pub fn write_vectored(&self, host: &mut Host, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        if bufs.iter().all(|b| b.is_empty()) {
+            return Ok(0);
+        }
+        or_would_block(host.tcp_send_vectored(self, bufs))
+    }
+}
+
+impl TcpListener {
+    /// Takes an established connection and its peer, as
+    /// `std::net::TcpListener::accept` on a non-blocking listener;
+    /// `WouldBlock` when none waits.
+    pub fn accept(&self, host: &mut Host) -> io::Result<(TcpStream, SocketAddr)> {
+        or_would_block(host.accept(self))
+    }
+}
