@@ -148,8 +148,8 @@ fn tcp_config(flags: u8, size: u8) -> TcpConfig {
         },
         nodelay: flags & 32 != 0,
         keepalive: (flags & 64 != 0).then_some(Keepalive {
-            idle: Duration::from_secs(10),
-            interval: Duration::from_secs(1),
+            idle: std::time::Duration::from_secs(10),
+            interval: std::time::Duration::from_secs(1),
             probes: 3,
         }),
         linger_zero: flags & 128 != 0,
@@ -695,8 +695,8 @@ pub fn tcp_segment(data: &[u8]) {
                 1 => c.t.set_nodelay(op & 0x80 != 0),
                 2 => {
                     let k = (op & 0x80 != 0).then_some(Keepalive {
-                        idle: Duration::from_secs(1),
-                        interval: Duration::from_millis(500),
+                        idle: std::time::Duration::from_secs(1),
+                        interval: std::time::Duration::from_millis(500),
                         probes: 2,
                     });
                     c.t.set_keepalive(k, c.now);

@@ -111,3 +111,61 @@ fn the_hosts_tcp_configuration_is_every_connections_default() {
     let c = plain.tcp_connect("10.0.0.2:80").unwrap();
     assert!(!plain.tcp_nodelay(&c).unwrap());
 }
+
+/// `TcpConfig`'s times are `std::time::Duration`s (issue 27, problem 7):
+/// a program sets them without the stack's own `Duration`, and they take
+/// effect — a 100 ms TIME-WAIT lets the actively closed connection go
+/// within a few hundred milliseconds, not the default 60 s.
+#[test]
+fn the_tcp_configurations_times_are_std_durations() {
+    use pathstack::inet::modules::tcp::TcpModule;
+    use pathstack::inet::tcp::{Keepalive, TcpConfig};
+    use std::time::{Duration, Instant};
+    let cfg = TcpConfig {
+        time_wait: Duration::from_millis(100),
+        delayed_ack: Duration::from_millis(10),
+        keepalive: Some(Keepalive {
+            idle: Duration::from_secs(30),
+            interval: Duration::from_secs(5),
+            probes: 3,
+        }),
+        ..TcpConfig::default()
+    };
+    let (a, b) = wire_pair(WireConfig::default());
+    let mut client = Host::new(HostConfig::parse("10.0.0.1/24").unwrap(), a).unwrap();
+    let mut server = Host::new(HostConfig::parse("10.0.0.2/24").unwrap(), b).unwrap();
+    let l = server.tcp_listen("0.0.0.0:80", 4).unwrap();
+    let c = client
+        .tcp_connect_with("0.0.0.0:0", "10.0.0.2:80", cfg)
+        .unwrap();
+    let s = loop {
+        client.poll();
+        server.poll();
+        if let Ok((s, _)) = l.accept(&mut server) {
+            break s;
+        }
+    };
+    let connections = |h: &Host| {
+        let tcp = h.stack().module_id("tcp").unwrap();
+        h.stack().module::<TcpModule>(tcp).unwrap().paths_in_use()
+    };
+    // The client closes first: its connection waits in TIME-WAIT.
+    client.tcp_close(c).unwrap();
+    for _ in 0..10 {
+        client.poll();
+        server.poll();
+    }
+    server.tcp_close(s).unwrap();
+    let started = Instant::now();
+    while connections(&client) > 0 && started.elapsed() < Duration::from_secs(5) {
+        client.poll();
+        server.poll();
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(connections(&client), 0, "still in TIME-WAIT");
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+}

@@ -33,8 +33,7 @@ async fn sequential_requests_on_one_connection_never_wait_for_a_delayed_ack() {
     let (a, b) = nets();
     let delack = pathstack::inet::tcp::TcpConfig::default().delayed_ack;
     assert_eq!(
-        std::time::Duration::from_nanos(delack.as_nanos()),
-        DELAYED_ACK,
+        delack, DELAYED_ACK,
         "the hosts delay their ACKs as Linux does"
     );
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();

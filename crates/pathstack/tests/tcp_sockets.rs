@@ -274,7 +274,7 @@ fn connect_to_a_closed_port_is_refused() {
 fn transfer_both_ways_then_every_path_goes_after_time_wait() {
     let mut sim = Sim::new(plain());
     let cfg = TcpConfig {
-        time_wait: Duration::from_secs(2),
+        time_wait: std::time::Duration::from_secs(2),
         ..TcpConfig::default()
     };
     let paths_before = sim.a.stack().path_ids().count();

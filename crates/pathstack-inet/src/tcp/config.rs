@@ -1,9 +1,13 @@
 //! What an application may choose about a connection (the socket
 //! options), with Linux's defaults.
+//!
+//! Its times are `std::time::Duration`s, what an application has at
+//! hand (issue 27, problem 7); the engine converts them to the stack's
+//! own `pathstack_core::Duration` (nanoseconds) where it sets a timer.
 
 use super::congestion::CongestionKind;
 use super::rto::RtoConfig;
-use pathstack_core::time::Duration;
+use std::time::Duration;
 
 /// Keepalive (RFC 9293 §3.8.4): off unless asked for; when on, probes
 /// after `idle` without traffic, every `interval`, giving up after
@@ -23,9 +27,9 @@ impl Keepalive {
     /// Probes after `idle` of quiet (Linux's `TCP_KEEPIDLE`), with the
     /// default interval and count (75 s, 9; RFC 9293 §3.8.4, Linux's
     /// defaults). Takes a `std::time::Duration`, as `socket2` does.
-    pub fn after(idle: std::time::Duration) -> Keepalive {
+    pub fn after(idle: Duration) -> Keepalive {
         Keepalive {
-            idle: idle.into(),
+            idle,
             ..Keepalive::default()
         }
     }

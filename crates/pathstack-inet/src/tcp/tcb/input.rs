@@ -134,7 +134,7 @@ impl Tcb {
         self.rtx_count = 0;
         self.timers.set(Timer::Rtx, None);
         if let Some(k) = self.cfg.keepalive {
-            self.timers.set(Timer::Keepalive, Some(now + k.idle));
+            self.timers.set(Timer::Keepalive, Some(now + k.idle.into()));
         }
     }
 
@@ -305,7 +305,7 @@ impl Tcb {
                 // The peer's FIN again (RFC 9293 §3.10.7.4 eighth,
                 // TIME-WAIT): acknowledged, and 2·MSL restarts.
                 self.timers
-                    .set(Timer::TimeWait, Some(now + self.cfg.time_wait));
+                    .set(Timer::TimeWait, Some(now + self.cfg.time_wait.into()));
             }
             return Err(Drop::OutOfWindow);
         }
@@ -404,7 +404,7 @@ impl Tcb {
                 // A retransmitted FIN: acknowledge, restart 2·MSL.
                 self.ack_due = true;
                 self.timers
-                    .set(Timer::TimeWait, Some(now + self.cfg.time_wait));
+                    .set(Timer::TimeWait, Some(now + self.cfg.time_wait.into()));
             }
             self.check_fin(now);
             if !self.fin_received {
@@ -413,7 +413,7 @@ impl Tcb {
             }
         }
         if let Some(k) = self.cfg.keepalive {
-            self.timers.set(Timer::Keepalive, Some(now + k.idle));
+            self.timers.set(Timer::Keepalive, Some(now + k.idle.into()));
             self.keepalive_sent = 0;
         }
         result
@@ -455,7 +455,7 @@ impl Tcb {
             self.timers.set(Timer::Delack, Some(now));
         } else if self.timers.get(Timer::Delack).is_none() {
             self.timers
-                .set(Timer::Delack, Some(now + self.cfg.delayed_ack));
+                .set(Timer::Delack, Some(now + self.cfg.delayed_ack.into()));
         }
     }
 
@@ -485,7 +485,7 @@ impl Tcb {
         self.timers.set(Timer::Persist, None);
         self.timers.set(Timer::Keepalive, None);
         self.timers
-            .set(Timer::TimeWait, Some(now + self.cfg.time_wait));
+            .set(Timer::TimeWait, Some(now + self.cfg.time_wait.into()));
     }
 
     /// A challenge ACK (RFC 5961 §3.2, §4.2), at most

@@ -709,7 +709,7 @@ impl Tcb {
         self.timers.set(
             Timer::Keepalive,
             k.filter(|_| self.state.is_synchronized())
-                .map(|k| now + k.idle),
+                .map(|k| now + k.idle.into()),
         );
     }
 

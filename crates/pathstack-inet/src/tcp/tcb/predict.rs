@@ -139,7 +139,7 @@ impl Tcb {
             self.schedule_ack_for(now, n);
         }
         if let Some(k) = self.cfg.keepalive {
-            self.timers.set(Timer::Keepalive, Some(now + k.idle));
+            self.timers.set(Timer::Keepalive, Some(now + k.idle.into()));
             self.keepalive_sent = 0;
         }
         true

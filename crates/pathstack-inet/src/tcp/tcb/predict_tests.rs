@@ -664,8 +664,8 @@ fn config() -> impl Strategy<Value = TcpConfig> {
                 },
                 nodelay: bit(5),
                 keepalive: bit(6).then_some(Keepalive {
-                    idle: Duration::from_millis(300),
-                    interval: Duration::from_millis(100),
+                    idle: std::time::Duration::from_millis(300),
+                    interval: std::time::Duration::from_millis(100),
                     probes: 3,
                 }),
                 max_stretch_ack: if bit(7) { 2 } else { 16 },

@@ -192,7 +192,7 @@ fn simultaneous_open() {
 #[test]
 fn active_close() {
     let cfg = TcpConfig {
-        time_wait: Duration::from_secs(2),
+        time_wait: std::time::Duration::from_secs(2),
         ..TcpConfig::default()
     };
     let mut s = Script::established(cfg, false);
@@ -613,7 +613,7 @@ fn to_time_wait(cfg: TcpConfig) -> Script {
 #[test]
 fn time_wait_reacks_fin_and_expires() {
     let cfg = TcpConfig {
-        time_wait: Duration::from_secs(60),
+        time_wait: std::time::Duration::from_secs(60),
         ..TcpConfig::default()
     };
     let mut s = to_time_wait(cfg);
@@ -631,7 +631,7 @@ fn time_wait_reacks_fin_and_expires() {
 #[test]
 fn time_wait_expires_after_2msl() {
     let cfg = TcpConfig {
-        time_wait: Duration::from_secs(3),
+        time_wait: std::time::Duration::from_secs(3),
         ..TcpConfig::default()
     };
     let mut s = to_time_wait(cfg);
@@ -846,8 +846,8 @@ fn keepalive_off_by_default() {
 fn keepalive_probes_then_times_out() {
     let cfg = TcpConfig {
         keepalive: Some(Keepalive {
-            idle: Duration::from_secs(10),
-            interval: Duration::from_secs(1),
+            idle: std::time::Duration::from_secs(10),
+            interval: std::time::Duration::from_secs(1),
             probes: 3,
         }),
         ..TcpConfig::default()
@@ -870,8 +870,8 @@ fn keepalive_probes_then_times_out() {
 fn keepalive_answered_keeps_connection() {
     let cfg = TcpConfig {
         keepalive: Some(Keepalive {
-            idle: Duration::from_secs(10),
-            interval: Duration::from_secs(1),
+            idle: std::time::Duration::from_secs(10),
+            interval: std::time::Duration::from_secs(1),
             probes: 3,
         }),
         ..TcpConfig::default()

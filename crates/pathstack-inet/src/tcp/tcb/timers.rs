@@ -84,7 +84,8 @@ impl Tcb {
                 }
                 self.keepalive_sent += 1;
                 self.keepalive_due = true;
-                self.timers.set(Timer::Keepalive, Some(now + k.interval));
+                self.timers
+                    .set(Timer::Keepalive, Some(now + k.interval.into()));
             }
         }
     }
