@@ -217,3 +217,20 @@ async fn linger_zero_drops_with_a_reset() {
         c.write_all(b"x").await.ok();
     }
 }
+
+/// `set_ttl`/`ttl` on the tokio stream (the segments' TTL itself is
+/// checked on the wire by `tests/tcp_ttl.rs`).
+#[tokio::test]
+async fn a_streams_ttl_is_set_and_read_back() {
+    let (a, b) = nets();
+    let l = TcpListener::bind(&b, "0.0.0.0:85").await.unwrap();
+    let (c, s) = within("connect and accept", async {
+        tokio::join!(TcpStream::connect(&a, addr(B, 85)), l.accept())
+    })
+    .await;
+    let (c, _s) = (c.unwrap(), s.unwrap());
+    assert_eq!(c.ttl().unwrap(), 64);
+    c.set_ttl(9).unwrap();
+    assert_eq!(c.ttl().unwrap(), 9);
+    assert_eq!(c.set_ttl(0).unwrap_err().kind(), ErrorKind::InvalidInput);
+}

@@ -82,6 +82,7 @@ mod table;
 pub mod tcp;
 mod tcp_buffers;
 mod tcp_linger;
+mod tcp_ttl;
 
 pub use error::{SocketError, Transport};
 pub(crate) use readiness::Registrations;

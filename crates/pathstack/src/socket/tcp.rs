@@ -187,7 +187,7 @@ impl Host {
 
     /// Runs `f` on the stream's connection stage with its context; what it
     /// makes due is sent at once.
-    fn with_conn<R>(
+    pub(crate) fn with_conn<R>(
         &mut self,
         s: &TcpStream,
         f: impl FnOnce(&mut TcpConnStage, &mut pathstack_core::stage::Cx<'_, '_>) -> R,

@@ -188,6 +188,17 @@ impl TcpStream {
         self.with_host(|h, s| h.tcp_set_keepalive(s, keepalive))
     }
 
+    /// Sets the IP time to live of the segments the connection sends
+    /// (`IP_TTL`, 1 to 255; 64 by default, as on Linux).
+    pub fn set_ttl(&self, ttl: u32) -> io::Result<()> {
+        self.with_host(|h, s| h.tcp_set_ttl(s, ttl))
+    }
+
+    /// The IP time to live of the connection's segments.
+    pub fn ttl(&self) -> io::Result<u32> {
+        self.with_host(|h, s| h.tcp_ttl(s))
+    }
+
     /// Sets what dropping the stream does with data the peer has not
     /// acknowledged (`SO_LINGER`; RFC 793's ABORT beside CLOSE): `None`,
     /// the default, closes gracefully; `Some(Duration::ZERO)` resets the

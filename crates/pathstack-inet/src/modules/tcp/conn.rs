@@ -38,6 +38,10 @@ pub struct TcpConnStage {
     counted: bool,
     /// The first segment of a passive open has made the control block.
     started: bool,
+    /// The IP time to live of its segments (`IP_TTL` on the socket);
+    /// `None`: IP's default. Carried in each segment's annotations, which
+    /// IP's stage and the fast form's link template both read.
+    ttl: Option<u8>,
 }
 
 impl TcpConnStage {
@@ -70,7 +74,20 @@ impl TcpConnStage {
             owned: open.is_none(),
             counted: false,
             started: false,
+            ttl: None,
         }
+    }
+
+    /// Sets the IP time to live of the segments it sends from now on
+    /// (RFC 1122 §3.2.1.7: the transport may set it); `None` for IP's
+    /// default.
+    pub fn set_ttl(&mut self, ttl: Option<u8>) {
+        self.ttl = ttl;
+    }
+
+    /// The IP time to live of its segments.
+    pub fn ttl(&self) -> u8 {
+        self.ttl.unwrap_or(crate::wire::ipv4::DEFAULT_TTL)
     }
 
     /// The connection's control block.
@@ -159,6 +176,7 @@ impl TcpConnStage {
             self.template = Some(TcpTemplate::new(lip, rip, lport, rport));
         }
         let template = self.template.as_ref();
+        let ttl = self.ttl;
         self.tcb.poll_output_due(now, &mut |seg: OutSegment<'_>| {
             let Ok(mut m) = cx.pool().alloc_empty(seg.payload_len()) else {
                 return false;
@@ -191,6 +209,9 @@ impl TcpConnStage {
             };
             if pushed.is_err() {
                 return false;
+            }
+            if let Some(ttl) = ttl {
+                m.anno_mut().set_ttl(ttl);
             }
             m.anno_mut().set_peer_ip(rip);
             cx.emit(Dir::Down, m).is_ok()
