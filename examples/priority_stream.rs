@@ -99,6 +99,7 @@ use pathstack::devices::{TapDevice, TapOptions, WaitMode};
 use pathstack::host::{Host, HostConfig};
 use pathstack::inet::modules::{HostGraph, IcmpModule};
 use pathstack::inet::MacAddr;
+use pathstack::socket::ready;
 use pathstack::Nic;
 use serde_json::{json, Value};
 use std::net::{SocketAddr, UdpSocket};
@@ -905,7 +906,7 @@ fn recv_pathstack(
     let mut buf = vec![0u8; 2048];
     while !stop() && !w.finished(idle) {
         host.poll();
-        while let Some((n, _)) = host.recv_from(&sock, &mut buf)? {
+        while let Some((n, _)) = ready(sock.recv_from(&mut host, &mut buf))? {
             if busy_from.is_none() {
                 *busy_from = Some((cpu_time(), Instant::now()));
             }

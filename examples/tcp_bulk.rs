@@ -48,6 +48,7 @@ use pathstack::devices::{TapDevice, TapOptions, WaitMode};
 use pathstack::host::{Host, HostConfig};
 use pathstack::inet::tcp::{Shutdown, TcpStats};
 use pathstack::inet::MacAddr;
+use pathstack::socket::ready;
 use pathstack::socket::TcpStream;
 use serde_json::json;
 use std::net::{Ipv4Addr, SocketAddr};
@@ -201,7 +202,7 @@ fn sink(args: &TapArgs, port: u16) -> Result<(), BoxError> {
     let l = host.tcp_listen(("0.0.0.0", port), 4)?;
     println!("tcp_bulk sink: ready on {} port {port}", args.ip);
     let s: TcpStream = loop {
-        if let Some((s, _)) = host.accept(&l)? {
+        if let Some((s, _)) = ready(l.accept(&mut host))? {
             break s;
         }
         step(&mut host)?;
@@ -213,7 +214,7 @@ fn sink(args: &TapArgs, port: u16) -> Result<(), BoxError> {
         host.poll();
         let mut eof = false;
         loop {
-            match host.tcp_recv(&s, &mut buf)? {
+            match ready(s.read(&mut host, &mut buf))? {
                 Some(0) => {
                     eof = true;
                     break;
@@ -308,7 +309,7 @@ fn sink_stack(
     };
     while !tally.done(conns) {
         host.poll();
-        while let Some((s, _)) = host.accept(&l)? {
+        while let Some((s, _)) = ready(l.accept(&mut host))? {
             open.push(s);
             t.conns += 1;
             tally.accepted.fetch_add(1, Ordering::Relaxed);
@@ -317,7 +318,7 @@ fn sink_stack(
         let mut i = 0;
         while i < open.len() {
             let mut eof = false;
-            while let Some(n) = host.tcp_recv(&open[i], &mut buf)? {
+            while let Some(n) = ready(open[i].read(&mut host, &mut buf))? {
                 if n == 0 {
                     eof = true;
                     break;
@@ -449,7 +450,7 @@ fn source(args: &TapArgs, peer: SocketAddr, seconds: f64) -> Result<(), BoxError
     while Instant::now() < end {
         host.poll();
         let mut wrote = false;
-        while let Some(n) = host.tcp_send(&s, &data)? {
+        while let Some(n) = ready(s.write(&mut host, &data))? {
             bytes += n as u64;
             wrote = true;
             if n < data.len() {
@@ -466,7 +467,7 @@ fn source(args: &TapArgs, peer: SocketAddr, seconds: f64) -> Result<(), BoxError
     let close_by = Instant::now() + Duration::from_secs(30);
     loop {
         host.poll();
-        match host.tcp_recv(&s, &mut buf)? {
+        match ready(s.read(&mut host, &mut buf))? {
             Some(0) => break,
             Some(_) => {}
             None => {
@@ -499,7 +500,7 @@ fn memory(seconds: f64) -> Result<(), BoxError> {
     let s = loop {
         src.poll();
         dst.poll();
-        if let Some((s, _)) = dst.accept(&l)? {
+        if let Some((s, _)) = ready(l.accept(&mut dst))? {
             break s;
         }
         if Instant::now() > connect_by {
@@ -515,7 +516,7 @@ fn memory(seconds: f64) -> Result<(), BoxError> {
     loop {
         if !shut {
             if Instant::now() < end {
-                while let Some(n) = src.tcp_send(&c, &data)? {
+                while let Some(n) = ready(c.write(&mut src, &data))? {
                     sent += n as u64;
                     if n < data.len() {
                         break;
@@ -529,7 +530,7 @@ fn memory(seconds: f64) -> Result<(), BoxError> {
         src.poll();
         dst.poll();
         let mut eof = false;
-        while let Some(n) = dst.tcp_recv(&s, &mut buf)? {
+        while let Some(n) = ready(s.read(&mut dst, &mut buf))? {
             if n == 0 {
                 eof = true;
                 break;

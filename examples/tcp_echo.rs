@@ -36,6 +36,7 @@ use pathstack::host::{Host, HostConfig};
 use pathstack::inet::modules::tcp::TcpModule;
 use pathstack::inet::tcp::{Shutdown, TcpConfig};
 use pathstack::inet::MacAddr;
+use pathstack::socket::ready;
 use pathstack::socket::{TcpListener, TcpStream};
 use serde_json::json;
 use stats_alloc::{StatsAlloc, INSTRUMENTED_SYSTEM};
@@ -227,7 +228,7 @@ fn accept(
     counts: &mut Counts,
 ) -> Result<bool, BoxError> {
     let mut any = false;
-    while let Some((s, _)) = host.accept(echo)? {
+    while let Some((s, _)) = ready(echo.accept(host))? {
         counts.accepted += 1;
         conns.push(Conn {
             s,
@@ -237,7 +238,7 @@ fn accept(
         any = true;
     }
     if let Some(l) = idle {
-        while let Some((s, _)) = host.accept(l)? {
+        while let Some((s, _)) = ready(l.accept(host))? {
             counts.accepted += 1;
             held.push(s);
             any = true;
@@ -259,7 +260,7 @@ fn serve(
         if room == 0 {
             break;
         }
-        match host.tcp_recv(&c.s, &mut buf[..room])? {
+        match ready(c.s.read(host, &mut buf[..room]))? {
             Some(0) => c.eof = true,
             Some(n) => {
                 moved = true;
@@ -269,7 +270,7 @@ fn serve(
         }
     }
     while !c.pending.is_empty() {
-        match host.tcp_send(&c.s, &c.pending)? {
+        match ready(c.s.write(host, &c.pending))? {
             Some(n) if n > 0 => {
                 c.pending.drain(..n);
                 counts.echoed += n as u64;

@@ -6,6 +6,7 @@
 
 use pathstack::host::Host;
 use pathstack::inet::tcp::TcpConfig;
+use pathstack::socket::ready;
 use pathstack::socket::{SocketError, TcpListener, TcpStream};
 
 /// Errors cross the hosts' threads.
@@ -45,14 +46,14 @@ impl TcpEchoServer {
     /// whether it echoed anything.
     pub fn serve(&mut self, host: &mut Host) -> Result<bool, PingError> {
         if self.conn.is_none() {
-            self.conn = host.accept(&self.listener)?.map(|(s, _)| s);
+            self.conn = ready(self.listener.accept(host))?.map(|(s, _)| s);
         }
         let Some(s) = self.conn else {
             return Ok(false);
         };
         let mut buf = [0u8; 64];
         let mut echoed = false;
-        while let Some(n) = host.tcp_recv(&s, &mut buf)? {
+        while let Some(n) = ready(s.read(host, &mut buf))? {
             if n == 0 {
                 // The client is gone: wait for the next one.
                 let _ = host.tcp_close(s);
@@ -60,7 +61,7 @@ impl TcpEchoServer {
                 break;
             }
             // 1-octet rounds never fill the 256 KB send buffer.
-            if host.tcp_send(&s, &buf[..n])? != Some(n) {
+            if ready(s.write(host, &buf[..n]))? != Some(n) {
                 return Err("the echo did not fit the send buffer".into());
             }
             echoed = true;
@@ -87,7 +88,7 @@ impl TcpPinger {
     /// echo out of step is seen).
     pub fn send(&mut self, host: &mut Host) -> Result<(), PingError> {
         self.seq = self.seq.wrapping_add(1);
-        match host.tcp_send(&self.s, &[self.seq])? {
+        match ready(self.s.write(host, &[self.seq]))? {
             Some(1) => Ok(()),
             _ => Err("the send buffer is full with one octet in flight".into()),
         }
@@ -96,7 +97,7 @@ impl TcpPinger {
     /// `Ok(true)` once the round's echo has been read.
     pub fn echoed(&mut self, host: &mut Host) -> Result<bool, PingError> {
         let mut b = [0u8; 1];
-        match host.tcp_recv(&self.s, &mut b)? {
+        match ready(self.s.read(host, &mut b))? {
             None => Ok(false),
             Some(0) => Err("the server closed the connection".into()),
             Some(_) if b[0] == self.seq => Ok(true),

@@ -5,6 +5,7 @@
 
 use pathstack::host::Host;
 use pathstack::inet::tcp::Shutdown;
+use pathstack::socket::ready;
 use pathstack::socket::{SocketError, TcpListener, TcpStream};
 use std::net::SocketAddr;
 
@@ -97,7 +98,7 @@ impl TcpServices {
     pub fn poll(&mut self, host: &mut Host) -> bool {
         let mut busy = false;
         for &(l, kind) in &self.listeners {
-            while let Ok(Some((s, _))) = host.accept(&l) {
+            while let Ok((s, _)) = l.accept(host) {
                 self.stats.accepted += 1;
                 self.conns.push(Conn {
                     s,
@@ -129,11 +130,7 @@ impl TcpServices {
 }
 
 /// One connection's work: `(anything moved, keep it open)`.
-fn serve(
-    host: &mut Host,
-    c: &mut Conn,
-    st: &mut ServiceStats,
-) -> Result<(bool, bool), SocketError> {
+fn serve(host: &mut Host, c: &mut Conn, st: &mut ServiceStats) -> std::io::Result<(bool, bool)> {
     let mut moved = false;
     let mut buf = [0u8; 16 * 1024];
     // Read what the application can take now.
@@ -145,7 +142,7 @@ fn serve(
         if room == 0 {
             break;
         }
-        match host.tcp_recv(&c.s, &mut buf[..room])? {
+        match ready(c.s.read(host, &mut buf[..room]))? {
             Some(0) => c.eof = true,
             Some(n) => {
                 moved = true;
@@ -161,7 +158,7 @@ fn serve(
     match c.kind {
         Kind::Echo => {
             while !c.pending.is_empty() {
-                match host.tcp_send(&c.s, &c.pending)? {
+                match ready(c.s.write(host, &c.pending))? {
                     Some(n) => {
                         c.pending.drain(..n);
                         st.echoed += n as u64;
@@ -188,7 +185,7 @@ fn serve(
                 for (i, b) in buf.iter_mut().enumerate() {
                     *b = chargen_byte(c.offset + i as u64);
                 }
-                match host.tcp_send(&c.s, &buf)? {
+                match ready(c.s.write(host, &buf))? {
                     Some(n) if n > 0 => {
                         c.offset += n as u64;
                         st.generated += n as u64;
@@ -232,12 +229,12 @@ impl EchoClient {
     }
 
     /// Moves data; `Ok(Some(matches))` once the echo has ended.
-    pub fn poll(&mut self, host: &mut Host) -> Result<Option<bool>, SocketError> {
+    pub fn poll(&mut self, host: &mut Host) -> std::io::Result<Option<bool>> {
         if !host.tcp_is_connected(&self.s)? {
             return Ok(None);
         }
         while self.sent < self.data.len() {
-            match host.tcp_send(&self.s, &self.data[self.sent..])? {
+            match ready(self.s.write(host, &self.data[self.sent..]))? {
                 Some(n) => self.sent += n,
                 None => break,
             }
@@ -248,7 +245,7 @@ impl EchoClient {
         }
         let mut buf = [0u8; 16 * 1024];
         loop {
-            match host.tcp_recv(&self.s, &mut buf)? {
+            match ready(self.s.read(host, &mut buf))? {
                 Some(0) => return Ok(Some(self.got == self.data)),
                 Some(n) => self.got.extend_from_slice(&buf[..n]),
                 None => return Ok(None),

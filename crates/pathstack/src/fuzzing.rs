@@ -1096,7 +1096,7 @@ impl Rig {
         for _ in 0..50 {
             step(&mut a, &mut b, &mut now, 1);
             if s.is_none() {
-                s = a.accept(&listener).ok()?;
+                s = a.tcp_try_accept(&listener).ok()?;
             }
             if s.is_some() && b.tcp_is_connected(&c).ok()? {
                 break;
@@ -1104,14 +1104,14 @@ impl Rig {
         }
         let (s, _) = s?;
         // Data both ways, some read.
-        let _ = b.tcp_send(&c, &pattern(3000, 1));
-        let _ = a.tcp_send(&s, &pattern(2000, 2));
+        let _ = b.tcp_try_send(&c, &pattern(3000, 1));
+        let _ = a.tcp_try_send(&s, &pattern(2000, 2));
         let mut buf = [0u8; 1024];
         for _ in 0..10 {
             step(&mut a, &mut b, &mut now, 1);
         }
-        let _ = a.tcp_recv(&s, &mut buf);
-        let _ = b.tcp_recv(&c, &mut buf);
+        let _ = a.tcp_try_recv(&s, &mut buf);
+        let _ = b.tcp_try_recv(&c, &mut buf);
         // The delayed ACKs.
         for _ in 0..6 {
             step(&mut a, &mut b, &mut now, 10);
@@ -1386,7 +1386,7 @@ pub fn host_rx(data: &[u8]) {
                 let stream = rig.streams.get(si % rig.streams.len().max(1)).copied();
                 match which % 9 {
                     0 => {
-                        if let Ok(Some((s, _))) = rig.a.accept(&rig.listener) {
+                        if let Ok(Some((s, _))) = rig.a.tcp_try_accept(&rig.listener) {
                             if rig.streams.len() < 8 {
                                 rig.streams.push(s);
                             }
@@ -1395,13 +1395,13 @@ pub fn host_rx(data: &[u8]) {
                     1 => {
                         if let Some(s) = stream {
                             let n = usize::from(inp.u16()) % 65_536;
-                            let _ = rig.a.tcp_recv(&s, &mut buf[..n]);
+                            let _ = rig.a.tcp_try_recv(&s, &mut buf[..n]);
                         }
                     }
                     2 => {
                         if let Some(s) = stream {
                             let n = usize::from(inp.u16()) % 65_536;
-                            let _ = rig.a.tcp_send(&s, &buf[..n]);
+                            let _ = rig.a.tcp_try_send(&s, &buf[..n]);
                         }
                     }
                     3 => {
@@ -1423,7 +1423,7 @@ pub fn host_rx(data: &[u8]) {
                     }
                     6 => {
                         let u = rig.udp[usize::from(which >> 7)];
-                        if let Ok(Some((n, from))) = rig.a.recv_from(&u, &mut buf) {
+                        if let Ok(Some((n, from))) = rig.a.udp_try_recv_from(&u, &mut buf) {
                             let _ = rig.a.send_to(&u, &buf[..n.min(1400)], from);
                         }
                     }

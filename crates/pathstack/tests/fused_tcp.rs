@@ -36,6 +36,7 @@ use pathstack::host::{Host, HostConfig};
 use pathstack::inet::modules::{inline, TcpConnStage};
 use pathstack::inet::tcp::{Shutdown, State, TcpConfig};
 use pathstack::inet::MacAddr;
+use pathstack::socket::ready;
 use pathstack::socket::TcpStream;
 use proptest::prelude::*;
 
@@ -120,7 +121,10 @@ impl World {
                 let peer = Peer::new(synack.expect("a SYN-ACK"), &cfg, offer);
                 let ack = peer.segment(&Seg::ack(), &Mutation::None);
                 to_host(&mut host, &mut wire, &ack);
-                host.accept(&l).unwrap().expect("the connection").0
+                ready(l.accept(&mut host))
+                    .unwrap()
+                    .expect("the connection")
+                    .0
             }
         };
         let path = host.tcp_path_id(&stream).unwrap();
@@ -179,12 +183,12 @@ impl World {
             }
             Step::Send(len) => {
                 let data: Vec<u8> = (0..*len).map(|i| (i % 251) as u8).collect();
-                let r = self.host.tcp_send(&self.stream, &data);
+                let r = ready(self.stream.write(&mut self.host, &data));
                 self.app.push(format!("send {len}: {r:?}"));
             }
             Step::Recv(max) => {
                 let mut buf = vec![0u8; *max];
-                let r = self.host.tcp_recv(&self.stream, &mut buf);
+                let r = ready(self.stream.read(&mut self.host, &mut buf));
                 let got = match r {
                     Ok(Some(n)) => format!("{:?}", &buf[..n]),
                     other => format!("{other:?}"),

@@ -23,6 +23,7 @@ use pathstack::core::{Device, Dir, Duration, Instant, Msg, PathId};
 use pathstack::host::{Host, HostConfig};
 use pathstack::inet::modules::inline;
 use pathstack::inet::MacAddr;
+use pathstack::socket::ready;
 use pathstack::socket::UdpSocket;
 use proptest::prelude::*;
 
@@ -167,7 +168,7 @@ impl World {
         self.poll(Duration::from_micros(10));
         // The bound socket's application echoes what it heard.
         let mut buf = [0u8; 2048];
-        while let Ok(Some((n, from))) = self.host.recv_from(&self.sock_bound, &mut buf) {
+        while let Ok(Some((n, from))) = ready(self.sock_bound.recv_from(&mut self.host, &mut buf)) {
             let _ = self.host.send_to(&self.sock_bound, &buf[..n], from);
         }
         self.poll(Duration::from_micros(10));

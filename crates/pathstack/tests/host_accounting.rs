@@ -18,6 +18,7 @@ use pathstack::core::admission::{Budget, Budgets, Resource};
 use pathstack::core::error::PathError;
 use pathstack::core::path::PathStats;
 use pathstack::host::{Host, HostConfig};
+use pathstack::socket::ready;
 use pathstack::socket::{SocketError, UdpSocket};
 use pathstack::wire_pair;
 use std::io::ErrorKind;
@@ -66,7 +67,7 @@ fn exchange(account_cpu: bool) -> (Host, UdpSocket, Host, UdpSocket) {
             a.poll();
             b.poll();
         }
-        while let Some((n, from)) = b.recv_from(&srv, &mut buf).unwrap() {
+        while let Some((n, from)) = ready(srv.recv_from(&mut b, &mut buf)).unwrap() {
             assert_eq!((n, from.ip()), (LEN, std::net::IpAddr::V4(A)));
             got += 1;
         }
@@ -74,7 +75,7 @@ fn exchange(account_cpu: bool) -> (Host, UdpSocket, Host, UdpSocket) {
     for _ in 0..20 {
         a.poll();
         b.poll();
-        while b.recv_from(&srv, &mut buf).unwrap().is_some() {
+        while ready(srv.recv_from(&mut b, &mut buf)).unwrap().is_some() {
             got += 1;
         }
     }

@@ -5,6 +5,7 @@
 use pathstack::core::device::wire::{wire_pair, WireConfig, WireEnd};
 use pathstack::host::{Host, HostConfig};
 use pathstack::inet::tcp::State;
+use pathstack::socket::ready;
 use std::net::{Ipv4Addr, SocketAddr};
 
 const US: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
@@ -39,10 +40,7 @@ fn udp_to_itself_and_to_localhost() {
         h.send(&client, b"hello me").unwrap();
         h.poll();
         let mut buf = [0u8; 64];
-        let (n, from) = h
-            .recv_from(&server, &mut buf)
-            .unwrap()
-            .expect("no datagram");
+        let (n, from) = server.recv_from(&mut h, &mut buf).expect("no datagram");
         assert_eq!(&buf[..n], b"hello me");
         // From the address the client sent to (127.0.0.1 for 127/8).
         let want = if to.is_loopback() {
@@ -53,10 +51,9 @@ fn udp_to_itself_and_to_localhost() {
         assert_eq!(from.ip(), std::net::IpAddr::V4(want), "to {to}");
         h.send_to(&server, b"hello you", from).unwrap();
         h.poll();
-        let n = h
-            .recv(&client, &mut buf)
-            .unwrap()
-            .unwrap_or_else(|| panic!("no reply to {to}: {}", h.report()));
+        let n = client
+            .recv(&mut h, &mut buf)
+            .unwrap_or_else(|e| panic!("no reply to {to} ({e}): {}", h.report()));
         assert_eq!(&buf[..n], b"hello you", "to {to}");
     }
     assert_eq!(
@@ -78,7 +75,7 @@ fn tcp_to_itself_and_to_localhost() {
         for _ in 0..100 {
             h.poll();
             if accepted.is_none() {
-                accepted = h.accept(&l).unwrap();
+                accepted = ready(l.accept(&mut h)).unwrap();
             }
             if accepted.is_some() && h.tcp_is_connected(&c).unwrap() {
                 break;
@@ -103,10 +100,10 @@ fn tcp_to_itself_and_to_localhost() {
         let mut buf = vec![0u8; 8192];
         for _ in 0..10_000 {
             if sent < data.len() {
-                sent += h.tcp_send(&c, &data[sent..]).unwrap().unwrap_or(0);
+                sent += ready(c.write(&mut h, &data[sent..])).unwrap().unwrap_or(0);
             }
             h.poll();
-            while let Some(n) = h.tcp_recv(&s, &mut buf).unwrap() {
+            while let Some(n) = ready(s.read(&mut h, &mut buf)).unwrap() {
                 if n == 0 {
                     break;
                 }
@@ -188,14 +185,15 @@ fn sockets_bound_to_a_loopback_address_are_served() {
     h.send(&client, b"to lo").unwrap();
     h.poll();
     let mut buf = [0u8; 64];
-    let (n, from) = h
-        .recv_from(&server, &mut buf)
-        .unwrap()
+    let (n, from) = server
+        .recv_from(&mut h, &mut buf)
         .expect("no datagram on the socket bound to 127.0.0.1");
     assert_eq!(&buf[..n], b"to lo");
     h.send_to(&server, b"from lo", from).unwrap();
     h.poll();
-    let n = h.recv(&client, &mut buf).unwrap().expect("no reply");
+    let n = ready(client.recv(&mut h, &mut buf))
+        .unwrap()
+        .expect("no reply");
     assert_eq!(&buf[..n], b"from lo");
     // Another address of 127/8 binds too, as on Linux.
     h.udp_bind("127.1.2.3:8").unwrap();
@@ -211,7 +209,7 @@ fn sockets_bound_to_a_loopback_address_are_served() {
     for _ in 0..100 {
         h.poll();
         if accepted.is_none() {
-            accepted = h.accept(&l).unwrap();
+            accepted = ready(l.accept(&mut h)).unwrap();
         }
         if accepted.is_some() && h.tcp_is_connected(&c).unwrap() {
             break;
@@ -222,9 +220,9 @@ fn sockets_bound_to_a_loopback_address_are_served() {
         h.tcp_local_addr(&s).unwrap(),
         SocketAddr::from((Ipv4Addr::LOCALHOST, 80))
     );
-    assert_eq!(h.tcp_send(&c, b"ping").unwrap(), Some(4));
+    assert_eq!(ready(c.write(&mut h, b"ping")).unwrap(), Some(4));
     h.poll();
-    let n = h.tcp_recv(&s, &mut buf).unwrap().expect("no data");
+    let n = ready(s.read(&mut h, &mut buf)).unwrap().expect("no data");
     assert_eq!(&buf[..n], b"ping");
     // An address that is neither the host's nor loopback is still refused.
     let e = h.udp_bind("10.0.0.9:9").unwrap_err();

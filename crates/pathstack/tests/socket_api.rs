@@ -7,6 +7,7 @@
 use pathstack::core::device::record::{Recorder, Recording};
 use pathstack::core::device::wire::{wire_pair, WireConfig};
 use pathstack::host::{Host, HostConfig};
+use pathstack::socket::ready;
 use pathstack::socket::{SocketError, UdpSocket};
 use std::io::ErrorKind;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, SocketAddrV4};
@@ -40,7 +41,7 @@ fn deliver(from: &mut Host, to: &mut Host, s: &UdpSocket, buf: &mut [u8]) -> (us
     for _ in 0..50 {
         from.poll();
         to.poll();
-        if let Some(got) = to.recv_from(s, buf).unwrap() {
+        if let Some(got) = ready(s.recv_from(to, buf)).unwrap() {
             return got;
         }
     }
@@ -70,8 +71,11 @@ fn a_handle_used_on_another_host_is_refused() {
         other => panic!("expected WrongHost, got {other:?}"),
     };
     wrong(h2.send_to(&s1, b"x", "10.0.0.2:9").map(drop));
-    wrong(h2.recv_from(&s1, &mut buf).map(drop));
-    wrong(h2.peek_from(&s1, &mut buf).map(drop));
+    // The handles' calls say so too, as `io::Error`s.
+    let e = s1.recv_from(&mut h2, &mut buf).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
+    let e = s1.peek_from(&h2, &mut buf).unwrap_err();
+    assert!(e.to_string().contains("belongs to host #"), "{e}");
     wrong(h2.local_addr(&s1).map(drop));
     wrong(h2.connect(&s1, "10.0.0.1:9"));
     wrong(h2.set_ttl(&s1, 3));
@@ -184,9 +188,9 @@ fn connect_is_a_call_on_a_bound_socket() {
         h2.poll();
         h1.poll();
     }
-    assert_eq!(h1.recv(&s, &mut buf).unwrap(), Some(6));
+    assert_eq!(ready(s.recv(&mut h1, &mut buf)).unwrap(), Some(6));
     assert_eq!(&buf[..6], b"answer");
-    assert_eq!(h1.recv(&s, &mut buf).unwrap(), None);
+    assert_eq!(ready(s.recv(&mut h1, &mut buf)).unwrap(), None);
     assert!(matches!(
         h1.send_to(&s, b"x", "10.0.0.2:8"),
         Err(SocketError::Connected { .. })
@@ -211,7 +215,7 @@ fn peek_leaves_the_datagram_and_truncation_is_reported() {
     let srv = h2.udp_bind("0.0.0.0:7").unwrap();
     let cli = h1.udp_bind("0.0.0.0:0").unwrap();
     let mut buf = [0u8; 4];
-    assert_eq!(h2.peek_from(&srv, &mut buf).unwrap(), None);
+    assert_eq!(ready(srv.peek_from(&h2, &mut buf)).unwrap(), None);
     h1.send_to(&cli, b"0123456789", "10.0.0.2:7").unwrap();
     h1.send_to(&cli, b"next", "10.0.0.2:7").unwrap();
     for _ in 0..5 {
@@ -221,15 +225,19 @@ fn peek_leaves_the_datagram_and_truncation_is_reported() {
     // Bound to 0.0.0.0: its datagrams come from the host's address.
     let me = addr(A, h1.local_addr(&cli).unwrap().port());
     // Peeking twice sees the same datagram, truncated to the buffer.
-    assert_eq!(h2.peek_from(&srv, &mut buf).unwrap(), Some((4, me)));
-    assert_eq!(h2.peek_from(&srv, &mut buf).unwrap(), Some((4, me)));
+    assert_eq!(ready(srv.peek_from(&h2, &mut buf)).unwrap(), Some((4, me)));
+    assert_eq!(ready(srv.peek_from(&h2, &mut buf)).unwrap(), Some((4, me)));
     assert_eq!(&buf, b"0123");
     assert_eq!(h2.udp_pending(&srv), 2);
     // The receive that takes it says it did not fit.
-    let got = h2.recv_from_trunc(&srv, &mut buf).unwrap().unwrap();
+    let got = ready(srv.recv_from_trunc(&mut h2, &mut buf))
+        .unwrap()
+        .unwrap();
     assert_eq!((got.len, got.datagram_len, got.from), (4, 10, me));
     assert!(got.truncated());
-    let got = h2.recv_from_trunc(&srv, &mut buf).unwrap().unwrap();
+    let got = ready(srv.recv_from_trunc(&mut h2, &mut buf))
+        .unwrap()
+        .unwrap();
     assert_eq!((got.len, got.datagram_len), (4, 4));
     assert!(!got.truncated(), "a datagram that just fits is whole");
     assert_eq!(&buf, b"next");

@@ -7,12 +7,13 @@
 use pathstack::core::device::wire::{wire_pair, WireConfig, WireEnd};
 use pathstack::core::Instant;
 use pathstack::host::{Host, HostConfig};
+use pathstack::socket::ready;
 use pathstack::socket::{SocketError, UdpSocket};
 use std::io::{self, ErrorKind};
 use std::net::Ipv4Addr;
 
-fn kind(e: SocketError) -> ErrorKind {
-    io::Error::from(e).kind()
+fn kind(e: impl Into<io::Error>) -> ErrorKind {
+    e.into().kind()
 }
 
 fn pair() -> (Host, Host) {
@@ -81,18 +82,17 @@ fn arp_failure_is_host_unreachable_on_a_connected_socket_once() {
     // Reported once (SO_ERROR is cleared by reading it).
     assert!(a.take_error(&s).unwrap().is_none());
     let mut buf = [0u8; 8];
-    assert!(a.recv(&s, &mut buf).unwrap().is_none());
+    assert!(ready(s.recv(&mut a, &mut buf)).unwrap().is_none());
 }
 
 #[test]
 fn arp_failure_reaches_a_receiving_connected_socket() {
     let (mut a, _nobody, s) = arp_failed_connected();
     let mut buf = [0u8; 8];
-    assert!(matches!(
-        a.peek_from(&s, &mut buf),
-        Err(SocketError::Unreachable { .. })
-    ));
-    let e = a.recv(&s, &mut buf).unwrap_err();
+    // A peek reports the error and leaves it pending.
+    let e = s.peek_from(&a, &mut buf).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::HostUnreachable, "{e}");
+    let e = ready(s.recv(&mut a, &mut buf)).unwrap_err();
     assert_eq!(kind(e), ErrorKind::HostUnreachable);
 }
 
@@ -118,7 +118,7 @@ fn port_unreachable_is_connection_refused_on_a_connected_socket() {
     for _ in 0..20 {
         a.poll();
         b.poll();
-        if let Err(e) = a.recv(&s, &mut buf) {
+        if let Err(e) = ready(s.recv(&mut a, &mut buf)) {
             got = Some(e);
             break;
         }
@@ -146,7 +146,7 @@ fn port_unreachable_is_silent_on_a_bound_socket() {
     assert_eq!(a.echo_replies().len(), 1, "{}", a.report());
     assert!(a.take_error(&s).unwrap().is_none());
     let mut buf = [0u8; 8];
-    assert!(a.recv_from(&s, &mut buf).unwrap().is_none());
+    assert!(ready(s.recv_from(&mut a, &mut buf)).unwrap().is_none());
 }
 
 #[test]
@@ -162,7 +162,7 @@ fn another_connected_socket_is_not_blamed() {
         b.poll();
     }
     let mut buf = [0u8; 8];
-    assert!(b.recv_from(&srv, &mut buf).unwrap().is_some());
+    assert!(ready(srv.recv_from(&mut b, &mut buf)).unwrap().is_some());
     assert!(a.take_error(&good).unwrap().is_none());
     let e = a.take_error(&bad).unwrap().expect("bad's error");
     assert_eq!(kind(e), ErrorKind::ConnectionRefused);
@@ -257,8 +257,8 @@ fn a_tcp_connect_to_an_absent_neighbour_is_host_unreachable_when_arp_gives_up() 
         a.tcp_state(&c).unwrap(),
         pathstack::inet::tcp::State::Closed
     );
-    let e = a.tcp_send(&c, b"x").unwrap_err();
-    assert_eq!(io::Error::from(e).kind(), ErrorKind::HostUnreachable);
+    let e = ready(c.write(&mut a, b"x")).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::HostUnreachable);
 }
 
 /// The wire, whose transmit fails as a deleted interface's does once the
@@ -322,6 +322,6 @@ fn sends_after_the_device_is_gone_are_network_down() {
     let e = h.send(&s, b"after").unwrap_err();
     assert_eq!(kind(e), ErrorKind::NetworkDown);
     let c = h.tcp_connect("10.0.0.2:80").unwrap();
-    let e = h.tcp_send(&c, b"x").unwrap_err();
-    assert_eq!(io::Error::from(e).kind(), ErrorKind::NetworkDown);
+    let e = ready(c.write(&mut h, b"x")).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NetworkDown);
 }

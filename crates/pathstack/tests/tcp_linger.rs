@@ -8,6 +8,7 @@
 use pathstack::core::device::wire::{wire_pair, WireConfig};
 use pathstack::host::Host;
 use pathstack::inet::tcp::State;
+use pathstack::socket::ready;
 use pathstack::socket::{SocketError, TcpStream};
 use std::io::ErrorKind;
 use std::time::Duration;
@@ -23,7 +24,7 @@ fn connected(port: u16) -> (Host, Host, TcpStream, TcpStream) {
     for _ in 0..100 {
         client.poll();
         server.poll();
-        if let Some((s, _)) = server.accept(&l).unwrap() {
+        if let Some((s, _)) = ready(l.accept(&mut server)).unwrap() {
             client.poll();
             assert!(client.tcp_is_connected(&c).unwrap());
             return (client, server, c, s);
@@ -44,14 +45,14 @@ fn read_all(
     for _ in 0..200 {
         client.poll();
         server.poll();
-        let err = match server.tcp_recv(s, &mut buf) {
+        let err = match ready(s.read(server, &mut buf)) {
             Ok(Some(0)) => None,
             Ok(Some(n)) => {
                 got += n;
                 continue;
             }
             Ok(None) => continue,
-            Err(e) => Some(std::io::Error::from(e).kind()),
+            Err(e) => Some(e.kind()),
         };
         return (got, err, server.tcp_state(s).unwrap());
     }
@@ -68,7 +69,10 @@ fn close_unacknowledged(
     let (mut client, mut server, c, s) = connected(80);
     client.tcp_set_linger(&c, linger).unwrap();
     assert_eq!(client.tcp_linger(&c).unwrap(), linger);
-    assert_eq!(client.tcp_send(&c, &[7u8; 3000]).unwrap(), Some(3000));
+    assert_eq!(
+        ready(c.write(&mut client, &[7u8; 3000])).unwrap(),
+        Some(3000)
+    );
     client.tcp_close(c).unwrap();
     assert!(matches!(client.tcp_linger(&c), Err(SocketError::Closed)));
     client.poll();
@@ -120,7 +124,7 @@ fn the_host_wakes_for_a_lingering_close() {
     client
         .tcp_set_linger(&c, Some(Duration::from_millis(10)))
         .unwrap();
-    client.tcp_send(&c, b"unacknowledged").unwrap();
+    ready(c.write(&mut client, b"unacknowledged")).unwrap();
     client.tcp_close(c).unwrap();
     // The retransmission timer (200 ms or more) is later than the linger
     // time: the host's next deadline is the linger's.

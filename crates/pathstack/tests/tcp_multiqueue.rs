@@ -173,7 +173,8 @@ fn serve(
     while !stop.load(Ordering::Relaxed) {
         assert!(Instant::now() < deadline, "the transfers did not end");
         host.poll();
-        while let Some((stream, _)) = host.accept(&l).expect("accept") {
+        while let Some((stream, _)) = pathstack::socket::ready(l.accept(&mut host)).expect("accept")
+        {
             open.push(Incoming {
                 stream,
                 head: Vec::new(),
@@ -184,7 +185,9 @@ fn serve(
         let mut i = 0;
         while i < open.len() {
             let mut eof = false;
-            while let Some(n) = host.tcp_recv(&open[i].stream, &mut buf).expect("recv") {
+            while let Some(n) =
+                pathstack::socket::ready(open[i].stream.read(&mut host, &mut buf)).expect("recv")
+            {
                 if n == 0 {
                     eof = true;
                     break;

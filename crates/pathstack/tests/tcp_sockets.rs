@@ -13,6 +13,7 @@ use pathstack::core::{Device, Duration, Instant};
 use pathstack::host::{Host, HostConfig};
 use pathstack::inet::modules::TcpModule;
 use pathstack::inet::tcp::{CongestionKind, Shutdown, State, TcpConfig};
+use pathstack::socket::ready;
 use pathstack::socket::{TcpListener, TcpStream};
 use proptest::prelude::*;
 use std::io::ErrorKind;
@@ -118,7 +119,7 @@ impl End {
             for (j, c) in chunk[..k].iter_mut().enumerate() {
                 *c = pattern(self.sent + j);
             }
-            match h.tcp_send(&self.s, &chunk[..k]).expect("send") {
+            match ready(self.s.write(h, &chunk[..k])).expect("send") {
                 Some(n) => self.sent += n,
                 None => break,
             }
@@ -129,7 +130,7 @@ impl End {
         }
         let mut buf = [0u8; 8192];
         while !self.eof {
-            match h.tcp_recv(&self.s, &mut buf).expect("recv") {
+            match ready(self.s.read(h, &mut buf)).expect("recv") {
                 Some(0) => self.eof = true,
                 Some(n) => self.got.extend_from_slice(&buf[..n]),
                 None => break,
@@ -155,7 +156,7 @@ fn connect(sim: &mut Sim, cfg: TcpConfig) -> (TcpListener, TcpStream, TcpStream)
         .unwrap();
     for _ in 0..200_000 {
         sim.step();
-        if let Some((s, peer)) = sim.b.accept(&l).unwrap() {
+        if let Some((s, peer)) = ready(l.accept(&mut sim.b)).unwrap() {
             assert_eq!(peer, sim.a.tcp_local_addr(&c).unwrap());
             return (l, c, s);
         }
@@ -319,14 +320,14 @@ fn a_reset_reaches_the_peer_as_connection_reset() {
     let mut err = None;
     for _ in 0..1000 {
         sim.step();
-        if let Err(e) = sim.a.tcp_recv(&c, &mut buf) {
-            err = Some(std::io::Error::from(e).kind());
+        if let Err(e) = ready(c.read(&mut sim.a, &mut buf)) {
+            err = Some(e.kind());
             break;
         }
     }
     assert_eq!(err, Some(ErrorKind::ConnectionReset));
-    let e = sim.a.tcp_send(&c, b"x").unwrap_err();
-    assert_eq!(std::io::Error::from(e).kind(), ErrorKind::BrokenPipe);
+    let e = ready(c.write(&mut sim.a, b"x")).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::BrokenPipe);
 }
 
 #[test]
@@ -341,7 +342,7 @@ fn a_hundred_connections_at_once() {
     let mut echo: Vec<(TcpStream, Vec<u8>, bool)> = Vec::new();
     for _ in 0..200_000 {
         sim.step();
-        while let Some((s, _)) = sim.b.accept(&l).unwrap() {
+        while let Some((s, _)) = ready(l.accept(&mut sim.b)).unwrap() {
             servers.push(s);
             echo.push((s, Vec::new(), false));
         }
@@ -351,7 +352,7 @@ fn a_hundred_connections_at_once() {
         // Echo: what arrives goes back; EOF closes.
         for (s, pending, done) in &mut echo {
             let mut buf = [0u8; 4096];
-            while let Ok(Some(n)) = sim.b.tcp_recv(s, &mut buf) {
+            while let Ok(Some(n)) = ready(s.read(&mut sim.b, &mut buf)) {
                 if n == 0 {
                     *done = true;
                     break;
@@ -359,7 +360,7 @@ fn a_hundred_connections_at_once() {
                 pending.extend_from_slice(&buf[..n]);
             }
             while !pending.is_empty() {
-                match sim.b.tcp_send(s, pending).unwrap() {
+                match ready(s.write(&mut sim.b, pending)).unwrap() {
                     Some(n) => {
                         pending.drain(..n);
                     }
@@ -390,7 +391,7 @@ fn syn_cookies_when_the_syn_queue_is_full() {
     let clients: Vec<TcpStream> = (0..8)
         .map(|_| {
             let c = sim.a.tcp_connect("10.0.0.2:7").unwrap();
-            assert_eq!(sim.a.tcp_send(&c, b"hi").unwrap(), Some(2));
+            assert_eq!(ready(c.write(&mut sim.a, b"hi")).unwrap(), Some(2));
             c
         })
         .collect();
@@ -398,12 +399,12 @@ fn syn_cookies_when_the_syn_queue_is_full() {
     let mut buf = [0u8; 8];
     for _ in 0..200_000 {
         sim.step();
-        while let Some((s, _)) = sim.b.accept(&l).unwrap() {
+        while let Some((s, _)) = ready(l.accept(&mut sim.b)).unwrap() {
             accepted += 1;
             // The data arrives with or after the handshake.
             let mut got = None;
             for _ in 0..100_000 {
-                if let Some(n) = sim.b.tcp_recv(&s, &mut buf).unwrap() {
+                if let Some(n) = ready(s.read(&mut sim.b, &mut buf)).unwrap() {
                     got = Some(n);
                     break;
                 }
@@ -520,18 +521,18 @@ fn ping_pong_acks_ride_on_the_answers() {
         if r == 1 {
             before = segs_out(&sim);
         }
-        assert_eq!(sim.a.tcp_send(&c, &[r as u8]).unwrap(), Some(1));
+        assert_eq!(ready(c.write(&mut sim.a, &[r as u8])).unwrap(), Some(1));
         let got = loop {
             sim.step();
-            if let Some(n) = sim.b.tcp_recv(&s, &mut buf).unwrap() {
+            if let Some(n) = ready(s.read(&mut sim.b, &mut buf)).unwrap() {
                 break n;
             }
         };
         assert_eq!(got, 1);
-        assert_eq!(sim.b.tcp_send(&s, &buf[..1]).unwrap(), Some(1));
+        assert_eq!(ready(s.write(&mut sim.b, &buf[..1])).unwrap(), Some(1));
         loop {
             sim.step();
-            if let Some(n) = sim.a.tcp_recv(&c, &mut buf).unwrap() {
+            if let Some(n) = ready(c.read(&mut sim.a, &mut buf)).unwrap() {
                 assert_eq!((n, buf[0]), (1, r as u8));
                 break;
             }
@@ -639,7 +640,7 @@ fn fragmentation_needed_lowers_the_mss_of_the_connection_it_quotes() {
     let mut sim = Sim::new(plain());
     let (_l, c, _s) = connect(&mut sim, TcpConfig::default());
     // Data in flight: sent, not yet acknowledged (b has not run).
-    assert!(sim.a.tcp_send(&c, &[7u8; 3000]).unwrap().is_some());
+    assert!(ready(c.write(&mut sim.a, &[7u8; 3000])).unwrap().is_some());
     sim.a.stack_mut().poll(sim.now);
     let path = sim.a.tcp_path_id(&c).unwrap();
     let (ports, una, smss) = sim

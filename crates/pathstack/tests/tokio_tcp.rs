@@ -277,8 +277,8 @@ async fn keepalive_on_the_stream_finds_a_silent_peer() {
     let (a, b) = nets();
     let (mut c, _s) = pair(&a, &b, 4100).await;
     c.set_keepalive(Some(pathstack::inet::tcp::Keepalive {
-        idle: Duration::from_millis(200).into(),
-        interval: Duration::from_millis(100).into(),
+        idle: Duration::from_millis(200),
+        interval: Duration::from_millis(100),
         probes: 2,
     }))
     .unwrap();

@@ -4,6 +4,7 @@
 
 use pathstack::core::device::wire::{wire_pair, WireConfig};
 use pathstack::host::{Host, HostConfig};
+use pathstack::socket::ready;
 use pathstack::socket::{SocketError, UdpSocket, MAX_DATAGRAM};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 
@@ -41,7 +42,7 @@ fn recv(net: &mut Net, on_b: bool, s: &UdpSocket, buf: &mut [u8]) -> (usize, Soc
     for _ in 0..50 {
         net.run(1);
         let h = if on_b { &mut net.b } else { &mut net.a };
-        if let Some(got) = h.recv_from(s, buf).unwrap() {
+        if let Some(got) = ready(s.recv_from(h, buf)).unwrap() {
             return got;
         }
     }
@@ -102,9 +103,9 @@ fn connected_socket_talks_to_its_peer_only() {
     net.b.send_to(&other, b"stranger", from).unwrap();
     net.b.send_to(&srv, b"answer", from).unwrap();
     net.run(5);
-    assert_eq!(net.a.recv(&cli, &mut buf).unwrap(), Some(6));
+    assert_eq!(ready(cli.recv(&mut net.a, &mut buf)).unwrap(), Some(6));
     assert_eq!(&buf[..6], b"answer");
-    assert_eq!(net.a.recv(&cli, &mut buf).unwrap(), None);
+    assert_eq!(ready(cli.recv(&mut net.a, &mut buf)).unwrap(), None);
 
     // The connected socket refuses other destinations and the bound one
     // has no `send`.
@@ -118,7 +119,7 @@ fn connected_socket_talks_to_its_peer_only() {
         Err(SocketError::NotConnected)
     ));
     assert!(matches!(
-        net.b.recv(&srv, &mut buf),
+        srv.recv(&mut net.b, &mut buf).map_err(socket_error),
         Err(SocketError::NotConnected)
     ));
 }
@@ -172,7 +173,7 @@ fn port_in_use_and_close_frees_it() {
     // The old handle is stale everywhere.
     let mut buf = [0u8; 8];
     assert!(matches!(
-        net.b.recv_from(&s, &mut buf),
+        s.recv_from(&mut net.b, &mut buf).map_err(socket_error),
         Err(SocketError::Closed)
     ));
     assert!(matches!(
@@ -184,7 +185,7 @@ fn port_in_use_and_close_frees_it() {
     // The port is free again, and the new socket gets new datagrams only.
     let s2 = net.b.udp_bind((Ipv4Addr::UNSPECIFIED, 7)).unwrap();
     assert_ne!(s2, s);
-    assert_eq!(net.b.recv_from(&s2, &mut buf).unwrap(), None);
+    assert_eq!(ready(s2.recv_from(&mut net.b, &mut buf)).unwrap(), None);
     net.a.send_to(&cli, b"new", addr(B, 7)).unwrap();
     let (n, _) = recv(&mut net, true, &s2, &mut buf);
     assert_eq!(&buf[..n], b"new");
@@ -208,9 +209,9 @@ fn recv_on_empty_socket_would_block() {
     let mut net = Net::new();
     let s = net.a.udp_bind((Ipv4Addr::UNSPECIFIED, 5000)).unwrap();
     let mut buf = [0u8; 8];
-    assert_eq!(net.a.recv_from(&s, &mut buf).unwrap(), None);
+    assert_eq!(ready(s.recv_from(&mut net.a, &mut buf)).unwrap(), None);
     net.run(3);
-    assert_eq!(net.a.recv_from(&s, &mut buf).unwrap(), None);
+    assert_eq!(ready(s.recv_from(&mut net.a, &mut buf)).unwrap(), None);
     assert_eq!(net.a.udp_pending(&s), 0);
 }
 
@@ -265,7 +266,7 @@ fn sends_run_at_once_and_arp_bounds_what_waits() {
     let mut buf = [0u8; 16];
     for _ in 0..20 {
         net.run(1);
-        while let Some((n, _)) = net.b.recv_from(&srv, &mut buf).unwrap() {
+        while let Some((n, _)) = ready(srv.recv_from(&mut net.b, &mut buf)).unwrap() {
             got.push(u32::from_be_bytes(buf[..n].try_into().unwrap()));
         }
     }
@@ -278,7 +279,10 @@ fn sends_run_at_once_and_arp_bounds_what_waits() {
     }
     net.run(1);
     let mut n = 0;
-    while net.b.recv_from(&srv, &mut buf).unwrap().is_some() {
+    while ready(srv.recv_from(&mut net.b, &mut buf))
+        .unwrap()
+        .is_some()
+    {
         n += 1;
     }
     assert_eq!(
@@ -337,7 +341,7 @@ fn sockets_work_on_a_host_from_a_graph_file() {
     for _ in 0..20 {
         a.poll();
         b.poll();
-        if let Some(g) = b.recv_from(&sb, &mut buf).unwrap() {
+        if let Some(g) = ready(sb.recv_from(&mut b, &mut buf)).unwrap() {
             got = Some(g);
             break;
         }
@@ -369,4 +373,12 @@ fn connecting_without_a_route_keeps_ips_reason() {
         e.cause::<IpRefusal>(),
         Some(&IpRefusal::NoRoute(*peer.ip()))
     );
+}
+
+/// The socket error an `io::Error` of the handles' calls carries.
+fn socket_error(e: std::io::Error) -> SocketError {
+    *e.into_inner()
+        .expect("an error of the socket")
+        .downcast()
+        .expect("a SocketError")
 }

@@ -16,6 +16,7 @@ use pathstack::core::device::{WireStage, WIRE_SPEC};
 use pathstack::core::{Duration, Instant};
 use pathstack::host::{Host, HostConfig};
 use pathstack::inet::modules::inline;
+use pathstack::socket::ready;
 use pathstack::socket::TcpStream;
 use pathstack_testutil::counting_alloc;
 
@@ -30,11 +31,11 @@ fn bulk(a: &mut Host, b: &mut Host, c: &TcpStream, s: &TcpStream, now: &mut Inst
     while got < bytes {
         if sent < bytes {
             let k = (bytes - sent).min(chunk.len());
-            if let Some(n) = a.tcp_send(c, &chunk[..k]).unwrap() {
+            if let Some(n) = ready(c.write(a, &chunk[..k])).unwrap() {
                 sent += n;
             }
         }
-        while let Some(n) = b.tcp_recv(s, &mut buf).unwrap() {
+        while let Some(n) = ready(s.read(b, &mut buf)).unwrap() {
             assert!(n > 0, "no EOF expected");
             got += n;
         }
@@ -78,7 +79,7 @@ fn bulk_transfer_allocates_nothing_per_segment() {
         a.stack_mut().poll(now);
         b.stack_mut().poll(now);
         now = now + Duration::from_micros(20);
-        if let Some((s, _)) = b.accept(&l).unwrap() {
+        if let Some((s, _)) = ready(l.accept(&mut b)).unwrap() {
             break s;
         }
     };

@@ -32,14 +32,16 @@ impl Host {
     ) -> Result<RecvInfo, SocketError> {
         let deadline = Instant::now() + timeout;
         loop {
-            if let Some(got) = self.recv_from_trunc(s, buf)? {
+            if let Some(got) = self.udp_try_recv_from_trunc(s, buf)? {
                 return Ok(got);
             }
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 // A last look: what the device holds now is in time.
                 self.poll();
-                return self.recv_from_trunc(s, buf)?.ok_or(SocketError::TimedOut);
+                return self
+                    .udp_try_recv_from_trunc(s, buf)?
+                    .ok_or(SocketError::TimedOut);
             }
             if self.poll() == 0 {
                 self.wait(left)

@@ -26,12 +26,15 @@
 //! socket; `local_addr`, `peer_addr`, `peek_from`, `set_ttl`/`ttl` and
 //! `set_broadcast`/`broadcast` are there. What differs, and why:
 //!
-//! - nothing blocks unless it says so: a receive with nothing queued
-//!   returns `Ok(None)` (a non-blocking BSD socket's `WouldBlock`); the
-//!   caller runs [`Host::poll`] (and [`Host::wait`]) and tries again, or
-//!   calls [`Host::recv_from_timeout`], which polls and waits itself and
-//!   fails with [`SocketError::TimedOut`] (kind `TimedOut`, where Linux
-//!   reports a read timeout as `WouldBlock`);
+//! - nothing blocks unless it says so: the handles' calls
+//!   ([`UdpSocket::recv_from`], [`TcpStream::read`], …) fail with
+//!   `WouldBlock` as a non-blocking `std` socket's do (the host's older
+//!   calls, deprecated, return `Ok(None)`); the caller runs
+//!   [`Host::poll`] (and [`Host::wait`]) and tries again, waits for any
+//!   of many sockets with [`Host::poll_ready`], or calls
+//!   [`Host::recv_from_timeout`], which polls and waits itself and fails
+//!   with [`SocketError::TimedOut`] (kind `TimedOut`, where Linux reports
+//!   a read timeout as `WouldBlock`);
 //! - a send puts the datagram on the socket's path; it runs at once when
 //!   the path is idle, else on the next poll;
 //! - a truncated datagram is reported by [`Host::recv_from_trunc`]
@@ -56,12 +59,12 @@
 //! let mut server = Host::new("10.0.0.2/24".parse().unwrap(), b).unwrap();
 //! let srv = server.udp_bind("0.0.0.0:7").unwrap();
 //! let cli = client.udp_bind("0.0.0.0:0").unwrap(); // an ephemeral port
-//! client.send_to(&cli, b"hello", "10.0.0.2:7").unwrap();
+//! cli.send_to(&mut client, b"hello", "10.0.0.2:7").unwrap();
 //! let mut buf = [0u8; 64];
 //! let (n, from) = loop {
 //!     client.poll();
 //!     server.poll();
-//!     if let Some(got) = server.recv_from(&srv, &mut buf).unwrap() {
+//!     if let Ok(got) = srv.recv_from(&mut server, &mut buf) {
 //!         break got;
 //!     }
 //! };
@@ -76,6 +79,7 @@ mod blocking;
 mod error;
 mod faults;
 mod nonblocking;
+pub use nonblocking::ready;
 mod options;
 mod readiness;
 mod table;
@@ -83,6 +87,7 @@ pub mod tcp;
 mod tcp_buffers;
 mod tcp_linger;
 mod tcp_ttl;
+mod try_calls;
 
 pub use error::{SocketError, Transport};
 pub(crate) use readiness::Registrations;
@@ -460,12 +465,16 @@ impl Host {
     /// let got = loop {
     ///     h1.poll();
     ///     h2.poll();
-    ///     if let Some(got) = h2.recv_from_trunc(&s2, &mut small).unwrap() {
+    ///     if let Ok(got) = s2.recv_from_trunc(&mut h2, &mut small) {
     ///         break got;
     ///     }
     /// };
     /// assert_eq!((got.len, got.datagram_len, got.truncated()), (4, 10, true));
     /// ```
+    #[deprecated(
+        since = "0.2.0",
+        note = "use `UdpSocket::recv_from_trunc`, which fails with `WouldBlock` when nothing is queued"
+    )]
     pub fn recv_from_trunc(
         &mut self,
         s: &UdpSocket,
@@ -478,17 +487,27 @@ impl Host {
     /// length and sender; a datagram longer than `buf` is truncated (see
     /// [`Host::recv_from_trunc`] to learn that it was). `Ok(None)` when
     /// nothing is queued: poll the host and try again.
+    #[deprecated(
+        since = "0.2.0",
+        note = "use `UdpSocket::recv_from`, which fails with `WouldBlock` when nothing is queued"
+    )]
     pub fn recv_from(
         &mut self,
         s: &UdpSocket,
         buf: &mut [u8],
     ) -> Result<Option<(usize, SocketAddr)>, SocketError> {
-        Ok(self.recv_from_trunc(s, buf)?.map(|r| (r.len, r.from)))
+        Ok(self
+            .udp_try_recv_from_trunc(s, buf)?
+            .map(|r| (r.len, r.from)))
     }
 
     /// Like [`Host::recv_from`], but the datagram stays queued: the next
     /// receive takes it again (`MSG_PEEK`). A pending error is reported
     /// and left pending (the next receive takes it).
+    #[deprecated(
+        since = "0.2.0",
+        note = "use `UdpSocket::peek_from`, which fails with `WouldBlock` when nothing is queued"
+    )]
     pub fn peek_from(
         &self,
         s: &UdpSocket,
@@ -510,11 +529,15 @@ impl Host {
 
     /// Like [`Host::recv_from`] on a connected socket, without the sender
     /// (always its peer).
+    #[deprecated(
+        since = "0.2.0",
+        note = "use `UdpSocket::recv`, which fails with `WouldBlock` when nothing is queued"
+    )]
     pub fn recv(&mut self, s: &UdpSocket, buf: &mut [u8]) -> Result<Option<usize>, SocketError> {
         if self.socket(s)?.peer.is_none() {
             return Err(SocketError::NotConnected);
         }
-        Ok(self.recv_from(s, buf)?.map(|(n, _)| n))
+        Ok(self.udp_try_recv_from(s, buf)?.map(|(n, _)| n))
     }
 
     /// Datagrams waiting on `s` (0 for a closed socket or another host's).

@@ -37,6 +37,18 @@ use crate::host::Host;
 use std::io;
 use std::net::{SocketAddr, ToSocketAddrs};
 
+/// A non-blocking call's result with `WouldBlock` as `Ok(None)`: for a
+/// loop that takes what is there and moves on (`while let Some(n) =
+/// ready(s.read(&mut host, &mut buf))? { … }`), where a `std` program
+/// matches on the error's kind.
+pub fn ready<T>(r: io::Result<T>) -> io::Result<Option<T>> {
+    match r {
+        Ok(t) => Ok(Some(t)),
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
 /// `Ok(Some(t))` as `Ok(t)`, `Ok(None)` as `WouldBlock`.
 fn or_would_block<T>(r: Result<Option<T>, SocketError>) -> io::Result<T> {
     match r {
@@ -52,7 +64,7 @@ impl UdpSocket {
     /// none is queued.
     pub fn recv_from(&self, host: &mut Host, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
         or_would_block(
-            host.recv_from_trunc(self, buf)
+            host.udp_try_recv_from_trunc(self, buf)
                 .map(|r| r.map(|r| (r.len, r.from))),
         )
     }
@@ -60,7 +72,7 @@ impl UdpSocket {
     /// [`recv_from`](Self::recv_from) saying whether the datagram was
     /// truncated ([`RecvInfo::truncated`], `MSG_TRUNC`).
     pub fn recv_from_trunc(&self, host: &mut Host, buf: &mut [u8]) -> io::Result<RecvInfo> {
-        or_would_block(host.recv_from_trunc(self, buf))
+        or_would_block(host.udp_try_recv_from_trunc(self, buf))
     }
 
     /// Takes the next datagram from a connected socket's peer, as
@@ -75,7 +87,7 @@ impl UdpSocket {
     /// Copies the next datagram without taking it (`MSG_PEEK`), as
     /// `std::net::UdpSocket::peek_from`; `WouldBlock` when none is queued.
     pub fn peek_from(&self, host: &Host, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
-        or_would_block(host.peek_from(self, buf))
+        or_would_block(host.udp_try_peek_from(self, buf))
     }
 
     /// Sends `buf` as one datagram to `dst`, as
@@ -106,13 +118,13 @@ impl TcpStream {
         if buf.is_empty() {
             return Ok(0);
         }
-        or_would_block(host.tcp_recv(self, buf))
+        or_would_block(host.tcp_try_recv(self, buf))
     }
 
     /// Copies what has arrived without taking it (`MSG_PEEK`);
     /// `WouldBlock` when nothing is there yet.
     pub fn peek(&self, host: &Host, buf: &mut [u8]) -> io::Result<usize> {
-        or_would_block(host.tcp_peek(self, buf))
+        or_would_block(host.tcp_try_peek(self, buf))
     }
 
     /// Writes as much of `buf` as the send buffer takes, as
@@ -122,7 +134,7 @@ impl TcpStream {
         if buf.is_empty() {
             return Ok(0);
         }
-        or_would_block(host.tcp_send(self, buf))
+        or_would_block(host.tcp_try_send(self, buf))
     }
 
     /// Writes the slices of `bufs` in order as one write (`writev`);
@@ -131,7 +143,7 @@ impl TcpStream {
         if bufs.iter().all(|b| b.is_empty()) {
             return Ok(0);
         }
-        or_would_block(host.tcp_send_vectored(self, bufs))
+        or_would_block(host.tcp_try_send_vectored(self, bufs))
     }
 }
 
@@ -140,6 +152,6 @@ impl TcpListener {
     /// `std::net::TcpListener::accept` on a non-blocking listener;
     /// `WouldBlock` when none waits.
     pub fn accept(&self, host: &mut Host) -> io::Result<(TcpStream, SocketAddr)> {
-        or_would_block(host.accept(self))
+        or_would_block(host.tcp_try_accept(self))
     }
 }

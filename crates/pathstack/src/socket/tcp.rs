@@ -2,16 +2,20 @@
 //!
 //! A listener is a passive path at the `tcp` instance keyed by its port; a
 //! SYN to it opens the connection's own path (Scout's passive open), which
-//! [`Host::accept`] hands out as a [`TcpStream`]. [`Host::tcp_connect`]
+//! [`TcpListener::accept`] hands out as a [`TcpStream`]. [`Host::tcp_connect`]
 //! makes an active path and sends the SYN; the handshake completes as the
 //! host polls ([`Host::tcp_is_connected`]). Handles are small `Copy`
 //! values carrying the host's identity, as UDP's are.
 //!
 //! The calls follow `std::net::TcpStream` with the host as first
-//! argument, non-blocking: [`Host::tcp_send`] takes what fits in the send
-//! buffer and returns `Ok(None)` when nothing fits (`WouldBlock`);
-//! [`Host::tcp_recv`] returns `Ok(None)` when nothing is readable and
-//! `Ok(Some(0))` at the end of the stream. Errors map to `io::ErrorKind`
+//! argument, non-blocking: [`TcpStream::write`] takes what fits in the
+//! send buffer and fails with `WouldBlock` when nothing fits;
+//! [`TcpStream::read`] fails with `WouldBlock` when nothing is readable
+//! and returns `Ok(0)` at the end of the stream;
+//! [`TcpListener::accept`] fails with `WouldBlock` when no connection
+//! waits (the host's older calls, [`Host::tcp_send`], [`Host::tcp_recv`]
+//! and [`Host::accept`], return `Ok(None)` instead and are deprecated).
+//! Errors map to `io::ErrorKind`
 //! as Linux's errno does: a refused connect is `ConnectionRefused`, a
 //! reset `ConnectionReset`, a timeout `TimedOut`, a send after
 //! `shutdown(Write)` `BrokenPipe`.
@@ -29,21 +33,21 @@
 //! let s = loop {
 //!     client.poll();
 //!     server.poll();
-//!     if let Some((s, _peer)) = server.accept(&l).unwrap() {
+//!     if let Ok((s, _peer)) = l.accept(&mut server) {
 //!         break s;
 //!     }
 //! };
-//! assert_eq!(client.tcp_send(&c, b"hello").unwrap(), Some(5));
+//! assert_eq!(c.write(&mut client, b"hello").unwrap(), 5);
 //! client.tcp_shutdown(&c, Shutdown::Write).unwrap();
 //! let mut got = Vec::new();
 //! let mut buf = [0u8; 64];
 //! loop {
 //!     client.poll();
 //!     server.poll();
-//!     match server.tcp_recv(&s, &mut buf).unwrap() {
-//!         Some(0) => break, // the client's FIN
-//!         Some(n) => got.extend_from_slice(&buf[..n]),
-//!         None => {}
+//!     match s.read(&mut server, &mut buf) {
+//!         Ok(0) => break, // the client's FIN
+//!         Ok(n) => got.extend_from_slice(&buf[..n]),
+//!         Err(e) => assert_eq!(e.kind(), std::io::ErrorKind::WouldBlock),
 //!     }
 //! }
 //! assert_eq!(got, b"hello");
@@ -312,6 +316,10 @@ impl Host {
 
     /// Takes an established connection from the listener's accept queue,
     /// with its peer; `Ok(None)` when none waits.
+    #[deprecated(
+        since = "0.2.0",
+        note = "use `TcpListener::accept`, which fails with `WouldBlock` when no connection waits"
+    )]
     pub fn accept(
         &mut self,
         l: &TcpListener,
@@ -447,6 +455,10 @@ impl Host {
     /// Writes as much of `data` as the send buffer takes; `Ok(None)` when
     /// it is full (would block). Data written during the handshake waits
     /// for it.
+    #[deprecated(
+        since = "0.2.0",
+        note = "use `TcpStream::write`, which fails with `WouldBlock` when the send buffer is full"
+    )]
     pub fn tcp_send(&mut self, s: &TcpStream, data: &[u8]) -> Result<Option<usize>, SocketError> {
         self.device_alive()?;
         self.with_conn(s, |c, _| c.tcb_mut().send(data))?
@@ -457,6 +469,10 @@ impl Host {
     /// much of them as the send buffer takes, segmented as one stream of
     /// bytes, so that Nagle never holds one slice behind the ACK of
     /// another. `Ok(None)` when the buffer is full.
+    #[deprecated(
+        since = "0.2.0",
+        note = "use `TcpStream::write_vectored`, which fails with `WouldBlock` when the send buffer is full"
+    )]
     pub fn tcp_send_vectored(
         &mut self,
         s: &TcpStream,
@@ -469,6 +485,10 @@ impl Host {
 
     /// Reads what has arrived into `buf`: `Ok(Some(0))` at the end of the
     /// stream, `Ok(None)` when nothing is there yet.
+    #[deprecated(
+        since = "0.2.0",
+        note = "use `TcpStream::read`, which fails with `WouldBlock` when nothing has arrived"
+    )]
     pub fn tcp_recv(
         &mut self,
         s: &TcpStream,
@@ -484,6 +504,10 @@ impl Host {
     }
 
     /// Like [`tcp_recv`](Self::tcp_recv), leaving the data in place.
+    #[deprecated(
+        since = "0.2.0",
+        note = "use `TcpStream::peek`, which fails with `WouldBlock` when nothing has arrived"
+    )]
     pub fn tcp_peek(&self, s: &TcpStream, buf: &mut [u8]) -> Result<Option<usize>, SocketError> {
         self.conn(s, |c| c.tcb().peek(buf))?
             .map_err(SocketError::from)

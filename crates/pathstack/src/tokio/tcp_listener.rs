@@ -77,7 +77,7 @@ impl TcpListener {
             Ok(st) => st,
             Err(e) => return Poll::Ready(Err(e)),
         };
-        match st.host.accept(&self.sock) {
+        match st.host.tcp_try_accept(&self.sock) {
             Ok(Some((s, peer))) => {
                 if self.linger.is_some() {
                     if let Err(e) = st.host.tcp_set_linger(&s, self.linger) {

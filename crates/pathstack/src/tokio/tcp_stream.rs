@@ -339,7 +339,7 @@ impl TcpStream {
             // every read cost more than the copy. tokio's own stream
             // reads into it uninitialized, which needs `unsafe`.
             let want = h.tcp_recv_queue(s)?.clamp(1, buf.remaining());
-            h.tcp_recv(s, buf.initialize_unfilled_to(want))
+            h.tcp_try_recv(s, buf.initialize_unfilled_to(want))
         });
         got.map_ok(|n| buf.advance(n))
     }
@@ -351,7 +351,7 @@ impl TcpStream {
         if buf.is_empty() {
             return Ok(0);
         }
-        match self.poll_recv_with(None, |h, s| h.tcp_recv(s, buf)) {
+        match self.poll_recv_with(None, |h, s| h.tcp_try_recv(s, buf)) {
             Poll::Ready(r) => r,
             Poll::Pending => Err(io::ErrorKind::WouldBlock.into()),
         }
@@ -381,7 +381,7 @@ impl TcpStream {
             Ok(st) => st,
             Err(e) => return Poll::Ready(Err(e)),
         };
-        match st.host.tcp_peek(&self.sock, buf.initialize_unfilled()) {
+        match st.host.tcp_try_peek(&self.sock, buf.initialize_unfilled()) {
             Ok(Some(n)) => {
                 buf.advance(n);
                 Poll::Ready(Ok(n))
@@ -410,7 +410,7 @@ impl TcpStream {
             Ok(st) => st,
             Err(e) => return Poll::Ready(Err(e)),
         };
-        match st.host.tcp_send_vectored(&self.sock, bufs) {
+        match st.host.tcp_try_send_vectored(&self.sock, bufs) {
             Ok(Some(n)) => {
                 let kick = st.run_after_call();
                 drop(st);

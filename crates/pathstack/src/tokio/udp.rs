@@ -297,7 +297,7 @@ impl UdpSocket {
     /// This method is cancel safe: if it is cancelled before it returns,
     /// no datagram was taken from the socket.
     pub async fn recv_from(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
-        poll_fn(|cx| self.poll_recv_with(cx, |h, s| h.recv_from(s, buf))).await
+        poll_fn(|cx| self.poll_recv_with(cx, |h, s| h.udp_try_recv_from(s, buf))).await
     }
 
     /// Like [`recv_from`](Self::recv_from), and says whether the datagram
@@ -306,14 +306,14 @@ impl UdpSocket {
     ///
     /// This method is cancel safe.
     pub async fn recv_from_trunc(&self, buf: &mut [u8]) -> io::Result<RecvInfo> {
-        poll_fn(|cx| self.poll_recv_with(cx, |h, s| h.recv_from_trunc(s, buf))).await
+        poll_fn(|cx| self.poll_recv_with(cx, |h, s| h.udp_try_recv_from_trunc(s, buf))).await
     }
 
     /// Waits for a datagram from a connected socket's peer.
     ///
     /// This method is cancel safe.
     pub async fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
-        poll_fn(|cx| self.poll_recv_with(cx, |h, s| h.recv(s, buf))).await
+        poll_fn(|cx| self.poll_recv_with(cx, |h, s| h.udp_try_recv(s, buf))).await
     }
 
     /// Waits for a datagram and copies it into `buf` without taking it:
@@ -321,7 +321,7 @@ impl UdpSocket {
     ///
     /// This method is cancel safe.
     pub async fn peek_from(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
-        poll_fn(|cx| self.poll_recv_with(cx, |h, s| h.peek_from(s, buf))).await
+        poll_fn(|cx| self.poll_recv_with(cx, |h, s| h.udp_try_peek_from(s, buf))).await
     }
 
     /// Waits until a datagram is queued (a receive would not wait).
@@ -345,7 +345,7 @@ impl UdpSocket {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<SocketAddr>> {
-        let got = self.poll_recv_with(cx, |h, s| h.recv_from(s, buf.initialize_unfilled()));
+        let got = self.poll_recv_with(cx, |h, s| h.udp_try_recv_from(s, buf.initialize_unfilled()));
         got.map_ok(|(n, from)| {
             buf.advance(n);
             from
@@ -355,20 +355,20 @@ impl UdpSocket {
     /// Like [`poll_recv_from`](Self::poll_recv_from) on a connected
     /// socket, without the sender, as tokio's `poll_recv`.
     pub fn poll_recv(&self, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
-        let got = self.poll_recv_with(cx, |h, s| h.recv(s, buf.initialize_unfilled()));
+        let got = self.poll_recv_with(cx, |h, s| h.udp_try_recv(s, buf.initialize_unfilled()));
         got.map_ok(|n| buf.advance(n))
     }
 
     /// Takes a datagram if one is queued, without waiting (`WouldBlock` if
     /// none).
     pub fn try_recv_from(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
-        self.try_recv_with(|h, s| h.recv_from(s, buf))
+        self.try_recv_with(|h, s| h.udp_try_recv_from(s, buf))
     }
 
     /// Takes a datagram from a connected socket's peer if one is queued
     /// (`WouldBlock` if none).
     pub fn try_recv(&self, buf: &mut [u8]) -> io::Result<usize> {
-        self.try_recv_with(|h, s| h.recv(s, buf))
+        self.try_recv_with(|h, s| h.udp_try_recv(s, buf))
     }
 }
 

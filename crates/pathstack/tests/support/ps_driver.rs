@@ -17,6 +17,7 @@ use pathstack::devices::{PcapCapture, TapDevice, TapOptions, WaitMode};
 use pathstack::host::{Host, HostConfig};
 use pathstack::inet::tcp::{Shutdown, TcpStats};
 use pathstack::inet::MacAddr;
+use pathstack::socket::ready;
 use pathstack::socket::{TcpListener, TcpStream};
 use pathstack_testutil::kernel_tcp::pattern_bytes;
 use pathstack_testutil::Topology;
@@ -178,7 +179,7 @@ impl PsEcho {
     ) -> bool {
         loop {
             if c.off < c.len {
-                match h.tcp_send(&c.s, &c.buf[c.off..c.len]) {
+                match ready(c.s.write(h, &c.buf[c.off..c.len])) {
                     Ok(Some(n)) => c.off += n,
                     Ok(None) => return true,
                     Err(e) => {
@@ -195,7 +196,7 @@ impl PsEcho {
                 finished.push(c.echoed);
                 return false;
             }
-            match h.tcp_recv(&c.s, &mut c.buf) {
+            match ready(c.s.read(h, &mut c.buf)) {
                 Ok(Some(0)) => c.eof = true,
                 Ok(Some(n)) => {
                     c.len = n;
@@ -215,7 +216,7 @@ impl PsEcho {
 
 impl App for PsEcho {
     fn step(&mut self, h: &mut Host) -> bool {
-        while let Some((s, _peer)) = h.accept(&self.l).expect("accept") {
+        while let Some((s, _peer)) = ready(self.l.accept(h)).expect("accept") {
             self.accepted += 1;
             self.conns.push(EchoConn {
                 s,
@@ -281,14 +282,14 @@ impl PsSink {
 
 impl App for PsSink {
     fn step(&mut self, h: &mut Host) -> bool {
-        while let Some((s, _)) = h.accept(&self.l).expect("accept") {
+        while let Some((s, _)) = ready(self.l.accept(h)).expect("accept") {
             self.conns.push((s, 0, None, Instant::now()));
         }
         let mut i = 0;
         while i < self.conns.len() {
             let (s, off, mismatch, start) = &mut self.conns[i];
             let done = loop {
-                match h.tcp_recv(s, &mut self.buf) {
+                match ready(s.read(h, &mut self.buf)) {
                     Ok(Some(0)) => {
                         self.results.push(SinkResult {
                             bytes: *off,
@@ -402,7 +403,7 @@ impl App for PsClient {
                 pattern_bytes(self.seed, end, &mut self.chunk[..self.chunk_len]);
             }
             let from = (self.sent - self.chunk_start) as usize;
-            match h.tcp_send(&self.s, &self.chunk[from..self.chunk_len]) {
+            match ready(self.s.write(h, &self.chunk[from..self.chunk_len])) {
                 Ok(Some(n)) => self.sent += n as u64,
                 Ok(None) => break,
                 Err(e) => return self.fail(h, format!("send after {}: {e}", self.sent)),
@@ -416,7 +417,7 @@ impl App for PsClient {
         }
         // Read what came.
         loop {
-            match h.tcp_recv(&self.s, &mut self.buf) {
+            match ready(self.s.read(h, &mut self.buf)) {
                 Ok(Some(0)) => {
                     if !self.shut {
                         return self.fail(h, format!("EOF after sending {}", self.sent));
