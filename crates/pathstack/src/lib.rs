@@ -28,6 +28,7 @@
 //! `Ok(None)`, and each host moves its frames when it is polled.
 //!
 //! ```
+//! use pathstack::socket::ready;
 //! use pathstack::{wire_pair, Host, WireConfig};
 //! use std::net::SocketAddr;
 //!
@@ -39,18 +40,20 @@
 //! let echo = server.udp_bind("0.0.0.0:7")?;
 //! let sock = client.udp_bind("0.0.0.0:0")?; // an ephemeral port
 //! let server_addr: SocketAddr = "10.0.0.2:7".parse()?;
-//! client.send_to(&sock, b"hello", server_addr)?;
+//! sock.send_to(&mut client, b"hello", server_addr)?;
 //!
+//! // Non-blocking as std's sockets: `WouldBlock` when nothing is there
+//! // (`ready` makes that `None`); `Host::poll_ready` waits for many.
 //! let mut buf = [0u8; 1500];
 //! let mut echoed = false;
 //! let reply = loop {
 //!     client.poll();
 //!     server.poll();
-//!     if let Some((n, from)) = server.recv_from(&echo, &mut buf)? {
-//!         server.send_to(&echo, &buf[..n], from)?;
+//!     if let Some((n, from)) = ready(echo.recv_from(&mut server, &mut buf))? {
+//!         echo.send_to(&mut server, &buf[..n], from)?;
 //!         echoed = true;
 //!     }
-//!     if let Some((n, from)) = client.recv_from(&sock, &mut buf)? {
+//!     if let Some((n, from)) = ready(sock.recv_from(&mut client, &mut buf))? {
 //!         break (n, from);
 //!     }
 //! };
@@ -127,8 +130,8 @@
 //! let mut buf = [0u8; 65_535];
 //! loop {
 //!     host.poll();
-//!     while let Some((n, from)) = host.recv_from(&echo, &mut buf)? {
-//!         host.send_to(&echo, &buf[..n], from)?;
+//!     while let Some((n, from)) = ready(echo.recv_from(&mut host, &mut buf))? {
+//!         echo.send_to(&mut host, &buf[..n], from)?;
 //!     }
 //!     host.wait(Duration::from_millis(100))?;
 //! }

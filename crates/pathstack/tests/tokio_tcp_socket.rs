@@ -120,9 +120,16 @@ async fn the_backlog_bounds_the_accept_queue() {
             tokio::spawn(async move { TcpStream::connect(&a, addr(B, 81)).await })
         })
         .collect();
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let waiting = b.with_host(|h| h.tcp_accept_pending(&l.handle())).unwrap();
-    assert_eq!(waiting, 2, "connections waiting to be accepted");
+    let pending = || b.with_host(|h| h.tcp_accept_pending(&l.handle())).unwrap();
+    within("two connections to accept", async {
+        while pending() < 2 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+    // The third stays out while the queue is full.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(pending(), 2, "connections waiting to be accepted");
     // Each client writes once connected: the third one's handshake was
     // completed by a SYN cookie (its SYN found the SYN queue full) and its
     // last ACK dropped while the accept queue was full; its data segment,

@@ -10,9 +10,9 @@
 //! driver's task), the stack's next timer is due
 //! ([`Stack::poll_at`](pathstack_core::Stack::poll_at)), or a socket
 //! queued data. [`UdpSocket`]'s methods mirror `tokio::net::UdpSocket`'s,
-//! [`TcpListener`]'s and [`TcpStream`]'s those of tokio's TCP types (and
-//! the stream is tokio's `AsyncRead`/`AsyncWrite`, so hyper, `tokio-util`
-//! codecs and `tokio::io::copy` use it unchanged). A send or write runs
+//! [`TcpListener`]'s, [`TcpStream`]'s and [`TcpSocket`]'s those of
+//! tokio's TCP types (and the stream is tokio's `AsyncRead`/`AsyncWrite`,
+//! so hyper, `tokio-util` codecs and `tokio::io::copy` use it unchanged). A send or write runs
 //! the stack at once in the sending task, so data leaves without waiting
 //! for the driver.
 //!
