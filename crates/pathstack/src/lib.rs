@@ -117,6 +117,7 @@
 //! `sudo cargo run --release --example host -- --netns --ping`.
 //!
 //! ```no_run
+//! use pathstack::socket::ready;
 //! use pathstack::{Host, HostConfig, TapDevice, TapOptions, WaitMode};
 //! use std::time::Duration;
 //!
