@@ -11,9 +11,9 @@
 use crate::attrs::Attrs;
 use crate::drop_reason::{CoreDropReason, DropReason};
 use crate::ids::{Dir, ModuleId, PathId};
-use crate::module::ModuleSlot;
 use crate::msg::{Msg, MsgPool};
-use crate::path::StageView;
+use crate::stack::module_slot::ModuleSlot;
+use crate::stage_view::StageView;
 use crate::time::Instant;
 use crate::timer::TimerWheel;
 use std::collections::VecDeque;

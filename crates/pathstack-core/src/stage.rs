@@ -9,10 +9,10 @@ use crate::fault::PathFault;
 use crate::ids::{Dir, ModuleId, PathId};
 use crate::module::Module;
 use crate::msg::{Msg, MsgPool};
-use crate::path::SchedParams;
 use crate::runtime::Env;
 use crate::runtime::PathOp;
 pub use crate::runtime::TimerOwner;
+use crate::sched::SchedParams;
 use crate::time::{Duration, Instant};
 use crate::timer::{TimerError, TimerHandle};
 use std::any::Any;
@@ -140,7 +140,7 @@ impl<'a, 'e> Cx<'a, 'e> {
     /// Changes the path's scheduling parameters from inside the path
     /// (thesis §3.5.1): the path's work is in progress, so a realtime
     /// deadline may only be tightened until it has passed.
-    pub fn set_sched(&mut self, new: SchedParams) -> Result<(), crate::path::SchedError> {
+    pub fn set_sched(&mut self, new: SchedParams) -> Result<(), crate::sched::SchedError> {
         let now = self.env.now;
         self.env.view.sched.update(new, now, true)
     }

@@ -11,10 +11,12 @@ use crate::error::PathError;
 use crate::exec::DynExec;
 use crate::ids::{Dir, ModuleId, PathId};
 use crate::module::{CreateCx, Route};
-use crate::path::{Path, PathQueue, PathStats, SchedParams, StageView};
+use crate::path::{Path, PathQueue, PathStats};
 use crate::rules::{Rule, RuleTarget, RuleView};
 use crate::runtime::Env;
+use crate::sched::SchedParams;
 use crate::stage::{Cx, EstablishCx, Stage};
+use crate::stage_view::StageView;
 use std::collections::VecDeque;
 use std::hash::{Hash, Hasher};
 

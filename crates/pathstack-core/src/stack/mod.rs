@@ -19,12 +19,14 @@ mod config;
 mod device_discard;
 mod ldlp;
 mod lifecycle;
+pub(crate) mod module_slot;
 mod module_types;
 mod run;
 
+pub use crate::module_setup::ModuleSetup;
 pub use builder::StackBuilder;
 pub use config::{StackConfig, StackStats};
-pub use module_types::{ModuleFactory, ModuleSetup, ModuleTypes};
+pub use module_types::{ModuleFactory, ModuleTypes};
 pub use run::SendError;
 use run::{settle, Settled, Trip, TripEnds};
 
@@ -36,7 +38,7 @@ use crate::exec::{step, Fate};
 use crate::fault::PathFault;
 use crate::graph::ModuleGraph;
 use crate::ids::{ModuleId, PathId};
-use crate::module::{ModCx, Module, ModuleSlot};
+use crate::module::{ModCx, Module};
 use crate::msg::MsgPool;
 use crate::path_table::PathTable;
 use crate::rules::Rule;
@@ -46,6 +48,7 @@ use crate::stage::{Cx, Stage};
 use crate::stage_ref::StageRef;
 use crate::time::Instant;
 use builder::batch_bound;
+use module_slot::ModuleSlot;
 use std::collections::VecDeque;
 
 /// Which end of a path.

@@ -123,7 +123,7 @@ enum Onward {
 /// What [`settle`] needs of the stack besides the path: the parts a
 /// message leaving the path's end or turned around reaches.
 pub(super) struct TripEnds<'a> {
-    pub modules: &'a mut [crate::module::ModuleSlot],
+    pub modules: &'a mut [super::module_slot::ModuleSlot],
     pub shared: &'a mut crate::runtime::Shared,
     pub demux: &'a crate::demux::Demux,
     /// Nothing waits in the run loop's work list.
@@ -990,7 +990,7 @@ fn leave(
     path: &mut Path,
     dir: Dir,
     msg: &mut Msg,
-    modules: &mut [crate::module::ModuleSlot],
+    modules: &mut [super::module_slot::ModuleSlot],
     rcx: &mut RouteCx<'_>,
 ) -> Onward {
     path.stats.msgs_out[dir.index()] += 1;
