@@ -8,6 +8,7 @@ use crate::drop_reason::{CoreDropReason, DropReason, DropTally};
 use crate::exec::Exec;
 use crate::ids::{Dir, ModuleId, PathId};
 use crate::msg::Msg;
+use crate::ops::Ops;
 use crate::rate::EventRate;
 use crate::runtime::{Env, Shared};
 use crate::sched::SchedParams;
@@ -376,11 +377,13 @@ impl Path {
             view, exec, stats, ..
         } = self;
         let env = Env {
-            now,
+            ops: Ops {
+                now,
+                shared,
+                origin,
+            },
             modules,
-            shared,
             view,
-            origin,
             turn_in_place: false,
         };
         (&mut **exec, env, stats)

@@ -136,7 +136,6 @@ impl StackBuilder {
             batch: Vec::with_capacity(batch_bound(self.config.sched)),
             work: VecDeque::with_capacity(self.config.follow_up_cap),
             fired: Vec::with_capacity(256),
-            path_requests: Vec::new(),
             polled,
             config: self.config,
             graph: self.graph,
