@@ -116,7 +116,7 @@ pub(crate) struct Shared {
     pub device_failure: Option<crate::device::DeviceFailure>,
     /// The first follow-up of an application's call into a stage, held
     /// to run as soon as the call returns ([`crate::send_lane`]).
-    pub lane: crate::send_lane::SendLane,
+    pub lane: crate::send_lane::SendLane<FollowUp>,
 }
 
 /// A path a stage asked to open or delete while a path ran: Scout's

@@ -313,7 +313,7 @@ impl Stack {
 
     /// Records an asynchronous error for `path` from outside the stack's
     /// modules (a socket layer that matched an ICMP error to its socket);
-    /// see [`Cx::set_fault`].
+    /// see [`Ops::set_fault`](crate::Ops::set_fault).
     pub fn set_fault(&mut self, path: PathId, fault: PathFault) {
         self.shared.faults.set(path, fault);
     }
