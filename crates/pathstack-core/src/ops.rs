@@ -141,3 +141,16 @@ macro_rules! deref_to_ops {
     )*};
 }
 pub(crate) use deref_to_ops;
+
+#[cfg(test)]
+mod tests {
+    use crate::stage::Cx;
+    use std::mem::size_of;
+
+    /// A stage's context is built for every stage a message passes: the
+    /// operations live in the run's environment, so it stays two words.
+    #[test]
+    fn a_stages_context_stays_two_words() {
+        assert_eq!(size_of::<Cx<'_, '_>>(), 2 * size_of::<usize>());
+    }
+}
