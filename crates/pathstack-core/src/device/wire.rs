@@ -2,9 +2,12 @@
 //!
 //! A frame transmitted on one [`WireEnd`] is received, unchanged and in order
 //! (its bytes: the annotations the sender's stages left are cleared),
-//! on the other. The [`Msg`] itself crosses the wire — the pooled buffer is
-//! moved, never copied — through a bounded ring allocated once, when the
-//! wire is made. So steady-state traffic allocates nothing, and the buffer
+//! on the other. The pooled buffer crosses the wire — moved, never
+//! copied — through a bounded ring allocated once, when the wire is made.
+//! A slot holds the buffer and the window of its bytes only, not the whole
+//! [`Msg`]: the annotations do not cross, so the ring moves 32 bytes a
+//! frame instead of 64, and the receiving end builds the message once, in
+//! the slot the stack runs it in. So steady-state traffic allocates nothing, and the buffer
 //! goes back to the *sender's* pool when the receiver drops it (the pool's
 //! free lists are lock-free for exactly this reason, see [`crate::msg`]).
 //!
@@ -40,7 +43,7 @@
 
 use super::frame_match::any_matches;
 use super::{Device, DeviceCaps, DeviceError, DeviceStats, FrameMatch, Received, RxWaiter};
-use crate::msg::{Msg, MsgPool};
+use crate::msg::{Body, Msg, MsgPool};
 use crate::time::Instant;
 use rtrb::{Consumer, Producer, RingBuffer};
 use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
@@ -245,7 +248,7 @@ pub fn wire_pair(config: WireConfig) -> (WireEnd, WireEnd) {
     // The ring towards each end: that end reads it, its peer writes it.
     let (toward_a_tx, toward_a_rx) = RingBuffer::new(capacity);
     let (toward_b_tx, toward_b_rx) = RingBuffer::new(capacity);
-    let end = |me: usize, mac: [u8; 6], tx: Producer<Msg>, rx: Consumer<Msg>| WireEnd {
+    let end = |me: usize, mac: [u8; 6], tx: Producer<Body>, rx: Consumer<Body>| WireEnd {
         shared: Arc::clone(&shared),
         me,
         tx,
@@ -277,9 +280,9 @@ pub struct WireEnd {
     /// 0 for end A, 1 for end B.
     me: usize,
     /// The writing half of the ring towards the peer.
-    tx: Producer<Msg>,
+    tx: Producer<Body>,
     /// The reading half of the ring towards this end.
-    rx: Consumer<Msg>,
+    rx: Consumer<Body>,
     /// Frames pushed on `tx` so far (published in the peer lane's
     /// `pushed`).
     pushed: u64,
@@ -375,7 +378,7 @@ impl Device for WireEnd {
             return Err(DeviceError::Disconnected);
         }
         let len = frame.len() as u64;
-        match self.tx.push(frame) {
+        match self.tx.push(frame.into_body()) {
             Ok(()) => {
                 self.stats.tx_frames += 1;
                 self.stats.tx_bytes += len;
@@ -410,7 +413,7 @@ impl Device for WireEnd {
     }
 
     /// The frame is moved once, from the lane into `frame`, where the
-    /// stack runs it (the driver's fast lane, [`Device::receive_into`]).
+    /// stack runs it, its annotations cleared (the driver's fast lane, [`Device::receive_into`]).
     #[inline]
     fn receive_into(
         &mut self,
@@ -432,18 +435,11 @@ impl Device for WireEnd {
                 self.stats.dropped_discard += 1;
                 continue;
             }
-            if frame.has_buffer() {
-                *frame = f;
-            } else {
-                // The slot is empty, as the contract says: nothing to
-                // drop (`Msg`'s drop glue is an out-of-line call).
-                std::mem::forget(std::mem::replace(frame, f));
-            }
             self.stats.rx_frames += 1;
-            self.stats.rx_bytes += frame.len() as u64;
+            self.stats.rx_bytes += f.len() as u64;
             // The bytes cross the wire, the sender's annotations do not:
-            // a received frame starts with none, as from any device.
-            frame.anno_mut().reset();
+            // the frame starts with none, as from any device.
+            frame.fill_from(f);
             // Only the peer writes this ring, so what it holds now is all
             // that is ready: one acquire load.
             return Ok(if self.rx.is_empty() {
