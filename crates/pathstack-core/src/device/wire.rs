@@ -336,6 +336,81 @@ impl WireEnd {
     }
 }
 
+/// The per-frame steps of a [`WireEnd`] shared by its ways of receiving,
+/// and the refusals of a transmit, out of line: the fast lanes keep only
+/// the common case (issue 26, the run loop at its minimum).
+impl WireEnd {
+    /// Publishes that one more frame was taken from the ring (what a
+    /// sleeper on this end sees of it).
+    #[inline(always)]
+    fn took_one(&mut self) {
+        self.popped += 1;
+        self.rx_lane()
+            .popped
+            .0
+            .store(self.popped, Ordering::Release);
+    }
+
+    /// Hands frame `f` over in `frame` and says whether more are ready.
+    #[inline(always)]
+    fn deliver(&mut self, f: Body, frame: &mut Msg) -> Received {
+        self.stats.rx_frames += 1;
+        self.stats.rx_bytes += f.len() as u64;
+        // The bytes cross the wire, the sender's annotations do not: the
+        // frame starts with none, as from any device.
+        frame.fill_from(f);
+        // Only the peer writes this ring, so what it holds now is all
+        // that is ready: one acquire load.
+        if self.rx.is_empty() {
+            Received::Last
+        } else {
+            Received::Frame
+        }
+    }
+
+    /// [`Device::receive_into`] while the stack asks this end to discard
+    /// frames ([`Device::discard`]): the frames that match are dropped
+    /// here, as a TAP's kernel filter would, before the stack sees them.
+    #[cold]
+    #[inline(never)]
+    fn receive_past_discards(&mut self, mut f: Body, frame: &mut Msg) -> Received {
+        while any_matches(&self.discard, f.as_slice()) {
+            self.stats.dropped_discard += 1;
+            drop(f);
+            let Ok(next) = self.rx.pop() else {
+                return Received::Nothing;
+            };
+            self.took_one();
+            f = next;
+        }
+        self.deliver(f, frame)
+    }
+
+    /// Why a frame of `len` bytes cannot be sent: too large, or the
+    /// peer is gone (counted as an error).
+    #[cold]
+    #[inline(never)]
+    fn refuse(&mut self, len: usize) -> DeviceError {
+        self.stats.errors += 1;
+        let max = self.caps.mtu + LINK_HEADER;
+        if len > max {
+            DeviceError::FrameTooLarge { len, max }
+        } else {
+            DeviceError::Disconnected
+        }
+    }
+
+    /// The peer's ring is full: the frame is dropped (counted).
+    #[cold]
+    #[inline(never)]
+    fn full(&mut self) -> DeviceError {
+        self.stats.dropped_full += 1;
+        DeviceError::QueueFull {
+            capacity: self.capacity,
+        }
+    }
+}
+
 impl WireShared {
     /// Sleeps until a frame is ready for end `me`, its peer is dropped, or
     /// `timeout` passes (see [`WireEnd::wait_rx`]).
@@ -365,23 +440,14 @@ impl RxWaiter for WireWaiter {
 
 impl Device for WireEnd {
     fn transmit(&mut self, frame: Msg, _now: Instant) -> Result<(), DeviceError> {
-        let max = self.caps.mtu + LINK_HEADER;
-        if frame.len() > max {
-            self.stats.errors += 1;
-            return Err(DeviceError::FrameTooLarge {
-                len: frame.len(),
-                max,
-            });
+        let len = frame.len();
+        if len > self.caps.mtu + LINK_HEADER || !self.is_connected() {
+            return Err(self.refuse(len));
         }
-        if !self.is_connected() {
-            self.stats.errors += 1;
-            return Err(DeviceError::Disconnected);
-        }
-        let len = frame.len() as u64;
         match self.tx.push(frame.into_body()) {
             Ok(()) => {
                 self.stats.tx_frames += 1;
-                self.stats.tx_bytes += len;
+                self.stats.tx_bytes += len as u64;
                 self.pushed += 1;
                 let lane = &self.shared.lanes[self.peer()];
                 // Published after the push (release), so that whoever
@@ -391,12 +457,7 @@ impl Device for WireEnd {
                 Ok(())
             }
             // The rejected frame is dropped here and its buffer goes home.
-            Err(_frame) => {
-                self.stats.dropped_full += 1;
-                Err(DeviceError::QueueFull {
-                    capacity: self.capacity,
-                })
-            }
+            Err(_frame) => Err(self.full()),
         }
     }
 
@@ -421,33 +482,14 @@ impl Device for WireEnd {
         _now: Instant,
         frame: &mut Msg,
     ) -> Result<Received, DeviceError> {
-        loop {
-            let Ok(f) = self.rx.pop() else {
-                return Ok(Received::Nothing);
-            };
-            self.popped += 1;
-            self.rx_lane()
-                .popped
-                .0
-                .store(self.popped, Ordering::Release);
-            // As a TAP's kernel filter would, before the stack sees it.
-            if !self.discard.is_empty() && any_matches(&self.discard, f.as_slice()) {
-                self.stats.dropped_discard += 1;
-                continue;
-            }
-            self.stats.rx_frames += 1;
-            self.stats.rx_bytes += f.len() as u64;
-            // The bytes cross the wire, the sender's annotations do not:
-            // the frame starts with none, as from any device.
-            frame.fill_from(f);
-            // Only the peer writes this ring, so what it holds now is all
-            // that is ready: one acquire load.
-            return Ok(if self.rx.is_empty() {
-                Received::Last
-            } else {
-                Received::Frame
-            });
+        let Ok(f) = self.rx.pop() else {
+            return Ok(Received::Nothing);
+        };
+        self.took_one();
+        if !self.discard.is_empty() {
+            return Ok(self.receive_past_discards(f, frame));
         }
+        Ok(self.deliver(f, frame))
     }
 
     fn discard(&mut self, matches: &[FrameMatch]) -> Result<bool, DeviceError> {
