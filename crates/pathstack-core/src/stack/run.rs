@@ -236,12 +236,16 @@ impl Stack {
         // A message handed back in (a received datagram reused for the
         // reply) was not classified onto this trip.
         msg.anno_mut().set_classified(false);
-        match self.enter(id, dir, &mut msg) {
+        let r = match self.enter(id, dir, &mut msg) {
             Entered::Ran | Entered::Queued => Ok(()),
-            Entered::QueueFull => Err(SendError::QueueFull(msg)),
-            Entered::NoPath => Err(SendError::NoPath(msg)),
+            Entered::QueueFull => return Err(SendError::QueueFull(msg)),
+            Entered::NoPath => return Err(SendError::NoPath(msg)),
             Entered::Dropped(r) => Err(SendError::Dropped(r)),
-        }
+        };
+        // What the trip left here is usually nothing (the message went
+        // on): let go of it without the drop glue's out-of-line call.
+        let_go(msg);
+        r
     }
 
     /// Puts `msg` on path `id`'s source queue for direction `dir` without
