@@ -221,7 +221,7 @@ pub struct Arrived {
     /// The IP datagram's total length.
     pub total: usize,
     /// The running sum of the two addresses: the IP part of a
-    /// transport's pseudo header ([`IpStage::fast_accept`]).
+    /// transport's pseudo header (`IpStage::fast_accept`).
     pub addr_sum: u64,
     link_src: [u8; 6],
 }
