@@ -202,14 +202,22 @@ pub fn finish(msg: &mut Msg, hop: &Hop, pad: usize) -> bool {
 /// room it checked is not there).
 #[inline(always)]
 pub fn pad_frame(msg: &mut Msg, pad: usize) -> bool {
-    if pad > 0 {
-        match msg.append(pad) {
-            Ok(tail) => tail.fill(0),
-            // Checked by `room`.
-            Err(_) => return false,
-        }
+    if pad == 0 {
+        return true;
     }
-    true
+    // A pad is shorter than a minimum frame: zero that much of the tail
+    // room in one fixed-size store (bytes past the pad stay outside the
+    // message) rather than call `memset` for a few bytes per datagram.
+    let room = msg.tailroom_mut();
+    match room.first_chunk_mut::<MIN_FRAME_LEN>() {
+        Some(z) => *z = [0; MIN_FRAME_LEN],
+        None => match room.get_mut(..pad) {
+            Some(z) => z.fill(0),
+            // Checked by `room`.
+            None => return false,
+        },
+    }
+    msg.commit_tail(pad).is_ok()
 }
 
 /// A received frame's link facts, once its Ethernet and IP headers passed.
