@@ -180,8 +180,12 @@ impl Tcb {
         // RFC 6675 §5 outside recovery: the congestion controller sees
         // the new data acknowledged, with the SRTT before this ACK's
         // sample.
+        // (On a clean scoreboard FlightSize is SND.NXT − SND.UNA: before
+        // this ACK, what it acknowledged and what is left.)
         let srtt = self.rto.srtt();
-        self.cc.on_ack(out.newly_acked, srtt, now);
+        let flight_before = out.newly_acked + self.sb.flight_size();
+        self.cc
+            .on_ack_with_flight(out.newly_acked, flight_before, srtt, now);
         self.snd.ack_to(ack);
         self.stats.bytes_acked += u64::from(out.newly_acked);
         self.rtx_count = 0;
