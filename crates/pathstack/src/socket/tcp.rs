@@ -522,9 +522,8 @@ impl Host {
         let Some(entry) = self.stream_to_read(s)? else {
             return Ok(None);
         };
-        let read = |c: &mut TcpConnStage, _: &mut pathstack_core::stage::Cx<'_, '_>| {
-            c.tcb_mut().recv(buf)
-        };
+        let read =
+            |c: &mut TcpConnStage, _: &mut pathstack_core::stage::Cx<'_, '_>| c.tcb_mut().recv(buf);
         match self.with_entry(entry, read, TcpConnStage::note_read_would_block)? {
             Ok(n) => Ok(n),
             Err(e) => Err(SocketError::Tcp(e)),
