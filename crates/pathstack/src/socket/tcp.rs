@@ -94,6 +94,10 @@ enum Entry {
     },
 }
 
+/// Where a stream's connection is: its path and, found once when the
+/// socket was made, its stage.
+type StreamAt = (PathId, Option<StageRef<TcpConnStage>>);
+
 /// The TCP socket table of a host.
 #[derive(Debug, Default)]
 pub(crate) struct TcpSockets {
@@ -164,10 +168,7 @@ impl Host {
         self.stream_entry(s).map(|(path, _)| path)
     }
 
-    fn stream_entry(
-        &self,
-        s: &TcpStream,
-    ) -> Result<(PathId, Option<StageRef<TcpConnStage>>), SocketError> {
+    fn stream_entry(&self, s: &TcpStream) -> Result<StreamAt, SocketError> {
         match self
             .tcp_sockets
             .get(self.id(), (s.host, s.slot, s.generation))?
@@ -181,10 +182,7 @@ impl Host {
     /// it, or `None` when a read of it would block, as its stage said
     /// after the last socket call (see [`ReadWouldBlock`]).
     #[inline]
-    fn stream_to_read(
-        &self,
-        s: &TcpStream,
-    ) -> Result<Option<(PathId, Option<StageRef<TcpConnStage>>)>, SocketError> {
+    fn stream_to_read(&self, s: &TcpStream) -> Result<Option<StreamAt>, SocketError> {
         match self
             .tcp_sockets
             .get(self.id(), (s.host, s.slot, s.generation))?
@@ -226,7 +224,7 @@ impl Host {
     /// on the stage once what `f` made due is sent.
     fn with_entry<R>(
         &mut self,
-        (path, at): (PathId, Option<StageRef<TcpConnStage>>),
+        (path, at): StreamAt,
         f: impl FnOnce(&mut TcpConnStage, &mut pathstack_core::stage::Cx<'_, '_>) -> R,
         after: impl FnOnce(&TcpConnStage),
     ) -> Result<R, SocketError> {
