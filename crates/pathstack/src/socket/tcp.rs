@@ -217,24 +217,23 @@ impl Host {
         f: impl FnOnce(&mut TcpConnStage, &mut pathstack_core::stage::Cx<'_, '_>) -> R,
     ) -> Result<R, SocketError> {
         let entry = self.stream_entry(s)?;
-        self.with_entry(entry, f, |_| {})
+        self.with_entry(entry, f, TcpConnStage::flush)
     }
 
-    /// [`with_conn`](Self::with_conn) on the stream's entry, then `after`
-    /// on the stage once what `f` made due is sent.
+    /// [`with_conn`](Self::with_conn) on the stream's entry, with `then`
+    /// for the flush that sends what `f` made due.
     fn with_entry<R>(
         &mut self,
         (path, at): StreamAt,
         f: impl FnOnce(&mut TcpConnStage, &mut pathstack_core::stage::Cx<'_, '_>) -> R,
-        after: impl FnOnce(&TcpConnStage),
+        then: impl FnOnce(&mut TcpConnStage, &mut pathstack_core::stage::Cx<'_, '_>),
     ) -> Result<R, SocketError> {
         let now = self.now();
         let stack = self.stack_mut();
         stack.set_now(now);
         let g = |st: &mut TcpConnStage, cx: &mut pathstack_core::stage::Cx<'_, '_>| {
             let r = f(st, cx);
-            st.flush(cx);
-            after(st);
+            then(st, cx);
             r
         };
         // The handle checks itself on use; without one (never seen: the
@@ -486,7 +485,8 @@ impl Host {
     pub fn tcp_send(&mut self, s: &TcpStream, data: &[u8]) -> Result<Option<usize>, SocketError> {
         self.device_alive()?;
         let entry = self.stream_entry(s)?;
-        match self.with_entry(entry, |c, _| c.write(data), TcpConnStage::after_write)? {
+        let write = |c: &mut TcpConnStage, _: &mut pathstack_core::stage::Cx<'_, '_>| c.write(data);
+        match self.with_entry(entry, write, TcpConnStage::after_write)? {
             Ok(n) => Ok(n),
             Err(e) => Err(SocketError::Tcp(e)),
         }
@@ -522,7 +522,7 @@ impl Host {
         };
         let read =
             |c: &mut TcpConnStage, _: &mut pathstack_core::stage::Cx<'_, '_>| c.tcb_mut().recv(buf);
-        match self.with_entry(entry, read, TcpConnStage::note_read_would_block)? {
+        match self.with_entry(entry, read, TcpConnStage::after_read)? {
             Ok(n) => Ok(n),
             Err(e) => Err(SocketError::Tcp(e)),
         }

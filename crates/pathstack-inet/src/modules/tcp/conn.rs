@@ -85,7 +85,7 @@ impl TcpConnStage {
     /// The control block, writable (socket options at run time). Output
     /// it makes due goes out with the next [`flush`](Self::flush). Clears
     /// the socket's [`ReadWouldBlock`] until the next
-    /// [`note_read_would_block`](Self::note_read_would_block).
+    /// [`after_read`](Self::after_read).
     #[inline]
     pub fn tcb_mut(&mut self) -> &mut Tcb {
         self.read_would_block.set(false);
@@ -98,27 +98,40 @@ impl TcpConnStage {
         self.read_would_block.clone()
     }
 
-    /// Sets the socket's [`ReadWouldBlock`] from the control block: for
-    /// the socket layer, after a read and the flush that follows it.
+    /// After the application's read ([`Tcb::recv`] through
+    /// [`tcb_mut`](Self::tcb_mut)), in place of the flush: a read changes
+    /// only what the receiving side shows and may make a window update
+    /// due, so the flush runs only when output is pending (that update,
+    /// or what a write left unsent: a read is what retries a write that
+    /// found no buffer). Its timer upkeep has nothing to do — a read moves
+    /// no deadline, and the flush after the segment that brought the data
+    /// did it — nor do its accounting (no state changes) or the path's
+    /// deletion (the socket holds the connection). Then the socket's
+    /// [`ReadWouldBlock`] is set from the control block.
     #[inline]
-    pub fn note_read_would_block(&self) {
+    pub fn after_read(&mut self, cx: &mut Cx<'_, '_>) {
+        if self.tcb.output_pending() {
+            self.flush(cx);
+        }
         self.read_would_block.set(self.tcb.read_would_block());
     }
 
     /// SEND of the application's `data` ([`Tcb::send`]), keeping the
     /// socket's [`ReadWouldBlock`]: a write changes nothing a read
     /// answers; what it may leave is output, which
-    /// [`after_write`](Self::after_write) looks at once it is flushed.
+    /// [`after_write`](Self::after_write) flushes and looks at.
     #[inline]
     pub fn write(&mut self, data: &[u8]) -> Result<Option<usize>, crate::tcp::TcpError> {
         self.tcb.send(data)
     }
 
-    /// After a [`write`](Self::write) and the flush that follows it: a
-    /// read that skipped the path would also skip the flush that retries
-    /// what is still pending, so the flag goes while output waits.
+    /// After a [`write`](Self::write), in place of the flush: the flush;
+    /// then, as a read that skipped the path would also skip the flush
+    /// that retries what is still pending, the socket's
+    /// [`ReadWouldBlock`] goes while output waits.
     #[inline]
-    pub fn after_write(&self) {
+    pub fn after_write(&mut self, cx: &mut Cx<'_, '_>) {
+        self.flush(cx);
         if self.read_would_block.get() && self.tcb.output_pending() {
             self.read_would_block.set(false);
         }

@@ -7,13 +7,14 @@
 //! so every drain ends with a read that finds nothing; entering the path
 //! for it (its context, the read, the flush after it) costs about as much
 //! as the read that found the data. The stage sets the flag only after a
-//! socket call, once the flush that follows has run and the control block
-//! says a read would answer `Ok(None)` having changed nothing
-//! ([`Tcb::read_would_block`](crate::tcp::Tcb::read_would_block)); every
-//! other way the connection can change — a segment, a timer, a socket
-//! call that writes the control block, the path's end — clears it first,
-//! so a stale "would block" is never read. A cleared flag only means "ask
-//! the stage".
+//! read, once pending output is flushed and the control block says a read
+//! would answer `Ok(None)` having changed nothing and leave nothing to
+//! send ([`Tcb::read_would_block`](crate::tcp::Tcb::read_would_block));
+//! every other way the connection can change — a segment, a timer, a
+//! socket call that writes the control block, the path's end — clears it
+//! first, so a stale "would block" is never read; a write keeps it unless
+//! it leaves output pending (a write changes nothing a read answers). A
+//! cleared flag only means "ask the stage".
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -32,7 +33,7 @@ impl ReadWouldBlock {
         self.0.load(Ordering::Relaxed)
     }
 
-    /// Sets the flag (the stage, after a socket call's flush).
+    /// Sets the flag (the stage, after a read).
     #[inline(always)]
     pub(super) fn set(&self, on: bool) {
         self.0.store(on, Ordering::Relaxed);
