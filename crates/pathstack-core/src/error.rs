@@ -78,7 +78,7 @@ pub enum PathError {
     TableFull(usize),
     /// A scheduling-parameter change broke the thesis §3.5.1 rules.
     #[error("scheduling change refused: {0}")]
-    Sched(#[from] crate::path::SchedError),
+    Sched(#[from] crate::sched::SchedError),
     /// An operation on a message failed.
     #[error(transparent)]
     Msg(#[from] crate::msg::MsgError),

@@ -6,8 +6,8 @@
 //! comes back for a datagram sent earlier. RFC 1122 §4.1.3.3 asks UDP to
 //! pass ICMP errors up to the application, and §3.2.2.1 says how an
 //! unreachable destination is reported; the application can only learn
-//! of them on a later call. A stage ([`Cx::set_fault`](crate::Cx::set_fault))
-//! or a module ([`ModCx::set_fault`](crate::ModCx::set_fault)) records a
+//! of them on a later call. A stage or a module
+//! ([`Ops::set_fault`](crate::Ops::set_fault), on every context) records a
 //! [`PathFault`] for a path; whoever owns the path (a socket) reads and
 //! clears it with [`Stack::take_fault`](crate::Stack::take_fault) on its
 //! next operation.

@@ -40,7 +40,7 @@ impl<'e> FastCx<'_, 'e> {
     /// Current stack time.
     #[inline]
     pub fn now(&self) -> Instant {
-        self.env.now
+        self.env.ops.now
     }
 
     /// The context the stage at `pos` would get: its module, the path's

@@ -7,8 +7,9 @@ use crate::error::{ModuleError, PathError};
 use crate::graph::spec::ModuleSpec;
 use crate::graph::Link;
 use crate::ids::{Dir, ModuleId, PathId};
-use crate::msg::{Msg, MsgPool};
-use crate::runtime::{Shared, TimerOwner};
+use crate::msg::Msg;
+use crate::ops::Ops;
+use crate::runtime::{FollowUp, PathOp, Start, TimerOwner};
 use crate::stage::Stage;
 use crate::time::{Duration, Instant};
 use crate::timer::{TimerError, TimerHandle};
@@ -42,14 +43,16 @@ pub struct Created {
     pub route: Route,
 }
 
-/// What a module sees while it creates a stage.
+/// What a module sees while it creates a stage: its id, name, parameters
+/// and connections, and which way the path grows; the stack's operations
+/// by dereference to [`Ops`].
 pub struct CreateCx<'a> {
+    pub(crate) ops: Ops<'a>,
     pub(crate) module_id: ModuleId,
     pub(crate) instance: &'a str,
     pub(crate) params: &'a BTreeMap<String, String>,
     pub(crate) links: &'a [Vec<Link>],
     pub(crate) growth: Dir,
-    pub(crate) pool: &'a MsgPool,
 }
 
 impl CreateCx<'_> {
@@ -76,10 +79,6 @@ impl CreateCx<'_> {
     pub fn growth(&self) -> Dir {
         self.growth
     }
-    /// The message pool.
-    pub fn pool(&self) -> &MsgPool {
-        self.pool
-    }
     /// A [`PathError::Refused`] naming this module, carrying `reason` (best
     /// the module's own error type, so callers can downcast it).
     pub fn refuse(&self, reason: impl Into<crate::error::Cause>) -> PathError {
@@ -88,22 +87,18 @@ impl CreateCx<'_> {
 }
 
 /// What a module sees outside of path processing: at initialization, when
-/// polled, and when its timers fire.
+/// polled, and when its timers fire. Its own: the module's id, name,
+/// parameters and drop tally, timers and paths owned by the module, frames
+/// handed over; the stack's operations by dereference to [`Ops`].
 pub struct ModCx<'a> {
-    pub(crate) now: Instant,
+    pub(crate) ops: Ops<'a>,
     pub(crate) module_id: ModuleId,
     pub(crate) instance: &'a str,
     pub(crate) params: &'a BTreeMap<String, String>,
-    pub(crate) shared: &'a mut Shared,
     pub(crate) drops: &'a mut DropTally,
-    pub(crate) path_requests: &'a mut Vec<(Attrs, u64)>,
 }
 
 impl ModCx<'_> {
-    /// Current stack time.
-    pub fn now(&self) -> Instant {
-        self.now
-    }
     /// This module's id.
     pub fn module_id(&self) -> ModuleId {
         self.module_id
@@ -123,10 +118,6 @@ impl ModCx<'_> {
     {
         parse_param(self.instance, self.params, key, default)
     }
-    /// The message pool.
-    pub fn pool(&self) -> &MsgPool {
-        &self.shared.pool
-    }
     /// Hands a received frame to the stack, which classifies it starting at
     /// this module and runs it as soon as this module's poll returns: for
     /// drivers that receive frames in a batch from a callback. A driver
@@ -135,29 +126,11 @@ impl ModCx<'_> {
     /// path before the next is read. Returns `false` (and counts a drop)
     /// when the stack's bounded hand-over list is full.
     pub fn deliver(&mut self, frame: Msg) -> bool {
-        let ok = self.shared.deliver(self.module_id, frame);
+        let ok = self.ops.shared.deliver(self.module_id, frame);
         if !ok {
             self.drops.add(CoreDropReason::RxFull);
         }
         ok
-    }
-    /// Sends `msg` on path `path` from position `from` in direction `dir`
-    /// (see [`Cx::send_on`](crate::stage::Cx::send_on)): how a module's
-    /// spontaneous work (ARP retries, announcements) reaches the wire.
-    pub fn send_on(
-        &mut self,
-        path: PathId,
-        from: usize,
-        dir: Dir,
-        msg: Msg,
-    ) -> Result<(), DropReason> {
-        self.shared.send_on(path, from, dir, msg, 0)
-    }
-    /// Records an asynchronous error for `path` (see
-    /// [`Cx::set_fault`](crate::stage::Cx::set_fault)): how a module's
-    /// spontaneous work (ARP giving up) reaches a path's owner.
-    pub fn set_fault(&mut self, path: PathId, fault: crate::fault::PathFault) {
-        self.shared.faults.set(path, fault);
     }
     /// Counts a message this module dropped outside any path.
     pub fn count_drop(&mut self, reason: impl Into<DropReason>) {
@@ -166,7 +139,7 @@ impl ModCx<'_> {
     /// Records that this driver's device failed for good (see
     /// [`crate::device::failure`]); the first failure stays.
     pub fn device_failed(&mut self, e: &crate::device::DeviceError) {
-        self.shared.device_failed(self.instance, e);
+        self.ops.device_failed_at(self.instance, e);
     }
     /// Arms a timer that calls [`Module::on_timer`] with `token` after `after`.
     pub fn arm_timer(&mut self, after: Duration, token: u64) -> Result<TimerHandle, TimerError> {
@@ -174,18 +147,24 @@ impl ModCx<'_> {
             module: self.module_id,
             token,
         };
-        self.shared.timers.arm(self.now + after, owner)
-    }
-    /// Cancels a timer.
-    pub fn cancel_timer(&mut self, handle: TimerHandle) -> bool {
-        self.shared.timers.cancel(handle)
+        self.ops.arm_timer_for(owner, after)
     }
     /// Asks the stack to create a path starting at this module once this
     /// call returns (ICMP creates its path through IP at initialization,
     /// thesis §4.1.2). The stack reports the result to
-    /// [`Module::path_created`] with `tag`.
+    /// [`Module::path_created`] with `tag`. The request waits in the same
+    /// bounded list as a stage's [`Cx::open_path`](crate::stage::Cx::open_path);
+    /// when that is full it is dropped and counted against this module.
     pub fn request_path(&mut self, attrs: Attrs, tag: u64) {
-        self.path_requests.push((attrs, tag));
+        let op = PathOp::Open {
+            module: self.module_id,
+            attrs,
+            tag,
+            first: None,
+        };
+        if let Err(r) = self.ops.ask_path(op) {
+            self.drops.add(r);
+        }
     }
 }
 
@@ -366,20 +345,17 @@ pub enum EndRoute {
     Drop(DropReason),
 }
 
-/// Context of [`Module::route_end`].
+/// Context of [`Module::route_end`]: the path the message fell off and
+/// the classifier to find where it goes on; the stack's operations by
+/// dereference to [`Ops`].
 pub struct RouteCx<'a> {
-    pub(crate) now: Instant,
+    pub(crate) ops: Ops<'a>,
     pub(crate) path: PathId,
     pub(crate) module_id: ModuleId,
     pub(crate) demux: &'a crate::demux::Demux,
-    pub(crate) shared: &'a mut Shared,
 }
 
 impl RouteCx<'_> {
-    /// Current stack time.
-    pub fn now(&self) -> Instant {
-        self.now
-    }
     /// The path the message fell off.
     pub fn path(&self) -> PathId {
         self.path
@@ -415,103 +391,15 @@ impl RouteCx<'_> {
         dir: Dir,
         msg: Msg,
     ) -> Result<(), DropReason> {
-        self.shared.follow_up(crate::runtime::FollowUp {
+        let origin = self.ops.origin;
+        self.ops.shared.follow_up(FollowUp {
             path,
-            start: crate::runtime::Start::AfterModule(module),
+            start: Start::AfterModule(module),
             dir,
             msg,
-            origin: 0,
+            origin,
         })
     }
-    /// The message pool.
-    pub fn pool(&self) -> &MsgPool {
-        &self.shared.pool
-    }
-    /// Sends a message on a path (see [`Cx::send_on`](crate::stage::Cx::send_on)),
-    /// e.g. an ICMP error about the message that found no path.
-    pub fn send_on(
-        &mut self,
-        path: PathId,
-        from: usize,
-        dir: Dir,
-        msg: Msg,
-    ) -> Result<(), DropReason> {
-        self.shared.send_on(path, from, dir, msg, 0)
-    }
 }
 
-/// A module instance in a stack.
-pub(crate) struct ModuleSlot {
-    pub name: String,
-    pub spec: &'static ModuleSpec,
-    pub params: BTreeMap<String, String>,
-    /// Private: every writable reach goes through [`ModuleSlot::get_mut`]
-    /// or [`ModuleSlot::parts_mut`], which mark the slot `touched`, so the
-    /// compiler finds any way in that would not.
-    module: Box<dyn Module>,
-    pub links: Vec<Vec<Link>>,
-    pub drops: DropTally,
-    /// The module was reached writably (a callback, a stage's
-    /// `cx.module()`, `Stack::module_mut`) since the stack last asked its
-    /// [`Module::poll_at`]. A module's deadline is its own state, so it can
-    /// only change while someone holds it `&mut`: the stack re-asks a
-    /// [`Module::polls_when_due`] module only when this is set (the idle
-    /// poll of issue 26 item 6).
-    pub touched: bool,
-}
-
-impl ModuleSlot {
-    /// A slot for `module`, to be asked its deadline before its first poll.
-    pub fn new(
-        name: String,
-        spec: &'static ModuleSpec,
-        params: BTreeMap<String, String>,
-        module: Box<dyn Module>,
-        links: Vec<Vec<Link>>,
-    ) -> Self {
-        ModuleSlot {
-            name,
-            spec,
-            params,
-            module,
-            links,
-            drops: DropTally::default(),
-            touched: true,
-        }
-    }
-
-    /// The module, to read (`&self` cannot change its deadline).
-    #[inline]
-    pub fn get(&self) -> &dyn Module {
-        &*self.module
-    }
-
-    /// The module, writable: marks it `touched`.
-    #[inline]
-    pub fn get_mut(&mut self) -> &mut dyn Module {
-        self.touched = true;
-        &mut *self.module
-    }
-
-    /// The module, writable (marked `touched`), beside the parts of its
-    /// slot a context borrows at the same time.
-    #[inline]
-    pub fn parts_mut(&mut self) -> (&mut dyn Module, SlotParts<'_>) {
-        self.touched = true;
-        let parts = SlotParts {
-            name: &self.name,
-            params: &self.params,
-            links: &self.links,
-            drops: &mut self.drops,
-        };
-        (&mut *self.module, parts)
-    }
-}
-
-/// The rest of a [`ModuleSlot`] while its module is lent out.
-pub(crate) struct SlotParts<'a> {
-    pub name: &'a str,
-    pub params: &'a BTreeMap<String, String>,
-    pub links: &'a [Vec<Link>],
-    pub drops: &'a mut DropTally,
-}
+crate::ops::deref_to_ops!(CreateCx, ModCx, RouteCx);

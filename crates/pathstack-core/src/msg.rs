@@ -133,7 +133,30 @@ struct Class {
     buf_size: usize,
     max: usize,
     free: ArrayQueue<Box<[u8]>>,
-    live: AtomicUsize,
+    /// Buffers this class has made (preallocated or from the heap), at
+    /// most `max`. Those not on the free list are live: counted here,
+    /// only when a buffer is made, rather than on every allocation and
+    /// free (issue 26: a pool free without the bookkeeping).
+    made: AtomicUsize,
+}
+
+impl Class {
+    /// Buffers of this class handed out now.
+    fn live(&self) -> usize {
+        self.made
+            .load(Ordering::Relaxed)
+            .saturating_sub(self.free.len())
+    }
+
+    /// A buffer from the heap, if the class has made fewer than `max`.
+    fn make(&self) -> Option<Box<[u8]>> {
+        self.made
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+                (n < self.max).then_some(n + 1)
+            })
+            .ok()?;
+        Some(vec![0u8; self.buf_size].into_boxed_slice())
+    }
 }
 
 struct PoolInner {
@@ -191,14 +214,15 @@ impl MsgPool {
             .iter()
             .map(|c| {
                 let free = ArrayQueue::new(c.max.max(1));
-                for _ in 0..c.prealloc.min(c.max) {
+                let made = c.prealloc.min(c.max);
+                for _ in 0..made {
                     let _ = free.push(vec![0u8; c.buf_size].into_boxed_slice());
                 }
                 Class {
                     buf_size: c.buf_size,
                     max: c.max,
                     free,
-                    live: AtomicUsize::new(0),
+                    made: AtomicUsize::new(made),
                 }
             })
             .collect();
@@ -237,7 +261,7 @@ impl MsgPool {
 
     /// A message holding a copy of `bytes`, with the pool's headroom in front.
     pub fn alloc_copy(&self, bytes: &[u8]) -> Result<Msg, MsgError> {
-        let mut m = self.alloc_empty(bytes.len())?;
+        let mut m = self.wrap(self.buffer(bytes.len())?);
         let start = m.tail();
         m.buf[start..start + bytes.len()].copy_from_slice(bytes);
         m.set_tail(start + bytes.len());
@@ -248,8 +272,35 @@ impl MsgPool {
     /// headroom (a receive buffer: fill it through [`Msg::tailroom_mut`] and
     /// [`Msg::commit_tail`]).
     pub fn alloc_empty(&self, capacity: usize) -> Result<Msg, MsgError> {
-        let inner = &self.inner;
-        let need = capacity + inner.headroom;
+        Ok(self.wrap(self.buffer(capacity)?))
+    }
+
+    /// A buffer with room for `capacity` bytes after the headroom, counted
+    /// as an allocation. The common case is written out, inlined into each
+    /// way of allocating: the frame class holds it and has a buffer free
+    /// (issue 26, the pool at its minimum); the rest is out of line.
+    #[inline(always)]
+    fn buffer(&self, capacity: usize) -> Result<Box<[u8]>, MsgError> {
+        let inner = &*self.inner;
+        let need = capacity.saturating_add(inner.headroom);
+        if let Some(class) = inner.classes.first() {
+            if need <= class.buf_size {
+                if let Some(buf) = class.free.pop() {
+                    inner.allocs.fetch_add(1, Ordering::Relaxed);
+                    return Ok(buf);
+                }
+            }
+        }
+        self.buffer_slow(need)
+    }
+
+    /// [`MsgPool::buffer`] when the frame class has no buffer for `need`
+    /// bytes at hand: the smallest class that fits and has one free, or
+    /// is below its bound and makes one.
+    #[cold]
+    #[inline(never)]
+    fn buffer_slow(&self, need: usize) -> Result<Box<[u8]>, MsgError> {
+        let inner = &*self.inner;
         let max = inner.classes.last().map_or(0, |c| c.buf_size);
         if need > max {
             return Err(MsgError::TooLarge { len: need, max });
@@ -260,28 +311,34 @@ impl MsgPool {
             }
             let buf = match class.free.pop() {
                 Some(b) => b,
-                None => {
-                    if class.live.load(Ordering::Relaxed) >= class.max {
-                        continue;
+                None => match class.make() {
+                    Some(b) => {
+                        inner.heap_allocs.fetch_add(1, Ordering::Relaxed);
+                        b
                     }
-                    inner.heap_allocs.fetch_add(1, Ordering::Relaxed);
-                    vec![0u8; class.buf_size].into_boxed_slice()
-                }
+                    None => continue,
+                },
             };
-            class.live.fetch_add(1, Ordering::Relaxed);
             inner.allocs.fetch_add(1, Ordering::Relaxed);
-            // `need` fits in the buffer, which fits in u32 (see `new`).
-            let head = inner.headroom as u32;
-            return Ok(Msg {
-                buf,
-                head,
-                tail: head,
-                pool: Some(Arc::clone(&self.inner)),
-                anno: Anno::default(),
-            });
+            return Ok(buf);
         }
         inner.exhausted.fetch_add(1, Ordering::Relaxed);
         Err(MsgError::PoolExhausted { len: need })
+    }
+
+    /// An empty message in `buf`, a buffer of this pool, with the pool's
+    /// headroom in front. `buf` holds at least the headroom and fits in
+    /// `u32` (see `new`).
+    #[inline(always)]
+    fn wrap(&self, buf: Box<[u8]>) -> Msg {
+        let head = self.inner.headroom as u32;
+        Msg {
+            buf,
+            head,
+            tail: head,
+            pool: Some(Arc::clone(&self.inner)),
+            anno: Anno::default(),
+        }
     }
 
     /// Current counters.
@@ -291,11 +348,7 @@ impl MsgPool {
             allocs: i.allocs.load(Ordering::Relaxed),
             heap_allocs: i.heap_allocs.load(Ordering::Relaxed),
             exhausted: i.exhausted.load(Ordering::Relaxed),
-            live: i
-                .classes
-                .iter()
-                .map(|c| c.live.load(Ordering::Relaxed))
-                .sum(),
+            live: i.classes.iter().map(Class::live).sum(),
         }
     }
 }
@@ -568,14 +621,99 @@ impl Msg {
             // length names its class; the frame class comes first.
             let len = self.buf.len();
             if let Some(class) = pool.classes.iter().find(|c| c.buf_size == len) {
-                class.live.fetch_sub(1, Ordering::Relaxed);
                 let buf = std::mem::take(&mut self.buf);
-                // The queue has room for `max` buffers and at most `max` are
-                // live, so this cannot fail; if it somehow did, the buffer is
-                // just freed.
-                let _ = class.free.push(buf);
+                // The queue has room for all `max` buffers the class may
+                // make, so this cannot fail; if it somehow did, the buffer
+                // is freed and no longer counted as made.
+                if class.free.push(buf).is_err() {
+                    class.made.fetch_sub(1, Ordering::Relaxed);
+                }
             }
         }
+    }
+}
+
+/// What of a [`Msg`] crosses the in-memory wire: its pooled buffer and the
+/// window of it that holds the bytes, without the annotations, which stay
+/// with the stack that wrote them (a received frame starts with none, as
+/// from any device). Half a message (32 bytes, checked below), so a wire's
+/// ring moves half the bytes per frame, and the receiving end builds the
+/// message once, where the stack runs it (issue 26: the wire moves less).
+///
+/// Dropped, it gives the buffer back to its pool, as a message does (a
+/// frame still in a wire's ring when the wire goes).
+#[derive(Default)]
+pub(crate) struct Body {
+    buf: Box<[u8]>,
+    pool: Option<Arc<PoolInner>>,
+    head: u32,
+    tail: u32,
+}
+
+const _: () = assert!(std::mem::size_of::<Body>() <= 32);
+
+impl Body {
+    /// The bytes the body holds.
+    #[inline]
+    pub(crate) fn as_slice(&self) -> &[u8] {
+        &self.buf[self.head as usize..self.tail as usize]
+    }
+
+    /// Number of bytes the body holds.
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        (self.tail - self.head) as usize
+    }
+}
+
+impl Drop for Body {
+    #[inline]
+    fn drop(&mut self) {
+        if self.pool.is_some() {
+            drop(Msg {
+                buf: std::mem::take(&mut self.buf),
+                pool: self.pool.take(),
+                head: self.head,
+                tail: self.tail,
+                anno: Anno::default(),
+            });
+        }
+    }
+}
+
+impl Msg {
+    /// The message's buffer and window, its annotations left behind.
+    #[inline(always)]
+    pub(crate) fn into_body(self) -> Body {
+        // The message's fields move into the body; what is left of the
+        // message owns nothing (an empty box, no pool), so not running its
+        // drop leaks nothing and saves the check.
+        let mut m = std::mem::ManuallyDrop::new(self);
+        Body {
+            buf: std::mem::take(&mut m.buf),
+            pool: m.pool.take(),
+            head: m.head,
+            tail: m.tail,
+        }
+    }
+
+    /// Makes this message the one `body` holds, with no annotations (a
+    /// frame as a device hands it over). What the message held before goes
+    /// back to its pool; a receive slot holds nothing, so usually nothing
+    /// is dropped (`Msg`'s drop glue is an out-of-line call).
+    #[inline(always)]
+    pub(crate) fn fill_from(&mut self, body: Body) {
+        if self.has_buffer() {
+            drop(std::mem::take(self));
+        }
+        // Empty now (no buffer, no pool): its fields own nothing, so they
+        // are overwritten, not dropped.
+        let mut b = std::mem::ManuallyDrop::new(body);
+        std::mem::forget(std::mem::replace(&mut self.buf, std::mem::take(&mut b.buf)));
+        std::mem::forget(std::mem::replace(&mut self.pool, b.pool.take()));
+        self.head = b.head;
+        self.tail = b.tail;
+        self.anno = Anno::default();
     }
 }
 

@@ -7,13 +7,15 @@ use crate::attrs::Attrs;
 use crate::drop_reason::{CoreDropReason, DropReason, DropTally};
 use crate::exec::Exec;
 use crate::ids::{Dir, ModuleId, PathId};
-use crate::module::ModuleSlot;
 use crate::msg::Msg;
+use crate::ops::Ops;
 use crate::rate::EventRate;
 use crate::runtime::{Env, Shared};
+use crate::sched::SchedParams;
+use crate::stack::module_slot::ModuleSlot;
+use crate::stage_view::StageView;
 use crate::time::{Duration, Instant};
 use std::collections::VecDeque;
-use thiserror::Error;
 
 /// The index of a path queue (thesis §3.3.3 table).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -107,68 +109,6 @@ fn held(m: &Msg) -> u64 {
     (m.headroom() + m.len() + m.tailroom()) as u64
 }
 
-/// A refused scheduling change (thesis §3.5.1).
-#[derive(Debug, Error, Clone, PartialEq, Eq)]
-pub enum SchedError {
-    /// A pending realtime path's deadline may only move earlier.
-    #[error("deadline may only be tightened while the path is pending (current {current}, requested {requested})")]
-    DeadlineLoosened {
-        /// The deadline in force.
-        current: Instant,
-        /// The later deadline asked for.
-        requested: Instant,
-    },
-    /// A pending realtime path may not become best-effort before its deadline.
-    #[error("a pending realtime path cannot become best-effort before its deadline {0}")]
-    RealtimeDropped(Instant),
-}
-
-/// How a path is scheduled (thesis §3.5.1): by deadline if realtime, else by
-/// fixed priority (higher first). Within a class, arrival order.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct SchedParams {
-    /// Earliest-deadline-first instead of fixed priority.
-    pub realtime: bool,
-    /// Fixed priority of a best-effort path.
-    pub priority: u32,
-    /// Absolute deadline of a realtime path's pending work.
-    pub deadline: Option<Instant>,
-}
-
-impl SchedParams {
-    /// Replaces the parameters, obeying the thesis §3.5.1 rule: while the
-    /// path has work pending, a realtime deadline may only be replaced by an
-    /// earlier one, and realtime may not turn into best-effort, unless the
-    /// deadline in force has already passed at `now`.
-    pub fn update(
-        &mut self,
-        new: SchedParams,
-        now: Instant,
-        pending: bool,
-    ) -> Result<(), SchedError> {
-        if pending && self.realtime {
-            if let Some(cur) = self.deadline {
-                if cur > now {
-                    if !new.realtime {
-                        return Err(SchedError::RealtimeDropped(cur));
-                    }
-                    match new.deadline {
-                        Some(d) if d <= cur => {}
-                        requested => {
-                            return Err(SchedError::DeadlineLoosened {
-                                current: cur,
-                                requested: requested.unwrap_or(Instant::from_nanos(u64::MAX)),
-                            })
-                        }
-                    }
-                }
-            }
-        }
-        *self = new;
-        Ok(())
-    }
-}
-
 /// Per-path accounting.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PathStats {
@@ -203,20 +143,6 @@ pub struct PathStats {
     /// the frames a device discards are not counted here, as the kernel's
     /// filter cannot say which path they were for.
     pub device_discards: u64,
-}
-
-/// What a path's stages see of it while it runs: its id, its module
-/// sequence, its attributes and scheduling parameters. Grouped so that a
-/// run's [`Env`] borrows them with one pointer instead of a word or two
-/// each: the environment is built for every path run, three times per
-/// round trip (issue 26 item 6).
-pub(crate) struct StageView {
-    pub(crate) id: PathId,
-    pub(crate) stage_modules: Vec<ModuleId>,
-    /// Creation number of each stage (establish/destroy run in this order).
-    pub(crate) stage_ids: Vec<u32>,
-    pub(crate) attrs: Attrs,
-    pub(crate) sched: SchedParams,
 }
 
 /// One path.
@@ -451,11 +377,13 @@ impl Path {
             view, exec, stats, ..
         } = self;
         let env = Env {
-            now,
+            ops: Ops {
+                now,
+                shared,
+                origin,
+            },
             modules,
-            shared,
             view,
-            origin,
             turn_in_place: false,
         };
         (&mut **exec, env, stats)

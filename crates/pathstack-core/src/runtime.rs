@@ -11,10 +11,10 @@
 use crate::attrs::Attrs;
 use crate::drop_reason::{CoreDropReason, DropReason};
 use crate::ids::{Dir, ModuleId, PathId};
-use crate::module::ModuleSlot;
 use crate::msg::{Msg, MsgPool};
-use crate::path::StageView;
-use crate::time::Instant;
+use crate::ops::Ops;
+use crate::stack::module_slot::ModuleSlot;
+use crate::stage_view::StageView;
 use crate::timer::TimerWheel;
 use std::collections::VecDeque;
 
@@ -116,7 +116,7 @@ pub(crate) struct Shared {
     pub device_failure: Option<crate::device::DeviceFailure>,
     /// The first follow-up of an application's call into a stage, held
     /// to run as soon as the call returns ([`crate::send_lane`]).
-    pub lane: crate::send_lane::SendLane,
+    pub lane: crate::send_lane::SendLane<FollowUp>,
 }
 
 /// A path a stage asked to open or delete while a path ran: Scout's
@@ -208,13 +208,13 @@ impl Shared {
 /// Everything a stage's context borrows while one path runs (internal).
 #[doc(hidden)]
 pub struct Env<'e> {
-    pub(crate) now: Instant,
+    /// The time, the stack-wide state and the running message's batch
+    /// position: what a stage's [`Cx`](crate::stage::Cx) dereferences to.
+    pub(crate) ops: Ops<'e>,
     pub(crate) modules: &'e mut [ModuleSlot],
-    pub(crate) shared: &'e mut Shared,
     /// The running path's id, modules, attributes and scheduling
     /// parameters, behind one pointer.
     pub(crate) view: &'e mut StageView,
-    pub(crate) origin: u32,
     /// Whether the trip may continue a turned message in place: nothing
     /// waits in the run loop's work list. (Follow-ups a stage adds while
     /// the message runs are checked when it turns,
@@ -228,6 +228,6 @@ impl Env<'_> {
     /// (nothing else waits), so that messages keep their order.
     #[inline(always)]
     pub(crate) fn may_turn_in_place(&self) -> bool {
-        self.turn_in_place && self.shared.follow_ups.is_empty()
+        self.turn_in_place && self.ops.shared.follow_ups.is_empty()
     }
 }

@@ -82,6 +82,69 @@ use crate::ids::{Dir, PathId};
 use crate::time::Instant;
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
+use thiserror::Error;
+
+/// A refused scheduling change (thesis §3.5.1).
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+pub enum SchedError {
+    /// A pending realtime path's deadline may only move earlier.
+    #[error("deadline may only be tightened while the path is pending (current {current}, requested {requested})")]
+    DeadlineLoosened {
+        /// The deadline in force.
+        current: Instant,
+        /// The later deadline asked for.
+        requested: Instant,
+    },
+    /// A pending realtime path may not become best-effort before its deadline.
+    #[error("a pending realtime path cannot become best-effort before its deadline {0}")]
+    RealtimeDropped(Instant),
+}
+
+/// How a path is scheduled (thesis §3.5.1): by deadline if realtime, else by
+/// fixed priority (higher first). Within a class, arrival order.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SchedParams {
+    /// Earliest-deadline-first instead of fixed priority.
+    pub realtime: bool,
+    /// Fixed priority of a best-effort path.
+    pub priority: u32,
+    /// Absolute deadline of a realtime path's pending work.
+    pub deadline: Option<Instant>,
+}
+
+impl SchedParams {
+    /// Replaces the parameters, obeying the thesis §3.5.1 rule: while the
+    /// path has work pending, a realtime deadline may only be replaced by an
+    /// earlier one, and realtime may not turn into best-effort, unless the
+    /// deadline in force has already passed at `now`.
+    pub fn update(
+        &mut self,
+        new: SchedParams,
+        now: Instant,
+        pending: bool,
+    ) -> Result<(), SchedError> {
+        if pending && self.realtime {
+            if let Some(cur) = self.deadline {
+                if cur > now {
+                    if !new.realtime {
+                        return Err(SchedError::RealtimeDropped(cur));
+                    }
+                    match new.deadline {
+                        Some(d) if d <= cur => {}
+                        requested => {
+                            return Err(SchedError::DeadlineLoosened {
+                                current: cur,
+                                requested: requested.unwrap_or(Instant::from_nanos(u64::MAX)),
+                            })
+                        }
+                    }
+                }
+            }
+        }
+        *self = new;
+        Ok(())
+    }
+}
 
 /// Which scheduler runs the paths.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -23,19 +23,30 @@
 //! visible to it as waiting (no turn in place past them). It holds one
 //! message, so the follow-ups of one call are bounded by the list's bound
 //! plus one.
+//!
+//! The lane holds a follow-up without looking into it, so it is generic
+//! over what it holds (`SendLane<FollowUp>` in
+//! [`Shared`](crate::runtime::Shared)) and needs nothing of the run-time
+//! state that holds it.
 
-use crate::runtime::FollowUp;
-
-/// The lane of one stack (in [`Shared`](crate::runtime::Shared)).
-#[derive(Default)]
-pub(crate) struct SendLane {
+/// The lane of one stack, holding at most one `F` (a follow-up).
+pub(crate) struct SendLane<F> {
     /// An application's call into a stage is running: its first emission
     /// may be held here.
     open: bool,
-    held: Option<FollowUp>,
+    held: Option<F>,
 }
 
-impl SendLane {
+impl<F> Default for SendLane<F> {
+    fn default() -> Self {
+        SendLane {
+            open: false,
+            held: None,
+        }
+    }
+}
+
+impl<F> SendLane<F> {
     /// Opens the lane for the call about to run.
     #[inline(always)]
     pub(crate) fn open(&mut self) {
@@ -45,7 +56,7 @@ impl SendLane {
     /// Holds `f` if the lane is open and empty and nothing waits before it
     /// (`list_empty`); gives it back otherwise, for the list.
     #[inline(always)]
-    pub(crate) fn offer(&mut self, f: FollowUp, list_empty: bool) -> Result<(), FollowUp> {
+    pub(crate) fn offer(&mut self, f: F, list_empty: bool) -> Result<(), F> {
         if self.open && list_empty && self.held.is_none() {
             self.held = Some(f);
             return Ok(());
@@ -56,7 +67,7 @@ impl SendLane {
     /// Closes the lane after the call and takes what it holds: it runs
     /// next, before the follow-up list.
     #[inline(always)]
-    pub(crate) fn close(&mut self) -> Option<FollowUp> {
+    pub(crate) fn close(&mut self) -> Option<F> {
         self.open = false;
         self.held.take()
     }

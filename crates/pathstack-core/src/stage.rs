@@ -5,17 +5,17 @@ use crate::attrs::Attrs;
 use crate::demux::{DemuxKey, KeyMode};
 use crate::drop_reason::DropReason;
 use crate::error::PathError;
-use crate::fault::PathFault;
 use crate::ids::{Dir, ModuleId, PathId};
 use crate::module::Module;
-use crate::msg::{Msg, MsgPool};
-use crate::path::SchedParams;
-use crate::runtime::Env;
-use crate::runtime::PathOp;
+use crate::msg::Msg;
+use crate::ops::Ops;
 pub use crate::runtime::TimerOwner;
-use crate::time::{Duration, Instant};
+use crate::runtime::{Env, PathOp};
+use crate::sched::SchedParams;
+use crate::time::Duration;
 use crate::timer::{TimerError, TimerHandle};
 use std::any::Any;
+use std::ops::{Deref, DerefMut};
 
 /// What a stage decided about a message (Scout's interface arrows).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -88,22 +88,36 @@ pub trait Stage: Any + Send {
 }
 
 /// The context of a stage while it processes a message: the module's shared
-/// state, the path's attributes, the pool, timers, and emission of new
-/// messages from the stage's own position.
+/// state, the path's attributes, timers owned by the stage, and emission
+/// of new messages from the stage's own position; the stack's operations
+/// common to every context (the time, the pool, `send_on`, faults) by
+/// dereference to [`Ops`].
 ///
 /// Modules and paths live in separate tables of the stack, so a stage gets
-/// its module's state without `Rc<RefCell<…>>`.
+/// its module's state without `Rc<RefCell<…>>`. Two words (the run's
+/// environment and the stage's position), built for every stage a message
+/// passes: the operations sit in the environment, not here.
 pub struct Cx<'a, 'e> {
     pub(crate) env: &'a mut Env<'e>,
     pub(crate) pos: usize,
 }
 
-impl<'a, 'e> Cx<'a, 'e> {
-    /// Current stack time.
-    #[inline]
-    pub fn now(&self) -> Instant {
-        self.env.now
+impl<'e> Deref for Cx<'_, 'e> {
+    type Target = Ops<'e>;
+    #[inline(always)]
+    fn deref(&self) -> &Ops<'e> {
+        &self.env.ops
     }
+}
+
+impl DerefMut for Cx<'_, '_> {
+    #[inline(always)]
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.env.ops
+    }
+}
+
+impl<'a, 'e> Cx<'a, 'e> {
     /// The path being run.
     #[inline]
     pub fn path(&self) -> PathId {
@@ -118,11 +132,6 @@ impl<'a, 'e> Cx<'a, 'e> {
     #[inline]
     pub fn path_len(&self) -> usize {
         self.env.view.stage_modules.len()
-    }
-    /// The message pool, to allocate new messages.
-    #[inline]
-    pub fn pool(&self) -> &MsgPool {
-        &self.env.shared.pool
     }
     /// The path's attributes.
     pub fn attrs(&self) -> &Attrs {
@@ -140,8 +149,8 @@ impl<'a, 'e> Cx<'a, 'e> {
     /// Changes the path's scheduling parameters from inside the path
     /// (thesis §3.5.1): the path's work is in progress, so a realtime
     /// deadline may only be tightened until it has passed.
-    pub fn set_sched(&mut self, new: SchedParams) -> Result<(), crate::path::SchedError> {
-        let now = self.env.now;
+    pub fn set_sched(&mut self, new: SchedParams) -> Result<(), crate::sched::SchedError> {
+        let now = self.env.ops.now;
         self.env.view.sched.update(new, now, true)
     }
     /// The module that created this stage, as `&mut dyn Module`.
@@ -206,7 +215,7 @@ impl<'a, 'e> Cx<'a, 'e> {
     pub fn device_failed(&mut self, e: &crate::device::DeviceError) {
         let m = self.env.view.stage_modules[self.pos];
         let name = &self.env.modules[m.0 as usize].name;
-        self.env.shared.device_failed(name, e);
+        self.env.ops.device_failed_at(name, e);
     }
     /// Sends a new message from this stage's position in direction `dir`:
     /// it starts at the neighbouring stage in `dir`. It is processed after
@@ -214,30 +223,7 @@ impl<'a, 'e> Cx<'a, 'e> {
     /// follow-up list is full; the message is then dropped and counted.
     pub fn emit(&mut self, dir: Dir, msg: Msg) -> Result<(), DropReason> {
         let (path, from) = (self.env.view.id, self.pos);
-        self.send_on(path, from, dir, msg)
-    }
-    /// Sends a message on another path (or this one) from position `from`
-    /// in direction `dir`: it starts at the neighbour of stage `from`. This
-    /// is how a stage resumes a message it parked on another path (ARP
-    /// releasing packets that waited for a reply) or hands a message to a
-    /// sibling path of its module (an IP stage sending an ICMP error on
-    /// ICMP's path). A path deleted in the meantime drops it silently.
-    pub fn send_on(
-        &mut self,
-        path: PathId,
-        from: usize,
-        dir: Dir,
-        msg: Msg,
-    ) -> Result<(), DropReason> {
-        let origin = self.env.origin;
-        self.env.shared.send_on(path, from, dir, msg, origin)
-    }
-    /// Records an asynchronous error for `path` (this one or another, e.g.
-    /// the path a parked message came from), which its owner reads with
-    /// [`Stack::take_fault`](crate::Stack::take_fault); see
-    /// [`crate::fault`] for the bounds.
-    pub fn set_fault(&mut self, path: PathId, fault: PathFault) {
-        self.env.shared.faults.set(path, fault);
+        self.env.ops.send_on(path, from, dir, msg)
     }
     /// Arms a timer that calls this stage's [`Stage::on_timer`] with `token`
     /// after `after`.
@@ -247,11 +233,7 @@ impl<'a, 'e> Cx<'a, 'e> {
             stage: self.env.view.stage_ids[self.pos],
             token,
         };
-        self.env.shared.timers.arm(self.env.now + after, owner)
-    }
-    /// Cancels a timer; `false` if it already fired or was cancelled.
-    pub fn cancel_timer(&mut self, handle: TimerHandle) -> bool {
-        self.env.shared.timers.cancel(handle)
+        self.env.ops.arm_timer_for(owner, after)
     }
     /// Asks for a new path made at this stage's module with `attrs`, once
     /// the current run is over: Scout's passive open (thesis §3.3.2), where
@@ -269,7 +251,7 @@ impl<'a, 'e> Cx<'a, 'e> {
         first: Option<Msg>,
     ) -> Result<(), DropReason> {
         let module = self.env.view.stage_modules[self.pos];
-        self.env.shared.path_op(PathOp::Open {
+        self.env.ops.ask_path(PathOp::Open {
             module,
             attrs,
             tag,
@@ -280,18 +262,23 @@ impl<'a, 'e> Cx<'a, 'e> {
     /// connection that has finished); its stages' `destroy` run then.
     pub fn delete_path(&mut self) -> Result<(), DropReason> {
         let path = self.env.view.id;
-        self.env.shared.path_op(PathOp::Delete(path))
+        self.env.ops.ask_path(PathOp::Delete(path))
     }
 }
 
-/// The context of a stage's [`Stage::establish`] callback.
+/// The context of a stage's [`Stage::establish`] callback: the stage's
+/// place on the path and its module; the stack's operations by
+/// dereference to [`Ops`].
 pub struct EstablishCx<'a> {
+    pub(crate) ops: Ops<'a>,
     pub(crate) path: PathId,
     pub(crate) position: usize,
     pub(crate) len: usize,
     pub(crate) module_id: ModuleId,
     pub(crate) module: &'a mut dyn Module,
 }
+
+crate::ops::deref_to_ops!(EstablishCx);
 
 impl EstablishCx<'_> {
     /// The path being established.

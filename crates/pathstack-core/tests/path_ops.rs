@@ -6,7 +6,7 @@
 mod common;
 use common::*;
 use pathstack_core::attrs::{keys, Attrs};
-use pathstack_core::path::SchedError;
+use pathstack_core::sched::SchedError;
 use pathstack_core::*;
 
 /// a over b over c, each routing down; c is a leaf.

@@ -330,6 +330,65 @@ fn a_reset_reaches_the_peer_as_connection_reset() {
     assert_eq!(e.kind(), ErrorKind::BrokenPipe);
 }
 
+/// A read that would block is answered from the flag the connection's
+/// stage keeps, without entering the path (issue 26); the flag must never
+/// hide what came after it was set: data, the peer's FIN, a write's
+/// output, each between reads that found nothing.
+#[test]
+fn reads_that_would_block_still_see_what_comes_next() {
+    let mut sim = Sim::new(plain());
+    let (_l, c, s) = connect(&mut sim, TcpConfig::default());
+    let mut buf = [0u8; 16];
+    let mut read = |sim: &mut Sim, want: &[u8]| {
+        let mut got = Vec::new();
+        for _ in 0..1000 {
+            // Every round reads until it would block: the last read of
+            // each is the one the flag answers.
+            while let Some(n) = ready(c.read(&mut sim.a, &mut buf)).unwrap() {
+                if n == 0 {
+                    return got;
+                }
+                got.extend_from_slice(&buf[..n]);
+            }
+            assert_eq!(ready(c.read(&mut sim.a, &mut buf)).unwrap(), None);
+            if got.len() >= want.len() {
+                break;
+            }
+            sim.step();
+        }
+        got
+    };
+    assert_eq!(read(&mut sim, b""), b"");
+    for round in 0..20u8 {
+        // The reader writes too (its output goes out though its reads
+        // skip the path), the writer answers.
+        assert_eq!(ready(c.write(&mut sim.a, &[round])).unwrap(), Some(1));
+        let mut echo = [0u8; 1];
+        let mut got = None;
+        for _ in 0..1000 {
+            sim.step();
+            if let Some(n) = ready(s.read(&mut sim.b, &mut echo)).unwrap() {
+                got = Some(n);
+                break;
+            }
+        }
+        assert_eq!((got, echo[0]), (Some(1), round));
+        let data = [round, round.wrapping_add(1)];
+        assert_eq!(ready(s.write(&mut sim.b, &data)).unwrap(), Some(2));
+        assert_eq!(read(&mut sim, &data), data);
+    }
+    sim.b.tcp_shutdown(&s, Shutdown::Write).unwrap();
+    let mut end = None;
+    for _ in 0..1000 {
+        sim.step();
+        if let Some(n) = ready(c.read(&mut sim.a, &mut buf)).unwrap() {
+            end = Some(n);
+            break;
+        }
+    }
+    assert_eq!(end, Some(0), "the FIN after reads that would block");
+}
+
 #[test]
 fn a_hundred_connections_at_once() {
     let mut sim = Sim::new(plain());

@@ -7,13 +7,13 @@
 //! test modules.
 
 use crate::attrs::Attrs;
-use crate::device::{Device, DeviceStats, FrameMatch, Received};
+use crate::device::{Device, DeviceError, DeviceStats, FrameMatch, Received};
 use crate::error::{ModuleError, PathError};
 use crate::graph::spec::{Count, ModuleSpec, ParamSpec, ServiceSpec, ServiceType};
 use crate::ids::Dir;
 use crate::module::{CreateCx, Created, ModCx, Module, Route};
+use crate::module_setup::ModuleSetup;
 use crate::msg::Msg;
-use crate::stack::ModuleSetup;
 use crate::stage::{Cx, Stage, Verdict};
 use crate::time::Instant;
 
@@ -74,6 +74,21 @@ impl WireModule {
     pub fn device_stats(&self) -> DeviceStats {
         self.device.stats()
     }
+
+    /// The device failed to receive: counted, and recorded when it is for
+    /// good. Out of line, so that the per-frame call keeps only the
+    /// common case (no registers saved for error handling; issue 26).
+    #[cold]
+    #[inline(never)]
+    fn receive_failed(&mut self, e: DeviceError, cx: &mut ModCx<'_>) -> Received {
+        self.rx_left = self.rx_burst;
+        self.rx_errors += 1;
+        cx.count_drop(WireDropReason::RxError);
+        if e.is_fatal() {
+            cx.device_failed(&e);
+        }
+        Received::Nothing
+    }
 }
 
 impl Module for WireModule {
@@ -132,15 +147,7 @@ impl Module for WireModule {
                 self.rx_left = self.rx_burst;
                 Received::Last
             }
-            Err(e) => {
-                self.rx_left = self.rx_burst;
-                self.rx_errors += 1;
-                cx.count_drop(WireDropReason::RxError);
-                if e.is_fatal() {
-                    cx.device_failed(&e);
-                }
-                Received::Nothing
-            }
+            Err(e) => self.receive_failed(e, cx),
         }
     }
 
@@ -176,16 +183,23 @@ impl WireStage {
         match cx.module::<WireModule>() {
             Some(m) => match m.device.as_mut().transmit(frame, now) {
                 Ok(()) => Verdict::Consumed,
-                Err(e) => {
-                    if e.is_fatal() {
-                        cx.device_failed(&e);
-                    }
-                    Verdict::Drop(WireDropReason::TxError.into())
-                }
+                Err(e) => transmit_failed(e, cx),
             },
             None => Verdict::Drop(WireDropReason::TxError.into()),
         }
     }
+}
+
+/// The device refused a frame: dropped, and the device's failure recorded
+/// when it is for good. Out of line, so that the executor a transmit is
+/// inlined into keeps only the common case (issue 26).
+#[cold]
+#[inline(never)]
+fn transmit_failed(e: DeviceError, cx: &mut Cx<'_, '_>) -> Verdict {
+    if e.is_fatal() {
+        cx.device_failed(&e);
+    }
+    Verdict::Drop(WireDropReason::TxError.into())
 }
 
 impl Stage for WireStage {

@@ -2,9 +2,12 @@
 //!
 //! A frame transmitted on one [`WireEnd`] is received, unchanged and in order
 //! (its bytes: the annotations the sender's stages left are cleared),
-//! on the other. The [`Msg`] itself crosses the wire — the pooled buffer is
-//! moved, never copied — through a bounded ring allocated once, when the
-//! wire is made. So steady-state traffic allocates nothing, and the buffer
+//! on the other. The pooled buffer crosses the wire — moved, never
+//! copied — through a bounded ring allocated once, when the wire is made.
+//! A slot holds the buffer and the window of its bytes only, not the whole
+//! [`Msg`]: the annotations do not cross, so the ring moves 32 bytes a
+//! frame instead of 64, and the receiving end builds the message once, in
+//! the slot the stack runs it in. So steady-state traffic allocates nothing, and the buffer
 //! goes back to the *sender's* pool when the receiver drops it (the pool's
 //! free lists are lock-free for exactly this reason, see [`crate::msg`]).
 //!
@@ -40,7 +43,7 @@
 
 use super::frame_match::any_matches;
 use super::{Device, DeviceCaps, DeviceError, DeviceStats, FrameMatch, Received, RxWaiter};
-use crate::msg::{Msg, MsgPool};
+use crate::msg::{Body, Msg, MsgPool};
 use crate::time::Instant;
 use rtrb::{Consumer, Producer, RingBuffer};
 use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
@@ -245,7 +248,7 @@ pub fn wire_pair(config: WireConfig) -> (WireEnd, WireEnd) {
     // The ring towards each end: that end reads it, its peer writes it.
     let (toward_a_tx, toward_a_rx) = RingBuffer::new(capacity);
     let (toward_b_tx, toward_b_rx) = RingBuffer::new(capacity);
-    let end = |me: usize, mac: [u8; 6], tx: Producer<Msg>, rx: Consumer<Msg>| WireEnd {
+    let end = |me: usize, mac: [u8; 6], tx: Producer<Body>, rx: Consumer<Body>| WireEnd {
         shared: Arc::clone(&shared),
         me,
         tx,
@@ -277,9 +280,9 @@ pub struct WireEnd {
     /// 0 for end A, 1 for end B.
     me: usize,
     /// The writing half of the ring towards the peer.
-    tx: Producer<Msg>,
+    tx: Producer<Body>,
     /// The reading half of the ring towards this end.
-    rx: Consumer<Msg>,
+    rx: Consumer<Body>,
     /// Frames pushed on `tx` so far (published in the peer lane's
     /// `pushed`).
     pushed: u64,
@@ -333,6 +336,81 @@ impl WireEnd {
     }
 }
 
+/// The per-frame steps of a [`WireEnd`] shared by its ways of receiving,
+/// and the refusals of a transmit, out of line: the fast lanes keep only
+/// the common case (issue 26, the run loop at its minimum).
+impl WireEnd {
+    /// Publishes that one more frame was taken from the ring (what a
+    /// sleeper on this end sees of it).
+    #[inline(always)]
+    fn took_one(&mut self) {
+        self.popped += 1;
+        self.rx_lane()
+            .popped
+            .0
+            .store(self.popped, Ordering::Release);
+    }
+
+    /// Hands frame `f` over in `frame` and says whether more are ready.
+    #[inline(always)]
+    fn deliver(&mut self, f: Body, frame: &mut Msg) -> Received {
+        self.stats.rx_frames += 1;
+        self.stats.rx_bytes += f.len() as u64;
+        // The bytes cross the wire, the sender's annotations do not: the
+        // frame starts with none, as from any device.
+        frame.fill_from(f);
+        // Only the peer writes this ring, so what it holds now is all
+        // that is ready: one acquire load.
+        if self.rx.is_empty() {
+            Received::Last
+        } else {
+            Received::Frame
+        }
+    }
+
+    /// [`Device::receive_into`] while the stack asks this end to discard
+    /// frames ([`Device::discard`]): the frames that match are dropped
+    /// here, as a TAP's kernel filter would, before the stack sees them.
+    #[cold]
+    #[inline(never)]
+    fn receive_past_discards(&mut self, mut f: Body, frame: &mut Msg) -> Received {
+        while any_matches(&self.discard, f.as_slice()) {
+            self.stats.dropped_discard += 1;
+            drop(f);
+            let Ok(next) = self.rx.pop() else {
+                return Received::Nothing;
+            };
+            self.took_one();
+            f = next;
+        }
+        self.deliver(f, frame)
+    }
+
+    /// Why a frame of `len` bytes cannot be sent: too large, or the
+    /// peer is gone (counted as an error).
+    #[cold]
+    #[inline(never)]
+    fn refuse(&mut self, len: usize) -> DeviceError {
+        self.stats.errors += 1;
+        let max = self.caps.mtu + LINK_HEADER;
+        if len > max {
+            DeviceError::FrameTooLarge { len, max }
+        } else {
+            DeviceError::Disconnected
+        }
+    }
+
+    /// The peer's ring is full: the frame is dropped (counted).
+    #[cold]
+    #[inline(never)]
+    fn full(&mut self) -> DeviceError {
+        self.stats.dropped_full += 1;
+        DeviceError::QueueFull {
+            capacity: self.capacity,
+        }
+    }
+}
+
 impl WireShared {
     /// Sleeps until a frame is ready for end `me`, its peer is dropped, or
     /// `timeout` passes (see [`WireEnd::wait_rx`]).
@@ -362,23 +440,14 @@ impl RxWaiter for WireWaiter {
 
 impl Device for WireEnd {
     fn transmit(&mut self, frame: Msg, _now: Instant) -> Result<(), DeviceError> {
-        let max = self.caps.mtu + LINK_HEADER;
-        if frame.len() > max {
-            self.stats.errors += 1;
-            return Err(DeviceError::FrameTooLarge {
-                len: frame.len(),
-                max,
-            });
+        let len = frame.len();
+        if len > self.caps.mtu + LINK_HEADER || !self.is_connected() {
+            return Err(self.refuse(len));
         }
-        if !self.is_connected() {
-            self.stats.errors += 1;
-            return Err(DeviceError::Disconnected);
-        }
-        let len = frame.len() as u64;
-        match self.tx.push(frame) {
+        match self.tx.push(frame.into_body()) {
             Ok(()) => {
                 self.stats.tx_frames += 1;
-                self.stats.tx_bytes += len;
+                self.stats.tx_bytes += len as u64;
                 self.pushed += 1;
                 let lane = &self.shared.lanes[self.peer()];
                 // Published after the push (release), so that whoever
@@ -388,12 +457,7 @@ impl Device for WireEnd {
                 Ok(())
             }
             // The rejected frame is dropped here and its buffer goes home.
-            Err(_frame) => {
-                self.stats.dropped_full += 1;
-                Err(DeviceError::QueueFull {
-                    capacity: self.capacity,
-                })
-            }
+            Err(_frame) => Err(self.full()),
         }
     }
 
@@ -410,7 +474,7 @@ impl Device for WireEnd {
     }
 
     /// The frame is moved once, from the lane into `frame`, where the
-    /// stack runs it (the driver's fast lane, [`Device::receive_into`]).
+    /// stack runs it, its annotations cleared (the driver's fast lane, [`Device::receive_into`]).
     #[inline]
     fn receive_into(
         &mut self,
@@ -418,40 +482,14 @@ impl Device for WireEnd {
         _now: Instant,
         frame: &mut Msg,
     ) -> Result<Received, DeviceError> {
-        loop {
-            let Ok(f) = self.rx.pop() else {
-                return Ok(Received::Nothing);
-            };
-            self.popped += 1;
-            self.rx_lane()
-                .popped
-                .0
-                .store(self.popped, Ordering::Release);
-            // As a TAP's kernel filter would, before the stack sees it.
-            if !self.discard.is_empty() && any_matches(&self.discard, f.as_slice()) {
-                self.stats.dropped_discard += 1;
-                continue;
-            }
-            if frame.has_buffer() {
-                *frame = f;
-            } else {
-                // The slot is empty, as the contract says: nothing to
-                // drop (`Msg`'s drop glue is an out-of-line call).
-                std::mem::forget(std::mem::replace(frame, f));
-            }
-            self.stats.rx_frames += 1;
-            self.stats.rx_bytes += frame.len() as u64;
-            // The bytes cross the wire, the sender's annotations do not:
-            // a received frame starts with none, as from any device.
-            frame.anno_mut().reset();
-            // Only the peer writes this ring, so what it holds now is all
-            // that is ready: one acquire load.
-            return Ok(if self.rx.is_empty() {
-                Received::Last
-            } else {
-                Received::Frame
-            });
+        let Ok(f) = self.rx.pop() else {
+            return Ok(Received::Nothing);
+        };
+        self.took_one();
+        if !self.discard.is_empty() {
+            return Ok(self.receive_past_discards(f, frame));
         }
+        Ok(self.deliver(f, frame))
     }
 
     fn discard(&mut self, matches: &[FrameMatch]) -> Result<bool, DeviceError> {

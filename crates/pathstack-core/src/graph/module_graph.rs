@@ -5,11 +5,9 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
-use std::path::Path;
 
-use super::builder::GraphBuilder;
-use super::error::{GraphError, GraphErrorKind, GraphErrors, Location};
-use super::spec::{ModuleSpec, SpecRegistry};
+use super::error::Location;
+use super::spec::ModuleSpec;
 
 /// The index of an instance in its [`ModuleGraph`], in declaration order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -91,38 +89,6 @@ pub struct ModuleGraph {
 }
 
 impl ModuleGraph {
-    /// Parses and checks a graph in the text format (see `graphs/README.md`).
-    /// `file_name` only labels error locations.
-    pub fn from_text(
-        text: &str,
-        file_name: Option<&str>,
-        specs: &SpecRegistry,
-    ) -> Result<ModuleGraph, GraphErrors> {
-        let mut builder = GraphBuilder::new(specs);
-        super::text::parse_into(text, file_name, &mut builder)?;
-        let mut graph = builder.build()?;
-        graph.file = file_name.map(str::to_owned);
-        Ok(graph)
-    }
-
-    /// Reads, parses and checks a graph file.
-    pub fn from_file(
-        path: impl AsRef<Path>,
-        specs: &SpecRegistry,
-    ) -> Result<ModuleGraph, GraphErrors> {
-        let path = path.as_ref();
-        let name = path.display().to_string();
-        match std::fs::read_to_string(path) {
-            Ok(text) => Self::from_text(&text, Some(&name), specs),
-            Err(e) => Err(GraphErrors(vec![GraphError {
-                location: None,
-                kind: GraphErrorKind::Io {
-                    message: format!("{name}: {e}"),
-                },
-            }])),
-        }
-    }
-
     /// The file the graph came from, if any.
     pub fn file(&self) -> Option<&str> {
         self.file.as_deref()

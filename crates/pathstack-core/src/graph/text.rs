@@ -1,5 +1,7 @@
 //! The text form of a module graph: Scout's `config.graph` (thesis §3.2.3)
-//! extended with instance parameters and comments.
+//! extended with instance parameters and comments: the graph's text front
+//! end ([`ModuleGraph::from_text`], [`ModuleGraph::from_file`],
+//! [`ModuleGraph::to_text`]), beside the Rust one ([`GraphBuilder`]).
 //!
 //! ```text
 //! # comment to end of line
@@ -18,10 +20,12 @@
 //! dependency set.
 
 use std::fmt::Write as _;
+use std::path::Path;
 
 use super::builder::{is_name_char, GraphBuilder, ServiceRef};
 use super::error::{GraphError, GraphErrorKind, GraphErrors, Location};
 use super::module_graph::ModuleGraph;
+use super::spec::SpecRegistry;
 
 /// Parses `text` into `builder` calls. Returns the syntax errors, if any; in
 /// that case nothing is checked further, as later errors would mostly echo
@@ -387,6 +391,43 @@ fn is_bare(v: &str) -> bool {
     !v.is_empty()
         && v.chars()
             .all(|c| !c.is_whitespace() && !matches!(c, ';' | '#' | '=' | '"' | '@' | '\\'))
+}
+
+// The text form is a front end of the graph, like `GraphBuilder`: the
+// graph type knows nothing of it, so these constructors live with the
+// parser rather than beside the graph's accessors.
+impl ModuleGraph {
+    /// Parses and checks a graph in the text format (see `graphs/README.md`).
+    /// `file_name` only labels error locations.
+    pub fn from_text(
+        text: &str,
+        file_name: Option<&str>,
+        specs: &SpecRegistry,
+    ) -> Result<ModuleGraph, GraphErrors> {
+        let mut builder = GraphBuilder::new(specs);
+        parse_into(text, file_name, &mut builder)?;
+        let mut graph = builder.build()?;
+        graph.file = file_name.map(str::to_owned);
+        Ok(graph)
+    }
+
+    /// Reads, parses and checks a graph file.
+    pub fn from_file(
+        path: impl AsRef<Path>,
+        specs: &SpecRegistry,
+    ) -> Result<ModuleGraph, GraphErrors> {
+        let path = path.as_ref();
+        let name = path.display().to_string();
+        match std::fs::read_to_string(path) {
+            Ok(text) => Self::from_text(&text, Some(&name), specs),
+            Err(e) => Err(GraphErrors(vec![GraphError {
+                location: None,
+                kind: GraphErrorKind::Io {
+                    message: format!("{name}: {e}"),
+                },
+            }])),
+        }
+    }
 }
 
 impl ModuleGraph {

@@ -1,13 +1,13 @@
 //! Building a [`Stack`]: module instances from their factories, the
 //! classifier's partial classifiers, initialization in graph order.
 
+use super::module_slot::ModuleSlot;
 use super::{ModuleSetup, ModuleTypes, Polled, Stack, StackConfig};
 use crate::demux::Demux;
 use crate::device::Device;
 use crate::error::{ModuleError, StackError};
 use crate::graph::ModuleGraph;
 use crate::ids::ModuleId;
-use crate::module::ModuleSlot;
 use crate::msg::MsgPool;
 use crate::path_table::PathTable;
 use crate::rules::Rule;
@@ -136,7 +136,6 @@ impl StackBuilder {
             batch: Vec::with_capacity(batch_bound(self.config.sched)),
             work: VecDeque::with_capacity(self.config.follow_up_cap),
             fired: Vec::with_capacity(256),
-            path_requests: Vec::new(),
             polled,
             config: self.config,
             graph: self.graph,

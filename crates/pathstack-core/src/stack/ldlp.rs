@@ -117,7 +117,7 @@ impl Stack {
                             msg: std::mem::take(&mut slot.msg),
                             origin: k as u32,
                         };
-                        if env.shared.follow_up(f).is_err() {
+                        if env.ops.shared.follow_up(f).is_err() {
                             stats.drops.add(CoreDropReason::FollowUpOverflow);
                         }
                     }

@@ -11,10 +11,13 @@ use crate::error::PathError;
 use crate::exec::DynExec;
 use crate::ids::{Dir, ModuleId, PathId};
 use crate::module::{CreateCx, Route};
-use crate::path::{Path, PathQueue, PathStats, SchedParams, StageView};
+use crate::ops::Ops;
+use crate::path::{Path, PathQueue, PathStats};
 use crate::rules::{Rule, RuleTarget, RuleView};
 use crate::runtime::Env;
+use crate::sched::SchedParams;
 use crate::stage::{Cx, EstablishCx, Stage};
+use crate::stage_view::StageView;
 use std::collections::VecDeque;
 use std::hash::{Hash, Hasher};
 
@@ -67,12 +70,12 @@ impl Stack {
                     attrs.retain_understood(slot.spec.understands);
                     let (module, slot) = slot.parts_mut();
                     let mut cx = CreateCx {
+                        ops: Ops::new(self.now, &mut self.shared),
                         module_id: cur,
                         instance: slot.name,
                         params: slot.params,
                         links: slot.links,
                         growth,
-                        pool: &self.shared.pool,
                     };
                     match module.create_stage(entry, attrs, &mut cx) {
                         Ok(created) => {
@@ -182,11 +185,9 @@ impl Stack {
         for (m, _, mut stage) in made {
             view.stage_modules[0] = m;
             let mut env = Env {
-                now: self.now,
+                ops: Ops::new(self.now, &mut self.shared),
                 modules: &mut self.modules,
-                shared: &mut self.shared,
                 view: &mut view,
-                origin: 0,
                 turn_in_place: false,
             };
             let mut cx = Cx {
@@ -325,6 +326,7 @@ impl Stack {
             let m = path.view.stage_modules[pos];
             let (module, mslot) = self.modules[m.0 as usize].parts_mut();
             let mut cx = EstablishCx {
+                ops: Ops::new(self.now, &mut self.shared),
                 path: id,
                 position: pos,
                 len,

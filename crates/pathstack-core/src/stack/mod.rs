@@ -19,16 +19,17 @@ mod config;
 mod device_discard;
 mod ldlp;
 mod lifecycle;
+pub(crate) mod module_slot;
 mod module_types;
 mod run;
 
+pub use crate::module_setup::ModuleSetup;
 pub use builder::StackBuilder;
 pub use config::{StackConfig, StackStats};
-pub use module_types::{ModuleFactory, ModuleSetup, ModuleTypes};
+pub use module_types::{ModuleFactory, ModuleTypes};
 pub use run::SendError;
 use run::{settle, Settled, Trip, TripEnds};
 
-use crate::attrs::Attrs;
 use crate::demux::Demux;
 use crate::drop_reason::DropTally;
 use crate::error::{ModuleError, PathError, StackError};
@@ -36,8 +37,9 @@ use crate::exec::{step, Fate};
 use crate::fault::PathFault;
 use crate::graph::ModuleGraph;
 use crate::ids::{ModuleId, PathId};
-use crate::module::{ModCx, Module, ModuleSlot};
+use crate::module::{ModCx, Module};
 use crate::msg::MsgPool;
+use crate::ops::Ops;
 use crate::path_table::PathTable;
 use crate::rules::Rule;
 use crate::runtime::{FollowUp, Shared, Start, TimerOwner};
@@ -46,6 +48,7 @@ use crate::stage::{Cx, Stage};
 use crate::stage_ref::StageRef;
 use crate::time::Instant;
 use builder::batch_bound;
+use module_slot::ModuleSlot;
 use std::collections::VecDeque;
 
 /// Which end of a path.
@@ -71,9 +74,6 @@ pub struct Stack {
     /// Follow-ups being processed ([`Stack::drain_follow_ups`]).
     work: VecDeque<FollowUp>,
     fired: Vec<TimerOwner>,
-    /// Paths modules asked for during a module call
-    /// ([`ModCx::request_path`]), created right after it.
-    path_requests: Vec<(Attrs, u64)>,
     /// The modules whose [`Module::polls`] or [`Module::receives`] said yes.
     polled: Vec<Polled>,
     config: StackConfig,
@@ -146,12 +146,12 @@ impl Stack {
         f: impl FnOnce(&mut dyn Module, &mut ModCx<'_>) -> R,
     ) -> (R, Option<PathError>) {
         let r = self.call_module(m, f);
-        (r, self.create_requested_paths(m))
+        (r, self.create_requested_paths())
     }
 
     /// Runs `f` on module `m` with its context; the paths it asks for wait
-    /// in `path_requests` for [`Stack::create_requested_paths`]. The one
-    /// place a `ModCx` is made.
+    /// with the stages' path operations for
+    /// [`Stack::create_requested_paths`]. The one place a `ModCx` is made.
     #[inline]
     pub(super) fn call_module<R>(
         &mut self,
@@ -160,44 +160,25 @@ impl Stack {
     ) -> R {
         let (module, slot) = self.modules[m.0 as usize].parts_mut();
         let mut cx = ModCx {
-            now: self.now,
+            ops: Ops::new(self.now, &mut self.shared),
             module_id: m,
             instance: slot.name,
             params: slot.params,
-            shared: &mut self.shared,
             drops: slot.drops,
-            path_requests: &mut self.path_requests,
         };
         f(module, &mut cx)
     }
 
-    /// Creates the paths module `m` asked for, reporting each result to its
+    /// Creates the paths the module just called asked for
+    /// ([`ModCx::request_path`]), reporting each result to its
     /// [`Module::path_created`]; the first error, if any.
     #[inline]
-    pub(super) fn create_requested_paths(&mut self, m: ModuleId) -> Option<PathError> {
+    pub(super) fn create_requested_paths(&mut self) -> Option<PathError> {
         // The common case, after every module call: nothing asked for.
-        if self.path_requests.is_empty() {
+        if self.shared.path_ops.is_empty() {
             return None;
         }
-        self.create_requested_paths_now(m)
-    }
-
-    // OUT (feature `outline`): not called in the steady ping-pong
-    // (callgrind), so its call sites move out of line.
-    #[cfg_attr(feature = "outline", cold)]
-    #[inline(never)]
-    fn create_requested_paths_now(&mut self, m: ModuleId) -> Option<PathError> {
-        let mut first_error = None;
-        for (attrs, tag) in std::mem::take(&mut self.path_requests) {
-            let result = self.path_create(m, attrs);
-            self.modules[m.0 as usize]
-                .get_mut()
-                .path_created(tag, result.as_ref().copied());
-            if let Err(e) = result {
-                first_error.get_or_insert(e);
-            }
-        }
-        first_error
+        self.run_path_ops()
     }
 
     /// The module instance called `name`.
@@ -332,7 +313,7 @@ impl Stack {
 
     /// Records an asynchronous error for `path` from outside the stack's
     /// modules (a socket layer that matched an ICMP error to its socket);
-    /// see [`Cx::set_fault`].
+    /// see [`Ops::set_fault`](crate::Ops::set_fault).
     pub fn set_fault(&mut self, path: PathId, fault: PathFault) {
         self.shared.faults.set(path, fault);
     }
@@ -431,9 +412,9 @@ impl Stack {
         let (exec, mut env, _) = path.split(self.now, &mut self.modules, &mut self.shared, 0);
         let stage = exec.stage_mut(pos)?;
         let stage = (stage as &mut dyn std::any::Any).downcast_mut::<T>()?;
-        env.shared.lane.open();
+        env.ops.shared.lane.open();
         let r = f(stage, &mut Cx { env: &mut env, pos });
-        if let Some(mut first) = env.shared.lane.close() {
+        if let Some(mut first) = env.ops.shared.lane.close() {
             match first.start {
                 // Emitted on this path (a segment from the connection's
                 // stage): it runs on through the executor at hand, as the
@@ -441,7 +422,7 @@ impl Stack {
                 // waiting behind it (`Env::may_turn_in_place`).
                 Start::After(from) if first.path == at.path => {
                     env.turn_in_place = work_empty;
-                    env.origin = first.origin;
+                    env.ops.origin = first.origin;
                     let dir = first.dir;
                     let fate = match step(from, dir, exec.len()) {
                         Some(p) => exec.run(p, dir, &mut first.msg, &mut env),

@@ -1,54 +1,11 @@
-//! The module types a stack can instantiate ([`ModuleTypes`]) and what a
-//! module factory sees ([`ModuleSetup`]).
+//! The module types a stack can instantiate ([`ModuleTypes`]): a spec and
+//! a factory, which gets a [`ModuleSetup`], by name.
 
-use crate::device::Device;
 use crate::error::ModuleError;
 use crate::graph::spec::{ModuleSpec, SpecRegistry};
-use crate::module::{parse_param, Module};
+use crate::module::Module;
+use crate::module_setup::ModuleSetup;
 use std::collections::BTreeMap;
-
-/// What a module factory sees: the instance's name and parameters, and the
-/// devices given to the stack.
-pub struct ModuleSetup<'a> {
-    pub(super) instance: &'a str,
-    pub(super) params: &'a BTreeMap<String, String>,
-    pub(super) devices: &'a mut Vec<Option<Box<dyn Device>>>,
-}
-
-impl ModuleSetup<'_> {
-    /// The instance name.
-    pub fn instance(&self) -> &str {
-        self.instance
-    }
-    /// The instance parameters.
-    pub fn params(&self) -> &BTreeMap<String, String> {
-        self.params
-    }
-    /// A parameter parsed as `T`, or `default` when absent.
-    pub fn param<T: std::str::FromStr>(&self, key: &str, default: T) -> Result<T, ModuleError>
-    where
-        T::Err: std::fmt::Display,
-    {
-        parse_param(self.instance, self.params, key, default)
-    }
-    /// Takes the device the stack was given at `index` (each device goes to
-    /// exactly one driver module).
-    pub fn take_device(&mut self, index: usize) -> Result<Box<dyn Device>, ModuleError> {
-        let n = self.devices.len();
-        match self.devices.get_mut(index) {
-            Some(slot) => slot.take().ok_or_else(|| ModuleError::BadParam {
-                instance: self.instance.to_string(),
-                key: "device".into(),
-                reason: format!("device {index} is already used by another module"),
-            }),
-            None => Err(ModuleError::BadParam {
-                instance: self.instance.to_string(),
-                key: "device".into(),
-                reason: format!("device {index} does not exist (the stack has {n})"),
-            }),
-        }
-    }
-}
 
 /// Makes a module instance.
 pub type ModuleFactory = fn(&mut ModuleSetup<'_>) -> Result<Box<dyn Module>, ModuleError>;

@@ -21,10 +21,12 @@
 use super::{Polled, Stack};
 use crate::device::Received;
 use crate::drop_reason::{CoreDropReason, DropReason};
+use crate::error::PathError;
 use crate::exec::{entry, step, Fate};
 use crate::ids::{Dir, ModuleId, PathId};
 use crate::module::{EndRoute, RouteCx};
 use crate::msg::Msg;
+use crate::ops::Ops;
 use crate::path::{Path, QueueKind};
 use crate::runtime::{FollowUp, PathOp, Start};
 use crate::sched::{Pending, RunQueue, SchedKind};
@@ -123,7 +125,7 @@ enum Onward {
 /// What [`settle`] needs of the stack besides the path: the parts a
 /// message leaving the path's end or turned around reaches.
 pub(super) struct TripEnds<'a> {
-    pub modules: &'a mut [crate::module::ModuleSlot],
+    pub modules: &'a mut [super::module_slot::ModuleSlot],
     pub shared: &'a mut crate::runtime::Shared,
     pub demux: &'a crate::demux::Demux,
     /// Nothing waits in the run loop's work list.
@@ -184,11 +186,10 @@ pub(super) fn settle(
         }
         Fate::Out(d) => {
             let mut rcx = RouteCx {
-                now: ends.now,
+                ops: Ops::new(ends.now, ends.shared),
                 path: id,
                 module_id: ModuleId(0),
                 demux: ends.demux,
-                shared: ends.shared,
             };
             match leave(path, d, msg, ends.modules, &mut rcx) {
                 Onward::Done => {}
@@ -235,12 +236,16 @@ impl Stack {
         // A message handed back in (a received datagram reused for the
         // reply) was not classified onto this trip.
         msg.anno_mut().set_classified(false);
-        match self.enter(id, dir, &mut msg) {
+        let r = match self.enter(id, dir, &mut msg) {
             Entered::Ran | Entered::Queued => Ok(()),
-            Entered::QueueFull => Err(SendError::QueueFull(msg)),
-            Entered::NoPath => Err(SendError::NoPath(msg)),
+            Entered::QueueFull => return Err(SendError::QueueFull(msg)),
+            Entered::NoPath => return Err(SendError::NoPath(msg)),
             Entered::Dropped(r) => Err(SendError::Dropped(r)),
-        }
+        };
+        // What the trip left here is usually nothing (the message went
+        // on): let go of it without the drop glue's out-of-line call.
+        let_go(msg);
+        r
     }
 
     /// Puts `msg` on path `id`'s source queue for direction `dir` without
@@ -685,7 +690,7 @@ impl Stack {
             }
             if receives {
                 // Path creation errors went to `path_created`.
-                let _ = self.create_requested_paths(m);
+                let _ = self.create_requested_paths();
             }
         }
         work
@@ -833,13 +838,17 @@ impl Stack {
 
     /// Opens and deletes the paths stages asked for during the run
     /// ([`Cx::open_path`](crate::stage::Cx::open_path),
-    /// [`Cx::delete_path`](crate::stage::Cx::delete_path)), in the order
-    /// asked; a message that opened a path becomes a follow-up on it.
+    /// [`Cx::delete_path`](crate::stage::Cx::delete_path)) or a module
+    /// during its call ([`ModCx::request_path`](crate::ModCx::request_path)),
+    /// in the order asked; a message that opened a path becomes a
+    /// follow-up on it. The first creation error, if any (a module's
+    /// initialization fails with it).
     // OUT (feature `outline`): not called in the steady ping-pong
     // (callgrind), so its call sites move out of line.
     #[cfg_attr(feature = "outline", cold)]
     #[inline(never)]
-    fn run_path_ops(&mut self) {
+    pub(super) fn run_path_ops(&mut self) -> Option<PathError> {
+        let mut first_error = None;
         for op in std::mem::take(&mut self.shared.path_ops) {
             match op {
                 PathOp::Delete(id) => {
@@ -855,7 +864,14 @@ impl Stack {
                     self.modules[module.0 as usize]
                         .get_mut()
                         .path_created(tag, result.as_ref().copied());
-                    let (Ok(id), Some(msg)) = (result, first) else {
+                    let id = match result {
+                        Ok(id) => id,
+                        Err(e) => {
+                            first_error.get_or_insert(e);
+                            continue;
+                        }
+                    };
+                    let Some(msg) = first else {
                         continue;
                     };
                     let len = self.paths.get(id).map_or(0, |p| p.len());
@@ -875,6 +891,7 @@ impl Stack {
                 }
             }
         }
+        first_error
     }
 
     // OUT (feature `outline`): not called in the steady ping-pong
@@ -990,7 +1007,7 @@ fn leave(
     path: &mut Path,
     dir: Dir,
     msg: &mut Msg,
-    modules: &mut [crate::module::ModuleSlot],
+    modules: &mut [super::module_slot::ModuleSlot],
     rcx: &mut RouteCx<'_>,
 ) -> Onward {
     path.stats.msgs_out[dir.index()] += 1;

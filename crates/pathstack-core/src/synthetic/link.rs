@@ -9,8 +9,8 @@ use crate::error::{ModuleError, PathError};
 use crate::graph::spec::{Count, ModuleSpec, ServiceSpec, ServiceType};
 use crate::ids::Dir;
 use crate::module::{CreateCx, Created, Module, Route};
+use crate::module_setup::ModuleSetup;
 use crate::msg::Msg;
-use crate::stack::ModuleSetup;
 use crate::stage::{Cx, Stage, Verdict};
 
 /// Spec of `LINK`.

@@ -1018,22 +1018,30 @@ impl IpStage {
     /// checksum verifies, not a fragment, this path's protocol, a valid
     /// source, our own unicast address as destination, a total length
     /// within the bytes. `None` (decline) otherwise.
+    ///
+    /// Also the running sum ([`checksum::partial`]) of the two addresses,
+    /// summed anyway for the header checksum: the part of a transport's
+    /// pseudo header that comes from IP (RFC 768, RFC 9293 §3.1), so the
+    /// transport need not build and sum the pseudo header again.
     #[inline(always)]
-    pub(crate) fn fast_accept(&self, ip: &[u8]) -> Option<(Ipv4Addr, Ipv4Addr, usize)> {
+    pub(crate) fn fast_accept(&self, ip: &[u8]) -> Option<(Ipv4Addr, Ipv4Addr, usize, u64)> {
         let h: &[u8; MIN_HEADER_LEN] = ip.first_chunk()?;
         let total = usize::from(u16::from_be_bytes([h[2], h[3]]));
         let src = Ipv4Addr::new(h[12], h[13], h[14], h[15]);
         let dst = Ipv4Addr::new(h[16], h[17], h[18], h[19]);
         // RFC 791 §3.1: version 4, IHL 5; MF clear and offset 0 (whole).
         let whole = h[0] == 0x45 && u16::from_be_bytes([h[6], h[7]]) & 0x3fff == 0;
+        // RFC 1071 §2(C): the header's sum is that of its two parts.
+        let (fixed, addrs) = h.split_at(12);
+        let addr_sum = checksum::partial(addrs);
         let ok = whole
             && Some(h[9]) == self.protocol
             && total >= MIN_HEADER_LEN
             && total <= ip.len()
             && dst == self.iface.addr
             && ipv4::is_valid_source(src)
-            && checksum::verifies(checksum::partial(h));
-        ok.then_some((src, dst, total))
+            && checksum::verifies(checksum::partial(fixed) + addr_sum);
+        ok.then_some((src, dst, total, addr_sum))
     }
 }
 

@@ -315,24 +315,37 @@ impl UdpStage {
         })
     }
 
+    /// Fast form, down: the destination address and port of a datagram
+    /// with annotations `anno`, as `process` takes them; `None` (decline)
+    /// when either is unknown (`process` drops those). What a datagram
+    /// along a kept template needs of the stage: our address and port
+    /// are the template's ([`UdpStage::fast_ends`] when one is made).
+    #[inline(always)]
+    pub(crate) fn fast_peer(&self, anno: &pathstack_core::Anno) -> Option<(Ipv4Addr, u16)> {
+        Some((
+            self.remote_ip.or(anno.peer_ip())?,
+            self.remote_port.or(anno.peer_port())?,
+        ))
+    }
+
     /// Fast form, up: the source port and length of the datagram `udp`
-    /// from `src` to `dst`, when `process` would accept it (ports of this
-    /// path, a length within the datagram, a checksum that verifies unless
-    /// `verified`); `None` (decline) otherwise, or for a datagram without a
-    /// checksum, left to `process` (RFC 768 allows it; rare).
+    /// whose pseudo header's addresses sum to `addr_sum` (their running
+    /// sum, [`checksum::partial`], as IP's fast form keeps it), when
+    /// `process` would accept it (ports of this path, a length within the
+    /// datagram, a checksum that verifies unless `verified`); `None`
+    /// (decline) otherwise, or for a datagram without a checksum, left to
+    /// `process` (RFC 768 allows it; rare).
     #[inline(always)]
     pub(crate) fn fast_accept(
         &self,
         udp: &[u8],
-        src: Ipv4Addr,
-        dst: Ipv4Addr,
+        addr_sum: u64,
         verified: bool,
     ) -> Option<(u16, usize)> {
         let h: &[u8; HEADER_LEN] = udp.first_chunk()?;
         let sport = u16::from_be_bytes([h[0], h[1]]);
         let dport = u16::from_be_bytes([h[2], h[3]]);
-        let len = u16::from_be_bytes([h[4], h[5]]);
-        let ulen = usize::from(len);
+        let ulen = usize::from(u16::from_be_bytes([h[4], h[5]]));
         if dport != self.local_port
             || self.remote_port.is_some_and(|r| r != sport)
             || ulen < HEADER_LEN
@@ -342,8 +355,12 @@ impl UdpStage {
             return None;
         }
         let sum_ok = verified || {
-            let pseudo = checksum::partial(&wire::pseudo_header(src, dst, len));
-            checksum::verifies(pseudo + checksum::partial(&udp[..ulen]))
+            // RFC 768's pseudo header: the addresses, the zero byte and
+            // the protocol, and the UDP length — the header's own length
+            // field, as it lies in native order.
+            let rest = u64::from(u16::from_ne_bytes([0, crate::wire::ipv4::protocol::UDP]))
+                + u64::from(u16::from_ne_bytes([h[4], h[5]]));
+            checksum::verifies(addr_sum + rest + checksum::partial(&udp[..ulen]))
         };
         sum_ok.then_some((sport, ulen))
     }

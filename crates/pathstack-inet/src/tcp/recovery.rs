@@ -118,6 +118,7 @@ impl Recovery {
         now: Instant,
     ) -> RecoveryEvent {
         let outstanding = !sb.is_empty();
+        let flight_before = sb.flight_size();
         let ack = sb.on_ack(cum_ack, sack, now);
         let mut ev = RecoveryEvent {
             ack,
@@ -153,7 +154,7 @@ impl Recovery {
         }
         if ack.cum_advanced {
             self.dup_acks = 0;
-            cc.on_ack(ack.newly_acked, srtt, now);
+            cc.on_ack_with_flight(ack.newly_acked, flight_before, srtt, now);
         } else if ack.is_dup_ack(outstanding) {
             self.dup_acks += 1;
         }

@@ -102,6 +102,24 @@ impl Timers {
             .min(a[6])
     }
 
+    /// Stops each of `timers` at once: what [`set`](Self::set) to `None`
+    /// of each does, with the earliest deadline found again at most once
+    /// (an ACK that leaves nothing in flight stops the retransmission,
+    /// reordering and probe timers together).
+    #[inline(always)]
+    pub(crate) fn stop(&mut self, timers: &[Timer]) {
+        let mut held_earliest = false;
+        for &t in timers {
+            let i = t as usize;
+            self.set &= !(1u8 << i);
+            held_earliest |= self.at[i] == self.earliest;
+            self.at[i] = OFF;
+        }
+        if held_earliest {
+            self.earliest = self.least();
+        }
+    }
+
     /// Stops every timer (CLOSED).
     pub(crate) fn stop_all(&mut self) {
         *self = Timers::default();
@@ -156,6 +174,14 @@ mod tests {
                 }
                 prop_assert_eq!(timers.earliest(), model.into_iter().flatten().min());
             }
+            timers.stop(&[ALL[0], ALL[1], ALL[2]]);
+            for m in model.iter_mut().take(3) {
+                *m = None;
+            }
+            for (j, t) in ALL.into_iter().enumerate() {
+                prop_assert_eq!(timers.get(t), model[j]);
+            }
+            prop_assert_eq!(timers.earliest(), model.into_iter().flatten().min());
             timers.stop_all();
             prop_assert_eq!(timers.earliest(), None);
         }

@@ -253,19 +253,30 @@ impl TcpOptions {
     /// Parses the option bytes of a header (RFC 9293 §3.2): EOL ends the
     /// list, NOP is one byte, every other kind has a length byte counting
     /// kind and length; unknown kinds are skipped by it.
-    pub fn parse(mut bytes: &[u8]) -> Result<TcpOptions, TcpDropReason> {
-        let mut o = TcpOptions::default();
+    #[inline]
+    pub fn parse(bytes: &[u8]) -> Result<TcpOptions, TcpDropReason> {
         // The options of nearly every segment on a connection with
         // timestamps: NOP, NOP, timestamps, as RFC 7323 Appendix A
         // recommends and every TCP sends them. Read in place (Linux's
         // `tcp_parse_aligned_timestamp`; the "timestamps in the usual
-        // layout" of header prediction); the loop below gives the same.
+        // layout" of header prediction), in the caller's body (issue 26:
+        // a call and the copy of its answer per segment otherwise); the
+        // loop of `parse_any` gives the same.
         if let [option_kind::NOP, option_kind::NOP, option_kind::TIMESTAMPS, 10, ts @ ..] = bytes {
             if ts.len() == 8 {
-                o.timestamps = Some((be32(&ts[0..4]), be32(&ts[4..8])));
-                return Ok(o);
+                return Ok(TcpOptions {
+                    timestamps: Some((be32(&ts[0..4]), be32(&ts[4..8]))),
+                    ..TcpOptions::default()
+                });
             }
         }
+        Self::parse_any(bytes)
+    }
+
+    /// [`parse`](Self::parse) of any option list, out of line.
+    #[inline(never)]
+    fn parse_any(mut bytes: &[u8]) -> Result<TcpOptions, TcpDropReason> {
+        let mut o = TcpOptions::default();
         while let Some((&kind, rest)) = bytes.split_first() {
             match kind {
                 option_kind::EOL => break,

@@ -185,7 +185,7 @@ impl BidctlModule {
     }
 
     /// Turns what the engine asked for into messages and where they go:
-    /// `(path, from, dir, msg)` for [`Cx::send_on`]. Packets are sent
+    /// `(path, from, dir, msg)` for [`Ops::send_on`](pathstack_core::Ops::send_on). Packets are sent
     /// before notices, so that the peer hears our RESPONSE before CHAN
     /// resends a request on `FIRST_CONTACT`.
     pub fn drain(&mut self, pool: &MsgPool, into: &mut Sends) {

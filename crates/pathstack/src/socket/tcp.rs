@@ -60,7 +60,7 @@ use pathstack_core::attrs::keys::{AddrPart, Participants, PARTICIPANTS, PASSIVE_
 use pathstack_core::attrs::Attrs;
 use pathstack_core::{ModuleId, PathId, StageRef};
 use pathstack_inet::modules::ip::LOCAL_IPV4;
-use pathstack_inet::modules::tcp::{TcpModule, TCP_BACKLOG, TCP_CONFIG};
+use pathstack_inet::modules::tcp::{ReadWouldBlock, TcpModule, TCP_BACKLOG, TCP_CONFIG};
 use pathstack_inet::modules::{TcpConnStage, TcpListenStage, TcpRefusal};
 use pathstack_inet::tcp::{Shutdown, State, TcpConfig, TcpError, TcpStats};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, ToSocketAddrs};
@@ -81,7 +81,7 @@ pub struct TcpStream {
     generation: u32,
 }
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 enum Entry {
     Listener {
         path: PathId,
@@ -95,8 +95,15 @@ enum Entry {
         /// The connection's stage, found once when the socket is made
         /// (issue 26: no search by type on every socket call).
         conn: Option<StageRef<TcpConnStage>>,
+        /// The stage's word on whether a read would block, read without
+        /// entering the path (issue 26; see [`ReadWouldBlock`]).
+        read_would_block: Option<ReadWouldBlock>,
     },
 }
+
+/// Where a stream's connection is: its path and, found once when the
+/// socket was made, its stage.
+type StreamAt = (PathId, Option<StageRef<TcpConnStage>>);
 
 /// The TCP socket table of a host.
 #[derive(Debug, Default)]
@@ -128,12 +135,12 @@ impl TcpSockets {
         ((self.slots.len() - 1) as u32, 0)
     }
 
-    fn get(&self, host: HostId, h: (HostId, u32, u32)) -> Result<Entry, SocketError> {
+    fn get(&self, host: HostId, h: (HostId, u32, u32)) -> Result<&Entry, SocketError> {
         if h.0 != host {
             return Err(SocketError::WrongHost { socket: h.0, host });
         }
         match self.slots.get(h.1 as usize) {
-            Some((g, Some(e))) if *g == h.2 => Ok(*e),
+            Some((g, Some(e))) if *g == h.2 => Ok(e),
             _ => Err(SocketError::Closed),
         }
     }
@@ -159,7 +166,7 @@ impl Host {
             .tcp_sockets
             .get(self.id(), (l.host, l.slot, l.generation))?
         {
-            Entry::Listener { path, port, .. } => Ok((path, port)),
+            Entry::Listener { path, port, .. } => Ok((*path, *port)),
             Entry::Stream { .. } => Err(SocketError::Closed),
         }
     }
@@ -168,24 +175,44 @@ impl Host {
         self.stream_entry(s).map(|(path, _)| path)
     }
 
-    fn stream_entry(
-        &self,
-        s: &TcpStream,
-    ) -> Result<(PathId, Option<StageRef<TcpConnStage>>), SocketError> {
+    fn stream_entry(&self, s: &TcpStream) -> Result<StreamAt, SocketError> {
         match self
             .tcp_sockets
             .get(self.id(), (s.host, s.slot, s.generation))?
         {
-            Entry::Stream { path, conn } => Ok((path, conn)),
+            Entry::Stream { path, conn, .. } => Ok((*path, *conn)),
+            Entry::Listener { .. } => Err(SocketError::Closed),
+        }
+    }
+
+    /// The stream's entry as [`stream_entry`](Self::stream_entry) has
+    /// it, or `None` when a read of it would block, as its stage said
+    /// after the last socket call (see [`ReadWouldBlock`]).
+    #[inline]
+    fn stream_to_read(&self, s: &TcpStream) -> Result<Option<StreamAt>, SocketError> {
+        match self
+            .tcp_sockets
+            .get(self.id(), (s.host, s.slot, s.generation))?
+        {
+            Entry::Stream {
+                read_would_block: Some(f),
+                ..
+            } if f.get() => Ok(None),
+            Entry::Stream { path, conn, .. } => Ok(Some((*path, *conn))),
             Entry::Listener { .. } => Err(SocketError::Closed),
         }
     }
 
     /// A new stream's entry, with its connection stage found once.
     fn stream(&self, path: PathId) -> Entry {
+        let conn = self.stack().stage_ref(path);
+        let read_would_block = conn
+            .and_then(|at| self.stack().stage_at(at))
+            .map(TcpConnStage::read_would_block);
         Entry::Stream {
             path,
-            conn: self.stack().stage_ref(path),
+            conn,
+            read_would_block,
         }
     }
 
@@ -196,23 +223,39 @@ impl Host {
         s: &TcpStream,
         f: impl FnOnce(&mut TcpConnStage, &mut pathstack_core::stage::Cx<'_, '_>) -> R,
     ) -> Result<R, SocketError> {
-        let (path, at) = self.stream_entry(s)?;
+        let entry = self.stream_entry(s)?;
+        self.with_entry(entry, f, TcpConnStage::flush)
+    }
+
+    /// [`with_conn`](Self::with_conn) on the stream's entry, with `then`
+    /// for the flush that sends what `f` made due.
+    fn with_entry<R>(
+        &mut self,
+        (path, at): StreamAt,
+        f: impl FnOnce(&mut TcpConnStage, &mut pathstack_core::stage::Cx<'_, '_>) -> R,
+        then: impl FnOnce(&mut TcpConnStage, &mut pathstack_core::stage::Cx<'_, '_>),
+    ) -> Result<R, SocketError> {
         let now = self.now();
         let stack = self.stack_mut();
         stack.set_now(now);
         let g = |st: &mut TcpConnStage, cx: &mut pathstack_core::stage::Cx<'_, '_>| {
             let r = f(st, cx);
-            st.flush(cx);
+            then(st, cx);
             r
         };
         // The handle checks itself on use; without one (never seen: the
         // path had no connection stage when the socket was made) the
         // search by type decides.
-        match at {
+        let r = match at {
             Some(at) => stack.with_stage_at(at, g),
             None => stack.with_stage::<TcpConnStage, R>(path, g),
+        };
+        // Not `ok_or(SocketError::Closed)`: that builds the error and
+        // drops it on every call that succeeds.
+        match r {
+            Some(r) => Ok(r),
+            None => Err(SocketError::Closed),
         }
-        .ok_or(SocketError::Closed)
     }
 
     pub(crate) fn conn<R>(
@@ -461,8 +504,12 @@ impl Host {
     )]
     pub fn tcp_send(&mut self, s: &TcpStream, data: &[u8]) -> Result<Option<usize>, SocketError> {
         self.device_alive()?;
-        self.with_conn(s, |c, _| c.tcb_mut().send(data))?
-            .map_err(SocketError::from)
+        let entry = self.stream_entry(s)?;
+        let write = |c: &mut TcpConnStage, _: &mut pathstack_core::stage::Cx<'_, '_>| c.write(data);
+        match self.with_entry(entry, write, TcpConnStage::after_write)? {
+            Ok(n) => Ok(n),
+            Err(e) => Err(SocketError::Tcp(e)),
+        }
     }
 
     /// Writes the slices of `bufs` in order as one write (`writev`): as
@@ -494,8 +541,19 @@ impl Host {
         s: &TcpStream,
         buf: &mut [u8],
     ) -> Result<Option<usize>, SocketError> {
-        self.with_conn(s, |c, _| c.tcb_mut().recv(buf))?
-            .map_err(SocketError::from)
+        // A read that would find nothing and leave nothing to send (every
+        // drain of a request/response loop ends with one) is answered
+        // from the flag the stage keeps, without entering its path to
+        // read nothing and flush nothing.
+        let Some(entry) = self.stream_to_read(s)? else {
+            return Ok(None);
+        };
+        let read =
+            |c: &mut TcpConnStage, _: &mut pathstack_core::stage::Cx<'_, '_>| c.tcb_mut().recv(buf);
+        match self.with_entry(entry, read, TcpConnStage::after_read)? {
+            Ok(n) => Ok(n),
+            Err(e) => Err(SocketError::Tcp(e)),
+        }
     }
 
     /// Octets a [`tcp_recv`](Self::tcp_recv) would read now (`FIONREAD`).
@@ -584,7 +642,7 @@ impl Host {
             .tcp_sockets
             .get(self.id(), (l.host, l.slot, l.generation))?
         {
-            Entry::Listener { ip, .. } => ip,
+            Entry::Listener { ip, .. } => *ip,
             Entry::Stream { .. } => None,
         };
         let ip = bound.or(self.addr()).unwrap_or(Ipv4Addr::UNSPECIFIED);

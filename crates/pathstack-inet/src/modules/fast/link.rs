@@ -65,7 +65,7 @@ impl Hop {
 /// would do anything but send it whole to a cached link address.
 #[inline(always)]
 pub fn hop(
-    (ip, arp): (&IpStage, &ArpStage),
+    stages: (&IpStage, &ArpStage),
     dst: Ipv4Addr,
     transport: usize,
     msg: &Msg,
@@ -73,24 +73,51 @@ pub fn hop(
     at: LinkPositions,
     kept: Option<&Hop>,
 ) -> Option<Hop> {
+    match next(stages, dst, transport, msg, cx, at, kept)? {
+        Next::Kept => kept.copied(),
+        Next::Found(h) => Some(h),
+    }
+}
+
+/// Where a datagram goes, as [`next`] finds it.
+pub enum Next {
+    /// Along the kept hop, which still holds: the template made for it
+    /// serves as it is.
+    Kept,
+    /// Along this hop, looked up anew.
+    Found(Hop),
+}
+
+/// [`hop`] without copying a kept hop that holds — the common case of an
+/// established path, which then needs nothing from the answer but that.
+#[inline(always)]
+pub fn next(
+    (ip, arp): (&IpStage, &ArpStage),
+    dst: Ipv4Addr,
+    transport: usize,
+    msg: &Msg,
+    cx: &mut FastCx,
+    at: LinkPositions,
+    kept: Option<&Hop>,
+) -> Option<Next> {
     if !ip.fast_sendable(transport, msg.anno()) {
         return None;
     }
     let now = cx.now();
     let (routes, neighbours) = (ip.fast_generation(), arp.fast_generation());
-    if let Some(h) = kept.filter(|h| h.holds(dst, now, routes, neighbours)) {
-        return Some(*h);
+    if kept.is_some_and(|h| h.holds(dst, now, routes, neighbours)) {
+        return Some(Next::Kept);
     }
     let next_hop = ip.fast_route(dst, &mut cx.stage(at.ip))?;
     let (mac, until) = arp.fast_resolve(next_hop, &mut cx.stage(at.arp))?;
-    Some(Hop {
+    Some(Next::Found(Hop {
         dst,
         next_hop,
         mac,
         until,
         routes,
         neighbours,
-    })
+    }))
 }
 
 /// The zero bytes a frame needs appended to reach the minimum, when `msg`
@@ -175,14 +202,22 @@ pub fn finish(msg: &mut Msg, hop: &Hop, pad: usize) -> bool {
 /// room it checked is not there).
 #[inline(always)]
 pub fn pad_frame(msg: &mut Msg, pad: usize) -> bool {
-    if pad > 0 {
-        match msg.append(pad) {
-            Ok(tail) => tail.fill(0),
-            // Checked by `room`.
-            Err(_) => return false,
-        }
+    if pad == 0 {
+        return true;
     }
-    true
+    // A pad is shorter than a minimum frame: zero that much of the tail
+    // room in one fixed-size store (bytes past the pad stay outside the
+    // message) rather than call `memset` for a few bytes per datagram.
+    let room = msg.tailroom_mut();
+    match room.first_chunk_mut::<MIN_FRAME_LEN>() {
+        Some(z) => *z = [0; MIN_FRAME_LEN],
+        None => match room.get_mut(..pad) {
+            Some(z) => z.fill(0),
+            // Checked by `room`.
+            None => return false,
+        },
+    }
+    msg.commit_tail(pad).is_ok()
 }
 
 /// A received frame's link facts, once its Ethernet and IP headers passed.
@@ -193,6 +228,9 @@ pub struct Arrived {
     pub dst: Ipv4Addr,
     /// The IP datagram's total length.
     pub total: usize,
+    /// The running sum of the two addresses: the IP part of a
+    /// transport's pseudo header (`IpStage::fast_accept`).
+    pub addr_sum: u64,
     link_src: [u8; 6],
 }
 
@@ -204,13 +242,14 @@ pub fn arrived(eth: &EthStage, ip: &IpStage, f: &[u8]) -> Option<Arrived> {
     if !eth.fast_accepts(e) {
         return None;
     }
-    let (src, dst, total) = ip.fast_accept(&f[IP_AT..])?;
+    let (src, dst, total, addr_sum) = ip.fast_accept(&f[IP_AT..])?;
     let mut link_src = [0u8; 6];
     link_src.copy_from_slice(&e[6..12]);
     Some(Arrived {
         src,
         dst,
         total,
+        addr_sum,
         link_src,
     })
 }

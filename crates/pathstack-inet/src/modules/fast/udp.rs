@@ -16,7 +16,7 @@
 //! fragments, a datagram without a UDP checksum, a bad checksum, a frame
 //! the classifier did not match — goes to the modular stages.
 
-use super::link::{self, LinkPositions, LinkTemplate, LINK_HEADERS};
+use super::link::{self, LinkPositions, LinkTemplate, Next, LINK_HEADERS};
 use crate::anno::InetAnno;
 use crate::modules::udp::UdpEnds;
 use crate::modules::{ArpStage, EthStage, IpStage, UdpStage};
@@ -85,27 +85,32 @@ impl<Top: Stage, Driver: Stage> FastForm<(Top, UdpStage, IpStage, ArpStage, EthS
         cx: &mut FastCx,
     ) -> bool {
         let (_, udp, ip, arp, eth, _) = stages;
-        let Some(ends) = udp.fast_ends(msg.anno(), &cx.stage(UDP_POS)) else {
+        let Some((dst, dst_port)) = udp.fast_peer(msg.anno()) else {
             return false;
         };
         let datagram = msg.len() + udp::HEADER_LEN;
         // The template for this peer, if it is the one kept.
-        let mut peer = state
-            .peer
-            .as_mut()
-            .filter(|t| t.dst_port() == ends.dst_port);
+        let mut peer = state.peer.as_mut().filter(|t| t.dst_port() == dst_port);
         let kept = peer.as_deref().map(|t| t.link.hop());
-        let Some(hop) = link::hop((ip, arp), ends.dst, datagram, msg, cx, AT, kept) else {
+        let Some(next) = link::next((ip, arp), dst, datagram, msg, cx, AT, kept) else {
             return false;
         };
         let Some(pad) = link::room(msg, HEADERS) else {
             return false;
         };
-        if !peer.as_mut().is_some_and(|t| t.link.confirm(&hop)) {
-            let Some(link) = LinkTemplate::new(ip, eth, hop) else {
-                return false;
-            };
-            state.peer = Some(PeerTemplate::new(link, &ends));
+        if let Next::Found(hop) = next {
+            if !peer.as_mut().is_some_and(|t| t.link.confirm(&hop)) {
+                // A new template: our address too (learnt on the path's
+                // first datagram, as `process` learns it). A kept one was
+                // made with it, and the path's address does not change.
+                let Some(ends) = udp.fast_ends(msg.anno(), &cx.stage(UDP_POS)) else {
+                    return false;
+                };
+                let Some(link) = LinkTemplate::new(ip, eth, hop) else {
+                    return false;
+                };
+                state.peer = Some(PeerTemplate::new(link, &ends));
+            }
         }
         let Some(t) = state.peer.as_ref() else {
             return false;
@@ -128,7 +133,7 @@ impl<Top: Stage, Driver: Stage> FastForm<(Top, UdpStage, IpStage, ArpStage, EthS
         // RFC 768: a computed zero is sent as all ones (zero means "none").
         let c = if c == [0, 0] { [0xff, 0xff] } else { c };
         u[6..8].copy_from_slice(&c);
-        link::finish(msg, &hop, pad)
+        link::finish(msg, t.link.hop(), pad)
     }
 
     #[inline(always)]
@@ -149,7 +154,7 @@ impl<Top: Stage, Driver: Stage> FastForm<(Top, UdpStage, IpStage, ArpStage, EthS
             return false;
         };
         let datagram = &f[UDP_AT..link::IP_AT + a.total];
-        let Some((sport, ulen)) = udp.fast_accept(datagram, a.src, a.dst, verified) else {
+        let Some((sport, ulen)) = udp.fast_accept(datagram, a.addr_sum, verified) else {
             return false;
         };
         if !link::strip(msg, &a, HEADERS, ulen - udp::HEADER_LEN) {

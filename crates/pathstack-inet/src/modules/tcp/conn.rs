@@ -1,7 +1,7 @@
 //! The stage of a connection's path: segments in, the control block's
 //! output down, one timer for all of the connection's timers.
 
-use super::{four_tuple, PassiveOpen, TcpModule};
+use super::{four_tuple, PassiveOpen, ReadWouldBlock, TcpModule};
 use crate::anno::InetAnno;
 use crate::modules::ip::LOCAL_IPV4;
 use crate::tcp::conn_drop_reason::ConnDropReason;
@@ -42,6 +42,9 @@ pub struct TcpConnStage {
     /// `None`: IP's default. Carried in each segment's annotations, which
     /// IP's stage and the fast form's link template both read.
     ttl: Option<u8>,
+    /// Whether a read would block, for the socket (see
+    /// [`ReadWouldBlock`]).
+    read_would_block: ReadWouldBlock,
 }
 
 impl TcpConnStage {
@@ -75,6 +78,7 @@ impl TcpConnStage {
             counted: false,
             started: false,
             ttl: None,
+            read_would_block: ReadWouldBlock::default(),
         }
     }
 
@@ -96,9 +100,58 @@ impl TcpConnStage {
     }
 
     /// The control block, writable (socket options at run time). Output
-    /// it makes due goes out with the next [`flush`](Self::flush).
+    /// it makes due goes out with the next [`flush`](Self::flush). Clears
+    /// the socket's [`ReadWouldBlock`] until the next
+    /// [`after_read`](Self::after_read).
+    #[inline]
     pub fn tcb_mut(&mut self) -> &mut Tcb {
+        self.read_would_block.set(false);
         &mut self.tcb
+    }
+
+    /// The flag the socket reads to answer a read that would find
+    /// nothing without entering the path (a clone of the stage's).
+    pub fn read_would_block(&self) -> ReadWouldBlock {
+        self.read_would_block.clone()
+    }
+
+    /// After the application's read ([`Tcb::recv`] through
+    /// [`tcb_mut`](Self::tcb_mut)), in place of the flush: a read changes
+    /// only what the receiving side shows and may make a window update
+    /// due, so the flush runs only when output is pending (that update,
+    /// or what a write left unsent: a read is what retries a write that
+    /// found no buffer). Its timer upkeep has nothing to do — a read moves
+    /// no deadline, and the flush after the segment that brought the data
+    /// did it — nor do its accounting (no state changes) or the path's
+    /// deletion (the socket holds the connection). Then the socket's
+    /// [`ReadWouldBlock`] is set from the control block.
+    #[inline]
+    pub fn after_read(&mut self, cx: &mut Cx<'_, '_>) {
+        if self.tcb.output_pending() {
+            self.flush(cx);
+        }
+        self.read_would_block.set(self.tcb.read_would_block());
+    }
+
+    /// SEND of the application's `data` ([`Tcb::send`]), keeping the
+    /// socket's [`ReadWouldBlock`]: a write changes nothing a read
+    /// answers; what it may leave is output, which
+    /// [`after_write`](Self::after_write) flushes and looks at.
+    #[inline]
+    pub fn write(&mut self, data: &[u8]) -> Result<Option<usize>, crate::tcp::TcpError> {
+        self.tcb.send(data)
+    }
+
+    /// After a [`write`](Self::write), in place of the flush: the flush;
+    /// then, as a read that skipped the path would also skip the flush
+    /// that retries what is still pending, the socket's
+    /// [`ReadWouldBlock`] goes while output waits.
+    #[inline]
+    pub fn after_write(&mut self, cx: &mut Cx<'_, '_>) {
+        self.flush(cx);
+        if self.read_would_block.get() && self.tcb.output_pending() {
+            self.read_would_block.set(false);
+        }
     }
 
     /// The peer's address.
@@ -348,6 +401,8 @@ impl TcpConnStage {
 
 impl Stage for TcpConnStage {
     fn process(&mut self, dir: Dir, msg: &mut Msg, cx: &mut Cx<'_, '_>) -> Verdict {
+        // A segment may bring data, the FIN or an error: the socket asks.
+        self.read_would_block.set(false);
         if dir == Dir::Down {
             // Data goes down through the socket calls, not as messages.
             return Verdict::Drop(ConnDropReason::Closed.into());
@@ -423,12 +478,15 @@ impl Stage for TcpConnStage {
     }
 
     fn on_timer(&mut self, _token: u64, cx: &mut Cx<'_, '_>) {
+        self.read_would_block.set(false);
         self.timer = None;
         self.tcb.on_tick(cx.now());
         self.flush(cx);
     }
 
     fn destroy(&mut self, cx: &mut Cx<'_, '_>) {
+        // The socket asks, and finds the path gone.
+        self.read_would_block.set(false);
         if let Some((h, _)) = self.timer.take() {
             cx.cancel_timer(h);
         }

@@ -24,10 +24,12 @@
 
 mod conn;
 mod listen;
+mod read_would_block;
 mod reset;
 
 pub use conn::TcpConnStage;
 pub use listen::TcpListenStage;
+pub use read_would_block::ReadWouldBlock;
 pub use reset::TcpResetStage;
 
 use super::params::transport_ends;

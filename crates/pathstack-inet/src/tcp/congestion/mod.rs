@@ -220,6 +220,30 @@ pub trait CongestionControl {
     /// (RFC 9438 §4.4), NewReno ignores it.
     fn on_ack(&mut self, bytes_acked: u32, rtt: Option<Duration>, now: Instant);
 
+    /// [`on_ack`](Self::on_ack) for an ACK that found `flight_before`
+    /// octets in flight, when the window may grow on it: only while the
+    /// sender uses it, FlightSize more than half of cwnd. RFC 7661 §4.3
+    /// holds the window still while it is not validated (less than half
+    /// of it used), and RFC 9438 §5.8 has CUBIC not grow it while the
+    /// application, not cwnd, limits the flow; the test is Linux's
+    /// (`tcp_is_cwnd_limited` in slow start, `cwnd < 2 · packets_out`,
+    /// which its algorithms ask before growing), applied in both phases.
+    /// A request/response exchange (one segment in flight against a
+    /// window of ten) then does no window arithmetic per ACK (issue 26),
+    /// and the window does not grow to sizes the path never carried.
+    #[inline]
+    fn on_ack_with_flight(
+        &mut self,
+        bytes_acked: u32,
+        flight_before: u32,
+        rtt: Option<Duration>,
+        now: Instant,
+    ) {
+        if self.window().cwnd() < flight_before.saturating_mul(2) {
+            self.on_ack(bytes_acked, rtt, now);
+        }
+    }
+
     /// A loss was detected and recovery begins (fast retransmit, RFC 5681
     /// §3.2 step 2; RFC 6675 §5 step 4): reduces ssthresh and sets
     /// cwnd = ssthresh.
@@ -375,6 +399,48 @@ impl CongestionControl for AnyCongestion {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The window grows on an ACK only while more than half of it was in
+    /// flight (RFC 7661 §4.3, RFC 9438 §5.8), in slow start and in
+    /// congestion avoidance, for both algorithms.
+    #[test]
+    fn the_window_grows_only_while_it_is_used() {
+        let mss = CcConfig::default().smss;
+        for kind in [CongestionKind::NewReno, CongestionKind::Cubic] {
+            let mut cc = AnyCongestion::new(kind, CcConfig::default());
+            let t = Instant::ZERO + Duration::from_secs(1);
+            let rtt = Some(Duration::from_millis(10));
+            let iw = cc.window().cwnd();
+            // A request/response exchange: one segment out of ten.
+            for _ in 0..100 {
+                cc.on_ack_with_flight(mss, mss, rtt, t);
+            }
+            assert_eq!(cc.window().cwnd(), iw, "{kind:?}: app-limited");
+            // Exactly half in flight is not yet using it.
+            cc.on_ack_with_flight(mss, iw / 2, rtt, t);
+            assert_eq!(cc.window().cwnd(), iw, "{kind:?}: half");
+            // More than half: slow start grows it.
+            cc.on_ack_with_flight(mss, iw / 2 + 1, rtt, t);
+            assert_eq!(cc.window().cwnd(), iw + mss, "{kind:?}: slow start");
+            // In congestion avoidance too: after a loss, a window's worth
+            // of ACKs with the window used grows it; unused, it stays.
+            cc.on_enter_recovery(cc.window().cwnd(), t);
+            cc.on_exit_recovery(cc.window().cwnd(), t);
+            let ca = cc.window().cwnd();
+            assert!(!cc.window().in_slow_start());
+            let mut now = t;
+            for _ in 0..200 {
+                now = now + Duration::from_millis(1);
+                cc.on_ack_with_flight(mss, mss, rtt, now);
+            }
+            assert_eq!(cc.window().cwnd(), ca, "{kind:?}: avoidance, app-limited");
+            for _ in 0..200 {
+                now = now + Duration::from_millis(1);
+                cc.on_ack_with_flight(mss, ca, rtt, now);
+            }
+            assert!(cc.window().cwnd() > ca, "{kind:?}: avoidance, used");
+        }
+    }
 
     #[test]
     fn initial_window_and_threshold() {

@@ -466,6 +466,27 @@ impl Tcb {
             || self.read_shut
             || self.state == State::Closed
     }
+    /// Whether a [`recv`](Self::recv) now would answer `Ok(None)` having
+    /// changed nothing, and the flush after it would find nothing to send:
+    /// nothing readable (no data, end of stream or error), not LISTEN (a
+    /// read there is an error), no segment due and nothing written that is
+    /// still unsent. The socket layer answers such a read without entering
+    /// the connection's path (issue 26: in a request/response loop every
+    /// drain of the socket ends with one).
+    #[inline]
+    pub fn read_would_block(&self) -> bool {
+        !self.is_readable() && self.state != State::Listen && !self.output_pending()
+    }
+
+    /// Whether output waits that a flush now might send: a segment due
+    /// (one whose emission failed for want of a buffer), or written data
+    /// not yet sent (held by a window or Nagle, or not sent for want of a
+    /// buffer; nothing else retries the latter but the next flush).
+    #[inline]
+    pub fn output_pending(&self) -> bool {
+        self.wants_output() || self.sb.snd_nxt().lt(self.snd.end())
+    }
+
     /// Whether the connection is over for good: closed, nothing left to
     /// send (its path may go once its owner lets it).
     pub fn is_closed(&self) -> bool {

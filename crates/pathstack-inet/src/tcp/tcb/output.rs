@@ -91,7 +91,12 @@ impl Tcb {
             && self.nothing_to_send()
         {
             self.before_sending(now);
-            self.after_sending(now, 0);
+            // `after_sending(now, 0)`, whose two cases — data in flight
+            // without a retransmission timer, a closed window — are asked
+            // here first: out of line it is a call on every quiet poll.
+            if !self.sb.is_empty() || self.snd_wnd == 0 {
+                self.after_sending(now, 0);
+            }
             return true;
         }
         false

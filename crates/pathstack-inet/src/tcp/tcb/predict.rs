@@ -28,7 +28,7 @@
 
 use super::Tcb;
 use crate::tcp::congestion::CongestionControl;
-use crate::tcp::sack_scoreboard::CleanAck;
+use crate::tcp::sack_scoreboard::{CleanAck, Delivered};
 use crate::tcp::seq::SeqNumber;
 use crate::tcp::state::State;
 use crate::tcp::timers::Timer;
@@ -180,23 +180,33 @@ impl Tcb {
         // RFC 6675 §5 outside recovery: the congestion controller sees
         // the new data acknowledged, with the SRTT before this ACK's
         // sample.
+        // (On a clean scoreboard FlightSize is SND.NXT − SND.UNA: before
+        // this ACK, what it acknowledged and what is left.)
         let srtt = self.rto.srtt();
-        self.cc.on_ack(out.newly_acked, srtt, now);
+        let flight_before = out.newly_acked + self.sb.flight_size();
+        self.cc
+            .on_ack_with_flight(out.newly_acked, flight_before, srtt, now);
         self.snd.ack_to(ack);
         self.stats.bytes_acked += u64::from(out.newly_acked);
         self.rtx_count = 0;
         self.persist_backoff = 0;
-        // RFC 6298 §5.3: restart the timer on new data ACKed.
-        self.timers.set(
-            Timer::Rtx,
-            (!self.sb.is_empty()).then(|| now + self.rto.rto()),
-        );
-        if let Some(d) = out.newest {
-            // Never retransmitted: an unambiguous sample (Karn).
-            let rtt = now.saturating_since(d.sent_at);
-            self.rto.on_sample(rtt);
-            self.rack.on_rtt_sample(rtt);
+        if self.sb.is_empty() {
+            // Everything outstanding acknowledged (a request/response
+            // exchange's every ACK): RFC 6298 §5.2 stops the timer, no
+            // reordering can be pending, and no probe may be armed with
+            // nothing in flight (`Tlp::may_arm`): the three timers stop
+            // together, and the PTO is not computed to be thrown away.
+            self.rtt_sample(now, out.newest);
+            if self.cfg.rack {
+                self.rack
+                    .on_clean_ack(out.newest, out.reordering, self.sb.high_ack(), now);
+            }
+            self.timers.stop(&[Timer::Rtx, Timer::Reo, Timer::Tlp]);
+            return;
         }
+        // RFC 6298 §5.3: restart the timer on new data ACKed.
+        self.timers.set(Timer::Rtx, Some(now + self.rto.rto()));
+        self.rtt_sample(now, out.newest);
         if self.cfg.rack {
             self.rack
                 .on_clean_ack(out.newest, out.reordering, self.sb.high_ack(), now);
@@ -205,5 +215,16 @@ impl Tcb {
         self.timers.set(Timer::Tlp, None);
         // RFC 8985 §7.2: an ACK of new data restarts the PTO.
         self.arm_tlp(now);
+    }
+
+    /// The RTT sample of a predicted ACK: the newest segment it
+    /// delivered was never retransmitted, an unambiguous sample (Karn).
+    #[inline(always)]
+    fn rtt_sample(&mut self, now: Instant, newest: Option<Delivered>) {
+        if let Some(d) = newest {
+            let rtt = now.saturating_since(d.sent_at);
+            self.rto.on_sample(rtt);
+            self.rack.on_rtt_sample(rtt);
+        }
     }
 }
