@@ -44,3 +44,56 @@ pub(crate) fn run<T: Target>(target: &mut T, inp: &mut Input<'_>) {
         target.settle();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Records what the loop asks of it.
+    #[derive(Default)]
+    struct Log {
+        applied: Vec<(u8, u8)>,
+        settled: usize,
+        advanced: Vec<Duration>,
+    }
+
+    impl Target for Log {
+        const MAX_OPS: usize = 3;
+        const RUN_OUT_ROUNDS: usize = 2;
+        fn apply(&mut self, op: u8, inp: &mut Input<'_>) {
+            // Every operation takes one operand byte.
+            self.applied.push((op, inp.u8()));
+        }
+        fn settle(&mut self) {
+            self.settled += 1;
+        }
+        fn advance(&mut self, by: Duration) {
+            self.advanced.push(by);
+        }
+    }
+
+    #[test]
+    fn operations_stop_at_the_bound_then_time_runs_out() {
+        let mut t = Log::default();
+        run(&mut t, &mut Input::new(&[1, 10, 2, 20, 3, 30, 4, 40]));
+        assert_eq!(
+            t.applied,
+            [(1, 10), (2, 20), (3, 30)],
+            "MAX_OPS bounds the input"
+        );
+        assert_eq!(t.settled, 3 + 2, "a settle after each operation and round");
+        assert_eq!(t.advanced, [RUN_OUT_STEP, RUN_OUT_STEP]);
+    }
+
+    #[test]
+    fn a_short_input_is_a_whole_run() {
+        let mut t = Log::default();
+        // The operand past the end reads as zero.
+        run(&mut t, &mut Input::new(&[7]));
+        assert_eq!(t.applied, [(7, 0)]);
+        let mut t = Log::default();
+        run(&mut t, &mut Input::new(&[]));
+        assert!(t.applied.is_empty());
+        assert_eq!(t.settled, 2, "an empty input still runs the timers out");
+    }
+}
