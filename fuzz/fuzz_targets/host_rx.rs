@@ -1,9 +1,9 @@
 //! Arbitrary Ethernet frames (and time, and application calls) into a
-//! whole host: see `pathstack::fuzzing::host_rx`.
+//! whole host: see `pathstack_harness::host_rx`.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    pathstack::fuzzing::host_rx(data);
+    pathstack_harness::host_rx(data);
 });

@@ -1,9 +1,9 @@
 //! TCP control blocks in every state fed arbitrary segments, time and
-//! application calls: see `pathstack::fuzzing::tcp_segment`.
+//! application calls: see `pathstack_harness::tcp_segment`.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    pathstack::fuzzing::tcp_segment(data);
+    pathstack_harness::tcp_segment(data);
 });

@@ -239,7 +239,7 @@ pub struct Host {
     /// The RPC stack's paths and calls, when the graph has one.
     pub(crate) rpc: Option<crate::rpc::RpcState>,
     /// A clock set by hand instead of the time since the host was made
-    /// (the fuzz targets' deterministic time, [`crate::fuzzing`]).
+    /// ([`Host::set_manual_clock`]).
     manual_now: Option<Instant>,
     /// Whether socket and connection paths are specialized
     /// ([`HostConfig::specialize`]).
@@ -255,24 +255,46 @@ impl Host {
 
     /// Builds the host on `device`.
     pub fn new(cfg: HostConfig, device: impl Device + 'static) -> Result<Host, HostError> {
+        Self::with_stack_config(cfg, device, StackConfig::default())
+    }
+
+    /// [`Host::new`] with the stack sized by `stack` (its message pool,
+    /// path and timer tables, queues) instead of the defaults, which
+    /// preallocate for a million paths and a thousand frames: a host with
+    /// a few sockets, or many hosts in one process (a simulation, a test,
+    /// a fuzz target), needs far less. The scheduler, CPU accounting and
+    /// budgets stay `cfg`'s ([`HostConfig::sched`],
+    /// [`HostConfig::account_cpu`], [`HostConfig::budgets`]).
+    ///
+    /// ```
+    /// use pathstack::core::stack::StackConfig;
+    /// use pathstack::core::PoolConfig;
+    /// use pathstack::host::{Host, HostConfig};
+    /// use pathstack::wire_pair;
+    /// let small = StackConfig {
+    ///     pool: PoolConfig::small(64),
+    ///     max_paths: 64,
+    ///     max_timers: 256,
+    ///     ..StackConfig::default()
+    /// };
+    /// let (a, _b) = wire_pair(Default::default());
+    /// let cfg = HostConfig::parse("10.0.0.1/24").unwrap();
+    /// let mut h = Host::with_stack_config(cfg, a, small).unwrap();
+    /// let s = h.udp_bind("0.0.0.0:7").unwrap();
+    /// assert_eq!(h.local_addr(&s).unwrap().port(), 7);
+    /// ```
+    pub fn with_stack_config(
+        cfg: HostConfig,
+        device: impl Device + 'static,
+        stack: StackConfig,
+    ) -> Result<Host, HostError> {
         cfg.check()?;
         let stack = StackConfig {
             sched: cfg.sched,
             account_time: cfg.account_cpu,
             budgets: cfg.budgets.clone(),
-            ..StackConfig::default()
+            ..stack
         };
-        Self::new_with_stack(cfg, device, stack)
-    }
-
-    /// [`Host::new`] with the stack's own configuration (pool, tables),
-    /// `stack.sched`, `stack.account_time` and `stack.budgets` instead of
-    /// `cfg`'s: the fuzz targets' small hosts.
-    pub(crate) fn new_with_stack(
-        cfg: HostConfig,
-        device: impl Device + 'static,
-        stack: StackConfig,
-    ) -> Result<Host, HostError> {
         let caps = device.caps();
         let mac = cfg.mac.or(caps.mac.map(MacAddr)).ok_or(HostError::NoMac)?;
         let mut g = HostGraph::new(cfg.addr, cfg.prefix_len, mac);
@@ -486,9 +508,26 @@ impl Host {
             .unwrap_or_else(|| Instant::from_nanos(self.start.elapsed().as_nanos() as u64))
     }
 
-    /// Sets the host's clock by hand: from now on [`Host::now`] is `now`
-    /// until set again (the fuzz targets and the RPC timer tests run on a
-    /// deterministic clock).
+    /// Runs the host on a clock set by hand: from now on [`Host::now`] is
+    /// `now` until set again, instead of the time since the host was
+    /// made. For simulated time and reproducible runs (timers tested
+    /// without waiting, an input that must replay the same way, a
+    /// measurement that counts instructions): nothing moves this clock
+    /// but the caller, who sets it and then [`Host::poll`]s.
+    ///
+    /// ```
+    /// use pathstack::core::time::{Duration, Instant};
+    /// use pathstack::host::{Host, HostConfig};
+    /// use pathstack::wire_pair;
+    /// let (a, _b) = wire_pair(Default::default());
+    /// let mut h = Host::new(HostConfig::parse("10.0.0.1/24").unwrap(), a).unwrap();
+    /// let t0 = Instant::from_millis(1000);
+    /// h.set_manual_clock(t0);
+    /// assert_eq!(h.now(), t0);
+    /// h.set_manual_clock(t0 + Duration::from_secs(5));
+    /// h.poll(); // the timers due in those five seconds fire now
+    /// assert_eq!(h.now(), t0 + Duration::from_secs(5));
+    /// ```
     pub fn set_manual_clock(&mut self, now: Instant) {
         self.manual_now = Some(now);
     }

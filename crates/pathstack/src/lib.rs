@@ -179,8 +179,6 @@ pub use pathstack_devices::{TapDevice, TapError, TapOptions, WaitMode};
 use pathstack_core::graph::spec::SpecRegistry;
 use pathstack_core::stack::ModuleTypes;
 
-#[doc(hidden)]
-pub mod fuzzing;
 pub mod host;
 pub mod nic;
 mod path_form;

@@ -87,6 +87,7 @@ pub(crate) fn is_broadcast(iface: Option<&Interface>, dst: Ipv4Addr) -> bool {
 }
 
 impl Host {
+    #[cfg(feature = "tokio")]
     /// The address a socket may bind, from `local` (an option-setting
     /// socket's `bind`, checked before it connects or listens).
     pub(crate) fn check_bind(&self, local: SocketAddr) -> Result<SocketAddrV4, SocketError> {

@@ -9,6 +9,7 @@
 
 use super::{SocketError, TcpStream};
 use crate::host::Host;
+#[cfg(feature = "tokio")]
 use pathstack_inet::modules::tcp::TcpModule;
 #[cfg(doc)]
 use pathstack_inet::tcp::TcpConfig;
@@ -52,6 +53,7 @@ impl Host {
         self.conn(s, |c| c.tcb().snd_wnd())
     }
 
+    #[cfg(feature = "tokio")]
     /// Connections of this host on local port `port`, TIME-WAIT ones
     /// included (what a listener without `SO_REUSEADDR` may not bind
     /// over).

@@ -32,6 +32,7 @@ impl Host {
         self.recv_from(s, buf)
     }
 
+    #[cfg(feature = "tokio")]
     pub(crate) fn udp_try_recv(
         &mut self,
         s: &UdpSocket,

@@ -1,14 +1,14 @@
 //! Replays the committed fuzz corpora (`fuzz/corpus/<target>/`) and the
 //! built-in seeds through the fuzz targets' code
-//! ([`pathstack::fuzzing`]), so that `cargo test` catches a regression on
+//! ([`pathstack_harness`]), so that `cargo test` catches a regression on
 //! any input the fuzzers once found interesting.
 //!
 //! The seed files (`seed_*`) must be what the seed generators make;
-//! `PATHSTACK_WRITE_SEEDS=1 cargo test -p pathstack --test fuzz_corpus
-//! seeds` rewrites them.
+//! `PATHSTACK_WRITE_SEEDS=1 cargo test -p pathstack-harness --test
+//! fuzz_corpus seeds` rewrites them.
 
-use pathstack::fuzzing;
-use pathstack::inet::tcp::State;
+use pathstack_harness as harness;
+use pathstack_inet::tcp::State;
 use std::path::PathBuf;
 
 fn corpus(target: &str) -> PathBuf {
@@ -42,17 +42,17 @@ fn replay(target: &str, run: fn(&[u8])) {
 
 #[test]
 fn tcp_segment_corpus() {
-    replay("tcp_segment", fuzzing::tcp_segment);
+    replay("tcp_segment", harness::tcp_segment);
 }
 
 #[test]
 fn host_rx_corpus() {
-    replay("host_rx", fuzzing::host_rx);
+    replay("host_rx", harness::host_rx);
 }
 
 #[test]
 fn rpc_rx_corpus() {
-    replay("rpc_rx", fuzzing::rpc_rx);
+    replay("rpc_rx", harness::rpc_rx);
 }
 
 /// The `rpc_rx` seeds get where they were written to: past BLAST, BID
@@ -61,10 +61,10 @@ fn rpc_rx_corpus() {
 /// run the procedure again (at most once).
 #[test]
 fn rpc_rx_seeds_reach_chan_and_bidctl() {
-    let seeds = fuzzing::rpc_rx_seeds();
+    let seeds = harness::rpc_rx_seeds();
     assert_eq!(seeds.len(), 12, "six seeds on each network");
     for (name, d) in seeds {
-        let r = fuzzing::rpc_rx_reach(&d);
+        let r = harness::rpc_rx_reach(&d);
         let (_, kind) = name.split_once('_').expect("NET_KIND");
         match kind {
             "exchange" => assert_eq!(r.procedure_runs, 0, "{name}: {r:?}"),
@@ -78,14 +78,14 @@ fn rpc_rx_seeds_reach_chan_and_bidctl() {
 
 #[test]
 fn seeds_run() {
-    for (_, d) in fuzzing::tcp_segment_seeds() {
-        fuzzing::tcp_segment(&d);
+    for (_, d) in harness::tcp_segment_seeds() {
+        harness::tcp_segment(&d);
     }
-    for (_, d) in fuzzing::host_rx_seeds() {
-        fuzzing::host_rx(&d);
+    for (_, d) in harness::host_rx_seeds() {
+        harness::host_rx(&d);
     }
-    for (_, d) in fuzzing::rpc_rx_seeds() {
-        fuzzing::rpc_rx(&d);
+    for (_, d) in harness::rpc_rx_seeds() {
+        harness::rpc_rx(&d);
     }
 }
 
@@ -106,10 +106,10 @@ fn tcp_segment_stages_reach_their_states() {
         State::Closed,
     ];
     for (stage, w) in want.iter().enumerate() {
-        assert_eq!(fuzzing::tcp_stage_state(stage as u8), *w, "stage {stage}");
+        assert_eq!(harness::tcp_stage_state(stage as u8), *w, "stage {stage}");
         if stage >= 3 {
             assert_eq!(
-                fuzzing::tcp_stage_state(stage as u8 | 0x10),
+                harness::tcp_stage_state(stage as u8 | 0x10),
                 *w,
                 "stage {stage}, server side"
             );
@@ -123,9 +123,9 @@ fn tcp_segment_stages_reach_their_states() {
 fn seeds_are_the_generators() {
     let write = std::env::var_os("PATHSTACK_WRITE_SEEDS").is_some();
     for (target, seeds) in [
-        ("tcp_segment", fuzzing::tcp_segment_seeds()),
-        ("host_rx", fuzzing::host_rx_seeds()),
-        ("rpc_rx", fuzzing::rpc_rx_seeds()),
+        ("tcp_segment", harness::tcp_segment_seeds()),
+        ("host_rx", harness::host_rx_seeds()),
+        ("rpc_rx", harness::rpc_rx_seeds()),
     ] {
         let dir = corpus(target);
         for (name, data) in seeds {
@@ -154,8 +154,8 @@ fn seeds_are_the_generators() {
 /// handshake (no receive ring yet) divided by zero.
 #[test]
 fn shutdown_read_before_the_handshake() {
-    use pathstack::core::time::Instant;
-    use pathstack::inet::tcp::{SeqNumber, Shutdown, Tcb, TcpConfig};
+    use pathstack_core::time::Instant;
+    use pathstack_inet::tcp::{SeqNumber, Shutdown, Tcb, TcpConfig};
     let cfg = TcpConfig::default();
     let mut c = Tcb::connect(cfg, 40000, 80, SeqNumber(1), 0, Instant::ZERO);
     assert!(c.shutdown(Shutdown::Read).is_ok());
@@ -169,8 +169,8 @@ fn shutdown_read_before_the_handshake() {
 /// and data went out in segments of our MSS, not the peer's.
 #[test]
 fn shutdown_in_syn_received_keeps_the_peers_mss() {
-    use pathstack::core::time::Instant;
-    use pathstack::inet::tcp::{SeqNumber, Shutdown, State, Tcb, TcpConfig};
+    use pathstack_core::time::Instant;
+    use pathstack_inet::tcp::{SeqNumber, Shutdown, State, Tcb, TcpConfig};
     let now = Instant::from_millis(1);
     let small = TcpConfig {
         mss: 536,
