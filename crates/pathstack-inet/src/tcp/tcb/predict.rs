@@ -55,7 +55,7 @@ impl Tcb {
     /// if it is one of the predicted cases (see the module docs); returns
     /// false, having changed nothing, for every other segment, which the
     /// caller then processes in full.
-    #[inline]
+    #[inline(always)]
     pub(super) fn predicted(&mut self, now: Instant, seg: &TcpPredicted, payload: &[u8]) -> bool {
         if self.state != State::Established
             || seg.flags.bits() & !TcpFlags::PSH.bits() != PREDICTED_FLAGS
