@@ -630,6 +630,22 @@ impl Scoreboard {
             reordering: false,
         };
         let prior_fack = self.fack;
+        // The whole flight acknowledged, and it was one segment (a
+        // request/response exchange's every ACK): the walk below would
+        // take that segment and stop; taken here without it.
+        if cum_ack == self.snd_nxt && self.segs.len() == 1 {
+            let seg = self.segs[0];
+            self.segs.clear();
+            out.newest = Some(Delivered {
+                sent_at: seg.sent_at,
+                end: seg.end(),
+                retransmitted: false,
+            });
+            out.reordering = seg.end().lt(prior_fack);
+            self.snd_una = cum_ack;
+            self.fack = prior_fack.max(cum_ack);
+            return Some(out);
+        }
         while let Some(front) = self.segs.front_mut() {
             if front.end().le(cum_ack) {
                 // Clean: neither SACKed nor ever retransmitted.

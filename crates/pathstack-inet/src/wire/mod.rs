@@ -17,6 +17,10 @@
 //!   (the echo turnaround, the TTL). The fixed-size headers that are read
 //!   whole, Ethernet and ARP, are parsed straight into their fields
 //!   ([`eth::EthHeader::parse`], [`arp::ArpPacket::parse`]).
+//!   The one exception to parse-then-decide is TCP header prediction's
+//!   read of the usual established segment from fixed offsets
+//!   ([`tcp_predicted::TcpPredicted`]), held to the full parse by a
+//!   property test.
 //! * **Sent side.** A repr of the fields the stack chooses, written with
 //!   `emit` into a buffer or `push_onto` a message's headroom
 //!   ([`eth::EthHeader`], [`arp::ArpPacket`], [`ipv4::Ipv4Repr`],
@@ -34,6 +38,7 @@ pub mod eth;
 pub mod icmp;
 pub mod ipv4;
 pub mod tcp;
+pub mod tcp_predicted;
 pub mod udp;
 
 use pathstack_core::demux::{Key, KeyMode};

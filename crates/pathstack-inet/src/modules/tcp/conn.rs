@@ -8,6 +8,7 @@ use crate::tcp::conn_drop_reason::ConnDropReason;
 use crate::tcp::{CookieOpen, OutSegment, SeqNumber, State, Tcb, TcpConfig};
 use crate::wire::icmp::{types, QuotedTcp};
 use crate::wire::tcp::{self as wire, TcpPacket, TcpRepr, TcpTemplate};
+use crate::wire::tcp_predicted::TcpPredicted;
 use pathstack_core::attrs::Attrs;
 use pathstack_core::demux::{DemuxKey, KeyMode};
 use pathstack_core::error::PathError;
@@ -421,7 +422,28 @@ impl Stage for TcpConnStage {
         // one pass; the same answer as the checked view and the parse.
         let parsed = match &self.template {
             Some(t) if src == self.remote_ip && Some(dst) == self.local_ip => {
-                TcpRepr::parse_received(msg.as_slice(), t.pseudo_sum(), verified)
+                // Header prediction on the bytes in place first (issue 26
+                // item 4): the usual segment of an established connection
+                // is read from fixed offsets and taken without a parse.
+                // One that is not of the shape is parsed in full; one that
+                // is, but not predicted, is parsed without checking the
+                // checksum a second time.
+                let pseudo = t.pseudo_sum();
+                match TcpPredicted::parse_received(msg.as_slice(), pseudo, verified) {
+                    None => TcpRepr::parse_received(msg.as_slice(), pseudo, verified),
+                    Some(Err(e)) => return Verdict::Drop(e.into()),
+                    Some(Ok((seg, hl))) => {
+                        let now = cx.now();
+                        if self
+                            .tcb
+                            .on_predicted_segment(now, &seg, &msg.as_slice()[hl..])
+                        {
+                            self.flush(cx);
+                            return Verdict::Consumed;
+                        }
+                        TcpRepr::parse_received(msg.as_slice(), pseudo, true)
+                    }
+                }
             }
             _ => TcpPacket::new_received(msg.as_slice(), src, dst, verified)
                 .and_then(|p| TcpRepr::parse(&p).map(|r| (r, p.header_len()))),

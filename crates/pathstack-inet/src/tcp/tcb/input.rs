@@ -13,6 +13,7 @@ use crate::tcp::seq::SeqNumber;
 use crate::tcp::state::State;
 use crate::tcp::timers::Timer;
 use crate::wire::tcp::{TcpFlags, TcpOptions, TcpRepr};
+use crate::wire::tcp_predicted::TcpPredicted;
 use pathstack_core::time::{Duration, Instant};
 
 /// RFC 9293 §3.7.1: the MSS assumed when the peer sends none.
@@ -37,7 +38,7 @@ impl Tcb {
         self.stats.segs_in += 1;
         // Header prediction first (see `predict.rs`): the next segment
         // expected on a quiet connection takes the short path.
-        if self.short_paths() && self.predicted(now, seg, payload) {
+        if self.short_paths() && self.predicted(now, &TcpPredicted::from(seg), payload) {
             return Ok(());
         }
         match self.state {

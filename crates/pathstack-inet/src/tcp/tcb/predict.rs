@@ -25,6 +25,15 @@
 //!   side; unlike BSD, the ACK may also advance, as in a request/response
 //!   exchange where every segment carries both — Linux takes those on its
 //!   fast path too).
+//!
+//! The connection stage asks before it parses (issue 26 item 4): a
+//! segment whose header has the predicted shape (ACK or ACK|PSH, no
+//! options or NOP NOP TS alone) is read from fixed offsets in place
+//! ([`TcpPredicted`], checksum verified) and offered to
+//! [`Tcb::on_predicted_segment`]; only a segment of another shape, or one
+//! prediction declines, is parsed into a `TcpRepr` for
+//! [`on_segment`](Tcb::on_segment), which asks the same question of its
+//! fields first.
 
 use super::Tcb;
 use crate::tcp::congestion::CongestionControl;
@@ -32,7 +41,8 @@ use crate::tcp::sack_scoreboard::{CleanAck, Delivered};
 use crate::tcp::seq::SeqNumber;
 use crate::tcp::state::State;
 use crate::tcp::timers::Timer;
-use crate::wire::tcp::{TcpFlags, TcpRepr};
+use crate::wire::tcp::TcpFlags;
+use crate::wire::tcp_predicted::TcpPredicted;
 use pathstack_core::time::Instant;
 
 /// ACK, with or without PSH: the only control bits a predicted segment
@@ -45,8 +55,8 @@ impl Tcb {
     /// if it is one of the predicted cases (see the module docs); returns
     /// false, having changed nothing, for every other segment, which the
     /// caller then processes in full.
-    #[inline]
-    pub(super) fn predicted(&mut self, now: Instant, seg: &TcpRepr, payload: &[u8]) -> bool {
+    #[inline(always)]
+    pub(super) fn predicted(&mut self, now: Instant, seg: &TcpPredicted, payload: &[u8]) -> bool {
         if self.state != State::Established
             || seg.flags.bits() & !TcpFlags::PSH.bits() != PREDICTED_FLAGS
         {
@@ -63,12 +73,12 @@ impl Tcb {
         }
         // Timestamps as negotiated and not older than TS.Recent (so PAWS,
         // RFC 7323 §5.3 R1, passes); no SACK blocks.
-        let tsval = match (self.ts_ok, seg.options.timestamps) {
+        let tsval = match (self.ts_ok, seg.timestamps) {
             (true, Some((v, _))) if !super::input::ts_before(v, self.ts_recent) => Some(v),
             (true, _) => return false,
             (false, _) => None,
         };
-        if !seg.options.sack_blocks().is_empty() {
+        if seg.sack {
             return false;
         }
         // SND.UNA =< SEG.ACK =< SND.NXT; a pure ACK must advance SND.UNA
@@ -143,6 +153,26 @@ impl Tcb {
             self.keepalive_sent = 0;
         }
         true
+    }
+
+    /// Header prediction for a segment read in place from the wire
+    /// ([`TcpPredicted::parse_received`]): what
+    /// [`on_segment`](Self::on_segment) does for it when it is one of the
+    /// predicted cases, returning true; false, having changed nothing,
+    /// otherwise, and the caller parses it in full and hands it to
+    /// `on_segment`. The segment's path then never builds a `TcpRepr`.
+    #[inline]
+    pub fn on_predicted_segment(
+        &mut self,
+        now: Instant,
+        seg: &TcpPredicted,
+        payload: &[u8],
+    ) -> bool {
+        if self.short_paths() && self.predicted(now, seg, payload) {
+            self.stats.segs_in += 1;
+            return true;
+        }
+        false
     }
 
     /// The fifth check (`on_ack`) for a predicted segment, whose ACK

@@ -20,6 +20,9 @@
 use super::*;
 use crate::tcp::config::{Keepalive, TcpOffload};
 use crate::tcp::congestion::CongestionKind;
+use crate::tcp::conn_drop_reason::ConnDropReason as Drop;
+use crate::wire::tcp::TcpTemplate;
+use crate::wire::tcp_predicted::TcpPredicted;
 use pathstack_core::time::Duration;
 use proptest::prelude::*;
 
@@ -190,6 +193,8 @@ struct Twins {
     /// the end: large buffers make the `Debug` form long).
     every_step: bool,
     steps: usize,
+    /// Segments the predicting twin took read in place from the wire.
+    in_place: u64,
 }
 
 fn outputs(t: &mut Tcb, now: Instant) -> Vec<Emitted> {
@@ -233,6 +238,7 @@ impl Twins {
             a: make(false),
             b: make(true),
             now: Instant::ZERO,
+            in_place: 0,
             peer: Peer {
                 tcb_iss: iss,
                 iss: peer_iss,
@@ -360,10 +366,29 @@ impl Twins {
             },
             options,
         };
-        let ra = self.a.on_segment(self.now, &repr, payload);
+        let ra = self.predicting_receive(&repr, payload);
         let rb = self.b.on_segment(self.now, &repr, payload);
         assert_eq!(ra, rb, "on_segment {repr:?}");
         self.settle();
+    }
+
+    /// The predicting twin takes a segment as the connection stage does:
+    /// the bytes on the wire read in place by header prediction first
+    /// (`TcpPredicted::parse_received`, `Tcb::on_predicted_segment`), the
+    /// parsed segment through `on_segment` when that declines.
+    fn predicting_receive(&mut self, repr: &TcpRepr, payload: &[u8]) -> Result<(), Drop> {
+        let (src, dst) = ([10, 0, 0, 2].into(), [10, 0, 0, 1].into());
+        let mut bytes = vec![0u8; repr.header_len() + payload.len()];
+        bytes[repr.header_len()..].copy_from_slice(payload);
+        repr.emit(&mut bytes, src, dst, payload).expect("fits");
+        let pseudo = TcpTemplate::new(dst, src, LPORT, RPORT).pseudo_sum();
+        if let Some(Ok((seg, hl))) = TcpPredicted::parse_received(&bytes, pseudo, false) {
+            if self.a.on_predicted_segment(self.now, &seg, &bytes[hl..]) {
+                self.in_place += 1;
+                return Ok(());
+            }
+        }
+        self.a.on_segment(self.now, repr, payload)
     }
 
     fn segment(&mut self, s: SegSpec) {
@@ -884,6 +909,8 @@ fn ping_pong_is_all_predicted() {
     // data, as is every one after it; every response goes out on the
     // output side's short path.
     assert_eq!((s.predicted_data, s.predicted_acks), (100, 0), "{s:?}");
+    // Every one of them read in place, as the connection stage reads it.
+    assert_eq!(w.in_place, 100);
     assert_eq!((s.predicted_sends, s.data_segs_out), (100, 100), "{s:?}");
 }
 
