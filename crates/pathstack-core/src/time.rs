@@ -86,7 +86,14 @@ impl Sub<Instant> for Instant {
 impl From<std::time::Duration> for Duration {
     /// Saturates at `u64::MAX` nanoseconds (about 584 years).
     fn from(d: std::time::Duration) -> Self {
-        Duration(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+        // In 64-bit steps, not through `as_nanos`' `u128`: TCP converts its
+        // configured delays each time it arms a timer.
+        Duration(
+            d.as_secs()
+                .checked_mul(1_000_000_000)
+                .and_then(|n| n.checked_add(u64::from(d.subsec_nanos())))
+                .unwrap_or(u64::MAX),
+        )
     }
 }
 
@@ -119,5 +126,27 @@ impl fmt::Display for Duration {
         } else {
             write!(f, "{}.{:03}us", self.0 / 1_000, self.0 % 1_000)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Duration;
+
+    #[test]
+    fn std_durations_convert_exactly_and_saturate() {
+        for d in [
+            std::time::Duration::ZERO,
+            std::time::Duration::from_nanos(1),
+            std::time::Duration::new(1, 500_000_000),
+            std::time::Duration::new(18_446_744_073, 709_551_615),
+        ] {
+            assert_eq!(Duration::from(d).0 as u128, d.as_nanos());
+        }
+        assert_eq!(
+            Duration::from(std::time::Duration::new(18_446_744_073, 709_551_616)).0,
+            u64::MAX
+        );
+        assert_eq!(Duration::from(std::time::Duration::MAX).0, u64::MAX);
     }
 }
