@@ -41,6 +41,7 @@ use std::net::{SocketAddr, ToSocketAddrs};
 /// loop that takes what is there and moves on (`while let Some(n) =
 /// ready(s.read(&mut host, &mut buf))? { … }`), where a `std` program
 /// matches on the error's kind.
+#[inline]
 pub fn ready<T>(r: io::Result<T>) -> io::Result<Option<T>> {
     match r {
         Ok(t) => Ok(Some(t)),
@@ -50,6 +51,7 @@ pub fn ready<T>(r: io::Result<T>) -> io::Result<Option<T>> {
 }
 
 /// `Ok(Some(t))` as `Ok(t)`, `Ok(None)` as `WouldBlock`.
+#[inline]
 fn or_would_block<T>(r: Result<Option<T>, SocketError>) -> io::Result<T> {
     match r {
         Ok(Some(t)) => Ok(t),
@@ -62,6 +64,7 @@ impl UdpSocket {
     /// Takes the next datagram into `buf` (truncated to it) with its
     /// sender, as `std::net::UdpSocket::recv_from`; `WouldBlock` when
     /// none is queued.
+    #[inline]
     pub fn recv_from(&self, host: &mut Host, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
         or_would_block(
             host.udp_try_recv_from_trunc(self, buf)
@@ -77,6 +80,7 @@ impl UdpSocket {
 
     /// Takes the next datagram from a connected socket's peer, as
     /// `std::net::UdpSocket::recv`; `WouldBlock` when none is queued.
+    #[inline]
     pub fn recv(&self, host: &mut Host, buf: &mut [u8]) -> io::Result<usize> {
         if host.peer_addr(self).is_err() {
             return Err(SocketError::NotConnected.into());
@@ -93,6 +97,7 @@ impl UdpSocket {
     /// Sends `buf` as one datagram to `dst`, as
     /// `std::net::UdpSocket::send_to`; `WouldBlock` when the socket's send
     /// queue is full.
+    #[inline]
     pub fn send_to(
         &self,
         host: &mut Host,
@@ -105,6 +110,7 @@ impl UdpSocket {
     /// Sends `buf` to a connected socket's peer, as
     /// `std::net::UdpSocket::send`; `WouldBlock` when the send queue is
     /// full.
+    #[inline]
     pub fn send(&self, host: &mut Host, buf: &[u8]) -> io::Result<usize> {
         Ok(host.send(self, buf)?)
     }
@@ -114,6 +120,7 @@ impl TcpStream {
     /// Reads what has arrived into `buf`, as `std::io::Read::read` on a
     /// non-blocking `std::net::TcpStream`: `Ok(0)` at the end of the
     /// stream, `WouldBlock` when nothing is there yet.
+    #[inline]
     pub fn read(&self, host: &mut Host, buf: &mut [u8]) -> io::Result<usize> {
         if buf.is_empty() {
             return Ok(0);
@@ -130,6 +137,7 @@ impl TcpStream {
     /// Writes as much of `buf` as the send buffer takes, as
     /// `std::io::Write::write` on a non-blocking `std::net::TcpStream`;
     /// `WouldBlock` when it is full.
+    #[inline]
     pub fn write(&self, host: &mut Host, buf: &[u8]) -> io::Result<usize> {
         if buf.is_empty() {
             return Ok(0);
