@@ -531,7 +531,7 @@ async fn vectored_writes_keep_the_order_of_their_slices() {
 #[tokio::test]
 async fn a_connect_nobody_answers_times_out() {
     let (a, _b) = nets();
-    let fast = pathstack::core::Duration::from_millis(100);
+    let fast = std::time::Duration::from_millis(100);
     let d = pathstack::inet::tcp::TcpConfig::default();
     let cfg = pathstack::inet::tcp::TcpConfig {
         syn_retries: 1,

@@ -12,29 +12,31 @@ use super::seq::SeqNumber;
 /// The RFC 6298 §2 constant K (RTO = SRTT + max(G, K·RTTVAR)).
 pub const K: u64 = 4;
 
-/// Bounds and constants of the estimator.
+/// Bounds and constants of the estimator, in `std::time::Duration` as the
+/// rest of the public configuration (the estimator keeps them as
+/// nanoseconds, [`RtoEstimator::new`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RtoConfig {
     /// RTO before any sample (RFC 6298 §2.1: 1 second).
-    pub initial: Duration,
+    pub initial: std::time::Duration,
     /// Lower bound on the RTO (RFC 6298 §2.4: 1 second SHOULD; Linux uses
     /// 200 ms, `TCP_RTO_MIN`).
-    pub min: Duration,
+    pub min: std::time::Duration,
     /// Upper bound on the RTO, also the cap on backoff (RFC 6298 §2.5: at
     /// least 60 seconds; Linux `TCP_RTO_MAX` is 120 s).
-    pub max: Duration,
+    pub max: std::time::Duration,
     /// The clock granularity G (RFC 6298 §2).
-    pub granularity: Duration,
+    pub granularity: std::time::Duration,
 }
 
 impl Default for RtoConfig {
     /// RFC 6298's values: initial and minimum 1 s, maximum 60 s, G = 1 ms.
     fn default() -> Self {
         RtoConfig {
-            initial: Duration::from_secs(1),
-            min: Duration::from_secs(1),
-            max: Duration::from_secs(60),
-            granularity: Duration::from_millis(1),
+            initial: std::time::Duration::from_secs(1),
+            min: std::time::Duration::from_secs(1),
+            max: std::time::Duration::from_secs(60),
+            granularity: std::time::Duration::from_millis(1),
         }
     }
 }
@@ -43,8 +45,8 @@ impl RtoConfig {
     /// Linux's defaults: minimum 200 ms, maximum 120 s, initial 1 s.
     pub fn linux() -> Self {
         RtoConfig {
-            min: Duration::from_millis(200),
-            max: Duration::from_secs(120),
+            min: std::time::Duration::from_millis(200),
+            max: std::time::Duration::from_secs(120),
             ..RtoConfig::default()
         }
     }
@@ -54,6 +56,9 @@ impl RtoConfig {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RtoEstimator {
     cfg: RtoConfig,
+    /// `cfg`'s bounds in nanoseconds, converted once: the estimator uses
+    /// them on every sample.
+    bounds: Bounds,
     /// SRTT in ns, `None` before the first sample (RFC 6298 §2.1).
     srtt: Option<u64>,
     /// RTTVAR in ns.
@@ -67,9 +72,15 @@ pub struct RtoEstimator {
 impl RtoEstimator {
     /// An estimator with no samples: RTO = `cfg.initial` (RFC 6298 §2.1).
     pub fn new(cfg: RtoConfig) -> Self {
-        let base_rto = clamp(cfg.initial.as_nanos(), &cfg);
+        let bounds = Bounds {
+            min: nanos(cfg.min),
+            max: nanos(cfg.max),
+            granularity: nanos(cfg.granularity),
+        };
+        let base_rto = bounds.clamp(nanos(cfg.initial));
         RtoEstimator {
             cfg,
+            bounds,
             srtt: None,
             rttvar: 0,
             base_rto,
@@ -96,10 +107,10 @@ impl RtoEstimator {
     pub fn rto(&self) -> Duration {
         if self.backoffs == 0 {
             // The usual case, without the wide shift.
-            return Duration::from_nanos(self.base_rto.min(self.cfg.max.as_nanos()));
+            return Duration::from_nanos(self.base_rto.min(self.bounds.max));
         }
         let backed = u128::from(self.base_rto) << self.backoffs.min(64);
-        Duration::from_nanos(backed.min(u128::from(self.cfg.max.as_nanos())) as u64)
+        Duration::from_nanos(backed.min(u128::from(self.bounds.max)) as u64)
     }
 
     /// Consecutive timeouts since the last valid sample (a caller gives up
@@ -133,9 +144,9 @@ impl RtoEstimator {
         // §2.2/§2.3: RTO <- SRTT + max(G, K·RTTVAR), then §2.4/§2.5 bounds.
         let srtt = self.srtt.unwrap_or(r);
         let var = u128::from(self.rttvar) * u128::from(K);
-        let spread = var.max(u128::from(self.cfg.granularity.as_nanos()));
+        let spread = var.max(u128::from(self.bounds.granularity));
         let rto = (u128::from(srtt) + spread).min(u128::from(u64::MAX)) as u64;
-        self.base_rto = clamp(rto, &self.cfg);
+        self.base_rto = self.bounds.clamp(rto);
         self.backoffs = 0;
     }
 
@@ -166,13 +177,28 @@ impl RtoEstimator {
         let three = Duration::from_secs(3);
         if self.srtt.is_none() && self.backoffs > 0 && self.rto() < three {
             self.backoffs = 0;
-            self.base_rto = clamp(three.as_nanos(), &self.cfg);
+            self.base_rto = self.bounds.clamp(three.as_nanos());
         }
     }
 }
 
-fn clamp(rto: u64, cfg: &RtoConfig) -> u64 {
-    rto.max(cfg.min.as_nanos()).min(cfg.max.as_nanos())
+/// The RTO's bounds and G in nanoseconds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Bounds {
+    min: u64,
+    max: u64,
+    granularity: u64,
+}
+
+impl Bounds {
+    /// RFC 6298 §2.4/§2.5: the RTO within `[min, max]`.
+    fn clamp(&self, rto: u64) -> u64 {
+        rto.max(self.min).min(self.max)
+    }
+}
+
+fn nanos(d: std::time::Duration) -> u64 {
+    Duration::from(d).as_nanos()
 }
 
 /// Times one segment at a time, as RFC 6298 §3 allows ("at least one RTT
@@ -232,7 +258,7 @@ mod tests {
 
     fn cfg_min(min_ms: u64) -> RtoConfig {
         RtoConfig {
-            min: ms(min_ms),
+            min: std::time::Duration::from_millis(min_ms),
             ..RtoConfig::default()
         }
     }
@@ -272,8 +298,8 @@ mod tests {
     fn granularity_bounds_the_variance_term() {
         // Steady RTT: RTTVAR decays towards 0, RTO -> SRTT + G.
         let mut e = RtoEstimator::new(RtoConfig {
-            min: Duration::ZERO,
-            granularity: ms(10),
+            min: std::time::Duration::ZERO,
+            granularity: ms(10).into(),
             ..RtoConfig::default()
         });
         for _ in 0..200 {
@@ -366,7 +392,7 @@ mod tests {
             let mut e = RtoEstimator::new(cfg);
             for (timeout, rtt_ms) in events {
                 if timeout { e.on_timeout() } else { e.on_sample(ms(rtt_ms)) }
-                prop_assert!(e.rto() >= cfg.min && e.rto() <= cfg.max);
+                prop_assert!(e.rto() >= cfg.min.into() && e.rto() <= cfg.max.into());
             }
         }
 
