@@ -71,9 +71,7 @@ impl<F> SendLane<F> {
         self.open = false;
         // A call that emitted nothing (most reads) returns without moving
         // the empty slot out and writing it back.
-        if self.held.is_none() {
-            return None;
-        }
+        self.held.as_ref()?;
         self.held.take()
     }
 }
