@@ -294,6 +294,15 @@ pub trait Module: Any + Send {
         crate::device::Received::Nothing
     }
 
+    /// A device driver's device, for its stage to transmit on: the stage
+    /// reaches it through its module by this one call, typed, rather
+    /// than by an `Any` downcast of the module on every frame (issue 26:
+    /// "no `Any` downcast on the per-message path"). Default: `None`
+    /// (not a driver).
+    fn device_mut(&mut self) -> Option<&mut dyn crate::device::Device> {
+        None
+    }
+
     /// A device driver: from now on have the device discard received
     /// frames that match any of `matches` (an empty slice: none), see
     /// [`Device::discard`](crate::device::Device::discard). Returns

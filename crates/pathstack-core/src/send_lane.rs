@@ -69,6 +69,9 @@ impl<F> SendLane<F> {
     #[inline(always)]
     pub(crate) fn close(&mut self) -> Option<F> {
         self.open = false;
+        // A call that emitted nothing (most reads) returns without moving
+        // the empty slot out and writing it back.
+        self.held.as_ref()?;
         self.held.take()
     }
 }

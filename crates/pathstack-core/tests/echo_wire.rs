@@ -65,3 +65,28 @@ fn corrupted_frames_are_dropped_with_a_reason() {
     assert_eq!(drops.total(), 1);
     assert_eq!(drops.get(HdrDropReason::BadChecksum), 1, "{drops:?}");
 }
+
+/// The `WIRE` stage transmits on the device its module names with
+/// `Module::device_mut` (no `Any` downcast per frame): every frame the
+/// client's path sent down is one the device counted, on both forms.
+#[test]
+fn the_wire_stage_transmits_on_its_modules_device() {
+    use pathstack_core::device::WireModule;
+    for inline in [false, true] {
+        let (replies, mut pair) = run(SchedKind::PerMessage, inline);
+        let wire = pair.client.module_id("wire").unwrap();
+        let sent = pair.client.path(pair.client_path).unwrap().stats().msgs_in[Dir::Down.index()];
+        let m = pair.client.module_mut::<WireModule>(wire).unwrap();
+        assert_eq!(m.device_stats().tx_frames, sent, "inline {inline}");
+        assert_eq!(sent as usize, replies.len());
+        assert!(Module::device_mut(m).is_some());
+    }
+    // A module that is not a driver has no device to offer.
+    let mut pair = EchoPair::new(SchedKind::PerMessage, false).unwrap();
+    let echo = pair.client.module_id("echo").unwrap();
+    let m = pair
+        .client
+        .module_mut::<pathstack_core::synthetic::EchoModule>(echo)
+        .unwrap();
+    assert!(Module::device_mut(m).is_none());
+}

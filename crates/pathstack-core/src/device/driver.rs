@@ -111,6 +111,13 @@ impl Module for WireModule {
         })
     }
 
+    /// The device's own vtable (not `Box<dyn Device>`'s forwarding
+    /// impl), as `receive` calls it.
+    #[inline]
+    fn device_mut(&mut self) -> Option<&mut dyn Device> {
+        Some(self.device.as_mut())
+    }
+
     /// The driver has nothing to do in a poll but receive: the stack asks
     /// it for frames without polling it first (one module call less per
     /// `Stack::poll`).
@@ -179,9 +186,10 @@ impl WireStage {
     #[inline(always)]
     fn transmit(&mut self, msg: &mut Msg, cx: &mut Cx<'_, '_>) -> Verdict {
         let now = cx.now();
-        let frame = std::mem::take(msg);
-        match cx.module::<WireModule>() {
-            Some(m) => match m.device.as_mut().transmit(frame, now) {
+        // The module's device by one virtual call, not an `Any` downcast
+        // of the module (`Module::device_mut`; issue 26 item 6).
+        match cx.module_dyn().device_mut() {
+            Some(d) => match d.transmit(std::mem::take(msg), now) {
                 Ok(()) => Verdict::Consumed,
                 Err(e) => transmit_failed(e, cx),
             },

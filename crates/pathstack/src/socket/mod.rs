@@ -180,7 +180,10 @@ fn copy_out(m: &Msg, buf: &mut [u8]) -> RecvInfo {
 /// The socket API of a host.
 impl Host {
     fn udp_module(&self) -> Result<ModuleId, SocketError> {
-        self.sockets.udp.ok_or(SocketError::NoUdp)
+        match self.sockets.udp {
+            Some(udp) => Ok(udp),
+            None => Err(SocketError::NoUdp),
+        }
     }
 
     fn socket(&self, s: &UdpSocket) -> Result<&SocketState, SocketError> {

@@ -114,24 +114,30 @@ impl UdpSockets {
                 host: self.host,
             });
         }
-        self.slots
-            .get(s.slot as usize)
-            .filter(|slot| slot.generation == s.generation)
-            .ok_or(SocketError::Closed)
+        // Matches, not `ok_or(SocketError::Closed)`: that builds the error
+        // (which has drop glue) and drops it on every call that succeeds,
+        // each send and receive.
+        match self.slots.get(s.slot as usize) {
+            Some(slot) if slot.generation == s.generation => Ok(slot),
+            _ => Err(SocketError::Closed),
+        }
     }
 
     /// The socket `s` names.
     pub(crate) fn get(&self, s: &UdpSocket) -> Result<&SocketState, SocketError> {
-        self.slot(s)?.socket.as_ref().ok_or(SocketError::Closed)
+        match &self.slot(s)?.socket {
+            Some(socket) => Ok(socket),
+            None => Err(SocketError::Closed),
+        }
     }
 
     /// The socket `s` names, writable.
     pub(crate) fn get_mut(&mut self, s: &UdpSocket) -> Result<&mut SocketState, SocketError> {
         self.slot(s)?;
-        self.slots[s.slot as usize]
-            .socket
-            .as_mut()
-            .ok_or(SocketError::Closed)
+        match &mut self.slots[s.slot as usize].socket {
+            Some(socket) => Ok(socket),
+            None => Err(SocketError::Closed),
+        }
     }
 
     /// Removes the socket `s` names: its handle (and every copy) is stale
