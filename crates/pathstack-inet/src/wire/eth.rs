@@ -227,12 +227,37 @@ pub fn filter_destination(dst: MacAddr, own: MacAddr) -> Result<(), EthDropReaso
 /// Pads a complete outgoing frame with zeros up to [`MIN_FRAME_LEN`] bytes
 /// (IEEE 802.3 §4.2.3.3: the MAC pads short frames; our software "MAC" does
 /// it here). Receivers find the real payload length in the IP total length.
+#[inline(always)]
 pub fn pad_to_minimum(frame: &mut Msg) -> Result<(), MsgError> {
     let short = MIN_FRAME_LEN.saturating_sub(frame.len());
-    if short > 0 {
-        frame.append(short)?.fill(0);
+    if short == 0 {
+        return Ok(());
     }
-    Ok(())
+    // Zero exactly the pad, with two fixed-size stores that may overlap
+    // (a UDP or TCP frame's pad is at most 18 bytes) rather than a call to
+    // `memset` for a few bytes per frame; the buffer's tail room past the
+    // pad may be shorter than any fixed chunk.
+    if let Some(z) = frame.tailroom_mut().get_mut(..short) {
+        zero_short(z);
+    }
+    // Fails (nothing appended) when the room is not there.
+    frame.commit_tail(short)
+}
+
+/// Zeroes `z` in at most two (overlapping) 8- or 16-byte stores when it
+/// is 8 to 32 bytes long.
+#[inline(always)]
+fn zero_short(z: &mut [u8]) {
+    let n = z.len();
+    if (16..=32).contains(&n) {
+        z[..16].copy_from_slice(&[0; 16]);
+        z[n - 16..].copy_from_slice(&[0; 16]);
+    } else if (8..16).contains(&n) {
+        z[..8].copy_from_slice(&[0; 8]);
+        z[n - 8..].copy_from_slice(&[0; 8]);
+    } else {
+        z.fill(0);
+    }
 }
 
 /// The demux key of a path through ETH (Mosberger, *Scout: A Path-Based
@@ -344,6 +369,19 @@ mod tests {
     }
 
     proptest! {
+        /// Padding zeroes exactly the pad, whatever the buffer's tail held
+        /// before (a reused buffer), and keeps the frame's bytes.
+        #[test]
+        fn pad_zeroes_exactly_the_pad(len in 0usize..100) {
+            let pool = MsgPool::new(PoolConfig::small(2));
+            let mut m = pool.alloc_copy(&[0xAA; 100]).unwrap();
+            m.truncate(len);
+            pad_to_minimum(&mut m).unwrap();
+            prop_assert_eq!(m.len(), len.max(MIN_FRAME_LEN));
+            prop_assert!(m.as_slice()[..len].iter().all(|&b| b == 0xAA));
+            prop_assert!(m.as_slice()[len..].iter().all(|&b| b == 0));
+        }
+
         #[test]
         fn parse_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..64)) {
             if let Ok(h) = EthHeader::parse(&bytes) {

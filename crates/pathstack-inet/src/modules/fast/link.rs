@@ -199,25 +199,15 @@ pub fn finish(msg: &mut Msg, hop: &Hop, pad: usize) -> bool {
 }
 
 /// Appends the `pad` zero bytes [`room`] asked for (false only when the
-/// room it checked is not there).
+/// room it checked is not there): the frame is complete, so that is what
+/// [`eth::pad_to_minimum`](crate::wire::eth::pad_to_minimum) adds.
 #[inline(always)]
 pub fn pad_frame(msg: &mut Msg, pad: usize) -> bool {
-    if pad == 0 {
-        return true;
-    }
-    // A pad is shorter than a minimum frame: zero that much of the tail
-    // room in one fixed-size store (bytes past the pad stay outside the
-    // message) rather than call `memset` for a few bytes per datagram.
-    let room = msg.tailroom_mut();
-    match room.first_chunk_mut::<MIN_FRAME_LEN>() {
-        Some(z) => *z = [0; MIN_FRAME_LEN],
-        None => match room.get_mut(..pad) {
-            Some(z) => z.fill(0),
-            // Checked by `room`.
-            None => return false,
-        },
-    }
-    msg.commit_tail(pad).is_ok()
+    debug_assert_eq!(
+        pad,
+        crate::wire::eth::MIN_FRAME_LEN.saturating_sub(msg.len())
+    );
+    pad == 0 || crate::wire::eth::pad_to_minimum(msg).is_ok()
 }
 
 /// A received frame's link facts, once its Ethernet and IP headers passed.
