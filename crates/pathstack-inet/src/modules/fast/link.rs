@@ -200,7 +200,7 @@ pub fn finish(msg: &mut Msg, hop: &Hop, pad: usize) -> bool {
 
 /// Appends the `pad` zero bytes [`room`] asked for (false only when the
 /// room it checked is not there): the frame is complete, so that is what
-/// [`eth::pad_to_minimum`](crate::wire::eth::pad_to_minimum) adds.
+/// [`eth::pad_to_minimum`] adds.
 #[inline(always)]
 pub fn pad_frame(msg: &mut Msg, pad: usize) -> bool {
     debug_assert_eq!(
