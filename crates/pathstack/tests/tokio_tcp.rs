@@ -18,23 +18,13 @@ use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
 use pathstack::tokio::{DriverError, Net, TcpListener, TcpStream};
 use std::convert::Infallible;
-use std::future::Future;
 use std::io::{self, ErrorKind};
 use std::net::Ipv4Addr;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::time::timeout;
 use tokio_util::codec::{Framed, LinesCodec};
-use wire_nets::{addr, nets, A, B};
-
-const LIMIT: Duration = Duration::from_secs(20);
-
-/// `f` within [`LIMIT`], or the test fails saying what hung.
-async fn within<T>(what: &str, f: impl Future<Output = T>) -> T {
-    timeout(LIMIT, f)
-        .await
-        .unwrap_or_else(|_| panic!("{what}: no progress in {LIMIT:?}"))
-}
+use wire_nets::{addr, nets, within, A, B};
 
 /// A connected pair: (client on `a`, server's accepted stream on `b`).
 async fn pair(a: &Net, b: &Net, port: u16) -> (TcpStream, TcpStream) {

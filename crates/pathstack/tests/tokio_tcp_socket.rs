@@ -11,21 +11,11 @@ mod wire_nets;
 
 use pathstack::socket::{MAX_BUFFER, MIN_BUFFER};
 use pathstack::tokio::{Net, TcpListener, TcpSocket, TcpStream};
-use std::future::Future;
 use std::io::ErrorKind;
 use std::net::Ipv4Addr;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::time::timeout;
-use wire_nets::{addr, nets, A, B};
-
-const LIMIT: Duration = Duration::from_secs(20);
-
-async fn within<T>(what: &str, f: impl Future<Output = T>) -> T {
-    timeout(LIMIT, f)
-        .await
-        .unwrap_or_else(|_| panic!("{what}: no progress in {LIMIT:?}"))
-}
+use wire_nets::{addr, nets, within, A, B};
 
 /// The window the host of `net` may fill towards `s`'s peer.
 fn send_window(net: &Net, s: &TcpStream) -> u32 {

@@ -10,7 +10,19 @@
 use pathstack::core::device::wire::{wire_pair, WireConfig};
 use pathstack::host::{Host, HostConfig};
 use pathstack::tokio::Net;
+use std::future::Future;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+use std::time::Duration;
+
+/// How long a step of a test may take before it counts as hung.
+pub const LIMIT: Duration = Duration::from_secs(20);
+
+/// `f` within [`LIMIT`], or the test fails saying what hung.
+pub async fn within<T>(what: &str, f: impl Future<Output = T>) -> T {
+    tokio::time::timeout(LIMIT, f)
+        .await
+        .unwrap_or_else(|_| panic!("{what}: no progress in {LIMIT:?}"))
+}
 
 /// Host A's address.
 pub const A: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
