@@ -71,10 +71,12 @@ async fn sequential_requests_on_one_connection_never_wait_for_a_delayed_ack() {
     }
     let took = start.elapsed();
     // Before the fix every request waited for a delayed ACK: 200 × 40 ms
-    // = 8 s. A second is far above what the exchange needs (milliseconds
-    // in all) and far below one timer per request.
+    // = 8 s. Three seconds is far above what the exchange needs
+    // (milliseconds in all; about a second in a debug build on a machine
+    // loaded tenfold) and still fails if more than a third of the requests
+    // wait for the timer.
     assert!(
-        took < Duration::from_secs(1),
+        took < Duration::from_secs(3),
         "{REQUESTS} requests took {took:?} (slowest {slowest:?}): they wait for delayed ACKs"
     );
     stop_tx.send(()).unwrap();
