@@ -393,6 +393,20 @@ impl Stack {
         (path.stage(pos)? as &dyn std::any::Any).downcast_ref::<T>()
     }
 
+    /// The stage `at` names, to change what needs no context: no message
+    /// sent, no timer armed, no path asked for (a socket's read that finds
+    /// nothing to flush). Without the context of
+    /// [`with_stage_at`](Self::with_stage_at) there is nothing to open or
+    /// drain around the call: the application's call costs the stage's
+    /// work and the handle's check (issue 26, "no context built when the
+    /// call only reads state"). `None` when it is no longer there.
+    #[inline]
+    pub fn stage_at_mut<T: Stage>(&mut self, at: StageRef<T>) -> Option<&mut T> {
+        let path = self.paths.get_mut(at.path)?;
+        let pos = at.locate(&path.view.stage_ids)?;
+        (path.exec.stage_mut(pos)? as &mut dyn std::any::Any).downcast_mut::<T>()
+    }
+
     /// [`Stack::with_stage`] on the stage `at` names, without searching
     /// for it; `None` when it is no longer there (the path deleted). The
     /// first message `f` emits runs as soon as `f` returns, ahead of the

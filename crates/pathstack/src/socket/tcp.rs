@@ -548,9 +548,25 @@ impl Host {
         let Some(entry) = self.stream_to_read(s)? else {
             return Ok(None);
         };
-        let read =
-            |c: &mut TcpConnStage, _: &mut pathstack_core::stage::Cx<'_, '_>| c.tcb_mut().recv(buf);
-        match self.with_entry(entry, read, TcpConnStage::after_read)? {
+        // The read needs the path's context only for the flush after it,
+        // and that rarely has anything to send: the stage reads without
+        // one and says when the flush must still run.
+        let r = if let Some(at) = entry.1 {
+            let Some(c) = self.stack_mut().stage_at_mut(at) else {
+                return Err(SocketError::Closed);
+            };
+            let (r, flush) = c.read(buf);
+            if flush {
+                self.with_entry(entry, |_, _| (), TcpConnStage::after_read)?;
+            }
+            r
+        } else {
+            let read = |c: &mut TcpConnStage, _: &mut pathstack_core::stage::Cx<'_, '_>| {
+                c.tcb_mut().recv(buf)
+            };
+            self.with_entry(entry, read, TcpConnStage::after_read)?
+        };
+        match r {
             Ok(n) => Ok(n),
             Err(e) => Err(SocketError::Tcp(e)),
         }

@@ -134,6 +134,28 @@ impl TcpConnStage {
         self.read_would_block.set(self.tcb.read_would_block());
     }
 
+    /// RECEIVE into `buf` ([`Tcb::recv`]) without the path's context
+    /// ([`Stack::stage_at_mut`](pathstack_core::Stack::stage_at_mut)):
+    /// the read and whether [`after_read`](Self::after_read) must still
+    /// run. A read whose flush would find nothing to send (its window
+    /// update is not due, no write waits; almost every read of a
+    /// request/response exchange) is done here with what `after_read`
+    /// does then — the socket's [`ReadWouldBlock`] from the control block
+    /// — and needs no context; otherwise (`true`) the caller runs
+    /// `after_read` with one, which flushes and sets the flag.
+    #[inline]
+    pub fn read(
+        &mut self,
+        buf: &mut [u8],
+    ) -> (Result<Option<usize>, crate::tcp::TcpError>, bool) {
+        let r = self.tcb_mut().recv(buf);
+        if self.tcb.output_pending() {
+            return (r, true);
+        }
+        self.read_would_block.set(self.tcb.read_would_block());
+        (r, false)
+    }
+
     /// SEND of the application's `data` ([`Tcb::send`]), keeping the
     /// socket's [`ReadWouldBlock`]: a write changes nothing a read
     /// answers; what it may leave is output, which
