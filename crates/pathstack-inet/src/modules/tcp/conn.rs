@@ -171,7 +171,11 @@ impl TcpConnStage {
     /// [`ReadWouldBlock`] goes while output waits.
     #[inline]
     pub fn after_write(&mut self, cx: &mut Cx<'_, '_>) {
-        self.flush(cx);
+        // A write has almost always left data to send: the control
+        // block's check half would only find that out again before the
+        // send asks the same things (`Tcb::poll_output_due` alone is the
+        // whole of `poll_output`).
+        self.flush_as(cx, false);
         if self.read_would_block.get() && self.tcb.output_pending() {
             self.read_would_block.set(false);
         }
@@ -218,13 +222,21 @@ impl TcpConnStage {
     /// next deadline, tells the module about establishment and failure,
     /// and deletes the path once the connection is over and unowned.
     pub fn flush(&mut self, cx: &mut Cx<'_, '_>) {
+        self.flush_as(cx, true);
+    }
+
+    /// [`flush`](Self::flush), asking the control block's check half
+    /// first (`ask_quiet`) or going straight to the send when output is
+    /// expected.
+    #[inline(always)]
+    fn flush_as(&mut self, cx: &mut Cx<'_, '_>, ask_quiet: bool) {
         let now = cx.now();
         self.account(cx);
         if let Some(lip) = self.local_ip(cx) {
             // Most flushes (after a read, after a segment that needs no
             // answer) have nothing to send: the control block's check
             // half says so before the emission below is set up.
-            if !self.tcb.poll_quiet(now) {
+            if !(ask_quiet && self.tcb.poll_quiet(now)) {
                 self.send(cx, now, lip);
             }
         }
