@@ -389,6 +389,43 @@ fn reads_that_would_block_still_see_what_comes_next() {
     assert_eq!(end, Some(0), "the FIN after reads that would block");
 }
 
+/// A read that opens a closed receive window makes the window update due
+/// (RFC 9293 §3.8.6.2.2): it leaves within the read itself. (A read
+/// whose flush has nothing to send does not enter the connection's path;
+/// this one must.)
+#[test]
+fn a_read_that_opens_the_window_sends_the_update_at_once() {
+    let mut sim = Sim::new(plain());
+    let cfg = TcpConfig {
+        recv_buffer: 8192,
+        ..TcpConfig::default()
+    };
+    let (_l, c, s) = connect(&mut sim, cfg);
+    let data = [7u8; 4096];
+    for _ in 0..2000 {
+        let _ = ready(c.write(&mut sim.a, &data)).unwrap();
+        sim.step();
+        if sim.b.tcp_recv_queue(&s).unwrap() >= 8192 {
+            break;
+        }
+    }
+    assert_eq!(sim.b.tcp_recv_queue(&s).unwrap(), 8192, "the window closed");
+    for _ in 0..10 {
+        sim.step();
+    }
+    let before = sim.b.tcp_stats(&s).unwrap().segs_out;
+    let mut buf = [0u8; 16384];
+    assert_eq!(ready(s.read(&mut sim.b, &mut buf)).unwrap(), Some(8192));
+    let after = sim.b.tcp_stats(&s).unwrap().segs_out;
+    assert_eq!(after, before + 1, "the window update left with the read");
+    // And the sender goes on into the open window.
+    for _ in 0..100 {
+        let _ = ready(c.write(&mut sim.a, &data)).unwrap();
+        sim.step();
+    }
+    assert!(sim.b.tcp_recv_queue(&s).unwrap() > 0, "data after the update");
+}
+
 #[test]
 fn a_hundred_connections_at_once() {
     let mut sim = Sim::new(plain());
