@@ -423,7 +423,10 @@ fn a_read_that_opens_the_window_sends_the_update_at_once() {
         let _ = ready(c.write(&mut sim.a, &data)).unwrap();
         sim.step();
     }
-    assert!(sim.b.tcp_recv_queue(&s).unwrap() > 0, "data after the update");
+    assert!(
+        sim.b.tcp_recv_queue(&s).unwrap() > 0,
+        "data after the update"
+    );
 }
 
 #[test]

@@ -144,10 +144,7 @@ impl TcpConnStage {
     /// — and needs no context; otherwise (`true`) the caller runs
     /// `after_read` with one, which flushes and sets the flag.
     #[inline]
-    pub fn read(
-        &mut self,
-        buf: &mut [u8],
-    ) -> (Result<Option<usize>, crate::tcp::TcpError>, bool) {
+    pub fn read(&mut self, buf: &mut [u8]) -> (Result<Option<usize>, crate::tcp::TcpError>, bool) {
         let r = self.tcb_mut().recv(buf);
         if self.tcb.output_pending() {
             return (r, true);
