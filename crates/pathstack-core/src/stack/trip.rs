@@ -460,7 +460,9 @@ fn leave(
         EndRoute::Continue(..) | EndRoute::Sink => {}
     }
     // A full sink queue or an exhausted memory budget is counted on the
-    // path.
-    let _ = path.push_queue(QueueKind::sink(dir), std::mem::take(msg));
+    // path; the refused message goes back to its pool now, as before any
+    // follow-up runs.
+    path.push_queue_from(QueueKind::sink(dir), msg);
+    release(msg);
     Onward::Done
 }
