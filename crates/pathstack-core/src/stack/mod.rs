@@ -14,6 +14,7 @@
 //! - `trip.rs`: running a message through paths to completion (the trip);
 //! - `app_api.rs`: an application's send, enqueue, recv and inject;
 //! - `receive.rs`: frames from the drivers, one by one or in bursts;
+//!   `polling.rs`: which modules a poll must look at;
 //! - `turns.rs`: scheduler turns over paths with queued input;
 //! - `follow_ups.rs`: messages produced while another runs, and path ops;
 //! - `ldlp.rs`: running batches stage-major (LDLP).
@@ -27,6 +28,7 @@ mod ldlp;
 mod lifecycle;
 pub(crate) mod module_slot;
 mod module_types;
+mod polling;
 mod receive;
 mod trip;
 mod turns;
@@ -84,6 +86,8 @@ pub struct Stack {
     fired: Vec<TimerOwner>,
     /// The modules whose [`Module::polls`] or [`Module::receives`] said yes.
     polled: Vec<Polled>,
+    /// What an idle poll may skip of `polled`.
+    polling: polling::Polling,
     config: StackConfig,
     graph: ModuleGraph,
     /// Reservations of the live paths (admission control).

@@ -136,7 +136,29 @@ impl Stack {
     /// driver that knows nothing more is ready says so with the frame
     /// ([`Received::Last`]): a poll that finds one frame is one module
     /// call (the driver's fast lane, issue 26).
+    ///
+    /// A poll in which no module has work of its own — none polls every
+    /// time, none with a deadline is due or was reached writably since its
+    /// deadline was last asked — only asks the drivers for frames: what
+    /// the loop over all the modules would have done, in the same order,
+    /// without looking at each timed module (issue 26 item 5).
+    #[inline(always)]
     pub(super) fn poll_modules(&mut self) -> usize {
+        if self.polling.idle(&self.modules, self.now) {
+            let mut work = 0;
+            for k in 0..self.polling.receivers.len() {
+                let m = self.polling.receivers[k];
+                work += self.receive_from(m, true);
+            }
+            return work;
+        }
+        self.poll_all_modules()
+    }
+
+    /// [`Stack::poll_modules`] when some module may have work: each in
+    /// turn, polled when it has work, then asked for its frames.
+    #[inline(never)]
+    fn poll_all_modules(&mut self) -> usize {
         let mut work = 0;
         for k in 0..self.polled.len() {
             let Polled {
@@ -168,46 +190,63 @@ impl Stack {
                 // handed over frames in a batch.
                 self.drain_follow_ups();
             }
-            // The driver's burst is looked at before it runs when its order
-            // matters (ranked paths) or it is to be batched (LDLP).
-            if self.ranked > 0 || self.sched != SchedKind::PerMessage {
-                if !self.shared.rx.is_empty() {
-                    work += self.receive_handed_over();
-                }
-                if receives {
-                    let mut first = Msg::default();
-                    let got = self.call_module(m, |module, cx| module.receive(cx, &mut first));
-                    if got != Received::Nothing {
-                        work += self.receive_burst(m, first, got);
-                    }
-                }
-            } else {
-                while let Some((from, mut frame)) = self.shared.rx.pop_front() {
-                    work += 1;
-                    self.receive_frame(from, &mut frame);
-                }
-                // Drivers that hand over one frame at a time: each is
-                // written into `frame` and runs there.
-                if receives {
-                    let mut frame = Msg::default();
-                    loop {
-                        let got = self.call_module(m, |module, cx| module.receive(cx, &mut frame));
-                        if got == Received::Nothing {
-                            break;
-                        }
-                        work += 1;
-                        self.receive_frame(m, &mut frame);
-                        if got == Received::Last {
-                            break;
-                        }
-                    }
-                    let_go(frame);
-                }
+            work += self.receive_from(m, receives);
+        }
+        // The deadlines as they stand after this poll: the next poll is
+        // idle unless one of them comes due or its module is reached.
+        self.polling.due = self
+            .polled
+            .iter()
+            .filter(|p| p.when_due)
+            .filter_map(|p| p.due)
+            .min();
+        work
+    }
+
+    /// The frames handed over during module calls and, when `receives`,
+    /// those driver module `m` has for this poll.
+    #[inline(always)]
+    fn receive_from(&mut self, m: ModuleId, receives: bool) -> usize {
+        let mut work = 0;
+        // The driver's burst is looked at before it runs when its order
+        // matters (ranked paths) or it is to be batched (LDLP).
+        if self.ranked > 0 || self.sched != SchedKind::PerMessage {
+            if !self.shared.rx.is_empty() {
+                work += self.receive_handed_over();
             }
             if receives {
-                // Path creation errors went to `path_created`.
-                let _ = self.create_requested_paths();
+                let mut first = Msg::default();
+                let got = self.call_module(m, |module, cx| module.receive(cx, &mut first));
+                if got != Received::Nothing {
+                    work += self.receive_burst(m, first, got);
+                }
             }
+        } else {
+            while let Some((from, mut frame)) = self.shared.rx.pop_front() {
+                work += 1;
+                self.receive_frame(from, &mut frame);
+            }
+            // Drivers that hand over one frame at a time: each is
+            // written into `frame` and runs there.
+            if receives {
+                let mut frame = Msg::default();
+                loop {
+                    let got = self.call_module(m, |module, cx| module.receive(cx, &mut frame));
+                    if got == Received::Nothing {
+                        break;
+                    }
+                    work += 1;
+                    self.receive_frame(m, &mut frame);
+                    if got == Received::Last {
+                        break;
+                    }
+                }
+                let_go(frame);
+            }
+        }
+        if receives {
+            // Path creation errors went to `path_created`.
+            let _ = self.create_requested_paths();
         }
         work
     }
