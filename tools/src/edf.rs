@@ -199,7 +199,8 @@ pub fn simulate(videos: &[Video], policy: Policy, cost: Duration) -> Result<Outc
     Ok(out)
 }
 
-fn main() {
+/// The demonstration's command line: `edf [--cost-us N] [--json]`.
+pub fn main() {
     let mut cost_us = 8_000u64;
     let mut json = false;
     let mut args = std::env::args().skip(1);

@@ -27,11 +27,7 @@
 //! On SIGINT/SIGTERM (or after `--seconds`) it prints how many connections
 //! it served and the stack's statistics.
 
-#[path = "support/tap_net.rs"]
-mod tap_net;
-
 use bytes::Bytes;
-use clap::Parser;
 use futures_util::stream;
 use http_body_util::{combinators::BoxBody, BodyExt, Full, StreamBody};
 use hyper::body::{Frame, Incoming};
@@ -44,7 +40,6 @@ use std::convert::Infallible;
 use std::future::Future;
 use std::io;
 use std::net::{Ipv4Addr, SocketAddrV4};
-use std::process::ExitCode;
 
 /// Bytes per chunk of a `/bytes/N` body: a multiple of 8 (see [`fill`]).
 pub const CHUNK: usize = 64 * 1024;
@@ -182,30 +177,4 @@ pub async fn serve(net: &Net, port: u16, stop: impl Future<Output = ()>) -> io::
             }
         });
     }
-}
-
-#[derive(Parser, Debug)]
-#[command(about = "An HTTP/1.1 server (hyper) on pathstack's tokio API, on a TAP device")]
-struct Args {
-    #[command(flatten)]
-    tap: tap_net::TapArgs,
-    /// TCP port to serve on.
-    #[arg(long, default_value_t = 80)]
-    port: u16,
-}
-
-fn main() -> ExitCode {
-    let args = Args::parse();
-    tap_net::run_current_thread("http", run(args))
-}
-
-async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
-    let stop = args.tap.stop()?;
-    let net = args.tap.open("http", args.port)?;
-    let driver = net.spawn();
-    let served = serve(&net, args.port, stop.wait()).await?;
-    driver.abort();
-    println!("served {served} connections");
-    print!("{}", net.with_host(|h| h.report()));
-    Ok(())
 }

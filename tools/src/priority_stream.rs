@@ -217,7 +217,8 @@ pub struct RecvArgs {
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
-fn main() -> std::process::ExitCode {
+/// The tool's command line (`send` or `recv`).
+pub fn main() -> std::process::ExitCode {
     let r = match Cli::parse().mode {
         Mode::Send(a) => send(&a).map(|v| println!("{v}")),
         Mode::Recv(a) => recv(&a).and_then(|v| write_json(&a.json, &v)),

@@ -1,15 +1,11 @@
-//! The EDF demonstration of thesis §5.2.2.2 (`examples/edf.rs`): eight
+//! The EDF demonstration of thesis §5.2.2.2 (`pathstack_tools::edf`, the `edf` tool): eight
 //! videos at 10 frames/s and one at 30 on a virtual clock with a fixed
 //! processing cost per frame. With EDF and deadlines computed from the
 //! output queues no display deadline is missed; with one shared
 //! round-robin priority the fast video misses many.
 
-#[allow(dead_code)]
-#[path = "../../../examples/edf.rs"]
-mod edf;
-
-use edf::{simulate, thesis_load, Policy};
 use pathstack_core::Duration;
+use pathstack_tools::edf::{simulate, thesis_load, Policy};
 
 #[test]
 fn edf_meets_every_deadline_where_round_robin_misses() {

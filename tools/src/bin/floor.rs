@@ -51,8 +51,7 @@
 //! answers ARP and ping like any host would.
 #![forbid(unsafe_code)]
 
-#[path = "support/rtt.rs"]
-mod rtt;
+use pathstack_tools::rtt;
 
 use clap::{Parser, Subcommand};
 use etherparse::{ArpEthIpv4Packet, ArpOperation, PacketBuilder, SlicedPacket};

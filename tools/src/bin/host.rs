@@ -93,8 +93,7 @@
 //! names this host by its MAC address over ETH, by its IPv4 address over
 //! IP (`pingpong --transport rpc` is such a client).
 
-#[path = "support/tcp_services.rs"]
-mod tcp_services;
+use pathstack_tools::tcp_services;
 
 use clap::Parser;
 use pathstack::core::attrs::keys::{AddrPart, Participants, PARTICIPANTS, PASSIVE_OPEN};

@@ -7,9 +7,7 @@
 //! cargo run --release --example http_kernel_twin -- --listen 10.77.1.4:80 [--seconds S]
 //! ```
 
-#[allow(dead_code)]
-#[path = "http.rs"]
-mod http;
+use pathstack_tools::http;
 
 use clap::Parser;
 use hyper::service::service_fn;

@@ -26,8 +26,7 @@ use clap::Parser;
 use etherparse::PacketBuilder;
 use std::net::Ipv4Addr;
 
-#[path = "support/raw_flood.rs"]
-mod raw_flood;
+use pathstack_tools::raw_flood;
 
 #[derive(Parser)]
 #[command(about = "ICMP echo request flood at a fixed rate through a raw IPv4 socket")]

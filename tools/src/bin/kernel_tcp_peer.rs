@@ -33,8 +33,7 @@
 //! instead of reporting a figure from a partial run.
 #![forbid(unsafe_code)]
 
-#[path = "support/rtt.rs"]
-mod rtt;
+use pathstack_tools::rtt;
 
 use clap::{Parser, Subcommand};
 use rtt::RttRecorder;

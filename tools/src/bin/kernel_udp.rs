@@ -22,8 +22,7 @@
 //! that kernel work queued on the same CPU still runs).
 #![forbid(unsafe_code)]
 
-#[path = "support/rtt.rs"]
-mod rtt;
+use pathstack_tools::rtt;
 
 use clap::{Parser, Subcommand};
 use rtt::{RttRecorder, LOSS_TIMEOUT};

@@ -57,8 +57,7 @@
 //! ACKs at once (`set_ack_delay(None)`): four frames per round trip.
 #![forbid(unsafe_code)]
 
-#[path = "support/rtt.rs"]
-mod rtt;
+use pathstack_tools::rtt;
 
 use clap::{Parser, Subcommand};
 use pathstack_core::device::Device as _;

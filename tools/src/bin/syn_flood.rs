@@ -28,8 +28,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::net::{Ipv4Addr, SocketAddrV4};
 
-#[path = "support/raw_flood.rs"]
-mod raw_flood;
+use pathstack_tools::raw_flood;
 
 #[derive(Parser)]
 #[command(about = "TCP SYN flood from random sources through a raw IPv4 socket")]

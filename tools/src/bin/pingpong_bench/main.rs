@@ -113,15 +113,12 @@ use std::time::{Duration, Instant};
 /// Errors cross the hosts' threads.
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
-#[path = "support/rtt.rs"]
-mod rtt;
+use pathstack_tools::rtt;
 use rtt::{RttRecorder, LOSS_TIMEOUT};
 
-#[path = "support/tcp_pingpong.rs"]
 mod tcp_pingpong;
 use tcp_pingpong::{TcpEchoServer, TcpPinger};
 
-#[path = "support/rpc_pingpong.rs"]
 mod rpc_pingpong;
 
 #[derive(Parser, Debug)]
