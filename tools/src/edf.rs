@@ -26,7 +26,7 @@
 //! round robin they share one priority (quantum 1).
 //!
 //! ```text
-//! cargo run -p pathstack --example edf [-- --cost-us N] [--json]
+//! cargo run -p pathstack-tools --bin edf [-- --cost-us N] [--json]
 //! ```
 //! Deterministic: the counts repeat exactly from run to run.
 

@@ -4,7 +4,7 @@
 //! exactly as it would a `tokio::net::TcpStream`.
 //!
 //! ```text
-//! cargo run --release --example http -- --tap NAME --ip ADDR/PREFIX \
+//! cargo run --release -p pathstack-tools --bin http -- --tap NAME --ip ADDR/PREFIX \
 //!     [--netns NS] [--port 80] [--gateway ADDR] [--seconds S]
 //! ```
 //!

@@ -5,12 +5,12 @@
 //! `KIND`, rotating over the bench's 256.
 //!
 //! ```text
-//! cargo build --release -p pathstack-classify --example classify_count
+//! cargo build --release -p pathstack-tools --bin classify_count
 //! valgrind --tool=callgrind --toggle-collect='classify_count::run' \
-//!     target/release/examples/classify_count 100000 active 100000
+//!     target/release/classify_count 100000 active 100000
 //! # "Collected" / 100000 = instructions per lookup (the hash seeds differ
 //! # per process, so probe runs, hence counts, vary a little: take a median)
-//! target/release/examples/classify_count 100000 active 10000000 time
+//! target/release/classify_count 100000 active 10000000 time
 //! ```
 //!
 //! `KIND`: `active` (the remote endpoint of an installed path), `passive`

@@ -9,7 +9,7 @@
 //! the per-path ones every SECS seconds while it runs.
 //!
 //! ```text
-//! cargo run --release --example host -- (--netns | --tap NAME --ip ADDR/PREFIX [--netns NS]) \
+//! cargo run --release -p pathstack-tools --bin host -- (--netns | --tap NAME --ip ADDR/PREFIX [--netns NS]) \
 //!     [--nic tap|lance:copy|lance:direct] [--no-udp-services] [--no-tcp-services] \
 //!     [--tcp-client ADDR:PORT [--file FILE]] [--rpc eth|ip] \
 //!     [--gateway ADDR] [--mac MAC] [--pcap FILE] [--busy-poll] [--offload on|off] [--json FILE] \
@@ -66,7 +66,7 @@
 //! with `{`.
 //!
 //! ```text
-//! sudo target/release/examples/host --netns --ping --count 20 --stats 1 --json stats.jsonl
+//! sudo target/release/host --netns --ping --count 20 --stats 1 --json stats.jsonl
 //! jq -c '.paths[] | {id, cpu_ns, held_bytes}' stats.jsonl
 //! ```
 //!
@@ -91,7 +91,7 @@
 //! on Ethernet, or on IP) and serves the echo procedure under the
 //! XRPCTEST id, 1002, to any RPC peer, at most once per call; the peer
 //! names this host by its MAC address over ETH, by its IPv4 address over
-//! IP (`pingpong --transport rpc` is such a client).
+//! IP (`pingpong_bench --transport rpc` is such a client).
 
 use pathstack_tools::tcp_services;
 

@@ -4,7 +4,7 @@
 //! example runs. `scripts/bench-http.sh` measures both with `wrk`.
 //!
 //! ```text
-//! cargo run --release --example http_kernel_twin -- --listen 10.77.1.4:80 [--seconds S]
+//! cargo run --release -p pathstack-tools --bin http_kernel_twin -- --listen 10.77.1.4:80 [--seconds S]
 //! ```
 
 use pathstack_tools::http;

@@ -67,7 +67,7 @@
 //! histogram of batch sizes formed.
 //!
 //! ```text
-//! cargo run --release -p pathstack --example ldlp_load -- --sched ldlp:8 load --rates 2000,4000
+//! cargo run --release -p pathstack-tools --bin ldlp_load -- --sched ldlp:8 load --rates 2000,4000
 //! ```
 
 use clap::{Parser, Subcommand};

@@ -16,7 +16,7 @@
 //!
 //! `tcp-echo` is the smoltcp TCP echo server (RFC 862) of the latency,
 //! connection-rate and idle-connection rows of `scripts/bench-tcp.sh`,
-//! with the options of `examples/tcp_echo.rs`: K sockets listen on P
+//! with the options of `tools/src/bin/tcp_echo.rs`: K sockets listen on P
 //! (smoltcp takes one connection per socket; a socket that has closed
 //! listens again), 256 KB buffers, Nagle off (`set_nagle_enabled(false)`),
 //! echoing what they read. N more sockets with B-octet buffers listen on
@@ -25,7 +25,7 @@
 //!
 //! `tcp-sink` and `tcp-source` are the smoltcp rows of
 //! `scripts/bench-tcp.sh`, with the options and JSON output of
-//! `examples/tcp_bulk.rs`: one TCP socket with 256 KB receive and send
+//! `tools/src/bin/tcp_bulk.rs`: one TCP socket with 256 KB receive and send
 //! buffers (pathstack's default; smoltcp scales its window for them),
 //! CUBIC congestion control (the `socket-tcp-cubic` feature, as pathstack's
 //! default), smoltcp's defaults otherwise (no timestamps, Nagle on, its
@@ -45,12 +45,12 @@
 //! wire (two bounded rings of preallocated frame buffers, no allocation per
 //! frame) and ping-pongs one byte over UDP: the workload whose instructions
 //! per round trip are counted with cachegrind against pathstack's
-//! `pingpong --wire memory`. Run it twice with different `--rounds` and
+//! `pingpong_bench --wire memory`. Run it twice with different `--rounds` and
 //! divide the difference of the instruction counts by the difference of the
 //! rounds to take out setup and teardown. `memory-tcp` does the same over
 //! one TCP connection (B echoes what it reads), Nagle off at both ends
 //! (`set_nagle_enabled(false)`), 64 KB buffers, smoltcp's defaults
-//! otherwise: the anchor of `pingpong --transport tcp` (TCP_NODELAY) in
+//! otherwise: the anchor of `pingpong_bench --transport tcp` (TCP_NODELAY) in
 //! `scripts/instr.sh`. Its delayed ACK (10 ms) stays on, as pathstack's
 //! does (40 ms): each end's ACK rides on its next data, two frames per
 //! round trip at both stacks, the strongest anchor. `--no-delayed-ack`

@@ -43,7 +43,7 @@
 //! (`pathstack_core::fused`), the rest through the inlined stages.
 //!
 //! ```text
-//! cargo run --release --example pingpong -- [--wire memory|tap] [--transport udp|tcp|rpc]
+//! cargo run --release -p pathstack-tools --bin pingpong_bench -- [--wire memory|tap] [--transport udp|tcp|rpc]
 //!     [--size N] [--rpc-net eth|ip]
 //!     [--rounds N] [--warmup W] [--sched per-message|ldlp] [--form std|pin|both]
 //!     [--nic tap|lance:copy|lance:direct] [--busy-poll]

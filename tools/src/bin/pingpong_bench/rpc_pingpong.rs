@@ -1,4 +1,4 @@
-//! The RPC ping-pong of `pingpong --transport rpc`: the x-kernel's
+//! The RPC ping-pong of `pingpong_bench --transport rpc`: the x-kernel's
 //! XRPCTEST — a client calls procedure [`XRPCTEST_ID`] on a server that
 //! registered the [`Echo`] procedure, one call at a time, zero-byte
 //! requests unless `--size` asks for more. Both hosts run the RPC stack

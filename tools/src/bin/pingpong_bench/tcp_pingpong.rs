@@ -1,4 +1,4 @@
-//! The TCP ping-pong of `pingpong --transport tcp`: one connection with
+//! The TCP ping-pong of `pingpong_bench --transport tcp`: one connection with
 //! `TCP_NODELAY` (RFC 896's Nagle off) on both ends, one octet each way per
 //! round trip; the server's application echoes what it reads.
 //!
