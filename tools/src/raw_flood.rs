@@ -4,8 +4,7 @@
 //! `IP_HDRINCL`), the pacing in 1 ms steps (the datagrams due by then go out
 //! in a burst), and the report `{"sent", "seconds", "rate"}` on stdout.
 //!
-//! Included by each example with `#[path = "support/raw_flood.rs"] mod
-//! raw_flood;`.
+//! Used by the `syn_flood` and `icmp_flood` tools.
 
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 use std::net::{Ipv4Addr, SocketAddrV4};

@@ -3,10 +3,8 @@
 //! the counts and wall time of the run, reported as a line on stdout and as
 //! a JSON file that `scripts/bench-summary.py` reads.
 //!
-//! Included by each example with `#[path = "support/rtt.rs"] mod rtt;`
-//! (examples are single files; this keeps the measuring identical for every
-//! system compared). Not every example uses every item.
-#![allow(dead_code)]
+//! One module for every tool that measures round trips, so the measuring
+//! is identical for every system compared.
 
 use hdrhistogram::Histogram;
 use std::path::Path;

@@ -1,14 +1,12 @@
-//! The start-up shared by the tokio examples on a TAP device (`http`,
-//! `udp_echo`): their common command-line options ([`TapArgs`], flattened
-//! into each example's own), opening the TAP device and the [`Net`] on it
+//! The start-up shared by the tokio servers on a TAP device (the `http`
+//! tool, the `udp_echo` example): their common command-line options
+//! ([`TapArgs`], flattened into each one's own), opening the TAP device and the [`Net`] on it
 //! ([`TapArgs::open`]), when to stop ([`Stop`]: SIGINT, SIGTERM or
 //! `--seconds`), and the current-thread runtime `main` runs them on
 //! ([`run_current_thread`]).
 //!
-//! Included by each example with `#[path = "support/tap_net.rs"] mod
-//! tap_net;` (examples are single files). Not every example uses every
-//! item.
-#![allow(dead_code)]
+//! In the tools' library so that the `http` tool and the `udp_echo`
+//! example share it.
 
 use pathstack::devices::{TapDevice, TapOptions};
 use pathstack::host::HostConfig;

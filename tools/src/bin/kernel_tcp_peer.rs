@@ -14,7 +14,7 @@
 //!   `TCP_NODELAY` on each; one tokio task per connection on one thread.
 //!   Prints `ready` once listening; runs until killed.
 //! - `rtt`: one connection, `TCP_NODELAY`, 1 byte each way per round trip;
-//!   RTT percentiles as the UDP clients report them (`support/rtt.rs`).
+//!   RTT percentiles as the UDP clients report them (`pathstack_tools::rtt`).
 //! - `rate`: connections per second: connect, 1-byte echo, close (this end
 //!   closes first, so TIME-WAIT stays here, RFC 9293 §3.6), one after the
 //!   other for S seconds. JSON `{"conns", "seconds", "conn_per_s"}`.

@@ -1,7 +1,8 @@
 //! The main job: 1-byte UDP ping-pong between two pathstack hosts (and
 //! with `--transport tcp` the same over one TCP connection; with
 //! `--transport rpc` the seeds' second workload, XRPCTEST calls over the
-//! RPC stack).
+//! RPC stack). The measurement tool behind the short teaching example
+//! `examples/pingpong/main.rs` (`cargo run --release --example pingpong`).
 //!
 //! With no arguments: two stacks in one process joined by the in-memory
 //! wire; for each scheduler (per-message, LDLP) and path form (modular
@@ -921,7 +922,7 @@ fn run_memory_tcp(args: &Args, row: &mut dyn FnMut(&Result1)) -> Result<Vec<Resu
 // ---------------------------------------------------------------------------
 // Over TAP/veth.
 
-/// The netns.sh topology variables this example needs.
+/// The netns.sh topology variables this tool needs.
 const TOPOLOGY_VARS: [&str; 7] = [
     "NS_A",
     "NS_B",

@@ -18,7 +18,7 @@
 //! with a budget of [`FIRST_CALL_TIMEOUT`]; only then does `--count-only`
 //! switch the hosts to the 1 µs-per-poll clock.
 //!
-//! Included by `pingpong.rs` with `#[path = "support/rpc_pingpong.rs"]`; it
+//! A module of the `pingpong_bench` tool (`main.rs`); it
 //! uses that file's measuring and configurations, and plugs into its TAP
 //! runner as a [`TapPingPong`].
 

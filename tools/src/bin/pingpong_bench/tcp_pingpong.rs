@@ -2,7 +2,7 @@
 //! `TCP_NODELAY` (RFC 896's Nagle off) on both ends, one octet each way per
 //! round trip; the server's application echoes what it reads.
 //!
-//! Included by `pingpong.rs` with `#[path = "support/tcp_pingpong.rs"]`.
+//! A module of the `pingpong_bench` tool (`main.rs`).
 
 use pathstack::host::Host;
 use pathstack::inet::tcp::TcpConfig;
