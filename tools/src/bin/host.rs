@@ -122,7 +122,7 @@ use tcp_services::{EchoClient, TcpServices};
 #[command(about = "A pathstack Internet host on a TAP device")]
 struct Args {
     /// TAP interface name (created if absent); default with a private
-    /// --netns: pshost<pid>.
+    /// --netns: pshost and the process id (pshost1234).
     #[arg(long)]
     tap: Option<String>,
     /// Our address and prefix length, e.g. 10.77.0.1/24 (the default with

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 pub struct ClientOptions {
     /// Bytes to send: the first `len` bytes of the stream of `seed`.
     pub len: u64,
-    /// The stream's seed ([`pattern_bytes`]).
+    /// The stream's seed ([`pattern_bytes`](super::pattern_bytes)).
     pub seed: u64,
     /// The whole exchange (connect, send, read to EOF) must end within this.
     pub timeout: Duration,

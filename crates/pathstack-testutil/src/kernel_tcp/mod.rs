@@ -1,5 +1,5 @@
 //! The Linux kernel's side of the TCP interop tests (pathstack ↔ kernel
-//! over TAP): kernel TCP endpoints run inside a [`Topology`]'s namespaces,
+//! over TAP): kernel TCP endpoints run inside a [`Topology`](crate::Topology)'s namespaces,
 //! deterministic payloads that are hashed while streaming, network
 //! conditions (random loss, per-namespace sysctls) and the kernel's own
 //! account of a connection (`ss -tin`, `/proc/net/snmp`) and captures

@@ -224,7 +224,7 @@ impl KernelSinkServer {
 }
 
 /// A kernel TCP source inside a namespace: on each connection it sends the
-/// first `len` bytes of the stream of `seed` ([`pattern_bytes`]), then
+/// first `len` bytes of the stream of `seed` ([`pattern_bytes`](super::pattern_bytes)), then
 /// closes; it reads and discards whatever the peer sends meanwhile. The
 /// receiver checks against [`Transfer::pattern`]`(seed, len)`. Stopped on drop.
 pub struct KernelSourceServer(Server<u64>);
