@@ -7,12 +7,12 @@
 //! error, `io::ErrorKind::QuotaExceeded` through `std::io`, and admits one
 //! again once a socket is closed.
 //!
-//! Privileged, last: the `host` example's `--stats SECS --json FILE` on a
+//! Privileged, last: the `host` tool's (`tools/src/bin/host.rs`) `--stats SECS --json FILE` on a
 //! TAP in a private namespace writes JSON Lines, snapshots then the final
 //! report, with the pings' path charged CPU time.
 
-#[path = "support/example_bin.rs"]
-mod example_bin;
+#[path = "support/binaries.rs"]
+mod binaries;
 
 use pathstack::core::admission::{Budget, Budgets, Resource};
 use pathstack::core::error::PathError;
@@ -217,7 +217,7 @@ fn a_stack_path_budget_counts_every_path_of_the_host() {
 }
 
 fn host_binary() -> PathBuf {
-    example_bin::example_binary("host")
+    binaries::tool_binary("host")
 }
 
 #[test]
