@@ -33,14 +33,21 @@
 //! assert_eq!(reply.as_slice(), b"ping");
 //! ```
 
+// The RPC calls are still implemented as `Host` methods, deprecated
+// for applications in favour of the views (`host.rpc()`, issue 27
+// item 2) and kept one release; inside the crate they are the implementation.
+#![allow(deprecated)]
+
 mod calls;
 mod error;
+mod view;
 
 pub use calls::RpcCall;
 pub use error::RpcError;
 pub use pathstack_rpc::modules::rpc::{Echo, Procedure};
 pub use pathstack_rpc::modules::RpcNet;
 pub use pathstack_rpc::Peer;
+pub use view::Rpc;
 
 use crate::host::Host;
 use calls::{CallTable, Taken};
@@ -94,6 +101,7 @@ impl Host {
 
     /// How this host is named as an RPC peer: its MAC address when the
     /// RPC stack runs on Ethernet, its IPv4 address over IP.
+    #[deprecated(note = "use host.rpc().peer")]
     pub fn rpc_peer(&self) -> Result<Peer, RpcError> {
         let net = self.rpc.as_ref().ok_or(RpcError::NoRpc)?.net;
         Ok(match net {
@@ -105,6 +113,7 @@ impl Host {
     /// The largest request (and reply) the RPC stack carries: 16 BLAST
     /// fragments less the headers above BLAST (23,644 bytes on Ethernet
     /// with a 1500-byte MTU, 23,324 over IP).
+    #[deprecated(note = "use host.rpc().max_request")]
     pub fn rpc_max_request(&self) -> Result<usize, RpcError> {
         Ok(self.rpc.as_ref().ok_or(RpcError::NoRpc)?.max_request)
     }
@@ -112,6 +121,7 @@ impl Host {
     /// Starts a call of procedure `id` on `peer` with `request`, without
     /// waiting: poll the host and read the outcome with
     /// [`Host::rpc_poll`].
+    #[deprecated(note = "use host.rpc().start")]
     pub fn rpc_start(
         &mut self,
         peer: impl Into<Peer>,
@@ -183,6 +193,7 @@ impl Host {
 
     /// The outcome of `call`: `Ok(None)` while it is in flight, the reply
     /// once it came (the handle is then spent), or why it failed.
+    #[deprecated(note = "use host.rpc().poll")]
     pub fn rpc_poll(&mut self, call: &RpcCall) -> Result<Option<Msg>, RpcError> {
         if call.host != self.id() {
             return Err(RpcError::NoSuchCall);
@@ -221,6 +232,7 @@ impl Host {
     /// Whether [`Host::rpc_poll`] would now return something other than
     /// `Ok(None)` for `call` (its outcome came, or it is no call of this
     /// host), without taking it.
+    #[deprecated(note = "use host.rpc().ready")]
     pub fn rpc_ready(&mut self, call: &RpcCall) -> bool {
         if call.host != self.id() {
             return true;
@@ -233,6 +245,7 @@ impl Host {
 
     /// Gives up waiting for `call`: its outcome is thrown away when it
     /// comes. The procedure may still run once on the peer.
+    #[deprecated(note = "use host.rpc().abandon")]
     pub fn rpc_abandon(&mut self, call: RpcCall) {
         if call.host == self.id() {
             if let Some(st) = self.rpc.as_mut() {
@@ -242,17 +255,20 @@ impl Host {
     }
 
     /// Calls in flight (started and not yet read).
+    #[deprecated(note = "use host.rpc().in_flight")]
     pub fn rpc_calls_in_flight(&self) -> usize {
         self.rpc.as_ref().map_or(0, |s| s.calls.in_use())
     }
 
     /// The client side of the host's RPC stack, for blocking calls.
+    #[deprecated(note = "use host.rpc().client")]
     pub fn rpc_client(&mut self) -> Result<RpcClient<'_>, RpcError> {
         self.rpc_state()?;
         Ok(RpcClient { host: self })
     }
 
     /// The server side of the host's RPC stack, to register procedures.
+    #[deprecated(note = "use host.rpc().server")]
     pub fn rpc_server(&mut self) -> Result<RpcServer<'_>, RpcError> {
         self.rpc_state()?;
         Ok(RpcServer { host: self })

@@ -24,6 +24,7 @@ impl Host {
     /// let e = host.recv_from_timeout(&s, &mut buf, Duration::from_millis(10)).unwrap_err();
     /// assert_eq!(std::io::Error::from(e).kind(), std::io::ErrorKind::TimedOut);
     /// ```
+    #[deprecated(note = "use host.udp().recv_from_trunc_timeout")]
     pub fn recv_from_trunc_timeout(
         &mut self,
         s: &UdpSocket,
@@ -52,6 +53,7 @@ impl Host {
 
     /// Waits at most `timeout` for a datagram on `s` (see
     /// [`Host::recv_from_trunc_timeout`]) and returns its length and sender.
+    #[deprecated(note = "use host.udp().recv_from_timeout")]
     pub fn recv_from_timeout(
         &mut self,
         s: &UdpSocket,
@@ -64,6 +66,7 @@ impl Host {
 
     /// Waits at most `timeout` for a datagram from a connected socket's
     /// peer (see [`Host::recv_from_trunc_timeout`]).
+    #[deprecated(note = "use host.udp().recv_timeout")]
     pub fn recv_timeout(
         &mut self,
         s: &UdpSocket,

@@ -39,6 +39,7 @@ impl Host {
     /// socket whose datagrams met trouble (see [`crate::socket`]'s
     /// error section), `None` otherwise. A bound socket's faults are
     /// discarded (Linux reports them only with `IP_RECVERR`).
+    #[deprecated(note = "use host.udp().take_error")]
     pub fn take_error(&mut self, s: &UdpSocket) -> Result<Option<SocketError>, SocketError> {
         let st = *self.socket(s)?;
         Ok(self.take_error_of(&st))

@@ -74,6 +74,11 @@
 //! assert_eq!(from.ip().to_string(), "10.0.0.1");
 //! ```
 
+// The socket calls are still implemented as `Host` methods, deprecated
+// for applications in favour of the views (`host.udp()`/`host.tcp()`, issue 27
+// item 2) and kept one release; inside the crate they are the implementation.
+#![allow(deprecated)]
+
 mod addr;
 mod blocking;
 mod error;
@@ -87,7 +92,9 @@ pub mod tcp;
 mod tcp_buffers;
 mod tcp_linger;
 mod tcp_ttl;
+mod tcp_view;
 mod try_calls;
+mod udp_view;
 
 pub use error::{SocketError, Transport};
 pub(crate) use readiness::Registrations;
@@ -98,6 +105,8 @@ pub use tcp::{TcpListener, TcpStream};
 pub use tcp_buffers::{clamp_buffer, MAX_BUFFER, MIN_BUFFER};
 pub(crate) use tcp_linger::TcpLingers;
 pub use tcp_linger::MAX_LINGERING;
+pub use tcp_view::Tcp;
+pub use udp_view::Udp;
 
 use crate::host::{Host, HostId};
 use addr::{check_local, check_peer, first, resolve, try_each};
@@ -258,6 +267,7 @@ impl Host {
     /// let e = host.udp_bind("[::]:10").unwrap_err();
     /// assert_eq!(e.to_string(), "[::]:10: address family not supported (pathstack speaks IPv4 only)");
     /// ```
+    #[deprecated(note = "use host.udp().bind")]
     pub fn udp_bind(&mut self, addr: impl ToSocketAddrs) -> Result<UdpSocket, SocketError> {
         try_each(resolve(addr)?, |local| {
             check_local(self.sockets.addr(), local)?;
@@ -273,6 +283,7 @@ impl Host {
     /// [`udp_bind`](Host::udp_bind) then [`connect`](Host::connect) makes
     /// two. Connected sockets may share a local port with each other and
     /// with a bound socket; the classifier prefers the connected one.
+    #[deprecated(note = "use host.udp().bind_connected")]
     pub fn udp_connect(
         &mut self,
         local: impl ToSocketAddrs,
@@ -296,6 +307,7 @@ impl Host {
     ///
     /// The socket moves to a path keyed by both ends; datagrams queued on
     /// it before are discarded (Linux keeps them).
+    #[deprecated(note = "use host.udp().connect")]
     pub fn connect(&mut self, s: &UdpSocket, peer: impl ToSocketAddrs) -> Result<(), SocketError> {
         let state = *self.socket(s)?;
         let (path, peer) = try_each(resolve(peer)?, |peer| {
@@ -316,6 +328,7 @@ impl Host {
     /// Closes a socket: its path is deleted, datagrams still queued on it
     /// are freed, and its port is free again. Every copy of the handle is
     /// stale from now on.
+    #[deprecated(note = "use host.udp().close")]
     pub fn udp_close(&mut self, s: UdpSocket) -> Result<(), SocketError> {
         let state = self.sockets.remove(&s)?;
         self.stack_mut()
@@ -324,6 +337,7 @@ impl Host {
     }
 
     /// The socket's address: the host's and its port.
+    #[deprecated(note = "use host.udp().local_addr")]
     pub fn local_addr(&self, s: &UdpSocket) -> Result<SocketAddr, SocketError> {
         let st = self.socket(s)?;
         // A connected socket's own address is the one IP placed its path
@@ -343,6 +357,7 @@ impl Host {
 
     /// The peer of a connected socket ([`SocketError::NotConnected`] for a
     /// bound one).
+    #[deprecated(note = "use host.udp().peer_addr")]
     pub fn peer_addr(&self, s: &UdpSocket) -> Result<SocketAddr, SocketError> {
         self.socket(s)?
             .peer
@@ -352,6 +367,7 @@ impl Host {
 
     /// The socket's path (to inspect its statistics with [`Stack::path`]).
     /// It changes when the socket connects.
+    #[deprecated(note = "use host.udp().path_id")]
     pub fn udp_path_id(&self, s: &UdpSocket) -> Result<PathId, SocketError> {
         Ok(self.socket(s)?.path)
     }
@@ -360,6 +376,7 @@ impl Host {
     /// resolves to, as `std::net::UdpSocket::send_to`); returns its length.
     /// On a connected socket `dst` must be its peer; a broadcast `dst`
     /// needs [`Host::set_broadcast`].
+    #[deprecated(note = "use host.udp().send_to")]
     pub fn send_to(
         &mut self,
         s: &UdpSocket,
@@ -374,6 +391,7 @@ impl Host {
 
     /// Queues `data` as one datagram to a connected socket's peer; returns
     /// its length.
+    #[deprecated(note = "use host.udp().send")]
     pub fn send(&mut self, s: &UdpSocket, data: &[u8]) -> Result<usize, SocketError> {
         if self.socket(s)?.peer.is_none() {
             return Err(SocketError::NotConnected);
@@ -403,6 +421,7 @@ impl Host {
     /// (`None` on a connected socket: its peer). The message must come
     /// from this host's pool ([`Stack::pool`]) to have headroom for the
     /// headers.
+    #[deprecated(note = "use host.udp().send_msg")]
     pub fn udp_send_msg(
         &mut self,
         s: &UdpSocket,
@@ -445,6 +464,7 @@ impl Host {
     /// Takes the next datagram received on `s` as a pool message (no
     /// copy); its sender is in the annotations (`peer_ip`, `peer_port`).
     /// `Ok(None)` when nothing is queued.
+    #[deprecated(note = "use host.udp().recv_msg")]
     pub fn udp_recv_msg(&mut self, s: &UdpSocket) -> Result<Option<Msg>, SocketError> {
         let path = self.checked(s)?.path;
         Ok(self.stack_mut().recv(path, Dir::Up))
@@ -544,6 +564,7 @@ impl Host {
     }
 
     /// Datagrams waiting on `s` (0 for a closed socket or another host's).
+    #[deprecated(note = "use host.udp().pending")]
     pub fn udp_pending(&self, s: &UdpSocket) -> usize {
         self.socket(s)
             .ok()
@@ -553,6 +574,7 @@ impl Host {
 
     /// Whether a send on `s` would be queued now (its path's send queue
     /// has room); a send may still find no free buffer.
+    #[deprecated(note = "use host.udp().writable")]
     pub fn udp_writable(&self, s: &UdpSocket) -> Result<bool, SocketError> {
         let path = self.socket(s)?.path;
         Ok(self.stack().path(path).is_some_and(|p| {

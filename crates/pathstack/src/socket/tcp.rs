@@ -289,6 +289,7 @@ impl Host {
     /// Listens on `addr` (the host's address or `0.0.0.0`, port 0 for an
     /// ephemeral one) with a SYN queue and an accept queue of `backlog`
     /// connections each; beyond a full SYN queue, SYN cookies answer.
+    #[deprecated(note = "use host.tcp().listen")]
     pub fn tcp_listen(
         &mut self,
         addr: impl ToSocketAddrs,
@@ -300,6 +301,7 @@ impl Host {
 
     /// [`tcp_listen`](Self::tcp_listen) with the options its connections
     /// get.
+    #[deprecated(note = "use host.tcp().listen_with")]
     pub fn tcp_listen_with(
         &mut self,
         addr: impl ToSocketAddrs,
@@ -347,6 +349,7 @@ impl Host {
     /// Connections waiting in the listener's accept queue: whether an
     /// [`accept`](Self::accept) would return one (an async layer's
     /// readiness test; none of them is taken).
+    #[deprecated(note = "use host.tcp().accept_pending")]
     pub fn tcp_accept_pending(&self, l: &TcpListener) -> Result<usize, SocketError> {
         let (_, port) = self.listener_entry(l)?;
         let tcp = self.tcp_module()?;
@@ -397,12 +400,14 @@ impl Host {
     /// Starts connecting to `peer` from an ephemeral port; the handshake
     /// completes as the host polls ([`Host::tcp_is_connected`]). Each
     /// address `peer` resolves to is tried in turn.
+    #[deprecated(note = "use host.tcp().connect")]
     pub fn tcp_connect(&mut self, peer: impl ToSocketAddrs) -> Result<TcpStream, SocketError> {
         let cfg = self.tcp_default_config();
         self.tcp_connect_with("0.0.0.0:0", peer, cfg)
     }
 
     /// [`tcp_connect`](Self::tcp_connect) from `local` with options `cfg`.
+    #[deprecated(note = "use host.tcp().connect_with")]
     pub fn tcp_connect_with(
         &mut self,
         local: impl ToSocketAddrs,
@@ -443,12 +448,14 @@ impl Host {
     }
 
     /// The connection's state (RFC 9293 §3.3.2).
+    #[deprecated(note = "use host.tcp().state")]
     pub fn tcp_state(&self, s: &TcpStream) -> Result<State, SocketError> {
         self.conn(s, |c| c.tcb().state())
     }
 
     /// Whether the handshake has completed; the connection's error if it
     /// failed (`ConnectionRefused`, `TimedOut`).
+    #[deprecated(note = "use host.tcp().is_connected")]
     pub fn tcp_is_connected(&mut self, s: &TcpStream) -> Result<bool, SocketError> {
         let (state, err) = self.conn(s, |c| (c.tcb().state(), c.tcb().error()))?;
         match (state, err) {
@@ -557,6 +564,7 @@ impl Host {
     }
 
     /// Octets a [`tcp_recv`](Self::tcp_recv) would read now (`FIONREAD`).
+    #[deprecated(note = "use host.tcp().recv_queue")]
     pub fn tcp_recv_queue(&self, s: &TcpStream) -> Result<usize, SocketError> {
         self.conn(s, |c| c.tcb().recv_queue())
     }
@@ -573,6 +581,7 @@ impl Host {
 
     /// Shuts the reading side, the writing side (a FIN after the data) or
     /// both.
+    #[deprecated(note = "use host.tcp().shutdown")]
     pub fn tcp_shutdown(&mut self, s: &TcpStream, how: Shutdown) -> Result<(), SocketError> {
         self.with_conn(s, |c, _| c.tcb_mut().shutdown(how))?
             .map_err(SocketError::from)
@@ -583,6 +592,7 @@ impl Host {
     /// [`tcp_set_linger`](Self::tcp_set_linger)) and lets go of it: the
     /// handle is stale from now on, and the connection's path goes when
     /// the close handshake and TIME-WAIT are over.
+    #[deprecated(note = "use host.tcp().close")]
     pub fn tcp_close(&mut self, s: TcpStream) -> Result<(), SocketError> {
         // `SO_LINGER` (`tcp_linger.rs`): zero aborts, a time bounds it.
         let linger = self.linger_close(&s);
@@ -602,6 +612,7 @@ impl Host {
     }
 
     /// Aborts the connection with a reset and lets go of it.
+    #[deprecated(note = "use host.tcp().abort")]
     pub fn tcp_abort(&mut self, s: TcpStream) -> Result<(), SocketError> {
         self.with_conn(&s, |c, cx| {
             c.tcb_mut().abort();
@@ -613,6 +624,7 @@ impl Host {
 
     /// Closes a listener: its path goes, and connections not yet accepted
     /// are reset.
+    #[deprecated(note = "use host.tcp().close_listener")]
     pub fn tcp_close_listener(&mut self, l: TcpListener) -> Result<(), SocketError> {
         let (path, port) = self.listener_entry(&l)?;
         let tcp = self.tcp_module()?;
@@ -636,6 +648,7 @@ impl Host {
 
     /// The listener's address: the one it was bound to (a 127/8 one
     /// included), or the host's for one bound to `0.0.0.0`.
+    #[deprecated(note = "use host.tcp().listener_addr")]
     pub fn tcp_listener_addr(&self, l: &TcpListener) -> Result<SocketAddr, SocketError> {
         let (_, port) = self.listener_entry(l)?;
         let bound = match self
@@ -650,6 +663,7 @@ impl Host {
     }
 
     /// The connection's local address.
+    #[deprecated(note = "use host.tcp().local_addr")]
     pub fn tcp_local_addr(&self, s: &TcpStream) -> Result<SocketAddr, SocketError> {
         let port = self.conn(s, |c| c.tcb().ports().0)?;
         // The connection's own address, as IP placed its path: the host's,
@@ -664,6 +678,7 @@ impl Host {
     }
 
     /// The connection's peer.
+    #[deprecated(note = "use host.tcp().peer_addr")]
     pub fn tcp_peer_addr(&self, s: &TcpStream) -> Result<SocketAddr, SocketError> {
         self.conn(s, |c| {
             SocketAddrV4::new(c.remote_ip(), c.tcb().ports().1).into()
@@ -671,6 +686,7 @@ impl Host {
     }
 
     /// Takes the connection's pending error (`SO_ERROR`).
+    #[deprecated(note = "use host.tcp().take_error")]
     pub fn tcp_take_error(&mut self, s: &TcpStream) -> Result<Option<TcpError>, SocketError> {
         self.with_conn(s, |c, _| c.tcb_mut().take_error())
     }
@@ -681,16 +697,19 @@ impl Host {
     /// row coalesce; one write ([`tcp_send`](Self::tcp_send) or
     /// [`tcp_send_vectored`](Self::tcp_send_vectored)) is never held
     /// behind itself. Off, every write leaves at once.
+    #[deprecated(note = "use host.tcp().set_nodelay")]
     pub fn tcp_set_nodelay(&mut self, s: &TcpStream, on: bool) -> Result<(), SocketError> {
         self.with_conn(s, |c, _| c.tcb_mut().set_nodelay(on))
     }
 
     /// Whether Nagle's algorithm is off (`TCP_NODELAY`).
+    #[deprecated(note = "use host.tcp().nodelay")]
     pub fn tcp_nodelay(&self, s: &TcpStream) -> Result<bool, SocketError> {
         self.conn(s, |c| c.tcb().config().nodelay)
     }
 
     /// Keepalive (`SO_KEEPALIVE` with its timers), off with `None`.
+    #[deprecated(note = "use host.tcp().set_keepalive")]
     pub fn tcp_set_keepalive(
         &mut self,
         s: &TcpStream,
@@ -701,27 +720,32 @@ impl Host {
     }
 
     /// The connection's counters.
+    #[deprecated(note = "use host.tcp().stats")]
     pub fn tcp_stats(&self, s: &TcpStream) -> Result<TcpStats, SocketError> {
         self.conn(s, |c| *c.tcb().stats())
     }
 
     /// The connection's path (for its statistics in [`Host::stack`]).
+    #[deprecated(note = "use host.tcp().path_id")]
     pub fn tcp_path_id(&self, s: &TcpStream) -> Result<PathId, SocketError> {
         self.stream_path(s)
     }
 
     /// Octets the send buffer takes now.
+    #[deprecated(note = "use host.tcp().send_space")]
     pub fn tcp_send_space(&self, s: &TcpStream) -> Result<usize, SocketError> {
         self.conn(s, |c| c.tcb().send_space())
     }
 
     /// Whether a read would return something (data, end, error).
+    #[deprecated(note = "use host.tcp().readable")]
     pub fn tcp_readable(&self, s: &TcpStream) -> Result<bool, SocketError> {
         self.conn(s, |c| c.tcb().is_readable())
     }
 
     /// Whether a [`tcp_send`](Self::tcp_send) would not block: the send
     /// buffer has room, or the connection cannot send (the send fails).
+    #[deprecated(note = "use host.tcp().writable")]
     pub fn tcp_writable(&self, s: &TcpStream) -> Result<bool, SocketError> {
         self.conn(s, |c| {
             let tcb = c.tcb();

@@ -72,6 +72,7 @@ impl Host {
     /// close, `Some(Duration::ZERO)` a reset that drops the data,
     /// `Some(d)` a graceful close reset after `d` if the data is still
     /// unacknowledged (the call never blocks).
+    #[deprecated(note = "use host.tcp().set_linger")]
     pub fn tcp_set_linger(
         &mut self,
         s: &TcpStream,
@@ -88,6 +89,7 @@ impl Host {
     }
 
     /// The stream's linger option (`None` unless set).
+    #[deprecated(note = "use host.tcp().linger")]
     pub fn tcp_linger(&self, s: &TcpStream) -> Result<Option<Duration>, SocketError> {
         self.tcp_state(s)?;
         Ok(self
