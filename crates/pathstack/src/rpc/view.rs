@@ -13,22 +13,32 @@
 use super::{Peer, Procedure, RpcCall, RpcClient, RpcError, RpcServer};
 use crate::host::Host;
 use pathstack_core::Msg;
+use std::ops::{Deref, DerefMut};
 use std::time::Duration;
 
 /// Remote procedure calls on a host: `host.rpc()`.
-pub struct Rpc<'h> {
-    host: &'h mut Host,
+///
+/// `host.rpc()` borrows the host mutably; [`Rpc::of`] makes the view of
+/// a shared borrow (`Rpc::of(&host)`), which offers the calls that only
+/// look.
+pub struct Rpc<H> {
+    host: H,
 }
 
 impl Host {
     /// The host's RPC stack (with [`HostConfig::rpc`](crate::HostConfig::rpc)):
     /// `host.rpc().call(peer, 7, b"ping")`.
-    pub fn rpc(&mut self) -> Rpc<'_> {
+    pub fn rpc(&mut self) -> Rpc<&mut Host> {
         Rpc { host: self }
     }
 }
 
-impl Rpc<'_> {
+impl<H: Deref<Target = Host>> Rpc<H> {
+    /// The view of `host`, which may be a shared borrow: `Rpc::of(&host)`.
+    pub fn of(host: H) -> Self {
+        Rpc { host }
+    }
+
     /// How this host is named as an RPC peer: its MAC address on Ethernet, its IPv4 address over IP.
     pub fn peer(&self) -> Result<Peer, RpcError> {
         self.host.rpc_peer()
@@ -39,6 +49,13 @@ impl Rpc<'_> {
         self.host.rpc_max_request()
     }
 
+    /// Calls started and not yet taken or abandoned.
+    pub fn in_flight(&self) -> usize {
+        self.host.rpc_calls_in_flight()
+    }
+}
+
+impl<H: DerefMut<Target = Host>> Rpc<H> {
     /// Starts a call of procedure `id` on `peer` without waiting: poll the host and read the outcome with [`poll`](Self::poll).
     pub fn start(
         &mut self,
@@ -62,11 +79,6 @@ impl Rpc<'_> {
     /// Gives up waiting for `call` (the procedure may still run once on the peer).
     pub fn abandon(&mut self, call: RpcCall) {
         self.host.rpc_abandon(call)
-    }
-
-    /// Calls started and not yet taken or abandoned.
-    pub fn in_flight(&self) -> usize {
-        self.host.rpc_calls_in_flight()
     }
 
     /// Blocking calls on a host that runs in this thread alone.

@@ -16,38 +16,29 @@ use pathstack_core::PathId;
 use pathstack_inet::tcp::{Keepalive, Shutdown, State, TcpConfig, TcpError, TcpStats};
 use std::io;
 use std::net::{SocketAddr, ToSocketAddrs};
+use std::ops::{Deref, DerefMut};
 use std::time::Duration;
 
 /// TCP on a host: `host.tcp()`.
-pub struct Tcp<'h> {
-    host: &'h mut Host,
+///
+/// `host.tcp()` borrows the host mutably; [`Tcp::of`] makes the view of
+/// a shared borrow (`Tcp::of(&host)`), which offers the calls that only
+/// look.
+pub struct Tcp<H> {
+    host: H,
 }
 
 impl Host {
     /// The host's TCP listeners and streams: `host.tcp().listen("0.0.0.0:80", 16)`.
-    pub fn tcp(&mut self) -> Tcp<'_> {
+    pub fn tcp(&mut self) -> Tcp<&mut Host> {
         Tcp { host: self }
     }
 }
 
-impl Tcp<'_> {
-    /// Listens on `addr` with at most `backlog` connections waiting for `accept`, as `std::net::TcpListener::bind`.
-    pub fn listen(
-        &mut self,
-        addr: impl ToSocketAddrs,
-        backlog: u32,
-    ) -> Result<TcpListener, SocketError> {
-        self.host.tcp_listen(addr, backlog)
-    }
-
-    /// [`listen`](Self::listen) with a TCP configuration for the accepted connections.
-    pub fn listen_with(
-        &mut self,
-        addr: impl ToSocketAddrs,
-        backlog: u32,
-        cfg: TcpConfig,
-    ) -> Result<TcpListener, SocketError> {
-        self.host.tcp_listen_with(addr, backlog, cfg)
+impl<H: Deref<Target = Host>> Tcp<H> {
+    /// The view of `host`, which may be a shared borrow: `Tcp::of(&host)`.
+    pub fn of(host: H) -> Self {
+        Tcp { host }
     }
 
     /// Connections established and waiting for `accept` on `l`.
@@ -55,54 +46,14 @@ impl Tcp<'_> {
         self.host.tcp_accept_pending(l)
     }
 
-    /// Starts a connection to `peer`, as `std::net::TcpStream::connect` but without waiting: poll the host until [`is_connected`](Self::is_connected).
-    pub fn connect(&mut self, peer: impl ToSocketAddrs) -> Result<TcpStream, SocketError> {
-        self.host.tcp_connect(peer)
-    }
-
-    /// [`connect`](Self::connect) from `local` with a TCP configuration.
-    pub fn connect_with(
-        &mut self,
-        local: impl ToSocketAddrs,
-        peer: impl ToSocketAddrs,
-        cfg: TcpConfig,
-    ) -> Result<TcpStream, SocketError> {
-        self.host.tcp_connect_with(local, peer, cfg)
-    }
-
     /// The RFC 9293 state of `s`'s connection.
     pub fn state(&self, s: &TcpStream) -> Result<State, SocketError> {
         self.host.tcp_state(s)
     }
 
-    /// Whether the connection is established; a failed connect is its error.
-    pub fn is_connected(&mut self, s: &TcpStream) -> Result<bool, SocketError> {
-        self.host.tcp_is_connected(s)
-    }
-
     /// Bytes received and not yet read.
     pub fn recv_queue(&self, s: &TcpStream) -> Result<usize, SocketError> {
         self.host.tcp_recv_queue(s)
-    }
-
-    /// Shuts down reading, writing or both, as `std::net::TcpStream::shutdown`.
-    pub fn shutdown(&mut self, s: &TcpStream, how: Shutdown) -> Result<(), SocketError> {
-        self.host.tcp_shutdown(s, how)
-    }
-
-    /// Closes `s` (an orderly FIN, or as its linger says); the handle is stale after.
-    pub fn close(&mut self, s: TcpStream) -> Result<(), SocketError> {
-        self.host.tcp_close(s)
-    }
-
-    /// Aborts `s` with a reset (RFC 9293 ABORT).
-    pub fn abort(&mut self, s: TcpStream) -> Result<(), SocketError> {
-        self.host.tcp_abort(s)
-    }
-
-    /// Closes the listener `l`; connections not yet accepted are reset.
-    pub fn close_listener(&mut self, l: TcpListener) -> Result<(), SocketError> {
-        self.host.tcp_close_listener(l)
     }
 
     /// The address `l` listens on, as `std::net::TcpListener::local_addr`.
@@ -120,28 +71,9 @@ impl Tcp<'_> {
         self.host.tcp_peer_addr(s)
     }
 
-    /// Takes the error that ended `s`'s connection, as `std::net::TcpStream::take_error`.
-    pub fn take_error(&mut self, s: &TcpStream) -> Result<Option<TcpError>, SocketError> {
-        self.host.tcp_take_error(s)
-    }
-
-    /// Turns Nagle's algorithm off (`true`) or on, as `TCP_NODELAY`.
-    pub fn set_nodelay(&mut self, s: &TcpStream, on: bool) -> Result<(), SocketError> {
-        self.host.tcp_set_nodelay(s, on)
-    }
-
     /// Whether Nagle's algorithm is off on `s`.
     pub fn nodelay(&self, s: &TcpStream) -> Result<bool, SocketError> {
         self.host.tcp_nodelay(s)
-    }
-
-    /// Sets or clears keepalive probing (RFC 9293 §3.8.4).
-    pub fn set_keepalive(
-        &mut self,
-        s: &TcpStream,
-        k: Option<Keepalive>,
-    ) -> Result<(), SocketError> {
-        self.host.tcp_set_keepalive(s, k)
     }
 
     /// The connection's counters.
@@ -184,6 +116,101 @@ impl Tcp<'_> {
         self.host.tcp_send_window(s)
     }
 
+    /// The linger time of `s`.
+    pub fn linger(&self, s: &TcpStream) -> Result<Option<Duration>, SocketError> {
+        self.host.tcp_linger(s)
+    }
+
+    /// The IP time-to-live of `s`'s segments.
+    pub fn ttl(&self, s: &TcpStream) -> Result<u32, SocketError> {
+        self.host.tcp_ttl(s)
+    }
+
+    /// Copies what `s` received without taking it, as `std`'s `peek`.
+    pub fn peek(&self, s: &TcpStream, buf: &mut [u8]) -> io::Result<usize> {
+        s.peek(&self.host, buf)
+    }
+}
+
+impl<H: DerefMut<Target = Host>> Tcp<H> {
+    /// Listens on `addr` with at most `backlog` connections waiting for `accept`, as `std::net::TcpListener::bind`.
+    pub fn listen(
+        &mut self,
+        addr: impl ToSocketAddrs,
+        backlog: u32,
+    ) -> Result<TcpListener, SocketError> {
+        self.host.tcp_listen(addr, backlog)
+    }
+
+    /// [`listen`](Self::listen) with a TCP configuration for the accepted connections.
+    pub fn listen_with(
+        &mut self,
+        addr: impl ToSocketAddrs,
+        backlog: u32,
+        cfg: TcpConfig,
+    ) -> Result<TcpListener, SocketError> {
+        self.host.tcp_listen_with(addr, backlog, cfg)
+    }
+
+    /// Starts a connection to `peer`, as `std::net::TcpStream::connect` but without waiting: poll the host until [`is_connected`](Self::is_connected).
+    pub fn connect(&mut self, peer: impl ToSocketAddrs) -> Result<TcpStream, SocketError> {
+        self.host.tcp_connect(peer)
+    }
+
+    /// [`connect`](Self::connect) from `local` with a TCP configuration.
+    pub fn connect_with(
+        &mut self,
+        local: impl ToSocketAddrs,
+        peer: impl ToSocketAddrs,
+        cfg: TcpConfig,
+    ) -> Result<TcpStream, SocketError> {
+        self.host.tcp_connect_with(local, peer, cfg)
+    }
+
+    /// Whether the connection is established; a failed connect is its error.
+    pub fn is_connected(&mut self, s: &TcpStream) -> Result<bool, SocketError> {
+        self.host.tcp_is_connected(s)
+    }
+
+    /// Shuts down reading, writing or both, as `std::net::TcpStream::shutdown`.
+    pub fn shutdown(&mut self, s: &TcpStream, how: Shutdown) -> Result<(), SocketError> {
+        self.host.tcp_shutdown(s, how)
+    }
+
+    /// Closes `s` (an orderly FIN, or as its linger says); the handle is stale after.
+    pub fn close(&mut self, s: TcpStream) -> Result<(), SocketError> {
+        self.host.tcp_close(s)
+    }
+
+    /// Aborts `s` with a reset (RFC 9293 ABORT).
+    pub fn abort(&mut self, s: TcpStream) -> Result<(), SocketError> {
+        self.host.tcp_abort(s)
+    }
+
+    /// Closes the listener `l`; connections not yet accepted are reset.
+    pub fn close_listener(&mut self, l: TcpListener) -> Result<(), SocketError> {
+        self.host.tcp_close_listener(l)
+    }
+
+    /// Takes the error that ended `s`'s connection, as `std::net::TcpStream::take_error`.
+    pub fn take_error(&mut self, s: &TcpStream) -> Result<Option<TcpError>, SocketError> {
+        self.host.tcp_take_error(s)
+    }
+
+    /// Turns Nagle's algorithm off (`true`) or on, as `TCP_NODELAY`.
+    pub fn set_nodelay(&mut self, s: &TcpStream, on: bool) -> Result<(), SocketError> {
+        self.host.tcp_set_nodelay(s, on)
+    }
+
+    /// Sets or clears keepalive probing (RFC 9293 §3.8.4).
+    pub fn set_keepalive(
+        &mut self,
+        s: &TcpStream,
+        k: Option<Keepalive>,
+    ) -> Result<(), SocketError> {
+        self.host.tcp_set_keepalive(s, k)
+    }
+
     /// Sets `SO_LINGER`, as `std::net::TcpStream::set_linger`.
     pub fn set_linger(
         &mut self,
@@ -193,46 +220,31 @@ impl Tcp<'_> {
         self.host.tcp_set_linger(s, linger)
     }
 
-    /// The linger time of `s`.
-    pub fn linger(&self, s: &TcpStream) -> Result<Option<Duration>, SocketError> {
-        self.host.tcp_linger(s)
-    }
-
     /// Sets the IP time-to-live of `s`'s segments, as `std::net::TcpStream::set_ttl`.
     pub fn set_ttl(&mut self, s: &TcpStream, ttl: u32) -> Result<(), SocketError> {
         self.host.tcp_set_ttl(s, ttl)
     }
 
-    /// The IP time-to-live of `s`'s segments.
-    pub fn ttl(&self, s: &TcpStream) -> Result<u32, SocketError> {
-        self.host.tcp_ttl(s)
-    }
-
     /// Takes an established connection from `l`, as a non-blocking
     /// `std::net::TcpListener::accept`: `WouldBlock` when none waits.
     pub fn accept(&mut self, l: &TcpListener) -> io::Result<(TcpStream, SocketAddr)> {
-        l.accept(self.host)
+        l.accept(&mut self.host)
     }
 
     /// Reads what `s` received, as a non-blocking `std::io::Read::read`:
     /// `Ok(0)` at the peer's FIN, `WouldBlock` when nothing is there yet.
     pub fn read(&mut self, s: &TcpStream, buf: &mut [u8]) -> io::Result<usize> {
-        s.read(self.host, buf)
-    }
-
-    /// Copies what `s` received without taking it, as `std`'s `peek`.
-    pub fn peek(&self, s: &TcpStream, buf: &mut [u8]) -> io::Result<usize> {
-        s.peek(self.host, buf)
+        s.read(&mut self.host, buf)
     }
 
     /// Queues `buf` for sending, as a non-blocking `std::io::Write::write`:
     /// the bytes taken, `WouldBlock` when the send buffer is full.
     pub fn write(&mut self, s: &TcpStream, buf: &[u8]) -> io::Result<usize> {
-        s.write(self.host, buf)
+        s.write(&mut self.host, buf)
     }
 
     /// [`write`](Self::write) gathering from several buffers.
     pub fn write_vectored(&mut self, s: &TcpStream, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
-        s.write_vectored(self.host, bufs)
+        s.write_vectored(&mut self.host, bufs)
     }
 }

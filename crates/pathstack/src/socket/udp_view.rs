@@ -16,21 +16,73 @@ use crate::host::Host;
 use pathstack_core::{Msg, PathId};
 use std::io;
 use std::net::{SocketAddr, ToSocketAddrs};
+use std::ops::{Deref, DerefMut};
 use std::time::Duration;
 
 /// UDP on a host: `host.udp()`.
-pub struct Udp<'h> {
-    host: &'h mut Host,
+///
+/// `host.udp()` borrows the host mutably; [`Udp::of`] makes the view of
+/// a shared borrow (`Udp::of(&host)`), which offers the calls that only
+/// look.
+pub struct Udp<H> {
+    host: H,
 }
 
 impl Host {
     /// The host's UDP sockets: `host.udp().bind("0.0.0.0:7")`.
-    pub fn udp(&mut self) -> Udp<'_> {
+    pub fn udp(&mut self) -> Udp<&mut Host> {
         Udp { host: self }
     }
 }
 
-impl Udp<'_> {
+impl<H: Deref<Target = Host>> Udp<H> {
+    /// The view of `host`, which may be a shared borrow: `Udp::of(&host)`.
+    pub fn of(host: H) -> Self {
+        Udp { host }
+    }
+
+    /// The address `s` is bound to, as `std::net::UdpSocket::local_addr`.
+    pub fn local_addr(&self, s: &UdpSocket) -> Result<SocketAddr, SocketError> {
+        self.host.local_addr(s)
+    }
+
+    /// The peer of a connected socket, as `std::net::UdpSocket::peer_addr`.
+    pub fn peer_addr(&self, s: &UdpSocket) -> Result<SocketAddr, SocketError> {
+        self.host.peer_addr(s)
+    }
+
+    /// The path that carries `s`'s datagrams (for tools that look at the core).
+    pub fn path_id(&self, s: &UdpSocket) -> Result<PathId, SocketError> {
+        self.host.udp_path_id(s)
+    }
+
+    /// Datagrams queued on `s`.
+    pub fn pending(&self, s: &UdpSocket) -> usize {
+        self.host.udp_pending(s)
+    }
+
+    /// Whether a send on `s` would be taken now.
+    pub fn writable(&self, s: &UdpSocket) -> Result<bool, SocketError> {
+        self.host.udp_writable(s)
+    }
+
+    /// The IP time-to-live of `s`'s datagrams.
+    pub fn ttl(&self, s: &UdpSocket) -> Result<u32, SocketError> {
+        self.host.ttl(s)
+    }
+
+    /// Whether `s` may send to a broadcast address.
+    pub fn broadcast(&self, s: &UdpSocket) -> Result<bool, SocketError> {
+        self.host.broadcast(s)
+    }
+
+    /// Copies the next datagram without taking it, as `std`'s `peek_from`.
+    pub fn peek_from(&self, s: &UdpSocket, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
+        s.peek_from(&self.host, buf)
+    }
+}
+
+impl<H: DerefMut<Target = Host>> Udp<H> {
     /// Opens a socket bound to `addr`, as `std::net::UdpSocket::bind`; port 0 picks an ephemeral port.
     pub fn bind(&mut self, addr: impl ToSocketAddrs) -> Result<UdpSocket, SocketError> {
         self.host.udp_bind(addr)
@@ -53,21 +105,6 @@ impl Udp<'_> {
     /// Closes `s`: its path is destroyed and its handle is stale everywhere.
     pub fn close(&mut self, s: UdpSocket) -> Result<(), SocketError> {
         self.host.udp_close(s)
-    }
-
-    /// The address `s` is bound to, as `std::net::UdpSocket::local_addr`.
-    pub fn local_addr(&self, s: &UdpSocket) -> Result<SocketAddr, SocketError> {
-        self.host.local_addr(s)
-    }
-
-    /// The peer of a connected socket, as `std::net::UdpSocket::peer_addr`.
-    pub fn peer_addr(&self, s: &UdpSocket) -> Result<SocketAddr, SocketError> {
-        self.host.peer_addr(s)
-    }
-
-    /// The path that carries `s`'s datagrams (for tools that look at the core).
-    pub fn path_id(&self, s: &UdpSocket) -> Result<PathId, SocketError> {
-        self.host.udp_path_id(s)
     }
 
     /// Sends `data` to `dst`, as `std::net::UdpSocket::send_to`.
@@ -100,34 +137,14 @@ impl Udp<'_> {
         self.host.udp_recv_msg(s)
     }
 
-    /// Datagrams queued on `s`.
-    pub fn pending(&self, s: &UdpSocket) -> usize {
-        self.host.udp_pending(s)
-    }
-
-    /// Whether a send on `s` would be taken now.
-    pub fn writable(&self, s: &UdpSocket) -> Result<bool, SocketError> {
-        self.host.udp_writable(s)
-    }
-
     /// Sets the IP time-to-live of `s`'s datagrams, as `std::net::UdpSocket::set_ttl`.
     pub fn set_ttl(&mut self, s: &UdpSocket, ttl: u32) -> Result<(), SocketError> {
         self.host.set_ttl(s, ttl)
     }
 
-    /// The IP time-to-live of `s`'s datagrams.
-    pub fn ttl(&self, s: &UdpSocket) -> Result<u32, SocketError> {
-        self.host.ttl(s)
-    }
-
     /// Allows or forbids sends to a broadcast address, as `SO_BROADCAST`.
     pub fn set_broadcast(&mut self, s: &UdpSocket, on: bool) -> Result<(), SocketError> {
         self.host.set_broadcast(s, on)
-    }
-
-    /// Whether `s` may send to a broadcast address.
-    pub fn broadcast(&self, s: &UdpSocket) -> Result<bool, SocketError> {
-        self.host.broadcast(s)
     }
 
     /// Takes the error pending on `s` (an ICMP or ARP failure of a connected socket), as `std::net::UdpSocket::take_error`.
@@ -168,23 +185,18 @@ impl Udp<'_> {
     /// Receives a datagram, as a non-blocking `std::net::UdpSocket::recv_from`:
     /// `WouldBlock` when none is queued.
     pub fn recv_from(&mut self, s: &UdpSocket, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
-        s.recv_from(self.host, buf)
+        s.recv_from(&mut self.host, buf)
     }
 
     /// [`recv_from`](Self::recv_from) that also says whether the datagram
     /// was truncated (as `recvmsg`'s `MSG_TRUNC`).
     pub fn recv_from_trunc(&mut self, s: &UdpSocket, buf: &mut [u8]) -> io::Result<RecvInfo> {
-        s.recv_from_trunc(self.host, buf)
+        s.recv_from_trunc(&mut self.host, buf)
     }
 
     /// Receives a datagram from the connected peer, as a non-blocking
     /// `std::net::UdpSocket::recv`.
     pub fn recv(&mut self, s: &UdpSocket, buf: &mut [u8]) -> io::Result<usize> {
-        s.recv(self.host, buf)
-    }
-
-    /// Copies the next datagram without taking it, as `std`'s `peek_from`.
-    pub fn peek_from(&self, s: &UdpSocket, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
-        s.peek_from(self.host, buf)
+        s.recv(&mut self.host, buf)
     }
 }
