@@ -751,7 +751,9 @@ mod tests {
         h.set_manual_clock(Instant::from_millis(5));
         h.add_neighbor("10.0.0.2".parse().unwrap(), MacAddr([2, 0, 0, 0, 0, 2]))
             .unwrap();
-        let _s = h.tcp_connect_with("0.0.0.0:40000", "10.0.0.2:80", Default::default());
+        let _s = h
+            .tcp()
+            .connect_with("0.0.0.0:40000", "10.0.0.2:80", Default::default());
         h.stack_mut().poll(Instant::from_millis(5));
         let pool = h.stack().pool().clone();
         std::iter::from_fn(|| b.receive(&pool, Instant::from_millis(5)).unwrap())
