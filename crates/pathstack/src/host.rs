@@ -23,9 +23,13 @@ mod error;
 pub use config_check::ConfigError;
 pub use error::HostError;
 
+pub use crate::host_id::HostId;
 use crate::module_types;
 use crate::nic::Nic;
-use crate::socket::{Registrations, TcpLingers, TcpSockets, UdpSockets};
+use crate::socket::linger_table::TcpLingers;
+use crate::socket::registrations::Registrations;
+use crate::socket::table::UdpSockets;
+use crate::socket::tcp_table::TcpSockets;
 use pathstack_core::admission::Budgets;
 use pathstack_core::device::RxWaiter;
 use pathstack_core::graph::ModuleGraph;
@@ -37,29 +41,7 @@ use pathstack_inet::wire::ipv4::Ipv4DropReason;
 use pathstack_inet::MacAddr;
 use std::fmt::Write as _;
 use std::net::Ipv4Addr;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-
-/// A host's identity, unique in the process. Every socket handle carries
-/// its host's, so that a handle used on another host is refused
-/// ([`SocketError::WrongHost`](crate::socket::SocketError::WrongHost))
-/// rather than taken for that host's socket in the same slot.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct HostId(u64);
-
-impl HostId {
-    /// A new identity: a process-wide counter, so no two hosts share one.
-    fn next() -> HostId {
-        static NEXT: AtomicU64 = AtomicU64::new(1);
-        HostId(NEXT.fetch_add(1, Ordering::Relaxed))
-    }
-}
-
-impl std::fmt::Display for HostId {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "host #{}", self.0)
-    }
-}
 
 /// Addresses and choices of a host.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -237,7 +219,7 @@ pub struct Host {
     /// The sockets [`Host::poll_ready`] watches.
     pub(crate) readiness: Registrations,
     /// The RPC stack's paths and calls, when the graph has one.
-    pub(crate) rpc: Option<crate::rpc::RpcState>,
+    pub(crate) rpc: Option<crate::rpc::state::RpcState>,
     /// A clock set by hand instead of the time since the host was made
     /// ([`Host::set_manual_clock`]).
     manual_now: Option<Instant>,
@@ -412,7 +394,7 @@ impl Host {
             .copied();
         let sockets = UdpSockets::new(HostId::next(), stack.module_id("udp"), iface);
         let tcp_sockets = TcpSockets::new(stack.module_id("tcp"), None);
-        let rpc = crate::rpc::RpcState::find(&stack);
+        let rpc = crate::rpc::state::RpcState::find(&stack);
         Ok(Host {
             stack,
             icmp,

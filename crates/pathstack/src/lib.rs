@@ -188,6 +188,7 @@ use pathstack_core::graph::spec::SpecRegistry;
 use pathstack_core::stack::ModuleTypes;
 
 pub mod host;
+mod host_id;
 pub mod nic;
 mod path_form;
 pub mod rpc;

@@ -13,7 +13,7 @@ use pathstack_rpc::Peer;
 pub struct RpcCall {
     pub(crate) slot: u16,
     pub(crate) generation: u32,
-    pub(crate) host: crate::host::HostId,
+    pub(crate) host: crate::host_id::HostId,
 }
 
 impl RpcCall {

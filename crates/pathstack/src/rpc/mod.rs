@@ -40,6 +40,7 @@
 
 mod calls;
 mod error;
+pub(crate) mod state;
 mod view;
 
 pub use calls::RpcCall;
@@ -47,52 +48,16 @@ pub use error::RpcError;
 pub use pathstack_rpc::modules::rpc::{Echo, Procedure};
 pub use pathstack_rpc::modules::RpcNet;
 pub use pathstack_rpc::Peer;
+pub use state::RPC_HEADERS;
 pub use view::Rpc;
 
 use crate::host::Host;
-use calls::{CallTable, Taken};
-use pathstack_core::{Dir, Msg, PathId, SendError};
+use calls::Taken;
+use pathstack_core::{Dir, Msg, SendError};
 use pathstack_rpc::anno::{CallStatus, RpcAnno, RpcTag};
-use pathstack_rpc::modules::blast::BlastModule;
-use pathstack_rpc::modules::rpc::{RpcModule, RpcServerStage};
-use pathstack_rpc::wire::blast::HEADER_LEN as BLAST_HEADER_LEN;
+use pathstack_rpc::modules::rpc::RpcServerStage;
+use state::RpcState;
 use std::time::Duration;
-
-/// What a host keeps for its RPC stack.
-pub(crate) struct RpcState {
-    client: PathId,
-    server: PathId,
-    net: RpcNet,
-    max_request: usize,
-    calls: CallTable,
-}
-
-impl RpcState {
-    /// The RPC stack of `stack`, if its graph has one (`RPC` instance
-    /// `rpc`, `BLAST` instance `blast`).
-    pub(crate) fn find(stack: &pathstack_core::stack::Stack) -> Option<RpcState> {
-        let rpc = stack.module::<RpcModule>(stack.module_id("rpc")?)?;
-        let blast = stack.module::<BlastModule>(stack.module_id("blast")?)?;
-        Some(RpcState {
-            client: rpc.client_path()?,
-            server: rpc.server_path()?,
-            net: blast.net(),
-            // BLAST's bound, unless a reassembled message would not fit
-            // the pool's largest buffer behind the short BLAST header the
-            // module delivers it with (with the 64-bit BLAST mask, 64·F is
-            // more than the default 72 KiB).
-            max_request: blast
-                .max_message_len()
-                .min(stack.pool().max_payload().saturating_sub(BLAST_HEADER_LEN))
-                .saturating_sub(RPC_HEADERS),
-            calls: CallTable::new(rpc.max_calls()),
-        })
-    }
-}
-
-/// The bytes the layers above BLAST add to a request: MSELECT 8, CHAN
-/// 16, BID 12 (spec §9).
-pub const RPC_HEADERS: usize = 8 + 16 + 12;
 
 impl Host {
     fn rpc_state(&mut self) -> Result<&mut RpcState, RpcError> {

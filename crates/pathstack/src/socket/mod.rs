@@ -83,11 +83,17 @@ mod addr;
 mod blocking;
 mod error;
 mod faults;
+mod handles;
+pub(crate) mod linger_table;
 mod nonblocking;
+pub(crate) mod registrations;
+mod specialize;
+mod stale;
+pub(crate) mod tcp_table;
 pub use nonblocking::ready;
 mod options;
 mod readiness;
-mod table;
+pub(crate) mod table;
 pub mod tcp;
 mod tcp_buffers;
 mod tcp_linger;
@@ -97,18 +103,14 @@ mod try_calls;
 mod udp_view;
 
 pub use error::{SocketError, Transport};
-pub(crate) use readiness::Registrations;
+pub use handles::{TcpListener, TcpStream, UdpSocket};
 pub use readiness::{Event, Events, Interest, Source, Token, MAX_REGISTRATIONS};
-pub(crate) use table::UdpSockets;
-pub(crate) use tcp::TcpSockets;
-pub use tcp::{TcpListener, TcpStream};
 pub use tcp_buffers::{clamp_buffer, MAX_BUFFER, MIN_BUFFER};
-pub(crate) use tcp_linger::TcpLingers;
 pub use tcp_linger::MAX_LINGERING;
 pub use tcp_view::Tcp;
 pub use udp_view::Udp;
 
-use crate::host::{Host, HostId};
+use crate::host::Host;
 use addr::{check_local, check_peer, first, resolve, try_each};
 use pathstack_core::attrs::keys::{AddrPart, Participants, PARTICIPANTS, PASSIVE_OPEN};
 use pathstack_core::attrs::Attrs;
@@ -123,23 +125,6 @@ use table::SocketState;
 /// The largest UDP payload over IPv4: 65,535 bytes of IP datagram less the
 /// IP and UDP headers (RFC 768, RFC 791).
 pub const MAX_DATAGRAM: usize = 65_535 - 20 - 8;
-
-/// A handle of a UDP socket of one [`Host`]. Copy it freely: it names the
-/// socket, the host owns it. It carries the host's identity: on another
-/// host every call fails with [`SocketError::WrongHost`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct UdpSocket {
-    host: HostId,
-    slot: u32,
-    generation: u32,
-}
-
-impl UdpSocket {
-    /// The host the socket belongs to.
-    pub fn host(&self) -> HostId {
-        self.host
-    }
-}
 
 /// What a receive took: the datagram's length and sender, and how much of
 /// it fitted (see [`Host::recv_from_trunc`]).
@@ -196,7 +181,7 @@ impl Host {
     }
 
     fn socket(&self, s: &UdpSocket) -> Result<&SocketState, SocketError> {
-        self.sockets.get(s)
+        Ok(self.sockets.get(s)?)
     }
 
     /// Makes a path at UDP from `port` (0: an ephemeral one), passive or

@@ -3,7 +3,6 @@
 
 use super::net::Net;
 use super::tcp_readiness::TcpInterest;
-use super::tcp_split::{OwnedReadHalf, OwnedWriteHalf, ReadHalf, WriteHalf};
 use crate::host::Host;
 use crate::inet::tcp::TcpConfig;
 use crate::socket::{self, SocketError};
@@ -25,7 +24,7 @@ use ::tokio::net::{lookup_host, ToSocketAddrs};
 /// `hyper_util::rt::TokioIo`) use it unchanged; its other methods are
 /// those of `tokio::net::TcpStream`. It is `Send` and `Sync`: it can move
 /// into a task of a multi-threaded runtime, and its halves
-/// ([`split`](Self::split), [`into_split`](Self::into_split)) can be read
+/// ([`split`](Self::split), [`into_split`](Self::into_split), in `tcp_split.rs`) can be read
 /// and written by two tasks at once.
 ///
 /// A write runs the stack at once in the writing task, so the data leaves
@@ -221,21 +220,6 @@ impl TcpStream {
     pub fn take_error(&self) -> io::Result<Option<io::Error>> {
         self.with_host(|h, s| h.tcp().take_error(s))
             .map(|e| e.map(io::Error::from))
-    }
-
-    /// Splits the stream into a read half and a write half borrowing it,
-    /// to read and write at once from one task (`tokio::join!`,
-    /// `tokio::io::copy` between them). Costs nothing.
-    pub fn split(&mut self) -> (ReadHalf<'_>, WriteHalf<'_>) {
-        (ReadHalf::new(self), WriteHalf::new(self))
-    }
-
-    /// Splits the stream into halves that own it (shared), to move into
-    /// two tasks; [`OwnedReadHalf::reunite`] puts them back together.
-    /// Dropping the write half shuts the writing side down (a FIN), as
-    /// tokio's does.
-    pub fn into_split(self) -> (OwnedReadHalf, OwnedWriteHalf) {
-        super::tcp_split::split_owned(self)
     }
 
     // ---- readiness ----
