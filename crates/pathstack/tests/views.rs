@@ -70,14 +70,20 @@ fn udp_echo_through_the_view() {
     assert!(echoed);
     assert_eq!(reply.as_deref(), Some(&b"hello views"[..]));
     client.udp().close(sock).unwrap();
-    assert!(Udp::of(&client).local_addr(&sock).is_err(), "a closed handle is stale");
+    assert!(
+        Udp::of(&client).local_addr(&sock).is_err(),
+        "a closed handle is stale"
+    );
 }
 
 #[test]
 fn tcp_exchange_through_the_view() {
     let (mut client, mut server) = pair(None);
     let listener = server.tcp().listen("0.0.0.0:80", 4).unwrap();
-    assert_eq!(Tcp::of(&server).listener_addr(&listener).unwrap().port(), 80);
+    assert_eq!(
+        Tcp::of(&server).listener_addr(&listener).unwrap().port(),
+        80
+    );
     let stream = client.tcp().connect("10.0.0.2:80").unwrap();
     client.tcp().set_nodelay(&stream, true).unwrap();
     assert!(Tcp::of(&client).nodelay(&stream).unwrap());

@@ -10,7 +10,7 @@ use crate::host_id::HostId;
 
 /// A handle of a UDP socket of one [`Host`](crate::Host). Copy it freely: it names the
 /// socket, the host owns it. It carries the host's identity: on another
-/// host every call fails with [`SocketError::WrongHost`].
+/// host every call fails with [`SocketError::WrongHost`](super::SocketError::WrongHost).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct UdpSocket {
     pub(crate) host: HostId,

@@ -6,7 +6,7 @@
 use super::handles::{TcpListener, TcpStream, UdpSocket};
 
 /// The caller's name for a registered socket, handed back in its
-/// [`Event`]s (as `mio::Token`).
+/// [`Event`](super::Event)s (as `mio::Token`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Token(pub usize);
 
