@@ -133,8 +133,8 @@ pub struct HostConfig {
     /// };
     /// let (a, _b) = wire_pair(Default::default());
     /// let mut h = Host::new(cfg, a).unwrap();
-    /// let _s = h.udp_bind("0.0.0.0:7").unwrap();
-    /// let e = std::io::Error::from(h.udp_bind("0.0.0.0:9").unwrap_err());
+    /// let _s = h.udp().bind("0.0.0.0:7").unwrap();
+    /// let e = std::io::Error::from(h.udp().bind("0.0.0.0:9").unwrap_err());
     /// assert_eq!(e.kind(), std::io::ErrorKind::QuotaExceeded);
     /// ```
     pub budgets: Budgets,
@@ -262,8 +262,8 @@ impl Host {
     /// let (a, _b) = wire_pair(Default::default());
     /// let cfg = HostConfig::parse("10.0.0.1/24").unwrap();
     /// let mut h = Host::with_stack_config(cfg, a, small).unwrap();
-    /// let s = h.udp_bind("0.0.0.0:7").unwrap();
-    /// assert_eq!(h.local_addr(&s).unwrap().port(), 7);
+    /// let s = h.udp().bind("0.0.0.0:7").unwrap();
+    /// assert_eq!(h.udp().local_addr(&s).unwrap().port(), 7);
     /// ```
     pub fn with_stack_config(
         cfg: HostConfig,
@@ -327,8 +327,8 @@ impl Host {
     /// let (a, _b) = wire_pair(WireConfig::default());
     /// let file = concat!(env!("CARGO_MANIFEST_DIR"), "/../../graphs/host.graph");
     /// let mut h = Host::from_graph_file(file, a).unwrap();
-    /// let s = h.udp_bind("10.0.0.1:7").unwrap();
-    /// assert_eq!(h.local_addr(&s).unwrap().to_string(), "10.0.0.1:7");
+    /// let s = h.udp().bind("10.0.0.1:7").unwrap();
+    /// assert_eq!(h.udp().local_addr(&s).unwrap().to_string(), "10.0.0.1:7");
     /// ```
     pub fn from_graph_file(
         path: impl AsRef<std::path::Path>,
@@ -469,12 +469,20 @@ impl Host {
         Ok(())
     }
 
-    /// The stack.
+    /// The core stack under the host: the escape hatch to
+    /// [`pathstack_core`] for tools and tests that drive the core (path
+    /// statistics, the buffer pool, the module graph). An application
+    /// does not need it: the protocol views ([`Host::udp`], [`Host::tcp`],
+    /// [`Host::rpc`]) and the host's own calls cover what it does.
     pub fn stack(&self) -> &Stack {
         &self.stack
     }
 
-    /// The stack, writable (to create paths, send, receive).
+    /// The core stack under the host, writable: the escape hatch to
+    /// [`pathstack_core`] (to add specialization rules, create paths,
+    /// send and receive on them) for tools and tests that drive the core.
+    /// Paths made here are the caller's; the host's sockets do not know
+    /// them.
     pub fn stack_mut(&mut self) -> &mut Stack {
         &mut self.stack
     }
@@ -526,7 +534,7 @@ impl Host {
 
     /// When the host next has timed work: the stack's next timer or a
     /// device's delayed frame ([`Stack::poll_at`]), or the end of a
-    /// close's linger time ([`Host::tcp_set_linger`]).
+    /// close's linger time ([`Tcp::set_linger`](crate::socket::Tcp::set_linger)).
     pub fn poll_at(&self) -> Option<Instant> {
         let stack = self.stack.poll_at();
         match self.tcp_lingers.next_deadline() {

@@ -19,14 +19,14 @@
 //! let rpc = |cidr: &str| HostConfig { rpc: Some(RpcNet::Eth), ..HostConfig::parse(cidr).unwrap() };
 //! let mut client = Host::new(rpc("10.0.0.1/24"), a).unwrap();
 //! let mut server = Host::new(rpc("10.0.0.2/24"), b).unwrap();
-//! server.rpc_server().unwrap().register(1002, Echo).unwrap();
+//! server.rpc().server().unwrap().register(1002, Echo).unwrap();
 //!
-//! let peer = server.rpc_peer().unwrap();
-//! let call = client.rpc_start(peer, 1002, b"ping").unwrap();
+//! let peer = server.rpc().peer().unwrap();
+//! let call = client.rpc().start(peer, 1002, b"ping").unwrap();
 //! let reply = loop {
 //!     client.poll();
 //!     server.poll();
-//!     if let Some(reply) = client.rpc_poll(&call).unwrap() {
+//!     if let Some(reply) = client.rpc().poll(&call).unwrap() {
 //!         break reply;
 //!     }
 //! };
@@ -85,7 +85,7 @@ impl Host {
 
     /// Starts a call of procedure `id` on `peer` with `request`, without
     /// waiting: poll the host and read the outcome with
-    /// [`Host::rpc_poll`].
+    /// [`Rpc::poll`](crate::rpc::Rpc::poll).
     #[deprecated(note = "use host.rpc().start")]
     pub fn rpc_start(
         &mut self,
@@ -194,7 +194,7 @@ impl Host {
         }
     }
 
-    /// Whether [`Host::rpc_poll`] would now return something other than
+    /// Whether [`Rpc::poll`](crate::rpc::Rpc::poll) would now return something other than
     /// `Ok(None)` for `call` (its outcome came, or it is no call of this
     /// host), without taking it.
     #[deprecated(note = "use host.rpc().ready")]

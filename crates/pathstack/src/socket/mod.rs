@@ -5,10 +5,10 @@
 //! per connection), so a socket's datagrams are classified straight onto
 //! it and wait in its sink queue:
 //!
-//! - a *bound* socket ([`Host::udp_bind`]) is a passive path keyed by its
+//! - a *bound* socket ([`Udp::bind`](crate::socket::Udp::bind)) is a passive path keyed by its
 //!   local port; it talks to any peer, named per datagram in the message
 //!   annotations;
-//! - a *connected* socket ([`Host::connect`], or [`Host::udp_connect`] in
+//! - a *connected* socket ([`Udp::connect`](crate::socket::Udp::connect), or [`Udp::bind_connected`](crate::socket::Udp::bind_connected) in
 //!   one step) is an active path keyed by both ports and addresses; it
 //!   only sends to and hears from its peer.
 //!
@@ -32,7 +32,7 @@
 //!   calls, deprecated, return `Ok(None)`); the caller runs
 //!   [`Host::poll`] (and [`Host::wait`]) and tries again, waits for any
 //!   of many sockets with [`Host::poll_ready`], or calls
-//!   [`Host::recv_from_timeout`], which polls and waits itself and fails
+//!   [`Udp::recv_from_timeout`](crate::socket::Udp::recv_from_timeout), which polls and waits itself and fails
 //!   with [`SocketError::TimedOut`] (kind `TimedOut`, where Linux reports
 //!   a read timeout as `WouldBlock`);
 //! - a send puts the datagram on the socket's path; it runs at once when
@@ -43,7 +43,7 @@
 //!   [`SocketError::NetworkUnreachable`]; a **connected** socket reports
 //!   an ARP failure (`HostUnreachable`) or an ICMP destination unreachable
 //!   (`ConnectionRefused` for port unreachable) on its next call, once
-//!   ([`SocketError::Unreachable`], [`Host::take_error`]); a bound socket
+//!   ([`SocketError::Unreachable`], [`Udp::take_error`](crate::socket::Udp::take_error)); a bound socket
 //!   stays silent, as Linux's without `IP_RECVERR`;
 //! - `connect` discards the datagrams queued before it (Linux keeps them),
 //!   and the port of a connected socket may be bound again by another
@@ -57,8 +57,8 @@
 //! let (a, b) = wire_pair(WireConfig::default());
 //! let mut client = Host::new("10.0.0.1/24".parse().unwrap(), a).unwrap();
 //! let mut server = Host::new("10.0.0.2/24".parse().unwrap(), b).unwrap();
-//! let srv = server.udp_bind("0.0.0.0:7").unwrap();
-//! let cli = client.udp_bind("0.0.0.0:0").unwrap(); // an ephemeral port
+//! let srv = server.udp().bind("0.0.0.0:7").unwrap();
+//! let cli = client.udp().bind("0.0.0.0:0").unwrap(); // an ephemeral port
 //! cli.send_to(&mut client, b"hello", "10.0.0.2:7").unwrap();
 //! let mut buf = [0u8; 64];
 //! let (n, from) = loop {
@@ -70,7 +70,7 @@
 //! };
 //! assert_eq!(&buf[..n], b"hello");
 //! // Bound to 0.0.0.0 (as `local_addr` says); it sends from the host's address.
-//! assert_eq!(from.port(), client.local_addr(&cli).unwrap().port());
+//! assert_eq!(from.port(), client.udp().local_addr(&cli).unwrap().port());
 //! assert_eq!(from.ip().to_string(), "10.0.0.1");
 //! ```
 
@@ -246,10 +246,10 @@ impl Host {
     /// # use pathstack::host::Host;
     /// # use std::net::{IpAddr, Ipv4Addr, SocketAddr, SocketAddrV4};
     /// # let mut host = Host::new("10.0.0.1/24".parse().unwrap(), wire_pair(WireConfig::default()).0).unwrap();
-    /// host.udp_bind("0.0.0.0:7").unwrap();
-    /// host.udp_bind(SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 8)).unwrap();
-    /// host.udp_bind((IpAddr::V4(Ipv4Addr::UNSPECIFIED), 9)).unwrap();
-    /// let e = host.udp_bind("[::]:10").unwrap_err();
+    /// host.udp().bind("0.0.0.0:7").unwrap();
+    /// host.udp().bind(SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 8)).unwrap();
+    /// host.udp().bind((IpAddr::V4(Ipv4Addr::UNSPECIFIED), 9)).unwrap();
+    /// let e = host.udp().bind("[::]:10").unwrap_err();
     /// assert_eq!(e.to_string(), "[::]:10: address family not supported (pathstack speaks IPv4 only)");
     /// ```
     #[deprecated(note = "use host.udp().bind")]
@@ -263,9 +263,9 @@ impl Host {
         })
     }
 
-    /// Opens a socket bound to `local` (as [`Host::udp_bind`]) and
+    /// Opens a socket bound to `local` (as [`Udp::bind`](crate::socket::Udp::bind)) and
     /// connected to `peer` in one step: one path, where
-    /// [`udp_bind`](Host::udp_bind) then [`connect`](Host::connect) makes
+    /// [`udp_bind`](crate::socket::Udp::bind) then [`connect`](crate::socket::Udp::connect) makes
     /// two. Connected sockets may share a local port with each other and
     /// with a bound socket; the classifier prefers the connected one.
     #[deprecated(note = "use host.udp().bind_connected")]
@@ -286,7 +286,7 @@ impl Host {
     }
 
     /// Connects `s` to `peer`, as `std::net::UdpSocket::connect`: from now
-    /// on it sends only to `peer` (with [`Host::send`]) and hears only from
+    /// on it sends only to `peer` (with [`Udp::send`](crate::socket::Udp::send)) and hears only from
     /// it. It keeps its port; a connected socket may connect again, to
     /// another peer. Each address `peer` resolves to is tried in turn.
     ///
@@ -360,7 +360,7 @@ impl Host {
     /// Queues `data` as one datagram to `dst` (the first address it
     /// resolves to, as `std::net::UdpSocket::send_to`); returns its length.
     /// On a connected socket `dst` must be its peer; a broadcast `dst`
-    /// needs [`Host::set_broadcast`].
+    /// needs [`Udp::set_broadcast`](crate::socket::Udp::set_broadcast).
     #[deprecated(note = "use host.udp().send_to")]
     pub fn send_to(
         &mut self,
@@ -467,7 +467,7 @@ impl Host {
     /// let (a, b) = wire_pair(WireConfig::default());
     /// let mut h1 = Host::new("10.0.0.1/24".parse().unwrap(), a).unwrap();
     /// let mut h2 = Host::new("10.0.0.2/24".parse().unwrap(), b).unwrap();
-    /// let (s1, s2) = (h1.udp_bind("0.0.0.0:0").unwrap(), h2.udp_bind("0.0.0.0:7").unwrap());
+    /// let (s1, s2) = (h1.udp().bind("0.0.0.0:0").unwrap(), h2.udp().bind("0.0.0.0:7").unwrap());
     /// h1.send_to(&s1, b"0123456789", "10.0.0.2:7").unwrap();
     /// let mut small = [0u8; 4];
     /// let got = loop {

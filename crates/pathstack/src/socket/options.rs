@@ -14,11 +14,11 @@ impl Host {
     /// # use pathstack::core::device::wire::{wire_pair, WireConfig};
     /// # use pathstack::host::Host;
     /// # let mut host = Host::new("10.0.0.1/24".parse().unwrap(), wire_pair(WireConfig::default()).0).unwrap();
-    /// let s = host.udp_bind("0.0.0.0:0").unwrap();
-    /// assert_eq!(host.ttl(&s).unwrap(), 64);
-    /// host.set_ttl(&s, 5).unwrap();
-    /// assert_eq!(host.ttl(&s).unwrap(), 5);
-    /// assert!(host.set_ttl(&s, 256).is_err());
+    /// let s = host.udp().bind("0.0.0.0:0").unwrap();
+    /// assert_eq!(host.udp().ttl(&s).unwrap(), 64);
+    /// host.udp().set_ttl(&s, 5).unwrap();
+    /// assert_eq!(host.udp().ttl(&s).unwrap(), 5);
+    /// assert!(host.udp().set_ttl(&s, 256).is_err());
     /// ```
     #[deprecated(note = "use host.udp().set_ttl")]
     pub fn set_ttl(&mut self, s: &UdpSocket, ttl: u32) -> Result<(), SocketError> {

@@ -2,9 +2,9 @@
 //!
 //! A listener is a passive path at the `tcp` instance keyed by its port; a
 //! SYN to it opens the connection's own path (Scout's passive open), which
-//! [`TcpListener::accept`] hands out as a [`TcpStream`]. [`Host::tcp_connect`]
+//! [`TcpListener::accept`] hands out as a [`TcpStream`]. [`Tcp::connect`](crate::socket::Tcp::connect)
 //! makes an active path and sends the SYN; the handshake completes as the
-//! host polls ([`Host::tcp_is_connected`]). Handles are small `Copy`
+//! host polls ([`Tcp::is_connected`](crate::socket::Tcp::is_connected)). Handles are small `Copy`
 //! values carrying the host's identity, as UDP's are.
 //!
 //! The calls follow `std::net::TcpStream` with the host as first
@@ -28,8 +28,8 @@
 //! let (a, b) = wire_pair(WireConfig::default());
 //! let mut client = Host::new("10.0.0.1/24".parse().unwrap(), a).unwrap();
 //! let mut server = Host::new("10.0.0.2/24".parse().unwrap(), b).unwrap();
-//! let l = server.tcp_listen("0.0.0.0:7", 16).unwrap();
-//! let c = client.tcp_connect("10.0.0.2:7").unwrap();
+//! let l = server.tcp().listen("0.0.0.0:7", 16).unwrap();
+//! let c = client.tcp().connect("10.0.0.2:7").unwrap();
 //! let s = loop {
 //!     client.poll();
 //!     server.poll();
@@ -38,7 +38,7 @@
 //!     }
 //! };
 //! assert_eq!(c.write(&mut client, b"hello").unwrap(), 5);
-//! client.tcp_shutdown(&c, Shutdown::Write).unwrap();
+//! client.tcp().shutdown(&c, Shutdown::Write).unwrap();
 //! let mut got = Vec::new();
 //! let mut buf = [0u8; 64];
 //! loop {
@@ -310,7 +310,7 @@ impl Host {
     }
 
     /// Starts connecting to `peer` from an ephemeral port; the handshake
-    /// completes as the host polls ([`Host::tcp_is_connected`]). Each
+    /// completes as the host polls ([`Tcp::is_connected`](crate::socket::Tcp::is_connected)). Each
     /// address `peer` resolves to is tried in turn.
     #[deprecated(note = "use host.tcp().connect")]
     pub fn tcp_connect(&mut self, peer: impl ToSocketAddrs) -> Result<TcpStream, SocketError> {

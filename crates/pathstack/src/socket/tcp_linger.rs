@@ -39,7 +39,7 @@ pub(crate) enum LingerClose {
 }
 
 impl Host {
-    /// Sets what [`tcp_close`](Host::tcp_close) does with unacknowledged
+    /// Sets what [`tcp_close`](crate::socket::Tcp::close) does with unacknowledged
     /// data (`SO_LINGER`, see the module docs): `None` the graceful
     /// close, `Some(Duration::ZERO)` a reset that drops the data,
     /// `Some(d)` a graceful close reset after `d` if the data is still

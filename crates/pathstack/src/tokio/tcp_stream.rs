@@ -135,7 +135,7 @@ impl TcpStream {
     }
 
     /// The synchronous handle (for [`Host`]'s TCP calls inside
-    /// [`Net::with_host`], e.g. [`Host::tcp_stats`]).
+    /// [`Net::with_host`], e.g. [`Tcp::stats`](crate::socket::Tcp::stats)).
     pub fn handle(&self) -> socket::TcpStream {
         self.sock
     }
@@ -205,7 +205,7 @@ impl TcpStream {
     /// resets the connection if the data is still unacknowledged after
     /// `d`. Unlike a kernel socket's, the drop never blocks the thread
     /// (it runs the stack): the stack bounds the close instead (see
-    /// [`Host::tcp_set_linger`]).
+    /// [`Tcp::set_linger`](crate::socket::Tcp::set_linger)).
     pub fn set_linger(&self, linger: Option<std::time::Duration>) -> io::Result<()> {
         self.with_host(|h, s| h.tcp().set_linger(s, linger))
     }

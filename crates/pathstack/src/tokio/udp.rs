@@ -72,7 +72,7 @@ impl UdpSocket {
     /// Connects the socket to `addr`: from now on it sends only there
     /// (with [`send`](Self::send)) and hears only from there. Each address
     /// `addr` resolves to is tried in turn. Datagrams queued before are
-    /// discarded (see [`Host::connect`]).
+    /// discarded (see [`Udp::connect`](crate::socket::Udp::connect)).
     ///
     /// This method is cancel safe: cancelled, the socket is as it was.
     pub async fn connect(&self, addr: impl ToSocketAddrs) -> io::Result<()> {
@@ -108,7 +108,7 @@ impl UdpSocket {
     /// Takes the socket's pending asynchronous error, as tokio's
     /// `take_error`: a connected socket's `HostUnreachable` (ARP gave up)
     /// or `ConnectionRefused` (ICMP port unreachable) …, once; see
-    /// [`Host::take_error`]. The next send or receive reports it too.
+    /// [`Udp::take_error`](crate::socket::Udp::take_error). The next send or receive reports it too.
     pub fn take_error(&self) -> io::Result<Option<io::Error>> {
         self.with_host(|h, s| h.udp().take_error(s))
             .map(|e| e.map(io::Error::from))
