@@ -900,8 +900,8 @@ fn recv_pathstack(
     let waiter = dev.waiter()?;
     cfg.mac = Some(MacAddr(dev.mac()));
     let mut host = Host::new(cfg, dev)?.with_waiter(waiter, WaitMode::Blocking);
-    let sock = host.udp_bind(("0.0.0.0", a.port))?;
-    let stream = host.udp_path_id(&sock)?;
+    let sock = host.udp().bind(("0.0.0.0", a.port))?;
+    let stream = host.udp().path_id(&sock)?;
     let icmp = host.icmp_path();
     rank_paths(host.stack_mut(), a, stream, icmp, "UDP socket")?;
     let mut buf = vec![0u8; 2048];

@@ -84,7 +84,7 @@ impl TcpServices {
             (DISCARD, Kind::Discard),
             (CHARGEN, Kind::Chargen),
         ] {
-            listeners.push((host.tcp_listen(("0.0.0.0", port), 128)?, kind));
+            listeners.push((host.tcp().listen(("0.0.0.0", port), 128)?, kind));
         }
         Ok(TcpServices {
             listeners,
@@ -115,13 +115,13 @@ impl TcpServices {
             Ok((moved, keep)) => {
                 busy |= moved;
                 if !keep {
-                    let _ = host.tcp_close(c.s);
+                    let _ = host.tcp().close(c.s);
                 }
                 keep
             }
             Err(_) => {
                 stats.failed += 1;
-                let _ = host.tcp_abort(c.s);
+                let _ = host.tcp().abort(c.s);
                 false
             }
         });
@@ -168,7 +168,7 @@ fn serve(host: &mut Host, c: &mut Conn, st: &mut ServiceStats) -> std::io::Resul
                 }
             }
             if c.eof && c.pending.is_empty() {
-                host.tcp_shutdown(&c.s, Shutdown::Write)?;
+                host.tcp().shutdown(&c.s, Shutdown::Write)?;
                 return Ok((moved, false));
             }
         }
@@ -217,7 +217,7 @@ impl EchoClient {
         peer: SocketAddr,
         data: Vec<u8>,
     ) -> Result<EchoClient, SocketError> {
-        let s = host.tcp_connect(peer)?;
+        let s = host.tcp().connect(peer)?;
         Ok(EchoClient {
             s,
             data,
@@ -230,7 +230,7 @@ impl EchoClient {
 
     /// Moves data; `Ok(Some(matches))` once the echo has ended.
     pub fn poll(&mut self, host: &mut Host) -> std::io::Result<Option<bool>> {
-        if !host.tcp_is_connected(&self.s)? {
+        if !host.tcp().is_connected(&self.s)? {
             return Ok(None);
         }
         while self.sent < self.data.len() {
@@ -240,7 +240,7 @@ impl EchoClient {
             }
         }
         if self.sent == self.data.len() && !self.shut {
-            host.tcp_shutdown(&self.s, Shutdown::Write)?;
+            host.tcp().shutdown(&self.s, Shutdown::Write)?;
             self.shut = true;
         }
         let mut buf = [0u8; 16 * 1024];
@@ -260,6 +260,6 @@ impl EchoClient {
 
     /// Closes the connection.
     pub fn close(self, host: &mut Host) {
-        let _ = host.tcp_close(self.s);
+        let _ = host.tcp().close(self.s);
     }
 }

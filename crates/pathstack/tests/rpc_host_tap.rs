@@ -15,7 +15,7 @@ use pathstack::devices::{TapDevice, TapOptions, WaitMode};
 use pathstack::host::{Host, HostConfig};
 use pathstack::inet::MacAddr;
 use pathstack::rpc::{Peer, RpcNet};
-use pathstack::rpc_stack::modules::protocol::XRPCTEST_ID;
+use pathstack::rpc_protocols::modules::protocol::XRPCTEST_ID;
 use pathstack_testutil::{privileged, Topology};
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
@@ -125,7 +125,8 @@ fn run(net: RpcNet, net_arg: &str) {
     for &n in &sizes {
         let req: Vec<u8> = (0..n).map(|i| (i * 13 + 5) as u8).collect();
         let reply = client
-            .rpc_client()
+            .rpc()
+            .client()
             .unwrap()
             .call_timeout(peer, XRPCTEST_ID, &req, Duration::from_secs(10))
             .unwrap_or_else(|e| panic!("{net_arg}: a {n}-byte call: {e}\n{}", client.report()));

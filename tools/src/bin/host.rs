@@ -109,7 +109,7 @@ use pathstack::inet::modules::{ArpModule, IpModule};
 use pathstack::inet::MacAddr;
 use pathstack::nic::Nic;
 use pathstack::rpc::{Echo, RpcNet};
-use pathstack::rpc_stack::modules::protocol::XRPCTEST_ID;
+use pathstack::rpc_protocols::modules::protocol::XRPCTEST_ID;
 use serde_json::{json, Value};
 use std::net::Ipv4Addr;
 use std::process::{Command, ExitCode};
@@ -325,14 +325,14 @@ fn run(args: Args) -> Result<ExitCode, BoxError> {
         Some(s)
     };
     if let Some(net) = args.rpc {
-        host.rpc_server()?.register(XRPCTEST_ID, Echo)?;
+        host.rpc().server()?.register(XRPCTEST_ID, Echo)?;
         println!(
             "rpc: echo procedure {XRPCTEST_ID} (XRPCTEST) over {}, for peers calling {}",
             match net {
                 RpcNet::Eth => "ETH",
                 RpcNet::Ip => "IP",
             },
-            host.rpc_peer()?
+            host.rpc().peer()?
         );
     }
     let mut discarded = (0u64, 0u64);
@@ -467,7 +467,7 @@ fn run(args: Args) -> Result<ExitCode, BoxError> {
     let tcp_stats = tcp.as_ref().map(|t| t.stats);
     let echoed = services.as_ref().map(|s| s.echoed(host.stack()));
     let rpc_calls = match args.rpc {
-        Some(_) => Some(host.rpc_server()?.calls()),
+        Some(_) => Some(host.rpc().server()?.calls()),
         None => None,
     };
     let stats = Stats::of(host.stack());

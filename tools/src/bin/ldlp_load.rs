@@ -284,7 +284,7 @@ impl Receiver for Udp {
     }
     fn drain(&mut self) -> usize {
         let mut n = 0;
-        while let Ok(Some(_)) = self.host.udp_recv_msg(&self.socket) {
+        while let Ok(Some(_)) = self.host.udp().recv_msg(&self.socket) {
             n += 1;
         }
         n
@@ -329,13 +329,13 @@ fn build(args: &Args, rx_burst: usize, buffer: usize) -> Result<Rig, BoxError> {
             c.rx_burst = Some(rx_burst);
             c.tcp = false;
             let mut host = Host::new(c, a)?;
-            let socket = host.udp_bind("0.0.0.0:7")?;
+            let socket = host.udp().bind("0.0.0.0:7")?;
             let mut c = HostConfig::parse("10.0.0.2/24")?;
             c.tcp = false;
             let mut tx = Host::new(c, s)?;
             tx.add_neighbor("10.0.0.1".parse()?, MacAddr(WireConfig::default().mac_a))?;
-            let ts = tx.udp_connect("0.0.0.0:9000", "10.0.0.1:7")?;
-            tx.send(&ts, &payload)?;
+            let ts = tx.udp().bind_connected("0.0.0.0:9000", "10.0.0.1:7")?;
+            tx.udp().send(&ts, &payload)?;
             tx.poll();
             // The sender's start-up frames (ARP announcement) come first:
             // the datagram is the IPv4 frame.

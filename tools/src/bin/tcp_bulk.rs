@@ -199,7 +199,7 @@ fn report(bytes: u64, secs: f64, stats: Option<TcpStats>) {
 
 fn sink(args: &TapArgs, port: u16) -> Result<(), BoxError> {
     let mut host = open(args)?;
-    let l = host.tcp_listen(("0.0.0.0", port), 4)?;
+    let l = host.tcp().listen(("0.0.0.0", port), 4)?;
     println!("tcp_bulk sink: ready on {} port {port}", args.ip);
     let s: TcpStream = loop {
         if let Some((s, _)) = ready(l.accept(&mut host))? {
@@ -232,8 +232,8 @@ fn sink(args: &TapArgs, port: u16) -> Result<(), BoxError> {
         host.wait(Duration::from_millis(10))?;
     }
     let secs = start.map_or(0.0, |t| t.elapsed().as_secs_f64());
-    let stats = host.tcp_stats(&s).ok();
-    let _ = host.tcp_close(s);
+    let stats = host.tcp().stats(&s).ok();
+    let _ = host.tcp().close(s);
     // Let the FIN out.
     for _ in 0..20 {
         step(&mut host)?;
@@ -296,7 +296,7 @@ fn sink_stack(
             return Err(format!("cannot pin a sink thread to CPU {id}").into());
         }
     }
-    let l = host.tcp_listen(("0.0.0.0", port), 64)?;
+    let l = host.tcp().listen(("0.0.0.0", port), 64)?;
     start.wait();
     let mut open: Vec<TcpStream> = Vec::new();
     let mut buf = vec![0u8; 64 * 1024];
@@ -329,7 +329,7 @@ fn sink_stack(
             if eof {
                 t.last_eof = Some(Instant::now());
                 // Close at once: the kernel sender waits for our FIN.
-                let _ = host.tcp_close(open.swap_remove(i));
+                let _ = host.tcp().close(open.swap_remove(i));
                 tally.eofs.fetch_add(1, Ordering::Relaxed);
                 tally.touch();
             } else {
@@ -339,7 +339,7 @@ fn sink_stack(
         host.wait(Duration::from_millis(10))?;
     }
     for s in open {
-        let _ = host.tcp_close(s);
+        let _ = host.tcp().close(s);
     }
     // Let the FINs out.
     for _ in 0..20 {
@@ -435,9 +435,9 @@ fn multi_sink(
 
 fn source(args: &TapArgs, peer: SocketAddr, seconds: f64) -> Result<(), BoxError> {
     let mut host = open(args)?;
-    let s = host.tcp_connect(peer)?;
+    let s = host.tcp().connect(peer)?;
     let connect_by = Instant::now() + Duration::from_secs(10);
-    while !host.tcp_is_connected(&s)? {
+    while !host.tcp().is_connected(&s)? {
         if Instant::now() > connect_by {
             return Err("connect timed out".into());
         }
@@ -461,7 +461,7 @@ fn source(args: &TapArgs, peer: SocketAddr, seconds: f64) -> Result<(), BoxError
             host.wait(Duration::from_millis(10))?;
         }
     }
-    host.tcp_shutdown(&s, Shutdown::Write)?;
+    host.tcp().shutdown(&s, Shutdown::Write)?;
     // Until the peer's FIN: everything sent was acknowledged by then.
     let mut buf = [0u8; 2048];
     let close_by = Instant::now() + Duration::from_secs(30);
@@ -479,8 +479,8 @@ fn source(args: &TapArgs, peer: SocketAddr, seconds: f64) -> Result<(), BoxError
         }
     }
     let secs = start.elapsed().as_secs_f64();
-    let stats = host.tcp_stats(&s).ok();
-    let _ = host.tcp_close(s);
+    let stats = host.tcp().stats(&s).ok();
+    let _ = host.tcp().close(s);
     for _ in 0..20 {
         step(&mut host)?;
     }
@@ -494,8 +494,8 @@ fn memory(seconds: f64) -> Result<(), BoxError> {
     let (a, b) = wire_pair(WireConfig::default());
     let mut src = Host::new(HostConfig::parse("10.0.0.1/24")?, a)?;
     let mut dst = Host::new(HostConfig::parse("10.0.0.2/24")?, b)?;
-    let l = dst.tcp_listen("0.0.0.0:5001", 4)?;
-    let c = src.tcp_connect("10.0.0.2:5001")?;
+    let l = dst.tcp().listen("0.0.0.0:5001", 4)?;
+    let c = src.tcp().connect("10.0.0.2:5001")?;
     let connect_by = Instant::now() + Duration::from_secs(10);
     let s = loop {
         src.poll();
@@ -523,7 +523,7 @@ fn memory(seconds: f64) -> Result<(), BoxError> {
                     }
                 }
             } else {
-                src.tcp_shutdown(&c, Shutdown::Write)?;
+                src.tcp().shutdown(&c, Shutdown::Write)?;
                 shut = true;
             }
         }
@@ -548,7 +548,7 @@ fn memory(seconds: f64) -> Result<(), BoxError> {
     if got != sent {
         return Err(format!("sent {sent} octets, the sink read {got}").into());
     }
-    report(got, secs, dst.tcp_stats(&s).ok());
+    report(got, secs, dst.tcp().stats(&s).ok());
     Ok(())
 }
 

@@ -155,7 +155,9 @@ fn run(args: Args) -> Result<(), BoxError> {
         },
         None => defaults,
     };
-    let echo = host.tcp_listen_with(("0.0.0.0", args.port), args.backlog, echo_cfg)?;
+    let echo = host
+        .tcp()
+        .listen_with(("0.0.0.0", args.port), args.backlog, echo_cfg)?;
     let idle = match args.idle_port {
         Some(p) => {
             let small = TcpConfig {
@@ -164,7 +166,10 @@ fn run(args: Args) -> Result<(), BoxError> {
                 max_ooo_bytes: args.idle_buffer,
                 ..defaults
             };
-            Some(host.tcp_listen_with(("0.0.0.0", p), args.backlog, small)?)
+            Some(
+                host.tcp()
+                    .listen_with(("0.0.0.0", p), args.backlog, small)?,
+            )
         }
         None => None,
     };
@@ -194,14 +199,14 @@ fn run(args: Args) -> Result<(), BoxError> {
             Ok((moved, keep)) => {
                 busy |= moved;
                 if !keep {
-                    let _ = host.tcp_close(c.s);
+                    let _ = host.tcp().close(c.s);
                 }
                 keep
             }
             Err(e) => {
                 eprintln!("tcp_echo: a connection failed: {e}");
                 counts.failed += 1;
-                let _ = host.tcp_abort(c.s);
+                let _ = host.tcp().abort(c.s);
                 false
             }
         });
@@ -280,7 +285,7 @@ fn serve(
         }
     }
     if c.eof && c.pending.is_empty() {
-        host.tcp_shutdown(&c.s, Shutdown::Write)?;
+        host.tcp().shutdown(&c.s, Shutdown::Write)?;
         return Ok((moved, false));
     }
     Ok((moved, true))

@@ -1,14 +1,15 @@
 //! The socket table of a host: what a [`UdpSocket`] handle names.
 //!
 //! A handle is (host, slot, generation). The host part makes a handle
-//! from another host an error ([`SocketError::WrongHost`]) instead of a
+//! from another host an error ([`Stale::WrongHost`]) instead of a
 //! name for this host's socket in the same slot; the generation makes a
-//! handle of a closed socket stale ([`SocketError::Closed`]) even after
+//! handle of a closed socket stale ([`Stale::Closed`]) even after
 //! its slot is reused. The slot holds what the socket is now: its path
 //! (which `connect` replaces), port, peer and options.
 
-use super::{SocketError, UdpSocket};
-use crate::host::HostId;
+use super::handles::UdpSocket;
+use super::stale::Stale;
+use crate::host_id::HostId;
 use pathstack_core::{ModuleId, PathId};
 use pathstack_inet::modules::ip::Interface;
 use pathstack_inet::wire::ipv4::DEFAULT_TTL;
@@ -107,45 +108,45 @@ impl UdpSockets {
         }
     }
 
-    fn slot(&self, s: &UdpSocket) -> Result<&Slot, SocketError> {
+    fn slot(&self, s: &UdpSocket) -> Result<&Slot, Stale> {
         if s.host != self.host {
-            return Err(SocketError::WrongHost {
+            return Err(Stale::WrongHost {
                 socket: s.host,
                 host: self.host,
             });
         }
-        // Matches, not `ok_or(SocketError::Closed)`: that builds the error
+        // Matches, not `ok_or(Stale::Closed)`: that builds the error
         // (which has drop glue) and drops it on every call that succeeds,
         // each send and receive.
         match self.slots.get(s.slot as usize) {
             Some(slot) if slot.generation == s.generation => Ok(slot),
-            _ => Err(SocketError::Closed),
+            _ => Err(Stale::Closed),
         }
     }
 
     /// The socket `s` names.
-    pub(crate) fn get(&self, s: &UdpSocket) -> Result<&SocketState, SocketError> {
+    pub(crate) fn get(&self, s: &UdpSocket) -> Result<&SocketState, Stale> {
         match &self.slot(s)?.socket {
             Some(socket) => Ok(socket),
-            None => Err(SocketError::Closed),
+            None => Err(Stale::Closed),
         }
     }
 
     /// The socket `s` names, writable.
-    pub(crate) fn get_mut(&mut self, s: &UdpSocket) -> Result<&mut SocketState, SocketError> {
+    pub(crate) fn get_mut(&mut self, s: &UdpSocket) -> Result<&mut SocketState, Stale> {
         self.slot(s)?;
         match &mut self.slots[s.slot as usize].socket {
             Some(socket) => Ok(socket),
-            None => Err(SocketError::Closed),
+            None => Err(Stale::Closed),
         }
     }
 
     /// Removes the socket `s` names: its handle (and every copy) is stale
     /// from now on.
-    pub(crate) fn remove(&mut self, s: &UdpSocket) -> Result<SocketState, SocketError> {
+    pub(crate) fn remove(&mut self, s: &UdpSocket) -> Result<SocketState, Stale> {
         self.get(s)?;
         let slot = &mut self.slots[s.slot as usize];
-        let socket = slot.socket.take().ok_or(SocketError::Closed)?;
+        let socket = slot.socket.take().ok_or(Stale::Closed)?;
         slot.generation = slot.generation.wrapping_add(1);
         self.free.push(s.slot);
         Ok(socket)

@@ -796,7 +796,7 @@ impl TcpPair {
         let mut hosts = Hosts::new(client, server);
         let mut handshake = 0;
         // Until both ends have the connection (the server's accept too).
-        while !hosts.client.tcp_is_connected(&ping.s)? || srv.conn().is_none() {
+        while !hosts.client.tcp().is_connected(&ping.s)? || srv.conn().is_none() {
             hosts.poll(true);
             hosts.poll(false);
             srv.serve(&mut hosts.server)?;
@@ -809,7 +809,7 @@ impl TcpPair {
             let conn = srv.conn().ok_or("the server has no connection")?;
             let paths = [(&mut hosts.client, ping.s), (&mut hosts.server, conn)];
             for (host, s) in paths {
-                let path = host.tcp_path_id(&s)?;
+                let path = host.tcp().path_id(&s)?;
                 let rule = inline::tcp_fast_rule::<WireStage>(WIRE_SPEC.name);
                 inline_with(host, path, rule, "for TCP")?;
             }
@@ -828,7 +828,7 @@ impl TcpPair {
         ];
         for (host, s) in ends {
             let s = s.ok_or("the server has no connection")?;
-            let st = host.tcp_stats(&s)?;
+            let st = pathstack::socket::Tcp::of(host).stats(&s)?;
             all += st.segs_out;
             timed += st.retrans_segs + st.tlp_probes + st.window_probes + st.keepalive_probes;
         }
@@ -1323,7 +1323,7 @@ fn tcp_client(
 ) -> Result<(Result1, String), BoxError> {
     let mut ping = TcpPinger::connect(&mut host, peer, PORT)?;
     let by = Instant::now() + Duration::from_secs(5);
-    while !host.tcp_is_connected(&ping.s)? {
+    while !host.tcp().is_connected(&ping.s)? {
         if Instant::now() > by {
             return Err(format!(
                 "no TCP connection to {peer}:{PORT} within 5 s (ARP or topology?)\n{}",

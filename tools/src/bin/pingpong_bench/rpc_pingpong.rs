@@ -34,10 +34,10 @@ use pathstack::host::{Host, HostConfig};
 use pathstack::inet::MacAddr;
 use pathstack::nic::Nic;
 use pathstack::rpc::{Echo, Peer, RpcNet};
-use pathstack::rpc_stack::anno::{CallStatus, RpcAnno, RpcTag};
-use pathstack::rpc_stack::modules::inline;
-use pathstack::rpc_stack::modules::protocol::XRPCTEST_ID;
-use pathstack::rpc_stack::modules::rpc::RpcModule;
+use pathstack::rpc_protocols::anno::{CallStatus, RpcAnno, RpcTag};
+use pathstack::rpc_protocols::modules::inline;
+use pathstack::rpc_protocols::modules::protocol::XRPCTEST_ID;
+use pathstack::rpc_protocols::modules::rpc::RpcModule;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
@@ -241,12 +241,12 @@ fn pair(sched: SchedKind, pin: bool, args: &RpcArgs) -> Result<Pair, BoxError> {
     let mac = |n| Some(MacAddr([0x02, 0, 0, 0, 0, n]));
     let mut client = Host::new(config("10.0.0.1/24", mac(1), sched, args)?, a)?;
     let mut server = Host::new(config("10.0.0.2/24", mac(2), sched, args)?, b)?;
-    server.rpc_server()?.register(XRPCTEST_ID, Echo)?;
+    server.rpc().server()?.register(XRPCTEST_ID, Echo)?;
     if pin {
         inline_rpc(&mut client, args)?;
         inline_rpc(&mut server, args)?;
     }
-    let peer = server.rpc_peer()?;
+    let peer = server.rpc().peer()?;
     let caller = Caller::new(&client, peer, args)?;
     Ok(Pair {
         hosts: Hosts::new(client, server),
@@ -414,8 +414,8 @@ impl TapPingPong for RpcArgs {
         stop: Arc<AtomicBool>,
     ) -> Result<String, BoxError> {
         let mut host = self.tap_host(&end, "server")?;
-        host.rpc_server()?.register(XRPCTEST_ID, Echo)?;
-        let _ = ready.send(host.rpc_peer()?);
+        host.rpc().server()?.register(XRPCTEST_ID, Echo)?;
+        let _ = ready.send(host.rpc().peer()?);
         poll_until(&mut host, &stop)
     }
 

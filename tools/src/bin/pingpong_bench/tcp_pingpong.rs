@@ -30,7 +30,7 @@ pub struct TcpEchoServer {
 impl TcpEchoServer {
     /// Listens on `port`.
     pub fn listen(host: &mut Host, port: u16) -> Result<TcpEchoServer, SocketError> {
-        let listener = host.tcp_listen_with(("0.0.0.0", port), 4, nodelay())?;
+        let listener = host.tcp().listen_with(("0.0.0.0", port), 4, nodelay())?;
         Ok(TcpEchoServer {
             listener,
             conn: None,
@@ -56,7 +56,7 @@ impl TcpEchoServer {
         while let Some(n) = ready(s.read(host, &mut buf))? {
             if n == 0 {
                 // The client is gone: wait for the next one.
-                let _ = host.tcp_close(s);
+                let _ = host.tcp().close(s);
                 self.conn = None;
                 break;
             }
@@ -80,7 +80,9 @@ pub struct TcpPinger {
 impl TcpPinger {
     /// Starts connecting to `peer`:`port`.
     pub fn connect(host: &mut Host, peer: Ipv4Addr, port: u16) -> Result<TcpPinger, SocketError> {
-        let s = host.tcp_connect_with("0.0.0.0:0", SocketAddrV4::new(peer, port), nodelay())?;
+        let s = host
+            .tcp()
+            .connect_with("0.0.0.0:0", SocketAddrV4::new(peer, port), nodelay())?;
         Ok(TcpPinger { s, seq: 0 })
     }
 
