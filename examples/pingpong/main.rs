@@ -33,9 +33,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (a, b) = wire_pair(WireConfig::default());
     let mut client = Host::new("10.0.0.1/24".parse()?, a)?;
     let mut server = Host::new("10.0.0.2/24".parse()?, b)?;
-    let srv = server.udp_bind("0.0.0.0:7")?;
-    let sock = client.udp_bind("0.0.0.0:0")?;
-    client.connect(&sock, "10.0.0.2:7")?;
+    let srv = server.udp().bind("0.0.0.0:7")?;
+    let sock = client.udp().bind("0.0.0.0:0")?;
+    client.udp().connect(&sock, "10.0.0.2:7")?;
 
     // One round trip of the server's echo: everything the server received
     // goes back to its sender.

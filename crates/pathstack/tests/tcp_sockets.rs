@@ -415,18 +415,22 @@ fn a_read_that_opens_the_window_sends_the_update_at_once() {
     for _ in 0..2000 {
         let _ = ready(c.write(&mut sim.a, &data)).unwrap();
         sim.step();
-        if sim.b.tcp_recv_queue(&s).unwrap() >= 8192 {
+        if sim.b.tcp().recv_queue(&s).unwrap() >= 8192 {
             break;
         }
     }
-    assert_eq!(sim.b.tcp_recv_queue(&s).unwrap(), 8192, "the window closed");
+    assert_eq!(
+        sim.b.tcp().recv_queue(&s).unwrap(),
+        8192,
+        "the window closed"
+    );
     for _ in 0..10 {
         sim.step();
     }
-    let before = sim.b.tcp_stats(&s).unwrap().segs_out;
+    let before = sim.b.tcp().stats(&s).unwrap().segs_out;
     let mut buf = [0u8; 16384];
     assert_eq!(ready(s.read(&mut sim.b, &mut buf)).unwrap(), Some(8192));
-    let after = sim.b.tcp_stats(&s).unwrap().segs_out;
+    let after = sim.b.tcp().stats(&s).unwrap().segs_out;
     assert_eq!(after, before + 1, "the window update left with the read");
     // And the sender goes on into the open window.
     for _ in 0..100 {
@@ -434,7 +438,7 @@ fn a_read_that_opens_the_window_sends_the_update_at_once() {
         sim.step();
     }
     assert!(
-        sim.b.tcp_recv_queue(&s).unwrap() > 0,
+        sim.b.tcp().recv_queue(&s).unwrap() > 0,
         "data after the update"
     );
 }
