@@ -113,8 +113,8 @@
 //! reach the host — here, while the program runs:
 //! `ip addr add 10.0.0.2/24 dev tap0` (the device comes up when opened),
 //! then `ping 10.0.0.1` or `echo hi | socat - UDP:10.0.0.1:7`. The `host`
-//! example does all of this in a private network namespace:
-//! `sudo cargo run --release --example host -- --netns --ping`.
+//! tool does all of this in a private network namespace:
+//! `sudo cargo run --release -p pathstack-tools --bin host -- --netns --ping`.
 //!
 //! ```no_run
 //! use pathstack::socket::ready;

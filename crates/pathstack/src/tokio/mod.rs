@@ -189,7 +189,7 @@
 //!
 //! On a TAP device, give the driver the device's file descriptor with
 //! [`Net::tap`] (or [`Net::with_fd`]); see `examples/udp_echo.rs` and,
-//! for an HTTP server with hyper, `examples/http.rs`.
+//! for an HTTP server with hyper, `tools/src/http.rs` (the `http` tool: `cargo run --release -p pathstack-tools --bin http`).
 
 mod driver;
 mod net;
