@@ -841,7 +841,7 @@ fn recv_pathstack_in_path(
         host.wait(Duration::from_millis(10))?;
     }
     let stack = host.stack();
-    let report = stream_work(&stack, stream)?.report();
+    let report = stream_work(stack, stream)?.report();
     Ok((
         report,
         json!({
@@ -850,7 +850,7 @@ fn recv_pathstack_in_path(
                 IcmpPriority::Same => "same",
             },
             "work_in": "path",
-            "paths": {"stream": path_json(&stack, stream), "icmp": path_json(&stack, icmp)},
+            "paths": {"stream": path_json(stack, stream), "icmp": path_json(stack, icmp)},
         }),
     ))
 }
