@@ -31,7 +31,7 @@ impl Host {
     /// `now` is a std [`Duration`](std::time::Duration) since the host's
     /// start (a `std::time::Instant` cannot be made for a simulated time,
     /// so a simulation counts from zero), or the core's
-    /// [`Instant`](pathstack_core::Instant), the same count.
+    /// [`Instant`], the same count.
     ///
     /// ```
     /// use std::time::Duration;
@@ -61,7 +61,7 @@ impl Host {
     }
 
     /// When the host next has timed work: the stack's next timer or a
-    /// device's delayed frame ([`Stack::poll_at`]), or the end of a
+    /// device's delayed frame ([`Stack::poll_at`](pathstack_core::stack::Stack::poll_at)), or the end of a
     /// close's linger time ([`Host::tcp_set_linger`]).
     pub fn poll_at(&self) -> Option<Instant> {
         let stack = self.stack.poll_at();
@@ -82,7 +82,7 @@ impl Host {
     /// Waits for input or the stack's next timer, at most `max`. It wakes
     /// as soon as a frame arrives: on a TAP device given with
     /// [`Host::with_waiter`] through its file descriptor, on a device that
-    /// offers an [`RxWaiter`] (the in-memory wire) through it. A device
+    /// offers an [`RxWaiter`](pathstack_core::device::RxWaiter) (the in-memory wire) through it. A device
     /// with neither cannot say when a frame arrives, so the host sleeps
     /// at most a millisecond and polls again.
     pub fn wait(&self, max: std::time::Duration) -> Result<(), HostError> {

@@ -82,7 +82,7 @@ pub struct HostConfig {
     pub module_types: ModuleTypes,
     /// Charge processing time to the paths that spend it
     /// ([`PathStats::cpu_ns`](pathstack_core::path::PathStats::cpu_ns);
-    /// [`StackConfig::account_time`]). Off by default, because it costs a
+    /// [`StackConfig::account_time`](pathstack_core::stack::StackConfig::account_time)). Off by default, because it costs a
     /// clock read per scheduler turn and two per direct run of a path
     /// (a read is about as dear as a short path's whole processing); the
     /// other per-path counters (messages, bytes, held buffers, drops) are
@@ -90,7 +90,7 @@ pub struct HostConfig {
     pub account_cpu: bool,
     /// Admission control: budgets for path count, buffer bytes and CPU
     /// share, per stack and per path class
-    /// ([`StackConfig::budgets`], see [`pathstack_core::admission`]). A
+    /// ([`StackConfig::budgets`](pathstack_core::stack::StackConfig::budgets), see [`pathstack_core::admission`]). A
     /// socket whose path would exceed one is refused with
     /// [`PathError::Admission`](pathstack_core::error::PathError::Admission)
     /// ([`std::io::ErrorKind::QuotaExceeded`] through `std::io`). Default:
