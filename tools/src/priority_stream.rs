@@ -88,7 +88,6 @@ use clap::{Parser, Subcommand, ValueEnum};
 use hdrhistogram::Histogram;
 use pathstack::core::attrs::keys::{AddrPart, Participants, PARTICIPANTS, PASSIVE_OPEN};
 use pathstack::core::graph::spec::{Count, ModuleSpec, ParamSpec, ServiceSpec, ServiceType};
-use pathstack::core::graph::ModuleGraph;
 use pathstack::core::queue_sizing::queue_len_for;
 use pathstack::core::stack::ModuleSetup;
 use pathstack::core::{
@@ -96,11 +95,10 @@ use pathstack::core::{
     Route, SchedParams, Stack, Stage, Verdict,
 };
 use pathstack::devices::{TapDevice, TapOptions, WaitMode};
-use pathstack::host::{Host, HostConfig};
-use pathstack::inet::modules::{HostGraph, IcmpModule};
+use pathstack::host::{Below, Host, HostConfig, UpperModule};
+use pathstack::inet::modules::IcmpModule;
 use pathstack::inet::MacAddr;
 use pathstack::socket::ready;
-use pathstack::Nic;
 use serde_json::{json, Value};
 use std::net::{SocketAddr, UdpSocket};
 use std::path::PathBuf;
@@ -782,9 +780,9 @@ fn rank_paths(
 }
 
 /// The stream received by a `STREAMWORK` stage on the stream's path
-/// (`--work-in path`): the host's graph with `STREAMWORK` above UDP, built
-/// here because the module is this example's, polled until the stage saw
-/// the end. Returns the stage's record and the paths' counters.
+/// (`--work-in path`): a host with the example's `STREAMWORK` module type
+/// above UDP ([`HostConfig::module_types`], [`HostConfig::upper`]), polled
+/// until the stage saw the end. Returns the stage's record and the paths' counters.
 fn recv_pathstack_in_path(
     a: &RecvArgs,
     idle: Duration,
@@ -794,34 +792,32 @@ fn recv_pathstack_in_path(
     let (Some(tap), Some(ip)) = (&a.tap, &a.ip) else {
         return Err("--stack pathstack needs --tap and --ip".into());
     };
-    let cfg = HostConfig::parse(ip)?;
+    let mut cfg = HostConfig::parse(ip)?;
     let mut opts = TapOptions::new();
     if let Some(ns) = &a.netns {
         opts = opts.netns(ns.clone());
     }
     let dev = TapDevice::open(tap, opts)?;
     let waiter = dev.waiter()?;
-    let mac = MacAddr(dev.mac());
-    // The graph `Host::new` builds for a TAP (driver WIRE on device 0),
-    // with UDP and, above it, the stream's work.
-    let mut g = HostGraph::new(cfg.addr, cfg.prefix_len, mac);
-    g.driver = Nic::Device.driver_line(0, mac);
-    g.upper
-        .push(("name=udp module=UDP;".into(), "udp.down<>ip.up;".into()));
-    g.upper.push((
-        format!("name=work module=STREAMWORK passes={};", a.work),
-        "work.down<>udp.up;".into(),
-    ));
-    let mut types = pathstack::module_types();
-    types.register(&STREAM_WORK_SPEC, StreamWorkModule::create);
-    let graph = ModuleGraph::from_text(&g.to_text(), Some("priority.graph"), &types.specs())?;
-    let mut stack = Stack::builder(graph, types).device(dev).build()?;
-    let icmp = stack
-        .module_id("icmp")
-        .and_then(|m| stack.module::<IcmpModule>(m))
-        .and_then(IcmpModule::path)
-        .ok_or("the host graph has no ICMP path")?;
-    let work = stack.module_id("work").ok_or("no STREAMWORK instance")?;
+    // The host `Host::new` builds for a TAP, with UDP and, above it, the
+    // stream's work: a module type of this example's, given to the host.
+    // Modular paths and no TCP, as the measurement has always run.
+    cfg.mac = Some(MacAddr(dev.mac()));
+    cfg.tcp = false;
+    cfg.specialize = false;
+    cfg.module_types
+        .register(&STREAM_WORK_SPEC, StreamWorkModule::create);
+    cfg.upper.push(
+        UpperModule::new("work", STREAM_WORK_SPEC.name)
+            .param("passes", a.work)
+            .over("down", Below::Udp),
+    );
+    let mut host = Host::new(cfg, dev)?.with_waiter(waiter, WaitMode::Blocking);
+    let icmp = host.icmp_path();
+    let stack = host.stack_mut();
+    let (work, _) = stack
+        .module_of::<StreamWorkModule>()
+        .ok_or("no STREAMWORK instance")?;
     // A bound path: any sender to our port (as `Host::udp_bind` makes).
     let stream = stack.path_create(
         work,
@@ -833,27 +829,20 @@ fn recv_pathstack_in_path(
             },
         ),
     )?;
-    rank_paths(&mut stack, a, stream, icmp, "STREAMWORK on the path")?;
-    let start = Instant::now();
-    let now =
-        |start: Instant| pathstack::core::Instant::from_nanos(start.elapsed().as_nanos() as u64);
+    rank_paths(stack, a, stream, icmp, "STREAMWORK on the path")?;
     loop {
-        stack.poll(now(start));
-        let w = stream_work(&stack, stream)?;
+        host.poll();
+        let w = stream_work(host.stack(), stream)?;
         if busy_from.is_none() && w.received() > 0 {
             *busy_from = Some((cpu_time(), Instant::now()));
         }
         if stop() || w.finished(idle) {
             break;
         }
-        let t = now(start);
-        let until_timer = stack
-            .poll_at()
-            .map(|at| Duration::from_nanos(at.saturating_since(t).as_nanos()));
-        let max = Duration::from_millis(10);
-        waiter.wait_readable(Some(until_timer.map_or(max, |d| d.min(max))))?;
+        host.wait(Duration::from_millis(10))?;
     }
-    let report = stream_work(&stack, stream)?.report();
+    let stack = host.stack();
+    let report = stream_work(stack, stream)?.report();
     Ok((
         report,
         json!({
@@ -862,7 +851,7 @@ fn recv_pathstack_in_path(
                 IcmpPriority::Same => "same",
             },
             "work_in": "path",
-            "paths": {"stream": path_json(&stack, stream), "icmp": path_json(&stack, icmp)},
+            "paths": {"stream": path_json(stack, stream), "icmp": path_json(stack, icmp)},
         }),
     ))
 }

@@ -103,6 +103,15 @@ impl From<Duration> for std::time::Duration {
     }
 }
 
+/// An instant given as the time since the clock's zero (a host's start),
+/// so that std code can set a simulated clock with the std type.
+impl From<std::time::Duration> for Instant {
+    /// Saturates like `Duration`'s conversion.
+    fn from(d: std::time::Duration) -> Self {
+        Instant(Duration::from(d).0)
+    }
+}
+
 impl fmt::Display for Instant {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(

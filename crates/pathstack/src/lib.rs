@@ -154,7 +154,7 @@
 //! | a Linux TAP interface | [`TapDevice`], [`TapOptions`], [`WaitMode`] |
 //! | a device of your own | implement [`Device`] |
 //! | the emulated LANCE adapter | [`Nic`] ([`HostConfig::nic`]) |
-//! | your own module at the top of a path | [`HostConfig::upper`], [`module_types`] |
+//! | your own module at the top of a path | [`HostConfig::upper`] ([`host::UpperModule`]), [`HostConfig::module_types`] |
 //! | a module graph from a file | [`Host::from_graph_file`], [`module_specs`] |
 //! | the core stack under a host (tools, tests that drive the core) | [`Host::stack`], [`Host::stack_mut`] |
 #![forbid(unsafe_code)]

@@ -20,7 +20,7 @@ use pathstack::core::device::wire::{wire_pair, WireConfig, WireEnd};
 use pathstack::core::device::{WireStage, WIRE_SPEC};
 use pathstack::core::synthetic::{EchoStage, ECHO_SPEC};
 use pathstack::core::{Device, Dir, Duration, Instant, Msg, PathId};
-use pathstack::host::{Host, HostConfig};
+use pathstack::host::{Below, Host, HostConfig, UpperModule};
 use pathstack::inet::modules::inline;
 use pathstack::inet::MacAddr;
 use pathstack::socket::ready;
@@ -72,14 +72,12 @@ impl World {
         c.mac = Some(MacAddr(MAC_US));
         c.specialize = specialized;
         c.upper = vec![
-            (
-                "name=sink module=ECHO mode=sink;".into(),
-                "sink.down<>udp.up;".into(),
-            ),
-            (
-                "name=echo module=ECHO mode=echo;".into(),
-                "echo.down<>udp.up;".into(),
-            ),
+            UpperModule::new("sink", "ECHO")
+                .param("mode", "sink")
+                .over("down", Below::Udp),
+            UpperModule::new("echo", "ECHO")
+                .param("mode", "echo")
+                .over("down", Below::Udp),
         ];
         let mut host = Host::new(c, a).unwrap();
         let connected = path(

@@ -16,7 +16,7 @@ use pathstack::core::device::Device;
 use pathstack::core::{Dir, PathId};
 use pathstack::devices::lance::sparse::AccessCounts;
 use pathstack::devices::{Access, LanceModule};
-use pathstack::host::{Host, HostConfig};
+use pathstack::host::{Below, Host, HostConfig, UpperModule};
 use pathstack::inet::MacAddr;
 use pathstack::nic::Nic;
 use pathstack_inet::InetAnno;
@@ -51,14 +51,12 @@ fn host(addr: &str, nic: Nic, dev: Recorder<WireEnd>) -> Host {
     cfg.mac = dev.caps().mac.map(MacAddr);
     cfg.nic = nic;
     cfg.upper = vec![
-        (
-            "name=echo7 module=ECHO mode=echo;".into(),
-            "echo7.down<>udp.up;".into(),
-        ),
-        (
-            "name=cli module=ECHO mode=sink;".into(),
-            "cli.down<>udp.up;".into(),
-        ),
+        UpperModule::new("echo7", "ECHO")
+            .param("mode", "echo")
+            .over("down", Below::Udp),
+        UpperModule::new("cli", "ECHO")
+            .param("mode", "sink")
+            .over("down", Below::Udp),
     ];
     Host::new(cfg, dev).unwrap_or_else(|e| panic!("host {addr} on {nic}: {e}"))
 }

@@ -17,7 +17,7 @@ use pathstack::core::attrs::Attrs;
 use pathstack::core::synthetic::EchoStage;
 use pathstack::core::{Dir, PathId};
 use pathstack::devices::{PcapCapture, TapDevice, TapOptions, WaitMode};
-use pathstack::host::{Host, HostConfig};
+use pathstack::host::{Below, Host, HostConfig, UpperModule};
 use pathstack::inet::MacAddr;
 use pathstack::nic::Nic;
 use pathstack_testutil::{assert_tshark_clean, privileged, text, TempFile, Topology};
@@ -117,10 +117,11 @@ fn served(topo: &Topology, pcap: &TempFile, nic: Nic) -> Served {
     let (tap, mut cfg) = tap_a(topo);
     let waiter = tap.waiter().expect("waiter");
     cfg.nic = nic;
-    cfg.upper.push((
-        "name=echo7 module=ECHO mode=echo;".into(),
-        "echo7.down<>udp.up;".into(),
-    ));
+    cfg.upper.push(
+        UpperModule::new("echo7", "ECHO")
+            .param("mode", "echo")
+            .over("down", Below::Udp),
+    );
     let capture = PcapCapture::create(tap, &**pcap).expect("pcap");
     let host = Host::new(cfg, capture)
         .expect("host")

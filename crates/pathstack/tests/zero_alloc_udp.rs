@@ -13,7 +13,7 @@ use pathstack::core::device::wire::{wire_pair, WireConfig};
 use pathstack::core::device::{WireStage, WIRE_SPEC};
 use pathstack::core::synthetic::{EchoStage, ECHO_SPEC};
 use pathstack::core::{Dir, PathId, SchedKind};
-use pathstack::host::{Host, HostConfig};
+use pathstack::host::{Below, Host, HostConfig, UpperModule};
 use pathstack::inet::modules::inline;
 use pathstack::inet::MacAddr;
 
@@ -34,10 +34,9 @@ fn host(
     let mut c = HostConfig::parse(addr).unwrap();
     c.mac = Some(MacAddr([2, 0, 0, 0, 0, mac]));
     c.sched = sched;
-    c.upper = vec![(
-        format!("name=app module=ECHO mode={mode};"),
-        "app.down<>udp.up;".into(),
-    )];
+    c.upper = vec![UpperModule::new("app", "ECHO")
+        .param("mode", mode)
+        .over("down", Below::Udp)];
     Host::new(c, dev).unwrap()
 }
 

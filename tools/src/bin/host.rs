@@ -277,10 +277,11 @@ fn run(args: Args) -> Result<ExitCode, BoxError> {
     // reads are not worth their cost.
     cfg.account_cpu = args.stats.is_some();
     if !args.no_udp_services {
-        cfg.upper.push((
-            format!("name={ECHO_INSTANCE} module=ECHO mode=echo;"),
-            format!("{ECHO_INSTANCE}.down<>udp.up;"),
-        ));
+        cfg.upper.push(
+            pathstack::host::UpperModule::new(ECHO_INSTANCE, "ECHO")
+                .param("mode", "echo")
+                .over("down", pathstack::host::Below::Udp),
+        );
     }
     println!(
         "host {}/{} on {} via {} (mac {}, mtu {})",

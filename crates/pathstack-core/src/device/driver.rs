@@ -10,6 +10,7 @@ use crate::attrs::Attrs;
 use crate::device::{Device, DeviceError, DeviceStats, FrameMatch, Received};
 use crate::error::{ModuleError, PathError};
 use crate::graph::spec::{Count, ModuleSpec, ParamSpec, ServiceSpec, ServiceType};
+use crate::graph::InstanceParams;
 use crate::ids::Dir;
 use crate::module::{CreateCx, Created, ModCx, Module, Route};
 use crate::module_setup::ModuleSetup;
@@ -54,6 +55,28 @@ pub struct WireModule {
     /// Frames still to take in this poll's burst.
     rx_left: usize,
     rx_errors: u64,
+}
+
+/// `WIRE`'s parameters as typed values ([`InstanceParams`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WireParams {
+    /// The stack's device this driver takes (`device`).
+    pub device: usize,
+    /// Most frames taken per poll (`rx_burst`); `None`: the default, 64.
+    pub rx_burst: Option<usize>,
+}
+
+impl InstanceParams for WireParams {
+    fn spec(&self) -> &'static ModuleSpec {
+        &WIRE_SPEC
+    }
+    fn params(&self) -> Vec<(&'static str, String)> {
+        let mut p = vec![("device", self.device.to_string())];
+        if let Some(n) = self.rx_burst {
+            p.push(("rx_burst", n.to_string()));
+        }
+        p
+    }
 }
 
 impl WireModule {

@@ -12,7 +12,7 @@ use crate::time::Instant;
 use std::sync::Arc;
 use thiserror::Error;
 
-pub use driver::{WireDropReason, WireModule, WireStage, WIRE_SPEC};
+pub use driver::{WireDropReason, WireModule, WireParams, WireStage, WIRE_SPEC};
 pub use failure::DeviceFailure;
 pub use frame_match::{FieldTest, FieldWidth, FrameMatch};
 pub use offload::{MsgOffload, OffloadCaps};

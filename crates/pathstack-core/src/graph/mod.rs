@@ -13,7 +13,9 @@ mod init_order;
 mod module_graph;
 pub mod spec;
 mod text;
+mod typed;
 
 pub use builder::{GraphBuilder, InstanceBuilder, ServiceRef};
 pub use error::{GraphError, GraphErrorKind, GraphErrors, Location};
 pub use module_graph::{Connection, Instance, InstanceId, Link, ModuleGraph};
+pub use typed::InstanceParams;

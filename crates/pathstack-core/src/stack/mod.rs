@@ -201,6 +201,26 @@ impl Stack {
             .map(|i| ModuleId(i as u32))
     }
 
+    /// The first module instance of type `T`, whatever its instance name:
+    /// code that needs a protocol (the facade's UDP, IP, ICMP …) finds it
+    /// by what it is, so a graph file may name its instances as it likes.
+    pub fn module_of<T: Module>(&self) -> Option<(ModuleId, &T)> {
+        self.modules.iter().enumerate().find_map(|(i, slot)| {
+            (slot.get() as &dyn std::any::Any)
+                .downcast_ref::<T>()
+                .map(|m| (ModuleId(i as u32), m))
+        })
+    }
+
+    /// [`Stack::module_of`], writable.
+    pub fn module_of_mut<T: Module>(&mut self) -> Option<(ModuleId, &mut T)> {
+        self.modules.iter_mut().enumerate().find_map(|(i, slot)| {
+            (slot.get_mut() as &mut dyn std::any::Any)
+                .downcast_mut::<T>()
+                .map(|m| (ModuleId(i as u32), m))
+        })
+    }
+
     /// The instance name of a module.
     pub fn module_name(&self, m: ModuleId) -> Option<&str> {
         self.modules.get(m.0 as usize).map(|s| s.name.as_str())

@@ -48,3 +48,26 @@ impl ModuleTypes {
         r
     }
 }
+
+/// The type names: the factories are functions, which say nothing useful.
+impl std::fmt::Debug for ModuleTypes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_set().entries(self.map.keys()).finish()
+    }
+}
+
+/// Two registries are equal when they hold the same specs under the same
+/// names (a spec is `'static` data, compared by value); factories are not
+/// compared, since function addresses are not stable across codegen units.
+impl PartialEq for ModuleTypes {
+    fn eq(&self, other: &Self) -> bool {
+        self.map.len() == other.map.len()
+            && self
+                .map
+                .iter()
+                .zip(&other.map)
+                .all(|((a, (sa, _)), (b, (sb, _)))| a == b && sa == sb)
+    }
+}
+
+impl Eq for ModuleTypes {}

@@ -54,6 +54,6 @@ pub mod sparse;
 pub use access::{Access, ParseAccessError};
 pub use chip::{Am7990, ChipConfig, ChipStats, RunReport};
 pub use driver::{DriverStats, LanceConfig, LanceDriver, LanceDropReason, LanceError, RxEvent};
-pub use module::{register, LanceModule, LanceStage, LANCE_SPEC};
+pub use module::{register, LanceModule, LanceParams, LanceStage, LANCE_SPEC};
 pub use plan::{MemoryPlan, PlanError};
 pub use sparse::SparseMemory;

@@ -14,6 +14,7 @@ use super::sparse::AccessCounts;
 use pathstack_core::attrs::Attrs;
 use pathstack_core::error::{ModuleError, PathError};
 use pathstack_core::graph::spec::{Count, ModuleSpec, ParamSpec, ServiceSpec, ServiceType};
+use pathstack_core::graph::InstanceParams;
 use pathstack_core::ids::Dir;
 use pathstack_core::module::{CreateCx, Created, ModCx, Module, Route};
 use pathstack_core::msg::{Msg, MsgPool};
@@ -96,6 +97,47 @@ impl std::fmt::Debug for LanceModule {
             .field("driver", &self.driver)
             .field("rx_burst", &self.rx_burst)
             .finish_non_exhaustive()
+    }
+}
+
+/// `LANCE`'s parameters as typed values ([`InstanceParams`]): the ones a
+/// host sets; the rings, buffer size, promiscuity and heartbeat keep their
+/// defaults.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LanceParams {
+    /// The stack's device on the chip's wire side (`device`).
+    pub device: usize,
+    /// How the driver reaches the descriptors (`access`).
+    pub access: Access,
+    /// The station address the chip's filter accepts (`mac`); `None`: the
+    /// chip's default.
+    pub mac: Option<[u8; 6]>,
+    /// Most frames taken per poll (`rx_burst`); `None`: the default, 64.
+    pub rx_burst: Option<usize>,
+}
+
+impl InstanceParams for LanceParams {
+    fn spec(&self) -> &'static ModuleSpec {
+        &LANCE_SPEC
+    }
+    fn params(&self) -> Vec<(&'static str, String)> {
+        let mut p = vec![
+            ("device", self.device.to_string()),
+            ("access", self.access.to_string()),
+        ];
+        if let Some(m) = self.mac {
+            p.push((
+                "mac",
+                format!(
+                    "{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}",
+                    m[0], m[1], m[2], m[3], m[4], m[5]
+                ),
+            ));
+        }
+        if let Some(n) = self.rx_burst {
+            p.push(("rx_burst", n.to_string()));
+        }
+        p
     }
 }
 

@@ -1,8 +1,10 @@
-//! The module graph of an RPC host, as text for
-//! [`ModuleGraph::from_text`](pathstack_core::graph::ModuleGraph::from_text).
+//! The module graph of an RPC host: declared on a
+//! [`GraphBuilder`] ([`RpcGraph::declare`]), or as text for graph files
+//! ([`RpcGraph::to_text`]).
 
 use super::chan::DEFAULT_CALL_TIMEOUT;
 use super::RpcNet;
+use pathstack_core::graph::GraphBuilder;
 use pathstack_inet::modules::HostGraph;
 use std::time::Duration;
 
@@ -48,6 +50,54 @@ impl RpcGraph {
         host.to_text()
     }
 
+    /// Declares the RPC modules on `b` and connects them: BLAST and BIDCTL
+    /// on `net`, to the instance `below` (the host's `ETH` or `IP`
+    /// instance, whatever its name), BLAST's fragments sized for `mtu`,
+    /// CHAN's call deadline `call_timeout` (whole seconds, rounded up; set
+    /// only when it is not the default). The same graph as
+    /// [`RpcGraph::upper`]'s lines, with no text in between.
+    pub fn declare(
+        b: &mut GraphBuilder<'_>,
+        net: RpcNet,
+        below: &str,
+        mtu: u16,
+        call_timeout: Duration,
+    ) {
+        use super::bid::BID_SPEC;
+        use super::bidctl::BIDCTL_SPEC;
+        use super::blast::BLAST_SPEC;
+        use super::chan::CHAN_SPEC;
+        use super::mselect::MSELECT_SPEC;
+        use super::rpc::RPC_SPEC;
+        use super::vchan::VCHAN_SPEC;
+        let net_name = match net {
+            RpcNet::Eth => "eth",
+            RpcNet::Ip => "ip",
+        };
+        b.instance("rpc", RPC_SPEC.name);
+        b.instance("mselect", MSELECT_SPEC.name);
+        b.instance("vchan", VCHAN_SPEC.name);
+        let chan = b.instance("chan", CHAN_SPEC.name);
+        if call_timeout != DEFAULT_CALL_TIMEOUT {
+            chan.param("call_timeout", whole_seconds(call_timeout));
+        }
+        b.instance("bid", BID_SPEC.name);
+        b.instance("bidctl", BIDCTL_SPEC.name)
+            .param("net", net_name);
+        b.instance("blast", BLAST_SPEC.name)
+            .param("net", net_name)
+            .param("mtu", mtu);
+        b.connect(("rpc", "down"), ("mselect", "up"));
+        b.connect(("mselect", "down"), ("vchan", "up"));
+        b.connect(("vchan", "down"), ("chan", "up"));
+        b.connect(("chan", "down"), ("bid", "up"));
+        b.connect(("chan", "ctl"), ("bidctl", "up"));
+        b.connect(("bid", "down"), ("blast", "up"));
+        b.connect(("bid", "ctl"), ("bidctl", "up"));
+        b.connect(("bidctl", "down"), (below, "up"));
+        b.connect(("blast", "down"), (below, "up"));
+    }
+
     /// The RPC modules' lines and connections for
     /// [`HostGraph::upper`]: BLAST and BIDCTL on `net`, BLAST's fragments
     /// sized for `mtu`, CHAN's call deadline `call_timeout` (whole
@@ -61,8 +111,10 @@ impl RpcGraph {
         let chan = if call_timeout == DEFAULT_CALL_TIMEOUT {
             "name=chan module=CHAN;".to_string()
         } else {
-            let secs = call_timeout.as_secs() + u64::from(call_timeout.subsec_nanos() > 0);
-            format!("name=chan module=CHAN call_timeout={secs};")
+            format!(
+                "name=chan module=CHAN call_timeout={};",
+                whole_seconds(call_timeout)
+            )
         };
         vec![
             (
@@ -92,4 +144,10 @@ impl RpcGraph {
             ),
         ]
     }
+}
+
+/// CHAN's `call_timeout` parameter: whole seconds, rounded up, so that a
+/// deadline is never earlier than asked.
+fn whole_seconds(d: Duration) -> u64 {
+    d.as_secs() + u64::from(d.subsec_nanos() > 0)
 }

@@ -19,11 +19,11 @@ pub(crate) struct RpcState {
 }
 
 impl RpcState {
-    /// The RPC stack of `stack`, if its graph has one (`RPC` instance
-    /// `rpc`, `BLAST` instance `blast`).
+    /// The RPC stack of `stack`, if its graph has one (an `RPC` and a
+    /// `BLAST` instance, whatever their names).
     pub(crate) fn find(stack: &pathstack_core::stack::Stack) -> Option<RpcState> {
-        let rpc = stack.module::<RpcModule>(stack.module_id("rpc")?)?;
-        let blast = stack.module::<BlastModule>(stack.module_id("blast")?)?;
+        let (_, rpc) = stack.module_of::<RpcModule>()?;
+        let (_, blast) = stack.module_of::<BlastModule>()?;
         Some(RpcState {
             client: rpc.client_path()?,
             server: rpc.server_path()?,

@@ -204,10 +204,9 @@ fn config(
     c.sched = sched;
     c.nic = nic;
     c.rx_burst = rx_burst;
-    c.upper = vec![(
-        format!("name=app module=ECHO mode={mode};"),
-        "app.down<>udp.up;".into(),
-    )];
+    c.upper = vec![pathstack::host::UpperModule::new("app", "ECHO")
+        .param("mode", mode)
+        .over("down", pathstack::host::Below::Udp)];
     Ok(c)
 }
 
