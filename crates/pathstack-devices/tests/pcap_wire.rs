@@ -7,7 +7,7 @@ use etherparse::PacketBuilder;
 use pathstack_core::device::wire::{wire_pair, WireConfig};
 use pathstack_core::device::Device;
 use pathstack_core::{Instant, MsgPool, PoolConfig};
-use pathstack_devices::floor::{Answer, RawResponder, Served};
+use pathstack_devices::raw_responder::{Answer, RawResponder, Served};
 use pathstack_devices::PcapCapture;
 use pathstack_testutil::{assert_tshark_clean, have_tshark, tshark_frames, TempFile};
 use pcap_file::pcap::PcapReader;
