@@ -3,7 +3,7 @@
 
 use crate::frames::FRAME_MAX;
 use pathstack_core::device::wire::WireEnd;
-use pathstack_core::device::{Device, DeviceCaps, DeviceError, DeviceStats, RxWaiter};
+use pathstack_core::device::{Device, DeviceError, RxWaiter};
 use pathstack_core::time::Instant;
 use pathstack_core::{Msg, MsgPool};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -79,15 +79,7 @@ impl Device for SharedEnd {
         }
         r
     }
-    fn caps(&self) -> DeviceCaps {
-        self.lock().end.caps()
-    }
-    fn poll_at(&self) -> Option<Instant> {
-        self.lock().end.poll_at()
-    }
-    fn stats(&self) -> DeviceStats {
-        self.lock().end.stats()
-    }
+    pathstack_core::forward_device!((lock().end) caps, poll_at, stats);
     fn rx_waiter(&self) -> Option<Arc<dyn RxWaiter>> {
         // The setup polls both hosts in turn; nobody sleeps on this end.
         None

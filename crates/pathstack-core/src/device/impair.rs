@@ -51,7 +51,7 @@
 //! assert_eq!(b.receive(&pool, Instant::from_millis(5)).unwrap().unwrap().as_slice(), b"late");
 //! ```
 
-use super::{Device, DeviceCaps, DeviceError, DeviceStats};
+use super::{Device, DeviceError, DeviceStats};
 use crate::msg::{Msg, MsgPool};
 use crate::time::{Duration, Instant};
 use std::cmp::Ordering;
@@ -556,10 +556,6 @@ impl<D: Device> Device for Impaired<D> {
         result
     }
 
-    fn caps(&self) -> DeviceCaps {
-        self.inner.caps()
-    }
-
     /// The earliest due time of any held frame, or of the inner device.
     fn poll_at(&self) -> Option<Instant> {
         [
@@ -585,17 +581,11 @@ impl<D: Device> Device for Impaired<D> {
         s
     }
 
-    /// The inner device's: a delayed frame is a timer of the stack
-    /// ([`Device::poll_at`]), not something to sleep on.
-    fn rx_waiter(&self) -> Option<std::sync::Arc<dyn super::RxWaiter>> {
-        self.inner.rx_waiter()
-    }
-
-    /// The inner device's: frames it discards never reach the receive-side
-    /// impairments.
-    fn discard(&mut self, matches: &[super::FrameMatch]) -> Result<bool, DeviceError> {
-        self.inner.discard(matches)
-    }
+    // The inner device's: `caps`; `rx_waiter` (a delayed frame is a timer
+    // of the stack, `Device::poll_at`, not something to sleep on);
+    // `discard` (frames it discards never reach the receive-side
+    // impairments). Not `receive_into`: it would bypass the impairments.
+    crate::forward_device!((inner) caps, rx_waiter, discard);
 }
 
 impl<D: Device + std::fmt::Debug> std::fmt::Debug for Impaired<D> {

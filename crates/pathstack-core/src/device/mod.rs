@@ -19,6 +19,7 @@ pub use offload::{MsgOffload, OffloadCaps};
 
 pub mod driver;
 pub mod failure;
+pub mod forward;
 pub mod frame_match;
 pub mod impair;
 pub mod offload;

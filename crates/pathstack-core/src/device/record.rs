@@ -19,8 +19,8 @@
 //! assert_eq!(sent.frames(), vec![b"frame".to_vec()]);
 //! ```
 
-use super::{Device, DeviceCaps, DeviceError, DeviceStats};
-use crate::msg::{Msg, MsgPool};
+use super::{Device, DeviceError};
+use crate::msg::Msg;
 use crate::time::Instant;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -108,29 +108,16 @@ impl<D: Device> Device for Recorder<D> {
         }
         self.inner.transmit(frame, now)
     }
-    fn receive(&mut self, pool: &MsgPool, now: Instant) -> Result<Option<Msg>, DeviceError> {
-        self.inner.receive(pool, now)
-    }
-    fn caps(&self) -> DeviceCaps {
-        self.inner.caps()
-    }
-    fn poll_at(&self) -> Option<Instant> {
-        self.inner.poll_at()
-    }
-    fn stats(&self) -> DeviceStats {
-        self.inner.stats()
-    }
-
-    fn rx_waiter(&self) -> Option<std::sync::Arc<dyn super::RxWaiter>> {
-        self.inner.rx_waiter()
-    }
+    // Only transmitted frames are recorded; the rest is the inner device's
+    // (`receive_into` and `discard` keep their defaults, as before).
+    crate::forward_device!((inner) receive, caps, poll_at, stats, rx_waiter);
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::device::wire::{wire_pair, WireConfig};
-    use crate::PoolConfig;
+    use crate::{MsgPool, PoolConfig};
 
     #[test]
     fn keeps_the_newest_frames_within_the_bound() {
