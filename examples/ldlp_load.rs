@@ -9,10 +9,10 @@
 //!
 //! Two receivers:
 //! - `synthetic`: Blackwell's five-layer stack, `ECHO (sink) / WORK ×5 /
-//!   LINK / WIRE`, each `WORK` layer with `--code` bytes of its own code
+//!   LINK / DRIVER`, each `WORK` layer with `--code` bytes of its own code
 //!   and `--data` bytes of data ([`work_graph`]);
 //! - `udp`: the real UDP receive path of a [`Host`]
-//!   (`UDP / IP / ETH / WIRE`), datagrams to a bound socket.
+//!   (`UDP / IP / ETH / DRIVER`), datagrams to a bound socket.
 //!
 //! Frames are `--size`-byte payloads (552 in the paper), built once by a
 //! sending stack of the same kind and then copied into the receiver's

@@ -32,7 +32,7 @@
 //!
 //! - `path` (the default): in the stream's path, as Scout's MPEG decoder
 //!   ran on the video's path (thesis §5.2): a module of this example,
-//!   `STREAMWORK`, sits above UDP (`STREAMWORK / UDP / IP / ETH / WIRE`),
+//!   `STREAMWORK`, sits above UDP (`STREAMWORK / UDP / IP / ETH / DRIVER`),
 //!   and its stage does the passes and keeps the record (completion times,
 //!   latency) as each message arrives; the application only polls the
 //!   stack and reads the record at the end. The path's priority then
@@ -801,7 +801,7 @@ fn recv_pathstack_in_path(
     let dev = TapDevice::open(tap, opts)?;
     let waiter = dev.waiter()?;
     let mac = MacAddr(dev.mac());
-    // The graph `Host::new` builds for a TAP (driver WIRE on device 0),
+    // The graph `Host::new` builds for a TAP (driver DRIVER on device 0),
     // with UDP and, above it, the stream's work.
     let mut g = HostGraph::new(cfg.addr, cfg.prefix_len, mac);
     g.driver = Nic::Device.driver_line(0, mac);

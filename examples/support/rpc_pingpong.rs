@@ -27,7 +27,7 @@ use super::{
     Result1, TapPingPong,
 };
 use pathstack::core::device::wire::{wire_pair, WireConfig};
-use pathstack::core::device::{WireStage, WIRE_SPEC};
+use pathstack::core::device::{DriverStage, DRIVER_SPEC};
 use pathstack::core::{Dir, PathId, SchedKind, SendError};
 use pathstack::devices::lance::{LanceStage, LANCE_SPEC};
 use pathstack::host::{Host, HostConfig};
@@ -139,7 +139,7 @@ fn rpc_paths(h: &Host) -> Result<(PathId, PathId), BoxError> {
 /// not.
 fn inline_rpc(h: &mut Host, args: &RpcArgs) -> Result<(), BoxError> {
     let rules = match args.nic {
-        Nic::Device => inline::fast_rules::<WireStage>(args.net, WIRE_SPEC.name),
+        Nic::Device => inline::fast_rules::<DriverStage>(args.net, DRIVER_SPEC.name),
         Nic::Lance(_) => inline::fast_rules::<LanceStage>(args.net, LANCE_SPEC.name),
     };
     for r in rules {

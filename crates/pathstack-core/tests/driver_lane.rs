@@ -2,7 +2,7 @@
 //! into the slot the stack runs it in, says when it is the last one ready
 //! (`Received::Last`), and bounds its own burst. These tests hold the
 //! burst bound and the order of frames under both schedulers and with
-//! ranked paths, on the synthetic `ECHO / HDR / HDR / LINK / WIRE` path in
+//! ranked paths, on the synthetic `ECHO / HDR / HDR / LINK / DRIVER` path in
 //! echo mode; the test holds the other end of the in-memory wire.
 
 use pathstack_core::attrs::keys::{self, AddrPart, Participants};
@@ -17,8 +17,8 @@ fn stack_on(mode: &str, rx_burst: Option<usize>, dev: WireEnd, sched: SchedKind)
     let mut text = PAIR_GRAPH.replace("{mode}", mode);
     if let Some(n) = rx_burst {
         text = text.replace(
-            "module=WIRE device=0",
-            &format!("module=WIRE device=0 rx_burst={n}"),
+            "module=DRIVER device=0",
+            &format!("module=DRIVER device=0 rx_burst={n}"),
         );
     }
     let graph = ModuleGraph::from_text(&text, Some("pair.graph"), &types.specs()).unwrap();

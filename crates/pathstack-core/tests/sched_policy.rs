@@ -4,7 +4,7 @@
 //! deadlines — early discard at classification, per-path accounting and
 //! admission control.
 //!
-//! The stack under test is the synthetic `ECHO / HDR / HDR / LINK / WIRE`
+//! The stack under test is the synthetic `ECHO / HDR / HDR / LINK / DRIVER`
 //! path in echo mode, one path per LINK channel; the test holds the other
 //! end of the in-memory wire, writes a burst of frames into it and reads
 //! the echoes back in the order the stack processed them.
@@ -18,7 +18,7 @@ use pathstack_core::path::PathStats;
 use pathstack_core::synthetic::PAIR_GRAPH;
 use pathstack_core::*;
 
-/// Offset of the LINK channel in a frame on the wire (the WIRE driver
+/// Offset of the LINK channel in a frame on the wire (the DRIVER module
 /// adds no header of its own).
 const CHANNEL_AT: usize = 0;
 
@@ -339,7 +339,7 @@ fn processing_time_is_charged_per_path_when_accounted() {
     b.burst(&[2]);
     assert!(b.stats(p1).cpu_ns > 0);
     assert!(b.stats(p2).cpu_ns > 0);
-    // Two frames in; their echoes end in the device (kept by the WIRE
+    // Two frames in; their echoes end in the device (kept by the DRIVER
     // stage, not leaving through the path's end).
     let s = b.stats(p1);
     assert_eq!((s.msgs_in[Dir::Up.index()], s.consumed), (2, 2));
@@ -498,7 +498,7 @@ fn under_ldlp_a_lone_frame_runs_at_once_and_a_burst_is_batched() {
 
 #[test]
 fn a_path_that_keeps_refusing_has_its_frames_discarded_in_the_device() {
-    use pathstack_core::device::{FrameMatch, WireModule};
+    use pathstack_core::device::{DriverModule, FrameMatch};
     let config = StackConfig {
         device_discard_after: 4,
         device_discard_hold: Duration::from_millis(5),
@@ -512,7 +512,7 @@ fn a_path_that_keeps_refusing_has_its_frames_discarded_in_the_device() {
     let wire = b.stack.module_id("wire").unwrap();
     let device_dropped = |b: &Bench| {
         b.stack
-            .module::<WireModule>(wire)
+            .module::<DriverModule>(wire)
             .unwrap()
             .device_stats()
             .dropped_discard

@@ -1,6 +1,6 @@
 //! Two stacks whose NIC is the emulated LANCE, joined by the in-memory
 //! wire, running the core's synthetic path ECHO / HDR / HDR / LINK / LANCE
-//! (the `PAIR_GRAPH` with `LANCE` in place of `WIRE`): echoes come back,
+//! (the `PAIR_GRAPH` with `LANCE` in place of `DRIVER`): echoes come back,
 //! the path inlines over the LANCE stage, and `copy` and `direct` put the
 //! same bytes on the wire.
 
@@ -21,12 +21,12 @@ const MAX_FRAMES: usize = 100_000;
 fn graph_text(mode: &str, lance_params: &str) -> String {
     let text = PAIR_GRAPH.replace("{mode}", mode);
     let replaced = text.replace(
-        "module=WIRE device=0",
+        "module=DRIVER device=0",
         &format!("module=LANCE device=0 {lance_params}"),
     );
     assert_ne!(
         text, replaced,
-        "PAIR_GRAPH no longer names WIRE as expected"
+        "PAIR_GRAPH no longer names DRIVER as expected"
     );
     replaced
 }

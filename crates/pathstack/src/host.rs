@@ -75,7 +75,7 @@ pub struct HostConfig {
     /// Scheduler.
     pub sched: SchedKind,
     /// The adapter between ETH and the device (default: the device
-    /// itself through `WIRE`).
+    /// itself through `DRIVER`).
     pub nic: Nic,
     /// Whether the graph has `UDP` (instance `udp`, default yes).
     pub udp: bool,

@@ -188,7 +188,7 @@ pub mod socket;
 pub mod tokio;
 
 /// Every module type a pathstack graph may use, with its factory: the
-/// core's `WIRE` driver and synthetic modules, the Internet modules and the
+/// core's `DRIVER` module and synthetic modules, the Internet modules and the
 /// LANCE driver.
 pub fn module_types() -> ModuleTypes {
     let mut t = ModuleTypes::core();
@@ -202,7 +202,7 @@ pub fn module_types() -> ModuleTypes {
 ///
 /// ```
 /// let specs = pathstack::module_specs();
-/// assert!(specs.get("WIRE").is_some());
+/// assert!(specs.get("DRIVER").is_some());
 /// assert!(specs.get("UDP").is_some());
 /// ```
 pub fn module_specs() -> SpecRegistry {

@@ -21,7 +21,7 @@
 //! paths) by their length only.
 
 use pathstack::core::device::wire::{wire_pair, WireConfig, WireEnd};
-use pathstack::core::device::{WireStage, WIRE_SPEC};
+use pathstack::core::device::{DriverStage, DRIVER_SPEC};
 use pathstack::core::{Device, Duration, Instant, PathId};
 use pathstack::host::{Host, HostConfig};
 use pathstack::inet::MacAddr;
@@ -91,7 +91,7 @@ impl World {
         }
         if specialized {
             let s = a.stack_mut();
-            for r in inline::fast_rules::<WireStage>(net, WIRE_SPEC.name) {
+            for r in inline::fast_rules::<DriverStage>(net, DRIVER_SPEC.name) {
                 s.add_rule(r);
             }
             let (c, sv) = rpc_paths(&a);

@@ -30,7 +30,7 @@
 //! so the comparison is never vacuous.
 
 use pathstack::core::device::wire::{wire_pair, WireConfig, WireEnd};
-use pathstack::core::device::{WireStage, WIRE_SPEC};
+use pathstack::core::device::{DriverStage, DRIVER_SPEC};
 use pathstack::core::{Device, Duration, Instant, PathId};
 use pathstack::host::{Host, HostConfig};
 use pathstack::inet::modules::{inline, TcpConnStage};
@@ -130,10 +130,10 @@ impl World {
         let path = host.tcp_path_id(&stream).unwrap();
         if specialized {
             let s = host.stack_mut();
-            s.add_rule(inline::tcp_fast_rule::<WireStage>(WIRE_SPEC.name));
+            s.add_rule(inline::tcp_fast_rule::<DriverStage>(DRIVER_SPEC.name));
             assert_eq!(
                 s.path_optimize(path).unwrap(),
-                ["specialize TCP/IP/ARP/ETH/WIRE"]
+                ["specialize TCP/IP/ARP/ETH/DRIVER"]
             );
             assert!(s.path(path).unwrap().is_specialized());
         }

@@ -17,7 +17,7 @@
 use pathstack::core::attrs::keys::{AddrPart, Participants, PARTICIPANTS, PASSIVE_OPEN};
 use pathstack::core::attrs::Attrs;
 use pathstack::core::device::wire::{wire_pair, WireConfig, WireEnd};
-use pathstack::core::device::{WireStage, WIRE_SPEC};
+use pathstack::core::device::{DriverStage, DRIVER_SPEC};
 use pathstack::core::synthetic::{EchoStage, ECHO_SPEC};
 use pathstack::core::{Device, Dir, Duration, Instant, Msg, PathId};
 use pathstack::host::{Host, HostConfig};
@@ -105,9 +105,9 @@ impl World {
         );
         if specialized {
             let s = host.stack_mut();
-            s.add_rule(inline::udp_fast_rule::<EchoStage, WireStage>(
+            s.add_rule(inline::udp_fast_rule::<EchoStage, DriverStage>(
                 ECHO_SPEC.name,
-                WIRE_SPEC.name,
+                DRIVER_SPEC.name,
             ));
             for p in [connected, bound] {
                 assert_eq!(s.path_optimize(p).unwrap().len(), 1);

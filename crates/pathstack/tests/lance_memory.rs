@@ -319,11 +319,11 @@ fn direct_touches_fewer_descriptor_words_than_copy() {
 
 #[test]
 fn the_lance_is_transparent_next_to_the_plain_wire_driver() {
-    // The same script through `WIRE`: the LANCE adds nothing to and
+    // The same script through `DRIVER`: the LANCE adds nothing to and
     // removes nothing from the frames.
     let wire = script(Nic::Device, Nic::Device);
     let lance = script(DIRECT, DIRECT);
-    assert_same_frames("WIRE vs LANCE", &wire, &lance);
+    assert_same_frames("DRIVER vs LANCE", &wire, &lance);
 }
 
 /// Datagrams larger than the MTU: IP fragments them, the LANCE rings carry

@@ -6,7 +6,7 @@
 //! without changing what a call returns.
 
 use pathstack::core::device::wire::{wire_pair, WireConfig};
-use pathstack::core::device::{WireStage, WIRE_SPEC};
+use pathstack::core::device::{DriverStage, DRIVER_SPEC};
 use pathstack::core::SchedKind;
 use pathstack::host::{Host, HostConfig};
 use pathstack::inet::modules::HostGraph;
@@ -101,7 +101,7 @@ fn pair(net: RpcNet, sched: SchedKind, pin: bool) -> (Host, Host) {
         .unwrap();
     if pin {
         for h in [&mut client, &mut server] {
-            for r in inline::rules::<WireStage>(net, WIRE_SPEC.name) {
+            for r in inline::rules::<DriverStage>(net, DRIVER_SPEC.name) {
                 h.stack_mut().add_rule(r);
             }
             let (cp, sp) = paths(h);
@@ -158,7 +158,7 @@ fn pin_inlines_both_rpc_paths_of_both_hosts_and_calls_still_echo() {
 fn the_rules_match_only_their_own_network() {
     // Rules for IP do not apply to the paths of an RPC stack on ETH.
     let (mut h, _) = pair(RpcNet::Eth, SchedKind::PerMessage, false);
-    for r in inline::rules::<WireStage>(RpcNet::Ip, WIRE_SPEC.name) {
+    for r in inline::rules::<DriverStage>(RpcNet::Ip, DRIVER_SPEC.name) {
         h.stack_mut().add_rule(r);
     }
     let (c, s) = paths(&h);

@@ -615,7 +615,7 @@ fn ping_pong_acks_ride_on_the_answers() {
 /// request/response.)
 #[test]
 fn inlined_connection_paths_behave_as_the_modular_ones() {
-    use pathstack::core::device::{WireStage, WIRE_SPEC};
+    use pathstack::core::device::{DriverStage, DRIVER_SPEC};
     use pathstack::inet::modules::inline;
 
     #[derive(Clone, Copy, PartialEq, Debug)]
@@ -640,13 +640,15 @@ fn inlined_connection_paths_behave_as_the_modular_ones() {
             |sim, c, s| {
                 let rule = || match form {
                     Form::Std => None,
-                    Form::Inlined => Some(inline::tcp_rule::<WireStage>(WIRE_SPEC.name)),
-                    Form::Specialized => Some(inline::tcp_fast_rule::<WireStage>(WIRE_SPEC.name)),
+                    Form::Inlined => Some(inline::tcp_rule::<DriverStage>(DRIVER_SPEC.name)),
+                    Form::Specialized => {
+                        Some(inline::tcp_fast_rule::<DriverStage>(DRIVER_SPEC.name))
+                    }
                 };
                 let name = match form {
                     Form::Std => return,
-                    Form::Inlined => "inline TCP/IP/ARP/ETH/WIRE",
-                    Form::Specialized => "specialize TCP/IP/ARP/ETH/WIRE",
+                    Form::Inlined => "inline TCP/IP/ARP/ETH/DRIVER",
+                    Form::Specialized => "specialize TCP/IP/ARP/ETH/DRIVER",
                 };
                 for (h, st) in [(&mut sim.a, c), (&mut sim.b, s)] {
                     let path = h.tcp_path_id(st).unwrap();

@@ -12,7 +12,7 @@
 //! One test in this binary: the allocation counter is process-wide.
 
 use pathstack::core::device::wire::{wire_pair, WireConfig};
-use pathstack::core::device::{WireStage, WIRE_SPEC};
+use pathstack::core::device::{DriverStage, DRIVER_SPEC};
 use pathstack::core::{Duration, Instant};
 use pathstack::host::{Host, HostConfig};
 use pathstack::inet::modules::inline;
@@ -93,7 +93,7 @@ fn bulk_transfer_allocates_nothing_per_segment() {
     for (h, st) in [(&mut a, &c), (&mut b, &s)] {
         let path = h.tcp_path_id(st).unwrap();
         h.stack_mut()
-            .add_rule(inline::tcp_rule::<WireStage>(WIRE_SPEC.name));
+            .add_rule(inline::tcp_rule::<DriverStage>(DRIVER_SPEC.name));
         assert_eq!(h.stack_mut().path_optimize(path).unwrap().len(), 1);
     }
     bulk(&mut a, &mut b, &c, &s, &mut now, 1 << 20);
@@ -109,7 +109,7 @@ fn bulk_transfer_allocates_nothing_per_segment() {
     for (h, st) in [(&mut a, &c), (&mut b, &s)] {
         let path = h.tcp_path_id(st).unwrap();
         h.stack_mut()
-            .add_rule(inline::tcp_fast_rule::<WireStage>(WIRE_SPEC.name));
+            .add_rule(inline::tcp_fast_rule::<DriverStage>(DRIVER_SPEC.name));
         assert!(!h.stack_mut().path_optimize(path).unwrap().is_empty());
         paths.push(path);
     }

@@ -5,14 +5,14 @@
 //! [`impair`] wrapper adds seeded loss, duplication, reordering and delay
 //! around any device. Real devices (TAP, the emulated LANCE) live in
 //! `pathstack-devices` and implement the same trait. The [`driver`] is the
-//! `WIRE` module that puts any device into a module graph.
+//! `DRIVER` module that puts any device into a module graph.
 
 use crate::msg::{Msg, MsgPool};
 use crate::time::Instant;
 use std::sync::Arc;
 use thiserror::Error;
 
-pub use driver::{WireDropReason, WireModule, WireStage, WIRE_SPEC};
+pub use driver::{DriverDropReason, DriverModule, DriverStage, DRIVER_SPEC};
 pub use failure::DeviceFailure;
 pub use frame_match::{FieldTest, FieldWidth, FrameMatch};
 pub use offload::{MsgOffload, OffloadCaps};

@@ -141,7 +141,7 @@ pub fn layer_blocks(layer: usize, code: usize) -> Result<Range<usize>, String> {
 
 /// The graph text of Blackwell's synthetic stack: `ECHO` (`mode`) over
 /// `layers` `WORK` layers (numbered from the bottom, each with `code` and
-/// `data` bytes) over `LINK` over the `WIRE` driver of device 0, which
+/// `data` bytes) over `LINK` over the `DRIVER` module of device 0, which
 /// takes at most `rx_burst` frames per poll.
 pub fn work_graph(layers: usize, code: usize, data: usize, mode: &str, rx_burst: usize) -> String {
     let mut g = format!("name=echo module=ECHO mode={mode};\n");
@@ -151,7 +151,7 @@ pub fn work_graph(layers: usize, code: usize, data: usize, mode: &str, rx_burst:
         ));
     }
     g.push_str(&format!(
-        "name=link module=LINK;\nname=wire module=WIRE device=0 rx_burst={rx_burst};\n@\n"
+        "name=link module=LINK;\nname=wire module=DRIVER device=0 rx_burst={rx_burst};\n@\n"
     ));
     let mut above = "echo".to_string();
     for k in (0..layers).rev() {
@@ -369,7 +369,7 @@ mod tests {
         let types = ModuleTypes::core();
         for (params, key) in [("code=1000000", "code"), ("data=100000", "data")] {
             let text = format!(
-                "name=w module=WORK {params};\nname=link module=LINK;\nname=wire module=WIRE device=0;\n@\nw.down<>link.up;\nlink.down<>wire.up;\n"
+                "name=w module=WORK {params};\nname=link module=LINK;\nname=wire module=DRIVER device=0;\n@\nw.down<>link.up;\nlink.down<>wire.up;\n"
             );
             let graph = ModuleGraph::from_text(&text, None, &types.specs()).unwrap();
             let (a, _b) = wire_pair(WireConfig::default());
