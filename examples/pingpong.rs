@@ -92,7 +92,7 @@
 use clap::Parser;
 use pathstack::core::attrs::keys::{AddrPart, Participants, PARTICIPANTS, PASSIVE_OPEN};
 use pathstack::core::attrs::Attrs;
-use pathstack::core::device::wire::{wire_pair, WireConfig};
+use pathstack::core::device::memory::{memory_pair, MemoryConfig};
 use pathstack::core::device::{DriverStage, DRIVER_SPEC};
 use pathstack::core::rules::Rule;
 use pathstack::core::synthetic::{EchoStage, ECHO_SPEC};
@@ -383,7 +383,7 @@ struct Pair {
 }
 
 fn pair(sched: SchedKind, pin: bool, nic: Nic, rx_burst: Option<usize>) -> Result<Pair, BoxError> {
-    let (a, b) = wire_pair(WireConfig::default());
+    let (a, b) = memory_pair(MemoryConfig::default());
     let mac = |n| Some(MacAddr([0x02, 0, 0, 0, 0, n]));
     let mut client = Host::new(
         config("10.0.0.1/24", mac(1), sched, nic, rx_burst, "sink")?,
@@ -782,7 +782,7 @@ impl TcpPair {
     /// clock: the connection's first RTT sample is then of the same kind
     /// whether or not the rounds are counted).
     fn connect(sched: SchedKind, pin: bool, args: &Args) -> Result<TcpPair, BoxError> {
-        let (a, b) = wire_pair(WireConfig::default());
+        let (a, b) = memory_pair(MemoryConfig::default());
         let mac = |n| Some(MacAddr([0x02, 0, 0, 0, 0, n]));
         let nic = args.nic;
         let mut client = Host::new(

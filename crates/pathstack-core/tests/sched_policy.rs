@@ -12,7 +12,7 @@
 use pathstack_core::admission::{Budget, Budgets, Resource};
 use pathstack_core::attrs::keys::{self, AddrPart, Participants};
 use pathstack_core::attrs::Attrs;
-use pathstack_core::device::wire::{wire_pair, WireConfig, WireEnd};
+use pathstack_core::device::memory::{memory_pair, MemoryConfig, MemoryEnd};
 use pathstack_core::graph::ModuleGraph;
 use pathstack_core::path::PathStats;
 use pathstack_core::synthetic::PAIR_GRAPH;
@@ -22,7 +22,7 @@ use pathstack_core::*;
 /// adds no header of its own).
 const CHANNEL_AT: usize = 0;
 
-fn stack_on(mode: &str, dev: WireEnd, config: StackConfig) -> Stack {
+fn stack_on(mode: &str, dev: MemoryEnd, config: StackConfig) -> Stack {
     let types = ModuleTypes::core();
     let text = PAIR_GRAPH.replace("{mode}", mode);
     let graph = ModuleGraph::from_text(&text, Some("pair.graph"), &types.specs()).unwrap();
@@ -52,14 +52,14 @@ fn on_channel(ch: u32, attrs: Attrs) -> Attrs {
 /// it (made by a client stack, so every header is right).
 struct Bench {
     stack: Stack,
-    raw: WireEnd,
+    raw: MemoryEnd,
     frames: Vec<Msg>,
     now: Instant,
 }
 
 impl Bench {
     fn new(mode: &str, channels: u32, config: StackConfig) -> Bench {
-        let (ca, mut craw) = wire_pair(WireConfig::default());
+        let (ca, mut craw) = memory_pair(MemoryConfig::default());
         let mut client = stack_on("sink", ca, StackConfig::default());
         let echo = client.module_id("echo").unwrap();
         let mut frames = Vec::new();
@@ -71,7 +71,7 @@ impl Bench {
             assert_eq!(channel_of(&f), ch, "the channel leads the frame");
             frames.push(f);
         }
-        let (sa, raw) = wire_pair(WireConfig::default());
+        let (sa, raw) = memory_pair(MemoryConfig::default());
         Bench {
             stack: stack_on(mode, sa, config),
             raw,

@@ -5,8 +5,8 @@
 //! same bytes on the wire.
 
 use pathstack_core::attrs::keys::{AddrPart, Participants, PARTICIPANTS};
+use pathstack_core::device::memory::{memory_pair, MemoryConfig};
 use pathstack_core::device::record::{Recorder, Recording};
-use pathstack_core::device::wire::{wire_pair, WireConfig};
 use pathstack_core::device::Device;
 use pathstack_core::graph::ModuleGraph;
 use pathstack_core::rules::Rule;
@@ -76,7 +76,7 @@ struct Pair {
 
 impl Pair {
     fn new(lance_params: &str, inline: bool) -> Self {
-        let (a, b) = wire_pair(WireConfig::default());
+        let (a, b) = memory_pair(MemoryConfig::default());
         let (a, client_sent) = Recorder::new(a, MAX_FRAMES);
         let (b, server_sent) = Recorder::new(b, MAX_FRAMES);
         let (mut client, client_path) = side("sink", lance_params, a);
@@ -169,7 +169,7 @@ fn echoes_come_back_over_the_lance_with_both_strategies() {
         assert!(pair.server.path(pair.server_path).is_some());
         assert_eq!(
             Pair::lance(&pair.client).mac(),
-            WireConfig::default().mac_a,
+            MemoryConfig::default().mac_a,
             "the station address comes from the device"
         );
         // Steady state: the rings and the pools need no heap allocation.
@@ -233,7 +233,7 @@ fn graph_errors_name_the_parameter() {
         &types.specs(),
     )
     .unwrap();
-    let (a, _b) = wire_pair(WireConfig::default());
+    let (a, _b) = memory_pair(MemoryConfig::default());
     let e = Stack::builder(graph, types)
         .device(a)
         .build()
@@ -249,7 +249,7 @@ fn graph_errors_name_the_parameter() {
         &types.specs(),
     )
     .unwrap();
-    let (a, _b) = wire_pair(WireConfig::default());
+    let (a, _b) = memory_pair(MemoryConfig::default());
     let e = Stack::builder(graph, types)
         .device(a)
         .build()
@@ -265,7 +265,7 @@ fn graph_errors_name_the_parameter() {
         &types.specs(),
     )
     .unwrap();
-    let (a, _b) = wire_pair(WireConfig::default());
+    let (a, _b) = memory_pair(MemoryConfig::default());
     let stack = Stack::builder(graph, types).device(a).build().unwrap();
     assert_eq!(Pair::lance(&stack).mac(), [2, 0, 0, 0, 0, 0x77]);
 }

@@ -2,7 +2,7 @@
 //! the harness (after it), recording the frames it carries while asked to.
 
 use crate::frames::FRAME_MAX;
-use pathstack_core::device::wire::WireEnd;
+use pathstack_core::device::memory::MemoryEnd;
 use pathstack_core::device::{Device, DeviceError, RxWaiter};
 use pathstack_core::time::Instant;
 use pathstack_core::{Msg, MsgPool};
@@ -16,14 +16,14 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 pub(crate) struct SharedEnd(Arc<Mutex<Shared>>);
 
 struct Shared {
-    end: WireEnd,
+    end: MemoryEnd,
     /// Every frame sent or received through this end, while `Some`.
     log: Option<Vec<Vec<u8>>>,
 }
 
 impl SharedEnd {
     /// `end`, recording from the start.
-    pub(crate) fn recording(end: WireEnd) -> Self {
+    pub(crate) fn recording(end: MemoryEnd) -> Self {
         SharedEnd(Arc::new(Mutex::new(Shared {
             end,
             log: Some(Vec::new()),

@@ -4,9 +4,9 @@
 //! example and the TAP integration tests run on it.
 //!
 //! ```
-//! use pathstack::core::device::wire::{wire_pair, WireConfig};
+//! use pathstack::core::device::memory::{memory_pair, MemoryConfig};
 //! use pathstack::host::{Host, HostConfig};
-//! let (a, b) = wire_pair(WireConfig::default());
+//! let (a, b) = memory_pair(MemoryConfig::default());
 //! let mut h1 = Host::new(HostConfig::parse("10.0.0.1/24").unwrap(), a).unwrap();
 //! let mut h2 = Host::new(HostConfig::parse("10.0.0.2/24").unwrap(), b).unwrap();
 //! h1.ping("10.0.0.2".parse().unwrap(), 1, b"hi").unwrap();
@@ -142,14 +142,14 @@ pub struct HostConfig {
     /// ```
     /// use pathstack::core::admission::{Budget, Budgets};
     /// use pathstack::host::{Host, HostConfig};
-    /// use pathstack::wire_pair;
+    /// use pathstack::memory_pair;
     /// // At most one UDP socket (each is a path of class `udp`).
     /// let cfg = HostConfig {
     ///     budgets: Budgets::default()
     ///         .with_class("udp", Budget { paths: Some(1), ..Budget::default() }),
     ///     ..HostConfig::parse("10.0.0.1/24").unwrap()
     /// };
-    /// let (a, _b) = wire_pair(Default::default());
+    /// let (a, _b) = memory_pair(Default::default());
     /// let mut h = Host::new(cfg, a).unwrap();
     /// let _s = h.udp_bind("0.0.0.0:7").unwrap();
     /// let e = std::io::Error::from(h.udp_bind("0.0.0.0:9").unwrap_err());
@@ -270,14 +270,14 @@ impl Host {
     /// use pathstack::core::stack::StackConfig;
     /// use pathstack::core::PoolConfig;
     /// use pathstack::host::{Host, HostConfig};
-    /// use pathstack::wire_pair;
+    /// use pathstack::memory_pair;
     /// let small = StackConfig {
     ///     pool: PoolConfig::small(64),
     ///     max_paths: 64,
     ///     max_timers: 256,
     ///     ..StackConfig::default()
     /// };
-    /// let (a, _b) = wire_pair(Default::default());
+    /// let (a, _b) = memory_pair(Default::default());
     /// let cfg = HostConfig::parse("10.0.0.1/24").unwrap();
     /// let mut h = Host::with_stack_config(cfg, a, small).unwrap();
     /// let s = h.udp_bind("0.0.0.0:7").unwrap();
@@ -340,9 +340,9 @@ impl Host {
     /// the first interface of the `IP` instance named `ip`.
     ///
     /// ```
-    /// use pathstack::core::device::wire::{wire_pair, WireConfig};
+    /// use pathstack::core::device::memory::{memory_pair, MemoryConfig};
     /// use pathstack::host::Host;
-    /// let (a, _b) = wire_pair(WireConfig::default());
+    /// let (a, _b) = memory_pair(MemoryConfig::default());
     /// let file = concat!(env!("CARGO_MANIFEST_DIR"), "/../../graphs/host.graph");
     /// let mut h = Host::from_graph_file(file, a).unwrap();
     /// let s = h.udp_bind("10.0.0.1:7").unwrap();
@@ -469,10 +469,10 @@ impl Host {
     /// the address.
     ///
     /// ```
-    /// use pathstack::core::device::wire::{wire_pair, WireConfig};
+    /// use pathstack::core::device::memory::{memory_pair, MemoryConfig};
     /// use pathstack::host::{Host, HostConfig};
     /// use pathstack::inet::MacAddr;
-    /// let (a, _b) = wire_pair(WireConfig::default());
+    /// let (a, _b) = memory_pair(MemoryConfig::default());
     /// let mut h = Host::new(HostConfig::parse("10.0.0.1/24").unwrap(), a).unwrap();
     /// h.add_neighbor("10.0.0.2".parse().unwrap(), MacAddr([2, 0, 0, 0, 0, 2])).unwrap();
     /// assert!(h.add_neighbor("10.0.0.3".parse().unwrap(), MacAddr::BROADCAST).is_err());
@@ -518,8 +518,8 @@ impl Host {
     /// ```
     /// use pathstack::core::time::{Duration, Instant};
     /// use pathstack::host::{Host, HostConfig};
-    /// use pathstack::wire_pair;
-    /// let (a, _b) = wire_pair(Default::default());
+    /// use pathstack::memory_pair;
+    /// let (a, _b) = memory_pair(Default::default());
     /// let mut h = Host::new(HostConfig::parse("10.0.0.1/24").unwrap(), a).unwrap();
     /// let t0 = Instant::from_millis(1000);
     /// h.set_manual_clock(t0);
@@ -739,9 +739,9 @@ mod tests {
     /// The SYN a host with TCP seed `seed` sends to 10.0.0.2:80 from port
     /// 40000 at a fixed time, its neighbour known.
     fn syn(seed: Option<u64>) -> Vec<u8> {
-        use pathstack_core::device::wire::{wire_pair, WireConfig};
+        use pathstack_core::device::memory::{memory_pair, MemoryConfig};
         use pathstack_core::Device;
-        let (a, mut b) = wire_pair(WireConfig::default());
+        let (a, mut b) = memory_pair(MemoryConfig::default());
         let cfg = HostConfig {
             mac: Some(MacAddr([2, 0, 0, 0, 0, 1])),
             tcp_seed: seed,
@@ -772,7 +772,7 @@ mod tests {
 #[cfg(test)]
 mod neighbor_tests {
     use super::*;
-    use pathstack_core::device::wire::{wire_pair, WireConfig};
+    use pathstack_core::device::memory::{memory_pair, MemoryConfig};
     use pathstack_core::{MsgPool, PoolConfig};
 
     /// Every frame waiting at the raw end of the wire: (destination MAC,
@@ -789,7 +789,7 @@ mod neighbor_tests {
     #[test]
     fn a_static_neighbor_releases_a_waiting_datagram_and_needs_no_arp() {
         let pool = MsgPool::new(PoolConfig::small(16));
-        let (a, mut peer) = wire_pair(WireConfig::default());
+        let (a, mut peer) = memory_pair(MemoryConfig::default());
         let mut h = Host::new(HostConfig::parse("10.0.0.1/24").unwrap(), a).unwrap();
         let peer_mac = MacAddr([2, 0, 0, 0, 0, 2]);
         // The echo request waits for ARP; only the request (and the

@@ -5,7 +5,7 @@
 //! (PIN) apply to the client and server paths of both hosts over ETH and IP
 //! without changing what a call returns.
 
-use pathstack::core::device::wire::{wire_pair, WireConfig};
+use pathstack::core::device::memory::{memory_pair, MemoryConfig};
 use pathstack::core::device::{DriverStage, DRIVER_SPEC};
 use pathstack::core::SchedKind;
 use pathstack::host::{Host, HostConfig};
@@ -63,7 +63,7 @@ fn shipped_rpc_graphs_are_what_rpc_graph_makes() {
 #[test]
 fn hosts_from_the_rpc_graph_files_call_each_other() {
     for file in ["rpc.graph", "rpc-ip.graph"] {
-        let (a, b) = wire_pair(WireConfig::default());
+        let (a, b) = memory_pair(MemoryConfig::default());
         let mut client = Host::from_graph_file(graph_file(file), a).unwrap();
         // The server: the same graph with the second host's addresses.
         let text = std::fs::read_to_string(graph_file(file))
@@ -85,7 +85,7 @@ fn hosts_from_the_rpc_graph_files_call_each_other() {
 /// Two hosts with the RPC stack over `net`, both hosts' `RPC` paths
 /// inlined when `pin`.
 fn pair(net: RpcNet, sched: SchedKind, pin: bool) -> (Host, Host) {
-    let (a, b) = wire_pair(WireConfig::default());
+    let (a, b) = memory_pair(MemoryConfig::default());
     let cfg = |cidr: &str, n: u8| HostConfig {
         rpc: Some(net),
         sched,
@@ -174,7 +174,7 @@ fn silent_peer_times_out_after(net: RpcNet, deadline: Option<Duration>) -> Durat
     use pathstack::core::Instant as StackInstant;
     use pathstack::rpc::RpcError;
     // The other end of the wire is never polled: nothing answers.
-    let (a, _silent) = wire_pair(WireConfig::default());
+    let (a, _silent) = memory_pair(MemoryConfig::default());
     let mut cfg = HostConfig {
         rpc: Some(net),
         ..HostConfig::parse("10.0.0.1/24").unwrap()
@@ -235,7 +235,7 @@ fn both_rpc_paths_are_flows() {
     for net in [RpcNet::Eth, RpcNet::Ip] {
         let (mut client, mut server) = pair(net, SchedKind::PerMessage, false);
         assert_eq!(call(&mut client, &mut server, b"x"), b"x");
-        let (a, _) = wire_pair(WireConfig::default());
+        let (a, _) = memory_pair(MemoryConfig::default());
         let plain = Host::new(
             HostConfig {
                 mac: Some(MacAddr([2, 0, 0, 0, 0, 1])),

@@ -8,7 +8,7 @@
 //! cost no wall time.
 
 use pathstack::core::device::impair::{ImpairConfig, Impaired};
-use pathstack::core::device::wire::{wire_pair, WireConfig};
+use pathstack::core::device::memory::{memory_pair, MemoryConfig};
 use pathstack::core::{Device, Duration, Instant};
 use pathstack::host::{Host, HostConfig};
 use pathstack::inet::modules::TcpModule;
@@ -29,14 +29,14 @@ fn hosts(da: impl Device + 'static, db: impl Device + 'static) -> (Host, Host) {
 }
 
 fn plain() -> (Host, Host) {
-    let (a, b) = wire_pair(WireConfig::default());
+    let (a, b) = memory_pair(MemoryConfig::default());
     hosts(a, b)
 }
 
 /// [`plain`] with modular socket paths (`HostConfig::specialize` off), for
 /// the tests that transform them themselves.
 fn modular() -> (Host, Host) {
-    let (da, db) = wire_pair(WireConfig::default());
+    let (da, db) = memory_pair(MemoryConfig::default());
     let host = |cidr: &str, d| {
         let mut c = HostConfig::parse(cidr).unwrap();
         c.specialize = false;
@@ -505,7 +505,7 @@ fn syn_cookies_when_the_syn_queue_is_full() {
 }
 
 fn impaired_pair(seed: u64, loss: f64, dup: f64, reorder: f64, jitter_us: u64) -> (Host, Host) {
-    let (a, b) = wire_pair(WireConfig::default());
+    let (a, b) = memory_pair(MemoryConfig::default());
     let imp = |s: u64| ImpairConfig {
         seed: s,
         loss,

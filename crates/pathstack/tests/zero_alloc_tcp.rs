@@ -11,7 +11,7 @@
 //!
 //! One test in this binary: the allocation counter is process-wide.
 
-use pathstack::core::device::wire::{wire_pair, WireConfig};
+use pathstack::core::device::memory::{memory_pair, MemoryConfig};
 use pathstack::core::device::{DriverStage, DRIVER_SPEC};
 use pathstack::core::{Duration, Instant};
 use pathstack::host::{Host, HostConfig};
@@ -63,7 +63,7 @@ fn measured_bulk(
 
 #[test]
 fn bulk_transfer_allocates_nothing_per_segment() {
-    let (wa, wb) = wire_pair(WireConfig::default());
+    let (wa, wb) = memory_pair(MemoryConfig::default());
     // Modular first: the test takes the connection through the forms.
     let host = |cidr: &str, d| {
         let mut c = HostConfig::parse(cidr).unwrap();

@@ -9,7 +9,7 @@
 
 use pathstack::core::attrs::keys::{AddrPart, Participants, PARTICIPANTS, PASSIVE_OPEN};
 use pathstack::core::attrs::Attrs;
-use pathstack::core::device::wire::{wire_pair, WireConfig};
+use pathstack::core::device::memory::{memory_pair, MemoryConfig};
 use pathstack::core::device::{DriverStage, DRIVER_SPEC};
 use pathstack::core::synthetic::{EchoStage, ECHO_SPEC};
 use pathstack::core::{Dir, PathId, SchedKind};
@@ -101,7 +101,7 @@ fn round_trip(client: &mut Host, server: &mut Host, cpath: PathId) -> bool {
 fn udp_ping_pong_makes_no_heap_allocations_after_warm_up() {
     for sched in [SchedKind::PerMessage, SchedKind::Ldlp { batch: 32 }] {
         for form in [Form::Std, Form::Inlined, Form::Specialized] {
-            let (a, b) = wire_pair(WireConfig::default());
+            let (a, b) = memory_pair(MemoryConfig::default());
             let mut client = host("10.0.0.1/24", 1, sched, "sink", a);
             let mut server = host("10.0.0.2/24", 2, sched, "echo", b);
             app_path(&mut server, PORT, None, form);

@@ -21,7 +21,7 @@
 /// `discard`.
 ///
 /// ```
-/// use pathstack_core::device::wire::{wire_pair, WireConfig};
+/// use pathstack_core::device::memory::{memory_pair, MemoryConfig};
 /// use pathstack_core::device::{Device, DeviceError};
 /// use pathstack_core::{forward_device, Instant, Msg};
 ///
@@ -40,9 +40,9 @@
 ///     forward_device!((inner) receive, receive_into, caps, poll_at, stats, rx_waiter, discard);
 /// }
 ///
-/// let (a, _b) = wire_pair(WireConfig::default());
+/// let (a, _b) = memory_pair(MemoryConfig::default());
 /// let counting = Counting { inner: a, sent: 0 };
-/// assert_eq!(counting.caps().mtu, WireConfig::default().mtu);
+/// assert_eq!(counting.caps().mtu, MemoryConfig::default().mtu);
 /// ```
 #[macro_export]
 macro_rules! forward_device {

@@ -9,10 +9,10 @@
 //!
 //! ```
 //! use pathstack_core::device::record::Recorder;
-//! use pathstack_core::device::wire::{wire_pair, WireConfig};
+//! use pathstack_core::device::memory::{memory_pair, MemoryConfig};
 //! use pathstack_core::device::Device;
 //! use pathstack_core::{Instant, MsgPool, PoolConfig};
-//! let (a, _b) = wire_pair(WireConfig::default());
+//! let (a, _b) = memory_pair(MemoryConfig::default());
 //! let (mut a, sent) = Recorder::new(a, 1024);
 //! let pool = MsgPool::new(PoolConfig::default());
 //! a.transmit(pool.alloc_copy(b"frame").unwrap(), Instant::ZERO).unwrap();
@@ -116,12 +116,12 @@ impl<D: Device> Device for Recorder<D> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::device::wire::{wire_pair, WireConfig};
+    use crate::device::memory::{memory_pair, MemoryConfig};
     use crate::{MsgPool, PoolConfig};
 
     #[test]
     fn keeps_the_newest_frames_within_the_bound() {
-        let (a, mut b) = wire_pair(WireConfig::default());
+        let (a, mut b) = memory_pair(MemoryConfig::default());
         let (mut a, sent) = Recorder::new(a, 2);
         let pool = MsgPool::new(PoolConfig::default());
         for i in 0..5u8 {

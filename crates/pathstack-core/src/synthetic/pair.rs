@@ -7,7 +7,7 @@
 use super::{EchoStage, HdrStage, LinkStage};
 use crate::attrs::keys::{AddrPart, Participants, PARTICIPANTS};
 use crate::attrs::Attrs;
-use crate::device::wire::{wire_pair, WireConfig};
+use crate::device::memory::{memory_pair, MemoryConfig};
 use crate::device::DriverStage;
 use crate::error::StackError;
 use crate::graph::ModuleGraph;
@@ -91,7 +91,7 @@ impl EchoPair {
     /// Builds the pair with scheduler `sched`; `inline` applies the
     /// path-inlining rule to both paths.
     pub fn new(sched: SchedKind, inline: bool) -> Result<Self, StackError> {
-        let (a, b) = wire_pair(WireConfig::default());
+        let (a, b) = memory_pair(MemoryConfig::default());
         let (mut client, client_path) = side("sink", sched, 7, a)?;
         let (mut server, server_path) = side("echo", sched, 7, b)?;
         if inline {

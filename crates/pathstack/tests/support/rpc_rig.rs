@@ -20,7 +20,7 @@
 //! every item.
 #![allow(dead_code)]
 
-use pathstack::core::device::wire::{wire_pair, WireConfig, WireEnd};
+use pathstack::core::device::memory::{memory_pair, MemoryConfig, MemoryEnd};
 use pathstack::core::device::{Device, DeviceError};
 use pathstack::core::time::{Duration, Instant};
 use pathstack::core::{Msg, MsgPool};
@@ -133,10 +133,10 @@ impl<D: Device> Device for Tapped<D> {
 
 /// A wire end that outlives the hosts built on it (see the module docs).
 #[derive(Clone)]
-pub struct SharedEnd(pub Arc<Mutex<WireEnd>>);
+pub struct SharedEnd(pub Arc<Mutex<MemoryEnd>>);
 
 impl SharedEnd {
-    fn end(&self) -> MutexGuard<'_, WireEnd> {
+    fn end(&self) -> MutexGuard<'_, MemoryEnd> {
         lock(&self.0)
     }
 }
@@ -295,7 +295,7 @@ impl Rig {
         wrap_client: impl FnOnce(SharedEnd) -> Box<dyn Device>,
         wrap_server: impl Fn(SharedEnd) -> Box<dyn Device> + 'static,
     ) -> Rig {
-        let (a, b) = wire_pair(WireConfig::default());
+        let (a, b) = memory_pair(MemoryConfig::default());
         let client_end = SharedEnd(Arc::new(Mutex::new(a)));
         let server_end = SharedEnd(Arc::new(Mutex::new(b)));
         let log: Log = Arc::default();
