@@ -2,6 +2,8 @@
 //! `TUNSETVNETHDRSZ`, `TUNSETOFFLOAD`) and the device capabilities they
 //! amount to.
 
+#[cfg(doc)] // only named in the docs
+use super::TapDevice;
 use super::IPV4_MAX;
 use crate::sys;
 use crate::vnet_hdr;

@@ -18,7 +18,7 @@ pub struct TapOptions {
     /// The hardware address the user-space host behind this TAP uses.
     /// `None`: derived from the kernel-side address (see [`TapDevice::mac`]).
     pub mac: Option<[u8; 6]>,
-    /// Negotiate offloads (see the [module docs](self)); off by default.
+    /// Negotiate offloads (see the [module docs](super)); off by default.
     pub offload: bool,
     /// Open one queue of a multi-queue interface (`IFF_MULTI_QUEUE`; see
     /// [`TapOptions::multi_queue`]); off by default.
