@@ -1,5 +1,5 @@
 //! `cargo bench --bench path_exec`: the synthetic 5-stage path
-//! (ECHO/HDR/HDR/LINK/WIRE, each HDR pushing/popping a checksummed header)
+//! (ECHO/HDR/HDR/LINK/DRIVER, each HDR pushing/popping a checksummed header)
 //! run modular (STD: one virtual call per stage) and path-inlined (PIN),
 //! under the per-message scheduler and under LDLP, with bursts of 1, 8 and
 //! 32 messages.

@@ -39,7 +39,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion};
-use pathstack::core::device::wire::{wire_pair, WireConfig, WireEnd};
+use pathstack::core::device::memory::{memory_pair, MemoryConfig, MemoryEnd};
 use pathstack::host::{Host, HostConfig};
 use pathstack::socket::UdpSocket;
 use stats_alloc::{Region, StatsAlloc, INSTRUMENTED_SYSTEM};
@@ -78,8 +78,8 @@ fn record(what: &'static str, others: usize, total: Duration, n: u64) {
 
 /// A host on the in-memory wire (the other end is kept, unused: nothing is
 /// sent).
-fn host() -> (Host, WireEnd) {
-    let (a, b) = wire_pair(WireConfig::default());
+fn host() -> (Host, MemoryEnd) {
+    let (a, b) = memory_pair(MemoryConfig::default());
     let h = Host::new(HostConfig::parse("10.0.0.1/24").expect("address"), a).expect("host");
     (h, b)
 }

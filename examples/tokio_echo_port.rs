@@ -44,9 +44,9 @@ async fn client(sock: UdpSocket, server: SocketAddr, rounds: u32) -> io::Result<
 /// Two hosts on an in-memory wire, 10.0.0.1 and 10.0.0.2, their drivers
 /// running on the current runtime.
 fn nets() -> (pathstack::tokio::Net, pathstack::tokio::Net) {
-    use pathstack::core::device::wire::{wire_pair, WireConfig};
+    use pathstack::core::device::memory::{memory_pair, MemoryConfig};
     use pathstack::host::Host;
-    let (a, b) = wire_pair(WireConfig::default());
+    let (a, b) = memory_pair(MemoryConfig::default());
     let host = |cidr: &str, dev| Host::new(cidr.parse().unwrap(), dev).unwrap();
     let (a, b) = (
         pathstack::tokio::Net::new(host("10.0.0.1/24", a)),

@@ -8,7 +8,7 @@
 //! cargo run --release --example tokio_wire_wake [-- ROUNDS]
 //! ```
 
-use pathstack::core::device::wire::{wire_pair, WireConfig, WireEnd};
+use pathstack::core::device::memory::{memory_pair, MemoryConfig, MemoryEnd};
 use pathstack::host::Host;
 use pathstack::tokio::{Net, UdpSocket};
 use std::time::{Duration, Instant};
@@ -24,7 +24,7 @@ fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
         .build()
 }
 
-fn net(cidr: &str, end: WireEnd) -> Result<Net, BoxError> {
+fn net(cidr: &str, end: MemoryEnd) -> Result<Net, BoxError> {
     Ok(Net::new(Host::new(cidr.parse()?, end)?))
 }
 
@@ -74,7 +74,7 @@ fn main() -> Result<(), BoxError> {
     };
 
     let one = runtime()?.block_on(async {
-        let (a, b) = wire_pair(WireConfig::default());
+        let (a, b) = memory_pair(MemoryConfig::default());
         let (c, s) = (net("10.0.0.1/24", a)?, net("10.0.0.2/24", b)?);
         let srv = serve(&s).await?;
         let r = client(&c, rounds).await;
@@ -83,7 +83,7 @@ fn main() -> Result<(), BoxError> {
     })?;
     report("one runtime:", rounds, one);
 
-    let (a, b) = wire_pair(WireConfig::default());
+    let (a, b) = memory_pair(MemoryConfig::default());
     let (up_tx, up_rx) = std::sync::mpsc::channel();
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let server = std::thread::spawn(move || -> Result<(), BoxError> {

@@ -19,7 +19,7 @@
 //! wake-up of an idle vCPU costs tens of microseconds; pinned to one CPU the
 //! same run shows what the stack and the waker cost.
 
-use pathstack::core::device::wire::{wire_pair, WireConfig};
+use pathstack::core::device::memory::{memory_pair, MemoryConfig};
 use pathstack::host::Host;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -31,7 +31,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         Some(n) => n.parse()?,
         None => 1000,
     };
-    let (a, b) = wire_pair(WireConfig::default());
+    let (a, b) = memory_pair(MemoryConfig::default());
     let mut client = Host::new("10.0.0.1/24".parse()?, a)?;
     let mut server = Host::new("10.0.0.2/24".parse()?, b)?;
     let srv = server.udp().bind("0.0.0.0:7")?;

@@ -3,7 +3,7 @@
 # Messages, §4, Figures 5-7) on pathstack: per-message scheduling (one
 # frame per poll, and up to 32) against LDLP with batch limits 1, 4, 8,
 # 16 and 32, for an open-loop Poisson source of 552-byte messages into
-# (a) the synthetic five-layer stack (ECHO / WORK x5 / LINK / WIRE, 6 KB
+# (a) the synthetic five-layer stack (ECHO / WORK x5 / LINK / DRIVER, 6 KB
 # of distinct code and 256 B of data per layer) and (b) the host's real
 # UDP receive path, with 500 frames of adaptor buffering.
 #

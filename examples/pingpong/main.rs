@@ -16,7 +16,7 @@
 //! with every transport, form, scheduler and the instruction counts is
 //! `pingpong_bench` in `tools/` (`scripts/instr.sh`).
 
-use pathstack::core::device::wire::{wire_pair, WireConfig};
+use pathstack::core::device::memory::{memory_pair, MemoryConfig};
 use pathstack::host::Host;
 use pathstack::socket::ready;
 use std::time::Instant;
@@ -30,7 +30,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         Some(n) => n.parse()?,
         None => 100_000,
     };
-    let (a, b) = wire_pair(WireConfig::default());
+    let (a, b) = memory_pair(MemoryConfig::default());
     let mut client = Host::new("10.0.0.1/24".parse()?, a)?;
     let mut server = Host::new("10.0.0.2/24".parse()?, b)?;
     let srv = server.udp().bind("0.0.0.0:7")?;

@@ -32,7 +32,7 @@
 //!
 //! - `path` (the default): in the stream's path, as Scout's MPEG decoder
 //!   ran on the video's path (thesis §5.2): a module of this example,
-//!   `STREAMWORK`, sits above UDP (`STREAMWORK / UDP / IP / ETH / WIRE`),
+//!   `STREAMWORK`, sits above UDP (`STREAMWORK / UDP / IP / ETH / DRIVER`),
 //!   and its stage does the passes and keeps the record (completion times,
 //!   latency) as each message arrives; the application only polls the
 //!   stack and reads the record at the end. The path's priority then

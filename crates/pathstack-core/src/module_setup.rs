@@ -1,7 +1,7 @@
 //! What a module factory sees while the stack builds a module instance:
 //! the instance's name and parameters and the devices given to the stack.
 //! It stands beside the module trait, not in the stack, because the
-//! factories that take it live with the modules (the `WIRE` driver here,
+//! factories that take it live with the modules (the `DRIVER` module here,
 //! the protocol crates' modules); the stack only makes one per instance.
 
 use crate::device::Device;

@@ -7,12 +7,12 @@
 //!
 //! ```
 //! use pathstack_core::rules::Rule;
-//! use pathstack_core::device::WireStage;
+//! use pathstack_core::device::DriverStage;
 //! use pathstack_core::synthetic::{EchoStage, HdrStage, LinkStage};
-//! // ECHO / HDR / HDR / LINK / WIRE paths run inlined.
-//! let rule = Rule::inline::<(EchoStage, HdrStage, HdrStage, LinkStage, WireStage)>(
+//! // ECHO / HDR / HDR / LINK / DRIVER paths run inlined.
+//! let rule = Rule::inline::<(EchoStage, HdrStage, HdrStage, LinkStage, DriverStage)>(
 //!     "inline echo/hdr/hdr/link/wire",
-//!     &["ECHO", "HDR", "HDR", "LINK", "WIRE"],
+//!     &["ECHO", "HDR", "HDR", "LINK", "DRIVER"],
 //! );
 //! assert_eq!(rule.name(), "inline echo/hdr/hdr/link/wire");
 //! ```

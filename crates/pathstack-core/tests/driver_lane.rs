@@ -2,23 +2,23 @@
 //! into the slot the stack runs it in, says when it is the last one ready
 //! (`Received::Last`), and bounds its own burst. These tests hold the
 //! burst bound and the order of frames under both schedulers and with
-//! ranked paths, on the synthetic `ECHO / HDR / HDR / LINK / WIRE` path in
+//! ranked paths, on the synthetic `ECHO / HDR / HDR / LINK / DRIVER` path in
 //! echo mode; the test holds the other end of the in-memory wire.
 
 use pathstack_core::attrs::keys::{self, AddrPart, Participants};
 use pathstack_core::attrs::Attrs;
-use pathstack_core::device::wire::{wire_pair, WireConfig, WireEnd};
+use pathstack_core::device::memory::{memory_pair, MemoryConfig, MemoryEnd};
 use pathstack_core::graph::ModuleGraph;
 use pathstack_core::synthetic::PAIR_GRAPH;
 use pathstack_core::*;
 
-fn stack_on(mode: &str, rx_burst: Option<usize>, dev: WireEnd, sched: SchedKind) -> Stack {
+fn stack_on(mode: &str, rx_burst: Option<usize>, dev: MemoryEnd, sched: SchedKind) -> Stack {
     let types = ModuleTypes::core();
     let mut text = PAIR_GRAPH.replace("{mode}", mode);
     if let Some(n) = rx_burst {
         text = text.replace(
-            "module=WIRE device=0",
-            &format!("module=WIRE device=0 rx_burst={n}"),
+            "module=DRIVER device=0",
+            &format!("module=DRIVER device=0 rx_burst={n}"),
         );
     }
     let graph = ModuleGraph::from_text(&text, Some("pair.graph"), &types.specs()).unwrap();
@@ -47,14 +47,14 @@ fn on_channel(ch: u32, attrs: Attrs) -> Attrs {
 /// end the test holds, and one frame per channel as its peer would send it.
 struct Bench {
     stack: Stack,
-    raw: WireEnd,
+    raw: MemoryEnd,
     frames: Vec<Msg>,
     now: Instant,
 }
 
 impl Bench {
     fn new(sched: SchedKind, rx_burst: Option<usize>, channels: u32, priority: bool) -> Bench {
-        let (ca, mut craw) = wire_pair(WireConfig::default());
+        let (ca, mut craw) = memory_pair(MemoryConfig::default());
         let mut client = stack_on("sink", None, ca, SchedKind::PerMessage);
         let echo = client.module_id("echo").unwrap();
         let mut frames = Vec::new();
@@ -66,7 +66,7 @@ impl Bench {
             client.send(p, Dir::Down, m).unwrap();
             frames.push(craw.receive(client.pool(), Instant::ZERO).unwrap().unwrap());
         }
-        let (sa, raw) = wire_pair(WireConfig::default());
+        let (sa, raw) = memory_pair(MemoryConfig::default());
         let mut stack = stack_on("echo", rx_burst, sa, sched);
         let echo = stack.module_id("echo").unwrap();
         for ch in 1..=channels {

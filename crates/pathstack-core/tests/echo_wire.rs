@@ -66,17 +66,17 @@ fn corrupted_frames_are_dropped_with_a_reason() {
     assert_eq!(drops.get(HdrDropReason::BadChecksum), 1, "{drops:?}");
 }
 
-/// The `WIRE` stage transmits on the device its module names with
+/// The `DRIVER` stage transmits on the device its module names with
 /// `Module::device_mut` (no `Any` downcast per frame): every frame the
 /// client's path sent down is one the device counted, on both forms.
 #[test]
 fn the_wire_stage_transmits_on_its_modules_device() {
-    use pathstack_core::device::WireModule;
+    use pathstack_core::device::DriverModule;
     for inline in [false, true] {
         let (replies, mut pair) = run(SchedKind::PerMessage, inline);
         let wire = pair.client.module_id("wire").unwrap();
         let sent = pair.client.path(pair.client_path).unwrap().stats().msgs_in[Dir::Down.index()];
-        let m = pair.client.module_mut::<WireModule>(wire).unwrap();
+        let m = pair.client.module_mut::<DriverModule>(wire).unwrap();
         assert_eq!(m.device_stats().tx_frames, sent, "inline {inline}");
         assert_eq!(sent as usize, replies.len());
         assert!(Module::device_mut(m).is_some());

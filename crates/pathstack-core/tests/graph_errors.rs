@@ -25,7 +25,7 @@ fn only(text: &str) -> (u32, GraphErrorKind) {
 const STACK_OK: &str = "\
 module=ECHO;
 module=HDR name=h1;
-module=WIRE name=w device=0;
+module=DRIVER name=w device=0;
 module=LINK;
 @
 ECHO.down<>h1.up;
@@ -93,7 +93,7 @@ fn declaration_without_module_is_a_syntax_error() {
 
 #[test]
 fn unknown_module_type() {
-    let (line, kind) = only("module=WIRE device=0;\n# typo\nname=h1 module=HRD;\n");
+    let (line, kind) = only("module=DRIVER device=0;\n# typo\nname=h1 module=HRD;\n");
     assert_eq!(line, 3);
     let GraphErrorKind::UnknownModuleType {
         instance,
@@ -137,12 +137,12 @@ fn duplicate_instance_names_both_lines() {
 
 #[test]
 fn default_names_collide_too() {
-    let (line, kind) = only("module=WIRE device=0;\nmodule=WIRE device=1;\n");
+    let (line, kind) = only("module=DRIVER device=0;\nmodule=DRIVER device=1;\n");
     assert_eq!(line, 2);
     assert_eq!(
         kind,
         GraphErrorKind::DuplicateInstance {
-            name: "WIRE".into(),
+            name: "DRIVER".into(),
             first_line: Some(1)
         }
     );
@@ -226,7 +226,7 @@ fn duplicate_param() {
 
 #[test]
 fn missing_param() {
-    let (line, kind) = only("\nname=w module=WIRE;\n");
+    let (line, kind) = only("\nname=w module=DRIVER;\n");
     assert_eq!(line, 2);
     let GraphErrorKind::MissingParam {
         instance, key, doc, ..
@@ -277,8 +277,8 @@ fn subtyping_allows_a_windowed_provider_but_not_the_reverse() {
 
 #[test]
 fn connection_count_exactly_one_too_many() {
-    let text = "module=ECHO;\nmodule=HDR name=a;\nmodule=HDR name=b;\nmodule=LINK;\nmodule=WIRE device=0;\n@\n\
-                ECHO.down<>a.up;\nECHO.down<>b.up;\na.down<>LINK.up;\nb.down<>LINK.up;\nLINK.down<>WIRE.up;\n";
+    let text = "module=ECHO;\nmodule=HDR name=a;\nmodule=HDR name=b;\nmodule=LINK;\nmodule=DRIVER device=0;\n@\n\
+                ECHO.down<>a.up;\nECHO.down<>b.up;\na.down<>LINK.up;\nb.down<>LINK.up;\nLINK.down<>DRIVER.up;\n";
     let (line, kind) = only(text);
     assert_eq!(line, 1, "reported at the instance declaration");
     assert_eq!(
@@ -393,7 +393,7 @@ fn every_error_is_reported_in_source_order() {
     let text = "\
 module=ECHO;
 module=BOGUS name=z;
-module=WIRE;
+module=DRIVER;
 module=HDR name=h1 colour=red;
 @
 ECHO.down<>h1.up;

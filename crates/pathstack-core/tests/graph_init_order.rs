@@ -28,10 +28,10 @@ fn assert_honours_markers(g: &ModuleGraph) {
 #[test]
 fn spec_markers_order_a_stack_bottom_up_whatever_the_declaration_order() {
     let g = parse(
-        "module=ECHO; module=WIRE device=0; name=h1 module=HDR; module=LINK;\n@\n\
-         ECHO.down<>h1.up; h1.down<>LINK.up; LINK.down<>WIRE.up;",
+        "module=ECHO; module=DRIVER device=0; name=h1 module=HDR; module=LINK;\n@\n\
+         ECHO.down<>h1.up; h1.down<>LINK.up; LINK.down<>DRIVER.up;",
     );
-    assert_eq!(names(&g, g.init_order()), ["WIRE", "LINK", "h1", "ECHO"]);
+    assert_eq!(names(&g, g.init_order()), ["DRIVER", "LINK", "h1", "ECHO"]);
     assert_honours_markers(&g);
 }
 
@@ -59,10 +59,13 @@ fn spec_and_connection_markers_combine() {
     // h1 waits for LINK (spec); an explicit marker makes the CAMERA wait for
     // h1 through an unmarked HDR.up service.
     let g = parse(
-        "module=CAMERA; name=h1 module=HDR; module=LINK; module=WIRE device=0;\n@\n\
-         CAMERA.<cam<>h1.up; h1.down<>LINK.up; LINK.down<>WIRE.up;",
+        "module=CAMERA; name=h1 module=HDR; module=LINK; module=DRIVER device=0;\n@\n\
+         CAMERA.<cam<>h1.up; h1.down<>LINK.up; LINK.down<>DRIVER.up;",
     );
-    assert_eq!(names(&g, g.init_order()), ["WIRE", "LINK", "h1", "CAMERA"]);
+    assert_eq!(
+        names(&g, g.init_order()),
+        ["DRIVER", "LINK", "h1", "CAMERA"]
+    );
     assert_honours_markers(&g);
 }
 
@@ -70,8 +73,8 @@ fn spec_and_connection_markers_combine() {
 fn ties_follow_declaration_order() {
     // Two independent stacks interleaved: the least ready instance first.
     let g = parse(
-        "name=e1 module=ECHO; name=e2 module=ECHO; name=w2 module=WIRE device=1;\n\
-         name=l1 module=LINK; name=w1 module=WIRE device=0; name=l2 module=LINK;\n@\n\
+        "name=e1 module=ECHO; name=e2 module=ECHO; name=w2 module=DRIVER device=1;\n\
+         name=l1 module=LINK; name=w1 module=DRIVER device=0; name=l2 module=LINK;\n@\n\
          e1.down<>l1.up; e2.down<>l2.up; l1.down<>w1.up; l2.down<>w2.up;",
     );
     assert_eq!(
@@ -95,8 +98,8 @@ fn cyclic_graphs_are_fine_without_cyclic_markers() {
 #[test]
 fn instantiate_creates_all_then_initializes_in_order() {
     let g = parse(
-        "module=ECHO; name=h1 module=HDR; module=LINK; module=WIRE device=0;\n@\n\
-         ECHO.down<>h1.up; h1.down<>LINK.up; LINK.down<>WIRE.up;",
+        "module=ECHO; name=h1 module=HDR; module=LINK; module=DRIVER device=0;\n@\n\
+         ECHO.down<>h1.up; h1.down<>LINK.up; LINK.down<>DRIVER.up;",
     );
     let mut log = Vec::new();
     struct Module {
@@ -137,7 +140,7 @@ fn instantiate_creates_all_then_initializes_in_order() {
         .unwrap();
     assert_eq!(
         log,
-        ["create ECHO", "create h1", "create LINK", "create WIRE"]
+        ["create ECHO", "create h1", "create LINK", "create DRIVER"]
     );
     assert!(modules.iter().all(|m| m.ready));
     assert_eq!(modules[1].counts, [1, 1]);

@@ -8,8 +8,8 @@ use proptest::prelude::*;
 
 /// Fragments that make near-miss graph text far likelier than raw bytes.
 const TOKENS: &[&str] = &[
-    "module=", "name=", "HDR", "ECHO", "PEER", "WIRE", "LINK", "device=0", "size=", ";", "@", "<>",
-    "<", ".", "=", "\"", "\\", "#", "\n", " ", "up", "down", "a", "b", "h1", "x",
+    "module=", "name=", "HDR", "ECHO", "PEER", "DRIVER", "LINK", "device=0", "size=", ";", "@",
+    "<>", "<", ".", "=", "\"", "\\", "#", "\n", " ", "up", "down", "a", "b", "h1", "x",
 ];
 
 /// A token soup: indices into [`TOKENS`], or (past its end) a random char.

@@ -15,20 +15,28 @@ fn synthetic5_path() -> std::path::PathBuf {
 }
 
 #[test]
+fn the_former_driver_name_wire_still_parses() {
+    let g = parse("name=dev module=WIRE device=0;");
+    let dev = g.instance(g.instance_by_name("dev").unwrap());
+    assert_eq!(dev.spec.name, "DRIVER");
+    assert_eq!(dev.param("device"), Some("0"));
+}
+
+#[test]
 fn comments_params_quotes_and_default_names() {
     let g = parse(
         "# a header comment\n\
-         module=WIRE device=0 ; # trailing comment; with a semicolon\n\
+         module=DRIVER device=0 ; # trailing comment; with a semicolon\n\
          name = h1   module=HDR\n    size=8 tag=\"a b;#\\\"c\\\\\";\n\
          ;;\n\
          module=LINK;module=ECHO;\n\
          @ # connections\n\
-         ECHO . < down <> h1.up ; h1.down<>LINK.up; LINK.down<>WIRE.up;",
+         ECHO . < down <> h1.up ; h1.down<>LINK.up; LINK.down<>DRIVER.up;",
     );
     let names: Vec<&str> = g.instances().iter().map(|i| i.name.as_str()).collect();
-    assert_eq!(names, ["WIRE", "h1", "LINK", "ECHO"]);
-    let wire = g.instance(g.instance_by_name("WIRE").unwrap());
-    assert_eq!(wire.spec.name, "WIRE");
+    assert_eq!(names, ["DRIVER", "h1", "LINK", "ECHO"]);
+    let wire = g.instance(g.instance_by_name("DRIVER").unwrap());
+    assert_eq!(wire.spec.name, "DRIVER");
     assert_eq!(wire.param("device"), Some("0"));
     assert_eq!(wire.location.as_ref().unwrap().line, 2);
     let h1 = g.instance(g.instance_by_name("h1").unwrap());
@@ -43,7 +51,7 @@ fn comments_params_quotes_and_default_names() {
 
 #[test]
 fn values_may_hold_dots_colons_and_slashes() {
-    let g = parse("module=WIRE device=10.0.0.1/24:02:00;\n");
+    let g = parse("module=DRIVER device=10.0.0.1/24:02:00;\n");
     assert_eq!(g.instances()[0].param("device"), Some("10.0.0.1/24:02:00"));
     // No `@` and no connections is a valid (if lonely) graph.
     assert!(g.connections().is_empty());
@@ -115,7 +123,7 @@ fn builder_and_text_give_equal_graphs() {
         b.instance(n, "HDR").param("size", 8).param("tag", tag);
     }
     b.instance("link", "LINK");
-    b.instance("wire", "WIRE").param("device", 0);
+    b.instance("wire", "DRIVER").param("device", 0);
     b.connect(("echo", "down"), ("h2", "up"))
         .connect(("h2", "down"), ("h1", "up"))
         .connect(("h1", "down"), ("link", "up"))
@@ -136,11 +144,11 @@ fn builder_and_text_give_equal_graphs() {
 #[test]
 fn to_text_round_trips() {
     let g = parse(
-        "module=WIRE device=\"two words\";\nname=p module=PEER;\nname=q module=PEER;\n@\np.<a<>q.b;\nq.a<>p.b;\n",
+        "module=DRIVER device=\"two words\";\nname=p module=PEER;\nname=q module=PEER;\n@\np.<a<>q.b;\nq.a<>p.b;\n",
     );
     let text = g.to_text();
     assert!(
-        text.contains("name=WIRE module=WIRE device=\"two words\";"),
+        text.contains("name=DRIVER module=DRIVER device=\"two words\";"),
         "{text}"
     );
     assert!(text.contains("p.<a<>q.b;"), "{text}");
@@ -181,7 +189,7 @@ fn summary_lists_instances_connections_and_order() {
     let g = ModuleGraph::from_file(synthetic5_path(), &graph_specs::registry()).unwrap();
     let s = g.summary();
     assert!(s.contains(": 5 instances, 4 connections"), "{s}");
-    assert!(s.contains("wire  WIRE device=0"), "{s}");
+    assert!(s.contains("wire  DRIVER device=0"), "{s}");
     assert!(s.contains("h2    HDR size=8 tag=2"), "{s}");
     assert!(s.contains("echo.<down <> h2.up"), "{s}");
     assert!(s.contains("init order: wire, link, h1, h2, echo"), "{s}");
@@ -189,7 +197,7 @@ fn summary_lists_instances_connections_and_order() {
 
 #[test]
 fn synthetic5_checks_against_the_real_synthetic_specs() {
-    use pathstack_core::device::WIRE_SPEC;
+    use pathstack_core::device::DRIVER_SPEC;
     use pathstack_core::graph::spec::SpecRegistry;
     use pathstack_core::synthetic::{ECHO_SPEC, HDR_SPEC, LINK_SPEC};
     let mut specs = SpecRegistry::new();
@@ -197,7 +205,7 @@ fn synthetic5_checks_against_the_real_synthetic_specs() {
         .register(&ECHO_SPEC)
         .register(&HDR_SPEC)
         .register(&LINK_SPEC)
-        .register(&WIRE_SPEC);
+        .register(&DRIVER_SPEC);
     let real = ModuleGraph::from_file(synthetic5_path(), &specs).unwrap_or_else(|e| panic!("{e}"));
     let mirror = ModuleGraph::from_file(synthetic5_path(), &graph_specs::registry()).unwrap();
     assert_eq!(real, mirror);

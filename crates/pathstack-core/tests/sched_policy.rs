@@ -4,7 +4,7 @@
 //! deadlines — early discard at classification, per-path accounting and
 //! admission control.
 //!
-//! The stack under test is the synthetic `ECHO / HDR / HDR / LINK / WIRE`
+//! The stack under test is the synthetic `ECHO / HDR / HDR / LINK / DRIVER`
 //! path in echo mode, one path per LINK channel; the test holds the other
 //! end of the in-memory wire, writes a burst of frames into it and reads
 //! the echoes back in the order the stack processed them.
@@ -12,17 +12,17 @@
 use pathstack_core::admission::{Budget, Budgets, Resource};
 use pathstack_core::attrs::keys::{self, AddrPart, Participants};
 use pathstack_core::attrs::Attrs;
-use pathstack_core::device::wire::{wire_pair, WireConfig, WireEnd};
+use pathstack_core::device::memory::{memory_pair, MemoryConfig, MemoryEnd};
 use pathstack_core::graph::ModuleGraph;
 use pathstack_core::path::PathStats;
 use pathstack_core::synthetic::PAIR_GRAPH;
 use pathstack_core::*;
 
-/// Offset of the LINK channel in a frame on the wire (the WIRE driver
+/// Offset of the LINK channel in a frame on the wire (the DRIVER module
 /// adds no header of its own).
 const CHANNEL_AT: usize = 0;
 
-fn stack_on(mode: &str, dev: WireEnd, config: StackConfig) -> Stack {
+fn stack_on(mode: &str, dev: MemoryEnd, config: StackConfig) -> Stack {
     let types = ModuleTypes::core();
     let text = PAIR_GRAPH.replace("{mode}", mode);
     let graph = ModuleGraph::from_text(&text, Some("pair.graph"), &types.specs()).unwrap();
@@ -52,14 +52,14 @@ fn on_channel(ch: u32, attrs: Attrs) -> Attrs {
 /// it (made by a client stack, so every header is right).
 struct Bench {
     stack: Stack,
-    raw: WireEnd,
+    raw: MemoryEnd,
     frames: Vec<Msg>,
     now: Instant,
 }
 
 impl Bench {
     fn new(mode: &str, channels: u32, config: StackConfig) -> Bench {
-        let (ca, mut craw) = wire_pair(WireConfig::default());
+        let (ca, mut craw) = memory_pair(MemoryConfig::default());
         let mut client = stack_on("sink", ca, StackConfig::default());
         let echo = client.module_id("echo").unwrap();
         let mut frames = Vec::new();
@@ -71,7 +71,7 @@ impl Bench {
             assert_eq!(channel_of(&f), ch, "the channel leads the frame");
             frames.push(f);
         }
-        let (sa, raw) = wire_pair(WireConfig::default());
+        let (sa, raw) = memory_pair(MemoryConfig::default());
         Bench {
             stack: stack_on(mode, sa, config),
             raw,
@@ -339,7 +339,7 @@ fn processing_time_is_charged_per_path_when_accounted() {
     b.burst(&[2]);
     assert!(b.stats(p1).cpu_ns > 0);
     assert!(b.stats(p2).cpu_ns > 0);
-    // Two frames in; their echoes end in the device (kept by the WIRE
+    // Two frames in; their echoes end in the device (kept by the DRIVER
     // stage, not leaving through the path's end).
     let s = b.stats(p1);
     assert_eq!((s.msgs_in[Dir::Up.index()], s.consumed), (2, 2));
@@ -498,7 +498,7 @@ fn under_ldlp_a_lone_frame_runs_at_once_and_a_burst_is_batched() {
 
 #[test]
 fn a_path_that_keeps_refusing_has_its_frames_discarded_in_the_device() {
-    use pathstack_core::device::{FrameMatch, WireModule};
+    use pathstack_core::device::{DriverModule, FrameMatch};
     let config = StackConfig {
         device_discard_after: 4,
         device_discard_hold: Duration::from_millis(5),
@@ -512,7 +512,7 @@ fn a_path_that_keeps_refusing_has_its_frames_discarded_in_the_device() {
     let wire = b.stack.module_id("wire").unwrap();
     let device_dropped = |b: &Bench| {
         b.stack
-            .module::<WireModule>(wire)
+            .module::<DriverModule>(wire)
             .unwrap()
             .device_stats()
             .dropped_discard

@@ -12,7 +12,7 @@
 //! - [`lance`]: an emulated Am7990 LANCE with the DEC 3000's sparse shared
 //!   memory, and `LANCE`, its driver module ([`lance::LanceModule`]), with
 //!   `copy` and `direct` descriptor access.
-//! - [`floor::RawResponder`]: the raw minimal responder (ARP, ICMP echo, UDP
+//! - [`RawResponder`] ([`raw_responder`]): the raw minimal responder (ARP, ICMP echo, UDP
 //!   echo, in place): the floor the benchmarks compare pathstack against.
 //!
 //! Opening a TAP needs `CAP_NET_ADMIN`. `scripts/netns.sh up` builds a test
@@ -22,7 +22,7 @@
 //!
 //! ```no_run
 //! use pathstack_core::{Instant, MsgPool, PoolConfig};
-//! use pathstack_devices::floor::RawResponder;
+//! use pathstack_devices::RawResponder;
 //! use pathstack_devices::{PcapCapture, TapDevice, TapOptions, WaitMode};
 //! use std::time::Duration;
 //!
@@ -46,9 +46,9 @@
 #[cfg(feature = "tokio")]
 mod async_tap;
 mod discard_filter;
-pub mod floor;
 pub mod lance;
 pub mod pcap;
+pub mod raw_responder;
 mod sys;
 pub mod tap;
 mod tap_error;
@@ -58,6 +58,7 @@ pub mod vnet_hdr;
 pub use async_tap::AsyncTap;
 pub use lance::{Access, LanceModule, LANCE_SPEC};
 pub use pcap::{CaptureClock, CaptureError, CaptureStats, PcapCapture};
+pub use raw_responder::RawResponder;
 #[cfg(feature = "tokio")]
 pub use sys::register_readable;
 pub use tap::{

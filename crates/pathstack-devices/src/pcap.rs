@@ -15,7 +15,7 @@
 //! kept for [`PcapCapture::flush`] to report.
 
 use byteorder_slice::{BigEndian, LittleEndian};
-use pathstack_core::device::{Device, DeviceCaps, DeviceError, DeviceStats};
+use pathstack_core::device::{Device, DeviceError};
 use pathstack_core::{Instant, Msg, MsgPool};
 use pcap_file::pcap::{PcapHeader, PcapPacket};
 use pcap_file::{DataLink, Endianness, PcapError, TsResolution};
@@ -210,35 +210,16 @@ impl<D: Device, W: Write + Send> Device for PcapCapture<D, W> {
         Ok(frame)
     }
 
-    fn caps(&self) -> DeviceCaps {
-        self.inner.caps()
-    }
-
-    fn poll_at(&self) -> Option<Instant> {
-        self.inner.poll_at()
-    }
-
-    fn stats(&self) -> DeviceStats {
-        self.inner.stats()
-    }
-
-    fn rx_waiter(&self) -> Option<std::sync::Arc<dyn pathstack_core::device::RxWaiter>> {
-        self.inner.rx_waiter()
-    }
-
-    /// The inner device's: the capture holds what the stack received, so
-    /// frames the device discards are not in it.
-    fn discard(
-        &mut self,
-        matches: &[pathstack_core::device::FrameMatch],
-    ) -> Result<bool, DeviceError> {
-        self.inner.discard(matches)
-    }
+    // The inner device's; `discard` too: the capture holds what the stack
+    // received, so frames the device discards are not in it. Not
+    // `receive_into`: it would bypass the capture.
+    pathstack_core::forward_device!((inner) caps, poll_at, stats, rx_waiter, discard);
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use pathstack_core::device::{DeviceCaps, DeviceStats};
     use pathstack_core::PoolConfig;
     use pcap_file::pcap::PcapReader;
     use std::collections::VecDeque;

@@ -2,7 +2,7 @@
 //! way a driver would: init block and descriptors written into sparse
 //! memory, registers through RAP/RDP, frames over the in-memory wire.
 
-use pathstack_core::device::wire::{wire_pair, WireConfig, WireEnd};
+use pathstack_core::device::memory::{memory_pair, MemoryConfig, MemoryEnd};
 use pathstack_core::device::Device;
 use pathstack_core::{Instant, MsgPool, PoolConfig};
 use pathstack_devices::lance::csr::{csr0, csr3, mode, rap};
@@ -20,7 +20,7 @@ struct Board {
     mem: SparseMemory,
     plan: MemoryPlan,
     pool: MsgPool,
-    peer: WireEnd,
+    peer: MemoryEnd,
     now: Instant,
 }
 
@@ -30,7 +30,7 @@ impl Board {
     }
 
     fn with(rx: usize, tx: usize, buf: usize, config: ChipConfig, mode_bits: u16) -> Self {
-        let (a, b) = wire_pair(WireConfig::default());
+        let (a, b) = memory_pair(MemoryConfig::default());
         let plan = MemoryPlan::new(rx, tx, buf).unwrap();
         let mut mem = SparseMemory::new(plan.size).unwrap();
         let mut ib = InitBlockDense::zeroed();
@@ -363,9 +363,9 @@ fn missing_heartbeat_sets_cerr_which_is_an_error_but_no_interrupt() {
 
 #[test]
 fn wire_refusing_a_frame_is_reported_in_tmd3() {
-    let (a, _b) = wire_pair(WireConfig {
+    let (a, _b) = memory_pair(MemoryConfig {
         capacity: 1,
-        ..WireConfig::default()
+        ..MemoryConfig::default()
     });
     let mut board = Board::new(4, 4, 1536);
     board.chip = Am7990::new(Box::new(a), ChipConfig::default());

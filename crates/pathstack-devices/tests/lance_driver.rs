@@ -4,8 +4,8 @@
 //! same traffic and the same shared-memory contents while `direct` touches
 //! fewer descriptor words.
 
+use pathstack_core::device::memory::{memory_pair, MemoryConfig, MemoryEnd};
 use pathstack_core::device::record::{Recorder, Recording};
-use pathstack_core::device::wire::{wire_pair, WireConfig, WireEnd};
 use pathstack_core::device::{Device, DeviceCaps, DeviceError, DeviceStats};
 use pathstack_core::{Instant, Msg, MsgPool, PoolConfig};
 use pathstack_devices::lance::driver::{LanceDropReason, RxEvent, DEFAULT_MAC};
@@ -24,7 +24,7 @@ struct Link {
 
 impl Link {
     fn new(config: LanceConfig) -> Self {
-        let (wa, wb) = wire_pair(WireConfig::default());
+        let (wa, wb) = memory_pair(MemoryConfig::default());
         let (wa, sent_a) = Recorder::new(wa, 100_000);
         let pool = MsgPool::new(PoolConfig::default());
         let mut a = LanceDriver::new(Box::new(wa), config).unwrap();
@@ -79,8 +79,8 @@ fn config(access: Access, buf_size: usize) -> LanceConfig {
 
 /// A frame to the receiver's address (the wire's end B) of `len` bytes.
 fn frame(len: usize, fill: u8) -> Vec<u8> {
-    let mut f = WireConfig::default().mac_b.to_vec();
-    f.extend_from_slice(&WireConfig::default().mac_a);
+    let mut f = MemoryConfig::default().mac_b.to_vec();
+    f.extend_from_slice(&MemoryConfig::default().mac_a);
     f.extend_from_slice(&[0x88, 0xb5]);
     while f.len() < len {
         f.push(fill.wrapping_mul(31).wrapping_add(f.len() as u8));
@@ -92,9 +92,9 @@ fn frame(len: usize, fill: u8) -> Vec<u8> {
 #[test]
 fn station_address_comes_from_the_wire_side_or_the_default() {
     let link = Link::new(config(Access::Direct, 1536));
-    assert_eq!(link.a.mac(), WireConfig::default().mac_a);
-    assert_eq!(link.a.chip().padr(), WireConfig::default().mac_a);
-    struct NoMac(WireEnd);
+    assert_eq!(link.a.mac(), MemoryConfig::default().mac_a);
+    assert_eq!(link.a.chip().padr(), MemoryConfig::default().mac_a);
+    struct NoMac(MemoryEnd);
     impl Device for NoMac {
         fn transmit(&mut self, f: Msg, now: Instant) -> Result<(), DeviceError> {
             self.0.transmit(f, now)
@@ -112,14 +112,14 @@ fn station_address_comes_from_the_wire_side_or_the_default() {
             self.0.stats()
         }
     }
-    let (w, _other) = wire_pair(WireConfig::default());
+    let (w, _other) = memory_pair(MemoryConfig::default());
     let d = LanceDriver::new(Box::new(NoMac(w)), LanceConfig::default()).unwrap();
     assert_eq!(d.mac(), DEFAULT_MAC);
 }
 
 #[test]
 fn bad_ring_sizes_are_refused_with_the_reason() {
-    let (w, _other) = wire_pair(WireConfig::default());
+    let (w, _other) = memory_pair(MemoryConfig::default());
     let e = LanceDriver::new(
         Box::new(w),
         LanceConfig {
@@ -134,7 +134,7 @@ fn bad_ring_sizes_are_refused_with_the_reason() {
 
 #[test]
 fn transmit_before_start_is_refused() {
-    let (w, _other) = wire_pair(WireConfig::default());
+    let (w, _other) = memory_pair(MemoryConfig::default());
     let pool = MsgPool::new(PoolConfig::small(4));
     let mut d = LanceDriver::new(Box::new(w), LanceConfig::default()).unwrap();
     assert_eq!(
@@ -167,7 +167,7 @@ fn frames_cross_in_both_directions_many_times_around_the_rings() {
         assert_eq!(got, want);
         // And back.
         let mut back = frame(100, 9);
-        back[..6].copy_from_slice(&WireConfig::default().mac_a);
+        back[..6].copy_from_slice(&MemoryConfig::default().mac_a);
         link.b.transmit(&back, &link.pool, link.now).unwrap();
         let mut got = Vec::new();
         link.a.poll(&link.pool, link.now, 64, &mut |ev| {

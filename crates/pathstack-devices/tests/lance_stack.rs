@@ -1,12 +1,12 @@
 //! Two stacks whose NIC is the emulated LANCE, joined by the in-memory
 //! wire, running the core's synthetic path ECHO / HDR / HDR / LINK / LANCE
-//! (the `PAIR_GRAPH` with `LANCE` in place of `WIRE`): echoes come back,
+//! (the `PAIR_GRAPH` with `LANCE` in place of `DRIVER`): echoes come back,
 //! the path inlines over the LANCE stage, and `copy` and `direct` put the
 //! same bytes on the wire.
 
 use pathstack_core::attrs::keys::{AddrPart, Participants, PARTICIPANTS};
+use pathstack_core::device::memory::{memory_pair, MemoryConfig};
 use pathstack_core::device::record::{Recorder, Recording};
-use pathstack_core::device::wire::{wire_pair, WireConfig};
 use pathstack_core::device::Device;
 use pathstack_core::graph::ModuleGraph;
 use pathstack_core::rules::Rule;
@@ -21,12 +21,12 @@ const MAX_FRAMES: usize = 100_000;
 fn graph_text(mode: &str, lance_params: &str) -> String {
     let text = PAIR_GRAPH.replace("{mode}", mode);
     let replaced = text.replace(
-        "module=WIRE device=0",
+        "module=DRIVER device=0",
         &format!("module=LANCE device=0 {lance_params}"),
     );
     assert_ne!(
         text, replaced,
-        "PAIR_GRAPH no longer names WIRE as expected"
+        "PAIR_GRAPH no longer names DRIVER as expected"
     );
     replaced
 }
@@ -76,7 +76,7 @@ struct Pair {
 
 impl Pair {
     fn new(lance_params: &str, inline: bool) -> Self {
-        let (a, b) = wire_pair(WireConfig::default());
+        let (a, b) = memory_pair(MemoryConfig::default());
         let (a, client_sent) = Recorder::new(a, MAX_FRAMES);
         let (b, server_sent) = Recorder::new(b, MAX_FRAMES);
         let (mut client, client_path) = side("sink", lance_params, a);
@@ -169,7 +169,7 @@ fn echoes_come_back_over_the_lance_with_both_strategies() {
         assert!(pair.server.path(pair.server_path).is_some());
         assert_eq!(
             Pair::lance(&pair.client).mac(),
-            WireConfig::default().mac_a,
+            MemoryConfig::default().mac_a,
             "the station address comes from the device"
         );
         // Steady state: the rings and the pools need no heap allocation.
@@ -233,7 +233,7 @@ fn graph_errors_name_the_parameter() {
         &types.specs(),
     )
     .unwrap();
-    let (a, _b) = wire_pair(WireConfig::default());
+    let (a, _b) = memory_pair(MemoryConfig::default());
     let e = Stack::builder(graph, types)
         .device(a)
         .build()
@@ -249,7 +249,7 @@ fn graph_errors_name_the_parameter() {
         &types.specs(),
     )
     .unwrap();
-    let (a, _b) = wire_pair(WireConfig::default());
+    let (a, _b) = memory_pair(MemoryConfig::default());
     let e = Stack::builder(graph, types)
         .device(a)
         .build()
@@ -265,7 +265,7 @@ fn graph_errors_name_the_parameter() {
         &types.specs(),
     )
     .unwrap();
-    let (a, _b) = wire_pair(WireConfig::default());
+    let (a, _b) = memory_pair(MemoryConfig::default());
     let stack = Stack::builder(graph, types).device(a).build().unwrap();
     assert_eq!(Pair::lance(&stack).mac(), [2, 0, 0, 0, 0, 0x77]);
 }

@@ -4,10 +4,10 @@
 //! malformed frame and no bad checksum.
 
 use etherparse::PacketBuilder;
-use pathstack_core::device::wire::{wire_pair, WireConfig};
+use pathstack_core::device::memory::{memory_pair, MemoryConfig};
 use pathstack_core::device::Device;
 use pathstack_core::{Instant, MsgPool, PoolConfig};
-use pathstack_devices::floor::{Answer, RawResponder, Served};
+use pathstack_devices::raw_responder::{Answer, RawResponder, Served};
 use pathstack_devices::PcapCapture;
 use pathstack_testutil::{assert_tshark_clean, have_tshark, tshark_frames, TempFile};
 use pcap_file::pcap::PcapReader;
@@ -30,8 +30,8 @@ fn arp_request(src: [u8; 6]) -> Vec<u8> {
 
 #[test]
 fn captured_floor_session_over_the_wire_is_clean() {
-    let config = WireConfig::default();
-    let (mut peer, host) = wire_pair(config);
+    let config = MemoryConfig::default();
+    let (mut peer, host) = memory_pair(config);
     let pool = MsgPool::new(PoolConfig::small(32));
     let path = TempFile::new("wire-session.pcap");
     let mut host = PcapCapture::create(host, &path).expect("create capture");

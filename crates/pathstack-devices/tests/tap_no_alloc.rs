@@ -3,7 +3,7 @@
 //! not touch the heap. Needs root (see `pathstack_testutil::privileged`).
 
 use pathstack_core::{Instant, MsgPool, PoolConfig};
-use pathstack_devices::floor::{RawResponder, Served};
+use pathstack_devices::raw_responder::{RawResponder, Served};
 use pathstack_devices::{PcapCapture, TapDevice, TapOptions};
 use pathstack_testutil::{counting_alloc, privileged, TempFile, Topology};
 use std::process::Stdio;

@@ -10,7 +10,7 @@
 
 use pathstack_core::device::{Device, DeviceError};
 use pathstack_core::{Instant, Msg, MsgPool, PoolConfig};
-use pathstack_devices::floor::{RawResponder, Served};
+use pathstack_devices::raw_responder::{RawResponder, Served};
 use pathstack_devices::{PcapCapture, TapDevice, TapOptions, WaitMode};
 use pathstack_testutil::{assert_tshark_clean, privileged, tshark_frames, TempFile, Topology};
 use std::net::Ipv4Addr;

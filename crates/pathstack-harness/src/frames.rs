@@ -2,7 +2,7 @@
 //! under test): Ethernet, IPv4 with its checksums, and the transport
 //! headers the seeds and the structured operations build.
 
-use pathstack_core::device::wire::WireConfig;
+use pathstack_core::device::memory::MemoryConfig;
 use pathstack_inet::wire::checksum;
 use pathstack_inet::wire::tcp::TcpRepr;
 use std::net::Ipv4Addr;
@@ -19,7 +19,7 @@ pub(crate) const FRAME_MAX: usize = 1514;
 pub(crate) fn eth(dst: [u8; 6], ethertype: u16, payload: &[u8]) -> Vec<u8> {
     let mut f = Vec::with_capacity(14 + payload.len());
     f.extend_from_slice(&dst);
-    f.extend_from_slice(&WireConfig::default().mac_b);
+    f.extend_from_slice(&MemoryConfig::default().mac_b);
     f.extend_from_slice(&ethertype.to_be_bytes());
     f.extend_from_slice(payload);
     f
@@ -27,7 +27,7 @@ pub(crate) fn eth(dst: [u8; 6], ethertype: u16, payload: &[u8]) -> Vec<u8> {
 
 /// Host A's MAC address (the wire's first end).
 pub(crate) fn a_mac() -> [u8; 6] {
-    WireConfig::default().mac_a
+    MemoryConfig::default().mac_a
 }
 
 /// An IPv4 packet B → A (or `dst`) with a correct header checksum, and the

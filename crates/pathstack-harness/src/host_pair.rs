@@ -6,7 +6,7 @@
 use crate::host_on_wire::HostOnWire;
 use crate::shared_end::SharedEnd;
 use pathstack::host::{Host, HostConfig};
-use pathstack_core::device::wire::{wire_pair, WireConfig};
+use pathstack_core::device::memory::{memory_pair, MemoryConfig};
 use pathstack_core::msg::SizeClass;
 use pathstack_core::time::{Duration, Instant};
 use pathstack_core::{PoolConfig, StackConfig};
@@ -52,7 +52,7 @@ impl HostPair {
     /// A at 10.0.0.1/24 and B at 10.0.0.2/24, each configured by
     /// `config` from its address, on small stacks; the clock at 1 s.
     pub(crate) fn new(config: impl Fn(&str) -> Option<HostConfig>) -> Option<HostPair> {
-        let (a_end, b_end) = wire_pair(WireConfig::default());
+        let (a_end, b_end) = memory_pair(MemoryConfig::default());
         let end = SharedEnd::recording(b_end);
         let now = Instant::from_millis(1000);
         let mut a = Host::with_stack_config(config("10.0.0.1/24")?, a_end, small_stack()).ok()?;

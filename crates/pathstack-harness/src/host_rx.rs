@@ -30,7 +30,7 @@ use crate::tcp_segment::syn_options;
 use conn_track::{parse_tcp_frame, ConnTrack, LISTEN_PORT};
 use pathstack::host::HostConfig;
 use pathstack::socket::{TcpListener, TcpStream, UdpSocket};
-use pathstack_core::device::wire::WireConfig;
+use pathstack_core::device::memory::MemoryConfig;
 use pathstack_core::time::Duration;
 use pathstack_inet::tcp::{Shutdown, TcpConfig};
 use pathstack_inet::wire::tcp::{TcpFlags, TcpOptions, TcpRepr};
@@ -302,7 +302,7 @@ impl Target for Rig {
             _ => {
                 // ARP.
                 let oper = u16::from(inp.u8() % 3);
-                let mut mac = WireConfig::default().mac_b;
+                let mut mac = MemoryConfig::default().mac_b;
                 mac[5] = inp.u8();
                 let sender = Ipv4Addr::from(inp.u32());
                 let target = if op & 0x80 != 0 {

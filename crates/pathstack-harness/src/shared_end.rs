@@ -2,8 +2,8 @@
 //! the harness (after it), recording the frames it carries while asked to.
 
 use crate::frames::FRAME_MAX;
-use pathstack_core::device::wire::WireEnd;
-use pathstack_core::device::{Device, DeviceCaps, DeviceError, DeviceStats, RxWaiter};
+use pathstack_core::device::memory::MemoryEnd;
+use pathstack_core::device::{Device, DeviceError, RxWaiter};
 use pathstack_core::time::Instant;
 use pathstack_core::{Msg, MsgPool};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -16,14 +16,14 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 pub(crate) struct SharedEnd(Arc<Mutex<Shared>>);
 
 struct Shared {
-    end: WireEnd,
+    end: MemoryEnd,
     /// Every frame sent or received through this end, while `Some`.
     log: Option<Vec<Vec<u8>>>,
 }
 
 impl SharedEnd {
     /// `end`, recording from the start.
-    pub(crate) fn recording(end: WireEnd) -> Self {
+    pub(crate) fn recording(end: MemoryEnd) -> Self {
         SharedEnd(Arc::new(Mutex::new(Shared {
             end,
             log: Some(Vec::new()),
@@ -79,15 +79,7 @@ impl Device for SharedEnd {
         }
         r
     }
-    fn caps(&self) -> DeviceCaps {
-        self.lock().end.caps()
-    }
-    fn poll_at(&self) -> Option<Instant> {
-        self.lock().end.poll_at()
-    }
-    fn stats(&self) -> DeviceStats {
-        self.lock().end.stats()
-    }
+    pathstack_core::forward_device!((lock().end) caps, poll_at, stats);
     fn rx_waiter(&self) -> Option<Arc<dyn RxWaiter>> {
         // The setup polls both hosts in turn; nobody sleeps on this end.
         None

@@ -8,11 +8,12 @@
 //!   extracts. Header slicing and checksums come from `etherparse`; what is
 //!   hand-written says why.
 //! * The protocol logic the headers do not decide, independent of the path
-//!   machinery and tested alone: the ARP cache ([`arp_cache`]), IPv4
-//!   fragmentation ([`frag`]) and reassembly ([`reassembly`]), routing
-//!   ([`route`]), identification ([`ipv4_ident`]), when not to send an ICMP
-//!   error ([`icmp_suppression`]) and the error rate limit ([`rate_limit`]);
-//!   for TCP ([`tcp`]), sequence numbers, ISNs, SYN cookies, the RTO, the
+//!   machinery and tested alone, in a folder per protocol: for ARP
+//!   ([`arp`]) the cache ([`arp::cache`]); for IP ([`ip`]) fragmentation
+//!   ([`ip::frag`]) and reassembly ([`ip::reassembly`]), routing
+//!   ([`ip::route`]), identification ([`ip::ipv4_ident`]), when not to
+//!   send an ICMP error ([`ip::icmp_suppression`]) and the error rate
+//!   limit ([`ip::rate_limit`]); for TCP ([`tcp`]), sequence numbers, ISNs, SYN cookies, the RTO, the
 //!   send and receive buffers, congestion control, SACK loss recovery,
 //!   RACK-TLP, and the connection itself ([`tcp::Tcb`], RFC 9293), driven
 //!   by segments, calls and time with no I/O of its own.
@@ -30,16 +31,18 @@
 #![warn(missing_docs)]
 
 pub mod anno;
-pub mod arp_cache;
-pub mod frag;
-pub mod icmp_suppression;
-pub mod ipv4_ident;
+pub mod arp;
+pub mod ip;
 pub mod modules;
-pub mod rate_limit;
-pub mod reassembly;
-pub mod route;
 pub mod tcp;
 pub mod wire;
+
+// The engines' former paths at the crate root (before issue 27 put them in
+// `ip/` and `arp/`), for code that still imports them; kept one release.
+#[doc(hidden)]
+pub use arp::cache as arp_cache;
+#[doc(hidden)]
+pub use ip::{frag, icmp_suppression, ipv4_ident, rate_limit, reassembly, route};
 
 pub use anno::InetAnno;
 pub use wire::eth::{EthDropReason, EthHeader, MacAddr};

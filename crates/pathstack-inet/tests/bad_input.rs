@@ -5,8 +5,8 @@
 mod common;
 
 use common::*;
+use pathstack_inet::ip::reassembly::ReassemblyDropReason;
 use pathstack_inet::modules::IpModule;
-use pathstack_inet::reassembly::ReassemblyDropReason;
 use proptest::prelude::*;
 
 /// A well-formed Ethernet/IPv4 frame from A to B with `proto` and `payload`.

@@ -3,9 +3,9 @@
 //! qualified name and two layers sharing one would merge their counters.
 
 use pathstack_core::drop_reason::Reason;
-use pathstack_inet::arp_cache::ResolutionDropReason;
-use pathstack_inet::icmp_suppression::ErrorSuppressed;
-use pathstack_inet::reassembly::ReassemblyDropReason;
+use pathstack_inet::arp::cache::ResolutionDropReason;
+use pathstack_inet::ip::icmp_suppression::ErrorSuppressed;
+use pathstack_inet::ip::reassembly::ReassemblyDropReason;
 use pathstack_inet::wire::arp::ArpDropReason;
 use pathstack_inet::wire::icmp::IcmpDropReason;
 use pathstack_inet::wire::tcp::TcpDropReason;

@@ -8,11 +8,11 @@
 //! tests in one binary run on parallel threads.
 
 use pathstack_core::{Duration, Instant, MsgPool, PoolConfig};
-use pathstack_inet::arp_cache::{ArpCache, ArpConfig, Resolution};
-use pathstack_inet::frag::fragment;
-use pathstack_inet::icmp_suppression::may_send_error;
-use pathstack_inet::ipv4_ident::IdentCounter;
-use pathstack_inet::reassembly::{Reassembler, Reassembly, ReassemblyConfig};
+use pathstack_inet::arp::cache::{ArpCache, ArpConfig, Resolution};
+use pathstack_inet::ip::frag::fragment;
+use pathstack_inet::ip::icmp_suppression::may_send_error;
+use pathstack_inet::ip::ipv4_ident::IdentCounter;
+use pathstack_inet::ip::reassembly::{Reassembler, Reassembly, ReassemblyConfig};
 use pathstack_inet::wire::arp::{ArpOp, ArpPacket};
 use pathstack_inet::wire::icmp::{self, IcmpError, Quote};
 use pathstack_inet::wire::ipv4::{self, protocol, Ipv4Repr};

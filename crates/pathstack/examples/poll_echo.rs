@@ -6,7 +6,7 @@
 //!
 //! `cargo run -p pathstack --example poll_echo`
 
-use pathstack::core::device::wire::{wire_pair, WireConfig};
+use pathstack::core::device::memory::{memory_pair, MemoryConfig};
 use pathstack::host::Host;
 use pathstack::socket::{Events, Interest, Source, TcpStream, Token, UdpSocket};
 use std::io::{self, ErrorKind};
@@ -83,7 +83,7 @@ fn until_ready<T>(host: &mut Host, mut f: impl FnMut(&mut Host) -> io::Result<T>
 }
 
 fn main() -> io::Result<()> {
-    let (a, b) = wire_pair(WireConfig::default());
+    let (a, b) = memory_pair(MemoryConfig::default());
     let server = Host::new("10.0.0.2/24".parse().unwrap(), b)?;
     let mut client = Host::new("10.0.0.1/24".parse().unwrap(), a)?;
     let server = std::thread::spawn(move || serve(server));

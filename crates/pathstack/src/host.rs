@@ -4,9 +4,9 @@
 //! example and the TAP integration tests run on it.
 //!
 //! ```
-//! use pathstack::core::device::wire::{wire_pair, WireConfig};
+//! use pathstack::core::device::memory::{memory_pair, MemoryConfig};
 //! use pathstack::host::{Host, HostConfig};
-//! let (a, b) = wire_pair(WireConfig::default());
+//! let (a, b) = memory_pair(MemoryConfig::default());
 //! let mut h1 = Host::new(HostConfig::parse("10.0.0.1/24").unwrap(), a).unwrap();
 //! let mut h2 = Host::new(HostConfig::parse("10.0.0.2/24").unwrap(), b).unwrap();
 //! h1.ping("10.0.0.2".parse().unwrap(), 1, b"hi").unwrap();
@@ -117,10 +117,10 @@ impl Host {
     /// the address.
     ///
     /// ```
-    /// use pathstack::core::device::wire::{wire_pair, WireConfig};
+    /// use pathstack::core::device::memory::{memory_pair, MemoryConfig};
     /// use pathstack::host::{Host, HostConfig};
     /// use pathstack::inet::MacAddr;
-    /// let (a, _b) = wire_pair(WireConfig::default());
+    /// let (a, _b) = memory_pair(MemoryConfig::default());
     /// let mut h = Host::new(HostConfig::parse("10.0.0.1/24").unwrap(), a).unwrap();
     /// h.add_neighbor("10.0.0.2".parse().unwrap(), MacAddr([2, 0, 0, 0, 0, 2])).unwrap();
     /// assert!(h.add_neighbor("10.0.0.3".parse().unwrap(), MacAddr::BROADCAST).is_err());
@@ -204,7 +204,7 @@ impl Host {
 #[cfg(test)]
 mod neighbor_tests {
     use super::*;
-    use pathstack_core::device::wire::{wire_pair, WireConfig};
+    use pathstack_core::device::memory::{memory_pair, MemoryConfig};
     use pathstack_core::{Device, MsgPool, PoolConfig};
 
     /// Every frame waiting at the raw end of the wire: (destination MAC,
@@ -221,7 +221,7 @@ mod neighbor_tests {
     #[test]
     fn a_static_neighbor_releases_a_waiting_datagram_and_needs_no_arp() {
         let pool = MsgPool::new(PoolConfig::small(16));
-        let (a, mut peer) = wire_pair(WireConfig::default());
+        let (a, mut peer) = memory_pair(MemoryConfig::default());
         let mut h = Host::new(HostConfig::parse("10.0.0.1/24").unwrap(), a).unwrap();
         let peer_mac = MacAddr([2, 0, 0, 0, 0, 2]);
         // The echo request waits for ARP; only the request (and the

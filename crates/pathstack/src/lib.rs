@@ -5,7 +5,7 @@
 //! An application makes a [`Host`] — an Internet host (Ethernet, ARP,
 //! IPv4, ICMP, UDP) on one [`Device`] — and talks UDP through it, with the
 //! non-blocking sockets of [`socket`] or the async ones of [`tokio`](mod@crate::tokio).
-//! Devices are the in-memory wire ([`wire_pair`]: two hosts in one
+//! Devices are the in-memory wire ([`memory_pair`]: two hosts in one
 //! process, for tests and benchmarks) or a Linux TAP interface
 //! ([`TapDevice`]); [`Nic`] puts an emulated LANCE adapter between the
 //! host and its device.
@@ -29,10 +29,10 @@
 //!
 //! ```
 //! use pathstack::socket::ready;
-//! use pathstack::{wire_pair, Host, WireConfig};
+//! use pathstack::{memory_pair, Host, MemoryConfig};
 //! use std::net::SocketAddr;
 //!
-//! let (a, b) = wire_pair(WireConfig::default());
+//! let (a, b) = memory_pair(MemoryConfig::default());
 //! let mut client = Host::new("10.0.0.1/24".parse()?, a)?;
 //! let mut server = Host::new("10.0.0.2/24".parse()?, b)?;
 //!
@@ -72,12 +72,12 @@
 //!
 //! ```
 //! use pathstack::tokio::{Net, UdpSocket};
-//! use pathstack::{wire_pair, Host, HostConfig, WireConfig};
+//! use pathstack::{memory_pair, Host, HostConfig, MemoryConfig};
 //! use std::net::SocketAddr;
 //!
 //! #[tokio::main(flavor = "current_thread")]
 //! async fn main() -> Result<(), Box<dyn std::error::Error>> {
-//!     let (a, b) = wire_pair(WireConfig::default());
+//!     let (a, b) = memory_pair(MemoryConfig::default());
 //!     let client = Net::new(Host::new(HostConfig::parse("10.0.0.1/24")?, a)?);
 //!     let server = Net::new(Host::new(HostConfig::parse("10.0.0.2/24")?, b)?);
 //!     client.spawn();
@@ -150,7 +150,7 @@
 //! | TCP listeners and streams, non-blocking | [`Host::tcp`] (the view [`socket::Tcp`]), [`socket::tcp`] |
 //! | remote procedure calls (x-kernel BLAST/BID/CHAN/VCHAN/MSELECT), sync | [`Host::rpc`] (the view [`rpc::Rpc`]), [`HostConfig::rpc`] |
 //! | remote procedure calls, async | [`tokio::RpcClient`] |
-//! | two hosts in one process | [`wire_pair`], [`WireConfig`] |
+//! | two hosts in one process | [`memory_pair`], [`MemoryConfig`] |
 //! | a Linux TAP interface | [`TapDevice`], [`TapOptions`], [`WaitMode`] |
 //! | a device of your own | implement [`Device`] |
 //! | the emulated LANCE adapter | [`Nic`] ([`HostConfig::nic`]) |
@@ -178,7 +178,20 @@ pub use host::{Host, HostConfig, HostError};
 #[doc(inline)]
 pub use nic::Nic;
 #[doc(inline)]
-pub use pathstack_core::device::wire::{wire_pair, WireConfig, WireEnd};
+pub use pathstack_core::device::memory::{memory_pair, MemoryConfig, MemoryEnd};
+
+/// The former name of [`memory_pair`], kept for one release (issue 27
+/// left "wire" to the header formats).
+#[deprecated(note = "renamed `memory_pair`")]
+pub fn wire_pair(config: MemoryConfig) -> (MemoryEnd, MemoryEnd) {
+    memory_pair(config)
+}
+/// The former name of [`MemoryConfig`], kept for one release.
+#[deprecated(note = "renamed `MemoryConfig`")]
+pub type WireConfig = MemoryConfig;
+/// The former name of [`MemoryEnd`], kept for one release.
+#[deprecated(note = "renamed `MemoryEnd`")]
+pub type WireEnd = MemoryEnd;
 #[doc(inline)]
 pub use pathstack_core::device::{Device, DeviceError};
 #[doc(inline)]
@@ -197,7 +210,7 @@ pub mod socket;
 pub mod tokio;
 
 /// Every module type a pathstack graph may use, with its factory: the
-/// core's `WIRE` driver and synthetic modules, the Internet modules and the
+/// core's `DRIVER` module and synthetic modules, the Internet modules and the
 /// LANCE driver.
 pub fn module_types() -> ModuleTypes {
     let mut t = ModuleTypes::core();
@@ -211,7 +224,7 @@ pub fn module_types() -> ModuleTypes {
 ///
 /// ```
 /// let specs = pathstack::module_specs();
-/// assert!(specs.get("WIRE").is_some());
+/// assert!(specs.get("DRIVER").is_some());
 /// assert!(specs.get("UDP").is_some());
 /// ```
 pub fn module_specs() -> SpecRegistry {

@@ -16,7 +16,7 @@ use std::str::FromStr;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Nic {
     /// The device itself (TAP or in-memory wire) through the generic
-    /// `WIRE` driver: frames go straight to and from the device.
+    /// `DRIVER` module: frames go straight to and from the device.
     #[default]
     Device,
     /// The emulated Am7990 LANCE with DEC 3000 sparse memory between the
@@ -32,7 +32,7 @@ impl Nic {
     /// address filter must accept the frames ETH expects).
     pub fn driver_line(self, index: usize, mac: MacAddr) -> String {
         match self {
-            Nic::Device => format!("WIRE device={index}"),
+            Nic::Device => format!("DRIVER device={index}"),
             Nic::Lance(a) => format!("LANCE device={index} access={a} mac={mac}"),
         }
     }
@@ -43,11 +43,11 @@ impl Nic {
     ///
     /// ```
     /// use pathstack::nic::Nic;
-    /// assert_eq!(Nic::Device.description(), "no adapter (the WIRE driver on the device itself)");
+    /// assert_eq!(Nic::Device.description(), "no adapter (the DRIVER module on the device itself)");
     /// ```
     pub fn description(self) -> &'static str {
         match self {
-            Nic::Device => "no adapter (the WIRE driver on the device itself)",
+            Nic::Device => "no adapter (the DRIVER module on the device itself)",
             Nic::Lance(Access::Copy) => "emulated LANCE, descriptors copied to dense memory",
             Nic::Lance(Access::Direct) => "emulated LANCE, descriptors accessed in place",
         }

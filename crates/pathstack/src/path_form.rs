@@ -10,18 +10,20 @@
 //! the fast forms to the modular stages' behaviour; `HostConfig::specialize`
 //! turns it off (the modular form, for comparison).
 
-use pathstack_core::device::{WireStage, WIRE_SPEC};
+use pathstack_core::device::{DriverStage, DRIVER_SPEC};
 use pathstack_core::Stack;
 use pathstack_devices::lance::{LanceStage, LANCE_SPEC};
 use pathstack_inet::modules::inline;
 
 /// Gives `stack` the specialization rules for the paths a host opens, for
-/// either driver a host's graph may have (`WIRE` on the device itself, or
+/// either driver a host's graph may have (`DRIVER` on the device itself, or
 /// the emulated `LANCE`); a rule applies only to a path of its own module
 /// sequence.
 pub(crate) fn add_rules(stack: &mut Stack) {
-    stack.add_rule(inline::udp_socket_fast_rule::<WireStage>(WIRE_SPEC.name));
+    stack.add_rule(inline::udp_socket_fast_rule::<DriverStage>(
+        DRIVER_SPEC.name,
+    ));
     stack.add_rule(inline::udp_socket_fast_rule::<LanceStage>(LANCE_SPEC.name));
-    stack.add_rule(inline::tcp_fast_rule::<WireStage>(WIRE_SPEC.name));
+    stack.add_rule(inline::tcp_fast_rule::<DriverStage>(DRIVER_SPEC.name));
     stack.add_rule(inline::tcp_fast_rule::<LanceStage>(LANCE_SPEC.name));
 }

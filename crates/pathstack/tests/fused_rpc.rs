@@ -20,8 +20,8 @@
 //! (which also carry a wall-clock query tag; not on the fast form's
 //! paths) by their length only.
 
-use pathstack::core::device::wire::{wire_pair, WireConfig, WireEnd};
-use pathstack::core::device::{WireStage, WIRE_SPEC};
+use pathstack::core::device::memory::{memory_pair, MemoryConfig, MemoryEnd};
+use pathstack::core::device::{DriverStage, DRIVER_SPEC};
 use pathstack::core::{Device, Duration, Instant, PathId};
 use pathstack::host::{Host, HostConfig};
 use pathstack::inet::MacAddr;
@@ -45,9 +45,9 @@ struct World {
     a: Host,
     b: Host,
     /// The wire end facing `A` (what `A` sends comes out here).
-    to_a: WireEnd,
+    to_a: MemoryEnd,
     /// The wire end facing `B`.
-    to_b: WireEnd,
+    to_b: MemoryEnd,
     now: Instant,
     /// `A`'s and `B`'s calls in flight, in the order started.
     calls: Vec<(char, RpcCall)>,
@@ -75,8 +75,8 @@ fn boot_id(h: &Host) -> [u8; 4] {
 
 impl World {
     fn new(net: RpcNet, specialized: bool) -> World {
-        let (a_dev, to_a) = wire_pair(WireConfig::default());
-        let (b_dev, to_b) = wire_pair(WireConfig::default());
+        let (a_dev, to_a) = memory_pair(MemoryConfig::default());
+        let (b_dev, to_b) = memory_pair(MemoryConfig::default());
         let cfg = |cidr: &str, mac: [u8; 6]| HostConfig {
             rpc: Some(net),
             udp: false,
@@ -95,7 +95,7 @@ impl World {
         }
         if specialized {
             let s = a.stack_mut();
-            for r in inline::fast_rules::<WireStage>(net, WIRE_SPEC.name) {
+            for r in inline::fast_rules::<DriverStage>(net, DRIVER_SPEC.name) {
                 s.add_rule(r);
             }
             let (c, sv) = rpc_paths(&a);

@@ -29,8 +29,8 @@
 //! clean segment of the connection must have gone through the fast form,
 //! so the comparison is never vacuous.
 
-use pathstack::core::device::wire::{wire_pair, WireConfig, WireEnd};
-use pathstack::core::device::{WireStage, WIRE_SPEC};
+use pathstack::core::device::memory::{memory_pair, MemoryConfig, MemoryEnd};
+use pathstack::core::device::{DriverStage, DRIVER_SPEC};
 use pathstack::core::{Device, Duration, Instant, PathId};
 use pathstack::host::{Host, HostConfig};
 use pathstack::inet::modules::{inline, TcpConnStage};
@@ -67,7 +67,7 @@ const CWR: u8 = 0x80;
 /// connection, and what its application has been told.
 struct World {
     host: Host,
-    wire: WireEnd,
+    wire: MemoryEnd,
     stream: TcpStream,
     path: PathId,
     now: Instant,
@@ -85,7 +85,7 @@ impl World {
     /// specialized host's connection path is specialized as soon as the
     /// application holds it.
     fn new(specialized: bool, cfg: TcpConfig, passive: Option<&Offer>) -> World {
-        let (a, mut wire) = wire_pair(WireConfig::default());
+        let (a, mut wire) = memory_pair(MemoryConfig::default());
         let mut c = HostConfig::parse("10.0.0.1/24").unwrap();
         c.mac = Some(MacAddr(MAC_US));
         c.tcp_seed = Some(SEED);
@@ -95,7 +95,7 @@ impl World {
         let mut host = Host::new(c, a).unwrap();
         let now = Instant::ZERO + Duration::from_secs(1);
         host.set_manual_clock(now);
-        let to_host = |host: &mut Host, wire: &mut WireEnd, f: &[u8]| {
+        let to_host = |host: &mut Host, wire: &mut MemoryEnd, f: &[u8]| {
             let m = host.stack().pool().alloc_copy(f).unwrap();
             wire.transmit(m, now).unwrap();
             host.stack_mut().poll(now);
@@ -134,10 +134,10 @@ impl World {
         let path = host.tcp().path_id(&stream).unwrap();
         if specialized {
             let s = host.stack_mut();
-            s.add_rule(inline::tcp_fast_rule::<WireStage>(WIRE_SPEC.name));
+            s.add_rule(inline::tcp_fast_rule::<DriverStage>(DRIVER_SPEC.name));
             assert_eq!(
                 s.path_optimize(path).unwrap(),
-                ["specialize TCP/IP/ARP/ETH/WIRE"]
+                ["specialize TCP/IP/ARP/ETH/DRIVER"]
             );
             assert!(s.path(path).unwrap().is_specialized());
         }

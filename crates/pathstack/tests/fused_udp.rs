@@ -16,8 +16,8 @@
 
 use pathstack::core::attrs::keys::{AddrPart, Participants, PARTICIPANTS, PASSIVE_OPEN};
 use pathstack::core::attrs::Attrs;
-use pathstack::core::device::wire::{wire_pair, WireConfig, WireEnd};
-use pathstack::core::device::{WireStage, WIRE_SPEC};
+use pathstack::core::device::memory::{memory_pair, MemoryConfig, MemoryEnd};
+use pathstack::core::device::{DriverStage, DRIVER_SPEC};
 use pathstack::core::synthetic::{EchoStage, ECHO_SPEC};
 use pathstack::core::{Device, Dir, Duration, Instant, Msg, PathId};
 use pathstack::host::{Below, Host, HostConfig, UpperModule};
@@ -50,7 +50,7 @@ const SOCK_CONNECTED: (u16, u16) = (6000, 8);
 /// bound one, and the wire end the test talks to it through.
 struct World {
     host: Host,
-    wire: WireEnd,
+    wire: MemoryEnd,
     connected: PathId,
     bound: PathId,
     /// The host's bound socket (it echoes what it hears) and its connected
@@ -67,7 +67,7 @@ fn path(h: &mut Host, app: &str, attrs: Attrs) -> PathId {
 
 impl World {
     fn new(specialized: bool) -> World {
-        let (a, b) = wire_pair(WireConfig::default());
+        let (a, b) = memory_pair(MemoryConfig::default());
         let mut c = HostConfig::parse("10.0.0.1/24").unwrap();
         c.mac = Some(MacAddr(MAC_US));
         c.specialize = specialized;
@@ -104,9 +104,9 @@ impl World {
         );
         if specialized {
             let s = host.stack_mut();
-            s.add_rule(inline::udp_fast_rule::<EchoStage, WireStage>(
+            s.add_rule(inline::udp_fast_rule::<EchoStage, DriverStage>(
                 ECHO_SPEC.name,
-                WIRE_SPEC.name,
+                DRIVER_SPEC.name,
             ));
             for p in [connected, bound] {
                 assert_eq!(s.path_optimize(p).unwrap().len(), 1);

@@ -18,9 +18,9 @@ use pathstack::core::admission::{Budget, Budgets, Resource};
 use pathstack::core::error::PathError;
 use pathstack::core::path::PathStats;
 use pathstack::host::{Host, HostConfig};
+use pathstack::memory_pair;
 use pathstack::socket::ready;
 use pathstack::socket::{SocketError, UdpSocket};
-use pathstack::wire_pair;
 use std::io::ErrorKind;
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::path::PathBuf;
@@ -35,7 +35,7 @@ const LEN: usize = 100;
 /// carries below the socket, before the link header.
 const UDP_IP_HEADERS: u64 = 28;
 
-fn host(cidr: &str, dev: pathstack::WireEnd, tune: impl FnOnce(&mut HostConfig)) -> Host {
+fn host(cidr: &str, dev: pathstack::MemoryEnd, tune: impl FnOnce(&mut HostConfig)) -> Host {
     let mut cfg = HostConfig::parse(cidr).unwrap();
     tune(&mut cfg);
     Host::new(cfg, dev).unwrap()
@@ -50,7 +50,7 @@ fn stats(h: &Host, s: &UdpSocket) -> PathStats {
 /// on B (the first waits for ARP), receives them all, and returns both
 /// hosts and sockets.
 fn exchange(account_cpu: bool) -> (Host, UdpSocket, Host, UdpSocket) {
-    let (da, db) = wire_pair(Default::default());
+    let (da, db) = memory_pair(Default::default());
     let mut a = host("10.0.0.1/24", da, |c| c.account_cpu = account_cpu);
     let mut b = host("10.0.0.2/24", db, |c| c.account_cpu = account_cpu);
     let srv = b.udp().bind((Ipv4Addr::UNSPECIFIED, 7)).unwrap();
@@ -164,7 +164,7 @@ fn assert_refused(e: SocketError, scope: &str, limit: u64) {
 
 #[test]
 fn a_class_path_budget_refuses_a_further_udp_socket_until_one_closes() {
-    let (da, _db) = wire_pair(Default::default());
+    let (da, _db) = memory_pair(Default::default());
     let udp_two = Budget {
         paths: Some(2),
         ..Budget::default()
@@ -198,10 +198,10 @@ fn a_class_path_budget_refuses_a_further_udp_socket_until_one_closes() {
 fn a_stack_path_budget_counts_every_path_of_the_host() {
     // The paths a host makes for itself (ICMP, ARP …) count too: the
     // budget leaves room for them and one socket.
-    let (da, _db) = wire_pair(Default::default());
+    let (da, _db) = memory_pair(Default::default());
     let own = host("10.0.0.1/24", da, |_| {}).stack().path_ids().count();
     let limit = own + 1;
-    let (da, _db) = wire_pair(Default::default());
+    let (da, _db) = memory_pair(Default::default());
     let mut h = host("10.0.0.1/24", da, |c| {
         c.budgets = Budgets {
             stack: Budget {

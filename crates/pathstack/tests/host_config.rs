@@ -5,7 +5,7 @@
 
 use pathstack::host::{ConfigError, Host, HostConfig};
 use pathstack::socket::{SocketError, Transport};
-use pathstack::{wire_pair, TapDevice, TapOptions, WireConfig};
+use pathstack::{memory_pair, MemoryConfig, TapDevice, TapOptions};
 use std::io::{self, ErrorKind};
 
 /// A host made the way a `std::io` program makes one: every constructor
@@ -16,7 +16,7 @@ fn make(cidr: &str, gateway: Option<&str>) -> io::Result<Host> {
         .map(str::parse)
         .transpose()
         .map_err(|e| io::Error::new(ErrorKind::InvalidInput, e))?;
-    let (a, _b) = wire_pair(WireConfig::default());
+    let (a, _b) = memory_pair(MemoryConfig::default());
     Ok(Host::new(cfg, a)?)
 }
 
@@ -58,7 +58,7 @@ fn unusable_addresses_are_refused_when_parsed_and_when_the_host_is_made() {
     // A configuration changed field by field is checked by `Host::new`.
     let mut cfg = HostConfig::parse("10.0.0.1/24").unwrap();
     cfg.addr = "10.0.0.255".parse().unwrap();
-    let (a, _b) = wire_pair(WireConfig::default());
+    let (a, _b) = memory_pair(MemoryConfig::default());
     let e = Host::new(cfg, a).err().expect("broadcast address accepted");
     assert!(matches!(
         e,
@@ -102,11 +102,11 @@ fn the_hosts_tcp_configuration_is_every_connections_default() {
     };
     let mut cfg = HostConfig::parse("10.0.0.1/24").unwrap();
     cfg.tcp_config = Some(tcp);
-    let (a, _b) = wire_pair(WireConfig::default());
+    let (a, _b) = memory_pair(MemoryConfig::default());
     let mut h = Host::new(cfg, a).unwrap();
     let c = h.tcp().connect("10.0.0.2:80").unwrap();
     assert!(h.tcp().nodelay(&c).unwrap());
-    let (a, _b) = wire_pair(WireConfig::default());
+    let (a, _b) = memory_pair(MemoryConfig::default());
     let mut plain = Host::new(HostConfig::parse("10.0.0.1/24").unwrap(), a).unwrap();
     let c = plain.tcp().connect("10.0.0.2:80").unwrap();
     assert!(!plain.tcp().nodelay(&c).unwrap());
@@ -131,7 +131,7 @@ fn the_tcp_configurations_times_are_std_durations() {
         }),
         ..TcpConfig::default()
     };
-    let (a, b) = wire_pair(WireConfig::default());
+    let (a, b) = memory_pair(MemoryConfig::default());
     let mut client = Host::new(HostConfig::parse("10.0.0.1/24").unwrap(), a).unwrap();
     let mut server = Host::new(HostConfig::parse("10.0.0.2/24").unwrap(), b).unwrap();
     let l = server.tcp().listen("0.0.0.0:80", 4).unwrap();

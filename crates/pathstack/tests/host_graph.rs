@@ -9,7 +9,7 @@ use pathstack::core::synthetic::{EchoModule, ECHO_SPEC};
 use pathstack::core::SchedKind;
 use pathstack::host::{Below, Host, HostConfig, UpperModule};
 use pathstack::inet::MacAddr;
-use pathstack::wire_pair;
+use pathstack::memory_pair;
 use std::io::ErrorKind;
 use std::net::{Ipv4Addr, SocketAddr};
 
@@ -21,7 +21,7 @@ name=streams module=TCP;
 name=inet module=IP addr=10.0.0.1/24 mtu=1500;
 name=resolver module=ARP ip=10.0.0.1 mac=02:00:00:00:00:01;
 name=link module=ETH mac=02:00:00:00:00:01;
-name=nic module=WIRE device=0;
+name=nic module=DRIVER device=0;
 @
 pinger.down<>inet.up;
 datagrams.down<>inet.up;
@@ -58,7 +58,7 @@ fn recv(
 
 #[test]
 fn a_graph_file_with_renamed_instances_gives_a_working_host() {
-    let (a, b) = wire_pair(Default::default());
+    let (a, b) = memory_pair(Default::default());
     let mut h1 = Host::from_graph(RENAMED, "renamed.graph", SchedKind::PerMessage, a).unwrap();
     let mut h2 = Host::new(HostConfig::parse("10.0.0.2/24").unwrap(), b).unwrap();
     // IP and ETH found by type: the address and the MAC are the file's.
@@ -107,12 +107,12 @@ static MY_ECHO: ModuleSpec = ModuleSpec {
 
 #[test]
 fn a_host_takes_a_module_type_of_the_users_above_udp() {
-    let (a, b) = wire_pair(Default::default());
+    let (a, b) = memory_pair(Default::default());
     let mut cfg = HostConfig::parse("10.0.0.1/24").unwrap();
     cfg.upper
         .push(UpperModule::new("app", "MYECHO").over("down", Below::Udp));
     // Without the type, the graph does not check.
-    assert!(Host::new(cfg.clone(), wire_pair(Default::default()).0).is_err());
+    assert!(Host::new(cfg.clone(), memory_pair(Default::default()).0).is_err());
     cfg.module_types.register(&MY_ECHO, EchoModule::create);
     let mut h1 = Host::new(cfg, a).unwrap();
     let mut h2 = Host::new(HostConfig::parse("10.0.0.2/24").unwrap(), b).unwrap();

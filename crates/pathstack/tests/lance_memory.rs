@@ -10,8 +10,8 @@
 
 use pathstack::core::attrs::keys::{AddrPart, Participants, PARTICIPANTS, PASSIVE_OPEN};
 use pathstack::core::attrs::Attrs;
+use pathstack::core::device::memory::{memory_pair, MemoryConfig, MemoryEnd};
 use pathstack::core::device::record::{Recorder, Recording};
-use pathstack::core::device::wire::{wire_pair, WireConfig, WireEnd};
 use pathstack::core::device::Device;
 use pathstack::core::{Dir, PathId};
 use pathstack::devices::lance::sparse::AccessCounts;
@@ -44,7 +44,7 @@ fn bound_attrs(port: u16) -> Attrs {
 /// A host on `dev` through `nic`, with an `ECHO mode=echo` module `echo7`
 /// (the host example's echo service) and an `ECHO mode=sink` module `cli`
 /// for client paths.
-fn host(addr: &str, nic: Nic, dev: Recorder<WireEnd>) -> Host {
+fn host(addr: &str, nic: Nic, dev: Recorder<MemoryEnd>) -> Host {
     let mut cfg = HostConfig::parse(addr).unwrap();
     // The wire end's own MAC: the LANCE takes its station address from
     // the device, and ETH must use the same one.
@@ -75,7 +75,7 @@ struct Net {
 
 impl Net {
     fn new(nic_a: Nic, nic_b: Nic) -> Net {
-        let (wa, wb) = wire_pair(WireConfig::default());
+        let (wa, wb) = memory_pair(MemoryConfig::default());
         let (wa, a_sent) = Recorder::new(wa, MAX_FRAMES);
         let (wb, b_sent) = Recorder::new(wb, MAX_FRAMES);
         let mut a = host("10.0.0.1/24", nic_a, wa);
@@ -317,11 +317,11 @@ fn direct_touches_fewer_descriptor_words_than_copy() {
 
 #[test]
 fn the_lance_is_transparent_next_to_the_plain_wire_driver() {
-    // The same script through `WIRE`: the LANCE adds nothing to and
+    // The same script through `DRIVER`: the LANCE adds nothing to and
     // removes nothing from the frames.
     let wire = script(Nic::Device, Nic::Device);
     let lance = script(DIRECT, DIRECT);
-    assert_same_frames("WIRE vs LANCE", &wire, &lance);
+    assert_same_frames("DRIVER vs LANCE", &wire, &lance);
 }
 
 /// Datagrams larger than the MTU: IP fragments them, the LANCE rings carry

@@ -2,7 +2,7 @@
 //! address and to 127.0.0.0/8 turn around inside IP — no frame reaches
 //! the device — and ping to itself is answered.
 
-use pathstack::core::device::wire::{wire_pair, WireConfig, WireEnd};
+use pathstack::core::device::memory::{memory_pair, MemoryConfig, MemoryEnd};
 use pathstack::host::{Host, HostConfig};
 use pathstack::inet::tcp::State;
 use pathstack::socket::ready;
@@ -11,8 +11,8 @@ use std::net::{Ipv4Addr, SocketAddr};
 const US: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
 
 /// A host whose wire nobody listens on, and that wire's far end.
-fn alone() -> (Host, WireEnd) {
-    let (a, b) = wire_pair(WireConfig::default());
+fn alone() -> (Host, MemoryEnd) {
+    let (a, b) = memory_pair(MemoryConfig::default());
     (
         Host::new(HostConfig::parse("10.0.0.1/24").unwrap(), a).unwrap(),
         b,
@@ -20,7 +20,7 @@ fn alone() -> (Host, WireEnd) {
 }
 
 /// The IPv4 frames the host put on its wire (ARP's announcements aside).
-fn ipv4_frames(h: &Host, wire: &mut WireEnd) -> usize {
+fn ipv4_frames(h: &Host, wire: &mut MemoryEnd) -> usize {
     use pathstack::core::Device as _;
     let mut n = 0;
     while let Some(f) = wire.receive(h.stack().pool(), h.now()).unwrap() {

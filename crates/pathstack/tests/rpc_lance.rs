@@ -5,7 +5,7 @@
 //! both LANCEs' rings), come back byte for byte, each ran once on the
 //! server, and the LANCEs report no error. Over Ethernet and over IP.
 
-use pathstack::core::device::wire::{wire_pair, WireConfig, WireEnd};
+use pathstack::core::device::memory::{memory_pair, MemoryConfig, MemoryEnd};
 use pathstack::core::device::Device;
 use pathstack::devices::{Access, LanceModule};
 use pathstack::host::{Host, HostConfig};
@@ -20,7 +20,7 @@ const ECHO: u32 = pathstack_rpc::modules::protocol::XRPCTEST_ID;
 /// and the LANCE lose nothing, and CHAN would only resend after 5 s.
 const CALL_LIMIT: Duration = Duration::from_secs(4);
 
-fn host(addr: &str, nic: Nic, net: RpcNet, dev: WireEnd) -> Host {
+fn host(addr: &str, nic: Nic, net: RpcNet, dev: MemoryEnd) -> Host {
     let cfg = HostConfig {
         // The wire end's own MAC: the LANCE takes its station address
         // from the device, and ETH must use the same one.
@@ -44,7 +44,7 @@ fn pattern(len: usize, salt: u8) -> Vec<u8> {
 }
 
 fn calls_over_lance(nic_a: Nic, nic_b: Nic, net: RpcNet) {
-    let (wa, wb) = wire_pair(WireConfig::default());
+    let (wa, wb) = memory_pair(MemoryConfig::default());
     let mut a = host("10.0.0.1/24", nic_a, net, wa);
     let mut b = host("10.0.0.2/24", nic_b, net, wb);
     b.rpc().server().unwrap().register(ECHO, Echo).unwrap();

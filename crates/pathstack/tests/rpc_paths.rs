@@ -5,8 +5,8 @@
 //! (PIN) apply to the client and server paths of both hosts over ETH and IP
 //! without changing what a call returns.
 
-use pathstack::core::device::wire::{wire_pair, WireConfig};
-use pathstack::core::device::{WireStage, WIRE_SPEC};
+use pathstack::core::device::memory::{memory_pair, MemoryConfig};
+use pathstack::core::device::{DriverStage, DRIVER_SPEC};
 use pathstack::core::SchedKind;
 use pathstack::host::{Host, HostConfig};
 use pathstack::inet::modules::HostGraph;
@@ -64,7 +64,7 @@ fn shipped_rpc_graphs_are_what_rpc_graph_makes() {
 #[test]
 fn hosts_from_the_rpc_graph_files_call_each_other() {
     for file in ["rpc.graph", "rpc-ip.graph"] {
-        let (a, b) = wire_pair(WireConfig::default());
+        let (a, b) = memory_pair(MemoryConfig::default());
         let mut client = Host::from_graph_file(graph_file(file), a).unwrap();
         // The server: the same graph with the second host's addresses.
         let text = std::fs::read_to_string(graph_file(file))
@@ -87,7 +87,7 @@ fn hosts_from_the_rpc_graph_files_call_each_other() {
 /// Two hosts with the RPC stack over `net`, both hosts' `RPC` paths
 /// inlined when `pin`.
 fn pair(net: RpcNet, sched: SchedKind, pin: bool) -> (Host, Host) {
-    let (a, b) = wire_pair(WireConfig::default());
+    let (a, b) = memory_pair(MemoryConfig::default());
     let cfg = |cidr: &str, n: u8| HostConfig {
         rpc: Some(net),
         sched,
@@ -104,7 +104,7 @@ fn pair(net: RpcNet, sched: SchedKind, pin: bool) -> (Host, Host) {
         .unwrap();
     if pin {
         for h in [&mut client, &mut server] {
-            for r in inline::rules::<WireStage>(net, WIRE_SPEC.name) {
+            for r in inline::rules::<DriverStage>(net, DRIVER_SPEC.name) {
                 h.stack_mut().add_rule(r);
             }
             let (cp, sp) = paths(h);
@@ -161,7 +161,7 @@ fn pin_inlines_both_rpc_paths_of_both_hosts_and_calls_still_echo() {
 fn the_rules_match_only_their_own_network() {
     // Rules for IP do not apply to the paths of an RPC stack on ETH.
     let (mut h, _) = pair(RpcNet::Eth, SchedKind::PerMessage, false);
-    for r in inline::rules::<WireStage>(RpcNet::Ip, WIRE_SPEC.name) {
+    for r in inline::rules::<DriverStage>(RpcNet::Ip, DRIVER_SPEC.name) {
         h.stack_mut().add_rule(r);
     }
     let (c, s) = paths(&h);
@@ -177,7 +177,7 @@ fn silent_peer_times_out_after(net: RpcNet, deadline: Option<Duration>) -> Durat
     use pathstack::core::Instant as StackInstant;
     use pathstack::rpc::RpcError;
     // The other end of the wire is never polled: nothing answers.
-    let (a, _silent) = wire_pair(WireConfig::default());
+    let (a, _silent) = memory_pair(MemoryConfig::default());
     let mut cfg = HostConfig {
         rpc: Some(net),
         ..HostConfig::parse("10.0.0.1/24").unwrap()
@@ -238,7 +238,7 @@ fn both_rpc_paths_are_flows() {
     for net in [RpcNet::Eth, RpcNet::Ip] {
         let (mut client, mut server) = pair(net, SchedKind::PerMessage, false);
         assert_eq!(call(&mut client, &mut server, b"x"), b"x");
-        let (a, _) = wire_pair(WireConfig::default());
+        let (a, _) = memory_pair(MemoryConfig::default());
         let plain = Host::new(
             HostConfig {
                 mac: Some(MacAddr([2, 0, 0, 0, 0, 1])),

@@ -4,8 +4,8 @@
 //! truncation, TTL and broadcast options, blocking receives with a
 //! timeout, and a `Host::wait` that wakes when a frame arrives.
 
+use pathstack::core::device::memory::{memory_pair, MemoryConfig};
 use pathstack::core::device::record::{Recorder, Recording};
-use pathstack::core::device::wire::{wire_pair, WireConfig};
 use pathstack::host::{Host, HostConfig};
 use pathstack::socket::ready;
 use pathstack::socket::{SocketError, UdpSocket};
@@ -27,7 +27,7 @@ fn hosts() -> (Host, Host) {
 
 /// Two hosts on a wire, with what the first one transmits recorded.
 fn recorded_hosts() -> (Host, Host, Recording) {
-    let (da, db) = wire_pair(WireConfig::default());
+    let (da, db) = memory_pair(MemoryConfig::default());
     let (da, sent) = Recorder::new(da, 1024);
     (
         Host::new("10.0.0.1/24".parse().unwrap(), da).unwrap(),

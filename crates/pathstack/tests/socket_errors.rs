@@ -4,7 +4,7 @@
 //! its next call; a bound (unconnected) socket stays silent, as Linux's
 //! without `IP_RECVERR`.
 
-use pathstack::core::device::wire::{wire_pair, WireConfig, WireEnd};
+use pathstack::core::device::memory::{memory_pair, MemoryConfig, MemoryEnd};
 use pathstack::core::Instant;
 use pathstack::host::{Host, HostConfig};
 use pathstack::socket::ready;
@@ -17,7 +17,7 @@ fn kind(e: impl Into<io::Error>) -> ErrorKind {
 }
 
 fn pair() -> (Host, Host) {
-    let (a, b) = wire_pair(WireConfig::default());
+    let (a, b) = memory_pair(MemoryConfig::default());
     (
         Host::new(HostConfig::parse("10.0.0.1/24").unwrap(), a).unwrap(),
         Host::new(HostConfig::parse("10.0.0.2/24").unwrap(), b).unwrap(),
@@ -26,8 +26,8 @@ fn pair() -> (Host, Host) {
 
 /// A host whose wire leads nowhere: the other end exists but nobody
 /// answers ARP on it.
-fn lonely() -> (Host, WireEnd) {
-    let (a, b) = wire_pair(WireConfig::default());
+fn lonely() -> (Host, MemoryEnd) {
+    let (a, b) = memory_pair(MemoryConfig::default());
     (
         Host::new(HostConfig::parse("10.0.0.1/24").unwrap(), a).unwrap(),
         b,
@@ -44,7 +44,7 @@ fn past_arp_retries(h: &mut Host) {
 
 /// A socket connected to an address nobody answers ARP for, after one
 /// send and ARP's retries.
-fn arp_failed_connected() -> (Host, WireEnd, UdpSocket) {
+fn arp_failed_connected() -> (Host, MemoryEnd, UdpSocket) {
     let (mut a, nobody) = lonely();
     let s = a.udp().bind_connected("0.0.0.0:0", "10.0.0.9:9").unwrap();
     a.udp().send(&s, b"into the void").unwrap();
@@ -267,7 +267,7 @@ fn a_tcp_connect_to_an_absent_neighbour_is_host_unreachable_when_arp_gives_up() 
 /// The wire, whose transmit fails as a deleted interface's does once the
 /// flag is set.
 struct GoneOnCue {
-    end: WireEnd,
+    end: MemoryEnd,
     gone: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
@@ -303,7 +303,7 @@ impl pathstack::core::Device for GoneOnCue {
 #[test]
 fn sends_after_the_device_is_gone_are_network_down() {
     use std::sync::atomic::{AtomicBool, Ordering};
-    let (a, _b) = wire_pair(WireConfig::default());
+    let (a, _b) = memory_pair(MemoryConfig::default());
     let gone = std::sync::Arc::new(AtomicBool::new(false));
     let dev = GoneOnCue {
         end: a,

@@ -4,7 +4,7 @@
 //! `Host::poll_ready` waits for any of many registered sockets, as
 //! `mio::Poll` does.
 
-use pathstack::core::device::wire::{wire_pair, WireConfig};
+use pathstack::core::device::memory::{memory_pair, MemoryConfig};
 use pathstack::host::Host;
 use pathstack::inet::tcp::TcpConfig;
 use pathstack::socket::{Events, Interest, SocketError, Token, MAX_REGISTRATIONS};
@@ -12,7 +12,7 @@ use std::io::ErrorKind;
 use std::time::{Duration, Instant};
 
 fn hosts() -> (Host, Host) {
-    let (a, b) = wire_pair(WireConfig::default());
+    let (a, b) = memory_pair(MemoryConfig::default());
     (
         Host::new("10.0.0.1/24".parse().unwrap(), a).unwrap(),
         Host::new("10.0.0.2/24".parse().unwrap(), b).unwrap(),

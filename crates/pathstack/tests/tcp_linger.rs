@@ -5,7 +5,7 @@
 //! that is reset if the data is still unacknowledged when the time has
 //! passed.
 
-use pathstack::core::device::wire::{wire_pair, WireConfig};
+use pathstack::core::device::memory::{memory_pair, MemoryConfig};
 use pathstack::host::Host;
 use pathstack::inet::tcp::State;
 use pathstack::socket::ready;
@@ -16,7 +16,7 @@ use std::time::Duration;
 /// Two hosts and a connection between them: (client, server, the
 /// client's stream, the server's).
 fn connected(port: u16) -> (Host, Host, TcpStream, TcpStream) {
-    let (a, b) = wire_pair(WireConfig::default());
+    let (a, b) = memory_pair(MemoryConfig::default());
     let mut client = Host::new("10.0.0.1/24".parse().unwrap(), a).unwrap();
     let mut server = Host::new("10.0.0.2/24".parse().unwrap(), b).unwrap();
     let l = server.tcp().listen(("0.0.0.0", port), 4).unwrap();

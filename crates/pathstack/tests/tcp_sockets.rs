@@ -8,7 +8,7 @@
 //! cost no wall time.
 
 use pathstack::core::device::impair::{ImpairConfig, Impaired};
-use pathstack::core::device::wire::{wire_pair, WireConfig};
+use pathstack::core::device::memory::{memory_pair, MemoryConfig};
 use pathstack::core::{Device, Duration, Instant};
 use pathstack::host::{Host, HostConfig};
 use pathstack::inet::modules::TcpModule;
@@ -30,14 +30,14 @@ fn hosts(da: impl Device + 'static, db: impl Device + 'static) -> (Host, Host) {
 }
 
 fn plain() -> (Host, Host) {
-    let (a, b) = wire_pair(WireConfig::default());
+    let (a, b) = memory_pair(MemoryConfig::default());
     hosts(a, b)
 }
 
 /// [`plain`] with modular socket paths (`HostConfig::specialize` off), for
 /// the tests that transform them themselves.
 fn modular() -> (Host, Host) {
-    let (da, db) = wire_pair(WireConfig::default());
+    let (da, db) = memory_pair(MemoryConfig::default());
     let host = |cidr: &str, d| {
         let mut c = HostConfig::parse(cidr).unwrap();
         c.specialize = false;
@@ -559,7 +559,7 @@ fn syn_cookies_when_the_syn_queue_is_full() {
 }
 
 fn impaired_pair(seed: u64, loss: f64, dup: f64, reorder: f64, jitter_us: u64) -> (Host, Host) {
-    let (a, b) = wire_pair(WireConfig::default());
+    let (a, b) = memory_pair(MemoryConfig::default());
     let imp = |s: u64| ImpairConfig {
         seed: s,
         loss,
@@ -669,7 +669,7 @@ fn ping_pong_acks_ride_on_the_answers() {
 /// request/response.)
 #[test]
 fn inlined_connection_paths_behave_as_the_modular_ones() {
-    use pathstack::core::device::{WireStage, WIRE_SPEC};
+    use pathstack::core::device::{DriverStage, DRIVER_SPEC};
     use pathstack::inet::modules::inline;
 
     #[derive(Clone, Copy, PartialEq, Debug)]
@@ -694,13 +694,15 @@ fn inlined_connection_paths_behave_as_the_modular_ones() {
             |sim, c, s| {
                 let rule = || match form {
                     Form::Std => None,
-                    Form::Inlined => Some(inline::tcp_rule::<WireStage>(WIRE_SPEC.name)),
-                    Form::Specialized => Some(inline::tcp_fast_rule::<WireStage>(WIRE_SPEC.name)),
+                    Form::Inlined => Some(inline::tcp_rule::<DriverStage>(DRIVER_SPEC.name)),
+                    Form::Specialized => {
+                        Some(inline::tcp_fast_rule::<DriverStage>(DRIVER_SPEC.name))
+                    }
                 };
                 let name = match form {
                     Form::Std => return,
-                    Form::Inlined => "inline TCP/IP/ARP/ETH/WIRE",
-                    Form::Specialized => "specialize TCP/IP/ARP/ETH/WIRE",
+                    Form::Inlined => "inline TCP/IP/ARP/ETH/DRIVER",
+                    Form::Specialized => "specialize TCP/IP/ARP/ETH/DRIVER",
                 };
                 for (h, st) in [(&mut sim.a, c), (&mut sim.b, s)] {
                     let path = h.tcp().path_id(st).unwrap();

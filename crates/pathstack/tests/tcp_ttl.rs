@@ -4,8 +4,8 @@
 //! path runs modular or specialized (its fast form writes the header from
 //! a template).
 
+use pathstack::core::device::memory::{memory_pair, MemoryConfig};
 use pathstack::core::device::record::{Recorder, Recording};
-use pathstack::core::device::wire::{wire_pair, WireConfig};
 use pathstack::host::{Host, HostConfig};
 use pathstack::socket::{SocketError, TcpStream};
 
@@ -26,7 +26,7 @@ fn data_ttls(frames: &[Vec<u8>]) -> Vec<u8> {
 
 /// A client (recording what it sends) connected to a server.
 fn connected(specialize: bool) -> (Host, Host, TcpStream, TcpStream, Recording) {
-    let (a, b) = wire_pair(WireConfig::default());
+    let (a, b) = memory_pair(MemoryConfig::default());
     let (a, sent) = Recorder::new(a, 4096);
     let mut cfg = HostConfig::parse("10.0.0.1/24").unwrap();
     cfg.specialize = specialize;

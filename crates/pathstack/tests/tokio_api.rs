@@ -4,7 +4,7 @@
 //! used on another host, and receives cancelled without loss.
 #![cfg(feature = "tokio")]
 
-use pathstack::core::device::wire::{wire_pair, WireConfig};
+use pathstack::core::device::memory::{memory_pair, MemoryConfig};
 use pathstack::host::Host;
 use pathstack::socket::SocketError;
 use pathstack::tokio::{Net, UdpSocket};
@@ -22,7 +22,7 @@ fn addr(ip: [u8; 4], port: u16) -> SocketAddr {
 }
 
 fn nets() -> (Net, Net) {
-    let (da, db) = wire_pair(WireConfig::default());
+    let (da, db) = memory_pair(MemoryConfig::default());
     let a = Net::new(Host::new("10.0.0.1/24".parse().unwrap(), da).unwrap());
     let b = Net::new(Host::new("10.0.0.2/24".parse().unwrap(), db).unwrap());
     a.spawn();

@@ -9,7 +9,7 @@
 //! `readable` and `writable` take nothing even when they complete.
 #![cfg(feature = "tokio")]
 
-use pathstack::core::device::wire::{wire_pair, WireConfig};
+use pathstack::core::device::memory::{memory_pair, MemoryConfig};
 use pathstack::host::Host;
 use pathstack::tokio::{Net, UdpSocket};
 use proptest::prelude::*;
@@ -133,7 +133,7 @@ fn seq_of(d: &[u8]) -> u32 {
 /// both connected to each other (so that `send` and `recv` apply), ARP
 /// resolved by a warm-up datagram.
 async fn ends() -> (Net, Net, UdpSocket, UdpSocket) {
-    let (da, db) = wire_pair(WireConfig::default());
+    let (da, db) = memory_pair(MemoryConfig::default());
     let a = Net::new(Host::new("10.0.0.1/24".parse().unwrap(), da).unwrap());
     let b = Net::new(Host::new("10.0.0.2/24".parse().unwrap(), db).unwrap());
     let srv = UdpSocket::bind(&b, "0.0.0.0:7").await.unwrap();

@@ -6,7 +6,7 @@
 //! a timeout.
 #![cfg(feature = "tokio")]
 
-use pathstack::core::device::wire::{wire_pair, WireConfig, WireEnd};
+use pathstack::core::device::memory::{memory_pair, MemoryConfig, MemoryEnd};
 use pathstack::core::device::{DeviceCaps, DeviceStats};
 use pathstack::core::{Device, DeviceError, Instant, Msg, MsgPool};
 use pathstack::host::Host;
@@ -19,7 +19,7 @@ use tokio::time::timeout;
 
 const LIMIT: Duration = Duration::from_secs(5);
 
-fn host(cidr: &str, end: WireEnd) -> Host {
+fn host(cidr: &str, end: MemoryEnd) -> Host {
     Host::new(cidr.parse().unwrap(), end).unwrap()
 }
 
@@ -29,7 +29,7 @@ fn driver_error(e: &io::Error) -> Option<&DriverError> {
 
 /// Two nets on a wire, made in the current runtime (so driven).
 fn two_nets() -> (Net, Net) {
-    let (a, b) = wire_pair(WireConfig::default());
+    let (a, b) = memory_pair(MemoryConfig::default());
     (
         Net::new(host("10.0.0.1/24", a)),
         Net::new(host("10.0.0.2/24", b)),
@@ -55,7 +55,7 @@ fn current_thread() -> tokio::runtime::Runtime {
 
 #[test]
 fn made_outside_a_runtime_fails_clearly_until_spawned() {
-    let (a, _b) = wire_pair(WireConfig::default());
+    let (a, _b) = memory_pair(MemoryConfig::default());
     let net = Net::new(host("10.0.0.1/24", a));
     assert_eq!(net.driver_error(), Some(DriverError::NotStarted));
     current_thread().block_on(async {
@@ -88,7 +88,7 @@ async fn made_in_a_runtime_it_runs_without_spawn() {
 
 #[tokio::test(flavor = "current_thread")]
 async fn shutdown_fails_a_pending_recv_and_later_calls() {
-    let (a, _b) = wire_pair(WireConfig::default());
+    let (a, _b) = memory_pair(MemoryConfig::default());
     let net = Net::new(host("10.0.0.1/24", a));
     let sock = UdpSocket::bind(&net, "0.0.0.0:7").await.unwrap();
     let pending = pending_recv(sock).await;
@@ -102,7 +102,7 @@ async fn shutdown_fails_a_pending_recv_and_later_calls() {
 
 #[test]
 fn an_aborted_driver_fails_a_pending_recv() {
-    let (a, _b) = wire_pair(WireConfig::default());
+    let (a, _b) = memory_pair(MemoryConfig::default());
     let net = Net::new(host("10.0.0.1/24", a)); // outside a runtime
     current_thread().block_on(async {
         let driver = net.spawn();
@@ -116,7 +116,7 @@ fn an_aborted_driver_fails_a_pending_recv() {
 
 #[test]
 fn a_driver_whose_runtime_ended_fails_later_calls() {
-    let (a, _b) = wire_pair(WireConfig::default());
+    let (a, _b) = memory_pair(MemoryConfig::default());
     let rt = current_thread();
     let net = rt.block_on(async { Net::new(host("10.0.0.1/24", a)) });
     assert_eq!(net.driver_error(), None);
@@ -139,7 +139,7 @@ enum Break {
 
 /// The in-memory wire, which breaks as `how` says once `cue` is set.
 struct BreaksOnCue {
-    end: WireEnd,
+    end: MemoryEnd,
     cue: Arc<AtomicBool>,
     how: Break,
 }
@@ -168,7 +168,7 @@ impl Device for BreaksOnCue {
 /// A net on a device that breaks as `how` says when the returned flag is
 /// set.
 fn breaking_net(how: Break) -> (Net, Arc<AtomicBool>) {
-    let (a, _b) = wire_pair(WireConfig::default());
+    let (a, _b) = memory_pair(MemoryConfig::default());
     let cue = Arc::new(AtomicBool::new(false));
     let dev = BreaksOnCue {
         end: a,
@@ -213,7 +213,7 @@ async fn async_errors_reach_tokio_sockets() {
 /// the caller can handle, not tokio's panic (issue 27, problem 9).
 #[test]
 fn a_net_on_a_descriptor_outside_a_runtime_is_an_error() {
-    let (a, _b) = wire_pair(WireConfig::default());
+    let (a, _b) = memory_pair(MemoryConfig::default());
     let fd = std::os::fd::OwnedFd::from(std::fs::File::open("/dev/null").unwrap());
     let Err(e) = Net::with_fd(host("10.0.0.1/24", a), fd) else {
         panic!("a net made outside a runtime");

@@ -5,7 +5,7 @@
 //! measures the time.
 #![cfg(feature = "tokio")]
 
-use pathstack::core::device::wire::{wire_pair, WireConfig, WireEnd};
+use pathstack::core::device::memory::{memory_pair, MemoryConfig, MemoryEnd};
 use pathstack::host::Host;
 use pathstack::tokio::{Net, UdpSocket};
 use std::time::Duration;
@@ -14,7 +14,7 @@ use tokio::time::timeout;
 const LIMIT: Duration = Duration::from_secs(10);
 const ROUNDS: u32 = 200;
 
-fn host(cidr: &str, end: WireEnd) -> Host {
+fn host(cidr: &str, end: MemoryEnd) -> Host {
     Host::new(cidr.parse().unwrap(), end).unwrap()
 }
 
@@ -52,7 +52,7 @@ async fn echoes(sock: &UdpSocket) {
 #[test]
 fn an_idle_wire_driver_does_not_poll_and_an_echo_costs_a_few_polls() {
     current_thread().block_on(async {
-        let (a, b) = wire_pair(WireConfig::default());
+        let (a, b) = memory_pair(MemoryConfig::default());
         let client = Net::new(host("10.0.0.1/24", a));
         let server = Net::new(host("10.0.0.2/24", b));
         let _srv = echo_server(&server).await;
@@ -86,7 +86,7 @@ fn an_idle_wire_driver_does_not_poll_and_an_echo_costs_a_few_polls() {
 
 #[test]
 fn nets_on_two_threads_wake_each_other() {
-    let (a, b) = wire_pair(WireConfig::default());
+    let (a, b) = memory_pair(MemoryConfig::default());
     let (up_tx, up_rx) = std::sync::mpsc::channel();
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let server = std::thread::spawn(move || {

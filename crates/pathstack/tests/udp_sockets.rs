@@ -2,7 +2,7 @@
 //! wire: round trips with peer addresses, ephemeral ports, errors, close,
 //! and datagrams that IP fragments.
 
-use pathstack::core::device::wire::{wire_pair, WireConfig};
+use pathstack::core::device::memory::{memory_pair, MemoryConfig};
 use pathstack::host::{Host, HostConfig};
 use pathstack::socket::ready;
 use pathstack::socket::{SocketError, UdpSocket, MAX_DATAGRAM};
@@ -22,7 +22,7 @@ struct Net {
 
 impl Net {
     fn new() -> Net {
-        let (da, db) = wire_pair(WireConfig::default());
+        let (da, db) = memory_pair(MemoryConfig::default());
         Net {
             a: Host::new(HostConfig::parse("10.0.0.1/24").unwrap(), da).unwrap(),
             b: Host::new(HostConfig::parse("10.0.0.2/24").unwrap(), db).unwrap(),
@@ -301,7 +301,7 @@ fn sends_run_at_once_and_arp_bounds_what_waits() {
 
 #[test]
 fn host_without_udp_has_no_sockets() {
-    let (da, _db) = wire_pair(WireConfig::default());
+    let (da, _db) = memory_pair(MemoryConfig::default());
     let mut cfg = HostConfig::parse("10.0.0.1/24").unwrap();
     cfg.udp = false;
     let mut h = Host::new(cfg, da).unwrap();
@@ -337,7 +337,7 @@ fn fragmented_datagrams_reach_sockets_both_ways() {
 
 #[test]
 fn sockets_work_on_a_host_from_a_graph_file() {
-    let (da, db) = wire_pair(WireConfig::default());
+    let (da, db) = memory_pair(MemoryConfig::default());
     let file = concat!(env!("CARGO_MANIFEST_DIR"), "/../../graphs/host.graph");
     let mut a = Host::from_graph_file(file, da).unwrap();
     assert_eq!(a.addr(), Some(A));
@@ -359,7 +359,8 @@ fn sockets_work_on_a_host_from_a_graph_file() {
     assert_eq!(&buf[..n], b"from a file");
     assert_eq!(from, addr(A, 1234));
 
-    let missing = Host::from_graph_file("/nonexistent.graph", wire_pair(WireConfig::default()).0);
+    let missing =
+        Host::from_graph_file("/nonexistent.graph", memory_pair(MemoryConfig::default()).0);
     assert!(matches!(
         missing,
         Err(pathstack::host::HostError::GraphFile { .. })

@@ -7,7 +7,7 @@
 use pathstack::inet::MacAddr;
 use pathstack::rpc::{Rpc, RpcNet};
 use pathstack::socket::{Tcp, Udp};
-use pathstack::{wire_pair, Host, HostConfig, WireConfig};
+use pathstack::{memory_pair, Host, HostConfig, MemoryConfig};
 use std::io::ErrorKind;
 use std::net::{Shutdown, SocketAddr};
 
@@ -17,7 +17,7 @@ use std::net::{Shutdown, SocketAddr};
 const ROUNDS: usize = 10_000;
 
 fn pair(rpc: Option<RpcNet>) -> (Host, Host) {
-    let (a, b) = wire_pair(WireConfig::default());
+    let (a, b) = memory_pair(MemoryConfig::default());
     let cfg = |cidr: &str, n: u8| HostConfig {
         rpc,
         mac: Some(MacAddr([2, 0, 0, 0, 0, n])),

@@ -11,8 +11,8 @@
 //!
 //! One test in this binary: the allocation counter is process-wide.
 
-use pathstack::core::device::wire::{wire_pair, WireConfig};
-use pathstack::core::device::{WireStage, WIRE_SPEC};
+use pathstack::core::device::memory::{memory_pair, MemoryConfig};
+use pathstack::core::device::{DriverStage, DRIVER_SPEC};
 use pathstack::core::{Duration, Instant};
 use pathstack::host::{Host, HostConfig};
 use pathstack::inet::modules::inline;
@@ -66,7 +66,7 @@ fn measured_bulk(
 
 #[test]
 fn bulk_transfer_allocates_nothing_per_segment() {
-    let (wa, wb) = wire_pair(WireConfig::default());
+    let (wa, wb) = memory_pair(MemoryConfig::default());
     // Modular first: the test takes the connection through the forms.
     let host = |cidr: &str, d| {
         let mut c = HostConfig::parse(cidr).unwrap();
@@ -96,7 +96,7 @@ fn bulk_transfer_allocates_nothing_per_segment() {
     for (h, st) in [(&mut a, &c), (&mut b, &s)] {
         let path = h.tcp().path_id(st).unwrap();
         h.stack_mut()
-            .add_rule(inline::tcp_rule::<WireStage>(WIRE_SPEC.name));
+            .add_rule(inline::tcp_rule::<DriverStage>(DRIVER_SPEC.name));
         assert_eq!(h.stack_mut().path_optimize(path).unwrap().len(), 1);
     }
     bulk(&mut a, &mut b, &c, &s, &mut now, 1 << 20);
@@ -112,7 +112,7 @@ fn bulk_transfer_allocates_nothing_per_segment() {
     for (h, st) in [(&mut a, &c), (&mut b, &s)] {
         let path = h.tcp().path_id(st).unwrap();
         h.stack_mut()
-            .add_rule(inline::tcp_fast_rule::<WireStage>(WIRE_SPEC.name));
+            .add_rule(inline::tcp_fast_rule::<DriverStage>(DRIVER_SPEC.name));
         assert!(!h.stack_mut().path_optimize(path).unwrap().is_empty());
         paths.push(path);
     }

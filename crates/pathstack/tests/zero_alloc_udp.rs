@@ -1,6 +1,6 @@
 //! The main job allocates nothing in steady state: a 1-byte UDP ping-pong
 //! between two Internet hosts on the in-memory wire (the `pingpong`
-//! example's ECHO/UDP/IP/ARP/ETH/WIRE paths, the server's ECHO turning the
+//! example's ECHO/UDP/IP/ARP/ETH/DRIVER paths, the server's ECHO turning the
 //! datagram around in its path) makes zero heap allocations per round trip
 //! after warm-up, for both schedulers and all three path forms (modular,
 //! inlined, specialized).
@@ -9,8 +9,8 @@
 
 use pathstack::core::attrs::keys::{AddrPart, Participants, PARTICIPANTS, PASSIVE_OPEN};
 use pathstack::core::attrs::Attrs;
-use pathstack::core::device::wire::{wire_pair, WireConfig};
-use pathstack::core::device::{WireStage, WIRE_SPEC};
+use pathstack::core::device::memory::{memory_pair, MemoryConfig};
+use pathstack::core::device::{DriverStage, DRIVER_SPEC};
 use pathstack::core::synthetic::{EchoStage, ECHO_SPEC};
 use pathstack::core::{Dir, PathId, SchedKind};
 use pathstack::host::{Below, Host, HostConfig, UpperModule};
@@ -69,9 +69,11 @@ fn app_path(h: &mut Host, local: u16, remote: Option<[u8; 4]>, form: Form) -> Pa
     let p = h.stack_mut().path_create(app, attrs).unwrap();
     let rule = match form {
         Form::Std => return p,
-        Form::Inlined => inline::udp_rule::<EchoStage, WireStage>(ECHO_SPEC.name, WIRE_SPEC.name),
+        Form::Inlined => {
+            inline::udp_rule::<EchoStage, DriverStage>(ECHO_SPEC.name, DRIVER_SPEC.name)
+        }
         Form::Specialized => {
-            inline::udp_fast_rule::<EchoStage, WireStage>(ECHO_SPEC.name, WIRE_SPEC.name)
+            inline::udp_fast_rule::<EchoStage, DriverStage>(ECHO_SPEC.name, DRIVER_SPEC.name)
         }
     };
     h.stack_mut().add_rule(rule);
@@ -98,7 +100,7 @@ fn round_trip(client: &mut Host, server: &mut Host, cpath: PathId) -> bool {
 fn udp_ping_pong_makes_no_heap_allocations_after_warm_up() {
     for sched in [SchedKind::PerMessage, SchedKind::Ldlp { batch: 32 }] {
         for form in [Form::Std, Form::Inlined, Form::Specialized] {
-            let (a, b) = wire_pair(WireConfig::default());
+            let (a, b) = memory_pair(MemoryConfig::default());
             let mut client = host("10.0.0.1/24", 1, sched, "sink", a);
             let mut server = host("10.0.0.2/24", 2, sched, "echo", b);
             app_path(&mut server, PORT, None, form);

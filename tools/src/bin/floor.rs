@@ -1,6 +1,6 @@
 //! The floor: the least work a user-space program on a TAP can do per round
 //! trip, at both ends. `respond` runs
-//! [`pathstack_devices::floor::RawResponder`] (ARP, ICMP echo, UDP echo,
+//! [`pathstack_devices::raw_responder::RawResponder`] (ARP, ICMP echo, UDP echo,
 //! rewritten in place); `udp-client` sends hand-built one-byte UDP frames and
 //! waits for their echo. Together they give the floor row of
 //! `scripts/bench-veth.sh` (raw client ↔ raw responder, symmetric with the
@@ -57,7 +57,7 @@ use clap::{Parser, Subcommand};
 use etherparse::{ArpEthIpv4Packet, ArpOperation, PacketBuilder, SlicedPacket};
 use pathstack_core::device::Device;
 use pathstack_core::{Instant, MsgPool, PoolConfig};
-use pathstack_devices::floor::RawResponder;
+use pathstack_devices::raw_responder::RawResponder;
 use pathstack_devices::{TapDevice, TapOptions, WaitMode};
 use rtt::{RttRecorder, LOSS_TIMEOUT};
 use std::net::Ipv4Addr;
@@ -362,7 +362,7 @@ fn respond(args: &TapArgs, port: Option<u16>) -> Result<(), Box<dyn std::error::
     );
     loop {
         match floor.serve(&mut dev, &pool, Instant::now()) {
-            Ok(pathstack_devices::floor::Served::Idle) => {
+            Ok(pathstack_devices::raw_responder::Served::Idle) => {
                 dev.wait(wait, Some(Duration::from_secs(1)))?;
             }
             Ok(_) => {}

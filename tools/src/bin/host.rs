@@ -31,7 +31,7 @@
 //!   the host: `sudo ip addr add 10.0.0.2/24 dev NAME` while the host runs.
 //!
 //! `--nic` chooses what stands between ETH and the TAP: the TAP itself
-//! (`tap`, the generic `WIRE` driver) or the emulated Am7990 LANCE with
+//! (`tap`, the generic `DRIVER` module) or the emulated Am7990 LANCE with
 //! DEC 3000 sparse memory (Mosberger, Peterson and O'Malley, *Protocol
 //! Latency: MIPS and Reality*, 1995, §2.6), its descriptors copied to
 //! dense memory (`lance:copy`) or accessed in place (`lance:direct`).
@@ -98,7 +98,7 @@ use pathstack_tools::tcp_services;
 use clap::Parser;
 use pathstack::core::attrs::keys::{AddrPart, Participants, PARTICIPANTS, PASSIVE_OPEN};
 use pathstack::core::attrs::Attrs;
-use pathstack::core::device::{WireStage, WIRE_SPEC};
+use pathstack::core::device::{DriverStage, DRIVER_SPEC};
 use pathstack::core::synthetic::{EchoStage, ECHO_SPEC};
 use pathstack::core::{Dir, PathId, Stack};
 use pathstack::devices::lance::{LanceStage, LANCE_SPEC};
@@ -1161,9 +1161,9 @@ impl UdpServices {
             // ECHO and either driver under ETH (a rule applies only to a
             // path of its own module sequence). The discard path is a
             // socket path, which the host's own rules cover.
-            stack.add_rule(inline::udp_fast_rule::<EchoStage, WireStage>(
+            stack.add_rule(inline::udp_fast_rule::<EchoStage, DriverStage>(
                 ECHO_SPEC.name,
-                WIRE_SPEC.name,
+                DRIVER_SPEC.name,
             ));
             stack.add_rule(inline::udp_fast_rule::<EchoStage, LanceStage>(
                 ECHO_SPEC.name,

@@ -9,10 +9,10 @@
 //!
 //! Two receivers:
 //! - `synthetic`: Blackwell's five-layer stack, `ECHO (sink) / WORK ×5 /
-//!   LINK / WIRE`, each `WORK` layer with `--code` bytes of its own code
+//!   LINK / DRIVER`, each `WORK` layer with `--code` bytes of its own code
 //!   and `--data` bytes of data ([`work_graph`]);
 //! - `udp`: the real UDP receive path of a [`Host`]
-//!   (`UDP / IP / ETH / WIRE`), datagrams to a bound socket.
+//!   (`UDP / IP / ETH / DRIVER`), datagrams to a bound socket.
 //!
 //! Frames are `--size`-byte payloads (552 in the paper), built once by a
 //! sending stack of the same kind and then copied into the receiver's
@@ -73,7 +73,7 @@
 use clap::{Parser, Subcommand};
 use pathstack::core::attrs::keys::{AddrPart, Participants, PARTICIPANTS};
 use pathstack::core::attrs::Attrs;
-use pathstack::core::device::wire::{local_mac, wire_pair, WireConfig, WireEnd};
+use pathstack::core::device::memory::{local_mac, memory_pair, MemoryConfig, MemoryEnd};
 use pathstack::core::device::Device;
 use pathstack::core::graph::ModuleGraph;
 use pathstack::core::synthetic::{block_stride, work_graph};
@@ -228,7 +228,7 @@ fn synthetic_stack(
     args: &Args,
     mode: &str,
     rx_burst: usize,
-    dev: WireEnd,
+    dev: MemoryEnd,
 ) -> Result<(Stack, PathId), BoxError> {
     let types = ModuleTypes::core();
     let text = work_graph(args.layers, args.code, args.data, mode, rx_burst);
@@ -292,22 +292,22 @@ impl Receiver for Udp {
 }
 
 /// A receiver, the raw wire end arrivals go into, and the frame to send.
-type Rig = (Box<dyn Receiver>, WireEnd, Vec<u8>);
+type Rig = (Box<dyn Receiver>, MemoryEnd, Vec<u8>);
 
 /// Builds the receiver on one end of a wire of `buffer` frames; returns
 /// it, the raw end arrivals are transmitted into, and the frame to send.
 fn build(args: &Args, rx_burst: usize, buffer: usize) -> Result<Rig, BoxError> {
     let payload: Vec<u8> = (0..args.size).map(|i| (i * 7 + 3) as u8).collect();
-    let (a, raw) = wire_pair(WireConfig {
+    let (a, raw) = memory_pair(MemoryConfig {
         capacity: buffer,
-        ..WireConfig::default()
+        ..MemoryConfig::default()
     });
     // The template frame comes from a sender of the same kind on a wire of
     // its own, read off that wire's far end.
-    let (s, mut s_far) = wire_pair(WireConfig {
+    let (s, mut s_far) = memory_pair(MemoryConfig {
         mac_a: local_mac(3),
         mac_b: local_mac(4),
-        ..WireConfig::default()
+        ..MemoryConfig::default()
     });
     let frame_pool = MsgPool::new(Default::default());
     let (recv, frame): (Box<dyn Receiver>, _) = match args.stack.as_str() {
@@ -333,7 +333,7 @@ fn build(args: &Args, rx_burst: usize, buffer: usize) -> Result<Rig, BoxError> {
             let mut c = HostConfig::parse("10.0.0.2/24")?;
             c.tcp = false;
             let mut tx = Host::new(c, s)?;
-            tx.add_neighbor("10.0.0.1".parse()?, MacAddr(WireConfig::default().mac_a))?;
+            tx.add_neighbor("10.0.0.1".parse()?, MacAddr(MemoryConfig::default().mac_a))?;
             let ts = tx.udp().bind_connected("0.0.0.0:9000", "10.0.0.1:7")?;
             tx.udp().send(&ts, &payload)?;
             tx.poll();
@@ -352,7 +352,7 @@ fn build(args: &Args, rx_burst: usize, buffer: usize) -> Result<Rig, BoxError> {
     Ok((recv, raw, frame))
 }
 
-fn take_frame(end: &mut WireEnd, pool: &MsgPool) -> Result<Vec<u8>, BoxError> {
+fn take_frame(end: &mut MemoryEnd, pool: &MsgPool) -> Result<Vec<u8>, BoxError> {
     let f = end
         .receive(pool, VInstant::ZERO)?
         .ok_or("the sender produced no frame")?;
@@ -361,7 +361,7 @@ fn take_frame(end: &mut WireEnd, pool: &MsgPool) -> Result<Vec<u8>, BoxError> {
 
 /// Copies the frame into the receiver's pool and onto the wire; `false`
 /// when the adaptor buffer is full (the frame is dropped).
-fn arrive(recv: &dyn Receiver, raw: &mut WireEnd, frame: &[u8]) -> Result<bool, BoxError> {
+fn arrive(recv: &dyn Receiver, raw: &mut MemoryEnd, frame: &[u8]) -> Result<bool, BoxError> {
     let m = recv.pool().alloc_copy(frame)?;
     Ok(raw.transmit(m, VInstant::ZERO).is_ok())
 }

@@ -786,7 +786,7 @@ impl Ring {
 }
 
 /// One end of the wire: receives from `rx`, sends into `tx`.
-struct WireEnd<'a> {
+struct MemoryEnd<'a> {
     rx: &'a mut Ring,
     tx: &'a mut Ring,
 }
@@ -829,7 +829,7 @@ impl phy::TxToken for RingTx<'_> {
     }
 }
 
-impl phy::Device for WireEnd<'_> {
+impl phy::Device for MemoryEnd<'_> {
     type RxToken<'b>
         = RingRx<'b>
     where
@@ -900,14 +900,14 @@ fn memory(
     let (mut a_to_b, mut b_to_a) = (Ring::new(64), Ring::new(64));
     let (ip_a, ip_b) = (MEMORY_IP_A, MEMORY_IP_B);
     let (mut iface_a, mut socks_a, ha) = {
-        let mut end = WireEnd {
+        let mut end = MemoryEnd {
             rx: &mut b_to_a,
             tx: &mut a_to_b,
         };
         udp_iface(&mut end, [0x02, 0, 0, 0, 0, 1], ip_a, 0)
     };
     let (mut iface_b, mut socks_b, hb) = {
-        let mut end = WireEnd {
+        let mut end = MemoryEnd {
             rx: &mut a_to_b,
             tx: &mut b_to_a,
         };
@@ -921,12 +921,12 @@ fn memory(
         // Steady state takes one pass: A sends, B receives and echoes, A
         // receives. The first round takes a few (ARP both ways).
         for _ in 0..16 {
-            let mut end_a = WireEnd {
+            let mut end_a = MemoryEnd {
                 rx: &mut b_to_a,
                 tx: &mut a_to_b,
             };
             iface_a.poll(clock.now(), &mut end_a, &mut socks_a);
-            let mut end_b = WireEnd {
+            let mut end_b = MemoryEnd {
                 rx: &mut a_to_b,
                 tx: &mut b_to_a,
             };
@@ -940,7 +940,7 @@ fn memory(
             if any {
                 iface_b.poll(clock.now(), &mut end_b, &mut socks_b);
             }
-            let mut end_a = WireEnd {
+            let mut end_a = MemoryEnd {
                 rx: &mut b_to_a,
                 tx: &mut a_to_b,
             };
@@ -1054,7 +1054,7 @@ fn memory_tcp(
     let (mut a_to_b, mut b_to_a) = (Ring::new(64), Ring::new(64));
     let (ip_a, ip_b) = (MEMORY_IP_A, MEMORY_IP_B);
     let mut iface_a = iface_on(
-        &mut WireEnd {
+        &mut MemoryEnd {
             rx: &mut b_to_a,
             tx: &mut a_to_b,
         },
@@ -1062,7 +1062,7 @@ fn memory_tcp(
         ip_a,
     );
     let mut iface_b = iface_on(
-        &mut WireEnd {
+        &mut MemoryEnd {
             rx: &mut a_to_b,
             tx: &mut b_to_a,
         },
@@ -1085,12 +1085,12 @@ fn memory_tcp(
                     iface_b: &mut Interface,
                     socks_b: &mut SocketSet<'static>,
                     clock: &mut MemClock| {
-        let mut end_a = WireEnd {
+        let mut end_a = MemoryEnd {
             rx: &mut b_to_a,
             tx: &mut a_to_b,
         };
         iface_a.poll(clock.now(), &mut end_a, socks_a);
-        let mut end_b = WireEnd {
+        let mut end_b = MemoryEnd {
             rx: &mut a_to_b,
             tx: &mut b_to_a,
         };
@@ -1103,7 +1103,7 @@ fn memory_tcp(
                 iface_b.poll(clock.now(), &mut end_b, socks_b);
             }
         }
-        let mut end_a = WireEnd {
+        let mut end_a = MemoryEnd {
             rx: &mut b_to_a,
             tx: &mut a_to_b,
         };

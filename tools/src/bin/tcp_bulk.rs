@@ -43,7 +43,7 @@
 #![forbid(unsafe_code)]
 
 use clap::{Parser, Subcommand};
-use pathstack::core::device::wire::{wire_pair, WireConfig};
+use pathstack::core::device::memory::{memory_pair, MemoryConfig};
 use pathstack::devices::{TapDevice, TapOptions, WaitMode};
 use pathstack::host::{Host, HostConfig};
 use pathstack::inet::tcp::{Shutdown, TcpStats};
@@ -491,7 +491,7 @@ fn source(args: &TapArgs, peer: SocketAddr, seconds: f64) -> Result<(), BoxError
 /// Source and sink over the in-memory wire, polled in turn: the source
 /// sends for `seconds`, shuts down, and the sink reads to the end.
 fn memory(seconds: f64) -> Result<(), BoxError> {
-    let (a, b) = wire_pair(WireConfig::default());
+    let (a, b) = memory_pair(MemoryConfig::default());
     let mut src = Host::new(HostConfig::parse("10.0.0.1/24")?, a)?;
     let mut dst = Host::new(HostConfig::parse("10.0.0.2/24")?, b)?;
     let l = dst.tcp().listen("0.0.0.0:5001", 4)?;

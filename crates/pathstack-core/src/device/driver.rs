@@ -1,4 +1,4 @@
-//! `WIRE`: the device driver module over any [`Device`].
+//! `DRIVER`: the device driver module over any [`Device`].
 //!
 //! It owns one device given to the stack builder (`device=N`): frames that
 //! reach its stage from above are transmitted, frames the device receives
@@ -18,9 +18,9 @@ use crate::msg::Msg;
 use crate::stage::{Cx, Stage, Verdict};
 use crate::time::Instant;
 
-/// Spec of `WIRE`.
-pub const WIRE_SPEC: ModuleSpec = ModuleSpec {
-    name: "WIRE",
+/// Spec of `DRIVER`.
+pub const DRIVER_SPEC: ModuleSpec = ModuleSpec {
+    name: "DRIVER",
     doc: "device driver: frames to and from one device",
     services: &[ServiceSpec::new("up", ServiceType::NETDEV, Count::Any)],
     params: &[
@@ -39,8 +39,8 @@ pub const WIRE_SPEC: ModuleSpec = ModuleSpec {
 };
 
 crate::drop_reasons! {
-    /// Why `WIRE` dropped a frame.
-    pub enum WireDropReason in "wire" {
+    /// Why `DRIVER` dropped a frame.
+    pub enum DriverDropReason in "driver" {
         /// The device refused the frame (too large, queue full, I/O error).
         TxError => "tx_error",
         /// The device failed to receive (counted once per failed poll).
@@ -48,8 +48,8 @@ crate::drop_reasons! {
     }
 }
 
-/// The `WIRE` module: owns a device.
-pub struct WireModule {
+/// The `DRIVER` module: owns a device.
+pub struct DriverModule {
     device: Box<dyn Device>,
     rx_burst: usize,
     /// Frames still to take in this poll's burst.
@@ -57,18 +57,18 @@ pub struct WireModule {
     rx_errors: u64,
 }
 
-/// `WIRE`'s parameters as typed values ([`InstanceParams`]).
+/// `DRIVER`'s parameters as typed values ([`InstanceParams`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct WireParams {
+pub struct DriverParams {
     /// The stack's device this driver takes (`device`).
     pub device: usize,
     /// Most frames taken per poll (`rx_burst`); `None`: the default, 64.
     pub rx_burst: Option<usize>,
 }
 
-impl InstanceParams for WireParams {
+impl InstanceParams for DriverParams {
     fn spec(&self) -> &'static ModuleSpec {
-        &WIRE_SPEC
+        &DRIVER_SPEC
     }
     fn params(&self) -> Vec<(&'static str, String)> {
         let mut p = vec![("device", self.device.to_string())];
@@ -79,13 +79,13 @@ impl InstanceParams for WireParams {
     }
 }
 
-impl WireModule {
+impl DriverModule {
     /// Factory: takes device `device=N` from the stack builder.
     pub fn create(setup: &mut ModuleSetup<'_>) -> Result<Box<dyn Module>, ModuleError> {
         let index: usize = setup.param("device", usize::MAX)?;
         let rx_burst = setup.param("rx_burst", 64usize)?.max(1);
         let device = setup.take_device(index)?;
-        Ok(Box::new(WireModule {
+        Ok(Box::new(DriverModule {
             device,
             rx_burst,
             rx_left: rx_burst,
@@ -106,7 +106,7 @@ impl WireModule {
     fn receive_failed(&mut self, e: DeviceError, cx: &mut ModCx<'_>) -> Received {
         self.rx_left = self.rx_burst;
         self.rx_errors += 1;
-        cx.count_drop(WireDropReason::RxError);
+        cx.count_drop(DriverDropReason::RxError);
         if e.is_fatal() {
             cx.device_failed(&e);
         }
@@ -114,9 +114,9 @@ impl WireModule {
     }
 }
 
-impl Module for WireModule {
+impl Module for DriverModule {
     fn spec(&self) -> &'static ModuleSpec {
-        &WIRE_SPEC
+        &DRIVER_SPEC
     }
 
     fn create_stage(
@@ -126,10 +126,10 @@ impl Module for WireModule {
         cx: &mut CreateCx<'_>,
     ) -> Result<Created, PathError> {
         if entry.is_none() {
-            return Err(cx.refuse("a WIRE path must come from above (through `up`)"));
+            return Err(cx.refuse("a DRIVER path must come from above (through `up`)"));
         }
         Ok(Created {
-            stage: Box::new(WireStage),
+            stage: Box::new(DriverStage),
             route: Route::End,
         })
     }
@@ -202,10 +202,10 @@ impl Module for WireModule {
     }
 }
 
-/// The `WIRE` stage: the device end of a path.
-pub struct WireStage;
+/// The `DRIVER` stage: the device end of a path.
+pub struct DriverStage;
 
-impl WireStage {
+impl DriverStage {
     #[inline(always)]
     fn transmit(&mut self, msg: &mut Msg, cx: &mut Cx<'_, '_>) -> Verdict {
         let now = cx.now();
@@ -216,7 +216,7 @@ impl WireStage {
                 Ok(()) => Verdict::Consumed,
                 Err(e) => transmit_failed(e, cx),
             },
-            None => Verdict::Drop(WireDropReason::TxError.into()),
+            None => Verdict::Drop(DriverDropReason::TxError.into()),
         }
     }
 }
@@ -230,10 +230,10 @@ fn transmit_failed(e: DeviceError, cx: &mut Cx<'_, '_>) -> Verdict {
     if e.is_fatal() {
         cx.device_failed(&e);
     }
-    Verdict::Drop(WireDropReason::TxError.into())
+    Verdict::Drop(DriverDropReason::TxError.into())
 }
 
-impl Stage for WireStage {
+impl Stage for DriverStage {
     fn passes(&self, dir: Dir) -> bool {
         dir != Dir::Down
     }

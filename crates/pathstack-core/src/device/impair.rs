@@ -36,12 +36,12 @@
 //!
 //! ```
 //! use pathstack_core::device::impair::{ImpairConfig, Impaired};
-//! use pathstack_core::device::wire::{wire_pair, WireConfig};
+//! use pathstack_core::device::memory::{memory_pair, MemoryConfig};
 //! use pathstack_core::device::Device;
 //! use pathstack_core::{Duration, Instant, MsgPool, PoolConfig};
 //!
 //! let pool = MsgPool::new(PoolConfig::small(8));
-//! let (a, mut b) = wire_pair(WireConfig::default());
+//! let (a, mut b) = memory_pair(MemoryConfig::default());
 //! let cfg = ImpairConfig { delay: Duration::from_millis(5), ..ImpairConfig::default() };
 //! let mut a = Impaired::new(a, cfg).unwrap();
 //! a.transmit(pool.alloc_copy(b"late").unwrap(), Instant::ZERO).unwrap();
@@ -51,7 +51,7 @@
 //! assert_eq!(b.receive(&pool, Instant::from_millis(5)).unwrap().unwrap().as_slice(), b"late");
 //! ```
 
-use super::{Device, DeviceCaps, DeviceError, DeviceStats};
+use super::{Device, DeviceError, DeviceStats};
 use crate::msg::{Msg, MsgPool};
 use crate::time::{Duration, Instant};
 use std::cmp::Ordering;
@@ -556,10 +556,6 @@ impl<D: Device> Device for Impaired<D> {
         result
     }
 
-    fn caps(&self) -> DeviceCaps {
-        self.inner.caps()
-    }
-
     /// The earliest due time of any held frame, or of the inner device.
     fn poll_at(&self) -> Option<Instant> {
         [
@@ -585,17 +581,11 @@ impl<D: Device> Device for Impaired<D> {
         s
     }
 
-    /// The inner device's: a delayed frame is a timer of the stack
-    /// ([`Device::poll_at`]), not something to sleep on.
-    fn rx_waiter(&self) -> Option<std::sync::Arc<dyn super::RxWaiter>> {
-        self.inner.rx_waiter()
-    }
-
-    /// The inner device's: frames it discards never reach the receive-side
-    /// impairments.
-    fn discard(&mut self, matches: &[super::FrameMatch]) -> Result<bool, DeviceError> {
-        self.inner.discard(matches)
-    }
+    // The inner device's: `caps`; `rx_waiter` (a delayed frame is a timer
+    // of the stack, `Device::poll_at`, not something to sleep on);
+    // `discard` (frames it discards never reach the receive-side
+    // impairments). Not `receive_into`: it would bypass the impairments.
+    crate::forward_device!((inner) caps, rx_waiter, discard);
 }
 
 impl<D: Device + std::fmt::Debug> std::fmt::Debug for Impaired<D> {
@@ -612,7 +602,7 @@ impl<D: Device + std::fmt::Debug> std::fmt::Debug for Impaired<D> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::device::wire::{wire_pair, WireConfig, WireEnd};
+    use crate::device::memory::{memory_pair, MemoryConfig, MemoryEnd};
     use crate::msg::PoolConfig;
 
     const T0: Instant = Instant::ZERO;
@@ -629,16 +619,16 @@ mod tests {
         u32::from_be_bytes(m.as_slice()[..4].try_into().unwrap())
     }
 
-    fn drain(end: &mut WireEnd, pool: &MsgPool, now: Instant) -> Vec<u32> {
+    fn drain(end: &mut MemoryEnd, pool: &MsgPool, now: Instant) -> Vec<u32> {
         std::iter::from_fn(|| end.receive(pool, now).unwrap())
             .map(|m| tag(&m))
             .collect()
     }
 
-    fn impaired(cfg: ImpairConfig) -> (Impaired<WireEnd>, WireEnd) {
-        let (a, b) = wire_pair(WireConfig {
+    fn impaired(cfg: ImpairConfig) -> (Impaired<MemoryEnd>, MemoryEnd) {
+        let (a, b) = memory_pair(MemoryConfig {
             capacity: 1 << 16,
-            ..WireConfig::default()
+            ..MemoryConfig::default()
         });
         (Impaired::new(a, cfg).unwrap(), b)
     }
@@ -840,7 +830,7 @@ mod tests {
     #[test]
     fn receive_side_impairment() {
         let pool = MsgPool::new(PoolConfig::small(64));
-        let (a, mut b) = wire_pair(WireConfig::default());
+        let (a, mut b) = memory_pair(MemoryConfig::default());
         let mut a = Impaired::with_receive(
             a,
             ImpairConfig::default(),
@@ -868,7 +858,7 @@ mod tests {
     #[test]
     fn receive_side_total_loss_is_bounded_per_call() {
         let pool = MsgPool::new(PoolConfig::small(256));
-        let (a, mut b) = wire_pair(WireConfig::default());
+        let (a, mut b) = memory_pair(MemoryConfig::default());
         let mut a = Impaired::with_receive(
             a,
             ImpairConfig::default(),
@@ -891,7 +881,7 @@ mod tests {
     #[test]
     fn inner_errors_are_reported_and_counted() {
         let pool = MsgPool::new(PoolConfig::small(16));
-        let (a, b) = wire_pair(WireConfig::default());
+        let (a, b) = memory_pair(MemoryConfig::default());
         let mut a = Impaired::new(
             a,
             ImpairConfig {
@@ -912,7 +902,7 @@ mod tests {
 
     #[test]
     fn config_is_validated() {
-        let bad = |c: ImpairConfig| Impaired::new(wire_pair(WireConfig::default()).0, c).err();
+        let bad = |c: ImpairConfig| Impaired::new(memory_pair(MemoryConfig::default()).0, c).err();
         assert_eq!(
             bad(ImpairConfig {
                 loss: 1.5,

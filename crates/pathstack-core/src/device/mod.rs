@@ -1,29 +1,31 @@
 //! Devices: where frames enter and leave a stack.
 //!
 //! A [`Device`] moves whole link-layer frames as [`Msg`]s. The in-memory
-//! [`wire`] joins two devices back to back inside one process; the
+//! device ([`memory`]) joins two devices back to back inside one process
+//! (a wire in memory; "wire" alone names the header formats, issue 27); the
 //! [`impair`] wrapper adds seeded loss, duplication, reordering and delay
 //! around any device. Real devices (TAP, the emulated LANCE) live in
 //! `pathstack-devices` and implement the same trait. The [`driver`] is the
-//! `WIRE` module that puts any device into a module graph.
+//! `DRIVER` module that puts any device into a module graph.
 
 use crate::msg::{Msg, MsgPool};
 use crate::time::Instant;
 use std::sync::Arc;
 use thiserror::Error;
 
-pub use driver::{WireDropReason, WireModule, WireParams, WireStage, WIRE_SPEC};
+pub use driver::{DriverDropReason, DriverModule, DriverParams, DriverStage, DRIVER_SPEC};
 pub use failure::DeviceFailure;
 pub use frame_match::{FieldTest, FieldWidth, FrameMatch};
 pub use offload::{MsgOffload, OffloadCaps};
 
 pub mod driver;
 pub mod failure;
+pub mod forward;
 pub mod frame_match;
 pub mod impair;
+pub mod memory;
 pub mod offload;
 pub mod record;
-pub mod wire;
 
 /// What a device can do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -9,18 +9,18 @@
 //!
 //! ```
 //! use pathstack_core::device::record::Recorder;
-//! use pathstack_core::device::wire::{wire_pair, WireConfig};
+//! use pathstack_core::device::memory::{memory_pair, MemoryConfig};
 //! use pathstack_core::device::Device;
 //! use pathstack_core::{Instant, MsgPool, PoolConfig};
-//! let (a, _b) = wire_pair(WireConfig::default());
+//! let (a, _b) = memory_pair(MemoryConfig::default());
 //! let (mut a, sent) = Recorder::new(a, 1024);
 //! let pool = MsgPool::new(PoolConfig::default());
 //! a.transmit(pool.alloc_copy(b"frame").unwrap(), Instant::ZERO).unwrap();
 //! assert_eq!(sent.frames(), vec![b"frame".to_vec()]);
 //! ```
 
-use super::{Device, DeviceCaps, DeviceError, DeviceStats};
-use crate::msg::{Msg, MsgPool};
+use super::{Device, DeviceError};
+use crate::msg::Msg;
 use crate::time::Instant;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -108,33 +108,20 @@ impl<D: Device> Device for Recorder<D> {
         }
         self.inner.transmit(frame, now)
     }
-    fn receive(&mut self, pool: &MsgPool, now: Instant) -> Result<Option<Msg>, DeviceError> {
-        self.inner.receive(pool, now)
-    }
-    fn caps(&self) -> DeviceCaps {
-        self.inner.caps()
-    }
-    fn poll_at(&self) -> Option<Instant> {
-        self.inner.poll_at()
-    }
-    fn stats(&self) -> DeviceStats {
-        self.inner.stats()
-    }
-
-    fn rx_waiter(&self) -> Option<std::sync::Arc<dyn super::RxWaiter>> {
-        self.inner.rx_waiter()
-    }
+    // Only transmitted frames are recorded; the rest is the inner device's
+    // (`receive_into` and `discard` keep their defaults, as before).
+    crate::forward_device!((inner) receive, caps, poll_at, stats, rx_waiter);
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::device::wire::{wire_pair, WireConfig};
-    use crate::PoolConfig;
+    use crate::device::memory::{memory_pair, MemoryConfig};
+    use crate::{MsgPool, PoolConfig};
 
     #[test]
     fn keeps_the_newest_frames_within_the_bound() {
-        let (a, mut b) = wire_pair(WireConfig::default());
+        let (a, mut b) = memory_pair(MemoryConfig::default());
         let (mut a, sent) = Recorder::new(a, 2);
         let pool = MsgPool::new(PoolConfig::default());
         for i in 0..5u8 {

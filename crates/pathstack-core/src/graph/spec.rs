@@ -223,6 +223,12 @@ pub struct SpecRegistry {
     specs: BTreeMap<&'static str, &'static ModuleSpec>,
 }
 
+/// Module type names graphs may still use, each with the type's name
+/// now: the device driver module was `WIRE` until "wire" was left to the
+/// header formats alone (issue 27), and graph files written before then
+/// keep working.
+pub const FORMER_NAMES: &[(&str, &str)] = &[("WIRE", "DRIVER")];
+
 impl SpecRegistry {
     /// An empty registry.
     pub fn new() -> Self {
@@ -233,9 +239,16 @@ impl SpecRegistry {
         self.specs.insert(spec.name, spec);
         self
     }
-    /// The module type called `name`.
+    /// The module type called `name`, or of which `name` is a former
+    /// name ([`FORMER_NAMES`]).
     pub fn get(&self, name: &str) -> Option<&'static ModuleSpec> {
-        self.specs.get(name).copied()
+        self.specs
+            .get(name)
+            .or_else(|| {
+                let (_, now) = FORMER_NAMES.iter().find(|(old, _)| *old == name)?;
+                self.specs.get(now)
+            })
+            .copied()
     }
     /// All module types, by name.
     pub fn iter(&self) -> impl Iterator<Item = &'static ModuleSpec> + '_ {

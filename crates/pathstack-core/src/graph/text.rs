@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! # comment to end of line
-//! name=wire0 module=WIRE device=0;   # instance: key=value pairs, then `;`
+//! name=wire0 module=DRIVER device=0;   # instance: key=value pairs, then `;`
 //! module=ECHO;                        # name defaults to the module name
 //! @                                   # declarations end, connections follow
 //! ECHO.<down<>wire0.up;               # `<`: ECHO is initialized after wire0

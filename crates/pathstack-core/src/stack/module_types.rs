@@ -21,11 +21,14 @@ impl ModuleTypes {
     pub fn new() -> Self {
         Self::default()
     }
-    /// The module types of the core: the `WIRE` driver and the synthetic
+    /// The module types of the core: the `DRIVER` module and the synthetic
     /// modules.
     pub fn core() -> Self {
         let mut t = Self::new();
-        t.register(&crate::device::WIRE_SPEC, crate::device::WireModule::create);
+        t.register(
+            &crate::device::DRIVER_SPEC,
+            crate::device::DriverModule::create,
+        );
         crate::synthetic::register(&mut t);
         t
     }

@@ -1,6 +1,6 @@
 //! Synthetic modules: small but real protocol layers for tests, benchmarks
 //! and examples of the path core, independent of the Internet protocols.
-//! They sit on the `WIRE` driver ([`crate::device::driver`]), which is a
+//! They sit on the `DRIVER` module ([`crate::device::driver`]), which is a
 //! real driver over any device and so lives with the devices.
 //!
 //! - `LINK` — a link layer: a 4-byte header (channel, length) that the

@@ -1,5 +1,5 @@
 //! Two stacks joined by the in-memory wire, running the synthetic 5-stage
-//! path `ECHO / HDR / HDR / LINK / WIRE`: the client's `ECHO` sinks, the
+//! path `ECHO / HDR / HDR / LINK / DRIVER`: the client's `ECHO` sinks, the
 //! server's echoes. Used by the tests, the `path_exec` benchmark and the
 //! examples; one round trip is four path traversals (client down, server
 //! up, server down after `ECHO` turns the message around, client up).
@@ -7,8 +7,8 @@
 use super::{EchoStage, HdrStage, LinkStage};
 use crate::attrs::keys::{AddrPart, Participants, PARTICIPANTS};
 use crate::attrs::Attrs;
-use crate::device::wire::{wire_pair, WireConfig};
-use crate::device::WireStage;
+use crate::device::memory::{memory_pair, MemoryConfig};
+use crate::device::DriverStage;
 use crate::error::StackError;
 use crate::graph::ModuleGraph;
 use crate::ids::{Dir, PathId};
@@ -19,12 +19,12 @@ use crate::time::Instant;
 
 /// The graph of each side; `{mode}` is `echo` or `sink`.
 pub const PAIR_GRAPH: &str = "
-# ECHO over two HDR layers over LINK over the WIRE driver (device 0).
+# ECHO over two HDR layers over LINK over the DRIVER module (device 0).
 name=echo module=ECHO mode={mode};
 name=h2 module=HDR size=8 tag=2;
 name=h1 module=HDR size=8 tag=1;
 name=link module=LINK;
-name=wire module=WIRE device=0;
+name=wire module=DRIVER device=0;
 @
 echo.down<>h2.up;
 h2.down<>h1.up;
@@ -34,9 +34,9 @@ link.down<>wire.up;
 
 /// The inlining rule for the pair's path.
 pub fn inline_rule() -> Rule {
-    Rule::inline::<(EchoStage, HdrStage, HdrStage, LinkStage, WireStage)>(
-        "inline ECHO/HDR/HDR/LINK/WIRE",
-        &["ECHO", "HDR", "HDR", "LINK", "WIRE"],
+    Rule::inline::<(EchoStage, HdrStage, HdrStage, LinkStage, DriverStage)>(
+        "inline ECHO/HDR/HDR/LINK/DRIVER",
+        &["ECHO", "HDR", "HDR", "LINK", "DRIVER"],
     )
 }
 
@@ -91,7 +91,7 @@ impl EchoPair {
     /// Builds the pair with scheduler `sched`; `inline` applies the
     /// path-inlining rule to both paths.
     pub fn new(sched: SchedKind, inline: bool) -> Result<Self, StackError> {
-        let (a, b) = wire_pair(WireConfig::default());
+        let (a, b) = memory_pair(MemoryConfig::default());
         let (mut client, client_path) = side("sink", sched, 7, a)?;
         let (mut server, server_path) = side("echo", sched, 7, b)?;
         if inline {

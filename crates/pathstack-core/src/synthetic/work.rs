@@ -141,7 +141,7 @@ pub fn layer_blocks(layer: usize, code: usize) -> Result<Range<usize>, String> {
 
 /// The graph text of Blackwell's synthetic stack: `ECHO` (`mode`) over
 /// `layers` `WORK` layers (numbered from the bottom, each with `code` and
-/// `data` bytes) over `LINK` over the `WIRE` driver of device 0, which
+/// `data` bytes) over `LINK` over the `DRIVER` module of device 0, which
 /// takes at most `rx_burst` frames per poll.
 pub fn work_graph(layers: usize, code: usize, data: usize, mode: &str, rx_burst: usize) -> String {
     let mut g = format!("name=echo module=ECHO mode={mode};\n");
@@ -151,7 +151,7 @@ pub fn work_graph(layers: usize, code: usize, data: usize, mode: &str, rx_burst:
         ));
     }
     g.push_str(&format!(
-        "name=link module=LINK;\nname=wire module=WIRE device=0 rx_burst={rx_burst};\n@\n"
+        "name=link module=LINK;\nname=wire module=DRIVER device=0 rx_burst={rx_burst};\n@\n"
     ));
     let mut above = "echo".to_string();
     for k in (0..layers).rev() {
@@ -274,7 +274,7 @@ impl Stage for WorkStage {
 mod tests {
     use super::*;
     use crate::attrs::keys::{AddrPart, Participants, PARTICIPANTS};
-    use crate::device::wire::{wire_pair, WireConfig};
+    use crate::device::memory::{memory_pair, MemoryConfig};
     use crate::graph::ModuleGraph;
     use crate::stack::{ModuleTypes, Stack};
     use crate::time::Instant;
@@ -326,7 +326,7 @@ mod tests {
         assert_eq!(l0.messages(), 2);
     }
 
-    fn stack(mode: &str, dev: crate::device::wire::WireEnd) -> (Stack, crate::ids::PathId) {
+    fn stack(mode: &str, dev: crate::device::memory::MemoryEnd) -> (Stack, crate::ids::PathId) {
         let types = ModuleTypes::core();
         let text = work_graph(5, 1024, 256, mode, 8);
         let graph = ModuleGraph::from_text(&text, Some("work.graph"), &types.specs()).unwrap();
@@ -345,7 +345,7 @@ mod tests {
 
     #[test]
     fn five_work_layers_carry_messages_unchanged() {
-        let (a, b) = wire_pair(WireConfig::default());
+        let (a, b) = memory_pair(MemoryConfig::default());
         let (mut tx, tp) = stack("sink", a);
         let (mut rx, rp) = stack("sink", b);
         let payload: Vec<u8> = (0..552u32).map(|i| i as u8).collect();
@@ -369,10 +369,10 @@ mod tests {
         let types = ModuleTypes::core();
         for (params, key) in [("code=1000000", "code"), ("data=100000", "data")] {
             let text = format!(
-                "name=w module=WORK {params};\nname=link module=LINK;\nname=wire module=WIRE device=0;\n@\nw.down<>link.up;\nlink.down<>wire.up;\n"
+                "name=w module=WORK {params};\nname=link module=LINK;\nname=wire module=DRIVER device=0;\n@\nw.down<>link.up;\nlink.down<>wire.up;\n"
             );
             let graph = ModuleGraph::from_text(&text, None, &types.specs()).unwrap();
-            let (a, _b) = wire_pair(WireConfig::default());
+            let (a, _b) = memory_pair(MemoryConfig::default());
             let Err(e) = Stack::builder(graph, ModuleTypes::core()).device(a).build() else {
                 panic!("{params} was accepted");
             };

@@ -1,4 +1,4 @@
-//! Module types for the graph tests. WIRE, HDR, LINK and ECHO are the specs
+//! Module types for the graph tests. DRIVER, HDR, LINK and ECHO are the specs
 //! of the synthetic modules, so `graphs/synthetic5.graph` is checked here; the others
 //! exercise interface subtyping and every connection-count constraint.
 #![allow(dead_code)]
@@ -7,12 +7,12 @@ use pathstack_core::graph::spec::*;
 
 /// The real synthetic module types, so `graphs/synthetic5.graph` is
 /// checked against what the stack instantiates.
-pub static WIRE: ModuleSpec = pathstack_core::device::WIRE_SPEC;
-/// See [`WIRE`].
+pub static DRIVER: ModuleSpec = pathstack_core::device::DRIVER_SPEC;
+/// See [`DRIVER`].
 pub static HDR: ModuleSpec = pathstack_core::synthetic::HDR_SPEC;
-/// See [`WIRE`].
+/// See [`DRIVER`].
 pub static LINK: ModuleSpec = pathstack_core::synthetic::LINK_SPEC;
-/// See [`WIRE`].
+/// See [`DRIVER`].
 pub static ECHO: ModuleSpec = pathstack_core::synthetic::ECHO_SPEC;
 
 pub static STREAM: ModuleSpec = ModuleSpec {
@@ -79,7 +79,7 @@ pub static PEER: ModuleSpec = ModuleSpec {
 pub fn registry() -> SpecRegistry {
     let mut r = SpecRegistry::new();
     for s in [
-        &WIRE, &HDR, &LINK, &ECHO, &STREAM, &TUNER, &CAMERA, &MONITOR, &PEER,
+        &DRIVER, &HDR, &LINK, &ECHO, &STREAM, &TUNER, &CAMERA, &MONITOR, &PEER,
     ] {
         r.register(s);
     }

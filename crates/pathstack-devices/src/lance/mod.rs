@@ -21,7 +21,7 @@
 //! A stack with the LANCE below the synthetic layers:
 //!
 //! ```
-//! use pathstack_core::device::wire::{wire_pair, WireConfig};
+//! use pathstack_core::device::memory::{memory_pair, MemoryConfig};
 //! use pathstack_core::graph::ModuleGraph;
 //! use pathstack_core::stack::{ModuleTypes, Stack};
 //!
@@ -33,7 +33,7 @@
 //!     None,
 //!     &types.specs(),
 //! )?;
-//! let (a, _b) = wire_pair(WireConfig::default());
+//! let (a, _b) = memory_pair(MemoryConfig::default());
 //! let stack = Stack::builder(graph, types).device(a).build()?;
 //! let nic = stack.module_id("nic").unwrap();
 //! let lance = stack.module::<pathstack_devices::lance::LanceModule>(nic).unwrap();

@@ -1,6 +1,6 @@
 //! `LANCE`: the device driver module over the emulated Am7990, the
 //! counterpart of the thesis' LANCE module below ETH. Shaped like the core's
-//! `WIRE` module: one NETDEV service `up`, a stage that transmits on the
+//! `DRIVER` module: one NETDEV service `up`, a stage that transmits on the
 //! way down, and `poll`, which receives frames and delivers them to the
 //! classifier.
 //!

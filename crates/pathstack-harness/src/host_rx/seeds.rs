@@ -3,7 +3,7 @@
 
 use crate::frames::{a_mac, arp_bytes, eth, ipv4, udp_bytes, A_IP, B_IP};
 use crate::input::{pattern, Enc};
-use pathstack_core::device::wire::WireConfig;
+use pathstack_core::device::memory::MemoryConfig;
 use std::net::Ipv4Addr;
 
 /// Seeds for [`host_rx`](super::host_rx): realistic frames of each kind.
@@ -19,7 +19,7 @@ pub fn host_rx_seeds() -> Vec<(String, Vec<u8>)> {
         &eth(
             [0xff; 6],
             0x0806,
-            &arp_bytes(1, WireConfig::default().mac_b, B_IP, A_IP),
+            &arp_bytes(1, MemoryConfig::default().mac_b, B_IP, A_IP),
         ),
     );
     frame(
@@ -27,7 +27,7 @@ pub fn host_rx_seeds() -> Vec<(String, Vec<u8>)> {
         &eth(
             a_mac(),
             0x0806,
-            &arp_bytes(2, WireConfig::default().mac_b, B_IP, A_IP),
+            &arp_bytes(2, MemoryConfig::default().mac_b, B_IP, A_IP),
         ),
     );
     e.u8(7 | 0x80)

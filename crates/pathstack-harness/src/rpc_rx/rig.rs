@@ -11,7 +11,7 @@ use crate::host_pair::HostPair;
 use crate::input::pattern;
 use pathstack::host::HostConfig;
 use pathstack::rpc::{Echo, RpcCall, RpcError};
-use pathstack_core::device::wire::WireConfig;
+use pathstack_core::device::memory::MemoryConfig;
 use pathstack_rpc::modules::{protocol, RpcNet};
 use pathstack_rpc::Peer;
 
@@ -72,7 +72,7 @@ impl Rig {
             wire.a.rpc().start(b_peer, ECHO, &pattern(10, 3)).ok()?,
             wire.a.rpc().start(b_peer, ECHO, &pattern(5000, 4)).ok()?,
         ];
-        let b_mac = WireConfig::default().mac_b;
+        let b_mac = MemoryConfig::default().mac_b;
         let mut track = Track::default();
         let (mut a_bid, mut b_bid) = (None, None);
         let mut b_frames = Vec::new();

@@ -13,7 +13,7 @@
 use super::params::{optional, required};
 use super::ETHERTYPE_ARP;
 use crate::anno::InetAnno;
-use crate::arp_cache::{
+use crate::arp::cache::{
     ArpCache, ArpConfig, ArpEvent, ArpInput, Resolution, ResolutionDropReason, StaticEntryError,
 };
 use crate::wire::arp::{ArpDropReason, ArpPacket, PACKET_LEN};

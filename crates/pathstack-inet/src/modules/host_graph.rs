@@ -26,7 +26,7 @@ pub struct HostGraph {
     pub mac: MacAddr,
     /// The interface's MTU.
     pub mtu: u16,
-    /// The driver instance's module and parameters (`WIRE device=0`,
+    /// The driver instance's module and parameters (`DRIVER device=0`,
     /// `LANCE device=0 access=direct`).
     pub driver: String,
     /// Extra module lines above IP (`name=udp module=UDP;`), each with
@@ -35,7 +35,7 @@ pub struct HostGraph {
 }
 
 impl HostGraph {
-    /// A host on device 0 through the generic `WIRE` driver, MTU 1500.
+    /// A host on device 0 through the generic `DRIVER` module, MTU 1500.
     pub fn new(addr: Ipv4Addr, prefix_len: u8, mac: MacAddr) -> Self {
         HostGraph {
             addr,
@@ -43,7 +43,7 @@ impl HostGraph {
             gateway: None,
             mac,
             mtu: 1500,
-            driver: "WIRE device=0".to_string(),
+            driver: "DRIVER device=0".to_string(),
             upper: Vec::new(),
         }
     }

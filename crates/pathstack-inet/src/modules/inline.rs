@@ -23,11 +23,11 @@ use pathstack_core::Stage;
 /// `inline top/UDP/IP/ARP/ETH/driver`.
 ///
 /// ```
-/// use pathstack_core::device::{WireStage, WIRE_SPEC};
+/// use pathstack_core::device::{DriverStage, DRIVER_SPEC};
 /// use pathstack_core::synthetic::{EchoStage, ECHO_SPEC};
 /// use pathstack_inet::modules::inline;
-/// let rule = inline::udp_rule::<EchoStage, WireStage>(ECHO_SPEC.name, WIRE_SPEC.name);
-/// assert_eq!(rule.name(), "inline ECHO/UDP/IP/ARP/ETH/WIRE");
+/// let rule = inline::udp_rule::<EchoStage, DriverStage>(ECHO_SPEC.name, DRIVER_SPEC.name);
+/// assert_eq!(rule.name(), "inline ECHO/UDP/IP/ARP/ETH/DRIVER");
 /// ```
 pub fn udp_rule<Top: Stage, Driver: Stage>(
     top_type: &'static str,
@@ -48,11 +48,11 @@ pub fn udp_rule<Top: Stage, Driver: Stage>(
 /// top/UDP/IP/ARP/ETH/driver`; it applies to a modular or an inlined path.
 ///
 /// ```
-/// use pathstack_core::device::{WireStage, WIRE_SPEC};
+/// use pathstack_core::device::{DriverStage, DRIVER_SPEC};
 /// use pathstack_core::synthetic::{EchoStage, ECHO_SPEC};
 /// use pathstack_inet::modules::inline;
-/// let rule = inline::udp_fast_rule::<EchoStage, WireStage>(ECHO_SPEC.name, WIRE_SPEC.name);
-/// assert_eq!(rule.name(), "specialize ECHO/UDP/IP/ARP/ETH/WIRE");
+/// let rule = inline::udp_fast_rule::<EchoStage, DriverStage>(ECHO_SPEC.name, DRIVER_SPEC.name);
+/// assert_eq!(rule.name(), "specialize ECHO/UDP/IP/ARP/ETH/DRIVER");
 /// ```
 pub fn udp_fast_rule<Top: Stage, Driver: Stage>(
     top_type: &'static str,
@@ -74,10 +74,10 @@ pub fn udp_fast_rule<Top: Stage, Driver: Stage>(
 /// block moved into the inlined executor with the other stages.
 ///
 /// ```
-/// use pathstack_core::device::{WireStage, WIRE_SPEC};
+/// use pathstack_core::device::{DriverStage, DRIVER_SPEC};
 /// use pathstack_inet::modules::inline;
-/// let rule = inline::tcp_rule::<WireStage>(WIRE_SPEC.name);
-/// assert_eq!(rule.name(), "inline TCP/IP/ARP/ETH/WIRE");
+/// let rule = inline::tcp_rule::<DriverStage>(DRIVER_SPEC.name);
+/// assert_eq!(rule.name(), "inline TCP/IP/ARP/ETH/DRIVER");
 /// ```
 pub fn tcp_rule<Driver: Stage>(driver_type: &'static str) -> Rule {
     Rule::inline::<(TcpConnStage, IpStage, ArpStage, EthStage, Driver)>(
@@ -95,10 +95,10 @@ pub fn tcp_rule<Driver: Stage>(driver_type: &'static str) -> Rule {
 /// TCP/IP/ARP/ETH/driver`; it applies to a modular or an inlined path.
 ///
 /// ```
-/// use pathstack_core::device::{WireStage, WIRE_SPEC};
+/// use pathstack_core::device::{DriverStage, DRIVER_SPEC};
 /// use pathstack_inet::modules::inline;
-/// let rule = inline::tcp_fast_rule::<WireStage>(WIRE_SPEC.name);
-/// assert_eq!(rule.name(), "specialize TCP/IP/ARP/ETH/WIRE");
+/// let rule = inline::tcp_fast_rule::<DriverStage>(DRIVER_SPEC.name);
+/// assert_eq!(rule.name(), "specialize TCP/IP/ARP/ETH/DRIVER");
 /// ```
 pub fn tcp_fast_rule<Driver: Stage>(driver_type: &'static str) -> Rule {
     Rule::specialize::<(TcpConnStage, IpStage, ArpStage, EthStage, Driver), TransportFast>(
@@ -115,10 +115,10 @@ pub fn tcp_fast_rule<Driver: Stage>(driver_type: &'static str) -> Rule {
 /// named `specialize UDP/IP/ARP/ETH/driver`.
 ///
 /// ```
-/// use pathstack_core::device::{WireStage, WIRE_SPEC};
+/// use pathstack_core::device::{DriverStage, DRIVER_SPEC};
 /// use pathstack_inet::modules::inline;
-/// let rule = inline::udp_socket_fast_rule::<WireStage>(WIRE_SPEC.name);
-/// assert_eq!(rule.name(), "specialize UDP/IP/ARP/ETH/WIRE");
+/// let rule = inline::udp_socket_fast_rule::<DriverStage>(DRIVER_SPEC.name);
+/// assert_eq!(rule.name(), "specialize UDP/IP/ARP/ETH/DRIVER");
 /// ```
 pub fn udp_socket_fast_rule<Driver: Stage>(driver_type: &'static str) -> Rule {
     Rule::specialize::<(UdpStage, IpStage, ArpStage, EthStage, Driver), TransportFast>(

@@ -18,12 +18,12 @@ use super::loopback;
 use super::params::{optional, parse_cidr, required};
 use super::ETHERTYPE_IPV4;
 use crate::anno::InetAnno;
-use crate::frag::fragment;
-use crate::icmp_suppression::may_send_error;
-use crate::ipv4_ident::IdentCounter;
-use crate::rate_limit::TokenBucket;
-use crate::reassembly::{Reassembler, Reassembly, ReassemblyConfig};
-use crate::route::{RouteEntry, RoutingTable};
+use crate::ip::frag::fragment;
+use crate::ip::icmp_suppression::may_send_error;
+use crate::ip::ipv4_ident::IdentCounter;
+use crate::ip::rate_limit::TokenBucket;
+use crate::ip::reassembly::{Reassembler, Reassembly, ReassemblyConfig};
+use crate::ip::route::{RouteEntry, RoutingTable};
 use crate::wire::checksum;
 use crate::wire::icmp::{IcmpError, Quote};
 use crate::wire::ipv4::{self, protocol, Ipv4Repr, Ipv4Template, MIN_HEADER_LEN};
@@ -285,7 +285,7 @@ impl IpModule {
             key: key.to_string(),
             reason,
         };
-        if mtu < crate::route::MIN_MTU {
+        if mtu < crate::ip::route::MIN_MTU {
             return Err(bad(
                 "mtu",
                 format!("{mtu} is below the IPv4 minimum of 68 (RFC 791)"),

@@ -4,7 +4,7 @@
 //!
 //! Packet slicing is etherparse's (`ArpPacketSlice`); this file checks that
 //! the packet is the Ethernet/IPv4 kind. The resolution cache that learns
-//! from these packets is [`crate::arp_cache`].
+//! from these packets is [`crate::arp::cache`].
 
 use crate::wire::eth::{self, EthHeader, EtherType, MacAddr};
 use etherparse::{ArpHardwareId, ArpOperation, ArpPacketSlice};
@@ -41,7 +41,7 @@ pub const PACKET_LEN: usize = field::TPA.end;
 
 pathstack_core::drop_reasons! {
     /// Why an ARP packet was dropped. Packets waiting for ARP have reasons
-    /// of their own ([`ResolutionDropReason`](crate::arp_cache::ResolutionDropReason)).
+    /// of their own ([`ResolutionDropReason`](crate::arp::cache::ResolutionDropReason)).
     #[derive(thiserror::Error)]
     pub enum ArpDropReason in "arp" {
         /// Shorter than its address lengths say.

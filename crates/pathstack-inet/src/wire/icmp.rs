@@ -1,7 +1,7 @@
 //! ICMP messages for IPv4 (RFC 792): the header, echo replies built in
 //! place, and destination-unreachable and time-exceeded builders that
 //! quote the offending datagram. Which datagrams a host must never send an
-//! error about (RFC 1122 §3.2.2) is [`crate::icmp_suppression`]'s.
+//! error about (RFC 1122 §3.2.2) is [`crate::ip::icmp_suppression`]'s.
 //!
 //! Length checks are etherparse's (`Icmpv4Slice`); fields are read and
 //! written through [`field`]. The in-place echo turnaround and the quoting
@@ -506,7 +506,7 @@ impl IcmpError {
     /// new buffer of `pool` with headroom for the IP and Ethernet headers.
     /// The caller sends it to the source of the quoted datagram from our
     /// address, after
-    /// [`may_send_error`](crate::icmp_suppression::may_send_error) and the rate limiter said yes.
+    /// [`may_send_error`](crate::ip::icmp_suppression::may_send_error) and the rate limiter said yes.
     pub fn build(&self, pool: &MsgPool, quote: &Quote) -> Result<Msg, MsgError> {
         let q = quote.as_bytes();
         let mut m = pool.alloc(HEADER_LEN + q.len())?;
@@ -665,7 +665,7 @@ mod tests {
             if let Ok(p) = IcmpPacket::new_checked(&bytes) {
                 let _ = (p.msg_type(), p.code(), p.rest_of_header(), p.payload(), p.is_error());
             }
-            let _ = crate::icmp_suppression::may_send_error(&bytes, bcast);
+            let _ = crate::ip::icmp_suppression::may_send_error(&bytes, bcast);
             if let Some(q) = Quote::from_datagram(&bytes) {
                 prop_assert!(q.as_bytes().len() <= 68);
                 prop_assert_eq!(q.as_bytes(), &bytes[..q.as_bytes().len()]);

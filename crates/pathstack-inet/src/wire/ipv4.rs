@@ -361,7 +361,7 @@ pub struct Ipv4Repr {
     pub ttl: u8,
     /// Type of service / DSCP+ECN byte.
     pub tos: u8,
-    /// Identification (RFC 791; see [`IdentCounter`](crate::ipv4_ident::IdentCounter)).
+    /// Identification (RFC 791; see [`IdentCounter`](crate::ip::ipv4_ident::IdentCounter)).
     pub ident: u16,
     /// Don't Fragment.
     pub dont_frag: bool,

@@ -2,7 +2,7 @@
 //! clock.
 #![allow(dead_code)]
 
-use pathstack_core::device::wire::{wire_pair, WireConfig};
+use pathstack_core::device::memory::{memory_pair, MemoryConfig};
 use pathstack_core::graph::ModuleGraph;
 use pathstack_core::stack::{ModuleTypes, Stack};
 use pathstack_core::{Device, Dir, DropTally, Instant, Msg, PathId};
@@ -119,7 +119,7 @@ impl Net {
 
     /// Two hosts with `upper` modules (line, connection) above IP.
     pub fn new(mtu: u16, upper: &[(&str, &str)]) -> Net {
-        let (da, db) = wire_pair(WireConfig::default());
+        let (da, db) = memory_pair(MemoryConfig::default());
         let upper: Vec<(String, String)> = upper
             .iter()
             .map(|(l, c)| (l.to_string(), c.to_string()))

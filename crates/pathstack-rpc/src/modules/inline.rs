@@ -87,10 +87,10 @@ fn rule<Top: Stage, Driver: Stage>(net: RpcNet, driver_type: &'static str, role:
 /// type is `driver_type`.
 ///
 /// ```
-/// use pathstack_core::device::{WireStage, WIRE_SPEC};
+/// use pathstack_core::device::{DriverStage, DRIVER_SPEC};
 /// use pathstack_rpc::modules::{inline, RpcNet};
-/// let rule = inline::client_rule::<WireStage>(RpcNet::Eth, WIRE_SPEC.name);
-/// assert_eq!(rule.name(), "inline RPC client RPC/MSELECT/VCHAN/CHAN/BID/BLAST/ETH/WIRE");
+/// let rule = inline::client_rule::<DriverStage>(RpcNet::Eth, DRIVER_SPEC.name);
+/// assert_eq!(rule.name(), "inline RPC client RPC/MSELECT/VCHAN/CHAN/BID/BLAST/ETH/DRIVER");
 /// ```
 pub fn client_rule<Driver: Stage>(net: RpcNet, driver_type: &'static str) -> Rule {
     rule::<RpcClientStage, Driver>(net, driver_type, "client")
@@ -100,10 +100,10 @@ pub fn client_rule<Driver: Stage>(net: RpcNet, driver_type: &'static str) -> Rul
 /// [`client_rule`]).
 ///
 /// ```
-/// use pathstack_core::device::{WireStage, WIRE_SPEC};
+/// use pathstack_core::device::{DriverStage, DRIVER_SPEC};
 /// use pathstack_rpc::modules::{inline, RpcNet};
-/// let rule = inline::server_rule::<WireStage>(RpcNet::Ip, WIRE_SPEC.name);
-/// assert_eq!(rule.name(), "inline RPC server RPC/MSELECT/VCHAN/CHAN/BID/BLAST/IP/ARP/ETH/WIRE");
+/// let rule = inline::server_rule::<DriverStage>(RpcNet::Ip, DRIVER_SPEC.name);
+/// assert_eq!(rule.name(), "inline RPC server RPC/MSELECT/VCHAN/CHAN/BID/BLAST/IP/ARP/ETH/DRIVER");
 /// ```
 pub fn server_rule<Driver: Stage>(net: RpcNet, driver_type: &'static str) -> Rule {
     rule::<RpcServerStage, Driver>(net, driver_type, "server")
@@ -143,10 +143,10 @@ fn fast_rule<Top: Stage, Driver: Stage>(
 /// or an inlined path.
 ///
 /// ```
-/// use pathstack_core::device::{WireStage, WIRE_SPEC};
+/// use pathstack_core::device::{DriverStage, DRIVER_SPEC};
 /// use pathstack_rpc::modules::{inline, RpcNet};
-/// let rule = inline::client_fast_rule::<WireStage>(RpcNet::Eth, WIRE_SPEC.name);
-/// assert_eq!(rule.name(), "specialize RPC client RPC/MSELECT/VCHAN/CHAN/BID/BLAST/ETH/WIRE");
+/// let rule = inline::client_fast_rule::<DriverStage>(RpcNet::Eth, DRIVER_SPEC.name);
+/// assert_eq!(rule.name(), "specialize RPC client RPC/MSELECT/VCHAN/CHAN/BID/BLAST/ETH/DRIVER");
 /// ```
 pub fn client_fast_rule<Driver: Stage>(net: RpcNet, driver_type: &'static str) -> Rule {
     fast_rule::<RpcClientStage, Driver>(net, driver_type, "client")
@@ -156,10 +156,10 @@ pub fn client_fast_rule<Driver: Stage>(net: RpcNet, driver_type: &'static str) -
 /// [`client_fast_rule`]).
 ///
 /// ```
-/// use pathstack_core::device::{WireStage, WIRE_SPEC};
+/// use pathstack_core::device::{DriverStage, DRIVER_SPEC};
 /// use pathstack_rpc::modules::{inline, RpcNet};
-/// let rule = inline::server_fast_rule::<WireStage>(RpcNet::Ip, WIRE_SPEC.name);
-/// assert_eq!(rule.name(), "specialize RPC server RPC/MSELECT/VCHAN/CHAN/BID/BLAST/IP/ARP/ETH/WIRE");
+/// let rule = inline::server_fast_rule::<DriverStage>(RpcNet::Ip, DRIVER_SPEC.name);
+/// assert_eq!(rule.name(), "specialize RPC server RPC/MSELECT/VCHAN/CHAN/BID/BLAST/IP/ARP/ETH/DRIVER");
 /// ```
 pub fn server_fast_rule<Driver: Stage>(net: RpcNet, driver_type: &'static str) -> Rule {
     fast_rule::<RpcServerStage, Driver>(net, driver_type, "server")

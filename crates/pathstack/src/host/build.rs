@@ -9,7 +9,7 @@ use crate::socket::linger_table::TcpLingers;
 use crate::socket::registrations::Registrations;
 use crate::socket::table::UdpSockets;
 use crate::socket::tcp_table::TcpSockets;
-use pathstack_core::device::{DeviceCaps, WireParams};
+use pathstack_core::device::{DeviceCaps, DriverParams};
 use pathstack_core::graph::spec::SpecRegistry;
 use pathstack_core::graph::{GraphBuilder, GraphErrors, ModuleGraph};
 use pathstack_core::stack::{Stack, StackConfig};
@@ -107,7 +107,7 @@ pub(super) fn host_graph(
     match cfg.nic {
         Nic::Device => b.typed(
             "dev",
-            &WireParams {
+            &DriverParams {
                 device: 0,
                 rx_burst: cfg.rx_burst,
             },
@@ -147,14 +147,14 @@ impl Host {
     /// use pathstack::core::stack::StackConfig;
     /// use pathstack::core::PoolConfig;
     /// use pathstack::host::{Host, HostConfig};
-    /// use pathstack::wire_pair;
+    /// use pathstack::memory_pair;
     /// let small = StackConfig {
     ///     pool: PoolConfig::small(64),
     ///     max_paths: 64,
     ///     max_timers: 256,
     ///     ..StackConfig::default()
     /// };
-    /// let (a, _b) = wire_pair(Default::default());
+    /// let (a, _b) = memory_pair(Default::default());
     /// let cfg = HostConfig::parse("10.0.0.1/24").unwrap();
     /// let mut h = Host::with_stack_config(cfg, a, small).unwrap();
     /// let s = h.udp().bind("0.0.0.0:7").unwrap();
@@ -191,9 +191,9 @@ impl Host {
     /// host's).
     ///
     /// ```
-    /// use pathstack::core::device::wire::{wire_pair, WireConfig};
+    /// use pathstack::core::device::memory::{memory_pair, MemoryConfig};
     /// use pathstack::host::Host;
-    /// let (a, _b) = wire_pair(WireConfig::default());
+    /// let (a, _b) = memory_pair(MemoryConfig::default());
     /// let file = concat!(env!("CARGO_MANIFEST_DIR"), "/../../graphs/host.graph");
     /// let mut h = Host::from_graph_file(file, a).unwrap();
     /// let s = h.udp().bind("10.0.0.1:7").unwrap();
@@ -520,9 +520,9 @@ mod tests {
     /// The SYN a host with TCP seed `seed` sends to 10.0.0.2:80 from port
     /// 40000 at a fixed time, its neighbour known.
     fn syn(seed: Option<u64>) -> Vec<u8> {
-        use pathstack_core::device::wire::{wire_pair, WireConfig};
+        use pathstack_core::device::memory::{memory_pair, MemoryConfig};
         use pathstack_core::Device;
-        let (a, mut b) = wire_pair(WireConfig::default());
+        let (a, mut b) = memory_pair(MemoryConfig::default());
         let cfg = HostConfig {
             mac: Some(MacAddr([2, 0, 0, 0, 0, 1])),
             tcp_seed: seed,

@@ -36,8 +36,8 @@ impl Host {
     /// ```
     /// use std::time::Duration;
     /// use pathstack::host::{Host, HostConfig};
-    /// use pathstack::wire_pair;
-    /// let (a, _b) = wire_pair(Default::default());
+    /// use pathstack::memory_pair;
+    /// let (a, _b) = memory_pair(Default::default());
     /// let mut h = Host::new(HostConfig::parse("10.0.0.1/24").unwrap(), a).unwrap();
     /// let t0 = Duration::from_secs(1);
     /// h.set_manual_clock(t0);

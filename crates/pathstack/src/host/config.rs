@@ -24,7 +24,7 @@ pub struct HostConfig {
     /// Scheduler.
     pub sched: SchedKind,
     /// The adapter between ETH and the device (default: the device
-    /// itself through `WIRE`).
+    /// itself through `DRIVER`).
     pub nic: Nic,
     /// Whether the graph has `UDP` (instance `udp`, default yes).
     pub udp: bool,
@@ -99,14 +99,14 @@ pub struct HostConfig {
     /// ```
     /// use pathstack::core::admission::{Budget, Budgets};
     /// use pathstack::host::{Host, HostConfig};
-    /// use pathstack::wire_pair;
+    /// use pathstack::memory_pair;
     /// // At most one UDP socket (each is a path of class `udp`).
     /// let cfg = HostConfig {
     ///     budgets: Budgets::default()
     ///         .with_class("udp", Budget { paths: Some(1), ..Budget::default() }),
     ///     ..HostConfig::parse("10.0.0.1/24").unwrap()
     /// };
-    /// let (a, _b) = wire_pair(Default::default());
+    /// let (a, _b) = memory_pair(Default::default());
     /// let mut h = Host::new(cfg, a).unwrap();
     /// let _s = h.udp().bind("0.0.0.0:7").unwrap();
     /// let e = std::io::Error::from(h.udp().bind("0.0.0.0:9").unwrap_err());

@@ -6,7 +6,7 @@ use super::ConfigError;
 use pathstack_core::msg::MsgError;
 use pathstack_core::DropReason;
 use pathstack_devices::TapError;
-use pathstack_inet::arp_cache::StaticEntryError;
+use pathstack_inet::arp::cache::StaticEntryError;
 use pathstack_inet::modules::CidrError;
 use std::io;
 use std::net::Ipv4Addr;

@@ -28,11 +28,11 @@ pub enum Below {
 ///
 /// ```
 /// use pathstack::host::{Below, Host, HostConfig, UpperModule};
-/// use pathstack::wire_pair;
+/// use pathstack::memory_pair;
 /// let mut cfg = HostConfig::parse("10.0.0.1/24").unwrap();
 /// // ECHO answers every datagram its path carries.
 /// cfg.upper.push(UpperModule::new("app", "ECHO").param("mode", "echo").over("down", Below::Udp));
-/// let (a, _b) = wire_pair(Default::default());
+/// let (a, _b) = memory_pair(Default::default());
 /// let h = Host::new(cfg, a).unwrap();
 /// assert!(h.stack().module_id("app").is_some());
 /// ```

@@ -10,12 +10,12 @@
 //! reordered frames and across reboots by BID and BIDCTL).
 //!
 //! ```
-//! use pathstack::core::device::wire::{wire_pair, WireConfig};
+//! use pathstack::core::device::memory::{memory_pair, MemoryConfig};
 //! use pathstack::host::{Host, HostConfig};
 //! use pathstack::rpc::Echo;
 //! use pathstack::rpc::RpcNet;
 //!
-//! let (a, b) = wire_pair(WireConfig::default());
+//! let (a, b) = memory_pair(MemoryConfig::default());
 //! let rpc = |cidr: &str| HostConfig { rpc: Some(RpcNet::Eth), ..HostConfig::parse(cidr).unwrap() };
 //! let mut client = Host::new(rpc("10.0.0.1/24"), a).unwrap();
 //! let mut server = Host::new(rpc("10.0.0.2/24"), b).unwrap();

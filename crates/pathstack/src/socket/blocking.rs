@@ -15,10 +15,10 @@ impl Host {
     /// Other sockets of the host receive too while it waits.
     ///
     /// ```
-    /// # use pathstack::core::device::wire::{wire_pair, WireConfig};
+    /// # use pathstack::core::device::memory::{memory_pair, MemoryConfig};
     /// # use pathstack::host::Host;
     /// # use std::time::Duration;
-    /// # let mut host = Host::new("10.0.0.1/24".parse().unwrap(), wire_pair(WireConfig::default()).0).unwrap();
+    /// # let mut host = Host::new("10.0.0.1/24".parse().unwrap(), memory_pair(MemoryConfig::default()).0).unwrap();
     /// let s = host.udp().bind("0.0.0.0:7").unwrap();
     /// let mut buf = [0u8; 16];
     /// let e = host.udp().recv_from_timeout(&s, &mut buf, Duration::from_millis(10)).unwrap_err();

@@ -51,10 +51,10 @@
 //!   a path of its own, keyed by both ends, that shares its port.
 //!
 //! ```
-//! use pathstack::core::device::wire::{wire_pair, WireConfig};
+//! use pathstack::core::device::memory::{memory_pair, MemoryConfig};
 //! use pathstack::host::Host;
 //!
-//! let (a, b) = wire_pair(WireConfig::default());
+//! let (a, b) = memory_pair(MemoryConfig::default());
 //! let mut client = Host::new("10.0.0.1/24".parse().unwrap(), a).unwrap();
 //! let mut server = Host::new("10.0.0.2/24".parse().unwrap(), b).unwrap();
 //! let srv = server.udp().bind("0.0.0.0:7").unwrap();
@@ -242,10 +242,10 @@ impl Host {
     /// turn, as `std::net::UdpSocket::bind` does.
     ///
     /// ```
-    /// # use pathstack::core::device::wire::{wire_pair, WireConfig};
+    /// # use pathstack::core::device::memory::{memory_pair, MemoryConfig};
     /// # use pathstack::host::Host;
     /// # use std::net::{IpAddr, Ipv4Addr, SocketAddr, SocketAddrV4};
-    /// # let mut host = Host::new("10.0.0.1/24".parse().unwrap(), wire_pair(WireConfig::default()).0).unwrap();
+    /// # let mut host = Host::new("10.0.0.1/24".parse().unwrap(), memory_pair(MemoryConfig::default()).0).unwrap();
     /// host.udp().bind("0.0.0.0:7").unwrap();
     /// host.udp().bind(SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 8)).unwrap();
     /// host.udp().bind((IpAddr::V4(Ipv4Addr::UNSPECIFIED), 9)).unwrap();
@@ -462,9 +462,9 @@ impl Host {
     /// queued: poll the host and try again.
     ///
     /// ```
-    /// # use pathstack::core::device::wire::{wire_pair, WireConfig};
+    /// # use pathstack::core::device::memory::{memory_pair, MemoryConfig};
     /// # use pathstack::host::Host;
-    /// let (a, b) = wire_pair(WireConfig::default());
+    /// let (a, b) = memory_pair(MemoryConfig::default());
     /// let mut h1 = Host::new("10.0.0.1/24".parse().unwrap(), a).unwrap();
     /// let mut h2 = Host::new("10.0.0.2/24".parse().unwrap(), b).unwrap();
     /// let (s1, s2) = (h1.udp().bind("0.0.0.0:0").unwrap(), h2.udp().bind("0.0.0.0:7").unwrap());

@@ -11,9 +11,9 @@ impl Host {
     /// (RFC 791 §3.2).
     ///
     /// ```
-    /// # use pathstack::core::device::wire::{wire_pair, WireConfig};
+    /// # use pathstack::core::device::memory::{memory_pair, MemoryConfig};
     /// # use pathstack::host::Host;
-    /// # let mut host = Host::new("10.0.0.1/24".parse().unwrap(), wire_pair(WireConfig::default()).0).unwrap();
+    /// # let mut host = Host::new("10.0.0.1/24".parse().unwrap(), memory_pair(MemoryConfig::default()).0).unwrap();
     /// let s = host.udp().bind("0.0.0.0:0").unwrap();
     /// assert_eq!(host.udp().ttl(&s).unwrap(), 64);
     /// host.udp().set_ttl(&s, 5).unwrap();

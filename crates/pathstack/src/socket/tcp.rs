@@ -21,11 +21,11 @@
 //! `shutdown(Write)` `BrokenPipe`.
 //!
 //! ```
-//! use pathstack::core::device::wire::{wire_pair, WireConfig};
+//! use pathstack::core::device::memory::{memory_pair, MemoryConfig};
 //! use pathstack::host::Host;
 //! use pathstack::inet::tcp::Shutdown;
 //!
-//! let (a, b) = wire_pair(WireConfig::default());
+//! let (a, b) = memory_pair(MemoryConfig::default());
 //! let mut client = Host::new("10.0.0.1/24".parse().unwrap(), a).unwrap();
 //! let mut server = Host::new("10.0.0.2/24".parse().unwrap(), b).unwrap();
 //! let l = server.tcp().listen("0.0.0.0:7", 16).unwrap();

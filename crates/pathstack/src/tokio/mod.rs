@@ -35,13 +35,13 @@
 //! A UDP echo over the in-memory wire, both hosts in one runtime:
 //!
 //! ```
-//! use pathstack::core::device::wire::{wire_pair, WireConfig};
+//! use pathstack::core::device::memory::{memory_pair, MemoryConfig};
 //! use pathstack::host::Host;
 //! use pathstack::tokio::{Net, UdpSocket};
 //!
 //! #[tokio::main(flavor = "current_thread")]
 //! async fn main() -> std::io::Result<()> {
-//!     let (a, b) = wire_pair(WireConfig::default());
+//!     let (a, b) = memory_pair(MemoryConfig::default());
 //!     // Made in the runtime, each net starts its driver.
 //!     let client = Net::new(Host::new("10.0.0.1/24".parse().unwrap(), a).unwrap());
 //!     let server = Net::new(Host::new("10.0.0.2/24".parse().unwrap(), b).unwrap());
@@ -70,13 +70,13 @@
 //! use bytes::Bytes;
 //! use http_body_util::{BodyExt, Full};
 //! use hyper_util::rt::TokioIo;
-//! use pathstack::core::device::wire::{wire_pair, WireConfig};
+//! use pathstack::core::device::memory::{memory_pair, MemoryConfig};
 //! use pathstack::host::Host;
 //! use pathstack::tokio::{Net, TcpListener, TcpStream};
 //!
 //! #[tokio::main(flavor = "current_thread")]
 //! async fn main() -> Result<(), Box<dyn std::error::Error>> {
-//!     let (a, b) = wire_pair(WireConfig::default());
+//!     let (a, b) = memory_pair(MemoryConfig::default());
 //!     let client = Net::new(Host::new("10.0.0.1/24".parse()?, a)?);
 //!     let server = Net::new(Host::new("10.0.0.2/24".parse()?, b)?);
 //!

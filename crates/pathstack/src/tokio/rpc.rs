@@ -5,14 +5,14 @@
 //! ([`crate::rpc`]).
 //!
 //! ```
-//! use pathstack::core::device::wire::{wire_pair, WireConfig};
+//! use pathstack::core::device::memory::{memory_pair, MemoryConfig};
 //! use pathstack::host::{Host, HostConfig};
 //! use pathstack::rpc::{Echo, RpcNet};
 //! use pathstack::tokio::{Net, RpcClient};
 //!
 //! #[tokio::main(flavor = "current_thread")]
 //! async fn main() -> Result<(), pathstack::rpc::RpcError> {
-//!     let (a, b) = wire_pair(WireConfig::default());
+//!     let (a, b) = memory_pair(MemoryConfig::default());
 //!     let rpc = |cidr: &str| HostConfig { rpc: Some(RpcNet::Eth), ..cidr.parse().unwrap() };
 //!     let client = RpcClient::new(&Net::new(Host::new(rpc("10.0.0.1/24"), a).unwrap()));
 //!     let server = RpcClient::new(&Net::new(Host::new(rpc("10.0.0.2/24"), b).unwrap()));

@@ -31,13 +31,13 @@ pub const MAX_BACKLOG: u32 = 65_535;
 /// [`listen`](Self::listen).
 ///
 /// ```
-/// use pathstack::core::device::wire::{wire_pair, WireConfig};
+/// use pathstack::core::device::memory::{memory_pair, MemoryConfig};
 /// use pathstack::host::Host;
 /// use pathstack::tokio::{Net, TcpSocket};
 ///
 /// #[tokio::main(flavor = "current_thread")]
 /// async fn main() -> std::io::Result<()> {
-///     let (a, b) = wire_pair(WireConfig::default());
+///     let (a, b) = memory_pair(MemoryConfig::default());
 ///     let client = Net::new(Host::new("10.0.0.1/24".parse().unwrap(), a)?);
 ///     let server = Net::new(Host::new("10.0.0.2/24".parse().unwrap(), b)?);
 ///

@@ -20,8 +20,8 @@
 //! every item.
 #![allow(dead_code)]
 
-use pathstack::core::device::wire::{wire_pair, WireConfig, WireEnd};
-use pathstack::core::device::{Device, DeviceCaps, DeviceError, DeviceStats, RxWaiter};
+use pathstack::core::device::memory::{memory_pair, MemoryConfig, MemoryEnd};
+use pathstack::core::device::{Device, DeviceError};
 use pathstack::core::time::{Duration, Instant};
 use pathstack::core::{Msg, MsgPool};
 use pathstack::host::{Host, HostConfig};
@@ -128,43 +128,21 @@ impl<D: Device> Device for Tapped<D> {
         }
         self.inner.transmit(frame, now)
     }
-    fn receive(&mut self, pool: &MsgPool, now: Instant) -> Result<Option<Msg>, DeviceError> {
-        self.inner.receive(pool, now)
-    }
-    fn caps(&self) -> DeviceCaps {
-        self.inner.caps()
-    }
-    fn poll_at(&self) -> Option<Instant> {
-        self.inner.poll_at()
-    }
-    fn stats(&self) -> DeviceStats {
-        self.inner.stats()
-    }
-    fn rx_waiter(&self) -> Option<Arc<dyn RxWaiter>> {
-        self.inner.rx_waiter()
-    }
+    pathstack::core::forward_device!((inner) receive, caps, poll_at, stats, rx_waiter);
 }
 
 /// A wire end that outlives the hosts built on it (see the module docs).
 #[derive(Clone)]
-pub struct SharedEnd(pub Arc<Mutex<WireEnd>>);
+pub struct SharedEnd(pub Arc<Mutex<MemoryEnd>>);
+
+impl SharedEnd {
+    fn end(&self) -> MutexGuard<'_, MemoryEnd> {
+        lock(&self.0)
+    }
+}
 
 impl Device for SharedEnd {
-    fn transmit(&mut self, frame: Msg, now: Instant) -> Result<(), DeviceError> {
-        lock(&self.0).transmit(frame, now)
-    }
-    fn receive(&mut self, pool: &MsgPool, now: Instant) -> Result<Option<Msg>, DeviceError> {
-        lock(&self.0).receive(pool, now)
-    }
-    fn caps(&self) -> DeviceCaps {
-        lock(&self.0).caps()
-    }
-    fn poll_at(&self) -> Option<Instant> {
-        lock(&self.0).poll_at()
-    }
-    fn stats(&self) -> DeviceStats {
-        lock(&self.0).stats()
-    }
+    pathstack::core::forward_device!((end()) transmit, receive, caps, poll_at, stats);
 }
 
 /// The client's address.
@@ -319,7 +297,7 @@ impl Rig {
         wrap_client: impl FnOnce(SharedEnd) -> Box<dyn Device>,
         wrap_server: impl Fn(SharedEnd) -> Box<dyn Device> + 'static,
     ) -> Rig {
-        let (a, b) = wire_pair(WireConfig::default());
+        let (a, b) = memory_pair(MemoryConfig::default());
         let client_end = SharedEnd(Arc::new(Mutex::new(a)));
         let server_end = SharedEnd(Arc::new(Mutex::new(b)));
         let log: Log = Arc::default();

@@ -7,7 +7,7 @@
 //! every item.
 #![allow(dead_code)]
 
-use pathstack::core::device::wire::{wire_pair, WireConfig};
+use pathstack::core::device::memory::{memory_pair, MemoryConfig};
 use pathstack::host::{Host, HostConfig};
 use pathstack::tokio::Net;
 use std::future::Future;
@@ -37,7 +37,7 @@ pub fn addr(ip: Ipv4Addr, port: u16) -> SocketAddr {
 /// Hosts A and B on a wire of the default configuration; each [`Net`]'s
 /// driver starts with it (inside the runtime).
 pub fn nets() -> (Net, Net) {
-    let (da, db) = wire_pair(WireConfig::default());
+    let (da, db) = memory_pair(MemoryConfig::default());
     let net = |ip: Ipv4Addr, dev| {
         let cfg = HostConfig::parse(&format!("{ip}/24")).expect("a host address");
         Net::new(Host::new(cfg, dev).expect("host"))

@@ -32,12 +32,12 @@
 //! kernel's forwarding dominates there; one configuration keeps
 //! `scripts/bench-veth.sh` quick).
 //!
-//! Each side's path is `ECHO / UDP / IP / ARP / ETH / WIRE`: the server's
+//! Each side's path is `ECHO / UDP / IP / ARP / ETH / DRIVER`: the server's
 //! ECHO turns the datagram around inside the path (the thesis' TCPTEST
 //! role: an application module at the top of the path), the client's ECHO
 //! leaves the reply in the path's sink. With `--nic lance:copy` or
 //! `lance:direct` the bottom stage is the emulated LANCE adapter's driver
-//! instead of `WIRE` (Mosberger, Peterson and O'Malley, *Protocol Latency: MIPS and Reality*, 1995, §2.6), on both hosts and on either wire;
+//! instead of `DRIVER` (Mosberger, Peterson and O'Malley, *Protocol Latency: MIPS and Reality*, 1995, §2.6), on both hosts and on either wire;
 //! PIN then uses the sequence ending in `LANCE`. PIN is the specialized
 //! path (`inline::udp_fast_rule`): the stages path-inlined and the common
 //! case in the fused fast form of UDP/IP/ARP/ETH
@@ -56,7 +56,7 @@
 //! otherwise), and each round sends one octet that the server's
 //! application reads and writes back (an application above the socket
 //! API, not an in-path echo). PIN specializes both connection paths
-//! (`TCP/IP/ARP/ETH/WIRE`, `pathstack::inet::modules::inline::tcp_fast_rule`:
+//! (`TCP/IP/ARP/ETH/DRIVER`, `pathstack::inet::modules::inline::tcp_fast_rule`:
 //! inlined, the links under TCP in the fused fast form) once the
 //! handshake is done, in memory with the device under ETH (`--nic
 //! tap`); over TAP only the standard form runs. Over TAP a round whose
@@ -93,8 +93,8 @@
 use clap::Parser;
 use pathstack::core::attrs::keys::{AddrPart, Participants, PARTICIPANTS, PASSIVE_OPEN};
 use pathstack::core::attrs::Attrs;
-use pathstack::core::device::wire::{wire_pair, WireConfig};
-use pathstack::core::device::{WireStage, WIRE_SPEC};
+use pathstack::core::device::memory::{memory_pair, MemoryConfig};
+use pathstack::core::device::{DriverStage, DRIVER_SPEC};
 use pathstack::core::rules::Rule;
 use pathstack::core::synthetic::{EchoStage, ECHO_SPEC};
 use pathstack::core::{Dir, PathId, SchedKind};
@@ -158,7 +158,7 @@ struct Args {
     #[arg(long)]
     form: Option<String>,
     /// The adapter under ETH on both hosts: `tap` (the device itself,
-    /// through WIRE), `lance:copy` or `lance:direct` (the emulated LANCE).
+    /// through DRIVER), `lance:copy` or `lance:direct` (the emulated LANCE).
     #[arg(long, default_value = "tap")]
     nic: Nic,
     /// Over TAP: never sleep, spin on the device (yielding between empty
@@ -216,7 +216,7 @@ fn config(
 fn inline_rule(nic: Nic) -> Rule {
     match nic {
         Nic::Device => {
-            inline::udp_fast_rule::<EchoStage, WireStage>(ECHO_SPEC.name, WIRE_SPEC.name)
+            inline::udp_fast_rule::<EchoStage, DriverStage>(ECHO_SPEC.name, DRIVER_SPEC.name)
         }
         Nic::Lance(_) => {
             inline::udp_fast_rule::<EchoStage, LanceStage>(ECHO_SPEC.name, LANCE_SPEC.name)
@@ -380,7 +380,7 @@ struct Pair {
 }
 
 fn pair(sched: SchedKind, pin: bool, nic: Nic, rx_burst: Option<usize>) -> Result<Pair, BoxError> {
-    let (a, b) = wire_pair(WireConfig::default());
+    let (a, b) = memory_pair(MemoryConfig::default());
     let mac = |n| Some(MacAddr([0x02, 0, 0, 0, 0, n]));
     let mut client = Host::new(
         config("10.0.0.1/24", mac(1), sched, nic, rx_burst, "sink")?,
@@ -486,7 +486,7 @@ fn run(args: Args) -> Result<(), BoxError> {
     {
         return Err(
             "--transport tcp: --form pin runs in memory with --nic tap only (the TCP \
-             inlining rule is made for the WIRE driver)"
+             inlining rule is made for the DRIVER module)"
                 .into(),
         );
     }
@@ -779,7 +779,7 @@ impl TcpPair {
     /// clock: the connection's first RTT sample is then of the same kind
     /// whether or not the rounds are counted).
     fn connect(sched: SchedKind, pin: bool, args: &Args) -> Result<TcpPair, BoxError> {
-        let (a, b) = wire_pair(WireConfig::default());
+        let (a, b) = memory_pair(MemoryConfig::default());
         let mac = |n| Some(MacAddr([0x02, 0, 0, 0, 0, n]));
         let nic = args.nic;
         let mut client = Host::new(
@@ -809,7 +809,7 @@ impl TcpPair {
             let paths = [(&mut hosts.client, ping.s), (&mut hosts.server, conn)];
             for (host, s) in paths {
                 let path = host.tcp().path_id(&s)?;
-                let rule = inline::tcp_fast_rule::<WireStage>(WIRE_SPEC.name);
+                let rule = inline::tcp_fast_rule::<DriverStage>(DRIVER_SPEC.name);
                 inline_with(host, path, rule, "for TCP")?;
             }
         }
@@ -857,7 +857,7 @@ impl TcpPair {
 /// retransmitted: the counted work is the same in every round.
 fn run_memory_tcp(args: &Args, row: &mut dyn FnMut(&Result1)) -> Result<Vec<Result1>, BoxError> {
     let mut results = Vec::new();
-    // The TCP inlining rule is made for the WIRE driver (checked above
+    // The TCP inlining rule is made for the DRIVER module (checked above
     // when --form asks for pin).
     let device = matches!(args.nic, Nic::Device);
     for (sched, pin) in configs(args, false)?

@@ -26,8 +26,8 @@ use super::{
     config_name, configs, count, measure, path_names, poll_until, Args, BoxError, End, Hosts,
     Result1, TapPingPong,
 };
-use pathstack::core::device::wire::{wire_pair, WireConfig};
-use pathstack::core::device::{WireStage, WIRE_SPEC};
+use pathstack::core::device::memory::{memory_pair, MemoryConfig};
+use pathstack::core::device::{DriverStage, DRIVER_SPEC};
 use pathstack::core::{Dir, PathId, SchedKind, SendError};
 use pathstack::devices::lance::{LanceStage, LANCE_SPEC};
 use pathstack::host::{Host, HostConfig};
@@ -139,7 +139,7 @@ fn rpc_paths(h: &Host) -> Result<(PathId, PathId), BoxError> {
 /// not.
 fn inline_rpc(h: &mut Host, args: &RpcArgs) -> Result<(), BoxError> {
     let rules = match args.nic {
-        Nic::Device => inline::fast_rules::<WireStage>(args.net, WIRE_SPEC.name),
+        Nic::Device => inline::fast_rules::<DriverStage>(args.net, DRIVER_SPEC.name),
         Nic::Lance(_) => inline::fast_rules::<LanceStage>(args.net, LANCE_SPEC.name),
     };
     for r in rules {
@@ -237,7 +237,7 @@ struct Pair {
 }
 
 fn pair(sched: SchedKind, pin: bool, args: &RpcArgs) -> Result<Pair, BoxError> {
-    let (a, b) = wire_pair(WireConfig::default());
+    let (a, b) = memory_pair(MemoryConfig::default());
     let mac = |n| Some(MacAddr([0x02, 0, 0, 0, 0, n]));
     let mut client = Host::new(config("10.0.0.1/24", mac(1), sched, args)?, a)?;
     let mut server = Host::new(config("10.0.0.2/24", mac(2), sched, args)?, b)?;

@@ -616,7 +616,7 @@ fn store(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::frag::fragment;
+    use crate::ip::frag::fragment;
     use crate::wire::ipv4::{protocol, tests::A, tests::B, Ipv4Packet};
     use pathstack_core::{MsgPool, PoolConfig};
     use proptest::prelude::*;

@@ -1,5 +1,6 @@
-//! The floor: a raw minimal responder, the fastest a user-space host on a
-//! TAP can possibly answer.
+//! A raw minimal responder, the fastest a user-space host on a TAP can
+//! possibly answer: the *floor* the benchmarks measure pathstack against
+//! (`examples/floor.rs` serves it on a TAP).
 //!
 //! [`RawResponder`] answers ARP requests, ICMP echo requests and UDP
 //! datagrams (echo) for one IPv4/MAC address by rewriting the received frame

@@ -1,7 +1,7 @@
 //! When a host stays silent: the datagrams RFC 1122 §3.2.2 says an ICMP
 //! error MUST NOT be sent about, checked before any error is built. The
 //! error rate limit is the other reason for silence
-//! ([`crate::rate_limit::TokenBucket`]).
+//! ([`crate::ip::rate_limit::TokenBucket`]).
 
 use crate::wire::icmp::is_error_type;
 use crate::wire::ipv4::{self, Ipv4Packet, MIN_HEADER_LEN};
@@ -39,7 +39,7 @@ pathstack_core::drop_reasons! {
 /// Applies the RFC 1122 §3.2.2 list: never about an ICMP error, a datagram
 /// to a broadcast or multicast address, a non-initial fragment, or one whose
 /// source does not define a single host. Rate limiting is separate
-/// ([`crate::rate_limit::TokenBucket`]).
+/// ([`crate::ip::rate_limit::TokenBucket`]).
 pub fn may_send_error(
     datagram: &[u8],
     link_or_subnet_broadcast: bool,

@@ -260,7 +260,7 @@ impl<P> ArpCache<P> {
     ///
     /// ```
     /// use pathstack_core::Instant;
-    /// use pathstack_inet::arp_cache::{ArpCache, ArpConfig};
+    /// use pathstack_inet::arp::cache::{ArpCache, ArpConfig};
     /// use pathstack_inet::MacAddr;
     /// let mut cache: ArpCache = ArpCache::new(ArpConfig::default());
     /// let mac = MacAddr([2, 0, 0, 0, 0, 2]);

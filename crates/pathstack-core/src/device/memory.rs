@@ -1,6 +1,7 @@
-//! The in-memory wire: two [`Device`]s joined back to back inside one process.
+//! The in-memory device: two [`Device`]s joined back to back inside one
+//! process, a wire in memory ([`memory_pair`]).
 //!
-//! A frame transmitted on one [`WireEnd`] is received, unchanged and in order
+//! A frame transmitted on one [`MemoryEnd`] is received, unchanged and in order
 //! (its bytes: the annotations the sender's stages left are cleared),
 //! on the other. The pooled buffer crosses the wire — moved, never
 //! copied — through a bounded ring allocated once, when the wire is made.
@@ -23,19 +24,19 @@
 //!
 //! Each end is `Send`: the two stacks of a ping-pong test may run on two
 //! threads. A receiving thread that has nothing else to do can sleep in
-//! [`WireEnd::wait_rx`] instead of spinning, and an async task can await a
+//! [`MemoryEnd::wait_rx`] instead of spinning, and an async task can await a
 //! frame through [`RxWaiter::poll_rx`] (a [`Waker`] slot per end); a
 //! transmitter wakes either only when it is actually waiting, so the fast
 //! path stays a push, a counter store and the fence of the sleep
 //! handshake.
 //!
 //! ```
-//! use pathstack_core::device::wire::{wire_pair, WireConfig};
+//! use pathstack_core::device::memory::{memory_pair, MemoryConfig};
 //! use pathstack_core::device::Device;
 //! use pathstack_core::{Instant, MsgPool, PoolConfig};
 //!
 //! let pool = MsgPool::new(PoolConfig::small(4));
-//! let (mut a, mut b) = wire_pair(WireConfig::default());
+//! let (mut a, mut b) = memory_pair(MemoryConfig::default());
 //! a.transmit(pool.alloc_copy(b"frame").unwrap(), Instant::ZERO).unwrap();
 //! let got = b.receive(&pool, Instant::ZERO).unwrap().unwrap();
 //! assert_eq!(got.as_slice(), b"frame");
@@ -56,7 +57,7 @@ pub const LINK_HEADER: usize = 14;
 
 /// How a wire is made.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct WireConfig {
+pub struct MemoryConfig {
     /// Frames that may wait in each direction before the receiver takes them.
     /// A transmit into a full direction drops the frame
     /// ([`DeviceError::QueueFull`]). At least 1 (0 is taken as 1).
@@ -69,11 +70,11 @@ pub struct WireConfig {
     pub mac_b: [u8; 6],
 }
 
-impl Default for WireConfig {
+impl Default for MemoryConfig {
     /// 1,024 frames per direction, a 1,500-byte MTU, and the locally
     /// administered addresses `02:00:00:00:00:01` (A) and `02:00:00:00:00:02` (B).
     fn default() -> Self {
-        WireConfig {
+        MemoryConfig {
             capacity: 1024,
             mtu: 1500,
             mac_a: local_mac(1),
@@ -239,7 +240,7 @@ struct WireShared {
 ///
 /// Frames transmitted on A are received on B and the other way round. Both
 /// queues are allocated here, at their full capacity.
-pub fn wire_pair(config: WireConfig) -> (WireEnd, WireEnd) {
+pub fn memory_pair(config: MemoryConfig) -> (MemoryEnd, MemoryEnd) {
     let capacity = config.capacity.max(1);
     let shared = Arc::new(WireShared {
         lanes: [Lane::new(), Lane::new()],
@@ -248,7 +249,7 @@ pub fn wire_pair(config: WireConfig) -> (WireEnd, WireEnd) {
     // The ring towards each end: that end reads it, its peer writes it.
     let (toward_a_tx, toward_a_rx) = RingBuffer::new(capacity);
     let (toward_b_tx, toward_b_rx) = RingBuffer::new(capacity);
-    let end = |me: usize, mac: [u8; 6], tx: Producer<Body>, rx: Consumer<Body>| WireEnd {
+    let end = |me: usize, mac: [u8; 6], tx: Producer<Body>, rx: Consumer<Body>| MemoryEnd {
         shared: Arc::clone(&shared),
         me,
         tx,
@@ -275,7 +276,7 @@ pub fn wire_pair(config: WireConfig) -> (WireEnd, WireEnd) {
 ///
 /// Counters are plain fields owned by the end: only the thread that owns the
 /// end transmits and receives on it, so they need no atomics.
-pub struct WireEnd {
+pub struct MemoryEnd {
     shared: Arc<WireShared>,
     /// 0 for end A, 1 for end B.
     me: usize,
@@ -296,7 +297,7 @@ pub struct WireEnd {
     discard: Vec<FrameMatch>,
 }
 
-impl WireEnd {
+impl MemoryEnd {
     fn peer(&self) -> usize {
         // `me` is 0 or 1; the mask lets the compiler see the index is in
         // bounds (no check on the per-frame path).
@@ -336,10 +337,10 @@ impl WireEnd {
     }
 }
 
-/// The per-frame steps of a [`WireEnd`] shared by its ways of receiving,
+/// The per-frame steps of a [`MemoryEnd`] shared by its ways of receiving,
 /// and the refusals of a transmit, out of line: the fast lanes keep only
 /// the common case (issue 26, the run loop at its minimum).
-impl WireEnd {
+impl MemoryEnd {
     /// Publishes that one more frame was taken from the ring (what a
     /// sleeper on this end sees of it).
     #[inline(always)]
@@ -413,7 +414,7 @@ impl WireEnd {
 
 impl WireShared {
     /// Sleeps until a frame is ready for end `me`, its peer is dropped, or
-    /// `timeout` passes (see [`WireEnd::wait_rx`]).
+    /// `timeout` passes (see [`MemoryEnd::wait_rx`]).
     fn wait_rx(&self, me: usize, timeout: std::time::Duration) -> bool {
         let peer_alive = &self.alive[1 - me];
         self.lanes[me].wait(timeout, || !peer_alive.load(Ordering::Acquire))
@@ -438,7 +439,7 @@ impl RxWaiter for WireWaiter {
     }
 }
 
-impl Device for WireEnd {
+impl Device for MemoryEnd {
     fn transmit(&mut self, frame: Msg, _now: Instant) -> Result<(), DeviceError> {
         let len = frame.len();
         if len > self.caps.mtu + LINK_HEADER || !self.is_connected() {
@@ -463,7 +464,7 @@ impl Device for WireEnd {
 
     /// Frames still queued when the peer is dropped are delivered; after that
     /// a disconnected end simply has nothing to receive (`Ok(None)`): check
-    /// [`WireEnd::is_connected`] to tell the two apart. The frame keeps the
+    /// [`MemoryEnd::is_connected`] to tell the two apart. The frame keeps the
     /// sender's buffer, so `pool` is not used.
     fn receive(&mut self, pool: &MsgPool, now: Instant) -> Result<Option<Msg>, DeviceError> {
         let mut frame = Msg::default();
@@ -514,7 +515,7 @@ impl Device for WireEnd {
     }
 }
 
-impl Drop for WireEnd {
+impl Drop for MemoryEnd {
     fn drop(&mut self) {
         self.shared.alive[self.me].store(false, Ordering::Release);
         // A peer asleep in `wait_rx` must learn that nothing more will come.
@@ -531,9 +532,9 @@ impl Drop for WireEnd {
     }
 }
 
-impl std::fmt::Debug for WireEnd {
+impl std::fmt::Debug for MemoryEnd {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("WireEnd")
+        f.debug_struct("MemoryEnd")
             .field("end", &if self.me == 0 { "A" } else { "B" })
             .field("caps", &self.caps)
             .field("rx_pending", &self.rx_pending())
@@ -563,7 +564,7 @@ mod tests {
     #[test]
     fn frames_cross_both_ways_in_order() {
         let pool = MsgPool::new(PoolConfig::small(64));
-        let (mut a, mut b) = wire_pair(WireConfig::default());
+        let (mut a, mut b) = memory_pair(MemoryConfig::default());
         for i in 0..10 {
             a.transmit(frame(&pool, i, 60), T0).unwrap();
             b.transmit(frame(&pool, 100 + i, 60), T0).unwrap();
@@ -589,7 +590,7 @@ mod tests {
     #[test]
     fn message_moves_without_copy_and_buffer_returns_to_sender_pool() {
         let pool = MsgPool::new(PoolConfig::small(2));
-        let (mut a, mut b) = wire_pair(WireConfig::default());
+        let (mut a, mut b) = memory_pair(MemoryConfig::default());
         for round in 0..100 {
             a.transmit(frame(&pool, round, 64), T0).unwrap();
             assert_eq!(pool.stats().live, 1);
@@ -605,7 +606,7 @@ mod tests {
     #[test]
     fn the_senders_annotations_do_not_cross_the_wire() {
         let pool = MsgPool::new(PoolConfig::small(2));
-        let (mut a, mut b) = wire_pair(WireConfig::default());
+        let (mut a, mut b) = memory_pair(MemoryConfig::default());
         let mut m = frame(&pool, 7, 64);
         m.anno_mut().set_classified(true);
         assert_ne!(*m.anno(), crate::anno::Anno::default());
@@ -618,7 +619,7 @@ mod tests {
     #[test]
     fn receive_into_says_when_the_frame_is_the_last_one_ready() {
         let pool = MsgPool::new(PoolConfig::small(8));
-        let (mut a, mut b) = wire_pair(WireConfig::default());
+        let (mut a, mut b) = memory_pair(MemoryConfig::default());
         let mut slot = Msg::default();
         assert_eq!(
             b.receive_into(&pool, T0, &mut slot).unwrap(),
@@ -652,11 +653,11 @@ mod tests {
     #[test]
     fn full_queue_drops_and_counts() {
         let pool = MsgPool::new(PoolConfig::small(16));
-        let cfg = WireConfig {
+        let cfg = MemoryConfig {
             capacity: 3,
-            ..WireConfig::default()
+            ..MemoryConfig::default()
         };
-        let (mut a, mut b) = wire_pair(cfg);
+        let (mut a, mut b) = memory_pair(cfg);
         for i in 0..3 {
             a.transmit(frame(&pool, i, 10), T0).unwrap();
         }
@@ -676,9 +677,9 @@ mod tests {
 
     #[test]
     fn zero_capacity_is_taken_as_one() {
-        let (a, _b) = wire_pair(WireConfig {
+        let (a, _b) = memory_pair(MemoryConfig {
             capacity: 0,
-            ..WireConfig::default()
+            ..MemoryConfig::default()
         });
         assert_eq!(a.capacity(), 1);
     }
@@ -686,11 +687,11 @@ mod tests {
     #[test]
     fn mtu_bound_includes_link_header() {
         let pool = MsgPool::new(PoolConfig::small(4));
-        let cfg = WireConfig {
+        let cfg = MemoryConfig {
             mtu: 100,
-            ..WireConfig::default()
+            ..MemoryConfig::default()
         };
-        let (mut a, mut b) = wire_pair(cfg);
+        let (mut a, mut b) = memory_pair(cfg);
         a.transmit(pool.alloc(114).unwrap(), T0).unwrap();
         let err = a.transmit(pool.alloc(115).unwrap(), T0).unwrap_err();
         assert!(matches!(
@@ -705,7 +706,7 @@ mod tests {
     #[test]
     fn dropped_peer_disconnects_but_queued_frames_still_arrive() {
         let pool = MsgPool::new(PoolConfig::small(4));
-        let (mut a, mut b) = wire_pair(WireConfig::default());
+        let (mut a, mut b) = memory_pair(MemoryConfig::default());
         b.transmit(frame(&pool, 7, 10), T0).unwrap();
         a.transmit(frame(&pool, 8, 10), T0).unwrap();
         drop(b);
@@ -724,7 +725,7 @@ mod tests {
 
     #[test]
     fn wait_rx_wakes_on_peer_drop() {
-        let (a, b) = wire_pair(WireConfig::default());
+        let (a, b) = memory_pair(MemoryConfig::default());
         let t = std::thread::spawn(move || a.wait_rx(std::time::Duration::from_secs(30)));
         std::thread::sleep(std::time::Duration::from_millis(20));
         drop(b);
@@ -734,7 +735,7 @@ mod tests {
     #[test]
     fn rx_waiter_wakes_when_the_peer_transmits() {
         let pool = MsgPool::new(PoolConfig::small(4));
-        let (mut a, b) = wire_pair(WireConfig::default());
+        let (mut a, b) = memory_pair(MemoryConfig::default());
         let waiter = b.rx_waiter().expect("the wire can wake a sleeper");
         let t = std::thread::spawn(move || waiter.wait_rx(std::time::Duration::from_secs(30)));
         std::thread::sleep(std::time::Duration::from_millis(20));
@@ -755,7 +756,7 @@ mod tests {
     #[test]
     fn poll_rx_wakes_the_task_when_the_peer_transmits() {
         let pool = MsgPool::new(PoolConfig::small(4));
-        let (mut a, mut b) = wire_pair(WireConfig::default());
+        let (mut a, mut b) = memory_pair(MemoryConfig::default());
         let waiter = b.rx_waiter().unwrap();
         let count = Arc::new(CountWake(std::sync::atomic::AtomicUsize::new(0)));
         let waker = Waker::from(Arc::clone(&count));
@@ -778,7 +779,7 @@ mod tests {
     #[test]
     fn ends_are_send() {
         fn is_send<T: Send>() {}
-        is_send::<WireEnd>();
+        is_send::<MemoryEnd>();
     }
 
     /// Two threads ping-pong 10,000 frames; every frame comes back in order
@@ -787,9 +788,9 @@ mod tests {
     fn two_threads_ping_pong_10k_frames() {
         const N: u32 = 10_000;
         let pool = MsgPool::new(PoolConfig::small(8));
-        let (mut a, mut b) = wire_pair(WireConfig {
+        let (mut a, mut b) = memory_pair(MemoryConfig {
             capacity: 4,
-            ..WireConfig::default()
+            ..MemoryConfig::default()
         });
         let echo_pool = pool.clone();
         let echo = std::thread::spawn(move || {
