@@ -195,6 +195,7 @@ impl Tcb {
     ///
     /// `acked` is what the scoreboard made of an ACK of new data (it has
     /// taken it already), `None` for data with the ACK unchanged.
+    #[inline]
     fn on_predicted_ack(&mut self, now: Instant, ack: SeqNumber, acked: Option<CleanAck>) {
         let Some(out) = acked else {
             // Data with the ACK unchanged: RACK sees an ACK that delivers
