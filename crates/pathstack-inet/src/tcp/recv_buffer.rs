@@ -350,9 +350,7 @@ impl RecvBuffer {
     /// appended, as [`insert`](Self::insert) would (header prediction's
     /// receive side). Returns the octets taken (all of them). Anything
     /// else goes to `insert`, which this defers to when its conditions
-    /// do not hold. In line: it is every predicted data segment's
-    /// delivery, and the call's register saves were a third of its cost.
-    #[inline]
+    /// do not hold.
     pub fn append(&mut self, data: &[u8]) -> usize {
         let wnd = self.adv_right.max(self.rcv_nxt) - self.rcv_nxt;
         if self.n_ranges != 0 || data.is_empty() || data.len() as u64 > u64::from(wnd) {

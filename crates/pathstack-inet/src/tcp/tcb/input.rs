@@ -444,7 +444,6 @@ impl Tcb {
     /// order held): after two full-sized segments, at most
     /// `max_stretch_ack` in one receive burst, or the delayed-ACK time
     /// (see [`take_data`](Self::take_data)).
-    #[inline]
     pub(super) fn schedule_ack_for(&mut self, now: Instant, advanced: usize) {
         self.unacked_bytes += advanced as u32;
         let stretch = u32::from(self.cfg.max_stretch_ack.max(2));
