@@ -617,7 +617,42 @@ impl Scoreboard {
     /// (the rest is nothing: no SACK, no D-SACK, nothing retransmitted
     /// delivered), without the SACK work (header prediction's ACK).
     /// `None`, having changed nothing, for any other ACK.
+    #[inline(always)]
     pub fn on_clean_ack(&mut self, cum_ack: SeqNumber) -> Option<CleanAck> {
+        // The whole flight acknowledged, and it was one segment (a
+        // request/response exchange's every ACK): the walk would take
+        // that segment and stop; taken here, in the caller, without it
+        // (issue 26 item 4: the one-segment flight costs its state
+        // update). RACK keeps what it needs of the segment: its send
+        // time and end (RFC 8985 §6.2 step 2).
+        if !self.tainted
+            && cum_ack == self.snd_nxt
+            && cum_ack != self.snd_una
+            && self.segs.len() == 1
+        {
+            let seg = self.segs[0];
+            self.segs.clear();
+            let prior_fack = self.fack;
+            let out = CleanAck {
+                newly_acked: cum_ack - self.snd_una,
+                newest: Some(Delivered {
+                    sent_at: seg.sent_at,
+                    end: seg.end(),
+                    retransmitted: false,
+                }),
+                reordering: seg.end().lt(prior_fack),
+            };
+            self.snd_una = cum_ack;
+            self.fack = prior_fack.max(cum_ack);
+            return Some(out);
+        }
+        self.on_clean_ack_walk(cum_ack)
+    }
+
+    /// [`on_clean_ack`](Self::on_clean_ack) of anything but the whole
+    /// one-segment flight: the walk over the segments it covers.
+    #[inline(never)]
+    fn on_clean_ack_walk(&mut self, cum_ack: SeqNumber) -> Option<CleanAck> {
         if self.tainted
             || cum_ack == self.snd_una
             || !cum_ack.in_window(self.snd_una, self.flight_size() + 1)
@@ -630,22 +665,6 @@ impl Scoreboard {
             reordering: false,
         };
         let prior_fack = self.fack;
-        // The whole flight acknowledged, and it was one segment (a
-        // request/response exchange's every ACK): the walk below would
-        // take that segment and stop; taken here without it.
-        if cum_ack == self.snd_nxt && self.segs.len() == 1 {
-            let seg = self.segs[0];
-            self.segs.clear();
-            out.newest = Some(Delivered {
-                sent_at: seg.sent_at,
-                end: seg.end(),
-                retransmitted: false,
-            });
-            out.reordering = seg.end().lt(prior_fack);
-            self.snd_una = cum_ack;
-            self.fack = prior_fack.max(cum_ack);
-            return Some(out);
-        }
         while let Some(front) = self.segs.front_mut() {
             if front.end().le(cum_ack) {
                 // Clean: neither SACKed nor ever retransmitted.

@@ -195,6 +195,7 @@ impl Tcb {
     ///
     /// `acked` is what the scoreboard made of an ACK of new data (it has
     /// taken it already), `None` for data with the ACK unchanged.
+    #[inline(always)]
     fn on_predicted_ack(&mut self, now: Instant, ack: SeqNumber, acked: Option<CleanAck>) {
         let Some(out) = acked else {
             // Data with the ACK unchanged: RACK sees an ACK that delivers
@@ -212,10 +213,16 @@ impl Tcb {
         // sample.
         // (On a clean scoreboard FlightSize is SND.NXT − SND.UNA: before
         // this ACK, what it acknowledged and what is left.)
-        let srtt = self.rto.srtt();
+        // The controller's own test (`on_ack_with_flight`: the window
+        // grows only while used) asked here first, so that an ACK of an
+        // application-limited flight (every ACK of a request/response
+        // exchange) reads no SRTT and calls no controller.
         let flight_before = out.newly_acked + self.sb.flight_size();
-        self.cc
-            .on_ack_with_flight(out.newly_acked, flight_before, srtt, now);
+        if self.cc.cwnd() < flight_before.saturating_mul(2) {
+            let srtt = self.rto.srtt();
+            self.cc
+                .on_ack_with_flight(out.newly_acked, flight_before, srtt, now);
+        }
         self.snd.ack_to(ack);
         self.stats.bytes_acked += u64::from(out.newly_acked);
         self.rtx_count = 0;
