@@ -58,6 +58,7 @@ use super::{SocketError, Transport};
 use crate::host::{Host, HostId};
 use pathstack_core::attrs::keys::{AddrPart, Participants, PARTICIPANTS, PASSIVE_OPEN};
 use pathstack_core::attrs::Attrs;
+use pathstack_core::slab::{Slab, SlabKey};
 use pathstack_core::{ModuleId, PathId, StageRef};
 use pathstack_inet::modules::ip::LOCAL_IPV4;
 use pathstack_inet::modules::tcp::{ReadWouldBlock, TcpModule, TCP_BACKLOG, TCP_CONFIG};
@@ -106,14 +107,16 @@ enum Entry {
 type StreamAt = (PathId, Option<StageRef<TcpConnStage>>);
 
 /// The TCP socket table of a host.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct TcpSockets {
     pub(crate) tcp: Option<ModuleId>,
     /// The host's own defaults for new connections
     /// ([`HostConfig::tcp_config`](crate::host::HostConfig::tcp_config)).
     pub(crate) config: Option<TcpConfig>,
-    slots: Vec<(u32, Option<Entry>)>,
-    free: Vec<u32>,
+    /// Unbounded here (a `u32` of slots): every socket holds a path of
+    /// its own, so the path table's bound (`PathError::TableFull`)
+    /// refuses a socket before this could.
+    slots: Slab<Entry>,
 }
 
 impl TcpSockets {
@@ -121,36 +124,33 @@ impl TcpSockets {
         TcpSockets {
             config,
             tcp,
-            ..TcpSockets::default()
+            slots: Slab::new(usize::MAX),
         }
     }
 
     fn insert(&mut self, e: Entry) -> (u32, u32) {
-        if let Some(slot) = self.free.pop() {
-            let s = &mut self.slots[slot as usize];
-            s.1 = Some(e);
-            return (slot, s.0);
-        }
-        self.slots.push((0, Some(e)));
-        ((self.slots.len() - 1) as u32, 0)
+        // Never full: see `slots`.
+        self.slots
+            .insert(e)
+            .map_or((u32::MAX, 0), |k| (k.slot, k.generation))
     }
 
     fn get(&self, host: HostId, h: (HostId, u32, u32)) -> Result<&Entry, SocketError> {
         if h.0 != host {
             return Err(SocketError::WrongHost { socket: h.0, host });
         }
-        match self.slots.get(h.1 as usize) {
-            Some((g, Some(e))) if *g == h.2 => Ok(e),
-            _ => Err(SocketError::Closed),
+        match self.slots.get(SlabKey {
+            slot: h.1,
+            generation: h.2,
+        }) {
+            Some(e) => Ok(e),
+            None => Err(SocketError::Closed),
         }
     }
 
     fn remove(&mut self, slot: u32) {
-        if let Some(s) = self.slots.get_mut(slot as usize) {
-            if s.1.take().is_some() {
-                s.0 = s.0.wrapping_add(1);
-                self.free.push(slot);
-            }
+        if let Some(key) = self.slots.key_at(slot) {
+            self.slots.remove(key);
         }
     }
 }
