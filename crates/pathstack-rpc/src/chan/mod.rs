@@ -58,6 +58,7 @@
 mod client;
 mod config;
 mod retransmit;
+mod saved;
 mod server;
 
 #[cfg(test)]
