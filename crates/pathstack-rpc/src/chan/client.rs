@@ -373,11 +373,7 @@ impl ClientTable {
             // A request belongs to the server table (X32 demux).
             return Err(ChanDropReason::NoChannel);
         }
-        let key = ChannelKey {
-            peer,
-            prot_id: header.prot_id,
-            chan: header.chan,
-        };
+        let key = ChannelKey::of(peer, header);
         let Some((_, ch)) = self.channels.find_mut(held, &key) else {
             // Dormant: the FREE rules with the remembered seq.
             let seq = self

@@ -93,6 +93,18 @@ pub struct ChannelKey {
     pub chan: u16,
 }
 
+impl ChannelKey {
+    /// The channel a packet from `peer` with CHAN header `header` is on.
+    #[inline(always)]
+    pub fn of(peer: Peer, header: &ChanHeader) -> Self {
+        ChannelKey {
+            peer,
+            prot_id: header.prot_id,
+            chan: header.chan,
+        }
+    }
+}
+
 /// What the transport reported about a message CHAN pushed: the
 /// side-channel record of spec §2 (BLAST's push receipt). The default
 /// (nothing filled in) is what BLAST leaves for a short message.

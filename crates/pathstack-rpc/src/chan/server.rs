@@ -231,11 +231,7 @@ impl ServerTable {
         if !header.has(flags::FROM_CLIENT) {
             return Err(ChanDropReason::NoChannel);
         }
-        let key = ChannelKey {
-            peer,
-            prot_id: header.prot_id,
-            chan: header.chan,
-        };
+        let key = ChannelKey::of(peer, header);
         let at = match self.channels.find_mut(held, &key) {
             Some((at, _)) => at,
             None => match self.create(key, header, out)? {

@@ -477,11 +477,7 @@ impl ChanStage {
         if anno.rpc_tag().is_some_and(|t| t.notice != BootNotice::None) {
             return false;
         }
-        let key = ChannelKey {
-            peer,
-            prot_id: h.prot_id,
-            chan: h.chan,
-        };
+        let key = ChannelKey::of(peer, h);
         let at = usize::from(h.chan);
         // Anything queued would go out with this packet's own action.
         if !m.actions.is_empty() {
@@ -636,11 +632,7 @@ impl ChanStage {
             return Verdict::Drop(ChanDropReason::NoChannel.into());
         };
         let channels = m.server.len();
-        let key = ChannelKey {
-            peer,
-            prot_id: h.prot_id,
-            chan: h.chan,
-        };
+        let key = ChannelKey::of(peer, &h);
         let at = usize::from(h.chan);
         let r = if server {
             let held = self.servers.get(at, &key);
