@@ -91,7 +91,8 @@ fn open_other(h: &mut Host, i: usize) -> UdpSocket {
         Ipv4Addr::new(10, 0, 0, 3 + (i / 50_000) as u8),
         1024 + (i % 50_000) as u16,
     );
-    h.udp_connect((Ipv4Addr::UNSPECIFIED, local), peer)
+    h.udp()
+        .bind_connected((Ipv4Addr::UNSPECIFIED, local), peer)
         .expect("other path")
 }
 
@@ -113,15 +114,17 @@ fn heap(h: &mut Host) -> Heap {
     // A first cycle so that lazily made tables are not charged to the
     // measured paths.
     let s = h
-        .udp_connect((Ipv4Addr::UNSPECIFIED, 0), PEER)
+        .udp()
+        .bind_connected((Ipv4Addr::UNSPECIFIED, 0), PEER)
         .expect("path");
-    h.udp_close(s).expect("close");
+    h.udp().close(s).expect("close");
 
     let region = Region::new(GLOBAL);
     let socks: Vec<UdpSocket> = (0..HELD)
         .map(|i| {
             let peer = SocketAddrV4::new(*PEER.ip(), 20_000 + i as u16);
-            h.udp_connect((Ipv4Addr::UNSPECIFIED, 0), peer)
+            h.udp()
+                .bind_connected((Ipv4Addr::UNSPECIFIED, 0), peer)
                 .expect("held path")
         })
         .collect();
@@ -129,15 +132,16 @@ fn heap(h: &mut Host) -> Heap {
     let vec_bytes = (socks.capacity() * std::mem::size_of::<UdpSocket>()) as f64;
     let held_per_path = (live(&region) - vec_bytes) / HELD as f64;
     for s in socks {
-        h.udp_close(s).expect("close");
+        h.udp().close(s).expect("close");
     }
 
     let region = Region::new(GLOBAL);
     for _ in 0..CYCLES {
         let s = h
-            .udp_connect((Ipv4Addr::UNSPECIFIED, 0), PEER)
+            .udp()
+            .bind_connected((Ipv4Addr::UNSPECIFIED, 0), PEER)
             .expect("path");
-        h.udp_close(s).expect("close");
+        h.udp().close(s).expect("close");
     }
     let c = region.change();
     Heap {
@@ -157,9 +161,10 @@ fn bench(c: &mut Criterion, h: &mut Host, others: usize) {
             let t = Instant::now();
             for _ in 0..iters {
                 let s = h
-                    .udp_connect((Ipv4Addr::UNSPECIFIED, 0), black_box(PEER))
+                    .udp()
+                    .bind_connected((Ipv4Addr::UNSPECIFIED, 0), black_box(PEER))
                     .expect("path");
-                h.udp_close(black_box(s)).expect("close");
+                h.udp().close(black_box(s)).expect("close");
             }
             let e = t.elapsed();
             record("lifecycle", others, e, iters);
@@ -180,14 +185,15 @@ fn bench(c: &mut Criterion, h: &mut Host, others: usize) {
                     for j in 0..k {
                         let peer = SocketAddrV4::new(*PEER.ip(), 20_000 + j as u16);
                         socks.push(
-                            h.udp_connect((Ipv4Addr::UNSPECIFIED, 0), black_box(peer))
+                            h.udp()
+                                .bind_connected((Ipv4Addr::UNSPECIFIED, 0), black_box(peer))
                                 .expect("path"),
                         );
                     }
                     create += t.elapsed();
                     let t = Instant::now();
                     for s in socks.drain(..) {
-                        h.udp_close(black_box(s)).expect("close");
+                        h.udp().close(black_box(s)).expect("close");
                     }
                     delete += t.elapsed();
                     left -= k;

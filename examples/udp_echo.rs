@@ -18,11 +18,10 @@
 //! On SIGINT/SIGTERM (or after `--seconds`) it prints how many datagrams
 //! it echoed and the stack's statistics.
 
-#[path = "support/tap_net.rs"]
-mod tap_net;
-
 use clap::Parser;
 use pathstack::tokio::UdpSocket;
+// The TAP start-up (options, signals) the tokio TAP servers share.
+use pathstack_tools::tap_net;
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::process::ExitCode;
 

@@ -34,30 +34,31 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (a, b) = wire_pair(WireConfig::default());
     let mut client = Host::new("10.0.0.1/24".parse()?, a)?;
     let mut server = Host::new("10.0.0.2/24".parse()?, b)?;
-    let srv = server.udp_bind("0.0.0.0:7")?;
+    let srv = server.udp().bind("0.0.0.0:7")?;
     let echo = std::thread::spawn(move || -> Result<(), pathstack::socket::SocketError> {
         let mut buf = [0u8; 64];
         for _ in 0..=rounds {
-            let (n, peer) = server.recv_from_timeout(&srv, &mut buf, LIMIT)?;
-            server.send_to(&srv, &buf[..n], peer)?;
+            let (n, peer) = server.udp().recv_from_timeout(&srv, &mut buf, LIMIT)?;
+            server.udp().send_to(&srv, &buf[..n], peer)?;
         }
         // Stay up until the client has the last echo (ARP, retransmits).
         while server
+            .udp()
             .recv_from_timeout(&srv, &mut buf, Duration::from_millis(100))
             .is_ok()
         {}
         Ok(())
     });
-    let sock = client.udp_bind("0.0.0.0:0")?;
-    client.connect(&sock, "10.0.0.2:7")?;
+    let sock = client.udp().bind("0.0.0.0:0")?;
+    client.udp().connect(&sock, "10.0.0.2:7")?;
     let mut buf = [0u8; 64];
     // One warm-up round resolves ARP on both sides.
-    client.send(&sock, b"warm-up")?;
-    client.recv_timeout(&sock, &mut buf, LIMIT)?;
+    client.udp().send(&sock, b"warm-up")?;
+    client.udp().recv_timeout(&sock, &mut buf, LIMIT)?;
     let t0 = Instant::now();
     for i in 0..rounds {
-        client.send(&sock, &i.to_be_bytes())?;
-        let n = client.recv_timeout(&sock, &mut buf, LIMIT)?;
+        client.udp().send(&sock, &i.to_be_bytes())?;
+        let n = client.udp().recv_timeout(&sock, &mut buf, LIMIT)?;
         assert_eq!(&buf[..n], &i.to_be_bytes());
     }
     let took = t0.elapsed();

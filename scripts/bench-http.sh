@@ -2,11 +2,11 @@
 # bench-http.sh — HTTP/1.1 request rate and latency as a user measures it:
 # wrk (installed by this script) in namespace B of scripts/netns.sh against
 #
-#   pathstack          examples/http.rs (hyper on pathstack's tokio TCP
+#   pathstack          tools/src/http.rs (hyper on pathstack's tokio TCP
 #                      streams, as a user writes it: hyper's defaults, Nagle
 #                      on) on TAP_A, TAP offloads off
 #   pathstack-offload  the same with --offload on (checksum, TSO, GRO)
-#   kernel             examples/http_kernel_twin.rs: the same hyper service
+#   kernel             tools/src/bin/http_kernel_twin.rs: the same hyper service
 #                      on tokio::net, the kernel's TCP, at KERNEL_A_IP (the
 #                      bridge address in NS_A, the same hop count)
 #

@@ -1,28 +1,29 @@
 # bench-lib.sh — what the benchmark scripts (bench-ping.sh, bench-veth.sh)
-# share: building the examples, the output and scratch directories, a
+# share: building the measurement tools (tools/), the output and scratch directories, a
 # private scripts/netns.sh topology torn down on exit, the --rt scheduling
 # prefix, and stopping the server under test. Sourced, not run.
 #
 # The sourcing script sets first: root (the repository), me (its name, for
-# messages), build (1: build the examples), rt (1: blocking rows under
+# messages), build (1: build the tools), rt (1: blocking rows under
 # SCHED_FIFO). Afterwards it has: bin, out, tmp, server_pid.
 
-bin=${CARGO_TARGET_DIR:-$root/target}/release/examples
+bin=${CARGO_TARGET_DIR:-$root/target}/release
 out=${BENCH_OUT:-$root/target/pathstack-bench}
 mkdir -p "$out"
 tmp=$(mktemp -d)
 server_pid=
 
-# bench_build EXAMPLE...: builds every example of the facade, or at least
-# the ones named if some other example does not compile.
+# bench_build TOOL...: builds every binary of the tools crate
+# (pathstack-tools), or at least the ones named if some other one does
+# not compile.
 bench_build() {
     [ "$build" = 1 ] || return 0
-    echo "$me: building (cargo build --release -p pathstack --examples)" >&2
-    if ! (cd "$root" && cargo build --release -q -p pathstack --examples); then
-        echo "$me: building all examples failed; building only: $*" >&2
+    echo "$me: building (cargo build --release -p pathstack-tools --bins)" >&2
+    if ! (cd "$root" && cargo build --release -q -p pathstack-tools --bins); then
+        echo "$me: building all tools failed; building only: $*" >&2
         local args=() e
-        for e in "$@"; do args+=(--example "$e"); done
-        (cd "$root" && cargo build --release -q -p pathstack "${args[@]}")
+        for e in "$@"; do args+=(--bin "$e"); done
+        (cd "$root" && cargo build --release -q -p pathstack-tools "${args[@]}")
     fi
 }
 

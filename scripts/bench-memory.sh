@@ -42,26 +42,26 @@ done
 [ "$repeat" -ge 1 ] || { echo "$me: --repeat must be at least 1" >&2; exit 2; }
 [ "$cpu" -lt "$(nproc)" ] || { echo "$me: CPU $cpu does not exist" >&2; exit 2; }
 
-bin=${CARGO_TARGET_DIR:-$root/target}/release/examples
+bin=${CARGO_TARGET_DIR:-$root/target}/release
 out=${BENCH_OUT:-$root/target/pathstack-bench}
 mkdir -p "$out"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 if [ "$build" = 1 ]; then
-    echo "$me: building (cargo build --release -p pathstack --example pingpong --example smoltcp_peer)" >&2
-    (cd "$root" && cargo build --release -q -p pathstack --example pingpong --example smoltcp_peer)
+    echo "$me: building (cargo build --release -p pathstack-tools --bin pingpong_bench --bin smoltcp_peer)" >&2
+    (cd "$root" && cargo build --release -q -p pathstack-tools --bin pingpong_bench --bin smoltcp_peer)
 fi
 
 # CONFIG|EXAMPLE|ARGUMENTS: each run writes its JSON to a file.
 configs=(
-    "udp pathstack std|pingpong|--transport udp --sched per-message --form std"
-    "udp pathstack pin|pingpong|--transport udp --sched per-message --form pin"
+    "udp pathstack std|pingpong_bench|--transport udp --sched per-message --form std"
+    "udp pathstack pin|pingpong_bench|--transport udp --sched per-message --form pin"
     "udp smoltcp|smoltcp_peer|memory"
-    "tcp pathstack std|pingpong|--transport tcp --sched per-message --form std"
-    "tcp pathstack pin|pingpong|--transport tcp --sched per-message --form pin"
+    "tcp pathstack std|pingpong_bench|--transport tcp --sched per-message --form std"
+    "tcp pathstack pin|pingpong_bench|--transport tcp --sched per-message --form pin"
     "tcp smoltcp|smoltcp_peer|memory-tcp"
-    "rpc pathstack std|pingpong|--transport rpc --sched per-message --form std"
-    "rpc pathstack pin|pingpong|--transport rpc --sched per-message --form pin"
+    "rpc pathstack std|pingpong_bench|--transport rpc --sched per-message --form std"
+    "rpc pathstack pin|pingpong_bench|--transport rpc --sched per-message --form pin"
 )
 specs=()
 for run in $(seq 1 "$repeat"); do

@@ -19,8 +19,8 @@
 #   --no-build     use the binaries already built
 #
 # Needs root. The responders, each pinned to CPU S:
-#   pathstack          examples/host --tap TAP_A --ip PS_A_IP/24, run in NS_A
-#   floor              examples/floor respond --tap TAP_A --ip PS_A_IP, run in NS_A
+#   pathstack          host (tools) --tap TAP_A --ip PS_A_IP/24, run in NS_A
+#   floor              floor (tools) respond --tap TAP_A --ip PS_A_IP, run in NS_A
 #   kernel             the kernel of NS_A at KERNEL_A_IP (answers in softirq:
 #                      nothing to pin; ping is pinned to CPU C)
 #   *-busypoll         the same with --busy-poll
@@ -86,7 +86,7 @@ responder() {
     local system=$1; shift
     if [ ! -x "$1" ]; then
         echo "bench-ping.sh: skipping $system: $1 is not built" >&2
-        missing+=("--missing" "$system=$(basename "$1") example not built"); return 0
+        missing+=("--missing" "$system=$(basename "$1") not built"); return 0
     fi
     ip netns exec "$NS_A" taskset -c "$cpu_s" $(sched "$system") "$@" >"$tmp/$system.log" 2>&1 &
     server_pid=$!

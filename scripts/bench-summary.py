@@ -9,9 +9,9 @@ scripts/bench-ping.sh (standard library only).
                      SYSTEM[@GROUP]=KIND:FILE ...
 
 KIND says what FILE holds:
-  rtt       the JSON a comparison client writes (examples/support/rtt.rs):
+  rtt       the JSON a comparison client writes (tools/src/rtt.rs):
             {"system", "rounds", "lost", "rtt_ns": {"p50", "p99", "p999", ...}}
-  pingpong  the JSON of `examples/pingpong.rs --json`:
+  pingpong  the JSON of `tools/src/bin/pingpong_bench/main.rs --json`:
             {"results": [{"config", "rounds", "rtt_ns": {"p50", "p99", "p999"}}]};
             the row shows the configuration with the lowest median, and lists
             all of them

@@ -133,10 +133,10 @@
 #                         as from the second CPU; with offloads (64 KB
 #                         frames) no ring overflows.
 #
-# The programs: examples/tcp_bulk.rs (pathstack, default TCP options: 256 KB
+# The programs: tools/src/bin/tcp_bulk.rs (pathstack, default TCP options: 256 KB
 # buffers, window scaling, timestamps, SACK, RACK-TLP, CUBIC),
-# examples/smoltcp_peer.rs tcp-sink/tcp-source (256 KB buffers each way,
-# CUBIC), examples/kernel_tcp_bulk.rs (std::net, kernel defaults). Each
+# tools/src/bin/smoltcp_peer.rs tcp-sink/tcp-source (256 KB buffers each way,
+# CUBIC), tools/src/bin/kernel_tcp_bulk.rs (std::net, kernel defaults). Each
 # prints {"bytes","seconds","gbps",...}; a row's value is the receiver's
 # figure (bytes received / time from the first octet to the end).
 # The "pathstack" rows run tcp_bulk with TAP offloads off, the
@@ -152,7 +152,7 @@
 #   bulk-p2p-memory       tcp_bulk memory: source and sink hosts in one
 #                         thread (CPU S) over the in-memory wire
 #
-# The other programs: examples/tcp_echo.rs (pathstack's echo server, heap
+# The other programs: tools/src/bin/tcp_echo.rs (pathstack's echo server, heap
 # and RSS snapshots on SIGUSR1), smoltcp_peer tcp-echo, kernel_tcp_peer.rs
 # (kernel echo server and the clients: rtt, rate, stream, hold),
 # syn_flood.rs (raw IPv4 socket), floor bulk-send/bulk-recv and
@@ -213,11 +213,11 @@ me=bench-tcp.sh
 # shellcheck source=scripts/bench-lib.sh
 . "$root/scripts/bench-lib.sh"
 if [ "$build" = 1 ]; then
-    echo "$me: building the examples (release)" >&2
-    (cd "$root" && cargo build --release -q -p pathstack \
-        --example tcp_bulk --example smoltcp_peer --example kernel_tcp_bulk \
-        --example tcp_echo --example kernel_tcp_peer --example syn_flood --example floor \
-        --example kernel_udp_bulk)
+    echo "$me: building the tools (release)" >&2
+    (cd "$root" && cargo build --release -q -p pathstack-tools \
+        --bin tcp_bulk --bin smoltcp_peer --bin kernel_tcp_bulk \
+        --bin tcp_echo --bin kernel_tcp_peer --bin syn_flood --bin floor \
+        --bin kernel_udp_bulk)
 fi
 bench_topology "bt$$" 78
 

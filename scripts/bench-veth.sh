@@ -39,8 +39,8 @@
 #   --no-busy-peers   skip the busy-poll rows of the kernel, smoltcp and floor
 #   --no-build        use the binaries already built
 #
-# Needs root (namespaces, TAPs). Builds `cargo build --release -p pathstack
-# --examples` (honours CARGO_TARGET_DIR). The server end runs on side A
+# Needs root (namespaces, TAPs). Builds `cargo build --release -p pathstack-tools
+# --bins` (honours CARGO_TARGET_DIR). The server end runs on side A
 # (namespace NS_A), the client on side B (NS_B), each pinned with taskset.
 #
 # Same CPU (both ends on CPU N; the client is always the kernel's, blocking
@@ -50,7 +50,7 @@
 #   floor       floor respond on TAP_A (.1)            kernel_udp client to .1:7
 #   kernel      kernel_udp echo on KERNEL_A_IP:7       kernel_udp client to KERNEL_A_IP:7
 #   smoltcp     smoltcp_peer tap-echo on TAP_A (.1)    kernel_udp client to .1:7
-#   pathstack   examples/host on TAP_A (.1): UDP echo  kernel_udp client to .1:7
+#   pathstack   tools' host on TAP_A (.1): UDP echo  kernel_udp client to .1:7
 #               inside its path (ECHO/UDP/IP/ARP/ETH)
 #
 # Cross CPU (server on CPU S, client on CPU C):
@@ -59,7 +59,7 @@
 #   kernel      kernel_udp echo on KERNEL_A_IP:7        kernel_udp client in NS_B
 #   smoltcp     smoltcp_peer tap-echo on TAP_A (.1)     smoltcp_peer tap-client on TAP_B (.3)
 #   floor       floor respond on TAP_A (.1)             floor udp-client on TAP_B (.3)
-#   pathstack   examples/pingpong --wire tap --transport udp --server-cpu S --client-cpu C
+#   pathstack   pingpong_bench --wire tap --transport udp --server-cpu S --client-cpu C
 #               [--busy-poll]: one process runs both ends, each host on its own thread
 #               pinned to its CPU, the server on TAP_A (.1) in NS_A, the client on TAP_B
 #               (.3) in NS_B; the topology's KEY=VALUE lines are exported to it (see
@@ -114,7 +114,7 @@ done
 me=bench-veth.sh
 # shellcheck source=scripts/bench-lib.sh
 . "$root/scripts/bench-lib.sh"
-bench_build kernel_udp smoltcp_peer floor host pingpong
+bench_build kernel_udp smoltcp_peer floor host pingpong_bench
 bench_topology "bv$$" 77
 # For pathstack's pingpong, in case it wants to reuse this topology.
 export PS_ID NS_A NS_B VETH_A VETH_B BR_A BR_B TAP_A TAP_B PS_A_IP PS_B_IP KERNEL_A_IP KERNEL_B_IP PREFIX_LEN SUBNET
@@ -184,7 +184,7 @@ same_cpu_rows() {
             "$bin/smoltcp_peer" tap-echo --tap "$TAP_A" --netns "$NS_A" --ip "$PS_A_IP/24" --port 7 $busy -- \
             "${client[@]}"
     fi
-    # examples/host prints no "ready"; this line comes once its echo path is made.
+    # the host tool prints no "ready"; this line comes once its echo path is made.
     pair "pathstack$suffix" "udp services: echo" \
         "$bin/host" --tap "$TAP_A" --ip "$PS_A_IP/24" --nic "$nic" $busy -- "${client[@]}"
 }
@@ -204,12 +204,12 @@ peers() {
 
 pathstack() {
     local system=$1 result=$tmp/$1.$cfg.$run.json; shift
-    if [ ! -x "$bin/pingpong" ]; then
-        echo "bench-veth.sh: skipping $system: $bin/pingpong is not built (examples/pingpong.rs missing or not compiling)" >&2
-        missing+=("--missing" "$system@$cfg=pingpong example not built"); return 0
+    if [ ! -x "$bin/pingpong_bench" ]; then
+        echo "bench-veth.sh: skipping $system: $bin/pingpong_bench is not built (tools/src/bin/pingpong_bench missing or not compiling)" >&2
+        missing+=("--missing" "$system@$cfg=pingpong_bench not built"); return 0
     fi
     echo "bench-veth.sh: $system, $cfg CPU (run $run/$repeat)" >&2
-    if timeout 170 $(sched "$system") "$bin/pingpong" --wire tap --transport udp \
+    if timeout 170 $(sched "$system") "$bin/pingpong_bench" --wire tap --transport udp \
         --rounds "$rounds" --warmup "$warmup" --server-cpu "$srv_cpu" --client-cpu "$cli_cpu" --nic "$nic" "$@" \
         --json "$result" >&2; then
         rows+=("$system@$cfg=pingpong:$result")

@@ -15,12 +15,12 @@
 #   --no-rpc     leave out the RPC configurations
 #   --no-tcp     leave out the TCP configurations
 #
-# Configurations: pathstack's `pingpong --wire memory` for the per-message
+# Configurations: pathstack's `pingpong_bench --wire memory` for the per-message
 # and LDLP schedulers x the modular (std) and path-inlined (pin) forms, and
 # `smoltcp_peer memory --count-only` (smoltcp 0.14, the same workload);
-# then (system `rpc`) `pingpong --transport rpc`, zero-byte calls of the
+# then (system `rpc`) `pingpong_bench --transport rpc`, zero-byte calls of the
 # echo procedure over RPC / MSELECT / VCHAN / CHAN / BID / BLAST / ETH, for
-# the same schedulers and forms; then (system `tcp`) `pingpong --transport
+# the same schedulers and forms; then (system `tcp`) `pingpong_bench --transport
 # tcp`, one octet each way over one TCP connection with TCP_NODELAY, the
 # server's application echoing through the socket API, for the same
 # schedulers and forms (pin: both connection paths inlined,
@@ -55,7 +55,7 @@
 # "d1_per_rt", "ll_per_rt", ...}]}); BENCH_OUT overrides the directory. The
 # cachegrind.out files of the last R2 run of each configuration are kept in
 # its instr/ subdirectory for cg_annotate. Builds `cargo build --release -p
-# pathstack --example pingpong --example smoltcp_peer` first (honours
+# pathstack-tools --bin pingpong_bench --bin smoltcp_peer` first (honours
 # CARGO_TARGET_DIR) and installs valgrind if it is missing (as root).
 set -euo pipefail
 
@@ -91,43 +91,43 @@ if ! command -v valgrind >/dev/null; then
 fi
 command -v valgrind >/dev/null || { echo "$me: valgrind is not installed" >&2; exit 1; }
 
-bin=${CARGO_TARGET_DIR:-$root/target}/release/examples
+bin=${CARGO_TARGET_DIR:-$root/target}/release
 out=${BENCH_OUT:-$root/target/pathstack-bench}
 mkdir -p "$out/instr"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 if [ "$build" = 1 ]; then
-    echo "$me: building (cargo build --release -p pathstack --example pingpong --example smoltcp_peer)" >&2
-    (cd "$root" && cargo build --release -q -p pathstack --example pingpong --example smoltcp_peer)
+    echo "$me: building (cargo build --release -p pathstack-tools --bin pingpong_bench --bin smoltcp_peer)" >&2
+    (cd "$root" && cargo build --release -q -p pathstack-tools --bin pingpong_bench --bin smoltcp_peer)
 fi
-for b in pingpong smoltcp_peer; do
+for b in pingpong_bench smoltcp_peer; do
     [ -x "$bin/$b" ] || { echo "$me: $bin/$b is not built (run without --no-build)" >&2; exit 1; }
 done
 
 # The configurations: CONFIG|SYSTEM|EXAMPLE|ARGUMENTS (the round count is
 # appended to the arguments).
 configs=(
-    "per-message/std|pathstack|pingpong|--sched per-message --form std --count-only --rounds"
-    "per-message/pin|pathstack|pingpong|--sched per-message --form pin --count-only --rounds"
-    "ldlp/std|pathstack|pingpong|--sched ldlp --form std --count-only --rounds"
-    "ldlp/pin|pathstack|pingpong|--sched ldlp --form pin --count-only --rounds"
+    "per-message/std|pathstack|pingpong_bench|--sched per-message --form std --count-only --rounds"
+    "per-message/pin|pathstack|pingpong_bench|--sched per-message --form pin --count-only --rounds"
+    "ldlp/std|pathstack|pingpong_bench|--sched ldlp --form std --count-only --rounds"
+    "ldlp/pin|pathstack|pingpong_bench|--sched ldlp --form pin --count-only --rounds"
     "memory|smoltcp|smoltcp_peer|memory --warmup 100 --count-only --rounds"
 )
 if [ "$rpc" = 1 ]; then
     configs+=(
-        "per-message/std|rpc|pingpong|--transport rpc --sched per-message --form std --count-only --rounds"
-        "per-message/pin|rpc|pingpong|--transport rpc --sched per-message --form pin --count-only --rounds"
-        "ldlp/std|rpc|pingpong|--transport rpc --sched ldlp --form std --count-only --rounds"
-        "ldlp/pin|rpc|pingpong|--transport rpc --sched ldlp --form pin --count-only --rounds"
+        "per-message/std|rpc|pingpong_bench|--transport rpc --sched per-message --form std --count-only --rounds"
+        "per-message/pin|rpc|pingpong_bench|--transport rpc --sched per-message --form pin --count-only --rounds"
+        "ldlp/std|rpc|pingpong_bench|--transport rpc --sched ldlp --form std --count-only --rounds"
+        "ldlp/pin|rpc|pingpong_bench|--transport rpc --sched ldlp --form pin --count-only --rounds"
     )
 fi
 if [ "$tcp" = 1 ]; then
     configs+=(
-        "per-message/std|tcp|pingpong|--transport tcp --sched per-message --form std --count-only --rounds"
-        "per-message/pin|tcp|pingpong|--transport tcp --sched per-message --form pin --count-only --rounds"
-        "ldlp/std|tcp|pingpong|--transport tcp --sched ldlp --form std --count-only --rounds"
-        "ldlp/pin|tcp|pingpong|--transport tcp --sched ldlp --form pin --count-only --rounds"
+        "per-message/std|tcp|pingpong_bench|--transport tcp --sched per-message --form std --count-only --rounds"
+        "per-message/pin|tcp|pingpong_bench|--transport tcp --sched per-message --form pin --count-only --rounds"
+        "ldlp/std|tcp|pingpong_bench|--transport tcp --sched ldlp --form std --count-only --rounds"
+        "ldlp/pin|tcp|pingpong_bench|--transport tcp --sched ldlp --form pin --count-only --rounds"
         "memory|smoltcp-tcp|smoltcp_peer|memory-tcp --warmup 100 --count-only --rounds"
     )
 fi

@@ -5,7 +5,7 @@
     priority-report.py --runs DIR --json OUT.json --svg OUT.svg [--meta K=V ...]
 
 DIR holds one receiver JSON per run, CONFIG-FLOOD-ROUND.json (FLOOD is
-none, ping-f or raw), as examples/priority_stream.rs writes it, and the
+none, ping-f or raw), as tools/src/priority_stream.rs writes it, and the
 flood's output beside it (CONFIG-FLOOD-ROUND.flood.txt: ping's summary or
 icmp_flood's JSON). Per configuration and flood, the figures are medians
 over the rounds; delta_pct compares the loaded rate with the same

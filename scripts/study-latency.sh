@@ -15,8 +15,8 @@
 #
 # First runs scripts/study-versions.sh (builds the versions, checks their
 # layout). Then, for each version and transport (udp: 1-byte UDP
-# ping-pong; rpc: zero-byte calls, `pingpong --transport rpc`; tcp: 1-byte
-# ping-pong over one nodelay connection, `pingpong --transport tcp`, the
+# ping-pong; rpc: zero-byte calls, `pingpong_bench --transport rpc`; tcp: 1-byte
+# ping-pong over one nodelay connection, `pingpong_bench --transport tcp`, the
 # server's application echoing, both connection paths inlined for PIN and
 # ALL):
 #
@@ -36,7 +36,7 @@
 # The unused fraction of fetched instruction bytes and the path's code
 # size come from the callgrind profiles of study-versions.sh.
 #
-# Round-trip times: `pingpong --rounds N --json` per version on the
+# Round-trip times: `pingpong_bench --rounds N --json` per version on the
 # in-memory wire, versions alternated (BAD STD OUT CLO PIN ALL, three
 # passes, the median of the passes' p50 and p99), and over TAP in the
 # same-CPU configuration (`--wire tap --server-cpu 0 --client-cpu 0`,

@@ -11,9 +11,9 @@
 #
 #   --quick      a reduced run (fewer batch sizes, rates and code sizes,
 #                shorter runs) that still writes every output file
-#   --no-build   use the ldlp_load example already built
+#   --no-build   use the ldlp_load tool already built
 #
-# Method (examples/ldlp_load.rs has the details):
+# Method (tools/src/bin/ldlp_load.rs has the details):
 #  1. cachegrind in the DEC 3000 geometry counts instructions and I1/D1
 #     misses per message at each batch size (difference method):
 #       valgrind --tool=cachegrind --cache-sim=yes --I1=8192,1,32
@@ -49,11 +49,11 @@ if ! command -v valgrind >/dev/null; then
 fi
 command -v valgrind >/dev/null || { echo "$me: valgrind is not installed" >&2; exit 1; }
 
-bin=${CARGO_TARGET_DIR:-$root/target}/release/examples/ldlp_load
+bin=${CARGO_TARGET_DIR:-$root/target}/release/ldlp_load
 out=${STUDY_OUT:-$root/target/pathstack-study}
 if [ "$build" = 1 ]; then
-    echo "$me: building (cargo build --release -p pathstack --example ldlp_load)" >&2
-    (cd "$root" && cargo build --release -q -p pathstack --example ldlp_load)
+    echo "$me: building (cargo build --release -p pathstack-tools --bin ldlp_load)" >&2
+    (cd "$root" && cargo build --release -q -p pathstack-tools --bin ldlp_load)
 fi
 [ -x "$bin" ] || { echo "$me: $bin is not built (run without --no-build)" >&2; exit 1; }
 

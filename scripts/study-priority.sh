@@ -9,7 +9,7 @@
 #                     [--sender-cpu 0|1] [--no-device-discard] [--no-build]
 #
 # The high-priority workload, in place of the thesis' video, is
-# examples/priority_stream.rs: UDP messages at --rate per second (256
+# tools/src/priority_stream.rs: UDP messages at --rate per second (256
 # bytes) for --seconds, from a kernel socket in namespace B, to an
 # application in namespace A that does N passes of checksum + copy per
 # message. N is calibrated first (--busy, default 50): short unloaded runs
@@ -40,7 +40,7 @@
 #
 #   ping-f  `ping -f` (as the thesis did: as fast as replies come, at
 #           least 100/s)
-#   raw     examples/icmp_flood.rs: ICMP echo requests at --raw-rate per
+#   raw     tools/src/bin/icmp_flood.rs: ICMP echo requests at --raw-rate per
 #           second through a raw socket
 #
 # A flood starts 0.5 s before the stream and ends 1 s after it.
@@ -61,7 +61,7 @@
 # "loaded_msgs_per_s", "delta_pct", ...}]}) and priority.svg. With
 # --rounds R > 1 each figure is the median of R runs (the rounds
 # interleave the configurations). --quick: 3-second streams, one round
-# (under three minutes with the examples built).
+# (under three minutes with the tools built).
 #
 # Needs root (namespaces, TAP devices, raw sockets, SCHED_FIFO).
 set -euo pipefail
@@ -121,7 +121,7 @@ if [ "$(nproc)" -lt 2 ]; then
     exit 1
 fi
 
-bin=${CARGO_TARGET_DIR:-$root/target}/release/examples
+bin=${CARGO_TARGET_DIR:-$root/target}/release
 out=$root/target/pathstack-study
 runs=$out/priority-runs
 mkdir -p "$runs"
@@ -129,8 +129,8 @@ rm -f "$runs"/*.json "$runs"/*.txt
 rm -rf "$runs/calibrate"
 
 if [ "$build" = 1 ]; then
-    echo "$me: building (cargo build --release -p pathstack --example priority_stream --example icmp_flood)" >&2
-    (cd "$root" && cargo build --release -q -p pathstack --example priority_stream --example icmp_flood)
+    echo "$me: building (cargo build --release -p pathstack-tools --bin priority_stream --bin icmp_flood)" >&2
+    (cd "$root" && cargo build --release -q -p pathstack-tools --bin priority_stream --bin icmp_flood)
 fi
 
 id="pri$$"

@@ -9,7 +9,7 @@
 #   --r1, --r2   the round counts of the profiles (difference method)
 #
 # The OUT binary is built in target/study-outline (its own target directory).
-# The versions (binary, path form of `pingpong --form`):
+# The versions (binary, path form of `pingpong_bench --form`):
 #   STD  the default build (cargo build --release), --form std
 #   OUT  built with `--features outline`: code the ping-pong never runs
 #        (fragmentation, reassembly, the ARP miss, first-packet work, the
@@ -27,8 +27,8 @@
 #   ALL  OUT's objects re-linked with an ordering from PIN's profile, run
 #        with --form pin (PIN + OUT + CLO)
 #
-# How: `cargo rustc --release -p pathstack --example pingpong [--features
-# outline] -- -C save-temps --print link-args` builds the example once per
+# How: `cargo rustc --release -p pathstack-tools --bin pingpong_bench [--features
+# outline] -- -C save-temps --print link-args` builds the tool once per
 # feature set and prints rustc's linker command (cc -fuse-ld=lld, objects
 # kept by save-temps); scripts/study-layout.py re-runs that command with
 # another output and -Wl,--symbol-ordering-file=FILE. Same objects, so CLO
@@ -45,7 +45,7 @@
 # target/pathstack-study/ (STUDY_OUT overrides): bin/pingpong-{std,out,clo,
 # bad,all}, order/{clo,bad,all}.order, layout/VERSION-TRANSPORT.json and
 # the callgrind files (callgrind/VERSION-TRANSPORT.ROUNDS). Transports: udp,
-# rpc and tcp (`pingpong --transport tcp`, one nodelay connection, both
+# rpc and tcp (`pingpong_bench --transport tcp`, one nodelay connection, both
 # connection paths inlined for PIN and ALL by
 # `pathstack_inet::modules::inline::tcp_rule`); ALL's order comes from
 # PIN's profiles of all three.
@@ -85,17 +85,17 @@ mkdir -p "$out/bin" "$out/order" "$out/layout" "$out/callgrind"
 # (Made after the STD build, which leaves every dependency built there.)
 out_target=$target/study-outline
 
-# link_args NAME CARGO-ARGS...: builds the example with CARGO-ARGS and
+# link_args NAME CARGO-ARGS...: builds the tool with CARGO-ARGS and
 # leaves rustc's linker command in $out/NAME.link. cargo prints nothing when
 # the build is fresh: the saved command is then reused if its objects are
-# still there, else the example is rebuilt.
+# still there, else the tool is rebuilt.
 link_args() {
     local name=$1 file=$out/$1.link
     shift
-    echo "$me: building $name (cargo rustc --release -p pathstack --example pingpong $* -- -C save-temps --print link-args)" >&2
+    echo "$me: building $name (cargo rustc --release -p pathstack-tools --bin pingpong_bench $* -- -C save-temps --print link-args)" >&2
     local tmp
     tmp=$(mktemp)
-    (cd "$root" && nice -n 10 cargo rustc --release -q -p pathstack --example pingpong "$@" \
+    (cd "$root" && nice -n 10 cargo rustc --release -q -p pathstack-tools --bin pingpong_bench "$@" \
         -- -C save-temps --print link-args) >"$tmp"
     if grep -q -- '-fuse-ld' "$tmp"; then
         mv "$tmp" "$file"
@@ -105,9 +105,9 @@ link_args() {
     if [ -s "$file" ] && objects_present "$file"; then
         return
     fi
-    # Fresh but the objects are gone: force the example to compile again.
-    touch "$root/examples/pingpong.rs"
-    (cd "$root" && nice -n 10 cargo rustc --release -q -p pathstack --example pingpong "$@" \
+    # Fresh but the objects are gone: force the tool to compile again.
+    touch "$root/tools/src/bin/pingpong_bench/main.rs"
+    (cd "$root" && nice -n 10 cargo rustc --release -q -p pathstack-tools --bin pingpong_bench "$@" \
         -- -C save-temps --print link-args) >"$file"
     grep -q -- '-fuse-ld' "$file" || { echo "$me: no linker command from rustc for $name" >&2; exit 1; }
 }

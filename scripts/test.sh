@@ -44,17 +44,18 @@ scripts/study-latency.sh --quick | tail -n 4
 python3 -c 'import json, sys; r = json.load(open("target/pathstack-study/latency.json"))["results"]; na = [x for x in r if x["instr_per_rt"] is None]; sys.exit(0 if len(r) == 18 and not na else "latency.json: %d results (%d without figures), expected 18 (udp, rpc, tcp x 6 versions), all with figures" % (len(r), len(na)))'
 
 step "main job (in-memory wire, short)"
-cargo run --quiet --example pingpong -- --rounds 2000
-cargo run --quiet --example pingpong -- --transport tcp --rounds 2000
-cargo run --quiet --example pingpong -- --transport rpc --rounds 2000
-cargo run --quiet --example pingpong -- --transport rpc --rpc-net ip --size 1000 --rounds 2000
+cargo run --quiet --example pingpong -- 2000
+cargo run --quiet -p pathstack-tools --bin pingpong_bench -- --rounds 2000
+cargo run --quiet -p pathstack-tools --bin pingpong_bench -- --transport tcp --rounds 2000
+cargo run --quiet -p pathstack-tools --bin pingpong_bench -- --transport rpc --rounds 2000
+cargo run --quiet -p pathstack-tools --bin pingpong_bench -- --transport rpc --rpc-net ip --size 1000 --rounds 2000
 
 # check_host_netns: the README's `host --netns` commands. Each run makes its
 # own namespace ps-host-<its pid> and must remove it however it ends (a
 # normal exit, an error, SIGINT); traffic stays inside that namespace.
 check_host_netns() {
-    local host=target/debug/examples/host out rc ns pid
-    cargo build --quiet --example host
+    local host=target/debug/host out rc ns pid
+    cargo build --quiet -p pathstack-tools --bin host
     fail() { echo "scripts/test.sh: host --netns: $*" >&2; echo "$out" >&2; exit 1; }
     # Whether the namespace a run announced is still there (it must not be).
     # grep without -q reads all of the list: an early exit would give `ip`
@@ -137,9 +138,9 @@ check_host_netns() {
 
 if [ "$(id -u)" = 0 ]; then
     step "main job over TAP/veth (privileged, short)"
-    cargo run --quiet --example pingpong -- --wire tap --rounds 500 --warmup 100
-    cargo run --quiet --example pingpong -- --wire tap --transport tcp --rounds 500 --warmup 100
-    cargo run --quiet --example pingpong -- --wire tap --transport rpc --rounds 500 --warmup 100
+    cargo run --quiet -p pathstack-tools --bin pingpong_bench -- --wire tap --rounds 500 --warmup 100
+    cargo run --quiet -p pathstack-tools --bin pingpong_bench -- --wire tap --transport tcp --rounds 500 --warmup 100
+    cargo run --quiet -p pathstack-tools --bin pingpong_bench -- --wire tap --transport rpc --rounds 500 --warmup 100
     tmp_out=$(mktemp)
     trap 'rm -f "$tmp_out"' EXIT
     check_host_netns

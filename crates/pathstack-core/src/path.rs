@@ -330,10 +330,33 @@ impl Path {
         Ok(())
     }
 
-    /// A message [`Path::push_queue`] cannot take, with why, counted.
+    /// [`Path::push_queue`] taking the message out of `m` only once it is
+    /// taken (what a trip's end delivers to the sink queue): the 64-byte
+    /// message is moved once, into the queue, not first out of the trip's
+    /// slot and then into the queue (issue 26 item 2). A refused message
+    /// stays in `m` for the trip's owner to release; the refusal is
+    /// counted on the path.
+    #[inline]
+    pub(crate) fn push_queue_from(&mut self, kind: QueueKind, m: &mut Msg) {
+        let bytes = held(m);
+        let after = self.stats.held_bytes + bytes;
+        let q = &mut self.queues[kind as usize];
+        if after > self.mem_limit || q.q.len() >= q.cap {
+            self.refuse_in_place(kind, after);
+            return;
+        }
+        q.q.push_back(std::mem::take(m));
+        self.stats.held_bytes = after;
+        if after > self.stats.peak_held_bytes {
+            self.stats.peak_held_bytes = after;
+        }
+    }
+
+    /// Why a message cannot be queued on `kind` (with `after` bytes held
+    /// if it were), counted on the path.
     #[cold]
     #[inline(never)]
-    fn refuse(&mut self, kind: QueueKind, m: Msg, after: u64) -> (Msg, CoreDropReason) {
+    fn refuse_in_place(&mut self, kind: QueueKind, after: u64) -> CoreDropReason {
         let r = if after > self.mem_limit {
             CoreDropReason::OverMemoryBudget
         } else {
@@ -344,7 +367,14 @@ impl Path {
             }
         };
         self.count_drop(r);
-        (m, r)
+        r
+    }
+
+    /// A message [`Path::push_queue`] cannot take, with why, counted.
+    #[cold]
+    #[inline(never)]
+    fn refuse(&mut self, kind: QueueKind, m: Msg, after: u64) -> (Msg, CoreDropReason) {
+        (m, self.refuse_in_place(kind, after))
     }
 
     /// Takes the head of queue `kind`, returning its buffer's charge.

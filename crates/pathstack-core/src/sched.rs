@@ -22,7 +22,7 @@
 //!
 //! The run queue is off the common path: under per-message scheduling a
 //! message entering an idle path (a received frame, an application's
-//! send) runs through it at once, to completion (`stack/run.rs`). A path
+//! send) runs through it at once, to completion (`stack/trip.rs`). A path
 //! enters the run queue only when its input has to wait: input already
 //! queued ahead of it, [`Stack::enqueue`](crate::Stack::enqueue), LDLP
 //! with a second message available (below) — or a burst of received

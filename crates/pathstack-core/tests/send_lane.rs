@@ -142,13 +142,20 @@ fn a_stage_ref_reaches_its_stage_until_the_path_goes() {
     });
     assert_eq!(r, Some(p));
     assert_eq!(sunk(&mut s, p), [b"z".to_vec()]);
+    // Without a context, the same stage.
+    let by_mut = s.stage_at_mut(at).map(|st| st as *mut ProbeStage as usize);
+    let by_ref = s.stage_at(at).map(|st| st as *const ProbeStage as usize);
+    assert!(by_mut.is_some());
+    assert_eq!(by_mut, by_ref);
     s.path_delete(p).unwrap();
     assert!(s.stage_at(at).is_none());
+    assert!(s.stage_at_mut(at).is_none());
     assert!(s.with_stage_at(at, |_, _| ()).is_none());
     // The slot is reused by a new path: the old handle does not reach it.
     let q = s.path_create(a, Attrs::new()).unwrap();
     assert_eq!(q.index(), p.index());
     assert!(s.with_stage_at(at, |_, _| ()).is_none());
+    assert!(s.stage_at_mut(at).is_none());
     assert!(s.stage_ref::<ProbeStage>(q).is_some());
 }
 
@@ -174,7 +181,13 @@ fn a_stage_ref_follows_its_stage_when_the_path_is_extended() {
     let pos = s.with_stage_at(at, |_, cx| cx.position());
     assert_eq!(pos, Some(1), "the handle found mid's stage where it moved");
     // A new search by type finds the first probe stage, top's.
-    assert_eq!(s.stage_ref::<ProbeStage>(p).unwrap().position(), 0);
+    let top = s.stage_ref::<ProbeStage>(p).unwrap();
+    assert_eq!(top.position(), 0);
+    // Without a context too, the handle reaches mid's stage, not top's.
+    let mid_stage = s.stage_at_mut(at).map(|st| st as *mut ProbeStage as usize);
+    let top_stage = s.stage_at(top).map(|st| st as *const ProbeStage as usize);
+    assert!(mid_stage.is_some() && top_stage.is_some());
+    assert_ne!(mid_stage, top_stage);
 }
 
 #[test]

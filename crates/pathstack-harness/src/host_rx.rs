@@ -64,12 +64,16 @@ impl Rig {
         let mut hosts = HostPair::new(|cidr| HostConfig::parse(cidr).ok())?;
         let (a, b) = (&mut hosts.a, &mut hosts.b);
         let udp = [
-            a.udp_bind("0.0.0.0:7").ok()?,
-            a.udp_bind("0.0.0.0:53").ok()?,
+            a.udp().bind("0.0.0.0:7").ok()?,
+            a.udp().bind("0.0.0.0:53").ok()?,
         ];
-        let listener = a.tcp_listen_with("0.0.0.0:80", 8, rig_tcp_config()).ok()?;
+        let listener = a
+            .tcp()
+            .listen_with("0.0.0.0:80", 8, rig_tcp_config())
+            .ok()?;
         let c = b
-            .tcp_connect_with("0.0.0.0:0", "10.0.0.1:80", rig_tcp_config())
+            .tcp()
+            .connect_with("0.0.0.0:0", "10.0.0.1:80", rig_tcp_config())
             .ok()?;
         let mut s = None;
         for _ in 0..50 {
@@ -77,7 +81,7 @@ impl Rig {
             if s.is_none() {
                 s = pathstack::socket::ready(listener.accept(&mut hosts.a)).ok()?;
             }
-            if s.is_some() && hosts.b.tcp_is_connected(&c).ok()? {
+            if s.is_some() && hosts.b.tcp().is_connected(&c).ok()? {
                 break;
             }
         }
@@ -95,7 +99,7 @@ impl Rig {
         for _ in 0..6 {
             hosts.step(10);
         }
-        let b_port = hosts.b.tcp_local_addr(&c).ok()?.port();
+        let b_port = hosts.b.tcp().local_addr(&c).ok()?.port();
         let (wire, log) = hosts.part();
         let mut track = ConnTrack {
             b_port,
@@ -242,23 +246,27 @@ impl Target for Rig {
                         if let Some(s) = stream {
                             let how = [Shutdown::Read, Shutdown::Write, Shutdown::Both]
                                 [usize::from(inp.u8() % 3)];
-                            let _ = self.wire.a.tcp_shutdown(&s, how);
+                            let _ = self.wire.a.tcp().shutdown(&s, how);
                         }
                     }
                     4 => {
                         if let Some(s) = stream {
-                            let _ = self.wire.a.tcp_close(s);
+                            let _ = self.wire.a.tcp().close(s);
                         }
                     }
                     5 => {
                         if let Some(s) = stream {
-                            let _ = self.wire.a.tcp_abort(s);
+                            let _ = self.wire.a.tcp().abort(s);
                         }
                     }
                     6 => {
                         let u = self.udp[usize::from(which >> 7)];
                         if let Ok((n, from)) = u.recv_from(&mut self.wire.a, &mut self.buf) {
-                            let _ = self.wire.a.send_to(&u, &self.buf[..n.min(1400)], from);
+                            let _ = self
+                                .wire
+                                .a
+                                .udp()
+                                .send_to(&u, &self.buf[..n.min(1400)], from);
                         }
                     }
                     7 => {
@@ -267,9 +275,9 @@ impl Target for Rig {
                     }
                     _ => {
                         if let Some(s) = stream {
-                            let _ = self.wire.a.tcp_stats(&s);
-                            let _ = self.wire.a.tcp_take_error(&s);
-                            let _ = self.wire.a.tcp_state(&s);
+                            let _ = self.wire.a.tcp().stats(&s);
+                            let _ = self.wire.a.tcp().take_error(&s);
+                            let _ = self.wire.a.tcp().state(&s);
                         }
                         let _ = self.wire.a.report();
                     }

@@ -210,7 +210,7 @@ pub fn rpc_rx_reach(data: &[u8]) -> RpcRxReach {
     for c in std::mem::take(&mut rig.calls) {
         rig.outcome(&c);
     }
-    let runs = rig.wire.a.rpc_server().map_or(0, |s| s.calls());
+    let runs = rig.wire.a.rpc().server().map_or(0, |s| s.calls());
     RpcRxReach {
         procedure_runs: runs.saturating_sub(rig.setup_runs),
         ..rig.reach

@@ -19,12 +19,12 @@ fn serve(mut host: Host) -> io::Result<()> {
     // Every socket is registered with a token naming it.
     let udp: Vec<UdpSocket> = PORTS
         .iter()
-        .map(|&p| host.udp_bind(("0.0.0.0", p)))
+        .map(|&p| host.udp().bind(("0.0.0.0", p)))
         .collect::<Result<_, _>>()?;
     for (i, s) in udp.iter().enumerate() {
         host.register(*s, Token(i), Interest::READABLE)?;
     }
-    let listener = host.tcp_listen("0.0.0.0:7000", 16)?;
+    let listener = host.tcp().listen("0.0.0.0:7000", 16)?;
     host.register(listener, LISTENER, Interest::READABLE)?;
     let mut streams: Vec<TcpStream> = Vec::new();
 
@@ -55,7 +55,7 @@ fn serve(mut host: Host) -> io::Result<()> {
                     match s.read(&mut host, &mut buf) {
                         Ok(0) => {
                             host.deregister(Source::Tcp(s))?;
-                            host.tcp_close(s)?;
+                            host.tcp().close(s)?;
                         }
                         // (A reply this small always fits the send buffer.)
                         Ok(n) => drop(s.write(&mut host, &buf[..n])?),
@@ -89,7 +89,7 @@ fn main() -> io::Result<()> {
     let server = std::thread::spawn(move || serve(server));
 
     let mut buf = [0u8; 64];
-    let sock = client.udp_bind("0.0.0.0:0")?;
+    let sock = client.udp().bind("0.0.0.0:0")?;
     for port in PORTS {
         sock.send_to(
             &mut client,
@@ -102,14 +102,14 @@ fn main() -> io::Result<()> {
             String::from_utf8_lossy(&buf[..n])
         );
     }
-    let stream = client.tcp_connect("10.0.0.2:7000")?;
+    let stream = client.tcp().connect("10.0.0.2:7000")?;
     until_ready(&mut client, |h| stream.write(h, b"hello over TCP"))?;
     let n = until_ready(&mut client, |h| stream.read(h, &mut buf))?;
     println!(
         "client: TCP echoed {:?}",
         String::from_utf8_lossy(&buf[..n])
     );
-    client.tcp_close(stream)?;
+    client.tcp().close(stream)?;
     // Keep answering the server (the FIN handshake) until it is done.
     while !server.is_finished() {
         client.poll();

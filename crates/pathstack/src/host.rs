@@ -23,9 +23,13 @@ mod error;
 pub use config_check::ConfigError;
 pub use error::HostError;
 
+pub use crate::host_id::HostId;
 use crate::module_types;
 use crate::nic::Nic;
-use crate::socket::{Registrations, TcpLingers, TcpSockets, UdpSockets};
+use crate::socket::linger_table::TcpLingers;
+use crate::socket::registrations::Registrations;
+use crate::socket::table::UdpSockets;
+use crate::socket::tcp_table::TcpSockets;
 use pathstack_core::admission::Budgets;
 use pathstack_core::device::RxWaiter;
 use pathstack_core::graph::ModuleGraph;
@@ -37,29 +41,7 @@ use pathstack_inet::wire::ipv4::Ipv4DropReason;
 use pathstack_inet::MacAddr;
 use std::fmt::Write as _;
 use std::net::Ipv4Addr;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-
-/// A host's identity, unique in the process. Every socket handle carries
-/// its host's, so that a handle used on another host is refused
-/// ([`SocketError::WrongHost`](crate::socket::SocketError::WrongHost))
-/// rather than taken for that host's socket in the same slot.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct HostId(u64);
-
-impl HostId {
-    /// A new identity: a process-wide counter, so no two hosts share one.
-    fn next() -> HostId {
-        static NEXT: AtomicU64 = AtomicU64::new(1);
-        HostId(NEXT.fetch_add(1, Ordering::Relaxed))
-    }
-}
-
-impl std::fmt::Display for HostId {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "host #{}", self.0)
-    }
-}
 
 /// Addresses and choices of a host.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -151,8 +133,8 @@ pub struct HostConfig {
     /// };
     /// let (a, _b) = wire_pair(Default::default());
     /// let mut h = Host::new(cfg, a).unwrap();
-    /// let _s = h.udp_bind("0.0.0.0:7").unwrap();
-    /// let e = std::io::Error::from(h.udp_bind("0.0.0.0:9").unwrap_err());
+    /// let _s = h.udp().bind("0.0.0.0:7").unwrap();
+    /// let e = std::io::Error::from(h.udp().bind("0.0.0.0:9").unwrap_err());
     /// assert_eq!(e.kind(), std::io::ErrorKind::QuotaExceeded);
     /// ```
     pub budgets: Budgets,
@@ -237,7 +219,7 @@ pub struct Host {
     /// The sockets [`Host::poll_ready`] watches.
     pub(crate) readiness: Registrations,
     /// The RPC stack's paths and calls, when the graph has one.
-    pub(crate) rpc: Option<crate::rpc::RpcState>,
+    pub(crate) rpc: Option<crate::rpc::state::RpcState>,
     /// A clock set by hand instead of the time since the host was made
     /// ([`Host::set_manual_clock`]).
     manual_now: Option<Instant>,
@@ -280,8 +262,8 @@ impl Host {
     /// let (a, _b) = wire_pair(Default::default());
     /// let cfg = HostConfig::parse("10.0.0.1/24").unwrap();
     /// let mut h = Host::with_stack_config(cfg, a, small).unwrap();
-    /// let s = h.udp_bind("0.0.0.0:7").unwrap();
-    /// assert_eq!(h.local_addr(&s).unwrap().port(), 7);
+    /// let s = h.udp().bind("0.0.0.0:7").unwrap();
+    /// assert_eq!(h.udp().local_addr(&s).unwrap().port(), 7);
     /// ```
     pub fn with_stack_config(
         cfg: HostConfig,
@@ -345,8 +327,8 @@ impl Host {
     /// let (a, _b) = wire_pair(WireConfig::default());
     /// let file = concat!(env!("CARGO_MANIFEST_DIR"), "/../../graphs/host.graph");
     /// let mut h = Host::from_graph_file(file, a).unwrap();
-    /// let s = h.udp_bind("10.0.0.1:7").unwrap();
-    /// assert_eq!(h.local_addr(&s).unwrap().to_string(), "10.0.0.1:7");
+    /// let s = h.udp().bind("10.0.0.1:7").unwrap();
+    /// assert_eq!(h.udp().local_addr(&s).unwrap().to_string(), "10.0.0.1:7");
     /// ```
     pub fn from_graph_file(
         path: impl AsRef<std::path::Path>,
@@ -412,7 +394,7 @@ impl Host {
             .copied();
         let sockets = UdpSockets::new(HostId::next(), stack.module_id("udp"), iface);
         let tcp_sockets = TcpSockets::new(stack.module_id("tcp"), None);
-        let rpc = crate::rpc::RpcState::find(&stack);
+        let rpc = crate::rpc::state::RpcState::find(&stack);
         Ok(Host {
             stack,
             icmp,
@@ -487,12 +469,20 @@ impl Host {
         Ok(())
     }
 
-    /// The stack.
+    /// The core stack under the host: the escape hatch to
+    /// [`pathstack_core`] for tools and tests that drive the core (path
+    /// statistics, the buffer pool, the module graph). An application
+    /// does not need it: the protocol views ([`Host::udp`], [`Host::tcp`],
+    /// [`Host::rpc`]) and the host's own calls cover what it does.
     pub fn stack(&self) -> &Stack {
         &self.stack
     }
 
-    /// The stack, writable (to create paths, send, receive).
+    /// The core stack under the host, writable: the escape hatch to
+    /// [`pathstack_core`] (to add specialization rules, create paths,
+    /// send and receive on them) for tools and tests that drive the core.
+    /// Paths made here are the caller's; the host's sockets do not know
+    /// them.
     pub fn stack_mut(&mut self) -> &mut Stack {
         &mut self.stack
     }
@@ -544,7 +534,7 @@ impl Host {
 
     /// When the host next has timed work: the stack's next timer or a
     /// device's delayed frame ([`Stack::poll_at`]), or the end of a
-    /// close's linger time ([`Host::tcp_set_linger`]).
+    /// close's linger time ([`Tcp::set_linger`](crate::socket::Tcp::set_linger)).
     pub fn poll_at(&self) -> Option<Instant> {
         let stack = self.stack.poll_at();
         match self.tcp_lingers.next_deadline() {
@@ -751,7 +741,9 @@ mod tests {
         h.set_manual_clock(Instant::from_millis(5));
         h.add_neighbor("10.0.0.2".parse().unwrap(), MacAddr([2, 0, 0, 0, 0, 2]))
             .unwrap();
-        let _s = h.tcp_connect_with("0.0.0.0:40000", "10.0.0.2:80", Default::default());
+        let _s = h
+            .tcp()
+            .connect_with("0.0.0.0:40000", "10.0.0.2:80", Default::default());
         h.stack_mut().poll(Instant::from_millis(5));
         let pool = h.stack().pool().clone();
         std::iter::from_fn(|| b.receive(&pool, Instant::from_millis(5)).unwrap())

@@ -10,9 +10,8 @@
 //! the fast forms to the modular stages' behaviour; `HostConfig::specialize`
 //! turns it off (the modular form, for comparison).
 
-use crate::host::Host;
 use pathstack_core::device::{WireStage, WIRE_SPEC};
-use pathstack_core::{PathId, Stack};
+use pathstack_core::Stack;
 use pathstack_devices::lance::{LanceStage, LANCE_SPEC};
 use pathstack_inet::modules::inline;
 
@@ -25,20 +24,4 @@ pub(crate) fn add_rules(stack: &mut Stack) {
     stack.add_rule(inline::udp_socket_fast_rule::<LanceStage>(LANCE_SPEC.name));
     stack.add_rule(inline::tcp_fast_rule::<WireStage>(WIRE_SPEC.name));
     stack.add_rule(inline::tcp_fast_rule::<LanceStage>(LANCE_SPEC.name));
-}
-
-impl Host {
-    /// Specializes a path the host just opened for a socket or took from a
-    /// listener, unless the host runs modular paths. A path no rule fits
-    /// (a graph with other modules between the transport and the driver)
-    /// stays as it is.
-    pub(crate) fn specialize(&mut self, path: PathId) {
-        if self.specializes() {
-            // A rule applies only to a path of its module sequence, whose
-            // stages are then of the rule's types, so rebuilding cannot
-            // fail; if it did, the path would keep its stages and work on
-            // in its modular form.
-            let _ = self.stack_mut().path_optimize(path);
-        }
-    }
 }

@@ -27,10 +27,10 @@ use pathstack::host::{Host, HostConfig};
 use pathstack::inet::MacAddr;
 use pathstack::rpc::RpcCall;
 use pathstack::rpc::{Echo, Peer, RpcNet};
-use pathstack::rpc_stack::modules::bidctl::BidctlModule;
-use pathstack::rpc_stack::modules::inline;
-use pathstack::rpc_stack::modules::protocol::XRPCTEST_ID;
-use pathstack::rpc_stack::modules::rpc::RpcModule;
+use pathstack::rpc_protocols::modules::bidctl::BidctlModule;
+use pathstack::rpc_protocols::modules::inline;
+use pathstack::rpc_protocols::modules::protocol::XRPCTEST_ID;
+use pathstack::rpc_protocols::modules::rpc::RpcModule;
 use proptest::prelude::*;
 
 const MAC_A: [u8; 6] = [2, 0, 0, 0, 0, 1];
@@ -87,7 +87,11 @@ impl World {
         let mut a = Host::new(cfg("10.0.0.1/24", MAC_A), a_dev).unwrap();
         let mut b = Host::new(cfg("10.0.0.2/24", MAC_B), b_dev).unwrap();
         for h in [&mut a, &mut b] {
-            h.rpc_server().unwrap().register(XRPCTEST_ID, Echo).unwrap();
+            h.rpc()
+                .server()
+                .unwrap()
+                .register(XRPCTEST_ID, Echo)
+                .unwrap();
         }
         if specialized {
             let s = a.stack_mut();
@@ -119,7 +123,7 @@ impl World {
 
     fn peer(&self, of_b: bool) -> Peer {
         let h = if of_b { &self.b } else { &self.a };
-        h.rpc_peer().unwrap()
+        pathstack::rpc::Rpc::of(h).peer().unwrap()
     }
 
     /// Advances the clock by `d` and polls both hosts.
@@ -195,7 +199,7 @@ impl World {
                 let payload: Vec<u8> = (0..*len).map(|i| (i * 7 + 1) as u8).collect();
                 let peer = self.peer(!by_b);
                 let h = if *by_b { &mut self.b } else { &mut self.a };
-                match h.rpc_start(peer, XRPCTEST_ID, &payload) {
+                match h.rpc().start(peer, XRPCTEST_ID, &payload) {
                     Ok(c) => self.calls.push((if *by_b { 'b' } else { 'a' }, c)),
                     Err(e) => self.outcomes.push(format!("start: {e}")),
                 }
@@ -223,7 +227,7 @@ impl World {
         let mut left = Vec::new();
         for (who, c) in std::mem::take(&mut self.calls) {
             let h = if who == 'b' { &mut self.b } else { &mut self.a };
-            match h.rpc_poll(&c) {
+            match h.rpc().poll(&c) {
                 Ok(None) => left.push((who, c)),
                 Ok(Some(m)) => self
                     .outcomes

@@ -106,11 +106,15 @@ impl World {
         let stream = match passive {
             None => {
                 let peer = std::net::SocketAddr::from((PEER, PORTS.1));
-                host.tcp_connect_with(("0.0.0.0", PORTS.0), peer, cfg)
+                host.tcp()
+                    .connect_with(("0.0.0.0", PORTS.0), peer, cfg)
                     .unwrap()
             }
             Some(offer) => {
-                let l = host.tcp_listen_with(("0.0.0.0", PORTS.0), 4, cfg).unwrap();
+                let l = host
+                    .tcp()
+                    .listen_with(("0.0.0.0", PORTS.0), 4, cfg)
+                    .unwrap();
                 to_host(&mut host, &mut wire, &Peer::syn(offer));
                 // The SYN-ACK is kept for `observe`.
                 let pool = host.stack().pool().clone();
@@ -127,7 +131,7 @@ impl World {
                     .0
             }
         };
-        let path = host.tcp_path_id(&stream).unwrap();
+        let path = host.tcp().path_id(&stream).unwrap();
         if specialized {
             let s = host.stack_mut();
             s.add_rule(inline::tcp_fast_rule::<WireStage>(WIRE_SPEC.name));
@@ -196,11 +200,11 @@ impl World {
                 self.app.push(format!("recv {max}: {got}"));
             }
             Step::Shutdown => {
-                let r = self.host.tcp_shutdown(&self.stream, Shutdown::Write);
+                let r = self.host.tcp().shutdown(&self.stream, Shutdown::Write);
                 self.app.push(format!("shutdown: {r:?}"));
             }
             Step::Nodelay(on) => {
-                let r = self.host.tcp_set_nodelay(&self.stream, *on);
+                let r = self.host.tcp().set_nodelay(&self.stream, *on);
                 self.app.push(format!("nodelay: {r:?}"));
             }
             Step::Wait(ms) => self.poll(Duration::from_millis(*ms)),
@@ -870,7 +874,7 @@ fn established(cfg: TcpConfig, offer: &Offer, passive: bool) -> (World, World, P
     let (f, m) = (fused.observe(), modular.observe());
     assert_eq!(f, m, "after the handshake");
     assert_eq!(
-        fused.host.tcp_state(&fused.stream).unwrap(),
+        fused.host.tcp().state(&fused.stream).unwrap(),
         State::Established
     );
     peer.learn(&f.frames, &fused);
@@ -1128,7 +1132,7 @@ fn a_steady_exchange_is_byte_identical() {
         .unwrap()
         .fast_hits()
         .unwrap();
-    let stats = fused.host.tcp_stats(&fused.stream).unwrap();
+    let stats = fused.host.tcp().stats(&fused.stream).unwrap();
     // Every segment in (the SYN-ACK too), and every one out but the SYN,
     // which `connect` sent before the path was specialized.
     assert_eq!(hits[1], stats.segs_in, "in: {hits:?} {stats:?}");

@@ -24,6 +24,7 @@ use pathstack::host::{Host, HostConfig};
 use pathstack::inet::modules::inline;
 use pathstack::inet::MacAddr;
 use pathstack::socket::ready;
+use pathstack::socket::Udp;
 use pathstack::socket::UdpSocket;
 use proptest::prelude::*;
 
@@ -114,15 +115,16 @@ impl World {
                 assert!(s.path(p).unwrap().is_specialized());
             }
         }
-        let sock_bound = host.udp_bind(("0.0.0.0", SOCK_BOUND)).unwrap();
+        let sock_bound = host.udp().bind(("0.0.0.0", SOCK_BOUND)).unwrap();
         let sock_connected = host
-            .udp_connect(
+            .udp()
+            .bind_connected(
                 ("0.0.0.0", SOCK_CONNECTED.0),
                 (std::net::Ipv4Addr::from(PEER), SOCK_CONNECTED.1),
             )
             .unwrap();
         for sock in [&sock_bound, &sock_connected] {
-            let p = host.udp_path_id(sock).unwrap();
+            let p = host.udp().path_id(sock).unwrap();
             assert_eq!(host.stack().path(p).unwrap().is_specialized(), specialized);
         }
         let now = host.now();
@@ -157,7 +159,7 @@ impl World {
                 let _ = self.host.stack_mut().send(self.connected, Dir::Down, m);
                 // And the same on the connected socket (refusals compared
                 // through the counters).
-                let _ = self.host.send(&self.sock_connected, &payload);
+                let _ = self.host.udp().send(&self.sock_connected, &payload);
             }
             Step::Frame(bytes) => {
                 let m = self.host.stack().pool().alloc_copy(bytes).unwrap();
@@ -169,7 +171,7 @@ impl World {
         // The bound socket's application echoes what it heard.
         let mut buf = [0u8; 2048];
         while let Ok(Some((n, from))) = ready(self.sock_bound.recv_from(&mut self.host, &mut buf)) {
-            let _ = self.host.send_to(&self.sock_bound, &buf[..n], from);
+            let _ = self.host.udp().send_to(&self.sock_bound, &buf[..n], from);
         }
         self.poll(Duration::from_micros(10));
     }
@@ -186,13 +188,13 @@ impl World {
         while let Some(m) = self.host.stack_mut().recv(self.connected, Dir::Up) {
             delivered.push(describe(&m));
         }
-        while let Ok(Some(m)) = self.host.udp_recv_msg(&self.sock_connected) {
+        while let Ok(Some(m)) = self.host.udp().recv_msg(&self.sock_connected) {
             delivered.push(describe(&m));
         }
         let s = self.host.stack();
         let mut counters = Vec::new();
-        let socks =
-            [&self.sock_bound, &self.sock_connected].map(|k| self.host.udp_path_id(k).unwrap());
+        let socks = [&self.sock_bound, &self.sock_connected]
+            .map(|k| Udp::of(&self.host).path_id(k).unwrap());
         for p in [self.connected, self.bound].into_iter().chain(socks) {
             let st = s.path(p).unwrap().stats();
             counters.push(format!(
@@ -488,7 +490,7 @@ fn a_steady_exchange_is_byte_identical() {
     );
     assert_eq!(s.path(fused.bound).unwrap().fast_hits(), Some([200, 200]));
     for sock in [&fused.sock_bound, &fused.sock_connected] {
-        let p = fused.host.udp_path_id(sock).unwrap();
+        let p = Udp::of(&fused.host).path_id(sock).unwrap();
         assert_eq!(s.path(p).unwrap().fast_hits(), Some([200, 200]));
     }
     assert_eq!(

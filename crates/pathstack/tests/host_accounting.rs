@@ -7,12 +7,12 @@
 //! error, `io::ErrorKind::QuotaExceeded` through `std::io`, and admits one
 //! again once a socket is closed.
 //!
-//! Privileged, last: the `host` example's `--stats SECS --json FILE` on a
+//! Privileged, last: the `host` tool's (`tools/src/bin/host.rs`) `--stats SECS --json FILE` on a
 //! TAP in a private namespace writes JSON Lines, snapshots then the final
 //! report, with the pings' path charged CPU time.
 
-#[path = "support/example_bin.rs"]
-mod example_bin;
+#[path = "support/binaries.rs"]
+mod binaries;
 
 use pathstack::core::admission::{Budget, Budgets, Resource};
 use pathstack::core::error::PathError;
@@ -42,7 +42,7 @@ fn host(cidr: &str, dev: pathstack::WireEnd, tune: impl FnOnce(&mut HostConfig))
 }
 
 fn stats(h: &Host, s: &UdpSocket) -> PathStats {
-    let id = h.udp_path_id(s).unwrap();
+    let id = pathstack::socket::Udp::of(h).path_id(s).unwrap();
     h.stack().path(id).unwrap().stats().clone()
 }
 
@@ -53,14 +53,16 @@ fn exchange(account_cpu: bool) -> (Host, UdpSocket, Host, UdpSocket) {
     let (da, db) = wire_pair(Default::default());
     let mut a = host("10.0.0.1/24", da, |c| c.account_cpu = account_cpu);
     let mut b = host("10.0.0.2/24", db, |c| c.account_cpu = account_cpu);
-    let srv = b.udp_bind((Ipv4Addr::UNSPECIFIED, 7)).unwrap();
-    let cli = a.udp_bind((Ipv4Addr::UNSPECIFIED, 0)).unwrap();
+    let srv = b.udp().bind((Ipv4Addr::UNSPECIFIED, 7)).unwrap();
+    let cli = a.udp().bind((Ipv4Addr::UNSPECIFIED, 0)).unwrap();
     let payload = [0x5a; LEN];
     let mut got = 0u64;
     let mut buf = [0u8; 2 * LEN];
     for _ in 0..COUNT {
         assert_eq!(
-            a.send_to(&cli, &payload, SocketAddrV4::new(B, 7)).unwrap(),
+            a.udp()
+                .send_to(&cli, &payload, SocketAddrV4::new(B, 7))
+                .unwrap(),
             LEN
         );
         for _ in 0..5 {
@@ -126,7 +128,7 @@ fn with_cpu_accounting_a_busy_path_is_charged_time_and_counts_its_traffic() {
     // A path that carried nothing is charged nothing.
     let idle = {
         let mut h = a;
-        let s = h.udp_bind((Ipv4Addr::UNSPECIFIED, 5000)).unwrap();
+        let s = h.udp().bind((Ipv4Addr::UNSPECIFIED, 5000)).unwrap();
         for _ in 0..5 {
             h.poll();
         }
@@ -170,25 +172,26 @@ fn a_class_path_budget_refuses_a_further_udp_socket_until_one_closes() {
     let mut h = host("10.0.0.1/24", da, |c| {
         c.budgets = Budgets::default().with_class("udp", udp_two);
     });
-    let first = h.udp_bind((Ipv4Addr::UNSPECIFIED, 7)).unwrap();
-    let _second = h.udp_bind((Ipv4Addr::UNSPECIFIED, 0)).unwrap();
+    let first = h.udp().bind((Ipv4Addr::UNSPECIFIED, 7)).unwrap();
+    let _second = h.udp().bind((Ipv4Addr::UNSPECIFIED, 0)).unwrap();
     assert_refused(
-        h.udp_bind((Ipv4Addr::UNSPECIFIED, 9)).unwrap_err(),
+        h.udp().bind((Ipv4Addr::UNSPECIFIED, 9)).unwrap_err(),
         "class",
         2,
     );
     // Connecting makes a path as well.
     assert_refused(
-        h.udp_connect((Ipv4Addr::UNSPECIFIED, 0), SocketAddrV4::new(B, 7))
+        h.udp()
+            .bind_connected((Ipv4Addr::UNSPECIFIED, 0), SocketAddrV4::new(B, 7))
             .unwrap_err(),
         "class",
         2,
     );
     // Other classes are not held to UDP's budget.
-    h.tcp_listen((Ipv4Addr::UNSPECIFIED, 80), 4).unwrap();
+    h.tcp().listen((Ipv4Addr::UNSPECIFIED, 80), 4).unwrap();
     // Closing returns the reservation.
-    h.udp_close(first).unwrap();
-    h.udp_bind((Ipv4Addr::UNSPECIFIED, 9)).unwrap();
+    h.udp().close(first).unwrap();
+    h.udp().bind((Ipv4Addr::UNSPECIFIED, 9)).unwrap();
 }
 
 #[test]
@@ -208,16 +211,16 @@ fn a_stack_path_budget_counts_every_path_of_the_host() {
             ..Budgets::default()
         };
     });
-    h.udp_bind((Ipv4Addr::UNSPECIFIED, 7)).unwrap();
+    h.udp().bind((Ipv4Addr::UNSPECIFIED, 7)).unwrap();
     assert_refused(
-        h.udp_bind((Ipv4Addr::UNSPECIFIED, 9)).unwrap_err(),
+        h.udp().bind((Ipv4Addr::UNSPECIFIED, 9)).unwrap_err(),
         "stack",
         limit as u64,
     );
 }
 
 fn host_binary() -> PathBuf {
-    example_bin::example_binary("host")
+    binaries::tool_binary("host")
 }
 
 #[test]

@@ -69,8 +69,8 @@ fn unusable_addresses_are_refused_when_parsed_and_when_the_host_is_made() {
 #[test]
 fn a_port_conflict_names_its_protocol() {
     let mut h = make("10.0.0.1/24", None).unwrap();
-    let _l = h.tcp_listen("0.0.0.0:80", 8).unwrap();
-    let e = h.tcp_listen("0.0.0.0:80", 8).unwrap_err();
+    let _l = h.tcp().listen("0.0.0.0:80", 8).unwrap();
+    let e = h.tcp().listen("0.0.0.0:80", 8).unwrap_err();
     assert!(
         matches!(
             e,
@@ -84,8 +84,8 @@ fn a_port_conflict_names_its_protocol() {
     assert_eq!(e.to_string(), "TCP port 80 is already bound");
     assert_eq!(io::Error::from(e).kind(), ErrorKind::AddrInUse);
     // Ports are per protocol: UDP's 80 is free.
-    let _u = h.udp_bind("0.0.0.0:80").unwrap();
-    let e = h.udp_bind("0.0.0.0:80").unwrap_err();
+    let _u = h.udp().bind("0.0.0.0:80").unwrap();
+    let e = h.udp().bind("0.0.0.0:80").unwrap_err();
     assert_eq!(e.to_string(), "UDP port 80 is already bound");
 }
 
@@ -104,12 +104,12 @@ fn the_hosts_tcp_configuration_is_every_connections_default() {
     cfg.tcp_config = Some(tcp);
     let (a, _b) = wire_pair(WireConfig::default());
     let mut h = Host::new(cfg, a).unwrap();
-    let c = h.tcp_connect("10.0.0.2:80").unwrap();
-    assert!(h.tcp_nodelay(&c).unwrap());
+    let c = h.tcp().connect("10.0.0.2:80").unwrap();
+    assert!(h.tcp().nodelay(&c).unwrap());
     let (a, _b) = wire_pair(WireConfig::default());
     let mut plain = Host::new(HostConfig::parse("10.0.0.1/24").unwrap(), a).unwrap();
-    let c = plain.tcp_connect("10.0.0.2:80").unwrap();
-    assert!(!plain.tcp_nodelay(&c).unwrap());
+    let c = plain.tcp().connect("10.0.0.2:80").unwrap();
+    assert!(!plain.tcp().nodelay(&c).unwrap());
 }
 
 /// `TcpConfig`'s times are `std::time::Duration`s (issue 27, problem 7):
@@ -134,9 +134,10 @@ fn the_tcp_configurations_times_are_std_durations() {
     let (a, b) = wire_pair(WireConfig::default());
     let mut client = Host::new(HostConfig::parse("10.0.0.1/24").unwrap(), a).unwrap();
     let mut server = Host::new(HostConfig::parse("10.0.0.2/24").unwrap(), b).unwrap();
-    let l = server.tcp_listen("0.0.0.0:80", 4).unwrap();
+    let l = server.tcp().listen("0.0.0.0:80", 4).unwrap();
     let c = client
-        .tcp_connect_with("0.0.0.0:0", "10.0.0.2:80", cfg)
+        .tcp()
+        .connect_with("0.0.0.0:0", "10.0.0.2:80", cfg)
         .unwrap();
     let s = loop {
         client.poll();
@@ -150,12 +151,12 @@ fn the_tcp_configurations_times_are_std_durations() {
         h.stack().module::<TcpModule>(tcp).unwrap().paths_in_use()
     };
     // The client closes first: its connection waits in TIME-WAIT.
-    client.tcp_close(c).unwrap();
+    client.tcp().close(c).unwrap();
     for _ in 0..10 {
         client.poll();
         server.poll();
     }
-    server.tcp_close(s).unwrap();
+    server.tcp().close(s).unwrap();
     let started = Instant::now();
     while connections(&client) > 0 && started.elapsed() < Duration::from_secs(5) {
         client.poll();

@@ -1,19 +1,17 @@
-//! Privileged: the hyper server of `examples/http.rs` on pathstack's tokio
+//! Privileged: the hyper server of `pathstack_tools::http` (`tools/src/http.rs`) on pathstack's tokio
 //! TCP streams, on a TAP device in namespace A, fetched by `curl` on the
 //! Linux kernel of namespace B: the page, a 100 MB body checked by its
-//! SHA-256 against the example's generator, and 200 requests from 20
+//! SHA-256 against the tool's generator, and 200 requests from 20
 //! concurrent clients over keep-alive connections (curl reports that it
 //! reused each client's one connection, and every body is checked); then
 //! 200 sequential requests on one connection, which must not wait for the
 //! client's delayed ACKs.
 //!
-//! The example's code runs in-process (its `serve` on a current-thread
+//! The tool's service runs in-process (its `serve` on a current-thread
 //! runtime in a thread), so the test needs no separately built binary.
 #![cfg(feature = "tokio")]
 
-#[allow(dead_code)]
-#[path = "../../../examples/http.rs"]
-mod http;
+use pathstack_tools::http;
 
 use pathstack::devices::{TapDevice, TapOptions};
 use pathstack::host::HostConfig;
@@ -116,7 +114,7 @@ fn url(topo: &Topology, path: &str) -> String {
     format!("http://{}:{PORT}{path}", topo.var("PS_A_IP"))
 }
 
-/// The body of `/bytes/{n}` as the example generates it.
+/// The body of `/bytes/{n}` as the tool generates it.
 fn expected(n: u64) -> Vec<u8> {
     let mut v = vec![0u8; n as usize];
     http::fill(n, 0, &mut v);

@@ -1,4 +1,4 @@
-//! The hyper server of `examples/http.rs`, as a user writes it (hyper's
+//! The hyper server of `pathstack_tools::http` (`tools/src/http.rs`), as a user writes it (hyper's
 //! defaults, Nagle on), against a hyper client on a second pathstack host
 //! over the in-memory wire. Both hosts delay their ACKs (40 ms, Linux's
 //! minimum), as a Linux client does: a response that left in two pieces,
@@ -8,9 +8,7 @@
 //! must take well under a second.
 #![cfg(feature = "tokio")]
 
-#[allow(dead_code)]
-#[path = "../../../examples/http.rs"]
-mod http;
+use pathstack_tools::http;
 
 #[path = "support/wire_nets.rs"]
 mod wire_nets;

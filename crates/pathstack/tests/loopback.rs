@@ -32,12 +32,12 @@ fn ipv4_frames(h: &Host, wire: &mut WireEnd) -> usize {
 #[test]
 fn udp_to_itself_and_to_localhost() {
     let (mut h, mut wire) = alone();
-    let server = h.udp_bind("0.0.0.0:7").unwrap();
+    let server = h.udp().bind("0.0.0.0:7").unwrap();
     // (Not 127.1.2.3: a server bound to 0.0.0.0 answers from 127.0.0.1,
     // which a socket connected to 127.1.2.3 does not take, as on Linux.)
     for to in [US, Ipv4Addr::LOCALHOST] {
-        let client = h.udp_connect("0.0.0.0:0", (to, 7)).unwrap();
-        h.send(&client, b"hello me").unwrap();
+        let client = h.udp().bind_connected("0.0.0.0:0", (to, 7)).unwrap();
+        h.udp().send(&client, b"hello me").unwrap();
         h.poll();
         let mut buf = [0u8; 64];
         let (n, from) = server.recv_from(&mut h, &mut buf).expect("no datagram");
@@ -49,7 +49,7 @@ fn udp_to_itself_and_to_localhost() {
             US
         };
         assert_eq!(from.ip(), std::net::IpAddr::V4(want), "to {to}");
-        h.send_to(&server, b"hello you", from).unwrap();
+        h.udp().send_to(&server, b"hello you", from).unwrap();
         h.poll();
         let n = client
             .recv(&mut h, &mut buf)
@@ -67,22 +67,22 @@ fn udp_to_itself_and_to_localhost() {
 #[test]
 fn tcp_to_itself_and_to_localhost() {
     let (mut h, mut wire) = alone();
-    let l = h.tcp_listen("0.0.0.0:80", 8).unwrap();
+    let l = h.tcp().listen("0.0.0.0:80", 8).unwrap();
     // A connection accepted on 127.1.2.3 answers from it.
     for to in [US, Ipv4Addr::LOCALHOST, Ipv4Addr::new(127, 1, 2, 3)] {
-        let c = h.tcp_connect((to, 80)).unwrap();
+        let c = h.tcp().connect((to, 80)).unwrap();
         let mut accepted = None;
         for _ in 0..100 {
             h.poll();
             if accepted.is_none() {
                 accepted = ready(l.accept(&mut h)).unwrap();
             }
-            if accepted.is_some() && h.tcp_is_connected(&c).unwrap() {
+            if accepted.is_some() && h.tcp().is_connected(&c).unwrap() {
                 break;
             }
         }
         let (s, peer) = accepted.unwrap_or_else(|| panic!("not accepted to {to}: {}", h.report()));
-        assert!(h.tcp_is_connected(&c).unwrap(), "to {to}");
+        assert!(h.tcp().is_connected(&c).unwrap(), "to {to}");
         // The client's address: 127.0.0.1 on the loopback network.
         let client = if to.is_loopback() {
             Ipv4Addr::LOCALHOST
@@ -91,7 +91,7 @@ fn tcp_to_itself_and_to_localhost() {
         };
         assert_eq!(peer.ip(), std::net::IpAddr::V4(client), "to {to}");
         assert_eq!(
-            h.tcp_peer_addr(&c).unwrap(),
+            h.tcp().peer_addr(&c).unwrap(),
             SocketAddr::from((to, 80)),
             "to {to}"
         );
@@ -119,12 +119,12 @@ fn tcp_to_itself_and_to_localhost() {
             got.len(),
             data.len()
         );
-        h.tcp_close(c).unwrap();
-        h.tcp_close(s).unwrap();
+        h.tcp().close(c).unwrap();
+        h.tcp().close(s).unwrap();
         for _ in 0..20 {
             h.poll();
         }
-        assert_ne!(h.tcp_state(&s).ok(), Some(State::Established));
+        assert_ne!(h.tcp().state(&s).ok(), Some(State::Established));
     }
     assert_eq!(
         ipv4_frames(&h, &mut wire),
@@ -153,17 +153,20 @@ fn ping_to_itself_is_answered() {
 #[test]
 fn a_socket_connected_to_localhost_is_on_the_loopback_network() {
     let (mut h, _wire) = alone();
-    let u = h.udp_connect("0.0.0.0:0", "127.0.0.1:9").unwrap();
+    let u = h.udp().bind_connected("0.0.0.0:0", "127.0.0.1:9").unwrap();
     assert_eq!(
-        h.local_addr(&u).unwrap().ip(),
+        h.udp().local_addr(&u).unwrap().ip(),
         std::net::IpAddr::V4(Ipv4Addr::LOCALHOST)
     );
-    let u = h.udp_connect("0.0.0.0:0", (US, 9)).unwrap();
-    assert_eq!(h.local_addr(&u).unwrap().ip(), std::net::IpAddr::V4(US));
-    let _l = h.tcp_listen("0.0.0.0:80", 1).unwrap();
-    let c = h.tcp_connect("127.0.0.1:80").unwrap();
+    let u = h.udp().bind_connected("0.0.0.0:0", (US, 9)).unwrap();
     assert_eq!(
-        h.tcp_local_addr(&c).unwrap().ip(),
+        h.udp().local_addr(&u).unwrap().ip(),
+        std::net::IpAddr::V4(US)
+    );
+    let _l = h.tcp().listen("0.0.0.0:80", 1).unwrap();
+    let c = h.tcp().connect("127.0.0.1:80").unwrap();
+    assert_eq!(
+        h.tcp().local_addr(&c).unwrap().ip(),
         std::net::IpAddr::V4(Ipv4Addr::LOCALHOST)
     );
 }
@@ -176,48 +179,48 @@ fn a_socket_connected_to_localhost_is_on_the_loopback_network() {
 fn sockets_bound_to_a_loopback_address_are_served() {
     let (mut h, mut wire) = alone();
     // UDP: bound to 127.0.0.1, it says so and hears a client of localhost.
-    let server = h.udp_bind("127.0.0.1:7").unwrap();
+    let server = h.udp().bind("127.0.0.1:7").unwrap();
     assert_eq!(
-        h.local_addr(&server).unwrap(),
+        h.udp().local_addr(&server).unwrap(),
         SocketAddr::from((Ipv4Addr::LOCALHOST, 7))
     );
-    let client = h.udp_connect("0.0.0.0:0", "127.0.0.1:7").unwrap();
-    h.send(&client, b"to lo").unwrap();
+    let client = h.udp().bind_connected("0.0.0.0:0", "127.0.0.1:7").unwrap();
+    h.udp().send(&client, b"to lo").unwrap();
     h.poll();
     let mut buf = [0u8; 64];
     let (n, from) = server
         .recv_from(&mut h, &mut buf)
         .expect("no datagram on the socket bound to 127.0.0.1");
     assert_eq!(&buf[..n], b"to lo");
-    h.send_to(&server, b"from lo", from).unwrap();
+    h.udp().send_to(&server, b"from lo", from).unwrap();
     h.poll();
     let n = ready(client.recv(&mut h, &mut buf))
         .unwrap()
         .expect("no reply");
     assert_eq!(&buf[..n], b"from lo");
     // Another address of 127/8 binds too, as on Linux.
-    h.udp_bind("127.1.2.3:8").unwrap();
+    h.udp().bind("127.1.2.3:8").unwrap();
 
     // TCP: a listener bound to 127.0.0.1 accepts a connection to it.
-    let l = h.tcp_listen("127.0.0.1:80", 4).unwrap();
+    let l = h.tcp().listen("127.0.0.1:80", 4).unwrap();
     assert_eq!(
-        h.tcp_listener_addr(&l).unwrap(),
+        h.tcp().listener_addr(&l).unwrap(),
         SocketAddr::from((Ipv4Addr::LOCALHOST, 80))
     );
-    let c = h.tcp_connect("127.0.0.1:80").unwrap();
+    let c = h.tcp().connect("127.0.0.1:80").unwrap();
     let mut accepted = None;
     for _ in 0..100 {
         h.poll();
         if accepted.is_none() {
             accepted = ready(l.accept(&mut h)).unwrap();
         }
-        if accepted.is_some() && h.tcp_is_connected(&c).unwrap() {
+        if accepted.is_some() && h.tcp().is_connected(&c).unwrap() {
             break;
         }
     }
     let (s, _) = accepted.expect("not accepted on 127.0.0.1");
     assert_eq!(
-        h.tcp_local_addr(&s).unwrap(),
+        h.tcp().local_addr(&s).unwrap(),
         SocketAddr::from((Ipv4Addr::LOCALHOST, 80))
     );
     assert_eq!(ready(c.write(&mut h, b"ping")).unwrap(), Some(4));
@@ -225,7 +228,7 @@ fn sockets_bound_to_a_loopback_address_are_served() {
     let n = ready(s.read(&mut h, &mut buf)).unwrap().expect("no data");
     assert_eq!(&buf[..n], b"ping");
     // An address that is neither the host's nor loopback is still refused.
-    let e = h.udp_bind("10.0.0.9:9").unwrap_err();
+    let e = h.udp().bind("10.0.0.9:9").unwrap_err();
     assert_eq!(
         std::io::Error::from(e).kind(),
         std::io::ErrorKind::AddrNotAvailable

@@ -1,7 +1,7 @@
 //! Privileged: the machinery of the priority experiment
 //! (`scripts/study-priority.sh`, thesis Table 5.5), short: the stream of
-//! `examples/priority_stream.rs` from a kernel UDP socket in namespace B
-//! reaches the example's receiver — a pathstack host on TAP A with its
+//! `pathstack_tools::priority_stream` from a kernel UDP socket in namespace B
+//! reaches the tool's receiver — a pathstack host on TAP A with its
 //! stream path above ICMP's, or a kernel socket in namespace A — while
 //! `ping -f` floods the receiver from namespace B; every ping answered
 //! was counted on the host's ICMP path, and the paths ran at the
@@ -16,9 +16,7 @@
 //! thread that needs a namespace enters it with `setns(2)`, which moves
 //! only that thread).
 
-#[allow(dead_code)]
-#[path = "../../../examples/priority_stream.rs"]
-mod priority_stream;
+use pathstack_tools::priority_stream;
 
 use pathstack_testutil::{privileged, text, Topology};
 use priority_stream::{IcmpPriority, RecvArgs, SendArgs, StackKind, WorkIn};

@@ -74,7 +74,8 @@ type Counts = Arc<Mutex<HashMap<u32, u32>>>;
 fn register(r: &mut Rig, counts: &Counts) {
     let c = counts.clone();
     r.server()
-        .rpc_server()
+        .rpc()
+        .server()
         .unwrap()
         .register_fn(PROC, move |req: &[u8]| {
             let id = u32::from_be_bytes(req[..4].try_into().unwrap());
@@ -116,7 +117,7 @@ fn run(
             .map(|&len| {
                 next_id += 1;
                 let req = request(next_id, len);
-                let call = r.client.rpc_start(peer, PROC, &req).expect("start");
+                let call = r.client.rpc().start(peer, PROC, &req).expect("start");
                 (next_id, req, call)
             })
             .collect();
@@ -130,7 +131,7 @@ fn run(
                 if outcomes.contains_key(id) {
                     continue;
                 }
-                match r.client.rpc_poll(call) {
+                match r.client.rpc().poll(call) {
                     Ok(None) => {}
                     Ok(Some(m)) => {
                         outcomes.insert(*id, Ok(m.as_slice().to_vec()));
@@ -179,7 +180,7 @@ fn run(
                 }
             }
             // Read exactly once: the handle is spent.
-            prop_assert_eq!(r.client.rpc_poll(call).unwrap_err(), RpcError::NoSuchCall);
+            prop_assert_eq!(r.client.rpc().poll(call).unwrap_err(), RpcError::NoSuchCall);
         }
     }
     // Long after: retransmissions, probes and duplicates still on the

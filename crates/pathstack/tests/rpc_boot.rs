@@ -115,10 +115,11 @@ fn d3_a_stray_boot_id_is_a_false_alarm_without_peer_rebooted() {
     let peer = r.client_peer();
     let call = r
         .server()
-        .rpc_start(peer, XRPCTEST, b"outstanding")
+        .rpc()
+        .start(peer, XRPCTEST, b"outstanding")
         .unwrap();
     r.run_for(Duration::from_millis(10));
-    assert_eq!(r.server().rpc_poll(&call).unwrap(), None);
+    assert_eq!(r.server().rpc().poll(&call).unwrap(), None);
     // The stray: the client's request with a foreign srcBid.
     r.clear_log();
     let mut stray = template.clone();
@@ -139,7 +140,7 @@ fn d3_a_stray_boot_id_is_a_false_alarm_without_peer_rebooted() {
     assert_eq!(a[16..20], q[12..16]);
     // No PEER_REBOOTED: the outstanding call is still waiting, and its
     // retransmission (5 s after it started) completes it.
-    assert_eq!(r.server().rpc_poll(&call).unwrap(), None);
+    assert_eq!(r.server().rpc().poll(&call).unwrap(), None);
     let reply = r.finish_on(Side::Server, &call, Duration::from_secs(10));
     assert_eq!(reply.expect("the call completed").unwrap(), b"outstanding");
     // And the client's calls still run on their old channel (seq

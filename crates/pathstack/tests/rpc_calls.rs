@@ -27,7 +27,7 @@ fn fragment_len(net: RpcNet) -> usize {
 fn echo_sizes(net: RpcNet) {
     let mut r = Rig::with_echo(net);
     let f = fragment_len(net);
-    let max = r.client.rpc_max_request().unwrap();
+    let max = r.client.rpc().max_request().unwrap();
     assert_eq!(max, 16 * f - ABOVE_BLAST, "16 fragments less the headers");
     let sizes = [
         0,
@@ -75,7 +75,10 @@ fn echo_sizes(net: RpcNet) {
             );
         }
     }
-    assert_eq!(r.server().rpc_server().unwrap().calls(), sizes.len() as u64);
+    assert_eq!(
+        r.server().rpc().server().unwrap().calls(),
+        sizes.len() as u64
+    );
 }
 
 #[test]
@@ -92,11 +95,12 @@ fn echo_of_every_size_class_over_ip_is_exact() {
 fn a_request_one_byte_over_the_maximum_is_refused_as_too_large() {
     for net in [RpcNet::Eth, RpcNet::Ip] {
         let mut r = Rig::with_echo(net);
-        let max = r.client.rpc_max_request().unwrap();
+        let max = r.client.rpc().max_request().unwrap();
         let peer = r.server_peer();
         let err = r
             .client
-            .rpc_start(peer, XRPCTEST, &vec![7u8; max + 1])
+            .rpc()
+            .start(peer, XRPCTEST, &vec![7u8; max + 1])
             .unwrap_err();
         assert_eq!(err, RpcError::TooLarge { len: max + 1, max });
         assert_eq!(
@@ -159,7 +163,7 @@ fn an_unknown_procedure_fails_with_no_chan_retransmission() {
             "MSELECT {{1003, SEL_FAIL}} and no data"
         );
         assert_eq!(
-            r.server().rpc_server().unwrap().calls(),
+            r.server().rpc().server().unwrap().calls(),
             1,
             "only the warm-up ran"
         );
@@ -185,7 +189,8 @@ fn counting_rig(net: RpcNet) -> (Rig, Counts) {
     let mut r = Rig::new(net);
     let counts = Counts::default();
     r.server()
-        .rpc_server()
+        .rpc()
+        .server()
         .unwrap()
         .register_fn(7, counting_procedure(counts.clone()))
         .unwrap();
@@ -208,11 +213,11 @@ fn forty_concurrent_calls_on_five_channels_all_complete_exactly() {
         let calls: Vec<_> = (0..40u32)
             .map(|i| {
                 let req = request(i, (i as usize * 997) % 6000);
-                let call = r.client.rpc_start(peer, 7, &req).expect("start");
+                let call = r.client.rpc().start(peer, 7, &req).expect("start");
                 (i, req, call)
             })
             .collect();
-        assert_eq!(r.client.rpc_calls_in_flight(), 40);
+        assert_eq!(r.client.rpc().in_flight(), 40);
         let mut done: HashMap<u32, Vec<u8>> = HashMap::new();
         let end = r.now + Duration::from_secs(60);
         r.run_until(end, |r| {
@@ -220,7 +225,7 @@ fn forty_concurrent_calls_on_five_channels_all_complete_exactly() {
                 if done.contains_key(i) {
                     continue;
                 }
-                match r.client.rpc_poll(call) {
+                match r.client.rpc().poll(call) {
                     Ok(Some(m)) => {
                         done.insert(*i, m.as_slice().to_vec());
                     }
@@ -241,7 +246,7 @@ fn forty_concurrent_calls_on_five_channels_all_complete_exactly() {
             counts.values().all(|&n| n == 1),
             "each ran once: {counts:?}"
         );
-        assert_eq!(r.client.rpc_calls_in_flight(), 0);
+        assert_eq!(r.client.rpc().in_flight(), 0);
         // More than five calls at once, and VCHAN used its five
         // channels: the requests name channels 1 to 5.
         let chans: std::collections::BTreeSet<u16> = r
@@ -278,7 +283,7 @@ fn a_counting_procedure_runs_exactly_once_per_call() {
     let counts = counts.lock().unwrap();
     assert_eq!(counts.len(), 100);
     assert!(counts.values().all(|&n| n == 1));
-    assert_eq!(r.server().rpc_server().unwrap().calls(), 100);
+    assert_eq!(r.server().rpc().server().unwrap().calls(), 100);
 }
 
 /// E1: the x-kernel's RPC test, 100 echo round trips at each of 1000,
@@ -372,7 +377,7 @@ fn calls_beyond_the_in_flight_bound_are_refused_busy_and_the_rest_complete() {
     let mut calls = Vec::new();
     let mut busy = 0;
     for i in 0..1100u32 {
-        match r.client.rpc_start(peer, 7, &request(i, 16)) {
+        match r.client.rpc().start(peer, 7, &request(i, 16)) {
             Ok(c) => calls.push((i, c)),
             Err(e) => {
                 assert_eq!(e, RpcError::Busy(1024), "call {i}");
@@ -390,7 +395,7 @@ fn calls_beyond_the_in_flight_bound_are_refused_busy_and_the_rest_complete() {
     r.run_until(end, |r| {
         for (i, c) in &calls {
             if !outcomes.contains_key(i) {
-                match r.client.rpc_poll(c) {
+                match r.client.rpc().poll(c) {
                     Ok(None) => {}
                     Ok(Some(m)) => {
                         outcomes.insert(*i, Ok(m.as_slice().to_vec()));
@@ -434,11 +439,11 @@ fn an_abandoned_call_never_hands_its_late_reply_to_another() {
             .is_some_and(|d| d.ends_with(b"abandoned"))
     });
     let peer = r.server_peer();
-    let a = r.client.rpc_start(peer, XRPCTEST, b"abandoned").unwrap();
+    let a = r.client.rpc().start(peer, XRPCTEST, b"abandoned").unwrap();
     r.run_for(Duration::from_millis(10));
-    r.client.rpc_abandon(a);
+    r.client.rpc().abandon(a);
     assert_eq!(
-        r.client.rpc_calls_in_flight(),
+        r.client.rpc().in_flight(),
         1,
         "its slot waits for the outcome"
     );
@@ -450,9 +455,9 @@ fn an_abandoned_call_never_hands_its_late_reply_to_another() {
         r.run_for(Duration::from_millis(500));
     }
     assert_eq!(
-        r.client.rpc_calls_in_flight(),
+        r.client.rpc().in_flight(),
         0,
         "the late outcome freed the slot"
     );
-    assert_eq!(r.client.rpc_poll(&a).unwrap_err(), RpcError::NoSuchCall);
+    assert_eq!(r.client.rpc().poll(&a).unwrap_err(), RpcError::NoSuchCall);
 }

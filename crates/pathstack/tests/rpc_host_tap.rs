@@ -1,21 +1,21 @@
-//! Privileged: the `host` example with `--rpc eth` and `--rpc ip` on a TAP
+//! Privileged: the `host` tool (`tools/src/bin/host.rs`) with `--rpc eth` and `--rpc ip` on a TAP
 //! device in namespace A of the `scripts/netns.sh` topology serves the echo
 //! procedure (XRPCTEST, id 1002) to a pathstack RPC client on the TAP of
 //! namespace B: calls of 0 bytes to a fragmented 5,000 bytes come back
 //! exact, and the example counts them in its statistics when it stops.
 //!
-//! Runs the example's binary (`target/<profile>/examples/host`, which
-//! `cargo test` builds; built here with `cargo build --example host` when
+//! Runs the tool's binary (`target/<profile>/host` of `pathstack-tools`,
+//! built here with `cargo build -p pathstack-tools --bin host` when
 //! missing).
 
-#[path = "support/example_bin.rs"]
-mod example_bin;
+#[path = "support/binaries.rs"]
+mod binaries;
 
 use pathstack::devices::{TapDevice, TapOptions, WaitMode};
 use pathstack::host::{Host, HostConfig};
 use pathstack::inet::MacAddr;
 use pathstack::rpc::{Peer, RpcNet};
-use pathstack::rpc_stack::modules::protocol::XRPCTEST_ID;
+use pathstack::rpc_protocols::modules::protocol::XRPCTEST_ID;
 use pathstack_testutil::{privileged, Topology};
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
@@ -24,7 +24,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 fn host_binary() -> PathBuf {
-    example_bin::example_binary("host")
+    binaries::tool_binary("host")
 }
 
 /// The example's process; killed if the test fails before stopping it.
@@ -125,7 +125,8 @@ fn run(net: RpcNet, net_arg: &str) {
     for &n in &sizes {
         let req: Vec<u8> = (0..n).map(|i| (i * 13 + 5) as u8).collect();
         let reply = client
-            .rpc_client()
+            .rpc()
+            .client()
             .unwrap()
             .call_timeout(peer, XRPCTEST_ID, &req, Duration::from_secs(10))
             .unwrap_or_else(|e| panic!("{net_arg}: a {n}-byte call: {e}\n{}", client.report()));

@@ -36,7 +36,8 @@ fn setup() -> Setup {
     let ran: Arc<Mutex<Vec<Vec<u8>>>> = Arc::default();
     let log = ran.clone();
     r.server()
-        .rpc_server()
+        .rpc()
+        .server()
         .unwrap()
         .register_fn(XRPCTEST, move |req: &[u8]| {
             log.lock().unwrap().push(req.to_vec());
@@ -290,7 +291,7 @@ fn b5_fragments_in_reverse_order_and_duplicated_make_one_message() {
     });
     let req = pattern(5000, 4);
     let peer = s.r.server_peer();
-    let call = s.r.client.rpc_start(peer, XRPCTEST, &req).unwrap();
+    let call = s.r.client.rpc().start(peer, XRPCTEST, &req).unwrap();
     s.r.run_for(Duration::from_millis(1));
     let frags: Vec<Vec<u8>> =
         s.r.frames()

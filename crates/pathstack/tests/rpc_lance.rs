@@ -47,9 +47,9 @@ fn calls_over_lance(nic_a: Nic, nic_b: Nic, net: RpcNet) {
     let (wa, wb) = wire_pair(WireConfig::default());
     let mut a = host("10.0.0.1/24", nic_a, net, wa);
     let mut b = host("10.0.0.2/24", nic_b, net, wb);
-    b.rpc_server().unwrap().register(ECHO, Echo).unwrap();
-    a.rpc_server().unwrap().register(ECHO, Echo).unwrap();
-    let max = a.rpc_max_request().unwrap();
+    b.rpc().server().unwrap().register(ECHO, Echo).unwrap();
+    a.rpc().server().unwrap().register(ECHO, Echo).unwrap();
+    let max = a.rpc().max_request().unwrap();
     let mut sizes = vec![0, 1, 100, 1443, 1445, 5000, 12_000];
     sizes.push(max);
     let mut expected_b = 0;
@@ -63,14 +63,15 @@ fn calls_over_lance(nic_a: Nic, nic_b: Nic, net: RpcNet) {
             } else {
                 (&mut b, &mut a)
             };
-            let peer = s.rpc_peer().unwrap();
-            let call = c.rpc_start(peer, ECHO, &req).unwrap();
+            let peer = s.rpc().peer().unwrap();
+            let call = c.rpc().start(peer, ECHO, &req).unwrap();
             let t = Instant::now();
             let reply = loop {
                 c.poll();
                 s.poll();
                 if let Some(m) = c
-                    .rpc_poll(&call)
+                    .rpc()
+                    .poll(&call)
                     .unwrap_or_else(|e| panic!("{n} bytes: {e}"))
                 {
                     break m;
@@ -94,8 +95,8 @@ fn calls_over_lance(nic_a: Nic, nic_b: Nic, net: RpcNet) {
             }
         }
     }
-    assert_eq!(b.rpc_server().unwrap().calls(), expected_b);
-    assert_eq!(a.rpc_server().unwrap().calls(), expected_a);
+    assert_eq!(b.rpc().server().unwrap().calls(), expected_b);
+    assert_eq!(a.rpc().server().unwrap().calls(), expected_a);
     for (h, nic) in [(&a, nic_a), (&b, nic_b)] {
         let l = lance(h);
         if let Nic::Lance(access) = nic {

@@ -12,9 +12,9 @@ use pathstack::host::{Host, HostConfig};
 use pathstack::inet::modules::HostGraph;
 use pathstack::inet::MacAddr;
 use pathstack::rpc::{Echo, RpcNet};
-use pathstack::rpc_stack::modules::protocol::XRPCTEST_ID;
-use pathstack::rpc_stack::modules::rpc::RpcModule;
-use pathstack::rpc_stack::modules::{inline, RpcGraph};
+use pathstack::rpc_protocols::modules::protocol::XRPCTEST_ID;
+use pathstack::rpc_protocols::modules::rpc::RpcModule;
+use pathstack::rpc_protocols::modules::{inline, RpcGraph};
 use std::time::{Duration, Instant};
 
 fn graph_file(name: &str) -> std::path::PathBuf {
@@ -35,15 +35,16 @@ fn statements(text: &str) -> Vec<String> {
 /// Calls `XRPCTEST_ID` on `server` from `client` with `request` and
 /// returns the reply, polling both hosts (at most 5 s).
 fn call(client: &mut Host, server: &mut Host, request: &[u8]) -> Vec<u8> {
-    let peer = server.rpc_peer().expect("server is an RPC host");
+    let peer = server.rpc().peer().expect("server is an RPC host");
     let c = client
-        .rpc_start(peer, XRPCTEST_ID, request)
+        .rpc()
+        .start(peer, XRPCTEST_ID, request)
         .expect("call starts");
     let t0 = Instant::now();
     loop {
         client.poll();
         server.poll();
-        if let Some(m) = client.rpc_poll(&c).expect("call succeeds") {
+        if let Some(m) = client.rpc().poll(&c).expect("call succeeds") {
             return m.as_slice().to_vec();
         }
         assert!(t0.elapsed() < Duration::from_secs(5), "no reply within 5 s");
@@ -72,13 +73,14 @@ fn hosts_from_the_rpc_graph_files_call_each_other() {
             .replace("02:00:00:00:00:01", "02:00:00:00:00:02");
         let mut server = Host::from_graph(&text, file, SchedKind::PerMessage, b).unwrap();
         server
-            .rpc_server()
+            .rpc()
+            .server()
             .unwrap()
             .register(XRPCTEST_ID, Echo)
             .unwrap();
         assert_eq!(call(&mut client, &mut server, b""), b"", "{file}");
         assert_eq!(call(&mut client, &mut server, b"ping"), b"ping", "{file}");
-        assert_eq!(server.rpc_server().unwrap().calls(), 2, "{file}");
+        assert_eq!(server.rpc().server().unwrap().calls(), 2, "{file}");
     }
 }
 
@@ -95,7 +97,8 @@ fn pair(net: RpcNet, sched: SchedKind, pin: bool) -> (Host, Host) {
     let mut client = Host::new(cfg("10.0.0.1/24", 1), a).unwrap();
     let mut server = Host::new(cfg("10.0.0.2/24", 2), b).unwrap();
     server
-        .rpc_server()
+        .rpc()
+        .server()
         .unwrap()
         .register(XRPCTEST_ID, Echo)
         .unwrap();
@@ -138,7 +141,7 @@ fn pin_inlines_both_rpc_paths_of_both_hosts_and_calls_still_echo() {
                 let (mut client, mut server) = pair(net, sched, pin);
                 assert_eq!(inlined(&client), [pin; 2], "{net:?} {sched:?} pin={pin}");
                 assert_eq!(inlined(&server), [pin; 2], "{net:?} {sched:?} pin={pin}");
-                let max = client.rpc_max_request().unwrap();
+                let max = client.rpc().max_request().unwrap();
                 for &n in &sizes {
                     let n = n.min(max);
                     let req: Vec<u8> = (0..n).map(|i| (i * 31 + 7) as u8).collect();
@@ -148,7 +151,7 @@ fn pin_inlines_both_rpc_paths_of_both_hosts_and_calls_still_echo() {
                         "{net:?} {sched:?} pin={pin}: {n}-byte echo differs"
                     );
                 }
-                assert_eq!(server.rpc_server().unwrap().calls(), sizes.len() as u64);
+                assert_eq!(server.rpc().server().unwrap().calls(), sizes.len() as u64);
             }
         }
     }
@@ -189,12 +192,12 @@ fn silent_peer_times_out_after(net: RpcNet, deadline: Option<Duration>) -> Durat
         RpcNet::Eth => pathstack::rpc::Peer::Mac(MacAddr([2, 0, 0, 0, 0, 2])),
         RpcNet::Ip => pathstack::rpc::Peer::Ipv4("10.0.0.2".parse().unwrap()),
     };
-    let call = client.rpc_start(peer, XRPCTEST_ID, b"anyone?").unwrap();
+    let call = client.rpc().start(peer, XRPCTEST_ID, b"anyone?").unwrap();
     for step in 1..=3000u64 {
         let now = t0 + pathstack::core::time::Duration::from_millis(100 * step);
         client.set_manual_clock(now);
         client.poll();
-        match client.rpc_poll(&call) {
+        match client.rpc().poll(&call) {
             Ok(None) => {}
             Err(RpcError::TimedOut { .. }) => return Duration::from_millis(100 * step),
             other => panic!("{net:?}: the call ended with {other:?}"),

@@ -20,7 +20,7 @@ fn server_reboot(net: RpcNet) {
     let (client_bid, old_bid) = (boot_id(&r.client), boot_id(r.server()));
 
     let peer = r.server_peer();
-    let call = r.client.rpc_start(peer, XRPCTEST, b"mid-call").unwrap();
+    let call = r.client.rpc().start(peer, XRPCTEST, b"mid-call").unwrap();
     r.client.poll();
     assert!(
         r.frames().iter().any(|f| f.from == Side::Client
@@ -161,10 +161,10 @@ fn client_reboot(net: RpcNet) {
             .is_some_and(|b| b.ends_with(b"old call"))
     });
     let peer = r.server_peer();
-    let call = r.client.rpc_start(peer, XRPCTEST, b"old call").unwrap();
+    let call = r.client.rpc().start(peer, XRPCTEST, b"old call").unwrap();
     r.run_for(Duration::from_millis(100));
     assert_eq!(count(&runs, b"old call"), 1, "executed, reply lost");
-    assert_eq!(r.client.rpc_poll(&call).unwrap(), None);
+    assert_eq!(r.client.rpc().poll(&call).unwrap(), None);
     let old_bid = boot_id(&r.client);
     r.reboot_client();
     let new_bid = boot_id(&r.client);

@@ -57,7 +57,7 @@ fn forward(frames: &[Frame], net: RpcNet) -> Vec<(Side, Instant, RpcFrame<'_>)> 
 fn warm_up_backwards(r: &mut Rig) {
     serve_echo(&mut r.client);
     let peer = r.client_peer();
-    let call = r.server().rpc_start(peer, XRPCTEST, b"warm").unwrap();
+    let call = r.server().rpc().start(peer, XRPCTEST, b"warm").unwrap();
     let got = r.finish_on(Side::Server, &call, Duration::from_secs(10));
     assert_eq!(got.expect("the warm-up call").unwrap(), b"warm");
 }
@@ -238,7 +238,8 @@ fn counting_echo(r: &mut Rig) -> Arc<AtomicU32> {
     let n = Arc::new(AtomicU32::new(0));
     let c = n.clone();
     r.server()
-        .rpc_server()
+        .rpc()
+        .server()
         .unwrap()
         .register_fn(XRPCTEST, move |req: &[u8]| {
             c.fetch_add(1, Ordering::Relaxed);
@@ -419,7 +420,8 @@ fn lost_large_reply(net: RpcNet) {
     let big = pattern(4000, 9);
     let reply = big.clone();
     r.server()
-        .rpc_server()
+        .rpc()
+        .server()
         .unwrap()
         .register_fn(XRPCTEST, move |_req: &[u8]| {
             c.fetch_add(1, Ordering::Relaxed);
@@ -777,14 +779,14 @@ fn six_concurrent_calls(net: RpcNet) {
     r.clear_log();
     let peer = r.server_peer();
     let calls: Vec<_> = (0..6u8)
-        .map(|i| r.client.rpc_start(peer, XRPCTEST, &[i]).unwrap())
+        .map(|i| r.client.rpc().start(peer, XRPCTEST, &[i]).unwrap())
         .collect();
     let mut done = [false; 6];
     let end = r.now + Duration::from_secs(10);
     r.run_until(end, |r| {
         for (i, c) in calls.iter().enumerate() {
             if !done[i] {
-                if let Some(m) = r.client.rpc_poll(c).unwrap() {
+                if let Some(m) = r.client.rpc().poll(c).unwrap() {
                     assert_eq!(m.as_slice(), [i as u8]);
                     done[i] = true;
                 }

@@ -120,14 +120,15 @@ fn rpc_under_loss(net: RpcNet) {
 
     let mut server = tap_host(&topo, "TAP_B", "NS_B", "PS_B_IP", net);
     server
-        .rpc_server()
+        .rpc()
+        .server()
         .unwrap()
         .register(ECHO, Echo)
         .expect("register echo");
-    let peer: Peer = server.rpc_peer().unwrap();
+    let peer: Peer = server.rpc().peer().unwrap();
     let server = Server::start(server);
     let mut client = tap_host(&topo, "TAP_A", "NS_A", "PS_A_IP", net);
-    let max = client.rpc_max_request().unwrap();
+    let max = client.rpc().max_request().unwrap();
     let sizes = sizes(max);
     let n_calls = sizes.len() as u64;
 
@@ -137,7 +138,8 @@ fn rpc_under_loss(net: RpcNet) {
             let req = pattern(n, i as u8);
             let t = Instant::now();
             let reply = client
-                .rpc_client()
+                .rpc()
+                .client()
                 .unwrap()
                 .call_timeout(peer, ECHO, &req, CALL_TIMEOUT)
                 .unwrap_or_else(|e| panic!("call {i} of {n} bytes: {e}"));
@@ -153,7 +155,7 @@ fn rpc_under_loss(net: RpcNet) {
     let joined = client_thread.join();
     let mut server = server.join();
     let (client, times) = joined.expect("client thread");
-    let ran = server.rpc_server().unwrap().calls();
+    let ran = server.rpc().server().unwrap().calls();
     let dropped = loss.dropped();
     drop(loss);
     capture.stop();

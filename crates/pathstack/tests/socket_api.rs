@@ -56,8 +56,8 @@ fn kind(e: SocketError) -> ErrorKind {
 fn a_handle_used_on_another_host_is_refused() {
     // h2 (the recorded one) is where the foreign handle is used.
     let (mut h2, mut h1, sent_by_h2) = recorded_hosts();
-    let s1 = h1.udp_bind("0.0.0.0:7").unwrap();
-    let s2 = h2.udp_bind("0.0.0.0:7").unwrap();
+    let s1 = h1.udp().bind("0.0.0.0:7").unwrap();
+    let s2 = h2.udp().bind("0.0.0.0:7").unwrap();
     h2.poll(); // its ARP announcement
     let before = sent_by_h2.len();
     assert_ne!(h1.id(), h2.id());
@@ -70,22 +70,22 @@ fn a_handle_used_on_another_host_is_refused() {
         }
         other => panic!("expected WrongHost, got {other:?}"),
     };
-    wrong(h2.send_to(&s1, b"x", "10.0.0.2:9").map(drop));
+    wrong(h2.udp().send_to(&s1, b"x", "10.0.0.2:9").map(drop));
     // The handles' calls say so too, as `io::Error`s.
     let e = s1.recv_from(&mut h2, &mut buf).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
     let e = s1.peek_from(&h2, &mut buf).unwrap_err();
     assert!(e.to_string().contains("belongs to host #"), "{e}");
-    wrong(h2.local_addr(&s1).map(drop));
-    wrong(h2.connect(&s1, "10.0.0.1:9"));
-    wrong(h2.set_ttl(&s1, 3));
-    wrong(h2.udp_close(s1));
-    let e = h2.send_to(&s1, b"x", "10.0.0.2:9").unwrap_err();
+    wrong(h2.udp().local_addr(&s1).map(drop));
+    wrong(h2.udp().connect(&s1, "10.0.0.1:9"));
+    wrong(h2.udp().set_ttl(&s1, 3));
+    wrong(h2.udp().close(s1));
+    let e = h2.udp().send_to(&s1, b"x", "10.0.0.2:9").unwrap_err();
     assert!(e.to_string().contains("belongs to host #"), "{e}");
     // Nothing left h2, and both sockets still work on their own hosts.
     h2.poll();
     assert_eq!(sent_by_h2.len(), before, "h2 sent a frame for s1");
-    h1.send_to(&s1, b"mine", "10.0.0.1:7").unwrap();
+    h1.udp().send_to(&s1, b"mine", "10.0.0.1:7").unwrap();
     let (n, from) = deliver(&mut h1, &mut h2, &s2, &mut buf);
     assert_eq!((&buf[..n], from), (&b"mine"[..], addr(B, 7)));
 }
@@ -93,21 +93,23 @@ fn a_handle_used_on_another_host_is_refused() {
 #[test]
 fn every_address_form_binds_connects_and_sends() {
     let (mut h1, mut h2) = hosts();
-    let srv = h2.udp_bind("0.0.0.0:7").unwrap();
+    let srv = h2.udp().bind("0.0.0.0:7").unwrap();
     let mut buf = [0u8; 16];
     // bind: &str, String, SocketAddr, SocketAddrV4, (IpAddr, u16),
     // (Ipv4Addr, u16), (&str, u16), a slice of candidates.
     let sockets = [
-        h1.udp_bind("10.0.0.1:4001").unwrap(),
-        h1.udp_bind(String::from("0.0.0.0:4002")).unwrap(),
-        h1.udp_bind(addr(A, 4003)).unwrap(),
-        h1.udp_bind(SocketAddrV4::new(A, 4004)).unwrap(),
-        h1.udp_bind((IpAddr::V4(Ipv4Addr::UNSPECIFIED), 4005))
+        h1.udp().bind("10.0.0.1:4001").unwrap(),
+        h1.udp().bind(String::from("0.0.0.0:4002")).unwrap(),
+        h1.udp().bind(addr(A, 4003)).unwrap(),
+        h1.udp().bind(SocketAddrV4::new(A, 4004)).unwrap(),
+        h1.udp()
+            .bind((IpAddr::V4(Ipv4Addr::UNSPECIFIED), 4005))
             .unwrap(),
-        h1.udp_bind((A, 4006)).unwrap(),
-        h1.udp_bind(("10.0.0.1", 4007)).unwrap(),
+        h1.udp().bind((A, 4006)).unwrap(),
+        h1.udp().bind(("10.0.0.1", 4007)).unwrap(),
         // The first candidate fails (IPv6), the second is taken, as std does.
-        h1.udp_bind(&["[::1]:4008".parse().unwrap(), addr(A, 4008)][..])
+        h1.udp()
+            .bind(&["[::1]:4008".parse().unwrap(), addr(A, 4008)][..])
             .unwrap(),
     ];
     for (i, s) in sockets.iter().enumerate() {
@@ -118,30 +120,31 @@ fn every_address_form_binds_connects_and_sends() {
         } else {
             A
         };
-        assert_eq!(h1.local_addr(s).unwrap(), addr(bound, port));
+        assert_eq!(h1.udp().local_addr(s).unwrap(), addr(bound, port));
         // send_to takes the same forms; each datagram arrives from its port.
         let sent = match i % 4 {
-            0 => h1.send_to(s, b"a", "10.0.0.2:7"),
-            1 => h1.send_to(s, b"a", addr(B, 7)),
-            2 => h1.send_to(s, b"a", (IpAddr::V4(B), 7)),
-            _ => h1.send_to(s, b"a", SocketAddrV4::new(B, 7)),
+            0 => h1.udp().send_to(s, b"a", "10.0.0.2:7"),
+            1 => h1.udp().send_to(s, b"a", addr(B, 7)),
+            2 => h1.udp().send_to(s, b"a", (IpAddr::V4(B), 7)),
+            _ => h1.udp().send_to(s, b"a", SocketAddrV4::new(B, 7)),
         };
         assert_eq!(sent.unwrap(), 1);
         let (_, from) = deliver(&mut h1, &mut h2, &srv, &mut buf);
         assert_eq!(from, addr(A, port));
     }
     // connect takes them too.
-    let c = h1.udp_bind((Ipv4Addr::UNSPECIFIED, 0)).unwrap();
-    h1.connect(&c, ("10.0.0.2", 7)).unwrap();
-    assert_eq!(h1.peer_addr(&c).unwrap(), addr(B, 7));
-    h1.connect(&c, SocketAddrV4::new(B, 8)).unwrap();
-    assert_eq!(h1.peer_addr(&c).unwrap(), addr(B, 8));
+    let c = h1.udp().bind((Ipv4Addr::UNSPECIFIED, 0)).unwrap();
+    h1.udp().connect(&c, ("10.0.0.2", 7)).unwrap();
+    assert_eq!(h1.udp().peer_addr(&c).unwrap(), addr(B, 7));
+    h1.udp().connect(&c, SocketAddrV4::new(B, 8)).unwrap();
+    assert_eq!(h1.udp().peer_addr(&c).unwrap(), addr(B, 8));
 
     // IPv6: a clear "address family not supported", kind InvalidInput.
     for e in [
-        h1.udp_bind("[::]:7").unwrap_err(),
-        h1.send_to(&c, b"x", "[::1]:7").unwrap_err(),
-        h1.connect(&c, (IpAddr::from([0u16, 0, 0, 0, 0, 0, 0, 1]), 7))
+        h1.udp().bind("[::]:7").unwrap_err(),
+        h1.udp().send_to(&c, b"x", "[::1]:7").unwrap_err(),
+        h1.udp()
+            .connect(&c, (IpAddr::from([0u16, 0, 0, 0, 0, 0, 0, 1]), 7))
             .unwrap_err(),
     ] {
         assert!(matches!(e, SocketError::UnsupportedFamily(_)), "{e:?}");
@@ -153,37 +156,46 @@ fn every_address_form_binds_connects_and_sends() {
     }
     // Not an address at all, not this host's, nothing to try.
     assert_eq!(
-        kind(h1.udp_bind("not an address").unwrap_err()),
+        kind(h1.udp().bind("not an address").unwrap_err()),
         ErrorKind::InvalidInput
     );
     assert_eq!(
-        kind(h1.udp_bind("10.9.9.9:7").unwrap_err()),
+        kind(h1.udp().bind("10.9.9.9:7").unwrap_err()),
         ErrorKind::AddrNotAvailable
     );
-    assert!(matches!(h1.udp_bind(&[][..]), Err(SocketError::NoAddress)));
+    assert!(matches!(
+        h1.udp().bind(&[][..]),
+        Err(SocketError::NoAddress)
+    ));
 }
 
 #[test]
 fn connect_is_a_call_on_a_bound_socket() {
     let (mut h1, mut h2) = hosts();
-    let srv = h2.udp_bind("0.0.0.0:7").unwrap();
-    let other = h2.udp_bind("0.0.0.0:8").unwrap();
-    let s = h1.udp_bind("0.0.0.0:5000").unwrap();
+    let srv = h2.udp().bind("0.0.0.0:7").unwrap();
+    let other = h2.udp().bind("0.0.0.0:8").unwrap();
+    let s = h1.udp().bind("0.0.0.0:5000").unwrap();
     let mut buf = [0u8; 16];
-    assert!(matches!(h1.send(&s, b"x"), Err(SocketError::NotConnected)));
-    assert!(matches!(h1.peer_addr(&s), Err(SocketError::NotConnected)));
+    assert!(matches!(
+        h1.udp().send(&s, b"x"),
+        Err(SocketError::NotConnected)
+    ));
+    assert!(matches!(
+        h1.udp().peer_addr(&s),
+        Err(SocketError::NotConnected)
+    ));
 
-    h1.connect(&s, "10.0.0.2:7").unwrap();
-    assert_eq!(h1.peer_addr(&s).unwrap(), addr(B, 7));
+    h1.udp().connect(&s, "10.0.0.2:7").unwrap();
+    assert_eq!(h1.udp().peer_addr(&s).unwrap(), addr(B, 7));
     // It keeps its port and handle.
-    assert_eq!(h1.local_addr(&s).unwrap(), addr(A, 5000));
-    assert_eq!(h1.send(&s, b"hello").unwrap(), 5);
+    assert_eq!(h1.udp().local_addr(&s).unwrap(), addr(A, 5000));
+    assert_eq!(h1.udp().send(&s, b"hello").unwrap(), 5);
     let (n, from) = deliver(&mut h1, &mut h2, &srv, &mut buf);
     assert_eq!((&buf[..n], from), (&b"hello"[..], addr(A, 5000)));
 
     // It hears only from its peer.
-    h2.send_to(&other, b"stranger", from).unwrap();
-    h2.send_to(&srv, b"answer", from).unwrap();
+    h2.udp().send_to(&other, b"stranger", from).unwrap();
+    h2.udp().send_to(&srv, b"answer", from).unwrap();
     for _ in 0..5 {
         h2.poll();
         h1.poll();
@@ -192,19 +204,19 @@ fn connect_is_a_call_on_a_bound_socket() {
     assert_eq!(&buf[..6], b"answer");
     assert_eq!(ready(s.recv(&mut h1, &mut buf)).unwrap(), None);
     assert!(matches!(
-        h1.send_to(&s, b"x", "10.0.0.2:8"),
+        h1.udp().send_to(&s, b"x", "10.0.0.2:8"),
         Err(SocketError::Connected { .. })
     ));
 
     // Connecting again moves it to another peer.
-    h1.connect(&s, "10.0.0.2:8").unwrap();
-    h1.send(&s, b"moved").unwrap();
+    h1.udp().connect(&s, "10.0.0.2:8").unwrap();
+    h1.udp().send(&s, b"moved").unwrap();
     let (n, _) = deliver(&mut h1, &mut h2, &other, &mut buf);
     assert_eq!(&buf[..n], b"moved");
     // A closed socket cannot connect.
-    h1.udp_close(s).unwrap();
+    h1.udp().close(s).unwrap();
     assert!(matches!(
-        h1.connect(&s, "10.0.0.2:7"),
+        h1.udp().connect(&s, "10.0.0.2:7"),
         Err(SocketError::Closed)
     ));
 }
@@ -212,23 +224,23 @@ fn connect_is_a_call_on_a_bound_socket() {
 #[test]
 fn peek_leaves_the_datagram_and_truncation_is_reported() {
     let (mut h1, mut h2) = hosts();
-    let srv = h2.udp_bind("0.0.0.0:7").unwrap();
-    let cli = h1.udp_bind("0.0.0.0:0").unwrap();
+    let srv = h2.udp().bind("0.0.0.0:7").unwrap();
+    let cli = h1.udp().bind("0.0.0.0:0").unwrap();
     let mut buf = [0u8; 4];
     assert_eq!(ready(srv.peek_from(&h2, &mut buf)).unwrap(), None);
-    h1.send_to(&cli, b"0123456789", "10.0.0.2:7").unwrap();
-    h1.send_to(&cli, b"next", "10.0.0.2:7").unwrap();
+    h1.udp().send_to(&cli, b"0123456789", "10.0.0.2:7").unwrap();
+    h1.udp().send_to(&cli, b"next", "10.0.0.2:7").unwrap();
     for _ in 0..5 {
         h1.poll();
         h2.poll();
     }
     // Bound to 0.0.0.0: its datagrams come from the host's address.
-    let me = addr(A, h1.local_addr(&cli).unwrap().port());
+    let me = addr(A, h1.udp().local_addr(&cli).unwrap().port());
     // Peeking twice sees the same datagram, truncated to the buffer.
     assert_eq!(ready(srv.peek_from(&h2, &mut buf)).unwrap(), Some((4, me)));
     assert_eq!(ready(srv.peek_from(&h2, &mut buf)).unwrap(), Some((4, me)));
     assert_eq!(&buf, b"0123");
-    assert_eq!(h2.udp_pending(&srv), 2);
+    assert_eq!(h2.udp().pending(&srv), 2);
     // The receive that takes it says it did not fit.
     let got = ready(srv.recv_from_trunc(&mut h2, &mut buf))
         .unwrap()
@@ -246,18 +258,18 @@ fn peek_leaves_the_datagram_and_truncation_is_reported() {
 #[test]
 fn the_socket_ttl_is_in_the_ip_header_on_the_wire() {
     let (mut h1, mut h2, sent) = recorded_hosts();
-    let srv = h2.udp_bind("0.0.0.0:7").unwrap();
-    let s = h1.udp_bind("0.0.0.0:0").unwrap();
-    assert_eq!(h1.ttl(&s).unwrap(), 64);
+    let srv = h2.udp().bind("0.0.0.0:7").unwrap();
+    let s = h1.udp().bind("0.0.0.0:0").unwrap();
+    assert_eq!(h1.udp().ttl(&s).unwrap(), 64);
     let mut buf = [0u8; 8];
-    h1.send_to(&s, b"default", "10.0.0.2:7").unwrap();
+    h1.udp().send_to(&s, b"default", "10.0.0.2:7").unwrap();
     deliver(&mut h1, &mut h2, &srv, &mut buf);
-    h1.set_ttl(&s, 3).unwrap();
-    assert_eq!(h1.ttl(&s).unwrap(), 3);
-    h1.send_to(&s, b"three", "10.0.0.2:7").unwrap();
+    h1.udp().set_ttl(&s, 3).unwrap();
+    assert_eq!(h1.udp().ttl(&s).unwrap(), 3);
+    h1.udp().send_to(&s, b"three", "10.0.0.2:7").unwrap();
     deliver(&mut h1, &mut h2, &srv, &mut buf);
     for bad in [0, 256] {
-        let e = h1.set_ttl(&s, bad).unwrap_err();
+        let e = h1.udp().set_ttl(&s, bad).unwrap_err();
         assert!(matches!(e, SocketError::BadTtl(t) if t == bad));
         assert_eq!(kind(e), ErrorKind::InvalidInput);
     }
@@ -275,37 +287,38 @@ fn the_socket_ttl_is_in_the_ip_header_on_the_wire() {
 #[test]
 fn broadcast_needs_the_option_as_on_linux() {
     let (mut h1, mut h2) = hosts();
-    let srv = h2.udp_bind("0.0.0.0:7").unwrap();
-    let s = h1.udp_bind("0.0.0.0:0").unwrap();
-    assert!(!h1.broadcast(&s).unwrap());
+    let srv = h2.udp().bind("0.0.0.0:7").unwrap();
+    let s = h1.udp().bind("0.0.0.0:0").unwrap();
+    assert!(!h1.udp().broadcast(&s).unwrap());
     for dst in ["255.255.255.255:7", "10.0.0.255:7"] {
-        let e = h1.send_to(&s, b"all", dst).unwrap_err();
+        let e = h1.udp().send_to(&s, b"all", dst).unwrap_err();
         assert!(matches!(e, SocketError::Broadcast(_)), "{dst}: {e:?}");
         assert!(e.to_string().contains("set_broadcast(true)"), "{e}");
         assert_eq!(kind(e), ErrorKind::PermissionDenied);
     }
-    let c = h1.udp_bind("0.0.0.0:0").unwrap();
+    let c = h1.udp().bind("0.0.0.0:0").unwrap();
     assert_eq!(
-        kind(h1.connect(&c, "255.255.255.255:7").unwrap_err()),
+        kind(h1.udp().connect(&c, "255.255.255.255:7").unwrap_err()),
         ErrorKind::PermissionDenied
     );
     // With the option the limited broadcast goes out and arrives.
-    h1.set_broadcast(&s, true).unwrap();
-    assert!(h1.broadcast(&s).unwrap());
-    h1.send_to(&s, b"all", "255.255.255.255:7").unwrap();
+    h1.udp().set_broadcast(&s, true).unwrap();
+    assert!(h1.udp().broadcast(&s).unwrap());
+    h1.udp().send_to(&s, b"all", "255.255.255.255:7").unwrap();
     let mut buf = [0u8; 8];
     let (n, from) = deliver(&mut h1, &mut h2, &srv, &mut buf);
     assert_eq!(&buf[..n], b"all");
-    assert_eq!(from, addr(A, h1.local_addr(&s).unwrap().port()));
+    assert_eq!(from, addr(A, h1.udp().local_addr(&s).unwrap().port()));
 }
 
 #[test]
 fn a_blocking_receive_times_out_or_returns_what_arrives() {
     let (mut h1, mut h2) = hosts();
-    let srv = h2.udp_bind("0.0.0.0:7").unwrap();
+    let srv = h2.udp().bind("0.0.0.0:7").unwrap();
     let mut buf = [0u8; 8];
     let t0 = Instant::now();
     let e = h2
+        .udp()
         .recv_from_timeout(&srv, &mut buf, Duration::from_millis(30))
         .unwrap_err();
     assert!(t0.elapsed() >= Duration::from_millis(30));
@@ -317,9 +330,9 @@ fn a_blocking_receive_times_out_or_returns_what_arrives() {
     let sender = std::thread::spawn({
         let done = std::sync::Arc::clone(&done);
         move || {
-            let s = h1.udp_bind("0.0.0.0:9").unwrap();
+            let s = h1.udp().bind("0.0.0.0:9").unwrap();
             std::thread::sleep(Duration::from_millis(20));
-            h1.send_to(&s, b"late", "10.0.0.2:7").unwrap();
+            h1.udp().send_to(&s, b"late", "10.0.0.2:7").unwrap();
             // Keep answering ARP until the receiver has it.
             while !done.load(std::sync::atomic::Ordering::Relaxed) {
                 h1.poll();
@@ -327,14 +340,16 @@ fn a_blocking_receive_times_out_or_returns_what_arrives() {
             }
         }
     });
-    let got = h2.recv_from_timeout(&srv, &mut buf, Duration::from_secs(5));
+    let got = h2
+        .udp()
+        .recv_from_timeout(&srv, &mut buf, Duration::from_secs(5));
     done.store(true, std::sync::atomic::Ordering::Relaxed);
     sender.join().unwrap();
     let (n, from) = got.unwrap();
     assert_eq!((&buf[..n], from), (&b"late"[..], addr(A, 9)));
     // recv_timeout is for connected sockets only.
     assert!(matches!(
-        h2.recv_timeout(&srv, &mut buf, Duration::ZERO),
+        h2.udp().recv_timeout(&srv, &mut buf, Duration::ZERO),
         Err(SocketError::NotConnected)
     ));
 }

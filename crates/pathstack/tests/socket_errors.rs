@@ -46,8 +46,8 @@ fn past_arp_retries(h: &mut Host) {
 /// send and ARP's retries.
 fn arp_failed_connected() -> (Host, WireEnd, UdpSocket) {
     let (mut a, nobody) = lonely();
-    let s = a.udp_connect("0.0.0.0:0", "10.0.0.9:9").unwrap();
-    a.send(&s, b"into the void").unwrap();
+    let s = a.udp().bind_connected("0.0.0.0:0", "10.0.0.9:9").unwrap();
+    a.udp().send(&s, b"into the void").unwrap();
     past_arp_retries(&mut a);
     (a, nobody, s)
 }
@@ -55,8 +55,8 @@ fn arp_failed_connected() -> (Host, WireEnd, UdpSocket) {
 #[test]
 fn send_to_off_subnet_without_gateway_is_network_unreachable() {
     let (mut a, _b) = pair();
-    let s = a.udp_bind("0.0.0.0:0").unwrap();
-    let e = a.send_to(&s, b"x", "192.0.2.1:9").unwrap_err();
+    let s = a.udp().bind("0.0.0.0:0").unwrap();
+    let e = a.udp().send_to(&s, b"x", "192.0.2.1:9").unwrap_err();
     assert!(
         matches!(e, SocketError::NetworkUnreachable(ip) if ip == Ipv4Addr::new(192, 0, 2, 1)),
         "{e:?}"
@@ -64,7 +64,10 @@ fn send_to_off_subnet_without_gateway_is_network_unreachable() {
     assert_eq!(e.to_string(), "network unreachable: no route to 192.0.2.1");
     assert_eq!(kind(e), ErrorKind::NetworkUnreachable);
     // Connecting there fails the same way (Linux: ENETUNREACH).
-    let e = a.udp_connect("0.0.0.0:0", "192.0.2.1:9").unwrap_err();
+    let e = a
+        .udp()
+        .bind_connected("0.0.0.0:0", "192.0.2.1:9")
+        .unwrap_err();
     assert_eq!(kind(e), ErrorKind::NetworkUnreachable);
 }
 
@@ -72,7 +75,7 @@ fn send_to_off_subnet_without_gateway_is_network_unreachable() {
 fn arp_failure_is_host_unreachable_on_a_connected_socket_once() {
     let (mut a, _nobody, s) = arp_failed_connected();
     assert!(a.report().contains("gave_up=1"), "{}", a.report());
-    let e = a.send(&s, b"again").unwrap_err();
+    let e = a.udp().send(&s, b"again").unwrap_err();
     let msg = e.to_string();
     assert_eq!(kind(e), ErrorKind::HostUnreachable, "{msg}");
     assert_eq!(
@@ -80,7 +83,7 @@ fn arp_failure_is_host_unreachable_on_a_connected_socket_once() {
         "host unreachable: 10.0.0.9 cannot be reached (arp.resolution_failed)"
     );
     // Reported once (SO_ERROR is cleared by reading it).
-    assert!(a.take_error(&s).unwrap().is_none());
+    assert!(a.udp().take_error(&s).unwrap().is_none());
     let mut buf = [0u8; 8];
     assert!(ready(s.recv(&mut a, &mut buf)).unwrap().is_none());
 }
@@ -99,20 +102,20 @@ fn arp_failure_reaches_a_receiving_connected_socket() {
 #[test]
 fn arp_failure_is_silent_on_a_bound_socket() {
     let (mut a, _nobody) = lonely();
-    let s = a.udp_bind("0.0.0.0:0").unwrap();
-    a.send_to(&s, b"x", "10.0.0.9:9").unwrap();
+    let s = a.udp().bind("0.0.0.0:0").unwrap();
+    a.udp().send_to(&s, b"x", "10.0.0.9:9").unwrap();
     past_arp_retries(&mut a);
     assert!(a.report().contains("gave_up=1"), "{}", a.report());
     // Linux without IP_RECVERR: nothing reaches an unconnected socket.
-    assert!(a.take_error(&s).unwrap().is_none());
-    a.send_to(&s, b"y", "10.0.0.9:9").unwrap();
+    assert!(a.udp().take_error(&s).unwrap().is_none());
+    a.udp().send_to(&s, b"y", "10.0.0.9:9").unwrap();
 }
 
 #[test]
 fn port_unreachable_is_connection_refused_on_a_connected_socket() {
     let (mut a, mut b) = pair();
-    let s = a.udp_connect("0.0.0.0:0", "10.0.0.2:9").unwrap(); // nobody on 9
-    a.send(&s, b"anyone?").unwrap();
+    let s = a.udp().bind_connected("0.0.0.0:0", "10.0.0.2:9").unwrap(); // nobody on 9
+    a.udp().send(&s, b"anyone?").unwrap();
     let mut buf = [0u8; 8];
     let mut got = None;
     for _ in 0..20 {
@@ -130,21 +133,21 @@ fn port_unreachable_is_connection_refused_on_a_connected_socket() {
     );
     assert_eq!(kind(e), ErrorKind::ConnectionRefused);
     // Once; the ICMP message itself stays where ping reads it.
-    assert!(a.take_error(&s).unwrap().is_none());
+    assert!(a.udp().take_error(&s).unwrap().is_none());
     assert_eq!(a.echo_replies().len(), 1);
 }
 
 #[test]
 fn port_unreachable_is_silent_on_a_bound_socket() {
     let (mut a, mut b) = pair();
-    let s = a.udp_bind("0.0.0.0:0").unwrap();
-    a.send_to(&s, b"anyone?", "10.0.0.2:9").unwrap();
+    let s = a.udp().bind("0.0.0.0:0").unwrap();
+    a.udp().send_to(&s, b"anyone?", "10.0.0.2:9").unwrap();
     for _ in 0..20 {
         a.poll();
         b.poll();
     }
     assert_eq!(a.echo_replies().len(), 1, "{}", a.report());
-    assert!(a.take_error(&s).unwrap().is_none());
+    assert!(a.udp().take_error(&s).unwrap().is_none());
     let mut buf = [0u8; 8];
     assert!(ready(s.recv_from(&mut a, &mut buf)).unwrap().is_none());
 }
@@ -152,19 +155,19 @@ fn port_unreachable_is_silent_on_a_bound_socket() {
 #[test]
 fn another_connected_socket_is_not_blamed() {
     let (mut a, mut b) = pair();
-    let srv = b.udp_bind("0.0.0.0:7").unwrap();
-    let good = a.udp_connect("0.0.0.0:0", "10.0.0.2:7").unwrap();
-    let bad = a.udp_connect("0.0.0.0:0", "10.0.0.2:9").unwrap();
-    a.send(&bad, b"x").unwrap();
-    a.send(&good, b"y").unwrap();
+    let srv = b.udp().bind("0.0.0.0:7").unwrap();
+    let good = a.udp().bind_connected("0.0.0.0:0", "10.0.0.2:7").unwrap();
+    let bad = a.udp().bind_connected("0.0.0.0:0", "10.0.0.2:9").unwrap();
+    a.udp().send(&bad, b"x").unwrap();
+    a.udp().send(&good, b"y").unwrap();
     for _ in 0..20 {
         a.poll();
         b.poll();
     }
     let mut buf = [0u8; 8];
     assert!(ready(srv.recv_from(&mut b, &mut buf)).unwrap().is_some());
-    assert!(a.take_error(&good).unwrap().is_none());
-    let e = a.take_error(&bad).unwrap().expect("bad's error");
+    assert!(a.udp().take_error(&good).unwrap().is_none());
+    let e = a.udp().take_error(&bad).unwrap().expect("bad's error");
     assert_eq!(kind(e), ErrorKind::ConnectionRefused);
 }
 
@@ -189,9 +192,9 @@ fn ping_off_subnet_without_gateway_is_no_route() {
 #[test]
 fn the_error_reaches_the_socket_path_in_the_stack_poll() {
     let (mut a, mut b) = pair();
-    let s = a.udp_connect("0.0.0.0:0", "10.0.0.2:9").unwrap(); // nobody on 9
-    let other = a.udp_connect("0.0.0.0:0", "10.0.0.2:10").unwrap();
-    a.send(&s, b"anyone?").unwrap();
+    let s = a.udp().bind_connected("0.0.0.0:0", "10.0.0.2:9").unwrap(); // nobody on 9
+    let other = a.udp().bind_connected("0.0.0.0:0", "10.0.0.2:10").unwrap();
+    a.udp().send(&s, b"anyone?").unwrap();
     for _ in 0..20 {
         let now = a.now();
         a.stack_mut().poll(now);
@@ -201,9 +204,9 @@ fn the_error_reaches_the_socket_path_in_the_stack_poll() {
     let stats = a.stack().module_stats(icmp).unwrap();
     let delivered = stats.iter().find(|(k, _)| k == "errors_delivered");
     assert_eq!(delivered.map(|(_, v)| *v), Some(1), "{stats:?}");
-    let e = a.take_error(&s).unwrap().expect("the socket's error");
+    let e = a.udp().take_error(&s).unwrap().expect("the socket's error");
     assert_eq!(kind(e), ErrorKind::ConnectionRefused);
-    assert!(a.take_error(&other).unwrap().is_none());
+    assert!(a.udp().take_error(&other).unwrap().is_none());
 }
 
 /// When every ephemeral port (RFC 6335 §6: 49152–65535) is taken, the
@@ -214,19 +217,19 @@ fn the_error_reaches_the_socket_path_in_the_stack_poll() {
 fn exhausted_ephemeral_ports_are_addr_not_available() {
     let (mut h, _wire) = lonely();
     let socks: Vec<UdpSocket> = (49152..=65535u32)
-        .map(|_| h.udp_bind("0.0.0.0:0").unwrap())
+        .map(|_| h.udp().bind("0.0.0.0:0").unwrap())
         .collect();
     assert_eq!(socks.len(), 16_384);
-    let e = h.udp_bind("0.0.0.0:0").unwrap_err();
+    let e = h.udp().bind("0.0.0.0:0").unwrap_err();
     assert_eq!(kind(e), ErrorKind::AddrNotAvailable);
     // TCP has its own ports: fill them by binding listeners.
     let _listeners: Vec<_> = (49152..=65535u16)
-        .map(|p| h.tcp_listen((Ipv4Addr::UNSPECIFIED, p), 1).unwrap())
+        .map(|p| h.tcp().listen((Ipv4Addr::UNSPECIFIED, p), 1).unwrap())
         .collect();
-    let e = h.tcp_connect("10.0.0.2:80").unwrap_err();
+    let e = h.tcp().connect("10.0.0.2:80").unwrap_err();
     assert_eq!(io::Error::from(e).kind(), ErrorKind::AddrNotAvailable);
-    h.udp_close(socks[7]).unwrap();
-    assert!(h.udp_bind("0.0.0.0:0").is_ok());
+    h.udp().close(socks[7]).unwrap();
+    assert!(h.udp().bind("0.0.0.0:0").is_ok());
 }
 
 /// A TCP connect to an on-link address nobody answers ARP for ends with
@@ -236,11 +239,11 @@ fn exhausted_ephemeral_ports_are_addr_not_available() {
 #[test]
 fn a_tcp_connect_to_an_absent_neighbour_is_host_unreachable_when_arp_gives_up() {
     let (mut a, _nobody) = lonely();
-    let c = a.tcp_connect("10.0.0.9:80").unwrap();
+    let c = a.tcp().connect("10.0.0.9:80").unwrap();
     let mut failed_at = None;
     for ms in (100..=10_000).step_by(100) {
         a.stack_mut().poll(Instant::from_millis(ms));
-        match a.tcp_is_connected(&c) {
+        match a.tcp().is_connected(&c) {
             Ok(false) => continue,
             Ok(true) => panic!("connected to nobody"),
             Err(e) => {
@@ -254,7 +257,7 @@ fn a_tcp_connect_to_an_absent_neighbour_is_host_unreachable_when_arp_gives_up() 
     // ARP's three requests one second apart (RFC 1122 §2.3.2.1).
     assert!((2_000..=4_000).contains(&at), "failed after {at} ms");
     assert_eq!(
-        a.tcp_state(&c).unwrap(),
+        a.tcp().state(&c).unwrap(),
         pathstack::inet::tcp::State::Closed
     );
     let e = ready(c.write(&mut a, b"x")).unwrap_err();
@@ -312,16 +315,16 @@ fn sends_after_the_device_is_gone_are_network_down() {
         pathstack::inet::MacAddr([2, 0, 0, 0, 0, 2]),
     )
     .unwrap();
-    let s = h.udp_connect("0.0.0.0:0", "10.0.0.2:9").unwrap();
-    h.send(&s, b"before").unwrap();
+    let s = h.udp().bind_connected("0.0.0.0:0", "10.0.0.2:9").unwrap();
+    h.udp().send(&s, b"before").unwrap();
     gone.store(true, Ordering::Relaxed);
     // This one meets the failure in the driver (sent by the stack after
     // the call accepted it, as a datagram into a NIC that vanished).
-    let _ = h.send(&s, b"meets it");
+    let _ = h.udp().send(&s, b"meets it");
     assert!(h.device_failure().is_some());
-    let e = h.send(&s, b"after").unwrap_err();
+    let e = h.udp().send(&s, b"after").unwrap_err();
     assert_eq!(kind(e), ErrorKind::NetworkDown);
-    let c = h.tcp_connect("10.0.0.2:80").unwrap();
+    let c = h.tcp().connect("10.0.0.2:80").unwrap();
     let e = ready(c.write(&mut h, b"x")).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::NetworkDown);
 }

@@ -24,7 +24,7 @@ fn calls_that_would_wait_fail_with_would_block() {
     let (mut client, mut server) = hosts();
     let mut buf = [0u8; 64];
     // UDP: nothing queued.
-    let u = server.udp_bind("0.0.0.0:7").unwrap();
+    let u = server.udp().bind("0.0.0.0:7").unwrap();
     assert_eq!(
         u.recv_from(&mut server, &mut buf).unwrap_err().kind(),
         ErrorKind::WouldBlock
@@ -39,7 +39,7 @@ fn calls_that_would_wait_fail_with_would_block() {
         ErrorKind::NotConnected
     );
     // TCP: nothing to accept, nothing to read, and a full send buffer.
-    let l = server.tcp_listen("0.0.0.0:80", 4).unwrap();
+    let l = server.tcp().listen("0.0.0.0:80", 4).unwrap();
     assert_eq!(
         l.accept(&mut server).unwrap_err().kind(),
         ErrorKind::WouldBlock
@@ -49,7 +49,8 @@ fn calls_that_would_wait_fail_with_would_block() {
         ..TcpConfig::default()
     };
     let c = client
-        .tcp_connect_with("0.0.0.0:0", "10.0.0.2:80", cfg)
+        .tcp()
+        .connect_with("0.0.0.0:0", "10.0.0.2:80", cfg)
         .unwrap();
     let s = loop {
         client.poll();
@@ -80,7 +81,8 @@ fn calls_that_would_wait_fail_with_would_block() {
     assert_eq!(written, 4096);
     // Data arrives: read returns it, then the end of the stream is 0.
     client
-        .tcp_shutdown(&c, pathstack::inet::tcp::Shutdown::Write)
+        .tcp()
+        .shutdown(&c, pathstack::inet::tcp::Shutdown::Write)
         .unwrap();
     let mut got = 0;
     loop {
@@ -101,12 +103,12 @@ fn calls_that_would_wait_fail_with_would_block() {
 fn poll_ready_reports_the_socket_that_is_ready() {
     let (mut client, mut server) = hosts();
     let socks: Vec<_> = (0..16)
-        .map(|i| server.udp_bind(("0.0.0.0", 7000 + i)).unwrap())
+        .map(|i| server.udp().bind(("0.0.0.0", 7000 + i)).unwrap())
         .collect();
     for (i, s) in socks.iter().enumerate() {
         server.register(*s, Token(i), Interest::READABLE).unwrap();
     }
-    let l = server.tcp_listen("0.0.0.0:80", 4).unwrap();
+    let l = server.tcp().listen("0.0.0.0:80", 4).unwrap();
     server.register(l, Token(100), Interest::READABLE).unwrap();
     let mut events = Events::with_capacity(32);
     // Nothing is ready: the wait lasts its timeout.
@@ -122,7 +124,7 @@ fn poll_ready_reports_the_socket_that_is_ready() {
     // datagram arrives.
     let sender = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(20));
-        let c = client.udp_bind("0.0.0.0:0").unwrap();
+        let c = client.udp().bind("0.0.0.0:0").unwrap();
         c.send_to(&mut client, b"to five", "10.0.0.2:7005").unwrap();
         let until = Instant::now() + Duration::from_millis(500);
         while Instant::now() < until {
@@ -153,7 +155,7 @@ fn poll_ready_reports_the_socket_that_is_ready() {
     assert!(events.is_empty());
 
     // A connection to accept makes the listener readable.
-    let _conn = client.tcp_connect("10.0.0.2:80").unwrap();
+    let _conn = client.tcp().connect("10.0.0.2:80").unwrap();
     let mut listener_ready = false;
     for _ in 0..100 {
         client.poll();
@@ -177,9 +179,9 @@ fn poll_ready_reports_the_socket_that_is_ready() {
 #[test]
 fn a_connect_turns_writable_or_fails() {
     let (mut client, mut server) = hosts();
-    let _l = server.tcp_listen("0.0.0.0:80", 4).unwrap();
-    let ok = client.tcp_connect("10.0.0.2:80").unwrap();
-    let refused = client.tcp_connect("10.0.0.2:81").unwrap();
+    let _l = server.tcp().listen("0.0.0.0:80", 4).unwrap();
+    let ok = client.tcp().connect("10.0.0.2:80").unwrap();
+    let refused = client.tcp().connect("10.0.0.2:81").unwrap();
     client.register(ok, Token(1), Interest::WRITABLE).unwrap();
     client
         .register(refused, Token(2), Interest::READABLE | Interest::WRITABLE)
@@ -210,15 +212,15 @@ fn a_connect_turns_writable_or_fails() {
         connected && failed,
         "connected {connected}, failed {failed}"
     );
-    assert!(client.tcp_is_connected(&ok).unwrap());
-    let e = client.tcp_is_connected(&refused).unwrap_err();
+    assert!(client.tcp().is_connected(&ok).unwrap());
+    let e = client.tcp().is_connected(&refused).unwrap_err();
     assert_eq!(std::io::Error::from(e).kind(), ErrorKind::ConnectionRefused);
 }
 
 #[test]
 fn registrations_are_checked_and_bounded() {
     let (mut h, _other) = hosts();
-    let s = h.udp_bind("0.0.0.0:7").unwrap();
+    let s = h.udp().bind("0.0.0.0:7").unwrap();
     h.register(s, Token(0), Interest::READABLE).unwrap();
     assert!(matches!(
         h.register(s, Token(1), Interest::READABLE),
@@ -231,7 +233,7 @@ fn registrations_are_checked_and_bounded() {
     let e = events.iter().next().unwrap();
     assert_eq!((e.token(), e.is_writable()), (Token(1), true));
     // A closed socket's registration goes with it.
-    h.udp_close(s).unwrap();
+    h.udp().close(s).unwrap();
     h.poll_ready(&mut events, Some(Duration::ZERO)).unwrap();
     assert!(events.is_empty());
     assert!(matches!(h.deregister(s), Err(SocketError::NotRegistered)));
@@ -239,10 +241,10 @@ fn registrations_are_checked_and_bounded() {
     assert!(h.register(s, Token(0), Interest::READABLE).is_err());
     // The registrations are bounded.
     for i in 0..MAX_REGISTRATIONS {
-        let s = h.udp_bind("0.0.0.0:0").unwrap();
+        let s = h.udp().bind("0.0.0.0:0").unwrap();
         h.register(s, Token(i), Interest::READABLE).unwrap();
     }
-    let s = h.udp_bind("0.0.0.0:0").unwrap();
+    let s = h.udp().bind("0.0.0.0:0").unwrap();
     let e = h.register(s, Token(0), Interest::READABLE).unwrap_err();
     assert_eq!(std::io::Error::from(e).kind(), ErrorKind::QuotaExceeded);
 }

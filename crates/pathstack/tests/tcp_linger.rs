@@ -19,14 +19,14 @@ fn connected(port: u16) -> (Host, Host, TcpStream, TcpStream) {
     let (a, b) = wire_pair(WireConfig::default());
     let mut client = Host::new("10.0.0.1/24".parse().unwrap(), a).unwrap();
     let mut server = Host::new("10.0.0.2/24".parse().unwrap(), b).unwrap();
-    let l = server.tcp_listen(("0.0.0.0", port), 4).unwrap();
-    let c = client.tcp_connect(("10.0.0.2", port)).unwrap();
+    let l = server.tcp().listen(("0.0.0.0", port), 4).unwrap();
+    let c = client.tcp().connect(("10.0.0.2", port)).unwrap();
     for _ in 0..100 {
         client.poll();
         server.poll();
         if let Some((s, _)) = ready(l.accept(&mut server)).unwrap() {
             client.poll();
-            assert!(client.tcp_is_connected(&c).unwrap());
+            assert!(client.tcp().is_connected(&c).unwrap());
             return (client, server, c, s);
         }
     }
@@ -54,7 +54,7 @@ fn read_all(
             Ok(None) => continue,
             Err(e) => Some(e.kind()),
         };
-        return (got, err, server.tcp_state(s).unwrap());
+        return (got, err, server.tcp().state(s).unwrap());
     }
     panic!("neither the end nor an error after {got} octets");
 }
@@ -67,14 +67,14 @@ fn close_unacknowledged(
     wait: Duration,
 ) -> (usize, Option<ErrorKind>, State) {
     let (mut client, mut server, c, s) = connected(80);
-    client.tcp_set_linger(&c, linger).unwrap();
-    assert_eq!(client.tcp_linger(&c).unwrap(), linger);
+    client.tcp().set_linger(&c, linger).unwrap();
+    assert_eq!(client.tcp().linger(&c).unwrap(), linger);
     assert_eq!(
         ready(c.write(&mut client, &[7u8; 3000])).unwrap(),
         Some(3000)
     );
-    client.tcp_close(c).unwrap();
-    assert!(matches!(client.tcp_linger(&c), Err(SocketError::Closed)));
+    client.tcp().close(c).unwrap();
+    assert!(matches!(client.tcp().linger(&c), Err(SocketError::Closed)));
     client.poll();
     std::thread::sleep(wait);
     client.poll();
@@ -122,10 +122,11 @@ fn a_linger_time_that_does_not_run_out_closes_gracefully() {
 fn the_host_wakes_for_a_lingering_close() {
     let (mut client, _server, c, _s) = connected(81);
     client
-        .tcp_set_linger(&c, Some(Duration::from_millis(10)))
+        .tcp()
+        .set_linger(&c, Some(Duration::from_millis(10)))
         .unwrap();
     ready(c.write(&mut client, b"unacknowledged")).unwrap();
-    client.tcp_close(c).unwrap();
+    client.tcp().close(c).unwrap();
     // The retransmission timer (200 ms or more) is later than the linger
     // time: the host's next deadline is the linger's.
     let until = client.until_timer().expect("a deadline");

@@ -164,7 +164,7 @@ fn serve(
     stop: &AtomicBool,
     served: &AtomicUsize,
 ) -> Vec<(u64, u64)> {
-    let l = host.tcp_listen(("0.0.0.0", PORT), 16).expect("listen");
+    let l = host.tcp().listen(("0.0.0.0", PORT), 16).expect("listen");
     ready.wait();
     let deadline = Instant::now() + Duration::from_secs(120);
     let mut open: Vec<Incoming> = Vec::new();
@@ -198,7 +198,7 @@ fn serve(
                 let c = open.swap_remove(i);
                 let seed = c.seed.expect("a connection ended before 8 octets");
                 done.push((seed, c.checked));
-                host.tcp_close(c.stream).expect("close");
+                host.tcp().close(c.stream).expect("close");
                 served.fetch_add(1, Ordering::Relaxed);
             } else {
                 i += 1;

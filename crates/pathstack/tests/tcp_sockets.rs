@@ -14,6 +14,7 @@ use pathstack::host::{Host, HostConfig};
 use pathstack::inet::modules::TcpModule;
 use pathstack::inet::tcp::{CongestionKind, Shutdown, State, TcpConfig};
 use pathstack::socket::ready;
+use pathstack::socket::Tcp;
 use pathstack::socket::{TcpListener, TcpStream};
 use proptest::prelude::*;
 use std::io::ErrorKind;
@@ -125,7 +126,9 @@ impl End {
             }
         }
         if self.sent == self.total && !self.shut {
-            h.tcp_shutdown(&self.s, Shutdown::Write).expect("shutdown");
+            h.tcp()
+                .shutdown(&self.s, Shutdown::Write)
+                .expect("shutdown");
             self.shut = true;
         }
         let mut buf = [0u8; 8192];
@@ -149,15 +152,16 @@ impl End {
 
 /// Connects a → b:7 with `cfg` on both ends; returns both streams.
 fn connect(sim: &mut Sim, cfg: TcpConfig) -> (TcpListener, TcpStream, TcpStream) {
-    let l = sim.b.tcp_listen_with("0.0.0.0:7", 16, cfg).unwrap();
+    let l = sim.b.tcp().listen_with("0.0.0.0:7", 16, cfg).unwrap();
     let c = sim
         .a
-        .tcp_connect_with("0.0.0.0:0", "10.0.0.2:7", cfg)
+        .tcp()
+        .connect_with("0.0.0.0:0", "10.0.0.2:7", cfg)
         .unwrap();
     for _ in 0..200_000 {
         sim.step();
         if let Some((s, peer)) = ready(l.accept(&mut sim.b)).unwrap() {
-            assert_eq!(peer, sim.a.tcp_local_addr(&c).unwrap());
+            assert_eq!(peer, sim.a.tcp().local_addr(&c).unwrap());
             return (l, c, s);
         }
     }
@@ -195,7 +199,10 @@ fn transfer_with(
         eb.pump(&mut sim.b);
         sim.step();
         if std::env::var("TCP_DEBUG").is_ok() {
-            let st = (sim.a.tcp_state(&c).unwrap(), sim.b.tcp_state(&s).unwrap());
+            let st = (
+                sim.a.tcp().state(&c).unwrap(),
+                sim.b.tcp().state(&s).unwrap(),
+            );
             if st != last {
                 eprintln!("{:?}: {} / {}", sim.now, st.0, st.1);
                 last = st;
@@ -210,7 +217,10 @@ fn transfer_with(
     while sim.now < settle {
         sim.step();
         if std::env::var("TCP_DEBUG").is_ok() {
-            let st = (sim.a.tcp_state(&c).unwrap(), sim.b.tcp_state(&s).unwrap());
+            let st = (
+                sim.a.tcp().state(&c).unwrap(),
+                sim.b.tcp().state(&s).unwrap(),
+            );
             if st != last {
                 eprintln!("{:?}: {} / {}", sim.now, st.0, st.1);
                 last = st;
@@ -236,7 +246,7 @@ fn a_host_specializes_its_connections_by_default() {
         Duration::from_secs(60),
         |sim, c, s| {
             for (h, st) in [(&sim.a, c), (&sim.b, s)] {
-                let path = h.tcp_path_id(st).unwrap();
+                let path = Tcp::of(h).path_id(st).unwrap();
                 assert!(h.stack().path(path).unwrap().is_specialized());
                 paths.push(path);
             }
@@ -244,7 +254,7 @@ fn a_host_specializes_its_connections_by_default() {
     );
     for (h, path, st) in [(&sim.a, paths[0], &c), (&sim.b, paths[1], &s)] {
         let [down, up] = h.stack().path(path).unwrap().fast_hits().unwrap();
-        let stats = h.tcp_stats(st).unwrap();
+        let stats = Tcp::of(h).stats(st).unwrap();
         // Nearly every segment after the handshake, both ways.
         assert!(
             down + 4 >= stats.segs_out && down > 0,
@@ -257,11 +267,11 @@ fn a_host_specializes_its_connections_by_default() {
 #[test]
 fn connect_to_a_closed_port_is_refused() {
     let mut sim = Sim::new(plain());
-    let c = sim.a.tcp_connect("10.0.0.2:9").unwrap();
+    let c = sim.a.tcp().connect("10.0.0.2:9").unwrap();
     let mut result = Ok(false);
     for _ in 0..1000 {
         sim.step();
-        result = sim.a.tcp_is_connected(&c);
+        result = sim.a.tcp().is_connected(&c);
         if result.is_err() {
             break;
         }
@@ -281,8 +291,8 @@ fn transfer_both_ways_then_every_path_goes_after_time_wait() {
     let paths_before = sim.a.stack().path_ids().count();
     let (c, s) = transfer(&mut sim, cfg, 1_000_000, 300_000, Duration::from_secs(60));
     // Both sides sent their FIN and read the other's.
-    let sa = sim.a.tcp_state(&c).unwrap();
-    let sb = sim.b.tcp_state(&s).unwrap();
+    let sa = sim.a.tcp().state(&c).unwrap();
+    let sb = sim.b.tcp().state(&s).unwrap();
     assert!(
         matches!(
             (sa, sb),
@@ -292,8 +302,8 @@ fn transfer_both_ways_then_every_path_goes_after_time_wait() {
         ),
         "{sa} / {sb}"
     );
-    sim.a.tcp_close(c).unwrap();
-    sim.b.tcp_close(s).unwrap();
+    sim.a.tcp().close(c).unwrap();
+    sim.b.tcp().close(s).unwrap();
     let until = sim.now + Duration::from_secs(3);
     while sim.now < until {
         sim.step();
@@ -315,7 +325,7 @@ fn transfer_both_ways_then_every_path_goes_after_time_wait() {
 fn a_reset_reaches_the_peer_as_connection_reset() {
     let mut sim = Sim::new(plain());
     let (_l, c, s) = connect(&mut sim, TcpConfig::default());
-    sim.b.tcp_abort(s).unwrap();
+    sim.b.tcp().abort(s).unwrap();
     let mut buf = [0u8; 16];
     let mut err = None;
     for _ in 0..1000 {
@@ -377,7 +387,7 @@ fn reads_that_would_block_still_see_what_comes_next() {
         assert_eq!(ready(s.write(&mut sim.b, &data)).unwrap(), Some(2));
         assert_eq!(read(&mut sim, &data), data);
     }
-    sim.b.tcp_shutdown(&s, Shutdown::Write).unwrap();
+    sim.b.tcp().shutdown(&s, Shutdown::Write).unwrap();
     let mut end = None;
     for _ in 0..1000 {
         sim.step();
@@ -389,12 +399,56 @@ fn reads_that_would_block_still_see_what_comes_next() {
     assert_eq!(end, Some(0), "the FIN after reads that would block");
 }
 
+/// A read that opens a closed receive window makes the window update due
+/// (RFC 9293 §3.8.6.2.2): it leaves within the read itself. (A read
+/// whose flush has nothing to send does not enter the connection's path;
+/// this one must.)
+#[test]
+fn a_read_that_opens_the_window_sends_the_update_at_once() {
+    let mut sim = Sim::new(plain());
+    let cfg = TcpConfig {
+        recv_buffer: 8192,
+        ..TcpConfig::default()
+    };
+    let (_l, c, s) = connect(&mut sim, cfg);
+    let data = [7u8; 4096];
+    for _ in 0..2000 {
+        let _ = ready(c.write(&mut sim.a, &data)).unwrap();
+        sim.step();
+        if sim.b.tcp().recv_queue(&s).unwrap() >= 8192 {
+            break;
+        }
+    }
+    assert_eq!(
+        sim.b.tcp().recv_queue(&s).unwrap(),
+        8192,
+        "the window closed"
+    );
+    for _ in 0..10 {
+        sim.step();
+    }
+    let before = sim.b.tcp().stats(&s).unwrap().segs_out;
+    let mut buf = [0u8; 16384];
+    assert_eq!(ready(s.read(&mut sim.b, &mut buf)).unwrap(), Some(8192));
+    let after = sim.b.tcp().stats(&s).unwrap().segs_out;
+    assert_eq!(after, before + 1, "the window update left with the read");
+    // And the sender goes on into the open window.
+    for _ in 0..100 {
+        let _ = ready(c.write(&mut sim.a, &data)).unwrap();
+        sim.step();
+    }
+    assert!(
+        sim.b.tcp().recv_queue(&s).unwrap() > 0,
+        "data after the update"
+    );
+}
+
 #[test]
 fn a_hundred_connections_at_once() {
     let mut sim = Sim::new(plain());
-    let l = sim.b.tcp_listen("0.0.0.0:7", 128).unwrap();
+    let l = sim.b.tcp().listen("0.0.0.0:7", 128).unwrap();
     let clients: Vec<TcpStream> = (0..100)
-        .map(|_| sim.a.tcp_connect("10.0.0.2:7").unwrap())
+        .map(|_| sim.a.tcp().connect("10.0.0.2:7").unwrap())
         .collect();
     let mut servers = Vec::new();
     let mut ends: Vec<End> = clients.iter().map(|&c| End::new(c, 1000)).collect();
@@ -427,7 +481,7 @@ fn a_hundred_connections_at_once() {
                 }
             }
             if *done && pending.is_empty() {
-                let _ = sim.b.tcp_shutdown(s, Shutdown::Write);
+                let _ = sim.b.tcp().shutdown(s, Shutdown::Write);
             }
         }
         if ends.iter().all(|e| e.eof) {
@@ -443,13 +497,13 @@ fn a_hundred_connections_at_once() {
 #[test]
 fn syn_cookies_when_the_syn_queue_is_full() {
     let mut sim = Sim::new(plain());
-    let l = sim.b.tcp_listen("0.0.0.0:7", 2).unwrap();
+    let l = sim.b.tcp().listen("0.0.0.0:7", 2).unwrap();
     // Each client speaks first (as an HTTP client does): when its
     // cookie's ACK finds the accept queue full and is dropped, the data's
     // retransmission completes the handshake later.
     let clients: Vec<TcpStream> = (0..8)
         .map(|_| {
-            let c = sim.a.tcp_connect("10.0.0.2:7").unwrap();
+            let c = sim.a.tcp().connect("10.0.0.2:7").unwrap();
             assert_eq!(ready(c.write(&mut sim.a, b"hi")).unwrap(), Some(2));
             c
         })
@@ -470,7 +524,7 @@ fn syn_cookies_when_the_syn_queue_is_full() {
                 sim.step();
             }
             assert_eq!(got.map(|n| &buf[..n]), Some(&b"hi"[..]));
-            sim.b.tcp_close(s).unwrap();
+            sim.b.tcp().close(s).unwrap();
         }
         if accepted == clients.len() {
             break;
@@ -480,7 +534,7 @@ fn syn_cookies_when_the_syn_queue_is_full() {
     let listener = m.listener(7).unwrap();
     let states: Vec<_> = clients
         .iter()
-        .map(|c| sim.a.tcp_state(c).unwrap())
+        .map(|c| sim.a.tcp().state(c).unwrap())
         .collect();
     assert_eq!(
         accepted,
@@ -500,7 +554,7 @@ fn syn_cookies_when_the_syn_queue_is_full() {
         "cookie ACKs opened connections"
     );
     for c in &clients {
-        assert!(sim.a.tcp_is_connected(c).unwrap());
+        assert!(sim.a.tcp().is_connected(c).unwrap());
     }
 }
 
@@ -567,8 +621,8 @@ fn ping_pong_acks_ride_on_the_answers() {
     let (_l, c, s) = connect(&mut sim, cfg);
     let segs_out = |sim: &Sim| {
         (
-            sim.a.tcp_stats(&c).unwrap().segs_out,
-            sim.b.tcp_stats(&s).unwrap().segs_out,
+            Tcp::of(&sim.a).stats(&c).unwrap().segs_out,
+            Tcp::of(&sim.b).stats(&s).unwrap().segs_out,
         )
     };
     // The first read opens the window past the handshake's unscaled
@@ -649,7 +703,7 @@ fn inlined_connection_paths_behave_as_the_modular_ones() {
                     Form::Specialized => "specialize TCP/IP/ARP/ETH/WIRE",
                 };
                 for (h, st) in [(&mut sim.a, c), (&mut sim.b, s)] {
-                    let path = h.tcp_path_id(st).unwrap();
+                    let path = h.tcp().path_id(st).unwrap();
                     h.stack_mut().add_rule(rule().unwrap());
                     let applied = h.stack_mut().path_optimize(path).unwrap();
                     assert_eq!(applied, [name]);
@@ -665,7 +719,7 @@ fn inlined_connection_paths_behave_as_the_modular_ones() {
             // timer or the stages' general code sent (none here).
             for (h, path, st) in [(&sim.a, paths[0], &c), (&sim.b, paths[1], &s)] {
                 let hits = h.stack().path(path).unwrap().fast_hits().unwrap();
-                let stats = h.tcp_stats(st).unwrap();
+                let stats = Tcp::of(h).stats(st).unwrap();
                 assert!(
                     hits[0] + 3 >= stats.segs_out && hits[1] + 3 >= stats.segs_in,
                     "{form:?}: fast form {hits:?} of {} out, {} in",
@@ -674,7 +728,10 @@ fn inlined_connection_paths_behave_as_the_modular_ones() {
                 );
             }
         }
-        (sim.a.tcp_stats(&c).unwrap(), sim.b.tcp_stats(&s).unwrap())
+        (
+            Tcp::of(&sim.a).stats(&c).unwrap(),
+            Tcp::of(&sim.b).stats(&s).unwrap(),
+        )
     };
     for (nodelay, n, m) in [(false, 300_000, 70_000), (true, 1, 1), (true, 5_000, 900)] {
         let std = run(Form::Std, nodelay, n, m);
@@ -701,7 +758,7 @@ fn fragmentation_needed_lowers_the_mss_of_the_connection_it_quotes() {
     // Data in flight: sent, not yet acknowledged (b has not run).
     assert!(ready(c.write(&mut sim.a, &[7u8; 3000])).unwrap().is_some());
     sim.a.stack_mut().poll(sim.now);
-    let path = sim.a.tcp_path_id(&c).unwrap();
+    let path = sim.a.tcp().path_id(&c).unwrap();
     let (ports, una, smss) = sim
         .a
         .stack_mut()
@@ -753,7 +810,7 @@ fn fragmentation_needed_lowers_the_mss_of_the_connection_it_quotes() {
     inject(&mut sim, frag_needed(una, ports.0));
     // 1000 - 40 bytes of headers - 12 of timestamps.
     assert_eq!(mss(&mut sim), 1000 - 40 - 12);
-    assert_eq!(sim.a.tcp_stats(&c).unwrap().pmtu_reductions, 1);
+    assert_eq!(Tcp::of(&sim.a).stats(&c).unwrap().pmtu_reductions, 1);
 }
 
 /// The Internet checksum (RFC 1071) of `b`.

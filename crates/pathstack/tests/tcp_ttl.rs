@@ -32,8 +32,8 @@ fn connected(specialize: bool) -> (Host, Host, TcpStream, TcpStream, Recording) 
     cfg.specialize = specialize;
     let mut client = Host::new(cfg, a).unwrap();
     let mut server = Host::new("10.0.0.2/24".parse().unwrap(), b).unwrap();
-    let l = server.tcp_listen("0.0.0.0:80", 4).unwrap();
-    let c = client.tcp_connect("10.0.0.2:80").unwrap();
+    let l = server.tcp().listen("0.0.0.0:80", 4).unwrap();
+    let c = client.tcp().connect("10.0.0.2:80").unwrap();
     for _ in 0..100 {
         client.poll();
         server.poll();
@@ -49,11 +49,11 @@ fn connected(specialize: bool) -> (Host, Host, TcpStream, TcpStream, Recording) 
 fn the_ttl_set_on_a_stream_is_in_its_segments() {
     for specialize in [false, true] {
         let (mut client, mut server, c, s, sent) = connected(specialize);
-        assert_eq!(client.tcp_ttl(&c).unwrap(), 64);
+        assert_eq!(client.tcp().ttl(&c).unwrap(), 64);
         c.write(&mut client, b"default").unwrap();
         client.poll();
-        client.tcp_set_ttl(&c, 7).unwrap();
-        assert_eq!(client.tcp_ttl(&c).unwrap(), 7);
+        client.tcp().set_ttl(&c, 7).unwrap();
+        assert_eq!(client.tcp().ttl(&c).unwrap(), 7);
         let fast_before = fast_sends(&client, &c);
         c.write(&mut client, b"seven").unwrap();
         let mut got = Vec::new();
@@ -83,7 +83,7 @@ fn the_ttl_set_on_a_stream_is_in_its_segments() {
 
 /// Messages the connection's fast form took down.
 fn fast_sends(h: &Host, s: &TcpStream) -> u64 {
-    let p = h.tcp_path_id(s).unwrap();
+    let p = pathstack::socket::Tcp::of(h).path_id(s).unwrap();
     h.stack()
         .path(p)
         .and_then(|p| p.fast_hits())
@@ -95,9 +95,9 @@ fn a_ttl_out_of_range_is_refused() {
     let (mut client, _server, c, _s, _) = connected(false);
     for bad in [0, 256] {
         assert!(matches!(
-            client.tcp_set_ttl(&c, bad),
+            client.tcp().set_ttl(&c, bad),
             Err(SocketError::BadTtl(b)) if b == bad
         ));
     }
-    assert_eq!(client.tcp_ttl(&c).unwrap(), 64);
+    assert_eq!(client.tcp().ttl(&c).unwrap(), 64);
 }

@@ -139,11 +139,11 @@ async fn a_handle_on_another_net_is_refused() {
     let _sb = UdpSocket::bind(&b, "0.0.0.0:7").await.unwrap();
     let handle = sa.handle();
     let e = b
-        .with_host(|h| h.send_to(&handle, b"x", "10.0.0.1:7"))
+        .with_host(|h| h.udp().send_to(&handle, b"x", "10.0.0.1:7"))
         .unwrap_err();
     assert!(matches!(e, SocketError::WrongHost { .. }), "{e:?}");
     assert_eq!(io::Error::from(e).kind(), io::ErrorKind::InvalidInput);
-    assert!(a.with_host(|h| h.local_addr(&handle)).is_ok());
+    assert!(a.with_host(|h| h.udp().local_addr(&handle)).is_ok());
 }
 
 #[tokio::test]

@@ -19,7 +19,7 @@ use wire_nets::{addr, nets, within, A, B};
 
 /// The window the host of `net` may fill towards `s`'s peer.
 fn send_window(net: &Net, s: &TcpStream) -> u32 {
-    net.with_host(|h| h.tcp_send_window(&s.handle())).unwrap()
+    net.with_host(|h| h.tcp().send_window(&s.handle())).unwrap()
 }
 
 #[tokio::test]
@@ -44,9 +44,12 @@ async fn options_set_before_connect_reach_the_connection() {
     assert_eq!(c.local_addr().unwrap(), addr(A, 40_000));
     assert!(c.nodelay().unwrap());
     let h = c.handle();
-    assert_eq!(a.with_host(|h2| h2.tcp_recv_buffer_size(&h)).unwrap(), 8192);
     assert_eq!(
-        a.with_host(|h2| h2.tcp_send_buffer_size(&h)).unwrap(),
+        a.with_host(|h2| h2.tcp().recv_buffer_size(&h)).unwrap(),
+        8192
+    );
+    assert_eq!(
+        a.with_host(|h2| h2.tcp().send_buffer_size(&h)).unwrap(),
         10_000
     );
     // The peer sees the small receive buffer as our window; a default
@@ -110,7 +113,10 @@ async fn the_backlog_bounds_the_accept_queue() {
             tokio::spawn(async move { TcpStream::connect(&a, addr(B, 81)).await })
         })
         .collect();
-    let pending = || b.with_host(|h| h.tcp_accept_pending(&l.handle())).unwrap();
+    let pending = || {
+        b.with_host(|h| h.tcp().accept_pending(&l.handle()))
+            .unwrap()
+    };
     within("two connections to accept", async {
         while pending() < 2 {
             tokio::time::sleep(Duration::from_millis(10)).await;

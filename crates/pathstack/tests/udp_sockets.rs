@@ -53,26 +53,29 @@ fn recv(net: &mut Net, on_b: bool, s: &UdpSocket, buf: &mut [u8]) -> (usize, Soc
 #[test]
 fn bound_sockets_round_trip_with_peer_addresses() {
     let mut net = Net::new();
-    let srv = net.b.udp_bind((Ipv4Addr::UNSPECIFIED, 7)).unwrap();
+    let srv = net.b.udp().bind((Ipv4Addr::UNSPECIFIED, 7)).unwrap();
     // As getsockname: the address it was bound to.
     assert_eq!(
-        net.b.local_addr(&srv).unwrap(),
+        net.b.udp().local_addr(&srv).unwrap(),
         addr(Ipv4Addr::UNSPECIFIED, 7)
     );
     assert!(matches!(
-        net.b.peer_addr(&srv),
+        net.b.udp().peer_addr(&srv),
         Err(SocketError::NotConnected)
     ));
-    let cli = net.a.udp_bind((Ipv4Addr::UNSPECIFIED, 4000)).unwrap();
+    let cli = net.a.udp().bind((Ipv4Addr::UNSPECIFIED, 4000)).unwrap();
     let mut buf = [0u8; 256];
     for i in 0..20u32 {
         let msg = format!("ping {i}");
-        net.a.send_to(&cli, msg.as_bytes(), addr(B, 7)).unwrap();
+        net.a
+            .udp()
+            .send_to(&cli, msg.as_bytes(), addr(B, 7))
+            .unwrap();
         let (n, from) = recv(&mut net, true, &srv, &mut buf);
         assert_eq!(&buf[..n], msg.as_bytes());
         assert_eq!(from, addr(A, 4000));
         let reply = format!("pong {i}");
-        net.b.send_to(&srv, reply.as_bytes(), from).unwrap();
+        net.b.udp().send_to(&srv, reply.as_bytes(), from).unwrap();
         let (n, from) = recv(&mut net, false, &cli, &mut buf);
         assert_eq!(&buf[..n], reply.as_bytes());
         assert_eq!(from, addr(B, 7));
@@ -82,26 +85,27 @@ fn bound_sockets_round_trip_with_peer_addresses() {
 #[test]
 fn connected_socket_talks_to_its_peer_only() {
     let mut net = Net::new();
-    let srv = net.b.udp_bind((Ipv4Addr::UNSPECIFIED, 7)).unwrap();
-    let other = net.b.udp_bind((Ipv4Addr::UNSPECIFIED, 8)).unwrap();
+    let srv = net.b.udp().bind((Ipv4Addr::UNSPECIFIED, 7)).unwrap();
+    let other = net.b.udp().bind((Ipv4Addr::UNSPECIFIED, 8)).unwrap();
     let cli = net
         .a
-        .udp_connect((Ipv4Addr::UNSPECIFIED, 0), addr(B, 7))
+        .udp()
+        .bind_connected((Ipv4Addr::UNSPECIFIED, 0), addr(B, 7))
         .unwrap();
-    assert_eq!(net.a.peer_addr(&cli).unwrap(), addr(B, 7));
-    let port = net.a.local_addr(&cli).unwrap().port();
+    assert_eq!(net.a.udp().peer_addr(&cli).unwrap(), addr(B, 7));
+    let port = net.a.udp().local_addr(&cli).unwrap().port();
     assert!((49152..=65535).contains(&port), "ephemeral port {port}");
-    assert_eq!(net.a.local_addr(&cli).unwrap().ip(), A);
+    assert_eq!(net.a.udp().local_addr(&cli).unwrap().ip(), A);
 
-    net.a.send(&cli, b"hello").unwrap();
+    net.a.udp().send(&cli, b"hello").unwrap();
     let mut buf = [0u8; 64];
     let (n, from) = recv(&mut net, true, &srv, &mut buf);
     assert_eq!(&buf[..n], b"hello");
-    assert_eq!(from, net.a.local_addr(&cli).unwrap());
+    assert_eq!(from, net.a.udp().local_addr(&cli).unwrap());
 
     // A datagram from another port of the peer host is not for `cli`.
-    net.b.send_to(&other, b"stranger", from).unwrap();
-    net.b.send_to(&srv, b"answer", from).unwrap();
+    net.b.udp().send_to(&other, b"stranger", from).unwrap();
+    net.b.udp().send_to(&srv, b"answer", from).unwrap();
     net.run(5);
     assert_eq!(ready(cli.recv(&mut net.a, &mut buf)).unwrap(), Some(6));
     assert_eq!(&buf[..6], b"answer");
@@ -110,12 +114,12 @@ fn connected_socket_talks_to_its_peer_only() {
     // The connected socket refuses other destinations and the bound one
     // has no `send`.
     assert!(matches!(
-        net.a.send_to(&cli, b"x", addr(B, 8)),
+        net.a.udp().send_to(&cli, b"x", addr(B, 8)),
         Err(SocketError::Connected { .. })
     ));
-    net.a.send_to(&cli, b"x", addr(B, 7)).unwrap();
+    net.a.udp().send_to(&cli, b"x", addr(B, 7)).unwrap();
     assert!(matches!(
-        net.b.send(&srv, b"x"),
+        net.b.udp().send(&srv, b"x"),
         Err(SocketError::NotConnected)
     ));
     assert!(matches!(
@@ -127,31 +131,31 @@ fn connected_socket_talks_to_its_peer_only() {
 #[test]
 fn ephemeral_ports_are_distinct() {
     let mut net = Net::new();
-    let s1 = net.a.udp_bind((Ipv4Addr::UNSPECIFIED, 0)).unwrap();
-    let s2 = net.a.udp_bind((Ipv4Addr::UNSPECIFIED, 0)).unwrap();
+    let s1 = net.a.udp().bind((Ipv4Addr::UNSPECIFIED, 0)).unwrap();
+    let s2 = net.a.udp().bind((Ipv4Addr::UNSPECIFIED, 0)).unwrap();
     let (p1, p2) = (
-        net.a.local_addr(&s1).unwrap().port(),
-        net.a.local_addr(&s2).unwrap().port(),
+        net.a.udp().local_addr(&s1).unwrap().port(),
+        net.a.udp().local_addr(&s2).unwrap().port(),
     );
     assert_ne!(p1, p2);
     assert!((49152..=65535).contains(&p1) && (49152..=65535).contains(&p2));
     // The port really is the one datagrams carry.
-    let srv = net.b.udp_bind((Ipv4Addr::UNSPECIFIED, 9)).unwrap();
-    net.a.send_to(&s2, b"x", addr(B, 9)).unwrap();
+    let srv = net.b.udp().bind((Ipv4Addr::UNSPECIFIED, 9)).unwrap();
+    net.a.udp().send_to(&s2, b"x", addr(B, 9)).unwrap();
     let mut buf = [0u8; 8];
     let (_, from) = recv(&mut net, true, &srv, &mut buf);
     assert_eq!(from.port(), p2);
     // An ephemeral port is taken: binding it explicitly fails.
     assert!(
-        matches!(net.a.udp_bind((Ipv4Addr::UNSPECIFIED, p1)), Err(SocketError::PortInUse { port, .. }) if port == p1)
+        matches!(net.a.udp().bind((Ipv4Addr::UNSPECIFIED, p1)), Err(SocketError::PortInUse { port, .. }) if port == p1)
     );
 }
 
 #[test]
 fn port_in_use_and_close_frees_it() {
     let mut net = Net::new();
-    let s = net.b.udp_bind((Ipv4Addr::UNSPECIFIED, 7)).unwrap();
-    let err = net.b.udp_bind((Ipv4Addr::UNSPECIFIED, 7)).unwrap_err();
+    let s = net.b.udp().bind((Ipv4Addr::UNSPECIFIED, 7)).unwrap();
+    let err = net.b.udp().bind((Ipv4Addr::UNSPECIFIED, 7)).unwrap_err();
     assert!(
         matches!(err, SocketError::PortInUse { port: 7, .. }),
         "{err}"
@@ -163,12 +167,12 @@ fn port_in_use_and_close_frees_it() {
     );
 
     // A datagram queued on the socket is freed with it.
-    let cli = net.a.udp_bind((Ipv4Addr::UNSPECIFIED, 0)).unwrap();
-    net.a.send_to(&cli, b"late", addr(B, 7)).unwrap();
+    let cli = net.a.udp().bind((Ipv4Addr::UNSPECIFIED, 0)).unwrap();
+    net.a.udp().send_to(&cli, b"late", addr(B, 7)).unwrap();
     net.run(5);
-    assert_eq!(net.b.udp_pending(&s), 1);
-    net.b.udp_close(s).unwrap();
-    assert_eq!(net.b.udp_pending(&s), 0);
+    assert_eq!(net.b.udp().pending(&s), 1);
+    net.b.udp().close(s).unwrap();
+    assert_eq!(net.b.udp().pending(&s), 0);
 
     // The old handle is stale everywhere.
     let mut buf = [0u8; 8];
@@ -177,16 +181,16 @@ fn port_in_use_and_close_frees_it() {
         Err(SocketError::Closed)
     ));
     assert!(matches!(
-        net.b.send_to(&s, b"x", addr(A, 1)),
+        net.b.udp().send_to(&s, b"x", addr(A, 1)),
         Err(SocketError::Closed)
     ));
-    assert!(matches!(net.b.udp_close(s), Err(SocketError::Closed)));
+    assert!(matches!(net.b.udp().close(s), Err(SocketError::Closed)));
 
     // The port is free again, and the new socket gets new datagrams only.
-    let s2 = net.b.udp_bind((Ipv4Addr::UNSPECIFIED, 7)).unwrap();
+    let s2 = net.b.udp().bind((Ipv4Addr::UNSPECIFIED, 7)).unwrap();
     assert_ne!(s2, s);
     assert_eq!(ready(s2.recv_from(&mut net.b, &mut buf)).unwrap(), None);
-    net.a.send_to(&cli, b"new", addr(B, 7)).unwrap();
+    net.a.udp().send_to(&cli, b"new", addr(B, 7)).unwrap();
     let (n, _) = recv(&mut net, true, &s2, &mut buf);
     assert_eq!(&buf[..n], b"new");
 }
@@ -194,10 +198,10 @@ fn port_in_use_and_close_frees_it() {
 #[test]
 fn closed_port_is_unreachable_again() {
     let mut net = Net::new();
-    let s = net.b.udp_bind((Ipv4Addr::UNSPECIFIED, 7)).unwrap();
-    net.b.udp_close(s).unwrap();
-    let cli = net.a.udp_bind((Ipv4Addr::UNSPECIFIED, 0)).unwrap();
-    net.a.send_to(&cli, b"x", addr(B, 7)).unwrap();
+    let s = net.b.udp().bind((Ipv4Addr::UNSPECIFIED, 7)).unwrap();
+    net.b.udp().close(s).unwrap();
+    let cli = net.a.udp().bind((Ipv4Addr::UNSPECIFIED, 0)).unwrap();
+    net.a.udp().send_to(&cli, b"x", addr(B, 7)).unwrap();
     net.run(5);
     // ICMP port unreachable came back (RFC 1122 §4.1.3.1).
     let replies = net.a.echo_replies();
@@ -207,21 +211,24 @@ fn closed_port_is_unreachable_again() {
 #[test]
 fn recv_on_empty_socket_would_block() {
     let mut net = Net::new();
-    let s = net.a.udp_bind((Ipv4Addr::UNSPECIFIED, 5000)).unwrap();
+    let s = net.a.udp().bind((Ipv4Addr::UNSPECIFIED, 5000)).unwrap();
     let mut buf = [0u8; 8];
     assert_eq!(ready(s.recv_from(&mut net.a, &mut buf)).unwrap(), None);
     net.run(3);
     assert_eq!(ready(s.recv_from(&mut net.a, &mut buf)).unwrap(), None);
-    assert_eq!(net.a.udp_pending(&s), 0);
+    assert_eq!(net.a.udp().pending(&s), 0);
 }
 
 #[test]
 fn short_buffer_truncates_the_datagram() {
     let mut net = Net::new();
-    let srv = net.b.udp_bind((Ipv4Addr::UNSPECIFIED, 7)).unwrap();
-    let cli = net.a.udp_bind((Ipv4Addr::UNSPECIFIED, 0)).unwrap();
-    net.a.send_to(&cli, b"0123456789", addr(B, 7)).unwrap();
-    net.a.send_to(&cli, b"next", addr(B, 7)).unwrap();
+    let srv = net.b.udp().bind((Ipv4Addr::UNSPECIFIED, 7)).unwrap();
+    let cli = net.a.udp().bind((Ipv4Addr::UNSPECIFIED, 0)).unwrap();
+    net.a
+        .udp()
+        .send_to(&cli, b"0123456789", addr(B, 7))
+        .unwrap();
+    net.a.udp().send_to(&cli, b"next", addr(B, 7)).unwrap();
     let mut small = [0u8; 4];
     let (n, _) = recv(&mut net, true, &srv, &mut small);
     assert_eq!((n, &small), (4, b"0123"));
@@ -233,19 +240,20 @@ fn short_buffer_truncates_the_datagram() {
 #[test]
 fn bad_sends_are_refused_with_a_reason() {
     let mut net = Net::new();
-    let s = net.a.udp_bind((Ipv4Addr::UNSPECIFIED, 0)).unwrap();
+    let s = net.a.udp().bind((Ipv4Addr::UNSPECIFIED, 0)).unwrap();
     let big = vec![0u8; MAX_DATAGRAM + 1];
-    let e = net.a.send_to(&s, &big, addr(B, 7)).unwrap_err();
+    let e = net.a.udp().send_to(&s, &big, addr(B, 7)).unwrap_err();
     assert!(
         matches!(e, SocketError::MessageTooLong { len, max: MAX_DATAGRAM } if len == MAX_DATAGRAM + 1)
     );
     assert!(matches!(
-        net.a.send_to(&s, b"x", addr(B, 0)),
+        net.a.udp().send_to(&s, b"x", addr(B, 0)),
         Err(SocketError::BadAddress(..))
     ));
     assert!(matches!(
         net.a
-            .udp_connect((Ipv4Addr::UNSPECIFIED, 0), addr(Ipv4Addr::UNSPECIFIED, 7)),
+            .udp()
+            .bind_connected((Ipv4Addr::UNSPECIFIED, 0), addr(Ipv4Addr::UNSPECIFIED, 7)),
         Err(SocketError::BadAddress(..))
     ));
 }
@@ -256,11 +264,11 @@ fn sends_run_at_once_and_arp_bounds_what_waits() {
     // the peer's address is being resolved, ARP keeps a bounded number of
     // datagrams per address, the latest ones (RFC 1122 §2.3.2.2).
     let mut net = Net::new();
-    let srv = net.b.udp_bind((Ipv4Addr::UNSPECIFIED, 7)).unwrap();
-    let s = net.a.udp_bind((Ipv4Addr::UNSPECIFIED, 0)).unwrap();
+    let srv = net.b.udp().bind((Ipv4Addr::UNSPECIFIED, 7)).unwrap();
+    let s = net.a.udp().bind((Ipv4Addr::UNSPECIFIED, 0)).unwrap();
     let dst = addr(B, 7);
     for i in 0..1000u32 {
-        net.a.send_to(&s, &i.to_be_bytes(), dst).unwrap();
+        net.a.udp().send_to(&s, &i.to_be_bytes(), dst).unwrap();
     }
     let mut got = Vec::new();
     let mut buf = [0u8; 16];
@@ -275,7 +283,7 @@ fn sends_run_at_once_and_arp_bounds_what_waits() {
     assert_eq!(got, (first..1000).collect::<Vec<_>>());
     // Resolved: now every datagram goes straight through.
     for i in 0..100u32 {
-        net.a.send_to(&s, &i.to_be_bytes(), dst).unwrap();
+        net.a.udp().send_to(&s, &i.to_be_bytes(), dst).unwrap();
     }
     net.run(1);
     let mut n = 0;
@@ -298,7 +306,7 @@ fn host_without_udp_has_no_sockets() {
     cfg.udp = false;
     let mut h = Host::new(cfg, da).unwrap();
     assert!(matches!(
-        h.udp_bind((Ipv4Addr::UNSPECIFIED, 7)),
+        h.udp().bind((Ipv4Addr::UNSPECIFIED, 7)),
         Err(SocketError::NoUdp)
     ));
 }
@@ -306,21 +314,22 @@ fn host_without_udp_has_no_sockets() {
 #[test]
 fn fragmented_datagrams_reach_sockets_both_ways() {
     let mut net = Net::new();
-    let srv = net.b.udp_bind((Ipv4Addr::UNSPECIFIED, 7)).unwrap();
+    let srv = net.b.udp().bind((Ipv4Addr::UNSPECIFIED, 7)).unwrap();
     let cli = net
         .a
-        .udp_connect((Ipv4Addr::UNSPECIFIED, 0), addr(B, 7))
+        .udp()
+        .bind_connected((Ipv4Addr::UNSPECIFIED, 0), addr(B, 7))
         .unwrap();
     // 1473 bytes is the smallest payload that IP fragments on a 1500-byte
     // MTU; 8000 needs six fragments.
     for len in [1472usize, 1473, 8000] {
         let data: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
-        net.a.send(&cli, &data).unwrap();
+        net.a.udp().send(&cli, &data).unwrap();
         let mut buf = vec![0u8; 9000];
         let (n, from) = recv(&mut net, true, &srv, &mut buf);
         assert_eq!(n, len, "{}", net.b.report());
         assert_eq!(&buf[..n], &data[..]);
-        net.b.send_to(&srv, &data, from).unwrap();
+        net.b.udp().send_to(&srv, &data, from).unwrap();
         let (n, _) = recv(&mut net, false, &cli, &mut buf);
         assert_eq!(&buf[..n], &data[..]);
     }
@@ -333,9 +342,9 @@ fn sockets_work_on_a_host_from_a_graph_file() {
     let mut a = Host::from_graph_file(file, da).unwrap();
     assert_eq!(a.addr(), Some(A));
     let mut b = Host::new(HostConfig::parse("10.0.0.2/24").unwrap(), db).unwrap();
-    let sa = a.udp_bind((Ipv4Addr::UNSPECIFIED, 1234)).unwrap();
-    let sb = b.udp_bind((Ipv4Addr::UNSPECIFIED, 7)).unwrap();
-    a.send_to(&sa, b"from a file", addr(B, 7)).unwrap();
+    let sa = a.udp().bind((Ipv4Addr::UNSPECIFIED, 1234)).unwrap();
+    let sb = b.udp().bind((Ipv4Addr::UNSPECIFIED, 7)).unwrap();
+    a.udp().send_to(&sa, b"from a file", addr(B, 7)).unwrap();
     let mut buf = [0u8; 32];
     let mut got = None;
     for _ in 0..20 {
@@ -364,7 +373,8 @@ fn connecting_without_a_route_keeps_ips_reason() {
     let peer = SocketAddrV4::new(Ipv4Addr::new(192, 0, 2, 1), 9);
     let err = net
         .a
-        .udp_connect((Ipv4Addr::UNSPECIFIED, 0), peer)
+        .udp()
+        .bind_connected((Ipv4Addr::UNSPECIFIED, 0), peer)
         .unwrap_err();
     let SocketError::Path(e) = &err else {
         panic!("{err}")

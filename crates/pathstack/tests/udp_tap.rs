@@ -5,7 +5,7 @@
 //! closed port is refused with ICMP port unreachable (socat sees
 //! ECONNREFUSED), and the capture reads clean in tshark.
 //!
-//! The services are set up exactly as `examples/host.rs` does: an
+//! The services are set up exactly as `tools/src/bin/host.rs` does: an
 //! `ECHO mode=echo` module at the top of a passive UDP path bound to port 7
 //! (the echo happens inside the path), and a passive UDP path bound to
 //! port 9 whose sink the poll loop empties. A last test does the echo

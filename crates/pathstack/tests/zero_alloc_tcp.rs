@@ -54,11 +54,14 @@ fn measured_bulk(
     s: &TcpStream,
     now: &mut Instant,
 ) -> (u64, u64) {
-    let segs_before = a.tcp_stats(c).unwrap().data_segs_out;
+    let segs_before = a.tcp().stats(c).unwrap().data_segs_out;
     let before = counting_alloc::allocations();
     bulk(a, b, c, s, now, 16 << 20);
     let allocs = counting_alloc::allocations() - before;
-    (allocs, a.tcp_stats(c).unwrap().data_segs_out - segs_before)
+    (
+        allocs,
+        a.tcp().stats(c).unwrap().data_segs_out - segs_before,
+    )
 }
 
 #[test]
@@ -72,8 +75,8 @@ fn bulk_transfer_allocates_nothing_per_segment() {
     };
     let mut a = host("10.0.0.1/24", wa);
     let mut b = host("10.0.0.2/24", wb);
-    let l = b.tcp_listen("0.0.0.0:5001", 4).unwrap();
-    let c = a.tcp_connect("10.0.0.2:5001").unwrap();
+    let l = b.tcp().listen("0.0.0.0:5001", 4).unwrap();
+    let c = a.tcp().connect("10.0.0.2:5001").unwrap();
     let mut now = Instant::ZERO + Duration::from_millis(1);
     let s = loop {
         a.stack_mut().poll(now);
@@ -91,7 +94,7 @@ fn bulk_transfer_allocates_nothing_per_segment() {
 
     // PIN: the same connection with both of its paths inlined.
     for (h, st) in [(&mut a, &c), (&mut b, &s)] {
-        let path = h.tcp_path_id(st).unwrap();
+        let path = h.tcp().path_id(st).unwrap();
         h.stack_mut()
             .add_rule(inline::tcp_rule::<WireStage>(WIRE_SPEC.name));
         assert_eq!(h.stack_mut().path_optimize(path).unwrap().len(), 1);
@@ -107,7 +110,7 @@ fn bulk_transfer_allocates_nothing_per_segment() {
     // Specialized: the inlined paths with the fast form in front.
     let mut paths = Vec::new();
     for (h, st) in [(&mut a, &c), (&mut b, &s)] {
-        let path = h.tcp_path_id(st).unwrap();
+        let path = h.tcp().path_id(st).unwrap();
         h.stack_mut()
             .add_rule(inline::tcp_fast_rule::<WireStage>(WIRE_SPEC.name));
         assert!(!h.stack_mut().path_optimize(path).unwrap().is_empty());

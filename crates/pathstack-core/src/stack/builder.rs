@@ -123,7 +123,8 @@ impl StackBuilder {
                 when_due: modules[i].get().polls_when_due(),
                 due: None,
             })
-            .collect();
+            .collect::<Vec<_>>();
+        let polling = super::polling::Polling::of(&polled);
         let mut stack = Stack {
             modules,
             paths: PathTable::new(self.config.max_paths),
@@ -137,6 +138,7 @@ impl StackBuilder {
             work: VecDeque::with_capacity(self.config.follow_up_cap),
             fired: Vec::with_capacity(256),
             polled,
+            polling,
             config: self.config,
             graph: self.graph,
             admission: crate::admission::Admission::default(),

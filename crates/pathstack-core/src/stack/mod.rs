@@ -11,24 +11,34 @@
 //! - `config.rs`: limits and counters; `module_types.rs`: module factories;
 //! - `builder.rs`: making a stack from a graph;
 //! - `lifecycle.rs`: creating, extending, optimizing and deleting paths;
-//! - `run.rs`: running messages through paths to completion, per message;
+//! - `trip.rs`: running a message through paths to completion (the trip);
+//! - `app_api.rs`: an application's send, enqueue, recv and inject;
+//! - `receive.rs`: frames from the drivers, one by one or in bursts;
+//!   `polling.rs`: which modules a poll must look at;
+//! - `turns.rs`: scheduler turns over paths with queued input;
+//! - `follow_ups.rs`: messages produced while another runs, and path ops;
 //! - `ldlp.rs`: running batches stage-major (LDLP).
 
+mod app_api;
 mod builder;
 mod config;
 mod device_discard;
+mod follow_ups;
 mod ldlp;
 mod lifecycle;
 pub(crate) mod module_slot;
 mod module_types;
-mod run;
+mod polling;
+mod receive;
+mod trip;
+mod turns;
 
 pub use crate::module_setup::ModuleSetup;
+pub use app_api::SendError;
 pub use builder::StackBuilder;
 pub use config::{StackConfig, StackStats};
 pub use module_types::{ModuleFactory, ModuleTypes};
-pub use run::SendError;
-use run::{settle, Settled, Trip, TripEnds};
+use trip::{settle, Settled, Trip, TripEnds};
 
 use crate::demux::Demux;
 use crate::drop_reason::DropTally;
@@ -76,6 +86,8 @@ pub struct Stack {
     fired: Vec<TimerOwner>,
     /// The modules whose [`Module::polls`] or [`Module::receives`] said yes.
     polled: Vec<Polled>,
+    /// What an idle poll may skip of `polled`.
+    polling: polling::Polling,
     config: StackConfig,
     graph: ModuleGraph,
     /// Reservations of the live paths (admission control).
@@ -84,7 +96,7 @@ pub struct Stack {
     /// (realtime, or a priority other than 0). While there are none, every
     /// received frame runs at once in arrival order (per-message); while
     /// there are some, or under LDLP, a driver's burst is classified onto
-    /// the paths' queues first and then scheduled (`run.rs`).
+    /// the paths' queues first and then scheduled (`receive.rs`).
     ranked: usize,
     /// Paths whose frames devices discard for now ([`device_discard`]).
     discards: device_discard::DeviceDiscards,
@@ -391,6 +403,20 @@ impl Stack {
         let path = self.paths.get(at.path)?;
         let pos = at.locate(&path.view.stage_ids)?;
         (path.stage(pos)? as &dyn std::any::Any).downcast_ref::<T>()
+    }
+
+    /// The stage `at` names, to change what needs no context: no message
+    /// sent, no timer armed, no path asked for (a socket's read that finds
+    /// nothing to flush). Without the context of
+    /// [`with_stage_at`](Self::with_stage_at) there is nothing to open or
+    /// drain around the call: the application's call costs the stage's
+    /// work and the handle's check (issue 26, "no context built when the
+    /// call only reads state"). `None` when it is no longer there.
+    #[inline]
+    pub fn stage_at_mut<T: Stage>(&mut self, at: StageRef<T>) -> Option<&mut T> {
+        let path = self.paths.get_mut(at.path)?;
+        let pos = at.locate(&path.view.stage_ids)?;
+        (path.exec.stage_mut(pos)? as &mut dyn std::any::Any).downcast_mut::<T>()
     }
 
     /// [`Stack::with_stage`] on the stage `at` names, without searching

@@ -25,7 +25,7 @@ pub(crate) fn app(rig: &mut Rig, op: u8, inp: &mut Input<'_>) {
                 } else {
                     Peer::Ipv4(Ipv4Addr::new(10, 0, 0, inp.u8()))
                 };
-                if let Ok(c) = rig.wire.a.rpc_start(peer, id, &pattern(n, op)) {
+                if let Ok(c) = rig.wire.a.rpc().start(peer, id, &pattern(n, op)) {
                     rig.calls.push(c);
                 }
             }
@@ -45,21 +45,21 @@ pub(crate) fn app(rig: &mut Rig, op: u8, inp: &mut Input<'_>) {
             if !rig.calls.is_empty() {
                 let i = usize::from(inp.u8()) % rig.calls.len();
                 let c = rig.calls.swap_remove(i);
-                rig.wire.a.rpc_abandon(c);
+                rig.wire.a.rpc().abandon(c);
             }
         }
         4 => {
-            if let Ok(mut s) = rig.wire.a.rpc_server() {
+            if let Ok(mut s) = rig.wire.a.rpc().server() {
                 let _ = s.unregister(ECHO);
             }
         }
         _ => {
-            if let Ok(mut s) = rig.wire.a.rpc_server() {
+            if let Ok(mut s) = rig.wire.a.rpc().server() {
                 let _ = s.register(ECHO, Echo);
                 let _ = s.calls();
             }
             let _ = rig.wire.a.report();
-            let _ = rig.wire.a.rpc_calls_in_flight();
+            let _ = rig.wire.a.rpc().in_flight();
         }
     }
 }

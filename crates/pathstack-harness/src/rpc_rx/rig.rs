@@ -42,23 +42,23 @@ impl Rig {
                 ..HostConfig::parse(cidr).ok()?
             })
         })?;
-        hosts.a.rpc_server().ok()?.register(ECHO, Echo).ok()?;
-        hosts.b.rpc_server().ok()?.register(ECHO, Echo).ok()?;
-        let a_peer = hosts.a.rpc_peer().ok()?;
-        let b_peer = hosts.b.rpc_peer().ok()?;
+        hosts.a.rpc().server().ok()?.register(ECHO, Echo).ok()?;
+        hosts.b.rpc().server().ok()?.register(ECHO, Echo).ok()?;
+        let a_peer = hosts.a.rpc().peer().ok()?;
+        let b_peer = hosts.b.rpc().peer().ok()?;
         // A's reply of 3,000 octets is fragmented: the fragment length
         // is read from it.
-        let ab = hosts.a.rpc_start(b_peer, ECHO, &pattern(100, 1)).ok()?;
-        let ba = hosts.b.rpc_start(a_peer, ECHO, &pattern(3000, 2)).ok()?;
+        let ab = hosts.a.rpc().start(b_peer, ECHO, &pattern(100, 1)).ok()?;
+        let ba = hosts.b.rpc().start(a_peer, ECHO, &pattern(3000, 2)).ok()?;
         let (mut ab_done, mut ba_done) = (false, false);
         for _ in 0..2000 {
             hosts.step(1);
             // A handle is spent once its outcome was read.
             if !ab_done {
-                ab_done = hosts.a.rpc_poll(&ab).ok()?.is_some();
+                ab_done = hosts.a.rpc().poll(&ab).ok()?.is_some();
             }
             if !ba_done {
-                ba_done = hosts.b.rpc_poll(&ba).ok()?.is_some();
+                ba_done = hosts.b.rpc().poll(&ba).ok()?.is_some();
             }
             if ab_done && ba_done {
                 break;
@@ -69,8 +69,8 @@ impl Rig {
         }
         let (mut wire, log) = hosts.part();
         let calls = vec![
-            wire.a.rpc_start(b_peer, ECHO, &pattern(10, 3)).ok()?,
-            wire.a.rpc_start(b_peer, ECHO, &pattern(5000, 4)).ok()?,
+            wire.a.rpc().start(b_peer, ECHO, &pattern(10, 3)).ok()?,
+            wire.a.rpc().start(b_peer, ECHO, &pattern(5000, 4)).ok()?,
         ];
         let b_mac = WireConfig::default().mac_b;
         let mut track = Track::default();
@@ -90,8 +90,8 @@ impl Rig {
         track.a_bid = a_bid?;
         track.b_bid = b_bid?;
         let frag_len = track.frag_len?;
-        let max_request = wire.a.rpc_max_request().ok()?;
-        let setup_runs = wire.a.rpc_server().ok()?.calls();
+        let max_request = wire.a.rpc().max_request().ok()?;
+        let setup_runs = wire.a.rpc().server().ok()?.calls();
         let mut rig = Rig {
             wire,
             net,
@@ -111,7 +111,7 @@ impl Rig {
 
     /// Reads `call`'s outcome into the counts; whether it had one.
     pub(crate) fn outcome(&mut self, call: &RpcCall) -> bool {
-        match self.wire.a.rpc_poll(call) {
+        match self.wire.a.rpc().poll(call) {
             Ok(None) => false,
             Ok(Some(_)) => {
                 self.reach.replies += 1;

@@ -8,13 +8,13 @@ use pathstack_core::Msg;
 use pathstack_rpc::anno::CallStatus;
 use pathstack_rpc::Peer;
 
-/// A call in flight, as [`Host::rpc_start`](crate::Host::rpc_start) made
-/// it; read its outcome with [`Host::rpc_poll`](crate::Host::rpc_poll).
+/// A call in flight, as [`host.rpc().start`](crate::rpc::Rpc::start) made
+/// it; read its outcome with [`host.rpc().poll`](crate::rpc::Rpc::poll).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct RpcCall {
     pub(crate) slot: u16,
     pub(crate) generation: u32,
-    pub(crate) host: crate::host::HostId,
+    pub(crate) host: crate::host_id::HostId,
 }
 
 impl RpcCall {

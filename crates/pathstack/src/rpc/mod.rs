@@ -19,73 +19,45 @@
 //! let rpc = |cidr: &str| HostConfig { rpc: Some(RpcNet::Eth), ..HostConfig::parse(cidr).unwrap() };
 //! let mut client = Host::new(rpc("10.0.0.1/24"), a).unwrap();
 //! let mut server = Host::new(rpc("10.0.0.2/24"), b).unwrap();
-//! server.rpc_server().unwrap().register(1002, Echo).unwrap();
+//! server.rpc().server().unwrap().register(1002, Echo).unwrap();
 //!
-//! let peer = server.rpc_peer().unwrap();
-//! let call = client.rpc_start(peer, 1002, b"ping").unwrap();
+//! let peer = server.rpc().peer().unwrap();
+//! let call = client.rpc().start(peer, 1002, b"ping").unwrap();
 //! let reply = loop {
 //!     client.poll();
 //!     server.poll();
-//!     if let Some(reply) = client.rpc_poll(&call).unwrap() {
+//!     if let Some(reply) = client.rpc().poll(&call).unwrap() {
 //!         break reply;
 //!     }
 //! };
 //! assert_eq!(reply.as_slice(), b"ping");
 //! ```
 
+// The RPC calls are still implemented as `Host` methods, deprecated
+// for applications in favour of the views (`host.rpc()`, issue 27
+// item 2) and kept one release; inside the crate they are the implementation.
+#![allow(deprecated)]
+
 mod calls;
 mod error;
+pub(crate) mod state;
+mod view;
 
 pub use calls::RpcCall;
 pub use error::RpcError;
 pub use pathstack_rpc::modules::rpc::{Echo, Procedure};
 pub use pathstack_rpc::modules::RpcNet;
 pub use pathstack_rpc::Peer;
+pub use state::RPC_HEADERS;
+pub use view::Rpc;
 
 use crate::host::Host;
-use calls::{CallTable, Taken};
-use pathstack_core::{Dir, Msg, PathId, SendError};
+use calls::Taken;
+use pathstack_core::{Dir, Msg, SendError};
 use pathstack_rpc::anno::{CallStatus, RpcAnno, RpcTag};
-use pathstack_rpc::modules::blast::BlastModule;
-use pathstack_rpc::modules::rpc::{RpcModule, RpcServerStage};
-use pathstack_rpc::wire::blast::HEADER_LEN as BLAST_HEADER_LEN;
+use pathstack_rpc::modules::rpc::RpcServerStage;
+use state::RpcState;
 use std::time::Duration;
-
-/// What a host keeps for its RPC stack.
-pub(crate) struct RpcState {
-    client: PathId,
-    server: PathId,
-    net: RpcNet,
-    max_request: usize,
-    calls: CallTable,
-}
-
-impl RpcState {
-    /// The RPC stack of `stack`, if its graph has one (`RPC` instance
-    /// `rpc`, `BLAST` instance `blast`).
-    pub(crate) fn find(stack: &pathstack_core::stack::Stack) -> Option<RpcState> {
-        let rpc = stack.module::<RpcModule>(stack.module_id("rpc")?)?;
-        let blast = stack.module::<BlastModule>(stack.module_id("blast")?)?;
-        Some(RpcState {
-            client: rpc.client_path()?,
-            server: rpc.server_path()?,
-            net: blast.net(),
-            // BLAST's bound, unless a reassembled message would not fit
-            // the pool's largest buffer behind the short BLAST header the
-            // module delivers it with (with the 64-bit BLAST mask, 64·F is
-            // more than the default 72 KiB).
-            max_request: blast
-                .max_message_len()
-                .min(stack.pool().max_payload().saturating_sub(BLAST_HEADER_LEN))
-                .saturating_sub(RPC_HEADERS),
-            calls: CallTable::new(rpc.max_calls()),
-        })
-    }
-}
-
-/// The bytes the layers above BLAST add to a request: MSELECT 8, CHAN
-/// 16, BID 12 (spec §9).
-pub const RPC_HEADERS: usize = 8 + 16 + 12;
 
 impl Host {
     fn rpc_state(&mut self) -> Result<&mut RpcState, RpcError> {
@@ -94,6 +66,7 @@ impl Host {
 
     /// How this host is named as an RPC peer: its MAC address when the
     /// RPC stack runs on Ethernet, its IPv4 address over IP.
+    #[deprecated(note = "use host.rpc().peer")]
     pub fn rpc_peer(&self) -> Result<Peer, RpcError> {
         let net = self.rpc.as_ref().ok_or(RpcError::NoRpc)?.net;
         Ok(match net {
@@ -105,13 +78,15 @@ impl Host {
     /// The largest request (and reply) the RPC stack carries: 16 BLAST
     /// fragments less the headers above BLAST (23,644 bytes on Ethernet
     /// with a 1500-byte MTU, 23,324 over IP).
+    #[deprecated(note = "use host.rpc().max_request")]
     pub fn rpc_max_request(&self) -> Result<usize, RpcError> {
         Ok(self.rpc.as_ref().ok_or(RpcError::NoRpc)?.max_request)
     }
 
     /// Starts a call of procedure `id` on `peer` with `request`, without
     /// waiting: poll the host and read the outcome with
-    /// [`Host::rpc_poll`].
+    /// [`Rpc::poll`](crate::rpc::Rpc::poll).
+    #[deprecated(note = "use host.rpc().start")]
     pub fn rpc_start(
         &mut self,
         peer: impl Into<Peer>,
@@ -183,6 +158,7 @@ impl Host {
 
     /// The outcome of `call`: `Ok(None)` while it is in flight, the reply
     /// once it came (the handle is then spent), or why it failed.
+    #[deprecated(note = "use host.rpc().poll")]
     pub fn rpc_poll(&mut self, call: &RpcCall) -> Result<Option<Msg>, RpcError> {
         if call.host != self.id() {
             return Err(RpcError::NoSuchCall);
@@ -218,9 +194,10 @@ impl Host {
         }
     }
 
-    /// Whether [`Host::rpc_poll`] would now return something other than
+    /// Whether [`Rpc::poll`](crate::rpc::Rpc::poll) would now return something other than
     /// `Ok(None)` for `call` (its outcome came, or it is no call of this
     /// host), without taking it.
+    #[deprecated(note = "use host.rpc().ready")]
     pub fn rpc_ready(&mut self, call: &RpcCall) -> bool {
         if call.host != self.id() {
             return true;
@@ -233,6 +210,7 @@ impl Host {
 
     /// Gives up waiting for `call`: its outcome is thrown away when it
     /// comes. The procedure may still run once on the peer.
+    #[deprecated(note = "use host.rpc().abandon")]
     pub fn rpc_abandon(&mut self, call: RpcCall) {
         if call.host == self.id() {
             if let Some(st) = self.rpc.as_mut() {
@@ -242,17 +220,20 @@ impl Host {
     }
 
     /// Calls in flight (started and not yet read).
+    #[deprecated(note = "use host.rpc().in_flight")]
     pub fn rpc_calls_in_flight(&self) -> usize {
         self.rpc.as_ref().map_or(0, |s| s.calls.in_use())
     }
 
     /// The client side of the host's RPC stack, for blocking calls.
+    #[deprecated(note = "use host.rpc().client")]
     pub fn rpc_client(&mut self) -> Result<RpcClient<'_>, RpcError> {
         self.rpc_state()?;
         Ok(RpcClient { host: self })
     }
 
     /// The server side of the host's RPC stack, to register procedures.
+    #[deprecated(note = "use host.rpc().server")]
     pub fn rpc_server(&mut self) -> Result<RpcServer<'_>, RpcError> {
         self.rpc_state()?;
         Ok(RpcServer { host: self })

@@ -19,11 +19,12 @@ impl Host {
     /// # use pathstack::host::Host;
     /// # use std::time::Duration;
     /// # let mut host = Host::new("10.0.0.1/24".parse().unwrap(), wire_pair(WireConfig::default()).0).unwrap();
-    /// let s = host.udp_bind("0.0.0.0:7").unwrap();
+    /// let s = host.udp().bind("0.0.0.0:7").unwrap();
     /// let mut buf = [0u8; 16];
-    /// let e = host.recv_from_timeout(&s, &mut buf, Duration::from_millis(10)).unwrap_err();
+    /// let e = host.udp().recv_from_timeout(&s, &mut buf, Duration::from_millis(10)).unwrap_err();
     /// assert_eq!(std::io::Error::from(e).kind(), std::io::ErrorKind::TimedOut);
     /// ```
+    #[deprecated(note = "use host.udp().recv_from_trunc_timeout")]
     pub fn recv_from_trunc_timeout(
         &mut self,
         s: &UdpSocket,
@@ -51,7 +52,8 @@ impl Host {
     }
 
     /// Waits at most `timeout` for a datagram on `s` (see
-    /// [`Host::recv_from_trunc_timeout`]) and returns its length and sender.
+    /// [`Udp::recv_from_trunc_timeout`](crate::socket::Udp::recv_from_trunc_timeout)) and returns its length and sender.
+    #[deprecated(note = "use host.udp().recv_from_timeout")]
     pub fn recv_from_timeout(
         &mut self,
         s: &UdpSocket,
@@ -63,7 +65,8 @@ impl Host {
     }
 
     /// Waits at most `timeout` for a datagram from a connected socket's
-    /// peer (see [`Host::recv_from_trunc_timeout`]).
+    /// peer (see [`Udp::recv_from_trunc_timeout`](crate::socket::Udp::recv_from_trunc_timeout)).
+    #[deprecated(note = "use host.udp().recv_timeout")]
     pub fn recv_timeout(
         &mut self,
         s: &UdpSocket,

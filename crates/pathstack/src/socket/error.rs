@@ -3,7 +3,9 @@
 //! map to, so that code written against `std::net` matches on the same
 //! kinds).
 
-use crate::host::{HostError, HostId};
+use super::stale::Stale;
+use crate::host::HostError;
+use crate::host_id::HostId;
 use pathstack_core::error::PathError;
 use pathstack_core::{DropReason, PathFault};
 use pathstack_inet::modules::{IpRefusal, TcpRefusal, UdpRefusal};
@@ -174,6 +176,15 @@ fn unreachable_message(peer: &SocketAddrV4, fault: &PathFault) -> String {
         K::HostUnreachable => format!("host unreachable: {ip} cannot be reached ({why})"),
         K::NetworkUnreachable => format!("network unreachable: no way to {ip}'s network ({why})"),
         kind => format!("{peer}: {kind} ({why})"),
+    }
+}
+
+impl From<Stale> for SocketError {
+    fn from(s: Stale) -> SocketError {
+        match s {
+            Stale::WrongHost { socket, host } => SocketError::WrongHost { socket, host },
+            Stale::Closed => SocketError::Closed,
+        }
     }
 }
 

@@ -5,7 +5,7 @@
 //! datagrams (RFC 1122 §4.1.3.3 for ICMP errors to UDP, §3.2.2.1 for
 //! destination unreachable); with BSD sockets, and here, a **connected**
 //! socket reports the error on its next call (send, receive, peek, or
-//! [`Host::take_error`]) and then forgets it:
+//! [`Udp::take_error`](crate::socket::Udp::take_error)) and then forgets it:
 //!
 //! - ARP gave up on the next hop: the datagrams that waited are dropped
 //!   and their socket reports `HostUnreachable` (the ARP module records
@@ -39,6 +39,7 @@ impl Host {
     /// socket whose datagrams met trouble (see [`crate::socket`]'s
     /// error section), `None` otherwise. A bound socket's faults are
     /// discarded (Linux reports them only with `IP_RECVERR`).
+    #[deprecated(note = "use host.udp().take_error")]
     pub fn take_error(&mut self, s: &UdpSocket) -> Result<Option<SocketError>, SocketError> {
         let st = *self.socket(s)?;
         Ok(self.take_error_of(&st))

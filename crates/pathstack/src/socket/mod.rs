@@ -5,10 +5,10 @@
 //! per connection), so a socket's datagrams are classified straight onto
 //! it and wait in its sink queue:
 //!
-//! - a *bound* socket ([`Host::udp_bind`]) is a passive path keyed by its
+//! - a *bound* socket ([`Udp::bind`](crate::socket::Udp::bind)) is a passive path keyed by its
 //!   local port; it talks to any peer, named per datagram in the message
 //!   annotations;
-//! - a *connected* socket ([`Host::connect`], or [`Host::udp_connect`] in
+//! - a *connected* socket ([`Udp::connect`](crate::socket::Udp::connect), or [`Udp::bind_connected`](crate::socket::Udp::bind_connected) in
 //!   one step) is an active path keyed by both ports and addresses; it
 //!   only sends to and hears from its peer.
 //!
@@ -32,7 +32,7 @@
 //!   calls, deprecated, return `Ok(None)`); the caller runs
 //!   [`Host::poll`] (and [`Host::wait`]) and tries again, waits for any
 //!   of many sockets with [`Host::poll_ready`], or calls
-//!   [`Host::recv_from_timeout`], which polls and waits itself and fails
+//!   [`Udp::recv_from_timeout`](crate::socket::Udp::recv_from_timeout), which polls and waits itself and fails
 //!   with [`SocketError::TimedOut`] (kind `TimedOut`, where Linux reports
 //!   a read timeout as `WouldBlock`);
 //! - a send puts the datagram on the socket's path; it runs at once when
@@ -43,7 +43,7 @@
 //!   [`SocketError::NetworkUnreachable`]; a **connected** socket reports
 //!   an ARP failure (`HostUnreachable`) or an ICMP destination unreachable
 //!   (`ConnectionRefused` for port unreachable) on its next call, once
-//!   ([`SocketError::Unreachable`], [`Host::take_error`]); a bound socket
+//!   ([`SocketError::Unreachable`], [`Udp::take_error`](crate::socket::Udp::take_error)); a bound socket
 //!   stays silent, as Linux's without `IP_RECVERR`;
 //! - `connect` discards the datagrams queued before it (Linux keeps them),
 //!   and the port of a connected socket may be bound again by another
@@ -57,8 +57,8 @@
 //! let (a, b) = wire_pair(WireConfig::default());
 //! let mut client = Host::new("10.0.0.1/24".parse().unwrap(), a).unwrap();
 //! let mut server = Host::new("10.0.0.2/24".parse().unwrap(), b).unwrap();
-//! let srv = server.udp_bind("0.0.0.0:7").unwrap();
-//! let cli = client.udp_bind("0.0.0.0:0").unwrap(); // an ephemeral port
+//! let srv = server.udp().bind("0.0.0.0:7").unwrap();
+//! let cli = client.udp().bind("0.0.0.0:0").unwrap(); // an ephemeral port
 //! cli.send_to(&mut client, b"hello", "10.0.0.2:7").unwrap();
 //! let mut buf = [0u8; 64];
 //! let (n, from) = loop {
@@ -70,36 +70,47 @@
 //! };
 //! assert_eq!(&buf[..n], b"hello");
 //! // Bound to 0.0.0.0 (as `local_addr` says); it sends from the host's address.
-//! assert_eq!(from.port(), client.local_addr(&cli).unwrap().port());
+//! assert_eq!(from.port(), client.udp().local_addr(&cli).unwrap().port());
 //! assert_eq!(from.ip().to_string(), "10.0.0.1");
 //! ```
+
+// The socket calls are still implemented as `Host` methods, deprecated
+// for applications in favour of the views (`host.udp()`/`host.tcp()`, issue 27
+// item 2) and kept one release; inside the crate they are the implementation.
+#![allow(deprecated)]
 
 mod addr;
 mod blocking;
 mod error;
 mod faults;
+mod handles;
+pub(crate) mod linger_table;
 mod nonblocking;
+pub(crate) mod registrations;
+mod specialize;
+mod stale;
+pub(crate) mod tcp_table;
 pub use nonblocking::ready;
 mod options;
 mod readiness;
-mod table;
+pub(crate) mod table;
 pub mod tcp;
 mod tcp_buffers;
 mod tcp_linger;
 mod tcp_ttl;
+mod tcp_view;
 mod try_calls;
+mod udp_view;
 
 pub use error::{SocketError, Transport};
-pub(crate) use readiness::Registrations;
+pub use handles::{TcpListener, TcpStream, UdpSocket};
 pub use readiness::{Event, Events, Interest, Source, Token, MAX_REGISTRATIONS};
-pub(crate) use table::UdpSockets;
-pub(crate) use tcp::TcpSockets;
-pub use tcp::{TcpListener, TcpStream};
 pub use tcp_buffers::{clamp_buffer, MAX_BUFFER, MIN_BUFFER};
-pub(crate) use tcp_linger::TcpLingers;
 pub use tcp_linger::MAX_LINGERING;
+pub use tcp_view::Tcp;
+pub use udp_view::Udp;
 
-use crate::host::{Host, HostId};
+use crate::host::Host;
 use addr::{check_local, check_peer, first, resolve, try_each};
 use pathstack_core::attrs::keys::{AddrPart, Participants, PARTICIPANTS, PASSIVE_OPEN};
 use pathstack_core::attrs::Attrs;
@@ -114,23 +125,6 @@ use table::SocketState;
 /// The largest UDP payload over IPv4: 65,535 bytes of IP datagram less the
 /// IP and UDP headers (RFC 768, RFC 791).
 pub const MAX_DATAGRAM: usize = 65_535 - 20 - 8;
-
-/// A handle of a UDP socket of one [`Host`]. Copy it freely: it names the
-/// socket, the host owns it. It carries the host's identity: on another
-/// host every call fails with [`SocketError::WrongHost`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct UdpSocket {
-    host: HostId,
-    slot: u32,
-    generation: u32,
-}
-
-impl UdpSocket {
-    /// The host the socket belongs to.
-    pub fn host(&self) -> HostId {
-        self.host
-    }
-}
 
 /// What a receive took: the datagram's length and sender, and how much of
 /// it fitted (see [`Host::recv_from_trunc`]).
@@ -187,7 +181,7 @@ impl Host {
     }
 
     fn socket(&self, s: &UdpSocket) -> Result<&SocketState, SocketError> {
-        self.sockets.get(s)
+        Ok(self.sockets.get(s)?)
     }
 
     /// Makes a path at UDP from `port` (0: an ephemeral one), passive or
@@ -252,12 +246,13 @@ impl Host {
     /// # use pathstack::host::Host;
     /// # use std::net::{IpAddr, Ipv4Addr, SocketAddr, SocketAddrV4};
     /// # let mut host = Host::new("10.0.0.1/24".parse().unwrap(), wire_pair(WireConfig::default()).0).unwrap();
-    /// host.udp_bind("0.0.0.0:7").unwrap();
-    /// host.udp_bind(SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 8)).unwrap();
-    /// host.udp_bind((IpAddr::V4(Ipv4Addr::UNSPECIFIED), 9)).unwrap();
-    /// let e = host.udp_bind("[::]:10").unwrap_err();
+    /// host.udp().bind("0.0.0.0:7").unwrap();
+    /// host.udp().bind(SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 8)).unwrap();
+    /// host.udp().bind((IpAddr::V4(Ipv4Addr::UNSPECIFIED), 9)).unwrap();
+    /// let e = host.udp().bind("[::]:10").unwrap_err();
     /// assert_eq!(e.to_string(), "[::]:10: address family not supported (pathstack speaks IPv4 only)");
     /// ```
+    #[deprecated(note = "use host.udp().bind")]
     pub fn udp_bind(&mut self, addr: impl ToSocketAddrs) -> Result<UdpSocket, SocketError> {
         try_each(resolve(addr)?, |local| {
             check_local(self.sockets.addr(), local)?;
@@ -268,11 +263,12 @@ impl Host {
         })
     }
 
-    /// Opens a socket bound to `local` (as [`Host::udp_bind`]) and
+    /// Opens a socket bound to `local` (as [`Udp::bind`](crate::socket::Udp::bind)) and
     /// connected to `peer` in one step: one path, where
-    /// [`udp_bind`](Host::udp_bind) then [`connect`](Host::connect) makes
+    /// [`udp_bind`](crate::socket::Udp::bind) then [`connect`](crate::socket::Udp::connect) makes
     /// two. Connected sockets may share a local port with each other and
     /// with a bound socket; the classifier prefers the connected one.
+    #[deprecated(note = "use host.udp().bind_connected")]
     pub fn udp_connect(
         &mut self,
         local: impl ToSocketAddrs,
@@ -290,12 +286,13 @@ impl Host {
     }
 
     /// Connects `s` to `peer`, as `std::net::UdpSocket::connect`: from now
-    /// on it sends only to `peer` (with [`Host::send`]) and hears only from
+    /// on it sends only to `peer` (with [`Udp::send`](crate::socket::Udp::send)) and hears only from
     /// it. It keeps its port; a connected socket may connect again, to
     /// another peer. Each address `peer` resolves to is tried in turn.
     ///
     /// The socket moves to a path keyed by both ends; datagrams queued on
     /// it before are discarded (Linux keeps them).
+    #[deprecated(note = "use host.udp().connect")]
     pub fn connect(&mut self, s: &UdpSocket, peer: impl ToSocketAddrs) -> Result<(), SocketError> {
         let state = *self.socket(s)?;
         let (path, peer) = try_each(resolve(peer)?, |peer| {
@@ -316,6 +313,7 @@ impl Host {
     /// Closes a socket: its path is deleted, datagrams still queued on it
     /// are freed, and its port is free again. Every copy of the handle is
     /// stale from now on.
+    #[deprecated(note = "use host.udp().close")]
     pub fn udp_close(&mut self, s: UdpSocket) -> Result<(), SocketError> {
         let state = self.sockets.remove(&s)?;
         self.stack_mut()
@@ -324,6 +322,7 @@ impl Host {
     }
 
     /// The socket's address: the host's and its port.
+    #[deprecated(note = "use host.udp().local_addr")]
     pub fn local_addr(&self, s: &UdpSocket) -> Result<SocketAddr, SocketError> {
         let st = self.socket(s)?;
         // A connected socket's own address is the one IP placed its path
@@ -343,6 +342,7 @@ impl Host {
 
     /// The peer of a connected socket ([`SocketError::NotConnected`] for a
     /// bound one).
+    #[deprecated(note = "use host.udp().peer_addr")]
     pub fn peer_addr(&self, s: &UdpSocket) -> Result<SocketAddr, SocketError> {
         self.socket(s)?
             .peer
@@ -352,6 +352,7 @@ impl Host {
 
     /// The socket's path (to inspect its statistics with [`Stack::path`]).
     /// It changes when the socket connects.
+    #[deprecated(note = "use host.udp().path_id")]
     pub fn udp_path_id(&self, s: &UdpSocket) -> Result<PathId, SocketError> {
         Ok(self.socket(s)?.path)
     }
@@ -359,7 +360,8 @@ impl Host {
     /// Queues `data` as one datagram to `dst` (the first address it
     /// resolves to, as `std::net::UdpSocket::send_to`); returns its length.
     /// On a connected socket `dst` must be its peer; a broadcast `dst`
-    /// needs [`Host::set_broadcast`].
+    /// needs [`Udp::set_broadcast`](crate::socket::Udp::set_broadcast).
+    #[deprecated(note = "use host.udp().send_to")]
     pub fn send_to(
         &mut self,
         s: &UdpSocket,
@@ -374,6 +376,7 @@ impl Host {
 
     /// Queues `data` as one datagram to a connected socket's peer; returns
     /// its length.
+    #[deprecated(note = "use host.udp().send")]
     pub fn send(&mut self, s: &UdpSocket, data: &[u8]) -> Result<usize, SocketError> {
         if self.socket(s)?.peer.is_none() {
             return Err(SocketError::NotConnected);
@@ -403,6 +406,7 @@ impl Host {
     /// (`None` on a connected socket: its peer). The message must come
     /// from this host's pool ([`Stack::pool`]) to have headroom for the
     /// headers.
+    #[deprecated(note = "use host.udp().send_msg")]
     pub fn udp_send_msg(
         &mut self,
         s: &UdpSocket,
@@ -445,6 +449,7 @@ impl Host {
     /// Takes the next datagram received on `s` as a pool message (no
     /// copy); its sender is in the annotations (`peer_ip`, `peer_port`).
     /// `Ok(None)` when nothing is queued.
+    #[deprecated(note = "use host.udp().recv_msg")]
     pub fn udp_recv_msg(&mut self, s: &UdpSocket) -> Result<Option<Msg>, SocketError> {
         let path = self.checked(s)?.path;
         Ok(self.stack_mut().recv(path, Dir::Up))
@@ -462,7 +467,7 @@ impl Host {
     /// let (a, b) = wire_pair(WireConfig::default());
     /// let mut h1 = Host::new("10.0.0.1/24".parse().unwrap(), a).unwrap();
     /// let mut h2 = Host::new("10.0.0.2/24".parse().unwrap(), b).unwrap();
-    /// let (s1, s2) = (h1.udp_bind("0.0.0.0:0").unwrap(), h2.udp_bind("0.0.0.0:7").unwrap());
+    /// let (s1, s2) = (h1.udp().bind("0.0.0.0:0").unwrap(), h2.udp().bind("0.0.0.0:7").unwrap());
     /// h1.send_to(&s1, b"0123456789", "10.0.0.2:7").unwrap();
     /// let mut small = [0u8; 4];
     /// let got = loop {
@@ -544,6 +549,7 @@ impl Host {
     }
 
     /// Datagrams waiting on `s` (0 for a closed socket or another host's).
+    #[deprecated(note = "use host.udp().pending")]
     pub fn udp_pending(&self, s: &UdpSocket) -> usize {
         self.socket(s)
             .ok()
@@ -553,6 +559,7 @@ impl Host {
 
     /// Whether a send on `s` would be queued now (its path's send queue
     /// has room); a send may still find no free buffer.
+    #[deprecated(note = "use host.udp().writable")]
     pub fn udp_writable(&self, s: &UdpSocket) -> Result<bool, SocketError> {
         let path = self.socket(s)?.path;
         Ok(self.stack().path(path).is_some_and(|p| {

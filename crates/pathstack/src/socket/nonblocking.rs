@@ -14,8 +14,8 @@
 //! let (a, b) = wire_pair(WireConfig::default());
 //! let mut client = Host::new("10.0.0.1/24".parse().unwrap(), a).unwrap();
 //! let mut server = Host::new("10.0.0.2/24".parse().unwrap(), b).unwrap();
-//! let srv = server.udp_bind("0.0.0.0:7").unwrap();
-//! let cli = client.udp_bind("0.0.0.0:0").unwrap();
+//! let srv = server.udp().bind("0.0.0.0:7").unwrap();
+//! let cli = client.udp().bind("0.0.0.0:0").unwrap();
 //! let mut buf = [0u8; 64];
 //! // Nothing yet: the call would block.
 //! let e = srv.recv_from(&mut server, &mut buf).unwrap_err();

@@ -14,12 +14,13 @@ impl Host {
     /// # use pathstack::core::device::wire::{wire_pair, WireConfig};
     /// # use pathstack::host::Host;
     /// # let mut host = Host::new("10.0.0.1/24".parse().unwrap(), wire_pair(WireConfig::default()).0).unwrap();
-    /// let s = host.udp_bind("0.0.0.0:0").unwrap();
-    /// assert_eq!(host.ttl(&s).unwrap(), 64);
-    /// host.set_ttl(&s, 5).unwrap();
-    /// assert_eq!(host.ttl(&s).unwrap(), 5);
-    /// assert!(host.set_ttl(&s, 256).is_err());
+    /// let s = host.udp().bind("0.0.0.0:0").unwrap();
+    /// assert_eq!(host.udp().ttl(&s).unwrap(), 64);
+    /// host.udp().set_ttl(&s, 5).unwrap();
+    /// assert_eq!(host.udp().ttl(&s).unwrap(), 5);
+    /// assert!(host.udp().set_ttl(&s, 256).is_err());
     /// ```
+    #[deprecated(note = "use host.udp().set_ttl")]
     pub fn set_ttl(&mut self, s: &UdpSocket, ttl: u32) -> Result<(), SocketError> {
         let ttl = u8::try_from(ttl)
             .ok()
@@ -30,6 +31,7 @@ impl Host {
     }
 
     /// The time to live of the datagrams `s` sends.
+    #[deprecated(note = "use host.udp().ttl")]
     pub fn ttl(&self, s: &UdpSocket) -> Result<u32, SocketError> {
         Ok(u32::from(self.sockets.get(s)?.ttl))
     }
@@ -40,12 +42,14 @@ impl Host {
     /// [`SocketError::Broadcast`] (kind `PermissionDenied`), as Linux
     /// fails with `EACCES` without `SO_BROADCAST`: a broadcast reaches
     /// every host on the link, so a program must ask for it.
+    #[deprecated(note = "use host.udp().set_broadcast")]
     pub fn set_broadcast(&mut self, s: &UdpSocket, on: bool) -> Result<(), SocketError> {
         self.sockets.get_mut(s)?.broadcast = on;
         Ok(())
     }
 
     /// Whether `s` may send to broadcast addresses.
+    #[deprecated(note = "use host.udp().broadcast")]
     pub fn broadcast(&self, s: &UdpSocket) -> Result<bool, SocketError> {
         Ok(self.sockets.get(s)?.broadcast)
     }

@@ -22,7 +22,8 @@
 //! bounded ([`MAX_REGISTRATIONS`]), and so are the events of one wait
 //! (the capacity of [`Events`]).
 
-use super::{SocketError, TcpListener, TcpStream, UdpSocket};
+pub use super::registrations::{Interest, Source, Token};
+use super::SocketError;
 use crate::host::Host;
 use pathstack_inet::tcp::State;
 use std::io;
@@ -30,70 +31,6 @@ use std::time::Duration;
 
 /// The most sockets one host watches for readiness.
 pub const MAX_REGISTRATIONS: usize = 4096;
-
-/// The caller's name for a registered socket, handed back in its
-/// [`Event`]s (as `mio::Token`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Token(pub usize);
-
-/// What a registered socket is watched for: [`Interest::READABLE`],
-/// [`Interest::WRITABLE`] or both (`READABLE | WRITABLE`). Errors are
-/// always reported.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Interest(u8);
-
-impl Interest {
-    /// Readable: data (or a datagram, or a connection to accept) is there.
-    pub const READABLE: Interest = Interest(1);
-    /// Writable: a send would take data now.
-    pub const WRITABLE: Interest = Interest(2);
-
-    /// Whether it includes readable.
-    pub fn is_readable(self) -> bool {
-        self.0 & 1 != 0
-    }
-
-    /// Whether it includes writable.
-    pub fn is_writable(self) -> bool {
-        self.0 & 2 != 0
-    }
-}
-
-impl std::ops::BitOr for Interest {
-    type Output = Interest;
-    fn bitor(self, other: Interest) -> Interest {
-        Interest(self.0 | other.0)
-    }
-}
-
-/// A socket of any kind, to register.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Source {
-    /// A UDP socket.
-    Udp(UdpSocket),
-    /// A TCP connection.
-    Tcp(TcpStream),
-    /// A TCP listener.
-    Listener(TcpListener),
-}
-
-impl From<UdpSocket> for Source {
-    fn from(s: UdpSocket) -> Source {
-        Source::Udp(s)
-    }
-}
-
-impl From<TcpStream> for Source {
-    fn from(s: TcpStream) -> Source {
-        Source::Tcp(s)
-    }
-}
-
-impl From<TcpListener> for Source {
-    fn from(s: TcpListener) -> Source {
-        Source::Listener(s)
-    }
-}
 
 /// A ready socket: its token and what it is ready for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -177,18 +114,6 @@ impl<'a> IntoIterator for &'a Events {
     type IntoIter = std::slice::Iter<'a, Event>;
     fn into_iter(self) -> Self::IntoIter {
         self.list.iter()
-    }
-}
-
-/// A host's registrations.
-#[derive(Debug, Default)]
-pub(crate) struct Registrations {
-    list: Vec<(Source, Token, Interest)>,
-}
-
-impl Registrations {
-    fn find(&self, source: Source) -> Option<usize> {
-        self.list.iter().position(|(s, _, _)| *s == source)
     }
 }
 

@@ -1,14 +1,15 @@
 //! The socket table of a host: what a [`UdpSocket`] handle names.
 //!
 //! A handle is (host, slot, generation). The host part makes a handle
-//! from another host an error ([`SocketError::WrongHost`]) instead of a
+//! from another host an error ([`Stale::WrongHost`]) instead of a
 //! name for this host's socket in the same slot; the generation makes a
-//! handle of a closed socket stale ([`SocketError::Closed`]) even after
+//! handle of a closed socket stale ([`Stale::Closed`]) even after
 //! its slot is reused. The slot holds what the socket is now: its path
 //! (which `connect` replaces), port, peer and options.
 
-use super::{SocketError, UdpSocket};
-use crate::host::HostId;
+use super::handles::UdpSocket;
+use super::stale::Stale;
+use crate::host_id::HostId;
 use pathstack_core::slab::{Slab, SlabKey};
 use pathstack_core::{ModuleId, PathId};
 use pathstack_inet::modules::ip::Interface;
@@ -99,9 +100,9 @@ impl UdpSockets {
         }
     }
 
-    fn key(&self, s: &UdpSocket) -> Result<SlabKey, SocketError> {
+    fn key(&self, s: &UdpSocket) -> Result<SlabKey, Stale> {
         if s.host != self.host {
-            return Err(SocketError::WrongHost {
+            return Err(Stale::WrongHost {
                 socket: s.host,
                 host: self.host,
             });
@@ -113,32 +114,32 @@ impl UdpSockets {
     }
 
     /// The socket `s` names.
-    pub(crate) fn get(&self, s: &UdpSocket) -> Result<&SocketState, SocketError> {
-        // Matches, not `ok_or(SocketError::Closed)`: that builds the error
+    pub(crate) fn get(&self, s: &UdpSocket) -> Result<&SocketState, Stale> {
+        // Matches, not `ok_or(Stale::Closed)`: that builds the error
         // (which has drop glue) and drops it on every call that succeeds,
         // each send and receive.
         match self.slots.get(self.key(s)?) {
             Some(socket) => Ok(socket),
-            None => Err(SocketError::Closed),
+            None => Err(Stale::Closed),
         }
     }
 
     /// The socket `s` names, writable.
-    pub(crate) fn get_mut(&mut self, s: &UdpSocket) -> Result<&mut SocketState, SocketError> {
+    pub(crate) fn get_mut(&mut self, s: &UdpSocket) -> Result<&mut SocketState, Stale> {
         let key = self.key(s)?;
         match self.slots.get_mut(key) {
             Some(socket) => Ok(socket),
-            None => Err(SocketError::Closed),
+            None => Err(Stale::Closed),
         }
     }
 
     /// Removes the socket `s` names: its handle (and every copy) is stale
     /// from now on.
-    pub(crate) fn remove(&mut self, s: &UdpSocket) -> Result<SocketState, SocketError> {
+    pub(crate) fn remove(&mut self, s: &UdpSocket) -> Result<SocketState, Stale> {
         let key = self.key(s)?;
         match self.slots.remove(key) {
             Some(socket) => Ok(socket),
-            None => Err(SocketError::Closed),
+            None => Err(Stale::Closed),
         }
     }
 }

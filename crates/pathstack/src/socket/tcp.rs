@@ -2,9 +2,9 @@
 //!
 //! A listener is a passive path at the `tcp` instance keyed by its port; a
 //! SYN to it opens the connection's own path (Scout's passive open), which
-//! [`TcpListener::accept`] hands out as a [`TcpStream`]. [`Host::tcp_connect`]
+//! [`TcpListener::accept`] hands out as a [`TcpStream`]. [`Tcp::connect`](crate::socket::Tcp::connect)
 //! makes an active path and sends the SYN; the handshake completes as the
-//! host polls ([`Host::tcp_is_connected`]). Handles are small `Copy`
+//! host polls ([`Tcp::is_connected`](crate::socket::Tcp::is_connected)). Handles are small `Copy`
 //! values carrying the host's identity, as UDP's are.
 //!
 //! The calls follow `std::net::TcpStream` with the host as first
@@ -28,8 +28,8 @@
 //! let (a, b) = wire_pair(WireConfig::default());
 //! let mut client = Host::new("10.0.0.1/24".parse().unwrap(), a).unwrap();
 //! let mut server = Host::new("10.0.0.2/24".parse().unwrap(), b).unwrap();
-//! let l = server.tcp_listen("0.0.0.0:7", 16).unwrap();
-//! let c = client.tcp_connect("10.0.0.2:7").unwrap();
+//! let l = server.tcp().listen("0.0.0.0:7", 16).unwrap();
+//! let c = client.tcp().connect("10.0.0.2:7").unwrap();
 //! let s = loop {
 //!     client.poll();
 //!     server.poll();
@@ -38,7 +38,7 @@
 //!     }
 //! };
 //! assert_eq!(c.write(&mut client, b"hello").unwrap(), 5);
-//! client.tcp_shutdown(&c, Shutdown::Write).unwrap();
+//! client.tcp().shutdown(&c, Shutdown::Write).unwrap();
 //! let mut got = Vec::new();
 //! let mut buf = [0u8; 64];
 //! loop {
@@ -54,106 +54,18 @@
 //! ```
 
 use super::addr::{check_local, check_peer, first, resolve, try_each};
+pub use super::handles::{TcpListener, TcpStream};
+use super::tcp_table::{Entry, StreamAt};
 use super::{SocketError, Transport};
-use crate::host::{Host, HostId};
+use crate::host::Host;
 use pathstack_core::attrs::keys::{AddrPart, Participants, PARTICIPANTS, PASSIVE_OPEN};
 use pathstack_core::attrs::Attrs;
-use pathstack_core::slab::{Slab, SlabKey};
-use pathstack_core::{ModuleId, PathId, StageRef};
+use pathstack_core::{ModuleId, PathId};
 use pathstack_inet::modules::ip::LOCAL_IPV4;
-use pathstack_inet::modules::tcp::{ReadWouldBlock, TcpModule, TCP_BACKLOG, TCP_CONFIG};
+use pathstack_inet::modules::tcp::{TcpModule, TCP_BACKLOG, TCP_CONFIG};
 use pathstack_inet::modules::{TcpConnStage, TcpListenStage, TcpRefusal};
 use pathstack_inet::tcp::{Shutdown, State, TcpConfig, TcpError, TcpStats};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, ToSocketAddrs};
-
-/// A listening TCP socket of one [`Host`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct TcpListener {
-    host: HostId,
-    slot: u32,
-    generation: u32,
-}
-
-/// A TCP connection of one [`Host`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct TcpStream {
-    host: HostId,
-    slot: u32,
-    generation: u32,
-}
-
-#[derive(Clone, Debug)]
-enum Entry {
-    Listener {
-        path: PathId,
-        port: u16,
-        /// The address it was bound to (`None`: `0.0.0.0`), which
-        /// `local_addr` reports as `getsockname` does.
-        ip: Option<Ipv4Addr>,
-    },
-    Stream {
-        path: PathId,
-        /// The connection's stage, found once when the socket is made
-        /// (issue 26: no search by type on every socket call).
-        conn: Option<StageRef<TcpConnStage>>,
-        /// The stage's word on whether a read would block, read without
-        /// entering the path (issue 26; see [`ReadWouldBlock`]).
-        read_would_block: Option<ReadWouldBlock>,
-    },
-}
-
-/// Where a stream's connection is: its path and, found once when the
-/// socket was made, its stage.
-type StreamAt = (PathId, Option<StageRef<TcpConnStage>>);
-
-/// The TCP socket table of a host.
-#[derive(Debug)]
-pub(crate) struct TcpSockets {
-    pub(crate) tcp: Option<ModuleId>,
-    /// The host's own defaults for new connections
-    /// ([`HostConfig::tcp_config`](crate::host::HostConfig::tcp_config)).
-    pub(crate) config: Option<TcpConfig>,
-    /// Unbounded here (a `u32` of slots): every socket holds a path of
-    /// its own, so the path table's bound (`PathError::TableFull`)
-    /// refuses a socket before this could.
-    slots: Slab<Entry>,
-}
-
-impl TcpSockets {
-    pub(crate) fn new(tcp: Option<ModuleId>, config: Option<TcpConfig>) -> Self {
-        TcpSockets {
-            config,
-            tcp,
-            slots: Slab::new(usize::MAX),
-        }
-    }
-
-    fn insert(&mut self, e: Entry) -> (u32, u32) {
-        // Never full: see `slots`.
-        self.slots
-            .insert(e)
-            .map_or((u32::MAX, 0), |k| (k.slot, k.generation))
-    }
-
-    fn get(&self, host: HostId, h: (HostId, u32, u32)) -> Result<&Entry, SocketError> {
-        if h.0 != host {
-            return Err(SocketError::WrongHost { socket: h.0, host });
-        }
-        match self.slots.get(SlabKey {
-            slot: h.1,
-            generation: h.2,
-        }) {
-            Some(e) => Ok(e),
-            None => Err(SocketError::Closed),
-        }
-    }
-
-    fn remove(&mut self, slot: u32) {
-        if let Some(key) = self.slots.key_at(slot) {
-            self.slots.remove(key);
-        }
-    }
-}
 
 /// The TCP socket API of a host.
 impl Host {
@@ -289,6 +201,7 @@ impl Host {
     /// Listens on `addr` (the host's address or `0.0.0.0`, port 0 for an
     /// ephemeral one) with a SYN queue and an accept queue of `backlog`
     /// connections each; beyond a full SYN queue, SYN cookies answer.
+    #[deprecated(note = "use host.tcp().listen")]
     pub fn tcp_listen(
         &mut self,
         addr: impl ToSocketAddrs,
@@ -300,6 +213,7 @@ impl Host {
 
     /// [`tcp_listen`](Self::tcp_listen) with the options its connections
     /// get.
+    #[deprecated(note = "use host.tcp().listen_with")]
     pub fn tcp_listen_with(
         &mut self,
         addr: impl ToSocketAddrs,
@@ -347,6 +261,7 @@ impl Host {
     /// Connections waiting in the listener's accept queue: whether an
     /// [`accept`](Self::accept) would return one (an async layer's
     /// readiness test; none of them is taken).
+    #[deprecated(note = "use host.tcp().accept_pending")]
     pub fn tcp_accept_pending(&self, l: &TcpListener) -> Result<usize, SocketError> {
         let (_, port) = self.listener_entry(l)?;
         let tcp = self.tcp_module()?;
@@ -395,14 +310,16 @@ impl Host {
     }
 
     /// Starts connecting to `peer` from an ephemeral port; the handshake
-    /// completes as the host polls ([`Host::tcp_is_connected`]). Each
+    /// completes as the host polls ([`Tcp::is_connected`](crate::socket::Tcp::is_connected)). Each
     /// address `peer` resolves to is tried in turn.
+    #[deprecated(note = "use host.tcp().connect")]
     pub fn tcp_connect(&mut self, peer: impl ToSocketAddrs) -> Result<TcpStream, SocketError> {
         let cfg = self.tcp_default_config();
         self.tcp_connect_with("0.0.0.0:0", peer, cfg)
     }
 
     /// [`tcp_connect`](Self::tcp_connect) from `local` with options `cfg`.
+    #[deprecated(note = "use host.tcp().connect_with")]
     pub fn tcp_connect_with(
         &mut self,
         local: impl ToSocketAddrs,
@@ -443,12 +360,14 @@ impl Host {
     }
 
     /// The connection's state (RFC 9293 §3.3.2).
+    #[deprecated(note = "use host.tcp().state")]
     pub fn tcp_state(&self, s: &TcpStream) -> Result<State, SocketError> {
         self.conn(s, |c| c.tcb().state())
     }
 
     /// Whether the handshake has completed; the connection's error if it
     /// failed (`ConnectionRefused`, `TimedOut`).
+    #[deprecated(note = "use host.tcp().is_connected")]
     pub fn tcp_is_connected(&mut self, s: &TcpStream) -> Result<bool, SocketError> {
         let (state, err) = self.conn(s, |c| (c.tcb().state(), c.tcb().error()))?;
         match (state, err) {
@@ -548,15 +467,32 @@ impl Host {
         let Some(entry) = self.stream_to_read(s)? else {
             return Ok(None);
         };
-        let read =
-            |c: &mut TcpConnStage, _: &mut pathstack_core::stage::Cx<'_, '_>| c.tcb_mut().recv(buf);
-        match self.with_entry(entry, read, TcpConnStage::after_read)? {
+        // The read needs the path's context only for the flush after it,
+        // and that rarely has anything to send: the stage reads without
+        // one and says when the flush must still run.
+        let r = if let Some(at) = entry.1 {
+            let Some(c) = self.stack_mut().stage_at_mut(at) else {
+                return Err(SocketError::Closed);
+            };
+            let (r, flush) = c.read(buf);
+            if flush {
+                self.with_entry(entry, |_, _| (), TcpConnStage::after_read)?;
+            }
+            r
+        } else {
+            let read = |c: &mut TcpConnStage, _: &mut pathstack_core::stage::Cx<'_, '_>| {
+                c.tcb_mut().recv(buf)
+            };
+            self.with_entry(entry, read, TcpConnStage::after_read)?
+        };
+        match r {
             Ok(n) => Ok(n),
             Err(e) => Err(SocketError::Tcp(e)),
         }
     }
 
     /// Octets a [`tcp_recv`](Self::tcp_recv) would read now (`FIONREAD`).
+    #[deprecated(note = "use host.tcp().recv_queue")]
     pub fn tcp_recv_queue(&self, s: &TcpStream) -> Result<usize, SocketError> {
         self.conn(s, |c| c.tcb().recv_queue())
     }
@@ -573,6 +509,7 @@ impl Host {
 
     /// Shuts the reading side, the writing side (a FIN after the data) or
     /// both.
+    #[deprecated(note = "use host.tcp().shutdown")]
     pub fn tcp_shutdown(&mut self, s: &TcpStream, how: Shutdown) -> Result<(), SocketError> {
         self.with_conn(s, |c, _| c.tcb_mut().shutdown(how))?
             .map_err(SocketError::from)
@@ -583,6 +520,7 @@ impl Host {
     /// [`tcp_set_linger`](Self::tcp_set_linger)) and lets go of it: the
     /// handle is stale from now on, and the connection's path goes when
     /// the close handshake and TIME-WAIT are over.
+    #[deprecated(note = "use host.tcp().close")]
     pub fn tcp_close(&mut self, s: TcpStream) -> Result<(), SocketError> {
         // `SO_LINGER` (`tcp_linger.rs`): zero aborts, a time bounds it.
         let linger = self.linger_close(&s);
@@ -602,6 +540,7 @@ impl Host {
     }
 
     /// Aborts the connection with a reset and lets go of it.
+    #[deprecated(note = "use host.tcp().abort")]
     pub fn tcp_abort(&mut self, s: TcpStream) -> Result<(), SocketError> {
         self.with_conn(&s, |c, cx| {
             c.tcb_mut().abort();
@@ -613,6 +552,7 @@ impl Host {
 
     /// Closes a listener: its path goes, and connections not yet accepted
     /// are reset.
+    #[deprecated(note = "use host.tcp().close_listener")]
     pub fn tcp_close_listener(&mut self, l: TcpListener) -> Result<(), SocketError> {
         let (path, port) = self.listener_entry(&l)?;
         let tcp = self.tcp_module()?;
@@ -636,6 +576,7 @@ impl Host {
 
     /// The listener's address: the one it was bound to (a 127/8 one
     /// included), or the host's for one bound to `0.0.0.0`.
+    #[deprecated(note = "use host.tcp().listener_addr")]
     pub fn tcp_listener_addr(&self, l: &TcpListener) -> Result<SocketAddr, SocketError> {
         let (_, port) = self.listener_entry(l)?;
         let bound = match self
@@ -650,6 +591,7 @@ impl Host {
     }
 
     /// The connection's local address.
+    #[deprecated(note = "use host.tcp().local_addr")]
     pub fn tcp_local_addr(&self, s: &TcpStream) -> Result<SocketAddr, SocketError> {
         let port = self.conn(s, |c| c.tcb().ports().0)?;
         // The connection's own address, as IP placed its path: the host's,
@@ -664,6 +606,7 @@ impl Host {
     }
 
     /// The connection's peer.
+    #[deprecated(note = "use host.tcp().peer_addr")]
     pub fn tcp_peer_addr(&self, s: &TcpStream) -> Result<SocketAddr, SocketError> {
         self.conn(s, |c| {
             SocketAddrV4::new(c.remote_ip(), c.tcb().ports().1).into()
@@ -671,6 +614,7 @@ impl Host {
     }
 
     /// Takes the connection's pending error (`SO_ERROR`).
+    #[deprecated(note = "use host.tcp().take_error")]
     pub fn tcp_take_error(&mut self, s: &TcpStream) -> Result<Option<TcpError>, SocketError> {
         self.with_conn(s, |c, _| c.tcb_mut().take_error())
     }
@@ -681,16 +625,19 @@ impl Host {
     /// row coalesce; one write ([`tcp_send`](Self::tcp_send) or
     /// [`tcp_send_vectored`](Self::tcp_send_vectored)) is never held
     /// behind itself. Off, every write leaves at once.
+    #[deprecated(note = "use host.tcp().set_nodelay")]
     pub fn tcp_set_nodelay(&mut self, s: &TcpStream, on: bool) -> Result<(), SocketError> {
         self.with_conn(s, |c, _| c.tcb_mut().set_nodelay(on))
     }
 
     /// Whether Nagle's algorithm is off (`TCP_NODELAY`).
+    #[deprecated(note = "use host.tcp().nodelay")]
     pub fn tcp_nodelay(&self, s: &TcpStream) -> Result<bool, SocketError> {
         self.conn(s, |c| c.tcb().config().nodelay)
     }
 
     /// Keepalive (`SO_KEEPALIVE` with its timers), off with `None`.
+    #[deprecated(note = "use host.tcp().set_keepalive")]
     pub fn tcp_set_keepalive(
         &mut self,
         s: &TcpStream,
@@ -701,27 +648,32 @@ impl Host {
     }
 
     /// The connection's counters.
+    #[deprecated(note = "use host.tcp().stats")]
     pub fn tcp_stats(&self, s: &TcpStream) -> Result<TcpStats, SocketError> {
         self.conn(s, |c| *c.tcb().stats())
     }
 
     /// The connection's path (for its statistics in [`Host::stack`]).
+    #[deprecated(note = "use host.tcp().path_id")]
     pub fn tcp_path_id(&self, s: &TcpStream) -> Result<PathId, SocketError> {
         self.stream_path(s)
     }
 
     /// Octets the send buffer takes now.
+    #[deprecated(note = "use host.tcp().send_space")]
     pub fn tcp_send_space(&self, s: &TcpStream) -> Result<usize, SocketError> {
         self.conn(s, |c| c.tcb().send_space())
     }
 
     /// Whether a read would return something (data, end, error).
+    #[deprecated(note = "use host.tcp().readable")]
     pub fn tcp_readable(&self, s: &TcpStream) -> Result<bool, SocketError> {
         self.conn(s, |c| c.tcb().is_readable())
     }
 
     /// Whether a [`tcp_send`](Self::tcp_send) would not block: the send
     /// buffer has room, or the connection cannot send (the send fails).
+    #[deprecated(note = "use host.tcp().writable")]
     pub fn tcp_writable(&self, s: &TcpStream) -> Result<bool, SocketError> {
         self.conn(s, |c| {
             let tcb = c.tcb();

@@ -36,12 +36,14 @@ pub fn clamp_buffer(size: u32) -> usize {
 
 impl Host {
     /// The connection's send buffer in octets (`SO_SNDBUF`).
+    #[deprecated(note = "use host.tcp().send_buffer_size")]
     pub fn tcp_send_buffer_size(&self, s: &TcpStream) -> Result<usize, SocketError> {
         self.conn(s, |c| c.tcb().config().send_buffer)
     }
 
     /// The connection's receive buffer in octets (`SO_RCVBUF`): the
     /// largest window it advertises.
+    #[deprecated(note = "use host.tcp().recv_buffer_size")]
     pub fn tcp_recv_buffer_size(&self, s: &TcpStream) -> Result<usize, SocketError> {
         self.conn(s, |c| c.tcb().config().recv_buffer)
     }
@@ -49,6 +51,7 @@ impl Host {
     /// The window the peer advertised last, scaled (Linux's
     /// `tcpi_snd_wnd`): how much we may have in flight to it. The peer's
     /// receive buffer bounds it.
+    #[deprecated(note = "use host.tcp().send_window")]
     pub fn tcp_send_window(&self, s: &TcpStream) -> Result<u32, SocketError> {
         self.conn(s, |c| c.tcb().snd_wnd())
     }

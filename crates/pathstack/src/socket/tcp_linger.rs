@@ -19,7 +19,7 @@
 
 use super::{SocketError, TcpStream};
 use crate::host::Host;
-use pathstack_core::{Instant, PathId};
+use pathstack_core::PathId;
 use pathstack_inet::modules::TcpConnStage;
 use std::time::Duration;
 
@@ -27,34 +27,6 @@ use std::time::Duration;
 /// A close beyond it is graceful without the bound (the default close),
 /// so the table never grows past it.
 pub const MAX_LINGERING: usize = 4096;
-
-/// The linger options of a host's streams and the closes they bound.
-#[derive(Debug, Default)]
-pub(crate) struct TcpLingers {
-    /// Streams with `SO_LINGER` set; every other stream has `None`. At
-    /// most one entry per open stream (the TCP module bounds those).
-    set: Vec<(TcpStream, Duration)>,
-    /// Connections closed with a linger time, and when it runs out.
-    closing: Vec<(PathId, Instant)>,
-}
-
-impl TcpLingers {
-    /// The earliest moment a lingering close runs out.
-    pub(crate) fn next_deadline(&self) -> Option<Instant> {
-        self.closing.iter().map(|&(_, at)| at).min()
-    }
-
-    /// Whether a close is watched (the host's poll looks only then).
-    pub(crate) fn watching(&self) -> bool {
-        !self.closing.is_empty()
-    }
-
-    /// Takes the linger option of `s` (it is being closed).
-    fn take(&mut self, s: &TcpStream) -> Option<Duration> {
-        let i = self.set.iter().position(|(t, _)| t == s)?;
-        Some(self.set.swap_remove(i).1)
-    }
-}
 
 /// What closing a stream does, by its linger option.
 pub(crate) enum LingerClose {
@@ -67,11 +39,12 @@ pub(crate) enum LingerClose {
 }
 
 impl Host {
-    /// Sets what [`tcp_close`](Host::tcp_close) does with unacknowledged
+    /// Sets what [`tcp_close`](crate::socket::Tcp::close) does with unacknowledged
     /// data (`SO_LINGER`, see the module docs): `None` the graceful
     /// close, `Some(Duration::ZERO)` a reset that drops the data,
     /// `Some(d)` a graceful close reset after `d` if the data is still
     /// unacknowledged (the call never blocks).
+    #[deprecated(note = "use host.tcp().set_linger")]
     pub fn tcp_set_linger(
         &mut self,
         s: &TcpStream,
@@ -88,6 +61,7 @@ impl Host {
     }
 
     /// The stream's linger option (`None` unless set).
+    #[deprecated(note = "use host.tcp().linger")]
     pub fn tcp_linger(&self, s: &TcpStream) -> Result<Option<Duration>, SocketError> {
         self.tcp_state(s)?;
         Ok(self

@@ -13,6 +13,7 @@ use crate::host::Host;
 impl Host {
     /// Sets the time to live of the segments `s` sends from now on (1 to
     /// 255, Linux's `EINVAL` otherwise; the default is 64, Linux's).
+    #[deprecated(note = "use host.tcp().set_ttl")]
     pub fn tcp_set_ttl(&mut self, s: &TcpStream, ttl: u32) -> Result<(), SocketError> {
         let ttl = u8::try_from(ttl)
             .ok()
@@ -22,6 +23,7 @@ impl Host {
     }
 
     /// The time to live of the segments `s` sends.
+    #[deprecated(note = "use host.tcp().ttl")]
     pub fn tcp_ttl(&self, s: &TcpStream) -> Result<u32, SocketError> {
         self.conn(s, |c| u32::from(c.ttl()))
     }

@@ -184,12 +184,12 @@
 //!   `into_std`), no `TcpSocket` builder (bind before connect, buffer
 //!   sizes), no `set_linger`/`set_ttl`/`ttl`, no `ready(Interest)`,
 //!   `try_io` or `try_read_vectored`/`try_read_buf`; keepalive and the other options are on the
-//!   host ([`Host::tcp_set_keepalive`](crate::host::Host::tcp_set_keepalive)
+//!   host ([`host.tcp().set_keepalive`](crate::socket::Tcp::set_keepalive)
 //!   through [`Net::with_host`] and [`TcpStream::handle`]).
 //!
 //! On a TAP device, give the driver the device's file descriptor with
 //! [`Net::tap`] (or [`Net::with_fd`]); see `examples/udp_echo.rs` and,
-//! for an HTTP server with hyper, `examples/http.rs`.
+//! for an HTTP server with hyper, `tools/src/http.rs` (the `http` tool: `cargo run --release -p pathstack-tools --bin http`).
 
 mod driver;
 mod net;

@@ -131,10 +131,10 @@ impl State {
     /// every waiting sender, and the tasks whose stream, listener or call
     /// is ready.
     fn wake_ready(&mut self) {
-        let host = &self.host;
+        let host = &mut self.host;
         self.readers.retain(|s, waiters| {
-            let ready = host.udp_pending(s) > 0
-                || host.local_addr(s).is_err()
+            let ready = host.udp().pending(s) > 0
+                || host.udp().local_addr(s).is_err()
                 || host.pending_error(s).is_some();
             if ready {
                 waiters.wake_all();
@@ -153,7 +153,7 @@ impl State {
         }
         let host = &mut self.host;
         self.calls.retain(|call, waiters| {
-            let ready = host.rpc_ready(call);
+            let ready = host.rpc().ready(call);
             if ready {
                 waiters.wake_all();
             }
@@ -176,10 +176,10 @@ impl State {
     /// a task is woken only when its call would now return (or fail), so
     /// a bulk transfer does not wake its idle peers on every segment.
     fn wake_tcp(&mut self) {
-        let host = &self.host;
+        let host = &mut self.host;
         if !self.tcp.is_empty() {
             self.tcp.retain(|(s, interest), waiters| {
-                let ready = tcp_readiness::is_ready(host, s, *interest);
+                let ready = tcp_readiness::is_ready(&*host, s, *interest);
                 if ready {
                     waiters.wake_all();
                 }
@@ -189,7 +189,7 @@ impl State {
         if !self.acceptors.is_empty() {
             self.acceptors.retain(|l, waiters| {
                 // A closed listener (an error) wakes its tasks to fail.
-                let ready = host.tcp_accept_pending(l).map_or(true, |n| n > 0);
+                let ready = host.tcp().accept_pending(l).map_or(true, |n| n > 0);
                 if ready {
                     waiters.wake_all();
                 }

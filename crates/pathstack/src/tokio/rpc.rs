@@ -49,7 +49,7 @@ impl Drop for Pending<'_> {
         if let Some(call) = self.call.take() {
             let mut st = self.net.inner.lock();
             st.forget_call(&call);
-            st.host.rpc_abandon(call);
+            st.host.rpc().abandon(call);
         }
     }
 }
@@ -67,12 +67,12 @@ impl RpcClient {
 
     /// How this host is named as a peer.
     pub fn local_peer(&self) -> Result<Peer, RpcError> {
-        self.with_host(|h| h.rpc_peer())
+        self.with_host(|h| h.rpc().peer())
     }
 
     /// Registers `procedure` under `id` on this host's server.
     pub fn register(&self, id: u32, procedure: impl Procedure) -> Result<(), RpcError> {
-        self.with_host(|h| h.rpc_server()?.register(id, procedure))
+        self.with_host(|h| h.rpc().server()?.register(id, procedure))
     }
 
     /// Calls procedure `id` on `peer` with `request` and returns the
@@ -95,7 +95,7 @@ impl RpcClient {
                 id,
                 reason: e.to_string(),
             })?;
-            let call = st.host.rpc_start(peer, id, request)?;
+            let call = st.host.rpc().start(peer, id, request)?;
             st.poll();
             if st.kick_due() {
                 drop(st);
@@ -116,7 +116,7 @@ impl RpcClient {
                     reason: e.to_string(),
                 }));
             }
-            match st.host.rpc_poll(&call) {
+            match st.host.rpc().poll(&call) {
                 Ok(Some(reply)) => Poll::Ready(Ok(reply.as_slice().to_vec())),
                 Ok(None) => {
                     st.wait_call(call, cx.waker());

@@ -43,7 +43,7 @@ impl TcpListener {
     /// This method is cancel safe: cancelled, it bound nothing.
     pub async fn bind(net: &Net, addr: impl ToSocketAddrs) -> io::Result<TcpListener> {
         let addrs: Vec<SocketAddr> = lookup_host(addr).await?.collect();
-        let sock = net.inner.live()?.host.tcp_listen(&addrs[..], BACKLOG)?;
+        let sock = net.inner.live()?.host.tcp().listen(&addrs[..], BACKLOG)?;
         Ok(TcpListener {
             net: net.clone(),
             sock,
@@ -80,7 +80,7 @@ impl TcpListener {
         match st.host.tcp_try_accept(&self.sock) {
             Ok(Some((s, peer))) => {
                 if self.linger.is_some() {
-                    if let Err(e) = st.host.tcp_set_linger(&s, self.linger) {
+                    if let Err(e) = st.host.tcp().set_linger(&s, self.linger) {
                         return Poll::Ready(Err(e.into()));
                     }
                 }
@@ -97,7 +97,13 @@ impl TcpListener {
 
     /// The address and port it listens on.
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        Ok(self.net.inner.live()?.host.tcp_listener_addr(&self.sock)?)
+        Ok(self
+            .net
+            .inner
+            .live()?
+            .host
+            .tcp()
+            .listener_addr(&self.sock)?)
     }
 
     /// The synchronous handle (for [`Host`](crate::host::Host)'s calls
@@ -113,7 +119,7 @@ impl Drop for TcpListener {
         st.forget_listener(self.sock);
         // Closing twice is the only failure, and a handle owned here
         // cannot have been closed elsewhere.
-        let _ = st.host.tcp_close_listener(self.sock);
+        let _ = st.host.tcp().close_listener(self.sock);
         // The resets of the connections that waited leave now.
         st.poll();
         drop(st);

@@ -25,6 +25,9 @@ impl TcpInterest {
 
 /// Whether the call a task waits for on `s` would now return rather than
 /// block. A stream the host no longer knows is ready: the call fails.
+// Through `&Host` (the views borrow it mutably): the host's read-only
+// calls, deprecated for applications only.
+#[allow(deprecated)]
 pub(super) fn is_ready(host: &Host, s: &socket::TcpStream, interest: TcpInterest) -> bool {
     match interest {
         TcpInterest::Read => host.tcp_readable(s).unwrap_or(true),

@@ -255,7 +255,8 @@ impl TcpSocket {
         }
         let sock = st
             .host
-            .tcp_listen_with(local, backlog.clamp(1, MAX_BACKLOG), o.cfg)?;
+            .tcp()
+            .listen_with(local, backlog.clamp(1, MAX_BACKLOG), o.cfg)?;
         drop(st);
         Ok(TcpListener::listening(self.net.clone(), sock, o.linger))
     }

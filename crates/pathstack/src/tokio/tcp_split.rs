@@ -46,7 +46,27 @@ pub struct OwnedWriteHalf {
 #[error("tried to reunite halves that are not from the same TcpStream")]
 pub struct ReuniteError(pub OwnedReadHalf, pub OwnedWriteHalf);
 
-pub(super) fn split_owned(stream: TcpStream) -> (OwnedReadHalf, OwnedWriteHalf) {
+// The splitting calls live here, beside the halves, so the stream's file
+// does not import its halves and the halves import the stream (issue 27
+// item 8: no import cycle in the facade).
+impl TcpStream {
+    /// Splits the stream into a read half and a write half borrowing it,
+    /// to read and write at once from one task (`tokio::join!`,
+    /// `tokio::io::copy` between them). Costs nothing.
+    pub fn split(&mut self) -> (ReadHalf<'_>, WriteHalf<'_>) {
+        (ReadHalf::new(self), WriteHalf::new(self))
+    }
+
+    /// Splits the stream into halves that own it (shared), to move into
+    /// two tasks; [`OwnedReadHalf::reunite`] puts them back together.
+    /// Dropping the write half shuts the writing side down (a FIN), as
+    /// tokio's does.
+    pub fn into_split(self) -> (OwnedReadHalf, OwnedWriteHalf) {
+        split_owned(self)
+    }
+}
+
+fn split_owned(stream: TcpStream) -> (OwnedReadHalf, OwnedWriteHalf) {
     let inner = Arc::new(stream);
     (
         OwnedReadHalf {

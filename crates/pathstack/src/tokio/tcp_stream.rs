@@ -3,7 +3,6 @@
 
 use super::net::Net;
 use super::tcp_readiness::TcpInterest;
-use super::tcp_split::{OwnedReadHalf, OwnedWriteHalf, ReadHalf, WriteHalf};
 use crate::host::Host;
 use crate::inet::tcp::TcpConfig;
 use crate::socket::{self, SocketError};
@@ -25,7 +24,7 @@ use ::tokio::net::{lookup_host, ToSocketAddrs};
 /// `hyper_util::rt::TokioIo`) use it unchanged; its other methods are
 /// those of `tokio::net::TcpStream`. It is `Send` and `Sync`: it can move
 /// into a task of a multi-threaded runtime, and its halves
-/// ([`split`](Self::split), [`into_split`](Self::into_split)) can be read
+/// ([`split`](Self::split), [`into_split`](Self::into_split), in `tcp_split.rs`) can be read
 /// and written by two tasks at once.
 ///
 /// A write runs the stack at once in the writing task, so the data leaves
@@ -105,15 +104,15 @@ impl TcpStream {
         let stream = {
             let mut st = net.inner.live()?;
             let sock = match (cfg, local) {
-                (None, None) => st.host.tcp_connect(peer)?,
+                (None, None) => st.host.tcp().connect(peer)?,
                 (cfg, local) => {
                     let cfg = cfg.unwrap_or_else(|| st.host.tcp_default_config());
                     let local = local.unwrap_or(SocketAddr::from(([0, 0, 0, 0], 0)));
-                    st.host.tcp_connect_with(local, peer, cfg)?
+                    st.host.tcp().connect_with(local, peer, cfg)?
                 }
             };
             if linger.is_some() {
-                st.host.tcp_set_linger(&sock, linger)?;
+                st.host.tcp().set_linger(&sock, linger)?;
             }
             // The SYN leaves now; the driver learns of its retransmission
             // timer below.
@@ -126,7 +125,7 @@ impl TcpStream {
         };
         net.inner.kick.notify_one();
         poll_fn(|cx| stream.poll_interest(cx, TcpInterest::Connect)).await?;
-        stream.with_host(|h, s| h.tcp_is_connected(s))?;
+        stream.with_host(|h, s| h.tcp().is_connected(s))?;
         Ok(stream)
     }
 
@@ -136,7 +135,7 @@ impl TcpStream {
     }
 
     /// The synchronous handle (for [`Host`]'s TCP calls inside
-    /// [`Net::with_host`], e.g. [`Host::tcp_stats`]).
+    /// [`Net::with_host`], e.g. [`Tcp::stats`](crate::socket::Tcp::stats)).
     pub fn handle(&self) -> socket::TcpStream {
         self.sock
     }
@@ -151,12 +150,12 @@ impl TcpStream {
 
     /// Our address and port.
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.with_host(|h, s| h.tcp_local_addr(s))
+        self.with_host(|h, s| h.tcp().local_addr(s))
     }
 
     /// The peer's address and port.
     pub fn peer_addr(&self) -> io::Result<SocketAddr> {
-        self.with_host(|h, s| h.tcp_peer_addr(s))
+        self.with_host(|h, s| h.tcp().peer_addr(s))
     }
 
     /// Turns Nagle's algorithm off (`TCP_NODELAY`, `true`) or on.
@@ -170,12 +169,12 @@ impl TcpStream {
     /// it off for a protocol that writes one message in several small
     /// calls and waits for the answer; every write then leaves at once.
     pub fn set_nodelay(&self, nodelay: bool) -> io::Result<()> {
-        self.with_host(|h, s| h.tcp_set_nodelay(s, nodelay))
+        self.with_host(|h, s| h.tcp().set_nodelay(s, nodelay))
     }
 
     /// Whether Nagle's algorithm is off.
     pub fn nodelay(&self) -> io::Result<bool> {
-        self.with_host(|h, s| h.tcp_nodelay(s))
+        self.with_host(|h, s| h.tcp().nodelay(s))
     }
 
     /// Turns keepalive probes on (`Some`, as `SO_KEEPALIVE` with
@@ -185,18 +184,18 @@ impl TcpStream {
     /// (RFC 9293 §3.8.4). A peer that stops answering them ends the
     /// connection with `TimedOut`.
     pub fn set_keepalive(&self, keepalive: Option<crate::inet::tcp::Keepalive>) -> io::Result<()> {
-        self.with_host(|h, s| h.tcp_set_keepalive(s, keepalive))
+        self.with_host(|h, s| h.tcp().set_keepalive(s, keepalive))
     }
 
     /// Sets the IP time to live of the segments the connection sends
     /// (`IP_TTL`, 1 to 255; 64 by default, as on Linux).
     pub fn set_ttl(&self, ttl: u32) -> io::Result<()> {
-        self.with_host(|h, s| h.tcp_set_ttl(s, ttl))
+        self.with_host(|h, s| h.tcp().set_ttl(s, ttl))
     }
 
     /// The IP time to live of the connection's segments.
     pub fn ttl(&self) -> io::Result<u32> {
-        self.with_host(|h, s| h.tcp_ttl(s))
+        self.with_host(|h, s| h.tcp().ttl(s))
     }
 
     /// Sets what dropping the stream does with data the peer has not
@@ -206,36 +205,21 @@ impl TcpStream {
     /// resets the connection if the data is still unacknowledged after
     /// `d`. Unlike a kernel socket's, the drop never blocks the thread
     /// (it runs the stack): the stack bounds the close instead (see
-    /// [`Host::tcp_set_linger`]).
+    /// [`Tcp::set_linger`](crate::socket::Tcp::set_linger)).
     pub fn set_linger(&self, linger: Option<std::time::Duration>) -> io::Result<()> {
-        self.with_host(|h, s| h.tcp_set_linger(s, linger))
+        self.with_host(|h, s| h.tcp().set_linger(s, linger))
     }
 
     /// The stream's linger option (`None` unless set).
     pub fn linger(&self) -> io::Result<Option<std::time::Duration>> {
-        self.with_host(|h, s| h.tcp_linger(s))
+        self.with_host(|h, s| h.tcp().linger(s))
     }
 
     /// Takes the connection's pending error (`SO_ERROR`), once: a reset,
     /// a timeout … The next read or write reports it too.
     pub fn take_error(&self) -> io::Result<Option<io::Error>> {
-        self.with_host(|h, s| h.tcp_take_error(s))
+        self.with_host(|h, s| h.tcp().take_error(s))
             .map(|e| e.map(io::Error::from))
-    }
-
-    /// Splits the stream into a read half and a write half borrowing it,
-    /// to read and write at once from one task (`tokio::join!`,
-    /// `tokio::io::copy` between them). Costs nothing.
-    pub fn split(&mut self) -> (ReadHalf<'_>, WriteHalf<'_>) {
-        (ReadHalf::new(self), WriteHalf::new(self))
-    }
-
-    /// Splits the stream into halves that own it (shared), to move into
-    /// two tasks; [`OwnedReadHalf::reunite`] puts them back together.
-    /// Dropping the write half shuts the writing side down (a FIN), as
-    /// tokio's does.
-    pub fn into_split(self) -> (OwnedReadHalf, OwnedWriteHalf) {
-        super::tcp_split::split_owned(self)
     }
 
     // ---- readiness ----
@@ -338,7 +322,7 @@ impl TcpStream {
             // and more of uninitialized buffer, and zeroing all of it for
             // every read cost more than the copy. tokio's own stream
             // reads into it uninitialized, which needs `unsafe`.
-            let want = h.tcp_recv_queue(s)?.clamp(1, buf.remaining());
+            let want = h.tcp().recv_queue(s)?.clamp(1, buf.remaining());
             h.tcp_try_recv(s, buf.initialize_unfilled_to(want))
         });
         got.map_ok(|n| buf.advance(n))
@@ -478,7 +462,7 @@ impl TcpStream {
         let inner = &*self.net.inner;
         {
             let mut st = inner.live()?;
-            st.host.tcp_shutdown(&self.sock, how)?;
+            st.host.tcp().shutdown(&self.sock, how)?;
             // The FIN leaves now; a reader of this stream wakes to its end.
             st.poll();
         }
@@ -543,7 +527,7 @@ impl Drop for TcpStream {
             // Closing twice is the only failure, and a handle owned here
             // cannot have been closed elsewhere; a connection the stack
             // already dropped (reset, timed out) has nothing to close.
-            let _ = st.host.tcp_close(self.sock);
+            let _ = st.host.tcp().close(self.sock);
             // The FIN (or reset) leaves now.
             st.poll();
         }

@@ -62,7 +62,7 @@ impl UdpSocket {
     /// This method is cancel safe: cancelled, it bound nothing.
     pub async fn bind(net: &Net, addr: impl ToSocketAddrs) -> io::Result<UdpSocket> {
         let addrs = resolve(addr).await?;
-        let sock = net.inner.live()?.host.udp_bind(&addrs[..])?;
+        let sock = net.inner.live()?.host.udp().bind(&addrs[..])?;
         Ok(UdpSocket {
             net: net.clone(),
             sock,
@@ -72,22 +72,22 @@ impl UdpSocket {
     /// Connects the socket to `addr`: from now on it sends only there
     /// (with [`send`](Self::send)) and hears only from there. Each address
     /// `addr` resolves to is tried in turn. Datagrams queued before are
-    /// discarded (see [`Host::connect`]).
+    /// discarded (see [`Udp::connect`](crate::socket::Udp::connect)).
     ///
     /// This method is cancel safe: cancelled, the socket is as it was.
     pub async fn connect(&self, addr: impl ToSocketAddrs) -> io::Result<()> {
         let addrs = resolve(addr).await?;
-        self.with_host(|h, s| h.connect(s, &addrs[..]))
+        self.with_host(|h, s| h.udp().connect(s, &addrs[..]))
     }
 
     /// Our address and port.
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.with_host(|h, s| h.local_addr(s))
+        self.with_host(|h, s| h.udp().local_addr(s))
     }
 
     /// The peer of a connected socket (`NotConnected` otherwise).
     pub fn peer_addr(&self) -> io::Result<SocketAddr> {
-        self.with_host(|h, s| h.peer_addr(s))
+        self.with_host(|h, s| h.udp().peer_addr(s))
     }
 
     /// The synchronous handle (for [`Host`]'s socket calls inside
@@ -108,32 +108,32 @@ impl UdpSocket {
     /// Takes the socket's pending asynchronous error, as tokio's
     /// `take_error`: a connected socket's `HostUnreachable` (ARP gave up)
     /// or `ConnectionRefused` (ICMP port unreachable) …, once; see
-    /// [`Host::take_error`]. The next send or receive reports it too.
+    /// [`Udp::take_error`](crate::socket::Udp::take_error). The next send or receive reports it too.
     pub fn take_error(&self) -> io::Result<Option<io::Error>> {
-        self.with_host(|h, s| h.take_error(s))
+        self.with_host(|h, s| h.udp().take_error(s))
             .map(|e| e.map(io::Error::from))
     }
 
     /// Sets the time to live of the datagrams the socket sends (1 to 255).
     pub fn set_ttl(&self, ttl: u32) -> io::Result<()> {
-        self.with_host(|h, s| h.set_ttl(s, ttl))
+        self.with_host(|h, s| h.udp().set_ttl(s, ttl))
     }
 
     /// The time to live of the datagrams the socket sends (64 unless set).
     pub fn ttl(&self) -> io::Result<u32> {
-        self.with_host(|h, s| h.ttl(s))
+        self.with_host(|h, s| h.udp().ttl(s))
     }
 
     /// Lets the socket send to broadcast addresses, or forbids it (the
     /// default: a send to one fails with `PermissionDenied`, as Linux's
     /// without `SO_BROADCAST`).
     pub fn set_broadcast(&self, on: bool) -> io::Result<()> {
-        self.with_host(|h, s| h.set_broadcast(s, on))
+        self.with_host(|h, s| h.udp().set_broadcast(s, on))
     }
 
     /// Whether the socket may send to broadcast addresses.
     pub fn broadcast(&self) -> io::Result<bool> {
-        self.with_host(|h, s| h.broadcast(s))
+        self.with_host(|h, s| h.udp().broadcast(s))
     }
 
     // ---- sending ----
@@ -197,24 +197,24 @@ impl UdpSocket {
         buf: &[u8],
         target: SocketAddr,
     ) -> Poll<io::Result<usize>> {
-        self.poll_send_with(cx, |h, s| h.send_to(s, buf, target))
+        self.poll_send_with(cx, |h, s| h.udp().send_to(s, buf, target))
     }
 
     /// Sends `buf` to a connected socket's peer, or registers the task to
     /// be woken when it may succeed, as tokio's `poll_send`.
     pub fn poll_send(&self, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
-        self.poll_send_with(cx, |h, s| h.send(s, buf))
+        self.poll_send_with(cx, |h, s| h.udp().send(s, buf))
     }
 
     /// Sends `buf` to `target` now, or fails with `WouldBlock`.
     pub fn try_send_to(&self, buf: &[u8], target: SocketAddr) -> io::Result<usize> {
-        self.try_send_with(|h, s| h.send_to(s, buf, target))
+        self.try_send_with(|h, s| h.udp().send_to(s, buf, target))
     }
 
     /// Sends `buf` to a connected socket's peer now, or fails with
     /// `WouldBlock`.
     pub fn try_send(&self, buf: &[u8]) -> io::Result<usize> {
-        self.try_send_with(|h, s| h.send(s, buf))
+        self.try_send_with(|h, s| h.udp().send(s, buf))
     }
 
     fn try_send_with(
@@ -242,7 +242,7 @@ impl UdpSocket {
                 Ok(st) => st,
                 Err(e) => return Poll::Ready(Err(e)),
             };
-            match st.host.udp_writable(&self.sock) {
+            match st.host.udp().writable(&self.sock) {
                 Ok(true) => Poll::Ready(Ok(())),
                 Ok(false) => {
                     st.wait_progress(cx.waker());
@@ -330,8 +330,8 @@ impl UdpSocket {
     pub async fn readable(&self) -> io::Result<()> {
         poll_fn(|cx| {
             self.poll_recv_with(cx, |h, s| {
-                h.local_addr(s)?;
-                Ok((h.udp_pending(s) > 0).then_some(()))
+                h.udp().local_addr(s)?;
+                Ok((h.udp().pending(s) > 0).then_some(()))
             })
         })
         .await
@@ -377,7 +377,7 @@ impl Drop for UdpSocket {
         let mut st = self.net.inner.lock();
         // Closing a socket twice is the only failure, and a handle owned
         // here cannot have been closed elsewhere.
-        let _ = st.host.udp_close(self.sock);
+        let _ = st.host.udp().close(self.sock);
         st.forget(self.sock);
     }
 }

@@ -158,7 +158,10 @@ pub struct PsEcho {
 
 impl PsEcho {
     pub fn new(h: &mut Host) -> PsEcho {
-        let l = h.tcp_listen(("0.0.0.0", PS_PORT), 128).expect("tcp_listen");
+        let l = h
+            .tcp()
+            .listen(("0.0.0.0", PS_PORT), 128)
+            .expect("tcp_listen");
         PsEcho {
             l,
             conns: Vec::new(),
@@ -184,15 +187,15 @@ impl PsEcho {
                     Ok(None) => return true,
                     Err(e) => {
                         errors.push(format!("echo send after {}: {e}", c.echoed));
-                        let _ = h.tcp_abort(c.s);
+                        let _ = h.tcp().abort(c.s);
                         return false;
                     }
                 }
                 continue;
             }
             if c.eof {
-                stats.push(h.tcp_stats(&c.s).expect("stats"));
-                h.tcp_close(c.s).expect("close");
+                stats.push(h.tcp().stats(&c.s).expect("stats"));
+                h.tcp().close(c.s).expect("close");
                 finished.push(c.echoed);
                 return false;
             }
@@ -206,7 +209,7 @@ impl PsEcho {
                 Ok(None) => return true,
                 Err(e) => {
                     errors.push(format!("echo recv after {}: {e}", c.echoed));
-                    let _ = h.tcp_abort(c.s);
+                    let _ = h.tcp().abort(c.s);
                     return false;
                 }
             }
@@ -267,7 +270,10 @@ pub struct PsSink {
 
 impl PsSink {
     pub fn new(h: &mut Host, seed: u64) -> PsSink {
-        let l = h.tcp_listen(("0.0.0.0", PS_PORT), 128).expect("tcp_listen");
+        let l = h
+            .tcp()
+            .listen(("0.0.0.0", PS_PORT), 128)
+            .expect("tcp_listen");
         PsSink {
             l,
             seed,
@@ -296,7 +302,7 @@ impl App for PsSink {
                             mismatch: *mismatch,
                             elapsed: start.elapsed(),
                         });
-                        h.tcp_close(*s).expect("close");
+                        h.tcp().close(*s).expect("close");
                         break true;
                     }
                     Ok(Some(n)) => {
@@ -311,7 +317,7 @@ impl App for PsSink {
                     Ok(None) => break false,
                     Err(e) => {
                         self.errors.push(format!("sink recv after {off}: {e}"));
-                        let _ = h.tcp_abort(*s);
+                        let _ = h.tcp().abort(*s);
                         break true;
                     }
                 }
@@ -362,7 +368,7 @@ pub struct PsClient {
 
 impl PsClient {
     pub fn new(h: &mut Host, peer: SocketAddr, len: u64, seed: u64, echo: bool) -> PsClient {
-        let s = h.tcp_connect(peer).expect("tcp_connect");
+        let s = h.tcp().connect(peer).expect("tcp_connect");
         PsClient {
             s,
             seed,
@@ -383,7 +389,7 @@ impl PsClient {
     }
 
     fn fail(&mut self, h: &mut Host, what: String) -> bool {
-        let _ = h.tcp_abort(self.s);
+        let _ = h.tcp().abort(self.s);
         self.result = Some(Err(what));
         true
     }
@@ -410,7 +416,7 @@ impl App for PsClient {
             }
         }
         if self.sent == self.len && !self.shut {
-            if let Err(e) = h.tcp_shutdown(&self.s, Shutdown::Write) {
+            if let Err(e) = h.tcp().shutdown(&self.s, Shutdown::Write) {
                 return self.fail(h, format!("shutdown: {e}"));
             }
             self.shut = true;
@@ -422,8 +428,8 @@ impl App for PsClient {
                     if !self.shut {
                         return self.fail(h, format!("EOF after sending {}", self.sent));
                     }
-                    let stats = h.tcp_stats(&self.s).expect("stats");
-                    h.tcp_close(self.s).expect("close");
+                    let stats = h.tcp().stats(&self.s).expect("stats");
+                    h.tcp().close(self.s).expect("close");
                     self.result = Some(Ok(ClientResult {
                         received: self.received,
                         mismatch: self.mismatch,
@@ -491,9 +497,9 @@ pub fn run_client(
 pub fn conn_debug(h: &Host, s: &TcpStream) -> String {
     format!(
         "state {:?} send_space {:?} readable {:?} stats {:?}",
-        h.tcp_state(s),
-        h.tcp_send_space(s),
-        h.tcp_readable(s),
-        h.tcp_stats(s)
+        pathstack::socket::Tcp::of(h).state(s),
+        pathstack::socket::Tcp::of(h).send_space(s),
+        pathstack::socket::Tcp::of(h).readable(s),
+        pathstack::socket::Tcp::of(h).stats(s)
     )
 }

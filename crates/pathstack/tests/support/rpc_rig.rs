@@ -26,7 +26,7 @@ use pathstack::core::time::{Duration, Instant};
 use pathstack::core::{Msg, MsgPool};
 use pathstack::host::{Host, HostConfig};
 use pathstack::rpc::{Echo, Peer, RpcCall, RpcError, RpcNet};
-use pathstack::rpc_stack::modules::bidctl::BidctlModule;
+use pathstack::rpc_protocols::modules::bidctl::BidctlModule;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 /// Which host sent a frame.
@@ -187,7 +187,8 @@ pub fn rpc_host(net: RpcNet, ip: &str, device: impl Device + 'static) -> Host {
 
 /// `h` serves [`XRPCTEST`] as an echo.
 pub fn serve_echo(h: &mut Host) {
-    h.rpc_server()
+    h.rpc()
+        .server()
         .expect("an RPC host")
         .register(XRPCTEST, Echo)
         .expect("XRPCTEST not yet registered");
@@ -201,7 +202,8 @@ pub type Counts = Arc<Mutex<std::collections::HashMap<Vec<u8>, u32>>>;
 pub fn counting_echo(h: &mut Host) -> Counts {
     let counts: Counts = Arc::default();
     let c = counts.clone();
-    h.rpc_server()
+    h.rpc()
+        .server()
         .expect("an RPC host")
         .register_fn(XRPCTEST, move |req: &[u8]| {
             *c.lock()
@@ -351,17 +353,18 @@ impl Rig {
     }
 
     /// How the client names the server.
-    pub fn server_peer(&self) -> Peer {
+    pub fn server_peer(&mut self) -> Peer {
         self.server
-            .as_ref()
+            .as_mut()
             .expect("the server is up")
-            .rpc_peer()
+            .rpc()
+            .peer()
             .expect("peer")
     }
 
     /// How the server names the client.
-    pub fn client_peer(&self) -> Peer {
-        self.client.rpc_peer().expect("peer")
+    pub fn client_peer(&mut self) -> Peer {
+        self.client.rpc().peer().expect("peer")
     }
 
     /// Polls both hosts at the current time until neither has work left.
@@ -445,7 +448,7 @@ impl Rig {
     ) -> Option<Result<Vec<u8>, RpcError>> {
         let end = self.now + limit;
         let mut out = None;
-        self.run_until(end, |r| match r.host(side).rpc_poll(call) {
+        self.run_until(end, |r| match r.host(side).rpc().poll(call) {
             Ok(None) => false,
             Ok(Some(m)) => {
                 out = Some(Ok(m.as_slice().to_vec()));
@@ -462,7 +465,7 @@ impl Rig {
     /// One call from the client, waited for at most a minute of stack time.
     pub fn call(&mut self, id: u32, request: &[u8]) -> Result<Vec<u8>, RpcError> {
         let peer = self.server_peer();
-        let call = self.client.rpc_start(peer, id, request)?;
+        let call = self.client.rpc().start(peer, id, request)?;
         self.finish(&call, Duration::from_secs(60))
             .unwrap_or_else(|| panic!("no outcome of the call to {id} within 60 s"))
     }

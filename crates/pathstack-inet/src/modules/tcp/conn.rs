@@ -134,6 +134,25 @@ impl TcpConnStage {
         self.read_would_block.set(self.tcb.read_would_block());
     }
 
+    /// RECEIVE into `buf` ([`Tcb::recv`]) without the path's context
+    /// ([`Stack::stage_at_mut`](pathstack_core::Stack::stage_at_mut)):
+    /// the read and whether [`after_read`](Self::after_read) must still
+    /// run. A read whose flush would find nothing to send (its window
+    /// update is not due, no write waits; almost every read of a
+    /// request/response exchange) is done here with what `after_read`
+    /// does then — the socket's [`ReadWouldBlock`] from the control block
+    /// — and needs no context; otherwise (`true`) the caller runs
+    /// `after_read` with one, which flushes and sets the flag.
+    #[inline]
+    pub fn read(&mut self, buf: &mut [u8]) -> (Result<Option<usize>, crate::tcp::TcpError>, bool) {
+        let r = self.tcb_mut().recv(buf);
+        if self.tcb.output_pending() {
+            return (r, true);
+        }
+        self.read_would_block.set(self.tcb.read_would_block());
+        (r, false)
+    }
+
     /// SEND of the application's `data` ([`Tcb::send`]), keeping the
     /// socket's [`ReadWouldBlock`]: a write changes nothing a read
     /// answers; what it may leave is output, which
@@ -149,7 +168,11 @@ impl TcpConnStage {
     /// [`ReadWouldBlock`] goes while output waits.
     #[inline]
     pub fn after_write(&mut self, cx: &mut Cx<'_, '_>) {
-        self.flush(cx);
+        // A write has almost always left data to send: the control
+        // block's check half would only find that out again before the
+        // send asks the same things (`Tcb::poll_output_due` alone is the
+        // whole of `poll_output`).
+        self.flush_as(cx, false);
         if self.read_would_block.get() && self.tcb.output_pending() {
             self.read_would_block.set(false);
         }
@@ -196,13 +219,21 @@ impl TcpConnStage {
     /// next deadline, tells the module about establishment and failure,
     /// and deletes the path once the connection is over and unowned.
     pub fn flush(&mut self, cx: &mut Cx<'_, '_>) {
+        self.flush_as(cx, true);
+    }
+
+    /// [`flush`](Self::flush), asking the control block's check half
+    /// first (`ask_quiet`) or going straight to the send when output is
+    /// expected.
+    #[inline(always)]
+    fn flush_as(&mut self, cx: &mut Cx<'_, '_>, ask_quiet: bool) {
         let now = cx.now();
         self.account(cx);
         if let Some(lip) = self.local_ip(cx) {
             // Most flushes (after a read, after a segment that needs no
             // answer) have nothing to send: the control block's check
             // half says so before the emission below is set up.
-            if !self.tcb.poll_quiet(now) {
+            if !(ask_quiet && self.tcb.poll_quiet(now)) {
                 self.send(cx, now, lip);
             }
         }

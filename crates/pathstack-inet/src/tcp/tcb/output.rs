@@ -271,6 +271,21 @@ impl Tcb {
         }
     }
 
+    /// [`after_sending`](Self::after_sending)`(now, 1)` after a predicted
+    /// send that went out and is on the scoreboard, in line: data is in
+    /// flight, so the retransmission timer runs (RFC 6298 §5.1) and the
+    /// probe timeout is armed (RFC 8985 §7.2); the prediction asked for
+    /// room in the send window, so it is open and the persist timer's
+    /// case (a closed window, nothing in flight) cannot arise.
+    #[inline(always)]
+    fn after_predicted_send(&mut self, now: Instant) {
+        debug_assert!(!self.sb.is_empty() && self.snd_wnd > 0);
+        if self.timers.get(Timer::Rtx).is_none() {
+            self.timers.set(Timer::Rtx, Some(now + self.rto.rto()));
+        }
+        self.arm_tlp(now);
+    }
+
     /// Data, FIN and retransmissions as the windows, RFC 6675 and RACK-TLP
     /// allow.
     fn send_data(&mut self, now: Instant, emit: &mut dyn FnMut(OutSegment<'_>) -> bool) -> usize {
@@ -280,7 +295,11 @@ impl Tcb {
         // recorded without the walk below (`predict_output.rs`).
         if let Some(seg) = self.predicted_send() {
             let sent = self.send_predicted(now, seg, emit);
-            self.after_sending(now, sent);
+            if sent == 1 {
+                self.after_predicted_send(now);
+            } else {
+                self.after_sending(now, sent);
+            }
             return sent;
         }
         while sent < MAX_BURST {

@@ -1,0 +1,68 @@
+//! Which modules a poll must look at.
+//!
+//! Most polls of a busy stack find no module with work of its own: the
+//! timed modules (reassembly, the ARP cache) have deadlines far ahead, and
+//! only the drivers have frames. Such a poll asks the drivers and nothing
+//! else; the pass over every polled module, with its per-module
+//! bookkeeping, runs only when one of them may have work (issue 26 item 5:
+//! `Stack::poll`'s cost per round trip is what each call does, and an idle
+//! timed module should cost nothing beyond two comparisons).
+
+use super::module_slot::ModuleSlot;
+use super::Polled;
+use crate::ids::ModuleId;
+use crate::time::Instant;
+
+/// The polled modules grouped by what a poll may skip.
+#[derive(Debug)]
+pub(super) struct Polling {
+    /// Driver modules that only receive (not polled, no deadline), in
+    /// module order: all an idle poll calls.
+    pub receivers: Vec<ModuleId>,
+    /// The modules polled only when their deadline is due
+    /// ([`Module::polls_when_due`](crate::module::Module::polls_when_due)),
+    /// by position in the polled list (where their cached deadline is).
+    timed: Vec<usize>,
+    /// Some module is polled in every poll: no poll is idle.
+    always: bool,
+    /// The last full pass found every timed module quiet (not touched,
+    /// not due), so this poll may well be idle and is worth the look. A
+    /// stack whose timed modules every message reaches (RPC's CHAN,
+    /// BIDCTL, BLAST) never is: its polls make the full pass at once,
+    /// without looking first.
+    pub quiet: bool,
+}
+
+impl Polling {
+    /// The grouping of `polled`.
+    pub fn of(polled: &[Polled]) -> Self {
+        Polling {
+            receivers: polled
+                .iter()
+                .filter(|p| p.receives && !p.polls && !p.when_due)
+                .map(|p| ModuleId(p.index as u32))
+                .collect(),
+            timed: (0..polled.len()).filter(|&k| polled[k].when_due).collect(),
+            always: polled.iter().any(|p| p.polls && !p.when_due),
+            quiet: false,
+        }
+    }
+
+    /// Whether a poll at `now` has nothing to do but ask the receivers
+    /// for frames: no module is polled every time, and every timed module
+    /// has a cached deadline ahead (or none) and was not reached writably
+    /// since it was asked (its deadline may have moved;
+    /// `ModuleSlot::touched`). The full pass would then skip every timed
+    /// module, as this skips them. Looked at only after a quiet full pass
+    /// ([`Polling::quiet`]).
+    #[inline(always)]
+    pub fn idle(&self, polled: &[Polled], modules: &[ModuleSlot], now: Instant) -> bool {
+        self.quiet
+            && !self.always
+            && self.timed.iter().all(|&k| {
+                polled.get(k).is_some_and(|p| {
+                    p.due.is_none_or(|t| t > now) && modules.get(p.index).is_none_or(|s| !s.touched)
+                })
+            })
+    }
+}
