@@ -761,31 +761,22 @@ impl Classifier {
             return (Some(p), probes);
         }
         let extract = self.installed();
-        let mut best = self
-            .walk(
+        let mut walk = |mode| {
+            self.walk(
                 module,
                 msg,
-                KeyMode::Active,
+                mode,
                 &extract,
                 &[],
                 &mut (),
                 &mut probes,
                 &mut (),
             )
-            .best;
+            .best
+        };
+        let mut best = walk(KeyMode::Active);
         if best == NONE {
-            best = self
-                .walk(
-                    module,
-                    msg,
-                    KeyMode::Passive,
-                    &extract,
-                    &[],
-                    &mut (),
-                    &mut probes,
-                    &mut (),
-                )
-                .best;
+            best = walk(KeyMode::Passive);
         }
         ((best != NONE).then_some(PathId(best)), probes)
     }

@@ -183,6 +183,15 @@ impl NodeTable {
     /// The node under hash `h` for which `eq` holds.
     #[inline(always)]
     pub(crate) fn find(&self, h: u64, eq: impl Fn(u32) -> bool) -> Option<u32> {
+        self.probe(h, eq).map(|(_, node)| node)
+    }
+
+    /// The slot and node under hash `h` for which `eq` holds: the one
+    /// probe sequence of [`find`](Self::find) and
+    /// [`find_slot`](Self::find_slot) (linear from the home slot, to the
+    /// first empty one).
+    #[inline(always)]
+    fn probe(&self, h: u64, eq: impl Fn(u32) -> bool) -> Option<(usize, u32)> {
         let n = self.slots.len();
         let tag = Self::tag(h);
         let mut i = self.home(h);
@@ -193,7 +202,7 @@ impl NodeTable {
                 return None;
             }
             if s >> TAG_SHIFT == tag && eq(s & NODE_MASK) {
-                return Some(s & NODE_MASK);
+                return Some((i, s & NODE_MASK));
             }
             i = (i + 1) & (n - 1);
         }
@@ -241,19 +250,7 @@ impl NodeTable {
     /// The slot of the node under hash `h` for which `eq` holds (for
     /// [`remove_at`](Self::remove_at)).
     pub(crate) fn find_slot(&self, h: u64, eq: impl Fn(u32) -> bool) -> Option<usize> {
-        let n = self.slots.len();
-        let tag = Self::tag(h);
-        let mut i = self.home(h);
-        loop {
-            let s = *self.slots.get(i)?;
-            if s == EMPTY {
-                return None;
-            }
-            if s >> TAG_SHIFT == tag && eq(s & NODE_MASK) {
-                return Some(i);
-            }
-            i = (i + 1) & (n - 1);
-        }
+        self.probe(h, eq).map(|(i, _)| i)
     }
 
     /// Removes `node`, stored under hash `h`; `false` if it is not there.

@@ -35,6 +35,7 @@ pub mod rules;
 pub mod runtime;
 pub mod sched;
 mod send_lane;
+pub mod slab;
 pub mod stack;
 pub mod stage;
 pub mod stage_ref;

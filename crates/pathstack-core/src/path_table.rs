@@ -2,124 +2,98 @@
 //! with a generation so that a stale id (held by a timer, a socket, a
 //! classifier entry of a deleted path) never reaches a newer path in the
 //! same slot. Every lookup of a path by id goes through [`PathTable::get`]
-//! or [`PathTable::get_mut`]: one bounds check and one generation compare.
+//! or [`PathTable::get_mut`]: one bounds check and one generation compare
+//! (the stack's [`Slab`](crate::slab::Slab), which the facade's socket and
+//! call tables use too).
 
 use crate::error::PathError;
 use crate::ids::PathId;
 use crate::path::Path;
+use crate::slab::{Slab, SlabKey};
 
-struct Slot {
-    generation: u32,
-    path: Option<Path>,
+/// The paths of one stack, bounded by `max` live paths. A slot holds
+/// `None` between [`PathTable::alloc`] and [`PathTable::insert`]: a path's
+/// stages are made knowing its id.
+pub(crate) struct PathTable {
+    slots: Slab<Option<Path>>,
 }
 
-/// The paths of one stack, bounded by `max` live paths.
-pub(crate) struct PathTable {
-    slots: Vec<Slot>,
-    free: Vec<u32>,
-    live: usize,
-    max: usize,
+#[inline]
+fn key(id: PathId) -> SlabKey {
+    SlabKey {
+        slot: id.index,
+        generation: id.generation,
+    }
+}
+
+#[inline]
+fn id(key: SlabKey) -> PathId {
+    PathId {
+        index: key.slot,
+        generation: key.generation,
+    }
 }
 
 impl PathTable {
     pub(crate) fn new(max: usize) -> Self {
         PathTable {
-            slots: Vec::new(),
-            free: Vec::new(),
-            live: 0,
-            max,
+            slots: Slab::new(max),
         }
     }
 
     /// The live path `id`.
     #[inline]
     pub(crate) fn get(&self, id: PathId) -> Option<&Path> {
-        self.slots
-            .get(id.index as usize)
-            .filter(|s| s.generation == id.generation)
-            .and_then(|s| s.path.as_ref())
+        self.slots.get(key(id)).and_then(Option::as_ref)
     }
 
     /// The live path `id`, writable.
     #[inline]
     pub(crate) fn get_mut(&mut self, id: PathId) -> Option<&mut Path> {
-        self.slots
-            .get_mut(id.index as usize)
-            .filter(|s| s.generation == id.generation)
-            .and_then(|s| s.path.as_mut())
+        self.slots.get_mut(key(id)).and_then(Option::as_mut)
     }
 
     /// Reserves an id for a path about to be made; give it back with
     /// [`PathTable::release`] if making it fails, or fill it with
     /// [`PathTable::insert`].
     pub(crate) fn alloc(&mut self) -> Result<PathId, PathError> {
-        if self.live >= self.max {
-            return Err(PathError::TableFull(self.max));
-        }
-        let index = match self.free.pop() {
-            Some(i) => i,
-            None => {
-                self.slots.push(Slot {
-                    generation: 0,
-                    path: None,
-                });
-                (self.slots.len() - 1) as u32
-            }
-        };
-        let slot = &mut self.slots[index as usize];
-        slot.generation = slot.generation.wrapping_add(1);
-        self.live += 1;
-        Ok(PathId {
-            index,
-            generation: slot.generation,
-        })
+        self.slots
+            .insert(None)
+            .map(id)
+            .map_err(|full| PathError::TableFull(full.capacity))
     }
 
     /// Puts the path made for id `id` (from [`PathTable::alloc`]) in its slot.
     pub(crate) fn insert(&mut self, id: PathId, path: Path) {
-        if let Some(slot) = self.slots.get_mut(id.index as usize) {
-            if slot.generation == id.generation {
-                slot.path = Some(path);
-            }
+        if let Some(slot) = self.slots.get_mut(key(id)) {
+            *slot = Some(path);
         }
     }
 
     /// Gives back an id reserved with [`PathTable::alloc`] that never got a
     /// path.
     pub(crate) fn release(&mut self, id: PathId) {
-        if let Some(slot) = self.slots.get(id.index as usize) {
-            if slot.generation == id.generation && slot.path.is_none() {
-                self.free.push(id.index);
-                self.live -= 1;
-            }
+        if matches!(self.slots.get(key(id)), Some(None)) {
+            self.slots.remove(key(id));
         }
     }
 
     /// Takes path `id` out of the table; its slot is free again.
     pub(crate) fn remove(&mut self, id: PathId) -> Option<Path> {
-        let slot = self.slots.get_mut(id.index as usize)?;
-        if slot.generation != id.generation {
-            return None;
-        }
-        let path = slot.path.take()?;
-        self.free.push(id.index);
-        self.live -= 1;
-        Some(path)
+        self.get(id)?;
+        self.slots.remove(key(id)).flatten()
     }
 
     /// Live paths.
     pub(crate) fn len(&self) -> usize {
-        self.live
+        self.slots.len()
     }
 
     /// Ids of the live paths, in slot order.
     pub(crate) fn ids(&self) -> impl Iterator<Item = PathId> + '_ {
-        self.slots.iter().enumerate().filter_map(|(i, s)| {
-            s.path.as_ref().map(|_| PathId {
-                index: i as u32,
-                generation: s.generation,
-            })
-        })
+        self.slots
+            .iter()
+            .filter_map(|(k, p)| p.as_ref().map(|_| id(k)))
     }
 }
 

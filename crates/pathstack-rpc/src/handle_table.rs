@@ -3,12 +3,12 @@
 //! Mosberger's thesis §4.2.2), held here as an index that is checked
 //! instead of a key that is hashed.
 //!
-//! A [`HandleTable`] keeps its entries in a slab (a `Vec` of slots reused
-//! through a free list) beside the usual index by key. [`HandleTable::handle`]
+//! A [`HandleTable`] keeps its entries in the stack's generational
+//! [`Slab`] beside the usual index by key. [`HandleTable::handle`]
 //! resolves a key once; afterwards [`HandleTable::find_mut`] given that
 //! [`Handle`] reaches the entry with one bounds check and two comparisons
 //! (the slot's generation and its key) and no hashing. A handle never
-//! dangles: removing an entry bumps its slot's generation, so a handle to
+//! dangles: refilling a slot bumps its generation, so a handle to
 //! a channel torn down (closed, disabled by a peer's reboot and
 //! forgotten, a retired pool) no longer matches, and the lookup falls back
 //! to the key — which finds the new entry, if there is one, or nothing.
@@ -20,6 +20,7 @@
 //! (CHAN's channel limits, VCHAN's `max_peers`) bounds it too.
 
 use crate::hash_map::FastMap;
+use pathstack_core::slab::{Slab, SlabKey};
 use std::hash::Hash;
 use std::marker::PhantomData;
 
@@ -56,25 +57,35 @@ impl<V> std::fmt::Debug for Handle<V> {
     }
 }
 
-struct Slot<K, V> {
-    /// Bumped when the slot's entry is removed.
-    generation: u32,
-    entry: Option<(K, V)>,
+impl<V> Handle<V> {
+    fn key(self) -> SlabKey {
+        SlabKey {
+            slot: self.index,
+            generation: self.generation,
+        }
+    }
+
+    fn of(key: SlabKey) -> Self {
+        Handle {
+            index: key.slot,
+            generation: key.generation,
+            _of: PhantomData,
+        }
+    }
 }
 
 /// A map from `K` to `V` whose entries can also be reached by [`Handle`].
 pub(crate) struct HandleTable<K, V> {
-    slots: Vec<Slot<K, V>>,
-    /// Empty slots, reused first.
-    free: Vec<u32>,
+    /// The entries, each with its key (a handle's entry must still be
+    /// its key's). Unbounded here: the table's own bound bounds it.
+    slab: Slab<(K, V)>,
     index: FastMap<K, u32>,
 }
 
 impl<K, V> Default for HandleTable<K, V> {
     fn default() -> Self {
         HandleTable {
-            slots: Vec::new(),
-            free: Vec::new(),
+            slab: Slab::new(usize::MAX),
             index: FastMap::default(),
         }
     }
@@ -105,65 +116,38 @@ impl<K: Copy + Eq + Hash, V> HandleTable<K, V> {
     #[inline(never)]
     pub(crate) fn handle(&self, key: &K) -> Option<Handle<V>> {
         let &index = self.index.get(key)?;
-        Some(Handle {
-            index,
-            generation: self.slots[index as usize].generation,
-            _of: PhantomData,
-        })
+        self.slab.key_at(index).map(Handle::of)
     }
 
     /// Inserts `value` under `key`, replacing an entry of the same key
     /// (whose handles then stop matching); returns the new entry's handle.
     pub(crate) fn insert(&mut self, key: K, value: V) -> Handle<V> {
         self.remove(&key);
-        let index = match self.free.pop() {
-            Some(i) => i,
-            None => {
-                let i =
-                    u32::try_from(self.slots.len()).expect("a table of fewer than 2^32 entries");
-                self.slots.push(Slot {
-                    generation: 0,
-                    entry: None,
-                });
-                i
-            }
+        // Never full: the slab's capacity is the `u32` of slots.
+        let Ok(k) = self.slab.insert((key, value)) else {
+            unreachable!("a table of fewer than 2^32 entries")
         };
-        let slot = &mut self.slots[index as usize];
-        slot.entry = Some((key, value));
-        self.index.insert(key, index);
-        Handle {
-            index,
-            generation: slot.generation,
-            _of: PhantomData,
-        }
+        self.index.insert(key, k.slot);
+        Handle::of(k)
     }
 
     /// Removes `key`'s entry; every handle to it stops matching.
     pub(crate) fn remove(&mut self, key: &K) -> Option<V> {
         let index = self.index.remove(key)?;
-        Some(self.vacate(index))
-    }
-
-    fn vacate(&mut self, index: u32) -> V {
-        let slot = &mut self.slots[index as usize];
-        slot.generation = slot.generation.wrapping_add(1);
-        self.free.push(index);
-        match slot.entry.take() {
-            Some((_, v)) => v,
-            None => unreachable!("an indexed slot holds its entry"),
-        }
+        let k = self.slab.key_at(index)?;
+        self.slab.remove(k).map(|(_, v)| v)
     }
 
     /// `key`'s entry.
     pub(crate) fn get(&self, key: &K) -> Option<&V> {
-        let &i = self.index.get(key)?;
-        self.slots[i as usize].entry.as_ref().map(|(_, v)| v)
+        let h = self.handle(key)?;
+        self.slab.get(h.key()).map(|(_, v)| v)
     }
 
     /// `key`'s entry, writable.
     pub(crate) fn get_mut(&mut self, key: &K) -> Option<&mut V> {
-        let &i = self.index.get(key)?;
-        self.slots[i as usize].entry.as_mut().map(|(_, v)| v)
+        let h = self.handle(key)?;
+        self.slab.get_mut(h.key()).map(|(_, v)| v)
     }
 
     /// The entry `hint` names if it is still `key`'s (no hashing), else
@@ -178,42 +162,33 @@ impl<K: Copy + Eq + Hash, V> HandleTable<K, V> {
             Some(h) if self.holds(h, key) => h,
             _ => self.handle(key)?,
         };
-        match &mut self.slots[h.index as usize].entry {
-            Some((_, v)) => Some((h, v)),
-            None => None,
-        }
+        self.slab.get_mut(h.key()).map(|(_, v)| (h, v))
     }
 
     /// The entry `h` names if it is still `key`'s; `None` otherwise,
     /// without a lookup by key (a fast form's established case).
     #[inline(always)]
     pub(crate) fn held_mut(&mut self, h: Handle<V>, key: &K) -> Option<&mut V> {
-        if !self.holds(h, key) {
-            return None;
+        match self.slab.get_mut(h.key()) {
+            Some((k, v)) if k == key => Some(v),
+            _ => None,
         }
-        self.slots[h.index as usize].entry.as_mut().map(|(_, v)| v)
     }
 
     /// Whether `h` names `key`'s current entry.
     #[inline(always)]
     fn holds(&self, h: Handle<V>, key: &K) -> bool {
-        self.slots.get(h.index as usize).is_some_and(|s| {
-            s.generation == h.generation && s.entry.as_ref().is_some_and(|(k, _)| k == key)
-        })
+        self.slab.get(h.key()).is_some_and(|(k, _)| k == key)
     }
 
     /// The entries.
     pub(crate) fn iter(&self) -> impl Iterator<Item = (&K, &V)> + '_ {
-        self.slots
-            .iter()
-            .filter_map(|s| s.entry.as_ref().map(|(k, v)| (k, v)))
+        self.slab.iter().map(|(_, (k, v))| (k, v))
     }
 
     /// The entries, values writable.
     pub(crate) fn iter_mut(&mut self) -> impl Iterator<Item = (&K, &mut V)> + '_ {
-        self.slots
-            .iter_mut()
-            .filter_map(|s| s.entry.as_mut().map(|(k, v)| (&*k, v)))
+        self.slab.iter_mut().map(|(_, (k, v))| (&*k, v))
     }
 
     /// The values.
@@ -224,18 +199,14 @@ impl<K: Copy + Eq + Hash, V> HandleTable<K, V> {
     /// Keeps the entries `keep` says to keep; the others' handles stop
     /// matching.
     pub(crate) fn retain(&mut self, mut keep: impl FnMut(&K, &mut V) -> bool) {
-        for i in 0..self.slots.len() {
-            let gone = match &mut self.slots[i].entry {
-                Some((k, v)) => !keep(k, v),
-                None => false,
-            };
-            if gone {
-                if let Some((k, _)) = &self.slots[i].entry {
-                    self.index.remove(k);
-                }
-                self.vacate(i as u32);
+        let index = &mut self.index;
+        self.slab.retain(|_, (k, v)| {
+            let kept = keep(k, v);
+            if !kept {
+                index.remove(k);
             }
-        }
+            kept
+        });
     }
 }
 
@@ -320,13 +291,13 @@ mod tests {
         let mut t: HandleTable<u32, u32> = HandleTable::default();
         for round in 0..100 {
             let hs: Vec<_> = (0..8).map(|k| t.insert(k, round)).collect();
+            assert!(hs.iter().all(|h| h.index < 8), "freed slots are reused");
             t.retain(|k, _| k % 2 == 0);
             assert!(t.find_mut(Some(hs[1]), &1).is_none());
             assert!(t.find_mut(Some(hs[2]), &2).is_some());
             t.retain(|_, _| false);
             assert!(t.is_empty());
         }
-        assert!(t.slots.len() <= 8);
     }
 
     #[test]

@@ -80,27 +80,16 @@ pub fn rpc_rx_seeds() -> Vec<(String, Vec<u8>)> {
             e.u8(2).u8(0).u8(0).u8(i).u8(1).u16(33).u8(0).u8(0);
             e.u8(2).u8(0).u8(0).u8(i).u8(1).u16(33).u8(0).u8(0);
         }
-        e.u8(2)
-            .u8(0)
-            .u8(0)
-            .u8(0)
-            .u8(2)
-            .u16(4000)
-            .u8(0)
-            .u8(2)
-            .u16(11)
-            .u16(0xfffd);
+        // A 4,000-byte request on channel 0, seq +2, under BLAST seq 11,
+        // only the fragments `want` names (bmode 2), as RETRANSMIT when
+        // `bmode` adds 8.
+        let fragmented = |e: &mut Enc, bmode: u8, want: u16| {
+            e.u8(2).u8(0).u8(0).u8(0).u8(2).u16(4000).u8(0);
+            e.u8(bmode).u16(11).u16(want);
+        };
+        fragmented(&mut e, 2, 0xfffd);
         e.u8(5).u8(1).u16(300);
-        e.u8(2)
-            .u8(0)
-            .u8(0)
-            .u8(0)
-            .u8(2)
-            .u16(4000)
-            .u8(0)
-            .u8(2 | 8)
-            .u16(11)
-            .u16(0x0002);
+        fragmented(&mut e, 2 | 8, 0x0002);
         for i in 0..rig.track.n_blasts as u8 {
             e.u8(3).u8(i).u8(0).u16(0x0001);
         }

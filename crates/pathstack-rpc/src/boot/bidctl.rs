@@ -191,6 +191,28 @@ pub struct Bidctl {
     rng: u64,
 }
 
+/// The engine's side of every transition at one instant: its own boot
+/// id, the time and the tag a new QUERY gets then (spec §5.3).
+#[derive(Clone, Copy)]
+struct Moment {
+    local_bid: BootId,
+    now: Instant,
+    fresh_tag: u32,
+}
+
+impl Moment {
+    /// The context of `peer`'s transition, its actions going to `out`.
+    fn cx(self, peer: Peer, out: &mut Vec<BidctlAction>) -> Cx<'_> {
+        Cx {
+            peer,
+            local_bid: self.local_bid,
+            now: self.now,
+            fresh_tag: self.fresh_tag,
+            out,
+        }
+    }
+}
+
 impl Bidctl {
     /// An engine with BootId `local_bid` (see
     /// [`BootId::from_wall_clock`]), created at stack time `now` when the
@@ -276,8 +298,7 @@ impl Bidctl {
             return Ok(());
         }
         let max_reg = self.config.max_registrants_per_peer;
-        let fresh_tag = self.fresh_tag(now);
-        let local_bid = self.local_bid;
+        let moment = self.moment(now);
         let st = self.state_for(peer, now)?;
         let count = st.registrants.len();
         match st.registrants.iter_mut().find(|(r, _)| *r == registrant) {
@@ -287,13 +308,7 @@ impl Bidctl {
             }
             None => st.registrants.push((registrant, 1)),
         }
-        let mut cx = Cx {
-            peer,
-            local_bid,
-            now,
-            fresh_tag,
-            out,
-        };
+        let mut cx = moment.cx(peer, out);
         let _ = st.transition(None, &mut cx);
         Ok(())
     }
@@ -343,16 +358,9 @@ impl Bidctl {
         if self.is_local(peer) {
             return Ok(self.local_bid);
         }
-        let fresh_tag = self.fresh_tag(now);
-        let local_bid = self.local_bid;
+        let moment = self.moment(now);
         let st = self.state_for(peer, now)?;
-        let mut cx = Cx {
-            peer,
-            local_bid,
-            now,
-            fresh_tag,
-            out,
-        };
+        let mut cx = moment.cx(peer, out);
         Ok(st.lookup(hint, &mut cx))
     }
 
@@ -398,13 +406,12 @@ impl Bidctl {
             // Only hosts we talk to care that this one rebooted.
             return Err(BidctlDropReason::BcastFromUnknown);
         }
-        let fresh_tag = self.fresh_tag(now);
+        let moment = self.moment(now);
         let delay = if h.is_bcast() {
             bcast_query_delay(self.next_random())
         } else {
             pathstack_core::time::Duration::ZERO
         };
-        let local_bid = self.local_bid;
         let st = self
             .state_for(from, now)
             .map_err(|_| BidctlDropReason::TableFull)?;
@@ -415,13 +422,7 @@ impl Bidctl {
             st.pending_bcast = Some((now + delay, *h));
             return Ok(());
         }
-        let mut cx = Cx {
-            peer: from,
-            local_bid,
-            now,
-            fresh_tag,
-            out,
-        };
+        let mut cx = moment.cx(from, out);
         st.transition(Some(h), &mut cx)
     }
 
@@ -447,16 +448,9 @@ impl Bidctl {
     /// retransmissions, and the global ticks (keepalives, forgetting idle
     /// unregistered peers).
     pub fn on_time(&mut self, now: Instant, out: &mut Vec<BidctlAction>) {
-        let fresh_tag = self.fresh_tag(now);
-        let local_bid = self.local_bid;
+        let moment = self.moment(now);
         for (&peer, st) in self.peers.iter_mut() {
-            let mut cx = Cx {
-                peer,
-                local_bid,
-                now,
-                fresh_tag,
-                out: &mut *out,
-            };
+            let mut cx = moment.cx(peer, &mut *out);
             if let Some((at, h)) = st.pending_bcast {
                 if at <= now {
                     st.pending_bcast = None;
@@ -475,13 +469,7 @@ impl Bidctl {
         let mut ticks = 0;
         while self.next_tick <= now && ticks <= IDLE_LIMIT_TICKS {
             self.peers.retain(|&peer, st| {
-                let mut cx = Cx {
-                    peer,
-                    local_bid,
-                    now,
-                    fresh_tag,
-                    out: &mut *out,
-                };
+                let mut cx = moment.cx(peer, &mut *out);
                 st.tick(&mut cx)
             });
             self.next_tick = self.next_tick + TIMER_INTERVAL;
@@ -489,6 +477,16 @@ impl Bidctl {
         }
         if self.next_tick <= now {
             self.next_tick = now + TIMER_INTERVAL;
+        }
+    }
+
+    /// What a peer's transition at `now` is told besides its peer and
+    /// where its actions go.
+    fn moment(&self, now: Instant) -> Moment {
+        Moment {
+            local_bid: self.local_bid,
+            now,
+            fresh_tag: self.fresh_tag(now),
         }
     }
 

@@ -243,17 +243,21 @@ impl Sim {
         }
     }
 
+    /// The server (`on_server`) or the client carries out `Send` action
+    /// `a`: its packet goes on the wire to the other.
+    fn send_action(&mut self, on_server: bool, a: ChanAction) {
+        let packet = if on_server {
+            sent_packet(&mut self.server, &mut self.receipts, a)
+        } else {
+            sent_packet(&mut self.client, &mut self.receipts, a)
+        };
+        self.transmit(!on_server, packet);
+    }
+
     fn client_actions(&mut self, out: Vec<ChanAction>, payload: &[u8], release: bool) {
         for a in out {
             match a {
-                ChanAction::Send {
-                    key,
-                    header,
-                    payload: p,
-                } => {
-                    let packet = sent_packet(&mut self.client, &mut self.receipts, key, &header, p);
-                    self.transmit(true, packet);
-                }
+                a @ ChanAction::Send { .. } => self.send_action(false, a),
                 ChanAction::Reply { key, len } => {
                     let Some(id) = self.on_channel.remove(&key) else {
                         self.violations.push(format!("reply on idle {key:?}"));
@@ -284,14 +288,7 @@ impl Sim {
     fn server_actions(&mut self, out: Vec<ChanAction>, payload: &[u8]) {
         for a in out {
             match a {
-                ChanAction::Send {
-                    key,
-                    header,
-                    payload: p,
-                } => {
-                    let packet = sent_packet(&mut self.server, &mut self.receipts, key, &header, p);
-                    self.transmit(false, packet);
-                }
+                a @ ChanAction::Send { .. } => self.send_action(true, a),
                 ChanAction::Execute { call, len } => {
                     let req = &payload[..len];
                     let id = u32::from_be_bytes([req[0], req[1], req[2], req[3]]) as usize;

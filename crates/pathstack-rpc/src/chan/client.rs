@@ -2,7 +2,8 @@
 //! table that numbers them (spec §6.4; X32 `chan_client.c`, OSF
 //! `chan_client.c`).
 
-use super::retransmit::{resend, Backoff};
+use super::retransmit::control;
+use super::saved::SavedMessage;
 use super::{
     CallError, ChanAction, ChannelKey, ClientConfig, Payload, TableError, TransportQuery,
     TransportReceipt,
@@ -36,11 +37,9 @@ pub enum ClientState {
 pub(crate) struct ClientChannel {
     seq: u32,
     state: ClientState,
-    /// The request of the outstanding call, kept for retransmission;
-    /// cleared (capacity kept) when the call ends.
-    copy: Vec<u8>,
-    receipt: TransportReceipt,
-    timer: Backoff,
+    /// The request of the outstanding call, kept for retransmission
+    /// until the call ends.
+    saved: SavedMessage,
     deadline: Option<Instant>,
 }
 
@@ -145,9 +144,7 @@ impl ClientTable {
             ClientChannel {
                 seq,
                 state: ClientState::Free,
-                copy: Vec::new(),
-                receipt: TransportReceipt::default(),
-                timer: Backoff::idle(),
+                saved: SavedMessage::new(),
                 deadline: None,
             },
         );
@@ -225,7 +222,7 @@ impl ClientTable {
         self.channels
             .get(&key)
             .filter(|c| c.state == ClientState::Wait)
-            .map(|c| c.copy.as_slice())
+            .map(|c| c.saved.copy())
     }
 
     /// Starts a call on a FREE channel (spec §6.4): seq += 1, the request
@@ -309,7 +306,7 @@ impl ClientTable {
         let only_reply = header.flags == flags::USER_MSG
             && ch.state == ClientState::Wait
             && header.seq == ch.seq
-            && ch.receipt.ticket.is_none();
+            && !ch.saved.fragmented();
         if only_reply {
             // No ticket: `end_call` has nothing to ask of the transport.
             let mut none = Vec::new();
@@ -324,10 +321,7 @@ impl ClientTable {
     pub fn record_receipt(&mut self, key: ChannelKey, receipt: TransportReceipt) {
         if let Some(ch) = self.channels.get_mut(&key) {
             if ch.state == ClientState::Wait {
-                ch.receipt = receipt;
-                if receipt.reliable {
-                    ch.timer.cancel();
-                }
+                ch.saved.record(receipt);
             }
         }
     }
@@ -379,11 +373,7 @@ impl ClientTable {
             // A request belongs to the server table (X32 demux).
             return Err(ChanDropReason::NoChannel);
         }
-        let key = ChannelKey {
-            peer,
-            prot_id: header.prot_id,
-            chan: header.chan,
-        };
+        let key = ChannelKey::of(peer, header);
         let Some((_, ch)) = self.channels.find_mut(held, &key) else {
             // Dormant: the FREE rules with the remembered seq.
             let seq = self
@@ -418,27 +408,19 @@ impl ClientTable {
                 } else if header.has(flags::NEGATIVE_ACK) {
                     // The server never got the request: resend it whole
                     // (forced, §6.6), timer re-armed at the current wait.
-                    let (h, p) = resend(
-                        key.chan,
-                        key.prot_id,
+                    out.push(ch.saved.resend(
+                        key,
                         ch.seq,
                         flags::FROM_CLIENT,
-                        ch.copy.len(),
-                        ch.receipt,
                         true,
                         self.config.opt_packet,
                         query,
-                    );
-                    out.push(ChanAction::Send {
-                        key,
-                        header: h,
-                        payload: p,
-                    });
-                    ch.timer.rearm(now);
+                    ));
+                    ch.saved.timer.rearm(now);
                     Ok(())
                 } else if header.has(flags::ACK_REQUESTED) {
                     // "Reply sent, did you get it?" — no: ask for it.
-                    ch.timer.cancel();
+                    ch.saved.timer.cancel();
                     out.push(ChanAction::Send {
                         key,
                         header: control(key, flags::FROM_CLIENT | flags::NEGATIVE_ACK, ch.seq),
@@ -448,7 +430,7 @@ impl ClientTable {
                 } else {
                     // Plain ACK: the server has the request and now owns
                     // recovery; wait without a timer (C6).
-                    ch.timer.cancel();
+                    ch.saved.timer.cancel();
                     Ok(())
                 }
             }
@@ -474,9 +456,9 @@ impl ClientTable {
                 });
                 continue;
             }
-            if ch.timer.due(now) {
+            if ch.saved.timer.due(now) {
                 out.push(timer_resend(key, ch, opt));
-                ch.timer.back_off(now, max);
+                ch.saved.timer.back_off(now, max);
             }
         }
     }
@@ -486,7 +468,7 @@ impl ClientTable {
         self.channels
             .values()
             .filter(|c| c.state == ClientState::Wait)
-            .flat_map(|c| [c.timer.at, c.deadline])
+            .flat_map(|c| [c.saved.timer.at, c.deadline])
             .flatten()
             .min()
     }
@@ -506,7 +488,7 @@ impl ClientTable {
                 });
             }
             ch.state = ClientState::Disabled;
-            ch.copy = Vec::new();
+            ch.saved.forget();
         }
         for ((p, _), n) in self.numbering.iter_mut() {
             if *p == peer {
@@ -523,9 +505,9 @@ impl ClientTable {
     pub fn first_contact(&mut self, now: Instant, peer: Peer, out: &mut Vec<ChanAction>) {
         let opt = self.config.opt_packet;
         for (&key, ch) in self.channels.iter_mut().filter(|(k, _)| k.peer == peer) {
-            if ch.state == ClientState::Wait && ch.timer.at.is_some() {
+            if ch.state == ClientState::Wait && ch.saved.timer.at.is_some() {
                 out.push(timer_resend(key, ch, opt));
-                ch.timer.rearm(now);
+                ch.saved.timer.rearm(now);
             }
         }
     }
@@ -556,35 +538,10 @@ fn free_rule(
     Ok(())
 }
 
-/// A header-only control packet.
-fn control(key: ChannelKey, f: u8, seq: u32) -> ChanHeader {
-    ChanHeader {
-        chan: key.chan,
-        flags: f,
-        prot_id: key.prot_id,
-        seq,
-        len: 0,
-    }
-}
-
 /// The timer's retransmission: `FROM_CLIENT|ACK_REQUESTED`, unforced.
 fn timer_resend(key: ChannelKey, ch: &ClientChannel, opt: Option<usize>) -> ChanAction {
-    let (header, payload) = resend(
-        key.chan,
-        key.prot_id,
-        ch.seq,
-        flags::FROM_CLIENT | flags::ACK_REQUESTED,
-        ch.copy.len(),
-        ch.receipt,
-        false,
-        opt,
-        None,
-    );
-    ChanAction::Send {
-        key,
-        header,
-        payload,
-    }
+    let f = flags::FROM_CLIENT | flags::ACK_REQUESTED;
+    ch.saved.resend(key, ch.seq, f, false, opt, None)
 }
 
 /// Whether a call of `len` bytes may start on `ch` (FREE, within `max`,
@@ -622,12 +579,7 @@ fn start_call(
     deadline: Option<Instant>,
 ) -> ChanHeader {
     ch.seq += 1;
-    ch.copy.clear();
-    for part in request.into_iter().filter(|p| !p.is_empty()) {
-        ch.copy.extend_from_slice(part);
-    }
-    ch.receipt = TransportReceipt::default();
-    ch.timer.start(now, initial);
+    ch.saved.keep(now, initial, request);
     ch.deadline = deadline;
     ch.state = ClientState::Wait;
     ChanHeader {
@@ -643,12 +595,7 @@ fn start_call(
 /// deadline cancelled, copy dropped (capacity kept), the transport told
 /// it may free a fragmented request → FREE, seq kept.
 fn end_call(ch: &mut ClientChannel, out: &mut Vec<ChanAction>) {
-    ch.timer.cancel();
+    ch.saved.release(out);
     ch.deadline = None;
-    ch.copy.clear();
-    if let Some(ticket) = ch.receipt.ticket {
-        out.push(ChanAction::FreeResources { ticket });
-    }
-    ch.receipt = TransportReceipt::default();
     ch.state = ClientState::Free;
 }

@@ -58,6 +58,7 @@
 mod client;
 mod config;
 mod retransmit;
+mod saved;
 mod server;
 
 #[cfg(test)]
@@ -90,6 +91,18 @@ pub struct ChannelKey {
     pub prot_id: u32,
     /// The channel number (≥ 1).
     pub chan: u16,
+}
+
+impl ChannelKey {
+    /// The channel a packet from `peer` with CHAN header `header` is on.
+    #[inline(always)]
+    pub fn of(peer: Peer, header: &ChanHeader) -> Self {
+        ChannelKey {
+            peer,
+            prot_id: header.prot_id,
+            chan: header.chan,
+        }
+    }
 }
 
 /// What the transport reported about a message CHAN pushed: the

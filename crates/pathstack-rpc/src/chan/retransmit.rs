@@ -2,7 +2,7 @@
 //! the content rules of X32 `chanResend` as revised by OSF (spec §6.6,
 //! §12 item 10).
 
-use super::{Payload, TransportQuery, TransportReceipt};
+use super::{ChannelKey, Payload, TransportQuery, TransportReceipt};
 use crate::wire::chan::{flags, ChanHeader};
 use pathstack_core::time::{Duration, Instant};
 
@@ -57,8 +57,7 @@ impl Backoff {
 /// new transport message.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn resend(
-    chan: u16,
-    prot_id: u32,
+    key: ChannelKey,
     seq: u32,
     f: u8,
     copy_len: usize,
@@ -67,18 +66,7 @@ pub(crate) fn resend(
     opt_packet: Option<usize>,
     query: Option<&mut dyn TransportQuery>,
 ) -> (ChanHeader, Payload) {
-    let header_only = |fl: u8| {
-        (
-            ChanHeader {
-                chan,
-                flags: fl,
-                prot_id,
-                seq,
-                len: 0,
-            },
-            Payload::None,
-        )
-    };
+    let header_only = |fl: u8| (control(key, fl, seq), Payload::None);
     if receipt.reliable && !force {
         return header_only(f);
     }
@@ -101,9 +89,9 @@ pub(crate) fn resend(
     }
     (
         ChanHeader {
-            chan,
+            chan: key.chan,
             flags: f | flags::USER_MSG,
-            prot_id,
+            prot_id: key.prot_id,
             seq,
             // Copies are bounded by max_request / the reply API, far
             // below 4 GiB; saturate rather than wrap if not.
@@ -111,4 +99,16 @@ pub(crate) fn resend(
         },
         Payload::SavedCopy,
     )
+}
+
+/// A header-only control packet on `key`'s channel: an ACK, a probe, a
+/// `NEGATIVE_ACK`, or a resend that carries no data (spec §6.2, §6.6).
+pub(crate) fn control(key: ChannelKey, f: u8, seq: u32) -> ChanHeader {
+    ChanHeader {
+        chan: key.chan,
+        flags: f,
+        prot_id: key.prot_id,
+        seq,
+        len: 0,
+    }
 }

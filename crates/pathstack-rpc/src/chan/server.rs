@@ -2,7 +2,8 @@
 //! client channel, which execute each call at most once and keep the
 //! reply until it is acknowledged (spec §6.5, §6.7; X32 `chan_server.c`).
 
-use super::retransmit::{resend, Backoff};
+use super::retransmit::control;
+use super::saved::SavedMessage;
 use super::{
     ChanAction, ChannelKey, Payload, ServerConfig, TableError, TransportQuery, TransportReceipt,
 };
@@ -53,11 +54,8 @@ pub(crate) struct ServerChannel {
     state: ServerState,
     /// Of the current execution (meaningful in EXECUTE).
     exec: u64,
-    /// The reply, kept for retransmission in WAIT; cleared (capacity
-    /// kept) when acknowledged.
-    copy: Vec<u8>,
-    receipt: TransportReceipt,
-    timer: Backoff,
+    /// The reply, kept for retransmission in WAIT until acknowledged.
+    saved: SavedMessage,
 }
 
 /// Why [`ServerTable::reply`] did not send a reply.
@@ -184,7 +182,7 @@ impl ServerTable {
         self.channels
             .get(&key)
             .filter(|c| c.state == ServerState::Wait)
-            .map(|c| c.copy.as_slice())
+            .map(|c| c.saved.copy())
     }
 
     /// Closes an IDLE channel: only its seq is kept (dormant), revived by
@@ -233,11 +231,7 @@ impl ServerTable {
         if !header.has(flags::FROM_CLIENT) {
             return Err(ChanDropReason::NoChannel);
         }
-        let key = ChannelKey {
-            peer,
-            prot_id: header.prot_id,
-            chan: header.chan,
-        };
+        let key = ChannelKey::of(peer, header);
         let at = match self.channels.find_mut(held, &key) {
             Some((at, _)) => at,
             None => match self.create(key, header, out)? {
@@ -290,9 +284,7 @@ impl ServerTable {
                 seq,
                 state: ServerState::Idle,
                 exec: 0,
-                copy: Vec::new(),
-                receipt: TransportReceipt::default(),
-                timer: Backoff::idle(),
+                saved: SavedMessage::new(),
             },
         )))
     }
@@ -325,44 +317,21 @@ impl ServerTable {
                 }
             }
             ServerState::Wait if header.has(flags::NEGATIVE_ACK) => {
-                let (h, p) = resend(
-                    key.chan,
-                    key.prot_id,
-                    ch.seq,
-                    0,
-                    ch.copy.len(),
-                    ch.receipt,
-                    true,
-                    self.config.opt_packet,
-                    query,
+                out.push(
+                    ch.saved
+                        .resend(key, ch.seq, 0, true, self.config.opt_packet, query),
                 );
-                out.push(ChanAction::Send {
-                    key,
-                    header: h,
-                    payload: p,
-                });
                 return Ok(());
             }
             ServerState::Wait => {
                 if self.config.resend_reply_on_duplicate && header.has(flags::USER_MSG) {
                     // §12 item 12 (off by default): answer the duplicate
                     // as the timer would, without backing off.
-                    let (h, p) = resend(
-                        key.chan,
-                        key.prot_id,
-                        ch.seq,
-                        flags::ACK_REQUESTED,
-                        ch.copy.len(),
-                        ch.receipt,
-                        false,
-                        self.config.opt_packet,
-                        None,
+                    let opt = self.config.opt_packet;
+                    out.push(
+                        ch.saved
+                            .resend(key, ch.seq, flags::ACK_REQUESTED, false, opt, None),
                     );
-                    out.push(ChanAction::Send {
-                        key,
-                        header: h,
-                        payload: p,
-                    });
                     return Ok(());
                 }
                 // The server's own timer recovers a lost reply (C2).
@@ -514,7 +483,7 @@ impl ServerTable {
             && header.seq > ch.seq
             && match ch.state {
                 ServerState::Idle => true,
-                ServerState::Wait => ch.receipt.ticket.is_none(),
+                ServerState::Wait => !ch.saved.fragmented(),
                 ServerState::Execute => false,
             };
         if !only_request {
@@ -539,10 +508,7 @@ impl ServerTable {
     pub fn record_receipt(&mut self, key: ChannelKey, receipt: TransportReceipt) {
         if let Some(ch) = self.channels.get_mut(&key) {
             if ch.state == ServerState::Wait {
-                ch.receipt = receipt;
-                if receipt.reliable {
-                    ch.timer.cancel();
-                }
+                ch.saved.record(receipt);
             }
         }
     }
@@ -554,24 +520,12 @@ impl ServerTable {
         let max = self.config.max_timeout;
         let opt = self.config.opt_packet;
         for (&key, ch) in self.channels.iter_mut() {
-            if ch.state == ServerState::Wait && ch.timer.due(now) {
-                let (header, payload) = resend(
-                    key.chan,
-                    key.prot_id,
-                    ch.seq,
-                    flags::ACK_REQUESTED,
-                    ch.copy.len(),
-                    ch.receipt,
-                    false,
-                    opt,
-                    None,
+            if ch.state == ServerState::Wait && ch.saved.timer.due(now) {
+                out.push(
+                    ch.saved
+                        .resend(key, ch.seq, flags::ACK_REQUESTED, false, opt, None),
                 );
-                out.push(ChanAction::Send {
-                    key,
-                    header,
-                    payload,
-                });
-                ch.timer.back_off(now, max);
+                ch.saved.timer.back_off(now, max);
             }
         }
     }
@@ -581,7 +535,7 @@ impl ServerTable {
         self.channels
             .values()
             .filter(|c| c.state == ServerState::Wait)
-            .filter_map(|c| c.timer.at)
+            .filter_map(|c| c.saved.timer.at)
             .min()
     }
 
@@ -596,9 +550,7 @@ impl ServerTable {
                 return true;
             }
             if ch.state == ServerState::Wait {
-                if let Some(ticket) = ch.receipt.ticket {
-                    out.push(ChanAction::FreeResources { ticket });
-                }
+                ch.saved.release(out);
             }
             false
         });
@@ -617,12 +569,7 @@ fn send_reply(
     reply: [&[u8]; 2],
     len: u32,
 ) -> ChanHeader {
-    ch.copy.clear();
-    for part in reply.into_iter().filter(|p| !p.is_empty()) {
-        ch.copy.extend_from_slice(part);
-    }
-    ch.receipt = TransportReceipt::default();
-    ch.timer.start(now, initial);
+    ch.saved.keep(now, initial, reply);
     ch.state = ServerState::Wait;
     ChanHeader {
         chan: key.chan,
@@ -636,22 +583,6 @@ fn send_reply(
 /// WAIT → IDLE on an implicit or explicit ACK: the reply copy is dropped
 /// and the transport may free it.
 fn ack_reply(ch: &mut ServerChannel, out: &mut Vec<ChanAction>) {
-    ch.copy.clear();
-    ch.timer.cancel();
-    if let Some(ticket) = ch.receipt.ticket {
-        out.push(ChanAction::FreeResources { ticket });
-    }
-    ch.receipt = TransportReceipt::default();
+    ch.saved.release(out);
     ch.state = ServerState::Idle;
-}
-
-/// A header-only control packet from the server.
-fn control(key: ChannelKey, f: u8, seq: u32) -> ChanHeader {
-    ChanHeader {
-        chan: key.chan,
-        flags: f,
-        prot_id: key.prot_id,
-        seq,
-        len: 0,
-    }
 }

@@ -89,20 +89,26 @@ pub(super) fn message(
     packet
 }
 
-/// The packet of a [`ChanAction::Send`]: the header alone, or with the
-/// channel's saved copy as a new message (see [`Payload`]).
+/// The packet of [`ChanAction::Send`] `a`: the header alone, or with
+/// the channel's saved copy as a new message (see [`Payload`]).
 pub(super) fn sent_packet(
     end: &mut impl ChanEnd,
     receipts: &mut Receipts,
-    key: ChannelKey,
-    header: &ChanHeader,
-    payload: Payload,
+    a: ChanAction,
 ) -> Vec<u8> {
+    let ChanAction::Send {
+        key,
+        header,
+        payload,
+    } = a
+    else {
+        panic!("not a send: {a:?}");
+    };
     match payload {
         Payload::None => header.to_bytes().to_vec(),
         Payload::SavedCopy => {
             let saved = end.saved_copy(key).unwrap().to_vec();
-            message(end, receipts, key, header, &saved)
+            message(end, receipts, key, &header, &saved)
         }
     }
 }

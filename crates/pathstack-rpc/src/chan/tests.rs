@@ -108,17 +108,22 @@ impl Rig {
         self.to_client.push_back(packet);
     }
 
+    /// The server (`on_server`) or the client carries out `Send` action
+    /// `a`.
+    fn send_action(&mut self, on_server: bool, a: ChanAction) {
+        if on_server {
+            let packet = sent_packet(&mut self.server, &mut self.receipts, a);
+            self.server_sends(packet);
+        } else {
+            let packet = sent_packet(&mut self.client, &mut self.receipts, a);
+            self.client_sends(packet);
+        }
+    }
+
     fn client_actions(&mut self, out: Vec<ChanAction>, payload: &[u8]) {
         for a in out {
             match a {
-                ChanAction::Send {
-                    key,
-                    header,
-                    payload: p,
-                } => {
-                    let packet = sent_packet(&mut self.client, &mut self.receipts, key, &header, p);
-                    self.client_sends(packet);
-                }
+                a @ ChanAction::Send { .. } => self.send_action(false, a),
                 ChanAction::Reply { key, len } => self.replies.push((key, payload[..len].to_vec())),
                 ChanAction::CallFailed { key, error } => self.failures.push((key, error)),
                 ChanAction::FreeResources { ticket } => self.freed.push(ticket),
@@ -130,14 +135,7 @@ impl Rig {
     fn server_actions(&mut self, out: Vec<ChanAction>, payload: &[u8]) {
         for a in out {
             match a {
-                ChanAction::Send {
-                    key,
-                    header,
-                    payload: p,
-                } => {
-                    let packet = sent_packet(&mut self.server, &mut self.receipts, key, &header, p);
-                    self.server_sends(packet);
-                }
+                a @ ChanAction::Send { .. } => self.send_action(true, a),
                 ChanAction::Execute { call, len } => {
                     let req = payload[..len].to_vec();
                     self.executed.push((call, req.clone()));
@@ -159,22 +157,16 @@ impl Rig {
 
     /// Delivers `packet` to the server.
     fn inject_server(&mut self, packet: &[u8]) -> Result<(), ChanDropReason> {
-        let (h, payload) = ChanHeader::parse(packet)?;
-        let mut out = Vec::new();
-        let says = self.blast_says;
-        let queries = &mut self.queries;
-        let mut q = |t: u32| {
-            queries.push(t);
-            says
-        };
-        let r = self
-            .server
-            .on_packet(cpeer(), &h, payload, Some(&mut q), &mut out);
-        self.server_actions(out, payload);
-        r
+        self.inject(true, packet)
     }
 
     fn inject_client(&mut self, packet: &[u8]) -> Result<(), ChanDropReason> {
+        self.inject(false, packet)
+    }
+
+    /// Delivers `packet` to the server (`to_server`) or the client; BLAST
+    /// answers every `CHAN_RETRANSMIT` with `blast_says`.
+    fn inject(&mut self, to_server: bool, packet: &[u8]) -> Result<(), ChanDropReason> {
         let (h, payload) = ChanHeader::parse(packet)?;
         let mut out = Vec::new();
         let says = self.blast_says;
@@ -183,27 +175,29 @@ impl Rig {
             queries.push(t);
             says
         };
-        let r = self
-            .client
-            .on_packet(self.now, speer(), &h, payload, Some(&mut q), &mut out);
-        self.client_actions(out, payload);
+        let r = if to_server {
+            self.server
+                .on_packet(cpeer(), &h, payload, Some(&mut q), &mut out)
+        } else {
+            self.client
+                .on_packet(self.now, speer(), &h, payload, Some(&mut q), &mut out)
+        };
+        if to_server {
+            self.server_actions(out, payload);
+        } else {
+            self.client_actions(out, payload);
+        }
         r
     }
 
     fn step_server(&mut self) -> Result<(), ChanDropReason> {
-        let p = self
-            .to_server
-            .pop_front()
-            .expect("nothing in flight to the server");
-        self.inject_server(&p)
+        let p = self.to_server.pop_front();
+        self.inject_server(&p.expect("nothing in flight to the server"))
     }
 
     fn step_client(&mut self) -> Result<(), ChanDropReason> {
-        let p = self
-            .to_client
-            .pop_front()
-            .expect("nothing in flight to the client");
-        self.inject_client(&p)
+        let p = self.to_client.pop_front();
+        self.inject_client(&p.expect("nothing in flight to the client"))
     }
 
     fn lose_to_server(&mut self) -> Vec<u8> {

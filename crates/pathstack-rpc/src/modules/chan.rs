@@ -232,6 +232,17 @@ fn status_of(e: CallError) -> CallStatus {
     }
 }
 
+/// Pushes CHAN's header `h` on a call or reply going down.
+fn push_header(msg: &mut Msg, h: &ChanHeader) -> Verdict {
+    match msg.push(HEADER_LEN) {
+        Ok(b) => {
+            h.emit(b);
+            Verdict::Next
+        }
+        Err(_) => Verdict::Drop(ChanDropReason::Truncated.into()),
+    }
+}
+
 /// The CHAN partial classifier: requests (`FROM_CLIENT`) and replies are
 /// told apart, then the upper protocol number.
 struct ChanDemux;
@@ -466,11 +477,7 @@ impl ChanStage {
         if anno.rpc_tag().is_some_and(|t| t.notice != BootNotice::None) {
             return false;
         }
-        let key = ChannelKey {
-            peer,
-            prot_id: h.prot_id,
-            chan: h.chan,
-        };
+        let key = ChannelKey::of(peer, h);
         let at = usize::from(h.chan);
         // Anything queued would go out with this packet's own action.
         if !m.actions.is_empty() {
@@ -495,14 +502,21 @@ impl ChanStage {
         self.server
     }
 
-    fn call(&mut self, msg: &mut Msg, cx: &mut Cx<'_, '_>) -> Verdict {
-        let (Some(tag), Some(peer)) = (msg.anno().rpc_tag(), msg.anno().rpc_peer()) else {
-            return Verdict::Drop(ChanDropReason::NoChannel.into());
-        };
+    /// The channel a call or reply going down travels on: the one its
+    /// RPC tag's slot numbers, to the peer it is annotated with.
+    fn channel_of(&self, msg: &Msg) -> Option<(RpcTag, ChannelKey)> {
+        let (tag, peer) = (msg.anno().rpc_tag()?, msg.anno().rpc_peer()?);
         let key = ChannelKey {
             peer,
             prot_id: self.prot_id,
             chan: tag.slot,
+        };
+        Some((tag, key))
+    }
+
+    fn call(&mut self, msg: &mut Msg, cx: &mut Cx<'_, '_>) -> Verdict {
+        let Some((tag, key)) = self.channel_of(msg) else {
+            return Verdict::Drop(ChanDropReason::NoChannel.into());
         };
         let now = cx.now();
         let receipt = self.receipt(cx, msg.len() + HEADER_LEN);
@@ -535,13 +549,7 @@ impl ChanStage {
             self.register(cx, &peers);
         }
         match header {
-            Ok(h) => match msg.push(HEADER_LEN) {
-                Ok(b) => {
-                    h.emit(b);
-                    Verdict::Next
-                }
-                Err(_) => Verdict::Drop(ChanDropReason::Truncated.into()),
-            },
+            Ok(h) => push_header(msg, &h),
             Err(e) => {
                 // The call never left: its outcome goes back up at once.
                 msg.truncate(0);
@@ -555,13 +563,8 @@ impl ChanStage {
     }
 
     fn reply(&mut self, msg: &mut Msg, cx: &mut Cx<'_, '_>) -> Verdict {
-        let (Some(tag), Some(peer)) = (msg.anno().rpc_tag(), msg.anno().rpc_peer()) else {
+        let Some((_, key)) = self.channel_of(msg) else {
             return Verdict::Drop(ChanDropReason::Unsolicited.into());
-        };
-        let key = ChannelKey {
-            peer,
-            prot_id: self.prot_id,
-            chan: tag.slot,
         };
         let now = cx.now();
         let receipt = self.receipt(cx, msg.len() + HEADER_LEN);
@@ -580,13 +583,7 @@ impl ChanStage {
                 }
                 let first = now + m.server.config().initial_timeout;
                 m.armed(first);
-                match msg.push(HEADER_LEN) {
-                    Ok(b) => {
-                        h.emit(b);
-                        Verdict::Next
-                    }
-                    Err(_) => Verdict::Drop(ChanDropReason::Truncated.into()),
-                }
+                push_header(msg, &h)
             }
             // The client rebooted while the procedure ran (C10).
             Err(ReplyError::Stale) => Verdict::Drop(ChanDropReason::Disabled.into()),
@@ -635,11 +632,7 @@ impl ChanStage {
             return Verdict::Drop(ChanDropReason::NoChannel.into());
         };
         let channels = m.server.len();
-        let key = ChannelKey {
-            peer,
-            prot_id: h.prot_id,
-            chan: h.chan,
-        };
+        let key = ChannelKey::of(peer, &h);
         let at = usize::from(h.chan);
         let r = if server {
             let held = self.servers.get(at, &key);

@@ -649,82 +649,100 @@ mod tests {
         );
     }
 
+    /// Each header with its bytes, both ways ([`exact`]).
+    #[cfg(any(feature = "blast-mask32", feature = "blast-mask64"))]
+    fn exact_all(cases: &[(BlastHeader, &str)]) {
+        for (h, v) in cases {
+            exact(*h, &hex(v));
+        }
+    }
+
+    /// `n` fragments do not fit the mask.
+    #[cfg(any(feature = "blast-mask32", feature = "blast-mask64"))]
+    fn too_many_frags(n: u8) {
+        let mut b = wide(1, 1, BlastOp::Send).to_bytes();
+        b[13] = n;
+        assert_eq!(BlastHeader::parse(&b), Err(BlastDropReason::BadNumFrag));
+    }
+
     #[test]
     #[cfg(feature = "blast-mask32")]
     fn layout_32_bit_mask() {
+        use BlastOp::{Nack, Retransmit, Send};
         assert_eq!((HEADER_LEN, MAX_FRAGS), (20, 32));
         assert_eq!((field::PAD, field::MASK), (15..16, 16..20));
-        // Below fragment 17 the bytes are those of the 16-bit layout.
-        exact(
-            wide(32, 1, BlastOp::Send),
-            &hex("00 00 00 15 00 00 00 07 00 00 05 b4 00 20 01 00 00 00 00 01"),
-        );
-        exact(
-            wide(32, 17, BlastOp::Send),
-            &hex("00 00 00 15 00 00 00 07 00 00 05 b4 00 20 01 00 00 01 00 00"),
-        );
-        exact(
-            wide(32, 32, BlastOp::Retransmit),
-            &hex("00 00 00 15 00 00 00 07 00 00 05 b4 00 20 03 00 80 00 00 00"),
-        );
-        // NACK of 32 fragments, 3 and 17 missing.
-        exact(
-            BlastHeader {
-                mask: 0xfffe_fffb,
-                ..wide(32, 1, BlastOp::Nack)
-            },
-            &hex("00 00 00 15 00 00 00 07 00 00 05 b4 00 20 02 00 ff fe ff fb"),
-        );
-        // 33 fragments do not fit the mask.
-        let mut b = wide(32, 1, BlastOp::Send).to_bytes();
-        b[13] = 33;
-        assert_eq!(BlastHeader::parse(&b), Err(BlastDropReason::BadNumFrag));
+        let nack = |mask| BlastHeader {
+            mask,
+            ..wide(32, 1, Nack)
+        };
+        exact_all(&[
+            // Below fragment 17 the bytes are those of the 16-bit layout.
+            (
+                wide(32, 1, Send),
+                "00 00 00 15 00 00 00 07 00 00 05 b4 00 20 01 00 00 00 00 01",
+            ),
+            (
+                wide(32, 17, Send),
+                "00 00 00 15 00 00 00 07 00 00 05 b4 00 20 01 00 00 01 00 00",
+            ),
+            (
+                wide(32, 32, Retransmit),
+                "00 00 00 15 00 00 00 07 00 00 05 b4 00 20 03 00 80 00 00 00",
+            ),
+            // NACK of 32 fragments, 3 and 17 missing.
+            (
+                nack(0xfffe_fffb),
+                "00 00 00 15 00 00 00 07 00 00 05 b4 00 20 02 00 ff fe ff fb",
+            ),
+        ]);
+        too_many_frags(33);
     }
 
     #[test]
     #[cfg(feature = "blast-mask64")]
     fn layout_64_bit_mask() {
+        use BlastOp::{Nack, Retransmit, Send};
         assert_eq!((HEADER_LEN, MAX_FRAGS), (24, 64));
         assert_eq!((field::PAD, field::MASK), (15..16, 16..24));
         assert_eq!((field::MASK_HI, field::MASK_LO), (16..20, 20..24));
-        // Fragment 1 of 40: mask_hi 0, mask_lo bit 0.
-        exact(
-            wide(40, 1, BlastOp::Send),
-            &hex("00 00 00 15 00 00 00 07 00 00 05 b4 00 28 01 00 00 00 00 00 00 00 00 01"),
-        );
-        // Fragment 33 of 40: mask_hi bit 0, mask_lo 0.
-        exact(
-            wide(40, 33, BlastOp::Send),
-            &hex("00 00 00 15 00 00 00 07 00 00 05 b4 00 28 01 00 00 00 00 01 00 00 00 00"),
-        );
-        // Fragment 32 of 40: the top bit of mask_lo.
-        exact(
-            wide(40, 32, BlastOp::Retransmit),
-            &hex("00 00 00 15 00 00 00 07 00 00 05 b4 00 28 03 00 00 00 00 00 80 00 00 00"),
-        );
-        // Fragment 64 of 64: the top bit of mask_hi.
-        exact(
-            wide(64, 64, BlastOp::Send),
-            &hex("00 00 00 15 00 00 00 07 00 00 05 b4 00 40 01 00 80 00 00 00 00 00 00 00"),
-        );
-        // NACK of 40 fragments, 3 and 33 missing: mask_hi holds 34–40.
-        exact(
-            BlastHeader {
-                mask: 0x0000_00fe_ffff_fffb,
-                ..wide(40, 1, BlastOp::Nack)
-            },
-            &hex("00 00 00 15 00 00 00 07 00 00 05 b4 00 28 02 00 00 00 00 fe ff ff ff fb"),
-        );
+        let nack = |mask| BlastHeader {
+            mask,
+            ..wide(40, 1, Nack)
+        };
+        exact_all(&[
+            // Fragment 1 of 40: mask_hi 0, mask_lo bit 0.
+            (
+                wide(40, 1, Send),
+                "00 00 00 15 00 00 00 07 00 00 05 b4 00 28 01 00 00 00 00 00 00 00 00 01",
+            ),
+            // Fragment 33 of 40: mask_hi bit 0, mask_lo 0.
+            (
+                wide(40, 33, Send),
+                "00 00 00 15 00 00 00 07 00 00 05 b4 00 28 01 00 00 00 00 01 00 00 00 00",
+            ),
+            // Fragment 32 of 40: the top bit of mask_lo.
+            (
+                wide(40, 32, Retransmit),
+                "00 00 00 15 00 00 00 07 00 00 05 b4 00 28 03 00 00 00 00 00 80 00 00 00",
+            ),
+            // Fragment 64 of 64: the top bit of mask_hi.
+            (
+                wide(64, 64, Send),
+                "00 00 00 15 00 00 00 07 00 00 05 b4 00 40 01 00 80 00 00 00 00 00 00 00",
+            ),
+            // NACK of 40 fragments, 3 and 33 missing: mask_hi holds 34–40.
+            (
+                nack(0x0000_00fe_ffff_fffb),
+                "00 00 00 15 00 00 00 07 00 00 05 b4 00 28 02 00 00 00 00 fe ff ff ff fb",
+            ),
+        ]);
         // A NACK naming fragment 41 of 40 is refused.
         let mut b = wide(40, 1, BlastOp::Nack).to_bytes();
         b[19] = 0x81; // fragments 33 and 40: mask_hi bits 0 and 7
         assert!(BlastHeader::parse(&b).is_ok());
         b[18] = 0x01; // fragment 41: mask_hi bit 8
         assert_eq!(BlastHeader::parse(&b), Err(BlastDropReason::BadMask));
-        // 65 fragments do not fit the mask.
-        let mut b = wide(64, 1, BlastOp::Send).to_bytes();
-        b[13] = 65;
-        assert_eq!(BlastHeader::parse(&b), Err(BlastDropReason::BadNumFrag));
+        too_many_frags(65);
         // A 20-byte packet is short of the 24-byte header.
         assert_eq!(
             BlastHeader::parse(&hex(

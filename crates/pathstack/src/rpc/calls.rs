@@ -3,6 +3,7 @@
 //! back with its outcome, and a generation so that a stale handle never
 //! reads a later call's reply.
 
+use pathstack_core::slab::{Slab, SlabKey};
 use pathstack_core::Msg;
 use pathstack_rpc::anno::CallStatus;
 use pathstack_rpc::Peer;
@@ -23,9 +24,8 @@ impl RpcCall {
     }
 }
 
-/// One slot of the table.
-enum Slot {
-    Free,
+/// A call of the table.
+enum Call {
     Pending {
         peer: Peer,
         id: u32,
@@ -41,11 +41,10 @@ enum Slot {
     Abandoned,
 }
 
-/// The calls of one host, bounded by the `RPC` module's `max_calls`.
+/// The calls of one host, bounded by the `RPC` module's `max_calls`
+/// (at most 2^16: a call's slot is its 16-bit tag).
 pub(crate) struct CallTable {
-    slots: Vec<(u32, Slot)>,
-    free: Vec<u16>,
-    max: usize,
+    calls: Slab<Call>,
 }
 
 /// What [`CallTable::take`] found.
@@ -59,110 +58,96 @@ pub(crate) enum Taken {
     Unknown,
 }
 
+fn key(slot: u16, generation: u32) -> SlabKey {
+    SlabKey {
+        slot: u32::from(slot),
+        generation,
+    }
+}
+
 impl CallTable {
     pub(crate) fn new(max: usize) -> Self {
         CallTable {
-            slots: Vec::new(),
-            free: Vec::new(),
-            max: max.clamp(1, usize::from(u16::MAX) + 1),
+            calls: Slab::new(max.clamp(1, usize::from(u16::MAX) + 1)),
         }
     }
 
     pub(crate) fn max(&self) -> usize {
-        self.max
+        self.calls.capacity()
     }
 
     /// A slot for a new call to `peer`, procedure `id`.
     pub(crate) fn open(&mut self, peer: Peer, id: u32) -> Option<(u16, u32)> {
-        let slot = match self.free.pop() {
-            Some(s) => s,
-            None if self.slots.len() < self.max => {
-                self.slots.push((0, Slot::Free));
-                (self.slots.len() - 1) as u16
-            }
-            None => return None,
-        };
-        let e = &mut self.slots[usize::from(slot)];
-        e.0 = e.0.wrapping_add(1);
-        e.1 = Slot::Pending { peer, id };
-        Some((slot, e.0))
+        let k = self.calls.insert(Call::Pending { peer, id }).ok()?;
+        // The capacity keeps every slot below 2^16.
+        Some((k.slot as u16, k.generation))
     }
 
     /// Gives a slot back when its request never left.
     pub(crate) fn cancel(&mut self, slot: u16) {
-        if let Some(e) = self.slots.get_mut(usize::from(slot)) {
-            e.1 = Slot::Free;
-            self.free.push(slot);
+        if let Some(k) = self.calls.key_at(u32::from(slot)) {
+            self.calls.remove(k);
         }
     }
 
     /// Records the outcome that came up for `slot`.
     pub(crate) fn complete(&mut self, slot: u16, outcome: Result<Msg, CallStatus>) {
-        let Some(e) = self.slots.get_mut(usize::from(slot)) else {
+        let Some(k) = self.calls.key_at(u32::from(slot)) else {
             return;
         };
-        match std::mem::replace(&mut e.1, Slot::Free) {
-            Slot::Pending { peer, id } => e.1 = Slot::Done { peer, id, outcome },
-            Slot::Abandoned => self.free.push(slot),
+        match self.calls.get_mut(k) {
+            Some(call @ Call::Pending { .. }) => {
+                if let Call::Pending { peer, id } = *call {
+                    *call = Call::Done { peer, id, outcome };
+                }
+            }
+            Some(Call::Abandoned) => {
+                self.calls.remove(k);
+            }
             // An outcome for a free or finished slot: a duplicate from
             // below; keep what was there.
-            other => e.1 = other,
+            _ => {}
         }
     }
 
     /// The outcome of call (`slot`, `generation`), freeing the slot when
     /// there is one.
     pub(crate) fn take(&mut self, slot: u16, generation: u32) -> Taken {
-        let Some(e) = self.slots.get_mut(usize::from(slot)) else {
-            return Taken::Unknown;
-        };
-        if e.0 != generation {
-            return Taken::Unknown;
-        }
-        match std::mem::replace(&mut e.1, Slot::Free) {
-            Slot::Done { peer, id, outcome } => {
-                self.free.push(slot);
-                Taken::Done { peer, id, outcome }
-            }
-            p @ Slot::Pending { .. } => {
-                e.1 = p;
-                Taken::Pending
-            }
-            other => {
-                e.1 = other;
-                Taken::Unknown
-            }
+        let k = key(slot, generation);
+        match self.calls.get(k) {
+            Some(Call::Done { .. }) => match self.calls.remove(k) {
+                Some(Call::Done { peer, id, outcome }) => Taken::Done { peer, id, outcome },
+                _ => Taken::Unknown,
+            },
+            Some(Call::Pending { .. }) => Taken::Pending,
+            _ => Taken::Unknown,
         }
     }
 
     /// Whether call (`slot`, `generation`) has its outcome (or is no call
     /// of this table: reading it then fails at once).
     pub(crate) fn is_done(&self, slot: u16, generation: u32) -> bool {
-        match self.slots.get(usize::from(slot)) {
-            Some((g, Slot::Pending { .. })) => *g != generation,
-            _ => true,
-        }
+        !matches!(
+            self.calls.get(key(slot, generation)),
+            Some(Call::Pending { .. })
+        )
     }
 
     /// Gives up on call (`slot`, `generation`).
     pub(crate) fn abandon(&mut self, slot: u16, generation: u32) {
-        if let Some(e) = self.slots.get_mut(usize::from(slot)) {
-            if e.0 == generation {
-                match e.1 {
-                    Slot::Pending { .. } => e.1 = Slot::Abandoned,
-                    Slot::Done { .. } => {
-                        e.1 = Slot::Free;
-                        self.free.push(slot);
-                    }
-                    _ => {}
-                }
+        let k = key(slot, generation);
+        match self.calls.get_mut(k) {
+            Some(call @ Call::Pending { .. }) => *call = Call::Abandoned,
+            Some(Call::Done { .. }) => {
+                self.calls.remove(k);
             }
+            _ => {}
         }
     }
 
     /// Calls in flight or waiting to be read.
     pub(crate) fn in_use(&self) -> usize {
-        self.slots.len() - self.free.len()
+        self.calls.len()
     }
 }
 

@@ -10,6 +10,7 @@
 use super::handles::UdpSocket;
 use super::stale::Stale;
 use crate::host_id::HostId;
+use pathstack_core::slab::{Slab, SlabKey};
 use pathstack_core::{ModuleId, PathId};
 use pathstack_inet::modules::ip::Interface;
 use pathstack_inet::wire::ipv4::DEFAULT_TTL;
@@ -49,12 +50,6 @@ impl SocketState {
     }
 }
 
-#[derive(Debug, Default)]
-struct Slot {
-    generation: u32,
-    socket: Option<SocketState>,
-}
-
 /// What a host knows about its sockets: its identity, where UDP is, its
 /// interface, and the socket table. Which ports are taken is the `UDP`
 /// module's to know.
@@ -63,8 +58,10 @@ pub(crate) struct UdpSockets {
     host: HostId,
     pub(crate) udp: Option<ModuleId>,
     pub(crate) iface: Option<Interface>,
-    slots: Vec<Slot>,
-    free: Vec<u32>,
+    /// Unbounded here (a `u32` of slots): every socket holds a path of
+    /// its own, so the path table's bound (`PathError::TableFull`)
+    /// refuses a socket before this could.
+    slots: Slab<SocketState>,
 }
 
 impl UdpSockets {
@@ -75,8 +72,7 @@ impl UdpSockets {
             host,
             udp,
             iface,
-            slots: Vec::new(),
-            free: Vec::new(),
+            slots: Slab::new(usize::MAX),
         }
     }
 
@@ -92,41 +88,37 @@ impl UdpSockets {
 
     /// Enters a new socket; returns its handle.
     pub(crate) fn insert(&mut self, socket: SocketState) -> UdpSocket {
-        let slot = match self.free.pop() {
-            Some(i) => i,
-            None => {
-                self.slots.push(Slot::default());
-                (self.slots.len() - 1) as u32
-            }
-        };
-        let s = &mut self.slots[slot as usize];
-        s.socket = Some(socket);
+        // Never full: see `slots`.
+        let key = self.slots.insert(socket).unwrap_or(SlabKey {
+            slot: u32::MAX,
+            generation: 0,
+        });
         UdpSocket {
             host: self.host,
-            slot,
-            generation: s.generation,
+            slot: key.slot,
+            generation: key.generation,
         }
     }
 
-    fn slot(&self, s: &UdpSocket) -> Result<&Slot, Stale> {
+    fn key(&self, s: &UdpSocket) -> Result<SlabKey, Stale> {
         if s.host != self.host {
             return Err(Stale::WrongHost {
                 socket: s.host,
                 host: self.host,
             });
         }
-        // Matches, not `ok_or(Stale::Closed)`: that builds the error
-        // (which has drop glue) and drops it on every call that succeeds,
-        // each send and receive.
-        match self.slots.get(s.slot as usize) {
-            Some(slot) if slot.generation == s.generation => Ok(slot),
-            _ => Err(Stale::Closed),
-        }
+        Ok(SlabKey {
+            slot: s.slot,
+            generation: s.generation,
+        })
     }
 
     /// The socket `s` names.
     pub(crate) fn get(&self, s: &UdpSocket) -> Result<&SocketState, Stale> {
-        match &self.slot(s)?.socket {
+        // Matches, not `ok_or(Stale::Closed)`: that builds the error
+        // (which has drop glue) and drops it on every call that succeeds,
+        // each send and receive.
+        match self.slots.get(self.key(s)?) {
             Some(socket) => Ok(socket),
             None => Err(Stale::Closed),
         }
@@ -134,8 +126,8 @@ impl UdpSockets {
 
     /// The socket `s` names, writable.
     pub(crate) fn get_mut(&mut self, s: &UdpSocket) -> Result<&mut SocketState, Stale> {
-        self.slot(s)?;
-        match &mut self.slots[s.slot as usize].socket {
+        let key = self.key(s)?;
+        match self.slots.get_mut(key) {
             Some(socket) => Ok(socket),
             None => Err(Stale::Closed),
         }
@@ -144,11 +136,10 @@ impl UdpSockets {
     /// Removes the socket `s` names: its handle (and every copy) is stale
     /// from now on.
     pub(crate) fn remove(&mut self, s: &UdpSocket) -> Result<SocketState, Stale> {
-        self.get(s)?;
-        let slot = &mut self.slots[s.slot as usize];
-        let socket = slot.socket.take().ok_or(Stale::Closed)?;
-        slot.generation = slot.generation.wrapping_add(1);
-        self.free.push(s.slot);
-        Ok(socket)
+        let key = self.key(s)?;
+        match self.slots.remove(key) {
+            Some(socket) => Ok(socket),
+            None => Err(Stale::Closed),
+        }
     }
 }

@@ -5,6 +5,7 @@
 
 use super::stale::Stale;
 use crate::host_id::HostId;
+use pathstack_core::slab::{Slab, SlabKey};
 use pathstack_core::{ModuleId, PathId, StageRef};
 use pathstack_inet::modules::tcp::ReadWouldBlock;
 use pathstack_inet::modules::TcpConnStage;
@@ -36,14 +37,16 @@ pub(crate) enum Entry {
 pub(crate) type StreamAt = (PathId, Option<StageRef<TcpConnStage>>);
 
 /// The TCP socket table of a host.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct TcpSockets {
     pub(crate) tcp: Option<ModuleId>,
     /// The host's own defaults for new connections
     /// ([`HostConfig::tcp_config`](crate::host::HostConfig::tcp_config)).
     pub(crate) config: Option<TcpConfig>,
-    slots: Vec<(u32, Option<Entry>)>,
-    free: Vec<u32>,
+    /// Unbounded here (a `u32` of slots): every socket holds a path of
+    /// its own, so the path table's bound (`PathError::TableFull`)
+    /// refuses a socket before this could.
+    slots: Slab<Entry>,
 }
 
 impl TcpSockets {
@@ -51,36 +54,33 @@ impl TcpSockets {
         TcpSockets {
             config,
             tcp,
-            ..TcpSockets::default()
+            slots: Slab::new(usize::MAX),
         }
     }
 
     pub(crate) fn insert(&mut self, e: Entry) -> (u32, u32) {
-        if let Some(slot) = self.free.pop() {
-            let s = &mut self.slots[slot as usize];
-            s.1 = Some(e);
-            return (slot, s.0);
-        }
-        self.slots.push((0, Some(e)));
-        ((self.slots.len() - 1) as u32, 0)
+        // Never full: see `slots`.
+        self.slots
+            .insert(e)
+            .map_or((u32::MAX, 0), |k| (k.slot, k.generation))
     }
 
     pub(crate) fn get(&self, host: HostId, h: (HostId, u32, u32)) -> Result<&Entry, Stale> {
         if h.0 != host {
             return Err(Stale::WrongHost { socket: h.0, host });
         }
-        match self.slots.get(h.1 as usize) {
-            Some((g, Some(e))) if *g == h.2 => Ok(e),
-            _ => Err(Stale::Closed),
+        match self.slots.get(SlabKey {
+            slot: h.1,
+            generation: h.2,
+        }) {
+            Some(e) => Ok(e),
+            None => Err(Stale::Closed),
         }
     }
 
     pub(crate) fn remove(&mut self, slot: u32) {
-        if let Some(s) = self.slots.get_mut(slot as usize) {
-            if s.1.take().is_some() {
-                s.0 = s.0.wrapping_add(1);
-                self.free.push(slot);
-            }
+        if let Some(key) = self.slots.key_at(slot) {
+            self.slots.remove(key);
         }
     }
 }

@@ -3,7 +3,7 @@
 //! application and the driver (see the [parent module](super) for what
 //! is fused and what declined).
 
-use super::{Above, ABOVE, UPPER};
+use super::{Above, ABOVE};
 use crate::anno::RpcAnno;
 use crate::modules::bid::BidStage;
 use crate::modules::blast::BlastStage;
@@ -47,13 +47,7 @@ impl<Top: Stage, Driver: Stage> FastForm<Stages<Top, Driver>> for RpcEthFast {
         cx: &mut FastCx,
     ) -> bool {
         let (_, mselect, vchan, chan, bid, blast, e, _) = stages;
-        let mut above = Above {
-            mselect,
-            vchan,
-            chan,
-            bid,
-            blast,
-        };
+        let mut above = Above::of(mselect, vchan, chan, bid, blast);
         let a = msg.anno();
         // The RPC stages name the peer by its MAC address; ETH sends to
         // the link destination (the same address, set by RPC).
@@ -86,13 +80,7 @@ impl<Top: Stage, Driver: Stage> FastForm<Stages<Top, Driver>> for RpcEthFast {
         cx: &mut FastCx,
     ) -> bool {
         let (_, mselect, vchan, chan, bid, blast, e, _) = stages;
-        let mut above = Above {
-            mselect,
-            vchan,
-            chan,
-            bid,
-            blast,
-        };
+        let mut above = Above::of(mselect, vchan, chan, bid, blast);
         // A frame the classifier matched to this path.
         if !msg.anno().classified() {
             return false;
@@ -112,19 +100,7 @@ impl<Top: Stage, Driver: Stage> FastForm<Stages<Top, Driver>> for RpcEthFast {
             Some(ip) => Peer::Ipv4(ip),
             None => Peer::Mac(MacAddr(src)),
         };
-        let Some((upper, after)) = rest.split_first_chunk::<UPPER>() else {
-            return false;
-        };
-        let avail = after.len() + crate::wire::bid::HEADER_LEN;
-        let Some(len) = above.accept_upper(peer, upper, avail) else {
-            return false;
-        };
-        // CHAN's message: what BLAST carries after BID's header (BLAST
-        // trims the link's padding, B8).
-        let Some(packet) = after.get(..len) else {
-            return false;
-        };
-        let Some((keep, tag, m)) = above.receive(packet, peer, msg.anno(), cx) else {
+        let Some((keep, tag, m)) = above.receive(rest, peer, msg.anno(), cx) else {
             return false;
         };
         if msg.pop(HEADERS).is_err() {

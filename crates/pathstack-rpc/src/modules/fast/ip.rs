@@ -6,7 +6,7 @@
 //! looked up as `IP` and `ARP` look it up and kept while their tables do
 //! not change.
 
-use super::{Above, ABOVE, UPPER};
+use super::{Above, ABOVE};
 use crate::anno::RpcAnno;
 use crate::modules::bid::BidStage;
 use crate::modules::blast::BlastStage;
@@ -63,13 +63,7 @@ impl<Top: Stage, Driver: Stage> FastForm<Stages<Top, Driver>> for RpcIpFast {
         cx: &mut FastCx,
     ) -> bool {
         let (_, mselect, vchan, chan, bid, blast, ip, arp, eth, _) = stages;
-        let mut above = Above {
-            mselect,
-            vchan,
-            chan,
-            bid,
-            blast,
-        };
+        let mut above = Above::of(mselect, vchan, chan, bid, blast);
         // The RPC stages name the peer by its address over IP, which IP
         // sends to (no remote fixed on IP's path: RPC's paths serve
         // every peer).
@@ -123,13 +117,7 @@ impl<Top: Stage, Driver: Stage> FastForm<Stages<Top, Driver>> for RpcIpFast {
         cx: &mut FastCx,
     ) -> bool {
         let (_, mselect, vchan, chan, bid, blast, ip, _, eth, _) = stages;
-        let mut above = Above {
-            mselect,
-            vchan,
-            chan,
-            bid,
-            blast,
-        };
+        let mut above = Above::of(mselect, vchan, chan, bid, blast);
         // A frame the classifier matched to this path.
         if !msg.anno().classified() {
             return false;
@@ -142,21 +130,10 @@ impl<Top: Stage, Driver: Stage> FastForm<Stages<Top, Driver>> for RpcIpFast {
         let Some(upper_on) = f.get(LINK_HEADERS..link::IP_AT + a.total) else {
             return false;
         };
-        let Some((upper, after)) = upper_on.split_first_chunk::<UPPER>() else {
-            return false;
-        };
         let peer = Peer::Ipv4(a.src);
-        let avail = after.len() + crate::wire::bid::HEADER_LEN;
-        let Some(len) = above.accept_upper(peer, upper, avail) else {
-            return false;
-        };
-        // CHAN's message: what BLAST carries after BID's header.
-        let Some(packet) = after.get(..len) else {
-            return false;
-        };
         // The peer's annotations are IP's, written below: CHAN reads
         // only the tag.
-        let Some((keep, tag, m)) = above.receive(packet, peer, msg.anno(), cx) else {
+        let Some((keep, tag, m)) = above.receive(upper_on, peer, msg.anno(), cx) else {
             return false;
         };
         if !link::strip(msg, &a, HEADERS, keep) {

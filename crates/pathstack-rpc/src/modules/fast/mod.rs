@@ -116,7 +116,26 @@ fn modules<'c>(
     }
 }
 
-impl Above<'_> {
+impl<'a> Above<'a> {
+    /// The stages above the link of an RPC path, as its fast form's
+    /// `send` and `receive` borrow them.
+    #[inline(always)]
+    fn of(
+        mselect: &'a MselectStage,
+        vchan: &'a mut VchanStage,
+        chan: &'a mut ChanStage,
+        bid: &'a BidStage,
+        blast: &'a BlastStage,
+    ) -> Self {
+        Above {
+            mselect,
+            vchan,
+            chan,
+            bid,
+            blast,
+        }
+    }
+
     /// Checks a message the application passed down to `peer` against
     /// MSELECT, BLAST and BID, as their `process` would take it (`None`,
     /// decline, otherwise); VCHAN's and CHAN's checks are part of
@@ -193,20 +212,29 @@ impl Above<'_> {
         ok.then(|| len - bid::HEADER_LEN)
     }
 
-    /// CHAN's message `packet` from `peer` (annotated `anno`), taken up
-    /// through CHAN, VCHAN and MSELECT when it is the next request on an
-    /// established server channel or the reply to a client channel's
-    /// call, whose outcome goes back to its caller; returns the
+    /// The frame's bytes from BLAST's header on, `upper_on` (over IP
+    /// without the link's padding), from `peer` (annotated `anno`):
+    /// checked by BLAST and BID ([`Above::accept_upper`]), then CHAN's
+    /// message taken up through CHAN, VCHAN and MSELECT when it is the
+    /// next request on an established server channel or the reply to a
+    /// client channel's call, whose outcome goes back to its caller; the
+    /// over-Ethernet and over-IP forms share all of it. Returns the
     /// application's bytes' length, its tag and MSELECT's header for
     /// [`Above::annotate`]. `None`, nothing changed, for anything else.
     #[inline(always)]
     fn receive(
         &mut self,
-        packet: &[u8],
+        upper_on: &[u8],
         peer: Peer,
         anno: &pathstack_core::Anno,
         cx: &mut FastCx,
     ) -> Option<(usize, RpcTag, MselectHeader)> {
+        let (upper, after) = upper_on.split_first_chunk::<UPPER>()?;
+        let avail = after.len() + bid::HEADER_LEN;
+        let len = self.accept_upper(peer, upper, avail)?;
+        // CHAN's message: what BLAST carries after BID's header (BLAST
+        // trims the link's padding, B8).
+        let packet = after.get(..len)?;
         let (h, payload) = ChanHeader::parse(packet).ok()?;
         let mh = self.mselect.fast_accept(payload)?;
         let client = !self.chan.is_server();
