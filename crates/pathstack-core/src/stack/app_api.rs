@@ -1,8 +1,8 @@
 //! The application's side of the stack: sending, enqueueing, receiving,
 //! injecting frames.
 
+use super::pending::enqueue;
 use super::trip::{let_go, Entered};
-use super::turns::enqueue;
 use super::Stack;
 use crate::drop_reason::DropReason;
 use crate::ids::{Dir, ModuleId, PathId};

@@ -4,8 +4,8 @@
 //! stage-major, so that each stage's code and data are loaded once per
 //! batch.
 
+use super::pending::requeue;
 use super::trip::Trip;
-use super::turns::requeue;
 use super::Stack;
 use crate::drop_reason::CoreDropReason;
 use crate::exec::{entry, step};

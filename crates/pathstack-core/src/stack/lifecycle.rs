@@ -2,7 +2,7 @@
 //! module to module, establishment and demux registration, extension at
 //! either end, optimization by transformation rules, deletion.
 
-use super::turns::requeue;
+use super::pending::requeue;
 use super::{End, Stack};
 use crate::admission::{Reservation, Usage};
 use crate::attrs::{keys, Attrs};

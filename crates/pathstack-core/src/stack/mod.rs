@@ -28,6 +28,7 @@ mod ldlp;
 mod lifecycle;
 pub(crate) mod module_slot;
 mod module_types;
+mod pending;
 mod polling;
 mod receive;
 mod trip;

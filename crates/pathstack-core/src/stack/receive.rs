@@ -2,8 +2,8 @@
 //! or, while ranked paths exist or LDLP schedules, a burst classified
 //! onto the paths' queues first and then scheduled.
 
+use super::pending::enqueue;
 use super::trip::{let_go, release, Entered};
-use super::turns::enqueue;
 use super::{Polled, Stack};
 use crate::device::Received;
 use crate::drop_reason::CoreDropReason;

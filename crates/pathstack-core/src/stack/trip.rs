@@ -18,7 +18,7 @@
 //! processed (emitted, sent on another path, turned while others wait) are
 //! follow-ups, run after the message that produced them, in order.
 
-use super::turns::enqueue;
+use super::pending::enqueue;
 use super::Stack;
 use crate::drop_reason::{CoreDropReason, DropReason};
 use crate::exec::{entry, step, Fate};
