@@ -933,7 +933,7 @@ const TOPOLOGY_VARS: [&str; 7] = [
 ];
 
 /// The `scripts/netns.sh` of this source tree.
-const NETNS_SH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/netns.sh");
+const NETNS_SH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/netns.sh");
 
 /// The two-namespace topology of `scripts/netns.sh`; tears it down when
 /// dropped if this process made it (also on error and panic unwinding).
