@@ -290,6 +290,11 @@ impl Epoll {
 /// # Panics
 ///
 /// Outside a tokio runtime with I/O enabled (as tokio's `AsyncFd` does).
+// Why this file names `TapDevice` (the one import from here back into the
+// devices, a circle with `tap/`): the registration is unsafe only because
+// of what it assumes about the device's descriptor, and keeping every
+// `unsafe` of the crate in this one file, next to the facts it relies on,
+// is worth more to an auditor than the circle costs.
 #[cfg(feature = "tokio")]
 pub(crate) fn register_async(
     tap: crate::tap::TapDevice,
