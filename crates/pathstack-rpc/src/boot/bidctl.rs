@@ -8,6 +8,7 @@
 //! allocates nothing): headers to send to a peer, and notifications for
 //! registrants. [`Bidctl::poll_at`] says when [`Bidctl::on_time`] is due.
 
+use crate::boot::bidctl_event::{BidctlAction, Registrant};
 use crate::boot::bidctl_peer::{Cx, PeerState};
 use crate::boot::{
     bcast_query_delay, query_tag, BidctlState, BootId, DEFAULT_MAX_PEERS,
@@ -17,61 +18,7 @@ use crate::hash_map::FastMap;
 use crate::wire::bidctl::{flags, BidctlDropReason, BidctlHeader};
 use crate::Peer;
 use pathstack_core::time::Instant;
-use std::fmt;
 use std::io;
-
-/// An opaque identity the module gives each party interested in a peer
-/// (e.g. the id of a BID or CHAN path); notifications name it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Registrant(pub u64);
-
-impl fmt::Display for Registrant {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "#{}", self.0)
-    }
-}
-
-/// What BIDCTL tells its registrants (X32 `BIDCTL_FIRST_CONTACT`,
-/// `BIDCTL_PEER_REBOOTED` control operations, spec §5.5).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum BootEvent {
-    /// The first handshake with `peer` finished: its BootId is `bid`. BID
-    /// sessions to it become active; CHAN (as OSF) resends at once what an
-    /// inactive BID dropped.
-    FirstContact {
-        /// The peer.
-        peer: Peer,
-        /// Its BootId.
-        bid: BootId,
-    },
-    /// `peer` was confirmed by handshake to have restarted with `new_bid`.
-    /// CHAN fails the outstanding calls to it and disables its channels.
-    PeerRebooted {
-        /// The peer.
-        peer: Peer,
-        /// Its new BootId.
-        new_bid: BootId,
-    },
-}
-
-/// What the engine asks its caller to do.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum BidctlAction {
-    /// Send this header (the whole message) to `to`.
-    Send {
-        /// The peer.
-        to: Peer,
-        /// The message; [`BidctlHeader::to_bytes`] adds the checksum.
-        header: BidctlHeader,
-    },
-    /// Tell `registrant` about `event`.
-    Notify {
-        /// Who registered for the peer.
-        registrant: Registrant,
-        /// What happened.
-        event: BootEvent,
-    },
-}
 
 /// What other stages may read about a peer cheaply
 /// ([`Bidctl::peer_view`]).

@@ -9,7 +9,7 @@
 //! our own outstanding QUERY riding along on anything we send while a
 //! handshake is under way.
 
-use crate::boot::bidctl::{BidctlAction, BootEvent, Registrant};
+use crate::boot::bidctl_event::{BidctlAction, BootEvent, Registrant};
 use crate::boot::BootId;
 use crate::boot::{
     IDLE_LIMIT_TICKS, KEEPALIVE_TICKS, MAX_QUERY_TIMEOUT, OPEN_TIMEOUT, QUERY_TIMEOUT,

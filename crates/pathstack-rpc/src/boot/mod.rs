@@ -18,6 +18,7 @@
 
 mod bid_filter;
 mod bidctl;
+mod bidctl_event;
 mod bidctl_peer;
 mod boot_id;
 mod generation;
@@ -25,9 +26,8 @@ mod generation;
 mod tests;
 
 pub use bid_filter::{BidFilter, BidRxVerdict};
-pub use bidctl::{
-    Bidctl, BidctlAction, BidctlConfig, BidctlError, BootEvent, PeerView, Registrant,
-};
+pub use bidctl::{Bidctl, BidctlConfig, BidctlError, PeerView};
+pub use bidctl_event::{BidctlAction, BootEvent, Registrant};
 pub use bidctl_peer::BidctlState;
 pub use boot_id::{query_tag, wall_clock_now, BootId};
 pub use generation::BootGeneration;
