@@ -108,9 +108,10 @@ impl<D: Device> Device for Recorder<D> {
         }
         self.inner.transmit(frame, now)
     }
-    // Only transmitted frames are recorded; the rest is the inner device's
-    // (`receive_into` and `discard` keep their defaults, as before).
-    crate::forward_device!((inner) receive, caps, poll_at, stats, rx_waiter);
+    // Only transmitted frames are recorded; the receive side is the inner
+    // device's whole (its `receive_into` and early `discard` too, so a
+    // recorded device receives as cheaply as a bare one).
+    crate::forward_device!((inner) receive, receive_into, discard, caps, poll_at, stats, rx_waiter);
 }
 
 #[cfg(test)]

@@ -128,7 +128,7 @@ impl<D: Device> Device for Tapped<D> {
         }
         self.inner.transmit(frame, now)
     }
-    pathstack::core::forward_device!((inner) receive, caps, poll_at, stats, rx_waiter);
+    pathstack::core::forward_device!((inner) receive, receive_into, discard, caps, poll_at, stats, rx_waiter);
 }
 
 /// A wire end that outlives the hosts built on it (see the module docs).
