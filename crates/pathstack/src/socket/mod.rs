@@ -95,8 +95,14 @@ mod options;
 mod readiness;
 pub(crate) mod table;
 pub mod tcp;
+// The port a bound, unconnected socket holds, and a path opened with
+// options set before it: `pathstack::tokio::TcpSocket`'s.
+#[cfg(feature = "tokio")]
+mod tcp_bind;
 mod tcp_buffers;
 mod tcp_linger;
+#[cfg(feature = "tokio")]
+mod tcp_open;
 mod tcp_ttl;
 mod tcp_view;
 mod try_calls;
@@ -107,6 +113,8 @@ pub use handles::{TcpListener, TcpStream, UdpSocket};
 pub use readiness::{Event, Events, Interest, Source, Token, MAX_REGISTRATIONS};
 pub use tcp_buffers::{clamp_buffer, MAX_BUFFER, MIN_BUFFER};
 pub use tcp_linger::MAX_LINGERING;
+#[cfg(feature = "tokio")]
+pub(crate) use tcp_open::TcpOpen;
 pub use tcp_view::Tcp;
 pub use udp_view::Udp;
 

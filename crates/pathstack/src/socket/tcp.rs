@@ -69,7 +69,7 @@ use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, ToSocketAddrs};
 
 /// The TCP socket API of a host.
 impl Host {
-    fn tcp_module(&self) -> Result<ModuleId, SocketError> {
+    pub(super) fn tcp_module(&self) -> Result<ModuleId, SocketError> {
         self.tcp_sockets.tcp.ok_or(SocketError::NoTcp)
     }
 
@@ -116,7 +116,7 @@ impl Host {
     }
 
     /// A new stream's entry, with its connection stage found once.
-    fn stream(&self, path: PathId) -> Entry {
+    pub(super) fn stream(&self, path: PathId) -> Entry {
         let conn = self.stack().stage_ref(path);
         let read_would_block = conn
             .and_then(|at| self.stack().stage_at(at))
@@ -698,7 +698,7 @@ fn unreachable_error(kind: std::io::ErrorKind) -> Option<TcpError> {
     }
 }
 
-fn map_refusal(e: pathstack_core::error::PathError) -> SocketError {
+pub(super) fn map_refusal(e: pathstack_core::error::PathError) -> SocketError {
     match e.cause::<TcpRefusal>() {
         Some(&TcpRefusal::PortInUse(port)) => SocketError::PortInUse {
             transport: Transport::Tcp,

@@ -180,12 +180,16 @@
 //!   (RFC 2525 §2.17, as Linux does); otherwise it closes with a FIN, and
 //!   the stack keeps the connection through the close handshake and
 //!   TIME-WAIT.
+//! - **[`TcpSocket`]** sets options before a connect or listen, as
+//!   tokio's: `bind` (taking the port at once, with Linux's
+//!   `SO_REUSEADDR` rules), buffer sizes, `nodelay`, `keepalive`,
+//!   `linger`, `set_ttl` (on the SYN already); the stream has
+//!   `set_linger`, `set_ttl`/`ttl` and `set_keepalive` too.
 //! - **Missing**: no file descriptor (`as_raw_fd`, `from_std`,
-//!   `into_std`), no `TcpSocket` builder (bind before connect, buffer
-//!   sizes), no `set_linger`/`set_ttl`/`ttl`, no `ready(Interest)`,
-//!   `try_io` or `try_read_vectored`/`try_read_buf`; keepalive and the other options are on the
-//!   host ([`host.tcp().set_keepalive`](crate::socket::Tcp::set_keepalive)
-//!   through [`Net::with_host`] and [`TcpStream::handle`]).
+//!   `into_std`), no `ready(Interest)`, `try_io` or
+//!   `try_read_vectored`/`try_read_buf`; a listener bound to `0.0.0.0`
+//!   reports the host's address from `local_addr` (tokio's says
+//!   `0.0.0.0`).
 //!
 //! On a TAP device, give the driver the device's file descriptor with
 //! [`Net::tap`] (or [`Net::with_fd`]); see `examples/udp_echo.rs` and,

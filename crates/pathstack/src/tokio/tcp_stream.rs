@@ -89,28 +89,29 @@ impl TcpStream {
         peer: SocketAddr,
         cfg: Option<TcpConfig>,
     ) -> io::Result<TcpStream> {
-        Self::connect_from(net, None, peer, cfg, None).await
+        Self::connect_opened(
+            net,
+            |h| match cfg {
+                None => h.tcp().connect(peer),
+                Some(cfg) => h.tcp().connect_with("0.0.0.0:0", peer, cfg),
+            },
+            None,
+        )
+        .await
     }
 
-    /// Connects from `local` (`None`: an ephemeral port) with `cfg` and
-    /// the linger option `linger` (a [`TcpSocket`](super::TcpSocket)'s).
-    pub(super) async fn connect_from(
+    /// Connects with the connection `open` starts on the host (a
+    /// [`TcpSocket`](super::TcpSocket)'s, from its bound port with its
+    /// options) and the linger option `linger`, and waits for the
+    /// handshake.
+    pub(super) async fn connect_opened(
         net: &Net,
-        local: Option<SocketAddr>,
-        peer: SocketAddr,
-        cfg: Option<TcpConfig>,
+        open: impl FnOnce(&mut Host) -> Result<socket::TcpStream, SocketError>,
         linger: Option<std::time::Duration>,
     ) -> io::Result<TcpStream> {
         let stream = {
             let mut st = net.inner.live()?;
-            let sock = match (cfg, local) {
-                (None, None) => st.host.tcp().connect(peer)?,
-                (cfg, local) => {
-                    let cfg = cfg.unwrap_or_else(|| st.host.tcp_default_config());
-                    let local = local.unwrap_or(SocketAddr::from(([0, 0, 0, 0], 0)));
-                    st.host.tcp().connect_with(local, peer, cfg)?
-                }
-            };
+            let sock = open(&mut st.host)?;
             if linger.is_some() {
                 st.host.tcp().set_linger(&sock, linger)?;
             }

@@ -4,7 +4,7 @@
 //! cookie opens the path then.
 
 use super::conn::cookie_open;
-use super::{four_tuple, PassiveOpen, TcpModule, TCP_CONFIG, TCP_OPEN};
+use super::{four_tuple, PassiveOpen, TcpModule, TCP_CONFIG, TCP_OPEN, TCP_TTL};
 use crate::anno::InetAnno;
 use crate::modules::ip::LOCAL_IPV4;
 use crate::tcp::conn_drop_reason::ConnDropReason;
@@ -23,11 +23,16 @@ use std::net::Ipv4Addr;
 pub struct TcpListenStage {
     port: u16,
     cfg: TcpConfig,
+    /// The IP time to live of its connections' segments and of its own
+    /// cookie SYN-ACKs ([`TCP_TTL`]; `None`: IP's default). Linux's
+    /// accepted sockets inherit the listener's `IP_TTL`, so the SYN-ACK
+    /// already carries it.
+    ttl: Option<u8>,
 }
 
 impl TcpListenStage {
-    pub(super) fn new(port: u16, cfg: TcpConfig) -> Self {
-        TcpListenStage { port, cfg }
+    pub(super) fn new(port: u16, cfg: TcpConfig, ttl: Option<u8>) -> Self {
+        TcpListenStage { port, cfg, ttl }
     }
 
     /// The port it listens on.
@@ -45,7 +50,7 @@ impl TcpListenStage {
     /// the SYN named it: on a host with several, or for 127.0.0.0/8, the
     /// one the peer connected to).
     fn conn_attrs(&self, local: Ipv4Addr, peer: Ipv4Addr, rport: u16, open: PassiveOpen) -> Attrs {
-        Attrs::new()
+        let attrs = Attrs::new()
             .with(
                 &PARTICIPANTS,
                 Participants {
@@ -54,7 +59,11 @@ impl TcpListenStage {
                 },
             )
             .with(&TCP_CONFIG, self.cfg)
-            .with(&TCP_OPEN, open)
+            .with(&TCP_OPEN, open);
+        match self.ttl {
+            Some(ttl) => attrs.with(&TCP_TTL, ttl),
+            None => attrs,
+        }
     }
 
     /// A SYN-ACK carrying a cookie (RFC 4987 §3.6), with the options
@@ -218,7 +227,11 @@ impl Stage for TcpListenStage {
         }
         let now_ms = (now.as_nanos() / 1_000_000) as u32;
         let r = self.cookie_syn_ack(&repr, iss, mss, now_ms);
-        Self::answer(msg, &r, lip, rip)
+        let v = Self::answer(msg, &r, lip, rip);
+        if let Some(ttl) = self.ttl {
+            msg.anno_mut().set_ttl(ttl);
+        }
+        v
     }
 
     fn establish(&mut self, _aux: &mut Attrs, cx: &mut EstablishCx<'_>) -> Result<(), PathError> {

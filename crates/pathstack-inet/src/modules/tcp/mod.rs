@@ -20,13 +20,16 @@
 //!
 //! Paths are made at `TCP` with `PARTICIPANTS` as for UDP (local
 //! `[.., Port]`, remote `[.., Ipv4, Port]`), `PASSIVE_OPEN` for a
-//! listener, and the options in [`TCP_CONFIG`] and [`TCP_BACKLOG`].
+//! listener, and the options in [`TCP_CONFIG`], [`TCP_TTL`] and
+//! [`TCP_BACKLOG`].
 
+mod bound;
 mod conn;
 mod listen;
 mod read_would_block;
 mod reset;
 
+pub use bound::BoundPorts;
 pub use conn::TcpConnStage;
 pub use listen::TcpListenStage;
 pub use read_would_block::ReadWouldBlock;
@@ -87,12 +90,17 @@ pub const TCP_SPEC: ModuleSpec = ModuleSpec {
             required: false,
         },
     ],
-    understands: &["TCP_CONFIG", "TCP_BACKLOG", "TCP_OPEN"],
+    understands: &["TCP_CONFIG", "TCP_TTL", "TCP_BACKLOG", "TCP_OPEN"],
 };
 
 /// A path's connection options (the socket options); the module's
 /// defaults when absent.
 pub const TCP_CONFIG: AttrKey<TcpConfig> = AttrKey::limited("TCP_CONFIG");
+/// The IP time to live of a path's segments from its first (`IP_TTL`
+/// set on a socket before it connects or listens: the SYN, or a
+/// listener's SYN-ACKs and its connections' segments, carry it; RFC 1122
+/// §3.2.1.7 lets the transport set it); IP's default when absent.
+pub const TCP_TTL: AttrKey<u8> = AttrKey::limited("TCP_TTL");
 /// A listener's backlog: the most connections in its SYN queue and,
 /// separately, in its accept queue (Linux bounds both by it).
 pub const TCP_BACKLOG: AttrKey<u32> = AttrKey::limited("TCP_BACKLOG");
@@ -170,6 +178,8 @@ pub struct TcpModule {
     /// Connections per 4-tuple, and per local port (ephemeral choice).
     tuples: HashMap<(u16, Ipv4Addr, u16), Option<PathId>>,
     port_use: HashMap<u16, u32>,
+    /// Ports of sockets bound and not yet connected or listening.
+    bound: BoundPorts,
     max_paths: usize,
     next_ephemeral: u16,
     isn: IsnGenerator,
@@ -247,6 +257,7 @@ impl TcpModule {
             listeners: HashMap::new(),
             tuples: HashMap::new(),
             port_use: HashMap::new(),
+            bound: BoundPorts::default(),
             max_paths: setup.param("max_connections", 65_536usize)?,
             next_ephemeral: *EPHEMERAL.start(),
             isn: IsnGenerator::new(isn_secret),
@@ -307,6 +318,12 @@ impl TcpModule {
     }
 
     fn ephemeral(&mut self, remote: Ipv4Addr, rport: u16) -> Option<u16> {
+        self.next_free_port(|m, p| !m.tuples.contains_key(&(p, remote, rport)))
+    }
+
+    /// The next ephemeral port that no listener and no bound socket holds
+    /// and that `free` accepts.
+    fn next_free_port(&mut self, free: impl Fn(&Self, u16) -> bool) -> Option<u16> {
         let span = usize::from(EPHEMERAL.end() - EPHEMERAL.start()) + 1;
         for _ in 0..span {
             let p = self.next_ephemeral;
@@ -315,11 +332,49 @@ impl TcpModule {
             } else {
                 p + 1
             };
-            if !self.listeners.contains_key(&p) && !self.tuples.contains_key(&(p, remote, rport)) {
+            if !self.listeners.contains_key(&p) && !self.bound.holds(p) && free(self, p) {
                 return Some(p);
             }
         }
         None
+    }
+
+    /// The ports bound sockets hold.
+    pub fn bound(&self) -> &BoundPorts {
+        &self.bound
+    }
+
+    /// Holds `port` for a socket bound to it that has not connected or
+    /// listened yet (`bind(2)`; with `SO_REUSEADDR` if `reuse`), as
+    /// Linux decides ([`BoundPorts`]); port 0 takes a free ephemeral port
+    /// at once. The port held; it is given back with
+    /// [`unbind_port`](Self::unbind_port).
+    pub fn bind_port(&mut self, port: u16, reuse: bool) -> Result<u16, TcpRefusal> {
+        if self.paths_in_use() + self.bound.len() >= self.max_paths {
+            return Err(TcpRefusal::TableFull(self.max_paths));
+        }
+        let port = if port == 0 {
+            // A port nothing uses: no connection either (Linux's bind
+            // looks for an empty bind bucket first).
+            self.next_free_port(|m, p| m.connections_on_port(p) == 0)
+                .ok_or(TcpRefusal::NoEphemeralPort)?
+        } else {
+            let in_use = self.listeners.contains_key(&port)
+                || self.bound.conflicts(port, reuse)
+                || (!reuse && self.connections_on_port(port) > 0);
+            if in_use {
+                return Err(TcpRefusal::PortInUse(port));
+            }
+            port
+        };
+        self.bound.take(port, reuse);
+        Ok(port)
+    }
+
+    /// A bound socket lets go of `port`: it closed, or its connection or
+    /// listener is about to take it.
+    pub fn unbind_port(&mut self, port: u16) {
+        self.bound.give_back(port);
     }
 
     /// A connection path is gone: its tuple and port are free.
@@ -386,6 +441,7 @@ impl Module for TcpModule {
         let passive = attrs.get(&keys::PASSIVE_OPEN) == Some(&true);
         let (local, remote, remote_ip) = transport_ends(attrs);
         let mut cfg = attrs.get(&TCP_CONFIG).copied().unwrap_or(self.defaults);
+        let ttl = attrs.get(&TCP_TTL).copied();
         // The device's, not the application's (see `TcpOffload`).
         cfg.offload = self.defaults.offload;
         attrs.insert(&keys::PROT_ID, u32::from(crate::wire::ipv4::protocol::TCP));
@@ -406,7 +462,9 @@ impl Module for TcpModule {
             let Some(port) = port else {
                 return Err(cx.refuse(TcpRefusal::NoEphemeralPort));
             };
-            if self.listeners.contains_key(&port) {
+            // A socket bound to the port without `SO_REUSEADDR` keeps
+            // it from any listener ([`BoundPorts`]).
+            if self.listeners.contains_key(&port) || self.bound.holds_exclusively(port) {
                 return Err(cx.refuse(TcpRefusal::PortInUse(port)));
             }
             let backlog = attrs
@@ -422,7 +480,7 @@ impl Module for TcpModule {
                 },
             );
             return Ok(Created {
-                stage: Box::new(TcpListenStage::new(port, cfg)),
+                stage: Box::new(TcpListenStage::new(port, cfg, ttl)),
                 route: Route::Service(1),
             });
         }
@@ -431,6 +489,11 @@ impl Module for TcpModule {
         };
         let open = attrs.get(&TCP_OPEN).copied();
         let lport = match local.filter(|&p| p != 0) {
+            // An active open from a port a bound socket holds for itself
+            // (Linux's implicit bind in `connect` fails the same way).
+            Some(p) if open.is_none() && self.bound.holds_exclusively(p) => {
+                return Err(cx.refuse(TcpRefusal::PortInUse(p)));
+            }
             Some(p) => p,
             None => self
                 .ephemeral(rip, rport)
@@ -448,7 +511,8 @@ impl Module for TcpModule {
         // The path id is known once the path exists: the stage's
         // `establish` records it.
         self.tuples.insert((lport, rip, rport), None);
-        let stage = TcpConnStage::new(cfg, lport, rip, rport, open);
+        let mut stage = TcpConnStage::new(cfg, lport, rip, rport, open);
+        stage.set_ttl(ttl);
         match open {
             Some(_) => self.counters.passive_opens += 1,
             None => self.counters.active_opens += 1,
