@@ -15,6 +15,7 @@
 //! one segment at a time. Only new data grows; a sub-MSS tail still waits
 //! for Nagle, and a FIN is never part of a super-segment.
 
+use super::due::Due;
 use super::Tcb;
 use crate::tcp::congestion::{idle_restart_due, CongestionControl};
 use crate::tcp::rack;
@@ -83,13 +84,8 @@ impl Tcb {
         // a handshake state), no probe and no ACK due, and nothing for
         // `send_data` (see `nothing_to_send`). Then only its timer upkeep
         // runs, the work of the full call with nothing to send.
-        if self.rst_out.is_none()
-            && !self.ack_due
-            && !self.window_probe_due
-            && !self.keepalive_due
-            && self.sends_data()
-            && self.nothing_to_send()
-        {
+        // (No reset, ACK or probe due: one test of the word, `due.rs`.)
+        if !self.due.any_of(Due::SEGMENT) && self.sends_data() && self.nothing_to_send() {
             self.before_sending(now);
             // `after_sending(now, 0)`, whose two cases — data in flight
             // without a retransmission timer, a closed window — are asked
@@ -121,14 +117,14 @@ impl Tcb {
             }) {
                 return 0;
             }
-            self.rst_out = None;
+            self.set_rst(None);
             self.stats.segs_out += 1;
             sent += 1;
         }
         match self.state {
             State::Closed | State::Listen => return sent,
             State::SynSent | State::SynReceived => {
-                if self.syn_due {
+                if self.due.has(Due::SYN) {
                     let r = self.syn_repr(now);
                     if !emit(OutSegment {
                         repr: r,
@@ -138,7 +134,7 @@ impl Tcb {
                     }) {
                         return sent;
                     }
-                    self.syn_due = false;
+                    self.due.clear(Due::SYN);
                     self.stats.segs_out += 1;
                     if self.syn_sent_at.is_none() {
                         self.syn_sent_at = Some(now);
@@ -154,7 +150,7 @@ impl Tcb {
         if self.sends_data() {
             sent += self.send_data(now, emit);
         }
-        if self.window_probe_due || self.keepalive_due {
+        if self.due.any_of(Due::WINDOW_PROBE | Due::KEEPALIVE) {
             // A segment below SND.UNA makes the peer answer with its
             // window (Linux's `tcp_xmit_probe_skb`; RFC 9293 §3.8.6.1
             // allows either form of probe).
@@ -165,18 +161,17 @@ impl Tcb {
                 payload2: &[],
                 gso_size: 0,
             }) {
-                if self.window_probe_due {
+                if self.due.has(Due::WINDOW_PROBE) {
                     self.stats.window_probes += 1;
                 } else {
                     self.stats.keepalive_probes += 1;
                 }
-                self.window_probe_due = false;
-                self.keepalive_due = false;
+                self.due.clear(Due::WINDOW_PROBE | Due::KEEPALIVE);
                 self.stats.segs_out += 1;
                 sent += 1;
             }
         }
-        if self.ack_due && self.state != State::Closed {
+        if self.due.has(Due::ACK) && self.state != State::Closed {
             let r = self.ack_repr(now, self.sb.snd_nxt(), TcpFlags::ACK, 0);
             if emit(OutSegment {
                 repr: r,
@@ -232,7 +227,7 @@ impl Tcb {
     #[inline]
     fn nothing_to_send(&self) -> bool {
         self.short_paths()
-            && !self.tlp_due
+            && !self.due.has(Due::TLP)
             && self.sb.is_clean()
             && self.recovery.is_open()
             && self.new_data() == 0
@@ -315,8 +310,8 @@ impl Tcb {
             };
             let cap = self.smss.saturating_sub(sack_len).max(self.smss / 2);
             let new_data = self.new_data().min(cap);
-            let next = if self.tlp_due {
-                self.tlp_due = false;
+            let next = if self.due.has(Due::TLP) {
+                self.due.clear(Due::TLP);
                 match rack::probe_segment(&self.sb, new_data) {
                     Some(p) => {
                         self.stats.tlp_probes += 1;
@@ -612,7 +607,7 @@ impl Tcb {
 
     /// An ACK went out: the delayed-ACK state is reset.
     fn after_ack_sent(&mut self) {
-        self.ack_due = false;
+        self.due.clear(Due::ACK);
         self.unacked_bytes = 0;
         self.timers.set(Timer::Delack, None);
     }
