@@ -272,13 +272,33 @@ impl Tcb {
     /// probe timeout is armed (RFC 8985 §7.2); the prediction asked for
     /// room in the send window, so it is open and the persist timer's
     /// case (a closed window, nothing in flight) cannot arise.
+    ///
+    /// `arm_tlp` with what the prediction settled: data is in flight and
+    /// recovery is open (`predicted_send` asked `Recovery::is_open`, which
+    /// excludes recovery), so of `Tlp::may_arm` only "no probe out" is
+    /// left to ask; the retransmission timer is running, so the time left
+    /// on it is read from the deadline just looked at (or set), and the
+    /// RTO is computed once for both.
     #[inline(always)]
     fn after_predicted_send(&mut self, now: Instant) {
-        debug_assert!(!self.sb.is_empty() && self.snd_wnd > 0);
-        if self.timers.get(Timer::Rtx).is_none() {
-            self.timers.set(Timer::Rtx, Some(now + self.rto.rto()));
+        debug_assert!(!self.sb.is_empty() && self.snd_wnd > 0 && !self.recovery.in_recovery());
+        let rtx = match self.timers.get(Timer::Rtx) {
+            Some(at) => at,
+            None => {
+                let at = now + self.rto.rto();
+                self.timers.set(Timer::Rtx, Some(at));
+                at
+            }
+        };
+        if self.cfg.rack && !self.tlp.outstanding() {
+            let pto = rack::probe_timeout(
+                self.rto.srtt(),
+                self.sb.len(),
+                rack::WC_DEL_ACK,
+                rtx.saturating_since(now),
+            );
+            self.timers.set(Timer::Tlp, Some(now + pto));
         }
-        self.arm_tlp(now);
     }
 
     /// Data, FIN and retransmissions as the windows, RFC 6675 and RACK-TLP
@@ -409,10 +429,12 @@ impl Tcb {
     #[inline]
     pub(super) fn arm_tlp(&mut self, now: Instant) {
         if self.cfg.rack && self.tlp.may_arm(&self.sb, self.recovery.in_recovery()) {
+            // (The RTO only when the timer is off: `map_or` would compute
+            // it for every arming.)
             let rto_left = self
                 .timers
                 .get(Timer::Rtx)
-                .map_or(self.rto.rto(), |t| t.saturating_since(now));
+                .map_or_else(|| self.rto.rto(), |t| t.saturating_since(now));
             let pto =
                 rack::probe_timeout(self.rto.srtt(), self.sb.len(), rack::WC_DEL_ACK, rto_left);
             self.timers.set(Timer::Tlp, Some(now + pto));
