@@ -2,6 +2,7 @@
 //! (PAWS), RFC 5961 (challenge ACKs) and the ACK processing of RFC 6675
 //! and RFC 8985.
 
+use super::due::Due;
 use super::Tcb;
 use crate::tcp::congestion::{CcConfig, CongestionControl};
 use crate::tcp::conn_drop_reason::ConnDropReason as Drop;
@@ -43,7 +44,7 @@ impl Tcb {
         }
         match self.state {
             State::Closed => {
-                self.rst_out = super::reset_for(seg, payload.len());
+                self.set_rst(super::reset_for(seg, payload.len()));
                 Err(Drop::Closed)
             }
             State::Listen => self.on_listen(now, seg, payload),
@@ -146,7 +147,7 @@ impl Tcb {
         }
         if seg.flags.contains(TcpFlags::ACK) {
             let Some(cookie) = self.cookie.take() else {
-                self.rst_out = super::reset_for(seg, payload.len());
+                self.set_rst(super::reset_for(seg, payload.len()));
                 self.enter_closed(None);
                 return Err(Drop::NotSyn);
             };
@@ -169,7 +170,7 @@ impl Tcb {
         self.irs = SeqNumber(seg.seq);
         self.negotiate(&seg.options, now);
         self.state = State::SynReceived;
-        self.syn_due = true;
+        self.due.set(Due::SYN);
         // Data on the SYN is not taken (no TCP Fast Open); the peer sends
         // it again after the handshake.
         Ok(())
@@ -181,7 +182,7 @@ impl Tcb {
         let has_ack = seg.flags.contains(TcpFlags::ACK);
         if has_ack && (ack.le(self.iss) || ack.gt(self.iss + 1)) {
             if !seg.flags.contains(TcpFlags::RST) {
-                self.rst_out = super::reset_for(seg, payload.len());
+                self.set_rst(super::reset_for(seg, payload.len()));
             }
             return Err(Drop::BadAck);
         }
@@ -203,13 +204,13 @@ impl Tcb {
             // Simultaneous open (RFC 9293 Figure 8): SYN-RECEIVED, our SYN
             // goes again with the ACK of theirs.
             self.state = State::SynReceived;
-            self.syn_due = true;
+            self.due.set(Due::SYN);
             return Ok(());
         }
         self.handshake_rtt(now);
         self.start_sending(seg, now);
         self.state = self.established_state();
-        self.ack_due = true;
+        self.due.set(Due::ACK);
         if !payload.is_empty() {
             self.take_data(now, SeqNumber(seg.seq) + 1, payload);
         }
@@ -261,7 +262,7 @@ impl Tcb {
             }
             if !seg.flags.contains(TcpFlags::ACK) {
                 // A retransmitted SYN: the SYN-ACK again.
-                self.syn_due = true;
+                self.due.set(Due::SYN);
                 return Ok(());
             }
         }
@@ -272,7 +273,7 @@ impl Tcb {
                 if ts_before(tsval, self.ts_recent)
                     && now.saturating_since(self.ts_recent_at) < PAWS_IDLE
                 {
-                    self.ack_due = true;
+                    self.due.set(Due::ACK);
                     return Err(Drop::Paws);
                 }
             }
@@ -296,7 +297,7 @@ impl Tcb {
         };
         if !acceptable {
             if !rst {
-                self.ack_due = true;
+                self.due.set(Due::ACK);
             }
             if fin
                 && !rst
@@ -355,12 +356,12 @@ impl Tcb {
         let ack = SeqNumber(seg.ack);
         if self.state == State::SynReceived {
             if !(ack.gt(self.iss) && ack.le(self.iss + 1)) {
-                self.rst_out = super::reset_for(seg, payload.len());
+                self.set_rst(super::reset_for(seg, payload.len()));
                 return Err(Drop::BadAck);
             }
             self.handshake_rtt(now);
             self.start_sending(seg, now);
-            self.syn_due = false;
+            self.due.clear(Due::SYN);
             self.state = self.established_state();
         }
         self.on_ack(now, seg, payload.len())?;
@@ -378,7 +379,7 @@ impl Tcb {
         let mut result = Ok(());
         if !payload.is_empty() {
             if !data_ok {
-                self.ack_due = true;
+                self.due.set(Due::ACK);
             } else if self.state.may_receive() && self.fin_in.is_none_or(|f| seq.lt(f)) {
                 if self.read_shut {
                     result = Err(Drop::ReadShut);
@@ -391,7 +392,7 @@ impl Tcb {
                 }
             } else {
                 // After the peer's FIN: nothing more may arrive.
-                self.ack_due = true;
+                self.due.set(Due::ACK);
             }
         }
 
@@ -403,14 +404,14 @@ impl Tcb {
             }
             if self.state == State::TimeWait {
                 // A retransmitted FIN: acknowledge, restart 2·MSL.
-                self.ack_due = true;
+                self.due.set(Due::ACK);
                 self.timers
                     .set(Timer::TimeWait, Some(now + self.cfg.time_wait.into()));
             }
             self.check_fin(now);
             if !self.fin_received {
                 // Out of order: a duplicate ACK (with SACK) at once.
-                self.ack_due = true;
+                self.due.set(Due::ACK);
             }
         }
         if let Some(k) = self.cfg.keepalive {
@@ -431,7 +432,7 @@ impl Tcb {
         let ins = self.rcv.insert(seq, data);
         self.stats.bytes_received += ins.advanced as u64;
         if ins.out_of_order || ins.duplicate || ins.dropped || had_ooo {
-            self.ack_due = true;
+            self.due.set(Due::ACK);
         } else if ins.advanced > 0 {
             self.schedule_ack_for(now, ins.advanced);
         }
@@ -448,7 +449,7 @@ impl Tcb {
         self.unacked_bytes += advanced as u32;
         let stretch = u32::from(self.cfg.max_stretch_ack.max(2));
         if self.unacked_bytes >= stretch * self.smss {
-            self.ack_due = true;
+            self.due.set(Due::ACK);
         } else if self.unacked_bytes >= 2 * self.smss {
             // Due now, but sent when the timers run: after the rest of
             // the burst the device holds (the stack reads its input
@@ -468,7 +469,7 @@ impl Tcb {
             return;
         }
         self.fin_received = true;
-        self.ack_due = true;
+        self.due.set(Due::ACK);
         match self.state {
             State::SynReceived | State::Established => self.state = State::CloseWait,
             State::FinWait1 if self.snd.fin_acked() => self.enter_time_wait(now),
@@ -501,7 +502,7 @@ impl Tcb {
         }
         self.challenge.1 += 1;
         self.stats.challenge_acks += 1;
-        self.ack_due = true;
+        self.due.set(Due::ACK);
     }
 
     /// The fifth check for an established connection: acknowledgment,
@@ -513,12 +514,12 @@ impl Tcb {
         let snd_max = self.sb.snd_nxt();
         if ack.gt(snd_max) {
             // It acknowledges something not yet sent: ACK and drop.
-            self.ack_due = true;
+            self.due.set(Due::ACK);
             return Err(Drop::BadAck);
         }
         if ack.lt(snd_una - self.max_snd_wnd.max(1)) {
             // RFC 5961 §5.2: far below SND.UNA.
-            self.ack_due = true;
+            self.due.set(Due::ACK);
             return Err(Drop::BadAck);
         }
         let mut blocks = [SackBlock::new(SeqNumber(0), SeqNumber(0)); 4];

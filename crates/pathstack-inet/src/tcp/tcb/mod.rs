@@ -16,6 +16,7 @@
 //! `timers.rs` is "TIMEOUTS" (§3.10.8) with RFC 6298, RFC 8985 and the
 //! persist and keepalive timers.
 
+mod due;
 mod input;
 mod output;
 mod predict;
@@ -35,6 +36,7 @@ use super::seq::SeqNumber;
 use super::state::State;
 use super::timers::{Timer, Timers};
 use crate::wire::tcp::{TcpFlags, TcpOptions, TcpRepr};
+use due::Due;
 use pathstack_core::time::Instant;
 use std::io::IoSlice;
 
@@ -170,15 +172,15 @@ pub struct Tcb {
     /// `snd_sml`): Nagle holds a small segment only while this one is
     /// unacknowledged (Minshall's rule, see `output.rs`).
     snd_sml: SeqNumber,
-    syn_due: bool,
+    /// The control segments due (reset, SYN, ACK, probes), one bit each
+    /// (see `due.rs`).
+    due: Due,
     syn_sent_at: Option<Instant>,
     syn_retransmitted: bool,
-    ack_due: bool,
     unacked_bytes: u32,
+    /// The reset to send, while [`Due::RST`] is set (`set_rst` keeps the
+    /// two together).
     rst_out: Option<TcpRepr>,
-    tlp_due: bool,
-    window_probe_due: bool,
-    keepalive_due: bool,
 
     // ----- timers -----
     /// The timers' deadlines, with the earliest kept (`poll_at`).
@@ -265,15 +267,11 @@ impl Tcb {
             ts_offset,
             last_ack_sent: SeqNumber(0),
             snd_sml: iss + 1,
-            syn_due: false,
+            due: Due::default(),
             syn_sent_at: None,
             syn_retransmitted: false,
-            ack_due: false,
             unacked_bytes: 0,
             rst_out: None,
-            tlp_due: false,
-            window_probe_due: false,
-            keepalive_due: false,
             timers: Timers::default(),
             rtx_count: 0,
             persist_backoff: 0,
@@ -287,6 +285,17 @@ impl Tcb {
             short_paths_off: false,
             cfg,
         }
+    }
+
+    /// Sets (or with `None`, drops) the reset to send, with its bit in
+    /// [`Due`].
+    fn set_rst(&mut self, rst: Option<TcpRepr>) {
+        if rst.is_some() {
+            self.due.set(Due::RST);
+        } else {
+            self.due.clear(Due::RST);
+        }
+        self.rst_out = rst;
     }
 
     /// Whether the short paths are on (header prediction, the output
@@ -318,7 +327,7 @@ impl Tcb {
     ) -> Tcb {
         let mut t = Tcb::new(cfg, local_port, remote_port, iss, ts_offset, now);
         t.state = State::SynSent;
-        t.syn_due = true;
+        t.due.set(Due::SYN);
         t
     }
 
@@ -607,7 +616,7 @@ impl Tcb {
         let max = 65535u32 << self.rcv_shift;
         let possible = free.min(max);
         if possible >= advertised.saturating_mul(2) && possible - advertised >= 2 * self.smss {
-            self.ack_due = true;
+            self.due.set(Due::ACK);
         }
     }
 
@@ -671,7 +680,11 @@ impl Tcb {
                 | State::FinWait2
                 | State::CloseWait
         ) {
-            self.rst_out = Some(self.repr(self.snd_nxt(), TcpFlags::RST | TcpFlags::ACK, 0));
+            self.set_rst(Some(self.repr(
+                self.snd_nxt(),
+                TcpFlags::RST | TcpFlags::ACK,
+                0,
+            )));
         }
         self.enter_closed(None);
     }
@@ -742,11 +755,8 @@ impl Tcb {
             self.error = error;
         }
         self.timers.stop_all();
-        self.ack_due = false;
-        self.syn_due = false;
-        self.tlp_due = false;
-        self.window_probe_due = false;
-        self.keepalive_due = false;
+        self.due
+            .clear(Due::ACK | Due::SYN | Due::TLP | Due::WINDOW_PROBE | Due::KEEPALIVE);
     }
 
     /// A segment header from this connection with our ports, `seq`,

@@ -15,6 +15,7 @@
 //! one segment at a time. Only new data grows; a sub-MSS tail still waits
 //! for Nagle, and a FIN is never part of a super-segment.
 
+use super::due::Due;
 use super::Tcb;
 use crate::tcp::congestion::{idle_restart_due, CongestionControl};
 use crate::tcp::rack;
@@ -83,13 +84,8 @@ impl Tcb {
         // a handshake state), no probe and no ACK due, and nothing for
         // `send_data` (see `nothing_to_send`). Then only its timer upkeep
         // runs, the work of the full call with nothing to send.
-        if self.rst_out.is_none()
-            && !self.ack_due
-            && !self.window_probe_due
-            && !self.keepalive_due
-            && self.sends_data()
-            && self.nothing_to_send()
-        {
+        // (No reset, ACK or probe due: one test of the word, `due.rs`.)
+        if !self.due.any_of(Due::SEGMENT) && self.sends_data() && self.nothing_to_send() {
             self.before_sending(now);
             // `after_sending(now, 0)`, whose two cases — data in flight
             // without a retransmission timer, a closed window — are asked
@@ -121,14 +117,14 @@ impl Tcb {
             }) {
                 return 0;
             }
-            self.rst_out = None;
+            self.set_rst(None);
             self.stats.segs_out += 1;
             sent += 1;
         }
         match self.state {
             State::Closed | State::Listen => return sent,
             State::SynSent | State::SynReceived => {
-                if self.syn_due {
+                if self.due.has(Due::SYN) {
                     let r = self.syn_repr(now);
                     if !emit(OutSegment {
                         repr: r,
@@ -138,7 +134,7 @@ impl Tcb {
                     }) {
                         return sent;
                     }
-                    self.syn_due = false;
+                    self.due.clear(Due::SYN);
                     self.stats.segs_out += 1;
                     if self.syn_sent_at.is_none() {
                         self.syn_sent_at = Some(now);
@@ -154,7 +150,7 @@ impl Tcb {
         if self.sends_data() {
             sent += self.send_data(now, emit);
         }
-        if self.window_probe_due || self.keepalive_due {
+        if self.due.any_of(Due::WINDOW_PROBE | Due::KEEPALIVE) {
             // A segment below SND.UNA makes the peer answer with its
             // window (Linux's `tcp_xmit_probe_skb`; RFC 9293 §3.8.6.1
             // allows either form of probe).
@@ -165,18 +161,17 @@ impl Tcb {
                 payload2: &[],
                 gso_size: 0,
             }) {
-                if self.window_probe_due {
+                if self.due.has(Due::WINDOW_PROBE) {
                     self.stats.window_probes += 1;
                 } else {
                     self.stats.keepalive_probes += 1;
                 }
-                self.window_probe_due = false;
-                self.keepalive_due = false;
+                self.due.clear(Due::WINDOW_PROBE | Due::KEEPALIVE);
                 self.stats.segs_out += 1;
                 sent += 1;
             }
         }
-        if self.ack_due && self.state != State::Closed {
+        if self.due.has(Due::ACK) && self.state != State::Closed {
             let r = self.ack_repr(now, self.sb.snd_nxt(), TcpFlags::ACK, 0);
             if emit(OutSegment {
                 repr: r,
@@ -232,7 +227,7 @@ impl Tcb {
     #[inline]
     fn nothing_to_send(&self) -> bool {
         self.short_paths()
-            && !self.tlp_due
+            && !self.due.has(Due::TLP)
             && self.sb.is_clean()
             && self.recovery.is_open()
             && self.new_data() == 0
@@ -277,13 +272,33 @@ impl Tcb {
     /// probe timeout is armed (RFC 8985 §7.2); the prediction asked for
     /// room in the send window, so it is open and the persist timer's
     /// case (a closed window, nothing in flight) cannot arise.
+    ///
+    /// `arm_tlp` with what the prediction settled: data is in flight and
+    /// recovery is open (`predicted_send` asked `Recovery::is_open`, which
+    /// excludes recovery), so of `Tlp::may_arm` only "no probe out" is
+    /// left to ask; the retransmission timer is running, so the time left
+    /// on it is read from the deadline just looked at (or set), and the
+    /// RTO is computed once for both.
     #[inline(always)]
     fn after_predicted_send(&mut self, now: Instant) {
-        debug_assert!(!self.sb.is_empty() && self.snd_wnd > 0);
-        if self.timers.get(Timer::Rtx).is_none() {
-            self.timers.set(Timer::Rtx, Some(now + self.rto.rto()));
+        debug_assert!(!self.sb.is_empty() && self.snd_wnd > 0 && !self.recovery.in_recovery());
+        let rtx = match self.timers.get(Timer::Rtx) {
+            Some(at) => at,
+            None => {
+                let at = now + self.rto.rto();
+                self.timers.set(Timer::Rtx, Some(at));
+                at
+            }
+        };
+        if self.cfg.rack && !self.tlp.outstanding() {
+            let pto = rack::probe_timeout(
+                self.rto.srtt(),
+                self.sb.len(),
+                rack::WC_DEL_ACK,
+                rtx.saturating_since(now),
+            );
+            self.timers.set(Timer::Tlp, Some(now + pto));
         }
-        self.arm_tlp(now);
     }
 
     /// Data, FIN and retransmissions as the windows, RFC 6675 and RACK-TLP
@@ -315,8 +330,8 @@ impl Tcb {
             };
             let cap = self.smss.saturating_sub(sack_len).max(self.smss / 2);
             let new_data = self.new_data().min(cap);
-            let next = if self.tlp_due {
-                self.tlp_due = false;
+            let next = if self.due.has(Due::TLP) {
+                self.due.clear(Due::TLP);
                 match rack::probe_segment(&self.sb, new_data) {
                     Some(p) => {
                         self.stats.tlp_probes += 1;
@@ -414,10 +429,12 @@ impl Tcb {
     #[inline]
     pub(super) fn arm_tlp(&mut self, now: Instant) {
         if self.cfg.rack && self.tlp.may_arm(&self.sb, self.recovery.in_recovery()) {
+            // (The RTO only when the timer is off: `map_or` would compute
+            // it for every arming.)
             let rto_left = self
                 .timers
                 .get(Timer::Rtx)
-                .map_or(self.rto.rto(), |t| t.saturating_since(now));
+                .map_or_else(|| self.rto.rto(), |t| t.saturating_since(now));
             let pto =
                 rack::probe_timeout(self.rto.srtt(), self.sb.len(), rack::WC_DEL_ACK, rto_left);
             self.timers.set(Timer::Tlp, Some(now + pto));
@@ -612,7 +629,7 @@ impl Tcb {
 
     /// An ACK went out: the delayed-ACK state is reset.
     fn after_ack_sent(&mut self) {
-        self.ack_due = false;
+        self.due.clear(Due::ACK);
         self.unacked_bytes = 0;
         self.timers.set(Timer::Delack, None);
     }

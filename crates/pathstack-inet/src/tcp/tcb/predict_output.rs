@@ -23,6 +23,7 @@
 //! control block with and one without it and compares everything). Every
 //! other case goes the general way, unchanged.
 
+use super::due::Due;
 use super::output::OutSegment;
 use super::Tcb;
 use crate::tcp::congestion::CongestionControl;
@@ -56,7 +57,7 @@ impl Tcb {
     pub(super) fn predicted_send(&self) -> Option<NextSeg> {
         if !self.short_paths()
             || self.state != State::Established
-            || self.tlp_due
+            || self.due.has(Due::TLP)
             || self.snd.is_closed()
             || !self.sb.is_clean()
             || !self.recovery.is_open()

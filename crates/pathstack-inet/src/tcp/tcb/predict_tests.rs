@@ -9,6 +9,13 @@
 //! through its `Debug` form (buffers, scoreboard, RACK, recovery,
 //! congestion control, timers, counters), the prediction counters aside.
 //!
+//! A third control block, with the short paths on, skips the check half
+//! of output (`Tcb::poll_quiet`) and always takes the full send
+//! (`Tcb::poll_output_due`, what `poll_output` is without its check): the
+//! check's "nothing to send" — and the word of what is due that it asks,
+//! `due.rs` — must agree with the full send on every step, the same
+//! segments out (none when the check said none) and the same state.
+//!
 //! The peer is a loose model: it sends mostly the next segment expected
 //! with the ACK of what it received, the same window and fresh timestamps
 //! (so that prediction is taken often), and otherwise segments out of
@@ -187,6 +194,9 @@ fn octet(peer_iss: u32, seq: u32) -> u8 {
 struct Twins {
     a: Tcb,
     b: Tcb,
+    /// Like `a`, but every output through `poll_output_due` without the
+    /// check half first.
+    c: Tcb,
     now: Instant,
     peer: Peer,
     /// Compare the whole state after every step (else every 16th and at
@@ -200,6 +210,18 @@ struct Twins {
 fn outputs(t: &mut Tcb, now: Instant) -> Vec<Emitted> {
     let mut v = Vec::new();
     t.poll_output(now, &mut |s| {
+        let mut p = s.payload.to_vec();
+        p.extend_from_slice(s.payload2);
+        v.push((s.repr, p, s.gso_size));
+        true
+    });
+    v
+}
+
+/// [`outputs`] through the full send alone, without the check half.
+fn outputs_due(t: &mut Tcb, now: Instant) -> Vec<Emitted> {
+    let mut v = Vec::new();
+    t.poll_output_due(now, &mut |s| {
         let mut p = s.payload.to_vec();
         p.extend_from_slice(s.payload2);
         v.push((s.repr, p, s.gso_size));
@@ -237,6 +259,7 @@ impl Twins {
         let mut w = Twins {
             a: make(false),
             b: make(true),
+            c: make(false),
             now: Instant::ZERO,
             in_place: 0,
             peer: Peer {
@@ -300,14 +323,16 @@ impl Twins {
     /// same; the peer sees it; the states must be the same.
     fn settle(&mut self) {
         let now = self.now;
-        for t in [&mut self.a, &mut self.b] {
+        for t in [&mut self.a, &mut self.b, &mut self.c] {
             if t.poll_at().is_some_and(|p| p <= now) {
                 t.on_tick(now);
             }
         }
         let oa = outputs(&mut self.a, now);
         let ob = outputs(&mut self.b, now);
+        let oc = outputs_due(&mut self.c, now);
         assert_eq!(oa, ob, "emitted segments differ at {now:?}");
+        assert_eq!(oa, oc, "the check half and the full send differ at {now:?}");
         for (r, p, _) in &oa {
             self.peer.observe(r, p.len());
         }
@@ -325,7 +350,15 @@ impl Twins {
             self.now
         );
         assert_eq!(self.a.poll_at(), self.b.poll_at(), "poll_at");
+        assert_eq!(self.a.wants_output(), self.c.wants_output(), "wants_output");
+        assert_eq!(self.a.poll_at(), self.c.poll_at(), "poll_at");
+        let sc = state(&mut self.c);
         let (sa, sb) = (state(&mut self.a), state(&mut self.b));
+        assert!(
+            sa == sc,
+            "the check half and the full send leave different states at {:?}",
+            self.now
+        );
         if sa != sb {
             // The first difference, for the failure message.
             let at = sa
@@ -366,29 +399,13 @@ impl Twins {
             },
             options,
         };
-        let ra = self.predicting_receive(&repr, payload);
+        let (ra, in_place) = predicting_receive(&mut self.a, self.now, &repr, payload);
+        self.in_place += u64::from(in_place);
         let rb = self.b.on_segment(self.now, &repr, payload);
+        let (rc, _) = predicting_receive(&mut self.c, self.now, &repr, payload);
         assert_eq!(ra, rb, "on_segment {repr:?}");
+        assert_eq!(ra, rc, "on_segment {repr:?}");
         self.settle();
-    }
-
-    /// The predicting twin takes a segment as the connection stage does:
-    /// the bytes on the wire read in place by header prediction first
-    /// (`TcpPredicted::parse_received`, `Tcb::on_predicted_segment`), the
-    /// parsed segment through `on_segment` when that declines.
-    fn predicting_receive(&mut self, repr: &TcpRepr, payload: &[u8]) -> Result<(), Drop> {
-        let (src, dst) = ([10, 0, 0, 2].into(), [10, 0, 0, 1].into());
-        let mut bytes = vec![0u8; repr.header_len() + payload.len()];
-        bytes[repr.header_len()..].copy_from_slice(payload);
-        repr.emit(&mut bytes, src, dst, payload).expect("fits");
-        let pseudo = TcpTemplate::new(dst, src, LPORT, RPORT).pseudo_sum();
-        if let Some(Ok((seg, hl))) = TcpPredicted::parse_received(&bytes, pseudo, false) {
-            if self.a.on_predicted_segment(self.now, &seg, &bytes[hl..]) {
-                self.in_place += 1;
-                return Ok(());
-            }
-        }
-        self.a.on_segment(self.now, repr, payload)
     }
 
     fn segment(&mut self, s: SegSpec) {
@@ -464,7 +481,9 @@ impl Twins {
     fn app<R: PartialEq + std::fmt::Debug>(&mut self, what: &str, f: impl Fn(&mut Tcb) -> R) {
         let ra = f(&mut self.a);
         let rb = f(&mut self.b);
+        let rc = f(&mut self.c);
         assert_eq!(ra, rb, "{what}");
+        assert_eq!(ra, rc, "{what}");
         self.settle();
     }
 
@@ -493,6 +512,30 @@ impl Twins {
             Op::Close => self.app("close", |t| t.close()),
         }
     }
+}
+
+/// A predicting control block takes a segment as the connection stage
+/// does: the bytes on the wire read in place by header prediction first
+/// (`TcpPredicted::parse_received`, `Tcb::on_predicted_segment`), the
+/// parsed segment through `on_segment` when that declines. Also says
+/// whether prediction took it read in place.
+fn predicting_receive(
+    t: &mut Tcb,
+    now: Instant,
+    repr: &TcpRepr,
+    payload: &[u8],
+) -> (Result<(), Drop>, bool) {
+    let (src, dst) = ([10, 0, 0, 2].into(), [10, 0, 0, 1].into());
+    let mut bytes = vec![0u8; repr.header_len() + payload.len()];
+    bytes[repr.header_len()..].copy_from_slice(payload);
+    repr.emit(&mut bytes, src, dst, payload).expect("fits");
+    let pseudo = TcpTemplate::new(dst, src, LPORT, RPORT).pseudo_sum();
+    if let Some(Ok((seg, hl))) = TcpPredicted::parse_received(&bytes, pseudo, false) {
+        if t.on_predicted_segment(now, &seg, &bytes[hl..]) {
+            return (Ok(()), true);
+        }
+    }
+    (t.on_segment(now, repr, payload), false)
 }
 
 /// The control bits of a segment in the body of a case: ACK, PSH, and

@@ -4,6 +4,7 @@
 //! delayed ACK, the persist timer (§3.8.6.1), keepalive (§3.8.4) and
 //! TIME-WAIT (§3.4.2).
 
+use super::due::Due;
 use super::Tcb;
 use crate::tcp::error::TcpError;
 use crate::tcp::state::State;
@@ -29,12 +30,8 @@ impl Tcb {
     /// Whether [`poll_output`](Self::poll_output) has something to send
     /// regardless of the timers.
     pub fn wants_output(&self) -> bool {
-        self.rst_out.is_some()
-            || self.syn_due
-            || self.ack_due
-            || self.tlp_due
-            || self.window_probe_due
-            || self.keepalive_due
+        // (Reset, SYN, ACK, probes: one word, `due.rs`.)
+        self.due.any()
     }
 
     /// Runs the timers that are due at `now`; what they send comes from
@@ -47,7 +44,7 @@ impl Tcb {
         }
         if due(self.timers.get(Timer::Delack), now) {
             self.timers.set(Timer::Delack, None);
-            self.ack_due = true;
+            self.due.set(Due::ACK);
         }
         if due(self.timers.get(Timer::Rtx), now) {
             self.timers.set(Timer::Rtx, None);
@@ -63,13 +60,13 @@ impl Tcb {
         if due(self.timers.get(Timer::Tlp), now) {
             self.timers.set(Timer::Tlp, None);
             if self.tlp.may_arm(&self.sb, self.recovery.in_recovery()) {
-                self.tlp_due = true;
+                self.due.set(Due::TLP);
             }
         }
         if due(self.timers.get(Timer::Persist), now) {
             self.timers.set(Timer::Persist, None);
             if self.snd_wnd == 0 {
-                self.window_probe_due = true;
+                self.due.set(Due::WINDOW_PROBE);
                 self.persist_backoff = self.persist_backoff.saturating_add(1);
                 self.timers
                     .set(Timer::Persist, Some(now + self.persist_interval()));
@@ -83,7 +80,7 @@ impl Tcb {
                     return;
                 }
                 self.keepalive_sent += 1;
-                self.keepalive_due = true;
+                self.due.set(Due::KEEPALIVE);
                 self.timers
                     .set(Timer::Keepalive, Some(now + k.interval.into()));
             }
@@ -115,7 +112,7 @@ impl Tcb {
                     return;
                 }
                 self.rto.on_timeout();
-                self.syn_due = true;
+                self.due.set(Due::SYN);
                 self.syn_retransmitted = true;
                 self.timers.set(Timer::Rtx, Some(now + self.rto.rto()));
             }
