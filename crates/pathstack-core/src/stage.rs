@@ -224,7 +224,9 @@ impl<'a, 'e> Cx<'a, 'e> {
     /// [`module_and_linked`](Self::module_and_linked) without marking
     /// either module touched; as [`Cx::module_quiet`], the caller marks
     /// the linked module ([`Cx::touch_linked`]) when it may have moved
-    /// its deadline earlier.
+    /// its deadline earlier. Inlined: it is on every message of a fast
+    /// form, which wants it without a call.
+    #[inline(always)]
     pub fn module_and_linked_quiet<A: Module, B: Module>(
         &mut self,
         service: usize,
