@@ -258,7 +258,10 @@ pub trait Module: Any + Send {
     /// reached writably — any of its calls, a stage's
     /// [`Cx::module`](crate::stage::Cx::module) or `linked_module`,
     /// [`Stack::module_mut`](crate::Stack::module_mut) — so an idle poll
-    /// asks it nothing. Default: no (drivers are polled every time).
+    /// asks it nothing. A fast form's quiet reach
+    /// ([`Cx::module_quiet`](crate::stage::Cx::module_quiet)) does not
+    /// mark it: the fast form marks it when its work moves the deadline
+    /// earlier. Default: no (drivers are polled every time).
     fn polls_when_due(&self) -> bool {
         false
     }

@@ -210,6 +210,70 @@ impl<'a, 'e> Cx<'a, 'e> {
         let b = (b.get_mut() as &mut dyn Any).downcast_mut::<B>()?;
         Some((a, b))
     }
+    /// [`module`](Self::module) without marking the module touched, for a
+    /// fast form on every message: the stack's idle poll (issue 26 items
+    /// 5, 6) then stays idle while the message gives the module no work
+    /// due sooner than it had. The caller must call [`Cx::touch_module`]
+    /// when it may have moved the module's [`Module::poll_at`] earlier
+    /// (who makes work marks it).
+    #[inline]
+    pub fn module_quiet<T: Module>(&mut self) -> Option<&mut T> {
+        let m = self.env.view.stage_modules[self.pos];
+        (self.env.modules[m.0 as usize].get_mut_quiet() as &mut dyn Any).downcast_mut::<T>()
+    }
+    /// [`module_and_linked`](Self::module_and_linked) without marking
+    /// either module touched; as [`Cx::module_quiet`], the caller marks
+    /// the linked module ([`Cx::touch_linked`]) when it may have moved
+    /// its deadline earlier. Inlined: it is on every message of a fast
+    /// form, which wants it without a call.
+    #[inline(always)]
+    pub fn module_and_linked_quiet<A: Module, B: Module>(
+        &mut self,
+        service: usize,
+        link: usize,
+    ) -> Option<(&mut A, &mut B)> {
+        let own = self.env.view.stage_modules[self.pos].0 as usize;
+        let other = self.env.modules[own]
+            .links
+            .get(service)?
+            .get(link)?
+            .instance
+            .0 as usize;
+        if own == other || other >= self.env.modules.len() {
+            return None;
+        }
+        let (a, b) = if own < other {
+            let (lo, hi) = self.env.modules.split_at_mut(other);
+            (&mut lo[own], &mut hi[0])
+        } else {
+            let (lo, hi) = self.env.modules.split_at_mut(own);
+            (&mut hi[0], &mut lo[other])
+        };
+        let a = (a.get_mut_quiet() as &mut dyn Any).downcast_mut::<A>()?;
+        let b = (b.get_mut_quiet() as &mut dyn Any).downcast_mut::<B>()?;
+        Some((a, b))
+    }
+    /// Marks this stage's module touched after a
+    /// [`module_quiet`](Self::module_quiet) reach that may have moved its
+    /// deadline earlier: the next poll asks it again.
+    #[inline]
+    pub fn touch_module(&mut self) {
+        let m = self.env.view.stage_modules[self.pos];
+        self.env.modules[m.0 as usize].touch();
+    }
+    /// Marks the module linked by connection `link` of service `service`
+    /// touched (see [`Cx::touch_module`]).
+    pub fn touch_linked(&mut self, service: usize, link: usize) {
+        let m = self.env.view.stage_modules[self.pos];
+        let target = self.env.modules[m.0 as usize]
+            .links
+            .get(service)
+            .and_then(|l| l.get(link))
+            .map(|l| l.instance.0 as usize);
+        if let Some(slot) = target.and_then(|t| self.env.modules.get_mut(t)) {
+            slot.touch();
+        }
+    }
     /// Records that the device of this stage's driver module failed for
     /// good (see [`crate::device::failure`]); the first failure stays.
     pub fn device_failed(&mut self, e: &crate::device::DeviceError) {

@@ -236,6 +236,26 @@ impl VchanPool {
         Ok(None)
     }
 
+    /// Fast form: [`VchanPool::release`] of this pool's channel number
+    /// `chan` when no call waits (the caller checked), found by its
+    /// number alone (every channel of a pool has the pool's peer and
+    /// protocol, so the number names it) and the channel parked or made
+    /// the top of the idle stack as there; `false` if it is not lent.
+    #[inline(always)]
+    pub(crate) fn release_idle(&mut self, chan: u16) -> bool {
+        let Some(i) = self.busy.iter().position(|k| k.chan == chan) else {
+            return false;
+        };
+        let key = self.busy.swap_remove(i);
+        if self.park_pending > 0 {
+            self.park_pending -= 1;
+            self.parked.push(key);
+        } else {
+            self.idle.push(key);
+        }
+        true
+    }
+
     /// Withdraws a waiting call (its caller gave up). `false` if it no
     /// longer waits.
     pub fn cancel(&mut self, ticket: WaitTicket) -> bool {

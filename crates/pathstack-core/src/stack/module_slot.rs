@@ -64,6 +64,22 @@ impl ModuleSlot {
         &mut *self.module
     }
 
+    /// The module, writable, *not* marked `touched`: for a fast form that
+    /// marks it itself ([`ModuleSlot::touch`]) whenever its work may have
+    /// moved the module's deadline earlier. A deadline that moved later
+    /// unmarked is harmless (the stack polls the module early, and it finds
+    /// nothing due); one that moved earlier unmarked would be missed.
+    #[inline]
+    pub fn get_mut_quiet(&mut self) -> &mut dyn Module {
+        &mut *self.module
+    }
+
+    /// Marks the module `touched`: the next poll asks its deadline again.
+    #[inline]
+    pub fn touch(&mut self) {
+        self.touched = true;
+    }
+
     /// The module, writable (marked `touched`), beside the parts of its
     /// slot a context borrows at the same time.
     #[inline]

@@ -1177,3 +1177,50 @@ fn e2_zero_byte_call_is_24_bytes_of_mselect_and_chan() {
     // + BID 12 + BLAST 20 + ETH 14 = 70 B frames (90 B with IP, §12 item 3).
     assert_eq!(24 + 12 + 20 + 14, 70);
 }
+
+/// The fast form's release by channel number leaves a pool exactly as
+/// `release` does when no call waits: the channel back on top of the
+/// idle stack (LIFO reuse), or parked while a DECCONCURRENCY is pending;
+/// a channel not lent is refused by both.
+#[test]
+fn v2_release_idle_is_release_without_waiters() {
+    let mut c = ClientTable::new(ClientConfig::default());
+    let mut d = ClientTable::new(ClientConfig::default());
+    let mut slow = VchanPool::new(&mut c, speer(), 20, VchanConfig::default()).unwrap();
+    let mut fast = VchanPool::new(&mut d, speer(), 20, VchanConfig::default()).unwrap();
+    let mut lent = Vec::new();
+    for _ in 0..3 {
+        let (Acquired::Channel(a), Acquired::Channel(b)) =
+            (slow.acquire().unwrap(), fast.acquire().unwrap())
+        else {
+            panic!("queued")
+        };
+        assert_eq!(a.chan, b.chan);
+        lent.push(a);
+    }
+    // Park one of the busy channels when it comes back: all idle ones
+    // go first, so ask for one more than are idle.
+    let idle = slow.active() - lent.len();
+    slow.dec_concurrency(idle + 1).unwrap();
+    fast.dec_concurrency(idle + 1).unwrap();
+    for k in [lent[1], lent[0], lent[2]] {
+        assert_eq!(slow.release(k).unwrap(), None);
+        assert!(fast.release_idle(k.chan));
+        assert_eq!(
+            (slow.active(), slow.parked(), slow.waiting()),
+            (fast.active(), fast.parked(), fast.waiting())
+        );
+    }
+    assert!(slow.release(lent[0]).is_err());
+    assert!(!fast.release_idle(lent[0].chan));
+    let order = |p: &mut VchanPool| -> Vec<u16> {
+        std::iter::from_fn(|| match p.acquire() {
+            Ok(Acquired::Channel(k)) => Some(k.chan),
+            _ => None,
+        })
+        .collect()
+    };
+    let (a, b) = (order(&mut slow), order(&mut fast));
+    assert_eq!(a, b);
+    assert_eq!(a.len(), 2, "two of the three came back idle, one parked");
+}

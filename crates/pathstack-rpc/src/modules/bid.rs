@@ -134,6 +134,14 @@ struct BidCache {
     generation: u64,
     local: BootId,
     peer_bid: BootId,
+    /// The header a message to the peer carries, made when the ids were
+    /// read (`None` while the peer's is unknown: `send` drops), so the
+    /// fast form copies it rather than building it per message (the
+    /// thesis' PIN kept its headers on the path, §4.2.2).
+    header: Option<[u8; HEADER_LEN]>,
+    /// The ids a message from the peer names, in wire order: the peer's
+    /// (source), then ours (destination).
+    expect: [u8; 8],
 }
 
 /// The `BID` stage of an RPC path, or of BID's own path.
@@ -154,12 +162,7 @@ impl BidStage {
     /// comparison, no module reached; the thesis' path-specific caching).
     #[inline(always)]
     fn held(&self, peer: crate::Peer) -> Option<(BootId, BootId)> {
-        match (&self.generation, &self.cache) {
-            (Some(g), Some(c)) if c.peer == peer && c.generation == g.current() => {
-                Some((c.local, c.peer_bid))
-            }
-            _ => None,
-        }
+        self.held_cache(peer).map(|c| (c.local, c.peer_bid))
     }
 
     /// This host's and `peer`'s boot ids: those held, else read from
@@ -182,13 +185,31 @@ impl BidStage {
             self.generation = Some(ctl.generation_cell().clone());
         }
         let (local, peer_bid, generation) = ctl.known_bids(peer);
+        let header = BidFilter::new(local, self.hlp_num)
+            .send_header(peer_bid)
+            .ok()
+            .map(|h| h.to_bytes());
+        let mut expect = [0u8; 8];
+        expect[..4].copy_from_slice(&peer_bid.0.to_be_bytes());
+        expect[4..].copy_from_slice(&local.0.to_be_bytes());
         self.cache = Some(BidCache {
             peer,
             generation,
             local,
             peer_bid,
+            header,
+            expect,
         });
         Some((local, peer_bid))
+    }
+
+    /// The boot ids the path holds for `peer`, as [`BidStage::held`].
+    #[inline(always)]
+    fn held_cache(&self, peer: crate::Peer) -> Option<&BidCache> {
+        match (&self.generation, &self.cache) {
+            (Some(g), Some(c)) if c.peer == peer && c.generation == g.current() => Some(c),
+            _ => None,
+        }
     }
 
     /// Fast form, down: the header `send` would push on a message to
@@ -196,11 +217,7 @@ impl BidStage {
     /// (`None`, decline, when `send` would ask BIDCTL or drop).
     #[inline(always)]
     pub(crate) fn fast_header(&self, peer: crate::Peer) -> Option<[u8; HEADER_LEN]> {
-        let (local, peer_bid) = self.held(peer)?;
-        let h = BidFilter::new(local, self.hlp_num)
-            .send_header(peer_bid)
-            .ok()?;
-        Some(h.to_bytes())
+        self.held_cache(peer)?.header
     }
 
     /// Fast form, up: whether `receive` would deliver a message from
@@ -208,12 +225,10 @@ impl BidStage {
     /// header names, spec §4.3) without asking BIDCTL.
     #[inline(always)]
     pub(crate) fn fast_accepts(&self, peer: crate::Peer, h: &[u8; HEADER_LEN]) -> bool {
-        let Some((local, peer_bid)) = self.held(peer).filter(|_| !self.own) else {
+        let Some(c) = self.held_cache(peer).filter(|_| !self.own) else {
             return false;
         };
-        peer_bid.is_known()
-            && h[0..4] == peer_bid.0.to_be_bytes()
-            && h[4..8] == local.0.to_be_bytes()
+        c.peer_bid.is_known() && h[..8] == c.expect
     }
 
     /// Asks BIDCTL about `peer` with `hint` and sends what it asks for.

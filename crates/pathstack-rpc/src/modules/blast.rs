@@ -266,6 +266,7 @@ impl Module for BlastModule {
             stage: Box::new(BlastStage {
                 own,
                 prot_id,
+                short: BlastHeader::short(prot_id, 0).to_bytes(),
                 fragment_len: self.config.fragment_len,
                 max_len: self.max_message_len(),
             }),
@@ -427,6 +428,9 @@ pub struct BlastStage {
     own: bool,
     /// The upper protocol (BID) this path carries.
     prot_id: u32,
+    /// The short header (§3.4 item 1) of this path's protocol with
+    /// length 0: the fast form copies it and fills in the length.
+    short: [u8; HEADER_LEN],
     fragment_len: usize,
     max_len: usize,
 }
@@ -508,8 +512,11 @@ impl BlastStage {
     /// item 1); `None` (decline) for a message the session fragments.
     #[inline(always)]
     pub(crate) fn fast_header(&self, len: usize) -> Option<[u8; HEADER_LEN]> {
-        (!self.own && len < self.fragment_len)
-            .then(|| BlastHeader::short(self.prot_id, len as u32).to_bytes())
+        (!self.own && len < self.fragment_len).then(|| {
+            let mut h = self.short;
+            h[crate::wire::blast::field::LEN].copy_from_slice(&(len as u32).to_be_bytes());
+            h
+        })
     }
 
     /// Fast form, up: the payload length of the short message whose

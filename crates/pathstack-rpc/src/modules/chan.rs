@@ -149,9 +149,16 @@ impl ChanModule {
         }
     }
 
-    /// Notes a timer armed at `at` by a call or reply.
-    fn armed(&mut self, at: Instant) {
-        self.next_due = Some(self.next_due.map_or(at, |d| d.min(at)));
+    /// Notes a timer armed at `at` by a call or reply; returns whether
+    /// that moved the module's deadline earlier (a fast form that reached
+    /// the module without marking it then marks it, so the stack's idle
+    /// poll learns the new deadline; issue 26 item 5).
+    fn armed(&mut self, at: Instant) -> bool {
+        let earlier = self.next_due.is_none_or(|d| at < d);
+        if earlier {
+            self.next_due = Some(at);
+        }
+        earlier
     }
 
     fn due(&mut self) {
@@ -414,7 +421,8 @@ impl ChanStage {
     /// do anything else: the channel not held by handle, not FREE
     /// (client) or not executing (server), a message BLAST fragments
     /// (its receipt is recorded), the first call to a peer (BIDCTL
-    /// registration).
+    /// registration). Also returns whether the module's deadline moved
+    /// earlier (the caller reached it without marking it: it marks it).
     #[inline(always)]
     pub(crate) fn fast_send(
         &mut self,
@@ -423,7 +431,7 @@ impl ChanStage {
         msg: [&[u8]; 2],
         peer: Peer,
         chan: u16,
-    ) -> Option<[u8; HEADER_LEN]> {
+    ) -> Option<([u8; HEADER_LEN], bool)> {
         let len = msg[0].len() + msg[1].len();
         // The receipt BLAST gives a short message is the default one.
         let f = self.fragment_len?;
@@ -436,11 +444,10 @@ impl ChanStage {
             chan,
         };
         let at = usize::from(chan);
-        let h = if self.server {
+        let (h, earlier) = if self.server {
             let held = self.servers.get(at, &key)?;
             let h = m.server.fast_reply(held, now, key, msg)?;
-            m.armed(now + m.server.config().initial_timeout);
-            h
+            (h, m.armed(now + m.server.config().initial_timeout))
         } else {
             let held = self.clients.get(at, &key)?;
             if !m.pending_registrations.is_empty() {
@@ -449,10 +456,9 @@ impl ChanStage {
             let deadline = m.call_timeout.map(|d| now + d);
             let h = m.client.fast_call(held, now, key, msg, deadline)?;
             let first = now + m.client.config().initial_timeout;
-            m.armed(deadline.map_or(first, |d| d.min(first)));
-            h
+            (h, m.armed(deadline.map_or(first, |d| d.min(first))))
         };
-        Some(h.to_bytes())
+        Some((h.to_bytes(), earlier))
     }
 
     /// Fast form, up: what `receive` does (in CHAN's module `m`) with a

@@ -533,12 +533,7 @@ impl VchanStage {
         let slot = p.take_lent(chan)?;
         // No call waits: the channel goes idle (or parked), nothing to
         // send, as in `outcome`.
-        let key = ChannelKey {
-            peer,
-            prot_id: self.prot_id,
-            chan,
-        };
-        let _ = p.pool.release(key);
+        let _ = p.pool.release_idle(chan);
         Some(slot)
     }
 }

@@ -158,6 +158,7 @@ impl ChanHeader {
     /// Parses a received packet: the header and its payload, truncated to
     /// `len` when the packet carries more (padding); a `len` beyond the
     /// packet drops it (spec §6.2).
+    #[inline]
     pub fn parse(packet: &[u8]) -> Result<(ChanHeader, &[u8]), ChanDropReason> {
         if packet.len() < HEADER_LEN {
             return Err(ChanDropReason::Truncated);
@@ -188,6 +189,7 @@ impl ChanHeader {
     }
 
     /// The header's 16 bytes.
+    #[inline]
     pub fn to_bytes(&self) -> [u8; HEADER_LEN] {
         let mut b = [0u8; HEADER_LEN];
         b[field::CHAN].copy_from_slice(&self.chan.to_be_bytes());

@@ -58,6 +58,7 @@ pub struct MselectHeader {
 impl MselectHeader {
     /// Parses a packet into its header and payload; a status other than
     /// [`SEL_OK`]/[`SEL_FAIL`] is refused.
+    #[inline]
     pub fn parse(packet: &[u8]) -> Result<(MselectHeader, &[u8]), MselectDropReason> {
         let (head, payload) = packet
             .split_first_chunk::<HEADER_LEN>()
@@ -71,6 +72,7 @@ impl MselectHeader {
     }
 
     /// The header's 8 bytes.
+    #[inline]
     pub fn to_bytes(&self) -> [u8; HEADER_LEN] {
         let mut b = [0u8; HEADER_LEN];
         b[..4].copy_from_slice(&self.id.to_be_bytes());
