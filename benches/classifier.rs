@@ -30,7 +30,7 @@ use criterion::{BenchmarkId, Criterion};
 use pathstack_classify::testing::inet::{self, ETH};
 use pathstack_classify::testing::ops::FilterSpec;
 use pathstack_classify::testing::packet::{PacketSpec, Payload};
-use pathstack_classify::{Classifier, KeyMode, Level, PathId, Trace};
+use pathstack_classify::{Classifier, Footprint, KeyMode, Level, PathId, Trace};
 use stats_alloc::{Region, StatsAlloc, INSTRUMENTED_SYSTEM};
 
 #[global_allocator]
@@ -343,10 +343,13 @@ fn bench_update(c: &mut Criterion, n: usize, cls: &mut Classifier) {
 }
 
 /// Live heap bytes of the classifier per added path, once the upper
-/// (ETH, IP) nodes exist: heap(1 + m paths) − heap(1 path), divided by m.
-fn bytes_per_path(m: usize) -> (f64, f64) {
+/// (ETH, IP) nodes exist: heap(1 + m paths) − heap(1 path), divided by m;
+/// with [`Classifier::footprint`]'s estimate, whose parts say where they
+/// go.
+fn bytes_per_path(m: usize) -> (f64, f64, Footprint) {
     let region = Region::new(GLOBAL);
     let mut c = build(1);
+    let fp_before = c.footprint();
     let est_before = c.heap_bytes() as f64;
     let live = |r: &Region<'_, System>| {
         let s = r.change();
@@ -361,8 +364,9 @@ fn bytes_per_path(m: usize) -> (f64, f64) {
     }
     let after = live(&region);
     let est = (c.heap_bytes() as f64 - est_before) / m as f64;
+    let parts = c.footprint().since(&fp_before);
     drop(c);
-    ((after - before) / m as f64, est)
+    ((after - before) / m as f64, est, parts)
 }
 
 fn out_dir() -> PathBuf {
@@ -483,8 +487,8 @@ fn main() {
         drop(cls);
         bench_linear(&mut c, n);
     }
-    let (bytes_100k, est_100k) = bytes_per_path(100_000);
-    let (bytes_1m, est_1m) = bytes_per_path(1_000_000);
+    let (bytes_100k, est_100k, parts_100k) = bytes_per_path(100_000);
+    let (bytes_1m, est_1m, parts_1m) = bytes_per_path(1_000_000);
     c.final_summary();
 
     let mut samples = SAMPLES.lock().unwrap();
@@ -541,5 +545,19 @@ fn main() {
         "heap bytes per added path (counting allocator): {bytes_100k:.1} at 100k, {bytes_1m:.1} at 1M \
          (Classifier::heap_bytes estimate: {est_100k:.1}, {est_1m:.1})"
     );
+    for (m, p) in [(100_000, parts_100k), (1_000_000, parts_1m)] {
+        let per = |b: usize| b as f64 / m as f64;
+        println!(
+            "per path at {m}: nodes {:.1}, counts {:.1}, sparse {:.1}, edges {:.1}, tails {:.1}, \
+             open {:.1}, flows {:.1}",
+            per(p.nodes),
+            per(p.counts),
+            per(p.sparse),
+            per(p.edges),
+            per(p.tails),
+            per(p.open),
+            per(p.flows)
+        );
+    }
     println!("wrote {} and classifier.svg", json.display());
 }

@@ -5,8 +5,8 @@ use crate::hash::{EdgeHasher, NodeTable, MAX_NODES};
 use crate::node::{edge_word, Family, NodeSlab, Probe, EDGE_MASK, NONE, PASSIVE, ROOT};
 use crate::trace::Recorder;
 use crate::{
-    ClassifyError, DemuxNodeInfo, DemuxNodeRef, FlowLayout, Key, KeyMode, Level, ModuleId,
-    PartialClassifier, PathId, Trace,
+    ClassifyError, DemuxNodeInfo, DemuxNodeRef, FlowLayout, Footprint, Key, KeyMode, Level,
+    ModuleId, PartialClassifier, PathId, Trace,
 };
 
 /// Longest chain of demux levels one path may register. Bounds a lookup to
@@ -326,12 +326,23 @@ impl Classifier {
     /// keys and the tables, from their capacities; the partial classifiers
     /// are not counted).
     pub fn heap_bytes(&self) -> usize {
-        self.slab.heap_bytes()
-            + self.edges.heap_bytes()
-            + self.tails.heap_bytes()
-            + self.open.capacity() * std::mem::size_of::<Chain>()
-            + self.roots.capacity() * std::mem::size_of::<Family>()
-            + self.flows.heap_bytes()
+        self.footprint().total()
+    }
+
+    /// [`heap_bytes`](Self::heap_bytes) part by part: where a path's
+    /// bytes go.
+    pub fn footprint(&self) -> Footprint {
+        let (nodes, counts, sparse) = self.slab.footprint();
+        Footprint {
+            nodes,
+            counts,
+            sparse,
+            edges: self.edges.heap_bytes(),
+            tails: self.tails.heap_bytes(),
+            open: self.open.capacity() * std::mem::size_of::<Chain>()
+                + self.roots.capacity() * std::mem::size_of::<Family>(),
+            flows: self.flows.heap_bytes(),
+        }
     }
 
     /// Number of registered chains (one per path and classified direction).
@@ -378,6 +389,16 @@ impl Classifier {
         if let Some(p) = self.lookup_flow(module, msg, &mut (), &mut ()) {
             return Some(p);
         }
+        self.classify_walked(module, msg)
+    }
+
+    /// The walks of [`classify`](Self::classify), out of line: inlined,
+    /// their stack frame (the trail of nodes) and the registers they keep
+    /// across the partial classifiers' calls were set up and saved on every
+    /// call, a flow table hit included (about 45 instructions a frame in
+    /// the ping-pong, `docs/design.md`).
+    #[inline(never)]
+    fn classify_walked(&self, module: ModuleId, msg: &[u8]) -> Option<PathId> {
         self.lookup(module, msg, self.installed(), &mut (), &mut ())
     }
 

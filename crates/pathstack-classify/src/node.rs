@@ -457,13 +457,17 @@ impl NodeSlab {
         }
     }
 
-    pub(crate) fn heap_bytes(&self) -> usize {
-        self.nodes.capacity() * std::mem::size_of::<DemuxNode>()
-            + self.num_paths.capacity() * 4
-            + self.families.heap_bytes()
-            + self.twins.heap_bytes()
-            + self.spill.capacity() * Key::MAX_LEN
-            + self.spill_free.capacity() * 4
+    /// Heap bytes of the nodes, of their path counts, and of the sparse
+    /// maps and spilled keys.
+    pub(crate) fn footprint(&self) -> (usize, usize, usize) {
+        (
+            self.nodes.capacity() * std::mem::size_of::<DemuxNode>(),
+            self.num_paths.capacity() * 4,
+            self.families.heap_bytes()
+                + self.twins.heap_bytes()
+                + self.spill.capacity() * Key::MAX_LEN
+                + self.spill_free.capacity() * 4,
+        )
     }
 
     /// Node `idx`'s twin, or `NONE`.
