@@ -2,20 +2,13 @@
 
 use crate::flow::{FlowMode, FlowTable};
 use crate::hash::{EdgeHasher, NodeTable, MAX_NODES};
+use crate::limits::{MAX_CLASSIFIED_MODULES, MAX_DEPTH};
 use crate::node::{edge_word, Family, NodeSlab, Probe, EDGE_MASK, NONE, PASSIVE, ROOT};
 use crate::trace::Recorder;
 use crate::{
     ClassifyError, DemuxNodeInfo, DemuxNodeRef, FlowLayout, Footprint, Key, KeyMode, Level,
     ModuleId, PartialClassifier, PathId, Trace,
 };
-
-/// Longest chain of demux levels one path may register. Bounds a lookup to
-/// `2 * MAX_DEPTH` probes; real stacks use 3–5 (thesis §3.4.3.1).
-pub const MAX_DEPTH: usize = 16;
-
-/// Highest module id (exclusive) that may own a partial classifier: the
-/// registry is a directly indexed table so a lookup level costs no hash.
-pub const MAX_CLASSIFIED_MODULES: u32 = 4096;
 
 /// Default bound on live demux nodes (16 Mi nodes = 576 MiB of nodes and
 /// path counts), which is also the most a classifier can hold: the edge

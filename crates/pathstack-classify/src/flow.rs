@@ -105,10 +105,10 @@
 //!
 //! [`PartialClassifier::passive_flow_layout`]: crate::PartialClassifier::passive_flow_layout
 
-use crate::classifier::{MAX_CLASSIFIED_MODULES, MAX_DEPTH};
 use crate::flow_slots::{Entry, FlowSlots, MAX_CHAINS};
 use crate::fold::Fold;
 use crate::hash::EdgeHasher;
+use crate::limits::{MAX_CLASSIFIED_MODULES, MAX_DEPTH, WORDS};
 use crate::node::NONE;
 use crate::{Key, ModuleId};
 
@@ -393,13 +393,6 @@ pub(crate) enum NotAFlow {
     /// No levels at all.
     Empty,
 }
-
-/// Most 8-byte windows of a message a flow's key bytes may lie in: three
-/// for Ethernet/IPv4/UDP or TCP (the EtherType; the protocol and the
-/// source address; the destination address and the ports), five for the
-/// RPC stack over IP (those three with BLAST's protocol number; BID's
-/// protocol number and CHAN's side; CHAN's protocol number).
-pub(crate) const WORDS: usize = 6;
 
 /// A chain of levels laid out for one flow: what [`FlowTable::insert`]
 /// files and [`FlowTable::remove`] looks for.

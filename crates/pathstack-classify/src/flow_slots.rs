@@ -292,7 +292,7 @@ impl FlowSlots {
         self.slots = slots;
         self.words = vec![0; slots * (keys + 1)];
         self.homes = vec![0; slots.div_ceil(64)];
-        let mut key = [0u64; crate::flow::WORDS];
+        let mut key = [0u64; crate::limits::WORDS];
         for (k, e) in old.entries() {
             relayout(k, &mut key[..keys]);
             let h = hash(&key[..keys]);
@@ -330,7 +330,7 @@ impl FlowSlots {
         let (k, stride) = (self.keys, self.stride());
         // Where the run from the home slot has room, and how far.
         let mut i = self.home(h);
-        let mut carry = [0u64; crate::flow::WORDS + 1];
+        let mut carry = [0u64; crate::limits::WORDS + 1];
         carry[..k].copy_from_slice(key);
         let mut carry_m = meta(e, 0);
         let mut carry_d = 0usize;
@@ -368,7 +368,7 @@ impl FlowSlots {
                 }
                 Some(theirs) if theirs < carry_d => {
                     // Take the slot from the richer entry, carry it on.
-                    let mut held = [0u64; crate::flow::WORDS + 1];
+                    let mut held = [0u64; crate::limits::WORDS + 1];
                     held[..k].copy_from_slice(&self.words[at..at + k]);
                     self.words[at..at + k].copy_from_slice(&carry[..k]);
                     self.words[at + k] = carry_m;

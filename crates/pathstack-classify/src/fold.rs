@@ -21,8 +21,8 @@
 //! fold is then laid out again and the entries with it, at most once per
 //! byte of the windows in a gather's life.
 
-use crate::flow::WORDS;
 use crate::hash::EdgeHasher;
+use crate::limits::WORDS;
 
 /// How a gather's keys are folded (see the module docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -84,7 +84,7 @@ impl EdgeHasher {
     /// then the same last step, so flows of sequential ports or hosts
     /// spread.
     #[inline(always)]
-    pub(crate) fn flow(&self, key: &[u64; crate::flow::WORDS], words: usize) -> u64 {
+    pub(crate) fn flow(&self, key: &[u64; crate::limits::WORDS], words: usize) -> u64 {
         let s = &self.seeds;
         let mut h = fold(key[0] ^ s[0], key[1] ^ s[1]);
         if words > 2 {

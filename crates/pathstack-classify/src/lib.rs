@@ -198,6 +198,7 @@ mod hash;
 mod id;
 mod key;
 mod level;
+mod limits;
 mod node;
 mod partial;
 mod reference;
@@ -206,13 +207,14 @@ mod trace;
 #[cfg(feature = "testing")]
 pub mod testing;
 
-pub use classifier::{Classifier, DEFAULT_MAX_NODES, MAX_CLASSIFIED_MODULES, MAX_DEPTH};
+pub use classifier::{Classifier, DEFAULT_MAX_NODES};
 pub use error::ClassifyError;
 pub use flow::{FlowLayout, HeaderLen, MAX_GUARDS, MAX_KEY_SPANS};
 pub use footprint::Footprint;
 pub use id::{KeyMode, ModuleId, PathId};
 pub use key::Key;
 pub use level::Level;
+pub use limits::{MAX_CLASSIFIED_MODULES, MAX_DEPTH};
 pub use node::{DemuxNodeInfo, DemuxNodeRef};
 pub use partial::PartialClassifier;
 pub use reference::ReferenceClassifier;
