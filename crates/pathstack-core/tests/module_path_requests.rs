@@ -16,16 +16,8 @@ const ASKER_SPEC: ModuleSpec = ModuleSpec {
     doc: "test: asks for `n` paths at initialization",
     services: &[ServiceSpec::new("down", ServiceType::AIO, Count::Any)],
     params: &[
-        ParamSpec {
-            key: "n",
-            doc: "paths to ask for",
-            required: true,
-        },
-        ParamSpec {
-            key: "unroutable",
-            doc: "ask for paths that cannot be made",
-            required: false,
-        },
+        ParamSpec::required("n", "paths to ask for"),
+        ParamSpec::optional("unroutable", "ask for paths that cannot be made"),
     ],
     understands: &[],
 };

@@ -68,10 +68,6 @@ impl Module for LinkModule {
         &LINK_SPEC
     }
 
-    fn polls(&self) -> bool {
-        false
-    }
-
     fn create_stage(
         &mut self,
         _entry: Option<usize>,

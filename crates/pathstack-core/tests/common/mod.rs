@@ -23,31 +23,11 @@ pub const PROBE_SPEC: ModuleSpec = ModuleSpec {
         ServiceSpec::new("down", ServiceType::AIO, Count::Any),
     ],
     params: &[
-        ParamSpec {
-            key: "route",
-            doc: "down | up | end",
-            required: false,
-        },
-        ParamSpec {
-            key: "extend",
-            doc: "down | up | end: decision when extended",
-            required: false,
-        },
-        ParamSpec {
-            key: "key",
-            doc: "demux key byte (absent: pass through)",
-            required: false,
-        },
-        ParamSpec {
-            key: "fail",
-            doc: "create | establish",
-            required: false,
-        },
-        ParamSpec {
-            key: "reroute",
-            doc: "classify again at path ends",
-            required: false,
-        },
+        ParamSpec::optional("route", "down | up | end"),
+        ParamSpec::optional("extend", "down | up | end: decision when extended"),
+        ParamSpec::optional("key", "demux key byte (absent: pass through)"),
+        ParamSpec::optional("fail", "create | establish"),
+        ParamSpec::optional("reroute", "classify again at path ends"),
     ],
     understands: &["PROBE_NOTE", "PROBE_KEY"],
 };

@@ -23,11 +23,10 @@ pub const ETH_SPEC: ModuleSpec = ModuleSpec {
         ServiceSpec::new("up", ServiceType::AIO, Count::Any),
         ServiceSpec::new("down", ServiceType::NETDEV, Count::ExactlyOne).init_after(),
     ],
-    params: &[ParamSpec {
-        key: "mac",
-        doc: "the interface's MAC address (source of every frame), e.g. 02:00:00:00:00:01",
-        required: true,
-    }],
+    params: &[ParamSpec::required(
+        "mac",
+        "the interface's MAC address (source of every frame), e.g. 02:00:00:00:00:01",
+    )],
     understands: &[],
 };
 
@@ -73,10 +72,6 @@ impl PartialClassifier for EthDemux {
 impl Module for EthModule {
     fn spec(&self) -> &'static ModuleSpec {
         &ETH_SPEC
-    }
-
-    fn polls(&self) -> bool {
-        false
     }
 
     fn create_stage(

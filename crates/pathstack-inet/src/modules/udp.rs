@@ -26,7 +26,7 @@ use pathstack_core::attrs::keys;
 use pathstack_core::attrs::Attrs;
 use pathstack_core::demux::{DemuxKey, FlowLayout, Key, KeyMode, PartialClassifier};
 use pathstack_core::error::{ModuleError, PathError};
-use pathstack_core::graph::spec::{Count, ModuleSpec, ParamSpec, ServiceSpec, ServiceType};
+use pathstack_core::graph::spec::{ModuleSpec, ParamSpec, ServiceSpec};
 use pathstack_core::module::{CreateCx, Created, Module, Route};
 use pathstack_core::stack::ModuleSetup;
 use pathstack_core::stage::{Cx, Stage, Verdict};
@@ -38,15 +38,11 @@ use std::net::Ipv4Addr;
 pub const UDP_SPEC: ModuleSpec = ModuleSpec {
     name: "UDP",
     doc: "UDP (RFC 768): a path per socket, checksums, ephemeral ports",
-    services: &[
-        ServiceSpec::new("up", ServiceType::AIO, Count::Any),
-        ServiceSpec::new("down", ServiceType::AIO, Count::ExactlyOne).init_after(),
-    ],
-    params: &[ParamSpec {
-        key: "max_ports",
-        doc: "most ports in use at once (default 65536)",
-        required: false,
-    }],
+    services: ServiceSpec::OVER_ONE,
+    params: &[ParamSpec::optional(
+        "max_ports",
+        "most ports in use at once (default 65536)",
+    )],
     understands: &[],
 };
 
@@ -161,10 +157,6 @@ impl PartialClassifier for UdpDemux {
 impl Module for UdpModule {
     fn spec(&self) -> &'static ModuleSpec {
         &UDP_SPEC
-    }
-
-    fn polls(&self) -> bool {
-        false
     }
 
     fn create_stage(

@@ -83,10 +83,6 @@ impl Module for BidModule {
         &BID_SPEC
     }
 
-    fn polls(&self) -> bool {
-        false
-    }
-
     fn init(&mut self, cx: &mut ModCx<'_>) -> Result<(), ModuleError> {
         let attrs = Attrs::new()
             .with(&keys::PASSIVE_OPEN, true)

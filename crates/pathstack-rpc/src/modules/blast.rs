@@ -28,7 +28,7 @@ use crate::Peer;
 use pathstack_core::attrs::{keys, AttrKey, Attrs};
 use pathstack_core::demux::{DemuxKey, FlowLayout, Key, KeyMode, PartialClassifier};
 use pathstack_core::error::{ModuleError, PathError};
-use pathstack_core::graph::spec::{Count, ModuleSpec, ParamSpec, ServiceSpec, ServiceType};
+use pathstack_core::graph::spec::{ModuleSpec, ParamSpec, ServiceSpec};
 use pathstack_core::module::{CreateCx, Created, EndRoute, ModCx, Module, Route, RouteCx};
 use pathstack_core::stack::ModuleSetup;
 use pathstack_core::stage::{Cx, EstablishCx, Stage, Verdict};
@@ -41,26 +41,20 @@ use super::protocol;
 pub const BLAST_SPEC: ModuleSpec = ModuleSpec {
     name: "BLAST",
     doc: "BLAST: fragmentation into up to 16 fragments, NACK-driven selective retransmission",
-    services: &[
-        ServiceSpec::new("up", ServiceType::AIO, Count::Any),
-        ServiceSpec::new("down", ServiceType::AIO, Count::ExactlyOne).init_after(),
-    ],
+    services: ServiceSpec::OVER_ONE,
     params: &[
-        ParamSpec {
-            key: "net",
-            doc: "the network below: eth (EtherType 0x3001, default) or ip (protocol 101)",
-            required: false,
-        },
-        ParamSpec {
-            key: "mtu",
-            doc: "the link MTU the fragments are sized for (default 1500)",
-            required: false,
-        },
-        ParamSpec {
-            key: "max_sessions",
-            doc: "most (peer, protocol) sessions with fragmented traffic (default 1024)",
-            required: false,
-        },
+        ParamSpec::optional(
+            "net",
+            "the network below: eth (EtherType 0x3001, default) or ip (protocol 101)",
+        ),
+        ParamSpec::optional(
+            "mtu",
+            "the link MTU the fragments are sized for (default 1500)",
+        ),
+        ParamSpec::optional(
+            "max_sessions",
+            "most (peer, protocol) sessions with fragmented traffic (default 1024)",
+        ),
     ],
     understands: &["BLAST_OWN"],
 };

@@ -54,11 +54,10 @@ pub const CHAN_SPEC: ModuleSpec = ModuleSpec {
         ServiceSpec::new("down", ServiceType::AIO, Count::ExactlyOne).init_after(),
         ServiceSpec::new("ctl", ServiceType::AIO, Count::ExactlyOne).init_after(),
     ],
-    params: &[ParamSpec {
-        key: "call_timeout",
-        doc: "seconds before a call without a reply fails (default 30; 0: never, as the x-kernel)",
-        required: false,
-    }],
+    params: &[ParamSpec::optional(
+        "call_timeout",
+        "seconds before a call without a reply fails (default 30; 0: never, as the x-kernel)",
+    )],
     understands: &[],
 };
 

@@ -51,10 +51,6 @@ impl Module for MselectModule {
         &MSELECT_SPEC
     }
 
-    fn polls(&self) -> bool {
-        false
-    }
-
     fn create_stage(
         &mut self,
         _entry: Option<usize>,

@@ -37,7 +37,7 @@ use crate::tcp::{FourTuple, IsnGenerator, SeqNumber, SynCookies, TcpConfig, TcpO
 use pathstack_core::attrs::keys;
 use pathstack_core::attrs::{AttrKey, Attrs};
 use pathstack_core::error::{ModuleError, PathError};
-use pathstack_core::graph::spec::{Count, ModuleSpec, ParamSpec, ServiceSpec, ServiceType};
+use pathstack_core::graph::spec::{ModuleSpec, ParamSpec, ServiceSpec};
 use pathstack_core::module::{CreateCx, Created, ModCx, Module, Route};
 use pathstack_core::stack::ModuleSetup;
 use pathstack_core::{Instant, PathId};
@@ -50,42 +50,15 @@ pub const TCP_SPEC: ModuleSpec = ModuleSpec {
     name: "TCP",
     doc:
         "TCP (RFC 9293): a path per connection and per listener, SYN cookies, SACK, RACK-TLP, CUBIC",
-    services: &[
-        ServiceSpec::new("up", ServiceType::AIO, Count::Any),
-        ServiceSpec::new("down", ServiceType::AIO, Count::ExactlyOne).init_after(),
-    ],
+    services: ServiceSpec::OVER_ONE,
     params: &[
-        ParamSpec {
-            key: "mss",
-            doc: "the MSS announced: the interface MTU less 40 (default 1460)",
-            required: false,
-        },
-        ParamSpec {
-            key: "max_connections",
-            doc: "most connection and listener paths at once (default 65536)",
-            required: false,
-        },
-        ParamSpec {
-            key: "csum_offload",
-            doc: "leave TCP checksums partial for the device to finish (default false; set from the device's offloads)",
-            required: false,
-        },
-        ParamSpec {
-            key: "tso_max",
-            doc: "largest IPv4 datagram the device segments, TSO (default 0: none; needs csum_offload)",
-            required: false,
-        },
-        ParamSpec {
-            key: "syncookies",
-            doc: "answer with SYN cookies when a SYN queue is full (default true)",
-            required: false,
-        },
-        ParamSpec {
-            key: "seed",
-            doc: "derive the ISN and SYN-cookie secrets from this number instead of drawing them at random: \
-                  deterministic simulation and reproducible tests only, the secrets become guessable (default: random)",
-            required: false,
-        },
+        ParamSpec::optional("mss", "the MSS announced: the interface MTU less 40 (default 1460)"),
+        ParamSpec::optional("max_connections", "most connection and listener paths at once (default 65536)"),
+        ParamSpec::optional("csum_offload", "leave TCP checksums partial for the device to finish (default false; set from the device's offloads)"),
+        ParamSpec::optional("tso_max", "largest IPv4 datagram the device segments, TSO (default 0: none; needs csum_offload)"),
+        ParamSpec::optional("syncookies", "answer with SYN cookies when a SYN queue is full (default true)"),
+        ParamSpec::optional("seed", "derive the ISN and SYN-cookie secrets from this number instead of drawing them at random: \
+                  deterministic simulation and reproducible tests only, the secrets become guessable (default: random)"),
     ],
     understands: &["TCP_CONFIG", "TCP_BACKLOG", "TCP_OPEN"],
 };
@@ -357,10 +330,6 @@ impl TcpModule {
 impl Module for TcpModule {
     fn spec(&self) -> &'static ModuleSpec {
         &TCP_SPEC
-    }
-
-    fn polls(&self) -> bool {
-        false
     }
 
     fn init(&mut self, cx: &mut ModCx<'_>) -> Result<(), ModuleError> {
