@@ -116,24 +116,15 @@ pub struct CookieOptions {
 /// the [`IsnGenerator`](super::isn::IsnGenerator)'s (Linux keeps a
 /// separate `syncookie_secret`); it is fixed at construction so that tests
 /// are deterministic.
-#[derive(Clone)]
-pub struct SynCookies {
-    key: TupleKey,
-}
-
-impl std::fmt::Debug for SynCookies {
-    // The key is a secret: never print it.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SynCookies").finish_non_exhaustive()
-    }
-}
+///
+/// Its `Debug` is the key's, which never prints the secret.
+#[derive(Clone, Debug)]
+pub struct SynCookies(TupleKey);
 
 impl SynCookies {
     /// A codec keyed by the 128-bit `secret` (little-endian halves).
     pub fn new(secret: [u8; 16]) -> Self {
-        SynCookies {
-            key: TupleKey::new(secret),
-        }
+        SynCookies(TupleKey::new(secret))
     }
 
     /// The cookie counter at `now`: whole [`COOKIE_PERIOD`]s since the
@@ -251,7 +242,7 @@ impl SynCookies {
     /// domain `domain` (Linux uses two keys; one key and a domain byte is
     /// the same for a PRF), truncated to 32 bits.
     fn hash(&self, t: &FourTuple, count: u32, domain: u8) -> u32 {
-        let mut h = self.key.hasher(&[domain], t);
+        let mut h = self.0.hasher(&[domain], t);
         h.write(&count.to_be_bytes());
         h.finish() as u32
     }
