@@ -26,7 +26,7 @@ use crate::hash_map::FastMap;
 use crate::wire::blast::{BlastDropReason, BlastHeader, BlastOp, HEADER_LEN, MAX_FRAGS};
 use crate::Peer;
 use pathstack_core::attrs::{keys, AttrKey, Attrs};
-use pathstack_core::demux::{DemuxKey, FlowLayout, Key, KeyMode, PartialClassifier};
+use pathstack_core::demux::{DemuxKey, Key, KeyMode, PartialClassifier};
 use pathstack_core::error::{ModuleError, PathError};
 use pathstack_core::graph::spec::{ModuleSpec, ParamSpec, ServiceSpec};
 use pathstack_core::module::{CreateCx, Created, EndRoute, ModCx, Module, Route, RouteCx};
@@ -202,28 +202,14 @@ impl<T, U> FailureCount for (T, U, u64) {
     }
 }
 
-/// The BLAST partial classifier: a short message is keyed on its upper
-/// protocol and classification goes on past the header; anything else
-/// (fragments, NACKs, retransmissions) ends the walk at BLAST, whose own
-/// path takes it.
-struct BlastDemux;
-
-impl PartialClassifier for BlastDemux {
-    #[inline]
-    fn extract(&self, msg: &[u8], mode: KeyMode) -> Option<(Key, usize)> {
-        crate::wire::blast::packet_demux_key(msg, mode)
-    }
-
-    fn flow_layout(&self) -> Option<FlowLayout> {
-        Some(crate::wire::blast::FLOW_LAYOUT)
-    }
-
-    /// The key does not depend on the mode: RPC's paths are passive (they
-    /// serve every peer) and flows all the same.
-    fn passive_flow_layout(&self) -> Option<FlowLayout> {
-        Some(crate::wire::blast::FLOW_LAYOUT)
-    }
-}
+header_demux!(
+    /// The BLAST partial classifier: a short message is keyed on its upper
+    /// protocol and classification goes on past the header; anything else
+    /// (fragments, NACKs, retransmissions) ends the walk at BLAST, whose own
+    /// path takes it.
+    BlastDemux,
+    blast
+);
 
 impl Module for BlastModule {
     fn spec(&self) -> &'static ModuleSpec {
@@ -231,10 +217,7 @@ impl Module for BlastModule {
     }
 
     fn init(&mut self, cx: &mut ModCx<'_>) -> Result<(), ModuleError> {
-        let attrs = Attrs::new()
-            .with(&keys::PASSIVE_OPEN, true)
-            .with(&BLAST_OWN, true);
-        cx.request_path(attrs, 0);
+        super::own_path::request_own_path(cx, &BLAST_OWN);
         Ok(())
     }
 

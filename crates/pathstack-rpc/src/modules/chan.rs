@@ -34,7 +34,7 @@ use crate::handle_table::HandleCache;
 use crate::wire::chan::{flags, ChanDropReason, ChanHeader, HEADER_LEN};
 use crate::Peer;
 use pathstack_core::attrs::{keys, AttrKey, Attrs};
-use pathstack_core::demux::{DemuxKey, FlowLayout, Key, KeyMode, PartialClassifier};
+use pathstack_core::demux::{DemuxKey, Key, KeyMode, PartialClassifier};
 use pathstack_core::error::{ModuleError, PathError};
 use pathstack_core::graph::spec::{Count, ModuleSpec, ParamSpec, ServiceSpec, ServiceType};
 use pathstack_core::module::{CreateCx, Created, ModCx, Module, Route};
@@ -242,26 +242,12 @@ fn push_header(msg: &mut Msg, h: &ChanHeader) -> Verdict {
     }
 }
 
-/// The CHAN partial classifier: requests (`FROM_CLIENT`) and replies are
-/// told apart, then the upper protocol number.
-struct ChanDemux;
-
-impl PartialClassifier for ChanDemux {
-    #[inline]
-    fn extract(&self, msg: &[u8], mode: KeyMode) -> Option<(Key, usize)> {
-        crate::wire::chan::packet_demux_key(msg, mode)
-    }
-
-    fn flow_layout(&self) -> Option<FlowLayout> {
-        Some(crate::wire::chan::FLOW_LAYOUT)
-    }
-
-    /// The key does not depend on the mode: RPC's paths are passive (they
-    /// serve every peer) and flows all the same.
-    fn passive_flow_layout(&self) -> Option<FlowLayout> {
-        Some(crate::wire::chan::FLOW_LAYOUT)
-    }
-}
+header_demux!(
+    /// The CHAN partial classifier: requests (`FROM_CLIENT`) and replies are
+    /// told apart, then the upper protocol number.
+    ChanDemux,
+    chan
+);
 
 impl Module for ChanModule {
     fn spec(&self) -> &'static ModuleSpec {
