@@ -580,12 +580,12 @@ impl Module for StreamWorkModule {
             entry,
             "STREAMWORK is the top of a path: create the path at it",
         )?;
-        Ok(Created {
-            stage: Box::new(StreamWorkStage {
+        Ok(Created::new(
+            StreamWorkStage {
                 work: Workload::new(self.passes),
-            }),
-            route: Route::Service(0),
-        })
+            },
+            Route::Service(0),
+        ))
     }
 }
 

@@ -43,6 +43,16 @@ pub struct Created {
     pub route: Route,
 }
 
+impl Created {
+    /// `stage`, boxed, with routing decision `route`.
+    pub fn new(stage: impl Stage, route: Route) -> Self {
+        Created {
+            stage: Box::new(stage),
+            route,
+        }
+    }
+}
+
 /// What a module sees while it creates a stage: its id, name, parameters
 /// and connections, and which way the path grows; the stack's operations
 /// by dereference to [`Ops`].

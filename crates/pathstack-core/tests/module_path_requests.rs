@@ -49,10 +49,7 @@ impl Module for Asker {
         _: &mut Attrs,
         _: &mut CreateCx<'_>,
     ) -> Result<Created, PathError> {
-        Ok(Created {
-            stage: Box::new(Nothing),
-            route: Route::End,
-        })
+        Ok(Created::new(Nothing, Route::End))
     }
     fn path_created(&mut self, tag: u64, result: Result<PathId, &PathError>) {
         self.created.push((tag, result.is_ok()));

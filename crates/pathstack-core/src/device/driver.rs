@@ -118,10 +118,7 @@ impl Module for DriverModule {
         cx: &mut CreateCx<'_>,
     ) -> Result<Created, PathError> {
         cx.require_entry(entry, "a DRIVER path must come from above (through `up`)")?;
-        Ok(Created {
-            stage: Box::new(DriverStage),
-            route: Route::End,
-        })
+        Ok(Created::new(DriverStage, Route::End))
     }
 
     /// The device's own vtable (not `Box<dyn Device>`'s forwarding

@@ -53,13 +53,13 @@ impl Module for EchoModule {
         cx: &mut CreateCx<'_>,
     ) -> Result<Created, PathError> {
         cx.require_top(entry, "ECHO is the top of a path: create the path at it")?;
-        Ok(Created {
-            stage: Box::new(EchoStage {
+        Ok(Created::new(
+            EchoStage {
                 echo: self.echo,
                 echoed: 0,
-            }),
-            route: Route::Service(0),
-        })
+            },
+            Route::Service(0),
+        ))
     }
 }
 

@@ -92,13 +92,13 @@ impl Module for HdrModule {
         _attrs: &mut Attrs,
         _cx: &mut CreateCx<'_>,
     ) -> Result<Created, PathError> {
-        Ok(Created {
-            stage: Box::new(HdrStage {
+        Ok(Created::new(
+            HdrStage {
                 size: self.size,
                 tag: self.tag,
-            }),
-            route: Route::Service(1),
-        })
+            },
+            Route::Service(1),
+        ))
     }
 }
 

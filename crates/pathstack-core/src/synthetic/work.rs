@@ -186,10 +186,10 @@ impl Module for WorkModule {
         _attrs: &mut Attrs,
         _cx: &mut CreateCx<'_>,
     ) -> Result<Created, PathError> {
-        Ok(Created {
-            stage: Box::new(WorkStage::new(self.blocks.clone(), self.data_words)),
-            route: Route::Service(1),
-        })
+        Ok(Created::new(
+            WorkStage::new(self.blocks.clone(), self.data_words),
+            Route::Service(1),
+        ))
     }
 }
 

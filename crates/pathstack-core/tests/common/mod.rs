@@ -116,15 +116,15 @@ impl Module for Probe {
             .lock()
             .unwrap()
             .push(format!("create {} entry={:?}", self.name, entry));
-        Ok(Created {
-            stage: Box::new(ProbeStage {
+        Ok(Created::new(
+            ProbeStage {
                 name: self.name.clone(),
                 key: attrs.remove(&PROBE_KEY).or(self.key),
                 fail_establish: self.fail.as_deref() == Some("establish"),
                 log: Arc::clone(&self.log),
-            }),
-            route: self.route,
-        })
+            },
+            self.route,
+        ))
     }
     fn extend_route(&mut self, _entry: Option<usize>, growth: Dir, _attrs: &Attrs) -> Route {
         // The `extend` decision holds for growth at end[1] only.

@@ -223,10 +223,7 @@ impl Module for LanceModule {
         cx: &mut CreateCx<'_>,
     ) -> Result<Created, PathError> {
         cx.require_entry(entry, "a LANCE path must come from above (through `up`)")?;
-        Ok(Created {
-            stage: Box::new(LanceStage),
-            route: Route::End,
-        })
+        Ok(Created::new(LanceStage, Route::End))
     }
 
     /// The LANCE delivers a burst of received frames from its ring in a

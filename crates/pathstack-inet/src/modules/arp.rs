@@ -237,14 +237,14 @@ impl Module for ArpModule {
                 Role::Resolver
             }
         };
-        Ok(Created {
-            stage: Box::new(ArpStage {
+        Ok(Created::new(
+            ArpStage {
                 role,
                 cache: self.cache.generation().clone(),
                 last: None,
-            }),
-            route: Route::Service(1),
-        })
+            },
+            Route::Service(1),
+        ))
     }
 
     fn poll(&mut self, cx: &mut ModCx<'_>) -> usize {

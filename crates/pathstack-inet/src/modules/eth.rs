@@ -89,13 +89,13 @@ impl Module for EthModule {
             .ok_or_else(|| {
                 cx.refuse("a path through ETH needs PROT_ID = its EtherType (≥ 0x0600)")
             })?;
-        Ok(Created {
-            stage: Box::new(EthStage {
+        Ok(Created::new(
+            EthStage {
                 ethertype,
                 mac: self.mac,
-            }),
-            route: Route::Service(1),
-        })
+            },
+            Route::Service(1),
+        ))
     }
 
     fn partial_classifier(&self) -> Option<Box<dyn PartialClassifier>> {

@@ -173,10 +173,7 @@ impl Module for IcmpModule {
     ) -> Result<Created, PathError> {
         cx.require_top(entry, "ICMP is the top of its path")?;
         attrs.insert(&keys::PROT_ID, u32::from(crate::wire::ipv4::protocol::ICMP));
-        Ok(Created {
-            stage: Box::new(IcmpStage {}),
-            route: Route::Service(0),
-        })
+        Ok(Created::new(IcmpStage {}, Route::Service(0)))
     }
 
     fn stats(&self) -> Vec<(String, u64)> {

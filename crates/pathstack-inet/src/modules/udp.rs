@@ -193,15 +193,15 @@ impl Module for UdpModule {
             u.connected += 1;
         }
         attrs.insert(&keys::PROT_ID, u32::from(crate::wire::ipv4::protocol::UDP));
-        Ok(Created {
-            stage: Box::new(UdpStage {
+        Ok(Created::new(
+            UdpStage {
                 local_port: port,
                 remote_port: remote,
                 remote_ip,
                 local_ip: None,
-            }),
-            route: Route::Service(1),
-        })
+            },
+            Route::Service(1),
+        ))
     }
 
     fn partial_classifier(&self) -> Option<Box<dyn PartialClassifier>> {

@@ -89,16 +89,16 @@ impl Module for BidModule {
             None => return Err(cx.refuse("a path through BID needs the upper PROT_ID")),
         };
         attrs.insert(&keys::PROT_ID, protocol::BID);
-        Ok(Created {
-            stage: Box::new(BidStage {
+        Ok(Created::new(
+            BidStage {
                 own,
                 hlp_num,
                 generation: None,
                 cache: None,
                 out: Vec::new(),
-            }),
-            route: Route::Service(1),
-        })
+            },
+            Route::Service(1),
+        ))
     }
 
     fn partial_classifier(&self) -> Option<Box<dyn PartialClassifier>> {

@@ -271,10 +271,10 @@ impl Module for BidctlModule {
             self.net
                 .lower_prot_id(protocol::ETHERTYPE_BIDCTL, protocol::IP_BIDCTL),
         );
-        Ok(Created {
-            stage: Box::new(BidctlStage { out: Vec::new() }),
-            route: Route::Service(1),
-        })
+        Ok(Created::new(
+            BidctlStage { out: Vec::new() },
+            Route::Service(1),
+        ))
     }
 
     fn polls_when_due(&self) -> bool {

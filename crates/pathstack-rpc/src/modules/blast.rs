@@ -239,15 +239,15 @@ impl Module for BlastModule {
                 .lower_prot_id(protocol::ETHERTYPE_BLAST, protocol::IP_BLAST),
         );
         attrs.insert(&super::chan::BLAST_FRAGMENT_LEN, self.config.fragment_len);
-        Ok(Created {
-            stage: Box::new(BlastStage {
+        Ok(Created::new(
+            BlastStage {
                 own,
                 prot_id,
                 fragment_len: self.config.fragment_len,
                 max_len: self.max_message_len(),
-            }),
-            route: Route::Service(1),
-        })
+            },
+            Route::Service(1),
+        ))
     }
 
     fn partial_classifier(&self) -> Option<Box<dyn PartialClassifier>> {

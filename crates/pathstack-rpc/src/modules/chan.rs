@@ -266,8 +266,8 @@ impl Module for ChanModule {
             .copied()
             .ok_or_else(|| cx.refuse("a path through CHAN needs the upper PROT_ID"))?;
         attrs.insert(&keys::PROT_ID, protocol::CHAN);
-        Ok(Created {
-            stage: Box::new(ChanStage {
+        Ok(Created::new(
+            ChanStage {
                 server,
                 prot_id,
                 fragment_len: None,
@@ -275,9 +275,9 @@ impl Module for ChanModule {
                 servers: HandleCache::default(),
                 out: Vec::new(),
                 bidctl_out: Vec::new(),
-            }),
-            route: Route::Service(1),
-        })
+            },
+            Route::Service(1),
+        ))
     }
 
     fn partial_classifier(&self) -> Option<Box<dyn PartialClassifier>> {

@@ -174,15 +174,15 @@ impl Module for VchanModule {
         let server = attrs.get(&RPC_ROLE) == Some(&RpcRole::Server);
         // VCHAN passes its caller's protocol number to CHAN (§7).
         let prot_id = attrs.get(&keys::PROT_ID).copied().unwrap_or(0);
-        Ok(Created {
-            stage: Box::new(VchanStage {
+        Ok(Created::new(
+            VchanStage {
                 server,
                 prot_id,
                 held: HandleCache::default(),
                 reboots: None,
-            }),
-            route: Route::Service(DOWN),
-        })
+            },
+            Route::Service(DOWN),
+        ))
     }
 
     fn stats(&self) -> Vec<(String, u64)> {

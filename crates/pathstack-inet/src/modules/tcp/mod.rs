@@ -363,10 +363,7 @@ impl Module for TcpModule {
         }
         if passive && local.is_none() {
             // TCP's own path.
-            return Ok(Created {
-                stage: Box::new(TcpResetStage),
-                route: Route::Service(1),
-            });
+            return Ok(Created::new(TcpResetStage, Route::Service(1)));
         }
         if passive {
             let port = local
@@ -390,10 +387,10 @@ impl Module for TcpModule {
                     ..Listener::default()
                 },
             );
-            return Ok(Created {
-                stage: Box::new(TcpListenStage::new(port, cfg)),
-                route: Route::Service(1),
-            });
+            return Ok(Created::new(
+                TcpListenStage::new(port, cfg),
+                Route::Service(1),
+            ));
         }
         let (Some(rport), Some(rip)) = (remote, remote_ip) else {
             return Err(cx.refuse(TcpRefusal::NoRemote));
@@ -422,10 +419,7 @@ impl Module for TcpModule {
             Some(_) => self.counters.passive_opens += 1,
             None => self.counters.active_opens += 1,
         }
-        Ok(Created {
-            stage: Box::new(stage),
-            route: Route::Service(1),
-        })
+        Ok(Created::new(stage, Route::Service(1)))
     }
 
     fn partial_classifier(&self) -> Option<Box<dyn pathstack_core::demux::PartialClassifier>> {
