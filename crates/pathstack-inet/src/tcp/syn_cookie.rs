@@ -326,6 +326,22 @@ mod tests {
         (client_isn + 1, iss + 1)
     }
 
+    /// The ACK (its sequence and acknowledgment numbers) of the SYN-ACK
+    /// `c` would send for `isn` and `mss` at `now`, with bit `bit` of the
+    /// cookie flipped on the way; and the MSS the cookie encoded.
+    fn ack_of_flipped_cookie(
+        c: &SynCookies,
+        t: &FourTuple,
+        isn: u32,
+        mss: u16,
+        now: Instant,
+        bit: u32,
+    ) -> (SeqNumber, SeqNumber, u16) {
+        let (iss, encoded) = c.syn_ack_iss(t, SeqNumber(isn), mss, now);
+        let (seq, ack) = ack_of(SeqNumber(isn), SeqNumber(iss.0 ^ (1 << bit)));
+        (seq, ack, encoded)
+    }
+
     /// The table entry Linux would pick for `mss`.
     fn expected_mss(table: &[u16; 4], mss: u16) -> u16 {
         table
@@ -761,11 +777,8 @@ mod tests {
             now_ns in 0u64..(1u64 << 62),
             bit in 2u32..32,
         ) {
-            let c = SynCookies::new(KEY);
-            let now = Instant::from_nanos(now_ns);
-            let (iss, _) = c.syn_ack_iss(&t, SeqNumber(isn), mss, now);
-            let flipped = SeqNumber(iss.0 ^ (1 << bit));
-            let (seq, ack) = ack_of(SeqNumber(isn), flipped);
+            let (c, now) = (SynCookies::new(KEY), Instant::from_nanos(now_ns));
+            let (seq, ack, _) = ack_of_flipped_cookie(&c, &t, isn, mss, now, bit);
             prop_assert!(c.check_ack(&t, seq, ack, now).is_err());
         }
 
@@ -781,11 +794,8 @@ mod tests {
             now_ns in 0u64..(1u64 << 62),
             bit in 0u32..2,
         ) {
-            let c = SynCookies::new(KEY);
-            let now = Instant::from_nanos(now_ns);
-            let (iss, encoded) = c.syn_ack_iss(&t, SeqNumber(isn), mss, now);
-            let flipped = SeqNumber(iss.0 ^ (1 << bit));
-            let (seq, ack) = ack_of(SeqNumber(isn), flipped);
+            let (c, now) = (SynCookies::new(KEY), Instant::from_nanos(now_ns));
+            let (seq, ack, encoded) = ack_of_flipped_cookie(&c, &t, isn, mss, now, bit);
             // Rejected, or accepted with another MSS: never the original.
             prop_assert_ne!(c.check_ack(&t, seq, ack, now), Ok(encoded));
         }
