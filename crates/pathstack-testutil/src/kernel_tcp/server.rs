@@ -201,7 +201,7 @@ impl KernelEchoServer {
 
 /// A kernel TCP sink inside a namespace: accepts connections concurrently
 /// and reads each until EOF, reporting the byte count and SHA-256 of what
-/// it read ([`KernelSinkServer::next`]). Stopped on drop.
+/// it read ([`KernelServer::next`]). Stopped on drop.
 pub struct KernelSinkServer(KernelServer<Transfer>);
 
 impl KernelSinkServer {
