@@ -57,10 +57,7 @@ impl Module for Decode {
         _attrs: &mut Attrs,
         _cx: &mut CreateCx<'_>,
     ) -> Result<Created, PathError> {
-        Ok(Created {
-            stage: Box::new(DecodeStage),
-            route: Route::End,
-        })
+        Ok(Created::new(DecodeStage, Route::End))
     }
 }
 

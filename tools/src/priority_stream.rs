@@ -544,11 +544,10 @@ pub const STREAM_WORK_SPEC: ModuleSpec = ModuleSpec {
     name: "STREAMWORK",
     doc: "top of the priority stream's path: does the per-message work and keeps the record",
     services: &[ServiceSpec::new("down", ServiceType::AIO, Count::ExactlyOne).init_after()],
-    params: &[ParamSpec {
-        key: "passes",
-        doc: "passes of checksum + copy per message (default 8)",
-        required: false,
-    }],
+    params: &[ParamSpec::optional(
+        "passes",
+        "passes of checksum + copy per message (default 8)",
+    )],
     understands: &[],
 };
 
@@ -571,25 +570,22 @@ impl Module for StreamWorkModule {
         &STREAM_WORK_SPEC
     }
 
-    fn polls(&self) -> bool {
-        false
-    }
-
     fn create_stage(
         &mut self,
         entry: Option<usize>,
         _attrs: &mut Attrs,
         cx: &mut CreateCx<'_>,
     ) -> Result<Created, PathError> {
-        if entry.is_some() {
-            return Err(cx.refuse("STREAMWORK is the top of a path: create the path at it"));
-        }
-        Ok(Created {
-            stage: Box::new(StreamWorkStage {
+        cx.require_top(
+            entry,
+            "STREAMWORK is the top of a path: create the path at it",
+        )?;
+        Ok(Created::new(
+            StreamWorkStage {
                 work: Workload::new(self.passes),
-            }),
-            route: Route::Service(0),
-        })
+            },
+            Route::Service(0),
+        ))
     }
 }
 

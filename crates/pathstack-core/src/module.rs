@@ -43,6 +43,16 @@ pub struct Created {
     pub route: Route,
 }
 
+impl Created {
+    /// `stage`, boxed, with routing decision `route`.
+    pub fn new(stage: impl Stage, route: Route) -> Self {
+        Created {
+            stage: Box::new(stage),
+            route,
+        }
+    }
+}
+
 /// What a module sees while it creates a stage: its id, name, parameters
 /// and connections, and which way the path grows; the stack's operations
 /// by dereference to [`Ops`].
@@ -83,6 +93,27 @@ impl CreateCx<'_> {
     /// the module's own error type, so callers can downcast it).
     pub fn refuse(&self, reason: impl Into<crate::error::Cause>) -> PathError {
         PathError::refused(self.instance, reason)
+    }
+    /// Refuses, with `reason`, a path that enters this module through a
+    /// service (`entry` is `Some`): for a module that is the top of its
+    /// paths (thesis §3.3.6: a path is created at its top module).
+    pub fn require_top(&self, entry: Option<usize>, reason: &'static str) -> Result<(), PathError> {
+        match entry {
+            Some(_) => Err(self.refuse(reason)),
+            None => Ok(()),
+        }
+    }
+    /// Refuses, with `reason`, a path that starts at this module (`entry`
+    /// is `None`): for a driver, whose paths come from above.
+    pub fn require_entry(
+        &self,
+        entry: Option<usize>,
+        reason: &'static str,
+    ) -> Result<(), PathError> {
+        match entry {
+            Some(_) => Ok(()),
+            None => Err(self.refuse(reason)),
+        }
     }
 }
 
@@ -243,9 +274,12 @@ pub trait Module: Any + Send {
     /// (a no-op poll of every module on every `Stack::poll` costs more
     /// than a short path's stage). A driver that [`Module::receives`] is
     /// asked for frames whatever this says, and needs no poll for that.
-    /// Default: yes.
+    /// Default: what [`Module::polls_when_due`] says — most modules have
+    /// no background work, and those whose work is timed say so there;
+    /// a module polled on every call (a driver that delivers with
+    /// [`ModCx::deliver`]) says yes here.
     fn polls(&self) -> bool {
-        true
+        self.polls_when_due()
     }
 
     /// Whether this module's [`Module::poll`] has work only when its

@@ -39,10 +39,7 @@ impl Module for Due {
         _: &mut Attrs,
         _: &mut CreateCx<'_>,
     ) -> Result<Created, PathError> {
-        Ok(Created {
-            stage: Box::new(DueStage),
-            route: Route::End,
-        })
+        Ok(Created::new(DueStage, Route::End))
     }
     fn polls_when_due(&self) -> bool {
         true

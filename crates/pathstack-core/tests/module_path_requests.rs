@@ -16,16 +16,8 @@ const ASKER_SPEC: ModuleSpec = ModuleSpec {
     doc: "test: asks for `n` paths at initialization",
     services: &[ServiceSpec::new("down", ServiceType::AIO, Count::Any)],
     params: &[
-        ParamSpec {
-            key: "n",
-            doc: "paths to ask for",
-            required: true,
-        },
-        ParamSpec {
-            key: "unroutable",
-            doc: "ask for paths that cannot be made",
-            required: false,
-        },
+        ParamSpec::required("n", "paths to ask for"),
+        ParamSpec::optional("unroutable", "ask for paths that cannot be made"),
     ],
     understands: &[],
 };
@@ -57,10 +49,7 @@ impl Module for Asker {
         _: &mut Attrs,
         _: &mut CreateCx<'_>,
     ) -> Result<Created, PathError> {
-        Ok(Created {
-            stage: Box::new(Nothing),
-            route: Route::End,
-        })
+        Ok(Created::new(Nothing, Route::End))
     }
     fn path_created(&mut self, tag: u64, result: Result<PathId, &PathError>) {
         self.created.push((tag, result.is_ok()));

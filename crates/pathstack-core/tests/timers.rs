@@ -31,10 +31,7 @@ impl Module for Tick {
         _: &mut Attrs,
         _: &mut CreateCx<'_>,
     ) -> Result<Created, PathError> {
-        Ok(Created {
-            stage: Box::new(TickStage { armed: false }),
-            route: Route::End,
-        })
+        Ok(Created::new(TickStage { armed: false }, Route::End))
     }
 }
 

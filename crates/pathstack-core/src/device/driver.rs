@@ -24,16 +24,8 @@ pub const DRIVER_SPEC: ModuleSpec = ModuleSpec {
     doc: "device driver: frames to and from one device",
     services: &[ServiceSpec::new("up", ServiceType::NETDEV, Count::Any)],
     params: &[
-        ParamSpec {
-            key: "device",
-            doc: "index of the device given to the stack builder",
-            required: true,
-        },
-        ParamSpec {
-            key: "rx_burst",
-            doc: "most frames received per poll (default 64)",
-            required: false,
-        },
+        ParamSpec::required("device", "index of the device given to the stack builder"),
+        ParamSpec::optional("rx_burst", "most frames received per poll (default 64)"),
     ],
     understands: &[],
 };
@@ -125,13 +117,8 @@ impl Module for DriverModule {
         _attrs: &mut Attrs,
         cx: &mut CreateCx<'_>,
     ) -> Result<Created, PathError> {
-        if entry.is_none() {
-            return Err(cx.refuse("a DRIVER path must come from above (through `up`)"));
-        }
-        Ok(Created {
-            stage: Box::new(DriverStage),
-            route: Route::End,
-        })
+        cx.require_entry(entry, "a DRIVER path must come from above (through `up`)")?;
+        Ok(Created::new(DriverStage, Route::End))
     }
 
     /// The device's own vtable (not `Box<dyn Device>`'s forwarding
@@ -139,13 +126,6 @@ impl Module for DriverModule {
     #[inline]
     fn device_mut(&mut self) -> Option<&mut dyn Device> {
         Some(self.device.as_mut())
-    }
-
-    /// The driver has nothing to do in a poll but receive: the stack asks
-    /// it for frames without polling it first (one module call less per
-    /// `Stack::poll`).
-    fn polls(&self) -> bool {
-        false
     }
 
     fn receives(&self) -> bool {

@@ -74,7 +74,7 @@ struct ConnectionDecl {
 /// static NET: ModuleSpec = ModuleSpec {
 ///     name: "NET", doc: "a network", understands: &[],
 ///     services: &[ServiceSpec::new("up", ServiceType::AIO, Count::Any)],
-///     params: &[ParamSpec { key: "mtu", doc: "bytes", required: false }],
+///     params: &[ParamSpec::optional("mtu", "bytes")],
 /// };
 /// let mut specs = SpecRegistry::new();
 /// specs.register(&APP).register(&NET);

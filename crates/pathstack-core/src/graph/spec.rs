@@ -177,6 +177,14 @@ impl ServiceSpec {
         self.init_after = true;
         self
     }
+    /// The services of a protocol layered over exactly one lower
+    /// protocol (thesis §3.2.1's IP over ETH, ARP over ETH): `up` for
+    /// any number of protocols above, `down` for the one below, which is
+    /// initialized first (`<`) because this one uses it at start.
+    pub const OVER_ONE: &'static [ServiceSpec] = &[
+        ServiceSpec::new("up", ServiceType::AIO, Count::Any),
+        ServiceSpec::new("down", ServiceType::AIO, Count::ExactlyOne).init_after(),
+    ];
 }
 
 /// An instance parameter a module type accepts (`key=value` in a graph file).
@@ -188,6 +196,25 @@ pub struct ParamSpec {
     pub doc: &'static str,
     /// Whether every instance must set it.
     pub required: bool,
+}
+
+impl ParamSpec {
+    /// A parameter every instance must set.
+    pub const fn required(key: &'static str, doc: &'static str) -> Self {
+        ParamSpec {
+            key,
+            doc,
+            required: true,
+        }
+    }
+    /// A parameter an instance may leave out (the module has a default).
+    pub const fn optional(key: &'static str, doc: &'static str) -> Self {
+        ParamSpec {
+            key,
+            doc,
+            required: false,
+        }
+    }
 }
 
 /// Everything the graph checker knows about a module type.

@@ -14,11 +14,7 @@ pub const ECHO_SPEC: ModuleSpec = ModuleSpec {
     name: "ECHO",
     doc: "top of a path: echoes arriving messages back down (mode=echo) or queues them for the application (mode=sink)",
     services: &[ServiceSpec::new("down", ServiceType::AIO, Count::ExactlyOne).init_after()],
-    params: &[ParamSpec {
-        key: "mode",
-        doc: "`echo` (default) or `sink`",
-        required: false,
-    }],
+    params: &[ParamSpec::optional("mode", "`echo` (default) or `sink`")],
     understands: &[],
 };
 
@@ -50,26 +46,20 @@ impl Module for EchoModule {
         &ECHO_SPEC
     }
 
-    fn polls(&self) -> bool {
-        false
-    }
-
     fn create_stage(
         &mut self,
         entry: Option<usize>,
         _attrs: &mut Attrs,
         cx: &mut CreateCx<'_>,
     ) -> Result<Created, PathError> {
-        if entry.is_some() {
-            return Err(cx.refuse("ECHO is the top of a path: create the path at it"));
-        }
-        Ok(Created {
-            stage: Box::new(EchoStage {
+        cx.require_top(entry, "ECHO is the top of a path: create the path at it")?;
+        Ok(Created::new(
+            EchoStage {
                 echo: self.echo,
                 echoed: 0,
-            }),
-            route: Route::Service(0),
-        })
+            },
+            Route::Service(0),
+        ))
     }
 }
 

@@ -6,7 +6,7 @@
 
 use crate::attrs::Attrs;
 use crate::error::{ModuleError, PathError};
-use crate::graph::spec::{Count, ModuleSpec, ParamSpec, ServiceSpec, ServiceType};
+use crate::graph::spec::{ModuleSpec, ParamSpec, ServiceSpec};
 use crate::ids::Dir;
 use crate::module::{CreateCx, Created, Module, Route};
 use crate::module_setup::ModuleSetup;
@@ -17,21 +17,10 @@ use crate::stage::{Cx, Stage, Verdict};
 pub const HDR_SPEC: ModuleSpec = ModuleSpec {
     name: "HDR",
     doc: "synthetic layer: pushes a header with tag, length and Internet checksum",
-    services: &[
-        ServiceSpec::new("up", ServiceType::AIO, Count::Any),
-        ServiceSpec::new("down", ServiceType::AIO, Count::ExactlyOne).init_after(),
-    ],
+    services: ServiceSpec::OVER_ONE,
     params: &[
-        ParamSpec {
-            key: "size",
-            doc: "header bytes, 6 to 64 (default 8)",
-            required: false,
-        },
-        ParamSpec {
-            key: "tag",
-            doc: "tag byte written and checked (default 0)",
-            required: false,
-        },
+        ParamSpec::optional("size", "header bytes, 6 to 64 (default 8)"),
+        ParamSpec::optional("tag", "tag byte written and checked (default 0)"),
     ],
     understands: &[],
 };
@@ -97,23 +86,19 @@ impl Module for HdrModule {
         &HDR_SPEC
     }
 
-    fn polls(&self) -> bool {
-        false
-    }
-
     fn create_stage(
         &mut self,
         _entry: Option<usize>,
         _attrs: &mut Attrs,
         _cx: &mut CreateCx<'_>,
     ) -> Result<Created, PathError> {
-        Ok(Created {
-            stage: Box::new(HdrStage {
+        Ok(Created::new(
+            HdrStage {
                 size: self.size,
                 tag: self.tag,
-            }),
-            route: Route::Service(1),
-        })
+            },
+            Route::Service(1),
+        ))
     }
 }
 

@@ -68,10 +68,6 @@ impl Module for LinkModule {
         &LINK_SPEC
     }
 
-    fn polls(&self) -> bool {
-        false
-    }
-
     fn create_stage(
         &mut self,
         _entry: Option<usize>,
@@ -85,10 +81,7 @@ impl Module for LinkModule {
                 _ => None,
             })
             .ok_or_else(|| cx.refuse("PARTICIPANTS must name a channel (AddrPart::Id < 65536)"))?;
-        Ok(Created {
-            stage: Box::new(LinkStage { channel }),
-            route: Route::Service(1),
-        })
+        Ok(Created::new(LinkStage { channel }, Route::Service(1)))
     }
 
     fn partial_classifier(&self) -> Option<Box<dyn PartialClassifier>> {

@@ -31,7 +31,7 @@
 use super::internet_checksum;
 use crate::attrs::Attrs;
 use crate::error::{ModuleError, PathError};
-use crate::graph::spec::{Count, ModuleSpec, ParamSpec, ServiceSpec, ServiceType};
+use crate::graph::spec::{ModuleSpec, ParamSpec, ServiceSpec};
 use crate::ids::Dir;
 use crate::module::{CreateCx, Created, Module, Route};
 use crate::module_setup::ModuleSetup;
@@ -45,26 +45,11 @@ use std::sync::OnceLock;
 pub const WORK_SPEC: ModuleSpec = ModuleSpec {
     name: "WORK",
     doc: "synthetic layer with a configurable code and data working set (Blackwell's benchmark layer)",
-    services: &[
-        ServiceSpec::new("up", ServiceType::AIO, Count::Any),
-        ServiceSpec::new("down", ServiceType::AIO, Count::ExactlyOne).init_after(),
-    ],
+    services: ServiceSpec::OVER_ONE,
     params: &[
-        ParamSpec {
-            key: "layer",
-            doc: "which share of the code family this layer runs (default 0); distinct per layer",
-            required: false,
-        },
-        ParamSpec {
-            key: "code",
-            doc: "code working set in bytes, run once per message (default 6144)",
-            required: false,
-        },
-        ParamSpec {
-            key: "data",
-            doc: "data working set in bytes, read and written per message (default 256, at most 65536)",
-            required: false,
-        },
+        ParamSpec::optional("layer", "which share of the code family this layer runs (default 0); distinct per layer"),
+        ParamSpec::optional("code", "code working set in bytes, run once per message (default 6144)"),
+        ParamSpec::optional("data", "data working set in bytes, read and written per message (default 256, at most 65536)"),
     ],
     understands: &[],
 };
@@ -195,20 +180,16 @@ impl Module for WorkModule {
         &WORK_SPEC
     }
 
-    fn polls(&self) -> bool {
-        false
-    }
-
     fn create_stage(
         &mut self,
         _entry: Option<usize>,
         _attrs: &mut Attrs,
         _cx: &mut CreateCx<'_>,
     ) -> Result<Created, PathError> {
-        Ok(Created {
-            stage: Box::new(WorkStage::new(self.blocks.clone(), self.data_words)),
-            route: Route::Service(1),
-        })
+        Ok(Created::new(
+            WorkStage::new(self.blocks.clone(), self.data_words),
+            Route::Service(1),
+        ))
     }
 }
 

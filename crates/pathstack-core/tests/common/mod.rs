@@ -23,31 +23,11 @@ pub const PROBE_SPEC: ModuleSpec = ModuleSpec {
         ServiceSpec::new("down", ServiceType::AIO, Count::Any),
     ],
     params: &[
-        ParamSpec {
-            key: "route",
-            doc: "down | up | end",
-            required: false,
-        },
-        ParamSpec {
-            key: "extend",
-            doc: "down | up | end: decision when extended",
-            required: false,
-        },
-        ParamSpec {
-            key: "key",
-            doc: "demux key byte (absent: pass through)",
-            required: false,
-        },
-        ParamSpec {
-            key: "fail",
-            doc: "create | establish",
-            required: false,
-        },
-        ParamSpec {
-            key: "reroute",
-            doc: "classify again at path ends",
-            required: false,
-        },
+        ParamSpec::optional("route", "down | up | end"),
+        ParamSpec::optional("extend", "down | up | end: decision when extended"),
+        ParamSpec::optional("key", "demux key byte (absent: pass through)"),
+        ParamSpec::optional("fail", "create | establish"),
+        ParamSpec::optional("reroute", "classify again at path ends"),
     ],
     understands: &["PROBE_NOTE", "PROBE_KEY"],
 };
@@ -136,15 +116,15 @@ impl Module for Probe {
             .lock()
             .unwrap()
             .push(format!("create {} entry={:?}", self.name, entry));
-        Ok(Created {
-            stage: Box::new(ProbeStage {
+        Ok(Created::new(
+            ProbeStage {
                 name: self.name.clone(),
                 key: attrs.remove(&PROBE_KEY).or(self.key),
                 fail_establish: self.fail.as_deref() == Some("establish"),
                 log: Arc::clone(&self.log),
-            }),
-            route: self.route,
-        })
+            },
+            self.route,
+        ))
     }
     fn extend_route(&mut self, _entry: Option<usize>, growth: Dir, _attrs: &Attrs) -> Route {
         // The `extend` decision holds for growth at end[1] only.

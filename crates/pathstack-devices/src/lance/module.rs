@@ -28,51 +28,36 @@ pub const LANCE_SPEC: ModuleSpec = ModuleSpec {
     doc: "device driver: an emulated Am7990 LANCE (DEC 3000 sparse memory) over one device",
     services: &[ServiceSpec::new("up", ServiceType::NETDEV, Count::Any)],
     params: &[
-        ParamSpec {
-            key: "device",
-            doc: "index of the device given to the stack builder (the chip's wire side)",
-            required: true,
-        },
-        ParamSpec {
-            key: "access",
-            doc: "descriptor access: `copy` (dense copy and write-back) or `direct` (in place; default)",
-            required: false,
-        },
-        ParamSpec {
-            key: "rx_ring",
-            doc: "receive descriptors, a power of two up to 128 (default 16)",
-            required: false,
-        },
-        ParamSpec {
-            key: "tx_ring",
-            doc: "transmit descriptors, a power of two up to 128 (default 16)",
-            required: false,
-        },
-        ParamSpec {
-            key: "buf_size",
-            doc: "bytes per ring buffer, a multiple of 16 in 64..=4080 (default 1536)",
-            required: false,
-        },
-        ParamSpec {
-            key: "mac",
-            doc: "station address `xx:xx:xx:xx:xx:xx` (default: the device's, else 02:00:4c:41:4e:45)",
-            required: false,
-        },
-        ParamSpec {
-            key: "promisc",
-            doc: "receive every frame (MODE.PROM; default false)",
-            required: false,
-        },
-        ParamSpec {
-            key: "heartbeat",
-            doc: "the transceiver sends an SQE heartbeat (default true; false: CERR after each frame)",
-            required: false,
-        },
-        ParamSpec {
-            key: "rx_burst",
-            doc: "most frames received per poll (default 64)",
-            required: false,
-        },
+        ParamSpec::required(
+            "device",
+            "index of the device given to the stack builder (the chip's wire side)",
+        ),
+        ParamSpec::optional(
+            "access",
+            "descriptor access: `copy` (dense copy and write-back) or `direct` (in place; default)",
+        ),
+        ParamSpec::optional(
+            "rx_ring",
+            "receive descriptors, a power of two up to 128 (default 16)",
+        ),
+        ParamSpec::optional(
+            "tx_ring",
+            "transmit descriptors, a power of two up to 128 (default 16)",
+        ),
+        ParamSpec::optional(
+            "buf_size",
+            "bytes per ring buffer, a multiple of 16 in 64..=4080 (default 1536)",
+        ),
+        ParamSpec::optional(
+            "mac",
+            "station address `xx:xx:xx:xx:xx:xx` (default: the device's, else 02:00:4c:41:4e:45)",
+        ),
+        ParamSpec::optional("promisc", "receive every frame (MODE.PROM; default false)"),
+        ParamSpec::optional(
+            "heartbeat",
+            "the transceiver sends an SQE heartbeat (default true; false: CERR after each frame)",
+        ),
+        ParamSpec::optional("rx_burst", "most frames received per poll (default 64)"),
     ],
     understands: &[],
 };
@@ -237,13 +222,14 @@ impl Module for LanceModule {
         _attrs: &mut Attrs,
         cx: &mut CreateCx<'_>,
     ) -> Result<Created, PathError> {
-        if entry.is_none() {
-            return Err(cx.refuse("a LANCE path must come from above (through `up`)"));
-        }
-        Ok(Created {
-            stage: Box::new(LanceStage),
-            route: Route::End,
-        })
+        cx.require_entry(entry, "a LANCE path must come from above (through `up`)")?;
+        Ok(Created::new(LanceStage, Route::End))
+    }
+
+    /// The LANCE delivers a burst of received frames from its ring in a
+    /// poll ([`ModCx::deliver`]), so it is polled on every call.
+    fn polls(&self) -> bool {
+        true
     }
 
     fn poll(&mut self, cx: &mut ModCx<'_>) -> usize {

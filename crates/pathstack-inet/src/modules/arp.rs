@@ -21,7 +21,7 @@ use crate::wire::eth::MacAddr;
 use pathstack_core::attrs::{keys, Attrs};
 use pathstack_core::error::{ModuleError, PathError};
 use pathstack_core::generation::Generation;
-use pathstack_core::graph::spec::{Count, ModuleSpec, ParamSpec, ServiceSpec, ServiceType};
+use pathstack_core::graph::spec::{ModuleSpec, ParamSpec, ServiceSpec};
 use pathstack_core::module::{CreateCx, Created, ModCx, Module, Route};
 use pathstack_core::stack::ModuleSetup;
 use pathstack_core::stage::{Cx, Stage, Verdict};
@@ -33,41 +33,14 @@ use std::net::Ipv4Addr;
 pub const ARP_SPEC: ModuleSpec = ModuleSpec {
     name: "ARP",
     doc: "ARP (RFC 826): resolves next hops for IP paths, answers requests, announces at start (RFC 5227)",
-    services: &[
-        ServiceSpec::new("up", ServiceType::AIO, Count::Any),
-        ServiceSpec::new("down", ServiceType::AIO, Count::ExactlyOne).init_after(),
-    ],
+    services: ServiceSpec::OVER_ONE,
     params: &[
-        ParamSpec {
-            key: "ip",
-            doc: "the interface's IPv4 address",
-            required: true,
-        },
-        ParamSpec {
-            key: "mac",
-            doc: "the interface's MAC address",
-            required: true,
-        },
-        ParamSpec {
-            key: "entries",
-            doc: "cache size (default 64)",
-            required: false,
-        },
-        ParamSpec {
-            key: "pending",
-            doc: "packets waiting for resolution over all addresses (default 256)",
-            required: false,
-        },
-        ParamSpec {
-            key: "pending_per_addr",
-            doc: "packets waiting for one address (default 48: a 64 KiB datagram in fragments)",
-            required: false,
-        },
-        ParamSpec {
-            key: "announce",
-            doc: "send a gratuitous announcement at start: true (default) or false",
-            required: false,
-        },
+        ParamSpec::required("ip", "the interface's IPv4 address"),
+        ParamSpec::required("mac", "the interface's MAC address"),
+        ParamSpec::optional("entries", "cache size (default 64)"),
+        ParamSpec::optional("pending", "packets waiting for resolution over all addresses (default 256)"),
+        ParamSpec::optional("pending_per_addr", "packets waiting for one address (default 48: a 64 KiB datagram in fragments)"),
+        ParamSpec::optional("announce", "send a gratuitous announcement at start: true (default) or false"),
     ],
     understands: &[],
 };
@@ -264,14 +237,14 @@ impl Module for ArpModule {
                 Role::Resolver
             }
         };
-        Ok(Created {
-            stage: Box::new(ArpStage {
+        Ok(Created::new(
+            ArpStage {
                 role,
                 cache: self.cache.generation().clone(),
                 last: None,
-            }),
-            route: Route::Service(1),
-        })
+            },
+            Route::Service(1),
+        ))
     }
 
     fn poll(&mut self, cx: &mut ModCx<'_>) -> usize {

@@ -23,11 +23,10 @@ pub const ETH_SPEC: ModuleSpec = ModuleSpec {
         ServiceSpec::new("up", ServiceType::AIO, Count::Any),
         ServiceSpec::new("down", ServiceType::NETDEV, Count::ExactlyOne).init_after(),
     ],
-    params: &[ParamSpec {
-        key: "mac",
-        doc: "the interface's MAC address (source of every frame), e.g. 02:00:00:00:00:01",
-        required: true,
-    }],
+    params: &[ParamSpec::required(
+        "mac",
+        "the interface's MAC address (source of every frame), e.g. 02:00:00:00:00:01",
+    )],
     understands: &[],
 };
 
@@ -75,10 +74,6 @@ impl Module for EthModule {
         &ETH_SPEC
     }
 
-    fn polls(&self) -> bool {
-        false
-    }
-
     fn create_stage(
         &mut self,
         _entry: Option<usize>,
@@ -94,13 +89,13 @@ impl Module for EthModule {
             .ok_or_else(|| {
                 cx.refuse("a path through ETH needs PROT_ID = its EtherType (≥ 0x0600)")
             })?;
-        Ok(Created {
-            stage: Box::new(EthStage {
+        Ok(Created::new(
+            EthStage {
                 ethertype,
                 mac: self.mac,
-            }),
-            route: Route::Service(1),
-        })
+            },
+            Route::Service(1),
+        ))
     }
 
     fn partial_classifier(&self) -> Option<Box<dyn PartialClassifier>> {

@@ -129,10 +129,6 @@ impl Module for IcmpModule {
         &ICMP_SPEC
     }
 
-    fn polls(&self) -> bool {
-        false
-    }
-
     fn init(&mut self, cx: &mut ModCx<'_>) -> Result<(), ModuleError> {
         cx.request_path(Attrs::new().with(&keys::PASSIVE_OPEN, true), 0);
         Ok(())
@@ -175,14 +171,9 @@ impl Module for IcmpModule {
         attrs: &mut Attrs,
         cx: &mut CreateCx<'_>,
     ) -> Result<Created, PathError> {
-        if entry.is_some() {
-            return Err(cx.refuse("ICMP is the top of its path"));
-        }
+        cx.require_top(entry, "ICMP is the top of its path")?;
         attrs.insert(&keys::PROT_ID, u32::from(crate::wire::ipv4::protocol::ICMP));
-        Ok(Created {
-            stage: Box::new(IcmpStage {}),
-            route: Route::Service(0),
-        })
+        Ok(Created::new(IcmpStage {}, Route::Service(0)))
     }
 
     fn stats(&self) -> Vec<(String, u64)> {

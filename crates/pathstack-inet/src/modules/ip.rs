@@ -50,36 +50,12 @@ pub const IP_SPEC: ModuleSpec = ModuleSpec {
         ServiceSpec::new("down", ServiceType::AIO, Count::AtLeastOne).init_after(),
     ],
     params: &[
-        ParamSpec {
-            key: "addr",
-            doc: "address/prefix of each interface, comma-separated in `down` connection order (e.g. 10.0.0.1/24)",
-            required: true,
-        },
-        ParamSpec {
-            key: "gateway",
-            doc: "default gateway (reached through the interface whose prefix holds it)",
-            required: false,
-        },
-        ParamSpec {
-            key: "mtu",
-            doc: "MTU of every interface in bytes (default 1500)",
-            required: false,
-        },
-        ParamSpec {
-            key: "reassembly_timeout_ms",
-            doc: "reassembly timer (default 60000; RFC 791 suggests 15 s, Linux uses 30 s)",
-            required: false,
-        },
-        ParamSpec {
-            key: "reassembly_datagrams",
-            doc: "datagrams reassembled at once (default 16)",
-            required: false,
-        },
-        ParamSpec {
-            key: "reassembly_bytes",
-            doc: "fragment bytes held in total (default 1048576)",
-            required: false,
-        },
+        ParamSpec::required("addr", "address/prefix of each interface, comma-separated in `down` connection order (e.g. 10.0.0.1/24)"),
+        ParamSpec::optional("gateway", "default gateway (reached through the interface whose prefix holds it)"),
+        ParamSpec::optional("mtu", "MTU of every interface in bytes (default 1500)"),
+        ParamSpec::optional("reassembly_timeout_ms", "reassembly timer (default 60000; RFC 791 suggests 15 s, Linux uses 30 s)"),
+        ParamSpec::optional("reassembly_datagrams", "datagrams reassembled at once (default 16)"),
+        ParamSpec::optional("reassembly_bytes", "fragment bytes held in total (default 1048576)"),
     ],
     understands: &[],
 };

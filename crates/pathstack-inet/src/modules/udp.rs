@@ -26,7 +26,7 @@ use pathstack_core::attrs::keys;
 use pathstack_core::attrs::Attrs;
 use pathstack_core::demux::{DemuxKey, FlowLayout, Key, KeyMode, PartialClassifier};
 use pathstack_core::error::{ModuleError, PathError};
-use pathstack_core::graph::spec::{Count, ModuleSpec, ParamSpec, ServiceSpec, ServiceType};
+use pathstack_core::graph::spec::{ModuleSpec, ParamSpec, ServiceSpec};
 use pathstack_core::module::{CreateCx, Created, Module, Route};
 use pathstack_core::stack::ModuleSetup;
 use pathstack_core::stage::{Cx, Stage, Verdict};
@@ -38,15 +38,11 @@ use std::net::Ipv4Addr;
 pub const UDP_SPEC: ModuleSpec = ModuleSpec {
     name: "UDP",
     doc: "UDP (RFC 768): a path per socket, checksums, ephemeral ports",
-    services: &[
-        ServiceSpec::new("up", ServiceType::AIO, Count::Any),
-        ServiceSpec::new("down", ServiceType::AIO, Count::ExactlyOne).init_after(),
-    ],
-    params: &[ParamSpec {
-        key: "max_ports",
-        doc: "most ports in use at once (default 65536)",
-        required: false,
-    }],
+    services: ServiceSpec::OVER_ONE,
+    params: &[ParamSpec::optional(
+        "max_ports",
+        "most ports in use at once (default 65536)",
+    )],
     understands: &[],
 };
 
@@ -163,10 +159,6 @@ impl Module for UdpModule {
         &UDP_SPEC
     }
 
-    fn polls(&self) -> bool {
-        false
-    }
-
     fn create_stage(
         &mut self,
         _entry: Option<usize>,
@@ -201,15 +193,15 @@ impl Module for UdpModule {
             u.connected += 1;
         }
         attrs.insert(&keys::PROT_ID, u32::from(crate::wire::ipv4::protocol::UDP));
-        Ok(Created {
-            stage: Box::new(UdpStage {
+        Ok(Created::new(
+            UdpStage {
                 local_port: port,
                 remote_port: remote,
                 remote_ip,
                 local_ip: None,
-            }),
-            route: Route::Service(1),
-        })
+            },
+            Route::Service(1),
+        ))
     }
 
     fn partial_classifier(&self) -> Option<Box<dyn PartialClassifier>> {

@@ -76,30 +76,21 @@ impl TupleKey {
 }
 
 /// An RFC 6528 ISN generator holding the 128-bit secret key.
-#[derive(Clone)]
-pub struct IsnGenerator {
-    key: TupleKey,
-}
-
-impl std::fmt::Debug for IsnGenerator {
-    // The key is a secret: never print it.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("IsnGenerator").finish_non_exhaustive()
-    }
-}
+///
+/// Its `Debug` is the key's, which never prints the secret.
+#[derive(Clone, Debug)]
+pub struct IsnGenerator(TupleKey);
 
 impl IsnGenerator {
     /// A generator keyed by the 128-bit `secret` (little-endian halves).
     pub fn new(secret: [u8; 16]) -> Self {
-        IsnGenerator {
-            key: TupleKey::new(secret),
-        }
+        IsnGenerator(TupleKey::new(secret))
     }
 
     /// `F(localip, localport, remoteip, remoteport, secretkey)`: the keyed
     /// hash of the 4-tuple, truncated to 32 bits.
     pub fn offset(&self, t: &FourTuple) -> u32 {
-        self.key.hasher(&[], t).finish() as u32
+        self.0.hasher(&[], t).finish() as u32
     }
 
     /// The clock component `M` at `now`: `now` in 4 µs ticks, modulo 2^32

@@ -116,24 +116,15 @@ pub struct CookieOptions {
 /// the [`IsnGenerator`](super::isn::IsnGenerator)'s (Linux keeps a
 /// separate `syncookie_secret`); it is fixed at construction so that tests
 /// are deterministic.
-#[derive(Clone)]
-pub struct SynCookies {
-    key: TupleKey,
-}
-
-impl std::fmt::Debug for SynCookies {
-    // The key is a secret: never print it.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SynCookies").finish_non_exhaustive()
-    }
-}
+///
+/// Its `Debug` is the key's, which never prints the secret.
+#[derive(Clone, Debug)]
+pub struct SynCookies(TupleKey);
 
 impl SynCookies {
     /// A codec keyed by the 128-bit `secret` (little-endian halves).
     pub fn new(secret: [u8; 16]) -> Self {
-        SynCookies {
-            key: TupleKey::new(secret),
-        }
+        SynCookies(TupleKey::new(secret))
     }
 
     /// The cookie counter at `now`: whole [`COOKIE_PERIOD`]s since the
@@ -251,7 +242,7 @@ impl SynCookies {
     /// domain `domain` (Linux uses two keys; one key and a domain byte is
     /// the same for a PRF), truncated to 32 bits.
     fn hash(&self, t: &FourTuple, count: u32, domain: u8) -> u32 {
-        let mut h = self.key.hasher(&[domain], t);
+        let mut h = self.0.hasher(&[domain], t);
         h.write(&count.to_be_bytes());
         h.finish() as u32
     }
@@ -333,6 +324,22 @@ mod tests {
     /// SEG.ACK = cookie + 1.
     fn ack_of(client_isn: SeqNumber, iss: SeqNumber) -> (SeqNumber, SeqNumber) {
         (client_isn + 1, iss + 1)
+    }
+
+    /// The ACK (its sequence and acknowledgment numbers) of the SYN-ACK
+    /// `c` would send for `isn` and `mss` at `now`, with bit `bit` of the
+    /// cookie flipped on the way; and the MSS the cookie encoded.
+    fn ack_of_flipped_cookie(
+        c: &SynCookies,
+        t: &FourTuple,
+        isn: u32,
+        mss: u16,
+        now: Instant,
+        bit: u32,
+    ) -> (SeqNumber, SeqNumber, u16) {
+        let (iss, encoded) = c.syn_ack_iss(t, SeqNumber(isn), mss, now);
+        let (seq, ack) = ack_of(SeqNumber(isn), SeqNumber(iss.0 ^ (1 << bit)));
+        (seq, ack, encoded)
     }
 
     /// The table entry Linux would pick for `mss`.
@@ -770,11 +777,8 @@ mod tests {
             now_ns in 0u64..(1u64 << 62),
             bit in 2u32..32,
         ) {
-            let c = SynCookies::new(KEY);
-            let now = Instant::from_nanos(now_ns);
-            let (iss, _) = c.syn_ack_iss(&t, SeqNumber(isn), mss, now);
-            let flipped = SeqNumber(iss.0 ^ (1 << bit));
-            let (seq, ack) = ack_of(SeqNumber(isn), flipped);
+            let (c, now) = (SynCookies::new(KEY), Instant::from_nanos(now_ns));
+            let (seq, ack, _) = ack_of_flipped_cookie(&c, &t, isn, mss, now, bit);
             prop_assert!(c.check_ack(&t, seq, ack, now).is_err());
         }
 
@@ -790,11 +794,8 @@ mod tests {
             now_ns in 0u64..(1u64 << 62),
             bit in 0u32..2,
         ) {
-            let c = SynCookies::new(KEY);
-            let now = Instant::from_nanos(now_ns);
-            let (iss, encoded) = c.syn_ack_iss(&t, SeqNumber(isn), mss, now);
-            let flipped = SeqNumber(iss.0 ^ (1 << bit));
-            let (seq, ack) = ack_of(SeqNumber(isn), flipped);
+            let (c, now) = (SynCookies::new(KEY), Instant::from_nanos(now_ns));
+            let (seq, ack, encoded) = ack_of_flipped_cookie(&c, &t, isn, mss, now, bit);
             // Rejected, or accepted with another MSS: never the original.
             prop_assert_ne!(c.check_ack(&t, seq, ack, now), Ok(encoded));
         }

@@ -19,7 +19,7 @@ use crate::anno::RpcAnno;
 use crate::boot::{BidFilter, BidRxVerdict, BootGeneration, BootId};
 use crate::wire::bid::{BidDropReason, BidHeader, HEADER_LEN};
 use pathstack_core::attrs::{keys, AttrKey, Attrs};
-use pathstack_core::demux::{DemuxKey, FlowLayout, Key, KeyMode, PartialClassifier};
+use pathstack_core::demux::{DemuxKey, Key, KeyMode, PartialClassifier};
 use pathstack_core::error::{ModuleError, PathError};
 use pathstack_core::graph::spec::{Count, ModuleSpec, ServiceSpec, ServiceType};
 use pathstack_core::module::{CreateCx, Created, ModCx, Module, Route};
@@ -58,40 +58,19 @@ impl BidModule {
     }
 }
 
-/// The BID partial classifier: the upper protocol number.
-struct BidDemux;
-
-impl PartialClassifier for BidDemux {
-    #[inline]
-    fn extract(&self, msg: &[u8], mode: KeyMode) -> Option<(Key, usize)> {
-        crate::wire::bid::packet_demux_key(msg, mode)
-    }
-
-    fn flow_layout(&self) -> Option<FlowLayout> {
-        Some(crate::wire::bid::FLOW_LAYOUT)
-    }
-
-    /// The key does not depend on the mode: RPC's paths are passive (they
-    /// serve every peer) and flows all the same.
-    fn passive_flow_layout(&self) -> Option<FlowLayout> {
-        Some(crate::wire::bid::FLOW_LAYOUT)
-    }
-}
+header_demux!(
+    /// The BID partial classifier: the upper protocol number.
+    BidDemux,
+    bid
+);
 
 impl Module for BidModule {
     fn spec(&self) -> &'static ModuleSpec {
         &BID_SPEC
     }
 
-    fn polls(&self) -> bool {
-        false
-    }
-
     fn init(&mut self, cx: &mut ModCx<'_>) -> Result<(), ModuleError> {
-        let attrs = Attrs::new()
-            .with(&keys::PASSIVE_OPEN, true)
-            .with(&BID_OWN, true);
-        cx.request_path(attrs, 0);
+        super::own_path::request_own_path(cx, &BID_OWN);
         Ok(())
     }
 
@@ -110,16 +89,16 @@ impl Module for BidModule {
             None => return Err(cx.refuse("a path through BID needs the upper PROT_ID")),
         };
         attrs.insert(&keys::PROT_ID, protocol::BID);
-        Ok(Created {
-            stage: Box::new(BidStage {
+        Ok(Created::new(
+            BidStage {
                 own,
                 hlp_num,
                 generation: None,
                 cache: None,
                 out: Vec::new(),
-            }),
-            route: Route::Service(1),
-        })
+            },
+            Route::Service(1),
+        ))
     }
 
     fn partial_classifier(&self) -> Option<Box<dyn PartialClassifier>> {

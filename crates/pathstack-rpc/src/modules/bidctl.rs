@@ -23,7 +23,7 @@ use crate::wire::bidctl::{BidctlDropReason, BidctlHeader};
 use crate::Peer;
 use pathstack_core::attrs::{keys, Attrs};
 use pathstack_core::error::{ModuleError, PathError};
-use pathstack_core::graph::spec::{Count, ModuleSpec, ParamSpec, ServiceSpec, ServiceType};
+use pathstack_core::graph::spec::{ModuleSpec, ParamSpec, ServiceSpec};
 use pathstack_core::module::{CreateCx, Created, ModCx, Module, Route};
 use pathstack_core::stack::ModuleSetup;
 use pathstack_core::stage::{Cx, EstablishCx, Stage, Verdict};
@@ -38,26 +38,17 @@ use super::protocol;
 pub const BIDCTL_SPEC: ModuleSpec = ModuleSpec {
     name: "BIDCTL",
     doc: "BIDCTL: per-peer boot-id agreement and reboot detection for BID and CHAN",
-    services: &[
-        ServiceSpec::new("up", ServiceType::AIO, Count::Any),
-        ServiceSpec::new("down", ServiceType::AIO, Count::ExactlyOne).init_after(),
-    ],
+    services: ServiceSpec::OVER_ONE,
     params: &[
-        ParamSpec {
-            key: "net",
-            doc: "the network below: eth (EtherType 0x3006, default) or ip (protocol 205)",
-            required: false,
-        },
-        ParamSpec {
-            key: "bcast",
-            doc: "announce the boot id by broadcast once at start (default true, spec §5.4)",
-            required: false,
-        },
-        ParamSpec {
-            key: "max_peers",
-            doc: "most peers tracked at once (default 1024)",
-            required: false,
-        },
+        ParamSpec::optional(
+            "net",
+            "the network below: eth (EtherType 0x3006, default) or ip (protocol 205)",
+        ),
+        ParamSpec::optional(
+            "bcast",
+            "announce the boot id by broadcast once at start (default true, spec §5.4)",
+        ),
+        ParamSpec::optional("max_peers", "most peers tracked at once (default 1024)"),
     ],
     understands: &[],
 };
@@ -271,18 +262,19 @@ impl Module for BidctlModule {
         attrs: &mut Attrs,
         cx: &mut CreateCx<'_>,
     ) -> Result<Created, PathError> {
-        if entry.is_some() {
-            return Err(cx.refuse("BIDCTL carries no data paths (control realm, spec §5.1)"));
-        }
+        cx.require_top(
+            entry,
+            "BIDCTL carries no data paths (control realm, spec §5.1)",
+        )?;
         attrs.insert(
             &keys::PROT_ID,
             self.net
                 .lower_prot_id(protocol::ETHERTYPE_BIDCTL, protocol::IP_BIDCTL),
         );
-        Ok(Created {
-            stage: Box::new(BidctlStage { out: Vec::new() }),
-            route: Route::Service(1),
-        })
+        Ok(Created::new(
+            BidctlStage { out: Vec::new() },
+            Route::Service(1),
+        ))
     }
 
     fn polls_when_due(&self) -> bool {

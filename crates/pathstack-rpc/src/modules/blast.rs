@@ -26,9 +26,9 @@ use crate::hash_map::FastMap;
 use crate::wire::blast::{BlastDropReason, BlastHeader, BlastOp, HEADER_LEN, MAX_FRAGS};
 use crate::Peer;
 use pathstack_core::attrs::{keys, AttrKey, Attrs};
-use pathstack_core::demux::{DemuxKey, FlowLayout, Key, KeyMode, PartialClassifier};
+use pathstack_core::demux::{DemuxKey, Key, KeyMode, PartialClassifier};
 use pathstack_core::error::{ModuleError, PathError};
-use pathstack_core::graph::spec::{Count, ModuleSpec, ParamSpec, ServiceSpec, ServiceType};
+use pathstack_core::graph::spec::{ModuleSpec, ParamSpec, ServiceSpec};
 use pathstack_core::module::{CreateCx, Created, EndRoute, ModCx, Module, Route, RouteCx};
 use pathstack_core::stack::ModuleSetup;
 use pathstack_core::stage::{Cx, EstablishCx, Stage, Verdict};
@@ -41,26 +41,20 @@ use super::protocol;
 pub const BLAST_SPEC: ModuleSpec = ModuleSpec {
     name: "BLAST",
     doc: "BLAST: fragmentation into up to 16 fragments, NACK-driven selective retransmission",
-    services: &[
-        ServiceSpec::new("up", ServiceType::AIO, Count::Any),
-        ServiceSpec::new("down", ServiceType::AIO, Count::ExactlyOne).init_after(),
-    ],
+    services: ServiceSpec::OVER_ONE,
     params: &[
-        ParamSpec {
-            key: "net",
-            doc: "the network below: eth (EtherType 0x3001, default) or ip (protocol 101)",
-            required: false,
-        },
-        ParamSpec {
-            key: "mtu",
-            doc: "the link MTU the fragments are sized for (default 1500)",
-            required: false,
-        },
-        ParamSpec {
-            key: "max_sessions",
-            doc: "most (peer, protocol) sessions with fragmented traffic (default 1024)",
-            required: false,
-        },
+        ParamSpec::optional(
+            "net",
+            "the network below: eth (EtherType 0x3001, default) or ip (protocol 101)",
+        ),
+        ParamSpec::optional(
+            "mtu",
+            "the link MTU the fragments are sized for (default 1500)",
+        ),
+        ParamSpec::optional(
+            "max_sessions",
+            "most (peer, protocol) sessions with fragmented traffic (default 1024)",
+        ),
     ],
     understands: &["BLAST_OWN"],
 };
@@ -208,28 +202,14 @@ impl<T, U> FailureCount for (T, U, u64) {
     }
 }
 
-/// The BLAST partial classifier: a short message is keyed on its upper
-/// protocol and classification goes on past the header; anything else
-/// (fragments, NACKs, retransmissions) ends the walk at BLAST, whose own
-/// path takes it.
-struct BlastDemux;
-
-impl PartialClassifier for BlastDemux {
-    #[inline]
-    fn extract(&self, msg: &[u8], mode: KeyMode) -> Option<(Key, usize)> {
-        crate::wire::blast::packet_demux_key(msg, mode)
-    }
-
-    fn flow_layout(&self) -> Option<FlowLayout> {
-        Some(crate::wire::blast::FLOW_LAYOUT)
-    }
-
-    /// The key does not depend on the mode: RPC's paths are passive (they
-    /// serve every peer) and flows all the same.
-    fn passive_flow_layout(&self) -> Option<FlowLayout> {
-        Some(crate::wire::blast::FLOW_LAYOUT)
-    }
-}
+header_demux!(
+    /// The BLAST partial classifier: a short message is keyed on its upper
+    /// protocol and classification goes on past the header; anything else
+    /// (fragments, NACKs, retransmissions) ends the walk at BLAST, whose own
+    /// path takes it.
+    BlastDemux,
+    blast
+);
 
 impl Module for BlastModule {
     fn spec(&self) -> &'static ModuleSpec {
@@ -237,10 +217,7 @@ impl Module for BlastModule {
     }
 
     fn init(&mut self, cx: &mut ModCx<'_>) -> Result<(), ModuleError> {
-        let attrs = Attrs::new()
-            .with(&keys::PASSIVE_OPEN, true)
-            .with(&BLAST_OWN, true);
-        cx.request_path(attrs, 0);
+        super::own_path::request_own_path(cx, &BLAST_OWN);
         Ok(())
     }
 
@@ -262,16 +239,16 @@ impl Module for BlastModule {
                 .lower_prot_id(protocol::ETHERTYPE_BLAST, protocol::IP_BLAST),
         );
         attrs.insert(&super::chan::BLAST_FRAGMENT_LEN, self.config.fragment_len);
-        Ok(Created {
-            stage: Box::new(BlastStage {
+        Ok(Created::new(
+            BlastStage {
                 own,
                 prot_id,
                 short: BlastHeader::short(prot_id, 0).to_bytes(),
                 fragment_len: self.config.fragment_len,
                 max_len: self.max_message_len(),
-            }),
-            route: Route::Service(1),
-        })
+            },
+            Route::Service(1),
+        ))
     }
 
     fn partial_classifier(&self) -> Option<Box<dyn PartialClassifier>> {

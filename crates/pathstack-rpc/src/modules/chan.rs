@@ -34,7 +34,7 @@ use crate::handle_table::HandleCache;
 use crate::wire::chan::{flags, ChanDropReason, ChanHeader, HEADER_LEN};
 use crate::Peer;
 use pathstack_core::attrs::{keys, AttrKey, Attrs};
-use pathstack_core::demux::{DemuxKey, FlowLayout, Key, KeyMode, PartialClassifier};
+use pathstack_core::demux::{DemuxKey, Key, KeyMode, PartialClassifier};
 use pathstack_core::error::{ModuleError, PathError};
 use pathstack_core::graph::spec::{Count, ModuleSpec, ParamSpec, ServiceSpec, ServiceType};
 use pathstack_core::module::{CreateCx, Created, ModCx, Module, Route};
@@ -54,11 +54,10 @@ pub const CHAN_SPEC: ModuleSpec = ModuleSpec {
         ServiceSpec::new("down", ServiceType::AIO, Count::ExactlyOne).init_after(),
         ServiceSpec::new("ctl", ServiceType::AIO, Count::ExactlyOne).init_after(),
     ],
-    params: &[ParamSpec {
-        key: "call_timeout",
-        doc: "seconds before a call without a reply fails (default 30; 0: never, as the x-kernel)",
-        required: false,
-    }],
+    params: &[ParamSpec::optional(
+        "call_timeout",
+        "seconds before a call without a reply fails (default 30; 0: never, as the x-kernel)",
+    )],
     understands: &[],
 };
 
@@ -250,26 +249,12 @@ fn push_header(msg: &mut Msg, h: &ChanHeader) -> Verdict {
     }
 }
 
-/// The CHAN partial classifier: requests (`FROM_CLIENT`) and replies are
-/// told apart, then the upper protocol number.
-struct ChanDemux;
-
-impl PartialClassifier for ChanDemux {
-    #[inline]
-    fn extract(&self, msg: &[u8], mode: KeyMode) -> Option<(Key, usize)> {
-        crate::wire::chan::packet_demux_key(msg, mode)
-    }
-
-    fn flow_layout(&self) -> Option<FlowLayout> {
-        Some(crate::wire::chan::FLOW_LAYOUT)
-    }
-
-    /// The key does not depend on the mode: RPC's paths are passive (they
-    /// serve every peer) and flows all the same.
-    fn passive_flow_layout(&self) -> Option<FlowLayout> {
-        Some(crate::wire::chan::FLOW_LAYOUT)
-    }
-}
+header_demux!(
+    /// The CHAN partial classifier: requests (`FROM_CLIENT`) and replies are
+    /// told apart, then the upper protocol number.
+    ChanDemux,
+    chan
+);
 
 impl Module for ChanModule {
     fn spec(&self) -> &'static ModuleSpec {
@@ -288,8 +273,8 @@ impl Module for ChanModule {
             .copied()
             .ok_or_else(|| cx.refuse("a path through CHAN needs the upper PROT_ID"))?;
         attrs.insert(&keys::PROT_ID, protocol::CHAN);
-        Ok(Created {
-            stage: Box::new(ChanStage {
+        Ok(Created::new(
+            ChanStage {
                 server,
                 prot_id,
                 fragment_len: None,
@@ -297,9 +282,9 @@ impl Module for ChanModule {
                 servers: HandleCache::default(),
                 out: Vec::new(),
                 bidctl_out: Vec::new(),
-            }),
-            route: Route::Service(1),
-        })
+            },
+            Route::Service(1),
+        ))
     }
 
     fn partial_classifier(&self) -> Option<Box<dyn PartialClassifier>> {

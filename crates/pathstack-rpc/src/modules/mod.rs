@@ -24,6 +24,9 @@
 //! BID and CHAN — are reached through the graph connection that names
 //! them ([`Cx::linked_module`](pathstack_core::stage::Cx::linked_module)).
 
+#[macro_use]
+mod header_demux;
+
 pub mod bid;
 pub mod bidctl;
 pub mod blast;
@@ -33,6 +36,7 @@ mod graph;
 pub mod inline;
 pub mod mselect;
 mod net;
+mod own_path;
 pub mod rpc;
 mod sends;
 pub mod vchan;

@@ -51,10 +51,6 @@ impl Module for MselectModule {
         &MSELECT_SPEC
     }
 
-    fn polls(&self) -> bool {
-        false
-    }
-
     fn create_stage(
         &mut self,
         _entry: Option<usize>,
@@ -64,10 +60,7 @@ impl Module for MselectModule {
         let server = attrs.get(&RPC_ROLE) == Some(&RpcRole::Server);
         // CHAN's header names MSELECT as the protocol above it.
         attrs.insert(&keys::PROT_ID, protocol::MSELECT);
-        Ok(Created {
-            stage: Box::new(MselectStage { server }),
-            route: Route::Service(1),
-        })
+        Ok(Created::new(MselectStage { server }, Route::Service(1)))
     }
 }
 

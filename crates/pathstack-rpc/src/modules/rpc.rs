@@ -25,16 +25,14 @@ pub const RPC_SPEC: ModuleSpec = ModuleSpec {
     doc: "the RPC application end: a client path for calls, a server path running procedures",
     services: &[ServiceSpec::new("down", ServiceType::AIO, Count::ExactlyOne).init_after()],
     params: &[
-        ParamSpec {
-            key: "max_calls",
-            doc: "most calls in flight on the client path (default 1024)",
-            required: false,
-        },
-        ParamSpec {
-            key: "max_procedures",
-            doc: "most procedures the server registers (default 256)",
-            required: false,
-        },
+        ParamSpec::optional(
+            "max_calls",
+            "most calls in flight on the client path (default 1024)",
+        ),
+        ParamSpec::optional(
+            "max_procedures",
+            "most procedures the server registers (default 256)",
+        ),
     ],
     understands: &[],
 };
@@ -147,10 +145,6 @@ impl Module for RpcModule {
         &RPC_SPEC
     }
 
-    fn polls(&self) -> bool {
-        false
-    }
-
     fn init(&mut self, cx: &mut ModCx<'_>) -> Result<(), ModuleError> {
         // The client's sink holds every outcome until the application
         // reads it: as many as calls may be in flight. The client path
@@ -184,9 +178,7 @@ impl Module for RpcModule {
         attrs: &mut Attrs,
         cx: &mut CreateCx<'_>,
     ) -> Result<Created, PathError> {
-        if entry.is_some() {
-            return Err(cx.refuse("RPC is the top of its paths"));
-        }
+        cx.require_top(entry, "RPC is the top of its paths")?;
         let stage: Box<dyn Stage> = match attrs.get(&RPC_ROLE) {
             Some(RpcRole::Server) => Box::new(RpcServerStage {
                 procedures: Vec::new(),

@@ -32,7 +32,7 @@ use crate::vchan::{Acquired, VchanConfig, VchanPool, WaitTicket};
 use crate::Peer;
 use pathstack_core::attrs::{keys, Attrs};
 use pathstack_core::error::{ModuleError, PathError};
-use pathstack_core::graph::spec::{Count, ModuleSpec, ParamSpec, ServiceSpec, ServiceType};
+use pathstack_core::graph::spec::{ModuleSpec, ParamSpec, ServiceSpec};
 use pathstack_core::module::{CreateCx, Created, Module, Route};
 use pathstack_core::stack::ModuleSetup;
 use pathstack_core::stage::{Cx, Stage, Verdict};
@@ -43,26 +43,14 @@ use std::collections::VecDeque;
 pub const VCHAN_SPEC: ModuleSpec = ModuleSpec {
     name: "VCHAN",
     doc: "VCHAN: a pool of CHAN channels per peer for concurrent calls",
-    services: &[
-        ServiceSpec::new("up", ServiceType::AIO, Count::Any),
-        ServiceSpec::new("down", ServiceType::AIO, Count::ExactlyOne).init_after(),
-    ],
+    services: ServiceSpec::OVER_ONE,
     params: &[
-        ParamSpec {
-            key: "concurrency",
-            doc: "channels per peer (default 5, spec §7)",
-            required: false,
-        },
-        ParamSpec {
-            key: "max_waiting",
-            doc: "calls per peer that may wait for a channel (default 1024)",
-            required: false,
-        },
-        ParamSpec {
-            key: "max_peers",
-            doc: "most peers with a pool (default 1024)",
-            required: false,
-        },
+        ParamSpec::optional("concurrency", "channels per peer (default 5, spec §7)"),
+        ParamSpec::optional(
+            "max_waiting",
+            "calls per peer that may wait for a channel (default 1024)",
+        ),
+        ParamSpec::optional("max_peers", "most peers with a pool (default 1024)"),
     ],
     understands: &[],
 };
@@ -177,10 +165,6 @@ impl Module for VchanModule {
         &VCHAN_SPEC
     }
 
-    fn polls(&self) -> bool {
-        false
-    }
-
     fn create_stage(
         &mut self,
         _entry: Option<usize>,
@@ -190,15 +174,15 @@ impl Module for VchanModule {
         let server = attrs.get(&RPC_ROLE) == Some(&RpcRole::Server);
         // VCHAN passes its caller's protocol number to CHAN (§7).
         let prot_id = attrs.get(&keys::PROT_ID).copied().unwrap_or(0);
-        Ok(Created {
-            stage: Box::new(VchanStage {
+        Ok(Created::new(
+            VchanStage {
                 server,
                 prot_id,
                 held: HandleCache::default(),
                 reboots: None,
-            }),
-            route: Route::Service(DOWN),
-        })
+            },
+            Route::Service(DOWN),
+        ))
     }
 
     fn stats(&self) -> Vec<(String, u64)> {

@@ -46,5 +46,5 @@ pub use counters::{parse_snmp_tcp, parse_ss, ss_retransmissions, tcp_snmp, SsInf
 pub use loss::Loss;
 pub use netns_socket::{kernel_connect, kernel_listen, spawn_in_netns, IO_TIMEOUT};
 pub use payload::{pattern_bytes, pattern_sha256, Sha256Digest, Transfer};
-pub use server::{KernelEchoServer, KernelSinkServer, KernelSourceServer};
+pub use server::{KernelEchoServer, KernelServer, KernelSinkServer, KernelSourceServer};
 pub use sysctl::{ns_sysctl, NsSysctl};

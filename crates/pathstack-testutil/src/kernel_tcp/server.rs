@@ -18,8 +18,10 @@ use std::time::Duration;
 
 /// The machinery shared by the servers: an accept loop on its own thread,
 /// one thread per connection, results over a channel, everything stopped
-/// on drop.
-struct Server<R: Send + 'static> {
+/// on drop. Each server dereferences to it for what they all answer
+/// (address, next result, connections accepted); `R` is what serving one
+/// connection yields.
+pub struct KernelServer<R: Send + 'static> {
     addr: SocketAddr,
     stop: Arc<AtomicBool>,
     conns: Arc<Mutex<HashMap<u32, TcpStream>>>,
@@ -28,8 +30,8 @@ struct Server<R: Send + 'static> {
     accepted: Arc<AtomicU32>,
 }
 
-impl<R: Send + 'static> Server<R> {
-    fn start<H>(topo: &Topology, ns_key: &str, addr: SocketAddr, handler: H) -> Server<R>
+impl<R: Send + 'static> KernelServer<R> {
+    fn start<H>(topo: &Topology, ns_key: &str, addr: SocketAddr, handler: H) -> KernelServer<R>
     where
         H: Fn(TcpStream) -> io::Result<R> + Send + Sync + 'static,
     {
@@ -51,7 +53,7 @@ impl<R: Send + 'static> Server<R> {
                 .spawn(move || accept_loop(listener, stop, conns, accepted, tx, handler))
                 .expect("spawn the accept thread")
         };
-        Server {
+        KernelServer {
             addr,
             stop,
             conns,
@@ -61,7 +63,15 @@ impl<R: Send + 'static> Server<R> {
         }
     }
 
-    fn next(&self, timeout: Duration) -> io::Result<R> {
+    /// The address the server listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Waits up to `timeout` for the next connection to be served (echoed
+    /// to its end, read to EOF, sent its stream); returns what serving it
+    /// yielded, or its error.
+    pub fn next(&self, timeout: Duration) -> io::Result<R> {
         match self.results.lock().unwrap().recv_timeout(timeout) {
             Ok(r) => r,
             Err(RecvTimeoutError::Timeout) => Err(io::Error::new(
@@ -76,6 +86,11 @@ impl<R: Send + 'static> Server<R> {
                 Err(io::Error::other("the server's accept loop ended"))
             }
         }
+    }
+
+    /// Connections accepted so far.
+    pub fn accepted(&self) -> u32 {
+        self.accepted.load(Ordering::Relaxed)
     }
 }
 
@@ -136,7 +151,7 @@ fn accept_loop<R, H>(
     }
 }
 
-impl<R: Send + 'static> Drop for Server<R> {
+impl<R: Send + 'static> Drop for KernelServer<R> {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
         // Unblock the connection threads; they end on the error.
@@ -152,74 +167,52 @@ impl<R: Send + 'static> Drop for Server<R> {
 /// A kernel TCP echo server inside a namespace: accepts any number of
 /// connections concurrently (one thread each) and writes back everything
 /// it reads until the peer's EOF, then closes. Stopped on drop.
-pub struct KernelEchoServer(Server<u64>);
+pub struct KernelEchoServer(KernelServer<u64>);
 
 impl KernelEchoServer {
     /// Listens on `addr` (port 0: any) inside namespace `ns_key` of `topo`.
     pub fn start(topo: &Topology, ns_key: &str, addr: SocketAddr) -> KernelEchoServer {
-        KernelEchoServer(Server::start(topo, ns_key, addr, |mut s: TcpStream| {
-            let mut buf = vec![0u8; CHUNK];
-            let mut total = 0u64;
-            loop {
-                let n = match s.read(&mut buf) {
-                    Ok(0) => break,
-                    Ok(n) => n,
-                    Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-                    Err(e) => return Err(annotate(e, format!("echo read after {total} bytes"))),
-                };
-                s.write_all(&buf[..n])
-                    .map_err(|e| annotate(e, format!("echo write after {total} bytes")))?;
-                total += n as u64;
-            }
-            s.shutdown(Shutdown::Write)?;
-            Ok(total)
-        }))
-    }
-
-    /// The address the server listens on.
-    pub fn addr(&self) -> SocketAddr {
-        self.0.addr
-    }
-
-    /// Waits up to `timeout` for the next connection to end; returns the
-    /// number of bytes it echoed, or its error.
-    pub fn next(&self, timeout: Duration) -> io::Result<u64> {
-        self.0.next(timeout)
-    }
-
-    /// Connections accepted so far.
-    pub fn accepted(&self) -> u32 {
-        self.0.accepted.load(Ordering::Relaxed)
+        KernelEchoServer(KernelServer::start(
+            topo,
+            ns_key,
+            addr,
+            |mut s: TcpStream| {
+                let mut buf = vec![0u8; CHUNK];
+                let mut total = 0u64;
+                loop {
+                    let n = match s.read(&mut buf) {
+                        Ok(0) => break,
+                        Ok(n) => n,
+                        Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                        Err(e) => {
+                            return Err(annotate(e, format!("echo read after {total} bytes")))
+                        }
+                    };
+                    s.write_all(&buf[..n])
+                        .map_err(|e| annotate(e, format!("echo write after {total} bytes")))?;
+                    total += n as u64;
+                }
+                s.shutdown(Shutdown::Write)?;
+                Ok(total)
+            },
+        ))
     }
 }
 
 /// A kernel TCP sink inside a namespace: accepts connections concurrently
 /// and reads each until EOF, reporting the byte count and SHA-256 of what
-/// it read ([`KernelSinkServer::next`]). Stopped on drop.
-pub struct KernelSinkServer(Server<Transfer>);
+/// it read ([`KernelServer::next`]). Stopped on drop.
+pub struct KernelSinkServer(KernelServer<Transfer>);
 
 impl KernelSinkServer {
     /// Listens on `addr` (port 0: any) inside namespace `ns_key` of `topo`.
     pub fn start(topo: &Topology, ns_key: &str, addr: SocketAddr) -> KernelSinkServer {
-        KernelSinkServer(Server::start(topo, ns_key, addr, |mut s: TcpStream| {
-            read_to_end_hashed(&mut s, None)
-        }))
-    }
-
-    /// The address the server listens on.
-    pub fn addr(&self) -> SocketAddr {
-        self.0.addr
-    }
-
-    /// Waits up to `timeout` for the next connection to reach EOF; returns
-    /// what it read, or its error.
-    pub fn next(&self, timeout: Duration) -> io::Result<Transfer> {
-        self.0.next(timeout)
-    }
-
-    /// Connections accepted so far.
-    pub fn accepted(&self) -> u32 {
-        self.0.accepted.load(Ordering::Relaxed)
+        KernelSinkServer(KernelServer::start(
+            topo,
+            ns_key,
+            addr,
+            |mut s: TcpStream| read_to_end_hashed(&mut s, None),
+        ))
     }
 }
 
@@ -227,7 +220,7 @@ impl KernelSinkServer {
 /// first `len` bytes of the stream of `seed` ([`pattern_bytes`](super::pattern_bytes)), then
 /// closes; it reads and discards whatever the peer sends meanwhile. The
 /// receiver checks against [`Transfer::pattern`]`(seed, len)`. Stopped on drop.
-pub struct KernelSourceServer(Server<u64>);
+pub struct KernelSourceServer(KernelServer<u64>);
 
 impl KernelSourceServer {
     /// Listens on `addr` (port 0: any) inside namespace `ns_key` of `topo`.
@@ -238,7 +231,7 @@ impl KernelSourceServer {
         len: u64,
         seed: u64,
     ) -> KernelSourceServer {
-        KernelSourceServer(Server::start(
+        KernelSourceServer(KernelServer::start(
             topo,
             ns_key,
             addr,
@@ -256,20 +249,25 @@ impl KernelSourceServer {
             },
         ))
     }
+}
 
-    /// The address the server listens on.
-    pub fn addr(&self) -> SocketAddr {
-        self.0.addr
+impl std::ops::Deref for KernelEchoServer {
+    type Target = KernelServer<u64>;
+    fn deref(&self) -> &KernelServer<u64> {
+        &self.0
     }
+}
 
-    /// Waits up to `timeout` for the next connection to be served; returns
-    /// the bytes it sent, or its error.
-    pub fn next(&self, timeout: Duration) -> io::Result<u64> {
-        self.0.next(timeout)
+impl std::ops::Deref for KernelSinkServer {
+    type Target = KernelServer<Transfer>;
+    fn deref(&self) -> &KernelServer<Transfer> {
+        &self.0
     }
+}
 
-    /// Connections accepted so far.
-    pub fn accepted(&self) -> u32 {
-        self.0.accepted.load(Ordering::Relaxed)
+impl std::ops::Deref for KernelSourceServer {
+    type Target = KernelServer<u64>;
+    fn deref(&self) -> &KernelServer<u64> {
+        &self.0
     }
 }

@@ -40,7 +40,7 @@ use crate::tcp::{FourTuple, IsnGenerator, SeqNumber, SynCookies, TcpConfig, TcpO
 use pathstack_core::attrs::keys;
 use pathstack_core::attrs::{AttrKey, Attrs};
 use pathstack_core::error::{ModuleError, PathError};
-use pathstack_core::graph::spec::{Count, ModuleSpec, ParamSpec, ServiceSpec, ServiceType};
+use pathstack_core::graph::spec::{ModuleSpec, ParamSpec, ServiceSpec};
 use pathstack_core::module::{CreateCx, Created, ModCx, Module, Route};
 use pathstack_core::stack::ModuleSetup;
 use pathstack_core::{Instant, PathId};
@@ -53,42 +53,15 @@ pub const TCP_SPEC: ModuleSpec = ModuleSpec {
     name: "TCP",
     doc:
         "TCP (RFC 9293): a path per connection and per listener, SYN cookies, SACK, RACK-TLP, CUBIC",
-    services: &[
-        ServiceSpec::new("up", ServiceType::AIO, Count::Any),
-        ServiceSpec::new("down", ServiceType::AIO, Count::ExactlyOne).init_after(),
-    ],
+    services: ServiceSpec::OVER_ONE,
     params: &[
-        ParamSpec {
-            key: "mss",
-            doc: "the MSS announced: the interface MTU less 40 (default 1460)",
-            required: false,
-        },
-        ParamSpec {
-            key: "max_connections",
-            doc: "most connection and listener paths at once (default 65536)",
-            required: false,
-        },
-        ParamSpec {
-            key: "csum_offload",
-            doc: "leave TCP checksums partial for the device to finish (default false; set from the device's offloads)",
-            required: false,
-        },
-        ParamSpec {
-            key: "tso_max",
-            doc: "largest IPv4 datagram the device segments, TSO (default 0: none; needs csum_offload)",
-            required: false,
-        },
-        ParamSpec {
-            key: "syncookies",
-            doc: "answer with SYN cookies when a SYN queue is full (default true)",
-            required: false,
-        },
-        ParamSpec {
-            key: "seed",
-            doc: "derive the ISN and SYN-cookie secrets from this number instead of drawing them at random: \
-                  deterministic simulation and reproducible tests only, the secrets become guessable (default: random)",
-            required: false,
-        },
+        ParamSpec::optional("mss", "the MSS announced: the interface MTU less 40 (default 1460)"),
+        ParamSpec::optional("max_connections", "most connection and listener paths at once (default 65536)"),
+        ParamSpec::optional("csum_offload", "leave TCP checksums partial for the device to finish (default false; set from the device's offloads)"),
+        ParamSpec::optional("tso_max", "largest IPv4 datagram the device segments, TSO (default 0: none; needs csum_offload)"),
+        ParamSpec::optional("syncookies", "answer with SYN cookies when a SYN queue is full (default true)"),
+        ParamSpec::optional("seed", "derive the ISN and SYN-cookie secrets from this number instead of drawing them at random: \
+                  deterministic simulation and reproducible tests only, the secrets become guessable (default: random)"),
     ],
     understands: &["TCP_CONFIG", "TCP_TTL", "TCP_BACKLOG", "TCP_OPEN"],
 };
@@ -414,10 +387,6 @@ impl Module for TcpModule {
         &TCP_SPEC
     }
 
-    fn polls(&self) -> bool {
-        false
-    }
-
     fn init(&mut self, cx: &mut ModCx<'_>) -> Result<(), ModuleError> {
         // TCP's own path: resets for segments nobody takes.
         cx.request_path(Attrs::new().with(&keys::PASSIVE_OPEN, true), u64::MAX);
@@ -450,10 +419,7 @@ impl Module for TcpModule {
         }
         if passive && local.is_none() {
             // TCP's own path.
-            return Ok(Created {
-                stage: Box::new(TcpResetStage),
-                route: Route::Service(1),
-            });
+            return Ok(Created::new(TcpResetStage, Route::Service(1)));
         }
         if passive {
             let port = local
@@ -479,10 +445,10 @@ impl Module for TcpModule {
                     ..Listener::default()
                 },
             );
-            return Ok(Created {
-                stage: Box::new(TcpListenStage::new(port, cfg, ttl)),
-                route: Route::Service(1),
-            });
+            return Ok(Created::new(
+                TcpListenStage::new(port, cfg, ttl),
+                Route::Service(1),
+            ));
         }
         let (Some(rport), Some(rip)) = (remote, remote_ip) else {
             return Err(cx.refuse(TcpRefusal::NoRemote));
@@ -517,10 +483,7 @@ impl Module for TcpModule {
             Some(_) => self.counters.passive_opens += 1,
             None => self.counters.active_opens += 1,
         }
-        Ok(Created {
-            stage: Box::new(stage),
-            route: Route::Service(1),
-        })
+        Ok(Created::new(stage, Route::Service(1)))
     }
 
     fn partial_classifier(&self) -> Option<Box<dyn pathstack_core::demux::PartialClassifier>> {

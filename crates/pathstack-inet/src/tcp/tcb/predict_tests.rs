@@ -789,6 +789,16 @@ fn twins_case(
     *w.a.stats()
 }
 
+/// A test runner of fixed seed (`seed` in every byte), for the tests
+/// that count over the same generated cases on every run.
+fn seeded_runner(seed: u8) -> proptest::test_runner::TestRunner {
+    use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+    TestRunner::new_with_rng(
+        Config::default(),
+        TestRng::from_seed(RngAlgorithm::ChaCha, &[seed; 32]),
+    )
+}
+
 fn cases() -> u32 {
     std::env::var("PROPTEST_CASES")
         .ok()
@@ -815,13 +825,6 @@ proptest! {
     ) {
         twins_case(cfg, passive, iss, peer_iss, syn, &ops);
     }
-}
-
-proptest! {
-    #![proptest_config(ProptestConfig {
-        cases: cases(),
-        ..ProptestConfig::default()
-    })]
 
     /// The output side's prediction changes nothing either: a sender's
     /// workload (writes of random sizes, the peer's ACKs, SACKs and
@@ -848,11 +851,7 @@ proptest! {
 #[test]
 fn output_prediction_is_taken_in_the_random_cases() {
     use proptest::strategy::ValueTree;
-    use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
-    let mut runner = TestRunner::new_with_rng(
-        Config::default(),
-        TestRng::from_seed(RngAlgorithm::ChaCha, &[9; 32]),
-    );
+    let mut runner = seeded_runner(9);
     let strategy = (
         config(),
         any::<bool>(),
@@ -883,11 +882,7 @@ fn output_prediction_is_taken_in_the_random_cases() {
 #[test]
 fn prediction_is_taken_in_the_random_cases() {
     use proptest::strategy::ValueTree;
-    use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
-    let mut runner = TestRunner::new_with_rng(
-        Config::default(),
-        TestRng::from_seed(RngAlgorithm::ChaCha, &[7; 32]),
-    );
+    let mut runner = seeded_runner(7);
     let strategy = (
         config(),
         any::<bool>(),

@@ -205,11 +205,7 @@ fn active_close() {
     s.at(40).inject(In::fin(1, 2));
     s.state(State::TimeWait);
     s.expect(Out::ack(2, 2));
-    s.expect_none_until(2039);
-    s.state(State::TimeWait);
-    s.at(2040);
-    s.state(State::Closed);
-    s.expect_none();
+    time_wait_ends_at(&mut s, 2040);
 }
 
 /// RFC 9293 §3.6 case 2: passive close, CLOSE-WAIT → LAST-ACK → CLOSED.
@@ -620,11 +616,7 @@ fn time_wait_reacks_fin_and_expires() {
     s.at(1030).inject(In::fin(1, 2));
     s.expect(Out::ack(2, 2));
     s.state(State::TimeWait);
-    s.expect_none_until(61_029);
-    s.state(State::TimeWait);
-    s.at(61_030);
-    s.state(State::Closed);
-    s.expect_none();
+    time_wait_ends_at(&mut s, 61_030);
 }
 
 /// RFC 9293 §3.10.8: TIME-WAIT lasts `time_wait` (2·MSL).
@@ -882,4 +874,14 @@ fn keepalive_answered_keeps_connection() {
     s.expect_none();
     s.expect_at(20_020, Out::ack(0, 1));
     s.state(State::Established);
+}
+
+/// TIME-WAIT holds, silent, until just before `end` (ms) and the
+/// connection closes at `end` (RFC 9293 §3.10.8: it lasts 2·MSL).
+fn time_wait_ends_at(s: &mut Script, end: u64) {
+    s.expect_none_until(end - 1);
+    s.state(State::TimeWait);
+    s.at(end);
+    s.state(State::Closed);
+    s.expect_none();
 }
