@@ -463,7 +463,9 @@ impl RxWaiter for WireWaiter {
 impl Device for MemoryEnd {
     fn transmit(&mut self, frame: Msg, _now: Instant) -> Result<(), DeviceError> {
         let len = frame.len();
-        if len > self.max_frame || !self.is_connected() {
+        // The peer's reading half is dropped with it: the ring says so
+        // with the flag word it keeps next to the positions a push reads.
+        if len > self.max_frame || self.tx.is_abandoned() {
             return Err(self.refuse(len));
         }
         match self.tx.push(frame.into_body()) {

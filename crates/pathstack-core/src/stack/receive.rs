@@ -10,6 +10,7 @@ use crate::drop_reason::CoreDropReason;
 use crate::ids::ModuleId;
 use crate::msg::Msg;
 use crate::sched::SchedKind;
+use crate::time::Instant;
 
 impl Stack {
     /// A frame received by driver module `m`, run where it lies (the
@@ -144,7 +145,7 @@ impl Stack {
     /// without looking at each timed module (issue 26 item 5).
     #[inline(always)]
     pub(super) fn poll_modules(&mut self) -> usize {
-        if self.polling.idle(&self.polled, &self.modules, self.now) {
+        if self.polling.idle(&self.modules, self.now) {
             let mut work = 0;
             for k in 0..self.polling.receivers.len() {
                 let m = self.polling.receivers[k];
@@ -166,6 +167,9 @@ impl Stack {
         // Whether some timed module was touched or due: the next poll
         // makes the full pass too, without looking first.
         let mut busy = false;
+        // The earliest cached deadline of the timed modules, for the idle
+        // polls after a quiet pass (`Polling::next_due`).
+        let mut next_due: Option<Instant> = None;
         for k in 0..self.polled.len() {
             let Polled {
                 index,
@@ -185,7 +189,11 @@ impl Stack {
                     busy = true;
                     self.polled[k].due = slot.get().poll_at();
                 }
-                if self.polled[k].due.is_none_or(|t| t > self.now) {
+                let due = self.polled[k].due;
+                if let Some(t) = due {
+                    next_due = Some(next_due.map_or(t, |n| n.min(t)));
+                }
+                if due.is_none_or(|t| t > self.now) {
                     continue;
                 }
                 busy = true;
@@ -201,6 +209,7 @@ impl Stack {
             work += self.receive_from(m, receives);
         }
         self.polling.quiet = !busy;
+        self.polling.next_due = next_due;
         work
     }
 
