@@ -23,9 +23,10 @@ pub(super) struct Polling {
     /// ([`Module::polls_when_due`](crate::module::Module::polls_when_due)),
     /// by index in the module table (where their `touched` flag is).
     timed: Vec<usize>,
-    /// The earliest of the timed modules' deadlines as the last full pass
-    /// left them cached (`None`: none has one): an idle poll compares the
-    /// clock with this one deadline instead of each module's.
+    /// The earliest of the timed modules' deadlines as the last quiet full
+    /// pass left them cached (`None`: none has one): an idle poll compares
+    /// the clock with this one deadline instead of each module's. Stale
+    /// after a busy pass, when it is not looked at (`quiet` is false).
     pub next_due: Option<Instant>,
     /// Some module is polled in every poll: no poll is idle.
     always: bool,
@@ -55,6 +56,18 @@ impl Polling {
             always: polled.iter().any(|p| p.polls && !p.when_due),
             quiet: false,
         }
+    }
+
+    /// Caches the earliest deadline of the timed modules in `polled`, as
+    /// the quiet full pass just left them (`Polling::next_due`). Out of
+    /// line: it runs once per quiet pass, not per poll.
+    #[inline(never)]
+    pub fn gather_next_due(&mut self, polled: &[Polled]) {
+        self.next_due = polled
+            .iter()
+            .filter(|p| p.when_due)
+            .filter_map(|p| p.due)
+            .min();
     }
 
     /// Whether a poll at `now` has nothing to do but ask the receivers

@@ -10,7 +10,6 @@ use crate::drop_reason::CoreDropReason;
 use crate::ids::ModuleId;
 use crate::msg::Msg;
 use crate::sched::SchedKind;
-use crate::time::Instant;
 
 impl Stack {
     /// A frame received by driver module `m`, run where it lies (the
@@ -167,9 +166,6 @@ impl Stack {
         // Whether some timed module was touched or due: the next poll
         // makes the full pass too, without looking first.
         let mut busy = false;
-        // The earliest cached deadline of the timed modules, for the idle
-        // polls after a quiet pass (`Polling::next_due`).
-        let mut next_due: Option<Instant> = None;
         for k in 0..self.polled.len() {
             let Polled {
                 index,
@@ -189,11 +185,7 @@ impl Stack {
                     busy = true;
                     self.polled[k].due = slot.get().poll_at();
                 }
-                let due = self.polled[k].due;
-                if let Some(t) = due {
-                    next_due = Some(next_due.map_or(t, |n| n.min(t)));
-                }
-                if due.is_none_or(|t| t > self.now) {
+                if self.polled[k].due.is_none_or(|t| t > self.now) {
                     continue;
                 }
                 busy = true;
@@ -209,7 +201,12 @@ impl Stack {
             work += self.receive_from(m, receives);
         }
         self.polling.quiet = !busy;
-        self.polling.next_due = next_due;
+        if !busy {
+            // Only a quiet pass is followed by idle polls, which compare
+            // the clock with this one deadline; a stack whose polls are
+            // all full (RPC's) never gathers it.
+            self.polling.gather_next_due(&self.polled);
+        }
         work
     }
 
