@@ -269,6 +269,17 @@ pub trait Module: Any + Send {
         EndRoute::Sink
     }
 
+    /// Whether every message that goes past the end of a path at this
+    /// module goes into the path's sink queue: the module keeps
+    /// [`Module::route_end`]'s default. Asked when a path is established;
+    /// a path whose end module says yes leaves its end with no routing
+    /// call (the receive lane of an established path, issue 26 item 3).
+    /// A module that overrides `route_end` must leave this `false`, the
+    /// default.
+    fn ends_in_sink(&self) -> bool {
+        false
+    }
+
     /// Whether this module has work for [`Module::poll`]. Asked once, when
     /// the stack is built; the stack polls only the modules that say yes
     /// (a no-op poll of every module on every `Stack::poll` costs more

@@ -179,6 +179,12 @@ pub struct Path {
     pub(crate) device_match: Option<crate::device::FrameMatch>,
     /// Frames refused at classification since one was last taken.
     pub(crate) refused_in_row: u32,
+    /// Per direction, whether a message past the path's last stage goes
+    /// straight into the sink queue: the end module keeps the default
+    /// routing ([`Module::ends_in_sink`](crate::module::Module::ends_in_sink)).
+    /// Set when the path is established; a trip then leaves the path with
+    /// no routing call (issue 26 item 3).
+    pub(crate) sink_ends: [bool; 2],
 }
 
 impl Path {

@@ -47,7 +47,7 @@ use super::{Device, DeviceCaps, DeviceError, DeviceStats, FrameMatch, Received, 
 use crate::msg::{Body, Msg, MsgPool};
 use crate::time::Instant;
 use rtrb::{Consumer, Producer, RingBuffer};
-use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::task::{Context, Poll, Waker};
 
@@ -109,14 +109,14 @@ struct Lane {
     pushed: Count,
     /// Frames taken out of the ring so far (stored by the receiver).
     popped: Count,
-    /// Set while the receiving end sleeps in `wait_rx`, so that a transmitter
-    /// takes the lock and notifies only when someone is asleep.
-    sleeping: AtomicBool,
+    /// Who waits for a frame on this lane: [`SLEEPER`] while the receiving
+    /// end sleeps in `wait_rx` (a transmitter then takes the lock and
+    /// notifies), [`TASK`] while a task waits in `poll_rx` (a transmitter
+    /// then takes the waker's lock). One word, so that a transmit with
+    /// nobody waiting — every transmit of a polling stack — looks once.
+    waiting: AtomicU8,
     lock: Mutex<()>,
     ready: Condvar,
-    /// Set while a task waits in `poll_rx`, so that a transmitter takes the
-    /// waker's lock only when there is a task to wake.
-    task_waiting: AtomicBool,
     /// The task waiting for a frame (the async driver of the receiving
     /// stack): the other half of the handshake, for tasks instead of
     /// threads.
@@ -128,10 +128,9 @@ impl Lane {
         Lane {
             pushed: Count::default(),
             popped: Count::default(),
-            sleeping: AtomicBool::new(false),
+            waiting: AtomicU8::new(0),
             lock: Mutex::new(()),
             ready: Condvar::new(),
-            task_waiting: AtomicBool::new(false),
             task: Mutex::new(None),
         }
     }
@@ -150,12 +149,24 @@ impl Lane {
         self.pending() == 0
     }
 
-    /// Wakes the receiver of this lane if it is asleep.
+    /// Wakes the receiver of this lane if it is asleep or a task waits.
+    #[inline(always)]
     fn wake(&self) {
         // Pairs with the fence in `wait`: either the sleeper sees the frame we
-        // just pushed, or we see its `sleeping` flag (Dekker-style handshake).
+        // just pushed, or we see its flag (Dekker-style handshake).
         fence(Ordering::SeqCst);
-        if self.sleeping.load(Ordering::Relaxed) {
+        let waiting = self.waiting.load(Ordering::Relaxed);
+        if waiting != 0 {
+            self.wake_waiting(waiting);
+        }
+    }
+
+    /// [`Lane::wake`] when someone waits: out of line, so that a
+    /// transmit to a polling receiver keeps only the look.
+    #[cold]
+    #[inline(never)]
+    fn wake_waiting(&self, waiting: u8) {
+        if waiting & SLEEPER != 0 {
             // Taking the lock orders this notify after the sleeper has
             // started waiting on the condvar, so the wake-up cannot be lost.
             // It is released before notifying: a sleeper woken while we
@@ -164,7 +175,7 @@ impl Lane {
             drop(self.lock.lock().unwrap_or_else(PoisonError::into_inner));
             self.ready.notify_all();
         }
-        if self.task_waiting.load(Ordering::Relaxed) {
+        if waiting & TASK != 0 {
             self.wake_task();
         }
     }
@@ -174,7 +185,7 @@ impl Lane {
     fn wake_task(&self) {
         let waker = {
             let mut slot = self.task.lock().unwrap_or_else(PoisonError::into_inner);
-            self.task_waiting.store(false, Ordering::Relaxed);
+            self.waiting.fetch_and(!TASK, Ordering::Relaxed);
             slot.take()
         };
         // Outside the lock: waking may run code that registers again.
@@ -194,7 +205,7 @@ impl Lane {
             if !slot.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
                 *slot = Some(cx.waker().clone());
             }
-            self.task_waiting.store(true, Ordering::Relaxed);
+            self.waiting.fetch_or(TASK, Ordering::Relaxed);
         }
         // Pairs with the fence in `wake`, as in `wait`: a frame pushed
         // before the transmitter could see our flag is seen here.
@@ -212,7 +223,7 @@ impl Lane {
             return true;
         }
         let guard = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
-        self.sleeping.store(true, Ordering::Relaxed);
+        self.waiting.fetch_or(SLEEPER, Ordering::Relaxed);
         fence(Ordering::SeqCst);
         let ready = if self.is_empty() && !stop() {
             let (_guard, _) = self
@@ -223,15 +234,22 @@ impl Lane {
         } else {
             !self.is_empty()
         };
-        self.sleeping.store(false, Ordering::Relaxed);
+        self.waiting.fetch_and(!SLEEPER, Ordering::Relaxed);
         ready
     }
 }
 
+/// [`Lane::waiting`]: the receiving end sleeps in `wait_rx`.
+const SLEEPER: u8 = 1;
+/// [`Lane::waiting`]: a task waits in `poll_rx`.
+const TASK: u8 = 2;
+
 /// What both ends share: one lane per direction and who is still alive.
 struct WireShared {
-    /// `lanes[i]` carries frames towards end `i` (0 = A, 1 = B).
-    lanes: [Lane; 2],
+    /// `lanes[i]` carries frames towards end `i` (0 = A, 1 = B). Each end
+    /// also holds its two lanes directly ([`MemoryEnd::rx_lane`],
+    /// [`MemoryEnd::tx_lane`]): one load per frame, not an index.
+    lanes: [Arc<Lane>; 2],
     /// `alive[i]` is cleared when end `i` is dropped.
     alive: [AtomicBool; 2],
 }
@@ -243,7 +261,7 @@ struct WireShared {
 pub fn memory_pair(config: MemoryConfig) -> (MemoryEnd, MemoryEnd) {
     let capacity = config.capacity.max(1);
     let shared = Arc::new(WireShared {
-        lanes: [Lane::new(), Lane::new()],
+        lanes: [Arc::new(Lane::new()), Arc::new(Lane::new())],
         alive: [AtomicBool::new(true), AtomicBool::new(true)],
     });
     // The ring towards each end: that end reads it, its peer writes it.
@@ -252,10 +270,13 @@ pub fn memory_pair(config: MemoryConfig) -> (MemoryEnd, MemoryEnd) {
     let end = |me: usize, mac: [u8; 6], tx: Producer<Body>, rx: Consumer<Body>| MemoryEnd {
         shared: Arc::clone(&shared),
         me,
+        rx_lane: Arc::clone(&shared.lanes[me]),
+        tx_lane: Arc::clone(&shared.lanes[1 - me]),
         tx,
         rx,
         pushed: 0,
         popped: 0,
+        max_frame: config.mtu + LINK_HEADER,
         caps: DeviceCaps {
             mtu: config.mtu,
             link_header: LINK_HEADER,
@@ -280,15 +301,22 @@ pub struct MemoryEnd {
     shared: Arc<WireShared>,
     /// 0 for end A, 1 for end B.
     me: usize,
+    /// The lane towards this end (`shared.lanes[me]`).
+    rx_lane: Arc<Lane>,
+    /// The lane towards the peer (`shared.lanes[1 - me]`).
+    tx_lane: Arc<Lane>,
     /// The writing half of the ring towards the peer.
     tx: Producer<Body>,
     /// The reading half of the ring towards this end.
     rx: Consumer<Body>,
     /// Frames pushed on `tx` so far (published in the peer lane's
-    /// `pushed`).
+    /// `pushed`): the `tx_frames` counter too, one add per frame for both.
     pushed: u64,
-    /// Frames popped from `rx` so far (published in this lane's `popped`).
+    /// Frames popped from `rx` so far (published in this lane's `popped`):
+    /// with `dropped_discard`, the `rx_frames` counter.
     popped: u64,
+    /// The largest frame a transmit takes (MTU and link header).
+    max_frame: usize,
     caps: DeviceCaps,
     capacity: usize,
     stats: DeviceStats,
@@ -304,18 +332,14 @@ impl MemoryEnd {
         (self.me ^ 1) & 1
     }
 
-    fn rx_lane(&self) -> &Lane {
-        &self.shared.lanes[self.me & 1]
-    }
-
     /// Frames waiting to be received on this end.
     pub fn rx_pending(&self) -> usize {
-        self.rx_lane().pending()
+        self.rx_lane.pending()
     }
 
     /// Frames sent by this end that the peer has not received yet.
     pub fn tx_in_flight(&self) -> usize {
-        self.shared.lanes[self.peer()].pending()
+        self.tx_lane.pending()
     }
 
     /// Whether the other end still exists.
@@ -346,16 +370,13 @@ impl MemoryEnd {
     #[inline(always)]
     fn took_one(&mut self) {
         self.popped += 1;
-        self.rx_lane()
-            .popped
-            .0
-            .store(self.popped, Ordering::Release);
+        self.rx_lane.popped.0.store(self.popped, Ordering::Release);
     }
 
     /// Hands frame `f` over in `frame` and says whether more are ready.
     #[inline(always)]
     fn deliver(&mut self, f: Body, frame: &mut Msg) -> Received {
-        self.stats.rx_frames += 1;
+        // `rx_frames` is `popped` less the discarded (`stats`).
         self.stats.rx_bytes += f.len() as u64;
         // The bytes cross the wire, the sender's annotations do not: the
         // frame starts with none, as from any device.
@@ -393,7 +414,7 @@ impl MemoryEnd {
     #[inline(never)]
     fn refuse(&mut self, len: usize) -> DeviceError {
         self.stats.errors += 1;
-        let max = self.caps.mtu + LINK_HEADER;
+        let max = self.max_frame;
         if len > max {
             DeviceError::FrameTooLarge { len, max }
         } else {
@@ -435,26 +456,27 @@ impl RxWaiter for WireWaiter {
     }
 
     fn poll_rx(&self, cx: &mut Context<'_>) -> Option<Poll<()>> {
-        Some(self.shared.lanes[self.me].poll(cx))
+        Some(self.shared.lanes[self.me & 1].poll(cx))
     }
 }
 
 impl Device for MemoryEnd {
     fn transmit(&mut self, frame: Msg, _now: Instant) -> Result<(), DeviceError> {
         let len = frame.len();
-        if len > self.caps.mtu + LINK_HEADER || !self.is_connected() {
+        // The peer's reading half is dropped with it: the ring says so
+        // with the flag word it keeps next to the positions a push reads.
+        if len > self.max_frame || self.tx.is_abandoned() {
             return Err(self.refuse(len));
         }
         match self.tx.push(frame.into_body()) {
             Ok(()) => {
-                self.stats.tx_frames += 1;
-                self.stats.tx_bytes += len as u64;
+                // `pushed` is the `tx_frames` counter too (`stats`).
                 self.pushed += 1;
-                let lane = &self.shared.lanes[self.peer()];
+                self.stats.tx_bytes += len as u64;
                 // Published after the push (release), so that whoever
                 // sees the count sees the frame in the ring.
-                lane.pushed.0.store(self.pushed, Ordering::Release);
-                lane.wake();
+                self.tx_lane.pushed.0.store(self.pushed, Ordering::Release);
+                self.tx_lane.wake();
                 Ok(())
             }
             // The rejected frame is dropped here and its buffer goes home.
@@ -504,7 +526,11 @@ impl Device for MemoryEnd {
     }
 
     fn stats(&self) -> DeviceStats {
-        self.stats
+        DeviceStats {
+            tx_frames: self.pushed,
+            rx_frames: self.popped - self.stats.dropped_discard,
+            ..self.stats
+        }
     }
 
     fn rx_waiter(&self) -> Option<Arc<dyn RxWaiter>> {
@@ -519,7 +545,7 @@ impl Drop for MemoryEnd {
     fn drop(&mut self) {
         self.shared.alive[self.me].store(false, Ordering::Release);
         // A peer asleep in `wait_rx` must learn that nothing more will come.
-        let peer_lane = &self.shared.lanes[self.peer()];
+        let peer_lane = &self.tx_lane;
         let _guard = peer_lane
             .lock
             .lock()
@@ -539,7 +565,7 @@ impl std::fmt::Debug for MemoryEnd {
             .field("caps", &self.caps)
             .field("rx_pending", &self.rx_pending())
             .field("connected", &self.is_connected())
-            .field("stats", &self.stats)
+            .field("stats", &self.stats())
             .finish()
     }
 }

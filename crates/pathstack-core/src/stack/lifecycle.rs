@@ -294,6 +294,7 @@ impl Stack {
             drains: Default::default(),
             device_match: None,
             refused_in_row: 0,
+            sink_ends: [false; 2],
         };
         self.admission.charge(&path.class, reservation);
         if ranked(&path.view.sched) {
@@ -316,6 +317,17 @@ impl Stack {
         };
         let mut aux = Attrs::new();
         let len = path.len();
+        // Its ends are fixed until it is extended (which establishes the
+        // new stages again): whether each leaves into the sink queue.
+        path.sink_ends = [Dir::Down, Dir::Up].map(|dir| {
+            let end = match dir {
+                Dir::Down => len.checked_sub(1),
+                Dir::Up => Some(0),
+            };
+            end.and_then(|pos| path.view.stage_modules.get(pos))
+                .and_then(|m| self.modules.get(m.0 as usize))
+                .is_some_and(|slot| slot.get().ends_in_sink())
+        });
         // In creation order: stage ids are unique and below
         // `next_stage_id`, and a path has a handful of stages, so a scan
         // per id costs less than sorting into a new list.

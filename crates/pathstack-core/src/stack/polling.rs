@@ -21,8 +21,13 @@ pub(super) struct Polling {
     pub receivers: Vec<ModuleId>,
     /// The modules polled only when their deadline is due
     /// ([`Module::polls_when_due`](crate::module::Module::polls_when_due)),
-    /// by position in the polled list (where their cached deadline is).
+    /// by index in the module table (where their `touched` flag is).
     timed: Vec<usize>,
+    /// The earliest of the timed modules' deadlines as the last quiet full
+    /// pass left them cached (`None`: none has one): an idle poll compares
+    /// the clock with this one deadline instead of each module's. Stale
+    /// after a busy pass, when it is not looked at (`quiet` is false).
+    pub next_due: Option<Instant>,
     /// Some module is polled in every poll: no poll is idle.
     always: bool,
     /// The last full pass found every timed module quiet (not touched,
@@ -42,10 +47,27 @@ impl Polling {
                 .filter(|p| p.receives && !p.polls && !p.when_due)
                 .map(|p| ModuleId(p.index as u32))
                 .collect(),
-            timed: (0..polled.len()).filter(|&k| polled[k].when_due).collect(),
+            timed: polled
+                .iter()
+                .filter(|p| p.when_due)
+                .map(|p| p.index)
+                .collect(),
+            next_due: None,
             always: polled.iter().any(|p| p.polls && !p.when_due),
             quiet: false,
         }
+    }
+
+    /// Caches the earliest deadline of the timed modules in `polled`, as
+    /// the quiet full pass just left them (`Polling::next_due`). Out of
+    /// line: it runs once per quiet pass, not per poll.
+    #[inline(never)]
+    pub fn gather_next_due(&mut self, polled: &[Polled]) {
+        self.next_due = polled
+            .iter()
+            .filter(|p| p.when_due)
+            .filter_map(|p| p.due)
+            .min();
     }
 
     /// Whether a poll at `now` has nothing to do but ask the receivers
@@ -56,13 +78,13 @@ impl Polling {
     /// module, as this skips them. Looked at only after a quiet full pass
     /// ([`Polling::quiet`]).
     #[inline(always)]
-    pub fn idle(&self, polled: &[Polled], modules: &[ModuleSlot], now: Instant) -> bool {
+    pub fn idle(&self, modules: &[ModuleSlot], now: Instant) -> bool {
         self.quiet
             && !self.always
-            && self.timed.iter().all(|&k| {
-                polled.get(k).is_some_and(|p| {
-                    p.due.is_none_or(|t| t > now) && modules.get(p.index).is_none_or(|s| !s.touched)
-                })
-            })
+            && self.next_due.is_none_or(|t| t > now)
+            && self
+                .timed
+                .iter()
+                .all(|&i| modules.get(i).is_none_or(|s| !s.touched))
     }
 }

@@ -144,7 +144,7 @@ impl Stack {
     /// without looking at each timed module (issue 26 item 5).
     #[inline(always)]
     pub(super) fn poll_modules(&mut self) -> usize {
-        if self.polling.idle(&self.polled, &self.modules, self.now) {
+        if self.polling.idle(&self.modules, self.now) {
             let mut work = 0;
             for k in 0..self.polling.receivers.len() {
                 let m = self.polling.receivers[k];
@@ -201,6 +201,12 @@ impl Stack {
             work += self.receive_from(m, receives);
         }
         self.polling.quiet = !busy;
+        if !busy {
+            // Only a quiet pass is followed by idle polls, which compare
+            // the clock with this one deadline; a stack whose polls are
+            // all full (RPC's) never gathers it.
+            self.polling.gather_next_due(&self.polled);
+        }
         work
     }
 

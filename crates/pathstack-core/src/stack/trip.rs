@@ -158,6 +158,12 @@ pub(super) fn settle(
                 path.count_drop(CoreDropReason::FollowUpOverflow);
             }
         }
+        // The end module routes nothing (`Path::sink_ends`): into the
+        // sink queue, with no routing call and no context to build.
+        Fate::Out(d) if path.sink_ends[d.index()] => {
+            count_out(path, d, msg);
+            into_sink(path, d, msg);
+        }
         Fate::Out(d) => {
             let mut rcx = RouteCx {
                 ops: Ops::new(ends.now, ends.shared),
@@ -441,8 +447,7 @@ fn leave(
     modules: &mut [super::module_slot::ModuleSlot],
     rcx: &mut RouteCx<'_>,
 ) -> Onward {
-    path.stats.msgs_out[dir.index()] += 1;
-    path.stats.bytes_out[dir.index()] += msg.len() as u64;
+    count_out(path, dir, msg);
     let end_pos = match dir {
         Dir::Down => path.len() - 1,
         Dir::Up => 0,
@@ -459,10 +464,24 @@ fn leave(
         }
         EndRoute::Continue(..) | EndRoute::Sink => {}
     }
+    into_sink(path, dir, msg);
+    Onward::Done
+}
+
+/// A message leaves `path` travelling in `dir`: counted.
+#[inline(always)]
+fn count_out(path: &mut Path, dir: Dir, msg: &Msg) {
+    path.stats.msgs_out[dir.index()] += 1;
+    path.stats.bytes_out[dir.index()] += msg.len() as u64;
+}
+
+/// A message past the last stage of `path` in `dir` goes into the sink
+/// queue.
+#[inline(always)]
+fn into_sink(path: &mut Path, dir: Dir, msg: &mut Msg) {
     // A full sink queue or an exhausted memory budget is counted on the
     // path; the refused message goes back to its pool now, as before any
     // follow-up runs.
     path.push_queue_from(QueueKind::sink(dir), msg);
     release(msg);
-    Onward::Done
 }

@@ -46,6 +46,11 @@ impl Module for EchoModule {
         &ECHO_SPEC
     }
 
+    /// `route_end` is the default: what passes the top goes to the sink.
+    fn ends_in_sink(&self) -> bool {
+        true
+    }
+
     fn create_stage(
         &mut self,
         entry: Option<usize>,

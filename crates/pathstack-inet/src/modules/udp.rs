@@ -159,6 +159,12 @@ impl Module for UdpModule {
         &UDP_SPEC
     }
 
+    /// `route_end` is the default: a datagram past the socket's end goes
+    /// to the path's sink queue.
+    fn ends_in_sink(&self) -> bool {
+        true
+    }
+
     fn create_stage(
         &mut self,
         _entry: Option<usize>,
