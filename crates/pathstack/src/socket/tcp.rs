@@ -55,8 +55,7 @@
 use super::addr::{check_local, check_peer, first, resolve, try_each};
 pub use super::handles::{TcpListener, TcpStream};
 use super::tcp_table::{Entry, StreamAt};
-use super::Tcp;
-use super::{SocketError, Transport};
+use super::{SocketError, Tcp, Transport};
 use crate::host::Host;
 use pathstack_core::attrs::keys::{AddrPart, Participants, PARTICIPANTS, PASSIVE_OPEN};
 use pathstack_core::attrs::Attrs;
@@ -186,6 +185,14 @@ impl Host {
             .find_map(|st| (st as &dyn std::any::Any).downcast_ref::<TcpConnStage>())
             .map(f)
             .ok_or(SocketError::Closed)
+    }
+
+    /// Makes a TCP path (a listener's or a connection's) at `tcp`; TCP's
+    /// refusals (a port in use) become socket errors.
+    fn tcp_path(&mut self, tcp: ModuleId, attrs: Attrs) -> Result<PathId, SocketError> {
+        self.stack_mut()
+            .path_create(tcp, attrs)
+            .map_err(map_refusal)
     }
 
     pub(crate) fn tcp_default_config(&self) -> TcpConfig {
@@ -502,11 +509,7 @@ impl<H: DerefMut<Target = Host>> Tcp<H> {
                 )
                 .with(&TCP_BACKLOG, backlog)
                 .with(&TCP_CONFIG, cfg);
-            let path = self
-                .host
-                .stack_mut()
-                .path_create(tcp, attrs)
-                .map_err(map_refusal)?;
+            let path = self.host.tcp_path(tcp, attrs)?;
             let port = self
                 .host
                 .stack()
@@ -563,11 +566,7 @@ impl<H: DerefMut<Target = Host>> Tcp<H> {
                     },
                 )
                 .with(&TCP_CONFIG, cfg);
-            let path = self
-                .host
-                .stack_mut()
-                .path_create(tcp, attrs)
-                .map_err(map_refusal)?;
+            let path = self.host.tcp_path(tcp, attrs)?;
             self.host.specialize(path);
             let entry = self.host.stream(path);
             let (slot, generation) = self.host.tcp_sockets.insert(entry);
