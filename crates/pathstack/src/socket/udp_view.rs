@@ -40,33 +40,6 @@ impl<H: Deref<Target = Host>> Udp<H> {
         Udp { host }
     }
 
-    /// Copies the next datagram without taking it, as `std`'s `peek_from`.
-    pub fn peek_from(&self, s: &UdpSocket, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
-        s.peek_from(&self.host, buf)
-    }
-}
-
-impl<H: DerefMut<Target = Host>> Udp<H> {
-    /// Receives a datagram, as a non-blocking `std::net::UdpSocket::recv_from`:
-    /// `WouldBlock` when none is queued.
-    pub fn recv_from(&mut self, s: &UdpSocket, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
-        s.recv_from(&mut self.host, buf)
-    }
-
-    /// [`recv_from`](crate::socket::UdpSocket::recv_from) that also says whether the datagram
-    /// was truncated (as `recvmsg`'s `MSG_TRUNC`).
-    pub fn recv_from_trunc(&mut self, s: &UdpSocket, buf: &mut [u8]) -> io::Result<RecvInfo> {
-        s.recv_from_trunc(&mut self.host, buf)
-    }
-
-    /// Receives a datagram from the connected peer, as a non-blocking
-    /// `std::net::UdpSocket::recv`.
-    pub fn recv(&mut self, s: &UdpSocket, buf: &mut [u8]) -> io::Result<usize> {
-        s.recv(&mut self.host, buf)
-    }
-}
-
-impl<H: Deref<Target = Host>> Udp<H> {
     /// The address `s` is bound to, as `std::net::UdpSocket::local_addr`.
     pub fn local_addr(&self, s: &UdpSocket) -> Result<SocketAddr, SocketError> {
         let st = self.host.socket(s)?;
@@ -118,6 +91,11 @@ impl<H: Deref<Target = Host>> Udp<H> {
             let q = p.queue(QueueKind::source(Dir::Down));
             q.len() < q.capacity()
         }))
+    }
+
+    /// Copies the next datagram without taking it, as `std`'s `peek_from`.
+    pub fn peek_from(&self, s: &UdpSocket, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
+        s.peek_from(&self.host, buf)
     }
 }
 
@@ -282,5 +260,23 @@ impl<H: DerefMut<Target = Host>> Udp<H> {
     pub fn recv_msg(&mut self, s: &UdpSocket) -> Result<Option<Msg>, SocketError> {
         let path = self.host.checked(s)?.path;
         Ok(self.host.stack_mut().recv(path, Dir::Up))
+    }
+
+    /// Receives a datagram, as a non-blocking `std::net::UdpSocket::recv_from`:
+    /// `WouldBlock` when none is queued.
+    pub fn recv_from(&mut self, s: &UdpSocket, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
+        s.recv_from(&mut self.host, buf)
+    }
+
+    /// [`recv_from`](Self::recv_from) that also says whether the datagram
+    /// was truncated (as `recvmsg`'s `MSG_TRUNC`).
+    pub fn recv_from_trunc(&mut self, s: &UdpSocket, buf: &mut [u8]) -> io::Result<RecvInfo> {
+        s.recv_from_trunc(&mut self.host, buf)
+    }
+
+    /// Receives a datagram from the connected peer, as a non-blocking
+    /// `std::net::UdpSocket::recv`.
+    pub fn recv(&mut self, s: &UdpSocket, buf: &mut [u8]) -> io::Result<usize> {
+        s.recv(&mut self.host, buf)
     }
 }
