@@ -39,7 +39,7 @@
 //!   covers the work: within a burst the scheduler runs the stream's path,
 //!   work included, before ICMP's.
 //! - `app`: the stream's path ends in a UDP socket and the application does
-//!   the work on what [`Host::recv_from`] returns, after [`Host::poll`]:
+//!   the work on what [`UdpSocket::recv_from`](pathstack::socket::UdpSocket::recv_from) returns, after [`Host::poll`]:
 //!   whatever the priorities, ICMP's work in that poll comes first (the
 //!   first measurement, kept for comparison).
 //!
@@ -814,7 +814,7 @@ fn recv_pathstack_in_path(
     let (work, _) = stack
         .module_of::<StreamWorkModule>()
         .ok_or("no STREAMWORK instance")?;
-    // A bound path: any sender to our port (as `Host::udp_bind` makes).
+    // A bound path: any sender to our port (as `host.udp().bind` makes).
     let stream = stack.path_create(
         work,
         Attrs::new().with(&PASSIVE_OPEN, true).with(

@@ -37,13 +37,6 @@ pub mod modules;
 pub mod tcp;
 pub mod wire;
 
-// The engines' former paths at the crate root (before issue 27 put them in
-// `ip/` and `arp/`), for code that still imports them; kept one release.
-#[doc(hidden)]
-pub use arp::cache as arp_cache;
-#[doc(hidden)]
-pub use ip::{frag, icmp_suppression, ipv4_ident, rate_limit, reassembly, route};
-
 pub use anno::InetAnno;
 pub use wire::eth::{EthDropReason, EthHeader, MacAddr};
 pub use wire::ipv4::{Ipv4DropReason, Ipv4Packet, Ipv4Repr};

@@ -167,11 +167,6 @@ pub use pathstack_inet as inet;
 /// The x-kernel RPC protocols (BLAST, BID, BIDCTL, CHAN, VCHAN, MSELECT)
 /// as modules; [`rpc`] is the calls and procedures on a host.
 pub use pathstack_rpc as rpc_protocols;
-/// The old name of [`rpc_protocols`], kept one release (issue 27 item 7:
-/// beside [`rpc`] it did not say which was which). `#[deprecated]` has no
-/// effect on a re-export, so it is hidden from the docs instead.
-#[doc(hidden)]
-pub use pathstack_rpc as rpc_stack;
 
 #[doc(inline)]
 pub use host::{Host, HostConfig, HostError};
@@ -179,19 +174,6 @@ pub use host::{Host, HostConfig, HostError};
 pub use nic::Nic;
 #[doc(inline)]
 pub use pathstack_core::device::memory::{memory_pair, MemoryConfig, MemoryEnd};
-
-/// The former name of [`memory_pair`], kept for one release (issue 27
-/// left "wire" to the header formats).
-#[deprecated(note = "renamed `memory_pair`")]
-pub fn wire_pair(config: MemoryConfig) -> (MemoryEnd, MemoryEnd) {
-    memory_pair(config)
-}
-/// The former name of [`MemoryConfig`], kept for one release.
-#[deprecated(note = "renamed `MemoryConfig`")]
-pub type WireConfig = MemoryConfig;
-/// The former name of [`MemoryEnd`], kept for one release.
-#[deprecated(note = "renamed `MemoryEnd`")]
-pub type WireEnd = MemoryEnd;
 #[doc(inline)]
 pub use pathstack_core::device::{Device, DeviceError};
 #[doc(inline)]

@@ -1,21 +1,54 @@
-//! Names renamed by issue 27 that stay one release as deprecated aliases:
-//! code written against them still builds and behaves the same.
-#![allow(deprecated)]
+//! Former names that must keep working: graph files saved before issue 27
+//! renamed the device driver module `WIRE` to `DRIVER` still build a host
+//! (the core maps the name, `pathstack::core::graph::spec::FORMER_NAMES`),
+//! and that host carries traffic as one built from today's names does.
+//! (The facade's own former names — `wire_pair`, `WireConfig`, `WireEnd`,
+//! `rpc_stack` and the hosts' socket methods — were kept one release and
+//! are gone.)
 
-use pathstack::core::device::Device;
-use pathstack::core::{Instant, MsgPool, PoolConfig};
+use pathstack::core::graph::spec::FORMER_NAMES;
+use pathstack::core::SchedKind;
+use pathstack::socket::ready;
+use pathstack::{memory_pair, Host, MemoryConfig};
+
+/// `graphs/host.graph` as a file saved before the rename has it.
+fn graph_with_the_former_driver_name() -> String {
+    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/../../graphs/host.graph");
+    let text = std::fs::read_to_string(file).unwrap();
+    assert!(text.contains("module=DRIVER"), "the graph names its driver");
+    text.replace("module=DRIVER", "module=WIRE")
+}
 
 #[test]
-fn the_former_wire_names_still_make_an_in_memory_pair() {
-    let config = pathstack::WireConfig {
-        mtu: 1000,
-        ..pathstack::WireConfig::default()
-    };
-    let (mut a, mut b): (pathstack::WireEnd, pathstack::MemoryEnd) = pathstack::wire_pair(config);
-    assert_eq!(a.caps().mtu, 1000);
-    let pool = MsgPool::new(PoolConfig::small(4));
-    a.transmit(pool.alloc_copy(b"frame").unwrap(), Instant::ZERO)
+fn wire_is_still_the_driver_modules_former_name() {
+    assert!(FORMER_NAMES.contains(&("WIRE", "DRIVER")));
+}
+
+#[test]
+fn a_graph_file_naming_wire_builds_a_host_that_carries_udp() {
+    let (a, b) = memory_pair(MemoryConfig::default());
+    let text = graph_with_the_former_driver_name();
+    let mut old = Host::from_graph(&text, "host.graph (WIRE)", SchedKind::PerMessage, a).unwrap();
+    let mut new = Host::new("10.0.0.2/24".parse().unwrap(), b).unwrap();
+
+    let echo = old.udp().bind("0.0.0.0:7").unwrap();
+    let sock = new.udp().bind("0.0.0.0:0").unwrap();
+    sock.send_to(&mut new, b"saved graph", "10.0.0.1:7")
         .unwrap();
-    let got = b.receive(&pool, Instant::ZERO).unwrap().unwrap();
-    assert_eq!(got.as_slice(), b"frame");
+    let mut buf = [0u8; 64];
+    let mut reply = None;
+    for _ in 0..1000 {
+        old.poll();
+        new.poll();
+        if let Some((n, from)) = ready(echo.recv_from(&mut old, &mut buf)).unwrap() {
+            echo.send_to(&mut old, &buf[..n], from).unwrap();
+        }
+        if let Some(got) = ready(sock.recv_from(&mut new, &mut buf)).unwrap() {
+            reply = Some(got);
+            break;
+        }
+    }
+    let (n, from) = reply.expect("the echo came back through the WIRE-named driver");
+    assert_eq!(&buf[..n], b"saved graph");
+    assert_eq!(from.to_string(), "10.0.0.1:7");
 }

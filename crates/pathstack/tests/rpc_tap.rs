@@ -3,7 +3,7 @@
 //! TAP B), with nftables dropping 5% of the frames the bridge of namespace
 //! A forwards (both ways, whatever their EtherType). The client calls the
 //! echo procedure with requests from 0 bytes to the largest the stack
-//! carries (`Host::rpc_max_request`), one at a time, blocking: every reply
+//! carries (`host.rpc().max_request()`), one at a time, blocking: every reply
 //! must come back byte for byte, and the server must have run the
 //! procedure exactly once per call (CHAN's at-most-once, spec §6, under
 //! BLAST's and CHAN's retransmissions). Each host runs its own polling

@@ -1,5 +1,5 @@
 //! `SO_LINGER` on the synchronous API (issue 27, problem 10): what
-//! `tcp_close` does with data the peer has not acknowledged — by default
+//! `close` does with data the peer has not acknowledged — by default
 //! a graceful close (the peer reads the data and the end), with linger
 //! zero a reset that drops the data, with a linger time a graceful close
 //! that is reset if the data is still unacknowledged when the time has

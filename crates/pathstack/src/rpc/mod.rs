@@ -33,11 +33,6 @@
 //! assert_eq!(reply.as_slice(), b"ping");
 //! ```
 
-// The RPC calls are still implemented as `Host` methods, deprecated
-// for applications in favour of the views (`host.rpc()`, issue 27
-// item 2) and kept one release; inside the crate they are the implementation.
-#![allow(deprecated)]
-
 mod calls;
 mod error;
 pub(crate) mod state;
@@ -52,9 +47,8 @@ pub use state::RPC_HEADERS;
 pub use view::Rpc;
 
 use crate::host::Host;
-use calls::Taken;
-use pathstack_core::{Dir, Msg, SendError};
-use pathstack_rpc::anno::{CallStatus, RpcAnno, RpcTag};
+use pathstack_core::Dir;
+use pathstack_rpc::anno::{CallStatus, RpcAnno};
 use pathstack_rpc::modules::rpc::RpcServerStage;
 use state::RpcState;
 use std::time::Duration;
@@ -62,78 +56,6 @@ use std::time::Duration;
 impl Host {
     fn rpc_state(&mut self) -> Result<&mut RpcState, RpcError> {
         self.rpc.as_mut().ok_or(RpcError::NoRpc)
-    }
-
-    /// How this host is named as an RPC peer: its MAC address when the
-    /// RPC stack runs on Ethernet, its IPv4 address over IP.
-    #[deprecated(note = "use host.rpc().peer")]
-    pub fn rpc_peer(&self) -> Result<Peer, RpcError> {
-        let net = self.rpc.as_ref().ok_or(RpcError::NoRpc)?.net;
-        Ok(match net {
-            RpcNet::Eth => Peer::Mac(self.mac().ok_or(RpcError::NoRpc)?),
-            RpcNet::Ip => Peer::Ipv4(self.addr().ok_or(RpcError::NoRpc)?),
-        })
-    }
-
-    /// The largest request (and reply) the RPC stack carries: 16 BLAST
-    /// fragments less the headers above BLAST (23,644 bytes on Ethernet
-    /// with a 1500-byte MTU, 23,324 over IP).
-    #[deprecated(note = "use host.rpc().max_request")]
-    pub fn rpc_max_request(&self) -> Result<usize, RpcError> {
-        Ok(self.rpc.as_ref().ok_or(RpcError::NoRpc)?.max_request)
-    }
-
-    /// Starts a call of procedure `id` on `peer` with `request`, without
-    /// waiting: poll the host and read the outcome with
-    /// [`Rpc::poll`](crate::rpc::Rpc::poll).
-    #[deprecated(note = "use host.rpc().start")]
-    pub fn rpc_start(
-        &mut self,
-        peer: impl Into<Peer>,
-        id: u32,
-        request: &[u8],
-    ) -> Result<RpcCall, RpcError> {
-        let peer = peer.into();
-        let host = self.id();
-        let st = self.rpc_state()?;
-        if request.len() > st.max_request {
-            return Err(RpcError::TooLarge {
-                len: request.len(),
-                max: st.max_request,
-            });
-        }
-        let max = st.calls.max();
-        let (slot, generation) = st.calls.open(peer, id).ok_or(RpcError::Busy(max))?;
-        let client = st.client;
-        let mut m = match self.stack().pool().alloc_copy(request) {
-            Ok(m) => m,
-            Err(_) => {
-                self.rpc_state()?.calls.cancel(slot);
-                return Err(RpcError::NoBuffer);
-            }
-        };
-        let a = m.anno_mut();
-        a.set_rpc_peer(peer);
-        a.set_procedure(id);
-        a.set_rpc_tag(RpcTag::slot(slot));
-        let now = self.now();
-        let stack = self.stack_mut();
-        stack.set_now(now);
-        match stack.send(client, Dir::Down, m) {
-            // Dropped below CHAN (the peer's boot id not known yet, a full
-            // device queue): CHAN holds the request and sends it again.
-            Ok(()) | Err(SendError::Dropped(_)) => {}
-            Err(_) => {
-                self.rpc_state()?.calls.cancel(slot);
-                return Err(RpcError::Busy(max));
-            }
-        }
-        self.rpc_collect();
-        Ok(RpcCall {
-            slot,
-            generation,
-            host,
-        })
     }
 
     /// Reads the outcomes that came up the client path into the call
@@ -154,89 +76,6 @@ impl Host {
                 st.calls.complete(tag.slot, outcome);
             }
         }
-    }
-
-    /// The outcome of `call`: `Ok(None)` while it is in flight, the reply
-    /// once it came (the handle is then spent), or why it failed.
-    #[deprecated(note = "use host.rpc().poll")]
-    pub fn rpc_poll(&mut self, call: &RpcCall) -> Result<Option<Msg>, RpcError> {
-        if call.host != self.id() {
-            return Err(RpcError::NoSuchCall);
-        }
-        self.rpc_collect();
-        let st = self.rpc_state()?;
-        match st.calls.take(call.slot, call.generation) {
-            Taken::Pending => Ok(None),
-            Taken::Unknown => Err(RpcError::NoSuchCall),
-            Taken::Done { outcome: Ok(m), .. } => Ok(Some(m)),
-            Taken::Done {
-                peer,
-                id,
-                outcome: Err(s),
-            } => Err(match s {
-                CallStatus::NoSuchProcedure => RpcError::NoSuchProcedure { peer, id },
-                CallStatus::PeerRebooted => RpcError::PeerRebooted { peer, id },
-                CallStatus::TimedOut => RpcError::TimedOut { peer, id },
-                // The facade checks the size first: this is CHAN's own,
-                // smaller bound (a build whose limits disagree).
-                CallStatus::TooLarge => RpcError::Failed {
-                    peer,
-                    id,
-                    reason: "the request is larger than the channel carries".into(),
-                },
-                CallStatus::Busy => RpcError::Busy(st.calls.max()),
-                CallStatus::Ok | CallStatus::Failed => RpcError::Failed {
-                    peer,
-                    id,
-                    reason: "the channel to the peer is disabled".into(),
-                },
-            }),
-        }
-    }
-
-    /// Whether [`Rpc::poll`](crate::rpc::Rpc::poll) would now return something other than
-    /// `Ok(None)` for `call` (its outcome came, or it is no call of this
-    /// host), without taking it.
-    #[deprecated(note = "use host.rpc().ready")]
-    pub fn rpc_ready(&mut self, call: &RpcCall) -> bool {
-        if call.host != self.id() {
-            return true;
-        }
-        self.rpc_collect();
-        self.rpc
-            .as_ref()
-            .is_none_or(|st| st.calls.is_done(call.slot, call.generation))
-    }
-
-    /// Gives up waiting for `call`: its outcome is thrown away when it
-    /// comes. The procedure may still run once on the peer.
-    #[deprecated(note = "use host.rpc().abandon")]
-    pub fn rpc_abandon(&mut self, call: RpcCall) {
-        if call.host == self.id() {
-            if let Some(st) = self.rpc.as_mut() {
-                st.calls.abandon(call.slot, call.generation);
-            }
-        }
-    }
-
-    /// Calls in flight (started and not yet read).
-    #[deprecated(note = "use host.rpc().in_flight")]
-    pub fn rpc_calls_in_flight(&self) -> usize {
-        self.rpc.as_ref().map_or(0, |s| s.calls.in_use())
-    }
-
-    /// The client side of the host's RPC stack, for blocking calls.
-    #[deprecated(note = "use host.rpc().client")]
-    pub fn rpc_client(&mut self) -> Result<RpcClient<'_>, RpcError> {
-        self.rpc_state()?;
-        Ok(RpcClient { host: self })
-    }
-
-    /// The server side of the host's RPC stack, to register procedures.
-    #[deprecated(note = "use host.rpc().server")]
-    pub fn rpc_server(&mut self) -> Result<RpcServer<'_>, RpcError> {
-        self.rpc_state()?;
-        Ok(RpcServer { host: self })
     }
 }
 
@@ -262,16 +101,16 @@ impl RpcClient<'_> {
         timeout: Duration,
     ) -> Result<Vec<u8>, RpcError> {
         let peer = peer.into();
-        let call = self.host.rpc_start(peer, id, request)?;
+        let call = self.host.rpc().start(peer, id, request)?;
         let deadline = std::time::Instant::now() + timeout;
         loop {
             self.host.poll();
-            if let Some(m) = self.host.rpc_poll(&call)? {
+            if let Some(m) = self.host.rpc().poll(&call)? {
                 return Ok(m.as_slice().to_vec());
             }
             let left = deadline.saturating_duration_since(std::time::Instant::now());
             if left.is_zero() {
-                self.host.rpc_abandon(call);
+                self.host.rpc().abandon(call);
                 return Err(RpcError::TimedOut { peer, id });
             }
             let _ = self.host.wait(left.min(Duration::from_millis(10)));

@@ -3,14 +3,16 @@
 //! time is up. For a thread that drives one host and has nothing else to
 //! do (the way `std::net::UdpSocket::set_read_timeout` is used).
 
+use super::Udp;
 use super::{RecvInfo, SocketError, UdpSocket};
 use crate::host::Host;
 use std::net::SocketAddr;
+use std::ops::DerefMut;
 use std::time::{Duration, Instant};
 
-impl Host {
+impl<H: DerefMut<Target = Host>> Udp<H> {
     /// Waits at most `timeout` for a datagram on `s`, running the host
-    /// meanwhile, and takes it as [`Host::recv_from_trunc`] does. Fails
+    /// meanwhile, and takes it as [`UdpSocket::recv_from_trunc`] does. Fails
     /// with [`SocketError::TimedOut`] (kind `TimedOut`) when none came.
     /// Other sockets of the host receive too while it waits.
     ///
@@ -24,7 +26,6 @@ impl Host {
     /// let e = host.udp().recv_from_timeout(&s, &mut buf, Duration::from_millis(10)).unwrap_err();
     /// assert_eq!(std::io::Error::from(e).kind(), std::io::ErrorKind::TimedOut);
     /// ```
-    #[deprecated(note = "use host.udp().recv_from_trunc_timeout")]
     pub fn recv_from_trunc_timeout(
         &mut self,
         s: &UdpSocket,
@@ -33,19 +34,21 @@ impl Host {
     ) -> Result<RecvInfo, SocketError> {
         let deadline = Instant::now() + timeout;
         loop {
-            if let Some(got) = self.udp_try_recv_from_trunc(s, buf)? {
+            if let Some(got) = self.host.udp_try_recv_from_trunc(s, buf)? {
                 return Ok(got);
             }
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 // A last look: what the device holds now is in time.
-                self.poll();
+                self.host.poll();
                 return self
+                    .host
                     .udp_try_recv_from_trunc(s, buf)?
                     .ok_or(SocketError::TimedOut);
             }
-            if self.poll() == 0 {
-                self.wait(left)
+            if self.host.poll() == 0 {
+                self.host
+                    .wait(left)
                     .map_err(|e| SocketError::Wait(Box::new(e)))?;
             }
         }
@@ -53,7 +56,6 @@ impl Host {
 
     /// Waits at most `timeout` for a datagram on `s` (see
     /// [`Udp::recv_from_trunc_timeout`](crate::socket::Udp::recv_from_trunc_timeout)) and returns its length and sender.
-    #[deprecated(note = "use host.udp().recv_from_timeout")]
     pub fn recv_from_timeout(
         &mut self,
         s: &UdpSocket,
@@ -66,7 +68,6 @@ impl Host {
 
     /// Waits at most `timeout` for a datagram from a connected socket's
     /// peer (see [`Udp::recv_from_trunc_timeout`](crate::socket::Udp::recv_from_trunc_timeout)).
-    #[deprecated(note = "use host.udp().recv_timeout")]
     pub fn recv_timeout(
         &mut self,
         s: &UdpSocket,

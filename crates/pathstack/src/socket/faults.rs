@@ -28,23 +28,14 @@
 //! ([`pathstack_core::fault`]).
 
 use super::table::SocketState;
+use super::Udp;
 use super::{SocketError, UdpSocket};
 use crate::host::Host;
 use pathstack_core::PathFault;
 use std::net::SocketAddrV4;
+use std::ops::DerefMut;
 
 impl Host {
-    /// Takes the pending asynchronous error of `s`, as
-    /// `std::net::UdpSocket::take_error`: `Some` once for a connected
-    /// socket whose datagrams met trouble (see [`crate::socket`]'s
-    /// error section), `None` otherwise. A bound socket's faults are
-    /// discarded (Linux reports them only with `IP_RECVERR`).
-    #[deprecated(note = "use host.udp().take_error")]
-    pub fn take_error(&mut self, s: &UdpSocket) -> Result<Option<SocketError>, SocketError> {
-        let st = *self.socket(s)?;
-        Ok(self.take_error_of(&st))
-    }
-
     /// Takes the pending error of the socket whose state is `st`.
     fn take_error_of(&mut self, st: &SocketState) -> Option<SocketError> {
         let fault = self.stack_mut().take_fault(st.path);
@@ -80,4 +71,16 @@ impl Host {
 /// A connected socket's fault as the error it reports.
 fn as_error((peer, fault): (SocketAddrV4, PathFault)) -> SocketError {
     SocketError::Unreachable { peer, fault }
+}
+
+impl<H: DerefMut<Target = Host>> Udp<H> {
+    /// Takes the pending asynchronous error of `s`, as
+    /// `std::net::UdpSocket::take_error`: `Some` once for a connected
+    /// socket whose datagrams met trouble (see [`crate::socket`]'s
+    /// error section), `None` otherwise. A bound socket's faults are
+    /// discarded (Linux reports them only with `IP_RECVERR`).
+    pub fn take_error(&mut self, s: &UdpSocket) -> Result<Option<SocketError>, SocketError> {
+        let st = *self.host.socket(s)?;
+        Ok(self.host.take_error_of(&st))
+    }
 }

@@ -32,7 +32,7 @@
 //! assert_eq!(&buf[..n], b"hello");
 //! ```
 
-use super::{RecvInfo, SocketError, TcpListener, TcpStream, UdpSocket};
+use super::{RecvInfo, SocketError, TcpListener, TcpStream, Udp, UdpSocket};
 use crate::host::Host;
 use std::io;
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -72,8 +72,27 @@ impl UdpSocket {
         )
     }
 
-    /// [`recv_from`](Self::recv_from) saying whether the datagram was
+    /// [`recv_from`](crate::socket::UdpSocket::recv_from) saying whether the datagram was
     /// truncated ([`RecvInfo::truncated`], `MSG_TRUNC`).
+    ///
+    /// ```
+    /// # use pathstack::core::device::memory::{memory_pair, MemoryConfig};
+    /// # use pathstack::host::Host;
+    /// let (a, b) = memory_pair(MemoryConfig::default());
+    /// let mut h1 = Host::new("10.0.0.1/24".parse().unwrap(), a).unwrap();
+    /// let mut h2 = Host::new("10.0.0.2/24".parse().unwrap(), b).unwrap();
+    /// let (s1, s2) = (h1.udp().bind("0.0.0.0:0").unwrap(), h2.udp().bind("0.0.0.0:7").unwrap());
+    /// s1.send_to(&mut h1, b"0123456789", "10.0.0.2:7").unwrap();
+    /// let mut small = [0u8; 4];
+    /// let got = loop {
+    ///     h1.poll();
+    ///     h2.poll();
+    ///     if let Ok(got) = s2.recv_from_trunc(&mut h2, &mut small) {
+    ///         break got;
+    ///     }
+    /// };
+    /// assert_eq!((got.len, got.datagram_len, got.truncated()), (4, 10, true));
+    /// ```
     pub fn recv_from_trunc(&self, host: &mut Host, buf: &mut [u8]) -> io::Result<RecvInfo> {
         or_would_block(host.udp_try_recv_from_trunc(self, buf))
     }
@@ -82,7 +101,7 @@ impl UdpSocket {
     /// `std::net::UdpSocket::recv`; `WouldBlock` when none is queued.
     #[inline]
     pub fn recv(&self, host: &mut Host, buf: &mut [u8]) -> io::Result<usize> {
-        if host.peer_addr(self).is_err() {
+        if Udp::of(&*host).peer_addr(self).is_err() {
             return Err(SocketError::NotConnected.into());
         }
         self.recv_from(host, buf).map(|(n, _)| n)
@@ -104,7 +123,7 @@ impl UdpSocket {
         buf: &[u8],
         dst: impl ToSocketAddrs,
     ) -> io::Result<usize> {
-        Ok(host.send_to(self, buf, dst)?)
+        Ok(host.udp().send_to(self, buf, dst)?)
     }
 
     /// Sends `buf` to a connected socket's peer, as
@@ -112,7 +131,7 @@ impl UdpSocket {
     /// full.
     #[inline]
     pub fn send(&self, host: &mut Host, buf: &[u8]) -> io::Result<usize> {
-        Ok(host.send(self, buf)?)
+        Ok(host.udp().send(self, buf)?)
     }
 }
 

@@ -2,10 +2,24 @@
 //! whether it may send to broadcast addresses (`SO_BROADCAST`), as
 //! `std::net::UdpSocket::set_ttl` and `set_broadcast` set them.
 
+use super::Udp;
 use super::{SocketError, UdpSocket};
 use crate::host::Host;
+use std::ops::{Deref, DerefMut};
 
-impl Host {
+impl<H: Deref<Target = Host>> Udp<H> {
+    /// The time to live of the datagrams `s` sends.
+    pub fn ttl(&self, s: &UdpSocket) -> Result<u32, SocketError> {
+        Ok(u32::from(self.host.sockets.get(s)?.ttl))
+    }
+
+    /// Whether `s` may send to broadcast addresses.
+    pub fn broadcast(&self, s: &UdpSocket) -> Result<bool, SocketError> {
+        Ok(self.host.sockets.get(s)?.broadcast)
+    }
+}
+
+impl<H: DerefMut<Target = Host>> Udp<H> {
     /// Sets the time to live of the datagrams `s` sends (1 to 255; Linux's
     /// default, and ours, is 64). IP puts it in each datagram's header
     /// (RFC 791 §3.2).
@@ -20,20 +34,13 @@ impl Host {
     /// assert_eq!(host.udp().ttl(&s).unwrap(), 5);
     /// assert!(host.udp().set_ttl(&s, 256).is_err());
     /// ```
-    #[deprecated(note = "use host.udp().set_ttl")]
     pub fn set_ttl(&mut self, s: &UdpSocket, ttl: u32) -> Result<(), SocketError> {
         let ttl = u8::try_from(ttl)
             .ok()
             .filter(|&t| t > 0)
             .ok_or(SocketError::BadTtl(ttl))?;
-        self.sockets.get_mut(s)?.ttl = ttl;
+        self.host.sockets.get_mut(s)?.ttl = ttl;
         Ok(())
-    }
-
-    /// The time to live of the datagrams `s` sends.
-    #[deprecated(note = "use host.udp().ttl")]
-    pub fn ttl(&self, s: &UdpSocket) -> Result<u32, SocketError> {
-        Ok(u32::from(self.sockets.get(s)?.ttl))
     }
 
     /// Lets `s` send to broadcast addresses (the limited broadcast
@@ -42,15 +49,8 @@ impl Host {
     /// [`SocketError::Broadcast`] (kind `PermissionDenied`), as Linux
     /// fails with `EACCES` without `SO_BROADCAST`: a broadcast reaches
     /// every host on the link, so a program must ask for it.
-    #[deprecated(note = "use host.udp().set_broadcast")]
     pub fn set_broadcast(&mut self, s: &UdpSocket, on: bool) -> Result<(), SocketError> {
-        self.sockets.get_mut(s)?.broadcast = on;
+        self.host.sockets.get_mut(s)?.broadcast = on;
         Ok(())
-    }
-
-    /// Whether `s` may send to broadcast addresses.
-    #[deprecated(note = "use host.udp().broadcast")]
-    pub fn broadcast(&self, s: &UdpSocket) -> Result<bool, SocketError> {
-        Ok(self.sockets.get(s)?.broadcast)
     }
 }

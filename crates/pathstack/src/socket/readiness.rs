@@ -23,7 +23,7 @@
 //! (the capacity of [`Events`]).
 
 pub use super::registrations::{Interest, Source, Token};
-use super::SocketError;
+use super::{SocketError, Tcp, Udp};
 use crate::host::Host;
 use pathstack_inet::tcp::State;
 use std::io;
@@ -121,23 +121,23 @@ impl<'a> IntoIterator for &'a Events {
 fn readiness(host: &Host, source: Source) -> Option<(bool, bool, bool, bool)> {
     match source {
         Source::Udp(s) => {
-            let writable = host.udp_writable(&s).ok()?;
+            let writable = Udp::of(host).writable(&s).ok()?;
             let error = host.pending_error(&s).is_some();
-            let readable = host.udp_pending(&s) > 0 || error;
+            let readable = Udp::of(host).pending(&s) > 0 || error;
             Some((readable, writable, error, false))
         }
         Source::Tcp(s) => {
-            let state = host.tcp_state(&s).ok()?;
+            let state = Tcp::of(host).state(&s).ok()?;
             let failed = host.conn(&s, |c| c.tcb().error().is_some()).ok()?;
             let error = failed || host.tcp_connect_unreachable(&s);
-            let readable = host.tcp_readable(&s).ok()? || error;
+            let readable = Tcp::of(host).readable(&s).ok()? || error;
             let connecting = matches!(state, State::SynSent | State::SynReceived);
-            let writable = error || (!connecting && host.tcp_writable(&s).ok()?);
-            let read_closed = readable && !error && host.tcp_recv_queue(&s).ok()? == 0;
+            let writable = error || (!connecting && Tcp::of(host).writable(&s).ok()?);
+            let read_closed = readable && !error && Tcp::of(host).recv_queue(&s).ok()? == 0;
             Some((readable, writable, error, read_closed))
         }
         Source::Listener(l) => {
-            let waiting = host.tcp_accept_pending(&l).ok()?;
+            let waiting = Tcp::of(host).accept_pending(&l).ok()?;
             Some((waiting > 0, false, false, false))
         }
     }
@@ -197,9 +197,9 @@ impl Host {
     /// A handle of this host's that is open.
     fn check_source(&self, source: Source) -> Result<(), SocketError> {
         match source {
-            Source::Udp(s) => self.local_addr(&s).map(drop),
-            Source::Tcp(s) => self.tcp_state(&s).map(drop),
-            Source::Listener(l) => self.tcp_listener_addr(&l).map(drop),
+            Source::Udp(s) => Udp::of(self).local_addr(&s).map(drop),
+            Source::Tcp(s) => Tcp::of(self).state(&s).map(drop),
+            Source::Listener(l) => Tcp::of(self).listener_addr(&l).map(drop),
         }
     }
 

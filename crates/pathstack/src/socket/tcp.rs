@@ -13,8 +13,7 @@
 //! [`TcpStream::read`] fails with `WouldBlock` when nothing is readable
 //! and returns `Ok(0)` at the end of the stream;
 //! [`TcpListener::accept`] fails with `WouldBlock` when no connection
-//! waits (the host's older calls, [`Host::tcp_send`], [`Host::tcp_recv`]
-//! and [`Host::accept`], return `Ok(None)` instead and are deprecated).
+//! waits.
 //! Errors map to `io::ErrorKind`
 //! as Linux's errno does: a refused connect is `ConnectionRefused`, a
 //! reset `ConnectionReset`, a timeout `TimedOut`, a send after
@@ -56,7 +55,7 @@
 use super::addr::{check_local, check_peer, first, resolve, try_each};
 pub use super::handles::{TcpListener, TcpStream};
 use super::tcp_table::{Entry, StreamAt};
-use super::{SocketError, Transport};
+use super::{SocketError, Tcp, Transport};
 use crate::host::Host;
 use pathstack_core::attrs::keys::{AddrPart, Participants, PARTICIPANTS, PASSIVE_OPEN};
 use pathstack_core::attrs::Attrs;
@@ -66,6 +65,7 @@ use pathstack_inet::modules::tcp::{TcpModule, TCP_BACKLOG, TCP_CONFIG};
 use pathstack_inet::modules::{TcpConnStage, TcpListenStage, TcpRefusal};
 use pathstack_inet::tcp::{Shutdown, State, TcpConfig, TcpError, TcpStats};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, ToSocketAddrs};
+use std::ops::{Deref, DerefMut};
 
 /// The TCP socket API of a host.
 impl Host {
@@ -187,6 +187,14 @@ impl Host {
             .ok_or(SocketError::Closed)
     }
 
+    /// Makes a TCP path (a listener's or a connection's) at `tcp`; TCP's
+    /// refusals (a port in use) become socket errors.
+    fn tcp_path(&mut self, tcp: ModuleId, attrs: Attrs) -> Result<PathId, SocketError> {
+        self.stack_mut()
+            .path_create(tcp, attrs)
+            .map_err(map_refusal)
+    }
+
     pub(crate) fn tcp_default_config(&self) -> TcpConfig {
         if let Some(c) = self.tcp_sockets.config {
             return c;
@@ -198,87 +206,9 @@ impl Host {
             .unwrap_or_default()
     }
 
-    /// Listens on `addr` (the host's address or `0.0.0.0`, port 0 for an
-    /// ephemeral one) with a SYN queue and an accept queue of `backlog`
-    /// connections each; beyond a full SYN queue, SYN cookies answer.
-    #[deprecated(note = "use host.tcp().listen")]
-    pub fn tcp_listen(
-        &mut self,
-        addr: impl ToSocketAddrs,
-        backlog: u32,
-    ) -> Result<TcpListener, SocketError> {
-        let cfg = self.tcp_default_config();
-        self.tcp_listen_with(addr, backlog, cfg)
-    }
-
-    /// [`tcp_listen`](Self::tcp_listen) with the options its connections
-    /// get.
-    #[deprecated(note = "use host.tcp().listen_with")]
-    pub fn tcp_listen_with(
-        &mut self,
-        addr: impl ToSocketAddrs,
-        backlog: u32,
-        cfg: TcpConfig,
-    ) -> Result<TcpListener, SocketError> {
-        let tcp = self.tcp_module()?;
-        try_each(resolve(addr)?, |local| {
-            check_local(self.sockets.addr(), local)?;
-            let attrs = Attrs::new()
-                .with(&PASSIVE_OPEN, true)
-                .with(
-                    &PARTICIPANTS,
-                    Participants {
-                        local: vec![AddrPart::Port(local.port())],
-                        remote: vec![],
-                    },
-                )
-                .with(&TCP_BACKLOG, backlog)
-                .with(&TCP_CONFIG, cfg);
-            let path = self
-                .stack_mut()
-                .path_create(tcp, attrs)
-                .map_err(map_refusal)?;
-            let port = self
-                .stack()
-                .path(path)
-                .and_then(|p| {
-                    (0..p.len())
-                        .filter_map(|i| p.stage(i))
-                        .find_map(|st| (st as &dyn std::any::Any).downcast_ref::<TcpListenStage>())
-                        .map(TcpListenStage::port)
-                })
-                .unwrap_or(local.port());
-            let ip = Some(*local.ip()).filter(|a| !a.is_unspecified());
-            let (slot, generation) = self.tcp_sockets.insert(Entry::Listener { path, port, ip });
-            Ok(TcpListener {
-                host: self.id(),
-                slot,
-                generation,
-            })
-        })
-    }
-
-    /// Connections waiting in the listener's accept queue: whether an
-    /// [`accept`](Self::accept) would return one (an async layer's
-    /// readiness test; none of them is taken).
-    #[deprecated(note = "use host.tcp().accept_pending")]
-    pub fn tcp_accept_pending(&self, l: &TcpListener) -> Result<usize, SocketError> {
-        let (_, port) = self.listener_entry(l)?;
-        let tcp = self.tcp_module()?;
-        Ok(self
-            .stack()
-            .module::<TcpModule>(tcp)
-            .and_then(|m| m.listener(port))
-            .map_or(0, |q| q.accept_queue.len()))
-    }
-
     /// Takes an established connection from the listener's accept queue,
     /// with its peer; `Ok(None)` when none waits.
-    #[deprecated(
-        since = "0.2.0",
-        note = "use `TcpListener::accept`, which fails with `WouldBlock` when no connection waits"
-    )]
-    pub fn accept(
+    pub(crate) fn tcp_try_accept(
         &mut self,
         l: &TcpListener,
     ) -> Result<Option<(TcpStream, SocketAddr)>, SocketError> {
@@ -304,81 +234,8 @@ impl Host {
                 continue;
             }
             self.specialize(path);
-            let peer = self.tcp_peer_addr(&s)?;
+            let peer = Tcp::of(&*self).peer_addr(&s)?;
             return Ok(Some((s, peer)));
-        }
-    }
-
-    /// Starts connecting to `peer` from an ephemeral port; the handshake
-    /// completes as the host polls ([`Tcp::is_connected`](crate::socket::Tcp::is_connected)). Each
-    /// address `peer` resolves to is tried in turn.
-    #[deprecated(note = "use host.tcp().connect")]
-    pub fn tcp_connect(&mut self, peer: impl ToSocketAddrs) -> Result<TcpStream, SocketError> {
-        let cfg = self.tcp_default_config();
-        self.tcp_connect_with("0.0.0.0:0", peer, cfg)
-    }
-
-    /// [`tcp_connect`](Self::tcp_connect) from `local` with options `cfg`.
-    #[deprecated(note = "use host.tcp().connect_with")]
-    pub fn tcp_connect_with(
-        &mut self,
-        local: impl ToSocketAddrs,
-        peer: impl ToSocketAddrs,
-        cfg: TcpConfig,
-    ) -> Result<TcpStream, SocketError> {
-        let tcp = self.tcp_module()?;
-        let local = first(resolve(local)?)?;
-        check_local(self.sockets.addr(), local)?;
-        try_each(resolve(peer)?, |peer| {
-            check_peer(peer)?;
-            let attrs = Attrs::new()
-                .with(
-                    &PARTICIPANTS,
-                    Participants {
-                        local: vec![AddrPart::Port(local.port())],
-                        remote: vec![
-                            AddrPart::Ipv4(peer.ip().octets()),
-                            AddrPart::Port(peer.port()),
-                        ],
-                    },
-                )
-                .with(&TCP_CONFIG, cfg);
-            let path = self
-                .stack_mut()
-                .path_create(tcp, attrs)
-                .map_err(map_refusal)?;
-            self.specialize(path);
-            let (slot, generation) = self.tcp_sockets.insert(self.stream(path));
-            let s = TcpStream {
-                host: self.id(),
-                slot,
-                generation,
-            };
-            self.with_conn(&s, |st, cx| st.connect(cx))?;
-            Ok(s)
-        })
-    }
-
-    /// The connection's state (RFC 9293 §3.3.2).
-    #[deprecated(note = "use host.tcp().state")]
-    pub fn tcp_state(&self, s: &TcpStream) -> Result<State, SocketError> {
-        self.conn(s, |c| c.tcb().state())
-    }
-
-    /// Whether the handshake has completed; the connection's error if it
-    /// failed (`ConnectionRefused`, `TimedOut`).
-    #[deprecated(note = "use host.tcp().is_connected")]
-    pub fn tcp_is_connected(&mut self, s: &TcpStream) -> Result<bool, SocketError> {
-        let (state, err) = self.conn(s, |c| (c.tcb().state(), c.tcb().error()))?;
-        match (state, err) {
-            (State::SynSent, _) => match self.unreachable_while_connecting(s)? {
-                Some(e) => Err(e.into()),
-                None => Ok(false),
-            },
-            (State::SynReceived, _) => Ok(false),
-            (State::Closed, Some(e)) => Err(e.into()),
-            (State::Closed, None) => Err(TcpError::NotConnected.into()),
-            _ => Ok(true),
         }
     }
 
@@ -417,11 +274,11 @@ impl Host {
     /// Writes as much of `data` as the send buffer takes; `Ok(None)` when
     /// it is full (would block). Data written during the handshake waits
     /// for it.
-    #[deprecated(
-        since = "0.2.0",
-        note = "use `TcpStream::write`, which fails with `WouldBlock` when the send buffer is full"
-    )]
-    pub fn tcp_send(&mut self, s: &TcpStream, data: &[u8]) -> Result<Option<usize>, SocketError> {
+    pub(crate) fn tcp_try_send(
+        &mut self,
+        s: &TcpStream,
+        data: &[u8],
+    ) -> Result<Option<usize>, SocketError> {
         self.device_alive()?;
         let entry = self.stream_entry(s)?;
         let write = |c: &mut TcpConnStage, _: &mut pathstack_core::stage::Cx<'_, '_>| c.write(data);
@@ -435,11 +292,7 @@ impl Host {
     /// much of them as the send buffer takes, segmented as one stream of
     /// bytes, so that Nagle never holds one slice behind the ACK of
     /// another. `Ok(None)` when the buffer is full.
-    #[deprecated(
-        since = "0.2.0",
-        note = "use `TcpStream::write_vectored`, which fails with `WouldBlock` when the send buffer is full"
-    )]
-    pub fn tcp_send_vectored(
+    pub(crate) fn tcp_try_send_vectored(
         &mut self,
         s: &TcpStream,
         bufs: &[std::io::IoSlice<'_>],
@@ -451,11 +304,7 @@ impl Host {
 
     /// Reads what has arrived into `buf`: `Ok(Some(0))` at the end of the
     /// stream, `Ok(None)` when nothing is there yet.
-    #[deprecated(
-        since = "0.2.0",
-        note = "use `TcpStream::read`, which fails with `WouldBlock` when nothing has arrived"
-    )]
-    pub fn tcp_recv(
+    pub(crate) fn tcp_try_recv(
         &mut self,
         s: &TcpStream,
         buf: &mut [u8],
@@ -491,201 +340,14 @@ impl Host {
         }
     }
 
-    /// Octets a [`tcp_recv`](Self::tcp_recv) would read now (`FIONREAD`).
-    #[deprecated(note = "use host.tcp().recv_queue")]
-    pub fn tcp_recv_queue(&self, s: &TcpStream) -> Result<usize, SocketError> {
-        self.conn(s, |c| c.tcb().recv_queue())
-    }
-
-    /// Like [`tcp_recv`](Self::tcp_recv), leaving the data in place.
-    #[deprecated(
-        since = "0.2.0",
-        note = "use `TcpStream::peek`, which fails with `WouldBlock` when nothing has arrived"
-    )]
-    pub fn tcp_peek(&self, s: &TcpStream, buf: &mut [u8]) -> Result<Option<usize>, SocketError> {
+    /// Like [`read`](crate::socket::TcpStream::read), leaving the data in place.
+    pub(crate) fn tcp_try_peek(
+        &self,
+        s: &TcpStream,
+        buf: &mut [u8],
+    ) -> Result<Option<usize>, SocketError> {
         self.conn(s, |c| c.tcb().peek(buf))?
             .map_err(SocketError::from)
-    }
-
-    /// Shuts the reading side, the writing side (a FIN after the data) or
-    /// both.
-    #[deprecated(note = "use host.tcp().shutdown")]
-    pub fn tcp_shutdown(&mut self, s: &TcpStream, how: Shutdown) -> Result<(), SocketError> {
-        self.with_conn(s, |c, _| c.tcb_mut().shutdown(how))?
-            .map_err(SocketError::from)
-    }
-
-    /// Closes the connection gracefully (FIN after the data; a reset if
-    /// unread data remains, or with linger zero, see
-    /// [`tcp_set_linger`](Self::tcp_set_linger)) and lets go of it: the
-    /// handle is stale from now on, and the connection's path goes when
-    /// the close handshake and TIME-WAIT are over.
-    #[deprecated(note = "use host.tcp().close")]
-    pub fn tcp_close(&mut self, s: TcpStream) -> Result<(), SocketError> {
-        // `SO_LINGER` (`tcp_linger.rs`): zero aborts, a time bounds it.
-        let linger = self.linger_close(&s);
-        if let super::tcp_linger::LingerClose::Abort = linger {
-            return self.tcp_abort(s);
-        }
-        self.with_conn(&s, |c, cx| {
-            c.tcb_mut().close();
-            c.release(cx);
-        })?;
-        if let super::tcp_linger::LingerClose::Bounded(d) = linger {
-            let path = self.stream_path(&s)?;
-            self.linger_watch(path, d);
-        }
-        self.tcp_sockets.remove(s.slot);
-        Ok(())
-    }
-
-    /// Aborts the connection with a reset and lets go of it.
-    #[deprecated(note = "use host.tcp().abort")]
-    pub fn tcp_abort(&mut self, s: TcpStream) -> Result<(), SocketError> {
-        self.with_conn(&s, |c, cx| {
-            c.tcb_mut().abort();
-            c.release(cx);
-        })?;
-        self.tcp_sockets.remove(s.slot);
-        Ok(())
-    }
-
-    /// Closes a listener: its path goes, and connections not yet accepted
-    /// are reset.
-    #[deprecated(note = "use host.tcp().close_listener")]
-    pub fn tcp_close_listener(&mut self, l: TcpListener) -> Result<(), SocketError> {
-        let (path, port) = self.listener_entry(&l)?;
-        let tcp = self.tcp_module()?;
-        let waiting: Vec<PathId> = std::iter::from_fn(|| {
-            self.stack_mut()
-                .module_mut::<TcpModule>(tcp)
-                .and_then(|m| m.take_accepted(port))
-        })
-        .collect();
-        for p in waiting {
-            let _ = self.stack_mut().with_stage::<TcpConnStage, _>(p, |st, cx| {
-                st.tcb_mut().abort();
-                st.release(cx);
-            });
-        }
-        self.tcp_sockets.remove(l.slot);
-        self.stack_mut()
-            .path_delete(path)
-            .map_err(SocketError::Path)
-    }
-
-    /// The listener's address: the one it was bound to (a 127/8 one
-    /// included), or the host's for one bound to `0.0.0.0`.
-    #[deprecated(note = "use host.tcp().listener_addr")]
-    pub fn tcp_listener_addr(&self, l: &TcpListener) -> Result<SocketAddr, SocketError> {
-        let (_, port) = self.listener_entry(l)?;
-        let bound = match self
-            .tcp_sockets
-            .get(self.id(), (l.host, l.slot, l.generation))?
-        {
-            Entry::Listener { ip, .. } => *ip,
-            Entry::Stream { .. } => None,
-        };
-        let ip = bound.or(self.addr()).unwrap_or(Ipv4Addr::UNSPECIFIED);
-        Ok(SocketAddrV4::new(ip, port).into())
-    }
-
-    /// The connection's local address.
-    #[deprecated(note = "use host.tcp().local_addr")]
-    pub fn tcp_local_addr(&self, s: &TcpStream) -> Result<SocketAddr, SocketError> {
-        let port = self.conn(s, |c| c.tcb().ports().0)?;
-        // The connection's own address, as IP placed its path: the host's,
-        // or on the loopback network the one the peer connected to.
-        let ip = self
-            .stack()
-            .path(self.stream_path(s)?)
-            .and_then(|p| p.attrs().get(&LOCAL_IPV4).copied())
-            .or(self.addr())
-            .unwrap_or(Ipv4Addr::UNSPECIFIED);
-        Ok(SocketAddrV4::new(ip, port).into())
-    }
-
-    /// The connection's peer.
-    #[deprecated(note = "use host.tcp().peer_addr")]
-    pub fn tcp_peer_addr(&self, s: &TcpStream) -> Result<SocketAddr, SocketError> {
-        self.conn(s, |c| {
-            SocketAddrV4::new(c.remote_ip(), c.tcb().ports().1).into()
-        })
-    }
-
-    /// Takes the connection's pending error (`SO_ERROR`).
-    #[deprecated(note = "use host.tcp().take_error")]
-    pub fn tcp_take_error(&mut self, s: &TcpStream) -> Result<Option<TcpError>, SocketError> {
-        self.with_conn(s, |c, _| c.tcb_mut().take_error())
-    }
-
-    /// Turns Nagle's algorithm off (`TCP_NODELAY`) or on. With it on (the
-    /// default), a short segment waits while an earlier short one is
-    /// unacknowledged (Minshall's rule, as Linux), so small writes in a
-    /// row coalesce; one write ([`tcp_send`](Self::tcp_send) or
-    /// [`tcp_send_vectored`](Self::tcp_send_vectored)) is never held
-    /// behind itself. Off, every write leaves at once.
-    #[deprecated(note = "use host.tcp().set_nodelay")]
-    pub fn tcp_set_nodelay(&mut self, s: &TcpStream, on: bool) -> Result<(), SocketError> {
-        self.with_conn(s, |c, _| c.tcb_mut().set_nodelay(on))
-    }
-
-    /// Whether Nagle's algorithm is off (`TCP_NODELAY`).
-    #[deprecated(note = "use host.tcp().nodelay")]
-    pub fn tcp_nodelay(&self, s: &TcpStream) -> Result<bool, SocketError> {
-        self.conn(s, |c| c.tcb().config().nodelay)
-    }
-
-    /// Keepalive (`SO_KEEPALIVE` with its timers), off with `None`.
-    #[deprecated(note = "use host.tcp().set_keepalive")]
-    pub fn tcp_set_keepalive(
-        &mut self,
-        s: &TcpStream,
-        k: Option<pathstack_inet::tcp::Keepalive>,
-    ) -> Result<(), SocketError> {
-        let now = self.now();
-        self.with_conn(s, |c, _| c.tcb_mut().set_keepalive(k, now))
-    }
-
-    /// The connection's counters.
-    #[deprecated(note = "use host.tcp().stats")]
-    pub fn tcp_stats(&self, s: &TcpStream) -> Result<TcpStats, SocketError> {
-        self.conn(s, |c| *c.tcb().stats())
-    }
-
-    /// The connection's path (for its statistics in [`Host::stack`]).
-    #[deprecated(note = "use host.tcp().path_id")]
-    pub fn tcp_path_id(&self, s: &TcpStream) -> Result<PathId, SocketError> {
-        self.stream_path(s)
-    }
-
-    /// Octets the send buffer takes now.
-    #[deprecated(note = "use host.tcp().send_space")]
-    pub fn tcp_send_space(&self, s: &TcpStream) -> Result<usize, SocketError> {
-        self.conn(s, |c| c.tcb().send_space())
-    }
-
-    /// Whether a read would return something (data, end, error).
-    #[deprecated(note = "use host.tcp().readable")]
-    pub fn tcp_readable(&self, s: &TcpStream) -> Result<bool, SocketError> {
-        self.conn(s, |c| c.tcb().is_readable())
-    }
-
-    /// Whether a [`tcp_send`](Self::tcp_send) would not block: the send
-    /// buffer has room, or the connection cannot send (the send fails).
-    #[deprecated(note = "use host.tcp().writable")]
-    pub fn tcp_writable(&self, s: &TcpStream) -> Result<bool, SocketError> {
-        self.conn(s, |c| {
-            let tcb = c.tcb();
-            match tcb.state() {
-                // The states in which `Tcb::send` queues data: only a full
-                // send buffer makes it wait; in every other it fails.
-                State::SynSent | State::SynReceived | State::Established | State::CloseWait => {
-                    tcb.send_space() > 0
-                }
-                _ => true,
-            }
-        })
     }
 }
 
@@ -705,5 +367,327 @@ pub(super) fn map_refusal(e: pathstack_core::error::PathError) -> SocketError {
             port,
         },
         _ => SocketError::Path(e),
+    }
+}
+
+impl<H: Deref<Target = Host>> Tcp<H> {
+    /// Connections waiting in the listener's accept queue: whether an
+    /// [`accept`](crate::socket::TcpListener::accept) would return one (an async layer's
+    /// readiness test; none of them is taken).
+    pub fn accept_pending(&self, l: &TcpListener) -> Result<usize, SocketError> {
+        let (_, port) = self.host.listener_entry(l)?;
+        let tcp = self.host.tcp_module()?;
+        Ok(self
+            .host
+            .stack()
+            .module::<TcpModule>(tcp)
+            .and_then(|m| m.listener(port))
+            .map_or(0, |q| q.accept_queue.len()))
+    }
+
+    /// The connection's state (RFC 9293 §3.3.2).
+    pub fn state(&self, s: &TcpStream) -> Result<State, SocketError> {
+        self.host.conn(s, |c| c.tcb().state())
+    }
+
+    /// Octets a [`read`](crate::socket::TcpStream::read) would read now (`FIONREAD`).
+    pub fn recv_queue(&self, s: &TcpStream) -> Result<usize, SocketError> {
+        self.host.conn(s, |c| c.tcb().recv_queue())
+    }
+
+    /// The listener's address: the one it was bound to (a 127/8 one
+    /// included), or the host's for one bound to `0.0.0.0`.
+    pub fn listener_addr(&self, l: &TcpListener) -> Result<SocketAddr, SocketError> {
+        let (_, port) = self.host.listener_entry(l)?;
+        let bound = match self
+            .host
+            .tcp_sockets
+            .get(self.host.id(), (l.host, l.slot, l.generation))?
+        {
+            Entry::Listener { ip, .. } => *ip,
+            Entry::Stream { .. } => None,
+        };
+        let ip = bound.or(self.host.addr()).unwrap_or(Ipv4Addr::UNSPECIFIED);
+        Ok(SocketAddrV4::new(ip, port).into())
+    }
+
+    /// The local address of `s`, as `std::net::TcpStream::local_addr`.
+    pub fn local_addr(&self, s: &TcpStream) -> Result<SocketAddr, SocketError> {
+        let port = self.host.conn(s, |c| c.tcb().ports().0)?;
+        // The connection's own address, as IP placed its path: the host's,
+        // or on the loopback network the one the peer connected to.
+        let ip = self
+            .host
+            .stack()
+            .path(self.host.stream_path(s)?)
+            .and_then(|p| p.attrs().get(&LOCAL_IPV4).copied())
+            .or(self.host.addr())
+            .unwrap_or(Ipv4Addr::UNSPECIFIED);
+        Ok(SocketAddrV4::new(ip, port).into())
+    }
+
+    /// The peer of `s`, as `std::net::TcpStream::peer_addr`.
+    pub fn peer_addr(&self, s: &TcpStream) -> Result<SocketAddr, SocketError> {
+        self.host.conn(s, |c| {
+            SocketAddrV4::new(c.remote_ip(), c.tcb().ports().1).into()
+        })
+    }
+
+    /// Whether Nagle's algorithm is off (`TCP_NODELAY`).
+    pub fn nodelay(&self, s: &TcpStream) -> Result<bool, SocketError> {
+        self.host.conn(s, |c| c.tcb().config().nodelay)
+    }
+
+    /// The connection's counters.
+    pub fn stats(&self, s: &TcpStream) -> Result<TcpStats, SocketError> {
+        self.host.conn(s, |c| *c.tcb().stats())
+    }
+
+    /// The path that carries `s`'s segments (for tools that look at the core).
+    pub fn path_id(&self, s: &TcpStream) -> Result<PathId, SocketError> {
+        self.host.stream_path(s)
+    }
+
+    /// Octets the send buffer takes now.
+    pub fn send_space(&self, s: &TcpStream) -> Result<usize, SocketError> {
+        self.host.conn(s, |c| c.tcb().send_space())
+    }
+
+    /// Whether a read would return something (data, end, error).
+    pub fn readable(&self, s: &TcpStream) -> Result<bool, SocketError> {
+        self.host.conn(s, |c| c.tcb().is_readable())
+    }
+
+    /// Whether a [`write`](crate::socket::TcpStream::write) would not block: the send
+    /// buffer has room, or the connection cannot send (the send fails).
+    pub fn writable(&self, s: &TcpStream) -> Result<bool, SocketError> {
+        self.host.conn(s, |c| {
+            let tcb = c.tcb();
+            match tcb.state() {
+                // The states in which `Tcb::send` queues data: only a full
+                // send buffer makes it wait; in every other it fails.
+                State::SynSent | State::SynReceived | State::Established | State::CloseWait => {
+                    tcb.send_space() > 0
+                }
+                _ => true,
+            }
+        })
+    }
+}
+
+impl<H: DerefMut<Target = Host>> Tcp<H> {
+    /// Listens on `addr` (the host's address or `0.0.0.0`, port 0 for an
+    /// ephemeral one) with a SYN queue and an accept queue of `backlog`
+    /// connections each; beyond a full SYN queue, SYN cookies answer.
+    pub fn listen(
+        &mut self,
+        addr: impl ToSocketAddrs,
+        backlog: u32,
+    ) -> Result<TcpListener, SocketError> {
+        let cfg = self.host.tcp_default_config();
+        self.listen_with(addr, backlog, cfg)
+    }
+
+    /// [`listen`](Self::listen) with a TCP configuration for the accepted connections.
+    pub fn listen_with(
+        &mut self,
+        addr: impl ToSocketAddrs,
+        backlog: u32,
+        cfg: TcpConfig,
+    ) -> Result<TcpListener, SocketError> {
+        let tcp = self.host.tcp_module()?;
+        try_each(resolve(addr)?, |local| {
+            check_local(self.host.sockets.addr(), local)?;
+            let attrs = Attrs::new()
+                .with(&PASSIVE_OPEN, true)
+                .with(
+                    &PARTICIPANTS,
+                    Participants {
+                        local: vec![AddrPart::Port(local.port())],
+                        remote: vec![],
+                    },
+                )
+                .with(&TCP_BACKLOG, backlog)
+                .with(&TCP_CONFIG, cfg);
+            let path = self.host.tcp_path(tcp, attrs)?;
+            let port = self
+                .host
+                .stack()
+                .path(path)
+                .and_then(|p| {
+                    (0..p.len())
+                        .filter_map(|i| p.stage(i))
+                        .find_map(|st| (st as &dyn std::any::Any).downcast_ref::<TcpListenStage>())
+                        .map(TcpListenStage::port)
+                })
+                .unwrap_or(local.port());
+            let ip = Some(*local.ip()).filter(|a| !a.is_unspecified());
+            let (slot, generation) =
+                self.host
+                    .tcp_sockets
+                    .insert(Entry::Listener { path, port, ip });
+            Ok(TcpListener {
+                host: self.host.id(),
+                slot,
+                generation,
+            })
+        })
+    }
+
+    /// Starts connecting to `peer` from an ephemeral port; the handshake
+    /// completes as the host polls ([`Tcp::is_connected`](crate::socket::Tcp::is_connected)). Each
+    /// address `peer` resolves to is tried in turn.
+    pub fn connect(&mut self, peer: impl ToSocketAddrs) -> Result<TcpStream, SocketError> {
+        let cfg = self.host.tcp_default_config();
+        self.connect_with("0.0.0.0:0", peer, cfg)
+    }
+
+    /// [`connect`](crate::socket::Tcp::connect) from `local` with options `cfg`.
+    pub fn connect_with(
+        &mut self,
+        local: impl ToSocketAddrs,
+        peer: impl ToSocketAddrs,
+        cfg: TcpConfig,
+    ) -> Result<TcpStream, SocketError> {
+        let tcp = self.host.tcp_module()?;
+        let local = first(resolve(local)?)?;
+        check_local(self.host.sockets.addr(), local)?;
+        try_each(resolve(peer)?, |peer| {
+            check_peer(peer)?;
+            let attrs = Attrs::new()
+                .with(
+                    &PARTICIPANTS,
+                    Participants {
+                        local: vec![AddrPart::Port(local.port())],
+                        remote: vec![
+                            AddrPart::Ipv4(peer.ip().octets()),
+                            AddrPart::Port(peer.port()),
+                        ],
+                    },
+                )
+                .with(&TCP_CONFIG, cfg);
+            let path = self.host.tcp_path(tcp, attrs)?;
+            self.host.specialize(path);
+            let entry = self.host.stream(path);
+            let (slot, generation) = self.host.tcp_sockets.insert(entry);
+            let s = TcpStream {
+                host: self.host.id(),
+                slot,
+                generation,
+            };
+            self.host.with_conn(&s, |st, cx| st.connect(cx))?;
+            Ok(s)
+        })
+    }
+
+    /// Whether the handshake has completed; the connection's error if it
+    /// failed (`ConnectionRefused`, `TimedOut`).
+    pub fn is_connected(&mut self, s: &TcpStream) -> Result<bool, SocketError> {
+        let (state, err) = self.host.conn(s, |c| (c.tcb().state(), c.tcb().error()))?;
+        match (state, err) {
+            (State::SynSent, _) => match self.host.unreachable_while_connecting(s)? {
+                Some(e) => Err(e.into()),
+                None => Ok(false),
+            },
+            (State::SynReceived, _) => Ok(false),
+            (State::Closed, Some(e)) => Err(e.into()),
+            (State::Closed, None) => Err(TcpError::NotConnected.into()),
+            _ => Ok(true),
+        }
+    }
+
+    /// Shuts the reading side, the writing side (a FIN after the data) or
+    /// both.
+    pub fn shutdown(&mut self, s: &TcpStream, how: Shutdown) -> Result<(), SocketError> {
+        self.host
+            .with_conn(s, |c, _| c.tcb_mut().shutdown(how))?
+            .map_err(SocketError::from)
+    }
+
+    /// Closes the connection gracefully (FIN after the data; a reset if
+    /// unread data remains, or with linger zero, see
+    /// [`set_linger`](crate::socket::Tcp::set_linger)) and lets go of it: the
+    /// handle is stale from now on, and the connection's path goes when
+    /// the close handshake and TIME-WAIT are over.
+    pub fn close(&mut self, s: TcpStream) -> Result<(), SocketError> {
+        // `SO_LINGER` (`tcp_linger.rs`): zero aborts, a time bounds it.
+        let linger = self.host.linger_close(&s);
+        if let super::tcp_linger::LingerClose::Abort = linger {
+            return self.abort(s);
+        }
+        self.host.with_conn(&s, |c, cx| {
+            c.tcb_mut().close();
+            c.release(cx);
+        })?;
+        if let super::tcp_linger::LingerClose::Bounded(d) = linger {
+            let path = self.host.stream_path(&s)?;
+            self.host.linger_watch(path, d);
+        }
+        self.host.tcp_sockets.remove(s.slot);
+        Ok(())
+    }
+
+    /// Aborts the connection with a reset and lets go of it.
+    pub fn abort(&mut self, s: TcpStream) -> Result<(), SocketError> {
+        self.host.with_conn(&s, |c, cx| {
+            c.tcb_mut().abort();
+            c.release(cx);
+        })?;
+        self.host.tcp_sockets.remove(s.slot);
+        Ok(())
+    }
+
+    /// Closes a listener: its path goes, and connections not yet accepted
+    /// are reset.
+    pub fn close_listener(&mut self, l: TcpListener) -> Result<(), SocketError> {
+        let (path, port) = self.host.listener_entry(&l)?;
+        let tcp = self.host.tcp_module()?;
+        let waiting: Vec<PathId> = std::iter::from_fn(|| {
+            self.host
+                .stack_mut()
+                .module_mut::<TcpModule>(tcp)
+                .and_then(|m| m.take_accepted(port))
+        })
+        .collect();
+        for p in waiting {
+            let _ = self
+                .host
+                .stack_mut()
+                .with_stage::<TcpConnStage, _>(p, |st, cx| {
+                    st.tcb_mut().abort();
+                    st.release(cx);
+                });
+        }
+        self.host.tcp_sockets.remove(l.slot);
+        self.host
+            .stack_mut()
+            .path_delete(path)
+            .map_err(SocketError::Path)
+    }
+
+    /// Takes the error that ended `s`'s connection, as `std::net::TcpStream::take_error`.
+    pub fn take_error(&mut self, s: &TcpStream) -> Result<Option<TcpError>, SocketError> {
+        self.host.with_conn(s, |c, _| c.tcb_mut().take_error())
+    }
+
+    /// Turns Nagle's algorithm off (`TCP_NODELAY`) or on. With it on (the
+    /// default), a short segment waits while an earlier short one is
+    /// unacknowledged (Minshall's rule, as Linux), so small writes in a
+    /// row coalesce; one write ([`write`](crate::socket::TcpStream::write) or
+    /// [`write_vectored`](crate::socket::TcpStream::write_vectored)) is never held
+    /// behind itself. Off, every write leaves at once.
+    pub fn set_nodelay(&mut self, s: &TcpStream, on: bool) -> Result<(), SocketError> {
+        self.host.with_conn(s, |c, _| c.tcb_mut().set_nodelay(on))
+    }
+
+    /// Keepalive (`SO_KEEPALIVE` with its timers), off with `None`.
+    pub fn set_keepalive(
+        &mut self,
+        s: &TcpStream,
+        k: Option<pathstack_inet::tcp::Keepalive>,
+    ) -> Result<(), SocketError> {
+        let now = self.host.now();
+        self.host
+            .with_conn(s, |c, _| c.tcb_mut().set_keepalive(k, now))
     }
 }

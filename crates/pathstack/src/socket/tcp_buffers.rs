@@ -7,12 +7,14 @@
 //! [`TcpConfig::recv_buffer`], which `pathstack::tokio::TcpSocket` sets
 //! through [`clamp_buffer`].
 
+use super::Tcp;
 use super::{SocketError, TcpStream};
 use crate::host::Host;
 #[cfg(feature = "tokio")]
 use pathstack_inet::modules::tcp::TcpModule;
 #[cfg(doc)]
 use pathstack_inet::tcp::TcpConfig;
+use std::ops::Deref;
 
 /// The smallest buffer a connection gets: Linux's `SOCK_MIN_SNDBUF`
 /// order (two full segments and then some), so a window never shrinks
@@ -35,27 +37,6 @@ pub fn clamp_buffer(size: u32) -> usize {
 }
 
 impl Host {
-    /// The connection's send buffer in octets (`SO_SNDBUF`).
-    #[deprecated(note = "use host.tcp().send_buffer_size")]
-    pub fn tcp_send_buffer_size(&self, s: &TcpStream) -> Result<usize, SocketError> {
-        self.conn(s, |c| c.tcb().config().send_buffer)
-    }
-
-    /// The connection's receive buffer in octets (`SO_RCVBUF`): the
-    /// largest window it advertises.
-    #[deprecated(note = "use host.tcp().recv_buffer_size")]
-    pub fn tcp_recv_buffer_size(&self, s: &TcpStream) -> Result<usize, SocketError> {
-        self.conn(s, |c| c.tcb().config().recv_buffer)
-    }
-
-    /// The window the peer advertised last, scaled (Linux's
-    /// `tcpi_snd_wnd`): how much we may have in flight to it. The peer's
-    /// receive buffer bounds it.
-    #[deprecated(note = "use host.tcp().send_window")]
-    pub fn tcp_send_window(&self, s: &TcpStream) -> Result<u32, SocketError> {
-        self.conn(s, |c| c.tcb().snd_wnd())
-    }
-
     #[cfg(feature = "tokio")]
     /// Connections of this host on local port `port`, TIME-WAIT ones
     /// included (what a listener without `SO_REUSEADDR` may not bind
@@ -65,5 +46,25 @@ impl Host {
             .tcp
             .and_then(|m| self.stack().module::<TcpModule>(m))
             .map_or(0, |m| m.connections_on_port(port))
+    }
+}
+
+impl<H: Deref<Target = Host>> Tcp<H> {
+    /// The connection's send buffer in octets (`SO_SNDBUF`).
+    pub fn send_buffer_size(&self, s: &TcpStream) -> Result<usize, SocketError> {
+        self.host.conn(s, |c| c.tcb().config().send_buffer)
+    }
+
+    /// The connection's receive buffer in octets (`SO_RCVBUF`): the
+    /// largest window it advertises.
+    pub fn recv_buffer_size(&self, s: &TcpStream) -> Result<usize, SocketError> {
+        self.host.conn(s, |c| c.tcb().config().recv_buffer)
+    }
+
+    /// The window the peer advertised last, scaled (Linux's
+    /// `tcpi_snd_wnd`): how much we may have in flight to it. The peer's
+    /// receive buffer bounds it.
+    pub fn send_window(&self, s: &TcpStream) -> Result<u32, SocketError> {
+        self.host.conn(s, |c| c.tcb().snd_wnd())
     }
 }

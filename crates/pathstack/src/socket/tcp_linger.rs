@@ -17,10 +17,12 @@
 //!   connection's resources are then bounded by `d`, not by the
 //!   retransmission limit.
 
+use super::Tcp;
 use super::{SocketError, TcpStream};
 use crate::host::Host;
 use pathstack_core::PathId;
 use pathstack_inet::modules::TcpConnStage;
+use std::ops::{Deref, DerefMut};
 use std::time::Duration;
 
 /// Closed connections with a linger time that the host watches at once.
@@ -39,39 +41,6 @@ pub(crate) enum LingerClose {
 }
 
 impl Host {
-    /// Sets what [`tcp_close`](crate::socket::Tcp::close) does with unacknowledged
-    /// data (`SO_LINGER`, see the module docs): `None` the graceful
-    /// close, `Some(Duration::ZERO)` a reset that drops the data,
-    /// `Some(d)` a graceful close reset after `d` if the data is still
-    /// unacknowledged (the call never blocks).
-    #[deprecated(note = "use host.tcp().set_linger")]
-    pub fn tcp_set_linger(
-        &mut self,
-        s: &TcpStream,
-        linger: Option<Duration>,
-    ) -> Result<(), SocketError> {
-        // A stale or foreign handle is refused here, as every option is.
-        self.tcp_state(s)?;
-        let lingers = &mut self.tcp_lingers;
-        lingers.take(s);
-        if let Some(d) = linger {
-            lingers.set.push((*s, d));
-        }
-        Ok(())
-    }
-
-    /// The stream's linger option (`None` unless set).
-    #[deprecated(note = "use host.tcp().linger")]
-    pub fn tcp_linger(&self, s: &TcpStream) -> Result<Option<Duration>, SocketError> {
-        self.tcp_state(s)?;
-        Ok(self
-            .tcp_lingers
-            .set
-            .iter()
-            .find(|(t, _)| t == s)
-            .map(|&(_, d)| d))
-    }
-
     /// What closing `s` does; its option goes with it.
     pub(crate) fn linger_close(&mut self, s: &TcpStream) -> LingerClose {
         match self.tcp_lingers.take(s) {
@@ -113,5 +82,41 @@ impl Host {
                 st.flush(cx);
             });
         }
+    }
+}
+
+impl<H: Deref<Target = Host>> Tcp<H> {
+    /// The stream's linger option (`None` unless set).
+    pub fn linger(&self, s: &TcpStream) -> Result<Option<Duration>, SocketError> {
+        self.state(s)?;
+        Ok(self
+            .host
+            .tcp_lingers
+            .set
+            .iter()
+            .find(|(t, _)| t == s)
+            .map(|&(_, d)| d))
+    }
+}
+
+impl<H: DerefMut<Target = Host>> Tcp<H> {
+    /// Sets what [`tcp_close`](crate::socket::Tcp::close) does with unacknowledged
+    /// data (`SO_LINGER`, see the module docs): `None` the graceful
+    /// close, `Some(Duration::ZERO)` a reset that drops the data,
+    /// `Some(d)` a graceful close reset after `d` if the data is still
+    /// unacknowledged (the call never blocks).
+    pub fn set_linger(
+        &mut self,
+        s: &TcpStream,
+        linger: Option<Duration>,
+    ) -> Result<(), SocketError> {
+        // A stale or foreign handle is refused here, as every option is.
+        self.state(s)?;
+        let lingers = &mut self.host.tcp_lingers;
+        lingers.take(s);
+        if let Some(d) = linger {
+            lingers.set.push((*s, d));
+        }
+        Ok(())
     }
 }

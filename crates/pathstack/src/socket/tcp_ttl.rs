@@ -7,24 +7,26 @@
 //! so the two forms agree (RFC 1122 §3.2.1.7: the transport may set the
 //! TTL of what it sends).
 
+use super::Tcp;
 use super::{SocketError, TcpStream};
 use crate::host::Host;
+use std::ops::{Deref, DerefMut};
 
-impl Host {
+impl<H: Deref<Target = Host>> Tcp<H> {
+    /// The time to live of the segments `s` sends.
+    pub fn ttl(&self, s: &TcpStream) -> Result<u32, SocketError> {
+        self.host.conn(s, |c| u32::from(c.ttl()))
+    }
+}
+
+impl<H: DerefMut<Target = Host>> Tcp<H> {
     /// Sets the time to live of the segments `s` sends from now on (1 to
     /// 255, Linux's `EINVAL` otherwise; the default is 64, Linux's).
-    #[deprecated(note = "use host.tcp().set_ttl")]
-    pub fn tcp_set_ttl(&mut self, s: &TcpStream, ttl: u32) -> Result<(), SocketError> {
+    pub fn set_ttl(&mut self, s: &TcpStream, ttl: u32) -> Result<(), SocketError> {
         let ttl = u8::try_from(ttl)
             .ok()
             .filter(|&t| t > 0)
             .ok_or(SocketError::BadTtl(ttl))?;
-        self.with_conn(s, |c, _| c.set_ttl(Some(ttl)))
-    }
-
-    /// The time to live of the segments `s` sends.
-    #[deprecated(note = "use host.tcp().ttl")]
-    pub fn tcp_ttl(&self, s: &TcpStream) -> Result<u32, SocketError> {
-        self.conn(s, |c| u32::from(c.ttl()))
+        self.host.with_conn(s, |c, _| c.set_ttl(Some(ttl)))
     }
 }

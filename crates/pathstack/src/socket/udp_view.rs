@@ -7,17 +7,16 @@
 //! non-blocking receives answer `WouldBlock` as a non-blocking `std`
 //! socket's do (see [`ready`](super::ready)).
 
-// The view is the public face of the socket calls; the host's own
-// methods behind it are deprecated for applications and stay one release.
-#![allow(deprecated)]
-
-use super::{RecvInfo, SocketError, UdpSocket};
+use super::addr::{self, check_local, first, resolve, try_each};
+use super::table::SocketState;
+use super::{RecvInfo, SocketError, UdpSocket, MAX_DATAGRAM};
 use crate::host::Host;
-use pathstack_core::{Msg, PathId};
+use pathstack_core::{Dir, Msg, PathId, QueueKind, SendError};
+use pathstack_inet::wire::ipv4::Ipv4DropReason;
+use pathstack_inet::InetAnno;
 use std::io;
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, ToSocketAddrs};
 use std::ops::{Deref, DerefMut};
-use std::time::Duration;
 
 /// UDP on a host: `host.udp()`.
 ///
@@ -25,7 +24,7 @@ use std::time::Duration;
 /// a shared borrow (`Udp::of(&host)`), which offers the calls that only
 /// look.
 pub struct Udp<H> {
-    host: H,
+    pub(super) host: H,
 }
 
 impl Host {
@@ -43,37 +42,55 @@ impl<H: Deref<Target = Host>> Udp<H> {
 
     /// The address `s` is bound to, as `std::net::UdpSocket::local_addr`.
     pub fn local_addr(&self, s: &UdpSocket) -> Result<SocketAddr, SocketError> {
-        self.host.local_addr(s)
+        let st = self.host.socket(s)?;
+        // A connected socket's own address is the one IP placed its path
+        // on: 127.0.0.1 towards the loopback network.
+        let placed = st.peer.and_then(|_| {
+            let p = self.host.stack().path(st.path)?;
+            p.attrs()
+                .get(&pathstack_inet::modules::ip::LOCAL_IPV4)
+                .copied()
+        });
+        // One that is not connected reports the address it was bound to,
+        // `0.0.0.0` included, as `getsockname` (and so `std` and tokio)
+        // do: it takes datagrams to any of the host's addresses.
+        let ip = placed.or(st.bound_ip).unwrap_or(Ipv4Addr::UNSPECIFIED);
+        Ok(SocketAddrV4::new(ip, st.port).into())
     }
 
-    /// The peer of a connected socket, as `std::net::UdpSocket::peer_addr`.
+    /// The peer of a connected socket ([`SocketError::NotConnected`] for a
+    /// bound one).
     pub fn peer_addr(&self, s: &UdpSocket) -> Result<SocketAddr, SocketError> {
-        self.host.peer_addr(s)
+        self.host
+            .socket(s)?
+            .peer
+            .map(SocketAddr::from)
+            .ok_or(SocketError::NotConnected)
     }
 
-    /// The path that carries `s`'s datagrams (for tools that look at the core).
+    /// The socket's path (to inspect its statistics with [`Stack::path`](pathstack_core::Stack::path)).
+    /// It changes when the socket connects.
     pub fn path_id(&self, s: &UdpSocket) -> Result<PathId, SocketError> {
-        self.host.udp_path_id(s)
+        Ok(self.host.socket(s)?.path)
     }
 
-    /// Datagrams queued on `s`.
+    /// Datagrams waiting on `s` (0 for a closed socket or another host's).
     pub fn pending(&self, s: &UdpSocket) -> usize {
-        self.host.udp_pending(s)
+        self.host
+            .socket(s)
+            .ok()
+            .and_then(|st| self.host.stack().path(st.path))
+            .map_or(0, |p| p.queue(QueueKind::sink(Dir::Up)).len())
     }
 
-    /// Whether a send on `s` would be taken now.
+    /// Whether a send on `s` would be queued now (its path's send queue
+    /// has room); a send may still find no free buffer.
     pub fn writable(&self, s: &UdpSocket) -> Result<bool, SocketError> {
-        self.host.udp_writable(s)
-    }
-
-    /// The IP time-to-live of `s`'s datagrams.
-    pub fn ttl(&self, s: &UdpSocket) -> Result<u32, SocketError> {
-        self.host.ttl(s)
-    }
-
-    /// Whether `s` may send to a broadcast address.
-    pub fn broadcast(&self, s: &UdpSocket) -> Result<bool, SocketError> {
-        self.host.broadcast(s)
+        let path = self.host.socket(s)?.path;
+        Ok(self.host.stack().path(path).is_some_and(|p| {
+            let q = p.queue(QueueKind::source(Dir::Down));
+            q.len() < q.capacity()
+        }))
     }
 
     /// Copies the next datagram without taking it, as `std`'s `peek_from`.
@@ -83,103 +100,166 @@ impl<H: Deref<Target = Host>> Udp<H> {
 }
 
 impl<H: DerefMut<Target = Host>> Udp<H> {
-    /// Opens a socket bound to `addr`, as `std::net::UdpSocket::bind`; port 0 picks an ephemeral port.
+    /// Opens a socket bound to `addr`: the host's address or `0.0.0.0`,
+    /// with a port (0: an ephemeral port, RFC 6335 §6). It exchanges
+    /// datagrams with any peer. Each address `addr` resolves to is tried in
+    /// turn, as `std::net::UdpSocket::bind` does.
+    ///
+    /// ```
+    /// # use pathstack::core::device::memory::{memory_pair, MemoryConfig};
+    /// # use pathstack::host::Host;
+    /// # use std::net::{IpAddr, Ipv4Addr, SocketAddr, SocketAddrV4};
+    /// # let mut host = Host::new("10.0.0.1/24".parse().unwrap(), memory_pair(MemoryConfig::default()).0).unwrap();
+    /// host.udp().bind("0.0.0.0:7").unwrap();
+    /// host.udp().bind(SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 8)).unwrap();
+    /// host.udp().bind((IpAddr::V4(Ipv4Addr::UNSPECIFIED), 9)).unwrap();
+    /// let e = host.udp().bind("[::]:10").unwrap_err();
+    /// assert_eq!(e.to_string(), "[::]:10: address family not supported (pathstack speaks IPv4 only)");
+    /// ```
     pub fn bind(&mut self, addr: impl ToSocketAddrs) -> Result<UdpSocket, SocketError> {
-        self.host.udp_bind(addr)
+        try_each(resolve(addr)?, |local| {
+            check_local(self.host.sockets.addr(), local)?;
+            let (path, port) = self.host.udp_path(local.port(), None)?;
+            let mut st = SocketState::new(path, port, None);
+            st.bound_ip = Some(*local.ip()).filter(|a| !a.is_unspecified());
+            Ok(self.host.sockets.insert(st))
+        })
     }
 
-    /// Opens a socket bound to `local` and connected to `peer` in one step: one path, where [`bind`](Self::bind) then [`connect`](Self::connect) makes two.
+    /// Opens a socket bound to `local` (as [`Udp::bind`](crate::socket::Udp::bind)) and
+    /// connected to `peer` in one step: one path, where
+    /// [`bind`](crate::socket::Udp::bind) then [`connect`](crate::socket::Udp::connect) makes
+    /// two. Connected sockets may share a local port with each other and
+    /// with a bound socket; the classifier prefers the connected one.
     pub fn bind_connected(
         &mut self,
         local: impl ToSocketAddrs,
         peer: impl ToSocketAddrs,
     ) -> Result<UdpSocket, SocketError> {
-        self.host.udp_connect(local, peer)
+        let local = first(resolve(local)?)?;
+        check_local(self.host.sockets.addr(), local)?;
+        try_each(resolve(peer)?, |peer| {
+            self.host.check_peer_of(false, peer)?;
+            let (path, port) = self.host.udp_path(local.port(), Some(peer))?;
+            Ok(self
+                .host
+                .sockets
+                .insert(SocketState::new(path, port, Some(peer))))
+        })
     }
 
-    /// Connects `s` to `peer`, as `std::net::UdpSocket::connect`: it then sends only to `peer` and hears only from it.
+    /// Connects `s` to `peer`, as `std::net::UdpSocket::connect`: from now
+    /// on it sends only to `peer` (with [`Udp::send`](crate::socket::Udp::send)) and hears only from
+    /// it. It keeps its port; a connected socket may connect again, to
+    /// another peer. Each address `peer` resolves to is tried in turn.
+    ///
+    /// The socket moves to a path keyed by both ends; datagrams queued on
+    /// it before are discarded (Linux keeps them).
     pub fn connect(&mut self, s: &UdpSocket, peer: impl ToSocketAddrs) -> Result<(), SocketError> {
-        self.host.connect(s, peer)
+        let state = *self.host.socket(s)?;
+        let (path, peer) = try_each(resolve(peer)?, |peer| {
+            self.host.check_peer_of(state.broadcast, peer)?;
+            Ok((self.host.udp_path(state.port, Some(peer))?.0, peer))
+        })?;
+        // The new path holds the port before the old one lets it go, so it
+        // is never free in between.
+        self.host
+            .stack_mut()
+            .path_delete(state.path)
+            .map_err(SocketError::Path)?;
+        let st = self.host.sockets.get_mut(s)?;
+        st.path = path;
+        st.peer = Some(peer);
+        Ok(())
     }
 
-    /// Closes `s`: its path is destroyed and its handle is stale everywhere.
+    /// Closes a socket: its path is deleted, datagrams still queued on it
+    /// are freed, and its port is free again. Every copy of the handle is
+    /// stale from now on.
     pub fn close(&mut self, s: UdpSocket) -> Result<(), SocketError> {
-        self.host.udp_close(s)
+        let state = self.host.sockets.remove(&s)?;
+        self.host
+            .stack_mut()
+            .path_delete(state.path)
+            .map_err(|_| SocketError::Closed)
     }
 
-    /// Sends `data` to `dst`, as `std::net::UdpSocket::send_to`.
+    /// Queues `data` as one datagram to `dst` (the first address it
+    /// resolves to, as `std::net::UdpSocket::send_to`); returns its length.
+    /// On a connected socket `dst` must be its peer; a broadcast `dst`
+    /// needs [`Udp::set_broadcast`](crate::socket::Udp::set_broadcast).
     pub fn send_to(
         &mut self,
         s: &UdpSocket,
         data: &[u8],
         dst: impl ToSocketAddrs,
     ) -> Result<usize, SocketError> {
-        self.host.send_to(s, data, dst)
+        let dst = first(resolve(dst)?)?;
+        let m = self.host.datagram(data)?;
+        self.send_msg(s, m, Some(dst.into()))?;
+        Ok(data.len())
     }
 
-    /// Sends `data` to the peer of a connected socket, as `std::net::UdpSocket::send`.
+    /// Queues `data` as one datagram to a connected socket's peer; returns
+    /// its length.
     pub fn send(&mut self, s: &UdpSocket, data: &[u8]) -> Result<usize, SocketError> {
-        self.host.send(s, data)
+        if self.host.socket(s)?.peer.is_none() {
+            return Err(SocketError::NotConnected);
+        }
+        let m = self.host.datagram(data)?;
+        self.send_msg(s, m, None)?;
+        Ok(data.len())
     }
 
-    /// Sends a message the caller built (no copy), to `dst` or the connected peer.
+    /// Queues a datagram already in a pool message (no copy), to `dst`
+    /// (`None` on a connected socket: its peer). The message must come
+    /// from this host's pool ([`Stack::pool`](pathstack_core::Stack::pool)) to have headroom for the
+    /// headers.
     pub fn send_msg(
         &mut self,
         s: &UdpSocket,
-        m: Msg,
+        mut m: Msg,
         dst: Option<SocketAddr>,
     ) -> Result<(), SocketError> {
-        self.host.udp_send_msg(s, m, dst)
+        let state = self.host.checked(s)?;
+        self.host.device_alive()?;
+        if m.len() > MAX_DATAGRAM {
+            return Err(SocketError::MessageTooLong {
+                len: m.len(),
+                max: MAX_DATAGRAM,
+            });
+        }
+        let dst = match (dst.map(addr::v4).transpose()?, state.peer) {
+            (Some(dst), Some(peer)) if dst != peer => {
+                return Err(SocketError::Connected { peer, dst })
+            }
+            (Some(d), None) => {
+                self.host.check_peer_of(state.broadcast, d)?;
+                d
+            }
+            (_, Some(p)) => p,
+            (None, None) => return Err(SocketError::NotConnected),
+        };
+        let a = m.anno_mut();
+        a.set_peer(*dst.ip(), dst.port());
+        a.set_ttl(state.ttl);
+        match self.host.stack_mut().send(state.path, Dir::Down, m) {
+            Ok(()) => Ok(()),
+            // Run to completion: IP's drop reaches us synchronously.
+            Err(SendError::Dropped(reason)) if reason == Ipv4DropReason::NoRoute => {
+                Err(SocketError::NetworkUnreachable(*dst.ip()))
+            }
+            Err(SendError::Dropped(reason)) => Err(SocketError::Dropped(reason)),
+            Err(_) => Err(SocketError::QueueFull),
+        }
     }
 
-    /// Takes the next queued datagram as a message (no copy); `None` when none is queued.
+    /// Takes the next datagram received on `s` as a pool message (no
+    /// copy); its sender is in the annotations (`peer_ip`, `peer_port`).
+    /// `Ok(None)` when nothing is queued.
     pub fn recv_msg(&mut self, s: &UdpSocket) -> Result<Option<Msg>, SocketError> {
-        self.host.udp_recv_msg(s)
-    }
-
-    /// Sets the IP time-to-live of `s`'s datagrams, as `std::net::UdpSocket::set_ttl`.
-    pub fn set_ttl(&mut self, s: &UdpSocket, ttl: u32) -> Result<(), SocketError> {
-        self.host.set_ttl(s, ttl)
-    }
-
-    /// Allows or forbids sends to a broadcast address, as `SO_BROADCAST`.
-    pub fn set_broadcast(&mut self, s: &UdpSocket, on: bool) -> Result<(), SocketError> {
-        self.host.set_broadcast(s, on)
-    }
-
-    /// Takes the error pending on `s` (an ICMP or ARP failure of a connected socket), as `std::net::UdpSocket::take_error`.
-    pub fn take_error(&mut self, s: &UdpSocket) -> Result<Option<SocketError>, SocketError> {
-        self.host.take_error(s)
-    }
-
-    /// Polls the host until a datagram comes or `timeout` passes; says whether it was truncated.
-    pub fn recv_from_trunc_timeout(
-        &mut self,
-        s: &UdpSocket,
-        buf: &mut [u8],
-        timeout: Duration,
-    ) -> Result<RecvInfo, SocketError> {
-        self.host.recv_from_trunc_timeout(s, buf, timeout)
-    }
-
-    /// Polls the host until a datagram comes or `timeout` passes ([`SocketError::TimedOut`]).
-    pub fn recv_from_timeout(
-        &mut self,
-        s: &UdpSocket,
-        buf: &mut [u8],
-        timeout: Duration,
-    ) -> Result<(usize, SocketAddr), SocketError> {
-        self.host.recv_from_timeout(s, buf, timeout)
-    }
-
-    /// [`recv_from_timeout`](Self::recv_from_timeout) without the sender's address.
-    pub fn recv_timeout(
-        &mut self,
-        s: &UdpSocket,
-        buf: &mut [u8],
-        timeout: Duration,
-    ) -> Result<usize, SocketError> {
-        self.host.recv_timeout(s, buf, timeout)
+        let path = self.host.checked(s)?.path;
+        Ok(self.host.stack_mut().recv(path, Dir::Up))
     }
 
     /// Receives a datagram, as a non-blocking `std::net::UdpSocket::recv_from`:

@@ -3,7 +3,7 @@
 
 use crate::host::Host;
 use crate::inet::tcp::State;
-use crate::socket;
+use crate::socket::{self, Tcp};
 
 /// What a task waits for on a TCP stream.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -25,16 +25,15 @@ impl TcpInterest {
 
 /// Whether the call a task waits for on `s` would now return rather than
 /// block. A stream the host no longer knows is ready: the call fails.
-// Through `&Host` (the views borrow it mutably): the host's read-only
-// calls, deprecated for applications only.
-#[allow(deprecated)]
 pub(super) fn is_ready(host: &Host, s: &socket::TcpStream, interest: TcpInterest) -> bool {
     match interest {
-        TcpInterest::Read => host.tcp_readable(s).unwrap_or(true),
-        TcpInterest::Write => host.tcp_writable(s).unwrap_or(true),
+        TcpInterest::Read => Tcp::of(host).readable(s).unwrap_or(true),
+        TcpInterest::Write => Tcp::of(host).writable(s).unwrap_or(true),
         TcpInterest::Connect => {
-            !matches!(host.tcp_state(s), Ok(State::SynSent | State::SynReceived))
-                || host.tcp_connect_unreachable(s)
+            !matches!(
+                Tcp::of(host).state(s),
+                Ok(State::SynSent | State::SynReceived)
+            ) || host.tcp_connect_unreachable(s)
         }
     }
 }

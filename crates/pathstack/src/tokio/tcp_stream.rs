@@ -37,7 +37,7 @@ use ::tokio::net::{lookup_host, ToSocketAddrs};
 ///
 /// Every async method is cancel safe, in tokio's sense: a read that is
 /// cancelled took no data, a write that is cancelled queued none, and a
-/// cancelled [`connect`](Self::connect) leaves no connection behind.
+/// cancelled [`connect`](crate::socket::Udp::connect) leaves no connection behind.
 #[derive(Debug)]
 pub struct TcpStream {
     net: Net,
@@ -58,7 +58,7 @@ impl TcpStream {
         Self::connect_with(net, addr, None).await
     }
 
-    /// [`connect`](Self::connect) with the connection's options (buffer
+    /// [`connect`](crate::socket::Udp::connect) with the connection's options (buffer
     /// sizes, SYN retries, timers …; tokio's `TcpSocket` sets some of them
     /// on a kernel socket before it connects). `None` takes the host's
     /// defaults.
@@ -418,11 +418,11 @@ impl TcpStream {
     }
 
     /// [`AsyncWrite::poll_write_vectored`] through a shared reference:
-    /// the slices are one write ([`Host::tcp_send_vectored`]), so a
+    /// the slices are one write ([`socket::TcpStream::write_vectored`]), so a
     /// response's head and body that hyper hands over this way leave in
     /// full segments and never wait for each other behind Nagle.
     ///
-    /// [`Host::tcp_send_vectored`]: crate::host::Host::tcp_send_vectored
+    /// [`socket::TcpStream::write_vectored`]: crate::socket::TcpStream::write_vectored
     pub(super) fn poll_write_vectored_shared(
         &self,
         cx: &mut Context<'_>,

@@ -82,7 +82,7 @@
 //! retransmits, so over TAP no call is counted as lost; one that takes
 //! over 5 s fails the run. A request of 1,444 bytes or more (1,424 over
 //! IP) is fragmented by BLAST; up to the largest the stack carries
-//! (`Host::rpc_max_request`).
+//! (`host.rpc().max_request()`).
 //!
 //! The JSON is `{"transport": "udp|tcp|rpc", "wire": "memory|tap", "nic": "…",
 //! "results": [{"config": "<sched>/<std|pin>", "rounds": N, "rtt_ns":
@@ -325,7 +325,7 @@ impl Hosts {
             Some(now) => {
                 *now = *now + pathstack::core::Duration::from_micros(1);
                 // The host's own clock too: the socket calls (TCP's
-                // `tcp_send`, `tcp_recv`) stamp their work with it, and a
+                // `write`, `read`) stamp their work with it, and a
                 // wall-clock stamp there would make TCP's RTT samples and
                 // timers depend on how fast the run goes.
                 host.set_manual_clock(*now);
