@@ -226,7 +226,7 @@ impl Bidctl {
     }
 
     /// Registers `registrant`'s interest in `peer` (X32 `openEnable` on
-    /// BIDCTL): it will get [`BootEvent`]s for the peer, and the peer's
+    /// BIDCTL): it will get [`BootEvent`](crate::boot::BootEvent)s for the peer, and the peer's
     /// state is kept (with keepalives) while anyone is registered. A
     /// registrant may register several times and must deregister as often.
     /// The first use of a peer starts the handshake (a QUERY in `out`).
@@ -293,7 +293,7 @@ impl Bidctl {
     /// `BIDCTL_GET_PEER_BID`, non-blocking). The first use of a peer starts
     /// the handshake. A known `hint` other than the peer's BootId (BID saw
     /// it in a packet) starts a query if none is under way; the answer
-    /// comes later as a [`BootEvent::PeerRebooted`] (or, for a false
+    /// comes later as a [`BootEvent::PeerRebooted`](crate::boot::BootEvent::PeerRebooted) (or, for a false
     /// alarm, nothing).
     pub fn peer_bid(
         &mut self,

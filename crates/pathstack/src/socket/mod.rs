@@ -89,13 +89,11 @@ mod options;
 mod readiness;
 pub(crate) mod table;
 pub mod tcp;
-// The port a bound, unconnected socket holds, and a path opened with
-// options set before it: `pathstack::tokio::TcpSocket`'s.
+// The port a bound, unconnected socket holds: `pathstack::tokio::TcpSocket`'s.
 #[cfg(feature = "tokio")]
 mod tcp_bind;
 mod tcp_buffers;
 mod tcp_linger;
-#[cfg(feature = "tokio")]
 mod tcp_open;
 mod tcp_ttl;
 mod tcp_view;
@@ -106,7 +104,6 @@ pub use handles::{TcpListener, TcpStream, UdpSocket};
 pub use readiness::{Event, Events, Interest, Source, Token, MAX_REGISTRATIONS};
 pub use tcp_buffers::{clamp_buffer, MAX_BUFFER, MIN_BUFFER};
 pub use tcp_linger::MAX_LINGERING;
-#[cfg(feature = "tokio")]
 pub(crate) use tcp_open::TcpOpen;
 pub use tcp_view::Tcp;
 pub use udp_view::Udp;

@@ -52,17 +52,15 @@
 //! assert_eq!(got, b"hello");
 //! ```
 
-use super::addr::{check_local, check_peer, first, resolve, try_each};
 pub use super::handles::{TcpListener, TcpStream};
 use super::tcp_table::{Entry, StreamAt};
-use super::{SocketError, Tcp, Transport};
+use super::{SocketError, Tcp, TcpOpen, Transport};
 use crate::host::Host;
-use pathstack_core::attrs::keys::{AddrPart, Participants, PARTICIPANTS, PASSIVE_OPEN};
 use pathstack_core::attrs::Attrs;
 use pathstack_core::{ModuleId, PathId};
 use pathstack_inet::modules::ip::LOCAL_IPV4;
-use pathstack_inet::modules::tcp::{TcpModule, TCP_BACKLOG, TCP_CONFIG};
-use pathstack_inet::modules::{TcpConnStage, TcpListenStage, TcpRefusal};
+use pathstack_inet::modules::tcp::TcpModule;
+use pathstack_inet::modules::{TcpConnStage, TcpRefusal};
 use pathstack_inet::tcp::{Shutdown, State, TcpConfig, TcpError, TcpStats};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, ToSocketAddrs};
 use std::ops::{Deref, DerefMut};
@@ -189,7 +187,7 @@ impl Host {
 
     /// Makes a TCP path (a listener's or a connection's) at `tcp`; TCP's
     /// refusals (a port in use) become socket errors.
-    fn tcp_path(&mut self, tcp: ModuleId, attrs: Attrs) -> Result<PathId, SocketError> {
+    pub(super) fn tcp_path(&mut self, tcp: ModuleId, attrs: Attrs) -> Result<PathId, SocketError> {
         self.stack_mut()
             .path_create(tcp, attrs)
             .map_err(map_refusal)
@@ -495,43 +493,8 @@ impl<H: DerefMut<Target = Host>> Tcp<H> {
         backlog: u32,
         cfg: TcpConfig,
     ) -> Result<TcpListener, SocketError> {
-        let tcp = self.host.tcp_module()?;
-        try_each(resolve(addr)?, |local| {
-            check_local(self.host.sockets.addr(), local)?;
-            let attrs = Attrs::new()
-                .with(&PASSIVE_OPEN, true)
-                .with(
-                    &PARTICIPANTS,
-                    Participants {
-                        local: vec![AddrPart::Port(local.port())],
-                        remote: vec![],
-                    },
-                )
-                .with(&TCP_BACKLOG, backlog)
-                .with(&TCP_CONFIG, cfg);
-            let path = self.host.tcp_path(tcp, attrs)?;
-            let port = self
-                .host
-                .stack()
-                .path(path)
-                .and_then(|p| {
-                    (0..p.len())
-                        .filter_map(|i| p.stage(i))
-                        .find_map(|st| (st as &dyn std::any::Any).downcast_ref::<TcpListenStage>())
-                        .map(TcpListenStage::port)
-                })
-                .unwrap_or(local.port());
-            let ip = Some(*local.ip()).filter(|a| !a.is_unspecified());
-            let (slot, generation) =
-                self.host
-                    .tcp_sockets
-                    .insert(Entry::Listener { path, port, ip });
-            Ok(TcpListener {
-                host: self.host.id(),
-                slot,
-                generation,
-            })
-        })
+        self.host
+            .tcp_listen_opened(addr, backlog, TcpOpen { cfg, ttl: None })
     }
 
     /// Starts connecting to `peer` from an ephemeral port; the handshake
@@ -549,35 +512,8 @@ impl<H: DerefMut<Target = Host>> Tcp<H> {
         peer: impl ToSocketAddrs,
         cfg: TcpConfig,
     ) -> Result<TcpStream, SocketError> {
-        let tcp = self.host.tcp_module()?;
-        let local = first(resolve(local)?)?;
-        check_local(self.host.sockets.addr(), local)?;
-        try_each(resolve(peer)?, |peer| {
-            check_peer(peer)?;
-            let attrs = Attrs::new()
-                .with(
-                    &PARTICIPANTS,
-                    Participants {
-                        local: vec![AddrPart::Port(local.port())],
-                        remote: vec![
-                            AddrPart::Ipv4(peer.ip().octets()),
-                            AddrPart::Port(peer.port()),
-                        ],
-                    },
-                )
-                .with(&TCP_CONFIG, cfg);
-            let path = self.host.tcp_path(tcp, attrs)?;
-            self.host.specialize(path);
-            let entry = self.host.stream(path);
-            let (slot, generation) = self.host.tcp_sockets.insert(entry);
-            let s = TcpStream {
-                host: self.host.id(),
-                slot,
-                generation,
-            };
-            self.host.with_conn(&s, |st, cx| st.connect(cx))?;
-            Ok(s)
-        })
+        self.host
+            .tcp_connect_opened(local, peer, TcpOpen { cfg, ttl: None })
     }
 
     /// Whether the handshake has completed; the connection's error if it

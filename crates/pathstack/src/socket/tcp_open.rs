@@ -4,14 +4,11 @@
 //! a connect, the SYN-ACK of an accepted connection — as Linux applies a
 //! socket's `IP_TTL` to everything it sends once set.
 //!
-//! These are the bodies of [`Tcp::connect_with`](crate::socket::Tcp::connect_with)
-//! and [`Tcp::listen_with`](crate::socket::Tcp::listen_with) with the
-//! IP time to live added ([`TCP_TTL`]); the deprecated host methods
-//! behind those views repeat them until their bodies move into the
-//! views, which then call these.
+//! [`Tcp::connect_with`](crate::socket::Tcp::connect_with) and
+//! [`Tcp::listen_with`](crate::socket::Tcp::listen_with) open their paths
+//! here too, with no TTL of their own ([`TCP_TTL`] unset: IP's default).
 
 use super::addr::{check_local, check_peer, first, resolve, try_each};
-use super::tcp::map_refusal;
 use super::tcp_table::Entry;
 use super::{SocketError, TcpListener, TcpStream};
 use crate::host::Host;
@@ -66,10 +63,7 @@ impl Host {
                     ],
                 },
             ));
-            let path = self
-                .stack_mut()
-                .path_create(tcp, attrs)
-                .map_err(map_refusal)?;
+            let path = self.tcp_path(tcp, attrs)?;
             self.specialize(path);
             let (slot, generation) = self.tcp_sockets.insert(self.stream(path));
             let s = TcpStream {
@@ -105,10 +99,7 @@ impl Host {
                     )
                     .with(&TCP_BACKLOG, backlog),
             );
-            let path = self
-                .stack_mut()
-                .path_create(tcp, attrs)
-                .map_err(map_refusal)?;
+            let path = self.tcp_path(tcp, attrs)?;
             let port = self
                 .stack()
                 .path(path)
