@@ -52,7 +52,7 @@ pub use drop_reason::{CoreDropReason, DropCounts, DropReason, DropTally};
 pub use error::{ModuleError, PathError, StackError};
 pub use fault::PathFault;
 pub use ids::{Dir, ModuleId, PathId};
-pub use module::{CreateCx, Created, EndRoute, ModCx, Module, Route};
+pub use module::{CreateCx, Created, Creation, EndRoute, ModCx, Module, Route};
 pub use msg::{Msg, MsgError, MsgPool, PoolConfig};
 pub use ops::Ops;
 pub use path::{Path, QueueKind};

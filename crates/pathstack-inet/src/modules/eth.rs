@@ -8,9 +8,9 @@ use crate::anno::InetAnno;
 use crate::wire::eth::{self as wire, EthDropReason, EthHeader, MacAddr};
 use pathstack_core::attrs::{keys, Attrs};
 use pathstack_core::demux::{DemuxKey, FlowLayout, Key, KeyMode, PartialClassifier};
-use pathstack_core::error::{ModuleError, PathError};
+use pathstack_core::error::ModuleError;
 use pathstack_core::graph::spec::{Count, ModuleSpec, ParamSpec, ServiceSpec, ServiceType};
-use pathstack_core::module::{CreateCx, Created, Module, Route};
+use pathstack_core::module::{CreateCx, Created, Creation, Module, Route};
 use pathstack_core::stack::ModuleSetup;
 use pathstack_core::stage::{Cx, Stage, Verdict};
 use pathstack_core::{Dir, Msg};
@@ -74,12 +74,7 @@ impl Module for EthModule {
         &ETH_SPEC
     }
 
-    fn create_stage(
-        &mut self,
-        _entry: Option<usize>,
-        attrs: &mut Attrs,
-        cx: &mut CreateCx<'_>,
-    ) -> Result<Created, PathError> {
+    fn create_stage(&mut self, attrs: &mut Attrs, cx: &mut CreateCx<'_>) -> Creation {
         // The module above names its protocol (x-kernel's protocol number
         // handshake): that is the EtherType of this path.
         let ethertype = attrs

@@ -35,7 +35,9 @@ use pathstack_core::demux::{DemuxKey, FlowLayout, Key, KeyMode, PartialClassifie
 use pathstack_core::error::{ModuleError, PathError};
 use pathstack_core::generation::Generation;
 use pathstack_core::graph::spec::{Count, ModuleSpec, ParamSpec, ServiceSpec, ServiceType};
-use pathstack_core::module::{CreateCx, Created, EndRoute, ModCx, Module, Route, RouteCx};
+use pathstack_core::module::{
+    CreateCx, Created, Creation, EndRoute, ModCx, Module, Route, RouteCx,
+};
 use pathstack_core::stack::ModuleSetup;
 use pathstack_core::stage::{Cx, EstablishCx, Stage, Verdict};
 use pathstack_core::{Dir, DropReason, Duration, Instant, Msg, PathId};
@@ -216,7 +218,7 @@ impl IpModule {
         place: Placement,
         attrs: &mut Attrs,
         cx: &mut CreateCx<'_>,
-    ) -> Result<Created, PathError> {
+    ) -> Creation {
         let Placement {
             iface,
             f,
@@ -439,13 +441,8 @@ impl Module for IpModule {
         }
     }
 
-    fn create_stage(
-        &mut self,
-        entry: Option<usize>,
-        attrs: &mut Attrs,
-        cx: &mut CreateCx<'_>,
-    ) -> Result<Created, PathError> {
-        let (protocol, remote, iface, next_hop) = match entry {
+    fn create_stage(&mut self, attrs: &mut Attrs, cx: &mut CreateCx<'_>) -> Creation {
+        let (protocol, remote, iface, next_hop) = match cx.entry() {
             None => {
                 let i = attrs.get(&IP_INTERFACE).copied().unwrap_or(0);
                 (None::<u8>, None, i, None)

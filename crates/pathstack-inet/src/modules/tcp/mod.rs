@@ -41,7 +41,7 @@ use pathstack_core::attrs::keys;
 use pathstack_core::attrs::{AttrKey, Attrs};
 use pathstack_core::error::{ModuleError, PathError};
 use pathstack_core::graph::spec::{ModuleSpec, ParamSpec, ServiceSpec};
-use pathstack_core::module::{CreateCx, Created, ModCx, Module, Route};
+use pathstack_core::module::{CreateCx, Created, Creation, ModCx, Module, Route};
 use pathstack_core::stack::ModuleSetup;
 use pathstack_core::{Instant, PathId};
 use std::collections::{HashMap, VecDeque};
@@ -401,12 +401,7 @@ impl Module for TcpModule {
         }
     }
 
-    fn create_stage(
-        &mut self,
-        _entry: Option<usize>,
-        attrs: &mut Attrs,
-        cx: &mut CreateCx<'_>,
-    ) -> Result<Created, PathError> {
+    fn create_stage(&mut self, attrs: &mut Attrs, cx: &mut CreateCx<'_>) -> Creation {
         let passive = attrs.get(&keys::PASSIVE_OPEN) == Some(&true);
         let (local, remote, remote_ip) = transport_ends(attrs);
         let mut cfg = attrs.get(&TCP_CONFIG).copied().unwrap_or(self.defaults);
