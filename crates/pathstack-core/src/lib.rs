@@ -22,6 +22,7 @@ pub mod fused;
 pub mod generation;
 pub mod graph;
 pub mod ids;
+mod instance_params;
 pub mod module;
 mod module_setup;
 pub mod msg;

@@ -76,14 +76,6 @@ impl CreateCx<'_> {
     pub fn module_id(&self) -> ModuleId {
         self.module_id
     }
-    /// This module's instance name.
-    pub fn instance(&self) -> &str {
-        self.instance
-    }
-    /// This instance's `key=value` parameters.
-    pub fn params(&self) -> &BTreeMap<String, String> {
-        self.params
-    }
     /// Number of connections of service `service`.
     pub fn links(&self, service: usize) -> usize {
         self.links.get(service).map_or(0, Vec::len)
@@ -143,21 +135,6 @@ impl ModCx<'_> {
     pub fn module_id(&self) -> ModuleId {
         self.module_id
     }
-    /// This module's instance name.
-    pub fn instance(&self) -> &str {
-        self.instance
-    }
-    /// This instance's `key=value` parameters.
-    pub fn params(&self) -> &BTreeMap<String, String> {
-        self.params
-    }
-    /// A parameter parsed as `T`, or `default` when absent.
-    pub fn param<T: std::str::FromStr>(&self, key: &str, default: T) -> Result<T, ModuleError>
-    where
-        T::Err: std::fmt::Display,
-    {
-        parse_param(self.instance, self.params, key, default)
-    }
     /// Hands a received frame to the stack, which classifies it starting at
     /// this module and runs it as soon as this module's poll returns: for
     /// drivers that receive frames in a batch from a callback. A driver
@@ -205,25 +182,6 @@ impl ModCx<'_> {
         if let Err(r) = self.ops.ask_path(op) {
             self.drops.add(r);
         }
-    }
-}
-
-pub(crate) fn parse_param<T: std::str::FromStr>(
-    instance: &str,
-    params: &BTreeMap<String, String>,
-    key: &str,
-    default: T,
-) -> Result<T, ModuleError>
-where
-    T::Err: std::fmt::Display,
-{
-    match params.get(key) {
-        None => Ok(default),
-        Some(v) => v.parse().map_err(|e: T::Err| ModuleError::BadParam {
-            instance: instance.to_string(),
-            key: key.to_string(),
-            reason: format!("`{v}`: {e}"),
-        }),
     }
 }
 
@@ -464,3 +422,4 @@ impl RouteCx<'_> {
 }
 
 crate::ops::deref_to_ops!(CreateCx, ModCx, RouteCx);
+crate::instance_params::instance_params!(CreateCx, ModCx);
