@@ -21,6 +21,7 @@ pub mod fault;
 pub mod fused;
 pub mod generation;
 pub mod graph;
+mod header_demux;
 pub mod ids;
 mod instance_params;
 pub mod module;

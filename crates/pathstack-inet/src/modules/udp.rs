@@ -24,7 +24,7 @@ use crate::wire::icmp::{types, QuotedUdp, UnreachableReason};
 use crate::wire::udp::{self as wire, UdpDropReason, UdpPacket, UdpRepr, HEADER_LEN};
 use pathstack_core::attrs::keys;
 use pathstack_core::attrs::Attrs;
-use pathstack_core::demux::{DemuxKey, FlowLayout, Key, KeyMode, PartialClassifier};
+use pathstack_core::demux::{DemuxKey, KeyMode, PartialClassifier};
 use pathstack_core::error::ModuleError;
 use pathstack_core::graph::spec::{ModuleSpec, ParamSpec, ServiceSpec};
 use pathstack_core::module::{CreateCx, Created, Creation, Module, Route};
@@ -135,27 +135,15 @@ impl UdpModule {
     }
 }
 
-/// The UDP partial classifier; the key is the header's
-/// ([`wire::packet_demux_key`]).
-struct UdpDemux;
-
-impl PartialClassifier for UdpDemux {
-    #[inline]
-    fn extract(&self, msg: &[u8], mode: KeyMode) -> Option<(Key, usize)> {
-        wire::packet_demux_key(msg, mode)
-    }
-
-    fn flow_layout(&self) -> Option<FlowLayout> {
-        Some(wire::FLOW_LAYOUT)
-    }
-
-    /// The destination port: a bound socket's datagrams are found with one
-    /// probe while no active path shares their EtherType (`flow.rs` of the
-    /// classifier, point 3).
-    fn passive_flow_layout(&self) -> Option<FlowLayout> {
-        Some(wire::PASSIVE_FLOW_LAYOUT)
-    }
-}
+pathstack_core::header_demux!(
+    /// The UDP partial classifier; the key is the header's
+    /// ([`wire::packet_demux_key`]). Passive: the destination port, so a
+    /// bound socket's datagrams are found with one probe while no active
+    /// path shares their EtherType (`flow.rs` of the classifier, point 3).
+    UdpDemux,
+    crate::wire::udp,
+    PASSIVE_FLOW_LAYOUT
+);
 
 impl Module for UdpModule {
     fn spec(&self) -> &'static ModuleSpec {

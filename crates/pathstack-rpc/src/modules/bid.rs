@@ -58,10 +58,11 @@ impl BidModule {
     }
 }
 
-header_demux!(
+pathstack_core::header_demux!(
     /// The BID partial classifier: the upper protocol number.
     BidDemux,
-    bid
+    crate::wire::bid,
+    FLOW_LAYOUT
 );
 
 impl Module for BidModule {

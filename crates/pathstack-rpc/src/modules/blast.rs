@@ -204,13 +204,14 @@ impl<T, U> FailureCount for (T, U, u64) {
     }
 }
 
-header_demux!(
+pathstack_core::header_demux!(
     /// The BLAST partial classifier: a short message is keyed on its upper
     /// protocol and classification goes on past the header; anything else
     /// (fragments, NACKs, retransmissions) ends the walk at BLAST, whose own
     /// path takes it.
     BlastDemux,
-    blast
+    crate::wire::blast,
+    FLOW_LAYOUT
 );
 
 impl Module for BlastModule {

@@ -249,11 +249,12 @@ fn push_header(msg: &mut Msg, h: &ChanHeader) -> Verdict {
     }
 }
 
-header_demux!(
+pathstack_core::header_demux!(
     /// The CHAN partial classifier: requests (`FROM_CLIENT`) and replies are
     /// told apart, then the upper protocol number.
     ChanDemux,
-    chan
+    crate::wire::chan,
+    FLOW_LAYOUT
 );
 
 impl Module for ChanModule {

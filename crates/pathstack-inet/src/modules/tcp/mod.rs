@@ -499,31 +499,16 @@ impl Module for TcpModule {
     }
 }
 
-/// TCP's partial classifier: the ports of the header
-/// ([`crate::wire::tcp::packet_demux_key`]).
-struct TcpDemux;
-
-impl pathstack_core::demux::PartialClassifier for TcpDemux {
-    #[inline]
-    fn extract(
-        &self,
-        msg: &[u8],
-        mode: pathstack_core::demux::KeyMode,
-    ) -> Option<(pathstack_core::demux::Key, usize)> {
-        crate::wire::tcp::packet_demux_key(msg, mode)
-    }
-
-    fn flow_layout(&self) -> Option<pathstack_core::demux::FlowLayout> {
-        Some(crate::wire::tcp::FLOW_LAYOUT)
-    }
-
-    /// The destination port: a listener's segments are found with one
-    /// probe while no active path shares their EtherType (`flow.rs` of the
-    /// classifier, point 3); non-SYN segments too, as the walk finds them.
-    fn passive_flow_layout(&self) -> Option<pathstack_core::demux::FlowLayout> {
-        Some(crate::wire::tcp::PASSIVE_FLOW_LAYOUT)
-    }
-}
+pathstack_core::header_demux!(
+    /// TCP's partial classifier: the ports of the header
+    /// ([`crate::wire::tcp::packet_demux_key`]). Passive: the destination
+    /// port, so a listener's segments are found with one probe while no
+    /// active path shares their EtherType (`flow.rs` of the classifier,
+    /// point 3); non-SYN segments too, as the walk finds them.
+    TcpDemux,
+    crate::wire::tcp,
+    PASSIVE_FLOW_LAYOUT
+);
 
 /// The 4-tuple of a connection as the ISN and cookie hashes take it.
 pub(crate) fn four_tuple(lip: Ipv4Addr, lport: u16, rip: Ipv4Addr, rport: u16) -> FourTuple {
