@@ -9,9 +9,10 @@
 
 /// Declares `$name`, the partial classifier of the wire module `$wire`
 /// (a path such as `crate::wire::udp`), whose passive paths are flows by
-/// `$wire::$passive`: the header's `FLOW_LAYOUT` when passive paths key on
-/// the same fields (RPC's, which serve every peer, and ETH's), a narrower
-/// `PASSIVE_FLOW_LAYOUT` otherwise (IP, UDP, TCP: the destination port).
+/// `$wire::$passive`: by default the header's `FLOW_LAYOUT`, as passive
+/// paths key on the same fields (RPC's, which serve every peer, and
+/// ETH's); a narrower `PASSIVE_FLOW_LAYOUT` is named (IP, UDP, TCP: the
+/// destination port).
 ///
 /// ```ignore
 /// pathstack_core::header_demux!(
@@ -23,6 +24,9 @@
 /// ```
 #[macro_export]
 macro_rules! header_demux {
+    ($(#[$doc:meta])* $name:ident, $($wire:ident)::+) => {
+        $crate::header_demux!($(#[$doc])* $name, $($wire)::+, FLOW_LAYOUT);
+    };
     ($(#[$doc:meta])* $name:ident, $($wire:ident)::+, $passive:ident) => {
         $(#[$doc])*
         struct $name;

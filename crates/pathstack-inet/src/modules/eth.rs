@@ -53,8 +53,7 @@ pathstack_core::header_demux!(
     /// ([`wire::packet_demux_key`]). The EtherType in both modes: a passive
     /// path from ETH (RPC's, which serve every peer) can be a flow.
     EthDemux,
-    crate::wire::eth,
-    FLOW_LAYOUT
+    crate::wire::eth
 );
 
 impl Module for EthModule {

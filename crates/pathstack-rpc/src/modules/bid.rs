@@ -61,8 +61,7 @@ impl BidModule {
 pathstack_core::header_demux!(
     /// The BID partial classifier: the upper protocol number.
     BidDemux,
-    crate::wire::bid,
-    FLOW_LAYOUT
+    crate::wire::bid
 );
 
 impl Module for BidModule {

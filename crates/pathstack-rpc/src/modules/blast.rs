@@ -210,8 +210,7 @@ pathstack_core::header_demux!(
     /// (fragments, NACKs, retransmissions) ends the walk at BLAST, whose own
     /// path takes it.
     BlastDemux,
-    crate::wire::blast,
-    FLOW_LAYOUT
+    crate::wire::blast
 );
 
 impl Module for BlastModule {

@@ -253,8 +253,7 @@ pathstack_core::header_demux!(
     /// The CHAN partial classifier: requests (`FROM_CLIENT`) and replies are
     /// told apart, then the upper protocol number.
     ChanDemux,
-    crate::wire::chan,
-    FLOW_LAYOUT
+    crate::wire::chan
 );
 
 impl Module for ChanModule {
