@@ -51,12 +51,7 @@ impl Module for Decode {
     fn spec(&self) -> &'static ModuleSpec {
         &DECODE_SPEC
     }
-    fn create_stage(
-        &mut self,
-        _entry: Option<usize>,
-        _attrs: &mut Attrs,
-        _cx: &mut CreateCx<'_>,
-    ) -> Result<Created, PathError> {
+    fn create_stage(&mut self, _attrs: &mut Attrs, _cx: &mut CreateCx<'_>) -> Creation {
         Ok(Created::new(DecodeStage, Route::End))
     }
 }

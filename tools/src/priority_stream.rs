@@ -91,7 +91,7 @@ use pathstack::core::graph::spec::{Count, ModuleSpec, ParamSpec, ServiceSpec, Se
 use pathstack::core::queue_sizing::queue_len_for;
 use pathstack::core::stack::ModuleSetup;
 use pathstack::core::{
-    Attrs, CoreDropReason, CreateCx, Created, Cx, Dir, Module, ModuleError, Msg, PathError, PathId,
+    Attrs, CoreDropReason, CreateCx, Created, Creation, Cx, Dir, Module, ModuleError, Msg, PathId,
     Route, SchedParams, Stack, Stage, Verdict,
 };
 use pathstack::devices::{TapDevice, TapOptions, WaitMode};
@@ -570,16 +570,8 @@ impl Module for StreamWorkModule {
         &STREAM_WORK_SPEC
     }
 
-    fn create_stage(
-        &mut self,
-        entry: Option<usize>,
-        _attrs: &mut Attrs,
-        cx: &mut CreateCx<'_>,
-    ) -> Result<Created, PathError> {
-        cx.require_top(
-            entry,
-            "STREAMWORK is the top of a path: create the path at it",
-        )?;
+    fn create_stage(&mut self, _attrs: &mut Attrs, cx: &mut CreateCx<'_>) -> Creation {
+        cx.require_top("STREAMWORK is the top of a path: create the path at it")?;
         Ok(Created::new(
             StreamWorkStage {
                 work: Workload::new(self.passes),

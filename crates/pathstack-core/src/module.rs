@@ -43,6 +43,11 @@ pub struct Created {
     pub route: Route,
 }
 
+/// What [`Module::create_stage`] returns: the new stage and its routing
+/// decision, or why the module refuses the path. Named so the method's
+/// signature, repeated in every module, stays one line.
+pub type Creation = Result<Created, PathError>;
+
 impl Created {
     /// `stage`, boxed, with routing decision `route`.
     pub fn new(stage: impl Stage, route: Route) -> Self {
@@ -54,14 +59,15 @@ impl Created {
 }
 
 /// What a module sees while it creates a stage: its id, name, parameters
-/// and connections, and which way the path grows; the stack's operations
-/// by dereference to [`Ops`].
+/// and connections, the service the path enters it by, and which way the
+/// path grows; the stack's operations by dereference to [`Ops`].
 pub struct CreateCx<'a> {
     pub(crate) ops: Ops<'a>,
     pub(crate) module_id: ModuleId,
     pub(crate) instance: &'a str,
     pub(crate) params: &'a BTreeMap<String, String>,
     pub(crate) links: &'a [Vec<Link>],
+    pub(crate) entry: Option<usize>,
     pub(crate) growth: Dir,
 }
 
@@ -70,17 +76,15 @@ impl CreateCx<'_> {
     pub fn module_id(&self) -> ModuleId {
         self.module_id
     }
-    /// This module's instance name.
-    pub fn instance(&self) -> &str {
-        self.instance
-    }
-    /// This instance's `key=value` parameters.
-    pub fn params(&self) -> &BTreeMap<String, String> {
-        self.params
-    }
     /// Number of connections of service `service`.
     pub fn links(&self, service: usize) -> usize {
         self.links.get(service).map_or(0, Vec::len)
+    }
+    /// The service index the path enters this module by (its connection
+    /// to the module before it on the path), `None` at the path's start —
+    /// the module the path is created at (thesis §3.3.6).
+    pub fn entry(&self) -> Option<usize> {
+        self.entry
     }
     /// The direction in which the path is growing: down while creating
     /// and when extending `end[1]`, up when extending `end[0]`. Stages do
@@ -95,22 +99,19 @@ impl CreateCx<'_> {
         PathError::refused(self.instance, reason)
     }
     /// Refuses, with `reason`, a path that enters this module through a
-    /// service (`entry` is `Some`): for a module that is the top of its
-    /// paths (thesis §3.3.6: a path is created at its top module).
-    pub fn require_top(&self, entry: Option<usize>, reason: &'static str) -> Result<(), PathError> {
-        match entry {
+    /// service ([`entry`](Self::entry) is `Some`): for a module that is the
+    /// top of its paths (thesis §3.3.6: a path is created at its top module).
+    pub fn require_top(&self, reason: &'static str) -> Result<(), PathError> {
+        match self.entry {
             Some(_) => Err(self.refuse(reason)),
             None => Ok(()),
         }
     }
-    /// Refuses, with `reason`, a path that starts at this module (`entry`
-    /// is `None`): for a driver, whose paths come from above.
-    pub fn require_entry(
-        &self,
-        entry: Option<usize>,
-        reason: &'static str,
-    ) -> Result<(), PathError> {
-        match entry {
+    /// Refuses, with `reason`, a path that starts at this module
+    /// ([`entry`](Self::entry) is `None`): for a driver, whose paths come
+    /// from above.
+    pub fn require_entry(&self, reason: &'static str) -> Result<(), PathError> {
+        match self.entry {
             Some(_) => Ok(()),
             None => Err(self.refuse(reason)),
         }
@@ -133,21 +134,6 @@ impl ModCx<'_> {
     /// This module's id.
     pub fn module_id(&self) -> ModuleId {
         self.module_id
-    }
-    /// This module's instance name.
-    pub fn instance(&self) -> &str {
-        self.instance
-    }
-    /// This instance's `key=value` parameters.
-    pub fn params(&self) -> &BTreeMap<String, String> {
-        self.params
-    }
-    /// A parameter parsed as `T`, or `default` when absent.
-    pub fn param<T: std::str::FromStr>(&self, key: &str, default: T) -> Result<T, ModuleError>
-    where
-        T::Err: std::fmt::Display,
-    {
-        parse_param(self.instance, self.params, key, default)
     }
     /// Hands a received frame to the stack, which classifies it starting at
     /// this module and runs it as soon as this module's poll returns: for
@@ -199,25 +185,6 @@ impl ModCx<'_> {
     }
 }
 
-pub(crate) fn parse_param<T: std::str::FromStr>(
-    instance: &str,
-    params: &BTreeMap<String, String>,
-    key: &str,
-    default: T,
-) -> Result<T, ModuleError>
-where
-    T::Err: std::fmt::Display,
-{
-    match params.get(key) {
-        None => Ok(default),
-        Some(v) => v.parse().map_err(|e: T::Err| ModuleError::BadParam {
-            instance: instance.to_string(),
-            key: key.to_string(),
-            reason: format!("`{v}`: {e}"),
-        }),
-    }
-}
-
 /// A protocol module.
 ///
 /// Modules make routing decisions (in [`Module::create_stage`]) and own
@@ -236,15 +203,10 @@ pub trait Module: Any + Send {
     }
 
     /// Creates this module's stage of a path entering through service
-    /// `entry` (`None` when the path starts here) and makes a routing
-    /// decision from the invariants in `attrs`, which it may update for the
-    /// modules further on (thesis §3.3.6).
-    fn create_stage(
-        &mut self,
-        entry: Option<usize>,
-        attrs: &mut Attrs,
-        cx: &mut CreateCx<'_>,
-    ) -> Result<Created, PathError>;
+    /// [`cx.entry()`](CreateCx::entry) (`None` when the path starts here)
+    /// and makes a routing decision from the invariants in `attrs`, which it
+    /// may update for the modules further on (thesis §3.3.6).
+    fn create_stage(&mut self, attrs: &mut Attrs, cx: &mut CreateCx<'_>) -> Creation;
 
     /// Routing decision when a path ending at this module is extended
     /// (thesis §3.3.7). `entry` is the service the end stage was entered
@@ -460,3 +422,4 @@ impl RouteCx<'_> {
 }
 
 crate::ops::deref_to_ops!(CreateCx, ModCx, RouteCx);
+crate::instance_params::instance_params!(CreateCx, ModCx);

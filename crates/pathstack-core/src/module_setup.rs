@@ -6,7 +6,6 @@
 
 use crate::device::Device;
 use crate::error::ModuleError;
-use crate::module::parse_param;
 use std::collections::BTreeMap;
 
 /// What a module factory sees: the instance's name and parameters, and the
@@ -18,21 +17,6 @@ pub struct ModuleSetup<'a> {
 }
 
 impl ModuleSetup<'_> {
-    /// The instance name.
-    pub fn instance(&self) -> &str {
-        self.instance
-    }
-    /// The instance parameters.
-    pub fn params(&self) -> &BTreeMap<String, String> {
-        self.params
-    }
-    /// A parameter parsed as `T`, or `default` when absent.
-    pub fn param<T: std::str::FromStr>(&self, key: &str, default: T) -> Result<T, ModuleError>
-    where
-        T::Err: std::fmt::Display,
-    {
-        parse_param(self.instance, self.params, key, default)
-    }
     /// Takes the device the stack was given at `index` (each device goes to
     /// exactly one driver module).
     pub fn take_device(&mut self, index: usize) -> Result<Box<dyn Device>, ModuleError> {
@@ -51,3 +35,5 @@ impl ModuleSetup<'_> {
         }
     }
 }
+
+crate::instance_params::instance_params!(ModuleSetup);

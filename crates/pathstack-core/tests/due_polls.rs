@@ -33,12 +33,7 @@ impl Module for Due {
     fn spec(&self) -> &'static ModuleSpec {
         &DUE_SPEC
     }
-    fn create_stage(
-        &mut self,
-        _: Option<usize>,
-        _: &mut Attrs,
-        _: &mut CreateCx<'_>,
-    ) -> Result<Created, PathError> {
+    fn create_stage(&mut self, _: &mut Attrs, _: &mut CreateCx<'_>) -> Creation {
         Ok(Created::new(DueStage, Route::End))
     }
     fn polls_when_due(&self) -> bool {

@@ -43,12 +43,7 @@ impl Module for Asker {
         }
         Ok(())
     }
-    fn create_stage(
-        &mut self,
-        _: Option<usize>,
-        _: &mut Attrs,
-        _: &mut CreateCx<'_>,
-    ) -> Result<Created, PathError> {
+    fn create_stage(&mut self, _: &mut Attrs, _: &mut CreateCx<'_>) -> Creation {
         Ok(Created::new(Nothing, Route::End))
     }
     fn path_created(&mut self, tag: u64, result: Result<PathId, &PathError>) {

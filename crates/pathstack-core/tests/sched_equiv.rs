@@ -26,12 +26,7 @@ impl Module for Mix {
     fn spec(&self) -> &'static ModuleSpec {
         &MIX_SPEC
     }
-    fn create_stage(
-        &mut self,
-        _: Option<usize>,
-        _: &mut Attrs,
-        cx: &mut CreateCx<'_>,
-    ) -> Result<Created, PathError> {
+    fn create_stage(&mut self, _: &mut Attrs, cx: &mut CreateCx<'_>) -> Creation {
         let route = if cx.links(1) > 0 {
             Route::Service(1)
         } else {

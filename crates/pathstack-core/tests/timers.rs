@@ -25,12 +25,7 @@ impl Module for Tick {
     fn spec(&self) -> &'static ModuleSpec {
         &TICK_SPEC
     }
-    fn create_stage(
-        &mut self,
-        _: Option<usize>,
-        _: &mut Attrs,
-        _: &mut CreateCx<'_>,
-    ) -> Result<Created, PathError> {
+    fn create_stage(&mut self, _: &mut Attrs, _: &mut CreateCx<'_>) -> Creation {
         Ok(Created::new(TickStage { armed: false }, Route::End))
     }
 }

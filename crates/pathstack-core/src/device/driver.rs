@@ -8,11 +8,11 @@
 
 use crate::attrs::Attrs;
 use crate::device::{Device, DeviceError, DeviceStats, FrameMatch, Received};
-use crate::error::{ModuleError, PathError};
+use crate::error::ModuleError;
 use crate::graph::spec::{Count, ModuleSpec, ParamSpec, ServiceSpec, ServiceType};
 use crate::graph::InstanceParams;
 use crate::ids::Dir;
-use crate::module::{CreateCx, Created, ModCx, Module, Route};
+use crate::module::{CreateCx, Created, Creation, ModCx, Module, Route};
 use crate::module_setup::ModuleSetup;
 use crate::msg::Msg;
 use crate::stage::{Cx, Stage, Verdict};
@@ -111,13 +111,8 @@ impl Module for DriverModule {
         &DRIVER_SPEC
     }
 
-    fn create_stage(
-        &mut self,
-        entry: Option<usize>,
-        _attrs: &mut Attrs,
-        cx: &mut CreateCx<'_>,
-    ) -> Result<Created, PathError> {
-        cx.require_entry(entry, "a DRIVER path must come from above (through `up`)")?;
+    fn create_stage(&mut self, _attrs: &mut Attrs, cx: &mut CreateCx<'_>) -> Creation {
+        cx.require_entry("a DRIVER path must come from above (through `up`)")?;
         Ok(Created::new(DriverStage, Route::End))
     }
 

@@ -75,9 +75,10 @@ impl Stack {
                         instance: slot.name,
                         params: slot.params,
                         links: slot.links,
+                        entry,
                         growth,
                     };
-                    match module.create_stage(entry, attrs, &mut cx) {
+                    match module.create_stage(attrs, &mut cx) {
                         Ok(created) => {
                             made.push((cur, entry, created.stage));
                             created.route

@@ -1,10 +1,10 @@
 //! `ECHO`: the top of a path; echoes or sinks what arrives from below.
 
 use crate::attrs::Attrs;
-use crate::error::{ModuleError, PathError};
+use crate::error::ModuleError;
 use crate::graph::spec::{Count, ModuleSpec, ParamSpec, ServiceSpec, ServiceType};
 use crate::ids::Dir;
-use crate::module::{CreateCx, Created, Module, Route};
+use crate::module::{CreateCx, Created, Creation, Module, Route};
 use crate::module_setup::ModuleSetup;
 use crate::msg::Msg;
 use crate::stage::{Cx, Stage, Verdict};
@@ -51,13 +51,8 @@ impl Module for EchoModule {
         true
     }
 
-    fn create_stage(
-        &mut self,
-        entry: Option<usize>,
-        _attrs: &mut Attrs,
-        cx: &mut CreateCx<'_>,
-    ) -> Result<Created, PathError> {
-        cx.require_top(entry, "ECHO is the top of a path: create the path at it")?;
+    fn create_stage(&mut self, _attrs: &mut Attrs, cx: &mut CreateCx<'_>) -> Creation {
+        cx.require_top("ECHO is the top of a path: create the path at it")?;
         Ok(Created::new(
             EchoStage {
                 echo: self.echo,

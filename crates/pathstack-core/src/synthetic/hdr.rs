@@ -5,10 +5,10 @@
 //! zero padding to `size`. On the way up the header is checked and popped.
 
 use crate::attrs::Attrs;
-use crate::error::{ModuleError, PathError};
+use crate::error::ModuleError;
 use crate::graph::spec::{ModuleSpec, ParamSpec, ServiceSpec};
 use crate::ids::Dir;
-use crate::module::{CreateCx, Created, Module, Route};
+use crate::module::{CreateCx, Created, Creation, Module, Route};
 use crate::module_setup::ModuleSetup;
 use crate::msg::Msg;
 use crate::stage::{Cx, Stage, Verdict};
@@ -86,12 +86,7 @@ impl Module for HdrModule {
         &HDR_SPEC
     }
 
-    fn create_stage(
-        &mut self,
-        _entry: Option<usize>,
-        _attrs: &mut Attrs,
-        _cx: &mut CreateCx<'_>,
-    ) -> Result<Created, PathError> {
+    fn create_stage(&mut self, _attrs: &mut Attrs, _cx: &mut CreateCx<'_>) -> Creation {
         Ok(Created::new(
             HdrStage {
                 size: self.size,

@@ -5,10 +5,10 @@
 
 use crate::attrs::{keys, Attrs};
 use crate::demux::{DemuxKey, Key, KeyMode, PartialClassifier};
-use crate::error::{ModuleError, PathError};
+use crate::error::ModuleError;
 use crate::graph::spec::{Count, ModuleSpec, ServiceSpec, ServiceType};
 use crate::ids::Dir;
-use crate::module::{CreateCx, Created, Module, Route};
+use crate::module::{CreateCx, Created, Creation, Module, Route};
 use crate::module_setup::ModuleSetup;
 use crate::msg::Msg;
 use crate::stage::{Cx, Stage, Verdict};
@@ -68,12 +68,7 @@ impl Module for LinkModule {
         &LINK_SPEC
     }
 
-    fn create_stage(
-        &mut self,
-        _entry: Option<usize>,
-        attrs: &mut Attrs,
-        cx: &mut CreateCx<'_>,
-    ) -> Result<Created, PathError> {
+    fn create_stage(&mut self, attrs: &mut Attrs, cx: &mut CreateCx<'_>) -> Creation {
         let channel = attrs
             .get_mut(&keys::PARTICIPANTS)
             .and_then(|p| match p.local.pop() {

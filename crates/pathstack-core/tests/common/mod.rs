@@ -102,12 +102,7 @@ impl Module for Probe {
     fn spec(&self) -> &'static ModuleSpec {
         &PROBE_SPEC
     }
-    fn create_stage(
-        &mut self,
-        entry: Option<usize>,
-        attrs: &mut Attrs,
-        cx: &mut CreateCx<'_>,
-    ) -> Result<Created, PathError> {
+    fn create_stage(&mut self, attrs: &mut Attrs, cx: &mut CreateCx<'_>) -> Creation {
         self.seen_note.push(attrs.contains(&PROBE_NOTE));
         if self.fail.as_deref() == Some("create") {
             return Err(cx.refuse("told to fail"));
@@ -115,7 +110,7 @@ impl Module for Probe {
         self.log
             .lock()
             .unwrap()
-            .push(format!("create {} entry={:?}", self.name, entry));
+            .push(format!("create {} entry={:?}", self.name, cx.entry()));
         Ok(Created::new(
             ProbeStage {
                 name: self.name.clone(),

@@ -12,11 +12,11 @@ use super::access::Access;
 use super::driver::{DriverStats, LanceConfig, LanceDriver, LanceDropReason, RxEvent};
 use super::sparse::AccessCounts;
 use pathstack_core::attrs::Attrs;
-use pathstack_core::error::{ModuleError, PathError};
+use pathstack_core::error::ModuleError;
 use pathstack_core::graph::spec::{Count, ModuleSpec, ParamSpec, ServiceSpec, ServiceType};
 use pathstack_core::graph::InstanceParams;
 use pathstack_core::ids::Dir;
-use pathstack_core::module::{CreateCx, Created, ModCx, Module, Route};
+use pathstack_core::module::{CreateCx, Created, Creation, ModCx, Module, Route};
 use pathstack_core::msg::{Msg, MsgPool};
 use pathstack_core::stack::{ModuleSetup, ModuleTypes};
 use pathstack_core::stage::{Cx, Stage, Verdict};
@@ -216,13 +216,8 @@ impl Module for LanceModule {
         Ok(())
     }
 
-    fn create_stage(
-        &mut self,
-        entry: Option<usize>,
-        _attrs: &mut Attrs,
-        cx: &mut CreateCx<'_>,
-    ) -> Result<Created, PathError> {
-        cx.require_entry(entry, "a LANCE path must come from above (through `up`)")?;
+    fn create_stage(&mut self, _attrs: &mut Attrs, cx: &mut CreateCx<'_>) -> Creation {
+        cx.require_entry("a LANCE path must come from above (through `up`)")?;
         Ok(Created::new(LanceStage, Route::End))
     }
 

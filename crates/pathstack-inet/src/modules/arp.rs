@@ -22,7 +22,7 @@ use pathstack_core::attrs::{keys, Attrs};
 use pathstack_core::error::{ModuleError, PathError};
 use pathstack_core::generation::Generation;
 use pathstack_core::graph::spec::{ModuleSpec, ParamSpec, ServiceSpec};
-use pathstack_core::module::{CreateCx, Created, ModCx, Module, Route};
+use pathstack_core::module::{CreateCx, Created, Creation, ModCx, Module, Route};
 use pathstack_core::stack::ModuleSetup;
 use pathstack_core::stage::{Cx, Stage, Verdict};
 use pathstack_core::{Dir, Instant, Msg, MsgPool, PathFault, PathId};
@@ -219,13 +219,8 @@ impl Module for ArpModule {
         }
     }
 
-    fn create_stage(
-        &mut self,
-        entry: Option<usize>,
-        attrs: &mut Attrs,
-        cx: &mut CreateCx<'_>,
-    ) -> Result<Created, PathError> {
-        let role = match entry {
+    fn create_stage(&mut self, attrs: &mut Attrs, cx: &mut CreateCx<'_>) -> Creation {
+        let role = match cx.entry() {
             None => {
                 attrs.insert(&keys::PROT_ID, u32::from(ETHERTYPE_ARP));
                 Role::Own

@@ -7,10 +7,10 @@ use super::params::required;
 use crate::anno::InetAnno;
 use crate::wire::eth::{self as wire, EthDropReason, EthHeader, MacAddr};
 use pathstack_core::attrs::{keys, Attrs};
-use pathstack_core::demux::{DemuxKey, FlowLayout, Key, KeyMode, PartialClassifier};
-use pathstack_core::error::{ModuleError, PathError};
+use pathstack_core::demux::{DemuxKey, KeyMode, PartialClassifier};
+use pathstack_core::error::ModuleError;
 use pathstack_core::graph::spec::{Count, ModuleSpec, ParamSpec, ServiceSpec, ServiceType};
-use pathstack_core::module::{CreateCx, Created, Module, Route};
+use pathstack_core::module::{CreateCx, Created, Creation, Module, Route};
 use pathstack_core::stack::ModuleSetup;
 use pathstack_core::stage::{Cx, Stage, Verdict};
 use pathstack_core::{Dir, Msg};
@@ -48,38 +48,20 @@ impl EthModule {
     }
 }
 
-/// The Ethernet partial classifier; the key is the header's
-/// ([`wire::packet_demux_key`]).
-struct EthDemux;
-
-impl PartialClassifier for EthDemux {
-    #[inline]
-    fn extract(&self, msg: &[u8], mode: KeyMode) -> Option<(Key, usize)> {
-        wire::packet_demux_key(msg, mode)
-    }
-
-    fn flow_layout(&self) -> Option<FlowLayout> {
-        Some(wire::FLOW_LAYOUT)
-    }
-
-    /// The EtherType in both modes: a passive path from ETH (RPC's, which
-    /// serve every peer) can be a flow.
-    fn passive_flow_layout(&self) -> Option<FlowLayout> {
-        Some(wire::FLOW_LAYOUT)
-    }
-}
+pathstack_core::header_demux!(
+    /// The Ethernet partial classifier; the key is the header's
+    /// ([`wire::packet_demux_key`]). The EtherType in both modes: a passive
+    /// path from ETH (RPC's, which serve every peer) can be a flow.
+    EthDemux,
+    crate::wire::eth
+);
 
 impl Module for EthModule {
     fn spec(&self) -> &'static ModuleSpec {
         &ETH_SPEC
     }
 
-    fn create_stage(
-        &mut self,
-        _entry: Option<usize>,
-        attrs: &mut Attrs,
-        cx: &mut CreateCx<'_>,
-    ) -> Result<Created, PathError> {
+    fn create_stage(&mut self, attrs: &mut Attrs, cx: &mut CreateCx<'_>) -> Creation {
         // The module above names its protocol (x-kernel's protocol number
         // handshake): that is the EtherType of this path.
         let ethertype = attrs

@@ -15,7 +15,9 @@ use pathstack_core::attrs::{keys, Attrs};
 use pathstack_core::device::FrameMatch;
 use pathstack_core::error::{ModuleError, PathError};
 use pathstack_core::graph::spec::{Count, ModuleSpec, ServiceSpec, ServiceType};
-use pathstack_core::module::{CreateCx, Created, EndRoute, ModCx, Module, Route, RouteCx};
+use pathstack_core::module::{
+    CreateCx, Created, Creation, EndRoute, ModCx, Module, Route, RouteCx,
+};
 use pathstack_core::stack::ModuleSetup;
 use pathstack_core::stage::{Cx, Stage, Verdict};
 use pathstack_core::{Dir, Msg, MsgError, MsgPool, PathId};
@@ -165,13 +167,8 @@ impl Module for IcmpModule {
         }
     }
 
-    fn create_stage(
-        &mut self,
-        entry: Option<usize>,
-        attrs: &mut Attrs,
-        cx: &mut CreateCx<'_>,
-    ) -> Result<Created, PathError> {
-        cx.require_top(entry, "ICMP is the top of its path")?;
+    fn create_stage(&mut self, attrs: &mut Attrs, cx: &mut CreateCx<'_>) -> Creation {
+        cx.require_top("ICMP is the top of its path")?;
         attrs.insert(&keys::PROT_ID, u32::from(crate::wire::ipv4::protocol::ICMP));
         Ok(Created::new(IcmpStage {}, Route::Service(0)))
     }

@@ -31,11 +31,13 @@ use crate::wire::udp::UdpDropReason;
 use crate::Ipv4DropReason;
 use pathstack_core::attrs::keys::{self, AddrPart};
 use pathstack_core::attrs::{AttrKey, Attrs};
-use pathstack_core::demux::{DemuxKey, FlowLayout, Key, KeyMode, PartialClassifier};
+use pathstack_core::demux::{DemuxKey, KeyMode, PartialClassifier};
 use pathstack_core::error::{ModuleError, PathError};
 use pathstack_core::generation::Generation;
 use pathstack_core::graph::spec::{Count, ModuleSpec, ParamSpec, ServiceSpec, ServiceType};
-use pathstack_core::module::{CreateCx, Created, EndRoute, ModCx, Module, Route, RouteCx};
+use pathstack_core::module::{
+    CreateCx, Created, Creation, EndRoute, ModCx, Module, Route, RouteCx,
+};
 use pathstack_core::stack::ModuleSetup;
 use pathstack_core::stage::{Cx, EstablishCx, Stage, Verdict};
 use pathstack_core::{Dir, DropReason, Duration, Instant, Msg, PathId};
@@ -216,7 +218,7 @@ impl IpModule {
         place: Placement,
         attrs: &mut Attrs,
         cx: &mut CreateCx<'_>,
-    ) -> Result<Created, PathError> {
+    ) -> Creation {
         let Placement {
             iface,
             f,
@@ -384,26 +386,15 @@ impl IpModule {
     }
 }
 
-/// The IPv4 partial classifier; the key is the header's
-/// ([`ipv4::packet_demux_key`]). A fragment consumes the whole datagram, so
-/// the walk ends at IP and finds IP's own path (or the passive path of its
-/// protocol when that path does not look further, like ICMP's).
-struct Ipv4Demux;
-
-impl PartialClassifier for Ipv4Demux {
-    #[inline]
-    fn extract(&self, msg: &[u8], mode: KeyMode) -> Option<(Key, usize)> {
-        ipv4::packet_demux_key(msg, mode)
-    }
-
-    fn flow_layout(&self) -> Option<FlowLayout> {
-        Some(ipv4::FLOW_LAYOUT)
-    }
-
-    fn passive_flow_layout(&self) -> Option<FlowLayout> {
-        Some(ipv4::PASSIVE_FLOW_LAYOUT)
-    }
-}
+pathstack_core::header_demux!(
+    /// The IPv4 partial classifier; the key is the header's
+    /// ([`ipv4::packet_demux_key`]). A fragment consumes the whole datagram,
+    /// so the walk ends at IP and finds IP's own path (or the passive path
+    /// of its protocol when that path does not look further, like ICMP's).
+    Ipv4Demux,
+    crate::wire::ipv4,
+    PASSIVE_FLOW_LAYOUT
+);
 
 fn addr_part(parts: Option<&mut Vec<AddrPart>>) -> Option<Ipv4Addr> {
     let parts = parts?;
@@ -439,13 +430,8 @@ impl Module for IpModule {
         }
     }
 
-    fn create_stage(
-        &mut self,
-        entry: Option<usize>,
-        attrs: &mut Attrs,
-        cx: &mut CreateCx<'_>,
-    ) -> Result<Created, PathError> {
-        let (protocol, remote, iface, next_hop) = match entry {
+    fn create_stage(&mut self, attrs: &mut Attrs, cx: &mut CreateCx<'_>) -> Creation {
+        let (protocol, remote, iface, next_hop) = match cx.entry() {
             None => {
                 let i = attrs.get(&IP_INTERFACE).copied().unwrap_or(0);
                 (None::<u8>, None, i, None)

@@ -24,10 +24,10 @@ use crate::wire::icmp::{types, QuotedUdp, UnreachableReason};
 use crate::wire::udp::{self as wire, UdpDropReason, UdpPacket, UdpRepr, HEADER_LEN};
 use pathstack_core::attrs::keys;
 use pathstack_core::attrs::Attrs;
-use pathstack_core::demux::{DemuxKey, FlowLayout, Key, KeyMode, PartialClassifier};
-use pathstack_core::error::{ModuleError, PathError};
+use pathstack_core::demux::{DemuxKey, KeyMode, PartialClassifier};
+use pathstack_core::error::ModuleError;
 use pathstack_core::graph::spec::{ModuleSpec, ParamSpec, ServiceSpec};
-use pathstack_core::module::{CreateCx, Created, Module, Route};
+use pathstack_core::module::{CreateCx, Created, Creation, Module, Route};
 use pathstack_core::stack::ModuleSetup;
 use pathstack_core::stage::{Cx, Stage, Verdict};
 use pathstack_core::{Dir, Msg, PathFault};
@@ -52,6 +52,9 @@ const EPHEMERAL: std::ops::RangeInclusive<u16> = 49152..=65535;
 /// [`PathError::Refused`] it returns, for callers to downcast
 /// ([`PathError::cause`]); the socket layer reports
 /// [`UdpRefusal::PortInUse`] as "address in use".
+///
+/// [`PathError::Refused`]: pathstack_core::error::PathError::Refused
+/// [`PathError::cause`]: pathstack_core::error::PathError::cause
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum UdpRefusal {
     /// A connected path without a remote address and port.
@@ -132,27 +135,15 @@ impl UdpModule {
     }
 }
 
-/// The UDP partial classifier; the key is the header's
-/// ([`wire::packet_demux_key`]).
-struct UdpDemux;
-
-impl PartialClassifier for UdpDemux {
-    #[inline]
-    fn extract(&self, msg: &[u8], mode: KeyMode) -> Option<(Key, usize)> {
-        wire::packet_demux_key(msg, mode)
-    }
-
-    fn flow_layout(&self) -> Option<FlowLayout> {
-        Some(wire::FLOW_LAYOUT)
-    }
-
-    /// The destination port: a bound socket's datagrams are found with one
-    /// probe while no active path shares their EtherType (`flow.rs` of the
-    /// classifier, point 3).
-    fn passive_flow_layout(&self) -> Option<FlowLayout> {
-        Some(wire::PASSIVE_FLOW_LAYOUT)
-    }
-}
+pathstack_core::header_demux!(
+    /// The UDP partial classifier; the key is the header's
+    /// ([`wire::packet_demux_key`]). Passive: the destination port, so a
+    /// bound socket's datagrams are found with one probe while no active
+    /// path shares their EtherType (`flow.rs` of the classifier, point 3).
+    UdpDemux,
+    crate::wire::udp,
+    PASSIVE_FLOW_LAYOUT
+);
 
 impl Module for UdpModule {
     fn spec(&self) -> &'static ModuleSpec {
@@ -165,12 +156,7 @@ impl Module for UdpModule {
         true
     }
 
-    fn create_stage(
-        &mut self,
-        _entry: Option<usize>,
-        attrs: &mut Attrs,
-        cx: &mut CreateCx<'_>,
-    ) -> Result<Created, PathError> {
+    fn create_stage(&mut self, attrs: &mut Attrs, cx: &mut CreateCx<'_>) -> Creation {
         let passive = attrs.get(&keys::PASSIVE_OPEN) == Some(&true);
         let (local, remote, remote_ip) = transport_ends(attrs);
         if !passive && (remote.is_none() || remote_ip.is_none()) {

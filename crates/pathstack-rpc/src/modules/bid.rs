@@ -22,7 +22,7 @@ use pathstack_core::attrs::{keys, AttrKey, Attrs};
 use pathstack_core::demux::{DemuxKey, Key, KeyMode, PartialClassifier};
 use pathstack_core::error::{ModuleError, PathError};
 use pathstack_core::graph::spec::{Count, ModuleSpec, ServiceSpec, ServiceType};
-use pathstack_core::module::{CreateCx, Created, ModCx, Module, Route};
+use pathstack_core::module::{CreateCx, Created, Creation, ModCx, Module, Route};
 use pathstack_core::stack::ModuleSetup;
 use pathstack_core::stage::{Cx, Stage, Verdict};
 use pathstack_core::{Dir, Msg, PathId};
@@ -58,10 +58,10 @@ impl BidModule {
     }
 }
 
-header_demux!(
+pathstack_core::header_demux!(
     /// The BID partial classifier: the upper protocol number.
     BidDemux,
-    bid
+    crate::wire::bid
 );
 
 impl Module for BidModule {
@@ -76,12 +76,7 @@ impl Module for BidModule {
 
     fn path_created(&mut self, _tag: u64, _result: Result<PathId, &PathError>) {}
 
-    fn create_stage(
-        &mut self,
-        _entry: Option<usize>,
-        attrs: &mut Attrs,
-        cx: &mut CreateCx<'_>,
-    ) -> Result<Created, PathError> {
+    fn create_stage(&mut self, attrs: &mut Attrs, cx: &mut CreateCx<'_>) -> Creation {
         let own = attrs.get(&BID_OWN) == Some(&true);
         let hlp_num = match attrs.get(&keys::PROT_ID) {
             Some(&p) => p,

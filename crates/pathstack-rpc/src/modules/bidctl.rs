@@ -24,7 +24,7 @@ use crate::Peer;
 use pathstack_core::attrs::{keys, Attrs};
 use pathstack_core::error::{ModuleError, PathError};
 use pathstack_core::graph::spec::{ModuleSpec, ParamSpec, ServiceSpec};
-use pathstack_core::module::{CreateCx, Created, ModCx, Module, Route};
+use pathstack_core::module::{CreateCx, Created, Creation, ModCx, Module, Route};
 use pathstack_core::stack::ModuleSetup;
 use pathstack_core::stage::{Cx, EstablishCx, Stage, Verdict};
 use pathstack_core::{Dir, Instant, Msg, MsgPool, PathId};
@@ -256,16 +256,8 @@ impl Module for BidctlModule {
 
     fn path_created(&mut self, _tag: u64, _result: Result<PathId, &PathError>) {}
 
-    fn create_stage(
-        &mut self,
-        entry: Option<usize>,
-        attrs: &mut Attrs,
-        cx: &mut CreateCx<'_>,
-    ) -> Result<Created, PathError> {
-        cx.require_top(
-            entry,
-            "BIDCTL carries no data paths (control realm, spec §5.1)",
-        )?;
+    fn create_stage(&mut self, attrs: &mut Attrs, cx: &mut CreateCx<'_>) -> Creation {
+        cx.require_top("BIDCTL carries no data paths (control realm, spec §5.1)")?;
         attrs.insert(
             &keys::PROT_ID,
             self.net

@@ -29,7 +29,9 @@ use pathstack_core::attrs::{keys, AttrKey, Attrs};
 use pathstack_core::demux::{DemuxKey, Key, KeyMode, PartialClassifier};
 use pathstack_core::error::{ModuleError, PathError};
 use pathstack_core::graph::spec::{ModuleSpec, ParamSpec, ServiceSpec};
-use pathstack_core::module::{CreateCx, Created, EndRoute, ModCx, Module, Route, RouteCx};
+use pathstack_core::module::{
+    CreateCx, Created, Creation, EndRoute, ModCx, Module, Route, RouteCx,
+};
 use pathstack_core::stack::ModuleSetup;
 use pathstack_core::stage::{Cx, EstablishCx, Stage, Verdict};
 use pathstack_core::{Dir, Instant, Msg, MsgPool, PathId};
@@ -202,13 +204,13 @@ impl<T, U> FailureCount for (T, U, u64) {
     }
 }
 
-header_demux!(
+pathstack_core::header_demux!(
     /// The BLAST partial classifier: a short message is keyed on its upper
     /// protocol and classification goes on past the header; anything else
     /// (fragments, NACKs, retransmissions) ends the walk at BLAST, whose own
     /// path takes it.
     BlastDemux,
-    blast
+    crate::wire::blast
 );
 
 impl Module for BlastModule {
@@ -221,12 +223,7 @@ impl Module for BlastModule {
         Ok(())
     }
 
-    fn create_stage(
-        &mut self,
-        _entry: Option<usize>,
-        attrs: &mut Attrs,
-        cx: &mut CreateCx<'_>,
-    ) -> Result<Created, PathError> {
+    fn create_stage(&mut self, attrs: &mut Attrs, cx: &mut CreateCx<'_>) -> Creation {
         let own = attrs.get(&BLAST_OWN) == Some(&true);
         let prot_id = match attrs.get(&keys::PROT_ID) {
             Some(&p) => p,

@@ -37,7 +37,7 @@ use pathstack_core::attrs::{keys, AttrKey, Attrs};
 use pathstack_core::demux::{DemuxKey, Key, KeyMode, PartialClassifier};
 use pathstack_core::error::{ModuleError, PathError};
 use pathstack_core::graph::spec::{Count, ModuleSpec, ParamSpec, ServiceSpec, ServiceType};
-use pathstack_core::module::{CreateCx, Created, ModCx, Module, Route};
+use pathstack_core::module::{CreateCx, Created, Creation, ModCx, Module, Route};
 use pathstack_core::stack::ModuleSetup;
 use pathstack_core::stage::{Cx, EstablishCx, Stage, Verdict};
 use pathstack_core::time::Duration;
@@ -249,11 +249,11 @@ fn push_header(msg: &mut Msg, h: &ChanHeader) -> Verdict {
     }
 }
 
-header_demux!(
+pathstack_core::header_demux!(
     /// The CHAN partial classifier: requests (`FROM_CLIENT`) and replies are
     /// told apart, then the upper protocol number.
     ChanDemux,
-    chan
+    crate::wire::chan
 );
 
 impl Module for ChanModule {
@@ -261,12 +261,7 @@ impl Module for ChanModule {
         &CHAN_SPEC
     }
 
-    fn create_stage(
-        &mut self,
-        _entry: Option<usize>,
-        attrs: &mut Attrs,
-        cx: &mut CreateCx<'_>,
-    ) -> Result<Created, PathError> {
+    fn create_stage(&mut self, attrs: &mut Attrs, cx: &mut CreateCx<'_>) -> Creation {
         let server = attrs.get(&RPC_ROLE) == Some(&RpcRole::Server);
         let prot_id = attrs
             .get(&keys::PROT_ID)

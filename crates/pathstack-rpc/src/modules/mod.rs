@@ -24,9 +24,6 @@
 //! BID and CHAN — are reached through the graph connection that names
 //! them ([`Cx::linked_module`](pathstack_core::stage::Cx::linked_module)).
 
-#[macro_use]
-mod header_demux;
-
 pub mod bid;
 pub mod bidctl;
 pub mod blast;

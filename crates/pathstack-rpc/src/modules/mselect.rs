@@ -14,9 +14,9 @@
 use crate::anno::{CallStatus, RpcAnno, RpcTag};
 use crate::wire::mselect::{MselectDropReason, MselectHeader, HEADER_LEN, SEL_FAIL, SEL_OK};
 use pathstack_core::attrs::{keys, Attrs};
-use pathstack_core::error::{ModuleError, PathError};
+use pathstack_core::error::ModuleError;
 use pathstack_core::graph::spec::{Count, ModuleSpec, ServiceSpec, ServiceType};
-use pathstack_core::module::{CreateCx, Created, Module, Route};
+use pathstack_core::module::{CreateCx, Created, Creation, Module, Route};
 use pathstack_core::stack::ModuleSetup;
 use pathstack_core::stage::{Cx, Stage, Verdict};
 use pathstack_core::{Dir, Msg};
@@ -51,12 +51,7 @@ impl Module for MselectModule {
         &MSELECT_SPEC
     }
 
-    fn create_stage(
-        &mut self,
-        _entry: Option<usize>,
-        attrs: &mut Attrs,
-        _cx: &mut CreateCx<'_>,
-    ) -> Result<Created, PathError> {
+    fn create_stage(&mut self, attrs: &mut Attrs, _cx: &mut CreateCx<'_>) -> Creation {
         let server = attrs.get(&RPC_ROLE) == Some(&RpcRole::Server);
         // CHAN's header names MSELECT as the protocol above it.
         attrs.insert(&keys::PROT_ID, protocol::MSELECT);

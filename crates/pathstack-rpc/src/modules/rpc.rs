@@ -14,7 +14,7 @@ use crate::anno::{CallStatus, RpcAnno, RpcTag};
 use pathstack_core::attrs::{keys, AttrKey, Attrs};
 use pathstack_core::error::{ModuleError, PathError};
 use pathstack_core::graph::spec::{Count, ModuleSpec, ParamSpec, ServiceSpec, ServiceType};
-use pathstack_core::module::{CreateCx, Created, ModCx, Module, Route};
+use pathstack_core::module::{CreateCx, Created, Creation, ModCx, Module, Route};
 use pathstack_core::stack::ModuleSetup;
 use pathstack_core::stage::{Cx, Stage, Verdict};
 use pathstack_core::{Dir, Msg, PathId};
@@ -172,13 +172,8 @@ impl Module for RpcModule {
         }
     }
 
-    fn create_stage(
-        &mut self,
-        entry: Option<usize>,
-        attrs: &mut Attrs,
-        cx: &mut CreateCx<'_>,
-    ) -> Result<Created, PathError> {
-        cx.require_top(entry, "RPC is the top of its paths")?;
+    fn create_stage(&mut self, attrs: &mut Attrs, cx: &mut CreateCx<'_>) -> Creation {
+        cx.require_top("RPC is the top of its paths")?;
         let stage: Box<dyn Stage> = match attrs.get(&RPC_ROLE) {
             Some(RpcRole::Server) => Box::new(RpcServerStage {
                 procedures: Vec::new(),

@@ -31,9 +31,9 @@ use crate::handle_table::{Handle, HandleCache, HandleTable};
 use crate::vchan::{Acquired, VchanConfig, VchanPool, WaitTicket};
 use crate::Peer;
 use pathstack_core::attrs::{keys, Attrs};
-use pathstack_core::error::{ModuleError, PathError};
+use pathstack_core::error::ModuleError;
 use pathstack_core::graph::spec::{ModuleSpec, ParamSpec, ServiceSpec};
-use pathstack_core::module::{CreateCx, Created, Module, Route};
+use pathstack_core::module::{CreateCx, Created, Creation, Module, Route};
 use pathstack_core::stack::ModuleSetup;
 use pathstack_core::stage::{Cx, Stage, Verdict};
 use pathstack_core::{Dir, Msg};
@@ -165,12 +165,7 @@ impl Module for VchanModule {
         &VCHAN_SPEC
     }
 
-    fn create_stage(
-        &mut self,
-        _entry: Option<usize>,
-        attrs: &mut Attrs,
-        _cx: &mut CreateCx<'_>,
-    ) -> Result<Created, PathError> {
+    fn create_stage(&mut self, attrs: &mut Attrs, _cx: &mut CreateCx<'_>) -> Creation {
         let server = attrs.get(&RPC_ROLE) == Some(&RpcRole::Server);
         // VCHAN passes its caller's protocol number to CHAN (§7).
         let prot_id = attrs.get(&keys::PROT_ID).copied().unwrap_or(0);

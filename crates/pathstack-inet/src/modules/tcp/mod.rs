@@ -41,7 +41,7 @@ use pathstack_core::attrs::keys;
 use pathstack_core::attrs::{AttrKey, Attrs};
 use pathstack_core::error::{ModuleError, PathError};
 use pathstack_core::graph::spec::{ModuleSpec, ParamSpec, ServiceSpec};
-use pathstack_core::module::{CreateCx, Created, ModCx, Module, Route};
+use pathstack_core::module::{CreateCx, Created, Creation, ModCx, Module, Route};
 use pathstack_core::stack::ModuleSetup;
 use pathstack_core::{Instant, PathId};
 use std::collections::{HashMap, VecDeque};
@@ -401,12 +401,7 @@ impl Module for TcpModule {
         }
     }
 
-    fn create_stage(
-        &mut self,
-        _entry: Option<usize>,
-        attrs: &mut Attrs,
-        cx: &mut CreateCx<'_>,
-    ) -> Result<Created, PathError> {
+    fn create_stage(&mut self, attrs: &mut Attrs, cx: &mut CreateCx<'_>) -> Creation {
         let passive = attrs.get(&keys::PASSIVE_OPEN) == Some(&true);
         let (local, remote, remote_ip) = transport_ends(attrs);
         let mut cfg = attrs.get(&TCP_CONFIG).copied().unwrap_or(self.defaults);
@@ -504,31 +499,16 @@ impl Module for TcpModule {
     }
 }
 
-/// TCP's partial classifier: the ports of the header
-/// ([`crate::wire::tcp::packet_demux_key`]).
-struct TcpDemux;
-
-impl pathstack_core::demux::PartialClassifier for TcpDemux {
-    #[inline]
-    fn extract(
-        &self,
-        msg: &[u8],
-        mode: pathstack_core::demux::KeyMode,
-    ) -> Option<(pathstack_core::demux::Key, usize)> {
-        crate::wire::tcp::packet_demux_key(msg, mode)
-    }
-
-    fn flow_layout(&self) -> Option<pathstack_core::demux::FlowLayout> {
-        Some(crate::wire::tcp::FLOW_LAYOUT)
-    }
-
-    /// The destination port: a listener's segments are found with one
-    /// probe while no active path shares their EtherType (`flow.rs` of the
-    /// classifier, point 3); non-SYN segments too, as the walk finds them.
-    fn passive_flow_layout(&self) -> Option<pathstack_core::demux::FlowLayout> {
-        Some(crate::wire::tcp::PASSIVE_FLOW_LAYOUT)
-    }
-}
+pathstack_core::header_demux!(
+    /// TCP's partial classifier: the ports of the header
+    /// ([`crate::wire::tcp::packet_demux_key`]). Passive: the destination
+    /// port, so a listener's segments are found with one probe while no
+    /// active path shares their EtherType (`flow.rs` of the classifier,
+    /// point 3); non-SYN segments too, as the walk finds them.
+    TcpDemux,
+    crate::wire::tcp,
+    PASSIVE_FLOW_LAYOUT
+);
 
 /// The 4-tuple of a connection as the ISN and cookie hashes take it.
 pub(crate) fn four_tuple(lip: Ipv4Addr, lport: u16, rip: Ipv4Addr, rport: u16) -> FourTuple {
