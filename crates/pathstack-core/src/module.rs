@@ -422,4 +422,4 @@ impl RouteCx<'_> {
 }
 
 crate::ops::deref_to_ops!(CreateCx, ModCx, RouteCx);
-crate::instance_params::instance_params!(CreateCx, ModCx);
+crate::param_access::param_access!(CreateCx, ModCx);

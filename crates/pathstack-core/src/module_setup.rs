@@ -36,4 +36,4 @@ impl ModuleSetup<'_> {
     }
 }
 
-crate::instance_params::instance_params!(ModuleSetup);
+crate::param_access::param_access!(ModuleSetup);

@@ -11,7 +11,7 @@
 /// Gives each named context (a struct with one lifetime and `instance:
 /// &str`, `params: &BTreeMap<String, String>` fields) the accessors
 /// `instance()`, `params()` and `param(key, default)`.
-macro_rules! instance_params {
+macro_rules! param_access {
     ($($cx:ident),*) => {$(
         impl $cx<'_> {
             /// This module's instance name.
@@ -43,4 +43,4 @@ macro_rules! instance_params {
         }
     )*};
 }
-pub(crate) use instance_params;
+pub(crate) use param_access;
