@@ -12,6 +12,7 @@ use crate::ops::Ops;
 pub use crate::runtime::TimerOwner;
 use crate::runtime::{Env, PathOp};
 use crate::sched::SchedParams;
+use crate::stack::module_slot::ModuleSlot;
 use crate::time::Duration;
 use crate::timer::{TimerError, TimerHandle};
 use std::any::Any;
@@ -180,15 +181,16 @@ impl<'a, 'e> Cx<'a, 'e> {
         let slot = self.env.modules.get_mut(target.0 as usize)?;
         (slot.get_mut() as &mut dyn Any).downcast_mut::<T>()
     }
-    /// This stage's module and a linked one (see
-    /// [`linked_module`](Self::linked_module)) at once, when a control
-    /// operation needs both: VCHAN opening channels in CHAN's table.
-    /// `None` if either is missing or they are the same module.
-    pub fn module_and_linked<A: Module, B: Module>(
+    /// The slots of this stage's module and of the one linked at
+    /// `service`/`link`, apart (`None` if the link is missing or names the
+    /// module itself): what [`module_and_linked`](Self::module_and_linked)
+    /// and its quiet form reach through.
+    #[inline(always)]
+    fn own_and_linked_slots(
         &mut self,
         service: usize,
         link: usize,
-    ) -> Option<(&mut A, &mut B)> {
+    ) -> Option<(&mut ModuleSlot, &mut ModuleSlot)> {
         let own = self.env.view.stage_modules[self.pos].0 as usize;
         let other = self.env.modules[own]
             .links
@@ -206,6 +208,18 @@ impl<'a, 'e> Cx<'a, 'e> {
             let (lo, hi) = self.env.modules.split_at_mut(own);
             (&mut hi[0], &mut lo[other])
         };
+        Some((a, b))
+    }
+    /// This stage's module and a linked one (see
+    /// [`linked_module`](Self::linked_module)) at once, when a control
+    /// operation needs both: VCHAN opening channels in CHAN's table.
+    /// `None` if either is missing or they are the same module.
+    pub fn module_and_linked<A: Module, B: Module>(
+        &mut self,
+        service: usize,
+        link: usize,
+    ) -> Option<(&mut A, &mut B)> {
+        let (a, b) = self.own_and_linked_slots(service, link)?;
         let a = (a.get_mut() as &mut dyn Any).downcast_mut::<A>()?;
         let b = (b.get_mut() as &mut dyn Any).downcast_mut::<B>()?;
         Some((a, b))
@@ -232,23 +246,7 @@ impl<'a, 'e> Cx<'a, 'e> {
         service: usize,
         link: usize,
     ) -> Option<(&mut A, &mut B)> {
-        let own = self.env.view.stage_modules[self.pos].0 as usize;
-        let other = self.env.modules[own]
-            .links
-            .get(service)?
-            .get(link)?
-            .instance
-            .0 as usize;
-        if own == other || other >= self.env.modules.len() {
-            return None;
-        }
-        let (a, b) = if own < other {
-            let (lo, hi) = self.env.modules.split_at_mut(other);
-            (&mut lo[own], &mut hi[0])
-        } else {
-            let (lo, hi) = self.env.modules.split_at_mut(own);
-            (&mut hi[0], &mut lo[other])
-        };
+        let (a, b) = self.own_and_linked_slots(service, link)?;
         let a = (a.get_mut_quiet() as &mut dyn Any).downcast_mut::<A>()?;
         let b = (b.get_mut_quiet() as &mut dyn Any).downcast_mut::<B>()?;
         Some((a, b))
