@@ -36,24 +36,7 @@ impl TapWaiter {
     /// forever); `Ok(true)` when readable. Like
     /// [`TapDevice::wait_readable`]: milliseconds, rounded up.
     pub fn wait_readable(&self, timeout: Option<std::time::Duration>) -> Result<bool, TapError> {
-        let ms = match timeout {
-            None => -1,
-            Some(t) => {
-                libc::c_int::try_from(t.as_nanos().div_ceil(1_000_000)).unwrap_or(libc::c_int::MAX)
-            }
-        };
-        loop {
-            match self.epoll.wait(ms) {
-                Ok(ready) => return Ok(ready),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(source) => {
-                    return Err(TapError::Wait {
-                        name: self.name.clone(),
-                        source,
-                    })
-                }
-            }
-        }
+        wait_epoll(&self.epoll, &self.name, timeout)
     }
 }
 
@@ -79,27 +62,7 @@ impl TapDevice {
     /// forever). `Ok(true)`: readable. Sleeps in `epoll_wait(2)` (the timeout
     /// is rounded up to whole milliseconds); signals do not cut it short.
     pub fn wait_readable(&self, timeout: Option<std::time::Duration>) -> Result<bool, TapError> {
-        let deadline = timeout.map(|t| std::time::Instant::now() + t);
-        loop {
-            let ms = match deadline {
-                None => -1,
-                Some(d) => {
-                    let left = d.saturating_duration_since(std::time::Instant::now());
-                    let ms = left.as_nanos().div_ceil(1_000_000);
-                    libc::c_int::try_from(ms).unwrap_or(libc::c_int::MAX)
-                }
-            };
-            match self.epoll.wait(ms) {
-                Ok(ready) => return Ok(ready),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(source) => {
-                    return Err(TapError::Wait {
-                        name: self.name.clone(),
-                        source,
-                    })
-                }
-            }
-        }
+        wait_epoll(&self.epoll, &self.name, timeout)
     }
 
     /// Waits for input the way `mode` says: [`WaitMode::Blocking`] is
@@ -157,6 +120,39 @@ impl TapDevice {
                 // responder, `ping -i 0.002` from namespace B: pure spin
                 // 0.6-3.4 ms mean RTT, yielding 26 us, blocking 45 us.
                 WaitMode::BusyPoll => std::thread::yield_now(),
+            }
+        }
+    }
+}
+
+/// Sleeps in `epoll_wait(2)` on `epoll` until it reports readable or
+/// `timeout` has passed (`None`: forever), rounded up to whole
+/// milliseconds. A signal does not cut the wait short: it resumes with
+/// what is left of the timeout (a deadline, so repeated signals cannot
+/// stretch it).
+fn wait_epoll(
+    epoll: &sys::Epoll,
+    name: &str,
+    timeout: Option<std::time::Duration>,
+) -> Result<bool, TapError> {
+    let deadline = timeout.map(|t| std::time::Instant::now() + t);
+    loop {
+        let ms = match deadline {
+            None => -1,
+            Some(d) => {
+                let left = d.saturating_duration_since(std::time::Instant::now());
+                libc::c_int::try_from(left.as_nanos().div_ceil(1_000_000))
+                    .unwrap_or(libc::c_int::MAX)
+            }
+        };
+        match epoll.wait(ms) {
+            Ok(ready) => return Ok(ready),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(source) => {
+                return Err(TapError::Wait {
+                    name: name.to_owned(),
+                    source,
+                })
             }
         }
     }
