@@ -4,9 +4,9 @@
 //! cookie opens the path then.
 
 use super::conn::cookie_open;
+use super::reset::{segment_ends, turn_around};
 use super::{four_tuple, PassiveOpen, TcpModule, TCP_CONFIG, TCP_OPEN, TCP_TTL};
 use crate::anno::InetAnno;
-use crate::modules::ip::LOCAL_IPV4;
 use crate::tcp::conn_drop_reason::ConnDropReason;
 use crate::tcp::syn_cookie::{encode_timestamp, CookieOptions};
 use crate::tcp::{SeqNumber, TcpConfig};
@@ -100,16 +100,6 @@ impl TcpListenStage {
             options: o,
         }
     }
-
-    /// Turns `msg` into the segment `r` back to the peer.
-    fn answer(msg: &mut Msg, r: &TcpRepr, lip: Ipv4Addr, rip: Ipv4Addr) -> Verdict {
-        msg.truncate(0);
-        if r.push_onto(msg, lip, rip).is_err() {
-            return Verdict::Drop(ConnDropReason::Closed.into());
-        }
-        msg.anno_mut().set_peer_ip(rip);
-        Verdict::Back
-    }
 }
 
 impl Stage for TcpListenStage {
@@ -123,11 +113,10 @@ impl Stage for TcpListenStage {
         if msg.anno().icmp_error() {
             return Verdict::Consumed;
         }
-        let a = msg.anno();
-        let lip = a.local_ip().or(cx.attrs().get(&LOCAL_IPV4).copied());
-        let (Some(rip), Some(lip)) = (a.peer_ip(), lip) else {
+        let Some((lip, rip)) = segment_ends(msg, cx) else {
             return Verdict::Drop(ConnDropReason::Closed.into());
         };
+        let a = msg.anno();
         let (repr, len) =
             match TcpPacket::new_received(msg.as_slice(), rip, lip, a.offload().rx_csum_verified)
                 .and_then(|p| TcpRepr::parse(&p).map(|r| (r, p.payload_len())))
@@ -174,13 +163,13 @@ impl Stage for TcpListenStage {
                     // A bad cookie: counted, and answered with a reset all
                     // the same.
                     if let Some(rst) = crate::tcp::reset_for(&repr, len) {
-                        Self::answer(msg, &rst, lip, rip);
+                        turn_around(msg, &rst, lip, rip);
                         let _ = cx.emit(Dir::Down, std::mem::take(msg));
                     }
                     Verdict::Drop(ConnDropReason::BadCookie.into())
                 }
                 None => match crate::tcp::reset_for(&repr, len) {
-                    Some(rst) => Self::answer(msg, &rst, lip, rip),
+                    Some(rst) => turn_around(msg, &rst, lip, rip),
                     None => Verdict::Drop(ConnDropReason::NotSyn.into()),
                 },
             };
@@ -227,7 +216,7 @@ impl Stage for TcpListenStage {
         }
         let now_ms = (now.as_nanos() / 1_000_000) as u32;
         let r = self.cookie_syn_ack(&repr, iss, mss, now_ms);
-        let v = Self::answer(msg, &r, lip, rip);
+        let v = turn_around(msg, &r, lip, rip);
         if let Some(ttl) = self.ttl {
             msg.anno_mut().set_ttl(ttl);
         }

@@ -9,6 +9,7 @@ use crate::tcp::conn_drop_reason::ConnDropReason;
 use crate::wire::tcp::{TcpPacket, TcpRepr};
 use pathstack_core::stage::{Cx, Stage, Verdict};
 use pathstack_core::{Dir, Msg};
+use std::net::Ipv4Addr;
 
 /// The stage of TCP's own (catch-all) path; the resets it sends are
 /// counted in the module ([`TcpCounters::resets_sent`](super::TcpCounters)).
@@ -24,11 +25,7 @@ impl Stage for TcpResetStage {
         if msg.anno().icmp_error() {
             return Verdict::Consumed;
         }
-        let a = msg.anno();
-        let (Some(src), Some(dst)) = (
-            a.peer_ip(),
-            a.local_ip().or(cx.attrs().get(&LOCAL_IPV4).copied()),
-        ) else {
+        let Some((dst, src)) = segment_ends(msg, cx) else {
             return Verdict::Drop(ConnDropReason::Closed.into());
         };
         let (repr, len) = match TcpPacket::new_received(
@@ -45,15 +42,33 @@ impl Stage for TcpResetStage {
         let Some(rst) = crate::tcp::reset_for(&repr, len) else {
             return Verdict::Drop(ConnDropReason::Closed.into());
         };
-        // The reset is built in place: the segment turns around.
-        msg.truncate(0);
-        if rst.push_onto(msg, dst, src).is_err() {
-            return Verdict::Drop(ConnDropReason::Closed.into());
+        let v = turn_around(msg, &rst, dst, src);
+        if matches!(v, Verdict::Back) {
+            if let Some(m) = cx.module::<TcpModule>() {
+                m.counters.resets_sent += 1;
+            }
         }
-        msg.anno_mut().set_peer_ip(src);
-        if let Some(m) = cx.module::<TcpModule>() {
-            m.counters.resets_sent += 1;
-        }
-        Verdict::Back
+        v
     }
+}
+
+/// The ends of a received segment, `(local, peer)`: the peer's address
+/// from the annotation, ours from it or else the IP module's
+/// [`LOCAL_IPV4`]; `None` when either is unknown (nothing to answer to).
+pub(super) fn segment_ends(msg: &Msg, cx: &Cx<'_, '_>) -> Option<(Ipv4Addr, Ipv4Addr)> {
+    let a = msg.anno();
+    let local = a.local_ip().or(cx.attrs().get(&LOCAL_IPV4).copied())?;
+    Some((local, a.peer_ip()?))
+}
+
+/// Turns `msg` around into the answer `r` from `local` back to `peer`
+/// (a SYN-ACK, a challenge ACK or a reset): built in place over the
+/// received segment, so an answer needs no buffer of its own.
+pub(super) fn turn_around(msg: &mut Msg, r: &TcpRepr, local: Ipv4Addr, peer: Ipv4Addr) -> Verdict {
+    msg.truncate(0);
+    if r.push_onto(msg, local, peer).is_err() {
+        return Verdict::Drop(ConnDropReason::Closed.into());
+    }
+    msg.anno_mut().set_peer_ip(peer);
+    Verdict::Back
 }
