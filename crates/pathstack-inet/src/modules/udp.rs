@@ -46,7 +46,26 @@ pub const UDP_SPEC: ModuleSpec = ModuleSpec {
     understands: &[],
 };
 
-const EPHEMERAL: std::ops::RangeInclusive<u16> = 49152..=65535;
+/// RFC 6335 §6: the dynamic port range, from which UDP and TCP pick a
+/// local port for a path opened without one.
+pub(super) const EPHEMERAL: std::ops::RangeInclusive<u16> = 49152..=65535;
+
+/// The ephemeral ports in the order a search starting at `from` tries
+/// them: each once, wrapping at the end of the range back to its start
+/// (RFC 6335 §6: any order will do; a rotating one reuses a port last).
+pub(super) fn ephemeral_order(from: u16) -> impl Iterator<Item = u16> {
+    let from = from.clamp(*EPHEMERAL.start(), *EPHEMERAL.end());
+    (from..=*EPHEMERAL.end()).chain(*EPHEMERAL.start()..from)
+}
+
+/// Where the next search of [`ephemeral_order`] starts once `p` was taken.
+pub(super) fn ephemeral_after(p: u16) -> u16 {
+    if p == *EPHEMERAL.end() {
+        *EPHEMERAL.start()
+    } else {
+        p + 1
+    }
+}
 
 /// Why `UDP` refused to make a path: the source of the
 /// [`PathError::Refused`] it returns, for callers to downcast
@@ -106,19 +125,9 @@ impl UdpModule {
     }
 
     fn ephemeral(&mut self) -> Option<u16> {
-        let span = usize::from(EPHEMERAL.end() - EPHEMERAL.start()) + 1;
-        for _ in 0..span {
-            let p = self.next_ephemeral;
-            self.next_ephemeral = if p == *EPHEMERAL.end() {
-                *EPHEMERAL.start()
-            } else {
-                p + 1
-            };
-            if !self.ports.contains_key(&p) {
-                return Some(p);
-            }
-        }
-        None
+        let p = ephemeral_order(self.next_ephemeral).find(|p| !self.ports.contains_key(p))?;
+        self.next_ephemeral = ephemeral_after(p);
+        Some(p)
     }
 
     fn release(&mut self, port: u16, bound: bool) {

@@ -36,6 +36,7 @@ pub use read_would_block::ReadWouldBlock;
 pub use reset::TcpResetStage;
 
 use super::params::transport_ends;
+use super::udp::{ephemeral_after, ephemeral_order, EPHEMERAL};
 use crate::tcp::{FourTuple, IsnGenerator, SeqNumber, SynCookies, TcpConfig, TcpOffload};
 use pathstack_core::attrs::keys;
 use pathstack_core::attrs::{AttrKey, Attrs};
@@ -204,9 +205,6 @@ fn random_secret() -> [u8; 16] {
     out
 }
 
-/// RFC 6335 §6: the dynamic port range.
-const EPHEMERAL: std::ops::RangeInclusive<u16> = 49152..=65535;
-
 impl TcpModule {
     /// Factory: parameters `mss`, `max_connections`, `syncookies`,
     /// `csum_offload`, `tso_max`, `seed`.
@@ -297,19 +295,10 @@ impl TcpModule {
     /// The next ephemeral port that no listener and no bound socket holds
     /// and that `free` accepts.
     fn next_free_port(&mut self, free: impl Fn(&Self, u16) -> bool) -> Option<u16> {
-        let span = usize::from(EPHEMERAL.end() - EPHEMERAL.start()) + 1;
-        for _ in 0..span {
-            let p = self.next_ephemeral;
-            self.next_ephemeral = if p == *EPHEMERAL.end() {
-                *EPHEMERAL.start()
-            } else {
-                p + 1
-            };
-            if !self.listeners.contains_key(&p) && !self.bound.holds(p) && free(self, p) {
-                return Some(p);
-            }
-        }
-        None
+        let p = ephemeral_order(self.next_ephemeral)
+            .find(|&p| !self.listeners.contains_key(&p) && !self.bound.holds(p) && free(self, p))?;
+        self.next_ephemeral = ephemeral_after(p);
+        Some(p)
     }
 
     /// The ports bound sockets hold.
@@ -523,6 +512,27 @@ pub(crate) fn four_tuple(lip: Ipv4Addr, lport: u16, rip: Ipv4Addr, rport: u16) -
 #[cfg(test)]
 mod tests {
     use super::secrets;
+    use super::{ephemeral_after, ephemeral_order, EPHEMERAL};
+    use proptest::prelude::*;
+
+    proptest! {
+        /// A search from any port of the range tries every ephemeral port
+        /// once, starting there, and each next search starts just after
+        /// the port taken (wrapping), as the search order continues.
+        #[test]
+        fn ephemeral_order_is_a_rotation(from in EPHEMERAL) {
+            let order: Vec<u16> = ephemeral_order(from).collect();
+            prop_assert_eq!(order.len(), EPHEMERAL.len());
+            prop_assert_eq!(order[0], from);
+            let mut sorted = order.clone();
+            sorted.sort_unstable();
+            prop_assert!(sorted.iter().copied().eq(EPHEMERAL));
+            for w in order.windows(2) {
+                prop_assert_eq!(ephemeral_after(w[0]), w[1]);
+            }
+            prop_assert_eq!(ephemeral_after(order[order.len() - 1]), from);
+        }
+    }
 
     #[test]
     fn a_seed_gives_the_same_two_independent_secrets() {
