@@ -121,7 +121,7 @@ fn write_ip(h: &mut SipHasher24, ip: IpAddr) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use pathstack_core::Duration;
     use proptest::prelude::*;
@@ -129,7 +129,9 @@ mod tests {
 
     const KEY: [u8; 16] = *b"pathstack-secret";
 
-    fn tuple(rport: u16) -> FourTuple {
+    /// The connection the tests of this module and of SYN cookies use:
+    /// 10.0.0.1:80 (ours) with 10.0.0.2:`rport`.
+    pub(in crate::tcp) fn tuple(rport: u16) -> FourTuple {
         FourTuple {
             local_ip: Ipv4Addr::new(10, 0, 0, 1).into(),
             local_port: 80,

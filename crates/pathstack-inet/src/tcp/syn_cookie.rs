@@ -297,19 +297,11 @@ pub fn decode_timestamp(tsecr: u32) -> Option<CookieOptions> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tcp::isn::tests::tuple;
     use proptest::prelude::*;
     use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
     const KEY: [u8; 16] = *b"cookie-secret-16";
-
-    fn tuple(rport: u16) -> FourTuple {
-        FourTuple {
-            local_ip: Ipv4Addr::new(10, 0, 0, 1).into(),
-            local_port: 80,
-            remote_ip: Ipv4Addr::new(10, 0, 0, 2).into(),
-            remote_port: rport,
-        }
-    }
 
     fn tuple6(rport: u16) -> FourTuple {
         FourTuple {
