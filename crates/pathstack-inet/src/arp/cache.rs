@@ -614,18 +614,10 @@ impl<P> ArpCache<P> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::arp::tests::{pool, OTHER_IP, OWN_IP, OWN_MAC, PEER_IP, PEER_MAC};
     use pathstack_core::{MsgPool, PoolConfig};
     use proptest::prelude::*;
 
-    const OWN_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
-    const OWN_MAC: MacAddr = MacAddr([2, 0, 0, 0, 0, 1]);
-    const PEER_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
-    const PEER_MAC: MacAddr = MacAddr([2, 0, 0, 0, 0, 2]);
-    const OTHER_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 3);
-
-    fn pool() -> MsgPool {
-        MsgPool::new(PoolConfig::small(64))
-    }
     fn t(ms: u64) -> Instant {
         Instant::from_millis(ms)
     }

@@ -227,18 +227,21 @@ pub fn reply_in_place(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use pathstack_core::PoolConfig;
     use proptest::prelude::*;
 
-    const OWN_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
-    const OWN_MAC: MacAddr = MacAddr([2, 0, 0, 0, 0, 1]);
-    const PEER_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
-    const PEER_MAC: MacAddr = MacAddr([2, 0, 0, 0, 0, 2]);
-    const OTHER_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 3);
+    // The hosts of the ARP tests here and in the cache's
+    // (`crate::arp::cache`): us, the peer we resolve, and a third host.
+    pub(crate) const OWN_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
+    pub(crate) const OWN_MAC: MacAddr = MacAddr([2, 0, 0, 0, 0, 1]);
+    pub(crate) const PEER_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
+    pub(crate) const PEER_MAC: MacAddr = MacAddr([2, 0, 0, 0, 0, 2]);
+    pub(crate) const OTHER_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 3);
 
-    fn pool() -> MsgPool {
+    /// A small pool for the frames of a test.
+    pub(crate) fn pool() -> MsgPool {
         MsgPool::new(PoolConfig::small(64))
     }
     #[test]
