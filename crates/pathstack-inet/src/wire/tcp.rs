@@ -935,7 +935,7 @@ pub fn packet_demux_key(segment: &[u8], mode: KeyMode) -> Option<(Key, usize)> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use pathstack_core::{MsgPool, PoolConfig};
     use proptest::prelude::*;
@@ -1190,24 +1190,34 @@ mod tests {
             })
     }
 
+    /// The segment of these header fields (the flags as their bits, any
+    /// of the eight) and `options`: how the property tests here and of
+    /// the predicted read (`wire::tcp_predicted`) build one from the
+    /// values proptest draws.
+    pub(in crate::wire) fn repr_of(
+        (src_port, dst_port, seq, ack): (u16, u16, u32, u32),
+        (flags, window, urgent): (u8, u16, u16),
+        options: TcpOptions,
+    ) -> TcpRepr {
+        TcpRepr {
+            src_port,
+            dst_port,
+            seq,
+            ack,
+            flags: TcpFlags::from_bits(flags),
+            window,
+            urgent,
+            options,
+        }
+    }
+
     fn arb_repr() -> impl Strategy<Value = TcpRepr> {
         (
             any::<(u16, u16, u32, u32)>(),
             any::<(u8, u16, u16)>(),
             arb_options(),
         )
-            .prop_map(
-                |((sp, dp, seq, ack), (flags, window, urgent), options)| TcpRepr {
-                    src_port: sp,
-                    dst_port: dp,
-                    seq,
-                    ack,
-                    flags: TcpFlags::from_bits(flags),
-                    window,
-                    urgent,
-                    options,
-                },
-            )
+            .prop_map(|(fields, more, options)| repr_of(fields, more, options))
     }
 
     /// The options as etherparse reads them, mapped to ours; `None` when
@@ -1311,16 +1321,8 @@ mod tests {
             d in any::<[u8; 4]>(),
             partial in any::<bool>(),
         ) {
-            let r = TcpRepr {
-                src_port: sp,
-                dst_port: dp,
-                seq,
-                ack,
-                flags: TcpFlags::from_bits(flags),
-                window,
-                urgent,
-                options: TcpOptions { timestamps: Some(ts), ..TcpOptions::default() },
-            };
+            let options = TcpOptions { timestamps: Some(ts), ..TcpOptions::default() };
+            let r = repr_of((sp, dp, seq, ack), (flags, window, urgent), options);
             let t = TcpTemplate::new(s.into(), d.into(), sp, dp);
             prop_assert!(t.fits(&r));
             let pool = MsgPool::new(PoolConfig::small(4));

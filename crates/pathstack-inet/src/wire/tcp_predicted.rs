@@ -117,6 +117,7 @@ fn be32(h: &[u8; TS_HEADER_LEN], at: usize) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::tcp::tests::repr_of;
     use crate::wire::tcp::{TcpOptions, TcpTemplate};
     use proptest::prelude::*;
     use std::net::Ipv4Addr;
@@ -162,16 +163,7 @@ mod tests {
             let mut options = TcpOptions::default();
             options.timestamps = ts;
             options.sack_permitted = sack_ok && !usual;
-            let repr = TcpRepr {
-                src_port: 1,
-                dst_port: 2,
-                seq,
-                ack,
-                flags: TcpFlags::from_bits(flags),
-                window,
-                urgent,
-                options,
-            };
+            let repr = repr_of((1, 2, seq, ack), (flags, window, urgent), options);
             let (s, d) = (Ipv4Addr::from(s), Ipv4Addr::from(d));
             let bytes = segment(&repr, &payload, s, d, damage);
             let pseudo = TcpTemplate::new(d, s, 2, 1).pseudo_sum();
