@@ -31,43 +31,20 @@ pub fn tcp_segment_seeds() -> Vec<(String, Vec<u8>)> {
             // RST, a FIN, SACK blocks, timestamps.
             let mut e = Enc::default();
             head(&mut e);
-            e.u8(1)
-                .u8(0x18)
-                .u8(0)
-                .u16(0)
-                .u16(0)
-                .u16(65535)
+            structured(&mut e, 0x18, 0, 0, 65535)
                 .u8(8)
                 .u16(1)
                 .u16(500)
                 .u8(7);
-            e.u8(1)
-                .u8(0x10)
-                .u8(0)
-                .u16(0xfff0)
-                .u16(0)
-                .u16(1024)
-                .u8(0)
-                .u16(0)
-                .u8(0);
-            e.u8(1)
-                .u8(0x12)
-                .u8(0)
-                .u16(0)
-                .u16(0)
-                .u16(65535)
+            structured(&mut e, 0x10, -16, 0, 1024).u8(0).u16(0).u8(0);
+            structured(&mut e, 0x12, 0, 0, 65535)
                 .u8(0x0f)
                 .u16(1460)
                 .u8(7)
                 .u16(1)
                 .u16(0)
                 .u8(0);
-            e.u8(1)
-                .u8(0x10)
-                .u8(0)
-                .u16(0)
-                .u16(0)
-                .u16(8000)
+            structured(&mut e, 0x10, 0, 0, 8000)
                 .u8(0x38)
                 .u16(1)
                 .u16(1448)
@@ -77,26 +54,13 @@ pub fn tcp_segment_seeds() -> Vec<(String, Vec<u8>)> {
                 .u16(0)
                 .u16(0)
                 .u8(0);
-            e.u8(1)
-                .u8(0x11)
-                .u8(0)
-                .u16(0)
-                .u16(0)
-                .u16(65535)
+            structured(&mut e, 0x11, 0, 0, 65535)
                 .u8(8)
                 .u16(1)
                 .u16(0)
                 .u8(0);
             e.u8(3).u16(5000);
-            e.u8(1)
-                .u8(0x04)
-                .u8(0)
-                .u16(0)
-                .u16(0)
-                .u16(0)
-                .u8(0)
-                .u16(0)
-                .u8(0);
+            structured(&mut e, 0x04, 0, 0, 0).u8(0).u16(0).u8(0);
             e.u8(4).u8(4).u8(5).u8(70);
             out.push((format!("{name}_structured"), e.0));
             // The application: send, receive, shutdown, close, timers.
@@ -125,4 +89,18 @@ pub fn tcp_segment_seeds() -> Vec<(String, Vec<u8>)> {
     e.u8(0).u8(h.len() as u8).bytes(&h).u8(4);
     out.push(("raw_syn_to_listener".into(), e.0));
     out
+}
+
+/// Op 1 of the input, a segment from structured fields
+/// ([`structured_segment`](super::segments::structured_segment)): its
+/// `flags`, its sequence and acknowledgment numbers as offsets from the
+/// connection's (modes 0), its `window`; the options byte, their fields
+/// and the payload's length and pattern follow as the caller writes them.
+fn structured(e: &mut Enc, flags: u8, dseq: i16, dack: i16, window: u16) -> &mut Enc {
+    e.u8(1)
+        .u8(flags)
+        .u8(0)
+        .u16(dseq as u16)
+        .u16(dack as u16)
+        .u16(window)
 }
