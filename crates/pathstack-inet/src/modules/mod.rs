@@ -22,6 +22,7 @@
 //! peer address that a passive path answers.
 
 pub mod arp;
+mod ephemeral;
 pub mod eth;
 pub mod fast;
 mod host_graph;

@@ -16,6 +16,7 @@
 //! `[.., Ipv4, Port]` for a connected socket. Local port 0 picks an
 //! ephemeral port (RFC 6335 §6: 49152–65535).
 
+use super::ephemeral::{ephemeral_after, ephemeral_order, EPHEMERAL};
 use super::ip::LOCAL_IPV4;
 use super::params::transport_ends;
 use crate::anno::InetAnno;
@@ -45,27 +46,6 @@ pub const UDP_SPEC: ModuleSpec = ModuleSpec {
     )],
     understands: &[],
 };
-
-/// RFC 6335 §6: the dynamic port range, from which UDP and TCP pick a
-/// local port for a path opened without one.
-pub(super) const EPHEMERAL: std::ops::RangeInclusive<u16> = 49152..=65535;
-
-/// The ephemeral ports in the order a search starting at `from` tries
-/// them: each once, wrapping at the end of the range back to its start
-/// (RFC 6335 §6: any order will do; a rotating one reuses a port last).
-pub(super) fn ephemeral_order(from: u16) -> impl Iterator<Item = u16> {
-    let from = from.clamp(*EPHEMERAL.start(), *EPHEMERAL.end());
-    (from..=*EPHEMERAL.end()).chain(*EPHEMERAL.start()..from)
-}
-
-/// Where the next search of [`ephemeral_order`] starts once `p` was taken.
-pub(super) fn ephemeral_after(p: u16) -> u16 {
-    if p == *EPHEMERAL.end() {
-        *EPHEMERAL.start()
-    } else {
-        p + 1
-    }
-}
 
 /// Why `UDP` refused to make a path: the source of the
 /// [`PathError::Refused`] it returns, for callers to downcast

@@ -35,8 +35,8 @@ pub use listen::TcpListenStage;
 pub use read_would_block::ReadWouldBlock;
 pub use reset::TcpResetStage;
 
+use super::ephemeral::{ephemeral_after, ephemeral_order, EPHEMERAL};
 use super::params::transport_ends;
-use super::udp::{ephemeral_after, ephemeral_order, EPHEMERAL};
 use crate::tcp::{FourTuple, IsnGenerator, SeqNumber, SynCookies, TcpConfig, TcpOffload};
 use pathstack_core::attrs::keys;
 use pathstack_core::attrs::{AttrKey, Attrs};
@@ -512,28 +512,6 @@ pub(crate) fn four_tuple(lip: Ipv4Addr, lport: u16, rip: Ipv4Addr, rport: u16) -
 #[cfg(test)]
 mod tests {
     use super::secrets;
-    use super::{ephemeral_after, ephemeral_order, EPHEMERAL};
-    use proptest::prelude::*;
-
-    proptest! {
-        /// A search from any port of the range tries every ephemeral port
-        /// once, starting there, and each next search starts just after
-        /// the port taken (wrapping), as the search order continues.
-        #[test]
-        fn ephemeral_order_is_a_rotation(from in EPHEMERAL) {
-            let order: Vec<u16> = ephemeral_order(from).collect();
-            prop_assert_eq!(order.len(), EPHEMERAL.len());
-            prop_assert_eq!(order[0], from);
-            let mut sorted = order.clone();
-            sorted.sort_unstable();
-            prop_assert!(sorted.iter().copied().eq(EPHEMERAL));
-            for w in order.windows(2) {
-                prop_assert_eq!(ephemeral_after(w[0]), w[1]);
-            }
-            prop_assert_eq!(ephemeral_after(order[order.len() - 1]), from);
-        }
-    }
-
     #[test]
     fn a_seed_gives_the_same_two_independent_secrets() {
         let (isn, cookie) = secrets(Some(7));
