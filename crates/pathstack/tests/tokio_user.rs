@@ -212,8 +212,8 @@ async fn exhausted_ports_are_addr_not_available() -> io::Result<()> {
     Ok(())
 }
 
-/// Problem 9: `spawn` after `shutdown` is an error, and a socket bound to
-/// `0.0.0.0` says `0.0.0.0`, as tokio's does.
+/// Problem 9: `spawn` after `shutdown` is an error, and a UDP socket or a
+/// TCP listener bound to `0.0.0.0` says `0.0.0.0`, as tokio's do.
 #[tokio::test]
 async fn spawn_after_shutdown_fails_and_unspecified_stays_unspecified() -> io::Result<()> {
     let (net, _other) = two_hosts()?;
@@ -221,6 +221,11 @@ async fn spawn_after_shutdown_fails_and_unspecified_stays_unspecified() -> io::R
     assert_eq!(
         udp.local_addr()?,
         "0.0.0.0:5000".parse::<SocketAddr>().unwrap()
+    );
+    let listener = TcpListener::bind(&net, "0.0.0.0:5001").await?;
+    assert_eq!(
+        listener.local_addr()?,
+        "0.0.0.0:5001".parse::<SocketAddr>().unwrap()
     );
     net.shutdown();
     let ran = net.spawn().await.expect("the driver task");

@@ -394,7 +394,10 @@ impl<H: Deref<Target = Host>> Tcp<H> {
     }
 
     /// The listener's address: the one it was bound to (a 127/8 one
-    /// included), or the host's for one bound to `0.0.0.0`.
+    /// included), `0.0.0.0` for one bound to `0.0.0.0`, as
+    /// `getsockname` (and so `std` and tokio) report it: such a listener
+    /// accepts connections to any of the host's addresses, loopback ones
+    /// included.
     pub fn listener_addr(&self, l: &TcpListener) -> Result<SocketAddr, SocketError> {
         let (_, port) = self.host.listener_entry(l)?;
         let bound = match self
@@ -405,8 +408,7 @@ impl<H: Deref<Target = Host>> Tcp<H> {
             Entry::Listener { ip, .. } => *ip,
             Entry::Stream { .. } => None,
         };
-        let ip = bound.or(self.host.addr()).unwrap_or(Ipv4Addr::UNSPECIFIED);
-        Ok(SocketAddrV4::new(ip, port).into())
+        Ok(SocketAddrV4::new(bound.unwrap_or(Ipv4Addr::UNSPECIFIED), port).into())
     }
 
     /// The local address of `s`, as `std::net::TcpStream::local_addr`.

@@ -187,9 +187,7 @@
 //!   `set_linger`, `set_ttl`/`ttl` and `set_keepalive` too.
 //! - **Missing**: no file descriptor (`as_raw_fd`, `from_std`,
 //!   `into_std`), no `ready(Interest)`, `try_io` or
-//!   `try_read_vectored`/`try_read_buf`; a listener bound to `0.0.0.0`
-//!   reports the host's address from `local_addr` (tokio's says
-//!   `0.0.0.0`).
+//!   `try_read_vectored`/`try_read_buf`.
 //!
 //! On a TAP device, give the driver the device's file descriptor with
 //! [`Net::tap`] (or [`Net::with_fd`]); see `examples/udp_echo.rs` and,
