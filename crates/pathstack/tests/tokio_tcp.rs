@@ -53,7 +53,7 @@ fn pattern(len: usize) -> Vec<u8> {
 async fn echo_with_tokio_io_copy_over_split() {
     let (a, b) = nets();
     let l = TcpListener::bind(&b, "0.0.0.0:7").await.unwrap();
-    assert_eq!(l.local_addr().unwrap(), addr(B, 7));
+    assert_eq!(l.local_addr().unwrap(), addr(Ipv4Addr::UNSPECIFIED, 7));
     let server = tokio::spawn(async move {
         let (mut s, _) = l.accept().await?;
         let (mut r, mut w) = s.split();
