@@ -358,10 +358,13 @@ impl TcpConnStage {
 
     /// Arms the stage's timer for the control block's earliest deadline
     /// (only when it moved earlier: a timer that fires early finds nothing
-    /// due and re-arms).
+    /// due and re-arms). The control block's [`Tcb::wake_at`], a bound
+    /// kept without walking its deadlines, is what it asks: the usual
+    /// segment moves its deadlines later or stops them, which leaves the
+    /// bound (and this timer) where it was.
     #[inline(always)]
     fn arm(&mut self, cx: &mut Cx<'_, '_>) {
-        let Some(at) = self.tcb.poll_at() else {
+        let Some(at) = self.tcb.wake_at() else {
             return;
         };
         if self.timer.is_some_and(|(_, t)| t <= at) {
