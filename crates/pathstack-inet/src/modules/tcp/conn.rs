@@ -281,7 +281,8 @@ impl TcpConnStage {
         }
         let template = self.template.as_ref();
         self.tcb.poll_output_due(now, &mut |seg: OutSegment<'_>| {
-            let Some(mut m) = segment_msg(cx, seg.payload, seg.payload2, csum_offload, seg.gso_size)
+            let Some(mut m) =
+                segment_msg(cx, seg.payload, seg.payload2, csum_offload, seg.gso_size)
             else {
                 return false;
             };
