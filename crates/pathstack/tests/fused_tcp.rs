@@ -1141,6 +1141,10 @@ fn a_steady_exchange_is_byte_identical() {
         stats.predicted_data >= 100 && stats.predicted_acks >= 50,
         "{stats:?}"
     );
+    // Every response of the exchange goes out predicted, its header
+    // written from the template's fields (`Tcb::poll_predicted_send`),
+    // and its frame the same bytes as the modular host's.
+    assert!(stats.predicted_sends >= 100, "{stats:?}");
 }
 
 /// A segment that arrives in two IP fragments is its connection's once IP

@@ -839,6 +839,30 @@ impl TcpTemplate {
         partial: bool,
     ) -> Result<(), TcpEmitError> {
         debug_assert!(self.fits(repr));
+        let (tsval, tsecr) = repr.options.timestamps.unwrap_or_default();
+        let fields = TemplateFields {
+            seq: repr.seq,
+            ack: repr.ack,
+            flags: repr.flags,
+            window: repr.window,
+            urgent: repr.urgent,
+            tsval,
+            tsecr,
+        };
+        self.push_fields(msg, &fields, partial)
+    }
+
+    /// Pushes the header with `fields` in front of `msg` (the data), as
+    /// [`push_onto`](Self::push_onto) does for a `TcpRepr` with the same
+    /// fields (the same bytes): what a predicted send writes, which has
+    /// no `TcpRepr` (`Tcb::poll_predicted_send`).
+    #[inline]
+    pub fn push_fields(
+        &self,
+        msg: &mut Msg,
+        fields: &TemplateFields,
+        partial: bool,
+    ) -> Result<(), TcpEmitError> {
         let total = TEMPLATE_LEN + msg.len();
         let total = u16::try_from(total).map_err(|_| TcpEmitError::TooLong(total))?;
         let data = if partial {
@@ -846,16 +870,15 @@ impl TcpTemplate {
         } else {
             checksum::partial(msg.as_slice())
         };
-        let (tsval, tsecr) = repr.options.timestamps.unwrap_or_default();
         let h = msg.push(TEMPLATE_LEN)?;
         h.copy_from_slice(&self.header);
-        let (seq, ack) = (repr.seq.to_be_bytes(), repr.ack.to_be_bytes());
-        let (window, urgent) = (repr.window.to_be_bytes(), repr.urgent.to_be_bytes());
-        let (tsval, tsecr) = (tsval.to_be_bytes(), tsecr.to_be_bytes());
+        let (seq, ack) = (fields.seq.to_be_bytes(), fields.ack.to_be_bytes());
+        let (window, urgent) = (fields.window.to_be_bytes(), fields.urgent.to_be_bytes());
+        let (tsval, tsecr) = (fields.tsval.to_be_bytes(), fields.tsecr.to_be_bytes());
         let len = total.to_be_bytes();
         h[field::SEQ_NUM].copy_from_slice(&seq);
         h[field::ACK_NUM].copy_from_slice(&ack);
-        h[field::FLAGS] = repr.flags.bits();
+        h[field::FLAGS] = fields.flags.bits();
         h[field::WINDOW].copy_from_slice(&window);
         h[field::URGENT].copy_from_slice(&urgent);
         h[TEMPLATE_LEN - 8..TEMPLATE_LEN - 4].copy_from_slice(&tsval);
@@ -868,7 +891,7 @@ impl TcpTemplate {
         } else {
             let words = u64::from(u32::from_ne_bytes(seq))
                 + u64::from(u32::from_ne_bytes(ack))
-                + u64::from(u16::from_ne_bytes([0, repr.flags.bits()]))
+                + u64::from(u16::from_ne_bytes([0, fields.flags.bits()]))
                 + u64::from(u16::from_ne_bytes(window))
                 + u64::from(u16::from_ne_bytes(urgent))
                 + u64::from(u32::from_ne_bytes(tsval))
@@ -879,6 +902,27 @@ impl TcpTemplate {
         h[field::CHECKSUM].copy_from_slice(&c);
         Ok(())
     }
+}
+
+/// The fields a header written from a [`TcpTemplate`] has of its own:
+/// the rest (ports, data offset, the timestamp option's layout) is the
+/// template's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TemplateFields {
+    /// Sequence number.
+    pub seq: u32,
+    /// Acknowledgment number.
+    pub ack: u32,
+    /// Control bits.
+    pub flags: TcpFlags,
+    /// Receive window (scaled, as on the wire).
+    pub window: u16,
+    /// Urgent pointer.
+    pub urgent: u16,
+    /// TSval (RFC 7323 §3.2).
+    pub tsval: u32,
+    /// TSecr.
+    pub tsecr: u32,
 }
 
 /// Where the checksum field lies in the TCP header (for checksum offload).

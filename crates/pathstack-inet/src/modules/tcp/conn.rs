@@ -260,29 +260,32 @@ impl TcpConnStage {
             let (lport, rport) = self.tcb.ports();
             self.template = Some(TcpTemplate::new(lip, rip, lport, rport));
         }
-        let template = self.template.as_ref();
         let ttl = self.ttl;
+        // The usual write of a quiet connection (header prediction on
+        // output, `tcb/predict_output.rs`): its header's own fields
+        // written into the template, with no `TcpRepr` built and no
+        // `dyn` call. Everything else the general way below.
+        if let Some(t) = &self.template {
+            let predicted = self.tcb.poll_predicted_send(now, |f, a, b| {
+                let Some(mut m) = segment_msg(cx, a, b, csum_offload, 0) else {
+                    return false;
+                };
+                if t.push_fields(&mut m, f, csum_offload).is_err() {
+                    return false;
+                }
+                emit_segment(cx, m, ttl, rip)
+            });
+            if predicted.is_some() {
+                return;
+            }
+        }
+        let template = self.template.as_ref();
         self.tcb.poll_output_due(now, &mut |seg: OutSegment<'_>| {
-            let Ok(mut m) = cx.pool().alloc_empty(seg.payload_len()) else {
+            let Some(mut m) =
+                segment_msg(cx, seg.payload, seg.payload2, csum_offload, seg.gso_size)
+            else {
                 return false;
             };
-            // (Empty pieces, a bare ACK's and the unwrapped ring's
-            // second, are not copied: appending nothing is a no-op.)
-            if (!seg.payload.is_empty() && m.extend_from_slice(seg.payload).is_err())
-                || (!seg.payload2.is_empty() && m.extend_from_slice(seg.payload2).is_err())
-            {
-                return false;
-            }
-            // With checksum offload the device sums the segment (and,
-            // for a super-segment, each piece it cuts): we leave the
-            // pseudo-header sum and say where the field is.
-            if csum_offload {
-                let a = m.anno_mut();
-                let mut o = a.offload();
-                o.tx_csum_offset = wire::CHECKSUM_OFFSET;
-                o.tx_gso_size = seg.gso_size;
-                a.set_offload(o);
-            }
             // The usual segment from the template, the rest (SACK
             // blocks, the handshake, resets) field by field.
             let pushed = if let Some(t) = template.filter(|t| t.fits(&seg.repr)) {
@@ -295,11 +298,7 @@ impl TcpConnStage {
             if pushed.is_err() {
                 return false;
             }
-            if let Some(ttl) = ttl {
-                m.anno_mut().set_ttl(ttl);
-            }
-            m.anno_mut().set_peer_ip(rip);
-            cx.emit(Dir::Down, m).is_ok()
+            emit_segment(cx, m, ttl, rip)
         });
     }
 
@@ -358,10 +357,13 @@ impl TcpConnStage {
 
     /// Arms the stage's timer for the control block's earliest deadline
     /// (only when it moved earlier: a timer that fires early finds nothing
-    /// due and re-arms).
+    /// due and re-arms). The control block's [`Tcb::wake_at`], a bound
+    /// kept without walking its deadlines, is what it asks: the usual
+    /// segment moves its deadlines later or stops them, which leaves the
+    /// bound (and this timer) where it was.
     #[inline(always)]
     fn arm(&mut self, cx: &mut Cx<'_, '_>) {
-        let Some(at) = self.tcb.poll_at() else {
+        let Some(at) = self.tcb.wake_at() else {
             return;
         };
         if self.timer.is_some_and(|(_, t)| t <= at) {
@@ -402,6 +404,50 @@ impl TcpConnStage {
             PassiveOpen::Cookie(c) => Tcb::from_cookie(cfg, lport, rport, repr, c, now),
         };
     }
+}
+
+/// A segment's buffer from the path's pool with its data (`a`, then `b`:
+/// the send ring may wrap), the header still to push; with checksum
+/// offload, where the device finds the checksum field (and, for a
+/// super-segment, `gso_size`). `None` when there is no buffer.
+#[inline(always)]
+fn segment_msg(
+    cx: &mut Cx<'_, '_>,
+    a: &[u8],
+    b: &[u8],
+    csum_offload: bool,
+    gso_size: u16,
+) -> Option<Msg> {
+    let mut m = cx.pool().alloc_empty(a.len() + b.len()).ok()?;
+    // (Empty pieces, a bare ACK's and the unwrapped ring's second, are
+    // not copied: appending nothing is a no-op.)
+    if (!a.is_empty() && m.extend_from_slice(a).is_err())
+        || (!b.is_empty() && m.extend_from_slice(b).is_err())
+    {
+        return None;
+    }
+    // With checksum offload the device sums the segment (and, for a
+    // super-segment, each piece it cuts): the header leaves the
+    // pseudo-header sum and we say where the field is.
+    if csum_offload {
+        let anno = m.anno_mut();
+        let mut o = anno.offload();
+        o.tx_csum_offset = wire::CHECKSUM_OFFSET;
+        o.tx_gso_size = gso_size;
+        anno.set_offload(o);
+    }
+    Some(m)
+}
+
+/// A segment with its header goes down the path: its annotations (the
+/// socket's time to live, the peer) and the emission.
+#[inline(always)]
+fn emit_segment(cx: &mut Cx<'_, '_>, mut m: Msg, ttl: Option<u8>, rip: Ipv4Addr) -> bool {
+    if let Some(ttl) = ttl {
+        m.anno_mut().set_ttl(ttl);
+    }
+    m.anno_mut().set_peer_ip(rip);
+    cx.emit(Dir::Down, m).is_ok()
 }
 
 /// A connection's timestamp offset (RFC 7323 §5.4), derived from its

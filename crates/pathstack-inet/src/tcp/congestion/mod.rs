@@ -364,11 +364,22 @@ impl CongestionControl for AnyCongestion {
     fn name(&self) -> &'static str {
         self.inner().name()
     }
+    // The window is read for every segment sent and every ACK (cwnd,
+    // FlightSize's room): matched here, each arm a static call the
+    // compiler inlines, rather than a `dyn` call through `inner`.
+    #[inline]
     fn window(&self) -> &Window {
-        self.inner().window()
+        match self {
+            AnyCongestion::NewReno(c) => c.window(),
+            AnyCongestion::Cubic(c) => c.window(),
+        }
     }
+    #[inline]
     fn window_mut(&mut self) -> &mut Window {
-        self.inner_mut().window_mut()
+        match self {
+            AnyCongestion::NewReno(c) => c.window_mut(),
+            AnyCongestion::Cubic(c) => c.window_mut(),
+        }
     }
     fn on_ack(&mut self, bytes_acked: u32, rtt: Option<Duration>, now: Instant) {
         self.inner_mut().on_ack(bytes_acked, rtt, now)

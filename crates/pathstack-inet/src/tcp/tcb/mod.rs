@@ -183,7 +183,8 @@ pub struct Tcb {
     rst_out: Option<TcpRepr>,
 
     // ----- timers -----
-    /// The timers' deadlines, with the earliest kept (`poll_at`).
+    /// The timers' deadlines, with a bound on the earliest kept
+    /// (`wake_at`).
     timers: Timers,
     /// Consecutive timeouts of the same data (R2) or SYN.
     rtx_count: u32,

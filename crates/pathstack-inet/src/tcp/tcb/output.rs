@@ -246,7 +246,7 @@ impl Tcb {
     /// data is in flight, the probe timeout is armed after sending, the
     /// persist timer while data waits for a closed window.
     #[inline]
-    fn after_sending(&mut self, now: Instant, sent: usize) {
+    pub(super) fn after_sending(&mut self, now: Instant, sent: usize) {
         if !self.sb.is_empty() && self.timers.get(Timer::Rtx).is_none() {
             self.timers.set(Timer::Rtx, Some(now + self.rto.rto()));
         }
@@ -280,7 +280,7 @@ impl Tcb {
     /// on it is read from the deadline just looked at (or set), and the
     /// RTO is computed once for both.
     #[inline(always)]
-    fn after_predicted_send(&mut self, now: Instant) {
+    pub(super) fn after_predicted_send(&mut self, now: Instant) {
         debug_assert!(!self.sb.is_empty() && self.snd_wnd > 0 && !self.recovery.in_recovery());
         let rtx = match self.timers.get(Timer::Rtx) {
             Some(at) => at,

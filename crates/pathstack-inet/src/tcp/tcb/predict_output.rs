@@ -26,10 +26,10 @@
 use super::due::Due;
 use super::output::OutSegment;
 use super::Tcb;
-use crate::tcp::congestion::CongestionControl;
+use crate::tcp::congestion::{idle_restart_due, CongestionControl};
 use crate::tcp::sack_scoreboard::{NextSeg, Rule};
 use crate::tcp::state::State;
-use crate::wire::tcp::TcpFlags;
+use crate::wire::tcp::{TcpFlags, TemplateFields};
 use pathstack_core::time::Instant;
 
 impl Tcb {
@@ -117,6 +117,13 @@ impl Tcb {
         }) {
             return 0;
         }
+        self.record_predicted(now, seg)
+    }
+
+    /// What [`send_predicted`](Self::send_predicted) does once `seg` went
+    /// out: the counters, Minshall's small-segment mark, the scoreboard.
+    #[inline(always)]
+    fn record_predicted(&mut self, now: Instant, seg: NextSeg) -> usize {
         self.after_segment_sent(now, seg.len as usize);
         self.stats.predicted_sends += 1;
         if seg.len < self.smss {
@@ -126,5 +133,61 @@ impl Tcb {
         // `Recovery::on_sent` does for rule 2.
         let stamp = self.next_xmit_stamp(now);
         usize::from(self.sb.on_send(seg.start, seg.len, stamp).is_ok())
+    }
+
+    /// The whole of [`poll_output_due`](Self::poll_output_due) when all
+    /// it would do is the predicted send, for a caller that writes the
+    /// header from the connection's template (the stage): the header's
+    /// own fields and the data handed to `emit` directly — no
+    /// [`OutSegment`], no `TcpRepr`, no `dyn` call — and the same state
+    /// afterwards as `poll_output_due` leaves (`predict_tests.rs` drives a
+    /// control block through this first, as the stage does, against one
+    /// without short paths). `None`, having changed nothing, when it is
+    /// not that case; `Some` of the segments sent (0 when `emit` could
+    /// not send) otherwise.
+    ///
+    /// What `poll_output_due` would do besides, known absent here:
+    /// nothing else is due (no reset, SYN, ACK or probe: the word is
+    /// empty, so the only segment is the data and nothing follows it);
+    /// `before_sending` has no idle restart to make (a connection idle
+    /// past its RTO goes the general way); and the timestamps are on, the
+    /// template's layout (with no SACK blocks, `predicted_send` asks).
+    #[inline]
+    pub fn poll_predicted_send<F>(&mut self, now: Instant, emit: F) -> Option<usize>
+    where
+        F: FnOnce(&TemplateFields, &[u8], &[u8]) -> bool,
+    {
+        if self.due.any()
+            || !self.ts_ok
+            || (self.sb.is_empty() && idle_restart_due(self.last_send, now, self.rto.rto()))
+        {
+            return None;
+        }
+        let seg = self.predicted_send()?;
+        // `plain_ack_repr`'s fields: ACK and PSH (the segment empties
+        // what was written), RCV.NXT, the window, the timestamps.
+        let fields = TemplateFields {
+            seq: seg.start.0,
+            ack: self.rcv_nxt().0,
+            flags: TcpFlags::ACK | TcpFlags::PSH,
+            window: self.rcv.window_field(),
+            urgent: 0,
+            tsval: self.ts_now(now),
+            tsecr: self.ts_recent,
+        };
+        self.last_ack_sent = self.rcv_nxt();
+        let una = self.snd.una();
+        let (a, b) = self.snd.peek((seg.start - una) as usize, seg.len as usize);
+        if !emit(&fields, a, b) {
+            self.after_sending(now, 0);
+            return Some(0);
+        }
+        let sent = self.record_predicted(now, seg);
+        if sent == 1 {
+            self.after_predicted_send(now);
+        } else {
+            self.after_sending(now, sent);
+        }
+        Some(sent)
     }
 }

@@ -9,6 +9,11 @@
 //! through its `Debug` form (buffers, scoreboard, RACK, recovery,
 //! congestion control, timers, counters), the prediction counters aside.
 //!
+//! The first, with the short paths, takes its output as the connection's
+//! stage does: the check half, then the predicted send with the
+//! template's fields (`Tcb::poll_predicted_send`), then, when that
+//! declines, the full send.
+//!
 //! A third control block, with the short paths on, skips the check half
 //! of output (`Tcb::poll_quiet`) and always takes the full send
 //! (`Tcb::poll_output_due`, what `poll_output` is without its check): the
@@ -218,6 +223,44 @@ fn outputs(t: &mut Tcb, now: Instant) -> Vec<Emitted> {
     v
 }
 
+/// [`outputs`] as the connection's stage takes them: the check half, the
+/// predicted send with the template's fields (made a `TcpRepr` here to
+/// compare), and the full send when it declines.
+fn outputs_as_stage(t: &mut Tcb, now: Instant) -> Vec<Emitted> {
+    if t.poll_quiet(now) {
+        return Vec::new();
+    }
+    let (src_port, dst_port) = t.ports();
+    let mut v = Vec::new();
+    let predicted = t.poll_predicted_send(now, |f, a, b| {
+        let mut p = a.to_vec();
+        p.extend_from_slice(b);
+        let mut options = TcpOptions::default();
+        options.timestamps = Some((f.tsval, f.tsecr));
+        let repr = TcpRepr {
+            src_port,
+            dst_port,
+            seq: f.seq,
+            ack: f.ack,
+            flags: f.flags,
+            window: f.window,
+            urgent: f.urgent,
+            options,
+        };
+        v.push((repr, p, 0));
+        true
+    });
+    if predicted.is_none() {
+        t.poll_output_due(now, &mut |s| {
+            let mut p = s.payload.to_vec();
+            p.extend_from_slice(s.payload2);
+            v.push((s.repr, p, s.gso_size));
+            true
+        });
+    }
+    v
+}
+
 /// [`outputs`] through the full send alone, without the check half.
 fn outputs_due(t: &mut Tcb, now: Instant) -> Vec<Emitted> {
     let mut v = Vec::new();
@@ -328,7 +371,7 @@ impl Twins {
                 t.on_tick(now);
             }
         }
-        let oa = outputs(&mut self.a, now);
+        let oa = outputs_as_stage(&mut self.a, now);
         let ob = outputs(&mut self.b, now);
         let oc = outputs_due(&mut self.c, now);
         assert_eq!(oa, ob, "emitted segments differ at {now:?}");

@@ -414,3 +414,65 @@ fn super_segments_larger_than_the_mss_are_taken_whole() {
     assert_eq!(&got[..n], &data[..n]);
     assert_eq!(n, whole.iter().map(|(_, p)| p.len()).sum::<usize>());
 }
+
+/// RFC 6298 §5.3 with the lazy timer bound (`tcp::timers`): an ACK of
+/// part of the flight restarts the retransmission timer, which leaves
+/// the wake-up at the old deadline. Woken there, the control block runs
+/// nothing and sends nothing; it asks to be woken at the new deadline,
+/// and the retransmission goes exactly then (§5.4), not a nanosecond
+/// before.
+#[test]
+fn retransmission_fires_at_the_deadline_the_ack_moved() {
+    let cfg = TcpConfig {
+        rack: false,
+        nodelay: true,
+        delayed_ack: std::time::Duration::from_millis(1),
+        ..TcpConfig::default()
+    };
+    let (mut a, mut b, t0) = established(cfg);
+    let ms = Duration::from_millis;
+    // Two segments, 5 ms apart: the timer starts with the first
+    // (§5.1) and is not restarted by the second.
+    a.send(b"x").unwrap();
+    let s1 = outputs(&mut a, t0);
+    assert_eq!(s1.len(), 1);
+    let first_deadline = a.poll_at().expect("the retransmission timer runs");
+    assert_eq!(first_deadline, t0 + a.rto.rto());
+    a.send(b"y").unwrap();
+    let s2 = outputs(&mut a, t0 + ms(5));
+    assert_eq!(s2.len(), 1);
+    assert_eq!(a.poll_at(), Some(first_deadline));
+    // b acknowledges the first segment alone.
+    let tb = t0 + ms(10);
+    b.on_segment(tb, &s1[0].0, &s1[0].1).unwrap();
+    b.on_tick(tb + ms(1));
+    let acks = outputs(&mut b, tb + ms(1));
+    assert_eq!(acks.len(), 1);
+    assert_eq!(acks[0].0.ack, s2[0].0.seq);
+    // The ACK restarts the timer (§5.3): the deadline moves later, the
+    // wake-up stays.
+    let ta = t0 + ms(20);
+    a.on_segment(ta, &acks[0].0, &acks[0].1).unwrap();
+    assert!(outputs(&mut a, ta).is_empty());
+    let deadline = ta + a.rto.rto();
+    assert_eq!(a.poll_at(), Some(deadline));
+    assert_eq!(a.wake_at(), Some(first_deadline));
+    assert!(first_deadline < deadline);
+    // Woken early: nothing runs, nothing goes, the wake-up moves to the
+    // deadline.
+    a.on_tick(first_deadline);
+    assert!(outputs(&mut a, first_deadline).is_empty());
+    assert_eq!(a.stats.timeouts, 0);
+    assert_eq!(a.wake_at(), Some(deadline));
+    let just_before = Instant::from_nanos(deadline.as_nanos() - 1);
+    a.on_tick(just_before);
+    assert!(outputs(&mut a, just_before).is_empty());
+    assert_eq!(a.stats.timeouts, 0);
+    // At the deadline: the second segment again.
+    a.on_tick(deadline);
+    let rtx = outputs(&mut a, deadline);
+    assert_eq!(a.stats.timeouts, 1);
+    assert_eq!(rtx.len(), 1);
+    assert_eq!(rtx[0].0.seq, s2[0].0.seq);
+    assert_eq!(rtx[0].1, b"y");
+}

@@ -19,12 +19,24 @@ fn due(t: Option<Instant>, now: Instant) -> bool {
 }
 
 impl Tcb {
-    /// When [`on_tick`](Self::on_tick) has work, or output is waiting
-    /// (`now` then): the earliest of the connection's timers, kept as
-    /// they change (`tcp::timers::Timers`).
+    /// When [`on_tick`](Self::on_tick) has work: the earliest of the
+    /// connection's timers (found by a walk over them).
     #[inline]
     pub fn poll_at(&self) -> Option<Instant> {
         self.timers.earliest()
+    }
+
+    /// When to call [`on_tick`](Self::on_tick) at the latest: at or
+    /// before [`poll_at`](Self::poll_at), a bound that moving a deadline
+    /// later or stopping it leaves in place (`tcp::timers::Timers`), so
+    /// that the usual segment touches only its timers' fields. A tick
+    /// before any deadline runs nothing and finds the bound again; what
+    /// arms one timer for the connection (the stage) asks this after
+    /// every segment and call, and is woken early at most once per
+    /// deadline that moved.
+    #[inline]
+    pub fn wake_at(&self) -> Option<Instant> {
+        self.timers.wake_at()
     }
 
     /// Whether [`poll_output`](Self::poll_output) has something to send
@@ -35,8 +47,15 @@ impl Tcb {
     }
 
     /// Runs the timers that are due at `now`; what they send comes from
-    /// the next [`poll_output`](Self::poll_output).
+    /// the next [`poll_output`](Self::poll_output). Then
+    /// [`wake_at`](Self::wake_at) is [`poll_at`](Self::poll_at) again.
     pub fn on_tick(&mut self, now: Instant) {
+        self.run_due(now);
+        self.timers.settle();
+    }
+
+    /// [`on_tick`](Self::on_tick)'s timers.
+    fn run_due(&mut self, now: Instant) {
         if due(self.timers.get(Timer::TimeWait), now) {
             // 2·MSL is over: the connection is gone (RFC 9293 §3.10.8).
             self.enter_closed(None);
