@@ -29,6 +29,7 @@ import struct
 import sys
 
 GAP = 0.010  # a silence longer than this is a gap (the veth RTT is ~0.1 ms)
+RTO_LIKE = 0.150  # a gap this long ending in SND.UNA's retransmission: a timeout (min RTO 200 ms)
 
 
 def seq_lt(a, b):
@@ -139,6 +140,11 @@ def analyse(path, sender):
     repair = []  # first SACK beyond a hole -> its first retransmission
     rexmit_after_gap = 0
     gaps = []
+    gap_detail = []
+    rto_spans = []  # (gap start, end, cum, high, last retransmission of cum, segments sent after it)
+    last_rtx_of = {}
+    sent_after_rtx = {}
+    last_ack_t = None
     gap_kinds = {"rtx_snd_una": 0, "rtx_other": 0, "new_data": 0}
     rto_like = []
     flight_at_send = []
@@ -162,6 +168,7 @@ def analyse(path, sender):
     for t, kind, v in events:
         if kind == 1:
             a, sk, pl = v
+            last_ack_t = t
             a = rel(a)
             if a > (1 << 31):
                 continue
@@ -192,15 +199,29 @@ def analyse(path, sender):
         if last_send is not None and t - last_send > GAP:
             g = t - last_send
             gaps.append(g)
+            sk_segs = sum(min(r, high) - max(l, cum) for l, r in sacked if r > cum) / mss
+            gap_detail.append({
+                "at_s": round(last_send - first_t, 4), "gap_ms": ms(g),
+                "ends_with": "rtx snd_una" if s < high and s == cum else ("rtx" if s < high else "new"),
+                "outstanding_segs": round((high - cum) / mss, 1), "sacked_segs": round(sk_segs, 1),
+                "snd_una_retransmitted_before": rtx_count.get(cum, 0),
+                "last_ack_before_end_ms": None if last_ack_t is None else ms(t - last_ack_t),
+                "segs_in_next_10ms": sum(1 for x, _, _ in sent if t <= x < t + 0.01)})
             if s < high and s == cum:
                 gap_kinds["rtx_snd_una"] += 1
-                rto_like.append(g)
+                if g >= RTO_LIKE:
+                    rto_like.append(g)
+                    rto_spans.append((last_send, t, cum, high, last_rtx_of.get(cum), sent_after_rtx.get(cum, 0)))
             elif s < high:
                 gap_kinds["rtx_other"] += 1
             else:
                 gap_kinds["new_data"] += 1
         last_send = t
+        for key in sent_after_rtx:
+            sent_after_rtx[key] += 1
         if s < high:
+            last_rtx_of[s] = t
+            sent_after_rtx[s] = 0
             rtx_segs += k
             c = rtx_count.get(s, 0) + 1
             rtx_count[s] = c
@@ -213,6 +234,7 @@ def analyse(path, sender):
     dur = max(last_t - first_t, 1e-9)
     idle = sum(gaps)
     multi = sum(1 for c in rtx_count.values() if c >= 2)
+    analyse.rto_spans = [(a, b, isn + c, isn + h, r, n) for a, b, c, h, r, n in rto_spans]
     return {
         "mss": mss,
         "seconds": round(dur, 3),
@@ -229,6 +251,7 @@ def analyse(path, sender):
         "gap_p90_ms": ms(pct(gaps, 90)),
         "gap_max_ms": ms(max(gaps) if gaps else None),
         "gaps_ending_in": gap_kinds,
+        "gaps": gap_detail,
         "timeouts_per_s": round(len(rto_like) / dur, 2),
         "timeout_gap_median_ms": ms(pct(rto_like, 50)),
         "timeout_gap_min_ms": ms(min(rto_like) if rto_like else None),
@@ -244,6 +267,36 @@ def analyse(path, sender):
             "share_le_2_pct": round(100 * sum(1 for f in flight_at_send if f <= 2) / max(len(flight_at_send), 1), 1),
         },
     }
+
+
+def classify_timeouts(rx_path, sender, spans):
+    """Each timeout of the sender's capture against the receiver's view
+    (a capture at the receiver): whether the receiver ACKed during the
+    silence (then every such ACK was lost on the way back: the sender saw
+    none), whether that ACK covered all data sent, whether SND.UNA's last
+    retransmission reached the receiver, and whether anything was sent
+    after that retransmission (RACK can only find it lost if a segment
+    sent later is delivered)."""
+    rx = list(packets(rx_path))
+    out = {"timeouts": len(spans), "receiver_acked_in_silence_acks_lost": 0,
+           "of_which_acked_everything": 0, "snd_una_retransmission_lost": 0,
+           "snd_una_retransmitted_before": 0, "nothing_sent_after_that_retransmission": 0,
+           "receiver_acks_per_silence": []}
+    for start, end, cum, high, last_rtx, n_after in spans:
+        acked = [a for t, src, _s, a, fl, pl, _sk in rx
+                 if src != sender and fl & 0x10 and start <= t < end]
+        out["receiver_acks_per_silence"].append(len(acked))
+        if acked:
+            out["receiver_acked_in_silence_acks_lost"] += 1
+            if any(not seq_lt(a, high) for a in acked):
+                out["of_which_acked_everything"] += 1
+        if last_rtx is not None:
+            out["snd_una_retransmitted_before"] += 1
+            out["nothing_sent_after_that_retransmission"] += int(n_after == 0)
+            got = any(src == sender and sq == cum and pl > 0 and last_rtx - 0.0005 <= t < end
+                      for t, src, sq, _a, _f, pl, _sk in rx)
+            out["snd_una_retransmission_lost"] += int(not got)
+    return out
 
 
 def last_json(path):
@@ -308,8 +361,11 @@ def main():
     ap.add_argument("--sink-log")
     ap.add_argument("--nstat", nargs=2)
     ap.add_argument("--ss")
+    ap.add_argument("--rx", help="a capture of the same transfer at the receiver")
     a = ap.parse_args()
     r = {"capture": analyse(a.pcap, a.sender)}
+    if a.rx:
+        r["timeouts_by_cause"] = classify_timeouts(a.rx, a.sender, getattr(analyse, "rto_spans", []))
     if a.sink_log:
         r["sink"] = last_json(a.sink_log)
     if a.source_log:

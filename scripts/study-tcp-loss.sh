@@ -7,7 +7,8 @@
 # bridge, NS_A: PCT % of TCP/IPv4 frames dropped at random both ways).
 # Each run keeps a capture of the SENDER's own view (tcpdump on TAP_A for
 # pathstack, on bridge BR_A for kernel A: frames as sent, ACKs as
-# received after the loss rule), the sender's counters (tcp_bulk's JSON;
+# received after the loss rule; NAME.pcap) and of the receiver's (VETH_B
+# in NS_B; NAME.rx.pcap), the sender's counters (tcp_bulk's JSON;
 # Linux: `nstat -as` in NS_A before and after, `ss -tin` every 100 ms) and
 # prints scripts/study-tcp-loss.py's analysis of both.
 #
@@ -95,8 +96,15 @@ for system in pathstack kernel; do
         "tcp port $port" 2>"$out/$tag.tcpdump.log" &
     dump=$!
     pids+=("$dump")
+    # The receiver's view too (frames as they reach kernel B's veth): a
+    # stall with nothing on the wire shows where the frames waited.
+    ip netns exec "$NS_B" tcpdump -i "$VETH_B" -s 96 -B 65536 -U -w "$out/$tag.rx.pcap" \
+        "tcp port $port" 2>"$out/$tag.rx.tcpdump.log" &
+    rxdump=$!
+    pids+=("$rxdump")
     for _ in $(seq 1 50); do
-        grep -q ready "$out/$tag.sink.log" 2>/dev/null && grep -q listening "$out/$tag.tcpdump.log" && break
+        grep -q ready "$out/$tag.sink.log" 2>/dev/null && grep -q listening "$out/$tag.tcpdump.log" \
+            && grep -q listening "$out/$tag.rx.tcpdump.log" && break
         sleep 0.1
     done
     ip netns exec "$NS_A" nstat -asz >"$out/$tag.nstat.before"
@@ -115,12 +123,12 @@ for system in pathstack kernel; do
     for _ in $(seq 1 100); do kill -0 "$sink" 2>/dev/null || break; sleep 0.1; done
     ip netns exec "$NS_A" nstat -asz >"$out/$tag.nstat.after"
     sleep 0.3
-    kill "$sampler" "$dump" "$sink" 2>/dev/null || true
-    wait "$dump" 2>/dev/null || true
+    kill "$sampler" "$dump" "$rxdump" "$sink" 2>/dev/null || true
+    wait "$dump" "$rxdump" 2>/dev/null || true
     echo "== $tag (sender $src, capture on $dev) =="
     python3 "$root/scripts/study-tcp-loss.py" "$out/$tag.pcap" "$src" \
         --source-log "$out/$tag.source.log" --sink-log "$out/$tag.sink.log" \
-        --nstat "$out/$tag.nstat.before" "$out/$tag.nstat.after" --ss "$out/$tag.ss" \
+        --nstat "$out/$tag.nstat.before" "$out/$tag.nstat.after" --ss "$out/$tag.ss" --rx "$out/$tag.rx.pcap" \
         | tee "$out/$tag.report"
 done
 echo "frames dropped by the loss rule: $(ip netns exec "$NS_A" nft list table bridge pst_study_loss 2>/dev/null \

@@ -68,7 +68,8 @@ fn timeout_counts_retransmission_and_idle_time() {
 #[test]
 fn rack_loss_counted() {
     let mut s = ten_segments(TcpConfig::default());
-    s.at(20).inject(In::ack(1, 1 + M).sack(&[(1 + 2 * M, 1 + 3 * M)]));
+    s.at(20)
+        .inject(In::ack(1, 1 + M).sack(&[(1 + 2 * M, 1 + 3 * M)]));
     s.advance_until_output(ms(100)).expect("a retransmission");
     assert_eq!(drain(&mut s), vec![1 + M]);
     let st = *s.tcb.stats();
@@ -86,7 +87,8 @@ fn rack_loss_counted() {
 fn lost_retransmission_counted() {
     let mut s = ten_segments(TcpConfig::default());
     // Segment 1 lost; RACK retransmits it at about 22.5 ms.
-    s.at(20).inject(In::ack(1, 1 + M).sack(&[(1 + 2 * M, 1 + 3 * M)]));
+    s.at(20)
+        .inject(In::ack(1, 1 + M).sack(&[(1 + 2 * M, 1 + 3 * M)]));
     s.advance_until_output(ms(29)).expect("a retransmission");
     assert_eq!(drain(&mut s), vec![1 + M]);
     // Two more segments, queued behind the window (pipe ≥ cwnd).
@@ -102,7 +104,8 @@ fn lost_retransmission_counted() {
     // The new data is SACKed, the retransmission is not: lost again.
     s.at(40)
         .inject(In::ack(1, 1 + M).sack(&[(1 + 2 * M, 1 + 12 * M)]));
-    s.advance_until_output(ms(45)).expect("a second retransmission");
+    s.advance_until_output(ms(45))
+        .expect("a second retransmission");
     assert_eq!(drain(&mut s), vec![1 + M]);
     let st = *s.tcb.stats();
     assert_eq!(st.lost_retransmits, 1);
