@@ -193,6 +193,14 @@ fn report(bytes: u64, secs: f64, stats: Option<TcpStats>) {
         j["segs_out"] = json!(s.segs_out);
         j["data_segs_out"] = json!(s.data_segs_out);
         j["dup_acks_in"] = json!(s.dup_acks_in);
+        // Where the time goes under loss (issue 28, docs/design.md
+        // "Under loss: where the time goes").
+        j["timeout_retrans_segs"] = json!(s.timeout_retrans_segs);
+        j["rack_lost_segs"] = json!(s.rack_lost_segs);
+        j["lost_retransmits"] = json!(s.lost_retransmits);
+        j["tlp_loss_repaired"] = json!(s.tlp_loss_repaired);
+        j["dsack_undos"] = json!(s.dsack_undos);
+        j["timeout_idle_ms"] = json!(s.timeout_idle_ns as f64 / 1e6);
     }
     println!("{j}");
 }

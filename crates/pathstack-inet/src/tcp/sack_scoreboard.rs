@@ -268,6 +268,11 @@ pub struct Scoreboard {
     /// is FlightSize and NextSeg is new data: no per-segment walk for
     /// each segment a loss-free bulk sender sends.
     tainted: bool,
+    /// Retransmitted segments marked lost again ([`mark_lost_at`]): a
+    /// counter for `TcpStats::lost_retransmits`, no part of the state.
+    ///
+    /// [`mark_lost_at`]: Scoreboard::mark_lost_at
+    lost_retransmits: u64,
 }
 
 impl Scoreboard {
@@ -289,6 +294,7 @@ impl Scoreboard {
             sacked_segs: 0,
             fack: snd_una,
             tainted: false,
+            lost_retransmits: 0,
         }
     }
 
@@ -492,11 +498,18 @@ impl Scoreboard {
         self.rescue_rxt = None;
     }
 
+    /// Retransmitted segments [`mark_lost_at`](Self::mark_lost_at) has
+    /// marked lost again since the connection began.
+    pub(crate) fn lost_retransmits(&self) -> u64 {
+        self.lost_retransmits
+    }
+
     /// Marks the segment at `index` lost (RACK, RFC 8985 §6.2 step 5): a
     /// retransmission of it is no longer presumed in flight.
     pub(crate) fn mark_lost_at(&mut self, index: usize) {
         if let Some(s) = self.segs.get_mut(index) {
             if !s.sacked {
+                self.lost_retransmits += u64::from(s.retransmitted);
                 s.lost = true;
                 s.retransmitted = false;
                 self.tainted = true;

@@ -107,6 +107,8 @@ struct Outcome {
     a: TcpStats,
     b: TcpStats,
     lost_data: [u64; 2],
+    /// Link time from the SYN to both ends closed.
+    elapsed: Duration,
 }
 
 /// Sends `n` octets a → b and `m` octets b → a over `link`, each side
@@ -269,6 +271,7 @@ fn transfer(
         a: *ends[0].stats(),
         b: *ends[1].stats(),
         lost_data: link.lost_data,
+        elapsed: now.saturating_since(t0),
     })
 }
 
@@ -404,5 +407,60 @@ fn regression_stall_no_sack_small_window() {
     let mut link = Link::new(imp, 11047730336286120778);
     if let Err(e) = transfer(cfg_a, cfg_b, 27172, 232140, &mut link) {
         panic!("{e}");
+    }
+}
+
+/// Where a sender's time goes at 5 % random loss both ways (issue 28
+/// item 1; docs/design.md "Under loss: where the time goes"): 10 MB a → b
+/// over a link of 50 µs one way (a veth's order), default configuration,
+/// on link time, so the figures do not depend on the machine's load.
+/// Prints the sender's counters; run with
+/// `cargo test -p pathstack-inet --release --lib loss_study -- --ignored --nocapture`.
+#[test]
+#[ignore = "a study: prints figures, asserts only that the transfer completes"]
+fn loss_study_10mb_at_5_percent() {
+    for seed in [1u64, 2, 3] {
+        let mut link = Link::new(
+            Impairment {
+                loss: 50,
+                dup: 0,
+                reorder: 0,
+                delay_us: 50,
+                jitter_us: 0,
+            },
+            seed,
+        );
+        let o = transfer(
+            TcpConfig::default(),
+            TcpConfig::default(),
+            10_000_000,
+            0,
+            &mut link,
+        )
+        .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        let a = o.a;
+        let secs = o.elapsed.as_nanos() as f64 / 1e9;
+        println!(
+            "seed {seed}: {:.3} s ({:.1} Mbit/s), data segs {} lost {} retrans {} \
+             (timeout {}, rack-lost {}, lost retrans {}), timeouts {} ({:.1}/s), \
+             silent before timeouts {:.3} s ({:.0} %), recoveries {}, tlp {} (repaired {}), \
+             dsack undos {}",
+            secs,
+            10e6 * 8.0 / secs / 1e6,
+            a.data_segs_out,
+            o.lost_data[0],
+            a.retrans_segs,
+            a.timeout_retrans_segs,
+            a.rack_lost_segs,
+            a.lost_retransmits,
+            a.timeouts,
+            a.timeouts as f64 / secs,
+            a.timeout_idle_ns as f64 / 1e9,
+            100.0 * a.timeout_idle_ns as f64 / 1e9 / secs,
+            a.recoveries,
+            a.tlp_probes,
+            a.tlp_loss_repaired,
+            a.dsack_undos,
+        );
     }
 }

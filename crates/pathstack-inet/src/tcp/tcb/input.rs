@@ -543,6 +543,7 @@ impl Tcb {
         if ev.entered {
             self.stats.recoveries += 1;
         }
+        self.stats.dsack_undos += u64::from(ev.undone);
         if ev.ack.cum_advanced {
             self.snd.ack_to(ack);
             self.stats.bytes_acked += u64::from(ev.ack.newly_acked);
@@ -596,6 +597,7 @@ impl Tcb {
         }
         match self.tlp.on_ack(&ev.ack, self.sb.high_ack()) {
             TlpVerdict::LossRepaired => {
+                self.stats.tlp_loss_repaired += 1;
                 // RFC 8985 §7.4.2: the response of a fast recovery.
                 let flight = self.sb.flight_size();
                 self.cc.on_enter_recovery(flight, now);
@@ -645,6 +647,8 @@ impl Tcb {
             .rack
             .reo_wnd(&self.sb, self.recovery.in_recovery(), self.rto.srtt());
         let (marked, timer) = self.rack.detect_loss(&mut self.sb, reo, now);
+        self.stats.rack_lost_segs += u64::from(marked);
+        self.stats.lost_retransmits = self.sb.lost_retransmits();
         self.timers.set(Timer::Reo, timer);
         if marked > 0 && !self.recovery.in_recovery() {
             self.recovery.enter(&mut self.sb, &mut self.cc, now);

@@ -99,6 +99,28 @@ pub struct TcpStats {
     /// Segments of new data sent by the output side's prediction (the
     /// usual write of a quiet connection, `predict_output.rs`).
     pub predicted_sends: u64,
+    // What loss recovery did (issue 28: where a sender's time goes under
+    // loss; Linux's `TcpExt` counters of the same name in brackets).
+    /// Segments retransmitted outside a recovery phase and not as a
+    /// probe: those a retransmission timeout marked lost (Linux's
+    /// `TCPSlowStartRetrans` after `TCPTimeouts`).
+    pub timeout_retrans_segs: u64,
+    /// Segments RACK marked lost (RFC 8985 §6.2 step 5).
+    pub rack_lost_segs: u64,
+    /// Retransmissions RACK deemed lost again (Linux's
+    /// `TCPLostRetransmit`): RFC 8985 §6.2 repairs them without waiting
+    /// for the timer.
+    pub lost_retransmits: u64,
+    /// Tail loss probes that repaired a loss (RFC 8985 §7.4.2; Linux's
+    /// `TCPLossProbeRecovery`).
+    pub tlp_loss_repaired: u64,
+    /// Recovery phases whose reduction D-SACKs undid (RFC 3708; Linux's
+    /// `TCPDSACKUndo`).
+    pub dsack_undos: u64,
+    /// Nanoseconds from the last segment sent to each retransmission
+    /// timeout with data outstanding: the time the sender sat silent
+    /// waiting for the timer.
+    pub timeout_idle_ns: u64,
 }
 
 /// One connection's transmission control block.
@@ -812,6 +834,8 @@ pub fn reset_for(seg: &TcpRepr, payload_len: usize) -> Option<TcpRepr> {
 
 #[cfg(test)]
 mod impairment_tests;
+#[cfg(test)]
+mod loss_counter_tests;
 #[cfg(test)]
 mod predict_tests;
 #[cfg(test)]

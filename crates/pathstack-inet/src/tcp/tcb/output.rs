@@ -375,6 +375,8 @@ impl Tcb {
             }
             if seg.is_retransmission() {
                 self.stats.retrans_segs += 1;
+                self.stats.timeout_retrans_segs +=
+                    u64::from(!probe && !self.recovery.in_recovery());
             }
             sent += 1;
         }

@@ -140,6 +140,7 @@ impl Tcb {
                     self.enter_closed(Some(TcpError::TimedOut));
                     return;
                 }
+                self.stats.timeout_idle_ns += now.saturating_since(self.xmit_stamp).as_nanos();
                 self.rto.on_timeout();
                 self.recovery.on_rto(&mut self.sb, &mut self.cc, now);
                 self.tlp = crate::tcp::rack::Tlp::new();
