@@ -34,6 +34,7 @@ use pathstack_core::attrs::{keys, Attrs};
 use pathstack_core::error::ModuleError;
 use pathstack_core::graph::spec::{ModuleSpec, ParamSpec, ServiceSpec};
 use pathstack_core::module::{CreateCx, Created, Creation, Module, Route};
+use pathstack_core::module_handle::ModuleHandle;
 use pathstack_core::stack::ModuleSetup;
 use pathstack_core::stage::{Cx, Stage, Verdict};
 use pathstack_core::{Dir, Msg};
@@ -165,7 +166,7 @@ impl Module for VchanModule {
         &VCHAN_SPEC
     }
 
-    fn create_stage(&mut self, attrs: &mut Attrs, _cx: &mut CreateCx<'_>) -> Creation {
+    fn create_stage(&mut self, attrs: &mut Attrs, cx: &mut CreateCx<'_>) -> Creation {
         let server = attrs.get(&RPC_ROLE) == Some(&RpcRole::Server);
         // VCHAN passes its caller's protocol number to CHAN (§7).
         let prot_id = attrs.get(&keys::PROT_ID).copied().unwrap_or(0);
@@ -175,6 +176,9 @@ impl Module for VchanModule {
                 prot_id,
                 held: HandleCache::default(),
                 reboots: None,
+                modules: cx
+                    .linked_handle::<ChanModule>(DOWN, 0)
+                    .map(|chan| (cx.own_handle::<VchanModule>(), chan)),
             },
             Route::Service(DOWN),
         ))
@@ -204,6 +208,18 @@ pub struct VchanStage {
     /// CHAN's count of peer reboots ([`ChanModule::reboot_generation`]),
     /// held from the first call on.
     reboots: Option<BootGeneration>,
+    /// VCHAN's module and CHAN's (linked by `down`), resolved when the
+    /// path was made: the fast form reaches both by index
+    /// ([`pathstack_core::module_handle`]).
+    modules: Option<(ModuleHandle<VchanModule>, ModuleHandle<ChanModule>)>,
+}
+
+impl VchanStage {
+    /// VCHAN's and CHAN's modules, as the fast form reaches them.
+    #[inline(always)]
+    pub(crate) fn modules(&self) -> Option<(ModuleHandle<VchanModule>, ModuleHandle<ChanModule>)> {
+        self.modules
+    }
 }
 
 /// A pool held by a VCHAN stage.

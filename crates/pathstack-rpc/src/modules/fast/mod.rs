@@ -74,8 +74,6 @@ use pathstack_core::Msg;
 
 /// CHAN's position (VCHAN's is the one above).
 const CHAN: usize = 3;
-/// VCHAN's service that connects it to CHAN.
-const VCHAN_DOWN: usize = 1;
 
 /// Bytes of the BLAST and BID headers of a short message.
 const UPPER: usize = blast::HEADER_LEN + bid::HEADER_LEN;
@@ -102,8 +100,9 @@ struct Down {
     slot: u16,
 }
 
-/// CHAN's module and, on the client path, VCHAN's, reached at once
-/// (VCHAN's stage's `down` connection names CHAN), without marking them
+/// CHAN's module and, on the client path, VCHAN's, reached at once by
+/// the handles their stages resolved when the path was made (one index
+/// each, no walk of the path or the graph), without marking them
 /// touched: a message in the established case gives CHAN no work due
 /// sooner than it had, except when the call or reply it sends arms the
 /// earliest timer, and then [`touch_chan`] marks it (who makes work marks
@@ -111,25 +110,22 @@ struct Down {
 #[inline(always)]
 fn modules<'c>(
     cx: &'c mut Cx<'_, '_>,
-    client: bool,
+    vchan: &VchanStage,
+    chan: &ChanStage,
 ) -> Option<(Option<&'c mut VchanModule>, &'c mut ChanModule)> {
-    if client {
-        let (v, m) = cx.module_and_linked_quiet::<VchanModule, ChanModule>(VCHAN_DOWN, 0)?;
-        Some((Some(v), m))
-    } else {
-        Some((None, cx.module_quiet::<ChanModule>()?))
+    if chan.is_server() {
+        return Some((None, cx.module_by_quiet(chan.module())?));
     }
+    let (v, m) = vchan.modules()?;
+    let (v, m) = cx.modules_by_quiet(v, m)?;
+    Some((Some(v), m))
 }
 
 /// Marks CHAN's module, reached by [`modules`], touched: its deadline
 /// moved earlier (out of line: once per timeout, not per message).
 #[inline(never)]
-fn touch_chan(cx: &mut Cx<'_, '_>, client: bool) {
-    if client {
-        cx.touch_linked(VCHAN_DOWN, 0);
-    } else {
-        cx.touch_module();
-    }
+fn touch_chan(cx: &mut Cx<'_, '_>, chan: &ChanStage) {
+    cx.touch_by(chan.module());
 }
 
 impl<'a> Above<'a> {
@@ -190,8 +186,8 @@ impl<'a> Above<'a> {
     ) -> Option<[u8; ABOVE]> {
         let client = !self.chan.is_server();
         let now = cx.now();
-        let mut c = cx.stage(CHAN - usize::from(client));
-        let (v, m) = modules(&mut c, client)?;
+        let mut c = cx.stage(CHAN);
+        let (v, m) = modules(&mut c, self.vchan, self.chan)?;
         let parts = [&d.mselect[..], msg.as_slice()];
         let ((header, earlier), chan) = match v {
             Some(v) => self.vchan.fast_call(v, peer, d.slot, |chan| {
@@ -202,7 +198,7 @@ impl<'a> Above<'a> {
             None => (self.chan.fast_send(m, now, parts, peer, d.slot)?, d.slot),
         };
         if earlier {
-            touch_chan(&mut c, client);
+            touch_chan(&mut c, self.chan);
         }
         let a = msg.anno_mut();
         // The word is IP's time to live below (MSELECT).
@@ -256,9 +252,8 @@ impl<'a> Above<'a> {
         let packet = after.get(..len)?;
         let (h, payload) = ChanHeader::parse(packet).ok()?;
         let mh = self.mselect.fast_accept(payload)?;
-        let client = !self.chan.is_server();
-        let mut c = cx.stage(CHAN - usize::from(client));
-        let (v, m) = modules(&mut c, client)?;
+        let mut c = cx.stage(CHAN);
+        let (v, m) = modules(&mut c, self.vchan, self.chan)?;
         // The last step that may decline.
         let slot = match v {
             Some(v) => self.vchan.fast_outcome(v, peer, h.chan, || {
