@@ -44,13 +44,15 @@
 //! unresolved neighbour.
 //!
 //! **One step that may decline changes state.** CHAN's and VCHAN's
-//! engines are the only covered stages whose work changes module state,
+//! engines are the only covered stages whose work changes state (CHAN's
+//! module's channels, the client path's own VCHAN pools),
 //! and each fast piece checks everything and then commits (the engine's
 //! `fast_*` share their state change with the stage's general code). So
 //! the fast form checks every stateless stage and the link first
 //! (`Above::prepare`, `link::hop`, `link::room`), then runs the one
 //! step that may still decline — VCHAN's check, CHAN's check and
-//! commit, VCHAN's commit, with both modules reached at once — and then
+//! commit, VCHAN's commit, with CHAN's module reached by the handle its
+//! stage holds (the only module a fast message reaches) — and then
 //! writes the headers, which cannot fail. Over IP the identification is
 //! taken after that step, as IP takes it last. The differential test
 //! `tests/fused_rpc.rs` holds all of it to the modular stages.
@@ -62,7 +64,7 @@ use super::bid::BidStage;
 use super::blast::BlastStage;
 use super::chan::{ChanModule, ChanStage};
 use super::mselect::MselectStage;
-use super::vchan::{VchanModule, VchanStage};
+use super::vchan::VchanStage;
 use crate::anno::{RpcAnno, RpcTag};
 use crate::wire::chan::ChanHeader;
 use crate::wire::mselect::MselectHeader;
@@ -100,29 +102,21 @@ struct Down {
     slot: u16,
 }
 
-/// CHAN's module and, on the client path, VCHAN's, reached at once by
-/// the handles their stages resolved when the path was made (one index
-/// each, no walk of the path or the graph), without marking them
+/// CHAN's module, reached by the handle its stage resolved when the
+/// path was made (one index, no walk of the path or the graph; VCHAN's
+/// pools are the client path's own, in its stage), without marking it
 /// touched: a message in the established case gives CHAN no work due
 /// sooner than it had, except when the call or reply it sends arms the
 /// earliest timer, and then [`touch_chan`] marks it (who makes work marks
 /// it), so the stack's poll stays one check (issue 26 item 5).
 #[inline(always)]
-fn modules<'c>(
-    cx: &'c mut Cx<'_, '_>,
-    vchan: &VchanStage,
-    chan: &ChanStage,
-) -> Option<(Option<&'c mut VchanModule>, &'c mut ChanModule)> {
-    if chan.is_server() {
-        return Some((None, cx.module_by_quiet(chan.module())?));
-    }
-    let (v, m) = vchan.modules()?;
-    let (v, m) = cx.modules_by_quiet(v, m)?;
-    Some((Some(v), m))
+fn chan_module<'c>(cx: &'c mut Cx<'_, '_>, chan: &ChanStage) -> Option<&'c mut ChanModule> {
+    cx.module_by_quiet(chan.module())
 }
 
-/// Marks CHAN's module, reached by [`modules`], touched: its deadline
-/// moved earlier (out of line: once per timeout, not per message).
+/// Marks CHAN's module, reached by [`chan_module`], touched: its
+/// deadline moved earlier (out of line: once per timeout, not per
+/// message).
 #[inline(never)]
 fn touch_chan(cx: &mut Cx<'_, '_>, chan: &ChanStage) {
     cx.touch_by(chan.module());
@@ -187,15 +181,16 @@ impl<'a> Above<'a> {
         let client = !self.chan.is_server();
         let now = cx.now();
         let mut c = cx.stage(CHAN);
-        let (v, m) = modules(&mut c, self.vchan, self.chan)?;
+        let m = chan_module(&mut c, self.chan)?;
         let parts = [&d.mselect[..], msg.as_slice()];
-        let ((header, earlier), chan) = match v {
-            Some(v) => self.vchan.fast_call(v, peer, d.slot, |chan| {
+        let ((header, earlier), chan) = if client {
+            self.vchan.fast_call(peer, d.slot, |chan| {
                 self.chan.fast_send(m, now, parts, peer, chan)
-            })?,
+            })?
+        } else {
             // VCHAN passes on the server: the reply goes on the
             // request's channel.
-            None => (self.chan.fast_send(m, now, parts, peer, d.slot)?, d.slot),
+            (self.chan.fast_send(m, now, parts, peer, d.slot)?, d.slot)
         };
         if earlier {
             touch_chan(&mut c, self.chan);
@@ -253,14 +248,15 @@ impl<'a> Above<'a> {
         let (h, payload) = ChanHeader::parse(packet).ok()?;
         let mh = self.mselect.fast_accept(payload)?;
         let mut c = cx.stage(CHAN);
-        let (v, m) = modules(&mut c, self.vchan, self.chan)?;
+        let m = chan_module(&mut c, self.chan)?;
         // The last step that may decline.
-        let slot = match v {
-            Some(v) => self.vchan.fast_outcome(v, peer, h.chan, || {
-                self.chan.fast_receive(m, &h, peer, anno)
-            })?,
-            None if self.chan.fast_receive(m, &h, peer, anno) => h.chan,
-            None => return None,
+        let slot = if !self.chan.is_server() {
+            self.vchan
+                .fast_outcome(peer, h.chan, || self.chan.fast_receive(m, &h, peer, anno))?
+        } else if self.chan.fast_receive(m, &h, peer, anno) {
+            h.chan
+        } else {
+            return None;
         };
         Some((payload.len() - mselect::HEADER_LEN, RpcTag::slot(slot), mh))
     }
