@@ -84,14 +84,6 @@ impl CreateCx<'_> {
     pub fn own_handle<M: Module>(&self) -> ModuleHandle<M> {
         ModuleHandle::new(self.module_id)
     }
-    /// The handle of the module connected by connection `link` of service
-    /// `service`, if there is one, taken to be an `M` (checked at each
-    /// reach): what [`Cx::linked_module`](crate::stage::Cx::linked_module)
-    /// finds on every call, resolved once.
-    pub fn linked_handle<M: Module>(&self, service: usize, link: usize) -> Option<ModuleHandle<M>> {
-        let l = self.links.get(service)?.get(link)?;
-        Some(ModuleHandle::new(ModuleId(l.instance.0)))
-    }
     /// Number of connections of service `service`.
     pub fn links(&self, service: usize) -> usize {
         self.links.get(service).map_or(0, Vec::len)

@@ -29,13 +29,11 @@ use std::fmt;
 use std::marker::PhantomData;
 
 /// A module of type `M`, by its index in the stack's module table:
-/// resolved when a stage is created ([`CreateCx::own_handle`],
-/// [`CreateCx::linked_handle`]), used by index on every message. Its
-/// type is checked at each reach (a reach through a handle of the wrong
-/// type finds nothing).
+/// resolved when a stage is created ([`CreateCx::own_handle`]), used by
+/// index on every message. Its type is checked at each reach (a reach
+/// through a handle of the wrong type finds nothing).
 ///
 /// [`CreateCx::own_handle`]: crate::module::CreateCx::own_handle
-/// [`CreateCx::linked_handle`]: crate::module::CreateCx::linked_handle
 pub struct ModuleHandle<M> {
     id: ModuleId,
     _of: PhantomData<fn() -> M>,

@@ -264,33 +264,6 @@ impl<'a, 'e> Cx<'a, 'e> {
         let slot = self.env.modules.get_mut(h.index())?;
         (slot.get_mut_quiet() as &mut dyn Any).downcast_mut::<M>()
     }
-    /// The two different modules `a` and `b` name, if they are an `A` and
-    /// a `B`, at once and without marking them touched: VCHAN's and
-    /// CHAN's on the client path's fast form (see
-    /// [`Cx::module_by_quiet`]). `None` if either is missing or both
-    /// name the same module.
-    #[inline(always)]
-    pub fn modules_by_quiet<A: Module, B: Module>(
-        &mut self,
-        a: ModuleHandle<A>,
-        b: ModuleHandle<B>,
-    ) -> Option<(&mut A, &mut B)> {
-        let (i, j) = (a.index(), b.index());
-        let (sa, sb) = match i.cmp(&j) {
-            std::cmp::Ordering::Less => {
-                let (lo, hi) = self.env.modules.split_at_mut_checked(j)?;
-                (lo.get_mut(i)?, hi.first_mut()?)
-            }
-            std::cmp::Ordering::Greater => {
-                let (lo, hi) = self.env.modules.split_at_mut_checked(i)?;
-                (hi.first_mut()?, lo.get_mut(j)?)
-            }
-            std::cmp::Ordering::Equal => return None,
-        };
-        let a = (sa.get_mut_quiet() as &mut dyn Any).downcast_mut::<A>()?;
-        let b = (sb.get_mut_quiet() as &mut dyn Any).downcast_mut::<B>()?;
-        Some((a, b))
-    }
     /// Marks the module `h` names touched (see [`Cx::touch_module`]).
     pub fn touch_by<M: Module>(&mut self, h: ModuleHandle<M>) {
         if let Some(slot) = self.env.modules.get_mut(h.index()) {
