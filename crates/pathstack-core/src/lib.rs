@@ -24,6 +24,7 @@ pub mod graph;
 mod header_demux;
 pub mod ids;
 pub mod module;
+pub mod module_handle;
 mod module_setup;
 pub mod msg;
 pub mod ops;

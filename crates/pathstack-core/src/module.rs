@@ -7,6 +7,7 @@ use crate::error::{ModuleError, PathError};
 use crate::graph::spec::ModuleSpec;
 use crate::graph::Link;
 use crate::ids::{Dir, ModuleId, PathId};
+use crate::module_handle::ModuleHandle;
 use crate::msg::Msg;
 use crate::ops::Ops;
 use crate::runtime::{FollowUp, PathOp, Start, TimerOwner};
@@ -75,6 +76,13 @@ impl CreateCx<'_> {
     /// This module's id.
     pub fn module_id(&self) -> ModuleId {
         self.module_id
+    }
+    /// This module's handle, for the stage to reach it by on every
+    /// message ([`Cx::module_by_quiet`](crate::stage::Cx::module_by_quiet)):
+    /// `M` is the creating module's own type (a handle of another type
+    /// reaches nothing).
+    pub fn own_handle<M: Module>(&self) -> ModuleHandle<M> {
+        ModuleHandle::new(self.module_id)
     }
     /// Number of connections of service `service`.
     pub fn links(&self, service: usize) -> usize {

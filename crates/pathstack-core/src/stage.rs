@@ -7,6 +7,7 @@ use crate::drop_reason::DropReason;
 use crate::error::PathError;
 use crate::ids::{Dir, ModuleId, PathId};
 use crate::module::Module;
+use crate::module_handle::ModuleHandle;
 use crate::msg::Msg;
 use crate::ops::Ops;
 pub use crate::runtime::TimerOwner;
@@ -250,6 +251,24 @@ impl<'a, 'e> Cx<'a, 'e> {
         let a = (a.get_mut_quiet() as &mut dyn Any).downcast_mut::<A>()?;
         let b = (b.get_mut_quiet() as &mut dyn Any).downcast_mut::<B>()?;
         Some((a, b))
+    }
+    /// The module `h` names, if it is an `M`, without marking it touched
+    /// (as [`Cx::module_quiet`]): a fast form's reach on every message by
+    /// a handle its stage resolved when the path was made
+    /// ([`crate::module_handle`]), one index into the stack's table and
+    /// the type check, with no walk of the path's stage list or the
+    /// module's connections. The caller marks the module
+    /// ([`Cx::touch_by`]) when it may have moved its deadline earlier.
+    #[inline(always)]
+    pub fn module_by_quiet<M: Module>(&mut self, h: ModuleHandle<M>) -> Option<&mut M> {
+        let slot = self.env.modules.get_mut(h.index())?;
+        (slot.get_mut_quiet() as &mut dyn Any).downcast_mut::<M>()
+    }
+    /// Marks the module `h` names touched (see [`Cx::touch_module`]).
+    pub fn touch_by<M: Module>(&mut self, h: ModuleHandle<M>) {
+        if let Some(slot) = self.env.modules.get_mut(h.index()) {
+            slot.touch();
+        }
     }
     /// Marks this stage's module touched after a
     /// [`module_quiet`](Self::module_quiet) reach that may have moved its

@@ -31,7 +31,9 @@ use pathstack::rpc_protocols::modules::bidctl::BidctlModule;
 use pathstack::rpc_protocols::modules::inline;
 use pathstack::rpc_protocols::modules::protocol::XRPCTEST_ID;
 use pathstack::rpc_protocols::modules::rpc::RpcModule;
+use pathstack::rpc_protocols::modules::vchan::VchanStage;
 use proptest::prelude::*;
+use std::any::Any;
 
 const MAC_A: [u8; 6] = [2, 0, 0, 0, 0, 1];
 const MAC_B: [u8; 6] = [2, 0, 0, 0, 0, 2];
@@ -250,6 +252,15 @@ impl World {
                 st.msgs_in, st.msgs_out, st.consumed, st.drops
             ));
         }
+        // VCHAN's pools live on the client path, in its stage (position
+        // 2): the calls lent and waiting there, as the fast form left
+        // them, are the modular stage's.
+        let vchan = s
+            .path(c)
+            .and_then(|p| p.stage(2))
+            .and_then(|st| (st as &dyn Any).downcast_ref::<VchanStage>())
+            .expect("the client path's VCHAN stage");
+        counters.push(format!("vchan {:?}", vchan.stats()));
         for m in 0.. {
             let id = pathstack::core::ModuleId(m);
             let Some(stats) = s.module_stats(id) else {

@@ -38,6 +38,7 @@ use pathstack_core::demux::{DemuxKey, Key, KeyMode, PartialClassifier};
 use pathstack_core::error::{ModuleError, PathError};
 use pathstack_core::graph::spec::{Count, ModuleSpec, ParamSpec, ServiceSpec, ServiceType};
 use pathstack_core::module::{CreateCx, Created, Creation, ModCx, Module, Route};
+use pathstack_core::module_handle::ModuleHandle;
 use pathstack_core::stack::ModuleSetup;
 use pathstack_core::stage::{Cx, EstablishCx, Stage, Verdict};
 use pathstack_core::time::Duration;
@@ -271,6 +272,7 @@ impl Module for ChanModule {
         Ok(Created::new(
             ChanStage {
                 server,
+                own: cx.own_handle::<ChanModule>(),
                 prot_id,
                 fragment_len: None,
                 clients: HandleCache::default(),
@@ -322,6 +324,9 @@ impl Module for ChanModule {
 /// The `CHAN` stage of the client or the server path.
 pub struct ChanStage {
     server: bool,
+    /// This module, resolved when the path was made: the server path's
+    /// fast form reaches it by index ([`pathstack_core::module_handle`]).
+    own: ModuleHandle<ChanModule>,
     /// The upper protocol (MSELECT).
     prot_id: u32,
     /// BLAST's fragment size on this path, read once.
@@ -486,6 +491,12 @@ impl ChanStage {
     #[inline(always)]
     pub(crate) fn is_server(&self) -> bool {
         self.server
+    }
+
+    /// CHAN's module, as the fast form reaches it.
+    #[inline(always)]
+    pub(crate) fn module(&self) -> ModuleHandle<ChanModule> {
+        self.own
     }
 
     /// The channel a call or reply going down travels on: the one its

@@ -162,6 +162,16 @@ impl Module for RpcModule {
         Ok(())
     }
 
+    /// `route_end` is the default: an outcome past the client's top
+    /// goes to the client path's sink queue, where the application reads
+    /// it; the server's stage turns every request around, so nothing
+    /// leaves its top but a message the application itself queued there.
+    /// The stack then leaves the top end with no routing call (issue 26,
+    /// the `leave` of the RPC round trip).
+    fn ends_in_sink(&self) -> bool {
+        true
+    }
+
     fn path_created(&mut self, tag: u64, result: Result<PathId, &PathError>) {
         if let Ok(p) = result {
             if tag == 0 {

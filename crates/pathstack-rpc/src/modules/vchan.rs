@@ -3,12 +3,16 @@
 //! stage gives each call going down an idle channel (the most recently
 //! freed first) or parks it, in order, until one is free; an outcome
 //! coming up gives its channel back and names the call again. The pools
-//! live in the module; the stage holds its peer's pool by handle (the
-//! pool the thesis' PIN cached on the path), so a call and its outcome
-//! reach the pool without a lookup by peer; a retired pool's handle no
-//! longer matches, and the next call finds (or opens) the new pool by
-//! peer. The pools' channels are opened in CHAN's client table, which
-//! the stage reaches through its `down` connection.
+//! live on the client path, in its stage (the thesis' PIN cached the pool
+//! on the path; issue 26 item 7: what a call reads and changes is the
+//! path's own, so the fast form reaches no VCHAN module and downcasts
+//! nothing for it) — one client path per `RPC` above, so one set of pools
+//! per VCHAN as before. The stage holds its peer's pool by handle, so a
+//! call and its outcome reach the pool without a lookup by peer; a
+//! retired pool's handle no longer matches, and the next call finds (or
+//! opens) the new pool by peer. The module keeps the configuration the
+//! stage's pools are made with. The pools' channels are opened in CHAN's
+//! client table, which the stage reaches through its `down` connection.
 //!
 //! A peer that rebooted disables every channel to it (spec §6.4): its pool
 //! is dropped, calls waiting in it fail with the reboot, its channels are
@@ -79,12 +83,19 @@ impl PeerPool {
     }
 }
 
-/// The `VCHAN` module: a pool per peer.
+/// The `VCHAN` module: the configuration of its client path's pools.
 pub struct VchanModule {
     config: VchanConfig,
     max_peers: usize,
+}
+
+/// The pools of a client path's VCHAN stage: one per peer.
+struct Pools {
+    config: VchanConfig,
+    /// Most peers with a pool, retired ones included.
+    max_peers: usize,
     /// The current pool of each peer, reachable by handle.
-    pools: HandleTable<Peer, PeerPool>,
+    current: HandleTable<Peer, PeerPool>,
     /// Pools of peers that rebooted, kept until the outcomes of the calls
     /// their channels carried have come up (each names its channel).
     retired: Vec<(Peer, PeerPool)>,
@@ -102,22 +113,17 @@ impl VchanModule {
         Ok(Box::new(VchanModule {
             config,
             max_peers: setup.param("max_peers", 1024usize)?,
-            pools: HandleTable::default(),
-            retired: Vec::new(),
         }))
     }
+}
 
-    /// The pool of `peer`, if one exists.
-    pub fn pool(&self, peer: Peer) -> Option<&VchanPool> {
-        self.pools.get(&peer).map(|p| &p.pool)
-    }
-
+impl Pools {
     /// The call slot carried by `peer`'s channel `chan`, which is given
     /// back (to a retired pool's bookkeeping, or to be released by the
     /// caller). A retired pool's channel is closed in `table` now that its
     /// call has ended.
     fn take_lent(&mut self, peer: Peer, chan: u16, table: &mut ClientTable) -> Option<u16> {
-        if let Some(slot) = self.pools.get_mut(&peer).and_then(|p| p.take_lent(chan)) {
+        if let Some(slot) = self.current.get_mut(&peer).and_then(|p| p.take_lent(chan)) {
             return Some(slot);
         }
         let i = self
@@ -142,7 +148,7 @@ impl VchanModule {
     /// retired until then). Returns the calls that waited in it, which
     /// fail with the reboot.
     fn retire(&mut self, peer: Peer, table: &mut ClientTable) -> Vec<Msg> {
-        let Some(mut p) = self.pools.remove(&peer) else {
+        let Some(mut p) = self.current.remove(&peer) else {
             return Vec::new();
         };
         for key in p.pool.channels() {
@@ -175,23 +181,15 @@ impl Module for VchanModule {
                 prot_id,
                 held: HandleCache::default(),
                 reboots: None,
+                pools: Pools {
+                    config: self.config,
+                    max_peers: self.max_peers,
+                    current: HandleTable::default(),
+                    retired: Vec::new(),
+                },
             },
             Route::Service(DOWN),
         ))
-    }
-
-    fn stats(&self) -> Vec<(String, u64)> {
-        vec![
-            ("pools".into(), self.pools.len() as u64),
-            (
-                "calls_lent".into(),
-                self.pools.values().map(|p| p.lent.len() as u64).sum(),
-            ),
-            (
-                "calls_waiting".into(),
-                self.pools.values().map(|p| p.waiting.len() as u64).sum(),
-            ),
-        ]
     }
 }
 
@@ -204,6 +202,32 @@ pub struct VchanStage {
     /// CHAN's count of peer reboots ([`ChanModule::reboot_generation`]),
     /// held from the first call on.
     reboots: Option<BootGeneration>,
+    /// The pools (on the server path: none, ever).
+    pools: Pools,
+}
+
+impl VchanStage {
+    /// The pool of `peer`, if one exists.
+    pub fn pool(&self, peer: Peer) -> Option<&VchanPool> {
+        self.pools.current.get(&peer).map(|p| &p.pool)
+    }
+
+    /// Statistics lines (what the module showed while it held the
+    /// pools): pools, calls lent, calls waiting.
+    pub fn stats(&self) -> Vec<(String, u64)> {
+        let pools = || self.pools.current.values();
+        vec![
+            ("pools".into(), self.pools.current.len() as u64),
+            (
+                "calls_lent".into(),
+                pools().map(|p| p.lent.len() as u64).sum(),
+            ),
+            (
+                "calls_waiting".into(),
+                pools().map(|p| p.waiting.len() as u64).sum(),
+            ),
+        ]
+    }
 }
 
 /// A pool held by a VCHAN stage.
@@ -250,7 +274,7 @@ fn lend(p: &mut PeerPool, tag: RpcTag, msg: &mut Msg) -> Result<Verdict, WaitTic
 /// caller.
 fn park(
     ticket: WaitTicket,
-    at: PoolHandle,
+    (pools, at): (&mut Pools, PoolHandle),
     tag: RpcTag,
     peer: Peer,
     msg: &mut Msg,
@@ -261,10 +285,8 @@ fn park(
         return Verdict::Back;
     };
     let parked = std::mem::replace(msg, m);
-    if let Some(v) = cx.module::<VchanModule>() {
-        if let Some((_, p)) = v.pools.find_mut(Some(at), &peer) {
-            p.waiting.push_back((ticket, parked));
-        }
+    if let Some((_, p)) = pools.current.find_mut(Some(at), &peer) {
+        p.waiting.push_back((ticket, parked));
     }
     Verdict::Consumed
 }
@@ -272,7 +294,7 @@ fn park(
 impl VchanStage {
     /// A call going down: the established case first — the pool this
     /// path holds, its channels not disabled since it last looked (CHAN's
-    /// reboot count, held too) — reached with one module access and no
+    /// reboot count, held too) — reached with no module access and no
     /// lookup by peer; anything else (first call to a peer, another
     /// peer, a reboot somewhere) goes through [`VchanStage::call_resolve`].
     fn call(&mut self, msg: &mut Msg, cx: &mut Cx<'_, '_>) -> Verdict {
@@ -283,14 +305,11 @@ impl VchanStage {
             return self.call_resolve(tag, peer, msg, cx);
         };
         let reboots = reboots.current();
-        let Some(v) = cx.module::<VchanModule>() else {
-            return Verdict::Drop(crate::wire::chan::ChanDropReason::NoChannel.into());
-        };
-        let lent = match v.pools.find_mut(Some(held), &peer) {
+        let lent = match self.pools.current.find_mut(Some(held), &peer) {
             Some((at, p)) if at == held && p.reboots == reboots => lend(p, tag, msg),
             _ => return self.call_resolve(tag, peer, msg, cx),
         };
-        lent.unwrap_or_else(|ticket| park(ticket, held, tag, peer, msg, cx))
+        lent.unwrap_or_else(|ticket| park(ticket, (&mut self.pools, held), tag, peer, msg, cx))
     }
 
     /// A call whose pool is not held (or may be stale): finds or opens
@@ -305,18 +324,19 @@ impl VchanStage {
         cx: &mut Cx<'_, '_>,
     ) -> Verdict {
         let prot_id = self.prot_id;
-        let Some((v, chan)) = cx.module_and_linked::<VchanModule, ChanModule>(DOWN, 0) else {
+        let Some(chan) = cx.linked_module::<ChanModule>(DOWN, 0) else {
             return Verdict::Drop(crate::wire::chan::ChanDropReason::NoChannel.into());
         };
+        let v = &mut self.pools;
         let cell = chan.reboot_generation();
         let reboots = cell.current();
         if self.reboots.is_none() {
             self.reboots = Some(cell.clone());
         }
-        let full = v.pools.len() + v.retired.len() >= v.max_peers;
+        let full = v.current.len() + v.retired.len() >= v.max_peers;
         let config = v.config;
         let held = self.held.get(0, &peer);
-        let at = match v.pools.find_mut(held, &peer) {
+        let at = match v.current.find_mut(held, &peer) {
             // A peer rebooted since this pool last looked (the rare case;
             // one comparison per call otherwise).
             Some((_, p)) if p.reboots != reboots => {
@@ -334,7 +354,7 @@ impl VchanStage {
                     return Verdict::Back;
                 };
                 chan.note_new_peer(peer);
-                v.pools.insert(
+                v.current.insert(
                     peer,
                     PeerPool {
                         pool,
@@ -346,10 +366,11 @@ impl VchanStage {
             }
         };
         self.held.put(0, peer, at);
-        let Some((_, p)) = v.pools.find_mut(Some(at), &peer) else {
+        let Some((_, p)) = self.pools.current.find_mut(Some(at), &peer) else {
             return Verdict::Drop(crate::wire::chan::ChanDropReason::NoChannel.into());
         };
-        lend(p, tag, msg).unwrap_or_else(|ticket| park(ticket, at, tag, peer, msg, cx))
+        lend(p, tag, msg)
+            .unwrap_or_else(|ticket| park(ticket, (&mut self.pools, at), tag, peer, msg, cx))
     }
 
     /// `call` found that a peer rebooted since `peer`'s pool last looked:
@@ -358,11 +379,13 @@ impl VchanStage {
     /// pool is up to date when the call is made again.
     fn call_after_reboot(&mut self, peer: Peer, msg: &mut Msg, cx: &mut Cx<'_, '_>) -> Verdict {
         let failed = {
-            let Some((v, chan)) = cx.module_and_linked::<VchanModule, ChanModule>(DOWN, 0) else {
+            let Some(chan) = cx.linked_module::<ChanModule>(DOWN, 0) else {
                 return Verdict::Drop(crate::wire::chan::ChanDropReason::NoChannel.into());
             };
+            let generation = chan.reboot_generation().current();
             let table = chan.client_table();
-            let Some(p) = v.pools.get_mut(&peer) else {
+            let v = &mut self.pools;
+            let Some(p) = v.current.get_mut(&peer) else {
                 return self.call(msg, cx);
             };
             if p.pool
@@ -371,7 +394,7 @@ impl VchanStage {
             {
                 v.retire(peer, table)
             } else {
-                p.reboots = chan.reboot_generation().current();
+                p.reboots = generation;
                 Vec::new()
             }
         };
@@ -383,12 +406,9 @@ impl VchanStage {
         let (Some(tag), Some(peer)) = (msg.anno().rpc_tag(), msg.anno().rpc_peer()) else {
             return Verdict::Drop(crate::wire::chan::ChanDropReason::NoChannel.into());
         };
-        let Some(v) = cx.module::<VchanModule>() else {
-            return Verdict::Drop(crate::wire::chan::ChanDropReason::NoChannel.into());
-        };
         // The common case, one pool lookup: a call of the current pool
         // ended; its channel goes back, to the longest waiter if any.
-        let p = match v.pools.find_mut(self.held.get(0, &peer), &peer) {
+        let p = match self.pools.current.find_mut(self.held.get(0, &peer), &peer) {
             Some((_, p)) if tag.status != CallStatus::PeerRebooted => p,
             _ => return self.outcome_rare(peer, tag, msg, cx),
         };
@@ -428,12 +448,13 @@ impl VchanStage {
         msg: &mut Msg,
         cx: &mut Cx<'_, '_>,
     ) -> Verdict {
-        let Some((v, chan)) = cx.module_and_linked::<VchanModule, ChanModule>(DOWN, 0) else {
+        let Some(chan) = cx.linked_module::<ChanModule>(DOWN, 0) else {
             return Verdict::Drop(crate::wire::chan::ChanDropReason::NoChannel.into());
         };
         let table = chan.client_table();
+        let v = &mut self.pools;
         let current = v
-            .pools
+            .current
             .get(&peer)
             .is_some_and(|p| p.lent.iter().any(|&(c, _)| c == tag.slot));
         let Some(slot) = v.take_lent(peer, tag.slot, table) else {
@@ -456,7 +477,7 @@ impl VchanStage {
 
 impl VchanStage {
     /// Fast form, down: what `call` does with a call in `slot` to `peer`
-    /// in the established case — the pool this path holds (in `v`), no
+    /// in the established case — the pool this path holds, no
     /// reboot since it last looked, a channel idle — with `send` (CHAN's
     /// step) run on the channel before it is lent: if `send` declines,
     /// nothing is lent and `None` comes back; else the channel is lent
@@ -466,14 +487,13 @@ impl VchanStage {
     #[inline(always)]
     pub(crate) fn fast_call<R>(
         &mut self,
-        v: &mut VchanModule,
         peer: Peer,
         slot: u16,
         send: impl FnOnce(u16) -> Option<R>,
     ) -> Option<(R, u16)> {
         let held = self.held.get(0, &peer)?;
         let reboots = self.reboots.as_ref()?.current();
-        let p = v.pools.held_mut(held, &peer)?;
+        let p = self.pools.current.held_mut(held, &peer)?;
         if p.reboots != reboots {
             return None;
         }
@@ -489,7 +509,7 @@ impl VchanStage {
     }
 
     /// Fast form, up: what `outcome` does with the outcome of the call on
-    /// channel `chan` of `peer`'s held pool (in `v`) in the established
+    /// channel `chan` of `peer`'s held pool in the established
     /// case (a call of the held pool ended, no call waiting for a
     /// channel), with `take` (CHAN's step) run first: if `take`
     /// declines, nothing is given back and `None` comes back; else the
@@ -498,13 +518,12 @@ impl VchanStage {
     #[inline(always)]
     pub(crate) fn fast_outcome(
         &mut self,
-        v: &mut VchanModule,
         peer: Peer,
         chan: u16,
         take: impl FnOnce() -> bool,
     ) -> Option<u16> {
         let held = self.held.get(0, &peer)?;
-        let p = v.pools.held_mut(held, &peer)?;
+        let p = self.pools.current.held_mut(held, &peer)?;
         let lent = p.lent.iter().any(|&(c, _)| c == chan);
         if p.pool.waiting() != 0 || !lent || !take() {
             return None;

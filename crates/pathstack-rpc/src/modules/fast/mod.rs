@@ -44,13 +44,15 @@
 //! unresolved neighbour.
 //!
 //! **One step that may decline changes state.** CHAN's and VCHAN's
-//! engines are the only covered stages whose work changes module state,
+//! engines are the only covered stages whose work changes state (CHAN's
+//! module's channels, the client path's own VCHAN pools),
 //! and each fast piece checks everything and then commits (the engine's
 //! `fast_*` share their state change with the stage's general code). So
 //! the fast form checks every stateless stage and the link first
 //! (`Above::prepare`, `link::hop`, `link::room`), then runs the one
 //! step that may still decline — VCHAN's check, CHAN's check and
-//! commit, VCHAN's commit, with both modules reached at once — and then
+//! commit, VCHAN's commit, with CHAN's module reached by the handle its
+//! stage holds (the only module a fast message reaches) — and then
 //! writes the headers, which cannot fail. Over IP the identification is
 //! taken after that step, as IP takes it last. The differential test
 //! `tests/fused_rpc.rs` holds all of it to the modular stages.
@@ -62,7 +64,7 @@ use super::bid::BidStage;
 use super::blast::BlastStage;
 use super::chan::{ChanModule, ChanStage};
 use super::mselect::MselectStage;
-use super::vchan::{VchanModule, VchanStage};
+use super::vchan::VchanStage;
 use crate::anno::{RpcAnno, RpcTag};
 use crate::wire::chan::ChanHeader;
 use crate::wire::mselect::MselectHeader;
@@ -74,8 +76,6 @@ use pathstack_core::Msg;
 
 /// CHAN's position (VCHAN's is the one above).
 const CHAN: usize = 3;
-/// VCHAN's service that connects it to CHAN.
-const VCHAN_DOWN: usize = 1;
 
 /// Bytes of the BLAST and BID headers of a short message.
 const UPPER: usize = blast::HEADER_LEN + bid::HEADER_LEN;
@@ -102,34 +102,24 @@ struct Down {
     slot: u16,
 }
 
-/// CHAN's module and, on the client path, VCHAN's, reached at once
-/// (VCHAN's stage's `down` connection names CHAN), without marking them
+/// CHAN's module, reached by the handle its stage resolved when the
+/// path was made (one index, no walk of the path or the graph; VCHAN's
+/// pools are the client path's own, in its stage), without marking it
 /// touched: a message in the established case gives CHAN no work due
 /// sooner than it had, except when the call or reply it sends arms the
 /// earliest timer, and then [`touch_chan`] marks it (who makes work marks
 /// it), so the stack's poll stays one check (issue 26 item 5).
 #[inline(always)]
-fn modules<'c>(
-    cx: &'c mut Cx<'_, '_>,
-    client: bool,
-) -> Option<(Option<&'c mut VchanModule>, &'c mut ChanModule)> {
-    if client {
-        let (v, m) = cx.module_and_linked_quiet::<VchanModule, ChanModule>(VCHAN_DOWN, 0)?;
-        Some((Some(v), m))
-    } else {
-        Some((None, cx.module_quiet::<ChanModule>()?))
-    }
+fn chan_module<'c>(cx: &'c mut Cx<'_, '_>, chan: &ChanStage) -> Option<&'c mut ChanModule> {
+    cx.module_by_quiet(chan.module())
 }
 
-/// Marks CHAN's module, reached by [`modules`], touched: its deadline
-/// moved earlier (out of line: once per timeout, not per message).
+/// Marks CHAN's module, reached by [`chan_module`], touched: its
+/// deadline moved earlier (out of line: once per timeout, not per
+/// message).
 #[inline(never)]
-fn touch_chan(cx: &mut Cx<'_, '_>, client: bool) {
-    if client {
-        cx.touch_linked(VCHAN_DOWN, 0);
-    } else {
-        cx.touch_module();
-    }
+fn touch_chan(cx: &mut Cx<'_, '_>, chan: &ChanStage) {
+    cx.touch_by(chan.module());
 }
 
 impl<'a> Above<'a> {
@@ -190,19 +180,20 @@ impl<'a> Above<'a> {
     ) -> Option<[u8; ABOVE]> {
         let client = !self.chan.is_server();
         let now = cx.now();
-        let mut c = cx.stage(CHAN - usize::from(client));
-        let (v, m) = modules(&mut c, client)?;
+        let mut c = cx.stage(CHAN);
+        let m = chan_module(&mut c, self.chan)?;
         let parts = [&d.mselect[..], msg.as_slice()];
-        let ((header, earlier), chan) = match v {
-            Some(v) => self.vchan.fast_call(v, peer, d.slot, |chan| {
+        let ((header, earlier), chan) = if client {
+            self.vchan.fast_call(peer, d.slot, |chan| {
                 self.chan.fast_send(m, now, parts, peer, chan)
-            })?,
+            })?
+        } else {
             // VCHAN passes on the server: the reply goes on the
             // request's channel.
-            None => (self.chan.fast_send(m, now, parts, peer, d.slot)?, d.slot),
+            (self.chan.fast_send(m, now, parts, peer, d.slot)?, d.slot)
         };
         if earlier {
-            touch_chan(&mut c, client);
+            touch_chan(&mut c, self.chan);
         }
         let a = msg.anno_mut();
         // The word is IP's time to live below (MSELECT).
@@ -256,16 +247,16 @@ impl<'a> Above<'a> {
         let packet = after.get(..len)?;
         let (h, payload) = ChanHeader::parse(packet).ok()?;
         let mh = self.mselect.fast_accept(payload)?;
-        let client = !self.chan.is_server();
-        let mut c = cx.stage(CHAN - usize::from(client));
-        let (v, m) = modules(&mut c, client)?;
+        let mut c = cx.stage(CHAN);
+        let m = chan_module(&mut c, self.chan)?;
         // The last step that may decline.
-        let slot = match v {
-            Some(v) => self.vchan.fast_outcome(v, peer, h.chan, || {
-                self.chan.fast_receive(m, &h, peer, anno)
-            })?,
-            None if self.chan.fast_receive(m, &h, peer, anno) => h.chan,
-            None => return None,
+        let slot = if !self.chan.is_server() {
+            self.vchan
+                .fast_outcome(peer, h.chan, || self.chan.fast_receive(m, &h, peer, anno))?
+        } else if self.chan.fast_receive(m, &h, peer, anno) {
+            h.chan
+        } else {
+            return None;
         };
         Some((payload.len() - mselect::HEADER_LEN, RpcTag::slot(slot), mh))
     }
