@@ -17,6 +17,7 @@ pub use driver::{DriverDropReason, DriverModule, DriverParams, DriverStage, DRIV
 pub use failure::DeviceFailure;
 pub use frame_match::{FieldTest, FieldWidth, FrameMatch};
 pub use offload::{MsgOffload, OffloadCaps};
+pub use rx_lane::{RxBurst, RxLane};
 
 pub mod driver;
 pub mod failure;
@@ -26,6 +27,7 @@ pub mod impair;
 pub mod memory;
 pub mod offload;
 pub mod record;
+pub mod rx_lane;
 
 /// What a device can do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
