@@ -191,7 +191,9 @@ impl DriverStage {
         // The module's device by one virtual call, not an `Any` downcast
         // of the module (`Module::device_mut`; issue 26 item 6).
         match cx.module_dyn().device_mut() {
-            Some(d) => match d.transmit(std::mem::take(msg), now) {
+            // The frame's buffer leaves the trip's slot in the device
+            // (`Device::transmit_from`), not the whole message first.
+            Some(d) => match d.transmit_from(msg, now) {
                 Ok(()) => Verdict::Consumed,
                 Err(e) => transmit_failed(e, cx),
             },
