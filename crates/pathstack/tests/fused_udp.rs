@@ -620,7 +620,13 @@ fn frames_waiting_together_in_the_ring_are_taken_burst_by_burst() {
         .map(|i| match i % 5 {
             0 => to_connected(&[i; 3], &Mutation::None),
             1 => to_connected(&[i; 3], &bad_checksum),
-            2 => frame(PEER_MACS[0], PEER, (CONNECTED.1, 4321), &[i; 3], &Mutation::None),
+            2 => frame(
+                PEER_MACS[0],
+                PEER,
+                (CONNECTED.1, 4321),
+                &[i; 3],
+                &Mutation::None,
+            ),
             3 => to_bound(&[i; 7]),
             _ => to_connected(&[i; 3], &Mutation::IpOptions),
         })
@@ -676,7 +682,12 @@ fn a_frame_for_a_queued_path_waits_its_turn() {
         known_peers(&mut w);
         // The application hands the bound path a received frame to run at
         // the next poll; then a second one arrives on the wire.
-        let first = w.host.stack().pool().alloc_copy(&to_bound(b"first")).unwrap();
+        let first = w
+            .host
+            .stack()
+            .pool()
+            .alloc_copy(&to_bound(b"first"))
+            .unwrap();
         w.host.stack_mut().enqueue(w.bound, Dir::Up, first).unwrap();
         w.arrive(&[to_bound(b"second")]);
         w.poll(Duration::from_micros(10));
