@@ -115,6 +115,18 @@ where
         }))
     }
 
+    /// The inlined stages from `pos` in `dir`: the general way (a message
+    /// the fast form declined, a message entering mid-path), out of line.
+    /// Inlined, every stage of the path would be in the fused common
+    /// case's function, whose prologue and epilogue would then save and
+    /// restore what the whole path uses on every message, and its frame
+    /// hold every stage's locals (issue 26 item 1: the common case pays
+    /// only for its own work).
+    #[inline(never)]
+    fn general(&mut self, pos: usize, dir: Dir, msg: &mut Msg, env: &mut Env<'_>) -> Fate {
+        self.inner.run_once(pos, dir, msg, env)
+    }
+
     /// Stage `pos`'s verdict on a message going `dir`, as a trip's fate
     /// (`None`: on to the next stage).
     #[inline(always)]
@@ -159,7 +171,7 @@ where
                     &mut FastCx { env: &mut *env },
                 );
                 if !fused {
-                    return self.inner.run_once(1, Dir::Down, msg, env);
+                    return self.general(1, Dir::Down, msg, env);
                 }
                 self.hits[Dir::Down.index()] += 1;
                 self.call(last, Dir::Down, msg, env)
@@ -173,13 +185,13 @@ where
                     &mut FastCx { env: &mut *env },
                 );
                 if !fused {
-                    return self.inner.run_once(pos, Dir::Up, msg, env);
+                    return self.general(pos, Dir::Up, msg, env);
                 }
                 self.hits[Dir::Up.index()] += 1;
                 self.call(0, Dir::Up, msg, env)
                     .unwrap_or(Fate::Out(Dir::Up))
             }
-            _ => self.inner.run_once(pos, dir, msg, env),
+            _ => self.general(pos, dir, msg, env),
         }
     }
 

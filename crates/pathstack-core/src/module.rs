@@ -312,6 +312,23 @@ pub trait Module: Any + Send {
         crate::device::Received::Nothing
     }
 
+    /// A device driver whose [`Module::receive`] is its device's receive
+    /// counted against a burst: the device and the burst, for the stack to
+    /// receive through directly, without a module call per frame (the
+    /// wire lane, [`crate::device::rx_lane`]). The stack takes it on the
+    /// per-message way only (no ranked paths, no LDLP), where each frame
+    /// runs as it is handed over; the other ways call `receive`. Default:
+    /// `None` (the stack calls `receive`).
+    fn rx_lane(&mut self) -> Option<crate::device::RxLane<'_>> {
+        None
+    }
+
+    /// The device of [`Module::rx_lane`] failed to receive: count and
+    /// record it as [`Module::receive`] would have. Default: nothing.
+    fn rx_failed(&mut self, e: crate::device::DeviceError, cx: &mut ModCx<'_>) {
+        let _ = (e, cx);
+    }
+
     /// A device driver's device, for its stage to transmit on: the stage
     /// reaches it through its module by this one call, typed, rather
     /// than by an `Any` downcast of the module on every frame (issue 26:

@@ -693,18 +693,17 @@ impl Drop for Body {
 }
 
 impl Msg {
-    /// The message's buffer and window, its annotations left behind.
+    /// The message's buffer and window, taken out: the message is left
+    /// empty (no buffer, no pool), its annotations as they were. Taken
+    /// from where the message lies (a trip's slot), so the message is not
+    /// moved out whole first.
     #[inline(always)]
-    pub(crate) fn into_body(self) -> Body {
-        // The message's fields move into the body; what is left of the
-        // message owns nothing (an empty box, no pool), so not running its
-        // drop leaks nothing and saves the check.
-        let mut m = std::mem::ManuallyDrop::new(self);
+    pub(crate) fn take_body(&mut self) -> Body {
         Body {
-            buf: std::mem::take(&mut m.buf),
-            pool: m.pool.take(),
-            head: m.head,
-            tail: m.tail,
+            buf: std::mem::take(&mut self.buf),
+            pool: self.pool.take(),
+            head: self.head,
+            tail: self.tail,
         }
     }
 

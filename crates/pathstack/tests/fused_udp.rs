@@ -67,10 +67,17 @@ fn path(h: &mut Host, app: &str, attrs: Attrs) -> PathId {
 
 impl World {
     fn new(specialized: bool) -> World {
+        World::with_burst(specialized, None)
+    }
+
+    /// [`World::new`] with the driver taking at most `rx_burst` frames
+    /// per poll.
+    fn with_burst(specialized: bool, rx_burst: Option<usize>) -> World {
         let (a, b) = memory_pair(MemoryConfig::default());
         let mut c = HostConfig::parse("10.0.0.1/24").unwrap();
         c.mac = Some(MacAddr(MAC_US));
         c.specialize = specialized;
+        c.rx_burst = rx_burst;
         c.upper = vec![
             UpperModule::new("sink", "ECHO")
                 .param("mode", "sink")
@@ -172,6 +179,38 @@ impl World {
             let _ = self.host.udp().send_to(&self.sock_bound, &buf[..n], from);
         }
         self.poll(Duration::from_micros(10));
+    }
+
+    /// Puts `frames` into the ring towards the host, without polling.
+    fn arrive(&mut self, frames: &[Vec<u8>]) {
+        for f in frames {
+            let m = self.host.stack().pool().alloc_copy(f).unwrap();
+            self.wire.transmit(m, self.now).unwrap();
+        }
+    }
+
+    /// The frames the host put on the wire.
+    fn frames_out(&mut self) -> Vec<Vec<u8>> {
+        let pool = self.host.stack().pool();
+        let mut frames = Vec::new();
+        while let Some(f) = self.wire.receive(pool, self.now).unwrap() {
+            frames.push(f.as_slice().to_vec());
+        }
+        frames
+    }
+
+    /// Every module's counters and drops.
+    fn module_counters(&self) -> Vec<String> {
+        let s = self.host.stack();
+        let mut counters = Vec::new();
+        for m in 0.. {
+            let id = pathstack::core::ModuleId(m);
+            let Some(stats) = s.module_stats(id) else {
+                break;
+            };
+            counters.push(format!("{stats:?} {:?}", s.module_drops(id)));
+        }
+        counters
     }
 
     /// Everything observable: the frames out, the datagrams delivered with
@@ -534,4 +573,160 @@ fn a_moved_neighbour_is_sent_to_at_its_new_address() {
         w.observe();
         assert_eq!(sent_to(&mut w), PEER_MACS[1], "specialized {specialized}");
     }
+}
+
+/// A datagram from the peer to the connected path, carrying `payload`.
+fn to_connected(payload: &[u8], mutation: &Mutation) -> Vec<u8> {
+    frame(
+        PEER_MACS[0],
+        PEER,
+        (CONNECTED.1, CONNECTED.0),
+        payload,
+        mutation,
+    )
+}
+
+/// A datagram from the other host to the bound (echo) path.
+fn to_bound(payload: &[u8]) -> Vec<u8> {
+    frame(PEER_MACS[1], OTHER, (4000, BOUND), payload, &Mutation::None)
+}
+
+/// Whether frame `f` is a UDP datagram (over IPv4 without options)
+/// carrying `payload` (a short one is padded behind it).
+fn carries(f: &[u8], payload: &[u8]) -> bool {
+    f.get(42..).is_some_and(|p| p.starts_with(payload))
+}
+
+/// Both hosts with their peers' link addresses known, the host's own ARP
+/// announcement taken off the wire.
+fn known_peers(w: &mut World) {
+    w.apply(&Step::Frame(arp_reply(PEER_MACS[0], PEER)));
+    w.apply(&Step::Frame(arp_reply(PEER_MACS[1], OTHER)));
+    w.observe();
+}
+
+/// The wire lane (`device::rx_lane`): on the per-message way the stack
+/// takes the frames of a driver's ring itself, counted against the
+/// driver's burst. Frames that wait in the ring together — for the fast
+/// form, mutated ones for the modular stages (a bad UDP checksum, IP
+/// options, a wrong port), ones for no path — are taken at most a burst
+/// per poll, and each runs as the driver would have handed it over: both
+/// forms put out, deliver and count the same.
+#[test]
+fn frames_waiting_together_in_the_ring_are_taken_burst_by_burst() {
+    // The UDP checksum's first byte: Ethernet 14, IP 20, UDP 6.
+    let bad_checksum = Mutation::Flip { at: 40, xor: 1 };
+    let ring: Vec<Vec<u8>> = (0..10u8)
+        .map(|i| match i % 5 {
+            0 => to_connected(&[i; 3], &Mutation::None),
+            1 => to_connected(&[i; 3], &bad_checksum),
+            2 => frame(
+                PEER_MACS[0],
+                PEER,
+                (CONNECTED.1, 4321),
+                &[i; 3],
+                &Mutation::None,
+            ),
+            3 => to_bound(&[i; 7]),
+            _ => to_connected(&[i; 3], &Mutation::IpOptions),
+        })
+        .collect();
+    for burst in [1usize, 3, 64] {
+        let mut fused = World::with_burst(true, Some(burst));
+        let mut modular = World::with_burst(false, Some(burst));
+        let mut seen = Vec::new();
+        for w in [&mut fused, &mut modular] {
+            known_peers(w);
+            w.arrive(&ring);
+            // One poll takes one burst; the rest waits in the ring.
+            let mut left = ring.len();
+            while left > 0 {
+                w.poll(Duration::from_micros(10));
+                let now_left = w.wire.tx_in_flight();
+                assert_eq!(left - now_left, burst.min(left), "burst {burst}");
+                left = now_left;
+            }
+            seen.push(w.observe());
+        }
+        assert_eq!(seen[0], seen[1], "burst {burst}");
+        // The connected path's valid datagrams delivered, those with a bad
+        // checksum not; the bound path's two echoed.
+        let delivered = |i: u8| {
+            let p = format!("{:?}", [i; 3]);
+            seen[0].delivered.iter().any(|d| d.starts_with(&p))
+        };
+        assert!(delivered(0) && delivered(5), "burst {burst}");
+        assert!(!delivered(1) && !delivered(6), "burst {burst}");
+        for i in [3u8, 8] {
+            assert!(
+                seen[0].frames.iter().any(|f| carries(f, &[i; 7])),
+                "burst {burst}"
+            );
+        }
+        let s = fused.host.stack();
+        // The fast form took the valid ones (the connected path's options
+        // frame and its bad checksum went to the stages).
+        assert_eq!(s.path(fused.connected).unwrap().fast_hits(), Some([0, 2]));
+        assert_eq!(s.path(fused.bound).unwrap().fast_hits(), Some([2, 2]));
+    }
+}
+
+/// A frame the lane takes for a path whose input is queued waits behind
+/// that input (per-path order, `trip.rs`): the lane takes frames off the
+/// ring, it does not run them past the path's queue.
+#[test]
+fn a_frame_for_a_queued_path_waits_its_turn() {
+    let mut outs = Vec::new();
+    for specialized in [true, false] {
+        let mut w = World::new(specialized);
+        known_peers(&mut w);
+        // The application hands the bound path a received frame to run at
+        // the next poll; then a second one arrives on the wire.
+        let first = w
+            .host
+            .stack()
+            .pool()
+            .alloc_copy(&to_bound(b"first"))
+            .unwrap();
+        w.host.stack_mut().enqueue(w.bound, Dir::Up, first).unwrap();
+        w.arrive(&[to_bound(b"second")]);
+        w.poll(Duration::from_micros(10));
+        let out = w.frames_out();
+        // Both echoed, in the order they reached the path.
+        assert_eq!(out.len(), 2, "specialized {specialized}");
+        assert!(carries(&out[0], b"first"), "specialized {specialized}");
+        assert!(carries(&out[1], b"second"), "specialized {specialized}");
+        outs.push((out, w.observe()));
+    }
+    assert_eq!(outs[0], outs[1]);
+}
+
+/// A path deleted while its frames wait in the ring: the lane takes them
+/// and they find no path, as through the driver's `receive` — nothing is
+/// delivered, both forms answer and count the same, and the frames after
+/// them run as usual.
+#[test]
+fn a_path_torn_down_while_its_frames_are_in_the_ring() {
+    let mut outs = Vec::new();
+    for specialized in [true, false] {
+        let mut w = World::new(specialized);
+        known_peers(&mut w);
+        w.arrive(&[
+            to_connected(b"one", &Mutation::None),
+            to_connected(b"two", &Mutation::None),
+            to_bound(b"after"),
+        ]);
+        w.host.stack_mut().path_delete(w.connected).unwrap();
+        w.poll(Duration::from_micros(10));
+        assert_eq!(w.wire.tx_in_flight(), 0);
+        assert!(w.host.stack_mut().recv(w.connected, Dir::Up).is_none());
+        let out = w.frames_out();
+        // The bound path's echo of the frame behind them went out.
+        assert!(
+            out.iter().any(|f| carries(f, b"after")),
+            "specialized {specialized}"
+        );
+        outs.push((out, w.module_counters()));
+    }
+    assert_eq!(outs[0], outs[1]);
 }

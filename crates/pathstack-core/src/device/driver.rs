@@ -7,7 +7,7 @@
 //! test modules.
 
 use crate::attrs::Attrs;
-use crate::device::{Device, DeviceError, DeviceStats, FrameMatch, Received};
+use crate::device::{Device, DeviceError, DeviceStats, FrameMatch, Received, RxBurst, RxLane};
 use crate::error::ModuleError;
 use crate::graph::spec::{Count, ModuleSpec, ParamSpec, ServiceSpec, ServiceType};
 use crate::graph::InstanceParams;
@@ -43,9 +43,8 @@ crate::drop_reasons! {
 /// The `DRIVER` module: owns a device.
 pub struct DriverModule {
     device: Box<dyn Device>,
-    rx_burst: usize,
-    /// Frames still to take in this poll's burst.
-    rx_left: usize,
+    /// Frames taken per poll, and those still to take in this one.
+    rx_burst: RxBurst,
     rx_errors: u64,
 }
 
@@ -79,8 +78,7 @@ impl DriverModule {
         let device = setup.take_device(index)?;
         Ok(Box::new(DriverModule {
             device,
-            rx_burst,
-            rx_left: rx_burst,
+            rx_burst: RxBurst::new(rx_burst),
             rx_errors: 0,
         }))
     }
@@ -96,7 +94,7 @@ impl DriverModule {
     #[cold]
     #[inline(never)]
     fn receive_failed(&mut self, e: DeviceError, cx: &mut ModCx<'_>) -> Received {
-        self.rx_left = self.rx_burst;
+        self.rx_burst.reset();
         self.rx_errors += 1;
         cx.count_drop(DriverDropReason::RxError);
         if e.is_fatal() {
@@ -140,20 +138,26 @@ impl Module for DriverModule {
             .as_mut()
             .receive_into(cx.pool(), cx.now(), frame)
         {
-            Ok(Received::Frame) if self.rx_left > 1 => {
-                self.rx_left -= 1;
-                Received::Frame
-            }
-            Ok(Received::Nothing) => {
-                self.rx_left = self.rx_burst;
-                Received::Nothing
-            }
-            Ok(Received::Frame | Received::Last) => {
-                self.rx_left = self.rx_burst;
-                Received::Last
-            }
+            Ok(got) => self.rx_burst.count(got),
             Err(e) => self.receive_failed(e, cx),
         }
+    }
+
+    /// The device and the burst, for the stack to receive through without
+    /// a module call per frame (the wire lane, `device::rx_lane`): what
+    /// `receive` does, with the same burst.
+    #[inline]
+    fn rx_lane(&mut self) -> Option<RxLane<'_>> {
+        Some(RxLane {
+            device: self.device.as_mut(),
+            burst: &mut self.rx_burst,
+        })
+    }
+
+    /// A failed receive through the lane, counted and recorded as
+    /// `receive` does.
+    fn rx_failed(&mut self, e: DeviceError, cx: &mut ModCx<'_>) {
+        self.receive_failed(e, cx);
     }
 
     fn poll_at(&self) -> Option<Instant> {
@@ -187,7 +191,9 @@ impl DriverStage {
         // The module's device by one virtual call, not an `Any` downcast
         // of the module (`Module::device_mut`; issue 26 item 6).
         match cx.module_dyn().device_mut() {
-            Some(d) => match d.transmit(std::mem::take(msg), now) {
+            // The frame's buffer leaves the trip's slot in the device
+            // (`Device::transmit_from`), not the whole message first.
+            Some(d) => match d.transmit_from(msg, now) {
                 Ok(()) => Verdict::Consumed,
                 Err(e) => transmit_failed(e, cx),
             },

@@ -461,14 +461,23 @@ impl RxWaiter for WireWaiter {
 }
 
 impl Device for MemoryEnd {
-    fn transmit(&mut self, frame: Msg, _now: Instant) -> Result<(), DeviceError> {
+    fn transmit(&mut self, mut frame: Msg, now: Instant) -> Result<(), DeviceError> {
+        self.transmit_from(&mut frame, now)
+    }
+
+    /// The frame's buffer goes into the ring from where it lies (the
+    /// trip's slot), which is left empty.
+    #[inline]
+    fn transmit_from(&mut self, frame: &mut Msg, _now: Instant) -> Result<(), DeviceError> {
         let len = frame.len();
         // The peer's reading half is dropped with it: the ring says so
         // with the flag word it keeps next to the positions a push reads.
         if len > self.max_frame || self.tx.is_abandoned() {
+            // The refused frame goes back to its pool now.
+            drop(frame.take_body());
             return Err(self.refuse(len));
         }
-        match self.tx.push(frame.into_body()) {
+        match self.tx.push(frame.take_body()) {
             Ok(()) => {
                 // `pushed` is the `tx_frames` counter too (`stats`).
                 self.pushed += 1;

@@ -17,6 +17,7 @@ pub use driver::{DriverDropReason, DriverModule, DriverParams, DriverStage, DRIV
 pub use failure::DeviceFailure;
 pub use frame_match::{FieldTest, FieldWidth, FrameMatch};
 pub use offload::{MsgOffload, OffloadCaps};
+pub use rx_lane::{RxBurst, RxLane};
 
 pub mod driver;
 pub mod failure;
@@ -26,6 +27,7 @@ pub mod impair;
 pub mod memory;
 pub mod offload;
 pub mod record;
+pub mod rx_lane;
 
 /// What a device can do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -131,6 +133,19 @@ pub trait Device: Send {
     /// on error it has been dropped (and counted).
     fn transmit(&mut self, frame: Msg, now: Instant) -> Result<(), DeviceError>;
 
+    /// [`Device::transmit`] of the frame in `frame`, which is left empty
+    /// (no buffer) whatever the outcome. The driver's stage transmits
+    /// this way: the frame stays in the trip's slot until the device takes
+    /// its buffer, instead of being moved out of it whole, annotations and
+    /// all, and the slot written back empty (issue 26 item 3: a `Msg`
+    /// borrowed along a trip, not `mem::take`n). The default moves it out
+    /// and calls `transmit`; a device on the hot path (the in-memory wire)
+    /// takes the buffer itself.
+    #[inline]
+    fn transmit_from(&mut self, frame: &mut Msg, now: Instant) -> Result<(), DeviceError> {
+        self.transmit(std::mem::take(frame), now)
+    }
+
     /// The next received frame, if one is ready at `now`. Devices that read
     /// from the OS take their buffer from `pool`.
     fn receive(&mut self, pool: &MsgPool, now: Instant) -> Result<Option<Msg>, DeviceError>;
@@ -226,6 +241,9 @@ pub trait RxWaiter: Send + Sync {
 impl<D: Device + ?Sized> Device for Box<D> {
     fn transmit(&mut self, frame: Msg, now: Instant) -> Result<(), DeviceError> {
         (**self).transmit(frame, now)
+    }
+    fn transmit_from(&mut self, frame: &mut Msg, now: Instant) -> Result<(), DeviceError> {
+        (**self).transmit_from(frame, now)
     }
     fn receive(&mut self, pool: &MsgPool, now: Instant) -> Result<Option<Msg>, DeviceError> {
         (**self).receive(pool, now)

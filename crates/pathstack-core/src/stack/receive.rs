@@ -130,6 +130,32 @@ impl Stack {
         work
     }
 
+    /// The next frame of driver module `m`, written into `frame`: through
+    /// the driver's lane when it offers one (its device asked directly,
+    /// counted against its burst: no module call per frame,
+    /// `crate::device::rx_lane`), else by its `receive`.
+    #[inline(always)]
+    fn receive_one(&mut self, m: ModuleId, frame: &mut Msg) -> Received {
+        let now = self.now;
+        let lane = match self.modules[m.0 as usize].get_mut().rx_lane() {
+            Some(lane) => match lane.device.receive_into(&self.shared.pool, now, frame) {
+                Ok(got) => return lane.burst.count(got),
+                Err(e) => {
+                    lane.burst.reset();
+                    Some(e)
+                }
+            },
+            None => None,
+        };
+        match lane {
+            Some(e) => {
+                self.call_module(m, |module, cx| module.rx_failed(e, cx));
+                Received::Nothing
+            }
+            None => self.call_module(m, |module, cx| module.receive(cx, frame)),
+        }
+    }
+
     /// Polls the modules with background work and asks the drivers for
     /// their frames; the frames a driver receives run one by one as it
     /// hands them over. A driver that only receives is not polled, and a
@@ -238,7 +264,7 @@ impl Stack {
             if receives {
                 let mut frame = Msg::default();
                 loop {
-                    let got = self.call_module(m, |module, cx| module.receive(cx, &mut frame));
+                    let got = self.receive_one(m, &mut frame);
                     if got == Received::Nothing {
                         break;
                     }
