@@ -1134,12 +1134,7 @@ impl FlowTable {
     /// After the first gather's miss ([`Probed::Rest`]): the module's
     /// second gather by its compiled probe, when it has exactly two.
     #[inline(always)]
-    pub(crate) fn probe_second(
-        &self,
-        module: ModuleId,
-        msg: &[u8],
-        hasher: &EdgeHasher,
-    ) -> Probed {
+    pub(crate) fn probe_second(&self, module: ModuleId, msg: &[u8], hasher: &EdgeHasher) -> Probed {
         match self.probes.get(module.0 as usize) {
             Some(p) if p.second_kind == ProbeKind::One => {
                 self.probe_gather(&p.second, module, msg, hasher)
@@ -1148,20 +1143,32 @@ impl FlowTable {
         }
     }
 
+    /// Whether chain `chain`'s layouts apply to `msg`: for an entry of a
+    /// compiled gather's other chains, out of line so that the probe's
+    /// acceptance of its own chain's entries stays a compare.
+    #[inline(never)]
+    fn chain_admits(&self, chain: u32, msg: &[u8]) -> bool {
+        self.chains
+            .get(chain as usize)
+            .is_some_and(|c| c.admits(msg).is_some())
+    }
+
     /// The general lookup's probe of compiled gather `c`, the tree's
     /// answer for a shadowed hit included (a shadowed hit the active walk
     /// may beat ends the lookup, as in `lookup_after`: no other gather
     /// is probed).
     #[inline(always)]
-    fn probe_gather(&self, c: &Compiled, module: ModuleId, msg: &[u8], hasher: &EdgeHasher) -> Probed {
+    fn probe_gather(
+        &self,
+        c: &Compiled,
+        module: ModuleId,
+        msg: &[u8],
+        hasher: &EdgeHasher,
+    ) -> Probed {
         let Some(g) = self.gathers.get(c.gather as usize) else {
             return Probed::General;
         };
-        let found = c.find(msg, hasher, &g.slots, |e| {
-            self.chains
-                .get(e.chain as usize)
-                .is_some_and(|chain| chain.admits(msg).is_some())
-        });
+        let found = c.find(msg, hasher, &g.slots, |e| self.chain_admits(e.chain, msg));
         match found {
             // As in `lookup_after`: a shadowed hit is the tree's only when
             // the active walk finds nothing; else the tree walks.

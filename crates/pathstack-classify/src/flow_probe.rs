@@ -279,7 +279,9 @@ impl Compiled {
                 min,
                 start,
             } => {
-                let n = fixed.get(at).map_or(0, |b| usize::from((b >> shift) & 0xf) * 4);
+                let n = fixed
+                    .get(at)
+                    .map_or(0, |b| usize::from((b >> shift) & 0xf) * 4);
                 n >= min && start + n <= msg.len()
             }
         }
@@ -364,8 +366,15 @@ mod tests {
         assert_eq!(t.probe_second(M, &other, &h), Probed::Hit(8));
         assert_eq!(probed(&t, &other, &h), Some(8));
         assert!(t.insert(9, &passive, FlowMode::Shadowed, |_| Some(PASSIVE), &h));
-        assert_eq!(t.probe_second(M, &other, &h), Probed::General, "three gathers");
-        assert_eq!(t.lookup_after(M, &other, &h, first).0.map(|(p, _)| p), Some(8));
+        assert_eq!(
+            t.probe_second(M, &other, &h),
+            Probed::General,
+            "three gathers"
+        );
+        assert_eq!(
+            t.lookup_after(M, &other, &h, first).0.map(|(p, _)| p),
+            Some(8)
+        );
         for (p, levels, mode) in [
             (7, &active, FlowMode::Active),
             (8, &passive, FlowMode::Passive),
