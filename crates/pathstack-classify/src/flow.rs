@@ -1225,15 +1225,12 @@ impl FlowTable {
             return None;
         }
         // The chain with most entries: usually the only one.
-        let Some((chain, c)) = self
+        let (chain, c) = self
             .chains
             .iter()
             .enumerate()
             .filter(|(_, c)| c.gather == gather && c.entries > 0)
-            .max_by_key(|(_, c)| c.entries)
-        else {
-            return None;
-        };
+            .max_by_key(|(_, c)| c.entries)?;
         if c.guards.len() > MAX_PROBE_GUARDS || g.windows.len() > WORDS {
             return None;
         }
