@@ -1,6 +1,7 @@
 //! The demux tree (thesis §3.4.3, Figures 3.8, 3.9 and 3.11).
 
 use crate::flow::{FlowMode, FlowTable};
+use crate::flow_probe::Probed;
 use crate::hash::{EdgeHasher, NodeTable, MAX_NODES};
 use crate::limits::{MAX_CLASSIFIED_MODULES, MAX_DEPTH};
 use crate::node::{edge_word, Family, NodeSlab, Probe, EDGE_MASK, NONE, PASSIVE, ROOT};
@@ -379,7 +380,36 @@ impl Classifier {
     /// active path, `N + 1` for a typical passive one (see the crate docs).
     #[inline]
     pub fn classify(&self, module: ModuleId, msg: &[u8]) -> Option<PathId> {
-        if let Some(p) = self.lookup_flow(module, msg, &mut (), &mut ()) {
+        // The module's compiled flow probe first (`flow_probe.rs`): inlined
+        // here, and small, so that a hit sets up no more than it uses; the
+        // general flow lookup and the walks stay out of line.
+        match self.flows.probe(module, msg, &self.hasher) {
+            Probed::Hit(p) => Some(PathId(p)),
+            Probed::Miss => self.classify_walked(module, msg),
+            Probed::General => self.classify_general(module, msg, u32::MAX),
+            Probed::Rest(probed) => self.classify_rest(module, msg, probed),
+        }
+    }
+
+    /// [`classify`](Self::classify) after the miss of the module's first
+    /// gather (`probed`): its second by the compiled probe, else the
+    /// general flow lookup past the first; then the walks. Out of line:
+    /// a listener's or a bound socket's message beside connections.
+    #[inline(never)]
+    fn classify_rest(&self, module: ModuleId, msg: &[u8], probed: u32) -> Option<PathId> {
+        match self.flows.probe_second(module, msg, &self.hasher) {
+            Probed::Hit(p) => Some(PathId(p)),
+            Probed::Miss => self.classify_walked(module, msg),
+            Probed::General | Probed::Rest(_) => self.classify_general(module, msg, probed),
+        }
+    }
+
+    /// [`classify`](Self::classify) where the module's probe does not
+    /// apply or missed with other gathers left (`probed`, the gather it
+    /// probed, or `u32::MAX`): the general flow lookup, then the walks.
+    #[inline(never)]
+    fn classify_general(&self, module: ModuleId, msg: &[u8], probed: u32) -> Option<PathId> {
+        if let Some(p) = self.lookup_flow_after(module, msg, &mut (), &mut (), probed) {
             return Some(p);
         }
         self.classify_walked(module, msg)
@@ -515,10 +545,28 @@ impl Classifier {
         R: Recorder,
         P: Probes,
     {
+        self.lookup_flow_after(module, msg, rec, probes, u32::MAX)
+    }
+
+    /// [`lookup_flow`](Self::lookup_flow) passing over gather `probed`
+    /// (`u32::MAX`: none), whose compiled probe missed.
+    #[inline(always)]
+    fn lookup_flow_after<R, P>(
+        &self,
+        module: ModuleId,
+        msg: &[u8],
+        rec: &mut R,
+        probes: &mut P,
+        probed: u32,
+    ) -> Option<PathId>
+    where
+        R: Recorder,
+        P: Probes,
+    {
         if self.flows.len() == 0 {
             return None;
         }
-        let (hit, probed) = self.flows.lookup(module, msg, &self.hasher);
+        let (hit, probed) = self.flows.lookup_after(module, msg, &self.hasher, probed);
         probes.add(probed);
         let (path, chain) = hit?;
         if R::RECORDS {

@@ -105,6 +105,9 @@
 //!
 //! [`PartialClassifier::passive_flow_layout`]: crate::PartialClassifier::passive_flow_layout
 
+use crate::flow_probe::{
+    Compiled, FlowProbe, Found, LastLen, ProbeKind, ProbeWindow, Probed, MAX_PROBE_GUARDS,
+};
 use crate::flow_slots::{Entry, FlowSlots, MAX_CHAINS};
 use crate::fold::Fold;
 use crate::hash::EdgeHasher;
@@ -1002,6 +1005,11 @@ pub(crate) struct FlowTable {
     /// as it registers and unwinds them. Kept here, where the lookup that
     /// reads them is, and through [`clear`](Self::clear).
     active_chains: Vec<u32>,
+    /// What a lookup at each receiving module does, indexed by its id
+    /// (below [`MAX_CLASSIFIED_MODULES`]; a module past the end takes the
+    /// general lookup): rebuilt by [`refresh`](Self::refresh) whenever
+    /// the module's gathers change (`flow_probe.rs`).
+    probes: Vec<FlowProbe>,
 }
 
 impl FlowTable {
@@ -1072,6 +1080,7 @@ impl FlowTable {
             + self.order.capacity() * 4
             + self.chains.capacity() * std::mem::size_of::<FlowChain>()
             + (self.active_at.capacity() + self.active_chains.capacity()) * 4
+            + self.probes.capacity() * std::mem::size_of::<FlowProbe>()
     }
 
     /// Active flows filed at receiving module `module`.
@@ -1106,20 +1115,187 @@ impl FlowTable {
             })
     }
 
+    /// The flow of `msg` arriving at `module` by the module's compiled
+    /// probe (`flow_probe.rs`), the same answer as [`lookup`](Self::lookup)'s
+    /// when it gives one; [`Probed::General`] when that must run.
+    #[inline(always)]
+    pub(crate) fn probe(&self, module: ModuleId, msg: &[u8], hasher: &EdgeHasher) -> Probed {
+        let Some(p) = self.probes.get(module.0 as usize) else {
+            return Probed::General;
+        };
+        let c = match p.kind {
+            ProbeKind::One => &p.compiled,
+            ProbeKind::Empty => return Probed::Miss,
+            ProbeKind::General => return Probed::General,
+        };
+        self.probe_gather(c, module, msg, hasher)
+    }
+
+    /// After the first gather's miss ([`Probed::Rest`]): the module's
+    /// second gather by its compiled probe, when it has exactly two.
+    #[inline(always)]
+    pub(crate) fn probe_second(&self, module: ModuleId, msg: &[u8], hasher: &EdgeHasher) -> Probed {
+        match self.probes.get(module.0 as usize) {
+            Some(p) if p.second_kind == ProbeKind::One => {
+                self.probe_gather(&p.second, module, msg, hasher)
+            }
+            _ => Probed::General,
+        }
+    }
+
+    /// Whether chain `chain`'s layouts apply to `msg`: for an entry of a
+    /// compiled gather's other chains, out of line so that the probe's
+    /// acceptance of its own chain's entries stays a compare.
+    #[inline(never)]
+    fn chain_admits(&self, chain: u32, msg: &[u8]) -> bool {
+        self.chains
+            .get(chain as usize)
+            .is_some_and(|c| c.admits(msg).is_some())
+    }
+
+    /// The general lookup's probe of compiled gather `c`, the tree's
+    /// answer for a shadowed hit included (a shadowed hit the active walk
+    /// may beat ends the lookup, as in `lookup_after`: no other gather
+    /// is probed).
+    #[inline(always)]
+    fn probe_gather(
+        &self,
+        c: &Compiled,
+        module: ModuleId,
+        msg: &[u8],
+        hasher: &EdgeHasher,
+    ) -> Probed {
+        let Some(g) = self.gathers.get(c.gather as usize) else {
+            return Probed::General;
+        };
+        let found = c.find(msg, hasher, &g.slots, |e| self.chain_admits(e.chain, msg));
+        match found {
+            // As in `lookup_after`: a shadowed hit is the tree's only when
+            // the active walk finds nothing; else the tree walks.
+            Found::Path(_) if c.shadowed && !self.active_walk_fails(module, msg) => Probed::Miss,
+            Found::Path(p) => Probed::Hit(p),
+            Found::Missed if c.rest => Probed::Rest(c.gather),
+            Found::Missed => Probed::Miss,
+            Found::Short => Probed::General,
+        }
+    }
+
+    /// Compiles the probe of receiving module `module` again, after its
+    /// gathers changed (a flow filed or removed, a fold widened).
+    fn refresh(&mut self, module: ModuleId, hasher: &EdgeHasher) {
+        if module.0 >= MAX_CLASSIFIED_MODULES {
+            return;
+        }
+        let m = module.0 as usize;
+        if self.probes.len() <= m {
+            self.probes.resize(m + 1, FlowProbe::of(ProbeKind::General));
+        }
+        // In the order a lookup probes them: the compiled gather is the
+        // first, the others are probed after its miss.
+        let mut with = self.order.iter().filter(|&&i| {
+            let g = &self.gathers[i as usize];
+            g.module == module && g.slots.len() > 0
+        });
+        let (first, second, third) = (with.next(), with.next(), with.next());
+        let mut probe = FlowProbe::of(ProbeKind::General);
+        match first.map(|&i| self.compile(i, second.is_some(), hasher)) {
+            None => probe.kind = ProbeKind::Empty,
+            Some(None) => {}
+            Some(Some(c)) => {
+                probe.kind = ProbeKind::One;
+                probe.compiled = c;
+            }
+        }
+        if let (Some(&i), None) = (second, third) {
+            if let Some(c) = self.compile(i, false, hasher) {
+                probe.second_kind = ProbeKind::One;
+                probe.second = c;
+            }
+        }
+        self.probes[m] = probe;
+    }
+
+    /// The compiled probe of gather `gather` (`rest`: the module's lookup
+    /// probes others after it), or `None` where it does not apply.
+    fn compile(&self, gather: u32, rest: bool, hasher: &EdgeHasher) -> Option<Compiled> {
+        let g = &self.gathers[gather as usize];
+        let stored = g.fold.stored();
+        // More stored words take the general compare loop.
+        if stored > 1 {
+            return None;
+        }
+        // The chain with most entries: usually the only one.
+        let (chain, c) = self
+            .chains
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.gather == gather && c.entries > 0)
+            .max_by_key(|(_, c)| c.entries)?;
+        if c.guards.len() > MAX_PROBE_GUARDS || g.windows.len() > WORDS {
+            return None;
+        }
+        let mut windows = [ProbeWindow::default(); WORDS];
+        let mut reach = c.need;
+        for (w, (out, &(at, mask))) in windows.iter_mut().zip(g.windows.iter()).enumerate() {
+            let (sel, value) = g.fold.common(w);
+            let (vary, rot) = g.fold.varying(w);
+            reach = reach.max(usize::from(at) + 8);
+            *out = ProbeWindow {
+                at,
+                common_sel: sel & mask,
+                common: value & mask,
+                vary: if stored == 0 { 0 } else { vary & mask },
+                rot,
+            };
+        }
+        let mut guards = [(0, 0, 0); MAX_PROBE_GUARDS];
+        for (out, &(at, mask, value)) in guards.iter_mut().zip(c.guards.iter()) {
+            reach = reach.max(usize::from(at) + 8);
+            *out = (at, mask, value);
+        }
+        Some(Compiled {
+            gather,
+            rest,
+            shadowed: g.mode == FlowMode::Shadowed,
+            chain: chain as u32,
+            reach,
+            windows,
+            window_count: g.windows.len(),
+            stored,
+            home_hash: hasher.flow(&[0; WORDS], 0),
+            guards,
+            guard_count: c.guards.len(),
+            last: LastLen::new(usize::from(c.last.offset), c.last.header),
+        })
+    }
+
     /// The flow of `msg` arriving at `module`, with its chain, and how many
     /// probes it took (one per gather of `module` that has flows: one on a
     /// host whose flows all have the same key layout).
-    #[inline]
+    #[cfg(test)]
     pub(crate) fn lookup(
         &self,
         module: ModuleId,
         msg: &[u8],
         hasher: &EdgeHasher,
     ) -> (Option<(u32, &FlowChain)>, u32) {
+        self.lookup_after(module, msg, hasher, u32::MAX)
+    }
+
+    /// [`lookup`](Self::lookup) passing over gather `skip`, whose
+    /// compiled probe missed already (`u32::MAX` for none).
+    #[inline(always)]
+    pub(crate) fn lookup_after(
+        &self,
+        module: ModuleId,
+        msg: &[u8],
+        hasher: &EdgeHasher,
+        skip: u32,
+    ) -> (Option<(u32, &FlowChain)>, u32) {
         let mut probes = 0;
         for &i in &self.order {
             let g = &self.gathers[i as usize];
-            if g.module != module || g.slots.len() == 0 {
+            if g.module != module || g.slots.len() == 0 || i == skip {
                 continue;
             }
             probes += 1;
@@ -1217,6 +1393,23 @@ impl FlowTable {
     /// mode) if needed; `false` if it is no flow. The caller knows it is
     /// not filed yet.
     pub(crate) fn insert(
+        &mut self,
+        path: u32,
+        levels: &[(ModuleId, Key)],
+        mode: FlowMode,
+        layout: impl Fn(ModuleId) -> Option<FlowLayout>,
+        hasher: &EdgeHasher,
+    ) -> bool {
+        let filed = self.file(path, levels, mode, layout, hasher);
+        // Even when it was not filed: a fold may have widened first.
+        if let Some(&(module, _)) = levels.first() {
+            self.refresh(module, hasher);
+        }
+        filed
+    }
+
+    /// [`insert`](Self::insert) but for the probe.
+    fn file(
         &mut self,
         path: u32,
         levels: &[(ModuleId, Key)],
@@ -1398,6 +1591,9 @@ impl FlowTable {
             }
         }
         self.reorder(g as u32);
+        if let Some(&(module, _)) = levels.first() {
+            self.refresh(module, hasher);
+        }
         true
     }
 }

@@ -81,6 +81,12 @@ impl Fold {
         (self.common_sel[w], self.common[w])
     }
 
+    /// The varying bits of window `w` and their left rotation into their
+    /// stored word (the one word of a fold that stores one).
+    pub(crate) fn varying(&self, w: usize) -> (u64, u32) {
+        (self.vary_sel[w], self.place[w].1)
+    }
+
     /// Takes `key`'s values for the common bits (the first flow, again,
     /// of a gather whose flows all went).
     pub(crate) fn set_common(&mut self, key: &[u64; WORDS]) {

@@ -191,6 +191,7 @@
 mod classifier;
 mod error;
 mod flow;
+mod flow_probe;
 mod flow_slots;
 mod fold;
 mod footprint;
