@@ -351,6 +351,26 @@ impl Classifier {
             || self.open.iter().any(|c| c.path == path.0)
     }
 
+    /// The levels (module, key) of a complete chain of `path`, from the
+    /// receiving module, into `out`; how many, or `None` when `path` has no
+    /// complete chain. A level registered without a key reads back as the
+    /// empty key (the walk treats both alike). With two chains (one per
+    /// direction) the one found first.
+    ///
+    /// The tree is the record of what a path registered, so a caller that
+    /// re-classifies below a module of the path (core's `Demux::
+    /// classify_from`: IP reassembly, ICMP errors) reads the keys back here
+    /// instead of keeping its own copy per path (issue 26: a path's bytes).
+    /// Not per-message: one probe of the tails table and a walk up the chain.
+    pub fn path_levels(
+        &self,
+        path: PathId,
+        out: &mut [(ModuleId, Key); MAX_DEPTH],
+    ) -> Option<usize> {
+        let tail = self.complete_tail(path.0, self.hasher.path(path.0))?;
+        Some(self.chain_levels(tail, out))
+    }
+
     /// The last node of a complete chain of `path` (hashed `h`), if any.
     fn complete_tail(&self, path: u32, h: u64) -> Option<u32> {
         let slab = &self.slab;

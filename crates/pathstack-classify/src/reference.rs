@@ -48,6 +48,14 @@ impl ReferenceClassifier {
         self.filters.is_empty()
     }
 
+    /// The levels `path` registered (a pass-through level's key read as
+    /// empty), as [`Classifier::path_levels`](crate::Classifier::path_levels)
+    /// gives them back; `None` when `path` has no filter.
+    pub fn path_levels(&self, path: PathId) -> Option<&[(ModuleId, Key)]> {
+        let f = self.filters.iter().find(|f| f.path == path)?;
+        Some(&f.levels)
+    }
+
     /// Installs `path`'s filter, with the same checks and errors as
     /// [`Classifier::insert`](crate::Classifier::insert).
     pub fn insert(

@@ -13,7 +13,10 @@
 
 use crate::error::PathError;
 use crate::ids::{Dir, ModuleId, PathId};
+use level_shape::{LevelShape, LevelShapes, NO_SHAPE};
 use pathstack_classify as pc;
+
+mod level_shape;
 pub use pathstack_classify::{
     DemuxNodeRef, FlowLayout, HeaderLen, Key, KeyMode, PartialClassifier,
 };
@@ -38,16 +41,22 @@ pub(crate) const MAX_LEVELS: usize = 32;
 /// [`Demux::classify_from`].
 const MAX_PREFIX: usize = 8;
 
+/// The levels of one path, (module, key) from the receiving end; a level
+/// without a key has the empty one.
+type Levels = [(ModuleId, Key); MAX_LEVELS];
+
 /// The classifier of one stack.
 pub struct Demux {
     tree: pc::Classifier,
     generations: Vec<u32>,
-    /// Each registered path's levels (module, key) from the receiving end,
-    /// indexed by path index: what [`classify_from`](Self::classify_from)
-    /// replays below the module that re-classifies. Packed
-    /// ([`PackedLevels`]): they are read only when a module re-classifies,
-    /// and a `Key` is 40 bytes where an Internet level's key is 0 to 11.
-    levels: Vec<PackedLevels>,
+    /// Each registered path's [`LevelShape`] id, indexed by path index
+    /// ([`NO_SHAPE`] when it registered no key): with the keys the tree
+    /// holds, the path's levels, what [`classify_from`](Self::classify_from)
+    /// replays below the module that re-classifies. 4 bytes a path where a
+    /// copy of the levels was a 16-byte box of 30 to 50 bytes (issue 26);
+    /// read only when a module re-classifies.
+    shapes: Vec<u32>,
+    shape_table: LevelShapes,
 }
 
 impl Demux {
@@ -55,8 +64,37 @@ impl Demux {
         Demux {
             tree: pc::Classifier::new(),
             generations: Vec::new(),
-            levels: Vec::new(),
+            shapes: Vec::new(),
+            shape_table: LevelShapes::default(),
         }
+    }
+
+    /// The levels `on` registered, into `out`; how many. `None` when `on`
+    /// is not registered with a key (or no longer: its generation).
+    fn levels_of(&self, on: PathId, out: &mut Levels) -> Option<usize> {
+        if self.generations.get(on.index as usize) != Some(&on.generation) {
+            return None;
+        }
+        let shape = self.shape_table.get(*self.shapes.get(on.index as usize)?)?;
+        let mut keys = [(pc::ModuleId(0), Key::EMPTY); pc::MAX_DEPTH];
+        let kept = self.tree.path_levels(pc::PathId(on.index), &mut keys)?;
+        let mut keys = keys[..kept].iter();
+        for (i, (&m, slot)) in shape.modules.iter().zip(out.iter_mut()).enumerate() {
+            let key = if shape.in_tree & (1 << i) != 0 {
+                let &(km, k) = keys.next()?;
+                // The tree holds this path's chain as registered; a
+                // mismatch would be a broken invariant, answered with
+                // nothing rather than with another path's keys.
+                if km.0 != m.0 {
+                    return None;
+                }
+                k
+            } else {
+                Key::EMPTY
+            };
+            *slot = (m, key);
+        }
+        Some(shape.modules.len())
     }
 
     /// Installs the partial classifier of a module.
@@ -86,16 +124,15 @@ impl Demux {
     /// IP reassembling a datagram on its own path — since the demux trees
     /// are rooted at the receiving module (thesis §3.4).
     pub fn classify_from(&self, on: PathId, module: ModuleId, msg: &[u8]) -> Option<(PathId, Dir)> {
-        let levels = self.levels.get(on.index as usize)?;
-        if self.generations.get(on.index as usize) != Some(&on.generation) {
-            return None;
-        }
-        // At most a handful of levels below an Internet module: a fixed
-        // array keeps this free of allocation.
+        let mut levels = [(ModuleId(0), Key::EMPTY); MAX_LEVELS];
+        let n = self.levels_of(on, &mut levels)?;
+        let levels = &levels[..n];
+        // At most a handful of levels below an Internet module: fixed
+        // arrays keep this free of allocation.
         let mut prefix = [(pc::ModuleId(0), Key::EMPTY); MAX_PREFIX];
         let mut at = None;
         let mut root = None;
-        for (i, (m, k)) in levels.iter().enumerate() {
+        for (i, &(m, k)) in levels.iter().enumerate() {
             root.get_or_insert(m);
             if m == module {
                 at = Some(i);
@@ -129,17 +166,17 @@ impl Demux {
         module: ModuleId,
         msg: &[u8],
     ) -> Option<(PathId, Dir, ModuleId)> {
-        let levels = self.levels.get(on.index as usize)?;
-        if self.generations.get(on.index as usize) != Some(&on.generation) {
-            return None;
-        }
-        let at = levels.iter().position(|(m, _)| m == module)?;
-        let below = levels.iter().nth(at.checked_sub(1)?)?.0;
+        let mut buf = [(ModuleId(0), Key::EMPTY); MAX_LEVELS];
+        let n = self.levels_of(on, &mut buf)?;
+        let levels = &buf[..n];
+        let at = levels.iter().position(|&(m, _)| m == module)?;
+        let below = levels.get(at.checked_sub(1)?)?.0;
         let (found, dir) = self.classify_from(on, below, msg)?;
         // The path found must have a level above `below`.
-        let theirs = self.levels.get(found.index as usize)?;
-        let from = theirs.iter().position(|(m, _)| m == below)?;
-        (theirs.iter().nth(from + 1).is_some()).then_some((found, dir, below))
+        let n = self.levels_of(found, &mut buf)?;
+        let theirs = &buf[..n];
+        let from = theirs.iter().position(|&(m, _)| m == below)?;
+        (from + 1 < theirs.len()).then_some((found, dir, below))
     }
 
     fn found(&self, p: pc::PathId) -> Option<(PathId, Dir)> {
@@ -179,6 +216,7 @@ impl Demux {
         // Pass-through levels after the last key add nothing to the tree
         // (they are kept for `classify_from`).
         let all = levels;
+        self.release_shape(path);
         let keyed = all
             .iter()
             .rposition(|(_, k)| k.is_some())
@@ -193,11 +231,15 @@ impl Demux {
         // receiving module, where every walk starts.
         let mut kept = [(ModuleId(0), None); MAX_LEVELS];
         let mut n = 0;
+        let mut in_tree = 0u32;
         for (i, &(m, k)) in all[..keyed].iter().enumerate() {
             let skip = i > 0 && k.is_none() && !self.tree.has_partial_classifier(pc::ModuleId(m.0));
             if skip {
                 continue;
             }
+            // A path of more than `MAX_LEVELS` (32) levels is refused
+            // below, so every level has its bit.
+            in_tree |= 1u32.checked_shl(i as u32).unwrap_or(0);
             let Some(slot) = kept.get_mut(n) else {
                 return Err(PathError::Demux(format!(
                     "more than {MAX_LEVELS} demultiplexing levels"
@@ -226,86 +268,117 @@ impl Demux {
                 }
             }
         }
+        let shape = LevelShape {
+            modules: all.iter().map(|&(m, _)| m).collect(),
+            in_tree,
+        };
+        let Some(shape) = (all.len() <= MAX_LEVELS)
+            .then(|| self.shape_table.acquire(shape))
+            .flatten()
+        else {
+            let _ = self.tree.remove(id);
+            return Err(PathError::Demux(format!(
+                "more than {} kinds of path (level shapes) or {MAX_LEVELS} levels",
+                level_shape::MAX_SHAPES
+            )));
+        };
         let i = path.index as usize;
         if self.generations.len() <= i {
             self.generations.resize(i + 1, 0);
         }
         self.generations[i] = path.generation;
-        if self.levels.len() <= i {
-            self.levels.resize_with(i + 1, PackedLevels::default);
+        if self.shapes.len() <= i {
+            self.shapes.resize(i + 1, NO_SHAPE);
         }
-        self.levels[i] = PackedLevels::pack(all);
+        self.shapes[i] = shape;
         Ok(true)
     }
 
     /// Removes every key `path` registered.
     pub(crate) fn remove(&mut self, path: PathId) {
         let _ = self.tree.remove(pc::PathId(path.index));
-        if let Some(l) = self.levels.get_mut(path.index as usize) {
-            *l = PackedLevels::default();
-        }
-    }
-}
-
-/// A path's demux levels, packed into bytes: per level the module id (4
-/// bytes, little-endian), the key's length (1 byte, 0 for none) and the
-/// key's bytes. About 40 bytes for a UDP path instead of 6 × 56.
-#[derive(Clone, Debug, Default)]
-struct PackedLevels(Box<[u8]>);
-
-impl PackedLevels {
-    fn pack(levels: &[(ModuleId, Option<Key>)]) -> Self {
-        let mut v = Vec::with_capacity(
-            levels
-                .iter()
-                .map(|(_, k)| 5 + k.map_or(0, |k| k.len()))
-                .sum(),
-        );
-        for (m, k) in levels {
-            v.extend_from_slice(&m.0.to_le_bytes());
-            let bytes = k.as_ref().map_or(&[][..], Key::as_bytes);
-            // A key is at most `Key::MAX_LEN` (32) bytes.
-            v.push(bytes.len() as u8);
-            v.extend_from_slice(bytes);
-        }
-        PackedLevels(v.into_boxed_slice())
+        self.release_shape(path);
     }
 
-    /// The levels, a missing key read back as the empty key (the walk
-    /// treats both alike).
-    fn iter(&self) -> impl Iterator<Item = (ModuleId, Key)> + '_ {
-        let mut rest = &self.0[..];
-        std::iter::from_fn(move || {
-            let (m, tail) = rest.split_first_chunk::<4>()?;
-            let (&len, tail) = tail.split_first()?;
-            let (key, tail) = tail.split_at_checked(usize::from(len))?;
-            rest = tail;
-            Some((ModuleId(u32::from_le_bytes(*m)), Key::new(key)?))
-        })
+    /// Forgets `path`'s shape, if it has one.
+    fn release_shape(&mut self, path: PathId) {
+        if let Some(s) = self.shapes.get_mut(path.index as usize) {
+            let id = std::mem::replace(s, NO_SHAPE);
+            self.shape_table.release(id);
+        }
     }
 }
 
 #[cfg(test)]
-mod packed_tests {
+mod path_bytes;
+
+#[cfg(test)]
+mod levels_tests {
     use super::*;
+    use pathstack_classify::testing::inet::{self, ETH, IPV4, TCP};
     use proptest::prelude::*;
 
+    /// Modules with the test classifiers (ETH, IPv4, TCP) and without.
+    fn module() -> impl Strategy<Value = ModuleId> {
+        prop::sample::select(vec![ETH.0, IPV4.0, TCP.0, 50, 100]).prop_map(ModuleId)
+    }
+
+    fn levels() -> impl Strategy<Value = Vec<(ModuleId, Option<Key>)>> {
+        prop::collection::vec(
+            (
+                module(),
+                prop::option::of(prop::collection::vec(0u8..3, 0..=3)),
+            ),
+            1..7,
+        )
+        .prop_map(|v| {
+            v.into_iter()
+                .map(|(m, k)| (m, k.and_then(|k| Key::new(&k))))
+                .collect()
+        })
+    }
+
     proptest! {
+        /// The levels `classify_from` replays are the ones each path
+        /// registered — keys from the tree, keyless and skipped levels
+        /// from the path's shape — until it is removed; a path that
+        /// registered no key has none; removing every path frees every
+        /// node and shape.
         #[test]
-        fn packed_levels_read_back(levels in proptest::collection::vec(
-            (any::<u32>(), proptest::option::of(proptest::collection::vec(any::<u8>(), 0..=Key::MAX_LEN))),
-            0..8,
-        )) {
-            let levels: Vec<(ModuleId, Option<Key>)> = levels
-                .into_iter()
-                .map(|(m, k)| (ModuleId(m), k.and_then(|k| Key::new(&k))))
-                .collect();
-            let back: Vec<(ModuleId, Key)> = PackedLevels::pack(&levels).iter().collect();
-            let want: Vec<(ModuleId, Key)> = levels
-                .iter()
-                .map(|&(m, k)| (m, k.unwrap_or(Key::EMPTY)))
-                .collect();
-            prop_assert_eq!(back, want);
+        fn levels_read_back(paths in prop::collection::vec(levels(), 1..12), gone in any::<u16>()) {
+            let mut d = Demux::new();
+            inet::install(&mut d.tree);
+            let mut live = Vec::new();
+            for (i, want) in paths.iter().enumerate() {
+                let id = PathId { index: i as u32, generation: 7 };
+                if let Ok(true) = d.register(id, KeyMode::Active, want) {
+                    live.push((id, want));
+                } else {
+                    // Refused (ambiguous) or keyless: nothing to give back.
+                    let mut out = [(ModuleId(0), Key::EMPTY); MAX_LEVELS];
+                    prop_assert_eq!(d.levels_of(id, &mut out), None);
+                }
+            }
+            for (k, (id, _)) in live.iter().enumerate() {
+                if gone & (1 << (k % 16)) != 0 {
+                    d.remove(*id);
+                }
+            }
+            for (k, (id, want)) in live.iter().enumerate() {
+                let mut out = [(ModuleId(0), Key::EMPTY); MAX_LEVELS];
+                let got = d.levels_of(*id, &mut out).map(|n| out[..n].to_vec());
+                let expect = (gone & (1 << (k % 16)) == 0).then(|| {
+                    want.iter().map(|&(m, k)| (m, k.unwrap_or(Key::EMPTY))).collect::<Vec<_>>()
+                });
+                prop_assert_eq!(got, expect);
+                let stale = PathId { index: id.index, generation: 8 };
+                prop_assert_eq!(d.levels_of(stale, &mut out), None);
+            }
+            for (id, _) in &live {
+                d.remove(*id);
+            }
+            prop_assert_eq!(d.node_count(), 0);
+            prop_assert_eq!(d.shape_table.len(), 0);
         }
     }
 }

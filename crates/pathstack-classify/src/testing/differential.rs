@@ -2,8 +2,10 @@
 //! first disagreement.
 
 use super::inet::{self, ETH};
-use super::ops::Op;
-use crate::{Classifier, ClassifyError, ModuleId, ReferenceClassifier, Trace, MAX_DEPTH};
+use super::ops::{Op, MAX_PATHS};
+use crate::{
+    Classifier, ClassifyError, Key, ModuleId, PathId, ReferenceClassifier, Trace, MAX_DEPTH,
+};
 
 /// The classifier under test and its reference, fed the same operations.
 pub struct Differential {
@@ -107,6 +109,8 @@ impl Differential {
             self.tree
                 .check_invariants()
                 .map_err(|e| format!("after {op:?}: {e}"))?;
+            self.check_path_levels()
+                .map_err(|e| format!("after {op:?}: {e}"))?;
         }
         if self.reference.is_empty()
             && (self.tree.node_count() != 0 || self.tree.chain_count() != 0)
@@ -175,6 +179,22 @@ impl Differential {
             return Err(format!(
                 "traced lookup (with) at {at} of {msg:02x?}: tree {tw:?} {tree_trace:?}, reference {ref_trace:?}"
             ));
+        }
+        Ok(())
+    }
+
+    /// Every path's levels read back from the tree are the ones the
+    /// reference holds for it (what core's `Demux::classify_from` replays),
+    /// flows and tree paths alike, and a removed path has none.
+    fn check_path_levels(&self) -> Result<(), String> {
+        let mut out = [(ModuleId(0), Key::EMPTY); MAX_DEPTH];
+        for p in 0..MAX_PATHS {
+            let p = PathId(p);
+            let t = self.tree.path_levels(p, &mut out).map(|n| &out[..n]);
+            let r = self.reference.path_levels(p);
+            if t != r {
+                return Err(format!("levels of {p}: tree {t:?}, reference {r:?}"));
+            }
         }
         Ok(())
     }
