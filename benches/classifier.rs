@@ -13,7 +13,10 @@
 //! * the same lookup by a linear scan over N sockets, the way smoltcp's
 //!   `Interface` dispatches (`for socket in sockets { if socket.accepts(..) }`),
 //!   modelled here without smoltcp's per-socket buffers so 1M sockets fit;
-//! * heap bytes per added path, by a counting global allocator.
+//! * heap bytes per added path, by a counting global allocator: the
+//!   classifier alone; with what core's `Demux` keeps beside it per path,
+//!   `cargo test --release -p pathstack-core --lib path_bytes -- --ignored
+//!   --nocapture` (`pathstack-core/src/demux/path_bytes.rs`).
 //!
 //! Lookups rotate over 256 packets of distinct installed paths (warm caches,
 //! like the thesis's measurements, but not one hot key). Writes
