@@ -10,6 +10,7 @@
 //! the SACK blocks of outgoing ACKs (RFC 2018 §4) with D-SACK (RFC 2883).
 
 use super::seq::SeqNumber;
+use super::octet_copy::copy_octets;
 
 /// The most out-of-order ranges any buffer keeps.
 pub const MAX_OOO_RANGES: usize = 16;
@@ -373,10 +374,10 @@ impl RecvBuffer {
         let cap = self.buf.len();
         let at = (self.read_pos + self.readable + offset) % cap;
         let first = data.len().min(cap - at);
-        self.buf[at..at + first].copy_from_slice(&data[..first]);
+        copy_octets(&mut self.buf[at..], &data[..first]);
         // The wrapped part, if any (a call to copy nothing costs too).
         if first < data.len() {
-            self.buf[..data.len() - first].copy_from_slice(&data[first..]);
+            copy_octets(&mut self.buf, &data[first..]);
         }
     }
 
@@ -411,10 +412,10 @@ impl RecvBuffer {
     pub fn read(&mut self, out: &mut [u8]) -> usize {
         let (a, b) = self.peek();
         let n1 = a.len().min(out.len());
-        out[..n1].copy_from_slice(&a[..n1]);
+        copy_octets(out, &a[..n1]);
         let n2 = b.len().min(out.len() - n1);
         if n2 > 0 {
-            out[n1..n1 + n2].copy_from_slice(&b[..n2]);
+            copy_octets(&mut out[n1..], &b[..n2]);
         }
         self.consume(n1 + n2)
     }

@@ -8,6 +8,7 @@
 //! acknowledged.
 
 use super::seq::SeqNumber;
+use super::octet_copy::copy_octets;
 
 /// A fixed-capacity ring of outgoing octets starting at SND.UNA.
 #[derive(Clone, Debug)]
@@ -93,10 +94,10 @@ impl SendBuffer {
         let cap = self.buf.len();
         let tail = (self.head + self.len) % cap;
         let first = n.min(cap - tail);
-        self.buf[tail..tail + first].copy_from_slice(&data[..first]);
+        copy_octets(&mut self.buf[tail..], &data[..first]);
         // The wrapped part, if any (a call to copy nothing costs too).
         if first < n {
-            self.buf[..n - first].copy_from_slice(&data[first..n]);
+            copy_octets(&mut self.buf, &data[first..n]);
         }
         self.len += n;
         n
