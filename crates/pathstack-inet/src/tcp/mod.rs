@@ -9,8 +9,8 @@
 //! * [`rto`]: the retransmission timer estimator (RFC 6298);
 //! * [`send_buffer`], [`recv_buffer`]: the send ring and the receive ring
 //!   with its bounded out-of-order queue, window and SACK blocks
-//!   (RFC 9293 §3.8.6, RFC 2018, RFC 2883), their short copies in line
-//!   (`octet_copy`);
+//!   (RFC 9293 §3.8.6, RFC 2018, RFC 2883), their positions and short copies in
+//!   line (`ring`);
 //! * [`congestion`]: pluggable congestion control, NewReno (RFC 5681,
 //!   RFC 6582) and CUBIC (RFC 9438);
 //! * [`sack_scoreboard`]: the sender's SACK scoreboard, IsLost, pipe and
@@ -31,10 +31,10 @@ pub mod congestion;
 pub mod conn_drop_reason;
 pub mod error;
 pub mod isn;
-mod octet_copy;
 pub mod rack;
 pub mod recovery;
 pub mod recv_buffer;
+mod ring;
 pub mod rto;
 pub mod sack_scoreboard;
 pub mod send_buffer;

@@ -10,7 +10,7 @@
 //! the SACK blocks of outgoing ACKs (RFC 2018 §4) with D-SACK (RFC 2883).
 
 use super::seq::SeqNumber;
-use super::octet_copy::copy_octets;
+use super::ring::{copy_octets, wrap};
 
 /// The most out-of-order ranges any buffer keeps.
 pub const MAX_OOO_RANGES: usize = 16;
@@ -370,9 +370,10 @@ impl RecvBuffer {
     }
 
     /// Copies `data` into the ring `offset` octets after RCV.NXT.
+    #[inline]
     fn store(&mut self, offset: usize, data: &[u8]) {
         let cap = self.buf.len();
-        let at = (self.read_pos + self.readable + offset) % cap;
+        let at = wrap(self.read_pos + self.readable + offset, cap);
         let first = data.len().min(cap - at);
         copy_octets(&mut self.buf[at..], &data[..first]);
         // The wrapped part, if any (a call to copy nothing costs too).
@@ -403,12 +404,15 @@ impl RecvBuffer {
         self.readable -= n;
         // Out-of-order octets sit at fixed ring positions after the
         // readable ones, so the read position only ever moves forward.
-        self.read_pos = (self.read_pos + n) % self.buf.len();
+        self.read_pos = wrap(self.read_pos + n, self.buf.len());
         n
     }
 
     /// Copies readable octets into `out` and consumes them; returns how
-    /// many (0 when nothing is readable, the would-block case).
+    /// many (0 when nothing is readable, the would-block case). In line:
+    /// a read of the application's is this and the window's check
+    /// (`Tcb::recv`), one step.
+    #[inline]
     pub fn read(&mut self, out: &mut [u8]) -> usize {
         let (a, b) = self.peek();
         let n1 = a.len().min(out.len());
