@@ -369,8 +369,9 @@ impl RecvBuffer {
         self.ranges[i] = self.ranges[self.n_ranges];
     }
 
-    /// Copies `data` into the ring `offset` octets after RCV.NXT.
-    #[inline]
+    /// Copies `data` into the ring `offset` octets after RCV.NXT (in
+    /// line: the in-order append of every data segment is this).
+    #[inline(always)]
     fn store(&mut self, offset: usize, data: &[u8]) {
         let cap = self.buf.len();
         let at = wrap(self.read_pos + self.readable + offset, cap);
