@@ -34,7 +34,7 @@ pub mod isn;
 pub mod rack;
 pub mod recovery;
 pub mod recv_buffer;
-mod ring;
+pub(crate) mod ring;
 pub mod rto;
 pub mod sack_scoreboard;
 pub mod send_buffer;
