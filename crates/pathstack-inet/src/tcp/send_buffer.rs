@@ -7,8 +7,8 @@
 //! reports where it lies ([`SendBuffer::fin_seq`]) and whether it has been
 //! acknowledged.
 
-use super::seq::SeqNumber;
 use super::ring::{copy_octets, wrap};
+use super::seq::SeqNumber;
 
 /// A fixed-capacity ring of outgoing octets starting at SND.UNA.
 #[derive(Clone, Debug)]
