@@ -9,7 +9,8 @@
 //! * [`rto`]: the retransmission timer estimator (RFC 6298);
 //! * [`send_buffer`], [`recv_buffer`]: the send ring and the receive ring
 //!   with its bounded out-of-order queue, window and SACK blocks
-//!   (RFC 9293 §3.8.6, RFC 2018, RFC 2883);
+//!   (RFC 9293 §3.8.6, RFC 2018, RFC 2883), their positions and short copies in
+//!   line (`ring`);
 //! * [`congestion`]: pluggable congestion control, NewReno (RFC 5681,
 //!   RFC 6582) and CUBIC (RFC 9438);
 //! * [`sack_scoreboard`]: the sender's SACK scoreboard, IsLost, pipe and
@@ -33,6 +34,7 @@ pub mod isn;
 pub mod rack;
 pub mod recovery;
 pub mod recv_buffer;
+pub(crate) mod ring;
 pub mod rto;
 pub mod sack_scoreboard;
 pub mod send_buffer;

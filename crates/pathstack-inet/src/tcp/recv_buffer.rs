@@ -9,6 +9,7 @@
 //! the advertised right edge back (RFC 9293 §3.8.6, RFC 7323 §2.4), and
 //! the SACK blocks of outgoing ACKs (RFC 2018 §4) with D-SACK (RFC 2883).
 
+use super::ring::{copy_octets, wrap};
 use super::seq::SeqNumber;
 
 /// The most out-of-order ranges any buffer keeps.
@@ -354,7 +355,7 @@ impl RecvBuffer {
     pub fn append(&mut self, data: &[u8]) -> usize {
         let wnd = self.adv_right.max(self.rcv_nxt) - self.rcv_nxt;
         if self.n_ranges != 0 || data.is_empty() || data.len() as u64 > u64::from(wnd) {
-            return self.insert(self.rcv_nxt, data).advanced;
+            return self.append_inserted(data);
         }
         self.stamp += 1;
         self.store(0, data);
@@ -363,20 +364,31 @@ impl RecvBuffer {
         data.len()
     }
 
+    /// [`append`](Self::append) by way of [`insert`](Self::insert), out
+    /// of line: with `insert` in it, `append` saved and restored a frame
+    /// of registers on every in-order segment (issue 26).
+    #[cold]
+    #[inline(never)]
+    fn append_inserted(&mut self, data: &[u8]) -> usize {
+        self.insert(self.rcv_nxt, data).advanced
+    }
+
     fn remove_range(&mut self, i: usize) {
         self.n_ranges -= 1;
         self.ranges[i] = self.ranges[self.n_ranges];
     }
 
-    /// Copies `data` into the ring `offset` octets after RCV.NXT.
+    /// Copies `data` into the ring `offset` octets after RCV.NXT (in
+    /// line: the in-order append of every data segment is this).
+    #[inline(always)]
     fn store(&mut self, offset: usize, data: &[u8]) {
         let cap = self.buf.len();
-        let at = (self.read_pos + self.readable + offset) % cap;
+        let at = wrap(self.read_pos + self.readable + offset, cap);
         let first = data.len().min(cap - at);
-        self.buf[at..at + first].copy_from_slice(&data[..first]);
+        copy_octets(&mut self.buf[at..], &data[..first]);
         // The wrapped part, if any (a call to copy nothing costs too).
         if first < data.len() {
-            self.buf[..data.len() - first].copy_from_slice(&data[first..]);
+            copy_octets(&mut self.buf, &data[first..]);
         }
     }
 
@@ -402,19 +414,22 @@ impl RecvBuffer {
         self.readable -= n;
         // Out-of-order octets sit at fixed ring positions after the
         // readable ones, so the read position only ever moves forward.
-        self.read_pos = (self.read_pos + n) % self.buf.len();
+        self.read_pos = wrap(self.read_pos + n, self.buf.len());
         n
     }
 
     /// Copies readable octets into `out` and consumes them; returns how
-    /// many (0 when nothing is readable, the would-block case).
+    /// many (0 when nothing is readable, the would-block case). In line:
+    /// a read of the application's is this and the window's check
+    /// (`Tcb::recv`), one step.
+    #[inline]
     pub fn read(&mut self, out: &mut [u8]) -> usize {
         let (a, b) = self.peek();
         let n1 = a.len().min(out.len());
-        out[..n1].copy_from_slice(&a[..n1]);
+        copy_octets(out, &a[..n1]);
         let n2 = b.len().min(out.len() - n1);
         if n2 > 0 {
-            out[n1..n1 + n2].copy_from_slice(&b[..n2]);
+            copy_octets(&mut out[n1..], &b[..n2]);
         }
         self.consume(n1 + n2)
     }

@@ -7,6 +7,7 @@
 //! reports where it lies ([`SendBuffer::fin_seq`]) and whether it has been
 //! acknowledged.
 
+use super::ring::{copy_octets, wrap};
 use super::seq::SeqNumber;
 
 /// A fixed-capacity ring of outgoing octets starting at SND.UNA.
@@ -85,18 +86,19 @@ impl SendBuffer {
 
     /// Appends as much of `data` as fits; returns the octets taken (0 when
     /// full, the would-block case, and always 0 after [`close`](Self::close)).
+    #[inline]
     pub fn write(&mut self, data: &[u8]) -> usize {
         let n = data.len().min(self.free());
         if n == 0 {
             return 0;
         }
         let cap = self.buf.len();
-        let tail = (self.head + self.len) % cap;
+        let tail = wrap(self.head + self.len, cap);
         let first = n.min(cap - tail);
-        self.buf[tail..tail + first].copy_from_slice(&data[..first]);
+        copy_octets(&mut self.buf[tail..], &data[..first]);
         // The wrapped part, if any (a call to copy nothing costs too).
         if first < n {
-            self.buf[..n - first].copy_from_slice(&data[first..n]);
+            copy_octets(&mut self.buf, &data[first..n]);
         }
         self.len += n;
         n
@@ -144,7 +146,7 @@ impl SendBuffer {
         self.head = if self.len == data {
             0
         } else {
-            (self.head + data) % self.buf.len()
+            wrap(self.head + data, self.buf.len())
         };
         self.len -= data;
         self.una += data as u32;
@@ -160,7 +162,7 @@ impl SendBuffer {
         }
         let len = len.min(self.len - offset);
         let cap = self.buf.len();
-        let start = (self.head + offset) % cap;
+        let start = wrap(self.head + offset, cap);
         let first = len.min(cap - start);
         (&self.buf[start..start + first], &self.buf[..len - first])
     }

@@ -855,8 +855,10 @@ impl TcpTemplate {
     /// Pushes the header with `fields` in front of `msg` (the data), as
     /// [`push_onto`](Self::push_onto) does for a `TcpRepr` with the same
     /// fields (the same bytes): what a predicted send writes, which has
-    /// no `TcpRepr` (`Tcb::poll_predicted_send`).
-    #[inline]
+    /// no `TcpRepr` (`Tcb::poll_predicted_send`). In line into the send
+    /// that writes the segment: the call's register saves cost more
+    /// than a quarter of the header's writing (issue 26).
+    #[inline(always)]
     pub fn push_fields(
         &self,
         msg: &mut Msg,

@@ -5,6 +5,7 @@ use super::{four_tuple, PassiveOpen, ReadWouldBlock, TcpModule};
 use crate::anno::InetAnno;
 use crate::modules::ip::LOCAL_IPV4;
 use crate::tcp::conn_drop_reason::ConnDropReason;
+use crate::tcp::ring::copy_octets;
 use crate::tcp::{CookieOpen, OutSegment, SeqNumber, State, Tcb, TcpConfig};
 use crate::wire::icmp::{types, QuotedTcp};
 use crate::wire::tcp::{self as wire, TcpPacket, TcpRepr, TcpTemplate};
@@ -420,11 +421,13 @@ fn segment_msg(
 ) -> Option<Msg> {
     let mut m = cx.pool().alloc_empty(a.len() + b.len()).ok()?;
     // (Empty pieces, a bare ACK's and the unwrapped ring's second, are
-    // not copied: appending nothing is a no-op.)
-    if (!a.is_empty() && m.extend_from_slice(a).is_err())
-        || (!b.is_empty() && m.extend_from_slice(b).is_err())
-    {
-        return None;
+    // not copied: appending nothing is a no-op.) A few octets are copied
+    // in line, not by a call to `memcpy` (`tcp::ring`).
+    if !a.is_empty() {
+        copy_octets(m.append(a.len()).ok()?, a);
+    }
+    if !b.is_empty() {
+        copy_octets(m.append(b.len()).ok()?, b);
     }
     // With checksum offload the device sums the segment (and, for a
     // super-segment, each piece it cuts): the header leaves the
