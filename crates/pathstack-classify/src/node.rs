@@ -19,7 +19,9 @@
 //! sparse maps (see [`NodeSlab`]). A path's own node, usually a leaf, so
 //! costs 36 bytes; with its edge table slot and its entry in the tails
 //! table (4 bytes each over their load factors, `hash.rs`) about 55 bytes
-//! among 1,000,000 paths, within the 64 the classifier is held to.
+//! among 1,000,000 paths. A path that is also a flow adds its flow-table
+//! entry, about 21 bytes: 78.8 in all, above the 64 the classifier is held
+//! to (`docs/design.md`).
 //!
 //! **Only child.** Most demux nodes have one child: the ETH node of an
 //! IPv4-only host has one IP node below it, a connected socket's IP node one
