@@ -10,7 +10,10 @@
 //! segment a timeout or RACK marked lost) while the window allows.
 //!
 //! Within recovery what may be sent is RFC 6937 PRR's sndcnt ([`Prr`]),
-//! not cwnd − pipe, and recovery ends with cwnd = ssthresh.
+//! not cwnd − pipe, and recovery ends with cwnd = ssthresh. A timeout
+//! arms the same D-SACK undo as a fast recovery (RFC 3708 §3, Linux's
+//! `tcp_try_undo_loss`): when every retransmission it caused is reported
+//! duplicate, the timeout was spurious and its reduction is undone.
 
 use pathstack_core::{Duration, Instant};
 
@@ -51,11 +54,14 @@ pub struct Recovery {
     recovery_point: Option<SeqNumber>,
     /// The fast retransmission (RFC 6675 §5 step 4.3) is due.
     fast_rexmit_due: bool,
-    /// Retransmissions of the last recovery phase not yet shown
-    /// unnecessary by a D-SACK, and HighACK when it began (D-SACKs below
-    /// it are about older retransmissions); `None` once undone or after
-    /// a timeout, which is never undone here.
+    /// Retransmissions of the last recovery phase (or of the last
+    /// timeout's loss phase) not yet shown unnecessary by a D-SACK, and
+    /// HighACK when it began (D-SACKs below it are about older
+    /// retransmissions); `None` once undone.
     undo: Option<(u32, SeqNumber)>,
+    /// After a timeout, until the cumulative ACK passes the RecoveryPoint
+    /// it set: its retransmissions count towards `undo`.
+    after_rto: bool,
     /// The PRR state of the current recovery phase (RFC 6937).
     prr: Prr,
     /// The current phase's reduction was undone by D-SACK: the window is
@@ -170,6 +176,9 @@ impl Recovery {
                 .on_ack(delivered_data(ack.newly_acked, sacked_before, sb));
             return ev;
         }
+        if self.after_rto && self.recovery_point.is_none_or(|rp| sb.high_ack().ge(rp)) {
+            self.after_rto = false;
+        }
         if ack.cum_advanced {
             self.dup_acks = 0;
             cc.on_ack_with_flight(ack.newly_acked, flight_before, srtt, now);
@@ -206,6 +215,7 @@ impl Recovery {
         self.recovery_point = Some(sb.snd_nxt());
         self.fast_rexmit_due = true;
         self.undo = Some((0, sb.high_ack()));
+        self.after_rto = false;
         self.prr = Prr::start(sb.flight_size());
         self.reduction_undone = false;
         self.dup_acks = 0;
@@ -218,8 +228,13 @@ impl Recovery {
     /// HighData (preserved), recovery terminated, every unSACKed segment
     /// lost, and the congestion controller's timeout response. The
     /// retransmissions then come from [`next_to_send`](Self::next_to_send)
-    /// as the (one-segment) window allows.
+    /// as the (one-segment) window allows. If D-SACKs later show every
+    /// one of them unnecessary, the timeout was spurious and its
+    /// reduction is undone (RFC 3708 §3; Linux `tcp_try_undo_loss`): at
+    /// 5 % loss most timeouts are, the first ACK after the retransmission
+    /// covering the whole flight (issue 28).
     pub fn on_rto(&mut self, sb: &mut Scoreboard, cc: &mut dyn CongestionControl, now: Instant) {
+        let marker = sb.high_ack();
         cc.on_rto(sb.flight_size(), now);
         sb.on_rto();
         self.in_recovery = false;
@@ -227,7 +242,8 @@ impl Recovery {
         self.dup_acks = 0;
         self.settle();
         self.recovery_point = Some(sb.snd_nxt());
-        self.undo = None;
+        self.undo = Some((0, marker));
+        self.after_rto = true;
     }
 
     /// What to send next, or `None` when nothing may be sent now. The
@@ -282,7 +298,7 @@ impl Recovery {
 
     fn count_retransmission(&mut self) {
         if let Some((n, marker)) = self.undo {
-            if self.in_recovery {
+            if self.in_recovery || self.after_rto {
                 self.undo = Some((n.saturating_add(1), marker));
             }
         }

@@ -1,7 +1,8 @@
 //! Scripted loss patterns (issue 28 item 6) against the recovery of
 //! `recovery.rs` and `prr.rs`: for each, the timeouts taken, what each
 //! ACK lets out during recovery as RFC 6937 PRR computes it, the window
-//! when recovery ends (ssthresh, RFC 6937 §3).
+//! when recovery ends (ssthresh, RFC 6937 §3) and, for a spurious
+//! timeout, the undo (RFC 3708 §3).
 
 use super::script::*;
 use super::*;
@@ -150,4 +151,43 @@ fn tail_loss_repaired_by_probe_without_timeout() {
     let st = *s.tcb.stats();
     assert_eq!((st.tlp_loss_repaired, st.timeouts), (1, 0));
     assert_eq!(s.tcb.cwnd(), s.tcb.cc.ssthresh());
+}
+
+/// A spurious timeout: the ACKs are delayed past the RTO, the timer
+/// retransmits the first segment at cwnd = 1, then the delayed ACK
+/// covers the whole flight and the receiver reports the retransmission
+/// as a duplicate (D-SACK). Every retransmission of the timeout was
+/// unnecessary: the reduction is undone (RFC 3708 §3, Linux
+/// `tcp_try_undo_loss`), cwnd and ssthresh back to what they were.
+#[test]
+fn spurious_timeout_is_undone_by_dsack() {
+    let mut s = ten_out(reno(), 10 * MSS);
+    let (cwnd, ssthresh) = (s.tcb.cwnd(), s.tcb.cc.ssthresh());
+    assert_eq!(cwnd, 10 * M);
+    let at = s.advance_until_output(ms(1000)).expect("the timeout");
+    assert_eq!(at, ms(210));
+    assert_eq!(drain(&mut s), vec![0]);
+    assert_eq!(s.tcb.cwnd(), M, "the loss window");
+    s.at(215).inject(In::ack(1, 1 + 10 * M));
+    assert_eq!(s.tcb.stats().dsack_undos, 0);
+    s.at(216).inject(In::ack(1, 1 + 10 * M).sack(&[(1, 1 + M)]));
+    let st = *s.tcb.stats();
+    assert_eq!((st.timeouts, st.dsack_undos), (1, 1));
+    assert!(s.tcb.cwnd() >= cwnd, "cwnd restored: {}", s.tcb.cwnd());
+    assert_eq!(s.tcb.cc.ssthresh(), ssthresh);
+}
+
+/// A timeout that was not spurious (the retransmission fills a real
+/// hole, no D-SACK) keeps its reduction.
+#[test]
+fn real_timeout_is_not_undone() {
+    let mut s = ten_out(reno(), 10 * MSS);
+    s.advance_until_output(ms(1000)).expect("the timeout");
+    assert_eq!(drain(&mut s), vec![0]);
+    s.at(215).inject(In::ack(1, 1 + 10 * M));
+    s.at(216).inject(In::ack(1, 1 + 10 * M));
+    let st = *s.tcb.stats();
+    assert_eq!((st.timeouts, st.dsack_undos), (1, 0));
+    assert_eq!(s.tcb.cc.ssthresh(), 5 * M);
+    assert!(s.tcb.cwnd() < 10 * M);
 }
