@@ -191,3 +191,28 @@ fn real_timeout_is_not_undone() {
     assert_eq!(s.tcb.cc.ssthresh(), 5 * M);
     assert!(s.tcb.cwnd() < 10 * M);
 }
+
+/// RFC 8985 §7.2–7.3: with one segment in flight the probe timeout
+/// (2·SRTT + 200 ms, at most the time left on the RTO) ties with the
+/// retransmission timer; the probe is armed in its place, so the probe
+/// goes (cwnd kept) and the RTO is re-armed after it: a timeout, with
+/// its loss window, only if the probe is lost too.
+#[test]
+fn lone_segment_probe_goes_before_the_timeout() {
+    let mut s = Script::established(TcpConfig::default(), true);
+    let cwnd = s.tcb.cwnd();
+    s.write(100);
+    s.expect(Out::data(1, 100));
+    let at = s.advance_until_output(ms(1000)).expect("the probe");
+    assert_eq!(at, ms(210), "at the RTO's time");
+    assert_eq!(drain(&mut s), vec![0]);
+    let st = *s.tcb.stats();
+    assert_eq!((st.tlp_probes, st.timeouts), (1, 0));
+    assert_eq!(s.tcb.cwnd(), cwnd, "no loss window");
+    // The probe is lost too: the RTO, re-armed when it went, fires one
+    // RTO later.
+    let at = s.advance_until_output(ms(2000)).expect("the timeout");
+    assert_eq!(at, ms(410));
+    assert_eq!(drain(&mut s), vec![0]);
+    assert_eq!(s.tcb.stats().timeouts, 1);
+}
