@@ -31,6 +31,7 @@ pub mod congestion;
 pub mod conn_drop_reason;
 pub mod error;
 pub mod isn;
+pub mod prr;
 pub mod rack;
 pub mod recovery;
 pub mod recv_buffer;

@@ -8,10 +8,17 @@
 //! loop is RFC 6675 §5 step (C), "while cwnd − pipe ≥ 1 SMSS, send
 //! NextSeg()". Outside recovery the same loop sends new data (and any
 //! segment a timeout or RACK marked lost) while the window allows.
+//!
+//! Within recovery what may be sent is RFC 6937 PRR's sndcnt ([`Prr`]),
+//! not cwnd − pipe, and recovery ends with cwnd = ssthresh. A timeout
+//! arms the same D-SACK undo as a fast recovery (RFC 3708 §3, Linux's
+//! `tcp_try_undo_loss`): when every retransmission it caused is reported
+//! duplicate, the timeout was spurious and its reduction is undone.
 
 use pathstack_core::{Duration, Instant};
 
 use super::congestion::CongestionControl;
+use super::prr::Prr;
 use super::sack_scoreboard::{
     AckOutcome, NextSeg, Rule, SackBlock, Scoreboard, ScoreboardError, DUP_THRESH,
 };
@@ -47,11 +54,21 @@ pub struct Recovery {
     recovery_point: Option<SeqNumber>,
     /// The fast retransmission (RFC 6675 §5 step 4.3) is due.
     fast_rexmit_due: bool,
-    /// Retransmissions of the last recovery phase not yet shown
-    /// unnecessary by a D-SACK, and HighACK when it began (D-SACKs below
-    /// it are about older retransmissions); `None` once undone or after
-    /// a timeout, which is never undone here.
+    /// Retransmissions of the last recovery phase (or of the last
+    /// timeout's loss phase) not yet shown unnecessary by a D-SACK, and
+    /// HighACK when it began (D-SACKs below it are about older
+    /// retransmissions); `None` once undone.
     undo: Option<(u32, SeqNumber)>,
+    /// After a timeout, until the cumulative ACK passes the RecoveryPoint
+    /// it set: its retransmissions count towards `undo`.
+    after_rto: bool,
+    /// The PRR state of the current recovery phase (RFC 6937).
+    prr: Prr,
+    /// The current phase's reduction was undone by D-SACK: the window is
+    /// the one before the loss, sending follows cwnd − pipe again and the
+    /// phase ends without setting cwnd to ssthresh (Linux clears
+    /// `undo_marker`, which `tcp_end_cwnd_reduction` asks).
+    reduction_undone: bool,
     /// Not [`is_open`](Recovery::is_open): `in_recovery ||
     /// fast_rexmit_due || dup_acks > 0`, kept by every change of the
     /// three ([`settle`](Recovery::settle)). Header prediction asks it for
@@ -119,6 +136,7 @@ impl Recovery {
     ) -> RecoveryEvent {
         let outstanding = !sb.is_empty();
         let flight_before = sb.flight_size();
+        let sacked_before = sb.sacked_bytes();
         let ack = sb.on_ack(cum_ack, sack, now);
         let mut ev = RecoveryEvent {
             ack,
@@ -133,6 +151,7 @@ impl Recovery {
                     // Every retransmission was a duplicate: nothing was lost.
                     self.undo = None;
                     cc.on_spurious_congestion(now);
+                    self.reduction_undone = self.in_recovery;
                     ev.undone = true;
                 }
             }
@@ -140,17 +159,25 @@ impl Recovery {
         if self.in_recovery {
             if let Some(rp) = self.recovery_point {
                 if ack.cum_advanced && sb.high_ack().ge(rp) {
-                    // (A) End of recovery; cwnd as RFC 6582 §3.2 step 6.
+                    // (A) End of recovery: cwnd = ssthresh (RFC 6937 §3).
                     self.in_recovery = false;
                     self.fast_rexmit_due = false;
                     self.dup_acks = 0;
                     self.settle();
-                    cc.on_exit_recovery(sb.flight_size(), now);
+                    if !self.reduction_undone {
+                        cc.on_exit_recovery(sb.flight_size(), now);
+                    }
                     ev.exited = true;
+                    return ev;
                 }
             }
-            // Within recovery cwnd stays at ssthresh; pipe limits sending.
+            // Within recovery PRR paces sending by what is delivered.
+            self.prr
+                .on_ack(delivered_data(ack.newly_acked, sacked_before, sb));
             return ev;
+        }
+        if self.after_rto && self.recovery_point.is_none_or(|rp| sb.high_ack().ge(rp)) {
+            self.after_rto = false;
         }
         if ack.cum_advanced {
             self.dup_acks = 0;
@@ -168,6 +195,8 @@ impl Recovery {
             && (self.dup_acks >= DUP_THRESH || sb.is_lost(sb.high_ack()))
         {
             self.enter(sb, cc, now);
+            self.prr
+                .on_ack(delivered_data(ack.newly_acked, sacked_before, sb));
             ev.entered = true;
         }
         ev
@@ -186,6 +215,9 @@ impl Recovery {
         self.recovery_point = Some(sb.snd_nxt());
         self.fast_rexmit_due = true;
         self.undo = Some((0, sb.high_ack()));
+        self.after_rto = false;
+        self.prr = Prr::start(sb.flight_size());
+        self.reduction_undone = false;
         self.dup_acks = 0;
         self.settle();
         sb.begin_recovery();
@@ -196,8 +228,13 @@ impl Recovery {
     /// HighData (preserved), recovery terminated, every unSACKed segment
     /// lost, and the congestion controller's timeout response. The
     /// retransmissions then come from [`next_to_send`](Self::next_to_send)
-    /// as the (one-segment) window allows.
+    /// as the (one-segment) window allows. If D-SACKs later show every
+    /// one of them unnecessary, the timeout was spurious and its
+    /// reduction is undone (RFC 3708 §3; Linux `tcp_try_undo_loss`): at
+    /// 5 % loss most timeouts are, the first ACK after the retransmission
+    /// covering the whole flight (issue 28).
     pub fn on_rto(&mut self, sb: &mut Scoreboard, cc: &mut dyn CongestionControl, now: Instant) {
+        let marker = sb.high_ack();
         cc.on_rto(sb.flight_size(), now);
         sb.on_rto();
         self.in_recovery = false;
@@ -205,7 +242,8 @@ impl Recovery {
         self.dup_acks = 0;
         self.settle();
         self.recovery_point = Some(sb.snd_nxt());
-        self.undo = None;
+        self.undo = Some((0, marker));
+        self.after_rto = true;
     }
 
     /// What to send next, or `None` when nothing may be sent now. The
@@ -225,7 +263,7 @@ impl Recovery {
                 return Some(NextSeg::new(Rule::Lost, s.start, s.len));
             }
         }
-        if cc.cwnd().saturating_sub(sb.pipe()) < sb.smss() {
+        if self.send_room(sb, cc) < sb.smss() {
             return None;
         }
         let rp = if self.in_recovery {
@@ -248,9 +286,19 @@ impl Recovery {
             .then(|| NextSeg::new(Rule::New, sb.snd_nxt(), new_data.min(sb.smss())))
     }
 
+    /// The octets the congestion state lets go now: PRR's sndcnt in
+    /// recovery (RFC 6937 §3), else cwnd − pipe (RFC 6675 §5 step C).
+    pub fn send_room(&self, sb: &Scoreboard, cc: &dyn CongestionControl) -> u32 {
+        if self.in_recovery && !self.reduction_undone {
+            self.prr.sndcnt(sb.pipe(), cc.ssthresh(), sb.smss())
+        } else {
+            cc.cwnd().saturating_sub(sb.pipe())
+        }
+    }
+
     fn count_retransmission(&mut self) {
         if let Some((n, marker)) = self.undo {
-            if self.in_recovery {
+            if self.in_recovery || self.after_rto {
                 self.undo = Some((n.saturating_add(1), marker));
             }
         }
@@ -267,6 +315,9 @@ impl Recovery {
         seg: NextSeg,
         now: Instant,
     ) -> Result<(), ScoreboardError> {
+        if self.in_recovery {
+            self.prr.on_sent(seg.len);
+        }
         match seg.rule {
             Rule::New => sb.on_send(seg.start, seg.len, now),
             Rule::Lost | Rule::Unsacked => {
@@ -289,6 +340,13 @@ impl Recovery {
             }
         }
     }
+}
+
+/// RFC 6937 §3 DeliveredData of an ACK: the change in SND.UNA plus the
+/// change in SACKed octets (which falls when the cumulative ACK covers
+/// SACKed data, so that nothing is counted twice).
+fn delivered_data(newly_acked: u32, sacked_before: u32, sb: &Scoreboard) -> u32 {
+    (newly_acked.saturating_add(sb.sacked_bytes())).saturating_sub(sacked_before)
 }
 
 #[cfg(test)]
@@ -353,13 +411,14 @@ mod tests {
         r.on_sent(&mut sb, n, T0).unwrap();
         assert_eq!(r.next_to_send(&sb, &cc, 3000), None, "cwnd - pipe < SMSS");
         // A partial ACK does not end recovery.
-        let ev = sack(&mut r, &mut sb, &mut cc, 9000, 8000);
+        let ev = r.on_ack(&mut sb, &mut cc, s(9000), &[], None, T0);
         assert!(!ev.exited && r.in_recovery());
         // The ACK covering RecoveryPoint does.
         let ev = r.on_ack(&mut sb, &mut cc, s(10_000), &[], None, T0);
         assert!(ev.exited && !r.in_recovery());
-        // RFC 6582 step 6: min(ssthresh, max(FlightSize, SMSS) + SMSS).
-        assert_eq!(cc.cwnd(), 3000);
+        // RFC 6937 §3: cwnd = ssthresh, though nothing is in flight
+        // (RFC 6582's option 1 gave min(ssthresh, SMSS + SMSS) here).
+        assert_eq!(cc.cwnd(), 5000);
     }
 
     #[test]

@@ -284,14 +284,17 @@ pub trait CongestionControl {
         w.set_cwnd(cwnd);
     }
 
-    /// Recovery ended with a full ACK (RFC 6582 §3.2 step 6, option 1):
-    /// cwnd = min(ssthresh, max(FlightSize, SMSS) + SMSS), which avoids a
-    /// burst when little is in flight. RFC 6675 recovery ends the same way
-    /// (cwnd was already ssthresh).
-    fn on_exit_recovery(&mut self, flight_size: u32, _now: Instant) {
+    /// Recovery ended with a full ACK: cwnd = ssthresh (RFC 6937 §3 "On
+    /// exiting recovery"; RFC 6582 §3.2 step 6, option 2; Linux
+    /// `tcp_end_cwnd_reduction`). Option 1, min(ssthresh, FlightSize +
+    /// SMSS), avoids a burst but collapses the window whenever the ACK
+    /// ending recovery acknowledges the whole flight, which under random
+    /// loss is most recoveries (issue 28: cwnd of one or two segments
+    /// about 70 times a second at 5 % loss); the sender's burst limit
+    /// bounds what goes out at once instead.
+    fn on_exit_recovery(&mut self, _flight_size: u32, _now: Instant) {
         let w = self.window_mut();
-        let cap = flight_size.max(w.smss()).saturating_add(w.smss());
-        w.set_cwnd(w.ssthresh().min(cap));
+        w.set_cwnd(w.ssthresh());
     }
 
     /// The last congestion event (loss or timeout) was spurious: undo its

@@ -119,9 +119,10 @@ mod tests {
         assert_eq!(r.cwnd(), 15 * MSS);
         r.on_partial_ack(4 * MSS);
         assert_eq!(r.cwnd(), 12 * MSS);
-        // Step 6 option 1 with 3 segments in flight: min(10, 3 + 1).
+        // Step 6 option 2 (RFC 6937 §3): ssthresh, however little is in
+        // flight.
         r.on_exit_recovery(3 * MSS, T);
-        assert_eq!(r.cwnd(), 4 * MSS);
+        assert_eq!(r.cwnd(), 10 * MSS);
     }
 
     #[test]

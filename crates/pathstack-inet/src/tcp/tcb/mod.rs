@@ -839,6 +839,8 @@ mod loss_counter_tests;
 #[cfg(test)]
 mod predict_tests;
 #[cfg(test)]
+mod recovery_tests;
+#[cfg(test)]
 mod script;
 #[cfg(test)]
 mod script_tests;

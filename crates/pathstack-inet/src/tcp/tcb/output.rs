@@ -420,7 +420,7 @@ impl Tcb {
         let data = if nxt.lt(data_end) { data_end - nxt } else { 0 };
         let right = self.sb.high_ack() + self.snd_wnd;
         let window = if right.gt(nxt) { right - nxt } else { 0 };
-        let cwnd_room = self.cc.cwnd().saturating_sub(self.sb.pipe());
+        let cwnd_room = self.recovery.send_room(&self.sb, &self.cc);
         let segs_room = u32::try_from(self.sb.room()).unwrap_or(u32::MAX);
         let octets = max.min(data).min(window).min(cwnd_room);
         (octets / cap).min(segs_room).max(1) * cap

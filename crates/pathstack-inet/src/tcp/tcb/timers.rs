@@ -65,6 +65,25 @@ impl Tcb {
             self.timers.set(Timer::Delack, None);
             self.due.set(Due::ACK);
         }
+        // The probe timeout is armed in place of the RTO (RFC 8985 §7.2,
+        // Linux's ICSK_TIME_LOSS_PROBE shares the retransmission timer):
+        // PTO = min(PTO, time left on the RTO), so with one segment in
+        // flight (2·SRTT + 200 ms) the two tie, and the probe goes then,
+        // not the timeout with its loss window; the RTO is re-armed after
+        // the probe (§7.3). A probe may not go in recovery or with one
+        // already out: then the RTO runs as usual.
+        let tlp_at = self.timers.get(Timer::Tlp);
+        if due(tlp_at, now)
+            && self
+                .timers
+                .get(Timer::Rtx)
+                .is_none_or(|r| tlp_at.is_some_and(|t| t <= r))
+            && self.tlp.may_arm(&self.sb, self.recovery.in_recovery())
+        {
+            self.timers.set(Timer::Tlp, None);
+            self.due.set(Due::TLP);
+            self.timers.set(Timer::Rtx, Some(now + self.rto.rto()));
+        }
         if due(self.timers.get(Timer::Rtx), now) {
             self.timers.set(Timer::Rtx, None);
             self.on_rto(now);

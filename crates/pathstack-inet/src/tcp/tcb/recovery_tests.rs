@@ -1,0 +1,218 @@
+//! Scripted loss patterns (issue 28 item 6) against the recovery of
+//! `recovery.rs` and `prr.rs`: for each, the timeouts taken, what each
+//! ACK lets out during recovery as RFC 6937 PRR computes it, the window
+//! when recovery ends (ssthresh, RFC 6937 §3) and, for a spurious
+//! timeout, the undo (RFC 3708 §3).
+
+use super::script::*;
+use super::*;
+use crate::tcp::congestion::{CongestionControl, CongestionKind};
+use pathstack_core::time::Duration;
+
+const MSS: usize = 1448; // 1460 less the timestamp option
+const M: u32 = MSS as u32;
+
+/// NewReno (ssthresh = FlightSize / 2, RFC 5681 eq. 4) and no RACK, so
+/// that recovery starts on the third duplicate ACK (RFC 6675 §5) and the
+/// numbers are the RFCs' own.
+fn reno() -> TcpConfig {
+    TcpConfig {
+        rack: false,
+        congestion: CongestionKind::NewReno,
+        ..TcpConfig::default()
+    }
+}
+
+/// `n` octets written, the initial window of ten segments sent at 10 ms.
+fn ten_out(cfg: TcpConfig, n: usize) -> Script {
+    let mut s = Script::established(cfg, true);
+    s.write(n);
+    for i in 0..10 {
+        s.expect(Out::data(1 + i * M, MSS).ack_no(1));
+    }
+    s.expect_none();
+    s
+}
+
+/// The segment numbers (relative sequence / MSS) emitted so far.
+fn drain(s: &mut Script) -> Vec<u32> {
+    let mut v = Vec::new();
+    while let Some(e) = s.out.pop_front() {
+        if !e.payload.is_empty() {
+            v.push(e.repr.seq.wrapping_sub(TCB_ISS + 1) / M);
+        }
+    }
+    v
+}
+
+/// One loss in a window of ten (then twelve, with RFC 6675's sends on
+/// the first duplicate ACKs): after the fast retransmission, PRR sends
+/// one new segment per two ACKs while pipe > ssthresh (6 segments, half
+/// of RecoverFS = 12), and one per ACK once pipe is below it (PRR-SSRB);
+/// recovery ends with cwnd = ssthresh and no timeout.
+#[test]
+fn single_loss_prr_paces_and_ends_at_ssthresh() {
+    let mut s = ten_out(reno(), 20 * MSS);
+    let mut per_ack = Vec::new();
+    for k in 2..=10 {
+        s.at(20).inject(In::ack(1, 1).sack(&[(1 + M, 1 + k * M)]));
+        per_ack.push(drain(&mut s));
+    }
+    let expected: [&[u32]; 9] = [
+        &[10], // dup ACK 1: cwnd − pipe = 1 segment (RFC 6675 §5 step C)
+        &[11], // dup ACK 2
+        &[0],  // dup ACK 3: recovery, the fast retransmission only
+        &[],   // ceil(2 · 6 / 12) − 1 = 0
+        &[12], // ceil(3 · 6 / 12) − 1 = 1
+        &[],   // ceil(4 · 6 / 12) − 2 = 0
+        &[],   // pipe = ssthresh: PRR-SSRB, ssthresh − pipe = 0
+        &[13], // pipe < ssthresh: min(ssthresh − pipe, …) = 1
+        &[14],
+    ];
+    assert_eq!(per_ack, expected);
+    assert_eq!(s.tcb.cc.ssthresh(), 6 * M);
+    // The retransmission fills the hole; everything sent is delivered.
+    s.at(30).inject(In::ack(1, 1 + 15 * M));
+    assert!(!s.tcb.recovery.in_recovery());
+    assert_eq!(s.tcb.cwnd(), 6 * M, "cwnd = ssthresh (RFC 6937 §3)");
+    let st = *s.tcb.stats();
+    assert_eq!((st.recoveries, st.timeouts), (1, 0));
+    // With cwnd = ssthresh the rest goes at once, not one segment.
+    assert_eq!(drain(&mut s), vec![15, 16, 17, 18, 19]);
+}
+
+/// Four consecutive losses (a burst) in a window of ten: on the third
+/// duplicate ACK all four are lost (RFC 6675 IsLost), pipe is below
+/// ssthresh, and PRR-SSRB lets out DeliveredData + 1 segment per ACK
+/// within ssthresh − pipe: the holes go one per ACK, no timeout, and
+/// recovery ends at cwnd = ssthresh (5 segments), where RFC 6582's
+/// option 1 left min(ssthresh, SMSS + SMSS) = 2.
+#[test]
+fn burst_loss_repaired_without_timeout() {
+    let mut s = ten_out(reno(), 10 * MSS);
+    let mut per_ack = Vec::new();
+    for k in 5..=10 {
+        s.at(20)
+            .inject(In::ack(1, 1).sack(&[(1 + 4 * M, 1 + k * M)]));
+        per_ack.push(drain(&mut s));
+    }
+    let expected: [&[u32]; 6] = [&[], &[], &[0, 1], &[2], &[3], &[]];
+    assert_eq!(per_ack, expected);
+    s.at(30).inject(In::ack(1, 1 + 10 * M));
+    assert!(!s.tcb.recovery.in_recovery());
+    assert_eq!(s.tcb.cwnd(), 5 * M);
+    assert_eq!(s.tcb.cc.ssthresh(), 5 * M);
+    let st = *s.tcb.stats();
+    assert_eq!((st.recoveries, st.timeouts, st.retrans_segs), (1, 0, 4));
+}
+
+/// RFC 8985 §6.2: the retransmission is lost too and RACK sends it again
+/// (no timeout); recovery then ends at cwnd = ssthresh.
+#[test]
+fn lost_retransmission_ends_at_ssthresh() {
+    let mut s = ten_out(TcpConfig::default(), 10 * MSS);
+    s.at(20)
+        .inject(In::ack(1, 1 + M).sack(&[(1 + 2 * M, 1 + 3 * M)]));
+    s.advance_until_output(ms(29)).expect("a retransmission");
+    assert_eq!(drain(&mut s), vec![1]);
+    s.write(2 * MSS);
+    s.at(30)
+        .inject(In::ack(1, 1 + M).sack(&[(1 + 2 * M, 1 + 10 * M)]));
+    drain(&mut s);
+    s.at(40)
+        .inject(In::ack(1, 1 + M).sack(&[(1 + 2 * M, 1 + 12 * M)]));
+    s.advance_until_output(ms(45))
+        .expect("a second retransmission");
+    assert_eq!(drain(&mut s), vec![1]);
+    s.at(50).inject(In::ack(1, 1 + 12 * M));
+    assert!(!s.tcb.recovery.in_recovery());
+    assert_eq!(s.tcb.cwnd(), s.tcb.cc.ssthresh());
+    let st = *s.tcb.stats();
+    assert_eq!((st.lost_retransmits, st.timeouts), (1, 0));
+}
+
+/// RFC 8985 §7: the last two segments are lost; the probe and RACK
+/// repair them without a timeout, and the congestion response is a fast
+/// recovery's (§7.4.2): cwnd = ssthresh after it.
+#[test]
+fn tail_loss_repaired_by_probe_without_timeout() {
+    let mut s = ten_out(TcpConfig::default(), 10 * MSS);
+    s.at(20).inject(In::ack(1, 1 + 8 * M));
+    let at = s.advance_until_output(ms(5000)).expect("a probe");
+    assert!(at < ms(210), "the probe goes before the RTO");
+    assert_eq!(drain(&mut s), vec![9]);
+    s.advance_to(at + Duration::from_millis(10));
+    s.inject(In::ack(1, 1 + 8 * M).sack(&[(1 + 9 * M, 1 + 10 * M)]));
+    s.advance_until_output(at + Duration::from_millis(20))
+        .expect("RACK's retransmission");
+    assert_eq!(drain(&mut s), vec![8]);
+    s.advance_to(at + Duration::from_millis(30));
+    s.inject(In::ack(1, 1 + 10 * M));
+    let st = *s.tcb.stats();
+    assert_eq!((st.tlp_loss_repaired, st.timeouts), (1, 0));
+    assert_eq!(s.tcb.cwnd(), s.tcb.cc.ssthresh());
+}
+
+/// A spurious timeout: the ACKs are delayed past the RTO, the timer
+/// retransmits the first segment at cwnd = 1, then the delayed ACK
+/// covers the whole flight and the receiver reports the retransmission
+/// as a duplicate (D-SACK). Every retransmission of the timeout was
+/// unnecessary: the reduction is undone (RFC 3708 §3, Linux
+/// `tcp_try_undo_loss`), cwnd and ssthresh back to what they were.
+#[test]
+fn spurious_timeout_is_undone_by_dsack() {
+    let mut s = ten_out(reno(), 10 * MSS);
+    let (cwnd, ssthresh) = (s.tcb.cwnd(), s.tcb.cc.ssthresh());
+    assert_eq!(cwnd, 10 * M);
+    let at = s.advance_until_output(ms(1000)).expect("the timeout");
+    assert_eq!(at, ms(210));
+    assert_eq!(drain(&mut s), vec![0]);
+    assert_eq!(s.tcb.cwnd(), M, "the loss window");
+    s.at(215).inject(In::ack(1, 1 + 10 * M));
+    assert_eq!(s.tcb.stats().dsack_undos, 0);
+    s.at(216).inject(In::ack(1, 1 + 10 * M).sack(&[(1, 1 + M)]));
+    let st = *s.tcb.stats();
+    assert_eq!((st.timeouts, st.dsack_undos), (1, 1));
+    assert!(s.tcb.cwnd() >= cwnd, "cwnd restored: {}", s.tcb.cwnd());
+    assert_eq!(s.tcb.cc.ssthresh(), ssthresh);
+}
+
+/// A timeout that was not spurious (the retransmission fills a real
+/// hole, no D-SACK) keeps its reduction.
+#[test]
+fn real_timeout_is_not_undone() {
+    let mut s = ten_out(reno(), 10 * MSS);
+    s.advance_until_output(ms(1000)).expect("the timeout");
+    assert_eq!(drain(&mut s), vec![0]);
+    s.at(215).inject(In::ack(1, 1 + 10 * M));
+    s.at(216).inject(In::ack(1, 1 + 10 * M));
+    let st = *s.tcb.stats();
+    assert_eq!((st.timeouts, st.dsack_undos), (1, 0));
+    assert_eq!(s.tcb.cc.ssthresh(), 5 * M);
+    assert!(s.tcb.cwnd() < 10 * M);
+}
+
+/// RFC 8985 §7.2–7.3: with one segment in flight the probe timeout
+/// (2·SRTT + 200 ms, at most the time left on the RTO) ties with the
+/// retransmission timer; the probe is armed in its place, so the probe
+/// goes (cwnd kept) and the RTO is re-armed after it: a timeout, with
+/// its loss window, only if the probe is lost too.
+#[test]
+fn lone_segment_probe_goes_before_the_timeout() {
+    let mut s = Script::established(TcpConfig::default(), true);
+    let cwnd = s.tcb.cwnd();
+    s.write(100);
+    s.expect(Out::data(1, 100));
+    let at = s.advance_until_output(ms(1000)).expect("the probe");
+    assert_eq!(at, ms(210), "at the RTO's time");
+    assert_eq!(drain(&mut s), vec![0]);
+    let st = *s.tcb.stats();
+    assert_eq!((st.tlp_probes, st.timeouts), (1, 0));
+    assert_eq!(s.tcb.cwnd(), cwnd, "no loss window");
+    // The probe is lost too: the RTO, re-armed when it went, fires one
+    // RTO later.
+    let at = s.advance_until_output(ms(2000)).expect("the timeout");
+    assert_eq!(at, ms(410));
+    assert_eq!(drain(&mut s), vec![0]);
+    assert_eq!(s.tcb.stats().timeouts, 1);
+}
