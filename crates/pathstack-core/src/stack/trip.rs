@@ -373,25 +373,10 @@ impl Stack {
         }
     }
 
-    /// A message enters path `id` at its end from outside any run (an
-    /// application's send, a received frame): it runs now, with everything
-    /// it leads to, or waits in the path's queue.
-    // Inlined into its two callers, `send` and `receive_frame`: one call
-    // less per trip (issue 26).
-    #[inline(always)]
-    pub(super) fn enter(&mut self, id: PathId, dir: Dir, msg: &mut Msg) -> Entered {
-        if self.config.account_time {
-            return self.enter_timed(id, dir, msg);
-        }
-        let r = self.run_entering(id, dir, msg);
-        self.drain_follow_ups();
-        r
-    }
-
     /// [`Stack::enter`] with the run's time charged to path `id`: two
     /// clock reads per direct run, only when time is accounted.
     #[inline(never)]
-    fn enter_timed(&mut self, id: PathId, dir: Dir, msg: &mut Msg) -> Entered {
+    pub(super) fn enter_timed(&mut self, id: PathId, dir: Dir, msg: &mut Msg) -> Entered {
         let t0 = std::time::Instant::now();
         let r = self.run_entering(id, dir, msg);
         self.drain_follow_ups();
