@@ -5,13 +5,16 @@
 //! Scout's common case is the cheap case (thesis §2.2): an established,
 //! specialized path with nothing queued is a lookup by id and a call into
 //! its executor — the fused form — whose result is the sink queue or the
-//! device. What could make a trip take the general way is decided in two
-//! places, each where it changes:
+//! device. What could make a trip take the general way is read where it
+//! is kept:
 //!
-//! - the stack's part, once, when it changes: per-message scheduling (LDLP
-//!   batches, so it looks at every entry) and no time accounting (two
-//!   clock reads per run). [`Stack::lane_open`] holds it, recomputed by
-//!   [`Stack::reopen_lane`] when the scheduler is switched;
+//! - the stack's part, once, when it changes: per-message scheduling and
+//!   no time accounting, one flag ([`Stack::lane_open`], recomputed by
+//!   [`Stack::reopen_lane`] when the scheduler is switched). Off it, the
+//!   same trip runs behind the flag (`enter_general`): with the run's time
+//!   charged, or under LDLP, where only a message that enters alone runs
+//!   direct (the lone-message rule, [`Stack::runs_direct`]) and the rest
+//!   queue to be batched;
 //! - the path's part, per trip, from the path itself (it changes with
 //!   every message queued or buffer held): no input queued in the
 //!   direction (per-path order) and its memory budget not spent (early
@@ -19,8 +22,9 @@
 //!   generation compare (`PathTable::get_mut`), so a deleted or remade
 //!   path is never reached by a stale id.
 //!
-//! Everything else — a queued path, a spent budget, a message routed on at
-//! the path's end or turned while others wait, LDLP, time accounting —
+//! Everything else — a queued path, a spent budget, a message LDLP
+//! batches, one routed on at the path's end or turned while others wait,
+//! time accounting —
 //! takes the general trip (`trip.rs`), out of line, which remains the
 //! reference and decides and counts as before: the lane only leaves out
 //! the work that the general trip would have found nothing to do in
@@ -36,13 +40,6 @@ use crate::runtime::Start;
 use crate::sched::SchedKind;
 
 impl Stack {
-    /// Recomputes whether trips entering from outside may take the lane:
-    /// per-message scheduling and no time accounting. Called when the
-    /// stack is made and when its scheduler is switched.
-    pub(super) fn reopen_lane(&mut self) {
-        self.lane_open = self.sched == SchedKind::PerMessage && !self.config.account_time;
-    }
-
     /// A message enters path `id` at its end from outside any run (an
     /// application's send, a received frame): it runs now, with everything
     /// it leads to, or waits in the path's queue.
@@ -53,9 +50,34 @@ impl Stack {
         if !self.lane_open {
             return self.enter_general(id, dir, msg);
         }
-        let r = self.run_lane(id, dir, msg);
+        // Per-message: every trip runs direct.
+        let r = self.run_lane(id, dir, true, msg);
         self.drain_follow_ups();
         r
+    }
+
+    /// [`Stack::enter`] off the open lane: with the run's time charged to
+    /// the path (out of line), or under LDLP, where only a message that
+    /// enters alone runs direct ([`Stack::runs_direct`]) and the rest
+    /// queue to be batched. Inlined as well: out of line, the call and a
+    /// second prologue cost LDLP's round trip 60 instructions; the
+    /// per-message way runs only the first copy.
+    #[inline(always)]
+    fn enter_general(&mut self, id: PathId, dir: Dir, msg: &mut Msg) -> Entered {
+        if self.config.account_time {
+            return self.enter_timed(id, dir, msg);
+        }
+        let direct = self.runs_direct(true);
+        let r = self.run_lane(id, dir, direct, msg);
+        self.drain_follow_ups();
+        r
+    }
+
+    /// Recomputes [`Stack::lane_open`]: per-message scheduling (every trip
+    /// runs direct) and no time accounting. Called when the stack is made
+    /// and when its scheduler is switched.
+    pub(super) fn reopen_lane(&mut self) {
+        self.lane_open = self.sched == SchedKind::PerMessage && !self.config.account_time;
     }
 
     /// The lane's trip: the path looked up by id, its own conditions
@@ -64,14 +86,20 @@ impl Stack {
     /// consumed (out of the device) — settled in place. Anything else
     /// goes on in the general trip.
     #[inline(always)]
-    fn run_lane(&mut self, id: PathId, dir: Dir, msg: &mut Msg) -> Entered {
+    pub(super) fn run_lane(
+        &mut self,
+        id: PathId,
+        dir: Dir,
+        direct: bool,
+        msg: &mut Msg,
+    ) -> Entered {
         let now = self.now;
         let turn_in_place = self.work.is_empty();
         let Some(path) = self.paths.get_mut(id) else {
             return Entered::NoPath;
         };
-        if path.queued[dir.index()] || path.over_budget() {
-            return self.run_queued_or_refused(id, dir, msg);
+        if path.queued[dir.index()] || !direct || path.over_budget() {
+            return self.run_queued_or_refused(id, dir, direct, msg);
         }
         path.stats.msgs_in[dir.index()] += 1;
         path.stats.bytes_in[dir.index()] += msg.len() as u64;
@@ -99,17 +127,23 @@ impl Stack {
         }
     }
 
-    /// A message for a path with input queued in its direction, or whose
-    /// budget is spent: the general trip, which queues it behind that
-    /// input or refuses it, counted on the path.
-    #[cold]
+    /// A message for a path with input queued in its direction, one LDLP
+    /// batches (`direct` false), or one for a path whose budget is spent:
+    /// the general trip, which queues it behind that input or refuses it,
+    /// counted on the path.
     #[inline(never)]
-    fn run_queued_or_refused(&mut self, id: PathId, dir: Dir, msg: &mut Msg) -> Entered {
+    fn run_queued_or_refused(
+        &mut self,
+        id: PathId,
+        dir: Dir,
+        direct: bool,
+        msg: &mut Msg,
+    ) -> Entered {
         let trip = Trip {
             fresh: true,
             ..Trip::enter(id, dir)
         };
-        self.run_hops(trip, true, 0, msg)
+        self.run_hops(trip, direct, 0, msg)
     }
 
     /// A fate the lane does not settle in place (dropped, turned while
@@ -146,20 +180,9 @@ impl Stack {
                     dequeued: false,
                     fresh: true,
                 };
+                // Routed on: the lane ran it direct, so does the rest.
                 self.run_hops(trip, true, 1, msg)
             }
         }
-    }
-
-    /// [`Stack::enter`] off the lane (LDLP, time accounting): the general
-    /// trip, out of line.
-    #[inline(never)]
-    fn enter_general(&mut self, id: PathId, dir: Dir, msg: &mut Msg) -> Entered {
-        if self.config.account_time {
-            return self.enter_timed(id, dir, msg);
-        }
-        let r = self.run_entering(id, dir, msg);
-        self.drain_follow_ups();
-        r
     }
 }

@@ -101,7 +101,7 @@ pub struct Stack {
     /// there are some, or under LDLP, a driver's burst is classified onto
     /// the paths' queues first and then scheduled (`receive.rs`).
     ranked: usize,
-    /// Trips entering from outside may take the lane (`lane.rs`):
+    /// Trips entering from outside take the lane at once (`lane.rs`):
     /// per-message scheduling, no time accounting.
     lane_open: bool,
     /// Paths whose frames devices discard for now ([`device_discard`]).
