@@ -448,6 +448,14 @@ impl Msg {
         self.head()
     }
 
+    /// The size of the buffer the message holds: headroom, data and
+    /// tailroom together (0 without a buffer). What a queued message keeps
+    /// from others, read in one load rather than summed from the three.
+    #[inline]
+    pub(crate) fn buffer_len(&self) -> usize {
+        self.buf.len()
+    }
+
     /// Bytes free after the data.
     #[inline]
     pub fn tailroom(&self) -> usize {

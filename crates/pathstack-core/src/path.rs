@@ -106,7 +106,8 @@ impl PathQueue {
 /// is the memory the path keeps from others.
 #[inline]
 fn held(m: &Msg) -> u64 {
-    (m.headroom() + m.len() + m.tailroom()) as u64
+    // Headroom, data and tailroom add up to the buffer's length.
+    m.buffer_len() as u64
 }
 
 /// Per-path accounting.

@@ -14,12 +14,14 @@
 //! annotations, and counted the same on every path and module: the fast
 //! form handles exactly what the stages would, or declines.
 
-use pathstack::core::attrs::keys::{AddrPart, Participants, PARTICIPANTS, PASSIVE_OPEN};
+use pathstack::core::attrs::keys::{
+    AddrPart, Participants, MEM_BUDGET, PARTICIPANTS, PASSIVE_OPEN,
+};
 use pathstack::core::attrs::Attrs;
 use pathstack::core::device::memory::{memory_pair, MemoryConfig, MemoryEnd};
 use pathstack::core::device::{DriverStage, DRIVER_SPEC};
 use pathstack::core::synthetic::{EchoStage, ECHO_SPEC};
-use pathstack::core::{Device, Dir, Duration, Instant, Msg, PathId};
+use pathstack::core::{Device, Dir, Duration, Instant, Msg, PathId, SchedKind};
 use pathstack::host::{Below, Host, HostConfig, UpperModule};
 use pathstack::inet::modules::inline;
 use pathstack::inet::MacAddr;
@@ -73,6 +75,12 @@ impl World {
     /// [`World::new`] with the driver taking at most `rx_burst` frames
     /// per poll.
     fn with_burst(specialized: bool, rx_burst: Option<usize>) -> World {
+        World::build(specialized, rx_burst, None)
+    }
+
+    /// [`World::with_burst`] with the connected path's memory budget
+    /// (`MEM_BUDGET`) set to `mem_budget` bytes.
+    fn build(specialized: bool, rx_burst: Option<usize>, mem_budget: Option<u64>) -> World {
         let (a, b) = memory_pair(MemoryConfig::default());
         let mut c = HostConfig::parse("10.0.0.1/24").unwrap();
         c.mac = Some(MacAddr(MAC_US));
@@ -87,17 +95,17 @@ impl World {
                 .over("down", Below::Udp),
         ];
         let mut host = Host::new(c, a).unwrap();
-        let connected = path(
-            &mut host,
-            "sink",
-            Attrs::new().with(
-                &PARTICIPANTS,
-                Participants {
-                    local: vec![AddrPart::Port(CONNECTED.0)],
-                    remote: vec![AddrPart::Ipv4(PEER), AddrPart::Port(CONNECTED.1)],
-                },
-            ),
+        let mut connected_attrs = Attrs::new().with(
+            &PARTICIPANTS,
+            Participants {
+                local: vec![AddrPart::Port(CONNECTED.0)],
+                remote: vec![AddrPart::Ipv4(PEER), AddrPart::Port(CONNECTED.1)],
+            },
         );
+        if let Some(b) = mem_budget {
+            connected_attrs = connected_attrs.with(&MEM_BUDGET, b);
+        }
+        let connected = path(&mut host, "sink", connected_attrs);
         let bound = path(
             &mut host,
             "echo",
@@ -727,6 +735,101 @@ fn a_path_torn_down_while_its_frames_are_in_the_ring() {
             "specialized {specialized}"
         );
         outs.push((out, w.module_counters()));
+    }
+    assert_eq!(outs[0], outs[1]);
+}
+
+/// The lane (`stack/lane.rs`) leaves a path whose memory budget is spent
+/// to the general trip, which discards its input before any stage sees it
+/// (thesis §5.2.3): datagrams left in the sink queue hold the connected
+/// path's budget, the frames after them are refused and counted, and once
+/// the application takes them the lane runs the path again. Both forms
+/// deliver, put out and count the same.
+#[test]
+fn a_path_over_its_budget_takes_the_general_way() {
+    let mut outs = Vec::new();
+    for specialized in [true, false] {
+        // Two 2 KiB frame buffers: the third datagram finds the budget spent.
+        let mut w = World::build(specialized, None, Some(4096));
+        known_peers(&mut w);
+        let burst: Vec<Vec<u8>> = (0..5u8)
+            .map(|i| to_connected(&[i; 3], &Mutation::None))
+            .collect();
+        w.arrive(&burst);
+        w.poll(Duration::from_micros(10));
+        let held: Vec<String> =
+            std::iter::from_fn(|| w.host.stack_mut().recv(w.connected, Dir::Up))
+                .map(|m| describe(&m))
+                .collect();
+        assert_eq!(held.len(), 2, "specialized {specialized}");
+        let drops = format!(
+            "{:?}",
+            w.host.stack().path(w.connected).unwrap().stats().drops
+        );
+        // The three behind them discarded before any stage saw them.
+        assert!(
+            drops.contains("(DropReason(\"path.over_memory_budget\"), 3)"),
+            "{drops}"
+        );
+        // The budget given back, the lane runs the path again.
+        w.arrive(&[to_connected(b"later", &Mutation::None)]);
+        w.poll(Duration::from_micros(10));
+        let o = w.observe();
+        assert!(
+            o.delivered
+                .iter()
+                .any(|d| d.starts_with(&format!("{:?}", b"later"))),
+            "specialized {specialized}"
+        );
+        if specialized {
+            // The two held and the later one by the fast form.
+            let hits = w.host.stack().path(w.connected).unwrap().fast_hits();
+            assert_eq!(hits, Some([0, 3]));
+        }
+        outs.push((held, o));
+    }
+    assert_eq!(outs[0], outs[1]);
+}
+
+/// Under LDLP the lane is closed (every entry is looked at for batching,
+/// `crate::sched`): frames and sends take the general trip; switched back
+/// to per-message scheduling, the lane opens again and the fast form takes
+/// them. Both forms put out, deliver and count the same throughout.
+#[test]
+fn ldlp_closes_the_lane_and_per_message_opens_it_again() {
+    let mut outs = Vec::new();
+    for specialized in [true, false] {
+        let mut w = World::new(specialized);
+        known_peers(&mut w);
+        let ring: Vec<Vec<u8>> = (0..6u8)
+            .map(|i| {
+                if i % 2 == 0 {
+                    to_connected(&[i; 3], &Mutation::None)
+                } else {
+                    to_bound(&[i; 7])
+                }
+            })
+            .collect();
+        w.host
+            .stack_mut()
+            .set_scheduler(SchedKind::Ldlp { batch: 4 });
+        w.arrive(&ring);
+        w.apply(&Step::Send { len: 5, ttl: None });
+        let under_ldlp = w.observe();
+        let hits_ldlp = w.host.stack().path(w.connected).unwrap().fast_hits();
+        w.host.stack_mut().set_scheduler(SchedKind::PerMessage);
+        w.arrive(&ring);
+        w.apply(&Step::Send { len: 5, ttl: None });
+        let per_message = w.observe();
+        let hits_pm = w.host.stack().path(w.connected).unwrap().fast_hits();
+        assert_eq!(under_ldlp.frames.len(), per_message.frames.len());
+        if specialized {
+            // Per-message, the lane's frames and send went by the fast form.
+            let (a, b) = (hits_ldlp.unwrap(), hits_pm.unwrap());
+            assert_eq!(b[0] - a[0], 1, "{a:?} {b:?}");
+            assert_eq!(b[1] - a[1], 3, "{a:?} {b:?}");
+        }
+        outs.push((under_ldlp, per_message));
     }
     assert_eq!(outs[0], outs[1]);
 }

@@ -143,8 +143,10 @@ impl StackBuilder {
             graph: self.graph,
             admission: crate::admission::Admission::default(),
             ranked: 0,
+            lane_open: false,
             discards: Default::default(),
         };
+        stack.reopen_lane();
         let order: Vec<ModuleId> = stack
             .graph
             .init_order()

@@ -12,6 +12,7 @@
 //! - `builder.rs`: making a stack from a graph;
 //! - `lifecycle.rs`: creating, extending, optimizing and deleting paths;
 //! - `trip.rs`: running a message through paths to completion (the trip);
+//!   `lane.rs`: the common case of a trip entering from outside;
 //! - `app_api.rs`: an application's send, enqueue, recv and inject;
 //! - `receive.rs`: frames from the drivers, one by one or in bursts;
 //!   `polling.rs`: which modules a poll must look at;
@@ -24,6 +25,7 @@ mod builder;
 mod config;
 mod device_discard;
 mod follow_ups;
+mod lane;
 mod ldlp;
 mod lifecycle;
 pub(crate) mod module_slot;
@@ -99,6 +101,9 @@ pub struct Stack {
     /// there are some, or under LDLP, a driver's burst is classified onto
     /// the paths' queues first and then scheduled (`receive.rs`).
     ranked: usize,
+    /// Trips entering from outside take the lane at once (`lane.rs`):
+    /// per-message scheduling, no time accounting.
+    lane_open: bool,
     /// Paths whose frames devices discard for now ([`device_discard`]).
     discards: device_discard::DeviceDiscards,
 }
@@ -296,6 +301,7 @@ impl Stack {
     /// Switches the scheduler (takes effect at the next scheduling round).
     pub fn set_scheduler(&mut self, s: SchedKind) {
         self.sched = s;
+        self.reopen_lane();
         let want = batch_bound(s);
         if self.batch.capacity() < want {
             self.batch.reserve(want - self.batch.len());

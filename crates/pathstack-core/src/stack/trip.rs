@@ -120,7 +120,8 @@ pub(super) enum Settled {
 /// of its trip: what is left of a consumed or dropped message goes back
 /// to its pool, a turned one becomes a follow-up, one that went past the
 /// last stage leaves by the end module (the sink queue, or on to another
-/// path). One body for [`Stack::run_hops`] and [`Stack::run_entering`].
+/// path). One body for [`Stack::run_hops`] and the lane's
+/// `Stack::settle_off_lane` (`lane.rs`).
 #[inline(always)]
 pub(super) fn settle(
     path: &mut Path,
@@ -229,7 +230,7 @@ impl Stack {
     }
 
     /// [`Stack::run`] from hop `first_hop` of the trip on (a trip whose
-    /// first hop [`Stack::run_entering`] ran goes on from hop 1).
+    /// first hop the lane ran goes on from hop 1, `lane.rs`).
     pub(super) fn run_hops(
         &mut self,
         trip: Trip,
@@ -317,83 +318,13 @@ impl Stack {
         Entered::Ran
     }
 
-    /// The first hop of a trip that enters path `id` at its end from
-    /// outside any run (an application's send, a received frame), written
-    /// out for the common case: the path is idle and takes the message at
-    /// once, and its executor consumes it in one go (a frame echoed out of
-    /// the device, a send that leaves by the device) or hands it to the
-    /// sink queue. The same steps as [`Stack::run`], without a [`Trip`] to
-    /// pack and unpack or a start to resolve (issue 26, the run loop at
-    /// its minimum); a message that queues or routes on to another path
-    /// goes on in [`Stack::run_hops`].
-    #[inline(always)]
-    pub(super) fn run_entering(&mut self, id: PathId, dir: Dir, msg: &mut Msg) -> Entered {
-        let direct = self.runs_direct(true);
-        let now = self.now;
-        let turn_in_place = self.work.is_empty();
-        let Some(path) = self.paths.get_mut(id) else {
-            return Entered::NoPath;
-        };
-        if path.queued[dir.index()] || !direct || path.over_budget() {
-            // It queues, or the path's budget refuses it: as any trip.
-            let trip = Trip {
-                fresh: true,
-                ..Trip::enter(id, dir)
-            };
-            return self.run_hops(trip, direct, 0, msg);
-        }
-        path.stats.msgs_in[dir.index()] += 1;
-        path.stats.bytes_in[dir.index()] += msg.len() as u64;
-        let pos = entry(dir, path.len());
-        let fate = {
-            let (exec, mut env, _) = path.split(now, &mut self.modules, &mut self.shared, 0);
-            env.turn_in_place = turn_in_place;
-            exec.run(pos, dir, msg, &mut env)
-        };
-        let ends = TripEnds {
-            modules: &mut self.modules,
-            shared: &mut self.shared,
-            demux: &self.demux,
-            work_empty: turn_in_place,
-            now,
-        };
-        match settle(path, ends, 0, 0, fate, msg) {
-            Settled::Done(e) => e,
-            Settled::On(next, next_dir, m) => {
-                let trip = Trip {
-                    path: next,
-                    start: Start::AfterModule(m),
-                    dir: next_dir,
-                    origin: 0,
-                    dequeued: false,
-                    fresh: true,
-                };
-                self.run_hops(trip, direct, 1, msg)
-            }
-        }
-    }
-
-    /// A message enters path `id` at its end from outside any run (an
-    /// application's send, a received frame): it runs now, with everything
-    /// it leads to, or waits in the path's queue.
-    // Inlined into its two callers, `send` and `receive_frame`: one call
-    // less per trip (issue 26).
-    #[inline(always)]
-    pub(super) fn enter(&mut self, id: PathId, dir: Dir, msg: &mut Msg) -> Entered {
-        if self.config.account_time {
-            return self.enter_timed(id, dir, msg);
-        }
-        let r = self.run_entering(id, dir, msg);
-        self.drain_follow_ups();
-        r
-    }
-
     /// [`Stack::enter`] with the run's time charged to path `id`: two
     /// clock reads per direct run, only when time is accounted.
     #[inline(never)]
-    fn enter_timed(&mut self, id: PathId, dir: Dir, msg: &mut Msg) -> Entered {
+    pub(super) fn enter_timed(&mut self, id: PathId, dir: Dir, msg: &mut Msg) -> Entered {
         let t0 = std::time::Instant::now();
-        let r = self.run_entering(id, dir, msg);
+        let direct = self.runs_direct(true);
+        let r = self.run_lane(id, dir, direct, msg);
         self.drain_follow_ups();
         if !matches!(r, Entered::Queued | Entered::NoPath) {
             if let Some(p) = self.paths.get_mut(id) {
