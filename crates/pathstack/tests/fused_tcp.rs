@@ -851,6 +851,35 @@ struct Offer {
     iss: u32,
 }
 
+/// A peer that offers everything (window scaling, SACK, timestamps): the
+/// connection of the steady-exchange tests.
+const STEADY: Offer = Offer {
+    mss: 1460,
+    shift: Some(7),
+    sack: true,
+    ts: true,
+    wnd: 65535,
+    iss: 77,
+};
+
+/// The peer's next in-order segment of `len` octets with `flags` (and
+/// ACK), acknowledging all the host sent, with a fresh timestamp.
+fn in_order(len: usize, flags: u8) -> Step {
+    Step::Seg(
+        Seg {
+            seq: SeqAt::Next,
+            len,
+            ack: AckAt::All,
+            flags,
+            wnd: None,
+            ts: TsAt::Fresh,
+            sack: None,
+            urgent: 0,
+        },
+        Mutation::None,
+    )
+}
+
 /// Two hosts, one specialized, with the connection established to the
 /// same peer (opened by the hosts, or by the peer when `passive`), and
 /// the peer.
@@ -1081,30 +1110,9 @@ proptest! {
 /// block and the counters are the modular host's.
 #[test]
 fn a_steady_exchange_is_byte_identical() {
-    let offer = Offer {
-        mss: 1460,
-        shift: Some(7),
-        sack: true,
-        ts: true,
-        wnd: 65535,
-        iss: 77,
-    };
+    let offer = STEADY;
     let (mut fused, mut modular, mut peer) = established(TcpConfig::default(), &offer, false);
-    let seg = |len: usize, flags: u8| {
-        Step::Seg(
-            Seg {
-                seq: SeqAt::Next,
-                len,
-                ack: AckAt::All,
-                flags,
-                wnd: None,
-                ts: TsAt::Fresh,
-                sack: None,
-                urgent: 0,
-            },
-            Mutation::None,
-        )
-    };
+    let seg = in_order;
     let mut steps = Vec::new();
     for i in 0..100 {
         // Request, response, the peer's ACK of it, read.
@@ -1155,30 +1163,9 @@ fn a_steady_exchange_is_byte_identical() {
 /// (RFC 9293 §3.1, the pseudo header included).
 #[test]
 fn short_messages_of_every_length_arrive_whole() {
-    let offer = Offer {
-        mss: 1460,
-        shift: Some(7),
-        sack: true,
-        ts: true,
-        wnd: 65535,
-        iss: 77,
-    };
+    let offer = STEADY;
     let (mut fused, mut modular, mut peer) = established(TcpConfig::default(), &offer, false);
-    let seg = |len: usize, flags: u8| {
-        Step::Seg(
-            Seg {
-                seq: SeqAt::Next,
-                len,
-                ack: AckAt::All,
-                flags,
-                wnd: None,
-                ts: TsAt::Fresh,
-                sack: None,
-                urgent: 0,
-            },
-            Mutation::None,
-        )
-    };
+    let seg = in_order;
     let mut next_in: Option<u8> = None;
     let mut sent_data = 0;
     for round in 0..3 {
@@ -1254,14 +1241,7 @@ fn short_messages_of_every_length_arrive_whole() {
 /// IP's own path for the second classification.
 #[test]
 fn a_segment_in_two_fragments_reaches_its_connection() {
-    let offer = Offer {
-        mss: 1460,
-        shift: Some(7),
-        sack: true,
-        ts: true,
-        wnd: 65535,
-        iss: 77,
-    };
+    let offer = STEADY;
     for reversed in [false, true] {
         let (mut w, _, mut peer) = established(TcpConfig::default(), &offer, false);
         let before = w.conn(|c| c.tcb().rcv_nxt()).unwrap();

@@ -17,17 +17,6 @@ fn no_rack() -> TcpConfig {
     }
 }
 
-/// Ten full segments of data at 10 ms (the initial window).
-fn ten_segments(cfg: TcpConfig) -> Script {
-    let mut s = Script::established(cfg, true);
-    s.write(10 * MSS);
-    for i in 0..10 {
-        s.expect(Out::data(1 + i * M, MSS).ack_no(1));
-    }
-    s.expect_none();
-    s
-}
-
 /// Takes every segment emitted so far; returns their relative sequence
 /// numbers.
 fn drain(s: &mut Script) -> Vec<u32> {
@@ -67,7 +56,7 @@ fn timeout_counts_retransmission_and_idle_time() {
 /// not a timeout's.
 #[test]
 fn rack_loss_counted() {
-    let mut s = ten_segments(TcpConfig::default());
+    let mut s = Script::initial_window(TcpConfig::default(), true, MSS, 10 * MSS);
     s.at(20)
         .inject(In::ack(1, 1 + M).sack(&[(1 + 2 * M, 1 + 3 * M)]));
     s.advance_until_output(ms(100)).expect("a retransmission");
@@ -85,7 +74,7 @@ fn rack_loss_counted() {
 /// retransmission) and sends it again without a timeout.
 #[test]
 fn lost_retransmission_counted() {
-    let mut s = ten_segments(TcpConfig::default());
+    let mut s = Script::initial_window(TcpConfig::default(), true, MSS, 10 * MSS);
     // Segment 1 lost; RACK retransmits it at about 22.5 ms.
     s.at(20)
         .inject(In::ack(1, 1 + M).sack(&[(1 + 2 * M, 1 + 3 * M)]));
@@ -119,7 +108,7 @@ fn lost_retransmission_counted() {
 /// ACK covering the probe (no D-SACK) shows the probe repaired a loss.
 #[test]
 fn tlp_loss_repaired_counted() {
-    let mut s = ten_segments(TcpConfig::default());
+    let mut s = Script::initial_window(TcpConfig::default(), true, MSS, 10 * MSS);
     s.at(20).inject(In::ack(1, 1 + 8 * M));
     s.expect_none();
     let at = s.advance_until_output(ms(5000)).expect("a probe");
@@ -143,7 +132,7 @@ fn tlp_loss_repaired_counted() {
 /// as a duplicate (D-SACK) was unnecessary; the reduction is undone once.
 #[test]
 fn dsack_undo_counted() {
-    let mut s = ten_segments(no_rack());
+    let mut s = Script::initial_window(no_rack(), true, MSS, 10 * MSS);
     for k in 2..=4 {
         s.at(20).inject(In::ack(1, 1).sack(&[(1 + M, 1 + k * M)]));
     }

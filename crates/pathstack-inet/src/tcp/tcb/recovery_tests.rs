@@ -23,17 +23,6 @@ fn reno() -> TcpConfig {
     }
 }
 
-/// `n` octets written, the initial window of ten segments sent at 10 ms.
-fn ten_out(cfg: TcpConfig, n: usize) -> Script {
-    let mut s = Script::established(cfg, true);
-    s.write(n);
-    for i in 0..10 {
-        s.expect(Out::data(1 + i * M, MSS).ack_no(1));
-    }
-    s.expect_none();
-    s
-}
-
 /// The segment numbers (relative sequence / MSS) emitted so far.
 fn drain(s: &mut Script) -> Vec<u32> {
     let mut v = Vec::new();
@@ -52,7 +41,7 @@ fn drain(s: &mut Script) -> Vec<u32> {
 /// recovery ends with cwnd = ssthresh and no timeout.
 #[test]
 fn single_loss_prr_paces_and_ends_at_ssthresh() {
-    let mut s = ten_out(reno(), 20 * MSS);
+    let mut s = Script::initial_window(reno(), true, MSS, 20 * MSS);
     let mut per_ack = Vec::new();
     for k in 2..=10 {
         s.at(20).inject(In::ack(1, 1).sack(&[(1 + M, 1 + k * M)]));
@@ -89,7 +78,7 @@ fn single_loss_prr_paces_and_ends_at_ssthresh() {
 /// option 1 left min(ssthresh, SMSS + SMSS) = 2.
 #[test]
 fn burst_loss_repaired_without_timeout() {
-    let mut s = ten_out(reno(), 10 * MSS);
+    let mut s = Script::initial_window(reno(), true, MSS, 10 * MSS);
     let mut per_ack = Vec::new();
     for k in 5..=10 {
         s.at(20)
@@ -110,7 +99,7 @@ fn burst_loss_repaired_without_timeout() {
 /// (no timeout); recovery then ends at cwnd = ssthresh.
 #[test]
 fn lost_retransmission_ends_at_ssthresh() {
-    let mut s = ten_out(TcpConfig::default(), 10 * MSS);
+    let mut s = Script::initial_window(TcpConfig::default(), true, MSS, 10 * MSS);
     s.at(20)
         .inject(In::ack(1, 1 + M).sack(&[(1 + 2 * M, 1 + 3 * M)]));
     s.advance_until_output(ms(29)).expect("a retransmission");
@@ -136,7 +125,7 @@ fn lost_retransmission_ends_at_ssthresh() {
 /// recovery's (§7.4.2): cwnd = ssthresh after it.
 #[test]
 fn tail_loss_repaired_by_probe_without_timeout() {
-    let mut s = ten_out(TcpConfig::default(), 10 * MSS);
+    let mut s = Script::initial_window(TcpConfig::default(), true, MSS, 10 * MSS);
     s.at(20).inject(In::ack(1, 1 + 8 * M));
     let at = s.advance_until_output(ms(5000)).expect("a probe");
     assert!(at < ms(210), "the probe goes before the RTO");
@@ -161,7 +150,7 @@ fn tail_loss_repaired_by_probe_without_timeout() {
 /// `tcp_try_undo_loss`), cwnd and ssthresh back to what they were.
 #[test]
 fn spurious_timeout_is_undone_by_dsack() {
-    let mut s = ten_out(reno(), 10 * MSS);
+    let mut s = Script::initial_window(reno(), true, MSS, 10 * MSS);
     let (cwnd, ssthresh) = (s.tcb.cwnd(), s.tcb.cc.ssthresh());
     assert_eq!(cwnd, 10 * M);
     let at = s.advance_until_output(ms(1000)).expect("the timeout");
@@ -181,7 +170,7 @@ fn spurious_timeout_is_undone_by_dsack() {
 /// hole, no D-SACK) keeps its reduction.
 #[test]
 fn real_timeout_is_not_undone() {
-    let mut s = ten_out(reno(), 10 * MSS);
+    let mut s = Script::initial_window(reno(), true, MSS, 10 * MSS);
     s.advance_until_output(ms(1000)).expect("the timeout");
     assert_eq!(drain(&mut s), vec![0]);
     s.at(215).inject(In::ack(1, 1 + 10 * M));

@@ -391,6 +391,19 @@ impl Script {
         s
     }
 
+    /// [`established`](Self::established), then `written` octets written
+    /// and the initial window of ten `mss`-octet segments sent at 10 ms
+    /// (RFC 5681 §3.1, RFC 6928); nothing left in `out`.
+    pub fn initial_window(cfg: TcpConfig, opts: bool, mss: usize, written: usize) -> Script {
+        let mut s = Script::established(cfg, opts);
+        s.write(written);
+        for i in 0..10 {
+            s.expect(Out::data(1 + (i * mss) as u32, mss).ack_no(1));
+        }
+        s.expect_none();
+        s
+    }
+
     /// The script's TSval now.
     pub fn tsval(&self) -> u32 {
         PEER_TS_BASE.wrapping_add((self.now.as_nanos() / 1_000_000) as u32)

@@ -343,18 +343,6 @@ fn challenge_ack_rate_limit() {
 
 // ----- loss recovery -----
 
-/// Ten full segments of data at 10 ms (initial window, RFC 5681 §3.1 /
-/// RFC 6928); returns the script.
-fn ten_segments(cfg: TcpConfig, opts: bool, mss: usize) -> Script {
-    let mut s = Script::established(cfg, opts);
-    s.write(10 * mss);
-    for i in 0..10 {
-        s.expect(Out::data(1 + (i * mss) as u32, mss).ack_no(1));
-    }
-    s.expect_none();
-    s
-}
-
 /// RFC 5681 §3.2: without SACK, the third duplicate ACK retransmits the
 /// first unacknowledged segment (and the first two send nothing: no new
 /// data is queued).
@@ -364,7 +352,7 @@ fn fast_retransmit_three_dupacks_no_sack() {
         sack: false,
         ..no_rack()
     };
-    let mut s = ten_segments(cfg, false, 1460);
+    let mut s = Script::initial_window(cfg, false, 1460, 10 * 1460);
     s.at(20).inject(In::ack(1, 1 + 1460));
     s.expect_none();
     for _ in 0..2 {
@@ -385,7 +373,7 @@ fn fast_retransmit_three_dupacks_no_sack() {
 /// above a hole mark it lost; it alone is retransmitted.
 #[test]
 fn fast_retransmit_with_sack() {
-    let mut s = ten_segments(no_rack(), true, MSS);
+    let mut s = Script::initial_window(no_rack(), true, MSS, 10 * MSS);
     let m = MSS as u32;
     s.at(20).inject(In::ack(1, 1).sack(&[(1 + m, 1 + 2 * m)]));
     s.expect_none();
@@ -401,7 +389,7 @@ fn fast_retransmit_with_sack() {
 /// nothing else.
 #[test]
 fn sack_recovery_two_holes() {
-    let mut s = ten_segments(no_rack(), true, MSS);
+    let mut s = Script::initial_window(no_rack(), true, MSS, 10 * MSS);
     let m = MSS as u32;
     // Segments 0 and 4 lost.
     s.at(20);
@@ -428,7 +416,7 @@ fn sack_recovery_two_holes() {
 /// window it is not retransmitted.
 #[test]
 fn rack_reordering_within_window_not_retransmitted() {
-    let mut s = ten_segments(TcpConfig::default(), true, MSS);
+    let mut s = Script::initial_window(TcpConfig::default(), true, MSS, 10 * MSS);
     let m = MSS as u32;
     // RTT 10 ms: segment 1 is late, segment 2 SACKed at 20 ms.
     s.at(20)
@@ -446,7 +434,7 @@ fn rack_reordering_within_window_not_retransmitted() {
 /// retransmitted once the reordering timer expires (RTT + min_RTT/4).
 #[test]
 fn rack_retransmits_after_reordering_window() {
-    let mut s = ten_segments(TcpConfig::default(), true, MSS);
+    let mut s = Script::initial_window(TcpConfig::default(), true, MSS, 10 * MSS);
     let m = MSS as u32;
     s.at(20)
         .inject(In::ack(1, 1 + m).sack(&[(1 + 2 * m, 1 + 3 * m)]));
@@ -461,7 +449,7 @@ fn rack_retransmits_after_reordering_window() {
 /// the RTO, with the last segment (no new data is queued).
 #[test]
 fn tlp_probe_before_rto() {
-    let mut s = ten_segments(TcpConfig::default(), true, MSS);
+    let mut s = Script::initial_window(TcpConfig::default(), true, MSS, 10 * MSS);
     let m = MSS as u32;
     // The last two segments are lost.
     s.at(20).inject(In::ack(1, 1 + 8 * m));
