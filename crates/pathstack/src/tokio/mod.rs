@@ -102,6 +102,21 @@
 //! }
 //! ```
 //!
+//! # Do not block the runtime
+//!
+//! The stack is a task of your runtime: the [`Net`]'s driver answers ARP,
+//! acknowledges TCP data, retransmits and fires timers only when the
+//! runtime polls it. With kernel sockets the kernel does that work
+//! whatever your tasks do; here a task that blocks its worker thread
+//! (`std::thread::sleep`, a blocking read, a long computation, a
+//! `std::sync::Mutex` held across a wait) stalls the stack for as long as
+//! the driver's task waits behind it: on a `current_thread` runtime every
+//! socket of every net stops, ARP requests go unanswered and peers'
+//! retransmission timers run. Use `tokio::task::spawn_blocking` (or
+//! `block_in_place` on a multi-thread runtime) for blocking work, keep
+//! [`Net::with_host`] closures short, and prefer a multi-thread runtime
+//! for a server that does heavy work between awaits.
+//!
 //! # Errors
 //!
 //! A socket call never waits for a driver that is not there: made outside

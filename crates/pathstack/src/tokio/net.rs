@@ -431,7 +431,8 @@ impl Net {
     }
 
     /// Runs `f` on the host (for its statistics, ping, the stack). Do not
-    /// block in `f`: the driver and every socket wait for it.
+    /// block in `f`: the driver and every socket wait for it (see the
+    /// module's [blocking section](crate::tokio#do-not-block-the-runtime)).
     pub fn with_host<R>(&self, f: impl FnOnce(&mut Host) -> R) -> R {
         f(&mut self.inner.lock().host)
     }
