@@ -111,6 +111,7 @@ use crate::flow_probe::{
 use crate::flow_slots::{Entry, FlowSlots, MAX_CHAINS};
 use crate::fold::Fold;
 use crate::hash::EdgeHasher;
+use crate::header_len::HeaderLen;
 use crate::limits::{MAX_CLASSIFIED_MODULES, MAX_DEPTH, WORDS};
 use crate::node::NONE;
 use crate::{Key, ModuleId};
@@ -122,27 +123,6 @@ pub const MAX_KEY_SPANS: usize = 4;
 /// Most guard bytes one [`FlowLayout`] may name (BLAST's short message
 /// needs seven: a zero sequence number and fragment count, the SEND op).
 pub const MAX_GUARDS: usize = 8;
-
-/// How long a header is, as far as a [`FlowLayout`] knows it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum HeaderLen {
-    /// Always this many bytes (guards may pin the length field, as IPv4's
-    /// version/IHL byte 0x45 pins 20 bytes).
-    Fixed(u8),
-    /// A 4-bit count of 32-bit words (IPv4's IHL, TCP's data offset):
-    /// `((header[at] >> shift) & 0xf) * 4` bytes, at least `min`. Only the
-    /// last level of a flow may vary in length: a later level must start at
-    /// a fixed offset.
-    Words {
-        /// The byte holding the count.
-        at: u8,
-        /// How far the count is shifted up in that byte (4 for a high nibble).
-        shift: u8,
-        /// The shortest header the module accepts; bytes `0..min` hold the
-        /// key spans and guards.
-        min: u8,
-    },
-}
 
 /// A run of key bytes inside one header, each byte taken under `mask`
 /// (0xff but for a key byte that is some bits of a header byte).

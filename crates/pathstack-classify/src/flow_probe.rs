@@ -28,9 +28,9 @@
 //! whenever the module's gathers change: a flow filed or removed, a fold
 //! widened, the table cleared.
 
-use crate::flow::HeaderLen;
 use crate::flow_slots::{Entry, FlowSlots};
 use crate::hash::EdgeHasher;
+use crate::header_len::HeaderLen;
 use crate::limits::WORDS;
 
 /// Most guard windows a compiled chain holds inline: IPv4's three guard

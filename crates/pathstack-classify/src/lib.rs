@@ -196,6 +196,7 @@ mod flow_slots;
 mod fold;
 mod footprint;
 mod hash;
+mod header_len;
 mod id;
 mod key;
 mod level;
@@ -210,8 +211,9 @@ pub mod testing;
 
 pub use classifier::{Classifier, DEFAULT_MAX_NODES};
 pub use error::ClassifyError;
-pub use flow::{FlowLayout, HeaderLen, MAX_GUARDS, MAX_KEY_SPANS};
+pub use flow::{FlowLayout, MAX_GUARDS, MAX_KEY_SPANS};
 pub use footprint::Footprint;
+pub use header_len::HeaderLen;
 pub use id::{KeyMode, ModuleId, PathId};
 pub use key::Key;
 pub use level::Level;
