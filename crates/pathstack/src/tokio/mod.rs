@@ -117,6 +117,12 @@
 //! [`Net::with_host`] closures short, and prefer a multi-thread runtime
 //! for a server that does heavy work between awaits.
 //!
+//! Or take the stack off your runtime: [`Net::on_own_thread`] runs the
+//! driver on a thread and runtime of its own, so the stack keeps answering
+//! while your runtime is blocked. Its sockets are used from your runtime
+//! as any others (they wait on wakers; a `tokio::time::timeout` around a
+//! call runs on your runtime); only your tasks stall.
+//!
 //! # Errors
 //!
 //! A socket call never waits for a driver that is not there: made outside
@@ -210,6 +216,7 @@
 
 mod driver;
 mod net;
+mod own_thread;
 mod rpc;
 mod tcp_listener;
 mod tcp_readiness;

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use ::tokio::io::unix::AsyncFd;
 use ::tokio::runtime::Handle;
-use ::tokio::sync::Notify;
+use ::tokio::sync::{watch, Notify};
 use ::tokio::task::{AbortHandle, JoinHandle};
 
 /// Rounds a driver that cannot be told of arrivals (a device with neither
@@ -64,8 +64,12 @@ pub(super) struct Inner {
     /// The driver's wake-up call: a socket queued a datagram (the stack's
     /// next timer may have moved).
     pub(super) kick: Notify,
-    /// Notified when the driver ends.
-    kick_end: Notify,
+    /// Turns true when the driver ends; closed when the net itself goes
+    /// away (the last `Net` dropped). A watch, not a `Notify`, so that a
+    /// waiter holds no reference to the net (holding one would keep the
+    /// net, and so its driver, alive) and an end before it subscribed is
+    /// not missed.
+    pub(super) ended: watch::Sender<bool>,
     /// How the driver learns that a frame arrived.
     arrival: Arrival,
     /// Times the driver polled the host (see [`Net::driver_polls`]).
@@ -376,7 +380,7 @@ impl Net {
                     abort: None,
                 }),
                 kick: Notify::new(),
-                kick_end: Notify::new(),
+                ended: watch::Sender::new(false),
                 arrival,
                 polls: AtomicU64::new(0),
             }),
@@ -427,7 +431,7 @@ impl Net {
         if let Some(task) = task {
             task.abort();
         }
-        self.inner.kick_end.notify_waiters();
+        self.inner.ended.send_replace(true);
     }
 
     /// Runs `f` on the host (for its statistics, ping, the stack). Do not
@@ -464,27 +468,26 @@ impl Net {
                 return rt.spawn(async move { Err(e.into()) });
             }
         }
+        // Waits on the watch alone, holding the net only weakly: a strong
+        // reference held across the wait would keep the net, and so its
+        // driver, alive after the application dropped its last `Net`.
+        let mut ended = self.inner.ended.subscribe();
         let weak = Arc::downgrade(&self.inner);
         rt.spawn(async move {
-            loop {
-                let Some(inner) = weak.upgrade() else {
-                    return Ok(());
-                };
-                let ended = inner.kick_end.notified();
-                ::tokio::pin!(ended);
-                // Registered before the check, so an end between the two
-                // is not missed.
-                ended.as_mut().enable();
-                match inner.lock().driver.check() {
-                    Ok(()) => {}
-                    Err(DriverError::Device { kind, message }) => {
-                        return Err(io::Error::new(kind, message))
-                    }
-                    Err(DriverError::Panicked) => return Err(DriverError::Panicked.into()),
-                    Err(_) => return Ok(()),
-                }
-                // Wake now and then to notice the last `Net` going away.
-                let _ = ::tokio::time::timeout(MAX_IDLE, ended).await;
+            // An error means the net itself is gone: its driver ended with
+            // it, cleanly.
+            if ended.wait_for(|ended| *ended).await.is_err() {
+                return Ok(());
+            }
+            let Some(inner) = weak.upgrade() else {
+                return Ok(());
+            };
+            let why = inner.lock().driver.check();
+            match why {
+                Ok(()) => Ok(()),
+                Err(DriverError::Device { kind, message }) => Err(io::Error::new(kind, message)),
+                Err(DriverError::Panicked) => Err(DriverError::Panicked.into()),
+                Err(_) => Ok(()),
             }
         })
     }
@@ -543,7 +546,7 @@ impl Drop for EndGuard {
             DriverError::Stopped
         };
         inner.lock().end_driver(why);
-        inner.kick_end.notify_waiters();
+        inner.ended.send_replace(true);
     }
 }
 
