@@ -135,9 +135,10 @@
 #
 # The programs: tools/src/bin/tcp_bulk.rs (pathstack, default TCP options: 256 KB
 # buffers, window scaling, timestamps, SACK, RACK-TLP, CUBIC),
-# tools/src/bin/smoltcp_peer.rs tcp-sink/tcp-source (256 KB buffers each way,
-# CUBIC), tools/src/bin/kernel_tcp_bulk.rs (std::net, kernel defaults). Each
-# prints {"bytes","seconds","gbps",...}; a row's value is the receiver's
+# tools/src/bin/smoltcp_peer.rs tcp-sink/tcp-source (1 MiB buffers each way,
+# its window scaled for them, the sink discarding in place, CUBIC: smoltcp
+# at its fastest), tools/src/bin/kernel_tcp_bulk.rs (std::net, kernel
+# defaults). Each prints {"bytes","seconds","gbps",...}; a row's value is the receiver's
 # figure (bytes received / time from the first octet to the end).
 # The "pathstack" rows run tcp_bulk with TAP offloads off, the
 # "pathstack-offload" rows with --offload on (vnet header, checksum

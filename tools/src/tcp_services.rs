@@ -7,6 +7,7 @@ use pathstack::host::Host;
 use pathstack::inet::tcp::Shutdown;
 use pathstack::socket::ready;
 use pathstack::socket::{SocketError, TcpListener, TcpStream};
+use std::collections::VecDeque;
 use std::net::SocketAddr;
 
 /// Echo's port (RFC 862).
@@ -22,6 +23,15 @@ const ECHO_HOLD: usize = 64 * 1024;
 /// RFC 864's line: 72 printable characters then CR LF.
 const LINE: usize = 74;
 
+/// The chargen stream repeats after 95 lines (each line starts one
+/// character later, of 95).
+const PERIOD: usize = LINE * 95;
+
+/// Octets a service reads or writes in one call: large, so that a bulk
+/// measurement through these services measures the stack, not the
+/// service's calls (issue 28, item 5).
+const CHUNK: usize = 64 * 1024;
+
 /// The chargen stream's octet at `offset` (RFC 864): line `n` holds the 72
 /// characters of the 95 printable ASCII ones (32–126) starting at the
 /// `n`-th, wrapping, then CR LF.
@@ -34,6 +44,13 @@ pub fn chargen_byte(offset: u64) -> u8 {
     }
 }
 
+/// Chargen's stream from `offset`, one chunk of it, out of `pattern`
+/// (the stream from 0, `PERIOD + CHUNK` octets).
+fn chargen_from(pattern: &[u8], offset: u64) -> &[u8] {
+    let at = (offset % PERIOD as u64) as usize;
+    &pattern[at..at + CHUNK]
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Kind {
     Echo,
@@ -44,8 +61,9 @@ enum Kind {
 struct Conn {
     s: TcpStream,
     kind: Kind,
-    /// Echo: octets read, not yet written back.
-    pending: Vec<u8>,
+    /// Echo: octets read, not yet written back (a ring, so a partial
+    /// write moves nothing).
+    pending: VecDeque<u8>,
     /// Chargen: octets of the stream sent.
     offset: u64,
     /// The peer closed its side.
@@ -71,6 +89,11 @@ pub struct ServiceStats {
 pub struct TcpServices {
     listeners: Vec<(TcpListener, Kind)>,
     conns: Vec<Conn>,
+    /// One read buffer for every connection.
+    scratch: Box<[u8]>,
+    /// Chargen's stream from offset 0, one period plus a chunk, so the
+    /// stream from any offset is one slice of it.
+    pattern: Box<[u8]>,
     /// What they did.
     pub stats: ServiceStats,
 }
@@ -89,6 +112,8 @@ impl TcpServices {
         Ok(TcpServices {
             listeners,
             conns: Vec::new(),
+            scratch: vec![0; CHUNK].into(),
+            pattern: (0..(PERIOD + CHUNK) as u64).map(chargen_byte).collect(),
             stats: ServiceStats::default(),
         })
     }
@@ -103,7 +128,7 @@ impl TcpServices {
                 self.conns.push(Conn {
                     s,
                     kind,
-                    pending: Vec::new(),
+                    pending: VecDeque::new(),
                     offset: 0,
                     eof: false,
                 });
@@ -111,28 +136,36 @@ impl TcpServices {
             }
         }
         let stats = &mut self.stats;
-        self.conns.retain_mut(|c| match serve(host, c, stats) {
-            Ok((moved, keep)) => {
-                busy |= moved;
-                if !keep {
-                    let _ = host.tcp().close(c.s);
+        let (buf, pattern) = (&mut self.scratch[..], &self.pattern[..]);
+        self.conns
+            .retain_mut(|c| match serve(host, c, buf, pattern, stats) {
+                Ok((moved, keep)) => {
+                    busy |= moved;
+                    if !keep {
+                        let _ = host.tcp().close(c.s);
+                    }
+                    keep
                 }
-                keep
-            }
-            Err(_) => {
-                stats.failed += 1;
-                let _ = host.tcp().abort(c.s);
-                false
-            }
-        });
+                Err(_) => {
+                    stats.failed += 1;
+                    let _ = host.tcp().abort(c.s);
+                    false
+                }
+            });
         busy
     }
 }
 
-/// One connection's work: `(anything moved, keep it open)`.
-fn serve(host: &mut Host, c: &mut Conn, st: &mut ServiceStats) -> std::io::Result<(bool, bool)> {
+/// One connection's work: `(anything moved, keep it open)`. `buf` is
+/// the read buffer, `pattern` chargen's stream (`TcpServices::pattern`).
+fn serve(
+    host: &mut Host,
+    c: &mut Conn,
+    buf: &mut [u8],
+    pattern: &[u8],
+    st: &mut ServiceStats,
+) -> std::io::Result<(bool, bool)> {
     let mut moved = false;
-    let mut buf = [0u8; 16 * 1024];
     // Read what the application can take now.
     while !c.eof {
         let room = match c.kind {
@@ -147,7 +180,7 @@ fn serve(host: &mut Host, c: &mut Conn, st: &mut ServiceStats) -> std::io::Resul
             Some(n) => {
                 moved = true;
                 match c.kind {
-                    Kind::Echo => c.pending.extend_from_slice(&buf[..n]),
+                    Kind::Echo => c.pending.extend(&buf[..n]),
                     Kind::Discard => st.discarded += n as u64,
                     Kind::Chargen => {} // input is ignored (RFC 864)
                 }
@@ -158,7 +191,10 @@ fn serve(host: &mut Host, c: &mut Conn, st: &mut ServiceStats) -> std::io::Resul
     match c.kind {
         Kind::Echo => {
             while !c.pending.is_empty() {
-                match ready(c.s.write(host, &c.pending))? {
+                let (front, back) = c.pending.as_slices();
+                let bufs = [std::io::IoSlice::new(front), std::io::IoSlice::new(back)];
+                match ready(c.s.write_vectored(host, &bufs))? {
+                    Some(0) => break,
                     Some(n) => {
                         c.pending.drain(..n);
                         st.echoed += n as u64;
@@ -182,10 +218,7 @@ fn serve(host: &mut Host, c: &mut Conn, st: &mut ServiceStats) -> std::io::Resul
                 return Ok((moved, false));
             }
             loop {
-                for (i, b) in buf.iter_mut().enumerate() {
-                    *b = chargen_byte(c.offset + i as u64);
-                }
-                match ready(c.s.write(host, &buf))? {
+                match ready(c.s.write(host, chargen_from(pattern, c.offset)))? {
                     Some(n) if n > 0 => {
                         c.offset += n as u64;
                         st.generated += n as u64;
@@ -261,5 +294,22 @@ impl EchoClient {
     /// Closes the connection.
     pub fn close(self, host: &mut Host) {
         let _ = host.tcp().close(self.s);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_pattern_gives_the_stream_from_any_offset() {
+        let pattern: Vec<u8> = (0..(PERIOD + CHUNK) as u64).map(chargen_byte).collect();
+        for offset in [0, 1, 73, 74, PERIOD as u64 - 1, PERIOD as u64, 1_000_003] {
+            let got = chargen_from(&pattern, offset);
+            assert_eq!(got.len(), CHUNK);
+            for (i, &b) in got.iter().enumerate().step_by(97) {
+                assert_eq!(b, chargen_byte(offset + i as u64), "offset {offset} + {i}");
+            }
+        }
     }
 }

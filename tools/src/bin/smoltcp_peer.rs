@@ -7,9 +7,10 @@
 //!                         [--rounds N] [--warmup W] [--busy-poll] [--json FILE]
 //! smoltcp_peer memory     [--rounds N] [--warmup W]
 //! smoltcp_peer memory-tcp [--rounds N] [--warmup W]
-//! smoltcp_peer tcp-sink   --tap NAME [--netns NS] --ip A/24 --port P [--busy-poll]
+//! smoltcp_peer tcp-sink   --tap NAME [--netns NS] --ip A/24 --port P [--buffer B]
+//!                         [--busy-poll]
 //! smoltcp_peer tcp-source --tap NAME [--netns NS] --ip A/24 --peer ADDR:PORT
-//!                         [--seconds S] [--busy-poll]
+//!                         [--seconds S] [--buffer B] [--busy-poll]
 //! smoltcp_peer tcp-echo   --tap NAME [--netns NS] --ip A/24 --port P [--sockets K]
 //!                         [--idle-port Q --idle-sockets N [--idle-buffer B]] [--busy-poll]
 //! ```
@@ -25,9 +26,10 @@
 //!
 //! `tcp-sink` and `tcp-source` are the smoltcp rows of
 //! `scripts/bench-tcp.sh`, with the options and JSON output of
-//! `tools/src/bin/tcp_bulk.rs`: one TCP socket with 256 KB receive and send
-//! buffers (pathstack's default; smoltcp scales its window for them),
-//! CUBIC congestion control (the `socket-tcp-cubic` feature, as pathstack's
+//! `tools/src/bin/tcp_bulk.rs`: one TCP socket with 1 MiB receive and send
+//! buffers (`--buffer`; smoltcp at its fastest, with its window scaled for
+//! them; pathstack's default is 256 KB), the sink discarding in place
+//! (`recv` with a closure, no copy), CUBIC congestion control (the `socket-tcp-cubic` feature, as pathstack's
 //! default), smoltcp's defaults otherwise (no timestamps, Nagle on, its
 //! ACK delay of 10 ms, no SACK-based recovery).
 //!
@@ -164,6 +166,10 @@ enum Mode {
     TcpSink {
         #[command(flatten)]
         tap: TapArgs,
+        /// Receive and send buffer octets (smoltcp scales its window for
+        /// them).
+        #[arg(long, default_value_t = BULK_BUFFER)]
+        buffer: usize,
     },
     /// TCP echo server on --port, with idle listeners on --idle-port.
     TcpEcho {
@@ -192,6 +198,9 @@ enum Mode {
         /// How long to send.
         #[arg(long, default_value_t = 5.0)]
         seconds: f64,
+        /// Receive and send buffer octets.
+        #[arg(long, default_value_t = BULK_BUFFER)]
+        buffer: usize,
     },
 }
 
@@ -222,7 +231,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             rec.report(json.as_deref())?;
             Ok(())
         }
-        Mode::TcpSink { tap } => tcp_sink(&tap),
+        Mode::TcpSink { tap, buffer } => tcp_sink(&tap, buffer),
         Mode::TcpEcho {
             tap,
             sockets,
@@ -234,7 +243,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             sockets,
             idle_port.map(|p| (p, idle_sockets, idle_buffer)),
         ),
-        Mode::TcpSource { tap, peer, seconds } => tcp_source(&tap, peer, seconds),
+        Mode::TcpSource {
+            tap,
+            peer,
+            seconds,
+            buffer,
+        } => tcp_source(&tap, peer, seconds, buffer),
         Mode::Memory {
             rounds,
             warmup,
@@ -498,11 +512,20 @@ fn tap_client(
 
 // ------------------------------------------------------------- TCP bulk
 
-/// The TCP buffers each way: pathstack's default.
+/// The TCP buffers each way of the echo server: pathstack's default.
 const TCP_BUFFER: usize = 256 * 1024;
 
-/// A smoltcp interface with one TCP socket.
-fn tcp_iface(phy: &mut TapPhy, ip: Ipv4Cidr) -> (Interface, SocketSet<'static>, SocketHandle) {
+/// The bulk rows' buffers each way: smoltcp at its fastest (issue 28,
+/// item 5). smoltcp's window is its receive buffer's free space (scaled
+/// for buffers over 64 KB), so a larger buffer keeps more in flight.
+const BULK_BUFFER: usize = 1024 * 1024;
+
+/// A smoltcp interface with one TCP socket of `buffer` octets each way.
+fn tcp_iface(
+    phy: &mut TapPhy,
+    ip: Ipv4Cidr,
+    buffer: usize,
+) -> (Interface, SocketSet<'static>, SocketHandle) {
     let mac = phy.tap.mac();
     let config = Config::new(EthernetAddress(mac).into());
     let mut iface = Interface::new(config, phy, SInstant::now());
@@ -510,8 +533,8 @@ fn tcp_iface(phy: &mut TapPhy, ip: Ipv4Cidr) -> (Interface, SocketSet<'static>, 
         let _ = addrs.push(IpCidr::Ipv4(ip));
     });
     let mut sock = tcp::Socket::new(
-        tcp::SocketBuffer::new(vec![0u8; TCP_BUFFER]),
-        tcp::SocketBuffer::new(vec![0u8; TCP_BUFFER]),
+        tcp::SocketBuffer::new(vec![0u8; buffer]),
+        tcp::SocketBuffer::new(vec![0u8; buffer]),
     );
     sock.set_congestion_control(tcp::CongestionControl::Cubic);
     let mut sockets = SocketSet::new(Vec::new());
@@ -552,12 +575,11 @@ fn tcp_report(bytes: u64, secs: f64, dropped: u64) {
     );
 }
 
-fn tcp_sink(args: &TapArgs) -> Result<(), Box<dyn std::error::Error>> {
+fn tcp_sink(args: &TapArgs, buffer: usize) -> Result<(), Box<dyn std::error::Error>> {
     let mut phy = TapPhy::open(args)?;
-    let (mut iface, mut sockets, h) = tcp_iface(&mut phy, args.ip);
+    let (mut iface, mut sockets, h) = tcp_iface(&mut phy, args.ip, buffer);
     sockets.get_mut::<tcp::Socket>(h).listen(args.port)?;
     println!("smoltcp tcp-sink: ready on {} port {}", args.ip, args.port);
-    let mut buf = vec![0u8; 64 * 1024];
     let mut bytes = 0u64;
     let mut start = None;
     let mut connected = false;
@@ -570,7 +592,8 @@ fn tcp_sink(args: &TapArgs) -> Result<(), Box<dyn std::error::Error>> {
         }
         let mut got = false;
         while sock.can_recv() {
-            let n = sock.recv_slice(&mut buf)?;
+            // Discarded in place: smoltcp's zero-copy receive, its fastest.
+            let n = sock.recv(|data| (data.len(), data.len()))?;
             if n == 0 {
                 break;
             }
@@ -620,7 +643,7 @@ fn tcp_echo(
     idle: Option<(u16, usize, usize)>,
 ) -> Result<(), Box<dyn std::error::Error>> {
     let mut phy = TapPhy::open(args)?;
-    let (mut iface, mut set, first) = tcp_iface(&mut phy, args.ip);
+    let (mut iface, mut set, first) = tcp_iface(&mut phy, args.ip, TCP_BUFFER);
     set.remove(first);
     let mut echo = Vec::new();
     for _ in 0..sockets.max(1) {
@@ -677,9 +700,10 @@ fn tcp_source(
     args: &TapArgs,
     peer: std::net::SocketAddrV4,
     seconds: f64,
+    buffer: usize,
 ) -> Result<(), Box<dyn std::error::Error>> {
     let mut phy = TapPhy::open(args)?;
-    let (mut iface, mut sockets, h) = tcp_iface(&mut phy, args.ip);
+    let (mut iface, mut sockets, h) = tcp_iface(&mut phy, args.ip, buffer);
     let remote = IpEndpoint::new(IpAddress::Ipv4(*peer.ip()), peer.port());
     let local = 49_152 + (std::process::id() % 16_000) as u16;
     sockets
