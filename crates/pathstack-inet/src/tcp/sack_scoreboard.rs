@@ -298,6 +298,12 @@ impl Scoreboard {
         }
     }
 
+    /// The heap octets the scoreboard holds allocated now (its segment
+    /// queue grows with the flight and is kept).
+    pub fn allocated_bytes(&self) -> usize {
+        self.segs.capacity() * std::mem::size_of::<Segment>()
+    }
+
     /// HighACK (RFC 6675 §2): the cumulative ACK point, `SND.UNA`.
     pub fn high_ack(&self) -> SeqNumber {
         self.snd_una

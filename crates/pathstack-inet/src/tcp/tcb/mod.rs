@@ -835,6 +835,8 @@ pub fn reset_for(seg: &TcpRepr, payload_len: usize) -> Option<TcpRepr> {
 #[cfg(test)]
 mod impairment_tests;
 #[cfg(test)]
+mod layout_tests;
+#[cfg(test)]
 mod loss_counter_tests;
 #[cfg(test)]
 mod predict_tests;
