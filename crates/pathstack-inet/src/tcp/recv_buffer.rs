@@ -121,7 +121,11 @@ pub struct RecvBuffer {
     /// The right edge of the last advertised window (RCV.NXT + RCV.WND as
     /// last sent).
     adv_right: SeqNumber,
-    ranges: [Range; MAX_OOO_RANGES],
+    /// The out-of-order ranges, the first `n_ranges` in use: no table
+    /// until the first segment out of order, then `max_ooo_ranges`
+    /// entries, kept (the idle connection's control block is smaller by
+    /// the 16-entry array it held inline, issue 28 item 3).
+    ranges: Box<[Range]>,
     n_ranges: usize,
     ooo_bytes: usize,
     stamp: u64,
@@ -146,7 +150,7 @@ impl RecvBuffer {
             readable: 0,
             rcv_nxt,
             adv_right: rcv_nxt + initial,
-            ranges: [Range::default(); MAX_OOO_RANGES],
+            ranges: Box::default(),
             n_ranges: 0,
             ooo_bytes: 0,
             stamp: 0,
@@ -345,6 +349,9 @@ impl RecvBuffer {
                 } else {
                     i += 1;
                 }
+            }
+            if self.ranges.is_empty() {
+                self.ranges = vec![Range::default(); self.cfg.max_ooo_ranges].into_boxed_slice();
             }
             self.ranges[self.n_ranges] = Range {
                 start: ma,

@@ -44,7 +44,10 @@ fn control_block_layout() {
         ("  Tlp", size_of::<Tlp>()),
         ("  Timers", size_of::<Timers>()),
         ("  TcpStats", size_of::<TcpStats>()),
-        ("  Option<TcpRepr> (rst_out)", size_of::<Option<TcpRepr>>()),
+        (
+            "  Option<Box<TcpRepr>> (rst_out)",
+            size_of::<Option<Box<TcpRepr>>>(),
+        ),
         ("  Instant", size_of::<Instant>()),
     ];
     for (name, size) in parts {
