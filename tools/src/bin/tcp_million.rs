@@ -42,6 +42,7 @@ use clap::Parser;
 use pathstack::core::stack::StackConfig;
 use pathstack::core::{Duration, Instant};
 use pathstack::host::{Host, HostConfig};
+use pathstack::inet::modules::tcp::TcpModule;
 use pathstack::inet::tcp::{Tcb, TcpConfig};
 use pathstack::socket::ready;
 use pathstack::socket::{TcpListener, TcpStream};
@@ -151,6 +152,22 @@ struct Pair {
     now: Instant,
 }
 
+/// What a host's stack and TCP module counted, for a failure's message.
+trait Describe {
+    fn describe(&self) -> String;
+}
+
+impl Describe for Host {
+    fn describe(&self) -> String {
+        let tcp = self
+            .stack()
+            .module_id("tcp")
+            .and_then(|m| self.stack().module::<TcpModule>(m))
+            .map(|t| format!("{:?}", t.counters()));
+        format!("{:?} {tcp:?}", self.stack().stats())
+    }
+}
+
 impl Pair {
     fn step(&mut self, by: Duration) {
         self.a.stack_mut().poll(self.now);
@@ -202,12 +219,16 @@ fn main() -> Result<(), BoxError> {
         }
         Ok(c)
     };
-    // Room for every connection path, and timers for a batch's
-    // handshakes several times over (an idle established connection arms
-    // none: no keepalive by default).
+    // Room for every connection path, and a timer for each: an idle
+    // established connection needs none (no keepalive by default), but a
+    // connection's stage timer stays armed at the SYN's retransmission
+    // deadline (the initial RTO, 1 s) after the handshake and fires into
+    // nothing then, so every connection opened in the last simulated
+    // second holds one — at this rate more than the default 65,536 (a
+    // run of a million stalled at 678,000 with them).
     let stack = || StackConfig {
         max_paths: (n + listeners + 1024).max(StackConfig::default().max_paths),
-        max_timers: (args.batch * 8).max(StackConfig::default().max_timers),
+        max_timers: (n + 4096).max(StackConfig::default().max_timers),
         ..StackConfig::default()
     };
     let (wa, wb) = memory_pair(MemoryConfig::default());
@@ -275,8 +296,10 @@ fn main() -> Result<(), BoxError> {
             }
             if steps > 11_000 {
                 return Err(format!(
-                    "connections {start}..{end} did not come up ({} accepted)",
-                    servers.len()
+                    "connections {start}..{end} did not come up ({} accepted); A: {}; B: {}",
+                    servers.len(),
+                    p.a.describe(),
+                    p.b.describe()
                 )
                 .into());
             }
@@ -284,10 +307,12 @@ fn main() -> Result<(), BoxError> {
         if report.elapsed().as_secs() >= 5 {
             report = std::time::Instant::now();
             eprintln!(
-                "tcp_million: {} open, {:.0}/s, heap {:.0} B per end",
+                "tcp_million: {} open, {:.0}/s, heap {:.0} B per end, timers {} + {}",
                 servers.len(),
                 servers.len() as f64 / t0.elapsed()?.0,
-                (heap_bytes() - heap0) as f64 / (2 * servers.len()) as f64
+                (heap_bytes() - heap0) as f64 / (2 * servers.len()) as f64,
+                p.a.stack().stats().timers,
+                p.b.stack().stats().timers
             );
         }
     }
