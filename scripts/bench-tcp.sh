@@ -75,10 +75,12 @@
 #                         in-memory wire in one process and leaves them idle;
 #                         the value is a busy connection's throughput among
 #                         them as a fraction of its throughput alone (256 MiB
-#                         each, wall time on a simulated clock); the row has
-#                         opens per second, heap and RSS bytes per connection
-#                         end (the difference before/after / 2N) and the
-#                         control block's size
+#                         each on a simulated clock, per second of the
+#                         thread's CPU time; the wall-clock ratio is kept as
+#                         busy_ratio); the row has opens per second (wall and
+#                         CPU), heap and RSS bytes per connection end (the
+#                         difference before/after / 2N) and the control
+#                         block's size
 #   synflood              the same stream's throughput while syn_flood sends
 #                         10,000 SYN/s from random sources in 198.18.0.0/15 to
 #                         the echo port, as a fraction of its unflooded figure
@@ -638,13 +640,14 @@ million_rows() {
         mapfile -t extra < <(python3 - "$log" <<'EOF'
 import json, sys
 r = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])
-for k in ("conns", "opens_per_s", "open_s", "heap_bytes_per_end", "rss_bytes_per_end",
-          "rss_bytes_total", "tcb_bytes", "busy_alone_gbps", "busy_among_gbps"):
+for k in ("conns", "opens_per_s", "opens_per_cpu_s", "open_s", "open_cpu_s", "heap_bytes_per_end",
+          "rss_bytes_per_end", "rss_bytes_total", "tcb_bytes", "busy_alone_gbps", "busy_among_gbps",
+          "busy_ratio", "busy_alone_cpu_gbps", "busy_among_cpu_gbps"):
     print(f"{k}={r[k]}")
-print('method="tcp_million: two hosts on the in-memory wire, N connections opened 256 at a time and left idle; per end = (after - before) / 2N of the live heap (stats_alloc) and of the RSS; busy = 256 MiB A->B alone, then among the N"')
+print('method="tcp_million: two hosts on the in-memory wire, N connections opened 256 at a time and left idle; per end = (after - before) / 2N of the live heap (stats_alloc) and of the RSS; busy = 256 MiB A->B alone, then among the N; the value is the ratio per second of the thread CPU time (busy_ratio: of wall time, which on a shared machine counts the others)"')
 EOF
         )
-        row pathstack idle1m "$(python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])["busy_ratio"])' "$log")" fraction \
+        row pathstack idle1m "$(python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])["busy_cpu_ratio"])' "$log")" fraction \
             "quick=$([ $quick = 1 ] && echo true || echo false)" "${extra[@]}"
     else
         echo "$me: tcp_million failed:" >&2; cat "$tmp/million.$run.err" >&2
@@ -839,7 +842,8 @@ for t in tests:
                          f"(+{2 * p.get('idle_buffer_bytes', 0)} B buffers)")
         if t == "idle1m":
             notes.append(f"{p['conns']} idle in memory; {p['heap_bytes_per_end']:.0f} B heap, "
-                         f"{p['rss_bytes_per_end']:.0f} B RSS per end; {p['opens_per_s']:.0f} opens/s")
+                         f"{p['rss_bytes_per_end']:.0f} B RSS per end; {p['opens_per_s']:.0f} opens/s "
+                         f"({p['opens_per_cpu_s']:.0f} per CPU s)")
         if t == "synflood":
             notes.append(f"pathstack: {p.get('syn_cookies_sent')} cookies, RSS "
                          f"{p.get('rss_bytes_before', 0) / 2**20:.0f}->{p.get('rss_bytes_after', 0) / 2**20:.0f} MB")

@@ -324,8 +324,11 @@ fn main() -> Result<(), BoxError> {
         }
     }
     let (open_s, open_cpu_s) = t0.elapsed()?;
-    // A few quiet steps: delayed ACKs and the like settle.
-    for _ in 0..100 {
+    // Two quiet seconds (simulated, in 1 ms steps): the stage timers
+    // left at the SYNs' retransmission deadline (1 s on) fire into
+    // nothing and go, delayed ACKs leave — the connections are idle, as
+    // they would be a few seconds after opening.
+    for _ in 0..2000 {
         p.step(Duration::from_millis(1));
     }
     let (heap1, rss1) = (heap_bytes(), rss_bytes()?);
