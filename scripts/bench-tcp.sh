@@ -66,10 +66,9 @@
 #                         figure with none; pathstack's JSON row also has the
 #                         heap bytes per idle connection (a counting global
 #                         allocator in tcp_echo; the difference of two
-#                         snapshots / N), excluding (bytes_per_idle_conn) and
-#                         including its send and receive buffers (4 KB each,
-#                         allocated with the connection), and the RSS delta
-#                         per connection
+#                         snapshots / N; the send and receive rings, up to
+#                         4 KB each, grow on demand: an idle connection holds
+#                         none), and the RSS delta per connection
 #   idle1m                pathstack alone, no TAP: tcp_million opens N
 #                         (--million) connections between two hosts on the
 #                         in-memory wire in one process and leaves them idle;
@@ -617,11 +616,13 @@ conns = b["idle_conns"] - a["idle_conns"]
 if conns != n:
     sys.exit(f"bench-tcp.sh: the server holds {conns} idle connections, not {n}")
 heap = (b["heap_bytes"] - a["heap_bytes"]) / conns
-print(f"bytes_per_idle_conn={heap - 2 * b['idle_buffer']:.0f}")
+# The rings grow on demand (issue 28 item 3): an idle connection holds
+# none, so nothing is subtracted for them.
+print(f"bytes_per_idle_conn={heap:.0f}")
 print(f"heap_bytes_per_idle_conn_incl_buffers={heap:.0f}")
 print(f"idle_buffer_bytes={b['idle_buffer']}")
 print(f"rss_bytes_per_idle_conn={(b['rss_bytes'] - a['rss_bytes']) / conns:.0f}")
-print('memory_method="heap: counting global allocator (stats_alloc) in tcp_echo, snapshot difference / idle connections; bytes_per_idle_conn excludes the send and receive buffers (idle_buffer_bytes each, allocated with the connection)"')
+print('memory_method="heap: counting global allocator (stats_alloc) in tcp_echo, snapshot difference / idle connections; the send and receive rings (up to idle_buffer_bytes each) grow on demand and an idle connection holds none"')
 EOF
             mapfile -t extra <"$tmp/idle.extra"
             echo "$me:   pathstack: ${extra[*]:0:4}" >&2
@@ -839,7 +840,7 @@ for t in tests:
             notes.append(f"pathstack p99 {p['rtt_ns']['p99'] / 1000:.1f} us")
         if t == "idle10k":
             notes.append(f"{p['idle_conns']} idle; pathstack {p.get('bytes_per_idle_conn', '?')} B/conn "
-                         f"(+{2 * p.get('idle_buffer_bytes', 0)} B buffers)")
+                         f"(rings grown on demand: none while idle)")
         if t == "idle1m":
             notes.append(f"{p['conns']} idle in memory; {p['heap_bytes_per_end']:.0f} B heap, "
                          f"{p['rss_bytes_per_end']:.0f} B RSS per end; {p['opens_per_s']:.0f} opens/s "
