@@ -100,6 +100,22 @@ impl SendBuffer {
     /// full, the would-block case, and always 0 after [`close`](Self::close)).
     #[inline]
     pub fn write(&mut self, data: &[u8]) -> usize {
+        let n = data.len();
+        // The usual write fits the ring as allocated: one comparison, as
+        // with a ring allocated in full (the FIN's check was `free`'s).
+        if self.fin || n == 0 || n > self.buf.len() - self.len {
+            return self.write_growing(data);
+        }
+        self.put(&data[..n]);
+        n
+    }
+
+    /// [`write`](Self::write) when the ring as allocated is too small (or
+    /// nothing can be taken): grows it first. Out of line: a write that
+    /// finds the ring full while it may still grow is rare.
+    #[cold]
+    #[inline(never)]
+    fn write_growing(&mut self, data: &[u8]) -> usize {
         let mut n = data.len().min(self.free());
         if n == 0 {
             return 0;
@@ -110,6 +126,14 @@ impl SendBuffer {
                 return 0;
             }
         }
+        self.put(&data[..n]);
+        n
+    }
+
+    /// Appends `data`, which fits the ring as allocated.
+    #[inline(always)]
+    fn put(&mut self, data: &[u8]) {
+        let n = data.len();
         let cap = self.buf.len();
         let tail = wrap(self.head + self.len, cap);
         let first = n.min(cap - tail);
@@ -119,7 +143,6 @@ impl SendBuffer {
             copy_octets(&mut self.buf, &data[first..n]);
         }
         self.len += n;
-        n
     }
 
     /// Grows the ring so that `needed` octets fit (`needed` ≤ the
