@@ -1,10 +1,11 @@
 //! TCP allocates nothing per segment in steady state: after a warm-up, a
 //! bulk transfer between two hosts on the in-memory wire (data one way,
 //! ACKs the other, through the socket calls, the connection paths, IP,
-//! ARP, ETH and the wire) makes zero heap allocations. Buffers and the
-//! timer wheel are sized when the connection opens, the SACK scoreboard
-//! grows to the flight's size during the warm-up; segments live in the
-//! stack's message pool. The same again with both connection paths
+//! ARP, ETH and the wire) makes zero heap allocations. The timer wheel is
+//! sized when the connection opens; the send and receive rings and the
+//! SACK scoreboard grow to the flight's size during the warm-up (issue 28
+//! item 3: they start empty) and keep it; segments live in the stack's
+//! message pool. The same again with both connection paths
 //! path-inlined (`inline::tcp_rule`), then specialized
 //! (`inline::tcp_fast_rule`, the PIN form: the fused fast form of the
 //! links under TCP).

@@ -74,7 +74,7 @@ impl InstanceParams for EthParams {
 }
 
 /// `TCP`'s parameters: segment size, what the device offloads, the seed of
-/// its secrets.
+/// its secrets, the most connections.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct TcpParams {
     /// Largest segment payload (`mss`); `None`: the module's default.
@@ -86,6 +86,9 @@ pub struct TcpParams {
     /// Derive initial sequence numbers and SYN cookies from this seed
     /// (`seed`) instead of at random; for simulation and tests only.
     pub seed: Option<u64>,
+    /// Most connections, listeners and bound sockets at once
+    /// (`max_connections`); `None`: the module's default (65,536).
+    pub max_connections: Option<usize>,
 }
 
 impl InstanceParams for TcpParams {
@@ -105,6 +108,9 @@ impl InstanceParams for TcpParams {
         }
         if let Some(seed) = self.seed {
             p.push(("seed", seed.to_string()));
+        }
+        if let Some(n) = self.max_connections {
+            p.push(("max_connections", n.to_string()));
         }
         p
     }

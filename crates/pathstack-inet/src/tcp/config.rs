@@ -78,9 +78,13 @@ pub struct TcpConfig {
     /// The MSS we announce (RFC 9293 §3.7.1): the route MTU less 40
     /// (the module clamps it to the interface's MTU).
     pub mss: u16,
-    /// Send buffer size in octets (data written and not yet acknowledged).
+    /// Send buffer size in octets (data written and not yet
+    /// acknowledged): the most the ring grows to. It is allocated as the
+    /// writes need it, from nothing (issue 28 item 3, `tcp::ring`).
     pub send_buffer: usize,
-    /// Receive buffer size in octets: the largest window we advertise.
+    /// Receive buffer size in octets: the largest window we advertise, and
+    /// the most the ring grows to. The window is advertised from this
+    /// size; the ring is allocated as data arrives, from nothing.
     pub recv_buffer: usize,
     /// Out-of-order octets held at most.
     pub max_ooo_bytes: usize,

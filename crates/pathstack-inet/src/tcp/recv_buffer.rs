@@ -2,7 +2,23 @@
 //! §3.10.7.4 SEGMENT ARRIVES): an in-order byte ring plus an out-of-order
 //! queue kept in the same ring at each octet's offset from RCV.NXT, with
 //! its ranges in a small fixed array (bounded in octets and in ranges; no
-//! allocation per segment).
+//! allocation per segment). The ring grows as the data it must hold needs
+//! (see `ring.rs`: nothing until the first octet, then doubling up to the
+//! configured capacity).
+//!
+//! The window advertised is what the ring may grow to (the configured
+//! capacity less the unread octets), not what it holds allocated: the
+//! windows on the wire are those of a ring allocated in full at connect,
+//! so growing changes no segment. The alternative — advertising only what
+//! is allocated and growing ahead of the window — would make the window
+//! a sender sees start at 2 KiB and open only as fast as the ring grew,
+//! costing a bulk receiver round trips of slow window growth; a receive
+//! ring is sized by the peer's flight, which the window bounds anyway. An
+//! allocation that fails (`try_reserve`, not an abort) drops the segment
+//! that needed it and counts it (`RecvStats::ring_alloc_failed`): the
+//! window stays promised and the sender retransmits, as after any drop
+//! within the window (RFC 9293 §3.10.7.4 lets a receiver keep only what
+//! it can), so the right edge still never moves back.
 //!
 //! It also computes the advertised window from the free space (RFC 9293
 //! §3.8.6, with receiver silly-window avoidance §3.8.6.2.2), never moving
@@ -76,6 +92,9 @@ pub struct RecvStats {
     pub ooo_ranges_full: u64,
     /// Out-of-order segments dropped because the octet limit was reached.
     pub ooo_bytes_full: u64,
+    /// Segments dropped because the ring could not grow to hold them (the
+    /// allocation failed).
+    pub ring_alloc_failed: u64,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -90,6 +109,8 @@ struct Range {
 #[derive(Clone, Debug)]
 pub struct RecvBuffer {
     cfg: RecvConfig,
+    /// The ring as allocated so far (grown on demand up to
+    /// `cfg.capacity`).
     buf: Box<[u8]>,
     /// Index of the first unread octet.
     read_pos: usize,
@@ -100,7 +121,11 @@ pub struct RecvBuffer {
     /// The right edge of the last advertised window (RCV.NXT + RCV.WND as
     /// last sent).
     adv_right: SeqNumber,
-    ranges: [Range; MAX_OOO_RANGES],
+    /// The out-of-order ranges, the first `n_ranges` in use: no table
+    /// until the first segment out of order, then `max_ooo_ranges`
+    /// entries, kept (the idle connection's control block is smaller by
+    /// the 16-entry array it held inline, issue 28 item 3).
+    ranges: Box<[Range]>,
     n_ranges: usize,
     ooo_bytes: usize,
     stamp: u64,
@@ -110,7 +135,7 @@ pub struct RecvBuffer {
 
 impl RecvBuffer {
     /// A buffer expecting `rcv_nxt` (IRS + 1) next; the ring is allocated
-    /// here, once. The initial window (the one a SYN carries, never
+    /// when data arrives, not here. The initial window (the one a SYN carries, never
     /// scaled, RFC 7323 §2.2) counts as advertised.
     pub fn new(cfg: RecvConfig, rcv_nxt: SeqNumber) -> Self {
         let mut cfg = cfg;
@@ -120,12 +145,12 @@ impl RecvBuffer {
         let initial = cfg.capacity.min(65535) as u32;
         RecvBuffer {
             cfg,
-            buf: vec![0; cfg.capacity].into_boxed_slice(),
+            buf: Box::default(),
             read_pos: 0,
             readable: 0,
             rcv_nxt,
             adv_right: rcv_nxt + initial,
-            ranges: [Range::default(); MAX_OOO_RANGES],
+            ranges: Box::default(),
             n_ranges: 0,
             ooo_bytes: 0,
             stamp: 0,
@@ -137,6 +162,11 @@ impl RecvBuffer {
     /// The configuration (after capping).
     pub fn config(&self) -> &RecvConfig {
         &self.cfg
+    }
+
+    /// The octets the ring holds allocated now.
+    pub fn allocated(&self) -> usize {
+        self.buf.len()
     }
 
     /// RCV.NXT.
@@ -176,11 +206,12 @@ impl RecvBuffer {
             .map(|r| (r.start, r.end))
     }
 
-    /// The right edge the free space allows: RCV.NXT plus the ring space
-    /// not holding readable data. Nondecreasing (RCV.NXT advances exactly
-    /// as readable data grows).
+    /// The right edge the free space allows: RCV.NXT plus the capacity
+    /// not holding readable data (the capacity the ring may grow to, see
+    /// the module's note). Nondecreasing (RCV.NXT advances exactly as
+    /// readable data grows).
     fn space_edge(&self) -> SeqNumber {
-        self.rcv_nxt + (self.buf.len() - self.readable) as u32
+        self.rcv_nxt + (self.cfg.capacity - self.readable) as u32
     }
 
     /// The window to advertise now, RCV.WND (RFC 9293 §3.8.6), in octets.
@@ -194,7 +225,7 @@ impl RecvBuffer {
         let cap_edge = self.rcv_nxt + max_win;
         let candidate = space.min(cap_edge);
         if candidate.gt(self.adv_right) {
-            let step = ((self.buf.len() / 2) as u32).min(self.cfg.mss);
+            let step = ((self.cfg.capacity / 2) as u32).min(self.cfg.mss);
             if candidate - self.adv_right >= step {
                 self.adv_right = candidate;
             }
@@ -302,6 +333,9 @@ impl RecvBuffer {
                     ..Inserted::default()
                 };
             }
+            if !self.fits(ts as usize + payload.len()) {
+                return self.ring_alloc_failed();
+            }
             if dup.is_some() {
                 out.duplicate = true;
                 self.dsack = dup;
@@ -316,6 +350,9 @@ impl RecvBuffer {
                     i += 1;
                 }
             }
+            if self.ranges.is_empty() {
+                self.ranges = vec![Range::default(); self.cfg.max_ooo_ranges].into_boxed_slice();
+            }
             self.ranges[self.n_ranges] = Range {
                 start: ma,
                 end: mb,
@@ -327,6 +364,9 @@ impl RecvBuffer {
             return out;
         }
         // In order: store, then absorb every range the new data reaches.
+        if !self.fits(payload.len()) {
+            return self.ring_alloc_failed();
+        }
         self.store(0, payload);
         let mut end = b;
         while let Some(i) = (0..self.n_ranges).find(|&i| self.ranges[i].start.le(end)) {
@@ -354,7 +394,12 @@ impl RecvBuffer {
     /// do not hold.
     pub fn append(&mut self, data: &[u8]) -> usize {
         let wnd = self.adv_right.max(self.rcv_nxt) - self.rcv_nxt;
-        if self.n_ranges != 0 || data.is_empty() || data.len() as u64 > u64::from(wnd) {
+        if self.n_ranges != 0
+            || data.is_empty()
+            || data.len() as u64 > u64::from(wnd)
+            || self.readable + data.len() > self.buf.len()
+        {
+            // (The last: the ring must grow first, which `insert` does.)
             return self.append_inserted(data);
         }
         self.stamp += 1;
@@ -371,6 +416,43 @@ impl RecvBuffer {
     #[inline(never)]
     fn append_inserted(&mut self, data: &[u8]) -> usize {
         self.insert(self.rcv_nxt, data).advanced
+    }
+
+    /// Whether the ring holds `end` octets after the first unread one,
+    /// grown to if it did not (`end` ≤ the capacity: the window bounds
+    /// every store).
+    #[inline(always)]
+    fn fits(&mut self, end: usize) -> bool {
+        self.readable + end <= self.buf.len() || self.grow(self.readable + end)
+    }
+
+    /// Grows the ring so that `needed` octets from the first unread one
+    /// fit; false when the allocation failed. The octets keep their
+    /// distance from the first unread one (readable and out-of-order
+    /// alike), which now sits at the ring's start. Out of line: it runs a
+    /// handful of times in a connection's life.
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self, needed: usize) -> bool {
+        let size = super::ring::grown_size(self.buf.len(), needed, self.cfg.capacity);
+        match super::ring::regrown(&self.buf, self.read_pos, size) {
+            Some(buf) if size >= needed => {
+                self.buf = buf;
+                self.read_pos = 0;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// A segment dropped for want of ring: counted, reported dropped.
+    #[cold]
+    fn ring_alloc_failed(&mut self) -> Inserted {
+        self.stats.ring_alloc_failed += 1;
+        Inserted {
+            dropped: true,
+            ..Inserted::default()
+        }
     }
 
     fn remove_range(&mut self, i: usize) {
@@ -845,5 +927,86 @@ mod tests {
                 b.insert(b.rcv_nxt(), data);
             }
         }
+
+        /// The ring grows by doubling from nothing as the data held needs
+        /// (in order and out of order, while wrapped and while full) and
+        /// keeps every octet where it belongs, against a model of the
+        /// stream; the window advertised is the capacity's, as if the
+        /// ring were allocated in full.
+        #[test]
+        fn grows_keeping_every_octet(
+            isn: u32,
+            cap in 2049usize..20_000,
+            ops in proptest::collection::vec((0u8..3, 0usize..4000, 1usize..3000), 1..80),
+        ) {
+            let c = RecvConfig { capacity: cap, max_ooo_bytes: cap, max_ooo_ranges: 16, mss: 0, window_shift: 0 };
+            let mut b = RecvBuffer::new(c, SeqNumber(isn));
+            prop_assert_eq!(b.allocated(), 0); // nothing before the first octet
+            let mut held: std::collections::BTreeMap<u64, u8> = std::collections::BTreeMap::new();
+            let (mut read_to, mut nxt) = (0u64, 0u64);
+            let mut out = vec![0u8; 4000];
+            for (op, x, len) in ops {
+                let was = b.allocated();
+                if op < 2 {
+                    // In order (op 0) or up to 4000 octets beyond RCV.NXT.
+                    let off = if op == 0 { nxt } else { nxt + x as u64 };
+                    let data: Vec<u8> = (off..off + len as u64).map(byte).collect();
+                    let wnd_end = nxt + u64::from(b.window());
+                    let r = b.insert(SeqNumber(isn) + off as u32, &data);
+                    if !r.dropped {
+                        for i in off..(off + len as u64).min(wnd_end) {
+                            held.insert(i, byte(i));
+                        }
+                    }
+                    while held.contains_key(&nxt) { nxt += 1; }
+                    prop_assert_eq!(b.rcv_nxt(), SeqNumber(isn) + nxt as u32);
+                } else {
+                    let n = b.read(&mut out[..len]);
+                    prop_assert_eq!(n as u64, (nxt - read_to).min(len as u64));
+                    for (k, &v) in out[..n].iter().enumerate() {
+                        prop_assert_eq!(v, byte(read_to + k as u64));
+                        held.remove(&(read_to + k as u64));
+                    }
+                    read_to += n as u64;
+                }
+                let now = b.allocated();
+                prop_assert!(now == was || now == cap || now >= 2 * was);
+                prop_assert!(now <= cap);
+                // The window is the capacity's less the unread octets.
+                prop_assert_eq!(b.window() as usize, (cap - b.len()).min(65535));
+                prop_assert_eq!(b.stats().ring_alloc_failed, 0);
+            }
+        }
+    }
+
+    #[test]
+    fn nothing_allocated_until_data_then_doubling() {
+        let c = RecvConfig {
+            capacity: 256 * 1024,
+            ..RecvConfig::default()
+        };
+        let mut b = RecvBuffer::new(c, SeqNumber(0));
+        assert_eq!(b.allocated(), 0);
+        assert_eq!(b.window(), 65535); // the capacity's window, unscaled
+        assert_eq!(b.insert(SeqNumber(0), b"a").advanced, 1);
+        assert_eq!(b.allocated(), 2048);
+        // Out of order 3000 octets on: grows to hold it, then in order.
+        assert!(b.insert(SeqNumber(3000), &[5; 100]).out_of_order);
+        assert_eq!(b.allocated(), 4096);
+        // Read the first octet: the ring wraps once it is written round.
+        let mut one = [0u8; 1];
+        assert_eq!(b.read(&mut one), 1);
+        assert_eq!(b.append(&[7; 2999]), 3099);
+        assert_eq!(b.allocated(), 4096);
+        let mut out = vec![0u8; 4000];
+        assert_eq!(b.read(&mut out), 3099);
+        assert!(out[..2999].iter().all(|&x| x == 7) && out[2999..3099].iter().all(|&x| x == 5));
+        // Wrapped: 1000 octets unread across the ring's end, then 5000 more.
+        assert_eq!(b.append(&[1; 2000]), 2000);
+        assert_eq!(b.read(&mut out[..1000]), 1000);
+        assert_eq!(b.append(&[2; 5000]), 5000);
+        assert_eq!(b.allocated(), 8192);
+        assert_eq!(b.read(&mut out), 4000);
+        assert!(out[..1000].iter().all(|&x| x == 1) && out[1000..4000].iter().all(|&x| x == 2));
     }
 }

@@ -16,6 +16,46 @@
 //! segment in the 1-byte ping-pong). Up to eight octets are copied here
 //! in line, with two possibly overlapping fixed-width moves (the way
 //! `memcpy` itself treats short lengths); longer copies go to `memcpy`.
+//!
+//! A ring grows on demand (issue 28 item 3): it holds nothing until its
+//! first octet, then [`FIRST_RING`] octets, doubling up to the configured
+//! size as the data held needs, and never shrinks. An idle connection
+//! then costs no ring at all, and opening one allocates and zeroes
+//! nothing (a 256 KiB ring zeroed at connect was a large part of a
+//! connection's set-up, and the 8 KiB each side a small configuration
+//! still cost stayed with every idle connection). Growing copies what the
+//! ring holds into the new one oldest octet first, so the positions of
+//! the octets relative to the oldest are kept; only the new half is
+//! zeroed (safe Rust initializes what it hands out, and the half is
+//! written before it is read). Doubling keeps the copies to fewer than
+//! two per octet of the largest size reached, all in the first window's
+//! worth of traffic: a connection in steady state allocates nothing.
+
+/// The size of a ring's first allocation: one Ethernet MSS (1460) fits,
+/// so a request/response exchange's first message does, and it is a
+/// power of two, so doubling reaches the configured powers of two
+/// exactly.
+pub(crate) const FIRST_RING: usize = 2048;
+
+/// The size a ring of `current` octets grows to when `needed` octets must
+/// fit: at least double (and at least [`FIRST_RING`]), at most `max`.
+pub(crate) fn grown_size(current: usize, needed: usize, max: usize) -> usize {
+    needed.max(current * 2).max(FIRST_RING).min(max)
+}
+
+/// A ring of `size` octets holding what `old` holds, `old[start]` (the
+/// oldest octet) first: `old`'s octets in ring order at the start, the
+/// rest zero. Allocated with `try_reserve_exact`, so an allocation that
+/// fails is `None` for the caller to handle, not an abort; the old ring is
+/// copied in, not zeroed first. `size` must be at least `old.len()`.
+pub(crate) fn regrown(old: &[u8], start: usize, size: usize) -> Option<Box<[u8]>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(size).ok()?;
+    v.extend_from_slice(&old[start..]);
+    v.extend_from_slice(&old[..start]);
+    v.resize(size, 0);
+    Some(v.into_boxed_slice())
+}
 
 /// `pos % cap`: the position `pos` wrapped to a ring of `cap` octets,
 /// the division done only when `pos` is past the ring's end.
@@ -52,7 +92,7 @@ pub(crate) fn copy_octets(dst: &mut [u8], src: &[u8]) {
 
 #[cfg(test)]
 mod tests {
-    use super::{copy_octets, wrap};
+    use super::{copy_octets, grown_size, regrown, wrap, FIRST_RING};
     use proptest::prelude::*;
 
     proptest! {
@@ -75,6 +115,35 @@ mod tests {
             copy_octets(&mut ours, &src);
             std[..src.len()].copy_from_slice(&src);
             prop_assert_eq!(ours, std);
+        }
+    }
+
+    #[test]
+    fn grows_by_doubling_within_bounds() {
+        assert_eq!(grown_size(0, 1, 1 << 18), FIRST_RING);
+        assert_eq!(grown_size(0, 1, 100), 100); // a small configured size
+        assert_eq!(
+            grown_size(FIRST_RING, FIRST_RING + 1, 1 << 18),
+            2 * FIRST_RING
+        );
+        assert_eq!(grown_size(4096, 20_000, 1 << 18), 20_000); // a long write at once
+        assert_eq!(grown_size(1 << 17, (1 << 17) + 1, 200_000), 200_000);
+    }
+
+    proptest! {
+        /// The grown ring holds the old one's octets oldest first and
+        /// zeros after them.
+        #[test]
+        fn regrown_rotates_and_extends(
+            old in proptest::collection::vec(1u8..=255, 1..64),
+            start_pick in any::<usize>(),
+            extra in 0usize..64,
+        ) {
+            let start = start_pick % old.len();
+            let new = regrown(&old, start, old.len() + extra).unwrap();
+            let mut want: Vec<u8> = old[start..].iter().chain(&old[..start]).copied().collect();
+            want.resize(old.len() + extra, 0);
+            prop_assert_eq!(&new[..], &want[..]);
         }
     }
 

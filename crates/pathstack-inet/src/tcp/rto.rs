@@ -55,9 +55,13 @@ impl RtoConfig {
 /// The RTT estimator and current RTO of one connection.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RtoEstimator {
-    cfg: RtoConfig,
-    /// `cfg`'s bounds in nanoseconds, converted once: the estimator uses
-    /// them on every sample.
+    /// The configuration's initial RTO in nanoseconds; with `bounds`, all
+    /// of the configuration (kept converted, not as the four
+    /// `std::time::Duration`s: 64 octets less in every control block,
+    /// issue 28 item 3).
+    initial: u64,
+    /// The configuration's bounds in nanoseconds, converted once: the
+    /// estimator uses them on every sample.
     bounds: Bounds,
     /// SRTT in ns, `None` before the first sample (RFC 6298 §2.1).
     srtt: Option<u64>,
@@ -79,7 +83,7 @@ impl RtoEstimator {
         };
         let base_rto = bounds.clamp(nanos(cfg.initial));
         RtoEstimator {
-            cfg,
+            initial: nanos(cfg.initial),
             bounds,
             srtt: None,
             rttvar: 0,
@@ -88,9 +92,15 @@ impl RtoEstimator {
         }
     }
 
-    /// The configuration.
-    pub fn config(&self) -> &RtoConfig {
-        &self.cfg
+    /// The configuration (as given, to the nanosecond).
+    pub fn config(&self) -> RtoConfig {
+        let d = std::time::Duration::from_nanos;
+        RtoConfig {
+            initial: d(self.initial),
+            min: d(self.bounds.min),
+            max: d(self.bounds.max),
+            granularity: d(self.bounds.granularity),
+        }
     }
 
     /// SRTT, if any sample has been taken.

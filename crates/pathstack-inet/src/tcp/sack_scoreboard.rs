@@ -5,8 +5,9 @@
 //! (HighACK) to `SND.NXT` (HighData), in sequence order, each with its
 //! SACKed, lost and retransmitted flags and its last send time (which
 //! RACK, RFC 8985, needs). Its capacity in segments is fixed at
-//! construction and allocated once; a sender that would exceed it is told
-//! so by [`Scoreboard::on_send`] and must wait.
+//! construction; the queue is allocated as the flight grows to it (from
+//! nothing: an idle connection holds none) and kept. A sender that would
+//! exceed it is told so by [`Scoreboard::on_send`] and must wait.
 //!
 //! Granularity: RFC 6675 reasons about octets; like Linux, this
 //! scoreboard reasons about the segments as sent. A SACK block marks a
@@ -239,9 +240,6 @@ impl NextSeg {
     }
 }
 
-/// Entries a new scoreboard allocates before it grows.
-const INITIAL_ENTRIES: usize = 8;
-
 /// The sender's SACK scoreboard (RFC 6675 §3–4).
 #[derive(Clone, Debug)]
 pub struct Scoreboard {
@@ -280,10 +278,12 @@ impl Scoreboard {
     /// starting at `iss + 1` (the first data octet) with SMSS `smss`.
     pub fn new(capacity: usize, smss: u32, snd_una: SeqNumber) -> Self {
         Scoreboard {
-            // Grown on demand up to `capacity`: an idle connection keeps
-            // a few entries, not its whole window's (the bulk sender's
-            // scoreboard reaches its size in the first flights and stays).
-            segs: VecDeque::with_capacity(capacity.clamp(1, INITIAL_ENTRIES)),
+            // Grown on demand up to `capacity`: an idle connection that
+            // never sent keeps no entries at all (issue 28 item 3: 192
+            // octets of each idle connection end were these), one that
+            // sent a few (the bulk sender's scoreboard reaches its size in
+            // the first flights and stays).
+            segs: VecDeque::new(),
             capacity: capacity.max(1),
             smss: smss.max(1),
             snd_una,
@@ -296,6 +296,12 @@ impl Scoreboard {
             tainted: false,
             lost_retransmits: 0,
         }
+    }
+
+    /// The heap octets the scoreboard holds allocated now (its segment
+    /// queue grows with the flight and is kept).
+    pub fn allocated_bytes(&self) -> usize {
+        self.segs.capacity() * std::mem::size_of::<Segment>()
     }
 
     /// HighACK (RFC 6675 §2): the cumulative ACK point, `SND.UNA`.

@@ -1,19 +1,24 @@
 //! The send buffer (RFC 9293 §3.3.1, "Send Sequence Space"): the octets
 //! from SND.UNA onwards, both those sent and not yet acknowledged and those
-//! written by the user but not yet sent, in a byte ring allocated once.
+//! written by the user but not yet sent, in a byte ring that grows as the
+//! writes need, up to the configured size (see `ring.rs`: nothing until
+//! the first write, then doubling; an idle connection holds no ring).
 //!
 //! A FIN occupies one sequence number after the last data octet
 //! (RFC 9293 §3.4, §3.6): [`SendBuffer::close`] marks it, and the buffer
 //! reports where it lies ([`SendBuffer::fin_seq`]) and whether it has been
 //! acknowledged.
 
-use super::ring::{copy_octets, wrap};
+use super::ring::{copy_octets, grown_size, regrown, wrap};
 use super::seq::SeqNumber;
 
-/// A fixed-capacity ring of outgoing octets starting at SND.UNA.
+/// A bounded ring of outgoing octets starting at SND.UNA.
 #[derive(Clone, Debug)]
 pub struct SendBuffer {
+    /// The ring as allocated so far (grown on demand up to `max`).
     buf: Box<[u8]>,
+    /// The configured size: the most octets held.
+    max: usize,
     /// Index in `buf` of the octet at SND.UNA.
     head: usize,
     /// Octets held (SND.UNA up to the end of the written data).
@@ -27,15 +32,16 @@ pub struct SendBuffer {
 }
 
 impl SendBuffer {
-    /// A buffer of `capacity` octets (allocated now, never again) whose
-    /// first data octet has sequence number `una` (ISS + 1 on a new
-    /// connection, RFC 9293 §3.4).
+    /// A buffer of up to `capacity` octets (allocated as the writes need
+    /// it; nothing now) whose first data octet has sequence number `una`
+    /// (ISS + 1 on a new connection, RFC 9293 §3.4).
     pub fn new(capacity: usize, una: SeqNumber) -> Self {
         // Sequence space arithmetic needs the buffered span below 2^31
         // (RFC 9293 §3.4); RFC 7323 §2.3 caps windows at 2^30 anyway.
         let capacity = capacity.min(1 << 30);
         SendBuffer {
-            buf: vec![0; capacity].into_boxed_slice(),
+            buf: Box::default(),
+            max: capacity,
             head: 0,
             len: 0,
             una,
@@ -44,8 +50,14 @@ impl SendBuffer {
         }
     }
 
-    /// The capacity in octets.
+    /// The capacity in octets: the configured size, what the ring may
+    /// grow to.
     pub fn capacity(&self) -> usize {
+        self.max
+    }
+
+    /// The octets the ring holds allocated now.
+    pub fn allocated(&self) -> usize {
         self.buf.len()
     }
 
@@ -64,7 +76,7 @@ impl SendBuffer {
         if self.fin {
             0
         } else {
-            self.buf.len() - self.len
+            self.max - self.len
         }
     }
 
@@ -88,10 +100,40 @@ impl SendBuffer {
     /// full, the would-block case, and always 0 after [`close`](Self::close)).
     #[inline]
     pub fn write(&mut self, data: &[u8]) -> usize {
-        let n = data.len().min(self.free());
+        let n = data.len();
+        // The usual write fits the ring as allocated: one comparison, as
+        // with a ring allocated in full (the FIN's check was `free`'s).
+        if self.fin || n == 0 || n > self.buf.len() - self.len {
+            return self.write_growing(data);
+        }
+        self.put(&data[..n]);
+        n
+    }
+
+    /// [`write`](Self::write) when the ring as allocated is too small (or
+    /// nothing can be taken): grows it first. Out of line: a write that
+    /// finds the ring full while it may still grow is rare.
+    #[cold]
+    #[inline(never)]
+    fn write_growing(&mut self, data: &[u8]) -> usize {
+        let mut n = data.len().min(self.free());
         if n == 0 {
             return 0;
         }
+        if self.len + n > self.buf.len() {
+            n = self.grow(self.len + n);
+            if n == 0 {
+                return 0;
+            }
+        }
+        self.put(&data[..n]);
+        n
+    }
+
+    /// Appends `data`, which fits the ring as allocated.
+    #[inline(always)]
+    fn put(&mut self, data: &[u8]) {
+        let n = data.len();
         let cap = self.buf.len();
         let tail = wrap(self.head + self.len, cap);
         let first = n.min(cap - tail);
@@ -101,7 +143,23 @@ impl SendBuffer {
             copy_octets(&mut self.buf, &data[first..n]);
         }
         self.len += n;
-        n
+    }
+
+    /// Grows the ring so that `needed` octets fit (`needed` ≤ the
+    /// configured size); returns how many more octets fit now. When the
+    /// allocation fails the ring stays as it is and the write takes what
+    /// fits in it (the application sees a short write or would-block, as
+    /// with a full buffer). Out of line: it runs a handful of times in a
+    /// connection's life.
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self, needed: usize) -> usize {
+        let size = grown_size(self.buf.len(), needed, self.max);
+        if let Some(buf) = regrown(&self.buf, self.head, size) {
+            self.buf = buf;
+            self.head = 0;
+        }
+        (self.buf.len() - self.len).min(needed - self.len)
     }
 
     /// Marks the end of the data: a FIN follows the last octet written
@@ -275,7 +333,67 @@ mod tests {
                 prop_assert_eq!(b.una(), una);
                 prop_assert_eq!(b.len(), model.len());
                 prop_assert_eq!(b.free(), cap - model.len());
+                prop_assert!(b.allocated() <= cap);
+                prop_assert!(b.allocated() >= model.len());
             }
         }
+
+        /// Growth keeps every octet and its sequence number: the ring
+        /// grows while wrapped (the oldest octet past the ring's middle)
+        /// and while full, against a `VecDeque` of the unacknowledged
+        /// stream.
+        #[test]
+        fn grows_while_wrapped_and_full(
+            max in 2048usize..20_000,
+            isn: u32,
+            ops in proptest::collection::vec((any::<bool>(), 1usize..3000), 1..60),
+        ) {
+            let mut b = SendBuffer::new(max, SeqNumber(isn));
+            prop_assert_eq!(b.allocated(), 0); // nothing before the first write
+            let mut model = std::collections::VecDeque::new();
+            let mut next = 0u8;
+            for (write, n) in ops {
+                if write {
+                    let data: Vec<u8> = (0..n).map(|i| next.wrapping_add(i as u8)).collect();
+                    let was = b.allocated();
+                    let took = b.write(&data);
+                    prop_assert_eq!(took, n.min(max - model.len()));
+                    model.extend(&data[..took]);
+                    next = next.wrapping_add(took as u8);
+                    // Doubling (or exactly what is needed), never beyond max.
+                    let now = b.allocated();
+                    prop_assert!(now == was || now == max || now >= 2 * was);
+                } else {
+                    let k = n.min(model.len());
+                    prop_assert_eq!(b.ack_to(b.una() + k as u32), k);
+                    model.drain(..k);
+                }
+                let want: Vec<u8> = model.iter().copied().collect();
+                prop_assert_eq!(joined(&b, 0, usize::MAX), want);
+                prop_assert_eq!(b.data_end(), b.una() + model.len() as u32);
+            }
+        }
+    }
+
+    #[test]
+    fn grows_from_nothing_by_doubling() {
+        let mut b = SendBuffer::new(256 * 1024, SeqNumber(1));
+        assert_eq!((b.allocated(), b.free()), (0, 256 * 1024));
+        assert_eq!(b.write(b"x"), 1);
+        assert_eq!(b.allocated(), 2048);
+        // Wrapped, then full: grows to 4096 and keeps the order.
+        b.write(&[7; 2047]);
+        b.ack_to(SeqNumber(1001));
+        b.write(&[9; 1000]); // wraps
+        assert_eq!(b.allocated(), 2048);
+        b.write(b"abc");
+        assert_eq!(b.allocated(), 4096);
+        let all = joined(&b, 0, 5000);
+        assert_eq!(all.len(), 2051);
+        assert_eq!(&all[2048..], b"abc");
+        assert!(all[1048..2048].iter().all(|&x| x == 9));
+        // A write larger than double grows to what it needs at once.
+        b.write(&[1; 10_000]);
+        assert_eq!(b.allocated(), 12_051);
     }
 }

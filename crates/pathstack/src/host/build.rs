@@ -41,6 +41,7 @@ fn tcp_params(cfg: &HostConfig, caps: &DeviceCaps, mtu: u16) -> TcpParams {
             0
         },
         seed: cfg.tcp_seed,
+        max_connections: cfg.tcp_max_connections,
     }
 }
 
@@ -364,8 +365,11 @@ mod tests {
                 }
             }
             let seed = cfg.tcp_seed.map_or(String::new(), |s| format!(" seed={s}"));
+            let max = cfg
+                .tcp_max_connections
+                .map_or(String::new(), |n| format!(" max_connections={n}"));
             g.upper.push((
-                format!("name=tcp module=TCP mss={}{off}{seed};", g.mtu - 40),
+                format!("name=tcp module=TCP mss={}{off}{seed}{max};", g.mtu - 40),
                 "tcp.down<>ip.up;".into(),
             ));
         }

@@ -38,6 +38,11 @@ pub struct HostConfig {
     /// a host reachable by others with a known seed has guessable
     /// sequence numbers. Default `None` (random per host).
     pub tcp_seed: Option<u64>,
+    /// Most TCP connections (with listeners and bound sockets) at once,
+    /// `TCP`'s `max_connections`; `None` (the default): the module's
+    /// 65,536. A host holding more (the million-connection bench,
+    /// `tcp_million`) raises it, and its stack's `max_paths` with it.
+    pub tcp_max_connections: Option<usize>,
     /// The options every TCP connection and listener of the host starts
     /// with when the call gives none (buffer sizes, Nagle, keepalive,
     /// timers; `host.tcp().listen_with`/`connect_with` and the tokio
@@ -145,6 +150,7 @@ impl HostConfig {
             udp: true,
             tcp: true,
             tcp_seed: None,
+            tcp_max_connections: None,
             tcp_config: None,
             specialize: true,
             rx_burst: None,

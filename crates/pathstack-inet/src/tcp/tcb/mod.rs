@@ -202,7 +202,11 @@ pub struct Tcb {
     unacked_bytes: u32,
     /// The reset to send, while [`Due::RST`] is set (`set_rst` keeps the
     /// two together).
-    rst_out: Option<TcpRepr>,
+    ///
+    /// Boxed: a connection sends a reset at most once or twice in its
+    /// life, and the header inline cost every control block 64 octets
+    /// (issue 28 item 3).
+    rst_out: Option<Box<TcpRepr>>,
 
     // ----- timers -----
     /// The timers' deadlines, with a bound on the earliest kept
@@ -318,7 +322,7 @@ impl Tcb {
         } else {
             self.due.clear(Due::RST);
         }
-        self.rst_out = rst;
+        self.rst_out = rst.map(Box::new);
     }
 
     /// Whether the short paths are on (header prediction, the output
@@ -834,6 +838,8 @@ pub fn reset_for(seg: &TcpRepr, payload_len: usize) -> Option<TcpRepr> {
 
 #[cfg(test)]
 mod impairment_tests;
+#[cfg(test)]
+mod layout_tests;
 #[cfg(test)]
 mod loss_counter_tests;
 #[cfg(test)]

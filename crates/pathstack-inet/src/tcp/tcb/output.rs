@@ -108,7 +108,7 @@ impl Tcb {
         emit: &mut dyn FnMut(OutSegment<'_>) -> bool,
     ) -> usize {
         let mut sent = 0;
-        if let Some(r) = self.rst_out {
+        if let Some(&r) = self.rst_out.as_deref() {
             if !emit(OutSegment {
                 repr: r,
                 payload: &[],

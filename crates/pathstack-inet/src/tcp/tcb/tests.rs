@@ -136,7 +136,7 @@ fn pair(cfg: TcpConfig) -> (Tcb, Tcb) {
 
 /// A pair of `cfg` whose handshake has run over a clean link; returns
 /// both ends and the time they were both established.
-fn established(cfg: TcpConfig) -> (Tcb, Tcb, Instant) {
+pub(super) fn established(cfg: TcpConfig) -> (Tcb, Tcb, Instant) {
     let (mut a, mut b) = pair(cfg);
     let mut link = Link::new(100, 0, 1);
     let t = run(

@@ -1,0 +1,379 @@
+//! A million TCP connections in one process (issue 28 item 4): two hosts
+//! on the in-memory wire, host A connecting N times to host B, every
+//! connection established, accepted and then left idle; what one
+//! connection end costs, how fast they open, and what a busy connection
+//! among them keeps of the throughput it has alone.
+//!
+//! ```text
+//! tcp_million [--conns N] [--batch B] [--busy-mb M] [--buffer BYTES]
+//! ```
+//!
+//! Host B listens on one port per 16,000 connections (A's ephemeral ports,
+//! RFC 6335 §6's 16,384, are per peer port: one address each way is
+//! enough). First a busy connection moves `--busy-mb` MiB A → B alone;
+//! then the N connections open, `--batch` at a time (their SYNs fit the
+//! wire's 1,024-frame queue and the listener's backlog); then the busy
+//! connection moves the same again among them. (A batch whose handshakes
+//! lost a segment waits for its retransmission, counted in
+//! `slow_batches`.) Both hosts run on a
+//! simulated clock (`Stack::poll(now)`, 10 µs a step while opening, 20 µs
+//! while moving data); the rates are given per second of wall-clock time
+//! and per second of the thread's CPU time (on a shared machine the
+//! second is the steadier: the wall clock also counts the time other
+//! processes had the CPU).
+//!
+//! Memory: the live heap (a counting global allocator, `stats_alloc`) and
+//! the resident set (`/proc/self/smaps_rollup`), each before and after the
+//! N connections, the difference divided by 2N: one connection end, both
+//! hosts' share of everything a connection holds — the control block and
+//! its rings, the path and its stages, the classifier's entry, the TCP
+//! module's tuple table, the socket table, the application's handle
+//! (a `TcpStream`, 8 octets, in a vector reserved beforehand). The
+//! tables sized up front (the stack's path table, `StackConfig::max_paths`)
+//! are in neither figure: they are there before the connections.
+//!
+//! Prints one JSON line: `{"conns", "opens_per_s", "open_s",
+//! "heap_bytes_per_end", "rss_bytes_per_end", "tcb_bytes",
+//! "busy_alone_gbps", "busy_among_gbps", "busy_ratio", and the same per
+//! CPU second: "opens_per_cpu_s", "busy_cpu_ratio", ...}`.
+#![forbid(unsafe_code)]
+
+use clap::Parser;
+use pathstack::core::stack::StackConfig;
+use pathstack::core::{Duration, Instant};
+use pathstack::host::{Host, HostConfig};
+use pathstack::inet::modules::tcp::TcpModule;
+use pathstack::inet::tcp::{Tcb, TcpConfig};
+use pathstack::socket::ready;
+use pathstack::socket::{TcpListener, TcpStream};
+use pathstack::{memory_pair, MemoryConfig};
+use serde_json::json;
+use stats_alloc::{StatsAlloc, INSTRUMENTED_SYSTEM};
+use std::alloc::System;
+
+#[global_allocator]
+static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
+
+type BoxError = Box<dyn std::error::Error>;
+
+/// Connections per listener port: under the 16,384 ephemeral ports A has
+/// towards each of B's ports.
+const PER_PORT: usize = 16_000;
+/// B's first listener port.
+const FIRST_PORT: u16 = 20_000;
+/// The busy connection's port.
+const BUSY_PORT: u16 = 7;
+
+#[derive(Parser)]
+#[command(about = "N idle TCP connections between two in-memory hosts, with a busy one among them")]
+struct Args {
+    /// Idle connections to open.
+    #[arg(long, default_value_t = 1_000_000)]
+    conns: usize,
+    /// Connections opened at a time (their SYNs in flight together).
+    #[arg(long, default_value_t = 256)]
+    batch: usize,
+    /// MiB the busy connection moves, alone and among the idle ones.
+    #[arg(long, default_value_t = 256)]
+    busy_mb: usize,
+    /// Send and receive buffer octets of every connection (default:
+    /// pathstack's, 256 KiB each, grown on demand).
+    #[arg(long)]
+    buffer: Option<usize>,
+}
+
+/// The live heap: allocated and not freed (`stats_alloc` counts a
+/// realloc's growth in `bytes_allocated` already).
+fn heap_bytes() -> i64 {
+    let s = GLOBAL.stats();
+    s.bytes_allocated as i64 - s.bytes_deallocated as i64
+}
+
+/// The resident set size (`/proc/self/smaps_rollup`'s `Rss`, else
+/// `/proc/self/statm`'s resident pages of 4 KiB).
+fn rss_bytes() -> Result<i64, BoxError> {
+    if let Ok(s) = std::fs::read_to_string("/proc/self/smaps_rollup") {
+        if let Some(kb) = s
+            .lines()
+            .find_map(|l| l.strip_prefix("Rss:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<i64>().ok())
+        {
+            return Ok(kb * 1024);
+        }
+    }
+    let statm = std::fs::read_to_string("/proc/self/statm")?;
+    let pages: i64 = statm
+        .split_whitespace()
+        .nth(1)
+        .ok_or("/proc/self/statm: no resident field")?
+        .parse()?;
+    Ok(pages * 4096)
+}
+
+/// Nanoseconds this thread has run on a CPU (`/proc/thread-self/schedstat`'s
+/// first field): the rates are given per second of CPU as well as of wall
+/// time, because on a shared machine the wall clock also counts the time
+/// other processes had the CPU.
+fn cpu_ns() -> Result<u64, BoxError> {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat")?;
+    Ok(s.split_whitespace()
+        .next()
+        .ok_or("/proc/thread-self/schedstat: empty")?
+        .parse()?)
+}
+
+/// A wall-clock and a CPU-time stopwatch.
+struct Clocks {
+    wall: std::time::Instant,
+    cpu: u64,
+}
+
+impl Clocks {
+    fn start() -> Result<Clocks, BoxError> {
+        Ok(Clocks {
+            wall: std::time::Instant::now(),
+            cpu: cpu_ns()?,
+        })
+    }
+
+    /// Seconds of wall time and of CPU time since [`start`](Self::start).
+    fn elapsed(&self) -> Result<(f64, f64), BoxError> {
+        Ok((
+            self.wall.elapsed().as_secs_f64(),
+            (cpu_ns()? - self.cpu) as f64 / 1e9,
+        ))
+    }
+}
+
+/// The two hosts on a simulated clock.
+struct Pair {
+    a: Host,
+    b: Host,
+    now: Instant,
+}
+
+/// What a host's stack and TCP module counted, for a failure's message.
+trait Describe {
+    fn describe(&self) -> String;
+}
+
+impl Describe for Host {
+    fn describe(&self) -> String {
+        let tcp = self
+            .stack()
+            .module_id("tcp")
+            .and_then(|m| self.stack().module::<TcpModule>(m))
+            .map(|t| format!("{:?}", t.counters()));
+        format!("{:?} {tcp:?}", self.stack().stats())
+    }
+}
+
+impl Pair {
+    fn step(&mut self, by: Duration) {
+        self.a.stack_mut().poll(self.now);
+        self.b.stack_mut().poll(self.now);
+        self.now = self.now + by;
+    }
+}
+
+/// Moves `bytes` from `c` (on A) to `s` (on B); returns Gbit/s of wall
+/// time and of CPU time.
+fn bulk(p: &mut Pair, c: &TcpStream, s: &TcpStream, bytes: usize) -> Result<(f64, f64), BoxError> {
+    let chunk = vec![0x5au8; 64 * 1024];
+    let mut buf = vec![0u8; 64 * 1024];
+    let (mut sent, mut got) = (0, 0);
+    let t0 = Clocks::start()?;
+    while got < bytes {
+        if sent < bytes {
+            let k = (bytes - sent).min(chunk.len());
+            if let Some(n) = ready(c.write(&mut p.a, &chunk[..k]))? {
+                sent += n;
+            }
+        }
+        while let Some(n) = ready(s.read(&mut p.b, &mut buf))? {
+            if n == 0 {
+                return Err("the busy connection closed".into());
+            }
+            got += n;
+        }
+        p.step(Duration::from_micros(20));
+    }
+    let (wall, cpu) = t0.elapsed()?;
+    let gbps = |s: f64| bytes as f64 * 8.0 / s / 1e9;
+    Ok((gbps(wall), gbps(cpu)))
+}
+
+fn main() -> Result<(), BoxError> {
+    let args = Args::parse();
+    let n = args.conns;
+    let listeners = n.div_ceil(PER_PORT);
+    let cfg = |cidr: &str| -> Result<HostConfig, BoxError> {
+        let mut c = HostConfig::parse(cidr)?;
+        c.tcp_max_connections = Some(n + listeners + 64);
+        if let Some(b) = args.buffer {
+            c.tcp_config = Some(TcpConfig {
+                send_buffer: b,
+                recv_buffer: b,
+                ..TcpConfig::default()
+            });
+        }
+        Ok(c)
+    };
+    // Room for every connection path, and a timer for each: an idle
+    // established connection needs none (no keepalive by default), but a
+    // connection's stage timer stays armed at the SYN's retransmission
+    // deadline (the initial RTO, 1 s) after the handshake and fires into
+    // nothing then, so every connection opened in the last simulated
+    // second holds one — at this rate more than the default 65,536 (a
+    // run of a million stalled at 678,000 with them).
+    let stack = || StackConfig {
+        max_paths: (n + listeners + 1024).max(StackConfig::default().max_paths),
+        max_timers: (n + 4096).max(StackConfig::default().max_timers),
+        ..StackConfig::default()
+    };
+    let (wa, wb) = memory_pair(MemoryConfig::default());
+    let mut p = Pair {
+        a: Host::with_stack_config(cfg("10.0.0.1/8")?, wa, stack())?,
+        b: Host::with_stack_config(cfg("10.0.0.2/8")?, wb, stack())?,
+        now: Instant::ZERO + Duration::from_millis(1),
+    };
+    let backlog = (args.batch * 2) as u32;
+
+    // The busy connection, alone.
+    let busy_l = p.b.tcp().listen(("0.0.0.0", BUSY_PORT), 4)?;
+    let busy_c = p.a.tcp().connect(("10.0.0.2", BUSY_PORT))?;
+    let busy_s = loop {
+        p.step(Duration::from_micros(10));
+        if let Some((s, _)) = ready(busy_l.accept(&mut p.b))? {
+            break s;
+        }
+    };
+    let busy_bytes = args.busy_mb << 20;
+    // A first run grows the busy connection's rings and scoreboard to its
+    // flight (what a connection carrying data holds), the second is timed.
+    bulk(&mut p, &busy_c, &busy_s, busy_bytes / 4)?;
+    let alone = bulk(&mut p, &busy_c, &busy_s, busy_bytes)?;
+    eprintln!(
+        "tcp_million: busy connection alone {:.2} Gbit/s ({:.2} per CPU second)",
+        alone.0, alone.1
+    );
+
+    let ls: Vec<TcpListener> = (0..listeners)
+        .map(|i| {
+            p.b.tcp()
+                .listen(("0.0.0.0", FIRST_PORT + i as u16), backlog)
+        })
+        .collect::<Result<_, _>>()?;
+    let mut clients: Vec<TcpStream> = Vec::with_capacity(n);
+    let mut servers: Vec<TcpStream> = Vec::with_capacity(n);
+    let (heap0, rss0) = (heap_bytes(), rss_bytes()?);
+
+    let t0 = Clocks::start()?;
+    let mut report = std::time::Instant::now();
+    let mut slow_batches = 0u32;
+    while servers.len() < n {
+        let start = clients.len();
+        let end = (start + args.batch).min(n);
+        for i in start..end {
+            let port = FIRST_PORT + (i / PER_PORT) as u16;
+            clients.push(p.a.tcp().connect(("10.0.0.2", port))?);
+        }
+        let mut steps = 0u32;
+        while servers.len() < end {
+            // 10 µs steps; a batch still incomplete after 10 ms of them
+            // (a handshake segment lost: the wire's queue was full) goes
+            // on in 1 ms steps to its retransmission, for at most 10 s.
+            let step = if steps < 1000 { 10 } else { 1000 };
+            p.step(Duration::from_micros(step));
+            for l in &ls[start / PER_PORT..=(end - 1) / PER_PORT] {
+                while let Some((s, _)) = ready(l.accept(&mut p.b))? {
+                    servers.push(s);
+                }
+            }
+            steps += 1;
+            if steps == 1000 {
+                slow_batches += 1;
+            }
+            if steps > 11_000 {
+                return Err(format!(
+                    "connections {start}..{end} did not come up ({} accepted); A: {}; B: {}",
+                    servers.len(),
+                    p.a.describe(),
+                    p.b.describe()
+                )
+                .into());
+            }
+        }
+        if report.elapsed().as_secs() >= 5 {
+            report = std::time::Instant::now();
+            eprintln!(
+                "tcp_million: {} open, {:.0}/s, heap {:.0} B per end, timers {} + {}",
+                servers.len(),
+                servers.len() as f64 / t0.elapsed()?.0,
+                (heap_bytes() - heap0) as f64 / (2 * servers.len()) as f64,
+                p.a.stack().stats().timers,
+                p.b.stack().stats().timers
+            );
+        }
+    }
+    // Every client end too (its handshake completed with the ACK that
+    // made the server end acceptable, sent before).
+    for c in clients.iter().step_by((n / 1000).max(1)) {
+        if !p.a.tcp().is_connected(c)? {
+            return Err("a client end is not established".into());
+        }
+    }
+    let (open_s, open_cpu_s) = t0.elapsed()?;
+    // Two quiet seconds (simulated, in 1 ms steps): the stage timers
+    // left at the SYNs' retransmission deadline (1 s on) fire into
+    // nothing and go, delayed ACKs leave — the connections are idle, as
+    // they would be a few seconds after opening.
+    for _ in 0..2000 {
+        p.step(Duration::from_millis(1));
+    }
+    let (heap1, rss1) = (heap_bytes(), rss_bytes()?);
+    let per_end = |d: i64| d as f64 / (2 * n) as f64;
+    eprintln!(
+        "tcp_million: {n} connections in {open_s:.2} s ({:.0}/s; {:.0} per CPU second); per end: heap {:.0} B, RSS {:.0} B",
+        n as f64 / open_s,
+        n as f64 / open_cpu_s,
+        per_end(heap1 - heap0),
+        per_end(rss1 - rss0)
+    );
+
+    let among = bulk(&mut p, &busy_c, &busy_s, busy_bytes)?;
+    eprintln!(
+        "tcp_million: busy connection among {n} idle {:.2} Gbit/s ({:.3} of alone; per CPU second {:.2}, {:.3} of alone)",
+        among.0,
+        among.0 / alone.0,
+        among.1,
+        among.1 / alone.1
+    );
+    println!(
+        "{}",
+        json!({
+            "conns": n,
+            "listeners": listeners,
+            "open_s": open_s,
+            "opens_per_s": n as f64 / open_s,
+            "open_cpu_s": open_cpu_s,
+            "opens_per_cpu_s": n as f64 / open_cpu_s,
+            "heap_bytes_per_end": per_end(heap1 - heap0),
+            "rss_bytes_per_end": per_end(rss1 - rss0),
+            "heap_bytes_total": heap1 - heap0,
+            "rss_bytes_total": rss1 - rss0,
+            "rss_bytes": rss1,
+            "tcb_bytes": std::mem::size_of::<Tcb>(),
+            "buffer": args.buffer,
+            "busy_mb": args.busy_mb,
+            "busy_alone_gbps": alone.0,
+            "busy_among_gbps": among.0,
+            "busy_ratio": among.0 / alone.0,
+            "busy_alone_cpu_gbps": alone.1,
+            "busy_among_cpu_gbps": among.1,
+            "busy_cpu_ratio": among.1 / alone.1,
+            "slow_batches": slow_batches,
+        })
+    );
+    Ok(())
+}
