@@ -21,7 +21,11 @@
 //! to the application with the same results, hold the same control block
 //! (as far as its accessors show it), and counted the same on the
 //! path and every module (drops with their reasons): the fast form
-//! handles exactly what the stages would, or declines.
+//! handles exactly what the stages would, or declines. The modular host's
+//! application writes the way writes went before the stage's own send
+//! (its segment emitted into the send lane, `Stack::with_stage_at`), the
+//! specialized host's through the socket, whose predicted segment the
+//! stage hands to `Stack::send_from_stage`: the same bytes again.
 //!
 //! The peer's segments are made relative to the connection as the first
 //! host holds it (its RCV.NXT, SND.UNA and what it sent), so that most of
@@ -37,7 +41,7 @@ use pathstack::inet::modules::{inline, TcpConnStage};
 use pathstack::inet::tcp::{Shutdown, State, TcpConfig};
 use pathstack::inet::MacAddr;
 use pathstack::socket::ready;
-use pathstack::socket::TcpStream;
+use pathstack::socket::{SocketError, TcpStream};
 use proptest::prelude::*;
 
 #[path = "support/frames.rs"]
@@ -75,6 +79,9 @@ struct World {
     app: Vec<String>,
     /// Frames the host sent that the test read before `observe`.
     sent: Vec<Vec<u8>>,
+    /// The application writes through the send lane, as before the
+    /// stage's own send (the modular, reference host).
+    lane: bool,
 }
 
 impl World {
@@ -149,9 +156,34 @@ impl World {
             now,
             app: Vec::new(),
             sent,
+            lane: !specialized,
         };
         w.poll(Duration::from_micros(10));
         w
+    }
+
+    /// The application's write the way it went before the stage's own
+    /// send (`Stack::send_from_stage`, which the socket's write takes):
+    /// the connection's stage reached with `Stack::with_stage_at`, its
+    /// segment emitted into the send lane. The reference host writes so,
+    /// the other through the socket, and both must put the same bytes on
+    /// the wire. (A write the stage cannot take — empty, or the path
+    /// gone — goes through the socket, for the socket's own answer.)
+    fn write_through_lane(&mut self, data: &[u8]) -> std::io::Result<Option<usize>> {
+        let at = self.host.stack().stage_ref::<TcpConnStage>(self.path);
+        if let (Some(at), false) = (at, data.is_empty()) {
+            let stack = self.host.stack_mut();
+            stack.set_now(self.now);
+            let r = stack.with_stage_at(at, |c, cx| {
+                let r = c.write(data);
+                c.after_write(cx);
+                r
+            });
+            if let Some(r) = r {
+                return r.map_err(|e| SocketError::Tcp(e).into());
+            }
+        }
+        ready(self.stream.write(&mut self.host, data))
     }
 
     /// Advances the clock by `d` and polls.
@@ -187,7 +219,11 @@ impl World {
             }
             Step::Send(len) => {
                 let data: Vec<u8> = (0..*len).map(|i| (i % 251) as u8).collect();
-                let r = ready(self.stream.write(&mut self.host, &data));
+                let r = if self.lane {
+                    self.write_through_lane(&data)
+                } else {
+                    ready(self.stream.write(&mut self.host, &data))
+                };
                 self.app.push(format!("send {len}: {r:?}"));
             }
             Step::Recv(max) => {

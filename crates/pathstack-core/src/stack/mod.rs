@@ -13,6 +13,7 @@
 //! - `lifecycle.rs`: creating, extending, optimizing and deleting paths;
 //! - `trip.rs`: running a message through paths to completion (the trip);
 //!   `lane.rs`: the common case of a trip entering from outside;
+//!   `stage_send.rs`: a stage's own send, run down its path at once;
 //! - `app_api.rs`: an application's send, enqueue, recv and inject;
 //! - `receive.rs`: frames from the drivers, one by one or in bursts;
 //!   `polling.rs`: which modules a poll must look at;
@@ -33,6 +34,7 @@ mod module_types;
 mod pending;
 mod polling;
 mod receive;
+mod stage_send;
 mod trip;
 mod turns;
 

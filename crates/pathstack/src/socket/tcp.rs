@@ -279,8 +279,27 @@ impl Host {
     ) -> Result<Option<usize>, SocketError> {
         self.device_alive()?;
         let entry = self.stream_entry(s)?;
-        let write = |c: &mut TcpConnStage, _: &mut pathstack_core::stage::Cx<'_, '_>| c.write(data);
-        match self.with_entry(entry, write, TcpConnStage::after_write)? {
+        let r = match entry.1 {
+            // The stage hands back the usual segment of a quiet
+            // connection, which goes down the path to the device in this
+            // call (`Stack::send_from_stage`, issue 26 item 2); the rest
+            // of what the write makes due goes through the context.
+            Some(at) => {
+                let now = self.now();
+                let stack = self.stack_mut();
+                stack.set_now(now);
+                match stack.send_from_stage(at, |c, cx, out| c.write_sending(data, cx, out)) {
+                    Some(r) => r,
+                    None => return Err(SocketError::Closed),
+                }
+            }
+            None => {
+                let write =
+                    |c: &mut TcpConnStage, _: &mut pathstack_core::stage::Cx<'_, '_>| c.write(data);
+                self.with_entry(entry, write, TcpConnStage::after_write)?
+            }
+        };
+        match r {
             Ok(n) => Ok(n),
             Err(e) => Err(SocketError::Tcp(e)),
         }

@@ -173,7 +173,36 @@ impl TcpConnStage {
         // block's check half would only find that out again before the
         // send asks the same things (`Tcb::poll_output_due` alone is the
         // whole of `poll_output`).
-        self.flush_as(cx, false);
+        self.flush_as(cx, false, None);
+        self.after_write_flag();
+    }
+
+    /// [`write`](Self::write) and [`after_write`](Self::after_write) in
+    /// one, for [`Stack::send_from_stage`](pathstack_core::Stack::send_from_stage):
+    /// the predicted segment (`Tcb::poll_predicted_send`, the usual write
+    /// of a quiet connection), headers written from the template, goes
+    /// into `out` (lent empty) for the caller to run down the path at
+    /// once, rather than emitted into the send lane and taken back out
+    /// (issue 26 item 2). Anything else the write makes due goes out
+    /// through `cx` as before.
+    #[inline]
+    pub fn write_sending(
+        &mut self,
+        data: &[u8],
+        cx: &mut Cx<'_, '_>,
+        out: &mut Msg,
+    ) -> Result<Option<usize>, crate::tcp::TcpError> {
+        let r = self.tcb.send(data);
+        self.flush_as(cx, false, Some(out));
+        self.after_write_flag();
+        r
+    }
+
+    /// The socket's [`ReadWouldBlock`] after a write's flush: as a read
+    /// that skipped the path would also skip the flush that retries what
+    /// is still pending, the flag goes while output waits.
+    #[inline(always)]
+    fn after_write_flag(&mut self) {
         if self.read_would_block.get() && self.tcb.output_pending() {
             self.read_would_block.set(false);
         }
@@ -220,14 +249,15 @@ impl TcpConnStage {
     /// next deadline, tells the module about establishment and failure,
     /// and deletes the path once the connection is over and unowned.
     pub fn flush(&mut self, cx: &mut Cx<'_, '_>) {
-        self.flush_as(cx, true);
+        self.flush_as(cx, true, None);
     }
 
     /// [`flush`](Self::flush), asking the control block's check half
     /// first (`ask_quiet`) or going straight to the send when output is
-    /// expected.
+    /// expected. With `hold`, a predicted segment is put there instead
+    /// of emitted (see [`write_sending`](Self::write_sending)).
     #[inline(always)]
-    fn flush_as(&mut self, cx: &mut Cx<'_, '_>, ask_quiet: bool) {
+    fn flush_as(&mut self, cx: &mut Cx<'_, '_>, ask_quiet: bool, hold: Option<&mut Msg>) {
         let now = cx.now();
         self.account(cx);
         if let Some(lip) = self.local_ip(cx) {
@@ -235,7 +265,7 @@ impl TcpConnStage {
             // answer) have nothing to send: the control block's check
             // half says so before the emission below is set up.
             if !(ask_quiet && self.tcb.poll_quiet(now)) {
-                self.send(cx, now, lip);
+                self.send(cx, now, lip, hold);
             }
         }
         self.arm(cx);
@@ -252,9 +282,10 @@ impl TcpConnStage {
     }
 
     /// Sends what the control block has to send, each segment in a buffer
-    /// of the path's pool with its header from the template.
+    /// of the path's pool with its header from the template; a predicted
+    /// segment into `hold` when given, for the caller to send.
     #[inline(never)]
-    fn send(&mut self, cx: &mut Cx<'_, '_>, now: Instant, lip: Ipv4Addr) {
+    fn send(&mut self, cx: &mut Cx<'_, '_>, now: Instant, lip: Ipv4Addr, hold: Option<&mut Msg>) {
         let rip = self.remote_ip;
         let csum_offload = self.tcb.config().offload.checksum;
         if self.template.is_none() {
@@ -274,7 +305,16 @@ impl TcpConnStage {
                 if t.push_fields(&mut m, f, csum_offload).is_err() {
                     return false;
                 }
-                emit_segment(cx, m, ttl, rip)
+                dress_segment(&mut m, ttl, rip);
+                match hold {
+                    Some(h) => {
+                        // The slot is lent empty (no buffer, nothing to
+                        // drop): the message goes in without drop glue.
+                        std::mem::forget(std::mem::replace(h, m));
+                        true
+                    }
+                    None => cx.emit(Dir::Down, m).is_ok(),
+                }
             });
             if predicted.is_some() {
                 return;
@@ -299,7 +339,8 @@ impl TcpConnStage {
             if pushed.is_err() {
                 return false;
             }
-            emit_segment(cx, m, ttl, rip)
+            dress_segment(&mut m, ttl, rip);
+            cx.emit(Dir::Down, m).is_ok()
         });
     }
 
@@ -442,15 +483,14 @@ fn segment_msg(
     Some(m)
 }
 
-/// A segment with its header goes down the path: its annotations (the
-/// socket's time to live, the peer) and the emission.
+/// A segment with its header, ready to go down the path: its
+/// annotations (the socket's time to live, the peer).
 #[inline(always)]
-fn emit_segment(cx: &mut Cx<'_, '_>, mut m: Msg, ttl: Option<u8>, rip: Ipv4Addr) -> bool {
+fn dress_segment(m: &mut Msg, ttl: Option<u8>, rip: Ipv4Addr) {
     if let Some(ttl) = ttl {
         m.anno_mut().set_ttl(ttl);
     }
     m.anno_mut().set_peer_ip(rip);
-    cx.emit(Dir::Down, m).is_ok()
 }
 
 /// A connection's timestamp offset (RFC 7323 §5.4), derived from its
