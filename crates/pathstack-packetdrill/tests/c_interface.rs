@@ -265,6 +265,27 @@ fn packet(
     payload: &[u8],
 ) -> Vec<u8> {
     let opts: Vec<u8> = mss.map_or(Vec::new(), |m| vec![2, 4, (m >> 8) as u8, m as u8]);
+    packet_with(sport, dport, seq, ack, flags, &opts, payload)
+}
+
+/// NOP, NOP, timestamps (RFC 7323 §3).
+fn ts(val: u32, ecr: u32) -> Vec<u8> {
+    let mut o = vec![1, 1, 8, 10];
+    o.extend_from_slice(&val.to_be_bytes());
+    o.extend_from_slice(&ecr.to_be_bytes());
+    o
+}
+
+/// [`packet`] with the options given (a multiple of four octets).
+fn packet_with(
+    sport: u16,
+    dport: u16,
+    seq: u32,
+    ack: u32,
+    flags: u8,
+    opts: &[u8],
+    payload: &[u8],
+) -> Vec<u8> {
     let tcp_len = 20 + opts.len() + payload.len();
     let mut t = Vec::with_capacity(tcp_len);
     t.extend_from_slice(&sport.to_be_bytes());
@@ -275,7 +296,7 @@ fn packet(
     t.push(flags);
     t.extend_from_slice(&32_000u16.to_be_bytes());
     t.extend_from_slice(&[0, 0, 0, 0]);
-    t.extend_from_slice(&opts);
+    t.extend_from_slice(opts);
     t.extend_from_slice(payload);
     let mut pseudo = Vec::new();
     pseudo.extend_from_slice(&REMOTE.octets());
@@ -428,4 +449,42 @@ fn sleeping_moves_the_clock_and_fires_timers() {
         "SYN retransmitted after {rto} µs"
     );
     assert!(shim.now_us() >= t_again);
+}
+
+#[test]
+fn a_segment_acknowledging_unsent_data_does_not_move_ts_recent() {
+    // packetdrill's ts_recent/invalid_ack.pkt: a FIN acknowledging what
+    // was never sent, with a far-future TSval, is dropped (RFC 9293
+    // §3.10.7.4 fifth); had its TSval become TS.Recent, PAWS (RFC 7323
+    // §5) would drop the peer's next, valid segment.
+    let shim = Shim::new();
+    let l = shim.socket(libc::AF_INET, libc::SOCK_STREAM);
+    assert_eq!(shim.bind(l, 8080), 0);
+    assert_eq!(shim.listen(l), 0);
+    // MSS 1000, SACK permitted, timestamps.
+    let syn_opts = [vec![2, 4, 0x03, 0xe8, 4, 2], ts(100, 0)[2..].to_vec()].concat();
+    assert_eq!(
+        shim.inject(&packet_with(5000, 8080, 0, 0, SYN, &syn_opts, &[])),
+        0
+    );
+    let (syn_ack, _) = shim.sniff();
+    let iss = syn_ack.seq;
+    let ack = packet_with(5000, 8080, 1, iss + 1, ACK, &ts(200, 100), &[]);
+    assert_eq!(shim.inject(&ack), 0);
+    let (c, _) = shim.accept(l);
+    assert!(c >= 0);
+    let bad = packet_with(5000, 8080, 1, iss + 9999, ACK | FIN, &ts(200_000, 100), &[]);
+    assert_eq!(shim.inject(&bad), 0);
+    let data = packet_with(5000, 8080, 1, iss + 1, ACK, &ts(201, 100), &[7u8; 1000]);
+    assert_eq!(shim.inject(&data), 0);
+    let mut buf = [0u8; 2000];
+    assert_eq!(shim.fcntl_nonblock(c), 0);
+    assert_eq!(shim.read(c, &mut buf), 1000, "errno {}", errno());
+    let acked = loop {
+        let (s, _) = shim.sniff();
+        if s.ack == 1001 {
+            break s;
+        }
+    };
+    assert_eq!(acked.flags & FIN, 0);
 }
