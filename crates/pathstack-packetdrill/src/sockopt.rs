@@ -48,6 +48,18 @@ impl Session {
                 SocketKind::Stream(st) => Some(st),
                 _ => None,
             };
+            // A listener's connections are made with the configuration
+            // it was made with; the facade cannot change it afterwards,
+            // so an option that only lives there is refused on a
+            // listener rather than silently ignored.
+            if matches!(sock.kind, SocketKind::Listener(_))
+                && !matches!(
+                    (level, name),
+                    (libc::SOL_SOCKET, libc::SO_REUSEADDR | libc::SO_LINGER)
+                )
+            {
+                return Err(Errno::OPNOTSUPP);
+            }
             let ka = sock
                 .keepalive_timers
                 .or(sock.cfg.keepalive)
