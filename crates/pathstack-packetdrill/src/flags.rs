@@ -43,7 +43,7 @@ pub struct ShimFlags {
     /// packetdrill's tun; `ethtool -K tun0 tso off gso off` in a script
     /// is `tso=0`).
     pub tso: bool,
-    /// Log every call and packet to stderr (`trace`).
+    /// Log every packet in and out, with its time, to stderr (`trace`).
     pub trace: bool,
 }
 

@@ -8,13 +8,15 @@
 //! namespace of its own so that they do not change the machine's).
 #![deny(unsafe_code)]
 
+use crate::flags::LINUX_RMEM_MAX;
 use pathstack::inet::tcp::{CongestionKind, TcpConfig};
 
-/// `defaults.sh` as pathstack's TCP configuration:
+/// `defaults.sh` as pathstack's TCP configuration (the out-of-order
+/// limit stays at `tcp_rmem`'s default, 540000):
 ///
 /// | sysctl | value | here |
 /// |---|---|---|
-/// | `tcp_rmem` default | 540000 | `recv_buffer` (the window scale Linux offers follows from it: 8… for a 1460 MSS Linux's rule gives 8 with its overhead; ours offers what the buffer needs) |
+/// | `tcp_rmem` maximum | 15 MiB | `recv_buffer` ([`LINUX_RMEM_MAX`]: Linux takes its window scale from the most its buffer may grow to, 8 here; pathstack from its buffer) |
 /// | `tcp_wmem` default | 262144 | `send_buffer` |
 /// | `tcp_timestamps`, `tcp_sack`, window scaling | 1 | on |
 /// | `tcp_syn_retries` | 5 | `syn_retries` |
@@ -30,7 +32,7 @@ use pathstack::inet::tcp::{CongestionKind, TcpConfig};
 /// alone anyway).
 pub fn tcp_config() -> TcpConfig {
     TcpConfig {
-        recv_buffer: 540_000,
+        recv_buffer: LINUX_RMEM_MAX,
         max_ooo_bytes: 540_000,
         send_buffer: 256 * 1024,
         window_scaling: true,

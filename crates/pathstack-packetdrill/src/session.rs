@@ -202,7 +202,17 @@ impl Session {
     /// `netdev_send`: packetdrill's IP packet to the host, now. `false`
     /// when it was dropped (not IPv4).
     pub fn netdev_send(&self, packet: &[u8]) -> bool {
-        self.with(|s| s.net.inject(packet))
+        let trace = self.flags.trace;
+        self.with(|s| {
+            if trace {
+                eprintln!(
+                    "pathstack-packetdrill: {:?} in  {} bytes",
+                    s.net.now(),
+                    packet.len()
+                );
+            }
+            s.net.inject(packet)
+        })
     }
 
     /// `netdev_receive`: the next packet the host sent and when (time as
@@ -217,6 +227,13 @@ impl Session {
         let mut yielded = false;
         loop {
             if let Some(mut p) = g.net.link.take_sniffed() {
+                if self.flags.trace {
+                    eprintln!(
+                        "pathstack-packetdrill: {:?} out {} bytes",
+                        p.at,
+                        p.packet.len()
+                    );
+                }
                 p.at += EPOCH_OFFSET;
                 return p;
             }
