@@ -188,3 +188,71 @@ impl Link {
         !self.sniffed.is_empty()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn arp_request(sender_mac: [u8; 6], sender_ip: [u8; 4], target_ip: [u8; 4]) -> Vec<u8> {
+        let mut f = vec![0xff; 6];
+        f.extend_from_slice(&sender_mac);
+        f.extend_from_slice(&ETHERTYPE_ARP.to_be_bytes());
+        f.extend_from_slice(&[0, 1, 8, 0, 6, 4, 0, 1]);
+        f.extend_from_slice(&sender_mac);
+        f.extend_from_slice(&sender_ip);
+        f.extend_from_slice(&[0; 6]);
+        f.extend_from_slice(&target_ip);
+        f
+    }
+
+    #[test]
+    fn arp_requests_are_answered_with_our_address_and_ip_is_kept_for_packetdrill() {
+        let (mut link, mut host_end) = Link::new(false);
+        let pool = MsgPool::new(PoolConfig::default());
+        let now = Instant::from_nanos(5_000);
+        let host_mac = [2, 0, 0, 0, 0, 1];
+        let req = arp_request(host_mac, [192, 168, 0, 1], [192, 168, 255, 254]);
+        host_end
+            .transmit(pool.alloc_copy(&req).unwrap(), now)
+            .unwrap();
+        let mut ip_frame = vec![0u8; 14];
+        ip_frame[12..14].copy_from_slice(&ETHERTYPE_IPV4.to_be_bytes());
+        ip_frame.extend_from_slice(&[0x45, 1, 2, 3]);
+        host_end
+            .transmit(pool.alloc_copy(&ip_frame).unwrap(), now)
+            .unwrap();
+        // Neither IPv4 nor ARP: dropped and counted.
+        let mut odd = vec![0u8; 20];
+        odd[12..14].copy_from_slice(&0x86ddu16.to_be_bytes());
+        host_end
+            .transmit(pool.alloc_copy(&odd).unwrap(), now)
+            .unwrap();
+
+        assert!(link.drain(now));
+        let reply = host_end.receive(&pool, now).unwrap().expect("an ARP reply");
+        let r = reply.as_slice();
+        assert_eq!(&r[..6], &host_mac);
+        assert_eq!(&r[6..12], &link.our_mac());
+        assert_eq!(&r[14..22], &[0, 1, 8, 0, 6, 4, 0, 2]);
+        assert_eq!(&r[22..28], &link.our_mac());
+        assert_eq!(&r[28..32], &[192, 168, 255, 254]);
+        assert_eq!(&r[32..38], &host_mac);
+        assert_eq!(&r[38..42], &[192, 168, 0, 1]);
+
+        let p = link.take_sniffed().expect("the IP packet");
+        assert_eq!(p.packet, [0x45, 1, 2, 3]);
+        assert_eq!(p.at, Duration::from_micros(5));
+        assert!(!link.has_sniffed());
+        assert_eq!(link.drops.other, 1);
+    }
+
+    #[test]
+    fn only_ipv4_is_injected() {
+        let (mut link, _host_end) = Link::new(true);
+        let now = Instant::from_nanos(0);
+        assert!(!link.inject(&[0x60, 0, 0, 0], now));
+        assert!(!link.inject(&[], now));
+        assert_eq!(link.drops.not_ipv4, 2);
+        assert!(link.inject(&[0x45, 0, 0, 20], now));
+    }
+}

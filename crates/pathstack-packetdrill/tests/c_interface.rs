@@ -488,3 +488,37 @@ fn a_segment_acknowledging_unsent_data_does_not_move_ts_recent() {
     };
     assert_eq!(acked.flags & FIN, 0);
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+
+    /// Nothing packetdrill injects makes the shim or the host panic
+    /// (malformed input is dropped and counted): after any bytes, a
+    /// listener still answers a SYN.
+    #[test]
+    fn any_bytes_injected_leave_the_host_working(
+        junk in proptest::collection::vec(
+            proptest::collection::vec(proptest::prelude::any::<u8>(), 0..1600), 1..8),
+        ipv4 in proptest::prelude::any::<bool>(),
+    ) {
+        let shim = Shim::new();
+        let l = shim.socket(libc::AF_INET, libc::SOCK_STREAM);
+        proptest::prop_assert_eq!(shim.bind(l, 8080), 0);
+        proptest::prop_assert_eq!(shim.listen(l), 0);
+        for mut p in junk {
+            if ipv4 && !p.is_empty() {
+                p[0] = 0x45;
+            }
+            let _ = shim.inject(&p);
+        }
+        shim.usleep(10_000);
+        proptest::prop_assert_eq!(shim.inject(&packet(5000, 8080, 100, 0, SYN, Some(1000), &[])), 0);
+        let syn_ack = loop {
+            let (s, _) = shim.sniff();
+            if s.flags == SYN | ACK {
+                break s;
+            }
+        };
+        proptest::prop_assert_eq!(syn_ack.ack, 101);
+    }
+}
