@@ -457,6 +457,13 @@ impl<H: Deref<Target = Host>> Tcp<H> {
         self.host.conn(s, |c| c.tcb().config().nodelay)
     }
 
+    /// The sender's maximum segment size (RFC 9293 §3.7.1: the peer's
+    /// MSS option, bounded by ours and the path MTU), what Linux's
+    /// `getsockopt(TCP_MAXSEG)` reports for a connection.
+    pub fn mss(&self, s: &TcpStream) -> Result<u32, SocketError> {
+        self.host.conn(s, |c| c.tcb().smss())
+    }
+
     /// The connection's counters.
     pub fn stats(&self, s: &TcpStream) -> Result<TcpStats, SocketError> {
         self.host.conn(s, |c| *c.tcb().stats())

@@ -312,14 +312,6 @@ impl Tcb {
             return Err(Drop::OutOfWindow);
         }
 
-        // RFC 7323 §4.3: TS.Recent from a segment covering Last.ACK.sent.
-        if let Some((tsval, _)) = seg.options.timestamps.filter(|_| self.ts_ok) {
-            if seq.le(self.last_ack_sent) && !ts_before(tsval, self.ts_recent) {
-                self.ts_recent = tsval;
-                self.ts_recent_at = now;
-            }
-        }
-
         // Second: RST (RFC 5961 §3.2: only exactly at RCV.NXT; elsewhere
         // in the window a challenge ACK).
         if rst {
@@ -365,6 +357,18 @@ impl Tcb {
             self.state = self.established_state();
         }
         self.on_ack(now, seg, payload.len())?;
+        // RFC 7323 §4.3: TS.Recent from a segment covering Last.ACK.sent,
+        // once its ACK is known acceptable (a segment acknowledging what
+        // was never sent is dropped above, RFC 9293 §3.10.7.4 fifth, and
+        // must not move TS.Recent: its TSval would make PAWS drop every
+        // later segment of the peer's — Linux's `tcp_ack` updates it only
+        // past the same check, packetdrill `ts_recent/invalid_ack.pkt`).
+        if let Some((tsval, _)) = seg.options.timestamps.filter(|_| self.ts_ok) {
+            if seq.le(self.last_ack_sent) && !ts_before(tsval, self.ts_recent) {
+                self.ts_recent = tsval;
+                self.ts_recent_at = now;
+            }
+        }
         if self.state == State::Closed {
             return Ok(());
         }

@@ -1,0 +1,47 @@
+//! The Linux settings packetdrill's scripts assume, as a [`TcpConfig`].
+//!
+//! The kernel selftests run every script after `defaults.sh`, which sets
+//! sysctls. Those that are TCP behaviour map onto the connection's
+//! configuration here; the shim ignores the `sysctl` commands themselves
+//! (packetdrill runs them in the shell, where they change the kernel, not
+//! pathstack — `scripts/packetdrill.sh` runs packetdrill in a network
+//! namespace of its own so that they do not change the machine's).
+#![deny(unsafe_code)]
+
+use crate::flags::LINUX_RMEM_MAX;
+use pathstack::inet::tcp::{CongestionKind, TcpConfig};
+
+/// `defaults.sh` as pathstack's TCP configuration (the out-of-order
+/// limit stays at `tcp_rmem`'s default, 540000):
+///
+/// | sysctl | value | here |
+/// |---|---|---|
+/// | `tcp_rmem` maximum | 15 MiB | `recv_buffer` ([`LINUX_RMEM_MAX`]: Linux takes its window scale from the most its buffer may grow to, 8 here; pathstack from its buffer) |
+/// | `tcp_wmem` default | 262144 | `send_buffer` |
+/// | `tcp_timestamps`, `tcp_sack`, window scaling | 1 | on |
+/// | `tcp_syn_retries` | 5 | `syn_retries` |
+/// | `tcp_congestion_control` | cubic | `congestion` |
+/// | `tcp_early_retrans=4`, `tcp_recovery=1` | RACK-TLP | `rack` |
+/// | `tcp_ecn` | 0 | (pathstack does not negotiate ECN) |
+/// | `TCP_RTO_MIN`, `TCP_TIMEOUT_INIT` | 200 ms, 1 s | `rto` = `RtoConfig::linux()` |
+/// | `TCP_DELACK_MIN` | 40 ms | `delayed_ack` |
+///
+/// Linux ACKs every second full segment outside quick-ACK mode (RFC 5681
+/// §4.2): `max_stretch_ack` 2, not the stretch ACKs pathstack sends by
+/// default for a receive burst (a script's injected segments each arrive
+/// alone anyway).
+pub fn tcp_config() -> TcpConfig {
+    TcpConfig {
+        recv_buffer: LINUX_RMEM_MAX,
+        max_ooo_bytes: 540_000,
+        send_buffer: 256 * 1024,
+        window_scaling: true,
+        timestamps: true,
+        sack: true,
+        rack: true,
+        syn_retries: 5,
+        congestion: CongestionKind::Cubic,
+        max_stretch_ack: 2,
+        ..TcpConfig::default()
+    }
+}
