@@ -1380,12 +1380,110 @@ impl FlowTable {
         layout: impl Fn(ModuleId) -> Option<FlowLayout>,
         hasher: &EdgeHasher,
     ) -> bool {
-        let filed = self.file(path, levels, mode, layout, hasher);
+        self.insert_as(path, levels, mode, layout, hasher, false)
+    }
+
+    /// [`insert`](Self::insert), as a *leaf* entry when `leaf`: one that
+    /// stands for its path's last level, which keeps no node in the tree
+    /// (`classifier.rs`), so it is also found by its path
+    /// ([`leaf_levels`](Self::leaf_levels)).
+    pub(crate) fn insert_as(
+        &mut self,
+        path: u32,
+        levels: &[(ModuleId, Key)],
+        mode: FlowMode,
+        layout: impl Fn(ModuleId) -> Option<FlowLayout>,
+        hasher: &EdgeHasher,
+        leaf: bool,
+    ) -> bool {
+        let filed = self.file(path, levels, mode, layout, hasher, leaf);
         // Even when it was not filed: a fold may have widened first.
         if let Some(&(module, _)) = levels.first() {
             self.refresh(module, hasher);
         }
         filed
+    }
+
+    /// The path filed in `mode` under exactly `levels` (the keys it
+    /// registered), if any: the tree's question "which path ends at these
+    /// keys" for a path whose last level is its flow entry.
+    pub(crate) fn path_under(
+        &self,
+        levels: &[(ModuleId, Key)],
+        mode: FlowMode,
+        hasher: &EdgeHasher,
+    ) -> Option<u32> {
+        let (chain, key) = self.key_of(levels, mode).ok()??;
+        let gather = &self.gathers[self.chains[chain as usize].gather as usize];
+        let (packed, h) = gather.pack(&key, hasher)?;
+        let n = gather.fold.stored();
+        gather
+            .slots
+            .find(h, &packed[..n], |e| e.chain == chain)
+            .map(|e| e.path)
+    }
+
+    /// Number of leaf entries.
+    pub(crate) fn leaf_len(&self) -> usize {
+        self.gathers.iter().map(|g| g.slots.leaf_len()).sum()
+    }
+
+    /// Every leaf entry's path.
+    pub(crate) fn leaf_paths(&self) -> Vec<u32> {
+        self.gathers
+            .iter()
+            .flat_map(|g| g.slots.entries())
+            .filter(|(_, e)| e.leaf)
+            .map(|(_, e)| e.path)
+            .collect()
+    }
+
+    /// The gather and slot of `path`'s leaf entry.
+    fn find_leaf(&self, path: u32) -> Option<(usize, usize)> {
+        self.gathers
+            .iter()
+            .enumerate()
+            .find_map(|(g, gather)| gather.slots.find_leaf(path).map(|slot| (g, slot)))
+    }
+
+    /// The levels (module, key) of `path`'s leaf entry, from the
+    /// receiving module, into `out`, and its mode; how many. The keys are
+    /// the entry's: its stored words unfolded into the gather's windows,
+    /// and each key byte read back from where the chain's scatter put it.
+    pub(crate) fn leaf_levels(
+        &self,
+        path: u32,
+        out: &mut [(ModuleId, Key); MAX_DEPTH],
+    ) -> Option<(usize, FlowMode)> {
+        let (g, slot) = self.find_leaf(path)?;
+        let gather = &self.gathers[g];
+        let (stored, e) = gather.slots.entry_at(slot);
+        let words = gather.fold.unfold(stored);
+        let chain = self.chains.get(e.chain as usize)?;
+        let mut places = chain.scatter.iter();
+        for (d, (level, &len)) in chain.levels.iter().zip(chain.key_lens.iter()).enumerate() {
+            let mut bytes = [0u8; Key::MAX_LEN];
+            for b in bytes.iter_mut().take(usize::from(len)) {
+                let &(w, shift) = places.next()?;
+                *b = (words.get(usize::from(w))? >> shift) as u8;
+            }
+            *out.get_mut(d)? = (level.module, Key::new(&bytes[..usize::from(len)])?);
+        }
+        Some((chain.levels.len(), chain.mode))
+    }
+
+    /// Takes `path`'s leaf entry out; its levels into `out` and how many,
+    /// or `None` if it has none.
+    pub(crate) fn remove_leaf(
+        &mut self,
+        path: u32,
+        out: &mut [(ModuleId, Key); MAX_DEPTH],
+        hasher: &EdgeHasher,
+    ) -> Option<usize> {
+        let (depth, mode) = self.leaf_levels(path, out)?;
+        let (g, slot) = self.find_leaf(path)?;
+        self.remove_slot(g, slot, mode, out[0].0, hasher);
+        Some(depth)
     }
 
     /// [`insert`](Self::insert) but for the probe.
@@ -1396,6 +1494,7 @@ impl FlowTable {
         mode: FlowMode,
         layout: impl Fn(ModuleId) -> Option<FlowLayout>,
         hasher: &EdgeHasher,
+        leaf: bool,
     ) -> bool {
         let (chain, key) = match self.key_of(levels, mode) {
             Ok(Some(found)) => found,
@@ -1416,7 +1515,7 @@ impl FlowTable {
         let n = g.fold.stored();
         let filed = g
             .slots
-            .insert_growing(h, &packed[..n], Entry { path, chain }, |k| {
+            .insert_growing(h, &packed[..n], Entry { path, chain, leaf }, |k| {
                 Fold::hash(hasher, k)
             });
         if !filed {
@@ -1561,20 +1660,31 @@ impl FlowTable {
         let Some((g, slot)) = self.find(path, levels, mode, hasher) else {
             return false;
         };
+        self.remove_slot(g, slot, mode, levels[0].0, hasher);
+        true
+    }
+
+    /// Takes the entry in `slot` of gather `g` out: a flow of `mode`
+    /// arriving at `module`.
+    fn remove_slot(
+        &mut self,
+        g: usize,
+        slot: usize,
+        mode: FlowMode,
+        module: ModuleId,
+        hasher: &EdgeHasher,
+    ) {
         let e = self.gathers[g].slots.remove_at(slot);
         self.chains[e.chain as usize].entries -= 1;
         self.len -= 1;
         self.passive -= usize::from(mode.passive());
         if mode == FlowMode::Active {
-            if let Some(n) = self.active_at.get_mut(levels[0].0 .0 as usize) {
+            if let Some(n) = self.active_at.get_mut(module.0 as usize) {
                 *n -= 1;
             }
         }
         self.reorder(g as u32);
-        if let Some(&(module, _)) = levels.first() {
-            self.refresh(module, hasher);
-        }
-        true
+        self.refresh(module, hasher);
     }
 }
 

@@ -68,6 +68,14 @@ pub(crate) const EDGE_MASK: u64 = (1 << 48) - 1;
 /// Mark in [`DemuxNode::edge`]: the node has a twin (in `NodeSlab::twins`).
 const TWIN: u64 = 1 << 56;
 
+/// Mark in [`DemuxNode::edge`]: some path's last level below the node is
+/// a flow entry, not a node (a *leafless* path, `classifier.rs`), so a
+/// walk whose probe below it misses asks the flow table. Set when such a
+/// path is filed, cleared when no path continues below the node any
+/// more; in between it may outlive those paths, which costs a walk that
+/// misses there one flow probe, never a wrong answer.
+const LEAFLESS: u64 = 1 << 57;
+
 /// The packed edge word of `(parent, flags, key length)`.
 #[inline(always)]
 pub(crate) fn edge_word(parent: u32, flags: u8, key_len: u64) -> u64 {
@@ -116,7 +124,7 @@ pub struct DemuxNodeInfo {
 #[derive(Clone, Copy)]
 pub(crate) struct DemuxNode {
     /// `parent | flags << 32 | key_len << 40 | depth << 48 | marks << 56`
-    /// (the mark [`TWIN`]); in a free slot, the next free slot (or `NONE`)
+    /// (the marks [`TWIN`] and [`LEAFLESS`]); in a free slot, the next free slot (or `NONE`)
     /// in the low half.
     pub(crate) edge: u64,
     /// Key bytes 0..8 (zero padded), or the spill index of a longer key.
@@ -470,6 +478,22 @@ impl NodeSlab {
                 + self.spill.capacity() * Key::MAX_LEN
                 + self.spill_free.capacity() * 4,
         )
+    }
+
+    /// Whether node `idx` carries the [`LEAFLESS`] mark.
+    #[inline(always)]
+    pub(crate) fn has_leafless(&self, idx: u32) -> bool {
+        self.get(idx).edge & LEAFLESS != 0
+    }
+
+    /// Sets (`on`) or clears node `idx`'s [`LEAFLESS`] mark.
+    pub(crate) fn mark_leafless(&mut self, idx: u32, on: bool) {
+        let n = self.get_mut(idx);
+        if on {
+            n.edge |= LEAFLESS;
+        } else {
+            n.edge &= !LEAFLESS;
+        }
     }
 
     /// Node `idx`'s twin, or `NONE`.
