@@ -1095,6 +1095,25 @@ impl FlowTable {
             })
     }
 
+    /// [`active_walk_fails`](Self::active_walk_fails), by the module's
+    /// compiled first gather when its main chain is the module's only
+    /// active chain with flows ([`FlowProbe::first_alone`]): the same
+    /// answer, without the scan of every chain.
+    #[inline(always)]
+    fn walk_fails(&self, module: ModuleId, msg: &[u8]) -> bool {
+        let m = module.0 as usize;
+        let Some(p) = self.probes.get(m).filter(|p| p.first_alone) else {
+            return self.active_walk_fails(module, msg);
+        };
+        if self.active_chains.get(m).copied().unwrap_or(0) != self.active_at(module) {
+            return false;
+        }
+        match p.compiled.admits_msg(msg) {
+            Some(true) => true,
+            _ => self.active_walk_fails(module, msg),
+        }
+    }
+
     /// The flow of `msg` arriving at `module` by the module's compiled
     /// probe (`flow_probe.rs`), the same answer as [`lookup`](Self::lookup)'s
     /// when it gives one; [`Probed::General`] when that must run.
@@ -1152,8 +1171,24 @@ impl FlowTable {
         match found {
             // As in `lookup_after`: a shadowed hit is the tree's only when
             // the active walk finds nothing; else the tree walks.
-            Found::Path(_) if c.shadowed && !self.active_walk_fails(module, msg) => Probed::Miss,
-            Found::Path(p) => Probed::Hit(p),
+            // A hit of a chain with the first's guards: the first admits
+            // the message, and when its chain is the module's only
+            // active one, the active walk fails (`walk_fails`) — unless
+            // some active chain is no flow (the counts differ).
+            Found::Path(p, true)
+                if c.shadowed
+                    && c.guards_of_first
+                    && self
+                        .active_chains
+                        .get(module.0 as usize)
+                        .copied()
+                        .unwrap_or(0)
+                        == self.active_at(module) =>
+            {
+                Probed::Hit(p)
+            }
+            Found::Path(_, _) if c.shadowed && !self.walk_fails(module, msg) => Probed::Miss,
+            Found::Path(p, _) => Probed::Hit(p),
             Found::Missed if c.rest => Probed::Rest(c.gather),
             Found::Missed => Probed::Miss,
             Found::Short => Probed::General,
@@ -1191,6 +1226,21 @@ impl FlowTable {
                 probe.second_kind = ProbeKind::One;
                 probe.second = c;
             }
+        }
+        if probe.kind == ProbeKind::One && !probe.compiled.shadowed {
+            let mut active = self.chains.iter().enumerate().filter(|(_, c)| {
+                c.mode == FlowMode::Active && c.entries > 0 && c.levels[0].module == module
+            });
+            probe.first_alone = matches!(
+                (active.next(), active.next()),
+                (Some((i, _)), None) if i as u32 == probe.compiled.chain
+            );
+            let (first, second) = (&probe.compiled, &probe.second);
+            probe.second.guards_of_first = probe.first_alone
+                && probe.second_kind == ProbeKind::One
+                && first.guard_count == second.guard_count
+                && first.guards[..first.guard_count] == second.guards[..second.guard_count]
+                && first.last == second.last;
         }
         self.probes[m] = probe;
     }
@@ -1237,6 +1287,7 @@ impl FlowTable {
             gather,
             rest,
             shadowed: g.mode == FlowMode::Shadowed,
+            guards_of_first: false,
             chain: chain as u32,
             reach,
             windows,
