@@ -362,8 +362,7 @@ impl Classifier {
 
     /// Whether `path` is leafless: its last level is its flow entry.
     fn has_leaf(&self, path: u32) -> bool {
-        let mut out = [(ModuleId(NONE), Key::EMPTY); MAX_DEPTH];
-        self.flows.leaf_len() > 0 && self.flows.leaf_levels(path, &mut out).is_some()
+        self.flows.has_leaf(path)
     }
 
     /// Files the last level of `path`, at `module` with `key` below
@@ -1302,7 +1301,11 @@ impl Classifier {
     /// `None` if classification ends here — at the path's end, or at a
     /// module that stops classification at itself (e.g. one that decrypts)
     /// by not passing `PREVIOUS_DEMUX_NODE` on. When it is `None`, `path`
-    /// becomes the path of the returned node.
+    /// becomes the path of the returned node — except for a *leafless*
+    /// path (an active flow path whose last level, with a non-empty key,
+    /// is filed as its flow entry instead of a node; see the crate docs):
+    /// then the returned node is the one above that level, and passing it
+    /// on is refused with [`ClassifyError::ChainEnded`] as for a last node.
     ///
     /// Refused, with nothing changed, if it would make classification
     /// ambiguous ([`ClassifyError::Ambiguous`],
@@ -1338,7 +1341,7 @@ impl Classifier {
         // caller holding the node above it (what its last registration
         // returned) is taken to mean that last node.
         let mut prev = prev;
-        if !new_path && self.flows.leaf_len() > 0 && self.has_leaf(path.0) {
+        if !new_path && self.has_leaf(path.0) {
             if let Some(leaf) = self.grow_leaf(path.0) {
                 if prev.is_some_and(|r| r.0 == self.slab.get(leaf).parent()) {
                     prev = Some(DemuxNodeRef(leaf));

@@ -1489,6 +1489,11 @@ impl FlowTable {
             .collect()
     }
 
+    /// Whether `path` has a leaf entry.
+    pub(crate) fn has_leaf(&self, path: u32) -> bool {
+        self.find_leaf(path).is_some()
+    }
+
     /// The gather and slot of `path`'s leaf entry.
     fn find_leaf(&self, path: u32) -> Option<(usize, usize)> {
         self.gathers

@@ -19,9 +19,13 @@
 //! sparse maps (see [`NodeSlab`]). A path's own node, usually a leaf, so
 //! costs 36 bytes; with its edge table slot and its entry in the tails
 //! table (4 bytes each over their load factors, `hash.rs`) about 55 bytes
-//! among 1,000,000 paths. A path that is also a flow adds its flow-table
+//! among 1,000,000 paths. A path that is also a flow added its flow-table
 //! entry, about 21 bytes: 78.8 in all, above the 64 the classifier is held
-//! to (`docs/design.md`).
+//! to (issue 26). So an active flow path keeps no leaf: its flow entry is
+//! its last level (a *leafless* path, `Classifier::register`), and the
+//! node above it carries the `LEAFLESS` mark that sends a walk missing
+//! below it to the flow table — about 33 bytes a path among 1,000,000
+//! (`docs/design.md`).
 //!
 //! **Only child.** Most demux nodes have one child: the ETH node of an
 //! IPv4-only host has one IP node below it, a connected socket's IP node one
