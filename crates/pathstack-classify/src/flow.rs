@@ -1484,8 +1484,8 @@ impl FlowTable {
         self.gathers
             .iter()
             .flat_map(|g| g.slots.entries())
-            .filter(|(_, e)| e.leaf)
-            .map(|(_, e)| e.path)
+            .filter(|&(_, _, leaf)| leaf)
+            .map(|(_, e, _)| e.path)
             .collect()
     }
 
@@ -1571,7 +1571,7 @@ impl FlowTable {
         let n = g.fold.stored();
         let filed = g
             .slots
-            .insert_growing(h, &packed[..n], Entry { path, chain, leaf }, |k| {
+            .insert_growing(h, &packed[..n], Entry { path, chain }, leaf, |k| {
                 Fold::hash(hasher, k)
             });
         if !filed {

@@ -22,24 +22,26 @@
 //! it, Lemire's multiply-shift), so the table grows by half, not double:
 //! between 13/24 and 13/16 of the slots hold entries.
 
-/// Bits of the meta word: the path, then the chain, then the distance
-/// from home plus one (0: an empty slot), then the [`LEAF`] mark.
+/// Bits of the meta word: the path, then the chain (15 bits) and the
+/// [`LEAF`] mark, then the distance from home plus one (0: an empty slot).
 const CHAIN_SHIFT: u32 = 32;
 const DIST_SHIFT: u32 = 48;
-/// The distance field: 15 bits.
-const DIST_FIELD: u64 = 0x7fff << DIST_SHIFT;
 /// Mark of a *leaf* entry: its path keeps no node of its own in the tree
 /// (the entry is its last level, `classifier.rs`), so the entry is found
-/// from its path by the table's leaf index as well as from its key.
-const LEAF: u64 = 1 << 63;
+/// from its path by the table's leaf index as well as from its key. The
+/// top bit of the chain's field, which the chain's mask leaves out: a
+/// lookup reads the meta word as before (a wider [`Entry`] kept the
+/// compiled probe's acceptance out of line, some 30 instructions a
+/// frame).
+const LEAF: u64 = 1 << (DIST_SHIFT - 1);
 
 /// Most chains a table's meta word can name.
-pub(crate) const MAX_CHAINS: u32 = 1 << (DIST_SHIFT - CHAIN_SHIFT);
+pub(crate) const MAX_CHAINS: u32 = 1 << (DIST_SHIFT - CHAIN_SHIFT - 1);
 
 /// Most slots a run may be long: the distance is kept in 16 bits. A
 /// table whose insert would go further grows instead (at the load factor
 /// this never happens with a working hash).
-const MAX_DIST: usize = (1 << (63 - DIST_SHIFT)) - 2;
+const MAX_DIST: usize = (1 << (64 - DIST_SHIFT)) - 2;
 
 /// Most entries per 16 slots: at 13/16 an entry sits about 2.2 slots
 /// from home on average with a random hash (Knuth, TAOCP vol. 3 §6.4,
@@ -52,30 +54,32 @@ const LOAD_SIXTEENTHS: usize = 13;
 pub(crate) struct Entry {
     pub(crate) path: u32,
     pub(crate) chain: u32,
-    /// A leaf entry (see [`LEAF`]).
-    pub(crate) leaf: bool,
 }
 
-fn meta(e: Entry, dist: usize) -> u64 {
+fn meta(e: Entry, dist: usize, leaf: bool) -> u64 {
     u64::from(e.path)
         | u64::from(e.chain) << CHAIN_SHIFT
         | ((dist as u64) + 1) << DIST_SHIFT
-        | if e.leaf { LEAF } else { 0 }
+        | if leaf { LEAF } else { 0 }
 }
 
 fn entry_of(meta: u64) -> Entry {
     Entry {
         path: meta as u32,
         chain: (meta >> CHAIN_SHIFT) as u32 & (MAX_CHAINS - 1),
-        leaf: meta & LEAF != 0,
     }
+}
+
+/// Whether meta word `m` is a leaf entry's.
+fn is_leaf(m: u64) -> bool {
+    m & LEAF != 0
 }
 
 /// How far the entry with meta word `m` sits from its home, or `None` for
 /// an empty slot.
 #[inline(always)]
 fn dist_of(m: u64) -> Option<usize> {
-    (((m & DIST_FIELD) >> DIST_SHIFT) as usize).checked_sub(1)
+    ((m >> DIST_SHIFT) as usize).checked_sub(1)
 }
 
 /// The home in a leaf index of `n` (a power of two) slots of `path`:
@@ -146,8 +150,8 @@ impl FlowSlots {
                 return None;
             }
             let slot = v as usize - 1;
-            let e = entry_of(self.slot(slot)[self.keys]);
-            if e.leaf && e.path == path {
+            let m = self.slot(slot)[self.keys];
+            if is_leaf(m) && entry_of(m).path == path {
                 return Some(slot);
             }
             i = (i + 1) & (n - 1);
@@ -183,10 +187,11 @@ impl FlowSlots {
     /// The entry now in slot `to` came from slot `from`: its index entry
     /// follows it, if it is a leaf.
     fn leaf_moved(&mut self, from: usize, to: usize) {
-        let e = entry_of(self.slot(to)[self.keys]);
-        if !e.leaf {
+        let m = self.slot(to)[self.keys];
+        if !is_leaf(m) {
             return;
         }
+        let e = entry_of(m);
         if let Some(i) = self.leaf_position(e.path, from) {
             self.leaves[i] = to as u32 + 1;
         }
@@ -247,10 +252,10 @@ impl FlowSlots {
             if dist_of(s[k]).is_none() {
                 continue;
             }
-            let e = entry_of(s[k]);
-            if !e.leaf {
+            if !is_leaf(s[k]) {
                 continue;
             }
+            let e = entry_of(s[k]);
             let mut i = leaf_home(e.path, n);
             while leaves[i] != 0 {
                 i = (i + 1) & (n - 1);
@@ -438,13 +443,14 @@ impl FlowSlots {
         (self.slots + self.slots / 2).max(8)
     }
 
-    /// Every entry: its key words and path and chain.
-    pub(crate) fn entries(&self) -> impl Iterator<Item = (&[u64], Entry)> + '_ {
+    /// Every entry: its key words, path and chain, and whether it is a
+    /// leaf.
+    pub(crate) fn entries(&self) -> impl Iterator<Item = (&[u64], Entry, bool)> + '_ {
         let (k, stride) = (self.keys, self.stride());
         self.words
             .chunks_exact(stride)
             .filter(move |s| dist_of(s[k]).is_some())
-            .map(move |s| (&s[..k], entry_of(s[k])))
+            .map(move |s| (&s[..k], entry_of(s[k]), is_leaf(s[k])))
     }
 
     /// Refiles every entry in a table of `slots` slots and `keys` key
@@ -462,10 +468,10 @@ impl FlowSlots {
         self.words = vec![0; slots * (keys + 1)];
         self.homes = vec![0; slots.div_ceil(64)];
         let mut key = [0u64; crate::limits::WORDS];
-        for (k, e) in old.entries() {
+        for (k, e, leaf) in old.entries() {
             relayout(k, &mut key[..keys]);
             let h = hash(&key[..keys]);
-            self.insert(h, &key[..keys], e);
+            self.insert(h, &key[..keys], e, leaf);
         }
         if old.leaf_len > 0 {
             self.reindex(old.leaves.len());
@@ -478,23 +484,25 @@ impl FlowSlots {
     /// the entry's run is longer than a distance can say even after one
     /// more growth — only for hashes that collide on purpose; the path is
     /// then left to the tree, which answers for it all the same.
+    /// A `leaf` entry is also found by its path ([`find_leaf`](Self::find_leaf)).
     pub(crate) fn insert_growing(
         &mut self,
         h: u64,
         key: &[u64],
         e: Entry,
+        leaf: bool,
         hash: impl Fn(&[u64]) -> u64 + Copy,
     ) -> bool {
         if self.is_full() {
             self.rebuild(self.grown(), self.keys, |a, b| b.copy_from_slice(a), hash);
         }
-        let mut filed = self.insert(h, key, e);
+        let mut filed = self.insert(h, key, e, leaf);
         if !filed {
             self.rebuild(self.grown(), self.keys, |a, b| b.copy_from_slice(a), hash);
-            filed = self.insert(h, key, e);
+            filed = self.insert(h, key, e, leaf);
         }
-        if filed && e.leaf {
-            if let Some(slot) = self.find_slot(h, key, |x| x.leaf && x.path == e.path) {
+        if filed && leaf {
+            if let Some(slot) = self.find_slot(h, key, |x| x == e) {
                 self.leaf_add(e.path, slot);
             }
         }
@@ -503,14 +511,14 @@ impl FlowSlots {
 
     /// Adds the entry, Robin Hood order; `false` (nothing changed) if it
     /// would sit further than [`MAX_DIST`] from its home.
-    fn insert(&mut self, h: u64, key: &[u64], e: Entry) -> bool {
+    fn insert(&mut self, h: u64, key: &[u64], e: Entry, leaf: bool) -> bool {
         debug_assert!(self.len < self.slots);
         let (k, stride) = (self.keys, self.stride());
         // Where the run from the home slot has room, and how far.
         let mut i = self.home(h);
         let mut carry = [0u64; crate::limits::WORDS + 1];
         carry[..k].copy_from_slice(key);
-        let mut carry_m = meta(e, 0);
+        let mut carry_m = meta(e, 0, leaf);
         let mut carry_d = 0usize;
         // First a dry run: the entry and every one it displaces must stay
         // within MAX_DIST of home.
@@ -542,7 +550,7 @@ impl FlowSlots {
         loop {
             let at = i * stride;
             let m = self.words[at + k];
-            carry_m = carry_m & !DIST_FIELD | ((carry_d as u64) + 1) << DIST_SHIFT;
+            carry_m = carry_m & !(u64::MAX << DIST_SHIFT) | ((carry_d as u64) + 1) << DIST_SHIFT;
             match dist_of(m) {
                 None => {
                     self.words[at..at + k].copy_from_slice(&carry[..k]);
@@ -593,7 +601,7 @@ impl FlowSlots {
         let (k, stride) = (self.keys, self.stride());
         let m = self.words[i * stride + k];
         let gone = entry_of(m);
-        if gone.leaf {
+        if is_leaf(m) {
             self.leaf_drop(gone.path, i);
         }
         let dist = dist_of(m).unwrap_or(0);
@@ -607,7 +615,7 @@ impl FlowSlots {
                     let (from, to) = (next * stride, hole * stride);
                     self.words.copy_within(from..from + k, to);
                     self.words[to + k] = m - (1 << DIST_SHIFT);
-                    if m & LEAF != 0 {
+                    if is_leaf(m) {
                         self.leaf_moved(next, hole);
                     }
                     hole = next;
@@ -673,11 +681,10 @@ mod tests {
         let e = |i: u64| Entry {
             path: i as u32,
             chain: (i % 3) as u32,
-            leaf: i % 2 == 0,
         };
         let h = |k: &[u64]| hash(k);
         for i in 0..200u64 {
-            assert!(t.insert_growing(hash(&key(i)), &key(i), e(i), h));
+            assert!(t.insert_growing(hash(&key(i)), &key(i), e(i), i % 2 == 0, h));
             assert!(t.len() * 16 <= t.slots * LOAD_SIXTEENTHS);
             // Robin Hood insertion moves entries: the leaf index follows.
             for j in (0..=i).filter(|j| j % 2 == 0) {
@@ -735,10 +742,10 @@ mod tests {
         let e = Entry {
             path: u32::MAX - 1,
             chain: MAX_CHAINS - 1,
-            leaf: true,
         };
-        let m = meta(e, MAX_DIST);
+        let m = meta(e, MAX_DIST, true);
         assert_eq!(entry_of(m), e);
+        assert!(is_leaf(m) && !is_leaf(meta(e, MAX_DIST, false)));
         assert_eq!(dist_of(m), Some(MAX_DIST));
         assert_eq!(dist_of(0), None);
     }
