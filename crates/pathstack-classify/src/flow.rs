@@ -1169,15 +1169,15 @@ impl FlowTable {
         };
         let found = c.find(msg, hasher, &g.slots, |e| self.chain_admits(e.chain, msg));
         match found {
+            Found::Path(p) if !c.shadowed => Probed::Hit(p),
             // As in `lookup_after`: a shadowed hit is the tree's only when
-            // the active walk finds nothing; else the tree walks.
-            // A hit of a chain with the first's guards: the first admits
-            // the message, and when its chain is the module's only
-            // active one, the active walk fails (`walk_fails`) — unless
-            // some active chain is no flow (the counts differ).
-            Found::Path(p, true)
-                if c.shadowed
-                    && c.guards_of_first
+            // the active walk finds nothing; else the tree walks. A hit
+            // of a chain with the first's guards: the first admits the
+            // message, and when its chain is the module's only active
+            // one, the active walk fails (`walk_fails`) — unless some
+            // active chain is no flow (the counts differ).
+            Found::Path(p)
+                if c.guards_of_first
                     && self
                         .active_chains
                         .get(module.0 as usize)
@@ -1187,8 +1187,8 @@ impl FlowTable {
             {
                 Probed::Hit(p)
             }
-            Found::Path(_, _) if c.shadowed && !self.walk_fails(module, msg) => Probed::Miss,
-            Found::Path(p, _) => Probed::Hit(p),
+            Found::Path(_) if !self.walk_fails(module, msg) => Probed::Miss,
+            Found::Path(p) => Probed::Hit(p),
             Found::Missed if c.rest => Probed::Rest(c.gather),
             Found::Missed => Probed::Miss,
             Found::Short => Probed::General,
@@ -1236,8 +1236,15 @@ impl FlowTable {
                 (Some((i, _)), None) if i as u32 == probe.compiled.chain
             );
             let (first, second) = (&probe.compiled, &probe.second);
+            let second_gather = probe.second.gather;
+            let mut chains = self
+                .chains
+                .iter()
+                .filter(|c| c.gather == second_gather && c.entries > 0);
+            let one_chain = chains.next().is_some() && chains.next().is_none();
             probe.second.guards_of_first = probe.first_alone
                 && probe.second_kind == ProbeKind::One
+                && one_chain
                 && first.guard_count == second.guard_count
                 && first.guards[..first.guard_count] == second.guards[..second.guard_count]
                 && first.last == second.last;

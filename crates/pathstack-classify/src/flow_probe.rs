@@ -101,9 +101,8 @@ pub(crate) enum Probed {
 /// What a compiled gather finds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Found {
-    /// The path of the flow, and whether it is an entry of the main
-    /// chain (whose guards and header length the compiled gather holds).
-    Path(u32, bool),
+    /// The path of the flow.
+    Path(u32),
     /// No flow of the gather.
     Missed,
     /// The message is too short for every load: the general lookup must
@@ -169,11 +168,11 @@ pub(crate) struct Compiled {
     /// Whether its flows are shadowed passive paths: a hit stands only
     /// when the active walk finds nothing (`FlowTable::active_walk_fails`).
     pub(crate) shadowed: bool,
-    /// For the module's second gather: whether its main chain's guards
-    /// and last header length are those of the first gather's main
-    /// chain (a listener's beside its connections': the same IPv4 and
-    /// TCP headers), so that a hit of its main chain, which its guards
-    /// admitted, is one the first's chain admits too.
+    /// For the module's second gather: whether its main chain is its
+    /// only chain with flows and has the guards and last header length
+    /// of the first gather's main chain (a listener's beside its
+    /// connections': the same IPv4 and TCP headers), so that any hit,
+    /// which its guards admitted, is one the first's chain admits too.
     pub(crate) guards_of_first: bool,
     /// The chain whose guards are held here; entries of the gather's other
     /// chains are checked by their own.
@@ -255,7 +254,7 @@ impl Compiled {
             slots.find_k(hasher.flow(&words, 1), &[key], accept)
         };
         match found {
-            Some(e) => Found::Path(e.path, e.chain == self.chain),
+            Some(e) => Found::Path(e.path),
             None => Found::Missed,
         }
     }
