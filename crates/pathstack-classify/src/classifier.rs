@@ -298,8 +298,16 @@ impl Classifier {
             .remove(path, &levels[..depth], mode, &self.hasher);
     }
 
-    /// Refiles every path from the tree (after a layout changed).
+    /// Refiles every path from the tree (after a layout changed, or an
+    /// active first node came or went). Leafless paths get their last
+    /// node back first: the table is rebuilt from the tree, and with a
+    /// layout changed they may be no flows any more. (They stay leafy:
+    /// this is rare — a layout installed, the first connection of an
+    /// EtherType beside a listener.)
     fn rebuild_flows(&mut self) {
+        for p in self.flows.leaf_paths() {
+            self.grow_leaf(p);
+        }
         self.flows.clear();
         let tails: Vec<u32> = self
             .slab
@@ -341,7 +349,7 @@ impl Classifier {
 
     /// Number of registered chains (one per path and classified direction).
     pub fn chain_count(&self) -> usize {
-        self.tails.len() + self.open.len()
+        self.tails.len() + self.open.len() + self.flows.leaf_len()
     }
 
     /// Whether `path` has any demux keys registered.
@@ -349,6 +357,71 @@ impl Classifier {
         self.complete_tail(path.0, self.hasher.path(path.0))
             .is_some()
             || self.open.iter().any(|c| c.path == path.0)
+            || self.has_leaf(path.0)
+    }
+
+    /// Whether `path` is leafless: its last level is its flow entry.
+    fn has_leaf(&self, path: u32) -> bool {
+        self.flows.has_leaf(path)
+    }
+
+    /// Files the last level of `path`, at `module` with `key` below
+    /// active node `parent`, as a leafless flow if it can be one: the
+    /// path's only chain, a non-empty key, and a layout at every level.
+    /// Returns what `register` returns for it, the node above (there is
+    /// no node of its own to name).
+    ///
+    /// Why (issue 26): most paths of a busy host are connections, each
+    /// the one path of its last node, and that node (32 bytes, its path
+    /// count, its edge and tails slots over their load factors) held
+    /// more than half of a path's bytes. The flow entry already holds
+    /// every key of the path, and the flow probe finds the path before
+    /// any walk: the tree needs the node only for the walk (which asks
+    /// the flow table where a probe misses below a node with the
+    /// `LEAFLESS` mark), for removal (the flow table's leaf index finds
+    /// the entry by path) and for a longer path continuing below it
+    /// (which gives the node back first, `grow_leaf`).
+    fn file_leafless(
+        &mut self,
+        path: PathId,
+        parent: u32,
+        module: ModuleId,
+        key: &Key,
+    ) -> Option<DemuxNodeRef> {
+        // A keyless last level (a stop, thesis §3.4.3.2) keeps its node,
+        // which the caller may inspect through the returned reference.
+        if key.is_empty() {
+            return None;
+        }
+        let path_hash = self.hasher.path(path.0);
+        if self.complete_tail(path.0, path_hash).is_some()
+            || self.open.iter().filter(|c| c.path == path.0).count() != 1
+        {
+            return None;
+        }
+        let open = self
+            .open
+            .iter()
+            .position(|c| c.path == path.0 && c.tail == parent)?;
+        let mut levels = [(ModuleId(NONE), Key::EMPTY); MAX_DEPTH];
+        let depth = self.chain_levels(parent, &mut levels);
+        *levels.get_mut(depth)? = (module, *key);
+        let (partials, layouts) = (&self.partials, &self.layouts);
+        let root = levels[0].0;
+        let filed = self.flows.insert_as(
+            path.0,
+            &levels[..=depth],
+            FlowMode::Active,
+            |m| layout_of(partials, layouts, m, false, root),
+            &self.hasher,
+            true,
+        );
+        if !filed {
+            return None;
+        }
+        self.open.swap_remove(open);
+        self.slab.mark_leafless(parent, true);
+        Some(DemuxNodeRef(parent))
     }
 
     /// The levels (module, key) of a complete chain of `path`, from the
@@ -361,14 +434,92 @@ impl Classifier {
     /// re-classifies below a module of the path (core's `Demux::
     /// classify_from`: IP reassembly, ICMP errors) reads the keys back here
     /// instead of keeping its own copy per path (issue 26: a path's bytes).
-    /// Not per-message: one probe of the tails table and a walk up the chain.
+    /// Not per-message: one probe of the tails table and a walk up the
+    /// chain; for a leafless path, a probe of the flow table's leaf index
+    /// and its entry's keys unfolded.
     pub fn path_levels(
         &self,
         path: PathId,
         out: &mut [(ModuleId, Key); MAX_DEPTH],
     ) -> Option<usize> {
-        let tail = self.complete_tail(path.0, self.hasher.path(path.0))?;
-        Some(self.chain_levels(tail, out))
+        match self.complete_tail(path.0, self.hasher.path(path.0)) {
+            Some(tail) => Some(self.chain_levels(tail, out)),
+            None => self.flows.leaf_levels(path.0, out).map(|(n, _)| n),
+        }
+    }
+
+    /// The node of the active chain of `levels` (from the receiving
+    /// module), if the tree has it.
+    fn node_at(&self, levels: &[(ModuleId, Key)]) -> Option<u32> {
+        let (&(root, ref key), below) = levels.split_first()?;
+        let (parent, flags) = edge_of(None, root, KeyMode::Active);
+        let mut idx = self.find_edge(parent, flags, key)?;
+        for (_, key) in below {
+            idx = self.find_edge(idx, 0, key)?;
+        }
+        Some(idx)
+    }
+
+    /// The leafless path whose last level, at `module` with `key`, hangs
+    /// below active node `parent`: the flow table's entry for the chain's
+    /// keys. Out of line: only a walk that missed below a node with the
+    /// [`LEAFLESS`](crate::node) mark, or a registration there, asks.
+    #[inline(never)]
+    #[cold]
+    fn leaf_below(&self, parent: u32, module: ModuleId, key: &Key) -> Option<u32> {
+        let mut levels = [(ModuleId(NONE), Key::EMPTY); MAX_DEPTH];
+        let depth = self.chain_levels(parent, &mut levels);
+        *levels.get_mut(depth)? = (module, *key);
+        self.flows
+            .path_under(&levels[..=depth], FlowMode::Active, &self.hasher)
+    }
+
+    /// Gives leafless `path` its last node back (a leafy flow from now
+    /// on), so that the tree alone describes it again: before a
+    /// registration continues below its last level or adds a chain to
+    /// it, and before the flow table is rebuilt from the tree. Returns
+    /// the node.
+    fn grow_leaf(&mut self, path: u32) -> Option<u32> {
+        let mut levels = [(ModuleId(NONE), Key::EMPTY); MAX_DEPTH];
+        let depth = self.flows.remove_leaf(path, &mut levels, &self.hasher)?;
+        let (module, key) = levels[depth - 1];
+        let parent = self.node_at(&levels[..depth - 1]);
+        debug_assert!(parent.is_some(), "leafless path {path} lost its parent");
+        let parent = parent?;
+        debug_assert_eq!(self.slab.get(parent).next_module, module.0);
+        // Not a first node, so never one that refiles.
+        let (idx, _) = self.new_node(parent, 0, depth as u8, &key);
+        self.slab.add_path(idx);
+        self.reserve_tail();
+        self.slab.get_mut(idx).path = path;
+        self.tails.insert(self.hasher.path(path), idx);
+        self.flow_add(idx);
+        Some(idx)
+    }
+
+    /// A new node with edge `(parent, flags, key)` at `depth`: in the
+    /// edge table, its parent's children, and twinned (no path yet, and
+    /// not counted live until the caller adds one: it must, before
+    /// anything that may rebuild the edge table from the live nodes).
+    /// `true` beside it when the passive flows must be refiled once it
+    /// is live.
+    fn new_node(&mut self, parent: u32, flags: u8, depth: u8, key: &Key) -> (u32, bool) {
+        self.reserve_edge();
+        let idx = self.slab.alloc(parent, flags, depth, key);
+        let h = self.hasher.edge(&Probe::new(parent, flags, key));
+        self.edges.insert(h, idx);
+        self.child_changed(parent, flags, idx, true);
+        // Keep the twin invariant: parents exist before their
+        // children, so whichever of two twins comes second finds
+        // the first here, under its parent's twin.
+        let mut refile = false;
+        if let Some(t) = self.expected_twin(idx) {
+            self.slab.link_twins(idx, t);
+            // An active first node over a passive one: the active
+            // walk may now take the passive flows' messages.
+            refile = flags & (ROOT | PASSIVE) == ROOT && self.flows.passive_len() > 0;
+        }
+        (idx, refile)
     }
 
     /// The last node of a complete chain of `path` (hashed `h`), if any.
@@ -782,20 +933,29 @@ impl Classifier {
                     // One edge lookup, whether the only child answers it
                     // or the table does.
                     probed += 1;
-                    if only != NONE {
+                    let hit = if only != NONE {
                         // The node's only child: no other edge leaves it,
                         // so a mismatch is a miss.
-                        if !slab.matches(only, &probe) {
-                            break;
-                        }
-                        only
+                        slab.matches(only, &probe).then_some(only)
                     } else {
                         let h = self.hasher.edge(&probe);
-                        let Some(idx) = self.edges.find(h, |i| slab.matches(i, &probe)) else {
-                            break;
-                        };
-                        idx
-                    }
+                        self.edges.find(h, |i| slab.matches(i, &probe))
+                    };
+                    let Some(idx) = hit else {
+                        // A leafless path's last level is no node: below
+                        // an active node marked for one, its flow entry
+                        // answers (a message the flow probe missed, such
+                        // as one with IPv4 options, or `classify_with`).
+                        let at = from as u32;
+                        if depth > 0 && child_flags == 0 && slab.has_leafless(at) {
+                            if let Some(p) = self.leaf_below(at, m, key) {
+                                end.best = p;
+                                end.best_depth = depth + 1;
+                            }
+                        }
+                        break;
+                    };
+                    idx
                 }
             };
             trail.pass(depth, idx);
@@ -986,9 +1146,47 @@ impl Classifier {
             }
             flows += usize::from(filed);
         }
-        if flows != self.flows.len() {
+        // Each leafless path: its only chain, its last level a flow
+        // entry below a live active node that is marked for it and names
+        // its module next, with no node of its own.
+        let leaves = self.flows.leaf_paths();
+        for &p in &leaves {
+            let mut levels = [(ModuleId(NONE), Key::EMPTY); MAX_DEPTH];
+            let Some((depth, mode)) = self.flows.leaf_levels(p, &mut levels) else {
+                return Err(format!("leafless path {p} not found by its path"));
+            };
+            let (module, key) = levels[depth - 1];
+            let parent = (depth >= 2)
+                .then(|| self.node_at(&levels[..depth - 1]))
+                .flatten();
+            let Some(parent) = parent.filter(|_| mode == FlowMode::Active) else {
+                return Err(format!("leafless path {p} has no active node above it"));
+            };
+            if !self.slab.has_leafless(parent)
+                || self.slab.get(parent).next_module != module.0
+                || self.find_edge(parent, 0, &key).is_some()
+            {
+                return Err(format!(
+                    "leafless path {p}: node {parent} does not lead to it"
+                ));
+            }
+            if self.complete_tail(p, self.hasher.path(p)).is_some()
+                || self.open.iter().any(|c| c.path == p)
+            {
+                return Err(format!("leafless path {p} has another chain"));
+            }
+            if self
+                .flows
+                .path_under(&levels[..depth], FlowMode::Active, &self.hasher)
+                != Some(p)
+            {
+                return Err(format!("leafless path {p} not found by its keys"));
+            }
+        }
+        if flows + leaves.len() != self.flows.len() {
             return Err(format!(
-                "{flows} flows filed, table holds {}",
+                "{flows} flows filed and {} leafless, table holds {}",
+                leaves.len(),
                 self.flows.len()
             ));
         }
@@ -1103,7 +1301,11 @@ impl Classifier {
     /// `None` if classification ends here — at the path's end, or at a
     /// module that stops classification at itself (e.g. one that decrypts)
     /// by not passing `PREVIOUS_DEMUX_NODE` on. When it is `None`, `path`
-    /// becomes the path of the returned node.
+    /// becomes the path of the returned node — except for a *leafless*
+    /// path (an active flow path whose last level, with a non-empty key,
+    /// is filed as its flow entry instead of a node; see the crate docs):
+    /// then the returned node is the one above that level, and passing it
+    /// on is refused with [`ClassifyError::ChainEnded`] as for a last node.
     ///
     /// Refused, with nothing changed, if it would make classification
     /// ambiguous ([`ClassifyError::Ambiguous`],
@@ -1134,6 +1336,18 @@ impl Classifier {
             return Err(ClassifyError::ReservedId);
         }
         let path_hash = self.hasher.path(path.0);
+        // A leafless path registering again (a second chain, or past its
+        // end) gets its last node back: the rules below read the tree. A
+        // caller holding the node above it (what its last registration
+        // returned) is taken to mean that last node.
+        let mut prev = prev;
+        if !new_path && self.has_leaf(path.0) {
+            if let Some(leaf) = self.grow_leaf(path.0) {
+                if prev.is_some_and(|r| r.0 == self.slab.get(leaf).parent()) {
+                    prev = Some(DemuxNodeRef(leaf));
+                }
+            }
+        }
         // Mode consistency and the chain being extended. All of a path's
         // chains share its mode, so an open one (the chain being extended,
         // when a filter is registered level by level) answers for all, and
@@ -1206,7 +1420,21 @@ impl Classifier {
 
         let key = level.key_or_empty();
         let (parent, flags) = edge_of(prev.map(|r| r.0), level.module, mode);
-        let found = self.find_edge(parent, flags, &key);
+        let mut found = self.find_edge(parent, flags, &key);
+        // A leafless path may end at these keys: the same path again is
+        // ambiguous; a longer one needs its last node back first.
+        if found.is_none() && flags == 0 && self.slab.has_leafless(parent) {
+            if let Some(q) = self.leaf_below(parent, level.module, &key) {
+                if next_module.is_none() {
+                    return Err(ClassifyError::Ambiguous {
+                        new: path,
+                        existing: PathId(q),
+                        mode,
+                    });
+                }
+                found = self.grow_leaf(q);
+            }
+        }
 
         // Check for ambiguity before changing anything.
         if let Some(idx) = found {
@@ -1229,35 +1457,28 @@ impl Classifier {
                 }
                 _ => {}
             }
-        } else if self.slab.live_count() >= self.max_nodes {
+        } else if self.slab.live_count() as usize + self.flows.leaf_len() >= self.max_nodes as usize
+        {
             return Err(ClassifyError::TableFull {
                 max_nodes: self.max_nodes,
             });
         }
 
-        let idx = match found {
-            Some(idx) => idx,
-            None => {
-                self.reserve_edge();
-                let idx = self.slab.alloc(parent, flags, depth, &key);
-                let h = self.hasher.edge(&Probe::new(parent, flags, &key));
-                self.edges.insert(h, idx);
-                self.child_changed(parent, flags, idx, true);
-                // Keep the twin invariant: parents exist before their
-                // children, so whichever of two twins comes second finds
-                // the first here, under its parent's twin.
-                if let Some(t) = self.expected_twin(idx) {
-                    self.slab.link_twins(idx, t);
-                    // An active first node over a passive one: the active
-                    // walk may now take the passive flows' messages.
-                    if flags & (ROOT | PASSIVE) == ROOT && self.flows.passive_len() > 0 {
-                        self.rebuild_flows();
-                    }
-                }
-                idx
+        // A new active last level below a node: filed as a leafless
+        // flow where it can be, its flow entry standing for its node.
+        if found.is_none() && next_module.is_none() && prev.is_some() && flags == 0 {
+            if let Some(r) = self.file_leafless(path, parent, level.module, &key) {
+                return Ok(r);
             }
+        }
+        let (idx, refile) = match found {
+            Some(idx) => (idx, false),
+            None => self.new_node(parent, flags, depth, &key),
         };
         self.slab.add_path(idx);
+        if refile {
+            self.rebuild_flows();
+        }
         if flags & (ROOT | PASSIVE) == ROOT {
             self.flows.count_active_chain(ModuleId(parent), true);
         }
@@ -1332,6 +1553,24 @@ impl Classifier {
     /// along each of its chains and frees nodes no path uses any more.
     pub fn remove(&mut self, path: PathId) -> Result<(), ClassifyError> {
         let path_hash = self.hasher.path(path.0);
+        // A leafless path: its flow entry out, then its chain from the
+        // node above it up.
+        if self.flows.leaf_len() > 0 {
+            let mut levels = [(ModuleId(NONE), Key::EMPTY); MAX_DEPTH];
+            if let Some(depth) = self.flows.remove_leaf(path.0, &mut levels, &self.hasher) {
+                let parent = self.node_at(&levels[..depth - 1]);
+                debug_assert!(parent.is_some(), "leafless path {path} lost its parent");
+                if let Some(parent) = parent {
+                    if self.unwind(Chain {
+                        path: path.0,
+                        tail: parent,
+                    }) {
+                        self.rebuild_flows();
+                    }
+                }
+                return Ok(());
+            }
+        }
         let mut chains = [None; 4];
         let mut n = 0;
         // Complete chains leave the tails table, each taken out of the slot
@@ -1414,6 +1653,8 @@ impl Classifier {
                 self.slab.free(idx);
             } else if self.slab.continuing(idx) == 0 {
                 self.slab.get_mut(idx).next_module = NONE;
+                // No path continues below: no leafless one either.
+                self.slab.mark_leafless(idx, false);
                 // A path ending here has no longer one below it any more.
                 if self.slab.get(idx).path != NONE {
                     self.flow_add(idx);
@@ -1433,7 +1674,14 @@ impl Classifier {
             let path = self.slab.get(i).path;
             (path != NONE).then_some(Chain { path, tail: i })
         });
-        for c in complete.chain(self.open.iter().copied()) {
+        // A leafless path continues below the node above its entry.
+        let leaves = self.flows.leaf_paths().into_iter().filter_map(|p| {
+            let mut levels = [(ModuleId(NONE), Key::EMPTY); MAX_DEPTH];
+            let (depth, _) = self.flows.leaf_levels(p, &mut levels)?;
+            let tail = self.node_at(&levels[..depth.checked_sub(1)?])?;
+            Some(Chain { path: p, tail })
+        });
+        for c in complete.chain(self.open.iter().copied()).chain(leaves) {
             let mut i = c.tail;
             let mut at_tail = true;
             loop {

@@ -1095,6 +1095,25 @@ impl FlowTable {
             })
     }
 
+    /// [`active_walk_fails`](Self::active_walk_fails), by the module's
+    /// compiled first gather when its main chain is the module's only
+    /// active chain with flows ([`FlowProbe::first_alone`]): the same
+    /// answer, without the scan of every chain.
+    #[inline(always)]
+    fn walk_fails(&self, module: ModuleId, msg: &[u8]) -> bool {
+        let m = module.0 as usize;
+        let Some(p) = self.probes.get(m).filter(|p| p.first_alone) else {
+            return self.active_walk_fails(module, msg);
+        };
+        if self.active_chains.get(m).copied().unwrap_or(0) != self.active_at(module) {
+            return false;
+        }
+        match p.compiled.admits_msg(msg) {
+            Some(true) => true,
+            _ => self.active_walk_fails(module, msg),
+        }
+    }
+
     /// The flow of `msg` arriving at `module` by the module's compiled
     /// probe (`flow_probe.rs`), the same answer as [`lookup`](Self::lookup)'s
     /// when it gives one; [`Probed::General`] when that must run.
@@ -1150,9 +1169,25 @@ impl FlowTable {
         };
         let found = c.find(msg, hasher, &g.slots, |e| self.chain_admits(e.chain, msg));
         match found {
+            Found::Path(p) if !c.shadowed => Probed::Hit(p),
             // As in `lookup_after`: a shadowed hit is the tree's only when
-            // the active walk finds nothing; else the tree walks.
-            Found::Path(_) if c.shadowed && !self.active_walk_fails(module, msg) => Probed::Miss,
+            // the active walk finds nothing; else the tree walks. A hit
+            // of a chain with the first's guards: the first admits the
+            // message, and when its chain is the module's only active
+            // one, the active walk fails (`walk_fails`) — unless some
+            // active chain is no flow (the counts differ).
+            Found::Path(p)
+                if c.guards_of_first
+                    && self
+                        .active_chains
+                        .get(module.0 as usize)
+                        .copied()
+                        .unwrap_or(0)
+                        == self.active_at(module) =>
+            {
+                Probed::Hit(p)
+            }
+            Found::Path(_) if !self.walk_fails(module, msg) => Probed::Miss,
             Found::Path(p) => Probed::Hit(p),
             Found::Missed if c.rest => Probed::Rest(c.gather),
             Found::Missed => Probed::Miss,
@@ -1191,6 +1226,28 @@ impl FlowTable {
                 probe.second_kind = ProbeKind::One;
                 probe.second = c;
             }
+        }
+        if probe.kind == ProbeKind::One && !probe.compiled.shadowed {
+            let mut active = self.chains.iter().enumerate().filter(|(_, c)| {
+                c.mode == FlowMode::Active && c.entries > 0 && c.levels[0].module == module
+            });
+            probe.first_alone = matches!(
+                (active.next(), active.next()),
+                (Some((i, _)), None) if i as u32 == probe.compiled.chain
+            );
+            let (first, second) = (&probe.compiled, &probe.second);
+            let second_gather = probe.second.gather;
+            let mut chains = self
+                .chains
+                .iter()
+                .filter(|c| c.gather == second_gather && c.entries > 0);
+            let one_chain = chains.next().is_some() && chains.next().is_none();
+            probe.second.guards_of_first = probe.first_alone
+                && probe.second_kind == ProbeKind::One
+                && one_chain
+                && first.guard_count == second.guard_count
+                && first.guards[..first.guard_count] == second.guards[..second.guard_count]
+                && first.last == second.last;
         }
         self.probes[m] = probe;
     }
@@ -1237,6 +1294,7 @@ impl FlowTable {
             gather,
             rest,
             shadowed: g.mode == FlowMode::Shadowed,
+            guards_of_first: false,
             chain: chain as u32,
             reach,
             windows,
@@ -1380,12 +1438,115 @@ impl FlowTable {
         layout: impl Fn(ModuleId) -> Option<FlowLayout>,
         hasher: &EdgeHasher,
     ) -> bool {
-        let filed = self.file(path, levels, mode, layout, hasher);
+        self.insert_as(path, levels, mode, layout, hasher, false)
+    }
+
+    /// [`insert`](Self::insert), as a *leaf* entry when `leaf`: one that
+    /// stands for its path's last level, which keeps no node in the tree
+    /// (`classifier.rs`), so it is also found by its path
+    /// ([`leaf_levels`](Self::leaf_levels)).
+    pub(crate) fn insert_as(
+        &mut self,
+        path: u32,
+        levels: &[(ModuleId, Key)],
+        mode: FlowMode,
+        layout: impl Fn(ModuleId) -> Option<FlowLayout>,
+        hasher: &EdgeHasher,
+        leaf: bool,
+    ) -> bool {
+        let filed = self.file(path, levels, mode, layout, hasher, leaf);
         // Even when it was not filed: a fold may have widened first.
         if let Some(&(module, _)) = levels.first() {
             self.refresh(module, hasher);
         }
         filed
+    }
+
+    /// The path filed in `mode` under exactly `levels` (the keys it
+    /// registered), if any: the tree's question "which path ends at these
+    /// keys" for a path whose last level is its flow entry.
+    pub(crate) fn path_under(
+        &self,
+        levels: &[(ModuleId, Key)],
+        mode: FlowMode,
+        hasher: &EdgeHasher,
+    ) -> Option<u32> {
+        let (chain, key) = self.key_of(levels, mode).ok()??;
+        let gather = &self.gathers[self.chains[chain as usize].gather as usize];
+        let (packed, h) = gather.pack(&key, hasher)?;
+        let n = gather.fold.stored();
+        gather
+            .slots
+            .find(h, &packed[..n], |e| e.chain == chain)
+            .map(|e| e.path)
+    }
+
+    /// Number of leaf entries.
+    pub(crate) fn leaf_len(&self) -> usize {
+        self.gathers.iter().map(|g| g.slots.leaf_len()).sum()
+    }
+
+    /// Every leaf entry's path.
+    pub(crate) fn leaf_paths(&self) -> Vec<u32> {
+        self.gathers
+            .iter()
+            .flat_map(|g| g.slots.entries())
+            .filter(|&(_, _, leaf)| leaf)
+            .map(|(_, e, _)| e.path)
+            .collect()
+    }
+
+    /// Whether `path` has a leaf entry.
+    pub(crate) fn has_leaf(&self, path: u32) -> bool {
+        self.find_leaf(path).is_some()
+    }
+
+    /// The gather and slot of `path`'s leaf entry.
+    fn find_leaf(&self, path: u32) -> Option<(usize, usize)> {
+        self.gathers
+            .iter()
+            .enumerate()
+            .find_map(|(g, gather)| gather.slots.find_leaf(path).map(|slot| (g, slot)))
+    }
+
+    /// The levels (module, key) of `path`'s leaf entry, from the
+    /// receiving module, into `out`, and its mode; how many. The keys are
+    /// the entry's: its stored words unfolded into the gather's windows,
+    /// and each key byte read back from where the chain's scatter put it.
+    pub(crate) fn leaf_levels(
+        &self,
+        path: u32,
+        out: &mut [(ModuleId, Key); MAX_DEPTH],
+    ) -> Option<(usize, FlowMode)> {
+        let (g, slot) = self.find_leaf(path)?;
+        let gather = &self.gathers[g];
+        let (stored, e) = gather.slots.entry_at(slot);
+        let words = gather.fold.unfold(stored);
+        let chain = self.chains.get(e.chain as usize)?;
+        let mut places = chain.scatter.iter();
+        for (d, (level, &len)) in chain.levels.iter().zip(chain.key_lens.iter()).enumerate() {
+            let mut bytes = [0u8; Key::MAX_LEN];
+            for b in bytes.iter_mut().take(usize::from(len)) {
+                let &(w, shift) = places.next()?;
+                *b = (words.get(usize::from(w))? >> shift) as u8;
+            }
+            *out.get_mut(d)? = (level.module, Key::new(&bytes[..usize::from(len)])?);
+        }
+        Some((chain.levels.len(), chain.mode))
+    }
+
+    /// Takes `path`'s leaf entry out; its levels into `out` and how many,
+    /// or `None` if it has none.
+    pub(crate) fn remove_leaf(
+        &mut self,
+        path: u32,
+        out: &mut [(ModuleId, Key); MAX_DEPTH],
+        hasher: &EdgeHasher,
+    ) -> Option<usize> {
+        let (depth, mode) = self.leaf_levels(path, out)?;
+        let (g, slot) = self.find_leaf(path)?;
+        self.remove_slot(g, slot, mode, out[0].0, hasher);
+        Some(depth)
     }
 
     /// [`insert`](Self::insert) but for the probe.
@@ -1396,6 +1557,7 @@ impl FlowTable {
         mode: FlowMode,
         layout: impl Fn(ModuleId) -> Option<FlowLayout>,
         hasher: &EdgeHasher,
+        leaf: bool,
     ) -> bool {
         let (chain, key) = match self.key_of(levels, mode) {
             Ok(Some(found)) => found,
@@ -1416,7 +1578,7 @@ impl FlowTable {
         let n = g.fold.stored();
         let filed = g
             .slots
-            .insert_growing(h, &packed[..n], Entry { path, chain }, |k| {
+            .insert_growing(h, &packed[..n], Entry { path, chain }, leaf, |k| {
                 Fold::hash(hasher, k)
             });
         if !filed {
@@ -1561,20 +1723,31 @@ impl FlowTable {
         let Some((g, slot)) = self.find(path, levels, mode, hasher) else {
             return false;
         };
+        self.remove_slot(g, slot, mode, levels[0].0, hasher);
+        true
+    }
+
+    /// Takes the entry in `slot` of gather `g` out: a flow of `mode`
+    /// arriving at `module`.
+    fn remove_slot(
+        &mut self,
+        g: usize,
+        slot: usize,
+        mode: FlowMode,
+        module: ModuleId,
+        hasher: &EdgeHasher,
+    ) {
         let e = self.gathers[g].slots.remove_at(slot);
         self.chains[e.chain as usize].entries -= 1;
         self.len -= 1;
         self.passive -= usize::from(mode.passive());
         if mode == FlowMode::Active {
-            if let Some(n) = self.active_at.get_mut(levels[0].0 .0 as usize) {
+            if let Some(n) = self.active_at.get_mut(module.0 as usize) {
                 *n -= 1;
             }
         }
         self.reorder(g as u32);
-        if let Some(&(module, _)) = levels.first() {
-            self.refresh(module, hasher);
-        }
-        true
+        self.refresh(module, hasher);
     }
 }
 

@@ -50,6 +50,14 @@ pub(crate) struct FlowProbe {
     /// connections'): `One` when compiled, else `General`.
     pub(crate) second_kind: ProbeKind,
     pub(crate) second: Compiled,
+    /// Whether the compiled first gather's main chain is the module's
+    /// only active chain with flows: then whether the active walk fails
+    /// for a message ([`FlowTable::active_walk_fails`](crate::flow)) is
+    /// that chain's check alone, its guards held here inline — what a
+    /// listener's or a bound socket's shadowed hit asks on every message
+    /// (a scan of the table's chains cost about 100 instructions a
+    /// message, issue 26's passive lookup).
+    pub(crate) first_alone: bool,
 }
 
 /// See [`FlowProbe`].
@@ -71,6 +79,7 @@ impl FlowProbe {
             compiled: Compiled::default(),
             second_kind: ProbeKind::General,
             second: Compiled::default(),
+            first_alone: false,
         }
     }
 }
@@ -159,6 +168,12 @@ pub(crate) struct Compiled {
     /// Whether its flows are shadowed passive paths: a hit stands only
     /// when the active walk finds nothing (`FlowTable::active_walk_fails`).
     pub(crate) shadowed: bool,
+    /// For the module's second gather: whether its main chain is its
+    /// only chain with flows and has the guards and last header length
+    /// of the first gather's main chain (a listener's beside its
+    /// connections': the same IPv4 and TCP headers), so that any hit,
+    /// which its guards admitted, is one the first's chain admits too.
+    pub(crate) guards_of_first: bool,
     /// The chain whose guards are held here; entries of the gather's other
     /// chains are checked by their own.
     pub(crate) chain: u32,
@@ -242,6 +257,20 @@ impl Compiled {
             Some(e) => Found::Path(e.path),
             None => Found::Missed,
         }
+    }
+
+    /// Whether the main chain's layouts apply to `msg` (`FlowChain::
+    /// admits`), or `None` when it is too short for every load.
+    #[inline(always)]
+    pub(crate) fn admits_msg(&self, msg: &[u8]) -> Option<bool> {
+        let fixed = msg.get(..self.reach)?;
+        Some(match self.guard_count {
+            0 => self.admits::<0>(fixed, msg),
+            1 => self.admits::<1>(fixed, msg),
+            2 => self.admits::<2>(fixed, msg),
+            3 => self.admits::<3>(fixed, msg),
+            _ => self.admits::<MAX_PROBE_GUARDS>(fixed, msg),
+        })
     }
 
     /// The stored word of `fixed`'s key over `N` windows, and its

@@ -22,13 +22,21 @@
 //! it, Lemire's multiply-shift), so the table grows by half, not double:
 //! between 13/24 and 13/16 of the slots hold entries.
 
-/// Bits of the meta word: the path, then the chain, then the distance
-/// from home plus one (0: an empty slot).
+/// Bits of the meta word: the path, then the chain (15 bits) and the
+/// [`LEAF`] mark, then the distance from home plus one (0: an empty slot).
 const CHAIN_SHIFT: u32 = 32;
 const DIST_SHIFT: u32 = 48;
+/// Mark of a *leaf* entry: its path keeps no node of its own in the tree
+/// (the entry is its last level, `classifier.rs`), so the entry is found
+/// from its path by the table's leaf index as well as from its key. The
+/// top bit of the chain's field, which the chain's mask leaves out: a
+/// lookup reads the meta word as before (a wider [`Entry`] kept the
+/// compiled probe's acceptance out of line, some 30 instructions a
+/// frame).
+const LEAF: u64 = 1 << (DIST_SHIFT - 1);
 
 /// Most chains a table's meta word can name.
-pub(crate) const MAX_CHAINS: u32 = 1 << (DIST_SHIFT - CHAIN_SHIFT);
+pub(crate) const MAX_CHAINS: u32 = 1 << (DIST_SHIFT - CHAIN_SHIFT - 1);
 
 /// Most slots a run may be long: the distance is kept in 16 bits. A
 /// table whose insert would go further grows instead (at the load factor
@@ -48,8 +56,11 @@ pub(crate) struct Entry {
     pub(crate) chain: u32,
 }
 
-fn meta(e: Entry, dist: usize) -> u64 {
-    u64::from(e.path) | u64::from(e.chain) << CHAIN_SHIFT | ((dist as u64) + 1) << DIST_SHIFT
+fn meta(e: Entry, dist: usize, leaf: bool) -> u64 {
+    u64::from(e.path)
+        | u64::from(e.chain) << CHAIN_SHIFT
+        | ((dist as u64) + 1) << DIST_SHIFT
+        | if leaf { LEAF } else { 0 }
 }
 
 fn entry_of(meta: u64) -> Entry {
@@ -59,12 +70,30 @@ fn entry_of(meta: u64) -> Entry {
     }
 }
 
+/// Whether meta word `m` is a leaf entry's.
+fn is_leaf(m: u64) -> bool {
+    m & LEAF != 0
+}
+
 /// How far the entry with meta word `m` sits from its home, or `None` for
 /// an empty slot.
 #[inline(always)]
 fn dist_of(m: u64) -> Option<usize> {
     ((m >> DIST_SHIFT) as usize).checked_sub(1)
 }
+
+/// The home in a leaf index of `n` (a power of two) slots of `path`:
+/// Fibonacci hashing (Knuth, TAOCP vol. 3 §6.4), enough for ids a stack
+/// hands out in sequence.
+#[inline]
+fn leaf_home(path: u32, n: usize) -> usize {
+    let h = u64::from(path).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    (h >> (64 - n.trailing_zeros())) as usize
+}
+
+/// Most leaf entries per 8 slots of the leaf index: it is read by
+/// registration only, as the tree's tails table (7/8 too).
+const LEAF_LOAD_EIGHTHS: usize = 7;
 
 /// Flow entries in open addressing, each slot `stride` words (see the
 /// module docs).
@@ -79,6 +108,14 @@ pub(crate) struct FlowSlots {
     keys: usize,
     slots: usize,
     len: usize,
+    /// The leaf entries' slots by path (slot + 1; 0 empty): open
+    /// addressing, linear probing, a power of two slots at most 7/8 full.
+    /// What finds a leaf path's entry, hence its keys, for its removal
+    /// (the tree's tails table does this for a path with a last node).
+    /// Kept right as entries move: Robin Hood insertion and the backward
+    /// shift of a removal report each move.
+    leaves: Vec<u32>,
+    leaf_len: usize,
 }
 
 impl FlowSlots {
@@ -90,7 +127,144 @@ impl FlowSlots {
             keys,
             slots: 0,
             len: 0,
+            leaves: Vec::new(),
+            leaf_len: 0,
         }
+    }
+
+    /// Number of leaf entries.
+    pub(crate) fn leaf_len(&self) -> usize {
+        self.leaf_len
+    }
+
+    /// The slot of the leaf entry of `path`, if any.
+    pub(crate) fn find_leaf(&self, path: u32) -> Option<usize> {
+        let n = self.leaves.len();
+        if n == 0 {
+            return None;
+        }
+        let mut i = leaf_home(path, n);
+        loop {
+            let v = self.leaves[i];
+            if v == 0 {
+                return None;
+            }
+            let slot = v as usize - 1;
+            let m = self.slot(slot)[self.keys];
+            if is_leaf(m) && entry_of(m).path == path {
+                return Some(slot);
+            }
+            i = (i + 1) & (n - 1);
+        }
+    }
+
+    /// The slot's entry and key words.
+    pub(crate) fn entry_at(&self, slot: usize) -> (&[u64], Entry) {
+        let s = self.slot(slot);
+        (&s[..self.keys], entry_of(s[self.keys]))
+    }
+
+    /// The index position of leaf `path`, whose entry was in slot
+    /// `from` (the index's value, not the entry, identifies it: the
+    /// entry may have been overwritten already).
+    fn leaf_position(&self, path: u32, from: usize) -> Option<usize> {
+        let n = self.leaves.len();
+        if n == 0 {
+            return None;
+        }
+        let mut i = leaf_home(path, n);
+        for _ in 0..n {
+            match self.leaves[i] {
+                0 => return None,
+                v if v as usize == from + 1 => return Some(i),
+                _ => {}
+            }
+            i = (i + 1) & (n - 1);
+        }
+        None
+    }
+
+    /// The entry now in slot `to` came from slot `from`: its index entry
+    /// follows it, if it is a leaf.
+    fn leaf_moved(&mut self, from: usize, to: usize) {
+        let m = self.slot(to)[self.keys];
+        if !is_leaf(m) {
+            return;
+        }
+        let e = entry_of(m);
+        if let Some(i) = self.leaf_position(e.path, from) {
+            self.leaves[i] = to as u32 + 1;
+        }
+        debug_assert_eq!(self.find_leaf(e.path), Some(to));
+    }
+
+    /// Adds leaf `path` in slot `slot` to the index (room is made first).
+    fn leaf_add(&mut self, path: u32, slot: usize) {
+        if (self.leaf_len + 1) * 8 > self.leaves.len() * LEAF_LOAD_EIGHTHS {
+            // The entry is in its slot already: the rebuilt index has it.
+            let n = (self.leaves.len() * 2).max(8);
+            self.reindex(n);
+            return;
+        }
+        let n = self.leaves.len();
+        let mut i = leaf_home(path, n);
+        while self.leaves[i] != 0 {
+            i = (i + 1) & (n - 1);
+        }
+        self.leaves[i] = slot as u32 + 1;
+        self.leaf_len += 1;
+    }
+
+    /// Takes leaf `path`, in slot `slot`, out of the index: the rest of
+    /// its run shifts back where that keeps every entry reachable.
+    fn leaf_drop(&mut self, path: u32, slot: usize) {
+        let Some(mut hole) = self.leaf_position(path, slot) else {
+            return;
+        };
+        let n = self.leaves.len();
+        let mut j = (hole + 1) & (n - 1);
+        loop {
+            let v = self.leaves[j];
+            if v == 0 {
+                break;
+            }
+            let p = entry_of(self.slot(v as usize - 1)[self.keys]).path;
+            let home = leaf_home(p, n);
+            // Movable into the hole unless its home lies after the hole,
+            // within the run up to it (cyclically).
+            if (j.wrapping_sub(home) & (n - 1)) >= (j.wrapping_sub(hole) & (n - 1)) {
+                self.leaves[hole] = v;
+                hole = j;
+            }
+            j = (j + 1) & (n - 1);
+        }
+        self.leaves[hole] = 0;
+        self.leaf_len -= 1;
+    }
+
+    /// Rebuilds the leaf index with `n` slots from the entries.
+    fn reindex(&mut self, n: usize) {
+        let n = n.max(8).next_power_of_two();
+        let mut leaves = vec![0u32; n];
+        let mut count = 0;
+        let k = self.keys;
+        for (slot, s) in self.words.chunks_exact(self.stride()).enumerate() {
+            if dist_of(s[k]).is_none() {
+                continue;
+            }
+            if !is_leaf(s[k]) {
+                continue;
+            }
+            let e = entry_of(s[k]);
+            let mut i = leaf_home(e.path, n);
+            while leaves[i] != 0 {
+                i = (i + 1) & (n - 1);
+            }
+            leaves[i] = slot as u32 + 1;
+            count += 1;
+        }
+        self.leaves = leaves;
+        self.leaf_len = count;
     }
 
     /// Key words per entry.
@@ -109,7 +283,7 @@ impl FlowSlots {
     }
 
     pub(crate) fn heap_bytes(&self) -> usize {
-        (self.words.capacity() + self.homes.capacity()) * 8
+        (self.words.capacity() + self.homes.capacity()) * 8 + self.leaves.capacity() * 4
     }
 
     #[inline(always)]
@@ -269,13 +443,14 @@ impl FlowSlots {
         (self.slots + self.slots / 2).max(8)
     }
 
-    /// Every entry: its key words and path and chain.
-    pub(crate) fn entries(&self) -> impl Iterator<Item = (&[u64], Entry)> + '_ {
+    /// Every entry: its key words, path and chain, and whether it is a
+    /// leaf.
+    pub(crate) fn entries(&self) -> impl Iterator<Item = (&[u64], Entry, bool)> + '_ {
         let (k, stride) = (self.keys, self.stride());
         self.words
             .chunks_exact(stride)
             .filter(move |s| dist_of(s[k]).is_some())
-            .map(move |s| (&s[..k], entry_of(s[k])))
+            .map(move |s| (&s[..k], entry_of(s[k]), is_leaf(s[k])))
     }
 
     /// Refiles every entry in a table of `slots` slots and `keys` key
@@ -293,10 +468,13 @@ impl FlowSlots {
         self.words = vec![0; slots * (keys + 1)];
         self.homes = vec![0; slots.div_ceil(64)];
         let mut key = [0u64; crate::limits::WORDS];
-        for (k, e) in old.entries() {
+        for (k, e, leaf) in old.entries() {
             relayout(k, &mut key[..keys]);
             let h = hash(&key[..keys]);
-            self.insert(h, &key[..keys], e);
+            self.insert(h, &key[..keys], e, leaf);
+        }
+        if old.leaf_len > 0 {
+            self.reindex(old.leaves.len());
         }
     }
 
@@ -306,33 +484,41 @@ impl FlowSlots {
     /// the entry's run is longer than a distance can say even after one
     /// more growth — only for hashes that collide on purpose; the path is
     /// then left to the tree, which answers for it all the same.
+    /// A `leaf` entry is also found by its path ([`find_leaf`](Self::find_leaf)).
     pub(crate) fn insert_growing(
         &mut self,
         h: u64,
         key: &[u64],
         e: Entry,
+        leaf: bool,
         hash: impl Fn(&[u64]) -> u64 + Copy,
     ) -> bool {
         if self.is_full() {
             self.rebuild(self.grown(), self.keys, |a, b| b.copy_from_slice(a), hash);
         }
-        if self.insert(h, key, e) {
-            return true;
+        let mut filed = self.insert(h, key, e, leaf);
+        if !filed {
+            self.rebuild(self.grown(), self.keys, |a, b| b.copy_from_slice(a), hash);
+            filed = self.insert(h, key, e, leaf);
         }
-        self.rebuild(self.grown(), self.keys, |a, b| b.copy_from_slice(a), hash);
-        self.insert(h, key, e)
+        if filed && leaf {
+            if let Some(slot) = self.find_slot(h, key, |x| x == e) {
+                self.leaf_add(e.path, slot);
+            }
+        }
+        filed
     }
 
     /// Adds the entry, Robin Hood order; `false` (nothing changed) if it
     /// would sit further than [`MAX_DIST`] from its home.
-    fn insert(&mut self, h: u64, key: &[u64], e: Entry) -> bool {
+    fn insert(&mut self, h: u64, key: &[u64], e: Entry, leaf: bool) -> bool {
         debug_assert!(self.len < self.slots);
         let (k, stride) = (self.keys, self.stride());
         // Where the run from the home slot has room, and how far.
         let mut i = self.home(h);
         let mut carry = [0u64; crate::limits::WORDS + 1];
         carry[..k].copy_from_slice(key);
-        let mut carry_m = meta(e, 0);
+        let mut carry_m = meta(e, 0, leaf);
         let mut carry_d = 0usize;
         // First a dry run: the entry and every one it displaces must stay
         // within MAX_DIST of home.
@@ -355,6 +541,12 @@ impl FlowSlots {
             }
         }
         self.set_home(i, true);
+        // Where the entry carried came from (`None`: the new one), and
+        // the moves made, for the leaf index (only when it has entries:
+        // then no rebuild is under way, which reindexes at its end).
+        let mut from = None;
+        let track = self.leaf_len > 0;
+        let mut moves = Vec::new();
         loop {
             let at = i * stride;
             let m = self.words[at + k];
@@ -364,6 +556,17 @@ impl FlowSlots {
                     self.words[at..at + k].copy_from_slice(&carry[..k]);
                     self.words[at + k] = carry_m;
                     self.len += 1;
+                    if track {
+                        if let Some(f) = from {
+                            moves.push((f, i));
+                        }
+                        // Latest first: a slot a move leaves is the one
+                        // the move before fills, so in this order no two
+                        // index entries hold the same slot at a time.
+                        for &(f, t) in moves.iter().rev() {
+                            self.leaf_moved(f, t);
+                        }
+                    }
                     return true;
                 }
                 Some(theirs) if theirs < carry_d => {
@@ -372,6 +575,12 @@ impl FlowSlots {
                     held[..k].copy_from_slice(&self.words[at..at + k]);
                     self.words[at..at + k].copy_from_slice(&carry[..k]);
                     self.words[at + k] = carry_m;
+                    if track {
+                        if let Some(f) = from {
+                            moves.push((f, i));
+                        }
+                    }
+                    from = Some(i);
                     carry = held;
                     carry_m = m;
                     carry_d = theirs;
@@ -392,6 +601,9 @@ impl FlowSlots {
         let (k, stride) = (self.keys, self.stride());
         let m = self.words[i * stride + k];
         let gone = entry_of(m);
+        if is_leaf(m) {
+            self.leaf_drop(gone.path, i);
+        }
         let dist = dist_of(m).unwrap_or(0);
         let home = (i + self.slots - dist) % self.slots;
         let mut hole = i;
@@ -403,6 +615,9 @@ impl FlowSlots {
                     let (from, to) = (next * stride, hole * stride);
                     self.words.copy_within(from..from + k, to);
                     self.words[to + k] = m - (1 << DIST_SHIFT);
+                    if is_leaf(m) {
+                        self.leaf_moved(next, hole);
+                    }
                     hole = next;
                 }
                 _ => break,
@@ -462,14 +677,20 @@ mod tests {
     fn slots_keep_runs_intact() {
         let mut t = FlowSlots::new(2);
         let key = |i: u64| [i, !i];
+        // Every other entry a leaf, found by its path as well.
         let e = |i: u64| Entry {
             path: i as u32,
             chain: (i % 3) as u32,
         };
         let h = |k: &[u64]| hash(k);
         for i in 0..200u64 {
-            assert!(t.insert_growing(hash(&key(i)), &key(i), e(i), h));
+            assert!(t.insert_growing(hash(&key(i)), &key(i), e(i), i % 2 == 0, h));
             assert!(t.len() * 16 <= t.slots * LOAD_SIXTEENTHS);
+            // Robin Hood insertion moves entries: the leaf index follows.
+            for j in (0..=i).filter(|j| j % 2 == 0) {
+                let slot = t.find_slot(hash(&key(j)), &key(j), |_| true);
+                assert_eq!(t.find_leaf(j as u32), slot, "leaf {j} after inserting {i}");
+            }
         }
         let mut live: Vec<u64> = (0..200).collect();
         for step in 0..200 {
@@ -486,6 +707,18 @@ mod tests {
             }
             assert_eq!(t.len(), live.len());
             assert!(t.homes_exact(), "home bits after removing {gone}");
+            assert_eq!(t.find_leaf(gone as u32), None);
+            for &n in &live {
+                let k = stored(n);
+                let slot = t.find_slot(hash(&k), &k, |_| true);
+                let want = if n % 2 == 0 { slot } else { None };
+                assert_eq!(
+                    t.find_leaf(n as u32),
+                    want,
+                    "leaf {n} after removing {gone}"
+                );
+            }
+            assert_eq!(t.leaf_len(), live.iter().filter(|&&n| n % 2 == 0).count());
             if step == 100 {
                 // Re-layout to one key word (the first).
                 t.rebuild(t.slots, 1, |a, b| b[0] = a[0], hash);
@@ -510,8 +743,9 @@ mod tests {
             path: u32::MAX - 1,
             chain: MAX_CHAINS - 1,
         };
-        let m = meta(e, MAX_DIST);
+        let m = meta(e, MAX_DIST, true);
         assert_eq!(entry_of(m), e);
+        assert!(is_leaf(m) && !is_leaf(meta(e, MAX_DIST, false)));
         assert_eq!(dist_of(m), Some(MAX_DIST));
         assert_eq!(dist_of(0), None);
     }

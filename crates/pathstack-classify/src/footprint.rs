@@ -27,7 +27,9 @@ pub struct Footprint {
     pub tails: usize,
     /// Chains still being registered and the receiving modules' children.
     pub open: usize,
-    /// The flow table: its entries' slots, home bits, gathers and chains.
+    /// The flow table: its entries' slots, home bits, leaf index (a
+    /// leafless path's slot by its id, `flow_slots.rs`), gathers and
+    /// chains.
     pub flows: usize,
 }
 

@@ -120,6 +120,21 @@
 //! `classify_prefixed` use caller-supplied classifiers the layouts do not
 //! describe, so they always walk.
 //!
+//! **Leafless paths.** An active flow path whose last level would be a
+//! new node below another keeps no node for that level: its flow entry
+//! stands for it (issue 26: the node, its count and its two table slots
+//! were most of a path's heap bytes). The tree stays the authority: the
+//! node above carries a mark, and a walk whose probe below a marked node
+//! misses asks the flow table for the path with the keys it extracted
+//! (a frame the flow probe turned away, such as one with IPv4 options, or
+//! `classify_with`); registration finds such a path the same way before
+//! it adds a node there (the same keys again are ambiguous; a longer path
+//! continuing below gives it its node back first, as does a second chain
+//! of the path or a rebuild of the flow table); removal and
+//! [`Classifier::path_levels`] find its entry by its id in the flow
+//! table's leaf index and read its keys back from the entry. A level
+//! registered as the last of a path that way returns the node above it.
+//!
 //! [`Classifier::classify_traced`] also reports, per level of the path it
 //! found, the module and where its header starts and ends in the message
 //! ([`Trace`]), so the path's stages need not parse the headers again.

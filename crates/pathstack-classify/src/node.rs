@@ -19,9 +19,13 @@
 //! sparse maps (see [`NodeSlab`]). A path's own node, usually a leaf, so
 //! costs 36 bytes; with its edge table slot and its entry in the tails
 //! table (4 bytes each over their load factors, `hash.rs`) about 55 bytes
-//! among 1,000,000 paths. A path that is also a flow adds its flow-table
+//! among 1,000,000 paths. A path that is also a flow added its flow-table
 //! entry, about 21 bytes: 78.8 in all, above the 64 the classifier is held
-//! to (`docs/design.md`).
+//! to (issue 26). So an active flow path keeps no leaf: its flow entry is
+//! its last level (a *leafless* path, `Classifier::register`), and the
+//! node above it carries the `LEAFLESS` mark that sends a walk missing
+//! below it to the flow table — about 33 bytes a path among 1,000,000
+//! (`docs/design.md`).
 //!
 //! **Only child.** Most demux nodes have one child: the ETH node of an
 //! IPv4-only host has one IP node below it, a connected socket's IP node one
@@ -67,6 +71,14 @@ pub(crate) const EDGE_MASK: u64 = (1 << 48) - 1;
 
 /// Mark in [`DemuxNode::edge`]: the node has a twin (in `NodeSlab::twins`).
 const TWIN: u64 = 1 << 56;
+
+/// Mark in [`DemuxNode::edge`]: some path's last level below the node is
+/// a flow entry, not a node (a *leafless* path, `classifier.rs`), so a
+/// walk whose probe below it misses asks the flow table. Set when such a
+/// path is filed, cleared when no path continues below the node any
+/// more; in between it may outlive those paths, which costs a walk that
+/// misses there one flow probe, never a wrong answer.
+const LEAFLESS: u64 = 1 << 57;
 
 /// The packed edge word of `(parent, flags, key length)`.
 #[inline(always)]
@@ -116,7 +128,7 @@ pub struct DemuxNodeInfo {
 #[derive(Clone, Copy)]
 pub(crate) struct DemuxNode {
     /// `parent | flags << 32 | key_len << 40 | depth << 48 | marks << 56`
-    /// (the mark [`TWIN`]); in a free slot, the next free slot (or `NONE`)
+    /// (the marks [`TWIN`] and [`LEAFLESS`]); in a free slot, the next free slot (or `NONE`)
     /// in the low half.
     pub(crate) edge: u64,
     /// Key bytes 0..8 (zero padded), or the spill index of a longer key.
@@ -470,6 +482,22 @@ impl NodeSlab {
                 + self.spill.capacity() * Key::MAX_LEN
                 + self.spill_free.capacity() * 4,
         )
+    }
+
+    /// Whether node `idx` carries the [`LEAFLESS`] mark.
+    #[inline(always)]
+    pub(crate) fn has_leafless(&self, idx: u32) -> bool {
+        self.get(idx).edge & LEAFLESS != 0
+    }
+
+    /// Sets (`on`) or clears node `idx`'s [`LEAFLESS`] mark.
+    pub(crate) fn mark_leafless(&mut self, idx: u32, on: bool) {
+        let n = self.get_mut(idx);
+        if on {
+            n.edge |= LEAFLESS;
+        } else {
+            n.edge &= !LEAFLESS;
+        }
     }
 
     /// Node `idx`'s twin, or `NONE`.

@@ -20,6 +20,10 @@
 //! the tree stays at `N` paths), counted by `churn` instead of `run`.
 //! `static` as a further argument classifies with
 //! `Classifier::classify_with` and the partial classifiers inlined.
+//! `bytes` (`ITERS` ignored) prints the classifier's heap bytes per path
+//! beyond the first, part by part (`Classifier::footprint`, from the
+//! capacities: the growth slack a part carries is in its figure), for
+//! issue 26's 64 bytes a path.
 
 use std::hint::black_box;
 
@@ -157,7 +161,7 @@ fn churn(c: &mut Classifier, iters: usize) {
 }
 
 fn usage() -> ! {
-    eprintln!("usage: classify_count N active|passive|newpeer|churn ITERS [time] [static]");
+    eprintln!("usage: classify_count N active|passive|newpeer|churn|bytes ITERS [time] [static]");
     std::process::exit(2)
 }
 
@@ -174,6 +178,23 @@ fn main() {
     };
     let time = args[3..].iter().any(|a| a == "time");
     let inlined = args[3..].iter().any(|a| a == "static");
+    if kind == "bytes" {
+        let one = build(1).footprint();
+        let p = build(n).footprint().since(&one);
+        let per = |b: usize| b as f64 / (n - 1).max(1) as f64;
+        println!(
+            "{n} paths: {:.1} bytes a path (nodes {:.1}, counts {:.1}, sparse {:.1}, edges {:.1}, tails {:.1}, open {:.1}, flows {:.1})",
+            per(p.total()),
+            per(p.nodes),
+            per(p.counts),
+            per(p.sparse),
+            per(p.edges),
+            per(p.tails),
+            per(p.open),
+            per(p.flows)
+        );
+        return;
+    }
     let mut c = build(n);
     if kind == "churn" {
         churn(&mut c, iters);
