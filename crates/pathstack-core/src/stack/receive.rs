@@ -150,7 +150,7 @@ impl Stack {
     #[inline(always)]
     fn receive_one(&mut self, m: ModuleId, frame: &mut Msg) -> Received {
         let now = self.now;
-        let lane = match self.modules[m.0 as usize].get_mut().rx_lane() {
+        let lane = match self.modules[m.0 as usize].rx_lane() {
             Some(lane) => match lane.device.receive_into(&self.shared.pool, now, frame) {
                 Ok(got) => return lane.burst.count(got),
                 Err(e) => {
