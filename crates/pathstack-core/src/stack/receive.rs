@@ -18,10 +18,9 @@ impl Stack {
     /// frame) goes back to its pool, so `frame` is empty afterwards, ready
     /// for the driver's next frame.
     ///
-    /// Out of line for the frames handed over in module calls and bursts;
-    /// a driver's frames on the per-message way run the same body inlined
+    /// A driver's frames on the per-message way run the same body inlined
     /// into the poll (`Stack::receive_frame_here`).
-    #[inline(never)]
+    #[inline]
     pub(super) fn receive_frame(&mut self, m: ModuleId, frame: &mut Msg) {
         self.receive_frame_here(m, frame);
     }
