@@ -161,6 +161,14 @@ impl<'a, 'e> Cx<'a, 'e> {
         let m = self.env.view.stage_modules[self.pos];
         self.env.modules[m.0 as usize].get_mut()
     }
+    /// The device of the module that created this stage
+    /// ([`Module::device_mut`]), the core's `DRIVER`'s reached by its type
+    /// (no virtual call into the module per frame, issue 26 item 1).
+    #[inline]
+    pub(crate) fn module_device(&mut self) -> Option<&mut dyn crate::device::Device> {
+        let m = self.env.view.stage_modules[self.pos];
+        self.env.modules[m.0 as usize].device_mut()
+    }
     /// The module that created this stage, if it is a `T`.
     #[inline]
     pub fn module<T: Module>(&mut self) -> Option<&mut T> {

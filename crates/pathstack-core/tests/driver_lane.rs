@@ -8,18 +8,79 @@
 use pathstack_core::attrs::keys::{self, AddrPart, Participants};
 use pathstack_core::attrs::Attrs;
 use pathstack_core::device::memory::{memory_pair, MemoryConfig, MemoryEnd};
+use pathstack_core::graph::spec::ModuleSpec;
 use pathstack_core::graph::ModuleGraph;
+use pathstack_core::stack::ModuleSetup;
 use pathstack_core::synthetic::PAIR_GRAPH;
 use pathstack_core::*;
 
+/// `DRIVER` behind a module of another type that forwards to it: the
+/// stack holds the core's own `DRIVER` by its type and reaches its lane
+/// and device without a call into the module (`stack/module_slot.rs`);
+/// this one it must reach through `Module::rx_lane` and
+/// `Module::device_mut`, as any other driver offering them.
+struct Forwarding(Box<dyn Module>);
+
+static FORWARDING_SPEC: ModuleSpec = ModuleSpec {
+    name: "FWDDRIVER",
+    ..device::DRIVER_SPEC
+};
+
+impl Forwarding {
+    fn create(setup: &mut ModuleSetup<'_>) -> Result<Box<dyn Module>, ModuleError> {
+        Ok(Box::new(Forwarding(device::DriverModule::create(setup)?)))
+    }
+}
+
+impl Module for Forwarding {
+    fn spec(&self) -> &'static ModuleSpec {
+        &FORWARDING_SPEC
+    }
+    fn create_stage(&mut self, attrs: &mut Attrs, cx: &mut CreateCx<'_>) -> Creation {
+        self.0.create_stage(attrs, cx)
+    }
+    fn receives(&self) -> bool {
+        self.0.receives()
+    }
+    fn receive(&mut self, cx: &mut ModCx<'_>, frame: &mut Msg) -> device::Received {
+        self.0.receive(cx, frame)
+    }
+    fn rx_lane(&mut self) -> Option<device::RxLane<'_>> {
+        self.0.rx_lane()
+    }
+    fn rx_failed(&mut self, e: DeviceError, cx: &mut ModCx<'_>) {
+        self.0.rx_failed(e, cx)
+    }
+    fn device_mut(&mut self) -> Option<&mut dyn Device> {
+        self.0.device_mut()
+    }
+    fn stats(&self) -> Vec<(String, u64)> {
+        self.0.stats()
+    }
+}
+
 fn stack_on(mode: &str, rx_burst: Option<usize>, dev: MemoryEnd, sched: SchedKind) -> Stack {
-    let types = ModuleTypes::core();
+    stack_over(mode, rx_burst, dev, sched, false)
+}
+
+fn stack_over(
+    mode: &str,
+    rx_burst: Option<usize>,
+    dev: MemoryEnd,
+    sched: SchedKind,
+    forwarding: bool,
+) -> Stack {
+    let mut types = ModuleTypes::core();
+    types.register(&FORWARDING_SPEC, Forwarding::create);
     let mut text = PAIR_GRAPH.replace("{mode}", mode);
     if let Some(n) = rx_burst {
         text = text.replace(
             "module=DRIVER device=0",
             &format!("module=DRIVER device=0 rx_burst={n}"),
         );
+    }
+    if forwarding {
+        text = text.replace("module=DRIVER", "module=FWDDRIVER");
     }
     let graph = ModuleGraph::from_text(&text, Some("pair.graph"), &types.specs()).unwrap();
     let config = StackConfig {
@@ -54,6 +115,18 @@ struct Bench {
 
 impl Bench {
     fn new(sched: SchedKind, rx_burst: Option<usize>, channels: u32, priority: bool) -> Bench {
+        Bench::over(sched, rx_burst, channels, priority, false)
+    }
+
+    /// As [`Bench::new`], the echoing stack's driver behind a
+    /// [`Forwarding`] module when `forwarding`.
+    fn over(
+        sched: SchedKind,
+        rx_burst: Option<usize>,
+        channels: u32,
+        priority: bool,
+        forwarding: bool,
+    ) -> Bench {
         let (ca, mut craw) = memory_pair(MemoryConfig::default());
         let mut client = stack_on("sink", None, ca, SchedKind::PerMessage);
         let echo = client.module_id("echo").unwrap();
@@ -67,7 +140,7 @@ impl Bench {
             frames.push(craw.receive(client.pool(), Instant::ZERO).unwrap().unwrap());
         }
         let (sa, raw) = memory_pair(MemoryConfig::default());
-        let mut stack = stack_on("echo", rx_burst, sa, sched);
+        let mut stack = stack_over("echo", rx_burst, sa, sched, forwarding);
         let echo = stack.module_id("echo").unwrap();
         for ch in 1..=channels {
             // A priority other than 0 makes the path ranked: the burst is
@@ -174,4 +247,35 @@ fn a_frame_that_arrives_after_the_last_waits_for_the_next_poll() {
     let stats = b.stack.module_stats(wire).unwrap();
     let rx = stats.iter().find(|(k, _)| k == "rx_frames").unwrap().1;
     assert_eq!(rx, 2, "{stats:?}");
+}
+
+/// A driver the stack does not hold by type (another module type offering
+/// `rx_lane` and `device_mut`) takes the same lane: the same bursts per
+/// poll, the same frames echoed in the same order, the device's counters
+/// the same, under both schedulers.
+#[test]
+fn a_driver_of_another_type_takes_the_same_lane() {
+    for sched in SCHEDS {
+        let mut runs = Vec::new();
+        for forwarding in [false, true] {
+            let mut b = Bench::over(sched, Some(2), 4, false, forwarding);
+            b.write(&[3, 1, 4, 2, 1]);
+            let mut polls = Vec::new();
+            for _ in 0..4 {
+                b.poll();
+                polls.push(b.echoes());
+            }
+            let wire = b.stack.module_id("wire").unwrap();
+            let stats = b.stack.module_stats(wire).unwrap();
+            runs.push((polls, stats));
+        }
+        assert_eq!(runs[0], runs[1], "{sched}");
+        let echoed: usize = runs[1].0.iter().map(Vec::len).sum();
+        assert_eq!(echoed, 5, "{sched}: {:?}", runs[1].0);
+        assert!(
+            runs[1].0.iter().all(|p| p.len() <= 2),
+            "{sched}: {:?}",
+            runs[1].0
+        );
+    }
 }

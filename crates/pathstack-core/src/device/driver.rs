@@ -188,9 +188,10 @@ impl DriverStage {
     #[inline(always)]
     fn transmit(&mut self, msg: &mut Msg, cx: &mut Cx<'_, '_>) -> Verdict {
         let now = cx.now();
-        // The module's device by one virtual call, not an `Any` downcast
-        // of the module (`Module::device_mut`; issue 26 item 6).
-        match cx.module_dyn().device_mut() {
+        // The module's device, not by an `Any` downcast of the module
+        // (issue 26 item 6), nor by a virtual call into it: the stack
+        // holds its `DRIVER` by type (`Cx::module_device`, item 1).
+        match cx.module_device() {
             // The frame's buffer leaves the trip's slot in the device
             // (`Device::transmit_from`), not the whole message first.
             Some(d) => match d.transmit_from(msg, now) {

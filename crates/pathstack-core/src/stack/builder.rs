@@ -101,7 +101,7 @@ impl StackBuilder {
                 inst.params.clone(),
                 module,
                 inst.links.clone(),
-            ));
+            )?);
         }
         let mut demux = Demux::new();
         for (i, slot) in modules.iter().enumerate() {

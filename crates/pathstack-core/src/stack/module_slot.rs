@@ -5,11 +5,58 @@
 //! ([`Env`](crate::runtime::Env)), which is why the slot, not the module
 //! trait, knows how a module is reached.
 
+use crate::device::{Device, DriverModule, RxLane};
 use crate::drop_reason::DropTally;
+use crate::error::ModuleError;
 use crate::graph::spec::ModuleSpec;
 use crate::graph::Link;
 use crate::module::Module;
+use std::any::Any;
 use std::collections::BTreeMap;
+
+/// How a slot holds its module: the core's own `DRIVER` by its type, so
+/// that the stack reaches a driver's device and burst on every frame
+/// without a virtual call into the module (`Module::rx_lane`,
+/// `Module::device_mut`: issue 26 item 1, the type known where the stack
+/// knows it); every other module behind its trait.
+enum Held {
+    Driver(Box<DriverModule>),
+    Other(Box<dyn Module>),
+}
+
+impl Held {
+    /// `module`, by its type when it is a `DriverModule`.
+    fn of(name: &str, module: Box<dyn Module>) -> Result<Held, ModuleError> {
+        if !(module.as_ref() as &dyn Any).is::<DriverModule>() {
+            return Ok(Held::Other(module));
+        }
+        let any: Box<dyn Any + Send> = module;
+        // It is one (just asked): the error cannot come, but is an error,
+        // not a panic.
+        any.downcast::<DriverModule>()
+            .map(Held::Driver)
+            .map_err(|_| ModuleError::Init {
+                instance: name.to_string(),
+                reason: "a DRIVER module changed its type".into(),
+            })
+    }
+
+    #[inline(always)]
+    fn get(&self) -> &dyn Module {
+        match self {
+            Held::Driver(d) => &**d,
+            Held::Other(m) => &**m,
+        }
+    }
+
+    #[inline(always)]
+    fn get_mut(&mut self) -> &mut dyn Module {
+        match self {
+            Held::Driver(d) => &mut **d,
+            Held::Other(m) => &mut **m,
+        }
+    }
+}
 
 /// A module instance in a stack.
 pub(crate) struct ModuleSlot {
@@ -19,7 +66,7 @@ pub(crate) struct ModuleSlot {
     /// Private: every writable reach goes through [`ModuleSlot::get_mut`]
     /// or [`ModuleSlot::parts_mut`], which mark the slot `touched`, so the
     /// compiler finds any way in that would not.
-    module: Box<dyn Module>,
+    module: Held,
     pub links: Vec<Vec<Link>>,
     pub drops: DropTally,
     /// The module was reached writably (a callback, a stage's
@@ -39,8 +86,9 @@ impl ModuleSlot {
         params: BTreeMap<String, String>,
         module: Box<dyn Module>,
         links: Vec<Vec<Link>>,
-    ) -> Self {
-        ModuleSlot {
+    ) -> Result<Self, ModuleError> {
+        let module = Held::of(&name, module)?;
+        Ok(ModuleSlot {
             name,
             spec,
             params,
@@ -48,20 +96,44 @@ impl ModuleSlot {
             links,
             drops: DropTally::default(),
             touched: true,
+        })
+    }
+
+    /// The module's receive lane ([`Module::rx_lane`]), marking it
+    /// `touched` as [`ModuleSlot::get_mut`] does: the core's `DRIVER`'s
+    /// by its type (inlined, no virtual call into the module per frame),
+    /// any other module's through its trait.
+    #[inline(always)]
+    pub fn rx_lane(&mut self) -> Option<RxLane<'_>> {
+        self.touched = true;
+        match &mut self.module {
+            Held::Driver(d) => d.rx_lane(),
+            Held::Other(m) => m.rx_lane(),
+        }
+    }
+
+    /// The module's device ([`Module::device_mut`]), marking it `touched`:
+    /// the core's `DRIVER`'s by its type, as for [`ModuleSlot::rx_lane`].
+    #[inline(always)]
+    pub fn device_mut(&mut self) -> Option<&mut dyn Device> {
+        self.touched = true;
+        match &mut self.module {
+            Held::Driver(d) => d.device_mut(),
+            Held::Other(m) => m.device_mut(),
         }
     }
 
     /// The module, to read (`&self` cannot change its deadline).
     #[inline]
     pub fn get(&self) -> &dyn Module {
-        &*self.module
+        self.module.get()
     }
 
     /// The module, writable: marks it `touched`.
     #[inline]
     pub fn get_mut(&mut self) -> &mut dyn Module {
         self.touched = true;
-        &mut *self.module
+        self.module.get_mut()
     }
 
     /// The module, writable, *not* marked `touched`: for a fast form that
@@ -71,7 +143,7 @@ impl ModuleSlot {
     /// nothing due); one that moved earlier unmarked would be missed.
     #[inline]
     pub fn get_mut_quiet(&mut self) -> &mut dyn Module {
-        &mut *self.module
+        self.module.get_mut()
     }
 
     /// Marks the module `touched`: the next poll asks its deadline again.
@@ -91,7 +163,7 @@ impl ModuleSlot {
             links: &self.links,
             drops: &mut self.drops,
         };
-        (&mut *self.module, parts)
+        (self.module.get_mut(), parts)
     }
 }
 
