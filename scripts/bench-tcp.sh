@@ -157,6 +157,9 @@
 # "pathstack-offload" rows with --offload on (vnet header, checksum
 # offload, TSO4 on transmit, GRO-merged frames on receive).
 # TCP_BULK_ARGS (environment): extra arguments for tcp_bulk in both.
+# SMOLTCP_BULK_ARGS (environment): extra arguments for smoltcp_peer
+# tcp-sink and tcp-source (e.g. --buffer 262144, to see what its buffers
+# are worth).
 #
 # pathstack <-> pathstack (extra tests, same units, beyond the fixed list):
 #   bulk-p2p-tap          tcp_bulk source on TAP_B (NS_B, PS_B_IP, CPU C)
@@ -367,8 +370,8 @@ for loss in "${losses[@]}"; do
             pathstack-offload)
                        sink=("$bin/tcp_bulk" sink "${tap_args[@]}" $busy --offload on ${TCP_BULK_ARGS:-})
                        source=("$bin/tcp_bulk" source "${tap_args[@]}" $busy --offload on ${TCP_BULK_ARGS:-}) ;;
-            smoltcp)   sink=("$bin/smoltcp_peer" tcp-sink "${tap_args[@]}" $busy)
-                       source=("$bin/smoltcp_peer" tcp-source "${tap_args[@]}" $busy) ;;
+            smoltcp)   sink=("$bin/smoltcp_peer" tcp-sink "${tap_args[@]}" $busy ${SMOLTCP_BULK_ARGS:-})
+                       source=("$bin/smoltcp_peer" tcp-source "${tap_args[@]}" $busy ${SMOLTCP_BULK_ARGS:-}) ;;
             kernel)    sink=("$bin/kernel_tcp_bulk" sink)
                        source=("$bin/kernel_tcp_bulk" source) ;;
         esac
