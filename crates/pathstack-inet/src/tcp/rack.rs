@@ -339,10 +339,27 @@ impl Tlp {
         self.end_seq.is_some()
     }
 
-    /// Whether the PTO may be armed (RFC 8985 §7.2): data is in flight,
-    /// the sender is not in loss recovery and no probe is outstanding.
+    /// Whether the PTO may be armed (RFC 8985 §7.2): data is in flight
+    /// and no probe is outstanding.
+    ///
+    /// Unlike RFC 8985 §7.2 (and Linux, whose probe needs `TCP_CA_Open`),
+    /// a probe may also go in loss recovery: there the PTO is restarted by
+    /// every ACK that delivers data ([`Tcb`]'s ACK processing), so it
+    /// fires only once the ACK clock has stopped — the retransmission
+    /// and everything after it sent, and every ACK since lost. RACK has
+    /// no later delivery to judge the retransmission by (§6.2), and
+    /// without the probe the 200 ms RTO is the only way out, then
+    /// restarting at one segment: at 5 % loss each way with a flight of
+    /// a few segments that was most of a transfer's time (issue 28, item
+    /// 1; docs/design.md "Under loss"). At most one probe per recovery
+    /// phase: the probe's `end_seq` is at or beyond RecoveryPoint, so it
+    /// is cleared only once recovery is over. `in_recovery` is kept for
+    /// the callers' sake and no longer decides.
+    ///
+    /// [`Tcb`]: super::tcb::Tcb
     pub fn may_arm(&self, sb: &Scoreboard, in_recovery: bool) -> bool {
-        !sb.is_empty() && !in_recovery && self.end_seq.is_none()
+        let _ = in_recovery;
+        !sb.is_empty() && self.end_seq.is_none()
     }
 
     /// A probe was sent (RFC 8985 §7.3): remembers `SND.NXT` after it and
@@ -491,7 +508,9 @@ mod tests {
         // without D-SACK: the probe repaired a loss.
         let mut sb = sent(3, at(0));
         let mut tlp = Tlp::new();
-        assert!(tlp.may_arm(&sb, false) && !tlp.may_arm(&sb, true));
+        // In recovery too (issue 28: the PTO there fires only once the
+        // ACK clock has stopped).
+        assert!(tlp.may_arm(&sb, false) && tlp.may_arm(&sb, true));
         let probe = probe_segment(&sb, 0).unwrap();
         tlp.on_probe_sent(probe, sb.snd_nxt());
         assert!(!tlp.may_arm(&sb, false), "one probe at a time");

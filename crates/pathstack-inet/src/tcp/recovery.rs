@@ -64,6 +64,10 @@ pub struct Recovery {
     after_rto: bool,
     /// The PRR state of the current recovery phase (RFC 6937).
     prr: Prr,
+    /// RFC 3522 Eifel detection: RetransmitTS, the TSval of the first
+    /// retransmission of the last timeout, until the first ACK of new
+    /// data after it ([`eifel_check`](Recovery::eifel_check)).
+    eifel_ts: Option<u32>,
     /// The current phase's reduction was undone by D-SACK: the window is
     /// the one before the loss, sending follows cwnd − pipe again and the
     /// phase ends without setting cwnd to ssthresh (Linux clears
@@ -216,6 +220,7 @@ impl Recovery {
         self.fast_rexmit_due = true;
         self.undo = Some((0, sb.high_ack()));
         self.after_rto = false;
+        self.eifel_ts = None;
         self.prr = Prr::start(sb.flight_size());
         self.reduction_undone = false;
         self.dup_acks = 0;
@@ -244,6 +249,46 @@ impl Recovery {
         self.recovery_point = Some(sb.snd_nxt());
         self.undo = Some((0, marker));
         self.after_rto = true;
+    }
+
+    /// The first retransmission of a timeout (RFC 3522 §3.2 step 1) goes
+    /// with TSval `tsval`: Eifel detection is armed until the first ACK
+    /// of new data after it. Later timeouts of the same episode keep the
+    /// first one's RetransmitTS.
+    pub fn arm_eifel(&mut self, tsval: u32) {
+        self.eifel_ts = Some(tsval);
+    }
+
+    /// RFC 3522 §3.2 on an ACK that advanced the cumulative ACK, with its
+    /// TSecr (none without timestamps): if it echoes a timestamp older
+    /// than the timeout's retransmission, the original segments were
+    /// acknowledged, not the retransmission — the timeout was spurious —
+    /// and the reduction is undone at once, the response of RFC 4015 §2
+    /// (cwnd and ssthresh as before the timeout; Linux's
+    /// `tcp_packet_delayed` and `tcp_try_undo_loss`), without waiting a
+    /// round trip for the D-SACK the receiver may not even send (an old
+    /// duplicate below RCV.NXT). Chosen over F-RTO (RFC 5682) because it
+    /// decides on the first ACK without holding back the go-back-N
+    /// retransmissions, and every pathstack and Linux peer echoes
+    /// timestamps. True when it undid.
+    pub fn eifel_check(
+        &mut self,
+        cc: &mut dyn CongestionControl,
+        tsecr: Option<u32>,
+        now: Instant,
+    ) -> bool {
+        let Some(retransmit_ts) = self.eifel_ts.take() else {
+            return false;
+        };
+        let spurious = tsecr.is_some_and(|e| (e.wrapping_sub(retransmit_ts) as i32) < 0);
+        // (`undo` is still the timeout's: a recovery entered since would
+        // have disarmed the detection.)
+        if spurious && self.undo.is_some() {
+            self.undo = None;
+            cc.on_spurious_congestion(now);
+            return true;
+        }
+        false
     }
 
     /// What to send next, or `None` when nothing may be sent now. The

@@ -55,6 +55,10 @@ pub struct Window {
     /// In the slow start that follows a retransmission timeout, where
     /// RFC 3465 §2.3 lowers L to 1 segment.
     after_rto: bool,
+    /// Multiplicative decreases so far (loss, timeout or probe-repaired
+    /// loss), undone ones included: RFC 6675 §5 allows one per window of
+    /// data, which is what issue 28's loss study compares against.
+    reductions: u32,
 }
 
 impl Window {
@@ -71,7 +75,13 @@ impl Window {
             bytes_acked: 0,
             prior: None,
             after_rto: false,
+            reductions: 0,
         }
+    }
+
+    /// Multiplicative decreases so far (each [`save_prior`](Self::save_prior)).
+    pub fn reductions(&self) -> u32 {
+        self.reductions
     }
 
     /// The congestion window in bytes.
@@ -166,6 +176,7 @@ impl Window {
     /// so that [`undo`](Self::undo) can restore them.
     pub fn save_prior(&mut self) {
         self.prior = Some((self.cwnd, self.ssthresh));
+        self.reductions = self.reductions.wrapping_add(1);
     }
 
     /// Undoes the last reduction once the congestion event it answered is

@@ -16,7 +16,7 @@
 //! segments retransmitted per data segment lost.
 
 use super::*;
-use crate::tcp::congestion::CongestionKind;
+use crate::tcp::congestion::{CongestionControl, CongestionKind};
 use pathstack_core::time::Duration;
 use proptest::prelude::*;
 
@@ -121,6 +121,19 @@ fn transfer(
     m: usize,
     link: &mut Link,
 ) -> Result<Outcome, String> {
+    transfer_observed(cfg_a, cfg_b, n, m, link, &mut |_, _| {})
+}
+
+/// [`transfer`], showing end a (the sender of `n`) to `observe` after
+/// every step, at the step's link time.
+fn transfer_observed(
+    cfg_a: TcpConfig,
+    cfg_b: TcpConfig,
+    n: usize,
+    m: usize,
+    link: &mut Link,
+    observe: &mut dyn FnMut(Instant, &Tcb),
+) -> Result<Outcome, String> {
     let t0 = Instant::ZERO;
     let mut ends = [
         Tcb::connect(cfg_a, 40000, 80, SeqNumber(0xffff_0000), 11, t0),
@@ -209,6 +222,7 @@ fn transfer(
                 link.send(i, now, s);
             }
         }
+        observe(now, &ends[0]);
         let done = ends
             .iter()
             .all(|t| matches!(t.state(), State::TimeWait | State::Closed))
@@ -430,12 +444,14 @@ fn loss_study_10mb_at_5_percent() {
             },
             seed,
         );
-        let o = transfer(
+        let mut tr = RecoveryTrace::default();
+        let o = transfer_observed(
             TcpConfig::default(),
             TcpConfig::default(),
             10_000_000,
             0,
             &mut link,
+            &mut |now, t| tr.observe(now, t),
         )
         .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
         let a = o.a;
@@ -444,7 +460,7 @@ fn loss_study_10mb_at_5_percent() {
             "loss {:.1} % seed {seed}: {:.3} s ({:.1} Mbit/s), data segs {} lost {} retrans {} \
              (timeout {}, rack-lost {}, lost retrans {}), timeouts {} ({:.1}/s), \
              silent before timeouts {:.3} s ({:.0} %), recoveries {}, tlp {} (repaired {}), \
-             dsack undos {}",
+             dsack undos {}, eifel undos {}",
             f64::from(loss) / 10.0,
             secs,
             10e6 * 8.0 / secs / 1e6,
@@ -462,6 +478,85 @@ fn loss_study_10mb_at_5_percent() {
             a.tlp_probes,
             a.tlp_loss_repaired,
             a.dsack_undos,
+            a.eifel_undos,
+        );
+        tr.print(secs, o.lost_data[0]);
+    }
+}
+
+/// What the loss study sees of the sender's congestion state, step by
+/// step: window reductions against losses, and cwnd, ssthresh and pipe
+/// (in segments) at recovery entry and exit and on average within
+/// recovery (issue 28 item 1: RFC 6675 §5 allows one reduction per
+/// window of data; the flight in recovery should stay near ssthresh).
+#[derive(Default)]
+struct RecoveryTrace {
+    last: Option<Instant>,
+    in_recovery: bool,
+    entries: u64,
+    /// Sums at entry: cwnd, ssthresh, pipe (segments).
+    at_entry: [f64; 3],
+    /// Sums at exit: cwnd, ssthresh.
+    at_exit: [f64; 2],
+    exits: u64,
+    /// Time in recovery (s) and the integral of pipe over it (segment·s).
+    recovery_s: f64,
+    pipe_s: f64,
+    /// The integral of cwnd over all the time (segment·s).
+    cwnd_s: f64,
+    total_s: f64,
+    reductions: u32,
+}
+
+impl RecoveryTrace {
+    fn observe(&mut self, now: Instant, t: &Tcb) {
+        let smss = f64::from(t.cc.window().smss());
+        let pipe = f64::from(t.sb.pipe()) / smss;
+        let cwnd = f64::from(t.cc.cwnd()) / smss;
+        let ssthresh = f64::from(t.cc.ssthresh().min(1 << 30)) / smss;
+        if let Some(l) = self.last {
+            let dt = now.saturating_since(l).as_nanos() as f64 / 1e9;
+            self.total_s += dt;
+            self.cwnd_s += dt * cwnd;
+            if self.in_recovery {
+                self.recovery_s += dt;
+                self.pipe_s += dt * pipe;
+            }
+        }
+        self.last = Some(now);
+        let r = t.recovery.in_recovery();
+        if r && !self.in_recovery {
+            self.entries += 1;
+            self.at_entry[0] += cwnd;
+            self.at_entry[1] += ssthresh;
+            self.at_entry[2] += pipe;
+        } else if !r && self.in_recovery {
+            self.exits += 1;
+            self.at_exit[0] += cwnd;
+            self.at_exit[1] += ssthresh;
+        }
+        self.in_recovery = r;
+        self.reductions = t.cc.window().reductions();
+    }
+
+    fn print(&self, secs: f64, lost: u64) {
+        let e = self.entries.max(1) as f64;
+        let x = self.exits.max(1) as f64;
+        println!(
+            "    reductions {} ({:.1}/s, {:.2} data losses each); in recovery {:.0} % of the time, \
+             mean pipe there {:.1} segs; mean cwnd {:.1}; at entry cwnd {:.1} ssthresh {:.1} \
+             pipe {:.1}; at exit cwnd {:.1} ssthresh {:.1}",
+            self.reductions,
+            f64::from(self.reductions) / secs,
+            lost as f64 / f64::from(self.reductions.max(1)),
+            100.0 * self.recovery_s / self.total_s.max(1e-9),
+            self.pipe_s / self.recovery_s.max(1e-9),
+            self.cwnd_s / self.total_s.max(1e-9),
+            self.at_entry[0] / e,
+            self.at_entry[1] / e,
+            self.at_entry[2] / e,
+            self.at_exit[0] / x,
+            self.at_exit[1] / x,
         );
     }
 }

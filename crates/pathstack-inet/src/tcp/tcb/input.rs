@@ -549,6 +549,16 @@ impl Tcb {
         }
         self.stats.dsack_undos += u64::from(ev.undone);
         if ev.ack.cum_advanced {
+            let tsecr = seg
+                .options
+                .timestamps
+                .filter(|_| self.ts_ok)
+                .map(|(_, e)| e);
+            if self.recovery.eifel_check(&mut self.cc, tsecr, now) {
+                self.stats.eifel_undos += 1;
+            }
+        }
+        if ev.ack.cum_advanced {
             self.snd.ack_to(ack);
             self.stats.bytes_acked += u64::from(ev.ack.newly_acked);
             self.rtx_count = 0;
@@ -602,20 +612,31 @@ impl Tcb {
         match self.tlp.on_ack(&ev.ack, self.sb.high_ack()) {
             TlpVerdict::LossRepaired => {
                 self.stats.tlp_loss_repaired += 1;
-                // RFC 8985 §7.4.2: the response of a fast recovery.
-                let flight = self.sb.flight_size();
-                self.cc.on_enter_recovery(flight, now);
-                self.cc.on_exit_recovery(flight, now);
+                // RFC 8985 §7.4.2: the response of a fast recovery —
+                // unless the probe's loss was already answered by the
+                // recovery phase it went out in or that this ACK ends
+                // (one reduction per loss event, RFC 6675 §5).
+                if !in_recovery_before && !ev.exited && !self.recovery.in_recovery() {
+                    let flight = self.sb.flight_size();
+                    self.cc.on_enter_recovery(flight, now);
+                    self.cc.on_exit_recovery(flight, now);
+                }
             }
             TlpVerdict::NoLoss | TlpVerdict::Pending => {}
         }
         if ev.exited {
             self.rack.on_recovery_exit();
         }
-        if ev.ack.cum_advanced || !in_recovery_before {
+        // In recovery an ACK that delivers anything (SACKed or
+        // cumulatively) shows the ACK clock running: the PTO restarts, so
+        // that it fires only once it has stopped (`Tlp::may_arm`).
+        let delivered = ev.ack.cum_advanced
+            || (in_recovery_before
+                && (ev.ack.newest_original.is_some() || ev.ack.newest_retransmitted.is_some()));
+        if delivered || !in_recovery_before {
             self.timers.set(Timer::Tlp, None);
         }
-        if ev.ack.cum_advanced {
+        if delivered {
             // RFC 8985 §7.2: an ACK of new data restarts the PTO.
             self.arm_tlp(now);
         }

@@ -121,6 +121,9 @@ pub struct TcpStats {
     /// timeout with data outstanding: the time the sender sat silent
     /// waiting for the timer.
     pub timeout_idle_ns: u64,
+    /// Timeouts found spurious by their first ACK's timestamp echo and
+    /// undone (RFC 3522, RFC 4015; Linux's `TCPSpuriousRTOs`).
+    pub eifel_undos: u64,
 }
 
 /// One connection's transmission control block.

@@ -205,3 +205,136 @@ fn lone_segment_probe_goes_before_the_timeout() {
     assert_eq!(drain(&mut s), vec![0]);
     assert_eq!(s.tcb.stats().timeouts, 1);
 }
+
+/// The ACK clock stops in recovery (issue 28 item 1, cause 2): one loss
+/// in the initial window, the SACKs of the other nine start recovery
+/// (RFC 6675 §5 step 4, IsLost), the fast retransmission and PRR's new
+/// segments go (RFC 6937 §3), and then every ACK is lost. RACK has no
+/// later delivery to judge the retransmission by (RFC 8985 §6.2), so
+/// before this change the 200 ms RTO was the way out, at one segment.
+/// Now the probe timeout, restarted by each delivering ACK in recovery,
+/// fires after 2·SRTT + 2 ms (RFC 8985 §7.2's PTO; the probe allowed in
+/// recovery, `Tlp::may_arm`) with one new segment; its ACK ends recovery
+/// at cwnd = ssthresh: one reduction, no timeout, recovered in about
+/// three round trips instead of ten.
+#[test]
+fn stopped_ack_clock_in_recovery_probes_before_the_timeout() {
+    let mut s = Script::initial_window(TcpConfig::default(), true, MSS, 30 * MSS);
+    let reductions = s.tcb.cc.window().reductions();
+    s.at(20).inject(In::ack(1, 1).sack(&[(1 + M, 1 + 10 * M)]));
+    assert!(s.tcb.recovery.in_recovery());
+    let first = drain(&mut s);
+    assert_eq!(first[0], 0, "the fast retransmission first: {first:?}");
+    // CUBIC: ssthresh = 0.7 · FlightSize (RFC 9438 §4.6) = 7 segments;
+    // nine delivered, PRR lets ceil(9 · 7 / 10) = 7 go, the
+    // retransmission included (RFC 6937 §3, rounded to segments).
+    assert_eq!(s.tcb.cc.ssthresh(), 7 * M);
+    assert_eq!(first, vec![0, 10, 11, 12, 13, 14, 15]);
+    // Every ACK from now on is lost: the probe, one new segment, goes at
+    // the PTO (SRTT is 10 ms here: 2 · 10 + 2 ms after the last ACK).
+    let at = s.advance_until_output(ms(1000)).expect("a probe");
+    assert_eq!(at, ms(42), "PTO = 2·SRTT + 2 ms, not the 200 ms RTO");
+    assert_eq!(drain(&mut s), vec![16]);
+    let st = *s.tcb.stats();
+    assert_eq!((st.tlp_probes, st.timeouts), (1, 0));
+    assert!(s.tcb.recovery.in_recovery());
+    // The probe's ACK covers everything: recovery ends at ssthresh.
+    s.at(52).inject(In::ack(1, 1 + 17 * M));
+    assert!(!s.tcb.recovery.in_recovery());
+    assert_eq!(s.tcb.cwnd(), s.tcb.cc.ssthresh(), "RFC 6937 §3");
+    assert_eq!(s.tcb.cc.ssthresh(), 7 * M);
+    let st = *s.tcb.stats();
+    assert_eq!((st.recoveries, st.timeouts), (1, 0));
+    // One reduction for the loss event (RFC 6675 §5); the probe's
+    // repair adds none (RFC 8985 §7.4.2 only answers a loss no recovery
+    // answered).
+    assert_eq!(s.tcb.cc.window().reductions() - reductions, 1);
+    // Recovered 32 ms (about three 10 ms round trips) after it began,
+    // where the RTO left the sender silent until 210 ms.
+}
+
+/// Reordering (issue 28 item 6): segment 1 of the initial window is
+/// delayed past three others. Three segments SACKed above it make it
+/// lost (RFC 6675 §4 IsLost; RACK's reo_wnd is 0 before any reordering
+/// is seen, RFC 8985 §6.2 step 4), so recovery starts and it is
+/// retransmitted: one reduction. The original then arrives, and the
+/// receiver reports the retransmission as a duplicate (D-SACK, RFC 2883
+/// §4): every retransmission of the phase was unnecessary, the
+/// reduction is undone (RFC 3708 §3.2), cwnd and ssthresh come back, no
+/// timeout, and RACK widens its reordering window (RFC 8985 §6.2 step 4:
+/// reo_wnd_mult + 1), all within the next round trip.
+#[test]
+fn reordering_past_three_segments_is_undone_by_dsack() {
+    let mut s = Script::initial_window(TcpConfig::default(), true, MSS, 30 * MSS);
+    let ssthresh = s.tcb.cc.ssthresh();
+    let reductions = s.tcb.cc.window().reductions();
+    s.at(20)
+        .inject(In::ack(1, 1 + M).sack(&[(1 + 2 * M, 1 + 5 * M)]));
+    assert!(s.tcb.recovery.in_recovery());
+    let cwnd = s.tcb.cc.window().cwnd();
+    let sent = drain(&mut s);
+    assert_eq!(sent[0], 1, "the fast retransmission of the late one");
+    assert_eq!(s.tcb.cc.window().reductions() - reductions, 1);
+    assert!(s.tcb.cc.ssthresh() < ssthresh);
+    // The late original arrives 1 ms later: the cumulative ACK jumps.
+    s.at(21).inject(In::ack(1, 1 + 5 * M));
+    // The retransmission arrives a round trip after it went: D-SACK.
+    s.at(30)
+        .inject(In::ack(1, 1 + 5 * M).sack(&[(1 + M, 1 + 2 * M)]));
+    let st = *s.tcb.stats();
+    assert_eq!((st.recoveries, st.timeouts, st.dsack_undos), (1, 0, 1));
+    assert_eq!(s.tcb.cc.ssthresh(), ssthresh, "ssthresh restored");
+    assert!(
+        s.tcb.cc.window().cwnd() >= cwnd,
+        "cwnd at least the reduced one"
+    );
+    assert!(s.tcb.rack.reo_wnd_mult() >= 2, "RACK's window widened");
+    // The rest of the flight is acknowledged: recovery ends without
+    // setting cwnd to the (undone) ssthresh.
+    let high = s.tcb.sb.snd_nxt().0.wrapping_sub(TCB_ISS);
+    s.at(31).inject(In::ack(1, high));
+    assert!(
+        !s.tcb.recovery.in_recovery(),
+        "sent {sent:?}, point {:?}, una {:?}, nxt {:?}, last {:?}",
+        s.tcb.recovery.recovery_point(),
+        s.tcb.sb.high_ack(),
+        s.tcb.sb.snd_nxt(),
+        s.last
+    );
+    assert_eq!(s.tcb.stats().retrans_segs, 1, "no other retransmission");
+}
+
+/// Eifel detection (RFC 3522 §3.2) with the response of RFC 4015: the
+/// ACKs are delayed past the RTO, the timer retransmits the first
+/// segment at cwnd = 1, and the first ACK after it echoes the TSval of
+/// the original flight (sent at 10 ms), older than the retransmission's
+/// (210 ms): the originals were acknowledged, the timeout was spurious,
+/// and cwnd and ssthresh come back on that ACK, a round trip before any
+/// D-SACK could. An ACK echoing the retransmission's TSval would have
+/// kept the reduction (`real_timeout_is_not_undone` without timestamps;
+/// here the same with them).
+#[test]
+fn spurious_timeout_is_undone_by_timestamps_on_its_first_ack() {
+    for (echo_original, undone) in [(true, true), (false, false)] {
+        let mut s = Script::initial_window(reno(), true, MSS, 10 * MSS);
+        let (cwnd, ssthresh) = (s.tcb.cwnd(), s.tcb.cc.ssthresh());
+        let at = s.advance_until_output(ms(1000)).expect("the timeout");
+        assert_eq!(at, ms(210));
+        assert_eq!(drain(&mut s), vec![0]);
+        assert_eq!(s.tcb.cwnd(), M, "the loss window");
+        let ecr = s.tcb.ts_now(if echo_original { ms(10) } else { ms(210) });
+        s.advance_to(ms(215));
+        let val = s.tsval();
+        s.inject(In::ack(1, 1 + 10 * M).ts(val, ecr));
+        let st = *s.tcb.stats();
+        assert_eq!(st.timeouts, 1);
+        assert_eq!(st.eifel_undos, u64::from(undone));
+        if undone {
+            assert!(s.tcb.cwnd() >= cwnd, "cwnd restored: {}", s.tcb.cwnd());
+            assert_eq!(s.tcb.cc.ssthresh(), ssthresh);
+        } else {
+            assert_eq!(s.tcb.cc.ssthresh(), 5 * M, "FlightSize / 2 kept");
+            assert!(s.tcb.cwnd() < cwnd);
+        }
+    }
+}

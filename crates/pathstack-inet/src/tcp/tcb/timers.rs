@@ -70,8 +70,9 @@ impl Tcb {
         // PTO = min(PTO, time left on the RTO), so with one segment in
         // flight (2·SRTT + 200 ms) the two tie, and the probe goes then,
         // not the timeout with its loss window; the RTO is re-armed after
-        // the probe (§7.3). A probe may not go in recovery or with one
-        // already out: then the RTO runs as usual.
+        // the probe (§7.3). A probe may not go with one already out: then
+        // the RTO runs as usual. It may go in recovery once the ACK clock
+        // has stopped (`Tlp::may_arm`, issue 28).
         let tlp_at = self.timers.get(Timer::Tlp);
         if due(tlp_at, now)
             && self
@@ -162,6 +163,10 @@ impl Tcb {
                 self.stats.timeout_idle_ns += now.saturating_since(self.xmit_stamp).as_nanos();
                 self.rto.on_timeout();
                 self.recovery.on_rto(&mut self.sb, &mut self.cc, now);
+                if self.ts_ok && self.rtx_count == 1 {
+                    // The retransmission goes now, stamped now (RFC 3522).
+                    self.recovery.arm_eifel(self.ts_now(now));
+                }
                 self.tlp = crate::tcp::rack::Tlp::new();
                 self.timers.set(Timer::Tlp, None);
                 self.timers.set(Timer::Reo, None);
