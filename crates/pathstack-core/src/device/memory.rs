@@ -154,6 +154,36 @@ impl Lane {
     fn wake(&self) {
         // Pairs with the fence in `wait`: either the sleeper sees the frame we
         // just pushed, or we see its flag (Dekker-style handshake).
+        //
+        // Why this fence cannot simply go (issue 26 asked; measured, it is
+        // worth no more than the wall clock's 10 ns resolution on a UDP,
+        // TCP or RPC round trip: docs/design.md, "TCP on paths"). The two
+        // sides are the store-buffering pattern:
+        //
+        //   transmitter:  W pushed = n      (release)   ; R waiting
+        //   sleeper:      W waiting |= SLEEPER (RMW)    ; R pushed
+        //
+        // The outcome to exclude is "R waiting = 0 and R pushed < n": the
+        // transmitter wakes nobody and the sleeper sleeps on a frame (a
+        // wake-up lost until the sleeper's timeout). Each side's write
+        // must be ordered before its own read, and release/acquire never
+        // orders a write before a later read — on x86 the transmitter's
+        // store may still sit in its store buffer while its load of
+        // `waiting` runs (TSO allows exactly this store-load reordering).
+        // So making the sleeper's announcement a `SeqCst` RMW and the
+        // transmitter's read an acquire load after a release push is not
+        // enough: the sleeper's side is then ordered, the transmitter's
+        // is not, and the outcome above stays possible. Excluding it
+        // takes a store-load barrier on *both* sides, or one side forcing
+        // it on the other: the protocol that removes this fence is an
+        // asymmetric one, the sleeper (rare: only when it is about to
+        // block) calling `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)`
+        // after setting its flag — which runs a full barrier on every CPU
+        // running a thread of the process, draining the transmitter's
+        // store — and the transmitter keeping only a compiler fence. That
+        // is a system call (the device crate's, outside this crate's
+        // `forbid(unsafe_code)`), so the fence stays while it measures at
+        // nothing.
         fence(Ordering::SeqCst);
         let waiting = self.waiting.load(Ordering::Relaxed);
         if waiting != 0 {
