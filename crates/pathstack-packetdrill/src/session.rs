@@ -84,6 +84,7 @@ impl Session {
             recv_buffer: flags.rcvbuf,
             timestamps: flags.timestamps,
             sack: flags.sack,
+            slow_start_after_idle: flags.idle_restart,
             window_scaling: flags.window_scaling,
             ..linux_defaults::tcp_config()
         };
