@@ -222,6 +222,12 @@ impl RecvBuffer {
         cap
     }
 
+    /// Forgets the D-SACK block not yet reported (the peer's FIN, see
+    /// `Tcb::check_fin`).
+    pub fn clear_dsack(&mut self) {
+        self.dsack = None;
+    }
+
     /// The right edge the free space allows: RCV.NXT plus the capacity
     /// not holding readable data (the capacity the ring may grow to, see
     /// the module's note). Nondecreasing (RCV.NXT advances exactly as

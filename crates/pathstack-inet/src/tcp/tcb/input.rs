@@ -298,6 +298,13 @@ impl Tcb {
         if !acceptable {
             if !rst {
                 self.due.set(Due::ACK);
+                if !payload.is_empty() && (seq + payload.len() as u32).le(rcv_nxt) {
+                    // Wholly below RCV.NXT: the ACK reports it in a
+                    // D-SACK block (RFC 2883 §4: "the first SACK block
+                    // SHOULD specify the contiguous sequence space of
+                    // the duplicate segment"); `insert` takes nothing.
+                    self.rcv.insert(seq, payload);
+                }
             }
             if fin
                 && !rst
@@ -491,6 +498,10 @@ impl Tcb {
             return;
         }
         self.fin_received = true;
+        // Linux `tcp_fin` resets its SACK state (`tcp_sack_reset`): the
+        // ACK of the FIN reports no D-SACK of a retransmission it came
+        // with (RFC 2883 leaves the choice: "SHOULD").
+        self.rcv.clear_dsack();
         if matches!(self.state, State::SynReceived | State::Established)
             && self.cfg.quick_ack
             && self.quick_ack.on_fin()

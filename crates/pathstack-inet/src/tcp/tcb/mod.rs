@@ -711,11 +711,15 @@ impl Tcb {
                 | State::FinWait2
                 | State::CloseWait
         ) {
-            self.set_rst(Some(self.repr(
-                self.snd_nxt(),
-                TcpFlags::RST | TcpFlags::ACK,
-                0,
-            )));
+            let mut r = self.repr(self.snd_nxt(), TcpFlags::RST | TcpFlags::ACK, 0);
+            // Our own reset carries the timestamps (RFC 7323 §3.2: TSopt
+            // "MAY" be sent in an <RST>; Linux's `tcp_send_active_reset`
+            // does): TS.Recent now, TSval when it leaves
+            // (`poll_output_due`).
+            if self.ts_ok {
+                r.options.timestamps = Some((0, self.ts_recent));
+            }
+            self.set_rst(Some(r));
         }
         self.enter_closed(None);
     }
@@ -854,6 +858,8 @@ pub fn reset_for(seg: &TcpRepr, payload_len: usize) -> Option<TcpRepr> {
     Some(r)
 }
 
+#[cfg(test)]
+mod dsack_tests;
 #[cfg(test)]
 mod idle_restart_tests;
 #[cfg(test)]

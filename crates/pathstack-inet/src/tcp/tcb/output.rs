@@ -109,6 +109,11 @@ impl Tcb {
     ) -> usize {
         let mut sent = 0;
         if let Some(&r) = self.rst_out.as_deref() {
+            let mut r = r;
+            if let Some((_, ecr)) = r.options.timestamps {
+                // An abort's reset (`abort`): TSval of the moment it goes.
+                r.options.timestamps = Some((self.ts_now(now), ecr));
+            }
             if !emit(OutSegment {
                 repr: r,
                 payload: &[],

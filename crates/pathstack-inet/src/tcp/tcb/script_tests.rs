@@ -267,6 +267,22 @@ fn close_with_unread_data_sends_rst() {
     s.expect_none();
 }
 
+/// The reset of `close` with unread data carries the timestamps (RFC 7323
+/// §3.2 allows TSopt on a reset; Linux's `tcp_send_active_reset` sends
+/// it): TSval of the moment it leaves, TSecr TS.Recent.
+#[test]
+fn abort_reset_carries_timestamps() {
+    let mut s = Script::established(TcpConfig::default(), true);
+    s.at(20).inject(In::data(1, 1, 100));
+    let ack = s.expect(Out::ack(1, 101));
+    let tsecr = ack.repr.options.timestamps.expect("timestamps").1;
+    s.at(1020).app(|t| t.close());
+    let rst = s.expect(Out::rst(1).ack_no(101).tsecr(tsecr));
+    let (val, _) = rst.repr.options.timestamps.unwrap();
+    let (ack_val, _) = ack.repr.options.timestamps.unwrap();
+    assert_eq!(val.wrapping_sub(ack_val), 1000, "TSval when it leaves");
+}
+
 // ----- resets and SYNs (RFC 5961) -----
 
 /// RFC 5961 §3.2: a reset in the window but not at RCV.NXT gets a
