@@ -57,18 +57,33 @@ impl QuickAck {
     }
 
     /// In-order data arrived at `now`: the first data, or the first after
-    /// a gap longer than `rto`, grants `grant` quick ACKs. True when the
-    /// ACK for it goes at once.
+    /// a gap longer than `rto` with no quick ACK left, grants `grant`
+    /// quick ACKs. True when the ACK for it goes at once. (`rto` and
+    /// `grant` are asked only when needed: an interactive connection's
+    /// steady state asks neither.)
     #[inline]
-    pub fn on_data(&mut self, now: Instant, rto: Duration, grant: u8) -> bool {
+    pub fn on_data(
+        &mut self,
+        now: Instant,
+        rto: impl FnOnce() -> Duration,
+        grant: impl FnOnce() -> u8,
+    ) -> bool {
+        let last = core::mem::replace(&mut self.last_data_in, now);
+        if self.pingpong {
+            // Interactive: no quick ACK, whatever the grant (an
+            // interactive connection's steady state ends here). Linux
+            // also renews the grant after a long gap while interactive,
+            // to be used once the mode ends; pathstack renews it only
+            // outside the mode.
+            return false;
+        }
         if !self.data_seen {
             self.data_seen = true;
-            self.incr(grant);
-        } else if self.left == 0 && now.saturating_since(self.last_data_in) > rto {
-            self.incr(grant);
+            self.incr(grant());
+        } else if self.left == 0 && now.saturating_since(last) > rto() {
+            self.incr(grant());
         }
-        self.last_data_in = now;
-        self.left > 0 && !self.pingpong
+        self.left > 0
     }
 
     /// Duplicate or out-of-window data (Linux `tcp_enter_quickack_mode`):
@@ -78,11 +93,11 @@ impl QuickAck {
         self.pingpong = false;
     }
 
-    /// An ACK went out; `pending` when it acknowledged data that was
-    /// waiting for one.
+    /// An ACK went out; `pending()` when it acknowledged data that was
+    /// waiting for one (asked only while quick ACKs are left).
     #[inline]
-    pub fn on_ack_sent(&mut self, pending: bool) {
-        if pending && self.left > 0 {
+    pub fn on_ack_sent(&mut self, pending: impl FnOnce() -> bool) {
+        if self.left > 0 && pending() {
             self.left -= 1;
         }
     }
@@ -150,35 +165,35 @@ mod tests {
     fn first_data_grants_quick_acks_until_used() {
         let t0 = Instant::from_nanos(0);
         let mut q = QuickAck::new(t0);
-        assert!(q.on_data(t0, RTO, 2));
-        q.on_ack_sent(true);
-        assert!(q.on_data(t0, RTO, 2));
-        q.on_ack_sent(true);
-        assert!(!q.on_data(t0, RTO, 2), "the grant is used up");
+        assert!(q.on_data(t0, || RTO, || 2));
+        q.on_ack_sent(|| true);
+        assert!(q.on_data(t0, || RTO, || 2));
+        q.on_ack_sent(|| true);
+        assert!(!q.on_data(t0, || RTO, || 2), "the grant is used up");
     }
 
     #[test]
     fn an_answer_within_the_ack_delay_makes_the_connection_interactive() {
         let t0 = Instant::from_nanos(0);
         let mut q = QuickAck::new(t0);
-        assert!(q.on_data(t0, RTO, 16));
+        assert!(q.on_data(t0, || RTO, || 16));
         q.on_data_sent(t0 + Duration::from_millis(1), ATO);
         assert!(q.pingpong());
-        assert!(!q.on_data(t0 + Duration::from_millis(2), RTO, 16));
+        assert!(!q.on_data(t0 + Duration::from_millis(2), || RTO, || 16));
         q.on_delack_fired();
-        assert!(q.on_data(t0 + Duration::from_millis(50), RTO, 16));
+        assert!(q.on_data(t0 + Duration::from_millis(50), || RTO, || 16));
     }
 
     #[test]
     fn a_late_answer_is_not_interactive_and_a_long_gap_grants_again() {
         let t0 = Instant::from_nanos(0);
         let mut q = QuickAck::new(t0);
-        assert!(q.on_data(t0, RTO, 1));
-        q.on_ack_sent(true);
+        assert!(q.on_data(t0, || RTO, || 1));
+        q.on_ack_sent(|| true);
         q.on_data_sent(t0 + Duration::from_millis(41), ATO);
         assert!(!q.pingpong());
-        assert!(!q.on_data(t0 + Duration::from_millis(100), RTO, 1));
-        assert!(q.on_data(t0 + Duration::from_millis(400), RTO, 1));
+        assert!(!q.on_data(t0 + Duration::from_millis(100), || RTO, || 1));
+        assert!(q.on_data(t0 + Duration::from_millis(400), || RTO, || 1));
     }
 
     #[test]

@@ -467,9 +467,11 @@ impl Tcb {
         if self.unacked_bytes >= stretch * self.smss {
             self.due.set(Due::ACK);
         } else if self.cfg.quick_ack
-            && self
-                .quick_ack
-                .on_data(now, self.rto.rto(), self.quick_ack_grant())
+            && self.quick_ack.on_data(
+                now,
+                || self.rto.rto(),
+                || super::super::quick_ack::grant(self.cfg.recv_buffer, self.smss),
+            )
         {
             // Quick-ACK mode (`quick_ack.rs`): due at once, sent when the
             // timers run, as below, so a burst still gets one ACK.

@@ -659,7 +659,7 @@ impl Tcb {
 
     /// An ACK went out: the delayed-ACK state is reset.
     fn after_ack_sent(&mut self) {
-        self.quick_ack.on_ack_sent(self.unacked_bytes > 0);
+        self.quick_ack.on_ack_sent(|| self.unacked_bytes > 0);
         self.due.clear(Due::ACK);
         self.unacked_bytes = 0;
         self.timers.set(Timer::Delack, None);
