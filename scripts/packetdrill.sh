@@ -127,6 +127,7 @@ script_flags() {
     grep -qE 'tcp_sack[ =]+0' "$f" && flags+=" sack=0"
     grep -qE 'tcp_window_scaling[ =]+0' "$f" && flags+=" wscale=0"
     grep -qE 'ethtool -K tun0.*(tso|gso) off' "$f" && flags+=" tso=0"
+    grep -qE 'tcp_slow_start_after_idle[ =]+1' "$f" && flags+=" idle_restart=1"
     echo "$flags"
 }
 

@@ -43,6 +43,10 @@ pub struct ShimFlags {
     /// packetdrill's tun; `ethtool -K tun0 tso off gso off` in a script
     /// is `tso=0`).
     pub tso: bool,
+    /// Restart the congestion window after an idle period (`idle_restart=0|1`;
+    /// default off as `defaults.sh`'s `tcp_slow_start_after_idle=0`, on
+    /// where a script sets the sysctl to 1; RFC 5681 §4.1).
+    pub idle_restart: bool,
     /// Log every packet in and out, with its time, to stderr (`trace`).
     pub trace: bool,
 }
@@ -62,6 +66,7 @@ impl Default for ShimFlags {
             sack: true,
             window_scaling: true,
             tso: true,
+            idle_restart: false,
             trace: false,
         }
     }
@@ -102,6 +107,9 @@ impl ShimFlags {
                 "sack" => f.sack = switch(value).ok_or_else(|| bad("sack"))?,
                 "wscale" => f.window_scaling = switch(value).ok_or_else(|| bad("wscale"))?,
                 "tso" => f.tso = switch(value).ok_or_else(|| bad("tso"))?,
+                "idle_restart" => {
+                    f.idle_restart = switch(value).ok_or_else(|| bad("idle_restart"))?
+                }
                 "trace" => f.trace = true,
                 _ => return Err(format!("so_flags: unknown option '{key}'")),
             }
@@ -140,6 +148,8 @@ mod tests {
         assert!(ShimFlags::parse("color=blue").is_err());
         let f = ShimFlags::parse("timestamps=0 sack=0 wscale=0 tso=0").unwrap();
         assert!(!f.timestamps && !f.sack && !f.window_scaling && !f.tso);
+        assert!(!f.idle_restart, "defaults.sh: tcp_slow_start_after_idle=0");
+        assert!(ShimFlags::parse("idle_restart=1").unwrap().idle_restart);
         assert!(ShimFlags::parse("tso=2").is_err());
     }
 }

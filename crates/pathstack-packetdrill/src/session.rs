@@ -35,6 +35,9 @@ pub const MAX_VIRTUAL_WAIT: Duration = Duration::from_secs(300);
 /// blocks a call and then does nothing else would otherwise hang; the
 /// call then fails with `EAGAIN`.
 pub const MAX_REAL_WAIT: Duration = Duration::from_secs(10);
+/// The longest (real time) a change waits for a blocked call to try
+/// again (`Session::with`).
+pub const TURN_WAIT: Duration = Duration::from_millis(200);
 /// The smallest step of the clock: packetdrill's resolution.
 pub const TICK: Duration = Duration::from_micros(1);
 
@@ -63,12 +66,18 @@ pub struct Inner {
     pub defaults: TcpConfig,
     /// Calls waiting on packetdrill's system-call thread.
     blocked: usize,
+    /// Changes made while a call was blocked, and the last of them a
+    /// blocked call has tried again after (`Session::with`).
+    changes: u64,
+    seen: u64,
 }
 
 /// One host under test and the descriptors of its sockets.
 pub struct Session {
     inner: Mutex<Inner>,
     progress: Condvar,
+    /// Signalled when a blocked call has tried again (`seen` moved).
+    turn: Condvar,
     main_thread: ThreadId,
     flags: ShimFlags,
 }
@@ -84,6 +93,7 @@ impl Session {
             recv_buffer: flags.rcvbuf,
             timestamps: flags.timestamps,
             sack: flags.sack,
+            slow_start_after_idle: flags.idle_restart,
             window_scaling: flags.window_scaling,
             ..linux_defaults::tcp_config()
         };
@@ -104,8 +114,11 @@ impl Session {
                 fds: FdTable::default(),
                 defaults,
                 blocked: 0,
+                changes: 0,
+                seen: 0,
             }),
             progress: Condvar::new(),
+            turn: Condvar::new(),
             main_thread: thread::current().id(),
             flags,
         })
@@ -124,10 +137,36 @@ impl Session {
 
     /// Runs `f` on the state, then lets the host do what became due and
     /// wakes any blocked call.
+    ///
+    /// With a call blocked on the other thread, waits (a bounded real
+    /// time) until it has tried again: packetdrill's main thread spins on
+    /// `gettimeofday`, and the lock is not fair, so the blocked call could
+    /// otherwise miss the moment of the change and complete late on the
+    /// session's clock (`blocking-read.pkt` failed that way on a loaded
+    /// machine).
     pub fn with<T>(&self, f: impl FnOnce(&mut Inner) -> T) -> T {
         let mut g = self.lock();
         let r = f(&mut g);
         g.net.settle();
+        if g.blocked > 0 {
+            g.changes += 1;
+            let target = g.changes;
+            self.progress.notify_all();
+            let deadline = std::time::Instant::now() + TURN_WAIT;
+            while g.blocked > 0 && g.seen < target {
+                let left = deadline.saturating_duration_since(std::time::Instant::now());
+                if left.is_zero() {
+                    break;
+                }
+                g = self
+                    .turn
+                    .wait_timeout(g, left)
+                    .unwrap_or_else(|e| e.into_inner())
+                    .0;
+            }
+            drop(g);
+            return r;
+        }
         drop(g);
         self.progress.notify_all();
         r
@@ -148,6 +187,8 @@ impl Session {
         loop {
             let r = attempt(&mut g);
             g.net.settle();
+            g.seen = g.changes;
+            self.turn.notify_all();
             self.progress.notify_all();
             match r {
                 Attempt::Done(r) => return r,

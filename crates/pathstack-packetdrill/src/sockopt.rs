@@ -72,19 +72,30 @@ impl Session {
                     Ok(())
                 }
                 (libc::SOL_SOCKET, libc::SO_SNDBUF | libc::SO_RCVBUF) => {
-                    let size = clamp_buffer(u32::try_from(int(value)?).unwrap_or(0));
-                    // The facade sizes a connection's buffers when it is
-                    // made and cannot resize a live one (the growing
-                    // buffers of issue 28 item 3 will): on a connection
-                    // the call succeeds and the buffer keeps its size,
-                    // which getsockopt reports (docs/packetdrill.md).
-                    if stream.is_some() {
-                        return Ok(());
-                    }
-                    if name == libc::SO_SNDBUF {
-                        sock.cfg.send_buffer = size;
-                    } else {
-                        sock.cfg.recv_buffer = size;
+                    // Linux doubles the value (`sock_setsockopt`: "We
+                    // double it on the way in to account for struct
+                    // sk_buff etc. overhead") and getsockopt reports the
+                    // doubled size; the scripts expect both. pathstack's
+                    // buffers hold payload only, so the doubled size is
+                    // what a write may queue (a little more than Linux's
+                    // accounting lets through).
+                    let asked = u32::try_from(int(value)?).unwrap_or(0);
+                    let size = clamp_buffer(asked.saturating_mul(2));
+                    let size32 = u32::try_from(size).unwrap_or(u32::MAX);
+                    let mut tcp = s.net.host.tcp();
+                    match stream {
+                        // On a connection: the buffers grow on demand, so
+                        // the new size is the most they may hold from now
+                        // on (the receive window's right edge never moves
+                        // back).
+                        Some(st) if name == libc::SO_SNDBUF => {
+                            tcp.set_send_buffer_size(&st, size32).map_err(Errno::from)?;
+                        }
+                        Some(st) => {
+                            tcp.set_recv_buffer_size(&st, size32).map_err(Errno::from)?;
+                        }
+                        None if name == libc::SO_SNDBUF => sock.cfg.send_buffer = size,
+                        None => sock.cfg.recv_buffer = size,
                     }
                     Ok(())
                 }

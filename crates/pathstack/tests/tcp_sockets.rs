@@ -826,3 +826,36 @@ fn checksum(b: &[u8]) -> u16 {
     }
     !(sum as u16)
 }
+
+/// `SO_SNDBUF`/`SO_RCVBUF` on a live connection
+/// (`Tcp::set_send_buffer_size`/`set_recv_buffer_size`): a larger send
+/// buffer takes a larger write at once; the receive buffer's new size is
+/// reported, and a smaller one never moves the offered window's right
+/// edge back (the size set stays at least what is already offered).
+#[test]
+fn buffer_sizes_change_on_a_live_connection() {
+    let mut sim = Sim::new(plain());
+    let cfg = TcpConfig {
+        send_buffer: 16 * 1024,
+        recv_buffer: 64 * 1024,
+        ..TcpConfig::default()
+    };
+    let (_l, c, s) = connect(&mut sim, cfg);
+    let data = vec![7u8; 100_000];
+    assert_eq!(ready(c.write(&mut sim.a, &data)).unwrap(), Some(16 * 1024));
+    assert_eq!(
+        sim.a.tcp().set_send_buffer_size(&c, 200_000).unwrap(),
+        200_000
+    );
+    assert_eq!(sim.a.tcp().send_buffer_size(&c).unwrap(), 200_000);
+    let more = ready(c.write(&mut sim.a, &data)).unwrap().unwrap();
+    assert!(more >= 100_000 - 16 * 1024, "took {more} after growing");
+    // Receive side: grows, and shrinking keeps the offered edge.
+    assert_eq!(
+        sim.b.tcp().set_recv_buffer_size(&s, 128 * 1024).unwrap(),
+        128 * 1024
+    );
+    let shrunk = sim.b.tcp().set_recv_buffer_size(&s, 4096).unwrap();
+    assert!(shrunk >= 4096);
+    assert_eq!(sim.b.tcp().recv_buffer_size(&s).unwrap(), shrunk);
+}

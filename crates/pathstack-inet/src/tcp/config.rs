@@ -121,6 +121,22 @@ pub struct TcpConfig {
     /// ACKs a bulk receiver writes, and each one costs a system call and
     /// the sender's ACK processing on a TAP. 2 is RFC 5681's strict rule.
     pub max_stretch_ack: u16,
+    /// Restart after idle (RFC 5681 §4.1: "TCP SHOULD set cwnd to no
+    /// more than RW before beginning transmission if the TCP has not sent
+    /// data in an interval exceeding the retransmission timeout"), with
+    /// RW = min(IW, cwnd); Linux's `tcp_slow_start_after_idle` (on by
+    /// default; Linux halves cwnd per idle RTO down to IW instead,
+    /// `tcp_cwnd_restart`). Off keeps the window across idle periods, as
+    /// RFC 7661's alternative for application-limited senders lets a
+    /// sender do in part (it halves the window only after it has not been
+    /// validated for a while).
+    pub slow_start_after_idle: bool,
+    /// Linux's quick-ACK mode (`quick_ack.rs`): the first segments of a
+    /// connection, and those after an idle gap or out-of-order data, are
+    /// ACKed at once unless the connection is interactive. Off: every
+    /// in-order segment waits for the second full-sized one or
+    /// `delayed_ack` (RFC 9293 §3.8.6.3 allows both).
+    pub quick_ack: bool,
     /// SYN retransmissions before a connect fails (Linux `tcp_syn_retries`).
     pub syn_retries: u32,
     /// Data retransmissions of one segment before the connection is given
@@ -155,6 +171,8 @@ impl Default for TcpConfig {
             time_wait: Duration::from_secs(60),
             delayed_ack: Duration::from_millis(40),
             max_stretch_ack: 16,
+            quick_ack: true,
+            slow_start_after_idle: true,
             syn_retries: 6,
             retries: 15,
             challenge_ack_limit: 1000,

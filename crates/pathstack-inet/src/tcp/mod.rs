@@ -32,6 +32,7 @@ pub mod conn_drop_reason;
 pub mod error;
 pub mod isn;
 pub mod prr;
+pub mod quick_ack;
 pub mod rack;
 pub mod recovery;
 pub mod recv_buffer;

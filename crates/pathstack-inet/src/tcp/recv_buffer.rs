@@ -206,6 +206,28 @@ impl RecvBuffer {
             .map(|r| (r.start, r.end))
     }
 
+    /// Sets the capacity at run time (`SO_RCVBUF` on a live connection):
+    /// never so small that the right edge already advertised would move
+    /// back (RFC 9293 §3.8.6.2.2: "the receiver ... must not shrink the
+    /// window"); the window scale stays the one announced in the SYN, so
+    /// the window advertised stays at most `65535 << shift` (RFC 7323
+    /// §2.3). Returns the capacity set.
+    pub fn set_capacity(&mut self, capacity: usize) -> usize {
+        let advertised = (self.adv_right - self.rcv_nxt) as usize;
+        let cap = capacity
+            .min(1 << 30)
+            .max(self.readable + advertised)
+            .max(self.ooo_bytes() + self.readable);
+        self.cfg.capacity = cap;
+        cap
+    }
+
+    /// Forgets the D-SACK block not yet reported (the peer's FIN, see
+    /// `Tcb::check_fin`).
+    pub fn clear_dsack(&mut self) {
+        self.dsack = None;
+    }
+
     /// The right edge the free space allows: RCV.NXT plus the capacity
     /// not holding readable data (the capacity the ring may grow to, see
     /// the module's note). Nondecreasing (RCV.NXT advances exactly as
@@ -576,6 +598,26 @@ mod tests {
             mss: 0,
             window_shift: 0,
         }
+    }
+
+    /// `SO_RCVBUF` on a live connection: the window grows with a larger
+    /// buffer; a smaller one never moves the advertised right edge back
+    /// (RFC 9293 §3.8.6.2.2), it only stops the edge from advancing.
+    #[test]
+    fn set_capacity_grows_the_window_and_never_shrinks_the_edge() {
+        let mut b = RecvBuffer::new(cfg(8000), SeqNumber(0));
+        assert_eq!(b.window(), 8000);
+        assert_eq!(b.set_capacity(20_000), 20_000);
+        assert_eq!(b.window(), 20_000);
+        b.insert(SeqNumber(0), &[1; 5000]);
+        assert_eq!(b.window(), 15_000);
+        // Shrinking below what is held and offered keeps the edge.
+        assert_eq!(b.set_capacity(4000), 20_000);
+        assert_eq!(b.window(), 15_000);
+        // Once read, the smaller buffer bounds the edge as it advances.
+        assert_eq!(read_all(&mut b).len(), 5000);
+        assert_eq!(b.set_capacity(4000), 15_000);
+        assert_eq!(b.window(), 15_000, "the edge stays at 20000");
     }
 
     fn read_all(b: &mut RecvBuffer) -> Vec<u8> {

@@ -38,9 +38,16 @@
 pub(crate) const FIRST_RING: usize = 2048;
 
 /// The size a ring of `current` octets grows to when `needed` octets must
-/// fit: at least double (and at least [`FIRST_RING`]), at most `max`.
+/// fit: at least double (and at least [`FIRST_RING`]), at most `max` —
+/// never less than `current`.
 pub(crate) fn grown_size(current: usize, needed: usize, max: usize) -> usize {
-    needed.max(current * 2).max(FIRST_RING).min(max)
+    // Never below `current`: a buffer's maximum may be lowered at run
+    // time (`SO_SNDBUF`/`SO_RCVBUF`) below what its ring already holds
+    // allocated, and `regrown` must not cut the ring.
+    needed
+        .max(current * 2)
+        .max(FIRST_RING)
+        .min(max.max(current))
 }
 
 /// A ring of `size` octets holding what `old` holds, `old[start]` (the
@@ -128,6 +135,8 @@ mod tests {
         );
         assert_eq!(grown_size(4096, 20_000, 1 << 18), 20_000); // a long write at once
         assert_eq!(grown_size(1 << 17, (1 << 17) + 1, 200_000), 200_000);
+        // A maximum lowered below the ring (SO_SNDBUF at run time).
+        assert_eq!(grown_size(8192, 100, 4096), 8192);
     }
 
     proptest! {

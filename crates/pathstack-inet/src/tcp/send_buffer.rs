@@ -71,6 +71,13 @@ impl SendBuffer {
         self.len == 0
     }
 
+    /// Sets the capacity at run time (`SO_SNDBUF` on a live
+    /// connection): never below what the buffer holds (the ring grows on
+    /// demand, so a larger capacity allocates nothing now).
+    pub fn set_capacity(&mut self, capacity: usize) {
+        self.max = capacity.min(1 << 30).max(self.len);
+    }
+
     /// Free space for [`write`](Self::write).
     pub fn free(&self) -> usize {
         if self.fin {
@@ -244,6 +251,23 @@ mod tests {
         assert_eq!(b.write(b"!"), 0);
         assert_eq!((b.len(), b.free()), (8, 0));
         assert_eq!(joined(&b, 0, 100), b"hellowor");
+    }
+
+    /// `SO_SNDBUF` on a live connection: a larger capacity takes more
+    /// at once; a smaller one never drops what is queued.
+    #[test]
+    fn set_capacity_at_run_time() {
+        let mut b = SendBuffer::new(8, SeqNumber(100));
+        assert_eq!(b.write(b"hello"), 5);
+        b.set_capacity(16);
+        assert_eq!(b.write(b"0123456789abcdef"), 11);
+        assert_eq!((b.len(), b.free()), (16, 0));
+        b.set_capacity(4);
+        assert_eq!((b.capacity(), b.free()), (16, 0), "what is queued stays");
+        assert_eq!(b.ack_to(SeqNumber(110)), 10);
+        b.set_capacity(4);
+        assert_eq!((b.capacity(), b.free()), (6, 0));
+        assert_eq!(joined(&b, 0, 100), b"56789a");
     }
 
     #[test]

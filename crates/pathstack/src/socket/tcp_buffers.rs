@@ -14,7 +14,7 @@ use crate::host::Host;
 use pathstack_inet::modules::tcp::TcpModule;
 #[cfg(doc)]
 use pathstack_inet::tcp::TcpConfig;
-use std::ops::Deref;
+use std::ops::{Deref, DerefMut};
 
 /// The smallest buffer a connection gets: Linux's `SOCK_MIN_SNDBUF`
 /// order (two full segments and then some), so a window never shrinks
@@ -66,5 +66,32 @@ impl<H: Deref<Target = Host>> Tcp<H> {
     /// receive buffer bounds it.
     pub fn send_window(&self, s: &TcpStream) -> Result<u32, SocketError> {
         self.host.conn(s, |c| c.tcb().snd_wnd())
+    }
+}
+
+impl<H: DerefMut<Target = Host>> Tcp<H> {
+    /// Sets the connection's send buffer (`SO_SNDBUF` on a live
+    /// connection), clamped as [`clamp_buffer`] clamps; the buffer grows
+    /// on demand, so this sets the most it may hold. Never below what is
+    /// queued. Returns the size set.
+    pub fn set_send_buffer_size(&mut self, s: &TcpStream, size: u32) -> Result<usize, SocketError> {
+        let size = clamp_buffer(size);
+        self.host.with_conn(s, |c, _| {
+            c.tcb_mut().set_send_buffer(size);
+            c.tcb().config().send_buffer
+        })
+    }
+
+    /// Sets the connection's receive buffer (`SO_RCVBUF` on a live
+    /// connection), clamped as [`clamp_buffer`] clamps: the window offered
+    /// follows it, within the window scale the SYN announced (RFC 7323
+    /// §2.3) and never moving its right edge back (RFC 9293 §3.8.6.2.2).
+    /// Returns the size set.
+    pub fn set_recv_buffer_size(&mut self, s: &TcpStream, size: u32) -> Result<usize, SocketError> {
+        let size = clamp_buffer(size);
+        self.host.with_conn(s, |c, _| {
+            c.tcb_mut().set_recv_buffer(size);
+            c.tcb().config().recv_buffer
+        })
     }
 }

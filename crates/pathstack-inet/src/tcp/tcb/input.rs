@@ -298,6 +298,13 @@ impl Tcb {
         if !acceptable {
             if !rst {
                 self.due.set(Due::ACK);
+                if !payload.is_empty() && (seq + payload.len() as u32).le(rcv_nxt) {
+                    // Wholly below RCV.NXT: the ACK reports it in a
+                    // D-SACK block (RFC 2883 §4: "the first SACK block
+                    // SHOULD specify the contiguous sequence space of
+                    // the duplicate segment"); `insert` takes nothing.
+                    self.rcv.insert(seq, payload);
+                }
             }
             if fin
                 && !rst
@@ -436,6 +443,11 @@ impl Tcb {
         let ins = self.rcv.insert(seq, data);
         self.stats.bytes_received += ins.advanced as u64;
         if ins.out_of_order || ins.duplicate || ins.dropped || had_ooo {
+            if ins.duplicate || ins.dropped {
+                // Linux `tcp_data_queue`: a duplicate or out-of-window
+                // segment enters quick-ACK mode (`quick_ack.rs`).
+                self.quick_ack.enter(self.quick_ack_grant());
+            }
             self.due.set(Due::ACK);
         } else if ins.advanced > 0 {
             self.schedule_ack_for(now, ins.advanced);
@@ -454,6 +466,16 @@ impl Tcb {
         let stretch = u32::from(self.cfg.max_stretch_ack.max(2));
         if self.unacked_bytes >= stretch * self.smss {
             self.due.set(Due::ACK);
+        } else if self.cfg.quick_ack
+            && self.quick_ack.on_data(
+                now,
+                || self.rto.rto(),
+                || super::super::quick_ack::grant(self.cfg.recv_buffer, self.smss),
+            )
+        {
+            // Quick-ACK mode (`quick_ack.rs`): due at once, sent when the
+            // timers run, as below, so a burst still gets one ACK.
+            self.timers.set(Timer::Delack, Some(now));
         } else if self.unacked_bytes >= 2 * self.smss {
             // Due now, but sent when the timers run: after the rest of
             // the burst the device holds (the stack reads its input
@@ -465,6 +487,11 @@ impl Tcb {
         }
     }
 
+    /// The quick ACKs one grant gives (`quick_ack::grant`).
+    fn quick_ack_grant(&self) -> u8 {
+        super::super::quick_ack::grant(self.cfg.recv_buffer, self.smss)
+    }
+
     /// Whether RCV.NXT has reached the peer's FIN: then it counts
     /// (RFC 9293 §3.10.7.4 eighth) and the state moves on.
     fn check_fin(&mut self, now: Instant) {
@@ -473,7 +500,28 @@ impl Tcb {
             return;
         }
         self.fin_received = true;
-        self.due.set(Due::ACK);
+        // Linux `tcp_fin` resets its SACK state (`tcp_sack_reset`): the
+        // ACK of the FIN reports no D-SACK of a retransmission it came
+        // with (RFC 2883 leaves the choice: "SHOULD").
+        self.rcv.clear_dsack();
+        if matches!(self.state, State::SynReceived | State::Established)
+            && self.cfg.quick_ack
+            && self.quick_ack.on_fin()
+        {
+            // Linux `tcp_fin`: interactive mode, so the ACK waits for the
+            // application's FIN (or the delayed-ACK time) unless more than
+            // a segment's worth is unacknowledged, the FIN counting one
+            // (`__tcp_ack_snd_check`). RFC 9293 §3.8.6.3 allows the delay.
+            self.unacked_bytes += 1;
+            if self.unacked_bytes > self.smss {
+                self.due.set(Due::ACK);
+            } else if self.timers.get(Timer::Delack).is_none() {
+                self.timers
+                    .set(Timer::Delack, Some(now + self.cfg.delayed_ack.into()));
+            }
+        } else {
+            self.due.set(Due::ACK);
+        }
         match self.state {
             State::SynReceived | State::Established => self.state = State::CloseWait,
             State::FinWait1 if self.snd.fin_acked() => self.enter_time_wait(now),

@@ -26,6 +26,7 @@ mod timers;
 use super::config::TcpConfig;
 use super::congestion::{AnyCongestion, CcConfig};
 use super::error::TcpError;
+use super::quick_ack::QuickAck;
 use super::rack::{Rack, Tlp};
 use super::recovery::Recovery;
 use super::recv_buffer::{RecvBuffer, RecvConfig};
@@ -203,6 +204,8 @@ pub struct Tcb {
     syn_sent_at: Option<Instant>,
     syn_retransmitted: bool,
     unacked_bytes: u32,
+    /// Whether the ACK of in-order data goes at once (`quick_ack.rs`).
+    quick_ack: QuickAck,
     /// The reset to send, while [`Due::RST`] is set (`set_rst` keeps the
     /// two together).
     ///
@@ -301,6 +304,7 @@ impl Tcb {
             syn_sent_at: None,
             syn_retransmitted: false,
             unacked_bytes: 0,
+            quick_ack: QuickAck::new(now),
             rst_out: None,
             timers: Timers::default(),
             rtx_count: 0,
@@ -710,11 +714,15 @@ impl Tcb {
                 | State::FinWait2
                 | State::CloseWait
         ) {
-            self.set_rst(Some(self.repr(
-                self.snd_nxt(),
-                TcpFlags::RST | TcpFlags::ACK,
-                0,
-            )));
+            let mut r = self.repr(self.snd_nxt(), TcpFlags::RST | TcpFlags::ACK, 0);
+            // Our own reset carries the timestamps (RFC 7323 §3.2: TSopt
+            // "MAY" be sent in an <RST>; Linux's `tcp_send_active_reset`
+            // does): TS.Recent now, TSval when it leaves
+            // (`poll_output_due`).
+            if self.ts_ok {
+                r.options.timestamps = Some((0, self.ts_recent));
+            }
+            self.set_rst(Some(r));
         }
         self.enter_closed(None);
     }
@@ -759,6 +767,20 @@ impl Tcb {
         self.smss = mss;
         self.stats.pmtu_reductions += 1;
         true
+    }
+
+    /// Sets the send buffer's size at run time (`SO_SNDBUF`): writes may
+    /// queue up to it from now on; never below what is queued.
+    pub fn set_send_buffer(&mut self, size: usize) {
+        self.snd.set_capacity(size);
+        self.cfg.send_buffer = self.snd.capacity();
+    }
+
+    /// Sets the receive buffer's size at run time (`SO_RCVBUF`): the
+    /// window offered follows it, its right edge never moving back
+    /// ([`RecvBuffer::set_capacity`]).
+    pub fn set_recv_buffer(&mut self, size: usize) {
+        self.cfg.recv_buffer = self.rcv.set_capacity(size);
     }
 
     /// Sets `nodelay` (Nagle off) at run time.
@@ -840,6 +862,10 @@ pub fn reset_for(seg: &TcpRepr, payload_len: usize) -> Option<TcpRepr> {
 }
 
 #[cfg(test)]
+mod dsack_tests;
+#[cfg(test)]
+mod idle_restart_tests;
+#[cfg(test)]
 mod impairment_tests;
 #[cfg(test)]
 mod layout_tests;
@@ -847,6 +873,10 @@ mod layout_tests;
 mod loss_counter_tests;
 #[cfg(test)]
 mod predict_tests;
+#[cfg(test)]
+mod push_tests;
+#[cfg(test)]
+mod quick_ack_tests;
 #[cfg(test)]
 mod recovery_tests;
 #[cfg(test)]

@@ -109,6 +109,11 @@ impl Tcb {
     ) -> usize {
         let mut sent = 0;
         if let Some(&r) = self.rst_out.as_deref() {
+            let mut r = r;
+            if let Some((_, ecr)) = r.options.timestamps {
+                // An abort's reset (`abort`): TSval of the moment it goes.
+                r.options.timestamps = Some((self.ts_now(now), ecr));
+            }
             if !emit(OutSegment {
                 repr: r,
                 payload: &[],
@@ -234,10 +239,13 @@ impl Tcb {
     }
 
     /// Before sending: RFC 5681 §4.1, the window restarts after an idle
-    /// period.
+    /// period (unless `slow_start_after_idle` is off).
     #[inline]
     fn before_sending(&mut self, now: Instant) {
-        if self.sb.is_empty() && idle_restart_due(self.last_send, now, self.rto.rto()) {
+        if self.sb.is_empty()
+            && self.cfg.slow_start_after_idle
+            && idle_restart_due(self.last_send, now, self.rto.rto())
+        {
             self.cc.on_idle_restart(now);
         }
     }
@@ -508,9 +516,7 @@ impl Tcb {
         if fin {
             flags.insert(TcpFlags::FIN);
         }
-        // PSH on the segment that empties what was written (RFC 9293
-        // §3.9.1.2, as BSD and Linux set it).
-        if data_len > 0 && start + data_len as u32 == data_end {
+        if data_len > 0 && self.push_point(start, data_len as u32, data_end) {
             flags.insert(TcpFlags::PSH);
         }
         let repr = self.ack_repr(now, start, flags, data_len);
@@ -527,12 +533,34 @@ impl Tcb {
         ok
     }
 
+    /// Whether the segment of `len` octets of data from `start` carries
+    /// PSH. The sockets API has no PUSH flag, so every write ends at a
+    /// push point (RFC 9293 §3.9.1: "the PSH bit is not a record marker
+    /// and is independent of segment boundaries"; RFC 1122 §4.2.2.2 lets a
+    /// sender choose push points and MUSTs PSH "in the last buffered
+    /// segment" — the first case below). As Linux places it, measured by
+    /// the packetdrill corpus (`docs/packetdrill.md`): on the segment that
+    /// empties what was written, and on every super-segment of new data
+    /// (more than one MSS). Linux marks PSH on the write queue's buffers
+    /// (`tcp_push` at the end of each write, `forced_push` when half the
+    /// peer's largest window is unpushed) and its new super-segments leave
+    /// as such buffers, PSH kept; a single segment cut from the middle of
+    /// a buffer, and a retransmission re-cut from the queue
+    /// (`tcp_fragment`: "PSH and FIN should only be set in the second
+    /// packet"), carry none.
+    #[inline]
+    fn push_point(&self, start: SeqNumber, len: u32, data_end: SeqNumber) -> bool {
+        start + len == data_end || (len > self.smss && !start.lt(self.sb.snd_nxt()))
+    }
+
     /// A segment with `data_len` octets of data (and an ACK) went out:
     /// the counters, the idle clock and the delayed-ACK state.
     pub(super) fn after_segment_sent(&mut self, now: Instant, data_len: usize) {
         self.stats.segs_out += 1;
         if data_len > 0 {
             self.stats.data_segs_out += 1;
+            self.quick_ack
+                .on_data_sent(now, self.cfg.delayed_ack.into());
         }
         self.last_send = now;
         self.after_ack_sent();
@@ -631,6 +659,7 @@ impl Tcb {
 
     /// An ACK went out: the delayed-ACK state is reset.
     fn after_ack_sent(&mut self) {
+        self.quick_ack.on_ack_sent(|| self.unacked_bytes > 0);
         self.due.clear(Due::ACK);
         self.unacked_bytes = 0;
         self.timers.set(Timer::Delack, None);

@@ -159,7 +159,9 @@ impl Tcb {
     {
         if self.due.any()
             || !self.ts_ok
-            || (self.sb.is_empty() && idle_restart_due(self.last_send, now, self.rto.rto()))
+            || (self.sb.is_empty()
+                && self.cfg.slow_start_after_idle
+                && idle_restart_due(self.last_send, now, self.rto.rto()))
         {
             return None;
         }

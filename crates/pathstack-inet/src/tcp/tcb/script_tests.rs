@@ -259,10 +259,28 @@ fn fin_with_data() {
 fn close_with_unread_data_sends_rst() {
     let mut s = Script::established(TcpConfig::default(), false);
     s.at(20).inject(In::data(1, 1, 100));
+    // The connection's first data: a quick ACK (`quick_ack.rs`).
+    s.expect(Out::ack(1, 101));
     s.app(|t| t.close());
     s.expect(Out::rst(1).ack_no(101));
     s.state(State::Closed);
     s.expect_none();
+}
+
+/// The reset of `close` with unread data carries the timestamps (RFC 7323
+/// §3.2 allows TSopt on a reset; Linux's `tcp_send_active_reset` sends
+/// it): TSval of the moment it leaves, TSecr TS.Recent.
+#[test]
+fn abort_reset_carries_timestamps() {
+    let mut s = Script::established(TcpConfig::default(), true);
+    s.at(20).inject(In::data(1, 1, 100));
+    let ack = s.expect(Out::ack(1, 101));
+    let tsecr = ack.repr.options.timestamps.expect("timestamps").1;
+    s.at(1020).app(|t| t.close());
+    let rst = s.expect(Out::rst(1).ack_no(101).tsecr(tsecr));
+    let (val, _) = rst.repr.options.timestamps.unwrap();
+    let (ack_val, _) = ack.repr.options.timestamps.unwrap();
+    assert_eq!(val.wrapping_sub(ack_val), 1000, "TSval when it leaves");
 }
 
 // ----- resets and SYNs (RFC 5961) -----
@@ -557,12 +575,9 @@ fn window_scaling_shifts() {
     s.inject(In::ack(1, 1).win(1000));
     s.write(100);
     s.expect(Out::data(1, 100).win(((256 * 1024) >> 3) as u16));
+    // The connection's first data: ACKed at once (quick-ACK mode).
     s.at(30).inject(In::data(1, 101, 1000));
-    s.expect_none();
-    s.expect_at(
-        70,
-        Out::ack(101, 1001).win(((256 * 1024 - 1000) >> 3) as u16),
-    );
+    s.expect(Out::ack(101, 1001).win(((256 * 1024 - 1000) >> 3) as u16));
 }
 
 /// RFC 7323 §5.3 R1: a segment with an older timestamp is dropped (PAWS)
@@ -662,7 +677,13 @@ fn time_wait_accepts_reopen() {
 /// out-of-order data at once, with a SACK block (RFC 2018 §4).
 #[test]
 fn delayed_ack() {
-    let mut s = Script::established(TcpConfig::default(), true);
+    // Quick-ACK mode off: every ACK of in-order data is delayed (the
+    // mode's own tests are below).
+    let cfg = TcpConfig {
+        quick_ack: false,
+        ..TcpConfig::default()
+    };
+    let mut s = Script::established(cfg, true);
     let m = MSS as u32;
     s.at(20).inject(In::data(1, 1, 500));
     s.expect_none();
@@ -686,6 +707,7 @@ fn delayed_ack() {
 fn stretch_ack_per_burst() {
     let cfg = TcpConfig {
         max_stretch_ack: 4,
+        quick_ack: false,
         ..TcpConfig::default()
     };
     let mut s = Script::established(cfg, true);

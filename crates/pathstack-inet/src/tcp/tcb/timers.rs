@@ -63,6 +63,12 @@ impl Tcb {
         }
         if due(self.timers.get(Timer::Delack), now) {
             self.timers.set(Timer::Delack, None);
+            // The delayed ACK, not the due-now one of two full segments
+            // or a quick ACK (`schedule_ack_for`): the application did
+            // not answer in time, interactive mode ends (`quick_ack.rs`).
+            if self.unacked_bytes < 2 * self.smss {
+                self.quick_ack.on_delack_fired();
+            }
             self.due.set(Due::ACK);
         }
         // The probe timeout is armed in place of the RTO (RFC 8985 §7.2,
