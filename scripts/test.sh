@@ -34,6 +34,11 @@ step "cargo test: BLAST's 32- and 64-bit fragment masks (pathstack-rpc features)
 cargo test -p pathstack-rpc --features blast-mask32
 cargo test -p pathstack-rpc --features blast-mask64
 
+step "measurement tests (#[ignore]d in cargo test: each wants a release build or a counting allocator to itself; run alone here so they cannot rot)"
+cargo test --release -p pathstack-core --lib path_bytes -- --ignored --nocapture
+cargo test -p pathstack-inet --lib layout -- --ignored --nocapture
+cargo test --release -p pathstack-inet --lib loss_study -- --ignored --nocapture
+
 step "graph example"
 cargo run --quiet --example graph -- check graphs/synthetic5.graph
 cargo run --quiet --example graph -- check graphs/rpc.graph
