@@ -362,21 +362,27 @@ fn host_wait_wakes_when_a_frame_arrives_on_the_wire() {
     h1.poll();
     while h2.poll() > 0 {}
     // Pings leave h1 at once: ARP's request is a broadcast frame.
+    // The waiter reports the instant it woke, and the frame's send instant
+    // is taken just before the ping: comparing the two instants (rather
+    // than a sleep length measured inside a thread that may start late)
+    // says whether the wait ended because of the frame.
     let waiter = std::thread::spawn(move || {
-        let t0 = Instant::now();
         h2.wait(Duration::from_secs(1)).unwrap();
-        t0.elapsed()
+        Instant::now()
     });
     std::thread::sleep(Duration::from_millis(20));
+    let sent = Instant::now();
     h1.ping(B, 1, b"wake up").unwrap();
-    let slept = waiter.join().unwrap();
+    let woke = waiter.join().unwrap();
     assert!(
-        slept < Duration::from_millis(500),
-        "Host::wait slept {slept:?}: it did not wake on the frame"
+        woke >= sent,
+        "Host::wait returned {:?} before the frame was sent",
+        sent - woke
     );
+    let after = woke - sent;
     assert!(
-        slept >= Duration::from_millis(15),
-        "woke before the frame: {slept:?}"
+        after < Duration::from_millis(500),
+        "Host::wait woke {after:?} after the frame: it did not wake on it"
     );
 }
 
