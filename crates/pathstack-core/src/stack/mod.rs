@@ -43,12 +43,10 @@ pub use app_api::SendError;
 pub use builder::StackBuilder;
 pub use config::{StackConfig, StackStats};
 pub use module_types::{ModuleFactory, ModuleTypes};
-use trip::{settle, Settled, Trip, TripEnds};
 
 use crate::demux::Demux;
 use crate::drop_reason::DropTally;
 use crate::error::{ModuleError, PathError, StackError};
-use crate::exec::{step, Fate};
 use crate::fault::PathFault;
 use crate::graph::ModuleGraph;
 use crate::ids::{ModuleId, PathId};
@@ -57,7 +55,7 @@ use crate::msg::MsgPool;
 use crate::ops::Ops;
 use crate::path_table::PathTable;
 use crate::rules::Rule;
-use crate::runtime::{FollowUp, Shared, Start, TimerOwner};
+use crate::runtime::{FollowUp, Shared, TimerOwner};
 use crate::sched::{RunQueue, SchedKind};
 use crate::stage::{Cx, Stage};
 use crate::stage_ref::StageRef;
@@ -446,75 +444,6 @@ impl Stack {
         let path = self.paths.get_mut(at.path)?;
         let pos = at.locate(&path.view.stage_ids)?;
         (path.exec.stage_mut(pos)? as &mut dyn std::any::Any).downcast_mut::<T>()
-    }
-
-    /// [`Stack::with_stage`] on the stage `at` names, without searching
-    /// for it; `None` when it is no longer there (the path deleted). The
-    /// first message `f` emits runs as soon as `f` returns, ahead of the
-    /// follow-up list (the send lane, `send_lane.rs`): a write leaves by
-    /// the device in the same call, and through the path's fast form when
-    /// it has one.
-    pub fn with_stage_at<T: Stage, R>(
-        &mut self,
-        at: StageRef<T>,
-        f: impl FnOnce(&mut T, &mut Cx<'_, '_>) -> R,
-    ) -> Option<R> {
-        let path = self.paths.get_mut(at.path)?;
-        let pos = at.locate(&path.view.stage_ids)?;
-        // Nothing waits in the work list outside a run; read before the
-        // path is borrowed.
-        let work_empty = self.work.is_empty();
-        let (exec, mut env, _) = path.split(self.now, &mut self.modules, &mut self.shared, 0);
-        let stage = exec.stage_mut(pos)?;
-        let stage = (stage as &mut dyn std::any::Any).downcast_mut::<T>()?;
-        env.ops.shared.lane.open();
-        let r = f(stage, &mut Cx { env: &mut env, pos });
-        if let Some(mut first) = env.ops.shared.lane.close() {
-            match first.start {
-                // Emitted on this path (a segment from the connection's
-                // stage): it runs on through the executor at hand, as the
-                // next follow-up would, with those emitted after it
-                // waiting behind it (`Env::may_turn_in_place`).
-                Start::After(from) if first.path == at.path => {
-                    env.turn_in_place = work_empty;
-                    env.ops.origin = first.origin;
-                    let dir = first.dir;
-                    let fate = match step(from, dir, exec.len()) {
-                        Some(p) => exec.run(p, dir, &mut first.msg, &mut env),
-                        None => Fate::Out(dir),
-                    };
-                    let ends = TripEnds {
-                        modules: &mut self.modules,
-                        shared: &mut self.shared,
-                        demux: &self.demux,
-                        work_empty,
-                        now: self.now,
-                    };
-                    // Settled as a follow-up's hop is (`Stack::run_hops`):
-                    // not a trip's first hop, so a drop is counted on the
-                    // path, not reported to a caller.
-                    let origin = first.origin;
-                    if let Settled::On(next, dir, m) =
-                        settle(path, ends, 1, origin, fate, &mut first.msg)
-                    {
-                        let trip = Trip {
-                            path: next,
-                            start: Start::AfterModule(m),
-                            dir,
-                            origin,
-                            dequeued: false,
-                            fresh: false,
-                        };
-                        let direct = self.runs_direct(false);
-                        self.run_hops(trip, direct, 1, &mut first.msg);
-                    }
-                }
-                _ => self.run_follow_up(&mut first),
-            }
-            first.let_go();
-        }
-        self.drain_follow_ups();
-        Some(r)
     }
 
     fn stage_timer(&mut self, id: crate::ids::PathId, stage: u32, token: u64) {
