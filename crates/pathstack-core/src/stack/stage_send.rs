@@ -87,8 +87,11 @@ impl Stack {
     ) -> Option<R> {
         let path = self.paths.get_mut(at.path)?;
         let pos = at.locate(&path.view.stage_ids)?;
-        // Nothing waits in the work list outside a run; read before the
-        // path is borrowed.
+        // The path's length from its view, not the executor (a virtual
+        // call for what the path holds beside it); and nothing waits in
+        // the work list outside a run: both read before the path is
+        // borrowed.
+        let len = path.len();
         let work_empty = self.work.is_empty();
         let (exec, mut env, _) = path.split(self.now, &mut self.modules, &mut self.shared, 0);
         let stage = exec.stage_mut(pos)?;
@@ -143,7 +146,7 @@ impl Stack {
         // it turns in place only while nothing else waits).
         env.turn_in_place = work_empty;
         env.ops.origin = origin;
-        let fate = match step(from, dir, exec.len()) {
+        let fate = match step(from, dir, len) {
             Some(p) => exec.run(p, dir, &mut msg, &mut env),
             None => Fate::Out(dir),
         };
