@@ -299,6 +299,24 @@ impl TcpConnStage {
         // `dyn` call. Everything else the general way below.
         if let Some(t) = &self.template {
             let predicted = self.tcb.poll_predicted_send(now, |f, a, b| {
+                if let Some(h) = hold {
+                    // Built in the slot it is lent (empty: no buffer,
+                    // nothing to drop), not beside it and moved in: the
+                    // message is a cache line.
+                    let Ok(fresh) = cx.pool().alloc_empty(a.len() + b.len()) else {
+                        return false;
+                    };
+                    std::mem::forget(std::mem::replace(h, fresh));
+                    if fill_segment(h, a, b, csum_offload, 0).is_none()
+                        || t.push_fields(h, f, csum_offload).is_err()
+                    {
+                        // Not sent: the slot is left empty again.
+                        drop(std::mem::take(h));
+                        return false;
+                    }
+                    dress_segment(h, ttl, rip);
+                    return true;
+                }
                 let Some(mut m) = segment_msg(cx, a, b, csum_offload, 0) else {
                     return false;
                 };
@@ -306,15 +324,7 @@ impl TcpConnStage {
                     return false;
                 }
                 dress_segment(&mut m, ttl, rip);
-                match hold {
-                    Some(h) => {
-                        // The slot is lent empty (no buffer, nothing to
-                        // drop): the message goes in without drop glue.
-                        std::mem::forget(std::mem::replace(h, m));
-                        true
-                    }
-                    None => cx.emit(Dir::Down, m).is_ok(),
-                }
+                cx.emit(Dir::Down, m).is_ok()
             });
             if predicted.is_some() {
                 return;
@@ -461,6 +471,14 @@ fn segment_msg(
     gso_size: u16,
 ) -> Option<Msg> {
     let mut m = cx.pool().alloc_empty(a.len() + b.len()).ok()?;
+    fill_segment(&mut m, a, b, csum_offload, gso_size)?;
+    Some(m)
+}
+
+/// [`segment_msg`]'s filling of an empty buffer `m`: the data and the
+/// offload annotations. `None` when the data does not fit.
+#[inline(always)]
+fn fill_segment(m: &mut Msg, a: &[u8], b: &[u8], csum_offload: bool, gso_size: u16) -> Option<()> {
     // (Empty pieces, a bare ACK's and the unwrapped ring's second, are
     // not copied: appending nothing is a no-op.) A few octets are copied
     // in line, not by a call to `memcpy` (`tcp::ring`).
@@ -480,7 +498,7 @@ fn segment_msg(
         o.tx_gso_size = gso_size;
         anno.set_offload(o);
     }
-    Some(m)
+    Some(())
 }
 
 /// A segment with its header, ready to go down the path: its
