@@ -42,8 +42,11 @@ impl SavedMessage {
     #[inline(always)]
     pub(super) fn keep(&mut self, now: Instant, initial: Duration, parts: [&[u8]; 2]) {
         self.copy.clear();
-        for part in parts.into_iter().filter(|p| !p.is_empty()) {
-            self.copy.extend_from_slice(part);
+        // The upper header, then the payload only if there is one (a
+        // zero-byte call's is empty: one copy, not a loop).
+        self.copy.extend_from_slice(parts[0]);
+        if !parts[1].is_empty() {
+            self.copy.extend_from_slice(parts[1]);
         }
         self.receipt = TransportReceipt::default();
         self.timer.start(now, initial);

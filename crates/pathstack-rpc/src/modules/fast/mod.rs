@@ -122,6 +122,21 @@ fn touch_chan(cx: &mut Cx<'_, '_>, chan: &ChanStage) {
     cx.touch_by(chan.module());
 }
 
+impl Down {
+    /// Writes every header above the link — BLAST's and BID's, CHAN's
+    /// `chan` (from [`Above::commit`]), MSELECT's — into `to`, the
+    /// frame's bytes after the link's headers, in place (no copy through
+    /// a buffer of its own).
+    #[inline(always)]
+    fn write(&self, chan: &[u8; chan::HEADER_LEN], to: &mut [u8; ABOVE]) {
+        let (upper, rest) = to.split_at_mut(UPPER);
+        let (c, m) = rest.split_at_mut(chan::HEADER_LEN);
+        upper.copy_from_slice(&self.upper);
+        c.copy_from_slice(chan);
+        m.copy_from_slice(&self.mselect);
+    }
+}
+
 impl<'a> Above<'a> {
     /// The stages above the link of an RPC path, as its fast form's
     /// `send` and `receive` borrow them.
@@ -168,8 +183,9 @@ impl<'a> Above<'a> {
     /// The last step that may decline: VCHAN finds an idle channel of the
     /// held pool, CHAN starts the call on it (or sends the reply on the
     /// request's channel), VCHAN lends it, and the annotations are
-    /// MSELECT's and VCHAN's; returns every header above the link. From
-    /// here on nothing may fail.
+    /// MSELECT's and VCHAN's; returns CHAN's header, which
+    /// [`Down::write`] puts between the others. From here on nothing may
+    /// fail.
     #[inline(always)]
     fn commit(
         &mut self,
@@ -177,7 +193,7 @@ impl<'a> Above<'a> {
         msg: &mut Msg,
         peer: Peer,
         cx: &mut FastCx,
-    ) -> Option<[u8; ABOVE]> {
+    ) -> Option<[u8; chan::HEADER_LEN]> {
         let client = !self.chan.is_server();
         let now = cx.now();
         let mut c = cx.stage(CHAN);
@@ -201,11 +217,7 @@ impl<'a> Above<'a> {
         if client {
             a.set_rpc_tag(RpcTag::slot(chan));
         }
-        let mut h = [0u8; ABOVE];
-        h[..UPPER].copy_from_slice(&d.upper);
-        h[UPPER..UPPER + chan::HEADER_LEN].copy_from_slice(&header);
-        h[UPPER + chan::HEADER_LEN..].copy_from_slice(&d.mselect);
-        Some(h)
+        Some(header)
     }
 
     /// Checks the BLAST and BID headers `h` of a frame from `peer`,
