@@ -197,20 +197,23 @@ impl<'a> Above<'a> {
         let client = !self.chan.is_server();
         let now = cx.now();
         let mut c = cx.stage(CHAN);
-        let m = chan_module(&mut c, self.chan)?;
         let parts = [&d.mselect[..], msg.as_slice()];
-        let ((header, earlier), chan) = if client {
-            self.vchan.fast_call(peer, d.slot, |chan| {
-                self.chan.fast_send(m, now, parts, peer, chan)
-            })?
+        let (header, chan) = if client {
+            let m = chan_module(&mut c, self.chan)?;
+            let ((header, earlier), chan) = self.vchan.fast_call(peer, d.slot, |chan| {
+                self.chan.fast_call(m, now, parts, peer, chan)
+            })?;
+            if earlier {
+                touch_chan(&mut c, self.chan);
+            }
+            (header, chan)
         } else {
             // VCHAN passes on the server: the reply goes on the
-            // request's channel.
-            (self.chan.fast_send(m, now, parts, peer, d.slot)?, d.slot)
+            // request's channel, which CHAN's stage holds (no module
+            // reached).
+            let header = self.chan.fast_reply(&mut c, now, parts, peer, d.slot)?;
+            (header, d.slot)
         };
-        if earlier {
-            touch_chan(&mut c, self.chan);
-        }
         let a = msg.anno_mut();
         // The word is IP's time to live below (MSELECT).
         a.clear_procedure();
@@ -259,13 +262,13 @@ impl<'a> Above<'a> {
         let packet = after.get(..len)?;
         let (h, payload) = ChanHeader::parse(packet).ok()?;
         let mh = self.mselect.fast_accept(payload)?;
-        let mut c = cx.stage(CHAN);
-        let m = chan_module(&mut c, self.chan)?;
         // The last step that may decline.
         let slot = if !self.chan.is_server() {
+            let mut c = cx.stage(CHAN);
+            let m = chan_module(&mut c, self.chan)?;
             self.vchan
                 .fast_outcome(peer, h.chan, || self.chan.fast_receive(m, &h, peer, anno))?
-        } else if self.chan.fast_receive(m, &h, peer, anno) {
+        } else if self.chan.fast_request(&h, peer, anno) {
             h.chan
         } else {
             return None;
