@@ -3,7 +3,7 @@
 //! the module ([`ClientTable`]: VCHAN's pools open their channels in it),
 //! and the module's poll runs its retransmission timers; the server
 //! path's stage holds the server table itself
-//! ([`ServerChannels`](super::server_channels), with a stage timer for
+//! (`modules::server_channels`, with a stage timer for
 //! its retransmissions), since nothing but that stage reaches it. The
 //! stage of the client path starts calls and takes replies, the stage of
 //! the server path hands requests up and sends the replies that come back
@@ -207,7 +207,12 @@ impl ChanModule {
 
 /// The message a `Send` action asks for on channel `key`: CHAN's `header`
 /// and the saved copy `body`, if any (`None`: no buffer).
-fn message(pool: &MsgPool, header: &ChanHeader, body: Option<&[u8]>, key: ChannelKey) -> Option<Msg> {
+fn message(
+    pool: &MsgPool,
+    header: &ChanHeader,
+    body: Option<&[u8]>,
+    key: ChannelKey,
+) -> Option<Msg> {
     let body = body.unwrap_or(&[]);
     let mut m = pool.alloc(HEADER_LEN + body.len()).ok()?;
     let b = m.as_mut_slice();
@@ -470,7 +475,10 @@ impl ChanStage {
         let deadline = m.call_timeout.map(|d| now + d);
         let h = m.client.fast_call(held, now, key, msg, deadline)?;
         let first = now + m.client.config().initial_timeout;
-        Some((h.to_bytes(), m.armed(deadline.map_or(first, |d| d.min(first)))))
+        Some((
+            h.to_bytes(),
+            m.armed(deadline.map_or(first, |d| d.min(first))),
+        ))
     }
 
     /// Fast form, down: what `reply` does with the reply `msg` (as

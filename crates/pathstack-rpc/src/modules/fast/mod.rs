@@ -45,14 +45,16 @@
 //!
 //! **One step that may decline changes state.** CHAN's and VCHAN's
 //! engines are the only covered stages whose work changes state (CHAN's
-//! module's channels, the client path's own VCHAN pools),
+//! client channels in its module, the server channels the server path's
+//! CHAN stage holds, the client path's own VCHAN pools),
 //! and each fast piece checks everything and then commits (the engine's
 //! `fast_*` share their state change with the stage's general code). So
 //! the fast form checks every stateless stage and the link first
 //! (`Above::prepare`, `link::hop`, `link::room`), then runs the one
 //! step that may still decline — VCHAN's check, CHAN's check and
 //! commit, VCHAN's commit, with CHAN's module reached by the handle its
-//! stage holds (the only module a fast message reaches) — and then
+//! stage holds on the client path (the only module a fast message
+//! reaches; the server path's reaches none) — and then
 //! writes the headers, which cannot fail. Over IP the identification is
 //! taken after that step, as IP takes it last. The differential test
 //! `tests/fused_rpc.rs` holds all of it to the modular stages.
@@ -102,11 +104,12 @@ struct Down {
     slot: u16,
 }
 
-/// CHAN's module, reached by the handle its stage resolved when the
-/// path was made (one index, no walk of the path or the graph; VCHAN's
-/// pools are the client path's own, in its stage), without marking it
-/// touched: a message in the established case gives CHAN no work due
-/// sooner than it had, except when the call or reply it sends arms the
+/// CHAN's module, as the client path reaches it (its client channels;
+/// the server path's stage holds its own), by the handle its stage
+/// resolved when the path was made (one index, no walk of the path or
+/// the graph; VCHAN's pools are the client path's own, in its stage),
+/// without marking it touched: a call or reply in the established case
+/// gives CHAN no work due sooner than it had, except when the call it sends arms the
 /// earliest timer, and then [`touch_chan`] marks it (who makes work marks
 /// it), so the stack's poll stays one check (issue 26 item 5).
 #[inline(always)]
