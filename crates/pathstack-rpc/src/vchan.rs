@@ -209,6 +209,19 @@ impl VchanPool {
         self.idle.last().copied()
     }
 
+    /// Fast form: lends the channel [`VchanPool::next_idle`] named, as
+    /// [`VchanPool::acquire`] lends it when one is idle (the top of the
+    /// idle stack becomes busy), without building its answer: the caller
+    /// already holds the key. `false` if none is idle.
+    #[inline(always)]
+    pub(crate) fn lend_idle(&mut self) -> bool {
+        let Some(key) = self.idle.pop() else {
+            return false;
+        };
+        self.busy.push(key);
+        true
+    }
+
     /// Gives back a channel whose call ended. If a call waits, the channel
     /// goes straight to the longest waiter, returned here; else it is
     /// parked (pending DECCONCURRENCY) or becomes the top of the idle

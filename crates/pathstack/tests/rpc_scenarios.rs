@@ -290,11 +290,11 @@ fn is_short_reply(net: RpcNet) -> impl Fn(&[u8]) -> bool {
 /// C3: the request is lost; the client's timer resends it 5 s later as
 /// `0x07` with the data; the server acknowledges (ACK_REQUESTED),
 /// executes once and replies.
-fn lost_short_request(net: RpcNet) {
+fn lost_short_request(net: RpcNet, body: &[u8]) {
     let (mut r, runs) = warmed_counting_rig(net);
     r.drop_frames(Side::Client, 0, 1, is_short_request(net));
     let t = r.now;
-    assert_eq!(r.call(XRPCTEST, b"lost once").unwrap(), b"lost once");
+    assert_eq!(r.call(XRPCTEST, body).unwrap(), body);
     assert_eq!(
         r.now,
         t + Duration::from_secs(5),
@@ -324,8 +324,8 @@ fn lost_short_request(net: RpcNet) {
     assert_eq!(retry.chan_seq(), Some(3), "the warm-up had seq 2");
     assert_eq!(
         retry.chan().unwrap()[12..],
-        17u32.to_be_bytes(),
-        "len 8 + 9"
+        (8 + body.len() as u32).to_be_bytes(),
+        "len 8 (MSELECT's header) + the request's"
     );
     assert_eq!(retry.chan_body(), lost.chan_body(), "same data");
     let (_, _, ack) = fw[1];
@@ -343,12 +343,24 @@ fn lost_short_request(net: RpcNet) {
 
 #[test]
 fn c3_lost_request_is_resent_after_5s_and_runs_once_ethernet() {
-    lost_short_request(RpcNet::Eth);
+    lost_short_request(RpcNet::Eth, b"lost once");
 }
 
 #[test]
 fn c3_lost_request_is_resent_after_5s_and_runs_once_ip() {
-    lost_short_request(RpcNet::Ip);
+    lost_short_request(RpcNet::Ip, b"lost once");
+}
+
+/// C3 for a zero-byte call, whose kept copy is MSELECT's header alone
+/// (CHAN keeps it in place, not in its vector): the retry carries it.
+#[test]
+fn c3_lost_zero_byte_request_is_resent_whole_ethernet() {
+    lost_short_request(RpcNet::Eth, b"");
+}
+
+#[test]
+fn c3_lost_zero_byte_request_is_resent_whole_ip() {
+    lost_short_request(RpcNet::Ip, b"");
 }
 
 /// C2: the reply is lost. The client's retry at 5 s (0x07) reaches a

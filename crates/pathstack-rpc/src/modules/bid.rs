@@ -88,8 +88,7 @@ impl Module for BidModule {
             BidStage {
                 own,
                 hlp_num,
-                generation: None,
-                cache: None,
+                held: None,
                 out: Vec::new(),
             },
             Route::Service(1),
@@ -122,10 +121,10 @@ struct BidCache {
 pub struct BidStage {
     own: bool,
     hlp_num: u32,
-    /// BIDCTL's generation, held from the first message on.
-    generation: Option<BootGeneration>,
-    /// The last peer's boot ids, valid for one BIDCTL generation.
-    cache: Option<BidCache>,
+    /// BIDCTL's generation cell, held from the first message on, with the
+    /// last peer's boot ids, valid for one BIDCTL generation: one field,
+    /// so the fast form tests one option, not two.
+    held: Option<(BootGeneration, BidCache)>,
     /// BIDCTL's requests to put on paths (reused).
     out: Sends,
 }
@@ -155,9 +154,10 @@ impl BidStage {
     #[inline(never)]
     fn refresh(&mut self, cx: &mut Cx<'_, '_>, peer: crate::Peer) -> Option<(BootId, BootId)> {
         let ctl = cx.linked_module::<BidctlModule>(CTL, 0)?;
-        if self.generation.is_none() {
-            self.generation = Some(ctl.generation_cell().clone());
-        }
+        let cell = match self.held.take() {
+            Some((cell, _)) => cell,
+            None => ctl.generation_cell().clone(),
+        };
         let (local, peer_bid, generation) = ctl.known_bids(peer);
         let header = BidFilter::new(local, self.hlp_num)
             .send_header(peer_bid)
@@ -166,22 +166,23 @@ impl BidStage {
         let mut expect = [0u8; 8];
         expect[..4].copy_from_slice(&peer_bid.0.to_be_bytes());
         expect[4..].copy_from_slice(&local.0.to_be_bytes());
-        self.cache = Some(BidCache {
+        let cache = BidCache {
             peer,
             generation,
             local,
             peer_bid,
             header,
             expect,
-        });
+        };
+        self.held = Some((cell, cache));
         Some((local, peer_bid))
     }
 
     /// The boot ids the path holds for `peer`, as [`BidStage::held`].
     #[inline(always)]
     fn held_cache(&self, peer: crate::Peer) -> Option<&BidCache> {
-        match (&self.generation, &self.cache) {
-            (Some(g), Some(c)) if c.peer == peer && c.generation == g.current() => Some(c),
+        match &self.held {
+            Some((g, c)) if c.peer == peer && c.generation == g.current() => Some(c),
             _ => None,
         }
     }

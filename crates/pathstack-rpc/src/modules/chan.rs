@@ -1,9 +1,13 @@
 //! `CHAN` on paths (spec §6): request/reply channels with at-most-once
-//! execution. The channel tables — client and server, x-kernel's session
-//! maps — live in the module ([`ClientTable`], [`ServerTable`]); the
+//! execution. The client channel table (x-kernel's session map) lives in
+//! the module ([`ClientTable`]: VCHAN's pools open their channels in it),
+//! and the module's poll runs its retransmission timers; the server
+//! path's stage holds the server table itself
+//! (`modules::server_channels`, with a stage timer for
+//! its retransmissions), since nothing but that stage reaches it. The
 //! stage of the client path starts calls and takes replies, the stage of
 //! the server path hands requests up and sends the replies that come back
-//! down, and the module's poll runs the retransmission timers.
+//! down.
 //!
 //! Outcomes travel as messages: a reply goes up in place (header popped,
 //! channel in the [`RpcTag`]); a failed call (deadline, peer reboot) goes
@@ -23,12 +27,13 @@
 use super::bidctl::BidctlModule;
 use super::rpc::{RpcRole, RPC_ROLE};
 use super::sends::{self, Sends};
+use super::server_channels::ServerChannels;
 use crate::anno::{BootNotice, CallStatus, RpcAnno, RpcTag};
 use crate::boot::BootGeneration;
 use crate::chan::ReplyError;
 use crate::chan::{
     CallError, ChanAction, ChannelKey, ClientChannel, ClientConfig, ClientTable, Payload,
-    ServerChannel, ServerConfig, ServerTable, TransportReceipt,
+    ServerChannel, TransportReceipt,
 };
 use crate::handle_table::HandleCache;
 use crate::wire::chan::{flags, ChanDropReason, ChanHeader, HEADER_LEN};
@@ -78,14 +83,13 @@ const HELD_CHANNELS: usize = 8;
 /// made; read by CHAN to know which messages BLAST fragments).
 pub const BLAST_FRAGMENT_LEN: AttrKey<usize> = AttrKey::pervasive("BLAST_FRAGMENT_LEN");
 
-/// The `CHAN` module: the channel tables.
+/// The `CHAN` module: the client channel table (the server path's stage
+/// holds the server table).
 pub struct ChanModule {
     client: ClientTable,
-    server: ServerTable,
     call_timeout: Option<Duration>,
-    /// Where the client and server stages are: (path, position).
+    /// Where the client stage is: (path, position).
     client_at: Option<(PathId, usize)>,
-    server_at: Option<(PathId, usize)>,
     /// Peers whose client channels still need registering with BIDCTL
     /// (VCHAN opened a pool).
     pending_registrations: Vec<Peer>,
@@ -103,19 +107,10 @@ impl ChanModule {
     /// Factory: parameter `call_timeout`.
     pub fn create(setup: &mut ModuleSetup<'_>) -> Result<Box<dyn Module>, ModuleError> {
         let secs: u64 = setup.param("call_timeout", DEFAULT_CALL_TIMEOUT.as_secs())?;
-        let mut server = ServerTable::new(ServerConfig::default());
-        server
-            .enable(protocol::MSELECT)
-            .map_err(|e| ModuleError::Init {
-                instance: setup.instance().to_string(),
-                reason: e.to_string(),
-            })?;
         Ok(Box::new(ChanModule {
             client: ClientTable::new(ClientConfig::default()),
-            server,
             call_timeout: (secs > 0).then(|| Duration::from_secs(secs)),
             client_at: None,
-            server_at: None,
             pending_registrations: Vec::new(),
             actions: Vec::new(),
             next_due: None,
@@ -134,11 +129,6 @@ impl ChanModule {
     /// per call without reaching this module.
     pub fn reboot_generation(&self) -> &BootGeneration {
         &self.reboots
-    }
-
-    /// The server channel table.
-    pub fn server_table(&self) -> &ServerTable {
-        &self.server
     }
 
     /// Asks for the client channels to `peer` to be registered with
@@ -162,10 +152,7 @@ impl ChanModule {
     }
 
     fn due(&mut self) {
-        self.next_due = match (self.client.poll_at(), self.server.poll_at()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
+        self.next_due = self.client.poll_at();
     }
 
     /// Turns the engines' requests into messages and where they go:
@@ -180,26 +167,16 @@ impl ChanModule {
                     header,
                     payload,
                 } => {
-                    let client = header.has(flags::FROM_CLIENT);
-                    let (at, copy) = if client {
-                        (self.client_at, self.client.saved_copy(key))
-                    } else {
-                        (self.server_at, self.server.saved_copy(key))
-                    };
                     let body = match payload {
-                        Payload::None => &[][..],
-                        Payload::SavedCopy => copy.unwrap_or(&[]),
+                        Payload::None => None,
+                        Payload::SavedCopy => self.client.saved_copy(key),
                     };
-                    let Some((path, pos)) = at else { continue };
-                    match pool.alloc(HEADER_LEN + body.len()) {
-                        Ok(mut m) => {
-                            let b = m.as_mut_slice();
-                            header.emit(&mut b[..HEADER_LEN]);
-                            b[HEADER_LEN..].copy_from_slice(body);
-                            m.anno_mut().set_rpc_peer(key.peer);
-                            into.push((path, pos, Dir::Down, m));
-                        }
-                        Err(_) => self.send_failures += 1,
+                    let Some((path, pos)) = self.client_at else {
+                        continue;
+                    };
+                    match message(pool, &header, body, key) {
+                        Some(m) => into.push((path, pos, Dir::Down, m)),
+                        None => self.send_failures += 1,
                     }
                 }
                 ChanAction::CallFailed { key, error } => {
@@ -228,6 +205,23 @@ impl ChanModule {
     }
 }
 
+/// The message a `Send` action asks for on channel `key`: CHAN's `header`
+/// and the saved copy `body`, if any (`None`: no buffer).
+fn message(
+    pool: &MsgPool,
+    header: &ChanHeader,
+    body: Option<&[u8]>,
+    key: ChannelKey,
+) -> Option<Msg> {
+    let body = body.unwrap_or(&[]);
+    let mut m = pool.alloc(HEADER_LEN + body.len()).ok()?;
+    let b = m.as_mut_slice();
+    header.emit(&mut b[..HEADER_LEN]);
+    b[HEADER_LEN..].copy_from_slice(body);
+    m.anno_mut().set_rpc_peer(key.peer);
+    Some(m)
+}
+
 /// The status a failed call's outcome carries up.
 fn status_of(e: CallError) -> CallStatus {
     match e {
@@ -237,6 +231,13 @@ fn status_of(e: CallError) -> CallStatus {
         CallError::Busy => CallStatus::Busy,
         CallError::Disabled | CallError::Aborted | CallError::NoChannel => CallStatus::Failed,
     }
+}
+
+/// Whether `anno` carries one of BIDCTL's notices (which the fast forms
+/// leave to the stage).
+#[inline(always)]
+fn is_notice(anno: &pathstack_core::Anno) -> bool {
+    anno.rpc_tag().is_some_and(|t| t.notice != BootNotice::None)
 }
 
 /// Pushes CHAN's header `h` on a call or reply going down.
@@ -269,9 +270,14 @@ impl Module for ChanModule {
             .copied()
             .ok_or_else(|| cx.refuse("a path through CHAN needs the upper PROT_ID"))?;
         attrs.insert(&keys::PROT_ID, protocol::CHAN);
+        let channels = match server {
+            true => Some(ServerChannels::new().map_err(|e| cx.refuse(e.to_string()))?),
+            false => None,
+        };
         Ok(Created::new(
             ChanStage {
                 server,
+                channels,
                 own: cx.own_handle::<ChanModule>(),
                 prot_id,
                 fragment_len: None,
@@ -302,7 +308,6 @@ impl Module for ChanModule {
             return 0;
         }
         self.client.on_time(now, &mut self.actions);
-        self.server.on_time(now, &mut self.actions);
         self.due();
         let pool = cx.pool().clone();
         let mut out = Sends::new();
@@ -315,7 +320,6 @@ impl Module for ChanModule {
     fn stats(&self) -> Vec<(String, u64)> {
         vec![
             ("client_channels".into(), self.client.len() as u64),
-            ("server_channels".into(), self.server.len() as u64),
             ("send_failures".into(), self.send_failures),
         ]
     }
@@ -324,7 +328,11 @@ impl Module for ChanModule {
 /// The `CHAN` stage of the client or the server path.
 pub struct ChanStage {
     server: bool,
-    /// This module, resolved when the path was made: the server path's
+    /// The server path's channels, held by its stage (`None` on the
+    /// client path): a request and its reply reach their channel with no
+    /// module reached.
+    channels: Option<ServerChannels>,
+    /// This module, resolved when the path was made: the client path's
     /// fast form reaches it by index ([`pathstack_core::module_handle`]).
     own: ModuleHandle<ChanModule>,
     /// The upper protocol (MSELECT).
@@ -398,18 +406,60 @@ impl ChanStage {
         own
     }
 
-    /// Fast form, down: what `call` (client) or `reply` (server) does with
-    /// the message `msg` (in two parts: the header of the protocol above
-    /// and its payload) to `peer` on channel `chan` at `now`, done in
-    /// CHAN's module `m`, and the header
-    /// they would push on it; `None`, nothing changed, where they would
-    /// do anything else: the channel not held by handle, not FREE
-    /// (client) or not executing (server), a message BLAST fragments
-    /// (its receipt is recorded), the first call to a peer (BIDCTL
-    /// registration). Also returns whether the module's deadline moved
-    /// earlier (the caller reached it without marking it: it marks it).
+    /// [`ChanStage::flush`] of the server path, whose stage holds its
+    /// channels: sends what the server engine asked for from this stage,
+    /// down its own path, and re-arms the retransmission timer if that
+    /// resent anything.
+    fn flush_server(&mut self, cx: &mut Cx<'_, '_>) -> Option<ChanAction> {
+        let ch = self.channels.as_mut()?;
+        if let [ChanAction::Reply { .. } | ChanAction::Execute { .. }] = ch.actions.as_slice() {
+            return ch.actions.pop();
+        }
+        let pool = cx.pool().clone();
+        let (path, pos) = (cx.path(), cx.position());
+        let mut own = None;
+        for a in ch.actions.drain(..) {
+            match a {
+                ChanAction::Send {
+                    key,
+                    header,
+                    payload,
+                } => {
+                    let body = match payload {
+                        Payload::None => None,
+                        Payload::SavedCopy => ch.table.saved_copy(key),
+                    };
+                    // Without a buffer the resend is skipped: the
+                    // channel's timer backs off and sends it again.
+                    if let Some(m) = message(&pool, &header, body, key) {
+                        self.out.push((path, pos, Dir::Down, m));
+                    }
+                }
+                r @ (ChanAction::Reply { .. } | ChanAction::Execute { .. }) => own = Some(r),
+                // Only a client's call fails; FREERESOURCES is left to
+                // BLAST's hold timer (see the module docs).
+                ChanAction::CallFailed { .. } | ChanAction::FreeResources { .. } => {}
+            }
+        }
+        if !self.out.is_empty() {
+            // Retransmissions and probes re-arm timers: look again.
+            ch.rearm(cx);
+        }
+        sends::from_stage(cx, &mut self.out);
+        own
+    }
+
+    /// Fast form, down: what `call` does with the message `msg` (in two
+    /// parts: the header of the protocol above and its payload) to `peer`
+    /// on channel `chan` at `now`, done in CHAN's module `m`, and the
+    /// header it would push on it; `None`, nothing changed, where it would
+    /// do anything else: the channel not held by handle or not FREE, a
+    /// message BLAST fragments (its receipt is recorded), the first call
+    /// to a peer (BIDCTL registration). Also returns whether the module's
+    /// deadline moved earlier (the caller reached it without marking it:
+    /// it marks it).
     #[inline(always)]
-    pub(crate) fn fast_send(
+    pub(crate) fn fast_call(
         &mut self,
         m: &mut ChanModule,
         now: Instant,
@@ -417,46 +467,72 @@ impl ChanStage {
         peer: Peer,
         chan: u16,
     ) -> Option<([u8; HEADER_LEN], bool)> {
+        let key = self.fast_key(msg, peer, chan)?;
+        let held = self.clients.get(usize::from(chan), &key)?;
+        if !m.pending_registrations.is_empty() {
+            return None;
+        }
+        let deadline = m.call_timeout.map(|d| now + d);
+        let h = m.client.fast_call(held, now, key, msg, deadline)?;
+        let first = now + m.client.config().initial_timeout;
+        Some((
+            h.to_bytes(),
+            m.armed(deadline.map_or(first, |d| d.min(first))),
+        ))
+    }
+
+    /// Fast form, down: what `reply` does with the reply `msg` (as
+    /// [`ChanStage::fast_call`]'s) to `peer` on the request's channel
+    /// `chan` at `now`, in the channels this (server) stage holds, and the
+    /// header it would push; `None`, nothing changed, where it would do
+    /// anything else: the channel not held by handle or not executing, a
+    /// message BLAST fragments. No module is reached; the stage's timer
+    /// is armed again (`cx`, this stage's) only when the reply's
+    /// retransmission is the earliest.
+    #[inline(always)]
+    pub(crate) fn fast_reply(
+        &mut self,
+        cx: &mut Cx<'_, '_>,
+        now: Instant,
+        msg: [&[u8]; 2],
+        peer: Peer,
+        chan: u16,
+    ) -> Option<[u8; HEADER_LEN]> {
+        let key = self.fast_key(msg, peer, chan)?;
+        let held = self.servers.get(usize::from(chan), &key)?;
+        let ch = self.channels.as_mut()?;
+        let h = ch.table.fast_reply(held, now, key, msg)?;
+        let first = now + ch.table.config().initial_timeout;
+        ch.armed(cx, first);
+        Some(h.to_bytes())
+    }
+
+    /// The channel a fast call or reply of `msg` to `peer` travels on,
+    /// `chan`; `None` (decline) for a message BLAST would fragment (the
+    /// receipt BLAST gives a short message is the default one).
+    #[inline(always)]
+    fn fast_key(&self, msg: [&[u8]; 2], peer: Peer, chan: u16) -> Option<ChannelKey> {
         let len = msg[0].len() + msg[1].len();
-        // The receipt BLAST gives a short message is the default one.
         let f = self.fragment_len?;
         if len + HEADER_LEN + crate::wire::bid::HEADER_LEN >= f {
             return None;
         }
-        let key = ChannelKey {
+        Some(ChannelKey {
             peer,
             prot_id: self.prot_id,
             chan,
-        };
-        let at = usize::from(chan);
-        let (h, earlier) = if self.server {
-            let held = self.servers.get(at, &key)?;
-            let h = m.server.fast_reply(held, now, key, msg)?;
-            (h, m.armed(now + m.server.config().initial_timeout))
-        } else {
-            let held = self.clients.get(at, &key)?;
-            if !m.pending_registrations.is_empty() {
-                return None;
-            }
-            let deadline = m.call_timeout.map(|d| now + d);
-            let h = m.client.fast_call(held, now, key, msg, deadline)?;
-            let first = now + m.client.config().initial_timeout;
-            (h, m.armed(deadline.map_or(first, |d| d.min(first))))
-        };
-        Some((h.to_bytes(), earlier))
+        })
     }
 
     /// Fast form, up: what `receive` does (in CHAN's module `m`) with a
     /// CHAN message from `peer` (annotated `anno`) whose header is `h`
-    /// when it is the next request
-    /// on an established server channel or the reply to the call
-    /// outstanding on a client channel, done (the caller parsed the
-    /// message with [`ChanHeader::parse`]); `false`, nothing changed, for
-    /// anything else: BIDCTL's notices, a channel not held by handle,
-    /// ACKs, NACKs, probes, duplicates, old or future seqs, requests or
-    /// replies that ask for an explicit ACK, a fragmented message to
-    /// free. `receive` then annotates the channel `h.chan` and passes
-    /// the payload up.
+    /// when it is the reply to the call outstanding on a client channel,
+    /// done (the caller parsed the message with [`ChanHeader::parse`]);
+    /// `false`, nothing changed, for anything else: BIDCTL's notices, a
+    /// channel not held by handle, ACKs, NACKs, probes, duplicates, old
+    /// or future seqs, replies that ask for an explicit ACK, a fragmented
+    /// request to free. `receive` then annotates the channel `h.chan` and
+    /// passes the payload up.
     #[inline(always)]
     pub(crate) fn fast_receive(
         &mut self,
@@ -465,26 +541,44 @@ impl ChanStage {
         peer: Peer,
         anno: &pathstack_core::Anno,
     ) -> bool {
-        if anno.rpc_tag().is_some_and(|t| t.notice != BootNotice::None) {
+        if is_notice(anno) {
             return false;
         }
         let key = ChannelKey::of(peer, h);
-        let at = usize::from(h.chan);
         // Anything queued would go out with this packet's own action.
         if !m.actions.is_empty() {
             return false;
         }
-        if self.server {
-            let Some(held) = self.servers.get(at, &key) else {
-                return false;
-            };
-            m.server.fast_request(held, key, h)
-        } else {
-            let Some(held) = self.clients.get(at, &key) else {
-                return false;
-            };
-            m.client.fast_reply(held, key, h)
+        let Some(held) = self.clients.get(usize::from(h.chan), &key) else {
+            return false;
+        };
+        m.client.fast_reply(held, key, h)
+    }
+
+    /// Fast form, up: [`ChanStage::fast_receive`] of the server path, for
+    /// the next request on an established channel this stage holds: no
+    /// module reached.
+    #[inline(always)]
+    pub(crate) fn fast_request(
+        &mut self,
+        h: &ChanHeader,
+        peer: Peer,
+        anno: &pathstack_core::Anno,
+    ) -> bool {
+        if is_notice(anno) {
+            return false;
         }
+        let key = ChannelKey::of(peer, h);
+        let Some(ch) = self.channels.as_mut() else {
+            return false;
+        };
+        if !ch.actions.is_empty() {
+            return false;
+        }
+        let Some(held) = self.servers.get(usize::from(h.chan), &key) else {
+            return false;
+        };
+        ch.table.fast_request(held, key, h)
     }
 
     /// Whether this is the server path's stage.
@@ -565,21 +659,21 @@ impl ChanStage {
         };
         let now = cx.now();
         let receipt = self.receipt(cx, msg.len() + HEADER_LEN);
-        let Some(m) = cx.module::<ChanModule>() else {
+        let Some(ch) = self.channels.as_mut() else {
             return Verdict::Drop(ChanDropReason::NoChannel.into());
         };
         // The execution this reply answers: the channel's current one.
         let held = self.servers.get(usize::from(key.chan), &key);
-        let Some(call) = m.server.executing(held, key) else {
+        let Some(call) = ch.table.executing(held, key) else {
             return Verdict::Drop(ChanDropReason::Unsolicited.into());
         };
-        match m.server.reply(now, call, msg.as_slice()) {
+        match ch.table.reply(now, call, msg.as_slice()) {
             Ok(h) => {
                 if receipt != TransportReceipt::default() {
-                    m.server.record_receipt(call.key, receipt);
+                    ch.table.record_receipt(call.key, receipt);
                 }
-                let first = now + m.server.config().initial_timeout;
-                m.armed(first);
+                let first = now + ch.table.config().initial_timeout;
+                ch.armed(cx, first);
                 push_header(msg, &h)
             }
             // The client rebooted while the procedure ran (C10).
@@ -592,17 +686,20 @@ impl ChanStage {
 
     fn notice(&mut self, notice: BootNotice, peer: Peer, cx: &mut Cx<'_, '_>) -> Verdict {
         let now = cx.now();
-        let server = self.server;
+        if let Some(ch) = self.channels.as_mut() {
+            if notice == BootNotice::PeerRebooted {
+                ch.table.peer_rebooted(peer, &mut ch.actions);
+            }
+            self.flush_server(cx);
+            return Verdict::Consumed;
+        }
         if let Some(m) = cx.module::<ChanModule>() {
-            match (notice, server) {
-                (BootNotice::FirstContact, false) => {
-                    m.client.first_contact(now, peer, &mut m.actions)
-                }
-                (BootNotice::PeerRebooted, false) => {
+            match notice {
+                BootNotice::FirstContact => m.client.first_contact(now, peer, &mut m.actions),
+                BootNotice::PeerRebooted => {
                     m.client.peer_rebooted(peer, &mut m.actions);
                     m.reboots.bump();
                 }
-                (BootNotice::PeerRebooted, true) => m.server.peer_rebooted(peer, &mut m.actions),
                 _ => {}
             }
         }
@@ -624,32 +721,35 @@ impl ChanStage {
             Err(e) => return Verdict::Drop(e.into()),
         };
         let now = cx.now();
-        let server = self.server;
-        let Some(m) = cx.module::<ChanModule>() else {
-            return Verdict::Drop(ChanDropReason::NoChannel.into());
-        };
-        let channels = m.server.len();
         let key = ChannelKey::of(peer, &h);
         let at = usize::from(h.chan);
-        let r = if server {
+        let (r, own, new_channel) = if let Some(ch) = self.channels.as_mut() {
+            let channels = ch.table.len();
             let held = self.servers.get(at, &key);
-            m.server
-                .on_packet_held(held, peer, &h, payload, None, &mut m.actions)
+            let r = ch
+                .table
+                .on_packet_held(held, peer, &h, payload, None, &mut ch.actions)
                 .map(|reached| {
                     if let Some(r) = reached.filter(|&r| held != Some(r)) {
                         self.servers.put(at, key, r);
                     }
-                })
+                });
+            // A server channel was made (or revived): make sure BIDCTL
+            // tells this stage about its peer's reboot (registering is
+            // idempotent; a request on an existing channel costs no
+            // lookup).
+            let new_channel = ch.table.len() > channels;
+            (r, self.flush_server(cx), new_channel)
         } else {
+            let Some(m) = cx.module::<ChanModule>() else {
+                return Verdict::Drop(ChanDropReason::NoChannel.into());
+            };
             let held = self.clients.get(at, &key);
-            m.client
-                .on_packet_held(held, now, peer, &h, payload, None, &mut m.actions)
+            let r = m
+                .client
+                .on_packet_held(held, now, peer, &h, payload, None, &mut m.actions);
+            (r, self.flush(cx), false)
         };
-        // A server channel was made (or revived): make sure BIDCTL tells
-        // this stage about its peer's reboot (registering is idempotent;
-        // a request on an existing channel costs no lookup).
-        let new_channel = server && m.server.len() > channels;
-        let own = self.flush(cx);
         if new_channel {
             self.register(cx, &[peer]);
         }
@@ -683,15 +783,22 @@ impl Stage for ChanStage {
     }
 
     fn establish(&mut self, _aux: &mut Attrs, cx: &mut EstablishCx<'_>) -> Result<(), PathError> {
-        let (path, pos, server) = (cx.path(), cx.position(), self.server);
-        if let Some(m) = cx.module::<ChanModule>() {
-            if server {
-                m.server_at = Some((path, pos));
-            } else {
+        // The module sends the client channels' retransmissions from the
+        // client stage; the server stage sends its own.
+        let (path, pos) = (cx.path(), cx.position());
+        if !self.server {
+            if let Some(m) = cx.module::<ChanModule>() {
                 m.client_at = Some((path, pos));
             }
         }
         Ok(())
+    }
+
+    fn on_timer(&mut self, token: u64, cx: &mut Cx<'_, '_>) {
+        // The server channels' retransmissions (spec §6.6).
+        if self.channels.as_mut().is_some_and(|ch| ch.fired(token, cx)) {
+            self.flush_server(cx);
+        }
     }
 
     fn demux_key(&self, _mode: KeyMode) -> DemuxKey {

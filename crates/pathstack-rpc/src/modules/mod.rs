@@ -36,6 +36,7 @@ mod net;
 mod own_path;
 pub mod rpc;
 mod sends;
+mod server_channels;
 pub mod vchan;
 
 pub use graph::RpcGraph;

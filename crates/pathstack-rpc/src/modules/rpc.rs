@@ -218,8 +218,10 @@ pub struct RpcServerStage {
     /// The procedures by id, sorted: a call finds its procedure by a
     /// binary search of a short array (one comparison for a server with
     /// one procedure) rather than a tree walk; bounded by
-    /// `max_procedures`.
-    procedures: Vec<(u32, Box<dyn Procedure>)>,
+    /// `max_procedures`. Each with whether it echoes, asked once when it
+    /// is registered ([`Procedure::echoes`] says "always"): a call then
+    /// makes no virtual call to learn it.
+    procedures: Vec<(u32, bool, Box<dyn Procedure>)>,
     max_procedures: usize,
     /// The reply buffer, reused from call to call.
     reply: Vec<u8>,
@@ -233,19 +235,20 @@ impl RpcServerStage {
         id: u32,
         procedure: Box<dyn Procedure>,
     ) -> Result<(), RegisterError> {
-        let Err(at) = self.procedures.binary_search_by_key(&id, |&(i, _)| i) else {
+        let Err(at) = self.procedures.binary_search_by_key(&id, |&(i, _, _)| i) else {
             return Err(RegisterError::Exists(id));
         };
         if self.procedures.len() >= self.max_procedures {
             return Err(RegisterError::Full(self.max_procedures));
         }
-        self.procedures.insert(at, (id, procedure));
+        self.procedures
+            .insert(at, (id, procedure.echoes(), procedure));
         Ok(())
     }
 
     /// Removes the procedure registered under `id`; `false` if none was.
     pub fn unregister(&mut self, id: u32) -> bool {
-        match self.procedures.binary_search_by_key(&id, |&(i, _)| i) {
+        match self.procedures.binary_search_by_key(&id, |&(i, _, _)| i) {
             Ok(at) => {
                 self.procedures.remove(at);
                 true
@@ -287,11 +290,11 @@ impl Stage for RpcServerStage {
             return Verdict::Drop(RpcDropReason::Untagged.into());
         };
         let id = msg.anno().procedure().unwrap_or(0);
-        let found = self.procedures.binary_search_by_key(&id, |&(i, _)| i);
+        let found = self.procedures.binary_search_by_key(&id, |&(i, _, _)| i);
         let status = match found.ok().and_then(|at| self.procedures.get_mut(at)) {
-            Some((_, p)) => {
+            Some((_, echoes, p)) => {
                 self.calls += 1;
-                if !p.echoes() {
+                if !*echoes {
                     self.reply.clear();
                     p.call(msg.as_slice(), &mut self.reply);
                     if !self.write_reply(msg, cx) {

@@ -499,12 +499,12 @@ impl VchanStage {
         }
         let chan = p.pool.next_idle()?.chan;
         let r = send(chan)?;
-        match p.pool.acquire() {
-            // The channel `next_idle` named.
-            Ok(Acquired::Channel(key)) => p.lent.push((key.chan, slot)),
-            // Not after `next_idle` found one idle.
-            _ => return None,
+        // Lends the channel `next_idle` named, as `acquire` would (one
+        // is idle: nothing ran in between).
+        if !p.pool.lend_idle() {
+            return None;
         }
+        p.lent.push((chan, slot));
         Some((r, chan))
     }
 
@@ -524,11 +524,12 @@ impl VchanStage {
     ) -> Option<u16> {
         let held = self.held.get(0, &peer)?;
         let p = self.pools.current.held_mut(held, &peer)?;
-        let lent = p.lent.iter().any(|&(c, _)| c == chan);
-        if p.pool.waiting() != 0 || !lent || !take() {
+        // Found once: the call's slot and where it is kept.
+        let i = p.lent.iter().position(|&(c, _)| c == chan)?;
+        if p.pool.waiting() != 0 || !take() {
             return None;
         }
-        let slot = p.take_lent(chan)?;
+        let slot = p.lent.swap_remove(i).1;
         // No call waits: the channel goes idle (or parked), nothing to
         // send, as in `outcome`.
         let _ = p.pool.release_idle(chan);

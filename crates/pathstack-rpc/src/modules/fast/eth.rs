@@ -60,7 +60,7 @@ impl<Top: Stage, Driver: Stage> FastForm<Stages<Top, Driver>> for RpcEthFast {
         let Some(pad) = link::room(msg, HEADERS) else {
             return false;
         };
-        let Some(upper) = above.commit(&d, msg, peer, cx) else {
+        let Some(chan_h) = above.commit(&d, msg, peer, cx) else {
             return false;
         };
         let Ok(h) = msg.push(HEADERS) else {
@@ -73,7 +73,10 @@ impl<Top: Stage, Driver: Stage> FastForm<Stages<Top, Driver>> for RpcEthFast {
         h[..6].copy_from_slice(&eh.dst.0);
         h[6..12].copy_from_slice(&eh.src.0);
         h[12..eth::HEADER_LEN].copy_from_slice(&eh.ethertype.0.to_be_bytes());
-        h[eth::HEADER_LEN..].copy_from_slice(&upper);
+        let Ok(above_link) = (&mut h[eth::HEADER_LEN..]).try_into() else {
+            return false;
+        };
+        d.write(&chan_h, above_link);
         link::pad_frame(msg, pad)
     }
 

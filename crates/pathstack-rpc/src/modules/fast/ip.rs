@@ -94,7 +94,7 @@ impl<Top: Stage, Driver: Stage> FastForm<Stages<Top, Driver>> for RpcIpFast {
         // The last step that may decline; then IP's identification is
         // taken (its module is on every path through IP), and nothing
         // else can fail.
-        let Some(upper) = above.commit(&d, msg, peer, cx) else {
+        let Some(chan_h) = above.commit(&d, msg, peer, cx) else {
             return false;
         };
         let Some(t) = state.link.as_ref() else {
@@ -105,7 +105,10 @@ impl<Top: Stage, Driver: Stage> FastForm<Stages<Top, Driver>> for RpcIpFast {
             return false;
         };
         t.write(h, datagram + MIN_HEADER_LEN, ident, ttl);
-        h[LINK_HEADERS..].copy_from_slice(&upper);
+        let Ok(above_link) = (&mut h[LINK_HEADERS..]).try_into() else {
+            return false;
+        };
+        d.write(&chan_h, above_link);
         link::finish(msg, &hop, pad)
     }
 

@@ -45,14 +45,16 @@
 //!
 //! **One step that may decline changes state.** CHAN's and VCHAN's
 //! engines are the only covered stages whose work changes state (CHAN's
-//! module's channels, the client path's own VCHAN pools),
+//! client channels in its module, the server channels the server path's
+//! CHAN stage holds, the client path's own VCHAN pools),
 //! and each fast piece checks everything and then commits (the engine's
 //! `fast_*` share their state change with the stage's general code). So
 //! the fast form checks every stateless stage and the link first
 //! (`Above::prepare`, `link::hop`, `link::room`), then runs the one
 //! step that may still decline — VCHAN's check, CHAN's check and
 //! commit, VCHAN's commit, with CHAN's module reached by the handle its
-//! stage holds (the only module a fast message reaches) — and then
+//! stage holds on the client path (the only module a fast message
+//! reaches; the server path's reaches none) — and then
 //! writes the headers, which cannot fail. Over IP the identification is
 //! taken after that step, as IP takes it last. The differential test
 //! `tests/fused_rpc.rs` holds all of it to the modular stages.
@@ -102,11 +104,12 @@ struct Down {
     slot: u16,
 }
 
-/// CHAN's module, reached by the handle its stage resolved when the
-/// path was made (one index, no walk of the path or the graph; VCHAN's
-/// pools are the client path's own, in its stage), without marking it
-/// touched: a message in the established case gives CHAN no work due
-/// sooner than it had, except when the call or reply it sends arms the
+/// CHAN's module, as the client path reaches it (its client channels;
+/// the server path's stage holds its own), by the handle its stage
+/// resolved when the path was made (one index, no walk of the path or
+/// the graph; VCHAN's pools are the client path's own, in its stage),
+/// without marking it touched: a call or reply in the established case
+/// gives CHAN no work due sooner than it had, except when the call it sends arms the
 /// earliest timer, and then [`touch_chan`] marks it (who makes work marks
 /// it), so the stack's poll stays one check (issue 26 item 5).
 #[inline(always)]
@@ -120,6 +123,21 @@ fn chan_module<'c>(cx: &'c mut Cx<'_, '_>, chan: &ChanStage) -> Option<&'c mut C
 #[inline(never)]
 fn touch_chan(cx: &mut Cx<'_, '_>, chan: &ChanStage) {
     cx.touch_by(chan.module());
+}
+
+impl Down {
+    /// Writes every header above the link — BLAST's and BID's, CHAN's
+    /// `chan` (from [`Above::commit`]), MSELECT's — into `to`, the
+    /// frame's bytes after the link's headers, in place (no copy through
+    /// a buffer of its own).
+    #[inline(always)]
+    fn write(&self, chan: &[u8; chan::HEADER_LEN], to: &mut [u8; ABOVE]) {
+        let (upper, rest) = to.split_at_mut(UPPER);
+        let (c, m) = rest.split_at_mut(chan::HEADER_LEN);
+        upper.copy_from_slice(&self.upper);
+        c.copy_from_slice(chan);
+        m.copy_from_slice(&self.mselect);
+    }
 }
 
 impl<'a> Above<'a> {
@@ -168,8 +186,9 @@ impl<'a> Above<'a> {
     /// The last step that may decline: VCHAN finds an idle channel of the
     /// held pool, CHAN starts the call on it (or sends the reply on the
     /// request's channel), VCHAN lends it, and the annotations are
-    /// MSELECT's and VCHAN's; returns every header above the link. From
-    /// here on nothing may fail.
+    /// MSELECT's and VCHAN's; returns CHAN's header, which
+    /// [`Down::write`] puts between the others. From here on nothing may
+    /// fail.
     #[inline(always)]
     fn commit(
         &mut self,
@@ -177,35 +196,34 @@ impl<'a> Above<'a> {
         msg: &mut Msg,
         peer: Peer,
         cx: &mut FastCx,
-    ) -> Option<[u8; ABOVE]> {
+    ) -> Option<[u8; chan::HEADER_LEN]> {
         let client = !self.chan.is_server();
         let now = cx.now();
         let mut c = cx.stage(CHAN);
-        let m = chan_module(&mut c, self.chan)?;
         let parts = [&d.mselect[..], msg.as_slice()];
-        let ((header, earlier), chan) = if client {
-            self.vchan.fast_call(peer, d.slot, |chan| {
-                self.chan.fast_send(m, now, parts, peer, chan)
-            })?
+        let (header, chan) = if client {
+            let m = chan_module(&mut c, self.chan)?;
+            let ((header, earlier), chan) = self.vchan.fast_call(peer, d.slot, |chan| {
+                self.chan.fast_call(m, now, parts, peer, chan)
+            })?;
+            if earlier {
+                touch_chan(&mut c, self.chan);
+            }
+            (header, chan)
         } else {
             // VCHAN passes on the server: the reply goes on the
-            // request's channel.
-            (self.chan.fast_send(m, now, parts, peer, d.slot)?, d.slot)
+            // request's channel, which CHAN's stage holds (no module
+            // reached).
+            let header = self.chan.fast_reply(&mut c, now, parts, peer, d.slot)?;
+            (header, d.slot)
         };
-        if earlier {
-            touch_chan(&mut c, self.chan);
-        }
         let a = msg.anno_mut();
         // The word is IP's time to live below (MSELECT).
         a.clear_procedure();
         if client {
             a.set_rpc_tag(RpcTag::slot(chan));
         }
-        let mut h = [0u8; ABOVE];
-        h[..UPPER].copy_from_slice(&d.upper);
-        h[UPPER..UPPER + chan::HEADER_LEN].copy_from_slice(&header);
-        h[UPPER + chan::HEADER_LEN..].copy_from_slice(&d.mselect);
-        Some(h)
+        Some(header)
     }
 
     /// Checks the BLAST and BID headers `h` of a frame from `peer`,
@@ -247,13 +265,13 @@ impl<'a> Above<'a> {
         let packet = after.get(..len)?;
         let (h, payload) = ChanHeader::parse(packet).ok()?;
         let mh = self.mselect.fast_accept(payload)?;
-        let mut c = cx.stage(CHAN);
-        let m = chan_module(&mut c, self.chan)?;
         // The last step that may decline.
         let slot = if !self.chan.is_server() {
+            let mut c = cx.stage(CHAN);
+            let m = chan_module(&mut c, self.chan)?;
             self.vchan
                 .fast_outcome(peer, h.chan, || self.chan.fast_receive(m, &h, peer, anno))?
-        } else if self.chan.fast_receive(m, &h, peer, anno) {
+        } else if self.chan.fast_request(&h, peer, anno) {
             h.chan
         } else {
             return None;
