@@ -44,6 +44,15 @@ fn load() -> f64 {
         .unwrap_or(f64::NAN)
 }
 
+/// One run at one loss rate: milliseconds, and the load after it.
+#[derive(Clone, Copy)]
+struct Figures {
+    pathstack: f64,
+    offload: f64,
+    linux: f64,
+    load: f64,
+}
+
 fn median(v: &mut [f64]) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
     match v.len() {
@@ -184,8 +193,8 @@ fn echo_10mib_under_loss_beside_linux() {
     let topo = Topology::up();
     let ka: std::net::IpAddr = topo.var("KERNEL_A_IP").parse().unwrap();
     let server = KernelEchoServer::start(&topo, "NS_A", SocketAddr::new(ka, 0));
-    // [loss][run] = (pathstack ms, pathstack with offloads ms, Linux ms, load)
-    let mut figures = vec![Vec::new(); LOSSES.len()];
+    // [loss][run]
+    let mut figures: Vec<Vec<Figures>> = vec![Vec::new(); LOSSES.len()];
     for run in 0..runs {
         for (i, &percent) in LOSSES.iter().enumerate() {
             println!("run {}/{runs}, {percent}% loss:", run + 1);
@@ -199,7 +208,12 @@ fn echo_10mib_under_loss_beside_linux() {
                 let off = pathstack_echo(&topo, true, percent, seed);
                 (pathstack_echo(&topo, false, percent, seed), off, linux)
             };
-            figures[i].push((ps, off, linux, load()));
+            figures[i].push(Figures {
+                pathstack: ps,
+                offload: off,
+                linux,
+                load: load(),
+            });
         }
     }
     println!(
@@ -213,21 +227,26 @@ fn echo_10mib_under_loss_beside_linux() {
     println!("|---|---|---|---|---|---|---|");
     for (i, &percent) in LOSSES.iter().enumerate() {
         let f = &figures[i];
-        let col = |g: &dyn Fn(&(f64, f64, f64, f64)) -> f64| {
+        let col = |g: fn(&Figures) -> f64| {
             let mut v: Vec<f64> = f.iter().map(g).collect();
             median(&mut v)
         };
         let each: Vec<String> = f
             .iter()
-            .map(|(p, o, l, ld)| format!("{p:.0}/{o:.0}/{l:.0} ({ld:.2})"))
+            .map(|x| {
+                format!(
+                    "{:.0}/{:.0}/{:.0} ({:.2})",
+                    x.pathstack, x.offload, x.linux, x.load
+                )
+            })
             .collect();
         println!(
             "| {percent} % | {:.0} | {:.0} | {:.0} | {:.2} | {:.2} | {} |",
-            col(&|x| x.0),
-            col(&|x| x.1),
-            col(&|x| x.2),
-            col(&|x| x.0 / x.2),
-            col(&|x| x.1 / x.2),
+            col(|x| x.pathstack),
+            col(|x| x.offload),
+            col(|x| x.linux),
+            col(|x| x.pathstack / x.linux),
+            col(|x| x.offload / x.linux),
             each.join(", ")
         );
     }
