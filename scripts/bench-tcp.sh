@@ -50,7 +50,11 @@
 #   bulk-to-stack         kernel B sends (kernel_tcp_bulk source), the stack
 #                         receives (sink)
 #   bulk-from-stack       the stack sends (source), kernel B receives
-#   ...-lossN             the same under N% loss
+#   ...-lossN             the same under N% loss; below the table, the
+#                         share of its own loss-free rate each system
+#                         keeps (per run: the loss row over the loss-free
+#                         row of the same run; the median; also in the
+#                         JSON's meta.loss_free_share): issue 28's goal
 #   rtt                   1-byte TCP ping-pong, TCP_NODELAY both ends, one
 #                         connection: kernel B's client (kernel_tcp_peer rtt)
 #                         and the responder under test pinned to the SAME CPU
