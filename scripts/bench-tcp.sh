@@ -50,7 +50,11 @@
 #   bulk-to-stack         kernel B sends (kernel_tcp_bulk source), the stack
 #                         receives (sink)
 #   bulk-from-stack       the stack sends (source), kernel B receives
-#   ...-lossN             the same under N% loss
+#   ...-lossN             the same under N% loss; below the table, the
+#                         share of its own loss-free rate each system
+#                         keeps (per run: the loss row over the loss-free
+#                         row of the same run; the median; also in the
+#                         JSON's meta.loss_free_share): issue 28's goal
 #   rtt                   1-byte TCP ping-pong, TCP_NODELAY both ends, one
 #                         connection: kernel B's client (kernel_tcp_peer rtt)
 #                         and the responder under test pinned to the SAME CPU
@@ -859,6 +863,38 @@ if int(repeat) > 1:
     for t in tests:
         print(f"  {t:<{tw}}" + "  ".join(f"{s}: " + ",".join(f"{v:.3g}" for v in val[(s, t)]["runs"])
                                         for s in systems if (s, t) in val))
+# The share of its own loss-free rate each system keeps under loss (issue
+# 28's goal: pathstack's at 5 % at least the kernel's, at 1 % at least
+# 70 %): per run, the loss row over the loss-free row of the same run
+# (rows are interleaved, so run i of both saw the same load), the median
+# of those; the medians' ratio when a run of either failed.
+shares = []
+for t in tests:
+    if not t.startswith("bulk") or "-loss" not in t:
+        continue
+    base = t.split("-loss")[0]
+    cells = []
+    for s in systems:
+        lossy, clean = val.get((s, t)), val.get((s, base))
+        if not lossy or not clean or not clean["value"]:
+            continue
+        a, b = lossy["runs"], clean["runs"]
+        if len(a) == len(b) and all(b):
+            share = statistics.median(x / y for x, y in zip(a, b))
+        else:
+            share = lossy["value"] / clean["value"]
+        cells.append((s, share))
+    if cells:
+        shares.append((t, dict(cells)))
+if shares:
+    print("\nshare of the loss-free rate kept (median of per-run ratios):")
+    for t, c in shares:
+        ps, ke = c.get("pathstack"), c.get("kernel")
+        print(f"  {t:<{tw}}" + "  ".join(f"{s}: {v:.1%}" for s, v in c.items())
+              + (f"  pathstack/kernel {ps / ke:.2f}" if ps is not None and ke else ""))
+    doc = json.load(open(dst))
+    doc["meta"]["loss_free_share"] = {t: c for t, c in shares}
+    json.dump(doc, open(dst, "w"), indent=1)
 print(f"\nwritten: {dst}")
 EOF
 python3 "$root/scripts/bench-svg.py" --json "$out/$name.json" --svg "$out/$name.svg" \

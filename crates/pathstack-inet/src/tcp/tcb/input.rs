@@ -681,7 +681,15 @@ impl Tcb {
         let delivered = ev.ack.cum_advanced
             || (in_recovery_before
                 && (ev.ack.newest_original.is_some() || ev.ack.newest_retransmitted.is_some()));
-        if delivered || !in_recovery_before {
+        // An ACK that changes nothing (the peer's data with an old ACK, a
+        // window update, a duplicate) leaves the probe armed, as Linux's
+        // `tcp_ack` leaves its pending loss-probe timer (FLAG_SET_XMIT_TIMER
+        // only on new data ACKed): RFC 8985 §7.2 restarts the PTO on
+        // sends and ACKs of new data, never cancels it. Cancelling it left
+        // a lost tail to the RTO whenever the peer was sending too (issue
+        // 28's echo over TAP: 200 ms each). Entering recovery still stops
+        // it; the retransmissions re-arm it (`after_sending`).
+        if delivered || (!in_recovery_before && self.recovery.in_recovery()) {
             self.timers.set(Timer::Tlp, None);
         }
         if delivered {

@@ -199,13 +199,13 @@ impl Tcb {
     fn on_predicted_ack(&mut self, now: Instant, ack: SeqNumber, acked: Option<CleanAck>) {
         let Some(out) = acked else {
             // Data with the ACK unchanged: RACK sees an ACK that delivers
-            // nothing (its D-SACK round may still end), and the probe
-            // timer goes as with any ACK outside recovery.
+            // nothing (its D-SACK round may still end); the probe timer
+            // runs on, as for any ACK that acknowledges nothing new
+            // (`input.rs`, RFC 8985 §7.2).
             if self.cfg.rack {
                 self.rack.on_clean_ack(None, false, self.sb.high_ack(), now);
                 self.timers.set(Timer::Reo, None);
             }
-            self.timers.set(Timer::Tlp, None);
             return;
         };
         // RFC 6675 §5 outside recovery: the congestion controller sees

@@ -142,6 +142,40 @@ fn tail_loss_repaired_by_probe_without_timeout() {
     assert_eq!(s.tcb.cwnd(), s.tcb.cc.ssthresh());
 }
 
+/// The first segment with payload emitted before `deadline`: when, and
+/// the segment numbers emitted then (pure ACKs are passed over).
+fn next_data(s: &mut Script, deadline: Instant) -> Option<(Instant, Vec<u32>)> {
+    loop {
+        let at = s.advance_until_output(deadline)?;
+        let segs = drain(s);
+        if !segs.is_empty() {
+            return Some((at, segs));
+        }
+    }
+}
+
+/// Tail loss while the peer sends too (an echo, issue 28 over TAP): the
+/// last two segments are lost and the peer's data keeps arriving with
+/// the old ACK and no SACK, then a window update. Those segments
+/// acknowledge nothing new, so
+/// the probe timeout armed by the last ACK of new data runs on (RFC 8985
+/// §7.2; Linux's `tcp_ack` leaves a pending loss probe alone) and the
+/// probe goes at 2·SRTT, not the RTO at 200 ms and its loss window.
+#[test]
+fn tail_loss_probe_survives_the_peers_data() {
+    let mut s = Script::initial_window(TcpConfig::default(), true, MSS, 10 * MSS);
+    s.at(20).inject(In::ack(1, 1 + 8 * M));
+    // The peer's data (the predicted path, `predict.rs`) and a window
+    // update (the full path, `input.rs`): neither acknowledges anything.
+    s.at(25).inject(In::data(1, 1 + 8 * M, 100));
+    s.at(30).inject(In::ack(101, 1 + 8 * M).win(30000));
+    let (at, segs) = next_data(&mut s, ms(5000)).expect("a probe");
+    assert!(at < ms(100), "the probe at 2·SRTT, not the RTO: {at:?}");
+    assert_eq!(segs, vec![9]);
+    let st = *s.tcb.stats();
+    assert_eq!((st.tlp_probes, st.timeouts), (1, 0));
+}
+
 /// A spurious timeout: the ACKs are delayed past the RTO, the timer
 /// retransmits the first segment at cwnd = 1, then the delayed ACK
 /// covers the whole flight and the receiver reports the retransmission
