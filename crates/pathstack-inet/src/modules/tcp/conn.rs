@@ -377,6 +377,17 @@ impl TcpConnStage {
             return;
         }
         self.counted = true;
+        if established {
+            // The handshake is over: the stage timer armed for the SYN's
+            // retransmission (RFC 6298 §2.1, the initial RTO) has nothing
+            // left to fire for. Left armed, every connection opened in
+            // the last second would hold a timer that fires into nothing
+            // (issue 28 item 4); the flush re-arms for whatever deadline
+            // the control block has now (`arm`, after this).
+            if let Some((h, _)) = self.timer.take() {
+                cx.cancel_timer(h);
+            }
+        }
         let path = cx.path();
         let Some(m) = cx.module::<TcpModule>() else {
             return;
