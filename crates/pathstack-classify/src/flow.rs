@@ -1130,6 +1130,34 @@ impl FlowTable {
         self.probe_gather(c, module, msg, hasher)
     }
 
+    /// Loads what [`probe`](Self::probe) of `msg` will read first — the
+    /// home bit and the slot of its key in the module's compiled gather —
+    /// and returns a word of them, so that a burst's loads are in flight
+    /// together ([`Classifier::classify_burst`](crate::Classifier)).
+    /// `0` where the probe would read no slot. A software prefetch
+    /// (`_mm_prefetch`) would not wait for the load to retire, but needs
+    /// `unsafe` to call (`#[target_feature]`, Rust 1.95), which the crate
+    /// forbids; independent loads overlap in an out-of-order core all the
+    /// same.
+    #[inline(always)]
+    pub(crate) fn touch(&self, module: ModuleId, msg: &[u8], hasher: &EdgeHasher) -> u64 {
+        let Some(p) = self.probes.get(module.0 as usize) else {
+            return 0;
+        };
+        if p.kind != ProbeKind::One {
+            return 0;
+        }
+        let Some(g) = self.gathers.get(p.compiled.gather as usize) else {
+            return 0;
+        };
+        // A table the cache holds gains nothing from the early load,
+        // which hashes the key a second time (about 30 instructions).
+        if !g.slots.spills() {
+            return 0;
+        }
+        p.compiled.hash(msg, hasher).map_or(0, |h| g.slots.touch(h))
+    }
+
     /// After the first gather's miss ([`Probed::Rest`]): the module's
     /// second gather by its compiled probe, when it has exactly two.
     #[inline(always)]

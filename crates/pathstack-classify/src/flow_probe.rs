@@ -259,6 +259,30 @@ impl Compiled {
         }
     }
 
+    /// The hash [`find`](Self::find) probes the slots with for `msg`, or
+    /// `None` where it probes none (too short, or bits no flow has).
+    #[inline(always)]
+    pub(crate) fn hash(&self, msg: &[u8], hasher: &EdgeHasher) -> Option<u64> {
+        let fixed = msg.get(..self.reach)?;
+        let (key, diff) = match self.window_count {
+            1 => self.fold::<1>(fixed),
+            2 => self.fold::<2>(fixed),
+            3 => self.fold::<3>(fixed),
+            4 => self.fold::<4>(fixed),
+            5 => self.fold::<5>(fixed),
+            _ => self.fold::<WORDS>(fixed),
+        };
+        if diff != 0 {
+            return None;
+        }
+        if self.stored == 0 {
+            return Some(self.home_hash);
+        }
+        let mut words = [0u64; WORDS];
+        words[0] = key;
+        Some(hasher.flow(&words, 1))
+    }
+
     /// Whether the main chain's layouts apply to `msg` (`FlowChain::
     /// admits`), or `None` when it is too short for every load.
     #[inline(always)]

@@ -338,6 +338,31 @@ impl FlowSlots {
         &self.words[i * s..i * s + s]
     }
 
+    /// Whether the slots outgrow a core's L2 cache (taken as 512 KB, half
+    /// of this machine's AMD EPYC's 1 MB: the homes and the tree share
+    /// it), so that a lookup's slot is likely a cache miss and worth
+    /// loading early (`touch`).
+    #[inline(always)]
+    pub(crate) fn spills(&self) -> bool {
+        const L2_SHARE: usize = 512 * 1024;
+        self.words.len() * std::mem::size_of::<u64>() > L2_SHARE
+    }
+
+    /// Loads the home bit word and the home slot's meta word of hash `h`
+    /// (what [`find_k`](Self::find_k) reads first), returning them mixed:
+    /// the burst lookup's early load (`FlowTable::touch`).
+    #[inline(always)]
+    pub(crate) fn touch(&self, h: u64) -> u64 {
+        let i = self.home(h);
+        let bits = self.homes.get(i / 64).copied().unwrap_or(0);
+        let meta = self
+            .words
+            .get(i * self.stride() + self.keys)
+            .copied()
+            .unwrap_or(0);
+        bits ^ meta
+    }
+
     /// The entry whose key words are `key` (the stored words, in order)
     /// under hash `h`, for which `accept` holds: one slot for a hit in its
     /// home, and a miss stops where Robin Hood order says the key would

@@ -829,3 +829,71 @@ proptest! {
         }
     }
 }
+
+/// A burst over a table too big for the cache (50,000 connections: the
+/// slots spill, so `classify_burst` loads them early), with a listener,
+/// a bound host's other ports and unknown hosts mixed in, truncated and
+/// empty frames among them: every answer is `classify`'s, one by one,
+/// and an `out` shorter than the burst is filled as far as it goes.
+#[test]
+fn burst_answers_are_one_by_one_answers() {
+    let mut c = classifier();
+    insert(&mut c, 1_000_000, &transport(KeyMode::Passive, true, 80, 0));
+    // 1,000 hosts × 50 ports.
+    let n = 50_000;
+    for i in 0..n {
+        let host = i / 50;
+        let f = FilterSpec::Transport {
+            mode: KeyMode::Active,
+            tcp: true,
+            laddr: LOCAL,
+            raddr: [10, 1, (host >> 8) as u8, host as u8],
+            lport: 80,
+            rport: 1024 + (i % 50) as u16,
+            counted: false,
+        };
+        insert(&mut c, i, &f);
+    }
+    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut frames: Vec<Vec<u8>> = (0..200)
+        .map(|k| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let host = (x >> 8) as u32 % 1100;
+            let rport = 1024 + (x >> 40) as u16 % 60;
+            let raddr = [10, 1, (host >> 8) as u8, host as u8];
+            let mut f = PacketSpec {
+                payload: Payload::Tcp,
+                ..PacketSpec::tcp(LOCAL, 80, raddr, rport)
+            }
+            .build();
+            if k % 17 == 0 {
+                f.truncate((x >> 20) as usize % f.len());
+            }
+            f
+        })
+        .collect();
+    frames.push(Vec::new());
+    let msgs: Vec<&[u8]> = frames.iter().map(Vec::as_slice).collect();
+    let want: Vec<Option<PathId>> = msgs.iter().map(|m| c.classify(ETH, m)).collect();
+    assert!(want.iter().filter(|p| p.is_some_and(|p| p.0 < n)).count() > 100);
+    assert!(
+        want.contains(&Some(PathId(1_000_000))),
+        "the listener's too"
+    );
+    for burst in [1, 7, 32, msgs.len()] {
+        for (chunk, expect) in msgs.chunks(burst).zip(want.chunks(burst)) {
+            let mut out = vec![Some(PathId(u32::MAX)); chunk.len()];
+            c.classify_burst(ETH, chunk, &mut out);
+            assert_eq!(out, expect, "burst of {burst}");
+        }
+    }
+    let mut short = [None; 3];
+    c.classify_burst(ETH, &msgs, &mut short);
+    assert_eq!(short[..], want[..3]);
+    let mut long = vec![Some(PathId(u32::MAX)); 5];
+    c.classify_burst(ETH, &msgs[..2], &mut long);
+    assert_eq!(long[..2], want[..2]);
+    assert_eq!(long[2..], [Some(PathId(u32::MAX)); 3], "left alone");
+}

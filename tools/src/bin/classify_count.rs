@@ -2,24 +2,40 @@
 //! timings are too noisy (`cargo bench --bench classifier` times the same
 //! lookups): builds the bench's classifier with `N` active TCP paths (plus
 //! its ARP, ICMP and listening filters) and classifies `ITERS` packets of
-//! `KIND`, rotating over the bench's 256.
+//! `KIND`.
 //!
 //! ```text
 //! cargo build --release -p pathstack-tools --bin classify_count
 //! valgrind --tool=callgrind --toggle-collect='classify_count::run' \
 //!     target/release/classify_count 100000 active 100000
 //! # "Collected" / 100000 = instructions per lookup (the hash seeds differ
-//! # per process, so probe runs, hence counts, vary a little: take a median)
+//! # per process, so probe runs, hence counts, vary a little: take the
+//! # median of several processes)
 //! target/release/classify_count 100000 active 10000000 time
+//! target/release/classify_count 1000000 active 10000000 time burst
 //! ```
 //!
+//! The packets are a pool of `min(N, 262,144)` distinct flows in random
+//! order, packed 64 bytes apart in one buffer (issue 26: with the 256
+//! packets it rotated over before, the 1,000,000-path case looked up the
+//! same 256 flows, whose slots stayed in the L1/L2 cache, and every
+//! passive packet below 60,000 paths was the same packet, so a passive
+//! figure was one probe's hash). At 1,000,000 paths the pool's slots and
+//! packets (16 MB each) exceed the 16 MB L3: most lookups miss the caches
+//! and the TLB, as on a busy server. `hot` as a further argument takes
+//! the old 256 packets instead.
+//!
 //! `KIND`: `active` (the remote endpoint of an installed path), `passive`
-//! (a known host on a port no path uses: the listener), `newpeer` (a host
-//! no path uses: the listener); or `churn`: `ITERS` inserts and removes of
-//! fresh active paths, 1,000 at a time (the bench's insert and remove, so
-//! the tree stays at `N` paths), counted by `churn` instead of `run`.
+//! (a known host on a port no path uses, varied per packet: the
+//! listener), `newpeer` (a host no path uses: the listener); or `churn`:
+//! `ITERS` inserts and removes of fresh active paths, 1,000 at a time (the
+//! bench's insert and remove, so the tree stays at `N` paths), counted by
+//! `churn` instead of `run`.
 //! `static` as a further argument classifies with
-//! `Classifier::classify_with` and the partial classifiers inlined.
+//! `Classifier::classify_with` and the partial classifiers inlined;
+//! `burst` with `Classifier::classify_burst`, 32 packets a call (a
+//! driver's receive burst: the flow slots prefetched before the lookups),
+//! the figure per packet.
 //! `bytes` (`ITERS` ignored) prints the classifier's heap bytes per path
 //! beyond the first, part by part (`Classifier::footprint`, from the
 //! capacities: the growth slack a part carries is in its figure), for
@@ -35,7 +51,15 @@ use pathstack_classify::{Classifier, KeyMode, Level, PathId};
 const LOCAL: [u8; 4] = [10, 0, 0, 1];
 const LPORT: u16 = 80;
 const PORTS_PER_HOST: usize = 60_000;
-const ROTATE: usize = 256;
+/// Packets of the old, cache-hot rotation (`hot`).
+const HOT: usize = 256;
+/// Most packets of the pool: distinct flows, so that a large table is
+/// looked up all over (see the module docs).
+const POOL: usize = 1 << 18;
+/// Bytes a packet takes in the pool (an Ethernet/IPv4/TCP header is 54).
+const STRIDE: usize = 64;
+/// Packets per `classify_burst` call (DPDK's usual rx burst).
+const BURST: usize = 32;
 
 /// Remote endpoint of the i-th installed path (as in the bench).
 fn remote(i: usize) -> ([u8; 4], u16) {
@@ -96,37 +120,95 @@ fn build(n: usize) -> Classifier {
     c
 }
 
-fn packets(n: usize, kind: &str) -> Vec<Vec<u8>> {
+/// The pool: `count` packets of `kind`, each padded to [`STRIDE`] bytes in
+/// one buffer, and each packet's length.
+struct Pool {
+    bytes: Vec<u8>,
+    lens: Vec<usize>,
+}
+
+impl Pool {
+    fn get(&self, i: usize) -> &[u8] {
+        &self.bytes[i * STRIDE..i * STRIDE + self.lens[i]]
+    }
+}
+
+/// An xorshift step (Marsaglia 2003): the bench's spread.
+fn next(x: &mut u64) -> u64 {
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    *x
+}
+
+fn packets(n: usize, kind: &str, hot: bool) -> Pool {
     let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-    (0..ROTATE)
-        .map(|_| {
-            // The bench's xorshift spread over the installed paths.
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            let (ra, rp) = remote((x % n as u64) as usize);
-            let (ra, rp) = match kind {
-                "active" => (ra, rp),
-                "passive" => (ra, 1000),
-                "newpeer" => ([10, 250, ra[2], ra[3]], rp),
-                _ => usage(),
-            };
-            PacketSpec {
-                payload: Payload::Tcp,
-                ..PacketSpec::tcp(LOCAL, LPORT, ra, rp)
-            }
-            .build()
-        })
-        .collect()
+    let count = if hot { HOT } else { n.min(POOL) };
+    // Distinct installed paths in random order: a Fisher–Yates shuffle of
+    // 0..n, cut to `count` (for `hot`, the old draws with replacement).
+    let chosen: Vec<usize> = if hot {
+        (0..count)
+            .map(|_| (next(&mut x) % n as u64) as usize)
+            .collect()
+    } else {
+        let mut all: Vec<usize> = (0..n).collect();
+        for i in (1..n).rev() {
+            all.swap(i, (next(&mut x) % (i as u64 + 1)) as usize);
+        }
+        all.truncate(count);
+        all
+    };
+    let mut pool = Pool {
+        bytes: vec![0; count * STRIDE],
+        lens: Vec::with_capacity(count),
+    };
+    for (k, &i) in chosen.iter().enumerate() {
+        let (ra, rp) = remote(i);
+        let (ra, rp) = match kind {
+            "active" => (ra, rp),
+            // A port below the installed paths' 1024..61,024, varied per
+            // packet, so that passive packets are distinct flows (the old
+            // tool's were all one below 60,000 paths).
+            "passive" if hot => (ra, 1000),
+            "passive" => (ra, 1 + (next(&mut x) >> 32) as u16 % 1023),
+            "newpeer" => ([10, 250, ra[2], ra[3]], rp),
+            _ => usage(),
+        };
+        let p = PacketSpec {
+            payload: Payload::Tcp,
+            ..PacketSpec::tcp(LOCAL, LPORT, ra, rp)
+        }
+        .build();
+        let len = p.len().min(STRIDE);
+        pool.bytes[k * STRIDE..k * STRIDE + len].copy_from_slice(&p[..len]);
+        pool.lens.push(len);
+    }
+    pool
 }
 
 /// The counted lookups (callgrind's `--toggle-collect` target).
 #[inline(never)]
-fn run(c: &Classifier, pkts: &[Vec<u8>], iters: usize, inlined: bool) -> u64 {
+fn run(c: &Classifier, pool: &Pool, iters: usize, how: How) -> u64 {
+    let count = pool.lens.len();
     let mut found = 0;
+    if how == How::Burst {
+        let mut out = [None; BURST];
+        let mut i = 0;
+        while i < iters {
+            let k = BURST.min(iters - i);
+            let mut msgs: [&[u8]; BURST] = [&[]; BURST];
+            for (j, m) in msgs.iter_mut().enumerate().take(k) {
+                *m = pool.get((i + j) % count);
+            }
+            c.classify_burst(ETH, black_box(&msgs[..k]), &mut out[..k]);
+            found += black_box(&out[..k]).iter().filter(|p| p.is_some()).count() as u64;
+            i += k;
+        }
+        return found;
+    }
     for i in 0..iters {
-        let p = black_box(&pkts[i % ROTATE]);
-        let path = if inlined {
+        let p = black_box(pool.get(i % count));
+        let path = if how == How::Static {
             c.classify_with(ETH, p, inet::extract)
         } else {
             c.classify(ETH, p)
@@ -134,6 +216,17 @@ fn run(c: &Classifier, pkts: &[Vec<u8>], iters: usize, inlined: bool) -> u64 {
         found += u64::from(black_box(path).is_some());
     }
     found
+}
+
+/// Which lookup `run` makes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum How {
+    /// `Classifier::classify`, one packet a call.
+    Single,
+    /// `Classifier::classify_with`, the partial classifiers inlined.
+    Static,
+    /// `Classifier::classify_burst`, [`BURST`] packets a call.
+    Burst,
 }
 
 /// `iters` inserts and removes of fresh paths, 1,000 at a time.
@@ -161,7 +254,7 @@ fn churn(c: &mut Classifier, iters: usize) {
 }
 
 fn usage() -> ! {
-    eprintln!("usage: classify_count N active|passive|newpeer|churn|bytes ITERS [time] [static]");
+    eprintln!("usage: classify_count N active|passive|newpeer|churn|bytes ITERS [time] [static|burst] [hot]");
     std::process::exit(2)
 }
 
@@ -177,7 +270,14 @@ fn main() {
         usage()
     };
     let time = args[3..].iter().any(|a| a == "time");
-    let inlined = args[3..].iter().any(|a| a == "static");
+    let flag = |f: &str| args[3..].iter().any(|a| a == f);
+    let how = if flag("static") {
+        How::Static
+    } else if flag("burst") {
+        How::Burst
+    } else {
+        How::Single
+    };
     if kind == "bytes" {
         let one = build(1).footprint();
         let p = build(n).footprint().since(&one);
@@ -206,12 +306,12 @@ fn main() {
         }
         return;
     }
-    let pkts = packets(n, kind);
-    let found = run(&c, &pkts, iters, inlined);
+    let pool = packets(n, kind, flag("hot"));
+    let found = run(&c, &pool, iters, how);
     assert_eq!(found, iters as u64, "every packet has a path");
     if time {
         let t = std::time::Instant::now();
-        run(&c, &pkts, iters, inlined);
+        run(&c, &pool, iters, how);
         let ns = t.elapsed().as_nanos() as f64 / iters as f64;
         println!("{n} {kind}: {ns:.1} ns/lookup");
     }

@@ -22,7 +22,15 @@ pub struct Differential {
     /// Of those, the passive flows' hits while active flows were filed
     /// beside them (answered after the active probe missed).
     pub shadowed_hits: u64,
+    /// The last [`RECENT`] messages looked up and where: each lookup also
+    /// classifies them as one burst (`Classifier::classify_burst`), whose
+    /// answers must be the one-by-one answers (the reference's).
+    recent: Vec<(ModuleId, Vec<u8>)>,
+    looked_up: usize,
 }
+
+/// Messages a burst check replays (a driver's burst is 32).
+const RECENT: usize = 16;
 
 impl Default for Differential {
     fn default() -> Self {
@@ -53,6 +61,8 @@ impl Differential {
             traces: [Trace::new(), Trace::new()],
             flow_hits: 0,
             shadowed_hits: 0,
+            recent: Vec::new(),
+            looked_up: 0,
         }
     }
 
@@ -179,6 +189,35 @@ impl Differential {
             return Err(format!(
                 "traced lookup (with) at {at} of {msg:02x?}: tree {tw:?} {tree_trace:?}, reference {ref_trace:?}"
             ));
+        }
+        self.check_burst(at, msg)
+    }
+
+    /// `msg` among the recent messages, and the recent messages at `at`
+    /// classified as one burst: each answer the reference's.
+    fn check_burst(&mut self, at: ModuleId, msg: &[u8]) -> Result<(), String> {
+        let slot = self.looked_up % RECENT;
+        self.looked_up += 1;
+        if let Some(r) = self.recent.get_mut(slot) {
+            *r = (at, msg.to_vec());
+        } else {
+            self.recent.push((at, msg.to_vec()));
+        }
+        let burst: Vec<&[u8]> = self
+            .recent
+            .iter()
+            .filter(|(m, _)| *m == at)
+            .map(|(_, b)| b.as_slice())
+            .collect();
+        let mut out = vec![Some(PathId(u32::MAX)); burst.len()];
+        self.tree.classify_burst(at, &burst, &mut out);
+        for (m, got) in burst.iter().zip(&out) {
+            let r = self.reference.classify_with(at, m, inet::extract);
+            if *got != r {
+                return Err(format!(
+                    "burst lookup at {at} of {m:02x?}: tree {got:?}, reference {r:?}"
+                ));
+            }
         }
         Ok(())
     }
