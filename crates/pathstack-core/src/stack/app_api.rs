@@ -87,7 +87,7 @@ impl Stack {
         // The drain rate a realtime path's deadline follows (§5.2.2.2);
         // kept for realtime paths only, off the best-effort fast path.
         if path.view.sched.realtime {
-            path.drains.record(now);
+            path.record_drain(now);
         }
         Some(m)
     }
