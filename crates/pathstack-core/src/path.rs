@@ -3,13 +3,13 @@
 
 use crate::admission::Reservation;
 use crate::attrs::keys::BottleneckQueue;
-use crate::path_deadline::PathDeadline;
 use crate::attrs::Attrs;
 use crate::drop_reason::{CoreDropReason, DropReason, DropTally};
 use crate::exec::Exec;
 use crate::ids::{Dir, ModuleId, PathId};
 use crate::msg::Msg;
 use crate::ops::Ops;
+use crate::path_deadline::PathDeadline;
 use crate::rate::EventRate;
 use crate::runtime::{Env, Shared};
 use crate::sched::SchedParams;
@@ -271,7 +271,9 @@ impl Path {
     /// The observed rate of messages taken from the path's sink queues
     /// (kept while the path is realtime).
     pub fn drain_rate(&self) -> &EventRate {
-        self.deadline.as_ref().map_or(&EventRate::UNSEEN, |d| &d.drains)
+        self.deadline
+            .as_ref()
+            .map_or(&EventRate::UNSEEN, |d| &d.drains)
     }
 
     /// A message queued at a source queue of the realtime path (its

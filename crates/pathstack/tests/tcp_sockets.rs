@@ -536,7 +536,10 @@ fn the_handshake_leaves_no_timer_behind() {
         assert!(sim.a.tcp().is_connected(c).unwrap());
     }
     // The handshakes did arm them (SYN and SYN-ACK retransmission)…
-    assert!(armed.0 >= idle.0 + 50 && armed.1 >= idle.1 + 50, "{armed:?}");
+    assert!(
+        armed.0 >= idle.0 + 50 && armed.1 >= idle.1 + 50,
+        "{armed:?}"
+    );
     // …and left none behind.
     assert_eq!(timers(&sim), idle);
 }

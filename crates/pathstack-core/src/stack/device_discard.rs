@@ -168,7 +168,11 @@ impl Stack {
         let mut matches = [FrameMatch::new(); MAX_DEVICE_DISCARDS];
         let mut n = 0;
         for shed in self.discards.active.iter().filter(|s| s.driver == driver) {
-            if let Some(m) = self.paths.get(shed.path).and_then(|p| p.device_match.as_deref().copied()) {
+            if let Some(m) = self
+                .paths
+                .get(shed.path)
+                .and_then(|p| p.device_match.as_deref().copied())
+            {
                 matches[n] = m;
                 n += 1;
             }
