@@ -24,6 +24,7 @@
 //! without anyone labelling them.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use thiserror::Error;
 
 /// Limits for one scope (the whole stack, or one path class). `None` is
@@ -124,7 +125,9 @@ pub struct AdmissionError {
 #[derive(Debug, Default)]
 pub(crate) struct Admission {
     total: Usage,
-    classes: HashMap<String, Usage>,
+    /// Keyed by the class's one shared name, which every live path of the
+    /// class holds too ([`Admission::intern`]).
+    classes: HashMap<Arc<str>, Usage>,
 }
 
 impl Admission {
@@ -152,12 +155,25 @@ impl Admission {
         Ok(())
     }
 
+    /// The shared name of class `class`: the one its live paths hold,
+    /// or a new one for a class with none (a million paths of one class
+    /// hold one name, not a million copies; issue 28 item 4).
+    pub fn intern(&self, class: &str) -> Arc<str> {
+        match self.classes.get_key_value(class) {
+            Some((name, _)) => Arc::clone(name),
+            None => Arc::from(class),
+        }
+    }
+
     /// Reserves `r` for a path of `class` (after [`Admission::check`]).
-    pub fn charge(&mut self, class: &str, r: Reservation) {
-        for u in [
-            &mut self.total,
-            self.classes.entry(class.to_string()).or_default(),
-        ] {
+    pub fn charge(&mut self, class: &Arc<str>, r: Reservation) {
+        if !self.classes.contains_key(&**class) {
+            self.classes.insert(Arc::clone(class), Usage::default());
+        }
+        let Some(c) = self.classes.get_mut(&**class) else {
+            return;
+        };
+        for u in [&mut self.total, c] {
             u.paths += 1;
             u.memory = u.memory.saturating_add(r.memory);
             u.cpu_permille = u.cpu_permille.saturating_add(r.cpu_permille);
@@ -166,10 +182,12 @@ impl Admission {
 
     /// Returns what a deleted path of `class` had reserved.
     pub fn release(&mut self, class: &str, r: Reservation) {
-        let drop_class = {
-            let c = self.classes.entry(class.to_string()).or_default();
-            release(c, r);
-            c.paths == 0
+        let drop_class = match self.classes.get_mut(class) {
+            Some(c) => {
+                release(c, r);
+                c.paths == 0
+            }
+            None => false,
         };
         if drop_class {
             self.classes.remove(class);
@@ -245,7 +263,7 @@ mod tests {
         );
         let mut a = Admission::default();
         a.check(&budgets, "video", res(600, 100)).unwrap();
-        a.charge("video", res(600, 100));
+        a.charge(&a.intern("video"), res(600, 100));
         let e = a.check(&budgets, "video", res(600, 100)).unwrap_err();
         assert_eq!(
             (e.resource, e.in_use, e.limit),
@@ -256,7 +274,10 @@ mod tests {
         assert_eq!(e.resource, Resource::Cpu);
         // Another class is not limited by video's budget.
         a.check(&budgets, "icmp", res(600, 900)).unwrap();
-        a.charge("video", res(100, 100));
+        let video = a.intern("video");
+        // The live class's one name.
+        assert!(Arc::ptr_eq(&video, &a.intern("video")));
+        a.charge(&video, res(100, 100));
         let e = a.check(&budgets, "video", res(0, 0)).unwrap_err();
         assert_eq!(e.resource, Resource::Paths);
         a.release("video", res(600, 100));
@@ -279,7 +300,7 @@ mod tests {
         let mut a = Admission::default();
         for c in ["a", "b", "c"] {
             a.check(&budgets, c, res(0, 0)).unwrap();
-            a.charge(c, res(0, 0));
+            a.charge(&a.intern(c), res(0, 0));
         }
         let e = a.check(&budgets, "d", res(0, 0)).unwrap_err();
         assert_eq!(

@@ -30,6 +30,7 @@ pub mod msg;
 pub mod ops;
 mod param_access;
 pub mod path;
+mod path_deadline;
 mod path_table;
 pub mod queue_sizing;
 pub mod rate;

@@ -9,13 +9,15 @@ use crate::exec::Exec;
 use crate::ids::{Dir, ModuleId, PathId};
 use crate::msg::Msg;
 use crate::ops::Ops;
+use crate::path_deadline::PathDeadline;
 use crate::rate::EventRate;
 use crate::runtime::{Env, Shared};
 use crate::sched::SchedParams;
 use crate::stack::module_slot::ModuleSlot;
 use crate::stage_view::StageView;
-use crate::time::{Duration, Instant};
+use crate::time::Instant;
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 /// The index of a path queue (thesis §3.3.3 table).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -151,7 +153,7 @@ pub struct Path {
     pub(crate) view: StageView,
     pub(crate) exec: Box<dyn Exec>,
     /// Service through which path creation entered each stage's module.
-    pub(crate) entries: Vec<Option<usize>>,
+    pub(crate) entries: Vec<Option<u32>>,
     pub(crate) next_stage_id: u32,
     pub(crate) queues: [PathQueue; 4],
     pub(crate) stats: PathStats,
@@ -165,19 +167,19 @@ pub struct Path {
     /// Most buffer bytes the path may hold ([`PathStats::held_bytes`]);
     /// `u64::MAX`: unlimited.
     pub(crate) mem_limit: u64,
-    /// Admission class and what the path reserved in it.
-    pub(crate) class: String,
+    /// Admission class and what the path reserved in it. The name is
+    /// the stack's one copy of it (`Admission::intern`): a path
+    /// made allocates none.
+    pub(crate) class: Arc<str>,
     pub(crate) reservation: Reservation,
-    /// Relative deadline of a realtime path's work (`DEADLINE`).
-    pub(crate) deadline_rel: Option<Duration>,
-    /// Which queue a computed deadline follows (`DEADLINE_QUEUE`).
-    pub(crate) deadline_queue: BottleneckQueue,
-    /// Arrivals at the source queues and departures from the sink queues.
-    pub(crate) arrivals: EventRate,
-    pub(crate) drains: EventRate,
+    /// A computed deadline's parameters and observed rates, made when
+    /// the path is created with them or first runs as realtime (most
+    /// paths never do: boxed, see [`PathDeadline`]).
+    pub(crate) deadline: Option<Box<PathDeadline>>,
     /// The path's frames, for a device to discard them
-    /// ([`Stack::set_device_discard`](crate::Stack::set_device_discard)).
-    pub(crate) device_match: Option<crate::device::FrameMatch>,
+    /// ([`Stack::set_device_discard`](crate::Stack::set_device_discard));
+    /// boxed, as few paths have one (76 octets less in every slot).
+    pub(crate) device_match: Option<Box<crate::device::FrameMatch>>,
     /// Frames refused at classification since one was last taken.
     pub(crate) refused_in_row: u32,
     /// Per direction, whether a message past the path's last stage goes
@@ -262,12 +264,29 @@ impl Path {
     /// The observed rate of messages queued at the path's source queues
     /// (kept while the path is realtime: only its deadline needs it).
     pub fn arrival_rate(&self) -> &EventRate {
-        &self.arrivals
+        self.deadline
+            .as_ref()
+            .map_or(&EventRate::UNSEEN, |d| &d.arrivals)
     }
     /// The observed rate of messages taken from the path's sink queues
     /// (kept while the path is realtime).
     pub fn drain_rate(&self) -> &EventRate {
-        &self.drains
+        self.deadline
+            .as_ref()
+            .map_or(&EventRate::UNSEEN, |d| &d.drains)
+    }
+
+    /// A message queued at a source queue of the realtime path (its
+    /// deadline parameters made on the first).
+    #[inline(never)]
+    pub(crate) fn record_arrival(&mut self, now: Instant) {
+        self.deadline.get_or_insert_default().arrivals.record(now);
+    }
+
+    /// A message taken from a sink queue of the realtime path.
+    #[inline(never)]
+    pub(crate) fn record_drain(&mut self, now: Instant) {
+        self.deadline.get_or_insert_default().drains.record(now);
     }
 
     /// The deadline a pending realtime path's input in `dir` runs under
@@ -286,21 +305,23 @@ impl Path {
         if let Some(d) = self.view.sched.deadline {
             return Some(d);
         }
-        if let Some(rel) = self.deadline_rel {
+        let d = self.deadline.as_deref();
+        if let Some(rel) = d.and_then(|d| d.rel) {
             return Some(now + rel);
         }
+        let queue = d.map_or(BottleneckQueue::default(), |d| d.queue);
         let src = &self.queues[QueueKind::source(dir) as usize];
         let free = src.capacity().saturating_sub(src.len()) as u64;
         // The `free`th arrival after the last one finds the queue full.
-        let overflow = match self.deadline_queue {
+        let overflow = match queue {
             BottleneckQueue::Output => None,
-            _ => self.arrivals.due(free.max(1)),
+            _ => self.arrival_rate().due(free.max(1)),
         };
         // With `len` messages left, the drain after them finds none.
         let sink = self.queues[QueueKind::sink(dir) as usize].len() as u64;
-        let dry = match self.deadline_queue {
+        let dry = match queue {
             BottleneckQueue::Input => None,
-            _ => self.drains.due(sink + 1),
+            _ => self.drain_rate().due(sink + 1),
         };
         match (overflow, dry) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -430,3 +451,7 @@ impl Path {
         self.stats.drops.add(r);
     }
 }
+
+#[cfg(test)]
+#[path = "path_layout_tests.rs"]
+mod layout_tests;

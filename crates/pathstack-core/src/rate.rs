@@ -18,6 +18,12 @@ pub struct EventRate {
 }
 
 impl EventRate {
+    /// No event seen yet (what a path that never ran as realtime shows).
+    pub const UNSEEN: EventRate = EventRate {
+        last: None,
+        interval_ns: None,
+    };
+
     /// Records an event at `now`.
     #[inline]
     pub fn record(&mut self, now: Instant) {

@@ -28,9 +28,11 @@
 //! hosts' share of everything a connection holds — the control block and
 //! its rings, the path and its stages, the classifier's entry, the TCP
 //! module's tuple table, the socket table, the application's handle
-//! (a `TcpStream`, 8 octets, in a vector reserved beforehand). The
-//! tables sized up front (the stack's path table, `StackConfig::max_paths`)
-//! are in neither figure: they are there before the connections.
+//! (a `TcpStream`, 8 octets, in a vector reserved beforehand), and the
+//! path table's slots: the table grows by doubling as paths come
+//! (`StackConfig::max_paths` bounds it, allocates nothing), so its slot
+//! per path and the doubling's slack are in both figures. What is made
+//! before the connections (the timer wheel, the buffer pools) is not.
 //!
 //! Prints one JSON line: `{"conns", "opens_per_s", "open_s",
 //! "heap_bytes_per_end", "rss_bytes_per_end", "tcb_bytes",

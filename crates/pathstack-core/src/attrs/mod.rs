@@ -191,6 +191,13 @@ impl Attrs {
             .map(|e| (e.name, e.scope, &*e.value as &dyn fmt::Debug))
     }
 
+    /// Gives back the room kept for more entries: a path's attributes
+    /// are set when it is made and then mostly only read, and a host
+    /// with a million connections holds a million sets (issue 28 item 4).
+    pub fn shrink_to_fit(&mut self) {
+        self.entries.shrink_to_fit();
+    }
+
     /// Drops every limited attribute whose name is not in `understood`
     /// (what happens when a path is routed through a module).
     pub fn retain_understood(&mut self, understood: &[&str]) {

@@ -83,13 +83,14 @@ impl Stack {
     pub fn recv(&mut self, id: PathId, dir: Dir) -> Option<Msg> {
         let now = self.now;
         let path = self.paths.get_mut(id)?;
-        let m = path.pop_queue(QueueKind::sink(dir))?;
         // The drain rate a realtime path's deadline follows (§5.2.2.2);
-        // kept for realtime paths only, off the best-effort fast path.
+        // kept for realtime paths only, off the best-effort fast path —
+        // out of line whole, so that the usual take holds nothing across
+        // a call (the deadline's state is made on demand, issue 28).
         if path.view.sched.realtime {
-            path.drains.record(now);
+            return recv_realtime(path, dir, now);
         }
-        Some(m)
+        path.pop_queue(QueueKind::sink(dir))
     }
 
     /// Hands `frame` to the stack as if driver module `module` had received
@@ -103,4 +104,14 @@ impl Stack {
         self.receive_frame(module, &mut frame);
         true
     }
+}
+
+/// [`Stack::recv`] on a realtime path: the message, and its departure
+/// counted in the path's drain rate.
+#[cold]
+#[inline(never)]
+fn recv_realtime(path: &mut crate::path::Path, dir: Dir, now: crate::time::Instant) -> Option<Msg> {
+    let m = path.pop_queue(QueueKind::sink(dir))?;
+    path.record_drain(now);
+    Some(m)
 }

@@ -92,7 +92,7 @@ impl Stack {
         frames: Option<FrameMatch>,
     ) -> Result<(), PathError> {
         let path = self.paths.get_mut(id).ok_or(PathError::NoSuchPath(id))?;
-        path.device_match = frames;
+        path.device_match = frames.map(Box::new);
         path.refused_in_row = 0;
         if let Some(k) = self.discards.active.iter().position(|s| s.path == id) {
             let shed = self.discards.active.swap_remove(k);
@@ -168,7 +168,11 @@ impl Stack {
         let mut matches = [FrameMatch::new(); MAX_DEVICE_DISCARDS];
         let mut n = 0;
         for shed in self.discards.active.iter().filter(|s| s.driver == driver) {
-            if let Some(m) = self.paths.get(shed.path).and_then(|p| p.device_match) {
+            if let Some(m) = self
+                .paths
+                .get(shed.path)
+                .and_then(|p| p.device_match.as_deref().copied())
+            {
                 matches[n] = m;
                 n += 1;
             }

@@ -13,6 +13,7 @@ use crate::ids::{Dir, ModuleId, PathId};
 use crate::module::{CreateCx, Route};
 use crate::ops::Ops;
 use crate::path::{Path, PathQueue, PathStats};
+use crate::path_deadline::PathDeadline;
 use crate::rules::{Rule, RuleTarget, RuleView};
 use crate::runtime::Env;
 use crate::sched::SchedParams;
@@ -23,6 +24,13 @@ use std::hash::{Hash, Hasher};
 
 /// Stages made while routing a path: module, entry service, stage.
 type Made = Vec<(ModuleId, Option<usize>, Box<dyn Stage>)>;
+
+/// A stage's entry service as its path keeps it: a module has a handful
+/// of services, and 8 octets a stage instead of 16 is 40 less a path of
+/// five (issue 28 item 4).
+fn entry(service: Option<usize>) -> Option<u32> {
+    service.and_then(|s| u32::try_from(s).ok())
+}
 
 impl Stack {
     /// A path by id.
@@ -214,10 +222,11 @@ impl Stack {
         // Admission (thesis §5.2.3) before any module creates a stage: the
         // path's class and reservation come from the invariants it is
         // created with.
-        let class = attrs
-            .get(&keys::CLASS)
-            .cloned()
-            .unwrap_or_else(|| self.modules[module.0 as usize].name.clone());
+        let class = self.admission.intern(
+            attrs
+                .get(&keys::CLASS)
+                .map_or(self.modules[module.0 as usize].name.as_str(), |c| c),
+        );
         let mem_limit = attrs
             .get(&keys::MEM_BUDGET)
             .copied()
@@ -255,11 +264,10 @@ impl Stack {
         if let Some(&p) = attrs.get(&keys::PRIORITY) {
             sched.priority = p;
         }
-        let deadline_rel = attrs.get(&keys::DEADLINE).copied();
-        let deadline_queue = attrs
-            .get(&keys::DEADLINE_QUEUE)
-            .copied()
-            .unwrap_or_default();
+        let deadline = PathDeadline::from_attrs(
+            attrs.get(&keys::DEADLINE).copied(),
+            attrs.get(&keys::DEADLINE_QUEUE).copied(),
+        );
         attrs.insert(&keys::CREATED_AT, self.now);
         let n = made.len();
         let mut stage_modules = Vec::with_capacity(n);
@@ -267,7 +275,7 @@ impl Stack {
         let mut stages = Vec::with_capacity(n);
         for (m, e, s) in made {
             stage_modules.push(m);
-            entries.push(e);
+            entries.push(entry(e));
             stages.push(s);
         }
         let path = Path {
@@ -289,10 +297,7 @@ impl Stack {
             mem_limit: mem_limit.unwrap_or(u64::MAX),
             class,
             reservation,
-            deadline_rel,
-            deadline_queue,
-            arrivals: Default::default(),
-            drains: Default::default(),
+            deadline,
             device_match: None,
             refused_in_row: 0,
             sink_ends: [false; 2],
@@ -305,6 +310,11 @@ impl Stack {
         if let Err(e) = self.establish(id, None) {
             self.delete_inner(id);
             return Err(e);
+        }
+        // The attributes are set now (the stages added theirs while
+        // established) and then mostly only read: no room kept for more.
+        if let Some(p) = self.paths.get_mut(id) {
+            p.view.attrs.shrink_to_fit();
         }
         Ok(id)
     }
@@ -385,7 +395,14 @@ impl Stack {
                 break;
             }
         }
-        self.demux.remove(id);
+        // Only an extended path has keys to take out first: a path being
+        // made has registered none (its slot's previous path took its own
+        // out when deleted), and asking the classifier to remove what it
+        // does not hold cost every open a walk of its tree (issue 28
+        // item 4).
+        if from_stage.is_some() {
+            self.demux.remove(id);
+        }
         self.shared.faults.take(id);
         self.demux.register(id, mode, &levels[..n])?;
         Ok(())
@@ -402,7 +419,7 @@ impl Stack {
             End::One => path.len() - 1,
         };
         let m = path.view.stage_modules[pos];
-        let entry_svc = path.entries[pos];
+        let entry_svc = path.entries[pos].map(|s| s as usize);
         let growth = match end {
             End::Zero => Dir::Up,
             End::One => Dir::Down,
@@ -448,13 +465,13 @@ impl Stack {
                 End::One => {
                     stages.push(s);
                     path.view.stage_modules.push(m);
-                    path.entries.push(e);
+                    path.entries.push(entry(e));
                     path.view.stage_ids.push(sid);
                 }
                 End::Zero => {
                     stages.insert(0, s);
                     path.view.stage_modules.insert(0, m);
-                    path.entries.insert(0, e);
+                    path.entries.insert(0, entry(e));
                     path.view.stage_ids.insert(0, sid);
                 }
             }

@@ -23,7 +23,7 @@ pub(super) fn enqueue(
     // The offered rate, refused messages included: what a computed
     // deadline must keep up with (kept for realtime paths only).
     if path.view.sched.realtime {
-        path.arrivals.record(now);
+        path.record_arrival(now);
     }
     path.push_queue(QueueKind::source(dir), msg)?;
     if !path.queued[dir.index()] {

@@ -378,15 +378,7 @@ impl TcpConnStage {
         }
         self.counted = true;
         if established {
-            // The handshake is over: the stage timer armed for the SYN's
-            // retransmission (RFC 6298 §2.1, the initial RTO) has nothing
-            // left to fire for. Left armed, every connection opened in
-            // the last second would hold a timer that fires into nothing
-            // (issue 28 item 4); the flush re-arms for whatever deadline
-            // the control block has now (`arm`, after this).
-            if let Some((h, _)) = self.timer.take() {
-                cx.cancel_timer(h);
-            }
+            self.drop_stale_timer(cx);
         }
         let path = cx.path();
         let Some(m) = cx.module::<TcpModule>() else {
@@ -415,6 +407,27 @@ impl TcpConnStage {
             } else {
                 l.accept_queue.push_back(path);
             }
+        }
+    }
+
+    /// At the handshake's end: the stage's timer was armed for the SYN's
+    /// (or SYN-ACK's) retransmission deadline, which the ACK stopped, and
+    /// [`arm`](Self::arm) leaves a timer armed earlier than needed in
+    /// place (it fires, finds nothing due and re-arms). An idle
+    /// established connection has no deadline at all (no keepalive by
+    /// default), so that timer would fire into nothing an initial RTO
+    /// later (RFC 6298 §2.1: 1 s) — and a host opening connections fast
+    /// holds one for every connection of the last second. Here the
+    /// control block's bound is brought back to its true earliest
+    /// deadline and the timer cancelled unless that deadline is as early;
+    /// the flush's [`arm`](Self::arm) then arms what is left (a delayed
+    /// ACK, keepalive).
+    fn drop_stale_timer(&mut self, cx: &mut Cx<'_, '_>) {
+        let Some((h, at)) = self.timer else { return };
+        self.tcb.settle_wake();
+        if self.tcb.wake_at().is_none_or(|w| w > at) {
+            cx.cancel_timer(h);
+            self.timer = None;
         }
     }
 

@@ -403,6 +403,16 @@ impl Tcb {
 
     // ----- what the application and the stage read -----
 
+    /// Brings [`wake_at`](Self::wake_at) back to
+    /// [`poll_at`](Self::poll_at): the bound is left behind by deadlines
+    /// that moved later or stopped (`tcp::timers::Timers`), and at the
+    /// handshake's end the SYN's retransmission deadline is such a one —
+    /// the stage asks this once there, so that an idle connection holds
+    /// no timer armed at a deadline that no longer exists.
+    pub fn settle_wake(&mut self) {
+        self.timers.settle();
+    }
+
     /// The state.
     pub fn state(&self) -> State {
         self.state
