@@ -165,7 +165,7 @@ impl<'a, 'e> Cx<'a, 'e> {
     /// ([`Module::device_mut`]), the core's `DRIVER`'s reached by its type
     /// (no virtual call into the module per frame, issue 26 item 1).
     #[inline]
-    pub(crate) fn module_device(&mut self) -> Option<&mut dyn crate::device::Device> {
+    pub(crate) fn module_device(&mut self) -> Option<crate::device::DeviceRef<'_>> {
         let m = self.env.view.stage_modules[self.pos];
         self.env.modules[m.0 as usize].device_mut()
     }

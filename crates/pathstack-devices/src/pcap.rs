@@ -196,7 +196,7 @@ impl<D: Device, W: Write> PcapCapture<D, W> {
     }
 }
 
-impl<D: Device, W: Write + Send> Device for PcapCapture<D, W> {
+impl<D: Device, W: Write + Send + 'static> Device for PcapCapture<D, W> {
     fn transmit(&mut self, frame: Msg, now: Instant) -> Result<(), DeviceError> {
         self.record(frame.as_slice(), now, true);
         self.inner.transmit(frame, now)

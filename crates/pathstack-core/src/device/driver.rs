@@ -7,6 +7,7 @@
 //! test modules.
 
 use crate::attrs::Attrs;
+use crate::device::held::{DeviceRef, HeldDevice};
 use crate::device::{Device, DeviceError, DeviceStats, FrameMatch, Received, RxBurst, RxLane};
 use crate::error::ModuleError;
 use crate::graph::spec::{Count, ModuleSpec, ParamSpec, ServiceSpec, ServiceType};
@@ -42,7 +43,8 @@ crate::drop_reasons! {
 
 /// The `DRIVER` module: owns a device.
 pub struct DriverModule {
-    device: Box<dyn Device>,
+    /// By its type when it is the in-memory wire (`device::held`).
+    device: HeldDevice,
     /// Frames taken per poll, and those still to take in this one.
     rx_burst: RxBurst,
     rx_errors: u64,
@@ -75,7 +77,7 @@ impl DriverModule {
     pub fn create(setup: &mut ModuleSetup<'_>) -> Result<Box<dyn Module>, ModuleError> {
         let index: usize = setup.param("device", usize::MAX)?;
         let rx_burst = setup.param("rx_burst", 64usize)?.max(1);
-        let device = setup.take_device(index)?;
+        let device = HeldDevice::of(setup.take_device(index)?);
         Ok(Box::new(DriverModule {
             device,
             rx_burst: RxBurst::new(rx_burst),
@@ -85,7 +87,25 @@ impl DriverModule {
 
     /// The device's counters.
     pub fn device_stats(&self) -> DeviceStats {
-        self.device.stats()
+        self.device.as_dyn().stats()
+    }
+
+    /// The device lent for one frame, by its type where the core knows
+    /// it (`device::held`): what the stack transmits on for the driver's
+    /// stage ([`Cx::module_device`]).
+    #[inline(always)]
+    pub(crate) fn lend_device(&mut self) -> DeviceRef<'_> {
+        self.device.lend()
+    }
+
+    /// The receive lane ([`Module::rx_lane`]), by type: the stack's own
+    /// `DRIVER` lends its device by its type.
+    #[inline(always)]
+    pub(crate) fn lane(&mut self) -> RxLane<'_> {
+        RxLane {
+            device: self.device.lend(),
+            burst: &mut self.rx_burst,
+        }
     }
 
     /// The device failed to receive: counted, and recorded when it is for
@@ -118,7 +138,7 @@ impl Module for DriverModule {
     /// impl), as `receive` calls it.
     #[inline]
     fn device_mut(&mut self) -> Option<&mut dyn Device> {
-        Some(self.device.as_mut())
+        Some(self.device.as_dyn_mut())
     }
 
     fn receives(&self) -> bool {
@@ -131,13 +151,9 @@ impl Module for DriverModule {
     /// next call starts the next poll's burst.
     #[inline]
     fn receive(&mut self, cx: &mut ModCx<'_>, frame: &mut Msg) -> Received {
-        // Through the device's own vtable, not `Box<dyn Device>`'s
-        // forwarding impl (one call less per frame).
-        match self
-            .device
-            .as_mut()
-            .receive_into(cx.pool(), cx.now(), frame)
-        {
+        // By its type where the core knows it, else through the device's
+        // own vtable, not `Box<dyn Device>`'s forwarding impl.
+        match self.device.lend().receive_into(cx.pool(), cx.now(), frame) {
             Ok(got) => self.rx_burst.count(got),
             Err(e) => self.receive_failed(e, cx),
         }
@@ -148,10 +164,7 @@ impl Module for DriverModule {
     /// `receive` does, with the same burst.
     #[inline]
     fn rx_lane(&mut self) -> Option<RxLane<'_>> {
-        Some(RxLane {
-            device: self.device.as_mut(),
-            burst: &mut self.rx_burst,
-        })
+        Some(self.lane())
     }
 
     /// A failed receive through the lane, counted and recorded as
@@ -161,18 +174,18 @@ impl Module for DriverModule {
     }
 
     fn poll_at(&self) -> Option<Instant> {
-        self.device.poll_at()
+        self.device.as_dyn().poll_at()
     }
 
     fn discard_in_device(&mut self, matches: &[FrameMatch]) -> bool {
         // A device that failed to set its filter discards nothing it was
         // not discarding before; the stack keeps discarding at
         // classification.
-        self.device.discard(matches).unwrap_or(false)
+        self.device.as_dyn_mut().discard(matches).unwrap_or(false)
     }
 
     fn stats(&self) -> Vec<(String, u64)> {
-        let s = self.device.stats();
+        let s = self.device.as_dyn().stats();
         vec![
             ("tx_frames".into(), s.tx_frames),
             ("rx_frames".into(), s.rx_frames),
@@ -193,8 +206,9 @@ impl DriverStage {
         // holds its `DRIVER` by type (`Cx::module_device`, item 1).
         match cx.module_device() {
             // The frame's buffer leaves the trip's slot in the device
-            // (`Device::transmit_from`), not the whole message first.
-            Some(d) => match d.transmit_from(msg, now) {
+            // (`Device::transmit_from`), not the whole message first; the
+            // in-memory wire's push inlined here (`device::held`).
+            Some(mut d) => match d.transmit_from(msg, now) {
                 Ok(()) => Verdict::Consumed,
                 Err(e) => transmit_failed(e, cx),
             },

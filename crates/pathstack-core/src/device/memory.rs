@@ -452,6 +452,50 @@ impl MemoryEnd {
         }
     }
 
+    /// [`Device::transmit_from`], by type: what a driver holding this end
+    /// by its type (`device::held`) calls, inlined into the driver
+    /// stage's transmit, so that the push needs no virtual call and its
+    /// `Result` no trip through memory (issue 26 item 1).
+    #[inline(always)]
+    pub(crate) fn send_from(&mut self, frame: &mut Msg) -> Result<(), DeviceError> {
+        let len = frame.len();
+        // The peer's reading half is dropped with it: the ring says so
+        // with the flag word it keeps next to the positions a push reads.
+        if len > self.max_frame || self.tx.is_abandoned() {
+            // The refused frame goes back to its pool now.
+            drop(frame.take_body());
+            return Err(self.refuse(len));
+        }
+        match self.tx.push(frame.take_body()) {
+            Ok(()) => {
+                // `pushed` is the `tx_frames` counter too (`stats`).
+                self.pushed += 1;
+                self.stats.tx_bytes += len as u64;
+                // Published after the push (release), so that whoever
+                // sees the count sees the frame in the ring.
+                self.tx_lane.pushed.0.store(self.pushed, Ordering::Release);
+                self.tx_lane.wake();
+                Ok(())
+            }
+            // The rejected frame is dropped here and its buffer goes home.
+            Err(_frame) => Err(self.full()),
+        }
+    }
+
+    /// [`Device::receive_into`], by type (as [`MemoryEnd::send_from`]):
+    /// the wire never fails to receive, so it says only what it took.
+    #[inline(always)]
+    pub(crate) fn take_into(&mut self, frame: &mut Msg) -> Received {
+        let Ok(f) = self.rx.pop() else {
+            return Received::Nothing;
+        };
+        self.took_one();
+        if !self.discard.is_empty() {
+            return self.receive_past_discards(f, frame);
+        }
+        self.deliver(f, frame)
+    }
+
     /// The peer's ring is full: the frame is dropped (counted).
     #[cold]
     #[inline(never)]
@@ -496,31 +540,10 @@ impl Device for MemoryEnd {
     }
 
     /// The frame's buffer goes into the ring from where it lies (the
-    /// trip's slot), which is left empty.
+    /// trip's slot), which is left empty ([`MemoryEnd::send_from`]).
     #[inline]
     fn transmit_from(&mut self, frame: &mut Msg, _now: Instant) -> Result<(), DeviceError> {
-        let len = frame.len();
-        // The peer's reading half is dropped with it: the ring says so
-        // with the flag word it keeps next to the positions a push reads.
-        if len > self.max_frame || self.tx.is_abandoned() {
-            // The refused frame goes back to its pool now.
-            drop(frame.take_body());
-            return Err(self.refuse(len));
-        }
-        match self.tx.push(frame.take_body()) {
-            Ok(()) => {
-                // `pushed` is the `tx_frames` counter too (`stats`).
-                self.pushed += 1;
-                self.stats.tx_bytes += len as u64;
-                // Published after the push (release), so that whoever
-                // sees the count sees the frame in the ring.
-                self.tx_lane.pushed.0.store(self.pushed, Ordering::Release);
-                self.tx_lane.wake();
-                Ok(())
-            }
-            // The rejected frame is dropped here and its buffer goes home.
-            Err(_frame) => Err(self.full()),
-        }
+        self.send_from(frame)
     }
 
     /// Frames still queued when the peer is dropped are delivered; after that
@@ -536,7 +559,8 @@ impl Device for MemoryEnd {
     }
 
     /// The frame is moved once, from the lane into `frame`, where the
-    /// stack runs it, its annotations cleared (the driver's fast lane, [`Device::receive_into`]).
+    /// stack runs it, its annotations cleared (the driver's fast lane,
+    /// [`Device::receive_into`]; [`MemoryEnd::take_into`]).
     #[inline]
     fn receive_into(
         &mut self,
@@ -544,14 +568,7 @@ impl Device for MemoryEnd {
         _now: Instant,
         frame: &mut Msg,
     ) -> Result<Received, DeviceError> {
-        let Ok(f) = self.rx.pop() else {
-            return Ok(Received::Nothing);
-        };
-        self.took_one();
-        if !self.discard.is_empty() {
-            return Ok(self.receive_past_discards(f, frame));
-        }
-        Ok(self.deliver(f, frame))
+        Ok(self.take_into(frame))
     }
 
     fn discard(&mut self, matches: &[FrameMatch]) -> Result<bool, DeviceError> {

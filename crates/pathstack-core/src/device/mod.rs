@@ -10,12 +10,14 @@
 
 use crate::msg::{Msg, MsgPool};
 use crate::time::Instant;
+use std::any::Any;
 use std::sync::Arc;
 use thiserror::Error;
 
 pub use driver::{DriverDropReason, DriverModule, DriverParams, DriverStage, DRIVER_SPEC};
 pub use failure::DeviceFailure;
 pub use frame_match::{FieldTest, FieldWidth, FrameMatch};
+pub use held::DeviceRef;
 pub use offload::{MsgOffload, OffloadCaps};
 pub use rx_lane::{RxBurst, RxLane};
 
@@ -23,6 +25,7 @@ pub mod driver;
 pub mod failure;
 pub mod forward;
 pub mod frame_match;
+pub(crate) mod held;
 pub mod impair;
 pub mod memory;
 pub mod offload;
@@ -128,7 +131,7 @@ pub enum Received {
 ///
 /// Devices never block in `transmit` or `receive`; waiting is the caller's
 /// business (see `pathstack-devices` for fd-based waiting on TAP).
-pub trait Device: Send {
+pub trait Device: Any + Send {
     /// Hands a frame to the device. The device owns the message from now on;
     /// on error it has been dropped (and counted).
     fn transmit(&mut self, frame: Msg, now: Instant) -> Result<(), DeviceError>;

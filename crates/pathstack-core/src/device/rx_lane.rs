@@ -16,7 +16,8 @@
 //! ([`Module::rx_failed`](crate::module::Module::rx_failed)), which
 //! counts and records it as its `receive` would have.
 
-use super::{Device, Received};
+use super::held::DeviceRef;
+use super::Received;
 
 /// A driver's per-poll receive burst: at most `burst` frames are handed
 /// over in one poll (the frame that spends it is handed over as the last
@@ -64,8 +65,10 @@ impl RxBurst {
 /// What a driver lends the stack to receive through: its device and its
 /// burst ([`Module::rx_lane`](crate::module::Module::rx_lane)).
 pub struct RxLane<'a> {
-    /// The driver's device, by its own vtable.
-    pub device: &'a mut dyn Device,
+    /// The driver's device: by its type where the core knows it (the
+    /// in-memory wire, `device::held`), else by its own vtable
+    /// (`DeviceRef::from(&mut dyn Device)`).
+    pub device: DeviceRef<'a>,
     /// The driver's burst, counted as its own `receive` counts it.
     pub burst: &'a mut RxBurst,
 }

@@ -5,7 +5,7 @@
 //! ([`Env`](crate::runtime::Env)), which is why the slot, not the module
 //! trait, knows how a module is reached.
 
-use crate::device::{Device, DriverModule, RxLane};
+use crate::device::{DeviceRef, DriverModule, RxLane};
 use crate::drop_reason::DropTally;
 use crate::error::ModuleError;
 use crate::graph::spec::ModuleSpec;
@@ -107,19 +107,21 @@ impl ModuleSlot {
     pub fn rx_lane(&mut self) -> Option<RxLane<'_>> {
         self.touched = true;
         match &mut self.module {
-            Held::Driver(d) => d.rx_lane(),
+            Held::Driver(d) => Some(d.lane()),
             Held::Other(m) => m.rx_lane(),
         }
     }
 
     /// The module's device ([`Module::device_mut`]), marking it `touched`:
-    /// the core's `DRIVER`'s by its type, as for [`ModuleSlot::rx_lane`].
+    /// the core's `DRIVER`'s by its type, as for [`ModuleSlot::rx_lane`],
+    /// and its device by its type where the core knows it
+    /// (`device::held`).
     #[inline(always)]
-    pub fn device_mut(&mut self) -> Option<&mut dyn Device> {
+    pub fn device_mut(&mut self) -> Option<DeviceRef<'_>> {
         self.touched = true;
         match &mut self.module {
-            Held::Driver(d) => d.device_mut(),
-            Held::Other(m) => m.device_mut(),
+            Held::Driver(d) => Some(d.lend_device()),
+            Held::Other(m) => m.device_mut().map(DeviceRef::from),
         }
     }
 

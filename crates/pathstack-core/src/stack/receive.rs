@@ -150,7 +150,7 @@ impl Stack {
     fn receive_one(&mut self, m: ModuleId, frame: &mut Msg) -> Received {
         let now = self.now;
         let lane = match self.modules[m.0 as usize].rx_lane() {
-            Some(lane) => match lane.device.receive_into(&self.shared.pool, now, frame) {
+            Some(mut lane) => match lane.device.receive_into(&self.shared.pool, now, frame) {
                 Ok(got) => return lane.burst.count(got),
                 Err(e) => {
                     lane.burst.reset();
