@@ -872,6 +872,8 @@ pub fn reset_for(seg: &TcpRepr, payload_len: usize) -> Option<TcpRepr> {
 }
 
 #[cfg(test)]
+mod bare_fin_tests;
+#[cfg(test)]
 mod dsack_tests;
 #[cfg(test)]
 mod idle_restart_tests;
@@ -893,5 +895,7 @@ mod recovery_tests;
 mod script;
 #[cfg(test)]
 mod script_tests;
+#[cfg(test)]
+mod slow_start_tests;
 #[cfg(test)]
 mod tests;

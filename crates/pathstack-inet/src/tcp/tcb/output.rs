@@ -355,7 +355,9 @@ impl Tcb {
                     .next_to_send(&self.sb, &self.cc, new_data)
                     .map(|s| (s, false))
             };
-            let Some((mut seg, probe)) = next else { break };
+            let Some((mut seg, probe)) = next.or_else(|| self.bare_fin(new_data).map(|s| (s, false))) else {
+                break;
+            };
             if seg.rule == Rule::New && !probe && self.nagle_holds(seg, cap) {
                 break;
             }
@@ -390,6 +392,19 @@ impl Tcb {
         }
         self.after_sending(now, sent);
         sent
+    }
+
+    /// The FIN alone, when it is all that is left to send and the
+    /// congestion window held it back: a bare FIN adds no data to the
+    /// network, which is what RFC 5681 §3.1's window bounds ("the amount
+    /// of data", FlightSize), so it goes at once, as Linux sends it
+    /// (`tcp_cwnd_test`: "Don't be strict about the congestion window for
+    /// the final FIN"), rather than waiting for an ACK or the tail-loss
+    /// probe to make room (packetdrill `shutdown-rdwr-write-queue-close`).
+    fn bare_fin(&self, new_data: u32) -> Option<NextSeg> {
+        let nxt = self.sb.snd_nxt();
+        (new_data == 1 && !nxt.lt(self.snd.data_end()) && self.sb.has_room())
+            .then(|| NextSeg::new(Rule::New, nxt, 1))
     }
 
     /// Records `seg` as sent: on the scoreboard as the wire segments of
