@@ -355,7 +355,9 @@ impl Tcb {
                     .next_to_send(&self.sb, &self.cc, new_data)
                     .map(|s| (s, false))
             };
-            let Some((mut seg, probe)) = next.or_else(|| self.bare_fin(new_data).map(|s| (s, false))) else {
+            let Some((mut seg, probe)) =
+                next.or_else(|| self.bare_fin(new_data).map(|s| (s, false)))
+            else {
                 break;
             };
             if seg.rule == Rule::New && !probe && self.nagle_holds(seg, cap) {
