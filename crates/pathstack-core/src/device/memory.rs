@@ -540,7 +540,7 @@ impl Device for MemoryEnd {
     }
 
     /// The frame's buffer goes into the ring from where it lies (the
-    /// trip's slot), which is left empty ([`MemoryEnd::send_from`]).
+    /// trip's slot), which is left empty (`MemoryEnd::send_from`).
     #[inline]
     fn transmit_from(&mut self, frame: &mut Msg, _now: Instant) -> Result<(), DeviceError> {
         self.send_from(frame)
@@ -560,7 +560,7 @@ impl Device for MemoryEnd {
 
     /// The frame is moved once, from the lane into `frame`, where the
     /// stack runs it, its annotations cleared (the driver's fast lane,
-    /// [`Device::receive_into`]; [`MemoryEnd::take_into`]).
+    /// [`Device::receive_into`]; `MemoryEnd::take_into`).
     #[inline]
     fn receive_into(
         &mut self,
