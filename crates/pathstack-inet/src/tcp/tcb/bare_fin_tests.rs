@@ -1,6 +1,9 @@
-//! The FIN alone past a full congestion window (`output.rs`, `bare_fin`):
-//! it adds no data to the network, so it goes at once, as Linux's
-//! `tcp_cwnd_test` lets it (packetdrill `shutdown-rdwr-write-queue-close`).
+//! Where the FIN goes (`output.rs`): alone past a full congestion window
+//! (`bare_fin`), since it adds no data to the network, as Linux's
+//! `tcp_cwnd_test` lets it (packetdrill `shutdown-rdwr-write-queue-close`);
+//! on the full segment or super-segment that ends the data (`fin_rides`),
+//! as Linux's FIN rides on its last unsent buffer (packetdrill
+//! `shutdown-rdwr-send-queue-ack-close`).
 
 use super::script::*;
 use super::*;
@@ -31,7 +34,39 @@ fn data_past_a_full_window_still_waits() {
     s.at(20).app(|t| t.shutdown(Shutdown::Write)).unwrap();
     s.expect_none();
     s.at(30).inject(In::ack(1, 1 + MSS as u32));
-    // The ACK makes room: the last segment and then the FIN.
-    s.expect(Out::data(1 + 10 * MSS as u32, MSS));
-    s.expect(Out::fin(1 + 11 * MSS as u32, 1).len(0));
+    // The ACK makes room: the last segment, the FIN on it.
+    s.expect(Out::fin(1 + 10 * MSS as u32, 1).len(MSS));
+    s.expect_none();
+}
+
+fn tso() -> TcpConfig {
+    TcpConfig {
+        offload: crate::tcp::TcpOffload {
+            checksum: true,
+            tso_max: 65_535,
+        },
+        ..TcpConfig::default()
+    }
+}
+
+/// With segmentation offload, the super-segment that ends the data
+/// carries the FIN (Linux: `> FP. 13001:20001(7000)`), and the scoreboard
+/// holds it on the last wire segment: the ACK of the data alone leaves
+/// the FIN outstanding, the ACK of the FIN ends FIN-WAIT-1.
+#[test]
+fn the_fin_rides_on_the_super_segment_that_ends_the_data() {
+    let m = MSS as u32;
+    let mut s = Script::established(tso(), true);
+    s.at(20).write(12 * MSS);
+    s.expect(Out::data(1, 10 * MSS));
+    s.app(|t| t.shutdown(Shutdown::Write)).unwrap();
+    s.expect_none();
+    s.at(30).inject(In::ack(1, 1 + 10 * m));
+    let e = s.expect(Out::fin(1 + 10 * m, 1).len(2 * MSS));
+    assert!(e.repr.flags.contains(TcpFlags::PSH), "it ends the write");
+    s.expect_none();
+    s.at(40).inject(In::ack(1, 1 + 12 * m));
+    s.state(State::FinWait1);
+    s.at(50).inject(In::ack(1, 2 + 12 * m));
+    s.state(State::FinWait2);
 }

@@ -13,7 +13,8 @@
 //! receiver sees and SACKs: loss recovery, RACK and RTT sampling work on
 //! those wire segments exactly as without offload, and retransmissions go
 //! one segment at a time. Only new data grows; a sub-MSS tail still waits
-//! for Nagle, and a FIN is never part of a super-segment.
+//! for Nagle. A FIN queued behind the data rides on the segment or
+//! super-segment that ends it, as on Linux (`fin_rides`).
 
 use super::due::Due;
 use super::Tcb;
@@ -369,6 +370,7 @@ impl Tcb {
                 if seg.len > cap {
                     gso_size = cap as u16;
                 }
+                seg.len += self.fin_rides(seg);
             }
             if !self.emit_range(now, seg, gso_size, emit) {
                 break;
@@ -409,9 +411,26 @@ impl Tcb {
             .then(|| NextSeg::new(Rule::New, nxt, 1))
     }
 
+    /// 1 when the FIN rides on the full segment (or super-segment) of new
+    /// data `seg` that ends the data, 0 otherwise. Linux puts the FIN on
+    /// the write queue's last buffer while it is unsent (`tcp_send_fin`),
+    /// so the last data and the FIN leave as one segment
+    /// (`> FP. 13001:20001(7000)`, packetdrill
+    /// `shutdown-rdwr-send-queue-ack-close`); the data and the FIN each
+    /// count as a segment otherwise, and the FIN alone would wait for the
+    /// next ACK. The FIN takes no room in either window (RFC 5681 §3.1
+    /// bounds data; a FIN goes even into a zero window, `new_data`), so
+    /// nothing else limits it. A shorter segment already takes the FIN
+    /// with it (`new_data` counts it).
+    fn fin_rides(&self, seg: NextSeg) -> u32 {
+        let end = seg.start + seg.len;
+        u32::from(end == self.snd.data_end() && self.snd.fin_seq() == Some(end))
+    }
+
     /// Records `seg` as sent: on the scoreboard as the wire segments of
-    /// `gso_size` octets a super-segment becomes, or as it is. False when
-    /// the scoreboard refused it.
+    /// `gso_size` octets a super-segment becomes (the FIN riding on the
+    /// last, as the device leaves it), or as it is. False when the
+    /// scoreboard refused it.
     fn record_sent(&mut self, now: Instant, seg: NextSeg, gso_size: u16) -> bool {
         if gso_size == 0 {
             let stamp = self.next_xmit_stamp(now);
@@ -420,7 +439,11 @@ impl Tcb {
         let end = seg.start + seg.len;
         let mut at = seg.start;
         while at.lt(end) {
-            let part = NextSeg::new(seg.rule, at, (end - at).min(u32::from(gso_size)));
+            let mut len = (end - at).min(u32::from(gso_size));
+            if end - (at + len) == 1 {
+                len += 1; // the FIN (`fin_rides`)
+            }
+            let part = NextSeg::new(seg.rule, at, len);
             let stamp = self.next_xmit_stamp(now);
             if self.recovery.on_sent(&mut self.sb, part, stamp).is_err() {
                 return false;
