@@ -184,8 +184,21 @@ impl Recovery {
             self.after_rto = false;
         }
         if ack.cum_advanced {
+            // The ACK that ends a disorder (duplicates counted, recovery
+            // not entered: reordering) grows the window by what it newly
+            // delivered (RFC 6937 DeliveredData), not by the octets the
+            // duplicates SACKed, which the limited transmits already sent
+            // on (RFC 3042; Linux grows by its `delivered`,
+            // `tcp_cong_control`; packetdrill `limited-transmit-sack`).
+            // Only then: counting only DeliveredData on every ACK slowed
+            // the loss study at 1 % (median 0.286 s → 0.362 s).
+            let grown = if self.dup_acks > 0 {
+                delivered_data(ack.newly_acked, sacked_before, sb)
+            } else {
+                ack.newly_acked
+            };
             self.dup_acks = 0;
-            cc.on_ack_with_flight(ack.newly_acked, flight_before, srtt, now);
+            cc.on_ack_with_flight(grown, flight_before, srtt, now);
         } else if ack.is_dup_ack(outstanding) {
             self.dup_acks += 1;
         }

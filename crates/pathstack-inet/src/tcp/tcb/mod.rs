@@ -882,6 +882,8 @@ mod impairment_tests;
 #[cfg(test)]
 mod layout_tests;
 #[cfg(test)]
+mod limited_transmit_tests;
+#[cfg(test)]
 mod loss_counter_tests;
 #[cfg(test)]
 mod predict_tests;

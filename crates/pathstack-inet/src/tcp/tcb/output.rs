@@ -356,9 +356,11 @@ impl Tcb {
                     .next_to_send(&self.sb, &self.cc, new_data)
                     .map(|s| (s, false))
             };
-            let Some((mut seg, probe)) =
-                next.or_else(|| self.bare_fin(new_data).map(|s| (s, false)))
-            else {
+            let Some((mut seg, probe)) = next.or_else(|| {
+                self.limited_transmit(new_data)
+                    .or_else(|| self.bare_fin(new_data))
+                    .map(|s| (s, false))
+            }) else {
                 break;
             };
             if seg.rule == Rule::New && !probe && self.nagle_holds(seg, cap) {
@@ -396,6 +398,31 @@ impl Tcb {
         }
         self.after_sending(now, sent);
         sent
+    }
+
+    /// RFC 3042 limited transmit on a connection without SACK: on each of
+    /// the first two duplicate ACKs a segment of new data, if the peer's
+    /// window allows it and FlightSize stays within cwnd plus the
+    /// duplicates' segments ("the amount of outstanding data would remain
+    /// less than or equal to the congestion window plus 2*SMSS bytes",
+    /// RFC 3042 §2; RFC 5681 §3.2 step 1 SHOULD). With SACK, RFC 6675's
+    /// pipe does it: the SACKed segments leave the pipe, which frees the
+    /// room. Without it nothing freed the room, so a lone loss in a window
+    /// waited for the third duplicate or the tail-loss probe (packetdrill
+    /// `limited-transmit-no-sack`, Linux's `tcp_add_reno_sack`).
+    fn limited_transmit(&self, new_data: u32) -> Option<NextSeg> {
+        if self.sack_ok
+            || !(1..=2).contains(&self.dup_acks)
+            || self.recovery.in_recovery()
+            || new_data == 0
+            || !self.sb.has_room()
+        {
+            return None;
+        }
+        let len = new_data.min(self.smss);
+        let allowed = self.cc.cwnd() + self.dup_acks * self.smss;
+        (self.sb.flight_size() + len <= allowed)
+            .then(|| NextSeg::new(Rule::New, self.sb.snd_nxt(), len))
     }
 
     /// The FIN alone, when it is all that is left to send and the
