@@ -49,17 +49,23 @@ impl Session {
                 _ => None,
             };
             // A listener's connections are made with the configuration
-            // it was made with; the facade cannot change it afterwards,
-            // so an option that only lives there is refused on a
-            // listener rather than silently ignored.
+            // it was made with; the facade changes only its MSS
+            // afterwards (`Tcp::set_listener_mss`), so any other option
+            // that only lives there is refused on a listener rather than
+            // silently ignored.
             if matches!(sock.kind, SocketKind::Listener(_))
                 && !matches!(
                     (level, name),
                     (libc::SOL_SOCKET, libc::SO_REUSEADDR | libc::SO_LINGER)
+                        | (libc::IPPROTO_TCP, libc::TCP_MAXSEG)
                 )
             {
                 return Err(Errno::OPNOTSUPP);
             }
+            let listener = match sock.kind {
+                SocketKind::Listener(l) => Some(l),
+                _ => None,
+            };
             let ka = sock
                 .keepalive_timers
                 .or(sock.cfg.keepalive)
@@ -171,7 +177,15 @@ impl Session {
                         .ok()
                         .filter(|m| (88..=32767).contains(m))
                         .ok_or(Errno::INVAL)?;
-                    Ok(())
+                    match listener {
+                        Some(l) => s
+                            .net
+                            .host
+                            .tcp()
+                            .set_listener_mss(&l, sock.cfg.mss)
+                            .map_err(Errno::from),
+                        None => Ok(()),
+                    }
                 }
                 (libc::IPPROTO_TCP, libc::TCP_CONGESTION) if stream.is_none() => {
                     let name = value.split(|&b| b == 0).next().unwrap_or_default();

@@ -859,3 +859,40 @@ fn buffer_sizes_change_on_a_live_connection() {
     assert!(shrunk >= 4096);
     assert_eq!(sim.b.tcp().recv_buffer_size(&s).unwrap(), shrunk);
 }
+
+/// `TCP_MAXSEG` on a listening socket (`Tcp::set_listener_mss`): the
+/// connections it accepts afterwards offer that MSS, so the peer sends
+/// segments no larger; Linux's `setsockopt(TCP_MAXSEG)` after `listen`
+/// (packetdrill `mss-setsockopt-tcp_maxseg-server`).
+#[test]
+fn a_listeners_mss_changes_after_listen() {
+    let mut sim = Sim::new(plain());
+    let l = sim
+        .b
+        .tcp()
+        .listen_with("0.0.0.0:7", 16, TcpConfig::default())
+        .unwrap();
+    assert_eq!(
+        sim.b.tcp().listener_mss(&l).unwrap(),
+        TcpConfig::default().mss
+    );
+    sim.b.tcp().set_listener_mss(&l, 1100).unwrap();
+    assert_eq!(sim.b.tcp().listener_mss(&l).unwrap(), 1100);
+    let c = sim
+        .a
+        .tcp()
+        .connect_with("0.0.0.0:0", "10.0.0.2:7", TcpConfig::default())
+        .unwrap();
+    let mut s = None;
+    for _ in 0..200_000 {
+        sim.step();
+        if let Some((st, _)) = ready(l.accept(&mut sim.b)).unwrap() {
+            s = Some(st);
+            break;
+        }
+    }
+    let s = s.expect("no connection accepted");
+    // Both ends send with the listener's MSS (less the timestamp option).
+    assert_eq!(sim.a.tcp().mss(&c).unwrap(), 1100 - 12);
+    assert_eq!(sim.b.tcp().mss(&s).unwrap(), 1100 - 12);
+}

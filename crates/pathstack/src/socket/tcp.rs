@@ -60,7 +60,7 @@ use pathstack_core::attrs::Attrs;
 use pathstack_core::{ModuleId, PathId};
 use pathstack_inet::modules::ip::LOCAL_IPV4;
 use pathstack_inet::modules::tcp::TcpModule;
-use pathstack_inet::modules::{TcpConnStage, TcpRefusal};
+use pathstack_inet::modules::{TcpConnStage, TcpListenStage, TcpRefusal};
 use pathstack_inet::tcp::{Shutdown, State, TcpConfig, TcpError, TcpStats};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, ToSocketAddrs};
 use std::ops::{Deref, DerefMut};
@@ -642,6 +642,34 @@ impl<H: DerefMut<Target = Host>> Tcp<H> {
     /// behind itself. Off, every write leaves at once.
     pub fn set_nodelay(&mut self, s: &TcpStream, on: bool) -> Result<(), SocketError> {
         self.host.with_conn(s, |c, _| c.tcb_mut().set_nodelay(on))
+    }
+
+    /// The MSS a listener's connections offer in their SYN-ACK and send
+    /// with at most (Linux's `TCP_MAXSEG` on a listening socket, socket2's
+    /// `set_mss`), for the connections it makes from now on; those made
+    /// already keep theirs. RFC 9293 §3.7.1: the MSS offered is the most
+    /// the connection will receive; the peer's bounds what it sends.
+    pub fn set_listener_mss(&mut self, l: &TcpListener, mss: u16) -> Result<(), SocketError> {
+        let (path, _) = self.host.listener_entry(l)?;
+        self.host
+            .stack_mut()
+            .with_stage::<TcpListenStage, _>(path, |st, _| {
+                let mut cfg = *st.config();
+                cfg.mss = mss;
+                st.set_config(cfg);
+            })
+            .ok_or(SocketError::Closed)
+    }
+
+    /// The MSS a listener's connections offer ([`set_listener_mss`](Self::set_listener_mss)).
+    pub fn listener_mss(&self, l: &TcpListener) -> Result<u16, SocketError> {
+        let (path, _) = self.host.listener_entry(l)?;
+        self.host
+            .stack()
+            .stage_ref::<TcpListenStage>(path)
+            .and_then(|at| self.host.stack().stage_at(at))
+            .map(|st| st.config().mss)
+            .ok_or(SocketError::Closed)
     }
 
     /// Keepalive (`SO_KEEPALIVE` with its timers), off with `None`.

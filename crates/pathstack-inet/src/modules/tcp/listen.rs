@@ -40,6 +40,11 @@ impl TcpListenStage {
         self.port
     }
 
+    /// The options its future connections get.
+    pub fn config(&self) -> &TcpConfig {
+        &self.cfg
+    }
+
     /// Changes the options its future connections get.
     pub fn set_config(&mut self, cfg: TcpConfig) {
         self.cfg = cfg;
