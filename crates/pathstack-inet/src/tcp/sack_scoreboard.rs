@@ -839,7 +839,19 @@ impl Scoreboard {
             Some(r) => self.snd_una.gt(r),
         };
         if allowed {
-            if let Some(s) = self.segs.iter().rev().find(|s| !s.sacked) {
+            // Not a segment this recovery already retransmitted: the
+            // rescue protects a tail no retransmission covered, and a
+            // second copy of the same data is what RFC 6675 §5 step 4.3
+            // sets RescueRxt to prevent (a lost retransmission is RACK's
+            // to find, RFC 8985 §6.2). Linux has no rescue at all
+            // (packetdrill `prr-ss-30pkt-lost1_4` resent 3001:4001 twice).
+            if let Some(s) = self
+                .segs
+                .iter()
+                .rev()
+                .find(|s| !s.sacked)
+                .filter(|s| !s.retransmitted)
+            {
                 return Some(NextSeg::of(Rule::Rescue, (s.start, s.len)));
             }
         }
@@ -1044,6 +1056,19 @@ mod tests {
         sb.on_rescue_retransmit(s(2000), s(3000), T0).unwrap();
         assert_eq!(sb.rescue_rxt(), Some(s(3000)));
         assert_eq!(sb.next_seg(0, Some(s(3000))), None, "one rescue only");
+    }
+
+    /// The rescue is never a second copy of a segment this recovery
+    /// already retransmitted (RFC 6675 §5 step 4.3's intent).
+    #[test]
+    fn no_rescue_of_a_tail_already_retransmitted() {
+        let mut sb = board(0, 4);
+        sb.on_ack(s(0), &[blk(3000, 4000)], T0);
+        for k in 0..3 {
+            sb.on_retransmit(s(k * 1000), T0).unwrap();
+        }
+        assert_eq!(sb.rescue_rxt(), None);
+        assert_eq!(sb.next_seg(0, Some(s(4000))), None);
     }
 
     #[test]
