@@ -105,3 +105,67 @@ pub(super) fn status_of(e: CallError) -> CallStatus {
         CallError::Disabled | CallError::Aborted | CallError::NoChannel => CallStatus::Failed,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::chan::flags;
+    use crate::Peer;
+    use pathstack_core::msg::PoolConfig;
+    use std::net::Ipv4Addr;
+
+    fn key() -> ChannelKey {
+        ChannelKey {
+            peer: Peer::from(Ipv4Addr::new(10, 0, 0, 2)),
+            prot_id: 20,
+            chan: 1,
+        }
+    }
+
+    /// Before the client path is made nothing can leave: the sends and
+    /// failed calls are dropped (not counted as wanting a buffer), the
+    /// packet's own `Reply` still comes back, and the requests are gone.
+    #[test]
+    fn without_a_stage_only_the_packets_own_action_comes_back() {
+        let pool = MsgPool::new(PoolConfig::default());
+        let mut actions = vec![
+            ChanAction::Send {
+                key: key(),
+                header: ChanHeader {
+                    chan: 1,
+                    flags: flags::FROM_CLIENT | flags::USER_MSG,
+                    prot_id: 20,
+                    seq: 2,
+                    len: 8,
+                },
+                payload: Payload::SavedCopy,
+            },
+            ChanAction::CallFailed {
+                key: key(),
+                error: CallError::TimedOut,
+            },
+            ChanAction::Reply { key: key(), len: 8 },
+            ChanAction::FreeResources { ticket: 7 },
+        ];
+        let mut into = Sends::new();
+        let (own, failed) = drain(
+            &mut actions,
+            |_| Some(&[1u8; 8][..]),
+            None,
+            &pool,
+            &mut into,
+        );
+        assert!(matches!(own, Some(ChanAction::Reply { len: 8, .. })));
+        assert_eq!(failed, 0);
+        assert!(into.is_empty());
+        assert!(actions.is_empty());
+    }
+
+    #[test]
+    fn a_failed_call_goes_up_with_its_status() {
+        assert_eq!(status_of(CallError::PeerRebooted), CallStatus::PeerRebooted);
+        assert_eq!(status_of(CallError::TimedOut), CallStatus::TimedOut);
+        assert_eq!(status_of(CallError::Busy), CallStatus::Busy);
+        assert_eq!(status_of(CallError::Aborted), CallStatus::Failed);
+    }
+}
