@@ -69,7 +69,7 @@ pub const CHAN_SPEC: ModuleSpec = ModuleSpec {
 };
 
 /// How long a call may go without a reply before CHAN fails it with
-/// [`CallStatus::TimedOut`], unless the graph sets `call_timeout`.
+/// [`CallStatus::TimedOut`](crate::anno::CallStatus::TimedOut), unless the graph sets `call_timeout`.
 pub const DEFAULT_CALL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Service index of CHAN's connection to BIDCTL.
