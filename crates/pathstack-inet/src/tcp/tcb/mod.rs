@@ -16,6 +16,7 @@
 //! `timers.rs` is "TIMEOUTS" (§3.10.8) with RFC 6298, RFC 8985 and the
 //! persist and keepalive timers.
 
+mod counters;
 mod due;
 mod input;
 mod output;
@@ -37,6 +38,7 @@ use super::seq::SeqNumber;
 use super::state::State;
 use super::timers::{Timer, Timers};
 use crate::wire::tcp::{TcpFlags, TcpOptions, TcpRepr};
+use counters::Counters;
 use due::Due;
 use pathstack_core::time::Instant;
 use std::io::IoSlice;
@@ -231,7 +233,8 @@ pub struct Tcb {
     challenge: (Instant, u32),
 
     error: Option<TcpError>,
-    stats: TcpStats,
+    /// The counters, the rare ones boxed on first need (`counters.rs`).
+    stats: Counters,
     /// Tests only: the short paths off — header prediction (every
     /// segment through the general processing), the output check before
     /// NextSeg and output prediction (every send through NextSeg) — for
@@ -314,7 +317,7 @@ impl Tcb {
             xmit_stamp: now,
             challenge: (now, 0),
             error: None,
-            stats: TcpStats::default(),
+            stats: Counters::default(),
             #[cfg(test)]
             short_paths_off: false,
             cfg,
@@ -430,8 +433,8 @@ impl Tcb {
         self.passive
     }
     /// The counters.
-    pub fn stats(&self) -> &TcpStats {
-        &self.stats
+    pub fn stats(&self) -> TcpStats {
+        self.stats.snapshot()
     }
     /// The receive buffer's drop counters.
     pub fn recv_stats(&self) -> &super::recv_buffer::RecvStats {
@@ -775,7 +778,7 @@ impl Tcb {
             return false;
         }
         self.smss = mss;
-        self.stats.pmtu_reductions += 1;
+        self.stats.rare().pmtu_reductions += 1;
         true
     }
 

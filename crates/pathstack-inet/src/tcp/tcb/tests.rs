@@ -462,16 +462,16 @@ fn retransmission_fires_at_the_deadline_the_ack_moved() {
     // deadline.
     a.on_tick(first_deadline);
     assert!(outputs(&mut a, first_deadline).is_empty());
-    assert_eq!(a.stats.timeouts, 0);
+    assert_eq!(a.stats().timeouts, 0);
     assert_eq!(a.wake_at(), Some(deadline));
     let just_before = Instant::from_nanos(deadline.as_nanos() - 1);
     a.on_tick(just_before);
     assert!(outputs(&mut a, just_before).is_empty());
-    assert_eq!(a.stats.timeouts, 0);
+    assert_eq!(a.stats().timeouts, 0);
     // At the deadline: the second segment again.
     a.on_tick(deadline);
     let rtx = outputs(&mut a, deadline);
-    assert_eq!(a.stats.timeouts, 1);
+    assert_eq!(a.stats().timeouts, 1);
     assert_eq!(rtx.len(), 1);
     assert_eq!(rtx[0].0.seq, s2[0].0.seq);
     assert_eq!(rtx[0].1, b"y");
