@@ -476,3 +476,24 @@ fn retransmission_fires_at_the_deadline_the_ack_moved() {
     assert_eq!(rtx[0].0.seq, s2[0].0.seq);
     assert_eq!(rtx[0].1, b"y");
 }
+
+/// Connections made with one `Arc<TcpConfig>` share it until one of
+/// them changes an option; setting an option to the value it has copies
+/// nothing (issue 28 item 4: the configuration is 208 octets, a million
+/// idle connections hold one).
+#[test]
+fn configuration_is_shared_until_changed() {
+    let cfg = std::sync::Arc::new(TcpConfig::default());
+    let mut a = Tcb::connect(cfg.clone(), 1, 2, SeqNumber(7), 0, Instant::ZERO);
+    let b = Tcb::listen(cfg.clone(), 2, 1, SeqNumber(9), 0, Instant::ZERO);
+    assert!(std::sync::Arc::ptr_eq(
+        &a.shared_config(),
+        &b.shared_config()
+    ));
+    a.set_nodelay(cfg.nodelay);
+    assert!(std::sync::Arc::ptr_eq(&a.shared_config(), &cfg));
+    a.set_nodelay(!cfg.nodelay);
+    assert!(!std::sync::Arc::ptr_eq(&a.shared_config(), &cfg));
+    assert_eq!(a.config().nodelay, !cfg.nodelay);
+    assert_eq!(b.config().nodelay, cfg.nodelay, "the other's unchanged");
+}
