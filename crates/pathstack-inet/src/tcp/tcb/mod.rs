@@ -447,7 +447,7 @@ impl Tcb {
         self.stats.snapshot()
     }
     /// The receive buffer's drop counters.
-    pub fn recv_stats(&self) -> &super::recv_buffer::RecvStats {
+    pub fn recv_stats(&self) -> super::recv_buffer::RecvStats {
         self.rcv.stats()
     }
     /// The pending error, without taking it.
