@@ -197,6 +197,13 @@ impl RecvBuffer {
         self.stats.as_deref().copied().unwrap_or_default()
     }
 
+    /// The drop counters' box, if made (tests of what an idle
+    /// connection holds).
+    #[cfg(test)]
+    pub(crate) fn stats_made(&self) -> Option<&RecvStats> {
+        self.stats.as_deref()
+    }
+
     /// The drop counters, to count in: made on first need.
     #[cold]
     fn count(&mut self) -> &mut RecvStats {
