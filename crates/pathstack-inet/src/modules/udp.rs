@@ -330,7 +330,10 @@ impl UdpStage {
             // field, as it lies in native order.
             let rest = u64::from(u16::from_ne_bytes([0, crate::wire::ipv4::protocol::UDP]))
                 + u64::from(u16::from_ne_bytes([h[4], h[5]]));
-            checksum::verifies(addr_sum + rest + checksum::partial(&udp[..ulen]))
+            // The header is the eight bytes already in hand, one word of
+            // the sum (RFC 1071 §2(C)); the data follow at an even offset.
+            let data = udp.get(HEADER_LEN..ulen).unwrap_or_default();
+            checksum::verifies(addr_sum + rest + checksum::partial(h) + checksum::partial(data))
         };
         sum_ok.then_some((sport, ulen))
     }
