@@ -218,15 +218,7 @@ impl Compiled {
         let Some(fixed) = msg.get(..self.reach) else {
             return Found::Short;
         };
-        // The window count a constant: straight-line loads.
-        let (key, diff) = match self.window_count {
-            1 => self.fold::<1>(fixed),
-            2 => self.fold::<2>(fixed),
-            3 => self.fold::<3>(fixed),
-            4 => self.fold::<4>(fixed),
-            5 => self.fold::<5>(fixed),
-            _ => self.fold::<WORDS>(fixed),
-        };
+        let (key, diff) = self.folded(fixed);
         if diff != 0 {
             return Found::Missed;
         }
@@ -246,12 +238,11 @@ impl Compiled {
                 other(e)
             }
         };
+        let hash = self.key_hash(key, hasher);
         let found = if self.stored == 0 {
-            slots.find_k::<0>(self.home_hash, &[], accept)
+            slots.find_k::<0>(hash, &[], accept)
         } else {
-            let mut words = [0u64; WORDS];
-            words[0] = key;
-            slots.find_k(hasher.flow(&words, 1), &[key], accept)
+            slots.find_k(hash, &[key], accept)
         };
         match found {
             Some(e) => Found::Path(e.path),
@@ -264,23 +255,38 @@ impl Compiled {
     #[inline(always)]
     pub(crate) fn hash(&self, msg: &[u8], hasher: &EdgeHasher) -> Option<u64> {
         let fixed = msg.get(..self.reach)?;
-        let (key, diff) = match self.window_count {
+        let (key, diff) = self.folded(fixed);
+        if diff != 0 {
+            return None;
+        }
+        Some(self.key_hash(key, hasher))
+    }
+
+    /// The stored word and the difference word of `fixed`
+    /// ([`fold`](Self::fold)), the window count made a constant so that
+    /// the loads are straight-line.
+    #[inline(always)]
+    fn folded(&self, fixed: &[u8]) -> (u64, u64) {
+        match self.window_count {
             1 => self.fold::<1>(fixed),
             2 => self.fold::<2>(fixed),
             3 => self.fold::<3>(fixed),
             4 => self.fold::<4>(fixed),
             5 => self.fold::<5>(fixed),
             _ => self.fold::<WORDS>(fixed),
-        };
-        if diff != 0 {
-            return None;
         }
+    }
+
+    /// The slot hash of a stored word `key` (the home hash when no word
+    /// is stored).
+    #[inline(always)]
+    fn key_hash(&self, key: u64, hasher: &EdgeHasher) -> u64 {
         if self.stored == 0 {
-            return Some(self.home_hash);
+            return self.home_hash;
         }
         let mut words = [0u64; WORDS];
         words[0] = key;
-        Some(hasher.flow(&words, 1))
+        hasher.flow(&words, 1)
     }
 
     /// Whether the main chain's layouts apply to `msg` (`FlowChain::

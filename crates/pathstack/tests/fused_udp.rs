@@ -296,15 +296,27 @@ enum Step {
 #[derive(Clone, Debug)]
 enum Mutation {
     None,
-    Flip { at: usize, xor: u8 },
+    Flip {
+        at: usize,
+        xor: u8,
+    },
     Truncate(usize),
     Pad(usize),
     IpOptions,
-    Fragment { more: bool, offset: u16 },
+    Fragment {
+        more: bool,
+        offset: u16,
+    },
     NoUdpChecksum,
     DstMac([u8; 6]),
     DstIp([u8; 4]),
     Ttl(u8),
+    /// Another IP protocol, the header's checksum right: the UDP path's
+    /// key does not match, so no UDP stage, fast or modular, may take it
+    /// (the fast form leaves the protocol to the classifier's match).
+    Protocol(u8),
+    /// Another EtherType, the rest intact: as `Protocol`, for ETH's key.
+    EtherType([u8; 2]),
 }
 
 /// A UDP datagram from `src` to us as the wire would carry it, then
@@ -357,7 +369,10 @@ fn frame(
         Mutation::Ttl(t) => *t,
         _ => 64,
     };
-    ip[9] = 17;
+    ip[9] = match mutation {
+        Mutation::Protocol(p) => *p,
+        _ => 17,
+    };
     ip[12..16].copy_from_slice(&src);
     ip[16..20].copy_from_slice(&dst_ip);
     ip[20..].copy_from_slice(options);
@@ -375,6 +390,7 @@ fn frame(
         }
         Mutation::Truncate(n) => f.truncate(n % f.len()),
         Mutation::Pad(n) => f.resize(f.len() + n, 0xee),
+        Mutation::EtherType(t) => f[12..14].copy_from_slice(t),
         _ => {}
     }
     f
@@ -399,6 +415,9 @@ fn mutation() -> impl Strategy<Value = Mutation> {
         1 => prop_oneof![Just([10, 0, 0, 255]), Just([10, 0, 0, 9]), Just([255; 4])]
             .prop_map(Mutation::DstIp),
         1 => (0u8..3).prop_map(Mutation::Ttl),
+        1 => prop_oneof![Just(6u8), Just(1), Just(99)].prop_map(Mutation::Protocol),
+        1 => prop_oneof![Just([0x86, 0xdd]), Just([0x08, 0x06]), Just([0x88, 0xb5])]
+            .prop_map(Mutation::EtherType),
     ]
 }
 

@@ -103,14 +103,17 @@ impl EthStage {
     }
 
     /// Fast form, up: whether `process` would take a frame with header
-    /// `h` as a unicast frame for us of this path's EtherType, from an
-    /// individual (not group) source address (a broadcast is left to
-    /// `process`).
+    /// `h`, which the classifier matched to this path, as a unicast frame
+    /// for us from an individual (not group) source address (a broadcast
+    /// is left to `process`). The EtherType is not compared: it is the
+    /// path's demux key, which the match proved, and `process` skips it
+    /// for a classified frame too (parse once, issue 26 item 3). Only for
+    /// a frame whose `Anno::classified` is set.
     #[inline(always)]
-    pub fn fast_accepts(&self, h: &[u8; wire::HEADER_LEN]) -> bool {
+    pub fn fast_accepts_matched(&self, h: &[u8; wire::HEADER_LEN]) -> bool {
         // IEEE 802 §8.2: the I/G bit, the first octet's lowest.
         let individual_source = h[6] & 1 == 0;
-        h[0..6] == self.mac.0 && individual_source && h[12..14] == self.ethertype.to_be_bytes()
+        h[0..6] == self.mac.0 && individual_source
     }
 }
 

@@ -975,11 +975,16 @@ impl IpStage {
     }
 
     /// Fast form, up: the source, destination and total length of the
-    /// datagram at the front of `ip`, when `receive` would take it as a
-    /// whole datagram for this path: a 20-byte header (no options) whose
-    /// checksum verifies, not a fragment, this path's protocol, a valid
-    /// source, our own unicast address as destination, a total length
-    /// within the bytes. `None` (decline) otherwise.
+    /// datagram at the front of `ip`, in a frame the classifier matched to
+    /// this path, when `receive` would take it as a whole datagram for
+    /// this path: a 20-byte header (no options) whose checksum verifies,
+    /// not a fragment, a valid source, our own unicast address as
+    /// destination, a total length within the bytes. `None` (decline)
+    /// otherwise. The protocol is not compared: it is the path's demux
+    /// key, which the match proved, and `receive` skips it for a
+    /// classified frame too (parse once, issue 26 item 3); the
+    /// destination is, as `receive` compares it whatever the match (a
+    /// passive path's key is the protocol alone).
     ///
     /// Also the running sum ([`checksum::partial`]) of the two addresses,
     /// summed anyway for the header checksum: the part of a transport's
@@ -997,7 +1002,8 @@ impl IpStage {
         let (fixed, addrs) = h.split_at(12);
         let addr_sum = checksum::partial(addrs);
         let ok = whole
-            && Some(h[9]) == self.protocol
+            // A path with a protocol above IP (IP's own keeps its header).
+            && self.protocol.is_some()
             && total >= MIN_HEADER_LEN
             && total <= ip.len()
             && dst == self.iface.addr

@@ -301,13 +301,16 @@ impl UdpStage {
         ))
     }
 
-    /// Fast form, up: the source port and length of the datagram `udp`
-    /// whose pseudo header's addresses sum to `addr_sum` (their running
-    /// sum, [`checksum::partial`], as IP's fast form keeps it), when
-    /// `process` would accept it (ports of this path, a length within the
-    /// datagram, a checksum that verifies unless `verified`); `None`
-    /// (decline) otherwise, or for a datagram without a checksum, left to
-    /// `process` (RFC 768 allows it; rare).
+    /// Fast form, up: the source port and length of the datagram `udp`,
+    /// in a frame the classifier matched to this path, whose pseudo
+    /// header's addresses sum to `addr_sum` (their running sum,
+    /// [`checksum::partial`], as IP's fast form keeps it), when `process`
+    /// would accept it (a length within the datagram, a checksum that
+    /// verifies unless `verified`); `None` (decline) otherwise, or for a
+    /// datagram without a checksum, left to `process` (RFC 768 allows it;
+    /// rare). The ports are not compared: they are the path's demux key,
+    /// which the match proved, and `process` skips them for a classified
+    /// frame too (parse once, issue 26 item 3).
     #[inline(always)]
     pub(crate) fn fast_accept(
         &self,
@@ -317,14 +320,8 @@ impl UdpStage {
     ) -> Option<(u16, usize)> {
         let h: &[u8; HEADER_LEN] = udp.first_chunk()?;
         let sport = u16::from_be_bytes([h[0], h[1]]);
-        let dport = u16::from_be_bytes([h[2], h[3]]);
         let ulen = usize::from(u16::from_be_bytes([h[4], h[5]]));
-        if dport != self.local_port
-            || self.remote_port.is_some_and(|r| r != sport)
-            || ulen < HEADER_LEN
-            || ulen > udp.len()
-            || h[6..8] == [0, 0]
-        {
+        if ulen < HEADER_LEN || ulen > udp.len() || h[6..8] == [0, 0] {
             return None;
         }
         let sum_ok = verified || {
@@ -333,7 +330,10 @@ impl UdpStage {
             // field, as it lies in native order.
             let rest = u64::from(u16::from_ne_bytes([0, crate::wire::ipv4::protocol::UDP]))
                 + u64::from(u16::from_ne_bytes([h[4], h[5]]));
-            checksum::verifies(addr_sum + rest + checksum::partial(&udp[..ulen]))
+            // The header is the eight bytes already in hand, one word of
+            // the sum (RFC 1071 §2(C)); the data follow at an even offset.
+            let data = udp.get(HEADER_LEN..ulen).unwrap_or_default();
+            checksum::verifies(addr_sum + rest + checksum::partial(h) + checksum::partial(data))
         };
         sum_ok.then_some((sport, ulen))
     }

@@ -130,7 +130,10 @@ pub struct RecvBuffer {
     ooo_bytes: usize,
     stamp: u64,
     dsack: Option<(SeqNumber, SeqNumber)>,
-    stats: RecvStats,
+    /// The drop counters, made at the first drop: a connection that
+    /// never drops anything carries 8 octets for them, not 48 (issue 28
+    /// item 4).
+    stats: Option<Box<RecvStats>>,
 }
 
 impl RecvBuffer {
@@ -155,7 +158,7 @@ impl RecvBuffer {
             ooo_bytes: 0,
             stamp: 0,
             dsack: None,
-            stats: RecvStats::default(),
+            stats: None,
         }
     }
 
@@ -190,8 +193,21 @@ impl RecvBuffer {
     }
 
     /// The drop counters.
-    pub fn stats(&self) -> &RecvStats {
-        &self.stats
+    pub fn stats(&self) -> RecvStats {
+        self.stats.as_deref().copied().unwrap_or_default()
+    }
+
+    /// The drop counters' box, if made (tests of what an idle
+    /// connection holds).
+    #[cfg(test)]
+    pub(crate) fn stats_made(&self) -> Option<&RecvStats> {
+        self.stats.as_deref()
+    }
+
+    /// The drop counters, to count in: made on first need.
+    #[cold]
+    fn count(&mut self) -> &mut RecvStats {
+        self.stats.get_or_insert_with(Box::default)
     }
 
     /// The right edge of the last advertised window.
@@ -292,7 +308,7 @@ impl RecvBuffer {
         if e <= 0 && s >= -(1 << 30) {
             // Wholly old: a duplicate (RFC 2883 §4.1.1).
             out.duplicate = true;
-            self.stats.duplicates += 1;
+            self.count().duplicates += 1;
             self.dsack = Some((seq, seq + (e - s) as u32));
             return out;
         }
@@ -300,7 +316,7 @@ impl RecvBuffer {
             // Beyond the window, or so far behind RCV.NXT (more than any
             // window, RFC 7323 §2.3) that it is not a plausible duplicate.
             out.dropped = true;
-            self.stats.out_of_window += 1;
+            self.count().out_of_window += 1;
             return out;
         }
         if s < 0 {
@@ -310,7 +326,9 @@ impl RecvBuffer {
         }
         let ts = s.max(0) as u32;
         let te = e.min(wnd) as u32;
-        self.stats.trimmed_bytes += (e - i64::from(te)) as u64;
+        if e > i64::from(te) {
+            self.count().trimmed_bytes += (e - i64::from(te)) as u64;
+        }
         let payload = &data[(i64::from(ts) - s) as usize..(i64::from(te) - s) as usize];
         let (a, b) = (self.rcv_nxt + ts, self.rcv_nxt + te);
         self.stamp += 1;
@@ -320,7 +338,7 @@ impl RecvBuffer {
             (0..self.n_ranges).find(|&i| self.ranges[i].start.le(a) && b.le(self.ranges[i].end))
         {
             out.duplicate = true;
-            self.stats.duplicates += 1;
+            self.count().duplicates += 1;
             self.dsack = Some((a, b));
             self.ranges[i].stamp = self.stamp;
             return out;
@@ -341,7 +359,7 @@ impl RecvBuffer {
                 }
             }
             if self.n_ranges - absorbed + 1 > self.cfg.max_ooo_ranges {
-                self.stats.ooo_ranges_full += 1;
+                self.count().ooo_ranges_full += 1;
                 return Inserted {
                     dropped: true,
                     ..Inserted::default()
@@ -349,7 +367,7 @@ impl RecvBuffer {
             }
             let new_bytes = self.ooo_bytes - absorbed_bytes + (mb - ma) as usize;
             if new_bytes > self.cfg.max_ooo_bytes {
-                self.stats.ooo_bytes_full += 1;
+                self.count().ooo_bytes_full += 1;
                 return Inserted {
                     dropped: true,
                     ..Inserted::default()
@@ -470,7 +488,7 @@ impl RecvBuffer {
     /// A segment dropped for want of ring: counted, reported dropped.
     #[cold]
     fn ring_alloc_failed(&mut self) -> Inserted {
-        self.stats.ring_alloc_failed += 1;
+        self.count().ring_alloc_failed += 1;
         Inserted {
             dropped: true,
             ..Inserted::default()

@@ -581,7 +581,9 @@ fn send_reply(
 }
 
 /// WAIT → IDLE on an implicit or explicit ACK: the reply copy is dropped
-/// and the transport may free it.
+/// and the transport may free it. Inlined, as the client's `end_call`:
+/// the fast form's next request acknowledges the reply with it.
+#[inline(always)]
 fn ack_reply(ch: &mut ServerChannel, out: &mut Vec<ChanAction>) {
     ch.saved.release(out);
     ch.state = ServerState::Idle;

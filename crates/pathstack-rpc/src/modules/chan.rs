@@ -25,15 +25,16 @@
 //! library call must end.
 
 use super::bidctl::BidctlModule;
+use super::chan_actions::{self, status_of};
 use super::rpc::{RpcRole, RPC_ROLE};
 use super::sends::{self, Sends};
 use super::server_channels::ServerChannels;
-use crate::anno::{BootNotice, CallStatus, RpcAnno, RpcTag};
+use crate::anno::{BootNotice, RpcAnno, RpcTag};
 use crate::boot::BootGeneration;
 use crate::chan::ReplyError;
 use crate::chan::{
-    CallError, ChanAction, ChannelKey, ClientChannel, ClientConfig, ClientTable, Payload,
-    ServerChannel, TransportReceipt,
+    ChanAction, ChannelKey, ClientChannel, ClientConfig, ClientTable, ServerChannel,
+    TransportReceipt,
 };
 use crate::handle_table::HandleCache;
 use crate::wire::chan::{flags, ChanDropReason, ChanHeader, HEADER_LEN};
@@ -68,7 +69,7 @@ pub const CHAN_SPEC: ModuleSpec = ModuleSpec {
 };
 
 /// How long a call may go without a reply before CHAN fails it with
-/// [`CallStatus::TimedOut`], unless the graph sets `call_timeout`.
+/// [`CallStatus::TimedOut`](crate::anno::CallStatus::TimedOut), unless the graph sets `call_timeout`.
 pub const DEFAULT_CALL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Service index of CHAN's connection to BIDCTL.
@@ -155,81 +156,20 @@ impl ChanModule {
         self.next_due = self.client.poll_at();
     }
 
-    /// Turns the engines' requests into messages and where they go:
-    /// `(path, from, dir, msg)`. A `Reply` or `Execute` for the packet
+    /// Turns the engines' requests into messages from the client stage
+    /// (`chan_actions::drain`); a `Reply` or `Execute` for the packet
     /// being processed is returned instead (only one per packet).
     fn drain(&mut self, pool: &MsgPool, into: &mut Sends) -> Option<ChanAction> {
-        let mut own = None;
-        for a in self.actions.drain(..) {
-            match a {
-                ChanAction::Send {
-                    key,
-                    header,
-                    payload,
-                } => {
-                    let body = match payload {
-                        Payload::None => None,
-                        Payload::SavedCopy => self.client.saved_copy(key),
-                    };
-                    let Some((path, pos)) = self.client_at else {
-                        continue;
-                    };
-                    match message(pool, &header, body, key) {
-                        Some(m) => into.push((path, pos, Dir::Down, m)),
-                        None => self.send_failures += 1,
-                    }
-                }
-                ChanAction::CallFailed { key, error } => {
-                    let Some((path, pos)) = self.client_at else {
-                        continue;
-                    };
-                    match pool.alloc(0) {
-                        Ok(mut m) => {
-                            let an = m.anno_mut();
-                            an.set_rpc_peer(key.peer);
-                            an.set_rpc_tag(RpcTag {
-                                status: status_of(error),
-                                ..RpcTag::slot(key.chan)
-                            });
-                            into.push((path, pos, Dir::Up, m));
-                        }
-                        Err(_) => self.send_failures += 1,
-                    }
-                }
-                r @ (ChanAction::Reply { .. } | ChanAction::Execute { .. }) => own = Some(r),
-                // Left to BLAST's hold timer (see the module docs).
-                ChanAction::FreeResources { .. } => {}
-            }
-        }
+        let client = &self.client;
+        let (own, failed) = chan_actions::drain(
+            &mut self.actions,
+            |key| client.saved_copy(key),
+            self.client_at,
+            pool,
+            into,
+        );
+        self.send_failures += failed;
         own
-    }
-}
-
-/// The message a `Send` action asks for on channel `key`: CHAN's `header`
-/// and the saved copy `body`, if any (`None`: no buffer).
-fn message(
-    pool: &MsgPool,
-    header: &ChanHeader,
-    body: Option<&[u8]>,
-    key: ChannelKey,
-) -> Option<Msg> {
-    let body = body.unwrap_or(&[]);
-    let mut m = pool.alloc(HEADER_LEN + body.len()).ok()?;
-    let b = m.as_mut_slice();
-    header.emit(&mut b[..HEADER_LEN]);
-    b[HEADER_LEN..].copy_from_slice(body);
-    m.anno_mut().set_rpc_peer(key.peer);
-    Some(m)
-}
-
-/// The status a failed call's outcome carries up.
-fn status_of(e: CallError) -> CallStatus {
-    match e {
-        CallError::PeerRebooted => CallStatus::PeerRebooted,
-        CallError::TimedOut => CallStatus::TimedOut,
-        CallError::TooLarge { .. } => CallStatus::TooLarge,
-        CallError::Busy => CallStatus::Busy,
-        CallError::Disabled | CallError::Aborted | CallError::NoChannel => CallStatus::Failed,
     }
 }
 
@@ -416,31 +356,16 @@ impl ChanStage {
             return ch.actions.pop();
         }
         let pool = cx.pool().clone();
-        let (path, pos) = (cx.path(), cx.position());
-        let mut own = None;
-        for a in ch.actions.drain(..) {
-            match a {
-                ChanAction::Send {
-                    key,
-                    header,
-                    payload,
-                } => {
-                    let body = match payload {
-                        Payload::None => None,
-                        Payload::SavedCopy => ch.table.saved_copy(key),
-                    };
-                    // Without a buffer the resend is skipped: the
-                    // channel's timer backs off and sends it again.
-                    if let Some(m) = message(&pool, &header, body, key) {
-                        self.out.push((path, pos, Dir::Down, m));
-                    }
-                }
-                r @ (ChanAction::Reply { .. } | ChanAction::Execute { .. }) => own = Some(r),
-                // Only a client's call fails; FREERESOURCES is left to
-                // BLAST's hold timer (see the module docs).
-                ChanAction::CallFailed { .. } | ChanAction::FreeResources { .. } => {}
-            }
-        }
+        let table = &ch.table;
+        // A resend without a buffer is skipped: the channel's timer backs
+        // off and sends it again.
+        let (own, _) = chan_actions::drain(
+            &mut ch.actions,
+            |key| table.saved_copy(key),
+            Some((cx.path(), cx.position())),
+            &pool,
+            &mut self.out,
+        );
         if !self.out.is_empty() {
             // Retransmissions and probes re-arm timers: look again.
             ch.rearm(cx);

@@ -28,6 +28,7 @@ pub mod bid;
 pub mod bidctl;
 pub mod blast;
 pub mod chan;
+mod chan_actions;
 pub mod fast;
 mod graph;
 pub mod inline;

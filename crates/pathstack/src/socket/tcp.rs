@@ -466,7 +466,7 @@ impl<H: Deref<Target = Host>> Tcp<H> {
 
     /// The connection's counters.
     pub fn stats(&self, s: &TcpStream) -> Result<TcpStats, SocketError> {
-        self.host.conn(s, |c| *c.tcb().stats())
+        self.host.conn(s, |c| c.tcb().stats())
     }
 
     /// The path that carries `s`'s segments (for tools that look at the core).

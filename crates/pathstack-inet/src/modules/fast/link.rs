@@ -229,7 +229,7 @@ pub struct Arrived {
 #[inline(always)]
 pub fn arrived(eth: &EthStage, ip: &IpStage, f: &[u8]) -> Option<Arrived> {
     let e = f.first_chunk::<{ eth::HEADER_LEN }>()?;
-    if !eth.fast_accepts(e) {
+    if !eth.fast_accepts_matched(e) {
         return None;
     }
     let (src, dst, total, addr_sum) = ip.fast_accept(&f[IP_AT..])?;

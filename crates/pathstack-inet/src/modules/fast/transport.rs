@@ -8,8 +8,9 @@
 //! UDP stage writes and checks its eight bytes. What is left to fuse is
 //! below it. Down, a message's IP and Ethernet headers are written at once
 //! from a template of the peer; up, a frame's two headers are checked in
-//! one pass (unicast to us, IPv4 without options, whole, the path's
-//! protocol, our address, the header checksum) and stripped, and the
+//! one pass (unicast to us, IPv4 without options, whole, our address,
+//! the header checksum; the EtherType and protocol are the path's keys,
+//! which the classifier's match proved) and stripped, and the
 //! transport's stage takes the rest as it would from IP. Anything else —
 //! offloaded segments, broadcasts, options, fragments, an unresolved
 //! neighbour — runs through the stages.

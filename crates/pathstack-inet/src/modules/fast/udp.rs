@@ -9,10 +9,13 @@
 //! looked up as the modular stages look them up, so a route or neighbour
 //! change takes effect on the next datagram.
 //!
-//! Up, a frame is accepted in one pass over its 42 header bytes: unicast
-//! to us, IPv4 without options, whole, this path's protocol and our
-//! address, both checksums (the UDP one skipped where the device vouched
-//! for it), this path's ports. Anything else — broadcasts, options,
+//! Up, a frame the classifier matched to this path is accepted in one
+//! pass over its 42 header bytes: unicast to us, IPv4 without options,
+//! whole, our address, both checksums (the UDP one skipped where the
+//! device vouched for it). What the match proved — the EtherType, the
+//! protocol, the ports (and a connected path's peer address) — is not
+//! compared again, as the modular stages do not compare it for a
+//! classified frame (parse once). Anything else — broadcasts, options,
 //! fragments, a datagram without a UDP checksum, a bad checksum, a frame
 //! the classifier did not match — goes to the modular stages.
 

@@ -17,6 +17,7 @@ use pathstack_core::stage::{Cx, EstablishCx, Stage, Verdict};
 use pathstack_core::timer::TimerHandle;
 use pathstack_core::{Dir, Instant, Msg};
 use std::net::Ipv4Addr;
+use std::sync::Arc;
 
 /// The stage of one connection.
 pub struct TcpConnStage {
@@ -51,7 +52,7 @@ pub struct TcpConnStage {
 
 impl TcpConnStage {
     pub(super) fn new(
-        cfg: TcpConfig,
+        cfg: Arc<TcpConfig>,
         lport: u16,
         rip: Ipv4Addr,
         rport: u16,
@@ -468,7 +469,7 @@ impl TcpConnStage {
         let Some(open) = self.open else { return };
         let Some(lip) = self.local_ip(cx) else { return };
         let (lport, rport) = self.tcb.ports();
-        let cfg = *self.tcb.config();
+        let cfg = self.tcb.shared_config();
         let now = cx.now();
         let Some(m) = cx.module::<TcpModule>() else {
             return;
@@ -713,7 +714,7 @@ impl TcpConnStage {
         }
         let Some(lip) = self.local_ip(cx) else { return };
         let (lport, rport) = self.tcb.ports();
-        let cfg = *self.tcb.config();
+        let cfg = self.tcb.shared_config();
         let now = cx.now();
         let rip = self.remote_ip;
         let Some(m) = cx.module::<TcpModule>() else {

@@ -282,8 +282,8 @@ fn transfer_observed(
         }
     }
     Ok(Outcome {
-        a: *ends[0].stats(),
-        b: *ends[1].stats(),
+        a: ends[0].stats(),
+        b: ends[1].stats(),
         lost_data: link.lost_data,
         elapsed: now.saturating_since(t0),
     })

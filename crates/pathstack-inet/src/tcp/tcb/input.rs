@@ -549,11 +549,11 @@ impl Tcb {
             self.challenge = (now, 0);
         }
         if self.challenge.1 >= self.cfg.challenge_ack_limit {
-            self.stats.challenge_acks_suppressed += 1;
+            self.stats.rare().challenge_acks_suppressed += 1;
             return;
         }
         self.challenge.1 += 1;
-        self.stats.challenge_acks += 1;
+        self.stats.rare().challenge_acks += 1;
         self.due.set(Due::ACK);
     }
 
@@ -593,9 +593,11 @@ impl Tcb {
             now,
         );
         if ev.entered {
-            self.stats.recoveries += 1;
+            self.stats.rare().recoveries += 1;
         }
-        self.stats.dsack_undos += u64::from(ev.undone);
+        if ev.undone {
+            self.stats.rare().dsack_undos += 1;
+        }
         if ev.ack.cum_advanced {
             let tsecr = seg
                 .options
@@ -603,7 +605,7 @@ impl Tcb {
                 .filter(|_| self.ts_ok)
                 .map(|(_, e)| e);
             if self.recovery.eifel_check(&mut self.cc, tsecr, now) {
-                self.stats.eifel_undos += 1;
+                self.stats.rare().eifel_undos += 1;
             }
         }
         if ev.ack.cum_advanced {
@@ -631,13 +633,13 @@ impl Tcb {
         {
             // RFC 5681 §3.2 without SACK: the third duplicate ACK.
             self.dup_acks += 1;
-            self.stats.dup_acks_in += 1;
+            self.stats.rare().dup_acks_in += 1;
             if self.dup_acks == 3 && !self.recovery.in_recovery() {
                 self.recovery.enter(&mut self.sb, &mut self.cc, now);
-                self.stats.recoveries += 1;
+                self.stats.rare().recoveries += 1;
             }
         } else if ev.ack.is_dup_ack(true) {
-            self.stats.dup_acks_in += 1;
+            self.stats.rare().dup_acks_in += 1;
         }
         // RTT from the newest segment delivered that was never
         // retransmitted (Karn's rule, RFC 6298 §3).
@@ -659,7 +661,7 @@ impl Tcb {
         }
         match self.tlp.on_ack(&ev.ack, self.sb.high_ack()) {
             TlpVerdict::LossRepaired => {
-                self.stats.tlp_loss_repaired += 1;
+                self.stats.rare().tlp_loss_repaired += 1;
                 // RFC 8985 §7.4.2: the response of a fast recovery —
                 // unless the probe's loss was already answered by the
                 // recovery phase it went out in or that this ACK ends
@@ -728,12 +730,19 @@ impl Tcb {
             .rack
             .reo_wnd(&self.sb, self.recovery.in_recovery(), self.rto.srtt());
         let (marked, timer) = self.rack.detect_loss(&mut self.sb, reo, now);
-        self.stats.rack_lost_segs += u64::from(marked);
-        self.stats.lost_retransmits = self.sb.lost_retransmits();
+        if marked > 0 {
+            self.stats.rare().rack_lost_segs += u64::from(marked);
+        }
+        // Copied only when it moved: an ACK that finds nothing lost
+        // leaves the rare counters unmade (`counters.rs`).
+        let lost_retransmits = self.sb.lost_retransmits();
+        if lost_retransmits != self.stats.rare_ref().map_or(0, |r| r.lost_retransmits) {
+            self.stats.rare().lost_retransmits = lost_retransmits;
+        }
         self.timers.set(Timer::Reo, timer);
         if marked > 0 && !self.recovery.in_recovery() {
             self.recovery.enter(&mut self.sb, &mut self.cc, now);
-            self.stats.recoveries += 1;
+            self.stats.rare().recoveries += 1;
         }
     }
 }

@@ -38,14 +38,14 @@ fn timeout_counts_retransmission_and_idle_time() {
     s.write(100);
     s.expect(Out::data(1, 100));
     s.expect_at(210, Out::data(1, 100));
-    let st = *s.tcb.stats();
+    let st = s.tcb.stats();
     assert_eq!(st.timeouts, 1);
     assert_eq!(st.timeout_retrans_segs, 1);
     assert_eq!(st.timeout_idle_ns, Duration::from_millis(200).as_nanos());
     assert_eq!(st.rack_lost_segs, 0);
     // A second expiry of the same segment adds its 400 ms.
     s.expect_at(610, Out::data(1, 100));
-    let st = *s.tcb.stats();
+    let st = s.tcb.stats();
     assert_eq!(st.timeouts, 2);
     assert_eq!(st.timeout_retrans_segs, 2);
     assert_eq!(st.timeout_idle_ns, Duration::from_millis(600).as_nanos());
@@ -61,7 +61,7 @@ fn rack_loss_counted() {
         .inject(In::ack(1, 1 + M).sack(&[(1 + 2 * M, 1 + 3 * M)]));
     s.advance_until_output(ms(100)).expect("a retransmission");
     assert_eq!(drain(&mut s), vec![1 + M]);
-    let st = *s.tcb.stats();
+    let st = s.tcb.stats();
     assert_eq!(st.rack_lost_segs, 1);
     assert_eq!(st.retrans_segs, 1);
     assert_eq!(st.timeout_retrans_segs, 0);
@@ -96,7 +96,7 @@ fn lost_retransmission_counted() {
     s.advance_until_output(ms(45))
         .expect("a second retransmission");
     assert_eq!(drain(&mut s), vec![1 + M]);
-    let st = *s.tcb.stats();
+    let st = s.tcb.stats();
     assert_eq!(st.lost_retransmits, 1);
     assert_eq!(st.rack_lost_segs, 2);
     assert_eq!(st.timeouts, 0);
@@ -122,7 +122,7 @@ fn tlp_loss_repaired_counted() {
     assert_eq!(s.tcb.stats().tlp_loss_repaired, 0);
     s.advance_to(at + Duration::from_millis(30));
     s.inject(In::ack(1, 1 + 10 * M));
-    let st = *s.tcb.stats();
+    let st = s.tcb.stats();
     assert_eq!(st.tlp_loss_repaired, 1);
     assert_eq!(st.rack_lost_segs, 1);
     assert_eq!(st.timeouts, 0);
@@ -142,7 +142,7 @@ fn dsack_undo_counted() {
     assert_eq!(s.tcb.stats().dsack_undos, 0);
     // The retransmission arrives as a duplicate: D-SACK.
     s.at(30).inject(In::ack(1, 1 + 10 * M).sack(&[(1, 1 + M)]));
-    let st = *s.tcb.stats();
+    let st = s.tcb.stats();
     assert_eq!(st.dsack_undos, 1);
     assert_eq!(st.recoveries, 1);
     assert_eq!(st.timeouts, 0);

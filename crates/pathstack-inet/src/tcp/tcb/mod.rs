@@ -16,6 +16,7 @@
 //! `timers.rs` is "TIMEOUTS" (§3.10.8) with RFC 6298, RFC 8985 and the
 //! persist and keepalive timers.
 
+mod counters;
 mod due;
 mod input;
 mod output;
@@ -37,9 +38,11 @@ use super::seq::SeqNumber;
 use super::state::State;
 use super::timers::{Timer, Timers};
 use crate::wire::tcp::{TcpFlags, TcpOptions, TcpRepr};
+use counters::Counters;
 use due::Due;
 use pathstack_core::time::Instant;
 use std::io::IoSlice;
+use std::sync::Arc;
 
 pub use output::OutSegment;
 
@@ -130,7 +133,11 @@ pub struct TcpStats {
 /// One connection's transmission control block.
 #[derive(Debug)]
 pub struct Tcb {
-    cfg: TcpConfig,
+    /// Shared by the connections made with the same configuration (the
+    /// module hands one out to all, `TcpModule::share`), copied on the
+    /// first per-connection change (`set_nodelay` and the like): 8
+    /// octets per control block instead of 208 (issue 28 item 4).
+    cfg: Arc<TcpConfig>,
     state: State,
     local_port: u16,
     remote_port: u16,
@@ -231,7 +238,8 @@ pub struct Tcb {
     challenge: (Instant, u32),
 
     error: Option<TcpError>,
-    stats: TcpStats,
+    /// The counters, the rare ones boxed on first need (`counters.rs`).
+    stats: Counters,
     /// Tests only: the short paths off — header prediction (every
     /// segment through the general processing), the output check before
     /// NextSeg and output prediction (every send through NextSeg) — for
@@ -244,7 +252,7 @@ pub struct Tcb {
 
 impl Tcb {
     fn new(
-        cfg: TcpConfig,
+        cfg: Arc<TcpConfig>,
         local_port: u16,
         remote_port: u16,
         iss: SeqNumber,
@@ -314,7 +322,7 @@ impl Tcb {
             xmit_stamp: now,
             challenge: (now, 0),
             error: None,
-            stats: TcpStats::default(),
+            stats: Counters::default(),
             #[cfg(test)]
             short_paths_off: false,
             cfg,
@@ -352,14 +360,14 @@ impl Tcb {
     /// comes from the RFC 6528 generator, `ts_offset` is this connection's
     /// random timestamp offset.
     pub fn connect(
-        cfg: TcpConfig,
+        cfg: impl Into<Arc<TcpConfig>>,
         local_port: u16,
         remote_port: u16,
         iss: SeqNumber,
         ts_offset: u32,
         now: Instant,
     ) -> Tcb {
-        let mut t = Tcb::new(cfg, local_port, remote_port, iss, ts_offset, now);
+        let mut t = Tcb::new(cfg.into(), local_port, remote_port, iss, ts_offset, now);
         t.state = State::SynSent;
         t.due.set(Due::SYN);
         t
@@ -368,14 +376,14 @@ impl Tcb {
     /// A connection a listener made for a SYN (Scout's passive open): in
     /// LISTEN, about to see that SYN in [`on_segment`](Self::on_segment).
     pub fn listen(
-        cfg: TcpConfig,
+        cfg: impl Into<Arc<TcpConfig>>,
         local_port: u16,
         remote_port: u16,
         iss: SeqNumber,
         ts_offset: u32,
         now: Instant,
     ) -> Tcb {
-        let mut t = Tcb::new(cfg, local_port, remote_port, iss, ts_offset, now);
+        let mut t = Tcb::new(cfg.into(), local_port, remote_port, iss, ts_offset, now);
         t.state = State::Listen;
         t.passive = true;
         t
@@ -386,7 +394,7 @@ impl Tcb {
     /// one is our ISS (RFC 4987 §3.6). The timestamp offset is 0: the
     /// cookie's timestamps were on the listener's clock.
     pub fn from_cookie(
-        cfg: TcpConfig,
+        cfg: impl Into<Arc<TcpConfig>>,
         local_port: u16,
         remote_port: u16,
         ack: &TcpRepr,
@@ -394,7 +402,7 @@ impl Tcb {
         now: Instant,
     ) -> Tcb {
         let iss = SeqNumber(ack.ack.wrapping_sub(1));
-        let mut t = Tcb::new(cfg, local_port, remote_port, iss, 0, now);
+        let mut t = Tcb::new(cfg.into(), local_port, remote_port, iss, 0, now);
         t.state = State::Listen;
         t.passive = true;
         t.cookie = Some(cookie);
@@ -421,6 +429,11 @@ impl Tcb {
     pub fn config(&self) -> &TcpConfig {
         &self.cfg
     }
+    /// The configuration as shared with other connections (for a new
+    /// control block of the same connection, sharing it too).
+    pub fn shared_config(&self) -> Arc<TcpConfig> {
+        Arc::clone(&self.cfg)
+    }
     /// Local and remote port.
     pub fn ports(&self) -> (u16, u16) {
         (self.local_port, self.remote_port)
@@ -430,11 +443,11 @@ impl Tcb {
         self.passive
     }
     /// The counters.
-    pub fn stats(&self) -> &TcpStats {
-        &self.stats
+    pub fn stats(&self) -> TcpStats {
+        self.stats.snapshot()
     }
     /// The receive buffer's drop counters.
-    pub fn recv_stats(&self) -> &super::recv_buffer::RecvStats {
+    pub fn recv_stats(&self) -> super::recv_buffer::RecvStats {
         self.rcv.stats()
     }
     /// The pending error, without taking it.
@@ -775,32 +788,45 @@ impl Tcb {
             return false;
         }
         self.smss = mss;
-        self.stats.pmtu_reductions += 1;
+        self.stats.rare().pmtu_reductions += 1;
         true
+    }
+
+    /// Changes this connection's configuration, copying the shared one
+    /// only if the change changes something (a socket layer that sets
+    /// every connection's options to the defaults copies nothing).
+    fn change_config(&mut self, change: impl FnOnce(&mut TcpConfig)) {
+        let mut cfg = *self.cfg;
+        change(&mut cfg);
+        if cfg != *self.cfg {
+            self.cfg = Arc::new(cfg);
+        }
     }
 
     /// Sets the send buffer's size at run time (`SO_SNDBUF`): writes may
     /// queue up to it from now on; never below what is queued.
     pub fn set_send_buffer(&mut self, size: usize) {
         self.snd.set_capacity(size);
-        self.cfg.send_buffer = self.snd.capacity();
+        let cap = self.snd.capacity();
+        self.change_config(|c| c.send_buffer = cap);
     }
 
     /// Sets the receive buffer's size at run time (`SO_RCVBUF`): the
     /// window offered follows it, its right edge never moving back
     /// ([`RecvBuffer::set_capacity`]).
     pub fn set_recv_buffer(&mut self, size: usize) {
-        self.cfg.recv_buffer = self.rcv.set_capacity(size);
+        let cap = self.rcv.set_capacity(size);
+        self.change_config(|c| c.recv_buffer = cap);
     }
 
     /// Sets `nodelay` (Nagle off) at run time.
     pub fn set_nodelay(&mut self, on: bool) {
-        self.cfg.nodelay = on;
+        self.change_config(|c| c.nodelay = on);
     }
 
     /// Sets keepalive at run time.
     pub fn set_keepalive(&mut self, k: Option<super::config::Keepalive>, now: Instant) {
-        self.cfg.keepalive = k;
+        self.change_config(|c| c.keepalive = k);
         self.keepalive_sent = 0;
         self.timers.set(
             Timer::Keepalive,

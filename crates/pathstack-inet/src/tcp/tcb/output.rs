@@ -168,9 +168,9 @@ impl Tcb {
                 gso_size: 0,
             }) {
                 if self.due.has(Due::WINDOW_PROBE) {
-                    self.stats.window_probes += 1;
+                    self.stats.rare().window_probes += 1;
                 } else {
-                    self.stats.keepalive_probes += 1;
+                    self.stats.rare().keepalive_probes += 1;
                 }
                 self.due.clear(Due::WINDOW_PROBE | Due::KEEPALIVE);
                 self.stats.segs_out += 1;
@@ -343,7 +343,7 @@ impl Tcb {
                 self.due.clear(Due::TLP);
                 match rack::probe_segment(&self.sb, new_data) {
                     Some(p) => {
-                        self.stats.tlp_probes += 1;
+                        self.stats.rare().tlp_probes += 1;
                         Some((p, true))
                     }
                     None => None,
@@ -390,9 +390,9 @@ impl Tcb {
                 break;
             }
             if seg.is_retransmission() {
-                self.stats.retrans_segs += 1;
-                self.stats.timeout_retrans_segs +=
-                    u64::from(!probe && !self.recovery.in_recovery());
+                let rare = self.stats.rare();
+                rare.retrans_segs += 1;
+                rare.timeout_retrans_segs += u64::from(!probe && !self.recovery.in_recovery());
             }
             sent += 1;
         }

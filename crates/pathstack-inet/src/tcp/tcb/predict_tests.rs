@@ -276,7 +276,7 @@ fn outputs_due(t: &mut Tcb, now: Instant) -> Vec<Emitted> {
 /// The control block's whole state but the prediction counters and the
 /// switch.
 fn state(t: &mut Tcb) -> String {
-    let (stats, off) = (t.stats, t.short_paths_off);
+    let (stats, off) = (t.stats.clone(), t.short_paths_off);
     t.stats.predicted_acks = 0;
     t.stats.predicted_data = 0;
     t.stats.predicted_sends = 0;
@@ -829,7 +829,7 @@ fn twins_case(
     });
     let b = w.b.stats();
     assert_eq!(b.predicted_acks + b.predicted_data + b.predicted_sends, 0);
-    *w.a.stats()
+    w.a.stats()
 }
 
 /// A test runner of fixed seed (`seed` in every byte), for the tests

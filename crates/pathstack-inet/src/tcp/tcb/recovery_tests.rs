@@ -64,7 +64,7 @@ fn single_loss_prr_paces_and_ends_at_ssthresh() {
     s.at(30).inject(In::ack(1, 1 + 15 * M));
     assert!(!s.tcb.recovery.in_recovery());
     assert_eq!(s.tcb.cwnd(), 6 * M, "cwnd = ssthresh (RFC 6937 §3)");
-    let st = *s.tcb.stats();
+    let st = s.tcb.stats();
     assert_eq!((st.recoveries, st.timeouts), (1, 0));
     // With cwnd = ssthresh the rest goes at once, not one segment.
     assert_eq!(drain(&mut s), vec![15, 16, 17, 18, 19]);
@@ -91,7 +91,7 @@ fn burst_loss_repaired_without_timeout() {
     assert!(!s.tcb.recovery.in_recovery());
     assert_eq!(s.tcb.cwnd(), 5 * M);
     assert_eq!(s.tcb.cc.ssthresh(), 5 * M);
-    let st = *s.tcb.stats();
+    let st = s.tcb.stats();
     assert_eq!((st.recoveries, st.timeouts, st.retrans_segs), (1, 0, 4));
 }
 
@@ -116,7 +116,7 @@ fn lost_retransmission_ends_at_ssthresh() {
     s.at(50).inject(In::ack(1, 1 + 12 * M));
     assert!(!s.tcb.recovery.in_recovery());
     assert_eq!(s.tcb.cwnd(), s.tcb.cc.ssthresh());
-    let st = *s.tcb.stats();
+    let st = s.tcb.stats();
     assert_eq!((st.lost_retransmits, st.timeouts), (1, 0));
 }
 
@@ -137,7 +137,7 @@ fn tail_loss_repaired_by_probe_without_timeout() {
     assert_eq!(drain(&mut s), vec![8]);
     s.advance_to(at + Duration::from_millis(30));
     s.inject(In::ack(1, 1 + 10 * M));
-    let st = *s.tcb.stats();
+    let st = s.tcb.stats();
     assert_eq!((st.tlp_loss_repaired, st.timeouts), (1, 0));
     assert_eq!(s.tcb.cwnd(), s.tcb.cc.ssthresh());
 }
@@ -172,7 +172,7 @@ fn tail_loss_probe_survives_the_peers_data() {
     let (at, segs) = next_data(&mut s, ms(5000)).expect("a probe");
     assert!(at < ms(100), "the probe at 2·SRTT, not the RTO: {at:?}");
     assert_eq!(segs, vec![9]);
-    let st = *s.tcb.stats();
+    let st = s.tcb.stats();
     assert_eq!((st.tlp_probes, st.timeouts), (1, 0));
 }
 
@@ -194,7 +194,7 @@ fn spurious_timeout_is_undone_by_dsack() {
     s.at(215).inject(In::ack(1, 1 + 10 * M));
     assert_eq!(s.tcb.stats().dsack_undos, 0);
     s.at(216).inject(In::ack(1, 1 + 10 * M).sack(&[(1, 1 + M)]));
-    let st = *s.tcb.stats();
+    let st = s.tcb.stats();
     assert_eq!((st.timeouts, st.dsack_undos), (1, 1));
     assert!(s.tcb.cwnd() >= cwnd, "cwnd restored: {}", s.tcb.cwnd());
     assert_eq!(s.tcb.cc.ssthresh(), ssthresh);
@@ -209,7 +209,7 @@ fn real_timeout_is_not_undone() {
     assert_eq!(drain(&mut s), vec![0]);
     s.at(215).inject(In::ack(1, 1 + 10 * M));
     s.at(216).inject(In::ack(1, 1 + 10 * M));
-    let st = *s.tcb.stats();
+    let st = s.tcb.stats();
     assert_eq!((st.timeouts, st.dsack_undos), (1, 0));
     assert_eq!(s.tcb.cc.ssthresh(), 5 * M);
     assert!(s.tcb.cwnd() < 10 * M);
@@ -229,7 +229,7 @@ fn lone_segment_probe_goes_before_the_timeout() {
     let at = s.advance_until_output(ms(1000)).expect("the probe");
     assert_eq!(at, ms(210), "at the RTO's time");
     assert_eq!(drain(&mut s), vec![0]);
-    let st = *s.tcb.stats();
+    let st = s.tcb.stats();
     assert_eq!((st.tlp_probes, st.timeouts), (1, 0));
     assert_eq!(s.tcb.cwnd(), cwnd, "no loss window");
     // The probe is lost too: the RTO, re-armed when it went, fires one
@@ -269,7 +269,7 @@ fn stopped_ack_clock_in_recovery_probes_before_the_timeout() {
     let at = s.advance_until_output(ms(1000)).expect("a probe");
     assert_eq!(at, ms(42), "PTO = 2·SRTT + 2 ms, not the 200 ms RTO");
     assert_eq!(drain(&mut s), vec![16]);
-    let st = *s.tcb.stats();
+    let st = s.tcb.stats();
     assert_eq!((st.tlp_probes, st.timeouts), (1, 0));
     assert!(s.tcb.recovery.in_recovery());
     // The probe's ACK covers everything: recovery ends at ssthresh.
@@ -277,7 +277,7 @@ fn stopped_ack_clock_in_recovery_probes_before_the_timeout() {
     assert!(!s.tcb.recovery.in_recovery());
     assert_eq!(s.tcb.cwnd(), s.tcb.cc.ssthresh(), "RFC 6937 §3");
     assert_eq!(s.tcb.cc.ssthresh(), 7 * M);
-    let st = *s.tcb.stats();
+    let st = s.tcb.stats();
     assert_eq!((st.recoveries, st.timeouts), (1, 0));
     // One reduction for the loss event (RFC 6675 §5); the probe's
     // repair adds none (RFC 8985 §7.4.2 only answers a loss no recovery
@@ -315,7 +315,7 @@ fn reordering_past_three_segments_is_undone_by_dsack() {
     // The retransmission arrives a round trip after it went: D-SACK.
     s.at(30)
         .inject(In::ack(1, 1 + 5 * M).sack(&[(1 + M, 1 + 2 * M)]));
-    let st = *s.tcb.stats();
+    let st = s.tcb.stats();
     assert_eq!((st.recoveries, st.timeouts, st.dsack_undos), (1, 0, 1));
     assert_eq!(s.tcb.cc.ssthresh(), ssthresh, "ssthresh restored");
     assert!(
@@ -360,7 +360,7 @@ fn spurious_timeout_is_undone_by_timestamps_on_its_first_ack() {
         s.advance_to(ms(215));
         let val = s.tsval();
         s.inject(In::ack(1, 1 + 10 * M).ts(val, ecr));
-        let st = *s.tcb.stats();
+        let st = s.tcb.stats();
         assert_eq!(st.timeouts, 1);
         assert_eq!(st.eifel_undos, u64::from(undone));
         if undone {

@@ -462,17 +462,38 @@ fn retransmission_fires_at_the_deadline_the_ack_moved() {
     // deadline.
     a.on_tick(first_deadline);
     assert!(outputs(&mut a, first_deadline).is_empty());
-    assert_eq!(a.stats.timeouts, 0);
+    assert_eq!(a.stats().timeouts, 0);
     assert_eq!(a.wake_at(), Some(deadline));
     let just_before = Instant::from_nanos(deadline.as_nanos() - 1);
     a.on_tick(just_before);
     assert!(outputs(&mut a, just_before).is_empty());
-    assert_eq!(a.stats.timeouts, 0);
+    assert_eq!(a.stats().timeouts, 0);
     // At the deadline: the second segment again.
     a.on_tick(deadline);
     let rtx = outputs(&mut a, deadline);
-    assert_eq!(a.stats.timeouts, 1);
+    assert_eq!(a.stats().timeouts, 1);
     assert_eq!(rtx.len(), 1);
     assert_eq!(rtx[0].0.seq, s2[0].0.seq);
     assert_eq!(rtx[0].1, b"y");
+}
+
+/// Connections made with one `Arc<TcpConfig>` share it until one of
+/// them changes an option; setting an option to the value it has copies
+/// nothing (issue 28 item 4: the configuration is 208 octets, a million
+/// idle connections hold one).
+#[test]
+fn configuration_is_shared_until_changed() {
+    let cfg = std::sync::Arc::new(TcpConfig::default());
+    let mut a = Tcb::connect(cfg.clone(), 1, 2, SeqNumber(7), 0, Instant::ZERO);
+    let b = Tcb::listen(cfg.clone(), 2, 1, SeqNumber(9), 0, Instant::ZERO);
+    assert!(std::sync::Arc::ptr_eq(
+        &a.shared_config(),
+        &b.shared_config()
+    ));
+    a.set_nodelay(cfg.nodelay);
+    assert!(std::sync::Arc::ptr_eq(&a.shared_config(), &cfg));
+    a.set_nodelay(!cfg.nodelay);
+    assert!(!std::sync::Arc::ptr_eq(&a.shared_config(), &cfg));
+    assert_eq!(a.config().nodelay, !cfg.nodelay);
+    assert_eq!(b.config().nodelay, cfg.nodelay, "the other's unchanged");
 }

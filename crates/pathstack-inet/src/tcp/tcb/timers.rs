@@ -144,7 +144,7 @@ impl Tcb {
     /// §5.1; RFC 9293 §3.8.3 R2 gives up after `retries`).
     fn on_rto(&mut self, now: Instant) {
         self.rtx_count += 1;
-        self.stats.timeouts += 1;
+        self.stats.rare().timeouts += 1;
         match self.state {
             State::SynSent | State::SynReceived => {
                 if self.rtx_count > self.cfg.syn_retries {
@@ -166,7 +166,8 @@ impl Tcb {
                     self.enter_closed(Some(TcpError::TimedOut));
                     return;
                 }
-                self.stats.timeout_idle_ns += now.saturating_since(self.xmit_stamp).as_nanos();
+                self.stats.rare().timeout_idle_ns +=
+                    now.saturating_since(self.xmit_stamp).as_nanos();
                 self.rto.on_timeout();
                 self.recovery.on_rto(&mut self.sb, &mut self.cc, now);
                 if self.ts_ok && self.rtx_count == 1 {

@@ -97,7 +97,7 @@ impl<Top: Stage, Driver: Stage> FastForm<Stages<Top, Driver>> for RpcEthFast {
         let Some((eh, rest)) = f.split_first_chunk::<{ eth::HEADER_LEN }>() else {
             return false;
         };
-        if !e.fast_accepts(eh) {
+        if !e.fast_accepts_matched(eh) {
             return false;
         }
         let mut src = [0u8; 6];
@@ -116,7 +116,7 @@ impl<Top: Stage, Driver: Stage> FastForm<Stages<Top, Driver>> for RpcEthFast {
         }
         msg.truncate(keep);
         let a = msg.anno_mut();
-        // `fast_accepts` took only a unicast frame for us.
+        // `fast_accepts_matched` took only a unicast frame for us.
         a.set_link_broadcast(false);
         a.set_link_dst(src);
         above.annotate(tag, &m, a);
