@@ -1,6 +1,7 @@
 //! The control segments a connection owes, apart from data: a reset, its
 //! SYN (or SYN-ACK), an ACK, a tail loss probe, a window probe, a
-//! keepalive probe — one bit each in one word.
+//! keepalive probe, the sender's silly-window override — one bit each in
+//! one word.
 //!
 //! They are asked together far more often than any one changes: the
 //! check half of output (`Tcb::poll_quiet`, after every segment and most
@@ -30,6 +31,11 @@ impl Due {
     pub(super) const WINDOW_PROBE: u8 = 1 << 4;
     /// A keepalive probe (RFC 9293 §3.8.4).
     pub(super) const KEEPALIVE: u8 = 1 << 5;
+    /// The sender's SWS override timeout has run out (RFC 9293
+    /// §3.8.6.2.1 case (4)): the next output sends what the small window
+    /// takes. Not a segment of its own: with it set, new data is there
+    /// to send.
+    pub(super) const SWS_OVERRIDE: u8 = 1 << 6;
     /// What `poll_quiet` cannot settle without the send: a segment of its
     /// own due. (The SYN is not asked there: its states send no data and
     /// never take the quiet answer.)

@@ -843,8 +843,9 @@ impl Tcb {
             self.error = error;
         }
         self.timers.stop_all();
-        self.due
-            .clear(Due::ACK | Due::SYN | Due::TLP | Due::WINDOW_PROBE | Due::KEEPALIVE);
+        self.due.clear(
+            Due::ACK | Due::SYN | Due::TLP | Due::WINDOW_PROBE | Due::KEEPALIVE | Due::SWS_OVERRIDE,
+        );
     }
 
     /// A segment header from this connection with our ports, `seq`,

@@ -91,7 +91,7 @@ impl Tcb {
             // `after_sending(now, 0)`, whose two cases — data in flight
             // without a retransmission timer, a closed window — are asked
             // here first: out of line it is a call on every quiet poll.
-            if !self.sb.is_empty() || self.snd_wnd == 0 {
+            if !self.sb.is_empty() || self.snd_wnd == 0 || self.sb.snd_nxt().lt(self.snd.end()) {
                 self.after_sending(now, 0);
             }
             return true;
@@ -196,6 +196,19 @@ impl Tcb {
     /// Octets beyond SND.NXT that may go now: queued (the FIN counts as
     /// one) and within the peer's window. A FIN alone goes even into a
     /// zero window.
+    ///
+    /// Sender silly-window avoidance (RFC 9293 §3.8.6.2.1, RFC 1122
+    /// §4.2.3.4): data goes into the window only when all of it fits
+    /// (case 2; Nagle, `nagle_holds`, decides about small segments with
+    /// data in flight), a full segment fits (case 1), or at least half
+    /// the largest window the peer has offered (case 3, Fs = 1/2);
+    /// otherwise it waits for the window to open, or for the override
+    /// timeout (case 4: the persist timer, `Due::SWS_OVERRIDE`), as
+    /// Linux's `tcp_snd_wnd_test` holds a segment the window cuts and
+    /// `tcp_write_wakeup` sends what fits when the probe timer runs out.
+    /// Without it a 10-octet window took 10 octets of a 1,000-octet
+    /// write and left the rest to Nagle (packetdrill
+    /// `tcp-info-rwnd-limited`).
     fn new_data(&self) -> u32 {
         let nxt = self.sb.snd_nxt();
         let unsent = self.snd.end() - nxt.min(self.snd.end());
@@ -208,7 +221,22 @@ impl Tcb {
         if data_unsent == 0 {
             return 1; // just the FIN
         }
+        if room < data_unsent
+            && room < self.smss
+            && room < self.max_snd_wnd / 2
+            && !self.due.has(Due::SWS_OVERRIDE)
+        {
+            return 0;
+        }
         unsent.min(room)
+    }
+
+    /// Queued data waits for the peer's window: none may go now
+    /// ([`new_data`](Self::new_data) is 0: the window is closed, or too
+    /// small by silly-window avoidance), though some is unsent. What the
+    /// persist timer is for (RFC 9293 §3.8.6.1, §3.8.6.2.1).
+    pub(super) fn window_holds_data(&self) -> bool {
+        self.sb.snd_nxt().lt(self.snd.end()) && self.new_data() == 0
     }
 
     /// The states that send data (and retransmit, and the FIN).
@@ -263,15 +291,16 @@ impl Tcb {
         if sent > 0 {
             self.arm_tlp(now);
         }
-        // The persist timer (RFC 9293 §3.8.6.1): data waits, the window is
-        // closed and nothing is in flight to bring an update. (The closed
-        // window first: it is rare, and the unsent count is not free.)
-        if self.snd_wnd == 0 && self.timers.get(Timer::Persist).is_none() && self.sb.is_empty() {
-            let unsent = self.snd.end() - self.sb.snd_nxt().min(self.snd.end());
-            if unsent > 0 {
-                self.timers
-                    .set(Timer::Persist, Some(now + self.persist_interval()));
-            }
+        // The persist timer (RFC 9293 §3.8.6.1, and §3.8.6.2.1's override
+        // timeout): data waits for a window that is closed or too small,
+        // and nothing is in flight to bring an update. (Nothing in flight
+        // first: it is rare while sending, and the rest is not free.)
+        if self.sb.is_empty()
+            && self.timers.get(Timer::Persist).is_none()
+            && self.window_holds_data()
+        {
+            self.timers
+                .set(Timer::Persist, Some(now + self.persist_interval()));
         }
     }
 
@@ -396,6 +425,8 @@ impl Tcb {
             }
             sent += 1;
         }
+        // The override is for this output only (RFC 9293 §3.8.6.2.1 (4)).
+        self.due.clear(Due::SWS_OVERRIDE);
         self.after_sending(now, sent);
         sent
     }

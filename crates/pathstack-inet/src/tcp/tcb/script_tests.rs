@@ -563,6 +563,44 @@ fn zero_window_persist_probes() {
     s.expect(Out::data(1, 1000));
 }
 
+/// RFC 9293 §3.8.6.2.1, sender silly-window avoidance: a window below a
+/// segment, below half the largest one offered and too small for what
+/// is queued takes nothing; the write goes whole once the window opens.
+#[test]
+fn a_small_window_is_not_filled_with_a_silly_segment() {
+    let mut s = Script::established(TcpConfig::default(), false);
+    s.at(20).inject(In::ack(1, 1).win(10));
+    s.write(1000);
+    s.expect_none();
+    s.at(30).inject(In::ack(1, 1).win(2000));
+    s.expect(Out::data(1, 1000));
+    s.expect_none();
+}
+
+/// RFC 9293 §3.8.6.2.1 case (4): when a small window does not grow, the
+/// override timeout (the persist timer's interval) sends what it takes;
+/// and data that fits whole is not held (case 2).
+#[test]
+fn the_override_timeout_sends_what_a_small_window_takes() {
+    let mut s = Script::established(TcpConfig::default(), false);
+    s.at(20).inject(In::ack(1, 1).win(10));
+    s.write(1000);
+    s.expect_none();
+    let at = s.advance_until_output(ms(100_000)).expect("the override");
+    s.expect(Out::data(1, 10));
+    assert_eq!(
+        at,
+        ms(220),
+        "one persist interval (the RTO) after the write"
+    );
+    s.expect_none();
+    // All of a small write fits: it goes at once.
+    let mut s = Script::established(TcpConfig::default(), false);
+    s.at(20).inject(In::ack(1, 1).win(10));
+    s.write(8);
+    s.expect(Out::data(1, 8));
+}
+
 /// RFC 7323 §2.2–§2.3: the window field we send is the window >> our
 /// shift; the peer's is << its shift; the SYN's is never scaled.
 #[test]

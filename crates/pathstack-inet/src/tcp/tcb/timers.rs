@@ -115,6 +115,11 @@ impl Tcb {
                 self.persist_backoff = self.persist_backoff.saturating_add(1);
                 self.timers
                     .set(Timer::Persist, Some(now + self.persist_interval()));
+            } else if self.window_holds_data() {
+                // A window too small for silly-window avoidance has not
+                // grown: the override timeout (RFC 9293 §3.8.6.2.1 (4))
+                // sends what it takes.
+                self.due.set(Due::SWS_OVERRIDE);
             }
         }
         if due(self.timers.get(Timer::Keepalive), now) {
