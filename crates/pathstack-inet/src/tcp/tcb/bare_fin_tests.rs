@@ -39,16 +39,6 @@ fn data_past_a_full_window_still_waits() {
     s.expect_none();
 }
 
-fn tso() -> TcpConfig {
-    TcpConfig {
-        offload: crate::tcp::TcpOffload {
-            checksum: true,
-            tso_max: 65_535,
-        },
-        ..TcpConfig::default()
-    }
-}
-
 /// With segmentation offload, the super-segment that ends the data
 /// carries the FIN (Linux: `> FP. 13001:20001(7000)`), and the scoreboard
 /// holds it on the last wire segment: the ACK of the data alone leaves
@@ -56,7 +46,7 @@ fn tso() -> TcpConfig {
 #[test]
 fn the_fin_rides_on_the_super_segment_that_ends_the_data() {
     let m = MSS as u32;
-    let mut s = Script::established(tso(), true);
+    let mut s = Script::established(tso_config(), true);
     s.at(20).write(12 * MSS);
     s.expect(Out::data(1, 10 * MSS));
     s.app(|t| t.shutdown(Shutdown::Write)).unwrap();

@@ -12,23 +12,13 @@ fn psh(e: &Emitted) -> bool {
     e.repr.flags.contains(TcpFlags::PSH)
 }
 
-fn tso() -> TcpConfig {
-    TcpConfig {
-        offload: crate::tcp::TcpOffload {
-            checksum: true,
-            tso_max: 65_535,
-        },
-        ..TcpConfig::default()
-    }
-}
-
 /// A write larger than the window: the initial window's super-segment
 /// carries PSH though data stays queued (Linux: `> P. 1:10001(10000)`),
 /// and so does the next super-segment an ACK lets out.
 #[test]
 fn a_super_segment_of_new_data_carries_psh() {
     let m = MSS as u32;
-    let mut s = Script::established(tso(), true);
+    let mut s = Script::established(tso_config(), true);
     s.at(20).write(15 * MSS);
     let e = s.expect(Out::data(1, 10 * MSS));
     assert!(psh(&e), "the initial window's super-segment");

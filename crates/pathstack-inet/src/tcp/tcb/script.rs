@@ -330,6 +330,17 @@ pub struct Script {
     burst: bool,
 }
 
+/// A connection whose device segments (TSO): checksums partial, 64 KB.
+pub fn tso_config() -> TcpConfig {
+    TcpConfig {
+        offload: crate::tcp::TcpOffload {
+            checksum: true,
+            tso_max: 65_535,
+        },
+        ..TcpConfig::default()
+    }
+}
+
 /// Milliseconds as an instant.
 pub fn ms(t: u64) -> Instant {
     Instant::from_millis(t)

@@ -1,6 +1,7 @@
 //! Two control blocks talking through a lossy in-memory link: handshake,
 //! transfer both ways under loss, the close handshake.
 
+use super::script::tso_config;
 use super::*;
 use crate::tcp::congestion::CongestionKind;
 use pathstack_core::time::Duration;
@@ -318,17 +319,6 @@ fn frag_needed_lowers_the_mss_only_for_a_sequence_in_flight() {
         .collect();
     assert!(!new.is_empty());
     assert!(new.iter().all(|&n| n <= 1280 - 40 - 12), "{new:?}");
-}
-
-/// A connection whose device segments (TSO): checksums partial, 64 KB.
-fn tso_config() -> TcpConfig {
-    TcpConfig {
-        offload: crate::tcp::TcpOffload {
-            checksum: true,
-            tso_max: 65_535,
-        },
-        ..TcpConfig::default()
-    }
 }
 
 #[test]
