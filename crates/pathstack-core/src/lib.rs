@@ -17,6 +17,7 @@ pub mod device;
 pub mod drop_reason;
 pub mod error;
 pub mod exec;
+pub mod fast_map;
 pub mod fault;
 pub mod fused;
 pub mod generation;
