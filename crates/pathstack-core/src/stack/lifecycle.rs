@@ -20,7 +20,6 @@ use crate::sched::SchedParams;
 use crate::stage::{Cx, EstablishCx, Stage};
 use crate::stage_view::StageView;
 use std::collections::VecDeque;
-use std::hash::{Hash, Hasher};
 
 /// Stages made while routing a path: module, entry service, stage.
 type Made = Vec<(ModuleId, Option<usize>, Box<dyn Stage>)>;
@@ -602,8 +601,11 @@ fn ranked(s: &SchedParams) -> bool {
 }
 
 /// Hash of a module sequence: LDLP batches paths with equal keys.
+/// foldhash with a fixed seed, not SipHash: computed twice for every path
+/// made (creation and establishment), where SipHash over the stage list
+/// cost some 1,100 instructions of an open (issue 28 item 4); the
+/// sequence is the stack's own module graph, not the wire's.
 fn seq_key(mods: &[ModuleId]) -> u64 {
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    mods.hash(&mut h);
-    h.finish()
+    use std::hash::BuildHasher;
+    foldhash::fast::FixedState::with_seed(0).hash_one(mods)
 }
