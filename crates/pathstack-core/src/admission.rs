@@ -172,10 +172,7 @@ impl Admission {
         // first); the entry API would need an owned key on each call.
         let c = match self.classes.get_mut(&**class) {
             Some(c) => c,
-            None => self
-                .classes
-                .entry(Arc::clone(class))
-                .or_insert_with(Usage::default),
+            None => self.classes.entry(Arc::clone(class)).or_default(),
         };
         for u in [&mut self.total, c] {
             u.paths += 1;
