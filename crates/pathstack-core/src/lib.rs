@@ -47,6 +47,7 @@ pub mod stage_ref;
 mod stage_view;
 pub mod synthetic;
 pub mod time;
+mod vacant_exec;
 
 pub mod timer;
 

@@ -19,7 +19,11 @@ use crate::runtime::Env;
 use crate::sched::SchedParams;
 use crate::stage::{Cx, EstablishCx, Stage};
 use crate::stage_view::StageView;
+use crate::vacant_exec::VacantExec;
 use std::collections::VecDeque;
+
+/// Stages a path is routed through, as `route_stages` reserves them.
+const ROUTE_STAGES: usize = 8;
 
 /// Stages made while routing a path: module, entry service, stage.
 type Made = Vec<(ModuleId, Option<usize>, Box<dyn Stage>)>;
@@ -55,7 +59,10 @@ impl Stack {
         first_decision: Option<Route>,
         budget: usize,
     ) -> Result<Made, PathError> {
-        let mut made: Made = Vec::new();
+        // Room for a connection's stages (socket, TCP, IP, ARP, ETH,
+        // driver) at once: grown from empty, the list cost an allocation
+        // and a reallocation per path made (issue 28 item 4).
+        let mut made: Made = Vec::with_capacity(ROUTE_STAGES);
         let mut pathname: VecDeque<String> = attrs
             .get(&keys::PATHNAME)
             .map(|v| v.iter().cloned().collect())
@@ -455,7 +462,7 @@ impl Stack {
         };
         let first_new = path.next_stage_id;
         // Splice the new stages in at that end, de-inlining first.
-        let exec = std::mem::replace(&mut path.exec, Box::new(DynExec::new(Vec::new())));
+        let exec = std::mem::replace(&mut path.exec, Box::new(VacantExec));
         let mut stages = exec.into_stages();
         for (m, e, s) in made {
             let sid = path.next_stage_id;
