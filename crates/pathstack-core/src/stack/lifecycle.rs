@@ -25,6 +25,10 @@ use std::collections::VecDeque;
 /// Stages a path is routed through, as `route_stages` reserves them.
 const ROUTE_STAGES: usize = 8;
 
+/// Module types `apply_rules` lists on the stack (the default
+/// `max_stages`).
+const ROUTED_TYPES: usize = 32;
+
 /// Stages made while routing a path: module, entry service, stage.
 type Made = Vec<(ModuleId, Option<usize>, Box<dyn Stage>)>;
 
@@ -526,17 +530,44 @@ impl Stack {
     /// guard false). Returns the names of the rules applied.
     pub fn path_optimize(&mut self, id: PathId) -> Result<Vec<String>, PathError> {
         let mut applied = Vec::new();
+        self.apply_rules(id, |name| applied.push(name.to_string()))?;
+        Ok(applied)
+    }
+
+    /// [`Stack::path_optimize`] without naming the rules applied: how
+    /// many. What a host runs on every connection it makes, so it
+    /// allocates nothing of its own (issue 28 item 4: the names, their
+    /// list and the module types' list were allocations per path).
+    pub fn path_optimize_count(&mut self, id: PathId) -> Result<usize, PathError> {
+        let mut n = 0;
+        self.apply_rules(id, |_| n += 1)?;
+        Ok(n)
+    }
+
+    fn apply_rules(&mut self, id: PathId, mut applied: impl FnMut(&str)) -> Result<(), PathError> {
         for _ in 0..16 {
             let path = self.path(id).ok_or(PathError::NoSuchPath(id))?;
-            let types: Vec<&'static str> = path
-                .view
-                .stage_modules
-                .iter()
-                .map(|m| self.modules[m.0 as usize].spec.name)
-                .collect();
+            // The module types on the stack for a path of up to
+            // `ROUTED_TYPES` stages (every path of the default
+            // `max_stages`), collected only for a longer one.
+            let mods = &path.view.stage_modules;
+            let mut buf = [""; ROUTED_TYPES];
+            let long: Vec<&'static str>;
+            let types: &[&'static str] = if mods.len() <= ROUTED_TYPES {
+                for (t, m) in buf.iter_mut().zip(mods) {
+                    *t = self.modules[m.0 as usize].spec.name;
+                }
+                &buf[..mods.len()]
+            } else {
+                long = mods
+                    .iter()
+                    .map(|m| self.modules[m.0 as usize].spec.name)
+                    .collect();
+                &long
+            };
             let view = RuleView {
                 path,
-                module_types: &types,
+                module_types: types,
             };
             let Some(i) = self.rules.iter().position(|r| r.guard(&view)) else {
                 break;
@@ -546,9 +577,9 @@ impl Stack {
             };
             let mut target = RuleTarget { path };
             self.rules[i].apply(&mut target)?;
-            applied.push(self.rules[i].name().to_string());
+            applied(self.rules[i].name());
         }
-        Ok(applied)
+        Ok(())
     }
 
     /// Adds a transformation rule.
