@@ -23,6 +23,7 @@
 //! top: `udp`, `icmp`, `tcp` …), so that "all UDP sockets" is a class
 //! without anyone labelling them.
 
+use crate::fast_map::FastMap;
 use std::collections::HashMap;
 use std::sync::Arc;
 use thiserror::Error;
@@ -127,7 +128,7 @@ pub(crate) struct Admission {
     total: Usage,
     /// Keyed by the class's one shared name, which every live path of the
     /// class holds too ([`Admission::intern`]).
-    classes: HashMap<Arc<str>, Usage>,
+    classes: FastMap<Arc<str>, Usage>,
 }
 
 impl Admission {
@@ -167,11 +168,11 @@ impl Admission {
 
     /// Reserves `r` for a path of `class` (after [`Admission::check`]).
     pub fn charge(&mut self, class: &Arc<str>, r: Reservation) {
-        if !self.classes.contains_key(&**class) {
-            self.classes.insert(Arc::clone(class), Usage::default());
-        }
-        let Some(c) = self.classes.get_mut(&**class) else {
-            return;
+        // One lookup for a class with live paths (every open after the
+        // first); the entry API would need an owned key on each call.
+        let c = match self.classes.get_mut(&**class) {
+            Some(c) => c,
+            None => self.classes.entry(Arc::clone(class)).or_default(),
         };
         for u in [&mut self.total, c] {
             u.paths += 1;

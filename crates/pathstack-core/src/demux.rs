@@ -79,7 +79,7 @@ impl Demux {
         let mut keys = [(pc::ModuleId(0), Key::EMPTY); pc::MAX_DEPTH];
         let kept = self.tree.path_levels(pc::PathId(on.index), &mut keys)?;
         let mut keys = keys[..kept].iter();
-        for (i, (&m, slot)) in shape.modules.iter().zip(out.iter_mut()).enumerate() {
+        for (i, (&m, slot)) in shape.modules().iter().zip(out.iter_mut()).enumerate() {
             let key = if shape.in_tree & (1 << i) != 0 {
                 let &(km, k) = keys.next()?;
                 // The tree holds this path's chain as registered; a
@@ -94,7 +94,7 @@ impl Demux {
             };
             *slot = (m, key);
         }
-        Some(shape.modules.len())
+        Some(shape.modules().len())
     }
 
     /// Installs the partial classifier of a module.
@@ -268,13 +268,8 @@ impl Demux {
                 }
             }
         }
-        let shape = LevelShape {
-            modules: all.iter().map(|&(m, _)| m).collect(),
-            in_tree,
-        };
-        let Some(shape) = (all.len() <= MAX_LEVELS)
-            .then(|| self.shape_table.acquire(shape))
-            .flatten()
+        let Some(shape) = LevelShape::new(all.iter().map(|&(m, _)| m), in_tree)
+            .and_then(|shape| self.shape_table.acquire(shape))
         else {
             let _ = self.tree.remove(id);
             return Err(PathError::Demux(format!(

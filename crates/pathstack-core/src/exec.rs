@@ -227,6 +227,9 @@ pub trait StageTuple: Send + Sized + 'static {
     const LEN: usize;
     /// Whether each stage has the tuple's type at its position.
     fn matches_refs(stages: &[&dyn Stage]) -> bool;
+    /// [`matches_refs`](Self::matches_refs) over `len` stages given by
+    /// position, without collecting them.
+    fn matches_at<'s>(len: usize, stage: impl Fn(usize) -> Option<&'s dyn Stage>) -> bool;
     /// Moves the boxed stages into the tuple; gives them back unchanged if
     /// a type does not match.
     fn from_stages(stages: Vec<Box<dyn Stage>>) -> Result<Self, Vec<Box<dyn Stage>>>;
@@ -301,9 +304,11 @@ macro_rules! inlined {
             fn matches_refs(stages: &[&dyn Stage]) -> bool {
                 stages.len() == $len $(&& (stages[$idx] as &dyn Any).is::<$T>())+
             }
+            fn matches_at<'s>(len: usize, stage: impl Fn(usize) -> Option<&'s dyn Stage>) -> bool {
+                len == $len $(&& stage($idx).is_some_and(|s| (s as &dyn Any).is::<$T>()))+
+            }
             fn from_stages(stages: Vec<Box<dyn Stage>>) -> Result<Self, Vec<Box<dyn Stage>>> {
-                let refs: Vec<&dyn Stage> = stages.iter().map(|s| &**s).collect();
-                if !Self::matches_refs(&refs) {
+                if !Self::matches_at(stages.len(), |i| stages.get(i).map(|s| &**s)) {
                     return Err(stages);
                 }
                 let mut it = stages.into_iter();

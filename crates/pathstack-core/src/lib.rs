@@ -17,6 +17,7 @@ pub mod device;
 pub mod drop_reason;
 pub mod error;
 pub mod exec;
+pub mod fast_map;
 pub mod fault;
 pub mod fused;
 pub mod generation;
@@ -46,6 +47,7 @@ pub mod stage_ref;
 mod stage_view;
 pub mod synthetic;
 pub mod time;
+mod vacant_exec;
 
 pub mod timer;
 

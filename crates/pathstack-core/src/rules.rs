@@ -22,6 +22,7 @@ use crate::exec::{DynExec, Exec, Inlined, StageTuple};
 use crate::fused::{FastForm, Specialized};
 use crate::path::Path;
 use crate::stage::Stage;
+use crate::vacant_exec::VacantExec;
 
 /// How an executor is built over a path's stages (giving them back when
 /// their types do not fit).
@@ -76,7 +77,7 @@ impl RuleTarget<'_> {
 
     /// Rebuilds the path's executor over its stages with `build`.
     fn rebuild(&mut self, build: BuildExec, tuple: &'static str) -> Result<(), PathError> {
-        let exec = std::mem::replace(&mut self.path.exec, Box::new(DynExec::new(Vec::new())));
+        let exec = std::mem::replace(&mut self.path.exec, Box::new(VacantExec));
         match build(exec.into_stages()) {
             Ok(built) => {
                 self.path.exec = built;
@@ -95,7 +96,7 @@ impl RuleTarget<'_> {
     /// Puts the path back on the modular, dynamically dispatched executor.
     pub fn deinline(&mut self) {
         if self.path.exec.is_inlined() {
-            let exec = std::mem::replace(&mut self.path.exec, Box::new(DynExec::new(Vec::new())));
+            let exec = std::mem::replace(&mut self.path.exec, Box::new(VacantExec));
             self.path.exec = Box::new(DynExec::new(exec.into_stages()));
         }
     }
@@ -183,9 +184,9 @@ fn stages_match<T: StageTuple>(path: &Path) -> bool {
     if path.len() != T::LEN {
         return false;
     }
-    let stages: Vec<&dyn crate::stage::Stage> =
-        (0..path.len()).filter_map(|i| path.exec.stage(i)).collect();
-    T::matches_refs(&stages)
+    // By position, not collected: a rule's guard runs for every path made
+    // (issue 28 item 4: a `Vec` per guard was an allocation per path).
+    T::matches_at(path.len(), |i| path.exec.stage(i))
 }
 
 impl std::fmt::Debug for Rule {

@@ -93,12 +93,20 @@ fn bulk_transfer_allocates_nothing_per_segment() {
     assert!(segs > 10_000, "{segs} segments measured");
     assert_eq!(allocs, 0, "{allocs} allocations for {segs} data segments");
 
-    // PIN: the same connection with both of its paths inlined.
-    for (h, st) in [(&mut a, &c), (&mut b, &s)] {
+    // PIN: the same connection with both of its paths inlined — A's by
+    // `path_optimize_count` (what a host runs on each connection made),
+    // which applies the rules as `path_optimize` does, naming none.
+    for (i, (h, st)) in [(&mut a, &c), (&mut b, &s)].into_iter().enumerate() {
         let path = h.tcp().path_id(st).unwrap();
         h.stack_mut()
             .add_rule(inline::tcp_rule::<DriverStage>(DRIVER_SPEC.name));
-        assert_eq!(h.stack_mut().path_optimize(path).unwrap().len(), 1);
+        if i == 0 {
+            assert_eq!(h.stack_mut().path_optimize_count(path).unwrap(), 1);
+            assert!(h.stack().path(path).unwrap().is_inlined());
+            assert_eq!(h.stack_mut().path_optimize_count(path).unwrap(), 0);
+        } else {
+            assert_eq!(h.stack_mut().path_optimize(path).unwrap().len(), 1);
+        }
     }
     bulk(&mut a, &mut b, &c, &s, &mut now, 1 << 20);
     let (allocs, segs) = measured_bulk(&mut a, &mut b, &c, &s, &mut now);

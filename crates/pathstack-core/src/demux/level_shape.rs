@@ -14,8 +14,10 @@
 //! need all the levels, so the shape keeps the modules and says which
 //! levels' keys to take from the tree; the rest have none.
 
+use super::MAX_LEVELS;
+use crate::fast_map::FastMap;
 use crate::ids::ModuleId;
-use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
 
 /// "No shape": a path that registered no key.
 pub(super) const NO_SHAPE: u32 = u32::MAX;
@@ -29,13 +31,60 @@ pub(super) const MAX_SHAPES: usize = 4096;
 /// One shape: the modules of a path's levels from the receiving end, and
 /// a bit per level the tree holds (levels are at most
 /// [`MAX_LEVELS`](super::MAX_LEVELS), 32).
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+///
+/// The modules are held in place, not boxed: every path made looks its
+/// shape up, and a boxed key cost an allocation and a free per path
+/// (issue 28 item 4, opens per second); the table holds a handful of
+/// shapes, so their 136 octets each are nothing.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) struct LevelShape {
-    pub(super) modules: Box<[ModuleId]>,
+    /// The first `len` are the levels' modules; the rest stay
+    /// `ModuleId(0)`, so the derived equality is the prefix's.
+    modules: [ModuleId; MAX_LEVELS],
+    len: u8,
     pub(super) in_tree: u32,
 }
 
-const _: () = assert!(super::MAX_LEVELS <= 32);
+impl LevelShape {
+    /// The shape of levels `modules` (`None`: more than `MAX_LEVELS`).
+    pub(super) fn new(
+        modules: impl ExactSizeIterator<Item = ModuleId>,
+        in_tree: u32,
+    ) -> Option<Self> {
+        let len = modules.len();
+        if len > MAX_LEVELS {
+            return None;
+        }
+        let mut m = [ModuleId(0); MAX_LEVELS];
+        for (slot, id) in m.iter_mut().zip(modules) {
+            *slot = id;
+        }
+        Some(LevelShape {
+            modules: m,
+            len: len as u8,
+            in_tree,
+        })
+    }
+
+    /// The levels' modules, from the receiving end.
+    pub(super) fn modules(&self) -> &[ModuleId] {
+        &self.modules[..self.len as usize]
+    }
+}
+
+/// The used levels only (equal shapes have equal prefixes and zero
+/// tails, so this agrees with the derived equality).
+impl Hash for LevelShape {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_u8(self.len);
+        for m in self.modules() {
+            state.write_u32(m.0);
+        }
+        state.write_u32(self.in_tree);
+    }
+}
+
+const _: () = assert!(MAX_LEVELS <= 32);
 
 /// The shapes of the live paths, each counted by its paths and freed with
 /// the last of them.
@@ -43,7 +92,7 @@ const _: () = assert!(super::MAX_LEVELS <= 32);
 pub(super) struct LevelShapes {
     /// By shape id: the shape and how many paths have it (`None`: free).
     slots: Vec<Option<(LevelShape, u32)>>,
-    ids: HashMap<LevelShape, u32>,
+    ids: FastMap<LevelShape, u32>,
     free: Vec<u32>,
 }
 

@@ -19,8 +19,15 @@ use crate::runtime::Env;
 use crate::sched::SchedParams;
 use crate::stage::{Cx, EstablishCx, Stage};
 use crate::stage_view::StageView;
+use crate::vacant_exec::VacantExec;
 use std::collections::VecDeque;
-use std::hash::{Hash, Hasher};
+
+/// Stages a path is routed through, as `route_stages` reserves them.
+const ROUTE_STAGES: usize = 8;
+
+/// Module types `apply_rules` lists on the stack (the default
+/// `max_stages`).
+const ROUTED_TYPES: usize = 32;
 
 /// Stages made while routing a path: module, entry service, stage.
 type Made = Vec<(ModuleId, Option<usize>, Box<dyn Stage>)>;
@@ -56,7 +63,10 @@ impl Stack {
         first_decision: Option<Route>,
         budget: usize,
     ) -> Result<Made, PathError> {
-        let mut made: Made = Vec::new();
+        // Room for a connection's stages (socket, TCP, IP, ARP, ETH,
+        // driver) at once: grown from empty, the list cost an allocation
+        // and a reallocation per path made (issue 28 item 4).
+        let mut made: Made = Vec::with_capacity(ROUTE_STAGES);
         let mut pathname: VecDeque<String> = attrs
             .get(&keys::PATHNAME)
             .map(|v| v.iter().cloned().collect())
@@ -456,7 +466,7 @@ impl Stack {
         };
         let first_new = path.next_stage_id;
         // Splice the new stages in at that end, de-inlining first.
-        let exec = std::mem::replace(&mut path.exec, Box::new(DynExec::new(Vec::new())));
+        let exec = std::mem::replace(&mut path.exec, Box::new(VacantExec));
         let mut stages = exec.into_stages();
         for (m, e, s) in made {
             let sid = path.next_stage_id;
@@ -520,17 +530,44 @@ impl Stack {
     /// guard false). Returns the names of the rules applied.
     pub fn path_optimize(&mut self, id: PathId) -> Result<Vec<String>, PathError> {
         let mut applied = Vec::new();
+        self.apply_rules(id, |name| applied.push(name.to_string()))?;
+        Ok(applied)
+    }
+
+    /// [`Stack::path_optimize`] without naming the rules applied: how
+    /// many. What a host runs on every connection it makes, so it
+    /// allocates nothing of its own (issue 28 item 4: the names, their
+    /// list and the module types' list were allocations per path).
+    pub fn path_optimize_count(&mut self, id: PathId) -> Result<usize, PathError> {
+        let mut n = 0;
+        self.apply_rules(id, |_| n += 1)?;
+        Ok(n)
+    }
+
+    fn apply_rules(&mut self, id: PathId, mut applied: impl FnMut(&str)) -> Result<(), PathError> {
         for _ in 0..16 {
             let path = self.path(id).ok_or(PathError::NoSuchPath(id))?;
-            let types: Vec<&'static str> = path
-                .view
-                .stage_modules
-                .iter()
-                .map(|m| self.modules[m.0 as usize].spec.name)
-                .collect();
+            // The module types on the stack for a path of up to
+            // `ROUTED_TYPES` stages (every path of the default
+            // `max_stages`), collected only for a longer one.
+            let mods = &path.view.stage_modules;
+            let mut buf = [""; ROUTED_TYPES];
+            let long: Vec<&'static str>;
+            let types: &[&'static str] = if mods.len() <= ROUTED_TYPES {
+                for (t, m) in buf.iter_mut().zip(mods) {
+                    *t = self.modules[m.0 as usize].spec.name;
+                }
+                &buf[..mods.len()]
+            } else {
+                long = mods
+                    .iter()
+                    .map(|m| self.modules[m.0 as usize].spec.name)
+                    .collect();
+                &long
+            };
             let view = RuleView {
                 path,
-                module_types: &types,
+                module_types: types,
             };
             let Some(i) = self.rules.iter().position(|r| r.guard(&view)) else {
                 break;
@@ -540,9 +577,9 @@ impl Stack {
             };
             let mut target = RuleTarget { path };
             self.rules[i].apply(&mut target)?;
-            applied.push(self.rules[i].name().to_string());
+            applied(self.rules[i].name());
         }
-        Ok(applied)
+        Ok(())
     }
 
     /// Adds a transformation rule.
@@ -602,8 +639,11 @@ fn ranked(s: &SchedParams) -> bool {
 }
 
 /// Hash of a module sequence: LDLP batches paths with equal keys.
+/// foldhash with a fixed seed, not SipHash: computed twice for every path
+/// made (creation and establishment), where SipHash over the stage list
+/// cost some 1,100 instructions of an open (issue 28 item 4); the
+/// sequence is the stack's own module graph, not the wire's.
 fn seq_key(mods: &[ModuleId]) -> u64 {
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    mods.hash(&mut h);
-    h.finish()
+    use std::hash::BuildHasher;
+    foldhash::fast::FixedState::with_seed(0).hash_one(mods)
 }

@@ -17,7 +17,7 @@ impl Host {
             // stages are then of the rule's types, so rebuilding cannot
             // fail; if it did, the path would keep its stages and work on
             // in its modular form.
-            let _ = self.stack_mut().path_optimize(path);
+            let _ = self.stack_mut().path_optimize_count(path);
         }
     }
 }

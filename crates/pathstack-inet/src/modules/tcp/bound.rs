@@ -20,7 +20,7 @@
 //!   port; connecting or listening hands it to the connection or
 //!   listener.
 
-use std::collections::HashMap;
+use pathstack_core::fast_map::FastMap;
 
 /// The ports held by bound sockets, with how many hold each and whether
 /// every holder allows sharing. At most one entry per port: bounded by
@@ -28,7 +28,7 @@ use std::collections::HashMap;
 /// with its paths.
 #[derive(Debug, Default)]
 pub struct BoundPorts {
-    ports: HashMap<u16, Holders>,
+    ports: FastMap<u16, Holders>,
 }
 
 /// The sockets bound to one port.

@@ -41,11 +41,12 @@ use crate::tcp::{FourTuple, IsnGenerator, SeqNumber, SynCookies, TcpConfig, TcpO
 use pathstack_core::attrs::keys;
 use pathstack_core::attrs::{AttrKey, Attrs};
 use pathstack_core::error::{ModuleError, PathError};
+use pathstack_core::fast_map::FastMap;
 use pathstack_core::graph::spec::{ModuleSpec, ParamSpec, ServiceSpec};
 use pathstack_core::module::{CreateCx, Created, Creation, ModCx, Module, Route};
 use pathstack_core::stack::ModuleSetup;
 use pathstack_core::{Instant, PathId};
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::hash::{BuildHasher, Hasher};
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
@@ -152,10 +153,12 @@ pub struct TcpModule {
     /// The configuration last handed to a connection, shared by every
     /// connection made with an equal one (`share`).
     shared: Arc<TcpConfig>,
-    listeners: HashMap<u16, Listener>,
+    /// Listeners, 4-tuples and port use: foldhash-keyed, as an open
+    /// looks each up (`pathstack_core::fast_map`).
+    listeners: FastMap<u16, Listener>,
     /// Connections per 4-tuple, and per local port (ephemeral choice).
-    tuples: HashMap<(u16, Ipv4Addr, u16), Option<PathId>>,
-    port_use: HashMap<u16, u32>,
+    tuples: FastMap<(u16, Ipv4Addr, u16), Option<PathId>>,
+    port_use: FastMap<u16, u32>,
     /// Ports of sockets bound and not yet connected or listening.
     bound: BoundPorts,
     max_paths: usize,
@@ -230,9 +233,9 @@ impl TcpModule {
         Ok(Box::new(TcpModule {
             defaults,
             shared: Arc::new(defaults),
-            listeners: HashMap::new(),
-            tuples: HashMap::new(),
-            port_use: HashMap::new(),
+            listeners: FastMap::default(),
+            tuples: FastMap::default(),
+            port_use: FastMap::default(),
             bound: BoundPorts::default(),
             max_paths: setup.param("max_connections", 65_536usize)?,
             next_ephemeral: *EPHEMERAL.start(),
