@@ -5,8 +5,8 @@
 //! seeded per process ("minimally DoS-resistant"); the keys come from the
 //! wire (peer addresses, channel numbers), and every table is bounded, so
 //! a crafted key set can lengthen a lookup but not grow a table.
+//!
+//! The map itself is the core's ([`pathstack_core::fast_map`]), which
+//! the tables of a connection open use for the same reason.
 
-use std::collections::HashMap;
-
-/// A hash map with the fast hasher.
-pub type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+pub use pathstack_core::fast_map::FastMap;
