@@ -6,7 +6,8 @@
 //!   packet processing allocates nothing).
 //! * The fixtures of the privileged tests: the privilege rule
 //!   ([`privileged`]), network-namespace topologies ([`Topology`]),
-//!   temporary files ([`TempFile`]), tcpdump captures in a namespace
+//!   temporary files ([`TempFile`]), a server's loop on its own thread
+//!   ([`LoopThread`]), tcpdump captures in a namespace
 //!   ([`TcpdumpCapture`]), random loss of any frame ([`kernel_tcp::Loss::any_frame`]) and the tshark checks of captures
 //!   ([`assert_tshark_clean`]).
 //! * [`kernel_tcp`]: the Linux kernel's side of the TCP interop tests, run
@@ -27,6 +28,7 @@
 
 pub mod counting_alloc;
 pub mod kernel_tcp;
+mod loop_thread;
 mod netns;
 mod output;
 mod privilege;
@@ -34,6 +36,7 @@ mod tcpdump;
 mod temp_file;
 mod tshark;
 
+pub use loop_thread::{stopped, LoopThread};
 pub use netns::{kernel_ping, scripts_dir, Topology};
 pub use output::text;
 pub use privilege::{has_net_admin, privileged};

@@ -17,13 +17,10 @@ use pathstack::devices::{TapDevice, TapOptions};
 use pathstack::host::HostConfig;
 use pathstack::inet::MacAddr;
 use pathstack::tokio::Net;
-use pathstack_testutil::{privileged, text, Topology};
+use pathstack_testutil::{privileged, stopped, text, LoopThread, Topology};
 use sha2::{Digest, Sha256};
 use std::io::Read;
 use std::process::{Command, Output, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 const PORT: u16 = 80;
@@ -31,60 +28,32 @@ const BIG: u64 = 100 << 20;
 const CLIENTS: usize = 20;
 const PER_CLIENT: usize = 10;
 
-/// The example's server on TAP A, on a current-thread runtime in its own
-/// thread; stopped (and joined) on drop, also when the test fails.
-struct Server {
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<u64>>,
-}
-
-impl Server {
-    /// Serves on TAP_A, with the TAP's offloads on or off.
-    fn start(topo: &Topology, offload: bool) -> Server {
-        let opts = TapOptions::new().netns(topo.var("NS_A")).offload(offload);
-        let tap = TapDevice::open(topo.var("TAP_A"), opts).expect("open TAP A");
-        let mut cfg = HostConfig::parse(&format!("{}/24", topo.var("PS_A_IP"))).unwrap();
-        cfg.mac = Some(MacAddr(tap.mac()));
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = Arc::clone(&stop);
-        let thread = std::thread::spawn(move || -> u64 {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("runtime");
-            rt.block_on(async move {
-                let net = Net::tap(cfg, tap).expect("net");
-                let stopped = async {
-                    while !flag.load(Ordering::Relaxed) {
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                    }
-                };
-                let accepted = http::serve(&net, PORT, stopped).await.expect("serve");
-                eprintln!("{}", net.with_host(|h| h.report()));
-                accepted
-            })
-        });
-        Server {
-            stop,
-            thread: Some(thread),
-        }
-    }
-
-    /// Stops the server; returns how many connections it accepted.
-    fn join(mut self) -> u64 {
-        self.stop.store(true, Ordering::Relaxed);
-        let t = self.thread.take().expect("joined once");
-        t.join().expect("server thread")
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
+/// The example's server on TAP A (offloads on or off), on a current-thread
+/// runtime in its own thread; `join` stops it and returns how many
+/// connections it accepted. Stopped and joined on drop, also when the test
+/// fails.
+fn start_server(topo: &Topology, offload: bool) -> LoopThread<u64> {
+    let opts = TapOptions::new().netns(topo.var("NS_A")).offload(offload);
+    let tap = TapDevice::open(topo.var("TAP_A"), opts).expect("open TAP A");
+    let mut cfg = HostConfig::parse(&format!("{}/24", topo.var("PS_A_IP"))).unwrap();
+    cfg.mac = Some(MacAddr(tap.mac()));
+    LoopThread::spawn(move |stop| -> u64 {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        rt.block_on(async move {
+            let net = Net::tap(cfg, tap).expect("net");
+            let stop_signal = async {
+                while !stopped(stop) {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            };
+            let accepted = http::serve(&net, PORT, stop_signal).await.expect("serve");
+            eprintln!("{}", net.with_host(|h| h.report()));
+            accepted
+        })
+    })
 }
 
 /// `curl` in namespace B: silent but for errors, bounded in time, with
@@ -158,7 +127,7 @@ fn sequential_keepalive_requests_from_curl_never_wait_for_a_delayed_ack() {
 fn sequential_requests(offload: bool) {
     const REQUESTS: usize = 200;
     let topo = Topology::up();
-    let server = Server::start(&topo, offload);
+    let server = start_server(&topo, offload);
     let o = first_page(&topo);
     check(&o, "the first page");
 
@@ -192,7 +161,7 @@ fn sequential_requests(offload: bool) {
 
 fn curl_against_hyper(offload: bool) {
     let topo = Topology::up();
-    let server = Server::start(&topo, offload);
+    let server = start_server(&topo, offload);
 
     let o = first_page(&topo);
     check(&o, "the page");

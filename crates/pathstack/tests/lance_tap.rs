@@ -11,52 +11,11 @@ use pathstack::host::{Host, HostConfig};
 use pathstack::inet::MacAddr;
 use pathstack::nic::Nic;
 use pathstack_testutil::{assert_tshark_clean, kernel_ping, privileged, TempFile, Topology};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::Duration;
 
-/// The host's poll loop on its own thread; `stop` ends it and `join`
-/// returns the host. Dropped without `stop`, it stops the thread too, so a
-/// failing test does not leave the loop running on a deleted namespace.
-struct Runner {
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<Host>>,
-}
-
-impl Runner {
-    fn start(host: Host) -> Runner {
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = Arc::clone(&stop);
-        let thread = std::thread::spawn(move || {
-            let mut host = host;
-            while !flag.load(Ordering::Relaxed) {
-                host.poll();
-                host.wait(Duration::from_millis(10)).expect("wait");
-            }
-            host
-        });
-        Runner {
-            stop,
-            thread: Some(thread),
-        }
-    }
-
-    fn join(mut self) -> Host {
-        self.stop.store(true, Ordering::Relaxed);
-        let t = self.thread.take().expect("joined once");
-        t.join().expect("host thread")
-    }
-}
-
-impl Drop for Runner {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
+#[path = "support/host_loop.rs"]
+mod host_loop;
+use host_loop::host_loop;
 
 fn stat(report: &str, key: &str) -> Option<u64> {
     report
@@ -80,7 +39,7 @@ fn kernel_pings_a_lance_host_on_tap(access: Access) {
     let host = Host::new(cfg, capture)
         .expect("host")
         .with_waiter(waiter, WaitMode::Blocking);
-    let runner = Runner::start(host);
+    let runner = host_loop(host);
     std::thread::sleep(Duration::from_millis(200));
 
     kernel_ping(&topo, &["-i", "0.01"], 30);

@@ -19,10 +19,11 @@ use pathstack::rpc::{Echo, Peer, RpcNet};
 use pathstack_testutil::{
     assert_tshark_clean, privileged, tshark_frames, TcpdumpCapture, TempFile, Topology,
 };
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+
+#[path = "support/host_loop.rs"]
+mod host_loop;
+use host_loop::host_loop;
 
 /// The echo procedure's id (the x-kernel's XRPCTEST).
 const ECHO: u32 = pathstack_rpc::modules::protocol::XRPCTEST_ID;
@@ -50,46 +51,6 @@ fn tap_host(topo: &Topology, tap_key: &str, ns_key: &str, ip_key: &str, net: Rpc
     Host::new(cfg, tap)
         .expect("host")
         .with_waiter(waiter, WaitMode::Blocking)
-}
-
-/// The server's polling loop on its thread, stopped (also when the test
-/// fails) before the topology goes.
-struct Server {
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<Host>>,
-}
-
-impl Server {
-    fn start(mut host: Host) -> Server {
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = Arc::clone(&stop);
-        let thread = std::thread::spawn(move || {
-            while !flag.load(Ordering::Relaxed) {
-                host.poll();
-                host.wait(Duration::from_millis(10)).expect("wait");
-            }
-            host
-        });
-        Server {
-            stop,
-            thread: Some(thread),
-        }
-    }
-
-    fn join(mut self) -> Host {
-        self.stop.store(true, Ordering::Relaxed);
-        let t = self.thread.take().expect("joined once");
-        t.join().expect("server thread")
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
 }
 
 fn pattern(len: usize, salt: u8) -> Vec<u8> {
@@ -126,7 +87,7 @@ fn rpc_under_loss(net: RpcNet) {
         .register(ECHO, Echo)
         .expect("register echo");
     let peer: Peer = server.rpc().peer().unwrap();
-    let server = Server::start(server);
+    let server = host_loop(server);
     let mut client = tap_host(&topo, "TAP_A", "NS_A", "PS_A_IP", net);
     let max = client.rpc().max_request().unwrap();
     let sizes = sizes(max);

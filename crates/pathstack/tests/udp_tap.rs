@@ -20,13 +20,18 @@ use pathstack::devices::{PcapCapture, TapDevice, TapOptions, WaitMode};
 use pathstack::host::{Below, Host, HostConfig, UpperModule};
 use pathstack::inet::MacAddr;
 use pathstack::nic::Nic;
-use pathstack_testutil::{assert_tshark_clean, privileged, text, TempFile, Topology};
+use pathstack_testutil::{
+    assert_tshark_clean, privileged, stopped, text, LoopThread, TempFile, Topology,
+};
 use std::io::Write;
 use std::process::{Output, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::Duration;
+
+#[path = "support/host_loop.rs"]
+mod host_loop;
+use host_loop::host_loop_with;
 
 const ECHO_PORT: u16 = 7;
 const DISCARD_PORT: u16 = 9;
@@ -44,10 +49,9 @@ fn bound(port: u16) -> Attrs {
 
 /// The host with its services' paths, its poll loop on a thread.
 struct Served {
-    stop: Arc<AtomicBool>,
     /// Datagrams the discard service took from its path.
     discarded: Arc<AtomicU64>,
-    thread: Option<JoinHandle<Host>>,
+    host: LoopThread<Host>,
     echo: PathId,
 }
 
@@ -64,41 +68,23 @@ impl Served {
             .stack_mut()
             .path_create(udp, bound(DISCARD_PORT))
             .expect("discard path");
-        let stop = Arc::new(AtomicBool::new(false));
         let discarded = Arc::new(AtomicU64::new(0));
-        let (flag, count) = (Arc::clone(&stop), Arc::clone(&discarded));
-        let thread = std::thread::spawn(move || {
-            while !flag.load(Ordering::Relaxed) {
-                host.poll();
-                while host.stack_mut().recv(discard, Dir::Up).is_some() {
-                    count.fetch_add(1, Ordering::Relaxed);
-                }
-                host.wait(Duration::from_millis(10)).expect("wait");
+        let count = Arc::clone(&discarded);
+        let host = host_loop_with(host, move |host| {
+            while host.stack_mut().recv(discard, Dir::Up).is_some() {
+                count.fetch_add(1, Ordering::Relaxed);
             }
-            host
         });
         Served {
-            stop,
             discarded,
-            thread: Some(thread),
+            host,
             echo,
         }
     }
 
-    fn join(mut self) -> Host {
-        self.stop.store(true, Ordering::Relaxed);
-        let t = self.thread.take().expect("joined once");
-        t.join().expect("host thread")
-    }
-}
-
-impl Drop for Served {
-    /// Stops the loop also when the test fails, before the topology goes.
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
+    /// Stops the loop and returns the host.
+    fn join(self) -> Host {
+        self.host.join()
     }
 }
 
@@ -304,9 +290,8 @@ fn linux_kernel_uses_a_tokio_socket_echo_on_tap() {
     }
     let topo = Topology::up();
     let (tap, cfg) = tap_a(&topo);
-    let stop = Arc::new(AtomicBool::new(false));
-    let flag = Arc::clone(&stop);
-    let server = std::thread::spawn(move || -> u64 {
+    // Stopped and joined also when an assertion below fails.
+    let server = LoopThread::spawn(move |stop| -> u64 {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -322,7 +307,7 @@ fn linux_kernel_uses_a_tokio_socket_echo_on_tap() {
             .expect("bind");
             let mut buf = vec![0u8; 65_536];
             let mut echoed = 0;
-            while !flag.load(Ordering::Relaxed) {
+            while !stopped(stop) {
                 let got =
                     tokio::time::timeout(Duration::from_millis(50), sock.recv_from(&mut buf)).await;
                 let Ok(got) = got else { continue };
@@ -334,20 +319,11 @@ fn linux_kernel_uses_a_tokio_socket_echo_on_tap() {
             echoed
         })
     });
-    // Stops the server also when an assertion below fails.
-    struct Stop(Arc<AtomicBool>);
-    impl Drop for Stop {
-        fn drop(&mut self) {
-            self.0.store(true, Ordering::Relaxed);
-        }
-    }
-    let guard = Stop(stop);
     let sizes = [1usize, 6, 512, 1472, 1473, 3000];
     for (i, len) in sizes.into_iter().enumerate() {
         assert_echoed(&topo, &payload(len, 0x40 | i as u8));
     }
-    drop(guard);
-    let echoed = server.join().expect("server thread");
+    let echoed = server.join();
     assert_eq!(echoed, sizes.len() as u64);
 }
 
