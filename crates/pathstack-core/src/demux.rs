@@ -108,6 +108,7 @@ impl Demux {
 
     /// The path (and the direction it is entered in) for a message arriving
     /// at `module`, or `None`.
+    #[inline(always)]
     pub fn classify(&self, module: ModuleId, msg: &[u8]) -> Option<(PathId, Dir)> {
         let p = self.tree.classify(pc::ModuleId(module.0), msg)?;
         self.found(p)
