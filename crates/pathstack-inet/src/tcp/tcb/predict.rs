@@ -144,7 +144,7 @@ impl Tcb {
             self.stats.predicted_acks += 1;
         } else {
             self.stats.predicted_data += 1;
-            let n = self.rcv.append(payload);
+            let n = self.rcv.append_predicted(payload);
             self.stats.bytes_received += n as u64;
             self.schedule_ack_for(now, n);
         }
