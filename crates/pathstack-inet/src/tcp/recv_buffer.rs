@@ -922,10 +922,23 @@ mod tests {
                     0 | 1 => {
                         // A segment near RCV.NXT: up to 40 octets before it
                         // (old) and up to 160 after (in or beyond the window).
-                        let off = (nxt + x).saturating_sub(40);
+                        // (Op 1: the next segment expected, at RCV.NXT.)
+                        let off = if op == 1 { nxt } else { (nxt + x).saturating_sub(40) };
                         let data: Vec<u8> = (off..off + len as u64).map(byte).collect();
                         let wnd_end = nxt + u64::from(b.advertised_right_edge() - b.rcv_nxt());
+                        // Header prediction's append, where its checks
+                        // hold, leaves the buffer as `insert` does.
+                        let predicted = (off == nxt && len > 0 && b.ooo_bytes() == 0 && off + len as u64 <= wnd_end)
+                            .then(|| {
+                                let mut c = b.clone();
+                                let n = c.append_predicted(&data);
+                                (c, n)
+                            });
                         let r = b.insert(seq_of(off), &data);
+                        if let Some((c, n)) = predicted {
+                            prop_assert_eq!(n, r.advanced);
+                            prop_assert_eq!(format!("{c:?}"), format!("{b:?}"));
+                        }
                         dsack_pending |= r.duplicate;
                         if !r.dropped {
                             for i in off.max(nxt)..(off + len as u64).min(wnd_end) {

@@ -223,7 +223,7 @@ impl Tcb {
             self.cc
                 .on_ack_with_flight(out.newly_acked, flight_before, srtt, now);
         }
-        self.snd.ack_to(ack);
+        self.snd.ack_predicted(ack - self.snd.una());
         self.stats.bytes_acked += u64::from(out.newly_acked);
         self.rtx_count = 0;
         self.persist_backoff = 0;
