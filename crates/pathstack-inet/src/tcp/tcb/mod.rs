@@ -621,6 +621,7 @@ impl Tcb {
     /// RECEIVE: copies readable data into `buf`. `Ok(Some(0))` is the end
     /// of the stream (the peer's FIN, or `shutdown(Read)`); `Ok(None)`
     /// would block; an error is the connection's (once; then the end).
+    #[inline(always)]
     pub fn recv(&mut self, buf: &mut [u8]) -> Result<Option<usize>, TcpError> {
         if !self.rcv.is_empty() && !buf.is_empty() {
             let n = self.rcv.read(buf);
