@@ -156,6 +156,44 @@ impl Rack {
         self.end_dsack_round(snd_una);
     }
 
+    /// [`on_rtt_sample`](Self::on_rtt_sample) and then, with `rack` on,
+    /// [`on_clean_ack`](Self::on_clean_ack) for header prediction's ACK
+    /// of new data whose newest delivered segment `d` gave the sample
+    /// `rtt` (`now` − its `xmit_ts`): the same steps in the same order,
+    /// with the RTT taken once and in line (issue 26 item 4: RACK's
+    /// per-ACK update at what RFC 8985 §6.2 needs on a clean scoreboard).
+    #[inline(always)]
+    pub fn on_predicted_sample(
+        &mut self,
+        d: Delivered,
+        rtt: Duration,
+        rack: bool,
+        reordering: bool,
+        snd_una: SeqNumber,
+    ) {
+        self.on_rtt_sample(rtt);
+        if !rack {
+            return;
+        }
+        // `on_delivered` with its RTT given. Never retransmitted on a
+        // clean scoreboard; asked all the same, as `on_delivered` asks.
+        if !(d.retransmitted && self.min_rtt.is_some_and(|m| rtt < m)) {
+            let newer = match self.xmit_ts {
+                None => true,
+                Some(t) => super::sack_scoreboard::sent_after(d.sent_at, d.end, t, self.end_seq),
+            };
+            if newer {
+                self.xmit_ts = Some(d.sent_at);
+                self.end_seq = d.end;
+                self.rtt = rtt;
+            }
+        }
+        if reordering {
+            self.reordering_seen = true;
+        }
+        self.end_dsack_round(snd_una);
+    }
+
     /// Step 2 for a delivered segment: it becomes RACK.xmit_ts/end_seq
     /// if sent after the current one; a retransmitted one only if its RTT
     /// is at least min_RTT (the ambiguity test without timestamps).

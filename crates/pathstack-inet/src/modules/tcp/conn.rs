@@ -147,11 +147,15 @@ impl TcpConnStage {
     /// `after_read` with one, which flushes and sets the flag.
     #[inline]
     pub fn read(&mut self, buf: &mut [u8]) -> (Result<Option<usize>, crate::tcp::TcpError>, bool) {
-        let r = self.tcb_mut().recv(buf);
+        let r = self.tcb.recv(buf);
         if self.tcb.output_pending() {
+            // As `tcb_mut` leaves it: `after_read` sets it after the flush.
+            self.read_would_block.set(false);
             return (r, true);
         }
-        self.read_would_block.set(self.tcb.read_would_block());
+        // `Tcb::read_would_block` with its output half known: nothing is
+        // pending (asked just above), so only the reading side is asked.
+        self.read_would_block.set(self.tcb.read_would_block_quiet());
         (r, false)
     }
 

@@ -541,7 +541,15 @@ impl Tcb {
     /// drain of the socket ends with one).
     #[inline]
     pub fn read_would_block(&self) -> bool {
-        !self.is_readable() && self.state != State::Listen && !self.output_pending()
+        self.read_would_block_quiet() && !self.output_pending()
+    }
+
+    /// [`read_would_block`](Self::read_would_block) for a caller that
+    /// has found [`output_pending`](Self::output_pending) false already
+    /// (the socket's read, which asks it to decide on the flush).
+    #[inline(always)]
+    pub fn read_would_block_quiet(&self) -> bool {
+        !self.is_readable() && self.state != State::Listen
     }
 
     /// Whether output waits that a flush now might send: a segment due
@@ -613,6 +621,7 @@ impl Tcb {
     /// RECEIVE: copies readable data into `buf`. `Ok(Some(0))` is the end
     /// of the stream (the peer's FIN, or `shutdown(Read)`); `Ok(None)`
     /// would block; an error is the connection's (once; then the end).
+    #[inline(always)]
     pub fn recv(&mut self, buf: &mut [u8]) -> Result<Option<usize>, TcpError> {
         if !self.rcv.is_empty() && !buf.is_empty() {
             let n = self.rcv.read(buf);
@@ -643,6 +652,10 @@ impl Tcb {
         }
     }
 
+    /// [`recv`](Self::recv) with nothing to read: out of line, as the
+    /// socket answers most such reads from its flag without a call here.
+    #[cold]
+    #[inline(never)]
     fn recv_empty(&mut self) -> Result<Option<usize>, TcpError> {
         if self.fin_received || self.read_shut {
             return Ok(Some(0));
@@ -663,6 +676,7 @@ impl Tcb {
     /// significant openings are announced; Linux's `tcp_cleanup_rbuf`
     /// rule). Reads that keep up with a bulk transfer send nothing: the
     /// delayed ACKs carry the window.
+    #[inline(always)]
     fn after_read(&mut self) {
         if !self.state.may_receive() {
             return;

@@ -37,7 +37,7 @@
 
 use super::Tcb;
 use crate::tcp::congestion::CongestionControl;
-use crate::tcp::sack_scoreboard::{CleanAck, Delivered};
+use crate::tcp::sack_scoreboard::CleanAck;
 use crate::tcp::seq::SeqNumber;
 use crate::tcp::state::State;
 use crate::tcp::timers::Timer;
@@ -144,7 +144,7 @@ impl Tcb {
             self.stats.predicted_acks += 1;
         } else {
             self.stats.predicted_data += 1;
-            let n = self.rcv.append(payload);
+            let n = self.rcv.append_predicted(payload);
             self.stats.bytes_received += n as u64;
             self.schedule_ack_for(now, n);
         }
@@ -223,7 +223,7 @@ impl Tcb {
             self.cc
                 .on_ack_with_flight(out.newly_acked, flight_before, srtt, now);
         }
-        self.snd.ack_to(ack);
+        self.snd.ack_predicted(ack - self.snd.una());
         self.stats.bytes_acked += u64::from(out.newly_acked);
         self.rtx_count = 0;
         self.persist_backoff = 0;
@@ -233,20 +233,14 @@ impl Tcb {
             // reordering can be pending, and no probe may be armed with
             // nothing in flight (`Tlp::may_arm`): the three timers stop
             // together, and the PTO is not computed to be thrown away.
-            self.rtt_sample(now, out.newest);
-            if self.cfg.rack {
-                self.rack
-                    .on_clean_ack(out.newest, out.reordering, self.sb.high_ack(), now);
-            }
+            self.rtt_and_rack(now, out);
             self.timers.stop(&[Timer::Rtx, Timer::Reo, Timer::Tlp]);
             return;
         }
         // RFC 6298 §5.3: restart the timer on new data ACKed.
         self.timers.set(Timer::Rtx, Some(now + self.rto.rto()));
-        self.rtt_sample(now, out.newest);
+        self.rtt_and_rack(now, out);
         if self.cfg.rack {
-            self.rack
-                .on_clean_ack(out.newest, out.reordering, self.sb.high_ack(), now);
             self.timers.set(Timer::Reo, None);
         }
         self.timers.set(Timer::Tlp, None);
@@ -254,14 +248,25 @@ impl Tcb {
         self.arm_tlp(now);
     }
 
-    /// The RTT sample of a predicted ACK: the newest segment it
-    /// delivered was never retransmitted, an unambiguous sample (Karn).
+    /// The RTT sample of a predicted ACK of new data and RACK's update
+    /// (RFC 8985 §6.2 steps 1–4): the newest segment it delivered was
+    /// never retransmitted, an unambiguous sample (Karn), taken once for
+    /// the estimator (RFC 6298 §2.3) and for RACK.
     #[inline(always)]
-    fn rtt_sample(&mut self, now: Instant, newest: Option<Delivered>) {
-        if let Some(d) = newest {
-            let rtt = now.saturating_since(d.sent_at);
-            self.rto.on_sample(rtt);
-            self.rack.on_rtt_sample(rtt);
+    fn rtt_and_rack(&mut self, now: Instant, out: CleanAck) {
+        match out.newest {
+            Some(d) => {
+                let rtt = now.saturating_since(d.sent_at);
+                self.rto.on_sample(rtt);
+                let una = self.sb.high_ack();
+                self.rack
+                    .on_predicted_sample(d, rtt, self.cfg.rack, out.reordering, una);
+            }
+            None if self.cfg.rack => {
+                self.rack
+                    .on_clean_ack(None, out.reordering, self.sb.high_ack(), now);
+            }
+            None => {}
         }
     }
 }
