@@ -473,9 +473,13 @@ impl Tcb {
                 || super::super::quick_ack::grant(self.cfg.recv_buffer, self.smss),
             )
         {
-            // Quick-ACK mode (`quick_ack.rs`): due at once, sent when the
-            // timers run, as below, so a burst still gets one ACK.
-            self.timers.set(Timer::Delack, Some(now));
+            // Quick-ACK mode (`quick_ack.rs`): due at once but after the
+            // application's turn (`quick_ack::ANSWER_GRACE`), so an answer
+            // carries it and a burst still gets one ACK.
+            self.timers.set(
+                Timer::Delack,
+                Some(now + super::super::quick_ack::ANSWER_GRACE),
+            );
         } else if self.unacked_bytes >= 2 * self.smss {
             // Due now, but sent when the timers run: after the rest of
             // the burst the device holds (the stack reads its input

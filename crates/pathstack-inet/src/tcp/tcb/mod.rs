@@ -687,6 +687,19 @@ impl Tcb {
         let max = 65535u32 << self.rcv_shift;
         let possible = free.min(max);
         if possible >= advertised.saturating_mul(2) && possible - advertised >= 2 * self.smss {
+            // The update rides on an ACK already on its way (a quick ACK
+            // due after the application's turn, `quick_ack::ANSWER_GRACE`,
+            // or a delayed one) while the window advertised still holds
+            // four full segments: a sender with that much room is not
+            // held, and the ACKs of what it sends carry the new window.
+            // So the first read of a connection, whose window was the
+            // SYN's unscaled 65,535 (RFC 7323 §2.2), does not send a
+            // bare ACK before the application's answer (issue 28's
+            // connection rate). A window that holds the sender back goes
+            // at once (RFC 9293 §3.8.6.2.2).
+            if self.timers.get(Timer::Delack).is_some() && advertised >= 4 * self.smss {
+                return;
+            }
             self.due.set(Due::ACK);
         }
     }

@@ -420,13 +420,17 @@ impl Script {
         PEER_TS_BASE.wrapping_add((self.now.as_nanos() / 1_000_000) as u32)
     }
 
-    /// Takes what the Tcb sends now, after running the timers due now —
-    /// as the stack does after the input it read (an ACK due at the end
-    /// of a receive burst is a timer due now).
+    /// Takes what the Tcb sends now, after running the timers due by the
+    /// host's next poll — as the stack does after the input it read (an
+    /// ACK due at the end of a receive burst is a timer due now) and,
+    /// for a quick ACK, after an application's turn that did not answer
+    /// (it is due `quick_ack::ANSWER_GRACE` after the data; a script's
+    /// application acts in steps of its own, after this).
     fn collect(&mut self) {
         let now = self.now;
-        if !self.burst && self.tcb.poll_at().is_some_and(|p| p <= now) {
-            self.tcb.on_tick(now);
+        let next_poll = now + crate::tcp::quick_ack::ANSWER_GRACE;
+        if !self.burst && self.tcb.poll_at().is_some_and(|p| p <= next_poll) {
+            self.tcb.on_tick(next_poll);
         }
         let mut v = Vec::new();
         self.tcb.poll_output(now, &mut |o| {

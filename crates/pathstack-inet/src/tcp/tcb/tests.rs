@@ -305,8 +305,9 @@ fn frag_needed_lowers_the_mss_only_for_a_sequence_in_flight() {
     for (r, p) in &segs {
         let _ = b.on_segment(t, r, p);
     }
-    // The ACK at the end of the burst (a timer due now).
-    b.on_tick(t);
+    // The ACK at the end of the burst: a quick ACK (the first data), due
+    // by the next poll (`quick_ack::ANSWER_GRACE`).
+    b.on_tick(t + crate::tcp::quick_ack::ANSWER_GRACE);
     for (r, p) in outputs(&mut b, t) {
         let _ = a.on_segment(t, &r, &p);
     }
