@@ -913,6 +913,8 @@ mod limited_transmit_tests;
 #[cfg(test)]
 mod loss_counter_tests;
 #[cfg(test)]
+mod packetdrill_recovery_tests;
+#[cfg(test)]
 mod predict_tests;
 #[cfg(test)]
 mod push_tests;
