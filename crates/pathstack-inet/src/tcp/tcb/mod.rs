@@ -270,7 +270,7 @@ impl Tcb {
             irs: SeqNumber(0),
             snd: SendBuffer::new(cfg.send_buffer, iss + 1),
             sb: Scoreboard::new(1, smss, iss + 1),
-            recovery: Recovery::new(),
+            recovery: Recovery::new().with_safe_ack_only(cfg.prr_safe_ack),
             cc: AnyCongestion::new(
                 cfg.congestion,
                 CcConfig {

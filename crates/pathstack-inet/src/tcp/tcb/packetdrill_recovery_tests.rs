@@ -13,6 +13,7 @@ use crate::tcp::RtoConfig;
 /// segmenting device (Linux's tun sends super-segments).
 fn linux() -> TcpConfig {
     TcpConfig {
+        prr_safe_ack: true,
         rack: true,
         sack: true,
         congestion: CongestionKind::Cubic,
@@ -29,7 +30,11 @@ fn linux() -> TcpConfig {
 /// 3001:8001 lost (three SACKs at 20 ms, the fast retransmission of
 /// 1:1001), then at 32 ms an ACK of 4001 with 8001:9001 SACKed.
 fn after_fast_retransmit() -> Script {
-    let mut s = Script::passive(linux());
+    after_fast_retransmit_with(linux())
+}
+
+fn after_fast_retransmit_with(cfg: TcpConfig) -> Script {
+    let mut s = Script::passive(cfg);
     s.inject(In::syn().mss(1000).sack_perm().ws(8).win(32792));
     s.expect(Out::synack());
     s.at(10).inject(In::ack(1, 1).win(320));
@@ -72,4 +77,38 @@ fn partial_ack_retransmits_from_snd_una() {
         s.expect(Out::data(seq, 1000));
     }
     s.expect_none();
+}
+
+/// The script's last ACK, reordered: it acknowledges 3001, below SND.UNA
+/// (4001), and SACKs 5001:7001, two segments newly delivered. With
+/// Linux's PRR (`TcpConfig::prr_safe_ack`, RFC 6937bis: SND.UNA did not
+/// advance, so no SafeACK) it lets out exactly those two segments
+/// (PRR-CRB); with RFC 6937's SSRB on every ACK (pathstack's default),
+/// three. Linux sends 7001:8001 and new data 10001:11001; pathstack's
+/// second is 9001:10001, which its RACK deems lost
+/// (`partial_ack_retransmits_from_snd_una`).
+#[test]
+fn sack_below_snd_una_is_no_safe_ack() {
+    for (safe_ack_only, sent) in [(true, 2), (false, 3)] {
+        let mut s = after_fast_retransmit_with(TcpConfig {
+            prr_safe_ack: safe_ack_only,
+            ..linux()
+        });
+        s.at(32)
+            .inject(In::ack(1, 4001).win(320).sack(&[(8001, 9001)]));
+        for seq in [4001, 5001, 6001] {
+            s.expect(Out::data(seq, 1000));
+        }
+        s.write(10_000);
+        s.expect_none();
+        s.at(34)
+            .inject(In::ack(1, 3001).win(320).sack(&[(5001, 7001)]));
+        let first = s.expect(Out::data(7001, 1000));
+        assert_eq!(first.at, ms(34));
+        let mut n = 1;
+        while s.out.pop_front().is_some() {
+            n += 1;
+        }
+        assert_eq!(n, sent, "prr_safe_ack {safe_ack_only}");
+    }
 }
