@@ -51,6 +51,9 @@ pub fn tcp_config() -> TcpConfig {
         syn_retries: 5,
         congestion: CongestionKind::Cubic,
         max_stretch_ack: 2,
+        // Linux's PRR (`tcp_cwnd_reduction`): SSRB's extra segment only
+        // on an ACK that advances SND.UNA (RFC 6937bis SafeACK).
+        prr_safe_ack: true,
         rto: RtoConfig {
             granularity: Duration::from_millis(200),
             ..RtoConfig::linux()

@@ -137,6 +137,14 @@ pub struct TcpConfig {
     /// in-order segment waits for the second full-sized one or
     /// `delayed_ack` (RFC 9293 §3.8.6.3 allows both).
     pub quick_ack: bool,
+    /// PRR's slow-start reduction bound (one segment beyond what an ACK
+    /// delivered, RFC 6937 PRR-SSRB) only on a SafeACK, one that advances
+    /// SND.UNA (RFC 6937bis; Linux's `tcp_cwnd_reduction`); other ACKs in
+    /// recovery get the conservative bound (PRR-CRB). Off (the default):
+    /// SSRB on every ACK within recovery, which the loss study measured
+    /// faster (`tcp/prr.rs`). The ACK that enters recovery gets CRB
+    /// either way.
+    pub prr_safe_ack: bool,
     /// SYN retransmissions before a connect fails (Linux `tcp_syn_retries`).
     pub syn_retries: u32,
     /// Data retransmissions of one segment before the connection is given
@@ -172,6 +180,7 @@ impl Default for TcpConfig {
             delayed_ack: Duration::from_millis(40),
             max_stretch_ack: 16,
             quick_ack: true,
+            prr_safe_ack: false,
             slow_start_after_idle: true,
             syn_retries: 6,
             retries: 15,

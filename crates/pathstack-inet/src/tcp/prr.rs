@@ -6,10 +6,19 @@
 //! one or two segments: issue 28's first cause).
 //!
 //! While pipe > ssthresh, sending follows the data delivered in
-//! proportion ssthresh / RecoverFS; below ssthresh, the slow-start
-//! reduction bound (PRR-SSRB, Linux's choice) lets pipe grow back
-//! towards ssthresh by at most the data delivered plus one segment per
-//! ACK. Recovery then ends with cwnd = ssthresh (RFC 6937 §3).
+//! proportion ssthresh / RecoverFS; below ssthresh, pipe grows back
+//! towards ssthresh by the data delivered (the conservative reduction
+//! bound, PRR-CRB), plus one segment per ACK (the slow-start reduction
+//! bound, PRR-SSRB) unless the ACK is known unsafe. RFC 6937bis
+//! (draft-ietf-tcpm-prr-rfc6937bis, "SafeACK") and Linux
+//! (`tcp_cwnd_reduction`: `sndcnt++` only with FLAG_SND_UNA_ADVANCED and
+//! no newly lost segment) give the extra segment only to an ACK that
+//! advances SND.UNA and finds no new loss. pathstack withholds it from
+//! the ACK that enters recovery (it found the loss), so the fast
+//! retransmission goes alone as Linux's does (packetdrill
+//! `prr-ss-ack-below-snd_una-cubic`), and keeps RFC 6937's SSRB on the
+//! ACKs within recovery (`Recovery::on_ack` says why). Recovery then
+//! ends with cwnd = ssthresh (RFC 6937 §3).
 
 /// The PRR state of one recovery phase (RFC 6937 §3's variables, in
 /// octets).
@@ -26,6 +35,9 @@ pub struct Prr {
     out_at_ack: u32,
     /// DeliveredData of the last ACK.
     last_delivered: u32,
+    /// The last ACK may have PRR-SSRB's extra segment (not known unsafe,
+    /// RFC 6937bis SafeACK).
+    safe: bool,
 }
 
 impl Prr {
@@ -39,11 +51,13 @@ impl Prr {
     }
 
     /// An ACK in recovery delivered `delivered` octets: the change in
-    /// SND.UNA plus the change in SACKed octets (DeliveredData).
-    pub fn on_ack(&mut self, delivered: u32) {
+    /// SND.UNA plus the change in SACKed octets (DeliveredData);
+    /// `safe`: PRR-SSRB's extra segment applies to it.
+    pub fn on_ack(&mut self, delivered: u32, safe: bool) {
         self.delivered = self.delivered.saturating_add(delivered);
         self.last_delivered = delivered;
         self.out_at_ack = self.out;
+        self.safe = safe;
     }
 
     /// `len` octets were sent (new data or a retransmission).
@@ -81,14 +95,15 @@ impl Prr {
                 .unwrap_or(u32::MAX)
                 .saturating_sub(self.out)
         } else {
-            // PRR-SSRB: MAX(prr_delivered − prr_out, DeliveredData) + MSS,
-            // within ssthresh − pipe.
+            // PRR-CRB: MAX(prr_delivered − prr_out, DeliveredData), one
+            // MSS more on a safe ACK (PRR-SSRB), within ssthresh − pipe.
             let since_ack = self.out - self.out_at_ack;
+            let bonus = if self.safe { smss } else { 0 };
             let limit = self
                 .delivered
                 .saturating_sub(self.out_at_ack)
                 .max(self.last_delivered)
-                .saturating_add(smss)
+                .saturating_add(bonus)
                 .saturating_sub(since_ack);
             (ssthresh - pipe).min(limit)
         }
@@ -126,7 +141,7 @@ mod tests {
         // 19 remain in flight after the hole's segment is marked lost:
         // pipe = 19 − 1 (lost) … the example's pipe column starts at 19.
         let mut pipe = 19 * MSS;
-        p.on_ack(MSS);
+        p.on_ack(MSS, false);
         // The fast retransmission is sent regardless of PRR (RFC 6675
         // §5 step 4.3) and counted in prr_out.
         p.on_sent(MSS);
@@ -135,7 +150,7 @@ mod tests {
         for _ in 0..19 {
             // Each duplicate ACK: one segment left the network.
             pipe -= MSS;
-            p.on_ack(MSS);
+            p.on_ack(MSS, false);
             sent.push(send_per_ack(&mut p, &mut pipe, ssthresh));
         }
         // ceil(k · 10 / 20) − prr_out: 1 per 2 ACKs while pipe > ssthresh;
@@ -150,7 +165,8 @@ mod tests {
         assert_eq!(pipe, 10 * MSS, "pipe has come down to ssthresh");
     }
 
-    /// RFC 6937 §3's second example (heavy loss): once pipe is below
+    /// RFC 6937 §3's second example (heavy loss), with partial ACKs
+    /// (safe: SND.UNA advances, no new loss): once pipe is below
     /// ssthresh, PRR-SSRB grows it by at most DeliveredData + one segment
     /// per ACK (slow start), not to ssthresh at once.
     #[test]
@@ -159,30 +175,45 @@ mod tests {
         let mut p = Prr::start(20 * MSS);
         // Many losses: pipe has fallen to 4 segments.
         let mut pipe = 4 * MSS;
-        p.on_ack(MSS);
+        p.on_ack(MSS, true);
         assert_eq!(
             send_per_ack(&mut p, &mut pipe, ssthresh),
             2,
             "delivered + 1"
         );
         pipe -= MSS;
-        p.on_ack(MSS);
+        p.on_ack(MSS, true);
         assert_eq!(send_per_ack(&mut p, &mut pipe, ssthresh), 2);
         assert_eq!(pipe, 7 * MSS);
         // An ACK delivering three segments: 3 + 1, within ssthresh − pipe.
         pipe -= 3 * MSS;
-        p.on_ack(3 * MSS);
+        p.on_ack(3 * MSS, true);
         assert_eq!(send_per_ack(&mut p, &mut pipe, ssthresh), 4);
         assert_eq!(pipe, 8 * MSS);
         // Never beyond ssthresh.
         pipe -= 4 * MSS;
-        p.on_ack(4 * MSS);
+        p.on_ack(4 * MSS, true);
         assert_eq!(send_per_ack(&mut p, &mut pipe, ssthresh), 5);
         assert_eq!(pipe, 9 * MSS);
-        p.on_ack(0);
+        p.on_ack(0, true);
         assert_eq!(send_per_ack(&mut p, &mut pipe, ssthresh), 1);
         assert_eq!(pipe, ssthresh);
         assert_eq!(send_per_ack(&mut p, &mut pipe, ssthresh), 0);
+    }
+
+    /// RFC 6937bis SafeACK: below ssthresh, an unsafe ACK (one that
+    /// found a loss) lets out only what it delivered (PRR-CRB); a safe
+    /// one, one segment more (PRR-SSRB).
+    #[test]
+    fn ssrb_only_on_a_safe_ack() {
+        let ssthresh = 10 * MSS;
+        let mut p = Prr::start(20 * MSS);
+        let mut pipe = 4 * MSS;
+        p.on_ack(MSS, false);
+        assert_eq!(send_per_ack(&mut p, &mut pipe, ssthresh), 1, "unsafe: CRB");
+        pipe -= 2 * MSS;
+        p.on_ack(2 * MSS, true);
+        assert_eq!(send_per_ack(&mut p, &mut pipe, ssthresh), 3, "safe: SSRB");
     }
 
     proptest::proptest! {
@@ -191,17 +222,17 @@ mod tests {
         /// delivered plus what the proportional phase held back.
         #[test]
         fn never_beyond_ssthresh_from_below(
-            acks in proptest::collection::vec(0u32..4, 1..60),
+            acks in proptest::collection::vec((0u32..4, proptest::bool::ANY), 1..60),
             ss in 2u32..40,
             fs in 1u32..80,
         ) {
             let ssthresh = ss * MSS;
             let mut p = Prr::start(fs * MSS);
             let mut pipe = fs * MSS;
-            for d in acks {
+            for (d, safe) in acks {
                 let d = (d * MSS).min(pipe);
                 pipe -= d;
-                p.on_ack(d);
+                p.on_ack(d, safe);
                 let before = pipe;
                 send_per_ack(&mut p, &mut pipe, ssthresh);
                 if before <= ssthresh {

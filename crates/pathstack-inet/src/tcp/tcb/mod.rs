@@ -270,7 +270,7 @@ impl Tcb {
             irs: SeqNumber(0),
             snd: SendBuffer::new(cfg.send_buffer, iss + 1),
             sb: Scoreboard::new(1, smss, iss + 1),
-            recovery: Recovery::new(),
+            recovery: Recovery::new().with_safe_ack_only(cfg.prr_safe_ack),
             cc: AnyCongestion::new(
                 cfg.congestion,
                 CcConfig {
@@ -939,6 +939,8 @@ mod layout_tests;
 mod limited_transmit_tests;
 #[cfg(test)]
 mod loss_counter_tests;
+#[cfg(test)]
+mod packetdrill_recovery_tests;
 #[cfg(test)]
 mod predict_tests;
 #[cfg(test)]

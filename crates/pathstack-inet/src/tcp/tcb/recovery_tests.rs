@@ -72,8 +72,10 @@ fn single_loss_prr_paces_and_ends_at_ssthresh() {
 
 /// Four consecutive losses (a burst) in a window of ten: on the third
 /// duplicate ACK all four are lost (RFC 6675 IsLost), pipe is below
-/// ssthresh, and PRR-SSRB lets out DeliveredData + 1 segment per ACK
-/// within ssthresh − pipe: the holes go one per ACK, no timeout, and
+/// ssthresh; that ACK found the loss (not a SafeACK, RFC 6937bis) and
+/// lets out only the fast retransmission; each later one DeliveredData
+/// plus one segment (PRR-SSRB) within ssthresh − pipe: the holes go one per
+/// ACK, no timeout, and
 /// recovery ends at cwnd = ssthresh (5 segments), where RFC 6582's
 /// option 1 left min(ssthresh, SMSS + SMSS) = 2.
 #[test]
@@ -85,7 +87,7 @@ fn burst_loss_repaired_without_timeout() {
             .inject(In::ack(1, 1).sack(&[(1 + 4 * M, 1 + k * M)]));
         per_ack.push(drain(&mut s));
     }
-    let expected: [&[u32]; 6] = [&[], &[], &[0, 1], &[2], &[3], &[]];
+    let expected: [&[u32]; 6] = [&[], &[], &[0], &[1, 2], &[3], &[]];
     assert_eq!(per_ack, expected);
     s.at(30).inject(In::ack(1, 1 + 10 * M));
     assert!(!s.tcb.recovery.in_recovery());

@@ -1,0 +1,114 @@
+//! Recovery sequences of Linux's packetdrill corpus (issue 28 item 2,
+//! `docs/packetdrill.md`) replayed on one [`Tcb`] with the shim's Linux
+//! configuration (CUBIC, RACK-TLP, RFC 6298 with a 200 ms G), so that the
+//! engine's own suite keeps what the scripts found (packetdrill is not in
+//! CI).
+
+use super::script::*;
+use super::*;
+use crate::tcp::congestion::CongestionKind;
+use crate::tcp::RtoConfig;
+
+/// The shim's `linux_defaults::tcp_config` as far as recovery goes, with a
+/// segmenting device (Linux's tun sends super-segments).
+fn linux() -> TcpConfig {
+    TcpConfig {
+        prr_safe_ack: true,
+        rack: true,
+        sack: true,
+        congestion: CongestionKind::Cubic,
+        rto: RtoConfig {
+            granularity: std::time::Duration::from_millis(200),
+            ..RtoConfig::linux()
+        },
+        ..tso_config()
+    }
+}
+
+/// `fast_recovery/prr-ss-ack-below-snd_una-cubic.pkt`: a peer with a
+/// 1000-octet MSS and no timestamps; ten segments out at 10 ms, 1:1001,
+/// 3001:8001 lost (three SACKs at 20 ms, the fast retransmission of
+/// 1:1001), then at 32 ms an ACK of 4001 with 8001:9001 SACKed.
+fn after_fast_retransmit() -> Script {
+    after_fast_retransmit_with(linux())
+}
+
+fn after_fast_retransmit_with(cfg: TcpConfig) -> Script {
+    let mut s = Script::passive(cfg);
+    s.inject(In::syn().mss(1000).sack_perm().ws(8).win(32792));
+    s.expect(Out::synack());
+    s.at(10).inject(In::ack(1, 1).win(320));
+    s.expect_none();
+    s.write(10_000);
+    s.expect(Out::data(1, 10_000));
+    s.expect_none();
+    s.at(20);
+    s.inject(In::ack(1, 1).win(320).sack(&[(1001, 2001)]));
+    s.inject(In::ack(1, 1).win(320).sack(&[(1001, 3001)]));
+    s.inject(In::ack(1, 1).win(320).sack(&[(1001, 3001), (8001, 9001)]));
+    s.expect(Out::data(1, 1000));
+    s.expect_none();
+    s
+}
+
+/// RFC 6937bis SafeACK (`prr.rs`): the third duplicate ACK enters
+/// recovery having found losses (RFC 6675 IsLost for 1:1001, RACK for
+/// 3001:8001), so PRR's conservative bound lets out only what it
+/// delivered (one segment): the fast retransmission alone, as Linux.
+/// PRR-SSRB on every ACK also sent 3001:4001 at 20 ms, which packetdrill
+/// reported at the next ACK as a segment below SND.UNA.
+#[test]
+fn entering_ack_sends_the_fast_retransmission_alone() {
+    let s = after_fast_retransmit();
+    assert_eq!(s.tcb.stats().retrans_segs, 1);
+}
+
+/// The ACK of 4001 (two segments newly delivered, SND.UNA advanced):
+/// PRR-SSRB lets out 2 + 1 segments from SND.UNA, 4001:7001, what Linux
+/// sends. Linux sends them as one 3000-octet super-segment and pathstack
+/// as three segments (retransmissions are cut per scoreboard segment), so
+/// the packetdrill script still fails there (`docs/packetdrill.md`).
+#[test]
+fn partial_ack_retransmits_from_snd_una() {
+    let mut s = after_fast_retransmit();
+    s.at(32)
+        .inject(In::ack(1, 4001).win(320).sack(&[(8001, 9001)]));
+    for seq in [4001, 5001, 6001] {
+        s.expect(Out::data(seq, 1000));
+    }
+    s.expect_none();
+}
+
+/// The script's last ACK, reordered: it acknowledges 3001, below SND.UNA
+/// (4001), and SACKs 5001:7001, two segments newly delivered. With
+/// Linux's PRR (`TcpConfig::prr_safe_ack`, RFC 6937bis: SND.UNA did not
+/// advance, so no SafeACK) it lets out exactly those two segments
+/// (PRR-CRB); with RFC 6937's SSRB on every ACK (pathstack's default),
+/// three. Linux sends 7001:8001 and new data 10001:11001; pathstack's
+/// second is 9001:10001, which its RACK deems lost
+/// (`partial_ack_retransmits_from_snd_una`).
+#[test]
+fn sack_below_snd_una_is_no_safe_ack() {
+    for (safe_ack_only, sent) in [(true, 2), (false, 3)] {
+        let mut s = after_fast_retransmit_with(TcpConfig {
+            prr_safe_ack: safe_ack_only,
+            ..linux()
+        });
+        s.at(32)
+            .inject(In::ack(1, 4001).win(320).sack(&[(8001, 9001)]));
+        for seq in [4001, 5001, 6001] {
+            s.expect(Out::data(seq, 1000));
+        }
+        s.write(10_000);
+        s.expect_none();
+        s.at(34)
+            .inject(In::ack(1, 3001).win(320).sack(&[(5001, 7001)]));
+        let first = s.expect(Out::data(7001, 1000));
+        assert_eq!(first.at, ms(34));
+        let mut n = 1;
+        while s.out.pop_front().is_some() {
+            n += 1;
+        }
+        assert_eq!(n, sent, "prr_safe_ack {safe_ack_only}");
+    }
+}
