@@ -159,7 +159,7 @@ impl Class {
     }
 }
 
-struct PoolInner {
+pub(crate) struct PoolInner {
     headroom: usize,
     classes: Vec<Class>,
     allocs: AtomicU64,
@@ -659,14 +659,20 @@ impl Msg {
 /// ring moves half the bytes per frame, and the receiving end builds the
 /// message once, where the stack runs it (issue 26: the wire moves less).
 ///
-/// Dropped, it gives the buffer back to its pool, as a message does (a
-/// frame still in a wire's ring when the wire goes).
+/// It has no drop of its own, so that the receiving end can take it apart
+/// as it leaves the ring and move its parts into the message in registers
+/// (`Msg::fill_parts`; issue 26 item 6: a drop-carrying body was copied
+/// through four stack temporaries on the way). What gives its buffer back
+/// to its pool is [`Body::into_msg`]; a body simply dropped frees its
+/// buffer to the heap and its pool goes on counting it live, so the wire
+/// gives back every body it does not hand over (a refused push, a
+/// discarded frame, its ring when an end goes).
 #[derive(Default)]
 pub(crate) struct Body {
-    buf: Box<[u8]>,
-    pool: Option<Arc<PoolInner>>,
-    head: u32,
-    tail: u32,
+    pub(crate) buf: Box<[u8]>,
+    pub(crate) pool: Option<Arc<PoolInner>>,
+    pub(crate) head: u32,
+    pub(crate) tail: u32,
 }
 
 const _: () = assert!(std::mem::size_of::<Body>() <= 32);
@@ -685,17 +691,23 @@ impl Body {
     }
 }
 
-impl Drop for Body {
+impl Body {
+    /// The message this body is, with no annotations: what gives its
+    /// buffer back to its pool when it is dropped.
     #[inline]
-    fn drop(&mut self) {
-        if self.pool.is_some() {
-            drop(Msg {
-                buf: std::mem::take(&mut self.buf),
-                pool: self.pool.take(),
-                head: self.head,
-                tail: self.tail,
-                anno: Anno::default(),
-            });
+    pub(crate) fn into_msg(self) -> Msg {
+        let Body {
+            buf,
+            pool,
+            head,
+            tail,
+        } = self;
+        Msg {
+            buf,
+            pool,
+            head,
+            tail,
+            anno: Anno::default(),
         }
     }
 }
@@ -721,16 +733,37 @@ impl Msg {
     /// is dropped (`Msg`'s drop glue is an out-of-line call).
     #[inline(always)]
     pub(crate) fn fill_from(&mut self, body: Body) {
+        let Body {
+            buf,
+            pool,
+            head,
+            tail,
+        } = body;
+        self.fill_parts(buf, pool, head, tail);
+    }
+
+    /// [`Msg::fill_from`] from the body's parts, taken apart where the
+    /// body came out of a wire's ring: its fields go on in registers, not
+    /// as a 32-byte value copied through the temporaries of every move on
+    /// the way (issue 26 item 6; a `Body` has no drop of its own so that
+    /// it can be taken apart).
+    #[inline(always)]
+    pub(crate) fn fill_parts(
+        &mut self,
+        buf: Box<[u8]>,
+        pool: Option<Arc<PoolInner>>,
+        head: u32,
+        tail: u32,
+    ) {
         if self.has_buffer() {
             drop(std::mem::take(self));
         }
         // Empty now (no buffer, no pool): its fields own nothing, so they
         // are overwritten, not dropped.
-        let mut b = std::mem::ManuallyDrop::new(body);
-        std::mem::forget(std::mem::replace(&mut self.buf, std::mem::take(&mut b.buf)));
-        std::mem::forget(std::mem::replace(&mut self.pool, b.pool.take()));
-        self.head = b.head;
-        self.tail = b.tail;
+        std::mem::forget(std::mem::replace(&mut self.buf, buf));
+        std::mem::forget(std::mem::replace(&mut self.pool, pool));
+        self.head = head;
+        self.tail = tail;
         self.anno = Anno::default();
     }
 }

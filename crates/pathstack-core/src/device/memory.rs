@@ -411,8 +411,14 @@ impl MemoryEnd {
         // The bytes cross the wire, the sender's annotations do not: the
         // frame starts with none, as from any device.
         frame.fill_from(f);
-        // Only the peer writes this ring, so what it holds now is all
-        // that is ready: one acquire load.
+        self.more_ready()
+    }
+
+    /// Whether more frames are ready after the one just handed over. Only
+    /// the peer writes this ring, so what it holds now is all that is
+    /// ready: one acquire load.
+    #[inline(always)]
+    fn more_ready(&self) -> Received {
         if self.rx.is_empty() {
             Received::Last
         } else {
@@ -428,7 +434,7 @@ impl MemoryEnd {
     fn receive_past_discards(&mut self, mut f: Body, frame: &mut Msg) -> Received {
         while any_matches(&self.discard, f.as_slice()) {
             self.stats.dropped_discard += 1;
-            drop(f);
+            drop(f.into_msg());
             let Ok(next) = self.rx.pop() else {
                 return Received::Nothing;
             };
@@ -463,7 +469,7 @@ impl MemoryEnd {
         // with the flag word it keeps next to the positions a push reads.
         if len > self.max_frame || self.tx.is_abandoned() {
             // The refused frame goes back to its pool now.
-            drop(frame.take_body());
+            drop(std::mem::take(frame));
             return Err(self.refuse(len));
         }
         match self.tx.push(frame.take_body()) {
@@ -478,7 +484,10 @@ impl MemoryEnd {
                 Ok(())
             }
             // The rejected frame is dropped here and its buffer goes home.
-            Err(_frame) => Err(self.full()),
+            Err(rtrb::PushError::Full(f)) => {
+                drop(f.into_msg());
+                Err(self.full())
+            }
         }
     }
 
@@ -486,14 +495,34 @@ impl MemoryEnd {
     /// the wire never fails to receive, so it says only what it took.
     #[inline(always)]
     pub(crate) fn take_into(&mut self, frame: &mut Msg) -> Received {
-        let Ok(f) = self.rx.pop() else {
+        // Taken apart as it leaves the ring: its parts go on in registers
+        // into `frame`, not as a value copied through four temporaries
+        // (issue 26 item 6).
+        let Ok(Body {
+            buf,
+            pool,
+            head,
+            tail,
+        }) = self.rx.pop()
+        else {
             return Received::Nothing;
         };
         self.took_one();
         if !self.discard.is_empty() {
+            let f = Body {
+                buf,
+                pool,
+                head,
+                tail,
+            };
             return self.receive_past_discards(f, frame);
         }
-        self.deliver(f, frame)
+        // `rx_frames` is `popped` less the discarded (`stats`).
+        self.stats.rx_bytes += u64::from(tail - head);
+        // The bytes cross the wire, the sender's annotations do not: the
+        // frame starts with none, as from any device.
+        frame.fill_parts(buf, pool, head, tail);
+        self.more_ready()
     }
 
     /// The peer's ring is full: the frame is dropped (counted).
@@ -611,6 +640,16 @@ impl Drop for MemoryEnd {
         // A waiting task finds nothing, which is right: nothing more comes.
         // Woken, it learns that by asking again.
         peer_lane.wake_task();
+        // The frames the peer sent that this end never took go back to
+        // their pools (a `Body` has no drop of its own, so that it moves
+        // out of the ring without copies). The peer pushes nothing more:
+        // it checks that the ring is abandoned first (a push racing this
+        // drop from the peer's thread, between its check and its push,
+        // leaves a frame that the ring frees to the heap instead of its
+        // pool: no memory is lost, the pool counts it live).
+        while let Ok(f) = self.rx.pop() {
+            drop(f.into_msg());
+        }
     }
 }
 
@@ -786,6 +825,24 @@ mod tests {
     }
 
     #[test]
+    fn frames_left_in_the_ring_go_home_when_either_end_goes() {
+        let pool = MsgPool::new(PoolConfig::small(8));
+        let (mut a, mut b) = memory_pair(MemoryConfig::default());
+        for t in 0..3 {
+            a.transmit(frame(&pool, t, 10), T0).unwrap();
+        }
+        b.transmit(frame(&pool, 9, 10), T0).unwrap();
+        assert_eq!(pool.stats().live, 4);
+        // B takes one of A's three; the two it leaves go home with it.
+        assert_eq!(tag(&b.receive(&pool, T0).unwrap().unwrap()), 0);
+        drop(b);
+        assert_eq!(pool.stats().live, 1);
+        // The frame B sent and A never took goes home with A.
+        drop(a);
+        assert_eq!(pool.stats().live, 0);
+    }
+
+    #[test]
     fn dropped_peer_disconnects_but_queued_frames_still_arrive() {
         let pool = MsgPool::new(PoolConfig::small(4));
         let (mut a, mut b) = memory_pair(MemoryConfig::default());
@@ -798,8 +855,9 @@ mod tests {
         assert_eq!(a.stats().errors, 1);
         assert_eq!(tag(&a.receive(&pool, T0).unwrap().unwrap()), 7);
         assert!(a.receive(&pool, T0).unwrap().is_none());
-        // Frame 8 was never received; it goes home when the wire is gone.
-        assert_eq!(pool.stats().live, 1);
+        // Frame 8 was never received: it went home when its receiver, B,
+        // was dropped (B gives back what its ring still holds).
+        assert_eq!(pool.stats().live, 0);
         assert!(!a.wait_rx(std::time::Duration::from_secs(5)));
         drop(a);
         assert_eq!(pool.stats().live, 0);
