@@ -117,6 +117,23 @@ impl SendBuffer {
         n
     }
 
+    /// Whether a [`write`](Self::write) of `n` octets would take them
+    /// all into the ring as allocated (no growth, no FIN queued): what a
+    /// predicted write asks before it changes anything
+    /// (`Tcb::write_predicted`).
+    #[inline(always)]
+    pub fn fits_allocated(&self, n: usize) -> bool {
+        !self.fin && n <= self.buf.len() - self.len
+    }
+
+    /// [`write`](Self::write) of `data`, which
+    /// [`fits_allocated`](Self::fits_allocated): all of it, in line.
+    #[inline(always)]
+    pub fn write_fitting(&mut self, data: &[u8]) {
+        debug_assert!(self.fits_allocated(data.len()));
+        self.put(data);
+    }
+
     /// [`write`](Self::write) when the ring as allocated is too small (or
     /// nothing can be taken): grows it first. Out of line: a write that
     /// finds the ring full while it may still grow is rare.

@@ -8,7 +8,7 @@ use crate::tcp::conn_drop_reason::ConnDropReason;
 use crate::tcp::ring::copy_octets;
 use crate::tcp::{CookieOpen, OutSegment, SeqNumber, State, Tcb, TcpConfig};
 use crate::wire::icmp::{types, QuotedTcp};
-use crate::wire::tcp::{self as wire, TcpPacket, TcpRepr, TcpTemplate};
+use crate::wire::tcp::{self as wire, TcpPacket, TcpRepr, TcpTemplate, TemplateFields};
 use crate::wire::tcp_predicted::TcpPredicted;
 use pathstack_core::attrs::Attrs;
 use pathstack_core::demux::{DemuxKey, KeyMode};
@@ -197,6 +197,21 @@ impl TcpConnStage {
         cx: &mut Cx<'_, '_>,
         out: &mut Msg,
     ) -> Result<Option<usize>, crate::tcp::TcpError> {
+        // The usual write of a request/response exchange in one step
+        // (`Tcb::write_predicted`: a write on a quiet connection with
+        // nothing unacknowledged, which is one predicted segment of the
+        // written octets), taken in the flush's send: what the write and
+        // the flush after it would do, without the flush's steps that
+        // find nothing here — the connection's establishment counted, our
+        // address known, and ESTABLISHED (not closed: the path stays).
+        if let (true, Some(lip)) = (self.counted, self.local_ip) {
+            let now = cx.now();
+            if let Some(n) = self.send(cx, now, lip, Some(&mut *out), Some(data)) {
+                self.arm(cx);
+                self.after_write_flag();
+                return Ok(Some(n));
+            }
+        }
         let r = self.tcb.send(data);
         self.flush_as(cx, false, Some(out));
         self.after_write_flag();
@@ -270,7 +285,7 @@ impl TcpConnStage {
             // answer) have nothing to send: the control block's check
             // half says so before the emission below is set up.
             if !(ask_quiet && self.tcb.poll_quiet(now)) {
-                self.send(cx, now, lip, hold);
+                self.send(cx, now, lip, hold, None);
             }
         }
         self.arm(cx);
@@ -288,9 +303,21 @@ impl TcpConnStage {
 
     /// Sends what the control block has to send, each segment in a buffer
     /// of the path's pool with its header from the template; a predicted
-    /// segment into `hold` when given, for the caller to send.
+    /// segment into `hold` when given, for the caller to send. With
+    /// `write`, only the predicted write of those octets
+    /// (`Tcb::write_predicted`, see [`write_sending`](Self::write_sending)):
+    /// `Some` of the octets written, or `None`, having done nothing, when
+    /// it is not that case. (One function for both, so that the control
+    /// block's predicted send is inlined once.)
     #[inline(never)]
-    fn send(&mut self, cx: &mut Cx<'_, '_>, now: Instant, lip: Ipv4Addr, hold: Option<&mut Msg>) {
+    fn send(
+        &mut self,
+        cx: &mut Cx<'_, '_>,
+        now: Instant,
+        lip: Ipv4Addr,
+        hold: Option<&mut Msg>,
+        write: Option<&[u8]>,
+    ) -> Option<usize> {
         let rip = self.remote_ip;
         let csum_offload = self.tcb.config().offload.checksum;
         if self.template.is_none() {
@@ -303,24 +330,9 @@ impl TcpConnStage {
         // written into the template, with no `TcpRepr` built and no
         // `dyn` call. Everything else the general way below.
         if let Some(t) = &self.template {
-            let predicted = self.tcb.poll_predicted_send(now, |f, a, b| {
+            let predicted = self.tcb.predicted_output(now, write, |f, a, b| {
                 if let Some(h) = hold {
-                    // Built in the slot it is lent (empty: no buffer,
-                    // nothing to drop), not beside it and moved in: the
-                    // message is a cache line.
-                    let Ok(fresh) = cx.pool().alloc_empty(a.len() + b.len()) else {
-                        return false;
-                    };
-                    std::mem::forget(std::mem::replace(h, fresh));
-                    if fill_segment(h, a, b, csum_offload, 0).is_none()
-                        || t.push_fields(h, f, csum_offload).is_err()
-                    {
-                        // Not sent: the slot is left empty again.
-                        drop(std::mem::take(h));
-                        return false;
-                    }
-                    dress_segment(h, ttl, rip);
-                    return true;
+                    return fill_held(cx, h, t, f, a, b, csum_offload, ttl, rip);
                 }
                 let Some(mut m) = segment_msg(cx, a, b, csum_offload, 0) else {
                     return false;
@@ -331,8 +343,8 @@ impl TcpConnStage {
                 dress_segment(&mut m, ttl, rip);
                 cx.emit(Dir::Down, m).is_ok()
             });
-            if predicted.is_some() {
-                return;
+            if predicted.is_some() || write.is_some() {
+                return predicted;
             }
         }
         let template = self.template.as_ref();
@@ -357,6 +369,7 @@ impl TcpConnStage {
             dress_segment(&mut m, ttl, rip);
             cx.emit(Dir::Down, m).is_ok()
         });
+        None
     }
 
     /// Reports state changes to the module: a passive connection that is
@@ -528,6 +541,38 @@ fn fill_segment(m: &mut Msg, a: &[u8], b: &[u8], csum_offload: bool, gso_size: u
         anno.set_offload(o);
     }
     Some(())
+}
+
+/// The predicted segment built in the slot `h` it is lent (empty: no
+/// buffer, nothing to drop), not beside it and moved in (the message is
+/// a cache line): its data `a` then `b`, its header from the template
+/// `t` with `f`, its annotations. Whether it is there to send; when not,
+/// the slot is left empty again.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn fill_held(
+    cx: &mut Cx<'_, '_>,
+    h: &mut Msg,
+    t: &TcpTemplate,
+    f: &TemplateFields,
+    a: &[u8],
+    b: &[u8],
+    csum_offload: bool,
+    ttl: Option<u8>,
+    rip: Ipv4Addr,
+) -> bool {
+    let Ok(fresh) = cx.pool().alloc_empty(a.len() + b.len()) else {
+        return false;
+    };
+    std::mem::forget(std::mem::replace(h, fresh));
+    if fill_segment(h, a, b, csum_offload, 0).is_none()
+        || t.push_fields(h, f, csum_offload).is_err()
+    {
+        drop(std::mem::take(h));
+        return false;
+    }
+    dress_segment(h, ttl, rip);
+    true
 }
 
 /// A segment with its header, ready to go down the path: its

@@ -578,10 +578,20 @@ impl Tcb {
     /// ACK for every second one) then stalls a request/response exchange
     /// for its delayed-ACK timer, 40 ms on Linux. With the rule, one
     /// write always leaves whole, and small writes still coalesce.
+    #[inline(always)]
     pub(super) fn nagle_holds(&self, seg: NextSeg, full: u32) -> bool {
+        // The usual answers (TCP_NODELAY, a full segment, nothing in
+        // flight) in line, at every send; the rule's own test out of line.
         if self.cfg.nodelay || seg.len >= full || self.sb.is_empty() {
             return false;
         }
+        self.nagle_small_unacked(seg)
+    }
+
+    /// [`nagle_holds`](Self::nagle_holds) past its usual answers: a small
+    /// segment is unacknowledged, and `seg` does not reach the FIN.
+    #[inline(never)]
+    fn nagle_small_unacked(&self, seg: NextSeg) -> bool {
         let small_unacked =
             self.snd_sml.gt(self.sb.high_ack()) && !self.snd_sml.gt(self.sb.snd_nxt());
         if !small_unacked {

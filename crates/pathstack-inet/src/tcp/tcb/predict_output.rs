@@ -157,6 +157,52 @@ impl Tcb {
     where
         F: FnOnce(&TemplateFields, &[u8], &[u8]) -> bool,
     {
+        self.predicted_output(now, None, emit)
+    }
+
+    /// [`send`](Self::send) of `data` and then
+    /// [`poll_predicted_send`](Self::poll_predicted_send) in one step, for
+    /// the usual write of a request/response exchange: a write on a quiet
+    /// connection with nothing held in the send buffer (all acknowledged,
+    /// nothing queued), which becomes exactly one predicted segment of
+    /// `data` (issue 26 item 2, Jacobson's prediction on output). The
+    /// segment's data is handed to `emit` from `data` itself (the octets
+    /// the send ring now holds), so neither is the ring read back nor are
+    /// the general send's checks asked of what is known here: SEND's state
+    /// cases (ESTABLISHED, no FIN queued), a write the ring takes whole
+    /// as allocated, and a segment that starts at SND.UNA = SND.NXT and
+    /// ends at the data's end. `None`, having changed nothing, when it is
+    /// not that case (the caller writes and flushes the general way);
+    /// otherwise the octets written (all of `data`), the segment sent or
+    /// not as `poll_predicted_send` would have left it — the same state
+    /// afterwards as `send` and `poll_predicted_send` (`predict_tests.rs`
+    /// drives a control block through this, as the stage does, against
+    /// one without short paths).
+    #[inline]
+    pub fn write_predicted<F>(&mut self, now: Instant, data: &[u8], emit: F) -> Option<usize>
+    where
+        F: FnOnce(&TemplateFields, &[u8], &[u8]) -> bool,
+    {
+        self.predicted_output(now, Some(data), emit)
+    }
+
+    /// The one body of [`poll_predicted_send`](Self::poll_predicted_send)
+    /// (`write` `None`: `Some` of the segments sent) and
+    /// [`write_predicted`](Self::write_predicted) (`Some(data)`: `Some` of
+    /// the octets written), for a caller that takes both in one place
+    /// (the stage's send): the header's fields, the emission, the
+    /// recording and the timers written once, so that the compiler
+    /// inlines them once.
+    #[inline]
+    pub fn predicted_output<F>(
+        &mut self,
+        now: Instant,
+        write: Option<&[u8]>,
+        emit: F,
+    ) -> Option<usize>
+    where
+        F: FnOnce(&TemplateFields, &[u8], &[u8]) -> bool,
+    {
         if self.due.any()
             || !self.ts_ok
             || (self.sb.is_empty()
@@ -165,9 +211,79 @@ impl Tcb {
         {
             return None;
         }
-        let seg = self.predicted_send()?;
-        // `plain_ack_repr`'s fields: ACK and PSH (the segment empties
-        // what was written), RCV.NXT, the window, the timestamps.
+        let seg = match write {
+            None => self.predicted_send()?,
+            Some(data) => {
+                let seg = self.written_send(data)?;
+                self.snd.write_fitting(data);
+                seg
+            }
+        };
+        let fields = self.predicted_fields(now, seg);
+        // The segment's data: what was just written, or read from the
+        // send ring.
+        let (a, b) = match write {
+            Some(data) => (data, &[][..]),
+            None => {
+                let una = self.snd.una();
+                self.snd.peek((seg.start - una) as usize, seg.len as usize)
+            }
+        };
+        let went = emit(&fields, a, b);
+        let sent = self.after_predicted_emit(now, seg, went);
+        Some(write.map_or(sent, <[u8]>::len))
+    }
+
+    /// The one segment a write of `data` would be once written, when
+    /// [`write_predicted`](Self::write_predicted) may take it (asked after
+    /// `poll_predicted_send`'s own checks): SEND's cases, and
+    /// [`predicted_send`](Self::predicted_send)'s checks for the segment
+    /// `[SND.UNA, SND.UNA + len)` that the write leaves. `None`, having
+    /// changed nothing, otherwise.
+    #[inline(always)]
+    fn written_send(&self, data: &[u8]) -> Option<NextSeg> {
+        let n = data.len();
+        // SEND's cases: ESTABLISHED (no FIN queued: `fits_allocated`),
+        // something to write, and all of it taken by the ring as it is,
+        // which holds nothing before it. (No probe is due: the word of
+        // what is due was asked empty.)
+        let nxt = self.sb.snd_nxt();
+        if n == 0
+            || self.state != State::Established
+            || !self.snd.is_empty()
+            || !self.snd.fits_allocated(n)
+            || !self.short_paths()
+            || nxt != self.snd.una()
+            || !self.sb.is_clean()
+            || !self.recovery.is_open()
+            || (self.sack_ok && self.rcv.pending_sack_blocks() > 0)
+        {
+            return None;
+        }
+        let len = n as u32;
+        let right = self.sb.high_ack() + self.snd_wnd;
+        if len > self.smss
+            || len > self.sb.smss()
+            || !right.gt(nxt)
+            || right - nxt < len
+            || self.cc.cwnd().saturating_sub(self.sb.flight_size()) < self.sb.smss()
+            || !self.sb.has_room()
+        {
+            return None;
+        }
+        let seg = NextSeg::new(Rule::New, nxt, len);
+        if self.nagle_holds(seg, self.smss) {
+            return None;
+        }
+        Some(seg)
+    }
+
+    /// The header fields of the predicted segment `seg`:
+    /// `plain_ack_repr`'s, ACK and PSH (the segment empties what was
+    /// written), RCV.NXT, the window, the timestamps; the ACK recorded as
+    /// sent.
+    #[inline(always)]
+    fn predicted_fields(&mut self, now: Instant, seg: NextSeg) -> TemplateFields {
         let fields = TemplateFields {
             seq: seg.start.0,
             ack: self.rcv_nxt().0,
@@ -178,11 +294,17 @@ impl Tcb {
             tsecr: self.ts_recent,
         };
         self.last_ack_sent = self.rcv_nxt();
-        let una = self.snd.una();
-        let (a, b) = self.snd.peek((seg.start - una) as usize, seg.len as usize);
-        if !emit(&fields, a, b) {
+        fields
+    }
+
+    /// After the predicted segment `seg` was handed over (`went`: it went
+    /// out): recorded, and the timers as `after_sending` leaves them.
+    /// Returns the segments sent.
+    #[inline(always)]
+    fn after_predicted_emit(&mut self, now: Instant, seg: NextSeg, went: bool) -> usize {
+        if !went {
             self.after_sending(now, 0);
-            return Some(0);
+            return 0;
         }
         let sent = self.record_predicted(now, seg);
         if sent == 1 {
@@ -190,6 +312,6 @@ impl Tcb {
         } else {
             self.after_sending(now, sent);
         }
-        Some(sent)
+        sent
     }
 }

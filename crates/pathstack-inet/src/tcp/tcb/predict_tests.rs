@@ -14,6 +14,12 @@
 //! template's fields (`Tcb::poll_predicted_send`), then, when that
 //! declines, the full send.
 //!
+//! An application's write goes to the first, when no timer is due, as
+//! the stage takes it: the predicted write first (`Tcb::write_predicted`,
+//! the write and its one segment in one step), the write and the output
+//! above when that declines; the segment it sent is the first of the
+//! outputs compared.
+//!
 //! A third control block, with the short paths on, skips the check half
 //! of output (`Tcb::poll_quiet`) and always takes the full send
 //! (`Tcb::poll_output_due`, what `poll_output` is without its check): the
@@ -33,7 +39,7 @@ use super::*;
 use crate::tcp::config::{Keepalive, TcpOffload};
 use crate::tcp::congestion::CongestionKind;
 use crate::tcp::conn_drop_reason::ConnDropReason as Drop;
-use crate::wire::tcp::TcpTemplate;
+use crate::wire::tcp::{TcpTemplate, TemplateFields};
 use crate::wire::tcp_predicted::TcpPredicted;
 use pathstack_core::time::Duration;
 use proptest::prelude::*;
@@ -210,6 +216,10 @@ struct Twins {
     steps: usize,
     /// Segments the predicting twin took read in place from the wire.
     in_place: u64,
+    /// Writes the predicting twin took as predicted writes.
+    written_through: u64,
+    /// What the predicting twin's predicted write sent, not yet compared.
+    a_sent: Vec<Emitted>,
 }
 
 fn outputs(t: &mut Tcb, now: Instant) -> Vec<Emitted> {
@@ -230,24 +240,10 @@ fn outputs_as_stage(t: &mut Tcb, now: Instant) -> Vec<Emitted> {
     if t.poll_quiet(now) {
         return Vec::new();
     }
-    let (src_port, dst_port) = t.ports();
+    let ports = t.ports();
     let mut v = Vec::new();
     let predicted = t.poll_predicted_send(now, |f, a, b| {
-        let mut p = a.to_vec();
-        p.extend_from_slice(b);
-        let mut options = TcpOptions::default();
-        options.timestamps = Some((f.tsval, f.tsecr));
-        let repr = TcpRepr {
-            src_port,
-            dst_port,
-            seq: f.seq,
-            ack: f.ack,
-            flags: f.flags,
-            window: f.window,
-            urgent: f.urgent,
-            options,
-        };
-        v.push((repr, p, 0));
+        v.push(template_segment(ports, f, a, b));
         true
     });
     if predicted.is_none() {
@@ -259,6 +255,31 @@ fn outputs_as_stage(t: &mut Tcb, now: Instant) -> Vec<Emitted> {
         });
     }
     v
+}
+
+/// The segment a predicted send hands over (the template's fields, the
+/// data in two pieces), as a `TcpRepr` and its data to compare.
+fn template_segment(
+    (src_port, dst_port): (u16, u16),
+    f: &TemplateFields,
+    a: &[u8],
+    b: &[u8],
+) -> Emitted {
+    let mut p = a.to_vec();
+    p.extend_from_slice(b);
+    let mut options = TcpOptions::default();
+    options.timestamps = Some((f.tsval, f.tsecr));
+    let repr = TcpRepr {
+        src_port,
+        dst_port,
+        seq: f.seq,
+        ack: f.ack,
+        flags: f.flags,
+        window: f.window,
+        urgent: f.urgent,
+        options,
+    };
+    (repr, p, 0)
 }
 
 /// [`outputs`] through the full send alone, without the check half.
@@ -305,6 +326,8 @@ impl Twins {
             c: make(false),
             now: Instant::ZERO,
             in_place: 0,
+            written_through: 0,
+            a_sent: Vec::new(),
             peer: Peer {
                 tcb_iss: iss,
                 iss: peer_iss,
@@ -371,7 +394,8 @@ impl Twins {
                 t.on_tick(now);
             }
         }
-        let oa = outputs_as_stage(&mut self.a, now);
+        let mut oa = std::mem::take(&mut self.a_sent);
+        oa.extend(outputs_as_stage(&mut self.a, now));
         let ob = outputs(&mut self.b, now);
         let oc = outputs_due(&mut self.c, now);
         assert_eq!(oa, ob, "emitted segments differ at {now:?}");
@@ -530,12 +554,40 @@ impl Twins {
         self.settle();
     }
 
+    /// An application's write: on the predicting twin as the stage takes
+    /// it when no timer is due (the stage's timers fire from the run loop,
+    /// not before a write), the predicted write first; the others write
+    /// and then send (`settle`). The same answer from all three.
+    fn send(&mut self, data: &[u8]) {
+        let now = self.now;
+        let ports = self.a.ports();
+        let mut sent = Vec::new();
+        let through = if self.a.poll_at().is_none_or(|p| p > now) {
+            self.a.write_predicted(now, data, |f, a, b| {
+                sent.push(template_segment(ports, f, a, b));
+                true
+            })
+        } else {
+            None
+        };
+        let Some(n) = through else {
+            self.app("send", |t| t.send(data));
+            return;
+        };
+        self.written_through += 1;
+        let ra = Ok(Some(n));
+        assert_eq!(ra, self.b.send(data), "send");
+        assert_eq!(ra, self.c.send(data), "send");
+        self.a_sent = sent;
+        self.settle();
+    }
+
     fn run(&mut self, op: Op) {
         match op {
             Op::Segment(s) => self.segment(s),
             Op::Send(n) => {
                 let data: Vec<u8> = (0..n).map(|i| (i as u8).wrapping_mul(7)).collect();
-                self.app("send", |t| t.send(&data));
+                self.send(&data);
             }
             Op::Recv(n) => {
                 let n = usize::from(n);
@@ -808,7 +860,7 @@ fn peer_syn() -> impl Strategy<Value = PeerSyn> {
 }
 
 /// One case: the twins opened, then `ops`; returns the counters of the
-/// predicting one.
+/// predicting one and how many of its writes were predicted writes.
 fn twins_case(
     cfg: TcpConfig,
     passive: bool,
@@ -816,7 +868,7 @@ fn twins_case(
     peer_iss: u32,
     syn: PeerSyn,
     ops: &[Op],
-) -> TcpStats {
+) -> (TcpStats, u64) {
     let mut w = Twins::new(cfg, passive, iss, peer_iss, syn);
     for &op in ops {
         w.run(op);
@@ -829,7 +881,7 @@ fn twins_case(
     });
     let b = w.b.stats();
     assert_eq!(b.predicted_acks + b.predicted_data + b.predicted_sends, 0);
-    w.a.stats()
+    (w.a.stats(), w.written_through)
 }
 
 /// A test runner of fixed seed (`seed` in every byte), for the tests
@@ -903,15 +955,22 @@ fn output_prediction_is_taken_in_the_random_cases() {
         peer_syn(),
         sender_ops(100..300),
     );
-    let (mut predicted, mut data) = (0, 0);
+    let (mut predicted, mut data, mut through) = (0, 0, 0);
     for _ in 0..24 {
         let (cfg, passive, iss, peer_iss, syn, ops) =
             strategy.new_tree(&mut runner).unwrap().current();
-        let s = twins_case(cfg, passive, iss, peer_iss, syn, &ops);
+        let (s, t) = twins_case(cfg, passive, iss, peer_iss, syn, &ops);
         predicted += s.predicted_sends;
         data += s.data_segs_out;
+        through += t;
     }
-    println!("predicted: {predicted} of {data} data segments sent");
+    println!("predicted: {predicted} of {data} data segments sent, {through} as predicted writes");
+    // Some of them as predicted writes (the write and its segment in one
+    // step), some not.
+    assert!(
+        through > 10 && through < predicted,
+        "{through} predicted writes"
+    );
     assert!(
         predicted * 10 > data && predicted * 10 < data * 9,
         "{predicted} of {data} data segments predicted"
@@ -938,7 +997,7 @@ fn prediction_is_taken_in_the_random_cases() {
     for _ in 0..24 {
         let (cfg, passive, iss, peer_iss, syn, ops) =
             strategy.new_tree(&mut runner).unwrap().current();
-        let s = twins_case(cfg, passive, iss, peer_iss, syn, &ops);
+        let (s, _) = twins_case(cfg, passive, iss, peer_iss, syn, &ops);
         acks += s.predicted_acks;
         data += s.predicted_data;
         segs += s.segs_in;
@@ -992,6 +1051,9 @@ fn ping_pong_is_all_predicted() {
     assert_eq!((s.predicted_data, s.predicted_acks), (100, 0), "{s:?}");
     // Every one of them read in place, as the connection stage reads it.
     assert_eq!(w.in_place, 100);
+    // Every write but the first (which makes the send ring) is a
+    // predicted write.
+    assert_eq!(w.written_through, 99);
     assert_eq!((s.predicted_sends, s.data_segs_out), (100, 100), "{s:?}");
 }
 
