@@ -52,21 +52,36 @@ fn connected() -> (Host, Host, Recording, TcpStream, TcpStream) {
     (client, server, sent, c, s.expect("accepted"))
 }
 
-#[test]
-fn the_answer_carries_the_ack_of_the_request() {
-    let (mut client, mut server, sent, c, s) = connected();
+/// After the handshake has settled: the client writes one octet, both
+/// poll once, and the server reads it in its turn, as an echo server's
+/// loop does (poll, then read). Returns how many frames the server had
+/// sent before the request.
+fn request_read(
+    client: &mut Host,
+    server: &mut Host,
+    sent: &Recording,
+    c: TcpStream,
+    s: TcpStream,
+) -> usize {
     for _ in 0..5 {
         client.poll();
         server.poll();
     }
     let before = sent.len();
-    assert_eq!(ready(c.write(&mut client, b"x")).unwrap(), Some(1));
+    assert_eq!(ready(c.write(client, b"x")).unwrap(), Some(1));
     client.poll();
-    // The server's turn, as an echo server's loop: poll, then read and
-    // answer.
     server.poll();
     let mut b = [0u8; 8];
-    assert_eq!(ready(s.read(&mut server, &mut b)).unwrap(), Some(1));
+    assert_eq!(ready(s.read(server, &mut b)).unwrap(), Some(1));
+    before
+}
+
+#[test]
+fn the_answer_carries_the_ack_of_the_request() {
+    let (mut client, mut server, sent, c, s) = connected();
+    let before = request_read(&mut client, &mut server, &sent, c, s);
+    // The answer, in the same turn.
+    let mut b = [b'x'; 8];
     assert_eq!(ready(s.write(&mut server, &b[..1])).unwrap(), Some(1));
     for _ in 0..5 {
         server.poll();
@@ -84,16 +99,7 @@ fn the_answer_carries_the_ack_of_the_request() {
 #[test]
 fn without_an_answer_the_quick_ack_goes_at_the_next_poll() {
     let (mut client, mut server, sent, c, s) = connected();
-    for _ in 0..5 {
-        client.poll();
-        server.poll();
-    }
-    let before = sent.len();
-    assert_eq!(ready(c.write(&mut client, b"x")).unwrap(), Some(1));
-    client.poll();
-    server.poll();
-    let mut b = [0u8; 8];
-    assert_eq!(ready(s.read(&mut server, &mut b)).unwrap(), Some(1));
+    let before = request_read(&mut client, &mut server, &sent, c, s);
     // The application does not answer: its next poll sends the ACK (the
     // host's clock has moved on by more than the grace).
     std::thread::sleep(std::time::Duration::from_micros(10));

@@ -177,17 +177,7 @@ impl Rack {
         }
         // `on_delivered` with its RTT given. Never retransmitted on a
         // clean scoreboard; asked all the same, as `on_delivered` asks.
-        if !(d.retransmitted && self.min_rtt.is_some_and(|m| rtt < m)) {
-            let newer = match self.xmit_ts {
-                None => true,
-                Some(t) => super::sack_scoreboard::sent_after(d.sent_at, d.end, t, self.end_seq),
-            };
-            if newer {
-                self.xmit_ts = Some(d.sent_at);
-                self.end_seq = d.end;
-                self.rtt = rtt;
-            }
-        }
+        self.take_if_newer(d, rtt);
         if reordering {
             self.reordering_seen = true;
         }
@@ -198,7 +188,14 @@ impl Rack {
     /// if sent after the current one; a retransmitted one only if its RTT
     /// is at least min_RTT (the ambiguity test without timestamps).
     fn on_delivered(&mut self, d: Delivered, now: Instant) {
-        let rtt = now.saturating_since(d.sent_at);
+        self.take_if_newer(d, now.saturating_since(d.sent_at));
+    }
+
+    /// Step 2 with the segment's RTT known: shared by
+    /// [`on_delivered`](Self::on_delivered) and header prediction's
+    /// [`on_predicted_sample`](Self::on_predicted_sample).
+    #[inline(always)]
+    fn take_if_newer(&mut self, d: Delivered, rtt: Duration) {
         if d.retransmitted && self.min_rtt.is_some_and(|m| rtt < m) {
             return;
         }

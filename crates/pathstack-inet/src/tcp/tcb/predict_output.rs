@@ -28,6 +28,7 @@ use super::output::OutSegment;
 use super::Tcb;
 use crate::tcp::congestion::{idle_restart_due, CongestionControl};
 use crate::tcp::sack_scoreboard::{NextSeg, Rule};
+use crate::tcp::seq::SeqNumber;
 use crate::tcp::state::State;
 use crate::wire::tcp::{TcpFlags, TemplateFields};
 use pathstack_core::time::Instant;
@@ -73,23 +74,7 @@ impl Tcb {
         if !nxt.lt(data_end) || nxt.lt(self.snd.una()) {
             return None;
         }
-        let len = data_end - nxt;
-        let right = self.sb.high_ack() + self.snd_wnd;
-        let cap = self.smss;
-        if len > cap
-            || len > self.sb.smss()
-            || !right.gt(nxt)
-            || right - nxt < len
-            || self.cc.cwnd().saturating_sub(self.sb.flight_size()) < self.sb.smss()
-            || !self.sb.has_room()
-        {
-            return None;
-        }
-        let seg = NextSeg::new(Rule::New, nxt, len);
-        if self.nagle_holds(seg, cap) {
-            return None;
-        }
-        Some(seg)
+        self.whole_new_segment(nxt, data_end - nxt)
     }
 
     /// Sends `seg` (from [`predicted_send`](Self::predicted_send)) and
@@ -260,7 +245,16 @@ impl Tcb {
         {
             return None;
         }
-        let len = n as u32;
+        self.whole_new_segment(nxt, n as u32)
+    }
+
+    /// The new-data segment `[nxt, nxt + len)` when it is the whole of
+    /// one send: within the SMSS (the scoreboard's too), the send window
+    /// and cwnd − FlightSize ≥ SMSS, the scoreboard with room, and Nagle
+    /// not holding it — the checks [`predicted_send`](Self::predicted_send)
+    /// and [`written_send`](Self::written_send) share.
+    #[inline(always)]
+    fn whole_new_segment(&self, nxt: SeqNumber, len: u32) -> Option<NextSeg> {
         let right = self.sb.high_ack() + self.snd_wnd;
         if len > self.smss
             || len > self.sb.smss()
