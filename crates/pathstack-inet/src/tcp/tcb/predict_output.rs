@@ -56,14 +56,7 @@ impl Tcb {
     ///   asks it).
     #[inline]
     pub(super) fn predicted_send(&self) -> Option<NextSeg> {
-        if !self.short_paths()
-            || self.state != State::Established
-            || self.due.has(Due::TLP)
-            || self.snd.is_closed()
-            || !self.sb.is_clean()
-            || !self.recovery.is_open()
-            || (self.sack_ok && self.rcv.pending_sack_blocks() > 0)
-        {
+        if !self.output_quiet() || self.due.has(Due::TLP) || self.snd.is_closed() {
             return None;
         }
         // Unsent data, from an SND.NXT not below the send buffer's
@@ -234,18 +227,27 @@ impl Tcb {
         // what is due was asked empty.)
         let nxt = self.sb.snd_nxt();
         if n == 0
-            || self.state != State::Established
+            || !self.output_quiet()
             || !self.snd.is_empty()
             || !self.snd.fits_allocated(n)
-            || !self.short_paths()
             || nxt != self.snd.una()
-            || !self.sb.is_clean()
-            || !self.recovery.is_open()
-            || (self.sack_ok && self.rcv.pending_sack_blocks() > 0)
         {
             return None;
         }
         self.whole_new_segment(nxt, n as u32)
+    }
+
+    /// What both predicted sends ask of the connection first: short paths
+    /// on, ESTABLISHED, a clean scoreboard, recovery open and no SACK
+    /// blocks to carry (so NextSeg is rule 2, new data, and the segment's
+    /// room is the SMSS).
+    #[inline(always)]
+    fn output_quiet(&self) -> bool {
+        self.short_paths()
+            && self.state == State::Established
+            && self.sb.is_clean()
+            && self.recovery.is_open()
+            && !(self.sack_ok && self.rcv.pending_sack_blocks() > 0)
     }
 
     /// The new-data segment `[nxt, nxt + len)` when it is the whole of
