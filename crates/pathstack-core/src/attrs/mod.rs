@@ -194,8 +194,16 @@ impl Attrs {
     /// Gives back the room kept for more entries: a path's attributes
     /// are set when it is made and then mostly only read, and a host
     /// with a million connections holds a million sets (issue 28 item 4).
+    /// The address stacks of `PARTICIPANTS`, which routing consumes part
+    /// by part (each module pops its own), are given back their room too:
+    /// on an established connection both are empty, and their two
+    /// allocations were 64 octets of an idle end (issue 28 item 4).
     pub fn shrink_to_fit(&mut self) {
         self.entries.shrink_to_fit();
+        if let Some(p) = self.get_mut(&keys::PARTICIPANTS) {
+            p.local.shrink_to_fit();
+            p.remote.shrink_to_fit();
+        }
     }
 
     /// Drops every limited attribute whose name is not in `understood`
@@ -253,5 +261,27 @@ mod tests {
         assert_eq!(a.len(), 2);
         a.retain_understood(&[]);
         assert!(a.contains(&NAME) && !a.contains(&NUM));
+    }
+
+    /// Routing pops every part of `PARTICIPANTS`; the emptied stacks
+    /// keep no room once the set is shrunk (issue 28 item 4).
+    #[test]
+    fn shrink_gives_back_consumed_participants() {
+        use keys::{AddrPart, Participants, PARTICIPANTS};
+        let mut a = Attrs::new().with(
+            &PARTICIPANTS,
+            Participants {
+                local: vec![AddrPart::Ipv4([10, 0, 0, 1]), AddrPart::Port(7)],
+                remote: vec![AddrPart::Ipv4([10, 0, 0, 2]), AddrPart::Port(9)],
+            },
+        );
+        let p = a.get_mut(&PARTICIPANTS).unwrap();
+        p.local.clear();
+        p.remote.pop();
+        a.shrink_to_fit();
+        let p = a.get(&PARTICIPANTS).unwrap();
+        assert_eq!(p.local.capacity(), 0);
+        assert_eq!(p.remote.capacity(), 1);
+        assert_eq!(p.remote, [AddrPart::Ipv4([10, 0, 0, 2])]);
     }
 }
