@@ -32,6 +32,7 @@ pub mod ops;
 mod param_access;
 pub mod path;
 mod path_deadline;
+mod path_queues;
 mod path_table;
 pub mod queue_sizing;
 pub mod rate;

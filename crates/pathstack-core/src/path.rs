@@ -10,13 +10,14 @@ use crate::ids::{Dir, ModuleId, PathId};
 use crate::msg::Msg;
 use crate::ops::Ops;
 use crate::path_deadline::PathDeadline;
+pub use crate::path_queues::PathQueue;
+use crate::path_queues::PathQueues;
 use crate::rate::EventRate;
 use crate::runtime::{Env, Shared};
 use crate::sched::SchedParams;
 use crate::stack::module_slot::ModuleSlot;
 use crate::stage_view::StageView;
 use crate::time::Instant;
-use std::collections::VecDeque;
 use std::sync::Arc;
 
 /// The index of a path queue (thesis §3.3.3 table).
@@ -47,59 +48,6 @@ impl QueueKind {
             Dir::Down => QueueKind::SinkDown,
             Dir::Up => QueueKind::SinkUp,
         }
-    }
-}
-
-/// A bounded FIFO of messages. Its storage is allocated when the queue is
-/// first used and grows (doubling) up to the bound, never past it: with
-/// run to completion most paths never queue a message, so a path costs no
-/// queue memory until it needs it, and a queue that has reached its
-/// working size allocates nothing more (steady state stays allocation-free).
-#[derive(Debug)]
-pub struct PathQueue {
-    q: VecDeque<Msg>,
-    cap: usize,
-    dropped: u64,
-}
-
-impl PathQueue {
-    pub(crate) fn new(cap: usize) -> Self {
-        PathQueue {
-            q: VecDeque::new(),
-            cap,
-            dropped: 0,
-        }
-    }
-    /// Messages in the queue.
-    pub fn len(&self) -> usize {
-        self.q.len()
-    }
-    /// Whether the queue is empty.
-    pub fn is_empty(&self) -> bool {
-        self.q.is_empty()
-    }
-    /// Most messages the queue holds.
-    pub fn capacity(&self) -> usize {
-        self.cap
-    }
-    /// Messages refused because the queue was full.
-    pub fn dropped(&self) -> u64 {
-        self.dropped
-    }
-    /// The message at the head of the queue, left in place (what a
-    /// socket's `peek` reads).
-    pub fn front(&self) -> Option<&Msg> {
-        self.q.front()
-    }
-    /// The queued messages, oldest first, left in place.
-    pub fn iter(&self) -> impl Iterator<Item = &Msg> + '_ {
-        self.q.iter()
-    }
-    pub(crate) fn pop(&mut self) -> Option<Msg> {
-        self.q.pop_front()
-    }
-    pub(crate) fn set_capacity(&mut self, cap: usize) {
-        self.cap = cap;
     }
 }
 
@@ -155,7 +103,7 @@ pub struct Path {
     /// Service through which path creation entered each stage's module.
     pub(crate) entries: Vec<Option<u32>>,
     pub(crate) next_stage_id: u32,
-    pub(crate) queues: [PathQueue; 4],
+    pub(crate) queues: PathQueues,
     pub(crate) stats: PathStats,
     /// Hash of the module sequence: LDLP batches paths with equal keys.
     pub(crate) seq_key: u64,
@@ -208,8 +156,8 @@ impl Path {
         &self.view.stage_modules
     }
     /// One of the four queues.
-    pub fn queue(&self, kind: QueueKind) -> &PathQueue {
-        &self.queues[kind as usize]
+    pub fn queue(&self, kind: QueueKind) -> PathQueue<'_> {
+        self.queues.view(kind as usize)
     }
     /// The path's attributes.
     pub fn attrs(&self) -> &Attrs {
@@ -222,6 +170,12 @@ impl Path {
     /// Whether the path has input waiting to be scheduled.
     pub fn is_pending(&self) -> bool {
         self.queued[0] || self.queued[1]
+    }
+    /// Whether the path has made its source queues (on the first input
+    /// queued for a scheduler's turn, or the first refusal): a path run to
+    /// completion, as an idle connection's, never does (issue 28 item 4).
+    pub fn source_queues_made(&self) -> bool {
+        self.queues.is_made()
     }
     /// Accounting.
     pub fn stats(&self) -> &PathStats {
@@ -310,15 +264,15 @@ impl Path {
             return Some(now + rel);
         }
         let queue = d.map_or(BottleneckQueue::default(), |d| d.queue);
-        let src = &self.queues[QueueKind::source(dir) as usize];
-        let free = src.capacity().saturating_sub(src.len()) as u64;
+        let src = QueueKind::source(dir) as usize;
+        let free = self.queues.cap(src).saturating_sub(self.queues.len(src)) as u64;
         // The `free`th arrival after the last one finds the queue full.
         let overflow = match queue {
             BottleneckQueue::Output => None,
             _ => self.arrival_rate().due(free.max(1)),
         };
         // With `len` messages left, the drain after them finds none.
-        let sink = self.queues[QueueKind::sink(dir) as usize].len() as u64;
+        let sink = self.queues.len(QueueKind::sink(dir) as usize) as u64;
         let dry = match queue {
             BottleneckQueue::Input => None,
             _ => self.drain_rate().due(sink + 1),
@@ -346,11 +300,12 @@ impl Path {
         let bytes = held(&m);
         // Buffer bytes are bounded by memory: the sum cannot overflow.
         let after = self.stats.held_bytes + bytes;
-        let q = &mut self.queues[kind as usize];
-        if after > self.mem_limit || q.q.len() >= q.cap {
+        let cap = self.queues.cap(kind as usize);
+        let q = self.queues.deque_mut(kind as usize);
+        if after > self.mem_limit || q.len() >= cap {
             return Err(self.refuse(kind, m, after));
         }
-        q.q.push_back(m);
+        q.push_back(m);
         self.stats.held_bytes = after;
         if after > self.stats.peak_held_bytes {
             self.stats.peak_held_bytes = after;
@@ -370,12 +325,13 @@ impl Path {
     pub(crate) fn push_queue_from(&mut self, kind: QueueKind, m: &mut Msg) {
         let bytes = held(m);
         let after = self.stats.held_bytes + bytes;
-        let q = &mut self.queues[kind as usize];
-        if after > self.mem_limit || q.q.len() >= q.cap {
+        let cap = self.queues.cap(kind as usize);
+        let q = self.queues.deque_mut(kind as usize);
+        if after > self.mem_limit || q.len() >= cap {
             self.refuse_in_place(kind, after);
             return;
         }
-        q.q.push_back(std::mem::take(m));
+        q.push_back(std::mem::take(m));
         self.stats.held_bytes = after;
         if after > self.stats.peak_held_bytes {
             self.stats.peak_held_bytes = after;
@@ -390,7 +346,7 @@ impl Path {
         let r = if after > self.mem_limit {
             CoreDropReason::OverMemoryBudget
         } else {
-            self.queues[kind as usize].dropped += 1;
+            self.queues.count_refused(kind as usize);
             match kind {
                 QueueKind::SourceDown | QueueKind::SourceUp => CoreDropReason::SourceFull,
                 QueueKind::SinkDown | QueueKind::SinkUp => CoreDropReason::SinkFull,
@@ -410,7 +366,7 @@ impl Path {
     /// Takes the head of queue `kind`, returning its buffer's charge.
     #[inline]
     pub(crate) fn pop_queue(&mut self, kind: QueueKind) -> Option<Msg> {
-        let m = self.queues[kind as usize].pop()?;
+        let m = self.queues.pop(kind as usize)?;
         // Charged when queued: cannot go below zero.
         self.stats.held_bytes -= held(&m);
         Some(m)

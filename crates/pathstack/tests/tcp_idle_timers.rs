@@ -56,4 +56,17 @@ fn established_idle_connections_hold_no_timers() {
         s0,
         "the server's ends hold no timer once established"
     );
+    // Nor any queue storage: run to completion, no path of either host
+    // (connections, listener, ARP, TCP's own) queued input for a turn,
+    // so none made its boxed source queues (issue 28 item 4).
+    for (name, h) in [("client", &client), ("server", &server)] {
+        let s = h.stack();
+        for id in s.path_ids() {
+            let p = s.path(id).unwrap();
+            assert!(
+                !p.source_queues_made(),
+                "{name}'s path {id:?} made its source queues"
+            );
+        }
+    }
 }

@@ -194,7 +194,7 @@ impl Stack {
             });
             taken += 1;
         }
-        if !path.queues[q as usize].is_empty() {
+        if !path.queues.is_empty(q as usize) {
             requeue(path, &mut self.runq, dir, self.now);
         }
     }

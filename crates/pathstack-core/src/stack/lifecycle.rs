@@ -12,8 +12,9 @@ use crate::exec::DynExec;
 use crate::ids::{Dir, ModuleId, PathId};
 use crate::module::{CreateCx, Route};
 use crate::ops::Ops;
-use crate::path::{Path, PathQueue, PathStats};
+use crate::path::{Path, PathStats};
 use crate::path_deadline::PathDeadline;
+use crate::path_queues::PathQueues;
 use crate::rules::{Rule, RuleTarget, RuleView};
 use crate::runtime::Env;
 use crate::sched::SchedParams;
@@ -300,7 +301,7 @@ impl Stack {
                 sched,
             },
             entries,
-            queues: std::array::from_fn(|_| PathQueue::new(qlen)),
+            queues: PathQueues::new(qlen),
             stats: PathStats::default(),
             queued: [false; 2],
             stamp: 0,
@@ -619,9 +620,7 @@ impl Stack {
     /// capacity stay; new ones are refused until the queue is below it.
     pub fn set_queue_len(&mut self, id: PathId, len: usize) -> Result<(), PathError> {
         let path = self.paths.get_mut(id).ok_or(PathError::NoSuchPath(id))?;
-        for q in &mut path.queues {
-            q.set_capacity(len);
-        }
+        path.queues.set_capacity(len);
         Ok(())
     }
 

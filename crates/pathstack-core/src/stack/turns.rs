@@ -110,7 +110,7 @@ impl Stack {
             // More input waiting: back in the run queue behind its peers
             // now, so that input arriving meanwhile queues behind it; the
             // rest of the quantum runs first.
-            if !path.queues[src as usize].is_empty() && !path.queued[dir.index()] {
+            if !path.queues.is_empty(src as usize) && !path.queued[dir.index()] {
                 requeue(path, &mut self.runq, dir, now);
             }
             let mut msg = msg;
