@@ -343,6 +343,9 @@ impl Tcb {
     /// allow.
     fn send_data(&mut self, now: Instant, emit: &mut dyn FnMut(OutSegment<'_>) -> bool) -> usize {
         let mut sent = 0;
+        // The previous segment was a super-segment the half-cwnd quota
+        // cut short (`tso_len`): the next new data continues it.
+        let mut quota_cut = false;
         self.before_sending(now);
         // The usual write of a quiet connection: one segment, sent and
         // recorded without the walk below (`predict_output.rs`).
@@ -396,14 +399,18 @@ impl Tcb {
                 break;
             }
             let mut gso_size = 0;
+            let continues_cut = quota_cut && seg.rule == Rule::New && !probe;
+            quota_cut = false;
             if seg.rule == Rule::New && !probe && seg.len == cap {
-                seg.len = self.tso_len(cap);
+                let (len, cut) = self.tso_len(cap);
+                seg.len = len;
+                quota_cut = cut;
                 if seg.len > cap {
                     gso_size = cap as u16;
                 }
                 seg.len += self.fin_rides(seg);
             }
-            if !self.emit_range(now, seg, gso_size, emit) {
+            if !self.emit_range(now, seg, gso_size, continues_cut, emit) {
                 break;
             }
             if seg.rule == Rule::New && !probe && seg.len < cap {
@@ -514,12 +521,27 @@ impl Tcb {
     /// The length of a new segment of `cap` octets grown into a
     /// super-segment: whole `cap`-sized segments, as many as the device
     /// takes, the data queued and within the send window, the congestion
-    /// window less the pipe, and the scoreboard's room allow; `cap` when
-    /// that is one, or without segmentation offload.
-    fn tso_len(&self, cap: u32) -> u32 {
+    /// window less the pipe, the scoreboard's room and half the congestion
+    /// window allow; `cap` when that is one, or without segmentation
+    /// offload.
+    ///
+    /// Half the congestion window (in segments, at least one) is Linux's
+    /// `tcp_cwnd_test` quota ("for better scheduling, ensure we have at
+    /// least 2 GSO packets in flight"): a window's worth goes as two or
+    /// more super-segments, so the ACK of the first releases the next
+    /// while the second is still in flight, and one lost frame on a
+    /// device that does not cut super-segments (a TAP with offloads on)
+    /// costs at most half the window, not all of it. RFC 9293 leaves how
+    /// data is packaged to the sender; packetdrill
+    /// `slow-start-after-idle` and `slow-start-after-win-update` expect
+    /// it (`> P. 1:5001(5000)`, `> P. 5001:10001(5000)` with cwnd 10).
+    ///
+    /// Also returns whether the quota was what cut it (more would have
+    /// fit otherwise).
+    fn tso_len(&self, cap: u32) -> (u32, bool) {
         let max = self.cfg.offload.tso_payload_max();
         if max < 2 * cap || cap == 0 {
-            return cap;
+            return (cap, false);
         }
         let nxt = self.sb.snd_nxt();
         let data_end = self.snd.data_end();
@@ -528,8 +550,10 @@ impl Tcb {
         let window = if right.gt(nxt) { right - nxt } else { 0 };
         let cwnd_room = self.recovery.send_room(&self.sb, &self.cc);
         let segs_room = u32::try_from(self.sb.room()).unwrap_or(u32::MAX);
+        let half_cwnd = (self.cc.cwnd() / self.smss.max(1) / 2).max(1);
         let octets = max.min(data).min(window).min(cwnd_room);
-        (octets / cap).min(segs_room).max(1) * cap
+        let segs = (octets / cap).min(segs_room);
+        (segs.min(half_cwnd).max(1) * cap, segs > half_cwnd)
     }
 
     /// Arms the probe timeout (RFC 8985 §7.2) if a probe may go: after
@@ -602,12 +626,20 @@ impl Tcb {
     }
 
     /// Emits the range `[start, start + len)` of the send sequence space:
-    /// its data from the send buffer, FIN if the range covers it.
+    /// its data from the send buffer, FIN if the range covers it; PSH at
+    /// a push point (`push_point`), or when `continues_cut` (new data
+    /// right after a super-segment the half-cwnd quota cut, `tso_len`):
+    /// Linux cuts such a super-segment from one write-queue buffer
+    /// (`tso_fragment`, "PSH and FIN should only be set in the second
+    /// packet"), and the rest of the buffer keeps its PSH (packetdrill
+    /// `slow-start-ack-per-4pkt`: `> P. 10001:18001(8000)`, cwnd 14,
+    /// leaves as 7000 and a PSH-marked 1000).
     fn emit_range(
         &mut self,
         now: Instant,
         seg: NextSeg,
         gso_size: u16,
+        continues_cut: bool,
         emit: &mut dyn FnMut(OutSegment<'_>) -> bool,
     ) -> bool {
         let una = self.snd.una();
@@ -624,7 +656,7 @@ impl Tcb {
         if fin {
             flags.insert(TcpFlags::FIN);
         }
-        if data_len > 0 && self.push_point(start, data_len as u32, data_end) {
+        if data_len > 0 && (continues_cut || self.push_point(start, data_len as u32, data_end)) {
             flags.insert(TcpFlags::PSH);
         }
         let repr = self.ack_repr(now, start, flags, data_len);

@@ -40,7 +40,10 @@ fn after_fast_retransmit_with(cfg: TcpConfig) -> Script {
     s.at(10).inject(In::ack(1, 1).win(320));
     s.expect_none();
     s.write(10_000);
-    s.expect(Out::data(1, 10_000));
+    // The window as two super-segments of half cwnd each (`tso_len`;
+    // packetdrill joins them into the script's `1:10001(10000)`).
+    s.expect(Out::data(1, 5_000));
+    s.expect(Out::data(5_001, 5_000));
     s.expect_none();
     s.at(20);
     s.inject(In::ack(1, 1).win(320).sack(&[(1001, 2001)]));
