@@ -5,16 +5,19 @@
 //!
 //! With segmentation offload ([`TcpOffload`](crate::tcp::TcpOffload)), new
 //! data goes down in super-segments: whole MSS-sized segments, as many as
-//! the send window, the congestion window (less the pipe), the scoreboard
-//! and the device's limit allow, handed over as one [`OutSegment`] with
-//! [`OutSegment::gso_size`] set; the device cuts it up (Linux's
-//! `tcp_tso_autosize` without the pacing-rate term). The scoreboard still
-//! records one entry per MSS-sized segment, because that is what the
-//! receiver sees and SACKs: loss recovery, RACK and RTT sampling work on
-//! those wire segments exactly as without offload, and retransmissions go
-//! one segment at a time. Only new data grows; a sub-MSS tail still waits
-//! for Nagle. A FIN queued behind the data rides on the segment or
-//! super-segment that ends it, as on Linux (`fin_rides`).
+//! the send window, the congestion window (less the pipe), the scoreboard,
+//! the device's limit and half the congestion window (Linux's
+//! `tcp_cwnd_test` quota, `tso_len`) allow, handed over as one
+//! [`OutSegment`] with [`OutSegment::gso_size`] set; the device cuts it up
+//! (Linux's `tcp_tso_autosize` without the pacing-rate term). The
+//! scoreboard still records one entry per MSS-sized segment, because that
+//! is what the receiver sees and SACKs: loss recovery, RACK and RTT
+//! sampling work on those wire segments exactly as without offload. Lost
+//! segments that NextSeg would retransmit one after another go as one
+//! super-segment too (`retransmission_len`), recorded segment by segment.
+//! A sub-MSS tail still waits for Nagle. A FIN queued behind the data
+//! rides on the segment or super-segment that ends it, as on Linux
+//! (`fin_rides`).
 
 use super::due::Due;
 use super::Tcb;
@@ -409,6 +412,11 @@ impl Tcb {
                     gso_size = cap as u16;
                 }
                 seg.len += self.fin_rides(seg);
+            } else if seg.rule == Rule::Lost && !probe && seg.len == cap {
+                seg.len = self.retransmission_len(seg);
+                if seg.len > cap {
+                    gso_size = cap as u16;
+                }
             }
             if !self.emit_range(now, seg, gso_size, continues_cut, emit) {
                 break;
@@ -426,9 +434,15 @@ impl Tcb {
                 break;
             }
             if seg.is_retransmission() {
+                // Wire segments: a super-segment counts as what it becomes.
+                let n = if gso_size == 0 {
+                    1
+                } else {
+                    u64::from(seg.len.div_ceil(u32::from(gso_size)))
+                };
                 let rare = self.stats.rare();
-                rare.retrans_segs += 1;
-                rare.timeout_retrans_segs += u64::from(!probe && !self.recovery.in_recovery());
+                rare.retrans_segs += n;
+                rare.timeout_retrans_segs += n * u64::from(!probe && !self.recovery.in_recovery());
             }
             sent += 1;
         }
@@ -556,11 +570,68 @@ impl Tcb {
         (segs.min(half_cwnd).max(1) * cap, segs > half_cwnd)
     }
 
+    /// The length of the retransmission of the lost segment `seg` (RFC
+    /// 6675 NextSeg rule 1, a full segment) grown into a super-segment
+    /// with segmentation offload: the segments right after it that NextSeg
+    /// would choose next by the same rule — full-sized, not SACKed, not
+    /// yet retransmitted, deemed lost (IsLost, RACK or the timeout) — as
+    /// many as the device takes and the congestion state's room (cwnd −
+    /// pipe, or PRR's sndcnt, each falling by what is sent) allows. The
+    /// wire carries the same segments as one at a time would (the device
+    /// cuts it, the scoreboard records each, `record_sent`); only the
+    /// device gets one buffer instead of several, as Linux retransmits a
+    /// multi-segment buffer whole (`tcp_retransmit_skb` with `segs` from
+    /// cwnd − in-flight: packetdrill `fr-4pkt-fack-last-byte`,
+    /// `> . 1001:3001(2000)` after the timeout). RFC 6298 §5.4 and RFC
+    /// 8985 §7.3 leave the packaging to the sender.
+    fn retransmission_len(&self, seg: NextSeg) -> u32 {
+        let max = self.cfg.offload.tso_payload_max();
+        let cap = seg.len;
+        if max < 2 * cap || cap == 0 {
+            return cap;
+        }
+        let mut room = self
+            .recovery
+            .send_room(&self.sb, &self.cc)
+            .saturating_sub(cap);
+        let mut end = seg.start + cap;
+        let mut len = cap;
+        let first_end = end;
+        for s in self.sb.segments().skip_while(|s| s.start.lt(first_end)) {
+            if s.start != end
+                || s.len != cap
+                || s.sacked
+                || s.retransmitted
+                || room < cap
+                || len + cap > max
+                || !self.sb.is_lost(s.start)
+            {
+                break;
+            }
+            len += cap;
+            room -= cap;
+            end += cap;
+        }
+        len
+    }
+
     /// Arms the probe timeout (RFC 8985 §7.2) if a probe may go: after
     /// sending, and on an ACK of new data.
+    ///
+    /// Without `TcpConfig::probe_after_timeout`, not while recovering
+    /// from a timeout (RFC 8985 §7.2: "the connection is not in loss
+    /// recovery"; Linux's `TCP_CA_Loss`): the timeout already marked the
+    /// whole flight lost, and a probe of the tail takes a segment of the
+    /// window the slow start after it has (packetdrill
+    /// `fr-4pkt-fack-last-byte`: a probe 200 ms after the timeout's
+    /// retransmission held `1001:3001` to one segment). Fast recovery
+    /// keeps its probe either way (`TailLossProbe::may_arm`).
     #[inline]
     pub(super) fn arm_tlp(&mut self, now: Instant) {
-        if self.cfg.rack && self.tlp.may_arm(&self.sb, self.recovery.in_recovery()) {
+        if self.cfg.rack
+            && self.tlp.may_arm(&self.sb, self.recovery.in_recovery())
+            && (self.cfg.probe_after_timeout || !self.recovery.after_timeout())
+        {
             // (The RTO only when the timer is off: `map_or` would compute
             // it for every arming.)
             let rto_left = self
