@@ -1233,6 +1233,53 @@ impl FlowTable {
         if self.probes.len() <= m {
             self.probes.resize(m + 1, FlowProbe::of(ProbeKind::General));
         }
+        self.probes[m] = self.probe_of(module, hasher);
+    }
+
+    /// [`refresh`](Self::refresh) after a filing or a removal in gather
+    /// `gather` that `moved` (see [`ProbeInputs`]): skipped when none of
+    /// what module `module`'s compiled probe reads changed — the common
+    /// case of one more (or one fewer) connection beside others of its
+    /// kind, where compiling again cost about 1,000 instructions per path
+    /// made (issue 28: the cost of an open). Debug builds compile anyway
+    /// and check that the skipped probe is the one they would have made.
+    fn refresh_if(&mut self, module: ModuleId, moved: bool, hasher: &EdgeHasher) {
+        if moved {
+            self.refresh(module, hasher);
+            return;
+        }
+        debug_assert!(
+            module.0 >= MAX_CLASSIFIED_MODULES
+                || self.probes.get(module.0 as usize) == Some(&self.probe_of(module, hasher)),
+            "a flow's filing changed module {}'s probe without moving its inputs",
+            module.0
+        );
+    }
+
+    /// What the compiled probe of gather `gather` reads besides the
+    /// module's order of gathers: its fold and its lead chain (the one
+    /// with most entries; `None` with no entry).
+    fn probe_inputs(&self, gather: u32) -> ProbeInputs {
+        ProbeInputs {
+            fold: self.gathers[gather as usize].fold,
+            lead: self.lead_chain(gather),
+        }
+    }
+
+    /// The chain of `gather` with most entries (the last of equals), if
+    /// any has one: the one whose guards its compiled probe holds.
+    fn lead_chain(&self, gather: u32) -> Option<u32> {
+        self.chains
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.gather == gather && c.entries > 0)
+            .max_by_key(|(_, c)| c.entries)
+            .map(|(i, _)| i as u32)
+    }
+
+    /// The probe of receiving module `module` as the table is now (see
+    /// [`refresh`](Self::refresh)).
+    fn probe_of(&self, module: ModuleId, hasher: &EdgeHasher) -> FlowProbe {
         // In the order a lookup probes them: the compiled gather is the
         // first, the others are probed after its miss.
         let mut with = self.order.iter().filter(|&&i| {
@@ -1277,7 +1324,7 @@ impl FlowTable {
                 && first.guards[..first.guard_count] == second.guards[..second.guard_count]
                 && first.last == second.last;
         }
-        self.probes[m] = probe;
+        probe
     }
 
     /// The compiled probe of gather `gather` (`rest`: the module's lookup
@@ -1290,12 +1337,8 @@ impl FlowTable {
             return None;
         }
         // The chain with most entries: usually the only one.
-        let (chain, c) = self
-            .chains
-            .iter()
-            .enumerate()
-            .filter(|(_, c)| c.gather == gather && c.entries > 0)
-            .max_by_key(|(_, c)| c.entries)?;
+        let chain = self.lead_chain(gather)? as usize;
+        let c = &self.chains[chain];
         if c.guards.len() > MAX_PROBE_GUARDS || g.windows.len() > WORDS {
             return None;
         }
@@ -1482,10 +1525,10 @@ impl FlowTable {
         hasher: &EdgeHasher,
         leaf: bool,
     ) -> bool {
-        let filed = self.file(path, levels, mode, layout, hasher, leaf);
+        let (filed, moved) = self.file(path, levels, mode, layout, hasher, leaf);
         // Even when it was not filed: a fold may have widened first.
         if let Some(&(module, _)) = levels.first() {
-            self.refresh(module, hasher);
+            self.refresh_if(module, moved, hasher);
         }
         filed
     }
@@ -1577,7 +1620,9 @@ impl FlowTable {
         Some(depth)
     }
 
-    /// [`insert`](Self::insert) but for the probe.
+    /// [`insert`](Self::insert) but for the probe; beside whether it was
+    /// filed, whether the module's probe may have to be compiled again
+    /// (`true` whenever in doubt: anything but a plain filing).
     fn file(
         &mut self,
         path: u32,
@@ -1586,22 +1631,27 @@ impl FlowTable {
         layout: impl Fn(ModuleId) -> Option<FlowLayout>,
         hasher: &EdgeHasher,
         leaf: bool,
-    ) -> bool {
+    ) -> (bool, bool) {
         let (chain, key) = match self.key_of(levels, mode) {
             Ok(Some(found)) => found,
             Ok(None) if self.chains.len() < MAX_CHAINS as usize => {
                 match FlowPlan::new(levels, layout) {
                     Ok(plan) => (self.add_chain(&plan, mode), plan.key),
-                    Err(_) => return false,
+                    Err(_) => return (false, true),
                 }
             }
-            _ => return false,
+            _ => return (false, true),
         };
         let gather = self.chains[chain as usize].gather;
+        // A chain's first entry may change the module's probe in ways
+        // besides its gather's inputs (which chains are alone, a second
+        // gather's): compiled again whenever a chain starts.
+        let starts = self.chains[chain as usize].entries == 0;
+        let before = self.probe_inputs(gather);
         let g = &mut self.gathers[gather as usize];
         g.admit(&key, hasher);
         let Some((packed, h)) = g.pack(&key, hasher) else {
-            return false;
+            return (false, true);
         };
         let n = g.fold.stored();
         let filed = g
@@ -1610,7 +1660,7 @@ impl FlowTable {
                 Fold::hash(hasher, k)
             });
         if !filed {
-            return false;
+            return (false, true);
         }
         let c = &mut self.chains[chain as usize];
         c.narrow(&key);
@@ -1626,21 +1676,25 @@ impl FlowTable {
             }
             self.active_at[m] += 1;
         }
-        self.reorder(gather);
-        true
+        let reordered = self.reorder(gather);
+        (
+            true,
+            starts || reordered || self.probe_inputs(gather) != before,
+        )
     }
 
     /// Moves `gather` to its place in [`order`](Self::order) after its
-    /// flow count changed by one.
-    fn reorder(&mut self, gather: u32) {
+    /// flow count changed by one; whether it moved.
+    fn reorder(&mut self, gather: u32) -> bool {
         // Active first, then by flows, most first.
         let len = |t: &Self, i: usize| {
             let g = &t.gathers[t.order[i] as usize];
             (usize::from(!g.mode.passive()), g.slots.len())
         };
         let Some(mut at) = self.order.iter().position(|&g| g == gather) else {
-            return;
+            return false;
         };
+        let was = at;
         while at > 0 && len(self, at - 1) < len(self, at) {
             self.order.swap(at - 1, at);
             at -= 1;
@@ -1649,6 +1703,7 @@ impl FlowTable {
             self.order.swap(at, at + 1);
             at += 1;
         }
+        at != was
     }
 
     /// A chain laid out by `plan`, in the gather of its windows.
@@ -1685,7 +1740,8 @@ impl FlowTable {
         self.gathers.push(Gather::new(module, mode, &plan.windows));
         let g = self.gathers.len() as u32 - 1;
         self.order.push(g);
-        self.reorder(g);
+        // Its first chain is made next, which compiles the probe anyway.
+        let _ = self.reorder(g);
         g
     }
 
@@ -1765,8 +1821,11 @@ impl FlowTable {
         module: ModuleId,
         hasher: &EdgeHasher,
     ) {
+        let before = self.probe_inputs(g as u32);
         let e = self.gathers[g].slots.remove_at(slot);
         self.chains[e.chain as usize].entries -= 1;
+        // A chain's last entry gone: as a first one (`file`).
+        let ends = self.chains[e.chain as usize].entries == 0;
         self.len -= 1;
         self.passive -= usize::from(mode.passive());
         if mode == FlowMode::Active {
@@ -1774,9 +1833,20 @@ impl FlowTable {
                 *n -= 1;
             }
         }
-        self.reorder(g as u32);
-        self.refresh(module, hasher);
+        let reordered = self.reorder(g as u32);
+        let moved = ends || reordered || self.probe_inputs(g as u32) != before;
+        self.refresh_if(module, moved, hasher);
     }
+}
+
+/// What a compiled probe reads of one gather besides the module's order
+/// of gathers and which chains have entries: compared before and after a
+/// filing or removal to tell whether the probe must be compiled again
+/// ([`FlowTable::refresh_if`]).
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct ProbeInputs {
+    fold: Fold,
+    lead: Option<u32>,
 }
 
 #[cfg(test)]
