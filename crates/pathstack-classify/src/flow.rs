@@ -1455,11 +1455,7 @@ impl FlowTable {
     /// `Ok(None)` when no chain of these modules exists yet (then
     /// [`FlowPlan::new`] lays it out); `Err` when the keys cannot be a
     /// flow's.
-    fn key_of(
-        &self,
-        levels: &[(ModuleId, Key)],
-        mode: FlowMode,
-    ) -> Result<Option<(u32, [u64; WORDS])>, NotAFlow> {
+    fn key_of(&self, levels: &[(ModuleId, Key)], mode: FlowMode) -> Placement {
         let Some(c) = self.chains.iter().position(|c| {
             c.mode == mode
                 && c.levels.len() == levels.len()
@@ -1509,47 +1505,58 @@ impl FlowTable {
         layout: impl Fn(ModuleId) -> Option<FlowLayout>,
         hasher: &EdgeHasher,
     ) -> bool {
-        self.insert_as(path, levels, mode, layout, hasher, false)
+        let placed = self.key_of(levels, mode);
+        self.insert_as(path, levels, placed, mode, layout, hasher, false)
+    }
+
+    /// Where a path with `levels` would be filed in `mode`
+    /// ([`key_of`](Self::key_of)): worked out once by a registration that
+    /// both asks whether a path is filed there ([`path_at`](Self::path_at))
+    /// and files one ([`insert_as`](Self::insert_as)) — the key's bytes
+    /// scattered once, not twice (issue 28: the cost of an open).
+    pub(crate) fn place(&self, levels: &[(ModuleId, Key)], mode: FlowMode) -> Placement {
+        self.key_of(levels, mode)
+    }
+
+    /// The path filed at `placed` (from [`place`](Self::place), the table
+    /// unchanged since), if any.
+    pub(crate) fn path_at(&self, placed: &Placement, hasher: &EdgeHasher) -> Option<u32> {
+        let &Ok(Some((chain, ref key))) = placed else {
+            return None;
+        };
+        let gather = &self.gathers[self.chains[chain as usize].gather as usize];
+        let (packed, h) = gather.pack(key, hasher)?;
+        let n = gather.fold.stored();
+        gather
+            .slots
+            .find(h, &packed[..n], |e| e.chain == chain)
+            .map(|e| e.path)
     }
 
     /// [`insert`](Self::insert), as a *leaf* entry when `leaf`: one that
     /// stands for its path's last level, which keeps no node in the tree
     /// (`classifier.rs`), so it is also found by its path
     /// ([`leaf_levels`](Self::leaf_levels)).
+    /// `placed` is [`place`](Self::place)'s answer for `levels` and
+    /// `mode`, the table unchanged since.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn insert_as(
         &mut self,
         path: u32,
         levels: &[(ModuleId, Key)],
+        placed: Placement,
         mode: FlowMode,
         layout: impl Fn(ModuleId) -> Option<FlowLayout>,
         hasher: &EdgeHasher,
         leaf: bool,
     ) -> bool {
-        let (filed, moved) = self.file(path, levels, mode, layout, hasher, leaf);
+        debug_assert_eq!(placed, self.key_of(levels, mode), "a stale placement");
+        let (filed, moved) = self.file(path, levels, placed, mode, layout, hasher, leaf);
         // Even when it was not filed: a fold may have widened first.
         if let Some(&(module, _)) = levels.first() {
             self.refresh_if(module, moved, hasher);
         }
         filed
-    }
-
-    /// The path filed in `mode` under exactly `levels` (the keys it
-    /// registered), if any: the tree's question "which path ends at these
-    /// keys" for a path whose last level is its flow entry.
-    pub(crate) fn path_under(
-        &self,
-        levels: &[(ModuleId, Key)],
-        mode: FlowMode,
-        hasher: &EdgeHasher,
-    ) -> Option<u32> {
-        let (chain, key) = self.key_of(levels, mode).ok()??;
-        let gather = &self.gathers[self.chains[chain as usize].gather as usize];
-        let (packed, h) = gather.pack(&key, hasher)?;
-        let n = gather.fold.stored();
-        gather
-            .slots
-            .find(h, &packed[..n], |e| e.chain == chain)
-            .map(|e| e.path)
     }
 
     /// Number of leaf entries.
@@ -1623,16 +1630,18 @@ impl FlowTable {
     /// [`insert`](Self::insert) but for the probe; beside whether it was
     /// filed, whether the module's probe may have to be compiled again
     /// (`true` whenever in doubt: anything but a plain filing).
+    #[allow(clippy::too_many_arguments)]
     fn file(
         &mut self,
         path: u32,
         levels: &[(ModuleId, Key)],
+        placed: Placement,
         mode: FlowMode,
         layout: impl Fn(ModuleId) -> Option<FlowLayout>,
         hasher: &EdgeHasher,
         leaf: bool,
     ) -> (bool, bool) {
-        let (chain, key) = match self.key_of(levels, mode) {
+        let (chain, key) = match placed {
             Ok(Some(found)) => found,
             Ok(None) if self.chains.len() < MAX_CHAINS as usize => {
                 match FlowPlan::new(levels, layout) {
@@ -1838,6 +1847,11 @@ impl FlowTable {
         self.refresh_if(module, moved, hasher);
     }
 }
+
+/// Where a path's keys are filed ([`FlowTable::place`]): its chain and
+/// scattered key; `Ok(None)` when no chain of its modules exists yet;
+/// `Err` when the keys cannot be a flow's.
+pub(crate) type Placement = Result<Option<(u32, [u64; WORDS])>, NotAFlow>;
 
 /// What a compiled probe reads of one gather besides the module's order
 /// of gathers and which chains have entries: compared before and after a
