@@ -1,6 +1,6 @@
 //! The demux tree (thesis §3.4.3, Figures 3.8, 3.9 and 3.11).
 
-use crate::flow::{FlowMode, FlowTable};
+use crate::flow::{FlowMode, FlowTable, Placement};
 use crate::flow_probe::Probed;
 use crate::hash::{EdgeHasher, NodeTable, MAX_NODES};
 use crate::limits::{MAX_CLASSIFIED_MODULES, MAX_DEPTH};
@@ -387,6 +387,7 @@ impl Classifier {
         parent: u32,
         module: ModuleId,
         key: &Key,
+        below: Option<Below>,
     ) -> Option<DemuxNodeRef> {
         // A keyless last level (a stop, thesis §3.4.3.2) keeps its node,
         // which the caller may inspect through the returned reference.
@@ -403,14 +404,21 @@ impl Classifier {
             .open
             .iter()
             .position(|c| c.path == path.0 && c.tail == parent)?;
-        let mut levels = [(ModuleId(NONE), Key::EMPTY); MAX_DEPTH];
-        let depth = self.chain_levels(parent, &mut levels);
-        *levels.get_mut(depth)? = (module, *key);
+        let below = match below {
+            Some(b) => b,
+            None => self.below(parent, module, key)?,
+        };
+        let Below {
+            levels,
+            depth,
+            placed,
+        } = below;
         let (partials, layouts) = (&self.partials, &self.layouts);
         let root = levels[0].0;
         let filed = self.flows.insert_as(
             path.0,
             &levels[..=depth],
+            placed,
             FlowMode::Active,
             |m| layout_of(partials, layouts, m, false, root),
             &self.hasher,
@@ -467,11 +475,24 @@ impl Classifier {
     #[inline(never)]
     #[cold]
     fn leaf_below(&self, parent: u32, module: ModuleId, key: &Key) -> Option<u32> {
+        let below = self.below(parent, module, key)?;
+        self.flows.path_at(&below.placed, &self.hasher)
+    }
+
+    /// The active chain of levels ending at `module` with `key` below
+    /// node `parent`, and where the flow table files it: what a
+    /// registration there asks twice — whether a leafless path already
+    /// ends there, then where to file its own — worked out once.
+    fn below(&self, parent: u32, module: ModuleId, key: &Key) -> Option<Below> {
         let mut levels = [(ModuleId(NONE), Key::EMPTY); MAX_DEPTH];
         let depth = self.chain_levels(parent, &mut levels);
         *levels.get_mut(depth)? = (module, *key);
-        self.flows
-            .path_under(&levels[..=depth], FlowMode::Active, &self.hasher)
+        let placed = self.flows.place(&levels[..=depth], FlowMode::Active);
+        Some(Below {
+            levels,
+            depth,
+            placed,
+        })
     }
 
     /// Gives leafless `path` its last node back (a leafy flow from now
@@ -1201,11 +1222,8 @@ impl Classifier {
             {
                 return Err(format!("leafless path {p} has another chain"));
             }
-            if self
-                .flows
-                .path_under(&levels[..depth], FlowMode::Active, &self.hasher)
-                != Some(p)
-            {
+            let placed = self.flows.place(&levels[..depth], FlowMode::Active);
+            if self.flows.path_at(&placed, &self.hasher) != Some(p) {
                 return Err(format!("leafless path {p} not found by its keys"));
             }
         }
@@ -1448,9 +1466,15 @@ impl Classifier {
         let (parent, flags) = edge_of(prev.map(|r| r.0), level.module, mode);
         let mut found = self.find_edge(parent, flags, &key);
         // A leafless path may end at these keys: the same path again is
-        // ambiguous; a longer one needs its last node back first.
+        // ambiguous; a longer one needs its last node back first. The
+        // chain and its placement are kept for the filing below.
+        let mut below = None;
         if found.is_none() && flags == 0 && self.slab.has_leafless(parent) {
-            if let Some(q) = self.leaf_below(parent, level.module, &key) {
+            below = self.below(parent, level.module, &key);
+            let q = below
+                .as_ref()
+                .and_then(|b| self.flows.path_at(&b.placed, &self.hasher));
+            if let Some(q) = q {
                 if next_module.is_none() {
                     return Err(ClassifyError::Ambiguous {
                         new: path,
@@ -1493,7 +1517,7 @@ impl Classifier {
         // A new active last level below a node: filed as a leafless
         // flow where it can be, its flow entry standing for its node.
         if found.is_none() && next_module.is_none() && prev.is_some() && flags == 0 {
-            if let Some(r) = self.file_leafless(path, parent, level.module, &key) {
+            if let Some(r) = self.file_leafless(path, parent, level.module, &key, below) {
                 return Ok(r);
             }
         }
@@ -1787,4 +1811,12 @@ pub(crate) fn check_filter(path: PathId, levels: &[Level]) -> Result<(), Classif
         });
     }
     Ok(())
+}
+
+/// A chain of levels below a node and its flow placement
+/// ([`Classifier::below`]).
+struct Below {
+    levels: [(ModuleId, Key); MAX_DEPTH],
+    depth: usize,
+    placed: Placement,
 }

@@ -1233,6 +1233,53 @@ impl FlowTable {
         if self.probes.len() <= m {
             self.probes.resize(m + 1, FlowProbe::of(ProbeKind::General));
         }
+        self.probes[m] = self.probe_of(module, hasher);
+    }
+
+    /// [`refresh`](Self::refresh) after a filing or a removal in gather
+    /// `gather` that `moved` (see [`ProbeInputs`]): skipped when none of
+    /// what module `module`'s compiled probe reads changed — the common
+    /// case of one more (or one fewer) connection beside others of its
+    /// kind, where compiling again cost about 1,000 instructions per path
+    /// made (issue 28: the cost of an open). Debug builds compile anyway
+    /// and check that the skipped probe is the one they would have made.
+    fn refresh_if(&mut self, module: ModuleId, moved: bool, hasher: &EdgeHasher) {
+        if moved {
+            self.refresh(module, hasher);
+            return;
+        }
+        debug_assert!(
+            module.0 >= MAX_CLASSIFIED_MODULES
+                || self.probes.get(module.0 as usize) == Some(&self.probe_of(module, hasher)),
+            "a flow's filing changed module {}'s probe without moving its inputs",
+            module.0
+        );
+    }
+
+    /// What the compiled probe of gather `gather` reads besides the
+    /// module's order of gathers: its fold and its lead chain (the one
+    /// with most entries; `None` with no entry).
+    fn probe_inputs(&self, gather: u32) -> ProbeInputs {
+        ProbeInputs {
+            fold: self.gathers[gather as usize].fold,
+            lead: self.lead_chain(gather),
+        }
+    }
+
+    /// The chain of `gather` with most entries (the last of equals), if
+    /// any has one: the one whose guards its compiled probe holds.
+    fn lead_chain(&self, gather: u32) -> Option<u32> {
+        self.chains
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.gather == gather && c.entries > 0)
+            .max_by_key(|(_, c)| c.entries)
+            .map(|(i, _)| i as u32)
+    }
+
+    /// The probe of receiving module `module` as the table is now (see
+    /// [`refresh`](Self::refresh)).
+    fn probe_of(&self, module: ModuleId, hasher: &EdgeHasher) -> FlowProbe {
         // In the order a lookup probes them: the compiled gather is the
         // first, the others are probed after its miss.
         let mut with = self.order.iter().filter(|&&i| {
@@ -1277,7 +1324,7 @@ impl FlowTable {
                 && first.guards[..first.guard_count] == second.guards[..second.guard_count]
                 && first.last == second.last;
         }
-        self.probes[m] = probe;
+        probe
     }
 
     /// The compiled probe of gather `gather` (`rest`: the module's lookup
@@ -1290,12 +1337,8 @@ impl FlowTable {
             return None;
         }
         // The chain with most entries: usually the only one.
-        let (chain, c) = self
-            .chains
-            .iter()
-            .enumerate()
-            .filter(|(_, c)| c.gather == gather && c.entries > 0)
-            .max_by_key(|(_, c)| c.entries)?;
+        let chain = self.lead_chain(gather)? as usize;
+        let c = &self.chains[chain];
         if c.guards.len() > MAX_PROBE_GUARDS || g.windows.len() > WORDS {
             return None;
         }
@@ -1412,11 +1455,7 @@ impl FlowTable {
     /// `Ok(None)` when no chain of these modules exists yet (then
     /// [`FlowPlan::new`] lays it out); `Err` when the keys cannot be a
     /// flow's.
-    fn key_of(
-        &self,
-        levels: &[(ModuleId, Key)],
-        mode: FlowMode,
-    ) -> Result<Option<(u32, [u64; WORDS])>, NotAFlow> {
+    fn key_of(&self, levels: &[(ModuleId, Key)], mode: FlowMode) -> Placement {
         let Some(c) = self.chains.iter().position(|c| {
             c.mode == mode
                 && c.levels.len() == levels.len()
@@ -1466,47 +1505,58 @@ impl FlowTable {
         layout: impl Fn(ModuleId) -> Option<FlowLayout>,
         hasher: &EdgeHasher,
     ) -> bool {
-        self.insert_as(path, levels, mode, layout, hasher, false)
+        let placed = self.key_of(levels, mode);
+        self.insert_as(path, levels, placed, mode, layout, hasher, false)
+    }
+
+    /// Where a path with `levels` would be filed in `mode`
+    /// ([`key_of`](Self::key_of)): worked out once by a registration that
+    /// both asks whether a path is filed there ([`path_at`](Self::path_at))
+    /// and files one ([`insert_as`](Self::insert_as)) — the key's bytes
+    /// scattered once, not twice (issue 28: the cost of an open).
+    pub(crate) fn place(&self, levels: &[(ModuleId, Key)], mode: FlowMode) -> Placement {
+        self.key_of(levels, mode)
+    }
+
+    /// The path filed at `placed` (from [`place`](Self::place), the table
+    /// unchanged since), if any.
+    pub(crate) fn path_at(&self, placed: &Placement, hasher: &EdgeHasher) -> Option<u32> {
+        let &Ok(Some((chain, ref key))) = placed else {
+            return None;
+        };
+        let gather = &self.gathers[self.chains[chain as usize].gather as usize];
+        let (packed, h) = gather.pack(key, hasher)?;
+        let n = gather.fold.stored();
+        gather
+            .slots
+            .find(h, &packed[..n], |e| e.chain == chain)
+            .map(|e| e.path)
     }
 
     /// [`insert`](Self::insert), as a *leaf* entry when `leaf`: one that
     /// stands for its path's last level, which keeps no node in the tree
     /// (`classifier.rs`), so it is also found by its path
     /// ([`leaf_levels`](Self::leaf_levels)).
+    /// `placed` is [`place`](Self::place)'s answer for `levels` and
+    /// `mode`, the table unchanged since.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn insert_as(
         &mut self,
         path: u32,
         levels: &[(ModuleId, Key)],
+        placed: Placement,
         mode: FlowMode,
         layout: impl Fn(ModuleId) -> Option<FlowLayout>,
         hasher: &EdgeHasher,
         leaf: bool,
     ) -> bool {
-        let filed = self.file(path, levels, mode, layout, hasher, leaf);
+        debug_assert_eq!(placed, self.key_of(levels, mode), "a stale placement");
+        let (filed, moved) = self.file(path, levels, placed, mode, layout, hasher, leaf);
         // Even when it was not filed: a fold may have widened first.
         if let Some(&(module, _)) = levels.first() {
-            self.refresh(module, hasher);
+            self.refresh_if(module, moved, hasher);
         }
         filed
-    }
-
-    /// The path filed in `mode` under exactly `levels` (the keys it
-    /// registered), if any: the tree's question "which path ends at these
-    /// keys" for a path whose last level is its flow entry.
-    pub(crate) fn path_under(
-        &self,
-        levels: &[(ModuleId, Key)],
-        mode: FlowMode,
-        hasher: &EdgeHasher,
-    ) -> Option<u32> {
-        let (chain, key) = self.key_of(levels, mode).ok()??;
-        let gather = &self.gathers[self.chains[chain as usize].gather as usize];
-        let (packed, h) = gather.pack(&key, hasher)?;
-        let n = gather.fold.stored();
-        gather
-            .slots
-            .find(h, &packed[..n], |e| e.chain == chain)
-            .map(|e| e.path)
     }
 
     /// Number of leaf entries.
@@ -1577,31 +1627,40 @@ impl FlowTable {
         Some(depth)
     }
 
-    /// [`insert`](Self::insert) but for the probe.
+    /// [`insert`](Self::insert) but for the probe; beside whether it was
+    /// filed, whether the module's probe may have to be compiled again
+    /// (`true` whenever in doubt: anything but a plain filing).
+    #[allow(clippy::too_many_arguments)]
     fn file(
         &mut self,
         path: u32,
         levels: &[(ModuleId, Key)],
+        placed: Placement,
         mode: FlowMode,
         layout: impl Fn(ModuleId) -> Option<FlowLayout>,
         hasher: &EdgeHasher,
         leaf: bool,
-    ) -> bool {
-        let (chain, key) = match self.key_of(levels, mode) {
+    ) -> (bool, bool) {
+        let (chain, key) = match placed {
             Ok(Some(found)) => found,
             Ok(None) if self.chains.len() < MAX_CHAINS as usize => {
                 match FlowPlan::new(levels, layout) {
                     Ok(plan) => (self.add_chain(&plan, mode), plan.key),
-                    Err(_) => return false,
+                    Err(_) => return (false, true),
                 }
             }
-            _ => return false,
+            _ => return (false, true),
         };
         let gather = self.chains[chain as usize].gather;
+        // A chain's first entry may change the module's probe in ways
+        // besides its gather's inputs (which chains are alone, a second
+        // gather's): compiled again whenever a chain starts.
+        let starts = self.chains[chain as usize].entries == 0;
+        let before = self.probe_inputs(gather);
         let g = &mut self.gathers[gather as usize];
         g.admit(&key, hasher);
         let Some((packed, h)) = g.pack(&key, hasher) else {
-            return false;
+            return (false, true);
         };
         let n = g.fold.stored();
         let filed = g
@@ -1610,7 +1669,7 @@ impl FlowTable {
                 Fold::hash(hasher, k)
             });
         if !filed {
-            return false;
+            return (false, true);
         }
         let c = &mut self.chains[chain as usize];
         c.narrow(&key);
@@ -1626,21 +1685,25 @@ impl FlowTable {
             }
             self.active_at[m] += 1;
         }
-        self.reorder(gather);
-        true
+        let reordered = self.reorder(gather);
+        (
+            true,
+            starts || reordered || self.probe_inputs(gather) != before,
+        )
     }
 
     /// Moves `gather` to its place in [`order`](Self::order) after its
-    /// flow count changed by one.
-    fn reorder(&mut self, gather: u32) {
+    /// flow count changed by one; whether it moved.
+    fn reorder(&mut self, gather: u32) -> bool {
         // Active first, then by flows, most first.
         let len = |t: &Self, i: usize| {
             let g = &t.gathers[t.order[i] as usize];
             (usize::from(!g.mode.passive()), g.slots.len())
         };
         let Some(mut at) = self.order.iter().position(|&g| g == gather) else {
-            return;
+            return false;
         };
+        let was = at;
         while at > 0 && len(self, at - 1) < len(self, at) {
             self.order.swap(at - 1, at);
             at -= 1;
@@ -1649,6 +1712,7 @@ impl FlowTable {
             self.order.swap(at, at + 1);
             at += 1;
         }
+        at != was
     }
 
     /// A chain laid out by `plan`, in the gather of its windows.
@@ -1685,7 +1749,8 @@ impl FlowTable {
         self.gathers.push(Gather::new(module, mode, &plan.windows));
         let g = self.gathers.len() as u32 - 1;
         self.order.push(g);
-        self.reorder(g);
+        // Its first chain is made next, which compiles the probe anyway.
+        let _ = self.reorder(g);
         g
     }
 
@@ -1765,8 +1830,11 @@ impl FlowTable {
         module: ModuleId,
         hasher: &EdgeHasher,
     ) {
+        let before = self.probe_inputs(g as u32);
         let e = self.gathers[g].slots.remove_at(slot);
         self.chains[e.chain as usize].entries -= 1;
+        // A chain's last entry gone: as a first one (`file`).
+        let ends = self.chains[e.chain as usize].entries == 0;
         self.len -= 1;
         self.passive -= usize::from(mode.passive());
         if mode == FlowMode::Active {
@@ -1774,9 +1842,25 @@ impl FlowTable {
                 *n -= 1;
             }
         }
-        self.reorder(g as u32);
-        self.refresh(module, hasher);
+        let reordered = self.reorder(g as u32);
+        let moved = ends || reordered || self.probe_inputs(g as u32) != before;
+        self.refresh_if(module, moved, hasher);
     }
+}
+
+/// Where a path's keys are filed ([`FlowTable::place`]): its chain and
+/// scattered key; `Ok(None)` when no chain of its modules exists yet;
+/// `Err` when the keys cannot be a flow's.
+pub(crate) type Placement = Result<Option<(u32, [u64; WORDS])>, NotAFlow>;
+
+/// What a compiled probe reads of one gather besides the module's order
+/// of gathers and which chains have entries: compared before and after a
+/// filing or removal to tell whether the probe must be compiled again
+/// ([`FlowTable::refresh_if`]).
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct ProbeInputs {
+    fold: Fold,
+    lead: Option<u32>,
 }
 
 #[cfg(test)]

@@ -41,7 +41,7 @@ pub(crate) const MAX_PROBE_GUARDS: usize = 4;
 /// [`ProbeKind::One`], the compiled gather. A struct rather than an enum
 /// holding the gather so that the kind is one byte compared, not a niche
 /// decoded, on every frame.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub(crate) struct FlowProbe {
     pub(crate) kind: ProbeKind,
     pub(crate) compiled: Compiled,
@@ -158,7 +158,7 @@ impl LastLen {
 }
 
 /// A receiving module's one gather, compiled (module docs).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub(crate) struct Compiled {
     /// The gather (its slots) in the table's list.
     pub(crate) gather: u32,

@@ -54,6 +54,8 @@ pub fn tcp_config() -> TcpConfig {
         // Linux's PRR (`tcp_cwnd_reduction`): SSRB's extra segment only
         // on an ACK that advances SND.UNA (RFC 6937bis SafeACK).
         prr_safe_ack: true,
+        // No tail-loss probe in timeout recovery (Linux's `TCP_CA_Loss`).
+        probe_after_timeout: false,
         rto: RtoConfig {
             granularity: Duration::from_millis(200),
             ..RtoConfig::linux()

@@ -44,8 +44,5 @@ pathstack_core::drop_reasons! {
         /// The connection could not be opened (port table, path table).
         #[error("could not open the connection's path")]
         OpenFailed => "open_failed",
-        /// Data received after the application shut the reading side.
-        #[error("data after shutdown(Read)")]
-        ReadShut => "read_shut",
     }
 }

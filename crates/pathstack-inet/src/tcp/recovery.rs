@@ -122,6 +122,13 @@ impl Recovery {
         self.unsettled = self.in_recovery || self.fast_rexmit_due || self.dup_acks > 0;
     }
 
+    /// Whether the sender is recovering from a retransmission timeout: from
+    /// the timeout until the cumulative ACK reaches the RecoveryPoint it
+    /// set (Linux's `TCP_CA_Loss`).
+    pub fn after_timeout(&self) -> bool {
+        self.after_rto
+    }
+
     /// The current (or last) RecoveryPoint, one past HighData at entry.
     pub fn recovery_point(&self) -> Option<SeqNumber> {
         self.recovery_point

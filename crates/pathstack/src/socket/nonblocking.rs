@@ -32,6 +32,7 @@
 //! assert_eq!(&buf[..n], b"hello");
 //! ```
 
+use super::tcp::Usual;
 use super::{RecvInfo, SocketError, TcpListener, TcpStream, Udp, UdpSocket};
 use crate::host::Host;
 use std::io;
@@ -58,6 +59,29 @@ fn or_would_block<T>(r: Result<Option<T>, SocketError>) -> io::Result<T> {
         Ok(None) => Err(io::ErrorKind::WouldBlock.into()),
         Err(e) => Err(e.into()),
     }
+}
+
+/// A usual case's answer ([`Usual`]) as the call's, the general way's
+/// (`general`) when it was not the usual case: kept apart, so that the
+/// usual case converts no [`SocketError`].
+#[inline(always)]
+fn usual_or(
+    r: Result<usize, Usual>,
+    general: impl FnOnce() -> Result<Option<usize>, SocketError>,
+) -> io::Result<usize> {
+    match r {
+        Ok(n) => Ok(n),
+        Err(Usual::WouldBlock) => Err(io::ErrorKind::WouldBlock.into()),
+        Err(Usual::Tcp(e)) => Err(tcp_error(e)),
+        Err(Usual::General) => or_would_block(general()),
+    }
+}
+
+/// The connection's error as the general way reports it.
+#[cold]
+#[inline(never)]
+fn tcp_error(e: pathstack_inet::tcp::TcpError) -> io::Error {
+    SocketError::Tcp(e).into()
 }
 
 impl UdpSocket {
@@ -144,7 +168,9 @@ impl TcpStream {
         if buf.is_empty() {
             return Ok(0);
         }
-        or_would_block(host.tcp_try_recv(self, buf))
+        usual_or(host.tcp_recv_usual(self, buf), || {
+            host.tcp_try_recv(self, buf)
+        })
     }
 
     /// Copies what has arrived without taking it (`MSG_PEEK`);
@@ -161,7 +187,9 @@ impl TcpStream {
         if buf.is_empty() {
             return Ok(0);
         }
-        or_would_block(host.tcp_try_send(self, buf))
+        usual_or(host.tcp_send_usual(self, buf), || {
+            host.tcp_try_send(self, buf)
+        })
     }
 
     /// Writes the slices of `bufs` in order as one write (`writev`);

@@ -269,6 +269,86 @@ impl Host {
         Ok(ended.then_some(e))
     }
 
+    /// [`tcp_try_send`](Self::tcp_try_send)'s usual case, the write of a
+    /// live stream whose connection stage the socket found when it was
+    /// made: the octets written, or why not ([`Usual`]). Inlined into the
+    /// socket call, so that neither the table's [`Stale`](super::stale::Stale)
+    /// nor a [`SocketError`] is built and passed through memory on every
+    /// call (issue 26: the socket call reaches its stage with the least in
+    /// between; they were a third of the facade's instructions). Everything else — a failed device, a stale handle, a
+    /// gone stage — is [`Usual::General`], decided having done nothing.
+    #[inline(always)]
+    pub(crate) fn tcp_send_usual(&mut self, s: &TcpStream, data: &[u8]) -> Result<usize, Usual> {
+        if self.device_failure().is_some() {
+            return Err(Usual::General);
+        }
+        let Some(Entry::Stream { conn: Some(at), .. }) = self
+            .tcp_sockets
+            .live(self.id(), (s.host, s.slot, s.generation))
+        else {
+            return Err(Usual::General);
+        };
+        let at = *at;
+        let now = self.now();
+        let stack = self.stack_mut();
+        stack.set_now(now);
+        // The stage hands back the usual segment of a quiet connection,
+        // which goes down the path to the device in this call
+        // (`Stack::send_from_stage`, issue 26 item 2); the rest of what
+        // the write makes due goes through the context.
+        match stack.send_from_stage(at, |c, cx, out| c.write_sending(data, cx, out)) {
+            Some(r) => Usual::of(r),
+            None => Err(Usual::General),
+        }
+    }
+
+    /// [`tcp_try_recv`](Self::tcp_try_recv)'s usual case, as
+    /// [`tcp_send_usual`](Self::tcp_send_usual) is the write's: a read
+    /// the stage's flag answers (nothing there), or one the stage does
+    /// without its context; [`Usual::General`] having done nothing.
+    #[inline(always)]
+    pub(crate) fn tcp_recv_usual(&mut self, s: &TcpStream, buf: &mut [u8]) -> Result<usize, Usual> {
+        let entry = match self
+            .tcp_sockets
+            .live(self.id(), (s.host, s.slot, s.generation))
+        {
+            // A read that would find nothing and leave nothing to send
+            // (every drain of a request/response loop ends with one) is
+            // answered from the flag the stage keeps, without entering its
+            // path to read nothing and flush nothing.
+            Some(Entry::Stream {
+                read_would_block: Some(f),
+                ..
+            }) if f.get() => return Err(Usual::WouldBlock),
+            Some(Entry::Stream {
+                path,
+                conn: Some(at),
+                ..
+            }) => (*path, Some(*at)),
+            _ => return Err(Usual::General),
+        };
+        let Some(at) = entry.1 else {
+            return Err(Usual::General);
+        };
+        // The read needs the path's context only for the flush after it,
+        // and that rarely has anything to send: the stage reads without
+        // one and says when the flush must still run.
+        let Some(c) = self.stack_mut().stage_at_mut(at) else {
+            return Err(Usual::General);
+        };
+        let (r, flush) = c.read(buf);
+        // The stage cannot go between the read and its flush; were it
+        // gone, the general way would find it gone too and say so.
+        if flush
+            && self
+                .with_entry(entry, |_, _| (), TcpConnStage::after_read)
+                .is_err()
+        {
+            return Err(Usual::General);
+        }
+        Usual::of(r)
+    }
+
     /// Writes as much of `data` as the send buffer takes; `Ok(None)` when
     /// it is full (would block). Data written during the handshake waits
     /// for it.
@@ -277,32 +357,34 @@ impl Host {
         s: &TcpStream,
         data: &[u8],
     ) -> Result<Option<usize>, SocketError> {
+        match self.tcp_send_usual(s, data) {
+            Ok(n) => Ok(Some(n)),
+            Err(Usual::WouldBlock) => Ok(None),
+            Err(Usual::Tcp(e)) => Err(SocketError::Tcp(e)),
+            Err(Usual::General) => self.tcp_send_general(s, data),
+        }
+    }
+
+    /// [`tcp_try_send`](Self::tcp_try_send) when it was not the usual
+    /// case ([`tcp_send_usual`](Self::tcp_send_usual)): the error that
+    /// says why, or the write through the search by type when the socket
+    /// has no handle on its stage.
+    #[cold]
+    #[inline(never)]
+    fn tcp_send_general(
+        &mut self,
+        s: &TcpStream,
+        data: &[u8],
+    ) -> Result<Option<usize>, SocketError> {
         self.device_alive()?;
         let entry = self.stream_entry(s)?;
-        let r = match entry.1 {
-            // The stage hands back the usual segment of a quiet
-            // connection, which goes down the path to the device in this
-            // call (`Stack::send_from_stage`, issue 26 item 2); the rest
-            // of what the write makes due goes through the context.
-            Some(at) => {
-                let now = self.now();
-                let stack = self.stack_mut();
-                stack.set_now(now);
-                match stack.send_from_stage(at, |c, cx, out| c.write_sending(data, cx, out)) {
-                    Some(r) => r,
-                    None => return Err(SocketError::Closed),
-                }
-            }
-            None => {
-                let write =
-                    |c: &mut TcpConnStage, _: &mut pathstack_core::stage::Cx<'_, '_>| c.write(data);
-                self.with_entry(entry, write, TcpConnStage::after_write)?
-            }
-        };
-        match r {
-            Ok(n) => Ok(n),
-            Err(e) => Err(SocketError::Tcp(e)),
+        if entry.1.is_some() {
+            // The usual case found the handle's stage gone.
+            return Err(SocketError::Closed);
         }
+        let write = |c: &mut TcpConnStage, _: &mut pathstack_core::stage::Cx<'_, '_>| c.write(data);
+        self.with_entry(entry, write, TcpConnStage::after_write)?
+            .map_err(SocketError::Tcp)
     }
 
     /// Writes the slices of `bufs` in order as one write (`writev`): as
@@ -326,35 +408,35 @@ impl Host {
         s: &TcpStream,
         buf: &mut [u8],
     ) -> Result<Option<usize>, SocketError> {
-        // A read that would find nothing and leave nothing to send (every
-        // drain of a request/response loop ends with one) is answered
-        // from the flag the stage keeps, without entering its path to
-        // read nothing and flush nothing.
+        match self.tcp_recv_usual(s, buf) {
+            Ok(n) => Ok(Some(n)),
+            Err(Usual::WouldBlock) => Ok(None),
+            Err(Usual::Tcp(e)) => Err(SocketError::Tcp(e)),
+            Err(Usual::General) => self.tcp_recv_general(s, buf),
+        }
+    }
+
+    /// [`tcp_try_recv`](Self::tcp_try_recv) when it was not the usual
+    /// case ([`tcp_recv_usual`](Self::tcp_recv_usual)), as
+    /// [`tcp_send_general`](Self::tcp_send_general) is the write's.
+    #[cold]
+    #[inline(never)]
+    fn tcp_recv_general(
+        &mut self,
+        s: &TcpStream,
+        buf: &mut [u8],
+    ) -> Result<Option<usize>, SocketError> {
         let Some(entry) = self.stream_to_read(s)? else {
             return Ok(None);
         };
-        // The read needs the path's context only for the flush after it,
-        // and that rarely has anything to send: the stage reads without
-        // one and says when the flush must still run.
-        let r = if let Some(at) = entry.1 {
-            let Some(c) = self.stack_mut().stage_at_mut(at) else {
-                return Err(SocketError::Closed);
-            };
-            let (r, flush) = c.read(buf);
-            if flush {
-                self.with_entry(entry, |_, _| (), TcpConnStage::after_read)?;
-            }
-            r
-        } else {
-            let read = |c: &mut TcpConnStage, _: &mut pathstack_core::stage::Cx<'_, '_>| {
-                c.tcb_mut().recv(buf)
-            };
-            self.with_entry(entry, read, TcpConnStage::after_read)?
-        };
-        match r {
-            Ok(n) => Ok(n),
-            Err(e) => Err(SocketError::Tcp(e)),
+        if entry.1.is_some() {
+            // The usual case found the handle's stage gone.
+            return Err(SocketError::Closed);
         }
+        let read =
+            |c: &mut TcpConnStage, _: &mut pathstack_core::stage::Cx<'_, '_>| c.tcb_mut().recv(buf);
+        self.with_entry(entry, read, TcpConnStage::after_read)?
+            .map_err(SocketError::Tcp)
     }
 
     /// Like [`read`](crate::socket::TcpStream::read), leaving the data in place.
@@ -365,6 +447,31 @@ impl Host {
     ) -> Result<Option<usize>, SocketError> {
         self.conn(s, |c| c.tcb().peek(buf))?
             .map_err(SocketError::from)
+    }
+}
+
+/// Why a socket call's usual case ([`Host::tcp_send_usual`],
+/// [`Host::tcp_recv_usual`]) did not end with a count of octets: small
+/// enough to come back in registers with the count.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Usual {
+    /// The call would block (`Ok(None)` of the general way).
+    WouldBlock,
+    /// The connection's error.
+    Tcp(TcpError),
+    /// Not the usual case, and nothing done: the general way decides.
+    General,
+}
+
+impl Usual {
+    /// The control block's answer as a usual case's.
+    #[inline(always)]
+    fn of(r: Result<Option<usize>, TcpError>) -> Result<usize, Usual> {
+        match r {
+            Ok(Some(n)) => Ok(n),
+            Ok(None) => Err(Usual::WouldBlock),
+            Err(e) => Err(Usual::Tcp(e)),
+        }
     }
 }
 

@@ -78,6 +78,21 @@ impl TcpSockets {
         }
     }
 
+    /// The entry the handle `h` names on host `host`, as
+    /// [`get`](Self::get) finds it, without saying why not: for a socket
+    /// call's usual case, which leaves the why to the general way
+    /// (no [`Stale`] built and returned through memory).
+    #[inline(always)]
+    pub(crate) fn live(&self, host: HostId, h: (HostId, u32, u32)) -> Option<&Entry> {
+        if h.0 != host {
+            return None;
+        }
+        self.slots.get(SlabKey {
+            slot: h.1,
+            generation: h.2,
+        })
+    }
+
     pub(crate) fn remove(&mut self, slot: u32) {
         if let Some(key) = self.slots.key_at(slot) {
             self.slots.remove(key);

@@ -456,9 +456,9 @@ impl TcpStream {
         }
     }
 
-    /// Shuts the reading side (reads return the end of the stream, what
-    /// arrives is discarded), the writing side (a FIN after the data) or
-    /// both.
+    /// Shuts the reading side (a read with nothing queued returns the end
+    /// of the stream; what arrives is still queued, as on Linux,
+    /// `Tcb::shutdown`), the writing side (a FIN after the data) or both.
     pub(super) fn shutdown_std(&self, how: Shutdown) -> io::Result<()> {
         let inner = &*self.net.inner;
         {

@@ -145,7 +145,10 @@ impl TcpConnStage {
     /// does then — the socket's [`ReadWouldBlock`] from the control block
     /// — and needs no context; otherwise (`true`) the caller runs
     /// `after_read` with one, which flushes and sets the flag.
-    #[inline]
+    /// In line always: its one caller is the socket's read, whose call
+    /// would cost a third of what the read does (its registers saved and
+    /// restored; TCP ping-pong 5,588 → 5,527 instructions per round trip).
+    #[inline(always)]
     pub fn read(&mut self, buf: &mut [u8]) -> (Result<Option<usize>, crate::tcp::TcpError>, bool) {
         let r = self.tcb.recv(buf);
         if self.tcb.output_pending() {

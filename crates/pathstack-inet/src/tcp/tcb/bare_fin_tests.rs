@@ -48,7 +48,9 @@ fn the_fin_rides_on_the_super_segment_that_ends_the_data() {
     let m = MSS as u32;
     let mut s = Script::established(tso_config(), true);
     s.at(20).write(12 * MSS);
-    s.expect(Out::data(1, 10 * MSS));
+    // The initial window as two halves (`tso_len`).
+    s.expect(Out::data(1, 5 * MSS));
+    s.expect(Out::data(1 + 5 * m, 5 * MSS));
     s.app(|t| t.shutdown(Shutdown::Write)).unwrap();
     s.expect_none();
     s.at(30).inject(In::ack(1, 1 + 10 * m));

@@ -387,20 +387,13 @@ impl Tcb {
         }
 
         // Seventh: segment text.
-        let mut result = Ok(());
         if !payload.is_empty() {
             if !data_ok {
                 self.due.set(Due::ACK);
             } else if self.state.may_receive() && self.fin_in.is_none_or(|f| seq.lt(f)) {
-                if self.read_shut {
-                    result = Err(Drop::ReadShut);
-                    // Acknowledge and discard, so the window stays open.
-                    self.take_data(now, seq, payload);
-                    let n = self.rcv.len();
-                    self.rcv.consume(n);
-                } else {
-                    self.take_data(now, seq, payload);
-                }
+                // Also after `shutdown(Read)`: queued and readable, within
+                // the receive buffer, as Linux (`Tcb::shutdown`).
+                self.take_data(now, seq, payload);
             } else {
                 // After the peer's FIN: nothing more may arrive.
                 self.due.set(Due::ACK);
@@ -429,7 +422,7 @@ impl Tcb {
             self.timers.set(Timer::Keepalive, Some(now + k.idle.into()));
             self.keepalive_sent = 0;
         }
-        result
+        Ok(())
     }
 
     /// Takes in-window data (RFC 9293 §3.10.7.4 seventh) and schedules

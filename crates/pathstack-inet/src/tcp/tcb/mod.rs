@@ -180,7 +180,8 @@ pub struct Tcb {
     fin_in: Option<SeqNumber>,
     /// RCV.NXT has passed the peer's FIN.
     fin_received: bool,
-    /// `shutdown(Read)`: arriving data is discarded.
+    /// `shutdown(Read)`: a read with nothing queued returns the end of
+    /// the stream (data that arrives is still queued, `shutdown`).
     read_shut: bool,
     /// The urgent pointer (RFC 9293 §3.8.5): the sequence number after the
     /// last urgent octet seen. Urgent data is delivered inline.
@@ -705,13 +706,22 @@ impl Tcb {
     }
 
     /// SHUTDOWN: `Write` queues a FIN after the data (RFC 9293 §3.10.4
-    /// CLOSE for the sending half); `Read` discards what arrives from now
-    /// on and makes reads return the end of the stream.
+    /// CLOSE for the sending half); `Read` makes a read with nothing
+    /// queued return the end of the stream instead of waiting.
+    ///
+    /// `Read` has Linux's meaning, which is what `std::net::TcpStream::
+    /// shutdown(Read)` means on Linux and so what this API (which follows
+    /// std) means: data queued and data that arrives later are still
+    /// acknowledged, queued and readable (`tcp_shutdown` only sets
+    /// `RCV_SHUTDOWN`; packetdrill `shutdown-rd-wr-close`), and a close
+    /// with it unread resets (RFC 2525 §2.17). RFC 9293 has no half-close
+    /// of the receive side, so the meaning is the API's. What is queued
+    /// stays within the receive buffer: the window closes as it fills,
+    /// as for any reader that does not read. (pathstack discarded such
+    /// data before, counted as `read_shut`.)
     pub fn shutdown(&mut self, how: Shutdown) -> Result<(), TcpError> {
         if matches!(how, Shutdown::Read | Shutdown::Both) {
             self.read_shut = true;
-            let n = self.rcv.len();
-            self.rcv.consume(n);
         }
         if matches!(how, Shutdown::Write | Shutdown::Both) {
             match self.state {
@@ -953,6 +963,8 @@ mod recovery_tests;
 mod script;
 #[cfg(test)]
 mod script_tests;
+#[cfg(test)]
+mod shutdown_read_tests;
 #[cfg(test)]
 mod slow_start_tests;
 #[cfg(test)]

@@ -5,16 +5,19 @@
 //!
 //! With segmentation offload ([`TcpOffload`](crate::tcp::TcpOffload)), new
 //! data goes down in super-segments: whole MSS-sized segments, as many as
-//! the send window, the congestion window (less the pipe), the scoreboard
-//! and the device's limit allow, handed over as one [`OutSegment`] with
-//! [`OutSegment::gso_size`] set; the device cuts it up (Linux's
-//! `tcp_tso_autosize` without the pacing-rate term). The scoreboard still
-//! records one entry per MSS-sized segment, because that is what the
-//! receiver sees and SACKs: loss recovery, RACK and RTT sampling work on
-//! those wire segments exactly as without offload, and retransmissions go
-//! one segment at a time. Only new data grows; a sub-MSS tail still waits
-//! for Nagle. A FIN queued behind the data rides on the segment or
-//! super-segment that ends it, as on Linux (`fin_rides`).
+//! the send window, the congestion window (less the pipe), the scoreboard,
+//! the device's limit and half the congestion window (Linux's
+//! `tcp_cwnd_test` quota, `tso_len`) allow, handed over as one
+//! [`OutSegment`] with [`OutSegment::gso_size`] set; the device cuts it up
+//! (Linux's `tcp_tso_autosize` without the pacing-rate term). The
+//! scoreboard still records one entry per MSS-sized segment, because that
+//! is what the receiver sees and SACKs: loss recovery, RACK and RTT
+//! sampling work on those wire segments exactly as without offload. Lost
+//! segments that NextSeg would retransmit one after another go as one
+//! super-segment too (`retransmission_len`), recorded segment by segment.
+//! A sub-MSS tail still waits for Nagle. A FIN queued behind the data
+//! rides on the segment or super-segment that ends it, as on Linux
+//! (`fin_rides`).
 
 use super::due::Due;
 use super::Tcb;
@@ -343,6 +346,9 @@ impl Tcb {
     /// allow.
     fn send_data(&mut self, now: Instant, emit: &mut dyn FnMut(OutSegment<'_>) -> bool) -> usize {
         let mut sent = 0;
+        // The previous segment was a super-segment the half-cwnd quota
+        // cut short (`tso_len`): the next new data continues it.
+        let mut quota_cut = false;
         self.before_sending(now);
         // The usual write of a quiet connection: one segment, sent and
         // recorded without the walk below (`predict_output.rs`).
@@ -396,14 +402,23 @@ impl Tcb {
                 break;
             }
             let mut gso_size = 0;
+            let continues_cut = quota_cut && seg.rule == Rule::New && !probe;
+            quota_cut = false;
             if seg.rule == Rule::New && !probe && seg.len == cap {
-                seg.len = self.tso_len(cap);
+                let (len, cut) = self.tso_len(cap);
+                seg.len = len;
+                quota_cut = cut;
                 if seg.len > cap {
                     gso_size = cap as u16;
                 }
                 seg.len += self.fin_rides(seg);
+            } else if seg.rule == Rule::Lost && !probe && seg.len == cap {
+                seg.len = self.retransmission_len(seg);
+                if seg.len > cap {
+                    gso_size = cap as u16;
+                }
             }
-            if !self.emit_range(now, seg, gso_size, emit) {
+            if !self.emit_range(now, seg, gso_size, continues_cut, emit) {
                 break;
             }
             if seg.rule == Rule::New && !probe && seg.len < cap {
@@ -419,9 +434,15 @@ impl Tcb {
                 break;
             }
             if seg.is_retransmission() {
+                // Wire segments: a super-segment counts as what it becomes.
+                let n = if gso_size == 0 {
+                    1
+                } else {
+                    u64::from(seg.len.div_ceil(u32::from(gso_size)))
+                };
                 let rare = self.stats.rare();
-                rare.retrans_segs += 1;
-                rare.timeout_retrans_segs += u64::from(!probe && !self.recovery.in_recovery());
+                rare.retrans_segs += n;
+                rare.timeout_retrans_segs += n * u64::from(!probe && !self.recovery.in_recovery());
             }
             sent += 1;
         }
@@ -514,12 +535,27 @@ impl Tcb {
     /// The length of a new segment of `cap` octets grown into a
     /// super-segment: whole `cap`-sized segments, as many as the device
     /// takes, the data queued and within the send window, the congestion
-    /// window less the pipe, and the scoreboard's room allow; `cap` when
-    /// that is one, or without segmentation offload.
-    fn tso_len(&self, cap: u32) -> u32 {
+    /// window less the pipe, the scoreboard's room and half the congestion
+    /// window allow; `cap` when that is one, or without segmentation
+    /// offload.
+    ///
+    /// Half the congestion window (in segments, at least one) is Linux's
+    /// `tcp_cwnd_test` quota ("for better scheduling, ensure we have at
+    /// least 2 GSO packets in flight"): a window's worth goes as two or
+    /// more super-segments, so the ACK of the first releases the next
+    /// while the second is still in flight, and one lost frame on a
+    /// device that does not cut super-segments (a TAP with offloads on)
+    /// costs at most half the window, not all of it. RFC 9293 leaves how
+    /// data is packaged to the sender; packetdrill
+    /// `slow-start-after-idle` and `slow-start-after-win-update` expect
+    /// it (`> P. 1:5001(5000)`, `> P. 5001:10001(5000)` with cwnd 10).
+    ///
+    /// Also returns whether the quota was what cut it (more would have
+    /// fit otherwise).
+    fn tso_len(&self, cap: u32) -> (u32, bool) {
         let max = self.cfg.offload.tso_payload_max();
         if max < 2 * cap || cap == 0 {
-            return cap;
+            return (cap, false);
         }
         let nxt = self.sb.snd_nxt();
         let data_end = self.snd.data_end();
@@ -528,15 +564,74 @@ impl Tcb {
         let window = if right.gt(nxt) { right - nxt } else { 0 };
         let cwnd_room = self.recovery.send_room(&self.sb, &self.cc);
         let segs_room = u32::try_from(self.sb.room()).unwrap_or(u32::MAX);
+        let half_cwnd = (self.cc.cwnd() / self.smss.max(1) / 2).max(1);
         let octets = max.min(data).min(window).min(cwnd_room);
-        (octets / cap).min(segs_room).max(1) * cap
+        let segs = (octets / cap).min(segs_room);
+        (segs.min(half_cwnd).max(1) * cap, segs > half_cwnd)
+    }
+
+    /// The length of the retransmission of the lost segment `seg` (RFC
+    /// 6675 NextSeg rule 1, a full segment) grown into a super-segment
+    /// with segmentation offload: the segments right after it that NextSeg
+    /// would choose next by the same rule — full-sized, not SACKed, not
+    /// yet retransmitted, deemed lost (IsLost, RACK or the timeout) — as
+    /// many as the device takes and the congestion state's room (cwnd −
+    /// pipe, or PRR's sndcnt, each falling by what is sent) allows. The
+    /// wire carries the same segments as one at a time would (the device
+    /// cuts it, the scoreboard records each, `record_sent`); only the
+    /// device gets one buffer instead of several, as Linux retransmits a
+    /// multi-segment buffer whole (`tcp_retransmit_skb` with `segs` from
+    /// cwnd − in-flight: packetdrill `fr-4pkt-fack-last-byte`,
+    /// `> . 1001:3001(2000)` after the timeout). RFC 6298 §5.4 and RFC
+    /// 8985 §7.3 leave the packaging to the sender.
+    fn retransmission_len(&self, seg: NextSeg) -> u32 {
+        let max = self.cfg.offload.tso_payload_max();
+        let cap = seg.len;
+        if max < 2 * cap || cap == 0 {
+            return cap;
+        }
+        let mut room = self
+            .recovery
+            .send_room(&self.sb, &self.cc)
+            .saturating_sub(cap);
+        let mut end = seg.start + cap;
+        let mut len = cap;
+        let first_end = end;
+        for s in self.sb.segments().skip_while(|s| s.start.lt(first_end)) {
+            if s.start != end
+                || s.len != cap
+                || s.sacked
+                || s.retransmitted
+                || room < cap
+                || len + cap > max
+                || !self.sb.is_lost(s.start)
+            {
+                break;
+            }
+            len += cap;
+            room -= cap;
+            end += cap;
+        }
+        len
     }
 
     /// Arms the probe timeout (RFC 8985 §7.2) if a probe may go: after
     /// sending, and on an ACK of new data.
+    ///
+    /// Without `TcpConfig::probe_after_timeout`, not while recovering
+    /// from a timeout (RFC 8985 §7.2: "the connection is not in loss
+    /// recovery"; Linux's `TCP_CA_Loss`): the timeout already marked the
+    /// whole flight lost, and a probe of the tail takes a segment of the
+    /// window the slow start after it has (packetdrill
+    /// `fr-4pkt-fack-last-byte`: a probe 200 ms after the timeout's
+    /// retransmission held `1001:3001` to one segment). Fast recovery
+    /// keeps its probe either way (`TailLossProbe::may_arm`).
     #[inline]
     pub(super) fn arm_tlp(&mut self, now: Instant) {
-        if self.cfg.rack && self.tlp.may_arm(&self.sb, self.recovery.in_recovery()) {
+        if self.cfg.rack
+            && self.tlp.may_arm(&self.sb, self.recovery.in_recovery())
+            && (self.cfg.probe_after_timeout || !self.recovery.after_timeout())
+        {
             // (The RTO only when the timer is off: `map_or` would compute
             // it for every arming.)
             let rto_left = self
@@ -602,12 +697,20 @@ impl Tcb {
     }
 
     /// Emits the range `[start, start + len)` of the send sequence space:
-    /// its data from the send buffer, FIN if the range covers it.
+    /// its data from the send buffer, FIN if the range covers it; PSH at
+    /// a push point (`push_point`), or when `continues_cut` (new data
+    /// right after a super-segment the half-cwnd quota cut, `tso_len`):
+    /// Linux cuts such a super-segment from one write-queue buffer
+    /// (`tso_fragment`, "PSH and FIN should only be set in the second
+    /// packet"), and the rest of the buffer keeps its PSH (packetdrill
+    /// `slow-start-ack-per-4pkt`: `> P. 10001:18001(8000)`, cwnd 14,
+    /// leaves as 7000 and a PSH-marked 1000).
     fn emit_range(
         &mut self,
         now: Instant,
         seg: NextSeg,
         gso_size: u16,
+        continues_cut: bool,
         emit: &mut dyn FnMut(OutSegment<'_>) -> bool,
     ) -> bool {
         let una = self.snd.una();
@@ -624,7 +727,7 @@ impl Tcb {
         if fin {
             flags.insert(TcpFlags::FIN);
         }
-        if data_len > 0 && self.push_point(start, data_len as u32, data_end) {
+        if data_len > 0 && (continues_cut || self.push_point(start, data_len as u32, data_end)) {
             flags.insert(TcpFlags::PSH);
         }
         let repr = self.ack_repr(now, start, flags, data_len);

@@ -20,8 +20,12 @@ fn a_super_segment_of_new_data_carries_psh() {
     let m = MSS as u32;
     let mut s = Script::established(tso_config(), true);
     s.at(20).write(15 * MSS);
-    let e = s.expect(Out::data(1, 10 * MSS));
-    assert!(psh(&e), "the initial window's super-segment");
+    // The initial window as two super-segments of half cwnd each
+    // (`tso_len`; packetdrill joins them into `1:10001(10000)`).
+    let e = s.expect(Out::data(1, 5 * MSS));
+    assert!(psh(&e), "the initial window's first super-segment");
+    let e = s.expect(Out::data(1 + 5 * m, 5 * MSS));
+    assert!(psh(&e), "the initial window's second super-segment");
     s.expect_none();
     s.at(30).inject(In::ack(1, 1 + m));
     let e = s.expect(Out::data(1 + 10 * m, 2 * MSS));
@@ -60,4 +64,28 @@ fn a_retransmission_short_of_the_end_carries_no_psh() {
     s.advance_until_output(ms(5_000)).expect("a retransmission");
     let e = s.expect(Out::data(1, MSS));
     assert!(!psh(&e), "retransmission of the first segment");
+}
+
+/// The half-cwnd quota cuts a super-segment short (`tso_len`): the new
+/// data right after it carries PSH, as the rest of Linux's write-queue
+/// buffer (packetdrill `slow-start-ack-per-4pkt`: at cwnd 14 with 6
+/// segments in flight, `> P. 10001:18001(8000)` leaves as 7000 and a
+/// PSH-marked 1000, which packetdrill joins). Without it the 1000 went
+/// without PSH and the script failed.
+#[test]
+fn new_data_continuing_a_quota_cut_super_segment_carries_psh() {
+    let m = MSS as u32;
+    let mut s = Script::established(tso_config(), true);
+    s.at(20).write(30 * MSS);
+    s.expect(Out::data(1, 5 * MSS));
+    s.expect(Out::data(1 + 5 * m, 5 * MSS));
+    s.expect_none();
+    // Four segments acknowledged in slow start: cwnd 14, 6 in flight,
+    // room for 8; the quota is 7.
+    s.at(30).inject(In::ack(1, 1 + 4 * m));
+    let e = s.expect(Out::data(1 + 10 * m, 7 * MSS));
+    assert!(psh(&e), "a super-segment of new data");
+    let e = s.expect(Out::data(1 + 17 * m, MSS));
+    assert!(psh(&e), "the rest of the cut super-segment");
+    s.expect_none();
 }

@@ -335,9 +335,53 @@ fn tso_sends_whole_mss_super_segments_within_the_congestion_window() {
     });
     let smss = a.smss() as usize;
     // RFC 5681 §3.1: the initial window (10 segments, as Linux) goes as
-    // one super-segment of whole segments, no more.
+    // super-segments of whole segments, no more; each at most half of it
+    // (Linux's `tcp_cwnd_test` quota, `Tcb::tso_len`), so two.
     let cwnd = a.cwnd() as usize;
-    assert_eq!(segs, vec![(cwnd / smss * smss, smss as u16)], "{segs:?}");
+    let half = cwnd / smss / 2 * smss;
+    assert_eq!(cwnd / smss, 10);
+    assert_eq!(
+        segs,
+        vec![(half, smss as u16), (half, smss as u16)],
+        "{segs:?}"
+    );
+}
+
+/// A super-segment is at most half the congestion window, whatever the
+/// device takes: with cwnd at 20 segments, a window's worth of new data
+/// goes as two super-segments of 10 (packetdrill
+/// `slow-start-after-idle`: `> P. 10001:20001(10000)` then the rest).
+/// Without the quota it went as one, and a TAP that does not cut it
+/// lost the whole window with one frame.
+#[test]
+fn tso_super_segments_are_at_most_half_the_congestion_window() {
+    let (mut a, mut b, _) = established(tso_config());
+    let now = Instant::from_nanos(2_000_000_000);
+    let smss = a.smss() as usize;
+    assert_eq!(a.send(&vec![7u8; 100_000]).unwrap(), Some(100_000));
+    // The first flight (cwnd 10), acknowledged: slow start doubles cwnd.
+    let first = outputs(&mut a, now);
+    let now = now + Duration::from_millis(10);
+    for (r, p) in &first {
+        let _ = b.on_segment(now, r, p);
+    }
+    b.on_tick(now + crate::tcp::quick_ack::ANSWER_GRACE);
+    for (r, p) in outputs(&mut b, now) {
+        let _ = a.on_segment(now, &r, &p);
+    }
+    let cwnd_segs = a.cwnd() as usize / smss;
+    assert!(cwnd_segs >= 16, "slow start grew cwnd: {cwnd_segs}");
+    let mut segs = Vec::new();
+    a.poll_output(now, &mut |s| {
+        segs.push(s.payload_len());
+        true
+    });
+    assert!(segs.len() >= 2, "{segs:?}");
+    assert!(
+        segs.iter().all(|&n| n <= cwnd_segs / 2 * smss),
+        "cwnd {cwnd_segs} segments: {segs:?}"
+    );
+    assert_eq!(segs[0], cwnd_segs / 2 * smss, "{segs:?}");
 }
 
 /// With TSO, one write of some whole segments and a tail leaves at once
