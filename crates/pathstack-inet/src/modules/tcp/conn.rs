@@ -297,6 +297,27 @@ impl TcpConnStage {
         }
     }
 
+    /// The flush after a predicted segment (issue 26 item 4): when the
+    /// prediction left nothing to send (`Tcb::predicted_quiet`: the
+    /// answer will carry the ACK, nothing unsent, no restart due), only
+    /// the timer is armed for what the prediction itself set; the rest of
+    /// the flush would find nothing (the connection is counted, our
+    /// address known, ESTABLISHED). Otherwise the flush as always.
+    #[inline(always)]
+    fn after_predicted(&mut self, cx: &mut Cx<'_, '_>, now: Instant) {
+        if self.counted && self.local_ip.is_some() && self.tcb.predicted_quiet(now) {
+            // The general path is the reference: its check half answers
+            // "quiet", and in this case changes nothing.
+            debug_assert!(
+                self.tcb.poll_quiet(now),
+                "predicted_quiet but not poll_quiet"
+            );
+            self.arm(cx);
+            return;
+        }
+        self.flush(cx);
+    }
+
     /// The connection is over and unowned: its path goes.
     #[cold]
     #[inline(never)]
@@ -653,7 +674,7 @@ impl Stage for TcpConnStage {
                             .tcb
                             .on_predicted_segment(now, &seg, &msg.as_slice()[hl..])
                         {
-                            self.flush(cx);
+                            self.after_predicted(cx, now);
                             return Verdict::Consumed;
                         }
                         TcpRepr::parse_received(msg.as_slice(), pseudo, true)

@@ -102,6 +102,34 @@ impl Tcb {
         false
     }
 
+    /// After a predicted segment (`predict.rs`), whether the flush would
+    /// find nothing to do at all: [`poll_quiet`](Self::poll_quiet) would
+    /// answer true having changed nothing (issue 26 item 4). The usual
+    /// case of a request/response exchange: the segment acknowledged all
+    /// in flight, nothing is unsent, no ACK is due now (the answer carries
+    /// it, or the delayed-ACK timer does), and the window restart after
+    /// idle (RFC 5681 §4.1) is not due. Conservative: false sends the
+    /// caller the long way, which is always right.
+    #[inline(always)]
+    pub fn predicted_quiet(&self, now: Instant) -> bool {
+        // `poll_quiet`'s own tests, with what the prediction settled:
+        // ESTABLISHED (so `sends_data`), `short_paths`, a clean scoreboard
+        // and recovery open. Nothing in flight and nothing unsent make
+        // `new_data` 0 and `after_sending(now, 0)` unneeded (its cases
+        // need data in flight, a closed window or unsent data).
+        self.state == State::Established
+            && self.sb.is_empty()
+            && !self.due.any_of(Due::SEGMENT)
+            && !self.due.has(Due::TLP)
+            && self.snd_wnd != 0
+            && !self.sb.snd_nxt().lt(self.snd.end())
+            && self.sb.is_clean()
+            && self.recovery.is_open()
+            && self.short_paths()
+            && !(self.cfg.slow_start_after_idle
+                && idle_restart_due(self.last_send, now, self.rto.rto()))
+    }
+
     /// [`poll_output`](Self::poll_output) in full, for a caller that has
     /// asked [`poll_quiet`](Self::poll_quiet) (called without, it is
     /// still `poll_output`, the long way when nothing is due).
