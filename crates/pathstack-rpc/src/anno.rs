@@ -20,7 +20,7 @@
 //! a message may bring along (the in-memory wire hands the sender's
 //! message over whole) is read by no stage above IP.
 
-use crate::Peer;
+use crate::{Peer, PeerAddr};
 use pathstack_core::anno::AnnoKey;
 use pathstack_core::Anno;
 use pathstack_inet::{InetAnno, MacAddr};
@@ -163,15 +163,15 @@ impl RpcAnno for Anno {
     #[inline]
     fn rpc_peer(&self) -> Option<Peer> {
         match self.peer_ip() {
-            Some(ip) => Some(Peer::Ipv4(ip)),
-            None => self.link_dst().map(|m| Peer::Mac(MacAddr(m))),
+            Some(ip) => Some(Peer::ipv4(ip)),
+            None => self.link_dst().map(|m| Peer::mac(MacAddr(m))),
         }
     }
     #[inline]
     fn set_rpc_peer(&mut self, peer: Peer) {
-        match peer {
-            Peer::Ipv4(ip) => self.set_peer_ip(ip),
-            Peer::Mac(m) => self.set_link_dst(m.0),
+        match peer.addr() {
+            PeerAddr::Ipv4(ip) => self.set_peer_ip(ip),
+            PeerAddr::Mac(m) => self.set_link_dst(m.0),
         }
     }
 }
@@ -213,10 +213,10 @@ mod tests {
         let mut a = Anno::default();
         assert_eq!(a.rpc_peer(), None);
         let mac = MacAddr([2, 0, 0, 0, 0, 9]);
-        a.set_rpc_peer(Peer::Mac(mac));
-        assert_eq!(a.rpc_peer(), Some(Peer::Mac(mac)));
-        a.set_rpc_peer(Peer::Ipv4("10.0.0.9".parse().unwrap()));
-        assert_eq!(a.rpc_peer(), Some(Peer::Ipv4("10.0.0.9".parse().unwrap())));
+        a.set_rpc_peer(Peer::mac(mac));
+        assert_eq!(a.rpc_peer(), Some(Peer::mac(mac)));
+        a.set_rpc_peer(Peer::ipv4("10.0.0.9".parse().unwrap()));
+        assert_eq!(a.rpc_peer(), Some(Peer::ipv4("10.0.0.9".parse().unwrap())));
     }
 
     #[test]

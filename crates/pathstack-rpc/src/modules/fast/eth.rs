@@ -105,8 +105,8 @@ impl<Top: Stage, Driver: Stage> FastForm<Stages<Top, Driver>> for RpcEthFast {
         // The peer as the RPC stages read it once ETH has annotated the
         // sender.
         let peer = match msg.anno().peer_ip() {
-            Some(ip) => Peer::Ipv4(ip),
-            None => Peer::Mac(MacAddr(src)),
+            Some(ip) => Peer::ipv4(ip),
+            None => Peer::mac(MacAddr(src)),
         };
         let Some((keep, tag, m)) = above.receive(rest, peer, msg.anno(), cx) else {
             return false;
