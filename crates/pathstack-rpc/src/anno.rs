@@ -137,6 +137,10 @@ pub trait RpcAnno {
     fn rpc_peer(&self) -> Option<Peer>;
     /// Sets the peer a message goes to.
     fn set_rpc_peer(&mut self, peer: Peer);
+    /// Whether the message's [`RpcTag`] carries a BIDCTL notice (as
+    /// `rpc_tag()` would tell, without decoding the rest of the tag: the
+    /// fast forms ask it of every frame).
+    fn has_notice(&self) -> bool;
 }
 
 impl RpcAnno for Anno {
@@ -166,6 +170,11 @@ impl RpcAnno for Anno {
             Some(ip) => Some(Peer::ipv4(ip)),
             None => self.link_dst().map(|m| Peer::mac(MacAddr(m))),
         }
+    }
+    #[inline]
+    fn has_notice(&self) -> bool {
+        // `RpcTag::unpack`'s notices: 1 and 2; anything else is none.
+        self.get(TAG).is_some_and(|w| matches!(w >> 24, 1 | 2))
     }
     #[inline]
     fn set_rpc_peer(&mut self, peer: Peer) {
@@ -206,6 +215,28 @@ mod tests {
                 assert_eq!(a.rpc_tag(), Some(t));
             }
         }
+    }
+
+    #[test]
+    fn has_notice_tells_what_the_tag_s_notice_tells() {
+        let mut a = Anno::default();
+        assert!(!a.has_notice());
+        for notice in [
+            BootNotice::None,
+            BootNotice::FirstContact,
+            BootNotice::PeerRebooted,
+        ] {
+            a.set_rpc_tag(RpcTag {
+                slot: 7,
+                status: CallStatus::TimedOut,
+                notice,
+            });
+            assert_eq!(a.has_notice(), notice != BootNotice::None);
+        }
+        // A word whose notice byte names no notice unpacks to none.
+        a.set(TAG, 3 << 24 | 5);
+        assert_eq!(a.rpc_tag().map(|t| t.notice), Some(BootNotice::None));
+        assert!(!a.has_notice());
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! "lower session", which names the remote host.
 
 use pathstack_inet::MacAddr;
+use std::cmp::Ordering;
 use std::fmt;
 use std::net::Ipv4Addr;
 
@@ -17,14 +18,15 @@ const IPV4: u64 = 1 << 48;
 /// arrive through one lower session and different hosts through different
 /// ones.
 ///
-/// Held as one word — the address's octets in network order, a MAC's in
-/// the low 48 bits, an IPv4 address's in the low 32 with bit 48 set — so
-/// that comparing two peers is one integer comparison: BID's held boot
-/// ids, CHAN's channel keys and the handle caches compare the peer on
-/// every message (issue 26 item 7; the derived comparison of an enum
-/// over six octets cost 69 instructions a round trip). The order is the
-/// address kind's (MAC first), then the octets', as an enum's would be.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// Held as one word — the address's octets in little-endian order (a
+/// plain load on the usual machines; the word is compared, never shown),
+/// a MAC's in the low 48 bits, an IPv4 address's in the low 32 with bit 48 set — so that
+/// comparing two peers is one integer comparison: BID's held boot ids,
+/// CHAN's channel keys and the handle caches compare the peer on every
+/// message (issue 26 item 7; the derived comparison of an enum over six
+/// octets cost 69 instructions a round trip). The order is
+/// [`PeerAddr`]'s (MAC first, then by octets), as the enum's was.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Peer(u64);
 
 /// A [`Peer`]'s address, to match on.
@@ -39,26 +41,39 @@ pub enum PeerAddr {
 impl Peer {
     /// A host on the local Ethernet, by MAC address.
     #[inline(always)]
-    pub const fn mac(m: MacAddr) -> Peer {
-        let [a, b, c, d, e, f] = m.0;
-        Peer(u64::from_be_bytes([0, 0, a, b, c, d, e, f]))
+    pub fn mac(m: MacAddr) -> Peer {
+        let mut w = [0u8; 8];
+        w[..6].copy_from_slice(&m.0);
+        Peer(u64::from_le_bytes(w))
     }
 
     /// A host reached through IP.
     #[inline(always)]
     pub const fn ipv4(a: Ipv4Addr) -> Peer {
-        Peer(IPV4 | u32::from_be_bytes(a.octets()) as u64)
+        Peer(IPV4 | u32::from_le_bytes(a.octets()) as u64)
     }
 
     /// The peer's address.
     #[inline]
     pub const fn addr(self) -> PeerAddr {
-        let [_, _, a, b, c, d, e, f] = self.0.to_be_bytes();
+        let [a, b, c, d, e, f, _, _] = self.0.to_le_bytes();
         if self.0 & IPV4 != 0 {
-            PeerAddr::Ipv4(Ipv4Addr::new(c, d, e, f))
+            PeerAddr::Ipv4(Ipv4Addr::new(a, b, c, d))
         } else {
             PeerAddr::Mac(MacAddr([a, b, c, d, e, f]))
         }
+    }
+}
+
+impl Ord for Peer {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.addr().cmp(&other.addr())
+    }
+}
+
+impl PartialOrd for Peer {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
     }
 }
 
@@ -120,8 +135,14 @@ mod tests {
         let m = Peer::mac(MacAddr([0, 0, 10, 0, 0, 1]));
         let a = Peer::ipv4(Ipv4Addr::new(10, 0, 0, 1));
         assert_ne!(m, a);
-        assert_ne!(Peer::mac(MacAddr([2, 0, 0, 0, 0, 1])), Peer::mac(MacAddr([3, 0, 0, 0, 0, 1])));
-        assert_ne!(Peer::mac(MacAddr([2, 0, 0, 0, 0, 1])), Peer::mac(MacAddr([2, 0, 0, 0, 0, 2])));
+        assert_ne!(
+            Peer::mac(MacAddr([2, 0, 0, 0, 0, 1])),
+            Peer::mac(MacAddr([3, 0, 0, 0, 0, 1]))
+        );
+        assert_ne!(
+            Peer::mac(MacAddr([2, 0, 0, 0, 0, 1])),
+            Peer::mac(MacAddr([2, 0, 0, 0, 0, 2]))
+        );
         assert_eq!(Peer::mac(MacAddr([0xff; 6])), Peer::mac(MacAddr::BROADCAST));
     }
 
