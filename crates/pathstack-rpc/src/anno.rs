@@ -137,6 +137,10 @@ pub trait RpcAnno {
     fn rpc_peer(&self) -> Option<Peer>;
     /// Sets the peer a message goes to.
     fn set_rpc_peer(&mut self, peer: Peer);
+    /// The [`RpcTag`]'s slot and whether its status is
+    /// [`CallStatus::Ok`], as `rpc_tag()` would tell, without decoding
+    /// the rest (the fast forms' send reads no more of it).
+    fn rpc_slot_ok(&self) -> Option<(u16, bool)>;
     /// Whether the message's [`RpcTag`] carries a BIDCTL notice (as
     /// `rpc_tag()` would tell, without decoding the rest of the tag: the
     /// fast forms ask it of every frame).
@@ -170,6 +174,11 @@ impl RpcAnno for Anno {
             Some(ip) => Some(Peer::ipv4(ip)),
             None => self.link_dst().map(|m| Peer::mac(MacAddr(m))),
         }
+    }
+    #[inline]
+    fn rpc_slot_ok(&self) -> Option<(u16, bool)> {
+        // `CallStatus::from_u8`: only 0 is `Ok`.
+        self.get(TAG).map(|w| (w as u16, (w >> 16) as u8 == 0))
     }
     #[inline]
     fn has_notice(&self) -> bool {
@@ -218,7 +227,7 @@ mod tests {
     }
 
     #[test]
-    fn has_notice_tells_what_the_tag_s_notice_tells() {
+    fn partial_tag_reads_tell_what_the_tag_tells() {
         let mut a = Anno::default();
         assert!(!a.has_notice());
         for notice in [
@@ -233,6 +242,9 @@ mod tests {
             });
             assert_eq!(a.has_notice(), notice != BootNotice::None);
         }
+        assert_eq!(a.rpc_slot_ok(), Some((7, false)));
+        a.set_rpc_tag(RpcTag::slot(9));
+        assert_eq!(a.rpc_slot_ok(), Some((9, true)));
         // A word whose notice byte names no notice unpacks to none.
         a.set(TAG, 3 << 24 | 5);
         assert_eq!(a.rpc_tag().map(|t| t.notice), Some(BootNotice::None));
