@@ -20,7 +20,7 @@
 //! a message may bring along (the in-memory wire hands the sender's
 //! message over whole) is read by no stage above IP.
 
-use crate::Peer;
+use crate::{Peer, PeerAddr};
 use pathstack_core::anno::AnnoKey;
 use pathstack_core::Anno;
 use pathstack_inet::{InetAnno, MacAddr};
@@ -137,6 +137,14 @@ pub trait RpcAnno {
     fn rpc_peer(&self) -> Option<Peer>;
     /// Sets the peer a message goes to.
     fn set_rpc_peer(&mut self, peer: Peer);
+    /// The [`RpcTag`]'s slot and whether its status is
+    /// [`CallStatus::Ok`], as `rpc_tag()` would tell, without decoding
+    /// the rest (the fast forms' send reads no more of it).
+    fn rpc_slot_ok(&self) -> Option<(u16, bool)>;
+    /// Whether the message's [`RpcTag`] carries a BIDCTL notice (as
+    /// `rpc_tag()` would tell, without decoding the rest of the tag: the
+    /// fast forms ask it of every frame).
+    fn has_notice(&self) -> bool;
 }
 
 impl RpcAnno for Anno {
@@ -163,15 +171,25 @@ impl RpcAnno for Anno {
     #[inline]
     fn rpc_peer(&self) -> Option<Peer> {
         match self.peer_ip() {
-            Some(ip) => Some(Peer::Ipv4(ip)),
-            None => self.link_dst().map(|m| Peer::Mac(MacAddr(m))),
+            Some(ip) => Some(Peer::ipv4(ip)),
+            None => self.link_dst().map(|m| Peer::mac(MacAddr(m))),
         }
     }
     #[inline]
+    fn rpc_slot_ok(&self) -> Option<(u16, bool)> {
+        // `CallStatus::from_u8`: only 0 is `Ok`.
+        self.get(TAG).map(|w| (w as u16, (w >> 16) as u8 == 0))
+    }
+    #[inline]
+    fn has_notice(&self) -> bool {
+        // `RpcTag::unpack`'s notices: 1 and 2; anything else is none.
+        self.get(TAG).is_some_and(|w| matches!(w >> 24, 1 | 2))
+    }
+    #[inline]
     fn set_rpc_peer(&mut self, peer: Peer) {
-        match peer {
-            Peer::Ipv4(ip) => self.set_peer_ip(ip),
-            Peer::Mac(m) => self.set_link_dst(m.0),
+        match peer.addr() {
+            PeerAddr::Ipv4(ip) => self.set_peer_ip(ip),
+            PeerAddr::Mac(m) => self.set_link_dst(m.0),
         }
     }
 }
@@ -209,14 +227,39 @@ mod tests {
     }
 
     #[test]
+    fn partial_tag_reads_tell_what_the_tag_tells() {
+        let mut a = Anno::default();
+        assert!(!a.has_notice());
+        for notice in [
+            BootNotice::None,
+            BootNotice::FirstContact,
+            BootNotice::PeerRebooted,
+        ] {
+            a.set_rpc_tag(RpcTag {
+                slot: 7,
+                status: CallStatus::TimedOut,
+                notice,
+            });
+            assert_eq!(a.has_notice(), notice != BootNotice::None);
+        }
+        assert_eq!(a.rpc_slot_ok(), Some((7, false)));
+        a.set_rpc_tag(RpcTag::slot(9));
+        assert_eq!(a.rpc_slot_ok(), Some((9, true)));
+        // A word whose notice byte names no notice unpacks to none.
+        a.set(TAG, 3 << 24 | 5);
+        assert_eq!(a.rpc_tag().map(|t| t.notice), Some(BootNotice::None));
+        assert!(!a.has_notice());
+    }
+
+    #[test]
     fn peer_prefers_ip_over_link_address() {
         let mut a = Anno::default();
         assert_eq!(a.rpc_peer(), None);
         let mac = MacAddr([2, 0, 0, 0, 0, 9]);
-        a.set_rpc_peer(Peer::Mac(mac));
-        assert_eq!(a.rpc_peer(), Some(Peer::Mac(mac)));
-        a.set_rpc_peer(Peer::Ipv4("10.0.0.9".parse().unwrap()));
-        assert_eq!(a.rpc_peer(), Some(Peer::Ipv4("10.0.0.9".parse().unwrap())));
+        a.set_rpc_peer(Peer::mac(mac));
+        assert_eq!(a.rpc_peer(), Some(Peer::mac(mac)));
+        a.set_rpc_peer(Peer::ipv4("10.0.0.9".parse().unwrap()));
+        assert_eq!(a.rpc_peer(), Some(Peer::ipv4("10.0.0.9".parse().unwrap())));
     }
 
     #[test]

@@ -34,4 +34,4 @@ pub mod peer;
 pub mod vchan;
 pub mod wire;
 
-pub use peer::Peer;
+pub use peer::{Peer, PeerAddr};

@@ -106,8 +106,8 @@ fn run(net: RpcNet, net_arg: &str) {
     let announced = example.line_with("rpc: echo procedure");
     let peer_text = announced.rsplit(' ').next().unwrap_or_default().to_string();
     let peer = match net {
-        RpcNet::Eth => Peer::Mac(peer_text.parse::<MacAddr>().expect("a MAC address")),
-        RpcNet::Ip => Peer::Ipv4(peer_text.parse().expect("an IPv4 address")),
+        RpcNet::Eth => Peer::mac(peer_text.parse::<MacAddr>().expect("a MAC address")),
+        RpcNet::Ip => Peer::ipv4(peer_text.parse().expect("an IPv4 address")),
     };
 
     let tap = TapDevice::open(topo.var("TAP_B"), TapOptions::new().netns(topo.var("NS_B")))

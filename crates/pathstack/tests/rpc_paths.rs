@@ -189,8 +189,8 @@ fn silent_peer_times_out_after(net: RpcNet, deadline: Option<Duration>) -> Durat
     let t0 = StackInstant::from_millis(1000);
     client.set_manual_clock(t0);
     let peer = match net {
-        RpcNet::Eth => pathstack::rpc::Peer::Mac(MacAddr([2, 0, 0, 0, 0, 2])),
-        RpcNet::Ip => pathstack::rpc::Peer::Ipv4("10.0.0.2".parse().unwrap()),
+        RpcNet::Eth => pathstack::rpc::Peer::mac(MacAddr([2, 0, 0, 0, 0, 2])),
+        RpcNet::Ip => pathstack::rpc::Peer::ipv4("10.0.0.2".parse().unwrap()),
     };
     let call = client.rpc().start(peer, XRPCTEST_ID, b"anyone?").unwrap();
     for step in 1..=3000u64 {

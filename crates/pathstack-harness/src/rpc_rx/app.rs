@@ -21,9 +21,9 @@ pub(crate) fn app(rig: &mut Rig, op: u8, inp: &mut Input<'_>) {
                 let peer = if which & 0x40 == 0 {
                     rig.b_peer
                 } else if rig.net == RpcNet::Eth {
-                    Peer::Mac(MacAddr([2, 0, 0, 0, 0, inp.u8()]))
+                    Peer::mac(MacAddr([2, 0, 0, 0, 0, inp.u8()]))
                 } else {
-                    Peer::Ipv4(Ipv4Addr::new(10, 0, 0, inp.u8()))
+                    Peer::ipv4(Ipv4Addr::new(10, 0, 0, inp.u8()))
                 };
                 if let Ok(c) = rig.wire.a.rpc().start(peer, id, &pattern(n, op)) {
                     rig.calls.push(c);

@@ -202,7 +202,7 @@ mod tests {
     fn a_short_message_is_resent_with_its_length() {
         let s = kept([b"12345678", b""]);
         let key = ChannelKey {
-            peer: crate::Peer::Mac(pathstack_inet::MacAddr([2, 0, 0, 0, 0, 1])),
+            peer: crate::Peer::mac(pathstack_inet::MacAddr([2, 0, 0, 0, 0, 1])),
             prot_id: 20,
             chan: 1,
         };

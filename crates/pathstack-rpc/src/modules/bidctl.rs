@@ -225,8 +225,8 @@ impl BidctlModule {
 
     fn broadcast_peer(&self) -> Peer {
         match self.net {
-            RpcNet::Eth => Peer::Mac(MacAddr([0xff; 6])),
-            RpcNet::Ip => Peer::Ipv4(Ipv4Addr::BROADCAST),
+            RpcNet::Eth => Peer::mac(MacAddr([0xff; 6])),
+            RpcNet::Ip => Peer::ipv4(Ipv4Addr::BROADCAST),
         }
     }
 }

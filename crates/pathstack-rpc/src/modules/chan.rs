@@ -177,7 +177,7 @@ impl ChanModule {
 /// leave to the stage).
 #[inline(always)]
 fn is_notice(anno: &pathstack_core::Anno) -> bool {
-    anno.rpc_tag().is_some_and(|t| t.notice != BootNotice::None)
+    anno.has_notice()
 }
 
 /// Pushes CHAN's header `h` on a call or reply going down.

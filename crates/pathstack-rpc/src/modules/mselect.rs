@@ -67,11 +67,11 @@ pub struct MselectStage {
 impl MselectStage {
     /// Fast form, down: the header `process` would push on a call (or
     /// reply) annotated with procedure `id` (without one it drops the
-    /// message: the fast form declines) and `tag`. `process` then clears
+    /// message: the fast form declines) and a tag whose status is `Ok`
+    /// (`ok`; else `SEL_FAIL`). `process` then clears
     /// the id ([`RpcAnno::clear_procedure`]).
     #[inline(always)]
-    pub(crate) fn fast_header(&self, id: u32, tag: Option<RpcTag>) -> [u8; HEADER_LEN] {
-        let ok = tag.is_none_or(|t| t.status == CallStatus::Ok);
+    pub(crate) fn fast_header(&self, id: u32, ok: bool) -> [u8; HEADER_LEN] {
         let status = if ok { SEL_OK } else { SEL_FAIL };
         MselectHeader { id, status }.to_bytes()
     }

@@ -156,7 +156,7 @@ mod tests {
     use super::*;
 
     fn peer() -> Peer {
-        Peer::Ipv4("10.0.0.2".parse().unwrap())
+        Peer::ipv4("10.0.0.2".parse().unwrap())
     }
 
     #[test]

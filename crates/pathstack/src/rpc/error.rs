@@ -99,7 +99,7 @@ mod tests {
 
     #[test]
     fn errors_map_to_the_io_kinds_a_caller_matches_on() {
-        let peer = Peer::Ipv4("10.0.0.2".parse().unwrap());
+        let peer = Peer::ipv4("10.0.0.2".parse().unwrap());
         let io = |e: RpcError| std::io::Error::from(e).kind();
         assert_eq!(io(RpcError::TimedOut { peer, id: 1 }), ErrorKind::TimedOut);
         assert_eq!(

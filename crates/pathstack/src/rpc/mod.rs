@@ -42,7 +42,7 @@ pub use calls::RpcCall;
 pub use error::RpcError;
 pub use pathstack_rpc::modules::rpc::{Echo, Procedure};
 pub use pathstack_rpc::modules::RpcNet;
-pub use pathstack_rpc::Peer;
+pub use pathstack_rpc::{Peer, PeerAddr};
 pub use state::RPC_HEADERS;
 pub use view::Rpc;
 

@@ -42,8 +42,8 @@ impl<H: Deref<Target = Host>> Rpc<H> {
     pub fn peer(&self) -> Result<Peer, RpcError> {
         let net = self.host.rpc.as_ref().ok_or(RpcError::NoRpc)?.net;
         Ok(match net {
-            RpcNet::Eth => Peer::Mac(self.host.mac().ok_or(RpcError::NoRpc)?),
-            RpcNet::Ip => Peer::Ipv4(self.host.addr().ok_or(RpcError::NoRpc)?),
+            RpcNet::Eth => Peer::mac(self.host.mac().ok_or(RpcError::NoRpc)?),
+            RpcNet::Ip => Peer::ipv4(self.host.addr().ok_or(RpcError::NoRpc)?),
         })
     }
 

@@ -4,7 +4,6 @@
 //! is fused and what declined).
 
 use super::{Above, ABOVE};
-use crate::anno::RpcAnno;
 use crate::modules::bid::BidStage;
 use crate::modules::blast::BlastStage;
 use crate::modules::chan::ChanStage;
@@ -50,9 +49,14 @@ impl<Top: Stage, Driver: Stage> FastForm<Stages<Top, Driver>> for RpcEthFast {
         let mut above = Above::of(mselect, vchan, chan, bid, blast);
         let a = msg.anno();
         // The RPC stages name the peer by its MAC address; ETH sends to
-        // the link destination (the same address, set by RPC).
-        let (Some(peer), Some(dst)) = (a.rpc_peer(), a.link_dst()) else {
+        // the link destination (the same address, set by RPC): read once,
+        // the peer made from it as `rpc_peer` would.
+        let Some(dst) = a.link_dst() else {
             return false;
+        };
+        let peer = match a.peer_ip() {
+            Some(ip) => Peer::ipv4(ip),
+            None => Peer::mac(MacAddr(dst)),
         };
         let Some(d) = above.prepare(msg, peer) else {
             return false;
@@ -105,8 +109,8 @@ impl<Top: Stage, Driver: Stage> FastForm<Stages<Top, Driver>> for RpcEthFast {
         // The peer as the RPC stages read it once ETH has annotated the
         // sender.
         let peer = match msg.anno().peer_ip() {
-            Some(ip) => Peer::Ipv4(ip),
-            None => Peer::Mac(MacAddr(src)),
+            Some(ip) => Peer::ipv4(ip),
+            None => Peer::mac(MacAddr(src)),
         };
         let Some((keep, tag, m)) = above.receive(rest, peer, msg.anno(), cx) else {
             return false;

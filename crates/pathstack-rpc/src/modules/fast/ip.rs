@@ -70,7 +70,7 @@ impl<Top: Stage, Driver: Stage> FastForm<Stages<Top, Driver>> for RpcIpFast {
         let Some(dst) = ip.fast_dst(msg.anno()) else {
             return false;
         };
-        let peer = Peer::Ipv4(dst);
+        let peer = Peer::ipv4(dst);
         if msg.anno().rpc_peer() != Some(peer) {
             return false;
         }
@@ -133,7 +133,7 @@ impl<Top: Stage, Driver: Stage> FastForm<Stages<Top, Driver>> for RpcIpFast {
         let Some(upper_on) = f.get(LINK_HEADERS..link::IP_AT + a.total) else {
             return false;
         };
-        let peer = Peer::Ipv4(a.src);
+        let peer = Peer::ipv4(a.src);
         // The peer's annotations are IP's, written below: CHAN reads
         // only the tag.
         let Some((keep, tag, m)) = above.receive(upper_on, peer, msg.anno(), cx) else {

@@ -167,9 +167,10 @@ impl<'a> Above<'a> {
     #[inline(always)]
     fn prepare(&self, msg: &Msg, peer: Peer) -> Option<Down> {
         let a = msg.anno();
-        let tag = a.rpc_tag();
-        let mselect = self.mselect.fast_header(a.procedure()?, tag);
-        let slot = tag?.slot;
+        // The slot and whether the status is `Ok`: all MSELECT and VCHAN
+        // read of the tag here (a message with no tag declines).
+        let (slot, ok) = a.rpc_slot_ok()?;
+        let mselect = self.mselect.fast_header(a.procedure()?, ok);
         let len = msg.len() + mselect::HEADER_LEN + chan::HEADER_LEN;
         let b = self.bid.fast_header(peer)?;
         let s = self.blast.fast_header(len + bid::HEADER_LEN)?;
