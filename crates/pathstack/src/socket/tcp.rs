@@ -308,7 +308,7 @@ impl Host {
     /// without its context; [`Usual::General`] having done nothing.
     #[inline(always)]
     pub(crate) fn tcp_recv_usual(&mut self, s: &TcpStream, buf: &mut [u8]) -> Result<usize, Usual> {
-        let entry = match self
+        let (entry, at) = match self
             .tcp_sockets
             .live(self.id(), (s.host, s.slot, s.generation))
         {
@@ -324,11 +324,8 @@ impl Host {
                 path,
                 conn: Some(at),
                 ..
-            }) => (*path, Some(*at)),
+            }) => ((*path, Some(*at)), *at),
             _ => return Err(Usual::General),
-        };
-        let Some(at) = entry.1 else {
-            return Err(Usual::General);
         };
         // The read needs the path's context only for the flush after it,
         // and that rarely has anything to send: the stage reads without
